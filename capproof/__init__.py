@@ -1,0 +1,26 @@
+"""capproof: prove that pre-allocated index buffers are large enough, or find the counterexample.
+
+The public facade. Spec files use the declaration API (``obligation``, ``contract``, domains,
+claims) and models use the arithmetic vocabulary; tools use ``run``/``prove``.
+"""
+
+from .arith import all_of, any_of, cdiv, divides, gcd, implies, maximum, minimum, not_, round_up, select
+from .domain import Choice, PowersOfTwo, Range
+from .errors import CapproofError, DivisorMayBeZero, RealArithmeticError, SpecError, SymbolicBranchError
+from .obligation import Claim, at_most, claim, contract, equal, less_than, obligation
+from .prover import prove_obligation as prove
+from .runner import RunResult, run
+from .verdict import Options, Verdict
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # declaring obligations
+    "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Claim", "claim", "equal", "at_most", "less_than",
+    # model vocabulary
+    "cdiv", "round_up", "select", "minimum", "maximum", "gcd", "implies", "all_of", "any_of", "not_", "divides",
+    # running
+    "run", "prove", "Options", "Verdict", "RunResult",
+    # errors
+    "CapproofError", "SpecError", "RealArithmeticError", "SymbolicBranchError", "DivisorMayBeZero",
+]

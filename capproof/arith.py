@@ -1,0 +1,137 @@
+"""The shared arithmetic vocabulary of models: exact on Python ints and on symbolic ints.
+
+Every function here runs unchanged on plain ``int`` (tests, replay, comparison with the real
+engine), on :class:`~capproof.symbolic.SymInt` (Z3 proofs) and under CrossHair (whose symbolic
+ints are ``int`` subclasses). ``cdiv`` and ``round_up`` are written exactly as in vLLM 0.33.0
+``vllm/utils/math_utils.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import reduce
+from typing import Union
+
+import z3
+
+from .errors import NotConcreteError, RealArithmeticError, caller_location
+from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int
+
+__all__ = [
+    "cdiv",
+    "round_up",
+    "select",
+    "minimum",
+    "maximum",
+    "gcd",
+    "implies",
+    "all_of",
+    "any_of",
+    "not_",
+    "divides",
+]
+
+Int = Union[int, SymInt]
+Bool = Union[bool, SymBool]
+
+
+def _check_int(*values: object) -> None:
+    for value in values:
+        if isinstance(value, float):
+            raise RealArithmeticError(
+                f"real arithmetic: float {value!r} in an integer model at {caller_location()} "
+                "(use // or cdiv)"
+            )
+
+
+def cdiv(a: Int, b: Int) -> Int:
+    """Ceiling division ``-(a // -b)``. Raises ZeroDivisionError for a concrete zero divisor.
+
+    Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::cdiv``.
+    """
+    _check_int(a, b)
+    return -(a // -b)
+
+
+def round_up(x: Int, y: Int) -> Int:
+    """``x`` rounded up to a multiple of ``y``: ``((x + y - 1) // y) * y``.
+
+    Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::round_up``.
+    """
+    _check_int(x, y)
+    return ((x + y - 1) // y) * y
+
+
+def select(condition: Bool, if_true: Int, if_false: Int) -> Int:
+    """``if_true if condition else if_false`` that also works on a symbolic ``condition``.
+
+    Both branches are evaluated (so a symbolic divisor on either branch is checked).
+    """
+    if isinstance(condition, SymBool) or isinstance(if_true, SymInt) or isinstance(if_false, SymInt):
+        if isinstance(condition, bool) or (isinstance(condition, int) and not isinstance(condition, SymInt)):
+            return if_true if condition else if_false
+        _check_int(if_true, if_false)
+        return SymInt(z3.simplify(z3.If(to_z3_bool(condition), to_z3_int(if_true), to_z3_int(if_false))))
+    return if_true if condition else if_false
+
+
+def _select_bool(condition: Bool, if_true: Bool, if_false: Bool) -> Bool:
+    if any(isinstance(v, SymBool) for v in (condition, if_true, if_false)):
+        return SymBool(z3.simplify(z3.If(to_z3_bool(condition), to_z3_bool(if_true), to_z3_bool(if_false))))
+    return if_true if condition else if_false
+
+
+def minimum(first: Int, *rest: Int) -> Int:
+    """``min`` of one or more values, symbolic or not."""
+    _check_int(first, *rest)
+    return reduce(lambda a, b: select(b < a, b, a), rest, first)
+
+
+def maximum(first: Int, *rest: Int) -> Int:
+    """``max`` of one or more values, symbolic or not."""
+    _check_int(first, *rest)
+    return reduce(lambda a, b: select(b > a, b, a), rest, first)
+
+
+def gcd(a: Int, b: Int) -> int:
+    """``math.gcd`` on concrete ints. Raises NotConcreteError on a symbolic argument."""
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        raise NotConcreteError(
+            f"gcd needs concrete ints at {caller_location()}: declare the parameter with a finite "
+            "domain (Choice or PowersOfTwo) so it is case-split"
+        )
+    _check_int(a, b)
+    return math.gcd(a, b)
+
+
+def implies(premise: Bool, conclusion: Bool) -> Bool:
+    """Logical implication, symbolic or not."""
+    if isinstance(premise, SymBool) or isinstance(conclusion, SymBool):
+        return SymBool(z3.simplify(z3.Implies(to_z3_bool(premise), to_z3_bool(conclusion))))
+    return (not premise) or bool(conclusion)
+
+
+def all_of(*conditions: Bool) -> Bool:
+    """Conjunction, symbolic or not (``and`` would branch)."""
+    if any(isinstance(c, SymBool) for c in conditions):
+        return SymBool(z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions])))
+    return all(conditions)
+
+
+def any_of(*conditions: Bool) -> Bool:
+    """Disjunction, symbolic or not (``or`` would branch)."""
+    if any(isinstance(c, SymBool) for c in conditions):
+        return SymBool(z3.simplify(z3.Or(*[to_z3_bool(c) for c in conditions])))
+    return any(conditions)
+
+
+def not_(condition: Bool) -> Bool:
+    """Negation, symbolic or not (``~True`` is ``-2`` in Python, so use this)."""
+    if isinstance(condition, SymBool):
+        return ~condition
+    return not condition
+
+
+def divides(divisor: Int, value: Int) -> Bool:
+    """``value % divisor == 0``: the usual assumption between block sizes."""
+    return value % divisor == 0

@@ -1,0 +1,66 @@
+"""Errors raised while loading, encoding or replaying an obligation.
+
+Every error carries one human-readable line. The CLI prints that line, marks the obligation
+``error`` and goes on with the others.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = [
+    "CapproofError",
+    "SpecError",
+    "RealArithmeticError",
+    "SymbolicBranchError",
+    "NotConcreteError",
+    "DivisorMayBeZero",
+    "ReplayError",
+    "caller_location",
+]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_location() -> str:
+    """``path:line`` of the innermost frame outside capproof itself (the model or spec line)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR + os.sep):
+            try:
+                shown = os.path.relpath(filename)
+            except ValueError:  # pragma: no cover - other drive on Windows
+                shown = filename
+            return f"{shown}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+class CapproofError(Exception):
+    """Base class: an obligation that cannot be decided because of how it is written."""
+
+
+class SpecError(CapproofError):
+    """A malformed obligation: bad domain, unknown or out-of-domain pin, non-boolean claim."""
+
+
+class RealArithmeticError(CapproofError, TypeError):
+    """Python ``/`` (or a float) reached integer model arithmetic."""
+
+
+class SymbolicBranchError(CapproofError, TypeError):
+    """``if``/``bool()``/``int()`` on a symbolic value: the model must use ``select`` instead."""
+
+
+class NotConcreteError(CapproofError, TypeError):
+    """An operation that needs concrete ints (``gcd``, indexing, ``range``) got a symbolic value."""
+
+
+class DivisorMayBeZero(CapproofError):
+    """A symbolic divisor can be zero somewhere in the domain under the assumptions."""
+
+
+class ReplayError(CapproofError):
+    """A solver counterexample did not violate the claim when replayed on plain ints."""

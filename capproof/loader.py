@@ -1,0 +1,121 @@
+"""Find spec files, import them, and collect their obligations and contracts.
+
+A spec file that fails to import (syntax error, import error, an exception at module level)
+becomes one :class:`LoadError`; the other files still load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+from .obligation import Contract, Obligation
+
+__all__ = ["LoadError", "Item", "discover", "load_file", "load", "ensure_project_on_path"]
+
+
+@dataclass
+class LoadError:
+    file: str
+    message: str
+
+    @property
+    def id(self) -> str:
+        return self.file
+
+
+Item = Union[Obligation, Contract]
+
+
+def ensure_project_on_path(root: str | None = None) -> str:
+    """Put the project root (default: the working directory) first on ``sys.path``."""
+    root = os.path.abspath(root or os.getcwd())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return root
+
+
+def discover(paths: Iterable[str]) -> tuple[list[str], list[LoadError]]:
+    """Spec files under ``paths`` (files or directories), sorted; missing paths are errors."""
+    files: list[str] = []
+    errors: list[LoadError] = []
+    for path in paths:
+        if os.path.isdir(path):
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+                for fn in sorted(filenames):
+                    if fn.endswith(".py") and not fn.startswith("_"):
+                        files.append(os.path.relpath(os.path.join(dirpath, fn)))
+        elif os.path.isfile(path):
+            files.append(os.path.relpath(path))
+        else:
+            errors.append(LoadError(path, f"{path}: no such spec file or directory"))
+    seen: list[str] = []
+    for f in files:
+        if f not in seen:
+            seen.append(f)
+    return seen, errors
+
+
+_loaded: dict[str, list[Item]] = {}
+
+
+def _module_name(path: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path))
+    stem = rel[:-3] if rel.endswith(".py") else rel
+    if not stem.startswith(".."):
+        return "capproof_spec." + stem.replace(os.sep, ".").replace("-", "_")
+    return "capproof_spec._ext_" + str(abs(hash(os.path.abspath(path))))
+
+
+def load_file(path: str) -> list[Item] | LoadError:
+    """Import one spec file and return its obligations and contracts in source order."""
+    key = os.path.abspath(path)
+    if key in _loaded:
+        return _loaded[key]
+    ensure_project_on_path()
+    name = _module_name(path)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            return LoadError(path, f"{path}: not an importable Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        return LoadError(path, f"{path}:{exc.lineno}: SyntaxError: {exc.msg}")
+    except BaseException as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename) == key]
+        where = f":{frames[-1].lineno}" if frames else ""
+        return LoadError(path, f"{path}{where}: {type(exc).__name__}: {exc}")
+    items: list[Item] = []
+    for value in vars(module).values():
+        candidates = value if isinstance(value, (list, tuple)) else [value]
+        for item in candidates:
+            if isinstance(item, (Obligation, Contract)) and item not in items:
+                items.append(item)
+    items.sort(key=lambda it: it.line)
+    _loaded[key] = items
+    return items
+
+
+def load(paths: Iterable[str], keyword: str | None = None) -> tuple[list[Item], list[LoadError]]:
+    """All obligations and contracts under ``paths`` whose id contains ``keyword``."""
+    files, errors = discover(paths)
+    items: list[Item] = []
+    for f in files:
+        loaded = load_file(f)
+        if isinstance(loaded, LoadError):
+            if keyword is None or keyword in loaded.file:
+                errors.append(loaded)
+            continue
+        items.extend(it for it in loaded if keyword is None or keyword in it.id)
+    return items, errors

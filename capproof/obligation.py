@@ -1,0 +1,224 @@
+"""Declaring obligations (Z3) and contracts (CrossHair) in spec/ files.
+
+An obligation is a claim over a parameter space::
+
+    @obligation(
+        domain={"max_model_len": Range(1, 2**21), "block_size": Choice(16, 32, 64, 128, 256)},
+        assumptions={"kernel_block_size divides block_size": lambda block_size, kernel_block_size: ...},
+        expect="counterexample", case="vllm-dsa-ebt-128align", sources=["vllm-project/vllm#50302"],
+    )
+    def indexer_width_equals_runner_width(max_model_len, block_size):
+        return equal(W_buf=indexer_width(...), W_bt=runner_width(...))
+
+The function's parameters are exactly the domain's names; it returns a :class:`Claim` (or a
+plain/symbolic bool). Assumption functions take any subset of the parameters by name.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .domain import Domain
+from .errors import SpecError
+from .symbolic import SymBool, SymInt
+
+__all__ = ["Claim", "claim", "equal", "at_most", "less_than", "obligation", "Obligation", "contract", "Contract"]
+
+EXPECTATIONS = ("proved", "counterexample")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A boolean claim plus the named quantities it compares (shown in reports).
+
+    ``relation`` is a short human form such as ``"W_buf == W_bt"``.
+    """
+
+    holds: object
+    values: Mapping[str, object] = field(default_factory=dict)
+    relation: str = ""
+
+
+def claim(holds: object, /, **named: object) -> Claim:
+    """A claim with arbitrary named quantities to report alongside it."""
+    return Claim(holds, dict(named), "")
+
+
+def _two(named: Mapping[str, object], what: str) -> tuple[str, object, str, object]:
+    if len(named) != 2:
+        raise SpecError(f"{what}() takes exactly two named quantities, got {list(named)}")
+    (a, av), (b, bv) = named.items()
+    return a, av, b, bv
+
+
+def equal(**named: object) -> Claim:
+    """``first == second``, e.g. ``equal(W_buf=..., W_bt=...)``."""
+    a, av, b, bv = _two(named, "equal")
+    return Claim(av == bv, dict(named), f"{a} == {b}")
+
+
+def at_most(**named: object) -> Claim:
+    """``first <= second``, e.g. ``at_most(demand=..., capacity=...)``."""
+    a, av, b, bv = _two(named, "at_most")
+    return Claim(av <= bv, dict(named), f"{a} <= {b}")
+
+
+def less_than(**named: object) -> Claim:
+    """``first < second``, e.g. ``less_than(index=..., capacity=...)``."""
+    a, av, b, bv = _two(named, "less_than")
+    return Claim(av < bv, dict(named), f"{a} < {b}")
+
+
+def _spec_relpath(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # pragma: no cover
+        return path
+
+
+@dataclass
+class Obligation:
+    """A claim over a parameter space, declared with :func:`obligation`."""
+
+    name: str
+    func: Callable[..., object]
+    domain: dict[str, Domain]
+    assumptions: dict[str, Callable[..., object]]
+    expect: str
+    case: str | None
+    sources: list[str]
+    rlimit: int | None
+    file: str
+    line: int
+    doc: str
+    problems: list[str]
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}::{self.name}"
+
+    @property
+    def params(self) -> list[str]:
+        return list(self.domain)
+
+    def assumption_params(self, name: str) -> list[str]:
+        return list(inspect.signature(self.assumptions[name]).parameters)
+
+    def models_used(self) -> list[str]:
+        """Model functions named in the claim's body, as ``models/…py::name``."""
+        out: list[str] = []
+        globs = getattr(self.func, "__globals__", {})
+        for ref in self.func.__code__.co_names:
+            target = globs.get(ref)
+            module = getattr(target, "__module__", "") or ""
+            if module.startswith("models.") and callable(target):
+                out.append(f"{module.replace('.', '/')}.py::{getattr(target, '__qualname__', ref)}")
+        return out
+
+
+def obligation(
+    *,
+    domain: Mapping[str, Domain],
+    expect: str = "proved",
+    case: str | None = None,
+    sources: Sequence[str] = (),
+    assumptions: Mapping[str, Callable[..., object]] | None = None,
+    rlimit: int | None = None,
+) -> Callable[[Callable[..., object]], Obligation]:
+    """Declare a claim over ``domain`` (see the module docstring).
+
+    ``expect`` is ``"proved"`` or ``"counterexample"`` (a kept buggy historical formula).
+    Problems with the declaration are recorded, not raised, so that one bad obligation does
+    not stop the rest of its file: they surface as an ``error`` verdict.
+    """
+
+    def wrap(func: Callable[..., object]) -> Obligation:
+        problems: list[str] = []
+        if expect not in EXPECTATIONS:
+            problems.append(f"expect must be one of {EXPECTATIONS}, got {expect!r}")
+        dom = dict(domain)
+        for pname, d in dom.items():
+            if not isinstance(d, Domain):
+                problems.append(f"domain of {pname} is {d!r}, not a Range, Choice or PowersOfTwo")
+            elif d.problem:
+                problems.append(f"domain of {pname}: {d.problem}")
+        params = list(inspect.signature(func).parameters)
+        if sorted(params) != sorted(dom):
+            problems.append(
+                f"claim parameters {params} do not match the domain's names {list(dom)}"
+            )
+        assumed = dict(assumptions or {})
+        for aname, afunc in assumed.items():
+            if not callable(afunc):
+                problems.append(f"assumption {aname!r} is not callable")
+                continue
+            unknown = [p for p in inspect.signature(afunc).parameters if p not in dom]
+            if unknown:
+                problems.append(f"assumption {aname!r} uses {unknown}, not in the domain")
+        code = func.__code__
+        return Obligation(
+            name=func.__name__,
+            func=func,
+            domain=dom,
+            assumptions=assumed,
+            expect=expect,
+            case=case,
+            sources=list(sources),
+            rlimit=rlimit,
+            file=_spec_relpath(code.co_filename),
+            line=code.co_firstlineno,
+            doc=inspect.cleandoc(func.__doc__ or ""),
+            problems=problems,
+        )
+
+    return wrap
+
+
+@dataclass
+class Contract:
+    """A CrossHair contract check of a models/ function or method.
+
+    ``target`` is ``"models/file.py::function"`` or ``"models/file.py::Class.method"``; the
+    pre/postconditions are PEP 316 docstring lines (``pre:``, ``post:``, ``raises:``) in the model.
+    """
+
+    target: str
+    expect: str
+    case: str | None
+    sources: list[str]
+    file: str
+    line: int
+
+    @property
+    def id(self) -> str:
+        return self.target
+
+
+def contract(
+    target: str,
+    *,
+    expect: str = "proved",
+    case: str | None = None,
+    sources: Sequence[str] = (),
+) -> Contract:
+    """Declare that ``target``'s PEP 316 contract is checked by CrossHair (see :class:`Contract`)."""
+    frame = inspect.stack()[1]
+    return Contract(
+        target=target,
+        expect=expect,
+        case=case,
+        sources=list(sources),
+        file=_spec_relpath(frame.filename),
+        line=frame.lineno,
+    )
+
+
+def is_boolean(value: object) -> bool:
+    return isinstance(value, (bool, SymBool))
+
+
+def is_integer(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, SymInt)

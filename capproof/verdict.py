@@ -1,0 +1,145 @@
+"""Verdicts, options and results.
+
+Soundness rules encoded here:
+
+- ``proved`` needs an ``unsat`` answer on every case the assumptions admit, and at least one
+  such case (otherwise the obligation is ``vacuous``).
+- ``unknown`` (rlimit exhausted, solver gave up) is never ``proved``.
+- a ``counterexample`` is reported only after it was replayed on plain ints and violated the claim.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Verdict", "Options", "Counterexample", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT"]
+
+#: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
+#: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
+DEFAULT_RLIMIT = 20_000_000
+
+
+class Verdict(str, enum.Enum):
+    PROVED = "proved"
+    COUNTEREXAMPLE = "counterexample"
+    UNKNOWN = "unknown"
+    VACUOUS = "vacuous"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Options:
+    """How a run proves: budgets, pins and parallelism."""
+
+    rlimit: int = DEFAULT_RLIMIT
+    pins: dict[str, int] = field(default_factory=dict)
+    minimize: bool = True
+    crosshair_timeout: float = 30.0
+    jobs: int = 1
+    contracts: bool = True
+
+
+@dataclass
+class Counterexample:
+    """Parameter values that violate a claim, and the claim's named quantities there."""
+
+    params: dict[str, int]
+    values: dict[str, int]
+    minimized: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"params": dict(self.params), "values": dict(self.values), "minimized": self.minimized}
+
+
+@dataclass
+class ObligationResult:
+    id: str
+    case: str | None
+    sources: list[str]
+    expect: str
+    verdict: Verdict
+    message: str
+    cases: int = 0
+    excluded: int = 0
+    failing_cases: int = 0
+    unknown_cases: int = 0
+    counterexample: Counterexample | None = None
+    assumptions_used: list[str] = field(default_factory=list)
+    relation: str = ""
+    domain: dict[str, str] = field(default_factory=dict)
+    pins: dict[str, int] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    doc: str = ""
+    file: str = ""
+    line: int = 0
+    rlimit: int = DEFAULT_RLIMIT
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.value == self.expect
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "case": self.case,
+            "sources": list(self.sources),
+            "expect": self.expect,
+            "verdict": self.verdict.value,
+            "ok": self.ok,
+            "cases": self.cases,
+            "excluded_cases": self.excluded,
+            "failing_cases": self.failing_cases,
+            "unknown_cases": self.unknown_cases,
+            "counterexample": self.counterexample.to_json() if self.counterexample else None,
+            "assumptions_used": list(self.assumptions_used),
+            "message": self.message,
+            "relation": self.relation,
+            "domain": dict(self.domain),
+            "pins": dict(self.pins),
+            "assumptions": list(self.assumptions),
+            "models": list(self.models),
+            "file": self.file,
+            "line": self.line,
+            "rlimit": self.rlimit,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class ContractResult:
+    id: str
+    expect: str
+    verdict: Verdict
+    message: str
+    case: str | None = None
+    sources: list[str] = field(default_factory=list)
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    file: str = ""
+    line: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.value == self.expect
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "case": self.case,
+            "sources": list(self.sources),
+            "expect": self.expect,
+            "verdict": self.verdict.value,
+            "ok": self.ok,
+            "message": self.message,
+            "conditions": list(self.conditions),
+            "file": self.file,
+            "line": self.line,
+            "seconds": round(self.seconds, 3),
+        }
