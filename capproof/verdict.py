@@ -105,6 +105,7 @@ class ObligationResult:
             "pins": dict(self.pins),
             "assumptions": list(self.assumptions),
             "models": list(self.models),
+            "doc": self.doc,
             "file": self.file,
             "line": self.line,
             "rlimit": self.rlimit,

@@ -1,0 +1,150 @@
+"""Command line: ``capproof prove`` and ``capproof report``.
+
+Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
+vacuous, error or bad input (one line each; the other obligations still run).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from .report import render_reports, stale_reports, terminal_lines, write_reports
+from .runner import EXIT_UNDECIDED, RunResult, run
+from .verdict import DEFAULT_RLIMIT, ContractResult, Options
+
+__all__ = ["main"]
+
+_console = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
+    pins: dict[str, int] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.BadParameter(f"{item!r}: expected NAME=VALUE, e.g. max_model_len=350000", param_hint="--set")
+        try:
+            pins[name] = int(raw.strip().replace("_", ""), 0)
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: {raw!r} is not an integer", param_hint="--set") from None
+    return pins
+
+
+def _print(result: RunResult | None, entry: Any) -> None:
+    kind = "contract" if isinstance(entry, ContractResult) else "obligation"
+    for i, line in enumerate(terminal_lines(entry.to_json(), kind)):
+        style = None if i else ("green" if entry.ok else "bold red")
+        _console.print(line, style=style, markup=False)
+
+
+def _summary(result: RunResult) -> None:
+    counts = result.counts()
+    total = len(result.all_results())
+    good = sum(1 for r in result.all_results() if r.ok)
+    parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    for err in result.usage_errors:
+        _err.print(f"error: {err}", markup=False, style="bold red")
+    _console.print(f"{good} of {total} as expected ({parts or 'nothing selected'})", markup=False,
+                   style="green" if result.exit_code == 0 else "bold red")
+
+
+def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet) -> RunResult:
+    options = Options(
+        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts,
+    )
+    progress = None if quiet else (lambda entry: _print(None, entry))
+    return run(paths or ("spec",), options, keyword, progress)
+
+
+_common = [
+    click.argument("paths", nargs=-1, type=click.Path()),
+    click.option("-k", "keyword", default=None, help="Only obligations and contracts whose id contains SUBSTRING."),
+    click.option("--set", "pins", multiple=True, metavar="NAME=VALUE",
+                 help="Pin a parameter (engine config name), e.g. --set max_model_len=350000."),
+    click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
+                 help="Deterministic Z3 resource budget per query."),
+    click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
+                 help="Worker processes."),
+    click.option("--crosshair-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+                 help="CrossHair per-condition timeout in seconds."),
+    click.option("--no-contracts", is_flag=True, help="Skip the CrossHair contract checks."),
+]
+
+
+def _apply(options):
+    def deco(f):
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+@click.group()
+@click.version_option(package_name="capproof")
+def main() -> None:
+    """Prove buffer capacity >= demand for every configuration and batch, or find a counterexample."""
+
+
+@main.command()
+@_apply(_common)
+@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
+              help="Write the results as JSON to FILE ('-' for stdout).")
+def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out) -> None:
+    """Prove the obligations and check the contracts in PATHS (default: spec/)."""
+    pins_d = _parse_pins(pins)
+    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-")
+    data = result.to_json()
+    if json_out == "-":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        if json_out:
+            with open(json_out, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=2)
+                fh.write("\n")
+        _summary(result)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@_apply(_common)
+@click.option("--check", is_flag=True, help="Do not write: fail (exit 1) if proofs/ is stale.")
+@click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Render from a `prove --json` file of a full, unpinned run instead of proving again.")
+def report(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
+    """Write proofs/<spec module>.md for every spec module (a full, unpinned run)."""
+    if pins or keyword or paths:
+        raise click.UsageError("report covers every spec module unpinned: drop PATHS, -k and --set")
+    exit_code = 0
+    if from_json:
+        with open(from_json, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if any(o.get("pins") for o in data.get("obligations", [])):
+            raise click.UsageError(f"{from_json} comes from a pinned run; reports need an unpinned one")
+    else:
+        result = _run((), None, {}, rlimit, jobs, crosshair_timeout, no_contracts, quiet=True)
+        data = result.to_json()
+        exit_code = result.exit_code
+    reports = render_reports(data)
+    if check:
+        stale = stale_reports(reports)
+        if stale:
+            _err.print("stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
+                       markup=False, style="bold red")
+            sys.exit(max(exit_code, 1))
+        _console.print(f"proofs/ up to date ({len(reports)} reports)", markup=False, style="green")
+    else:
+        changed = write_reports(reports)
+        _console.print(f"wrote {len(reports)} reports to proofs/ ({len(changed)} changed)", markup=False)
+    sys.exit(exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,172 @@
+"""Render results: terminal lines (icontract style) and the committed proofs/ reports.
+
+Reports are rendered from the JSON form of a run, so ``capproof report --from run.json`` and a
+fresh run give the same bytes. They hold no timings, so a diff shows only real changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["terminal_lines", "render_reports", "write_reports", "stale_reports"]
+
+_MARK = {True: "ok  ", False: "FAIL"}
+
+
+def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]:
+    """One line per obligation or contract; a counterexample adds every name with its value."""
+    expect = entry["expect"]
+    verdict = entry["verdict"]
+    note = "" if entry["ok"] else f" (expected {expect})"
+    lines = [f"{_MARK[entry['ok']]} {verdict:<14} {entry['id']}{note}"]
+    cex = entry.get("counterexample")
+    if kind == "obligation" and cex:
+        lines.append(f"       {entry['message']}")
+        width = max(len(k) for k in [*cex["params"], *cex["values"]] or ["x"])
+        for name, value in cex["values"].items():
+            lines.append(f"         {name:<{width}} = {value}")
+        for name, value in cex["params"].items():
+            if name in cex["values"]:
+                continue
+            lines.append(f"         {name:<{width}} = {value}")
+    elif verdict != "proved" or not entry["ok"]:
+        lines.append(f"       {entry['message']}")
+    return lines
+
+
+def _spec_module(entry: dict[str, Any]) -> str:
+    file = entry.get("file") or entry["id"].split("::")[0]
+    return os.path.splitext(os.path.basename(file))[0]
+
+
+def _md_value(value: object) -> str:
+    return f"`{value}`"
+
+
+def _obligation_md(e: dict[str, Any]) -> list[str]:
+    name = e["id"].split("::")[-1]
+    out = [f"### `{name}`", ""]
+    spec_link = f"[{e['file']}:{e['line']}](../{e['file']}#L{e['line']})" if e.get("file") else e["id"]
+    out.append(f"- spec: {spec_link}")
+    if e.get("case"):
+        out.append(f"- corpus case: `{e['case']}`")
+    if e.get("sources"):
+        out.append("- sources: " + ", ".join(e["sources"]))
+    if e.get("models"):
+        out.append("- models: " + ", ".join(f"`{m}`" for m in e["models"]))
+    if e.get("relation"):
+        out.append(f"- claim: `{e['relation']}`")
+    status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
+    out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}")
+    out.append(f"- result: {e['message']}")
+    out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")
+    if e.get("doc"):
+        out += ["", *[f"> {line}" if line else ">" for line in e["doc"].splitlines()]]
+    if e.get("domain"):
+        out += ["", "| parameter | domain |", "|---|---|"]
+        out += [f"| `{k}` | {v} |" for k, v in e["domain"].items()]
+    if e.get("assumptions"):
+        used = set(e.get("assumptions_used", []))
+        out += ["", "Assumptions (✔ = in the unsat core of some case):", ""]
+        out += [f"- {'✔' if a in used else '·'} {a}" for a in e["assumptions"]]
+    bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", [])]
+    if bounds:
+        out += ["", "Domain bounds the proof used: " + ", ".join(f"`{b}`" for b in bounds)]
+    cex = e.get("counterexample")
+    if cex:
+        out += ["", "Counterexample (smallest parameter values, replayed on plain ints):", "",
+                "| name | value |", "|---|---|"]
+        out += [f"| `{k}` | {_md_value(v)} |" for k, v in cex["params"].items()]
+        out += [f"| **`{k}`** | {_md_value(v)} |" for k, v in cex["values"].items()]
+    out.append("")
+    return out
+
+
+def _contract_md(e: dict[str, Any]) -> list[str]:
+    status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
+    out = [f"### contract `{e['id']}`", ""]
+    if e.get("file"):
+        out.append(f"- declared: [{e['file']}:{e['line']}](../{e['file']}#L{e['line']})")
+    out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}; checked by CrossHair")
+    out.append(f"- result: {e['message']}")
+    for c in e.get("conditions", []):
+        out.append(f"  - {c['where']}: {c['state']}" + (f" — {c['message']}" if c["state"] != "confirmed" else ""))
+    out.append("")
+    return out
+
+
+def render_reports(run_json: dict[str, Any]) -> dict[str, str]:
+    """``{"proofs/<spec module>.md": text}`` for every spec module in the run."""
+    groups: "OrderedDict[str, dict[str, list]]" = OrderedDict()
+    for e in run_json["obligations"]:
+        groups.setdefault(_spec_module(e), {"obligations": [], "contracts": []})["obligations"].append(e)
+    for e in run_json["contracts"]:
+        groups.setdefault(_spec_module(e), {"obligations": [], "contracts": []})["contracts"].append(e)
+    out: dict[str, str] = {}
+    for module, items in sorted(groups.items()):
+        all_items = items["obligations"] + items["contracts"]
+        counts: dict[str, int] = {}
+        for e in all_items:
+            counts[e["verdict"]] = counts.get(e["verdict"], 0) + 1
+        lines = [
+            f"# Proof report: `spec/{module}.py`",
+            "",
+            "Generated by `capproof report`; do not edit. `make verify` fails when this file is stale.",
+            "",
+            "Verdicts: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+            + f"; {sum(1 for e in all_items if e['ok'])} of {len(all_items)} as expected.",
+            "",
+            "| obligation | case | expect | verdict |",
+            "|---|---|---|---|",
+        ]
+        for e in all_items:
+            name = e["id"].split("::")[-1] if "::" in e["id"] else e["id"]
+            lines.append(f"| `{name}` | {e.get('case') or '—'} | {e['expect']} | {e['verdict']}{'' if e['ok'] else ' ✗'} |")
+        lines.append("")
+        if items["obligations"]:
+            lines += ["## Obligations (Z3)", ""]
+            for e in items["obligations"]:
+                lines += _obligation_md(e)
+        if items["contracts"]:
+            lines += ["## Contracts (CrossHair)", ""]
+            for e in items["contracts"]:
+                lines += _contract_md(e)
+        out[os.path.join("proofs", f"{module}.md")] = "\n".join(lines).rstrip() + "\n"
+    return out
+
+
+def write_reports(reports: dict[str, str], directory: str = "proofs") -> list[str]:
+    """Write ``reports`` and delete reports of spec modules that no longer exist; returns changed paths."""
+    os.makedirs(directory, exist_ok=True)
+    changed = stale_reports(reports, directory)
+    for path, text in reports.items():
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    for path in _orphans(reports, directory):
+        os.remove(path)
+    return changed
+
+
+def _orphans(reports: dict[str, str], directory: str) -> list[str]:
+    if not os.path.isdir(directory):
+        return []
+    return sorted(
+        os.path.join(directory, f) for f in os.listdir(directory)
+        if f.endswith(".md") and os.path.join(directory, f) not in reports
+    )
+
+
+def stale_reports(reports: dict[str, str], directory: str = "proofs") -> list[str]:
+    """Report paths whose committed text differs from ``reports`` (missing and orphaned included)."""
+    stale = []
+    for path, text in reports.items():
+        try:
+            with open(path, encoding="utf-8") as fh:
+                if fh.read() == text:
+                    continue
+        except FileNotFoundError:
+            pass
+        stale.append(path)
+    return stale + _orphans(reports, directory)
