@@ -263,7 +263,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
     result = ObligationResult(
         id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,
-        message="", domain={k: d.describe() for k, d in ob.domain.items()}, pins=pins,
+        message="", domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()}, pins=pins,
         assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
     )
     try:

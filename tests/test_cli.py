@@ -1,0 +1,157 @@
+"""The CLI: exit codes, JSON shape, bad input on one line while the rest still runs, reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+
+GOOD = """
+from capproof import Range, Choice, obligation, at_most, equal, cdiv
+
+@obligation(domain={"max_model_len": Range(1, 2**21), "block_size": Choice(16, 64)}, case="demo-case", sources=["x/y#1"])
+def width_covers(max_model_len, block_size):
+    return at_most(demand=max_model_len, capacity=cdiv(max_model_len, block_size) * block_size)
+
+@obligation(domain={"max_model_len": Range(1, 2**21), "block_size": Choice(16, 64)}, expect="counterexample")
+def unaligned_equals_aligned(max_model_len, block_size):
+    return equal(W_buf=cdiv(max_model_len, block_size), W_bt=cdiv(cdiv(max_model_len, block_size), 2) * 2)
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A throwaway project directory with spec/ and proofs/, used as the working directory."""
+    (tmp_path / "spec").mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def write(name: str, source: str) -> str:
+        path = tmp_path / "spec" / name
+        path.write_text(textwrap.dedent(source))
+        return os.path.join("spec", name)
+
+    return write
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_all_as_expected_exits_0_and_json_has_the_relied_on_shape(project):
+    project("good.py", GOOD)
+    result = invoke("prove", "--json", "-")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) >= {"obligations", "contracts", "summary"}
+    assert set(data["summary"]) >= {"ok", "proved", "counterexample", "unknown", "vacuous", "error"}
+    assert data["summary"]["ok"] is True
+    assert (data["summary"]["proved"], data["summary"]["counterexample"]) == (1, 1)
+    first, second = data["obligations"]
+    for entry in data["obligations"]:
+        assert set(entry) >= {"id", "case", "sources", "expect", "verdict", "ok", "cases", "counterexample",
+                              "assumptions_used", "message"}
+    assert first["id"] == "spec/good.py::width_covers"
+    assert (first["case"], first["sources"], first["cases"]) == ("demo-case", ["x/y#1"], 2)
+    assert first["counterexample"] is None
+    cex = second["counterexample"]
+    assert cex["params"] == {"max_model_len": 1, "block_size": 16}
+    assert cex["values"] == {"W_buf": 1, "W_bt": 2}
+
+
+def test_terminal_lists_every_name_with_its_value(project):
+    project("good.py", GOOD)
+    result = invoke("prove", "--set", "max_model_len=350000", "--set", "block_size=64")
+    assert result.exit_code == 0, result.output
+    assert "W_buf == W_bt fails: W_buf=5469, W_bt=5470" in result.output
+    for line in ("W_buf         = 5469", "W_bt          = 5470", "max_model_len = 350000", "block_size    = 64"):
+        assert line in result.output
+
+
+def test_verdict_differing_from_expectation_exits_1(project):
+    project("good.py", GOOD)
+    # an even block count: the buggy formula agrees, so the expected counterexample is not found
+    result = invoke("prove", "--set", "max_model_len=300000", "--set", "block_size=64")
+    assert result.exit_code == 1, result.output
+    assert "FAIL proved" in result.output and "(expected counterexample)" in result.output
+
+
+def test_unknown_exits_2(project):
+    project("good.py", GOOD)
+    assert invoke("prove", "-k", "width_covers", "--rlimit", "1").exit_code == 2
+
+
+def test_bad_spec_is_one_line_and_others_still_run(project):
+    project("good.py", GOOD)
+    project("broken.py", "from capproof import obligation\ndef oops(:\n")
+    project("badimport.py", "import no_such_module_xyz\n")
+    result = invoke("prove", "--json", "-")
+    assert result.exit_code == 2
+    data = json.loads(result.output)
+    by_id = {o["id"]: o for o in data["obligations"]}
+    assert by_id["spec/broken.py"]["verdict"] == "error"
+    assert by_id["spec/broken.py"]["message"].startswith("spec/broken.py:2: SyntaxError")
+    assert "ModuleNotFoundError" in by_id["spec/badimport.py"]["message"]
+    assert by_id["spec/good.py::width_covers"]["verdict"] == "proved"
+    assert by_id["spec/good.py::unaligned_equals_aligned"]["verdict"] == "counterexample"
+
+
+def test_bad_obligation_in_a_file_does_not_stop_its_neighbours(project):
+    project("mixed.py", GOOD + """
+@obligation(domain={"max_model_len": Range(10, 1)})
+def inverted(max_model_len):
+    return max_model_len > 0
+""")
+    result = invoke("prove")
+    assert result.exit_code == 2
+    assert "spec/mixed.py::inverted" in result.output
+    assert "empty range 10..1" in result.output
+    assert "ok   proved         spec/mixed.py::width_covers" in result.output
+
+
+def test_unknown_pin_is_an_error(project):
+    project("good.py", GOOD)
+    result = invoke("prove", "--set", "max_modle_len=5")
+    assert result.exit_code == 2
+    assert "no selected obligation has a parameter named 'max_modle_len'" in result.output
+
+
+@pytest.mark.parametrize("pin", ["max_model_len", "max_model_len=abc", "=5"])
+def test_malformed_pin_is_a_usage_error(project, pin):
+    project("good.py", GOOD)
+    result = CliRunner().invoke(main, ["prove", "--set", pin])
+    assert result.exit_code == 2
+    assert "--set" in result.output
+
+
+def test_missing_path_is_an_error(project):
+    result = invoke("prove", "spec/nope.py")
+    assert result.exit_code == 2
+    assert "no such spec file" in result.output
+
+
+def test_report_writes_then_check_detects_staleness(project):
+    project("good.py", GOOD)
+    assert invoke("report", "--no-contracts").exit_code == 0
+    text = open("proofs/good.md").read()
+    assert "`width_covers`" in text and "| **`W_buf`** | `1` |" in text
+    assert "seconds" not in text
+    assert invoke("report", "--check", "--no-contracts").exit_code == 0
+    project("good.py", GOOD.replace("Choice(16, 64)", "Choice(16, 32, 64)"))
+    from capproof import loader
+
+    loader._loaded.clear()
+    stale = invoke("report", "--check", "--no-contracts")
+    assert stale.exit_code == 1
+    assert "proofs/good.md" in stale.output
+
+
+def test_report_from_json_equals_a_fresh_report(project):
+    project("good.py", GOOD)
+    assert invoke("prove", "--json", "run.json", "--no-contracts").exit_code == 0
+    assert invoke("report", "--no-contracts").exit_code == 0
+    assert invoke("report", "--check", "--from", "run.json").exit_code == 0

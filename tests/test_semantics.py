@@ -1,0 +1,415 @@
+"""Symbolic (``SymInt``/``SymBool`` on Z3) and concrete (plain ``int``) semantics must agree.
+
+The property tests build random integer expression trees over the model vocabulary
+(``+ - * // %``, unary ``-``, ``abs``, ``cdiv``, ``round_up``, ``minimum``, ``maximum`` and
+``select`` on comparison conditions), evaluate each tree once on plain ints and once on
+``SymInt.var`` variables, substitute the same values into the resulting Z3 term and compare.
+The *same* evaluator runs both times: the vocabulary is polymorphic, which is the point.
+
+Division by zero: when the concrete run raises ``ZeroDivisionError``, the symbolic run must
+either raise it too (a concrete zero divisor) or have recorded, in the active
+:func:`capproof.symbolic.tracing` trace, a divisor term that is 0 at those values.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+from fractions import Fraction
+
+import pytest
+import z3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capproof.arith import (
+    all_of,
+    any_of,
+    cdiv,
+    divides,
+    gcd,
+    implies,
+    maximum,
+    minimum,
+    not_,
+    round_up,
+    select,
+)
+from capproof.errors import NotConcreteError, RealArithmeticError, SymbolicBranchError
+from capproof.symbolic import SymBool, SymInt, tracing
+
+# Settings shared by the property tests: fast, no example database written outside tests/.
+PROPERTY = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+VARS = ("x", "y", "z")
+SYMBOLS = {name: SymInt.var(name) for name in VARS}
+
+# --------------------------------------------------------------------------------------------
+# Expression trees: nested tuples, ("var", name) / ("const", c) / (op, child, ...).
+# --------------------------------------------------------------------------------------------
+
+BINOPS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "cdiv": cdiv,
+    "round_up": round_up,
+    "minimum": minimum,
+    "maximum": maximum,
+}
+UNOPS = {"neg": operator.neg, "abs": abs}
+COMPARISONS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+leaves = st.one_of(
+    st.sampled_from(VARS).map(lambda name: ("var", name)),
+    st.integers(-6, 6).map(lambda c: ("const", c)),
+    st.sampled_from([0, -1, 1]).map(lambda c: ("const", c)),  # extra weight on edge constants
+)
+
+
+def conditions(children: st.SearchStrategy) -> st.SearchStrategy:
+    """Comparisons of sub-expressions, ``divides``, and one level of boolean combinators."""
+    comparison = st.tuples(st.just("cmp"), st.sampled_from(sorted(COMPARISONS)), children, children)
+    atom = st.one_of(comparison, st.tuples(st.just("divides"), children, children))
+    return st.one_of(
+        comparison,
+        atom,
+        st.tuples(st.just("not"), atom),
+        st.tuples(st.sampled_from(["all", "any", "implies"]), atom, atom),
+    )
+
+
+def extend(children: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(
+        st.tuples(st.sampled_from(sorted(BINOPS)), children, children),
+        st.tuples(st.sampled_from(sorted(UNOPS)), children),
+        st.tuples(st.just("select"), conditions(children), children, children),
+    )
+
+
+expressions = st.recursive(leaves, extend, max_leaves=10)
+boolean_expressions = conditions(expressions)
+
+values = st.one_of(st.integers(-12, 12), st.integers(-(10**6), 10**6))
+environments = st.fixed_dictionaries({name: values for name in VARS})
+
+
+def evaluate(node, env):
+    """Evaluate an integer tree; ``env`` maps variable names to ints or SymInts."""
+    tag = node[0]
+    if tag == "var":
+        return env[node[1]]
+    if tag == "const":
+        return node[1]
+    if tag in BINOPS:
+        return BINOPS[tag](evaluate(node[1], env), evaluate(node[2], env))
+    if tag in UNOPS:
+        return UNOPS[tag](evaluate(node[1], env))
+    if tag == "select":
+        # Arguments are evaluated before the call, concretely as symbolically: both branches run.
+        return select(evaluate_bool(node[1], env), evaluate(node[2], env), evaluate(node[3], env))
+    raise AssertionError(f"unknown node {node!r}")
+
+
+def evaluate_bool(node, env):
+    """Evaluate a condition tree; gives bool on ints and bool or SymBool on SymInts."""
+    tag = node[0]
+    if tag == "cmp":
+        return COMPARISONS[node[1]](evaluate(node[2], env), evaluate(node[3], env))
+    if tag == "divides":
+        return divides(evaluate(node[1], env), evaluate(node[2], env))
+    if tag == "not":
+        return not_(evaluate_bool(node[1], env))
+    if tag == "all":
+        return all_of(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
+    if tag == "any":
+        return any_of(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
+    if tag == "implies":
+        return implies(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
+    raise AssertionError(f"unknown condition {node!r}")
+
+
+def _substituted(term: z3.ExprRef, env: dict[str, int]) -> z3.ExprRef:
+    pairs = [(z3.Int(name), z3.IntVal(value)) for name, value in env.items()]
+    return z3.simplify(z3.substitute(term, *pairs))
+
+
+def z3_int_at(value, env: dict[str, int]) -> int:
+    """The concrete int a symbolic result (SymInt, Z3 term or plain int) takes at ``env``."""
+    if isinstance(value, SymInt):
+        value = value.term
+    if isinstance(value, z3.ExprRef):
+        ground = _substituted(value, env)
+        assert z3.is_int_value(ground), f"{value} did not evaluate to an int at {env}: {ground}"
+        return ground.as_long()
+    assert type(value) is int, f"symbolic evaluation produced {type(value).__name__}: {value!r}"
+    return value
+
+
+def z3_bool_at(value, env: dict[str, int]) -> bool:
+    if isinstance(value, SymBool):
+        ground = _substituted(value.term, env)
+        assert z3.is_true(ground) or z3.is_false(ground), f"{value} not decided at {env}: {ground}"
+        return z3.is_true(ground)
+    assert type(value) is bool, f"symbolic condition produced {type(value).__name__}: {value!r}"
+    return value
+
+
+def run_both(tree, env, evaluator):
+    """(concrete result or ZeroDivisionError, symbolic result or ZeroDivisionError, trace)."""
+    try:
+        concrete = evaluator(tree, env)
+    except ZeroDivisionError as error:
+        concrete = error
+    with tracing() as trace:
+        try:
+            symbolic = evaluator(tree, SYMBOLS)
+        except ZeroDivisionError as error:
+            symbolic = error
+    return concrete, symbolic, trace
+
+
+def check_division_by_zero_agrees(concrete, symbolic, trace, env):
+    """Shared assertions on divisors; returns True when both runs divided by zero."""
+    zero_divisors = [loc for term, loc in trace.divisors if z3_int_at(term, env) == 0]
+    if isinstance(concrete, ZeroDivisionError):
+        assert isinstance(symbolic, ZeroDivisionError) or zero_divisors, (
+            f"concrete run divided by zero at {env}, but the symbolic run neither raised "
+            f"ZeroDivisionError nor recorded a divisor that is 0 there "
+            f"(recorded: {[str(t) for t, _ in trace.divisors]})"
+        )
+        return True
+    assert not isinstance(symbolic, ZeroDivisionError), (
+        f"symbolic run raised ZeroDivisionError at {env} where the concrete run gave {concrete}"
+    )
+    # The concrete run evaluated every division the symbolic run recorded, none by zero.
+    assert not zero_divisors, f"recorded divisor is 0 at {env} though the concrete run did not fail"
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Property tests
+# --------------------------------------------------------------------------------------------
+
+
+@PROPERTY
+@given(tree=expressions, env=environments)
+def test_symbolic_and_concrete_integer_semantics_agree(tree, env):
+    concrete, symbolic, trace = run_both(tree, env, evaluate)
+    if check_division_by_zero_agrees(concrete, symbolic, trace, env):
+        return
+    assert type(concrete) is int
+    assert z3_int_at(symbolic, env) == concrete, f"tree {tree!r} at {env}"
+
+
+@PROPERTY
+@given(tree=boolean_expressions, env=environments)
+def test_symbolic_and_concrete_conditions_agree(tree, env):
+    concrete, symbolic, trace = run_both(tree, env, evaluate_bool)
+    if check_division_by_zero_agrees(concrete, symbolic, trace, env):
+        return
+    assert type(concrete) is bool
+    assert z3_bool_at(symbolic, env) == concrete, f"condition {tree!r} at {env}"
+
+
+divisors = st.integers(-(10**6), 10**6).filter(lambda b: b != 0)
+ints = st.integers(-(10**9), 10**9)
+
+
+@PROPERTY
+@given(a=ints, b=divisors)
+def test_cdiv_is_the_vllm_definition(a, b):
+    assert cdiv(a, b) == -(a // -b)
+    assert cdiv(a, b) == math.ceil(Fraction(a, b))  # and it really is the ceiling
+
+
+@PROPERTY
+@given(x=ints, y=divisors)
+def test_round_up_is_the_vllm_definition(x, y):
+    assert round_up(x, y) == ((x + y - 1) // y) * y
+    if y > 0:  # for a positive step: the least multiple of y that is >= x
+        r = round_up(x, y)
+        assert r % y == 0 and x <= r < x + y
+
+
+@PROPERTY
+@given(a=st.integers(-50, 50), b=st.integers(-50, 50).filter(lambda b: b != 0))
+def test_symbolic_cdiv_and_round_up_match_vllm_definitions(a, b):
+    x, y = SYMBOLS["x"], SYMBOLS["y"]
+    env = {"x": a, "y": b}
+    assert z3_int_at(cdiv(x, y), env) == -(a // -b)
+    assert z3_int_at(round_up(x, y), env) == ((a + b - 1) // b) * b
+    assert z3_int_at(cdiv(x, b), env) == -(a // -b)
+    assert z3_int_at(round_up(a, y), env) == ((a + b - 1) // b) * b
+
+
+# --------------------------------------------------------------------------------------------
+# Python's floor-division signs, spelled out (SMT-LIB div/mod are Euclidean)
+# --------------------------------------------------------------------------------------------
+
+SIGN_CASES = [(a, b) for a in (-7, -6, -1, 0, 1, 6, 7) for b in (-3, -2, -1, 1, 2, 3)]
+
+
+@pytest.mark.parametrize(("a", "b"), SIGN_CASES)
+def test_floordiv_and_mod_signs_match_python(a, b):
+    x, y = SYMBOLS["x"], SYMBOLS["y"]
+    env = {"x": a, "y": b}
+    for symbolic, expected in [
+        (x // y, a // b),
+        (x // b, a // b),
+        (a // y, a // b),
+        (x % y, a % b),
+        (x % b, a % b),
+        (a % y, a % b),
+        (-x // y, -a // b),
+        (abs(x) % y, abs(a) % b),
+    ]:
+        assert z3_int_at(symbolic, env) == expected, f"{symbolic} at {env}"
+
+
+# --------------------------------------------------------------------------------------------
+# Division by zero and the trace
+# --------------------------------------------------------------------------------------------
+
+
+def test_concrete_zero_divisor_raises_zero_division_error():
+    x = SYMBOLS["x"]
+    for thunk in (
+        lambda: x // 0,
+        lambda: x % 0,
+        lambda: cdiv(x, 0),
+        lambda: round_up(x, 0),
+        lambda: x // (3 - 3),
+    ):
+        with pytest.raises(ZeroDivisionError):
+            thunk()
+
+
+def test_symbolic_divisors_are_recorded_in_the_trace_with_this_files_location():
+    x, y = SYMBOLS["x"], SYMBOLS["y"]
+    with tracing() as trace:
+        x // 3  # concrete divisor: nothing to record
+        assert trace.divisors == []
+        x // y
+        x % (y - 2)
+        7 // y
+        cdiv(x, y + 1)
+    terms = [term for term, _ in trace.divisors]
+    # x % (y-2) records y-2 once; cdiv(x, y+1) divides by -(y+1).
+    at = {"x": 5, "y": 2}
+    assert [z3_int_at(t, at) for t in terms] == [2, 0, 2, -3]
+    for _, location in trace.divisors:
+        assert "test_semantics.py:" in location
+    # Outside tracing() nothing is recorded (and the division still works).
+    assert z3_int_at(x // y, {"x": 7, "y": -2}) == -4
+    assert len(trace.divisors) == 4
+
+
+def test_nested_tracing_restores_the_outer_trace():
+    x, y = SYMBOLS["x"], SYMBOLS["y"]
+    with tracing() as outer:
+        with tracing() as inner:
+            x // y
+        x // (y + 5)
+    assert len(inner.divisors) == 1 and len(outer.divisors) == 1
+    assert z3_int_at(outer.divisors[0][0], {"x": 0, "y": -5}) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Operations that need a concrete value, or would be real arithmetic
+# --------------------------------------------------------------------------------------------
+
+
+def test_true_division_on_symint_raises_real_arithmetic_error():
+    x = SYMBOLS["x"]
+    with pytest.raises(RealArithmeticError, match="`/`"):
+        x / 2
+    with pytest.raises(RealArithmeticError):
+        2 / x
+    with pytest.raises(RealArithmeticError):
+        x / SYMBOLS["y"]
+
+
+def test_float_operands_raise_real_arithmetic_error():
+    x = SYMBOLS["x"]
+    for thunk in (lambda: x + 1.5, lambda: x // 2.0, lambda: x % 2.0, lambda: float(x)):
+        with pytest.raises(RealArithmeticError):
+            thunk()
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [(1.5, 2), (3, 2.0), (SymInt.var("x"), 2.0), (2.0, SymInt.var("x")), (0.0, 1)],
+)
+def test_floats_passed_to_cdiv_and_round_up_raise_real_arithmetic_error(a, b):
+    with pytest.raises(RealArithmeticError, match="float"):
+        cdiv(a, b)
+    with pytest.raises(RealArithmeticError, match="float"):
+        round_up(a, b)
+
+
+def test_if_on_symbolic_comparison_raises_branch_error_naming_this_line():
+    x = SymInt.var("x")
+    with pytest.raises(SymbolicBranchError) as excinfo:
+        line = inspect.currentframe().f_lineno + 1
+        if x > 0:
+            pytest.fail("branched on a symbolic condition")
+    message = str(excinfo.value)
+    assert f"test_semantics.py:{line}" in message
+    assert "select" in message  # tells the author what to use instead
+
+
+def test_bool_and_boolean_operators_on_symbolic_values_raise_branch_error():
+    x, y = SymInt.var("x"), SymInt.var("y")
+    with pytest.raises(SymbolicBranchError, match=r"test_semantics\.py:\d+"):
+        bool(x)
+    with pytest.raises(SymbolicBranchError):
+        (x > 0) and (y > 0)
+    with pytest.raises(SymbolicBranchError):
+        not (x == y)
+    # The non-branching spellings work and mean the right thing.
+    both = all_of(x > 0, y > 0)
+    assert z3_bool_at(both, {"x": 1, "y": 1}) is True
+    assert z3_bool_at(both, {"x": 1, "y": 0}) is False
+    assert z3_bool_at(not_(x == y), {"x": 3, "y": 3}) is False
+
+
+def test_range_and_gcd_on_symint_raise_not_concrete_error():
+    with pytest.raises(NotConcreteError):
+        range(SymInt.var("n"))
+    with pytest.raises(NotConcreteError, match="gcd"):
+        gcd(SymInt.var("a"), 4)
+    with pytest.raises(NotConcreteError):
+        gcd(4, SymInt.var("a"))
+    with pytest.raises(NotConcreteError):
+        math.gcd(SymInt.var("a"), 4)
+    with pytest.raises(NotConcreteError):
+        int(SymInt.var("a"))
+    with pytest.raises(NotConcreteError):
+        [1, 2, 3][SymInt.var("i")]
+    assert gcd(12, 18) == 6  # concrete ints are fine
+
+
+def test_select_on_concrete_condition_returns_the_branch_itself():
+    x, y = SYMBOLS["x"], SYMBOLS["y"]
+    assert select(True, x, y) is x
+    assert select(1 > 2, x, y) is y
+    assert select(True, 3, 4) == 3
+    chosen = select(x > y, x, y)
+    assert isinstance(chosen, SymInt)
+    assert z3_int_at(chosen, {"x": -3, "y": 8}) == 8
