@@ -184,9 +184,21 @@ def run_both(tree, env, evaluator):
     return concrete, symbolic, trace
 
 
+def _ground_int_or_none(term: z3.ArithRef, env: dict[str, int]) -> int | None:
+    """The value of ``term`` at ``env``, or None if it is undefined there.
+
+    A divisor recorded *after* a division by zero can itself contain ``0 div 0`` (e.g. the
+    divisor ``x // x`` simplifies to ``If(x == 0, 0 div 0, 1)``); SMT-LIB leaves that
+    unspecified, so it has no value.
+    """
+    ground = _substituted(term, env)
+    return ground.as_long() if z3.is_int_value(ground) else None
+
+
 def check_division_by_zero_agrees(concrete, symbolic, trace, env):
     """Shared assertions on divisors; returns True when both runs divided by zero."""
-    zero_divisors = [loc for term, loc in trace.divisors if z3_int_at(term, env) == 0]
+    divisor_values = [_ground_int_or_none(term, env) for term, _ in trace.divisors]
+    zero_divisors = [value for value in divisor_values if value == 0]
     if isinstance(concrete, ZeroDivisionError):
         assert isinstance(symbolic, ZeroDivisionError) or zero_divisors, (
             f"concrete run divided by zero at {env}, but the symbolic run neither raised "
@@ -197,8 +209,12 @@ def check_division_by_zero_agrees(concrete, symbolic, trace, env):
     assert not isinstance(symbolic, ZeroDivisionError), (
         f"symbolic run raised ZeroDivisionError at {env} where the concrete run gave {concrete}"
     )
-    # The concrete run evaluated every division the symbolic run recorded, none by zero.
-    assert not zero_divisors, f"recorded divisor is 0 at {env} though the concrete run did not fail"
+    # The concrete run evaluated every division the symbolic run recorded, none by zero:
+    # every recorded divisor must have a definite, nonzero value here.
+    assert None not in divisor_values and not zero_divisors, (
+        f"recorded divisors {[str(t) for t, _ in trace.divisors]} are {divisor_values} at {env}, "
+        "though the concrete run did not divide by zero"
+    )
     return False
 
 
