@@ -65,7 +65,8 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
 
 _common = [
     click.argument("paths", nargs=-1, type=click.Path()),
-    click.option("-k", "keyword", default=None, help="Only obligations and contracts whose id contains SUBSTRING."),
+    click.option("-k", "keyword", default=None, metavar="SUBSTRING",
+                 help="Only obligations and contracts whose id contains SUBSTRING, or whose corpus case is SUBSTRING."),
     click.option("--set", "pins", multiple=True, metavar="NAME=VALUE",
                  help="Pin a parameter (engine config name), e.g. --set max_model_len=350000."),
     click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
@@ -114,14 +115,12 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
 
 
 @main.command()
-@_apply(_common)
+@_apply([_common[3], _common[4], _common[5], _common[6]])
 @click.option("--check", is_flag=True, help="Do not write: fail (exit 1) if proofs/ is stale.")
 @click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Render from a `prove --json` file of a full, unpinned run instead of proving again.")
-def report(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
-    """Write proofs/<spec module>.md for every spec module (a full, unpinned run)."""
-    if pins or keyword or paths:
-        raise click.UsageError("report covers every spec module unpinned: drop PATHS, -k and --set")
+def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
+    """Write proofs/<spec module>.md for every spec module in spec/ (a full, unpinned run)."""
     exit_code = 0
     if from_json:
         with open(from_json, encoding="utf-8") as fh:

@@ -108,7 +108,7 @@ def load_file(path: str) -> list[Item] | LoadError:
 
 
 def load(paths: Iterable[str], keyword: str | None = None) -> tuple[list[Item], list[LoadError]]:
-    """All obligations and contracts under ``paths`` whose id contains ``keyword``."""
+    """All obligations and contracts under ``paths`` whose id contains ``keyword`` (or whose corpus case is ``keyword``)."""
     files, errors = discover(paths)
     items: list[Item] = []
     for f in files:
@@ -117,5 +117,5 @@ def load(paths: Iterable[str], keyword: str | None = None) -> tuple[list[Item], 
             if keyword is None or keyword in loaded.file:
                 errors.append(loaded)
             continue
-        items.extend(it for it in loaded if keyword is None or keyword in it.id)
+        items.extend(it for it in loaded if keyword is None or keyword in it.id or keyword == it.case)
     return items, errors
