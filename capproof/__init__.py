@@ -4,6 +4,11 @@ The public facade. Spec files use the declaration API (``obligation``, ``contrac
 claims) and models use the arithmetic vocabulary; tools use ``run``/``prove``.
 """
 
+import sys as _sys
+
+# Domains and counterexamples may hold integers past Python's 4300-digit str() limit.
+_sys.set_int_max_str_digits(0)
+
 from .arith import all_of, any_of, cdiv, divides, gcd, implies, maximum, minimum, not_, round_up, select
 from .domain import Choice, PowersOfTwo, Range
 from .errors import CapproofError, DivisorMayBeZero, RealArithmeticError, SpecError, SymbolicBranchError

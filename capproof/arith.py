@@ -15,7 +15,7 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _misuse, to_z3_bool, to_z3_int
 
 __all__ = [
     "cdiv",
@@ -96,10 +96,10 @@ def maximum(first: Int, *rest: Int) -> Int:
 def gcd(a: Int, b: Int) -> int:
     """``math.gcd`` on concrete ints. Raises NotConcreteError on a symbolic argument."""
     if isinstance(a, SymInt) or isinstance(b, SymInt):
-        raise NotConcreteError(
+        raise _misuse(NotConcreteError(
             f"gcd needs concrete ints at {caller_location()}: declare the parameter with a finite "
             "domain (Choice or PowersOfTwo) so it is case-split"
-        )
+        ))
     _check_int(a, b)
     return math.gcd(a, b)
 

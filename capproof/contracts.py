@@ -91,7 +91,7 @@ def check_contract(contract: Contract, options: Options | None = None) -> Contra
         )
         messages = run_checkables(analyze_function(info, opts))
     except BaseException as exc:  # noqa: BLE001 - CrossHairInternal is a BaseException
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if isinstance(exc, KeyboardInterrupt):
             raise
         result.message = f"{contract.target}: {type(exc).__name__}: {exc}"
         result.seconds = time.perf_counter() - started

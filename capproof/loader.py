@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Iterable, Union
 
-from .obligation import Contract, Obligation
+from .obligation import CREATED, Contract, Obligation
 
 __all__ = ["LoadError", "Item", "discover", "load_file", "load", "ensure_project_on_path"]
 
@@ -79,6 +79,7 @@ def load_file(path: str) -> list[Item] | LoadError:
         return _loaded[key]
     ensure_project_on_path()
     name = _module_name(path)
+    mark = len(CREATED)
     try:
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -96,13 +97,16 @@ def load_file(path: str) -> list[Item] | LoadError:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename) == key]
         where = f":{frames[-1].lineno}" if frames else ""
         return LoadError(path, f"{path}{where}: {type(exc).__name__}: {exc}")
-    items: list[Item] = []
-    for value in vars(module).values():
-        candidates = value if isinstance(value, (list, tuple)) else [value]
-        for item in candidates:
-            if isinstance(item, (Obligation, Contract)) and item not in items:
-                items.append(item)
+    # Everything this file declared (not what it imported from other spec files).
+    items: list[Item] = [
+        it for it in CREATED[mark:] if os.path.abspath(it.file) == key
+    ]
     items.sort(key=lambda it: it.line)
+    seen: set[str] = set()
+    for it in items:
+        if it.id in seen and isinstance(it, Obligation):
+            it.problems.append(f"duplicate obligation id {it.id} (another obligation has the same name)")
+        seen.add(it.id)
     _loaded[key] = items
     return items
 

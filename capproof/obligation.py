@@ -29,6 +29,10 @@ __all__ = ["Claim", "claim", "equal", "at_most", "less_than", "obligation", "Obl
 
 EXPECTATIONS = ("proved", "counterexample")
 
+#: Every Obligation and Contract created, in creation order (the loader takes a file's from here,
+#: so one shadowed by a later definition of the same name, or held in a dict, is not lost).
+CREATED: list = []
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -159,7 +163,7 @@ def obligation(
             if unknown:
                 problems.append(f"assumption {aname!r} uses {unknown}, not in the domain")
         code = func.__code__
-        return Obligation(
+        made = Obligation(
             name=func.__name__,
             func=func,
             domain=dom,
@@ -173,6 +177,8 @@ def obligation(
             doc=inspect.cleandoc(func.__doc__ or ""),
             problems=problems,
         )
+        CREATED.append(made)
+        return made
 
     return wrap
 
@@ -206,14 +212,16 @@ def contract(
 ) -> Contract:
     """Declare that ``target``'s PEP 316 contract is checked by CrossHair (see :class:`Contract`)."""
     frame = inspect.stack()[1]
-    return Contract(
+    made = Contract(
         target=target,
-        expect=expect,
+        expect=expect if expect in EXPECTATIONS else f"invalid expect {expect!r}",
         case=case,
         sources=list(sources),
         file=_spec_relpath(frame.filename),
         line=frame.lineno,
     )
+    CREATED.append(made)
+    return made
 
 
 def is_boolean(value: object) -> bool:

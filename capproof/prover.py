@@ -64,6 +64,8 @@ def evaluate(ob: Obligation, args: dict[str, object]) -> _Evaluated:
                 raise SpecError(f"assumption {name!r} is not boolean: returned {value!r}")
             assumed[name] = value
         result = _as_claim(ob.func(**args), ob)
+    if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
+        raise SpecError(f"the model caught capproof's error: {trace.misuse[0]}")
     return _Evaluated(assumed, result, trace.divisors)
 
 
@@ -114,7 +116,9 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         ev = evaluate(ob, args)
     except ZeroDivisionError as exc:
         return _CaseOutcome("error", message=f"division by zero with {fixed}: {_describe_exc(exc)}")
-    except Exception as exc:  # the model or spec is at fault; report it, keep going
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
         return _CaseOutcome("error", message=_describe_exc(exc))
 
     outcome = _decide_case(ob, fixed, ranges, symbols, ev, options, rlimit)
@@ -210,7 +214,9 @@ def _decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range]
     # Replay on plain ints: the counterexample is only reported if the Python model agrees.
     try:
         holds, values, failed = replay(ob, params)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         return _CaseOutcome("error", message=f"replay of {params} raised {_describe_exc(exc)}")
     if failed:
         return _CaseOutcome(
@@ -267,11 +273,15 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
     )
     try:
+        if not (isinstance(rlimit, int) and not isinstance(rlimit, bool) and 1 <= rlimit < 2**32):
+            raise SpecError(f"rlimit must be an int in 1..2**32-1, got {rlimit!r}")
         result.models = ob.models_used()
         if ob.problems:
             raise SpecError("; ".join(ob.problems))
         finite, ranges = _effective_domains(ob, pins)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         result.message = _describe_exc(exc)
         result.seconds = time.perf_counter() - started
         return result

@@ -77,7 +77,7 @@ def _work(kind: str, file: str, ident: str, options: Options):
     if isinstance(items, LoadError):
         return _load_error_result(items)
     for item in items:
-        if item.id == ident:
+        if item.id == ident and not getattr(item, "problems", None):
             if kind == "obligation":
                 return prove_obligation(item, options)  # type: ignore[arg-type]
             return check_contract(item, options)  # type: ignore[arg-type]
@@ -107,15 +107,20 @@ def run(
         if name not in known:
             result.usage_errors.append(f"--set {name}: no selected obligation has a parameter named {name!r}")
 
+    if not obligations and not contracts and not errors:
+        result.usage_errors.append("nothing selected: no obligation or contract matches the paths and -k")
     work: list[tuple[str, Obligation | Contract]] = [("obligation", ob) for ob in obligations]
     work += [("contract", c) for c in contracts]
     if options.jobs > 1 and len(work) > 1:
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_work, kind, _item_file(it), it.id, options) for kind, it in work]
+            futures = [
+                (None if getattr(it, "problems", None) else pool.submit(_work, kind, _item_file(it), it.id, options))
+                for kind, it in work
+            ]
             outcomes = []
-            for fut in futures:
-                outcome = fut.result()
+            for (kind, it), fut in zip(work, futures):
+                outcome = prove_obligation(it, options) if fut is None else fut.result()  # type: ignore[arg-type]
                 outcomes.append(outcome)
                 if progress:
                     progress(outcome)

@@ -32,6 +32,8 @@ class Trace:
     """Side conditions collected while a model runs on symbolic values."""
 
     divisors: list[tuple[z3.ArithRef, str]] = field(default_factory=list)
+    #: capproof errors raised on symbolic values; kept even if the model catches them.
+    misuse: list[str] = field(default_factory=list)
 
 
 _local = threading.local()
@@ -55,15 +57,23 @@ def _record_divisor(term: z3.ArithRef) -> None:
         trace.divisors.append((term, caller_location()))
 
 
+def _misuse(error: Exception) -> Exception:
+    """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
+    trace = getattr(_local, "trace", None)
+    if trace is not None:
+        trace.misuse.append(str(error))
+    return error
+
+
 IntLike = Union[int, "SymInt"]
 
 
 def _reject_float(value: object) -> None:
     if isinstance(value, float):
-        raise RealArithmeticError(
+        raise _misuse(RealArithmeticError(
             f"real arithmetic: float {value!r} in an integer model at {caller_location()} "
             "(use // or cdiv)"
-        )
+        ))
 
 
 def to_z3_int(value: object) -> z3.ArithRef:
@@ -136,10 +146,16 @@ class SymInt:
     def __repr__(self) -> str:
         return f"SymInt({self.term})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        raise _misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        return hash(self.term)
+        raise _misuse(NotConcreteError(
+            f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
+        ))
+
+    def __format__(self, spec: str) -> str:
+        raise _misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: IntLike) -> "SymInt":
@@ -177,9 +193,9 @@ class SymInt:
         return _wrap_int(py_mod(to_z3_int(other), self))
 
     def __truediv__(self, other: object) -> "SymInt":
-        raise RealArithmeticError(
+        raise _misuse(RealArithmeticError(
             f"real arithmetic: `/` on a symbolic integer at {caller_location()} (use // or cdiv)"
-        )
+        ))
 
     __rtruediv__ = __truediv__
 
@@ -198,9 +214,9 @@ class SymInt:
             for _ in range(other):
                 result = result * self.term
             return _wrap_int(result)
-        raise NotConcreteError(
+        raise _misuse(NotConcreteError(
             f"`**` needs a concrete non-negative int exponent at {caller_location()}"
-        )
+        ))
 
     # comparisons ----------------------------------------------------------------------------
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
@@ -223,9 +239,9 @@ class SymInt:
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):
-        raise NotConcreteError(
+        raise _misuse(NotConcreteError(
             f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}"
-        )
+        ))
 
     def __index__(self) -> int:
         self._concrete("an index, range() or math.gcd")
@@ -234,13 +250,13 @@ class SymInt:
         self._concrete("int()")
 
     def __float__(self) -> float:
-        raise RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}")
+        raise _misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}"))
 
     def __bool__(self) -> bool:
-        raise SymbolicBranchError(
+        raise _misuse(SymbolicBranchError(
             f"branch on symbolic value {self.term} at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
-        )
+        ))
 
 
 class SymBool:
@@ -257,13 +273,13 @@ class SymBool:
     __str__ = __repr__
 
     def __hash__(self) -> int:
-        return hash(self.term)
+        raise _misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
     def __bool__(self) -> bool:
-        raise SymbolicBranchError(
+        raise _misuse(SymbolicBranchError(
             f"branch on symbolic condition ({self.term}) at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
-        )
+        ))
 
     def __and__(self, other: object) -> "SymBool":
         return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
