@@ -98,6 +98,14 @@ _BATCH_FACTS = {
 }
 
 
+def _widths_before_50302(max_model_len, dcp, block_size=64):
+    """(W_buf, W_bt) between #39324 and #50302 at DSA's CUDA block size 64."""
+    return (
+        indexer_block_table_width_before_50302(max_model_len, block_size, dcp),
+        runner_block_table_width_39324(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size),
+    )
+
+
 @obligation(
     domain={"max_model_len": MAX_MODEL_LEN, "dcp": DCP, "num_speculative_tokens": Range(1, 5), **_BATCH},
     assumptions=_BATCH_FACTS,
@@ -111,9 +119,7 @@ def ebt_copy_never_raises_before_50302(max_model_len, dcp, num_speculative_token
     The smallest failing batch shows the trigger: decode lengths that differ, or CUDA-graph
     padding. Presumed mechanism of the intermittent #44827 report (unconfirmed there).
     """
-    block_size = 64
-    w_buf = indexer_block_table_width_before_50302(max_model_len, block_size, dcp)
-    w_bt = runner_block_table_width_39324(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size)
+    w_buf, w_bt = _widths_before_50302(max_model_len, dcp)
     raises = all_of(takes_variable_decode_copy(num_decodes, min_decode_len, max_decode_len, num_decode_tokens), w_buf != w_bt)
     return claim(not_(raises), W_buf=w_buf, W_bt=w_bt)
 
@@ -128,8 +134,6 @@ def ebt_copy_never_raises_before_50302(max_model_len, dcp, num_speculative_token
 def ebt_uniform_copy_preserves_rows_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):
     """The uniform Triton copy moves ``W_buf`` columns per row: with ``W_buf != W_bt`` rows are
     silently truncated or mixed with the neighbour row. No error, wrong attention."""
-    block_size = 64
-    w_buf = indexer_block_table_width_before_50302(max_model_len, block_size, dcp)
-    w_bt = runner_block_table_width_39324(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size)
+    w_buf, w_bt = _widths_before_50302(max_model_len, dcp)
     uniform = takes_uniform_decode_copy(num_decodes, min_decode_len, max_decode_len, num_decode_tokens)
     return claim(implies(uniform, w_buf == w_bt), W_buf=w_buf, W_bt=w_bt)
