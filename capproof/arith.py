@@ -29,6 +29,11 @@ __all__ = [
     "any_of",
     "not_",
     "divides",
+    "total",
+    "max_of",
+    "min_of",
+    "prefix_sums",
+    "count",
 ]
 
 Int = Union[int, SymInt]
@@ -135,3 +140,46 @@ def not_(condition: Bool) -> Bool:
 def divides(divisor: Int, value: Int) -> Bool:
     """``value % divisor == 0``: the usual assumption between block sizes."""
     return value % divisor == 0
+
+
+# Aggregates over a batch or routing vector (a :class:`~capproof.domain.Vector` parameter, or any
+# sequence of ints and symbolic ints).
+
+def total(values) -> Int:
+    """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic."""
+    values = list(values)
+    _check_int(*values)
+    if any(isinstance(v, SymInt) for v in values):
+        return SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))
+    return sum(values)
+
+
+def max_of(values) -> Int:
+    """``max(values)``; raises ValueError for an empty sequence (as ``max`` does)."""
+    values = list(values)
+    if not values:
+        raise ValueError("max_of() of an empty sequence")
+    return maximum(*values)
+
+
+def min_of(values) -> Int:
+    """``min(values)``; raises ValueError for an empty sequence (as ``min`` does)."""
+    values = list(values)
+    if not values:
+        raise ValueError("min_of() of an empty sequence")
+    return minimum(*values)
+
+
+def prefix_sums(values) -> list:
+    """``[0, v0, v0+v1, …]``: ``len(values) + 1`` entries, like vLLM's ``query_start_loc`` and
+    FlashAttention's ``cu_seqlens`` (cumulative token offsets, in tokens)."""
+    out = [0]
+    for v in values:
+        _check_int(v)
+        out.append(out[-1] + v)
+    return out
+
+
+def count(conditions) -> Int:
+    """How many of ``conditions`` hold (symbolic or not)."""
+    return total(select(c, 1, 0) for c in conditions)

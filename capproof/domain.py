@@ -1,4 +1,4 @@
-"""Parameter domains: finite ones are case-split, integer ranges stay symbolic.
+"""Parameter domains: finite ones are case-split, integer ranges stay symbolic, vectors are batches.
 
 A domain never raises while a spec file is imported: problems (an empty or inverted range, a
 non-integer bound) are kept in ``problem`` and reported against the obligation that uses the
@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-__all__ = ["Domain", "Range", "Choice", "PowersOfTwo", "MAX_CASES"]
+__all__ = ["Domain", "Range", "Choice", "PowersOfTwo", "Vector", "MAX_CASES", "MAX_VECTOR_SIZE"]
 
 #: Upper bound on the number of finite cases one obligation may split into.
 MAX_CASES = 20_000
+#: Upper bound on the number of entries of one :class:`Vector` (one Z3 ``Int`` each).
+MAX_VECTOR_SIZE = 4096
 
 
 def _is_int(value: object) -> bool:
@@ -127,3 +129,56 @@ class PowersOfTwo(Domain):
 
     def describe(self) -> str:
         return "{" + ", ".join(map(str, self.cases())) + "}" if self.problem is None else f"2^k in {self.lo}..{self.hi}"
+
+
+@dataclass(frozen=True)
+class Vector(Domain):
+    """A batch or routing vector: ``size`` entries, each in ``elem`` (a :class:`Range`).
+
+    The model receives a tuple of exactly ``size`` entries (ints or symbolic ints). With
+    ``length="num_reqs"`` only the first ``num_reqs`` entries are free; the others equal ``fill``
+    (default 0), so sums and maxima over the whole tuple are sums and maxima over the active
+    entries. ``length`` names a scalar parameter of the same obligation whose domain lies in
+    ``0..size``. When that parameter is case-split or pinned the padding entries are plain ints;
+    when it is a ``Range`` they are symbolic and constrained to ``fill``.
+
+    Example: ``"decode_lens": Vector(1024, Range(1, 6), length="num_decodes")``; per-expert token
+    counts ``Vector(1024, Range(0, 8192), length="num_experts")``.
+    A counterexample shows only the active entries; :meth:`expand` pads them back.
+    """
+
+    size: int
+    elem: Domain
+    length: str | None = None
+    fill: int = 0
+    finite = False
+
+    @property
+    def problem(self) -> str | None:  # type: ignore[override]
+        if not _is_int(self.size) or not 1 <= self.size <= MAX_VECTOR_SIZE:
+            return f"vector size must be an int in 1..{MAX_VECTOR_SIZE}, got {self.size!r}"
+        if not isinstance(self.elem, Range):
+            return f"vector entries must be a Range, got {self.elem!r}"
+        if self.elem.problem:
+            return f"vector entries: {self.elem.problem}"
+        if self.length is not None and not isinstance(self.length, str):
+            return f"vector length must name a parameter, got {self.length!r}"
+        if not _is_int(self.fill):
+            return f"vector fill must be an int, got {self.fill!r}"
+        return None
+
+    def contains(self, value: object) -> bool:
+        if not isinstance(value, (list, tuple)) or len(value) > self.size:
+            return False
+        return all(_is_int(v) and self.elem.contains(v) for v in value)
+
+    def expand(self, active: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+        """``active`` padded with ``fill`` to ``size`` entries. Raises ValueError if too long."""
+        if len(active) > self.size:
+            raise ValueError(f"{len(active)} entries exceed the vector size {self.size}")
+        return (*active, *([self.fill] * (self.size - len(active))))
+
+    def describe(self) -> str:
+        n = f"{self.length} entries" if self.length else f"{self.size} entries"
+        pad = f" (up to {self.size}; others {self.fill})" if self.length else ""
+        return f"{n} in {self.elem.describe()}{pad}"

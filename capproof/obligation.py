@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from .domain import Domain
+from .domain import Domain, Range, Vector
 from .errors import SpecError
 from .symbolic import SymBool, SymInt
 
@@ -99,6 +99,7 @@ class Obligation:
     line: int
     doc: str
     problems: list[str]
+    witnesses: dict[str, Callable[..., object]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -110,6 +111,9 @@ class Obligation:
 
     def assumption_params(self, name: str) -> list[str]:
         return list(inspect.signature(self.assumptions[name]).parameters)
+
+    def witness_params(self, name: str) -> list[str]:
+        return list(inspect.signature(self.witnesses[name]).parameters)
 
     def models_used(self) -> list[str]:
         """Model functions named in the claim's body, as ``models/…py::name``."""
@@ -131,10 +135,15 @@ def obligation(
     sources: Sequence[str] = (),
     assumptions: Mapping[str, Callable[..., object]] | None = None,
     rlimit: int | None = None,
+    witnesses: Mapping[str, Callable[..., object]] | None = None,
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
     ``expect`` is ``"proved"`` or ``"counterexample"`` (a kept buggy historical formula).
+    ``witnesses`` names conditions on the batch (e.g. ``"raises": takes_variable_copy``): for a
+    counterexample, the prover also reports, at the counterexample's values of every parameter
+    the condition does not take, the smallest point where the claim fails *and* the condition
+    holds, or that there is none (the trigger witness: which batches take the failing path).
     Problems with the declaration are recorded, not raised, so that one bad obligation does
     not stop the rest of its file: they surface as an ``error`` verdict.
     """
@@ -146,9 +155,17 @@ def obligation(
         dom = dict(domain)
         for pname, d in dom.items():
             if not isinstance(d, Domain):
-                problems.append(f"domain of {pname} is {d!r}, not a Range, Choice or PowersOfTwo")
+                problems.append(f"domain of {pname} is {d!r}, not a Range, Choice, PowersOfTwo or Vector")
             elif d.problem:
                 problems.append(f"domain of {pname}: {d.problem}")
+            elif isinstance(d, Vector) and d.length is not None:
+                ld = dom.get(d.length)
+                if ld is None:
+                    problems.append(f"vector {pname}'s length {d.length!r} is not a parameter of the domain")
+                elif isinstance(ld, Vector) or not isinstance(ld, Domain) or ld.problem:
+                    problems.append(f"vector {pname}'s length {d.length!r} must be a valid scalar parameter")
+                elif not all(0 <= v <= d.size for v in ((ld.lo, ld.hi) if isinstance(ld, Range) else ld.cases())):
+                    problems.append(f"vector {pname}'s length {d.length!r} ranges over {ld.describe()}, outside 0..{d.size}")
         params = list(inspect.signature(func).parameters)
         if sorted(params) != sorted(dom):
             problems.append(
@@ -162,6 +179,14 @@ def obligation(
             unknown = [p for p in inspect.signature(afunc).parameters if p not in dom]
             if unknown:
                 problems.append(f"assumption {aname!r} uses {unknown}, not in the domain")
+        checks = dict(witnesses or {})
+        for wname, wfunc in checks.items():
+            if not callable(wfunc):
+                problems.append(f"witness {wname!r} is not callable")
+                continue
+            unknown = [p for p in inspect.signature(wfunc).parameters if p not in dom]
+            if unknown:
+                problems.append(f"witness {wname!r} uses {unknown}, not in the domain")
         code = func.__code__
         made = Obligation(
             name=func.__name__,
@@ -176,6 +201,7 @@ def obligation(
             line=code.co_firstlineno,
             doc=inspect.cleandoc(func.__doc__ or ""),
             problems=problems,
+            witnesses=checks,
         )
         CREATED.append(made)
         return made

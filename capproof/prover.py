@@ -1,14 +1,18 @@
 """Prove one obligation with Z3: case split, vacuity, divisor checks, minimise, replay.
 
 For every case (one combination of the finite parameters' values) the claim function runs once
-on symbolic ints for the range parameters, giving Z3 terms for the assumptions, the claim and its
-named quantities. Then, on one solver with a fixed ``rlimit`` per query:
+on symbolic ints for the range and vector parameters, giving Z3 terms for the assumptions, the
+claim and its named quantities (:func:`build_case`). Then, on one solver with a fixed ``rlimit``
+per query:
 
 1. ``domain ∧ assumptions`` unsat -> the case is *excluded* (counted; all excluded = vacuous).
 2. ``domain ∧ assumptions ∧ divisor == 0`` sat -> error: a symbolic divisor can be zero.
 3. ``domain ∧ assumptions ∧ ¬claim``: unsat -> the case is proved (the unsat core names the
-   assumptions used); sat -> minimise the range parameters one by one (declared order, binary
-   search), then replay the point on plain ints, which must violate the claim.
+   assumptions used); sat -> minimise the parameters one by one (declared order, binary search;
+   a vector entry by entry, or by its sum when more than 32 entries are active), then replay the
+   point on plain ints, which must violate the claim.
+
+Valid facts about each division (``Trace.lemmas``) are added untracked: they hold for all values.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from typing import Any
 
 import z3
 
-from .domain import MAX_CASES, Range
+from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, DivisorMayBeZero, ReplayError, SpecError
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import SymBool, SymInt, tracing, to_z3_bool, to_z3_int
-from .verdict import Counterexample, ObligationResult, Options, Verdict
+from .verdict import Counterexample, ObligationResult, Options, Verdict, Witness
 
-__all__ = ["prove_obligation", "evaluate", "replay"]
+__all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
 
 
 @dataclass
@@ -35,6 +39,8 @@ class _Evaluated:
     assumptions: dict[str, object]
     claim: Claim
     divisors: list[tuple[z3.ArithRef, str]]
+    lemmas: list[z3.BoolRef]
+    witnesses: dict[str, object]
 
 
 def _as_claim(value: object, ob: Obligation) -> Claim:
@@ -53,25 +59,54 @@ def _as_claim(value: object, ob: Obligation) -> Claim:
     return result
 
 
+def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]) -> object:
+    value = func(**{p: args[p] for p in params})
+    if not is_boolean(value):
+        raise SpecError(f"{kind} {name!r} is not boolean: returned {value!r}")
+    return value
+
+
 def evaluate(ob: Obligation, args: dict[str, object]) -> _Evaluated:
-    """Run the assumptions and the claim on ``args`` (ints and/or SymInts)."""
+    """Run the assumptions, the claim and the witness conditions on ``args`` (ints and/or SymInts;
+    a Vector parameter is a tuple of ``size`` entries)."""
     with tracing() as trace:
-        assumed: dict[str, object] = {}
-        for name, func in ob.assumptions.items():
-            params = ob.assumption_params(name)
-            value = func(**{p: args[p] for p in params})
-            if not is_boolean(value):
-                raise SpecError(f"assumption {name!r} is not boolean: returned {value!r}")
-            assumed[name] = value
+        assumed = {n: _call(f, "assumption", n, ob.assumption_params(n), args) for n, f in ob.assumptions.items()}
         result = _as_claim(ob.func(**args), ob)
+        witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()}
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
         raise SpecError(f"the model caught capproof's error: {trace.misuse[0]}")
-    return _Evaluated(assumed, result, trace.divisors)
+    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses)
 
 
-def replay(ob: Obligation, params: dict[str, int]) -> tuple[bool, dict[str, int], list[str]]:
-    """Run the obligation on plain ints: (claim holds, named values, assumptions that fail)."""
-    ev = evaluate(ob, dict(params))
+def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object]:
+    """``params`` as the model takes them: each Vector's active entries padded to its size.
+
+    Raises ReplayError for a missing parameter or a vector longer than its size.
+    """
+    missing = [p for p in ob.params if p not in params]
+    if missing:
+        raise ReplayError(f"missing parameters {missing} for {ob.id}")
+    args: dict[str, object] = {}
+    for p in ob.params:
+        dom, value = ob.domain[p], params[p]
+        if isinstance(dom, Vector):
+            if not isinstance(value, (list, tuple)):
+                raise ReplayError(f"vector parameter {p} needs a list of ints, got {value!r}")
+            try:
+                args[p] = dom.expand(list(value))
+            except ValueError as exc:
+                raise ReplayError(f"{p}: {exc}") from None
+        else:
+            args[p] = value
+    return args
+
+
+def replay(ob: Obligation, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]]:
+    """Run the obligation on plain ints: (claim holds, named values, assumptions that fail).
+
+    ``params`` maps every parameter to an int, or for a Vector to the list of its active entries.
+    """
+    ev = evaluate(ob, concrete_args(ob, params))
     failed = [n for n, v in ev.assumptions.items() if not v]
     holds = ev.claim.holds
     if isinstance(holds, SymBool):  # pragma: no cover - cannot happen on ints
@@ -88,16 +123,17 @@ def _describe_exc(exc: BaseException) -> str:
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation")
+    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed")
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
-        self.params: dict[str, int] = kw.get("params", {})
+        self.params: dict[str, object] = kw.get("params", {})
         self.values: dict[str, int] = kw.get("values", {})
         self.core: list[str] = kw.get("core", [])
         self.message: str = kw.get("message", "")
         self.minimized: bool = kw.get("minimized", True)
         self.relation: str = kw.get("relation", "")
+        self.fixed: dict[str, int] = kw.get("fixed", {})
 
 
 def _new_solver(rlimit: int) -> z3.Solver:
@@ -108,12 +144,131 @@ def _new_solver(rlimit: int) -> z3.Solver:
     return s
 
 
-def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], options: Options, rlimit: int) -> _CaseOutcome:
-    symbols = {name: SymInt.var(name) for name in ranges}
-    args: dict[str, object] = {**fixed, **symbols}
-    args = {p: args[p] for p in ob.params}
+#: Above this many active entries a vector is minimised by its sum, not entry by entry.
+ENTRYWISE_LIMIT = 32
+
+
+@dataclass
+class CaseProblem:
+    """One case of an obligation as Z3 terms: what :func:`build_case` returns.
+
+    ``constraints`` are labelled (domain bounds, vector bounds and padding, assumptions), so an
+    unsat core names them; ``lemmas`` are valid facts added unlabelled; ``false_assumptions`` are
+    assumptions that are concretely false in this case (the case is excluded).
+    """
+
+    ob: Obligation
+    fixed: dict[str, int]
+    scalars: dict[str, SymInt]
+    vectors: dict[str, tuple]
+    constraints: list[tuple[str, z3.BoolRef]]
+    false_assumptions: list[str]
+    ev: _Evaluated
+
+    @property
+    def claim(self) -> z3.BoolRef:
+        return to_z3_bool(self.ev.claim.holds)
+
+    @property
+    def lemmas(self) -> list[z3.BoolRef]:
+        return self.ev.lemmas
+
+    def solver(self, rlimit: int) -> tuple[z3.Solver, dict[str, str]]:
+        """A solver holding the constraints (tracked, for unsat cores) and the lemmas."""
+        s = _new_solver(rlimit)
+        trackers: dict[str, str] = {}
+        for label, cond in self.constraints:
+            t = z3.Bool(f"__track_{len(trackers)}")
+            trackers[str(t)] = label
+            s.assert_and_track(cond, t)
+        for lemma in self.lemmas:
+            s.add(lemma)
+        return s, trackers
+
+    def active(self, name: str, model: z3.ModelRef | None = None) -> int:
+        """How many leading entries of vector ``name`` are free (its length's value)."""
+        dom: Vector = self.ob.domain[name]  # type: ignore[assignment]
+        if dom.length is None:
+            return dom.size
+        if dom.length in self.fixed:
+            return self.fixed[dom.length]
+        assert model is not None
+        return model.eval(self.scalars[dom.length].term, model_completion=True).as_long()
+
+    def point(self, model: z3.ModelRef) -> dict[str, object]:
+        """The parameters at ``model``: ints, and each vector's active entries as a list."""
+        out: dict[str, object] = {}
+        for p in self.ob.params:
+            if p in self.fixed:
+                out[p] = self.fixed[p]
+            elif p in self.scalars:
+                out[p] = model.eval(self.scalars[p].term, model_completion=True).as_long()
+            else:
+                entries = self.vectors[p][: self.active(p, model)]
+                out[p] = [model.eval(to_z3_int(e), model_completion=True).as_long() for e in entries]
+        return out
+
+    def fix(self, params: dict[str, object], names: list[str]) -> list[z3.BoolRef]:
+        """Equalities pinning ``names`` (scalars or vectors) to their values in ``params``."""
+        out: list[z3.BoolRef] = []
+        for p in names:
+            if p in self.scalars:
+                out.append(self.scalars[p].term == params[p])
+            elif p in self.vectors:
+                dom: Vector = self.ob.domain[p]  # type: ignore[assignment]
+                for e, v in zip(self.vectors[p], dom.expand(list(params[p]))):
+                    if isinstance(e, SymInt):
+                        out.append(e.term == v)
+        return out
+
+
+def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector]) -> CaseProblem:
+    """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere.
+
+    Raises whatever the model raises (the caller turns it into an ``error`` verdict).
+    """
+    scalars = {name: SymInt.var(name) for name in ranges}
+    constraints: list[tuple[str, z3.BoolRef]] = []
+    for name, dom in ranges.items():
+        constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
+        constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    vecs: dict[str, tuple] = {}
+    for name, dom in vectors.items():
+        elem: Range = dom.elem  # type: ignore[assignment]
+        if dom.length is not None and dom.length in fixed:
+            n = fixed[dom.length]
+            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (dom.size - n)
+            bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries[:n]]
+            padding: list[z3.BoolRef] = []
+        else:
+            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(dom.size))
+            if dom.length is None:
+                bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries]
+                padding = []
+            else:
+                n_term = scalars[dom.length].term
+                bounds = [z3.Implies(i < n_term, z3.And(e.term >= elem.lo, e.term <= elem.hi)) for i, e in enumerate(entries)]
+                padding = [z3.Implies(i >= n_term, e.term == dom.fill) for i, e in enumerate(entries)]
+        if bounds:
+            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3.And(*bounds)))
+        if padding:
+            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3.And(*padding)))
+        vecs[name] = entries
+    values: dict[str, object] = {**fixed, **scalars, **vecs}
+    ev = evaluate(ob, {p: values[p] for p in ob.params})
+    false: list[str] = []
+    for name, value in ev.assumptions.items():
+        if isinstance(value, bool):
+            if not value:
+                false.append(name)
+            continue
+        constraints.append((name, to_z3_bool(value)))
+    return CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev)
+
+
+def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> _CaseOutcome:
     try:
-        ev = evaluate(ob, args)
+        case = build_case(ob, fixed, ranges, vectors)
     except ZeroDivisionError as exc:
         return _CaseOutcome("error", message=f"division by zero with {fixed}: {_describe_exc(exc)}")
     except KeyboardInterrupt:
@@ -121,44 +276,94 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
         return _CaseOutcome("error", message=_describe_exc(exc))
 
-    outcome = _decide_case(ob, fixed, ranges, symbols, ev, options, rlimit)
-    outcome.relation = ev.claim.relation
+    outcome = _decide_case(case, options, rlimit)
+    outcome.relation = case.ev.claim.relation
+    outcome.fixed = dict(fixed)
     return outcome
 
 
-def _decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], symbols: dict[str, SymInt], ev: _Evaluated, options: Options, rlimit: int) -> _CaseOutcome:
-    s = _new_solver(rlimit)
-    trackers: dict[str, str] = {}
+def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str]) -> tuple[z3.ModelRef, bool]:
+    """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
 
-    def track(label: str, cond: z3.BoolRef) -> None:
-        t = z3.Bool(f"__track_{len(trackers)}")
-        trackers[str(t)] = label
-        s.assert_and_track(cond, t)
+    Fixes each minimised value on ``s``. Returns the final model and whether every search ended
+    (an unknown answer stops minimisation; the point found so far is still a counterexample).
+    """
 
-    for name, dom in ranges.items():
-        var = symbols[name].term
-        track(f"{name} >= {dom.lo}", var >= dom.lo)
-        track(f"{name} <= {dom.hi}", var <= dom.hi)
-    for name, value in ev.assumptions.items():
-        if isinstance(value, bool):
-            if not value:
-                return _CaseOutcome("excluded", core=[name])
-            continue
-        track(name, to_z3_bool(value))
+    def lowest(term: z3.ArithRef, lo: int) -> bool:
+        nonlocal model
+        best = model.eval(term, model_completion=True).as_long()
+        while lo < best:
+            mid = (lo + best) // 2
+            s.push()
+            s.add(term <= mid)
+            answer = s.check()
+            if answer == z3.sat:
+                model = s.model()
+                best = model.eval(term, model_completion=True).as_long()
+            elif answer == z3.unsat:
+                lo = mid + 1
+            s.pop()
+            if answer == z3.unknown:
+                return False
+        s.add(term == best)
+        return True
+
+    for name in names:
+        dom = case.ob.domain[name]
+        if name in case.scalars:
+            if not lowest(case.scalars[name].term, dom.lo):  # type: ignore[attr-defined]
+                return model, False
+        elif name in case.vectors:
+            elem: Range = dom.elem  # type: ignore[attr-defined]
+            n = case.active(name, model)
+            free = [e.term for e in case.vectors[name][:n] if isinstance(e, SymInt)]
+            if len(free) <= ENTRYWISE_LIMIT:
+                for term in free:
+                    if not lowest(term, elem.lo):
+                        return model, False
+            elif free and not lowest(z3.Sum(free), elem.lo * len(free)):
+                return model, False
+    if s.check() != z3.sat:  # pragma: no cover - fixing values found sat cannot become unsat
+        return model, False
+    return s.model(), True
+
+
+def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int]) -> str | None:
+    """None if ``params`` violates the claim on ints with the same named values; else why not."""
+    try:
+        holds, values, failed = replay(case.ob, params)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        return f"replay of {params} raised {_describe_exc(exc)}"
+    if failed:
+        return str(ReplayError(f"solver point {params} violates assumptions {failed} on ints"))
+    if holds:
+        return str(ReplayError(f"solver point {params} does not violate the claim when replayed on ints"))
+    if values != symbolic_values:
+        return str(ReplayError(
+            f"symbolic and concrete semantics disagree at {params}: Z3 {symbolic_values}, Python {values}"
+        ))
+    return None
+
+
+def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
+    if case.false_assumptions:
+        return _CaseOutcome("excluded", core=case.false_assumptions[:1])
+    s, trackers = case.solver(rlimit)
 
     answer = s.check()
     if answer == z3.unsat:
-        return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core()])
+        return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}")
 
-    for term, where in ev.divisors:
+    for term, where in case.ev.divisors:
         s.push()
         s.add(term == 0)
         answer = s.check()
         if answer == z3.sat:
-            m = s.model()
-            point = {**fixed, **{n: m.eval(symbols[n].term, model_completion=True).as_long() for n in ranges}}
+            point = case.point(s.model())
             s.pop()
             return _CaseOutcome(
                 "error",
@@ -169,7 +374,7 @@ def _decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range]
             return _CaseOutcome("unknown", message=f"divisor check at {where}: {s.reason_unknown()}")
 
     s.push()
-    s.add(z3.Not(to_z3_bool(ev.claim.holds)))
+    s.add(z3.Not(case.claim))
     answer = s.check()
     if answer == z3.unsat:
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
@@ -180,69 +385,83 @@ def _decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range]
     model = s.model()
     minimized = True
     if options.minimize:
-        for name, dom in ranges.items():
-            var = symbols[name].term
-            best = model.eval(var, model_completion=True).as_long()
-            lo = dom.lo
-            while lo < best:
-                mid = (lo + best) // 2
-                s.push()
-                s.add(var <= mid)
-                answer = s.check()
-                if answer == z3.sat:
-                    model = s.model()
-                    best = model.eval(var, model_completion=True).as_long()
-                elif answer == z3.unsat:
-                    lo = mid + 1
-                s.pop()
-                if answer == z3.unknown:
-                    minimized = False
-                    break
-            s.add(var == best)
-            if not minimized:
-                break
-        if s.check() == z3.sat:
-            model = s.model()
-        else:  # pragma: no cover - fixing values found sat cannot become unsat
-            minimized = False
-    point = {n: model.eval(symbols[n].term, model_completion=True).as_long() for n in ranges}
-    params = {p: (fixed[p] if p in fixed else point[p]) for p in ob.params}
+        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed])
+    params = case.point(model)
     symbolic_values = {
-        k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in ev.claim.values.items()
+        k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()
     }
+    problem = _replay_check(case, params, symbolic_values)
+    if problem:
+        return _CaseOutcome("error", message=problem)
+    return _CaseOutcome("counterexample", params=params, values=symbolic_values, minimized=minimized)
 
-    # Replay on plain ints: the counterexample is only reported if the Python model agrees.
+
+def find_witnesses(ob: Obligation, cex_params: dict[str, object], fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
+    """For each of ``ob.witnesses``: the smallest point with the counterexample's values for every
+    parameter the condition does not take, where the claim fails and the condition holds.
+
+    Each witness is replayed on ints (claim violated, condition true, assumptions hold).
+    """
+    out: list[Witness] = []
+    if not ob.witnesses:
+        return out
     try:
-        holds, values, failed = replay(ob, params)
+        case = build_case(ob, fixed, ranges, vectors)
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:
-        return _CaseOutcome("error", message=f"replay of {params} raised {_describe_exc(exc)}")
-    if failed:
-        return _CaseOutcome(
-            "error",
-            message=str(ReplayError(f"solver point {params} violates assumptions {failed} on ints")),
-        )
-    if holds:
-        return _CaseOutcome(
-            "error",
-            message=str(ReplayError(f"solver point {params} does not violate the claim when replayed on ints")),
-        )
-    if values != symbolic_values:
-        return _CaseOutcome(
-            "error",
-            message=str(ReplayError(
-                f"symbolic and concrete semantics disagree at {params}: Z3 {symbolic_values}, Python {values}"
-            )),
-        )
-    return _CaseOutcome("counterexample", params=params, values=values, minimized=minimized)
+    except BaseException as exc:  # pragma: no cover - the same case ran before
+        return [Witness(n, False, message=_describe_exc(exc)) for n in ob.witnesses]
+    for name in ob.witnesses:
+        free = set(ob.witness_params(name))
+        # a vector's length moves with the vector
+        for p in list(free):
+            dom = ob.domain[p]
+            if isinstance(dom, Vector) and dom.length:
+                free.add(dom.length)
+        held = [p for p in ob.params if p not in free and p not in case.fixed]
+        s, _ = case.solver(rlimit)
+        for eq in case.fix(cex_params, held):
+            s.add(eq)
+        s.add(z3.Not(case.claim))
+        s.add(to_z3_bool(case.ev.witnesses[name]))
+        answer = s.check()
+        if answer == z3.unsat:
+            out.append(Witness(name, False, message="no point at this configuration"))
+            continue
+        if answer == z3.unknown:
+            out.append(Witness(name, False, message=f"unknown: {s.reason_unknown()}"))
+            continue
+        model, _ = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
+        params = case.point(model)
+        symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
+        problem = _replay_check(case, params, symbolic_values)
+        if problem is None:
+            try:
+                if not evaluate(ob, concrete_args(ob, params)).witnesses[name]:
+                    problem = f"witness {name!r} does not hold at {params} on ints"
+            except BaseException as exc:  # pragma: no cover - replay just ran the same code
+                problem = _describe_exc(exc)
+        if problem:
+            out.append(Witness(name, False, message=f"error: {problem}"))
+        else:
+            out.append(Witness(name, True, params=params, values=symbolic_values))
+    return out
 
 
-def _effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range]]:
+def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+    """Split ``ob``'s domain under ``pins``: (finite case values, symbolic ranges, vectors).
+
+    Raises SpecError for a pin outside its domain, a pinned vector, or too many cases.
+    """
     finite: dict[str, list[int]] = {}
     ranges: dict[str, Range] = {}
+    vectors: dict[str, Vector] = {}
     for name, dom in ob.domain.items():
-        if name in pins:
+        if isinstance(dom, Vector):
+            if name in pins:
+                raise SpecError(f"vector parameter {name} cannot be pinned; pin its length ({dom.length}) instead")
+            vectors[name] = dom
+        elif name in pins:
             value = pins[name]
             if not dom.contains(value):
                 raise SpecError(f"pin {name}={value} is outside its domain {dom.describe()}")
@@ -258,7 +477,7 @@ def _effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, 
         raise SpecError(
             f"{total} finite cases exceed the limit of {MAX_CASES}: declare large parameters as Range"
         )
-    return finite, ranges
+    return finite, ranges, vectors
 
 
 def prove_obligation(ob: Obligation, options: Options | None = None) -> ObligationResult:
@@ -278,7 +497,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.models = ob.models_used()
         if ob.problems:
             raise SpecError("; ".join(ob.problems))
-        finite, ranges = _effective_domains(ob, pins)
+        finite, ranges, vectors = effective_domains(ob, pins)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
@@ -290,7 +509,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     outcomes: list[_CaseOutcome] = []
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
-        outcome = _prove_case(ob, fixed, ranges, options, rlimit)
+        outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit)
         outcomes.append(outcome)
         result.relation = result.relation or outcome.relation
 
@@ -303,7 +522,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     for o in outcomes:
         if o.kind == "proved":
             used.extend(c for c in o.core if c not in used)
-    order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges)])}
+    order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
 
     errors = [o for o in outcomes if o.kind == "error"]
@@ -320,6 +539,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.message = (
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
         )
+        result.witnesses = find_witnesses(ob, best.params, best.fixed, ranges, vectors, options, rlimit)
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"
@@ -336,8 +556,12 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     return result
 
 
-def _bound_labels(ranges: dict[str, Range]) -> list[str]:
-    return [label for n, d in ranges.items() for label in (f"{n} >= {d.lo}", f"{n} <= {d.hi}")]
+def _bound_labels(ranges: dict[str, Range], vectors: dict[str, Vector]) -> list[str]:
+    out = [label for n, d in ranges.items() for label in (f"{n} >= {d.lo}", f"{n} <= {d.hi}")]
+    for n, v in vectors.items():
+        out.append(f"{n} entries in {v.elem.lo}..{v.elem.hi}")  # type: ignore[attr-defined]
+        out.append(f"{n} entries from {v.length} on are {v.fill}")
+    return out
 
 
 def _violation(relation: str, values: dict[str, int]) -> str:

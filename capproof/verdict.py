@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verdict", "Options", "Counterexample", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT"]
+__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT"]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
 #: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
@@ -48,12 +48,34 @@ class Options:
 class Counterexample:
     """Parameter values that violate a claim, and the claim's named quantities there."""
 
-    params: dict[str, int]
+    #: parameter values: ints, and for a Vector parameter the list of its active entries
+    params: dict[str, Any]
     values: dict[str, int]
     minimized: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": dict(self.params), "values": dict(self.values), "minimized": self.minimized}
+        return {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+                "values": dict(self.values), "minimized": self.minimized}
+
+
+@dataclass
+class Witness:
+    """A trigger witness: the smallest point where the claim fails and a named condition holds.
+
+    ``found`` is False when no such point exists at the counterexample's configuration (the
+    condition's path never fails there); ``message`` explains an unknown or error search.
+    """
+
+    name: str
+    found: bool
+    params: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "found": self.found,
+                "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+                "values": dict(self.values), "message": self.message}
 
 
 @dataclass
@@ -69,6 +91,7 @@ class ObligationResult:
     failing_cases: int = 0
     unknown_cases: int = 0
     counterexample: Counterexample | None = None
+    witnesses: list[Witness] = field(default_factory=list)
     assumptions_used: list[str] = field(default_factory=list)
     relation: str = ""
     domain: dict[str, str] = field(default_factory=dict)
@@ -98,6 +121,7 @@ class ObligationResult:
             "failing_cases": self.failing_cases,
             "unknown_cases": self.unknown_cases,
             "counterexample": self.counterexample.to_json() if self.counterexample else None,
+            "witnesses": [w.to_json() for w in self.witnesses],
             "assumptions_used": list(self.assumptions_used),
             "message": self.message,
             "relation": self.relation,
