@@ -9,8 +9,11 @@ import sys as _sys
 # Domains and counterexamples may hold integers past Python's 4300-digit str() limit.
 _sys.set_int_max_str_digits(0)
 
-from .arith import all_of, any_of, cdiv, divides, gcd, implies, maximum, minimum, not_, round_up, select
-from .domain import Choice, PowersOfTwo, Range
+from .arith import (
+    all_of, any_of, cdiv, count, divides, gcd, implies, max_of, maximum, min_of, minimum, not_, prefix_sums,
+    round_up, select, total,
+)
+from .domain import Choice, PowersOfTwo, Range, Vector
 from .errors import CapproofError, DivisorMayBeZero, RealArithmeticError, SpecError, SymbolicBranchError
 from .obligation import Claim, at_most, claim, contract, equal, less_than, obligation
 from .prover import prove_obligation as prove
@@ -21,9 +24,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     # declaring obligations
-    "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Claim", "claim", "equal", "at_most", "less_than",
+    "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Vector", "Claim", "claim", "equal", "at_most", "less_than",
     # model vocabulary
     "cdiv", "round_up", "select", "minimum", "maximum", "gcd", "implies", "all_of", "any_of", "not_", "divides",
+    "total", "max_of", "min_of", "prefix_sums", "count",
     # running
     "run", "prove", "Options", "Verdict", "RunResult",
     # errors

@@ -15,7 +15,7 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _misuse, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _misuse, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
     "cdiv",
@@ -64,7 +64,19 @@ def round_up(x: Int, y: Int) -> Int:
     Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::round_up``.
     """
     _check_int(x, y)
-    return ((x + y - 1) // y) * y
+    result = ((x + y - 1) // y) * y
+    if isinstance(result, SymInt) and isinstance(y, int) and not isinstance(y, SymInt) and y >= 1:
+        record_lemma(round_up_lemma(to_z3_int(x), y, result.term))
+    return result
+
+
+def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
+    """Facts true of ``r = round_up(x, y)`` for every integer ``x`` and a constant ``y >= 1``:
+    ``x <= r <= x + y - 1``, and ``r <= x * y`` when ``x >= 0`` (so an empty expert pads to 0).
+
+    Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
+    """
+    return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 
 def select(condition: Bool, if_true: Int, if_false: Int) -> Int:

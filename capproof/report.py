@@ -31,9 +31,23 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
             if name in cex["values"]:
                 continue
             lines.append(f"         {name:<{width}} = {value}")
+        for w in entry.get("witnesses", []):
+            lines.append(f"       trigger witness, {w['name']}: {_witness_text(w, cex)}")
     elif verdict != "proved" or not entry["ok"]:
         lines.append(f"       {entry['message']}")
     return lines
+
+
+def _witness_text(w: dict[str, Any], cex: dict[str, Any]) -> str:
+    """The witness's parameters that differ from the counterexample's, or why there is none."""
+    if not w["found"]:
+        return w.get("message") or "none"
+    moved = {k: v for k, v in w["params"].items() if cex["params"].get(k) != v}
+    if not moved:
+        return "the counterexample's own point"
+    return ", ".join(f"{k}={v}" for k, v in moved.items()) + (
+        " (" + ", ".join(f"{k}={v}" for k, v in w["values"].items()) + ")" if w.get("values") else ""
+    )
 
 
 def _spec_module(entry: dict[str, Any]) -> str:
@@ -80,6 +94,9 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
                 "| name | value |", "|---|---|"]
         out += [f"| `{k}` | {_md_value(v)} |" for k, v in cex["params"].items()]
         out += [f"| **`{k}`** | {_md_value(v)} |" for k, v in cex["values"].items()]
+        if e.get("witnesses"):
+            out += ["", "Trigger witnesses (smallest batch taking each path at this configuration, replayed):", ""]
+            out += [f"- {w['name']}: {_witness_text(w, cex)}" for w in e["witnesses"]]
     out.append("")
     return out
 

@@ -76,9 +76,18 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef
 
 
 def _record_lemma(a: z3.ArithRef, b: z3.ArithRef, q: z3.ArithRef) -> None:
+    record_lemma(division_lemma(a, b, q))
+
+
+def record_lemma(fact: z3.BoolRef) -> None:
+    """Add a *valid* fact (true for every value of its variables) to the active trace.
+
+    Only for capproof's vocabulary: each lemma template has a validity test in
+    tests/test_semantics.py, since an invalid lemma would make proofs unsound.
+    """
     trace = getattr(_local, "trace", None)
     if trace is not None:
-        trace.lemmas.append(division_lemma(a, b, q))
+        trace.lemmas.append(fact)
 
 
 def _misuse(error: Exception) -> Exception:

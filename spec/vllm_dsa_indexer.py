@@ -109,31 +109,21 @@ def _widths_before_50302(max_model_len, dcp, block_size=64):
 @obligation(
     domain={"max_model_len": MAX_MODEL_LEN, "dcp": DCP, "num_speculative_tokens": Range(1, 5), **_BATCH},
     assumptions=_BATCH_FACTS,
+    witnesses={
+        "raises (variable-length flatten copy)": takes_variable_decode_copy,
+        "corrupts silently (uniform Triton copy)": takes_uniform_decode_copy,
+    },
     expect="counterexample",
     case="vllm-44827-indexer-prob",
     sources=["vllm-project/vllm#44827", "vllm-project/vllm#46074", "vllm-project/vllm#48404"],
 )
-def ebt_copy_never_raises_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):
-    """With the A1 width mismatch (block 64), only batches on the variable-length copy raise.
-
-    The smallest failing batch shows the trigger: decode lengths that differ, or CUDA-graph
-    padding. Presumed mechanism of the intermittent #44827 report (unconfirmed there).
+def ebt_width_matches_runner_for_every_batch_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):
+    """With the A1 width mismatch (block 64) the decode copy is wrong for every batch, but how it
+    fails depends on the batch. The trigger witnesses give, at the counterexample's config, the
+    smallest batch that takes each path: the variable-length ``repeat_interleave`` copy raises a
+    shape error (decode lengths that differ, or CUDA-graph padding); the uniform Triton copy moves
+    ``W_buf`` columns per row and silently truncates or mixes rows. That is why the failure looks
+    intermittent. Presumed mechanism of the #44827 report (unconfirmed there).
     """
     w_buf, w_bt = _widths_before_50302(max_model_len, dcp)
-    raises = all_of(takes_variable_decode_copy(num_decodes, min_decode_len, max_decode_len, num_decode_tokens), w_buf != w_bt)
-    return claim(not_(raises), W_buf=w_buf, W_bt=w_bt)
-
-
-@obligation(
-    domain={"max_model_len": MAX_MODEL_LEN, "dcp": DCP, "num_speculative_tokens": Range(1, 5), **_BATCH},
-    assumptions=_BATCH_FACTS,
-    expect="counterexample",
-    case="vllm-44827-indexer-prob",
-    sources=["vllm-project/vllm#44827", "vllm-project/vllm#48404"],
-)
-def ebt_uniform_copy_preserves_rows_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):
-    """The uniform Triton copy moves ``W_buf`` columns per row: with ``W_buf != W_bt`` rows are
-    silently truncated or mixed with the neighbour row. No error, wrong attention."""
-    w_buf, w_bt = _widths_before_50302(max_model_len, dcp)
-    uniform = takes_uniform_decode_copy(num_decodes, min_decode_len, max_decode_len, num_decode_tokens)
-    return claim(implies(uniform, w_buf == w_bt), W_buf=w_buf, W_bt=w_bt)
+    return equal(W_buf=w_buf, W_bt=w_bt)

@@ -59,18 +59,22 @@ def test_trtllm_block_num_after_39324_is_296():
     assert_proved(r)
 
 
-def test_indexer_copy_smallest_raising_batch_at_350k():
-    """Only the variable-length copy raises; the smallest such batch has CUDA-graph padding."""
-    r = prove(A, "ebt_copy_never_raises_before_50302", max_model_len=350000, dcp=1)
-    assert_counterexample(r, W_buf=5469, W_bt=5470)
-    p = r.counterexample.params
-    uniform = p["min_decode_len"] == p["max_decode_len"] and p["num_decodes"] * p["max_decode_len"] == p["num_decode_tokens"]
-    assert not uniform
+def _witness(result, prefix):
+    (w,) = [w for w in result.witnesses if w.name.startswith(prefix)]
+    assert w.found, w.message
+    return w.params
 
 
-def test_indexer_uniform_copy_silently_corrupts_at_350k():
-    r = prove(A, "ebt_uniform_copy_preserves_rows_before_50302", max_model_len=350000, dcp=1)
+def test_indexer_copy_trigger_witnesses_at_350k():
+    """A4: one static mismatch (5469 vs 5470), two behaviours by batch. The smallest raising batch
+    is 1 decode padded to 2 tokens by the CUDA graph; a plain 1-token decode corrupts silently."""
+    r = prove(A, "ebt_width_matches_runner_for_every_batch_before_50302", max_model_len=350000, dcp=1)
     assert_counterexample(r, W_buf=5469, W_bt=5470)
-    p = r.counterexample.params
-    assert p["min_decode_len"] == p["max_decode_len"]
-    assert p["num_decodes"] * p["max_decode_len"] == p["num_decode_tokens"]
+    raising = _witness(r, "raises")
+    assert (raising["num_decodes"], raising["max_decode_len"], raising["num_decode_tokens"]) == (1, 1, 2)
+    silent = _witness(r, "corrupts silently")
+    assert silent["min_decode_len"] == silent["max_decode_len"]
+    assert silent["num_decodes"] * silent["max_decode_len"] == silent["num_decode_tokens"]
+    for w in r.witnesses:  # the config is held at the counterexample's
+        assert (w.params["max_model_len"], w.params["dcp"]) == (350000, 1)
+        assert w.values == {"W_buf": 5469, "W_bt": 5470}

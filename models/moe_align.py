@@ -1,0 +1,138 @@
+"""MoE token-to-expert alignment buffers (`sorted_token_ids`, `expert_ids`) and their readers.
+
+Units: entries of ``sorted_token_ids`` (one per routed token slot, padded per expert to a multiple
+of ``block_size``), blocks of ``block_size`` entries for ``expert_ids``, rows for GEMM outputs.
+``numel = topk_ids.numel() = num_tokens * topk``. A routing is given by per-expert token counts
+``counts[e]`` (``cnt_e``), a Vector parameter; its facts (each id counted once, ids in range) are
+assumptions of the obligations, never built into these formulas.
+
+All arithmetic is checked by Z3 (spec/moe_align.py); no loops depend on symbolic values.
+"""
+
+from __future__ import annotations
+
+from capproof.arith import all_of, cdiv, minimum, round_up, select, total
+
+__all__ = [
+    "vllm_sorted_ids_capacity",
+    "vllm_sorted_ids_capacity_before_small_numel_min",
+    "sglang_sorted_ids_capacity",
+    "num_tokens_post_pad",
+    "expert_ids_capacity",
+    "max_write_position",
+    "gemm_max_read_offset",
+    "ck_workspace_index",
+    "ck_workspace_index_6242",
+    "splitk_sentinel_row",
+    "splitk_sorted_size",
+]
+
+
+def vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids):
+    """``len(sorted_token_ids)`` in entries, as vLLM 0.33.0 allocates it.
+
+    Source: vLLM 0.33.0 ``vllm/model_executor/layers/fused_moe/moe_align_block_size.py``
+    (``moe_align_block_size``, lines 137-143)::
+
+        max_num_tokens_padded = topk_ids.numel() + num_experts * (block_size - 1)
+        if pad_sorted_ids:
+            max_num_tokens_padded = round_up(max_num_tokens_padded, block_size)
+        if topk_ids.numel() < num_experts:
+            max_num_tokens_padded = min(topk_ids.numel() * block_size, max_num_tokens_padded)
+
+    ``pad_sorted_ids`` is 0 or 1 (a Python bool in vLLM; a finite parameter here).
+    """
+    cap = numel + num_experts * (block_size - 1)
+    cap = select(pad_sorted_ids == 1, round_up(cap, block_size), cap)
+    return select(numel < num_experts, minimum(numel * block_size, cap), cap)
+
+
+def vllm_sorted_ids_capacity_before_small_numel_min(numel, num_experts, block_size, pad_sorted_ids):
+    """The same without the small-``numel`` ``min`` (older vLLM; the corpus B0 "newer versions only").
+
+    Source: vLLM ``moe_align_block_size.py`` before the ``numel < num_experts`` clause
+    (vllm-project/vllm#4517 era). Larger, never smaller, than :func:`vllm_sorted_ids_capacity`.
+    """
+    cap = numel + num_experts * (block_size - 1)
+    return select(pad_sorted_ids == 1, round_up(cap, block_size), cap)
+
+
+def sglang_sorted_ids_capacity(numel, num_experts, block_size):
+    """``len(sorted_ids)`` in entries, as SGLang 0.5.23 allocates it: ``E + 1`` buckets (the extra
+    one absorbs ``-1`` ids of filtered experts under EP), rounded up to 4 for int4 stores.
+
+    Source: SGLang 0.5.23 ``sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py``::
+
+        n_buckets = num_experts + 1
+        cap = numel * block_size if numel < n_buckets else numel + n_buckets * (block_size - 1)
+        cap = round_up(cap, 4)
+    """
+    n_buckets = num_experts + 1
+    cap = select(numel < n_buckets, numel * block_size, numel + n_buckets * (block_size - 1))
+    return round_up(cap, 4)
+
+
+def num_tokens_post_pad(counts, block_size):
+    """Entries the align kernel fills: ``sum_e round_up(cnt_e, block_size)``.
+
+    Source: vLLM ``csrc/moe/moe_align_sum_kernels.cu`` (older public csrc; the corpus marks it
+    indicative for 0.33.0): each expert's run of ids is padded to a whole block.
+    """
+    return total(round_up(c, block_size) for c in counts)
+
+
+def expert_ids_capacity(sorted_ids_capacity, block_size):
+    """``len(expert_ids)`` in blocks: ``cdiv(max_num_tokens_padded, block_size)`` (vLLM 0.33.0,
+    ``moe_align_block_size.py`` line 147, ``triton.cdiv``)."""
+    return cdiv(sorted_ids_capacity, block_size)
+
+
+def max_write_position(counts, expert, block_size):
+    """The last ``sorted_token_ids`` index written for ``expert``'s tokens (``rank_post_pad``):
+    its padded prefix ``cumsum[expert]`` plus its own count minus one; ``-1`` if it has none.
+
+    Source: vLLM ``csrc/moe/moe_align_sum_kernels.cu`` ``count_and_sort_expert_tokens_kernel``
+    (``cumsum_buffer[expert] + rank``), as quoted in vllm-project/vllm#27917. ``expert`` is a
+    concrete index.
+    """
+    prefix = total(round_up(c, block_size) for c in counts[:expert])
+    return prefix + counts[expert] - 1
+
+
+def gemm_max_read_offset(post_pad, block_size_m):
+    """The largest ``offset_m = blockIdx.x * BLOCK_SIZE_M + m`` a GEMM grid of
+    ``cdiv(num_tokens_post_pad, BLOCK_SIZE_M)`` blocks reads from ``sorted_token_ids``.
+
+    Source: vLLM ``csrc/moe/moe_wna16.cu`` ``moe_wna16_gemm`` (vllm-project/vllm#45496): the only
+    guard is ``blockIdx.x < num_token_blocks``. ``-1`` when nothing is read.
+    """
+    return cdiv(post_pad, block_size_m) * block_size_m - 1
+
+
+def ck_workspace_index(expert_id):
+    """The per-expert workspace slot the CK MoE sorting kernel writes for ``expert_id``, before
+    ROCm/rocm-libraries#6242: the id itself, so ``-1`` (an idle or padded row) writes slot ``-1``.
+
+    Returns the slot written (an index into ``[0, num_experts)``).
+    """
+    return expert_id
+
+
+def ck_workspace_index_6242(expert_id, num_experts):
+    """After ROCm/rocm-libraries#6242: ids outside ``[0, num_experts)`` are skipped. Returns the
+    slot written, or ``0`` (no write; slot 0 stands for "in range") for a skipped id."""
+    valid = all_of(expert_id >= 0, expert_id < num_experts)
+    return select(valid, expert_id, 0)
+
+
+def splitk_sentinel_row(token_num, topk):
+    """The output row a padding entry of ``sorted_token_ids`` scatters to in aiter's split-K
+    ``ck_moe_stage1``: the sentinel ``(topk << 24) | token_num`` decodes to
+    ``token_num * topk + topk`` (ROCm/aiter#2547)."""
+    return token_num * topk + topk
+
+
+def splitk_sorted_size(token_num, topk, block_m, sorted_ids_len):
+    """The kernel's M extent and the rows ROCm/aiter#2547 proposes to allocate:
+    ``min(token_num * topk * block_m, sorted_token_ids.shape[0])``."""
+    return minimum(token_num * topk * block_m, sorted_ids_len)

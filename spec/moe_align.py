@@ -1,0 +1,263 @@
+"""Family B: MoE token-to-expert alignment buffers for every routing (corpus B0-B4).
+
+A routing is the vector of per-expert token counts ``counts`` (``cnt_e``), one entry per expert
+(``num_experts`` up to 1024). The routing facts are named assumptions, so each proof lists the
+facts it rests on (assumptions used) and dropping one gives a counterexample:
+
+- (a) "every routed id is counted once": ``sum(counts) == numel`` over the buckets used for sizing;
+- (b) sizing and counting use the same expert count;
+- (c) every consumer tiles ``sorted_token_ids`` with the align ``block_size``.
+"""
+
+from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_than, obligation
+from capproof.arith import all_of, total
+from models.moe_align import (
+    ck_workspace_index,
+    ck_workspace_index_6242,
+    expert_ids_capacity,
+    gemm_max_read_offset,
+    max_write_position,
+    num_tokens_post_pad,
+    sglang_sorted_ids_capacity,
+    splitk_sentinel_row,
+    splitk_sorted_size,
+    vllm_sorted_ids_capacity,
+)
+
+NUMEL = Range(1, 2**20)  # topk_ids.numel() = num_tokens * topk, in routed slots
+ALIGN_BLOCKS = Choice(16, 64)  # fused_moe BLOCK_SIZE_M values used for alignment
+COUNTED_ONCE = {"every routed id is counted once": lambda counts, numel: total(counts) == numel}
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64, 256, 1024),
+        "block_size": ALIGN_BLOCKS,
+        "pad_sorted_ids": Choice(0, 1),
+        "counts": Vector(1024, Range(0, 2**20), length="num_experts"),
+    },
+    assumptions=COUNTED_ONCE,
+    expect="proved",
+    case="moe-align-capacity",
+    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py", "vllm-project/vllm#43351"],
+    rlimit=400_000_000,
+)
+def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size, pad_sorted_ids, counts):
+    """vLLM 0.33.0: ``sum_e round_up(cnt_e, block_size)`` fits ``len(sorted_token_ids)`` for every
+    routing over up to 1024 experts, including the small-``numel`` ``min``. Rests on fact (a)."""
+    return at_most(
+        num_tokens_post_pad=num_tokens_post_pad(counts, block_size),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids),
+    )
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64),
+        "block_size": ALIGN_BLOCKS,
+        "pad_sorted_ids": Choice(0, 1),
+        "buckets": Vector(65, Range(0, 2**20), length="num_buckets"),
+        "num_buckets": Choice(9, 65),
+    },
+    assumptions={
+        **{"every routed id is counted once": lambda buckets, numel: total(buckets) == numel},
+        "one extra bucket for filtered (-1) ids": lambda num_buckets, num_experts: num_buckets == num_experts + 1,
+    },
+    expect="counterexample",
+    case="ck-moe-sorting-negative-topk",
+    sources=["sgl-project/sglang#12701", "ROCm/rocm-libraries#6242"],
+)
+def vllm_sizing_with_filtered_ids_counted(numel, num_experts, block_size, pad_sorted_ids, buckets, num_buckets):
+    """Fact (a) broken: ``-1`` ids of filtered experts counted in an extra bucket (as SGLang's kernel
+    does) while the buffer is sized for ``num_experts`` buckets (vLLM's formula) overflows."""
+    return at_most(
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids),
+    )
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64, 256),
+        "block_size": ALIGN_BLOCKS,
+        "buckets": Vector(257, Range(0, 2**20), length="num_buckets"),
+        "num_buckets": Choice(9, 65, 257),
+    },
+    assumptions={
+        "every routed id is counted once": lambda buckets, numel: total(buckets) == numel,
+        "one extra bucket for filtered (-1) ids": lambda num_buckets, num_experts: num_buckets == num_experts + 1,
+    },
+    expect="proved",
+    case="moe-align-capacity",
+    sources=["sglang 0.5.23 sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py"],
+    rlimit=100_000_000,
+)
+def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size, buckets, num_buckets):
+    """SGLang 0.5.23 sizes for ``E + 1`` buckets and rounds to 4: the ``-1`` bucket always fits."""
+    return at_most(
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size),
+        capacity=sglang_sorted_ids_capacity(numel, num_experts, block_size),
+    )
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64),
+        "block_size": ALIGN_BLOCKS,
+        "pad_sorted_ids": Choice(0, 1),
+        "counts": Vector(64, Range(0, 2**20), length="num_experts"),
+    },
+    assumptions=COUNTED_ONCE,
+    expect="proved",
+    case="vllm-moe-align-kernel-oob-static",
+    sources=["vllm-project/vllm#27917", "vllm 0.33.0 moe_align_block_size.py"],
+    rlimit=100_000_000,
+)
+def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size, pad_sorted_ids, counts):
+    """Every ``rank_post_pad`` write (each expert's padded prefix + its rank) is below
+    ``len(sorted_token_ids)`` and every block index below ``len(expert_ids)``, for every routing.
+
+    So the #27917 state (index 492 into 492 entries) needs a broken routing fact: with
+    ``cumsum[7] = 488`` the padded total is at least ``488 + 16 > 492``.
+    """
+    capacity = vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids)
+    blocks = num_tokens_post_pad(counts, block_size) // block_size
+    return claim(
+        all_of(
+            *(max_write_position(counts, e, block_size) < capacity for e in range(num_experts)),
+            blocks <= expert_ids_capacity(capacity, block_size),
+        ),
+        last_write=max_write_position(counts, num_experts - 1, block_size),
+        capacity=capacity,
+    )
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64),
+        "block_size": ALIGN_BLOCKS,
+        "block_size_m": Choice(16, 32, 64, 128),
+        "counts": Vector(64, Range(0, 2**20), length="num_experts"),
+    },
+    assumptions=COUNTED_ONCE,
+    expect="counterexample",
+    case="vllm-moe-wna16-sorted-ids-oob",
+    sources=["vllm-project/vllm#45496", "vllm-project/vllm#45539"],
+)
+def wna16_reads_within_sorted_ids(numel, num_experts, block_size, block_size_m, counts):
+    """``moe_wna16_gemm`` reads ``sorted_token_ids`` up to ``cdiv(post_pad, BLOCK_SIZE_M) *
+    BLOCK_SIZE_M - 1`` with no length check: fact (c) broken when its tile exceeds the align block."""
+    return less_than(
+        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size), block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, 0),
+    )
+
+
+@obligation(
+    domain={
+        "numel": NUMEL,
+        "num_experts": Choice(8, 64),
+        "block_size": ALIGN_BLOCKS,
+        "block_size_m": Choice(16, 32, 64, 128),
+        "counts": Vector(64, Range(0, 2**20), length="num_experts"),
+    },
+    assumptions={
+        **COUNTED_ONCE,
+        "GEMM tile == align block_size": lambda block_size, block_size_m: block_size_m == block_size,
+    },
+    expect="proved",
+    case="vllm-moe-wna16-sorted-ids-oob",
+    sources=["vllm-project/vllm#45496"],
+    rlimit=100_000_000,
+)
+def wna16_reads_within_sorted_ids_same_tile(numel, num_experts, block_size, block_size_m, counts):
+    """With fact (c) the wna16 grid stays inside ``sorted_token_ids``."""
+    return less_than(
+        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size), block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, 0),
+    )
+
+
+_EXPERT_ID = {"expert_id": Range(-1, 1023), "num_experts": Choice(8, 64, 256, 1024)}
+
+
+@obligation(
+    domain=_EXPERT_ID,
+    assumptions={"ids below num_experts": lambda expert_id, num_experts: expert_id < num_experts},
+    expect="counterexample",
+    case="ck-moe-sorting-negative-topk",
+    sources=["ROCm/rocm-libraries#6242", "sgl-project/sglang#12701"],
+)
+def ck_sorting_slot_in_range_before_6242(expert_id, num_experts):
+    """An idle EP rank replays the batch-1 graph: every top-k id is ``-1``, which the CK sorting
+    kernel used as a workspace slot."""
+    slot = ck_workspace_index(expert_id)
+    return all_of(slot >= 0, slot < num_experts)
+
+
+@obligation(
+    domain=_EXPERT_ID,
+    assumptions={"ids below num_experts": lambda expert_id, num_experts: expert_id < num_experts},
+    expect="proved",
+    case="ck-moe-sorting-negative-topk",
+    sources=["ROCm/rocm-libraries#6242"],
+)
+def ck_sorting_slot_in_range_after_6242(expert_id, num_experts):
+    """After #6242 ids outside ``[0, num_experts)`` are skipped, ``-1`` included."""
+    slot = ck_workspace_index_6242(expert_id, num_experts)
+    return all_of(slot >= 0, slot < num_experts)
+
+
+_SPLITK = {
+    "token_num": Range(1, 2**16),
+    "topk": Range(1, 10),
+    "num_experts": Choice(8, 64, 256),
+}
+
+
+@obligation(
+    domain={**_SPLITK, "block_m": Choice(16, 32, 64, 128)},
+    assumptions={"topk <= num_experts": lambda topk, num_experts: topk <= num_experts},
+    expect="counterexample",
+    case="aiter-ck-moe-stage1-splitk-outbuf",
+    sources=["ROCm/aiter#2547", "ROCm/aiter#2508"],
+)
+def splitk_padding_row_within_output(token_num, topk, num_experts, block_m):
+    """The split-K output has ``token_num * topk`` rows; a padding entry scatters to row
+    ``token_num * topk + topk``: out of range for every batch with padding."""
+    return less_than(row=splitk_sentinel_row(token_num, topk), rows=token_num * topk)
+
+
+@obligation(
+    domain={**_SPLITK, "block_m": PowersOfTwo(1, 256)},
+    assumptions={"topk <= num_experts": lambda topk, num_experts: topk <= num_experts},
+    expect="counterexample",
+    case="aiter-ck-moe-stage1-splitk-outbuf",
+    sources=["ROCm/aiter#2547"],
+)
+def splitk_padding_row_within_proposed_output(token_num, topk, num_experts, block_m):
+    """#2547's proposal allocates ``min(numel * block_m, len(sorted_token_ids))`` rows (sized here
+    with vLLM's formula for ``block_m``, an assumption: aiter's own sizing is not recorded). A
+    residual overflow remains for tiles of 1 or 2 rows; see the next obligation for real tiles."""
+    numel = token_num * topk
+    rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
+    return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
+
+
+@obligation(
+    domain={**_SPLITK, "block_m": Choice(16, 32, 64, 128)},
+    assumptions={"topk <= num_experts": lambda topk, num_experts: topk <= num_experts},
+    expect="proved",
+    case="aiter-ck-moe-stage1-splitk-outbuf",
+    sources=["ROCm/aiter#2547"],
+)
+def splitk_padding_row_within_proposed_output_real_tiles(token_num, topk, num_experts, block_m):
+    """With tiles of 16..128 rows the #2547 allocation holds the sentinel row."""
+    numel = token_num * topk
+    rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
+    return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
