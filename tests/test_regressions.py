@@ -43,6 +43,7 @@ def run_generated(directory) -> tuple[int, dict[str, str]]:
     saved = {k: v for k, v in sys.modules.items() if k.split(".")[-1] == stem}
     for k in saved:
         del sys.modules[k]
+    addopts = os.environ.pop("PYTEST_ADDOPTS", None)  # e.g. CI's --junitxml is for the outer run
     try:
         code = pytest.main([str(directory / MODULE_NAME), "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
                             "-o", "addopts=", "--rootdir", str(directory)], plugins=[plugin])
@@ -50,6 +51,8 @@ def run_generated(directory) -> tuple[int, dict[str, str]]:
         for k in [k for k in sys.modules if k.split(".")[-1] == stem]:
             del sys.modules[k]
         sys.modules.update(saved)
+        if addopts is not None:
+            os.environ["PYTEST_ADDOPTS"] = addopts
     return int(code), plugin.outcomes
 
 
