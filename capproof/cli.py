@@ -121,9 +121,9 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 @_apply(_common)
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the results as JSON to FILE ('-' for stdout).")
-@click.option("--junit", "junit_out", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+@click.option("--junit", "junit_out", type=click.Path(), default=None, metavar="FILE",
               help="Write JUnit XML to FILE: one testcase per obligation and contract.")
-@click.option("--sarif", "sarif_out", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+@click.option("--sarif", "sarif_out", type=click.Path(), default=None, metavar="FILE",
               help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
@@ -145,7 +145,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
 
 @main.command()
 @_apply(_common[:5])
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True,
+@click.option("--out", "out_dir", type=click.Path(), default=DEFAULT_OUT, show_default=True,
               metavar="DIR", help="Directory for the JSON witnesses and the generated pytest module.")
 def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
     """Write every counterexample in PATHS (default: spec/) as a JSON witness and a pytest regression.
