@@ -163,6 +163,7 @@ def _result(entry: dict[str, Any], kind: str, rule_index: dict[str, int]) -> dic
         props["relation"] = entry.get("relation", "")
         props["pins"] = dict(entry.get("pins", {}))
         props["counterexample"] = entry.get("counterexample")
+        props["witnesses"] = list(entry.get("witnesses", []))
         props["models"] = list(entry.get("models", []))
     result: dict[str, Any] = {
         "ruleId": rule,

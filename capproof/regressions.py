@@ -2,7 +2,8 @@
 
 ``capproof counterexamples`` writes, into an output directory (default ``tests/regressions/``):
 
-- one witness per counterexample of the run, ``<spec path with dots>.<obligation>[@pins].json``::
+- one witness per counterexample of the run (and per found trigger witness, with a ``trigger``
+  key), ``<spec path with dots>.<obligation>[+trigger][@pins].json``::
 
       {"capproof_witness": 1, "obligation": "spec/x.py::name", "spec": "spec/x.py", "name": "name",
        "case": ..., "expect": ..., "pins": {...}, "params": {...}, "values": {...},
@@ -57,22 +58,27 @@ def _pin_text(value: object) -> str:
 
 
 def witness_filename(w: dict[str, Any]) -> str:
-    """File name of a witness: spec path with dots, obligation name, and ``@name=value,…`` pins."""
+    """File name of a witness: spec path with dots, obligation name, ``+trigger`` and ``@name=value,…`` pins."""
     name = f"{_stem(w['spec'])}.{w['name']}"
+    if w.get("trigger"):
+        name += f"+{w['trigger']}"
     if w.get("pins"):
         name += "@" + ",".join(f"{k}={_pin_text(v)}" for k, v in sorted(w["pins"].items()))
     return re.sub(r"[^A-Za-z0-9_.=,@+-]", "_", name) + ".json"
 
 
 def witnesses(run_json: dict[str, Any]) -> list[dict[str, Any]]:
-    """One witness dict per obligation of ``run_json`` that has a counterexample, in run order."""
+    """One witness dict per counterexample of ``run_json``, in run order.
+
+    That is each obligation's counterexample, and each *found* trigger witness (``witnesses=`` on
+    the obligation: a failing point where a named condition holds), which gets ``"trigger": name``.
+    """
     out = []
     for e in run_json.get("obligations", []):
-        cex = e.get("counterexample")
-        if not cex or "::" not in e["id"]:
+        if "::" not in e["id"]:
             continue
         spec, _, name = e["id"].rpartition("::")
-        out.append({
+        base = {
             "capproof_witness": WITNESS_FORMAT,
             "obligation": e["id"],
             "spec": spec,
@@ -80,11 +86,18 @@ def witnesses(run_json: dict[str, Any]) -> list[dict[str, Any]]:
             "case": e.get("case"),
             "expect": e["expect"],
             "pins": dict(e.get("pins", {})),
-            "params": dict(cex["params"]),
-            "values": dict(cex["values"]),
             "relation": e.get("relation", ""),
             "sources": list(e.get("sources", [])),
-        })
+        }
+        points = [(None, e.get("counterexample"))]
+        points += [(t["name"], t) for t in e.get("witnesses", []) if t.get("found")]
+        for trigger, point in points:
+            if not point:
+                continue
+            w = {**base, "params": dict(point["params"]), "values": dict(point["values"])}
+            if trigger is not None:
+                w["trigger"] = trigger
+            out.append(w)
     return out
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from capproof.cli import main
 from capproof.loader import load_file
-from capproof.regressions import MODULE_NAME, read_witnesses, render_module, write_counterexamples
+from capproof.regressions import MODULE_NAME, read_witnesses, render_module
 from conftest import ROOT, obligation_named
 
 A4 = "ebt_width_matches_runner_before_50302"
@@ -84,14 +84,14 @@ def test_generated_tests_pass_on_the_buggy_formula_and_fail_on_the_fixed_one(tmp
 
 def test_same_run_twice_gives_byte_identical_files(tmp_path):
     out = tmp_path / "cx"
-    first = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "--out", str(out))
+    first = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--out", str(out))
     assert first.exit_code == 0, first.output
     snapshot = {p: (out / p).read_bytes() for p in sorted(os.listdir(out))}
-    second = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "--out", str(out))
+    second = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--out", str(out))
     assert "(0 files changed)" in second.output
     assert {p: (out / p).read_bytes() for p in sorted(os.listdir(out))} == snapshot
     # one witness per counterexample of the run, and one generated module replaying them all
-    run = json.loads(invoke("prove", "spec/vllm_dsa_indexer.py", "--no-contracts", "--json", "-").output)
+    run = json.loads(invoke("prove", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--no-contracts", "--json", "-").output)
     with_cex = sorted(e["id"] for e in run["obligations"] if e["counterexample"])
     assert sorted(w["obligation"] for _, w in read_witnesses(str(out))) == with_cex
     assert sorted(snapshot) == sorted([MODULE_NAME] + [f for f in snapshot if f.endswith(".json")])
@@ -101,40 +101,50 @@ def test_same_run_twice_gives_byte_identical_files(tmp_path):
 
 VECTOR_SPEC = """
 from capproof import Choice, Range, at_most, obligation
+from capproof.arith import max_of, total
+from capproof.domain import Vector
 
 
-def total(lens):
-    return sum(lens) if isinstance(lens, list) else lens
+def buffer_capacity(capacity):
+    return capacity
 
 
-@obligation(domain={"lens": Range(0, 64), "capacity": Choice(8)}, expect="counterexample")
-def batch_fits(lens, capacity):
-    return at_most(demand=total(lens), capacity=capacity)
+@obligation(
+    domain={"num_reqs": Range(0, 4), "lens": Vector(4, Range(0, 8), length="num_reqs"), "capacity": Choice(8)},
+    expect="counterexample",
+    witnesses={"one long request": lambda lens: max_of(lens) >= 8},
+)
+def batch_fits(num_reqs, lens, capacity):
+    return at_most(demand=total(lens), capacity=buffer_capacity(capacity))
 """
 
 
-def test_list_valued_params_round_trip_through_json_and_generated_code(tmp_path, monkeypatch):
+def test_vector_params_and_trigger_witnesses_round_trip(tmp_path, monkeypatch):
     (tmp_path / "spec").mkdir()
     (tmp_path / "spec" / "vec.py").write_text(textwrap.dedent(VECTOR_SPEC))
     monkeypatch.chdir(tmp_path)
-    # a vector counterexample as a run JSON holds it (params values: lists of ints)
-    run_json = {"obligations": [{
-        "id": "spec/vec.py::batch_fits", "case": None, "expect": "counterexample", "pins": {},
-        "relation": "demand <= capacity", "sources": [],
-        "counterexample": {"params": {"lens": [3, 4, 5], "capacity": 8}, "values": {"demand": 12, "capacity": 8}},
-    }]}
-    written = write_counterexamples(run_json, "out")
-    (witness_path,) = written["witnesses"]
-    assert json.loads(open(witness_path).read())["params"] == {"capacity": 8, "lens": [3, 4, 5]}
-    assert "'lens': [3, 4, 5]" in open(written["module"]).read()
-    code, outcomes = run_generated(tmp_path / "out")
-    assert code == 0 and list(outcomes.values()) == ["passed"], outcomes
+    run = json.loads(invoke("prove", "--json", "-").output)
+    (entry,) = run["obligations"]
+    points = [entry["counterexample"], *[t for t in entry["witnesses"] if t["found"]]]
+    assert len(points) == 2 and all(isinstance(p["params"]["lens"], list) for p in points)
 
-    # the fix (a capacity that covers the batch) makes the regression fail
-    (ob,) = load_file(str(tmp_path / "spec" / "vec.py"))
-    monkeypatch.setitem(ob.func.__globals__, "total", lambda lens: min(sum(lens), 8))
+    result = invoke("counterexamples", "--out", "out")
+    assert result.exit_code == 0, result.output
+    rows = read_witnesses(str(tmp_path / "out"))
+    assert [fn for fn, _ in rows] == ["spec.vec.batch_fits+one_long_request.json", "spec.vec.batch_fits.json"]
+    by_trigger = {w.get("trigger"): w for _, w in rows}
+    assert by_trigger[None]["params"] == entry["counterexample"]["params"]
+    assert by_trigger["one long request"]["params"] == points[1]["params"]
+    module = (tmp_path / "out" / MODULE_NAME).read_text()
+    assert f"'lens': {entry['counterexample']['params']['lens']!r}" in module
     code, outcomes = run_generated(tmp_path / "out")
-    assert code == 1 and list(outcomes.values()) == ["failed"]
+    assert code == 0 and list(outcomes.values()) == ["passed", "passed"], outcomes
+
+    # the fix (a buffer sized for the whole batch, 4 requests of up to 8) makes both rows fail
+    (ob,) = load_file(str(tmp_path / "spec" / "vec.py"))
+    monkeypatch.setitem(ob.func.__globals__, "buffer_capacity", lambda capacity: 4 * 8)
+    code, outcomes = run_generated(tmp_path / "out")
+    assert code == 1 and list(outcomes.values()) == ["failed", "failed"]
 
 
 def test_broken_witness_in_out_dir_is_one_line_exit_2(tmp_path):
