@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.capproof-installed
 RUN    := .capproof/last-run.json
 
-.PHONY: install verify test test-slow report bench clean
+.PHONY: install verify test test-slow report regressions bench clean
 
 install: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 verify: $(STAMP)
 	@mkdir -p .capproof
-	$(BIN)/capproof prove --json $(RUN)
+	$(BIN)/capproof prove --json $(RUN) --junit .capproof/junit.xml --sarif .capproof/capproof.sarif
 	$(BIN)/capproof report --check --from $(RUN)
 
 test: $(STAMP)
@@ -29,6 +29,16 @@ test-slow: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/capproof report
+
+# tests/regressions/: every counterexample of a full run, plus the README's reported numbers.
+regressions: $(STAMP)
+	$(BIN)/capproof counterexamples
+	$(BIN)/capproof counterexamples -k ebt_width_matches_runner_before_50302 --set max_model_len=350000 --set block_size=64 --set dcp=1
+	$(BIN)/capproof counterexamples -k ebt_width_matches_runner_before_50302 --set max_model_len=200000 --set block_size=64 --set dcp=1
+	$(BIN)/capproof counterexamples -k ebt_width_matches_runner_before_50302 --set max_model_len=480000 --set block_size=64 --set dcp=4
+	$(BIN)/capproof counterexamples -k ebt_width_matches_runner_before_50823 --set max_model_len=1048576 --set block_size=64 --set dcp=2 --set kernel_block_size=64
+	$(BIN)/capproof counterexamples -k trtllm_mla_block_num_aligned_before_39324 --set max_model_len=9416 --set block_size=32 --set dcp=1
+	$(BIN)/capproof counterexamples -k ebt_copy_never_raises_before_50302 --set max_model_len=350000 --set dcp=1
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

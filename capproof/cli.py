@@ -1,4 +1,4 @@
-"""Command line: ``capproof prove`` and ``capproof report``.
+"""Command line: ``capproof prove``, ``capproof report`` and ``capproof counterexamples``.
 
 Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
 vacuous, error or bad input (one line each; the other obligations still run).
@@ -13,6 +13,9 @@ from typing import Any
 import click
 from rich.console import Console
 
+from . import __version__
+from .ci_formats import write_junit, write_sarif
+from .regressions import DEFAULT_OUT, WitnessError, write_counterexamples
 from .report import render_reports, stale_reports, terminal_lines, write_reports
 from .runner import EXIT_UNDECIDED, RunResult, run
 from .verdict import DEFAULT_RLIMIT, ContractResult, Options
@@ -94,23 +97,75 @@ def main() -> None:
     """Prove buffer capacity >= demand for every configuration and batch, or find a counterexample."""
 
 
+def _write_json(data: dict[str, Any], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2)
+        fh.write("\n")
+
+
+def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, Any]]) -> bool:
+    """Write each ``(option, path, writer)`` with a path; one error line per failure. True if all written."""
+    ok = True
+    for option, path, writer in outputs:
+        if not path:
+            continue
+        try:
+            writer(data, path)
+        except OSError as exc:
+            _err.print(f"error: {option} {path}: cannot write: {exc.strerror or exc}", markup=False, style="bold red")
+            ok = False
+    return ok
+
+
 @main.command()
 @_apply(_common)
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the results as JSON to FILE ('-' for stdout).")
-def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out) -> None:
+@click.option("--junit", "junit_out", type=click.Path(), default=None, metavar="FILE",
+              help="Write JUnit XML to FILE: one testcase per obligation and contract.")
+@click.option("--sarif", "sarif_out", type=click.Path(), default=None, metavar="FILE",
+              help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.")
+def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-")
     data = result.to_json()
+    outputs = [
+        ("--junit", junit_out, write_junit),
+        ("--sarif", sarif_out, lambda d, p: write_sarif(d, p, __version__)),
+    ]
     if json_out == "-":
+        written = _write_outputs(data, outputs)
         click.echo(json.dumps(data, indent=2))
     else:
-        if json_out:
-            with open(json_out, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=2)
-                fh.write("\n")
+        written = _write_outputs(data, [("--json", json_out, _write_json), *outputs])
         _summary(result)
+    sys.exit(result.exit_code if written else EXIT_UNDECIDED)
+
+
+@main.command()
+@_apply(_common[:5])
+@click.option("--out", "out_dir", type=click.Path(), default=DEFAULT_OUT, show_default=True,
+              metavar="DIR", help="Directory for the JSON witnesses and the generated pytest module.")
+def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
+    """Write every counterexample in PATHS (default: spec/) as a JSON witness and a pytest regression.
+
+    Contracts are not checked. The pytest module (test_capproof_counterexamples.py) is regenerated
+    from every witness in DIR. Exit code as for `prove`; 2 if DIR cannot be written.
+    """
+    pins_d = _parse_pins(pins)
+    result = _run(paths, keyword, pins_d, rlimit, jobs, 30.0, True, quiet=False)
+    try:
+        written = write_counterexamples(result.to_json(), out_dir)
+    except (OSError, WitnessError) as exc:
+        message = f"{out_dir}: cannot write: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        _err.print(f"error: --out {message}", markup=False, style="bold red")
+        _summary(result)
+        sys.exit(EXIT_UNDECIDED)
+    _summary(result)
+    where = f"; {written['module']} replays {written['rows']}" if written["module"] else ""
+    _console.print(f"wrote {len(written['witnesses'])} witnesses to {out_dir} ({len(written['changed'])} files changed){where}",
+                   markup=False)
     sys.exit(result.exit_code)
 
 

@@ -7,8 +7,11 @@ fresh run give the same bytes. They hold no timings, so a diff shows only real c
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from typing import Any
+
+from .locate import definition_line, split_ref
 
 __all__ = ["terminal_lines", "render_reports", "write_reports", "stale_reports"]
 
@@ -59,17 +62,40 @@ def _md_value(value: object) -> str:
     return f"`{value}`"
 
 
+_GITHUB_REF = re.compile(r"^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#([0-9]+)$")
+
+
+def _source_md(source: str) -> str:
+    """``owner/repo#N`` becomes a link (GitHub redirects issues/N to the pull request); else code."""
+    m = _GITHUB_REF.match(source)
+    if m:
+        return f"[{source}](https://github.com/{m.group(1)}/issues/{m.group(2)})"
+    return f"`{source}`"
+
+
+def _code_link(ref: str) -> str:
+    """``models/x.py::name`` as a relative link to its ``def`` line (``../models/x.py#L12``)."""
+    path, _ = split_ref(ref)
+    line = definition_line(ref)
+    anchor = f"#L{line}" if line else ""
+    return f"[`{ref}`](../{path}{anchor})"
+
+
 def _obligation_md(e: dict[str, Any]) -> list[str]:
     name = e["id"].split("::")[-1]
     out = [f"### `{name}`", ""]
     spec_link = f"[{e['file']}:{e['line']}](../{e['file']}#L{e['line']})" if e.get("file") else e["id"]
     out.append(f"- spec: {spec_link}")
+    if e.get("file"):
+        out.append(f"- reproduce: `capproof prove {e['file']} -k {name}`")
     if e.get("case"):
         out.append(f"- corpus case: `{e['case']}`")
     if e.get("sources"):
-        out.append("- sources: " + ", ".join(e["sources"]))
+        out.append("- sources:")
+        out += [f"  - {_source_md(src)}" for src in e["sources"]]
     if e.get("models"):
-        out.append("- models: " + ", ".join(f"`{m}`" for m in e["models"]))
+        out.append("- models:")
+        out += [f"  - {_code_link(m)}" for m in e["models"]]
     if e.get("relation"):
         out.append(f"- claim: `{e['relation']}`")
     status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
@@ -81,13 +107,16 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     if e.get("domain"):
         out += ["", "| parameter | domain |", "|---|---|"]
         out += [f"| `{k}` | {v} |" for k, v in e["domain"].items()]
+    used = set(e.get("assumptions_used", []))
     if e.get("assumptions"):
-        used = set(e.get("assumptions_used", []))
-        out += ["", "Assumptions (✔ = in the unsat core of some case):", ""]
+        out += ["", "Assumptions (✔ = in the unsat core of some case, so the proof needs it; · = not needed):", ""]
         out += [f"- {'✔' if a in used else '·'} {a}" for a in e["assumptions"]]
+    else:
+        out += ["", "Assumptions: none declared (the claim is checked on the whole domain)."]
     bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", [])]
     if bounds:
-        out += ["", "Domain bounds the proof used: " + ", ".join(f"`{b}`" for b in bounds)]
+        out += ["", "Domain bounds the proof used:", ""]
+        out += [f"- `{b}`" for b in bounds]
     cex = e.get("counterexample")
     if cex:
         out += ["", "Counterexample (smallest parameter values, replayed on plain ints):", "",
@@ -106,6 +135,8 @@ def _contract_md(e: dict[str, Any]) -> list[str]:
     out = [f"### contract `{e['id']}`", ""]
     if e.get("file"):
         out.append(f"- declared: [{e['file']}:{e['line']}](../{e['file']}#L{e['line']})")
+    if "::" in e["id"]:
+        out.append(f"- model: {_code_link(e['id'])}")
     out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}; checked by CrossHair")
     out.append(f"- result: {e['message']}")
     for c in e.get("conditions", []):
