@@ -90,13 +90,14 @@ def test_same_run_twice_gives_byte_identical_files(tmp_path):
     second = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--out", str(out))
     assert "(0 files changed)" in second.output
     assert {p: (out / p).read_bytes() for p in sorted(os.listdir(out))} == snapshot
-    # one witness per counterexample of the run, and one generated module replaying them all
+    # one witness per counterexample and per found trigger witness, one module replaying them all
     run = json.loads(invoke("prove", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--no-contracts", "--json", "-").output)
-    with_cex = sorted(e["id"] for e in run["obligations"] if e["counterexample"])
-    assert sorted(w["obligation"] for _, w in read_witnesses(str(out))) == with_cex
+    with_cex = [e for e in run["obligations"] if e["counterexample"]]
+    expected = sorted([e["id"] for e in with_cex] + [e["id"] for e in with_cex for w in e["witnesses"] if w["found"]])
+    assert sorted(w["obligation"] for _, w in read_witnesses(str(out))) == expected
     assert sorted(snapshot) == sorted([MODULE_NAME] + [f for f in snapshot if f.endswith(".json")])
     code, outcomes = run_generated(out)
-    assert code == 0 and len(outcomes) == len(with_cex)
+    assert code == 0 and len(outcomes) == len(expected)
 
 
 VECTOR_SPEC = """

@@ -18,6 +18,42 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 WITNESSES = [
     pytest.param(
+        'spec/moe_align.py', 'ck_sorting_slot_in_range_before_6242',
+        {'expert_id': -1, 'num_experts': 8},
+        {},
+        id='spec.moe_align.ck_sorting_slot_in_range_before_6242',
+    ),
+    pytest.param(
+        'spec/moe_align.py', 'splitk_padding_row_within_output',
+        {'block_m': 16, 'num_experts': 8, 'token_num': 1, 'topk': 1},
+        {'row': 2, 'rows': 1},
+        id='spec.moe_align.splitk_padding_row_within_output',
+    ),
+    pytest.param(
+        'spec/moe_align.py', 'splitk_padding_row_within_proposed_output',
+        {'block_m': 1, 'num_experts': 8, 'token_num': 1, 'topk': 1},
+        {'row': 2, 'rows': 1},
+        id='spec.moe_align.splitk_padding_row_within_proposed_output',
+    ),
+    pytest.param(
+        'spec/moe_align.py', 'vllm_sizing_with_filtered_ids_counted',
+        {'block_size': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
+        {'capacity': 129, 'num_tokens_post_pad': 144},
+        id='spec.moe_align.vllm_sizing_with_filtered_ids_counted',
+    ),
+    pytest.param(
+        'spec/moe_align.py', 'vllm_sizing_with_filtered_ids_counted',
+        {'block_size': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
+        {'capacity': 129, 'num_tokens_post_pad': 144},
+        id='spec.moe_align.vllm_sizing_with_filtered_ids_counted@block_size=16,num_buckets=9,num_experts=8,numel=9,pad_sorted_ids=0',
+    ),
+    pytest.param(
+        'spec/moe_align.py', 'wna16_reads_within_sorted_ids',
+        {'block_size': 16, 'block_size_m': 32, 'counts': [0, 0, 0, 0, 0, 0, 0, 1], 'num_experts': 8, 'numel': 1},
+        {'capacity': 16, 'offset_m': 31},
+        id='spec.moe_align.wna16_reads_within_sorted_ids',
+    ),
+    pytest.param(
         'spec/runtime_indexers.py', 'margin_capacity_covers_any_demand',
         {'demand': 2, 'worst_case': 0},
         {'capacity': 1, 'demand': 2},
@@ -40,24 +76,6 @@ WITNESSES = [
         {'block_size': 32, 'dcp': 1, 'max_model_len': 9416},
         {'block_num': 295},
         id='spec.vllm_block_table.trtllm_mla_block_num_aligned_before_39324@block_size=32,dcp=1,max_model_len=9416',
-    ),
-    pytest.param(
-        'spec/vllm_dsa_indexer.py', 'ebt_copy_never_raises_before_50302',
-        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 1, 'min_decode_len': 1, 'num_decode_tokens': 2, 'num_decodes': 1, 'num_speculative_tokens': 1},
-        {'W_bt': 2, 'W_buf': 1},
-        id='spec.vllm_dsa_indexer.ebt_copy_never_raises_before_50302',
-    ),
-    pytest.param(
-        'spec/vllm_dsa_indexer.py', 'ebt_copy_never_raises_before_50302',
-        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 350000, 'min_decode_len': 1, 'num_decode_tokens': 2, 'num_decodes': 1, 'num_speculative_tokens': 1},
-        {'W_bt': 5470, 'W_buf': 5469},
-        id='spec.vllm_dsa_indexer.ebt_copy_never_raises_before_50302@dcp=1,max_model_len=350000',
-    ),
-    pytest.param(
-        'spec/vllm_dsa_indexer.py', 'ebt_uniform_copy_preserves_rows_before_50302',
-        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 1, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
-        {'W_bt': 2, 'W_buf': 1},
-        id='spec.vllm_dsa_indexer.ebt_uniform_copy_preserves_rows_before_50302',
     ),
     pytest.param(
         'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_before_50302',
@@ -94,6 +112,42 @@ WITNESSES = [
         {'block_size': 64, 'dcp': 2, 'kernel_block_size': 64, 'max_model_len': 1048576},
         {'W_bt': 16384, 'W_buf': 8192},
         id='spec.vllm_dsa_indexer.ebt_width_matches_runner_before_50823@block_size=64,dcp=2,kernel_block_size=64,max_model_len=1048576',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 1, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 2, 'W_buf': 1},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302+corrupts_silently__uniform_Triton_copy_',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 350000, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 5470, 'W_buf': 5469},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302+corrupts_silently__uniform_Triton_copy_@dcp=1,max_model_len=350000',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 1, 'min_decode_len': 1, 'num_decode_tokens': 2, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 2, 'W_buf': 1},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302+raises__variable-length_flatten_copy_',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 350000, 'min_decode_len': 1, 'num_decode_tokens': 2, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 5470, 'W_buf': 5469},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302+raises__variable-length_flatten_copy_@dcp=1,max_model_len=350000',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 1, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 2, 'W_buf': 1},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302',
+    ),
+    pytest.param(
+        'spec/vllm_dsa_indexer.py', 'ebt_width_matches_runner_for_every_batch_before_50302',
+        {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 350000, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
+        {'W_bt': 5470, 'W_buf': 5469},
+        id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302@dcp=1,max_model_len=350000',
     ),
 ]
 
