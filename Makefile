@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.capproof-installed
 RUN    := .capproof/last-run.json
 
-.PHONY: install verify test test-slow report regressions bench clean
+.PHONY: install verify test test-slow report regressions bench clean verify-real real-install
 
 install: $(STAMP)
 
@@ -43,6 +43,27 @@ regressions: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+# verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (not in .ci/run: ~1.8 GB, see
+# docs/performance.md). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
+# .capproof/wheels, so it works offline after the first run. Exit 3: the wheels cannot be had.
+REAL_VENV  := .capproof/real-venv
+REAL_BIN   := $(REAL_VENV)/bin
+REAL_STAMP := $(REAL_VENV)/.capproof-installed
+
+real-install: $(REAL_STAMP)
+
+$(REAL_STAMP): pyproject.toml real/requirements.txt
+	@test -x $(REAL_BIN)/python || $(PYTHON) -m venv $(REAL_VENV)
+	$(REAL_BIN)/python -m pip install --quiet -r real/requirements.txt
+	$(REAL_BIN)/python -m pip install --quiet --no-deps xgrammar==0.2.8
+	$(REAL_BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(REAL_STAMP)
+
+verify-real: $(REAL_STAMP)
+	@$(REAL_BIN)/python -m capproof.real fetch
+	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
+	$(REAL_BIN)/capproof prove spec_real --no-contracts
 
 clean:
 	rm -rf .capproof .pytest_cache .hypothesis

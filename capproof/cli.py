@@ -200,5 +200,36 @@ def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> N
     sys.exit(exit_code)
 
 
+@main.command("check-config", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--engine", "engine_spec", default="vllm", show_default=True, metavar="vllm[==VERSION]",
+              help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="Hugging Face config.json: index_topk, n_routed_experts, num_experts_per_tok, hidden_size.")
+@click.option("--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/).")
+@click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
+              help="Deterministic Z3 resource budget per query.")
+@click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
+def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> None:
+    """Check one deployment: capproof check-config [--engine vllm==X] -- <vllm serve flags>.
+
+    Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error is never safe).
+    """
+    from .checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check
+    from .vllm_serve import ServeFlagError, parse_serve_args
+
+    try:
+        engine, version = parse_engine(engine_spec)
+        cfg = parse_serve_args(list(serve_args))
+        model = read_model_config(model_config) if model_config else None
+        outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
+    except (ServeFlagError, CheckError) as exc:
+        _err.print(f"error: {exc}", markup=False, style="bold red")
+        sys.exit(2)
+    for i, line in enumerate(outcome_lines(outcome, cfg)):
+        style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
+        _console.print(line, markup=False, style=style)
+    sys.exit(outcome.exit_code)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -100,6 +100,21 @@ class Obligation:
     doc: str
     problems: list[str]
     witnesses: dict[str, Callable[..., object]] = field(default_factory=dict)
+    #: Engine the claim is about (``"vllm"``, ``"sglang"``) and the PEP 440 versions its models
+    #: describe (e.g. ``">=0.21,<0.27"``); ``None`` = engine-agnostic / every version. Used by
+    #: ``capproof check-config`` to pick the obligations that apply to one deployment.
+    engine: str | None = None
+    versions: str | None = None
+
+    def applies_to(self, engine: str, version: str) -> bool:
+        """True when this obligation describes ``engine`` at ``version``."""
+        if self.engine != engine:
+            return False
+        if not self.versions:
+            return True
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
 
     @property
     def id(self) -> str:
@@ -136,6 +151,8 @@ def obligation(
     assumptions: Mapping[str, Callable[..., object]] | None = None,
     rlimit: int | None = None,
     witnesses: Mapping[str, Callable[..., object]] | None = None,
+    engine: str | None = None,
+    versions: str | None = None,
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
@@ -146,6 +163,7 @@ def obligation(
     holds, or that there is none (the trigger witness: which batches take the failing path).
     Problems with the declaration are recorded, not raised, so that one bad obligation does
     not stop the rest of its file: they surface as an ``error`` verdict.
+    ``engine``/``versions`` (optional) say which engine releases the claim's models describe.
     """
 
     def wrap(func: Callable[..., object]) -> Obligation:
@@ -171,6 +189,13 @@ def obligation(
             problems.append(
                 f"claim parameters {params} do not match the domain's names {list(dom)}"
             )
+        if versions is not None:
+            try:
+                from packaging.specifiers import SpecifierSet
+
+                SpecifierSet(versions)
+            except Exception as exc:  # noqa: BLE001 - reported as the obligation's error
+                problems.append(f"versions {versions!r} is not a PEP 440 specifier: {exc}")
         assumed = dict(assumptions or {})
         for aname, afunc in assumed.items():
             if not callable(afunc):
@@ -202,6 +227,8 @@ def obligation(
             doc=inspect.cleandoc(func.__doc__ or ""),
             problems=problems,
             witnesses=checks,
+            engine=engine,
+            versions=versions,
         )
         CREATED.append(made)
         return made

@@ -26,6 +26,8 @@ KERNEL_BLOCK_SIZES = Choice(1, 16, 32, 64, 128, 256)
     expect="counterexample",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324", "flashinfer-ai/flashinfer#3915"],
+    engine="vllm",
+    versions="<0.21",
 )
 def trtllm_mla_block_num_aligned_before_39324(max_model_len, block_size, dcp):
     """Before #39324 the runner width was ``cdiv(L, bs * cp)``; the TRTLLM-gen MLA API requires
@@ -39,6 +41,8 @@ def trtllm_mla_block_num_aligned_before_39324(max_model_len, block_size, dcp):
     expect="proved",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324"],
+    engine="vllm",
+    versions=">=0.21",
 )
 def trtllm_mla_block_num_aligned_after_39324(max_model_len, block_size, dcp):
     """#39324 pads the runner width to a multiple of ``128 // block_size``: the check holds."""
@@ -51,6 +55,8 @@ def trtllm_mla_block_num_aligned_after_39324(max_model_len, block_size, dcp):
     expect="counterexample",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324", "vllm-project/vllm#50302"],
+    engine="vllm",
+    versions=">=0.21,<0.27",
 )
 def row_spans_128_tokens_39324_any_block_size(max_model_len, block_size, dcp):
     """#39324's ``128 // block_size`` assumes the block size divides 128: for block 48 a row does
@@ -64,6 +70,8 @@ def row_spans_128_tokens_39324_any_block_size(max_model_len, block_size, dcp):
     expect="proved",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#50302", "vllm==0.33.0 vllm/v1/worker/block_table.py"],
+    engine="vllm",
+    versions=">=0.27",
 )
 def row_spans_128_tokens_v0_33(max_model_len, block_size, dcp):
     """vLLM 0.33.0 ``get_block_table_width`` (gcd alignment): every row spans whole 128-token units."""
@@ -76,6 +84,8 @@ def row_spans_128_tokens_v0_33(max_model_len, block_size, dcp):
     expect="proved",
     case=None,
     sources=["vllm==0.33.0 vllm/v1/worker/block_table.py"],
+    engine="vllm",
+    versions=">=0.27",
 )
 def slot_mapping_reads_within_runner_width_v0_33(max_model_len, block_size, dcp):
     """The slot-mapping kernel's largest column ``(L - 1) // (bs * dcp)`` is inside the runner table."""
@@ -91,6 +101,8 @@ def slot_mapping_reads_within_runner_width_v0_33(max_model_len, block_size, dcp)
     expect="proved",
     case="vllm-dsa-ebt-128align",
     sources=["vllm-project/vllm#50302", "vllm==0.33.0 vllm/v1/worker/utils.py"],
+    engine="vllm",
+    versions=">=0.27",
 )
 def kernel_block_table_matches_runner_v0_33(max_model_len, block_size, dcp, kernel_block_size):
     """vLLM 0.33.0, decoder-only: the runner's width (path 1) times ``block_size // kernel_block_size``

@@ -1,0 +1,1 @@
+"""SGLang sizing formulas (plain Python over ints, in capproof's arithmetic vocabulary)."""

@@ -1,0 +1,313 @@
+"""Differential tests: capproof's models vs the real vLLM 0.33.0 / SGLang 0.5.23 code (``make verify-real``).
+
+Marked ``real`` (excluded from the default run). Each comparison names the config and both values.
+Inputs: every counterexample capproof reports for spec/, and Hypothesis-drawn points of each
+obligation's domain.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from capproof import arith, Options, Verdict
+from capproof.domain import Choice, PowersOfTwo, Range
+from capproof.loader import load
+from capproof.prover import prove_obligation
+from models.sglang import moe_align as m_moe
+from models.vllm import block_table as m_bt
+from models.vllm import cudagraph as m_cg
+from models.vllm import indexer_prefill as m_pf
+
+pytestmark = pytest.mark.real
+SETTINGS = settings(max_examples=300, deadline=None, derandomize=True)
+
+
+@pytest.fixture(scope="module")
+def real():
+    from capproof import real as harness
+
+    return harness
+
+
+def same(what: str, config: dict, model, engine) -> None:
+    assert model == engine, f"{what} differs at {config}: model={model!r}, vLLM/SGLang={engine!r}"
+
+
+# -- one point of a configuration space: every model with a real counterpart --------------------------
+
+def compare_block_tables(real, max_model_len, block_size, dcp=1, kernel_block_size=None):
+    v = real.vllm()
+    cfg = real.vllm_config(dcp=dcp)
+    point = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, kernel_block_size=kernel_block_size)
+    n_mla = real.mla_spec(block_size).max_num_blocks_per_req(cfg, max_model_len)
+    same("MLAAttentionSpec.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp), n_mla)
+    same("FullAttentionSpec.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
+         real.full_attention_spec(block_size).max_num_blocks_per_req(cfg, max_model_len))
+    same("UniformTypeKVCacheSpecs.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
+         real.uniform_type_specs(block_size).max_num_blocks_per_req(cfg, max_model_len))
+    undivided = v.kv.FullAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=64, dtype=None, dcp_sharded=False)
+    same("KVCacheSpec base max_num_blocks_per_req (dcp_sharded=False)", point,
+         m_bt.max_num_blocks_per_req_base(max_model_len, block_size), undivided.max_num_blocks_per_req(cfg, max_model_len))
+    width = v.get_block_table_width(n_mla, block_size)
+    same("get_block_table_width", point, m_bt.get_block_table_width(n_mla, block_size), width)
+    same("runner block-table width (path 1)", point, m_bt.runner_block_table_width(max_model_len, block_size, dcp), width)
+    if kernel_block_size is not None and block_size % kernel_block_size == 0:
+        same("indexer block_table_width (path 3)", point,
+             m_bt.indexer_block_table_width(max_model_len, block_size, dcp, kernel_block_size),
+             width * (block_size // kernel_block_size))
+
+
+def _strategy(domain):
+    if isinstance(domain, Range):
+        return st.integers(domain.lo, min(domain.hi, domain.lo + 2**24))
+    return st.sampled_from(domain.cases())
+
+
+def _vllm_obligations():
+    items, errors = load(["spec/vllm_block_table.py", "spec/vllm_dsa_indexer.py"])
+    assert not errors, errors
+    return [it for it in items if hasattr(it, "domain") and {"max_model_len"} <= set(it.domain)]
+
+
+@pytest.mark.parametrize("ob", _vllm_obligations(), ids=lambda ob: ob.name)
+def test_models_match_vllm_on_the_obligations_domain(real, ob):
+    """Hypothesis draws points of the obligation's own domain; block-size defaults to DSA's 64."""
+    keys = [k for k in ("max_model_len", "block_size", "dcp", "kernel_block_size") if k in ob.domain]
+
+    @SETTINGS
+    @given(st.fixed_dictionaries({k: _strategy(ob.domain[k]) for k in keys}))
+    def run(point):
+        point.setdefault("block_size", 64)
+        compare_block_tables(real, **point)
+
+    run()
+
+
+@pytest.fixture(scope="module")
+def counterexamples():
+    out = []
+    for ob in _vllm_obligations():
+        result = prove_obligation(ob, Options())
+        if result.verdict is Verdict.COUNTEREXAMPLE:
+            out.append((ob.name, result.counterexample.params))
+    assert out, "spec/ reports no counterexample to compare"
+    return out
+
+
+def test_models_match_vllm_on_every_reported_counterexample(real, counterexamples):
+    for name, params in counterexamples:
+        point = {k: params[k] for k in ("max_model_len", "block_size", "dcp", "kernel_block_size") if k in params}
+        point.setdefault("block_size", 64)
+        compare_block_tables(real, **point)
+
+
+@pytest.mark.parametrize("L, bs, dcp, kbs, width", [
+    (350000, 64, 1, 64, 5470), (200000, 64, 1, 64, 3126), (480000, 64, 4, 64, 1876), (1048576, 64, 2, 64, 8192),
+    (163840, 64, 1, 64, 2560), (163840, 64, 8, 64, 320),
+])
+def test_corpus_configs_runner_width(real, L, bs, dcp, kbs, width):
+    compare_block_tables(real, L, bs, dcp, kbs)
+    assert m_bt.runner_block_table_width(L, bs, dcp) == width
+
+
+@SETTINGS
+@given(st.integers(-2**62, 2**62), st.integers(-2**40, 2**40).filter(bool))
+def test_cdiv_round_up(a, b):
+    from capproof import real
+
+    v = real.vllm()
+    same("cdiv", {"a": a, "b": b}, arith.cdiv(a, b), v.cdiv(a, b))
+    same("round_up", {"x": a, "y": b}, arith.round_up(a, b), v.round_up(a, b))
+
+
+@SETTINGS
+@given(st.integers(0, 2**22), st.integers(1, 1024), st.sampled_from([None, 1, 16, 64, 128, 256, 0, -128]))
+def test_get_block_table_width_any_alignment(n, bs, align):
+    from capproof import real
+
+    v = real.vllm()
+    point = {"max_num_blocks": n, "block_size": bs, "token_alignment": align}
+    try:
+        engine = v.get_block_table_width(n, bs, token_alignment=align)
+    except ValueError as exc:
+        engine = f"ValueError: {exc}"
+    try:
+        model = m_bt.get_block_table_width(n, bs, align)
+    except ValueError as exc:
+        model = f"ValueError: {exc}"
+    same("get_block_table_width", point, model, engine)
+
+
+@SETTINGS
+@given(st.integers(1, 2**21), st.integers(2, 12))
+def test_get_max_prefill_buffer_size(L, factor):
+    from capproof import real
+
+    v = real.vllm()
+    same("get_max_prefill_buffer_size", {"max_model_len": L, "factor": factor},
+         m_pf.get_max_prefill_buffer_size(L, factor),
+         v.get_max_prefill_buffer_size(real.vllm_config(max_model_len=L, prefill_workspace_factor=factor)))
+    assert m_pf.get_max_prefill_buffer_size(163840, 5) == 6553600  # reference §5 example
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 20000), st.integers(0, 5000)), max_size=12),
+       st.integers(1, 40000), st.sampled_from([4, 1000, 2**20, 64 * 2**20, 512 * 2**20]), st.integers(0, 3))
+def test_split_indexer_prefill_chunks(reqs, workspace, max_logits_bytes, offset):
+    import numpy as np
+    from capproof import real
+
+    v = real.vllm()
+    seqs = [s for s, _ in reqs]
+    queries = [q for _, q in reqs]
+    engine = v.split_indexer_prefill_chunks(np.array(seqs, dtype=np.int64), np.array(queries, dtype=np.int64),
+                                            workspace, max_logits_bytes, offset)
+    engine = [((r.start, r.stop), (q.start, q.stop)) for r, q in engine]
+    model = m_pf.split_indexer_prefill_chunks(seqs, queries, workspace, max_logits_bytes, offset)
+    same("_split_indexer_prefill_chunks", dict(seq_lens=seqs, query_lens=queries, workspace_size=workspace,
+                                               max_logits_bytes=max_logits_bytes), model, engine)
+
+
+capture_lists = st.lists(st.integers(1, 1024), min_size=1, max_size=40).map(lambda xs: sorted(set(xs)))
+
+
+@SETTINGS
+@given(capture_lists, st.integers(1, 17), st.integers(0, 64))
+def test_adjust_cudagraph_sizes_for_spec_decode(sizes, q, slack):
+    from capproof import real
+
+    v = real.vllm()
+    max_size = sizes[-1] + slack
+    this = SimpleNamespace(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max_size)
+    try:
+        v.CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(this, q)
+        engine = (this.cudagraph_capture_sizes, this.max_cudagraph_capture_size)
+    except ValueError:
+        engine = "ValueError"
+    try:
+        model = m_cg.adjust_cudagraph_sizes_for_spec_decode(sizes, max_size, q)
+    except ValueError:
+        model = "ValueError"
+    same("adjust_cudagraph_sizes_for_spec_decode", dict(sizes=sizes, max=max_size, q=q), model, engine)
+    assert m_cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64], 64, 4)[0] == [
+        4, 8, 16, 24, 32, 40, 48, 56, 64]  # reference §10 example
+
+
+@SETTINGS
+@given(capture_lists)
+def test_padded_graph_size_table(sizes):
+    from capproof import real
+
+    v = real.vllm()
+    this = SimpleNamespace(compilation_config=SimpleNamespace(max_cudagraph_capture_size=sizes[-1],
+                                                              cudagraph_capture_sizes=list(sizes), compile_sizes=None),
+                           cudagraph_mode=None)
+    v.CudagraphDispatcher._compute_bs_to_padded_graph_size(this)
+    same("_compute_bs_to_padded_graph_size", {"sizes": sizes}, m_cg.bs_to_padded_graph_size(sizes, sizes[-1]),
+         this._bs_to_padded_graph_size)
+
+
+@SETTINGS
+@given(st.integers(1, 4096), st.integers(1, 9), st.integers(1, 512), st.sampled_from([16, 32, 64, 128, 256]), st.booleans())
+def test_vllm_moe_align_capacity(tokens, topk, experts, block, pad):
+    import torch
+    from capproof import real
+
+    v = real.vllm()
+    seen = {}
+
+    def kernel(topk_ids, num_experts, block_size, sorted_ids, expert_ids, num_tokens_post_pad, *rest):
+        seen.update(sorted_ids=sorted_ids.numel(), expert_ids=expert_ids.numel())
+
+    original = v.moe_align.ops
+    v.moe_align.ops = SimpleNamespace(moe_align_block_size=kernel)  # the compiled op is absent on CPU
+    try:
+        topk_ids = torch.zeros((tokens, topk), dtype=torch.int32)
+        v.moe_align.moe_align_block_size(topk_ids, block, experts, pad_sorted_ids=pad)
+    finally:
+        v.moe_align.ops = original
+    numel = tokens * topk
+    cap = m_moe.vllm_sorted_ids_capacity(numel, experts, block, pad)
+    point = dict(numel=numel, num_experts=experts, block_size=block, pad_sorted_ids=pad)
+    same("vLLM moe_align sorted_ids capacity", point, cap, seen["sorted_ids"])
+    same("vLLM moe_align expert_ids capacity", point, arith.cdiv(cap, block), seen["expert_ids"])
+    assert m_moe.moe_align_demand_bound(numel, experts, block) <= cap or pad
+
+
+def _sglang_sizing_fragment():
+    """The sizing statements of SGLang 0.5.23 ``moe_align_block_size``, compiled from the wheel's source.
+
+    The module itself does not import on a CPU (it needs triton and, through sglang.srt.layers.moe,
+    torchvision; reference §12), so the statements from ``if topk_ids.numel() < num_experts + 1`` to the
+    int4 rounding are taken verbatim from the function's AST and executed.
+    """
+    from capproof import real
+
+    path = os.path.join(real.activate(), "sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py")
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "moe_align_block_size")
+    body = fn.body
+    start = next(i for i, n in enumerate(body) if isinstance(n, ast.If) and "num_experts + 1" in ast.unparse(n.test))
+    stmts = body[start:start + 2]
+    assert "// 4 * 4" in ast.unparse(stmts[1]), ast.unparse(stmts[1])
+    return compile(ast.Module(body=stmts, type_ignores=[]), path, "exec")
+
+
+@SETTINGS
+@given(st.integers(1, 100000), st.integers(1, 1024), st.sampled_from([16, 32, 64, 128, 256]))
+def test_sglang_moe_align_capacity(numel, experts, block):
+    code = _sglang_sizing_fragment()
+    scope = {"topk_ids": SimpleNamespace(numel=lambda: numel), "num_experts": experts, "block_size": block}
+    exec(code, scope)  # noqa: S102 - the engine's own statements, from the pinned wheel
+    same("SGLang moe_align sorted_ids capacity", dict(numel=numel, num_experts=experts, block_size=block),
+         m_moe.sglang_sorted_ids_capacity(numel, experts, block), scope["max_num_tokens_padded"])
+
+
+@SETTINGS
+@given(st.one_of(st.integers(0, 10**7).map(str),
+                 st.tuples(st.integers(0, 9999), st.sampled_from("kmgtKMGT")).map(lambda t: f"{t[0]}{t[1]}"),
+                 st.tuples(st.integers(0, 999), st.integers(0, 99), st.sampled_from("kmgt")).map(lambda t: f"{t[0]}.{t[1]}{t[2]}")))
+def test_check_config_parses_human_readable_ints_like_vllm(text):
+    from capproof import real
+    from capproof.vllm_serve import human_readable_int
+
+    same("human_readable_int", {"value": text}, human_readable_int("--max-model-len", text), real.vllm().human_readable_int(text))
+
+
+def test_vllm_flag_list_matches_the_wheel(real):
+    """capproof/vllm_flags.py was generated from the same wheel (real/extract_vllm_flags.py)."""
+    import subprocess
+    import sys
+
+    src = real.activate()
+    out = subprocess.run([sys.executable, "real/extract_vllm_flags.py", os.path.join(src, "vllm"), "0.33.0"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == open("capproof/vllm_flags.py", encoding="utf-8").read()
+
+
+def test_symbolic_ints_pass_through_vllm_and_uniform_type_needs_the_split(real):
+    """SymInt through vLLM's own cdiv/max_num_blocks_per_req/get_block_table_width; the UniformType
+    group's ``set`` of member values cannot hold symbolic ints (hence spec_real's member split)."""
+    from capproof.errors import NotConcreteError
+    from capproof.symbolic import SymInt
+
+    L = SymInt.var("L")
+    v = real.vllm()
+    width = v.get_block_table_width(real.mla_spec(64).max_num_blocks_per_req(real.vllm_config(dcp=2), L), 64)
+    assert isinstance(width, SymInt)
+    with pytest.raises(NotConcreteError):
+        real.uniform_type_specs(64).max_num_blocks_per_req(real.vllm_config(dcp=2), L)
+
+
+def test_spec_real_proves_and_finds_the_a1_difference_through_real_code(real):
+    items, errors = load(["spec_real"])
+    assert not errors
+    results = {ob.name: prove_obligation(ob, Options()) for ob in items}
+    assert all(r.verdict.value == ob.expect for ob, r in zip(items, results.values())), {k: r.message for k, r in results.items()}
+    cex = results["real_width_equals_pre_50302_indexer_width"].counterexample
+    assert cex.values["W_bt"] - cex.values["W_buf"] == 1
