@@ -78,3 +78,46 @@ def test_indexer_copy_trigger_witnesses_at_350k():
     for w in r.witnesses:  # the config is held at the counterexample's
         assert (w.params["max_model_len"], w.params["dcp"]) == (350000, 1)
         assert w.values == {"W_buf": 5469, "W_bt": 5470}
+
+
+K = "spec/vllm_kpool_tail.py"
+
+
+@pytest.mark.parametrize("pos, column", [(4, 1), (15999, 3999), (499999, 124999)])
+def test_kpool_tail_generic_kernel_columns(pos, column):
+    """A7: the first out-of-range position is index_kpool * dcp = 4; a 16,000-token prefill chunk
+    reaches column 3,999 and a 500K prompt column 124,999 of a one-column table."""
+    r = prove(K, "generic_slot_mapping_reads_kpool_tail_table", pos=pos, dcp=1)
+    assert_counterexample(r, column=column, columns=1)
+
+
+def test_kpool_tail_ring_mapping_is_proved():
+    assert_proved(prove(K, "ring_mapping_stays_in_own_block"))
+
+
+N = "spec/vllm_indexer_prefill.py"
+
+
+def test_prefill_single_request_fits_default_workspace():
+    r = prove(N, "single_request_fits_prefill_workspace")
+    assert_proved(r)
+    assert "seq_len <= max_model_len + num_speculative_tokens (async-spec extend rows)" in r.assumptions_used
+
+
+def test_prefill_first_revision_corpus_example():
+    """N1 derived example: budget 10, seq_lens [6, 6, 9] -> chunks [6] and [6, 9] (sum 15)."""
+    from models.vllm.indexer_prefill import first_revision_chunks_fit, split_prefill_chunks_first_revision
+
+    chunks = split_prefill_chunks_first_revision([6, 6, 9], 10)
+    assert chunks == [(0, 1), (1, 3)]
+    assert [sum([6, 6, 9][a:b]) for a, b in chunks] == [6, 15]
+    assert first_revision_chunks_fit(6, 6, 9, 10) is False
+
+
+def test_prefill_oversized_single_request_is_admitted_whole():
+    """Reference §5: seq [5000] with workspace 3500 is one chunk of 5000 rows (97 query slices)."""
+    from models.vllm.indexer_prefill import split_indexer_prefill_chunks
+
+    q = 97 * ((512 * 2**20 // 4) // 5000)  # enough queries for 97 slices
+    chunks = split_indexer_prefill_chunks([5000], [q], 3500, 512 * 2**20)
+    assert {c[0] for c in chunks} == {(0, 1)} and len(chunks) == 97
