@@ -85,7 +85,7 @@ def check_contract(contract: Contract, options: Options | None = None) -> Contra
 
         info = resolve_target(contract.target)
         opts = AnalysisOptionSet(
-            per_condition_timeout=options.crosshair_timeout,
+            per_condition_timeout=max(options.crosshair_timeout, contract.crosshair_timeout or 0),
             max_uninteresting_iterations=sys.maxsize,
             report_all=True,
         )

@@ -250,6 +250,9 @@ class Contract:
     sources: list[str]
     file: str
     line: int
+    #: seconds per postcondition for this contract at least (the run's ``--crosshair-timeout``
+    #: applies when larger); for contracts whose path tree takes longer to exhaust.
+    crosshair_timeout: float | None = None
 
     @property
     def id(self) -> str:
@@ -262,8 +265,12 @@ def contract(
     expect: str = "proved",
     case: str | None = None,
     sources: Sequence[str] = (),
+    crosshair_timeout: float | None = None,
 ) -> Contract:
-    """Declare that ``target``'s PEP 316 contract is checked by CrossHair (see :class:`Contract`)."""
+    """Declare that ``target``'s PEP 316 contract is checked by CrossHair (see :class:`Contract`).
+
+    ``crosshair_timeout`` raises the per-postcondition timeout for this contract (seconds).
+    """
     frame = inspect.stack()[1]
     made = Contract(
         target=target,
@@ -272,6 +279,7 @@ def contract(
         sources=list(sources),
         file=_spec_relpath(frame.filename),
         line=frame.lineno,
+        crosshair_timeout=crosshair_timeout,
     )
     CREATED.append(made)
     return made
