@@ -39,7 +39,7 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k ebt_width_matches_runner_before_50823 --set max_model_len=1048576 --set block_size=64 --set dcp=2 --set kernel_block_size=64
 	$(BIN)/capproof counterexamples -k trtllm_mla_block_num_aligned_before_39324 --set max_model_len=9416 --set block_size=32 --set dcp=1
 	$(BIN)/capproof counterexamples -k every_batch_before_50302 --set max_model_len=350000 --set dcp=1
-	$(BIN)/capproof counterexamples -k vllm_sizing_with_filtered_ids_counted --set num_experts=8 --set block_size=16 --set numel=9 --set pad_sorted_ids=0 --set num_buckets=9
+	$(BIN)/capproof counterexamples -k vllm_sizing_with_filtered_ids_counted --set num_experts=8 --set block_size_m=16 --set numel=9 --set pad_sorted_ids=0 --set num_buckets=9
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -163,6 +163,11 @@ class CheckOutcome:
         return {"safe": 0, "will fail": 1}.get(self.status, 2)
 
 
+#: Parameters only a model's config.json gives (``--model-config``); an obligation over them is
+#: about one model, so it is not applied without it.
+MODEL_PARAMS = ("num_experts", "top_k", "index_topk", "hidden_size")
+
+
 def run_check(cfg: ServeConfig, engine: str, version: str, model: dict[str, int] | None = None,
               paths=("spec",), options: Options | None = None) -> CheckOutcome:
     """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins."""
@@ -182,6 +187,10 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: dict[str, int]
         free = [p for p in ob.params if p not in mine]
         if outside:
             checked.append(Checked(ob, None, False, "; ".join(outside), mine, free))
+            continue
+        needs_model = [p for p in MODEL_PARAMS if p in ob.domain and p not in mine]
+        if needs_model:
+            checked.append(Checked(ob, None, False, f"needs --model-config for {', '.join(needs_model)}", mine, free))
             continue
         bounded = dataclasses.replace(ob, assumptions={**ob.assumptions, **_batch_bounds(ob, cfg)})
         result = prove_obligation(bounded, dataclasses.replace(options, pins=mine))

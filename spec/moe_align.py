@@ -1,12 +1,16 @@
 """Family B: MoE token-to-expert alignment buffers for every routing (corpus B0-B4).
 
+Only the proved vLLM 0.33.0 sizing is tagged ``engine="vllm"`` (``check-config`` applies it with
+``--model-config``'s ``n_routed_experts``); the broken-fact obligations are what-ifs, not
+properties of a deployment.
+
 A routing is the vector of per-expert token counts ``counts`` (``cnt_e``), one entry per expert
 (``num_experts`` up to 1024). The routing facts are named assumptions, so each proof lists the
 facts it rests on (assumptions used) and dropping one gives a counterexample:
 
 - (a) "every routed id is counted once": ``sum(counts) == numel`` over the buckets used for sizing;
 - (b) sizing and counting use the same expert count;
-- (c) every consumer tiles ``sorted_token_ids`` with the align ``block_size``.
+- (c) every consumer tiles ``sorted_token_ids`` with the align ``block_size_m``.
 """
 
 from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_than, obligation
@@ -25,7 +29,7 @@ from models.moe_align import (
 )
 
 NUMEL = Range(1, 2**20)  # topk_ids.numel() = num_tokens * topk, in routed slots
-ALIGN_BLOCKS = Choice(16, 64)  # fused_moe BLOCK_SIZE_M values used for alignment
+ALIGN_BLOCKS = Choice(16, 64)  # fused_moe config["BLOCK_SIZE_M"], passed to moe_align_block_size as block_size
 COUNTED_ONCE = {"every routed id is counted once": lambda counts, numel: total(counts) == numel}
 
 
@@ -33,7 +37,7 @@ COUNTED_ONCE = {"every routed id is counted once": lambda counts, numel: total(c
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64, 256, 1024),
-        "block_size": ALIGN_BLOCKS,
+        "block_size_m": ALIGN_BLOCKS,
         "pad_sorted_ids": Choice(0, 1),
         "counts": Vector(1024, Range(0, 2**20), length="num_experts"),
     },
@@ -42,13 +46,14 @@ COUNTED_ONCE = {"every routed id is counted once": lambda counts, numel: total(c
     case="moe-align-capacity",
     sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py", "vllm-project/vllm#43351"],
     rlimit=400_000_000,
+    engine="vllm",
 )
-def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size, pad_sorted_ids, counts):
-    """vLLM 0.33.0: ``sum_e round_up(cnt_e, block_size)`` fits ``len(sorted_token_ids)`` for every
+def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    """vLLM 0.33.0: ``sum_e round_up(cnt_e, block_size_m)`` fits ``len(sorted_token_ids)`` for every
     routing over up to 1024 experts, including the small-``numel`` ``min``. Rests on fact (a)."""
     return at_most(
-        num_tokens_post_pad=num_tokens_post_pad(counts, block_size),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids),
+        num_tokens_post_pad=num_tokens_post_pad(counts, block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids),
     )
 
 
@@ -56,7 +61,7 @@ def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size, pad_sorted
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64),
-        "block_size": ALIGN_BLOCKS,
+        "block_size_m": ALIGN_BLOCKS,
         "pad_sorted_ids": Choice(0, 1),
         "buckets": Vector(65, Range(0, 2**20), length="num_buckets"),
         "num_buckets": Choice(9, 65),
@@ -69,12 +74,12 @@ def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size, pad_sorted
     case="ck-moe-sorting-negative-topk",
     sources=["sgl-project/sglang#12701", "ROCm/rocm-libraries#6242"],
 )
-def vllm_sizing_with_filtered_ids_counted(numel, num_experts, block_size, pad_sorted_ids, buckets, num_buckets):
+def vllm_sizing_with_filtered_ids_counted(numel, num_experts, block_size_m, pad_sorted_ids, buckets, num_buckets):
     """Fact (a) broken: ``-1`` ids of filtered experts counted in an extra bucket (as SGLang's kernel
     does) while the buffer is sized for ``num_experts`` buckets (vLLM's formula) overflows."""
     return at_most(
-        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids),
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids),
     )
 
 
@@ -82,7 +87,7 @@ def vllm_sizing_with_filtered_ids_counted(numel, num_experts, block_size, pad_so
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64, 256),
-        "block_size": ALIGN_BLOCKS,
+        "block_size_m": ALIGN_BLOCKS,
         "buckets": Vector(257, Range(0, 2**20), length="num_buckets"),
         "num_buckets": Choice(9, 65, 257),
     },
@@ -95,11 +100,11 @@ def vllm_sizing_with_filtered_ids_counted(numel, num_experts, block_size, pad_so
     sources=["sglang 0.5.23 sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py"],
     rlimit=100_000_000,
 )
-def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size, buckets, num_buckets):
+def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size_m, buckets, num_buckets):
     """SGLang 0.5.23 sizes for ``E + 1`` buckets and rounds to 4: the ``-1`` bucket always fits."""
     return at_most(
-        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size),
-        capacity=sglang_sorted_ids_capacity(numel, num_experts, block_size),
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size_m),
+        capacity=sglang_sorted_ids_capacity(numel, num_experts, block_size_m),
     )
 
 
@@ -107,7 +112,7 @@ def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size, b
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64),
-        "block_size": ALIGN_BLOCKS,
+        "block_size_m": ALIGN_BLOCKS,
         "pad_sorted_ids": Choice(0, 1),
         "counts": Vector(64, Range(0, 2**20), length="num_experts"),
     },
@@ -117,21 +122,21 @@ def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size, b
     sources=["vllm-project/vllm#27917", "vllm 0.33.0 moe_align_block_size.py"],
     rlimit=100_000_000,
 )
-def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size, pad_sorted_ids, counts):
+def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     """Every ``rank_post_pad`` write (each expert's padded prefix + its rank) is below
     ``len(sorted_token_ids)`` and every block index below ``len(expert_ids)``, for every routing.
 
     So the #27917 state (index 492 into 492 entries) needs a broken routing fact: with
     ``cumsum[7] = 488`` the padded total is at least ``488 + 16 > 492``.
     """
-    capacity = vllm_sorted_ids_capacity(numel, num_experts, block_size, pad_sorted_ids)
-    blocks = num_tokens_post_pad(counts, block_size) // block_size
+    capacity = vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids)
+    blocks = num_tokens_post_pad(counts, block_size_m) // block_size_m
     return claim(
         all_of(
-            *(max_write_position(counts, e, block_size) < capacity for e in range(num_experts)),
-            blocks <= expert_ids_capacity(capacity, block_size),
+            *(max_write_position(counts, e, block_size_m) < capacity for e in range(num_experts)),
+            blocks <= expert_ids_capacity(capacity, block_size_m),
         ),
-        last_write=max_write_position(counts, num_experts - 1, block_size),
+        last_write=max_write_position(counts, num_experts - 1, block_size_m),
         capacity=capacity,
     )
 
@@ -140,8 +145,8 @@ def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size, pad_s
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64),
-        "block_size": ALIGN_BLOCKS,
-        "block_size_m": Choice(16, 32, 64, 128),
+        "block_size_m": ALIGN_BLOCKS,
+        "wna16_block_size_m": Choice(16, 32, 64, 128),
         "counts": Vector(64, Range(0, 2**20), length="num_experts"),
     },
     assumptions=COUNTED_ONCE,
@@ -149,12 +154,12 @@ def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size, pad_s
     case="vllm-moe-wna16-sorted-ids-oob",
     sources=["vllm-project/vllm#45496", "vllm-project/vllm#45539"],
 )
-def wna16_reads_within_sorted_ids(numel, num_experts, block_size, block_size_m, counts):
+def wna16_reads_within_sorted_ids(numel, num_experts, block_size_m, wna16_block_size_m, counts):
     """``moe_wna16_gemm`` reads ``sorted_token_ids`` up to ``cdiv(post_pad, BLOCK_SIZE_M) *
     BLOCK_SIZE_M - 1`` with no length check: fact (c) broken when its tile exceeds the align block."""
     return less_than(
-        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size), block_size_m),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, 0),
+        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size_m), wna16_block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, 0),
     )
 
 
@@ -162,24 +167,24 @@ def wna16_reads_within_sorted_ids(numel, num_experts, block_size, block_size_m, 
     domain={
         "numel": NUMEL,
         "num_experts": Choice(8, 64),
-        "block_size": ALIGN_BLOCKS,
-        "block_size_m": Choice(16, 32, 64, 128),
+        "block_size_m": ALIGN_BLOCKS,
+        "wna16_block_size_m": Choice(16, 32, 64, 128),
         "counts": Vector(64, Range(0, 2**20), length="num_experts"),
     },
     assumptions={
         **COUNTED_ONCE,
-        "GEMM tile == align block_size": lambda block_size, block_size_m: block_size_m == block_size,
+        "GEMM tile == align block_size_m": lambda block_size_m, wna16_block_size_m: wna16_block_size_m == block_size_m,
     },
     expect="proved",
     case="vllm-moe-wna16-sorted-ids-oob",
     sources=["vllm-project/vllm#45496"],
     rlimit=100_000_000,
 )
-def wna16_reads_within_sorted_ids_same_tile(numel, num_experts, block_size, block_size_m, counts):
+def wna16_reads_within_sorted_ids_same_tile(numel, num_experts, block_size_m, wna16_block_size_m, counts):
     """With fact (c) the wna16 grid stays inside ``sorted_token_ids``."""
     return less_than(
-        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size), block_size_m),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size, 0),
+        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size_m), wna16_block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, 0),
     )
 
 

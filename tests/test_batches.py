@@ -190,7 +190,7 @@ def slices(n, xs):
 
 def test_moe_1024_experts_stays_practical():
     """1024 per-expert counts: proved (the division lemmas make it a few seconds per case)."""
-    r = prove("spec/moe_align.py", "vllm_sorted_ids_fit_every_routing", num_experts=1024, block_size=64, pad_sorted_ids=1)
+    r = prove("spec/moe_align.py", "vllm_sorted_ids_fit_every_routing", num_experts=1024, block_size_m=64, pad_sorted_ids=1)
     assert_proved(r)
     assert r.assumptions_used[0] == "every routed id is counted once"
 
@@ -230,5 +230,5 @@ def test_moe_extra_bucket_reproduces_the_wna16_report_numbers():
     num_tokens_post_pad = 144 (BLOCK_SIZE_M 16) and could not explain it. One bucket more than the
     sizing assumes (E = 8, 9 routed ids in 9 buckets, e.g. a filtered id counted) gives exactly it."""
     r = prove("spec/moe_align.py", "vllm_sizing_with_filtered_ids_counted",
-              num_experts=8, block_size=16, numel=9, pad_sorted_ids=0, num_buckets=9)
+              num_experts=8, block_size_m=16, numel=9, pad_sorted_ids=0, num_buckets=9)
     assert_counterexample(r, num_tokens_post_pad=144, capacity=129)

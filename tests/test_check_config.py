@@ -125,3 +125,16 @@ def test_model_config_pins_and_errors(tmp_path):
     assert parse_engine("vllm") == ("vllm", "0.33.0")
     with pytest.raises(CheckError):
         parse_engine("vllm==0.1")
+
+
+def test_moe_routing_obligation_needs_and_uses_the_model_config(tmp_path):
+    """The sorted_token_ids proof is about a model's expert count: n/a without --model-config,
+    proved for every routing with DeepSeek-V3's public n_routed_experts = 256."""
+    argv = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "163840", "--block-size", "64"]
+    without = check("--", *argv)
+    assert "vllm_sorted_ids_fit_every_routing [moe-align-capacity]: needs --model-config for num_experts" in without.output
+    config = tmp_path / "config.json"
+    config.write_text('{"n_routed_experts": 256, "num_experts_per_tok": 8, "index_topk": 2048}')
+    with_model = check("--model-config", str(config), "--", *argv)
+    assert with_model.exit_code == 0, with_model.output
+    assert "safe    spec/moe_align.py::vllm_sorted_ids_fit_every_routing" in with_model.output

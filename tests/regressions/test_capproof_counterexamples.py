@@ -37,19 +37,19 @@ WITNESSES = [
     ),
     pytest.param(
         'spec/moe_align.py', 'vllm_sizing_with_filtered_ids_counted',
-        {'block_size': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
+        {'block_size_m': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
         {'capacity': 129, 'num_tokens_post_pad': 144},
         id='spec.moe_align.vllm_sizing_with_filtered_ids_counted',
     ),
     pytest.param(
         'spec/moe_align.py', 'vllm_sizing_with_filtered_ids_counted',
-        {'block_size': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
+        {'block_size_m': 16, 'buckets': [1, 1, 1, 1, 1, 1, 1, 1, 1], 'num_buckets': 9, 'num_experts': 8, 'numel': 9, 'pad_sorted_ids': 0},
         {'capacity': 129, 'num_tokens_post_pad': 144},
-        id='spec.moe_align.vllm_sizing_with_filtered_ids_counted@block_size=16,num_buckets=9,num_experts=8,numel=9,pad_sorted_ids=0',
+        id='spec.moe_align.vllm_sizing_with_filtered_ids_counted@block_size_m=16,num_buckets=9,num_experts=8,numel=9,pad_sorted_ids=0',
     ),
     pytest.param(
         'spec/moe_align.py', 'wna16_reads_within_sorted_ids',
-        {'block_size': 16, 'block_size_m': 32, 'counts': [0, 0, 0, 0, 0, 0, 0, 1], 'num_experts': 8, 'numel': 1},
+        {'block_size_m': 16, 'counts': [0, 0, 0, 0, 0, 0, 0, 1], 'num_experts': 8, 'numel': 1, 'wna16_block_size_m': 32},
         {'capacity': 16, 'offset_m': 31},
         id='spec.moe_align.wna16_reads_within_sorted_ids',
     ),
@@ -148,6 +148,12 @@ WITNESSES = [
         {'dcp': 1, 'max_decode_len': 1, 'max_model_len': 350000, 'min_decode_len': 1, 'num_decode_tokens': 1, 'num_decodes': 1, 'num_speculative_tokens': 1},
         {'W_bt': 5470, 'W_buf': 5469},
         id='spec.vllm_dsa_indexer.ebt_width_matches_runner_for_every_batch_before_50302@dcp=1,max_model_len=350000',
+    ),
+    pytest.param(
+        'spec/vllm_kpool_tail.py', 'generic_slot_mapping_reads_kpool_tail_table',
+        {'dcp': 1, 'index_kpool': 4, 'max_model_len': 5, 'pos': 4},
+        {'column': 1, 'columns': 1},
+        id='spec.vllm_kpool_tail.generic_slot_mapping_reads_kpool_tail_table',
     ),
 ]
 
