@@ -1,4 +1,4 @@
-"""Command line: ``capproof prove``, ``capproof report`` and ``capproof counterexamples``.
+"""Command line: ``capproof prove``, ``capproof report``, ``capproof counterexamples`` and ``capproof bound``.
 
 Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
 vacuous, error or bad input (one line each; the other obligations still run).
@@ -7,6 +7,7 @@ vacuous, error or bad input (one line each; the other obligations still run).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.console import Console
 from . import __version__
 from .ci_formats import write_junit, write_sarif
 from .regressions import DEFAULT_OUT, WitnessError, write_counterexamples
+from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
 from .runner import EXIT_UNDECIDED, RunResult, run
 from .verdict import DEFAULT_RLIMIT, ContractResult, Options
@@ -229,6 +231,59 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> N
         style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
         _console.print(line, markup=False, style=style)
     sys.exit(outcome.exit_code)
+
+
+@main.command()
+@_apply(_common[:4])
+@click.option("--waste-threshold", default=DEFAULT_WASTE_THRESHOLD, show_default=True, type=click.FloatRange(min=0),
+              metavar="PCT", help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.")
+@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
+              help="Write the bounds as JSON to FILE ('-' for stdout).")
+@click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} (full, unpinned run over spec/ only).")
+@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, write, check) -> None:
+    """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
+    pins_d = _parse_pins(pins)
+    if (write or check) and (paths or keyword or pins_d):
+        raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop PATHS, -k and --set")
+    quiet = json_out == "-" or check or write
+    progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
+                                              for i, line in enumerate(terminal_bound_lines(r))])
+    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress)
+    data = run_.to_json()
+    for err in run_.errors:
+        _err.print(f"error: {err}", markup=False, style="bold red")
+    if json_out == "-":
+        click.echo(json.dumps(data, indent=2))
+    elif json_out:
+        with open(json_out, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+    exit_code = run_.exit_code
+    if write or check:
+        text = render_bounds_report(data["bounds"])
+        try:
+            with open(BOUNDS_REPORT, encoding="utf-8") as fh:
+                current = fh.read()
+        except FileNotFoundError:
+            current = None
+        if check:
+            if current != text:
+                _err.print(f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red")
+                sys.exit(max(exit_code, 1))
+            _console.print(f"{BOUNDS_REPORT} up to date ({len(data['bounds'])} obligations)", markup=False, style="green")
+        else:
+            os.makedirs(os.path.dirname(BOUNDS_REPORT), exist_ok=True)
+            with open(BOUNDS_REPORT, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            _console.print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
+                           f"{'changed' if current != text else 'unchanged'})", markup=False)
+    elif json_out != "-":
+        active = [r for r in run_.results if r.status != "skipped"]
+        good = sum(r.ok for r in active)
+        _console.print(f"{good} of {len(active)} bounds as expected", markup=False,
+                       style="green" if exit_code == 0 else "bold red")
+    sys.exit(exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

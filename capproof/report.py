@@ -197,12 +197,16 @@ def write_reports(reports: dict[str, str], directory: str = "proofs") -> list[st
     return changed
 
 
+#: Files in proofs/ that other commands generate (``capproof bound --write``): never orphans here.
+OTHER_GENERATED = ("bounds.md",)
+
+
 def _orphans(reports: dict[str, str], directory: str) -> list[str]:
     if not os.path.isdir(directory):
         return []
     return sorted(
         os.path.join(directory, f) for f in os.listdir(directory)
-        if f.endswith(".md") and os.path.join(directory, f) not in reports
+        if f.endswith(".md") and f not in OTHER_GENERATED and os.path.join(directory, f) not in reports
     )
 
 
