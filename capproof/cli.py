@@ -60,9 +60,9 @@ def _summary(result: RunResult) -> None:
                    style="green" if result.exit_code == 0 else "bold red")
 
 
-def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet) -> RunResult:
+def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, **extra) -> RunResult:
     options = Options(
-        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts,
+        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts, **extra,
     )
     progress = None if quiet else (lambda entry: _print(None, entry))
     return run(paths or ("spec",), options, keyword, progress)
@@ -127,10 +127,18 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Write JUnit XML to FILE: one testcase per obligation and contract.")
 @click.option("--sarif", "sarif_out", type=click.Path(), default=None, metavar="FILE",
               help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.")
-def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out) -> None:
+@click.option("--density", type=click.Choice(["off", "cheap", "full"]), default="cheap", show_default=True,
+              help="Failure density of counterexamples; 'full' also enumerates ranges up to 2**22 values (slow).")
+@click.option("--smt2", "smt2_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Write each case's query (constraints, lemmas, negated claim) to DIR/<obligation>__<case>.smt2.")
+@click.option("--cross-check", "cross_check", type=click.Choice(["cvc5"]), default=None,
+              help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
+def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
+          density, smt2_dir, cross_check) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
-    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-")
+    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
+                  density=density, smt2_dir=smt2_dir, cross_check=cross_check)
     data = result.to_json()
     outputs = [
         ("--junit", junit_out, write_junit),

@@ -540,6 +540,10 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
         )
         result.witnesses = find_witnesses(ob, best.params, best.fixed, ranges, vectors, options, rlimit)
+        if options.density != "off":
+            from .density import failure_density
+
+            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full")
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"
