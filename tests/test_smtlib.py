@@ -53,7 +53,7 @@ def test_cross_check_agrees_on_the_block_table_specs_and_skips_nonlinear():
     ok = prove_obligation(obligation_named("spec/vllm_block_table.py", "row_spans_128_tokens_v0_33"), Options(cross_check="cvc5"))
     assert ok.verdict is Verdict.PROVED
     assert ok.cross_check == {"solver": "cvc5", "agreed": 64, "disagreed": 0, "unknown": 0, "skipped_nonlinear": 0, "not_compared": 0}
-    nl = prove_obligation(obligation_named("spec/vllm_dsa_indexer.py", "ebt_copy_never_raises_before_50302"),
+    nl = prove_obligation(obligation_named("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_for_every_batch_before_50302"),
                           Options(cross_check="cvc5", pins={"dcp": 1}))
     assert nl.verdict is Verdict.COUNTEREXAMPLE and nl.cross_check["skipped_nonlinear"] == 1  # num_decodes * max_decode_len
 
