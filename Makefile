@@ -20,6 +20,7 @@ verify: $(STAMP)
 	@mkdir -p .capproof
 	$(BIN)/capproof prove --json $(RUN) --junit .capproof/junit.xml --sarif .capproof/capproof.sarif
 	$(BIN)/capproof report --check --from $(RUN)
+	$(BIN)/capproof bound --check
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -1,4 +1,4 @@
-"""Command line: ``capproof prove``, ``capproof report`` and ``capproof counterexamples``.
+"""Command line: ``capproof prove``, ``capproof report``, ``capproof counterexamples`` and ``capproof bound``.
 
 Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
 vacuous, error or bad input (one line each; the other obligations still run).
@@ -7,6 +7,7 @@ vacuous, error or bad input (one line each; the other obligations still run).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.console import Console
 from . import __version__
 from .ci_formats import write_junit, write_sarif
 from .regressions import DEFAULT_OUT, WitnessError, write_counterexamples
+from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
 from .runner import EXIT_UNDECIDED, RunResult, run
 from .verdict import DEFAULT_RLIMIT, ContractResult, Options
@@ -58,9 +60,9 @@ def _summary(result: RunResult) -> None:
                    style="green" if result.exit_code == 0 else "bold red")
 
 
-def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet) -> RunResult:
+def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, **extra) -> RunResult:
     options = Options(
-        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts,
+        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts, **extra,
     )
     progress = None if quiet else (lambda entry: _print(None, entry))
     return run(paths or ("spec",), options, keyword, progress)
@@ -125,10 +127,18 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Write JUnit XML to FILE: one testcase per obligation and contract.")
 @click.option("--sarif", "sarif_out", type=click.Path(), default=None, metavar="FILE",
               help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.")
-def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out) -> None:
+@click.option("--density", type=click.Choice(["off", "cheap", "full"]), default="cheap", show_default=True,
+              help="Failure density of counterexamples; 'full' also enumerates ranges up to 2**22 values (slow).")
+@click.option("--smt2", "smt2_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Write each case's query (constraints, lemmas, negated claim) to DIR/<obligation>__<case>.smt2.")
+@click.option("--cross-check", "cross_check", type=click.Choice(["cvc5"]), default=None,
+              help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
+def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
+          density, smt2_dir, cross_check) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
-    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-")
+    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
+                  density=density, smt2_dir=smt2_dir, cross_check=cross_check)
     data = result.to_json()
     outputs = [
         ("--junit", junit_out, write_junit),
@@ -229,6 +239,59 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> N
         style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
         _console.print(line, markup=False, style=style)
     sys.exit(outcome.exit_code)
+
+
+@main.command()
+@_apply(_common[:4])
+@click.option("--waste-threshold", default=DEFAULT_WASTE_THRESHOLD, show_default=True, type=click.FloatRange(min=0),
+              metavar="PCT", help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.")
+@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
+              help="Write the bounds as JSON to FILE ('-' for stdout).")
+@click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} (full, unpinned run over spec/ only).")
+@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, write, check) -> None:
+    """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
+    pins_d = _parse_pins(pins)
+    if (write or check) and (paths or keyword or pins_d):
+        raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop PATHS, -k and --set")
+    quiet = json_out == "-" or check or write
+    progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
+                                              for i, line in enumerate(terminal_bound_lines(r))])
+    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress, skip_vectors=write or check)
+    data = run_.to_json()
+    for err in run_.errors:
+        _err.print(f"error: {err}", markup=False, style="bold red")
+    if json_out == "-":
+        click.echo(json.dumps(data, indent=2))
+    elif json_out:
+        with open(json_out, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+    exit_code = run_.exit_code
+    if write or check:
+        text = render_bounds_report(data["bounds"], data["not_in_report"])
+        try:
+            with open(BOUNDS_REPORT, encoding="utf-8") as fh:
+                current = fh.read()
+        except FileNotFoundError:
+            current = None
+        if check:
+            if current != text:
+                _err.print(f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red")
+                sys.exit(max(exit_code, 1))
+            _console.print(f"{BOUNDS_REPORT} up to date ({len(data['bounds'])} obligations)", markup=False, style="green")
+        else:
+            os.makedirs(os.path.dirname(BOUNDS_REPORT), exist_ok=True)
+            with open(BOUNDS_REPORT, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            _console.print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
+                           f"{'changed' if current != text else 'unchanged'})", markup=False)
+    elif json_out != "-":
+        active = [r for r in run_.results if r.status not in ("skipped", "not_in_report")]
+        good = sum(r.ok for r in active)
+        _console.print(f"{good} of {len(active)} bounds as expected", markup=False,
+                       style="green" if exit_code == 0 else "bold red")
+    sys.exit(exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

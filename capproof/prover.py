@@ -123,7 +123,7 @@ def _describe_exc(exc: BaseException) -> str:
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed")
+    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross")
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
@@ -134,6 +134,7 @@ class _CaseOutcome:
         self.minimized: bool = kw.get("minimized", True)
         self.relation: str = kw.get("relation", "")
         self.fixed: dict[str, int] = kw.get("fixed", {})
+        self.cross: str | None = None  # second-solver result (capproof.crosscheck)
 
 
 def _new_solver(rlimit: int) -> z3.Solver:
@@ -277,6 +278,10 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         return _CaseOutcome("error", message=_describe_exc(exc))
 
     outcome = _decide_case(case, options, rlimit)
+    if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
+        from .crosscheck import case_hook
+
+        outcome = case_hook(case, outcome, options)
     outcome.relation = case.ev.claim.relation
     outcome.fixed = dict(fixed)
     return outcome
@@ -514,6 +519,10 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.relation = result.relation or outcome.relation
 
     result.cases = len(outcomes)
+    if options.cross_check:
+        from .crosscheck import summarize
+
+        result.cross_check = summarize(outcomes, options.cross_check)
     kinds = [o.kind for o in outcomes]
     result.excluded = kinds.count("excluded")
     result.failing_cases = kinds.count("counterexample")
@@ -540,6 +549,10 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
         )
         result.witnesses = find_witnesses(ob, best.params, best.fixed, ranges, vectors, options, rlimit)
+        if options.density != "off":
+            from .density import failure_density
+
+            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full")
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"

@@ -36,6 +36,7 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
             lines.append(f"         {name:<{width}} = {value}")
         for w in entry.get("witnesses", []):
             lines.append(f"       trigger witness, {w['name']}: {_witness_text(w, cex)}")
+        lines += [f"       {line}" for line in density_lines(entry.get("density"))]
     elif verdict != "proved" or not entry["ok"]:
         lines.append(f"       {entry['message']}")
     return lines
@@ -51,6 +52,30 @@ def _witness_text(w: dict[str, Any], cex: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in moved.items()) + (
         " (" + ", ".join(f"{k}={v}" for k, v in w["values"].items()) + ")" if w.get("values") else ""
     )
+
+
+def _share(failing: int, admitted: int) -> str:
+    return f"{failing} of {admitted}" + (f" ({100 * failing / admitted:.2f}%)" if admitted else "")
+
+
+def density_lines(density: dict[str, Any] | None) -> list[str]:
+    """Human lines for a :func:`capproof.density.failure_density` record (empty for None)."""
+    if not density:
+        return []
+    c = density["cases"]
+    if c["exact_domain_fraction"]:
+        lines = [f"fails on {_share(c['failing'], c['admitted'])} admitted points of the finite domain (exact)"]
+    else:
+        lines = [f"{_share(c['failing'], c['admitted'])} admitted finite cases contain a failing point"]
+    for a in density["axes"]:
+        lo, hi = a["range"]
+        if a["failing"] is None:
+            lines.append(f"{a['param']} over {lo}..{hi}: not computed ({a['message']})")
+        else:
+            lines.append(f"{a['param']} over {lo}..{hi}: fails for {_share(a['failing'], a['admitted'])} admitted values [{a['method']}]")
+    if density.get("skipped_vector_lengths"):
+        lines.append("not counted (vector lengths): " + ", ".join(density["skipped_vector_lengths"]))
+    return lines
 
 
 def _spec_module(entry: dict[str, Any]) -> str:
@@ -126,6 +151,10 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         if e.get("witnesses"):
             out += ["", "Trigger witnesses (smallest batch taking each path at this configuration, replayed):", ""]
             out += [f"- {w['name']}: {_witness_text(w, cex)}" for w in e["witnesses"]]
+        dens = density_lines(e.get("density"))
+        if dens:
+            out += ["", "Failure density (exact counts; the other parameters held at the counterexample):", ""]
+            out += [f"- {line}" for line in dens]
     out.append("")
     return out
 
@@ -197,12 +226,16 @@ def write_reports(reports: dict[str, str], directory: str = "proofs") -> list[st
     return changed
 
 
+#: Files in proofs/ that other commands generate (``capproof bound --write``): never orphans here.
+OTHER_GENERATED = ("bounds.md",)
+
+
 def _orphans(reports: dict[str, str], directory: str) -> list[str]:
     if not os.path.isdir(directory):
         return []
     return sorted(
         os.path.join(directory, f) for f in os.listdir(directory)
-        if f.endswith(".md") and os.path.join(directory, f) not in reports
+        if f.endswith(".md") and f not in OTHER_GENERATED and os.path.join(directory, f) not in reports
     )
 
 

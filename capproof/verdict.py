@@ -42,6 +42,13 @@ class Options:
     crosshair_timeout: float = 30.0
     jobs: int = 1
     contracts: bool = True
+    #: failure density of a counterexample: "off", "cheap" (enumerate ranges up to 2**16 values,
+    #: Z3-proved periods, Z3 interval splitting) or "full" (also enumerate up to 2**22 values)
+    density: str = "cheap"
+    #: write each case's query as SMT-LIB 2 into this directory (None: do not)
+    smt2_dir: str | None = None
+    #: re-solve every linear case with this solver ("cvc5") and fail on disagreement (None: do not)
+    cross_check: str | None = None
 
 
 @dataclass
@@ -92,6 +99,10 @@ class ObligationResult:
     unknown_cases: int = 0
     counterexample: Counterexample | None = None
     witnesses: list[Witness] = field(default_factory=list)
+    #: capproof.density.failure_density record of the counterexample (None: not computed)
+    density: dict[str, Any] | None = None
+    #: per-case second-solver results: {"solver", "agreed", "skipped_nonlinear", "unknown", "disagreed"}
+    cross_check: dict[str, Any] | None = None
     assumptions_used: list[str] = field(default_factory=list)
     relation: str = ""
     domain: dict[str, str] = field(default_factory=dict)
@@ -122,6 +133,8 @@ class ObligationResult:
             "unknown_cases": self.unknown_cases,
             "counterexample": self.counterexample.to_json() if self.counterexample else None,
             "witnesses": [w.to_json() for w in self.witnesses],
+            "density": self.density,
+            "cross_check": self.cross_check,
             "assumptions_used": list(self.assumptions_used),
             "message": self.message,
             "relation": self.relation,

@@ -1,0 +1,115 @@
+"""SMT-LIB 2 export of each case's query, and the logic it needs (QF_LIA or QF_NIA).
+
+The exported query is exactly what the prover asks Z3 in step 3 (see :mod:`capproof.prover`):
+the case's labelled constraints (domain bounds, vector bounds, assumptions; one comment line
+each), the valid division lemmas, and the negated claim. ``sat`` means a counterexample exists
+in the case; ``unsat`` means the claim holds on it (or the assumptions exclude the case). The
+divisor-is-zero checks are not part of the file.
+
+File names are deterministic: ``<spec module>.<obligation>__<case>.smt2`` with the case written
+``name-value_name-value`` (``all`` when there is no finite parameter), e.g.
+``vllm_dsa_indexer.ebt_width_matches_runner_before_50302__block_size-64_dcp-1.smt2``.
+
+The logic is ``QF_LIA`` when every product has at most one non-constant factor and every
+``div``/``mod`` has a numeral divisor, ``QF_NIA`` otherwise (detected on the terms, not assumed).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import z3
+
+__all__ = ["logic_of", "case_smt2", "case_file_name", "write_case"]
+
+_NONLINEAR_OPS = (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
+
+
+def logic_of(exprs: list[z3.ExprRef]) -> str:
+    """``"QF_LIA"`` if every term is linear integer arithmetic, else ``"QF_NIA"``."""
+    seen: set[int] = set()
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        key = e.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if not z3.is_app(e):  # pragma: no cover - quantifiers are never built
+            return "QF_NIA"
+        kind = e.decl().kind()
+        kids = e.children()
+        if kind == z3.Z3_OP_MUL and sum(not z3.is_int_value(k) for k in kids) > 1:
+            return "QF_NIA"
+        if kind in _NONLINEAR_OPS and not z3.is_int_value(kids[1]):
+            return "QF_NIA"
+        if kind == z3.Z3_OP_POWER:
+            return "QF_NIA"
+        stack.extend(kids)
+    return "QF_LIA"
+
+
+def _constants(exprs: list[z3.ExprRef]) -> list[z3.FuncDeclRef]:
+    seen: set[int] = set()
+    out: dict[str, z3.FuncDeclRef] = {}
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[e.decl().name()] = e.decl()
+        stack.extend(e.children())
+    return [out[k] for k in sorted(out)]
+
+
+def case_file_name(ob: Any, fixed: dict[str, int]) -> str:
+    """``<spec module>.<obligation>__<case>.smt2`` (see the module docstring)."""
+    module = os.path.splitext(os.path.basename(ob.file))[0]
+    case = "_".join(f"{k}-{v}" for k, v in fixed.items()) or "all"
+    return f"{module}.{ob.name}__{case}.smt2"
+
+
+def _comment(text: str) -> str:
+    return "; " + " ".join(str(text).split())
+
+
+def case_smt2(case: Any, status: str | None = None) -> tuple[str, str]:
+    """(SMT-LIB 2 text, logic) of ``case`` (a :class:`capproof.prover.CaseProblem`) with ¬claim.
+
+    ``status`` (``"sat"``/``"unsat"``), when Z3's answer is known, goes into ``(set-info :status)``.
+    """
+    claim = case.claim
+    body: list[tuple[str, z3.BoolRef]] = [(label, cond) for label, cond in case.constraints]
+    body += [(f"assumption {name!r} is false in this case", z3.BoolVal(False)) for name in case.false_assumptions]
+    body += [("valid division lemma", lemma) for lemma in case.lemmas]
+    body.append(("negated claim: sat = counterexample, unsat = the claim holds", z3.Not(claim)))
+    exprs = [cond for _, cond in body]
+    logic = logic_of(exprs)
+    fixed = ", ".join(f"{k}={v}" for k, v in case.fixed.items()) or "(no finite parameters)"
+    lines = [
+        _comment(f"capproof query for {case.ob.id}"),
+        _comment(f"case: {fixed}"),
+        f"(set-logic {logic})",
+    ]
+    if status in ("sat", "unsat"):
+        lines.append(f"(set-info :status {status})")
+    lines += [d.sexpr() if d.sexpr().startswith("(declare-fun") else f"(declare-fun {d.name()} () {d.range()})"
+              for d in _constants(exprs)]
+    for label, cond in body:
+        lines.append(_comment(label))
+        lines.append(f"(assert {cond.sexpr()})")
+    lines += ["(check-sat)", "(exit)"]
+    return "\n".join(lines) + "\n", logic
+
+
+def write_case(directory: str, case: Any, status: str | None = None) -> tuple[str, str, str]:
+    """Write the case's query into ``directory``; returns (path, text, logic)."""
+    os.makedirs(directory, exist_ok=True)
+    text, logic = case_smt2(case, status)
+    path = os.path.join(directory, case_file_name(case.ob, case.fixed))
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path, text, logic

@@ -1,0 +1,112 @@
+"""Failure density: exact counts along one Range axis, by enumeration, Z3-proved period or splitting."""
+
+from __future__ import annotations
+
+import pytest
+
+from capproof.density import axis_density, failure_density
+from capproof.loader import load_file
+from conftest import obligation_named, prove
+
+A1 = ("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_before_50302")
+
+
+def test_a1_block64_dcp1_fails_for_exactly_half_of_max_model_len():
+    """The "fails from 325K" reports are a parity test: cdiv(L, 64) odd fails, on exactly half of 1..2**21."""
+    result = prove(*A1, max_model_len=350000, block_size=64, dcp=1)
+    assert result.counterexample.values == {"W_buf": 5469, "W_bt": 5470}
+    (axis,) = result.density["axes"]
+    assert axis["param"] == "max_model_len" and axis["held"] == {"block_size": 64, "dcp": 1}
+    assert (axis["failing"], axis["admitted"], axis["fraction"]) == (1048576, 2097152, 0.5)
+    assert axis["method"].startswith("periodic with period 128")
+
+
+def test_a1_unpinned_counterexample_block16_fails_seven_eighths():
+    result = prove(*A1)
+    assert result.counterexample.params == {"max_model_len": 1, "block_size": 16, "dcp": 1}
+    assert result.density["cases"] == {"failing": 12, "admitted": 20, "exact_domain_fraction": False}
+    (axis,) = result.density["axes"]
+    assert (axis["failing"], axis["admitted"]) == (7 * 2**18, 2**21)  # cdiv(L, 16) % 8 != 0
+
+
+SPEC = """
+from capproof import Choice, Range, at_most, cdiv, equal, obligation
+
+@obligation(domain={"L": Range(1, 30_001), "bs": Choice(48, 64)}, expect="counterexample")
+def widths(L, bs):
+    return equal(a=cdiv(L, bs), b=cdiv(cdiv(L, bs), 128 // bs) * (128 // bs))
+
+@obligation(domain={"L": Range(1, 30_001)}, assumptions={"L >= 1000": lambda L: L >= 1000}, expect="counterexample")
+def threshold(L):
+    return at_most(demand=L, capacity=20_000)
+
+@obligation(domain={"a": Choice(1, 2, 3), "b": Choice(1, 2, 3, 4)}, expect="counterexample")
+def finite(a, b):
+    return at_most(demand=a * b, capacity=6)
+"""
+
+
+@pytest.fixture
+def obs(spec_file):
+    return {it.name: it for it in load_file(spec_file(SPEC))}
+
+
+@pytest.mark.parametrize("bs", [48, 64])
+def test_period_and_enumeration_agree(obs, bs):
+    ob = obs["widths"]
+    point = {"L": 1, "bs": bs}
+    by_period = axis_density(ob, point, "L", small=0)
+    by_enum = axis_density(ob, point, "L", small=10**6)
+    assert by_period.method.startswith("periodic") and by_enum.method.startswith("enumerated")
+    assert (by_period.failing, by_period.admitted) == (by_enum.failing, by_enum.admitted)
+    assert by_enum.admitted == 30_001 and 0 < by_enum.failing < 30_001
+
+
+def test_splitting_counts_a_threshold_with_an_assumption(obs):
+    ob = obs["threshold"]
+    d = axis_density(ob, {"L": 20_002}, "L", small=0)
+    assert d.method.startswith("Z3 interval splitting")
+    # L in 1000..30001 admitted: 29002; L > 20000 fails: 10001
+    assert (d.admitted, d.failing) == (29_002, 10_001)
+    assert (d.admitted, d.failing) == (lambda e: (e.admitted, e.failing))(axis_density(ob, {"L": 20_002}, "L", small=10**6))
+
+
+def test_finite_domain_density_is_exact(obs):
+    result = prove_ob(obs["finite"])
+    assert result.density["cases"] == {"failing": 3, "admitted": 12, "exact_domain_fraction": True}  # 2*4, 3*3, 3*4
+    assert result.density["axes"] == []
+
+
+def test_not_computed_is_said_not_guessed(obs):
+    d = axis_density(obs["threshold"], {"L": 20_002}, "L", small=0, enum_limit=0, budget=3)
+    assert d.failing is None and d.method == "not computed" and "budget" in d.message
+
+
+def test_density_off():
+    from capproof import Options
+    from capproof.prover import prove_obligation
+
+    assert prove_obligation(obligation_named(*A1), Options(density="off")).density is None
+
+
+def prove_ob(ob):
+    from capproof import Options
+    from capproof.prover import prove_obligation
+
+    return prove_obligation(ob, Options())
+
+
+def test_failure_density_skips_vector_lengths(spec_file):
+    (ob,) = load_file(spec_file('''
+from capproof import Range, at_most, obligation
+from capproof.arith import total
+from capproof.domain import Vector
+
+@obligation(domain={"n": Range(0, 8), "lens": Vector(8, Range(1, 4), length="n"), "cap": Range(1, 100)}, expect="counterexample")
+def fits(n, lens, cap):
+    return at_most(demand=total(lens), capacity=cap)
+''', "vec_spec.py"))
+    d = failure_density(ob, {"n": 1, "lens": [2], "cap": 1}, 1, 1)
+    assert d["skipped_vector_lengths"] == ["n"]
+    (cap,) = d["axes"]
+    assert (cap["param"], cap["failing"], cap["admitted"]) == ("cap", 1, 100)
