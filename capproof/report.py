@@ -159,6 +159,15 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     return out
 
 
+_CALL = re.compile(r"when calling ([\w.]+)\(.*?\)(?: \(which (?:returns|raises) .*?\))?(?= \(|$)")
+
+
+def _stable(message: str) -> str:
+    """CrossHair's message without the call's arguments: its search is randomised, so the
+    arguments of a found counterexample vary between runs (the terminal and JSON keep them)."""
+    return _CALL.sub(lambda m: f"when calling {m.group(1)}(…) (arguments vary between runs; `capproof prove -k {m.group(1)}` shows one)", message)
+
+
 def _contract_md(e: dict[str, Any]) -> list[str]:
     status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
     out = [f"### contract `{e['id']}`", ""]
@@ -167,9 +176,9 @@ def _contract_md(e: dict[str, Any]) -> list[str]:
     if "::" in e["id"]:
         out.append(f"- model: {_code_link(e['id'])}")
     out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}; checked by CrossHair")
-    out.append(f"- result: {e['message']}")
+    out.append(f"- result: {_stable(e['message'])}")
     for c in e.get("conditions", []):
-        out.append(f"  - {c['where']}: {c['state']}" + (f" — {c['message']}" if c["state"] != "confirmed" else ""))
+        out.append(f"  - {c['where']}: {c['state']}" + (f" — {_stable(c['message'])}" if c["state"] != "confirmed" else ""))
     out.append("")
     return out
 
