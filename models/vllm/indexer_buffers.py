@@ -22,6 +22,7 @@ __all__ = [
     "arange_buffer_len",
     "decode_rows_capacity",
     "native_decode_view_rows",
+    "padded_decode_rows",
     "split_decodes_require_uniform",
     "decode_lens_of",
     "max_decode_len_of",
@@ -46,6 +47,14 @@ def native_decode_view_rows(num_decodes, max_decode_len):
     on the padded top-k path ``topk_indices_buffer[:num_padded_tokens]`` with ``num_padded_tokens =
     batch_size * next_n_eff = num_decodes * max_decode_len`` (the packed Q shape)."""
     return num_decodes * max_decode_len
+
+
+def padded_decode_rows(num_decodes, max_decode_len, size):
+    """:func:`native_decode_view_rows` as a sum over the padded view's request rows:
+    ``sum(max_decode_len for each of the num_decodes requests)`` over a batch vector of ``size``
+    entries. Equal to ``num_decodes * max_decode_len`` for ``0 <= num_decodes <= size``; written
+    as a sum so that Z3 stays in linear arithmetic (the product of two symbolic counts is not)."""
+    return total(select(i < num_decodes, max_decode_len, 0) for i in range(size))
 
 
 def split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens):

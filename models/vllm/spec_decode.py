@@ -9,13 +9,14 @@ rows** (one row of ``topk_indices_buffer`` per token); ``num_speculative_tokens`
 
 from __future__ import annotations
 
-from capproof.arith import maximum, prefix_sums, select, total
+from capproof.arith import maximum, select, total
 
 __all__ = [
     "proposer_arange_len_0_33",
     "proposer_arange_len_16316",
     "query_start_loc_entries",
     "pick",
+    "query_start",
     "last_token_row",
     "mtp_reader_source_row_before_47238",
     "mtp_reader_source_row_47238",
@@ -49,10 +50,17 @@ def pick(values, index):
     return total(select(index == i, v, 0) for i, v in enumerate(values))
 
 
+def query_start(query_lens, j):
+    """``query_start_loc[j]`` for a symbolic ``j``: the sum of the query lengths before request
+    ``j`` (one linear sum of selects, not a pick among prefix sums)."""
+    return total(select(i < j, q, 0) for i, q in enumerate(query_lens))
+
+
 def last_token_row(query_lens, j):
     """Writer row of request ``j``'s last token when step 0 writes rows grouped per request
-    (``a0 … aK, b0 …``): ``query_start_loc[j + 1] - 1`` (rows)."""
-    return pick(prefix_sums(query_lens)[1:], j) - 1
+    (``a0 … aK, b0 …``): request ``j`` owns rows ``[query_start_loc[j], query_start_loc[j] +
+    query_lens[j])``, so its last row is ``query_start_loc[j] + query_lens[j] - 1``."""
+    return query_start(query_lens, j) + pick(query_lens, j) - 1
 
 
 def mtp_reader_source_row_before_47238(query_lens, j):
@@ -68,4 +76,4 @@ def mtp_reader_source_row_47238(query_lens, j):
     ``token_indices_to_sample = query_start_loc[1:] - 1``
     (``vllm/v1/spec_decode/llm_base_proposer.py``, ``vllm/model_executor/models/deepseek_mtp.py``),
     so reader row ``j`` holds writer row ``query_start_loc[j + 1] - 1``."""
-    return pick(prefix_sums(query_lens)[1:], j) - 1
+    return query_start(query_lens, j + 1) - 1
