@@ -10,7 +10,7 @@ import os
 from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
 from capproof.arith import max_of, min_of, total
 from capproof.domain import Vector
-from models.vllm.cudagraph import is_default_capture_size, spec_rounded_size
+from models.vllm.cudagraph_sizes import is_default_capture_size, spec_rounded_size
 from models.vllm.indexer_buffers import (
     arange_buffer_len,
     decode_rows_capacity,

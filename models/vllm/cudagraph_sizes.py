@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 CUDA-graph capture sizes, spec-decode rounding and padding.
+"""vLLM 0.33.0 CUDA-graph capture sizes as membership predicates (default list, uniform-decode sizes).
 
 Checked by Z3 (spec/vllm_0_33_today.py). Reference §10.
 
