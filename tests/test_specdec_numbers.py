@@ -176,8 +176,11 @@ def test_padded_decode_rows_fit_on_0_33_and_rest_on_budget_and_padding():
 
 
 def test_cudagraph_sizes_fit_mnbt():
-    for name in ("cudagraph_default_sizes_fit_mnbt", "cudagraph_padded_tokens_fit_mnbt"):
-        r = prove(T, name)
-        assert_proved(r)
-        assert "size is a default capture size" in r.assumptions_used
+    r = prove(T, "cudagraph_default_sizes_fit_mnbt")
+    assert_proved(r)
+    assert "size is a default capture size" in r.assumptions_used
+    r = prove(T, "cudagraph_padded_tokens_fit_mnbt")
+    assert_proved(r)
+    # rounded <= max_cudagraph_capture_size, itself a default size, hence <= mnbt
+    assert {"max_size is a default capture size", "the rounded size is kept (<= max_cudagraph_capture_size)"} <= set(r.assumptions_used)
     assert_proved(prove(T, "indexer_arange_buffer_covers_decode_slices"))
