@@ -41,6 +41,12 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k trtllm_mla_block_num_aligned_before_39324 --set max_model_len=9416 --set block_size=32 --set dcp=1
 	$(BIN)/capproof counterexamples -k every_batch_before_50302 --set max_model_len=350000 --set dcp=1
 	$(BIN)/capproof counterexamples -k vllm_sizing_with_filtered_ids_counted --set num_experts=8 --set block_size_m=16 --set numel=9 --set pad_sorted_ids=0 --set num_buckets=9
+	$(BIN)/capproof counterexamples -k page_table_copy_round0 --set context_len=163840 --set speculative_num_draft_tokens=2 --set speculative_num_steps=1 --set speculative_eagle_topk=1 --set page_size=1
+	$(BIN)/capproof counterexamples -k page_table_copy_round1 --set context_len=90002 --set speculative_num_draft_tokens=4 --set speculative_num_steps=1 --set speculative_eagle_topk=1 --set page_size=1
+	$(BIN)/capproof counterexamples -k arange_covers_token_query_start_loc_before_16316 --set max_num_seqs=60 --set max_num_batched_tokens=240 --set num_speculative_tokens=3
+	$(BIN)/capproof counterexamples -k slot_mapping_fits_before_14024 --set dcp=4 --set num_speculative_tokens=5 --set max_num_reqs=12 --set max_num_batched_tokens=80
+	$(BIN)/capproof counterexamples -k slot_mapping_pair_equal_one_side_fixed --set max_num_batched_tokens=8192 --set max_num_reqs=4 --set num_speculative_tokens=5
+	$(BIN)/capproof counterexamples -k autodeploy_capture_fits_cu_seqlen_before_10687 --set max_batch_size=4 --set capture_batch_size=113
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -1,0 +1,1 @@
+"""LMDeploy formulas, with the PR each one is taken from."""

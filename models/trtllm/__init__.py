@@ -1,0 +1,1 @@
+"""TensorRT-LLM formulas, with the PR each one is taken from."""

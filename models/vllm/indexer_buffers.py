@@ -1,0 +1,89 @@
+"""vLLM 0.33.0 DSA indexer per-batch buffers sized from ``max_num_batched_tokens`` (``mnbt``) rows,
+and the decode demand placed on them.
+
+Checked by Z3 (spec/vllm_0_33_today.py, spec/per_batch_buffers.py).
+
+Sources (vLLM 0.33.0): ``vllm/v1/attention/backends/mla/indexer.py``
+(``DeepseekV32IndexerMetadataBuilder.__init__``, ``build``, ``_prepare_decode_tensors``),
+``vllm/v1/attention/backends/utils.py::split_decodes_and_prefills``,
+``vllm/model_executor/layers/sparse_attn_indexer.py`` (decode top-k), and the shared
+``topk_indices_buffer = empty(mnbt, index_topk)`` (``vllm/models/deepseek_v32/nvidia/model.py``).
+
+Units: ``max_num_seqs``, ``num_reqs``, ``num_decodes`` in **requests**; query / decode lengths,
+``max_num_batched_tokens`` and buffer capacities in **rows = tokens** (one int32 entry or one
+top-k row per token); ``num_speculative_tokens`` (``K``) a count, ``next_n = 1 + K``.
+"""
+
+from __future__ import annotations
+
+from capproof.arith import all_of, any_of, max_of, maximum, select, total
+
+__all__ = [
+    "arange_buffer_len",
+    "decode_rows_capacity",
+    "native_decode_view_rows",
+    "padded_decode_rows",
+    "split_decodes_require_uniform",
+    "decode_lens_of",
+    "max_decode_len_of",
+]
+
+
+def arange_buffer_len(max_num_seqs, num_speculative_tokens, max_num_batched_tokens):
+    """``arange_buffer = arange(max(max_num_seqs * next_n, max_num_batched_tokens))`` (vLLM 0.33.0
+    ``indexer.py``; corpus E6). The variable decode path slices it ``[:actual_expanded]``."""
+    return maximum(max_num_seqs * (1 + num_speculative_tokens), max_num_batched_tokens)
+
+
+def decode_rows_capacity(max_num_batched_tokens):
+    """Rows of ``decode_seq_lens_buffer``, ``decode_lens_buffer``, … ``(mnbt,)`` and of the shared
+    ``topk_indices_buffer`` ``(mnbt, index_topk)``: ``max_num_batched_tokens``."""
+    return max_num_batched_tokens
+
+
+def native_decode_view_rows(num_decodes, max_decode_len):
+    """Rows the native ``next_n > 1`` path needs: ``decode_seq_lens_buffer[: num_decodes *
+    max_decode_len].view(num_decodes, max_decode_len)`` (a short slice makes ``.view`` raise), and
+    on the padded top-k path ``topk_indices_buffer[:num_padded_tokens]`` with ``num_padded_tokens =
+    batch_size * next_n_eff = num_decodes * max_decode_len`` (the packed Q shape)."""
+    return num_decodes * max_decode_len
+
+
+def padded_decode_rows(num_decodes, max_decode_len, size):
+    """:func:`native_decode_view_rows` as a sum over the padded view's request rows:
+    ``sum(max_decode_len for each of the num_decodes requests)`` over a batch vector of ``size``
+    entries. Equal to ``num_decodes * max_decode_len`` for ``0 <= num_decodes <= size``; written
+    as a sum so that Z3 stays in linear arithmetic (the product of two symbolic counts is not)."""
+    return total(select(i < num_decodes, max_decode_len, 0) for i in range(size))
+
+
+def split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens):
+    """``num_decodes`` of ``split_decodes_and_prefills(decode_threshold=next_n,
+    require_uniform=True, treat_short_extends_as_decodes=True)``, the call the indexer makes when
+    neither flattening nor varlen is in use (the native path), for ``next_n > 1``.
+
+    The fast path needs ``decode_threshold <= 1`` under ``require_uniform``, so it is not taken.
+    If ``query_lens[0] > next_n``: 0 decodes. Otherwise the decodes are the leading requests whose
+    query length equals ``query_lens[0]`` or is 0 (CUDA-graph padding requests); the first other
+    request is the first prefill (``is_prefill = (ql != ql[0]) & (ql != 0)``; ``argmax``).
+    """
+    threshold = 1 + num_speculative_tokens
+    first = query_lens[0]
+    leading = True
+    decodes = []
+    for i, ql in enumerate(query_lens):
+        leading = all_of(leading, i < num_reqs, any_of(ql == first, ql == 0))
+        decodes.append(select(leading, 1, 0))
+    return select(first > threshold, 0, total(decodes))
+
+
+def decode_lens_of(query_lens, num_decodes):
+    """``decode_lens_cpu`` (the first ``num_decodes`` query lengths), others 0; its maximum is
+    ``max_decode_len`` (``int(decode_lens_cpu.max())``)."""
+    return [select(i < num_decodes, ql, 0) for i, ql in enumerate(query_lens)]
+
+
+def max_decode_len_of(query_lens, num_decodes):
+    """``max_decode_len = max(decode_lens_cpu)`` over the decode requests (0 with none)."""
+    return max_of(decode_lens_of(query_lens, num_decodes))
+

@@ -1,0 +1,1 @@
+"""vLLM-Ascend formulas, with the PR each one is taken from."""

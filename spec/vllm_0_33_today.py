@@ -1,0 +1,199 @@
+"""vLLM 0.33.0 as it is today: the ``(max_num_batched_tokens, …)`` buffers vs speculative decoding
+and CUDA-graph padding (reference §3, §6, §9, §10; corpus C2, E6 on 0.33.0).
+
+Batches are ``Vector(BATCH, …)`` parameters (``BATCH`` requests at most); the scheduler, config and
+dispatcher facts each proof rests on are named assumptions and appear in its unsat core.
+"""
+
+import os
+
+from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
+from capproof.arith import max_of, min_of, total
+from capproof.domain import Vector
+from models.vllm.cudagraph_sizes import is_default_capture_size, spec_rounded_size
+from models.vllm.indexer_buffers import (
+    arange_buffer_len,
+    decode_rows_capacity,
+    max_decode_len_of,
+    padded_decode_rows,
+    split_decodes_require_uniform,
+)
+from models.vllm.spec_decode import proposer_arange_len_0_33, query_start_loc_entries
+
+#: Requests per batch vector. ``CAPPROOF_BATCH`` overrides it for measurement only
+#: (docs/performance.md); proofs/ are generated with the default.
+BATCH = int(os.environ.get("CAPPROOF_BATCH", "64"))
+#: The uniform-split proof (a chain over the batch) is the expensive one: 16 requests prove in
+#: ~2 s, 32 in ~9 s, 64 exhaust the default rlimit (docs/performance.md).
+SPLIT_BATCH = int(os.environ.get("CAPPROOF_SPLIT_BATCH", "16"))
+
+_CONFIG = {
+    "max_num_seqs": Range(1, BATCH),
+    "max_num_batched_tokens": Range(1, 2**16),
+}
+_CONFIG_FACTS = {
+    # vllm/config/scheduler.py raises otherwise
+    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
+    "num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# C2 on 0.33.0: every slice of the proposer's arange is by request count.
+
+@obligation(
+    domain={**_CONFIG, "num_reqs": Range(1, BATCH)},
+    assumptions=_CONFIG_FACTS,
+    expect="proved", case="vllm-specdec-arange-query-start-loc",
+    sources=["vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py", "vllm==0.33.0 vllm/v1/spec_decode/utils.py", "vllm==0.33.0 vllm/v1/spec_decode/step3p5.py"],
+)
+def proposer_arange_covers_request_query_start_loc(max_num_seqs, max_num_batched_tokens, num_reqs):
+    """0.33.0 keeps ``max(max_batch_size + 1, mnbt)``, but every slice found in 0.33.0 is by
+    requests: ``arange[: batch_size + 1]`` (``llm_base_proposer.py``, ``step3p5.py``) and
+    ``arange[: len(query_start_loc)]`` (``extend_all_queries_by_N``); DFlash has its own
+    ``arange(max_positions + 1)``. So ``num_reqs + 1 <= max_num_seqs + 1`` suffices. ASSUMPTION
+    (unconfirmed, read not executed): no 0.33.0 path builds ``mnbt`` items; one that did would
+    need ``mnbt + 1`` entries (the C2 counterexample in spec/specdec_graphs.py)."""
+    return at_most(demand=query_start_loc_entries(num_reqs), capacity=proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens))
+
+
+# ---------------------------------------------------------------------------------------------
+# E6 vllm-dsv4-indexer-arange-buffer on 0.33.0: arange_buffer is sliced [:actual_expanded].
+
+_DECODES = {
+    **_CONFIG,
+    "num_speculative_tokens": Choice(range(1, 8)),
+    "num_reqs": Range(1, BATCH),
+    "decode_lens": Vector(BATCH, Range(1, 8), length="num_reqs"),
+}
+_DECODE_FACTS = {
+    **_CONFIG_FACTS,
+    "decode length <= 1 + num_speculative_tokens": lambda decode_lens, num_speculative_tokens: all_of(*(d <= 1 + num_speculative_tokens for d in decode_lens)),
+    "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens: total(decode_lens) <= max_num_batched_tokens,
+}
+
+
+@obligation(
+    domain=_DECODES, assumptions=_DECODE_FACTS, expect="proved", case="vllm-dsv4-indexer-arange-buffer",
+    sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm-project/vllm#40983", "vllm-project/vllm#39277"],
+)
+def indexer_arange_buffer_covers_decode_slices(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+    """``arange(max(max_num_seqs * next_n, mnbt))`` vs its slices ``[:actual_expanded]``
+    (``actual_expanded = sum(decode_lens)``, variable flatten path and DCP global seq lens): rests
+    on the token budget only; the ``max_num_seqs * next_n`` term is slack for these slices. The
+    pre-fix expression of #40983 is unconfirmed, so no buggy form is encoded."""
+    return at_most(demand=total(decode_lens), capacity=arange_buffer_len(max_num_seqs, num_speculative_tokens, max_num_batched_tokens))
+
+
+# ---------------------------------------------------------------------------------------------
+# (i)+(ii) The native next_n > 1 decode path views decode_seq_lens_buffer (mnbt,) as
+# (num_decodes, max_decode_len), and the padded top-k path writes topk_indices_buffer
+# [:num_decodes * max_decode_len] of (mnbt, index_topk).
+
+def _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens, size=BATCH):
+    rows = padded_decode_rows(num_decodes, max_decode_len, size)
+    cap = decode_rows_capacity(max_num_batched_tokens)
+    return claim(rows <= cap, padded_rows=rows, decode_seq_lens_rows=cap, topk_indices_rows=cap)
+
+
+@obligation(
+    domain=_DECODES, assumptions=_DECODE_FACTS, expect="counterexample",
+    sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py"],
+    witnesses={"uniform decode lens (requires_padding False)": lambda decode_lens, num_reqs: all_of(
+        *(implies(i < num_reqs, d == decode_lens[0]) for i, d in enumerate(decode_lens)))},
+)
+def padded_decode_rows_fit_without_uniform_split(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+    """The scheduler facts alone (tokens within mnbt, requests within max_num_seqs, mnbt >=
+    max_num_seqs, decode length <= 1 + K) do NOT bound the padded rows ``num_decodes *
+    max_decode_len`` by mnbt: a non-uniform decode batch (some requests at their first decode or
+    near max_model_len have fewer drafts) pads every request to the longest. Not a bug of 0.33.0:
+    the native path only sees uniform decodes (next obligation); this is what that rests on."""
+    return _padded_rows_fit(num_reqs, max_of(decode_lens), max_num_batched_tokens)
+
+
+_SPLIT = {
+    "max_num_seqs": Range(1, SPLIT_BATCH),
+    "max_num_batched_tokens": Range(1, 2**16),
+    "num_speculative_tokens": Choice(range(1, 8)),
+    "num_reqs": Range(1, SPLIT_BATCH),
+    "query_lens": Vector(SPLIT_BATCH, Range(0, 2**16), length="num_reqs"),
+}
+_SPLIT_FACTS = {
+    **_CONFIG_FACTS,
+    "sum of scheduled tokens <= max_num_batched_tokens": lambda query_lens, max_num_batched_tokens: total(query_lens) <= max_num_batched_tokens,
+    # §10: zero-token requests are CUDA-graph padding of a FULL uniform-decode batch, whose request
+    # count is min(padded // (1 + K), max_num_seqs) with padded <= max_cudagraph_capture_size <=
+    # mnbt (proved below: cudagraph_* obligations).
+    "zero-length requests only as uniform CUDA-graph padding": lambda query_lens, num_reqs, num_speculative_tokens, max_num_batched_tokens: implies(
+        any_of(*(all_of(i < num_reqs, q == 0) for i, q in enumerate(query_lens))), num_reqs * (1 + num_speculative_tokens) <= max_num_batched_tokens),
+    "the first request is not padding": lambda query_lens: query_lens[0] >= 1,
+}
+
+
+@obligation(
+    domain=_SPLIT, assumptions=_SPLIT_FACTS, expect="proved",
+    sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py", "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
+             "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
+)
+def padded_decode_rows_fit_0_33(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, query_lens):
+    """(i) ``decode_seq_lens_buffer[: num_decodes * max_decode_len].view(...)`` and (ii)
+    ``topk_indices_buffer[:num_padded_tokens]`` fit ``mnbt`` rows on 0.33.0's native path.
+
+    The indexer calls ``split_decodes_and_prefills(require_uniform=True)`` there, so the decodes
+    are the leading requests of length ``query_lens[0]`` (or 0: padding): padded rows = real
+    decode tokens, or a uniform CUDA-graph batch. Rests on the token budget, the padding fact and
+    ``query_lens[0] >= 1``; the flatten and varlen paths write ``num_decode_tokens <= mnbt`` rows.
+    Proved for batches of up to ``SPLIT_BATCH`` (16) requests only: larger batches are out of
+    the solver's reach at the default rlimit (docs/performance.md).
+    """
+    num_decodes = split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens)
+    return _padded_rows_fit(num_decodes, max_decode_len_of(query_lens, num_decodes), max_num_batched_tokens, SPLIT_BATCH)
+
+
+# ---------------------------------------------------------------------------------------------
+# (iii) CUDA-graph capture sizes (default list, spec-decode rounding, padding) vs mnbt.
+
+_GRAPHS = {
+    "max_num_seqs": Range(1, 4096),
+    "max_num_batched_tokens": Range(1, 2**17),
+    "num_speculative_tokens": Choice(range(0, 8)),
+    "default_max_graph_size": Choice(512, 1024),
+    "size": Range(1, 2**17),
+    "n": Range(1, 4096),
+}
+_GRAPH_FACTS = {
+    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
+}
+
+
+@obligation(
+    domain=_GRAPHS, assumptions={**_GRAPH_FACTS, "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
+                                 is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)},
+    expect="proved", sources=["vllm==0.33.0 vllm/config/vllm.py"],
+)
+def cudagraph_default_sizes_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n):
+    """Every default capture size (grid, ``mnbt`` itself, uniform-decode ``n * (1 + K)``) is
+    ``<= mnbt``, so ``max_cudagraph_capture_size <= mnbt``."""
+    return at_most(capture_size=size, max_num_batched_tokens=max_num_batched_tokens)
+
+
+@obligation(
+    domain={**_GRAPHS, "max_size": Range(1, 2**17), "m": Range(1, 4096), "num_tokens": Range(1, 2**17)},
+    assumptions={
+        **_GRAPH_FACTS,
+        "max_size is a default capture size": lambda max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
+            is_default_capture_size(max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size),
+        "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
+            is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size),
+        "the rounded size is kept (<= max_cudagraph_capture_size)": lambda size, max_size, num_speculative_tokens:
+            spec_rounded_size(size, num_speculative_tokens) <= max_size,
+        "num_tokens pads to it (bs_to_padded_graph_size)": lambda num_tokens, size, num_speculative_tokens: num_tokens <= spec_rounded_size(size, num_speculative_tokens),
+    },
+    expect="proved", sources=["vllm==0.33.0 vllm/config/compilation.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
+)
+def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n, max_size, m, num_tokens):
+    """A batch padded to a capture size after ``adjust_cudagraph_sizes_for_spec_decode`` (sizes
+    rounded up to ``1 + K``, kept if ``<= max_cudagraph_capture_size``, itself a default size) has
+    at most ``mnbt`` tokens: every ``(mnbt, …)`` buffer holds it. Batches above the largest size
+    run without a graph, unpadded. (The ``[q]`` fallback: ``q <= max_size`` likewise.)"""
+    return at_most(padded_tokens=spec_rounded_size(size, num_speculative_tokens), max_num_batched_tokens=max_num_batched_tokens)
