@@ -47,6 +47,7 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k slot_mapping_fits_before_14024 --set dcp=4 --set num_speculative_tokens=5 --set max_num_reqs=12 --set max_num_batched_tokens=80
 	$(BIN)/capproof counterexamples -k slot_mapping_pair_equal_one_side_fixed --set max_num_batched_tokens=8192 --set max_num_reqs=4 --set num_speculative_tokens=5
 	$(BIN)/capproof counterexamples -k autodeploy_capture_fits_cu_seqlen_before_10687 --set max_batch_size=4 --set capture_batch_size=113
+	$(BIN)/capproof counterexamples -k mirrors_main_width --set context_len=163840 --set page_size=64 --set speculative_num_steps=3 --set speculative_eagle_topk=4 --set speculative_num_draft_tokens=8
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -121,3 +121,34 @@ def test_prefill_oversized_single_request_is_admitted_whole():
     q = 97 * ((512 * 2**20 // 4) // 5000)  # enough queries for 97 slices
     chunks = split_indexer_prefill_chunks([5000], [q], 3500, 512 * 2**20)
     assert {c[0] for c in chunks} == {(0, 1)} and len(chunks) == 97
+
+
+S = "spec/sglang_req_to_token.py"
+_REF_EXAMPLE = dict(context_len=163840, page_size=64, speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=8)
+
+
+def test_sglang_hybrid_mamba_mirror_width_reference_example():
+    """Reference §11.1 example: the main row width is 164927 (extra 1087), the hybrid-Mamba
+    'mirror' gives 163852."""
+    r = prove(S, "hybrid_mamba_width_mirrors_main_width", **_REF_EXAMPLE)
+    assert_counterexample(r, W_hybrid_mamba=163852, W_req_to_token=164927)
+
+
+def test_sglang_decode_alloc_vs_rows_reference_example():
+    """Committed 163839 -> nxt 164864: fits the main row (164927), not the mirror (163852)."""
+    pins = dict(_REF_EXAMPLE, kv_committed_len=163839, kv_allocated_len=163839)
+    assert_counterexample(prove(S, "decode_alloc_fits_hybrid_mamba_row", **pins), nxt=164864, W_hybrid_mamba=163852)
+
+
+def test_sglang_main_row_covers_page_64_reference_batch():
+    pins = dict(_REF_EXAMPLE, kv_committed_len=163839, kv_allocated_len=163839)
+    r = prove(S, "decode_alloc_fits_req_to_token_row", **pins)
+    assert_proved(r)
+
+
+def test_sglang_main_row_one_short_at_page_1_topk_4():
+    """Finding (unconfirmed): at page 1 with topk > 1 the 4 + draft headroom misses the double
+    reserve at the last decode step: nxt = context_len + 7 vs context_len + 6."""
+    r = prove(S, "decode_alloc_fits_req_to_token_row", context_len=1024, page_size=1, speculative_eagle_topk=4,
+              speculative_num_steps=1, speculative_num_draft_tokens=2)
+    assert_counterexample(r, nxt=1031, W_req_to_token=1030)

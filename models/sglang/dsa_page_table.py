@@ -33,6 +33,8 @@ __all__ = [
     "page_table_width_round2",
     "target_verify_max_seqlen_k",
     "clamped_copy_widths",
+    "hybrid_mamba_req_to_token_width",
+    "decode_alloc_end",
 ]
 
 
@@ -106,3 +108,25 @@ def clamped_copy_widths(max_seqlen_k, dst_width, src_width):
     clamps ``k`` to its own tensor's width (torch slicing); the copy needs them equal."""
     return minimum(max_seqlen_k, dst_width), minimum(max_seqlen_k, src_width)
 
+
+
+def hybrid_mamba_req_to_token_width(context_len, speculative_num_draft_tokens):
+    """``req_to_token`` row width of SGLang 0.5.23's hybrid-Mamba shared-pool paths (tokens):
+    ``context_len + 4 + speculative_num_draft_tokens``. The code says it mirrors
+    :func:`get_req_to_token_extra_context_len` but leaves out its page/reserve term.
+
+    Source: SGLang 0.5.23 ``sglang/srt/mem_cache/kv_cache_configurator.py`` lines 883-886 and
+    972-975 (``_init_unified_mamba_pools`` and its sibling).
+    """
+    return context_len + 4 + speculative_num_draft_tokens
+
+
+def decode_alloc_end(kv_committed_len, kv_allocated_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
+    """``nxt``, the end of a request's ``req_to_token`` row written by one speculative decode step
+    (tokens): ``max(kv_allocated_len, ceil_to_page(kv_committed_len + reserve))``.
+
+    Source: SGLang 0.5.23 ``sglang/srt/mem_cache/allocation_sizing.py::page_aligned_decode_alloc_lens``
+    with ``reserve = get_alloc_reserve_per_decode()``.
+    """
+    reserve = get_alloc_reserve_per_decode(speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    return maximum(kv_allocated_len, (kv_committed_len + reserve + page_size - 1) // page_size * page_size)

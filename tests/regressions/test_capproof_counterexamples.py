@@ -120,6 +120,30 @@ WITNESSES = [
         id='spec.runtime_indexers.margin_capacity_covers_any_demand',
     ),
     pytest.param(
+        'spec/sglang_req_to_token.py', 'decode_alloc_fits_hybrid_mamba_row',
+        {'context_len': 1024, 'kv_allocated_len': 0, 'kv_committed_len': 1021, 'page_size': 64, 'speculative_eagle_topk': 1, 'speculative_num_draft_tokens': 2, 'speculative_num_steps': 1},
+        {'W_hybrid_mamba': 1030, 'nxt': 1088},
+        id='spec.sglang_req_to_token.decode_alloc_fits_hybrid_mamba_row',
+    ),
+    pytest.param(
+        'spec/sglang_req_to_token.py', 'decode_alloc_fits_req_to_token_row',
+        {'context_len': 1024, 'kv_allocated_len': 0, 'kv_committed_len': 1023, 'page_size': 1, 'speculative_eagle_topk': 4, 'speculative_num_draft_tokens': 2, 'speculative_num_steps': 1},
+        {'W_req_to_token': 1030, 'nxt': 1031},
+        id='spec.sglang_req_to_token.decode_alloc_fits_req_to_token_row',
+    ),
+    pytest.param(
+        'spec/sglang_req_to_token.py', 'hybrid_mamba_width_mirrors_main_width',
+        {'context_len': 1024, 'page_size': 64, 'speculative_eagle_topk': 1, 'speculative_num_draft_tokens': 2, 'speculative_num_steps': 1},
+        {'W_hybrid_mamba': 1030, 'W_req_to_token': 1091},
+        id='spec.sglang_req_to_token.hybrid_mamba_width_mirrors_main_width',
+    ),
+    pytest.param(
+        'spec/sglang_req_to_token.py', 'hybrid_mamba_width_mirrors_main_width',
+        {'context_len': 163840, 'page_size': 64, 'speculative_eagle_topk': 4, 'speculative_num_draft_tokens': 8, 'speculative_num_steps': 3},
+        {'W_hybrid_mamba': 163852, 'W_req_to_token': 164927},
+        id='spec.sglang_req_to_token.hybrid_mamba_width_mirrors_main_width@context_len=163840,page_size=64,speculative_eagle_topk=4,speculative_num_draft_tokens=8,speculative_num_steps=3',
+    ),
+    pytest.param(
         'spec/specdec_graphs.py', 'arange_covers_token_query_start_loc_before_16316',
         {'decode_lens': [2], 'max_num_batched_tokens': 2, 'max_num_seqs': 1, 'num_reqs': 1, 'num_speculative_tokens': 1},
         {'capacity': 2, 'demand': 3},
