@@ -35,7 +35,7 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .prover import _describe_exc, _minimize, build_case, effective_domains, replay, CaseProblem
+from .prover import CaseProblem, _describe_exc, _minimize, build_case, effective_domains, minimize_term, replay
 from .symbolic import to_z3_int
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
@@ -228,34 +228,14 @@ def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int) ->
             if not free:
                 continue
             elem = case.ob.domain[name].elem  # type: ignore[attr-defined]
-            model, done = _minimize_term(s, model, z3.Sum(free), elem.lo * len(free))
+            model, done = minimize_term(s, model, z3.Sum(free), elem.lo * len(free))
             if not done:
                 break
-    if not done:
+    if done and s.check() == z3.sat:
+        model = s.model()
+    else:
         raise _Unknown("witness minimisation ran out of rlimit")
     return case.point(model)
-
-
-def _minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) -> tuple[z3.ModelRef, bool]:
-    """Binary search for the least value of ``term`` on ``s`` (then fixed on ``s``)."""
-    best = model.eval(term, model_completion=True).as_long()
-    while lo < best:
-        mid = (lo + best) // 2
-        s.push()
-        s.add(term <= mid)
-        answer = s.check()
-        if answer == z3.sat:
-            model = s.model()
-            best = model.eval(term, model_completion=True).as_long()
-        elif answer == z3.unsat:
-            lo = mid + 1
-        s.pop()
-        if answer == z3.unknown:
-            return model, False
-    s.add(term == best)
-    if s.check() != z3.sat:  # pragma: no cover
-        return model, False
-    return s.model(), True
 
 
 def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int]:

@@ -197,21 +197,15 @@ def obligation(
             except Exception as exc:  # noqa: BLE001 - reported as the obligation's error
                 problems.append(f"versions {versions!r} is not a PEP 440 specifier: {exc}")
         assumed = dict(assumptions or {})
-        for aname, afunc in assumed.items():
-            if not callable(afunc):
-                problems.append(f"assumption {aname!r} is not callable")
-                continue
-            unknown = [p for p in inspect.signature(afunc).parameters if p not in dom]
-            if unknown:
-                problems.append(f"assumption {aname!r} uses {unknown}, not in the domain")
         checks = dict(witnesses or {})
-        for wname, wfunc in checks.items():
-            if not callable(wfunc):
-                problems.append(f"witness {wname!r} is not callable")
-                continue
-            unknown = [p for p in inspect.signature(wfunc).parameters if p not in dom]
-            if unknown:
-                problems.append(f"witness {wname!r} uses {unknown}, not in the domain")
+        for kind, named in (("assumption", assumed), ("witness", checks)):
+            for cname, cfunc in named.items():
+                if not callable(cfunc):
+                    problems.append(f"{kind} {cname!r} is not callable")
+                    continue
+                unknown = [p for p in inspect.signature(cfunc).parameters if p not in dom]
+                if unknown:
+                    problems.append(f"{kind} {cname!r} uses {unknown}, not in the domain")
         code = func.__code__
         made = Obligation(
             name=func.__name__,

@@ -287,6 +287,29 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     return outcome
 
 
+def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) -> tuple[z3.ModelRef, bool]:
+    """Binary search for the least value of ``term`` (at least ``lo``) on ``s``, then fix it on ``s``.
+
+    Returns the last model and False if a query came back unknown (the value is then not fixed).
+    """
+    best = model.eval(term, model_completion=True).as_long()
+    while lo < best:
+        mid = (lo + best) // 2
+        s.push()
+        s.add(term <= mid)
+        answer = s.check()
+        if answer == z3.sat:
+            model = s.model()
+            best = model.eval(term, model_completion=True).as_long()
+        elif answer == z3.unsat:
+            lo = mid + 1
+        s.pop()
+        if answer == z3.unknown:
+            return model, False
+    s.add(term == best)
+    return model, True
+
+
 def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str]) -> tuple[z3.ModelRef, bool]:
     """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
 
@@ -296,22 +319,8 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
 
     def lowest(term: z3.ArithRef, lo: int) -> bool:
         nonlocal model
-        best = model.eval(term, model_completion=True).as_long()
-        while lo < best:
-            mid = (lo + best) // 2
-            s.push()
-            s.add(term <= mid)
-            answer = s.check()
-            if answer == z3.sat:
-                model = s.model()
-                best = model.eval(term, model_completion=True).as_long()
-            elif answer == z3.unsat:
-                lo = mid + 1
-            s.pop()
-            if answer == z3.unknown:
-                return False
-        s.add(term == best)
-        return True
+        model, done = minimize_term(s, model, term, lo)
+        return done
 
     for name in names:
         dom = case.ob.domain[name]
