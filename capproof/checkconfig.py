@@ -15,6 +15,7 @@ vacuous or in error is reported as undecided, never as safe.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from dataclasses import dataclass, field
 
@@ -115,11 +116,20 @@ def _batch_bounds(ob: Obligation, cfg: ServeConfig) -> dict:
     extra = {}
     if cfg.max_num_seqs is not None and "num_decodes" in ob.domain:
         n = cfg.max_num_seqs
-        extra[f"num_decodes <= max_num_seqs ({n})"] = lambda num_decodes, n=n: num_decodes <= n
+        extra[f"num_decodes <= max_num_seqs ({n})"] = _at_most("num_decodes", n)
     if cfg.max_num_batched_tokens is not None and "num_decode_tokens" in ob.domain:
         t = cfg.max_num_batched_tokens
-        extra[f"num_decode_tokens <= max_num_batched_tokens ({t})"] = lambda num_decode_tokens, t=t: num_decode_tokens <= t
+        extra[f"num_decode_tokens <= max_num_batched_tokens ({t})"] = _at_most("num_decode_tokens", t)
     return extra
+
+
+def _at_most(param: str, bound: int):
+    """An assumption function taking exactly ``param`` (its signature names the parameter)."""
+    def bounded(**values):
+        return values[param] <= bound
+
+    bounded.__signature__ = inspect.Signature([inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY)])
+    return bounded
 
 
 @dataclass
@@ -151,10 +161,16 @@ class CheckOutcome:
         return [c for c in self.applicable if c.result.verdict not in (Verdict.PROVED, Verdict.COUNTEREXAMPLE)]
 
     @property
+    def out_of_domain(self) -> list[Checked]:
+        """Obligations about this engine version that could not be checked because a flag's value
+        lies outside their declared domain: they block "safe" (nothing was proved for them)."""
+        return [c for c in self.checked if not c.applicable and c.why_not.startswith(OUTSIDE)]
+
+    @property
     def status(self) -> str:
         if self.failures:
             return "will fail"
-        if self.undecided or not self.applicable:
+        if self.undecided or not self.applicable or self.out_of_domain:
             return "undecided"
         return "safe"
 
@@ -162,6 +178,9 @@ class CheckOutcome:
     def exit_code(self) -> int:
         return {"safe": 0, "will fail": 1}.get(self.status, 2)
 
+
+#: Prefix of the reason an obligation is not applied because a flag lies outside its domain.
+OUTSIDE = "not checked: "
 
 #: Parameters only a model's config.json gives (``--model-config``); an obligation over them is
 #: about one model, so it is not applied without it.
@@ -183,7 +202,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: dict[str, int]
         if not isinstance(ob, Obligation) or not ob.applies_to(engine, version):
             continue
         mine = {k: v for k, v in pins.items() if k in ob.domain}
-        outside = [f"{k}={v} outside {ob.domain[k].describe()}" for k, v in mine.items() if not ob.domain[k].contains(v)]
+        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" for k, v in mine.items() if not ob.domain[k].contains(v)]
         free = [p for p in ob.params if p not in mine]
         if outside:
             checked.append(Checked(ob, None, False, "; ".join(outside), mine, free))
@@ -221,7 +240,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             config = {k: v for k, v in trigger.items() if k in CONFIG_PARAMS}
             lines.append(f"  FAILS   {ob.id}{case}: {r.relation or 'claim'} fails: {values}")
             if batch and not r.witnesses:
-                lines.append("          smallest triggering batch: " + ", ".join(f"{k}={v}" for k, v in batch.items()))
+                label = "smallest triggering batch" if cex.minimized else "a triggering batch (not minimised)"
+                lines.append(f"          {label}: " + ", ".join(f"{k}={v}" for k, v in batch.items()))
             for w in r.witnesses:  # trigger witnesses: the smallest batch taking each failing path
                 if w.found:
                     wbatch = {k: v for k, v in w.params.items() if k not in c.pinned and k not in CONFIG_PARAMS}

@@ -45,6 +45,13 @@ class Claim:
     values: Mapping[str, object] = field(default_factory=dict)
     relation: str = ""
 
+    def __bool__(self) -> bool:
+        # `claim1 and claim2` or `all([claim1, claim2])` would silently keep one claim.
+        raise SpecError(
+            "a Claim has no truth value: `and`/`or`/`all()`/`if` on claims would drop one; "
+            "combine them with claim(all_of(c1.holds, c2.holds), **c1.values, **c2.values)"
+        )
+
 
 def claim(holds: object, /, **named: object) -> Claim:
     """A claim with arbitrary named quantities to report alongside it."""

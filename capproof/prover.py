@@ -556,12 +556,15 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.counterexample = Counterexample(best.params, best.values, best.minimized)
         result.message = (
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
+            + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
+            + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)")
         )
         result.witnesses = find_witnesses(ob, best.params, best.fixed, ranges, vectors, options, rlimit)
         if options.density != "off":
             from .density import failure_density
 
-            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full")
+            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full",
+                                             unknown_cases=len(unknowns), pinned=bool(pins))
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"

@@ -63,10 +63,12 @@ def density_lines(density: dict[str, Any] | None) -> list[str]:
     if not density:
         return []
     c = density["cases"]
+    unknown = f" ({c['unknown']} more unknown)" if c.get("unknown") else ""
+    scope = "pinned " if c.get("pinned") else ""
     if c["exact_domain_fraction"]:
         lines = [f"fails on {_share(c['failing'], c['admitted'])} admitted points of the finite domain (exact)"]
     else:
-        lines = [f"{_share(c['failing'], c['admitted'])} admitted finite cases contain a failing point"]
+        lines = [f"{_share(c['failing'], c['admitted'])} admitted {scope}finite cases contain a failing point{unknown}"]
     for a in density["axes"]:
         lo, hi = a["range"]
         if a["failing"] is None:

@@ -138,3 +138,23 @@ def test_moe_routing_obligation_needs_and_uses_the_model_config(tmp_path):
     with_model = check("--model-config", str(config), "--", *argv)
     assert with_model.exit_code == 0, with_model.output
     assert "safe    spec/moe_align.py::vllm_sorted_ids_fit_every_routing" in with_model.output
+
+
+def test_flag_outside_every_domain_is_undecided_not_safe():
+    """dcp 16 lies outside the block-table obligations' domains: nothing was proved for them, so
+    the answer is 'undecided' (exit 2), although vLLM 0.27.0 does fail there (W_buf 1024 vs 16384)."""
+    result = check("--engine", "vllm==0.27.0", "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "16",
+                   "--max-model-len", "1M", "--block-size", "64", "--kv-cache-dtype", "fp8_ds_mla")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided")
+    assert "not checked: dcp=16 outside {1, 2, 4, 8}" in result.output
+
+
+def test_batch_limits_from_flags_become_assumptions():
+    """--max-num-seqs / --max-num-batched-tokens bound the symbolic batch (no error verdicts)."""
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "m", "--max-model-len", "350000",
+                   "--max-num-seqs", "256", "--max-num-batched-tokens", "8192", "--kv-cache-dtype", "fp8_ds_mla",
+                   "--block-size", "64", "--spec-tokens", "2")
+    assert result.exit_code == 1, result.output
+    assert "ERROR" not in result.output and "KeyError" not in result.output
+    assert "smallest batch that raises (variable-length flatten copy): num_decodes=1" in result.output

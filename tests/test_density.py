@@ -7,6 +7,9 @@ import pytest
 from capproof.density import axis_density, failure_density
 from capproof.loader import load_file
 from conftest import obligation_named, prove
+from capproof import Options
+from capproof.prover import prove_obligation
+from capproof.report import density_lines
 
 A1 = ("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_before_50302")
 
@@ -24,7 +27,7 @@ def test_a1_block64_dcp1_fails_for_exactly_half_of_max_model_len():
 def test_a1_unpinned_counterexample_block16_fails_seven_eighths():
     result = prove(*A1)
     assert result.counterexample.params == {"max_model_len": 1, "block_size": 16, "dcp": 1}
-    assert result.density["cases"] == {"failing": 12, "admitted": 20, "exact_domain_fraction": False}
+    assert result.density["cases"] == {"failing": 12, "admitted": 20, "unknown": 0, "pinned": False, "exact_domain_fraction": False}
     (axis,) = result.density["axes"]
     assert (axis["failing"], axis["admitted"]) == (7 * 2**18, 2**21)  # cdiv(L, 16) % 8 != 0
 
@@ -73,7 +76,7 @@ def test_splitting_counts_a_threshold_with_an_assumption(obs):
 
 def test_finite_domain_density_is_exact(obs):
     result = prove_ob(obs["finite"])
-    assert result.density["cases"] == {"failing": 3, "admitted": 12, "exact_domain_fraction": True}  # 2*4, 3*3, 3*4
+    assert result.density["cases"] == {"failing": 3, "admitted": 12, "unknown": 0, "pinned": False, "exact_domain_fraction": True}  # 2*4, 3*3, 3*4
     assert result.density["axes"] == []
 
 
@@ -110,3 +113,22 @@ def fits(n, lens, cap):
     assert d["skipped_vector_lengths"] == ["n"]
     (cap,) = d["axes"]
     assert (cap["param"], cap["failing"], cap["admitted"]) == ("cap", 1, 100)
+
+
+def test_pinned_or_unknown_cases_are_not_an_exact_domain_fraction(spec_file):
+    """A pinned run counts only the pinned cases, and an unknown case may fail too: neither is
+    reported as an exact fraction of the domain."""
+    path = spec_file("""
+from capproof import Choice, obligation, at_most
+
+@obligation(domain={"k": Choice(range(1, 11)), "x": Choice(range(0, 2))}, expect="counterexample")
+def small(k, x):
+    return at_most(d=k * x, c=5)
+""")
+    ob = load_file(path)[0]
+    pinned = prove_obligation(ob, Options(pins={"k": 10}))
+    assert pinned.density["cases"]["pinned"] is True
+    assert pinned.density["cases"]["exact_domain_fraction"] is False
+    assert "admitted pinned finite cases" in "\n".join(density_lines(pinned.density))
+    whole = prove_obligation(ob, Options())
+    assert whole.density["cases"] == {"failing": 5, "admitted": 20, "unknown": 0, "pinned": False, "exact_domain_fraction": True}

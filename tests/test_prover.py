@@ -203,3 +203,19 @@ def concrete_only(bs):
 """)
     r = decide(path)
     assert r.verdict is Verdict.PROVED and r.cases == 2
+
+
+def test_claims_combined_with_and_are_an_error_not_half_proved(spec_file):
+    """`at_most(...) and at_most(...)` would keep only the second claim: refuse it."""
+    path = spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def both_with_and(x):
+    return at_most(a=x, b=5) and at_most(c=x, d=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def both_with_all(x):
+    return all([at_most(a=x, b=5), at_most(c=x, d=10)])
+""")
+    for ob in only(path):
+        r = prove_obligation(ob, Options())
+        assert r.verdict is Verdict.ERROR and "no truth value" in r.message, (ob.name, r.message)
