@@ -410,55 +410,91 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     return _CaseOutcome("counterexample", params=params, values=symbolic_values, minimized=minimized)
 
 
-def find_witnesses(ob: Obligation, cex_params: dict[str, object], fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
-    """For each of ``ob.witnesses``: the smallest point with the counterexample's values for every
-    parameter the condition does not take, where the claim fails and the condition holds.
+#: At most this many finite cases are searched for one trigger witness.
+WITNESS_CASES = 256
+
+
+def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: dict[str, object], free: set[str], rlimit: int) -> Witness | None:
+    """The smallest witness point of ``case`` (None: none there); ``found=False`` with a message
+    for an unknown or failed replay."""
+    held = [p for p in ob.params if p not in free and p not in case.fixed]
+    s, _ = case.solver(rlimit)
+    for eq in case.fix(cex_params, held):
+        s.add(eq)
+    s.add(z3.Not(case.claim))
+    s.add(to_z3_bool(case.ev.witnesses[name]))
+    answer = s.check()
+    if answer == z3.unsat:
+        return None
+    if answer == z3.unknown:
+        return Witness(name, False, message=f"unknown: {s.reason_unknown()}")
+    model, _ = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
+    params = case.point(model)
+    symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
+    problem = _replay_check(case, params, symbolic_values)
+    if problem is None:
+        try:
+            if not evaluate(ob, concrete_args(ob, params)).witnesses[name]:
+                problem = f"witness {name!r} does not hold at {params} on ints"
+        except BaseException as exc:  # pragma: no cover - replay just ran the same code
+            problem = _describe_exc(exc)
+    if problem:
+        return Witness(name, False, message=f"error: {problem}")
+    return Witness(name, True, params=params, values=symbolic_values)
+
+
+def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
+    """For each of ``ob.witnesses``: the smallest point (declared order) with the counterexample's
+    values for every parameter the condition does not take, where the claim fails and the
+    condition holds. Finite parameters the condition takes (and the lengths of vectors it takes)
+    range over their cases (at most :data:`WITNESS_CASES`).
 
     Each witness is replayed on ints (claim violated, condition true, assumptions hold).
     """
     out: list[Witness] = []
-    if not ob.witnesses:
-        return out
-    try:
-        case = build_case(ob, fixed, ranges, vectors)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # pragma: no cover - the same case ran before
-        return [Witness(n, False, message=_describe_exc(exc)) for n in ob.witnesses]
+    cases: dict[tuple, CaseProblem | str] = {}
     for name in ob.witnesses:
         free = set(ob.witness_params(name))
-        # a vector's length moves with the vector
-        for p in list(free):
+        for p in list(free):  # a vector's length moves with the vector
             dom = ob.domain[p]
             if isinstance(dom, Vector) and dom.length:
                 free.add(dom.length)
-        held = [p for p in ob.params if p not in free and p not in case.fixed]
-        s, _ = case.solver(rlimit)
-        for eq in case.fix(cex_params, held):
-            s.add(eq)
-        s.add(z3.Not(case.claim))
-        s.add(to_z3_bool(case.ev.witnesses[name]))
-        answer = s.check()
-        if answer == z3.unsat:
-            out.append(Witness(name, False, message="no point at this configuration"))
+        axes = [(p, finite[p] if p in free else [cex_params[p]]) for p in finite]
+        combos = list(itertools.islice(itertools.product(*(values for _, values in axes)), WITNESS_CASES + 1))
+        if len(combos) > WITNESS_CASES:
+            out.append(Witness(name, False, message=f"not searched: more than {WITNESS_CASES} finite cases"))
             continue
-        if answer == z3.unknown:
-            out.append(Witness(name, False, message=f"unknown: {s.reason_unknown()}"))
-            continue
-        model, _ = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
-        params = case.point(model)
-        symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
-        problem = _replay_check(case, params, symbolic_values)
-        if problem is None:
-            try:
-                if not evaluate(ob, concrete_args(ob, params)).witnesses[name]:
-                    problem = f"witness {name!r} does not hold at {params} on ints"
-            except BaseException as exc:  # pragma: no cover - replay just ran the same code
-                problem = _describe_exc(exc)
-        if problem:
-            out.append(Witness(name, False, message=f"error: {problem}"))
+        found: list[Witness] = []
+        failed: Witness | None = None
+        for combo in combos:
+            fixed = {p: v for (p, _), v in zip(axes, combo)}
+            key = tuple(sorted(fixed.items()))
+            if key not in cases:
+                try:
+                    cases[key] = build_case(ob, fixed, ranges, vectors)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
+                    cases[key] = _describe_exc(exc)
+            case = cases[key]
+            if isinstance(case, str):
+                failed = failed or Witness(name, False, message=f"error: {case}")
+                continue
+            if case.false_assumptions:
+                continue
+            w = _witness_in_case(ob, name, case, cex_params, free, rlimit)
+            if w is None:
+                continue
+            if w.found:
+                found.append(w)
+            else:
+                failed = failed or w
+        if found:
+            out.append(min(found, key=lambda w: tuple(w.params[p] for p in ob.params)))
+        elif failed:
+            out.append(failed)
         else:
-            out.append(Witness(name, True, params=params, values=symbolic_values))
+            out.append(Witness(name, False, message="no point at this configuration"))
     return out
 
 
@@ -559,7 +595,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
             + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)")
         )
-        result.witnesses = find_witnesses(ob, best.params, best.fixed, ranges, vectors, options, rlimit)
+        result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)
         if options.density != "off":
             from .density import failure_density
 

@@ -232,3 +232,26 @@ def test_moe_extra_bucket_reproduces_the_wna16_report_numbers():
     r = prove("spec/moe_align.py", "vllm_sizing_with_filtered_ids_counted",
               num_experts=8, block_size_m=16, numel=9, pad_sorted_ids=0, num_buckets=9)
     assert_counterexample(r, num_tokens_post_pad=144, capacity=129)
+
+
+def test_witness_ranges_over_the_finite_parameters_it_takes(spec_file):
+    """A witness condition on a case-split parameter, or on a vector whose length is case-split,
+    searches the other cases (the counterexample's case may have no such point)."""
+    path = spec_file(HEADER + """
+@obligation(domain={"k": Choice(1, 2), "x": Range(0, 10)}, expect="counterexample",
+            witnesses={"k is 2": lambda k: k == 2})
+def witness_finite(k, x):
+    return at_most(demand=x, capacity=5)
+
+@obligation(domain={"n": Choice(1, 2), "xs": Vector(2, Range(0, 10), length="n")}, expect="counterexample",
+            witnesses={"two requests": lambda xs: xs[1] >= 1})
+def witness_vector_with_choice_length(n, xs):
+    return at_most(demand=xs[0], capacity=5)
+""")
+    first, second = (prove_obligation(ob, Options()) for ob in load_file(path))
+    assert first.counterexample.params == {"k": 1, "x": 6}
+    (w,) = first.witnesses
+    assert w.found and w.params == {"k": 2, "x": 6}
+    assert second.counterexample.params == {"n": 1, "xs": [6]}
+    (w,) = second.witnesses
+    assert w.found and w.params == {"n": 2, "xs": [6, 1]}
