@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -41,6 +41,10 @@ class _Evaluated:
     divisors: list[tuple[z3.ArithRef, str]]
     lemmas: list[z3.BoolRef]
     witnesses: dict[str, object]
+    #: for each divisor, how many assumptions precede it (a divisor met while evaluating
+    #: assumption i may be checked only under assumptions 0..i-1: Z3's ``x % 0`` is unconstrained,
+    #: so the assumption itself could otherwise exclude the zero)
+    divisor_scope: list[int] = field(default_factory=list)
 
 
 def _as_claim(value: object, ob: Obligation) -> Claim:
@@ -69,13 +73,18 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
 def evaluate(ob: Obligation, args: dict[str, object]) -> _Evaluated:
     """Run the assumptions, the claim and the witness conditions on ``args`` (ints and/or SymInts;
     a Vector parameter is a tuple of ``size`` entries)."""
+    scope: list[int] = []
     with tracing() as trace:
-        assumed = {n: _call(f, "assumption", n, ob.assumption_params(n), args) for n, f in ob.assumptions.items()}
+        assumed: dict[str, object] = {}
+        for i, (n, f) in enumerate(ob.assumptions.items()):
+            assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)
+            scope += [i] * (len(trace.divisors) - len(scope))
         result = _as_claim(ob.func(**args), ob)
         witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()}
+        scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
         raise SpecError(f"the model caught capproof's error: {trace.misuse[0]}")
-    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses)
+    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope)
 
 
 def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object]:
@@ -174,11 +183,16 @@ class CaseProblem:
     def lemmas(self) -> list[z3.BoolRef]:
         return self.ev.lemmas
 
-    def solver(self, rlimit: int) -> tuple[z3.Solver, dict[str, str]]:
-        """A solver holding the constraints (tracked, for unsat cores) and the lemmas."""
+    def solver(self, rlimit: int, assumptions_upto: int | None = None) -> tuple[z3.Solver, dict[str, str]]:
+        """A solver holding the constraints (tracked, for unsat cores) and the lemmas; with
+        ``assumptions_upto=k`` only the first ``k`` assumptions (and every domain constraint)."""
         s = _new_solver(rlimit)
         trackers: dict[str, str] = {}
+        names = list(self.ob.assumptions)
+        dropped = set(names[assumptions_upto:]) if assumptions_upto is not None else set()
         for label, cond in self.constraints:
+            if label in dropped:
+                continue
             t = z3.Bool(f"__track_{len(trackers)}")
             trackers[str(t)] = label
             s.assert_and_track(cond, t)
@@ -361,9 +375,32 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
     return None
 
 
+def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseOutcome | None:
+    """Divisors met while evaluating an assumption, checked under the preceding assumptions only."""
+    total = len(case.ob.assumptions)
+    for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope):
+        if upto >= total:
+            continue
+        s, _ = case.solver(rlimit, assumptions_upto=upto)
+        s.add(term == 0)
+        answer = s.check()
+        if answer == z3.sat:
+            name = list(case.ob.assumptions)[upto]
+            return _CaseOutcome("error", message=str(DivisorMayBeZero(
+                f"divisor {term} at {where} (in assumption {name!r}) can be zero, e.g. at {case.point(s.model())}; "
+                "state its lower bound in the domain or in an earlier assumption"
+            )))
+        if answer == z3.unknown:
+            return _CaseOutcome("unknown", message=f"divisor check at {where}: {s.reason_unknown()}")
+    return None
+
+
 def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
+    problem = _divisor_in_assumption_may_be_zero(case, rlimit)
+    if problem:
+        return problem
     s, trackers = case.solver(rlimit)
 
     answer = s.check()
@@ -372,7 +409,9 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}")
 
-    for term, where in case.ev.divisors:
+    for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope):
+        if upto < len(case.ob.assumptions):
+            continue  # checked above, under the assumptions before it
         s.push()
         s.add(term == 0)
         answer = s.check()

@@ -219,3 +219,25 @@ def both_with_all(x):
     for ob in only(path):
         r = prove_obligation(ob, Options())
         assert r.verdict is Verdict.ERROR and "no truth value" in r.message, (ob.name, r.message)
+
+
+def test_zero_divisor_inside_an_assumption_is_an_error_not_excluded(spec_file):
+    """`divides(kbs, bs)` with kbs = 0 is `bs % 0`: Python raises, Z3 leaves it unconstrained, so
+    the assumption could silently exclude kbs = 0. Its divisor is checked under the earlier
+    assumptions only; an earlier lower bound makes it fine."""
+    path = spec_file(HEADER + """
+from capproof import divides
+
+@obligation(domain={"kbs": Range(0, 4), "bs": Range(1, 8)},
+            assumptions={"kbs divides bs": lambda kbs, bs: divides(kbs, bs)})
+def zero_possible(kbs, bs):
+    return at_most(a=bs // kbs, b=bs)
+
+@obligation(domain={"kbs": Range(0, 4), "bs": Range(1, 8)},
+            assumptions={"kbs >= 1": lambda kbs: kbs >= 1, "kbs divides bs": lambda kbs, bs: divides(kbs, bs)})
+def zero_ruled_out_first(kbs, bs):
+    return at_most(a=bs // kbs, b=bs)
+""")
+    bad = decide(path, "zero_possible")
+    assert bad.verdict is Verdict.ERROR and "in assumption 'kbs divides bs'" in bad.message and "'kbs': 0" in bad.message
+    assert decide(path, "zero_ruled_out_first").verdict is Verdict.PROVED
