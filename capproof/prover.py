@@ -281,14 +281,34 @@ def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], 
     return CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev)
 
 
+def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list[str]:
+    """Assumptions that take only case-split parameters and are false at ``fixed`` (so the case
+    is excluded whatever its claim does); empty if any of them cannot be decided or raises."""
+    out = []
+    for name, func in ob.assumptions.items():
+        params = ob.assumption_params(name)
+        if not all(p in fixed for p in params):
+            continue
+        try:
+            value = func(**{p: fixed[p] for p in params})
+        except Exception:  # noqa: BLE001 - an assumption that raises does not exclude anything
+            continue
+        if value is False:
+            out.append(name)
+    return out
+
+
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> _CaseOutcome:
     try:
         case = build_case(ob, fixed, ranges, vectors)
-    except ZeroDivisionError as exc:
-        return _CaseOutcome("error", message=f"division by zero with {fixed}: {_describe_exc(exc)}")
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
+        excluded = _concretely_false_assumptions(ob, fixed)
+        if excluded:  # e.g. `k >= 1` excludes the case k = 0 whose claim divides by k
+            return _CaseOutcome("excluded", core=excluded[:1], fixed=dict(fixed))
+        if isinstance(exc, ZeroDivisionError):
+            return _CaseOutcome("error", message=f"division by zero with {fixed}: {_describe_exc(exc)}")
         return _CaseOutcome("error", message=_describe_exc(exc))
 
     outcome = _decide_case(case, options, rlimit)
@@ -395,6 +415,50 @@ def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseO
     return None
 
 
+def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
+    """Replay up to two admitted points on ints and compare with the symbolic run there.
+
+    A proof is about the symbolic run; a model that branches on ``isinstance``/``type`` (or
+    anything else Python-only) may run differently on ints. Two probe points (the assumption
+    model, then one differing in every free parameter if there is one) catch such a divergence
+    cheaply; a disagreement is an error, never a proof.
+    """
+    if s.check() != z3.sat:
+        return None
+    model = s.model()
+    free = [v.term for v in case.scalars.values()] + [
+        e.term for entries in case.vectors.values() for e in entries if isinstance(e, SymInt)]
+    for attempt in range(2):
+        params = case.point(model)
+        symbolic_holds = z3.is_true(model.eval(case.claim, model_completion=True))
+        symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long()
+                           for k, v in case.ev.claim.values.items()}
+        try:
+            holds, values, failed = replay(case.ob, params)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return f"replay of the admitted point {params} raised {_describe_exc(exc)}"
+        if failed or holds != symbolic_holds or values != symbolic_values:
+            return str(ReplayError(
+                f"symbolic and concrete semantics disagree at the admitted point {params}: Z3 says claim "
+                f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
+                + (f" and assumptions {failed} fail" if failed else "")
+                + " (does the model branch on isinstance/type or other Python-only facts?)"
+            ))
+        if attempt or not free:
+            return None
+        s.push()
+        s.add(z3.And(*[t != model.eval(t, model_completion=True) for t in free]))
+        answer = s.check()
+        if answer == z3.sat:
+            model = s.model()
+        s.pop()
+        if answer != z3.sat:
+            return None
+    return None
+
+
 def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
@@ -425,6 +489,10 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
         s.pop()
         if answer == z3.unknown:
             return _CaseOutcome("unknown", message=f"divisor check at {where}: {s.reason_unknown()}")
+
+    problem = _probe_semantics(case, s)
+    if problem:
+        return _CaseOutcome("error", message=problem)
 
     s.push()
     s.add(z3.Not(case.claim))

@@ -241,3 +241,26 @@ def zero_ruled_out_first(kbs, bs):
     bad = decide(path, "zero_possible")
     assert bad.verdict is Verdict.ERROR and "in assumption 'kbs divides bs'" in bad.message and "'kbs': 0" in bad.message
     assert decide(path, "zero_ruled_out_first").verdict is Verdict.PROVED
+
+
+def test_model_branching_on_isinstance_is_caught_by_the_probe(spec_file):
+    """`x if isinstance(x, int) else 0` runs differently on Z3 terms and on ints: the per-case probe
+    replays admitted points on ints and reports the disagreement instead of a proof."""
+    path = spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def isinstance_trap(x):
+    return at_most(demand=x if isinstance(x, int) else 0, capacity=5)
+""")
+    r = decide(path)
+    assert r.verdict is Verdict.ERROR and "symbolic and concrete semantics disagree" in r.message
+
+
+def test_case_excluded_by_a_case_split_assumption_may_divide_by_zero(spec_file):
+    """Choice(0, 1, 2) with `k >= 1`: the k = 0 case is excluded, as with Range(0, 2)."""
+    path = spec_file(HEADER + """
+@obligation(domain={"k": Choice(0, 1, 2), "x": Range(0, 10)}, assumptions={"k >= 1": lambda k: k >= 1})
+def excluded_zero_choice(k, x):
+    return at_most(demand=x // k, capacity=10)
+""")
+    r = decide(path)
+    assert r.verdict is Verdict.PROVED and r.excluded == 1
