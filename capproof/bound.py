@@ -506,9 +506,9 @@ class BoundRun:
 
 
 REPORT_SKIPS_VECTORS = (
-    "has Vector parameters: left out of this report (Optimize over per-expert vectors is slow and often "
-    "unknown: `capproof bound spec/moe_align.py` took 3 min 48 s and left 30 cases of its 5 vector "
-    "capacity obligations unknown); run `capproof bound -k {name}`"
+    "has Vector (batch or routing) parameters: not bounded here (Optimize over many per-request or "
+    "per-expert terms is slow and often unknown; see docs/performance.md); run "
+    "`capproof bound --vectors -k {name}`"
 )
 
 

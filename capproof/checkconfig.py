@@ -79,6 +79,8 @@ def read_model_config(path: str) -> dict[str, int]:
         raise CheckError(f"--model-config {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise CheckError(f"--model-config {path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise CheckError(f"--model-config {path}: not UTF-8 text (expected a config.json)") from None
     if not isinstance(data, dict):
         raise CheckError(f"--model-config {path}: expected a JSON object")
     out: dict[str, int] = {}

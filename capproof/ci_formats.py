@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
@@ -75,15 +76,25 @@ def _suite_of(entry: dict[str, Any]) -> str:
     return entry.get("file") or entry["id"].split("::")[0]
 
 
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (e.g. terminal escape codes from a
+    model's exception message), each shown as ``\\xNN``."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _testcase(entry: dict[str, Any], kind: str) -> TestCase:
-    case = TestCase(_name(entry, kind), classname=_suite_of(entry), time=float(entry.get("seconds", 0.0)))
-    body = "\n".join(line.strip() for line in terminal_lines(entry, kind))
+    case = TestCase(_xml_text(_name(entry, kind)), classname=_xml_text(_suite_of(entry)), time=float(entry.get("seconds", 0.0)))
+    body = _xml_text("\n".join(line.strip() for line in terminal_lines(entry, kind)))
     if not entry["ok"]:
         verdict = entry["verdict"]
+        message = _xml_text(entry["message"])
         if verdict in ("proved", "counterexample"):
-            result = Failure(f"expected {entry['expect']}, got {verdict}: {entry['message']}", "verdict-mismatch")
+            result = Failure(f"expected {entry['expect']}, got {verdict}: {message}", "verdict-mismatch")
         else:
-            result = Error(f"{verdict}: {entry['message']}", verdict)
+            result = Error(f"{verdict}: {message}", verdict)
         result.text = body
         case.result = [result]
     case.system_out = body
@@ -104,7 +115,7 @@ def junit_xml(run_json: dict[str, Any]) -> JUnitXml:
         suite = suites.setdefault("capproof", TestSuite("capproof"))
         for i, message in enumerate(run_json["usage_errors"]):
             case = TestCase(f"usage {i + 1}", classname="capproof", time=0.0)
-            case.result = [Error(message, "usage")]
+            case.result = [Error(_xml_text(message), "usage")]
             suite.add_testcase(case)
     xml = JUnitXml("capproof")
     for suite in suites.values():

@@ -137,6 +137,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
           density, smt2_dir, cross_check) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
+    _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check)
     data = result.to_json()
@@ -151,6 +152,26 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
         written = _write_outputs(data, [("--json", json_out, _write_json), *outputs])
         _summary(result)
     sys.exit(result.exit_code if written else EXIT_UNDECIDED)
+
+
+def _fail(message: str) -> None:
+    """One error line on stderr and exit 2 (bad input or environment)."""
+    _err.print(f"error: {message}", markup=False, style="bold red")
+    sys.exit(EXIT_UNDECIDED)
+
+
+def _preflight(smt2_dir: str | None, cross_check: str | None) -> None:
+    """Fail before proving anything when an output directory or the second solver is unusable."""
+    if smt2_dir:
+        try:
+            os.makedirs(smt2_dir, exist_ok=True)
+        except OSError as exc:
+            _fail(f"--smt2 {smt2_dir}: cannot create: {exc.strerror or exc}")
+    if cross_check == "cvc5":
+        try:
+            import cvc5  # noqa: F401
+        except ImportError:
+            _fail("--cross-check cvc5 needs the cvc5 package: pip install 'capproof[cvc5]' (or pip install cvc5)")
 
 
 @main.command()
@@ -188,8 +209,13 @@ def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> N
     """Write proofs/<spec module>.md for every spec module in spec/ (a full, unpinned run)."""
     exit_code = 0
     if from_json:
-        with open(from_json, encoding="utf-8") as fh:
-            data = json.load(fh)
+        try:
+            with open(from_json, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            _fail(f"--from {from_json}: not a `capproof prove --json` file ({exc})")
+        if not isinstance(data, dict) or not isinstance(data.get("obligations"), list) or not isinstance(data.get("contracts", []), list):
+            _fail(f"--from {from_json}: not a `capproof prove --json` file (no obligations list)")
         if any(o.get("pins") for o in data.get("obligations", [])):
             raise click.UsageError(f"{from_json} comes from a pinned run; reports need an unpinned one")
     else:
@@ -247,9 +273,11 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> N
               metavar="PCT", help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.")
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the bounds as JSON to FILE ('-' for stdout).")
+@click.option("--vectors", is_flag=True,
+              help="Also bound obligations with Vector (batch/routing) parameters: slow, often unknown (minutes).")
 @click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} (full, unpinned run over spec/ only).")
 @click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
-def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, write, check) -> None:
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
     pins_d = _parse_pins(pins)
     if (write or check) and (paths or keyword or pins_d):
@@ -257,16 +285,14 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, write, check)
     quiet = json_out == "-" or check or write
     progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
                                               for i, line in enumerate(terminal_bound_lines(r))])
-    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress, skip_vectors=write or check)
+    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress, skip_vectors=write or check or not vectors)
     data = run_.to_json()
     for err in run_.errors:
         _err.print(f"error: {err}", markup=False, style="bold red")
     if json_out == "-":
         click.echo(json.dumps(data, indent=2))
-    elif json_out:
-        with open(json_out, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
+    elif json_out and not _write_outputs(data, [("--json", json_out, _write_json)]):
+        sys.exit(EXIT_UNDECIDED)
     exit_code = run_.exit_code
     if write or check:
         text = render_bounds_report(data["bounds"], data["not_in_report"])

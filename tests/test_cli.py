@@ -155,3 +155,46 @@ def test_report_from_json_equals_a_fresh_report(project):
     assert invoke("prove", "--json", "run.json", "--no-contracts").exit_code == 0
     assert invoke("report", "--no-contracts").exit_code == 0
     assert invoke("report", "--check", "--from", "run.json").exit_code == 0
+
+
+@pytest.mark.parametrize("content", ["[1]", "{not json", b"\xff\xfe\x00"])
+def test_report_from_a_file_that_is_not_a_run_is_one_line_exit_2(tmp_path, content):
+    bad = tmp_path / "run.json"
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = invoke("report", "--from", str(bad))
+    assert result.exit_code == 2
+    assert "not a `capproof prove --json` file" in result.output
+
+
+def test_smt2_into_a_file_path_is_one_line_exit_2(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    result = invoke("prove", "spec/vllm_kpool_tail.py", "--no-contracts", "--smt2", str(afile / "sub"))
+    assert result.exit_code == 2 and "--smt2" in result.output and "cannot create" in result.output
+
+
+def test_bound_json_to_an_unwritable_path_is_one_line_exit_2(tmp_path):
+    result = invoke("bound", "spec/vllm_kpool_tail.py", "--json", str(tmp_path / "missing" / "b.json"))
+    assert result.exit_code == 2 and "error: --json" in result.output
+
+
+def test_junit_survives_control_characters_in_a_model_message(spec_file, tmp_path):
+    path = spec_file("""
+from capproof import Range, obligation
+
+@obligation(domain={"x": Range(0, 3)})
+def raises_with_escape_codes(x):
+    raise ValueError("\\x1b[31mred\\x1b[0m and \\x00")
+""")
+    junit, sarif = tmp_path / "j.xml", tmp_path / "s.sarif"
+    result = invoke("prove", path, "--junit", str(junit), "--sarif", str(sarif))
+    assert result.exit_code == 2
+    assert junit.exists() and sarif.exists()
+    assert "\\x1b[31mred" in junit.read_text()
+
+
+def test_model_config_that_is_not_utf8_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_bytes(b"\xff\xfe{")
+    result = invoke("check-config", "--model-config", str(bad), "--", "vllm", "serve", "m")
+    assert result.exit_code == 2 and "not UTF-8" in result.output
