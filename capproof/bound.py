@@ -300,7 +300,7 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
     pins = {k: v for k, v in (pins or {}).items() if k in ob.domain}
     result = ObligationBound(ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file,
                              line=ob.line, case_id=ob.case)
-    rlimit = ob.rlimit or rlimit
+    rlimit = rlimit if ob.rlimit is None else ob.rlimit
     try:
         if ob.problems:
             raise ValueError("; ".join(ob.problems))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
@@ -143,7 +144,7 @@ def _rule_id(entry: dict[str, Any]) -> str:
 
 
 def _physical(path: str, line: int | None) -> dict[str, Any]:
-    loc: dict[str, Any] = {"artifactLocation": {"uri": path.replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"}}
+    loc: dict[str, Any] = {"artifactLocation": {"uri": urllib.parse.quote(path.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}}
     if line and line > 0:
         loc["region"] = {"startLine": int(line)}
     return {"physicalLocation": loc}

@@ -641,7 +641,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     """Decide ``ob``: proved, counterexample, unknown, vacuous or error (never raises)."""
     options = options or Options()
     started = time.perf_counter()
-    rlimit = ob.rlimit or options.rlimit
+    rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
     result = ObligationResult(
         id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,

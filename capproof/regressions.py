@@ -23,6 +23,7 @@ project root (the working directory).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -64,7 +65,10 @@ def witness_filename(w: dict[str, Any]) -> str:
         name += f"+{w['trigger']}"
     if w.get("pins"):
         name += "@" + ",".join(f"{k}={_pin_text(v)}" for k, v in sorted(w["pins"].items()))
-    return re.sub(r"[^A-Za-z0-9_.=,@+-]", "_", name) + ".json"
+    safe = re.sub(r"[^A-Za-z0-9_.=,@+-]", "_", name)
+    if safe != name:  # two names that sanitise alike ("y is 3!", "y_is_3_") must not share a file
+        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return safe + ".json"
 
 
 def witnesses(run_json: dict[str, Any]) -> list[dict[str, Any]]:

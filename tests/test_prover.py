@@ -264,3 +264,13 @@ def excluded_zero_choice(k, x):
 """)
     r = decide(path)
     assert r.verdict is Verdict.PROVED and r.excluded == 1
+
+
+def test_obligation_rlimit_zero_is_an_error_not_the_default(spec_file):
+    path = spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 3)}, rlimit=0)
+def no_budget(x):
+    return x >= 0
+""")
+    r = decide(path)
+    assert r.verdict is Verdict.ERROR and "rlimit must be an int" in r.message

@@ -132,7 +132,7 @@ def test_vector_params_and_trigger_witnesses_round_trip(tmp_path, monkeypatch):
     result = invoke("counterexamples", "--out", "out")
     assert result.exit_code == 0, result.output
     rows = read_witnesses(str(tmp_path / "out"))
-    assert [fn for fn, _ in rows] == ["spec.vec.batch_fits+one_long_request.json", "spec.vec.batch_fits.json"]
+    assert [fn for fn, _ in rows] == ["spec.vec.batch_fits+one_long_request-259ad81d.json", "spec.vec.batch_fits.json"]
     by_trigger = {w.get("trigger"): w for _, w in rows}
     assert by_trigger[None]["params"] == entry["counterexample"]["params"]
     assert by_trigger["one long request"]["params"] == points[1]["params"]
@@ -173,3 +173,12 @@ def test_committed_regressions_module_matches_its_witnesses():
     assert rows, "tests/regressions/ holds the committed counterexample witnesses"
     with open(os.path.join(directory, MODULE_NAME), encoding="utf-8") as fh:
         assert fh.read() == render_module(rows, "../..")
+
+
+def test_trigger_names_that_sanitise_alike_get_distinct_files():
+    from capproof.regressions import witness_filename
+
+    base = {"spec": "spec/x.py", "name": "ob", "pins": {}}
+    a = witness_filename({**base, "trigger": "y is 3!"})
+    b = witness_filename({**base, "trigger": "y_is_3_"})
+    assert a != b and b == "spec.x.ob+y_is_3_.json"
