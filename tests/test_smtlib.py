@@ -82,3 +82,23 @@ def test_cli_smt2_and_cross_check(tmp_path):
                                     "--smt2", str(tmp_path), "--cross-check", "cvc5"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert len(os.listdir(tmp_path)) == 8  # 2 obligations x 4 block sizes
+
+
+def test_parameters_named_like_smtlib_reserved_words_are_renamed(spec_file, tmp_path):
+    """`let` and `true` as parameter names must not be written bare (cvc5 would misparse them)."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    path = spec_file("""
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"let": Range(0, 10), "true": Range(0, 3)}, expect="counterexample")
+def weird_names(let, true):
+    return at_most(demand=let + true, capacity=5)
+""")
+    out = tmp_path / "smt"
+    result = CliRunner().invoke(main, ["prove", path, "--smt2", str(out), "--cross-check", "cvc5"])
+    assert result.exit_code == 0, result.output
+    text = "".join(p.read_text() for p in out.iterdir())
+    assert "(declare-fun let__param () Int)" in text and "(declare-fun true__param () Int)" in text
