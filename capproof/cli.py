@@ -130,7 +130,7 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 @click.option("--density", type=click.Choice(["off", "cheap", "full"]), default="cheap", show_default=True,
               help="Failure density of counterexamples; 'full' also enumerates ranges up to 2**22 values (slow).")
 @click.option("--smt2", "smt2_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Write each case's query (constraints, lemmas, negated claim) to DIR/<obligation>__<case>.smt2.")
+              help="Write each case's query (constraints, lemmas, negated claim) to DIR/<spec module>.<obligation>__<case>.smt2.")
 @click.option("--cross-check", "cross_check", type=click.Choice(["cvc5"]), default=None,
               help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
@@ -195,7 +195,8 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
         sys.exit(EXIT_UNDECIDED)
     _summary(result)
     where = f"; {written['module']} replays {written['rows']}" if written["module"] else ""
-    _console.print(f"wrote {len(written['witnesses'])} witnesses to {out_dir} ({len(written['changed'])} files changed){where}",
+    n = len(written["witnesses"])
+    _console.print(f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",
                    markup=False)
     sys.exit(result.exit_code)
 
