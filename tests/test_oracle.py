@@ -39,6 +39,12 @@ def _slice(ob: Obligation, budget: int, pins: dict[str, int]) -> list[dict[str, 
         n_finite *= len(values)
     per_axis = max(2, int((budget / n_finite) ** (1 / max(1, len(ranges) + 2 * len(vectors)))))
     axes = {**finite, **{n: list(range(d.lo, min(d.hi, d.lo + per_axis - 1) + 1)) for n, d in ranges.items()}}
+    n_combos = 1
+    for n in scalars:
+        n_combos *= len(axes[n])
+    # at most ~16 * budget ints in all: long vectors (1024 experts) get few entry combinations
+    width = 1 + sum(ob.domain[v].size for v in vectors)
+    per_combo = max(1, (16 * budget) // (n_combos * width))
     points: list[dict[str, object]] = []
     for combo in itertools.product(*(axes[n] for n in scalars)):
         point: dict[str, object] = dict(zip(scalars, combo))
@@ -47,8 +53,8 @@ def _slice(ob: Obligation, budget: int, pins: dict[str, int]) -> list[dict[str, 
             dom = ob.domain[v]
             n = dom.size if dom.length is None else point[dom.length]
             values = list(range(dom.elem.lo, min(dom.elem.hi, dom.elem.lo + min(per_axis, 3) - 1) + 1))
-            entry_axes.append(list(itertools.islice(itertools.product(values, repeat=n), budget)))
-        for entries in itertools.product(*entry_axes):
+            entry_axes.append(list(itertools.islice(itertools.product(values, repeat=n), per_combo)))
+        for entries in itertools.islice(itertools.product(*entry_axes), per_combo):
             points.append({**point, **{v: list(e) for v, e in zip(vectors, entries)}})
     if len(points) > 4 * budget:  # an even, deterministic sample
         step = len(points) / (4 * budget)
