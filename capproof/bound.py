@@ -35,7 +35,7 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .prover import CaseProblem, _describe_exc, _minimize, build_case, effective_domains, minimize_term, replay
+from .prover import CaseProblem, _describe_exc, _minimize, build_case, checked_domains, minimize_term, replay
 from .symbolic import to_z3_int
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
@@ -302,9 +302,7 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
                              line=ob.line, case_id=ob.case)
     rlimit = rlimit if ob.rlimit is None else ob.rlimit
     try:
-        if ob.problems:
-            raise ValueError("; ".join(ob.problems))
-        finite, ranges, vectors = effective_domains(ob, pins)
+        finite, ranges, vectors = checked_domains(ob, pins, rlimit)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:

@@ -637,6 +637,18 @@ def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, l
     return finite, ranges, vectors
 
 
+def checked_domains(ob: Obligation, pins: dict[str, int], rlimit: object) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+    """:func:`effective_domains` after checking the obligation is runnable.
+
+    Raises SpecError for an rlimit outside 1..2**32-1 or a problem recorded at declaration.
+    """
+    if not (isinstance(rlimit, int) and not isinstance(rlimit, bool) and 1 <= rlimit < 2**32):
+        raise SpecError(f"rlimit must be an int in 1..2**32-1, got {rlimit!r}")
+    if ob.problems:
+        raise SpecError("; ".join(ob.problems))
+    return effective_domains(ob, pins)
+
+
 def prove_obligation(ob: Obligation, options: Options | None = None) -> ObligationResult:
     """Decide ``ob``: proved, counterexample, unknown, vacuous or error (never raises)."""
     options = options or Options()
@@ -649,12 +661,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
     )
     try:
-        if not (isinstance(rlimit, int) and not isinstance(rlimit, bool) and 1 <= rlimit < 2**32):
-            raise SpecError(f"rlimit must be an int in 1..2**32-1, got {rlimit!r}")
         result.models = ob.models_used()
-        if ob.problems:
-            raise SpecError("; ".join(ob.problems))
-        finite, ranges, vectors = effective_domains(ob, pins)
+        finite, ranges, vectors = checked_domains(ob, pins, rlimit)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
