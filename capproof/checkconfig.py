@@ -28,11 +28,14 @@ from .verdict import ObligationResult, Options, Verdict
 from .vllm_flags import VLLM_VERSION
 from .vllm_serve import ServeConfig
 
-__all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "SUPPORTED_VLLM"]
+__all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
 
 #: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
 #: 0.21.0, #50302 in 0.27.0, #50823 in 0.28.0).
 SUPPORTED_VLLM = (Version("0.18.0"), Version(VLLM_VERSION))
+#: vLLM-Ascend releases the corpus covers (C3: vllm-project/vllm-ascend#14024 on main, #14114 its
+#: v0.26.0rc backport).
+SUPPORTED_VLLM_ASCEND = (Version("0.18.0"), Version("0.33.0"))
 
 #: Parameters that describe the deployment (pinned from flags when given); every other parameter
 #: of an obligation is part of the batch and stays symbolic.
@@ -54,19 +57,25 @@ class CheckError(ValueError):
 
 
 def parse_engine(text: str) -> tuple[str, str]:
-    """``vllm`` or ``vllm==0.23.0`` -> (engine, version); default version is the pinned one."""
+    """``vllm``, ``vllm==0.23.0`` or ``vllm-ascend==0.25.0`` -> (engine, version).
+
+    vLLM's default version is the pinned one; vLLM-Ascend (a plugin run by the same ``vllm serve``
+    command line) needs its version. Raises CheckError for anything else.
+    """
     name, sep, version = text.partition("==")
     name = name.strip().lower()
-    if name != "vllm":
-        raise CheckError(f"--engine {text!r}: only vllm is supported (e.g. vllm or vllm==0.23.0)")
+    if name not in ("vllm", "vllm-ascend"):
+        raise CheckError(f"--engine {text!r}: supported are vllm[==VERSION] and vllm-ascend==VERSION")
+    if name == "vllm-ascend" and not sep:
+        raise CheckError(f"--engine {text!r}: give the vLLM-Ascend release, e.g. vllm-ascend==0.25.0")
     version = version.strip() if sep else VLLM_VERSION
     try:
         parsed = Version(version)
     except InvalidVersion:
         raise CheckError(f"--engine {text!r}: {version!r} is not a version") from None
-    lo, hi = SUPPORTED_VLLM
+    lo, hi = SUPPORTED_VLLM if name == "vllm" else SUPPORTED_VLLM_ASCEND
     if not (lo <= parsed <= hi):
-        raise CheckError(f"--engine {text!r}: capproof models vLLM {lo}..{hi}")
+        raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
     return name, version
 
 
@@ -107,6 +116,8 @@ def pins_for(cfg: ServeConfig, model: dict[str, int] | None = None) -> dict[str,
                         ("max_cudagraph_capture_size", cfg.max_cudagraph_capture_size)):
         if value is not None:
             pins[name] = value
+    if cfg.max_num_seqs is not None:
+        pins["max_num_reqs"] = cfg.max_num_seqs  # vLLM-Ascend's (and the runner's) name for it
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         pins["kernel_block_size"] = DSA_CUDA_KERNEL_BLOCK_SIZE
     pins.update(model)
@@ -223,7 +234,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then one block per obligation."""
     lines: list[str] = []
     head = {"safe": "safe", "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
-    lines.append(f"{head}: vLLM {outcome.version}, {cfg.describe()}")
+    engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend"}.get(outcome.engine, outcome.engine)
+    lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     for c in outcome.checked:
         ob = c.obligation
         case = f" [{ob.case}]" if ob.case else ""
@@ -247,7 +259,9 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             for w in r.witnesses:  # trigger witnesses: the smallest batch taking each failing path
                 if w.found:
                     wbatch = {k: v for k, v in w.params.items() if k not in c.pinned and k not in CONFIG_PARAMS}
-                    lines.append(f"          smallest batch that {w.name}: " + ", ".join(f"{k}={v}" for k, v in wbatch.items()))
+                    shown = ", ".join(f"{k}={v}" for k, v in wbatch.items())
+                    values = ", ".join(f"{k}={v}" for k, v in w.values.items())
+                    lines.append(f"          smallest batch that {w.name}: {shown} ({values})")
                 else:
                     lines.append(f"          no batch {w.name}: {w.message}")
             if config:

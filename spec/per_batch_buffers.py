@@ -37,7 +37,7 @@ _C3 = {
     "max_num_reqs": Range(1, BATCH),
     "max_num_batched_tokens": Range(1, 2**16),
     "num_speculative_tokens": Choice(range(1, 7)),
-    "dcp": Choice(1, 4),
+    "dcp": Choice(1, 2, 4, 8),
     "num_reqs": Range(1, BATCH),
     "query_lens": Vector(BATCH, Range(1, 2**16), length="num_reqs"),
 }
@@ -50,6 +50,7 @@ _C3_FACTS = {
 @obligation(
     domain=_C3, assumptions=_C3_FACTS, expect="counterexample", case="vllm-ascend-mtp-slot-mapping-capacity",
     sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#13710"],
+    engine="vllm-ascend", versions="<0.26.0rc1",
     witnesses={"every request a full MTP decode": lambda query_lens, num_reqs, num_speculative_tokens: all_of(
         *(implies(i < num_reqs, q == 1 + num_speculative_tokens) for i, q in enumerate(query_lens)))},
 )
@@ -59,7 +60,8 @@ def slot_mapping_fits_before_14024(max_num_reqs, max_num_batched_tokens, num_spe
     DCP 4, MTP 5, max_num_reqs 12, mnbt 80: 104 entries. The smallest failing batch has 11
     requests (105 slots); 11 full MTP decodes (6 tokens each) give the reported 110. At ``K = 3``
     the appended ``K - 1 = 2`` equals the stale slack: no counterexample (the regression tests
-    avoid that value). ``dcp`` enters only as ``dcp > 1``, so {1, 4} covers {1, 2, 4, 8}.
+    avoid that value). ``dcp`` enters only as ``dcp > 1``. Tagged for ``check-config --engine
+    vllm-ascend``: releases before v0.26.0rc1 (assumed first release with the #14114 backport).
     """
     return at_most(demand=slot_mapping_demand(query_lens, num_reqs, num_speculative_tokens, dcp),
                    capacity=slot_mapping_capacity_before_14024(max_num_batched_tokens, max_num_reqs))
@@ -68,6 +70,7 @@ def slot_mapping_fits_before_14024(max_num_reqs, max_num_batched_tokens, num_spe
 @obligation(
     domain=_C3, assumptions=_C3_FACTS, expect="proved", case="vllm-ascend-mtp-slot-mapping-capacity",
     sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#14114"],
+    engine="vllm-ascend", versions=">=0.26.0rc1",
 )
 def slot_mapping_fits_14024(max_num_reqs, max_num_batched_tokens, num_speculative_tokens, dcp, num_reqs, query_lens):
     """``mnbt + max(K - 1, 0) * max_num_reqs`` (#14024): rests on both scheduler facts (tokens
@@ -97,6 +100,7 @@ def slot_mapping_pair_equal_one_side_fixed(max_num_reqs, max_num_batched_tokens,
 @obligation(
     domain=_C3_PAIR, expect="proved", case="vllm-ascend-mtp-slot-mapping-capacity",
     sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#14114"],
+    engine="vllm-ascend", versions=">=0.26.0rc1",
 )
 def slot_mapping_pair_equal_both_fixed(max_num_reqs, max_num_batched_tokens, num_speculative_tokens):
     """Both sides use the #14024 formula: equal sizes for every configuration."""

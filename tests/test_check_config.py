@@ -158,3 +158,27 @@ def test_batch_limits_from_flags_become_assumptions():
     assert result.exit_code == 1, result.output
     assert "ERROR" not in result.output and "KeyError" not in result.output
     assert "smallest batch that raises (variable-length flatten copy): num_decodes=1" in result.output
+
+
+ASCEND_DCP4_MTP5 = ["vllm", "serve", "glm", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
+                    "-sc", '{"num_speculative_tokens": 5}']
+
+
+def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():
+    """vllm-ascend-mtp-slot-mapping-capacity: the 104-entry buffer (80 + 2 * 12); the smallest
+    overflow is 105, and 11 full MTP decodes give the reported 110."""
+    result = check("--engine", "vllm-ascend==0.25.0", "--", *ASCEND_DCP4_MTP5)
+    assert result.exit_code == 1, result.output
+    assert "slot_mapping_fits_before_14024" in result.output and "demand=105, capacity=104" in result.output
+    assert "every request a full MTP decode: num_reqs=11" in result.output and "(demand=110, capacity=104)" in result.output
+
+
+def test_ascend_dcp4_mtp5_12_requests_safe_after_the_fix():
+    result = check("--engine", "vllm-ascend==0.26.0", "--", *ASCEND_DCP4_MTP5)
+    assert result.exit_code == 0, result.output
+    assert "safe    spec/per_batch_buffers.py::slot_mapping_fits_14024" in result.output
+
+
+def test_ascend_needs_a_version():
+    result = check("--engine", "vllm-ascend", "--", *ASCEND_DCP4_MTP5)
+    assert result.exit_code == 2 and "give the vLLM-Ascend release" in result.output

@@ -85,7 +85,7 @@ WITNESSES = [
     ),
     pytest.param(
         'spec/per_batch_buffers.py', 'slot_mapping_fits_before_14024',
-        {'dcp': 4, 'max_num_batched_tokens': 1, 'max_num_reqs': 1, 'num_reqs': 1, 'num_speculative_tokens': 4, 'query_lens': [1]},
+        {'dcp': 2, 'max_num_batched_tokens': 1, 'max_num_reqs': 1, 'num_reqs': 1, 'num_speculative_tokens': 4, 'query_lens': [1]},
         {'capacity': 3, 'demand': 4},
         id='spec.per_batch_buffers.slot_mapping_fits_before_14024',
     ),
