@@ -17,6 +17,7 @@ __all__ = [
     "vllm_sorted_ids_capacity",
     "vllm_sorted_ids_capacity_before_small_numel_min",
     "sglang_sorted_ids_capacity",
+    "deepep_v2_sorted_ids_capacity",
     "num_tokens_post_pad",
     "expert_ids_capacity",
     "max_write_position",
@@ -70,6 +71,20 @@ def sglang_sorted_ids_capacity(numel, num_experts, block_size):
     n_buckets = num_experts + 1
     cap = select(numel < n_buckets, numel * block_size, numel + n_buckets * (block_size - 1))
     return round_up(cap, 4)
+
+
+def deepep_v2_sorted_ids_capacity(numel, local_num_experts, block_size):
+    """``len(sorted_ids)`` of the DeepEP-v2 fused path, sized with the **local** expert count
+    (entries; ``numel`` counts every received slot, valid or not).
+
+    Source: vLLM 0.33.0 ``vllm/model_executor/layers/fused_moe/fused_globalize_align_block_size.py``::
+
+        max_num_tokens_padded = numel + local_num_experts * (block_size - 1)
+        if numel < local_num_experts:
+            max_num_tokens_padded = min(numel * block_size, max_num_tokens_padded)
+    """
+    cap = numel + local_num_experts * (block_size - 1)
+    return select(numel < local_num_experts, minimum(numel * block_size, cap), cap)
 
 
 def num_tokens_post_pad(counts, block_size):

@@ -17,6 +17,7 @@ from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_th
 from capproof.arith import all_of, total
 from models.moe_align import (
     ck_workspace_index,
+    deepep_v2_sorted_ids_capacity,
     ck_workspace_index_6242,
     expert_ids_capacity,
     gemm_max_read_offset,
@@ -266,3 +267,52 @@ def splitk_padding_row_within_proposed_output_real_tiles(token_num, topk, num_ex
     numel = token_num * topk
     rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
     return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
+
+
+_EP = {
+    "numel": NUMEL,
+    "local_num_experts": Choice(8, 32),
+    "ep_size": Choice(2, 4),
+    "block_size_m": ALIGN_BLOCKS,
+    "buckets": Vector(128, Range(0, 2**20), length="num_buckets"),
+    "num_buckets": Choice(8, 16, 32, 64, 128),
+}
+_VALID_ROUTES = {
+    "valid routes counted once: sum(buckets) <= numel": lambda buckets, numel: total(buckets) <= numel,
+}
+
+
+@obligation(
+    domain=_EP,
+    assumptions={**_VALID_ROUTES, "buckets are this rank's local experts":
+                 lambda num_buckets, local_num_experts: num_buckets == local_num_experts},
+    expect="proved",
+    case="moe-align-capacity",
+    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/fused_globalize_align_block_size.py"],
+    rlimit=100_000_000,
+)
+def deepep_v2_sorted_ids_fit_local_routing(numel, local_num_experts, ep_size, block_size_m, buckets, num_buckets):
+    """DeepEP v2 sizes with the local expert count and counts this rank's routes only: fits for
+    every routing in which valid routes are at most ``numel`` (padding slots are not counted)."""
+    return at_most(
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size_m),
+        capacity=deepep_v2_sorted_ids_capacity(numel, local_num_experts, block_size_m),
+    )
+
+
+@obligation(
+    domain=_EP,
+    assumptions={**_VALID_ROUTES, "buckets are every rank's experts (global ids)":
+                 lambda num_buckets, local_num_experts, ep_size: num_buckets == local_num_experts * ep_size},
+    expect="counterexample",
+    case="moe-align-capacity",
+    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/fused_globalize_align_block_size.py"],
+    rlimit=100_000_000,
+)
+def local_sizing_with_global_counts(numel, local_num_experts, ep_size, block_size_m, buckets, num_buckets):
+    """Fact (b) broken: sized for the local experts, counted over global ids (as a path that
+    forgot to filter other ranks' experts would): more non-empty buckets than the sizing allows."""
+    return at_most(
+        num_tokens_post_pad=num_tokens_post_pad(buckets, block_size_m),
+        capacity=deepep_v2_sorted_ids_capacity(numel, local_num_experts, block_size_m),
+    )

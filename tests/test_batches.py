@@ -255,3 +255,11 @@ def witness_vector_with_choice_length(n, xs):
     assert second.counterexample.params == {"n": 1, "xs": [6]}
     (w,) = second.witnesses
     assert w.found and w.params == {"n": 2, "xs": [6, 1]}
+
+
+def test_moe_local_sizing_with_global_counts_also_gives_129_vs_144():
+    """Fact (b) broken under EP: DeepEP v2 sizing for 8 local experts, 9 routes counted over 16
+    global buckets: num_tokens_post_pad 144 against 129 entries, the wna16 report's numbers again."""
+    r = prove("spec/moe_align.py", "local_sizing_with_global_counts", local_num_experts=8, ep_size=2, block_size_m=16, numel=9)
+    assert_counterexample(r, num_tokens_post_pad=144, capacity=129)
+    assert_proved(prove("spec/moe_align.py", "deepep_v2_sorted_ids_fit_local_routing", local_num_experts=8, block_size_m=16))

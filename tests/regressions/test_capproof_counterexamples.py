@@ -24,6 +24,12 @@ WITNESSES = [
         id='spec.moe_align.ck_sorting_slot_in_range_before_6242',
     ),
     pytest.param(
+        'spec/moe_align.py', 'local_sizing_with_global_counts',
+        {'block_size_m': 16, 'buckets': [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1], 'ep_size': 2, 'local_num_experts': 8, 'num_buckets': 16, 'numel': 9},
+        {'capacity': 129, 'num_tokens_post_pad': 144},
+        id='spec.moe_align.local_sizing_with_global_counts',
+    ),
+    pytest.param(
         'spec/moe_align.py', 'splitk_padding_row_within_output',
         {'block_m': 16, 'num_experts': 8, 'token_num': 1, 'topk': 1},
         {'row': 2, 'rows': 1},
