@@ -19,6 +19,7 @@ __all__ = [
     "sglang_sorted_ids_capacity",
     "deepep_v2_sorted_ids_capacity",
     "num_tokens_post_pad",
+    "moe_align_demand_bound",
     "expert_ids_capacity",
     "max_write_position",
     "gemm_max_read_offset",
@@ -94,6 +95,17 @@ def num_tokens_post_pad(counts, block_size):
     indicative for 0.33.0): each expert's run of ids is padded to a whole block.
     """
     return total(round_up(c, block_size) for c in counts)
+
+
+def moe_align_demand_bound(numel, active_experts, block_size):
+    """Entries the align kernel writes at most: ``numel + min(numel, active) * (block_size - 1)``.
+
+    Each of at most ``min(numel, active)`` non-empty experts pads its count up to a multiple of
+    ``block_size`` (reference §8.1, derived from the kernel; unconfirmed for 0.33.0's csrc). The
+    obligations in spec/moe_align.py prove :func:`num_tokens_post_pad` against the capacity
+    directly; this closed form is the bound the corpus states (B0).
+    """
+    return numel + minimum(numel, active_experts) * (block_size - 1)
 
 
 def expert_ids_capacity(sorted_ids_capacity, block_size):

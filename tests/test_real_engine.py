@@ -18,7 +18,7 @@ from capproof import arith, Options, Verdict
 from capproof.domain import Choice, PowersOfTwo, Range
 from capproof.loader import load
 from capproof.prover import prove_obligation
-from models.sglang import moe_align as m_moe
+from models import moe_align as m_moe
 from models.vllm import block_table as m_bt
 from models.vllm import cudagraph as m_cg
 from models.vllm import indexer_prefill as m_pf
@@ -235,7 +235,7 @@ def test_vllm_moe_align_capacity(tokens, topk, experts, block, pad):
     cap = m_moe.vllm_sorted_ids_capacity(numel, experts, block, pad)
     point = dict(numel=numel, num_experts=experts, block_size=block, pad_sorted_ids=pad)
     same("vLLM moe_align sorted_ids capacity", point, cap, seen["sorted_ids"])
-    same("vLLM moe_align expert_ids capacity", point, arith.cdiv(cap, block), seen["expert_ids"])
+    same("vLLM moe_align expert_ids capacity", point, m_moe.expert_ids_capacity(cap, block), seen["expert_ids"])
     assert m_moe.moe_align_demand_bound(numel, experts, block) <= cap or pad
 
 
