@@ -376,21 +376,24 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
     return s.model(), True
 
 
-def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int]) -> str | None:
-    """None if ``params`` violates the claim on ints with the same named values; else why not."""
+def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int],
+                  symbolic_holds: bool = False) -> str | None:
+    """None if ``params`` replays on plain ints as the symbolic run says: assumptions hold, the
+    claim's truth is ``symbolic_holds`` (False: a counterexample) and the named values agree;
+    else why not."""
     try:
         holds, values, failed = replay(case.ob, params)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        return f"replay of {params} raised {_describe_exc(exc)}"
+        return f"replay of the solver point {params} raised {_describe_exc(exc)}"
     if failed:
         return str(ReplayError(f"solver point {params} violates assumptions {failed} on ints"))
-    if holds:
-        return str(ReplayError(f"solver point {params} does not violate the claim when replayed on ints"))
-    if values != symbolic_values:
+    if holds != symbolic_holds or values != symbolic_values:
         return str(ReplayError(
-            f"symbolic and concrete semantics disagree at {params}: Z3 {symbolic_values}, Python {values}"
+            f"symbolic and concrete semantics disagree at the solver point {params}: Z3 says claim "
+            f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
+            " (does the model branch on isinstance/type or other Python-only facts?)"
         ))
     return None
 
@@ -433,19 +436,9 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
         symbolic_holds = z3.is_true(model.eval(case.claim, model_completion=True))
         symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long()
                            for k, v in case.ev.claim.values.items()}
-        try:
-            holds, values, failed = replay(case.ob, params)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            return f"replay of the admitted point {params} raised {_describe_exc(exc)}"
-        if failed or holds != symbolic_holds or values != symbolic_values:
-            return str(ReplayError(
-                f"symbolic and concrete semantics disagree at the admitted point {params}: Z3 says claim "
-                f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
-                + (f" and assumptions {failed} fail" if failed else "")
-                + " (does the model branch on isinstance/type or other Python-only facts?)"
-            ))
+        problem = _replay_check(case, params, symbolic_values, symbolic_holds)
+        if problem:
+            return problem
         if attempt or not free:
             return None
         s.push()
