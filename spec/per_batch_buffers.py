@@ -4,7 +4,6 @@ Batches are ``Vector(BATCH, …, length="num_reqs")`` parameters (one entry per 
 facts are named assumptions, so each proof's unsat core names the facts it rests on.
 """
 
-import os
 
 from capproof import Choice, Range, all_of, any_of, at_most, claim, equal, implies, obligation
 from capproof.arith import total
@@ -19,16 +18,14 @@ from models.lmdeploy.guided_decoding import (
 )
 from models.trtllm.cuda_graph import forward_tokens, scheduled_tokens_16101, scheduled_tokens_before_16101
 from models.vllm.gdn import state_index_column, state_index_column_fixed
-from models.vllm.spec_decode import last_token_row, mtp_reader_source_row_47238, mtp_reader_source_row_before_47238
+from models.vllm.spec_decode import uniform_decode_query_len, last_token_row, mtp_reader_source_row_47238, mtp_reader_source_row_before_47238
 from models.vllm_ascend.mtp_slot_mapping import (
     slot_mapping_capacity_14024,
     slot_mapping_capacity_before_14024,
     slot_mapping_demand,
 )
+from spec._batches import BATCH
 
-#: Requests per batch vector. ``CAPPROOF_BATCH`` overrides it for measurement only
-#: (docs/performance.md); proofs/ are generated with the default.
-BATCH = int(os.environ.get("CAPPROOF_BATCH", "64"))
 
 # ---------------------------------------------------------------------------------------------
 # C3 vllm-ascend-mtp-slot-mapping-capacity
@@ -52,7 +49,7 @@ _C3_FACTS = {
     sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#13710"],
     engine="vllm-ascend", versions="<0.26.0rc1",
     witnesses={"every request a full MTP decode": lambda query_lens, num_reqs, num_speculative_tokens: all_of(
-        *(implies(i < num_reqs, q == 1 + num_speculative_tokens) for i, q in enumerate(query_lens)))},
+        *(implies(i < num_reqs, q == uniform_decode_query_len(num_speculative_tokens)) for i, q in enumerate(query_lens)))},
 )
 def slot_mapping_fits_before_14024(max_num_reqs, max_num_batched_tokens, num_speculative_tokens, dcp, num_reqs, query_lens):
     """``mnbt + 2 * max_num_reqs`` vs ``tokens + (K - 1) * active requests`` with DCP and MTP on.
@@ -114,7 +111,7 @@ def slot_mapping_pair_equal_both_fixed(max_num_reqs, max_num_batched_tokens, num
 # C5 vllm-gdn-num-accepted-minus-one: the column of ssm_state_indices read for a request.
 
 _C5 = {"num_speculative_tokens": Range(1, 6), "num_accepted_tokens": Range(0, 7)}
-_C5_FACTS = {"num_accepted_tokens <= 1 + num_speculative_tokens": lambda num_accepted_tokens, num_speculative_tokens: num_accepted_tokens <= 1 + num_speculative_tokens}
+_C5_FACTS = {"num_accepted_tokens <= 1 + num_speculative_tokens": lambda num_accepted_tokens, num_speculative_tokens: num_accepted_tokens <= uniform_decode_query_len(num_speculative_tokens)}
 
 
 def _in_row(column, num_speculative_tokens):
@@ -217,7 +214,7 @@ _E4 = {
 }
 _E4_FACTS = {
     "j < num_reqs (a reader row)": lambda j, num_reqs: j < num_reqs,
-    "step-0 query length <= 1 + num_speculative_tokens": lambda query_lens, num_speculative_tokens: all_of(*(q <= 1 + num_speculative_tokens for q in query_lens)),
+    "step-0 query length <= 1 + num_speculative_tokens": lambda query_lens, num_speculative_tokens: all_of(*(q <= uniform_decode_query_len(num_speculative_tokens) for q in query_lens)),
     "sum of step-0 rows <= max_num_batched_tokens": lambda query_lens, max_num_batched_tokens: total(query_lens) <= max_num_batched_tokens,
 }
 

@@ -26,12 +26,9 @@ from models.trtllm.cuda_graph import (
     max_cuda_graph_bs_fixed,
 )
 from models.vllm.spec_decode import proposer_arange_len_0_33, proposer_arange_len_16316, query_start_loc_entries
+from spec._batches import BATCH, DECODE_BATCH_FACTS
 
-import os
 
-#: Requests per batch vector. ``CAPPROOF_BATCH`` overrides it for measurement only
-#: (docs/performance.md); proofs/ are generated with the default.
-BATCH = int(os.environ.get("CAPPROOF_BATCH", "64"))
 
 # ---------------------------------------------------------------------------------------------
 # C1 sglang-nsa-dsa-page-table-specdec: the graph page_table (destination) vs req_to_token
@@ -131,8 +128,7 @@ _C2 = {
 _C2_FACTS = {
     "num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
     "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
-    "decode length <= 1 + num_speculative_tokens": lambda decode_lens, num_speculative_tokens: all_of(*(d <= 1 + num_speculative_tokens for d in decode_lens)),
-    "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens: total(decode_lens) <= max_num_batched_tokens,
+    **DECODE_BATCH_FACTS,
 }
 
 

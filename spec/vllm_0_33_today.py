@@ -5,7 +5,6 @@ Batches are ``Vector(BATCH, …)`` parameters (``BATCH`` requests at most); the 
 dispatcher facts each proof rests on are named assumptions and appear in its unsat core.
 """
 
-import os
 
 from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
 from capproof.arith import max_of, min_of, total
@@ -18,14 +17,9 @@ from models.vllm.indexer_buffers import (
     padded_decode_rows,
     split_decodes_require_uniform,
 )
-from models.vllm.spec_decode import proposer_arange_len_0_33, query_start_loc_entries
+from models.vllm.spec_decode import uniform_decode_query_len, proposer_arange_len_0_33, query_start_loc_entries
+from spec._batches import BATCH, SPLIT_BATCH, DECODE_BATCH_FACTS
 
-#: Requests per batch vector. ``CAPPROOF_BATCH`` overrides it for measurement only
-#: (docs/performance.md); proofs/ are generated with the default.
-BATCH = int(os.environ.get("CAPPROOF_BATCH", "64"))
-#: The uniform-split proof (a chain over the batch) is the expensive one: 16 requests prove in
-#: ~2 s, 32 in ~9 s, 64 exhaust the default rlimit (docs/performance.md).
-SPLIT_BATCH = int(os.environ.get("CAPPROOF_SPLIT_BATCH", "16"))
 
 _CONFIG = {
     "max_num_seqs": Range(1, BATCH),
@@ -68,8 +62,7 @@ _DECODES = {
 }
 _DECODE_FACTS = {
     **_CONFIG_FACTS,
-    "decode length <= 1 + num_speculative_tokens": lambda decode_lens, num_speculative_tokens: all_of(*(d <= 1 + num_speculative_tokens for d in decode_lens)),
-    "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens: total(decode_lens) <= max_num_batched_tokens,
+    **DECODE_BATCH_FACTS,
 }
 
 
@@ -125,7 +118,7 @@ _SPLIT_FACTS = {
     # count is min(padded // (1 + K), max_num_seqs) with padded <= max_cudagraph_capture_size <=
     # mnbt (proved below: cudagraph_* obligations).
     "zero-length requests only as uniform CUDA-graph padding": lambda query_lens, num_reqs, num_speculative_tokens, max_num_batched_tokens: implies(
-        any_of(*(all_of(i < num_reqs, q == 0) for i, q in enumerate(query_lens))), num_reqs * (1 + num_speculative_tokens) <= max_num_batched_tokens),
+        any_of(*(all_of(i < num_reqs, q == 0) for i, q in enumerate(query_lens))), num_reqs * uniform_decode_query_len(num_speculative_tokens) <= max_num_batched_tokens),
     "the first request is not padding": lambda query_lens: query_lens[0] >= 1,
 }
 

@@ -13,6 +13,7 @@ from models.vllm.block_table import (
     uniform_type_max_num_blocks_per_req_before_50823,
 )
 from models.vllm.indexer import takes_uniform_decode_copy, takes_variable_decode_copy
+from models.vllm.spec_decode import uniform_decode_query_len
 
 #: ``max_model_len`` up to 2**21 tokens (2M context), well past every report (<= 1M).
 MAX_MODEL_LEN = Range(1, 2**21)
@@ -96,7 +97,7 @@ _BATCH = {
 }
 _BATCH_FACTS = {
     "min_decode_len <= max_decode_len": lambda min_decode_len, max_decode_len: min_decode_len <= max_decode_len,
-    "decode length <= 1 + num_speculative_tokens": lambda max_decode_len, num_speculative_tokens: max_decode_len <= 1 + num_speculative_tokens,
+    "decode length <= 1 + num_speculative_tokens": lambda max_decode_len, num_speculative_tokens: max_decode_len <= uniform_decode_query_len(num_speculative_tokens),
     "tokens cover the decodes (padding only adds)": lambda num_decodes, min_decode_len, max_decode_len, num_decode_tokens: all_of(
         num_decode_tokens >= num_decodes * min_decode_len + (max_decode_len - min_decode_len),
         num_decode_tokens <= num_decodes * max_decode_len + 512,

@@ -22,6 +22,7 @@ no user ``cudagraph_capture_sizes`` / ``max_cudagraph_capture_size``, ``performa
 from __future__ import annotations
 
 from capproof.arith import all_of, any_of, minimum, round_up
+from models.vllm.spec_decode import uniform_decode_query_len
 
 __all__ = [
     "default_max_graph_size_cap",
@@ -34,7 +35,7 @@ __all__ = [
 
 def default_max_graph_size_cap(max_num_seqs, num_speculative_tokens, default_max_graph_size):
     """``min(max_num_seqs * decode_query_len * 2, default_max_graph_size)`` (1024 on SM100, else 512)."""
-    return minimum(max_num_seqs * (1 + num_speculative_tokens) * 2, default_max_graph_size)
+    return minimum(max_num_seqs * uniform_decode_query_len(num_speculative_tokens) * 2, default_max_graph_size)
 
 
 def is_request_count(n, max_reqs, default_max_graph_size):
@@ -54,7 +55,7 @@ def is_uniform_decode_size(size, n, max_num_seqs, num_speculative_tokens, defaul
     """``size in uniform_decode_sizes``: ``n * query_len`` for ``n`` in ``request_counts(max_num_seqs)``
     with ``n * query_len <= max_cudagraph_capture_size`` (the cap before the ``mnbt`` clamp), when
     ``query_len = 1 + K > 1``; with ``K == 0``, ``[max_num_seqs]`` if it fits the cap."""
-    q = 1 + num_speculative_tokens
+    q = uniform_decode_query_len(num_speculative_tokens)
     cap = default_max_graph_size_cap(max_num_seqs, num_speculative_tokens, default_max_graph_size)
     if q > 1:
         return all_of(is_request_count(n, max_num_seqs, default_max_graph_size), size == n * q, size <= cap)
@@ -84,4 +85,4 @@ def spec_rounded_size(size, num_speculative_tokens):
     """``round_up(size, uniform_decode_query_len)`` (``adjust_cudagraph_sizes_for_spec_decode``);
     the rounded size is kept only if ``<= max_cudagraph_capture_size`` (the list's largest element
     before rounding); an empty result falls back to ``[q]`` when ``q <= max_cudagraph_capture_size``."""
-    return round_up(size, 1 + num_speculative_tokens)
+    return round_up(size, uniform_decode_query_len(num_speculative_tokens))

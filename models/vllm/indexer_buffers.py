@@ -17,6 +17,7 @@ top-k row per token); ``num_speculative_tokens`` (``K``) a count, ``next_n = 1 +
 from __future__ import annotations
 
 from capproof.arith import all_of, any_of, max_of, maximum, select, total
+from models.vllm.spec_decode import uniform_decode_query_len
 
 __all__ = [
     "arange_buffer_len",
@@ -32,7 +33,7 @@ __all__ = [
 def arange_buffer_len(max_num_seqs, num_speculative_tokens, max_num_batched_tokens):
     """``arange_buffer = arange(max(max_num_seqs * next_n, max_num_batched_tokens))`` (vLLM 0.33.0
     ``indexer.py``; corpus E6). The variable decode path slices it ``[:actual_expanded]``."""
-    return maximum(max_num_seqs * (1 + num_speculative_tokens), max_num_batched_tokens)
+    return maximum(max_num_seqs * uniform_decode_query_len(num_speculative_tokens), max_num_batched_tokens)
 
 
 def decode_rows_capacity(max_num_batched_tokens):
@@ -67,7 +68,7 @@ def split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens):
     query length equals ``query_lens[0]`` or is 0 (CUDA-graph padding requests); the first other
     request is the first prefill (``is_prefill = (ql != ql[0]) & (ql != 0)``; ``argmax``).
     """
-    threshold = 1 + num_speculative_tokens
+    threshold = uniform_decode_query_len(num_speculative_tokens)
     first = query_lens[0]
     leading = True
     decodes = []

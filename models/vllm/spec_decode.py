@@ -12,6 +12,7 @@ from __future__ import annotations
 from capproof.arith import maximum, select, total
 
 __all__ = [
+    "uniform_decode_query_len",
     "proposer_arange_len_0_33",
     "proposer_arange_len_16316",
     "query_start_loc_entries",
@@ -21,6 +22,16 @@ __all__ = [
     "mtp_reader_source_row_before_47238",
     "mtp_reader_source_row_47238",
 ]
+
+
+def uniform_decode_query_len(num_speculative_tokens):
+    """Tokens per request in a uniform spec-decode step: ``1 + num_speculative_tokens``.
+
+    vLLM 0.33.0 ``vllm/config/vllm.py`` (``uniform_decode_query_len``) and the DSA indexer's
+    ``next_n = K + 1`` (``vllm/v1/attention/backends/mla/indexer.py``); the CUDA-graph sizes are
+    rounded to it (``adjust_cudagraph_sizes_for_spec_decode``).
+    """
+    return 1 + num_speculative_tokens
 
 
 def proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens):
