@@ -138,14 +138,28 @@ class Obligation:
         return list(inspect.signature(self.witnesses[name]).parameters)
 
     def models_used(self) -> list[str]:
-        """Model functions named in the claim's body, as ``models/…py::name``."""
+        """Model functions the claim calls, as ``models/…py::name``: named in its body or in the
+        body of a helper function of the same spec module that it calls (transitively)."""
         out: list[str] = []
-        globs = getattr(self.func, "__globals__", {})
-        for ref in self.func.__code__.co_names:
-            target = globs.get(ref)
-            module = getattr(target, "__module__", "") or ""
-            if module.startswith("models.") and callable(target):
-                out.append(f"{module.replace('.', '/')}.py::{getattr(target, '__qualname__', ref)}")
+        seen: set[int] = set()
+
+        def visit(func) -> None:
+            code = getattr(func, "__code__", None)
+            if code is None or id(code) in seen:
+                return
+            seen.add(id(code))
+            globs = getattr(func, "__globals__", {})
+            for ref in code.co_names:
+                target = globs.get(ref)
+                module = getattr(target, "__module__", "") or ""
+                if module.startswith("models.") and callable(target):
+                    name = f"{module.replace('.', '/')}.py::{getattr(target, '__qualname__', ref)}"
+                    if name not in out:
+                        out.append(name)
+                elif inspect.isfunction(target) and target.__globals__ is globs:
+                    visit(target)  # a helper defined in the spec module
+
+        visit(self.func)
         return out
 
 

@@ -142,14 +142,25 @@ def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad
     )
 
 
+_WNA16 = {
+    "numel": NUMEL,
+    "num_experts": Choice(8, 64),
+    "block_size_m": ALIGN_BLOCKS,
+    "wna16_block_size_m": Choice(16, 32, 64, 128),
+    "counts": Vector(64, Range(0, 2**20), length="num_experts"),
+}
+
+
+def _wna16_read_claim(numel, num_experts, block_size_m, wna16_block_size_m, counts):
+    """The wna16 grid's last ``sorted_token_ids`` read vs the buffer (no ``pad_sorted_ids``)."""
+    return less_than(
+        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size_m), wna16_block_size_m),
+        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, 0),
+    )
+
+
 @obligation(
-    domain={
-        "numel": NUMEL,
-        "num_experts": Choice(8, 64),
-        "block_size_m": ALIGN_BLOCKS,
-        "wna16_block_size_m": Choice(16, 32, 64, 128),
-        "counts": Vector(64, Range(0, 2**20), length="num_experts"),
-    },
+    domain=_WNA16,
     assumptions=COUNTED_ONCE,
     expect="counterexample",
     case="vllm-moe-wna16-sorted-ids-oob",
@@ -158,20 +169,11 @@ def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad
 def wna16_reads_within_sorted_ids(numel, num_experts, block_size_m, wna16_block_size_m, counts):
     """``moe_wna16_gemm`` reads ``sorted_token_ids`` up to ``cdiv(post_pad, BLOCK_SIZE_M) *
     BLOCK_SIZE_M - 1`` with no length check: fact (c) broken when its tile exceeds the align block."""
-    return less_than(
-        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size_m), wna16_block_size_m),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, 0),
-    )
+    return _wna16_read_claim(numel, num_experts, block_size_m, wna16_block_size_m, counts)
 
 
 @obligation(
-    domain={
-        "numel": NUMEL,
-        "num_experts": Choice(8, 64),
-        "block_size_m": ALIGN_BLOCKS,
-        "wna16_block_size_m": Choice(16, 32, 64, 128),
-        "counts": Vector(64, Range(0, 2**20), length="num_experts"),
-    },
+    domain=_WNA16,
     assumptions={
         **COUNTED_ONCE,
         "GEMM tile == align block_size_m": lambda block_size_m, wna16_block_size_m: wna16_block_size_m == block_size_m,
@@ -183,10 +185,7 @@ def wna16_reads_within_sorted_ids(numel, num_experts, block_size_m, wna16_block_
 )
 def wna16_reads_within_sorted_ids_same_tile(numel, num_experts, block_size_m, wna16_block_size_m, counts):
     """With fact (c) the wna16 grid stays inside ``sorted_token_ids``."""
-    return less_than(
-        offset_m=gemm_max_read_offset(num_tokens_post_pad(counts, block_size_m), wna16_block_size_m),
-        capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, 0),
-    )
+    return _wna16_read_claim(numel, num_experts, block_size_m, wna16_block_size_m, counts)
 
 
 _EXPERT_ID = {"expert_id": Range(-1, 1023), "num_experts": Choice(8, 64, 256, 1024)}
@@ -217,6 +216,13 @@ def ck_sorting_slot_in_range_after_6242(expert_id, num_experts):
     """After #6242 ids outside ``[0, num_experts)`` are skipped, ``-1`` included."""
     slot = ck_workspace_index_6242(expert_id, num_experts)
     return all_of(slot >= 0, slot < num_experts)
+
+
+def _splitk_proposed_claim(token_num, topk, num_experts, block_m):
+    """The sentinel row vs #2547's ``min(numel * block_m, len(sorted_token_ids))`` rows."""
+    numel = token_num * topk
+    rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
+    return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
 
 
 _SPLITK = {
@@ -250,9 +256,7 @@ def splitk_padding_row_within_proposed_output(token_num, topk, num_experts, bloc
     """#2547's proposal allocates ``min(numel * block_m, len(sorted_token_ids))`` rows (sized here
     with vLLM's formula for ``block_m``, an assumption: aiter's own sizing is not recorded). A
     residual overflow remains for tiles of 1 or 2 rows; see the next obligation for real tiles."""
-    numel = token_num * topk
-    rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
-    return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
+    return _splitk_proposed_claim(token_num, topk, num_experts, block_m)
 
 
 @obligation(
@@ -264,9 +268,7 @@ def splitk_padding_row_within_proposed_output(token_num, topk, num_experts, bloc
 )
 def splitk_padding_row_within_proposed_output_real_tiles(token_num, topk, num_experts, block_m):
     """With tiles of 16..128 rows the #2547 allocation holds the sentinel row."""
-    numel = token_num * topk
-    rows = splitk_sorted_size(token_num, topk, block_m, vllm_sorted_ids_capacity(numel, num_experts, block_m, 0))
-    return less_than(row=splitk_sentinel_row(token_num, topk), rows=rows)
+    return _splitk_proposed_claim(token_num, topk, num_experts, block_m)
 
 
 _EP = {

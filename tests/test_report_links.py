@@ -91,3 +91,13 @@ def test_a_changed_verdict_is_a_small_local_diff(tmp_path, monkeypatch):
     sections = new.split("\n### ")
     untouched = [s for s in sections if not s.startswith("`unaligned_equals_aligned`")][1:]
     assert all(s in old for s in untouched)
+
+
+def test_models_used_follow_spec_helpers():
+    """A claim that calls a helper of its spec module still lists the models the helper calls."""
+    from conftest import obligation_named
+
+    ob = obligation_named("spec/moe_align.py", "wna16_reads_within_sorted_ids")
+    assert "models/moe_align.py::gemm_max_read_offset" in ob.models_used()
+    ob = obligation_named("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_for_every_batch_before_50302")
+    assert "models/vllm/block_table.py::runner_block_table_width_39324" in ob.models_used()
