@@ -69,7 +69,7 @@ $(REAL_STAMP): pyproject.toml real/requirements.txt
 	@touch $(REAL_STAMP)
 
 verify-real: $(REAL_STAMP)
-	@$(REAL_BIN)/python -m capproof.real fetch
+	@$(REAL_BIN)/python -m capproof.engines.vllm.wheels fetch
 	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
 	$(REAL_BIN)/capproof prove spec_real --no-contracts
 

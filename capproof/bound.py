@@ -35,7 +35,8 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .prover import CaseProblem, _describe_exc, _minimize, build_case, checked_domains, minimize_term, replay
+from .encode import CaseProblem, _describe_exc, build_case, checked_domains, replay
+from .prover import _minimize, minimize_term
 from .symbolic import to_z3_int
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]

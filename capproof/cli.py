@@ -251,8 +251,8 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> N
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error is never safe).
     """
-    from .checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check
-    from .vllm_serve import ServeFlagError, parse_serve_args
+    from .engines.checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check
+    from .engines.vllm.serve import ServeFlagError, parse_serve_args
 
     try:
         engine, version = parse_engine(engine_spec)

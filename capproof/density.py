@@ -38,7 +38,7 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .prover import _describe_exc, build_case, concrete_args, evaluate
+from .encode import _describe_exc, build_case, concrete_args, evaluate
 from .symbolic import to_z3_bool
 
 __all__ = ["AxisDensity", "axis_density", "failure_density", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]

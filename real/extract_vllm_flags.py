@@ -1,6 +1,6 @@
-"""Regenerate capproof/vllm_flags.py: every option string ``vllm serve`` accepts in a vLLM source tree.
+"""Regenerate capproof/engines/vllm/flags.py: every option string ``vllm serve`` accepts in a vLLM source tree.
 
-Usage: python real/extract_vllm_flags.py .capproof/src/vllm 0.33.0 > capproof/vllm_flags.py
+Usage: python real/extract_vllm_flags.py .capproof/src/vllm 0.33.0 > capproof/engines/vllm/flags.py
 
 Static (AST) extraction, nothing imported: ``add_argument("--x", "-y", ...)`` calls in
 ``vllm/engine/arg_utils.py`` and ``vllm/entrypoints/cli/serve.py``, plus one ``--field-name`` per

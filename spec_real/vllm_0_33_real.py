@@ -1,6 +1,6 @@
 """vLLM 0.33.0's own code as the model: capproof symbolic ints pass straight through it.
 
-Run only by ``make verify-real`` (it imports the real engine: ``capproof.real``). ``max_model_len``
+Run only by ``make verify-real`` (it imports the real engine: ``capproof.engines.vllm.wheels``). ``max_model_len``
 is a symbolic Z3 int handed to vLLM's ``MLAAttentionSpec``/``FullAttentionSpec.max_num_blocks_per_req``
 (``cdiv`` inside), then to vLLM's ``get_block_table_width``. ``block_size`` and ``dcp`` are finite
 domains, case-split, because the engine calls ``math.gcd(token_alignment, block_size)``, which needs a
@@ -14,7 +14,7 @@ real method returns exactly that value.
 """
 
 from capproof import Choice, Range, all_of, at_most, claim, equal, less_than, obligation
-from capproof import real
+from capproof.engines.vllm import wheels as real
 
 V = real.vllm()
 MAX_MODEL_LEN = Range(1, 2**21)

@@ -5,9 +5,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from capproof.checkconfig import CheckError, parse_engine
+from capproof.engines.checkconfig import CheckError, parse_engine
 from capproof.cli import main
-from capproof.vllm_serve import ServeFlagError, human_readable_int, parse_serve_args
+from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
 GLM_1M_DCP2 = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64",
                "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']

@@ -29,7 +29,7 @@ SETTINGS = settings(max_examples=300, deadline=None, derandomize=True)
 
 @pytest.fixture(scope="module")
 def real():
-    from capproof import real as harness
+    from capproof.engines.vllm import wheels as harness
 
     return harness
 
@@ -118,7 +118,7 @@ def test_corpus_configs_runner_width(real, L, bs, dcp, kbs, width):
 @SETTINGS
 @given(st.integers(-2**62, 2**62), st.integers(-2**40, 2**40).filter(bool))
 def test_cdiv_round_up(a, b):
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     same("cdiv", {"a": a, "b": b}, arith.cdiv(a, b), v.cdiv(a, b))
@@ -128,7 +128,7 @@ def test_cdiv_round_up(a, b):
 @SETTINGS
 @given(st.integers(0, 2**22), st.integers(1, 1024), st.sampled_from([None, 1, 16, 64, 128, 256, 0, -128]))
 def test_get_block_table_width_any_alignment(n, bs, align):
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     point = {"max_num_blocks": n, "block_size": bs, "token_alignment": align}
@@ -146,7 +146,7 @@ def test_get_block_table_width_any_alignment(n, bs, align):
 @SETTINGS
 @given(st.integers(1, 2**21), st.integers(2, 12))
 def test_get_max_prefill_buffer_size(L, factor):
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     same("get_max_prefill_buffer_size", {"max_model_len": L, "factor": factor},
@@ -160,7 +160,7 @@ def test_get_max_prefill_buffer_size(L, factor):
        st.integers(1, 40000), st.sampled_from([4, 1000, 2**20, 64 * 2**20, 512 * 2**20]), st.integers(0, 3))
 def test_split_indexer_prefill_chunks(reqs, workspace, max_logits_bytes, offset):
     import numpy as np
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     seqs = [s for s, _ in reqs]
@@ -179,7 +179,7 @@ capture_lists = st.lists(st.integers(1, 1024), min_size=1, max_size=40).map(lamb
 @SETTINGS
 @given(capture_lists, st.integers(1, 17), st.integers(0, 64))
 def test_adjust_cudagraph_sizes_for_spec_decode(sizes, q, slack):
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     max_size = sizes[-1] + slack
@@ -201,7 +201,7 @@ def test_adjust_cudagraph_sizes_for_spec_decode(sizes, q, slack):
 @SETTINGS
 @given(capture_lists)
 def test_padded_graph_size_table(sizes):
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     this = SimpleNamespace(compilation_config=SimpleNamespace(max_cudagraph_capture_size=sizes[-1],
@@ -216,7 +216,7 @@ def test_padded_graph_size_table(sizes):
 @given(st.integers(1, 4096), st.integers(1, 9), st.integers(1, 512), st.sampled_from([16, 32, 64, 128, 256]), st.booleans())
 def test_vllm_moe_align_capacity(tokens, topk, experts, block, pad):
     import torch
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     seen = {}
@@ -246,7 +246,7 @@ def _sglang_sizing_fragment():
     torchvision; reference §12), so the statements from ``if topk_ids.numel() < num_experts + 1`` to the
     int4 rounding are taken verbatim from the function's AST and executed.
     """
-    from capproof import real
+    from capproof.engines.vllm import wheels as real
 
     path = os.path.join(real.activate(), "sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py")
     tree = ast.parse(open(path, encoding="utf-8").read())
@@ -273,21 +273,21 @@ def test_sglang_moe_align_capacity(numel, experts, block):
                  st.tuples(st.integers(0, 9999), st.sampled_from("kmgtKMGT")).map(lambda t: f"{t[0]}{t[1]}"),
                  st.tuples(st.integers(0, 999), st.integers(0, 99), st.sampled_from("kmgt")).map(lambda t: f"{t[0]}.{t[1]}{t[2]}")))
 def test_check_config_parses_human_readable_ints_like_vllm(text):
-    from capproof import real
-    from capproof.vllm_serve import human_readable_int
+    from capproof.engines.vllm import wheels as real
+    from capproof.engines.vllm.serve import human_readable_int
 
     same("human_readable_int", {"value": text}, human_readable_int("--max-model-len", text), real.vllm().human_readable_int(text))
 
 
 def test_vllm_flag_list_matches_the_wheel(real):
-    """capproof/vllm_flags.py was generated from the same wheel (real/extract_vllm_flags.py)."""
+    """capproof/engines/vllm/flags.py was generated from the same wheel (real/extract_vllm_flags.py)."""
     import subprocess
     import sys
 
     src = real.activate()
     out = subprocess.run([sys.executable, "real/extract_vllm_flags.py", os.path.join(src, "vllm"), "0.33.0"],
                          capture_output=True, text=True, check=True).stdout
-    assert out == open("capproof/vllm_flags.py", encoding="utf-8").read()
+    assert out == open("capproof/engines/vllm/flags.py", encoding="utf-8").read()
 
 
 def test_symbolic_ints_pass_through_vllm_and_uniform_type_needs_the_split(real):

@@ -1,6 +1,6 @@
 """Parse the sizing-relevant flags of a ``vllm serve`` command line (no evaluation: JSON only).
 
-Every option string vLLM 0.33.0 accepts is known (``capproof/vllm_flags.py``, extracted from the
+Every option string vLLM 0.33.0 accepts is known (``capproof/engines/vllm/flags.py``, extracted from the
 wheel); the sizing-relevant ones are parsed and validated, the others are accepted and listed as
 ignored. An unknown flag, a missing value or a malformed value raises :class:`ServeFlagError`
 with one line. Forms accepted as vLLM's ``FlexibleArgumentParser`` does: ``--flag value``,
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vllm_flags import VLLM_SERVE_FLAGS
+from .flags import VLLM_SERVE_FLAGS
 
 __all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES"]
 

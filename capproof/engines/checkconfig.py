@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from .loader import load
-from .obligation import Obligation
-from .prover import prove_obligation
-from .verdict import ObligationResult, Options, Verdict
-from .vllm_flags import VLLM_VERSION
-from .vllm_serve import ServeConfig
+from ..loader import load
+from ..obligation import Obligation
+from ..prover import prove_obligation
+from ..verdict import ObligationResult, Options, Verdict
+from .vllm.flags import VLLM_VERSION
+from .vllm.serve import ServeConfig
 
 __all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
 

@@ -4,7 +4,7 @@
 
 - **Wheels:** ``vllm==0.33.0`` and ``sglang==0.5.23`` are fetched once with ``pip download
   --no-deps`` into ``.capproof/wheels`` (git-ignored); only their ``.py`` files are extracted into
-  ``.capproof/src``. Offline after that. ``python -m capproof.real fetch`` prints one line and
+  ``.capproof/src``. Offline after that. ``python -m capproof.engines.vllm.wheels fetch`` prints one line and
   exits :data:`EXIT_NO_WHEELS` (3) when the wheels cannot be had.
 - **Imports:** the real modules import with a CPU build of torch and the light packages listed in
   ``real/requirements.txt`` (vLLM 0.33.0 reference §12). Nothing is stubbed: a function called
@@ -43,7 +43,7 @@ __all__ = [
 
 #: The engine versions ``make verify-real`` checks.
 PINNED = {"vllm": "0.33.0", "sglang": "0.5.23"}
-#: Exit code of ``python -m capproof.real fetch`` when the wheels cannot be had.
+#: Exit code of ``python -m capproof.engines.vllm.wheels fetch`` when the wheels cannot be had.
 EXIT_NO_WHEELS = 3
 
 
@@ -53,7 +53,7 @@ class WheelsUnavailable(RuntimeError):
 
 def cache_dir() -> str:
     """``$CAPPROOF_CACHE`` or ``<project>/.capproof`` (the project root is capproof's parent)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return os.environ.get("CAPPROOF_CACHE") or os.path.join(root, ".capproof")
 
 
@@ -103,7 +103,7 @@ def activate() -> str:
     """Put the extracted engine sources first on ``sys.path`` (no download); quiet their logs."""
     for name, version in PINNED.items():
         if not os.path.exists(_marker(name, version)):
-            raise WheelsUnavailable(f"{name}=={version} sources are not extracted: run `python -m capproof.real fetch`")
+            raise WheelsUnavailable(f"{name}=={version} sources are not extracted: run `python -m capproof.engines.vllm.wheels fetch`")
     src = _src()
     if src not in sys.path:
         sys.path.insert(0, src)
@@ -183,7 +183,7 @@ def uniform_type_specs(block_size: int):
 
 def _main(argv: list[str]) -> int:
     if argv[:1] != ["fetch"]:
-        print("usage: python -m capproof.real fetch [--offline]", file=sys.stderr)
+        print("usage: python -m capproof.engines.vllm.wheels fetch [--offline]", file=sys.stderr)
         return 2
     try:
         wheels = fetch(download="--offline" not in argv)

@@ -1,0 +1,297 @@
+"""Obligation + case -> Z3 problem; evaluation and replay on plain ints.
+
+The layer under the prover and the analyses (density, bound): :func:`build_case` runs an
+obligation once on symbolic ints for its range and vector parameters (the finite ones fixed),
+giving labelled Z3 constraints (domain bounds, vector bounds and padding, assumptions), the claim
+and its named quantities; :func:`evaluate` and :func:`replay` run the same functions on ints.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+import z3
+
+from .domain import MAX_CASES, Range, Vector
+from .errors import CapproofError, ReplayError, SpecError
+from .obligation import Claim, Obligation, is_boolean, is_integer
+from .symbolic import SymBool, SymInt, tracing, to_z3_bool, to_z3_int
+
+__all__ = ["CaseProblem", "build_case", "evaluate", "concrete_args", "replay", "effective_domains", "checked_domains"]
+
+
+@dataclass
+class _Evaluated:
+    assumptions: dict[str, object]
+    claim: Claim
+    divisors: list[tuple[z3.ArithRef, str]]
+    lemmas: list[z3.BoolRef]
+    witnesses: dict[str, object]
+    #: for each divisor, how many assumptions precede it (a divisor met while evaluating
+    #: assumption i may be checked only under assumptions 0..i-1: Z3's ``x % 0`` is unconstrained,
+    #: so the assumption itself could otherwise exclude the zero)
+    divisor_scope: list[int] = field(default_factory=list)
+
+
+def _as_claim(value: object, ob: Obligation) -> Claim:
+    if isinstance(value, Claim):
+        result = value
+    else:
+        result = Claim(value, {}, "")
+    if not is_boolean(result.holds):
+        raise SpecError(
+            f"claim is not boolean: it returned {type(result.holds).__name__} "
+            f"{result.holds!r} (return a bool, a comparison, or equal()/at_most())"
+        )
+    for name, v in result.values.items():
+        if not is_integer(v):
+            raise SpecError(f"named quantity {name!r} is not an integer: {v!r}")
+    return result
+
+
+def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]) -> object:
+    value = func(**{p: args[p] for p in params})
+    if not is_boolean(value):
+        raise SpecError(f"{kind} {name!r} is not boolean: returned {value!r}")
+    return value
+
+
+def evaluate(ob: Obligation, args: dict[str, object]) -> _Evaluated:
+    """Run the assumptions, the claim and the witness conditions on ``args`` (ints and/or SymInts;
+    a Vector parameter is a tuple of ``size`` entries)."""
+    scope: list[int] = []
+    with tracing() as trace:
+        assumed: dict[str, object] = {}
+        for i, (n, f) in enumerate(ob.assumptions.items()):
+            assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)
+            scope += [i] * (len(trace.divisors) - len(scope))
+        result = _as_claim(ob.func(**args), ob)
+        witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()}
+        scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
+    if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
+        raise SpecError(f"the model caught capproof's error: {trace.misuse[0]}")
+    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope)
+
+
+def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object]:
+    """``params`` as the model takes them: each Vector's active entries padded to its size.
+
+    Raises ReplayError for a missing parameter or a vector longer than its size.
+    """
+    missing = [p for p in ob.params if p not in params]
+    if missing:
+        raise ReplayError(f"missing parameters {missing} for {ob.id}")
+    args: dict[str, object] = {}
+    for p in ob.params:
+        dom, value = ob.domain[p], params[p]
+        if isinstance(dom, Vector):
+            if not isinstance(value, (list, tuple)):
+                raise ReplayError(f"vector parameter {p} needs a list of ints, got {value!r}")
+            try:
+                args[p] = dom.expand(list(value))
+            except ValueError as exc:
+                raise ReplayError(f"{p}: {exc}") from None
+        else:
+            args[p] = value
+    return args
+
+
+def replay(ob: Obligation, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]]:
+    """Run the obligation on plain ints: (claim holds, named values, assumptions that fail).
+
+    ``params`` maps every parameter to an int, or for a Vector to the list of its active entries.
+    """
+    ev = evaluate(ob, concrete_args(ob, params))
+    failed = [n for n, v in ev.assumptions.items() if not v]
+    holds = ev.claim.holds
+    if isinstance(holds, SymBool):  # pragma: no cover - cannot happen on ints
+        raise ReplayError("replay on ints produced a symbolic claim")
+    return bool(holds), {k: int(v) for k, v in ev.claim.values.items()}, failed
+
+
+def _describe_exc(exc: BaseException) -> str:
+    if isinstance(exc, CapproofError):
+        return str(exc)
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _new_solver(rlimit: int) -> z3.Solver:
+    s = z3.Solver()
+    s.set("rlimit", rlimit)
+    s.set("random_seed", 0)
+    s.set("core.minimize", True)
+    return s
+
+
+#: Above this many active entries a vector is minimised by its sum, not entry by entry.
+ENTRYWISE_LIMIT = 32
+
+
+@dataclass
+class CaseProblem:
+    """One case of an obligation as Z3 terms: what :func:`build_case` returns.
+
+    ``constraints`` are labelled (domain bounds, vector bounds and padding, assumptions), so an
+    unsat core names them; ``lemmas`` are valid facts added unlabelled; ``false_assumptions`` are
+    assumptions that are concretely false in this case (the case is excluded).
+    """
+
+    ob: Obligation
+    fixed: dict[str, int]
+    scalars: dict[str, SymInt]
+    vectors: dict[str, tuple]
+    constraints: list[tuple[str, z3.BoolRef]]
+    false_assumptions: list[str]
+    ev: _Evaluated
+
+    @property
+    def claim(self) -> z3.BoolRef:
+        return to_z3_bool(self.ev.claim.holds)
+
+    @property
+    def lemmas(self) -> list[z3.BoolRef]:
+        return self.ev.lemmas
+
+    def solver(self, rlimit: int, assumptions_upto: int | None = None) -> tuple[z3.Solver, dict[str, str]]:
+        """A solver holding the constraints (tracked, for unsat cores) and the lemmas; with
+        ``assumptions_upto=k`` only the first ``k`` assumptions (and every domain constraint)."""
+        s = _new_solver(rlimit)
+        trackers: dict[str, str] = {}
+        names = list(self.ob.assumptions)
+        dropped = set(names[assumptions_upto:]) if assumptions_upto is not None else set()
+        for label, cond in self.constraints:
+            if label in dropped:
+                continue
+            t = z3.Bool(f"__track_{len(trackers)}")
+            trackers[str(t)] = label
+            s.assert_and_track(cond, t)
+        for lemma in self.lemmas:
+            s.add(lemma)
+        return s, trackers
+
+    def active(self, name: str, model: z3.ModelRef | None = None) -> int:
+        """How many leading entries of vector ``name`` are free (its length's value)."""
+        dom: Vector = self.ob.domain[name]  # type: ignore[assignment]
+        if dom.length is None:
+            return dom.size
+        if dom.length in self.fixed:
+            return self.fixed[dom.length]
+        assert model is not None
+        return model.eval(self.scalars[dom.length].term, model_completion=True).as_long()
+
+    def point(self, model: z3.ModelRef) -> dict[str, object]:
+        """The parameters at ``model``: ints, and each vector's active entries as a list."""
+        out: dict[str, object] = {}
+        for p in self.ob.params:
+            if p in self.fixed:
+                out[p] = self.fixed[p]
+            elif p in self.scalars:
+                out[p] = model.eval(self.scalars[p].term, model_completion=True).as_long()
+            else:
+                entries = self.vectors[p][: self.active(p, model)]
+                out[p] = [model.eval(to_z3_int(e), model_completion=True).as_long() for e in entries]
+        return out
+
+    def fix(self, params: dict[str, object], names: list[str]) -> list[z3.BoolRef]:
+        """Equalities pinning ``names`` (scalars or vectors) to their values in ``params``."""
+        out: list[z3.BoolRef] = []
+        for p in names:
+            if p in self.scalars:
+                out.append(self.scalars[p].term == params[p])
+            elif p in self.vectors:
+                dom: Vector = self.ob.domain[p]  # type: ignore[assignment]
+                for e, v in zip(self.vectors[p], dom.expand(list(params[p]))):
+                    if isinstance(e, SymInt):
+                        out.append(e.term == v)
+        return out
+
+
+def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector]) -> CaseProblem:
+    """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere.
+
+    Raises whatever the model raises (the caller turns it into an ``error`` verdict).
+    """
+    scalars = {name: SymInt.var(name) for name in ranges}
+    constraints: list[tuple[str, z3.BoolRef]] = []
+    for name, dom in ranges.items():
+        constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
+        constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    vecs: dict[str, tuple] = {}
+    for name, dom in vectors.items():
+        elem: Range = dom.elem  # type: ignore[assignment]
+        if dom.length is not None and dom.length in fixed:
+            n = fixed[dom.length]
+            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (dom.size - n)
+            bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries[:n]]
+            padding: list[z3.BoolRef] = []
+        else:
+            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(dom.size))
+            if dom.length is None:
+                bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries]
+                padding = []
+            else:
+                n_term = scalars[dom.length].term
+                bounds = [z3.Implies(i < n_term, z3.And(e.term >= elem.lo, e.term <= elem.hi)) for i, e in enumerate(entries)]
+                padding = [z3.Implies(i >= n_term, e.term == dom.fill) for i, e in enumerate(entries)]
+        if bounds:
+            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3.And(*bounds)))
+        if padding:
+            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3.And(*padding)))
+        vecs[name] = entries
+    values: dict[str, object] = {**fixed, **scalars, **vecs}
+    ev = evaluate(ob, {p: values[p] for p in ob.params})
+    false: list[str] = []
+    for name, value in ev.assumptions.items():
+        if isinstance(value, bool):
+            if not value:
+                false.append(name)
+            continue
+        constraints.append((name, to_z3_bool(value)))
+    return CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev)
+
+
+def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+    """Split ``ob``'s domain under ``pins``: (finite case values, symbolic ranges, vectors).
+
+    Raises SpecError for a pin outside its domain, a pinned vector, or too many cases.
+    """
+    finite: dict[str, list[int]] = {}
+    ranges: dict[str, Range] = {}
+    vectors: dict[str, Vector] = {}
+    for name, dom in ob.domain.items():
+        if isinstance(dom, Vector):
+            if name in pins:
+                raise SpecError(f"vector parameter {name} cannot be pinned; pin its length ({dom.length}) instead")
+            vectors[name] = dom
+        elif name in pins:
+            value = pins[name]
+            if not dom.contains(value):
+                raise SpecError(f"pin {name}={value} is outside its domain {dom.describe()}")
+            finite[name] = [value]
+        elif dom.finite:
+            finite[name] = dom.cases()  # type: ignore[attr-defined]
+        else:
+            ranges[name] = dom  # type: ignore[assignment]
+    total = 1
+    for values in finite.values():
+        total *= len(values)
+    if total > MAX_CASES:
+        raise SpecError(
+            f"{total} finite cases exceed the limit of {MAX_CASES}: declare large parameters as Range"
+        )
+    return finite, ranges, vectors
+
+
+def checked_domains(ob: Obligation, pins: dict[str, int], rlimit: object) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+    """:func:`effective_domains` after checking the obligation is runnable.
+
+    Raises SpecError for an rlimit outside 1..2**32-1 or a problem recorded at declaration.
+    """
+    if not (isinstance(rlimit, int) and not isinstance(rlimit, bool) and 1 <= rlimit < 2**32):
+        raise SpecError(f"rlimit must be an int in 1..2**32-1, got {rlimit!r}")
+    if ob.problems:
+        raise SpecError("; ".join(ob.problems))
+    return effective_domains(ob, pins)
