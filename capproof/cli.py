@@ -1,4 +1,5 @@
-"""Command line: ``capproof prove``, ``capproof report``, ``capproof counterexamples`` and ``capproof bound``.
+"""Command line: ``capproof prove``, ``capproof report``, ``capproof counterexamples``, ``capproof bound``
+and ``capproof coverage``.
 
 Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
 vacuous, error or bad input (one line each; the other obligations still run).
@@ -17,6 +18,10 @@ from rich.console import Console
 from . import __version__
 from .ci_formats import write_junit, write_sarif
 from .regressions import DEFAULT_OUT, WitnessError, write_counterexamples
+from .coverage import (
+    COVERAGE_REPORT, DEFAULT_INVENTORY, CoverageInputError, compute as compute_coverage, fill_verdicts, inventory_text,
+    read_inventory, read_run, render_markdown as render_coverage,
+)
 from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
 from .runner import EXIT_UNDECIDED, RunResult, run
@@ -318,6 +323,65 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, writ
         good = sum(r.ok for r in active)
         _console.print(f"{good} of {len(active)} bounds as expected", markup=False,
                        style="green" if exit_code == 0 else "bold red")
+    sys.exit(exit_code)
+
+
+@main.command()
+@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False), default=DEFAULT_INVENTORY,
+              show_default=True, help="The inventory JSON whose entries need a verdict.")
+@click.option("--from", "from_json", type=click.Path(dir_okay=False), default=None,
+              help="A `prove --json` file of a full, unpinned run (default: prove spec/ now, no contracts).")
+@click.option("--write", is_flag=True, help=f"Write {COVERAGE_REPORT} and the inventory's `verdicts` fields.")
+@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {COVERAGE_REPORT} or the verdicts are stale.")
+@click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
+              help="Deterministic Z3 resource budget per query (without --from).")
+def coverage(inventory_path, from_json, write, check, rlimit) -> None:
+    """Which inventory entries have a proved or counterexample verdict; print the uncovered ones."""
+    if write and check:
+        raise click.UsageError("--write and --check exclude each other")
+    try:
+        entries = read_inventory(inventory_path)
+        with open(inventory_path, encoding="utf-8") as fh:
+            original = fh.read()
+        data = read_run(from_json) if from_json else None
+    except CoverageInputError as exc:
+        _fail(str(exc))
+    exit_code = 0
+    if data is None:
+        result = _run((), None, {}, rlimit, 1, 30.0, True, quiet=True)
+        data = result.to_json()
+        exit_code = result.exit_code
+    cov = compute_coverage(entries, data, inventory_path)
+    text = render_coverage(cov)
+    new_inventory = inventory_text(original, fill_verdicts(entries, cov))
+    _console.print(cov.summary_line(), markup=False, style="bold")
+    for e in cov.uncovered():
+        _console.print(f"  uncovered: {e.id} ({e.status})", markup=False)
+    for ob, ids in sorted(cov.unknown_ids.items()):
+        _err.print(f"warning: {ob} covers ids not in {inventory_path}: {', '.join(ids)}", markup=False, style="yellow")
+    try:
+        with open(COVERAGE_REPORT, encoding="utf-8") as fh:
+            current = fh.read()
+    except FileNotFoundError:
+        current = None
+    if check:
+        stale = ([COVERAGE_REPORT] if current != text else []) + ([inventory_path] if original != new_inventory else [])
+        if stale:
+            _err.print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
+            sys.exit(max(exit_code, 1))
+        _console.print(f"{COVERAGE_REPORT} and the verdicts of {inventory_path} up to date", markup=False, style="green")
+    elif write:
+        try:
+            os.makedirs(os.path.dirname(COVERAGE_REPORT), exist_ok=True)
+            with open(COVERAGE_REPORT, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            if original != new_inventory:
+                with open(inventory_path, "w", encoding="utf-8") as fh:
+                    fh.write(new_inventory)
+        except OSError as exc:
+            _fail(f"cannot write: {exc}")
+        _console.print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
+                       f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
     sys.exit(exit_code)
 
 

@@ -112,6 +112,9 @@ class Obligation:
     #: ``capproof check-config`` to pick the obligations that apply to one deployment.
     engine: str | None = None
     versions: str | None = None
+    #: Inventory entry ids (``"vllm/v1/worker/block_table.py::BlockTable.block_table"``) whose
+    #: capacity this claim is about; ``capproof coverage`` gives those entries this verdict.
+    covers: list[str] = field(default_factory=list)
 
     def applies_to(self, engine: str, version: str) -> bool:
         """True when this obligation describes ``engine`` at ``version``."""
@@ -174,6 +177,8 @@ def obligation(
     witnesses: Mapping[str, Callable[..., object]] | None = None,
     engine: str | None = None,
     versions: str | None = None,
+    covers: Sequence[str] = (),
+    name: str | None = None,
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
@@ -185,6 +190,9 @@ def obligation(
     Problems with the declaration are recorded, not raised, so that one bad obligation does
     not stop the rest of its file: they surface as an ``error`` verdict.
     ``engine``/``versions`` (optional) say which engine releases the claim's models describe.
+    ``covers`` lists the inventory entry ids (``"<file in the wheel>::<Owner>.<attribute>"``, see
+    :mod:`capproof.coverage`) whose capacity the claim checks. ``name`` overrides the function's
+    name as the obligation's name (obligations generated in a loop, one per inventory entry).
     """
 
     def wrap(func: Callable[..., object]) -> Obligation:
@@ -217,6 +225,12 @@ def obligation(
                 SpecifierSet(versions)
             except Exception as exc:  # noqa: BLE001 - reported as the obligation's error
                 problems.append(f"versions {versions!r} is not a PEP 440 specifier: {exc}")
+        covered = [covers] if isinstance(covers, str) else list(covers)
+        for ident in covered:
+            if not isinstance(ident, str) or "::" not in ident:
+                problems.append(f"covers entry {ident!r} is not an inventory id '<file>::<Owner>.<attribute>'")
+        if name is not None and not (isinstance(name, str) and name.isidentifier()):
+            problems.append(f"name {name!r} is not an identifier")
         assumed = dict(assumptions or {})
         checks = dict(witnesses or {})
         for kind, named in (("assumption", assumed), ("witness", checks)):
@@ -229,7 +243,7 @@ def obligation(
                     problems.append(f"{kind} {cname!r} uses {unknown}, not in the domain")
         code = func.__code__
         made = Obligation(
-            name=func.__name__,
+            name=name if isinstance(name, str) and name.isidentifier() else func.__name__,
             func=func,
             domain=dom,
             assumptions=assumed,
@@ -244,6 +258,7 @@ def obligation(
             witnesses=checks,
             engine=engine,
             versions=versions,
+            covers=covered,
         )
         CREATED.append(made)
         return made

@@ -378,6 +378,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,
         message="", domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()}, pins=pins,
         assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
+        covers=list(ob.covers),
     )
     try:
         result.models = ob.models_used()

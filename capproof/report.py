@@ -120,6 +120,9 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     if e.get("sources"):
         out.append("- sources:")
         out += [f"  - {_source_md(src)}" for src in e["sources"]]
+    if e.get("covers"):
+        out.append("- covers (inventory entries, see [coverage.md](coverage.md)):")
+        out += [f"  - `{c}`" for c in e["covers"]]
     if e.get("models"):
         out.append("- models:")
         out += [f"  - {_code_link(m)}" for m in e["models"]]
@@ -237,8 +240,9 @@ def write_reports(reports: dict[str, str], directory: str = "proofs") -> list[st
     return changed
 
 
-#: Files in proofs/ that other commands generate (``capproof bound --write``): never orphans here.
-OTHER_GENERATED = ("bounds.md",)
+#: Files in proofs/ that other commands generate (``capproof bound --write``, ``capproof coverage
+#: --write``): never orphans here.
+OTHER_GENERATED = ("bounds.md", "coverage.md")
 
 
 def _orphans(reports: dict[str, str], directory: str) -> list[str]:

@@ -114,6 +114,8 @@ class ObligationResult:
     line: int = 0
     rlimit: int = DEFAULT_RLIMIT
     seconds: float = 0.0
+    #: inventory entry ids the obligation covers (``@obligation(covers=...)``)
+    covers: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -124,6 +126,7 @@ class ObligationResult:
             "id": self.id,
             "case": self.case,
             "sources": list(self.sources),
+            "covers": list(self.covers),
             "expect": self.expect,
             "verdict": self.verdict.value,
             "ok": self.ok,

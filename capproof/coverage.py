@@ -1,0 +1,339 @@
+"""Coverage: which inventory entries (pre-allocated engine buffers) have a verdict.
+
+Inputs are two JSON documents, both committed or produced by ``make verify``:
+
+- an **inventory** (``proofs/inventory/vllm-0.33.0.json``, written by ``capproof inventory``): a list
+  of entries ``{"id": "<file in the wheel>::<Owner>.<attribute>", "file", "line", "owner",
+  "attribute", "dtype", "shape", "how": "traced"|"read", "why", "sized_by", "params",
+  "verdicts": {}}``;
+- a **run** (``capproof prove --json``, ``.capproof/last-run.json``) whose obligations carry
+  ``covers`` (the entry ids of ``@obligation(covers=[...])``).
+
+An entry is **covered** when some obligation covering it was decided (verdict ``proved`` or
+``counterexample``); it is **undecided** when its obligations are only ``unknown``/``vacuous``/
+``error``, and **uncovered** when no obligation names it. The coverage figure of issue 9 counts
+covered entries whose capacity is traced (``how == "traced"``) and whose obligation takes that
+capacity from the inventory (a source ``inventory: <path>::<entry id>``, written by the spec
+helpers that call ``capproof.inventory.capacity``).
+
+Outputs: ``proofs/coverage.md`` (:func:`render_markdown`) and the ``verdicts`` field of each entry
+(:func:`fill_verdicts`: obligation id -> verdict; every other field untouched). Nothing here proves:
+it reads results. Errors: :class:`CoverageInputError` for a file that is not an inventory or a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .errors import CapproofError
+
+__all__ = [
+    "CoverageInputError", "EntryCoverage", "Coverage", "read_inventory", "read_run", "compute",
+    "render_markdown", "fill_verdicts", "inventory_text", "categories_of", "INVENTORY_SOURCE_PREFIX",
+    "DEFAULT_INVENTORY", "COVERAGE_REPORT",
+]
+
+#: The committed inventory ``make verify`` checks coverage against.
+DEFAULT_INVENTORY = os.path.join("proofs", "inventory", "vllm-0.33.0.json")
+#: The generated coverage report.
+COVERAGE_REPORT = os.path.join("proofs", "coverage.md")
+#: A ``sources`` item of this form says the claim's capacity is read from that inventory entry.
+INVENTORY_SOURCE_PREFIX = "inventory: "
+
+DECIDED = ("proved", "counterexample")
+
+#: What sizes a buffer, by the config or model name that appears in its shape (issue 9's
+#: categories). A name not listed here is "other".
+CATEGORY_OF_NAME = {
+    "max_num_batched_tokens": "tokens", "max_num_tokens": "tokens", "max_num_scheduled_tokens": "tokens",
+    "max_model_len": "blocks", "block_size": "blocks", "dcp": "blocks", "max_num_blocks": "blocks",
+    "max_num_blocks_per_req": "blocks", "kernel_block_size": "blocks", "block_table_width": "blocks",
+    "max_num_reqs": "requests", "max_num_seqs": "requests",
+    "num_speculative_tokens": "speculative slots", "num_lookahead_tokens": "speculative slots",
+    "num_experts": "experts", "local_num_experts": "experts", "topk": "experts", "top_k": "experts",
+    "numel": "experts", "num_tokens_post_pad": "experts", "max_num_tokens_padded": "experts",
+    "num_sms": "SM count", "sm_count": "SM count", "num_compute_units": "SM count",
+    "workspace_bytes": "bytes", "workspace_size": "bytes", "bytes": "bytes",
+}
+CATEGORIES = ("requests", "tokens", "blocks", "speculative slots", "experts", "SM count", "bytes", "other")
+
+
+class CoverageInputError(CapproofError):
+    """An inventory or run file that cannot be read or has the wrong form (one line, exit 2)."""
+
+
+@dataclass
+class EntryCoverage:
+    """One inventory entry and the obligations that cover it (run-JSON records, in run order)."""
+
+    entry: dict[str, Any]
+    obligations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.entry["id"]
+
+    @property
+    def status(self) -> str:
+        """``counterexample`` (some covering obligation found one), ``proved`` (every covering
+        obligation proved), ``undecided`` (only unknown/vacuous/error) or ``uncovered``."""
+        verdicts = [o["verdict"] for o in self.obligations]
+        if not verdicts:
+            return "uncovered"
+        if "counterexample" in verdicts:
+            return "counterexample"
+        if all(v == "proved" for v in verdicts):
+            return "proved"
+        return "undecided" if not any(v in DECIDED for v in verdicts) else "partly undecided"
+
+    @property
+    def covered(self) -> bool:
+        return any(o["verdict"] in DECIDED for o in self.obligations)
+
+    @property
+    def traced_capacity(self) -> bool:
+        """Covered by a decided obligation that takes this entry's capacity from the inventory,
+        and the inventory traced the shape from the engine's code (``how == "traced"``)."""
+        if self.entry.get("how") != "traced":
+            return False
+        tag = INVENTORY_SOURCE_PREFIX
+        return any(o["verdict"] in DECIDED and any(s.startswith(tag) and s.endswith("::" + self.id) for s in o.get("sources", []))
+                   for o in self.obligations)
+
+    def verdicts(self) -> dict[str, str]:
+        return {o["id"]: o["verdict"] for o in self.obligations}
+
+
+@dataclass
+class Coverage:
+    inventory_path: str
+    entries: list[EntryCoverage]
+    #: covers= ids of the run that name no entry of this inventory: {obligation id: [ids]}
+    unknown_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+    @property
+    def covered(self) -> int:
+        return sum(e.covered for e in self.entries)
+
+    @property
+    def traced(self) -> int:
+        return sum(e.traced_capacity for e in self.entries)
+
+    def uncovered(self) -> list[EntryCoverage]:
+        return [e for e in self.entries if not e.covered]
+
+    def by(self, key) -> "OrderedDict[str, tuple[int, int, int]]":
+        """``{group: (covered, traced-capacity covered, total)}``; ``key(entry) -> [groups]``."""
+        out: dict[str, list[int]] = {}
+        for e in self.entries:
+            for g in key(e.entry):
+                row = out.setdefault(g, [0, 0, 0])
+                row[0] += e.covered
+                row[1] += e.traced_capacity
+                row[2] += 1
+        return OrderedDict((g, tuple(out[g])) for g in sorted(out, key=_group_order))
+
+    def summary_line(self) -> str:
+        return (f"coverage: {self.covered}/{self.total} entries with a proved or counterexample verdict "
+                f"({_pct(self.covered, self.total)}); {self.traced}/{self.total} with the capacity traced from the engine "
+                f"({_pct(self.traced, self.total)})")
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "n/a"
+
+
+def _group_order(g: str):
+    return (CATEGORIES.index(g) if g in CATEGORIES else -1, g)
+
+
+def categories_of(entry: dict[str, Any]) -> list[str]:
+    """What sizes the buffer: issue 9's categories named by ``sized_by`` (category words or
+    config names), else by the names of its shape (``params``); ``["other"]`` when none is known."""
+    found: list[str] = []
+    for item in [*(entry.get("sized_by") or []), *([] if entry.get("sized_by") else entry.get("params") or [])]:
+        cat = item if item in CATEGORIES else CATEGORY_OF_NAME.get(item)
+        if cat and cat not in found:
+            found.append(cat)
+    return found or ["other"]
+
+
+def directory_of(entry: dict[str, Any]) -> list[str]:
+    return [os.path.dirname(entry.get("file") or entry["id"].split("::")[0])]
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise CoverageInputError(f"{what} {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CoverageInputError(f"{what} {path}: not JSON ({exc})") from None
+
+
+def read_inventory(path: str) -> list[dict[str, Any]]:
+    """The entries of an inventory JSON file (a list of entries, or ``{"entries": [...]}``).
+
+    Raises :class:`CoverageInputError` when an entry has no string ``id`` or ids repeat."""
+    data = _read_json(path, "inventory")
+    entries = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise CoverageInputError(f"inventory {path}: not a list of entries")
+    seen: set[str] = set()
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("id"), str):
+            raise CoverageInputError(f"inventory {path}: entry {i} has no string 'id'")
+        if e["id"] in seen:
+            raise CoverageInputError(f"inventory {path}: id {e['id']!r} repeats")
+        seen.add(e["id"])
+    return entries
+
+
+def read_run(path: str) -> dict[str, Any]:
+    """A ``capproof prove --json`` document. Raises :class:`CoverageInputError` otherwise, and for a
+    pinned run (its verdicts are about a slice of the domain, not the obligation)."""
+    data = _read_json(path, "run")
+    if not isinstance(data, dict) or not isinstance(data.get("obligations"), list):
+        raise CoverageInputError(f"run {path}: not a `capproof prove --json` file (no obligations list)")
+    if any(o.get("pins") for o in data["obligations"]):
+        raise CoverageInputError(f"run {path}: comes from a pinned run; coverage needs an unpinned one")
+    return data
+
+
+def compute(entries: Iterable[dict[str, Any]], run_json: dict[str, Any], inventory_path: str = "") -> Coverage:
+    """Join inventory entries with the run's obligations by ``covers`` (see the module docstring)."""
+    cov = Coverage(inventory_path, [EntryCoverage(dict(e)) for e in entries])
+    index = {e.id: e for e in cov.entries}
+    for ob in run_json.get("obligations", []):
+        stray = []
+        for ident in ob.get("covers") or []:
+            if ident in index:
+                index[ident].obligations.append(ob)
+            else:
+                stray.append(ident)
+        if stray:
+            cov.unknown_ids[ob["id"]] = stray
+    return cov
+
+
+def fill_verdicts(entries: list[dict[str, Any]], cov: Coverage) -> list[dict[str, Any]]:
+    """Copies of ``entries`` with ``verdicts`` = {obligation id: verdict} (``{}`` when uncovered);
+    every other field and the key order kept."""
+    by_id = {e.id: e for e in cov.entries}
+    out = []
+    for e in entries:
+        new = dict(e)
+        new["verdicts"] = by_id[e["id"]].verdicts() if e["id"] in by_id else {}
+        out.append(new)
+    return out
+
+
+def inventory_text(original_text: str, entries: list[dict[str, Any]]) -> str:
+    """``entries`` serialised like ``original_text`` (its indentation, list or ``{"entries": …}``
+    form, other top-level keys kept), so only the ``verdicts`` fields change in a diff."""
+    data = json.loads(original_text)
+    indent = _indent_of(original_text)
+    if isinstance(data, dict):
+        data = dict(data)
+        data["entries"] = entries
+    else:
+        data = entries
+    ascii_only = original_text.isascii()
+    return json.dumps(data, indent=indent, ensure_ascii=ascii_only) + ("\n" if original_text.endswith("\n") else "")
+
+
+def _indent_of(text: str) -> int | None:
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(stripped) != len(line):
+            return len(line) - len(stripped)
+    return None
+
+
+def _md_cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _shape(entry: dict[str, Any]) -> str:
+    shape = entry.get("shape")
+    if isinstance(shape, list):
+        return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    return str(shape)
+
+
+def render_markdown(cov: Coverage) -> str:
+    """The text of ``proofs/coverage.md``: summary, tables by category and directory, then every
+    entry with its obligations, verdicts and the facts each proof rests on, or **uncovered**."""
+    lines = [
+        "# Coverage: every inventory entry and its verdict",
+        "",
+        "Generated by `capproof coverage --write`; do not edit. `make verify` fails when this file is stale.",
+        "",
+        f"Inventory: `{cov.inventory_path}`. An entry is covered when an obligation naming it "
+        "(`@obligation(covers=[...])`) is proved or finds a counterexample; \"capacity traced\" means the "
+        "inventory traced the shape from the engine's code (`how: traced`) and the obligation reads that "
+        "capacity from the inventory (`capproof.inventory.capacity`).",
+        "",
+        f"**{cov.summary_line()}**",
+        "",
+    ]
+    statuses: dict[str, int] = {}
+    for e in cov.entries:
+        statuses[e.status] = statuses.get(e.status, 0) + 1
+    lines += ["Entries by status: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) + ".", ""]
+    how: dict[str, int] = {}
+    for e in cov.entries:
+        how[str(e.entry.get("how"))] = how.get(str(e.entry.get("how")), 0) + 1
+    lines += ["Shapes by how they were obtained: " + ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + ".", ""]
+    for title, key in (("What sizes the buffer (an entry counts under each)", categories_of),
+                       ("Directory", directory_of)):
+        lines += [f"| {title} | covered | capacity traced | total |", "|---|---|---|---|"]
+        for g, (c, t, n) in cov.by(key).items():
+            lines.append(f"| {_md_cell(g)} | {c} ({_pct(c, n)}) | {t} | {n} |")
+        lines.append("")
+    if cov.unknown_ids:
+        lines += ["Obligations naming ids that are not in this inventory:", ""]
+        lines += [f"- `{ob}`: " + ", ".join(f"`{i}`" for i in ids) for ob, ids in sorted(cov.unknown_ids.items())]
+        lines.append("")
+    unc = cov.uncovered()
+    lines += [f"## Uncovered ({len(unc)})", ""]
+    lines += [f"- `{e.id}` ({e.status})" for e in unc] or ["none"]
+    lines += ["", "## Entries", ""]
+    for e in cov.entries:
+        ent = e.entry
+        where = f"{ent.get('file', '')}:{ent.get('line', '')}"
+        lines.append(f"### `{e.id}`")
+        lines.append("")
+        lines.append(f"- allocated: `{where}`, shape `{_shape(ent)}`, dtype `{ent.get('dtype')}`, "
+                     f"{ent.get('how')}" + (f" ({ent['why']})" if ent.get("why") and ent.get("how") != "traced" else ""))
+        lines.append(f"- sized by: {', '.join(categories_of(ent))}")
+        if not e.obligations:
+            lines += ["- **uncovered**", ""]
+            continue
+        lines.append(f"- status: **{e.status}**" + ("; capacity traced" if e.traced_capacity else ""))
+        for o in e.obligations:
+            name = o["id"].split("::")[-1]
+            link = f"[`{name}`](../{o['file']}#L{o['line']})" if o.get("file") else f"`{o['id']}`"
+            mark = "" if o.get("ok", True) else f" (expected {o['expect']})"
+            lines.append(f"  - {link}: **{o['verdict']}**{mark}" + (f", claim `{o['relation']}`" if o.get("relation") else ""))
+            named = [a for a in o.get("assumptions_used", []) if a in o.get("assumptions", [])]
+            bounds = [a for a in o.get("assumptions_used", []) if a not in o.get("assumptions", [])]
+            if o["verdict"] == "proved":
+                lines.append("    - rests on: " + ("; ".join(named) if named else "no named fact")
+                             + (f" (domain bounds: {'; '.join(f'`{b}`' for b in bounds)})" if bounds else ""))
+            cex = o.get("counterexample")
+            if cex:
+                lines.append("    - counterexample: " + ", ".join(f"{k}={v}" for k, v in {**cex["params"], **cex["values"]}.items()))
+            if o["verdict"] not in DECIDED:
+                lines.append(f"    - {_md_cell(o.get('message', ''))}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
