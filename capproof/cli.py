@@ -246,12 +246,15 @@ def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> N
 @click.option("--engine", "engine_spec", default="vllm", show_default=True, metavar="vllm[==VERSION]",
               help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None,
-              help="Hugging Face config.json: index_topk, n_routed_experts, num_experts_per_tok, hidden_size.")
+              help="Hugging Face config.json: experts, top-k, heads, hidden size, index_topk (vLLM's field names per family).")
 @click.option("--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/).")
 @click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
               help="Deterministic Z3 resource budget per query.")
+@click.option("--gpu", type=click.Choice(["A100", "L40S", "H100", "H200", "B200", "B300", "GB10"], case_sensitive=False),
+              default=None, help="The GPU: picks vLLM's batch defaults for it and its SM count.")
+@click.option("--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's).")
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
-def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> None:
+def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, serve_args) -> None:
     """Check one deployment: capproof check-config [--engine vllm==X] -- <vllm serve flags>.
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error is never safe).
@@ -261,9 +264,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, serve_args) -> N
 
     try:
         engine, version = parse_engine(engine_spec)
-        cfg = parse_serve_args(list(serve_args))
+        from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
+
+        flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
+        cfg = parse_serve_args(list(serve_args), flags_version)
         model = read_model_config(model_config) if model_config else None
-        outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
+        gpu = gpu.upper() if gpu else None
+        outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
+                            gpu=gpu, num_sms=num_sms)
     except (ServeFlagError, CheckError) as exc:
         _err.print(f"error: {exc}", markup=False, style="bold red")
         sys.exit(2)

@@ -115,6 +115,9 @@ class Obligation:
     #: Inventory entry ids (``"vllm/v1/worker/block_table.py::BlockTable.block_table"``) whose
     #: capacity this claim is about; ``capproof coverage`` gives those entries this verdict.
     covers: list[str] = field(default_factory=list)
+    #: Model features the claim's buffers exist for (e.g. ``("dsa_indexer",)``): a deployment
+    #: check applies the obligation only to a model that has every one of them.
+    requires: tuple[str, ...] = ()
 
     def applies_to(self, engine: str, version: str) -> bool:
         """True when this obligation describes ``engine`` at ``version``."""
@@ -179,6 +182,7 @@ def obligation(
     versions: str | None = None,
     covers: Sequence[str] = (),
     name: str | None = None,
+    requires: Sequence[str] = (),
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
@@ -193,6 +197,8 @@ def obligation(
     ``covers`` lists the inventory entry ids (``"<file in the wheel>::<Owner>.<attribute>"``, see
     :mod:`capproof.coverage`) whose capacity the claim checks. ``name`` overrides the function's
     name as the obligation's name (obligations generated in a loop, one per inventory entry).
+    ``requires (optional) names the model features whose buffers the claim is about (e.g.
+    ``"dsa_indexer"``): ``check-config`` applies it only to models that have them.
     """
 
     def wrap(func: Callable[..., object]) -> Obligation:
@@ -259,6 +265,7 @@ def obligation(
             engine=engine,
             versions=versions,
             covers=covered,
+            requires=tuple(requires),
         )
         CREATED.append(made)
         return made

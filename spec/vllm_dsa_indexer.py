@@ -28,7 +28,7 @@ KERNEL_SPLITS = {"kernel_block_size divides block_size": lambda block_size, kern
     expect="counterexample",
     case="vllm-dsa-ebt-128align",
     sources=["vllm-project/vllm#46074", "vllm-project/vllm#39324", "vllm-project/vllm#50050", "vllm-project/vllm#48404"],
-    engine="vllm",
+    engine="vllm", requires=("dsa_indexer",),
     versions=">=0.21,<0.27",
 )
 def ebt_width_matches_runner_before_50302(max_model_len, block_size, dcp):
@@ -50,7 +50,7 @@ def ebt_width_matches_runner_before_50302(max_model_len, block_size, dcp):
     expect="counterexample",
     case="vllm-dsa-ebt-dcp-uniformtype",
     sources=["vllm-project/vllm#50825", "vllm-project/vllm#50302", "vllm-project/vllm#48404"],
-    engine="vllm",
+    engine="vllm", requires=("dsa_indexer",),
     versions=">=0.27,<0.28",
 )
 def ebt_width_matches_runner_before_50823(max_model_len, block_size, dcp, kernel_block_size):
@@ -72,7 +72,7 @@ def ebt_width_matches_runner_before_50823(max_model_len, block_size, dcp, kernel
     expect="proved",
     case="vllm-dsa-ebt-dcp-uniformtype",
     sources=["vllm-project/vllm#50823", "vllm-project/vllm#50302"],
-    engine="vllm",
+    engine="vllm", requires=("dsa_indexer",),
     versions=">=0.28",
 )
 def ebt_width_matches_runner_after_50823(max_model_len, block_size, dcp, kernel_block_size):
@@ -123,7 +123,7 @@ def _widths_before_50302(max_model_len, dcp, block_size=64):
     expect="counterexample",
     case="vllm-44827-indexer-prob",
     sources=["vllm-project/vllm#44827", "vllm-project/vllm#46074", "vllm-project/vllm#48404"],
-    engine="vllm",
+    engine="vllm", requires=("dsa_indexer",),
     versions=">=0.21,<0.27",
 )
 def ebt_width_matches_runner_for_every_batch_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):

@@ -34,7 +34,7 @@ contracts = [
     expect="proved",
     case="vllm-indexer-prefill-chunk-split",
     sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size", "vllm 0.33.0 vllm/config/vllm.py"],
-    engine="vllm",
+    engine="vllm", requires=("dsa_indexer",),
     versions=">=0.27",
 )
 def single_request_fits_prefill_workspace(max_model_len, compress_ratio, num_speculative_tokens, seq_len):

@@ -182,3 +182,201 @@ def test_ascend_dcp4_mtp5_12_requests_safe_after_the_fix():
 def test_ascend_needs_a_version():
     result = check("--engine", "vllm-ascend", "--", *ASCEND_DCP4_MTP5)
     assert result.exit_code == 2 and "give the vLLM-Ascend release" in result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Real command lines (issue 11): --config YAML, launchers, -O, per-release flags, model families.
+
+GLM_YAML = """\
+tensor-parallel-size: 8
+decode-context-parallel-size: 2
+max-model-len: 1M
+block-size: 64
+kv-cache-dtype: fp8_ds_mla
+trust-remote-code: true
+enable-prefix-caching: false
+speculative-config:
+  method: mtp
+  num_speculative_tokens: 5
+"""
+
+
+def test_config_yaml_is_read_like_the_inline_flags(tmp_path):
+    """The README's known-bad GLM flags in a `--config` file fail exactly as inline (they were
+    ignored and answered `safe`)."""
+    serve = tmp_path / "serve.yaml"
+    serve.write_text(GLM_YAML)
+    result = check("--engine", "vllm==0.27.0", "--", "vllm", "serve", "zai-org/GLM-5.2", "--config", str(serve))
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("will fail") and "W_buf=8192, W_bt=16384" in result.output
+    assert f"from {serve}: --tensor-parallel-size, --decode-context-parallel-size, --max-model-len" in result.output
+
+
+def test_command_line_wins_over_the_config_file(tmp_path):
+    """vLLM inserts the file's flags right after the model, so a flag on the command line wins."""
+    serve = tmp_path / "serve.yaml"
+    serve.write_text(GLM_YAML)
+    cfg = parse_serve_args(["vllm", "serve", "zai-org/GLM-5.2", "--config", str(serve), "-dcp", "1", "--max-model-len", "350k"], "0.27.0")
+    assert (cfg.dcp, cfg.max_model_len, cfg.tp, cfg.num_speculative_tokens, cfg.model) == (1, 350000, 8, 5, "zai-org/GLM-5.2")
+    assert cfg.origin["--decode-context-parallel-size"] == "command line" and cfg.origin["--tensor-parallel-size"] == str(serve)
+    # model only in the file (`model:` key), as vLLM allows
+    alone = tmp_path / "alone.yaml"
+    alone.write_text("model: zai-org/GLM-5.2\nmax_model_len: 4096\n")
+    cfg = parse_serve_args(["vllm", "serve", "--config", str(alone)])
+    assert (cfg.model, cfg.max_model_len) == ("zai-org/GLM-5.2", 4096)
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("serve.json", "{}", "must be of a yaml/yml type"),
+    ("serve.yaml", "max-model-len: [1, 2\n", "not valid YAML"),
+    ("serve.yaml", "- a\n- b\n", "expected a mapping"),
+    ("serve.yaml", "frobnicate: 3\n", "unknown vllm serve flag '--frobnicate'"),
+])
+def test_bad_config_file_is_one_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    result = check("--", "vllm", "serve", "m", "--config", str(path))
+    assert result.exit_code == 2
+    lines = [l for l in result.output.splitlines() if l.strip()]
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+@pytest.mark.parametrize("argv", [
+    # vLLM maps -O3 / -O 3 / -O=3 to --optimization-level (argparse_utils.py)
+    ["vllm", "serve", "zai-org/GLM-5.2", "-O3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+    ["vllm", "serve", "zai-org/GLM-5.2", "-O", "3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+    ["vllm", "serve", "zai-org/GLM-5.2", "-O=3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+    # an environment prefix
+    ["VLLM_USE_DEEP_GEMM=1", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "vllm", "serve", "zai-org/GLM-5.2", "-tp", "8",
+     "--max-model-len", "1M", "--block-size", "64"],
+    # the OpenAI server module (model as --model)
+    ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M",
+     "--block-size", "64"],
+    ["python3", "-m", "vllm.entrypoints.cli.main", "serve", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M",
+     "--block-size", "64"],
+    # --model after `vllm serve` (vLLM moves it to the positional model)
+    ["vllm", "serve", "--model", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+])
+def test_command_lines_vllm_accepts_are_accepted(argv):
+    cfg = parse_serve_args(argv)
+    assert (cfg.model, cfg.tp, cfg.max_model_len, cfg.block_size) == ("zai-org/GLM-5.2", 8, 1048576, 64)
+    result = check("--", *argv)
+    assert result.exit_code == 0, result.output
+    if "-O3" in argv or "-O" in argv or "-O=3" in argv:
+        assert "--optimization-level" in cfg.ignored and "flags no applied obligation reads: --optimization-level" in result.output
+    if argv[0].startswith("VLLM_"):
+        assert cfg.env == {"VLLM_USE_DEEP_GEMM": "1", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+        assert "environment not read: VLLM_USE_DEEP_GEMM=1" in result.output
+
+
+def test_unknown_flag_suggests_the_closest():
+    result = check("--", "vllm", "serve", "m", "--max-model-lenght", "4096")
+    assert result.exit_code == 2
+    assert "unknown vllm serve flag '--max-model-lenght' (not an option of vLLM 0.33.0; did you mean --max-model-len" in result.output
+
+
+def test_abbreviated_flags_as_argparse():
+    assert parse_serve_args(["--max-model", "4096"]).max_model_len == 4096  # unique prefix (allow_abbrev)
+    with pytest.raises(ServeFlagError, match="ambiguous option --max-num"):
+        parse_serve_args(["--max-num", "4"])
+
+
+def test_flags_are_those_of_the_selected_release():
+    """0.20.0 has --max-num-partial-prefills (gone in 0.33.0); -sc first appears in 0.19.0."""
+    old = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2", "--max-model-len", "4096")
+    assert old.exit_code == 0, old.output
+    assert "flags no applied obligation reads: --max-num-partial-prefills" in old.output
+    new = check("--engine", "vllm==0.33.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2")
+    assert new.exit_code == 2 and "not an option of vLLM 0.33.0" in new.output
+    # --disable-log-requests is in none of 0.18.0-0.33.0 (checked in the wheels): named for the release asked
+    gone = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "m", "--disable-log-requests")
+    assert gone.exit_code == 2 and "not an option of vLLM 0.20.0; did you mean --enable-log-requests" in gone.output
+    with pytest.raises(ServeFlagError, match="'-sc' .*vLLM 0.18.0"):
+        parse_serve_args(["-sc", '{"num_speculative_tokens": 1}'], "0.18.0")
+    assert parse_serve_args(["-sc", '{"num_speculative_tokens": 1}'], "0.19.0").num_speculative_tokens == 1
+
+
+def test_dotted_keys_replace_an_earlier_json_value_as_in_vllm():
+    cfg = parse_serve_args(["-sc", '{"method": "mtp", "num_speculative_tokens": 5}', "--speculative-config.num_speculative_tokens", "3"])
+    assert (cfg.num_speculative_tokens, cfg.speculative_method) == (3, None)
+
+
+# Model configs of the common families (public config.json fields, trimmed to the sizing keys).
+QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
+             "num_experts": 128, "num_experts_per_tok": 8, "max_position_embeddings": 40960}  # Qwen/Qwen3-30B-A3B
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 32768}  # mistralai/Mixtral-8x7B-v0.1
+DEEPSEEK_V32 = {"architectures": ["DeepseekV32ForCausalLM"], "hidden_size": 7168, "num_attention_heads": 128,
+                "n_routed_experts": 256, "num_experts_per_tok": 8, "index_topk": 2048, "max_position_embeddings": 163840}
+GLM45 = {"architectures": ["Glm4MoeForCausalLM"], "hidden_size": 5120, "num_attention_heads": 96, "num_key_value_heads": 8,
+         "n_routed_experts": 160, "num_experts_per_tok": 8, "max_position_embeddings": 131072}  # zai-org/GLM-4.5
+LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+         "max_position_embeddings": 131072}  # meta-llama/Llama-3.1-8B
+
+
+@pytest.mark.parametrize("config, experts, field", [
+    (QWEN3_MOE, 128, "num_experts"), (MIXTRAL, 8, "num_local_experts"), (DEEPSEEK_V32, 256, "n_routed_experts"),
+    (GLM45, 160, "n_routed_experts"), ({"text_config": MIXTRAL}, 8, "text_config.num_local_experts"),
+])
+def test_model_families_expert_fields(tmp_path, config, experts, field):
+    from capproof.engines.checkconfig import read_model_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    facts = read_model_config(str(path))
+    assert facts.values["num_experts"] == experts and facts.fields["num_experts"] == field
+    assert facts.fields["top_k"].endswith("num_experts_per_tok") and "moe" in facts.features
+    result = check("--model-config", str(path), "--", "vllm", "serve", "m", "--max-model-len", "32768", "--block-size", "16")
+    assert f"num_experts={experts} (from {field})" in result.output
+    assert "spec/moe_align.py::vllm_sorted_ids_fit_every_routing" in result.output
+    assert result.exit_code == 0, result.output  # proved for this expert count (never 'safe' by ignoring it)
+    assert "safe    spec/moe_align.py::vllm_sorted_ids_fit_every_routing" in result.output
+
+
+def test_qwen3_moe_experts_are_checked_not_ignored(tmp_path):
+    """Qwen3-MoE spells the expert count `num_experts`: it was ignored and the answer was `safe`
+    without the MoE obligation; now 128 experts are proved as their own case."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_MOE))
+    result = check("--model-config", str(path), "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B", "--max-model-len", "32768")
+    assert "num_experts=128 checked as its own case" in result.output
+
+
+def test_dense_model_and_dsa_obligations_do_not_apply(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    result = check("--engine", "vllm==0.23.0", "--model-config", str(path), "--", "vllm", "serve", "meta-llama/Llama-3.1-8B",
+                   "--max-model-len", "350k", "--block-size", "64")
+    # 350k/64 is the #46074 DSA mismatch, but Llama has no DSA indexer: not a failure of this deployment
+    assert result.exit_code == 0, result.output
+    assert "ebt_width_matches_runner_before_50302 [vllm-dsa-ebt-128align]: does not apply to this model" in result.output
+    assert "vllm_sorted_ids_fit_every_routing [moe-align-capacity]: does not apply to this model: no routed experts" in result.output
+    # without a model config the DSA obligations are listed as not checked (unknown model)
+    result = check("--engine", "vllm==0.23.0", "--", "vllm", "serve", "m", "--max-model-len", "350k", "--block-size", "64")
+    assert "applies only to models with a DSA indexer" in result.output and "FAILS" not in result.output
+
+
+def test_not_checked_lists_unused_flags():
+    """EAGLE with explicit capture sizes and expert parallelism: no applied obligation reads
+    --cudagraph-capture-sizes or --enable-expert-parallel, so they are listed, not silently 'safe'."""
+    result = check("--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+                   "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "--enable-expert-parallel")
+    assert result.exit_code == 0, result.output
+    assert "not checked for this deployment:" in result.output
+    unused = next(l for l in result.output.splitlines() if "flags no applied obligation reads" in l)
+    assert "--cudagraph-capture-sizes" in unused and "--enable-expert-parallel" in unused
+
+
+def test_answer_resting_on_a_default_says_so():
+    """vLLM-Ascend C3 without --max-num-batched-tokens: the failure is shown at vLLM 0.25.0's
+    default token budget (2048 on A100-class devices), named as a default, never as `=1`."""
+    result = check("--engine", "vllm-ascend==0.25.0", "--", "vllm", "serve", "glm", "-dcp", "4", "--max-num-seqs", "12",
+                   "-sc", '{"num_speculative_tokens": 5}')
+    assert result.exit_code == 1, result.output
+    assert "demand=2073, capacity=2072" in result.output
+    assert "with values you did not give: max_num_batched_tokens=2048" in result.output
+    assert "rests on a default: max_num_batched_tokens in [2048, 8192]" in result.output
+    with_gpu = check("--engine", "vllm-ascend==0.25.0", "--gpu", "H100", "--", "vllm", "serve", "glm", "-dcp", "4",
+                     "--max-num-seqs", "12", "-sc", '{"num_speculative_tokens": 5}')
+    assert "rests on a default: max_num_batched_tokens in [8192]" in with_gpu.output and "demand=8217, capacity=8216" in with_gpu.output

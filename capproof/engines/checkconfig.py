@@ -21,14 +21,16 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
+from ..domain import Choice, Vector
 from ..loader import load
 from ..obligation import Obligation
 from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
-from .vllm.flags import VLLM_VERSION
+from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION
 from .vllm.serve import ServeConfig
 
-__all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
+__all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
+           "batch_defaults", "GPU_SMS", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
 
 #: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
 #: 0.21.0, #50302 in 0.27.0, #50823 in 0.28.0).
@@ -50,6 +52,11 @@ CONFIG_PARAMS = {
 #: kernel block size 64 only (vLLM 0.33.0 ``DeepseekV32IndexerBackend.get_supported_kernel_block_sizes``).
 DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
 DSA_CUDA_KERNEL_BLOCK_SIZE = 64
+
+
+#: Streaming multiprocessors per GPU an operator can name with ``--gpu`` (NVIDIA data sheets:
+#: H100 SXM5 132, H200 132, B200 148, B300 148, A100 108, L40S 142, GB10 48).
+GPU_SMS = {"A100": 108, "L40S": 142, "H100": 132, "H200": 132, "B200": 148, "B300": 148, "GB10": 48}
 
 
 class CheckError(ValueError):
@@ -79,8 +86,43 @@ def parse_engine(text: str) -> tuple[str, str]:
     return name, version
 
 
-def read_model_config(path: str) -> dict[str, int]:
-    """Sizing fields of a Hugging Face ``config.json``: index_topk, n_routed_experts, num_experts_per_tok, hidden_size."""
+#: The ``config.json`` keys vLLM reads for each value, in vLLM's order (the first present wins):
+#: ``CONFIG_FIELD_ALIASES`` of vLLM 0.33.0 ``vllm/transformers_utils/config.py`` (used by
+#: ``ModelArchConfigConvertorBase.get_num_experts``/``get_num_experts_per_token``/
+#: ``get_total_num_kv_heads``), plus the plain ``hidden_size``, ``num_attention_heads``,
+#: ``max_position_embeddings`` and DSA's ``index_topk``. A real-engine test compares the aliases
+#: with the wheel's own table.
+MODEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "num_experts": ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"),
+    "top_k": ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "moe_topk", "moe_top_k", "top_k"),
+    "num_kv_heads": ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"),
+    "num_attention_heads": ("num_attention_heads",),
+    "hidden_size": ("hidden_size",),
+    "index_topk": ("index_topk",),
+    "max_position_embeddings": ("max_position_embeddings",),
+}
+#: Where a composite (multimodal) config keeps its language model's fields (``get_text_config``).
+TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
+
+
+@dataclass
+class ModelFacts:
+    """Values read from a ``config.json``: ``values`` by capproof parameter name, ``fields`` the key
+    each came from (e.g. ``{"num_experts": "text_config.num_experts"}``), ``features`` the model
+    features the config shows (``moe``, ``dsa_indexer``)."""
+
+    path: str
+    values: dict[str, int] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+    features: set[str] = field(default_factory=set)
+
+
+def read_model_config(path: str) -> ModelFacts:
+    """Sizing fields of a Hugging Face ``config.json`` as vLLM reads them (:data:`MODEL_FIELDS`).
+
+    A list-valued expert count takes its first entry and a list-valued top-k its maximum, as vLLM
+    does; 0 experts means a dense model. Raises CheckError (one line) on unreadable or bad values.
+    """
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -92,25 +134,41 @@ def read_model_config(path: str) -> dict[str, int]:
         raise CheckError(f"--model-config {path}: not UTF-8 text (expected a config.json)") from None
     if not isinstance(data, dict):
         raise CheckError(f"--model-config {path}: expected a JSON object")
-    out: dict[str, int] = {}
-    for key, param in (("index_topk", "index_topk"), ("n_routed_experts", "num_experts"),
-                       ("num_experts_per_tok", "top_k"), ("hidden_size", "hidden_size"),
-                       ("max_position_embeddings", "max_position_embeddings")):
-        value = data.get(key, data.get("text_config", {}).get(key) if isinstance(data.get("text_config"), dict) else None)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise CheckError(f"--model-config {path}: {key} must be a positive integer, got {value!r}")
-        out[param] = value
-    return out
+    scopes: list[tuple[str, dict]] = []
+    for key in TEXT_CONFIG_KEYS:
+        if isinstance(data.get(key), dict):
+            scopes.append((key + ".", data[key]))
+    if isinstance(data.get("thinker_config"), dict) and isinstance(data["thinker_config"].get("text_config"), dict):
+        scopes.append(("thinker_config.text_config.", data["thinker_config"]["text_config"]))
+    scopes.append(("", data))
+    facts = ModelFacts(path)
+    for param, names in MODEL_FIELDS.items():
+        for prefix, scope in scopes:
+            key = next((n for n in names if scope.get(n) is not None), None)
+            if key is None:
+                continue
+            value = scope[key]
+            if isinstance(value, list) and value and param in ("num_experts", "top_k"):
+                value = value[0] if param == "num_experts" else max(value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (value == 0 and param not in ("num_experts", "top_k")):
+                raise CheckError(f"--model-config {path}: {prefix}{key} must be a positive integer, got {value!r}")
+            if value:
+                facts.values[param] = value
+                facts.fields[param] = prefix + key
+            break
+    if facts.values.get("num_experts"):
+        facts.features.add("moe")
+    if "index_topk" in facts.values:
+        facts.features.add("dsa_indexer")
+    return facts
 
 
-def pins_for(cfg: ServeConfig, model: dict[str, int] | None = None) -> dict[str, int]:
+def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[str, int]:
     """Parameter pins implied by the flags (and the model config)."""
-    model = dict(model or {})
+    values = dict(model.values if isinstance(model, ModelFacts) else (model or {}))
     pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
-    max_len = cfg.max_model_len if cfg.max_model_len is not None else model.pop("max_position_embeddings", None)
-    model.pop("max_position_embeddings", None)
+    max_len = cfg.max_model_len if cfg.max_model_len is not None else values.get("max_position_embeddings")
+    values.pop("max_position_embeddings", None)
     for name, value in (("max_model_len", max_len), ("block_size", cfg.block_size), ("max_num_seqs", cfg.max_num_seqs),
                         ("max_num_batched_tokens", cfg.max_num_batched_tokens),
                         ("max_cudagraph_capture_size", cfg.max_cudagraph_capture_size)):
@@ -120,19 +178,17 @@ def pins_for(cfg: ServeConfig, model: dict[str, int] | None = None) -> dict[str,
         pins["max_num_reqs"] = cfg.max_num_seqs  # vLLM-Ascend's (and the runner's) name for it
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         pins["kernel_block_size"] = DSA_CUDA_KERNEL_BLOCK_SIZE
-    pins.update(model)
+    pins.update({k: v for k, v in values.items() if k in CONFIG_PARAMS})
     return pins
 
 
-def _batch_bounds(ob: Obligation, cfg: ServeConfig) -> dict:
+def _batch_bounds(ob: Obligation, seqs: int | None, tokens: int | None) -> dict:
     """Assumptions the deployment adds on the obligation's batch parameters."""
     extra = {}
-    if cfg.max_num_seqs is not None and "num_decodes" in ob.domain:
-        n = cfg.max_num_seqs
-        extra[f"num_decodes <= max_num_seqs ({n})"] = _at_most("num_decodes", n)
-    if cfg.max_num_batched_tokens is not None and "num_decode_tokens" in ob.domain:
-        t = cfg.max_num_batched_tokens
-        extra[f"num_decode_tokens <= max_num_batched_tokens ({t})"] = _at_most("num_decode_tokens", t)
+    if seqs is not None and "num_decodes" in ob.domain:
+        extra[f"num_decodes <= max_num_seqs ({seqs})"] = _at_most("num_decodes", seqs)
+    if tokens is not None and "num_decode_tokens" in ob.domain:
+        extra[f"num_decode_tokens <= max_num_batched_tokens ({tokens})"] = _at_most("num_decode_tokens", tokens)
     return extra
 
 
@@ -153,6 +209,25 @@ class Checked:
     why_not: str = ""
     pinned: dict = field(default_factory=dict)
     free: list = field(default_factory=list)
+    #: Parameters checked over several values (a list flag member by member, or the defaults vLLM
+    #: may pick): {param: values}.
+    choices: dict = field(default_factory=dict)
+
+
+#: Kinds of obligations not applied: ``outside`` (a flag's value lies outside the domain: blocks
+#: "safe"), ``needs`` (a value only --model-config or --gpu gives), ``model`` (not about this model:
+#: it lacks the feature), ``unknown-model`` (applies only if the model has a feature capproof cannot
+#: see without --model-config).
+OUTSIDE = "not checked: "
+
+
+@dataclass
+class Default:
+    """A value the user did not give that an answer rests on: ``param`` over ``values``, and why."""
+
+    param: str
+    values: tuple[int, ...]
+    why: str
 
 
 @dataclass
@@ -160,6 +235,13 @@ class CheckOutcome:
     engine: str
     version: str
     checked: list[Checked]
+    defaults: list[Default] = field(default_factory=list)
+    #: Given flags (long names) no applicable obligation reads, and environment variables.
+    unused_flags: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    model: ModelFacts | None = None
+    #: Inventory buffers of this release with no verdict (nothing proves or refutes them).
+    uncovered: list[str] = field(default_factory=list)
 
     @property
     def applicable(self) -> list[Checked]:
@@ -180,6 +262,10 @@ class CheckOutcome:
         return [c for c in self.checked if not c.applicable and c.why_not.startswith(OUTSIDE)]
 
     @property
+    def not_checked(self) -> list[Checked]:
+        return [c for c in self.checked if not c.applicable]
+
+    @property
     def status(self) -> str:
         if self.failures:
             return "will fail"
@@ -192,66 +278,212 @@ class CheckOutcome:
         return {"safe": 0, "will fail": 1}.get(self.status, 2)
 
 
-#: Prefix of the reason an obligation is not applied because a flag lies outside its domain.
-OUTSIDE = "not checked: "
-
 #: Parameters only a model's config.json gives (``--model-config``); an obligation over them is
 #: about one model, so it is not applied without it.
 MODEL_PARAMS = ("num_experts", "top_k", "index_topk", "hidden_size")
 
+#: The parameters each sizing flag sets (a flag none of whose parameters an applied obligation has
+#: is listed as not used).
+FLAG_PARAMS = {
+    "--max-model-len": ("max_model_len",),
+    "--block-size": ("block_size",),
+    "--tensor-parallel-size": ("tp",),
+    "--decode-context-parallel-size": ("dcp",),
+    "--max-num-seqs": ("max_num_seqs", "max_num_reqs", "num_decodes"),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", "num_decode_tokens"),
+    "--speculative-config": ("num_speculative_tokens",),
+    "--spec-tokens": ("num_speculative_tokens",),
+    "--kv-cache-dtype": ("kernel_block_size",),
+    "--cudagraph-capture-sizes": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
+    "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
+    "--compilation-config": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
+    "--pipeline-parallel-size": ("pp",),
+}
+#: Flags that only steer parsing (nothing to check).
+_PARSING_FLAGS = {"--model", "--config"}
 
-def run_check(cfg: ServeConfig, engine: str, version: str, model: dict[str, int] | None = None,
-              paths=("spec",), options: Options | None = None) -> CheckOutcome:
-    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins."""
+#: What each model feature is, for the "not checked" lines.
+FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "routed experts"}
+
+
+def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None) -> list[Default]:
+    """The ``max_num_batched_tokens``/``max_num_seqs`` vLLM picks when the flags are not given.
+
+    vLLM ``EngineArgs.get_batch_defaults`` (executed per release and GPU in ``flags.py``) then
+    ``_set_default_max_num_seqs_and_batched_tokens_args``: doubled with ``--performance-mode
+    throughput``; without chunked prefill at least ``max_model_len``; ``max_num_seqs`` at most the
+    token budget. Without ``--gpu``, every GPU's default is checked. vLLM-Ascend: no table (NPU).
+    """
+    out: list[Default] = []
+    if engine not in ("vllm", "vllm-ascend") or version not in BATCH_DEFAULTS:
+        return out
+    table = BATCH_DEFAULTS[version]
+    rows = {gpu: table[gpu]} if gpu else table
+    where = f"{gpu}" if gpu else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
+    factor = 2 if cfg.performance_mode == "throughput" else 1
+    if cfg.max_num_batched_tokens is None:
+        tokens = {t * factor for t, _ in rows.values()}
+        if cfg.enable_chunked_prefill is False and cfg.max_model_len is not None:
+            tokens = {max(t, cfg.max_model_len) for t in tokens}
+        out.append(Default("max_num_batched_tokens", tuple(sorted(tokens)),
+                           f"not given: vLLM {version}'s default for vllm serve {where}"
+                           + (", doubled by --performance-mode throughput" if factor == 2 else "")
+                           + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")))
+    if cfg.max_num_seqs is None:
+        budget = cfg.max_num_batched_tokens
+        seqs = {min(s * factor, budget) if budget else s * factor for _, s in rows.values()}
+        out.append(Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}"))
+    return out
+
+
+def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
+    """Model numbers (``num_experts``, ``top_k``, …) outside an obligation's finite cases that can be
+    checked as a case of their own: the declared ``Choice`` lists the cases ``make verify``
+    proves, not a limit of the claim; the value must still fit every vector whose length it is."""
+    out = []
+    for k, v in pins.items():
+        d = ob.domain[k]
+        if k not in MODEL_PARAMS or d.contains(v) or not isinstance(d, Choice) or v < 1:
+            continue
+        if all(v <= vec.size for vec in ob.domain.values() if isinstance(vec, Vector) and vec.length == k):
+            out.append(k)
+    return out
+
+
+def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | dict | None = None,
+              paths=("spec",), options: Options | None = None, gpu: str | None = None,
+              num_sms: int | None = None) -> CheckOutcome:
+    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
+
+    Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
+    are checked over every default of that release (one per GPU tier, or the ``gpu``'s), and the
+    answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
+    """
     options = options or Options()
-    if cfg.max_model_len is None and model and "max_position_embeddings" in model:
-        cfg.max_model_len = model["max_position_embeddings"]  # vLLM's default max_model_len
+    if isinstance(model, dict):
+        feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
+        model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
+    if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
+        cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
     pins = pins_for(cfg, model)
+    if num_sms is None and gpu:
+        num_sms = GPU_SMS.get(gpu)
+    if num_sms is not None:
+        pins["num_sms"] = num_sms
+    defaults = batch_defaults(cfg, engine, version, gpu)
+    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+    if "max_num_seqs" in choices:
+        choices["max_num_reqs"] = choices["max_num_seqs"]
+    if cfg.cudagraph_capture_sizes:
+        choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
+        if cfg.max_cudagraph_capture_size is None:
+            pins["max_cudagraph_capture_size"] = max(cfg.cudagraph_capture_sizes)
+    features = set(model.features) if model else set()
+    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+        features.add("dsa_indexer")
     items, errors = load(paths)
     if errors:
         raise CheckError(errors[0].message)
     checked: list[Checked] = []
+    used: set[str] = set()
     for ob in items:
         if not isinstance(ob, Obligation) or not ob.applies_to(engine, version):
             continue
         mine = {k: v for k, v in pins.items() if k in ob.domain}
-        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" for k, v in mine.items() if not ob.domain[k].contains(v)]
-        free = [p for p in ob.params if p not in mine]
+        own_cases = _model_cases(ob, mine)
+        multi = {k: v for k, v in choices.items() if k in ob.domain and k not in mine}
+        free = [p for p in ob.params if p not in mine and p not in multi]
+        missing = [f for f in getattr(ob, "requires", ()) if f not in features]
+        if missing:
+            if model is not None:
+                why = f"does not apply to this model: {model.path} shows no " + ", no ".join(FEATURES.get(f, f) for f in missing)
+            else:
+                why = ("applies only to models with a " + ", a ".join(FEATURES.get(f, f) for f in missing)
+                       + ": give --model-config to check it")
+            checked.append(Checked(ob, None, False, why, mine, free))
+            continue
+        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" for k, v in mine.items()
+                   if not ob.domain[k].contains(v) and k not in own_cases]
+        outside += [f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" for k, vs in multi.items()
+                    if not all(ob.domain[k].contains(v) for v in vs)]
         if outside:
-            checked.append(Checked(ob, None, False, "; ".join(outside), mine, free))
+            checked.append(Checked(ob, None, False, "; ".join(outside), mine, free, multi))
             continue
         needs_model = [p for p in MODEL_PARAMS if p in ob.domain and p not in mine]
         if needs_model:
-            checked.append(Checked(ob, None, False, f"needs --model-config for {', '.join(needs_model)}", mine, free))
+            if model is not None and "num_experts" in needs_model and "moe" not in features:
+                why = "does not apply to this model: no routed experts in " + model.path
+            elif model is not None:
+                why = f"{model.path} gives no {', '.join(needs_model)}"
+            else:
+                why = f"needs --model-config for {', '.join(needs_model)}"
+            checked.append(Checked(ob, None, False, why, mine, free))
             continue
-        bounded = dataclasses.replace(ob, assumptions={**ob.assumptions, **_batch_bounds(ob, cfg)})
+        if "num_sms" in ob.domain and "num_sms" not in mine:
+            checked.append(Checked(ob, None, False, "needs the GPU: give --gpu NAME or --num-sms N", mine, free))
+            continue
+        domain = dict(ob.domain)
+        for k in own_cases:
+            domain[k] = Choice(mine[k])
+        for k, vs in multi.items():
+            domain[k] = Choice(*vs)
+        seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
+        tokens = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else max(choices.get("max_num_batched_tokens", (0,))) or None
+        bounded = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, seqs, tokens)})
         result = prove_obligation(bounded, dataclasses.replace(options, pins=mine))
-        checked.append(Checked(ob, result, True, "", mine, free))
-    return CheckOutcome(engine, version, checked)
+        used.update(mine)
+        used.update(multi)
+        if "num_decodes" in ob.domain and seqs is not None:
+            used.update(("num_decodes", "max_num_seqs"))
+        if "num_decode_tokens" in ob.domain and tokens is not None:
+            used.update(("num_decode_tokens", "max_num_batched_tokens"))
+        if "max_num_reqs" in mine or "max_num_reqs" in multi:
+            used.add("max_num_seqs")
+        if ob.requires:
+            used.update(f"feature:{f}" for f in ob.requires)
+        checked.append(Checked(ob, result, True, "", mine, free, multi))
+    unused = []
+    for flag in cfg.origin:
+        if flag in _PARSING_FLAGS:
+            continue
+        params = FLAG_PARAMS.get(flag, ())
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+            params = (*params, "feature:dsa_indexer")
+        if not any(p in used for p in params):
+            unused.append(flag)
+    used_defaults = [d for d in defaults if d.param in used]
+    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model)
 
 
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
-    """Human-readable report: the verdict first, then one block per obligation."""
+    """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
     head = {"safe": "safe", "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
-    for c in outcome.checked:
+    if cfg.config_file:
+        from_file = [f for f, src in cfg.origin.items() if src == cfg.config_file]
+        if from_file:
+            lines.append(f"  from {cfg.config_file}: {', '.join(from_file)} (the command line wins over the file)")
+    if outcome.model is not None and outcome.model.fields:
+        lines.append("  model config " + outcome.model.path + ": " + ", ".join(
+            f"{p}={outcome.model.values[p]} (from {f})" for p, f in outcome.model.fields.items()))
+    for c in outcome.applicable:
         ob = c.obligation
         case = f" [{ob.case}]" if ob.case else ""
-        if not c.applicable:
-            lines.append(f"  n/a     {ob.id}{case}: {c.why_not}")
-            continue
         r = c.result
+        over = "".join(f" for {k} in {list(v)}" for k, v in c.choices.items())
+        over += "".join(f" ({k}={c.pinned[k]} checked as its own case; spec/ declares {ob.domain[k].describe()})"
+                        for k in _model_cases(ob, c.pinned))
         if r.verdict is Verdict.PROVED:
             free = f" for every {', '.join(c.free)}" if c.free else ""
-            lines.append(f"  safe    {ob.id}{case}: holds{free}")
+            lines.append(f"  safe    {ob.id}{case}: holds{free}{over}")
         elif r.verdict is Verdict.COUNTEREXAMPLE:
             cex = r.counterexample
             values = ", ".join(f"{k}={v}" for k, v in cex.values.items())
             trigger = {k: v for k, v in cex.params.items() if k not in c.pinned}
-            batch = {k: v for k, v in trigger.items() if k not in CONFIG_PARAMS}
-            config = {k: v for k, v in trigger.items() if k in CONFIG_PARAMS}
+            batch = {k: v for k, v in trigger.items() if k not in CONFIG_PARAMS and k not in c.choices}
+            config = {k: v for k, v in trigger.items() if k in CONFIG_PARAMS or k in c.choices}
             lines.append(f"  FAILS   {ob.id}{case}: {r.relation or 'claim'} fails: {values}")
             if batch and not r.witnesses:
                 label = "smallest triggering batch" if cex.minimized else "a triggering batch (not minimised)"
@@ -265,17 +497,35 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 else:
                     lines.append(f"          no batch {w.name}: {w.message}")
             if config:
-                lines.append("          with unpinned " + ", ".join(f"{k}={v}" for k, v in config.items()))
+                lines.append("          with values you did not give: " + ", ".join(f"{k}={v}" for k, v in config.items())
+                             + " (pin them with flags to check your own)")
             if ob.sources:
                 lines.append("          see " + ", ".join(ob.sources))
         else:
             lines.append(f"  {r.verdict.value.upper():7s} {ob.id}{case}: {r.message} (not counted as safe)")
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
-    if cfg.max_model_len is None:
-        lines.append("  note: --max-model-len not given: max_model_len left symbolic over each obligation's domain")
+    for d in outcome.defaults:
+        lines.append(f"  rests on a default: {d.param} in {list(d.values)} ({d.why})")
+    free = {p for c in outcome.applicable for p in c.free}
+    if cfg.max_model_len is None and "max_model_len" in free:
+        lines.append("  rests on no max_model_len: --max-model-len not given, left symbolic over each obligation's domain")
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         lines.append(f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}")
-    if cfg.block_size is None:
+    if cfg.block_size is None and "block_size" in free:
         lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
+    not_checked = outcome.not_checked
+    if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered:
+        lines.append("not checked for this deployment:")
+    for c in not_checked:
+        ob = c.obligation
+        case = f" [{ob.case}]" if ob.case else ""
+        lines.append(f"  n/a     {ob.id}{case}: {c.why_not}")
+    if outcome.unused_flags:
+        lines.append("  flags no applied obligation reads: " + ", ".join(outcome.unused_flags))
+    if outcome.env:
+        lines.append("  environment not read: " + ", ".join(f"{k}={v}" for k, v in outcome.env.items()))
+    if outcome.uncovered:
+        lines.append(f"  inventory buffers of {engine} {outcome.version} with no verdict ({len(outcome.uncovered)}): "
+                     + ", ".join(outcome.uncovered))
     return lines

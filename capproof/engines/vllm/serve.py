@@ -1,64 +1,71 @@
-"""Parse the sizing-relevant flags of a ``vllm serve`` command line (no evaluation: JSON only).
+"""Parse the sizing-relevant settings of a ``vllm serve`` command line (no evaluation: JSON/YAML only).
 
-Every option string vLLM 0.33.0 accepts is known (``capproof/engines/vllm/flags.py``, extracted from the
-wheel); the sizing-relevant ones are parsed and validated, the others are accepted and listed as
-ignored. An unknown flag, a missing value or a malformed value raises :class:`ServeFlagError`
-with one line. Forms accepted as vLLM's ``FlexibleArgumentParser`` does: ``--flag value``,
-``--flag=value``, underscores for dashes (``--max_model_len``), dotted JSON keys
-(``--speculative-config.num_speculative_tokens 5``), and human-readable integers for
-``--max-model-len``/``--max-num-batched-tokens`` (``350k`` = 350,000, ``1M`` = 1,048,576;
-``vllm/utils/argparse_utils.py::human_readable_int``).
+The command line is read the way vLLM's ``FlexibleArgumentParser.parse_args`` reads it
+(``vllm/utils/argparse_utils.py``, 0.18.0-0.33.0), in the same order:
+
+1. launcher: ``[VAR=value ...] vllm serve [MODEL] …``, ``python -m vllm.entrypoints.cli.main serve
+   …`` or ``python -m vllm.entrypoints.openai.api_server --model M …`` (environment prefixes are
+   recorded in :attr:`ServeConfig.env`, not interpreted);
+2. ``--model M`` after ``serve`` is moved to the positional model;
+3. ``--config FILE.yaml`` (``_pull_args_from_config`` / ``load_config_file``): its keys become
+   flags inserted right after the model, so a flag on the command line wins over the file (``true``
+   -> ``--key``, ``false`` -> ``--no-key``, list -> ``--key v1 v2``, mapping -> ``--key '<json>'``);
+4. underscores -> dashes up to the first ``.``; ``-O3``/``-O=3``/``-Odecode`` and ``-O 3`` ->
+   ``--optimization-level``;
+5. dotted keys (``--speculative-config.num_speculative_tokens 5``, ``--x.key+ a,b``) are merged
+   into one JSON value per flag and appended at the end (so they replace an earlier whole JSON
+   value of that flag, as in vLLM);
+6. argparse: long options may be abbreviated to a unique prefix, the last occurrence wins.
+
+Every option string of the selected release is known (``flags.py``, generated from the wheels);
+an unknown flag (with a "did you mean"), a missing value or a malformed value raises
+:class:`ServeFlagError` with one line. Integers accept vLLM's human-readable forms for
+``--max-model-len``/``--max-num-batched-tokens`` (``350k`` = 350,000, ``1M`` = 1,048,576).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .flags import VLLM_SERVE_FLAGS
+from .flags import (
+    ALIASES,
+    CACHE_DTYPES,
+    ENABLE_DISABLE_PAIRS,
+    LISTS_FLAGS,
+    OPTIONAL_FLAGS,
+    VALUELESS_FLAGS,
+    VLLM_SERVE_FLAGS,
+    VLLM_VERSION,
+    serve_flags,
+)
 
-__all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES"]
+__all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES", "SIZING_FLAGS"]
 
-#: ``CacheDType`` of vLLM 0.33.0 (``vllm/config/cache.py``).
-KV_CACHE_DTYPES = frozenset({
-    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
-    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4",
-    "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
-    "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
-})
+#: ``CacheDType`` of the newest modelled vLLM (``vllm/config/cache.py``).
+KV_CACHE_DTYPES = frozenset(CACHE_DTYPES[VLLM_VERSION])
 
 #: Flags older releases accepted that 0.33.0 renamed (still parsed, for ``--engine vllm==<old>``).
 _OLD_FLAGS = {"--cuda-graph-sizes": "--cudagraph-capture-sizes"}
 
-_ALIASES = {
-    "-tp": "--tensor-parallel-size",
-    "-dcp": "--decode-context-parallel-size",
-    "-pp": "--pipeline-parallel-size",
-    "-sc": "--speculative-config",
-    "-cc": "--compilation-config",
-    "-q": "--quantization",
-}
-
-#: Flags that take no value (store_true / BooleanOptionalAction in vLLM 0.33.0) among those a
-#: deployment line commonly carries; any ``--no-X`` of a known ``--X`` is also valueless.
-_VALUELESS = frozenset({
-    "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--enable-chunked-prefill",
-    "--enable-expert-parallel", "--disable-log-stats", "--enable-log-requests", "--headless",
-    "--disable-custom-all-reduce", "--enable-eplb", "--async-scheduling", "--enable-lora",
-    "--skip-tokenizer-init", "--enable-sleep-mode", "--disable-cascade-attn", "--enable-dbo",
-    "--enable-auto-tool-choice", "--disable-sliding-window", "--disable-hybrid-kv-cache-manager",
-    "--language-model-only", "--enable-prompt-embeds", "--help", "-h",
+#: Flags capproof reads (pinned or bounding the batch); every other flag is recorded as given but
+#: not used by an obligation (listed under "not checked" by check-config).
+SIZING_FLAGS = frozenset({
+    "--max-model-len", "--block-size", "--tensor-parallel-size", "--decode-context-parallel-size",
+    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method",
+    "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
+    "--compilation-config", "--pipeline-parallel-size", "--model", "--config", "--enable-chunked-prefill",
+    "--performance-mode",
 })
 
-_SIZING = {
-    "--max-model-len", "--block-size", "--tensor-parallel-size", "--decode-context-parallel-size",
-    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens",
-    "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
-    "--compilation-config", "--pipeline-parallel-size",
-}
-_LISTS = {"--cudagraph-capture-sizes", "--cuda-graph-sizes"}
+#: Module paths that start vLLM's OpenAI server with ``python -m``.
+_API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.launchers.api_server.entry"}
+_CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm"}
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 
 
 class ServeFlagError(ValueError):
@@ -70,6 +77,7 @@ class ServeConfig:
     """The sizing-relevant settings of one ``vllm serve`` line (``None`` = not given)."""
 
     model: str | None = None
+    version: str = VLLM_VERSION
     max_model_len: int | None = None
     block_size: int | None = None
     tp: int = 1
@@ -82,7 +90,15 @@ class ServeConfig:
     kv_cache_dtype: str = "auto"
     cudagraph_capture_sizes: list[int] | None = None
     max_cudagraph_capture_size: int | None = None
+    enable_chunked_prefill: bool | None = None
+    performance_mode: str | None = None
+    #: Flags given but read by no obligation (long names, in order of appearance).
     ignored: list[str] = field(default_factory=list)
+    #: ``VAR=value`` prefixes of the command line.
+    env: dict[str, str] = field(default_factory=dict)
+    #: Where each flag's final value came from: ``"command line"`` or the ``--config`` file name.
+    origin: dict[str, str] = field(default_factory=dict)
+    config_file: str | None = None
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in (
@@ -93,12 +109,14 @@ class ServeConfig:
         ) if v is not None]
         if self.cudagraph_capture_sizes is not None:
             parts.append(f"cudagraph_capture_sizes={self.cudagraph_capture_sizes}")
+        if self.config_file:
+            parts.append(f"--config {self.config_file}")
         return ", ".join(parts)
 
 
 def human_readable_int(flag: str, value: str) -> int:
     """vLLM 0.33.0 ``human_readable_int``: ``k m g t`` decimal (decimals allowed), ``K M G T`` binary."""
-    text = value.strip()
+    text = str(value).strip()
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
     if match:
         number, suffix = match.groups()
@@ -115,7 +133,7 @@ def human_readable_int(flag: str, value: str) -> int:
 def _int(flag: str, value: str, *, minimum: int = 1, human: bool = False) -> int:
     number = human_readable_int(flag, value) if human else None
     if number is None:
-        if not re.fullmatch(r"[+-]?\d+", value.strip()):
+        if not re.fullmatch(r"[+-]?\d+", str(value).strip()):
             raise ServeFlagError(f"{flag} {value!r}: not an integer")
         number = int(value)
     if number < minimum:
@@ -148,74 +166,315 @@ def _int_list(flag: str, values: list[object]) -> list[int]:
     return sorted(set(out))
 
 
-def _normalise(token: str) -> str:
-    if token.startswith("--"):
-        head, dot, rest = token[2:].partition(".")
-        return "--" + head.replace("_", "-") + dot + rest
-    return token
+# ---------------------------------------------------------------------------------------------
+# 1. launcher and environment
 
-
-def parse_serve_args(argv: list[str]) -> ServeConfig:
-    """Parse a ``vllm serve`` argument list (with or without a leading ``vllm serve MODEL``)."""
+def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
+    """-> (environment prefix, arguments after the launcher, serve-style (positional model) or not)."""
     args = list(argv)
-    if args[:1] == ["vllm"]:
+    env: dict[str, str] = {}
+    if args[:1] == ["env"]:
         args = args[1:]
-    if args[:1] == ["serve"]:
+    while args and _ENV.fullmatch(args[0]) and not args[0].startswith("-"):
+        name, _, value = args.pop(0).partition("=")
+        env[name] = value
+    if not args:
+        return env, args, True
+    head = os.path.basename(args[0])
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", head):
+        if len(args) < 3 or args[1] != "-m":
+            raise ServeFlagError(f"{' '.join(args[:3])!r}: expected python -m vllm.entrypoints.openai.api_server or python -m vllm.entrypoints.cli.main serve")
+        module, args = args[2], args[3:]
+        if module in _API_SERVER_MODULES:
+            return env, args, False
+        if module in _CLI_MODULES:
+            if args[:1] != ["serve"]:
+                raise ServeFlagError(f"python -m {module}: only the 'serve' subcommand is checked")
+            return env, args[1:], True
+        raise ServeFlagError(f"python -m {module}: not a vLLM server entry point (expected vllm.entrypoints.openai.api_server)")
+    if head == "vllm":
         args = args[1:]
-    cfg = ServeConfig()
-    if args and not args[0].startswith("-"):
-        cfg.model = args.pop(0)
-    spec_json: dict[str, Any] = {}
-    comp_json: dict[str, Any] = {}
+        if args[:1] != ["serve"]:
+            raise ServeFlagError(f"vllm {args[0] if args else ''}: only 'vllm serve' is checked".replace("  ", " "))
+        return env, args[1:], True
+    if args[0] == "serve":
+        return env, args[1:], True
+    if head in ("sglang", "trtllm-serve") or head.startswith("sglang."):
+        raise ServeFlagError(f"{args[0]!r}: not a vllm serve command line (for SGLang use --engine sglang==0.5.23)")
+    return env, args, True
+
+
+# ---------------------------------------------------------------------------------------------
+# 2-3. --model and --config
+
+def _move_model(args: list[str]) -> list[str]:
+    """``vllm serve … --model M …`` -> ``M …`` (vLLM warns and does the same)."""
+    for i, arg in enumerate(args):
+        if re.match(r"^--model(=.+|$)", arg):
+            if arg == "--model":
+                if i + 1 >= len(args):
+                    raise ServeFlagError("--model needs a value")
+                return [args[i + 1], *args[:i], *args[i + 2:]]
+            return [arg.removeprefix("--model="), *args[:i], *args[i + 1:]]
+    return args
+
+
+def _load_config_file(path: str, flags: frozenset) -> list[str]:
+    """vLLM's ``load_config_file``: YAML keys -> flag tokens, in file order."""
+    import yaml
+
+    extension = path.split(".")[-1]
+    if extension not in ("yaml", "yml"):
+        raise ServeFlagError(f"--config {path}: config file must be of a yaml/yml type, {extension} supplied")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            config = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ServeFlagError(f"--config {path}: {exc.strerror or exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ServeFlagError(f"--config {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if config is None:
+        return []
+    if not isinstance(config, dict):
+        raise ServeFlagError(f"--config {path}: expected a mapping of flag names to values, got {type(config).__name__}")
+    out: list[str] = []
+    for key, value in config.items():
+        key = str(key)
+        if isinstance(value, bool):
+            if value:
+                out.append("--" + key)
+            elif f"--no-{key}" in flags or "--" + key.replace("_", "-") in VALUELESS_FLAGS:
+                out.append(f"--no-{key}")
+        elif isinstance(value, list):
+            if value:
+                out.append("--" + key)
+                out.extend(str(item) for item in value)
+        elif isinstance(value, dict):
+            out += ["--" + key, json.dumps(value)]
+        else:
+            out += ["--" + key, str(value)]
+    return out
+
+
+def _pull_config(args: list[str], serve_style: bool, flags: frozenset) -> tuple[list[str], str | None, int]:
+    """vLLM's ``_pull_args_from_config``: the file's flags go right after the model (CLI > file).
+
+    Returns (args, config path, number of tokens that came from the file, starting at the insert point).
+    """
+    hits = [i for i, a in enumerate(args) if a == "--config" or a.startswith("--config=")]
+    if not hits:
+        return args, None, 0
+    if len(hits) > 1:
+        raise ServeFlagError("more than one --config file given")
+    index = hits[0]
+    if args[index] == "--config":
+        if index == len(args) - 1:
+            raise ServeFlagError("--config needs a file name")
+        path, rest = args[index + 1], args[index + 2:]
+    else:
+        path, rest = args[index].removeprefix("--config="), args[index + 1:]
+    config_args = _load_config_file(path, flags)
+    before = args[:index]
+    if serve_style and before and not before[0].startswith("-"):
+        return [before[0], *config_args, *before[1:], *rest], path, len(config_args)
+    if serve_style and "--model" not in config_args:
+        raise ServeFlagError("no model given: name it after 'vllm serve' or as 'model:' in the config file")
+    return [*config_args, *before, *rest], path, len(config_args)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4-5. spelling and dotted keys
+
+def _spell(args: list[str]) -> list[str]:
+    """Underscores to dashes in option names (up to the first '.'); ``-O`` forms to ``--optimization-level``."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            key, eq, value = arg.partition("=")
+            head, dot, tail = key[2:].partition(".")
+            out.append("--" + head.replace("_", "-") + dot + tail + eq + value)
+        elif arg.startswith("-O") and arg != "-O":
+            out += ["--optimization-level", arg[3:] if arg[2:3] == "=" else arg[2:]]
+        elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
+            out.append("--optimization-level")
+        else:
+            out.append(arg)
+    return out
+
+
+def _gather_dotted(args: list[str]) -> list[str]:
+    """``--x.a.b v`` -> one ``--x '{"a": {"b": v}}'`` per flag, appended at the end."""
+    from collections import defaultdict
+
+    def update(original: dict, new: dict) -> None:
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(original.get(k), dict):
+                update(original[k], v)
+            elif isinstance(v, list) and isinstance(original.get(k), list):
+                original[k] += v
+            else:
+                original[k] = v
+
+    keep: list[str] = []
+    dicts: dict[str, dict] = defaultdict(dict)
     i = 0
     while i < len(args):
-        token = _normalise(args[i])
+        arg = args[i]
         i += 1
-        if not token.startswith("-"):
-            raise ServeFlagError(f"unexpected argument {token!r} (only one positional MODEL is accepted, before the flags)")
-        flag, eq, value = token.partition("=")
-        flag, dot, key = flag.partition(".")
-        flag = _ALIASES.get(flag, flag)
-        base = flag[5:] if flag.startswith("--no-") else None
-        known = flag in VLLM_SERVE_FLAGS or flag in _OLD_FLAGS or (base is not None and f"--{base}" in VLLM_SERVE_FLAGS)
-        if not known:
-            raise ServeFlagError(f"unknown vllm serve flag {args[i - 1]!r} (not an option of vLLM 0.33.0)")
-        if flag in _VALUELESS or base is not None:
-            if eq:
-                raise ServeFlagError(f"{flag} takes no value, got {value!r}")
-            cfg.ignored.append(flag)
+        if not (arg.startswith("-") and "." in arg.partition("=")[0]) or re.fullmatch(r"-\d+(\.\d+)?", arg):
+            keep.append(arg)
             continue
-        if flag in _LISTS and not eq:
-            values = []
-            while i < len(args) and not args[i].startswith("-"):
-                values.append(args[i])
-                i += 1
-            if not values:
-                raise ServeFlagError(f"{flag} needs at least one size")
-            if flag == "--cuda-graph-sizes" or flag == "--cudagraph-capture-sizes":
-                cfg.cudagraph_capture_sizes = _int_list(flag, [v for part in values for v in part.split(",") if v])
-            continue
-        if not eq:
-            if i >= len(args) or (args[i].startswith("-") and not re.fullmatch(r"-\d+", args[i])):
-                raise ServeFlagError(f"{flag} needs a value")
-            value = args[i]
+        if "=" in arg:
+            name, value = arg.split("=", 1)
+        else:
+            if i >= len(args):
+                raise ServeFlagError(f"{arg} needs a value")
+            name, value = arg, args[i]
             i += 1
-        if dot:  # --speculative-config.num_speculative_tokens 5
-            if flag == "--speculative-config":
-                spec_json[key] = _parse_scalar(value)
-            elif flag == "--compilation-config":
-                comp_json[key] = _parse_scalar(value)
+        if name.endswith("+"):
+            name = name[:-1]
+            value = json.dumps(value.split(","))
+        key, *keys = name.split(".")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            try:
+                parsed = human_readable_int(name, value)
+            except ServeFlagError:
+                parsed = value
+        for k in reversed(keys):
+            parsed = {k: parsed}
+        update(dicts[key], parsed)
+    for key, value in dicts.items():
+        keep += [key, json.dumps(value)]
+    return keep
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. argparse
+
+def _resolve(option: str, flags: frozenset, version: str) -> str:
+    """Exact option, short alias, ``--no-x``, ``--disable-x`` (0.33.0), or a unique prefix; else one error line."""
+    if option in ALIASES and option in flags:
+        return ALIASES[option]
+    if option in flags or option in _OLD_FLAGS:
+        return option
+    if option.startswith("--no-") and f"--{option[5:]}" in flags and f"--{option[5:]}" in VALUELESS_FLAGS:
+        return option
+    if version in ENABLE_DISABLE_PAIRS and option.startswith("--disable-") and f"--enable-{option[10:]}" in flags:
+        return option
+    if option.startswith("--") and len(option) > 2:
+        matches = sorted(f for f in flags if f.startswith(option) and f.startswith("--"))
+        if len(matches) == 1:  # argparse allow_abbrev (vLLM keeps the default)
+            return matches[0]
+        if len(matches) > 1:
+            raise ServeFlagError(f"ambiguous option {option}: could match {', '.join(matches[:6])}")
+    close = difflib.get_close_matches(option, sorted(flags), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ServeFlagError(f"unknown vllm serve flag {option!r} (not an option of vLLM {version}{hint})")
+
+
+def _base(flag: str) -> str:
+    """``--no-x`` -> ``--x``; ``--disable-x`` (pair of ``--enable-x``) -> ``--enable-x``."""
+    if flag.startswith("--no-"):
+        return "--" + flag[5:]
+    if flag.startswith("--disable-") and flag not in VLLM_SERVE_FLAGS and "--enable-" + flag[10:] in VLLM_SERVE_FLAGS:
+        return "--enable-" + flag[10:]
+    return flag
+
+
+def parse_serve_args(argv: list[str], version: str = VLLM_VERSION) -> ServeConfig:
+    """Parse a ``vllm serve`` command line as vLLM ``version`` does (see the module docstring).
+
+    Raises ServeFlagError (one line) for anything vLLM ``version`` would refuse or capproof cannot read.
+    """
+    try:
+        flags = serve_flags(version)
+    except KeyError:
+        raise ServeFlagError(f"no flag table for vLLM {version} (regenerate capproof/engines/vllm/flags.py)") from None
+    env, args, serve_style = _strip_launcher(argv)
+    cfg = ServeConfig(version=version, env=env)
+    if serve_style:
+        args = _move_model(args)
+    cli_tokens = [a for a in args]
+    args, cfg.config_file, _ = _pull_config(args, serve_style, flags)
+    if serve_style and args and not args[0].startswith("-"):
+        cfg.model = args.pop(0)
+    tokens = _gather_dotted(_spell(args))
+    values, order = _parse(tokens, flags, version)
+    if cfg.config_file:  # a flag the command line also gives comes from the command line (CLI > file)
+        cli_flags = set()
+        for tok in _gather_dotted(_spell([t for t in cli_tokens if not t.startswith("--config")])):
+            if tok.startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", tok):
+                try:
+                    cli_flags.add(_base(_OLD_FLAGS.get(f := _resolve(tok.partition("=")[0], flags, version), f)))
+                except ServeFlagError:
+                    pass
+        cfg.origin = {f: ("command line" if f in cli_flags else cfg.config_file) for f in order}
+    else:
+        cfg.origin = {f: "command line" for f in order}
+    _interpret(cfg, values, order)
+    return cfg
+
+
+def _parse(tokens: list[str], flags: frozenset, version: str) -> tuple[dict[str, Any], list[str]]:
+    """argparse over the prepared tokens: {long flag: final value}, flags in order of first appearance."""
+    values: dict[str, Any] = {}
+    order: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", token):
+            raise ServeFlagError(f"unexpected argument {token!r} (only one positional MODEL is accepted, before the flags)")
+        option, eq, value = token.partition("=")
+        flag = _resolve(option, flags, version)
+        flag = _OLD_FLAGS.get(flag, flag)
+        base = _base(flag)
+        if flag != base or flag in VALUELESS_FLAGS:
+            if eq:
+                raise ServeFlagError(f"{option} takes no value, got {value!r}")
+            values[base] = not (flag.startswith("--no-") or flag.startswith("--disable-") and flag != base)
+        elif flag in LISTS_FLAGS and not eq:
+            items = []
+            while i < len(tokens) and not (tokens[i].startswith("-") and not re.fullmatch(r"-\d+", tokens[i])):
+                items.append(tokens[i])
+                i += 1
+            if not items:
+                raise ServeFlagError(f"{option} needs at least one value")
+            values[flag] = items
+        elif flag in OPTIONAL_FLAGS and not eq:
+            if i < len(tokens) and not tokens[i].startswith("-"):
+                values[flag] = tokens[i]
+                i += 1
             else:
-                cfg.ignored.append(f"{flag}.{key}")
-            continue
-        if flag not in _SIZING:
+                values[flag] = True
+        else:
+            if not eq:
+                if i >= len(tokens) or (tokens[i].startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", tokens[i])):
+                    raise ServeFlagError(f"{option} needs a value")
+                value = tokens[i]
+                i += 1
+            values[flag] = [v for v in value.split(",") if v] if flag in LISTS_FLAGS else value
+        if base not in order:
+            order.append(base)
+    return values, order
+
+
+def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> None:
+    """Final values (last occurrence won) -> the sizing fields; the rest listed as ignored."""
+    version = cfg.version
+    spec_json: dict[str, Any] = {}
+    comp_json: dict[str, Any] = {}
+    for flag in order:
+        value = values[flag]
+        if flag not in SIZING_FLAGS:
             cfg.ignored.append(flag)
             continue
-        if flag == "--max-model-len":
-            if value.strip().lower() == "auto" or value.strip() == "-1":
-                cfg.max_model_len = None
-            else:
-                cfg.max_model_len = _int(flag, value, human=True)
+        if flag == "--model":
+            cfg.model = value
+        elif flag == "--max-model-len":
+            cfg.max_model_len = None if str(value).strip().lower() == "auto" or str(value).strip() == "-1" else _int(flag, value, human=True)
         elif flag == "--block-size":
             cfg.block_size = _int(flag, value)
         elif flag == "--tensor-parallel-size":
@@ -228,20 +487,29 @@ def parse_serve_args(argv: list[str]) -> ServeConfig:
             cfg.max_num_seqs = _int(flag, value)
         elif flag == "--max-num-batched-tokens":
             cfg.max_num_batched_tokens = _int(flag, value, human=True)
-        elif flag == "--spec-tokens":
-            spec_json["num_speculative_tokens"] = _int(flag, value)
         elif flag == "--speculative-config":
-            spec_json.update(_json_object(flag, value))
+            spec_json = _json_object(flag, value)
         elif flag == "--compilation-config":
-            comp_json.update(_json_object(flag, value))
+            comp_json = _json_object(flag, value)
         elif flag == "--kv-cache-dtype":
-            if value not in KV_CACHE_DTYPES:
-                raise ServeFlagError(f"--kv-cache-dtype {value!r}: not a vLLM 0.33.0 cache dtype ({', '.join(sorted(KV_CACHE_DTYPES))})")
+            dtypes = CACHE_DTYPES.get(version, CACHE_DTYPES[VLLM_VERSION])
+            if value not in dtypes:
+                raise ServeFlagError(f"--kv-cache-dtype {value!r}: not a vLLM {version} cache dtype ({', '.join(sorted(dtypes))})")
             cfg.kv_cache_dtype = value
         elif flag == "--max-cudagraph-capture-size":
             cfg.max_cudagraph_capture_size = _int(flag, value)
-        elif flag in _LISTS:  # --cudagraph-capture-sizes=1,2,4
-            cfg.cudagraph_capture_sizes = _int_list(flag, [v for v in value.split(",") if v])
+        elif flag == "--cudagraph-capture-sizes":
+            items = value if isinstance(value, list) else [value]
+            cfg.cudagraph_capture_sizes = _int_list(flag, [v for part in items for v in str(part).split(",") if v])
+        elif flag == "--enable-chunked-prefill":
+            cfg.enable_chunked_prefill = bool(value)
+        elif flag == "--performance-mode":
+            cfg.performance_mode = str(value)
+    for flag, key in (("--spec-tokens", "num_speculative_tokens"), ("--spec-method", "method")):
+        if flag in values:
+            if key in spec_json:
+                raise ServeFlagError(f"{flag} and --speculative-config['{key}'] are mutually exclusive")
+            spec_json[key] = _int(flag, values[flag]) if key == "num_speculative_tokens" else values[flag]
     if spec_json:
         if "num_speculative_tokens" in spec_json:
             cfg.num_speculative_tokens = _json_int("--speculative-config", "num_speculative_tokens", spec_json["num_speculative_tokens"], 1)
@@ -259,11 +527,3 @@ def parse_serve_args(argv: list[str]) -> ServeConfig:
             cfg.cudagraph_capture_sizes = _int_list("--compilation-config", sizes)
         if comp_json.get("max_cudagraph_capture_size") is not None:
             cfg.max_cudagraph_capture_size = _json_int("--compilation-config", "max_cudagraph_capture_size", comp_json["max_cudagraph_capture_size"], 1)
-    return cfg
-
-
-def _parse_scalar(value: str) -> object:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
