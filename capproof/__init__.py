@@ -18,6 +18,7 @@ from .errors import CapproofError, DivisorMayBeZero, RealArithmeticError, SpecEr
 from .obligation import Claim, at_most, claim, contract, equal, less_than, obligation
 from .prover import prove_obligation as prove
 from .runner import RunResult, run
+from .symbolic import Exploration, Path, explore
 from .verdict import Options, Verdict
 
 __version__ = "0.1.0"
@@ -30,6 +31,8 @@ __all__ = [
     "total", "max_of", "min_of", "prefix_sums", "count",
     # running
     "run", "prove", "Options", "Verdict", "RunResult",
+    # symbolic execution of branching code
+    "explore", "Exploration", "Path",
     # errors
     "CapproofError", "SpecError", "RealArithmeticError", "SymbolicBranchError", "DivisorMayBeZero",
 ]

@@ -51,7 +51,8 @@ class RealArithmeticError(CapproofError, TypeError):
 
 
 class SymbolicBranchError(CapproofError, TypeError):
-    """``if``/``bool()``/``int()`` on a symbolic value: the model must use ``select`` instead."""
+    """``if``/``bool()`` on a symbolic value outside :func:`capproof.symbolic.explore` (where it
+    forks), or a re-executed path that branched differently (a non-deterministic function)."""
 
 
 class NotConcreteError(CapproofError, TypeError):

@@ -4,7 +4,9 @@
 signs (not SMT-LIB's Euclidean ones), unary ``-``, ``abs``, comparisons. Comparisons give a
 ``SymBool``. Anything that would need a concrete value is an error naming the model line:
 
-- ``if``/``bool()``/``and``/``or`` on a ``SymBool`` -> :class:`SymbolicBranchError`
+- ``if``/``bool()``/``and``/``or`` on a ``SymBool`` -> :class:`SymbolicBranchError`, except
+  inside :func:`explore`, where a branch *forks*: the function is re-executed once per feasible
+  path, each branch point recording its condition, the direction taken and the model line
 - ``int()``, indexing, ``range()``, ``math.gcd`` on a ``SymInt`` -> :class:`NotConcreteError`
 - ``/`` or a float operand -> :class:`RealArithmeticError`
 
@@ -24,7 +26,10 @@ import z3
 
 from .errors import NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
 
-__all__ = ["SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic"]
+__all__ = [
+    "SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic",
+    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET",
+]
 
 
 @dataclass
@@ -290,6 +295,9 @@ class SymInt:
         raise _misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}"))
 
     def __bool__(self) -> bool:
+        explorer = getattr(_local, "explorer", None)
+        if explorer is not None:  # ``if n:`` means ``n != 0``
+            return explorer.decide(self.term != 0, caller_location())
         raise _misuse(SymbolicBranchError(
             f"branch on symbolic value {self.term} at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
@@ -313,6 +321,9 @@ class SymBool:
         raise _misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
     def __bool__(self) -> bool:
+        explorer = getattr(_local, "explorer", None)
+        if explorer is not None:
+            return explorer.decide(self.term, caller_location())
         raise _misuse(SymbolicBranchError(
             f"branch on symbolic condition ({self.term}) at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
@@ -341,3 +352,174 @@ class SymBool:
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+
+
+# --------------------------------------------------------------------------------------------
+# Forking: symbolic execution of a function by re-execution with a decision prefix.
+# --------------------------------------------------------------------------------------------
+
+#: Paths explored per :func:`explore` call (per case, in the prover) unless told otherwise.
+DEFAULT_FORK_BUDGET = 64
+
+#: Resource limit of one feasibility query at a branch point (deterministic; ``unknown`` is
+#: treated as feasible, so the limit trades speed against exploring paths that are infeasible).
+FEASIBILITY_RLIMIT = 2_000_000
+
+Decision = tuple  # (location: str, condition: z3.BoolRef, taken: bool)
+
+
+@dataclass
+class Path:
+    """One execution path of an explored function.
+
+    ``decisions``: ``(location, condition, taken)`` for each branch on a symbolic value, in
+    execution order (``location`` is the model's ``file:line``); ``value`` is what the function
+    returned on this path, ``error`` the exception it raised instead (``None`` if it returned).
+    """
+
+    decisions: list[Decision]
+    value: object = None
+    error: BaseException | None = None
+
+    @property
+    def literals(self) -> list[z3.BoolRef]:
+        """Each decision as the Z3 fact that holds on this path (``c`` or ``Not(c)``)."""
+        return [_literal(c, taken) for _, c, taken in self.decisions]
+
+    @property
+    def condition(self) -> "SymBool":
+        """The path condition: the conjunction of the decisions (``True`` without branches)."""
+        return SymBool(z3.And(*self.literals) if self.decisions else z3.BoolVal(True))
+
+    def describe(self) -> str:
+        """The path condition as one readable line, e.g. ``dcp > 1 at models/x.py:12``."""
+        return " and ".join(f"{_show(c, taken)} at {loc}" for loc, c, taken in self.decisions) or "(no branch)"
+
+
+def _literal(condition: z3.BoolRef, taken: bool) -> z3.BoolRef:
+    if taken:
+        return condition
+    return condition.arg(0) if z3.is_not(condition) else z3.Not(condition)
+
+
+_FLIP = {z3.Z3_OP_LT: ">=", z3.Z3_OP_LE: ">", z3.Z3_OP_GT: "<=", z3.Z3_OP_GE: "<", z3.Z3_OP_EQ: "!="}
+
+
+def _show(condition: z3.BoolRef, taken: bool) -> str:
+    """``condition`` (or its negation, a comparison flipped: ``x <= 1`` for not ``x > 1``)."""
+    kind = condition.decl().kind() if z3.is_app(condition) else None
+    if kind == z3.Z3_OP_NOT:
+        return _show(condition.arg(0), not taken)
+    if taken:
+        return str(condition)
+    if kind in _FLIP and condition.num_args() == 2:
+        return f"{condition.arg(0)} {_FLIP[kind]} {condition.arg(1)}"
+    return f"not ({condition})"
+
+
+@dataclass
+class Exploration:
+    """The paths of :func:`explore`. Their conditions are pairwise disjoint and, when
+    ``complete``, their union is everything ``assume`` admits (minus paths proven infeasible)."""
+
+    paths: list[Path]
+    #: False when the fork budget was exhausted before every path was explored
+    complete: bool = True
+    #: paths left unexplored when the budget ran out
+    unexplored: int = 0
+    budget: int = DEFAULT_FORK_BUDGET
+
+    @property
+    def forked(self) -> bool:
+        return len(self.paths) > 1 or any(p.decisions for p in self.paths) or not self.complete
+
+
+class _Explorer:
+    def __init__(self, prefix: list[Decision], assume: list[z3.BoolRef], check: bool, rlimit: int):
+        self.prefix = prefix
+        self.decisions: list[Decision] = []
+        self.pending: list[list[Decision]] = []
+        self.assume = assume
+        self.check = check
+        self.rlimit = rlimit
+        self.infeasible = False
+        self.diverged: str | None = None
+
+    def _feasible(self, fact: z3.BoolRef) -> bool:
+        if not self.check:
+            return True
+        s = z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("random_seed", 0)
+        s.add(*self.assume)
+        s.add(*[_literal(c, t) for _, c, t in self.decisions])
+        s.add(fact)
+        return s.check() != z3.unsat  # unknown: explore it (sound)
+
+    def decide(self, condition: z3.BoolRef, location: str) -> bool:
+        simple = z3.simplify(condition)
+        if z3.is_true(simple):
+            return True
+        if z3.is_false(simple):
+            return False
+        i = len(self.decisions)
+        if i < len(self.prefix):
+            _, expected, taken = self.prefix[i]
+            if not condition.eq(expected) and self.diverged is None:
+                self.diverged = (f"branch {i + 1} at {location} is on {condition}, but the run that "
+                                 f"forked it branched on {expected} (the function is not deterministic)")
+        else:
+            yes, no = self._feasible(condition), self._feasible(z3.Not(condition))
+            if yes and no:
+                self.pending.append([*self.decisions, (location, condition, False)])
+            elif not yes and not no:  # the path so far is infeasible (an earlier check was unknown)
+                self.infeasible = True
+            taken = yes or not no
+        self.decisions.append((location, condition, taken))
+        return taken
+
+
+def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible: bool = True,
+            rlimit: int = FEASIBILITY_RLIMIT) -> Exploration:
+    """Run ``fn()`` once per path through its branches on symbolic values.
+
+    Inside, ``bool()`` of a :class:`SymBool` (``if``, ``and``/``or``/``not``, ``x if c else y``,
+    builtin ``min``/``max``, ...) does not raise: the first run takes ``True`` at each new branch
+    point, and every branch point whose other direction is feasible queues a re-execution with
+    that decision prefix and the other direction (depth first). A condition that simplifies to a
+    constant is no branch point. ``assume`` (Z3 Bool terms, e.g. domain bounds) and the decisions
+    so far decide feasibility with a cheap solver query per direction (``check_feasible``); only
+    an ``unsat`` answer prunes a direction, ``unknown`` explores it. At most ``budget`` paths are
+    run; more pending paths give ``complete=False`` (the caller must then not conclude anything
+    about the unexplored part). ``fn`` must be deterministic: a re-execution that reaches a
+    different condition at a replayed branch gets a :class:`SymbolicBranchError` as its error.
+
+    Exceptions raised by ``fn`` (except ``KeyboardInterrupt``) become the path's ``error``.
+    """
+    if budget < 1:
+        raise ValueError(f"fork budget must be at least 1, got {budget}")
+    assume = [to_z3_bool(a) if not isinstance(a, z3.BoolRef) else a for a in assume]
+    pending: list[list[Decision]] = [[]]
+    paths: list[Path] = []
+    while pending and len(paths) < budget:
+        prefix = pending.pop()
+        explorer = _Explorer(prefix, assume, check_feasible, rlimit)
+        previous = getattr(_local, "explorer", None)
+        _local.explorer = explorer
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = fn()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the path's outcome, reported by the caller
+            error = exc
+        finally:
+            _local.explorer = previous
+        pending.extend(explorer.pending)  # depth first: the deepest fork next
+        if explorer.infeasible:
+            continue
+        if explorer.diverged:
+            value, error = None, SymbolicBranchError(explorer.diverged)
+        paths.append(Path(explorer.decisions, value, error))
+    return Exploration(paths, complete=not pending, unexplored=len(pending), budget=budget)
