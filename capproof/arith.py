@@ -34,6 +34,8 @@ __all__ = [
     "min_of",
     "prefix_sums",
     "count",
+    "next_power_of_2",
+    "prev_power_of_2",
 ]
 
 Int = Union[int, SymInt]
@@ -77,6 +79,28 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
+
+
+def next_power_of_2(n: Int) -> Int:
+    """The least power of two ``>= n`` (1 for ``n < 1``): ``1 << (n - 1).bit_length()``.
+
+    Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::next_power_of_2`` (same formula; the ``n < 1``
+    test is a ``select`` so it does not fork). Symbolic ``n``: exact for ``|n| < 2**64`` (a
+    recorded side condition of ``bit_length``).
+    """
+    _check_int(n)
+    return select(n < 1, 1, 1 << (n - 1).bit_length())
+
+
+def prev_power_of_2(n: Int) -> Int:
+    """The greatest power of two ``<= n`` (0 for ``n < 1``): ``1 << (n.bit_length() - 1)``.
+
+    Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::prev_power_of_2``.
+    """
+    _check_int(n)
+    if not isinstance(n, SymInt):
+        return 0 if n < 1 else 1 << (n.bit_length() - 1)
+    return select(n < 1, 0, 1 << maximum(n.bit_length() - 1, 0))
 
 
 def select(condition: Bool, if_true: Int, if_false: Int) -> Int:

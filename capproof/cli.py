@@ -138,13 +138,15 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Write each case's query (constraints, lemmas, negated claim) to DIR/<spec module>.<obligation>__<case>.smt2.")
 @click.option("--cross-check", "cross_check", type=click.Choice(["cvc5"]), default=None,
               help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
+@click.option("--fork-budget", "fork_budget", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
-          density, smt2_dir, cross_check) -> None:
+          density, smt2_dir, cross_check, fork_budget) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
-                  density=density, smt2_dir=smt2_dir, cross_check=cross_check)
+                  density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget)
     data = result.to_json()
     outputs = [
         ("--junit", junit_out, write_junit),

@@ -16,9 +16,12 @@ import z3
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
 from .obligation import Claim, Obligation, is_boolean, is_integer
-from .symbolic import SymBool, SymInt, tracing, to_z3_bool, to_z3_int
+from .symbolic import DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _literal, _show, explore, tracing, to_z3_bool, to_z3_int
 
-__all__ = ["CaseProblem", "build_case", "evaluate", "concrete_args", "replay", "effective_domains", "checked_domains"]
+__all__ = [
+    "CaseProblem", "CasePaths", "PathFailure", "build_case", "build_paths", "evaluate", "concrete_args", "replay",
+    "effective_domains", "checked_domains", "path_labels",
+]
 
 
 @dataclass
@@ -32,6 +35,10 @@ class _Evaluated:
     #: assumption i may be checked only under assumptions 0..i-1: Z3's ``x % 0`` is unconstrained,
     #: so the assumption itself could otherwise exclude the zero)
     divisor_scope: list[int] = field(default_factory=list)
+    #: conditions for capproof's encoding to be exact (``Trace.side_conditions``) and, as for
+    #: divisors, how many assumptions precede each
+    side_conditions: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
+    side_scope: list[int] = field(default_factory=list)
 
 
 def _as_claim(value: object, ob: Obligation) -> Claim:
@@ -57,21 +64,27 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
     return value
 
 
-def evaluate(ob: Obligation, args: dict[str, object]) -> _Evaluated:
+def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None) -> _Evaluated:
     """Run the assumptions, the claim and the witness conditions on ``args`` (ints and/or SymInts;
-    a Vector parameter is a tuple of ``size`` entries)."""
+    a Vector parameter is a tuple of ``size`` entries). ``assumed`` (optional) receives each
+    assumption's value as soon as it is computed (what was known when a later part raised)."""
     scope: list[int] = []
-    with tracing() as trace:
-        assumed: dict[str, object] = {}
+    side: list[int] = []
+    symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
+                   for v in args.values())
+    with tracing(watch_type=symbolic) as trace:
+        assumed = {} if assumed is None else assumed
         for i, (n, f) in enumerate(ob.assumptions.items()):
             assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)
             scope += [i] * (len(trace.divisors) - len(scope))
+            side += [i] * (len(trace.side_conditions) - len(side))
         result = _as_claim(ob.func(**args), ob)
         witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()}
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
+        side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
-        raise SpecError(f"the model caught capproof's error: {trace.misuse[0]}")
-    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope)
+        raise SpecError(f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}")
+    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side)
 
 
 def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object]:
@@ -136,7 +149,9 @@ class CaseProblem:
 
     ``constraints`` are labelled (domain bounds, vector bounds and padding, assumptions), so an
     unsat core names them; ``lemmas`` are valid facts added unlabelled; ``false_assumptions`` are
-    assumptions that are concretely false in this case (the case is excluded).
+    assumptions that are concretely false in this case (the case is excluded). ``path`` is the
+    execution path this problem is about when the model branched on symbolic values (its
+    decisions are among the constraints, labelled ``path: <condition> at <file:line>``).
     """
 
     ob: Obligation
@@ -146,6 +161,12 @@ class CaseProblem:
     constraints: list[tuple[str, z3.BoolRef]]
     false_assumptions: list[str]
     ev: _Evaluated
+    path: Path | None = None
+
+    @property
+    def path_text(self) -> str:
+        """The path condition in words ('' when the model did not branch)."""
+        return self.path.describe() if self.path is not None and self.path.decisions else ""
 
     @property
     def claim(self) -> z3.BoolRef:
@@ -209,11 +230,8 @@ class CaseProblem:
         return out
 
 
-def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector]) -> CaseProblem:
-    """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere.
-
-    Raises whatever the model raises (the caller turns it into an ``error`` verdict).
-    """
+def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
+    """Symbolic scalars and vectors for a case, with their labelled domain constraints."""
     scalars = {name: SymInt.var(name) for name in ranges}
     constraints: list[tuple[str, z3.BoolRef]] = []
     for name, dom in ranges.items():
@@ -241,16 +259,153 @@ def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], 
         if padding:
             constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3.And(*padding)))
         vecs[name] = entries
+    return scalars, constraints, vecs
+
+
+def path_labels(path: Path) -> list[tuple[str, z3.BoolRef]]:
+    """One labelled constraint per decision of ``path``: ``path: dcp > 1 at models/x.py:12``."""
+    return [(f"path: {_show(c, taken)} at {loc}", _literal(c, taken)) for loc, c, taken in path.decisions]
+
+
+@dataclass
+class PathFailure:
+    """A path on which the model (or an assumption) raised: ``constraints`` are the domain, the
+    path condition and the assumptions evaluated before the error (an error only counts if they
+    are satisfiable: a path the assumptions exclude is never taken)."""
+
+    path: Path
+    constraints: list[tuple[str, z3.BoolRef]]
+    error: BaseException
+
+
+@dataclass
+class CasePaths:
+    """All paths of one case (:func:`build_paths`). ``complete`` is False when the fork budget
+    ran out: the unexplored paths are then undecided (never proved)."""
+
+    paths: list[CaseProblem]
+    failures: list[PathFailure]
+    complete: bool
+    unexplored: int
+    budget: int
+
+    @property
+    def forked(self) -> bool:
+        return len(self.paths) + len(self.failures) > 1 or not self.complete or any(
+            c.path is not None and c.path.decisions for c in self.paths)
+
+
+class _Raised:
+    __slots__ = ("error", "assumed")
+
+    def __init__(self, error: BaseException, assumed: dict[str, object]):
+        self.error, self.assumed = error, assumed
+
+
+def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
+                budget: int = DEFAULT_FORK_BUDGET) -> CasePaths:
+    """Run ``ob`` on symbolic values for ``ranges`` and ``vectors`` (``fixed`` elsewhere), forking
+    at every branch on a symbolic value (:func:`capproof.symbolic.explore`, at most ``budget``
+    paths, directions infeasible under the domain bounds pruned). One :class:`CaseProblem` per
+    path that evaluated, with the path's decisions as labelled constraints; paths that raised are
+    :class:`PathFailure`. Without branches: one problem, no path constraint (as before forking).
+    """
+    scalars, domain, vecs = _symbolic_inputs(ranges, vectors, fixed)
     values: dict[str, object] = {**fixed, **scalars, **vecs}
-    ev = evaluate(ob, {p: values[p] for p in ob.params})
-    false: list[str] = []
-    for name, value in ev.assumptions.items():
-        if isinstance(value, bool):
-            if not value:
-                false.append(name)
+    args = {p: values[p] for p in ob.params}
+
+    def run() -> object:
+        assumed: dict[str, object] = {}
+        try:
+            return evaluate(ob, args, assumed)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - kept with its path
+            return _Raised(exc, assumed)
+
+    ex = explore(run, budget=budget, assume=[c for _, c in domain])
+    problems: list[CaseProblem] = []
+    failures: list[PathFailure] = []
+    for path in ex.paths:
+        labelled = path_labels(path)
+        result = path.value
+        if path.error is not None or isinstance(result, _Raised):
+            error = path.error if path.error is not None else result.error  # type: ignore[union-attr]
+            assumed = {} if path.error is not None else result.assumed  # type: ignore[union-attr]
+            known = [(n, to_z3_bool(v)) for n, v in assumed.items() if is_boolean(v)]
+            failures.append(PathFailure(path, [*domain, *labelled, *known], error))
             continue
-        constraints.append((name, to_z3_bool(value)))
-    return CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev)
+        ev: _Evaluated = result  # type: ignore[assignment]
+        constraints = [*domain, *labelled]
+        false: list[str] = []
+        for name, value in ev.assumptions.items():
+            if isinstance(value, bool):
+                if not value:
+                    false.append(name)
+                continue
+            constraints.append((name, to_z3_bool(value)))
+        problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path))
+    return CasePaths(problems, failures, ex.complete, ex.unexplored, budget)
+
+
+def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
+               budget: int = DEFAULT_FORK_BUDGET) -> CaseProblem:
+    """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere:
+    one problem for the whole case (the analyses' view; the prover decides path by path with
+    :func:`build_paths`).
+
+    A model that branches on symbolic values gives one problem whose assumptions, claim, named
+    values and witness conditions are ``If`` chains over the path conditions (exact, since the
+    paths partition the domain). Raises whatever the model raises on a path (the caller turns
+    it into an ``error`` verdict) and SpecError when the fork budget ran out.
+    """
+    cp = build_paths(ob, fixed, ranges, vectors, budget)
+    if cp.failures:
+        raise cp.failures[0].error
+    if not cp.complete:
+        raise SpecError(f"fork budget of {budget} paths exceeded ({cp.unexplored} paths unexplored)")
+    if len(cp.paths) == 1:
+        return cp.paths[0]
+    return _merge(cp)
+
+
+def _merge(cp: CasePaths) -> CaseProblem:
+    """One problem equivalent to the paths of ``cp`` (complete, no failures)."""
+    first = cp.paths[0]
+    conds = [c.path.condition.term for c in cp.paths]  # type: ignore[union-attr]
+
+    def chain(terms: list) -> object:
+        out = terms[-1]
+        for cond, term in zip(reversed(conds[:-1]), reversed(terms[:-1])):
+            out = z3.If(cond, term, out)
+        return out
+
+    def bool_chain(vals: list) -> SymBool:
+        return SymBool(chain([to_z3_bool(v) for v in vals]))
+
+    def int_chain(vals: list) -> SymInt:
+        return SymInt(chain([to_z3_int(v) for v in vals]))
+
+    evs = [c.ev for c in cp.paths]
+    names = list(first.ev.claim.values)
+    if any(list(ev.claim.values) != names for ev in evs):
+        raise SpecError("the claim names different quantities on different paths: "
+                        + "; ".join(f"{c.path_text}: {list(c.ev.claim.values)}" for c in cp.paths))
+    claim = Claim(bool_chain([ev.claim.holds for ev in evs]),
+                  {n: int_chain([ev.claim.values[n] for ev in evs]) for n in names}, first.ev.claim.relation)
+    assumptions = {n: bool_chain([ev.assumptions[n] for ev in evs]) for n in first.ev.assumptions}
+    witnesses = {n: bool_chain([ev.witnesses[n] for ev in evs]) for n in first.ev.witnesses}
+    divisors, scope, lemmas, side, side_scope = [], [], [], [], []
+    for cond, ev in zip(conds, evs):
+        divisors += [(z3.If(cond, term, 1), where) for term, where in ev.divisors]
+        scope += ev.divisor_scope
+        lemmas += ev.lemmas
+        side += [(z3.Implies(cond, fact), what) for fact, what in ev.side_conditions]
+        side_scope += ev.side_scope
+    merged = _Evaluated(assumptions, claim, divisors, lemmas, witnesses, scope, side, side_scope)
+    domain = [(label, c) for label, c in first.constraints if label not in first.ob.assumptions and not label.startswith("path: ")]
+    constraints = [*domain, *((n, v.term) for n, v in assumptions.items())]
+    return CaseProblem(first.ob, first.fixed, first.scalars, first.vectors, constraints, [], merged, None)
 
 
 def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:

@@ -118,6 +118,8 @@ class Obligation:
     #: Model features the claim's buffers exist for (e.g. ``("dsa_indexer",)``): a deployment
     #: check applies the obligation only to a model that has every one of them.
     requires: tuple[str, ...] = ()
+    #: paths explored per case when the model branches on symbolic values (None: Options.fork_budget)
+    fork_budget: int | None = None
 
     def applies_to(self, engine: str, version: str) -> bool:
         """True when this obligation describes ``engine`` at ``version``."""
@@ -183,6 +185,7 @@ def obligation(
     covers: Sequence[str] = (),
     name: str | None = None,
     requires: Sequence[str] = (),
+    fork_budget: int | None = None,
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
@@ -199,6 +202,8 @@ def obligation(
     name as the obligation's name (obligations generated in a loop, one per inventory entry).
     ``requires (optional) names the model features whose buffers the claim is about (e.g.
     ``"dsa_indexer"``): ``check-config`` applies it only to models that have them.
+    ``fork_budget`` caps the execution paths explored per case when the model branches on
+    symbolic values (default: the run's ``--fork-budget``, 64); exceeding it gives ``unknown``.
     """
 
     def wrap(func: Callable[..., object]) -> Obligation:
@@ -266,7 +271,10 @@ def obligation(
             versions=versions,
             covers=covered,
             requires=tuple(requires),
+            fork_budget=fork_budget,
         )
+        if fork_budget is not None and not (isinstance(fork_budget, int) and fork_budget >= 1):
+            problems.append(f"fork_budget must be an int >= 1, got {fork_budget!r}")
         CREATED.append(made)
         return made
 

@@ -25,8 +25,8 @@ import z3
 
 from .domain import Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    ENTRYWISE_LIMIT, CaseProblem, _describe_exc, build_case, checked_domains, concrete_args, effective_domains,
-    evaluate, replay,
+    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, _describe_exc, _new_solver, build_case, build_paths,
+    checked_domains, concrete_args, effective_domains, evaluate, replay,
 )
 from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
@@ -37,7 +37,7 @@ __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem"
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross")
+    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths")
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
@@ -49,6 +49,8 @@ class _CaseOutcome:
         self.relation: str = kw.get("relation", "")
         self.fixed: dict[str, int] = kw.get("fixed", {})
         self.cross: str | None = None  # second-solver result (capproof.crosscheck)
+        self.path: str = kw.get("path", "")  # the path condition of a counterexample ('' = no branch)
+        self.paths: int = kw.get("paths", 1)  # paths explored in this case
 
 
 def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list[str]:
@@ -69,26 +71,99 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> _CaseOutcome:
+    """Decide one case: every execution path of the model is its own problem (its path
+    condition labelled among the constraints); the case is proved only if every path is proved
+    or excluded and the fork budget sufficed."""
+    budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
-        case = build_case(ob, fixed, ranges, vectors)
+        cp = build_paths(ob, fixed, ranges, vectors, budget)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
-        excluded = _concretely_false_assumptions(ob, fixed)
-        if excluded:  # e.g. `k >= 1` excludes the case k = 0 whose claim divides by k
-            return _CaseOutcome("excluded", core=excluded[:1], fixed=dict(fixed))
-        if isinstance(exc, ZeroDivisionError):
-            return _CaseOutcome("error", message=f"division by zero with {fixed}: {_describe_exc(exc)}")
-        return _CaseOutcome("error", message=_describe_exc(exc))
+        return _case_error(ob, fixed, exc)
 
-    outcome = _decide_case(case, options, rlimit)
-    if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
-        from .crosscheck import case_hook
+    outcomes: list[_CaseOutcome] = []
+    for failure in cp.failures:
+        outcomes.append(_failed_path(ob, fixed, failure, rlimit, cp.forked))
+    for case in cp.paths:
+        outcome = _decide_case(case, options, rlimit)
+        if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
+            from .crosscheck import case_hook
 
-        outcome = case_hook(case, outcome, options)
-    outcome.relation = case.ev.claim.relation
-    outcome.fixed = dict(fixed)
-    return outcome
+            outcome = case_hook(case, outcome, options)
+        outcome.relation = case.ev.claim.relation
+        if case.path_text:
+            outcome.path = case.path_text
+            if outcome.kind in ("error", "unknown"):
+                outcome.message = f"on path {case.path_text}: {outcome.message}"
+        outcomes.append(outcome)
+    combined = _combine_paths(outcomes, cp)
+    combined.fixed = dict(fixed)
+    return combined
+
+
+def _case_error(ob: Obligation, fixed: dict[str, int], exc: BaseException, path: str = "") -> _CaseOutcome:
+    excluded = _concretely_false_assumptions(ob, fixed)
+    if excluded:  # e.g. `k >= 1` excludes the case k = 0 whose claim divides by k
+        return _CaseOutcome("excluded", core=excluded[:1], fixed=dict(fixed))
+    where = f" on path {path}" if path else ""
+    if isinstance(exc, ZeroDivisionError):
+        return _CaseOutcome("error", message=f"division by zero with {fixed}{where}: {_describe_exc(exc)}")
+    return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + _describe_exc(exc))
+
+
+def _failed_path(ob: Obligation, fixed: dict[str, int], failure: PathFailure, rlimit: int, forked: bool) -> _CaseOutcome:
+    """A path that raised is an error unless the domain, its path condition and the assumptions
+    computed before the error are unsatisfiable (then no admitted point takes it: excluded)."""
+    if forked:
+        s = _new_solver(rlimit)
+        trackers: dict[str, str] = {}
+        for label, cond in failure.constraints:
+            t = z3.Bool(f"__track_{len(trackers)}")
+            trackers[str(t)] = label
+            s.assert_and_track(cond, t)
+        if s.check() == z3.unsat:
+            return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
+    return _case_error(ob, fixed, failure.error, failure.path.describe() if failure.path.decisions else "")
+
+
+def _combine_paths(outcomes: list[_CaseOutcome], cp: CasePaths) -> _CaseOutcome:
+    """The case's outcome from its paths': an error or a counterexample on any path decides it;
+    then unknown (a path unknown, or the fork budget exhausted); all excluded = excluded; else
+    proved, with the union of the paths' cores (excluded paths' cores included: they are part of
+    the proof)."""
+    n = len(cp.paths) + len(cp.failures)
+    if len(outcomes) == 1 and cp.complete:
+        outcomes[0].paths = 1
+        return outcomes[0]
+    kinds = [o.kind for o in outcomes]
+    pick: _CaseOutcome | None = None
+    if "error" in kinds:
+        pick = outcomes[kinds.index("error")]
+    elif "counterexample" in kinds:
+        pick = min((o for o in outcomes if o.kind == "counterexample"), key=lambda o: _order_key(o.params))
+    elif "unknown" in kinds:
+        pick = outcomes[kinds.index("unknown")]
+    elif not cp.complete:
+        pick = _CaseOutcome("unknown", message=(
+            f"fork budget of {cp.budget} paths exhausted ({cp.unexplored} paths unexplored; raise fork_budget= or "
+            "--fork-budget)"))
+    if pick is not None:
+        pick.paths = n
+        if not pick.relation:
+            pick.relation = next((o.relation for o in outcomes if o.relation), "")
+        return pick
+    core: list[str] = []
+    for o in outcomes:
+        core.extend(c for c in o.core if c not in core)
+    kind = "excluded" if all(k == "excluded" for k in kinds) else "proved"
+    out = _CaseOutcome(kind, core=core, paths=n)
+    out.relation = next((o.relation for o in outcomes if o.relation), "")
+    return out
+
+
+def _order_key(params: dict[str, object]) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in params.values())
 
 
 def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) -> tuple[z3.ModelRef, bool]:
@@ -168,23 +243,37 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
     return None
 
 
+def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
+    """What must hold at every admitted point besides the claim, with the number of assumptions
+    it may use and the error to report: nonzero divisors and exactness side conditions."""
+    out = [(term != 0, upto, f"divisor {term} at {where}") for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)]
+    out += [(fact, upto, f"side condition {what}") for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)]
+    return out
+
+
+def _fail_check(what: str, where_in: str, point: dict[str, object]) -> _CaseOutcome:
+    if what.startswith("divisor "):
+        return _CaseOutcome("error", message=str(DivisorMayBeZero(f"{what}{where_in} can be zero, e.g. at {point}" + (
+            "; state its lower bound in the domain or in an earlier assumption" if where_in else ""))))
+    return _CaseOutcome("error", message=f"{what}{where_in} can fail, e.g. at {point}: capproof's encoding is "
+                                         "exact only under it (bound the parameters in the domain or an assumption)")
+
+
 def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseOutcome | None:
-    """Divisors met while evaluating an assumption, checked under the preceding assumptions only."""
+    """Divisors (and side conditions) met while evaluating an assumption, checked under the
+    preceding assumptions only."""
     total = len(case.ob.assumptions)
-    for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope):
+    for fact, upto, what in _checks(case):
         if upto >= total:
             continue
         s, _ = case.solver(rlimit, assumptions_upto=upto)
-        s.add(term == 0)
+        s.add(z3.Not(fact))
         answer = s.check()
         if answer == z3.sat:
             name = list(case.ob.assumptions)[upto]
-            return _CaseOutcome("error", message=str(DivisorMayBeZero(
-                f"divisor {term} at {where} (in assumption {name!r}) can be zero, e.g. at {case.point(s.model())}; "
-                "state its lower bound in the domain or in an earlier assumption"
-            )))
+            return _fail_check(what, f" (in assumption {name!r})", case.point(s.model()))
         if answer == z3.unknown:
-            return _CaseOutcome("unknown", message=f"divisor check at {where}: {s.reason_unknown()}")
+            return _CaseOutcome("unknown", message=f"check of {what}: {s.reason_unknown()}")
     return None
 
 
@@ -236,22 +325,19 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}")
 
-    for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope):
+    for fact, upto, what in _checks(case):
         if upto < len(case.ob.assumptions):
             continue  # checked above, under the assumptions before it
         s.push()
-        s.add(term == 0)
+        s.add(z3.Not(fact))
         answer = s.check()
         if answer == z3.sat:
             point = case.point(s.model())
             s.pop()
-            return _CaseOutcome(
-                "error",
-                message=str(DivisorMayBeZero(f"divisor {term} at {where} can be zero, e.g. at {point}")),
-            )
+            return _fail_check(what, "", point)
         s.pop()
         if answer == z3.unknown:
-            return _CaseOutcome("unknown", message=f"divisor check at {where}: {s.reason_unknown()}")
+            return _CaseOutcome("unknown", message=f"check of {what}: {s.reason_unknown()}")
 
     problem = _probe_semantics(case, s)
     if problem:
@@ -322,7 +408,8 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
     Each witness is replayed on ints (claim violated, condition true, assumptions hold).
     """
     out: list[Witness] = []
-    cases: dict[tuple, CaseProblem | str] = {}
+    cases: dict[tuple, list[CaseProblem] | str] = {}
+    budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     for name in ob.witnesses:
         free = set(ob.witness_params(name))
         for p in list(free):  # a vector's length moves with the vector
@@ -341,24 +428,29 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
             key = tuple(sorted(fixed.items()))
             if key not in cases:
                 try:
-                    cases[key] = build_case(ob, fixed, ranges, vectors)
+                    cp = build_paths(ob, fixed, ranges, vectors, budget)
+                    cases[key] = cp.paths
+                    if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
+                        cases[key] = ("a path raised " + _describe_exc(cp.failures[0].error) if cp.failures
+                                      else f"fork budget of {budget} paths exhausted")
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:
                     cases[key] = _describe_exc(exc)
-            case = cases[key]
-            if isinstance(case, str):
-                failed = failed or Witness(name, False, message=f"error: {case}")
+            problems = cases[key]
+            if isinstance(problems, str):
+                failed = failed or Witness(name, False, message=f"error: {problems}")
                 continue
-            if case.false_assumptions:
-                continue
-            w = _witness_in_case(ob, name, case, cex_params, free, rlimit)
-            if w is None:
-                continue
-            if w.found:
-                found.append(w)
-            else:
-                failed = failed or w
+            for case in problems:
+                if case.false_assumptions:
+                    continue
+                w = _witness_in_case(ob, name, case, cex_params, free, rlimit)
+                if w is None:
+                    continue
+                if w.found:
+                    found.append(w)
+                else:
+                    failed = failed or w
         if found:
             out.append(min(found, key=lambda w: tuple(w.params[p] for p in ob.params)))
         elif failed:
@@ -399,6 +491,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.relation = result.relation or outcome.relation
 
     result.cases = len(outcomes)
+    result.paths = sum(o.paths for o in outcomes)
     if options.cross_check:
         from .crosscheck import summarize
 
@@ -422,11 +515,12 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.verdict = Verdict.ERROR
         result.message = errors[0].message
     elif cexs:
-        best = min(cexs, key=lambda o: tuple(o.params[p] for p in ob.params))
+        best = min(cexs, key=lambda o: _order_key({p: o.params[p] for p in ob.params}))
         result.verdict = Verdict.COUNTEREXAMPLE
-        result.counterexample = Counterexample(best.params, best.values, best.minimized)
+        result.counterexample = Counterexample(best.params, best.values, best.minimized, best.path)
         result.message = (
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
+            + (f" (on path {best.path})" if best.path else "")
             + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
             + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)")
         )
@@ -447,7 +541,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.verdict = Verdict.PROVED
         result.message = f"unsat on {admitted} cases" + (
             f" ({result.excluded} excluded by assumptions)" if result.excluded else ""
-        )
+        ) + (f", {result.paths} paths" if result.paths > result.cases else "")
     result.seconds = time.perf_counter() - started
     return result
 

@@ -39,6 +39,9 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
         lines += [f"       {line}" for line in density_lines(entry.get("density"))]
     elif verdict != "proved" or not entry["ok"]:
         lines.append(f"       {entry['message']}")
+    used_paths = [a[len("path: "):] for a in entry.get("assumptions_used", []) if a.startswith("path: ")]
+    if kind == "obligation" and verdict == "proved" and used_paths:
+        lines.append(f"       {entry.get('paths', 0)} execution paths; path conditions in the proof: " + "; ".join(used_paths))
     return lines
 
 
@@ -143,16 +146,23 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         out += [f"- {'✔' if a in used else '·'} {a}" for a in e["assumptions"]]
     else:
         out += ["", "Assumptions: none declared (the claim is checked on the whole domain)."]
-    bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", [])]
+    bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", []) and not a.startswith("path: ")]
     if bounds:
         out += ["", "Domain bounds the proof used:", ""]
         out += [f"- `{b}`" for b in bounds]
+    paths = [a[len("path: "):] for a in e.get("assumptions_used", []) if a.startswith("path: ")]
+    if e.get("paths", 0) > e.get("cases", 0) or paths:
+        out += ["", f"Execution paths: the model branches on symbolic values; {e.get('paths', 0)} paths decided one by one"
+                + (", using these path conditions:" if paths else "."), ""]
+        out += [f"- `{p}`" for p in paths]
     cex = e.get("counterexample")
     if cex:
         out += ["", "Counterexample (smallest parameter values, replayed on plain ints):", "",
                 "| name | value |", "|---|---|"]
         out += [f"| `{k}` | {_md_value(v)} |" for k, v in cex["params"].items()]
         out += [f"| **`{k}`** | {_md_value(v)} |" for k, v in cex["values"].items()]
+        if cex.get("path"):
+            out += ["", f"On the execution path `{cex['path']}`."]
         if e.get("witnesses"):
             out += ["", "Trigger witnesses (smallest batch taking each path at this configuration, replayed):", ""]
             out += [f"- {w['name']}: {_witness_text(w, cex)}" for w in e["witnesses"]]

@@ -105,6 +105,7 @@ def case_smt2(case: Any, status: str | None = None) -> tuple[str, str]:
     lines = [
         _comment(f"capproof query for {case.ob.id}"),
         _comment(f"case: {fixed}"),
+        *([_comment(f"path: {case.path_text}")] if getattr(case, "path_text", "") else []),
         f"(set-logic {logic})",
     ]
     if status in ("sat", "unsat"):
@@ -122,7 +123,12 @@ def write_case(directory: str, case: Any, status: str | None = None) -> tuple[st
     """Write the case's query into ``directory``; returns (path, text, logic)."""
     os.makedirs(directory, exist_ok=True)
     text, logic = case_smt2(case, status)
-    path = os.path.join(directory, case_file_name(case.ob, case.fixed))
+    name = case_file_name(case.ob, case.fixed)
+    if getattr(case, "path_text", ""):  # one file per execution path of a branching model
+        import hashlib
+
+        name = name[: -len(".smt2")] + "__path-" + hashlib.sha256(case.path_text.encode()).hexdigest()[:8] + ".smt2"
+    path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     return path, text, logic

@@ -18,6 +18,9 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 from __future__ import annotations
 
 import contextlib
+import dis
+import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Union
@@ -43,21 +46,69 @@ class Trace:
     #: ``a >= 0, b >= 1``). They hold for every value, so adding them never changes a verdict; they
     #: spare Z3 the integer reasoning it finds slow over many divisions (1024 per-expert roundings).
     lemmas: list[z3.BoolRef] = field(default_factory=list)
+    #: conditions under which capproof's encoding of an operation is exact (``bit_length`` and
+    #: symbolic shifts below 2**BIT_WIDTH, ``math.ceil(a / b)`` with ``|a| < 2**53`` where Python
+    #: rounds ``a / b`` to a float first), with what and where: the prover checks each one under
+    #: the assumptions, like a divisor; one that can fail is an error, never modelled away.
+    side_conditions: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
 
 
 _local = threading.local()
 
 
 @contextlib.contextmanager
-def tracing() -> Iterator[Trace]:
-    """Collect the symbolic divisors seen while the body runs."""
+def tracing(watch_type: bool = False) -> Iterator[Trace]:
+    """Collect the symbolic divisors, lemmas, side conditions and misuse seen while the body runs.
+
+    ``watch_type=True`` also records as misuse every function run in the body (outside capproof
+    and z3) that looks up the builtin ``type``: ``type(x)`` of a symbolic int is not ``int`` and
+    cannot be made so, so a model branching on it could run differently on ints (issue 10, S2).
+    """
     trace = Trace()
     previous = getattr(_local, "trace", None)
     _local.trace = trace
+    old_tracer = sys.gettrace() if watch_type else None
+    if watch_type:
+        sys.settrace(_type_watcher(trace, old_tracer))
     try:
         yield trace
     finally:
+        if watch_type:
+            sys.settrace(old_tracer)
         _local.trace = previous
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_Z3_DIR = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep  # generic code (typing, functools)
+_USES_TYPE: dict = {}
+
+
+def _uses_type(code) -> bool:
+    """Whether ``code`` (outside capproof, z3 and the standard library) looks up the global name
+    ``type``."""
+    found = _USES_TYPE.get(code)
+    if found is None:
+        name = os.path.abspath(code.co_filename)
+        generic = name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
+            name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+        found = not generic and any(
+            ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "type" for ins in dis.get_instructions(code))
+        _USES_TYPE[code] = found
+    return found
+
+
+def _type_watcher(trace: Trace, chained):
+    def watch(frame, event, arg):
+        if event == "call" and _uses_type(frame.f_code):
+            where = f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_code.co_firstlineno}"
+            note = (f"{frame.f_code.co_name} at {where} uses type() while running on symbolic values: type() of a "
+                    "symbolic int is not int, so it may take a branch the ints do not (use isinstance)")
+            if note not in trace.misuse:
+                trace.misuse.append(note)
+        return chained(frame, event, arg) if chained is not None else None
+
+    return watch
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -95,6 +146,38 @@ def record_lemma(fact: z3.BoolRef) -> None:
         trace.lemmas.append(fact)
 
 
+def _side_condition(condition: z3.BoolRef, what: str) -> None:
+    """Record that the encoding just built is exact only where ``condition`` holds."""
+    condition = z3.simplify(condition)
+    if z3.is_true(condition):
+        return
+    trace = getattr(_local, "trace", None)
+    if trace is not None:
+        trace.side_conditions.append((condition, f"{what} at {caller_location()}"))
+
+
+#: ``bit_length()`` and shifts by a symbolic count are encoded exactly for magnitudes below
+#: ``2**BIT_WIDTH`` and counts in ``0..BIT_WIDTH`` (recorded side conditions say so).
+BIT_WIDTH = 64
+
+#: Python rounds ``a / b`` of ints to a float; ``math.ceil``/``floor``/``trunc`` of it equal the
+#: exact rational results when ``|a| < 2**53`` (then a non-integer quotient is at least ``1/|b|``,
+#: more than half an ulp of ``a/b``, away from every integer, so rounding cannot reach one).
+FLOAT_EXACT = 2**53
+
+
+def _pow2(k: z3.ArithRef) -> z3.ArithRef:
+    """``2**k`` for a symbolic ``k`` in ``0..BIT_WIDTH`` (an ``If`` chain)."""
+    out: z3.ArithRef = z3.IntVal(2**BIT_WIDTH)
+    for i in reversed(range(BIT_WIDTH)):
+        out = z3.If(k == i, z3.IntVal(2**i), out)
+    return out
+
+
+def _concrete_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, SymInt)
+
+
 def _misuse(error: Exception) -> Exception:
     """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
     trace = getattr(_local, "trace", None)
@@ -122,8 +205,10 @@ def to_z3_int(value: object) -> z3.ArithRef:
         return z3.IntVal(int(value))
     if isinstance(value, int):
         return z3.IntVal(value)
+    if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
+        return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
-    raise TypeError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}")
+    raise _misuse(TypeError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:
@@ -132,7 +217,7 @@ def to_z3_bool(value: object) -> z3.BoolRef:
         return value.term
     if isinstance(value, bool):
         return z3.BoolVal(value)
-    raise TypeError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}")
+    raise _misuse(TypeError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def is_symbolic(value: object) -> bool:
@@ -172,9 +257,26 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
 
 
 class SymInt:
-    """A symbolic integer (a Z3 ``Int`` term) with Python ``int`` semantics."""
+    """A symbolic integer (a Z3 ``Int`` term) with Python ``int`` semantics.
+
+    ``isinstance(x, int)`` is True (``__class__`` reports ``int``, as CrossHair's proxies do), so
+    ``isinstance`` checks in a model take the branch they take on ints. Any error Python raises on
+    it that a model could catch (a missing method: ``AttributeError``; an unsupported operator:
+    ``TypeError``) is recorded in the active :class:`Trace` first, so an ``except`` fallback
+    cannot turn a false claim into a proof.
+    """
 
     __slots__ = ("term",)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: D105 - isinstance(x, int) is True, as on ints
+        return int
+
+    def __getattr__(self, name: str):
+        raise _misuse(AttributeError(
+            f"symbolic integer has no attribute {name!r} (capproof supports +, -, *, //, %, divmod, abs, "
+            f"comparisons, >>/<< and & with constant masks, ~, bit_length()) at {caller_location()}"
+        ))
 
     def __init__(self, term: z3.ArithRef):
         if not z3.is_int(term):
@@ -234,12 +336,132 @@ class SymInt:
         _reject_float(other)
         return _wrap_int(py_mod(to_z3_int(other), self))
 
-    def __truediv__(self, other: object) -> "SymInt":
-        raise _misuse(RealArithmeticError(
-            f"real arithmetic: `/` on a symbolic integer at {caller_location()} (use // or cdiv)"
+    def __truediv__(self, other: object) -> "Quotient":
+        return Quotient(self, other)
+
+    def __rtruediv__(self, other: object) -> "Quotient":
+        return Quotient(other, self)
+
+    def __divmod__(self, other: IntLike) -> tuple:
+        return self // other, self % other
+
+    def __rdivmod__(self, other: IntLike) -> tuple:
+        return other // self, other % self
+
+    # bit operations (Python's two's-complement semantics on unbounded ints) -------------------
+    def __rshift__(self, other: IntLike) -> "SymInt":
+        """``x >> k`` = ``x // 2**k`` (floor, also for negative ``x``)."""
+        if _concrete_int(other):
+            if other < 0:
+                raise ValueError("negative shift count")
+            return self // (2 ** other)
+        k = to_z3_int(other)
+        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"shift count {k} in 0..{BIT_WIDTH}")
+        return _wrap_int(self.term / _pow2(k))  # SMT-LIB div floors for a positive divisor
+
+    def __rrshift__(self, other: IntLike) -> "SymInt":
+        return SymInt(to_z3_int(other)) >> self
+
+    def __lshift__(self, other: IntLike) -> "SymInt":
+        """``x << k`` = ``x * 2**k``."""
+        if _concrete_int(other):
+            if other < 0:
+                raise ValueError("negative shift count")
+            return self * (2 ** other)
+        k = to_z3_int(other)
+        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"shift count {k} in 0..{BIT_WIDTH}")
+        return _wrap_int(self.term * _pow2(k))
+
+    def __rlshift__(self, other: IntLike) -> "SymInt":
+        return SymInt(to_z3_int(other)) << self
+
+    def __and__(self, other: object) -> "SymInt":
+        """``x & m`` for a constant mask ``m = 2**k - 1`` (``x mod 2**k``) or ``m = ~(2**k - 1)``
+        (``x`` rounded down to a multiple of ``2**k``); any other mask is a recorded error."""
+        if _concrete_int(other) and not isinstance(other, bool):
+            m = other
+            if m >= 0 and m & (m + 1) == 0:
+                return self % (m + 1)
+            if m < 0 and (-m) & (-m - 1) == 0:
+                return (self // -m) * -m
+        raise _misuse(NotConcreteError(
+            f"`&` of a symbolic integer with {other!r} at {caller_location()}: only constant masks "
+            "2**k - 1 and ~(2**k - 1) are supported"
         ))
 
-    __rtruediv__ = __truediv__
+    __rand__ = __and__
+
+    def _unsupported(self, other: object = None, op: str = "?") -> "SymInt":
+        raise _misuse(TypeError(
+            f"`{op}` on a symbolic integer is not supported at {caller_location()}"
+        ))
+
+    def __or__(self, other: object):
+        self._unsupported(other, "|")
+
+    __ror__ = __or__
+
+    def __xor__(self, other: object):
+        self._unsupported(other, "^")
+
+    __rxor__ = __xor__
+
+    def __matmul__(self, other: object):
+        self._unsupported(other, "@")
+
+    __rmatmul__ = __matmul__
+
+    def __round__(self, ndigits: object = None):
+        self._unsupported(ndigits, "round()")
+
+    def __len__(self):
+        self._unsupported(None, "len()")
+
+    def __iter__(self):
+        self._unsupported(None, "iteration")
+
+    def __getitem__(self, key: object):
+        self._unsupported(key, "[]")
+
+    def __call__(self, *args: object, **kwargs: object):
+        self._unsupported(None, "call")
+
+    def __contains__(self, item: object):
+        self._unsupported(item, "in")
+
+    def __invert__(self) -> "SymInt":
+        """``~x`` = ``-x - 1``."""
+        return _wrap_int(-self.term - 1)
+
+    def bit_length(self) -> "SymInt":
+        """``int.bit_length``: bits of ``abs(x)`` (0 for 0), exact for ``|x| < 2**BIT_WIDTH``
+        (a recorded side condition)."""
+        a = z3.If(self.term >= 0, self.term, -self.term)
+        _side_condition(a < 2**BIT_WIDTH, f"|{self.term}| < 2**{BIT_WIDTH} for bit_length()")
+        return _wrap_int(z3.Sum([z3.If(a >= 2**i, z3.IntVal(1), z3.IntVal(0)) for i in range(BIT_WIDTH)]))
+
+    def __trunc__(self) -> "SymInt":
+        return self
+
+    __floor__ = __ceil__ = __trunc__
+
+    # the attributes ints have (so ``hasattr`` answers as on ints)
+    @property
+    def numerator(self) -> "SymInt":
+        return self
+
+    @property
+    def denominator(self) -> int:
+        return 1
+
+    real = numerator
+
+    @property
+    def imag(self) -> int:
+        return 0
+
+    def conjugate(self) -> "SymInt":
+        return self
 
     def __neg__(self) -> "SymInt":
         return _wrap_int(-self.term)
@@ -262,9 +484,13 @@ class SymInt:
 
     # comparisons ----------------------------------------------------------------------------
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
+        if not isinstance(other, (int, float, SymInt, SymBool)):
+            return NotImplemented  # as int == "a": False, by identity
         return SymBool(z3.simplify(self.term == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
+        if not isinstance(other, (int, float, SymInt, SymBool)):
+            return NotImplemented
         return SymBool(z3.simplify(self.term != to_z3_int(other)))
 
     def __lt__(self, other: IntLike) -> "SymBool":
@@ -320,6 +546,36 @@ class SymBool:
     def __hash__(self) -> int:
         raise _misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
+    def __getattr__(self, name: str):
+        raise _misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
+
+    def __int__(self) -> int:
+        raise _misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+
+    __index__ = __int__
+
+    # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
+    def _as_int(self) -> "SymInt":
+        return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
+
+    def __add__(self, other: IntLike) -> "SymInt":
+        return self._as_int() + other
+
+    def __radd__(self, other: IntLike) -> "SymInt":
+        return other + self._as_int()
+
+    def __sub__(self, other: IntLike) -> "SymInt":
+        return self._as_int() - other
+
+    def __rsub__(self, other: IntLike) -> "SymInt":
+        return other - self._as_int()
+
+    def __mul__(self, other: IntLike) -> "SymInt":
+        return self._as_int() * other
+
+    def __rmul__(self, other: IntLike) -> "SymInt":
+        return other * self._as_int()
+
     def __bool__(self) -> bool:
         explorer = getattr(_local, "explorer", None)
         if explorer is not None:
@@ -352,6 +608,68 @@ class SymBool:
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+
+
+class Quotient:
+    """``a / b`` with an integer numerator and divisor, at least one symbolic.
+
+    Python computes a float; capproof keeps the exact quotient and allows only what gives an
+    integer again: ``math.floor`` (``a // b``), ``math.ceil`` (``-(-a // b)``) and ``math.trunc``.
+    These equal Python's float-based results when ``|a| < 2**53`` (recorded as a side condition).
+    Any other use (arithmetic, comparison, ``int()``, ``float()``) is a recorded
+    :class:`RealArithmeticError`. A zero divisor raises ``ZeroDivisionError`` at ``/`` as in
+    Python; a symbolic divisor is recorded for the prover's zero check.
+    """
+
+    __slots__ = ("num", "den", "where")
+
+    def __init__(self, num: object, den: object):
+        _reject_float(num)
+        _reject_float(den)
+        if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
+            raise _misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
+        if _concrete_int(den) and den == 0:
+            raise ZeroDivisionError("division by zero")
+        if isinstance(den, SymInt):
+            _record_divisor(den.term)
+        self.num, self.den, self.where = num, den, caller_location()
+
+    def _exact(self) -> None:
+        a = to_z3_int(self.num)
+        _side_condition(z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
+                        f"|{a}| < 2**53 so that Python's float quotient rounds exactly")
+
+    def __floor__(self) -> IntLike:
+        self._exact()
+        return self.num // self.den
+
+    def __ceil__(self) -> IntLike:
+        self._exact()
+        return -(-self.num // self.den)
+
+    def __trunc__(self) -> IntLike:
+        self._exact()
+        q = self.num // self.den
+        inexact = (self.num % self.den) != 0
+        negative = to_z3_bool(self.num < 0) != to_z3_bool(self.den < 0)
+        return SymInt(z3.simplify(z3.If(z3.And(to_z3_bool(inexact), negative), to_z3_int(q) + 1, to_z3_int(q))))
+
+    def _real(self, *_: object, **__: object):
+        raise _misuse(RealArithmeticError(
+            f"real arithmetic: `/` at {self.where} used other than in math.floor/ceil/trunc "
+            f"(at {caller_location()}; use //, cdiv or math.ceil(a / b))"
+        ))
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _real
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _real
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __bool__ = __int__ = __float__ = __index__ = _real
+    __round__ = __hash__ = __str__ = __format__ = _real
+
+    def __repr__(self) -> str:
+        return f"Quotient({self.num!r}, {self.den!r})"
+
+    def __getattr__(self, name: str):
+        raise _misuse(AttributeError(f"quotient a / b has no attribute {name!r} at {caller_location()}"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -49,6 +49,8 @@ class Options:
     smt2_dir: str | None = None
     #: re-solve every linear case with this solver ("cvc5") and fail on disagreement (None: do not)
     cross_check: str | None = None
+    #: execution paths explored per case when a model branches on symbolic values; more = unknown
+    fork_budget: int = 64
 
 
 @dataclass
@@ -59,10 +61,15 @@ class Counterexample:
     params: dict[str, Any]
     values: dict[str, int]
     minimized: bool = True
+    #: the execution path's condition when the model branched on symbolic values ('' = no branch)
+    path: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
-                "values": dict(self.values), "minimized": self.minimized}
+        out = {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+               "values": dict(self.values), "minimized": self.minimized}
+        if self.path:
+            out["path"] = self.path
+        return out
 
 
 @dataclass
@@ -116,6 +123,8 @@ class ObligationResult:
     seconds: float = 0.0
     #: inventory entry ids the obligation covers (``@obligation(covers=...)``)
     covers: list[str] = field(default_factory=list)
+    #: execution paths decided over all cases (= cases when no model branches on symbolic values)
+    paths: int = 0
 
     @property
     def ok(self) -> bool:
@@ -134,6 +143,7 @@ class ObligationResult:
             "excluded_cases": self.excluded,
             "failing_cases": self.failing_cases,
             "unknown_cases": self.unknown_cases,
+            "paths": self.paths,
             "counterexample": self.counterexample.to_json() if self.counterexample else None,
             "witnesses": [w.to_json() for w in self.witnesses],
             "density": self.density,

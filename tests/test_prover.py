@@ -127,7 +127,8 @@ def divides_by_range(x, d):
     [
         ("return x + 1", "not boolean"),
         ("return x / 2 < 3", "real arithmetic"),
-        ("return (1 if x > 3 else 0) == 1", "branch on symbolic"),
+        ("return x.to_bytes(2, 'little')[0] > 0", "no attribute 'to_bytes'"),
+        ("return (x | 1) > 0", "`|` on a symbolic integer"),
         ("return len(range(x)) > 0", "needs a concrete int"),
     ],
 )
@@ -243,16 +244,29 @@ def zero_ruled_out_first(kbs, bs):
     assert decide(path, "zero_ruled_out_first").verdict is Verdict.PROVED
 
 
-def test_model_branching_on_isinstance_is_caught_by_the_probe(spec_file):
-    """`x if isinstance(x, int) else 0` runs differently on Z3 terms and on ints: the per-case probe
-    replays admitted points on ints and reports the disagreement instead of a proof."""
+def test_model_branching_on_type_is_an_error(spec_file):
+    """`x if type(x) is int else 0` runs differently on Z3 terms and on ints (``type`` cannot be
+    faked): a function looking up ``type`` during the symbolic run is recorded, an error, never a
+    proof (the per-case probe would catch this one too, but not one diverging elsewhere)."""
     path = spec_file(HEADER + """
 @obligation(domain={"x": Range(0, 10)})
+def type_trap(x):
+    return at_most(demand=x if type(x) is int else 0, capacity=5)
+""")
+    r = decide(path)
+    assert r.verdict is Verdict.ERROR and "type_trap" in r.message and "type()" in r.message, r.message
+
+
+def test_model_branching_on_isinstance_takes_the_int_branch(spec_file):
+    """A symbolic int is an ``int`` for ``isinstance`` (as CrossHair's proxies are), so the
+    symbolic run takes the branch the ints take: the false claim is refuted at x = 6, as on ints."""
+    path = spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 10)}, expect="counterexample")
 def isinstance_trap(x):
     return at_most(demand=x if isinstance(x, int) else 0, capacity=5)
 """)
     r = decide(path)
-    assert r.verdict is Verdict.ERROR and "symbolic and concrete semantics disagree" in r.message
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.counterexample.params == {"x": 6}
 
 
 def test_case_excluded_by_a_case_split_assumption_may_divide_by_zero(spec_file):

@@ -351,14 +351,22 @@ def test_nested_tracing_restores_the_outer_trace():
 # --------------------------------------------------------------------------------------------
 
 
-def test_true_division_on_symint_raises_real_arithmetic_error():
+def test_true_division_on_symint_is_real_arithmetic_unless_floored_or_ceiled():
     x = SYMBOLS["x"]
-    with pytest.raises(RealArithmeticError, match="`/`"):
-        x / 2
-    with pytest.raises(RealArithmeticError):
-        2 / x
-    with pytest.raises(RealArithmeticError):
-        x / SYMBOLS["y"]
+    with tracing() as trace:
+        for use in (lambda q: q + 1, lambda q: q * 2, lambda q: q < 3, lambda q: float(q), lambda q: int(q),
+                    lambda q: q == 1, lambda q: bool(q), lambda q: round(q)):
+            with pytest.raises(RealArithmeticError, match="`/`"):
+                use(x / 2)
+        with pytest.raises(RealArithmeticError):
+            (2 / x) - 1
+        with pytest.raises(RealArithmeticError):
+            (x / SYMBOLS["y"]) * 3
+        with pytest.raises(RealArithmeticError):
+            x / 2.0
+    assert len(trace.misuse) == 11  # every one recorded: a model's except cannot hide it
+    with pytest.raises(ZeroDivisionError):
+        x / 0
 
 
 def test_float_operands_raise_real_arithmetic_error():
@@ -371,6 +379,7 @@ def test_float_operands_raise_real_arithmetic_error():
 @pytest.mark.parametrize(
     ("a", "b"),
     [(1.5, 2), (3, 2.0), (SymInt.var("x"), 2.0), (2.0, SymInt.var("x")), (0.0, 1)],
+    ids=["float-int", "int-float", "sym-float", "float-sym", "zero-float"],  # str() of a SymInt raises
 )
 def test_floats_passed_to_cdiv_and_round_up_raise_real_arithmetic_error(a, b):
     with pytest.raises(RealArithmeticError, match="float"):
@@ -429,3 +438,146 @@ def test_select_on_concrete_condition_returns_the_branch_itself():
     chosen = select(x > y, x, y)
     assert isinstance(chosen, SymInt)
     assert z3_int_at(chosen, {"x": -3, "y": 8}) == 8
+
+
+# --------------------------------------------------------------------------------------------
+# Engine-code vocabulary (issue 9): divmod, shifts, constant masks, ~, bit_length, math.ceil/floor
+# of integer quotients, next/prev_power_of_2, and the builtins min/max/sum/abs under explore.
+# Each: the symbolic result at random points equals Python's on ints, and every side condition
+# recorded for exactness holds at those points (the prover checks it on the whole domain).
+# --------------------------------------------------------------------------------------------
+
+from capproof.arith import next_power_of_2, prev_power_of_2  # noqa: E402
+from capproof.symbolic import BIT_WIDTH, FLOAT_EXACT, explore  # noqa: E402
+
+wide = st.one_of(st.integers(-40, 40), st.integers(-(2**62), 2**62), st.sampled_from([0, -1, 1, 2**53 - 1, -(2**63) + 1]))
+divisors_ = wide.filter(lambda b: b != 0)
+
+
+def _agree(fn, env: dict[str, int]) -> None:
+    """``fn`` on ints and on SymInts at ``env`` agree, and its side conditions hold at ``env``."""
+    expected = fn(**env)
+    with tracing() as trace:
+        symbolic = fn(**{k: SymInt.var(k) for k in env})
+    results = symbolic if isinstance(symbolic, tuple) else (symbolic,)
+    wanted = expected if isinstance(expected, tuple) else (expected,)
+    for got, want in zip(results, wanted):
+        assert z3_int_at(got, env) == want, (fn, env)
+    for fact, what in trace.side_conditions:
+        assert z3.is_true(_substituted(fact, env)), what
+    assert not trace.misuse
+
+
+@PROPERTY
+@given(a=wide, b=divisors_)
+def test_divmod_matches_python(a, b):
+    _agree(lambda a, b: divmod(a, b), {"a": a, "b": b})
+
+
+@PROPERTY
+@given(a=wide, k=st.integers(0, 70))
+def test_shifts_by_constants_match_python(a, k):
+    _agree(lambda a: (a >> k, a << k), {"a": a})
+
+
+@PROPERTY
+@given(a=wide, k=st.integers(0, BIT_WIDTH))
+def test_shifts_by_symbolic_counts_match_python(a, k):
+    _agree(lambda a, k: (a >> k, a << k, 1 << k, 5 >> k), {"a": a, "k": k})
+
+
+@PROPERTY
+@given(a=wide, k=st.integers(0, 70))
+def test_constant_masks_match_python_including_negatives(a, k):
+    low, high = 2**k - 1, ~(2**k - 1)
+    _agree(lambda a: (a & low, a & high, low & a, high & a, ~a), {"a": a})
+
+
+@PROPERTY
+@given(a=wide)
+def test_bit_length_matches_python(a):
+    _agree(lambda a: a.bit_length(), {"a": a})
+
+
+@PROPERTY
+@given(a=st.integers(-(FLOAT_EXACT - 1), FLOAT_EXACT - 1), b=divisors_)
+def test_ceil_floor_trunc_of_quotients_match_python_floats(a, b):
+    _agree(lambda a, b: (math.ceil(a / b), math.floor(a / b), math.trunc(a / b)), {"a": a, "b": b})
+    _agree(lambda a: (math.ceil(a / b), math.floor(a / b), math.trunc(a / b)), {"a": a})
+    _agree(lambda b: (math.ceil(a / b), math.floor(a / b), math.trunc(a / b)), {"b": b})
+
+
+def test_quotient_side_condition_is_needed_beyond_2_53():
+    """Python rounds ``a / b`` to a float: past 2**53 the float ceil differs from the exact one,
+    so capproof records ``|a| < 2**53`` rather than silently proving a different formula."""
+    a, b = 2**60 + 1, 2**60
+    assert math.ceil(a / b) == 1 and -(-a // b) == 2
+    with tracing() as trace:
+        math.ceil(SymInt.var("a") / b)
+    (fact, what), = trace.side_conditions
+    assert z3.is_false(_substituted(fact, {"a": a})) and "2**53" in what
+
+
+def vllm_next_power_of_2(n):  # vllm/utils/math_utils.py (0.33.0), verbatim
+    return 1 if n < 1 else 1 << (n - 1).bit_length()
+
+
+def vllm_prev_power_of_2(n):
+    return 0 if n < 1 else 1 << (n.bit_length() - 1)
+
+
+with tracing() as _POW2_TRACE:
+    _N = SymInt.var("n")
+    _POW2 = (next_power_of_2(_N), prev_power_of_2(_N))
+    # vLLM's own function (it branches on n < 1) runs under explore: one path per direction
+    _VLLM_NEXT = explore(lambda: vllm_next_power_of_2(_N))
+
+
+@settings(PROPERTY, max_examples=40)
+@given(n=st.one_of(st.integers(-40, 5000), st.integers(-(2**62), 2**62)))
+def test_next_and_prev_power_of_2_match_vllm(n):
+    env = {"n": n}
+    want = (vllm_next_power_of_2(n), vllm_prev_power_of_2(n))
+    assert (next_power_of_2(n), prev_power_of_2(n)) == want
+    assert tuple(z3_int_at(v, env) for v in _POW2) == want
+    assert all(z3.is_true(_substituted(fact, env)) for fact, _ in _POW2_TRACE.side_conditions)
+    assert _VLLM_NEXT.complete and len(_VLLM_NEXT.paths) == 2
+    (path,) = [p for p in _VLLM_NEXT.paths if z3.is_true(_substituted(p.condition.term, env))]
+    assert z3_int_at(path.value, env) == want[0]
+
+
+def test_bit_length_and_symbolic_shift_record_their_bounded_encoding():
+    with tracing() as trace:
+        SymInt.var("a").bit_length()
+        1 << SymInt.var("k")
+    assert len(trace.side_conditions) == 2
+    assert z3.is_false(_substituted(trace.side_conditions[0][0], {"a": 2**BIT_WIDTH}))
+    assert z3.is_false(_substituted(trace.side_conditions[1][0], {"k": -1}))
+
+
+@settings(PROPERTY, max_examples=40)
+@given(st.lists(wide, min_size=1, max_size=3))
+def test_builtin_min_max_sum_abs_fork_and_match_python(xs):
+    env = {f"v{i}": v for i, v in enumerate(xs)}
+    syms = [SymInt.var(k) for k in env]
+
+    def f(vs):
+        return min(vs), max(vs), sum(vs), abs(vs[0]), sum(v > 0 for v in vs), min(vs[0], 3), max(-2, vs[-1])
+
+    want = f(xs)
+    ex = explore(lambda: f(syms), budget=4096)
+    assert ex.complete
+    (path,) = [p for p in ex.paths if z3.is_true(_substituted(p.condition.term, env))]
+    assert tuple(z3_int_at(v, env) for v in path.value) == want
+
+
+def test_unsupported_operations_are_recorded_errors():
+    x = SymInt.var("x")
+    attempts = [lambda: x | 1, lambda: x ^ 1, lambda: x & 5, lambda: x & x, lambda: x.to_bytes(8, "little"),
+                lambda: x.as_integer_ratio(), lambda: x @ x, lambda: round(x), lambda: x + "a", lambda: x < None,
+                lambda: int(x > 0), lambda: (x > 0).foo, lambda: len(x), lambda: iter(x)]
+    with tracing() as trace:
+        for attempt in attempts:
+            with pytest.raises((TypeError, AttributeError)):
+                attempt()
+    assert len(trace.misuse) == len(attempts)
