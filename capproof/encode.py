@@ -16,7 +16,9 @@ import z3
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
 from .obligation import Claim, Obligation, is_boolean, is_integer
-from .symbolic import DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _literal, _show, explore, tracing, to_z3_bool, to_z3_int
+from .symbolic import (
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
+)
 
 __all__ = [
     "CaseProblem", "CasePaths", "PathFailure", "build_case", "build_paths", "evaluate", "concrete_args", "replay",
@@ -72,7 +74,11 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
     side: list[int] = []
     symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
                    for v in args.values())
-    with tracing(watch_type=symbolic) as trace:
+    with tracing() as trace:
+        if symbolic:
+            for where in type_lookups(ob.func, *ob.assumptions.values(), *ob.witnesses.values()):
+                trace.misuse.append(f"{where} uses type(), and type() of a symbolic int is not int: it may take a "
+                                    "branch the ints do not (use isinstance)")
         assumed = {} if assumed is None else assumed
         for i, (n, f) in enumerate(ob.assumptions.items()):
             assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import functools
 import os
-import sys
 import threading
+import types
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
@@ -57,58 +58,94 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
-def tracing(watch_type: bool = False) -> Iterator[Trace]:
-    """Collect the symbolic divisors, lemmas, side conditions and misuse seen while the body runs.
-
-    ``watch_type=True`` also records as misuse every function run in the body (outside capproof
-    and z3) that looks up the builtin ``type``: ``type(x)`` of a symbolic int is not ``int`` and
-    cannot be made so, so a model branching on it could run differently on ints (issue 10, S2).
-    """
+def tracing() -> Iterator[Trace]:
+    """Collect the symbolic divisors, lemmas, side conditions and misuse seen while the body runs."""
     trace = Trace()
     previous = getattr(_local, "trace", None)
     _local.trace = trace
-    old_tracer = sys.gettrace() if watch_type else None
-    if watch_type:
-        sys.settrace(_type_watcher(trace, old_tracer))
     try:
         yield trace
     finally:
-        if watch_type:
-            sys.settrace(old_tracer)
         _local.trace = previous
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _Z3_DIR = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep  # generic code (typing, functools)
-_USES_TYPE: dict = {}
+_TYPE_LOOKUPS: dict = {}
+_MODULE = type(os)
 
 
-def _uses_type(code) -> bool:
-    """Whether ``code`` (outside capproof, z3 and the standard library) looks up the global name
-    ``type``."""
-    found = _USES_TYPE.get(code)
-    if found is None:
-        name = os.path.abspath(code.co_filename)
-        generic = name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
-            name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
-        found = not generic and any(
-            ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "type" for ins in dis.get_instructions(code))
-        _USES_TYPE[code] = found
+def _generic(filename: str) -> bool:
+    name = os.path.abspath(filename)
+    return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
+        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+
+
+def type_lookups(*funcs) -> list[str]:
+    """Functions reachable from ``funcs`` that look up the builtin ``type`` (issue 10, S2).
+
+    ``type(x)`` of a symbolic int is not ``int`` and cannot be made so, so a model branching on it
+    may run differently on ints; the prover makes such an obligation an error. Static and cheap
+    (cached): follows the global names, ``module.attribute`` references, closures, classes'
+    methods and nested code of each function, outside capproof, z3 and the standard library.
+    Calls through objects passed in (dynamic dispatch) are not followed: the per-case semantics
+    probe remains the check there.
+    """
+    key = tuple(funcs)
+    if key in _TYPE_LOOKUPS:
+        return _TYPE_LOOKUPS[key]
+    found: list[str] = []
+    seen: set = set()
+    stack = list(funcs)
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        if isinstance(obj, property):
+            stack += [f for f in (obj.fget, obj.fset) if f is not None]
+            continue
+        if isinstance(obj, type):
+            if id(obj) not in seen and obj.__module__ != "builtins":
+                seen.add(id(obj))
+                stack += list(vars(obj).values())
+            continue
+        if isinstance(obj, functools.partial):
+            stack.append(obj.func)
+            continue
+        code = getattr(obj, "__code__", None)
+        if not isinstance(code, types.CodeType) or code in seen or _generic(code.co_filename):
+            continue
+        seen.add(code)
+        globs = getattr(obj, "__globals__", {})
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                stack.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            previous = None
+            for ins in dis.get_instructions(c):
+                if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                    name = ins.argval
+                    if name == "type" and "type" not in globs:
+                        note = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
+                        if note not in found:
+                            found.append(note)
+                    previous = globs.get(name)
+                    if previous is not None and not isinstance(previous, _MODULE):
+                        stack.append(previous)
+                    continue
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
+                    target = getattr(previous, ins.argval, None)
+                    if target is not None:
+                        stack.append(target)
+                previous = None
+    _TYPE_LOOKUPS[key] = found
     return found
-
-
-def _type_watcher(trace: Trace, chained):
-    def watch(frame, event, arg):
-        if event == "call" and _uses_type(frame.f_code):
-            where = f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_code.co_firstlineno}"
-            note = (f"{frame.f_code.co_name} at {where} uses type() while running on symbolic values: type() of a "
-                    "symbolic int is not int, so it may take a branch the ints do not (use isinstance)")
-            if note not in trace.misuse:
-                trace.misuse.append(note)
-        return chained(frame, event, arg) if chained is not None else None
-
-    return watch
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
