@@ -171,6 +171,28 @@ def type_claim(n):
 def type_name_claim(n):
     return n < 60 if type(n).__name__ == "int" else n <= 64
 """, ("error", None)),
+    ("s2-type-in-a-static-method", """
+class Layout:
+    @staticmethod
+    def ok(n):
+        return n < 60 if type(n) is int else True
+
+@obligation(domain={"n": Range(0, 64)})
+def type_in_method(n):
+    return Layout.ok(n)
+""", ("error", None)),
+    ("s2-type-in-a-closure", """
+def make_check(limit):
+    def check(n):
+        return n < limit if type(n) is int else True
+    return check
+
+_check = make_check(60)
+
+@obligation(domain={"n": Range(0, 64)})
+def type_in_closure(n):
+    return _check(n)
+""", ("error", None)),
     # ---- builtins and forking ---------------------------------------------------------------
     ("builtins-min-max-sum-abs", """
 @obligation(domain={"a": Range(-8, 8), "b": Range(-8, 8)})

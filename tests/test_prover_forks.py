@@ -166,3 +166,24 @@ def only_infeasible_branch_is_wrong(x):
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.PROVED, r.message
     assert r.paths == 2
+
+
+def test_trigger_witnesses_are_searched_on_every_path(spec_file):
+    ob = _ob(spec_file, """
+def rows(n, spec):
+    if spec > 1:
+        return n * 2 + spec      # the wide layout: overflows when n > 10
+    return n + spec
+
+@obligation(domain={"n": Range(0, 40), "spec": Range(0, 3)}, expect="counterexample",
+            witnesses={"wide layout": lambda spec: spec > 1})
+def rows_fit(n, spec):
+    return at_most(demand=rows(n, spec), capacity=n + 10 + spec)
+""", module="spec_witness_paths.py")
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
+    assert r.counterexample.params == {"n": 11, "spec": 2}
+    (w,) = r.witnesses
+    assert w.found and w.params["spec"] >= 2
+    holds, _, failed = replay(ob, w.params)
+    assert not holds and not failed
