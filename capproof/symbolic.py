@@ -448,8 +448,11 @@ class SymInt:
 
     __rmatmul__ = __matmul__
 
-    def __round__(self, ndigits: object = None):
-        self._unsupported(ndigits, "round()")
+    def __round__(self, ndigits: object = None) -> "SymInt":
+        """``round(x)`` and ``round(x, n >= 0)`` are ``x`` (as for ints); a negative ``n`` is unsupported."""
+        if ndigits is None or (_concrete_int(ndigits) and ndigits >= 0):
+            return self
+        self._unsupported(ndigits, "round() to a negative number of digits")
 
     def __len__(self):
         self._unsupported(None, "len()")
@@ -509,14 +512,29 @@ class SymInt:
     def __abs__(self) -> "SymInt":
         return _wrap_int(z3.If(self.term >= 0, self.term, -self.term))
 
-    def __pow__(self, other: object) -> "SymInt":
-        if isinstance(other, int) and not isinstance(other, SymInt) and other >= 0:
+    def __pow__(self, other: object, modulo: object = None) -> "SymInt":
+        if modulo is None and isinstance(other, int) and not isinstance(other, SymInt) and other >= 0:
             result: z3.ArithRef = z3.IntVal(1)
             for _ in range(other):
                 result = result * self.term
             return _wrap_int(result)
         raise _misuse(NotConcreteError(
-            f"`**` needs a concrete non-negative int exponent at {caller_location()}"
+            f"`**`/pow() needs a concrete non-negative int exponent (and no modulus) at {caller_location()}"
+        ))
+
+    def __rpow__(self, other: object, modulo: object = None) -> "SymInt":
+        """``b ** k`` for a concrete int base and a symbolic exponent ``k`` in ``0..BIT_WIDTH``
+        (a recorded side condition; a negative ``k`` gives a float in Python)."""
+        if modulo is None and _concrete_int(other) and not isinstance(other, bool):
+            k = self.term
+            _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"exponent {k} in 0..{BIT_WIDTH}")
+            out: z3.ArithRef = z3.IntVal(other**BIT_WIDTH)
+            for i in reversed(range(BIT_WIDTH)):
+                out = z3.If(k == i, z3.IntVal(other**i), out)
+            return _wrap_int(out)
+        raise _misuse(NotConcreteError(
+            f"`**`/pow() of {other!r} with a symbolic exponent at {caller_location()}: only a concrete int base "
+            "and no modulus are supported"
         ))
 
     # comparisons ----------------------------------------------------------------------------
