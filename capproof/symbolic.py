@@ -753,6 +753,10 @@ class Path:
     decisions: list[Decision]
     value: object = None
     error: BaseException | None = None
+    #: what this path recorded (divisors, side conditions, misuse: an error raised on a symbolic
+    #: value that the function caught makes ``value`` untrustworthy); also copied to the trace
+    #: active around :func:`explore`, if any
+    trace: Trace = field(default_factory=Trace)
 
     @property
     def literals(self) -> list[z3.BoolRef]:
@@ -867,7 +871,8 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
     about the unexplored part). ``fn`` must be deterministic: a re-execution that reaches a
     different condition at a replayed branch gets a :class:`SymbolicBranchError` as its error.
 
-    Exceptions raised by ``fn`` (except ``KeyboardInterrupt``) become the path's ``error``.
+    Exceptions raised by ``fn`` (except ``KeyboardInterrupt``) become the path's ``error``; what
+    each run recorded (divisors, side conditions, caught misuse) is the path's ``trace``.
     """
     if budget < 1:
         raise ValueError(f"fork budget must be at least 1, got {budget}")
@@ -878,21 +883,28 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
         prefix = pending.pop()
         explorer = _Explorer(prefix, assume, check_feasible, rlimit)
         previous = getattr(_local, "explorer", None)
+        outer = getattr(_local, "trace", None)
         _local.explorer = explorer
         value: object = None
         error: BaseException | None = None
-        try:
-            value = fn()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the path's outcome, reported by the caller
-            error = exc
-        finally:
-            _local.explorer = previous
+        with tracing() as path_trace:
+            try:
+                value = fn()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the path's outcome, reported by the caller
+                error = exc
+            finally:
+                _local.explorer = previous
+        if outer is not None:
+            outer.divisors += path_trace.divisors
+            outer.misuse += path_trace.misuse
+            outer.lemmas += path_trace.lemmas
+            outer.side_conditions += path_trace.side_conditions
         pending.extend(explorer.pending)  # depth first: the deepest fork next
         if explorer.infeasible:
             continue
         if explorer.diverged:
             value, error = None, SymbolicBranchError(explorer.diverged)
-        paths.append(Path(explorer.decisions, value, error))
+        paths.append(Path(explorer.decisions, value, error, path_trace))
     return Exploration(paths, complete=not pending, unexplored=len(pending), budget=budget)

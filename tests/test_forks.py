@@ -172,3 +172,24 @@ def test_nested_explore_restores_the_outer_one():
         return n * (1 if x > 0 else -1)
 
     assert sorted(p.value for p in explore(outer).paths) == [-2, 2]
+
+
+def test_each_path_keeps_its_own_trace_of_caught_errors_and_side_conditions():
+    from capproof.symbolic import tracing
+
+    n = SymInt.var("n")
+
+    def constructor():  # engine-style: a defensive fallback around an unsupported operation
+        if n > 8:
+            try:
+                return n.to_bytes(8, "little")[0]
+            except AttributeError:
+                return 0
+        return 1 << (n - 1).bit_length()
+
+    with tracing() as outer:
+        ex = explore(constructor)
+    big, small = sorted(ex.paths, key=lambda p: not p.decisions[0][2])
+    assert big.value == 0 and any("to_bytes" in m for m in big.trace.misuse)
+    assert small.trace.misuse == [] and small.trace.side_conditions
+    assert outer.misuse == big.trace.misuse  # also seen by a trace active around explore
