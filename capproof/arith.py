@@ -15,7 +15,7 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _misuse, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _and, _ast_array, _ge, _implies, _le, _misuse, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
     "cdiv",
@@ -40,6 +40,17 @@ __all__ = [
 
 Int = Union[int, SymInt]
 Bool = Union[bool, SymBool]
+
+
+def _plain(values) -> bool:
+    """True when every value is exactly an ``int`` or ``bool`` (no SymInt, no float, no subclass
+    such as a CrossHair proxy): then the builtins compute the same value, much faster (density
+    enumerates up to 2**16 points, each over a whole batch)."""
+    for v in values:
+        t = type(v)
+        if t is not int and t is not bool:
+            return False
+    return True
 
 
 def _check_int(*values: object) -> None:
@@ -78,6 +89,11 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
 
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
+    if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
+        ctx, ref = x.ctx, x.ctx.ref()
+        plus = z3.ArithRef(z3.z3core.Z3_mk_add(ref, 2, _ast_array([x, z3.IntVal(y - 1, ctx)])), ctx)
+        times = z3.ArithRef(z3.z3core.Z3_mk_mul(ref, 2, _ast_array([x, z3.IntVal(y, ctx)])), ctx)
+        return _and(_ge(r, x), _le(r, plus), _implies(_ge(x, 0), _le(r, times)))
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 
@@ -108,6 +124,8 @@ def select(condition: Bool, if_true: Int, if_false: Int) -> Int:
 
     Both branches are evaluated (so a symbolic divisor on either branch is checked).
     """
+    if type(condition) is bool:  # concrete: as below, without the isinstance checks
+        return if_true if condition else if_false
     if isinstance(condition, SymBool) or isinstance(if_true, SymInt) or isinstance(if_false, SymInt):
         if isinstance(condition, bool) or (isinstance(condition, int) and not isinstance(condition, SymInt)):
             return if_true if condition else if_false
@@ -124,12 +142,16 @@ def _select_bool(condition: Bool, if_true: Bool, if_false: Bool) -> Bool:
 
 def minimum(first: Int, *rest: Int) -> Int:
     """``min`` of one or more values, symbolic or not."""
+    if _plain(rest) and _plain((first,)):
+        return min(first, *rest) if rest else first
     _check_int(first, *rest)
     return reduce(lambda a, b: select(b < a, b, a), rest, first)
 
 
 def maximum(first: Int, *rest: Int) -> Int:
     """``max`` of one or more values, symbolic or not."""
+    if _plain(rest) and _plain((first,)):
+        return max(first, *rest) if rest else first
     _check_int(first, *rest)
     return reduce(lambda a, b: select(b > a, b, a), rest, first)
 
@@ -154,6 +176,8 @@ def implies(premise: Bool, conclusion: Bool) -> Bool:
 
 def all_of(*conditions: Bool) -> Bool:
     """Conjunction, symbolic or not (``and`` would branch)."""
+    if _plain(conditions):
+        return all(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
         return SymBool(z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions])))
     return all(conditions)
@@ -161,6 +185,8 @@ def all_of(*conditions: Bool) -> Bool:
 
 def any_of(*conditions: Bool) -> Bool:
     """Disjunction, symbolic or not (``or`` would branch)."""
+    if _plain(conditions):
+        return any(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
         return SymBool(z3.simplify(z3.Or(*[to_z3_bool(c) for c in conditions])))
     return any(conditions)
@@ -184,6 +210,8 @@ def divides(divisor: Int, value: Int) -> Bool:
 def total(values) -> Int:
     """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic."""
     values = list(values)
+    if _plain(values):
+        return sum(values)
     _check_int(*values)
     if any(isinstance(v, SymInt) for v in values):
         return SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))
@@ -206,6 +234,8 @@ def max_of(values) -> Int:
     values = list(values)
     if not values:
         raise ValueError("max_of() of an empty sequence")
+    if _plain(values):
+        return max(values)
     _check_int(*values)
     return _balanced(maximum, values)
 
@@ -215,6 +245,8 @@ def min_of(values) -> Int:
     values = list(values)
     if not values:
         raise ValueError("min_of() of an empty sequence")
+    if _plain(values):
+        return min(values)
     _check_int(*values)
     return _balanced(minimum, values)
 

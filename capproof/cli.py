@@ -24,7 +24,7 @@ from .coverage import (
 )
 from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
-from .runner import EXIT_UNDECIDED, RunResult, run
+from .runner import EXIT_UNDECIDED, RunResult, default_jobs, run
 from .verdict import DEFAULT_RLIMIT, ContractResult, Options
 
 __all__ = ["main"]
@@ -67,7 +67,7 @@ def _summary(result: RunResult) -> None:
 
 def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, **extra) -> RunResult:
     options = Options(
-        rlimit=rlimit, pins=pins, jobs=jobs, crosshair_timeout=crosshair_timeout, contracts=not no_contracts, **extra,
+        rlimit=rlimit, pins=pins, jobs=jobs or default_jobs(), crosshair_timeout=crosshair_timeout, contracts=not no_contracts, **extra,
     )
     progress = None if quiet else (lambda entry: _print(None, entry))
     return run(paths or ("spec",), options, keyword, progress)
@@ -81,8 +81,8 @@ _common = [
                  help="Pin a parameter (engine config name), e.g. --set max_model_len=350000."),
     click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
                  help="Deterministic Z3 resource budget per query."),
-    click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
-                 help="Worker processes."),
+    click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
+                 help="Worker processes, longest work first.  [default: the CPU cores available]"),
     click.option("--crosshair-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
                  help="CrossHair per-condition timeout in seconds."),
     click.option("--no-contracts", is_flag=True, help="Skip the CrossHair contract checks."),
@@ -140,13 +140,16 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
 @click.option("--fork-budget", "fork_budget", default=64, show_default=True, type=click.IntRange(min=1),
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
+@click.option("--no-cache", is_flag=True,
+              help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
-          density, smt2_dir, cross_check, fork_budget) -> None:
+          density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
-                  density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget)
+                  density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
+                  crosshair_cache=not no_cache)
     data = result.to_json()
     outputs = [
         ("--junit", junit_out, write_junit),

@@ -12,12 +12,21 @@ Mapping of CrossHair message states to verdicts (worst first):
 
 Each postcondition gets an explicit ``per_condition_timeout``; CrossHair only says ``CONFIRMED``
 once the whole path tree is exhausted, so a pass means "holds on all paths".
+
+Verdict cache (``Options.crosshair_cache``, on by default; ``--no-cache`` turns it off): a proved,
+counterexample or vacuous verdict is stored in ``.capproof/crosshair/<key>.json`` under the
+working directory, keyed by the SHA-256 of everything that can change it: the target, the
+timeout, the working directory (messages name files relative to it), the Python, CrossHair and
+Z3 versions, and the bytes of every ``.py`` file of the target's top-level package (``models/``)
+and of capproof itself. Unknown and error verdicts (timeouts, load-dependent) are never cached.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
+import json
 import os
 import sys
 import time
@@ -57,6 +66,87 @@ def resolve_target(target: str):
     raise LookupError(f"contract target {target!r}: nested names are not supported")
 
 
+#: Verdicts safe to reuse: they do not depend on how fast the machine was.
+_CACHEABLE = ("proved", "counterexample", "vacuous")
+
+
+def _tree_hash(root: str) -> str:
+    """SHA-256 over the relative paths and bytes of every ``.py`` file under ``root`` (read each
+    time: a few hundred kB, milliseconds; a memo would miss an edit made in the same process)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                h.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as fh:
+                    h.update(fh.read() + b"\0")
+    return h.hexdigest()
+
+
+def cache_key(target: str, timeout: float) -> str:
+    """The cache key of ``target`` checked with ``timeout`` (see the module docstring).
+    Raises ImportError/LookupError as :func:`resolve_target` does."""
+    import crosshair
+    import z3
+
+    resolve_target(target)  # validates the target and imports its module
+    module = importlib.import_module(_module_name(target))
+    top = sys.modules[module.__name__.split(".")[0]]
+    top_dir = os.path.dirname(os.path.abspath(top.__file__ or ""))
+    parts = [
+        "capproof-crosshair-cache-v1", target, repr(float(timeout)), os.getcwd(), sys.version,
+        getattr(crosshair, "__version__", "?"), z3.get_version_string(),
+        _tree_hash(top_dir) if top.__file__ and os.path.basename(top.__file__) == "__init__.py" else "",
+        _file_hash(module.__file__ or ""),
+        _tree_hash(os.path.dirname(os.path.abspath(__file__))),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _file_hash(path: str) -> str:
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _module_name(target: str) -> str:
+    path = target.split("::", 1)[0]
+    return path[:-3].replace("/", ".").replace(os.sep, ".")
+
+
+def _cache_path(key: str) -> str:
+    return os.path.join(os.getcwd(), ".capproof", "crosshair", f"{key}.json")
+
+
+def _cache_load(key: str) -> dict | None:
+    try:
+        with open(_cache_path(key), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("verdict") not in _CACHEABLE:
+        return None
+    return data
+
+
+def _cache_store(key: str, result: ContractResult) -> None:
+    if result.verdict.value not in _CACHEABLE:
+        return
+    path = _cache_path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"verdict": result.verdict.value, "message": result.message,
+                       "conditions": result.conditions, "computed_seconds": result.seconds}, fh)
+        os.replace(tmp, path)
+    except OSError:  # a read-only checkout still checks, it just does not remember
+        pass
+
+
 _STATE_VERDICT = {
     "post_fail": Verdict.COUNTEREXAMPLE,
     "exec_err": Verdict.COUNTEREXAMPLE,
@@ -70,14 +160,44 @@ _STATE_VERDICT = {
 _RANK = [Verdict.ERROR, Verdict.COUNTEREXAMPLE, Verdict.UNKNOWN, Verdict.VACUOUS, Verdict.PROVED]
 
 
-def check_contract(contract: Contract, options: Options | None = None) -> ContractResult:
-    """Run CrossHair on ``contract.target`` and map its messages to one verdict (never raises)."""
+def check_contract(contract: Contract, options: Options | None = None, cache_only: bool = False) -> ContractResult | None:
+    """Run CrossHair on ``contract.target`` and map its messages to one verdict (never raises).
+
+    With ``options.crosshair_cache`` a verdict cached under the same key is returned instead
+    (``cached`` set). ``cache_only``: return None instead of running CrossHair on a miss."""
     options = options or Options()
     started = time.perf_counter()
     result = ContractResult(
         id=contract.id, expect=contract.expect, verdict=Verdict.ERROR, message="",
         case=contract.case, sources=contract.sources, file=contract.file, line=contract.line,
     )
+    timeout = max(options.crosshair_timeout, contract.crosshair_timeout or 0)
+    key = None
+    if options.crosshair_cache:
+        try:
+            ensure_project_on_path()
+            key = cache_key(contract.target, timeout)
+        except BaseException as exc:  # noqa: BLE001 - the uncached path reports the problem
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            key = None
+        hit = _cache_load(key) if key else None
+        if hit is not None:
+            result.verdict = Verdict(hit["verdict"])
+            result.message = hit.get("message", "")
+            result.conditions = list(hit.get("conditions", []))
+            result.seconds = time.perf_counter() - started
+            result.cached = True
+            return result
+    if cache_only:
+        return None
+    result = _check_uncached(contract, result, timeout, started)
+    if key:
+        _cache_store(key, result)
+    return result
+
+
+def _check_uncached(contract: Contract, result: ContractResult, timeout: float, started: float) -> ContractResult:
     try:
         import crosshair.core_and_libs  # noqa: F401 - installs CrossHair's opcode patches
         from crosshair.core import analyze_function, run_checkables
@@ -85,7 +205,7 @@ def check_contract(contract: Contract, options: Options | None = None) -> Contra
 
         info = resolve_target(contract.target)
         opts = AnalysisOptionSet(
-            per_condition_timeout=max(options.crosshair_timeout, contract.crosshair_timeout or 0),
+            per_condition_timeout=timeout,
             max_uninteresting_iterations=sys.maxsize,
             report_all=True,
         )

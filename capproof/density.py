@@ -10,8 +10,8 @@ multi-dimensional domain is out of reach in general, so capproof reports two exa
   counterexample's values, how many values of ``p`` in its range are admitted (assumptions hold)
   and how many of those fail. Methods, tried in this order (each is exact; the report says which):
 
-  1. ``enumerated``: the range has at most ``small`` values (default 2**16): every value is run
-     on plain ints through the model (:func:`capproof.prover.evaluate`).
+  1. ``enumerated``: the range has at most ``small`` values (default 2**12): every value is run
+     on plain ints through the model (:func:`capproof.encode.evaluate`).
   2. ``periodic``: a candidate period ``P`` is read off the claim's terms (the products of the
      constant divisors along nested ``//``/``%``); Z3 proves that admission and failure at ``x``
      and ``x + P`` agree for every ``x`` in ``lo..hi-P`` (an unsat query), then one period is
@@ -19,8 +19,9 @@ multi-dimensional domain is out of reach in general, so capproof reports two exa
   3. ``Z3 interval splitting``: intervals are split until Z3 shows each one uniformly failing,
      uniformly holding or uniformly excluded (at most ``budget`` queries; suits threshold-shaped
      failure sets such as ``demand > capacity(worst_case)``).
-  4. ``enumerated`` again if the range has at most ``enum_limit`` values (default 2**22; ~6 µs a
-     value on the block-table models, so ~12 s for ``max_model_len`` up to 2**21).
+  4. ``enumerated`` again if the range has at most ``enum_limit`` values (2**16, or 2**22 with
+     ``--density full``; ~6 µs a value on the block-table models, so ~12 s for ``max_model_len``
+     up to 2**21, and ~60 µs on a 64-request batch model).
 
   Otherwise the axis is ``not computed`` (never guessed). Vector lengths are skipped: changing a
   length changes which vector entries are active.
@@ -41,9 +42,13 @@ from .obligation import Obligation
 from .encode import _describe_exc, build_case, concrete_args, evaluate
 from .symbolic import to_z3_bool
 
-__all__ = ["AxisDensity", "axis_density", "failure_density", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
+__all__ = ["AxisDensity", "axis_density", "failure_density", "ENUM_FIRST", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
 
-#: Ranges with at most this many values are enumerated outright.
+#: Ranges with at most this many values are enumerated outright; larger ones try a Z3-proved
+#: period and Z3 interval splitting first (a few dozen queries instead of up to 2**16 model runs
+#: over a whole batch vector).
+ENUM_FIRST = 2**12
+#: Ranges with at most this many values are enumerated when period and splitting fail.
 SMALL_RANGE = 2**16
 #: Ranges with at most this many values may be enumerated as the last resort (``--density full``).
 ENUM_LIMIT = 2**22
@@ -144,7 +149,7 @@ def _period_candidate(exprs: list[z3.ExprRef]) -> int:
 
 
 def axis_density(ob: Obligation, params: dict[str, Any], param: str, rlimit: int = DENSITY_RLIMIT,
-                 small: int = SMALL_RANGE, enum_limit: int = SMALL_RANGE, budget: int = SPLIT_BUDGET) -> AxisDensity:
+                 small: int = ENUM_FIRST, enum_limit: int = SMALL_RANGE, budget: int = SPLIT_BUDGET) -> AxisDensity:
     """Count the failing values of ``param`` over its Range, the others held at ``params``.
 
     ``params`` is a full point (a counterexample). Never raises: problems go to ``message``.
@@ -189,6 +194,9 @@ class _Axis:
     lemmas: list[z3.BoolRef]
     lo: int
     hi: int
+    #: the held vectors' entries at the counterexample's values: background facts of every query
+    #: (inside ``admitted`` they would make "excluded" satisfiable by moving an entry)
+    pins: list[z3.BoolRef] = field(default_factory=list)
 
 
 def _symbolic_axis(ob: Obligation, params: dict[str, Any], param: str) -> _Axis | None:
@@ -206,10 +214,10 @@ def _symbolic_axis(ob: Obligation, params: dict[str, Any], param: str) -> _Axis 
         return None
     bound_labels = {f"{param} >= {dom.lo}", f"{param} <= {dom.hi}"}
     conds = [c for label, c in case.constraints if label not in bound_labels]
-    conds += case.fix(params, list(vectors))
     admitted = z3.And(*conds) if conds else z3.BoolVal(True)
     failing = z3.And(admitted, z3.Not(to_z3_bool(case.ev.claim.holds)))
-    return _Axis(case.scalars[param].term, admitted, failing, list(case.lemmas), dom.lo, dom.hi)
+    return _Axis(case.scalars[param].term, admitted, failing, list(case.lemmas), dom.lo, dom.hi,
+                 case.fix(params, list(vectors)))
 
 
 def _new_solver(rlimit: int) -> z3.Solver:
@@ -229,6 +237,7 @@ def _by_period(ob: Obligation, params: dict[str, Any], param: str, ax: _Axis, rl
         return None
     shift = [(ax.x, ax.x + period)]
     s = _new_solver(rlimit)
+    s.add(*ax.pins)
     for lemma in ax.lemmas:
         s.add(lemma, z3.substitute(lemma, *shift))
     s.add(ax.x >= ax.lo, ax.x <= ax.hi - period)
@@ -244,6 +253,7 @@ def _by_period(ob: Obligation, params: dict[str, Any], param: str, ax: _Axis, rl
 
 def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
     s = _new_solver(rlimit)
+    s.add(*ax.pins)
     for lemma in ax.lemmas:
         s.add(lemma)
     used = 0

@@ -29,6 +29,19 @@ __all__ = ["Claim", "claim", "equal", "at_most", "less_than", "obligation", "Obl
 
 EXPECTATIONS = ("proved", "counterexample")
 
+_PARAM_NAMES: dict[int, tuple[object, tuple[str, ...]]] = {}
+
+
+def _param_names(func: Callable[..., object]) -> tuple[str, ...]:
+    """``inspect.signature(func).parameters`` names, memoised per function object (evaluation
+    asks once per assumption per point; density enumerates up to 2**16 points)."""
+    hit = _PARAM_NAMES.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    names = tuple(inspect.signature(func).parameters)
+    _PARAM_NAMES[id(func)] = (func, names)
+    return names
+
 #: Every Obligation and Contract created, in creation order (the loader takes a file's from here,
 #: so one shadowed by a later definition of the same name, or held in a dict, is not lost).
 CREATED: list = []
@@ -140,10 +153,10 @@ class Obligation:
         return list(self.domain)
 
     def assumption_params(self, name: str) -> list[str]:
-        return list(inspect.signature(self.assumptions[name]).parameters)
+        return list(_param_names(self.assumptions[name]))
 
     def witness_params(self, name: str) -> list[str]:
-        return list(inspect.signature(self.witnesses[name]).parameters)
+        return list(_param_names(self.witnesses[name]))
 
     def models_used(self) -> list[str]:
         """Model functions the claim calls, as ``models/…py::name``: named in its body or in the

@@ -1,11 +1,15 @@
 """Run every selected obligation and contract; optionally in worker processes.
 
-One obligation's failure (bad spec, unknown, error) never stops the others.
+One obligation's failure (bad spec, unknown, error) never stops the others. With ``jobs > 1`` the
+work is submitted longest first (estimated from the previous run's ``.capproof/last-run.json``,
+else from the number of cases and vector entries; contracts with a cached CrossHair verdict are
+answered in the parent process), and results are reported in declared order.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import multiprocessing
 import os
 from dataclasses import dataclass, field
@@ -17,7 +21,49 @@ from .obligation import Contract, Obligation
 from .prover import prove_obligation
 from .verdict import ContractResult, ObligationResult, Options, Verdict
 
-__all__ = ["RunResult", "run", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+__all__ = ["RunResult", "run", "default_jobs", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+
+#: Where ``make verify`` keeps the last full run (read for longest-first scheduling).
+LAST_RUN = os.path.join(".capproof", "last-run.json")
+
+
+def default_jobs() -> int:
+    """The CPU cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _previous_seconds(path: str = LAST_RUN) -> dict[str, float]:
+    """id -> seconds of the previous run (empty if there is none or it is unreadable); contract
+    verdicts that came from the cache say nothing about their cost and are left out."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return {e["id"]: float(e.get("seconds", 0.0))
+                for e in [*data.get("obligations", []), *data.get("contracts", [])]
+                if isinstance(e, dict) and "id" in e and not e.get("cached")}
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return {}
+
+
+def _estimate(kind: str, item: Obligation | Contract, previous: dict[str, float]) -> float:
+    """Seconds this item is expected to take: the previous run's, else a rough size measure."""
+    if item.id in previous:
+        return previous[item.id]
+    if kind == "contract":
+        return 1000.0  # CrossHair explores until every path is done: the longest work we have
+    cases = 1
+    entries = 0
+    for dom in item.domain.values():  # type: ignore[union-attr]
+        if getattr(dom, "finite", False) and hasattr(dom, "cases"):
+            try:
+                cases *= len(dom.cases())
+            except Exception:  # noqa: BLE001 - an estimate only
+                pass
+        entries += getattr(dom, "size", 0) or 0
+    return cases * (1 + entries) / 1000.0
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1
@@ -112,15 +158,24 @@ def run(
     work: list[tuple[str, Obligation | Contract]] = [("obligation", ob) for ob in obligations]
     work += [("contract", c) for c in contracts]
     if options.jobs > 1 and len(work) > 1:
+        # Answered here: items with declaration problems (no worker needed) and cached contracts.
+        done: dict[int, ObligationResult | ContractResult] = {}
+        for i, (kind, it) in enumerate(work):
+            if getattr(it, "problems", None):
+                done[i] = prove_obligation(it, options)  # type: ignore[arg-type]
+            elif kind == "contract" and options.crosshair_cache:
+                cached = check_contract(it, options, cache_only=True)  # type: ignore[arg-type]
+                if cached is not None:
+                    done[i] = cached
+        previous = _previous_seconds()
+        order = sorted((i for i in range(len(work)) if i not in done),
+                       key=lambda i: -_estimate(work[i][0], work[i][1], previous))
         ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
-            futures = [
-                (None if getattr(it, "problems", None) else pool.submit(_work, kind, _item_file(it), it.id, options))
-                for kind, it in work
-            ]
+        with concurrent.futures.ProcessPoolExecutor(max_workers=min(options.jobs, max(1, len(order))), mp_context=ctx) as pool:
+            futures = {i: pool.submit(_work, work[i][0], _item_file(work[i][1]), work[i][1].id, options) for i in order}
             outcomes = []
-            for (kind, it), fut in zip(work, futures):
-                outcome = prove_obligation(it, options) if fut is None else fut.result()  # type: ignore[arg-type]
+            for i in range(len(work)):
+                outcome = done[i] if i in done else futures[i].result()
                 outcomes.append(outcome)
                 if progress:
                     progress(outcome)

@@ -51,6 +51,9 @@ class Options:
     cross_check: str | None = None
     #: execution paths explored per case when a model branches on symbolic values; more = unknown
     fork_budget: int = 64
+    #: reuse CrossHair verdicts cached in .capproof/crosshair/ (keyed by the model sources, the
+    #: timeout and the tool versions; see capproof.contracts)
+    crosshair_cache: bool = True
 
 
 @dataclass
@@ -175,6 +178,8 @@ class ContractResult:
     file: str = ""
     line: int = 0
     seconds: float = 0.0
+    #: the verdict came from the CrossHair verdict cache (capproof.contracts)
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -193,4 +198,5 @@ class ContractResult:
             "file": self.file,
             "line": self.line,
             "seconds": round(self.seconds, 3),
+            "cached": self.cached,
         }

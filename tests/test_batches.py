@@ -45,6 +45,12 @@ def test_division_lemma_is_valid_for_constant_divisors():
     a = z3.Int("a")
     for b in (-7, -1, 1, 2, 3, 16, 64, 1000):
         assert _valid(division_lemma(a, z3.IntVal(b), py_floordiv(a, b))), b
+        assert _valid(division_lemma(a, b, py_floordiv(a, b))), b
+        with tracing() as trace:  # the lemma the prover is given is the constant-divisor form
+            q = py_floordiv(a, b)
+        assert len(trace.lemmas) == 1 and _valid(trace.lemmas[0]), b
+        bb = z3.Int("bb")  # and it says what the four-implication form says at that divisor
+        assert _valid(z3.Implies(bb == b, trace.lemmas[0] == division_lemma(a, bb, q))), b
 
 
 def test_round_up_lemma_is_valid():
@@ -263,3 +269,16 @@ def test_moe_local_sizing_with_global_counts_also_gives_129_vs_144():
     r = prove("spec/moe_align.py", "local_sizing_with_global_counts", local_num_experts=8, ep_size=2, block_size_m=16, numel=9)
     assert_counterexample(r, num_tokens_post_pad=144, capacity=129)
     assert_proved(prove("spec/moe_align.py", "deepep_v2_sorted_ids_fit_local_routing", local_num_experts=8, block_size_m=16))
+
+
+def test_lemmas_built_through_the_c_api_are_the_python_api_terms():
+    """The fast lemma builders give the very ASTs ``z3.And``/``z3.Implies``/``>=`` give, so the
+    solver sees the same queries as before they existed."""
+    a, q, r = z3.Ints("a q r")
+    for b in (1, 16, 1000):
+        plain = z3.And(z3.Implies(a >= 0, z3.And(q >= 0, q <= a)), z3.Implies(a <= 0, z3.And(q >= a, q <= 0)))
+        assert division_lemma(a, b, q).eq(plain)
+        assert round_up_lemma(a, b, r).eq(z3.And(r >= a, r <= a + (b - 1), z3.Implies(a >= 0, r <= a * b)))
+    for b in (-1, -7):
+        plain = z3.And(z3.Implies(a >= 0, z3.And(q >= -a, q <= 0)), z3.Implies(a <= 0, z3.And(q >= 0, q <= -a)))
+        assert division_lemma(a, b, q).eq(plain)

@@ -98,11 +98,40 @@ def test_bad_contract_targets_are_errors(models_pkg, target, fragment):
 
 def test_quality_seeded_unchecked_indexer_bug_is_found():
     """The unchecked indexer's contract (index < capacity) must be refuted with a concrete call."""
-    r = check_contract(contract("models/runtime_indexers.py::unchecked_row"), Options(crosshair_timeout=20))
+    r = check_contract(contract("models/runtime_indexers.py::unchecked_row"), Options(crosshair_timeout=20, crosshair_cache=False))
     assert r.verdict is Verdict.COUNTEREXAMPLE
     assert "unchecked_row(" in r.message
 
 
 def test_quality_checked_row_is_confirmed_on_all_paths():
-    r = check_contract(contract("models/runtime_indexers.py::checked_row"), Options(crosshair_timeout=20))
+    r = check_contract(contract("models/runtime_indexers.py::checked_row"), Options(crosshair_timeout=20, crosshair_cache=False))
     assert r.verdict is Verdict.PROVED, r.message
+
+
+# --- the verdict cache (.capproof/crosshair/) ------------------------------------------------
+
+def test_cached_verdict_is_reused_only_for_the_same_sources_and_timeout(models_pkg, tmp_path):
+    target = f"{models_pkg}::refuted"
+    assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
+    first = check_contract(contract(target), Options(crosshair_timeout=10))
+    assert first.verdict is Verdict.COUNTEREXAMPLE and not first.cached
+    assert len(list((tmp_path / ".capproof" / "crosshair").glob("*.json"))) == 1
+    again = check_contract(contract(target), Options(crosshair_timeout=10))
+    assert again.cached and (again.verdict, again.message, again.conditions) == (first.verdict, first.message, first.conditions)
+    assert check_contract(contract(target), Options(crosshair_timeout=11), cache_only=True) is None  # other timeout
+    uncached = check_contract(contract(target), Options(crosshair_timeout=10, crosshair_cache=False))
+    assert not uncached.cached and uncached.verdict is Verdict.COUNTEREXAMPLE
+    # an edit anywhere in the model package (here: the refuted bound fixed) is a new key
+    (tmp_path / "ctmodels" / "small.py").write_text(textwrap.dedent(MODEL).replace("return x\n\n\ndef contradictory", "return min(x, 9)\n\n\ndef contradictory"))
+    del sys.modules["ctmodels.small"]
+    assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
+    fixed = check_contract(contract(target), Options(crosshair_timeout=10))
+    assert fixed.verdict is Verdict.PROVED and not fixed.cached, fixed.message
+    (tmp_path / "ctmodels" / "helper.py").write_text("X = 1\n")  # even a file the target does not import
+    assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
+
+
+def test_errors_and_unknowns_are_not_cached(models_pkg, tmp_path):
+    r = check_contract(contract("ctmodels/small.py::no_contract"), Options(crosshair_timeout=5))
+    assert r.verdict is Verdict.ERROR
+    assert not (tmp_path / ".capproof" / "crosshair").exists()
