@@ -179,8 +179,21 @@ def all_of(*conditions: Bool) -> Bool:
     if _plain(conditions):
         return all(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
-        return SymBool(z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions])))
+        term = z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions]))
+        hook = _all_of_hook()
+        if hook is not None:  # per-request conditions over an aggregate batch (capproof.aggregate)
+            reduced = hook(term)
+            if reduced is not None:
+                return SymBool(reduced)
+        return SymBool(term)
     return all(conditions)
+
+
+def _all_of_hook():
+    from . import symbolic
+
+    trace = getattr(symbolic._local, "trace", None)
+    return getattr(trace, "all_of_hook", None) if trace is not None else None
 
 
 def any_of(*conditions: Bool) -> Bool:
@@ -209,6 +222,8 @@ def divides(divisor: Int, value: Int) -> Bool:
 
 def total(values) -> Int:
     """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic."""
+    if hasattr(values, "_capproof_aggregate"):  # capproof.aggregate.AggregateBatch
+        return values._capproof_aggregate("total")
     values = list(values)
     if _plain(values):
         return sum(values)
@@ -231,6 +246,8 @@ def _balanced(pair, values: list) -> Int:
 
 def max_of(values) -> Int:
     """``max(values)``; raises ValueError for an empty sequence (as ``max`` does)."""
+    if hasattr(values, "_capproof_aggregate"):
+        return values._capproof_aggregate("max_of")
     values = list(values)
     if not values:
         raise ValueError("max_of() of an empty sequence")
@@ -242,6 +259,8 @@ def max_of(values) -> Int:
 
 def min_of(values) -> Int:
     """``min(values)``; raises ValueError for an empty sequence (as ``min`` does)."""
+    if hasattr(values, "_capproof_aggregate"):
+        return values._capproof_aggregate("min_of")
     values = list(values)
     if not values:
         raise ValueError("min_of() of an empty sequence")

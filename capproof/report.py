@@ -23,7 +23,8 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
     expect = entry["expect"]
     verdict = entry["verdict"]
     note = "" if entry["ok"] else f" (expected {expect})"
-    lines = [f"{_MARK[entry['ok']]} {verdict:<14} {entry['id']}{note}"]
+    sizes = f" [{entry['encoding']}]" if entry.get("encoding") and verdict in ("proved", "counterexample") else ""
+    lines = [f"{_MARK[entry['ok']]} {verdict:<14} {entry['id']}{sizes}{note}"]
     cex = entry.get("counterexample")
     if kind == "obligation" and cex:
         lines.append(f"       {entry['message']}")
@@ -132,7 +133,11 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     if e.get("relation"):
         out.append(f"- claim: `{e['relation']}`")
     status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
-    out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}")
+    sizes = f" ({e['encoding']})" if e.get("encoding") and e["verdict"] in ("proved", "counterexample") else ""
+    out.append(f"- verdict: **{e['verdict']}{sizes}** ({status}); expected {e['expect']}")
+    if e.get("encoding_note") and e["verdict"] in ("proved", "counterexample"):
+        how = "aggregate abstraction" if e["encoding"] == "all batch sizes" else "bounded vectors"
+        out.append(f"- batches: {how}; {e['encoding_note']}")
     out.append(f"- result: {e['message']}")
     out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")
     if e.get("doc"):

@@ -51,6 +51,8 @@ class Options:
     cross_check: str | None = None
     #: execution paths explored per case when a model branches on symbolic values; more = unknown
     fork_budget: int = 64
+    #: decide Vector obligations on the aggregate abstraction first (capproof.aggregate)
+    aggregate: bool = True
     #: reuse CrossHair verdicts cached in .capproof/crosshair/ (keyed by the model sources, the
     #: timeout and the tool versions; see capproof.contracts)
     crosshair_cache: bool = True
@@ -128,6 +130,12 @@ class ObligationResult:
     covers: list[str] = field(default_factory=list)
     #: execution paths decided over all cases (= cases when no model branches on symbolic values)
     paths: int = 0
+    #: the batch sizes a Vector obligation's verdict covers: "all batch sizes" (decided on the
+    #: aggregate abstraction, capproof.aggregate) or "batches <= N" (the bounded encoding of
+    #: N-entry vectors); "" without vectors. ``encoding_note``: why the abstraction did not apply
+    #: or decide, or the lengths it covered
+    encoding: str = ""
+    encoding_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -139,6 +147,8 @@ class ObligationResult:
             "case": self.case,
             "sources": list(self.sources),
             "covers": list(self.covers),
+            "encoding": self.encoding,
+            "encoding_note": self.encoding_note,
             "expect": self.expect,
             "verdict": self.verdict.value,
             "ok": self.ok,

@@ -1,0 +1,171 @@
+"""The aggregate abstraction (capproof.aggregate): exact facts, realisation, where it applies,
+and verdicts that agree with the bounded encoding."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import z3
+
+from capproof import Options, Verdict
+from capproof.aggregate import aggregate_facts, realise
+from capproof.loader import load_file
+from capproof.prover import prove_obligation, replay
+
+
+# --- the facts are exact: exactly the aggregates some batch has -------------------------------
+
+@pytest.mark.parametrize("lo, hi", [(0, 3), (1, 4), (2, 2)])
+def test_aggregate_facts_are_exactly_the_realisable_aggregates(lo, hi):
+    """By enumeration: for n <= 4 entries in lo..hi, the (n, T, M, m) the facts admit are the
+    aggregates of some batch, and every batch's aggregates satisfy the facts (validity both ways)."""
+    n_, T_, M_, m_ = z3.Ints("n T M m")
+    for n in range(1, 5):
+        batches = {(sum(b), max(b), min(b)) for b in itertools.product(range(lo, hi + 1), repeat=n)}
+        facts = z3.substitute(aggregate_facts(n_, T_, M_, m_, lo, hi, True), (n_, z3.IntVal(n)))
+        admitted = set()
+        for T in range(n * lo - 1, n * hi + 2):
+            for M in range(lo - 1, hi + 2):
+                for m in range(lo - 1, hi + 2):
+                    if z3.is_true(z3.simplify(z3.substitute(facts, (T_, z3.IntVal(T)), (M_, z3.IntVal(M)), (m_, z3.IntVal(m))))):
+                        admitted.add((T, M, m))
+        assert admitted == batches, n
+        totals = {t for t, _, _ in batches}
+        only_total = z3.substitute(aggregate_facts(n_, T_, M_, m_, lo, hi, False), (n_, z3.IntVal(n)))
+        assert {T for T in range(n * lo - 1, n * hi + 2)
+                if z3.is_true(z3.simplify(z3.substitute(only_total, (T_, z3.IntVal(T)))))} == totals
+
+
+def test_aggregate_facts_hold_for_every_batch_size():
+    """Z3: any batch (here its aggregates as they relate at n and n+1 entries) keeps the facts:
+    adding an entry x in lo..hi to a batch satisfying them gives one satisfying them (induction)."""
+    n, T, M, m, x = z3.Ints("n T M m x")
+    lo, hi = 1, 1000
+    step = z3.Implies(
+        z3.And(n >= 1, aggregate_facts(n, T, M, m, lo, hi, True), lo <= x, x <= hi),
+        aggregate_facts(n + 1, T + x, z3.If(x > M, x, M), z3.If(x < m, x, m), lo, hi, True))
+    s = z3.Solver()
+    s.add(z3.Not(step))
+    assert s.check() == z3.unsat
+    base = z3.Implies(z3.And(lo <= x, x <= hi), aggregate_facts(z3.IntVal(1), x, x, x, lo, hi, True))
+    s = z3.Solver()
+    s.add(z3.Not(base))
+    assert s.check() == z3.unsat
+
+
+@pytest.mark.parametrize("n, T, M, m", [(1, 5, 5, 5), (2, 7, 5, 2), (5, 17, 6, 1), (1000, 4000, 6, 1), (3, 3, 1, 1)])
+def test_realise_builds_a_batch_with_these_aggregates(n, T, M, m):
+    b = realise(n, T, M, m, 1, 8)
+    assert (len(b), sum(b), max(b), min(b)) == (n, T, M, m) and b == sorted(b)
+    t = realise(n, T, None, None, 1, 8)
+    assert (len(t), sum(t)) == (n, T) and all(1 <= v <= 8 for v in t)
+
+
+def test_realise_refuses_unrealisable_aggregates():
+    with pytest.raises(ValueError):
+        realise(3, 20, 6, 1, 1, 8)  # at most 1 + 6 + 6
+    with pytest.raises(ValueError):
+        realise(1, 4, 5, 4, 1, 8)
+
+
+# --- where it applies, and what it refuses ----------------------------------------------------
+
+SPEC = '''
+from capproof import Range, Choice, obligation, at_most, all_of, any_of, implies
+from capproof.arith import total, max_of, min_of, count
+from capproof.domain import Vector
+
+D = {"n": Range(1, SIZE), "cap": Range(1, 10**6), "k": Choice(1, 3), "lens": Vector(SIZE, Range(1, 8), length="n")}
+FACTS = {"per request": lambda lens, k: all_of(*(d <= 1 + k for d in lens)),
+         "budget": lambda lens, cap: total(lens) <= cap}
+
+@obligation(domain=D, assumptions=FACTS)
+def tokens_fit(n, cap, k, lens):
+    return at_most(demand=total(lens), capacity=cap)
+
+@obligation(domain=D, assumptions=FACTS)
+def rows_fit(n, cap, k, lens):
+    return at_most(demand=max_of(lens) * 0 + n * (1 + k), capacity=cap + n * (1 + k))
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def padded_rows_fit(n, cap, k, lens):
+    return at_most(demand=max_of(lens) + n, capacity=cap)
+
+@obligation(domain=D, assumptions=FACTS)
+def by_enumerate(n, cap, k, lens):
+    return all_of(*(implies(i < n, d <= 1 + k) for i, d in enumerate(lens)))
+
+@obligation(domain=D, assumptions=FACTS)
+def by_index(n, cap, k, lens):
+    return lens[0] <= 1 + k
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def not_convex(n, cap, k, lens):
+    return all_of(*(d != 2 for d in lens))
+
+@obligation(domain=D, assumptions=FACTS)
+def some_request(n, cap, k, lens):
+    return any_of(*(d <= 1 + k for d in lens))
+
+@obligation(domain=D, assumptions=FACTS)
+def counted(n, cap, k, lens):
+    return count(d >= 1 for d in lens) >= 0
+
+@obligation(domain=D, assumptions=FACTS)
+def summed_map(n, cap, k, lens):
+    return total(d * 2 for d in lens) <= 2 * cap
+'''
+
+
+@pytest.fixture
+def obs(spec_file):
+    def load(size):
+        return {it.name: it for it in load_file(spec_file(SPEC.replace("SIZE", str(size)), f"agg_spec_{size}.py"))}
+    return load
+
+
+def test_aggregate_proofs_hold_for_every_batch_size_and_agree_with_the_bounded_encoding(obs):
+    small = obs(6)
+    for name in ("tokens_fit", "rows_fit"):
+        agg = prove_obligation(small[name], Options())
+        bounded = prove_obligation(small[name], Options(aggregate=False))
+        assert agg.verdict is bounded.verdict is Verdict.PROVED, (agg.message, bounded.message)
+        assert agg.encoding == "all batch sizes" and bounded.encoding == "batches <= 6"
+    big = obs(4096)["tokens_fit"]  # the query does not grow with the batch
+    r = prove_obligation(big, Options())
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.message
+    assert "per request" not in r.assumptions_used and "budget" in r.assumptions_used
+
+
+def test_small_vectors_keep_the_bounded_counterexample(obs):
+    ob = obs(6)["padded_rows_fit"]
+    r = prove_obligation(ob, Options())
+    b = prove_obligation(ob, Options(aggregate=False))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 6"
+    assert r.counterexample.params == b.counterexample.params
+
+
+def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
+    ob = obs(4096)["padded_rows_fit"]
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "all batch sizes", r.message
+    params = r.counterexample.params
+    holds, values, failed = replay(ob, params)
+    assert not holds and not failed and values == r.counterexample.values
+    assert len(params["lens"]) == params["n"]
+
+
+@pytest.mark.parametrize("name, why", [
+    ("by_enumerate", "iterated other than by a for loop"),
+    ("by_index", "indexing"),
+    ("not_convex", "not convex"),
+    ("some_request", "outside all_of"),
+    ("counted", "outside all_of"),
+    ("summed_map", "outside all_of"),
+])
+def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
+    ob = obs(6)[name]
+    r = prove_obligation(ob, Options())
+    assert r.encoding == "batches <= 6" and why in r.encoding_note, r.encoding_note
+    assert r.verdict is prove_obligation(ob, Options(aggregate=False)).verdict
