@@ -310,7 +310,9 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     for label, term in [*constraints, ("claim", claim_term), *value_terms.items()]:
         left = _free_consts(term) & eaches
         if left:
-            raise NotAggregate(f"{label} uses a single request's entry outside all_of ({', '.join(sorted(left))})")
+            names = ", ".join(sorted(n_[len("each("):-1] for n_ in left))
+            raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
+                               "all_of (a per-entry term such as a sum of f(entry))")
     for name, b in batches.items():
         if not b.used:
             continue

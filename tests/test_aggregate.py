@@ -160,9 +160,9 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
     ("by_enumerate", "iterated other than by a for loop"),
     ("by_index", "indexing"),
     ("not_convex", "not convex"),
-    ("some_request", "outside all_of"),
-    ("counted", "outside all_of"),
-    ("summed_map", "outside all_of"),
+    ("some_request", "other than through"),
+    ("counted", "other than through"),
+    ("summed_map", "other than through"),
 ])
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     ob = obs(6)[name]
