@@ -74,11 +74,26 @@ class AggregateBatch:
 
     # the arith aggregates ask for these (capproof.arith.total/max_of/min_of)
     def _capproof_aggregate(self, kind: str) -> SymInt:
+        """The aggregate as capproof.arith computes it on this vector as the model receives it:
+        over the active entries when arith knows padding (``arith.Padded``, issue 10 S3), else
+        over every entry, padding included (``fill`` from the length on)."""
+        from . import arith
+
         if kind in ("max_of", "min_of"):
             if not (isinstance(self.n, int) and self.n >= 1):
                 self.used.add("nonempty")
         self.used.add(kind)
-        return {"total": self.T, "max_of": self.M, "min_of": self.m}[kind]
+        value = {"total": self.T, "max_of": self.M, "min_of": self.m}[kind]
+        if hasattr(arith, "Padded"):
+            return value
+        pad = self.size - self.n
+        if isinstance(pad, int) and pad <= 0:
+            return value
+        if kind == "total":
+            return value + pad * self.fill
+        padded = SymBool(z3.simplify(to_z3_int(self.n) < self.size))
+        pick = arith.maximum if kind == "max_of" else arith.minimum
+        return arith.select(padded, pick(value, self.fill), value)
 
     def _capproof_each(self) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.BoolRef]:
         """(each, min, max, padding present) for ``all_of``'s elimination."""

@@ -323,7 +323,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if answer == z3.unsat:
         return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
     if answer == z3.unknown:
-        return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}")
+        return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s)}")
 
     for fact, upto, what in _checks(case):
         if upto < len(case.ob.assumptions):
@@ -350,7 +350,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
         return _CaseOutcome("proved", core=core)
     if answer == z3.unknown:
-        return _CaseOutcome("unknown", message=s.reason_unknown())
+        return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s)}")
 
     model = s.model()
     minimized = True
@@ -364,6 +364,51 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if problem:
         return _CaseOutcome("error", message=problem)
     return _CaseOutcome("counterexample", params=params, values=symbolic_values, minimized=minimized)
+
+
+def _nonlinear_products(terms: list[z3.ExprRef], limit: int = 3) -> list[str]:
+    """Up to ``limit`` products of two non-constant terms (and divisions by a non-constant)."""
+    out: list[str] = []
+    seen: set[int] = set()
+    stack = list(terms)
+    while stack and len(out) < limit:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        k = e.decl().kind()
+        if k == z3.Z3_OP_MUL and sum(not z3.is_int_value(c) for c in e.children()) >= 2:
+            out.append(str(e)[:60])
+        elif k in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD) and not z3.is_int_value(e.arg(1)):
+            out.append(str(e)[:60])
+        stack.extend(e.children())
+    return out
+
+
+def hardness(case: CaseProblem, s: z3.Solver) -> str:
+    """Why a query may have come back unknown, and what to try (issue 12): nonlinear terms,
+    vector sizes, the rlimit spent."""
+    parts: list[str] = []
+    try:
+        spent = int(s.statistics().get_key_value("rlimit count"))
+        parts.append(f"rlimit spent {spent:,}")
+    except Exception:  # noqa: BLE001 - statistics are best effort
+        pass
+    nonlinear = _nonlinear_products([c for _, c in case.constraints] + [case.claim])
+    if nonlinear:
+        parts.append("nonlinear terms, e.g. " + "; ".join(nonlinear))
+    sizes = {n: case.active(n) if case.ob.domain[n].length in case.fixed or case.ob.domain[n].length is None
+             else case.ob.domain[n].size for n in case.vectors}  # type: ignore[union-attr]
+    if sizes:
+        parts.append("vectors " + ", ".join(f"{n} {k} entries" for n, k in sizes.items()))
+    tips = []
+    if nonlinear:
+        tips.append("make a factor finite (Choice) so the product is linear")
+    if sizes:
+        tips.append("state the claim through total/max_of/min_of and all_of so the aggregate abstraction applies, "
+                    "or pin/case-split the vector length")
+    tips.append("raise --rlimit")
+    return ", ".join(parts) + "; try: " + "; ".join(tips)
 
 
 #: At most this many finite cases are searched for one trigger witness.

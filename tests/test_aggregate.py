@@ -169,3 +169,42 @@ def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     r = prove_obligation(ob, Options())
     assert r.encoding == "batches <= 6" and why in r.encoding_note, r.encoding_note
     assert r.verdict is prove_obligation(ob, Options(aggregate=False)).verdict
+
+
+def test_uniform_batch_as_min_equals_max_with_a_range_length_is_decided(spec_file):
+    """Issue 12: uniformity written `min_of(v) == max_of(v)` over a `Range(1, 256)` batch length
+    came back unknown on the bounded encoding; on the aggregates it is one shared value
+    (min = max forces total = n * max), and the 2-request counterexample is found and replays."""
+    (ob,) = load_file(spec_file('''
+from capproof import Range, Choice, obligation, at_most
+from capproof.arith import total, max_of, min_of
+from capproof.domain import Vector
+
+@obligation(domain={"mnbt": Range(1, 2**16), "k": Choice(1, 3), "num_reqs": Range(1, 256),
+                    "decode_lens": Vector(256, Range(1, 8), length="num_reqs")},
+            assumptions={"uniform": lambda decode_lens: min_of(decode_lens) == max_of(decode_lens),
+                         "budget": lambda decode_lens, mnbt: total(decode_lens) <= mnbt,
+                         "decode": lambda decode_lens, k: max_of(decode_lens) <= 1 + k},
+            expect="counterexample")
+def rows_fit(mnbt, k, num_reqs, decode_lens):
+    return at_most(rows=num_reqs * max_of(decode_lens), capacity=mnbt - 1)
+''', "uniform_spec.py"))
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "all batch sizes", r.message
+    p = r.counterexample.params
+    assert p["decode_lens"] == [p["decode_lens"][0]] * p["num_reqs"]
+    holds, _, failed = replay(ob, p)
+    assert not holds and not failed
+
+
+def test_unknown_says_what_made_it_hard(spec_file):
+    (ob,) = load_file(spec_file('''
+from capproof import Range, obligation
+
+@obligation(domain={"x": Range(1, 10**9), "y": Range(1, 10**9), "z": Range(1, 10**9)}, rlimit=200000)
+def cubes(x, y, z):
+    return x * x * x + y * y * y != z * z * z
+''', "hard_spec.py"))
+    r = prove_obligation(ob, Options())
+    assert r.verdict is Verdict.UNKNOWN
+    assert "rlimit spent" in r.message and "nonlinear terms" in r.message and "try:" in r.message
