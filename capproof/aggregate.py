@@ -48,6 +48,11 @@ __all__ = ["AggregateBatch", "NotAggregate", "aggregate_facts", "realise", "Abst
            "decide_abstract_case"]
 
 
+def _concrete(value: object) -> bool:
+    """A plain int (a SymInt passes ``isinstance(x, int)``: its ``__class__`` says int)."""
+    return isinstance(value, int) and not isinstance(value, SymInt)
+
+
 class NotAggregate(CapproofError):
     """The model uses a batch in a way the aggregate abstraction does not capture exactly."""
 
@@ -80,14 +85,14 @@ class AggregateBatch:
         from . import arith
 
         if kind in ("max_of", "min_of"):
-            if not (isinstance(self.n, int) and self.n >= 1):
+            if not (_concrete(self.n) and self.n >= 1):
                 self.used.add("nonempty")
         self.used.add(kind)
         value = {"total": self.T, "max_of": self.M, "min_of": self.m}[kind]
         if hasattr(arith, "Padded"):
             return value
         pad = self.size - self.n
-        if isinstance(pad, int) and pad <= 0:
+        if _concrete(pad) and pad <= 0:
             return value
         if kind == "total":
             return value + pad * self.fill
@@ -274,7 +279,7 @@ class AbstractCase:
             elif p in self.scalars:
                 out[p] = ev(self.scalars[p].term)
         for p, b in self.batches.items():
-            n = b.n if isinstance(b.n, int) else ev(to_z3_int(b.n))
+            n = b.n if _concrete(b.n) else ev(to_z3_int(b.n))
             ext = bool({"max_of", "min_of"} & b.used)
             out[p] = realise(n, ev(b.T.term), ev(b.M.term) if ext else None, ev(b.m.term) if ext else None, b.lo, b.hi)
         return {p: out[p] for p in self.ob.params}
@@ -334,7 +339,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         n_t = to_z3_int(b.n)
         extremes = bool({"max_of", "min_of"} & b.used)
         if extremes:
-            lo_n = b.n if isinstance(b.n, int) else ob.domain[b.dom.length].lo  # type: ignore[index,union-attr]
+            lo_n = b.n if _concrete(b.n) else ob.domain[b.dom.length].lo  # type: ignore[index,union-attr]
             if lo_n < 1:
                 raise NotAggregate(f"{name}: max_of/min_of of a batch whose length can be 0")
         constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
