@@ -50,7 +50,9 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k mirrors_main_width --set context_len=163840 --set page_size=64 --set speculative_num_steps=3 --set speculative_eagle_topk=4 --set speculative_num_draft_tokens=8
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/compare.py
 
 # verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (not in .ci/run: ~1.8 GB, see
 # docs/performance.md). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
