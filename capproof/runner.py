@@ -114,6 +114,15 @@ def _load_error_result(err: LoadError) -> ObligationResult:
     )
 
 
+def _decide(kind: str, item: Obligation | Contract, options: Options):
+    """Decide one item in a fresh Z3 context: its terms, rlimit use and unsat cores then do not
+    depend on what this process decided before (which differs between --jobs settings and runs)."""
+    import z3
+
+    z3.z3._main_ctx = None
+    return prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
+
+
 def _work(kind: str, file: str, ident: str, options: Options):
     """Worker entry point: reload the spec file in this process and decide one item."""
     from .loader import ensure_project_on_path
@@ -124,9 +133,7 @@ def _work(kind: str, file: str, ident: str, options: Options):
         return _load_error_result(items)
     for item in items:
         if item.id == ident and not getattr(item, "problems", None):
-            if kind == "obligation":
-                return prove_obligation(item, options)  # type: ignore[arg-type]
-            return check_contract(item, options)  # type: ignore[arg-type]
+            return _decide(kind, item, options)
     raise LookupError(f"{ident} vanished from {file}")
 
 
@@ -182,7 +189,7 @@ def run(
     else:
         outcomes = []
         for kind, it in work:
-            outcome = prove_obligation(it, options) if kind == "obligation" else check_contract(it, options)  # type: ignore[arg-type]
+            outcome = _decide(kind, it, options)
             outcomes.append(outcome)
             if progress:
                 progress(outcome)
