@@ -115,12 +115,20 @@ def _load_error_result(err: LoadError) -> ObligationResult:
 
 
 def _decide(kind: str, item: Obligation | Contract, options: Options):
-    """Decide one item in a fresh Z3 context: its terms, rlimit use and unsat cores then do not
-    depend on what this process decided before (which differs between --jobs settings and runs)."""
+    """Decide one item; an obligation in a fresh Z3 context (the previous one restored after), so
+    its terms, rlimit use and unsat cores do not depend on what this process decided before (which
+    differs between --jobs settings and runs). Contracts keep the ambient context: CrossHair holds
+    Z3 objects across calls."""
+    if kind != "obligation":
+        return check_contract(item, options)  # type: ignore[arg-type]
     import z3
 
+    previous = z3.z3._main_ctx
     z3.z3._main_ctx = None
-    return prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
+    try:
+        return prove_obligation(item, options)  # type: ignore[arg-type]
+    finally:
+        z3.z3._main_ctx = previous
 
 
 def _work(kind: str, file: str, ident: str, options: Options):
