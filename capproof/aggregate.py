@@ -74,7 +74,7 @@ class AggregateBatch:
         self.T = SymInt.var(f"total({name})")
         self.M = SymInt.var(f"max_of({name})")
         self.m = SymInt.var(f"min_of({name})")
-        self.each = SymInt.var(f"each({name})")
+        self.iterations = 0
         self.used: set[str] = set()
 
     # the arith aggregates ask for these (capproof.arith.total/max_of/min_of)
@@ -100,12 +100,12 @@ class AggregateBatch:
         pick = arith.maximum if kind == "max_of" else arith.minimum
         return arith.select(padded, pick(value, self.fill), value)
 
-    def _capproof_each(self) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.BoolRef]:
-        """(each, min, max, padding present) for ``all_of``'s elimination."""
+    def _capproof_each(self) -> tuple[z3.ArithRef, z3.ArithRef, z3.BoolRef]:
+        """(min, max, padding present) for ``all_of``'s elimination."""
         self.used.add("max_of")
         self.used.add("min_of")
         self.used.add("nonempty")
-        return self.each.term, self.m.term, self.M.term, z3.simplify(to_z3_int(self.n) < self.size)
+        return self.m.term, self.M.term, z3.simplify(to_z3_int(self.n) < self.size)
 
     def __iter__(self):
         frame = sys._getframe(1)
@@ -113,8 +113,12 @@ class AggregateBatch:
         if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER:
             raise NotAggregate(f"{self.name}: iterated other than by a for loop or comprehension "
                                f"(enumerate, zip, list, * unpacking) at {_shown(frame.f_code.co_filename)}:{frame.f_lineno}")
-        _each_registry().append(self)
-        return iter((self.each,))
+        # a fresh representative per iteration: two loops over the same batch in one condition
+        # (pairs of entries) are two entries, which the abstraction refuses
+        self.iterations += 1
+        each = SymInt.var(f"each({self.name})#{self.iterations}")
+        _each_registry().append((self, each.term))
+        return iter((each,))
 
     def __len__(self) -> int:
         raise NotAggregate(f"len() of batch {self.name}")
@@ -133,7 +137,7 @@ def _shown(path: str) -> str:
         return path
 
 
-def _each_registry() -> list[AggregateBatch]:
+def _each_registry() -> list[tuple[AggregateBatch, z3.ArithRef]]:
     from . import symbolic
 
     trace = getattr(symbolic._local, "trace", None)
@@ -173,13 +177,13 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     if not batches:
         return None
     names = _free_consts(conj)
-    hits = {id(b): b for b in batches if f"each({b.name})" in names}
+    hits = [(b, e) for b, e in batches if e.decl().name() in names]
     if not hits:
         return None
     if len(hits) > 1:
-        raise NotAggregate("a condition over two batches' entries together (zip-like)")
-    (b,) = hits.values()
-    e, lo_t, hi_t, padding = b._capproof_each()
+        raise NotAggregate("a condition over two entries together (pairs of entries, or two batches zipped)")
+    ((b, e),) = hits
+    lo_t, hi_t, padding = b._capproof_each()
     a, c, x = z3.Ints("__agg_a __agg_b __agg_x")
     s = z3.Solver()
     s.set("rlimit", 2_000_000)
@@ -326,11 +330,11 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         constraints.append((name, to_z3_bool(value)))
     claim_term = to_z3_bool(claim_.holds)
     value_terms = {k: to_z3_int(v) for k, v in claim_.values.items()}
-    eaches = {f"each({b.name})" for b in batches.values()}
+    eaches = {e.decl().name() for _, e in trace.each_batches}  # type: ignore[attr-defined]
     for label, term in [*constraints, ("claim", claim_term), *value_terms.items()]:
         left = _free_consts(term) & eaches
         if left:
-            names = ", ".join(sorted(n_[len("each("):-1] for n_ in left))
+            names = ", ".join(sorted({n_[len("each("):].split(")#")[0] for n_ in left}))
             raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
                                "all_of (a per-entry term such as a sum of f(entry))")
     for name, b in batches.items():
@@ -345,6 +349,8 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
                             aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes)))
     divisors = [t for t, _ in trace.divisors]
+    if divisors:  # the bounded encoding checks each divisor under the assumptions before it
+        raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
     return AbstractCase(ob, dict(fixed), scalars, batches, constraints, false, claim_term, value_terms,
                         divisors, list(trace.lemmas), claim_.relation)
 

@@ -208,3 +208,34 @@ def cubes(x, y, z):
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.UNKNOWN
     assert "rlimit spent" in r.message and "nonlinear terms" in r.message and "try:" in r.message
+
+
+def test_pairs_of_entries_are_not_collapsed_into_one(spec_file):
+    """`a - b <= 3 for a in v for b in v` is about two entries: one representative for both
+    would make it `0 <= 3` (always true) and 'prove' a false spread bound."""
+    (ob,) = load_file(spec_file('''
+from capproof import Range, obligation, all_of
+from capproof.domain import Vector
+
+@obligation(domain={"n": Range(1, 6), "v": Vector(6, Range(1, 8), length="n")}, expect="counterexample")
+def spread(n, v):
+    return all_of(*(a - b <= 3 for a in v for b in v))
+''', "pairs_spec.py"))
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 6", r.encoding_note
+    assert "two entries together" in r.encoding_note
+
+
+def test_symbolic_divisors_are_left_to_the_bounded_encoding(spec_file):
+    (ob,) = load_file(spec_file('''
+from capproof import Range, obligation, at_most
+from capproof.arith import total
+from capproof.domain import Vector
+
+@obligation(domain={"n": Range(1, 6), "b": Range(0, 4), "v": Vector(6, Range(1, 8), length="n")})
+def per_block(n, b, v):
+    return at_most(d=total(v) // b, c=48)
+''', "div_spec.py"))
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.ERROR and "can be zero" in r.message
+    assert "symbolic divisor" in r.encoding_note
