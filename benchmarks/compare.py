@@ -203,7 +203,9 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]]) -> None:
         return
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
     named = [r for r in rows if r["ratio"] is not None]
-    a.barh([r["id"].split("::")[1][:38] for r in named], [r["ratio"] for r in named])
+    colors = ["tab:red" if r["hyp_found"] == 0 else "tab:blue" for r in named]
+    a.barh([r["id"].split("::")[1][:38] for r in named], [r["ratio"] for r in named], color=colors)
+    a.set_title("red: Hypothesis found no violation in any seed", fontsize=8)
     a.axvline(1.0, color="grey", lw=0.8)
     a.set_xscale("log")
     a.set_xlabel("capproof / Hypothesis CPU time (log)")
