@@ -166,6 +166,15 @@ def _free_consts(term: z3.ExprRef) -> set[str]:
     return out
 
 
+def _mentions(term: z3.ExprRef, consts: list[z3.ArithRef]) -> bool:
+    """Whether ``term`` contains any of ``consts`` (Z3's substitution, in C: an unchanged term is
+    the very same AST; walking a 1024-request claim in Python took seconds)."""
+    if not consts:
+        return False
+    zero = z3.IntVal(0)
+    return not z3.substitute(term, *[(c, zero) for c in consts]).eq(term)
+
+
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     """``all_of`` over per-request conditions: ``conj`` mentions at most one batch's
     representative entry; return the exact aggregate form, or None if ``conj`` mentions none.
@@ -330,9 +339,10 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         constraints.append((name, to_z3_bool(value)))
     claim_term = to_z3_bool(claim_.holds)
     value_terms = {k: to_z3_int(v) for k, v in claim_.values.items()}
-    eaches = {e.decl().name() for _, e in trace.each_batches}  # type: ignore[attr-defined]
+    each_terms = [e for _, e in trace.each_batches]  # type: ignore[attr-defined]
+    eaches = {e.decl().name() for e in each_terms}
     for label, term in [*constraints, ("claim", claim_term), *value_terms.items()]:
-        left = _free_consts(term) & eaches
+        left = _free_consts(term) & eaches if _mentions(term, each_terms) else set()
         if left:
             names = ", ".join(sorted({n_[len("each("):].split(")#")[0] for n_ in left}))
             raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
@@ -426,19 +436,14 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     if minimize:
         from .prover import minimize_term
 
-        terms = [case.scalars[p].term for p in case.ob.params if p in case.scalars]
+        # (term, a lower bound from the domain): scalars by their Range, aggregates by the entries'
+        terms = [(case.scalars[p].term, case.ob.domain[p].lo) for p in case.ob.params if p in case.scalars]
         for b in case.batches.values():
-            terms += [b.T.term, b.M.term, b.m.term] if {"max_of", "min_of"} & b.used else [b.T.term]
-        for t in terms:  # every one is bounded below by the domain (ranges, entry bounds)
-            lo = model.eval(t, model_completion=True).as_long()
-            s.push()
-            s.add(t < lo)
-            while s.check() == z3.sat:  # exponential descent to a lower bound, then binary search
-                lo = lo - max(1, abs(lo))
-                s.pop()
-                s.push()
-                s.add(t < lo)
-            s.pop()
+            t_lo = 0 if b.lo >= 0 else b.lo * b.size
+            terms.append((b.T.term, t_lo))
+            if {"max_of", "min_of"} & b.used:
+                terms += [(b.M.term, b.lo), (b.m.term, b.lo)]
+        for t, lo in terms:
             model, done = minimize_term(s, model, t, lo)
             if not done:
                 break
