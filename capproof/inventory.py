@@ -1,0 +1,571 @@
+"""The inventory of an engine's pre-allocated buffers: entries, their file format, and shapes.
+
+An **inventory** lists every pre-allocated buffer of an engine release (allocated in a
+constructor, an initialiser, ``load_model``, a workspace getter, or anywhere it is kept across
+steps), one :class:`Entry` per buffer. Engine adapters build it (vLLM:
+``capproof/engines/vllm/trace.py``); this module is engine-neutral: the entry model, the JSON
+file, the **shape expression language** and its restricted evaluator, and the printer that turns
+a traced Z3 term back into that language.
+
+**File** (``proofs/inventory/<engine>-<version>.json``)::
+
+    {"engine": "vllm", "version": "0.33.0", "entries": [
+      {"id": "vllm/v1/worker/block_table.py::BlockTable.block_table",
+       "file": "vllm/v1/worker/block_table.py", "line": 80, "owner": "BlockTable",
+       "attribute": "block_table", "dtype": "int32", "shape": ["max_num_reqs", "max_num_blocks"],
+       "how": "traced", "why": "", "sized_by": ["requests", "blocks"],
+       "params": ["max_num_blocks", "max_num_reqs"], "verdicts": {}}, ...]}
+
+- ``shape``: one expression string per dimension (elements, not bytes).
+- ``how``: ``traced`` (the engine's own constructor ran on symbolic config values and the
+  allocation was recorded) or ``read`` (statically read from the source; ``why`` says why it was
+  not executed). A ``read`` shape is the allocation call's argument text and may use names outside
+  the language; :func:`capacity` then raises :class:`~capproof.errors.SpecError`.
+- ``verdicts``: obligation id -> verdict, filled by the coverage tooling (``{}`` when uncovered).
+
+**Shape expressions** are Python expressions over config names (``max_num_reqs``,
+``max_model_len``, ``block_size``, ``dcp``, ...), int literals, ``+ - * // %``, unary ``-``,
+comparisons, ``&``/``|`` of comparisons, and the functions ``cdiv``, ``round_up``, ``minimum``,
+``maximum``, ``select`` (from :mod:`capproof.arith`) and ``next_power_of_2`` (vLLM 0.33.0
+``vllm/utils/math_utils.py``: ``1 if n < 1 else 1 << (n - 1).bit_length()``). Nothing else is
+evaluated: no attribute access, subscripts, other calls, ``/``, floats or strings.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Mapping, Union
+
+import z3
+
+from .arith import cdiv, maximum, minimum, round_up, select
+from .errors import SpecError
+from .symbolic import SymBool, SymInt, to_z3_int
+
+__all__ = [
+    "Entry",
+    "HOW",
+    "SIZED_BY",
+    "load",
+    "loads",
+    "dump",
+    "dumps",
+    "capacity",
+    "numel",
+    "evaluate",
+    "expression_names",
+    "check_expression",
+    "next_power_of_2",
+    "to_expression",
+    "classify",
+]
+
+#: The two ways an entry's shape was obtained.
+HOW = ("traced", "read")
+
+#: What sizes a buffer, for the coverage summary; a config name -> its family (see :func:`classify`).
+SIZED_BY: dict[str, str] = {
+    "max_num_reqs": "requests",
+    "max_num_seqs": "requests",
+    "max_num_batched_tokens": "tokens",
+    "max_num_tokens": "tokens",
+    "max_model_len": "blocks",
+    "block_size": "blocks",
+    "max_num_blocks": "blocks",
+    "dcp": "blocks",
+    "pcp": "blocks",
+    "num_speculative_tokens": "speculative slots",
+    "num_experts": "experts",
+    "num_local_experts": "experts",
+    "top_k": "experts",
+    "num_sms": "SM count",
+    "workspace_bytes": "bytes",
+}
+
+Int = Union[int, SymInt]
+
+
+@dataclass
+class Entry:
+    """One pre-allocated buffer of an engine release.
+
+    ``id`` is ``file::Owner.attribute`` (stable across releases while the owner and attribute keep
+    their names); ``line`` is the allocation call's line in the wheel's file; ``shape`` lists one
+    expression per dimension in elements; ``how`` is ``traced`` or ``read`` (``why`` says why);
+    ``sized_by`` names the families of the config names the shape uses; ``params`` the config names
+    the shape uses; ``verdicts`` maps obligation ids to verdicts (coverage tooling fills it).
+    """
+
+    id: str
+    file: str
+    line: int
+    owner: str
+    attribute: str
+    dtype: str
+    shape: list[str]
+    how: str = "read"
+    why: str = ""
+    sized_by: list[str] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)
+    verdicts: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.how not in HOW:
+            raise SpecError(f"inventory entry {self.id}: how must be one of {HOW}, got {self.how!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------
+# file format
+
+def loads(text: str, source: str = "<inventory>") -> tuple[dict, list[Entry]]:
+    """Parse an inventory JSON document: ``({"engine", "version"}, entries)``. Bad input -> SpecError."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise SpecError(f"{source}: expected an object with an 'entries' list")
+    entries: list[Entry] = []
+    names = {f for f in Entry.__dataclass_fields__}
+    for i, raw in enumerate(data["entries"]):
+        if not isinstance(raw, dict) or not {"id", "file", "line", "shape", "dtype"} <= raw.keys():
+            raise SpecError(f"{source}: entry {i} lacks one of id, file, line, shape, dtype")
+        unknown = set(raw) - names
+        if unknown:
+            raise SpecError(f"{source}: entry {raw['id']} has unknown fields {sorted(unknown)}")
+        owner, _, attribute = raw["id"].partition("::")[2].rpartition(".")
+        raw = {"owner": owner, "attribute": attribute, **raw}
+        entries.append(Entry(**raw))
+    meta = {"engine": data.get("engine"), "version": data.get("version")}
+    return meta, entries
+
+
+def load(path: str) -> list[Entry]:
+    """The entries of the inventory file at ``path`` (SpecError on a missing or malformed file)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise SpecError(f"cannot read inventory {path}: {exc.strerror}") from None
+    return loads(text, path)[1]
+
+
+def dumps(entries: Iterable[Entry], engine: str, version: str) -> str:
+    """The JSON text of an inventory: entries sorted by id, sorted keys, no timestamps."""
+    ordered = sorted(entries, key=lambda e: e.id)
+    doc = {"engine": engine, "version": version, "entries": [e.to_dict() for e in ordered]}
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def dump(entries: Iterable[Entry], engine: str, version: str, path: str) -> None:
+    """Write :func:`dumps` to ``path`` (directories created)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(dumps(entries, engine, version))
+
+
+def classify(params: Iterable[str]) -> list[str]:
+    """The sorted families (:data:`SIZED_BY`) of ``params``; names not listed are 'model' numbers."""
+    return sorted({SIZED_BY.get(p, "model") for p in params})
+
+
+# ------------------------------------------------------------------------------------------------
+# the expression language
+
+def next_power_of_2(n: Int) -> Int:
+    """The next power of two, inclusive (1 for ``n < 1``), on ints and symbolic ints.
+
+    Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::next_power_of_2``
+    (``1 if n < 1 else 1 << (n - 1).bit_length()``). On a symbolic ``n`` it is an exact ``If``
+    chain over ``2**0 .. 2**62`` (values of ``n`` above ``2**62`` give ``2**63``, as Python does
+    up to ``2**63``; larger ``n`` is outside any engine config).
+    """
+    if isinstance(n, SymInt):
+        term = to_z3_int(n)
+        result: z3.ArithRef = z3.IntVal(2 ** 63)
+        for k in range(62, -1, -1):
+            result = z3.If(term <= 2 ** k, z3.IntVal(2 ** k), result)
+        return SymInt(result)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"next_power_of_2 needs an int, got {n!r}")
+    return 1 if n < 1 else 1 << (n - 1).bit_length()
+
+
+FUNCTIONS = {
+    "cdiv": cdiv,
+    "round_up": round_up,
+    "minimum": minimum,
+    "maximum": maximum,
+    "select": select,
+    "next_power_of_2": next_power_of_2,
+}
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.BitAnd: lambda a, b: _bool_op(a, b, "&"),
+    ast.BitOr: lambda a, b: _bool_op(a, b, "|"),
+}
+_CMPOPS = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
+
+
+def _bool_op(a, b, op: str):
+    for v in (a, b):
+        if not isinstance(v, (bool, SymBool)):
+            raise SpecError(f"shape expression: `{op}` joins conditions only, got {v!r}")
+    if isinstance(a, bool) and isinstance(b, bool):
+        return (a and b) if op == "&" else (a or b)
+    return (a & b) if op == "&" else (a | b)
+
+
+def _parse(expr: str) -> ast.Expression:
+    if not isinstance(expr, str):
+        raise SpecError(f"shape expression must be a string, got {expr!r}")
+    try:
+        return ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise SpecError(f"shape expression {expr!r}: syntax error ({exc.msg})") from None
+
+
+def check_expression(expr: str) -> None:
+    """Raise SpecError unless ``expr`` uses only the shape expression language."""
+    _walk(_parse(expr).body, expr, None)
+
+
+def expression_names(expr: str) -> list[str]:
+    """The config names ``expr`` uses (sorted; functions excluded). SpecError if outside the language."""
+    names: set[str] = set()
+    _walk(_parse(expr).body, expr, names)
+    return sorted(names)
+
+
+def _walk(node: ast.AST, expr: str, names: set[str] | None) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int):
+            raise SpecError(f"shape expression {expr!r}: only int literals, got {node.value!r}")
+    elif isinstance(node, ast.Name):
+        if node.id in FUNCTIONS:
+            raise SpecError(f"shape expression {expr!r}: {node.id} must be called")
+        if names is not None:
+            names.add(node.id)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        _walk(node.left, expr, names)
+        _walk(node.right, expr, names)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        _walk(node.operand, expr, names)
+    elif isinstance(node, ast.Compare) and all(type(op) in _CMPOPS for op in node.ops):
+        _walk(node.left, expr, names)
+        for c in node.comparators:
+            _walk(c, expr, names)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+          and not node.keywords):
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise SpecError(f"shape expression {expr!r}: no *args")
+            _walk(a, expr, names)
+    else:
+        what = type(node).__name__
+        if isinstance(node, ast.BinOp):
+            what = type(node.op).__name__
+        elif isinstance(node, ast.Call):
+            what = f"call of {ast.unparse(node.func)}"
+        raise SpecError(f"shape expression {expr!r}: {what} is not allowed")
+
+
+def _eval(node: ast.AST, env: Mapping[str, object], expr: str):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        try:
+            value = env[node.id]
+        except KeyError:
+            raise SpecError(f"shape expression {expr!r}: unknown name {node.id!r} "
+                            f"(given: {', '.join(sorted(env)) or 'none'})") from None
+        if isinstance(value, bool) or not isinstance(value, (int, SymInt)):
+            raise SpecError(f"shape expression {expr!r}: {node.id} must be an int or SymInt, got {value!r}")
+        return value
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, env, expr), _eval(node.right, env, expr))
+    if isinstance(node, ast.UnaryOp):
+        v = _eval(node.operand, env, expr)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, env, expr)
+        result = None
+        for op, comp in zip(node.ops, node.comparators):
+            right = _eval(comp, env, expr)
+            r = _CMPOPS[type(op)](left, right)
+            result = r if result is None else _bool_op(result, r, "&")
+            left = right
+        return result
+    if isinstance(node, ast.Call):
+        return FUNCTIONS[node.func.id](*[_eval(a, env, expr) for a in node.args])
+    raise SpecError(f"shape expression {expr!r}: {type(node).__name__} is not allowed")  # pragma: no cover
+
+
+def evaluate(expr: str, **names: Int) -> Int:
+    """The value of shape expression ``expr`` with config ``names`` bound (ints or SymInts).
+
+    Raises SpecError for an unknown name, a name bound to a non-integer, or syntax outside the
+    language; ZeroDivisionError for a concrete zero divisor (as Python does).
+    """
+    tree = _parse(expr)
+    _walk(tree.body, expr, None)
+    return _eval(tree.body, names, expr)
+
+
+def _entry(entries_or_path, entry_id: str) -> Entry:
+    entries = load(entries_or_path) if isinstance(entries_or_path, (str, os.PathLike)) else entries_or_path
+    for e in entries:
+        if e.id == entry_id:
+            return e
+    raise SpecError(f"no inventory entry {entry_id!r}")
+
+
+def capacity(entries_or_path, entry_id: str, dim: int, **names: Int) -> Int:
+    """Dimension ``dim`` (0-based, negative from the end) of entry ``entry_id``, in elements.
+
+    ``entries_or_path``: a list of :class:`Entry` or an inventory JSON path. Raises SpecError for
+    an unknown entry, a dimension out of range, an unknown name or syntax outside the language.
+    """
+    entry = _entry(entries_or_path, entry_id)
+    try:
+        expr = entry.shape[dim]
+    except (IndexError, TypeError):
+        raise SpecError(f"inventory entry {entry_id}: no dimension {dim!r} (shape has {len(entry.shape)})") from None
+    return evaluate(expr, **names)
+
+
+def numel(entries_or_path, entry_id: str, **names: Int) -> Int:
+    """The number of elements of entry ``entry_id``: the product of its dimensions (1 for a scalar)."""
+    entry = _entry(entries_or_path, entry_id)
+    result: Int = 1
+    for expr in entry.shape:
+        result = result * evaluate(expr, **names)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# Z3 term -> expression
+
+_PREC = {"cmp": 1, "or": 2, "and": 3, "add": 4, "mul": 5, "unary": 6, "atom": 7}
+
+
+def to_expression(term, positive: Iterable[str] = (), nonnegative: Iterable[str] = ()) -> str:
+    """Print a Z3 Int term (or a SymInt, or an int) in the shape expression language.
+
+    ``div``/``mod`` are SMT-LIB's Euclidean ones; they print as Python ``//``/``%`` where the
+    divisor is a positive constant, or is provably positive given ``positive`` (names ``>= 1``),
+    ``nonnegative`` (names ``>= 0``) and the conditions of the enclosing ``If`` branches; otherwise
+    as an exact ``select`` on the divisor's sign. An ``If`` whose condition those facts decide
+    prints only the branch taken. So the result equals the term on every integer point where the
+    facts hold (and on every point, when no facts are given), except at a zero divisor, where
+    Python raises and Z3 is unspecified.
+    """
+    if isinstance(term, SymInt):
+        term = term.term
+    if isinstance(term, bool):
+        raise TypeError("to_expression needs an integer term")
+    if isinstance(term, int):
+        return str(term)
+    facts = [z3.Int(n) >= 1 for n in positive] + [z3.Int(n) >= 0 for n in nonnegative]
+    printer = _Printer(facts)
+    return printer.show(z3.simplify(printer.resolve(term, [])))[0]
+
+
+class _Printer:
+    def __init__(self, facts: list[z3.BoolRef]):
+        self.facts = facts
+        self.solver = z3.Solver()
+        self.solver.set("timeout", 2000)
+        self.solver.add(*facts)
+
+    def implied(self, path: list[z3.BoolRef], cond: z3.BoolRef) -> bool:
+        self.solver.push()
+        self.solver.add(*path)
+        self.solver.add(z3.Not(cond))
+        r = self.solver.check()
+        self.solver.pop()
+        return r == z3.unsat
+
+    def resolve(self, t, path: list):
+        """``t`` with every ``If`` whose condition the facts and enclosing branches decide replaced
+        by the branch taken (equal to ``t`` wherever the facts hold)."""
+        if z3.is_app(t) and t.num_args() > 0:
+            if t.decl().kind() == z3.Z3_OP_ITE:
+                c, a, b = t.children()
+                if self.implied(path, c):
+                    return self.resolve(a, path)
+                if self.implied(path, z3.Not(c)):
+                    return self.resolve(b, path)
+                return z3.If(c, self.resolve(a, path + [c]), self.resolve(b, path + [z3.Not(c)]))
+            return t.decl()(*[self.resolve(c, path) for c in t.children()])
+        return t
+
+    def show(self, t, path: list | None = None) -> tuple[str, int]:
+        path = path or []
+        if z3.is_int_value(t):
+            v = t.as_long()
+            return (str(v), _PREC["atom"]) if v >= 0 else (str(v), _PREC["unary"])
+        if z3.is_true(t):
+            return "(0 == 0)", _PREC["atom"]
+        if z3.is_false(t):
+            return "(0 == 1)", _PREC["atom"]
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            return t.decl().name(), _PREC["atom"]
+        k = t.decl().kind()
+        ch = t.children()
+        if k == z3.Z3_OP_ADD:
+            parts = []
+            for i, c in enumerate(ch):
+                neg, mag = self._negated(c)
+                s = self.wrap(mag if neg else c, _PREC["mul"] if neg else _PREC["add"], path)
+                if i == 0:
+                    parts.append(("-" + self.wrap(mag, _PREC["unary"], path)) if neg else s)
+                else:
+                    parts.append((" - " if neg else " + ") + s)
+            return "".join(parts), _PREC["add"]
+        if k == z3.Z3_OP_SUB:
+            s = self.wrap(ch[0], _PREC["add"], path)
+            for c in ch[1:]:
+                s += " - " + self.wrap(c, _PREC["mul"], path)
+            return s, _PREC["add"]
+        if k == z3.Z3_OP_UMINUS:
+            return "-" + self.wrap(ch[0], _PREC["unary"], path), _PREC["unary"]
+        if k == z3.Z3_OP_MUL:
+            if len(ch) == 2 and z3.is_int_value(ch[0]) and ch[0].as_long() == -1:
+                inner = ch[1]
+                if z3.is_idiv(inner):
+                    neg, x = self._negated(inner.arg(0))
+                    b = inner.arg(1)
+                    if neg and (z3.is_int_value(b) and b.as_long() > 0 or self.implied(path, b > 0)):
+                        # -((-x) // b) == cdiv(x, b) for b > 0 (vLLM's cdiv)
+                        return f"cdiv({self.show(x, path)[0]}, {self.show(b, path)[0]})", _PREC["atom"]
+                return "-" + self.wrap(ch[1], _PREC["unary"], path), _PREC["unary"]
+            if len(ch) == 2 and z3.is_int_value(ch[0]) and z3.is_idiv(ch[1]) and z3.is_int_value(ch[1].arg(1)):
+                c, (num, den) = ch[0].as_long(), ch[1].children()
+                neg, x = self._negated(num)
+                if c < 0 and den.as_long() == -c and neg:
+                    # -c * ((-x) // c) == round_up(x, c) for c > 0 (vLLM's round_up via cdiv)
+                    return f"round_up({self.show(x, path)[0]}, {-c})", _PREC["atom"]
+                if c > 1 and den.as_long() == c:
+                    x = z3.simplify(num - (c - 1))
+                    # c * ((x + c - 1) // c) == round_up(x, c)
+                    return f"round_up({self.show(x, path)[0]}, {c})", _PREC["atom"]
+            s = self.wrap(ch[0], _PREC["mul"], path)
+            for c in ch[1:]:
+                s += " * " + self.wrap(c, _PREC["unary"], path)
+            return s, _PREC["mul"]
+        if k in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD):
+            return self.divmod(t, k, ch, path)
+        if k == z3.Z3_OP_ITE:
+            c, a, b = ch
+            if self.implied(path, c):
+                return self.show(a, path + [c])
+            if self.implied(path, z3.Not(c)):
+                return self.show(b, path + [z3.Not(c)])
+            ca = self.show(c, path)[0]
+            sa, pa = self.show(a, path + [c])
+            sb = self.show(b, path + [z3.Not(c)])[0]
+            if sa == sb:
+                return sa, pa
+            return f"select({ca}, {sa}, {sb})", _PREC["atom"]
+        cmp = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: ">=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: ">", z3.Z3_OP_EQ: "=="}
+        if k in cmp and z3.is_int(ch[0]):
+            return (f"{self.wrap(ch[0], _PREC['add'], path)} {cmp[k]} {self.wrap(ch[1], _PREC['add'], path)}",
+                    _PREC["cmp"])
+        if k == z3.Z3_OP_DISTINCT and len(ch) == 2 and z3.is_int(ch[0]):
+            return f"{self.wrap(ch[0], _PREC['add'], path)} != {self.wrap(ch[1], _PREC['add'], path)}", _PREC["cmp"]
+        if k == z3.Z3_OP_NOT:
+            return self.show(_negate(ch[0]), path)
+        if k == z3.Z3_OP_EQ and z3.is_bool(ch[0]):
+            a, b = ch
+            return self.show(z3.Or(z3.And(a, b), z3.And(_negate(a), _negate(b))), path)
+        if k in (z3.Z3_OP_XOR, z3.Z3_OP_DISTINCT) and len(ch) == 2 and z3.is_bool(ch[0]):
+            a, b = ch
+            return self.show(z3.Or(z3.And(a, _negate(b)), z3.And(_negate(a), b)), path)
+        if k in (z3.Z3_OP_AND, z3.Z3_OP_OR):
+            op, prec = (" & ", _PREC["and"]) if k == z3.Z3_OP_AND else (" | ", _PREC["or"])
+            # comparisons bind looser than & and | in Python: parenthesise every operand
+            return op.join("(" + self.show(c, path)[0] + ")" for c in ch), prec
+        raise SpecError(f"cannot print Z3 term {t} in the shape expression language")
+
+    def wrap(self, t, prec: int, path) -> str:
+        s, p = self.show(t, path)
+        return s if p >= prec else f"({s})"
+
+    @staticmethod
+    def _negated(t) -> tuple[bool, object]:
+        """``(True, x)`` when ``t`` is ``-1 * x`` or a negative numeral (then ``x`` is its magnitude)."""
+        if z3.is_int_value(t) and t.as_long() < 0:
+            return True, z3.IntVal(-t.as_long())
+        if z3.is_mul(t) and len(t.children()) == 2 and z3.is_int_value(t.arg(0)):
+            c = t.arg(0).as_long()
+            if c == -1:
+                return True, t.arg(1)
+            if c < 0:
+                return True, z3.IntVal(-c) * t.arg(1)
+        return False, t
+
+    def divmod(self, t, k, ch, path) -> tuple[str, int]:
+        a, b = ch
+        op = "//" if k == z3.Z3_OP_IDIV else "%"
+        # cdiv(x, c) prints from Python's -(x // -c) = -((-x) div c)'s shapes: handled by the generic path.
+        if z3.is_int_value(b) and b.as_long() > 0 or self.implied(path, b > 0):
+            return f"{self.wrap(a, _PREC['mul'], path)} {op} {self.wrap(b, _PREC['unary'], path)}", _PREC["mul"]
+        sa, sb = self.wrap(a, _PREC["mul"], path), self.wrap(b, _PREC["unary"], path)
+        if k == z3.Z3_OP_MOD:
+            # Euclidean mod is in [0, |b|): for b < 0 that is Python's a % -b
+            if z3.is_int_value(b) and b.as_long() < 0 or self.implied(path, b < 0):
+                return f"{sa} % {self.wrap(-b, _PREC['unary'], path)}", _PREC["mul"]
+            nb = self.wrap(z3.simplify(-b), _PREC["unary"], path)
+            return f"select({sb} > 0, {sa} % {sb}, {sa} % {nb})", _PREC["atom"]
+        # Euclidean div with b < 0 is -(a // -b)
+        if z3.is_int_value(b) and b.as_long() < 0 or self.implied(path, b < 0):
+            return f"-({sa} // {self.wrap(z3.simplify(-b), _PREC['unary'], path)})", _PREC["unary"]
+        nb = self.wrap(z3.simplify(-b), _PREC["unary"], path)
+        return f"select({sb} > 0, {sa} // {sb}, -({sa} // {nb}))", _PREC["atom"]
+
+
+def _negate(c):
+    k = c.decl().kind()
+    ch = c.children()
+    flip = {z3.Z3_OP_LE: lambda a, b: a > b, z3.Z3_OP_GE: lambda a, b: a < b,
+            z3.Z3_OP_LT: lambda a, b: a >= b, z3.Z3_OP_GT: lambda a, b: a <= b}
+    if k in flip:
+        return flip[k](*ch)
+    if k == z3.Z3_OP_EQ and z3.is_int(ch[0]):
+        return ch[0] != ch[1]
+    if k == z3.Z3_OP_EQ and z3.is_bool(ch[0]):
+        return z3.Or(z3.And(ch[0], _negate(ch[1])), z3.And(_negate(ch[0]), ch[1]))
+    if k in (z3.Z3_OP_XOR, z3.Z3_OP_DISTINCT) and len(ch) == 2 and z3.is_bool(ch[0]):
+        return z3.Or(z3.And(ch[0], ch[1]), z3.And(_negate(ch[0]), _negate(ch[1])))
+    if k == z3.Z3_OP_DISTINCT and len(ch) == 2:
+        return ch[0] == ch[1]
+    if k == z3.Z3_OP_NOT:
+        return ch[0]
+    if k == z3.Z3_OP_AND:
+        return z3.Or(*[_negate(x) for x in ch])
+    if k == z3.Z3_OP_OR:
+        return z3.And(*[_negate(x) for x in ch])
+    if z3.is_true(c):
+        return z3.BoolVal(False)
+    if z3.is_false(c):
+        return z3.BoolVal(True)
+    raise SpecError(f"cannot print the negation of {c} in the shape expression language")
