@@ -397,6 +397,33 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
                        f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
     sys.exit(exit_code)
 
+@main.command("inventory")
+@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION",
+              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0).")
+@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
+              help="Write the inventory JSON to FILE ('-' for stdout).")
+@click.option("--write", is_flag=True, help="Write proofs/inventory/<engine>-<version>.json and .md.")
+@click.option("--check", is_flag=True, help="Do not write: exit 1 with a diff if the committed files are stale.")
+@click.option("--diff", "diff_specs", nargs=2, default=None, metavar="OLD NEW",
+              help="Buffers added, removed and whose shape changed between two releases, e.g. --diff vllm==0.32.0 vllm==0.33.0.")
+@click.option("--no-trace", is_flag=True, help="Static reading only (every entry 'read'); no engine code runs.")
+def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> None:
+    """Every pre-allocated buffer of an engine release, its shape traced from the engine's own code.
+
+    Exit 0 ok, 1 stale committed inventory (--check), 2 bad input, 3 wheel or real venv unavailable.
+    """
+    from .engines.vllm import buffers
+
+    echo = lambda s: _console.print(s, markup=False)  # noqa: E731
+    err = lambda s: _err.print(s, markup=False, style="bold red")  # noqa: E731
+    if diff_specs:
+        if engine_spec or write or check or json_out:
+            raise click.UsageError("--diff takes two releases and no --engine/--write/--check/--json")
+        sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
+    if write and check:
+        raise click.UsageError("--write and --check exclude each other")
+    sys.exit(buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace))
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

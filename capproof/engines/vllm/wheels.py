@@ -33,6 +33,8 @@ __all__ = [
     "WheelsUnavailable",
     "cache_dir",
     "fetch",
+    "fetch_version",
+    "source_root",
     "activate",
     "vllm",
     "vllm_config",
@@ -70,33 +72,47 @@ def _marker(name: str, version: str) -> str:
     return os.path.join(_src(), f".extracted-{name}-{version}")
 
 
+def source_root(name: str, version: str) -> str:
+    """Where the ``.py`` files of ``name==version`` are extracted: ``.capproof/src`` for the pinned
+    versions (shared with the tests), ``.capproof/src-<name>-<version>`` for any other release."""
+    if PINNED.get(name) == version:
+        return _src()
+    return os.path.join(cache_dir(), f"src-{name}-{version}")
+
+
+def fetch_version(name: str, version: str, download: bool = True) -> str:
+    """Make sure ``name==version``'s wheel is cached (``pip download --no-deps`` into
+    ``.capproof/wheels``) and its package's ``.py`` files extracted under :func:`source_root`;
+    return the wheel's path. Raises :class:`WheelsUnavailable` (one line) when it cannot be had."""
+    os.makedirs(os.path.join(cache_dir(), "wheels"), exist_ok=True)
+    path = _wheel(name, version)
+    if path is None and download:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"{name}=={version}",
+               "-d", os.path.join(cache_dir(), "wheels")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        path = _wheel(name, version)
+        if path is None:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise WheelsUnavailable(f"cannot fetch {name}=={version} with pip download --no-deps: {last}")
+    if path is None:
+        raise WheelsUnavailable(f"{name}=={version} is not in {os.path.join(cache_dir(), 'wheels')} (run `make verify-real` online once)")
+    root = source_root(name, version)
+    marker = os.path.join(root, f".extracted-{name}-{version}")
+    if not os.path.exists(marker):
+        with zipfile.ZipFile(path) as zf:
+            for member in zf.namelist():
+                if member.endswith(".py") and member.split("/", 1)[0] == name:
+                    zf.extract(member, root)
+        open(marker, "w").close()
+    return path
+
+
 def fetch(download: bool = True) -> dict[str, str]:
     """Make sure every pinned wheel is cached and extracted; return ``{name: wheel path}``.
 
     Raises :class:`WheelsUnavailable` (one line) when a wheel is missing and cannot be downloaded.
     """
-    wheels: dict[str, str] = {}
-    os.makedirs(os.path.join(cache_dir(), "wheels"), exist_ok=True)
-    for name, version in PINNED.items():
-        path = _wheel(name, version)
-        if path is None and download:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"{name}=={version}",
-                   "-d", os.path.join(cache_dir(), "wheels")]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            path = _wheel(name, version)
-            if path is None:
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise WheelsUnavailable(f"cannot fetch {name}=={version} with pip download --no-deps: {last}")
-        if path is None:
-            raise WheelsUnavailable(f"{name}=={version} is not in {os.path.join(cache_dir(), 'wheels')} (run `make verify-real` online once)")
-        if not os.path.exists(_marker(name, version)):
-            with zipfile.ZipFile(path) as zf:
-                for member in zf.namelist():
-                    if member.endswith(".py") and member.split("/", 1)[0] == name:
-                        zf.extract(member, _src())
-            open(_marker(name, version), "w").close()
-        wheels[name] = path
-    return wheels
+    return {name: fetch_version(name, version, download) for name, version in PINNED.items()}
 
 
 def activate() -> str:

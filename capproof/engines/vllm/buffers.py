@@ -1,0 +1,269 @@
+"""``capproof inventory --engine vllm==X``: vLLM's pre-allocated buffers, traced where possible.
+
+Builds the inventory (:mod:`capproof.inventory`) of one vLLM release: the static scan
+(:mod:`.scan`) lists every pre-allocation in issue 9's scope with its file, line, dtype and the
+allocation call's argument text (``read``); :mod:`.trace` then runs vLLM's own constructors on
+symbolic config values and replaces each recorded allocation's entry by its ``traced`` shape.
+
+Files: ``proofs/inventory/vllm-<version>.json`` (the contract read by the coverage tooling) and
+``proofs/inventory/vllm-<version>.md`` (tables per directory, summary counts).
+
+Names in shapes (the engine's own, with one vocabulary across classes): ``max_num_reqs``
+(``scheduler_config.max_num_seqs``; the runners call it ``max_num_reqs``),
+``max_num_batched_tokens``, ``max_model_len``, ``block_size`` (``cache_config.block_size``),
+``dcp`` (``decode_context_parallel_size``), ``num_speculative_tokens``, ``hidden_size``,
+``vocab_size``, ``num_sms`` and the constructor arguments the tracer binds (e.g. ``max_num_blocks``).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+from ...errors import SpecError
+from ...inventory import (Entry, classify, diff, diff_lines, dump, dumps, expression_names, load,
+                          render_markdown, summary_line)
+from .scan import Allocation, scan
+
+__all__ = ["INVENTORY_DIR", "paths", "read_entry", "build", "run_inventory", "run_diff"]
+
+INVENTORY_DIR = os.path.join("proofs", "inventory")
+
+#: config spellings -> the inventory's one vocabulary (the runners' own names)
+RENAME = {
+    "max_num_seqs": "max_num_reqs",
+    "decode_context_parallel_size": "dcp",
+    "dcp_world_size": "dcp",
+    "dcp_size": "dcp",
+    "num_spec_tokens": "num_speculative_tokens",
+}
+DTYPES = {"float": "float32", "long": "int64", "int": "int64", "half": "float16", "double": "float64",
+          "bfloat16": "bfloat16", "bool": "bool"}
+
+
+def paths(version: str, root: str = "") -> tuple[str, str]:
+    """``(json, md)`` paths of the committed inventory of vLLM ``version``."""
+    base = os.path.join(root, INVENTORY_DIR, f"vllm-{version}")
+    return base + ".json", base + ".md"
+
+
+class _Names(ast.NodeTransformer):
+    """``self.x.y`` -> ``y``; ``max``/``min`` -> ``maximum``/``minimum``; config spellings renamed."""
+
+    def visit_Attribute(self, node: ast.Attribute):
+        return ast.copy_location(ast.Name(id=RENAME.get(node.attr, node.attr), ctx=ast.Load()), node)
+
+    def visit_Name(self, node: ast.Name):
+        return ast.copy_location(ast.Name(id=RENAME.get(node.id, node.id), ctx=node.ctx), node)
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+            node.func = ast.Name(id={"max": "maximum", "min": "minimum"}[node.func.id], ctx=ast.Load())
+        return node
+
+
+def _normalise(text: str) -> str:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return text
+    return ast.unparse(_Names().visit(tree))
+
+
+def normalise_dtype(text: str) -> str:
+    return DTYPES.get(text, text)
+
+
+def read_entry(a: Allocation, why: str) -> Entry:
+    """The ``read`` entry of one scanned allocation: its argument text, names normalised."""
+    shape = [_normalise(x) for x in a.args]
+    params: set[str] = set()
+    for expr in shape:
+        try:
+            params.update(expression_names(expr))
+        except SpecError:
+            try:
+                params.update(n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)
+                              and n.id not in ("len", "maximum", "minimum", "cdiv", "round_up", "int", "sum"))
+            except SyntaxError:
+                pass
+    return Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
+                 dtype=normalise_dtype(a.dtype), shape=shape, how="read", why=why,
+                 sized_by=classify(params), params=sorted(params), verdicts={})
+
+
+@dataclass
+class Built:
+    entries: list[Entry]
+    allocations: int
+    seconds: float
+    trace_problems: list[str]
+
+
+def build(version: str, root: str | None = None, trace: bool = True) -> Built:
+    """The inventory of vLLM ``version`` from its extracted sources under ``root``.
+
+    With ``trace``, :func:`capproof.engines.vllm.trace.trace_all` runs the constructors (needs the
+    real venv with torch); its entries replace the read ones with the same id.
+    """
+    from . import wheels
+
+    t0 = time.perf_counter()
+    if root is None:
+        root = wheels.source_root("vllm", version)
+    allocations = scan(root)
+    entries = {a.id: read_entry(a, "not traced yet (static reading of the allocation call)") for a in allocations}
+    problems: list[str] = []
+    if trace:
+        from .trace import trace_all
+
+        traced, problems, reasons = trace_all(version, root, allocations)
+        for a in allocations:
+            if a.id in reasons and entries[a.id].how == "read":
+                entries[a.id].why = reasons[a.id]
+        for e in traced:
+            if e.id in entries:
+                entries[e.id] = e
+            else:
+                problems.append(f"traced allocation {e.id} is not in the static scan")
+    return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
+
+
+def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bool, out=print, err=None,
+                  trace: bool = True) -> int:
+    """The ``capproof inventory --engine`` command; returns the exit code (0 ok, 1 stale, 2 bad input,
+    3 the wheel or the real venv is unavailable)."""
+    from . import wheels
+
+    err = err or (lambda s: print(s, file=sys.stderr))
+    try:
+        version = _version(engine_spec)
+        wheels.fetch_version("vllm", version, download=True)
+    except SpecError as exc:
+        err(f"error: {exc}")
+        return 2
+    except wheels.WheelsUnavailable as exc:
+        err(f"capproof: real engine unavailable: {exc}")
+        return wheels.EXIT_NO_WHEELS
+    try:
+        built = build(version, trace=trace)
+    except ImportError as exc:
+        err(f"capproof: tracing needs the real venv (make real-install; run .capproof/real-venv/bin/capproof): {exc}")
+        return wheels.EXIT_NO_WHEELS
+    for p in built.trace_problems:
+        err(f"warning: {p}")
+    text = dumps(built.entries, "vllm", version)
+    md = render_markdown(built.entries, "vllm", version, generator=f"capproof inventory --engine vllm=={version} --write")
+    jpath, mpath = paths(version)
+    code = 0
+    if json_out == "-":
+        sys.stdout.write(text)
+    elif json_out:
+        try:
+            dump(built.entries, "vllm", version, json_out)
+        except OSError as exc:
+            err(f"error: cannot write --json {json_out}: {exc.strerror}")
+            return 2
+    if check:
+        stale = []
+        for path, want in ((jpath, text), (mpath, md)):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    have = fh.read()
+            except FileNotFoundError:
+                have = None
+            if have != want:
+                stale.append(path)
+        if stale:
+            err(f"stale {', '.join(stale)} (run `capproof inventory --engine vllm=={version} --write` and commit)")
+            if os.path.exists(jpath):
+                try:
+                    committed = load(jpath)
+                    for line in diff_lines(diff(committed, built.entries), "committed", "traced now")[:60]:
+                        err(line)
+                except SpecError as exc:
+                    err(str(exc))
+            code = 1
+    if write:
+        for path, want in ((jpath, text), (mpath, md)):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(want)
+        out(f"wrote {jpath} and {mpath}")
+    if json_out != "-":
+        out(summary_line(built.entries, "vllm", version) + f" ({built.allocations} allocations scanned, "
+            f"{built.seconds:.1f} s)")
+    return code
+
+
+def _version(spec: str) -> str:
+    m = re.fullmatch(r"\s*vllm\s*(?:==\s*([0-9][0-9A-Za-z.+-]*))?\s*", spec or "")
+    if not m:
+        raise SpecError(f"--engine {spec!r}: expected vllm==VERSION (e.g. vllm==0.33.0)")
+    return m.group(1) or wheels_default()
+
+
+def wheels_default() -> str:
+    from .wheels import PINNED
+
+    return PINNED["vllm"]
+
+
+def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
+    """Build ``version``'s inventory in a fresh interpreter (two vLLM releases cannot share one)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "inv.json")
+        cmd = [sys.executable, "-m", "capproof.engines.vllm.buffers", "build", version, out] + ([] if trace else ["--no-trace"])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(out):
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpecError(f"building the vllm=={version} inventory failed: {last}")
+        return load(out)
+
+
+def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = True) -> int:
+    """``capproof inventory --diff vllm==A vllm==B``: buffers added, removed, shape changed (exit 0).
+
+    Each release is fetched (``pip download --no-deps`` into the wheel cache) and built in its own
+    interpreter."""
+    from . import wheels
+
+    err = err or (lambda s: print(s, file=sys.stderr))
+    built = []
+    try:
+        for spec in (old_spec, new_spec):
+            version = _version(spec)
+            wheels.fetch_version("vllm", version, download=True)
+            built.append((version, _build_elsewhere(version, trace)))
+    except SpecError as exc:
+        err(f"error: {exc}")
+        return 2
+    except wheels.WheelsUnavailable as exc:
+        err(f"capproof: real engine unavailable: {exc}")
+        return wheels.EXIT_NO_WHEELS
+    (va, a), (vb, b) = built
+    for line in diff_lines(diff(a, b), f"vllm=={va}", f"vllm=={vb}"):
+        out(line)
+    return 0
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[0] != "build":
+        print("usage: python -m capproof.engines.vllm.buffers build VERSION OUT.json [--no-trace]", file=sys.stderr)
+        return 2
+    version, out = argv[1], argv[2]
+    built = build(version, trace="--no-trace" not in argv)
+    dump(built.entries, "vllm", version, out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main(sys.argv[1:]))
