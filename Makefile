@@ -74,6 +74,7 @@ verify-real: $(REAL_STAMP)
 	@$(REAL_BIN)/python -m capproof.engines.vllm.wheels fetch
 	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
 	$(REAL_BIN)/capproof prove spec_real --no-contracts
+	$(REAL_BIN)/capproof inventory --engine vllm==0.33.0 --check
 
 clean:
 	rm -rf .capproof .pytest_cache .hypothesis

@@ -81,6 +81,7 @@ SIZED_BY: dict[str, str] = {
     "max_model_len": "blocks",
     "block_size": "blocks",
     "max_num_blocks": "blocks",
+    "block_table_width": "blocks",
     "dcp": "blocks",
     "pcp": "blocks",
     "num_speculative_tokens": "speculative slots",

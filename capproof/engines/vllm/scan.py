@@ -108,6 +108,9 @@ def _target_name(t: ast.expr) -> tuple[str, bool] | None:
     base = t
     suffix = ""
     while isinstance(base, ast.Subscript):
+        key = base.slice
+        if isinstance(key, ast.Slice) or (isinstance(key, ast.Tuple) and any(isinstance(k, ast.Slice) for k in key.elts)):
+            return None  # `buf[:n] = ...` copies into an existing buffer
         suffix = "[]" + suffix
         base = base.value
     if isinstance(base, ast.Attribute):
@@ -136,6 +139,8 @@ class _Visitor(ast.NodeVisitor):
         self.found: list[Allocation] = []
         self.seen_calls: set[int] = set()
         self.globals: list[set[str]] = []
+        #: per function: local name -> the self attribute it is stored into (``self.xs.append(x)``)
+        self.escapes: list[dict[str, str]] = []
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if node.name in WRAPPER_DEFINITIONS:
@@ -149,7 +154,9 @@ class _Visitor(ast.NodeVisitor):
             return
         self.functions.append(node.name)
         self.globals.append({n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names})
+        self.escapes.append(_escapes(node))
         self.generic_visit(node)
+        self.escapes.pop()
         self.globals.pop()
         self.functions.pop()
 
@@ -160,6 +167,8 @@ class _Visitor(ast.NodeVisitor):
         if on_self or self.locals_kept:
             return True
         bare = name.split("[", 1)[0]
+        if self.escapes and bare in self.escapes[-1]:
+            return True
         return not self.functions or (bool(self.globals) and bare in self.globals[-1])
 
     def _assign(self, targets: list[ast.expr], value: ast.expr | None) -> None:
@@ -187,6 +196,8 @@ class _Visitor(ast.NodeVisitor):
             name, on_self = names[i] if pair else kept[0]
             if not self._kept(name, on_self):
                 continue
+            if not on_self and self.escapes and name.split("[", 1)[0] in self.escapes[-1]:
+                name = self.escapes[-1][name.split("[", 1)[0]]
             self.seen_calls.add(id(call))
             self.found.append(Allocation(
                 file=self.file, line=call.lineno, owner=owner, attribute=name, function=function,
@@ -200,6 +211,24 @@ class _Visitor(ast.NodeVisitor):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._assign([node.target], node.value)
         self.generic_visit(node)
+
+
+def _escapes(fn: ast.AST) -> dict[str, str]:
+    """Local names a function stores into ``self``: ``self.xs.append(x)`` / ``self.xs[k] = x`` /
+    ``self.x = x`` (-> ``xs[]`` / ``xs[]`` / ``x``)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            t = _target_name(node.func.value)
+            if t and t[1]:
+                out.setdefault(node.args[0].id, t[0] + "[]")
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            for tgt in node.targets:
+                t = _target_name(tgt)
+                if t and t[1]:
+                    out.setdefault(node.value.id, t[0])
+    return out
 
 
 def scan_file(root: str, rel: str, locals_kept: bool = False) -> list[Allocation]:

@@ -123,11 +123,16 @@ def activate() -> str:
     src = _src()
     if src not in sys.path:
         sys.path.insert(0, src)
+    quiet()
+    return src
+
+
+def quiet() -> None:
+    """Quiet vLLM's logs and warnings (before its first import)."""
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
     warnings.filterwarnings("ignore", module="vllm")
     logging.getLogger("vllm").setLevel(logging.ERROR)
-    return src
 
 
 @lru_cache(maxsize=None)

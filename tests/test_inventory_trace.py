@@ -1,0 +1,180 @@
+"""The recording stand-in of capproof/engines/vllm/trace.py.
+
+Fast tier: a small hand-written class shaped like vLLM's constructors (no wheel needed).
+Real tier (``@pytest.mark.real``, ``make verify-real``): vLLM 0.33.0's own constructors traced on
+symbolic config values, then built again with plain ints and the real torch/numpy; every traced
+shape expression evaluated at those ints must equal the real tensor's shape.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+from capproof import inventory as inv  # noqa: E402
+from capproof.engines.vllm import trace as tr  # noqa: E402
+from capproof.engines.vllm.scan import scan  # noqa: E402
+from capproof.symbolic import SymInt  # noqa: E402
+
+TOY = textwrap.dedent('''
+    import numpy as np
+    import torch
+
+    def cdiv(a, b):
+        return -(a // -b)
+
+    class CpuGpuBuffer:  # named like vLLM's wrapper: its body is not an entry, its call is
+        def __init__(self, *size, dtype):
+            self.cpu = torch.zeros(*size, dtype=dtype)
+            self.gpu = torch.zeros_like(self.cpu)
+            self.np = self.cpu.numpy()
+
+    class Toy:
+        def __init__(self, max_num_reqs, max_model_len, block_size, num_speculative_tokens):
+            self.block_table = CpuGpuBuffer(max_num_reqs, cdiv(max_model_len, block_size), dtype=torch.int32)
+            self.query_start_loc = torch.zeros(max_num_reqs + 1, dtype=torch.int32)
+            self.arange = torch.arange(max_num_reqs * (1 + num_speculative_tokens), dtype=torch.int32)
+            self.flags = np.zeros((max_num_reqs, 2), dtype=np.bool_)
+            self.lens = self.query_start_loc.new_zeros(max_num_reqs)
+            self.stride = self.block_table.cpu.stride(0)
+    ''')
+
+
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    pkg = tmp_path / "vllm" / "v1" / "worker"
+    pkg.mkdir(parents=True)
+    (tmp_path / "vllm" / "__init__.py").write_text("")
+    (tmp_path / "vllm" / "v1" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "toy.py").write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("vllm.v1.worker.toy", None)
+    import importlib
+
+    mod = importlib.import_module("vllm.v1.worker.toy")
+    yield str(tmp_path), mod
+    for m in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        if getattr(sys.modules[m], "__file__", "") and str(tmp_path) in (sys.modules[m].__file__ or ""):
+            del sys.modules[m]
+
+
+def _by_site(root, records):
+    sites = {(a.file, a.line): a for a in scan(root, scope=("vllm/v1/worker",))}
+    out = {}
+    for r in records:
+        a = tr._matches(r, sites)
+        if a is not None and a.attribute not in out:
+            out[a.attribute] = r
+    return out
+
+
+def test_recorder_on_a_hand_written_class(toy):
+    root, mod = toy
+    names = ["max_num_reqs", "max_model_len", "block_size", "num_speculative_tokens"]
+    sym = {n: SymInt.var(n) for n in names}
+    with tr.recording(root, "fake") as rec:
+        obj = mod.Toy(**sym)
+    got = _by_site(root, rec.records)
+    assert set(got) == {"block_table", "query_start_loc", "arange", "flags", "lens"}
+    shapes = {k: [inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape]
+              for k, r in got.items()}
+    assert shapes == {
+        "block_table": ["max_num_reqs", "cdiv(max_model_len, block_size)"],   # the wrapper's call line
+        "query_start_loc": ["1 + max_num_reqs"],
+        "arange": ["max_num_reqs * (1 + num_speculative_tokens)"],
+        "flags": ["max_num_reqs", "2"],
+        "lens": ["max_num_reqs"],
+    }
+    assert {k: r.dtype for k, r in got.items()} == {"block_table": "int32", "query_start_loc": "int32",
+                                                   "arange": "int32", "flags": "bool", "lens": "int32"}
+    assert isinstance(obj.block_table.np, tr.FakeTensor)
+    assert isinstance(obj.stride, SymInt)  # stride(0) of [R, W] is W, symbolically
+
+    # the same constructor on ints with the real torch/numpy: the traced expressions give the real shapes
+    ints = dict(max_num_reqs=7, max_model_len=1001, block_size=16, num_speculative_tokens=3)
+    with tr.recording(root, "real") as real:
+        obj = mod.Toy(**ints)
+    real_got = _by_site(root, real.records)
+    for k, exprs in shapes.items():
+        assert tuple(inv.evaluate(e, **ints) for e in exprs) == real_got[k].shape, k
+    assert tuple(obj.block_table.cpu.shape) == (7, 63)
+    # outside the recording, torch is torch again
+    assert isinstance(torch.zeros(2), torch.Tensor)
+
+
+def test_allocations_outside_the_engine_are_not_intercepted(toy):
+    root, _ = toy
+    with tr.recording(root, "fake") as rec:
+        t = torch.zeros(3)           # called from this test file, not from the engine's sources
+    assert isinstance(t, torch.Tensor) and rec.records == []
+
+
+# ------------------------------------------------------------------------------------------------
+# real tier: vLLM 0.33.0's constructors
+
+@pytest.fixture(scope="module")
+def vllm_root():
+    from capproof.engines.vllm import wheels
+
+    try:
+        wheels.fetch(download=False)
+    except wheels.WheelsUnavailable as exc:
+        pytest.skip(str(exc))
+    return wheels.source_root("vllm", wheels.PINNED["vllm"])
+
+
+@pytest.fixture(scope="module")
+def traced(vllm_root):
+    allocations = scan(vllm_root)
+    entries, problems, reasons = tr.trace_all("0.33.0", vllm_root, allocations)
+    return {e.id: e for e in entries}, allocations
+
+
+CASES = [
+    dict(max_num_reqs=256, max_num_batched_tokens=8192, max_model_len=163840, block_size=64, dcp=1,
+         num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560),
+    dict(max_num_reqs=5, max_num_batched_tokens=37, max_model_len=1001, block_size=16, dcp=2,
+         num_speculative_tokens=0, hidden_size=64, vocab_size=1000, num_sms=8, max_num_blocks=63),
+]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("name", sorted(tr.HARNESSES))
+def test_traced_shapes_equal_real_int_construction(traced, vllm_root, name, case):
+    """Build the class with ints and the real torch/numpy; each traced entry's expression evaluated
+    at those ints equals the shape of the tensor the real constructor allocated at that line."""
+    entries, allocations = traced
+    ints = dict(CASES[case])
+    sites = {(a.file, a.line): a for a in allocations}
+    tr.prepare(name)
+    with tr.recording(vllm_root, "real") as rec:
+        try:
+            tr.HARNESSES[name](ints, "cpu")
+        except Exception:  # noqa: BLE001 - the int run may stop where the symbolic one stopped
+            pass
+    compared = 0
+    seen = set()
+    for r in rec.records:
+        a = tr._matches(r, sites)
+        if a is None or a.id in seen or a.id not in entries:
+            continue
+        seen.add(a.id)
+        e = entries[a.id]
+        names = dict(ints)
+        if "block_table_width" in e.params:
+            from vllm.v1.worker.block_table import get_block_table_width
+
+            names["block_table_width"] = get_block_table_width(ints["max_num_blocks"], ints["block_size"])
+        assert tuple(inv.evaluate(x, **names) for x in e.shape) == r.shape, (a.id, e.shape)
+        assert e.dtype == r.dtype, a.id
+        compared += 1
+    if compared == 0:
+        pytest.skip(f"{name}: the symbolic run stopped before its first allocation (entries stay read)")
