@@ -397,6 +397,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
                        f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
     sys.exit(exit_code)
 
+
 @main.command("inventory")
 @click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION",
               help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0).")

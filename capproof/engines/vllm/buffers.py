@@ -157,9 +157,17 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
         return wheels.EXIT_NO_WHEELS
     for p in built.trace_problems:
         err(f"warning: {p}")
+    jpath, mpath = paths(version)
+    # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
+    if os.path.exists(jpath):
+        try:
+            kept = {e.id: e.verdicts for e in load(jpath)}
+        except SpecError:
+            kept = {}
+        for e in built.entries:
+            e.verdicts = dict(kept.get(e.id, {}))
     text = dumps(built.entries, "vllm", version)
     md = render_markdown(built.entries, "vllm", version, generator=f"capproof inventory --engine vllm=={version} --write")
-    jpath, mpath = paths(version)
     code = 0
     if json_out == "-":
         sys.stdout.write(text)
