@@ -88,6 +88,8 @@ SIZED_BY: dict[str, str] = {
     "num_experts": "experts",
     "num_local_experts": "experts",
     "top_k": "experts",
+    "num_tokens": "tokens",
+    "block_size_m": "experts",
     "num_sms": "SM count",
     "workspace_bytes": "bytes",
 }
@@ -456,6 +458,9 @@ class _Printer:
         if k == z3.Z3_OP_UMINUS:
             return "-" + self.wrap(ch[0], _PREC["unary"], path), _PREC["unary"]
         if k == z3.Z3_OP_MUL:
+            cd = self._cdiv_product(t, path)
+            if cd is not None:
+                return cd
             if len(ch) == 2 and z3.is_int_value(ch[0]) and ch[0].as_long() == -1:
                 inner = ch[1]
                 if z3.is_idiv(inner):
@@ -512,6 +517,31 @@ class _Printer:
             # comparisons bind looser than & and | in Python: parenthesise every operand
             return op.join("(" + self.show(c, path)[0] + ")" for c in ch), prec
         raise SpecError(f"cannot print Z3 term {t} in the shape expression language")
+
+    def _cdiv_product(self, t, path):
+        """``-1 * (a * ((-x) // b))`` (Z3's form of ``a * cdiv(x, b)``) printed with ``cdiv``."""
+        factors = []
+        stack = [t]
+        while stack:
+            u = stack.pop()
+            if z3.is_mul(u):
+                stack.extend(reversed(u.children()))
+            else:
+                factors.append(u)
+        coeff = [f for f in factors if z3.is_int_value(f)]
+        if len(coeff) != 1 or coeff[0].as_long() >= 0 or len(factors) < 3:
+            return None
+        for i, f in enumerate(factors):
+            if z3.is_idiv(f):
+                neg, x = self._negated(f.arg(0))
+                b = f.arg(1)
+                if neg and (z3.is_int_value(b) and b.as_long() > 0 or self.implied(path, b > 0)):
+                    rest = [g for j, g in enumerate(factors) if j != i and not z3.is_int_value(g)]
+                    c = -coeff[0].as_long()
+                    parts = ([str(c)] if c != 1 else []) + [self.wrap(g, _PREC["unary"], path) for g in rest]
+                    parts.append(f"cdiv({self.show(x, path)[0]}, {self.show(b, path)[0]})")
+                    return " * ".join(parts), _PREC["mul"]
+        return None
 
     def wrap(self, t, prec: int, path) -> str:
         s, p = self.show(t, path)

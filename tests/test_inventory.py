@@ -146,12 +146,12 @@ def _build(tree, env):
         return -vals[0]
     if op == "np2":
         v = vals[0]
-        if isinstance(v, int) and v > 2 ** 62:
+        if type(v) is int and v > 2 ** 62:
             raise ZeroDivisionError  # outside the exact range; skip
         return inv.next_power_of_2(v)
     a, b = vals
     if op in ("//", "%", "cdiv", "round_up"):
-        if isinstance(b, int) and b == 0:
+        if type(b) is int and b == 0:
             raise ZeroDivisionError
     return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b,
             "%": lambda: a % b, "cdiv": lambda: cdiv(a, b), "round_up": lambda: round_up(a, b),

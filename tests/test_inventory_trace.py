@@ -14,8 +14,12 @@ import textwrap
 
 import pytest
 
-torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
+try:
+    import torch
+except ImportError:  # the fast-tier venv has numpy but not torch
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is only in the real venv")
 
 from capproof import inventory as inv  # noqa: E402
 from capproof.engines.vllm import trace as tr  # noqa: E402
@@ -75,6 +79,7 @@ def _by_site(root, records):
     return out
 
 
+@needs_torch
 def test_recorder_on_a_hand_written_class(toy):
     root, mod = toy
     names = ["max_num_reqs", "max_model_len", "block_size", "num_speculative_tokens"]
@@ -109,11 +114,77 @@ def test_recorder_on_a_hand_written_class(toy):
     assert isinstance(torch.zeros(2), torch.Tensor)
 
 
+@needs_torch
 def test_allocations_outside_the_engine_are_not_intercepted(toy):
     root, _ = toy
     with tr.recording(root, "fake") as rec:
         t = torch.zeros(3)           # called from this test file, not from the engine's sources
     assert isinstance(t, torch.Tensor) and rec.records == []
+
+
+NUMPY_TOY = textwrap.dedent('''
+    import numpy as np
+
+    class Sampler:
+        def __init__(self, max_num_reqs, num_speculative_tokens, device_query):
+            self.free = list(range(max_num_reqs))                       # needs a concrete int: skipped
+            self.first_free = self.free[0]                              # reads a skipped name: skipped
+            self.num_tokens = np.zeros(max_num_reqs, dtype=np.int32)    # traced
+            self.draft = np.zeros((max_num_reqs, num_speculative_tokens), dtype=np.int64)
+            self.window = max(max_num_reqs, 2 * num_speculative_tokens)  # builtin max on symbolic ints
+            self.arange = np.arange(self.window + 1, dtype=np.int32)
+            try:
+                big = max_num_reqs > 8 and 2 or 1                       # a branch the engine catches
+            except TypeError:
+                big = 1
+            self.fallback = np.zeros(big * max_num_reqs, dtype=np.int32)  # after a caught error: not trusted
+            self.head = np.full(self.first_free + 1, -1, dtype=np.int32)  # reads a poisoned attribute
+    ''')
+
+
+def test_statement_level_construction_numpy_only(tmp_path, monkeypatch):
+    """run_statements: statements that cannot run on symbolic values are skipped and poison what
+    they assign; allocations in the others are recorded exactly (numpy only, fast tier)."""
+    from capproof.symbolic import tracing
+
+    pkg = tmp_path / "vllm" / "v1" / "worker"
+    pkg.mkdir(parents=True)
+    (pkg / "sampler_toy.py").write_text(NUMPY_TOY)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sampler_toy", pkg / "sampler_toy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    root = str(tmp_path)
+    sym = {"max_num_reqs": SymInt.var("max_num_reqs"), "num_speculative_tokens": SymInt.var("num_speculative_tokens")}
+    with tracing(), tr.recording(root, "fake") as rec:
+        obj, log = tr.construct(mod.Sampler, device_query=None, **sym)
+    skipped = {line: why for _, line, _, why in log.skipped}
+    lines = NUMPY_TOY.splitlines()
+    line_of = {key: next(i + 1 for i, text in enumerate(lines) if key in text)
+               for key in ("self.free =", "self.first_free", "try:", "self.head")}
+    assert "NotConcreteError" in skipped[line_of["self.free ="]]
+    assert "reads free" in skipped[line_of["self.first_free"]] or "reads self.free" in skipped[line_of["self.first_free"]]
+    assert "reads self.first_free" in skipped[line_of["self.head"]]
+    assert "caught by the engine" in skipped[line_of["try:"]]
+    assert isinstance(obj.free, tr.Poisoned)
+    got = {}
+    for r in rec.records:
+        if r.untrusted:
+            continue
+        line = r.stack[0][1]
+        got[lines[line - 1].strip().split(" =")[0]] = [
+            inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape]
+    assert got == {
+        "self.num_tokens": ["max_num_reqs"],
+        "self.draft": ["max_num_reqs", "num_speculative_tokens"],
+        "self.arange": ["1 + select(2 * num_speculative_tokens <= max_num_reqs, max_num_reqs, 2 * num_speculative_tokens)"],
+    }
+    # the same constructor on ints and the real numpy: the traced expressions give the real shapes
+    ints = {"max_num_reqs": 5, "num_speculative_tokens": 3}
+    real = mod.Sampler(device_query=None, **ints)
+    assert real.arange.shape == (inv.evaluate(got["self.arange"][0], **ints),)
+    assert real.draft.shape == tuple(inv.evaluate(e, **ints) for e in got["self.draft"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -138,10 +209,11 @@ def traced(vllm_root):
 
 
 CASES = [
-    dict(max_num_reqs=256, max_num_batched_tokens=8192, max_model_len=163840, block_size=64, dcp=1,
-         num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560),
-    dict(max_num_reqs=5, max_num_batched_tokens=37, max_model_len=1001, block_size=16, dcp=2,
-         num_speculative_tokens=0, hidden_size=64, vocab_size=1000, num_sms=8, max_num_blocks=63),
+    # a DeepSeek-V3.2-like deployment (config_values' defaults) and a small odd one
+    tr.config_values(symbolic=False),
+    tr.config_values(symbolic=False, max_num_reqs=5, max_num_batched_tokens=37, max_model_len=1001, block_size=16,
+                     dcp=2, num_speculative_tokens=1, hidden_size=64, vocab_size=1000, num_sms=8, max_num_blocks=63,
+                     num_heads=16, index_topk=64, num_tokens=3, top_k=2, num_experts=8, block_size_m=16),
 ]
 
 

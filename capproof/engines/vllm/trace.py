@@ -25,6 +25,7 @@ allocations ``read`` with the error as ``why``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -45,7 +46,7 @@ __all__ = ["FakeTensor", "Recorded", "Recorder", "recording", "HARNESSES", "trac
 POSITIVE = ("max_num_reqs", "max_num_batched_tokens", "max_model_len", "block_size", "dcp", "pcp",
             "hidden_size", "vocab_size", "num_sms", "max_num_blocks", "num_experts", "top_k",
             "block_size_m", "max_num_tokens", "num_heads", "head_size", "num_kv_heads",
-            "kernel_block_size", "index_topk", "cp_kv_cache_interleave_size", "block_table_width")
+            "kernel_block_size", "index_topk", "cp_kv_cache_interleave_size", "block_table_width", "num_heads")
 NONNEGATIVE = ("num_speculative_tokens",)
 
 
@@ -75,7 +76,7 @@ def _dim(x):
 def _shape(args) -> tuple:
     if len(args) == 1 and isinstance(args[0], (tuple, list, FakeShape)):
         return tuple(_dim(a) for a in args[0])
-    if len(args) == 1 and hasattr(args[0], "shape") and not isinstance(args[0], (int, SymInt)):
+    if len(args) == 1 and not isinstance(args[0], (int, SymInt)) and hasattr(args[0], "shape"):
         return tuple(args[0].shape)
     return tuple(_dim(a) for a in args)
 
@@ -144,6 +145,9 @@ class FakeTensor:
     # views and moves: same buffer
     def _same(self, *args, **kwargs):
         return self
+
+    def fill(self, *args, **kwargs):  # numpy's in-place fill
+        return None
 
     numpy = cpu = cuda = pin_memory = contiguous = clone = detach = share_memory_ = _same
     fill_ = zero_ = copy_ = normal_ = uniform_ = masked_fill_ = index_fill_ = _same
@@ -232,9 +236,9 @@ class Recorded:
     dtype: str
     call: str
     stack: list[tuple[str, int]]
-    #: capproof errors on symbolic values seen before this allocation (a caught SymbolicBranchError
-    #: means the engine took a fallback path: later allocations are not trusted)
-    misuse_before: int = 0
+    #: made by a statement on which the engine caught a capproof error (a try/except around a
+    #: branch on a symbolic value may have taken a fallback path): not trusted
+    untrusted: bool = False
 
 
 @dataclass
@@ -265,21 +269,15 @@ class Recorder:
             f = f.f_back
         return out
 
-    def _misuse(self) -> int:
-        from ...symbolic import _local
-
-        trace = getattr(_local, "trace", None)
-        return len(trace.misuse) if trace is not None else 0
-
     def _record(self, call: str, shape, dtype, real, args, kwargs, like=None):
         if self.mode == "real":
             result = real(*args, **kwargs)
             self.records.append(Recorded(tuple(int(d) for d in result.shape), _dtype_name(result.dtype), call,
-                                         self._stack(), self._misuse()))
+                                         self._stack()))
             return result
         if dtype is None and like is not None:
             dtype = getattr(like, "dtype", None)
-        self.records.append(Recorded(tuple(shape), _dtype_name(dtype), call, self._stack(), self._misuse()))
+        self.records.append(Recorded(tuple(shape), _dtype_name(dtype), call, self._stack()))
         return FakeTensor(tuple(shape), dtype, kwargs.get("device"))
 
     # factories -------------------------------------------------------------------------------
@@ -306,7 +304,7 @@ class Recorder:
                 else:
                     shape = (kwargs["end"],)
                 if dtype is None and module == "torch":
-                    import torch
+                    import torch  # noqa: F811 - only reached from torch.arange
 
                     dtype = torch.int64
                 elif dtype is None:
@@ -344,6 +342,23 @@ class Recorder:
         return alloc
 
 
+_ACTIVE: "Recorder | None" = None
+
+
+def _symbolic_aware(real, which: str):
+    """Builtin ``max``/``min`` that also take capproof SymInts (then ``maximum``/``minimum``, the
+    same value as Python's on ints); anything else goes to the builtin."""
+    from ...arith import maximum, minimum
+
+    def fn(*args, **kwargs):
+        items = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        if not kwargs and len(items) >= 1 and any(isinstance(x, SymInt) for x in items) and all(
+                isinstance(x, (int, SymInt)) and not isinstance(x, bool) for x in items):
+            return (maximum if which == "max" else minimum)(*items)
+        return real(*args, **kwargs)
+
+    return fn
+
 TORCH_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
 NUMPY_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
 
@@ -352,9 +367,16 @@ NUMPY_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "em
 def recording(root: str, mode: str = "fake") -> Iterator[Recorder]:
     """Patch the allocation calls of torch and numpy with a :class:`Recorder` while the body runs."""
     import numpy as np
-    import torch
 
+    try:
+        import torch
+    except ImportError:  # numpy-only code (the fast-tier tests) needs no torch
+        torch = None
+
+    global _ACTIVE
     rec = Recorder(root, mode)
+    previous = _ACTIVE
+    _ACTIVE = rec
     saved: list[tuple[object, str, object]] = []
 
     def patch(obj, name, value):
@@ -364,15 +386,23 @@ def recording(root: str, mode: str = "fake") -> Iterator[Recorder]:
     try:
         for target, attr, value in _engine_patches():
             patch(target, attr, value)
-        for name in TORCH_FACTORIES:
-            patch(torch, name, rec.factory("torch", name, getattr(torch, name)))
+        if mode == "fake":
+            import builtins
+
+            patch(builtins, "max", _symbolic_aware(builtins.max, "max"))
+            patch(builtins, "min", _symbolic_aware(builtins.min, "min"))
+        if torch is not None:
+            for name in TORCH_FACTORIES:
+                patch(torch, name, rec.factory("torch", name, getattr(torch, name)))
         for name in NUMPY_FACTORIES:
             patch(np, name, rec.factory("np", name, getattr(np, name)))
         for name in ("new_zeros", "new_empty", "new_full", "new_ones"):
-            patch(torch.Tensor, name, rec.new_method(name, getattr(torch.Tensor, name)))
+            if torch is not None:
+                patch(torch.Tensor, name, rec.new_method(name, getattr(torch.Tensor, name)))
             patch(FakeTensor, name, rec.new_method(name, None))
         yield rec
     finally:
+        _ACTIVE = previous
         for obj, name, value in reversed(saved):
             setattr(obj, name, value)
 
@@ -399,10 +429,272 @@ def _engine_patches():
                 if token_alignment is None:
                     return max_num_blocks
                 return SymInt.var("block_table_width")
-            return real_width(max_num_blocks, block_size, token_alignment)
+            return real_width(max_num_blocks, block_size, token_alignment=token_alignment)
 
         out.append((mod, "get_block_table_width", width))
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# statement-level execution of a constructor
+
+class Poisoned:
+    """The value of a name whose defining statement could not run on symbolic values. Statements
+    that read a poisoned name are not run (their own targets are poisoned in turn)."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __repr__(self):
+        return f"<not traced: {self.why}>"
+
+
+@dataclass
+class StepLog:
+    """What :func:`run_statements` did: the statements skipped and why (first failure first)."""
+
+    #: (file relative to the wheel, first line, last line, why)
+    skipped: list[tuple[str, int, int, str]] = field(default_factory=list)
+
+
+_MUTATORS = {"append", "extend", "insert", "update", "add", "pop", "popitem", "setdefault", "remove",
+             "discard", "clear", "sort", "reverse", "register", "register_warmup"}
+
+
+def _stored_names(stmt: ast.stmt) -> tuple[set[str], set[str]]:
+    """``(locals, self attributes)`` a statement may assign or mutate (``x =``, ``self.a =``,
+    ``self.a[k] =``, ``x.append(...)``, ``for x in``, ``with ... as x``, augmented assignments)."""
+    names: set[str] = set()
+    attrs: set[str] = set()
+
+    def target(t):
+        while isinstance(t, (ast.Subscript, ast.Starred)):
+            t = t.value
+        if isinstance(t, ast.Attribute):
+            chain = []
+            node = t
+            while isinstance(node, ast.Attribute):
+                chain.append(node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id == "self":
+                attrs.add(chain[-1])
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+        elif isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                target(e)
+
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                target(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            target(node.target)
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            target(node.target)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            target(node.optional_vars)
+        elif isinstance(node, ast.NamedExpr):
+            target(node.target)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and (node.func.attr in _MUTATORS or node.func.attr.endswith("_"))):
+            target(node.func.value)   # x.append(...), self.buf.fill_(...): the receiver changes
+    return names, attrs
+
+
+def _loaded(stmt: ast.stmt) -> tuple[set[str], set[str]]:
+    """``(names, self attributes)`` a statement reads."""
+    names: set[str] = set()
+    attrs: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            attrs.add(node.attr)
+    return names, attrs
+
+
+class _ZeroArgSuper(ast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args:
+            node.args = [ast.Name("__class__", ast.Load()), ast.Name("self", ast.Load())]
+        return node
+
+
+def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None = None,
+                   overrides: dict | None = None) -> StepLog:
+    """Run the body of ``fn`` (a method of ``owner_cls``, e.g. ``__init__``) one top-level statement
+    at a time, in a namespace of its module's globals, ``self`` and ``arguments``.
+
+    A statement that raises (a branch on a symbolic value, ``range`` of a symbolic int, a device
+    query, ...) or on which the engine caught a capproof error is skipped, and every name and
+    ``self`` attribute it may assign or mutate is poisoned; a later statement that reads a poisoned
+    name is skipped the same way. So every statement that runs sees exactly the values vLLM's own
+    code computes. ``return`` ends the body. Returns the log of skipped statements (line, why).
+    """
+    import inspect
+    import textwrap
+
+    from ...symbolic import _local
+
+    log = log or StepLog()
+    fn = inspect.unwrap(fn)
+    source = textwrap.dedent(inspect.getsource(fn))
+    filename = inspect.getsourcefile(fn)
+    first = fn.__code__.co_firstlineno
+    tree = ast.parse(source)
+    ast.increment_lineno(tree, first - 1)
+    fdef = tree.body[0]
+    ns = dict(fn.__globals__)
+    ns["__class__"] = owner_cls
+    ns["self"] = self_obj
+    ns.update(overrides or {})
+    ns.update(arguments)
+    poisoned_names: dict[str, str] = {}
+    poisoned_attrs: dict[str, str] = {}
+    body = fdef.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]  # docstring
+    for stmt in body:
+        if isinstance(stmt, ast.Return):
+            break
+        reads, attr_reads = _loaded(stmt)
+        bad = [n for n in reads if n in poisoned_names] + [f"self.{a}" for a in attr_reads if a in poisoned_attrs]
+        why = None
+        if bad:
+            why = f"reads {bad[0]}, not traced ({(poisoned_names | {('self.' + k): v for k, v in poisoned_attrs.items()})[bad[0]]})"
+        elif _is_super_init(stmt) and _parent_init(owner_cls) is not None:
+            # super().__init__(...): run the parent's body statement by statement too, so what it
+            # cannot trace is poisoned attribute by attribute (not the whole object)
+            parent, parent_init = _parent_init(owner_cls)
+            call = stmt.value
+            try:
+                args_code = compile(ast.fix_missing_locations(ast.Expression(ast.Call(
+                    ast.Name("__capture__", ast.Load()), call.args, call.keywords))), filename, "eval")
+                ns["__capture__"] = lambda *a, **k: (a, k)
+                pargs, pkwargs = eval(args_code, ns)
+                sig = inspect.signature(parent_init)
+                bound = sig.bind(self_obj, *pargs, **pkwargs)
+                bound.apply_defaults()
+                parguments = dict(bound.arguments)
+                parguments.pop(next(iter(sig.parameters)))
+            except Exception as exc:  # noqa: BLE001
+                why = f"{type(exc).__name__}: {exc}"
+            else:
+                run_statements(parent_init, parent, self_obj, parguments, log, overrides)
+                for a in list(vars(self_obj)) if hasattr(self_obj, "__dict__") else []:
+                    if isinstance(getattr(self_obj, a, None), Poisoned):
+                        poisoned_attrs.setdefault(a, "skipped in the parent constructor")
+        else:
+            module = ast.fix_missing_locations(ast.Module([_ZeroArgSuper().visit(stmt)], type_ignores=[]))
+            code = compile(module, filename, "exec")
+            trace = getattr(_local, "trace", None)
+            before = len(trace.misuse) if trace is not None else 0
+            made = len(_ACTIVE.records) if _ACTIVE is not None else 0
+            raised = None
+            try:
+                exec(code, ns)
+            except Exception as exc:  # noqa: BLE001 - the statement is skipped, its targets poisoned
+                raised = exc
+                why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            # allocations made before the statement raised are exact, unless the engine caught an
+            # earlier capproof error in it (a try/except may have taken a fallback path)
+            caught = (len(trace.misuse) - before) if trace is not None else 0
+            if raised is not None and isinstance(raised, CapproofError):
+                caught -= 1
+            if caught > 0:
+                why = why or f"caught by the engine: {trace.misuse[before]}"
+                if _ACTIVE is not None:
+                    for r in _ACTIVE.records[made:]:
+                        r.untrusted = True
+        if why is not None:
+            why = re.sub(r"\S*?(vllm/\S+\.py:\d+)", r"\1", why)[:200]
+            rel = os.path.relpath(filename, _root_of(filename)).replace(os.sep, "/")
+            where = f"{rel}:{stmt.lineno}"
+            log.skipped.append((rel, stmt.lineno, stmt.end_lineno or stmt.lineno, f"statement at {where} not traced: {why}"))
+            names, attrs = _stored_names(stmt)
+            for n in names - {"self"}:
+                poisoned_names[n] = f"{where} skipped"
+                ns[n] = Poisoned(where)
+            for a in attrs:
+                poisoned_attrs[a] = f"{where} skipped"
+                try:
+                    object.__setattr__(self_obj, a, Poisoned(where))
+                except Exception:  # noqa: BLE001 - slots or properties: the name stays poisoned anyway
+                    pass
+    return log
+
+
+def _is_super_init(stmt: ast.stmt) -> bool:
+    """``super().__init__(...)`` (zero-argument super) as a statement."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    f = stmt.value.func
+    return (isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call)
+            and isinstance(f.value.func, ast.Name) and f.value.func.id == "super" and not f.value.args)
+
+
+def _parent_init(owner_cls):
+    """``(class, __init__)`` the zero-argument ``super().__init__`` of ``owner_cls`` reaches, when it
+    is Python code (not ``object.__init__`` or a C/generic base)."""
+    import inspect
+
+    mro = owner_cls.__mro__
+    for k in mro[1:]:
+        init = k.__dict__.get("__init__")
+        if init is None:
+            continue
+        if k is object or not inspect.isfunction(init):
+            return None
+        try:
+            inspect.getsource(init)
+        except (OSError, TypeError):
+            return None
+        return k, init
+    return None
+
+
+def _root_of(filename: str) -> str:
+    parts = filename.replace(os.sep, "/").split("/")
+    if "vllm" in parts:
+        return "/".join(parts[: len(parts) - 1 - parts[::-1].index("vllm")]) or "/"
+    return os.path.dirname(filename)
+
+
+def construct(cls, *args, _overrides: dict | None = None, **kwargs):
+    """``cls(*args, **kwargs)`` with ``cls.__init__`` run statement by statement
+    (:func:`run_statements`); ``_overrides`` replaces module-level names for the body (device
+    queries: ``num_compute_units`` -> ``num_sms``); returns ``(instance, log)``."""
+    import inspect
+
+    obj = cls.__new__(cls)
+    init = cls.__init__
+    sig = inspect.signature(init)
+    bound = sig.bind(obj, *args, **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    arguments.pop(next(iter(sig.parameters)))
+    for name, p in sig.parameters.items():
+        if p.kind == p.VAR_KEYWORD and name in arguments:
+            pass
+    owner = next(k for k in cls.__mro__ if "__init__" in k.__dict__)
+    overrides = {"current_platform": DeviceQuery()}
+    overrides.update(_overrides or {})
+    return obj, run_statements(owner.__dict__["__init__"], owner, obj, arguments, overrides=overrides)
+
+
+class DeviceQuery:
+    """Stands in for ``current_platform`` in a traced constructor body: any question to it is a
+    device query a CPU cannot answer for the deployment (compute capability, CUDA, ...), so the
+    statement asking is skipped and the buffers it sizes stay ``read``."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise CapproofError(f"device query current_platform.{name} (a CPU cannot answer it for the deployment)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,7 +704,8 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
     """The config names the harnesses read: SymInts named after themselves, or ints (a real
     DeepSeek-V3.2-like deployment: 256 requests, 8192 batched tokens, 163840 tokens, block 64)."""
     ints = dict(max_num_reqs=256, max_num_batched_tokens=8192, max_model_len=163840, block_size=64, dcp=1,
-                num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560)
+                num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560,
+                num_heads=128, index_topk=2048, num_tokens=8192, top_k=8, num_experts=256, block_size_m=64)
     ints.update(overrides)
     if not symbolic:
         return ints
@@ -436,12 +729,71 @@ def harness(name: str, *modules: str):
     return deco
 
 
+#: GPU-only packages vLLM modules import at the top (no CPU wheel): replaced by :class:`CudaOnly`
+#: modules so the vLLM module itself loads; any use of them in a traced statement fails and the
+#: statement's buffers stay ``read``.
+CUDA_ONLY_PACKAGES = ("flashinfer", "deep_gemm", "flash_mla", "flash_attn", "vllm_flash_attn")
+
+
+class CudaOnly:
+    """A stand-in for a GPU-only package or any name imported from it: using it raises."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr not in ("__call__",):
+            raise AttributeError(attr)
+        return CudaOnly(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise CapproofError(f"CUDA-only call {self._name}() (no CPU build of its package)")
+
+    def __mro_entries__(self, bases):  # `class X(flashinfer.Foo)`: a plain base
+        return (object,)
+
+    def __or__(self, other):  # annotations `flashinfer.Foo | None`
+        return self
+
+    __ror__ = __or__
+
+    def __getitem__(self, item):  # annotations `Foo[...]`
+        return self
+
+
+def _install_cuda_only(package: str) -> None:
+    import importlib.machinery
+    import types
+
+    module = types.ModuleType(package)
+    module.__spec__ = importlib.machinery.ModuleSpec(package, None)
+    module.__path__ = []
+    module.__file__ = None
+
+    def attribute(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return CudaOnly(f"{package}.{attr}")
+
+    module.__getattr__ = attribute
+    sys.modules[package] = module
+
+
 def prepare(name: str) -> None:
-    """Import harness ``name``'s vLLM modules (outside the recording)."""
+    """Import harness ``name``'s vLLM modules (outside the recording); a GPU-only package they
+    import (:data:`CUDA_ONLY_PACKAGES`) is replaced by a :class:`CudaOnly` module."""
     import importlib
 
     for m in MODULES[name]:
-        importlib.import_module(m)
+        for _ in range(64):
+            try:
+                importlib.import_module(m)
+                break
+            except ModuleNotFoundError as exc:
+                missing = exc.name or ""
+                if missing.split(".")[0] not in CUDA_ONLY_PACKAGES or missing in sys.modules:
+                    raise
+                _install_cuda_only(missing)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -471,8 +823,18 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
         try:
             prepare(name)
             with tracing() as trace, recording(root, "fake") as rec:
-                HARNESSES[name](values, "cpu")
-            error = f"caught by the engine: {trace.misuse[0]}" if trace.misuse else None
+                result = HARNESSES[name](values, "cpu")
+            error = None
+            logs = [x[1] for x in (result if isinstance(result, list) else [result])
+                    if isinstance(x, tuple) and isinstance(x[1], StepLog)]
+            for log in logs:
+                if os.environ.get("CAPPROOF_TRACE_DEBUG"):
+                    for item in log.skipped:
+                        print(f"[{name}] skipped {item[3]}", file=sys.stderr)
+                for file, lo, hi, why in log.skipped:
+                    for a in allocations:
+                        if a.file == file and lo <= a.line <= hi:
+                            reasons.setdefault(a.id, why)
         except Exception as exc:  # noqa: BLE001 - a harness that cannot run leaves entries read
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             error = re.sub(r"\S*?(vllm/\S+\.py:\d+)", r"\1", error)[:240]
@@ -483,8 +845,7 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
             a = _matches(r, sites)
             if a is None or a.id in traced:
                 continue
-            if r.misuse_before:
-                # after a capproof error the engine caught (try/except), the path may be a fallback
+            if r.untrusted:
                 continue
             try:
                 shape = [to_expression(d, positive=POSITIVE, nonnegative=NONNEGATIVE) for d in r.shape]
@@ -516,14 +877,14 @@ def _v2_input_buffers(v: dict, device: str):
     from vllm.v1.worker.gpu.input_batch import InputBuffers
 
     # V2 runner: max_num_tokens = scheduler_config.max_num_batched_tokens (gpu/model_runner.py:231)
-    return InputBuffers(max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device)
+    return construct(InputBuffers, max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device)
 
 
 @harness("BlockTables", "vllm.v1.worker.gpu.block_table")
 def _v2_block_tables(v: dict, device: str):
     from vllm.v1.worker.gpu.block_table import BlockTables
 
-    return BlockTables(block_sizes=[v["block_size"]], max_num_reqs=v["max_num_reqs"],
+    return construct(BlockTables, block_sizes=[v["block_size"]], max_num_reqs=v["max_num_reqs"],
                        max_num_batched_tokens=v["max_num_batched_tokens"], max_num_blocks_per_group=[v["max_num_blocks"]],
                        device=device)
 
@@ -532,7 +893,7 @@ def _v2_block_tables(v: dict, device: str):
 def _v2_request_state(v: dict, device: str):
     from vllm.v1.worker.gpu.states import RequestState
 
-    return RequestState(max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
+    return construct(RequestState, max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
                         max_num_batched_tokens=v["max_num_batched_tokens"],
                         num_speculative_steps=v["num_speculative_tokens"], vocab_size=v["vocab_size"], device=device)
 
@@ -541,7 +902,157 @@ def _v2_request_state(v: dict, device: str):
 def _v1_input_batch(v: dict, device: str):
     from vllm.v1.worker.gpu_input_batch import InputBatch
 
-    return InputBatch(max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
+    return construct(InputBatch, max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
                       max_num_batched_tokens=v["max_num_batched_tokens"], device=device, vocab_size=v["vocab_size"],
                       block_sizes=[v["block_size"]], max_num_blocks_per_req=[v["max_num_blocks"]],
                       num_spec_tokens=v["num_speculative_tokens"])
+
+
+class Config(SimpleNamespace):
+    """A duck-typed vLLM config object: only the fields a harness gives; reading any other field
+    raises AttributeError naming it (so the statement that reads it is reported, not guessed)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"duck-typed config has no field {name!r}")
+
+
+def vllm_config(v: dict, **extra) -> Config:
+    """The ``VllmConfig`` fields the traced constructors read, from config values ``v``."""
+    hf = Config(index_topk=v["index_topk"], num_attention_heads=v["num_heads"], hidden_size=v["hidden_size"],
+                vocab_size=v["vocab_size"], model_type="deepseek_v32")
+    draft = Config(get_hidden_size=lambda: v["hidden_size"], get_inputs_embeds_size=lambda: v["hidden_size"],
+                   get_vocab_size=lambda: v["vocab_size"], hf_config=hf, hf_text_config=hf, uses_mrope=False,
+                   uses_xdrope_dim=0, max_model_len=v["max_model_len"], dtype=None)
+    spec = Config(num_speculative_tokens=v["num_speculative_tokens"], method="eagle",
+                  enable_adaptive_verification=False, use_eagle=lambda: True, draft_model_config=draft,
+                  parallel_drafting=False, use_local_argmax_reduction=False, use_heterogeneous_vocab=False,
+                  disable_padded_drafter_batch=False, draft_tensor_parallel_size=1)
+    cfg = Config(
+        scheduler_config=Config(max_num_seqs=v["max_num_reqs"], max_num_batched_tokens=v["max_num_batched_tokens"],
+                                max_model_len=v["max_model_len"]),
+        model_config=Config(max_model_len=v["max_model_len"], get_hidden_size=lambda: v["hidden_size"],
+                            get_vocab_size=lambda: v["vocab_size"], dtype=None, use_mla=True,
+                            is_encoder_decoder=False, hf_text_config=hf, hf_config=hf,
+                            get_num_attention_heads=lambda parallel_config=None: v["num_heads"],
+                            get_head_size=lambda: 576, use_fp64_gumbel=False, supports_multimodal_inputs=False,
+                            uses_mrope=False, uses_xdrope_dim=0, get_vocab_size_=None),
+        cache_config=Config(block_size=v["block_size"], cache_dtype="auto"),
+        parallel_config=Config(decode_context_parallel_size=v["dcp"], tensor_parallel_size=1,
+                               prefill_context_parallel_size=1, cp_kv_cache_interleave_size=1,
+                               data_parallel_size=1, pipeline_parallel_size=1, data_parallel_rank=0),
+        speculative_config=spec,
+        num_speculative_tokens=v["num_speculative_tokens"],
+        attention_config=Config(sparse_mla_prefill_workspace_factor=5, hisparse_config=None,
+                                resolve_indexer_kv_dtype=lambda default: default),
+        compilation_config=Config(cudagraph_mode=None, max_cudagraph_capture_size=v["max_num_batched_tokens"],
+                                  cudagraph_capture_sizes=[], static_forward_context={}),
+        offload_config=Config(), lora_config=None, load_config=Config(), observability_config=Config(),
+        kv_transfer_config=None, ec_transfer_config=None,
+    )
+    cfg.model_config.runner_type = "generate"
+    cfg.model_config.enable_prompt_embeds = False
+    cfg.model_config.is_multimodal_raw_input_only_model = False
+    cfg.model_config.get_inputs_embeds_size = lambda: v["hidden_size"]
+    cfg.model_config.is_mm_prefix_lm = False
+    cfg.model_config.logprobs_mode = "raw_logprobs"
+    cfg.model_config.logits_processors = None
+    cfg.parallel_config.distributed_executor_backend = "mp"
+    cfg.scheduler_config.async_scheduling = False
+    cfg.cache_config.kv_sharing_fast_prefill = False
+    cfg.speculative_config.use_ngram_gpu = lambda: False
+    cfg.speculative_config.rejection_sample_method = "strict"
+    for k, val in extra.items():
+        setattr(cfg, k, val)
+    return cfg
+
+
+def _block_table_width(v: dict):
+    """The runner's aligned block-table width: the name ``block_table_width`` when tracing, vLLM's
+    own ``get_block_table_width(max_num_blocks, block_size)`` on ints."""
+    if isinstance(v["max_num_blocks"], SymInt) or isinstance(v["block_size"], SymInt):
+        return SymInt.var("block_table_width")
+    from vllm.v1.worker.block_table import get_block_table_width
+
+    return get_block_table_width(v["max_num_blocks"], v["block_size"])
+
+
+def _mla_spec(v: dict):
+    import torch
+    from vllm.v1.kv_cache_interface import MLAAttentionSpec
+
+    return MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8, cache_dtype_str="fp8_ds_mla")
+
+
+@harness("DeepseekV32IndexerMetadataBuilder", "vllm.v1.attention.backends.mla.indexer", "vllm.v1.kv_cache_interface")
+def _indexer(v: dict, device: str):
+    import torch
+    from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerMetadataBuilder as B
+
+    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
+                     block_table_width=_block_table_width(v),
+                     _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+
+
+@harness("FlashMLASparseMetadataBuilder", "vllm.v1.attention.backends.mla.flashmla_sparse", "vllm.v1.kv_cache_interface")
+def _flashmla_sparse(v: dict, device: str):
+    import torch
+    from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseMetadataBuilder as B
+
+    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
+                     _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+
+
+@harness("FlashInferMetadataBuilder", "vllm.v1.attention.backends.flashinfer", "vllm.v1.kv_cache_interface")
+def _flashinfer(v: dict, device: str):
+    import torch
+    from vllm.v1.attention.backends.flashinfer import FlashInferMetadataBuilder as B
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+    spec = FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128, dtype=torch.bfloat16)
+    return construct(B, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device))
+
+
+@harness("EagleProposer", "vllm.v1.spec_decode.eagle")
+def _eagle(v: dict, device: str):
+    import torch
+    from vllm.v1.spec_decode.eagle import EagleProposer
+
+    return construct(EagleProposer, vllm_config(v), torch.device(device))
+
+
+@harness("DFlashProposer", "vllm.v1.spec_decode.dflash")
+def _dflash(v: dict, device: str):
+    import torch
+    from vllm.v1.spec_decode.dflash import DFlashProposer
+
+    cfg = vllm_config(v)
+    cfg.speculative_config.method = "dflash"
+    return construct(DFlashProposer, cfg, torch.device(device))
+
+
+@harness("moe_align_block_size", "vllm.model_executor.layers.fused_moe.moe_align_block_size")
+def _moe_align(v: dict, device: str):
+    """vLLM's moe_align_block_size on a routing of ``num_tokens x top_k`` expert ids (its buffers
+    are sized before the compiled op runs)."""
+    import inspect
+
+    import torch
+    from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
+
+    fn = mod.moe_align_block_size
+    topk_ids = (FakeTensor((v["num_tokens"], v["top_k"]), torch.int32, device)
+                if isinstance(v["num_tokens"], SymInt) else torch.zeros((v["num_tokens"], v["top_k"]), dtype=torch.int32))
+    args = dict(topk_ids=topk_ids, block_size=v["block_size_m"], num_experts=v["num_experts"], expert_map=None,
+                pad_sorted_ids=False, ignore_invalid_experts=False, return_scatter_idx=True)
+    log = run_statements(fn, None, None, args)
+    return (None, log)
+
+
+@harness("GPUModelRunner", "vllm.v1.worker.gpu_model_runner")
+def _gpu_model_runner(v: dict, device: str):
+    import torch
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    return construct(GPUModelRunner, vllm_config(v), torch.device(device))
