@@ -670,7 +670,14 @@ def construct(cls, *args, _overrides: dict | None = None, **kwargs):
     queries: ``num_compute_units`` -> ``num_sms``); returns ``(instance, log)``."""
     import inspect
 
-    obj = cls.__new__(cls)
+    abstract = getattr(cls, "__abstractmethods__", frozenset())
+    if abstract:  # an abstract runner class: its constructor still runs as written
+        cls.__abstractmethods__ = frozenset()
+    try:
+        obj = cls.__new__(cls)
+    finally:
+        if abstract:
+            cls.__abstractmethods__ = abstract
     init = cls.__init__
     sig = inspect.signature(init)
     bound = sig.bind(obj, *args, **kwargs)
@@ -806,11 +813,78 @@ def _matches(rec: Recorded, sites: dict[tuple[str, int], object]):
     return None
 
 
+#: Fork budget per harness (paths through its branches on symbolic config values).
+FORK_BUDGET = 64
+
+
+def _one_run(name: str, root: str):
+    """Run harness ``name`` once on symbolic values: ``(records, skipped statements, error)``."""
+    values = config_values(symbolic=True)
+    rec = None
+    logs: list[StepLog] = []
+    error = None
+    try:
+        with tracing(), recording(root, "fake") as rec:
+            result = HARNESSES[name](values, "cpu")
+        logs = [x[1] for x in (result if isinstance(result, list) else [result])
+                if isinstance(x, tuple) and isinstance(x[1], StepLog)]
+    except Exception as exc:  # noqa: BLE001 - a harness that cannot run leaves entries read
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        error = re.sub(r"\S*?(vllm/\S+\.py:\d+)", r"\1", error)[:240]
+    return (rec.records if rec is not None else []), [item for log in logs for item in log.skipped], error
+
+
+def _facts():
+    """What every config name satisfies (sizes >= 1, counts >= 0): prunes impossible branches."""
+    import z3
+
+    return ([z3.Int(n) >= 1 for n in POSITIVE] + [z3.Int(n) >= 0 for n in NONNEGATIVE])
+
+
+def _explore_harness(name: str, root: str):
+    """Run harness ``name`` on every path through its branches on symbolic values
+    (:func:`capproof.symbolic.explore`, budget :data:`FORK_BUDGET`); without ``explore`` (older
+    core), one run on which a branch on a symbolic value is a skipped statement.
+
+    Returns ``(runs, complete)``: one ``(condition Z3 term, records, skipped, error)`` per path."""
+    import z3
+
+    try:
+        from ...symbolic import explore
+    except ImportError:  # pragma: no cover - a core without forking
+        records, skipped, error = _one_run(name, root)
+        return [(z3.BoolVal(True), records, skipped, error)], True
+    exploration = explore(lambda: _one_run(name, root), budget=FORK_BUDGET, assume=_facts())
+    runs = []
+    for path in exploration.paths:
+        if path.error is not None:
+            runs.append((path.condition.term, [], [], f"{type(path.error).__name__}: {path.error}"[:240]))
+            continue
+        records, skipped, error = path.value
+        runs.append((path.condition.term, records, skipped, error))
+    return runs, exploration.complete
+
+
+def condition_expression(term) -> str:
+    """A Z3 Bool term in the shape expression language (comparisons joined by ``&``/``|``)."""
+    import z3
+
+    from ...inventory import _Printer
+
+    facts = [z3.Int(n) >= 1 for n in POSITIVE] + [z3.Int(n) >= 0 for n in NONNEGATIVE]
+    return _Printer(facts).show(z3.simplify(term))[0]
+
+
 def trace_all(version: str, root: str, allocations, names: list[str] | None = None):
     """Run every harness on symbolic config values; return ``(entries, problems, reasons)``:
     the traced :class:`~capproof.inventory.Entry` list, problems to warn about, and for each
-    allocation id a harness failed to reach, why (``{id: why}``)."""
-    from . import wheels
+    allocation id a harness failed to reach, why (``{id: why}``).
+
+    Each harness runs once per path through its branches on symbolic values; an allocation's
+    shape is the ``select`` over the paths' conditions of the shapes recorded on them. It is
+    ``traced`` only when the exploration was complete; when only some paths allocate the buffer,
+    ``why`` says on which condition it exists."""
+    import z3
 
     _activate(root)
     sites = {(a.file, a.line): a for a in allocations}
@@ -818,50 +892,65 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
     problems: list[str] = []
     reasons: dict[str, str] = {}
     for name in names or sorted(HARNESSES):
-        values = config_values(symbolic=True)
-        rec = None
         try:
             prepare(name)
-            with tracing() as trace, recording(root, "fake") as rec:
-                result = HARNESSES[name](values, "cpu")
-            error = None
-            logs = [x[1] for x in (result if isinstance(result, list) else [result])
-                    if isinstance(x, tuple) and isinstance(x[1], StepLog)]
-            for log in logs:
-                if os.environ.get("CAPPROOF_TRACE_DEBUG"):
-                    for item in log.skipped:
-                        print(f"[{name}] skipped {item[3]}", file=sys.stderr)
-                for file, lo, hi, why in log.skipped:
-                    for a in allocations:
-                        if a.file == file and lo <= a.line <= hi:
-                            reasons.setdefault(a.id, why)
-        except Exception as exc:  # noqa: BLE001 - a harness that cannot run leaves entries read
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            error = re.sub(r"\S*?(vllm/\S+\.py:\d+)", r"\1", error)[:240]
-        if rec is None:
-            problems.append(f"{name}: {error}")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{name}: {type(exc).__name__}: {exc}"[:240])
             continue
-        for r in rec.records:
-            a = _matches(r, sites)
-            if a is None or a.id in traced:
+        runs, complete = _explore_harness(name, root)
+        # per allocation: [(path condition, record)] on the paths that made it
+        found: dict[str, list] = {}
+        for cond, records, skipped, error in runs:
+            if os.environ.get("CAPPROOF_TRACE_DEBUG"):
+                for item in skipped:
+                    print(f"[{name}] ({cond}) skipped {item[3]}", file=sys.stderr)
+            for file, lo, hi, why in skipped:
+                for a in allocations:
+                    if a.file == file and lo <= a.line <= hi:
+                        reasons.setdefault(a.id, why)
+            if error is not None:
+                problems.append(f"{name}: stopped at {error}")
+            seen: set[str] = set()
+            for r in records:
+                a = _matches(r, sites)
+                if a is None or a.id in seen or r.untrusted:
+                    continue
+                seen.add(a.id)
+                found.setdefault(a.id, []).append((cond, r))
+        if len(runs) > 1 and os.environ.get("CAPPROOF_TRACE_DEBUG"):
+            print(f"[{name}] {len(runs)} paths, complete={complete}", file=sys.stderr)
+        for aid, hits in found.items():
+            if aid in traced:
                 continue
-            if r.untrusted:
+            a = next(x for x in allocations if x.id == aid)
+            if not complete:
+                reasons[aid] = f"fork budget ({FORK_BUDGET} paths) exhausted before every branch of {name} was explored"
+                continue
+            ranks = {len(r.shape) for _, r in hits}
+            dtypes = {r.dtype for _, r in hits}
+            if len(ranks) > 1 or len(dtypes) > 1:
+                reasons[aid] = f"rank or dtype differs between the paths of {name}"
                 continue
             try:
-                shape = [to_expression(d, positive=POSITIVE, nonnegative=NONNEGATIVE) for d in r.shape]
+                shape = []
+                for d in range(ranks.pop()):
+                    term = None
+                    for cond, r in reversed(hits):
+                        t = r.shape[d].term if isinstance(r.shape[d], SymInt) else z3.IntVal(int(r.shape[d]))
+                        term = t if term is None else z3.If(cond, t, term)
+                    shape.append(to_expression(term, positive=POSITIVE, nonnegative=NONNEGATIVE))
             except (SpecError, TypeError) as exc:
-                reasons[a.id] = f"traced shape not printable: {exc}"
+                reasons[aid] = f"traced shape not printable: {exc}"
                 continue
-            params = sorted({n for s in shape for n in expression_names(s)})
-            traced[a.id] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
-                                 dtype=r.dtype, shape=shape, how="traced", why="", sized_by=classify(params),
-                                 params=params, verdicts={})
-        if error is not None:
-            problems.append(f"{name}: stopped at {error}")
-            for a in allocations:
-                if a.owner == name and a.id not in traced:
-                    reasons[a.id] = f"constructor not traced past: {error}"
-    return list(traced.values()), problems, reasons
+            why = ""
+            if len(hits) < len(runs):
+                where = z3.Or(*[c for c, _ in hits]) if len(hits) > 1 else hits[0][0]
+                why = f"allocated only when {condition_expression(where)}"
+            params = sorted({n for x in shape for n in expression_names(x)})
+            traced[aid] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
+                                dtype=dtypes.pop(), shape=shape, how="traced", why=why, sized_by=classify(params),
+                                params=params, verdicts={})
+    return list(traced.values()), sorted(set(problems)), reasons
 
 
 def _activate(root: str) -> None:
@@ -963,6 +1052,18 @@ def vllm_config(v: dict, **extra) -> Config:
     cfg.cache_config.kv_sharing_fast_prefill = False
     cfg.speculative_config.use_ngram_gpu = lambda: False
     cfg.speculative_config.rejection_sample_method = "strict"
+    cfg.speculative_config.draft_sample_method = "greedy"
+    cfg.model_config.model = "deepseek-ai/DeepSeek-V3.2"
+    cfg.model_config.convert_type = "none"
+    cfg.model_config.architectures = ["DeepseekV32ForCausalLM"]
+    cfg.model_config.hf_config.architectures = ["DeepseekV32ForCausalLM"]
+    try:
+        import torch
+
+        cfg.model_config.dtype = torch.bfloat16
+        cfg.speculative_config.draft_model_config.dtype = torch.bfloat16
+    except ImportError:  # pragma: no cover
+        pass
     for k, val in extra.items():
         setattr(cfg, k, val)
     return cfg
@@ -1056,3 +1157,55 @@ def _gpu_model_runner(v: dict, device: str):
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     return construct(GPUModelRunner, vllm_config(v), torch.device(device))
+
+
+def _req_states(v: dict, device: str):
+    """The V2 runner's request state as the logits processors read it (``RequestState`` fields)."""
+    import torch
+
+    n = v["max_num_reqs"]
+    prompt_len = Config(np=FakeTensor((n,), torch.int32) if isinstance(n, SymInt) else torch.zeros(n, dtype=torch.int32).numpy())
+    return Config(max_num_reqs=n, device=torch.device(device), vocab_size=v["vocab_size"], prompt_len=prompt_len,
+                  max_model_len=v["max_model_len"], num_speculative_steps=v["num_speculative_tokens"])
+
+
+@harness("SamplingStates", "vllm.v1.worker.gpu.sample.states")
+def _sampling_states(v: dict, device: str):
+    from vllm.v1.worker.gpu.sample.states import SamplingStates
+
+    return construct(SamplingStates, max_num_reqs=v["max_num_reqs"], vocab_size=v["vocab_size"])
+
+
+def _logits_processor(module: str, cls: str):
+    def run(v: dict, device: str):
+        import importlib
+
+        klass = getattr(importlib.import_module(module), cls)
+        return construct(klass, vllm_config(v), _req_states(v, device))
+
+    return run
+
+
+for _module, _cls in (("vllm.v1.worker.gpu.sample.logit_bias", "LogitBiasState"),
+                      ("vllm.v1.worker.gpu.sample.penalties", "PenaltiesState"),
+                      ("vllm.v1.worker.gpu.sample.bad_words", "BadWordsState")):
+    harness(_cls, _module)(_logits_processor(_module, _cls))
+
+
+def _speculator(module: str, cls: str):
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+
+        klass = getattr(importlib.import_module(module), cls)
+        return construct(klass, vllm_config(v), torch.device(device))
+
+    return run
+
+
+for _module, _cls in (("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator"),
+                      ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator"),
+                      ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator"),
+                      ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator")):
+    harness(_cls, _module)(_speculator(_module, _cls))
