@@ -78,6 +78,7 @@ SIZED_BY: dict[str, str] = {
     "max_num_seqs": "requests",
     "max_num_batched_tokens": "tokens",
     "max_num_tokens": "tokens",
+    "max_cudagraph_capture_size": "tokens",
     "max_model_len": "blocks",
     "block_size": "blocks",
     "max_num_blocks": "blocks",

@@ -217,16 +217,31 @@ CASES = [
 ]
 
 
+def _harness_names():
+    """The hand-written harnesses and the generic ones for the owners of the committed inventory
+    (a JSON read: collection stays cheap)."""
+    from capproof import inventory as inventory_mod
+    from conftest import ROOT
+
+    path = os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json")
+    if os.path.exists(path):
+        tr.register_generic(inventory_mod.load(path))
+    return sorted(tr.HARNESSES)
+
+
 @pytest.mark.real
 @pytest.mark.parametrize("case", range(len(CASES)))
-@pytest.mark.parametrize("name", sorted(tr.HARNESSES))
+@pytest.mark.parametrize("name", _harness_names())
 def test_traced_shapes_equal_real_int_construction(traced, vllm_root, name, case):
     """Build the class with ints and the real torch/numpy; each traced entry's expression evaluated
     at those ints equals the shape of the tensor the real constructor allocated at that line."""
     entries, allocations = traced
     ints = dict(CASES[case])
     sites = {(a.file, a.line): a for a in allocations}
-    tr.prepare(name)
+    try:
+        tr.prepare(name)
+    except ImportError as exc:  # a CUDA-only module the stand-ins do not cover: its entries stay read
+        pytest.skip(f"{name}: {exc}")
     with tr.recording(vllm_root, "real") as rec:
         try:
             tr.HARNESSES[name](ints, "cpu")

@@ -46,7 +46,8 @@ __all__ = ["FakeTensor", "Recorded", "Recorder", "recording", "HARNESSES", "trac
 POSITIVE = ("max_num_reqs", "max_num_batched_tokens", "max_model_len", "block_size", "dcp", "pcp",
             "hidden_size", "vocab_size", "num_sms", "max_num_blocks", "num_experts", "top_k",
             "block_size_m", "max_num_tokens", "num_heads", "head_size", "num_kv_heads",
-            "kernel_block_size", "index_topk", "cp_kv_cache_interleave_size", "block_table_width", "num_heads")
+            "kernel_block_size", "index_topk", "cp_kv_cache_interleave_size", "block_table_width", "num_heads",
+            "max_cudagraph_capture_size")
 NONNEGATIVE = ("num_speculative_tokens",)
 
 
@@ -712,7 +713,8 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
     DeepSeek-V3.2-like deployment: 256 requests, 8192 batched tokens, 163840 tokens, block 64)."""
     ints = dict(max_num_reqs=256, max_num_batched_tokens=8192, max_model_len=163840, block_size=64, dcp=1,
                 num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560,
-                num_heads=128, index_topk=2048, num_tokens=8192, top_k=8, num_experts=256, block_size_m=64)
+                num_heads=128, index_topk=2048, num_tokens=8192, top_k=8, num_experts=256, block_size_m=64,
+                max_cudagraph_capture_size=512)
     ints.update(overrides)
     if not symbolic:
         return ints
@@ -887,6 +889,7 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
     import z3
 
     _activate(root)
+    register_generic(allocations)
     sites = {(a.file, a.line): a for a in allocations}
     traced: dict[str, Entry] = {}
     problems: list[str] = []
@@ -1035,7 +1038,7 @@ def vllm_config(v: dict, **extra) -> Config:
         num_speculative_tokens=v["num_speculative_tokens"],
         attention_config=Config(sparse_mla_prefill_workspace_factor=5, hisparse_config=None,
                                 resolve_indexer_kv_dtype=lambda default: default),
-        compilation_config=Config(cudagraph_mode=None, max_cudagraph_capture_size=v["max_num_batched_tokens"],
+        compilation_config=Config(cudagraph_mode=None, max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
                                   cudagraph_capture_sizes=[], static_forward_context={}),
         offload_config=Config(), lora_config=None, load_config=Config(), observability_config=Config(),
         kv_transfer_config=None, ec_transfer_config=None,
@@ -1209,3 +1212,55 @@ for _module, _cls in (("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.specu
                       ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator"),
                       ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator")):
     harness(_cls, _module)(_speculator(_module, _cls))
+
+
+def _generic_builder(module: str, cls: str, mla: bool):
+    """An attention metadata builder constructed as the runner does:
+    ``Builder(kv_cache_spec, layer_names, vllm_config, device)`` (``AttentionMetadataBuilder``)."""
+
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+        from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+        klass = getattr(importlib.import_module(module), cls)
+        spec = _mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
+                                                          dtype=torch.bfloat16)
+        return construct(klass, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
+                         _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+
+    return run
+
+
+def _generic_proposer(module: str, cls: str):
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+
+        klass = getattr(importlib.import_module(module), cls)
+        return construct(klass, vllm_config(v), torch.device(device))
+
+    return run
+
+
+def register_generic(allocations) -> list[str]:
+    """Harnesses for the scanned owners that follow vLLM's two common constructor signatures:
+    attention metadata builders (``*MetadataBuilder`` under ``attention/backends``) and
+    proposers/speculators (``(vllm_config, device)``). ROCm-only files are left out. Returns the
+    names registered."""
+    added = []
+    for owner, file in sorted({(a.owner, a.file) for a in allocations}):
+        if owner in HARNESSES or os.path.basename(file).startswith("rocm"):
+            continue
+        module = file[:-3].replace("/", ".")
+        if owner.endswith("MetadataBuilder") and "/attention/backends/" in file:
+            harness(owner, module, "vllm.v1.kv_cache_interface")(_generic_builder(module, owner, "/mla/" in file))
+        elif (owner.endswith("Speculator") and "/worker/gpu/spec_decode/" in file) or (
+                owner.endswith("Proposer") and "/v1/spec_decode/" in file):
+            harness(owner, module)(_generic_proposer(module, owner))
+        else:
+            continue
+        added.append(owner)
+    return added
