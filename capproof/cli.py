@@ -260,24 +260,29 @@ def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> N
 @click.option("--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's).")
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
 def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, serve_args) -> None:
-    """Check one deployment: capproof check-config [--engine vllm==X] -- <vllm serve flags>.
+    """Check one deployment: capproof check-config [--engine vllm==X | sglang] -- <vllm serve | sglang launch line>.
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error is never safe).
     """
-    from .engines.checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check
+    from .engines.checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check, run_check_sglang
+    from .engines.sglang.launch import LaunchFlagError, parse_launch_args
     from .engines.vllm.serve import ServeFlagError, parse_serve_args
 
     try:
         engine, version = parse_engine(engine_spec)
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
-        flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
-        cfg = parse_serve_args(list(serve_args), flags_version)
         model = read_model_config(model_config) if model_config else None
-        gpu = gpu.upper() if gpu else None
-        outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
-                            gpu=gpu, num_sms=num_sms)
-    except (ServeFlagError, CheckError) as exc:
+        if engine == "sglang":
+            cfg = parse_launch_args(list(serve_args))
+            outcome = run_check_sglang(cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
+        else:
+            flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
+            cfg = parse_serve_args(list(serve_args), flags_version)
+            gpu = gpu.upper() if gpu else None
+            outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
+                                gpu=gpu, num_sms=num_sms)
+    except (ServeFlagError, CheckError, LaunchFlagError) as exc:
         _err.print(f"error: {exc}", markup=False, style="bold red")
         sys.exit(2)
     for i, line in enumerate(outcome_lines(outcome, cfg)):

@@ -41,7 +41,7 @@ _LAST_STEP = {
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
     sources=["sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883", "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py"],
-    engine="sglang",
+    engine="sglang", requires=("spec_decode", "hybrid_mamba"),
     versions="==0.5.23",
 )
 def hybrid_mamba_width_mirrors_main_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
@@ -60,7 +60,7 @@ def hybrid_mamba_width_mirrors_main_width(context_len, speculative_num_draft_tok
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
     sources=["sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883", "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py::page_aligned_decode_alloc_lens"],
-    engine="sglang",
+    engine="sglang", requires=("spec_decode", "hybrid_mamba"),
     versions="==0.5.23",
 )
 def decode_alloc_fits_hybrid_mamba_row(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, kv_committed_len, kv_allocated_len):
@@ -78,7 +78,7 @@ def decode_alloc_fits_hybrid_mamba_row(context_len, speculative_num_draft_tokens
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
     sources=["sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py::get_req_to_token_extra_context_len"],
-    engine="sglang",
+    engine="sglang", requires=("spec_decode",),
     versions="==0.5.23",
 )
 def decode_alloc_fits_req_to_token_row(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, kv_committed_len, kv_allocated_len):

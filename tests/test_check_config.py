@@ -38,13 +38,25 @@ def test_buggy_versions_fail_with_reported_numbers(engine, argv, expected):
     assert expected in result.output
 
 
-@pytest.mark.parametrize("engine", ["vllm", "vllm==0.33.0", "vllm==0.28.0"])
+@pytest.mark.parametrize("engine", ["vllm==0.28.0", "vllm==0.32.0"])
 @pytest.mark.parametrize("argv", [GLM_1M_DCP2, GLM_350K, DCP4_480K])
 def test_fixed_versions_are_safe(engine, argv):
     result = check("--engine", engine, "--", *argv)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("safe")
-    assert "ebt_width_matches_runner_after_50823" in result.output
+    assert "safe    spec/vllm_dsa_indexer.py::ebt_width_matches_runner_after_50823" in result.output
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm==0.33.0"])
+@pytest.mark.parametrize("argv", [GLM_1M_DCP2, GLM_350K])
+def test_0_33_block_tables_proved_batch_buffers_undecided_at_default_limits(engine, argv):
+    """On 0.33.0 the fix holds, but the MTP batch buffers of 0.33.0 also apply, at vLLM's default
+    max_num_seqs (256 or 1024 by GPU): beyond the 64-request batches spec/ proves, so the answer
+    is `undecided` (exit 2), never `safe`."""
+    result = check("--engine", engine, "--", *argv)
+    assert result.exit_code == 2, result.output
+    assert "safe    spec/vllm_dsa_indexer.py::ebt_width_matches_runner_after_50823" in result.output
+    assert "not checked: max_num_seqs in [256, 1024] outside 1..64" in result.output
 
 
 def test_a4_smallest_triggering_batch_is_shown_and_bounded_by_max_num_seqs():
@@ -83,7 +95,7 @@ def test_bad_flags_one_line_exit_2(argv, message):
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
 
 
-@pytest.mark.parametrize("engine", ["sglang", "vllm==banana", "vllm==0.5.0", "vllm==1.0.0"])
+@pytest.mark.parametrize("engine", ["sglang==0.4.0", "vllm==banana", "vllm==0.5.0", "vllm==1.0.0"])
 def test_bad_engine_exit_2(engine):
     result = check("--engine", engine, "--", "--max-model-len", "1000")
     assert result.exit_code == 2 and "error: --engine" in result.output
@@ -361,11 +373,14 @@ def test_not_checked_lists_unused_flags():
     --cudagraph-capture-sizes or --enable-expert-parallel, so they are listed, not silently 'safe'."""
     result = check("--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
                    "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
-                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "--enable-expert-parallel")
+                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "--enable-expert-parallel",
+                   "--max-num-seqs", "32", "--max-num-batched-tokens", "2048")
     assert result.exit_code == 0, result.output
     assert "not checked for this deployment:" in result.output
     unused = next(l for l in result.output.splitlines() if "flags no applied obligation reads" in l)
     assert "--cudagraph-capture-sizes" in unused and "--enable-expert-parallel" in unused
+    assert "--speculative-config" not in unused  # read by the EAGLE proposer's arange obligation
+    assert "safe    spec/vllm_0_33_today.py::proposer_arange_covers_request_query_start_loc" in result.output
 
 
 def test_answer_resting_on_a_default_says_so():
@@ -380,3 +395,66 @@ def test_answer_resting_on_a_default_says_so():
     with_gpu = check("--engine", "vllm-ascend==0.25.0", "--gpu", "H100", "--", "vllm", "serve", "glm", "-dcp", "4",
                      "--max-num-seqs", "12", "-sc", '{"num_speculative_tokens": 5}')
     assert "rests on a default: max_num_batched_tokens in [8192]" in with_gpu.output and "demand=8217, capacity=8216" in with_gpu.output
+
+
+def test_realistic_batch_limits_are_never_safe_while_the_batch_proofs_stop_at_64():
+    """--max-num-seqs 256 --max-num-batched-tokens 8192 (vLLM's H100 defaults are larger still):
+    the batch obligations of 0.33.0 apply, and while spec/ proves batches of up to 64 requests
+    only, the answer is `undecided`, never `safe`."""
+    result = check("--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "163840",
+                   "--block-size", "64", "--kv-cache-dtype", "fp8_ds_mla", "-sc", '{"method": "mtp", "num_speculative_tokens": 1}',
+                   "--max-num-seqs", "256", "--max-num-batched-tokens", "8192")
+    assert result.exit_code != 0 and not result.output.startswith("safe"), result.output
+    assert "proposer_arange_covers_request_query_start_loc" in result.output
+    assert "safe    spec/vllm_0_33_today.py::cudagraph_padded_tokens_fit_mnbt" in result.output
+
+
+def test_user_capture_sizes_are_not_covered_by_the_default_size_proofs():
+    result = check("--", "vllm", "serve", "m", "--max-model-len", "8192", "--block-size", "16",
+                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "--max-num-seqs", "8", "--max-num-batched-tokens", "2048")
+    assert "cudagraph_padded_tokens_fit_mnbt: about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) are not modelled" in result.output
+    assert "--cudagraph-capture-sizes" in next(l for l in result.output.splitlines() if "flags no applied obligation reads" in l)
+
+
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
+              "num_experts": 512, "num_experts_per_tok": 10, "linear_num_value_heads": 32, "full_attention_interval": 4,
+              "max_position_embeddings": 262144}  # Qwen/Qwen3-Next-80B-A3B-Instruct
+SGLANG_EAGLE = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp", "4",
+                "--context-length", "163840", "--page-size", "64", "--speculative-algorithm", "EAGLE",
+                "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8",
+                "--mem-fraction-static", "0.8"]
+
+
+def test_sglang_launch_line_hybrid_mamba_reference_numbers(tmp_path):
+    """SGLang 0.5.23 reference §11.1: the hybrid-Mamba width 163852 vs the main 164927 at context
+    163840, page 64, 3 steps, topk 4, 8 draft tokens (a finding under stated assumptions)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(QWEN3_NEXT))
+    result = check("--engine", "sglang==0.5.23", "--model-config", str(config), "--", *SGLANG_EAGLE)
+    assert result.exit_code == 1, result.output
+    assert "W_hybrid_mamba=163852, W_req_to_token=164927" in result.output
+    assert "hybrid_mamba=yes (from architectures)" in result.output
+    assert "safe    spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
+    assert "flags no applied obligation reads: --tp-size, --mem-fraction-static" in result.output
+
+
+def test_sglang_dense_model_without_hybrid_layers(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA))
+    result = check("--engine", "sglang", "--model-config", str(config), "--", *SGLANG_EAGLE)
+    assert result.exit_code == 0, result.output
+    assert "hybrid_mamba_width_mirrors_main_width [sglang-req-to-token-hybrid-mamba-mirror]: does not apply to this model" in result.output
+
+
+def test_sglang_config_file_and_bad_flags(tmp_path):
+    from capproof.engines.sglang.launch import LaunchFlagError, parse_launch_args
+
+    serve = tmp_path / "sglang.yaml"
+    serve.write_text("model-path: Qwen/Qwen3-Next-80B-A3B-Instruct\ncontext-length: 163840\npage-size: 64\ntrust-remote-code: true\n")
+    cfg = parse_launch_args(["sglang", "serve", "--config", str(serve), "--page-size", "1"])
+    assert (cfg.model, cfg.values["context_len"], cfg.values["page_size"]) == ("Qwen/Qwen3-Next-80B-A3B-Instruct", 163840, 1)
+    assert cfg.origin["--page-size"] == "command line" and cfg.origin["--context-length"] == str(serve)
+    with pytest.raises(LaunchFlagError, match="unknown SGLang flag '--context-lenght'.*did you mean --context-length"):
+        parse_launch_args(["python", "-m", "sglang.launch_server", "--context-lenght", "4096"])
+    result = check("--engine", "sglang", "--", "vllm", "serve", "m")
+    assert result.exit_code == 2 and "not an SGLang command line" in result.output

@@ -26,6 +26,8 @@ from ..loader import load
 from ..obligation import Obligation
 from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
+from .sglang.flags import SGLANG_VERSION
+from .sglang.launch import LaunchConfig
 from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION
 from .vllm.serve import ServeConfig
 
@@ -71,8 +73,13 @@ def parse_engine(text: str) -> tuple[str, str]:
     """
     name, sep, version = text.partition("==")
     name = name.strip().lower()
+    if name == "sglang":
+        version = version.strip() if sep else SGLANG_VERSION
+        if version != SGLANG_VERSION:
+            raise CheckError(f"--engine {text!r}: capproof models sglang {SGLANG_VERSION} only")
+        return name, version
     if name not in ("vllm", "vllm-ascend"):
-        raise CheckError(f"--engine {text!r}: supported are vllm[==VERSION] and vllm-ascend==VERSION")
+        raise CheckError(f"--engine {text!r}: supported are vllm[==VERSION], vllm-ascend==VERSION and sglang[=={SGLANG_VERSION}]")
     if name == "vllm-ascend" and not sep:
         raise CheckError(f"--engine {text!r}: give the vLLM-Ascend release, e.g. vllm-ascend==0.25.0")
     version = version.strip() if sep else VLLM_VERSION
@@ -160,6 +167,11 @@ def read_model_config(path: str) -> ModelFacts:
         facts.features.add("moe")
     if "index_topk" in facts.values:
         facts.features.add("dsa_indexer")
+    archs = set(data.get("architectures") or [])
+    hybrid_key = next((k for _, scope in scopes for k in HYBRID_MAMBA_KEYS if k in scope), None)
+    if archs & HYBRID_MAMBA_ARCHITECTURES or hybrid_key:
+        facts.features.add("hybrid_mamba")
+        facts.fields["hybrid_mamba"] = "architectures" if archs & HYBRID_MAMBA_ARCHITECTURES else hybrid_key
     return facts
 
 
@@ -299,11 +311,26 @@ FLAG_PARAMS = {
     "--compilation-config": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
     "--pipeline-parallel-size": ("pp",),
 }
+#: Model features a flag decides (its presence makes feature obligations apply or not).
+FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_decode", "-sc": "spec_decode",
+                 "--kv-cache-dtype": "dsa_indexer"}
 #: Flags that only steer parsing (nothing to check).
 _PARSING_FLAGS = {"--model", "--config"}
 
 #: What each model feature is, for the "not checked" lines.
-FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "routed experts"}
+FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "routed experts",
+            "hybrid_mamba": "hybrid Mamba/linear-attention layers (config.json)",
+            "spec_decode": "speculative decoding (--speculative-algorithm)"}
+
+#: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang
+#: ``req_to_token`` width comes from the hybrid-Mamba pool (sglang 0.5.23
+#: ``kv_cache_configurator.py``; ``configs/model_config.py`` hybrid checks).
+HYBRID_MAMBA_ARCHITECTURES = frozenset({
+    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "NemotronHForCausalLM", "FalconH1ForCausalLM", "JambaForCausalLM", "KimiLinearForCausalLM",
+    "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM", "MiniMaxM1ForCausalLM",
+})
+HYBRID_MAMBA_KEYS = ("linear_num_value_heads", "mamba_d_state", "hybrid_override_pattern", "layers_block_type", "linear_conv_kernel_dim")
 
 
 def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None) -> list[Default]:
@@ -350,37 +377,9 @@ def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
     return out
 
 
-def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | dict | None = None,
-              paths=("spec",), options: Options | None = None, gpu: str | None = None,
-              num_sms: int | None = None) -> CheckOutcome:
-    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
-
-    Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
-    are checked over every default of that release (one per GPU tier, or the ``gpu``'s), and the
-    answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
-    """
-    options = options or Options()
-    if isinstance(model, dict):
-        feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
-        model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
-    if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
-        cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
-    pins = pins_for(cfg, model)
-    if num_sms is None and gpu:
-        num_sms = GPU_SMS.get(gpu)
-    if num_sms is not None:
-        pins["num_sms"] = num_sms
-    defaults = batch_defaults(cfg, engine, version, gpu)
-    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
-    if "max_num_seqs" in choices:
-        choices["max_num_reqs"] = choices["max_num_seqs"]
-    if cfg.cudagraph_capture_sizes:
-        choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
-        if cfg.max_cudagraph_capture_size is None:
-            pins["max_cudagraph_capture_size"] = max(cfg.cudagraph_capture_sizes)
-    features = set(model.features) if model else set()
-    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
-        features.add("dsa_indexer")
+def _check_all(engine: str, version: str, pins: dict, choices: dict, features: set, model: ModelFacts | None,
+               seqs: int | None, tokens: int | None, paths, options: Options) -> tuple[list[Checked], set[str]]:
+    """Apply every obligation of ``paths`` about ``engine==version``: -> (checked, parameters used)."""
     items, errors = load(paths)
     if errors:
         raise CheckError(errors[0].message)
@@ -394,6 +393,14 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         multi = {k: v for k, v in choices.items() if k in ob.domain and k not in mine}
         free = [p for p in ob.params if p not in mine and p not in multi]
         missing = [f for f in getattr(ob, "requires", ()) if f not in features]
+        if "spec_decode" in missing:
+            flag = "--speculative-algorithm" if engine == "sglang" else "--speculative-config"
+            checked.append(Checked(ob, None, False, f"does not apply: no speculative decoding ({flag} not given)", mine, free))
+            continue
+        if "default_capture_sizes" in missing:
+            checked.append(Checked(ob, None, False, "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
+                                   "are not modelled", mine, free))
+            continue
         if missing:
             if model is not None:
                 why = f"does not apply to this model: {model.path} shows no " + ", no ".join(FEATURES.get(f, f) for f in missing)
@@ -427,8 +434,6 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
             domain[k] = Choice(mine[k])
         for k, vs in multi.items():
             domain[k] = Choice(*vs)
-        seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
-        tokens = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else max(choices.get("max_num_batched_tokens", (0,))) or None
         bounded = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, seqs, tokens)})
         result = prove_obligation(bounded, dataclasses.replace(options, pins=mine))
         used.update(mine)
@@ -442,24 +447,90 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
         checked.append(Checked(ob, result, True, "", mine, free, multi))
+    return checked, used
+
+
+def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | dict | None = None,
+              paths=("spec",), options: Options | None = None, gpu: str | None = None,
+              num_sms: int | None = None) -> CheckOutcome:
+    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
+
+    Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
+    are checked over every default of that release (one per GPU tier, or the ``gpu``'s), and the
+    answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
+    """
+    options = options or Options()
+    if isinstance(model, dict):
+        feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
+        model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
+    if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
+        cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
+    pins = pins_for(cfg, model)
+    if num_sms is None and gpu:
+        num_sms = GPU_SMS.get(gpu)
+    if num_sms is not None:
+        pins["num_sms"] = num_sms
+    defaults = batch_defaults(cfg, engine, version, gpu)
+    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+    if "max_num_seqs" in choices:
+        choices["max_num_reqs"] = choices["max_num_seqs"]
+    if cfg.cudagraph_capture_sizes:
+        choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
+        if cfg.max_cudagraph_capture_size is None:
+            pins["max_cudagraph_capture_size"] = max(cfg.cudagraph_capture_sizes)
+    features = set(model.features) if model else set()
+    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+        features.add("dsa_indexer")
+    if cfg.num_speculative_tokens > 0:
+        features.add("spec_decode")
+    if not cfg.cudagraph_capture_sizes:
+        features.add("default_capture_sizes")
+    seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
+    tokens = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else max(choices.get("max_num_batched_tokens", (0,))) or None
+    checked, used = _check_all(engine, version, pins, choices, features, model, seqs, tokens, paths, options)
     unused = []
     for flag in cfg.origin:
         if flag in _PARSING_FLAGS:
             continue
         params = FLAG_PARAMS.get(flag, ())
-        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
-            params = (*params, "feature:dsa_indexer")
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens"):
+            params = (*params, f"feature:{FLAG_FEATURES[flag]}")
         if not any(p in used for p in params):
             unused.append(flag)
     used_defaults = [d for d in defaults if d.param in used]
     return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model)
 
 
+def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
+                     options: Options | None = None) -> CheckOutcome:
+    """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
+
+    ``context_len`` defaults to the model's ``max_position_embeddings`` (SGLang's default context
+    length); speculative parameters not given stay symbolic (SGLang chooses them per model) and
+    the answer says so.
+    """
+    options = options or Options()
+    pins = dict(cfg.values)
+    if "context_len" not in pins and model and "max_position_embeddings" in model.values:
+        pins["context_len"] = model.values["max_position_embeddings"]
+    features = set(model.features) if model else set()
+    if cfg.speculative_algorithm:
+        features.add("spec_decode")
+    checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
+    if cfg.speculative_algorithm:
+        used.add("feature:spec_decode")
+    params = {"--context-length": "context_len", "--page-size": "page_size", "--speculative-num-steps": "speculative_num_steps",
+              "--speculative-eagle-topk": "speculative_eagle_topk", "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
+              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode"}
+    unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
+    return CheckOutcome("sglang", version, checked, [], unused, dict(cfg.env), model)
+
+
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
     head = {"safe": "safe", "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
-    engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend"}.get(outcome.engine, outcome.engine)
+    engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     if cfg.config_file:
         from_file = [f for f, src in cfg.origin.items() if src == cfg.config_file]
@@ -467,7 +538,7 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             lines.append(f"  from {cfg.config_file}: {', '.join(from_file)} (the command line wins over the file)")
     if outcome.model is not None and outcome.model.fields:
         lines.append("  model config " + outcome.model.path + ": " + ", ".join(
-            f"{p}={outcome.model.values[p]} (from {f})" for p, f in outcome.model.fields.items()))
+            f"{p}={outcome.model.values.get(p, 'yes')} (from {f})" for p, f in outcome.model.fields.items()))
     for c in outcome.applicable:
         ob = c.obligation
         case = f" [{ob.case}]" if ob.case else ""
@@ -508,11 +579,16 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     for d in outcome.defaults:
         lines.append(f"  rests on a default: {d.param} in {list(d.values)} ({d.why})")
     free = {p for c in outcome.applicable for p in c.free}
-    if cfg.max_model_len is None and "max_model_len" in free:
+    for name, flag in (("context_len", "--context-length"), ("speculative_num_steps", "--speculative-num-steps"),
+                       ("speculative_eagle_topk", "--speculative-eagle-topk"),
+                       ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"), ("page_size", "--page-size")):
+        if isinstance(cfg, LaunchConfig) and name in free:
+            lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
+    if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
         lines.append("  rests on no max_model_len: --max-model-len not given, left symbolic over each obligation's domain")
-    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+    if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}")
-    if cfg.block_size is None and "block_size" in free:
+    if getattr(cfg, "block_size", 0) is None and "block_size" in free:
         lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
     not_checked = outcome.not_checked
     if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered:
