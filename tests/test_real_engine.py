@@ -311,3 +311,39 @@ def test_spec_real_proves_and_finds_the_a1_difference_through_real_code(real):
     assert all(r.verdict.value == ob.expect for ob, r in zip(items, results.values())), {k: r.message for k, r in results.items()}
     cex = results["real_width_equals_pre_50302_indexer_width"].counterexample
     assert cex.values["W_bt"] - cex.values["W_buf"] == 1
+
+
+def test_check_config_model_fields_are_vllms_aliases(real):
+    """check-config reads config.json with vLLM 0.33.0's own CONFIG_FIELD_ALIASES (same keys, same order)."""
+    from capproof.engines.checkconfig import MODEL_FIELDS
+
+    real.fetch()
+    path = os.path.join(real.cache_dir(), "src", "vllm", "transformers_utils", "config.py")
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    node = next(n for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "CONFIG_FIELD_ALIASES")
+    aliases = ast.literal_eval(node.value)
+    assert MODEL_FIELDS["num_experts"] == aliases["num_experts"]
+    assert MODEL_FIELDS["top_k"] == aliases["num_experts_per_token"]
+    assert MODEL_FIELDS["num_kv_heads"] == aliases["total_num_kv_heads"]
+
+
+def test_check_config_flag_table_matches_the_wheel(real):
+    """capproof/engines/vllm/flags.py for 0.33.0 is what real/extract_vllm_flags.py reads from the wheel."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from capproof.engines.vllm import flags
+
+    real.fetch()
+    wheels = os.path.join(real.cache_dir(), "wheels")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in os.listdir(wheels):
+            if name.startswith(f"vllm-{flags.VLLM_VERSION}-"):
+                os.symlink(os.path.join(wheels, name), os.path.join(tmp, name))
+        out = subprocess.run([sys.executable, "real/extract_vllm_flags.py", tmp], capture_output=True, text=True, check=True).stdout
+    ns: dict = {}
+    exec(out, ns)
+    assert ns["VLLM_SERVE_FLAGS"] == flags.VLLM_SERVE_FLAGS
+    assert ns["BATCH_DEFAULTS"][flags.VLLM_VERSION] == flags.BATCH_DEFAULTS[flags.VLLM_VERSION]
+    assert ns["CACHE_DTYPES"][flags.VLLM_VERSION] == flags.CACHE_DTYPES[flags.VLLM_VERSION]
