@@ -65,26 +65,82 @@ def _summary(result: RunResult) -> None:
                    style="green" if result.exit_code == 0 else "bold red")
 
 
+#: The session: ``cwd`` where capproof was started, ``root`` the project it runs in, ``settings``
+#: its ``[tool.capproof]`` table, ``verbosity`` (-q/-v).
+_SESSION: dict[str, Any] = {"cwd": None, "root": None, "settings": {}, "verbosity": 0}
+
+
+def _user_path(path: str | None) -> str | None:
+    """A path the user typed (relative to where capproof started) as an absolute path."""
+    if path is None or path == "-":
+        return path
+    return os.path.abspath(os.path.join(_SESSION["cwd"] or os.getcwd(), path))
+
+
+def _enter_project(paths=(), need_root: bool = False) -> tuple[str, ...]:
+    """Find the project root (pytest-style), read ``[tool.capproof]``, run from the root.
+
+    Without a project (no ``[tool.capproof]`` table nor ``spec/`` upwards) commands that only read
+    run on the engine specs shipped with capproof; ``need_root`` commands (they write into the
+    project) fail. Returns ``paths`` relative to the root (default: ``[tool.capproof] paths``, else spec/).
+    """
+    from .project import SettingsError, bundled_root, find_root, read_settings
+
+    start = _SESSION["cwd"] = _SESSION["cwd"] or os.getcwd()
+    root = find_root(start)
+    if root is None:
+        if need_root:
+            _fail("no capproof project here or above (a pyproject.toml with [tool.capproof], or a spec/ directory)")
+        root = bundled_root()
+        if root is None:
+            _fail("no capproof project here or above, and no engine specs installed with capproof")
+    try:
+        settings = read_settings(root)
+    except SettingsError as exc:
+        _fail(str(exc))
+    _SESSION.update(root=root, settings=settings)
+    absolute = [_user_path(p) for p in paths]
+    os.chdir(root)
+    if absolute:
+        return tuple(os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in absolute)
+    return tuple(settings.get("paths") or ("spec",))
+
+
+def _setting(value, name: str, default):
+    """A command-line value, else ``[tool.capproof] name``, else ``default``."""
+    if value is not None:
+        return value
+    return _SESSION["settings"].get(name, default)
+
+
 def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, **extra) -> RunResult:
     options = Options(
-        rlimit=rlimit, pins=pins, jobs=jobs or default_jobs(), crosshair_timeout=crosshair_timeout, contracts=not no_contracts, **extra,
+        rlimit=_setting(rlimit, "rlimit", DEFAULT_RLIMIT), pins=pins, jobs=_setting(jobs, "jobs", default_jobs()),
+        crosshair_timeout=float(_setting(crosshair_timeout, "crosshair_timeout", 30.0)), contracts=not no_contracts, **extra,
     )
-    progress = None if quiet else (lambda entry: _print(None, entry))
+    verbosity = _SESSION["verbosity"]
+    if quiet or verbosity <= -2:
+        progress = None
+    elif verbosity == -1:
+        progress = lambda entry: None if entry.ok else _print(None, entry)  # noqa: E731 - only what needs attention
+    else:
+        progress = lambda entry: _print(None, entry)  # noqa: E731
     return run(paths or ("spec",), options, keyword, progress)
 
 
 _common = [
     click.argument("paths", nargs=-1, type=click.Path()),
-    click.option("-k", "keyword", default=None, metavar="SUBSTRING",
-                 help="Only obligations and contracts whose id contains SUBSTRING, or whose corpus case is SUBSTRING."),
+    click.option("-k", "keyword", default=None, metavar="EXPRESSION",
+                 help="Only obligations and contracts matching EXPRESSION: substrings of the id (or an exact corpus case) "
+                      "combined with and/or/not and parentheses, as pytest's -k ('ebt and not before_50302')."),
     click.option("--set", "pins", multiple=True, metavar="NAME=VALUE",
                  help="Pin a parameter (engine config name), e.g. --set max_model_len=350000."),
-    click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
-                 help="Deterministic Z3 resource budget per query."),
+    click.option("--rlimit", default=None, type=click.IntRange(min=1),
+                 help=f"Deterministic Z3 resource budget per query [default: [tool.capproof] rlimit, else {DEFAULT_RLIMIT}]."),
     click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
-                 help="Worker processes, longest work first.  [default: the CPU cores available]"),
-    click.option("--crosshair-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
-                 help="CrossHair per-condition timeout in seconds."),
+                 help="Worker processes, longest work first [default: [tool.capproof] jobs, else the CPU cores available]."),
+    click.option("--crosshair-timeout", default=None, type=click.FloatRange(min=0.1),
+                 help="CrossHair per-condition timeout in seconds [default: [tool.capproof] crosshair_timeout, else 30]."),
     click.option("--no-contracts", is_flag=True, help="Skip the CrossHair contract checks."),
 ]
 
@@ -100,8 +156,15 @@ def _apply(options):
 
 @click.group()
 @click.version_option(package_name="capproof")
-def main() -> None:
-    """Prove buffer capacity >= demand for every configuration and batch, or find a counterexample."""
+@click.option("-q", "--quiet", count=True, help="Less output: -q only results not as expected, -qq only the summary.")
+@click.option("-v", "--verbose", count=True, help="More output: -v also the project root and settings used.")
+def main(quiet: int, verbose: int) -> None:
+    """Prove buffer capacity >= demand for every configuration and batch, or find a counterexample.
+
+    Run from anywhere inside a project: the root is the nearest directory upwards with a
+    pyproject.toml [tool.capproof] table (rlimit, jobs, crosshair_timeout, paths) or a spec/ directory.
+    """
+    _SESSION.update(cwd=os.getcwd(), verbosity=verbose - quiet)
 
 
 def _write_json(data: dict[str, Any], path: str) -> None:
@@ -146,6 +209,8 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
           density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
+    paths = _enter_project(paths)
+    json_out, junit_out, sarif_out, smt2_dir = (_user_path(p) for p in (json_out, junit_out, sarif_out, smt2_dir))
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
@@ -186,8 +251,8 @@ def _preflight(smt2_dir: str | None, cross_check: str | None) -> None:
 
 @main.command()
 @_apply(_common[:5])
-@click.option("--out", "out_dir", type=click.Path(), default=DEFAULT_OUT, show_default=True,
-              metavar="DIR", help="Directory for the JSON witnesses and the generated pytest module.")
+@click.option("--out", "out_dir", type=click.Path(), default=None,
+              metavar="DIR", help=f"Directory for the JSON witnesses and the generated pytest module [default: {DEFAULT_OUT}].")
 def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
     """Write every counterexample in PATHS (default: spec/) as a JSON witness and a pytest regression.
 
@@ -195,6 +260,8 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
     from every witness in DIR. Exit code as for `prove`; 2 if DIR cannot be written.
     """
     pins_d = _parse_pins(pins)
+    paths = _enter_project(paths, need_root=True)
+    out_dir = _user_path(out_dir) if out_dir else DEFAULT_OUT
     result = _run(paths, keyword, pins_d, rlimit, jobs, 30.0, True, quiet=False)
     try:
         written = write_counterexamples(result.to_json(), out_dir)
@@ -218,6 +285,8 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
               help="Render from a `prove --json` file of a full, unpinned run instead of proving again.")
 def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
     """Write proofs/<spec module>.md for every spec module in spec/ (a full, unpinned run)."""
+    _enter_project(need_root=True)
+    from_json = _user_path(from_json)
     exit_code = 0
     if from_json:
         try:
@@ -273,6 +342,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
         model = read_model_config(model_config) if model_config else None
+        spec_paths = tuple(_user_path(p) for p in spec_paths)
+        if not spec_paths:  # the engine specs shipped with capproof, loaded from their own root
+            from .project import bundled_root
+
+            engines = bundled_root()
+            if engines is None:
+                raise CheckError("no engine specs installed with capproof (give --spec)")
+            os.chdir(engines)
         if engine == "sglang":
             cfg = parse_launch_args(list(serve_args))
             outcome = run_check_sglang(cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
@@ -304,12 +381,15 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
 def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
     pins_d = _parse_pins(pins)
-    if (write or check) and (paths or keyword or pins_d):
+    given_paths = bool(paths)
+    paths = _enter_project(paths, need_root=write or check)
+    json_out = _user_path(json_out)
+    if (write or check) and (given_paths or keyword or pins_d):
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop PATHS, -k and --set")
     quiet = json_out == "-" or check or write
     progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
                                               for i, line in enumerate(terminal_bound_lines(r))])
-    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress, skip_vectors=write or check or not vectors)
+    run_ = run_bounds(paths, keyword, pins_d, _setting(rlimit, "rlimit", DEFAULT_RLIMIT), waste_threshold, progress, skip_vectors=write or check or not vectors)
     data = run_.to_json()
     for err in run_.errors:
         _err.print(f"error: {err}", markup=False, style="bold red")
@@ -357,6 +437,8 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     """Which inventory entries have a proved or counterexample verdict; print the uncovered ones."""
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
+    _enter_project(need_root=True)
+    inventory_path, from_json = _user_path(inventory_path), _user_path(from_json)
     try:
         entries = read_inventory(inventory_path)
         with open(inventory_path, encoding="utf-8") as fh:

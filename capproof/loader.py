@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Iterable, Union
 
 from .obligation import CREATED, Contract, Obligation
 
-__all__ = ["LoadError", "Item", "discover", "load_file", "load", "ensure_project_on_path"]
+__all__ = ["LoadError", "Item", "discover", "load_file", "load", "ensure_project_on_path", "keyword_matcher"]
 
 
 @dataclass
@@ -111,15 +112,79 @@ def load_file(path: str) -> list[Item] | LoadError:
     return items
 
 
+_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+
+def keyword_matcher(expression: str | None):
+    """pytest-style ``-k``: ``a and not (b or c)`` over words, each matching an item whose id
+    contains it or whose corpus case equals it. Raises ValueError on a malformed expression."""
+    if expression is None:
+        return lambda item_id, case: True
+    tokens = _WORD.findall(expression)
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def parse_or():
+        terms = [parse_and()]
+        while peek() == "or":
+            take()
+            terms.append(parse_and())
+        return lambda i, c: any(t(i, c) for t in terms)
+
+    def parse_and():
+        terms = [parse_not()]
+        while peek() == "and":
+            take()
+            terms.append(parse_not())
+        return lambda i, c: all(t(i, c) for t in terms)
+
+    def parse_not():
+        if peek() == "not":
+            take()
+            inner = parse_not()
+            return lambda i, c: not inner(i, c)
+        token = peek()
+        if token is None or token in ("and", "or", ")"):
+            raise ValueError(f"-k {expression!r}: expected a word at {'the end' if token is None else repr(token)}")
+        take()
+        if token == "(":
+            inner = parse_or()
+            if peek() != ")":
+                raise ValueError(f"-k {expression!r}: missing ')'")
+            take()
+            return inner
+        return lambda i, c, w=token: w in i or w == c
+
+    if not tokens:
+        raise ValueError("-k: empty expression")
+    matcher = parse_or()
+    if pos != len(tokens):
+        raise ValueError(f"-k {expression!r}: unexpected {tokens[pos]!r}")
+    if len(tokens) == 1:  # a single word: substring of the id, or the exact case (as before)
+        return lambda i, c, w=tokens[0]: w in i or w == c
+    return matcher
+
+
 def load(paths: Iterable[str], keyword: str | None = None) -> tuple[list[Item], list[LoadError]]:
-    """All obligations and contracts under ``paths`` whose id contains ``keyword`` (or whose corpus case is ``keyword``)."""
+    """All obligations and contracts under ``paths`` matching ``keyword`` (see :func:`keyword_matcher`)."""
+    try:
+        match = keyword_matcher(keyword)
+    except ValueError as exc:
+        return [], [LoadError("-k", str(exc))]
     files, errors = discover(paths)
     items: list[Item] = []
     for f in files:
         loaded = load_file(f)
         if isinstance(loaded, LoadError):
-            if keyword is None or keyword in loaded.file:
+            if keyword is None or match(loaded.file, None):
                 errors.append(loaded)
             continue
-        items.extend(it for it in loaded if keyword is None or keyword in it.id or keyword == it.case)
+        items.extend(it for it in loaded if match(it.id, it.case))
     return items, errors

@@ -167,6 +167,8 @@ def run(
     for name in options.pins:
         if name not in known:
             result.usage_errors.append(f"--set {name}: no selected obligation has a parameter named {name!r}")
+    if result.usage_errors:  # a mistyped pin: nothing runs (the run would not be the one asked for)
+        return result
 
     if not obligations and not contracts and not errors:
         result.usage_errors.append("nothing selected: no obligation or contract matches the paths and -k")

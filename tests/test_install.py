@@ -1,0 +1,85 @@
+"""The installable suite: build the wheel, install it into a fresh venv, run it from another project.
+
+Slow tier (`make test-slow`): builds with pip (setuptools from the index) and installs capproof's
+dependencies into a new venv (about a minute with a warm pip cache).
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd, cwd, **kw):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900, **kw)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    base = tmp_path_factory.mktemp("install")
+    wheels = base / "wheels"
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), ROOT], cwd=base)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = list(wheels.glob("capproof-*.whl"))
+    venv = base / "venv"
+    assert _run([sys.executable, "-m", "venv", str(venv)], cwd=base).returncode == 0
+    pip = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], cwd=base)
+    assert pip.returncode == 0, pip.stderr
+    return venv
+
+
+GLM = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64",
+       "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+
+
+def test_check_config_from_any_directory(installed, tmp_path):
+    """An operator with only the wheel: the engine specs ship inside it."""
+    exe = str(installed / "bin" / "capproof")
+    failing = _run([exe, "check-config", "--engine", "vllm==0.27.0", "--", *GLM], cwd=tmp_path)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "W_buf=8192, W_bt=16384" in failing.stdout and "spec/vllm_dsa_indexer.py::" in failing.stdout
+    fixed = _run([exe, "check-config", "--engine", "vllm==0.32.0", "--", *GLM], cwd=tmp_path)
+    assert fixed.returncode == 0 and fixed.stdout.startswith("safe"), fixed.stdout + fixed.stderr
+    version = _run([str(installed / "bin" / "python"), "-m", "capproof", "--version"], cwd=tmp_path)
+    assert version.returncode == 0 and "0.1.0" in version.stdout
+
+
+def test_a_teams_own_project_with_its_spec_and_models(installed, tmp_path):
+    """A new repo with its own spec/ and models/ (and [tool.capproof] defaults), run from a subdirectory."""
+    (tmp_path / "pyproject.toml").write_text('[tool.capproof]\nrlimit = 5000000\njobs = 1\n')
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "ring.py").write_text(textwrap.dedent('''\
+        from capproof.arith import cdiv
+
+
+        def slots(requests, per_request):
+            """Ring buffer slots: one page of 16 per started group of requests (our engine, v1)."""
+            return cdiv(requests, 16) * 16 * per_request
+    '''))
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "ring.py").write_text(textwrap.dedent('''\
+        from capproof import Choice, Range, at_most, obligation
+        from models.ring import slots
+
+
+        @obligation(domain={"requests": Range(1, 4096), "per_request": Choice(1, 2, 4)}, expect="proved")
+        def ring_holds_every_request(requests, per_request):
+            return at_most(demand=requests * per_request, capacity=slots(requests, per_request))
+
+
+        @obligation(domain={"requests": Range(1, 4096)}, expect="counterexample")
+        def fixed_ring_of_1024(requests):
+            return at_most(demand=requests, capacity=1024)
+    '''))
+    (tmp_path / "src").mkdir()
+    exe = str(installed / "bin" / "capproof")
+    result = _run([exe, "prove", "--no-contracts"], cwd=tmp_path / "src")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "spec/ring.py::ring_holds_every_request" in result.stdout and "2 of 2 as expected" in result.stdout
+    assert "spec/ring.py::fixed_ring_of_1024" in result.stdout and "3072 of 4096" in result.stdout
