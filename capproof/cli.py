@@ -74,10 +74,12 @@ def _user_path(path: str | None) -> str | None:
     """A path the user typed (relative to where capproof started) as an absolute path."""
     if path is None or path == "-":
         return path
-    return os.path.abspath(os.path.join(_SESSION["cwd"] or os.getcwd(), path))
+    absolute = os.path.abspath(os.path.join(_SESSION["cwd"] or os.getcwd(), path))
+    relative = os.path.relpath(absolute)  # as seen from the root capproof now runs in
+    return relative if not relative.startswith(os.pardir) else absolute
 
 
-def _enter_project(paths=(), need_root: bool = False) -> tuple[str, ...]:
+def _enter_project(paths=(), need_root: bool = False, optional: bool = False) -> tuple[str, ...]:
     """Find the project root (pytest-style), read ``[tool.capproof]``, run from the root.
 
     Without a project (no ``[tool.capproof]`` table nor ``spec/`` upwards) commands that only read
@@ -88,6 +90,8 @@ def _enter_project(paths=(), need_root: bool = False) -> tuple[str, ...]:
 
     start = _SESSION["cwd"] = _SESSION["cwd"] or os.getcwd()
     root = find_root(start)
+    if root is None and optional:  # works on its inputs alone: stay where it was started
+        root = start
     if root is None:
         if need_root:
             _fail("no capproof project here or above (a pyproject.toml with [tool.capproof], or a spec/ directory)")
@@ -99,10 +103,12 @@ def _enter_project(paths=(), need_root: bool = False) -> tuple[str, ...]:
     except SettingsError as exc:
         _fail(str(exc))
     _SESSION.update(root=root, settings=settings)
-    absolute = [_user_path(p) for p in paths]
+    if _SESSION["verbosity"] >= 1:
+        _err.print(f"capproof: root {root}" + (f", [tool.capproof] {settings}" if settings else ""), markup=False)
+    absolute = [os.path.abspath(os.path.join(start, p)) for p in paths]
     os.chdir(root)
     if absolute:
-        return tuple(os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in absolute)
+        return tuple(os.path.relpath(p) if not os.path.relpath(p).startswith(os.pardir) else p for p in absolute)
     return tuple(settings.get("paths") or ("spec",))
 
 
@@ -158,13 +164,16 @@ def _apply(options):
 @click.version_option(package_name="capproof")
 @click.option("-q", "--quiet", count=True, help="Less output: -q only results not as expected, -qq only the summary.")
 @click.option("-v", "--verbose", count=True, help="More output: -v also the project root and settings used.")
-def main(quiet: int, verbose: int) -> None:
+@click.pass_context
+def main(ctx: click.Context, quiet: int, verbose: int) -> None:
     """Prove buffer capacity >= demand for every configuration and batch, or find a counterexample.
 
     Run from anywhere inside a project: the root is the nearest directory upwards with a
     pyproject.toml [tool.capproof] table (rlimit, jobs, crosshair_timeout, paths) or a spec/ directory.
     """
-    _SESSION.update(cwd=os.getcwd(), verbosity=verbose - quiet)
+    start = os.getcwd()
+    _SESSION.update(cwd=start, verbosity=verbose - quiet, root=None, settings={})
+    ctx.call_on_close(lambda: os.chdir(start))  # commands run from the project root; give the caller its directory back
 
 
 def _write_json(data: dict[str, Any], path: str) -> None:
@@ -437,7 +446,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     """Which inventory entries have a proved or counterexample verdict; print the uncovered ones."""
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
-    _enter_project(need_root=True)
+    _enter_project(need_root=not from_json, optional=bool(from_json))
     inventory_path, from_json = _user_path(inventory_path), _user_path(from_json)
     try:
         entries = read_inventory(inventory_path)
