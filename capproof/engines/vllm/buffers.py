@@ -97,6 +97,20 @@ def read_entry(a: Allocation, why: str) -> Entry:
                  sized_by=classify(params), params=sorted(params), verdicts={})
 
 
+def _untraced_why(a: Allocation, traced_run: bool) -> str:
+    """Why an allocation no harness reached is read (refined by the tracer's reasons)."""
+    if not traced_run:
+        return "static reading (--no-trace)"
+    if os.path.basename(a.file).startswith("rocm"):
+        return "ROCm-only backend: not executed on a CPU build (static reading of the allocation call)"
+    from .trace import HARNESSES
+
+    if a.owner in HARNESSES:
+        return (f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
+                "constructor, e.g. in build() or a lazy getter; static reading)")
+    return f"no harness constructs {a.owner} yet (static reading of the allocation call)"
+
+
 @dataclass
 class Built:
     entries: list[Entry]
@@ -117,15 +131,15 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     if root is None:
         root = wheels.source_root("vllm", version)
     allocations = scan(root)
-    entries = {a.id: read_entry(a, "not traced yet (static reading of the allocation call)") for a in allocations}
+    entries = {a.id: read_entry(a, _untraced_why(a, trace)) for a in allocations}
     problems: list[str] = []
     if trace:
         from .trace import trace_all
 
         traced, problems, reasons = trace_all(version, root, allocations)
         for a in allocations:
-            if a.id in reasons and entries[a.id].how == "read":
-                entries[a.id].why = reasons[a.id]
+            if entries[a.id].how == "read":
+                entries[a.id].why = reasons.get(a.id, _untraced_why(a, True))
         for e in traced:
             if e.id in entries:
                 entries[e.id] = e

@@ -563,7 +563,8 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
         if isinstance(stmt, ast.Return):
             break
         reads, attr_reads = _loaded(stmt)
-        bad = [n for n in reads if n in poisoned_names] + [f"self.{a}" for a in attr_reads if a in poisoned_attrs]
+        # sorted: the same statement names the same poisoned input in every run (sets are unordered)
+        bad = sorted(n for n in reads if n in poisoned_names) + sorted(f"self.{a}" for a in attr_reads if a in poisoned_attrs)
         why = None
         if bad:
             why = f"reads {bad[0]}, not traced ({(poisoned_names | {('self.' + k): v for k, v in poisoned_attrs.items()})[bad[0]]})"
