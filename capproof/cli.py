@@ -280,6 +280,9 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
         _summary(result)
         sys.exit(EXIT_UNDECIDED)
     _summary(result)
+    for ob in written.get("unexpected", []):
+        _err.print(f"not written: {ob} has an unexpected counterexample (a claim expected to hold): fix the model "
+                   "or the claim; a regression test would pass while it is wrong", markup=False, style="bold red")
     where = f"; {written['module']} replays {written['rows']}" if written["module"] else ""
     n = len(written["witnesses"])
     _console.print(f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",

@@ -207,13 +207,21 @@ def write_counterexamples(run_json: dict[str, Any], out: str = DEFAULT_OUT) -> d
     """Write the run's witnesses into ``out`` and regenerate the pytest module from all witnesses there.
 
     Returns ``{"witnesses": [paths of this run's witnesses], "changed": [paths rewritten],
-    "module": path or None, "rows": number of rows}``. No module is written while ``out`` holds
+    "module": path or None, "rows": number of rows, "unexpected": [obligation ids]}``. An
+    unexpected counterexample (the obligation expects ``proved``) is not written: a test replaying
+    it would pass while the model is wrong. No module is written while ``out`` holds
     no witness. Raises ``OSError`` (unwritable ``out``) or :class:`WitnessError` (a broken
     witness file already in ``out``).
     """
     os.makedirs(out, exist_ok=True)
-    written, changed = [], []
+    written, changed, unexpected = [], [], []
     for w in witnesses(run_json):
+        if w["expect"] != "counterexample":
+            # a claim expected to hold: a regression test replaying its witness would pass while the
+            # model is wrong, so none is written; the run's exit code (1) and this list report it
+            if w["obligation"] not in unexpected:
+                unexpected.append(w["obligation"])
+            continue
         path = os.path.join(out, witness_filename(w))
         if _write_if_changed(path, _dump(w)):
             changed.append(path)
@@ -225,4 +233,4 @@ def write_counterexamples(run_json: dict[str, Any], out: str = DEFAULT_OUT) -> d
         root = os.path.relpath(os.getcwd(), os.path.abspath(out))
         if _write_if_changed(module, render_module(rows, root)):
             changed.append(module)
-    return {"witnesses": written, "changed": changed, "module": module, "rows": len(rows)}
+    return {"witnesses": written, "changed": changed, "module": module, "rows": len(rows), "unexpected": unexpected}

@@ -59,7 +59,14 @@ def _witness_text(w: dict[str, Any], cex: dict[str, Any]) -> str:
 
 
 def _share(failing: int, admitted: int) -> str:
-    return f"{failing} of {admitted}" + (f" ({100 * failing / admitted:.2f}%)" if admitted else "")
+    """``failing of admitted`` and its share; below 0.01% the share is exact (``1 in 2,096,129``),
+    never a rounded ``0.00%``."""
+    if not admitted:
+        return f"{failing} of {admitted}"
+    if failing and 100 * failing < 0.01 * admitted:
+        ratio = f"1 in {admitted // failing:,}" if admitted % failing == 0 else f"{failing:,} in {admitted:,}"
+        return f"{failing} of {admitted} ({ratio})"
+    return f"{failing} of {admitted} ({100 * failing / admitted:.2f}%)"
 
 
 def density_lines(density: dict[str, Any] | None) -> list[str]:
@@ -146,7 +153,11 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         out += ["", "| parameter | domain |", "|---|---|"]
         out += [f"| `{k}` | {v} |" for k, v in e["domain"].items()]
     used = set(e.get("assumptions_used", []))
-    if e.get("assumptions"):
+    if e.get("assumptions") and e.get("verdict") == "counterexample":
+        # no unsat core: every assumption holds at the counterexample, none is "needed"
+        out += ["", "Assumptions (all hold at the counterexample):", ""]
+        out += [f"- {a}" for a in e["assumptions"]]
+    elif e.get("assumptions"):
         out += ["", "Assumptions (✔ = in the unsat core of some case, so the proof needs it; · = not needed):", ""]
         out += [f"- {'✔' if a in used else '·'} {a}" for a in e["assumptions"]]
     else:

@@ -153,3 +153,11 @@ def fits(n, lens, cap):
     enum = axis_density(ob, point, "cap", small=10**6)
     assert split.method.startswith("Z3 interval splitting") and enum.method.startswith("enumerated")
     assert (split.admitted, split.failing) == (enum.admitted, enum.failing) == (20_000 - 5, 3)  # cap 6..20000; 6, 7, 8 fail
+
+
+def test_small_shares_are_exact_not_rounded_to_zero():
+    from capproof.report import _share
+
+    assert _share(1, 2096129) == "1 of 2096129 (1 in 2,096,129)"
+    assert _share(3, 100000) == "3 of 100000 (3 in 100,000)"
+    assert _share(1048576, 2097152) == "1048576 of 2097152 (50.00%)"

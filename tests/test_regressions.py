@@ -182,3 +182,21 @@ def test_trigger_names_that_sanitise_alike_get_distinct_files():
     a = witness_filename({**base, "trigger": "y is 3!"})
     b = witness_filename({**base, "trigger": "y_is_3_"})
     assert a != b and b == "spec.x.ob+y_is_3_.json"
+
+
+def test_unexpected_counterexample_is_not_written(tmp_path, monkeypatch):
+    """A claim expected to hold that has a counterexample gets no (passing) regression test."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "wrong.py").write_text(
+        "from capproof import Range, at_most, obligation\n\n\n"
+        "@obligation(domain={'n': Range(1, 64)}, expect='proved')\n"
+        "def too_small(n):\n    return at_most(demand=n, capacity=32)\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["counterexamples"])
+    assert result.exit_code == 1
+    assert "not written: spec/wrong.py::too_small has an unexpected counterexample" in result.output
+    assert not (tmp_path / "tests" / "regressions").exists() or not list((tmp_path / "tests" / "regressions").glob("*.json"))

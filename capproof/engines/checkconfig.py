@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
@@ -498,7 +499,21 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         if not any(p in used for p in params):
             unused.append(flag)
     used_defaults = [d for d in defaults if d.param in used]
-    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model)
+    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model,
+                        uncovered_inventory(engine, version))
+
+
+def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]:
+    """Ids of the buffers in ``proofs/inventory/<engine>-<version>.json`` with no verdict (``verdicts``
+    empty: no obligation proves or refutes their capacity); empty when there is no inventory."""
+    path = os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    entries = data.get("entries", []) if isinstance(data, dict) else data
+    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and not e.get("verdicts")]
 
 
 def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
@@ -602,6 +617,9 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if outcome.env:
         lines.append("  environment not read: " + ", ".join(f"{k}={v}" for k, v in outcome.env.items()))
     if outcome.uncovered:
+        shown = outcome.uncovered[:8]
+        more = f", … ({len(outcome.uncovered) - len(shown)} more: proofs/inventory/{outcome.engine}-{outcome.version}.json)" \
+            if len(outcome.uncovered) > len(shown) else ""
         lines.append(f"  inventory buffers of {engine} {outcome.version} with no verdict ({len(outcome.uncovered)}): "
-                     + ", ".join(outcome.uncovered))
+                     + ", ".join(shown) + more)
     return lines
