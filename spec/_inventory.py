@@ -1,0 +1,203 @@
+"""Obligations whose capacity side is an inventory entry (the engine's own allocation, traced).
+
+A **demand family** states once what the writers of a kind of buffer need (e.g. "the padded token
+count of a step, at most ``max_num_batched_tokens`` after CUDA-graph and DP padding"), with the
+scheduler facts it rests on as named assumptions. :func:`cover` applies a family to one inventory
+entry: it declares an obligation ``<family>__<Owner>_<attribute>`` in the calling spec file whose
+claim compares the family's demand with dimension ``dim`` of the entry, evaluated by
+``capproof.inventory.capacity`` from the committed inventory JSON (no transcription: the shape
+string is what the inventory traced from the wheel). The obligation ``covers`` the entry and lists
+``inventory: <path>::<id>`` among its sources, so ``capproof coverage`` counts it as a traced
+capacity. The loader skips this file (leading underscore).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from capproof import Range, at_most, less_than, obligation
+from capproof.domain import Domain
+from capproof.errors import SpecError
+from capproof.inventory import Entry, capacity, evaluate, expression_names, load
+
+#: Domains of the config names shape expressions use. A capacity over a name not listed here
+#: needs the family to give its domain (``Family.config``) or the entry is not generated.
+CONFIG = {
+    "max_num_batched_tokens": Range(1, 2**17),
+    "max_num_reqs": Range(1, 2**12),
+    "max_model_len": Range(1, 2**21),
+    "num_speculative_tokens": Range(0, 64),
+    # A builder attribute (min(max_num_seqs, max_cudagraph_capture_size), mamba_attn.py:115-120):
+    # free here; the decode-row families bind their guard to the capacity itself.
+    "decode_cudagraph_max_bs": Range(1, 2**12),
+}
+
+_cache: dict[str, list[Entry]] = {}
+#: Entries :func:`cover` declared no obligation for, and why (they stay uncovered in coverage.md).
+SKIPPED: dict[str, str] = {}
+
+
+def entries(path: str) -> list[Entry]:
+    """The inventory at ``path`` (relative to the project root), loaded once."""
+    key = os.path.abspath(path)
+    if key not in _cache:
+        _cache[key] = load(path)
+    return _cache[key]
+
+
+def _signed(fn: Callable[..., object], params: Sequence[str]) -> Callable[..., object]:
+    """``fn(**kw)`` presented with exactly ``params`` as its signature (the prover reads it)."""
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    return fn
+
+
+@dataclass
+class Family:
+    """A demand shape shared by many buffers.
+
+    ``demand(**params)`` is the largest extent written or read (elements along ``dim``); the claim
+    is ``demand <= capacity`` (``relation="at_most"``, a slice ``[:demand]``) or ``demand <
+    capacity`` (``"less_than"``, an index). ``domain`` holds the batch/step parameters and any
+    config name the demand uses; ``facts`` the scheduler/config facts (named assumptions), each a
+    function of parameter names. ``sources`` cite the code the facts come from.
+    """
+
+    name: str
+    dim: int
+    demand: Callable[..., object]
+    domain: Mapping[str, Domain]
+    facts: Mapping[str, Callable[..., object]] = field(default_factory=dict)
+    relation: str = "at_most"
+    sources: Sequence[str] = ()
+    doc: str = ""
+    demand_name: str = "demand"
+
+
+def _ident(entry_id: str) -> str:
+    tail = entry_id.split("::")[-1]
+    return re.sub(r"\W", "_", tail)
+
+
+def cover(
+    inventory: str,
+    entry_id: str,
+    family: Family,
+    writers: Sequence[str] = (),
+    *,
+    expect: str = "proved",
+    config: Mapping[str, Domain] | None = None,
+    facts: Mapping[str, Callable[..., object]] | None = None,
+    doc: str = "",
+    rlimit: int | None = None,
+    aliases: Mapping[str, tuple[str, str]] | None = None,
+    dim: int | None = None,
+    name: str | None = None,
+):
+    """Declare the obligation "``family``'s demand fits dimension ``family.dim`` of ``entry_id``".
+
+    ``writers`` cite the lines that write or read the buffer (``vllm==0.33.0 file:line (what)``).
+    ``config`` adds or narrows domains of config names; ``facts`` adds entry-specific facts.
+    ``aliases`` binds a local name of a ``read`` shape to a config name or an expression over
+    config names (the shape language), with the line that assigns it (``{"max_num_tokens":
+    ("max_num_batched_tokens", "gpu_model_runner.py:524")}``); a traced shape uses config names. ``dim`` overrides the family's dimension.
+    A capacity over a name with no domain declares nothing (returns None; the reason is kept in
+    :data:`SKIPPED` and the entry stays uncovered); an unknown entry or a shape outside the
+    expression language gives an ``error`` obligation (a stale table fails ``make verify``).
+    The obligation is declared at the caller's line, in the caller's file. Raises
+    :class:`capproof.errors.SpecError` for an unknown entry or a shape outside the language.
+    """
+    caller = inspect.stack()[1]
+    ents = entries(inventory)
+    entry = next((e for e in ents if e.id == entry_id), None)
+    if entry is None:
+        return _missing(inventory, entry_id, family, caller,
+                        f"{inventory} has no entry {entry_id!r} (re-read the inventory and update the table)", name)
+    dim = family.dim if dim is None else dim
+    aliases = dict(aliases or {})
+    try:
+        cap_names = expression_names(entry.shape[dim])
+    except (IndexError, SpecError) as exc:
+        return _missing(inventory, entry_id, family, caller, f"capacity of {entry_id} dimension {dim}: {exc}", name)
+    doms = {**CONFIG, **(config or {})}
+    domain: dict[str, Domain] = {}
+    binding: dict[str, str] = {}
+    alias_sources = []
+    for n in cap_names:
+        expr = n
+        if n not in doms and n not in family.domain and n in aliases:
+            expr, where = aliases[n]
+            alias_sources.append(f"read shape: {n} = {expr} ({where})")
+        binding[n] = expr
+        for target in expression_names(expr):
+            if target not in family.domain and target not in domain:
+                if target not in doms:
+                    SKIPPED[entry_id] = f"capacity `{entry.shape[dim]}` uses {target!r}, which has no domain (a read shape's local name)"
+                    return None
+                domain[target] = doms[target]
+    domain.update(family.domain)
+    for n, d in (config or {}).items():
+        if n in domain:
+            domain[n] = d
+    demand_params = list(inspect.signature(family.demand).parameters)
+
+    def claim(**kw):
+        cap = capacity(ents, entry_id, dim, **_bind(binding, kw))
+        need = family.demand(**{n: kw[n] for n in demand_params})
+        rel = at_most if family.relation == "at_most" else less_than
+        return rel(**{family.demand_name: need, f"{entry.attribute}[{dim}]": cap})
+
+    claim.__name__ = name or f"{family.name}__{_ident(entry_id)}"
+    claim.__doc__ = (f"{family.doc} Capacity: dimension {dim} of `{entry_id}` = `{entry.shape[dim]}` "
+                     f"({entry.how} from {entry.file}:{entry.line}). {doc}").strip()
+    _signed(claim, list(domain))
+    assumed = {k: _with_capacity(f, ents, entry_id, dim, binding) for k, f in {**family.facts, **(facts or {})}.items()}
+    ob = obligation(
+        domain=domain, assumptions=assumed, expect=expect, rlimit=rlimit,
+        sources=[f"inventory: {inventory}::{entry_id}", *alias_sources, *family.sources, *writers],
+        covers=[entry_id], engine="vllm", versions="==0.33.0",
+    )(claim)
+    ob.file = os.path.relpath(caller.filename)
+    ob.line = caller.lineno
+    return ob
+
+
+def _bind(binding: Mapping[str, str], kw: Mapping[str, object]) -> dict[str, object]:
+    """The shape's names bound to values: each name's expression (itself, or an alias) evaluated."""
+    return {n: (kw[e] if e in kw else evaluate(e, **{t: kw[t] for t in expression_names(e)})) for n, e in binding.items()}
+
+
+def _with_capacity(fact: Callable[..., object], ents, entry_id: str, dim: int, binding: Mapping[str, str]):
+    """``fact`` as a function of domain names only: a parameter named ``capacity`` is bound to the
+    entry's capacity (for writers guarded by the allocation's own size, e.g. ``if n <= self.size``)."""
+    params = list(inspect.signature(fact).parameters)
+    if "capacity" not in params:
+        return fact
+    others = [p for p in params if p != "capacity"]
+    needed = list(dict.fromkeys([*others, *(t for e in binding.values() for t in expression_names(e))]))
+
+    def bound(**kw):
+        cap = capacity(ents, entry_id, dim, **_bind(binding, kw))
+        return fact(capacity=cap, **{p: kw[p] for p in others})
+
+    return _signed(bound, needed)
+
+
+def _missing(inventory: str, entry_id: str, family: Family, caller, problem: str, name: str | None = None):
+    """An ``error`` obligation for an entry that cannot be checked (``problem`` says why)."""
+
+    def claim(**kw):  # pragma: no cover - never run: the obligation has a problem
+        raise AssertionError
+
+    claim.__name__ = name or f"{family.name}__{_ident(entry_id)}"
+    _signed(claim, list(family.domain))
+    ob = obligation(domain=dict(family.domain), covers=[entry_id],
+                    sources=[f"inventory: {inventory}::{entry_id}"])(claim)
+    ob.problems.append(problem)
+    ob.file = os.path.relpath(caller.filename)
+    ob.line = caller.lineno
+    return ob

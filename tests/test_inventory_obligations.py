@@ -1,0 +1,149 @@
+"""Obligations whose capacity is an inventory entry (spec/_inventory.py ``cover`` and the demand
+families of spec/_families.py) on the fixture inventory tests/data/inventory-fixture.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+from capproof import Options, run
+from capproof.coverage import compute, read_inventory
+from capproof.encode import replay
+from capproof.loader import load_file
+
+HERE = os.path.dirname(__file__)
+FIXTURE = os.path.join(HERE, "data", "inventory-fixture.json")
+RUNNER = "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner."
+
+
+def _spec(tmp_path, inventory: str, body: str) -> str:
+    path = tmp_path / "spec_cov.py"
+    path.write_text(textwrap.dedent(f"""
+        from spec._inventory import cover
+        from spec._families import TOKENS, REQUESTS, QUERY_START_LOC, ARANGE
+        INV = {inventory!r}
+    """) + textwrap.dedent(body))
+    return str(path)
+
+
+def _run(path: str):
+    return run([path], Options(contracts=False, density="off"))
+
+
+def test_families_over_the_fixture_prove_and_count_as_traced(tmp_path):
+    path = _spec(tmp_path, FIXTURE, f"""
+        cover(INV, "{RUNNER}input_ids", TOKENS, ["vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:5729"])
+        cover(INV, "{RUNNER}positions", TOKENS)
+        cover(INV, "{RUNNER}query_start_loc", QUERY_START_LOC)
+        cover(INV, "{RUNNER}seq_lens", REQUESTS)
+        cover(INV, "{RUNNER}arange_np", ARANGE)
+    """)
+    data = _run(path).to_json()
+    assert [o["verdict"] for o in data["obligations"]] == ["proved"] * 5
+    ob = data["obligations"][0]
+    assert ob["covers"] == [RUNNER + "input_ids"]
+    assert ob["sources"][0] == f"inventory: {FIXTURE}::{RUNNER}input_ids"
+    assert ob["domain"] == {"max_num_batched_tokens": "1..131072", "num_tokens_padded": "1..131072"} or "num_tokens_padded" in ob["domain"]
+    cov = compute(read_inventory(FIXTURE), data, FIXTURE)
+    assert (cov.covered, cov.traced, cov.total) == (5, 5, 7)
+    arange = next(o for o in data["obligations"] if o["covers"] == [RUNNER + "arange_np"])
+    assert sorted(a for a in arange["assumptions_used"] if a in arange["assumptions"]) == [
+        "padded requests <= max_num_reqs (scheduler, dispatcher padding, dummy runs)",
+        "padded tokens <= max_num_batched_tokens (CUDA-graph and DP padding, dummy runs)"]
+
+
+def test_seeded_too_small_traced_capacity_gives_a_counterexample(tmp_path):
+    """query_start_loc allocated with max_num_reqs entries (the classic off-by-one) instead of
+    max_num_reqs + 1: the family's demand num_reqs_padded + 1 overflows it."""
+    data = json.load(open(FIXTURE, encoding="utf-8"))
+    for e in data["entries"]:
+        if e["id"] == RUNNER + "query_start_loc":
+            e["shape"] = ["max_num_reqs"]
+    inv = tmp_path / "seeded.json"
+    inv.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    path = _spec(tmp_path, str(inv), f"""
+        cover(INV, "{RUNNER}query_start_loc", QUERY_START_LOC)
+        cover(INV, "{RUNNER}seq_lens", REQUESTS)
+    """)
+    res = _run(path)
+    verdicts = {o.id.split("::")[-1]: o for o in res.obligations}
+    bad = verdicts["query_start_loc__GPUModelRunner_query_start_loc"]
+    assert bad.verdict.value == "counterexample" and not bad.ok
+    cex = bad.counterexample
+    assert cex.params == {"max_num_reqs": 1, "num_reqs_padded": 1}
+    assert cex.values == {"entries": 2, "query_start_loc[0]": 1}
+    from capproof.loader import load_file
+
+    ob = next(o for o in load_file(path) if o.name == "query_start_loc__GPUModelRunner_query_start_loc")
+    assert replay(ob, cex.params) == (False, {"entries": 2, "query_start_loc[0]": 1}, [])
+    assert verdicts["requests__GPUModelRunner_seq_lens"].verdict.value == "proved"
+    cov = compute(read_inventory(str(inv)), res.to_json(), str(inv))
+    assert next(e for e in cov.entries if e.id == RUNNER + "query_start_loc").status == "counterexample"
+
+
+def test_unknown_entry_is_an_error_obligation_not_a_crash(tmp_path):
+    path = _spec(tmp_path, FIXTURE, f"""
+        cover(INV, "{RUNNER}no_such_buffer", TOKENS)
+        cover(INV, "{RUNNER}positions", TOKENS)
+    """)
+    res = _run(path)
+    v = {o.id.split("::")[-1]: o.verdict.value for o in res.obligations}
+    assert v == {"tokens__GPUModelRunner_no_such_buffer": "error", "tokens__GPUModelRunner_positions": "proved"}
+
+
+
+
+def test_read_shape_aliases_and_skips(tmp_path):
+    """A read shape's local name is bound by an alias (a config name or an expression, cited);
+    without one the entry gets no obligation and the reason is kept (it stays uncovered)."""
+    data = json.load(open(FIXTURE, encoding="utf-8"))
+    for e in data["entries"]:
+        if e["id"] == RUNNER + "arange_np":
+            e.update(shape=["arange_size"], how="read", params=["arange_size"])
+    inv = tmp_path / "read.json"
+    inv.write_text(json.dumps(data, indent=1, sort_keys=True))
+    path = _spec(tmp_path, str(inv), f"""
+        import spec._inventory as I
+        assert cover(INV, "{RUNNER}arange_np", ARANGE) is None
+        SKIP = I.SKIPPED["{RUNNER}arange_np"]
+        cover(INV, "{RUNNER}arange_np", ARANGE, name="aliased",
+              aliases={{"arange_size": ("maximum(max_num_reqs + 1, max_num_batched_tokens)", "gpu_model_runner.py:855")}})
+        cover(INV, "{RUNNER}arange_np", ARANGE, name="too_small",
+              aliases={{"arange_size": ("max_num_batched_tokens", "a wrong reading")}}, expect="counterexample")
+    """)
+    res = _run(path)
+    got = {o.id.split("::")[-1]: o for o in res.obligations}
+    assert set(got) == {"aliased", "too_small"}
+    assert got["aliased"].verdict.value == "proved"
+    assert "read shape: arange_size = maximum(max_num_reqs + 1, max_num_batched_tokens) (gpu_model_runner.py:855)" in got["aliased"].sources
+    # max(num_tokens, num_reqs + 1) overflows a capacity of mnbt alone when num_reqs + 1 > mnbt
+    cex = got["too_small"].counterexample
+    assert got["too_small"].verdict.value == "counterexample"
+    assert cex.params["num_reqs_padded"] + 1 > cex.params["max_num_batched_tokens"]
+    from capproof.loader import load_file
+
+    mod_skip = [ob for ob in load_file(path)]
+    assert len(mod_skip) == 2
+
+
+def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):
+    """DECODE_ROWS: the writer runs only when padded_bs <= the buffer's own size (the guard reads the
+    same attribute as the allocation), so the fact is stated on the capacity itself."""
+    data = json.load(open(FIXTURE, encoding="utf-8"))
+    ident = "vllm/v1/attention/backends/mamba_attn.py::BaseMambaAttentionMetadataBuilder.decode_num_accepted_tokens"
+    data["entries"].append({"attribute": "decode_num_accepted_tokens", "dtype": "int32", "file": "vllm/v1/attention/backends/mamba_attn.py",
+                            "how": "read", "id": ident, "line": 131, "owner": "BaseMambaAttentionMetadataBuilder",
+                            "params": ["decode_cudagraph_max_bs"], "shape": ["decode_cudagraph_max_bs"], "sized_by": ["requests"],
+                            "verdicts": {}, "why": "read"})
+    inv = tmp_path / "guard.json"
+    inv.write_text(json.dumps(data, indent=1, sort_keys=True))
+    path = _spec(tmp_path, str(inv), f"""
+        from spec._families import DECODE_ROWS
+        cover(INV, "{ident}", DECODE_ROWS)
+    """)
+    res = _run(path)
+    v = {o.id.split("::")[-1]: (o.verdict.value, o.assumptions_used) for o in res.obligations}
+    verdict, used = v["decode_rows__BaseMambaAttentionMetadataBuilder_decode_num_accepted_tokens"]
+    assert verdict == "proved"
+    assert any(a.startswith("the writer runs only when padded_bs") for a in used)
