@@ -48,6 +48,7 @@ COUNTED_ONCE = {"every routed id is counted once": lambda counts, numel: total(c
     sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py", "vllm-project/vllm#43351"],
     rlimit=400_000_000,
     engine="vllm",
+    covers=["vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.sorted_ids"],
 )
 def vllm_sorted_ids_fit_every_routing(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     """vLLM 0.33.0: ``sum_e round_up(cnt_e, block_size_m)`` fits ``len(sorted_token_ids)`` for every
@@ -122,6 +123,7 @@ def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size_m,
     case="vllm-moe-align-kernel-oob-static",
     sources=["vllm-project/vllm#27917", "vllm 0.33.0 moe_align_block_size.py"],
     rlimit=100_000_000,
+    covers=["vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.sorted_ids", "vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.expert_ids"],
 )
 def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     """Every ``rank_post_pad`` write (each expert's padded prefix + its rank) is below

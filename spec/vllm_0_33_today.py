@@ -40,6 +40,7 @@ _CONFIG_FACTS = {
     assumptions=_CONFIG_FACTS,
     expect="proved", case="vllm-specdec-arange-query-start-loc", engine="vllm", versions="==0.33.0", requires=("spec_decode",),
     sources=["vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py", "vllm==0.33.0 vllm/v1/spec_decode/utils.py", "vllm==0.33.0 vllm/v1/spec_decode/step3p5.py"],
+    covers=["vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.arange"],
 )
 def proposer_arange_covers_request_query_start_loc(max_num_seqs, max_num_batched_tokens, num_reqs):
     """0.33.0 keeps ``max(max_batch_size + 1, mnbt)``, but every slice found in 0.33.0 is by
@@ -70,6 +71,7 @@ _DECODE_FACTS = {
     domain=_DECODES, assumptions=_DECODE_FACTS, expect="proved", case="vllm-dsv4-indexer-arange-buffer",
     engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"),
     sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm-project/vllm#40983", "vllm-project/vllm#39277"],
+    covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.arange_buffer"],
 )
 def indexer_arange_buffer_covers_decode_slices(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
     """``arange(max(max_num_seqs * next_n, mnbt))`` vs its slices ``[:actual_expanded]``
@@ -129,6 +131,7 @@ _SPLIT_FACTS = {
     engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"),
     sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py", "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
              "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
+    covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.decode_seq_lens_buffer"],
 )
 def padded_decode_rows_fit_0_33(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, query_lens):
     """(i) ``decode_seq_lens_buffer[: num_decodes * max_decode_len].view(...)`` and (ii)

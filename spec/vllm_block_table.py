@@ -86,6 +86,7 @@ def row_spans_128_tokens_v0_33(max_model_len, block_size, dcp):
     sources=["vllm==0.33.0 vllm/v1/worker/block_table.py"],
     engine="vllm",
     versions=">=0.27",
+    covers=["vllm/v1/worker/block_table.py::BlockTable.block_table"],
 )
 def slot_mapping_reads_within_runner_width_v0_33(max_model_len, block_size, dcp):
     """The slot-mapping kernel's largest column ``(L - 1) // (bs * dcp)`` is inside the runner table."""
@@ -103,6 +104,7 @@ def slot_mapping_reads_within_runner_width_v0_33(max_model_len, block_size, dcp)
     sources=["vllm-project/vllm#50302", "vllm==0.33.0 vllm/v1/worker/utils.py"],
     engine="vllm",
     versions=">=0.27",
+    covers=["vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"],
 )
 def kernel_block_table_matches_runner_v0_33(max_model_len, block_size, dcp, kernel_block_size):
     """vLLM 0.33.0, decoder-only: the runner's width (path 1) times ``block_size // kernel_block_size``

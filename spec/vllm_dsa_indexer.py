@@ -74,6 +74,7 @@ def ebt_width_matches_runner_before_50823(max_model_len, block_size, dcp, kernel
     sources=["vllm-project/vllm#50823", "vllm-project/vllm#50302"],
     engine="vllm", requires=("dsa_indexer",),
     versions=">=0.28",
+    covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.expanded_block_table_buffer"],
 )
 def ebt_width_matches_runner_after_50823(max_model_len, block_size, dcp, kernel_block_size):
     """After #50302 and #50823 both sides use ``get_block_table_width(cdiv(L, bs * dcp), bs)``.
