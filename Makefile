@@ -21,6 +21,7 @@ verify: $(STAMP)
 	$(BIN)/capproof prove --json $(RUN) --junit .capproof/junit.xml --sarif .capproof/capproof.sarif
 	$(BIN)/capproof report --check --from $(RUN)
 	$(BIN)/capproof bound --check
+	$(BIN)/capproof coverage --check --from $(RUN)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
