@@ -7,10 +7,12 @@ transcription. The demand side is a family of ``spec/_families.py`` stated once 
 scheduler, CUDA-graph and dummy-run facts it rests on. ``table(file, FAMILY, {"Owner.attribute":
 "writer lines"})`` declares one obligation per entry; the writer lines are the lines of the
 entry's file that slice or index the buffer (its attribute or a ``.numpy()``/``.np``/``.gpu``/
-``.cpu`` view of it), found by reading the file; each family was checked against those slices
-(``[:num_reqs]``, ``[req_index]``, ``[:num_tokens_padded]``, …). Entries with no line listed are
-written through a pointer by a kernel or through an alias the search does not follow; their
-family is assigned from the owner's other buffers (say so in a review).
+``.cpu`` view of it), found by a text search of the file and read; each family was checked against
+those slices (``[:num_reqs]``, ``[req_index]``, ``[:num_tokens_padded]``, …). Entries with no line
+listed are written through a pointer by a kernel or through an alias the search does not follow;
+their family is assigned from the owner's other buffers (per-request state of the V2 runner:
+indexed by the request-state index, ``vllm/v1/worker/gpu/states.py:30,99-100``). These
+assignments were not each confirmed by reading the kernel; a review should treat them as such.
 
 ``ALIASES`` binds a local name of a ``read`` shape (``max_num_tokens``) to the config name it is
 assigned from, with that line; traced shapes use config names and need none.
@@ -190,7 +192,7 @@ table("vllm/v1/attention/backends/mla/indexer.py", TOKENS, {
 table("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", QUERY_START_LOC, {
     "AiterMLAMetadataBuilder._g_kv_indptr_buf": "1680 1687",
     "AiterMLAMetadataBuilder.paged_kv_indptr": "1642 1645 1646 1787",
-    "AiterMLAMetadataBuilder.qo_indptr": "1424 1657 1660 1661",
+    "AiterMLAMetadataBuilder.qo_indptr": "1657 1660 1661",
 })
 table("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", REQUESTS, {
     "AiterMLAMetadataBuilder._graph_seq_lens": "1566 1569",
