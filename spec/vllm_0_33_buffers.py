@@ -1039,3 +1039,56 @@ SAMPLE_ROWS = Family(
 )
 for _key in ("DFlashSpeculator.sample_indices", "DFlashSpeculator.sample_pos", "DFlashSpeculator.sample_idx_mapping"):
     cover(INVENTORY, f"{_V2DF}::{_key}", SAMPLE_ROWS, aliases=ALIASES[_V2DF])
+
+
+# ---------------------------------------------------------------------------------------------
+# A few more request-indexed buffers whose writers the text search did not find in the owner's file.
+
+table("vllm/v1/worker/gpu_model_runner.py", REQUESTS, {
+    "GPUModelRunner.valid_sampled_token_count_cpu": "4663 4664 4680 4682",
+})
+cover(INVENTORY, "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._num_valid_draft_tokens_cpu", REQUESTS,
+      [_V + "vllm/v1/worker/gpu_model_runner.py:1328", _V + "vllm/v1/spec_decode/ngram_proposer_gpu.py:490-501 "
+       "(num_valid_draft_tokens_cpu[req_index], req_index from input_batch.req_id_to_index)"],
+      aliases=ALIASES["vllm/v1/worker/gpu_model_runner.py"])
+cover(INVENTORY, "vllm/v1/worker/gpu/block_table.py::BlockTables.block_tables[]", REQUESTS,
+      [_V + "vllm/v1/worker/gpu/block_table.py:143 (stage_write(req_index, start, block_ids))"])
+
+# GDN's spec-decode token indices under the FULL-graph guard.
+_GDN = "vllm/v1/attention/backends/gdn_attn.py"
+GDN_SPEC_TOKENS = Family(
+    name="gdn_spec_tokens",
+    dim=0,
+    demand=lambda num_spec_decode_tokens: num_spec_decode_tokens,
+    domain={"num_spec_decode_tokens": Range(1, 2**14)},
+    facts={"staged only when num_spec_decode_tokens <= decode_cudagraph_max_bs (gdn_attn.py:714-720)":
+               lambda num_spec_decode_tokens, decode_cudagraph_max_bs: num_spec_decode_tokens <= decode_cudagraph_max_bs},
+    sources=[_V + f"{_GDN}:706-720 (_stage_spec_decode guard)", _V + f"{_GDN}:639-642 (spec_token_indx[: spec_token_indx.size(0)])"],
+    doc="GDN's spec-decode token indices (one per spec-decode token) are staged into the FULL-graph buffer "
+        "(decode_cudagraph_max_bs * (num_spec + 1)) only when there are at most decode_cudagraph_max_bs of them.",
+    demand_name="spec_tokens",
+)
+cover(INVENTORY, f"{_GDN}::GDNAttentionMetadataBuilder.spec_token_indx", GDN_SPEC_TOKENS,
+      aliases={"num_spec": ("num_speculative_tokens", f"{_GDN}:173")})
+
+table("vllm/v1/worker/gpu/block_table.py", REQUESTS, {"BlockTables.input_block_tables": "186 187 190 196 210"})
+
+_SO = "vllm/v1/worker/gpu/structured_outputs.py"
+GRAMMAR_ROWS = Family(
+    name="grammar_rows",
+    dim=0,
+    demand=lambda num_grammar_reqs, decode_query_len: num_grammar_reqs * decode_query_len,
+    domain={"max_num_reqs": Range(1, 2**10), "num_grammar_reqs": Range(1, 2**10), "decode_query_len": Range(1, 32)},
+    facts={"grammar requests are requests of the batch (<= max_num_reqs)":
+               lambda num_grammar_reqs, max_num_reqs: num_grammar_reqs <= max_num_reqs},
+    sources=[_V + f"{_SO}:90-101 (mapping: one entry per grammar request and position < mask_stride; logits_indices[: len(mapping)])",
+             _V + "vllm/v1/worker/gpu/model_runner.py:528-532 (max_num_logits = max_num_reqs * decode_query_len, "
+                  "mask_stride = decode_query_len)"],
+    doc="Structured-output logits indices: mask_stride (= decode_query_len) rows per grammar request.",
+    demand_name="mapping",
+)
+cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.logits_indices", GRAMMAR_ROWS,
+      aliases={"max_num_logits": ("max_num_reqs * decode_query_len", "vllm/v1/worker/gpu/model_runner.py:529")})
+cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.grammar_bitmask", GRAMMAR_ROWS,
+      [_V + f"{_SO}:83 (grammar_bitmask[: grammar_bitmask.shape[0]], one row per mapping entry)"],
+      aliases={"max_num_logits": ("max_num_reqs * decode_query_len", "vllm/v1/worker/gpu/model_runner.py:529")})
