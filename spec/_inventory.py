@@ -159,7 +159,7 @@ def cover(
     ob = obligation(
         domain=domain, assumptions=assumed, expect=expect, rlimit=rlimit,
         sources=[f"inventory: {inventory}::{entry_id}", *alias_sources, *family.sources, *writers],
-        covers=[entry_id], engine="vllm", versions="==0.33.0",
+        covers=[entry_id],
     )(claim)
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno
