@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -58,6 +59,16 @@ CATEGORY_OF_NAME = {
     "numel": "experts", "num_tokens_post_pad": "experts", "max_num_tokens_padded": "experts",
     "num_sms": "SM count", "sm_count": "SM count", "num_compute_units": "SM count",
     "workspace_bytes": "bytes", "workspace_size": "bytes", "bytes": "bytes",
+    # local names of read shapes (the allocation's own variable), by what they hold
+    "max_tokens": "tokens", "max_positions": "tokens", "max_num_tokens_3d": "tokens", "max_padded_query_tokens": "tokens",
+    "max_batch_size": "requests", "decode_cudagraph_max_bs": "requests", "max_num_logits": "requests",
+    "max_num_pages": "blocks", "num_gpu_blocks": "blocks", "num_window_blocks": "blocks", "max_local_pages": "blocks",
+    "num_speculative_steps": "speculative slots", "num_spec": "speculative slots", "next_n": "speculative slots",
+    "max_num_sampled_tokens": "speculative slots",
+    "max_num_m_blocks": "experts",
+    "max_num_sm_parts": "SM count",
+    "buffer_size": "bytes", "min_bytes": "bytes", "required_bytes": "bytes", "initial_workspace_size": "bytes",
+    "_WORKSPACE_BYTES": "bytes", "VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE": "bytes",
 }
 CATEGORIES = ("requests", "tokens", "blocks", "speculative slots", "experts", "SM count", "bytes", "other")
 
@@ -155,15 +166,22 @@ def _group_order(g: str):
     return (CATEGORIES.index(g) if g in CATEGORIES else -1, g)
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
 def categories_of(entry: dict[str, Any]) -> list[str]:
     """What sizes the buffer: issue 9's categories named by ``sized_by`` (category words or
-    config names), else by the names of its shape (``params``); ``["other"]`` when none is known."""
+    config names) and by the names in its shape and ``params`` (:data:`CATEGORY_OF_NAME`, which
+    also knows the local names of read shapes); ``["other"]`` when none is known."""
+    names = list(entry.get("sized_by") or []) + list(entry.get("params") or [])
+    for dim in entry.get("shape") or []:
+        names += _NAME.findall(str(dim))
     found: list[str] = []
-    for item in [*(entry.get("sized_by") or []), *([] if entry.get("sized_by") else entry.get("params") or [])]:
+    for item in names:
         cat = item if item in CATEGORIES else CATEGORY_OF_NAME.get(item)
         if cat and cat not in found:
             found.append(cat)
-    return found or ["other"]
+    return sorted(found, key=CATEGORIES.index) or ["other"]
 
 
 def directory_of(entry: dict[str, Any]) -> list[str]:
