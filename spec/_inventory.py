@@ -97,6 +97,7 @@ def cover(
     aliases: Mapping[str, tuple[str, str]] | None = None,
     dim: int | None = None,
     name: str | None = None,
+    where: tuple[str, int] | None = None,
 ):
     """Declare the obligation "``family``'s demand fits dimension ``family.dim`` of ``entry_id``".
 
@@ -111,7 +112,8 @@ def cover(
     The obligation is declared at the caller's line, in the caller's file. Raises
     :class:`capproof.errors.SpecError` for an unknown entry or a shape outside the language.
     """
-    caller = inspect.stack()[1]
+    frame = inspect.stack()[1]
+    caller = _Where(*(where or (frame.filename, frame.lineno)))
     ents = entries(inventory)
     entry = next((e for e in ents if e.id == entry_id), None)
     if entry is None:
@@ -164,6 +166,12 @@ def cover(
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno
     return ob
+
+
+@dataclass
+class _Where:
+    filename: str
+    lineno: int
 
 
 def _bind(binding: Mapping[str, str], kw: Mapping[str, object]) -> dict[str, object]:

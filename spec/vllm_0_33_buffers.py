@@ -63,10 +63,17 @@ ALIASES = {
 
 
 def table(file: str, family, entries: dict[str, str]) -> None:
-    """One obligation per ``"Owner.attribute": "writer lines"`` of ``file`` (see the module docstring)."""
+    """One obligation per ``"Owner.attribute": "writer lines"`` of ``file`` (see the module docstring),
+    declared at the line of its key in the call."""
+    import inspect
+
+    frame = inspect.stack()[1]
+    source = open(frame.filename, encoding="utf-8").read().splitlines()
     for key, lines in entries.items():
         writers = [f"{_V}{file}:{ln}" for ln in lines.split()]
-        cover(INVENTORY, f"{file}::{key}", family, writers, aliases=ALIASES.get(file))
+        line = next((i for i in range(frame.lineno, len(source) + 1) if source[i - 1].lstrip().startswith(f'"{key}":')),
+                    frame.lineno)
+        cover(INVENTORY, f"{file}::{key}", family, writers, aliases=ALIASES.get(file), where=(frame.filename, line))
 
 
 # =============================================================================================
