@@ -49,6 +49,8 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k slot_mapping_pair_equal_one_side_fixed --set max_num_batched_tokens=8192 --set max_num_reqs=4 --set num_speculative_tokens=5
 	$(BIN)/capproof counterexamples -k autodeploy_capture_fits_cu_seqlen_before_10687 --set max_batch_size=4 --set capture_batch_size=113
 	$(BIN)/capproof counterexamples -k mirrors_main_width --set context_len=163840 --set page_size=64 --set speculative_num_steps=3 --set speculative_eagle_topk=4 --set speculative_num_draft_tokens=8
+	$(BIN)/capproof counterexamples -k dflash_query_ids_full_graph_mixed --set max_num_batched_tokens=8192 --set num_speculative_tokens=15 --set max_num_reqs=1024
+	$(BIN)/capproof counterexamples -k spec_slots_full_graph__SpecDecodeBaseProposer_input_ids --set method=1 --set num_speculative_tokens=7 --set max_num_batched_tokens=4096 --set num_reqs=292 --set num_scheduled_tokens=2336 --set padded_reqs=512
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
