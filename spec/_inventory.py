@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from capproof import Range, at_most, less_than, obligation
+from capproof import Choice, Range, at_most, less_than, obligation
 from capproof.domain import Domain
 from capproof.errors import SpecError
 from capproof.inventory import Entry, capacity, evaluate, expression_names, load
@@ -34,6 +34,13 @@ CONFIG = {
     # A builder attribute (min(max_num_seqs, max_cudagraph_capture_size), mamba_attn.py:115-120):
     # free here; the decode-row families bind their guard to the capacity itself.
     "decode_cudagraph_max_bs": Range(1, 2**12),
+    # names traced shapes use (capproof/engines/vllm/trace.py POSITIVE), for when more entries are traced
+    "max_cudagraph_capture_size": Range(1, 2**17),
+    "num_sms": Range(1, 1024),
+    "max_num_blocks": Range(1, 2**16),
+    "block_table_width": Range(1, 2**16),
+    "block_size": Choice(16, 32, 64, 128),
+    "dcp": Choice(1, 2, 4, 8),
 }
 
 _cache: dict[str, list[Entry]] = {}
