@@ -117,8 +117,11 @@ DECODE_ROWS = Family(
     sources=[_VLLM + "vllm/v1/attention/backends/mamba_attn.py:645-651 (guard: num_prefills == 0 and num_decodes <= "
                      "decode_cudagraph_max_bs; padded_bs = num_reqs)"],
     doc="Decode-only CUDA-graph rows of the Mamba/GDN/linear-attention builders: [:padded_bs], written only "
-        "under the guard `num_decodes <= self.decode_cudagraph_max_bs` (padded requests have no tokens and count "
-        "as decodes, so num_reqs == num_decodes when there are no prefills).",
+        "under the guard `num_decodes <= self.decode_cudagraph_max_bs` (Mamba: padded requests have no tokens and "
+        "count as decodes, so num_reqs == num_decodes when there are no prefills; GDN's spec path, whose "
+        "decode_cudagraph_max_bs is min(max_num_seqs * (1 + K), capture size) (gdn_attn.py:195-202), writes "
+        "[:num_reqs] with num_reqs either the unpadded spec decodes the guard bounds or a FULL-graph padding "
+        "min(p // q, max_num_seqs) <= min(max_num_seqs, capture size)). The fact is stated on the capacity itself.",
     demand_name="padded_bs",
 )
 

@@ -1067,10 +1067,15 @@ GDN_SPEC_TOKENS = Family(
     name="gdn_spec_tokens",
     dim=0,
     demand=lambda num_spec_decode_tokens: num_spec_decode_tokens,
-    domain={"num_spec_decode_tokens": Range(1, 2**14)},
+    domain={"num_spec_decode_tokens": Range(1, 2**14), "decode_cudagraph_max_bs": Range(1, 2**17),
+            "max_num_reqs": Range(1, 2**12), "num_speculative_tokens": Range(0, 64), "max_cudagraph_capture_size": Range(1, 2**17)},
     facts={"staged only when num_spec_decode_tokens <= decode_cudagraph_max_bs (gdn_attn.py:714-720)":
-               lambda num_spec_decode_tokens, decode_cudagraph_max_bs: num_spec_decode_tokens <= decode_cudagraph_max_bs},
-    sources=[_V + f"{_GDN}:706-720 (_stage_spec_decode guard)", _V + f"{_GDN}:639-642 (spec_token_indx[: spec_token_indx.size(0)])"],
+               lambda num_spec_decode_tokens, decode_cudagraph_max_bs: num_spec_decode_tokens <= decode_cudagraph_max_bs,
+           "decode_cudagraph_max_bs = min(max_num_seqs * (num_spec + 1), max_cudagraph_capture_size) (gdn_attn.py:195-202)":
+               lambda decode_cudagraph_max_bs, max_num_reqs, num_speculative_tokens, max_cudagraph_capture_size:
+                   decode_cudagraph_max_bs == minimum(max_num_reqs * (num_speculative_tokens + 1), max_cudagraph_capture_size)},
+    sources=[_V + f"{_GDN}:706-720 (_stage_spec_decode guard)", _V + f"{_GDN}:639-642 (spec_token_indx[: spec_token_indx.size(0)])",
+             _V + f"{_GDN}:195-202 (decode_cudagraph_max_bs)"],
     doc="GDN's spec-decode token indices (one per spec-decode token) are staged into the FULL-graph buffer "
         "(decode_cudagraph_max_bs * (num_spec + 1)) only when there are at most decode_cudagraph_max_bs of them.",
     demand_name="spec_tokens",
