@@ -36,6 +36,7 @@ __all__ = [
     "count",
     "next_power_of_2",
     "prev_power_of_2",
+    "Padded",
 ]
 
 Int = Union[int, SymInt]
@@ -220,10 +221,54 @@ def divides(divisor: Int, value: Int) -> Bool:
 # Aggregates over a batch or routing vector (a :class:`~capproof.domain.Vector` parameter, or any
 # sequence of ints and symbolic ints).
 
+
+class Padded(tuple):
+    """A :class:`~capproof.domain.Vector` parameter as a model receives it: ``size`` entries of
+    which the first ``length`` are the batch (``length`` an int or a symbolic int) and the rest
+    equal ``fill``; ``lo``/``hi`` bound the batch entries.
+
+    :func:`total`, :func:`max_of` and :func:`min_of` of a ``Padded`` see the batch only (the
+    ``length`` leading entries), whatever ``fill`` is; ``len()``, iteration and indexing see every
+    entry, padding included, so a model that counts or takes a minimum with them disagrees with
+    its own run on the shown batch: the prover replays every reported point on the batch alone and
+    reports such a disagreement as an error (capproof issue 10, hole S3).
+    """
+
+    def __new__(cls, entries, length, fill: int = 0, lo: int | None = None, hi: int | None = None):
+        self = super().__new__(cls, entries)
+        self.length = length
+        self.fill = fill
+        self.lo = lo
+        self.hi = hi
+        return self
+
+    def __reduce__(self):
+        return (Padded, (tuple(self), self.length, self.fill, self.lo, self.hi))
+
+    def padded(self) -> bool:
+        """True when some entry may be padding (the length is symbolic or below the size)."""
+        return isinstance(self.length, SymInt) or self.length < len(self)
+
+
+def _require_nonempty(values: "Padded", what: str) -> None:
+    """Record that a symbolic batch length must not be 0 for ``what`` (checked like a divisor)."""
+    from .symbolic import record_nonzero
+
+    record_nonzero(to_z3_int(values.length), f"{what} of an empty batch (length 0) at {caller_location()}")
+
 def total(values) -> Int:
-    """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic."""
+    """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic.
+
+    For a :class:`Padded` vector: the sum of its batch entries (padding excluded).
+    """
     if hasattr(values, "_capproof_aggregate"):  # capproof.aggregate.AggregateBatch
         return values._capproof_aggregate("total")
+    if isinstance(values, Padded) and values.fill != 0 and values.padded():
+        n = values.length
+        if isinstance(n, SymInt):
+            values = [select(i < n, v, 0) for i, v in enumerate(values)]
+        else:
+            values = values[:n]
     values = list(values)
     if _plain(values):
         return sum(values)
@@ -244,10 +289,31 @@ def _balanced(pair, values: list) -> Int:
     return values[0]
 
 
+def _batch(values, keep_all: bool, what: str) -> list:
+    """The entries of a :class:`Padded` vector an aggregate may look at: its batch when the length
+    is concrete; every entry with padding replaced by the first entry when it is symbolic (the
+    length must then be >= 1, checked like a divisor), or every entry if ``keep_all`` (padding
+    cannot change the result)."""
+    if not (isinstance(values, Padded) and values.padded()):
+        return list(values)
+    n = values.length
+    if not isinstance(n, SymInt):
+        return list(values[:n])
+    _require_nonempty(values, what)
+    if keep_all:
+        return list(values)
+    return [values[0], *(select(i < n, v, values[0]) for i, v in enumerate(values) if i)]
+
+
 def max_of(values) -> Int:
-    """``max(values)``; raises ValueError for an empty sequence (as ``max`` does)."""
+    """``max(values)``; raises ValueError for an empty sequence (as ``max`` does).
+
+    For a :class:`Padded` vector: the maximum of its batch entries (padding excluded).
+    """
     if hasattr(values, "_capproof_aggregate"):
         return values._capproof_aggregate("max_of")
+    if isinstance(values, Padded):
+        values = _batch(values, values.lo is not None and values.fill <= values.lo, "max_of()")
     values = list(values)
     if not values:
         raise ValueError("max_of() of an empty sequence")
@@ -258,9 +324,14 @@ def max_of(values) -> Int:
 
 
 def min_of(values) -> Int:
-    """``min(values)``; raises ValueError for an empty sequence (as ``min`` does)."""
+    """``min(values)``; raises ValueError for an empty sequence (as ``min`` does).
+
+    For a :class:`Padded` vector: the minimum of its batch entries (padding excluded).
+    """
     if hasattr(values, "_capproof_aggregate"):
         return values._capproof_aggregate("min_of")
+    if isinstance(values, Padded):
+        values = _batch(values, values.hi is not None and values.fill >= values.hi, "min_of()")
     values = list(values)
     if not values:
         raise ValueError("min_of() of an empty sequence")

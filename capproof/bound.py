@@ -277,7 +277,9 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
         if rc - offset - rd != slack or rd != d_star:
             raise _Wrong(f"replay of {out.slack_point} gives slack {rc - offset - rd}, Z3 said {slack}")
         out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
-        out.slack_pct = round(100.0 * slack / rd, 2) if rd > 0 else None
+        pct = 100.0 * slack / rd if rd > 0 else None
+        # two decimals; a nonzero slack too small for them keeps 2 significant digits (never -0.0)
+        out.slack_pct = None if pct is None else (round(pct, 2) if round(pct, 2) != 0 or slack == 0 else float(f"{pct:.2g}"))
     except _Unknown as exc:
         return CaseBound(dict(case.fixed), "unknown", message=str(exc))
     except _Wrong as exc:
@@ -373,7 +375,13 @@ BOUNDS_REPORT = "proofs/bounds.md"
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}%"
+    """Two decimals; a nonzero value that would print as 0.00 keeps two significant digits
+    (an insufficient capacity never reads ``-0.00%``)."""
+    if value is None:
+        return "n/a"
+    if value != 0 and abs(value) < 0.005:
+        return f"{value:.2g}%"
+    return f"{value:.2f}%"
 
 
 def _flags(c: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from .coverage import (
 from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
 from .runner import EXIT_UNDECIDED, RunResult, default_jobs, run
-from .verdict import DEFAULT_RLIMIT, ContractResult, Options
+from .verdict import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, ContractResult, Options
 
 __all__ = ["main"]
 
@@ -41,9 +41,13 @@ def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
         if not sep or not name:
             raise click.BadParameter(f"{item!r}: expected NAME=VALUE, e.g. max_model_len=350000", param_hint="--set")
         try:
-            pins[name] = int(raw.strip().replace("_", ""), 0)
+            value = int(raw.strip().replace("_", ""), 0)
         except ValueError:
             raise click.BadParameter(f"{item!r}: {raw!r} is not an integer", param_hint="--set") from None
+        if name in pins and pins[name] != value:
+            raise click.BadParameter(f"{name} pinned twice ({name}={pins[name]} and {name}={value}): give it once",
+                                     param_hint="--set")
+        pins[name] = value
     return pins
 
 
@@ -148,6 +152,8 @@ _common = [
     click.option("--crosshair-timeout", default=None, type=click.FloatRange(min=0.1),
                  help="CrossHair per-condition timeout in seconds [default: [tool.capproof] crosshair_timeout, else 30]."),
     click.option("--no-contracts", is_flag=True, help="Skip the CrossHair contract checks."),
+    click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
+                 help="Hard time limit per obligation or contract, in seconds (its own process is stopped: error)."),
 ]
 
 
@@ -214,7 +220,7 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 @click.option("--no-cache", is_flag=True,
               help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
-def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, json_out, junit_out, sarif_out,
+def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
           density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     pins_d = _parse_pins(pins)
@@ -223,7 +229,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, j
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache)
+                  crosshair_cache=not no_cache, timeout=timeout)
     data = result.to_json()
     outputs = [
         ("--junit", junit_out, write_junit),

@@ -289,22 +289,24 @@ def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
 
 def failure_density(ob: Obligation, params: dict[str, Any], failing_cases: int, admitted_cases: int,
                     rlimit: int = DENSITY_RLIMIT, full: bool = False, unknown_cases: int = 0,
-                    pinned: bool = False) -> dict[str, Any]:
+                    pinned: bool = False, pins: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """The density record of a counterexample ``params``: cases and one entry per Range axis.
 
     ``full`` allows the slow last-resort enumeration up to :data:`ENUM_LIMIT` values per axis.
     The case fraction is an exact fraction of the domain only when every parameter is finite,
-    nothing is pinned and no case is unknown (an unknown case may or may not fail).
+    nothing is pinned and no case is unknown (an unknown case may or may not fail). A parameter
+    named in ``pins`` is held at its pinned value, never varied over its range.
     """
     axes = []
     finite_only = all(d.finite for d in ob.domain.values())
     lengths = {d.length for d in ob.domain.values() if isinstance(d, Vector) and d.length}
     for name, dom in ob.domain.items():
-        if isinstance(dom, Range) and name not in lengths and name in params:
+        if isinstance(dom, Range) and name not in lengths and name in params and name not in pins:
             axes.append(axis_density(ob, params, name, rlimit, enum_limit=ENUM_LIMIT if full else SMALL_RANGE).to_json())
     return {
         "cases": {"failing": failing_cases, "admitted": admitted_cases, "unknown": unknown_cases,
                   "pinned": pinned, "exact_domain_fraction": finite_only and not pinned and not unknown_cases},
         "axes": axes,
         "skipped_vector_lengths": sorted(n for n in lengths if n in ob.domain),
+        **({"pinned_params": sorted(p for p in pins if p in ob.domain)} if pins else {}),
     }

@@ -8,11 +8,14 @@ and its named quantities; :func:`evaluate` and :func:`replay` run the same funct
 
 from __future__ import annotations
 
+import os
+import sysconfig
 import traceback
 from dataclasses import dataclass, field
 
 import z3
 
+from .arith import Padded
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
 from .obligation import Claim, Obligation, is_boolean, is_integer
@@ -93,8 +96,10 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
     return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side)
 
 
-def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object]:
-    """``params`` as the model takes them: each Vector's active entries padded to its size.
+def concrete_args(ob: Obligation, params: dict[str, object], padding: bool = True) -> dict[str, object]:
+    """``params`` as the model takes them: each Vector's active entries padded to its size (a
+    :class:`~capproof.arith.Padded`); with ``padding=False`` the active entries alone (the batch
+    as shown in a counterexample).
 
     Raises ReplayError for a missing parameter or a vector longer than its size.
     """
@@ -108,20 +113,22 @@ def concrete_args(ob: Obligation, params: dict[str, object]) -> dict[str, object
             if not isinstance(value, (list, tuple)):
                 raise ReplayError(f"vector parameter {p} needs a list of ints, got {value!r}")
             try:
-                args[p] = dom.expand(list(value))
+                entries = dom.expand(list(value)) if padding else tuple(value)
             except ValueError as exc:
                 raise ReplayError(f"{p}: {exc}") from None
+            args[p] = Padded(entries, len(value), dom.fill, dom.elem.lo, dom.elem.hi)  # type: ignore[attr-defined]
         else:
             args[p] = value
     return args
 
 
-def replay(ob: Obligation, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]]:
+def replay(ob: Obligation, params: dict[str, object], padding: bool = True) -> tuple[bool, dict[str, int], list[str]]:
     """Run the obligation on plain ints: (claim holds, named values, assumptions that fail).
 
-    ``params`` maps every parameter to an int, or for a Vector to the list of its active entries.
+    ``params`` maps every parameter to an int, or for a Vector to the list of its active entries
+    (padded to the vector's size with its ``fill``, or with ``padding=False`` passed alone).
     """
-    ev = evaluate(ob, concrete_args(ob, params))
+    ev = evaluate(ob, concrete_args(ob, params, padding))
     failed = [n for n, v in ev.assumptions.items() if not v]
     holds = ev.claim.holds
     if isinstance(holds, SymBool):  # pragma: no cover - cannot happen on ints
@@ -130,11 +137,34 @@ def replay(ob: Obligation, params: dict[str, object]) -> tuple[bool, dict[str, i
 
 
 def _describe_exc(exc: BaseException) -> str:
+    """One line for an exception raised by a model or spec: its message and the innermost line of
+    the project's code that led to it (never capproof's, Z3's or the standard library's)."""
     if isinstance(exc, CapproofError):
         return str(exc)
     tb = traceback.extract_tb(exc.__traceback__)
-    where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+    where = ""
+    if tb:
+        frame = next((f for f in reversed(tb) if _is_user_file(f.filename)), tb[-1])
+        where = f" at {_shown(frame.filename)}:{frame.lineno}"
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+_LIBRARY_DIRS = tuple(os.path.abspath(p) + os.sep for p in {
+    os.path.dirname(os.path.abspath(__file__)), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["platlib"], os.path.dirname(os.path.abspath(z3.__file__)),
+})
+
+
+def _is_user_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return not filename.startswith("<") and not path.startswith(_LIBRARY_DIRS) and "site-packages" not in path
+
+
+def _shown(filename: str) -> str:
+    try:
+        return os.path.relpath(filename)
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return filename
 
 
 def _new_solver(rlimit: int) -> z3.Solver:
@@ -264,7 +294,8 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
             constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3.And(*bounds)))
         if padding:
             constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3.And(*padding)))
-        vecs[name] = entries
+        length = dom.size if dom.length is None else (fixed[dom.length] if dom.length in fixed else scalars[dom.length])
+        vecs[name] = Padded(entries, length, dom.fill, elem.lo, elem.hi)
     return scalars, constraints, vecs
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "NotConcreteError",
     "DivisorMayBeZero",
     "ReplayError",
+    "NotAnIntegerError",
     "caller_location",
 ]
 
@@ -57,6 +58,11 @@ class SymbolicBranchError(CapproofError, TypeError):
 
 class NotConcreteError(CapproofError, TypeError):
     """An operation that needs concrete ints (``gcd``, indexing, ``range``) got a symbolic value."""
+
+
+class NotAnIntegerError(CapproofError, TypeError):
+    """A value that is neither an int nor a symbolic int (a string, None, a Z3 term) reached
+    integer model arithmetic; the message names the model line."""
 
 
 class DivisorMayBeZero(CapproofError):

@@ -240,7 +240,34 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
             f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
             " (does the model branch on isinstance/type or other Python-only facts?)"
         ))
-    return None
+    return _padding_check(case.ob, params, (holds, values, failed))
+
+
+def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> str | None:
+    """None if the point replays the same on its batches alone (each Vector's active entries,
+    no padding) as with the padding; else why not. A counterexample shows the batch only, so a
+    model whose result moves with the padding (``len()``, ``min()``, a count over every entry,
+    padding above the entries) would report a batch that does not fail, or prove a false claim."""
+    short = [p for p, d in ob.domain.items() if isinstance(d, Vector) and len(params[p]) < d.size]  # type: ignore[arg-type]
+    if not short:
+        return None
+    try:
+        alone = replay(ob, params, padding=False)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        alone = f"raises {_describe_exc(exc)}"
+    if alone == padded:
+        return None
+    shown = alone if isinstance(alone, str) else f"gives claim {alone[0]} {alone[1]}" + (
+        f" with assumptions {alone[2]} false" if alone[2] else "")
+    fills = ", ".join(f"{p}: {ob.domain[p].size - len(params[p])} entries equal to {ob.domain[p].fill}" for p in short)  # type: ignore[attr-defined]
+    return str(ReplayError(
+        f"the model sees the padding of its batch at {params}: on the batch alone it {shown}, "
+        f"with the padding ({fills}) claim {padded[0]} {padded[1]}; len(), min(), a count or a loop "
+        "over the whole vector includes the padding (use total/max_of/min_of of capproof.arith, "
+        "or mask entries with the length parameter)"
+    ))
 
 
 def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
@@ -429,7 +456,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
         return None
     if answer == z3.unknown:
         return Witness(name, False, message=f"unknown: {s.reason_unknown()}")
-    model, _ = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
+    model, minimized = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
     params = case.point(model)
     symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
     problem = _replay_check(case, params, symbolic_values)
@@ -441,7 +468,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
             problem = _describe_exc(exc)
     if problem:
         return Witness(name, False, message=f"error: {problem}")
-    return Witness(name, True, params=params, values=symbolic_values)
+    return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
 
 
 def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
@@ -497,7 +524,10 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
                 else:
                     failed = failed or w
         if found:
-            out.append(min(found, key=lambda w: tuple(w.params[p] for p in ob.params)))
+            best = min(found, key=lambda w: tuple(w.params[p] for p in ob.params))
+            # the smallest over cases is the least witness only if every case's search ended
+            best.minimized = all(w.minimized for w in found)
+            out.append(best)
         elif failed:
             out.append(failed)
         else:
@@ -582,7 +612,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             from .density import failure_density
 
             result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full",
-                                             unknown_cases=len(unknowns), pinned=bool(pins))
+                                             unknown_cases=len(unknowns), pinned=bool(pins), pins=sorted(pins))
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"

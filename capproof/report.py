@@ -47,15 +47,16 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
 
 
 def _witness_text(w: dict[str, Any], cex: dict[str, Any]) -> str:
-    """The witness's parameters that differ from the counterexample's, or why there is none."""
+    """Every parameter of the witness (those equal to the counterexample's too, so the line is a
+    complete point to replay), its named values, or why there is none."""
     if not w["found"]:
         return w.get("message") or "none"
-    moved = {k: v for k, v in w["params"].items() if cex["params"].get(k) != v}
-    if not moved:
-        return "the counterexample's own point"
-    return ", ".join(f"{k}={v}" for k, v in moved.items()) + (
+    moved = {k for k, v in w["params"].items() if cex["params"].get(k) != v}
+    same = "the counterexample's own point: " if not moved else ""
+    label = "" if w.get("minimized", True) else " (not minimised: a minimisation query ran out of rlimit)"
+    return same + ", ".join(f"{k}={v}" for k, v in w["params"].items()) + (
         " (" + ", ".join(f"{k}={v}" for k, v in w["values"].items()) + ")" if w.get("values") else ""
-    )
+    ) + label
 
 
 def _share(failing: int, admitted: int) -> str:
@@ -86,6 +87,8 @@ def density_lines(density: dict[str, Any] | None) -> list[str]:
             lines.append(f"{a['param']} over {lo}..{hi}: not computed ({a['message']})")
         else:
             lines.append(f"{a['param']} over {lo}..{hi}: fails for {_share(a['failing'], a['admitted'])} admitted values [{a['method']}]")
+    if density.get("pinned_params"):
+        lines.append("not varied (pinned): " + ", ".join(density["pinned_params"]))
     if density.get("skipped_vector_lengths"):
         lines.append("not counted (vector lengths): " + ", ".join(density["skipped_vector_lengths"]))
     return lines

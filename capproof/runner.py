@@ -8,10 +8,12 @@ answered in the parent process), and results are reported in declared order.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import multiprocessing
 import os
+import pickle
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -145,6 +147,30 @@ def _work(kind: str, file: str, ident: str, options: Options):
     raise LookupError(f"{ident} vanished from {file}")
 
 
+def module_state() -> dict[str, object]:
+    """A fingerprint of the data (not the functions or classes) held by the project's own modules
+    (spec files, models): ``{"module.name": digest}``. Compared before and after deciding an item."""
+    root = os.path.abspath(os.getcwd()) + os.sep
+    out: dict[str, object] = {}
+    for modname, module in list(sys.modules.items()):
+        path = os.path.abspath(getattr(module, "__file__", None) or "/")
+        if not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:] or modname.startswith("capproof."):
+            continue
+        for name, value in list(vars(module).items()):
+            if name.startswith("__") or callable(value) or type(value).__name__ == "module":
+                continue
+            try:
+                out[f"{modname}.{name}"] = pickle.dumps(value)
+            except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr
+                out[f"{modname}.{name}"] = (id(value), repr(value)[:10_000])
+    return out
+
+
+def changed_state(before: dict[str, object], after: dict[str, object]) -> list[str]:
+    """Names whose fingerprint differs (or that appeared or vanished)."""
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
 def run(
     paths: Iterable[str] = ("spec",),
     options: Options | None = None,
@@ -170,12 +196,21 @@ def run(
     if result.usage_errors:  # a mistyped pin: nothing runs (the run would not be the one asked for)
         return result
 
+    if result.usage_errors:  # a misspelt pin: say so before proving anything
+        return result
     if not obligations and not contracts and not errors:
         result.usage_errors.append("nothing selected: no obligation or contract matches the paths and -k")
     work: list[tuple[str, Obligation | Contract]] = [("obligation", ob) for ob in obligations]
     work += [("contract", c) for c in contracts]
-    if options.jobs > 1 and len(work) > 1:
-        # Answered here: items with declaration problems (no worker needed) and cached contracts.
+    if not options.isolate:
+        outcomes = []
+        for kind, it in work:
+            outcome = _decide(kind, it, options)
+            outcomes.append(outcome)
+            if progress:
+                progress(outcome)
+    else:
+        # Answered here: items with declaration problems (no process needed) and cached contracts.
         done: dict[int, ObligationResult | ContractResult] = {}
         for i, (kind, it) in enumerate(work):
             if getattr(it, "problems", None):
@@ -187,25 +222,136 @@ def run(
         previous = _previous_seconds()
         order = sorted((i for i in range(len(work)) if i not in done),
                        key=lambda i: -_estimate(work[i][0], work[i][1], previous))
-        ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=min(options.jobs, max(1, len(order))), mp_context=ctx) as pool:
-            futures = {i: pool.submit(_work, work[i][0], _item_file(work[i][1]), work[i][1].id, options) for i in order}
-            outcomes = []
-            for i in range(len(work)):
-                outcome = done[i] if i in done else futures[i].result()
-                outcomes.append(outcome)
-                if progress:
-                    progress(outcome)
-    else:
-        outcomes = []
-        for kind, it in work:
-            outcome = _decide(kind, it, options)
-            outcomes.append(outcome)
-            if progress:
-                progress(outcome)
+        outcomes = _run_isolated(work, order, done, options, progress)
     for outcome in outcomes:
         (result.contracts if isinstance(outcome, ContractResult) else result.obligations).append(outcome)
     return result
+
+
+def _error_outcome(kind: str, item: Obligation | Contract, message: str) -> ObligationResult | ContractResult:
+    if kind == "obligation":
+        ob: Obligation = item  # type: ignore[assignment]
+        return ObligationResult(
+            id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR, message=message,
+            assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line,
+        )
+    return ContractResult(id=item.id, expect=item.expect, verdict=Verdict.ERROR, message=message, case=item.case,
+                          sources=item.sources, file=item.file, line=item.line)
+
+
+def _decide_isolated(kind: str, item: Obligation | Contract, options: Options):
+    """Decide one item in this (child) process: a fresh Z3 context, and module state checked."""
+    import z3
+
+    z3.z3._main_ctx = None  # this item's Z3 terms, rlimit use and unsat cores do not depend on what ran before
+    before = module_state()
+    outcome = prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
+    changed = changed_state(before, module_state())
+    if changed and outcome.verdict is not Verdict.ERROR:
+        outcome.verdict = Verdict.ERROR
+        outcome.message = (
+            f"module state changed while deciding it ({', '.join(changed[:3])}): a verdict that depends on "
+            "what ran before (-k, --jobs, case order) is no verdict; keep models and claims free of global state"
+        )
+    return outcome
+
+
+def _child(conn, kind: str, payload, options: Options) -> None:
+    """Entry point of the process deciding one item: send its result, or a one-line error."""
+    try:
+        if isinstance(payload, tuple):  # spawn: reload the spec file here
+            from .loader import ensure_project_on_path
+
+            ensure_project_on_path()
+            file, ident = payload
+            items = load_file(file)
+            if isinstance(items, LoadError):
+                conn.send(_load_error_result(items))
+                return
+            payload = next(it for it in items if it.id == ident)
+        outcome = _decide_isolated(kind, payload, options)
+    except BaseException as exc:  # noqa: BLE001 - reported as the item's error
+        from .encode import _describe_exc
+
+        outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+    conn.send(outcome)
+    conn.close()
+
+
+@dataclass
+class _Stub:
+    file: str
+    id: str
+    expect: str = "proved"
+    case: str | None = None
+    sources: list = field(default_factory=list)
+    line: int = 0
+
+
+def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int],
+                  done: dict[int, ObligationResult | ContractResult], options: Options,
+                  progress: Callable[[ObligationResult | ContractResult], None] | None):
+    """Decide each item in its own process, at most ``options.jobs`` at a time, each within
+    ``options.timeout`` seconds (then killed: an ``error`` verdict). A process that dies without a
+    result (``os._exit``, a crash in Z3) is an ``error`` verdict; the other items still run.
+
+    With the ``fork`` start method (Linux) each process starts from the loaded spec files, so one
+    item's module state never reaches another's; elsewhere each process imports its spec file.
+    """
+    from multiprocessing.connection import wait
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    by_reference = ctx.get_start_method() == "fork"
+    outcomes: list = [done.get(i) for i in range(len(work))]
+    pending = list(order)  # longest first; results are still reported in declared order
+    running: dict[Any, tuple[int, Any, float]] = {}
+    shown = 0
+    while pending or running:
+        while pending and len(running) < max(1, options.jobs):
+            i = pending.pop(0)
+            kind, it = work[i]
+            recv, send = ctx.Pipe(duplex=False)
+            payload = it if by_reference else (_item_file(it), it.id)
+            proc = ctx.Process(target=_child, args=(send, kind, payload, options), daemon=True)
+            proc.start()
+            send.close()
+            running[recv] = (i, proc, time.monotonic())
+        if running:
+            now = time.monotonic()
+            deadline = min(start for _, _, start in running.values()) + options.timeout
+            ready = wait(list(running), timeout=max(0.0, deadline - now))
+            for conn in ready:
+                i, proc, _ = running.pop(conn)
+                kind, it = work[i]
+                try:
+                    outcomes[i] = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    outcomes[i] = _error_outcome(kind, it, (
+                        f"the process deciding it exited with code {proc.exitcode} before giving a verdict "
+                        "(os._exit, sys.exit or a crash in the model or the solver)"))
+                conn.close()
+                proc.join(5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+            now = time.monotonic()
+            for conn, (i, proc, start) in list(running.items()):
+                if now - start >= options.timeout:
+                    proc.kill()
+                    proc.join()
+                    conn.close()
+                    del running[conn]
+                    kind, it = work[i]
+                    outcomes[i] = _error_outcome(kind, it, (
+                        f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
+                        "raise --timeout if it is only slow)"))
+        while shown < len(outcomes) and outcomes[shown] is not None:
+            if progress:
+                progress(outcomes[shown])
+            shown += 1
+    return outcomes
 
 
 def _item_file(item: Obligation | Contract) -> str:

@@ -28,7 +28,7 @@ from typing import Iterator, Union
 
 import z3
 
-from .errors import NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
+from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
 
 __all__ = [
     "SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic",
@@ -212,6 +212,13 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
     )
 
 
+def record_nonzero(term: z3.ArithRef, where: str) -> None:
+    """Record a symbolic value that must not be zero (checked as divisors are; ``where`` says why)."""
+    trace = getattr(_local, "trace", None)
+    if trace is not None:
+        trace.divisors.append((term, where))
+
+
 def _record_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> None:
     record_lemma(division_lemma(a, b, q))
 
@@ -289,7 +296,7 @@ def to_z3_int(value: object) -> z3.ArithRef:
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
         return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
-    raise _misuse(TypeError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
+    raise _misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:
@@ -298,7 +305,7 @@ def to_z3_bool(value: object) -> z3.BoolRef:
         return value.term
     if isinstance(value, bool):
         return z3.BoolVal(value)
-    raise _misuse(TypeError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
+    raise _misuse(NotAnIntegerError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def is_symbolic(value: object) -> bool:

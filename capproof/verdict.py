@@ -14,11 +14,14 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT"]
+__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT"]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
 #: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
 DEFAULT_RLIMIT = 20_000_000
+#: Hard time limit per obligation or contract (seconds) for ``capproof prove``; the slowest item of
+#: the full suite takes well under a tenth of it on the project's 2-core machine.
+DEFAULT_TIMEOUT = 900.0
 
 
 class Verdict(str, enum.Enum):
@@ -56,6 +59,11 @@ class Options:
     #: reuse CrossHair verdicts cached in .capproof/crosshair/ (keyed by the model sources, the
     #: timeout and the tool versions; see capproof.contracts)
     crosshair_cache: bool = True
+    #: the runner decides each obligation and contract in its own process (fresh Z3 context,
+    #: module state checked), killed after ``timeout`` seconds; False: in this process, no limit
+    isolate: bool = True
+    #: hard per-item time limit in seconds (obligation or contract) when ``isolate``
+    timeout: float = DEFAULT_TIMEOUT
 
 
 @dataclass
@@ -90,11 +98,13 @@ class Witness:
     params: dict[str, Any] = field(default_factory=dict)
     values: dict[str, int] = field(default_factory=dict)
     message: str = ""
+    #: False when a minimisation query came back unknown (the point is a witness, maybe not the smallest)
+    minimized: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "found": self.found,
                 "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
-                "values": dict(self.values), "message": self.message}
+                "values": dict(self.values), "message": self.message, "minimized": self.minimized}
 
 
 @dataclass

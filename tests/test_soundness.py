@@ -1,0 +1,300 @@
+"""Holes in capproof's own soundness (issue 10), each an attempt to obtain a wrong verdict.
+
+Every test here failed on main before its fix: a false ``proved``, a counterexample whose shown
+batch does not fail, a silently accepted contradictory pin, a message pointing into capproof's
+or Z3's code, a witness or density line that says less than it seems to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from capproof import Options, Verdict
+from capproof.cli import main
+from capproof.loader import load_file
+from capproof.prover import prove_obligation, replay
+
+HEADER = ("import math\n"
+          "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, select, "
+          "min_of, max_of, total, count\n")
+
+
+def decide(path, name, **options):
+    items = load_file(path)
+    assert not hasattr(items, "message"), items
+    ob = next(i for i in items if i.name == name)
+    return ob, prove_obligation(ob, Options(**options))
+
+
+# --- S3: Vector padding must be invisible, or the verdict an error ----------------------------
+
+PADDING = HEADER + """
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(1, 10), length="n")})
+def min_true(n, v):
+    return claim(min_of(v) >= 1, lowest=min_of(v))
+
+@obligation(domain={"n": Range(1, 3), "v": Vector(4, Range(1, 10), length="n")}, expect="counterexample")
+def min_false(n, v):
+    return claim(min_of(v) <= 3, lowest=min_of(v))
+
+@obligation(domain={"n": Choice(1, 2), "v": Vector(4, Range(1, 10), length="n")}, expect="counterexample")
+def min_false_split(n, v):
+    return claim(min_of(v) <= 3, lowest=min_of(v))
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 5), length="n", fill=9)})
+def max_fill_above(n, v):
+    return at_most(demand=max_of(v), capacity=5)
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 1), length="n", fill=7)})
+def total_fill(n, v):
+    return at_most(demand=total(v), capacity=4)
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 5), length="n")})
+def len_sees_padding(n, v):
+    return claim(len(v) == n, length=len(v))
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(5, 9), length="n")})
+def count_sees_padding(n, v):
+    return at_most(demand=count(x < 5 for x in v), capacity=0)
+
+@obligation(domain={"n": Range(0, 4), "v": Vector(4, Range(1, 10), length="n")})
+def min_of_empty_batch(n, v):
+    return min_of(v) >= 1
+"""
+
+
+@pytest.mark.parametrize("name, verdict", [
+    ("min_true", Verdict.PROVED),             # main: counterexample lowest=0 at v=[1] (the padding's 0)
+    ("min_false", Verdict.COUNTEREXAMPLE),    # main: proved (every batch is padded with 0 <= 3)
+    ("min_false_split", Verdict.COUNTEREXAMPLE),  # main: proved, with the length case-split
+    ("max_fill_above", Verdict.PROVED),       # main: counterexample demand=9 (the fill) at v=[0]
+    ("total_fill", Verdict.PROVED),           # main: counterexample demand=21 at v=[0]
+])
+def test_aggregates_over_a_padded_vector_see_the_batch_only(spec_file, name, verdict):
+    ob, r = decide(spec_file(PADDING), name)
+    assert r.verdict is verdict, r.message
+    if verdict is Verdict.COUNTEREXAMPLE:
+        # the shown batch fails on its own, without any padding
+        holds, values, failed = replay(ob, r.counterexample.params, padding=False)
+        assert not holds and not failed and values == r.counterexample.values
+        assert r.counterexample.values == {"lowest": 4}
+
+
+@pytest.mark.parametrize("name", ["len_sees_padding", "count_sees_padding"])
+def test_a_model_that_sees_the_padding_is_an_error_not_a_verdict(spec_file, name):
+    """main: a counterexample whose shown batch (e.g. n=1, v=[5]) does not fail."""
+    _, r = decide(spec_file(PADDING), name)
+    assert r.verdict is Verdict.ERROR
+    assert "sees the padding" in r.message and "on the batch alone" in r.message
+
+
+def test_min_of_an_empty_batch_is_reported(spec_file):
+    _, r = decide(spec_file(PADDING), "min_of_empty_batch")
+    assert r.verdict is Verdict.ERROR
+    assert "min_of() of an empty batch" in r.message and "spec_under_test.py:" in r.message
+
+
+# --- error messages point at the spec line ----------------------------------------------------
+
+LOCATIONS = HEADER + """
+D = {"x": Range(1, 10)}
+
+@obligation(domain=D)
+def string_capacity(x):
+    return at_most(demand=x, capacity="10")
+
+@obligation(domain=D)
+def bool_plus_int(x):
+    return at_most(demand=(x > 1) + x, capacity=100)
+
+@obligation(domain=D)
+def none_operand(x):
+    return at_most(demand=x * None, capacity=100)
+
+@obligation(domain=D)
+def raw_z3_term(x):
+    import z3
+    return at_most(demand=x + z3.Int("y"), capacity=100)
+
+@obligation(domain=D)
+def python_pow(x):
+    return at_most(demand=2 ** x, capacity=100)
+"""
+
+
+@pytest.mark.parametrize("name, line", [
+    ("string_capacity", 8), ("bool_plus_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("python_pow", 25),
+])
+def test_errors_name_the_spec_line_not_capproof_or_z3(spec_file, name, line):
+    path = spec_file(LOCATIONS)
+    _, r = decide(path, name)
+    assert r.verdict is Verdict.ERROR
+    assert f"{os.path.relpath(path)}:{line}" in r.message, r.message
+    for inside in ("symbolic.py", "z3core.py", "z3.py", "arith.py", "encode.py"):
+        assert inside not in r.message, r.message
+
+
+# --- command line: pins ------------------------------------------------------------------------
+
+GOOD = """
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"g": Range(1, 8), "x": Range(0, 100)}, expect="counterexample")
+def grows(g, x):
+    return at_most(demand=x * 2, capacity=x + g)
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "good.py").write_text(textwrap.dedent(GOOD))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_parameter_pinned_twice_is_bad_input(project):
+    result = CliRunner().invoke(main, ["prove", "--set", "g=3", "--set", "g=4"])
+    assert result.exit_code == 2
+    assert "g pinned twice (g=3 and g=4)" in result.output
+
+
+def test_an_unknown_pin_stops_before_proving(project):
+    result = CliRunner().invoke(main, ["prove", "--set", "gg=3"])
+    assert result.exit_code == 2
+    assert "no selected obligation has a parameter named 'gg'" in result.output
+    assert "spec/good.py::grows" not in result.output  # nothing was proved first
+
+
+def test_pinned_density_does_not_vary_the_pinned_parameter(project):
+    result = CliRunner().invoke(main, ["prove", "--set", "g=3", "--json", "-"])
+    data = json.loads(result.output)
+    density = data["obligations"][0]["density"]
+    assert [a["param"] for a in density["axes"]] == ["x"]  # main: g over 1..8 too
+    assert density["pinned_params"] == ["g"]
+    text = CliRunner().invoke(main, ["prove", "--set", "g=3"]).output
+    assert "g over" not in text and "not varied (pinned): g" in text
+
+
+# --- witnesses ---------------------------------------------------------------------------------
+
+WITNESS = HEADER + """
+@obligation(domain={"width": Range(1, 100), "num_reqs": Range(1, 8), "padded": Range(1, 16)},
+            assumptions={"padding only adds": lambda num_reqs, padded: padded >= num_reqs},
+            witnesses={"raises": lambda num_reqs, padded: padded > num_reqs},
+            expect="counterexample")
+def widths_match(width, num_reqs, padded):
+    return equal(W_buf=width - (width % 2), W_bt=width)
+"""
+
+
+def test_witness_lines_show_every_parameter(spec_file):
+    from capproof.report import terminal_lines
+
+    _, r = decide(spec_file(WITNESS), "widths_match")
+    line = next(x for x in terminal_lines(r.to_json()) if "trigger witness" in x)
+    # main showed only "padded=2 (...)": width=1 and num_reqs=1 equal the counterexample's were left out
+    assert "width=1, num_reqs=1, padded=2 (W_buf=0, W_bt=1)" in line
+
+
+def test_a_witness_whose_minimisation_ran_out_is_labelled(spec_file, monkeypatch):
+    """An unknown answer during the witness's minimisation (simulated: each binary-search step
+    reports unknown) keeps the point found, labelled; main dropped the flag."""
+    import capproof.prover as prover
+
+    monkeypatch.setattr(prover, "minimize_term", lambda s, model, term, lo: (model, False))
+    from capproof.report import terminal_lines
+
+    _, r = decide(spec_file(WITNESS), "widths_match")
+    (w,) = r.witnesses
+    assert w.found and w.minimized is False
+    assert r.counterexample.minimized is False
+    line = next(x for x in terminal_lines(r.to_json()) if "trigger witness" in x)
+    assert "not minimised" in line
+
+
+# --- bound ------------------------------------------------------------------------------------
+
+def test_bound_never_prints_minus_zero_percent(project):
+    (project / "spec" / "tight.py").write_text(textwrap.dedent("""
+        from capproof import Range, obligation, at_most
+
+        @obligation(domain={"x": Range(1, 10**6)}, expect="counterexample")
+        def one_short(x):
+            return at_most(demand=x, capacity=x - (x // 10**6))
+    """))
+    result = CliRunner().invoke(main, ["bound", "spec/tight.py"])
+    assert "-0.00%" not in result.output
+    assert "-0.0001%" in result.output, result.output
+
+
+# --- a model that never returns, exits the process, or keeps state ----------------------------
+
+RUNAWAY = """
+import os
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"x": Range(0, 10)})
+def loops_forever(x):
+    while True:
+        pass
+
+@obligation(domain={"x": Range(0, 10)})
+def exits_the_process(x):
+    os._exit(0)
+
+@obligation(domain={"x": Range(0, 10)})
+def fine(x):
+    return at_most(demand=x, capacity=10)
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_endless_loop_and_os_exit_are_errors_and_the_run_goes_on(project, jobs):
+    """main: -j 1 hangs on the loop; os._exit(0) ends the run with exit 0 and no summary (-j 1)
+    or a BrokenProcessPool traceback (-j 2)."""
+    (project / "spec" / "runaway.py").write_text(textwrap.dedent(RUNAWAY))
+    result = CliRunner().invoke(main, ["prove", "spec/runaway.py", "--timeout", "3", "-j", jobs, "--json", "-"])
+    assert result.exit_code == 2
+    data = json.loads(result.output)
+    verdicts = {o["id"].split("::")[1]: (o["verdict"], o["message"]) for o in data["obligations"]}
+    assert verdicts["loops_forever"][0] == "error" and "time limit" in verdicts["loops_forever"][1]
+    assert verdicts["exits_the_process"][0] == "error" and "exited with code 0" in verdicts["exits_the_process"][1]
+    assert verdicts["fine"] == ("proved", verdicts["fine"][1])
+    assert data["summary"]["exit_code"] == 2
+
+
+SHARED_STATE = """
+from capproof import Range, obligation, at_most
+
+SEEN = {"slack": 0}
+
+@obligation(domain={"x": Range(0, 10)})
+def a_sets_state(x):
+    SEEN["slack"] = 5
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def b_reads_state(x):
+    return at_most(demand=x, capacity=10 - SEEN["slack"])
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["-j", "2"], ["-k", "b_reads"]])
+def test_module_state_shared_between_obligations_cannot_move_a_verdict(project, args):
+    """main: b_reads_state is a counterexample after a_sets_state ran in the same process
+    (-j 1, or -j 2 when one worker takes both) and proved alone (-k): the verdict depended on the
+    run. Now each obligation starts from the loaded module, and one that changes module state is
+    an error."""
+    (project / "spec" / "state.py").write_text(textwrap.dedent(SHARED_STATE))
+    result = CliRunner().invoke(main, ["prove", "spec/state.py", "--json", "-", *args])
+    verdicts = {o["id"].split("::")[1]: o for o in json.loads(result.output)["obligations"]}
+    assert verdicts["b_reads_state"]["verdict"] == "proved"
+    if "a_sets_state" in verdicts:
+        a = verdicts["a_sets_state"]
+        assert a["verdict"] == "error" and "module state changed" in a["message"] and "SEEN" in a["message"]
