@@ -45,7 +45,7 @@ __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relatio
 #: share of the demand there is flagged ``wasteful``.
 DEFAULT_WASTE_THRESHOLD = 100.0
 
-_RELATION = re.compile(r"^(\w+) (<=|<) (\w+)$")
+_RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)$")
 
 
 def capacity_relation(relation: str) -> tuple[str, str, int] | None:

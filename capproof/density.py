@@ -294,14 +294,15 @@ def failure_density(ob: Obligation, params: dict[str, Any], failing_cases: int, 
 
     ``full`` allows the slow last-resort enumeration up to :data:`ENUM_LIMIT` values per axis.
     The case fraction is an exact fraction of the domain only when every parameter is finite,
-    nothing is pinned and no case is unknown (an unknown case may or may not fail). A parameter
-    named in ``pins`` is held at its pinned value, never varied over its range.
+    nothing is pinned and no case is unknown (an unknown case may or may not fail). Parameters
+    named in ``pins`` are listed as ``pinned_params``: their axis varies what the run pinned (the
+    README's parity example), so the report labels it.
     """
     axes = []
     finite_only = all(d.finite for d in ob.domain.values())
     lengths = {d.length for d in ob.domain.values() if isinstance(d, Vector) and d.length}
     for name, dom in ob.domain.items():
-        if isinstance(dom, Range) and name not in lengths and name in params and name not in pins:
+        if isinstance(dom, Range) and name not in lengths and name in params:
             axes.append(axis_density(ob, params, name, rlimit, enum_limit=ENUM_LIMIT if full else SMALL_RANGE).to_json())
     return {
         "cases": {"failing": failing_cases, "admitted": admitted_cases, "unknown": unknown_cases,

@@ -69,10 +69,12 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
     return value
 
 
-def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None) -> _Evaluated:
-    """Run the assumptions, the claim and the witness conditions on ``args`` (ints and/or SymInts;
-    a Vector parameter is a tuple of ``size`` entries). ``assumed`` (optional) receives each
-    assumption's value as soon as it is computed (what was known when a later part raised)."""
+def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None,
+             witnesses: bool = True) -> _Evaluated:
+    """Run the assumptions, the claim and (unless ``witnesses=False``) the witness conditions on
+    ``args`` (ints and/or SymInts; a Vector parameter is a tuple of ``size`` entries). ``assumed``
+    (optional) receives each assumption's value as soon as it is computed (what was known when a
+    later part raised)."""
     scope: list[int] = []
     side: list[int] = []
     symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
@@ -88,7 +90,7 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
             scope += [i] * (len(trace.divisors) - len(scope))
             side += [i] * (len(trace.side_conditions) - len(side))
         result = _as_claim(ob.func(**args), ob)
-        witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()}
+        witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()} if witnesses else {}
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
@@ -126,9 +128,10 @@ def replay(ob: Obligation, params: dict[str, object], padding: bool = True) -> t
     """Run the obligation on plain ints: (claim holds, named values, assumptions that fail).
 
     ``params`` maps every parameter to an int, or for a Vector to the list of its active entries
-    (padded to the vector's size with its ``fill``, or with ``padding=False`` passed alone).
+    (padded to the vector's size with its ``fill``, or with ``padding=False`` passed alone, and
+    then the witness conditions, which may look at the padding, are not run).
     """
-    ev = evaluate(ob, concrete_args(ob, params, padding))
+    ev = evaluate(ob, concrete_args(ob, params, padding), witnesses=padding)
     failed = [n for n, v in ev.assumptions.items() if not v]
     holds = ev.claim.holds
     if isinstance(holds, SymBool):  # pragma: no cover - cannot happen on ints

@@ -91,9 +91,13 @@ def at_most(**named: object) -> Claim:
 
 
 def less_than(**named: object) -> Claim:
-    """``first < second``, e.g. ``less_than(index=..., capacity=...)``."""
+    """``0 <= first < second``: an index into a buffer of ``second`` entries, checked on both
+    sides (a negative index wraps or faults as surely as one past the end), e.g.
+    ``less_than(index=..., capacity=...)``."""
     a, av, b, bv = _two(named, "less_than")
-    return Claim(av < bv, dict(named), f"{a} < {b}")
+    from .arith import all_of
+
+    return Claim(all_of(0 <= av, av < bv), dict(named), f"0 <= {a} < {b}")  # type: ignore[operator]
 
 
 def _spec_relpath(path: str) -> str:

@@ -37,7 +37,7 @@ __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem"
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths")
+    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths", "restating")
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
@@ -51,6 +51,8 @@ class _CaseOutcome:
         self.cross: str | None = None  # second-solver result (capproof.crosscheck)
         self.path: str = kw.get("path", "")  # the path condition of a counterexample ('' = no branch)
         self.paths: int = kw.get("paths", 1)  # paths explored in this case
+        #: assumptions of the core equivalent to the claim in this case (see _restating_assumptions)
+        self.restating: list[str] = kw.get("restating", [])
 
 
 def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list[str]:
@@ -157,7 +159,8 @@ def _combine_paths(outcomes: list[_CaseOutcome], cp: CasePaths) -> _CaseOutcome:
     for o in outcomes:
         core.extend(c for c in o.core if c not in core)
     kind = "excluded" if all(k == "excluded" for k in kinds) else "proved"
-    out = _CaseOutcome(kind, core=core, paths=n)
+    restating = [r for o in outcomes for r in o.restating]
+    out = _CaseOutcome(kind, core=core, paths=n, restating=list(dict.fromkeys(restating)))
     out.relation = next((o.relation for o in outcomes if o.relation), "")
     return out
 
@@ -375,7 +378,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     answer = s.check()
     if answer == z3.unsat:
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
-        return _CaseOutcome("proved", core=core)
+        return _CaseOutcome("proved", core=core, restating=_restating_assumptions(case, core, rlimit))
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s)}")
 
@@ -436,6 +439,35 @@ def hardness(case: CaseProblem, s: z3.Solver) -> str:
                     "or pin/case-split the vector length")
     tips.append("raise --rlimit")
     return ", ".join(parts) + "; try: " + "; ".join(tips)
+
+
+def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> list[str]:
+    """The assumptions of an unsat ``core`` that are equivalent to the claim on the domain (each
+    implies the other with only the domain's bounds): such a proof assumes its conclusion. An
+    unknown answer counts as not equivalent."""
+    names = set(case.ob.assumptions)
+    out = []
+    for name in core:
+        if name not in names:
+            continue
+        cond = dict(case.constraints)[name]
+        s = _new_solver(max(1, rlimit // 10))
+        for label, c in case.constraints:
+            if label not in names:
+                s.add(c)
+        for lemma in case.lemmas:
+            s.add(lemma)
+        if all(_unsat(s, extra) for extra in (z3.And(cond, z3.Not(case.claim)), z3.And(case.claim, z3.Not(cond)))):
+            out.append(name)
+    return out
+
+
+def _unsat(s: z3.Solver, extra: z3.BoolRef) -> bool:
+    s.push()
+    s.add(extra)
+    answer = s.check()
+    s.pop()
+    return answer == z3.unsat
 
 
 #: At most this many finite cases are searched for one trigger witness.
@@ -589,6 +621,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             used.extend(c for c in o.core if c not in used)
     order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
+    restating = {n for o in outcomes if o.kind == "proved" for n in o.restating}
+    result.restating = [n for n in ob.assumptions if n in restating]
 
     errors = [o for o in outcomes if o.kind == "error"]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
@@ -624,7 +658,9 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.verdict = Verdict.PROVED
         result.message = f"unsat on {admitted} cases" + (
             f" ({result.excluded} excluded by assumptions)" if result.excluded else ""
-        ) + (f", {result.paths} paths" if result.paths > result.cases else "")
+        ) + (f", {result.paths} paths" if result.paths > result.cases else "") + "".join(
+            f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
+            "shows the claim only as far as that fact holds" for n in result.restating)
     result.seconds = time.perf_counter() - started
     return result
 

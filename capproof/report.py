@@ -38,7 +38,7 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
         for w in entry.get("witnesses", []):
             lines.append(f"       trigger witness, {w['name']}: {_witness_text(w, cex)}")
         lines += [f"       {line}" for line in density_lines(entry.get("density"))]
-    elif verdict != "proved" or not entry["ok"]:
+    elif verdict != "proved" or not entry["ok"] or entry.get("restating_assumptions"):
         lines.append(f"       {entry['message']}")
     used_paths = [a[len("path: "):] for a in entry.get("assumptions_used", []) if a.startswith("path: ")]
     if kind == "obligation" and verdict == "proved" and used_paths:
@@ -83,12 +83,12 @@ def density_lines(density: dict[str, Any] | None) -> list[str]:
         lines = [f"{_share(c['failing'], c['admitted'])} admitted {scope}finite cases contain a failing point{unknown}"]
     for a in density["axes"]:
         lo, hi = a["range"]
+        pinned = a["param"] in density.get("pinned_params", [])
+        what = f"{a['param']} over {lo}..{hi}" + (" (pinned in this run; varied here, the others held)" if pinned else "")
         if a["failing"] is None:
-            lines.append(f"{a['param']} over {lo}..{hi}: not computed ({a['message']})")
+            lines.append(f"{what}: not computed ({a['message']})")
         else:
-            lines.append(f"{a['param']} over {lo}..{hi}: fails for {_share(a['failing'], a['admitted'])} admitted values [{a['method']}]")
-    if density.get("pinned_params"):
-        lines.append("not varied (pinned): " + ", ".join(density["pinned_params"]))
+            lines.append(f"{what}: fails for {_share(a['failing'], a['admitted'])} admitted values [{a['method']}]")
     if density.get("skipped_vector_lengths"):
         lines.append("not counted (vector lengths): " + ", ".join(density["skipped_vector_lengths"]))
     return lines
@@ -162,7 +162,9 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         out += [f"- {a}" for a in e["assumptions"]]
     elif e.get("assumptions"):
         out += ["", "Assumptions (✔ = in the unsat core of some case, so the proof needs it; · = not needed):", ""]
-        out += [f"- {'✔' if a in used else '·'} {a}" for a in e["assumptions"]]
+        restating = set(e.get("restating_assumptions", []))
+        out += [f"- {'✔' if a in used else '·'} {a}" + (" — **restates the claim** (each implies the other on the domain)"
+                                                       if a in restating else "") for a in e["assumptions"]]
     else:
         out += ["", "Assumptions: none declared (the claim is checked on the whole domain)."]
     bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", []) and not a.startswith("path: ")]

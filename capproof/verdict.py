@@ -126,6 +126,8 @@ class ObligationResult:
     #: per-case second-solver results: {"solver", "agreed", "skipped_nonlinear", "unknown", "disagreed"}
     cross_check: dict[str, Any] | None = None
     assumptions_used: list[str] = field(default_factory=list)
+    #: assumptions equivalent to the claim on the domain in some proved case (they restate it)
+    restating: list[str] = field(default_factory=list)
     relation: str = ""
     domain: dict[str, str] = field(default_factory=dict)
     pins: dict[str, int] = field(default_factory=dict)
@@ -172,6 +174,7 @@ class ObligationResult:
             "density": self.density,
             "cross_check": self.cross_check,
             "assumptions_used": list(self.assumptions_used),
+            "restating_assumptions": list(self.restating),
             "message": self.message,
             "relation": self.relation,
             "domain": dict(self.domain),

@@ -171,14 +171,14 @@ def test_an_unknown_pin_stops_before_proving(project):
     assert "spec/good.py::grows" not in result.output  # nothing was proved first
 
 
-def test_pinned_density_does_not_vary_the_pinned_parameter(project):
+def test_pinned_density_labels_the_pinned_parameter(project):
+    """main: ``g over 1..8: fails for …`` under ``--set g=3`` read as a fact about the pinned run."""
     result = CliRunner().invoke(main, ["prove", "--set", "g=3", "--json", "-"])
-    data = json.loads(result.output)
-    density = data["obligations"][0]["density"]
-    assert [a["param"] for a in density["axes"]] == ["x"]  # main: g over 1..8 too
+    density = json.loads(result.output)["obligations"][0]["density"]
     assert density["pinned_params"] == ["g"]
     text = CliRunner().invoke(main, ["prove", "--set", "g=3"]).output
-    assert "g over" not in text and "not varied (pinned): g" in text
+    assert "g over 1..8 (pinned in this run; varied here, the others held): fails for" in text
+    assert "x over 0..100: fails for" in text
 
 
 # --- witnesses ---------------------------------------------------------------------------------
@@ -298,3 +298,46 @@ def test_module_state_shared_between_obligations_cannot_move_a_verdict(project, 
     if "a_sets_state" in verdicts:
         a = verdicts["a_sets_state"]
         assert a["verdict"] == "error" and "module state changed" in a["message"] and "SEEN" in a["message"]
+
+
+# --- claims that can fail ------------------------------------------------------------------------
+
+def test_less_than_checks_the_lower_bound_of_an_index(spec_file):
+    """main: column -1 passed ``less_than`` (only ``column < columns`` was checked)."""
+    ob, r = decide(spec_file(HEADER + """
+@obligation(domain={"pos": Range(0, 100)}, expect="counterexample")
+def column_fits(pos):
+    return less_than(column=pos - 1, columns=128)
+"""), "column_fits")
+    assert r.verdict is Verdict.COUNTEREXAMPLE
+    assert r.counterexample.values == {"column": -1, "columns": 128}
+    assert r.relation == "0 <= column < columns"
+    assert r.message.startswith("0 <= column < columns fails: column=-1, columns=128")
+
+
+def test_an_assumption_that_restates_the_claim_is_reported(spec_file):
+    """main: proved, with the assumption as the whole unsat core and nothing said. Engine facts can
+    be equivalent to a claim (a scheduler's token budget), so it stays proved, labelled."""
+    _, r = decide(spec_file(HEADER + """
+from capproof import round_up
+@obligation(domain={"num_tokens": Range(1, 8192), "graph_size": Range(1, 8192)},
+            assumptions={"graph covers the batch": lambda num_tokens, graph_size: round_up(num_tokens, 8) <= graph_size})
+def graph_fits(num_tokens, graph_size):
+    return at_most(padded=round_up(num_tokens, 8), graph=graph_size)
+"""), "graph_fits")
+    assert r.verdict is Verdict.PROVED
+    assert r.restating == ["graph covers the batch"]
+    assert "assumption 'graph covers the batch' restates the claim" in r.message
+
+
+def test_an_assumption_the_claim_follows_from_is_still_a_proof(spec_file):
+    """The claim follows from the assumption through the formula (cdiv(2**20, 16) = 2**16), but
+    the assumption says more than the claim: a proof, not a restatement."""
+    _, r = decide(spec_file(HEADER + """
+from capproof import cdiv
+@obligation(domain={"max_model_len": Range(1, 2**20), "block_size": Choice(16, 64), "width": Range(1, 2**17)},
+            assumptions={"width for the longest context": lambda width: width >= 2**16})
+def blocks_fit(max_model_len, block_size, width):
+    return at_most(blocks=cdiv(max_model_len, block_size), width=width)
+"""), "blocks_fit")
+    assert r.verdict is Verdict.PROVED and r.restating == [], r.message
