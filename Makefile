@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.capproof-installed
 RUN    := .capproof/last-run.json
 
-.PHONY: install verify test test-slow report regressions bench clean verify-real real-install
+.PHONY: install verify test test-slow report regressions bench clean verify-real real-install mutation
 
 install: $(STAMP)
 
@@ -52,6 +52,17 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k dflash_query_ids_full_graph_mixed --set max_num_batched_tokens=8192 --set num_speculative_tokens=15 --set max_num_reqs=1024
 	$(BIN)/capproof counterexamples -k spec_slots_full_graph__SpecDecodeBaseProposer_input_ids --set method=1 --set num_speculative_tokens=7 --set max_num_batched_tokens=4096 --set num_reqs=292 --set num_scheduled_tokens=2336 --set padded_reqs=512
 
+# mutation: mutmut (docs/soundness.md) over models/; MUTANTS='models.vllm.block_table*' for a subset,
+# MUTATION_ORACLE=all to kill with the fast tests too (default: `capproof prove` alone, tests/mutation/).
+# Long (hours for all of models/ on 2 cores): not in .ci/run. Results: `.venv/bin/mutmut results`.
+MUTANTS         ?=
+MUTATION_ORACLE ?= prove
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	rm -rf mutants
+	CAPPROOF_MUTATION_ORACLE=$(MUTATION_ORACLE) nice -n 10 $(BIN)/mutmut run --max-children 1 $(MUTANTS)
+	$(BIN)/mutmut results
+
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python benchmarks/bench.py
@@ -81,4 +92,4 @@ verify-real: $(REAL_STAMP)
 	$(REAL_BIN)/capproof coverage --check
 
 clean:
-	rm -rf .capproof .pytest_cache .hypothesis
+	rm -rf .capproof .pytest_cache .hypothesis mutants

@@ -56,3 +56,12 @@ def spec_file(tmp_path):
         return str(path)
 
     return write
+
+
+def pytest_collection_modifyitems(config, items):
+    """``make mutation`` with ``CAPPROOF_MUTATION_ORACLE=prove`` (the default there): only the
+    ``capproof prove`` oracle (tests/mutation/) may kill a mutant, for the "prove alone" figure."""
+    if os.environ.get("CAPPROOF_MUTATION_ORACLE") == "prove":
+        kept = [it for it in items if it.get_closest_marker("mutation")]
+        config.hook.pytest_deselected(items=[it for it in items if it not in kept])
+        items[:] = kept
