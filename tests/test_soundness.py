@@ -109,8 +109,8 @@ def string_capacity(x):
     return at_most(demand=x, capacity="10")
 
 @obligation(domain=D)
-def bool_plus_int(x):
-    return at_most(demand=(x > 1) + x, capacity=100)
+def list_times_int(x):
+    return at_most(demand=x * [1], capacity=100)
 
 @obligation(domain=D)
 def none_operand(x):
@@ -128,7 +128,7 @@ def python_pow(x):
 
 
 @pytest.mark.parametrize("name, line", [
-    ("string_capacity", 8), ("bool_plus_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("python_pow", 25),
+    ("string_capacity", 8), ("list_times_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("python_pow", 25),
 ])
 def test_errors_name_the_spec_line_not_capproof_or_z3(spec_file, name, line):
     path = spec_file(LOCATIONS)
