@@ -122,13 +122,13 @@ def raw_z3_term(x):
     return at_most(demand=x + z3.Int("y"), capacity=100)
 
 @obligation(domain=D)
-def python_pow(x):
-    return at_most(demand=2 ** x, capacity=100)
+def missing_attribute(x):
+    return at_most(demand=x.numerator_of_a_float, capacity=100)
 """
 
 
 @pytest.mark.parametrize("name, line", [
-    ("string_capacity", 8), ("list_times_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("python_pow", 25),
+    ("string_capacity", 8), ("list_times_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("missing_attribute", 25),
 ])
 def test_errors_name_the_spec_line_not_capproof_or_z3(spec_file, name, line):
     path = spec_file(LOCATIONS)
