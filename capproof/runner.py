@@ -243,7 +243,8 @@ def _decide_isolated(kind: str, item: Obligation | Contract, options: Options):
     """Decide one item in this (child) process: a fresh Z3 context, and module state checked."""
     import z3
 
-    z3.z3._main_ctx = None  # this item's Z3 terms, rlimit use and unsat cores do not depend on what ran before
+    if kind == "obligation":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
+        z3.z3._main_ctx = None  # (contracts keep it: CrossHair, imported by the parent, holds Z3 objects)
     before = module_state()
     outcome = prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
     changed = changed_state(before, module_state())
