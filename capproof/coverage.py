@@ -244,13 +244,14 @@ def compute(entries: Iterable[dict[str, Any]], run_json: dict[str, Any], invento
 
 
 def fill_verdicts(entries: list[dict[str, Any]], cov: Coverage) -> list[dict[str, Any]]:
-    """Copies of ``entries`` with ``verdicts`` = {obligation id: verdict} (``{}`` when uncovered);
-    every other field and the key order kept."""
+    """Copies of ``entries`` with ``verdicts`` = {obligation id: verdict} sorted by id (``{}`` when
+    uncovered; sorted as ``capproof inventory --write`` writes them, so neither tool makes the
+    other's committed file stale); every other field and the key order kept."""
     by_id = {e.id: e for e in cov.entries}
     out = []
     for e in entries:
         new = dict(e)
-        new["verdicts"] = by_id[e["id"]].verdicts() if e["id"] in by_id else {}
+        new["verdicts"] = dict(sorted(by_id[e["id"]].verdicts().items())) if e["id"] in by_id else {}
         out.append(new)
     return out
 
