@@ -68,8 +68,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/compare.py
 
-# verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (not in .ci/run: ~1.8 GB, see
-# docs/performance.md). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
+# verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (in .ci/run after verify; ~1.8 GB,
+# ~6 min cold, see docs/performance.md): re-traces the inventory and checks it and coverage are fresh. Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
 # .capproof/wheels, so it works offline after the first run. Exit 3: the wheels cannot be had.
 REAL_VENV  := .capproof/real-venv
 REAL_BIN   := $(REAL_VENV)/bin
