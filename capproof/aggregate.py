@@ -110,14 +110,23 @@ class AggregateBatch:
     def __iter__(self):
         frame = sys._getframe(1)
         code = frame.f_code.co_code
+        where = f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"
         if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER:
-            raise NotAggregate(f"{self.name}: iterated other than by a for loop or comprehension "
-                               f"(enumerate, zip, list, * unpacking) at {_shown(frame.f_code.co_filename)}:{frame.f_lineno}")
+            raise NotAggregate(f"{self.name}: iterated other than by a generator expression "
+                               f"(enumerate, zip, list, * unpacking) at {where}")
+        site = _all_of_site(frame)
+        if site is None:
+            # one representative stands for every entry only under a universal quantifier: a
+            # for loop, sum(...), total(...), any_of(*...), max(...), len([...]) over the one
+            # representative would collapse the batch to a single entry (a total read as a
+            # per-request bound was 'proved')
+            raise NotAggregate(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) at {where}")
         # a fresh representative per iteration: two loops over the same batch in one condition
         # (pairs of entries) are two entries, which the abstraction refuses
         self.iterations += 1
         each = SymInt.var(f"each({self.name})#{self.iterations}")
         _each_registry().append((self, each.term))
+        _each_sites()[each.term.decl().name()] = (frame, site)
         return iter((each,))
 
     def __len__(self) -> int:
@@ -135,6 +144,42 @@ def _shown(path: str) -> str:
         return os.path.relpath(path)
     except ValueError:  # pragma: no cover - another drive on Windows
         return path
+
+
+def _all_of_site(frame) -> int | None:
+    """The offset of the ``CALL_FUNCTION_EX`` that passes the generator expression created at
+    ``frame``'s current ``GET_ITER`` as star-arguments (``f(*(... for d in b))`` or
+    ``f(x, *(... for d in b))``), or None for any other use of the iteration."""
+    instrs = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
+    at = next((k for k, i in enumerate(instrs) if i.offset == frame.f_lasti), None)
+    if at is None or at < 2:
+        return None
+    made = instrs[at - 2]
+    if not (made.opname == "MAKE_FUNCTION" and at >= 3 and getattr(instrs[at - 3].argval, "co_name", "") == "<genexpr>"):
+        return None
+    rest = [i.opname for i in instrs[at + 1:at + 6]]
+    ops = [o for o in rest if o != "PRECALL"]
+    if ops[:2] == ["CALL", "CALL_FUNCTION_EX"]:
+        tail = 1
+    elif ops[:4] == ["CALL", "LIST_EXTEND", "LIST_TO_TUPLE", "CALL_FUNCTION_EX"]:
+        tail = 3
+    else:
+        return None
+    calls = [i for i in instrs[at + 1:at + 6] if i.opname != "PRECALL"]
+    if calls[0].arg != 0:
+        return None
+    return calls[tail].offset
+
+
+def _each_sites() -> dict[str, tuple[Any, int]]:
+    from . import symbolic
+
+    trace = getattr(symbolic._local, "trace", None)
+    sites = getattr(trace, "each_sites", None)
+    if sites is None:
+        sites = {}
+        trace.each_sites = sites  # type: ignore[union-attr]
+    return sites
 
 
 def _each_registry() -> list[tuple[AggregateBatch, z3.ArithRef]]:
@@ -175,6 +220,12 @@ def _mentions(term: z3.ExprRef, consts: list[z3.ArithRef]) -> bool:
     return not z3.substitute(term, *[(c, zero) for c in consts]).eq(term)
 
 
+def _arith_all_of_code():
+    from . import arith
+
+    return arith.all_of.__code__
+
+
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     """``all_of`` over per-request conditions: ``conj`` mentions at most one batch's
     representative entry; return the exact aggregate form, or None if ``conj`` mentions none.
@@ -192,6 +243,17 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     if len(hits) > 1:
         raise NotAggregate("a condition over two entries together (pairs of entries, or two batches zipped)")
     ((b, e),) = hits
+    # the all_of call that consumes the representative's generator expression, and no other
+    # (an any_of or a sum over the one representative, wrapped in all_of, is not "for every entry")
+    caller = sys._getframe(1)
+    while caller is not None and caller.f_code is not _arith_all_of_code():
+        caller = caller.f_back
+    caller = caller.f_back if caller is not None else None
+    sites = getattr(trace, "each_sites", {})
+    site = sites.pop(e.decl().name(), None)
+    if caller is None or site is None or site[0] is not caller or site[1] != caller.f_lasti:
+        raise NotAggregate(f"an entry of {b.name} reaches all_of other than as all_of(*(P(d) for d in {b.name})) "
+                           "(through any_of, a sum, a loop or a variable)")
     lo_t, hi_t, padding = b._capproof_each()
     a, c, x = z3.Ints("__agg_a __agg_b __agg_x")
     s = z3.Solver()
