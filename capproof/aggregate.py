@@ -38,6 +38,7 @@ from typing import Any
 
 import z3
 
+from . import arith as _arith
 from .domain import Range, Vector
 from .encode import _call, _new_solver, concrete_args, evaluate
 from .errors import CapproofError
@@ -64,6 +65,19 @@ class AggregateBatch:
     """A Vector parameter as its aggregates (see the module docstring). Not a sequence: only
     ``total``/``max_of``/``min_of`` and direct iteration by a ``for`` or a comprehension (one
     representative entry, eliminated by ``all_of``) are allowed."""
+
+    @property
+    def __class__(self):  # noqa: D105 - isinstance(batch, tuple) is True, as on the ints' tuple
+        return tuple
+
+    def __getattribute__(self, name: str):
+        # the model sees a tuple: any attribute it looks up (hasattr(batch, "count"), batch.index,
+        # or this class's own fields) would differ from the ints' run; capproof's code may
+        if name != "__class__":
+            caller = sys._getframe(1).f_code.co_filename
+            if caller not in _OWN_FILES:
+                raise _refused(f"attribute {name!r} of batch {object.__getattribute__(self, 'name')}")
+        return object.__getattribute__(self, name)
 
     def __init__(self, name: str, dom: Vector, n: int | SymInt):
         self.name = name
@@ -112,15 +126,15 @@ class AggregateBatch:
         code = frame.f_code.co_code
         where = f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"
         if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER:
-            raise NotAggregate(f"{self.name}: iterated other than by a generator expression "
-                               f"(enumerate, zip, list, * unpacking) at {where}")
+            raise _refused(f"{self.name}: iterated other than by a generator expression "
+                           f"(enumerate, zip, list, * unpacking) at {where}")
         site = _all_of_site(frame)
         if site is None:
             # one representative stands for every entry only under a universal quantifier: a
             # for loop, sum(...), total(...), any_of(*...), max(...), len([...]) over the one
             # representative would collapse the batch to a single entry (a total read as a
             # per-request bound was 'proved')
-            raise NotAggregate(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) at {where}")
+            raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) at {where}")
         # a fresh representative per iteration: two loops over the same batch in one condition
         # (pairs of entries) are two entries, which the abstraction refuses
         self.iterations += 1
@@ -130,13 +144,24 @@ class AggregateBatch:
         return iter((each,))
 
     def __len__(self) -> int:
-        raise NotAggregate(f"len() of batch {self.name}")
+        raise _refused(f"len() of batch {self.name}")
 
     def __getitem__(self, index):
-        raise NotAggregate(f"indexing batch {self.name}")
+        raise _refused(f"indexing batch {self.name}")
 
     def __bool__(self) -> bool:
-        raise NotAggregate(f"truth value of batch {self.name}")
+        raise _refused(f"truth value of batch {self.name}")
+
+
+def _refused(why: str) -> NotAggregate:
+    """NotAggregate, also recorded in the active trace: a model's ``except`` (a fallback taken
+    only because the batch is not a tuple) cannot hide it."""
+    from .symbolic import _misuse
+
+    return _misuse(NotAggregate(why))  # type: ignore[return-value]
+
+
+_OWN_FILES = {__file__, _arith.__file__}
 
 
 def _shown(path: str) -> str:
@@ -380,6 +405,11 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         else:
             raise NotAggregate(f"{name}: length {dom.length} is neither fixed nor a Range")
         batches[name] = AggregateBatch(name, dom, n)
+    from .symbolic import type_lookups
+
+    where = type_lookups(ob.func, *ob.assumptions.values())
+    if where:  # type() of a symbolic int or of a batch is not int/tuple: another branch than the ints'
+        raise NotAggregate(f"{where[0]} uses type()")
     values: dict[str, object] = {**fixed, **scalars, **batches}
     args = {p: values[p] for p in ob.params}
     with tracing() as trace:
@@ -388,7 +418,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         assumed = {n_: _call(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
         result = ob.func(**args)
     if trace.misuse:
-        raise NotAggregate(f"the model misused a symbolic value: {trace.misuse[0]}")
+        raise NotAggregate(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
     from .encode import _as_claim
 
     claim_ = _as_claim(result, ob)
