@@ -343,6 +343,134 @@ def min_fits(v, n):
 def max_fits(v, n):
     return max_of(v) <= 2
 """, ("counterexample", None)),
+    # ---- symbolic forking: loops, builtins, exceptions, bit operations, nondeterminism ----------
+    ("fork-while-loop-on-a-symbolic-bound", """
+@obligation(domain={"n": Range(0, 20)})
+def stepped(n):
+    i = 0
+    while i < n:
+        i += 3
+    return i <= n + 1               # false at n = 1 (i = 3)
+""", ("counterexample", {"n": 1})),
+    ("fork-while-loop-exhausts-the-budget", """
+@obligation(domain={"n": Range(0, 40)}, fork_budget=3)
+def counted(n):
+    i = 0
+    while i < n:
+        i += 1
+    return i == n                   # true, but 41 paths
+""", ("unknown", None)),
+    ("fork-global-counter-model", """
+_calls = [0]
+def width(n):
+    _calls[0] += 1
+    return n + (1 if _calls[0] > 2 else 0)   # differs from the third call on
+
+@obligation(domain={"n": Range(0, 20)})
+def counter_width(n):
+    return at_most(demand=width(n), capacity=n)
+""", ("error", None)),
+    ("fork-time-in-the-model", """
+import time
+
+@obligation(domain={"n": Range(0, 20)})
+def timed(n):
+    return at_most(demand=n + (1 if time.time() < 0 else 0), capacity=n)
+""", ("proved", None)),
+    ("fork-exception-on-some-paths", """
+def rows(n):
+    if n > 30:
+        raise ValueError("too long")
+    return n
+
+@obligation(domain={"n": Range(0, 40)})
+def raising(n):
+    return at_most(demand=rows(n), capacity=64)
+""", ("error", None)),
+    ("fork-exception-caught-on-some-paths", """
+def rows(n):
+    try:
+        if n > 30:
+            raise ValueError("too long")
+        return n
+    except ValueError:
+        return 100
+
+@obligation(domain={"n": Range(0, 40)})
+def caught(n):
+    return at_most(demand=rows(n), capacity=64)
+""", ("counterexample", {"n": 31})),
+    ("fork-exception-in-an-assumption", """
+def ok(n):
+    if n > 30:
+        raise ValueError("bad")
+    return n < 40
+
+@obligation(domain={"n": Range(0, 40)}, assumptions={"ok": ok})
+def assumed(n):
+    return n <= 30
+""", ("error", None)),
+    ("fork-branch-inside-an-assumption", """
+@obligation(domain={"n": Range(0, 40)}, assumptions={"a": lambda n: n < 10 if n % 2 else n < 20})
+def parity_bound(n):
+    return n < 15
+""", ("counterexample", {"n": 16})),
+    ("fork-builtin-sorted-median", """
+@obligation(domain={"a": Range(0, 6), "b": Range(0, 6), "c": Range(0, 6)})
+def median(a, b, c):
+    return sorted([a, b, c])[1] <= max(a, b)
+""", ("proved", None)),
+    ("fork-builtin-any-all", """
+@obligation(domain={"a": Range(0, 8), "b": Range(0, 8)})
+def any_all(a, b):
+    return not (any([a > 6, b > 6]) and all(x > 3 for x in (a, b)))
+""", ("counterexample", {"a": 4, "b": 7})),
+    ("fork-builtin-min-max-three-args", """
+@obligation(domain={"a": Range(-5, 5), "b": Range(-5, 5)})
+def min_max(a, b):
+    return min(a, b, 0) + max(a, b, 0) <= a + b + abs(a)
+""", ("proved", None)),
+    ("fork-divmod", """
+@obligation(domain={"a": Range(0, 50), "b": Range(1, 7)})
+def quotient(a, b):
+    q, r = divmod(a, b)
+    return q * b + r == a and r < b and q <= 49
+""", ("counterexample", {"a": 50, "b": 1})),
+    ("bits-ceil-of-quotient-past-2-53", """
+@obligation(domain={"a": Range(2**53, 2**53 + 3), "b": Range(1, 1)})
+def ceil_fits(a, b):
+    return at_most(demand=a, capacity=math.ceil(a / b) * b)   # the float quotient rounds at 2**53 + 1
+""", ("error", None)),
+    ("bits-ceil-of-quotient-equals-cdiv-past-2-60", """
+@obligation(domain={"a": Range(2**60, 2**60 + 40), "b": Range(1, 3)})
+def ceil_is_cdiv(a, b):
+    return math.ceil(a / b) == cdiv(a, b)
+""", ("error", None)),
+    ("bits-right-shift-of-negatives", """
+@obligation(domain={"n": Range(-8, 8)})
+def halved(n):
+    return (n >> 1) * 2 <= n - 1     # floor shift: equal for even n
+""", ("counterexample", {"n": -8})),
+    ("bits-and-masks-of-negatives", """
+@obligation(domain={"n": Range(-20, 20)})
+def masked(n):
+    return all_of(n & 7 == n % 8, (n & -8) <= n, (n & -8) > n - 7)   # false where n % 8 == 7
+""", ("counterexample", {"n": -17})),
+    ("bits-bit-length-of-negatives", """
+@obligation(domain={"n": Range(-9, 9)})
+def short(n):
+    return n.bit_length() <= 3      # (-9).bit_length() == 4
+""", ("counterexample", {"n": -9})),
+    ("bits-shift-count-past-64", """
+@obligation(domain={"n": Range(0, 70), "s": Range(0, 3)})
+def shifted(n, s):
+    return (1 << n) >> s >= 1        # false for s > n; 1 << 70 is fine on ints
+""", ("error", None)),
+    ("bits-bools-added-as-ints", """
+@obligation(domain={"a": Range(0, 5), "b": Range(0, 5)})
+def counted(a, b):
+    return (a > 2) + (b > 2) + True <= 2
+""", ("counterexample", {"a": 3, "b": 3})),
 ]
 
 
