@@ -592,6 +592,17 @@ def fits(batch):
 def fits(batch):
     return max_of(batch) <= 3 if hasattr(batch, "count") else True
 """, {"batch": [4] + [0] * 99}, "counterexample"),
+    ("agg-fails-only-at-the-largest-batch", """
+@obligation(domain={"v": Vector(4096, Range(1, 2**20), length="n"), "n": Range(1, 4096)})
+def tokens_fit_32_bits(v, n):
+    return less_than(index=total(v), capacity=2**32)      # only 4096 requests of 2**20 tokens reach it
+""", {"v": [2**20] * 4096, "n": 4096}, "counterexample"),
+    ("agg-per-request-bound-fails-only-past-2-20", """
+@obligation(domain={"v": Vector(4096, Range(0, 2**21), length="n"), "n": Range(1, 4096)},
+            assumptions={"budget": lambda v: total(v) <= 2**22})
+def each_fits(v, n):
+    return all_of(*(d < 2**20 + 1 for d in v))              # one request of 2**20 + 1 tokens fails
+""", {"v": [2**20 + 1], "n": 1}, "counterexample"),
     ("agg-type-of-a-scalar-beside-a-batch-100", f"""
 @obligation(domain={{"batch": {B100}, "n": Range(0, 64)}})
 def fits(batch, n):
