@@ -312,6 +312,16 @@ def short_or_long(batch):
 def bounded(batch):
     return all_of(max_of(batch) <= 2, min_of(batch) >= -2, total(batch) <= 6)
 """, ("proved", None)),
+    ("agg-per-request-floor-division", """
+@obligation(domain={"batch": Vector(3, Range(0, 12))}, assumptions={"rows": lambda batch: all_of(*(d // 4 <= 2 for d in batch))})
+def fits(batch):
+    return max_of(batch) <= 10        # d // 4 <= 2 admits 11
+""", ("counterexample", None)),
+    ("agg-per-request-modulus-not-convex", """
+@obligation(domain={"batch": Vector(3, Range(0, 12))}, assumptions={"aligned": lambda batch: all_of(*(d % 4 == 0 for d in batch))})
+def fits(batch):
+    return all_of(max_of(batch) != 6, total(batch) <= 36)
+""", ("proved", None)),
     ("agg-per-request-over-two-batches", """
 @obligation(domain={"a": Vector(2, Range(0, 3)), "b": Vector(2, Range(0, 3))})
 def pairs(a, b):
