@@ -157,12 +157,12 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
 
 
 @pytest.mark.parametrize("name, why", [
-    ("by_enumerate", "iterated other than by a for loop"),
+    ("by_enumerate", "iterated other than by a generator expression"),
     ("by_index", "indexing"),
     ("not_convex", "not convex"),
     ("some_request", "other than through"),
-    ("counted", "other than through"),
-    ("summed_map", "other than through"),
+    ("counted", "iterated other than as all_of"),
+    ("summed_map", "iterated other than as all_of"),
 ])
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     ob = obs(6)[name]
