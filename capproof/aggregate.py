@@ -40,7 +40,7 @@ import z3
 
 from . import arith as _arith
 from .domain import Range, Vector
-from .encode import _call, _new_solver, concrete_args, evaluate
+from .encode import _call, _new_solver, concrete_args, evaluate, scalar_inputs
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
@@ -389,11 +389,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                         vectors: dict[str, Vector]) -> AbstractCase:
     """Run ``ob`` on the aggregate abstraction. Raises NotAggregate (or whatever the model
     raises) when the abstraction does not apply."""
-    scalars = {name: SymInt.var(name) for name in ranges}
-    constraints: list[tuple[str, z3.BoolRef]] = []
-    for name, dom in ranges.items():
-        constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
-        constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    scalars, constraints = scalar_inputs(ranges)
     batches: dict[str, AggregateBatch] = {}
     for name, dom in vectors.items():
         if dom.length is None:

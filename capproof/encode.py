@@ -269,13 +269,19 @@ class CaseProblem:
         return out
 
 
-def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
-    """Symbolic scalars and vectors for a case, with their labelled domain constraints."""
+def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tuple[str, z3.BoolRef]]]:
+    """A symbolic int per ``Range`` parameter and its labelled bounds (``name >= lo``, ``name <= hi``)."""
     scalars = {name: SymInt.var(name) for name in ranges}
     constraints: list[tuple[str, z3.BoolRef]] = []
     for name, dom in ranges.items():
         constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
         constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    return scalars, constraints
+
+
+def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
+    """Symbolic scalars and vectors for a case, with their labelled domain constraints."""
+    scalars, constraints = scalar_inputs(ranges)
     vecs: dict[str, tuple] = {}
     for name, dom in vectors.items():
         elem: Range = dom.elem  # type: ignore[assignment]
