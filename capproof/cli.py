@@ -24,7 +24,7 @@ from .coverage import (
 )
 from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
 from .report import render_reports, stale_reports, terminal_lines, write_reports
-from .runner import EXIT_UNDECIDED, RunResult, default_jobs, run
+from .runner import EXIT_UNDECIDED, Monitor, RunResult, default_jobs, run
 from .verdict import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, ContractResult, Options
 
 __all__ = ["main"]
@@ -123,7 +123,56 @@ def _setting(value, name: str, default):
     return _SESSION["settings"].get(name, default)
 
 
-def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, **extra) -> RunResult:
+class LiveProgress(Monitor):
+    """A rich progress bar on a terminal while a run decides its items: how many are done of how
+    many, and which obligations and contracts are running now. Results are printed above it."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.console = console
+        self.progress = Progress(SpinnerColumn(), TextColumn("proving"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.description}"), console=console, transient=True)
+        self.task = self.progress.add_task("", total=None)
+        self.running: dict[str, None] = {}
+
+    def __enter__(self) -> "LiveProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def _describe(self) -> str:
+        names = [n.split("::")[-1] for n in self.running]
+        if not names:
+            return ""
+        shown = ", ".join(names[:2])
+        return f"running: {shown}" + (f" (+{len(names) - 2})" if len(names) > 2 else "")
+
+    def planned(self, total: int) -> None:
+        self.progress.update(self.task, total=total)
+
+    def started(self, kind: str, ident: str) -> None:
+        self.running[ident] = None
+        self.progress.update(self.task, description=self._describe())
+
+    def finished(self, result) -> None:
+        self.running.pop(result.id, None)
+        self.progress.update(self.task, advance=1, description=self._describe())
+
+
+def _live_progress(show: bool) -> LiveProgress | None:
+    """A progress bar when the output is a terminal and not -q nor ``--json -``."""
+    if not show or _SESSION["verbosity"] < 0 or not _console.is_terminal:
+        return None
+    return LiveProgress(_console)
+
+
+def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, show_progress=None,
+         **extra) -> RunResult:
+    """Run with the settings' defaults; results printed as they come unless ``quiet``; a progress
+    bar on a terminal unless ``show_progress`` is False (default: unless ``quiet``)."""
     options = Options(
         rlimit=_setting(rlimit, "rlimit", DEFAULT_RLIMIT), pins=pins, jobs=_setting(jobs, "jobs", default_jobs()),
         crosshair_timeout=float(_setting(crosshair_timeout, "crosshair_timeout", 30.0)), contracts=not no_contracts, **extra,
@@ -135,7 +184,11 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
         progress = lambda entry: None if entry.ok else _print(None, entry)  # noqa: E731 - only what needs attention
     else:
         progress = lambda entry: _print(None, entry)  # noqa: E731
-    return run(paths or ("spec",), options, keyword, progress)
+    live = _live_progress(not quiet if show_progress is None else show_progress)
+    if live is None:
+        return run(paths or ("spec",), options, keyword, progress)
+    with live:
+        return run(paths or ("spec",), options, keyword, progress, live)
 
 
 _common = [
@@ -297,13 +350,25 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
 
 
 @main.command()
-@_apply([_common[3], _common[4], _common[5], _common[6]])
+@_apply([_common[0], _common[3], _common[4], _common[5], _common[6]])
 @click.option("--check", is_flag=True, help="Do not write: fail (exit 1) if proofs/ is stale.")
 @click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Render from a `prove --json` file of a full, unpinned run instead of proving again.")
-def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
-    """Write proofs/<spec module>.md for every spec module in spec/ (a full, unpinned run)."""
-    _enter_project(need_root=True)
+def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
+    """Write proofs/<spec module>.md for every spec module in PATHS (default: spec/; an unpinned run).
+
+    Without PATHS every report is rewritten and those of deleted spec files are removed; with PATHS
+    (spec files or directories) only their reports are written or, with --check, compared.
+    """
+    selected = _enter_project(paths, need_root=True)
+    files: set[str] | None = None
+    if paths:
+        from .loader import discover
+
+        found, missing = discover(selected)
+        if missing:
+            _fail(missing[0].message)
+        files = set(found)
     from_json = _user_path(from_json)
     exit_code = 0
     if from_json:
@@ -316,20 +381,24 @@ def report(rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> N
             _fail(f"--from {from_json}: not a `capproof prove --json` file (no obligations list)")
         if any(o.get("pins") for o in data.get("obligations", [])):
             raise click.UsageError(f"{from_json} comes from a pinned run; reports need an unpinned one")
+        if files is not None:
+            data = {**data, **{k: [e for e in data.get(k, []) if e.get("file") in files] for k in ("obligations", "contracts")}}
     else:
-        result = _run((), None, {}, rlimit, jobs, crosshair_timeout, no_contracts, quiet=True)
+        result = _run(selected, None, {}, rlimit, jobs, crosshair_timeout, no_contracts, quiet=True, show_progress=True)
         data = result.to_json()
         exit_code = result.exit_code
     reports = render_reports(data)
+    if files is not None and not reports:
+        _fail("nothing to report: no obligation or contract in " + " ".join(paths))
     if check:
-        stale = stale_reports(reports)
+        stale = stale_reports(reports, prune=files is None)
         if stale:
             _err.print("stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
                        markup=False, style="bold red")
             sys.exit(max(exit_code, 1))
         _console.print(f"proofs/ up to date ({len(reports)} reports)", markup=False, style="green")
     else:
-        changed = write_reports(reports)
+        changed = write_reports(reports, prune=files is None)
         _console.print(f"wrote {len(reports)} reports to proofs/ ({len(changed)} changed)", markup=False)
     sys.exit(exit_code)
 

@@ -19,12 +19,23 @@ _MARK = {True: "ok  ", False: "FAIL"}
 
 
 def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]:
-    """One line per obligation or contract; a counterexample adds every name with its value."""
+    """One line per obligation or contract; a counterexample adds every name with its value.
+
+    The first line starts with ``path:line:`` of the declaration in its spec file (as compilers
+    and icontract do, so editors and CI annotators jump to it), then the mark, the verdict and the
+    name (an obligation's name within that file, a contract's model id)."""
     expect = entry["expect"]
     verdict = entry["verdict"]
     note = "" if entry["ok"] else f" (expected {expect})"
     sizes = f" [{entry['encoding']}]" if entry.get("encoding") and verdict in ("proved", "counterexample") else ""
-    lines = [f"{_MARK[entry['ok']]} {verdict:<14} {entry['id']}{sizes}{note}"]
+    where, name = "", entry["id"]
+    if entry.get("file") and entry.get("line"):
+        where = f"{entry['file']}:{entry['line']}: "
+        if name.startswith(entry["file"] + "::"):
+            name = name[len(entry["file"]) + 2:]
+        elif kind == "contract":
+            name = f"contract {name}"
+    lines = [f"{where}{_MARK[entry['ok']]} {verdict:<14} {name}{sizes}{note}"]
     cex = entry.get("counterexample")
     if kind == "obligation" and cex:
         lines.append(f"       {entry['message']}")
@@ -259,14 +270,15 @@ def render_reports(run_json: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def write_reports(reports: dict[str, str], directory: str = "proofs") -> list[str]:
-    """Write ``reports`` and delete reports of spec modules that no longer exist; returns changed paths."""
+def write_reports(reports: dict[str, str], directory: str = "proofs", prune: bool = True) -> list[str]:
+    """Write ``reports`` and (``prune``, a run over every spec file) delete reports of spec modules
+    that no longer exist; returns changed paths."""
     os.makedirs(directory, exist_ok=True)
-    changed = stale_reports(reports, directory)
+    changed = stale_reports(reports, directory, prune)
     for path, text in reports.items():
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
-    for path in _orphans(reports, directory):
+    for path in _orphans(reports, directory) if prune else ():
         os.remove(path)
     return changed
 
@@ -285,8 +297,9 @@ def _orphans(reports: dict[str, str], directory: str) -> list[str]:
     )
 
 
-def stale_reports(reports: dict[str, str], directory: str = "proofs") -> list[str]:
-    """Report paths whose committed text differs from ``reports`` (missing and orphaned included)."""
+def stale_reports(reports: dict[str, str], directory: str = "proofs", prune: bool = True) -> list[str]:
+    """Report paths whose committed text differs from ``reports`` (missing, and with ``prune``
+    orphaned ones, included)."""
     stale = []
     for path, text in reports.items():
         try:
@@ -296,4 +309,4 @@ def stale_reports(reports: dict[str, str], directory: str = "proofs") -> list[st
         except FileNotFoundError:
             pass
         stale.append(path)
-    return stale + _orphans(reports, directory)
+    return stale + (_orphans(reports, directory) if prune else [])

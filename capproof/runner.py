@@ -23,7 +23,7 @@ from .obligation import Contract, Obligation
 from .prover import prove_obligation
 from .verdict import ContractResult, ObligationResult, Options, Verdict
 
-__all__ = ["RunResult", "run", "default_jobs", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+__all__ = ["RunResult", "Monitor", "run", "run_items", "default_jobs", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
 
 #: Where ``make verify`` keeps the last full run (read for longest-first scheduling).
 LAST_RUN = os.path.join(".capproof", "last-run.json")
@@ -171,15 +171,50 @@ def changed_state(before: dict[str, object], after: dict[str, object]) -> list[s
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+class Monitor:
+    """What a run is doing, for progress displays (``capproof prove`` on a terminal): override any.
+
+    ``planned(total)`` once, before anything is decided; ``started(kind, ident)`` when an
+    obligation or contract starts being decided (kind ``"obligation"``/``"contract"``);
+    ``finished(result)`` as each result arrives, in completion order (the ``progress`` callback of
+    :func:`run` gets them in declared order).
+    """
+
+    def planned(self, total: int) -> None:
+        pass
+
+    def started(self, kind: str, ident: str) -> None:
+        pass
+
+    def finished(self, result: ObligationResult | ContractResult) -> None:
+        pass
+
+
 def run(
     paths: Iterable[str] = ("spec",),
     options: Options | None = None,
     keyword: str | None = None,
     progress: Callable[[ObligationResult | ContractResult], None] | None = None,
+    monitor: Monitor | None = None,
 ) -> RunResult:
     """Load ``paths``, then prove every obligation and check every contract selected by ``keyword``."""
-    options = options or Options()
     items, errors = load(list(paths), keyword)
+    return run_items(items, errors, options, progress, monitor)
+
+
+def run_items(
+    items: Iterable[Obligation | Contract],
+    errors: Iterable[LoadError] = (),
+    options: Options | None = None,
+    progress: Callable[[ObligationResult | ContractResult], None] | None = None,
+    monitor: Monitor | None = None,
+) -> RunResult:
+    """Prove ``items`` (loaded obligations and contracts, e.g. by :func:`capproof.loader.load`);
+    ``errors`` (files that did not load) become error results. Pins naming no parameter of the
+    obligations are usage errors and nothing runs."""
+    options = options or Options()
+    monitor = monitor or Monitor()
+    items, errors = list(items), list(errors)
     result = RunResult()
     for err in errors:
         r = _load_error_result(err)
@@ -195,17 +230,17 @@ def run(
             result.usage_errors.append(f"--set {name}: no selected obligation has a parameter named {name!r}")
     if result.usage_errors:  # a mistyped pin: nothing runs (the run would not be the one asked for)
         return result
-
-    if result.usage_errors:  # a misspelt pin: say so before proving anything
-        return result
     if not obligations and not contracts and not errors:
         result.usage_errors.append("nothing selected: no obligation or contract matches the paths and -k")
     work: list[tuple[str, Obligation | Contract]] = [("obligation", ob) for ob in obligations]
     work += [("contract", c) for c in contracts]
+    monitor.planned(len(work))
     if not options.isolate:
         outcomes = []
         for kind, it in work:
+            monitor.started(kind, it.id)
             outcome = _decide(kind, it, options)
+            monitor.finished(outcome)
             outcomes.append(outcome)
             if progress:
                 progress(outcome)
@@ -219,10 +254,12 @@ def run(
                 cached = check_contract(it, options, cache_only=True)  # type: ignore[arg-type]
                 if cached is not None:
                     done[i] = cached
+        for i in sorted(done):
+            monitor.finished(done[i])
         previous = _previous_seconds()
         order = sorted((i for i in range(len(work)) if i not in done),
                        key=lambda i: -_estimate(work[i][0], work[i][1], previous))
-        outcomes = _run_isolated(work, order, done, options, progress)
+        outcomes = _run_isolated(work, order, done, options, progress, monitor)
     for outcome in outcomes:
         (result.contracts if isinstance(outcome, ContractResult) else result.obligations).append(outcome)
     return result
@@ -291,7 +328,8 @@ class _Stub:
 
 def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int],
                   done: dict[int, ObligationResult | ContractResult], options: Options,
-                  progress: Callable[[ObligationResult | ContractResult], None] | None):
+                  progress: Callable[[ObligationResult | ContractResult], None] | None,
+                  monitor: Monitor | None = None):
     """Decide each item in its own process, at most ``options.jobs`` at a time, each within
     ``options.timeout`` seconds (then killed: an ``error`` verdict). A process that dies without a
     result (``os._exit``, a crash in Z3) is an ``error`` verdict; the other items still run.
@@ -300,6 +338,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     item's module state never reaches another's; elsewhere each process imports its spec file.
     """
     from multiprocessing.connection import wait
+
+    monitor = monitor or Monitor()
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -317,6 +357,7 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
             proc = ctx.Process(target=_child, args=(send, kind, payload, options), daemon=True)
             proc.start()
             send.close()
+            monitor.started(kind, it.id)
             running[recv] = (i, proc, time.monotonic())
         if running:
             now = time.monotonic()
@@ -337,6 +378,7 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                 if proc.is_alive():
                     proc.kill()
                     proc.join()
+                monitor.finished(outcomes[i])
             now = time.monotonic()
             for conn, (i, proc, start) in list(running.items()):
                 if now - start >= options.timeout:
@@ -348,6 +390,7 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                     outcomes[i] = _error_outcome(kind, it, (
                         f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
                         "raise --timeout if it is only slow)"))
+                    monitor.finished(outcomes[i])
         while shown < len(outcomes) and outcomes[shown] is not None:
             if progress:
                 progress(outcomes[shown])

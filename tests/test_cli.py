@@ -108,9 +108,14 @@ def inverted(max_model_len):
 """)
     result = invoke("prove")
     assert result.exit_code == 2
-    assert "spec/mixed.py::inverted" in result.output
+    assert "FAIL error          inverted (expected proved)" in result.output
     assert "empty range 10..1" in result.output
-    assert "ok   proved         spec/mixed.py::width_covers" in result.output
+    # each result starts with its spec file:line (editors and CI annotators jump to it)
+    assert "spec/mixed.py:4: ok   proved         width_covers" in result.output
+    lines = open("spec/mixed.py").read().splitlines()
+    shown = next(line for line in result.output.splitlines() if line.endswith("inverted (expected proved)"))
+    where = int(shown.split(":")[1])
+    assert lines[where - 1].startswith("@obligation") and lines[where].startswith("def inverted"), (where, shown)
 
 
 def test_unknown_pin_is_an_error(project):
@@ -155,6 +160,82 @@ def test_report_from_json_equals_a_fresh_report(project):
     assert invoke("prove", "--json", "run.json", "--no-contracts").exit_code == 0
     assert invoke("report", "--no-contracts").exit_code == 0
     assert invoke("report", "--check", "--from", "run.json").exit_code == 0
+
+
+OTHER = """
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"n": Range(1, 100)})
+def fits(n):
+    return at_most(demand=n, capacity=100)
+"""
+
+
+def test_report_paths_write_only_their_pages(project, tmp_path):
+    """`capproof report PATH…`: one spec file's page; the others are neither written nor removed."""
+    project("good.py", GOOD)
+    project("other.py", OTHER)
+    (tmp_path / "proofs").mkdir()
+    (tmp_path / "proofs" / "old.md").write_text("a page of a spec file that is not in this run\n")
+    result = invoke("report", "spec/other.py", "--no-contracts")
+    assert result.exit_code == 0, result.output
+    assert "wrote 1 reports" in result.output
+    assert sorted(os.listdir("proofs")) == ["old.md", "other.md"]
+    assert "`fits`" in open("proofs/other.md").read()
+    assert invoke("report", "--check", "spec/other.py", "--no-contracts").exit_code == 0
+    # the whole run would write good.md and remove old.md: --check without PATHS says both are stale
+    stale = invoke("report", "--check", "--no-contracts")
+    assert stale.exit_code == 1 and "proofs/good.md" in stale.output and "proofs/old.md" in stale.output
+    # from a run file, the path selects the same page
+    assert invoke("prove", "--json", "run.json", "--no-contracts").exit_code == 0
+    assert invoke("report", "--check", "--from", "run.json", "spec/other.py").exit_code == 0
+    assert invoke("report", "spec/nope.py").exit_code == 2
+
+
+def test_report_paths_from_a_subdirectory(project, tmp_path):
+    project("other.py", OTHER)
+    os.chdir(tmp_path / "spec")
+    result = invoke("report", "other.py", "--no-contracts")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "proofs" / "other.md").exists()
+
+
+def test_no_progress_bar_when_not_a_terminal_or_quiet(project):
+    project("good.py", GOOD)
+    for args in (("prove", "--no-contracts"), ("-q", "prove", "--no-contracts")):
+        result = invoke(*args)
+        assert "proving" not in result.output and "running:" not in result.output
+        assert "\x1b[" not in result.output  # no cursor movement in a log
+
+
+def test_progress_bar_on_a_terminal_counts_and_names_what_runs(project):
+    """On a terminal, a rich progress bar shows how many items are done and which are running."""
+    import io
+
+    from rich.console import Console
+
+    from capproof.cli import LiveProgress
+    from capproof.runner import run
+    from capproof.verdict import Options
+
+    project("good.py", GOOD)
+    out = io.StringIO()
+    live = LiveProgress(Console(file=out, force_terminal=True, width=160))
+    seen: list[str] = []
+    real_started = live.started
+
+    def started(kind, ident):
+        real_started(kind, ident)
+        seen.append(live._describe())
+
+    live.started = started
+    with live:
+        result = run(["spec/good.py"], Options(jobs=1, contracts=False), monitor=live)
+    assert result.exit_code == 0
+    assert seen == ["running: width_covers", "running: unaligned_equals_aligned"]
+    task = live.progress.tasks[0]
+    assert (task.completed, task.total) == (2, 2)
+    assert "2/2" in out.getvalue()
 
 
 @pytest.mark.parametrize("content", ["[1]", "{not json", b"\xff\xfe\x00"])
