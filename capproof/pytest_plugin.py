@@ -9,7 +9,8 @@ and does nothing without ``--capproof`` (or ``capproof = true`` in the ini file)
   (``spec/x.py::contract[models/y.py:f]``), each marked ``capproof`` (``-m capproof`` runs only
   them, ``-m "not capproof"`` skips them); ``-k`` selects them by name as any test;
 - when no path given on the command line lies inside the spec paths, those paths are added to
-  what pytest collects, so ``pytest --capproof`` runs the test suite *and* the proofs;
+  what pytest collects (unless a given directory holds them), so ``pytest --capproof`` runs the
+  test suite *and* the proofs;
 - an item passes when its verdict equals its expectation (``expect=``); otherwise it fails with
   the verdict's lines as ``capproof prove`` prints them (``path:line:``, verdict, message, every
   named value of a counterexample). Unknown, vacuous and error verdicts fail too: never proved.
@@ -77,8 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     spec_paths = [Path(root, p).resolve() for p in settings.get("paths") or ["spec"]]
     config.stash[_KEY] = {"root": root, "settings": settings, "paths": spec_paths}
     given = [Path(start, a.split("::")[0]).resolve() for a in config.args]
-    if not any(_inside(g, p) for g in given for p in spec_paths):
-        config.args.extend(str(p) for p in spec_paths if p.exists())
+    if not any(_inside(g, p) for g in given for p in spec_paths):  # no spec file or directory named
+        config.args.extend(str(p) for p in spec_paths if p.exists() and not any(_inside(p, g) for g in given))
 
 
 def _inside(path: Path, parent: Path) -> bool:

@@ -81,5 +81,16 @@ def test_a_teams_own_project_with_its_spec_and_models(installed, tmp_path):
     exe = str(installed / "bin" / "capproof")
     result = _run([exe, "prove", "--no-contracts"], cwd=tmp_path / "src")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "spec/ring.py::ring_holds_every_request" in result.stdout and "2 of 2 as expected" in result.stdout
-    assert "spec/ring.py::fixed_ring_of_1024" in result.stdout and "3072 of 4096" in result.stdout
+    assert "spec/ring.py:5: ok   proved         ring_holds_every_request" in result.stdout
+    assert "2 of 2 as expected" in result.stdout
+    assert "spec/ring.py:10: ok   counterexample fixed_ring_of_1024" in result.stdout and "3072 of 4096" in result.stdout
+    # the team's pytest run proves them too (the plugin comes with the wheel: entry point pytest11)
+    pip = _run([str(installed / "bin" / "python"), "-m", "pip", "install", "-q", "pytest"], cwd=tmp_path)
+    assert pip.returncode == 0, pip.stderr
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ring.py").write_text("def test_ordinary():\n    assert True\n")
+    tested = _run([str(installed / "bin" / "python"), "-m", "pytest", "--capproof", "-v", "-p", "no:cacheprovider"],
+                  cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "spec/ring.py::ring_holds_every_request PASSED" in tested.stdout
+    assert "spec/ring.py::fixed_ring_of_1024 PASSED" in tested.stdout and "3 passed" in tested.stdout

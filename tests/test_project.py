@@ -51,7 +51,7 @@ def test_root_found_from_a_subdirectory(project):
     assert find_root(str(project / "docs" / "deep")) == str(project)
     result = invoke(["prove", "--no-contracts"], project / "docs" / "deep")
     assert result.exit_code == 0, result.output
-    assert "spec/tables.py::table_fits" in result.output and "2 of 2 as expected" in result.output
+    assert "spec/tables.py:4: ok   proved         table_fits" in result.output and "2 of 2 as expected" in result.output
 
 
 def test_tool_capproof_table_wins_over_a_spec_dir_and_gives_defaults(project):

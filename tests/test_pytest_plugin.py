@@ -66,6 +66,13 @@ def test_capproof_flag_adds_every_obligation_and_fails_the_unexpected_one(team):
     assert "Traceback" not in text  # the verdict, not the plugin's internals
 
 
+def test_spec_dir_under_the_collected_directory_is_collected_once(team):
+    """Without testpaths pytest walks the whole project, spec/ included: each obligation once."""
+    (team.path / "tox.ini").unlink()
+    result = team.runpytest_subprocess("--capproof")
+    result.assert_outcomes(passed=3, failed=1)
+
+
 def test_marker_and_k_select_obligations_like_tests(team):
     only = team.runpytest_subprocess("--capproof", "-m", "capproof", "-v")
     only.assert_outcomes(passed=2, failed=1)  # the suite's own test is deselected
