@@ -378,7 +378,8 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     answer = s.check()
     if answer == z3.unsat:
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
-        return _CaseOutcome("proved", core=core, restating=_restating_assumptions(case, core, rlimit))
+        restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
+        return _CaseOutcome("proved", core=core, restating=restating)
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s)}")
 
@@ -641,7 +642,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
             + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)")
         )
-        result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)
+        if not options.verdict_only:
+            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)
         if options.density != "off":
             from .density import failure_density
 

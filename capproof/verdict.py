@@ -64,6 +64,10 @@ class Options:
     isolate: bool = True
     #: hard per-item time limit in seconds (obligation or contract) when ``isolate``
     timeout: float = DEFAULT_TIMEOUT
+    #: decide the verdict only: no trigger witnesses and no check of assumptions that restate the
+    #: claim (the ``make mutation`` oracle, tests/mutation/; verdicts are the same, the counterexample
+    #: still replayed on ints; combine with ``minimize=False`` and ``density="off"``)
+    verdict_only: bool = False
 
 
 @dataclass

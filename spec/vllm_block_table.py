@@ -1,7 +1,7 @@
 """The runner block table: the TRTLLM-gen MLA kernel's alignment precondition, and vLLM 0.33.0's
 three width derivations agreeing with each other and covering the slot-mapping reads."""
 
-from capproof import Choice, Range, at_most, claim, equal, less_than, obligation
+from capproof import Choice, Range, all_of, at_most, claim, equal, less_than, obligation
 from models.vllm.block_table import (
     TOKEN_ALIGNMENT,
     get_block_table_width,
@@ -114,3 +114,24 @@ def kernel_block_table_matches_runner_v0_33(max_model_len, block_size, dcp, kern
         W_bt_kernel=runner_block_table_width(max_model_len, block_size, dcp) * (block_size // kernel_block_size),
         W_buf=indexer_block_table_width(max_model_len, block_size, dcp, kernel_block_size),
     )
+
+
+@obligation(
+    domain={"max_model_len": MAX_MODEL_LEN, "max_encoder_len": MAX_MODEL_LEN, "block_size": MULTIPLES_OF_16, "dcp": DCP},
+    expect="proved",
+    case=None,
+    sources=["vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:549-554 (max_encoder_len = max_num_encoder_input_tokens "
+             "for encoder-decoder models)",
+             "vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:6850 (block tables sized for max(max_model_len, "
+             "max_encoder_len): the cross-attention KV of the encoder input)"],
+    engine="vllm",
+    versions=">=0.27",
+)
+def encoder_slot_mapping_reads_within_runner_width_v0_33(max_model_len, max_encoder_len, block_size, dcp):
+    """Encoder-decoder models: the encoder input can be longer than ``max_model_len``; the runner
+    table is sized for the longer of the two, so the slot mapping of the last encoder token (column
+    ``(max_encoder_len - 1) // (bs * dcp)``) and of the last decoder token are inside it."""
+    width = runner_block_table_width(max_model_len, block_size, dcp, max_encoder_len)
+    enc = slot_mapping_max_column(max_encoder_len, block_size, dcp)
+    dec = slot_mapping_max_column(max_model_len, block_size, dcp)
+    return claim(all_of(0 <= enc, enc < width, 0 <= dec, dec < width), encoder_column=enc, decoder_column=dec, W_bt=width)
