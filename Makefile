@@ -52,16 +52,17 @@ regressions: $(STAMP)
 	$(BIN)/capproof counterexamples -k dflash_query_ids_full_graph_mixed --set max_num_batched_tokens=8192 --set num_speculative_tokens=15 --set max_num_reqs=1024
 	$(BIN)/capproof counterexamples -k spec_slots_full_graph__SpecDecodeBaseProposer_input_ids --set method=1 --set num_speculative_tokens=7 --set max_num_batched_tokens=4096 --set num_reqs=292 --set num_scheduled_tokens=2336 --set padded_reqs=512
 
-# mutation: mutmut (docs/soundness.md) over models/; MUTANTS='models.vllm.block_table*' for a subset,
-# MUTATION_ORACLE=all to kill with the fast tests too (default: `capproof prove` alone, tests/mutation/).
-# Long (hours for all of models/ on 2 cores): not in .ci/run. Results: `.venv/bin/mutmut results`.
+# mutation: mutmut (docs/soundness.md) over models/ and the spec/_*.py helpers; MUTANTS='models.vllm.block_table*'
+# for a subset. Oracle: `capproof prove` alone (tests/mutation/, verdict-only; MUTATION_ORACLE=all makes mutmut
+# use the fast tests too: slow); then tests/mutation/summary.py runs each survivor against the fast tests that
+# name it and prints the per-file table. About 1 h on 2 shared cores: not in .ci/run.
 MUTANTS         ?=
 MUTATION_ORACLE ?= prove
 mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
 	rm -rf mutants
-	CAPPROOF_MUTATION_ORACLE=$(MUTATION_ORACLE) nice -n 10 $(BIN)/mutmut run --max-children 1 $(MUTANTS)
-	$(BIN)/mutmut results
+	CAPPROOF_MUTATION_ORACLE=$(MUTATION_ORACLE) nice -n 19 $(BIN)/mutmut run --max-children 1 $(MUTANTS)
+	nice -n 19 $(BIN)/python tests/mutation/summary.py --run-tests --list
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

@@ -1,0 +1,195 @@
+"""Figures of ``make mutation`` per mutated file (docs/soundness.md), and the test oracle on survivors.
+
+Run from the project root after ``mutmut run``::
+
+    python tests/mutation/summary.py                # table from mutants/ (prove alone)
+    python tests/mutation/summary.py --run-tests    # + each prove survivor against the fast tests
+
+A mutant is **killed by prove** when mutmut marks it killed and the failing oracle test saw a
+verdict different from the expectation (tests/mutation/test_prove_kills.py records the other
+failures apart: ``unknown``, the solver ran out of rlimit, and ``missing``, the obligation was no
+longer declared, which only ``make verify``'s proofs/ check notices). **Equivalent** mutants are
+listed in tests/mutation/equivalent.txt (``<mutant> <one-line reason>``): only survivors may be
+listed there. ``--run-tests`` runs every survivor that is not equivalent, with
+``MUTANT_UNDER_TEST`` set in the mutated copy, against the fast-tier test files that name its
+module or function (``pytest -x -m "not slow and not real"``); exit 1 = killed by the tests. The
+result is kept in ``mutants/capproof-mutation-tests.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+EQUIVALENT = os.path.join(HERE, "equivalent.txt")
+
+
+def results(root: str = "mutants") -> dict[str, str]:
+    """``{mutant name: mutmut status}`` from the ``.meta`` files of the mutated copy."""
+    out = {}
+    for meta in glob.glob(os.path.join(root, "**", "*.py.meta"), recursive=True):
+        with open(meta) as fh:
+            for name, code in json.load(fh)["exit_code_by_key"].items():
+                out[name] = STATUS.get(code, "suspicious")
+    return out
+
+
+def outcomes(path: str) -> dict[str, str]:
+    """``{mutant: kind}`` of a JSON-lines file written by the oracles (first record wins)."""
+    out: dict[str, str] = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                out.setdefault(rec["mutant"], rec["kind"])
+    return out
+
+
+def equivalents() -> dict[str, str]:
+    out = {}
+    with open(EQUIVALENT) as fh:
+        for line in fh:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                out[name] = reason.strip()
+    return out
+
+
+def source_of(mutant: str) -> str:
+    """``models.vllm.block_table.x_f__mutmut_3`` -> ``models/vllm/block_table.py``."""
+    module = mutant.rsplit(".", 1)[0]
+    return module.replace(".", "/") + ".py"
+
+
+def function_of(mutant: str) -> str:
+    """``models.vllm.block_table.x_f__mutmut_3`` -> ``f``."""
+    tail = mutant.rsplit(".", 1)[1]
+    return re.sub(r"__mutmut_\d+$", "", tail)[2:]
+
+
+#: Run for every survivor: the committed counterexamples replayed with their recorded values, and
+#: the models called on ints with reported values.
+ALWAYS = ["tests/regressions/test_capproof_counterexamples.py", "tests/test_model_defaults.py"]
+
+
+def test_files_for(mutant: str) -> list[str]:
+    """Fast-tier test files that name the mutant's module (dotted, as a path, or imported by its
+    short name) or its function or class as a word, and :data:`ALWAYS` (paths relative to the
+    mutated copy)."""
+    module = mutant.rsplit(".", 1)[0]
+    package, short = module.rsplit(".", 1)
+    name = function_of(mutant).split("ǁ")[0]
+    pattern = re.compile("|".join([re.escape(module), re.escape(source_of(mutant)),
+                                   rf"from {re.escape(package)} import [^\n]*\b{short}\b",
+                                   rf"\b{re.escape(name)}\b"]))
+    out = []
+    for path in sorted(glob.glob("tests/test_*.py")):
+        with open(path) as fh:
+            if pattern.search(fh.read()):
+                out.append(path)
+    return [*ALWAYS, *(p for p in out if p not in ALWAYS)]
+
+
+def _run_one(name: str, files: list[str]) -> int:
+    """pytest exit code of ``files`` under mutant ``name``, in a child forked from this process."""
+    pid = os.fork()
+    if pid == 0:  # child: the trampolines read MUTANT_UNDER_TEST at each call
+        code = 3
+        try:
+            import pytest
+
+            os.environ["MUTANT_UNDER_TEST"] = name
+            sys.stdout = sys.stderr = open(os.devnull, "w")
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not real", *files]))
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def run_tests(survivors: list[str], record: str) -> None:
+    """Each survivor against the fast test files naming it (see the module docstring), forked from
+    one process that has collected them once (as mutmut does), in the mutated copy."""
+    import pytest
+
+    done = outcomes(record)
+    todo = [(n, test_files_for(n)) for n in survivors if n not in done]
+    every = sorted({f for _, files in todo for f in files})
+    os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
+    os.chdir("mutants")
+    if every:
+        with open(os.devnull, "w") as null:
+            out, sys.stdout = sys.stdout, null
+            try:
+                pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *every])
+            finally:
+                sys.stdout = out
+    for name, files in todo:
+        rc = _run_one(name, files)
+        kind = {0: "survived", 1: "killed", 5: "survived"}.get(rc, f"exit {rc}")
+        with open(os.path.join("..", record), "a") as out:
+            out.write(json.dumps({"mutant": name, "kind": kind, "tests": files}) + "\n")
+        print(f"{kind:9} {name}  ({len(files)} test files)", flush=True)
+    os.chdir("..")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run-tests", action="store_true", help="run the prove survivors against the fast tests")
+    ap.add_argument("--list", action="store_true", help="list the survivors (prove, and with tests if run)")
+    args = ap.parse_args()
+    status = results()
+    extra = outcomes(os.path.join("mutants", "capproof-mutation-outcomes.jsonl"))
+    equiv = equivalents()
+    stale = [n for n in equiv if n in status and status[n] not in ("survived", "no tests")]
+    for n in stale:
+        print(f"warning: {n} is listed as equivalent but is {status[n]}", file=sys.stderr)
+    record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
+    survivors = sorted(n for n, s in status.items() if s in ("survived", "no tests") and n not in equiv)
+    if args.run_tests:
+        run_tests(survivors, record)
+    by_tests = outcomes(record)
+
+    rows: dict[str, Counter] = defaultdict(Counter)
+    for name, s in status.items():
+        row = rows[source_of(name)]
+        row["mutants"] += 1
+        if s == "killed":
+            row[{"unknown": "unknown", "missing": "missing"}.get(extra.get(name, ""), "prove")] += 1
+        elif s in ("survived", "no tests"):
+            if name in equiv:
+                row["equivalent"] += 1
+            elif by_tests.get(name) == "killed":
+                row["tests"] += 1
+            elif by_tests.get(name) is None:
+                row["untested"] += 1
+            else:
+                row["survived"] += 1
+        else:
+            row[s.replace(" ", "_")] += 1
+    total = sum(rows.values(), Counter())
+    cols = ["mutants", "prove", "tests", "unknown", "missing", "timeout", "equivalent", "survived", "untested", "not_checked"]
+    print("| file | " + " | ".join(cols) + " | prove % | with tests % |")
+    print("|---|" + "---:|" * (len(cols) + 2))
+    for f, row in [*sorted(rows.items()), ("**total**", total)]:
+        denom = row["mutants"] - row["equivalent"] - row["not_checked"]
+        pct = (lambda k: f"{100 * k / denom:.1f}" if denom else "-")
+        print(f"| {f} | " + " | ".join(str(row[c]) for c in cols)
+              + f" | {pct(row['prove'])} | {pct(row['prove'] + row['tests'])} |")
+    if args.list:
+        for n in survivors:
+            print(f"{by_tests.get(n, 'untested'):9} {n}")
+
+
+if __name__ == "__main__":
+    main()
