@@ -1,0 +1,139 @@
+"""Models and spec helpers on ints at the corpus's reported configurations, both sides of each bound.
+
+An obligation checks one side of an inequality (``demand <= capacity``): a model whose capacity
+grows, or whose demand shrinks, keeps the verdict. ``make mutation`` found such changes
+surviving ``capproof prove`` (docs/soundness.md); these tests pin each formula's value where the
+corpus (/work/shared/corpus/cases.md) reports one, and otherwise at a configuration on the other
+side of a ``min``/``max``/``select`` computed by hand from the quoted engine line.
+"""
+
+import pytest
+
+from models.moe_align import ck_workspace_index_6242, splitk_sorted_size
+from models.sglang import dsa_page_table as sg
+from models.trtllm import cuda_graph as trt
+from models.lmdeploy import guided_decoding as gd
+from models.vllm import gdn
+from models.vllm.cudagraph_sizes import default_max_graph_size_cap, is_request_count
+from models.vllm.indexer_buffers import arange_buffer_len
+from models.vllm.indexer_prefill import default_prefill_workspace_factor
+from models.vllm.spec_decode import proposer_arange_len_0_33, proposer_arange_len_16316
+from models.vllm_ascend.mtp_slot_mapping import slot_mapping_capacity_14024, slot_mapping_capacity_before_14024
+from spec._families import ARANGE, SPEC_COLUMNS
+
+
+def test_c3_ascend_slot_mapping_capacities_at_the_reported_config():
+    # DCP 4, MTP 5, max_num_reqs 12: 104-entry buffer before #14024 (mnbt 80 derived), 128 after.
+    assert slot_mapping_capacity_before_14024(80, 12) == 104
+    assert slot_mapping_capacity_14024(80, 12, 5) == 128
+    assert slot_mapping_capacity_14024(80, 12, 3) == 104  # K = 3: K - 1 = 2 hides the bug (reported)
+    assert slot_mapping_capacity_14024(80, 12, 0) == 80  # no MTP: max(K - 1, 0) = 0
+
+
+def test_c2_proposer_arange_at_the_reported_config_and_with_few_tokens():
+    # DeepSeek-V4 Flash CI: max_num_seqs 60, mnbt 240 -> arange 240, 241 after vllm-ascend#16316.
+    assert proposer_arange_len_0_33(60, 240) == 240
+    assert proposer_arange_len_16316(60, 240) == 241
+    # mnbt below max_num_seqs: the request side of the max.
+    assert proposer_arange_len_0_33(256, 128) == 257
+    assert proposer_arange_len_16316(256, 128) == 257
+
+
+def test_c6_trtllm_graph_sizes():
+    # Sub-case a (#10688): max_batch_size 4 -> cu_seqlen 5 entries; capture size 113 needs 114.
+    assert trt.cu_seqlen_entries(4) == 5
+    assert trt.cu_seqlen_demand(113) == 114
+    assert trt.autodeploy_capture_size_fixed(113, 4) == 4
+    assert trt.autodeploy_capture_size_fixed(1, 4) == 1
+    # Sub-case b (#5076): a small max_num_tokens caps the graph batch, draft tokens ignored before.
+    assert trt.max_cuda_graph_bs_before_5076(256, 64) == 64
+    assert trt.max_cuda_graph_bs_before_5076(4, 64) == 4
+    assert trt.max_cuda_graph_bs_fixed(256, 64, 3) == 16
+    assert trt.max_cuda_graph_bs_fixed(4, 64, 3) == 4
+    assert trt.graph_input_tokens(16, 3) == 64
+    # Sub-case c (#16101): 100 context tokens, 8 generation requests, 3 draft tokens each.
+    assert trt.scheduled_tokens_before_16101(100, 8, 3) == 108
+    assert trt.scheduled_tokens_16101(100, 8, 3) == 132
+    assert trt.forward_tokens(100, 8, 3) == 132
+
+
+def test_e2_bitmask_and_logits_rows():
+    # LMDeploy #4453: 3 requests in the batch, one finished -> 3 matchers, 2 logits rows; #4456 slices to 2.
+    assert gd.bitmask_rows_before_4456([1, 0, 1], 3) == 3
+    assert gd.logits_rows([1, 0, 1], 3) == 2
+    assert gd.bitmask_rows_4456([1, 0, 1], 3) == 2
+    # TensorRT-LLM #15022: configured draft length 3, runtime draft length 0, 2 requests.
+    assert gd.trtllm_bitmask_rows_before_15023(2, 3, 0) == 8
+    assert gd.trtllm_logits_rows(2, 0) == 2
+    assert gd.trtllm_bitmask_rows_15023(2, 3, 0) == 2
+
+
+def test_c5_gdn_state_column():
+    # num_accepted_tokens 0 (a padding row) demands column -1; the proposed fix clamps it to 0.
+    assert gdn.state_index_column(0) == -1
+    assert gdn.state_index_column(5) == 4
+    assert gdn.state_index_column_fixed(0) == 0
+    assert gdn.state_index_column_fixed(5) == 4
+
+
+def test_e6_indexer_arange_buffer_len_both_sides():
+    assert arange_buffer_len(256, 3, 8192) == 8192  # mnbt side
+    assert arange_buffer_len(256, 3, 512) == 1024  # max_num_seqs * (1 + K) side
+
+
+def test_cudagraph_default_max_graph_size_cap_both_sides():
+    # default_max_graph_size: 512 (1024 on SM100)
+    assert default_max_graph_size_cap(16, 1, 512) == 64
+    assert default_max_graph_size_cap(512, 0, 512) == 512
+
+
+def test_cudagraph_request_counts_of_the_default_capture_list():
+    # request_counts(max_reqs): [1, 2, 4] + range(8, min(m + 1, 256), 8) + range(256, m + 1, 16) + [m]
+    assert [n for n in range(1, 600) if is_request_count(n, 40, 512)] == [1, 2, 4, 8, 16, 24, 32, 40]
+    assert [n for n in range(1, 600) if is_request_count(n, 300, 512)] == [
+        1, 2, 4, *range(8, 256, 8), 256, 272, 288, 300]
+    assert [n for n in range(1, 600) if is_request_count(n, 3, 512)] == [1, 2, 3]
+    assert [n for n in range(1, 1100) if is_request_count(n, 1024, 512)][-3:] == [480, 496, 512]
+
+
+def test_indexer_prefill_default_workspace_factor_switches_at_256k():
+    assert default_prefill_workspace_factor(163840) == 5
+    assert default_prefill_workspace_factor(256 * 1024) == 5
+    assert default_prefill_workspace_factor(256 * 1024 + 1) == 2
+
+
+def test_ck_sorting_workspace_index_skips_ids_outside_the_experts():
+    # ROCm/rocm-libraries#6242: ids outside [0, E) are skipped (slot 0 stands for "no write").
+    assert ck_workspace_index_6242(-1, 8) == 0
+    assert ck_workspace_index_6242(8, 8) == 0
+    assert ck_workspace_index_6242(7, 8) == 7
+
+
+def test_splitk_sorted_size_is_the_smaller_extent():
+    assert splitk_sorted_size(1, 1, 16, 100) == 16
+    assert splitk_sorted_size(4, 2, 16, 64) == 64
+
+
+def test_sglang_row_widths():
+    # DeepSeek-V3.2 context 163840 with 2 draft tokens (C1): round 1 gives context + draft.
+    assert sg.page_table_width_round1(163840, 2) == 163842
+    assert sg.hybrid_mamba_req_to_token_width(163840, 8) == 163852
+    # page 64, 3 steps, topk 4, 8 draft tokens: per-decode alloc 2 pages * 64 * 4 = 512, reserve 1024.
+    assert sg.get_alloc_reserve_per_decode(8, 3, 4, 64) == 1024
+    assert sg.decode_alloc_end(128, 0, 8, 3, 4, 64) == 1152  # 128 + 1024 already page-aligned
+    assert sg.decode_alloc_end(129, 0, 8, 3, 4, 64) == 1216  # rounded up to the next page
+    assert sg.decode_alloc_end(128, 2048, 8, 3, 4, 64) == 2048  # already allocated further
+
+
+def test_families_demands():
+    # shared arange: sliced by tokens and by requests + 1
+    assert ARANGE.demand(num_tokens_padded=16, num_reqs_padded=4) == 16
+    assert ARANGE.demand(num_tokens_padded=8, num_reqs_padded=8) == 9
+    assert SPEC_COLUMNS.demand(num_draft_tokens=3) == 3
+
+
+@pytest.mark.parametrize("worst_case, capacity", [(100, 111), (0, 1)])
+def test_margin_capacity_default_margin(worst_case, capacity):
+    from models.runtime_indexers import margin_capacity
+
+    assert margin_capacity(worst_case) == capacity
