@@ -137,3 +137,24 @@ def test_margin_capacity_default_margin(worst_case, capacity):
     from models.runtime_indexers import margin_capacity
 
     assert margin_capacity(worst_case) == capacity
+
+
+def _capture_sizes(max_num_seqs, k, mnbt, default=512):
+    """Sizes up to 600 the model admits as default capture sizes (``n``: any request count; it only
+    matters for uniform decode sizes with ``k > 0``)."""
+    from models.vllm.cudagraph_sizes import is_default_capture_size
+
+    ns = range(1, max_num_seqs + 1) if k else [1]
+    return [s for s in range(1, 601) if any(is_default_capture_size(s, n, max_num_seqs, k, mnbt, default) for n in ns)]
+
+
+def test_cudagraph_default_capture_sizes_as_vllm_0_33_lists_them():
+    # vllm==0.33.0 vllm/config/vllm.py::_set_cudagraph_sizes (its docstring's example list):
+    # max_graph_size = min(max_num_seqs * q * 2, 512); [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)
+    assert _capture_sizes(256, 0, 8192) == [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)]
+    # mnbt 300 below the cap: the list stops at 300 and 300 itself is appended
+    assert _capture_sizes(256, 0, 300) == [1, 2, 4, *range(8, 256, 8), 256, 272, 288, 300]
+    # max_num_seqs 6, 2 draft tokens (q = 3): cap 36; uniform decode sizes n * 3 for n in [1, 2, 4, 6]
+    assert _capture_sizes(6, 2, 8192) == [1, 2, 3, 4, 6, 8, 12, 16, 18, 24, 32]
+    # K = 0, max_num_seqs 20: cap 40, the uniform size is max_num_seqs itself
+    assert _capture_sizes(20, 0, 8192) == [1, 2, 4, 8, 16, 20, 24, 32, 40]
