@@ -158,3 +158,15 @@ def test_cudagraph_default_capture_sizes_as_vllm_0_33_lists_them():
     assert _capture_sizes(6, 2, 8192) == [1, 2, 3, 4, 6, 8, 12, 16, 18, 24, 32]
     # K = 0, max_num_seqs 20: cap 40, the uniform size is max_num_seqs itself
     assert _capture_sizes(20, 0, 8192) == [1, 2, 4, 8, 16, 20, 24, 32, 40]
+
+
+def test_a4_indexer_decode_copy_route():
+    # vllm-dsa-ebt-128align (A4): a plain 1-token decode takes the silent uniform copy; 1 decode
+    # padded to 2 tokens by the CUDA graph takes the raising variable copy.
+    from models.vllm.indexer import takes_uniform_decode_copy, takes_variable_decode_copy
+
+    assert takes_uniform_decode_copy(1, 1, 1, 1) and not takes_variable_decode_copy(1, 1, 1, 1)
+    assert not takes_uniform_decode_copy(1, 1, 1, 2) and takes_variable_decode_copy(1, 1, 1, 2)
+    assert takes_uniform_decode_copy(2, 3, 3, 6)
+    # ragged lengths 1 and 3 padded to 6 = 2 * 3 tokens: still variable
+    assert not takes_uniform_decode_copy(2, 1, 3, 6) and takes_variable_decode_copy(2, 1, 3, 6)
