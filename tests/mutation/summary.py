@@ -25,10 +25,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
           36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+#: A test file slower than this with no mutant active is left out of ``--run-tests`` (listed).
+SLOW_FILE_SECONDS = 90
 HERE = os.path.dirname(os.path.abspath(__file__))
 EQUIVALENT = os.path.join(HERE, "equivalent.txt")
 
@@ -122,7 +125,8 @@ def run_tests(survivors: list[str], record: str) -> None:
     """Each survivor against the fast test files naming it (see the module docstring), forked from
     one process that has collected them once (as mutmut does), in the mutated copy. A test file
     that fails with no mutant active there (it reads files the copy does not have, e.g. proofs/*.md)
-    is left out, and listed."""
+    is left out, and so is one slower than :data:`SLOW_FILE_SECONDS` there (listed); files run
+    fastest first, so that a kill comes early (``-x``)."""
     import pytest
 
     done = outcomes(record)
@@ -140,15 +144,18 @@ def run_tests(survivors: list[str], record: str) -> None:
             finally:
                 sys.stdout = out
     for f in every:
-        if f not in baseline:
-            baseline[f] = _run_one("baseline (no mutant)", [f])
+        if not isinstance(baseline.get(f), dict):
+            started = time.monotonic()
+            rc = _run_one("baseline (no mutant)", [f])
+            baseline[f] = {"rc": rc, "seconds": round(time.monotonic() - started, 1)}
             with open(baseline_path, "w") as fh:
                 json.dump(baseline, fh, indent=1)
-    broken = sorted(f for f in every if baseline[f] != 0)
-    if broken:
-        print("left out (fail or run nothing with no mutant in the copy):", ", ".join(broken), flush=True)
+    usable = {f for f in every if baseline[f]["rc"] == 0 and baseline[f]["seconds"] <= SLOW_FILE_SECONDS}
+    for f in sorted(set(every) - usable):
+        why = f"exit {baseline[f]['rc']}" if baseline[f]["rc"] else f"{baseline[f]['seconds']} s"
+        print(f"left out: {f} ({why} with no mutant active in the copy)", flush=True)
     for name, files in todo:
-        files = [f for f in files if baseline[f] == 0]
+        files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
         rc = _run_one(name, files) if files else 0
         kind = {0: "survived", 1: "killed", 5: "survived"}.get(rc, f"exit {rc}")
         with open(os.path.join("..", record), "a") as out:
