@@ -170,3 +170,33 @@ def test_a4_indexer_decode_copy_route():
     assert takes_uniform_decode_copy(2, 3, 3, 6)
     # ragged lengths 1 and 3 padded to 6 = 2 * 3 tokens: still variable
     assert not takes_uniform_decode_copy(2, 1, 3, 6) and takes_variable_decode_copy(2, 1, 3, 6)
+
+
+def test_cudagraph_spec_decode_rounding_and_padding_tables():
+    from models.vllm import cudagraph as cg
+
+    # reference §10 example (/work/shared/reference/vllm-0.33-sglang-0.5.23-buffers.md): q = 4
+    sizes = [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 4) == ([4, 8, 16, 24, 32, 40, 48, 56, 64], 64)
+    # rounded sizes past the maximum are dropped; the maximum becomes the largest kept size
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 3) == ([3, 6, 9], 9)
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 4) == ([4], 4)  # nothing kept: fall back to [q]
+    assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 1) == (sizes, 64)  # no speculation: unchanged
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([], 64, 4) == ([], 64)
+    with pytest.raises(ValueError, match="no capture size is a multiple of 8 within 6"):
+        cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 8)
+    # padding: the smallest capture size >= n; 0 stays 0; past the list pads to max + 1
+    assert cg.bs_to_padded_graph_size([1, 2, 4, 8], 8) == [0, 1, 2, 4, 4, 8, 8, 8, 8]
+    assert [cg.padded_graph_size(n, [1, 2, 4, 8], 8) for n in (0, 3, 8, 9)] == [0, 4, 8, 9]
+
+
+def test_indexer_prefill_chunks_by_hand():
+    # vllm==0.33.0 indexer split (corpus N1): greedy over requests under the workspace and the
+    # logits budget (max_logits_bytes // 4), each chunk cut along queries into budget // seq rows.
+    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
+
+    assert split([3, 3, 3], [1, 1, 1], 6, 400) == [((0, 2), (0, 2)), ((2, 3), (0, 1))]  # workspace-bound
+    assert split([4, 4], [3, 3], 100, 80) == [((0, 1), (0, 3)), ((1, 2), (0, 3))]  # logits-bound
+    assert split([10], [7], 100, 80) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 6)), ((0, 1), (6, 7))]
+    assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
+    assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
