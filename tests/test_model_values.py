@@ -200,3 +200,18 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([10], [7], 100, 80) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 6)), ((0, 1), (6, 7))]
     assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
     assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
+
+
+def test_b0_moe_align_capacity_forms():
+    # B0: numel + num_experts * (B - 1), round_up to B with pad_sorted_ids; older vLLM had no
+    # small-numel min. 64 tokens x topk 8 = 512 ids, 256 experts, block 16; and 3 ids, 8 experts.
+    from models.moe_align import (moe_align_demand_bound, vllm_sorted_ids_capacity,
+                                  vllm_sorted_ids_capacity_before_small_numel_min)
+
+    assert vllm_sorted_ids_capacity_before_small_numel_min(512, 256, 16, 0) == 512 + 256 * 15
+    assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 0) == 3 + 8 * 15
+    assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 1) == 128  # round_up(123, 16)
+    assert vllm_sorted_ids_capacity(3, 8, 16, 0) == 48  # numel < num_experts: min(3 * 16, 123)
+    # the demand bound: numel + min(numel, active experts) * (B - 1)
+    assert moe_align_demand_bound(512, 256, 16) == 512 + 256 * 15
+    assert moe_align_demand_bound(3, 8, 16) == 3 + 3 * 15
