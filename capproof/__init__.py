@@ -11,11 +11,11 @@ _sys.set_int_max_str_digits(0)
 
 from .arith import (
     all_of, any_of, cdiv, count, divides, gcd, implies, max_of, maximum, min_of, minimum, not_, prefix_sums,
-    round_up, select, total,
+    round_up, select, total, wrap, int32, int64, uint32,
 )
 from .domain import Choice, PowersOfTwo, Range, Vector
 from .errors import CapproofError, DivisorMayBeZero, RealArithmeticError, SpecError, SymbolicBranchError
-from .obligation import Claim, at_most, claim, contract, equal, less_than, obligation
+from .obligation import Claim, at_most, claim, contract, equal, fits, less_than, obligation
 from .prover import prove_obligation as prove
 from .runner import RunResult, run
 from .symbolic import Exploration, Path, explore
@@ -25,10 +25,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     # declaring obligations
-    "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Vector", "Claim", "claim", "equal", "at_most", "less_than",
+    "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Vector", "Claim", "claim", "equal", "at_most", "less_than", "fits",
     # model vocabulary
     "cdiv", "round_up", "select", "minimum", "maximum", "gcd", "implies", "all_of", "any_of", "not_", "divides",
-    "total", "max_of", "min_of", "prefix_sums", "count",
+    "total", "max_of", "min_of", "prefix_sums", "count", "wrap", "int32", "int64", "uint32",
     # running
     "run", "prove", "Options", "Verdict", "RunResult",
     # symbolic execution of branching code

@@ -37,6 +37,17 @@ __all__ = [
     "next_power_of_2",
     "prev_power_of_2",
     "Padded",
+    "wrap",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "DTYPES",
+    "dtype_range",
 ]
 
 Int = Union[int, SymInt]
@@ -118,6 +129,98 @@ def prev_power_of_2(n: Int) -> Int:
     if not isinstance(n, SymInt):
         return 0 if n < 1 else 1 << (n.bit_length() - 1)
     return select(n < 1, 0, 1 << maximum(n.bit_length() - 1, 0))
+
+
+# Machine integers. Kernels index with fixed-width ints (Triton's int32 program ids and strides,
+# CUDA's int32/uint32 offsets): a product past the width wraps. These give the value the kernel
+# computes, two's complement modulo 2**bits, on every semantics: Python ints, SymInt (Z3's integer
+# ``mod`` by a constant: exact and linear) and CrossHair's symbolic ints (plain ``%``).
+
+#: ``dtype name -> (bits, signed)`` for :func:`wrap`, :func:`dtype_range` and the ``dtype=``
+#: argument of the claims (``capproof.obligation.fits``, ``at_most``, ``less_than``).
+DTYPES: dict[str, tuple[int, bool]] = {
+    "int8": (8, True), "int16": (16, True), "int32": (32, True), "int64": (64, True),
+    "uint8": (8, False), "uint16": (16, False), "uint32": (32, False), "uint64": (64, False),
+}
+
+
+def _dtype(dtype: object) -> tuple[str, int, bool]:
+    """``(name, bits, signed)`` of ``dtype``: a name in :data:`DTYPES`, or a torch/numpy dtype
+    (``torch.int32``, ``numpy.int32``, ``numpy.dtype('int32')``). Raises ValueError otherwise."""
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+    name = str(name).rsplit(".", 1)[-1]
+    if name not in DTYPES:
+        raise ValueError(f"unknown integer dtype {dtype!r} (one of {', '.join(DTYPES)})")
+    return (name, *DTYPES[name])
+
+
+def dtype_range(dtype: object) -> tuple[int, int]:
+    """``(lo, hi)``: the least and greatest value of the integer ``dtype`` (``int32``:
+    ``-2**31, 2**31 - 1``; ``uint32``: ``0, 2**32 - 1``). Raises ValueError for an unknown dtype."""
+    _, bits, signed = _dtype(dtype)
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def wrap(x: Int, dtype: object) -> Int:
+    """``x`` as the integer ``dtype`` holds it: the representative of ``x`` modulo ``2**bits`` in
+    ``dtype_range(dtype)`` (two's complement for signed types), e.g. ``wrap(2**31, "int32") ==
+    -2**31``, ``wrap(-1, "uint32") == 2**32 - 1``; ``x`` itself when it fits.
+
+    This is what a narrowing cast does in numpy (``np.array(x, np.int64).astype(np.int32)``),
+    torch (``torch.tensor(x, dtype=torch.int64).to(torch.int32)``) and C/CUDA/Triton for an
+    unsigned type; for a signed type, what their arithmetic does on every GPU (C leaves signed
+    overflow undefined; Triton's and nvcc's ``mul``/``add`` wrap). tests/test_semantics.py checks it
+    against numpy. Raises ValueError for an unknown dtype, RealArithmeticError for a float.
+    """
+    _check_int(x)
+    _, bits, signed = _dtype(dtype)
+    modulus = 1 << bits
+    if signed:
+        half = 1 << (bits - 1)
+        return (x + half) % modulus - half
+    return x % modulus
+
+
+def int8(x: Int) -> Int:
+    """``x`` wrapped to a signed 8-bit int (see :func:`wrap`)."""
+    return wrap(x, "int8")
+
+
+def int16(x: Int) -> Int:
+    """``x`` wrapped to a signed 16-bit int (see :func:`wrap`)."""
+    return wrap(x, "int16")
+
+
+def int32(x: Int) -> Int:
+    """``x`` wrapped to a signed 32-bit int, as an int32 offset computation gives it (see
+    :func:`wrap`): ``int32(7168 * 448000) == -1083703296`` (corpus B6, vLLM's fused MoE
+    ``stride_cm * offs_token`` before the int64 cast of vLLM #13693)."""
+    return wrap(x, "int32")
+
+
+def int64(x: Int) -> Int:
+    """``x`` wrapped to a signed 64-bit int (see :func:`wrap`)."""
+    return wrap(x, "int64")
+
+
+def uint8(x: Int) -> Int:
+    """``x`` modulo ``2**8`` (see :func:`wrap`)."""
+    return wrap(x, "uint8")
+
+
+def uint16(x: Int) -> Int:
+    """``x`` modulo ``2**16`` (see :func:`wrap`)."""
+    return wrap(x, "uint16")
+
+
+def uint32(x: Int) -> Int:
+    """``x`` modulo ``2**32``, as a 32-bit unsigned byte offset holds it (see :func:`wrap`)."""
+    return wrap(x, "uint32")
+
+
+def uint64(x: Int) -> Int:
+    """``x`` modulo ``2**64`` (see :func:`wrap`)."""
+    return wrap(x, "uint64")
 
 
 def select(condition: Bool, if_true: Int, if_false: Int) -> Int:

@@ -45,7 +45,7 @@ __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relatio
 #: share of the demand there is flagged ``wasteful``.
 DEFAULT_WASTE_THRESHOLD = 100.0
 
-_RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)$")
+_RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
 
 
 def capacity_relation(relation: str) -> tuple[str, str, int] | None:
@@ -57,6 +57,19 @@ def capacity_relation(relation: str) -> tuple[str, str, int] | None:
     if not m:
         return None
     return m.group(1), m.group(3), 1 if m.group(2) == "<" else 0
+
+
+def relation_limit(relation: str) -> int | None:
+    """The greatest value of the integer type the demand is computed in (``"0 <= index < capacity
+    in int32"`` from ``less_than(..., dtype="int32")``: ``2**31 - 1``), else None. The claim then
+    holds exactly when ``demand <= min(capacity - offset, limit)``: that minimum is the effective
+    capacity bounded here (the lower end of the type, like ``0 <=``, is prove's)."""
+    m = _RELATION.match(relation or "")
+    if not m or not m.group(4):
+        return None
+    from .arith import dtype_range
+
+    return dtype_range(m.group(4))[1]
 
 
 @dataclass
@@ -247,13 +260,19 @@ def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str)
     return values[demand], values[capacity]
 
 
-def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int, threshold: float) -> CaseBound:
+def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int, threshold: float,
+                limit: int | None = None) -> CaseBound:
     out = CaseBound(dict(case.fixed), "bounded")
     if case.false_assumptions:
         out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
         return out
     d = to_z3_int(case.ev.claim.values[demand])
     c_eff = to_z3_int(case.ev.claim.values[capacity]) - offset
+    if limit is not None:  # the demand is computed in a machine integer type: it must also fit
+        c_eff = z3.If(c_eff <= limit, c_eff, z3.IntVal(limit))
+
+    def eff(c: int) -> int:
+        return c - offset if limit is None else min(c - offset, limit)
     try:
         top = _optimum(case, d, True, rlimit)
         if top is None:
@@ -274,8 +293,8 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
         out.min_slack = slack
         out.slack_point = _canonical_point(case, [c_eff - d == slack, d == d_star], rlimit)
         rd, rc = _replayed(ob, out.slack_point, demand, capacity)
-        if rc - offset - rd != slack or rd != d_star:
-            raise _Wrong(f"replay of {out.slack_point} gives slack {rc - offset - rd}, Z3 said {slack}")
+        if eff(rc) - rd != slack or rd != d_star:
+            raise _Wrong(f"replay of {out.slack_point} gives slack {eff(rc) - rd}, Z3 said {slack}")
         out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
         pct = 100.0 * slack / rd if rd > 0 else None
         # two decimals; a nonzero slack too small for them keeps 2 significant digits (never -0.0)
@@ -332,7 +351,8 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
         elif case.ev.claim.relation != result.relation:
             result.cases.append(CaseBound(fixed, "error", message=f"relation {case.ev.claim.relation!r} differs between cases"))
             continue
-        result.cases.append(_bound_case(ob, case, result.demand, result.capacity, result.offset, rlimit, waste_threshold))
+        result.cases.append(_bound_case(ob, case, result.demand, result.capacity, result.offset, rlimit, waste_threshold,
+                                        relation_limit(result.relation)))
 
     statuses = [c.status for c in result.cases]
     if "error" in statuses:
@@ -349,13 +369,21 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
         result.status = "bounded"
         worst, tight = result.worst, result.tightest
         assert worst and tight
-        cap = f"{result.capacity} - 1" if result.offset else result.capacity
+        cap = _effective(result.capacity, result.offset, result.relation)
         result.message = (
             f"worst {result.demand} = {worst.max_demand}; minimal sufficient {result.capacity} = {worst.min_capacity}; "
             f"min slack ({cap} - {result.demand}) = {tight.min_slack}; "
             f"{result.insufficient} insufficient, {result.wasteful} wasteful of {len(result.admitted())} bounded cases"
         )
     return result
+
+
+def _effective(capacity: str, offset: int | None, relation: str) -> str:
+    """The effective capacity in words: ``W_bt - 1``, or ``min(numel - 1, 2147483647)`` when the
+    demand is computed in int32."""
+    cap = f"{capacity} - 1" if offset else capacity
+    limit = relation_limit(relation)
+    return cap if limit is None else f"min({cap}, {limit})"
 
 
 def format_point(point: dict[str, Any]) -> str:
@@ -445,7 +473,7 @@ def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
         out.append(f"- spec: [{e['file']}:{e['line']}](../{e['file']}#L{e['line']})")
     if e.get("case"):
         out.append(f"- corpus case: `{e['case']}`")
-    cap = f"{e['capacity']} - 1" if e.get("capacity_offset") else e.get("capacity", "")
+    cap = _effective(e.get("capacity", ""), e.get("capacity_offset"), e.get("relation", ""))
     out.append(f"- claim: `{e['relation']}`; slack = `{cap} - {e['demand']}`" if e.get("relation") else "- claim: —")
     status = "as expected" if e["ok"] else f"**NOT AS EXPECTED** (expected {e['expect']})"
     out.append(f"- status: **{e['status']}** ({status}); {e['message']}")
@@ -555,7 +583,7 @@ def terminal_bound_lines(r: ObligationBound) -> list[str]:
     lines = [f"{mark} {r.status:<9} {r.id}{note}"]
     worst, tight = r.worst, r.tightest
     if r.status == "bounded" and worst and tight:
-        cap = f"{r.capacity} - 1" if r.offset else r.capacity
+        cap = _effective(r.capacity, r.offset, r.relation)
         lines.append(f"       claim {r.relation}: worst {r.demand} = {worst.max_demand} at {format_point(worst.demand_point)}"
                      f" -> minimal sufficient {r.capacity} = {worst.min_capacity}")
         lines.append(f"       min slack ({cap} - {r.demand}) = {tight.min_slack} ({_pct(tight.slack_pct)} of {r.demand}="

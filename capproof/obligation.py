@@ -25,7 +25,7 @@ from .domain import Domain, Range, Vector
 from .errors import SpecError
 from .symbolic import SymBool, SymInt
 
-__all__ = ["Claim", "claim", "equal", "at_most", "less_than", "obligation", "Obligation", "contract", "Contract"]
+__all__ = ["Claim", "claim", "equal", "at_most", "less_than", "fits", "obligation", "Obligation", "contract", "Contract"]
 
 EXPECTATIONS = ("proved", "counterexample")
 
@@ -84,20 +84,64 @@ def equal(**named: object) -> Claim:
     return Claim(av == bv, dict(named), f"{a} == {b}")
 
 
-def at_most(**named: object) -> Claim:
-    """``first <= second``, e.g. ``at_most(demand=..., capacity=...)``."""
+def _width(name: str, value: object, dtype: object) -> tuple[object, str, object]:
+    """(``value`` fits ``dtype``, the dtype's name, ``value`` as the dtype holds it)."""
+    from .arith import _dtype, all_of, dtype_range, wrap
+
+    try:
+        dname = _dtype(dtype)[0]
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    lo, hi = dtype_range(dname)
+    return all_of(lo <= value, value <= hi), dname, wrap(value, dname)  # type: ignore[operator]
+
+
+def fits(dtype: object, /, **named: object) -> Claim:
+    """The value is representable in the integer ``dtype`` (``"int32"``, ``"uint32"``,
+    ``"int64"``, … or ``torch.int32``): a kernel that computes it in that type gets it exactly,
+    without wrapping. E.g. ``fits("int32", offset=stride_cm * max_offs_token)``.
+
+    One named quantity; the claim also reports it as the dtype holds it (``offset_int32``, the
+    two's-complement wrapped value of :func:`capproof.arith.wrap`), so a counterexample shows both
+    ``offset=3211264000`` and ``offset_int32=-1083703296``. Raises SpecError for an unknown dtype.
+    """
+    if len(named) != 1:
+        raise SpecError(f"fits() takes exactly one named quantity, got {list(named)}")
+    (name, value), = named.items()
+    holds, dname, wrapped = _width(name, value, dtype)
+    return Claim(holds, {name: value, f"{name}_{dname}": wrapped}, f"{name} fits {dname}")
+
+
+def _with_dtype(claim: Claim, dtype: object) -> Claim:
+    """``claim`` whose first quantity is computed in ``dtype``: it must also fit (no wrap); the
+    wrapped value is reported after the two quantities."""
+    if dtype is None:
+        return claim
+    from .arith import all_of
+
+    (a, av), (b, bv) = claim.values.items()
+    fit, dname, wrapped = _width(a, av, dtype)
+    return Claim(all_of(fit, claim.holds), {a: av, b: bv, f"{a}_{dname}": wrapped}, f"{claim.relation} in {dname}")
+
+
+def at_most(*, dtype: object = None, **named: object) -> Claim:
+    """``first <= second``, e.g. ``at_most(demand=..., capacity=...)``. With ``dtype=``
+    (``"int32"``, …) the first quantity is computed in that integer type and must also fit it
+    (see :func:`fits`)."""
     a, av, b, bv = _two(named, "at_most")
-    return Claim(av <= bv, dict(named), f"{a} <= {b}")
+    return _with_dtype(Claim(av <= bv, dict(named), f"{a} <= {b}"), dtype)
 
 
-def less_than(**named: object) -> Claim:
+def less_than(*, dtype: object = None, **named: object) -> Claim:
     """``0 <= first < second``: an index into a buffer of ``second`` entries, checked on both
     sides (a negative index wraps or faults as surely as one past the end), e.g.
-    ``less_than(index=..., capacity=...)``."""
+    ``less_than(index=..., capacity=...)``. With ``dtype=`` (``"int32"``, …) the index is computed
+    in that integer type and must also fit it (see :func:`fits`): an index past ``2**31 - 1``
+    wraps before it is compared, so a capacity above the dtype's range does not save it."""
     a, av, b, bv = _two(named, "less_than")
     from .arith import all_of
 
-    return Claim(all_of(0 <= av, av < bv), dict(named), f"0 <= {a} < {b}")  # type: ignore[operator]
+    return _with_dtype(Claim(all_of(0 <= av, av < bv), dict(named), f"0 <= {a} < {b}"), dtype)  # type: ignore[operator]
 
 
 def _spec_relpath(path: str) -> str:

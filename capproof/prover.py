@@ -747,8 +747,7 @@ def _bound_labels(ranges: dict[str, Range], vectors: dict[str, Vector]) -> list[
 
 
 def _violation(relation: str, values: dict[str, int]) -> str:
-    if relation and len(values) == 2:
-        (a, av), (b, bv) = values.items()
-        return f"{relation} fails: {a}={av}, {b}={bv}"
+    if relation and values:
+        return f"{relation} fails: " + ", ".join(f"{k}={v}" for k, v in values.items())
     shown = ", ".join(f"{k}={v}" for k, v in values.items())
     return f"claim fails{': ' + shown if shown else ''}"

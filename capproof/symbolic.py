@@ -363,7 +363,7 @@ class SymInt:
     def __getattr__(self, name: str):
         raise _misuse(AttributeError(
             f"symbolic integer has no attribute {name!r} (capproof supports +, -, *, //, %, divmod, abs, "
-            f"comparisons, >>/<< and & with constant masks, ~, bit_length()) at {caller_location()}"
+            f"comparisons, >>/<<, & | ^ with constant ints, ~, bit_length()) at {caller_location()}"
         ))
 
     def __init__(self, term: z3.ArithRef):
@@ -464,35 +464,57 @@ class SymInt:
         return SymInt(to_z3_int(other)) << self
 
     def __and__(self, other: object) -> "SymInt":
-        """``x & m`` for a constant mask ``m = 2**k - 1`` (``x mod 2**k``) or ``m = ~(2**k - 1)``
-        (``x`` rounded down to a multiple of ``2**k``); any other mask is a recorded error."""
-        if _concrete_int(other) and not isinstance(other, bool):
-            m = other
-            if m >= 0 and m & (m + 1) == 0:
-                return self % (m + 1)
-            if m < 0 and (-m) & (-m - 1) == 0:
-                return (self // -m) * -m
+        """``x & c`` for a constant int ``c`` (Python's two's-complement semantics on unbounded
+        ints, negative ``x`` and ``c`` included): ``x mod 2**k`` for ``c = 2**k - 1``, ``x``
+        rounded down to a multiple of ``2**k`` for ``c = ~(2**k - 1)``, and otherwise the sum of
+        the bits of ``x`` that ``c`` keeps (``(x // 2**i) % 2`` for each bit ``i`` of ``c``, or of
+        ``~c`` for a negative ``c``; exact, linear). ``c`` beyond ``BIT_WIDTH`` bits, or a
+        symbolic ``c``, is a recorded error."""
+        if _concrete_int(other):
+            return self._mask(int(other), "&")
         raise _misuse(NotConcreteError(
-            f"`&` of a symbolic integer with {other!r} at {caller_location()}: only constant masks "
-            "2**k - 1 and ~(2**k - 1) are supported"
+            f"`&` of a symbolic integer with {other!r} at {caller_location()}: only a constant int mask "
+            "is supported"
         ))
 
     __rand__ = __and__
+
+    def _mask(self, m: int, op: str) -> "SymInt":
+        """``self & m`` for a concrete int ``m`` (see ``__and__``)."""
+        if m >= 0 and m & (m + 1) == 0:
+            return self % (m + 1)
+        if m < 0 and (-m) & (-m - 1) == 0:
+            return (self // -m) * -m
+        kept = m if m >= 0 else ~m
+        if kept.bit_length() > BIT_WIDTH:
+            raise _misuse(NotConcreteError(
+                f"`{op}` of a symbolic integer with a constant of more than {BIT_WIDTH} bits at {caller_location()}"
+            ))
+        bits = z3.Sum([z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2)
+                       for i in range(kept.bit_length()) if kept >> i & 1])
+        # SMT-LIB div/mod by a positive constant floor, as Python's // and % do
+        return _wrap_int(bits if m >= 0 else self.term - bits)
+
+    def __or__(self, other: object) -> "SymInt":
+        """``x | c`` for a constant int ``c``: ``x + c - (x & c)`` (exact for every sign)."""
+        if _concrete_int(other):
+            return _wrap_int(self.term + int(other) - self._mask(int(other), "|").term)
+        self._unsupported(other, "|")
+
+    __ror__ = __or__
+
+    def __xor__(self, other: object) -> "SymInt":
+        """``x ^ c`` for a constant int ``c``: ``x + c - 2 * (x & c)`` (exact for every sign)."""
+        if _concrete_int(other):
+            return _wrap_int(self.term + int(other) - 2 * self._mask(int(other), "^").term)
+        self._unsupported(other, "^")
+
+    __rxor__ = __xor__
 
     def _unsupported(self, other: object = None, op: str = "?") -> "SymInt":
         raise _misuse(TypeError(
             f"`{op}` on a symbolic integer is not supported at {caller_location()}"
         ))
-
-    def __or__(self, other: object):
-        self._unsupported(other, "|")
-
-    __ror__ = __or__
-
-    def __xor__(self, other: object):
-        self._unsupported(other, "^")
-
-    __rxor__ = __xor__
 
     def __matmul__(self, other: object):
         self._unsupported(other, "@")

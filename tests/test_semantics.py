@@ -447,7 +447,7 @@ def test_select_on_concrete_condition_returns_the_branch_itself():
 # recorded for exactness holds at those points (the prover checks it on the whole domain).
 # --------------------------------------------------------------------------------------------
 
-from capproof.arith import next_power_of_2, prev_power_of_2  # noqa: E402
+from capproof.arith import DTYPES, dtype_range, int32, int64, next_power_of_2, prev_power_of_2, uint32, wrap  # noqa: E402
 from capproof.symbolic import BIT_WIDTH, FLOAT_EXACT, explore  # noqa: E402
 
 wide = st.one_of(st.integers(-40, 40), st.integers(-(2**62), 2**62), st.sampled_from([0, -1, 1, 2**53 - 1, -(2**63) + 1]))
@@ -491,6 +491,73 @@ def test_shifts_by_symbolic_counts_match_python(a, k):
 def test_constant_masks_match_python_including_negatives(a, k):
     low, high = 2**k - 1, ~(2**k - 1)
     _agree(lambda a: (a & low, a & high, low & a, high & a, ~a), {"a": a})
+
+
+@PROPERTY
+@given(a=st.one_of(wide, st.integers(-(2**70), 2**70)),
+       c=st.one_of(st.integers(-70, 70), st.integers(-(2**BIT_WIDTH) + 1, 2**BIT_WIDTH - 1), st.sampled_from([0xFFFFFFFF, ~0xFF, 0x5555, -0x5556])))
+def test_and_or_xor_with_any_constant_match_python_including_negatives(a, c):
+    """``&``, ``|``, ``^`` with a constant (any bits, any sign, both operand orders): Python's
+    two's-complement results on unbounded ints."""
+    _agree(lambda a: (a & c, c & a, a | c, c | a, a ^ c, c ^ a), {"a": a})
+
+
+@PROPERTY
+@given(a=st.one_of(wide, st.integers(-(2**70), 2**70), st.sampled_from([2**31, 2**31 - 1, -(2**31), -(2**31) - 1, 2**32, 2**63])),
+       dtype=st.sampled_from(sorted(DTYPES)))
+def test_wrap_matches_python_z3_and_numpy(a, dtype):
+    """``wrap(x, dtype)`` (``int32(x)`` …) is the same on ints and on Z3 (exact), lies in the
+    dtype's range, is congruent to ``x`` modulo ``2**bits``, and equals numpy's narrowing cast
+    (``astype``, which wraps) for every ``x`` numpy holds in an int64 / uint64."""
+    import numpy as np
+
+    _agree(lambda a: wrap(a, dtype), {"a": a})
+    lo, hi = dtype_range(dtype)
+    got = wrap(a, dtype)
+    bits = DTYPES[dtype][0]
+    assert lo <= got <= hi and (got - a) % 2**bits == 0
+    if lo <= a <= hi:
+        assert got == a
+    source = np.int64 if -(2**63) <= a < 2**63 else np.uint64 if 0 <= a < 2**64 else None
+    if source is not None:
+        assert int(np.array(a, dtype=source).astype(getattr(np, dtype))) == got
+
+
+def test_int32_names_and_dtype_spellings():
+    import numpy as np
+
+    assert int32(7168 * 448000) == -1083703296  # corpus B6's DeepSeek-R1 stride_cm * offs_token
+    assert (int32(2**31), int32(2**31 - 1), uint32(-1), uint32(2**32 + 5), int64(2**63)) == (-(2**31), 2**31 - 1, 2**32 - 1, 5, -(2**63))
+    assert wrap(2**31, np.int32) == wrap(2**31, np.dtype("int32")) == wrap(2**31, "int32")
+    with pytest.raises(ValueError, match="unknown integer dtype"):
+        wrap(1, "int31")
+    with pytest.raises(RealArithmeticError):
+        int32(1.5)
+
+
+def test_wrap_runs_under_crosshair():
+    """The third semantics: CrossHair's symbolic ints through ``int32`` find the overflow."""
+    import crosshair.core_and_libs  # noqa: F401 - installs CrossHair's opcode patches
+    from crosshair.core import analyze_function, run_checkables
+    from crosshair.fnutil import FunctionInfo
+    from crosshair.options import AnalysisOptionSet
+
+    def offset(stride: int, row: int) -> int:
+        """
+        pre: 0 <= stride < 2**16 and 0 <= row < 2**17
+        post: _ == stride * row
+        """
+        return int32(stride * row)
+
+    opts = AnalysisOptionSet(per_condition_timeout=30, max_uninteresting_iterations=10**6)
+    messages = run_checkables(analyze_function(FunctionInfo.from_fn(offset), opts))
+    assert messages, "CrossHair found no counterexample"
+    import re
+
+    found = re.search(r"offset\((\d+), (\d+)\) \(which returns (-?\d+)\)", messages[0].message)
+    assert found, messages[0].message
+    stride, row, got = map(int, found.groups())
+    assert stride * row > 2**31 - 1 and got == int32(stride * row) != stride * row
 
 
 @PROPERTY
@@ -580,7 +647,7 @@ def test_builtin_min_max_sum_abs_fork_and_match_python(xs):
 
 def test_unsupported_operations_are_recorded_errors():
     x = SymInt.var("x")
-    attempts = [lambda: x | 1, lambda: x ^ 1, lambda: x & 5, lambda: x & x, lambda: x.to_bytes(8, "little"),
+    attempts = [lambda: x | x, lambda: x ^ x, lambda: x & (2**70 + 5), lambda: x | -(2**70 + 5), lambda: x & x, lambda: x.to_bytes(8, "little"),
                 lambda: x.as_integer_ratio(), lambda: x @ x, lambda: round(x, -1), lambda: x + "a", lambda: x < None,
                 lambda: pow(x, 2, 5), lambda: 2.5 ** x, lambda: x ** x, lambda: x ** -1,
                 lambda: int(x > 0), lambda: (x > 0).foo, lambda: len(x), lambda: iter(x)]
