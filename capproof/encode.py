@@ -42,7 +42,7 @@ class _Evaluated:
     divisor_scope: list[int] = field(default_factory=list)
     #: conditions for capproof's encoding to be exact (``Trace.side_conditions``) and, as for
     #: divisors, how many assumptions precede each
-    side_conditions: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
+    side_conditions: list[tuple[z3.BoolRef, object]] = field(default_factory=list)
     side_scope: list[int] = field(default_factory=list)
 
 

@@ -30,7 +30,7 @@ from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-expor
 )
 from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
-from .symbolic import SymInt, to_z3_bool, to_z3_int
+from .symbolic import LazyText, SymInt, to_z3_bool, to_z3_int
 from .verdict import Counterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -276,12 +276,15 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
 def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
     """What must hold at every admitted point besides the claim, with the number of assumptions
     it may use and the error to report: nonzero divisors and exactness side conditions."""
-    out = [(term != 0, upto, f"divisor {term} at {where}") for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)]
-    out += [(fact, upto, f"side condition {what}") for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)]
+    out = [(term != 0, upto, LazyText(lambda term=term, where=where: f"divisor {term} at {where}"))
+           for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)]
+    out += [(fact, upto, LazyText(lambda what=what: f"side condition {what}"))
+            for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)]
     return out
 
 
-def _fail_check(what: str, where_in: str, point: dict[str, object]) -> _CaseOutcome:
+def _fail_check(what, where_in: str, point: dict[str, object]) -> _CaseOutcome:
+    what = str(what)
     if what.startswith("divisor "):
         return _CaseOutcome("error", message=str(DivisorMayBeZero(f"{what}{where_in} can be zero, e.g. at {point}" + (
             "; state its lower bound in the domain or in an earlier assumption" if where_in else ""))))

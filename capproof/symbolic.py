@@ -51,7 +51,7 @@ class Trace:
     #: symbolic shifts below 2**BIT_WIDTH, ``math.ceil(a / b)`` with ``|a| < 2**53`` where Python
     #: rounds ``a / b`` to a float first), with what and where: the prover checks each one under
     #: the assumptions, like a divisor; one that can fail is an error, never modelled away.
-    side_conditions: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
+    side_conditions: list[tuple[z3.BoolRef, "LazyText"]] = field(default_factory=list)
 
 
 _local = threading.local()
@@ -234,14 +234,52 @@ def record_lemma(fact: z3.BoolRef) -> None:
         trace.lemmas.append(fact)
 
 
-def _side_condition(condition: z3.BoolRef, what: str) -> None:
-    """Record that the encoding just built is exact only where ``condition`` holds."""
+class LazyText:
+    """A message formatted only when shown (``str()``/``format()``): printing a Z3 term is linear
+    in its size, and a side condition or divisor over a large term is recorded on every symbolic
+    run but reported only when its check fails (formatting eagerly made a shift of a nested term
+    cost ~1 s). ``fn`` must not depend on state that changes later."""
+
+    __slots__ = ("fn", "_text")
+
+    def __init__(self, fn):
+        self.fn, self._text = fn, None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self.fn()
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == (str(other) if isinstance(other, LazyText) else other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def startswith(self, prefix) -> bool:
+        return str(self).startswith(prefix)
+
+    def __contains__(self, item: str) -> bool:
+        return item in str(self)
+
+
+def _side_condition(condition: z3.BoolRef, what) -> None:
+    """Record that the encoding just built is exact only where ``condition`` holds (``what``: a
+    str, or a callable giving it, formatted only if the condition is reported)."""
     condition = z3.simplify(condition)
     if z3.is_true(condition):
         return
     trace = getattr(_local, "trace", None)
     if trace is not None:
-        trace.side_conditions.append((condition, f"{what} at {caller_location()}"))
+        where = caller_location()
+        text = what if isinstance(what, str) else None
+        trace.side_conditions.append((condition, LazyText(lambda: f"{text if text is not None else what()} at {where}")))
 
 
 #: ``bit_length()`` and shifts by a symbolic count are encoded exactly for magnitudes below
@@ -444,7 +482,7 @@ class SymInt:
                 raise ValueError("negative shift count")
             return self // (2 ** other)
         k = to_z3_int(other)
-        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"shift count {k} in 0..{BIT_WIDTH}")
+        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
         return _wrap_int(self.term / _pow2(k))  # SMT-LIB div floors for a positive divisor
 
     def __rrshift__(self, other: IntLike) -> "SymInt":
@@ -457,7 +495,7 @@ class SymInt:
                 raise ValueError("negative shift count")
             return self * (2 ** other)
         k = to_z3_int(other)
-        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"shift count {k} in 0..{BIT_WIDTH}")
+        _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
         return _wrap_int(self.term * _pow2(k))
 
     def __rlshift__(self, other: IntLike) -> "SymInt":
@@ -550,7 +588,7 @@ class SymInt:
         """``int.bit_length``: bits of ``abs(x)`` (0 for 0), exact for ``|x| < 2**BIT_WIDTH``
         (a recorded side condition)."""
         a = z3.If(self.term >= 0, self.term, -self.term)
-        _side_condition(a < 2**BIT_WIDTH, f"|{self.term}| < 2**{BIT_WIDTH} for bit_length()")
+        _side_condition(a < 2**BIT_WIDTH, lambda: f"|{self.term}| < 2**{BIT_WIDTH} for bit_length()")
         return _wrap_int(z3.Sum([z3.If(a >= 2**i, z3.IntVal(1), z3.IntVal(0)) for i in range(BIT_WIDTH)]))
 
     def __trunc__(self) -> "SymInt":
@@ -600,7 +638,7 @@ class SymInt:
         (a recorded side condition; a negative ``k`` gives a float in Python)."""
         if modulo is None and _concrete_int(other) and not isinstance(other, bool):
             k = self.term
-            _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), f"exponent {k} in 0..{BIT_WIDTH}")
+            _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"exponent {k} in 0..{BIT_WIDTH}")
             out: z3.ArithRef = z3.IntVal(other**BIT_WIDTH)
             for i in reversed(range(BIT_WIDTH)):
                 out = z3.If(k == i, z3.IntVal(other**i), out)
@@ -765,7 +803,7 @@ class Quotient:
     def _exact(self) -> None:
         a = to_z3_int(self.num)
         _side_condition(z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
-                        f"|{a}| < 2**53 so that Python's float quotient rounds exactly")
+                        lambda: f"|{a}| < 2**53 so that Python's float quotient rounds exactly")
 
     def __floor__(self) -> IntLike:
         self._exact()

@@ -2,8 +2,15 @@
 
 Random expression trees over the model vocabulary (``+ - * // %`` with negative operands,
 ``abs``, nested ``cdiv``/``round_up``, ``minimum``/``maximum``, ``select`` on random conditions;
-the generators of tests/test_semantics.py) are evaluated once on ``SymInt`` variables and compared
-with Python at several points each; batch aggregates over :class:`~capproof.arith.Padded` vectors
+the generators of tests/test_semantics.py) and over the engine-code vocabulary of the inventory
+and forks work (``divmod``, ``>>``/``<<`` by constant and symbolic counts, ``&``/``|``/``^`` with
+constant masks and arbitrary constants, ``~``, ``bit_length()``, ``math.ceil``/``floor``/``trunc``
+of ``a / b`` (capproof's ``Quotient``), ``next_power_of_2``/``prev_power_of_2``, builtin
+``min``/``max`` (forking, under ``explore``), ``abs``, and the machine-integer wraps
+``int32``/``uint32``/``int64``) are evaluated once on ``SymInt`` variables and compared with Python
+at several points each (a point where a recorded side condition of an exact encoding, e.g.
+``|a| < 2**53`` for a float quotient, fails is counted apart: the prover reports such a point as
+an error, never a verdict); batch aggregates over :class:`~capproof.arith.Padded` vectors
 with a symbolic length are compared with Python's ``min``/``max``/``sum`` of the batch alone; and
 random claims over small domains are decided by the full prover and checked against brute force
 (proved exactly when every point holds; otherwise the counterexample is the lexicographically
@@ -16,21 +23,27 @@ docs/soundness.md.
 
 from __future__ import annotations
 
+import builtins
 import itertools
-import random
+import math
 import os
+import random
 
 import pytest
+import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capproof import Options, Range, Verdict, obligation
-from capproof.arith import Padded, max_of, min_of, total
+from capproof.arith import (
+    Padded, all_of, any_of, divides, implies, int32, int64, max_of, min_of, next_power_of_2, not_, prev_power_of_2,
+    select, total, uint32,
+)
 from capproof.prover import prove_obligation
-from capproof.symbolic import SymInt, tracing
+from capproof.symbolic import BIT_WIDTH, SymInt, explore, tracing
 from test_semantics import (
-    BINOPS, COMPARISONS, UNOPS, SYMBOLS, boolean_expressions, check_division_by_zero_agrees, evaluate, evaluate_bool, expressions, z3_bool_at,
-    z3_int_at,
+    BINOPS, COMPARISONS, UNOPS, SYMBOLS, _substituted, boolean_expressions, check_division_by_zero_agrees, evaluate,
+    evaluate_bool, expressions, z3_bool_at, z3_int_at,
 )
 
 pytestmark = pytest.mark.slow
@@ -38,12 +51,15 @@ pytestmark = pytest.mark.slow
 #: examples per test (override with CAPPROOF_FUZZ_SCALE=0.01 for a quick look; the figure in
 #: docs/soundness.md is for scale 1)
 SCALE = float(os.environ.get("CAPPROOF_FUZZ_SCALE", "1"))
-FUZZ_INT, FUZZ_BOOL, FUZZ_AGG, FUZZ_CLAIMS, FUZZ_BATCHES = (
-    max(1, int(n * SCALE)) for n in (8_000, 4_000, 4_000, 1_000, 1_700))
+FUZZ_INT, FUZZ_BOOL, FUZZ_AGG, FUZZ_CLAIMS, FUZZ_BATCHES, FUZZ_ENGINE, FUZZ_ENGINE_CLAIMS = (
+    max(1, int(n * SCALE)) for n in (8_000, 4_000, 4_000, 1_000, 1_700, 700, 500))
 #: trees per example of the batched test (Hypothesis draws the generator; see random_tree)
 PER_BATCH = 50
 
-COUNTS = {"int": 0, "bool": 0, "aggregate": 0, "claim": 0, "points": 0}
+COUNTS = {"int": 0, "bool": 0, "aggregate": 0, "claim": 0, "points": 0, "engine": 0, "engine_claim": 0,
+          "engine_points": 0, "side_condition_points": 0, "forked": 0}
+#: how often each engine-vocabulary operator was drawn (reported with the total)
+OPS_SEEN: dict[str, int] = {}
 
 
 def fuzz(n: int):
@@ -159,6 +175,203 @@ def test_batches_of_random_expressions_agree_with_python(seed):
                 assert at(symbolic, env) == concrete, f"{tree!r} at {env}"
 
 
+# --- the engine-code vocabulary (inventory / forks work, machine integers) ----------------------
+
+MASKS = [0, 1, 3, 7, 15, 255, 0xFFFF, 0xFFFFFFFF, 2**64 - 1, ~0, ~1, ~7, ~255, ~0xFFFFFFFF]
+
+
+def _mask(rng) -> int:
+    """A constant for ``& | ^``: a contiguous mask (fast path), or any int up to 40 bits, any sign."""
+    return rng.choice(MASKS) if rng.random() < 0.5 else rng.randint(-(2**40), 2**40)
+
+
+def _builtin_min(a, b):
+    return builtins.min(a, b)
+
+
+def _builtin_max(a, b):
+    return builtins.max(a, b)
+
+
+#: tag -> (arity of subtrees, function of the evaluated subtrees and the node's constant)
+ENGINE_OPS = {
+    "divmod_q": (2, lambda a, b, c: divmod(a, b)[0]),
+    "divmod_r": (2, lambda a, b, c: divmod(a, b)[1]),
+    ">>c": (1, lambda a, c: a >> c),
+    "<<c": (1, lambda a, c: a << c),
+    ">>k": (2, lambda a, k, c: a >> (k % (BIT_WIDTH + 1))),   # a symbolic count in 0..64
+    "<<k": (2, lambda a, k, c: a << (k % 17)),                 # kept small: 1 << 64 of a 10**60 is fine, but slow
+    "&": (1, lambda a, c: a & c),
+    "|": (1, lambda a, c: a | c),
+    "^": (1, lambda a, c: a ^ c),
+    "c&": (1, lambda a, c: c & a),
+    "~": (1, lambda a, c: ~a),
+    "bit_length": (1, lambda a, c: a.bit_length()),
+    "ceil/": (2, lambda a, b, c: math.ceil(a / b)),
+    "floor/": (2, lambda a, b, c: math.floor(a / b)),
+    "trunc/": (2, lambda a, b, c: math.trunc(a / b)),
+    "next_power_of_2": (1, lambda a, c: next_power_of_2(a)),
+    "prev_power_of_2": (1, lambda a, c: prev_power_of_2(a)),
+    "min": (2, lambda a, b, c: _builtin_min(a, b)),
+    "max": (2, lambda a, b, c: _builtin_max(a, b)),
+    "abs": (1, lambda a, c: abs(a)),
+    "int32": (1, lambda a, c: int32(a)),
+    "uint32": (1, lambda a, c: uint32(a)),
+    "int64": (1, lambda a, c: int64(a)),
+}
+FORKING = {"min", "max"}
+
+
+def random_engine_tree(rng, leaves_left: int = 8):
+    """A random tree mixing the base grammar (``random_tree``'s operators) with ENGINE_OPS; each
+    ENGINE_OPS node carries its constant (shift count, mask) as its last element."""
+    if leaves_left <= 1 or rng.random() < 0.25:
+        r = rng.random()
+        if r < 0.45:
+            return ("var", rng.choice(list(SYMBOLS)))
+        return ("const", rng.randint(-6, 6) if r < 0.8 else rng.choice([0, -1, 1, 2**31, 2**32 - 1, -(2**31)]))
+    r = rng.random()
+    if r < 0.6:
+        tag = rng.choice(sorted(ENGINE_OPS))
+        arity = ENGINE_OPS[tag][0]
+        const = (rng.randint(0, 70) if tag in (">>c", "<<c") else _mask(rng) if tag in ("&", "|", "^", "c&") else 0)
+        if arity == 1:
+            return (tag, random_engine_tree(rng, leaves_left - 1), const)
+        split = rng.randint(1, leaves_left - 1)
+        return (tag, random_engine_tree(rng, split), random_engine_tree(rng, leaves_left - split), const)
+    if r < 0.85:
+        split = rng.randint(1, leaves_left - 1)
+        op = rng.choice(sorted(BINOPS))
+        return (op, random_engine_tree(rng, split), random_engine_tree(rng, leaves_left - split))
+    third = max(1, leaves_left // 3)
+    return ("select", random_engine_condition(rng, third), random_engine_tree(rng, third), random_engine_tree(rng, third))
+
+
+def random_engine_condition(rng, leaves_left: int = 4):
+    half = max(1, leaves_left // 2)
+    r = rng.random()
+    atom = (("cmp", rng.choice(sorted(COMPARISONS)), random_engine_tree(rng, half), random_engine_tree(rng, half))
+            if r < 0.8 else ("divides", random_engine_tree(rng, half), random_engine_tree(rng, half)))
+    r = rng.random()
+    if r < 0.6:
+        return atom
+    if r < 0.75:
+        return ("not", atom)
+    return (rng.choice(["all", "any", "implies"]), atom, random_engine_condition(rng, half))
+
+
+def evaluate_engine(node, env):
+    """Evaluate a tree of random_engine_tree on ints or SymInts (builtin min/max fork: run it
+    under ``explore`` when symbolic)."""
+    tag = node[0]
+    if tag == "var":
+        return env[node[1]]
+    if tag == "const":
+        return node[1]
+    if tag in ENGINE_OPS:
+        arity, fn = ENGINE_OPS[tag]
+        return fn(*(evaluate_engine(child, env) for child in node[1:1 + arity]), node[-1])
+    if tag in BINOPS:
+        return BINOPS[tag](evaluate_engine(node[1], env), evaluate_engine(node[2], env))
+    if tag == "select":
+        return select(evaluate_engine_bool(node[1], env), evaluate_engine(node[2], env), evaluate_engine(node[3], env))
+    raise AssertionError(f"unknown node {node!r}")
+
+
+def evaluate_engine_bool(node, env):
+    tag = node[0]
+    if tag == "cmp":
+        return COMPARISONS[node[1]](evaluate_engine(node[2], env), evaluate_engine(node[3], env))
+    if tag == "divides":
+        return divides(evaluate_engine(node[1], env), evaluate_engine(node[2], env))
+    if tag == "not":
+        return not_(evaluate_engine_bool(node[1], env))
+    combine = {"all": all_of, "any": any_of, "implies": implies}[tag]
+    return combine(evaluate_engine_bool(node[1], env), evaluate_engine_bool(node[2], env))
+
+
+def _tags(node):
+    if isinstance(node, tuple) and node and isinstance(node[0], str):
+        yield node[0]
+        for child in node[1:]:
+            yield from _tags(child)
+
+
+def _truth(fact: z3.BoolRef, env: dict[str, int]) -> bool | None:
+    """``fact`` at ``env``; None where it is undefined (it contains a division by zero there)."""
+    ground = _substituted(fact, env)
+    return True if z3.is_true(ground) else False if z3.is_false(ground) else None
+
+
+def _holds_at(fact: z3.BoolRef, env: dict[str, int]) -> bool:
+    ground = _substituted(fact, env)
+    assert z3.is_true(ground) or z3.is_false(ground), (fact, env)
+    return z3.is_true(ground)
+
+
+def _divisor_zero_at(trace, env) -> bool:
+    from test_semantics import _ground_int_or_none
+
+    return any(_ground_int_or_none(term, env) in (0, None) for term, _ in trace.divisors)
+
+
+def _compare_engine(tree, evaluator, kind, points):
+    """Evaluate ``tree`` symbolically once (forking under explore if it uses builtin min/max),
+    then at each point: the path whose condition holds gives Python's value, unless Python raises
+    ZeroDivisionError (then a recorded divisor is 0 there) or a recorded side condition fails at
+    the point (then the prover would report an error; counted in side_condition_points)."""
+    for tag in set(_tags(tree)):
+        if tag in ENGINE_OPS:
+            OPS_SEEN[tag] = OPS_SEEN.get(tag, 0) + 1
+    forks = bool(FORKING & set(_tags(tree)))
+    if forks:
+        COUNTS["forked"] += 1
+        with tracing():
+            ex = explore(lambda: evaluator(tree, SYMBOLS), budget=512, check_feasible=False)
+        assert ex.complete, tree
+        paths = [(p.condition.term, p.value, p.error, p.trace) for p in ex.paths]
+    else:
+        with tracing() as trace:
+            try:
+                value, error = evaluator(tree, SYMBOLS), None
+            except ZeroDivisionError as exc:
+                value, error = None, exc
+        paths = [(z3.BoolVal(True), value, error, trace)]
+    for env in points:
+        COUNTS["engine_points"] += 1
+        try:
+            concrete, raised = evaluator(tree, env), None
+        except ZeroDivisionError as exc:
+            concrete, raised = None, exc
+        if raised is not None:  # a path whose condition holds (or is undefined: it divides by 0 too) divides by 0
+            assert any(error is not None or _divisor_zero_at(trace, env)
+                       for cond, _, error, trace in paths if _truth(cond, env) is not False), \
+                f"{tree!r} at {env}: Python divides by zero"
+            continue
+        (cond, value, error, trace), = [p for p in paths if _holds_at(p[0], env)]
+        assert not trace.misuse, (tree, trace.misuse)
+        if error is not None or _divisor_zero_at(trace, env):
+            raise AssertionError(f"{tree!r} at {env}: symbolic run divides by zero, Python gives {concrete}")
+        if not all(_holds_at(fact, env) for fact, _ in trace.side_conditions):
+            COUNTS["side_condition_points"] += 1
+            continue
+        assert type(concrete) is kind, (tree, env, concrete)
+        at = z3_int_at if kind is int else z3_bool_at
+        assert at(value, env) == concrete, f"{tree!r} at {env}"
+
+
+@fuzz(FUZZ_ENGINE)
+@given(seed=st.integers(0, 2**64 - 1))
+def test_engine_vocabulary_expressions_agree_with_python(seed):
+    """PER_BATCH engine-vocabulary trees and as many conditions per example, three points each."""
+    rng = random.Random(seed)
+    for _ in range(PER_BATCH):
+        for tree, evaluator, kind in ((random_engine_tree(rng), evaluate_engine, int),
+                                      (random_engine_condition(rng), evaluate_engine_bool, bool)):
+            COUNTS["engine"] += 1
+            _compare_engine(tree, evaluator, kind, [{name: random_value(rng) for name in SYMBOLS} for _ in range(3)])
+
+
 SIZE = 5
 ENTRY_VARS = [SymInt.var(f"v{i}") for i in range(SIZE)]
 LENGTH = SymInt.var("n")
@@ -219,10 +432,49 @@ def test_claims_are_decided_as_brute_force_decides_them(tree):
         assert (r.counterexample.params["x"], r.counterexample.params["y"]) == failing[0], tree
 
 
+@fuzz(FUZZ_ENGINE_CLAIMS)
+@given(seed=st.integers(0, 2**64 - 1))
+def test_engine_vocabulary_claims_are_decided_as_brute_force_decides_them(seed):
+    """As above, for a random condition of the engine vocabulary (builtin min/max fork in the
+    prover; a possible zero divisor is an error; unknown is allowed, never proved)."""
+    COUNTS["engine_claim"] += 1
+    tree = random_engine_condition(random.Random(seed))
+
+    def holds_at(x, y):
+        return evaluate_engine_bool(tree, {"x": x, "y": y, "z": 3})
+
+    def claim(x, y):
+        return holds_at(x, y)
+
+    ob = obligation(domain={"x": X_DOM, "y": Y_DOM})(claim)
+    r = prove_obligation(ob, Options(density="off"))
+    OUTCOMES[r.verdict.value] = OUTCOMES.get(r.verdict.value, 0) + 1
+    try:
+        truth = {(x, y): holds_at(x, y) for x, y in POINTS}
+    except ZeroDivisionError:
+        assert r.verdict in (Verdict.ERROR, Verdict.UNKNOWN), f"{tree!r}: {r.verdict} {r.message}"
+        return
+    failing = sorted(p for p, ok in truth.items() if not ok)
+    if r.verdict is Verdict.UNKNOWN:
+        return
+    if r.verdict is Verdict.ERROR:  # only for an encoding side condition that fails somewhere in the box
+        assert "side condition" in r.message or "2**" in r.message, f"{tree!r}: {r.message}"
+        return
+    if not failing:
+        assert r.verdict is Verdict.PROVED, f"{tree!r}: {r.verdict} {r.message}"
+    else:
+        assert r.verdict is Verdict.COUNTEREXAMPLE, f"{tree!r}: {r.verdict} {r.message} (fails at {failing[0]})"
+        assert (r.counterexample.params["x"], r.counterexample.params["y"]) == failing[0], tree
+
+
 def test_at_least_100000_expressions_were_checked():
     """The figure reported in docs/soundness.md (run after the fuzz tests above, same module)."""
     if COUNTS["int"] == 0:
         pytest.skip("run the whole module: the fuzz tests count the expressions")
-    expressions_run = COUNTS["int"] + COUNTS["bool"] + COUNTS["aggregate"] + COUNTS["claim"]
-    print(f"\nsemantic fuzzing: {expressions_run} expressions ({COUNTS}); claims: {OUTCOMES}")
+    expressions_run = (COUNTS["int"] + COUNTS["bool"] + COUNTS["aggregate"] + COUNTS["claim"] + COUNTS["engine"]
+                       + COUNTS["engine_claim"])
+    print(f"\nsemantic fuzzing: {expressions_run} expressions ({COUNTS}); claims: {OUTCOMES}; "
+          f"engine operators drawn: {dict(sorted(OPS_SEEN.items()))}")
+    if COUNTS["engine"]:
+        assert set(OPS_SEEN) == set(ENGINE_OPS), set(ENGINE_OPS) - set(OPS_SEEN)
     assert expressions_run >= 100_000 * min(1.0, SCALE)
