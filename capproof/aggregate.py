@@ -369,6 +369,16 @@ class AbstractCase:
             s.add(lemma)
         return s, trackers
 
+    def aggregate_terms(self) -> list[tuple[z3.ArithRef, int]]:
+        """Each batch's aggregates the model used, with a lower bound from the domain: its total,
+        then its maximum and minimum (the order in which a canonical point minimises them)."""
+        out: list[tuple[z3.ArithRef, int]] = []
+        for b in self.batches.values():
+            out.append((b.T.term, b.lo * b.size if b.lo < 0 else 0))
+            if {"max_of", "min_of"} & b.used:
+                out += [(b.M.term, b.lo), (b.m.term, b.lo)]
+        return out
+
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``, each batch realised as a concrete list (ascending)."""
         ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731

@@ -37,6 +37,7 @@ from .domain import Range, Vector
 from .obligation import Obligation
 from .encode import CaseProblem, _describe_exc, build_case, checked_domains, replay
 from .prover import _minimize, minimize_term
+from .aggregate import AbstractCase
 from .symbolic import to_z3_int
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
@@ -94,10 +95,18 @@ class CaseBound:
     slack_pct: float | None = None
     insufficient: bool = False
     wasteful: bool = False
+    #: how a case with Vector parameters was bounded: ``"aggregate"`` (Optimize on the aggregate
+    #: abstraction: every batch size, exact), ``"search"`` (the bounded encoding, slack only: see
+    #: :func:`_tightness_case`); ``""`` for cases without vectors
+    method: str = ""
+    #: False when ``min_slack`` is only an upper bound (an insufficient case of the search: the
+    #: slack of the smallest failing point, not minimised)
+    slack_exact: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "case": dict(self.fixed), "status": self.status, "message": self.message,
+            **({"method": self.method, "slack_exact": self.slack_exact} if self.method else {}),
             "max_demand": self.max_demand, "min_capacity": self.min_capacity,
             "demand_point": _jsonable(self.demand_point), "capacity_at_demand_point": self.capacity_at_demand_point,
             "min_slack": self.min_slack, "slack_point": _jsonable(self.slack_point),
@@ -136,7 +145,7 @@ class ObligationBound:
     @property
     def worst(self) -> CaseBound | None:
         """The bounded case with the largest worst demand (first in case order on ties)."""
-        adm = self.admitted()
+        adm = [c for c in self.admitted() if c.max_demand is not None]
         return max(adm, key=lambda c: c.max_demand) if adm else None  # type: ignore[arg-type,return-value]
 
     @property
@@ -171,6 +180,7 @@ class ObligationBound:
             "min_capacity": worst.min_capacity if worst else None,
             "worst_case": worst.fixed if worst else None,
             "min_slack": tight.min_slack if tight else None,
+            "min_slack_exact": tight.slack_exact if tight else True,
             "tightest_case": tight.fixed if tight else None,
             "insufficient_cases": self.insufficient, "wasteful_cases": self.wasteful,
             "file": self.file, "line": self.line,
@@ -236,8 +246,13 @@ def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int) ->
         raise _Unknown(f"witness search: {s.reason_unknown() if answer == z3.unknown else 'optimum not attainable'}")
     scalars = [p for p in case.ob.params if p in case.scalars]
     model, done = _minimize(case, s, s.model(), scalars)
+    if isinstance(case, AbstractCase):  # each batch's total, then its max and min
+        for term, lo in case.aggregate_terms():
+            if not done:
+                break
+            model, done = minimize_term(s, model, term, lo)
     if done:  # vectors: one search on each vector's sum, not entry by entry (1024-entry routings)
-        for name, entries in case.vectors.items():
+        for name, entries in getattr(case, "vectors", {}).items():
             free = [e.term for e in entries if hasattr(e, "term")]
             if not free:
                 continue
@@ -260,16 +275,131 @@ def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str)
     return values[demand], values[capacity]
 
 
+def _objective_terms(case, demand: str, capacity: str, offset: int, limit: int | None) -> tuple[z3.ArithRef, z3.ArithRef]:
+    """(demand, effective capacity) as Z3 terms of a case (bounded or aggregate)."""
+    values = case.values if isinstance(case, AbstractCase) else case.ev.claim.values
+    term = lambda v: v if isinstance(v, z3.ExprRef) else to_z3_int(v)  # noqa: E731
+    d = term(values[demand])
+    c_eff = term(values[capacity]) - offset
+    if limit is not None:  # the demand is computed in a machine integer type: it must also fit
+        c_eff = z3.If(c_eff <= limit, c_eff, z3.IntVal(limit))
+    return d, c_eff
+
+
+#: Upper end of the exponential search for a positive minimum slack (the search is ``unknown``
+#: beyond: a slack this large says the claim does not bound the demand).
+SEARCH_LIMIT = 2**80
+
+
+def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int,
+                    threshold: float, limit: int | None = None) -> CaseBound:
+    """The minimum slack of one case of an obligation with Vector parameters, on the bounded
+    encoding, with plain solver queries (no Optimize: over hundreds of per-request or per-expert
+    terms it takes minutes and mostly ends unknown). The worst demand is not computed.
+
+    ``slack <= 0`` sat and ``slack <= -1`` unsat: the capacity is **tight** (minimum slack 0, the
+    usual answer, two queries). ``slack <= 0`` unsat: exponential then binary search for the least
+    ``k`` with ``slack <= k`` sat (certified: ``slack <= k - 1`` unsat). ``slack <= -1`` sat: the
+    case is **insufficient**; its slack is reported at the smallest failing point (an upper bound
+    of the minimum, ``slack_exact=False``). Every reported slack is at a canonical witness point
+    replayed on plain ints.
+    """
+    out = CaseBound(dict(case.fixed), "bounded", method="search")
+    if case.false_assumptions:
+        out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
+        return out
+    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
+    slack = c_eff - d
+    s, _ = case.solver(rlimit)
+
+    def at_most(k: int | None) -> z3.ModelRef | None:
+        """A model with slack <= k (any model for None); None when unsat; _Unknown if unknown."""
+        s.push()
+        if k is not None:
+            s.add(slack <= k)
+        answer = s.check()
+        model = s.model() if answer == z3.sat else None
+        s.pop()
+        if answer == z3.unknown:
+            raise _Unknown(f"slack <= {k}: {s.reason_unknown()}")
+        return model
+
+    def value(model: z3.ModelRef) -> int:
+        return model.eval(slack, model_completion=True).as_long()
+
+    try:
+        if at_most(None) is None:
+            out.status, out.message = "excluded", "the assumptions admit no point of this case"
+            return out
+        if at_most(-1) is not None:  # insufficient: report the smallest failing point's slack
+            out.slack_exact = False
+            point = _canonical_point(case, [slack <= -1], rlimit)
+        else:
+            low = 0  # slack <= low - 1 is unsat
+            model = at_most(0)
+            if model is None:
+                low, step = 1, 1
+                while (model := at_most(low + step - 1)) is None:
+                    low, step = low + step, step * 2
+                    if low > SEARCH_LIMIT:
+                        raise _Unknown(f"minimum slack above {SEARCH_LIMIT}")
+            high = value(model)  # slack <= high is sat
+            while low < high:
+                mid = (low + high) // 2
+                model = at_most(mid)
+                if model is None:
+                    low = mid + 1
+                else:
+                    high = value(model)
+            point = _canonical_point(case, [slack == high], rlimit)
+        rd, rc = _replayed(ob, point, demand, capacity)
+        rs = (rc - offset if limit is None else min(rc - offset, limit)) - rd
+        if out.slack_exact and rs != high:
+            raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said {high}")
+        if not out.slack_exact and rs >= 0:
+            raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said it is negative")
+    except _Unknown as exc:
+        return CaseBound(dict(case.fixed), "unknown", message=str(exc), method="search")
+    except _Wrong as exc:
+        return CaseBound(dict(case.fixed), "error", message=str(exc), method="search")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a model raising on replay
+        return CaseBound(dict(case.fixed), "error", message=_describe_exc(exc), method="search")
+    out.min_slack, out.slack_point, out.demand_at_slack_point, out.capacity_at_slack_point = rs, point, rd, rc
+    pct = 100.0 * rs / rd if rd > 0 else None
+    out.slack_pct = None if pct is None else (round(pct, 2) if round(pct, 2) != 0 or rs == 0 else float(f"{pct:.2g}"))
+    out.insufficient = rs < 0
+    out.wasteful = out.slack_exact and out.slack_pct is not None and out.slack_pct > threshold
+    return out
+
+
+def _abstract_case(ob: Obligation, fixed: dict[str, int], ranges, vectors, rlimit: int):
+    """The case on the aggregate abstraction when it applies and agrees with the ints (the
+    prover's probe: two admitted points realised and replayed), else (None, why)."""
+    from .aggregate import NotAggregate, build_abstract_case, decide_abstract_case
+
+    try:
+        case = build_abstract_case(ob, fixed, ranges, vectors)
+        outcome = decide_abstract_case(case, rlimit, minimize=False)
+    except NotAggregate as exc:
+        return None, str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the bounded encoding reports it
+        return None, _describe_exc(exc)
+    if outcome.kind in ("abandon", "unknown"):
+        return None, outcome.message
+    return case, ""
+
+
 def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int, threshold: float,
                 limit: int | None = None) -> CaseBound:
     out = CaseBound(dict(case.fixed), "bounded")
     if case.false_assumptions:
         out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
         return out
-    d = to_z3_int(case.ev.claim.values[demand])
-    c_eff = to_z3_int(case.ev.claim.values[capacity]) - offset
-    if limit is not None:  # the demand is computed in a machine integer type: it must also fit
-        c_eff = z3.If(c_eff <= limit, c_eff, z3.IntVal(limit))
+    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
 
     def eff(c: int) -> int:
         return c - offset if limit is None else min(c - offset, limit)
@@ -278,7 +408,8 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
         if top is None:
             out.status, out.message = "excluded", "the assumptions admit no point of this case"
             return out
-        out.max_demand, out.min_capacity = top, top + offset
+        # no capacity suffices when the demand does not fit the machine integer type it is computed in
+        out.max_demand, out.min_capacity = top, (top + offset if limit is None or top <= limit else None)
         out.demand_point = _canonical_point(case, [d == top], rlimit)
         rd, rc = _replayed(ob, out.demand_point, demand, capacity)
         if rd != top:
@@ -333,26 +464,37 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
     names = list(finite)
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
+        abstract, why = _abstract_case(ob, fixed, ranges, vectors, rlimit) if vectors else (None, "")
         try:
-            case = build_case(ob, fixed, ranges, vectors)
+            case = abstract if abstract is not None else build_case(ob, fixed, ranges, vectors)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
             result.cases.append(CaseBound(fixed, "error", message=_describe_exc(exc)))
             continue
+        relation = case.relation if abstract is not None else case.ev.claim.relation
         if not result.relation:
-            result.relation = case.ev.claim.relation
+            result.relation = relation
             parsed = capacity_relation(result.relation)
             if parsed is None:
                 result.status = "skipped"
                 result.message = f"claim {result.relation or '(custom)'} is not an at_most/less_than capacity claim"
                 return result
             result.demand, result.capacity, result.offset = parsed
-        elif case.ev.claim.relation != result.relation:
-            result.cases.append(CaseBound(fixed, "error", message=f"relation {case.ev.claim.relation!r} differs between cases"))
+        elif relation != result.relation:
+            result.cases.append(CaseBound(fixed, "error", message=f"relation {relation!r} differs between cases"))
             continue
-        result.cases.append(_bound_case(ob, case, result.demand, result.capacity, result.offset, rlimit, waste_threshold,
-                                        relation_limit(result.relation)))
+        args = (ob, case, result.demand, result.capacity, result.offset, rlimit, waste_threshold, relation_limit(result.relation))
+        if abstract is not None:
+            bounded = _bound_case(*args)
+            bounded.method = "aggregate"
+        elif vectors:
+            bounded = _tightness_case(*args)
+            if why and bounded.status == "bounded":
+                bounded.message = f"aggregate abstraction not applicable ({why}): minimum slack only"
+        else:
+            bounded = _bound_case(*args)
+        result.cases.append(bounded)
 
     statuses = [c.status for c in result.cases]
     if "error" in statuses:
@@ -368,12 +510,15 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
     else:
         result.status = "bounded"
         worst, tight = result.worst, result.tightest
-        assert worst and tight
+        assert tight
         cap = _effective(result.capacity, result.offset, result.relation)
+        searched = sum(c.method == "search" for c in result.admitted())
         result.message = (
-            f"worst {result.demand} = {worst.max_demand}; minimal sufficient {result.capacity} = {worst.min_capacity}; "
-            f"min slack ({cap} - {result.demand}) = {tight.min_slack}; "
+            (f"worst {result.demand} = {worst.max_demand}; minimal sufficient {result.capacity} = {_mincap(worst.min_capacity)}; "
+             if worst else "")
+            + f"min slack ({cap} - {result.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack}; "
             f"{result.insufficient} insufficient, {result.wasteful} wasteful of {len(result.admitted())} bounded cases"
+            + (f" ({searched} on the bounded encoding: minimum slack only)" if searched else "")
         )
     return result
 
@@ -435,7 +580,14 @@ def render_bounds_report(entries: list[dict[str, Any]], left_out: list[dict[str,
         "query, witness replayed on plain ints), the minimal sufficient constant capacity, and the",
         "minimum slack `capacity - demand` with its percentage of the demand at the tightest point",
         "(largest demand among the points of minimum slack). Witness points are the smallest points",
-        "attaining each optimum. `unknown` is never a bound.",
+        "attaining each optimum. `unknown` is never a bound. A claim `in int32` (`dtype=`) also needs the",
+        "demand to fit the type: the effective capacity is `min(capacity, 2**31 - 1)`.",
+        "",
+        "Obligations with Vector (batch or routing) parameters: on the aggregate abstraction of the batch",
+        "where it applies (`aggregate`: every batch size, as above); otherwise on the bounded encoding,",
+        "minimum slack only (`search`: solver queries, no Optimize; tight = `slack <= 0` sat and",
+        "`slack <= -1` unsat; an insufficient case shows the slack of its smallest failing point, `≤`).",
+        "So raising a capacity or lowering a demand of a tight claim changes this file.",
         "",
         "| obligation | claim | expect | status | worst demand | minimal sufficient capacity | min slack | flags |",
         "|---|---|---|---|---|---|---|---|",
@@ -450,7 +602,7 @@ def render_bounds_report(entries: list[dict[str, Any]], left_out: list[dict[str,
         ok = "" if e["ok"] else " ✗"
         lines.append(
             f"| `{name}` | `{e['relation']}` | {e['expect']} | {e['status']}{ok} | {_v(e['max_demand'])} | "
-            f"{_v(e['min_capacity'])} | {_v(e['min_slack'])} | {', '.join(flags) or '—'} |"
+            f"{_v(e['min_capacity'])} | {'' if e.get('min_slack_exact', True) else '≤ '}{_v(e['min_slack'])} | {', '.join(flags) or '—'} |"
         )
     lines.append("")
     if left_out:
@@ -464,6 +616,14 @@ def render_bounds_report(entries: list[dict[str, Any]], left_out: list[dict[str,
 
 def _v(value: object) -> str:
     return "—" if value is None else f"`{value}`"
+
+
+def _mincap(value: int | None) -> str:
+    return "none (the demand does not fit its integer type)" if value is None else str(value)
+
+
+def _d(value: object) -> str:
+    return "—" if value is None else str(value)
 
 
 def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
@@ -480,19 +640,29 @@ def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
     out.append(f"- waste threshold: {e['waste_threshold_pct']:.0f}% of the demand at the tightest point")
     cases = e["cases"]
     bounded = [c for c in cases if c["status"] == "bounded"]
+    with_worst = [c for c in bounded if c["max_demand"] is not None]
     if bounded:
-        worst = max(bounded, key=lambda c: c["max_demand"])
         tight = min(bounded, key=lambda c: c["min_slack"])
-        out.append(f"- worst demand `{e['demand']}` = `{worst['max_demand']}` at {format_point(worst['demand_point'])} "
-                   f"(`{e['capacity']}` = `{worst['capacity_at_demand_point']}` there)")
-        out.append(f"- minimum slack `{tight['min_slack']}` ({_pct(tight['slack_pct'])}) at {format_point(tight['slack_point'])} "
+        if with_worst:
+            worst = max(with_worst, key=lambda c: c["max_demand"])
+            out.append(f"- worst demand `{e['demand']}` = `{worst['max_demand']}` at {format_point(worst['demand_point'])} "
+                       f"(`{e['capacity']}` = `{worst['capacity_at_demand_point']}` there)")
+        searched = [c for c in bounded if c.get("method") == "search"]
+        if searched:
+            out.append(f"- {len(searched)} of {len(bounded)} cases on the bounded encoding of the batch (the aggregate "
+                       "abstraction does not apply): minimum slack only, by solver queries (tight: `slack <= 0` sat and "
+                       "`slack <= -1` unsat); an insufficient case shows the slack of its smallest failing point")
+        if any(c.get("method") == "aggregate" for c in bounded):
+            out.append("- cases marked `aggregate` are bounded on the aggregate abstraction of the batch: every batch size")
+        rel = "=" if tight.get("slack_exact", True) else "≤"
+        out.append(f"- minimum slack {rel} `{tight['min_slack']}` ({_pct(tight['slack_pct'])}) at {format_point(tight['slack_point'])} "
                    f"(`{e['demand']}` = `{tight['demand_at_slack_point']}`, `{e['capacity']}` = `{tight['capacity_at_slack_point']}`)")
     shown = cases
     note = ""
     if len(cases) > 64:
         interesting = {id(c) for c in cases if c["status"] != "bounded" or c["insufficient"] or c["wasteful"]}
         interesting |= {id(c) for c in sorted(bounded, key=lambda c: c["min_slack"])[:8]}
-        interesting |= {id(c) for c in sorted(bounded, key=lambda c: -c["max_demand"])[:8]}
+        interesting |= {id(c) for c in sorted(with_worst, key=lambda c: -c["max_demand"])[:8]}
         shown = [c for c in cases if id(c) in interesting]
         note = f"Showing {len(shown)} of {len(cases)} cases (flagged, not bounded, 8 tightest, 8 largest); `capproof bound --json` has all."
     if shown:
@@ -502,10 +672,13 @@ def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
             if c["status"] != "bounded":
                 out.append(f"| {_case_name(c['case'])} | {c['status']} | — | — | — | — | — | — | {c['message']} | — | — |")
                 continue
+            method = f" ({c['method']})" if c.get("method") else ""
+            slack = c["min_slack"] if c.get("slack_exact", True) else f"≤ {c['min_slack']}"
             out.append(
-                f"| {_case_name(c['case'])} | bounded | {c['max_demand']} | {c['min_capacity']} | {c['capacity_at_demand_point']} | "
-                f"{c['min_slack']} | {_pct(c['slack_pct'])} | {c['demand_at_slack_point']} | {_flags(c)} | "
-                f"{format_point(_free(c['demand_point'], c['case']))} | {format_point(_free(c['slack_point'], c['case']))} |"
+                f"| {_case_name(c['case'])} | bounded{method} | {_d(c['max_demand'])} | {_d(c['min_capacity'])} | "
+                f"{_d(c['capacity_at_demand_point'])} | {slack} | {_pct(c['slack_pct'])} | {c['demand_at_slack_point']} | {_flags(c)} | "
+                f"{format_point(_free(c['demand_point'], c['case'])) if c['max_demand'] is not None else '—'} | "
+                f"{format_point(_free(c['slack_point'], c['case']))} |"
             )
     if note:
         out += ["", note]
@@ -540,19 +713,76 @@ class BoundRun:
                 "errors": list(self.errors), "exit_code": self.exit_code}
 
 
-REPORT_SKIPS_VECTORS = (
-    "has Vector (batch or routing) parameters: not bounded here (Optimize over many per-request or "
-    "per-expert terms is slow and often unknown; see docs/performance.md); run "
-    "`capproof bound --vectors -k {name}`"
-)
+REPORT_SKIPS_VECTORS = "has Vector (batch or routing) parameters: not bounded in this run (`--no-vectors`)"
+
+
+def _bound_child(conn, ob: Obligation, pins: dict[str, int], rlimit: int, waste_threshold: float) -> None:
+    """Bound ``ob`` in this (forked) process from a fresh Z3 context, so the witnesses Z3 picks do
+    not depend on what was bounded before (proofs/bounds.md is the same for any -j); send it."""
+    try:
+        z3.z3._main_ctx = None
+        result = bound_obligation(ob, pins, rlimit, waste_threshold)
+    except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
+        result = ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
+    conn.send(result)
+    conn.close()
+
+
+def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int, waste_threshold: float, jobs: int,
+               progress=None) -> list[ObligationBound]:
+    """Bound each obligation in its own forked process, at most ``jobs`` at a time, largest
+    first (results in declared order). Without ``fork`` (Windows): in this process, in order."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
+        results = []
+        for ob in obligations:
+            results.append(bound_obligation(ob, pins, rlimit, waste_threshold))
+            if progress and results[-1].status != "skipped":
+                progress(results[-1])
+        return results
+    ctx = multiprocessing.get_context("fork")
+    # the batch obligations (hundreds of per-expert terms) take longest: start them first
+    pending = sorted(range(len(obligations)), key=lambda i: -sum(getattr(d, "size", 0) for d in obligations[i].domain.values()))
+    out: list[ObligationBound | None] = [None] * len(obligations)
+    running: dict[Any, tuple[int, Any]] = {}
+    shown = 0
+    while pending or running:
+        while pending and len(running) < max(1, jobs):
+            i = pending.pop(0)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_bound_child, args=(send, obligations[i], pins, rlimit, waste_threshold), daemon=True)
+            proc.start()
+            send.close()
+            running[recv] = (i, proc)
+        for conn in wait(list(running)):
+            i, proc = running.pop(conn)
+            ob = obligations[i]
+            try:
+                out[i] = conn.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                out[i] = ObligationBound(ob.id, ob.expect, "error", f"the bounding process exited with code {proc.exitcode} "
+                                         "without a result", file=ob.file, line=ob.line, case_id=ob.case)
+            conn.close()
+            proc.join(5)
+        while shown < len(out) and out[shown] is not None:
+            if progress and out[shown].status != "skipped":  # type: ignore[union-attr]
+                progress(out[shown])
+            shown += 1
+    return out  # type: ignore[return-value]
 
 
 def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,
-               waste_threshold: float = DEFAULT_WASTE_THRESHOLD, progress=None, skip_vectors: bool = False) -> BoundRun:
-    """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim.
+               waste_threshold: float = DEFAULT_WASTE_THRESHOLD, progress=None, skip_vectors: bool = False,
+               jobs: int = 1) -> BoundRun:
+    """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim, each in
+    its own process, ``jobs`` at a time.
 
-    ``skip_vectors`` (the proofs/bounds.md run) records obligations with Vector parameters as
-    ``not_in_report`` instead of bounding them (see :data:`REPORT_SKIPS_VECTORS`).
+    Obligations with Vector parameters are bounded on the aggregate abstraction where it applies,
+    else by the minimum-slack search on the bounded encoding (:func:`_tightness_case`);
+    ``skip_vectors`` records them as ``not_in_report`` instead (see :data:`REPORT_SKIPS_VECTORS`).
     """
     from .loader import load
 
@@ -562,15 +792,10 @@ def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = 
     obligations = [it for it in items if isinstance(it, Obligation)]
     known = {n for ob in obligations for n in ob.domain}
     run.errors += [f"--set {n}: no selected obligation has a parameter named {n!r}" for n in pins if n not in known]
-    for ob in obligations:
-        if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values()):
-            run.results.append(ObligationBound(ob.id, ob.expect, "not_in_report", REPORT_SKIPS_VECTORS.format(name=ob.name),
-                                               file=ob.file, line=ob.line, case_id=ob.case))
-            continue
-        r = bound_obligation(ob, pins, rlimit, waste_threshold)
-        run.results.append(r)
-        if progress and r.status != "skipped":
-            progress(r)
+    skipped = [ob for ob in obligations if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values())]
+    run.results += _bound_all([ob for ob in obligations if ob not in skipped], pins, rlimit, waste_threshold, jobs, progress)
+    run.results += [ObligationBound(ob.id, ob.expect, "not_in_report", REPORT_SKIPS_VECTORS.format(name=ob.name),
+                                    file=ob.file, line=ob.line, case_id=ob.case) for ob in skipped]
     if not any(r.status not in ("skipped", "not_in_report") for r in run.results) and not any(r.status == "not_in_report" for r in run.results) and not load_errors:
         run.errors.append("nothing to bound: no selected obligation has an at_most/less_than claim")
     return run
@@ -582,12 +807,16 @@ def terminal_bound_lines(r: ObligationBound) -> list[str]:
     note = "" if r.ok else f" (expected {r.expect})"
     lines = [f"{mark} {r.status:<9} {r.id}{note}"]
     worst, tight = r.worst, r.tightest
-    if r.status == "bounded" and worst and tight:
+    if r.status == "bounded" and tight:
         cap = _effective(r.capacity, r.offset, r.relation)
-        lines.append(f"       claim {r.relation}: worst {r.demand} = {worst.max_demand} at {format_point(worst.demand_point)}"
-                     f" -> minimal sufficient {r.capacity} = {worst.min_capacity}")
-        lines.append(f"       min slack ({cap} - {r.demand}) = {tight.min_slack} ({_pct(tight.slack_pct)} of {r.demand}="
-                     f"{tight.demand_at_slack_point}) at {format_point(tight.slack_point)}")
+        if worst:
+            lines.append(f"       claim {r.relation}: worst {r.demand} = {worst.max_demand} at {format_point(worst.demand_point)}"
+                         f" -> minimal sufficient {r.capacity} = {_mincap(worst.min_capacity)}")
+        else:
+            lines.append(f"       claim {r.relation}: worst {r.demand} not computed (bounded encoding of the batch: minimum slack only)")
+        lines.append(f"       min slack ({cap} - {r.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack} "
+                     f"({_pct(tight.slack_pct)} of {r.demand}={tight.demand_at_slack_point}) at {format_point(tight.slack_point)}"
+                     + ("" if tight.slack_exact else " (the smallest failing point; not minimised)"))
         bounded = len(r.admitted())
         lines.append(f"       {bounded} bounded cases: {r.insufficient} insufficient, {r.wasteful} wasteful "
                      f"(slack > {r.waste_threshold:g}% of demand)")

@@ -461,11 +461,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
               metavar="PCT", help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.")
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the bounds as JSON to FILE ('-' for stdout).")
-@click.option("--vectors", is_flag=True,
-              help="Also bound obligations with Vector (batch/routing) parameters: slow, often unknown (minutes).")
+@click.option("--vectors/--no-vectors", default=True, show_default=True,
+              help="Bound obligations with Vector (batch/routing) parameters: on the aggregate abstraction where it "
+                   "applies, else minimum slack only on the bounded encoding.")
+@click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
+              help="Worker processes [default: [tool.capproof] jobs, else the CPU cores available].")
 @click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} (full, unpinned run over spec/ only).")
 @click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
-def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, write, check) -> None:
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
     pins_d = _parse_pins(pins)
     given_paths = bool(paths)
@@ -476,7 +479,10 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, writ
     quiet = json_out == "-" or check or write
     progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
                                               for i, line in enumerate(terminal_bound_lines(r))])
-    run_ = run_bounds(paths, keyword, pins_d, _setting(rlimit, "rlimit", DEFAULT_RLIMIT), waste_threshold, progress, skip_vectors=write or check or not vectors)
+    if (write or check) and not vectors:
+        raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop --no-vectors")
+    run_ = run_bounds(paths, keyword, pins_d, _setting(rlimit, "rlimit", DEFAULT_RLIMIT), waste_threshold, progress,
+                      skip_vectors=not vectors, jobs=_setting(jobs, "jobs", default_jobs()))
     data = run_.to_json()
     for err in run_.errors:
         _err.print(f"error: {err}", markup=False, style="bold red")

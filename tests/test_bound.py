@@ -165,3 +165,120 @@ def test_cli_bad_pin_and_nothing_to_bound_exit_2(project):
     assert bad.exit_code == 2 and "nope" in bad.output
     none = runner.invoke(main, ["bound", "-k", "no_such_obligation"])
     assert none.exit_code == 2 and "nothing to bound" in none.output
+
+
+# --- one-sided claims over batches (Vector parameters): tightness (issue 10) -----------------------
+
+VECTOR_SPEC = """
+from capproof import Choice, Range, Vector, at_most, less_than, obligation
+from capproof.arith import max_of, round_up, total
+from models.moe_align import num_tokens_post_pad, vllm_sorted_ids_capacity
+
+COUNTED = {"counted once": lambda counts, numel: total(counts) == numel}
+MOE = {"numel": Range(1, 24), "num_experts": Choice(4), "block_size_m": Choice(4), "pad_sorted_ids": Choice(0),
+       "counts": Vector(4, Range(0, 24), length="num_experts")}
+
+@obligation(domain=MOE, assumptions=COUNTED)
+def moe_tight(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    return at_most(num_tokens_post_pad=num_tokens_post_pad(counts, block_size_m),
+                   capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids))
+
+@obligation(domain=MOE, assumptions=COUNTED)
+def moe_capacity_raised(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    return at_most(num_tokens_post_pad=num_tokens_post_pad(counts, block_size_m),
+                   capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids) + 1)
+
+@obligation(domain=MOE, assumptions=COUNTED)
+def moe_demand_lowered(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    return at_most(num_tokens_post_pad=total(round_up(c, block_size_m) for c in counts) - 2,
+                   capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids))
+
+@obligation(domain=MOE, assumptions=COUNTED, expect="counterexample")
+def moe_capacity_lowered(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    return at_most(num_tokens_post_pad=num_tokens_post_pad(counts, block_size_m),
+                   capacity=vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids) - 3)
+
+@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(0, 5), length="n")})
+def batch_total(n, lens):
+    return less_than(index=total(lens) + max_of(lens), capacity=22)
+"""
+
+
+def _moe_truth(counts_bound=24, experts=4, block=4):
+    """Brute-force minimum slack of the small MoE model: every routing of numel <= 24 over 4 experts."""
+    import itertools
+
+    from models.moe_align import num_tokens_post_pad, vllm_sorted_ids_capacity
+
+    slacks = [vllm_sorted_ids_capacity(sum(c), experts, block, 0) - num_tokens_post_pad(c, block)
+              for c in itertools.product(range(counts_bound + 1), repeat=experts) if 1 <= sum(c) <= counts_bound]
+    return min(slacks)
+
+
+@pytest.fixture(scope="module")
+def vector_bounds(tmp_path_factory):
+    import os
+
+    from capproof.loader import ensure_project_on_path
+    from conftest import ROOT
+
+    path = tmp_path_factory.mktemp("vec") / "spec_vectors.py"
+    path.write_text(VECTOR_SPEC)
+    os.chdir(ROOT)
+    ensure_project_on_path(ROOT)
+    items = load_file(str(path))
+    return {ob.name: bound_obligation(ob) for ob in items}
+
+
+def test_moe_align_bound_is_tight_and_matches_brute_force(vector_bounds):
+    """The per-expert round_up sum is refused by the aggregate abstraction: the search runs on the
+    bounded encoding and certifies minimum slack 0 (brute force over every routing agrees)."""
+    r = vector_bounds["moe_tight"]
+    assert r.status == "bounded" and r.ok, r.message
+    (c,) = r.cases
+    assert c.method == "search" and c.slack_exact and c.min_slack == 0 == _moe_truth()
+    assert c.max_demand is None  # not computed on the bounded encoding
+    holds, values, failed = replay(load_file_ob(r), c.slack_point)
+    assert holds and not failed and values["capacity"] - values["num_tokens_post_pad"] == 0
+
+
+def load_file_ob(r):
+    from capproof.loader import load_file as lf
+
+    return next(ob for ob in lf(r.file) if ob.id == r.id)
+
+
+@pytest.mark.parametrize("name, slack", [("moe_capacity_raised", 1), ("moe_demand_lowered", 2)])
+def test_raising_a_moe_capacity_or_lowering_its_demand_is_noticed(vector_bounds, name, slack):
+    """Both mutants still prove (one-sided claim); the bound's minimum slack moves from 0, so
+    proofs/bounds.md changes and `bound --check` fails (the issue's mutation-testing gap)."""
+    (c,) = vector_bounds[name].cases
+    assert c.status == "bounded" and c.slack_exact and c.min_slack == slack
+
+
+def test_an_insufficient_moe_capacity_is_flagged_with_a_replayed_failing_point(vector_bounds):
+    r = vector_bounds["moe_capacity_lowered"]
+    (c,) = r.cases
+    assert r.ok and c.insufficient and not c.slack_exact
+    assert -3 <= c.min_slack < 0  # the smallest failing point's slack: an upper bound of the minimum (-3)
+    holds, values, failed = replay(load_file_ob(r), c.slack_point)
+    assert not holds and not failed and values["capacity"] - values["num_tokens_post_pad"] == c.min_slack
+
+
+def test_a_batch_claim_on_the_aggregate_abstraction_gets_exact_bounds(vector_bounds):
+    """total + max over batches of 1..3 entries in 0..5: worst 15 + 5 = 20, min slack 21 - 20 = 1."""
+    r = vector_bounds["batch_total"]
+    (c,) = r.cases
+    assert c.method == "aggregate" and (c.max_demand, c.min_capacity, c.min_slack) == (20, 21, 1)
+    holds, values, failed = replay(load_file_ob(r), c.demand_point)
+    assert holds and values["index"] == 20
+
+
+def test_bounds_report_is_the_same_for_any_jobs():
+    """Each obligation is bounded in its own process from a fresh Z3 context."""
+    runner = CliRunner()
+    args = ["bound", "spec/specdec_graphs.py", "spec/moe_align.py", "--json", "-", "-k", "arange_covers or wna16"]
+    one = runner.invoke(main, [*args, "-j", "1"])
+    two = runner.invoke(main, [*args, "-j", "2"])
+    assert one.exit_code == two.exit_code == 0, one.output
+    assert json.loads(one.output) == json.loads(two.output)
