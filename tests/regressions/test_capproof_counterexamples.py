@@ -18,6 +18,18 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 WITNESSES = [
     pytest.param(
+        'spec/kernel_offsets.py', 'fused_moe_c_offset_int32_before_13693',
+        {'N': 7168, 'num_tokens': 37450, 'offs_cn': 1024, 'offs_token': 299593, 'top_k': 8},
+        {'numel': 2147532800, 'offset': 2147483648, 'offset_int32': -2147483648},
+        id='spec.kernel_offsets.fused_moe_c_offset_int32_before_13693',
+    ),
+    pytest.param(
+        'spec/kernel_offsets.py', 'ultraquant_byte_offset_uint32_with_block_base',
+        {'block_size': 256, 'chunk_in_tok': 0, 'half': 0, 'kv_h': 1, 'num_blocks': 7711, 'num_kv_heads': 8, 'padded_slot': 272, 'phys_block': 7710, 'slot': 30},
+        {'byte': 4294967327, 'byte_uint32': 31, 'cache_bytes': 4295458816},
+        id='spec.kernel_offsets.ultraquant_byte_offset_uint32_with_block_base',
+    ),
+    pytest.param(
         'spec/moe_align.py', 'ck_sorting_slot_in_range_before_6242',
         {'expert_id': -1, 'num_experts': 8},
         {},
