@@ -236,8 +236,9 @@ def _optimum(case: CaseProblem, objective: z3.ArithRef, maximize: bool, rlimit: 
     return best
 
 
-def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int) -> dict[str, Any]:
-    """The lexicographically smallest point (declared order) satisfying the case and ``fixes``."""
+def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int, vector_sums: bool = True) -> dict[str, Any]:
+    """The lexicographically smallest point (declared order) satisfying the case and ``fixes``
+    (with ``vector_sums=False`` only the scalars are minimised: a vector's entries are Z3's)."""
     s, _ = case.solver(rlimit)
     for cond in fixes:
         s.add(cond)
@@ -251,7 +252,7 @@ def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int) ->
             if not done:
                 break
             model, done = minimize_term(s, model, term, lo)
-    if done:  # vectors: one search on each vector's sum, not entry by entry (1024-entry routings)
+    if done and vector_sums:  # vectors: one search on each vector's sum, not entry by entry (1024-entry routings)
         for name, entries in getattr(case, "vectors", {}).items():
             free = [e.term for e in entries if hasattr(e, "term")]
             if not free:
@@ -328,15 +329,16 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
         return model.eval(slack, model_completion=True).as_long()
 
     try:
-        if at_most(None) is None:
-            out.status, out.message = "excluded", "the assumptions admit no point of this case"
-            return out
-        if at_most(-1) is not None:  # insufficient: report the smallest failing point's slack
+        model = at_most(0)
+        failing = model if model is not None and value(model) < 0 else (at_most(-1) if model is not None else None)
+        if failing is not None:  # insufficient: report the smallest failing point's slack
             out.slack_exact = False
-            point = _canonical_point(case, [slack <= -1], rlimit)
+            fix = slack <= -1
         else:
+            if model is None and at_most(None) is None:
+                out.status, out.message = "excluded", "the assumptions admit no point of this case"
+                return out
             low = 0  # slack <= low - 1 is unsat
-            model = at_most(0)
             if model is None:
                 low, step = 1, 1
                 while (model := at_most(low + step - 1)) is None:
@@ -351,7 +353,17 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
                     low = mid + 1
                 else:
                     high = value(model)
-            point = _canonical_point(case, [slack == high], rlimit)
+            fix = slack == high
+        # the witness: on the same solver, scalars minimised in declared order (a vector's entries are Z3's)
+        s.push()
+        s.add(fix)
+        if s.check() != z3.sat:
+            raise _Unknown(f"witness search: {s.reason_unknown()}")
+        found, done = _minimize(case, s, s.model(), [p for p in ob.params if p in case.scalars])
+        s.pop()
+        if not done:
+            raise _Unknown("witness minimisation ran out of rlimit")
+        point = case.point(found)
         rd, rc = _replayed(ob, point, demand, capacity)
         rs = (rc - offset if limit is None else min(rc - offset, limit)) - rd
         if out.slack_exact and rs != high:
