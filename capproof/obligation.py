@@ -208,8 +208,12 @@ class Obligation:
 
     def models_used(self) -> list[str]:
         """Model functions the claim calls, as ``models/…py::name``: named in its body or in the
-        body of a helper function of the same spec module that it calls (transitively)."""
+        body of a helper function of the same spec module that it calls (transitively); then the
+        models defined in the spec file itself, as ``spec/…py::name``: a public function of the
+        spec module the claim calls that builds no claim (a claim helper such as a shared
+        ``less_than(...)`` and private plumbing ``_name`` are followed, not listed)."""
         out: list[str] = []
+        local: list[str] = []
         seen: set[int] = set()
 
         def visit(func) -> None:
@@ -226,10 +230,28 @@ class Obligation:
                     if name not in out:
                         out.append(name)
                 elif inspect.isfunction(target) and target.__globals__ is globs:
+                    if not ref.startswith("_") and not _builds_claims(target):
+                        name = f"{_spec_relpath(target.__code__.co_filename)}::{target.__qualname__}"
+                        if name not in local:
+                            local.append(name)
                     visit(target)  # a helper defined in the spec module
 
         visit(self.func)
-        return out
+        return out + local
+
+
+_CLAIM_BUILDERS = {"Claim", "claim", "equal", "at_most", "less_than", "fits"}
+
+
+def _builds_claims(func) -> bool:
+    """True when ``func`` (or code nested in it) names a claim constructor of this module."""
+    codes = [func.__code__]
+    while codes:
+        code = codes.pop()
+        if _CLAIM_BUILDERS & set(code.co_names):
+            return True
+        codes += [c for c in code.co_consts if hasattr(c, "co_names")]
+    return False
 
 
 def obligation(

@@ -631,3 +631,84 @@ def test_large_attempt_gets_a_sound_verdict(spec_file, name, body, failing, expe
         holds, _, failed_assumptions = replay(ob, result.counterexample.params)
         assert not holds and not failed_assumptions
     assert result.verdict.value == expected, result.message
+
+
+# ---- S3 (issue 10): Vector padding must be invisible, or the verdict an error -----------------
+# (moved from tests/test_soundness.py; each failed on main before the fix)
+
+
+def decide(path, name, **options):
+    items = load_file(path)
+    assert not hasattr(items, "message"), items
+    ob = next(i for i in items if i.name == name)
+    return ob, prove_obligation(ob, Options(**options))
+
+
+PADDING = HEADER + "from capproof import claim\n" + """
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(1, 10), length="n")})
+def min_true(n, v):
+    return claim(min_of(v) >= 1, lowest=min_of(v))
+
+@obligation(domain={"n": Range(1, 3), "v": Vector(4, Range(1, 10), length="n")}, expect="counterexample")
+def min_false(n, v):
+    return claim(min_of(v) <= 3, lowest=min_of(v))
+
+@obligation(domain={"n": Choice(1, 2), "v": Vector(4, Range(1, 10), length="n")}, expect="counterexample")
+def min_false_split(n, v):
+    return claim(min_of(v) <= 3, lowest=min_of(v))
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 5), length="n", fill=9)})
+def max_fill_above(n, v):
+    return at_most(demand=max_of(v), capacity=5)
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 1), length="n", fill=7)})
+def total_fill(n, v):
+    return at_most(demand=total(v), capacity=4)
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 5), length="n")})
+def len_sees_padding(n, v):
+    return claim(len(v) == n, length=len(v))
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(5, 9), length="n")})
+def count_sees_padding(n, v):
+    return at_most(demand=count(x < 5 for x in v), capacity=0)
+
+@obligation(domain={"n": Range(0, 4), "v": Vector(4, Range(1, 10), length="n")})
+def min_of_empty_batch(n, v):
+    return min_of(v) >= 1
+"""
+
+
+@pytest.mark.parametrize("name, verdict", [
+    ("min_true", Verdict.PROVED),             # main: counterexample lowest=0 at v=[1] (the padding's 0)
+    ("min_false", Verdict.COUNTEREXAMPLE),    # main: proved (every batch is padded with 0 <= 3)
+    ("min_false_split", Verdict.COUNTEREXAMPLE),  # main: proved, with the length case-split
+    ("max_fill_above", Verdict.PROVED),       # main: counterexample demand=9 (the fill) at v=[0]
+    ("total_fill", Verdict.PROVED),           # main: counterexample demand=21 at v=[0]
+])
+def test_aggregates_over_a_padded_vector_see_the_batch_only(spec_file, name, verdict):
+    ob, r = decide(spec_file(PADDING), name)
+    assert r.verdict is verdict, r.message
+    failing = [p for p in _points(ob) if _fails_on_ints(ob, p)]  # brute force: every batch of every length
+    assert bool(failing) == (verdict is Verdict.COUNTEREXAMPLE), failing[:1]
+    if verdict is Verdict.COUNTEREXAMPLE:
+        # the shown batch fails on its own, without any padding
+        holds, values, failed = replay(ob, r.counterexample.params, padding=False)
+        assert not holds and not failed and values == r.counterexample.values
+        assert r.counterexample.values == {"lowest": 4}
+
+
+@pytest.mark.parametrize("name", ["len_sees_padding", "count_sees_padding"])
+def test_a_model_that_sees_the_padding_is_an_error_not_a_verdict(spec_file, name):
+    """main: a counterexample whose shown batch (e.g. n=1, v=[5]) does not fail."""
+    _, r = decide(spec_file(PADDING), name)
+    assert r.verdict is Verdict.ERROR
+    assert "sees the padding" in r.message and "on the batch alone" in r.message
+
+
+def test_min_of_an_empty_batch_is_reported(spec_file):
+    _, r = decide(spec_file(PADDING), "min_of_empty_batch")
+    assert r.verdict is Verdict.ERROR
+    assert "min_of() of an empty batch" in r.message and "spec_under_test.py:" in r.message
+
+
