@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -32,6 +33,8 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"
           36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
 #: A test file slower than this with no mutant active is left out of ``--run-tests`` (listed).
 SLOW_FILE_SECONDS = 90
+#: Wall-clock limit of one survivor's test run (``timeout``: counted apart, not as killed).
+MUTANT_SECONDS = 45
 HERE = os.path.dirname(os.path.abspath(__file__))
 EQUIVALENT = os.path.join(HERE, "equivalent.txt")
 
@@ -112,6 +115,8 @@ def _run_one(name: str, files: list[str]) -> int:
         try:
             import pytest
 
+            signal.alarm(MUTANT_SECONDS)  # an endless loop under the mutant: SIGALRM ends the child
+
             os.environ["MUTANT_UNDER_TEST"] = name
             sys.stdout = sys.stderr = open(os.devnull, "w")
             code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not real", *files]))
@@ -157,7 +162,7 @@ def run_tests(survivors: list[str], record: str) -> None:
     for name, files in todo:
         files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
         rc = _run_one(name, files) if files else 0
-        kind = {0: "survived", 1: "killed", 5: "survived"}.get(rc, f"exit {rc}")
+        kind = {0: "survived", 1: "killed", 5: "survived", -signal.SIGALRM: "timeout"}.get(rc, f"exit {rc}")
         with open(os.path.join("..", record), "a") as out:
             out.write(json.dumps({"mutant": name, "kind": kind, "tests": files}) + "\n")
         print(f"{kind:9} {name}  ({len(files)} test files)", flush=True)
@@ -192,6 +197,8 @@ def main() -> None:
                 row["equivalent"] += 1
             elif by_tests.get(name) == "killed":
                 row["tests"] += 1
+            elif by_tests.get(name) == "timeout":
+                row["timeout"] += 1
             elif by_tests.get(name) is None:
                 row["untested"] += 1
             else:
