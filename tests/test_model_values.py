@@ -215,3 +215,22 @@ def test_b0_moe_align_capacity_forms():
     # the demand bound: numel + min(numel, active experts) * (B - 1)
     assert moe_align_demand_bound(512, 256, 16) == 512 + 256 * 15
     assert moe_align_demand_bound(3, 8, 16) == 3 + 3 * 15
+
+
+def test_sglang_alloc_sizes_at_page_boundaries():
+    # SGLang 0.5.23 allocation_sizing.py: pages per topk = ((p - 1) + steps + p - 1) // p
+    assert sg.get_alloc_len_per_decode(8, 1, 4, 64) == 256  # 127 // 64 = 1 page per topk
+    assert sg.get_alloc_len_per_decode(8, 2, 4, 64) == 512  # 128 // 64 = 2 pages
+    assert sg.get_alloc_len_per_decode(600, 1, 4, 64) == 600  # the draft tokens dominate
+    assert sg.get_alloc_len_per_decode(8, 3, 4, 2) == 16  # page 2, topk 4: the paged branch
+    assert sg.get_req_to_token_extra_context_len(8, 3, 4, 2) == 33  # max(4 + 8, 2 * 16 + 2 - 1)
+    assert sg.get_req_to_token_extra_context_len(1, 1, 1, 2) == 5  # 4 + 1 beats 2 * 1 + 1
+    assert sg.req_to_token_width(163840, 8) == 163852  # defaults: 1 step, topk 1, page 1
+    assert sg.clamped_copy_widths(163846, 163842, 163844) == (163842, 163844)
+
+
+def test_deepep_v2_capacity_small_numel():
+    from models.moe_align import deepep_v2_sorted_ids_capacity
+
+    assert deepep_v2_sorted_ids_capacity(3, 8, 16) == 48  # numel < local experts: min(3 * 16, 123)
+    assert deepep_v2_sorted_ids_capacity(512, 8, 16) == 512 + 8 * 15

@@ -181,7 +181,9 @@ def main() -> None:
     for n in stale:
         print(f"warning: {n} is listed as equivalent but is {status[n]}", file=sys.stderr)
     record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
-    survivors = sorted(n for n, s in status.items() if s in ("survived", "no tests") and n not in equiv)
+    # mutants an obligation calls first (prove ran them and they survived), then those no obligation calls
+    survivors = sorted((n for n, s in status.items() if s in ("survived", "no tests") and n not in equiv),
+                       key=lambda n: (status[n] == "no tests", n))
     if args.run_tests:
         run_tests(survivors, record)
     by_tests = outcomes(record)
