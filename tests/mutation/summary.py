@@ -209,13 +209,15 @@ def main() -> None:
             row[s.replace(" ", "_")] += 1
     total = sum(rows.values(), Counter())
     cols = ["mutants", "prove", "tests", "unknown", "missing", "timeout", "equivalent", "survived", "untested", "not_checked"]
-    print("| file | " + " | ".join(cols) + " | prove % | with tests % |")
-    print("|---|" + "---:|" * (len(cols) + 2))
+    print("| file | " + " | ".join(cols) + " | prove % | with tests % | of decided % |")
+    print("|---|" + "---:|" * (len(cols) + 3))
     for f, row in [*sorted(rows.items()), ("**total**", total)]:
         denom = row["mutants"] - row["equivalent"] - row["not_checked"]
         pct = (lambda k: f"{100 * k / denom:.1f}" if denom else "-")
+        decided = sum(row[c] for c in ("prove", "tests", "unknown", "missing", "timeout", "survived"))
+        of_decided = f"{100 * (row['prove'] + row['tests']) / decided:.1f}" if decided else "-"
         print(f"| {f} | " + " | ".join(str(row[c]) for c in cols)
-              + f" | {pct(row['prove'])} | {pct(row['prove'] + row['tests'])} |")
+              + f" | {pct(row['prove'])} | {pct(row['prove'] + row['tests'])} | {of_decided} |")
     if args.list:
         for n in survivors:
             print(f"{by_tests.get(n, 'untested'):9} {n}")
