@@ -151,6 +151,23 @@ class FakeTensor:
         return None
 
     numpy = cpu = cuda = pin_memory = contiguous = clone = detach = share_memory_ = _same
+
+    def _elementwise(self, other):
+        # ``arange(n) * k``, ``x + 1``: a scalar operand keeps the buffer's shape
+        if isinstance(other, (int, float, SymInt)) or other is self:
+            return FakeTensor(tuple(self.shape), self.dtype, self.device)
+        return NotImplemented
+
+    __mul__ = __rmul__ = __add__ = __radd__ = __sub__ = __rsub__ = __floordiv__ = _elementwise
+
+    def repeat(self, *sizes):
+        """``Tensor.repeat``: leading new dimensions, then each dimension times its factor."""
+        sizes = _shape(sizes)
+        lead = len(sizes) - len(self.shape)
+        if lead < 0:
+            raise TypeError("repeat: fewer sizes than dimensions")
+        shape = tuple(sizes[:lead]) + tuple(d * k for d, k in zip(self.shape, sizes[lead:]))
+        return FakeTensor(shape, self.dtype, self.device)
     fill_ = zero_ = copy_ = normal_ = uniform_ = masked_fill_ = index_fill_ = _same
     __iadd__ = __isub__ = __imul__ = _same
 
@@ -183,6 +200,14 @@ class FakeTensor:
         # a view: keep the buffer's trailing shape; slicing the first dimension keeps the fake
         if isinstance(key, tuple) and len(key) >= 1 and all(isinstance(k, slice) for k in key):
             return self
+        if isinstance(key, slice) and key.start is None and key.step is None and isinstance(key.stop, int) \
+                and key.stop < 0 and self.shape:
+            # ``x[:-c]`` (e.g. ``query_start_loc[:-1]``): c fewer rows, never fewer than none
+            from ...arith import maximum
+
+            n = self.shape[0] + key.stop
+            return FakeTensor((maximum(n, 0) if isinstance(n, SymInt) and not _provably_nonnegative(n) else
+                               max(n, 0) if isinstance(n, int) else n,) + tuple(self.shape[1:]), self.dtype, self.device)
         if isinstance(key, slice):
             return self
         if isinstance(key, int) and len(self.shape) > 1:
@@ -213,6 +238,16 @@ class FakeTensor:
         if name == "data_ptr":
             return lambda: 0
         raise AttributeError(f"FakeTensor has no {name!r} (traced buffer)")
+
+
+def _provably_nonnegative(n: SymInt) -> bool:
+    """Whether ``n >= 0`` follows from every config name being a size (:data:`POSITIVE`, >= 1) or a
+    count (:data:`NONNEGATIVE`, >= 0)."""
+    import z3
+
+    s = z3.Solver()
+    s.add(*_facts(), n.term < 0)
+    return s.check() == z3.unsat
 
 
 def _is_dtype(x) -> bool:
@@ -272,14 +307,44 @@ class Recorder:
 
     def _record(self, call: str, shape, dtype, real, args, kwargs, like=None):
         if self.mode == "real":
+            # pinned host memory needs an accelerator; pinning does not change the shape or dtype
+            kwargs = {k: val for k, val in kwargs.items() if k != "pin_memory"}
             result = real(*args, **kwargs)
             self.records.append(Recorded(tuple(int(d) for d in result.shape), _dtype_name(result.dtype), call,
                                          self._stack()))
+            self._remember(result)
             return result
         if dtype is None and like is not None:
             dtype = getattr(like, "dtype", None)
         self.records.append(Recorded(tuple(shape), _dtype_name(dtype), call, self._stack()))
-        return FakeTensor(tuple(shape), dtype, kwargs.get("device"))
+        result = FakeTensor(tuple(shape), dtype, kwargs.get("device"))
+        self._remember(result)
+        return result
+
+    def _remember(self, result) -> None:
+        """Keep the last allocation with its caller frame and where its call expression ends."""
+        caller = _engine_caller(self.root)
+        self.last = (result, self.records[-1], caller, _call_end(caller) if caller is not None else None)
+
+    def repeat_method(self, real: Callable) -> Callable:
+        """``Tensor.repeat`` applied, in the allocating statement, to the tensor just allocated
+        (``torch.arange(n).repeat(k)``, DFlashSpeculator.sample_col): the buffer kept is the
+        repeated one, so the record takes its shape."""
+        rec = self
+
+        def repeat(tensor, *sizes):
+            result = real(tensor, *sizes)
+            last = getattr(rec, "last", None)
+            if last is not None and last[0] is tensor and last[2] is not None:
+                caller = sys._getframe(1)
+                # ``<allocation call>.repeat(...)`` exactly: same frame, the method name right after
+                # the allocation call's closing parenthesis and its dot
+                if caller is last[2] and last[3] is not None and _call_start(caller) == (last[3][0], last[3][1] + 1):
+                    last[1].shape = tuple(int(d) for d in result.shape) if rec.mode == "real" else tuple(result.shape)
+                    rec.last = (result, last[1], caller, _call_end(caller))
+            return result
+
+        return repeat
 
     # factories -------------------------------------------------------------------------------
     def factory(self, module: str, name: str, real: Callable) -> Callable:
@@ -346,6 +411,35 @@ class Recorder:
 _ACTIVE: "Recorder | None" = None
 
 
+def _engine_caller(root: str):
+    """The innermost frame running the engine's code (the allocation's caller)."""
+    f = sys._getframe(1)
+    root = os.path.abspath(root) + os.sep
+    while f is not None:
+        if os.path.abspath(f.f_code.co_filename).startswith(root):
+            return f
+        f = f.f_back
+    return None
+
+
+def _position(frame):
+    try:
+        return list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (AttributeError, IndexError):  # pragma: no cover - Python < 3.11
+        return (None, None, None, None)
+
+
+def _call_start(frame):
+    """``(line, column)`` where the call the frame is executing starts (a method call: its name)."""
+    p = _position(frame)
+    return (p[0], p[2])
+
+
+def _call_end(frame):
+    p = _position(frame)
+    return (p[1], p[3]) if p[1] is not None else None
+
+
 def _symbolic_aware(real, which: str):
     """Builtin ``max``/``min`` that also take capproof SymInts (then ``maximum``/``minimum``, the
     same value as Python's on ints); anything else goes to the builtin."""
@@ -362,6 +456,9 @@ def _symbolic_aware(real, which: str):
 
 TORCH_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
 NUMPY_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
+
+
+_ABSENT = object()
 
 
 @contextlib.contextmanager
@@ -381,7 +478,7 @@ def recording(root: str, mode: str = "fake") -> Iterator[Recorder]:
     saved: list[tuple[object, str, object]] = []
 
     def patch(obj, name, value):
-        saved.append((obj, name, getattr(obj, name)))
+        saved.append((obj, name, getattr(obj, name, _ABSENT)))
         setattr(obj, name, value)
 
     try:
@@ -401,11 +498,22 @@ def recording(root: str, mode: str = "fake") -> Iterator[Recorder]:
             if torch is not None:
                 patch(torch.Tensor, name, rec.new_method(name, getattr(torch.Tensor, name)))
             patch(FakeTensor, name, rec.new_method(name, None))
+        if torch is not None:
+            patch(torch.Tensor, "repeat", rec.repeat_method(torch.Tensor.repeat))
+        patch(FakeTensor, "repeat", rec.repeat_method(FakeTensor.repeat))
         yield rec
     finally:
         _ACTIVE = previous
         for obj, name, value in reversed(saved):
-            setattr(obj, name, value)
+            if value is _ABSENT:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, value)
+
+
+#: more stand-ins, registered by harness modules (:mod:`.harness_worker`): each a function
+#: returning ``[(object, attribute, value)]`` to patch while recording (both modes)
+PATCH_PROVIDERS: list[Callable[[], list]] = []
 
 
 def _engine_patches():
@@ -433,6 +541,8 @@ def _engine_patches():
             return real_width(max_num_blocks, block_size, token_alignment=token_alignment)
 
         out.append((mod, "get_block_table_width", width))
+    for provider in PATCH_PROVIDERS:
+        out.extend(provider())
     return out
 
 
@@ -517,6 +627,22 @@ def _loaded(stmt: ast.stmt) -> tuple[set[str], set[str]]:
     return names, attrs
 
 
+class _ReturnSignal(Exception):
+    """A ``return`` inside a top-level statement of a traced body (``if not enabled: return``)."""
+
+
+class _Returns(ast.NodeTransformer):
+    """``return ...`` (not inside a nested function) -> ``raise __capproof_return__``: the body ends there."""
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def visit_Return(self, node):
+        return ast.copy_location(ast.Raise(exc=ast.Name("__capproof_return__", ast.Load()), cause=None), node)
+
+
 class _ZeroArgSuper(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -591,7 +717,9 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
                     if isinstance(getattr(self_obj, a, None), Poisoned):
                         poisoned_attrs.setdefault(a, "skipped in the parent constructor")
         else:
-            module = ast.fix_missing_locations(ast.Module([_ZeroArgSuper().visit(stmt)], type_ignores=[]))
+            module = ast.fix_missing_locations(ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))],
+                                                          type_ignores=[]))
+            ns["__capproof_return__"] = _ReturnSignal
             code = compile(module, filename, "exec")
             trace = getattr(_local, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
@@ -599,6 +727,8 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             raised = None
             try:
                 exec(code, ns)
+            except _ReturnSignal:
+                break
             except Exception as exc:  # noqa: BLE001 - the statement is skipped, its targets poisoned
                 raised = exc
                 why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -1155,14 +1285,6 @@ def _moe_align(v: dict, device: str):
     return (None, log)
 
 
-@harness("GPUModelRunner", "vllm.v1.worker.gpu_model_runner")
-def _gpu_model_runner(v: dict, device: str):
-    import torch
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-
-    return construct(GPUModelRunner, vllm_config(v), torch.device(device))
-
-
 def _req_states(v: dict, device: str):
     """The V2 runner's request state as the logits processors read it (``RequestState`` fields)."""
     import torch
@@ -1208,11 +1330,7 @@ def _speculator(module: str, cls: str):
     return run
 
 
-for _module, _cls in (("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator"),
-                      ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator"),
-                      ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator"),
-                      ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator")):
-    harness(_cls, _module)(_speculator(_module, _cls))
+# the V2 runner's speculators: capproof/engines/vllm/harness_worker.py
 
 
 def _generic_builder(module: str, cls: str, mla: bool):
@@ -1265,3 +1383,7 @@ def register_generic(allocations) -> list[str]:
             continue
         added.append(owner)
     return added
+
+
+# the worker / V2 runner / spec-decode / MoE-alignment harnesses register themselves
+from . import harness_worker  # noqa: E402,F401

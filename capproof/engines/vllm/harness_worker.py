@@ -1,0 +1,462 @@
+"""Harnesses for vLLM's worker, V2 runner, speculative decoding and MoE alignment buffers.
+
+Registered into :data:`capproof.engines.vllm.trace.HARNESSES` when :mod:`.trace` is imported
+(the import at its end). Each harness builds one class of vLLM 0.33.0 (``vllm/v1/worker/**``,
+``vllm/v1/spec_decode/**``, ``moe_align_block_size.py``) the way vLLM's own caller does (the
+caller's file:line is cited at each harness), with duck-typed config objects whose numeric fields
+are capproof SymInts (ints in the real tier); the constructor body runs statement by statement
+(:func:`.trace.construct`).
+
+Stand-ins used here, each for a call a CPU cannot make for the deployment, and none of which
+sizes a buffer:
+
+- ``torch.cuda.Stream`` / ``torch.cuda.Event`` / ``torch.Event`` / ``torch.cuda.current_stream``:
+  a :class:`StreamStandIn` (streams and events order copies; they hold no data);
+- ``get_pp_group()`` / ``get_dcp_group()``: a :class:`GroupStandIn` of the duck-typed config's
+  own parallel sizes (``pipeline_parallel_size = 1``: rank 0 is the last rank; dcp rank 0);
+- ``_target_feeds_hc_residual(vllm_config)`` (V2 speculators, ``spec_decode/speculator.py:48``):
+  False. It loads the target model class to ask whether it widens the drafter's hidden states
+  by ``hc_mult`` (DeepSeek V4 only); the traced config is DeepSeek-V3.2-like, for which it is False;
+- ``vllm.config.replace`` on a duck-typed config: a copy with the given fields replaced (what
+  ``replace`` does for vLLM's config dataclasses).
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from types import SimpleNamespace
+
+from ...symbolic import SymInt
+from . import trace as tr
+from .trace import Config, construct, harness, run_statements, vllm_config
+
+__all__ = ["StreamStandIn", "GroupStandIn", "extra_name", "worker_config", "EXTRA_NAMES"]
+
+#: names this module adds to the shape vocabulary, with the ints the real tier uses for them
+#: (``config_values`` gives the shared ones): all are sizes >= 1
+EXTRA_NAMES = {"mrope_num_dims": 3, "num_kv_cache_groups": 2, "num_ubatches": 2, "draft_vocab_size": 32000,
+               "candidate_top_k": 4}
+tr.POSITIVE = tuple(tr.POSITIVE) + tuple(n for n in EXTRA_NAMES if n not in tr.POSITIVE)
+
+
+def extra_name(v: dict, name: str):
+    """The value of one of :data:`EXTRA_NAMES`: a SymInt named after it when ``v`` is symbolic,
+    else ``v[name]`` or its default int."""
+    if isinstance(v.get("max_num_reqs"), SymInt):
+        return SymInt.var(name)
+    return v.get(name, EXTRA_NAMES[name])
+
+
+# ------------------------------------------------------------------------------------------------
+# stand-ins
+
+class StreamStandIn:
+    """``torch.cuda.Stream()``/``Event()``/``current_stream()`` on a CPU: records nothing, waits
+    for nothing (streams and events only order work; no buffer is sized by them)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class GroupStandIn:
+    """A process group of one rank (``world_size = 1``, rank 0, the first and last rank): the
+    duck-typed configs have ``pipeline_parallel_size = 1``; a dcp group answers rank 0."""
+
+    world_size = 1
+    rank_in_group = 0
+    rank = 0
+    is_first_rank = True
+    is_last_rank = True
+    last_rank = 0
+    first_rank = 0
+
+    def make_sibling_device_group(self, *args, **kwargs):
+        return GroupStandIn()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise tr.CapproofError(f"process group query {name!r} (no distributed group while tracing)")
+
+
+def _group():
+    return GroupStandIn()
+
+
+def _duck_replace(obj, /, **kwargs):
+    """``vllm.config.replace`` for a duck-typed config (vLLM's dataclass configs go to the real one)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj):
+        from vllm.config import replace
+
+        return replace(obj, **kwargs)
+    out = _copy.copy(obj)
+    for k, val in kwargs.items():
+        setattr(out, k, val)
+    return out
+
+
+def _stream_patches():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - numpy-only fast tier
+        return []
+    out = [(torch.cuda, "Stream", StreamStandIn), (torch.cuda, "Event", StreamStandIn),
+           (torch.cuda, "current_stream", lambda *a, **k: StreamStandIn()),
+           (torch.cuda, "stream", lambda *a, **k: StreamStandIn())]
+    if hasattr(torch, "Event"):
+        out.append((torch, "Event", StreamStandIn))
+    return out
+
+
+def _symbolic_len(x):
+    """``len`` for the V2 runner's buffer helpers: a traced buffer's first dimension (a SymInt
+    when symbolic), else the builtin's answer."""
+    if isinstance(x, tr.FakeTensor):
+        return x.shape[0]
+    return len(x)
+
+
+def _buffer_utils_patches():
+    """``UvaBufferPool.copy_to_uva(x)`` measures ``len(x)`` to decide whether its buffer must grow
+    (gpu/buffer_utils.py:92); for the traced buffer it copies, ``len`` is its symbolic first
+    dimension, and the comparison ``n > capacity`` with the pool's own buffer of the same size is
+    decided (false) by the solver instead of failing. A module-level ``len`` of buffer_utils only."""
+    import sys
+
+    mod = sys.modules.get("vllm.v1.worker.gpu.buffer_utils")
+    return [] if mod is None else [(mod, "len", _symbolic_len)]
+
+
+tr.PATCH_PROVIDERS.append(_stream_patches)
+tr.PATCH_PROVIDERS.append(_buffer_utils_patches)
+
+#: module-level names replaced in the traced constructor bodies (see the module docstring)
+OVERRIDES = {"get_pp_group": _group, "get_dcp_group": _group, "get_tp_group": _group,
+             "_target_feeds_hc_residual": lambda vllm_config: False, "replace": _duck_replace}
+
+
+def _construct(cls, *args, **kwargs):
+    return construct(cls, *args, _overrides=dict(OVERRIDES), **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------
+# configs
+
+def worker_config(v: dict, **extra):
+    """:func:`.trace.vllm_config` plus the fields the worker/spec-decode constructors read."""
+    import torch
+
+    cfg = vllm_config(v, **extra)
+    cfg = _copy.copy(cfg)
+    draft = cfg.speculative_config.draft_model_config
+    draft.use_mla = True
+    draft.enforce_eager = False
+    cfg.model_config.enforce_eager = False
+    cfg.model_config.mrope_num_dims = extra_name(v, "mrope_num_dims")
+    cfg.model_config.multimodal_config = None
+    cfg.model_config.trust_remote_code = False
+    cfg.compilation_config.cudagraph_mm_encoder = False
+    cfg.cache_config.mamba_cache_mode = "align"
+    cfg.cache_config.use_kda_recoverssm = False
+    cfg.cache_config.mamba_block_size = v["block_size"]
+    cfg.parallel_config.num_ubatches = 2
+    cfg.parallel_config.cp_kv_cache_interleave_size = 1
+    cfg.reasoning_config = None
+    cfg.watermark_config = None
+    cfg.device_config = Config(device=torch.device("cpu"))
+    return cfg
+
+
+def _req_states(v: dict, device: str):
+    return tr._req_states(v, device)
+
+
+def _mode(v: dict) -> bool:
+    return isinstance(v.get("max_num_reqs"), SymInt)
+
+
+# ------------------------------------------------------------------------------------------------
+# V2 runner: sampling and logits processors (vllm/v1/worker/gpu/sample/, structured_outputs.py)
+
+@harness("ThinkingBudgetState", "vllm.v1.worker.gpu.sample.thinking_budget")
+def _thinking_budget(v: dict, device: str):
+    """``ThinkingBudgetState(req_states, vllm_config.reasoning_config)`` (gpu/sample/sampler.py:79)
+    with a reasoning config that has start, end and natural-end token ids (else it allocates
+    nothing, thinking_budget.py:50)."""
+    from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState
+
+    reasoning = Config(reasoning_start_token_ids=[1], reasoning_end_token_ids=[2],
+                       natural_reasoning_end_token_ids=[3])
+    return _construct(ThinkingBudgetState, _req_states(v, device), reasoning)
+
+
+@harness("LogprobTokenIdsState", "vllm.v1.worker.gpu.sample.logprob")
+def _logprob_token_ids(v: dict, device: str):
+    """``LogprobTokenIdsState(max_num_reqs, device)`` (gpu/sample/sampler.py:78)."""
+    from vllm.v1.worker.gpu.sample.logprob import LogprobTokenIdsState
+
+    return _construct(LogprobTokenIdsState, v["max_num_reqs"], device)
+
+
+@harness("PromptLogprobsWorker", "vllm.v1.worker.gpu.sample.prompt_logprob")
+def _prompt_logprobs(v: dict, device: str):
+    """``PromptLogprobsWorker(max_num_reqs, device, logprobs_mode)`` (gpu/model_runner.py:523)."""
+    from vllm.v1.worker.gpu.sample.prompt_logprob import PromptLogprobsWorker
+
+    return _construct(PromptLogprobsWorker, v["max_num_reqs"], device, logprobs_mode="raw_logprobs")
+
+
+@harness("TraceReplayState", "vllm.v1.worker.gpu.sample.trace_replay")
+def _trace_replay(v: dict, device: str):
+    """``TraceReplayState(req_states)`` (gpu/sample/sampler.py:83)."""
+    from vllm.v1.worker.gpu.sample.trace_replay import TraceReplayState
+
+    return _construct(TraceReplayState, _req_states(v, device))
+
+
+@harness("StructuredOutputsWorker", "vllm.v1.worker.gpu.structured_outputs")
+def _structured_outputs(v: dict, device: str):
+    """``StructuredOutputsWorker(max_num_logits=max_num_reqs * decode_query_len, vocab_size, ...)``
+    as gpu/model_runner.py:528 builds it; ``decode_query_len = num_speculative_steps + 1``
+    (gpu/model_runner.py:439)."""
+    from vllm.v1.worker.gpu.structured_outputs import StructuredOutputsWorker
+
+    decode_query_len = v["num_speculative_tokens"] + 1
+    return _construct(StructuredOutputsWorker, max_num_logits=v["max_num_reqs"] * decode_query_len,
+                      vocab_size=v["vocab_size"], device=device, mask_stride=decode_query_len)
+
+
+@harness("Sampler", "vllm.v1.worker.gpu.sample.sampler")
+def _sampler(v: dict, device: str):
+    """``Sampler(vllm_config, max_num_reqs, vocab_size, device, req_states, ...)`` (the
+    ``sampler_kwargs`` of gpu/model_runner.py:480-495)."""
+    from vllm.v1.worker.gpu.sample.sampler import Sampler
+
+    return _construct(Sampler, worker_config(v), v["max_num_reqs"], v["vocab_size"], device, _req_states(v, device),
+                      num_speculative_tokens=v["num_speculative_tokens"])
+
+
+# ------------------------------------------------------------------------------------------------
+# V2 runner: model states, LoRA, PP, M-RoPE, ubatching, fast prefill
+
+@harness("LoraState", "vllm.v1.worker.gpu.lora_utils")
+def _lora_state(v: dict, device: str):
+    """``LoraState(max_num_reqs=max_num_reqs)`` (gpu/model_runner.py:350)."""
+    from vllm.v1.worker.gpu.lora_utils import LoraState
+
+    return _construct(LoraState, max_num_reqs=v["max_num_reqs"])
+
+
+@harness("PPHandler", "vllm.v1.worker.gpu.pp_utils")
+def _pp_handler(v: dict, device: str):
+    """``PPHandler(max_num_reqs, num_speculative_steps, device)`` (gpu/model_runner.py:334)."""
+    from vllm.v1.worker.gpu.pp_utils import PPHandler
+
+    return _construct(PPHandler, max_num_reqs=v["max_num_reqs"], num_speculative_steps=v["num_speculative_tokens"],
+                      device=device)
+
+
+@harness("RopeState", "vllm.v1.worker.gpu.mm.rope")
+def _rope_state(v: dict, device: str):
+    """``RopeState(num_dims=model_config.mrope_num_dims, max_num_reqs, max_num_tokens=
+    max_num_batched_tokens, max_model_len, device)`` (gpu/mm/rope.py:135, called by
+    DefaultModelState with the scheduler's sizes, gpu/model_states/default.py:51)."""
+    from vllm.v1.worker.gpu.mm.rope import RopeState
+
+    return _construct(RopeState, num_dims=extra_name(v, "mrope_num_dims"), max_num_reqs=v["max_num_reqs"],
+                      max_num_tokens=v["max_num_batched_tokens"], max_model_len=v["max_model_len"], device=device)
+
+
+@harness("FastPrefillHelper", "vllm.v1.worker.gpu.attn_utils")
+def _fast_prefill(v: dict, device: str):
+    """``FastPrefillHelper(cudagraph_manager, max_num_tokens)`` (gpu/model_runner.py:776); the
+    manager is read for its ``device`` only."""
+    import torch
+    from vllm.v1.worker.gpu.attn_utils import FastPrefillHelper
+
+    return _construct(FastPrefillHelper, SimpleNamespace(device=torch.device(device)), v["max_num_batched_tokens"])
+
+
+@harness("PromptEmbedsState", "vllm.v1.worker.gpu.model_states.prompt_embeds")
+def _prompt_embeds(v: dict, device: str):
+    """``PromptEmbedsState(max_num_reqs, inputs_embeds_size, dtype, device)``
+    (gpu/model_states/default.py:41)."""
+    import torch
+    from vllm.v1.worker.gpu.model_states.prompt_embeds import PromptEmbedsState
+
+    return _construct(PromptEmbedsState, v["max_num_reqs"], v["hidden_size"], torch.bfloat16, torch.device(device))
+
+
+def _model_state(module: str, cls: str, *, prompt_embeds: bool = False, encoder_cache=None, mrope: bool = False):
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+
+        klass = getattr(importlib.import_module(module), cls)
+        cfg = worker_config(v)
+        cfg.model_config.enable_prompt_embeds = prompt_embeds
+        cfg.model_config.uses_mrope = mrope
+        return _construct(klass, cfg, _MODEL, encoder_cache, torch.device(device))
+
+    return run
+
+
+class _Model:
+    """The model argument of a model state: a plain object (the constructors only pass it on or
+    ask it optional questions)."""
+
+
+_MODEL = _Model()
+
+harness("DefaultModelState", "vllm.v1.worker.gpu.model_states.default")(
+    _model_state("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", prompt_embeds=True))
+harness("MambaHybridModelState", "vllm.v1.worker.gpu.model_states.mamba_hybrid")(
+    _model_state("vllm.v1.worker.gpu.model_states.mamba_hybrid", "MambaHybridModelState"))
+harness("EncoderDecoderModelState", "vllm.v1.worker.gpu.model_states.encoder_decoder")(
+    _model_state("vllm.v1.worker.gpu.model_states.encoder_decoder", "EncoderDecoderModelState",
+                 encoder_cache=SimpleNamespace()))
+
+
+@harness("UBatchRunner", "vllm.v1.worker.gpu.ubatch_utils")
+def _ubatch_runner(v: dict, device: str):
+    """``UBatchRunner(vllm_config, device, model_state, attn_groups, kv_cache_config, max_num_reqs)``
+    (gpu/ubatch_utils.py:563) with ``num_ubatches = 2`` (the number of microbatches is a count
+    the constructor loops over; each microbatch gets the same buffers)."""
+    import torch
+    from vllm.v1.worker.gpu.ubatch_utils import UBatchRunner
+
+    return _construct(UBatchRunner, worker_config(v), torch.device(device), None, [], None, v["max_num_reqs"])
+
+
+# ------------------------------------------------------------------------------------------------
+# V2 speculative decoding (vllm/v1/worker/gpu/spec_decode/)
+
+@harness("OnlineAcceptanceEstimator", "vllm.v1.worker.gpu.spec_decode.acceptance_estimator")
+def _acceptance_estimator(v: dict, device: str):
+    """``OnlineAcceptanceEstimator(max_num_reqs, num_speculative_steps, device)``
+    (gpu/spec_decode/speculator.py:261)."""
+    from vllm.v1.worker.gpu.spec_decode.acceptance_estimator import OnlineAcceptanceEstimator
+
+    return _construct(OnlineAcceptanceEstimator, v["max_num_reqs"], v["num_speculative_tokens"], device)
+
+
+@harness("AdaptiveVerificationManager", "vllm.v1.worker.gpu.spec_decode.adaptive_verification",
+         "vllm.v1.worker.gpu.input_batch")
+def _adaptive_verification(v: dict, device: str):
+    """``AdaptiveVerificationManager(req_states, query_start_loc, num_bonus_tokens, ...)``
+    (gpu/spec_decode/adaptive_verification.py:546) with the runner's ``query_start_loc``, the
+    ``InputBuffers`` one of ``max_num_reqs + 1`` entries (built here by vLLM's own InputBuffers),
+    and the host copy of admitted drafts on (batch-sharded sampling)."""
+    from vllm.v1.worker.gpu.input_batch import InputBuffers
+    from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
+
+    buffers = InputBuffers(max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device)
+    return _construct(AdaptiveVerificationManager, _req_states(v, device), buffers.query_start_loc, 1,
+                      max_total_logits=v["max_num_batched_tokens"], copy_admitted_drafts_to_host=True)
+
+
+@harness("CandidateSampler", "vllm.v1.worker.gpu.spec_decode.dflash2.speculator")
+def _candidate_sampler(v: dict, device: str):
+    """``CandidateSampler(max_num_reqs, num_speculative_steps, top_k, device)``
+    (gpu/spec_decode/dflash2/speculator.py:196); ``top_k`` is the draft config's candidate count
+    (the name ``candidate_top_k``)."""
+    from vllm.v1.worker.gpu.spec_decode.dflash2.speculator import CandidateSampler
+
+    return _construct(CandidateSampler, v["max_num_reqs"], v["num_speculative_tokens"], extra_name(v, "candidate_top_k"),
+                      device)
+
+
+def _speculator(module: str, cls: str, method: str = "eagle", **draft):
+    """A V2 speculator built as the runner does: ``Speculator(vllm_config, device)``
+    (gpu/spec_decode/__init__.py, ``init_speculator``)."""
+
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+
+        klass = getattr(importlib.import_module(module), cls)
+        cfg = worker_config(v)
+        cfg.speculative_config.method = method
+        for k, val in draft.items():
+            setattr(cfg.speculative_config.draft_model_config.hf_config, k, val)
+        return _construct(klass, cfg, torch.device(device))
+
+    return run
+
+
+for _module, _cls, _method in (
+        ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle"),
+        ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
+        ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator", "draft_model"),
+        ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator", "dflash"),
+        ("vllm.v1.worker.gpu.spec_decode.dspark.speculator", "DSparkSpeculator", "dspark"),
+        ("vllm.v1.worker.gpu.spec_decode.dflash2.speculator", "DFlash2Speculator", "dflash2"),
+        ("vllm.v1.worker.gpu.spec_decode.lilicorr.speculator", "LiLiCorrSpeculator", "lilicorr"),
+        ("vllm.v1.worker.gpu.spec_decode.xpress.speculator", "XPressSpeculator", "xpress"),
+        ("vllm.v1.worker.gpu.spec_decode.ngram.speculator", "NgramGPUSpeculator", "ngram_gpu")):
+    harness(_cls, _module)(_speculator(_module, _cls, _method))
+
+
+# ------------------------------------------------------------------------------------------------
+# the V1 runner (vllm/v1/worker/gpu_model_runner.py)
+
+def _runner_config(v: dict, ngram_gpu: bool):
+    cfg = worker_config(v)
+    cfg.cache_config.kv_sharing_fast_prefill = True
+    cfg.model_config.uses_mrope = True
+    cfg.scheduler_config.async_scheduling = True
+    if ngram_gpu:
+        spec = cfg.speculative_config
+        spec.method = "ngram_gpu"
+        spec.use_ngram_gpu = lambda: True
+        spec.use_eagle = lambda: False
+        spec.uses_draft_model = lambda: False
+        spec.prompt_lookup_min = 2
+        spec.prompt_lookup_max = 5
+    return cfg
+
+
+@harness("GPUModelRunner", "vllm.v1.worker.gpu_model_runner")
+def _gpu_model_runner(v: dict, device: str):
+    """``GPUModelRunner(vllm_config, device)`` (vllm/v1/worker/gpu_worker.py) for an EAGLE
+    deployment with M-RoPE, KV-sharing fast prefill and async scheduling on (the branches that
+    allocate ``mrope_positions``, ``kv_sharing_fast_prefill_logits_indices`` and
+    ``valid_sampled_token_count_cpu``); the last pipeline stage (``pipeline_parallel_size = 1``)."""
+    import torch
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    return _construct(GPUModelRunner, _runner_config(v, ngram_gpu=False), torch.device(device))
+
+
+@harness("GPUModelRunner[ngram_gpu]", "vllm.v1.worker.gpu_model_runner")
+def _gpu_model_runner_ngram(v: dict, device: str):
+    """The same runner with ``speculative_config.method = "ngram_gpu"``: the branch of
+    gpu_model_runner.py:621 (GPU n-gram token buffers) and :897 (valid-draft counts)."""
+    import torch
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    class DrafterBuiltElsewhere:
+        """``NgramProposerGPU(vllm_config, device, runner)``: the drafter's own buffers are traced by
+        its harness; here only the runner's statement around it runs (the drafter sizes none of
+        the runner's buffers)."""
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+    return construct(GPUModelRunner, _runner_config(v, ngram_gpu=True), torch.device(device),
+                     _overrides=dict(OVERRIDES, NgramProposerGPU=DrafterBuiltElsewhere))
