@@ -46,6 +46,7 @@ from .errors import SpecError
 from .symbolic import SymBool, SymInt, to_z3_int
 
 __all__ = [
+    "locate",
     "Entry",
     "HOW",
     "SIZED_BY",
@@ -156,10 +157,29 @@ def loads(text: str, source: str = "<inventory>") -> tuple[dict, list[Entry]]:
     return meta, entries
 
 
+def locate(path: str) -> str:
+    """Where the inventory ``path`` (``proofs/inventory/<engine>-<version>.json``, relative to the
+    project root) is: ``path`` itself when it exists; else capproof's shipped copy of the same
+    file (``capproof/_engine/inventory/``, package data mapped from the repository's
+    ``proofs/inventory/``, the reviewed copy) or, in a checkout, the repository's; else ``path``.
+    So an installed ``capproof check-config`` run from any directory reads the committed inventory."""
+    if os.path.exists(path):
+        return path
+    parts = os.path.normpath(path).replace(os.sep, "/").split("/")
+    if len(parts) < 3 or parts[-3:-1] != ["proofs", "inventory"]:
+        return path
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(here, "_engine", "inventory", parts[-1]),
+                      os.path.join(os.path.dirname(here), "proofs", "inventory", parts[-1])):
+        if os.path.exists(candidate):
+            return candidate
+    return path
+
+
 def load(path: str) -> list[Entry]:
     """The entries of the inventory file at ``path`` (SpecError on a missing or malformed file)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(locate(path), encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
         raise SpecError(f"cannot read inventory {path}: {exc.strerror}") from None

@@ -1089,18 +1089,21 @@ _SO = "vllm/v1/worker/gpu/structured_outputs.py"
 GRAMMAR_ROWS = Family(
     name="grammar_rows",
     dim=0,
-    demand=lambda num_grammar_reqs, decode_query_len: num_grammar_reqs * decode_query_len,
-    domain={"max_num_reqs": Range(1, 2**10), "num_grammar_reqs": Range(1, 2**10), "decode_query_len": Range(1, 32)},
+    demand=lambda num_grammar_reqs, num_speculative_tokens: num_grammar_reqs * (num_speculative_tokens + 1),
+    domain={"max_num_reqs": Range(1, 2**10), "num_grammar_reqs": Range(1, 2**10), "num_speculative_tokens": Range(0, 31)},
     facts={"grammar requests are requests of the batch (<= max_num_reqs)":
                lambda num_grammar_reqs, max_num_reqs: num_grammar_reqs <= max_num_reqs},
     sources=[_V + f"{_SO}:90-101 (mapping: one entry per grammar request and position < mask_stride; logits_indices[: len(mapping)])",
              _V + "vllm/v1/worker/gpu/model_runner.py:528-532 (max_num_logits = max_num_reqs * decode_query_len, "
-                  "mask_stride = decode_query_len)"],
-    doc="Structured-output logits indices: mask_stride (= decode_query_len) rows per grammar request.",
+                  "mask_stride = decode_query_len)",
+             _V + "vllm/v1/worker/gpu/model_runner.py:439-442 (decode_query_len = num_speculative_steps + "
+                  "model_state.num_new_sampled_tokens_per_step; the latter is 1, gpu/model_states/interface.py:254)"],
+    doc="Structured-output logits indices: mask_stride (= decode_query_len = num_speculative_tokens + 1) rows per "
+        "grammar request.",
     demand_name="mapping",
 )
 cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.logits_indices", GRAMMAR_ROWS,
-      aliases={"max_num_logits": ("max_num_reqs * decode_query_len", "vllm/v1/worker/gpu/model_runner.py:529")})
+      aliases={"max_num_logits": ("max_num_reqs * (num_speculative_tokens + 1)", "vllm/v1/worker/gpu/model_runner.py:529,439")})
 cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.grammar_bitmask", GRAMMAR_ROWS,
       [_V + f"{_SO}:83 (grammar_bitmask[: grammar_bitmask.shape[0]], one row per mapping entry)"],
-      aliases={"max_num_logits": ("max_num_reqs * decode_query_len", "vllm/v1/worker/gpu/model_runner.py:529")})
+      aliases={"max_num_logits": ("max_num_reqs * (num_speculative_tokens + 1)", "vllm/v1/worker/gpu/model_runner.py:529,439")})

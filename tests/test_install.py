@@ -94,3 +94,18 @@ def test_a_teams_own_project_with_its_spec_and_models(installed, tmp_path):
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "spec/ring.py::ring_holds_every_request PASSED" in tested.stdout
     assert "spec/ring.py::fixed_ring_of_1024 PASSED" in tested.stdout and "3 passed" in tested.stdout
+
+
+def test_the_wheel_ships_the_reviewed_inventory(installed, tmp_path):
+    """The committed inventory (proofs/inventory/vllm-0.33.0.json, the reviewed copy) is package
+    data of the wheel, byte for byte, and the installed capproof finds it from any directory."""
+    import glob
+
+    (shipped,) = glob.glob(str(installed / "lib" / "python*" / "site-packages" / "capproof" / "_engine" / "inventory"
+                               / "vllm-0.33.0.json"))
+    with open(shipped, "rb") as a, open(os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json"), "rb") as b:
+        assert a.read() == b.read()
+    found = _run([str(installed / "bin" / "python"), "-c",
+                  "from capproof.inventory import load; print(len(load('proofs/inventory/vllm-0.33.0.json')))"],
+                 cwd=tmp_path)
+    assert found.returncode == 0 and int(found.stdout) > 400, found.stdout + found.stderr

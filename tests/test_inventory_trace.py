@@ -265,3 +265,40 @@ def test_traced_shapes_equal_real_int_construction(traced, vllm_root, name, case
         compared += 1
     if compared == 0:
         pytest.skip(f"{name}: the symbolic run stopped before its first allocation (entries stay read)")
+
+
+def _real_run_ids(vllm_root, allocations, ints) -> set[str]:
+    """Ids of the scanned allocations the harnesses' real int runs (real torch/numpy) allocate."""
+    sites = {(a.file, a.line): a for a in allocations}
+    ids = set()
+    for name in _harness_names():
+        try:
+            tr.prepare(name)
+        except ImportError:
+            continue
+        with tr.recording(vllm_root, "real") as rec:
+            try:
+                tr.HARNESSES[name](dict(ints), "cpu")
+            except Exception:  # noqa: BLE001 - as in the comparison test
+                pass
+        ids.update(a.id for a in (tr._matches(r, sites) for r in rec.records) if a is not None)
+    return ids
+
+
+WORKER_DIRS = ("vllm/v1/worker/", "vllm/v1/spec_decode/", "vllm/model_executor/layers/fused_moe/moe_align_block_size.py")
+
+
+@pytest.mark.real
+def test_every_traced_worker_entry_is_compared_on_ints(traced, vllm_root):
+    """Every traced entry under vllm/v1/worker/, vllm/v1/spec_decode/ and moe_align_block_size.py
+    is allocated by the real int run of some harness in one of the CASES (a buffer allocated only
+    when ``dcp > 1`` in the second), so ``test_traced_shapes_equal_real_int_construction`` compared
+    its expression with a real shape (an entry traced only symbolically would be unchecked)."""
+    entries, allocations = traced
+    want = {i for i, e in entries.items() if e.file.startswith(WORKER_DIRS)}
+    assert len(want) > 100
+    compared = set()
+    for ints in CASES:
+        compared |= _real_run_ids(vllm_root, allocations, ints)
+    missing = sorted(want - compared)
+    assert not missing, "\n".join(missing)

@@ -506,7 +506,9 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
 def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]:
     """Ids of the buffers in ``proofs/inventory/<engine>-<version>.json`` with no verdict (``verdicts``
     empty: no obligation proves or refutes their capacity); empty when there is no inventory."""
-    path = os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json")
+    from ..inventory import locate
+
+    path = locate(os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json"))
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)

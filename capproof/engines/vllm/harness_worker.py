@@ -37,14 +37,13 @@ __all__ = ["StreamStandIn", "GroupStandIn", "extra_name", "worker_config", "EXTR
 EXTRA_NAMES = {"mrope_num_dims": 3, "num_kv_cache_groups": 2, "num_ubatches": 2, "draft_vocab_size": 32000,
                "candidate_top_k": 4}
 tr.POSITIVE = tuple(tr.POSITIVE) + tuple(n for n in EXTRA_NAMES if n not in tr.POSITIVE)
+tr.EXTRA_VALUES.update(EXTRA_NAMES)
 
 
 def extra_name(v: dict, name: str):
-    """The value of one of :data:`EXTRA_NAMES`: a SymInt named after it when ``v`` is symbolic,
-    else ``v[name]`` or its default int."""
-    if isinstance(v.get("max_num_reqs"), SymInt):
-        return SymInt.var(name)
-    return v.get(name, EXTRA_NAMES[name])
+    """The value of one of :data:`EXTRA_NAMES` in the config values ``v`` (a SymInt named after it
+    when symbolic; :func:`.trace.config_values` includes them)."""
+    return v[name]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -140,7 +139,22 @@ def _buffer_utils_patches():
     return [] if mod is None else [(mod, "len", _symbolic_len)]
 
 
+def _platform_device_patches():
+    """vLLM's platform on a CPU-only venv is unspecified (``current_platform.device_type == ""``),
+    and the V2 runner's explicit-copy buffers allocate on that device (``NonUvaBuffer``,
+    gpu/buffer_utils.py:56): while recording, the device type is ``"cpu"`` (the device does not
+    change a buffer's shape or dtype; the fake run never allocates)."""
+    import sys
+
+    if "vllm.platforms" not in sys.modules:
+        return []
+    from vllm.platforms import current_platform
+
+    return [(current_platform, "device_type", "cpu")] if getattr(current_platform, "device_type", None) == "" else []
+
+
 tr.PATCH_PROVIDERS.append(_stream_patches)
+tr.PATCH_PROVIDERS.append(_platform_device_patches)
 tr.PATCH_PROVIDERS.append(_buffer_utils_patches)
 
 #: module-level names replaced in the traced constructor bodies (see the module docstring)
@@ -460,3 +474,203 @@ def _gpu_model_runner_ngram(v: dict, device: str):
 
     return construct(GPUModelRunner, _runner_config(v, ngram_gpu=True), torch.device(device),
                      _overrides=dict(OVERRIDES, NgramProposerGPU=DrafterBuiltElsewhere))
+
+
+# ------------------------------------------------------------------------------------------------
+# branches the default configs do not take, and the buffers allocated after construction
+
+def _then(result, cls, method: str, arguments: dict, overrides: dict | None = None, **state):
+    """Continue a constructed object ``(obj, log)``: set ``state`` (what the skipped engine step
+    leaves, named at each call) and run ``cls.method``'s body statement by statement with
+    ``arguments`` (:func:`.trace.run_statements`); returns ``[(obj, log)]``."""
+    obj, log = result
+    if isinstance(obj, tr.Poisoned) or obj is None:
+        return [result]
+    for k, val in state.items():
+        object.__setattr__(obj, k, val)
+    owner = next(k for k in cls.__mro__ if method in k.__dict__)
+    run_statements(owner.__dict__[method], owner, obj, arguments, log, overrides=dict(OVERRIDES, **(overrides or {})))
+    return [(obj, log)]
+
+
+def _triton_math():
+    """``triton.cdiv``/``triton.next_power_of_2`` (no Triton on a CPU): vLLM's own
+    ``vllm.utils.math_utils`` functions of the same definition (``-(-a // b)``; the least power
+    of 2 >= n)."""
+    from vllm.utils import math_utils
+
+    return SimpleNamespace(cdiv=math_utils.cdiv, next_power_of_2=math_utils.next_power_of_2)
+
+
+@harness("NgramGPUSpeculator", "vllm.v1.worker.gpu.spec_decode.ngram.speculator")
+def _ngram_gpu_speculator(v: dict, device: str):
+    """``NgramGPUSpeculator(vllm_config, device, req_states)`` (gpu/spec_decode/__init__.py) with
+    ``prompt_lookup_min/max = 2/5``; ``HAS_TRITON`` is answered True (the check at
+    ngram/speculator.py:163 only refuses a CPU build) and Triton's two integer helpers are
+    :func:`_triton_math`."""
+    import torch
+    from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
+
+    cfg = worker_config(v)
+    cfg.speculative_config.method = "ngram_gpu"
+    cfg.speculative_config.prompt_lookup_min = 2
+    cfg.speculative_config.prompt_lookup_max = 5
+    return construct(NgramGPUSpeculator, cfg, torch.device(device), _req_states(v, device),
+                     _overrides=dict(OVERRIDES, HAS_TRITON=True, triton=_triton_math()))
+
+
+@harness("TargetDependentARSpeculator[probabilistic]", "vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator")
+def _draft_logits(v: dict, device: str):
+    """A V2 speculator with ``draft_sample_method = "probabilistic"``: the cached draft
+    distribution ``draft_logits`` of gpu/spec_decode/speculator.py:175-190 (head dtype float32)."""
+    import torch
+    from vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator import TargetDependentARSpeculator
+
+    cfg = worker_config(v)
+    cfg.speculative_config.draft_sample_method = "probabilistic"
+    cfg.model_config.head_dtype = torch.float32
+    return _construct(TargetDependentARSpeculator, cfg, torch.device(device))
+
+
+class _LoaderSkipped:
+    """``super()`` inside a continued ``load_model``: the parent's ``load_model`` (weight loading,
+    gpu/spec_decode/speculator.py:220-263) is not run; its effect on the names the traced
+    statements read is set explicitly by the harness."""
+
+    def __init__(self, *args):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+
+def _mm_load_model(module: str, cls: str, method: str):
+    """Construct the speculator, then run its ``load_model`` body for a multimodal target whose
+    draft takes multimodal embeddings: ``supports_mm_inputs = True``, what
+    ``DraftModelSpeculator.load_model`` sets then (gpu/spec_decode/speculator.py:242-244); its
+    ``super().load_model(...)`` loads weights and is skipped (it assigns none of the names the
+    allocations read)."""
+
+    def run(v: dict, device: str):
+        import importlib
+
+        klass = getattr(importlib.import_module(module), cls)
+        built = _speculator(module, cls, method)(v, device)
+        return _then(built, klass, "load_model", {"target_model": None}, overrides={"super": _LoaderSkipped},
+                     supports_mm_inputs=True)
+
+    return run
+
+
+for _module, _cls, _method in (
+        ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
+        ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle")):
+    harness(f"{_cls}[load_model]", _module)(_mm_load_model(_module, _cls, _method))
+
+
+@harness("DSparkSpeculator[load_draft_model]", "vllm.v1.worker.gpu.spec_decode.dspark.speculator")
+def _dspark_load(v: dict, device: str):
+    """DSpark with probabilistic drafting and a reduced draft vocabulary: ``load_draft_model``
+    (dspark/speculator.py:84-105) with the loaded model standing in as its two fields read there,
+    ``draft_id_to_target_id`` (a ``[draft_vocab_size]`` map) and ``model.confidence_head``."""
+    import torch
+    from vllm.v1.worker.gpu.spec_decode.dspark.speculator import DSparkSpeculator
+
+    cfg = worker_config(v)
+    cfg.speculative_config.method = "dspark"
+    cfg.speculative_config.draft_sample_method = "probabilistic"
+    cfg.model_config.head_dtype = torch.float32
+    built = _construct(DSparkSpeculator, cfg, torch.device(device))
+    n = extra_name(v, "draft_vocab_size")
+    d2t = tr.FakeTensor((n,), torch.int64, device) if isinstance(n, SymInt) else torch.zeros(n, dtype=torch.int64)
+    model = SimpleNamespace(draft_id_to_target_id=d2t, model=SimpleNamespace(confidence_head=None))
+    return _then(built, DSparkSpeculator, "load_draft_model", {"target_model": None, "target_attn_layer_names": set()},
+                 overrides={"load_dspark_model": lambda target_model, vllm_config: model})
+
+
+@harness("EagleProposer[mrope]", "vllm.v1.spec_decode.eagle")
+def _eagle_mrope(v: dict, device: str):
+    """The V1 EAGLE proposer for an M-RoPE target (``model_config.uses_mrope``): the
+    ``mrope_positions`` branch of llm_base_proposer.py:190-201."""
+    import torch
+    from vllm.v1.spec_decode.eagle import EagleProposer
+
+    cfg = worker_config(v)
+    cfg.model_config.uses_mrope = True
+    cfg.speculative_config.draft_model_config.uses_mrope = True
+    cfg.speculative_config.draft_model_config.mrope_num_dims = extra_name(v, "mrope_num_dims")
+    return _construct(EagleProposer, cfg, torch.device(device))
+
+
+@harness("EncoderOnlyModelState", "vllm.v1.worker.gpu.model_states.encoder_only")
+def _encoder_only(v: dict, device: str):
+    """``EncoderOnlyModelState(vllm_config, model, encoder_cache, device)`` (the V2 runner's model
+    state for encoder-only models); the config's forward context has no attention layer, so no
+    attention group is built and the constructor reaches its dummy tables."""
+    return _model_state("vllm.v1.worker.gpu.model_states.encoder_only", "EncoderOnlyModelState")(v, device)
+
+
+@harness("batched_moe_align_block_size", "vllm.model_executor.layers.fused_moe.moe_align_block_size")
+def _batched_moe_align(v: dict, device: str):
+    """``batched_moe_align_block_size(max_tokens_per_batch, block_size, expert_num_tokens)``
+    (moe_align_block_size.py:199) for ``num_experts`` local experts (the batch dimension ``B``)
+    and ``max_tokens_per_batch = num_tokens``: its buffers are sized before the compiled op runs."""
+    import torch
+    from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
+
+    ent = (tr.FakeTensor((v["num_experts"],), torch.int32, device) if isinstance(v["num_experts"], SymInt)
+           else torch.zeros(v["num_experts"], dtype=torch.int32))
+    args = dict(max_tokens_per_batch=v["num_tokens"], block_size=v["block_size_m"], expert_num_tokens=ent)
+    return (None, run_statements(mod.batched_moe_align_block_size, None, None, args))
+
+
+def _install_numba_stand_in() -> None:
+    """A ``numba`` module for a venv without it (the real venv has none): ``jit``/``njit``
+    decorate a function into one that refuses to run (a compiled kernel is not run while
+    tracing), ``prange`` is ``range``, the thread-count calls answer 1 / do nothing. Only installed
+    when numba is not importable."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+    import types
+
+    if "numba" in sys.modules or importlib.util.find_spec("numba") is not None:
+        return
+    mod = types.ModuleType("numba")
+    mod.__spec__ = importlib.machinery.ModuleSpec("numba", None)
+
+    def refuse(fn):
+        def compiled(*args, **kwargs):
+            raise tr.CapproofError(f"numba-compiled {fn.__name__}() is not run while tracing")
+
+        compiled.__name__ = fn.__name__
+        return compiled
+
+    def jit(*args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return refuse(args[0])
+        return refuse
+
+    mod.jit = mod.njit = jit
+    mod.prange = range
+    mod.get_num_threads = lambda: 1
+    mod.set_num_threads = lambda n: None
+    sys.modules["numba"] = mod
+
+
+@harness("NgramProposer")
+def _ngram_proposer(v: dict, device: str):
+    """``NgramProposer(vllm_config)`` (gpu_model_runner.py:617) with ``prompt_lookup_min/max =
+    2/5``; numba is replaced by :func:`_install_numba_stand_in` when absent (its JIT warm-up,
+    ngram_proposer.py:56, is then not run)."""
+    import importlib
+
+    _install_numba_stand_in()
+    mod = importlib.import_module("vllm.v1.spec_decode.ngram_proposer")
+    cfg = worker_config(v)
+    cfg.speculative_config.method = "ngram"
+    cfg.speculative_config.prompt_lookup_min = 2
+    cfg.speculative_config.prompt_lookup_max = 5
+    return _construct(mod.NgramProposer, cfg)

@@ -154,7 +154,9 @@ class FakeTensor:
 
     def _elementwise(self, other):
         # ``arange(n) * k``, ``x + 1``: a scalar operand keeps the buffer's shape
-        if isinstance(other, (int, float, SymInt)) or other is self:
+        if isinstance(other, (int, float, SymInt)) or other is self or (
+                isinstance(other, FakeTensor) and len(other.shape) == len(self.shape)
+                and all(_same_dim(a, b) for a, b in zip(self.shape, other.shape))):
             return FakeTensor(tuple(self.shape), self.dtype, self.device)
         return NotImplemented
 
@@ -238,6 +240,15 @@ class FakeTensor:
         if name == "data_ptr":
             return lambda: 0
         raise AttributeError(f"FakeTensor has no {name!r} (traced buffer)")
+
+
+def _same_dim(a, b) -> bool:
+    """Whether two shape entries are the same expression (structurally; no solver call)."""
+    if isinstance(a, SymInt) and isinstance(b, SymInt):
+        return a.term.eq(b.term)
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        return False
+    return int(a) == int(b)
 
 
 def _provably_nonnegative(n: SymInt) -> bool:
@@ -839,6 +850,11 @@ class DeviceQuery:
 # ------------------------------------------------------------------------------------------------
 # configs
 
+#: config names harness modules add (name -> the int of the real-tier deployment), e.g.
+#: :data:`.harness_worker.EXTRA_NAMES`
+EXTRA_VALUES: dict[str, int] = {}
+
+
 def config_values(symbolic: bool = True, **overrides) -> dict:
     """The config names the harnesses read: SymInts named after themselves, or ints (a real
     DeepSeek-V3.2-like deployment: 256 requests, 8192 batched tokens, 163840 tokens, block 64)."""
@@ -846,6 +862,7 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
                 num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560,
                 num_heads=128, index_topk=2048, num_tokens=8192, top_k=8, num_experts=256, block_size_m=64,
                 max_cudagraph_capture_size=512)
+    ints.update({k: val for k, val in EXTRA_VALUES.items() if k not in ints})
     ints.update(overrides)
     if not symbolic:
         return ints
