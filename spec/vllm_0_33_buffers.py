@@ -1107,3 +1107,60 @@ cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.logits_indices", GRAMMAR_ROWS,
 cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.grammar_bitmask", GRAMMAR_ROWS,
       [_V + f"{_SO}:83 (grammar_bitmask[: grammar_bitmask.shape[0]], one row per mapping entry)"],
       aliases={"max_num_logits": ("max_num_reqs * (num_speculative_tokens + 1)", "vllm/v1/worker/gpu/model_runner.py:529,439")})
+
+
+# =============================================================================================
+# Worker / V2 runner / spec-decode entries traced by capproof/engines/vllm/harness_worker.py
+# (issue 9): each writer line below was read; the family's demand is what it touches.
+
+_AE = "vllm/v1/worker/gpu/spec_decode/acceptance_estimator.py"
+SPEC_STEPS = Family(
+    name="spec_steps",
+    dim=0,
+    relation="less_than",
+    demand=lambda step: step,
+    domain={"num_speculative_tokens": Range(1, 64), "step": Range(0, 63)},
+    facts={"a speculative step is < num_speculative_steps (kernel grid / mask, the drafting loop)":
+               lambda step, num_speculative_tokens: step < num_speculative_tokens},
+    sources=[_V + "vllm/v1/worker/gpu/spec_decode/speculator.py:111 (num_speculative_steps = "
+                  "speculative_config.num_speculative_tokens), :261-263 (OnlineAcceptanceEstimator(max_num_reqs, "
+                  "num_speculative_steps, device))",
+             _V + f"{_AE}:413 (_accumulate_kernel grid (num_speculative_steps,)), :38 (step = program_id(0))",
+             _V + f"{_AE}:105-106 (_refit_kernel: k < NUM_SPECULATIVE_STEPS masks every load/store)"],
+    doc="Per-speculative-step state: entry [step] for step < num_speculative_steps.",
+    demand_name="step",
+)
+for _key, _where in (("OnlineAcceptanceEstimator.info", "83-85 (info[step * 3 + c]), 109-111 (masked by k)"),
+                     ("OnlineAcceptanceEstimator.grad", "86-87 (grad[step * 2 + c]), 113-114 (masked by k)"),
+                     ("OnlineAcceptanceEstimator.counts", "88 (counts[step]), 116, 168 (masked by k)"),
+                     ("OnlineAcceptanceEstimator.intercepts", "120, 152 (masked by k), 307 (intercepts[step])")):
+    cover(INVENTORY, f"{_AE}::{_key}", SPEC_STEPS, [f"{_V}{_AE}:{_where}"])
+cover(INVENTORY, "vllm/v1/worker/gpu/spec_decode/dspark/speculator.py::DSparkSpeculator._step_cols", SPEC_STEPS,
+      [_V + "vllm/v1/worker/gpu/spec_decode/dspark/speculator.py:123, 152 (_step_cols[step]), 170, 187, 196 "
+            "(step = i in range(n_spec), n_spec = num_speculative_steps)"])
+
+cover(INVENTORY, f"{_V2DF}::DFlashSpeculator.sample_col", SAMPLE_ROWS,
+      [_V + f"{_V2DF}:357, 367 (sample_col[:num_sample], num_sample = num_reqs * num_speculative_steps)"])
+cover(INVENTORY, "vllm/v1/worker/gpu/spec_decode/dflash2/speculator.py::CandidateSampler.cached_candidate_ids", REQUESTS,
+      [_V + "vllm/v1/worker/gpu/spec_decode/dflash2/speculator.py:173-177 (_cache_draft_logits_kernel writes "
+            "cached_candidate_ids at the request-state row of idx_mapping, like scores)"])
+cover(INVENTORY, "vllm/v1/worker/gpu/spec_decode/speculator.py::DraftModelSpeculator.draft_token_confidence_probs",
+      REQUESTS, [_V + "vllm/v1/worker/gpu/spec_decode/dspark/speculator.py:207, 256 (draft_token_confidence_probs"
+                      "[:num_reqs])", _V + "vllm/v1/worker/gpu/spec_decode/speculator.py:491"])
+
+_AV = "vllm/v1/worker/gpu/spec_decode/adaptive_verification.py"
+cover(INVENTORY, f"{_AV}::AdaptiveVerificationManager._num_non_draft_tokens", REQUESTS,
+      [_V + f"{_AV}:454 (_num_non_draft_tokens[:num_reqs])"])
+cover(INVENTORY, f"{_AV}::AdaptiveVerificationManager._cu_num_logits", QUERY_START_LOC,
+      [_V + f"{_AV}:456, 460, 484 (_cu_num_logits[:1], [1 : num_reqs + 1], [: num_reqs + 1])"])
+
+table("vllm/v1/worker/gpu_model_runner.py", REQUESTS, {
+    "GPUModelRunner._ngram_pinned_idx_buf": "1510",
+    "GPUModelRunner._ngram_pinned_val_buf": "1511",
+})
+cover(INVENTORY, "vllm/v1/worker/gpu/model_states/default.py::DefaultModelState.inputs_embeds", TOKENS,
+      [_V + "vllm/v1/worker/gpu/model_states/default.py:96 (inputs_embeds[:num_tokens], dummy runs)"])
+cover(INVENTORY, "vllm/v1/worker/gpu/mm/rope.py::RopeState.positions", TOKENS,
+      [_V + "vllm/v1/worker/gpu/mm/rope.py:80 (positions[:, :num_tokens])"], dim=1)
+cover(INVENTORY, "vllm/v1/worker/gpu/states.py::RequestState.next_prefill_tokens", REQUESTS,
+      [_V + "vllm/v1/worker/gpu/input_batch.py:320-325 (next_prefill_tokens[lookahead, req_state_idx])"], dim=1)

@@ -18,7 +18,23 @@ sizes a buffer:
   False. It loads the target model class to ask whether it widens the drafter's hidden states
   by ``hc_mult`` (DeepSeek V4 only); the traced config is DeepSeek-V3.2-like, for which it is False;
 - ``vllm.config.replace`` on a duck-typed config: a copy with the given fields replaced (what
-  ``replace`` does for vLLM's config dataclasses).
+  ``replace`` does for vLLM's config dataclasses);
+- ``len`` in ``vllm/v1/worker/gpu/buffer_utils.py`` of a traced buffer: its symbolic first
+  dimension (:func:`_buffer_utils_patches`); ``current_platform.device_type`` ``""`` -> ``"cpu"``
+  (:func:`_platform_device_patches`, the real tier's explicit-copy buffers);
+- ``triton.cdiv``/``next_power_of_2`` (no Triton on a CPU): vLLM's own integer helpers of the same
+  definition; ``numba`` (absent from the real venv): a module whose compiled functions refuse to run;
+- a loader step a continued method calls (``super().load_model``/``set_attn``, the model loader):
+  not run; what it leaves that the traced statements read is set explicitly and named (:func:`_then`).
+
+Harness names with a ``[variant]`` suffix build the same class with a configuration that takes
+another branch (e.g. ``GPUModelRunner[ngram_gpu]``); the first harness (by name) that allocates an
+entry gives its shape, and the real tier (``tests/test_inventory_trace.py``) compares every
+harness's int run with the traced shapes.
+
+Extra names in shapes (:data:`EXTRA_NAMES`, sizes >= 1): ``mrope_num_dims`` (the model's M-RoPE
+sections), ``pcp`` (prefill context parallel size), ``num_kv_cache_groups``, ``num_ubatches``,
+``draft_vocab_size`` (a reduced draft vocabulary), ``candidate_top_k`` (DFlash2/LiLiCorr candidates).
 """
 
 from __future__ import annotations
@@ -34,7 +50,7 @@ __all__ = ["StreamStandIn", "GroupStandIn", "extra_name", "worker_config", "EXTR
 
 #: names this module adds to the shape vocabulary, with the ints the real tier uses for them
 #: (``config_values`` gives the shared ones): all are sizes >= 1
-EXTRA_NAMES = {"mrope_num_dims": 3, "num_kv_cache_groups": 2, "num_ubatches": 2, "draft_vocab_size": 32000,
+EXTRA_NAMES = {"mrope_num_dims": 3, "pcp": 2, "num_kv_cache_groups": 2, "num_ubatches": 2, "draft_vocab_size": 32000,
                "candidate_top_k": 4}
 tr.POSITIVE = tuple(tr.POSITIVE) + tuple(n for n in EXTRA_NAMES if n not in tr.POSITIVE)
 tr.EXTRA_VALUES.update(EXTRA_NAMES)
@@ -196,10 +212,6 @@ def worker_config(v: dict, **extra):
 
 def _req_states(v: dict, device: str):
     return tr._req_states(v, device)
-
-
-def _mode(v: dict) -> bool:
-    return isinstance(v.get("max_num_reqs"), SymInt)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -674,3 +686,71 @@ def _ngram_proposer(v: dict, device: str):
     cfg.speculative_config.prompt_lookup_min = 2
     cfg.speculative_config.prompt_lookup_max = 5
     return _construct(mod.NgramProposer, cfg)
+
+
+@harness("InputBatch[allowed_token_ids]", "vllm.v1.worker.gpu_input_batch", "vllm.sampling_params")
+def _input_batch_allowed_tokens(v: dict, device: str):
+    """The V1 ``InputBatch`` (built as :func:`.trace._v1_input_batch` does), then its
+    ``add_request`` for a request whose sampling parameters restrict the allowed token ids: the
+    lazy ``allowed_token_ids_mask`` allocation of gpu_input_batch.py:441-456. The request is a
+    duck-typed ``CachedRequestState`` with vLLM's own ``SamplingParams``."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.worker.gpu_input_batch import InputBatch
+
+    built = tr.HARNESSES["InputBatch"](v, device)
+    params = SamplingParams(temperature=0.0, allowed_token_ids=[1, 2])
+    request = SimpleNamespace(req_id="r0", prompt_token_ids=[1, 2, 3], prompt_embeds=None, output_token_ids=[],
+                              num_tokens=3, num_computed_tokens=0, block_ids=([],), sampling_params=params,
+                              pooling_params=None, generator=None, lora_request=None, mm_features=[],
+                              num_prompt_tokens=3)
+    return _then(built, InputBatch, "add_request", {"request": request})
+
+
+@harness("StandaloneARSpeculator[set_attn]", "vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator")
+def _standalone_set_attn(v: dict, device: str):
+    """StandaloneAR's ``set_attn`` (standalone_ar/speculator.py:79-99): after the parent's attention
+    set-up (not run; it builds metadata builders), ``expanded_slot_mappings`` has one row per KV
+    cache group of the runner's ``BlockTables`` (``num_kv_cache_groups``)."""
+    from vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator import StandaloneARSpeculator
+
+    built = _speculator("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator",
+                        "draft_model")(v, device)
+    block_tables = SimpleNamespace(num_kv_cache_groups=extra_name(v, "num_kv_cache_groups"))
+    return _then(built, StandaloneARSpeculator, "set_attn",
+                 {"model_state": None, "kv_cache_config": None, "block_tables": block_tables,
+                  "target_input_buffers": None, "target_attn_groups": []}, overrides={"super": _LoaderSkipped})
+
+
+@harness("EncoderRunner", "vllm.v1.worker.gpu.mm.encoder_runner")
+def _encoder_runner(v: dict, device: str):
+    """``EncoderRunner(model, max_num_tokens, hidden_size=inputs_embeds_size, encoder_cache, dtype,
+    device, cudagraph_manager, enable_timing)`` as the V2 model state builds it
+    (gpu/model_states/interface.py:84-98; max_num_tokens = max_num_batched_tokens, :62)."""
+    import torch
+    from vllm.v1.worker.gpu.mm.encoder_runner import EncoderRunner
+
+    return _construct(EncoderRunner, model=_MODEL, max_num_tokens=v["max_num_batched_tokens"],
+                      hidden_size=v["hidden_size"], encoder_cache=SimpleNamespace(), dtype=torch.bfloat16,
+                      device=torch.device(device), cudagraph_manager=None, enable_timing=False)
+
+
+@harness("PCPManager", "vllm.v1.worker.gpu.pcp_manager")
+def _pcp_manager(v: dict, device: str):
+    """``PCPManager(pcp_world_size=pcp, pcp_rank=0, ..., max_num_reqs, max_num_tokens=
+    max_num_batched_tokens, block_tables, ..., moe_gathers_tokens=True)`` as
+    ``maybe_build_pcp_manager`` builds it (gpu/pcp_manager.py:912-925, prefill context parallel
+    size ``pcp``, no expert parallelism) with the runner's ``BlockTables`` standing in as the fields
+    ``set_block_tables`` reads: ``num_kv_cache_groups`` groups, each input block table
+    ``[max_num_reqs, max_num_blocks]`` (gpu/block_table.py:85-87), ``cp_interleave`` 1."""
+    import torch
+    from vllm.v1.worker.gpu.pcp_manager import PCPManager
+
+    n, width = v["max_num_reqs"], v["max_num_blocks"]
+    table = (tr.FakeTensor((n, width), torch.int32, device) if isinstance(n, SymInt)
+             else torch.zeros((n, width), dtype=torch.int32))
+    block_tables = SimpleNamespace(cp_interleave=1, input_block_tables=[table],
+                                   num_kv_cache_groups=extra_name(v, "num_kv_cache_groups"))
+    return _construct(PCPManager, pcp_world_size=extra_name(v, "pcp"), pcp_rank=0, device=torch.device(device),
+                      shard_decode_requests=False, max_num_reqs=n, max_num_tokens=v["max_num_batched_tokens"],
+                      block_tables=block_tables, dcp_world_size=1, dcp_rank=0, cp_interleave=1,
+                      moe_gathers_tokens=True)

@@ -21,6 +21,10 @@ traced expressions evaluated at those ints, which is what makes ``traced`` trust
 
 A harness that raises (a branch on a symbolic value, a CUDA-only call, a device query) leaves its
 allocations ``read`` with the error as ``why``.
+
+The harnesses of ``vllm/v1/worker/**``, ``vllm/v1/spec_decode/**`` and the MoE alignment live in
+:mod:`.harness_worker` (imported at the end of this module; it adds stand-ins through
+:data:`PATCH_PROVIDERS` and names through :data:`EXTRA_VALUES`).
 """
 
 from __future__ import annotations
