@@ -734,6 +734,11 @@ def _encoder_runner(v: dict, device: str):
                       device=torch.device(device), cudagraph_manager=None, enable_timing=False)
 
 
+#: PCPManager builds its own rank-local InputBuffers for 2 * max_num_reqs requests
+#: (pcp_manager.py:98-103): not the runner's InputBuffers the inventory entry describes
+tr.FOREIGN_OWNERS["PCPManager"] = {"InputBuffers"}
+
+
 @harness("PCPManager", "vllm.v1.worker.gpu.pcp_manager")
 def _pcp_manager(v: dict, device: str):
     """``PCPManager(pcp_world_size=pcp, pcp_rank=0, ..., max_num_reqs, max_num_tokens=

@@ -881,6 +881,12 @@ HARNESSES: dict[str, Callable[[dict, str], object]] = {}
 MODULES: dict[str, tuple[str, ...]] = {}
 
 
+#: harness -> owners whose classes it also builds with other arguments than the inventory's (e.g.
+#: PCPManager's rank-local InputBuffers of 2 * max_num_reqs requests): their allocations made by
+#: this harness are not this entry's shape, so neither the tracer nor the real tier reads them
+FOREIGN_OWNERS: dict[str, set[str]] = {}
+
+
 def harness(name: str, *modules: str):
     def deco(fn):
         HARNESSES[name] = fn
@@ -1068,7 +1074,7 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
             seen: set[str] = set()
             for r in records:
                 a = _matches(r, sites)
-                if a is None or a.id in seen or r.untrusted:
+                if a is None or a.id in seen or r.untrusted or a.owner in FOREIGN_OWNERS.get(name, ()):
                     continue
                 seen.add(a.id)
                 found.setdefault(a.id, []).append((cond, r))
