@@ -875,7 +875,39 @@ def condition_expression(term) -> str:
     from ...inventory import _Printer
 
     facts = [z3.Int(n) >= 1 for n in POSITIVE] + [z3.Int(n) >= 0 for n in NONNEGATIVE]
-    return _Printer(facts).show(z3.simplify(term))[0]
+    return _Printer(facts).show(z3.simplify(_simplest_equivalent(term, facts)))[0]
+
+
+def _simplest_equivalent(term, facts, rlimit: int = 200000):
+    """``term`` or a conjunction of at most two of its comparisons that is equivalent to it under
+    ``facts`` (an ``unsat`` answer to ``facts & (term != candidate)``; anything else keeps
+    ``term``). A disjunction of path conditions often reduces to the one switch that decides it."""
+    import z3
+
+    atoms: list = []
+    seen: set = set()
+
+    def walk(t):
+        if z3.is_app(t) and t.decl().kind() in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT):
+            for c in t.children():
+                walk(c)
+        elif t.get_id() not in seen:
+            seen.add(t.get_id())
+            atoms.append(t)
+
+    walk(term)
+    if len(atoms) <= 1 or len(atoms) > 24:
+        return term
+    literals = atoms + [z3.Not(a) for a in atoms]
+    candidates = literals + [z3.And(a, b) for i, a in enumerate(literals) for b in literals[i + 1:]]
+    for cand in candidates:
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        solver.add(*facts)
+        solver.add(term != cand)
+        if solver.check() == z3.unsat:
+            return cand
+    return term
 
 
 def trace_all(version: str, root: str, allocations, names: list[str] | None = None):
@@ -1265,3 +1297,7 @@ def register_generic(allocations) -> list[str]:
             continue
         added.append(owner)
     return added
+
+
+# the attention backends' harnesses (capproof/engines/vllm/harness_attention.py) register themselves
+from . import harness_attention as _harness_attention  # noqa: E402,F401
