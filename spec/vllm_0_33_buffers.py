@@ -21,7 +21,7 @@ assigned from, with that line; traced shapes use config names and need none.
 from __future__ import annotations
 
 from spec._families import (
-    ARANGE, DECODE_OFFSETS, DECODE_ROWS, QUERY_START_LOC, REQUESTS, TOKEN_OFFSETS, TOKENS,
+    ARANGE, DECODE_OFFSETS, DECODE_ROWS, QUERY_START_LOC, REQUESTS, TOKEN_OFFSETS, TOKEN_TOPK, TOKENS,
 )
 from spec._inventory import cover
 
@@ -1104,3 +1104,56 @@ cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.logits_indices", GRAMMAR_ROWS,
 cover(INVENTORY, f"{_SO}::StructuredOutputsWorker.grammar_bitmask", GRAMMAR_ROWS,
       [_V + f"{_SO}:83 (grammar_bitmask[: grammar_bitmask.shape[0]], one row per mapping entry)"],
       aliases={"max_num_logits": ("max_num_reqs * decode_query_len", "vllm/v1/worker/gpu/model_runner.py:529")})
+
+
+# =============================================================================================
+# Attention-backend entries traced by capproof/engines/vllm/harness_attention.py.
+
+# ROCm sparse MLA: one query row per token; the top-k lists are flattened per token.
+table("vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py", TOKEN_OFFSETS, {
+    "ROCMAiterMLASparseMetadataBuilder.qo_indptr": "644",
+})
+table("vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py", TOKEN_TOPK, {
+    "ROCMAiterMLASparseMetadataBuilder.paged_kv_indices": "614 620 647",
+})
+
+# ROCm MXFP4 indexer: context lengths per request, decode block ends per flattened decode row
+# (one row per decode token: use_flattening, rocm_paged_mxfp4_indexer.py:356-358).
+table("vllm/v1/attention/backends/mla/rocm_paged_mxfp4_indexer.py", REQUESTS, {
+    "RocmMxfp4IndexerMetadataBuilder.context_lens_buffer": "414 415 416",
+})
+table("vllm/v1/attention/backends/mla/rocm_paged_mxfp4_indexer.py", TOKENS, {
+    "RocmMxfp4IndexerMetadataBuilder.decode_block_ends_buffer": "423 424 425",
+})
+
+# Mamba ReplaySSM B·C scratch: [:num_decodes] eagerly (605), [:padded_bs] under the decode
+# CUDA-graph guard (687); both count requests of the batch.
+table("vllm/v1/attention/backends/mamba_attn.py", REQUESTS, {
+    "BaseMambaAttentionMetadataBuilder.decode_bc_pre_scratch": "605 687",
+})
+
+# GDN's non-spec token indices are staged into the FULL-graph buffer only under the spec-decode
+# guard, which requires no prefills and no (non-spec) decodes: the list is then empty.
+GDN_NON_SPEC_TOKENS = Family(
+    name="gdn_non_spec_tokens",
+    dim=0,
+    demand=lambda num_non_spec_tokens: num_non_spec_tokens,
+    domain={"num_non_spec_tokens": Range(0, 2**17), "num_prefills": Range(0, 2**12), "num_decodes": Range(0, 2**12),
+            "num_prefill_tokens": Range(0, 2**17), "num_decode_tokens": Range(0, 2**17)},
+    facts={
+        "staged only when num_prefills == 0 and num_decodes == 0 (gdn_attn.py:714-717)":
+            lambda num_prefills, num_decodes: (num_prefills == 0) & (num_decodes == 0),
+        "a request class with no requests has no tokens":
+            lambda num_prefills, num_decodes, num_prefill_tokens, num_decode_tokens:
+                ((num_prefills > 0) | (num_prefill_tokens == 0)) & ((num_decodes > 0) | (num_decode_tokens == 0)),
+        "the non-spec tokens are the prefill and decode tokens (gdn_attn.py:464; 442 gives an empty list)":
+            lambda num_non_spec_tokens, num_prefill_tokens, num_decode_tokens:
+                num_non_spec_tokens == num_prefill_tokens + num_decode_tokens,
+    },
+    sources=[_V + f"{_GDN}:706-720 (_stage_spec_decode guard)", _V + f"{_GDN}:432-444,464-465 (non_spec_token_indx)",
+             _V + f"{_GDN}:632-637 (non_spec_token_indx[: non_spec_token_indx.size(0)])"],
+    doc="GDN's non-spec token indices in the FULL-graph buffer: staged only for pure spec-decode batches, "
+        "where they are empty.",
+    demand_name="non_spec_tokens",
+)
+cover(INVENTORY, f"{_GDN}::GDNAttentionMetadataBuilder.non_spec_token_indx", GDN_NON_SPEC_TOKENS)

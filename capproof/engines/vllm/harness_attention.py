@@ -39,9 +39,10 @@ __all__ = ["NAMES", "SWITCHES", "PLATFORM_ANSWERS", "switch"]
 
 #: Config names (sizes >= 1) the attention harnesses add to the tracer's vocabulary.
 NAMES = ("sliding_window", "rswa_window", "replayssm_buffer_len", "mamba_ngroups", "topk_width",
-         "kv_lora_rank", "num_kv_heads", "compress_ratio")
+         "kv_lora_rank", "num_kv_heads", "compress_ratio",
+         "candidate_block_size", "candidate_topk_blocks", "max_seq_len")
 #: Config switches (0/1) the harnesses fork on; shapes allocated on one side say ``<name> == 1``.
-SWITCHES = ("full_cudagraphs", "mm_prefix_lm", "use_replayssm", "fa3", "sm120", "sm90", "sm100")
+SWITCHES = ("full_cudagraphs", "mm_prefix_lm", "use_replayssm", "flydsl", "fa3", "sm120", "sm90", "sm100")
 
 #: Config names that may be 0.
 COUNTS = ("vision_n_layers", "vision_max_n_token")
@@ -86,7 +87,7 @@ def int_value(name: str) -> int:
 
 
 #: int values for the real-tier comparison (a DeepSeek-/Gemma-like deployment)
-DEFAULTS = dict(compress_ratio=4, vision_n_layers=1, sliding_window=128, rswa_window=512, replayssm_buffer_len=8, mamba_ngroups=8, topk_width=2048,
+DEFAULTS = dict(max_seq_len=4096, candidate_block_size=64, candidate_topk_blocks=32, gcn_arch=950, compress_ratio=4, vision_n_layers=1, sliding_window=128, rswa_window=512, replayssm_buffer_len=8, mamba_ngroups=8, topk_width=2048,
                 kv_lora_rank=512, vision_max_n_token=1024, num_kv_heads=8)
 
 
@@ -357,3 +358,243 @@ def _replayssm(cfg, v):
 harness("BaseMambaAttentionMetadataBuilder", "vllm.v1.attention.backends.mamba_attn", "vllm.v1.kv_cache_interface")(
     _switched_builder("vllm.v1.attention.backends.mamba_attn", "BaseMambaAttentionMetadataBuilder", False, _replayssm,
                       platform=cuda_platform, spec=_mamba_spec, overrides=distributed))
+
+
+# ------------------------------------------------------------------------------------------------
+# ROCm backends. Their modules import on a CPU build; ``aiter`` (AMD's kernel package, imported in
+# constructor bodies) is a CudaOnly stand-in: a statement calling into it is skipped and the
+# buffers it sizes (aiter's own metadata sizes) stay read.
+
+def rocm_platform(v: dict) -> dict:
+    """``current_platform`` answers for a ROCm deployment: ``is_rocm()`` True, ``is_cuda()`` False,
+    ``num_compute_units()`` the name ``num_sms`` (compute units); any other question is refused."""
+    return {"is_rocm": lambda: True, "is_cuda": lambda: False, "is_xpu": lambda: False, "is_cpu": lambda: False,
+            "num_compute_units": lambda index=None: v["num_sms"]}
+
+
+#: AMD GPU architectures as codes of the config name ``gcn_arch`` (vllm/platforms/rocm.py:217-233
+#: derives the ``on_*`` answers from the GCN arch string)
+GCN_ARCH = {"gfx90a": 90, "gfx942": 942, "gfx950": 950, "gfx1100": 1100, "gfx1151": 1151, "gfx1200": 1200,
+            "gfx1201": 1201, "gfx1250": 1250}
+
+
+def _rocm_module(v: dict):
+    """A stand-in for ``vllm.platforms.rocm`` (it queries the GPU at import; a CPU build cannot import
+    it): its architecture predicates (rocm.py:307-385) as conditions on the symbolic ``gcn_arch``
+    (one of :data:`GCN_ARCH`), so the tracer forks on them; any other function is a refused device
+    query."""
+    import types
+
+    arch = _value("gcn_arch", v)
+
+    def any_of(*names):
+        conds = [arch == GCN_ARCH[n] for n in names]
+        out = conds[0]
+        for c in conds[1:]:
+            out = out | c
+        return out
+
+    preds = {
+        "on_gfx9": ("gfx90a", "gfx942", "gfx950"), "on_gfx90a": ("gfx90a",), "on_gfx942": ("gfx942",),
+        "on_gfx950": ("gfx950",), "on_mi3xx": ("gfx942", "gfx950"), "on_gfx1250": ("gfx1250",),
+        "on_cdna": ("gfx90a", "gfx942", "gfx950", "gfx1250"), "on_gfx11": ("gfx1100", "gfx1151"),
+        "on_gfx1100": ("gfx1100",), "on_gfx1151": ("gfx1151",), "on_gfx115x": ("gfx1151",),
+        "on_gfx12x": ("gfx1200", "gfx1201"), "on_rdna4": ("gfx1200", "gfx1201"),
+        "on_gfx1x": ("gfx1100", "gfx1151", "gfx1200", "gfx1201"),
+        "on_rdna": ("gfx1100", "gfx1151", "gfx1200", "gfx1201"),
+    }
+    module = types.ModuleType("vllm.platforms.rocm")
+    module.__file__ = None
+    for name, archs in preds.items():
+        setattr(module, name, (lambda a: lambda: any_of(*a))(archs))
+
+    def refuse(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise _tr.CapproofError(f"device query vllm.platforms.rocm.{attr} (a CPU cannot answer it)")
+
+    module.__getattr__ = refuse
+    return module
+
+
+@contextlib.contextmanager
+def rocm_device(v: dict):
+    """While a ROCm harness runs: ``vllm.platforms.rocm`` is :func:`_rocm_module`."""
+    saved = sys.modules.get("vllm.platforms.rocm")
+    sys.modules["vllm.platforms.rocm"] = _rocm_module(v)
+    try:
+        yield
+    finally:
+        if saved is None:
+            sys.modules.pop("vllm.platforms.rocm", None)
+        else:
+            sys.modules["vllm.platforms.rocm"] = saved
+
+
+def _rocm_builder(module: str, cls: str, mla: bool):
+    inner = _switched_builder(module, cls, mla, _rswa_and_mm_prefix, platform=rocm_platform, overrides=distributed,
+                              stand_in=("aiter",))
+
+    def run(v: dict, device: str):
+        with rocm_device(v):
+            return inner(v, device)
+
+    return run
+
+
+for _module, _cls, _mla in (
+        ("vllm.v1.attention.backends.mla.rocm_aiter_mla", "AiterMLAMetadataBuilder", True),
+        ("vllm.v1.attention.backends.mla.rocm_aiter_mla_sparse", "ROCMAiterMLASparseMetadataBuilder", True),
+        ("vllm.v1.attention.backends.rocm_octave_attn", "RocmOctaveMetadataBuilder", False)):
+    harness(_cls, _module, "vllm.v1.kv_cache_interface")(_rocm_builder(_module, _cls, _mla))
+
+
+#: The sliding window of the layer the ROCm FlashAttention harness gives its builder: a concrete int,
+#: because the builder collects the windows in a set (rocm_aiter_fa.py:489-496), which a symbolic
+#: value cannot enter (4096: Gemma-3's and Mistral's window).
+AITER_FA_WINDOW = 4096
+
+
+def _aiter_fa_layer(cfg, v):
+    """One attention layer in ``static_forward_context`` for ``AiterFlashAttentionMetadataBuilder``
+    (rocm_aiter_fa.py:488-507 collects the layers' sliding windows): an ``Attention`` whose
+    ``AiterFlashAttentionImpl`` has the sliding window ``(AITER_FA_WINDOW - 1, 0)`` (vLLM's
+    ``(left, right)`` convention; ``window = left + 1``, rocm_aiter_fa.py:517). The objects are
+    the real classes, their constructors not run (the builder reads only these attributes)."""
+    from vllm.model_executor.layers.attention import Attention
+    from vllm.v1.attention.backends.rocm_aiter_fa import AiterFlashAttentionImpl
+
+    impl = AiterFlashAttentionImpl.__new__(AiterFlashAttentionImpl)
+    impl.__dict__.update(sliding_window=(AITER_FA_WINDOW - 1, 0), num_kv_heads=_value("num_kv_heads", v), head_size=128)
+    layer = Attention.__new__(Attention)
+    layer.__dict__.update(impl=impl, kv_sharing_target_layer_name=None, kv_cache_update_bypass=False)
+    cfg.compilation_config.static_forward_context = {"model.layers.0.self_attn.attn": layer}
+
+
+def _rocm_fa_builder(v: dict, device: str):
+    with rocm_device(v):
+        return _switched_builder("vllm.v1.attention.backends.rocm_aiter_fa", "AiterFlashAttentionMetadataBuilder", False,
+                                 _aiter_fa_layer, platform=rocm_platform, overrides=distributed,
+                                 stand_in=("aiter",))(v, device)
+
+
+harness("AiterFlashAttentionMetadataBuilder", "vllm.v1.attention.backends.rocm_aiter_fa",
+        "vllm.v1.kv_cache_interface")(_rocm_fa_builder)
+
+
+def _mxfp4_indexer(v: dict, device: str):
+    """``RocmMxfp4IndexerMetadataBuilder`` (rocm_paged_mxfp4_indexer.py:335-386), a DSA indexer builder
+    (it passes ``block_table_width`` to ``DeepseekV32IndexerMetadataBuilder``) on a compressed MLA
+    spec (``tokens_per_state = compress_ratio``); the indexer's head count and head dim are the HF
+    config's ``index_n_heads = 64``, ``index_head_dim = 128`` (DeepSeek-V3.2's)."""
+    import torch
+    from vllm.v1.kv_cache_interface import MLAAttentionSpec
+
+    cfg = attention_config(v)
+    cfg.model_config.hf_text_config.index_n_heads = 64
+    cfg.model_config.hf_text_config.index_head_dim = 128
+    spec = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8,
+                            cache_dtype_str="fp8_ds_mla", tokens_per_state=_value("compress_ratio", v))
+    with rocm_device(v), stand_ins("aiter"):
+        return _builder("vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer", "RocmMxfp4IndexerMetadataBuilder",
+                        spec, cfg, v, device, platform=rocm_platform(v), overrides=distributed(v),
+                        block_table_width=_tr._block_table_width(v))
+
+
+harness("RocmMxfp4IndexerMetadataBuilder", "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer",
+        "vllm.v1.kv_cache_interface")(_mxfp4_indexer)
+
+
+# ------------------------------------------------------------------------------------------------
+# what each harness's traced shapes rest on (appended to the entries' ``why``)
+
+_ROCM = ("ROCm backend run on a CPU build: `aiter` stood in (statements calling into it are not run, the "
+         "buffers they size stay read), vllm.platforms.rocm's arch predicates are conditions on gcn_arch")
+_tr.NOTES.update({
+    "_SM90State": "flashinfer, flashinfer.mla stood in (no CPU build; the BatchMLAPagedAttentionWrapper call is not "
+                  "run); arguments as FlashInferMLASparseSM90Builder passes them (flashinfer_mla_sparse_sm90.py:459-470), "
+                  "topk_width = topk_indices_buffer.shape[1]",
+    "AiterMLAMetadataBuilder": _ROCM + "; speculative_config.enable_adaptive_verification off (the adaptive "
+                               "varlen-verify buffers are not reached; paged_kv_indices then has no draft pages)",
+    "ROCMAiterMLASparseMetadataBuilder": _ROCM,
+    "RocmOctaveMetadataBuilder": _ROCM,
+    "RocmMxfp4IndexerMetadataBuilder": _ROCM + "; index_n_heads 64, index_head_dim 128",
+    "AiterFlashAttentionMetadataBuilder": _ROCM + f"; one layer with sliding window {AITER_FA_WINDOW} (concrete: "
+                                          "the builder keeps windows in a set)",
+    "TurboQuantAttentionImpl": "Impl methods _ensure_on_device and _prefill_attention run statement by statement "
+                               "on an instance with _max_model_len and _soa_store (the switch flydsl) set; "
+                               "max_seq_len is the step's longest sequence",
+    "DeepseekV41SparseIndexerMetadataBuilder": "HF candidate_block_size, candidate_topk_blocks as names; the "
+                                               "constructor's capability checks (DeepGEMM, DeepSelect) are skipped",
+    "BaseMambaAttentionMetadataBuilder": "MambaSpec B-cache shape (mamba_ngroups, replayssm_buffer_len, 128); "
+                                         "ReplaySSM on the Triton backend",
+})
+for _cls in ("FlashAttentionMetadataBuilder", "TritonAttentionMetadataBuilder", "FlexAttentionMetadataBuilder"):
+    _tr.NOTES[_cls] = "traced with model_config.rswa_window set (the name rswa_window)"
+
+
+# ------------------------------------------------------------------------------------------------
+# DeepSeek-V4.1 sparse-logits indexer (mla/sparse_indexer.py:91-175)
+
+def _sparse_indexer(v: dict, device: str):
+    """``DeepseekV41SparseIndexerMetadataBuilder``: the DSA indexer builder (``block_table_width``
+    passed through) plus row scratch sized by the parent's ``arange_buffer`` rows
+    (sparse_indexer.py:165). The HF config's two-level indexer fields are the names
+    ``candidate_block_size`` and ``candidate_topk_blocks``; the SM100 family check is the switch
+    ``sm100_family`` (sparse_indexer.py:116-120). The constructor's capability checks that raise
+    on a CPU build (DeepGEMM, DeepSelect) are statements the tracer skips; the allocations after
+    them do not read what they compute."""
+    cfg = attention_config(v)
+    hf = cfg.model_config.hf_text_config
+    hf.candidate_block_size = _value("candidate_block_size", v)
+    hf.candidate_topk_blocks = _value("candidate_topk_blocks", v)
+    return _builder("vllm.v1.attention.backends.mla.sparse_indexer", "DeepseekV41SparseIndexerMetadataBuilder",
+                    _mla_spec(v), cfg, v, device, platform=cuda_platform(v), overrides=distributed(v),
+                    block_table_width=_tr._block_table_width(v))
+
+
+harness("DeepseekV41SparseIndexerMetadataBuilder", "vllm.v1.attention.backends.mla.sparse_indexer",
+        "vllm.v1.kv_cache_interface")(_sparse_indexer)
+
+
+# ------------------------------------------------------------------------------------------------
+# TurboQuant attention: buffers its Impl allocates lazily (turboquant_attn.py:409-436, 775-784)
+
+def _turboquant(v: dict, device: str):
+    """``TurboQuantAttentionImpl``'s lazily allocated buffers, by running the two methods that
+    allocate them statement by statement on an instance whose constructor fields are set as
+    ``__init__`` sets them (turboquant_attn.py:328-370): ``_max_model_len`` = ``max_model_len``,
+    ``_soa_store`` = the switch ``flydsl`` (``is_flydsl_available()``, a ROCm package probe).
+
+    - ``_ensure_on_device(layer, device)`` (409-436): ``_arange_cache`` and ``_cu_2`` when
+      ``_soa_store``; the layer is marked ``_tq_cached`` (its Hadamard/centroid set-up allocates
+      nothing in the inventory).
+    - ``_prefill_attention(...)`` (723-784) on a fresh instance: ``_cu_2`` (776) and the step's
+      ``_arange_cache`` (781) sized by the step's longest sequence, the name ``max_seq_len``.
+      Statements that need the batch's data (``.tolist()``) or return early are skipped."""
+    import torch
+    from vllm.v1.attention.backends.turboquant_attn import TurboQuantAttentionImpl as Impl
+
+    logs = []
+    obj = Impl.__new__(Impl)
+    obj.__dict__.update(_max_model_len=v["max_model_len"], _soa_store=switch("flydsl", v), head_size=128,
+                        num_heads=v["num_heads"], max_num_kv_splits=32)
+    layer = SimpleNamespace(_tq_cached=True)
+    logs.append((obj, _tr.run_statements(Impl._ensure_on_device, Impl, obj, {"layer": layer, "device": device})))
+
+    obj2 = Impl.__new__(Impl)
+    obj2.__dict__.update(_max_model_len=v["max_model_len"], head_size=128, num_heads=v["num_heads"])
+    n = v["max_num_batched_tokens"]
+    query = _tr.FakeTensor((n, v["num_heads"], 128), torch.bfloat16, device)
+    key = _tr.FakeTensor((n, 8, 128), torch.bfloat16, device)
+    meta = SimpleNamespace(max_query_len=n, max_seq_len=_value("max_seq_len", v),
+                           query_start_loc=_tr.FakeTensor((v["max_num_reqs"] + 1,), torch.int32, device),
+                           query_start_loc_cpu=None, seq_lens_cpu=None,
+                           seq_lens=_tr.FakeTensor((v["max_num_reqs"],), torch.int32, device))
+    args = dict(query=query, key=key, value=key, kv_cache=None, attn_metadata=meta, Pi=None, centroids=None,
+                PiT=None, layer=layer)
+    logs.append((obj2, _tr.run_statements(Impl._prefill_attention, Impl, obj2, args)))
+    return logs
+
+
+harness("TurboQuantAttentionImpl", "vllm.v1.attention.backends.turboquant_attn")(_turboquant)

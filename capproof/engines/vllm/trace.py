@@ -592,12 +592,14 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
                         poisoned_attrs.setdefault(a, "skipped in the parent constructor")
         else:
             module = ast.fix_missing_locations(ast.Module([_ZeroArgSuper().visit(stmt)], type_ignores=[]))
-            code = compile(module, filename, "exec")
             trace = getattr(_local, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
             made = len(_ACTIVE.records) if _ACTIVE is not None else 0
             raised = None
             try:
+                # a statement holding a nested ``return`` (``if x: return y``) does not compile
+                # alone: it is skipped like one that raises, its targets poisoned
+                code = compile(module, filename, "exec")
                 exec(code, ns)
             except Exception as exc:  # noqa: BLE001 - the statement is skipped, its targets poisoned
                 raised = exc
@@ -728,6 +730,9 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
 HARNESSES: dict[str, Callable[[dict, str], object]] = {}
 #: the modules each harness imports (imported before the allocation calls are patched)
 MODULES: dict[str, tuple[str, ...]] = {}
+#: a note a harness attaches to the ``why`` of every entry it traces (stand-ins it used, fixed
+#: config values), so a reader of the inventory sees what the traced shape rests on
+NOTES: dict[str, str] = {}
 
 
 def harness(name: str, *modules: str):
@@ -982,6 +987,8 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
             if len(hits) < len(runs):
                 where = z3.Or(*[c for c, _ in hits]) if len(hits) > 1 else hits[0][0]
                 why = f"allocated only when {condition_expression(where)}"
+            if NOTES.get(name):
+                why = f"{why}; {NOTES[name]}" if why else NOTES[name]
             params = sorted({n for x in shape for n in expression_names(x)})
             traced[aid] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
                                 dtype=dtypes.pop(), shape=shape, how="traced", why=why, sized_by=classify(params),
