@@ -42,7 +42,7 @@ NAMES = ("sliding_window", "rswa_window", "replayssm_buffer_len", "mamba_ngroups
          "kv_lora_rank", "num_kv_heads", "compress_ratio",
          "candidate_block_size", "candidate_topk_blocks", "max_seq_len")
 #: Config switches (0/1) the harnesses fork on; shapes allocated on one side say ``<name> == 1``.
-SWITCHES = ("full_cudagraphs", "mm_prefix_lm", "use_replayssm", "flydsl", "fa3", "sm120", "sm90", "sm100")
+SWITCHES = ("full_cudagraphs", "mm_prefix_lm", "use_replayssm", "flydsl", "nvfp4_fa2", "fa3", "sm120", "sm90", "sm100")
 
 #: Config names that may be 0.
 COUNTS = ("vision_n_layers", "vision_max_n_token")
@@ -87,7 +87,7 @@ def int_value(name: str) -> int:
 
 
 #: int values for the real-tier comparison (a DeepSeek-/Gemma-like deployment)
-DEFAULTS = dict(max_seq_len=4096, candidate_block_size=64, candidate_topk_blocks=32, gcn_arch=950, compress_ratio=4, vision_n_layers=1, sliding_window=128, rswa_window=512, replayssm_buffer_len=8, mamba_ngroups=8, topk_width=2048,
+DEFAULTS = dict(nvfp4_fa2=0, max_seq_len=4096, candidate_block_size=64, candidate_topk_blocks=32, gcn_arch=950, compress_ratio=4, vision_n_layers=1, sliding_window=128, rswa_window=512, replayssm_buffer_len=8, mamba_ngroups=8, topk_width=2048,
                 kv_lora_rank=512, vision_max_n_token=1024, num_kv_heads=8)
 
 
@@ -598,3 +598,24 @@ def _turboquant(v: dict, device: str):
 
 
 harness("TurboQuantAttentionImpl", "vllm.v1.attention.backends.turboquant_attn")(_turboquant)
+
+
+# ------------------------------------------------------------------------------------------------
+# FlashInfer attention Impl: the NVFP4 FP8 output buffer (flashinfer.py:2013-2112)
+
+def _flashinfer_impl(v: dict, device: str):
+    """``FlashInferImpl(num_heads, 128, scale, num_kv_heads, None, None, "nvfp4")`` with the current
+    vLLM config (``get_current_vllm_config_or_none``) the duck-typed one. ``_nvfp4_kv_on_fa2()``
+    is a device-capability query (SM80/90/120 families, flashinfer.py:114-115): the switch
+    ``nvfp4_fa2``; the FP8 output buffer exists on the TRT-LLM side (flashinfer.py:2104-2110)."""
+    from vllm.v1.attention.backends.flashinfer import FlashInferImpl
+
+    cfg = attention_config(v)
+    cfg.attention_config.disable_flashinfer_q_quantization = False
+    return construct(FlashInferImpl, v["num_heads"], 128, 0.1, _value("num_kv_heads", v), None, None, "nvfp4",
+                     _overrides={"get_current_vllm_config_or_none": lambda: cfg,
+                                 "_nvfp4_kv_on_fa2": lambda: switch("nvfp4_fa2", v),
+                                 "current_platform": Platform(cuda_platform(v)), **distributed(v)})
+
+
+harness("FlashInferImpl", "vllm.v1.attention.backends.flashinfer")(_flashinfer_impl)
