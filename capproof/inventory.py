@@ -536,7 +536,9 @@ class _Printer:
         if k in (z3.Z3_OP_AND, z3.Z3_OP_OR):
             op, prec = (" & ", _PREC["and"]) if k == z3.Z3_OP_AND else (" | ", _PREC["or"])
             # comparisons bind looser than & and | in Python: parenthesise every operand
-            return op.join("(" + self.show(c, path)[0] + ")" for c in ch), prec
+            # sorted: & and | commute, and Z3's operand order follows term creation, which varies
+            # between runs (the committed inventory must not)
+            return op.join(sorted("(" + self.show(c, path)[0] + ")" for c in ch)), prec
         raise SpecError(f"cannot print Z3 term {t} in the shape expression language")
 
     def _cdiv_product(self, t, path):

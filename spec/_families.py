@@ -173,3 +173,17 @@ SPEC_COLUMNS = Family(
     doc="Per-request draft-token columns: [:num_reqs, :num_draft_tokens].",
     demand_name="num_draft_tokens",
 )
+
+
+TOKEN_TOPK = Family(
+    name="token_topk",
+    dim=0,
+    demand=lambda num_tokens_padded, index_topk: num_tokens_padded * index_topk,
+    domain={"max_num_batched_tokens": Range(1, 2**17), "num_tokens_padded": Range(1, 2**17),
+            "index_topk": Range(1, 2**13)},
+    facts=PADDED_TOKENS_FIT,
+    sources=_FACT_SOURCES,
+    doc="Flattened per-token top-k lists: [:num_tokens * index_topk] entries, index_topk the same top-k width "
+        "the allocation uses (the builder's topk_tokens, the HF config's index_topk).",
+    demand_name="entries",
+)

@@ -21,7 +21,7 @@ assigned from, with that line; traced shapes use config names and need none.
 from __future__ import annotations
 
 from spec._families import (
-    ARANGE, DECODE_OFFSETS, DECODE_ROWS, QUERY_START_LOC, REQUESTS, TOKEN_OFFSETS, TOKENS,
+    ARANGE, DECODE_OFFSETS, DECODE_ROWS, QUERY_START_LOC, REQUESTS, TOKEN_OFFSETS, TOKEN_TOPK, TOKENS,
 )
 from spec._inventory import cover
 
@@ -947,7 +947,7 @@ cover(INVENTORY, f"{_IDX}::DeepseekV32IndexerMetadataBuilder.offsets_buffer", IN
 # ---------------------------------------------------------------------------------------------
 # Second dimensions: tokens along dim 1, requests along dim 1, per-request token columns.
 
-from spec._families import SPEC_COLUMNS, TOKEN_COLUMNS  # noqa: E402
+from spec._families import PADDED_REQS_FIT, SPEC_COLUMNS, TOKEN_COLUMNS  # noqa: E402
 
 cover(INVENTORY, "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.mrope_positions", TOKENS,
       [_V + "vllm/v1/worker/gpu_model_runner.py:992 2174 2186 5733"], dim=1, name="tokens_dim1__GPUModelRunner_mrope_positions",
@@ -1164,3 +1164,146 @@ cover(INVENTORY, "vllm/v1/worker/gpu/mm/rope.py::RopeState.positions", TOKENS,
       [_V + "vllm/v1/worker/gpu/mm/rope.py:80 (positions[:, :num_tokens])"], dim=1)
 cover(INVENTORY, "vllm/v1/worker/gpu/states.py::RequestState.next_prefill_tokens", REQUESTS,
       [_V + "vllm/v1/worker/gpu/input_batch.py:320-325 (next_prefill_tokens[lookahead, req_state_idx])"], dim=1)
+
+
+# =============================================================================================
+# Attention-backend entries traced by capproof/engines/vllm/harness_attention.py.
+
+# ROCm sparse MLA: one query row per token; the top-k lists are flattened per token.
+table("vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py", TOKEN_OFFSETS, {
+    "ROCMAiterMLASparseMetadataBuilder.qo_indptr": "644",
+})
+table("vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py", TOKEN_TOPK, {
+    "ROCMAiterMLASparseMetadataBuilder.paged_kv_indices": "614 620 647",
+})
+
+# ROCm MXFP4 indexer: context lengths per request, decode block ends per flattened decode row
+# (one row per decode token: use_flattening, rocm_paged_mxfp4_indexer.py:356-358).
+table("vllm/v1/attention/backends/mla/rocm_paged_mxfp4_indexer.py", REQUESTS, {
+    "RocmMxfp4IndexerMetadataBuilder.context_lens_buffer": "414 415 416",
+})
+table("vllm/v1/attention/backends/mla/rocm_paged_mxfp4_indexer.py", TOKENS, {
+    "RocmMxfp4IndexerMetadataBuilder.decode_block_ends_buffer": "423 424 425",
+})
+
+# Mamba ReplaySSM B·C scratch: [:num_decodes] eagerly (605), [:padded_bs] under the decode
+# CUDA-graph guard (687); both count requests of the batch.
+table("vllm/v1/attention/backends/mamba_attn.py", REQUESTS, {
+    "BaseMambaAttentionMetadataBuilder.decode_bc_pre_scratch": "605 687",
+})
+
+# GDN's non-spec token indices are staged into the FULL-graph buffer only under the spec-decode
+# guard, which requires no prefills and no (non-spec) decodes: the list is then empty.
+GDN_NON_SPEC_TOKENS = Family(
+    name="gdn_non_spec_tokens",
+    dim=0,
+    demand=lambda num_non_spec_tokens: num_non_spec_tokens,
+    domain={"num_non_spec_tokens": Range(0, 2**17), "num_prefills": Range(0, 2**12), "num_decodes": Range(0, 2**12),
+            "num_prefill_tokens": Range(0, 2**17), "num_decode_tokens": Range(0, 2**17)},
+    facts={
+        "staged only when num_prefills == 0 and num_decodes == 0 (gdn_attn.py:714-717)":
+            lambda num_prefills, num_decodes: (num_prefills == 0) & (num_decodes == 0),
+        "a request class with no requests has no tokens":
+            lambda num_prefills, num_decodes, num_prefill_tokens, num_decode_tokens:
+                ((num_prefills > 0) | (num_prefill_tokens == 0)) & ((num_decodes > 0) | (num_decode_tokens == 0)),
+        "the non-spec tokens are the prefill and decode tokens (gdn_attn.py:464; 442 gives an empty list)":
+            lambda num_non_spec_tokens, num_prefill_tokens, num_decode_tokens:
+                num_non_spec_tokens == num_prefill_tokens + num_decode_tokens,
+    },
+    sources=[_V + f"{_GDN}:706-720 (_stage_spec_decode guard)", _V + f"{_GDN}:432-444,464-465 (non_spec_token_indx)",
+             _V + f"{_GDN}:632-637 (non_spec_token_indx[: non_spec_token_indx.size(0)])"],
+    doc="GDN's non-spec token indices in the FULL-graph buffer: staged only for pure spec-decode batches, "
+        "where they are empty.",
+    demand_name="non_spec_tokens",
+)
+cover(INVENTORY, f"{_GDN}::GDNAttentionMetadataBuilder.non_spec_token_indx", GDN_NON_SPEC_TOKENS)
+
+# FlashAttention 3's AOT scheduler metadata, staged into the FULL-graph buffer.
+_FA = "vllm/v1/attention/backends/flash_attn.py"
+FA3_SCHEDULER_METADATA = Family(
+    name="fa3_scheduler_metadata",
+    dim=0,
+    demand=lambda num_reqs_padded: 1 + ((num_reqs_padded + 3) // 4) * 4 * 4,
+    domain={"max_num_reqs": Range(1, 2**12), "num_reqs_padded": Range(1, 2**12)},
+    facts=PADDED_REQS_FIT,
+    sources=[_V + f"{_FA}:670-682 (_store_scheduler_metadata: scheduler_metadata[:n] = the FA3 metadata, n its length)",
+             _V + f"{_FA}:927-945 (get_scheduler_metadata(batch_size=num_reqs, ...))",
+             _V + f"{_FA}:753-757 (the size formula 1 + round_up(batch_size, 4) * 4, quoting flash-attention "
+                  "hopper/flash_api.cpp:664-671)"],
+    doc="FA3's scheduler metadata for a batch of num_reqs requests has 1 + round_up(num_reqs, 4) * 4 entries "
+        "(tile-count semaphore + 4 vectors per request). ASSUMPTION (unconfirmed: FA3 is compiled, not in the "
+        "wheel): the kernel's metadata has the length the builder's comment quotes.",
+    demand_name="metadata_entries",
+)
+cover(INVENTORY, f"{_FA}::FlashAttentionMetadataBuilder.scheduler_metadata", FA3_SCHEDULER_METADATA,
+      [_V + f"{_FA}:676 (scheduler_metadata[:n] = scheduler_metadata)"])
+
+# TurboQuant's position arange: reused only while longer than the step's longest sequence,
+# else re-allocated (turboquant_attn.py:779-784); read as [cached_len + 1 : seq_len + 1] (837).
+_TQ = "vllm/v1/attention/backends/turboquant_attn.py"
+REGROWN_ARANGE = Family(
+    name="regrown_arange",
+    dim=0,
+    demand=lambda seq_len: seq_len + 1,
+    domain={"seq_len": Range(1, 2**21), "max_seq_len": Range(1, 2**21)},
+    facts={
+        "a request's sequence is at most the step's longest (attn_metadata.max_seq_len)":
+            lambda seq_len, max_seq_len: seq_len <= max_seq_len,
+        "the cached arange is used only when longer than max_seq_len, else re-allocated to max_seq_len + 1 "
+        "(turboquant_attn.py:779-784)":
+            lambda capacity, max_seq_len: capacity > max_seq_len,
+    },
+    sources=[_V + f"{_TQ}:779-785 (_ac reused if _ac.shape[0] > _max_seq, else torch.arange(0, _max_seq + 1))",
+             _V + f"{_TQ}:837 (synth_seq_lens = _arange_cache[cached_len + 1 : seq_len + 1])"],
+    doc="A lazily regrown arange: the step's reader slices [: seq_len + 1] of a cache that is longer than the "
+        "step's longest sequence (the guard binds the capacity itself).",
+    demand_name="slice_end",
+)
+cover(INVENTORY, f"{_TQ}::TurboQuantAttentionImpl._arange_cache", REGROWN_ARANGE, [_V + f"{_TQ}:432 (pre-allocated "
+      "for FlyDSL CUDA-graph capture; the same reader reuses it)"])
+cover(INVENTORY, f"{_TQ}::TurboQuantAttentionImpl._arange_cache#2", REGROWN_ARANGE)
+
+# FlashInfer sparse MLA on SM90: FlashInfer's CUDA-graph plan() copies the full staging tensors
+# into the reserved buffers with exact-size copy_ (flashinfer_mla_sparse_sm90.py:341-346).
+_SM90 = "vllm/v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py"
+
+
+def _staging(extra):
+    return Family(
+        name="full_staging" if extra == 0 else "full_staging_offsets",
+        dim=0,
+        demand=lambda max_num_batched_tokens: max_num_batched_tokens + extra,
+        domain={"max_num_batched_tokens": Range(1, 2**17)},
+        sources=[_V + f"{_SM90}:341-355 (plan() passes the full _qo_cpu / _lens_cpu staging tensors; use_cuda_graph=True "
+                      "copies them into the reserved buffers with exact-size copy_)",
+                 _V + f"{_SM90}:290-294 (staging sizes: _qo_cpu max_tokens + 1, _lens_cpu max_tokens; max_tokens = "
+                      "max_num_batched_tokens, 459-463)"],
+        doc="A reserved FlashInfer buffer receives a full-size copy of a staging tensor: the staging length "
+            "(traced: max_num_batched_tokens" + (" + 1" if extra else "") + ") must fit.",
+        demand_name="staging_len",
+    )
+
+
+cover(INVENTORY, f"{_SM90}::_SM90State.wrapper", _staging(1), [_V + f"{_SM90}:283 (qo_indptr reserved buffer)"])
+cover(INVENTORY, f"{_SM90}::_SM90State.kv_len_arr", _staging(0), [_V + f"{_SM90}:286 (kv_len_arr reserved buffer)"])
+
+# ROCm AITER MLA: one flat page per token (page_size 1), all requests' pages back to back.
+_AMLA = "vllm/v1/attention/backends/mla/rocm_aiter_mla.py"
+FLAT_TOKEN_PAGES = Family(
+    name="flat_token_pages",
+    dim=0,
+    demand=lambda total_seq_tokens: total_seq_tokens,
+    domain={"total_seq_tokens": Range(1, 2**33), "num_reqs_padded": Range(1, 2**12), "max_num_reqs": Range(1, 2**12),
+            "max_model_len": Range(1, 2**21)},
+    facts={**PADDED_REQS_FIT,
+           "each request's sequence is at most max_model_len (scheduler; the total sums num_reqs of them)":
+               lambda total_seq_tokens, num_reqs_padded, max_model_len: total_seq_tokens <= num_reqs_padded * max_model_len},
+    sources=[_V + f"{_AMLA}:1575-1580 (paged_kv_indptr = cumsum of seq_lens, one page per token)",
+             _V + f"{_AMLA}:1626-1639 (_expand_page_indices_kernel writes paged_kv_indices[indptr[r] : indptr[r + 1]])",
+             _V + "vllm/v1/core/sched/scheduler.py:852-857 (a request's tokens stay within max_model_len)"],
+    doc="AITER MLA's flat page list: the sum of the requests' sequence lengths. Without adaptive varlen verify "
+        "(the traced configuration; with it the allocation adds max_num_reqs * K pages, rocm_aiter_mla.py:920-925, "
+        "and the kernel lengths are padded by max_qo_len - qo_len).",
+    demand_name="pages",
+)
+cover(INVENTORY, f"{_AMLA}::AiterMLAMetadataBuilder.paged_kv_indices", FLAT_TOKEN_PAGES)

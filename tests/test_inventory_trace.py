@@ -256,6 +256,12 @@ def test_traced_shapes_equal_real_int_construction(traced, vllm_root, name, case
         seen.add(a.id)
         e = entries[a.id]
         names = dict(ints)
+        # config names of the attention harnesses, at the ints those harnesses used
+        from capproof.engines.vllm import harness_attention
+
+        for k in e.params:
+            if k not in names and k != "block_table_width":
+                names[k] = harness_attention.int_value(k)
         if "block_table_width" in e.params:
             from vllm.v1.worker.block_table import get_block_table_width
 

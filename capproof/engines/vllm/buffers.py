@@ -101,10 +101,10 @@ def _untraced_why(a: Allocation, traced_run: bool) -> str:
     """Why an allocation no harness reached is read (refined by the tracer's reasons)."""
     if not traced_run:
         return "static reading (--no-trace)"
-    if os.path.basename(a.file).startswith("rocm"):
-        return "ROCm-only backend: not executed on a CPU build (static reading of the allocation call)"
     from .trace import HARNESSES
 
+    if os.path.basename(a.file).startswith("rocm") and a.owner not in HARNESSES:
+        return "ROCm-only backend: not executed on a CPU build (static reading of the allocation call)"
     if a.owner in HARNESSES:
         return (f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
                 "constructor, e.g. in build() or a lazy getter; static reading)")

@@ -324,6 +324,8 @@ class Recorder:
         if self.mode == "real":
             # pinned host memory needs an accelerator; pinning does not change the shape or dtype
             kwargs = {k: val for k, val in kwargs.items() if k != "pin_memory"}
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs = {**kwargs, "device": "cpu"}  # a shape does not depend on the device
             result = real(*args, **kwargs)
             self.records.append(Recorded(tuple(int(d) for d in result.shape), _dtype_name(result.dtype), call,
                                          self._stack()))
@@ -735,12 +737,14 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             module = ast.fix_missing_locations(ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))],
                                                           type_ignores=[]))
             ns["__capproof_return__"] = _ReturnSignal
-            code = compile(module, filename, "exec")
             trace = getattr(_local, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
             made = len(_ACTIVE.records) if _ACTIVE is not None else 0
             raised = None
             try:
+                # a statement holding a nested ``return`` (``if x: return y``) does not compile
+                # alone: it is skipped like one that raises, its targets poisoned
+                code = compile(module, filename, "exec")
                 exec(code, ns)
             except _ReturnSignal:
                 break
@@ -879,6 +883,9 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
 HARNESSES: dict[str, Callable[[dict, str], object]] = {}
 #: the modules each harness imports (imported before the allocation calls are patched)
 MODULES: dict[str, tuple[str, ...]] = {}
+#: a note a harness attaches to the ``why`` of every entry it traces (stand-ins it used, fixed
+#: config values), so a reader of the inventory sees what the traced shape rests on
+NOTES: dict[str, str] = {}
 
 
 #: harness -> owners whose classes it also builds with other arguments than the inventory's (e.g.
@@ -1032,7 +1039,39 @@ def condition_expression(term) -> str:
     from ...inventory import _Printer
 
     facts = [z3.Int(n) >= 1 for n in POSITIVE] + [z3.Int(n) >= 0 for n in NONNEGATIVE]
-    return _Printer(facts).show(z3.simplify(term))[0]
+    return _Printer(facts).show(z3.simplify(_simplest_equivalent(term, facts)))[0]
+
+
+def _simplest_equivalent(term, facts, rlimit: int = 200000):
+    """``term`` or a conjunction of at most two of its comparisons that is equivalent to it under
+    ``facts`` (an ``unsat`` answer to ``facts & (term != candidate)``; anything else keeps
+    ``term``). A disjunction of path conditions often reduces to the one switch that decides it."""
+    import z3
+
+    atoms: list = []
+    seen: set = set()
+
+    def walk(t):
+        if z3.is_app(t) and t.decl().kind() in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT):
+            for c in t.children():
+                walk(c)
+        elif t.get_id() not in seen:
+            seen.add(t.get_id())
+            atoms.append(t)
+
+    walk(term)
+    if len(atoms) <= 1 or len(atoms) > 24:
+        return term
+    literals = atoms + [z3.Not(a) for a in atoms]
+    candidates = literals + [z3.And(a, b) for i, a in enumerate(literals) for b in literals[i + 1:]]
+    for cand in candidates:
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        solver.add(*facts)
+        solver.add(term != cand)
+        if solver.check() == z3.unsat:
+            return cand
+    return term
 
 
 def trace_all(version: str, root: str, allocations, names: list[str] | None = None):
@@ -1107,6 +1146,8 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
             if len(hits) < len(runs):
                 where = z3.Or(*[c for c, _ in hits]) if len(hits) > 1 else hits[0][0]
                 why = f"allocated only when {condition_expression(where)}"
+            if NOTES.get(name):
+                why = f"{why}; {NOTES[name]}" if why else NOTES[name]
             params = sorted({n for x in shape for n in expression_names(x)})
             traced[aid] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
                                 dtype=dtypes.pop(), shape=shape, how="traced", why=why, sized_by=classify(params),
@@ -1414,3 +1455,5 @@ def register_generic(allocations) -> list[str]:
 
 # the worker / V2 runner / spec-decode / MoE-alignment harnesses register themselves
 from . import harness_worker  # noqa: E402,F401
+# the attention backends' harnesses (capproof/engines/vllm/harness_attention.py) register themselves
+from . import harness_attention as _harness_attention  # noqa: E402,F401
