@@ -199,3 +199,35 @@ def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_s
     at most ``mnbt`` tokens: every ``(mnbt, …)`` buffer holds it. Batches above the largest size
     run without a graph, unpadded. (The ``[q]`` fallback: ``q <= max_size`` likewise.)"""
     return at_most(padded_tokens=spec_rounded_size(size, num_speculative_tokens), max_num_batched_tokens=max_num_batched_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# (iv) User CUDA-graph capture sizes (--cudagraph-capture-sizes, -cc cudagraph_capture_sizes):
+# each size of the list is a token count the dispatcher pads a batch to; check-config checks the
+# list member by member (cudagraph_capture_size over the given sizes).
+
+@obligation(
+    domain={
+        "max_num_batched_tokens": Range(1, 2**17),
+        "num_speculative_tokens": Choice(range(0, 16)),
+        "cudagraph_capture_size": Range(1, 2**17),
+        "max_cudagraph_capture_size": Range(1, 2**17),
+    },
+    assumptions={
+        "max_cudagraph_capture_size <= max_num_batched_tokens (user sizes above max_num_tokens dropped; the largest kept)":
+            lambda max_cudagraph_capture_size, max_num_batched_tokens: max_cudagraph_capture_size <= max_num_batched_tokens,
+    },
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("user_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/config/vllm.py:2552-2631 (user sizes kept if <= max_num_tokens; max_cudagraph_capture_size = the largest kept)",
+             "vllm==0.33.0 vllm/config/compilation.py:1537-1565 (adjust_cudagraph_sizes_for_spec_decode: round_up(size, 1 + K), kept if "
+             "<= max_cudagraph_capture_size; [1 + K] when none is left)",
+             "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139 (a batch is padded to the smallest capture size >= its tokens)"],
+)
+def user_capture_sizes_fit_mnbt(max_num_batched_tokens, num_speculative_tokens, cudagraph_capture_size, max_cudagraph_capture_size):
+    """A batch padded to a user-given capture size (after the spec-decode rounding vLLM applies,
+    when vLLM keeps it) has at most ``mnbt`` tokens, so every ``(mnbt, …)`` buffer holds it. A size
+    vLLM drops (above ``mnbt``, or rounded above ``max_cudagraph_capture_size``) is never padded to:
+    the implication holds there. The ``[1 + K]`` fallback is ``<= max_cudagraph_capture_size``."""
+    padded = spec_rounded_size(cudagraph_capture_size, num_speculative_tokens)
+    return claim(implies(padded <= max_cudagraph_capture_size, padded <= max_num_batched_tokens),
+                 padded_tokens=padded, max_num_batched_tokens=max_num_batched_tokens)

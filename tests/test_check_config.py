@@ -408,7 +408,9 @@ def test_answer_resting_on_a_default_says_so():
 def test_user_capture_sizes_are_not_covered_by_the_default_size_proofs():
     result = check("--", "vllm", "serve", "m", "--max-model-len", "8192", "--block-size", "16",
                    "--cudagraph-capture-sizes", "1", "2", "4", "8", "--max-num-seqs", "8", "--max-num-batched-tokens", "2048")
-    assert "cudagraph_padded_tokens_fit_mnbt: about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) are not modelled" in result.output
+    assert ("cudagraph_padded_tokens_fit_mnbt: about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) are checked "
+            "member by member (user_capture_sizes_fit_mnbt)") in result.output
+    assert "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8]" in result.output
 
 
 QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,

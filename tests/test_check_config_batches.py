@@ -101,3 +101,49 @@ def test_user_capture_sizes_as_vllm_keeps_them():
     cfg = parse_serve_args(["vllm", "serve", "m", "-cc", '{"cudagraph_mode": "full", "cudagraph_capture_sizes": [4, 8]}',
                             "-dp", "2", "-sc", '{"method": "eagle3", "num_speculative_tokens": 2, "parallel_drafting": true}'])
     assert (cfg.cudagraph_mode, cfg.dp, cfg.parallel_drafting, cfg.speculative_method) == ("FULL", 2, True, "eagle3")
+
+
+EAGLE_LLAMA = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+               "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+               "--max-num-seqs", "4", "--max-num-batched-tokens", "2048"]
+
+
+@pytest.mark.parametrize("sizes", [
+    ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "4096"],
+    ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 4096]}'],
+])
+def test_capture_sizes_are_checked_member_by_member(sizes):
+    """EAGLE (K = 3) with user capture sizes, as a flag or inside -cc: each size is a case of its own
+    (not the maximum); vLLM's own handling is shown: 4096 dropped (above the token budget), the rest
+    rounded to multiples of 4, max_cudagraph_capture_size 16."""
+    result = check("--", *EAGLE_LLAMA, *sizes)
+    assert result.exit_code == 0, result.output
+    assert "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8, 16, 4096]" in result.output
+    assert ("captures CUDA graphs of [4, 8, 16] tokens from your sizes [1, 2, 4, 8, 16, 4096] (drops [4096]: above "
+            "max_num_batched_tokens)") in result.output and "max_cudagraph_capture_size=16" in result.output
+    unused = [l for l in result.output.splitlines() if "flags no applied obligation reads" in l]
+    assert not unused or sizes[0] not in unused[0]
+
+
+def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
+    """DeepSeek-V3.2's DSA indexer and FlashMLA scheduler metadata are sized by num_sms: without the
+    GPU they are listed as not checked; --gpu H100 checks both H100 products (PCIe 114, SXM5 132),
+    --num-sms picks one; an unknown GPU is one error line (exit 2)."""
+    argv = [*DSV32_MTP, "--max-num-seqs", "256", "--max-num-batched-tokens", "8192"]
+    without = check("--", *argv).output
+    assert "sm_rows__DeepseekV32IndexerMetadataBuilder_scheduler_metadata_buffer: an SM-count-sized workspace: needs the GPU" in without
+    h100 = check("--gpu", "H100", "--", *argv).output
+    assert "hardware: num_sms in [114, 132] (H100: NVIDIA H100 whitepaper" in h100
+    assert "scheduler_metadata_buffer: an SM-count" not in h100 and "sm_rows 1" in h100
+    assert "hardware: num_sms=148 (--num-sms)" in check("--num-sms", "148", "--", *argv).output
+    assert "no SM count for B300" in check("--gpu", "B300", "--", *argv).output
+    bad = check("--gpu", "X100", "--", *argv)
+    assert bad.exit_code == 2 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
+
+
+def test_safe_headline_says_it_covers_what_was_checked():
+    result = check("--", *EAGLE_LLAMA, "--enable-expert-parallel")
+    first, scope = result.output.splitlines()[:2]
+    assert first.startswith("safe (for what was checked, next line; the rest is listed under 'not checked')"), result.output
+    assert scope.startswith("  checked: ") and "applied obligations proved for this deployment" in scope
+    assert "1 given flags read by none" in scope and "inventory buffers with no obligation" in scope

@@ -57,9 +57,39 @@ DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
 DSA_CUDA_KERNEL_BLOCK_SIZE = 64
 
 
-#: Streaming multiprocessors per GPU an operator can name with ``--gpu`` (NVIDIA data sheets:
-#: H100 SXM5 132, H200 132, B200 148, B300 148, A100 108, L40S 142, GB10 48).
-GPU_SMS = {"A100": 108, "L40S": 142, "H100": 132, "H200": 132, "B200": 148, "B300": 148, "GB10": 48}
+#: Streaming multiprocessors (``torch.cuda.get_device_properties().multi_processor_count``, what
+#: vLLM's ``num_sms`` is) per GPU an operator can name with ``--gpu``: (SM counts, source). A name
+#: covering several products (H100: PCIe and SXM5) gives every count, each checked. Counts are
+#: NVIDIA's published CUDA-core totals divided by the cores per SM of the architecture (64 on
+#: Ampere GA100, 128 on Ada/Hopper/Blackwell). B300's enabled SM count is not listed here (not
+#: confirmed from a data sheet): --gpu B300 picks vLLM's batch defaults, --num-sms N gives the count.
+GPU_SMS: dict[str, tuple[tuple[int, ...], str]] = {
+    "A100": ((108,), "NVIDIA A100 whitepaper: 6912 CUDA cores / 64 per SM (SXM4 and PCIe)"),
+    "L40S": ((142,), "NVIDIA L40S data sheet: 18176 CUDA cores / 128 per SM"),
+    "H100": ((114, 132), "NVIDIA H100 whitepaper: PCIe 14592 / 128 = 114, SXM5 16896 / 128 = 132"),
+    "H100-PCIE": ((114,), "NVIDIA H100 whitepaper: PCIe 14592 CUDA cores / 128 per SM"),
+    "H100-SXM": ((132,), "NVIDIA H100 whitepaper: SXM5 16896 CUDA cores / 128 per SM"),
+    "H200": ((132,), "NVIDIA H200 (GH100, as H100 SXM5): 16896 CUDA cores / 128 per SM"),
+    "B200": ((148,), "NVIDIA B200 (two dies of 74 SMs): 18944 CUDA cores / 128 per SM"),
+    "GB10": ((48,), "NVIDIA GB10 (DGX Spark): 6144 CUDA cores / 128 per SM"),
+}
+#: ``--gpu`` names that select a row of vLLM's batch-default table under another name.
+GPU_BATCH_ROW = {"H100-PCIE": "H100", "H100-SXM": "H100"}
+
+
+def resolve_gpu(name: str | None, version: str) -> tuple[str | None, tuple[int, ...], str]:
+    """``--gpu NAME`` -> (row of vLLM's batch-default table, SM counts, their source).
+
+    Case-insensitive; raises CheckError (one line) for a GPU capproof has neither an SM count nor
+    vLLM batch defaults for."""
+    if name is None:
+        return None, (), ""
+    key = name.strip().upper()
+    known = sorted(set(GPU_SMS) | {g for table in BATCH_DEFAULTS.values() for g in table})
+    if key not in known:
+        raise CheckError(f"--gpu {name!r}: unknown GPU (known: {', '.join(known)}); give --num-sms N for another GPU")
+    sms, source = GPU_SMS.get(key, ((), ""))
+    return GPU_BATCH_ROW.get(key, key), sms, source
 
 
 class CheckError(ValueError):
@@ -266,6 +296,8 @@ class CheckOutcome:
     uncovered: list[str] = field(default_factory=list)
     #: Set when capproof has no buffer inventory for this release (says which release it has).
     inventory_note: str = ""
+    #: The SM count checked and where it came from (--num-sms, --gpu's table row), or why none.
+    hardware: str = ""
 
     @property
     def applicable(self) -> list[Checked]:
@@ -422,7 +454,7 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             continue
         if "default_capture_sizes" in missing:
             checked.append(Checked(ob, None, False, "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
-                                   "are not modelled", mine, free))
+                                   "are checked member by member (user_capture_sizes_fit_mnbt)", mine, free))
             continue
         deployment = [f for f in missing if f not in MODEL_FEATURES]
         if deployment:
@@ -455,8 +487,8 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
                 why = f"needs --model-config for {', '.join(needs_model)}"
             checked.append(Checked(ob, None, False, why, mine, free))
             continue
-        if "num_sms" in ob.domain and "num_sms" not in mine:
-            checked.append(Checked(ob, None, False, "needs the GPU: give --gpu NAME or --num-sms N", mine, free))
+        if "num_sms" in ob.domain and "num_sms" not in mine and "num_sms" not in multi:
+            checked.append(Checked(ob, None, False, "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)", mine, free))
             continue
         domain = dict(ob.domain)
         for k in own_cases:
@@ -552,12 +584,21 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
         cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
     pins = pins_for(cfg, model)
-    if num_sms is None and gpu:
-        num_sms = GPU_SMS.get(gpu)
+    gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
+    defaults = batch_defaults(cfg, engine, version, gpu_row)
+    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+    hardware = ""
     if num_sms is not None:
         pins["num_sms"] = num_sms
-    defaults = batch_defaults(cfg, engine, version, gpu)
-    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+        hardware = f"num_sms={num_sms} (--num-sms)"
+    elif len(gpu_sms) == 1:
+        pins["num_sms"] = gpu_sms[0]
+        hardware = f"num_sms={gpu_sms[0]} ({gpu}: {sms_source})"
+    elif gpu_sms:
+        choices["num_sms"] = gpu_sms
+        hardware = f"num_sms in {list(gpu_sms)} ({gpu}: {sms_source}; each checked, --num-sms N picks one)"
+    elif gpu:
+        hardware = f"no SM count for {gpu} in capproof's table: SM-count-sized workspaces need --num-sms N"
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     if cfg.cudagraph_capture_sizes:
@@ -613,7 +654,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
                       if f.endswith(".json")) if os.path.isdir(os.path.join("proofs", "inventory")) else []
         note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
                 f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
-    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note)
+    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware)
 
 
 def _inventory_path(engine: str, version: str, root: str = ".") -> str:
@@ -716,7 +757,10 @@ def _encoding(r: ObligationResult) -> str:
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
-    head = {"safe": "safe", "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
+    head = {"safe": "safe (for what was checked, next line; the rest is listed under 'not checked')" if (
+                outcome.not_checked or outcome.unused_flags or outcome.uncovered or outcome.inventory_note or outcome.defaults)
+            else "safe",
+            "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
@@ -724,6 +768,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         from_file = [f for f, src in cfg.origin.items() if src == cfg.config_file]
         if from_file:
             lines.append(f"  from {cfg.config_file}: {', '.join(from_file)} (the command line wins over the file)")
+    if outcome.hardware:
+        lines.append("  hardware: " + outcome.hardware)
     if outcome.model is not None and outcome.model.fields:
         lines.append("  model config " + outcome.model.path + ": " + ", ".join(
             f"{p}={outcome.model.values.get(p, 'yes')} (from {f})" for p, f in outcome.model.fields.items()))
@@ -790,6 +836,13 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
     if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
         lines.append("  rests on no max_model_len: --max-model-len not given, left symbolic over each obligation's domain")
+    sizes = getattr(cfg, "cudagraph_capture_sizes", None)
+    if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
+        kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
+        lines.append(f"  note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
+                     + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
+                     + (f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
+                        if cfg.num_speculative_tokens else "") + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}")
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}")
     if getattr(cfg, "block_size", 0) is None and "block_size" in free:
