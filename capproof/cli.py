@@ -411,8 +411,8 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
 @click.option("--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/).")
 @click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
               help="Deterministic Z3 resource budget per query.")
-@click.option("--gpu", type=click.Choice(["A100", "L40S", "H100", "H200", "B200", "B300", "GB10"], case_sensitive=False),
-              default=None, help="The GPU: picks vLLM's batch defaults for it and its SM count.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): vLLM's batch defaults for it and its SM count.")
 @click.option("--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's).")
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
 def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, serve_args) -> None:
@@ -443,7 +443,6 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
         else:
             flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
             cfg = parse_serve_args(list(serve_args), flags_version)
-            gpu = gpu.upper() if gpu else None
             outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
                                 gpu=gpu, num_sms=num_sms)
     except (ServeFlagError, CheckError, LaunchFlagError) as exc:

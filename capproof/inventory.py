@@ -176,6 +176,18 @@ def locate(path: str) -> str:
     return path
 
 
+def releases(root: str = ".") -> list[str]:
+    """The ``<engine>-<version>`` names of the inventories :func:`locate` can find: the project's
+    ``proofs/inventory/`` under ``root`` and capproof's shipped copies."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    names: set[str] = set()
+    for d in (os.path.join(root, "proofs", "inventory"), os.path.join(here, "_engine", "inventory"),
+              os.path.join(os.path.dirname(here), "proofs", "inventory")):
+        if os.path.isdir(d):
+            names.update(f.removesuffix(".json") for f in os.listdir(d) if f.endswith(".json"))
+    return sorted(names)
+
+
 def load(path: str) -> list[Entry]:
     """The entries of the inventory file at ``path`` (SpecError on a missing or malformed file)."""
     try:

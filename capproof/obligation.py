@@ -179,6 +179,14 @@ class Obligation:
     #: Model features the claim's buffers exist for (e.g. ``("dsa_indexer",)``): a deployment
     #: check applies the obligation only to a model that has every one of them.
     requires: tuple[str, ...] = ()
+    #: Kinds the claim belongs to, for selecting and reporting (e.g. ``("per_batch", "spec_decode",
+    #: "cuda_graphs")``, ``("inventory",)``); free-form names.
+    tags: tuple[str, ...] = ()
+    #: Scalar parameters counted in requests whose ``Range`` upper bound is the spec's batch size
+    #: (the limit, e.g. ``max_num_seqs``, first), and implicitly the Vectors whose ``length`` is one
+    #: of them: the claim is stated for any batch size, so a deployment check may raise these
+    #: bounds (and those vectors' sizes) to the deployment's limit (capproof issue 12).
+    batch_axis: tuple[str, ...] = ()
     #: paths explored per case when the model branches on symbolic values (None: Options.fork_budget)
     fork_budget: int | None = None
 
@@ -269,6 +277,8 @@ def obligation(
     name: str | None = None,
     requires: Sequence[str] = (),
     fork_budget: int | None = None,
+    tags: Sequence[str] = (),
+    batch_axis: Sequence[str] = (),
 ) -> Callable[[Callable[..., object]], Obligation]:
     """Declare a claim over ``domain`` (see the module docstring).
 
@@ -335,6 +345,9 @@ def obligation(
                 unknown = [p for p in inspect.signature(cfunc).parameters if p not in dom]
                 if unknown:
                     problems.append(f"{kind} {cname!r} uses {unknown}, not in the domain")
+        for axis in batch_axis:
+            if not isinstance(dom.get(axis), Range):
+                problems.append(f"batch_axis {axis!r} is not a Range parameter of the domain")
         code = func.__code__
         made = Obligation(
             name=name if isinstance(name, str) and name.isidentifier() else func.__name__,
@@ -355,6 +368,8 @@ def obligation(
             covers=covered,
             requires=tuple(requires),
             fork_budget=fork_budget,
+            tags=tuple(tags),
+            batch_axis=tuple(batch_axis),
         )
         if fork_budget is not None and not (isinstance(fork_budget, int) and fork_budget >= 1):
             problems.append(f"fork_budget must be an int >= 1, got {fork_budget!r}")

@@ -599,7 +599,15 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             decided.seconds = time.perf_counter() - started
             return decided
     if vectors:
-        result.encoding = f"batches <= {max(v.size for v in vectors.values())}"
+        size = max(v.size for v in vectors.values())
+        result.encoding = f"batches <= {size}"
+        if options.max_bounded_vector is not None and size > options.max_bounded_vector:
+            result.verdict = Verdict.UNKNOWN
+            result.message = (f"not decided for batches of {size}: the aggregate abstraction did not decide "
+                              f"({result.encoding_note.removeprefix('aggregate abstraction ') or 'not tried'}) and the bounded "
+                              f"encoding is not tried beyond {options.max_bounded_vector} entries")
+            result.seconds = time.perf_counter() - started
+            return result
 
     names = list(finite)
     outcomes: list[_CaseOutcome] = []

@@ -56,6 +56,10 @@ class Options:
     fork_budget: int = 64
     #: decide Vector obligations on the aggregate abstraction first (capproof.aggregate)
     aggregate: bool = True
+    #: largest Vector size the bounded encoding is tried at when the aggregate abstraction does not
+    #: decide (None: any); a larger obligation is ``unknown`` instead (check-config sets it for
+    #: obligations it resized to a deployment's batch limit, whose bounded encoding would not end)
+    max_bounded_vector: int | None = None
     #: reuse CrossHair verdicts cached in .capproof/crosshair/ (keyed by the model sources, the
     #: timeout and the tool versions; see capproof.contracts)
     crosshair_cache: bool = True

@@ -83,6 +83,9 @@ class Family:
     sources: Sequence[str] = ()
     doc: str = ""
     demand_name: str = "demand"
+    #: Deployment features the writers exist or the demand arises under (``Obligation.requires``:
+    #: ``check-config`` applies the family's obligations only when the deployment has them all).
+    requires: Sequence[str] = ()
 
 
 def _ident(entry_id: str) -> str:
@@ -164,10 +167,12 @@ def cover(
                      f"({entry.how} from {entry.file}:{entry.line}). {doc}").strip()
     _signed(claim, list(domain))
     assumed = {k: _with_capacity(f, ents, entry_id, dim, binding) for k, f in {**family.facts, **(facts or {})}.items()}
+    engine, version = _release(inventory)
     ob = obligation(
         domain=domain, assumptions=assumed, expect=expect, rlimit=rlimit,
         sources=[f"inventory: {inventory}::{entry_id}", *alias_sources, *family.sources, *writers],
-        covers=[entry_id],
+        covers=[entry_id], engine=engine, versions=version and f"=={version}", tags=("inventory",),
+        requires=tuple(family.requires),
     )(claim)
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno
@@ -186,6 +191,14 @@ def _caller() -> tuple[str, int]:
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     raise SpecError("cover() has no caller outside spec/_inventory.py")
+
+
+def _release(inventory: str) -> tuple[str | None, str | None]:
+    """``proofs/inventory/vllm-0.33.0.json`` -> ("vllm", "0.33.0"): the release the entry's capacity
+    was read from, so ``check-config --engine vllm==0.33.0`` applies the obligation (and no other
+    release does); (None, None) for a name of another form (a test fixture)."""
+    match = re.fullmatch(r"([a-z][a-z-]*)-(\d+(?:\.\d+)*)\.json", os.path.basename(inventory))
+    return (match.group(1), match.group(2)) if match else (None, None)
 
 
 @dataclass

@@ -671,8 +671,8 @@ DFLASH_QUERY = Family(
     name="dflash_query_ids",
     dim=0,
     demand=lambda num_reqs, num_speculative_tokens: num_reqs * (1 + num_speculative_tokens),
-    domain={"max_num_batched_tokens": Range(1, 2**14), "max_num_reqs": Range(1, 2**10), "num_reqs": Range(1, 2**10),
-            "num_scheduled_tokens": Range(1, 2**14), "num_speculative_tokens": Range(1, 31)},
+    domain={"max_num_batched_tokens": Range(1, 2**17), "max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12),
+            "num_scheduled_tokens": Range(1, 2**17), "num_speculative_tokens": Range(1, 31)},
     facts={**_SCHED,
            "num_reqs <= max_num_active_seqs = max_num_batched_tokens // (1 + K) (DFlash override; admission)":
                lambda num_reqs, num_speculative_tokens, max_num_batched_tokens:
@@ -686,6 +686,7 @@ DFLASH_QUERY = Family(
         "The token budget alone does not bound that (a batch of many short requests); vLLM 0.33.0 caps the "
         "running requests at max_num_batched_tokens // (1 + K) for DFlash (the unsat core shows the proof needs it).",
     demand_name="query_ids",
+    requires=("dflash",),
 )
 cover(INVENTORY, f"{_PROPOSER}::SpecDecodeBaseProposer.input_ids", DFLASH_QUERY, aliases=ALIASES[_PROPOSER])
 
@@ -693,8 +694,8 @@ DFLASH_QUERY_FULL = Family(
     name="dflash_query_ids_full_graph_mixed",
     dim=0,
     demand=lambda num_reqs_padded, num_speculative_tokens: num_reqs_padded * (1 + num_speculative_tokens),
-    domain={"max_num_batched_tokens": Range(1, 2**14), "max_num_reqs": Range(1, 2**10), "num_reqs_padded": Range(1, 2**10),
-            "padded_tokens": Range(1, 2**14), "num_speculative_tokens": Range(1, 31)},
+    domain={"max_num_batched_tokens": Range(1, 2**17), "max_num_reqs": Range(1, 2**12), "num_reqs_padded": Range(1, 2**12),
+            "padded_tokens": Range(1, 2**17), "num_speculative_tokens": Range(1, 31)},
     facts={
         "FULL graph, mixed batch: num_reqs_padded = min(padded_tokens, max_num_seqs) (cudagraph_dispatcher.py:146)":
             lambda num_reqs_padded, padded_tokens, max_num_reqs: num_reqs_padded == minimum(padded_tokens, max_num_reqs),
@@ -713,6 +714,7 @@ DFLASH_QUERY_FULL = Family(
         "min(padded_tokens, max_num_seqs), which the max_num_active_seqs cap does not bound. A finding candidate, "
         "conditional on cudagraph_mode=FULL with DFlash (docs/findings.md).",
     demand_name="query_ids",
+    requires=("dflash", "cudagraph_full"),
 )
 cover(INVENTORY, f"{_PROPOSER}::SpecDecodeBaseProposer.input_ids", DFLASH_QUERY_FULL, expect="counterexample",
       aliases=ALIASES[_PROPOSER])
@@ -734,8 +736,8 @@ def _draft_slots(method, num_speculative_tokens):
     return select(method == 0, 0, select(method == 1, num_speculative_tokens - 1, select(method == 2, 1, num_speculative_tokens)))
 
 
-_SLOTS_DOMAIN = {"max_num_batched_tokens": Range(1, 2**12), "num_reqs": Range(1, 2**10),
-                 "num_scheduled_tokens": Range(1, 2**12), "num_speculative_tokens": Range(1, 15), "method": Choice(0, 1, 2, 3)}
+_SLOTS_DOMAIN = {"max_num_batched_tokens": Range(1, 2**17), "num_reqs": Range(1, 2**12),
+                 "num_scheduled_tokens": Range(1, 2**17), "num_speculative_tokens": Range(1, 15), "method": Choice(0, 1, 2, 3)}
 _SLOTS_SOURCES = [
     _V + "vllm/v1/spec_decode/llm_base_proposer.py:872-874 (total_num_output_tokens = total_num_input_tokens + net * batch_size)",
     _V + "vllm/v1/spec_decode/llm_base_proposer.py:923-939 (is_masked_token_mask, hidden_states, positions, is_rejected_token_mask "
@@ -759,6 +761,7 @@ SPEC_SLOTS = Family(
         "proposer's net slots per request equal the scheduler's reserved drafting slots for every method, so "
         "the expanded batch stays within the budget.",
     demand_name="total_num_output_tokens",
+    requires=("spec_decode",),
 )
 
 SPEC_SLOTS_PADDED = Family(
@@ -766,7 +769,7 @@ SPEC_SLOTS_PADDED = Family(
     dim=0,
     demand=lambda padded_reqs, method, num_speculative_tokens:
         padded_reqs * (1 + num_speculative_tokens) + _net_slots(method, num_speculative_tokens) * padded_reqs,
-    domain={**_SLOTS_DOMAIN, "padded_reqs": Range(1, 2**10)},
+    domain={**_SLOTS_DOMAIN, "padded_reqs": Range(1, 2**12)},
     facts={
         "the real batch fits the budget (tokens + draft slots)":
             lambda num_scheduled_tokens, num_reqs, method, num_speculative_tokens, max_num_batched_tokens:
@@ -786,6 +789,7 @@ SPEC_SLOTS_PADDED = Family(
         "num_reqs; user-given sizes (cudagraph_capture_sizes) or DP padding to another rank's size can pad further, and "
         "the padded requests' extra slots were never reserved. A finding candidate (docs/findings.md).",
     demand_name="total_num_output_tokens",
+    requires=("drafting_slots", "extra_graph_padding"),
 )
 
 for _attr, _lines in (("input_ids", "843 966"), ("positions", "937"), ("hidden_states", "927 928"),
@@ -1001,8 +1005,8 @@ DFLASH_OWN = Family(
     name="dflash_query_rows",
     dim=0,
     demand=lambda num_reqs, num_speculative_tokens: num_reqs * (1 + num_speculative_tokens),
-    domain={"max_num_reqs": Range(1, 2**10), "num_reqs": Range(1, 2**10), "num_speculative_tokens": Range(1, 31),
-            "max_cudagraph_capture_size": Range(0, 2**14)},
+    domain={"max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12), "num_speculative_tokens": Range(1, 31),
+            "max_cudagraph_capture_size": Range(0, 2**17)},
     facts={"num_reqs <= max_num_reqs (scheduler)": lambda num_reqs, max_num_reqs: num_reqs <= max_num_reqs},
     sources=_DFLASH_SOURCES[:1] + [_V + "vllm/v1/spec_decode/dflash.py:154-158 (out_query_positions_ptr=self.positions, "
                                              "out_query_slot_mapping_ptr=self._slot_mapping_buffer)",
@@ -1010,6 +1014,7 @@ DFLASH_OWN = Family(
     doc="DFlash's own query buffers are sized max(max_num_reqs * (1 + K), max_cudagraph_capture_size): they hold "
         "the query rows (unlike the base proposer's input_ids, see dflash_query_ids).",
     demand_name="query_rows",
+    requires=("dflash",),
 )
 for _key in ("DFlashProposer.positions", "DFlashProposer._slot_mapping_buffer"):
     cover(INVENTORY, f"vllm/v1/spec_decode/dflash.py::{_key}", DFLASH_OWN, aliases=ALIASES["vllm/v1/spec_decode/dflash.py"])
@@ -1038,11 +1043,12 @@ SAMPLE_ROWS = Family(
     name="sample_rows",
     dim=0,
     demand=lambda num_reqs, num_speculative_tokens: num_reqs * num_speculative_tokens,
-    domain={"max_num_reqs": Range(1, 2**10), "num_reqs": Range(1, 2**10), "num_speculative_tokens": Range(1, 31)},
+    domain={"max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12), "num_speculative_tokens": Range(1, 31)},
     facts={"num_reqs <= max_num_reqs (scheduler)": lambda num_reqs, max_num_reqs: num_reqs <= max_num_reqs},
     sources=[_V + f"{_V2DF}:357-365 (num_sample = num_reqs * num_speculative_steps; [:num_sample])"],
     doc="One sampling row per mask token: num_reqs * num_speculative_steps (= K) rows.",
     demand_name="num_sample",
+    requires=("dflash",),
 )
 for _key in ("DFlashSpeculator.sample_indices", "DFlashSpeculator.sample_pos", "DFlashSpeculator.sample_idx_mapping"):
     cover(INVENTORY, f"{_V2DF}::{_key}", SAMPLE_ROWS, aliases=ALIASES[_V2DF])

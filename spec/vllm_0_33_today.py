@@ -39,6 +39,7 @@ _CONFIG_FACTS = {
     domain={**_CONFIG, "num_reqs": Range(1, BATCH)},
     assumptions=_CONFIG_FACTS,
     expect="proved", case="vllm-specdec-arange-query-start-loc", engine="vllm", versions="==0.33.0", requires=("spec_decode",),
+    tags=("per_batch", "spec_decode"), batch_axis=("max_num_seqs", "num_reqs"),
     sources=["vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py", "vllm==0.33.0 vllm/v1/spec_decode/utils.py", "vllm==0.33.0 vllm/v1/spec_decode/step3p5.py"],
     covers=["vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.arange"],
 )
@@ -70,6 +71,7 @@ _DECODE_FACTS = {
 @obligation(
     domain=_DECODES, assumptions=_DECODE_FACTS, expect="proved", case="vllm-dsv4-indexer-arange-buffer",
     engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"),
+    tags=("per_batch", "spec_decode"), batch_axis=("max_num_seqs", "num_reqs"),
     sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm-project/vllm#40983", "vllm-project/vllm#39277"],
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.arange_buffer"],
 )
@@ -128,7 +130,7 @@ _SPLIT_FACTS = {
 
 @obligation(
     domain=_SPLIT, assumptions=_SPLIT_FACTS, expect="proved",
-    engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"),
+    engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"), tags=("per_batch", "spec_decode"),
     sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py", "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
              "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.decode_seq_lens_buffer"],
@@ -168,7 +170,7 @@ _GRAPH_FACTS = {
     domain=_GRAPHS, assumptions={**_GRAPH_FACTS, "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
                                  is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)},
     expect="proved", sources=["vllm==0.33.0 vllm/config/vllm.py"],
-    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",),
+    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
 )
 def cudagraph_default_sizes_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n):
     """Every default capture size (grid, ``mnbt`` itself, uniform-decode ``n * (1 + K)``) is
@@ -189,7 +191,7 @@ def cudagraph_default_sizes_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_s
         "num_tokens pads to it (bs_to_padded_graph_size)": lambda num_tokens, size, num_speculative_tokens: num_tokens <= spec_rounded_size(size, num_speculative_tokens),
     },
     expect="proved", sources=["vllm==0.33.0 vllm/config/compilation.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
-    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",),
+    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
 )
 def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n, max_size, m, num_tokens):
     """A batch padded to a capture size after ``adjust_cudagraph_sizes_for_spec_decode`` (sizes
@@ -197,3 +199,35 @@ def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_s
     at most ``mnbt`` tokens: every ``(mnbt, …)`` buffer holds it. Batches above the largest size
     run without a graph, unpadded. (The ``[q]`` fallback: ``q <= max_size`` likewise.)"""
     return at_most(padded_tokens=spec_rounded_size(size, num_speculative_tokens), max_num_batched_tokens=max_num_batched_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# (iv) User CUDA-graph capture sizes (--cudagraph-capture-sizes, -cc cudagraph_capture_sizes):
+# each size of the list is a token count the dispatcher pads a batch to; check-config checks the
+# list member by member (cudagraph_capture_size over the given sizes).
+
+@obligation(
+    domain={
+        "max_num_batched_tokens": Range(1, 2**17),
+        "num_speculative_tokens": Choice(range(0, 16)),
+        "cudagraph_capture_size": Range(1, 2**17),
+        "max_cudagraph_capture_size": Range(1, 2**17),
+    },
+    assumptions={
+        "max_cudagraph_capture_size <= max_num_batched_tokens (user sizes above max_num_tokens dropped; the largest kept)":
+            lambda max_cudagraph_capture_size, max_num_batched_tokens: max_cudagraph_capture_size <= max_num_batched_tokens,
+    },
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("user_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/config/vllm.py:2552-2631 (user sizes kept if <= max_num_tokens; max_cudagraph_capture_size = the largest kept)",
+             "vllm==0.33.0 vllm/config/compilation.py:1537-1565 (adjust_cudagraph_sizes_for_spec_decode: round_up(size, 1 + K), kept if "
+             "<= max_cudagraph_capture_size; [1 + K] when none is left)",
+             "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139 (a batch is padded to the smallest capture size >= its tokens)"],
+)
+def user_capture_sizes_fit_mnbt(max_num_batched_tokens, num_speculative_tokens, cudagraph_capture_size, max_cudagraph_capture_size):
+    """A batch padded to a user-given capture size (after the spec-decode rounding vLLM applies,
+    when vLLM keeps it) has at most ``mnbt`` tokens, so every ``(mnbt, …)`` buffer holds it. A size
+    vLLM drops (above ``mnbt``, or rounded above ``max_cudagraph_capture_size``) is never padded to:
+    the implication holds there. The ``[1 + K]`` fallback is ``<= max_cudagraph_capture_size``."""
+    padded = spec_rounded_size(cudagraph_capture_size, num_speculative_tokens)
+    return claim(implies(padded <= max_cudagraph_capture_size, padded <= max_num_batched_tokens),
+                 padded_tokens=padded, max_num_batched_tokens=max_num_batched_tokens)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from ..domain import Choice, Vector
+from ..domain import MAX_VECTOR_SIZE, Choice, Range, Vector
 from ..loader import load
 from ..obligation import Obligation
 from ..prover import prove_obligation
@@ -30,7 +30,7 @@ from ..verdict import ObligationResult, Options, Verdict
 from .sglang.flags import SGLANG_VERSION
 from .sglang.launch import LaunchConfig
 from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION
-from .vllm.serve import ServeConfig
+from .vllm.serve import ServeConfig, user_capture_sizes
 
 __all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
            "batch_defaults", "GPU_SMS", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
@@ -47,7 +47,7 @@ SUPPORTED_VLLM_ASCEND = (Version("0.18.0"), Version("0.33.0"))
 CONFIG_PARAMS = {
     "max_model_len", "block_size", "dcp", "tp", "num_speculative_tokens", "max_num_seqs",
     "max_num_batched_tokens", "kernel_block_size", "index_topk", "num_experts", "top_k", "hidden_size",
-    "max_cudagraph_capture_size",
+    "max_cudagraph_capture_size", "method", "num_sms",
 }
 
 
@@ -57,9 +57,39 @@ DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
 DSA_CUDA_KERNEL_BLOCK_SIZE = 64
 
 
-#: Streaming multiprocessors per GPU an operator can name with ``--gpu`` (NVIDIA data sheets:
-#: H100 SXM5 132, H200 132, B200 148, B300 148, A100 108, L40S 142, GB10 48).
-GPU_SMS = {"A100": 108, "L40S": 142, "H100": 132, "H200": 132, "B200": 148, "B300": 148, "GB10": 48}
+#: Streaming multiprocessors (``torch.cuda.get_device_properties().multi_processor_count``, what
+#: vLLM's ``num_sms`` is) per GPU an operator can name with ``--gpu``: (SM counts, source). A name
+#: covering several products (H100: PCIe and SXM5) gives every count, each checked. Counts are
+#: NVIDIA's published CUDA-core totals divided by the cores per SM of the architecture (64 on
+#: Ampere GA100, 128 on Ada/Hopper/Blackwell). B300's enabled SM count is not listed here (not
+#: confirmed from a data sheet): --gpu B300 picks vLLM's batch defaults, --num-sms N gives the count.
+GPU_SMS: dict[str, tuple[tuple[int, ...], str]] = {
+    "A100": ((108,), "NVIDIA A100 whitepaper: 6912 CUDA cores / 64 per SM (SXM4 and PCIe)"),
+    "L40S": ((142,), "NVIDIA L40S data sheet: 18176 CUDA cores / 128 per SM"),
+    "H100": ((114, 132), "NVIDIA H100 whitepaper: PCIe 14592 / 128 = 114, SXM5 16896 / 128 = 132"),
+    "H100-PCIE": ((114,), "NVIDIA H100 whitepaper: PCIe 14592 CUDA cores / 128 per SM"),
+    "H100-SXM": ((132,), "NVIDIA H100 whitepaper: SXM5 16896 CUDA cores / 128 per SM"),
+    "H200": ((132,), "NVIDIA H200 (GH100, as H100 SXM5): 16896 CUDA cores / 128 per SM"),
+    "B200": ((148,), "NVIDIA B200 (two dies of 74 SMs): 18944 CUDA cores / 128 per SM"),
+    "GB10": ((48,), "NVIDIA GB10 (DGX Spark): 6144 CUDA cores / 128 per SM"),
+}
+#: ``--gpu`` names that select a row of vLLM's batch-default table under another name.
+GPU_BATCH_ROW = {"H100-PCIE": "H100", "H100-SXM": "H100"}
+
+
+def resolve_gpu(name: str | None, version: str) -> tuple[str | None, tuple[int, ...], str]:
+    """``--gpu NAME`` -> (row of vLLM's batch-default table, SM counts, their source).
+
+    Case-insensitive; raises CheckError (one line) for a GPU capproof has neither an SM count nor
+    vLLM batch defaults for."""
+    if name is None:
+        return None, (), ""
+    key = name.strip().upper()
+    known = sorted(set(GPU_SMS) | {g for table in BATCH_DEFAULTS.values() for g in table})
+    if key not in known:
+        raise CheckError(f"--gpu {name!r}: unknown GPU (known: {', '.join(known)}); give --num-sms N for another GPU")
+    sms, source = GPU_SMS.get(key, ((), ""))
+    return GPU_BATCH_ROW.get(key, key), sms, source
 
 
 class CheckError(ValueError):
@@ -182,9 +212,11 @@ def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[s
     pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
     max_len = cfg.max_model_len if cfg.max_model_len is not None else values.get("max_position_embeddings")
     values.pop("max_position_embeddings", None)
+    # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
+    # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
+    # run_check computes vLLM's value from the user's capture sizes
     for name, value in (("max_model_len", max_len), ("block_size", cfg.block_size), ("max_num_seqs", cfg.max_num_seqs),
-                        ("max_num_batched_tokens", cfg.max_num_batched_tokens),
-                        ("max_cudagraph_capture_size", cfg.max_cudagraph_capture_size)):
+                        ("max_num_batched_tokens", cfg.max_num_batched_tokens)):
         if value is not None:
             pins[name] = value
     if cfg.max_num_seqs is not None:
@@ -225,6 +257,13 @@ class Checked:
     #: Parameters checked over several values (a list flag member by member, or the defaults vLLM
     #: may pick): {param: values}.
     choices: dict = field(default_factory=dict)
+    #: The batch limit the obligation's batch axis was raised to (None: checked as declared).
+    resized: int | None = None
+    #: The declared batch limit it was raised from (``max_num_seqs in 1..64``).
+    declared_batch: str = ""
+    #: N when the proof covers batches of at most N requests only, fewer than the deployment's
+    #: (not counted as safe).
+    bounded: int | None = None
 
 
 #: Kinds of obligations not applied: ``outside`` (a flag's value lies outside the domain: blocks
@@ -255,6 +294,10 @@ class CheckOutcome:
     model: ModelFacts | None = None
     #: Inventory buffers of this release with no verdict (nothing proves or refutes them).
     uncovered: list[str] = field(default_factory=list)
+    #: Set when capproof has no buffer inventory for this release (says which release it has).
+    inventory_note: str = ""
+    #: The SM count checked and where it came from (--num-sms, --gpu's table row), or why none.
+    hardware: str = ""
 
     @property
     def applicable(self) -> list[Checked]:
@@ -266,7 +309,9 @@ class CheckOutcome:
 
     @property
     def undecided(self) -> list[Checked]:
-        return [c for c in self.applicable if c.result.verdict not in (Verdict.PROVED, Verdict.COUNTEREXAMPLE)]
+        """Unknown, vacuous or error, and proofs that cover smaller batches than the deployment's."""
+        return [c for c in self.applicable
+                if c.result.verdict not in (Verdict.PROVED, Verdict.COUNTEREXAMPLE) or c.bounded is not None]
 
     @property
     def out_of_domain(self) -> list[Checked]:
@@ -311,6 +356,7 @@ FLAG_PARAMS = {
     "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
     "--compilation-config": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
     "--pipeline-parallel-size": ("pp",),
+    "--data-parallel-size": ("feature:extra_graph_padding",),
 }
 #: Model features a flag decides (its presence makes feature obligations apply or not).
 FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_decode", "-sc": "spec_decode",
@@ -318,10 +364,18 @@ FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_d
 #: Flags that only steer parsing (nothing to check).
 _PARSING_FLAGS = {"--model", "--config"}
 
+#: Features a model's config.json shows (others come from the flags).
+MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba"})
+
 #: What each model feature is, for the "not checked" lines.
 FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "routed experts",
             "hybrid_mamba": "hybrid Mamba/linear-attention layers (config.json)",
-            "spec_decode": "speculative decoding (--speculative-algorithm)"}
+            "spec_decode": "speculative decoding (--speculative-algorithm)",
+            "dflash": "DFlash/DSpark speculative decoding (--speculative-config method dflash)",
+            "cudagraph_full": "FULL CUDA graphs for mixed batches (--compilation-config cudagraph_mode FULL)",
+            "drafting_slots": "an EAGLE/MTP/draft-model proposer named in --speculative-config (method)",
+            "extra_graph_padding": "padding beyond uniform decode sizes (--cudagraph-capture-sizes or --data-parallel-size > 1)",
+            "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)"}
 
 #: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang
 #: ``req_to_token`` width comes from the hybrid-Mamba pool (sglang 0.5.23
@@ -400,7 +454,12 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             continue
         if "default_capture_sizes" in missing:
             checked.append(Checked(ob, None, False, "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
-                                   "are not modelled", mine, free))
+                                   "are checked member by member (user_capture_sizes_fit_mnbt)", mine, free))
+            continue
+        deployment = [f for f in missing if f not in MODEL_FEATURES]
+        if deployment:
+            checked.append(Checked(ob, None, False, "does not apply to this deployment: it needs "
+                                   + " and ".join(FEATURES.get(f, f) for f in deployment), mine, free))
             continue
         if missing:
             if model is not None:
@@ -410,9 +469,10 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
                        + ": give --model-config to check it")
             checked.append(Checked(ob, None, False, why, mine, free))
             continue
-        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" for k, v in mine.items()
+        ob, resized = _resize_batch(ob, mine, multi)
+        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" + _bounded_only(ob, k) for k, v in mine.items()
                    if not ob.domain[k].contains(v) and k not in own_cases]
-        outside += [f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" for k, vs in multi.items()
+        outside += [f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" + _bounded_only(ob, k) for k, vs in multi.items()
                     if not all(ob.domain[k].contains(v) for v in vs)]
         if outside:
             checked.append(Checked(ob, None, False, "; ".join(outside), mine, free, multi))
@@ -427,8 +487,8 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
                 why = f"needs --model-config for {', '.join(needs_model)}"
             checked.append(Checked(ob, None, False, why, mine, free))
             continue
-        if "num_sms" in ob.domain and "num_sms" not in mine:
-            checked.append(Checked(ob, None, False, "needs the GPU: give --gpu NAME or --num-sms N", mine, free))
+        if "num_sms" in ob.domain and "num_sms" not in mine and "num_sms" not in multi:
+            checked.append(Checked(ob, None, False, "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)", mine, free))
             continue
         domain = dict(ob.domain)
         for k in own_cases:
@@ -436,7 +496,10 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
         for k, vs in multi.items():
             domain[k] = Choice(*vs)
         bounded = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, seqs, tokens)})
-        result = prove_obligation(bounded, dataclasses.replace(options, pins=mine))
+        run_options = dataclasses.replace(options, pins=mine)
+        if resized:  # the bounded encoding at the deployment's batch size would not end: abstraction only
+            run_options = dataclasses.replace(run_options, max_bounded_vector=resized[1])
+        result = prove_obligation(bounded, run_options)
         used.update(mine)
         used.update(multi)
         if "num_decodes" in ob.domain and seqs is not None:
@@ -447,8 +510,62 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             used.add("max_num_seqs")
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
-        checked.append(Checked(ob, result, True, "", mine, free, multi))
+        checked.append(Checked(ob, result, True, "", mine, free, multi, resized[0] if resized else None,
+                               resized[2] if resized else "", _bounded_below(bounded, result, mine, seqs)))
     return checked, used
+
+
+#: Parameters that bound a batch's request count (``--max-num-seqs``).
+BATCH_LIMITS = ("max_num_seqs", "max_num_reqs")
+
+
+def _bounded_only(ob: Obligation, param: str) -> str:
+    """Why a batch limit outside the domain is not raised: the claim is proved for bounded batches only."""
+    if param not in BATCH_LIMITS or ob.batch_axis:
+        return ""
+    d = ob.domain[param]
+    return (f" (spec/ proves this claim for batches of at most {d.hi} requests only, on the bounded encoding: "
+            "it is not declared batch-size generic, so larger batches are not decided)") if isinstance(d, Range) else ""
+
+
+def _bounded_below(ob: Obligation, result: ObligationResult, mine: dict, seqs: int | None) -> int | None:
+    """N when ``result`` is proved for batches of at most N entries only (the bounded encoding) while
+    the deployment's batches may be larger (``max_num_seqs`` above N, or not known): a Vector whose
+    length is neither pinned nor a model number. None when the verdict covers the deployment."""
+    if result.verdict is not Verdict.PROVED or not result.encoding.startswith("batches"):
+        return None
+    sizes = [v.size for v in ob.domain.values()
+             if isinstance(v, Vector) and v.length not in mine and v.length not in MODEL_PARAMS]
+    if not sizes:
+        return None
+    n = min(sizes)
+    return n if seqs is None or seqs > n else None
+
+
+def _resize_batch(ob: Obligation, mine: dict, multi: dict) -> tuple[Obligation, tuple[int, int] | None]:
+    """``ob`` with its batch axis (``Obligation.batch_axis``) raised to the deployment's limit.
+
+    When the limit parameter's pin (or its largest default) lies above the declared ``Range``, each
+    axis parameter's ``Range`` is raised to it, and so is the size of every Vector whose length is
+    an axis parameter (at most ``MAX_VECTOR_SIZE``). -> (obligation, (limit, the largest vector size
+    declared) or None when nothing was resized).
+    """
+    if not ob.batch_axis:
+        return ob, None
+    limit = ob.batch_axis[0]
+    wanted = mine.get(limit, max(multi.get(limit, (0,))))
+    declared = ob.domain[limit]
+    if not isinstance(declared, Range) or wanted <= declared.hi or wanted > MAX_VECTOR_SIZE:
+        return ob, None
+    domain = dict(ob.domain)
+    for name in ob.batch_axis:
+        d = domain[name]
+        domain[name] = Range(d.lo, max(d.hi, wanted))
+    sizes = [v.size for v in ob.domain.values() if isinstance(v, Vector)]
+    for name, d in ob.domain.items():
+        if isinstance(d, Vector) and d.length in ob.batch_axis:
+            domain[name] = dataclasses.replace(d, size=max(d.size, wanted))
+    return dataclasses.replace(ob, domain=domain), (wanted, max(sizes, default=0), f"{limit} in {declared.describe()}")
 
 
 def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | dict | None = None,
@@ -467,18 +584,31 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
         cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
     pins = pins_for(cfg, model)
-    if num_sms is None and gpu:
-        num_sms = GPU_SMS.get(gpu)
+    gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
+    defaults = batch_defaults(cfg, engine, version, gpu_row)
+    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+    hardware = ""
     if num_sms is not None:
         pins["num_sms"] = num_sms
-    defaults = batch_defaults(cfg, engine, version, gpu)
-    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+        hardware = f"num_sms={num_sms} (--num-sms)"
+    elif len(gpu_sms) == 1:
+        pins["num_sms"] = gpu_sms[0]
+        hardware = f"num_sms={gpu_sms[0]} ({gpu}: {sms_source})"
+    elif gpu_sms:
+        choices["num_sms"] = gpu_sms
+        hardware = f"num_sms in {list(gpu_sms)} ({gpu}: {sms_source}; each checked, --num-sms N picks one)"
+    elif gpu:
+        hardware = f"no SM count for {gpu} in capproof's table: SM-count-sized workspaces need --num-sms N"
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     if cfg.cudagraph_capture_sizes:
         choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
-        if cfg.max_cudagraph_capture_size is None:
-            pins["max_cudagraph_capture_size"] = max(cfg.cudagraph_capture_sizes)
+        # vLLM's max_cudagraph_capture_size is the largest size it keeps, which depends on the token
+        # budget; pinned only when that is known (otherwise every value is checked)
+        if cfg.max_num_batched_tokens is not None:
+            kept, _ = user_capture_sizes(cfg.cudagraph_capture_sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
+            if kept:
+                pins["max_cudagraph_capture_size"] = kept[-1]
     features = set(model.features) if model else set()
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         features.add("dsa_indexer")
@@ -486,6 +616,18 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         features.add("spec_decode")
     if not cfg.cudagraph_capture_sizes:
         features.add("default_capture_sizes")
+    else:
+        features.add("user_capture_sizes")
+    method = _drafting_method(cfg)
+    if cfg.num_speculative_tokens > 0 and method is not None:
+        features.add("drafting_slots")
+        pins["method"] = method
+    if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
+        features.add("dflash")
+    if cfg.cudagraph_mode == "FULL":
+        features.add("cudagraph_full")
+    if cfg.cudagraph_capture_sizes or cfg.dp > 1:
+        features.add("extra_graph_padding")
     seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
     tokens = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else max(choices.get("max_num_batched_tokens", (0,))) or None
     checked, used = _check_all(engine, version, pins, choices, features, model, seqs, tokens, paths, options)
@@ -496,19 +638,51 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         params = FLAG_PARAMS.get(flag, ())
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens"):
             params = (*params, f"feature:{FLAG_FEATURES[flag]}")
+        if flag == "--speculative-config":
+            params = (*params, "method", "feature:dflash", "feature:drafting_slots")
+        if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
+            params = (*params, "feature:cudagraph_full")
+        if flag == "--cudagraph-capture-sizes" or flag == "--compilation-config" and cfg.cudagraph_capture_sizes:
+            params = (*params, "feature:extra_graph_padding", "feature:user_capture_sizes")
         if not any(p in used for p in params):
             unused.append(flag)
     used_defaults = [d for d in defaults if d.param in used]
-    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model,
-                        uncovered_inventory(engine, version))
+    uncovered = uncovered_inventory(engine, version)
+    note = ""
+    if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(_inventory_path(engine, version)):
+        from ..inventory import releases
+
+        have = releases()
+        note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
+                f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
+    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware)
+
+
+def _inventory_path(engine: str, version: str, root: str = ".") -> str:
+    """The project's ``proofs/inventory/<engine>-<version>.json``, else capproof's shipped copy
+    (``capproof.inventory.locate``), so an installed check-config reads it from any directory."""
+    from ..inventory import locate
+
+    return locate(os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json"))
+
+
+def _drafting_method(cfg: ServeConfig) -> int | None:
+    """The proposer kind of the inventory's drafting-slot families (spec/vllm_0_33_buffers.py
+    ``_net_slots``): 0 EAGLE/EAGLE3/MTP, 1 P-EAGLE (EAGLE with ``parallel_drafting``), 2 draft
+    model, 3 PARD (draft model with ``parallel_drafting``); None when the method is not given or is
+    another kind (vLLM 0.33.0 ``vllm/config/speculative.py``: ``EagleModelTypes``, ``MTPModelTypes``)."""
+    m = cfg.speculative_method
+    if m in ("eagle", "eagle3", "mtp") or (m or "").endswith("_mtp"):
+        return 1 if cfg.parallel_drafting else 0
+    if m == "draft_model":
+        return 3 if cfg.parallel_drafting else 2
+    return None
 
 
 def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]:
     """Ids of the buffers in ``proofs/inventory/<engine>-<version>.json`` with no verdict (``verdicts``
     empty: no obligation proves or refutes their capacity); empty when there is no inventory."""
-    from ..inventory import locate
-
-    path = locate(os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json"))
+    path = _inventory_path(engine, version, root)
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -543,29 +717,87 @@ def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None =
     return CheckOutcome("sglang", version, checked, [], unused, dict(cfg.env), model)
 
 
+def _families(checked: list[Checked]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in checked:
+        family = c.obligation.name.split("__")[0]
+        out[family] = out.get(family, 0) + 1
+    return out
+
+
+def scope_line(outcome: CheckOutcome) -> str:
+    """What the verdict covers, in one line: how many obligations were proved (for every batch size
+    or bounded), and how much was not checked (listed after the proved lines)."""
+    proved = [c for c in outcome.applicable if c.result.verdict is Verdict.PROVED and c.bounded is None]
+    every = sum(1 for c in proved if c.result.encoding == "all batch sizes")
+    bounded = sum(1 for c in proved if c.result.encoding.startswith("batches"))
+    short = sum(1 for c in outcome.applicable if c.bounded is not None)
+    how = ([f"{every} on the aggregate abstraction, for every batch size"] if every else []) + (
+        [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
+    parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
+             + (f" ({'; '.join(how)})" if how else "")]
+    if short:
+        parts.append(f"{short} proved for smaller batches only (not counted)")
+    missing = [f"{len(outcome.not_checked)} obligations not applied"] if outcome.not_checked else []
+    if outcome.unused_flags:
+        missing.append(f"{len(outcome.unused_flags)} given flags read by none")
+    if outcome.uncovered:
+        missing.append(f"{len(outcome.uncovered)} inventory buffers with no obligation")
+    if outcome.inventory_note:
+        missing.append("no buffer inventory for this release")
+    if outcome.defaults:
+        missing.append("rests on " + ", ".join(f"{d.param} defaults" for d in outcome.defaults))
+    return "checked: " + "; ".join(parts) + (". NOT checked: " + ", ".join(missing) + " (listed below)" if missing else "")
+
+
+def _encoding(r: ObligationResult) -> str:
+    """How far a batch verdict reaches: every batch size (aggregate abstraction) or a bound."""
+    if r.encoding == "all batch sizes":
+        return " [proved for all batch sizes]"
+    if r.encoding:
+        return f" [bounded: {r.encoding.replace('<=', '≤')} requests]"
+    return ""
+
+
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
-    head = {"safe": "safe", "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
+    head = {"safe": "safe (for what was checked, next line; the rest is listed under 'not checked')" if (
+                outcome.not_checked or outcome.unused_flags or outcome.uncovered or outcome.inventory_note or outcome.defaults)
+            else "safe",
+            "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
+    lines.append("  " + scope_line(outcome))
     if cfg.config_file:
         from_file = [f for f, src in cfg.origin.items() if src == cfg.config_file]
         if from_file:
             lines.append(f"  from {cfg.config_file}: {', '.join(from_file)} (the command line wins over the file)")
+    if outcome.hardware:
+        lines.append("  hardware: " + outcome.hardware)
     if outcome.model is not None and outcome.model.fields:
         lines.append("  model config " + outcome.model.path + ": " + ", ".join(
             f"{p}={outcome.model.values.get(p, 'yes')} (from {f})" for p, f in outcome.model.fields.items()))
+    inventory_proved = [c for c in outcome.applicable if "inventory" in c.obligation.tags
+                        and c.result.verdict is Verdict.PROVED and c.bounded is None]
     for c in outcome.applicable:
         ob = c.obligation
         case = f" [{ob.case}]" if ob.case else ""
         r = c.result
+        if c in inventory_proved:
+            continue
         over = "".join(f" for {k} in {list(v)}" for k, v in c.choices.items())
         over += "".join(f" ({k}={c.pinned[k]} checked as its own case; spec/ declares {ob.domain[k].describe()})"
                         for k in _model_cases(ob, c.pinned))
-        if r.verdict is Verdict.PROVED:
+        if c.resized:
+            over += f" (batches of up to {c.resized} requests; spec/ declares {c.declared_batch}, batch-size generic)"
+        if r.verdict is Verdict.PROVED and c.bounded is not None:
+            lines.append(f"  BOUNDED {ob.id}{case}: proved for batches of at most {c.bounded} requests only (bounded encoding; "
+                         f"{r.encoding_note or 'the aggregate abstraction did not apply'}); this deployment's batches may be larger: "
+                         "not counted as safe")
+        elif r.verdict is Verdict.PROVED:
             free = f" for every {', '.join(c.free)}" if c.free else ""
-            lines.append(f"  safe    {ob.id}{case}: holds{free}{over}")
+            lines.append(f"  safe    {ob.id}{case}: holds{free}{over}{_encoding(r)}")
         elif r.verdict is Verdict.COUNTEREXAMPLE:
             cex = r.counterexample
             values = ", ".join(f"{k}={v}" for k, v in cex.values.items())
@@ -591,6 +823,12 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 lines.append("          see " + ", ".join(ob.sources))
         else:
             lines.append(f"  {r.verdict.value.upper():7s} {ob.id}{case}: {r.message} (not counted as safe)")
+    if inventory_proved:
+        files = sorted({c.obligation.file for c in inventory_proved})
+        covered = {e for c in inventory_proved for e in c.obligation.covers}
+        lines.append(f"  safe    {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
+                     f"{engine} {outcome.version} hold at these flags, by demand family: " + ", ".join(
+                         f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:
@@ -603,17 +841,35 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
     if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
         lines.append("  rests on no max_model_len: --max-model-len not given, left symbolic over each obligation's domain")
+    sizes = getattr(cfg, "cudagraph_capture_sizes", None)
+    if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
+        kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
+        lines.append(f"  note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
+                     + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
+                     + (f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
+                        if cfg.num_speculative_tokens else "") + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}")
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}")
     if getattr(cfg, "block_size", 0) is None and "block_size" in free:
         lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
     not_checked = outcome.not_checked
-    if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered:
+    if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered or outcome.inventory_note:
         lines.append("not checked for this deployment:")
+    if outcome.inventory_note:
+        lines.append("  " + outcome.inventory_note)
+    grouped: dict[tuple[str, str], list[Checked]] = {}
     for c in not_checked:
         ob = c.obligation
+        if "inventory" in ob.tags:
+            grouped.setdefault((ob.file, ob.name.split("__")[0], c.why_not), []).append(c)
+            continue
         case = f" [{ob.case}]" if ob.case else ""
         lines.append(f"  n/a     {ob.id}{case}: {c.why_not}")
+    for (file, family, why), cs in grouped.items():
+        if len(cs) == 1:
+            lines.append(f"  n/a     {cs[0].obligation.id}: {why}")
+        else:
+            lines.append(f"  n/a     {file}: {len(cs)} {family}__* obligations ({', '.join(c.obligation.name.split('__', 1)[1] for c in cs)}): {why}")
     if outcome.unused_flags:
         lines.append("  flags no applied obligation reads: " + ", ".join(outcome.unused_flags))
     if outcome.env:

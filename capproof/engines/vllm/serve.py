@@ -44,7 +44,8 @@ from .flags import (
     serve_flags,
 )
 
-__all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES", "SIZING_FLAGS"]
+__all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES", "SIZING_FLAGS",
+           "user_capture_sizes"]
 
 #: ``CacheDType`` of the newest modelled vLLM (``vllm/config/cache.py``).
 KV_CACHE_DTYPES = frozenset(CACHE_DTYPES[VLLM_VERSION])
@@ -59,7 +60,7 @@ SIZING_FLAGS = frozenset({
     "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method",
     "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
     "--compilation-config", "--pipeline-parallel-size", "--model", "--config", "--enable-chunked-prefill",
-    "--performance-mode",
+    "--performance-mode", "--data-parallel-size",
 })
 
 #: Module paths that start vLLM's OpenAI server with ``python -m``.
@@ -92,6 +93,12 @@ class ServeConfig:
     max_cudagraph_capture_size: int | None = None
     enable_chunked_prefill: bool | None = None
     performance_mode: str | None = None
+    #: ``--data-parallel-size`` (DP pads every rank's batch to the largest rank's)
+    dp: int = 1
+    #: ``--speculative-config``'s ``parallel_drafting`` (P-EAGLE, PARD)
+    parallel_drafting: bool = False
+    #: ``--compilation-config``'s ``cudagraph_mode`` as given (``"FULL"``, ``"PIECEWISE"``, …; None = default)
+    cudagraph_mode: str | None = None
     #: Flags given but read by no obligation (long names, in order of appearance).
     ignored: list[str] = field(default_factory=list)
     #: ``VAR=value`` prefixes of the command line.
@@ -481,6 +488,8 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.tp = _int(flag, value)
         elif flag == "--pipeline-parallel-size":
             cfg.pp = _int(flag, value)
+        elif flag == "--data-parallel-size":
+            cfg.dp = _int(flag, value)
         elif flag == "--decode-context-parallel-size":
             cfg.dcp = _int(flag, value)
         elif flag == "--max-num-seqs":
@@ -517,7 +526,13 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
         if method is not None and not isinstance(method, str):
             raise ServeFlagError(f"--speculative-config: method must be a string, got {method!r}")
         cfg.speculative_method = method
+        if not isinstance(spec_json.get("parallel_drafting", False), bool):
+            raise ServeFlagError(f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}")
+        cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
     if comp_json:
+        mode = comp_json.get("cudagraph_mode")
+        if mode is not None:
+            cfg.cudagraph_mode = str(mode).upper()
         sizes = comp_json.get("cudagraph_capture_sizes")
         if sizes is not None:
             if not isinstance(sizes, list):
@@ -527,3 +542,25 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.cudagraph_capture_sizes = _int_list("--compilation-config", sizes)
         if comp_json.get("max_cudagraph_capture_size") is not None:
             cfg.max_cudagraph_capture_size = _json_int("--compilation-config", "max_cudagraph_capture_size", comp_json["max_cudagraph_capture_size"], 1)
+
+
+def user_capture_sizes(sizes: list[int], max_num_batched_tokens: int, num_speculative_tokens: int) -> tuple[list[int], list[int]]:
+    """The CUDA-graph capture sizes vLLM 0.33.0 keeps from a user list -> (kept sizes, dropped sizes).
+
+    ``VllmConfig._set_cudagraph_sizes`` (``vllm/config/vllm.py:2560-2610``) keeps the sizes
+    ``<= max_num_batched_tokens`` and sets ``max_cudagraph_capture_size`` to the largest kept;
+    with speculative decoding ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``
+    (``vllm/config/compilation.py:1537-1565``) rounds each up to a multiple of ``1 + K`` and keeps
+    those ``<= max_cudagraph_capture_size`` (or ``[1 + K]`` when none is left but it fits; vLLM
+    raises when nothing fits, here: kept empty). Sizes and counts are tokens; ints only.
+    """
+    kept = sorted({s for s in sizes if s <= max_num_batched_tokens})
+    dropped = sorted(set(sizes) - set(kept))
+    q = 1 + num_speculative_tokens
+    if not kept or q <= 1:
+        return kept, dropped
+    top = kept[-1]
+    rounded = sorted({-(-s // q) * q for s in kept if -(-s // q) * q <= top})
+    if not rounded and q <= top:
+        rounded = [q]
+    return rounded, dropped

@@ -1,0 +1,149 @@
+"""`capproof check-config` at the batch limits deployments use (issue 11/12): batch-size generic
+obligations raised to --max-num-seqs, bounded proofs not counted as safe, the inventory's
+obligations for vLLM 0.33.0, and the headline's scope line. Real command lines: DeepSeek-V3.2 with
+MTP (vLLM recipes), vLLM's H100 defaults (1024 requests) and a 65536-token budget."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+from capproof.engines.vllm.serve import parse_serve_args, user_capture_sizes
+
+DSV32_MTP = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "163840", "--block-size", "64",
+             "--kv-cache-dtype", "fp8_ds_mla", "-sc", '{"method": "mtp", "num_speculative_tokens": 1}']
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check-config", *args])
+
+
+def _inventory():
+    with open("proofs/inventory/vllm-0.33.0.json", encoding="utf-8") as fh:
+        data = json.load(fh)
+    return data.get("entries", []) if isinstance(data, dict) else data
+
+
+@pytest.mark.parametrize("seqs, tokens", [("256", "8192"), ("1024", "65536")])
+def test_realistic_batch_limits_give_an_answer(seqs, tokens):
+    """The batch obligations are decided at 256 and 1024 requests, not refused as `outside 1..64`:
+    the batch-size generic ones (batch_axis) are raised to max_num_seqs and proved; the verdict
+    says which rest on the aggregate abstraction (every batch size)."""
+    result = check("--", *DSV32_MTP, "--max-num-seqs", seqs, "--max-num-batched-tokens", tokens)
+    out = result.output
+    assert "outside 1..64" not in out, out
+    arange = next(l for l in out.splitlines() if "proposer_arange_covers_request_query_start_loc" in l)
+    assert arange.startswith("  safe") and f"batches of up to {seqs} requests; spec/ declares max_num_seqs in 1..64" in arange
+    indexer = next(l for l in out.splitlines() if "indexer_arange_buffer_covers_decode_slices" in l)
+    assert indexer.startswith("  safe") and indexer.endswith("[proved for all batch sizes]")
+    # the uniform-split chain is proved for 16 requests only: said so, and not counted as safe
+    assert f"padded_decode_rows_fit_0_33: not checked: max_num_seqs={seqs} outside 1..16 (spec/ proves this claim for batches of at most 16" in out
+    assert result.exit_code == 2 and out.startswith("undecided")
+    scope = out.splitlines()[1]
+    assert scope.startswith("  checked: ") and "on the aggregate abstraction, for every batch size" in scope and "NOT checked: " in scope
+
+
+def test_bounded_batch_proofs_are_not_counted_as_safe():
+    """The FlashInfer page list is proved for batches of at most 4 requests (bounded encoding): with
+    --max-num-seqs 32 that proof does not cover the deployment, so it is BOUNDED, never safe; at
+    --max-num-seqs 4 it covers it."""
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+            "--max-num-batched-tokens", "2048"]
+    big = check("--", *argv, "--max-num-seqs", "32")
+    line = next(l for l in big.output.splitlines() if "flashinfer_pages__FlashInferMetadataBuilder_paged_kv_indices" in l)
+    assert line.startswith("  BOUNDED") and "proved for batches of at most 4 requests only" in line
+    assert big.exit_code == 2 and "1 proved for smaller batches only (not counted)" in big.output
+    small = check("--", *argv, "--max-num-seqs", "4")
+    assert "BOUNDED" not in small.output and small.exit_code == 0, small.output
+    assert small.output.startswith("safe")
+
+
+def test_inventory_obligations_apply_to_their_release_only():
+    """On vLLM 0.33.0 the inventory's obligations (spec/vllm_0_33_buffers.py, read at run time) are
+    applied and summarised; on 0.32.0 none is, and the answer says the inventory is for 0.33.0."""
+    entries = _inventory()
+    covered = {e["id"] for e in entries if e.get("verdicts")}
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+            "--max-num-seqs", "4", "--max-num-batched-tokens", "2048"]
+    out = check("--", *argv).output
+    summary = next(l for l in out.splitlines() if "inventory obligations (spec/vllm_0_33_buffers.py)" in l)
+    buffers = int(summary.split(": ")[1].split(" buffers")[0])
+    assert 0 < buffers <= len(covered)
+    uncovered = next(l for l in out.splitlines() if "inventory buffers of vLLM 0.33.0 with no verdict" in l)
+    assert f"({len(entries) - len(covered)})" in uncovered
+    old = check("--engine", "vllm==0.32.0", "--", *argv).output
+    assert "inventory obligations" not in old and "vllm_0_33_buffers" not in old
+    assert "capproof's buffer inventory is for vllm-0.33.0 (proofs/inventory/): the pre-allocated buffers of vllm 0.32.0 are not listed" in old
+
+
+def test_configuration_conditional_findings_apply_only_to_their_configuration():
+    """The DFlash FULL-graph query rows (an expected counterexample) apply only with DFlash and
+    cudagraph_mode FULL; with both, the answer is `will fail` on that buffer."""
+    argv = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "8192", "--block-size", "16", "--max-num-seqs", "256",
+            "--max-num-batched-tokens", "2048"]
+    plain = check("--", *argv).output
+    assert ("dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids: does not apply to this deployment: it needs "
+            "DFlash/DSpark speculative decoding") in plain
+    dflash = check("--", *argv, "--speculative-config", '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", '
+                   '"num_speculative_tokens": 15}', "-cc", '{"cudagraph_mode": "FULL"}')
+    assert dflash.exit_code == 1, dflash.output
+    assert "FAILS   spec/vllm_0_33_buffers.py::dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids" in dflash.output
+
+
+def test_user_capture_sizes_as_vllm_keeps_them():
+    """vLLM 0.33.0 drops sizes above max_num_batched_tokens and rounds the rest up to 1 + K
+    (kept when within the largest): the pinned max_cudagraph_capture_size is vLLM's, not the
+    largest size given."""
+    assert user_capture_sizes([1, 2, 4, 8, 16, 4096], 2048, 0) == ([1, 2, 4, 8, 16], [4096])
+    assert user_capture_sizes([1, 2, 4, 8, 16], 2048, 3) == ([4, 8, 16], [])
+    assert user_capture_sizes([1, 2], 2048, 3) == ([], [])  # vLLM raises: nothing fits after rounding
+    cfg = parse_serve_args(["vllm", "serve", "m", "-cc", '{"cudagraph_mode": "full", "cudagraph_capture_sizes": [4, 8]}',
+                            "-dp", "2", "-sc", '{"method": "eagle3", "num_speculative_tokens": 2, "parallel_drafting": true}'])
+    assert (cfg.cudagraph_mode, cfg.dp, cfg.parallel_drafting, cfg.speculative_method) == ("FULL", 2, True, "eagle3")
+
+
+EAGLE_LLAMA = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+               "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+               "--max-num-seqs", "4", "--max-num-batched-tokens", "2048"]
+
+
+@pytest.mark.parametrize("sizes", [
+    ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "4096"],
+    ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 4096]}'],
+])
+def test_capture_sizes_are_checked_member_by_member(sizes):
+    """EAGLE (K = 3) with user capture sizes, as a flag or inside -cc: each size is a case of its own
+    (not the maximum); vLLM's own handling is shown: 4096 dropped (above the token budget), the rest
+    rounded to multiples of 4, max_cudagraph_capture_size 16."""
+    result = check("--", *EAGLE_LLAMA, *sizes)
+    assert result.exit_code == 0, result.output
+    assert "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8, 16, 4096]" in result.output
+    assert ("captures CUDA graphs of [4, 8, 16] tokens from your sizes [1, 2, 4, 8, 16, 4096] (drops [4096]: above "
+            "max_num_batched_tokens)") in result.output and "max_cudagraph_capture_size=16" in result.output
+    unused = [l for l in result.output.splitlines() if "flags no applied obligation reads" in l]
+    assert not unused or sizes[0] not in unused[0]
+
+
+def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
+    """DeepSeek-V3.2's DSA indexer and FlashMLA scheduler metadata are sized by num_sms: without the
+    GPU they are listed as not checked; --gpu H100 checks both H100 products (PCIe 114, SXM5 132),
+    --num-sms picks one; an unknown GPU is one error line (exit 2)."""
+    argv = [*DSV32_MTP, "--max-num-seqs", "256", "--max-num-batched-tokens", "8192"]
+    without = check("--", *argv).output
+    assert "sm_rows__DeepseekV32IndexerMetadataBuilder_scheduler_metadata_buffer: an SM-count-sized workspace: needs the GPU" in without
+    h100 = check("--gpu", "H100", "--", *argv).output
+    assert "hardware: num_sms in [114, 132] (H100: NVIDIA H100 whitepaper" in h100
+    assert "scheduler_metadata_buffer: an SM-count" not in h100 and "sm_rows 1" in h100
+    assert "hardware: num_sms=148 (--num-sms)" in check("--num-sms", "148", "--", *argv).output
+    assert "no SM count for B300" in check("--gpu", "B300", "--", *argv).output
+    bad = check("--gpu", "X100", "--", *argv)
+    assert bad.exit_code == 2 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
+
+
+def test_safe_headline_says_it_covers_what_was_checked():
+    result = check("--", *EAGLE_LLAMA, "--enable-expert-parallel")
+    first, scope = result.output.splitlines()[:2]
+    assert first.startswith("safe (for what was checked, next line; the rest is listed under 'not checked')"), result.output
+    assert scope.startswith("  checked: ") and "applied obligations proved for this deployment" in scope
+    assert "1 given flags read by none" in scope and "inventory buffers with no obligation" in scope
