@@ -236,7 +236,9 @@ class Obligation:
         ``models/`` or any other package, helpers of the spec file itself or of another spec
         module. Found from the names the code refers to (globals, attributes of globals and of
         closure variables, e.g. ``block_table.cdiv`` or ``family.demand``), so a name referred to
-        but not called is listed too. Lambdas and nested functions are followed, not listed.
+        but not called is listed too. Lambdas, nested functions and functions marked
+        ``__capproof_glue__ = True`` (spec plumbing, e.g. binding an inventory shape's names) are
+        followed, not listed.
         """
         root = os.path.abspath(os.getcwd()) + os.sep
         out: list[str] = []
@@ -262,7 +264,7 @@ class Obligation:
             ref = project_ref(target)
             if ref is None:
                 return
-            if ref and target is not self.func and ref not in out:
+            if ref and target is not self.func and ref not in out and not getattr(target, "__capproof_glue__", False):
                 out.append(ref)
             visit(target)
 

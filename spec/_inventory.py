@@ -219,6 +219,9 @@ def _bind(binding: Mapping[str, str], kw: Mapping[str, object]) -> dict[str, obj
     return {n: (kw[e] if e in kw else evaluate(e, **{t: kw[t] for t in expression_names(e)})) for n, e in binding.items()}
 
 
+_bind.__capproof_glue__ = True  # plumbing, not a formula: proofs/ does not list it among the models
+
+
 def _with_capacity(fact: Callable[..., object], ents, entry_id: str, dim: int, binding: Mapping[str, str]):
     """``fact`` as a function of domain names only: a parameter named ``capacity`` is bound to the
     entry's capacity (for writers guarded by the allocation's own size, e.g. ``if n <= self.size``)."""
