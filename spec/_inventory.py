@@ -251,24 +251,4 @@ def _missing(inventory: str, entry_id: str, family: Family, caller, problem: str
     ob.problems.append(problem)
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno
-    ob.formula = _formula(family, demand_params, entry, dim, binding)
     return ob
-
-
-def _formula(family: Family, demand_params: Sequence[str], entry: Entry, dim: int, binding: Mapping[str, str]) -> str:
-    """The claim of a generated obligation as reviewers read it (proofs/): the family's demand as
-    written in spec/_families.py, the inventory's shape of the capacity dimension with the
-    aliases its names are bound to, and the relation."""
-    from capproof.obligation import function_source
-
-    body = function_source(family.demand) or ""
-    if body.startswith("return ") and "\n" not in body:
-        body = body[len("return "):]
-    if not body or "\n" in body:
-        body = f"{family.demand.__name__}({', '.join(demand_params)})"
-    cap = f"{entry.attribute}[{dim}]"
-    lines = [f"{family.demand_name} = {body}  # demand family {family.name!r}"] if body != family.demand_name else []
-    lines.append(f"{cap} = {entry.shape[dim]}  # {entry.how} from {entry.file}:{entry.line}")
-    lines += [f"{name} = {expr}" for name, expr in binding.items() if expr != name]
-    rel = f"{family.demand_name} <= {cap}" if family.relation == "at_most" else f"0 <= {family.demand_name} < {cap}"
-    return "\n".join([*lines, rel])
