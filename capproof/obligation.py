@@ -16,8 +16,10 @@ plain/symbolic bool). Assumption functions take any subset of the parameters by 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -151,6 +153,66 @@ def _spec_relpath(path: str) -> str:
         return path
 
 
+def _code_names(code) -> list[tuple[str, ...]]:
+    """The names ``code`` refers to (``co_names``), and those of every code object nested in it
+    (comprehensions, generator expressions, lambdas, nested functions): one tuple per code object."""
+    out = [tuple(code.co_names)]
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            out += _code_names(const)
+    return out
+
+
+def function_source(func) -> str | None:
+    """The source of ``func``'s body, dedented, without its docstring: for a ``def`` its
+    statements, for a lambda its expression. None when the source cannot be read (a function
+    made by ``exec``, a lambda sharing its line with another of the same parameters)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    try:
+        text = _file_text(code.co_filename)
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            first = node.lineno if isinstance(node, ast.Lambda) else (
+                node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+            if first != code.co_firstlineno and node.lineno != code.co_firstlineno:
+                continue
+            if isinstance(node, ast.Lambda) != (code.co_name == "<lambda>"):
+                continue
+            args = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+            if args == params and (isinstance(node, ast.Lambda) or node.name == code.co_name):
+                found.append(node)
+    if len(found) != 1:
+        return None
+    node = found[0]
+    if isinstance(node, ast.Lambda):
+        return ast.get_source_segment(text, node.body)
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if not body:
+        return None
+    lines = text.splitlines()[body[0].lineno - 1:body[-1].end_lineno]
+    return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
+def _file_text(path: str) -> str:
+    """A source file's text as Python reads it (``linecache``, so a file replaced since the import
+    is read as imported when cached); OSError when unreadable."""
+    import linecache
+
+    lines = linecache.getlines(path)
+    if not lines:
+        raise OSError(f"cannot read {path}")
+    return "".join(lines)
+
+
 @dataclass
 class Obligation:
     """A claim over a parameter space, declared with :func:`obligation`."""
@@ -189,6 +251,8 @@ class Obligation:
     batch_axis: tuple[str, ...] = ()
     #: paths explored per case when the model branches on symbolic values (None: Options.fork_budget)
     fork_budget: int | None = None
+    #: the claim's source for reports when the function body does not show it (generated obligations)
+    formula: str | None = None
 
     def applies_to(self, engine: str, version: str) -> bool:
         """True when this obligation describes ``engine`` at ``version``."""
@@ -215,14 +279,47 @@ class Obligation:
         return list(_param_names(self.witnesses[name]))
 
     def models_used(self) -> list[str]:
-        """Model functions the claim calls, as ``models/…py::name``: named in its body or in the
-        body of a helper function of the same spec module that it calls (transitively); then the
-        models defined in the spec file itself, as ``spec/…py::name``: a public function of the
-        spec module the claim calls that builds no claim (a claim helper such as a shared
-        ``less_than(...)`` and private plumbing ``_name`` are followed, not listed)."""
+        """The project's functions the obligation calls, as ``path.py::qualname`` (relative to the
+        project root): in its claim, assumptions and witnesses, in their comprehensions, generator
+        expressions, lambdas and nested functions, and transitively in the functions those call.
+
+        A project function is one defined in a file under the working directory (the project
+        root, where capproof runs), outside capproof itself and hidden directories: models in
+        ``models/`` or any other package, helpers of the spec file itself or of another spec
+        module. Found from the names the code refers to (globals, attributes of globals and of
+        closure variables, e.g. ``block_table.cdiv`` or ``family.demand``), so a name referred to
+        but not called is listed too. Lambdas, nested functions and functions marked
+        ``__capproof_glue__ = True`` (spec plumbing, e.g. binding an inventory shape's names) are
+        followed, not listed.
+        """
+        root = os.path.abspath(os.getcwd()) + os.sep
         out: list[str] = []
         local: list[str] = []
         seen: set[int] = set()
+
+        def project_ref(target) -> str | None:
+            code = getattr(target, "__code__", None)
+            module = getattr(target, "__module__", "") or ""
+            if code is None or module == "capproof" or module.startswith("capproof."):
+                return None
+            path = os.path.abspath(code.co_filename)
+            if not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:]:
+                return None
+            qualname = getattr(target, "__qualname__", code.co_name)
+            if "<" in qualname:  # a lambda or a nested function: part of what defines it
+                return ""
+            return f"{os.path.relpath(path, root[:-1])}::{qualname}"
+
+        def consider(target) -> None:
+            target = inspect.unwrap(target) if callable(target) else target
+            if not inspect.isfunction(target):
+                return
+            ref = project_ref(target)
+            if ref is None:
+                return
+            if ref and target is not self.func and ref not in out and not getattr(target, "__capproof_glue__", False):
+                out.append(ref)
+            visit(target)
 
         def visit(func) -> None:
             code = getattr(func, "__code__", None)
@@ -230,36 +327,42 @@ class Obligation:
                 return
             seen.add(id(code))
             globs = getattr(func, "__globals__", {})
-            for ref in code.co_names:
-                target = globs.get(ref)
-                module = getattr(target, "__module__", "") or ""
-                if module.startswith("models.") and callable(target):
-                    name = f"{module.replace('.', '/')}.py::{getattr(target, '__qualname__', ref)}"
-                    if name not in out:
-                        out.append(name)
-                elif inspect.isfunction(target) and target.__globals__ is globs:
-                    if not ref.startswith("_") and not _builds_claims(target):
-                        name = f"{_spec_relpath(target.__code__.co_filename)}::{target.__qualname__}"
-                        if name not in local:
-                            local.append(name)
-                    visit(target)  # a helper defined in the spec module
+            cells = []
+            for cell in getattr(func, "__closure__", None) or ():
+                try:
+                    cells.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+            for names in _code_names(code):
+                holders = [globs[n] for n in names if n in globs] + cells
+                for holder in holders:
+                    if inspect.isfunction(holder):
+                        consider(holder)
+                for holder in holders:  # attributes: module.function, Class.method, family.demand
+                    if inspect.isfunction(holder):
+                        continue
+                    for n in names:
+                        try:
+                            attr = inspect.getattr_static(holder, n)
+                        except AttributeError:
+                            continue
+                        if isinstance(attr, (staticmethod, classmethod)):
+                            attr = attr.__func__
+                        if inspect.isfunction(attr):
+                            consider(attr)
 
         visit(self.func)
-        return out + local
+        for extra in [*self.assumptions.values(), *self.witnesses.values()]:
+            consider(extra)
+        return out
 
-
-_CLAIM_BUILDERS = {"Claim", "claim", "equal", "at_most", "less_than", "fits"}
-
-
-def _builds_claims(func) -> bool:
-    """True when ``func`` (or code nested in it) names a claim constructor of this module."""
-    codes = [func.__code__]
-    while codes:
-        code = codes.pop()
-        if _CLAIM_BUILDERS & set(code.co_names):
-            return True
-        codes += [c for c in code.co_consts if hasattr(c, "co_names")]
-    return False
+    def claim_source(self) -> str | None:
+        """The claim as written: ``formula`` when its declaration set one (obligations generated
+        in a loop, whose function body is shared), else the body of the obligation's function
+        without its docstring (see :func:`function_source`); None when the source is unreadable."""
+        if self.formula is not None:
+            return self.formula
+        return function_source(self.func)
 
 
 def obligation(

@@ -585,6 +585,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     )
     try:
         result.models = ob.models_used()
+        result.claim_source = ob.claim_source() or ""
         finite, ranges, vectors = checked_domains(ob, pins, rlimit)
     except KeyboardInterrupt:
         raise

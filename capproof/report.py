@@ -163,6 +163,8 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")
     if e.get("doc"):
         out += ["", *[f"> {line}" if line else ">" for line in e["doc"].splitlines()]]
+    if e.get("claim_source"):
+        out += ["", "Claim, as written in the spec file:", "", "```python", *e["claim_source"].splitlines(), "```"]
     if e.get("domain"):
         out += ["", "| parameter | domain |", "|---|---|"]
         out += [f"| `{k}` | {v} |" for k, v in e["domain"].items()]

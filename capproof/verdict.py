@@ -141,6 +141,8 @@ class ObligationResult:
     pins: dict[str, int] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    #: the claim as written in its spec file (Obligation.claim_source), for reports
+    claim_source: str = ""
     doc: str = ""
     file: str = ""
     line: int = 0
@@ -189,6 +191,7 @@ class ObligationResult:
             "pins": dict(self.pins),
             "assumptions": list(self.assumptions),
             "models": list(self.models),
+            "claim_source": self.claim_source,
             "doc": self.doc,
             "file": self.file,
             "line": self.line,

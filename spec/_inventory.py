@@ -176,6 +176,7 @@ def cover(
     )(claim)
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno
+    ob.formula = _formula(family, demand_params, entry, dim, binding)
     return ob
 
 
@@ -201,6 +202,25 @@ def _release(inventory: str) -> tuple[str | None, str | None]:
     return (match.group(1), match.group(2)) if match else (None, None)
 
 
+def _formula(family: Family, demand_params: Sequence[str], entry: Entry, dim: int, binding: Mapping[str, str]) -> str:
+    """The claim of a generated obligation as reviewers read it (proofs/): the family's demand as
+    written in spec/_families.py, the inventory's shape of the capacity dimension with the
+    aliases its names are bound to, and the relation."""
+    from capproof.obligation import function_source
+
+    body = function_source(family.demand) or ""
+    if body.startswith("return ") and "\n" not in body:
+        body = body[len("return "):]
+    if not body or "\n" in body:
+        body = f"{family.demand.__name__}({', '.join(demand_params)})"
+    cap = f"{entry.attribute}[{dim}]"
+    lines = [f"{family.demand_name} = {body}  # demand family {family.name!r}"] if body != family.demand_name else []
+    lines.append(f"{cap} = {entry.shape[dim]}  # {entry.how} from {entry.file}:{entry.line}")
+    lines += [f"{name} = {expr}" for name, expr in binding.items() if expr != name]
+    rel = f"{family.demand_name} <= {cap}" if family.relation == "at_most" else f"0 <= {family.demand_name} < {cap}"
+    return "\n".join([*lines, rel])
+
+
 @dataclass
 class _Where:
     filename: str
@@ -210,6 +230,9 @@ class _Where:
 def _bind(binding: Mapping[str, str], kw: Mapping[str, object]) -> dict[str, object]:
     """The shape's names bound to values: each name's expression (itself, or an alias) evaluated."""
     return {n: (kw[e] if e in kw else evaluate(e, **{t: kw[t] for t in expression_names(e)})) for n, e in binding.items()}
+
+
+_bind.__capproof_glue__ = True  # plumbing, not a formula: proofs/ does not list it among the models
 
 
 def _with_capacity(fact: Callable[..., object], ents, entry_id: str, dim: int, binding: Mapping[str, str]):

@@ -36,8 +36,9 @@ def test_every_relative_link_in_proofs_points_at_the_declaration():
                 assert os.path.isfile(path), f"{fn}: broken link to {target}"
                 assert lineno, f"{fn}: link to {target} has no line"
                 source = open(path, encoding="utf-8").read().splitlines()[int(lineno) - 1].lstrip()
-                if target.startswith("models/"):
-                    name = re.search(r"::([\w.]+)`\]", line).group(1).split(".")[-1]
+                function = re.search(r"::([\w.]+)`\]", line)  # a model function (models/ or a spec helper)
+                if function:
+                    name = function.group(1).split(".")[-1]
                     assert source.startswith((f"def {name}(", f"class {name}")), (fn, line, source)
                 else:  # spec: the obligation's decorator, the contract() declaration, or an inventory
                     # obligation's cover() call / table() entry (spec/_inventory.py)
@@ -96,10 +97,79 @@ def test_a_changed_verdict_is_a_small_local_diff(tmp_path, monkeypatch):
 
 
 def test_models_used_follow_spec_helpers():
-    """A claim that calls a helper of its spec module still lists the models the helper calls."""
+    """A claim that calls a helper of its spec module lists the helper and the models it calls."""
     from conftest import obligation_named
 
     ob = obligation_named("spec/moe_align.py", "wna16_reads_within_sorted_ids")
-    assert "models/moe_align.py::gemm_max_read_offset" in ob.models_used()
+    assert ob.models_used()[:2] == ["spec/moe_align.py::_wna16_read_claim", "models/moe_align.py::gemm_max_read_offset"]
     ob = obligation_named("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_for_every_batch_before_50302")
     assert "models/vllm/block_table.py::runner_block_table_width_39324" in ob.models_used()
+    # the trigger witnesses' conditions call models too
+    assert "models/vllm/indexer.py::takes_variable_decode_copy" in ob.models_used()
+
+
+MODELS_ANYWHERE = {
+    "engine_formulas/__init__.py": "",
+    "engine_formulas/sizes.py": """
+        from capproof import cdiv
+
+
+        def pages(tokens, page):
+            return cdiv(tokens, page)
+
+
+        def padded(tokens, page):
+            return pages(tokens, page) * page
+
+
+        class Pool:
+            def __init__(self, tokens):
+                self.tokens = tokens
+
+            @staticmethod
+            def slots(tokens, page):
+                return padded(tokens, page) + page
+    """,
+    "spec/pool.py": """
+        from capproof import Choice, Range, at_most, obligation, total
+        import engine_formulas.sizes as sizes
+        from engine_formulas.sizes import Pool
+
+
+        def local_rounding(n, page):
+            return ((n + page - 1) // page) * page
+
+
+        @obligation(domain={"tokens": Range(1, 4096), "page": Choice(16, 64)},
+                    assumptions={"a page is used": lambda tokens, page: sizes.pages(tokens, page) >= 1})
+        def pool_holds_tokens(tokens, page):
+            need = total(local_rounding(t, page) for t in (tokens, tokens))
+            return at_most(demand=need, capacity=2 * Pool.slots(tokens, page))
+    """,
+}
+
+
+def test_models_used_lists_every_project_function_the_obligation_calls(tmp_path, monkeypatch):
+    """Not only packages named models: any project module, attribute calls (module.f,
+    Class.staticmethod), helpers of the spec file, calls inside generator expressions and
+    assumptions, and what those functions call in turn; the claim's source text."""
+    for name, text in MODELS_ANYWHERE.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    monkeypatch.chdir(tmp_path)
+    from capproof.loader import ensure_project_on_path, load_file
+
+    ensure_project_on_path(str(tmp_path))
+    (ob,) = load_file("spec/pool.py")
+    # depth first: the claim's own names, then its generator expression's, then the assumptions'
+    assert ob.models_used() == [
+        "engine_formulas/sizes.py::Pool.slots", "engine_formulas/sizes.py::padded", "engine_formulas/sizes.py::pages",
+        "spec/pool.py::local_rounding",
+    ]
+    assert ob.claim_source() == ("need = total(local_rounding(t, page) for t in (tokens, tokens))\n"
+                                 "return at_most(demand=need, capacity=2 * Pool.slots(tokens, page))")
+    result = CliRunner().invoke(main, ["report", "--no-contracts"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "proofs" / "pool.md").read_text()
+    assert "Claim, as written in the spec file:\n\n```python\nneed = total(local_rounding(t, page)" in page
+    assert "  - [`engine_formulas/sizes.py::Pool.slots`](../engine_formulas/sizes.py#L18)" in page
