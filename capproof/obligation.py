@@ -288,13 +288,13 @@ class Obligation:
         ``models/`` or any other package, helpers of the spec file itself or of another spec
         module. Found from the names the code refers to (globals, attributes of globals and of
         closure variables, e.g. ``block_table.cdiv`` or ``family.demand``), so a name referred to
-        but not called is listed too. Lambdas, nested functions and functions marked
-        ``__capproof_glue__ = True`` (spec plumbing, e.g. binding an inventory shape's names) are
+        but not called is listed too. Lambdas, nested functions, private functions (``_name``, e.g.
+        a claim helper of the spec file) and functions marked ``__capproof_glue__ = True`` (spec plumbing, e.g. binding an inventory shape's names) are
         followed, not listed.
         """
         root = os.path.abspath(os.getcwd()) + os.sep
+        spec_path = os.path.abspath(self.func.__code__.co_filename) if hasattr(self.func, "__code__") else ""
         out: list[str] = []
-        local: list[str] = []
         seen: set[int] = set()
 
         def project_ref(target) -> str | None:
@@ -303,7 +303,8 @@ class Obligation:
             if code is None or module == "capproof" or module.startswith("capproof."):
                 return None
             path = os.path.abspath(code.co_filename)
-            if not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:]:
+            own = path == spec_path  # the spec file itself, wherever it lies
+            if not own and (not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:]):
                 return None
             qualname = getattr(target, "__qualname__", code.co_name)
             if "<" in qualname:  # a lambda or a nested function: part of what defines it
@@ -317,7 +318,8 @@ class Obligation:
             ref = project_ref(target)
             if ref is None:
                 return
-            if ref and target is not self.func and ref not in out and not getattr(target, "__capproof_glue__", False):
+            listed = not getattr(target, "__capproof_glue__", False) and not target.__name__.startswith("_")
+            if ref and target is not self.func and ref not in out and listed:
                 out.append(ref)
             visit(target)
 

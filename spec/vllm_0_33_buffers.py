@@ -1135,6 +1135,7 @@ SPEC_STEPS = Family(
              _V + f"{_AE}:105-106 (_refit_kernel: k < NUM_SPECULATIVE_STEPS masks every load/store)"],
     doc="Per-speculative-step state: entry [step] for step < num_speculative_steps.",
     demand_name="step",
+    requires=("spec_decode",),
 )
 for _key, _where in (("OnlineAcceptanceEstimator.info", "83-85 (info[step * 3 + c]), 109-111 (masked by k)"),
                      ("OnlineAcceptanceEstimator.grad", "86-87 (grad[step * 2 + c]), 113-114 (masked by k)"),
