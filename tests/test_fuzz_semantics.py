@@ -136,18 +136,20 @@ def random_tree(rng, leaves_left: int = 10):
     return ("select", random_condition(rng, third), random_tree(rng, third), random_tree(rng, third))
 
 
-def random_condition(rng, leaves_left: int = 4):
-    """A random condition of the grammar of test_semantics.conditions."""
+def random_condition(rng, leaves_left: int = 4, tree=None):
+    """A random condition of the grammar of test_semantics.conditions, its operands drawn by
+    ``tree`` (``random_tree`` by default)."""
+    tree = tree or random_tree
     half = max(1, leaves_left // 2)
     r = rng.random()
-    atom = (("cmp", rng.choice(sorted(COMPARISONS)), random_tree(rng, half), random_tree(rng, half))
-            if r < 0.8 else ("divides", random_tree(rng, half), random_tree(rng, half)))
+    atom = (("cmp", rng.choice(sorted(COMPARISONS)), tree(rng, half), tree(rng, half))
+            if r < 0.8 else ("divides", tree(rng, half), tree(rng, half)))
     r = rng.random()
     if r < 0.6:
         return atom
     if r < 0.75:
         return ("not", atom)
-    return (rng.choice(["all", "any", "implies"]), atom, random_condition(rng, half))
+    return (rng.choice(["all", "any", "implies"]), atom, random_condition(rng, half, tree))
 
 
 def random_value(rng):
@@ -248,16 +250,8 @@ def random_engine_tree(rng, leaves_left: int = 8):
 
 
 def random_engine_condition(rng, leaves_left: int = 4):
-    half = max(1, leaves_left // 2)
-    r = rng.random()
-    atom = (("cmp", rng.choice(sorted(COMPARISONS)), random_engine_tree(rng, half), random_engine_tree(rng, half))
-            if r < 0.8 else ("divides", random_engine_tree(rng, half), random_engine_tree(rng, half)))
-    r = rng.random()
-    if r < 0.6:
-        return atom
-    if r < 0.75:
-        return ("not", atom)
-    return (rng.choice(["all", "any", "implies"]), atom, random_engine_condition(rng, half))
+    """A random condition over the engine-code vocabulary (:func:`random_engine_tree` operands)."""
+    return random_condition(rng, leaves_left, random_engine_tree)
 
 
 def evaluate_engine(node, env):
