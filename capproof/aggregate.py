@@ -90,6 +90,22 @@ class AggregateBatch:
         self.m = SymInt.var(f"min_of({name})")
         self.iterations = 0
         self.used: set[str] = set()
+        #: mapped totals ``total(f(d) for d in batch)``: (representative, f(representative), fresh total)
+        self.mapped: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]] = []
+        #: per mapped total: True when f is non-decreasing in the entry, False non-increasing
+        self.mapped_rising: list[bool] = []
+
+    def _mapped_total(self, each: z3.ArithRef, value: object) -> SymInt:
+        """``total(f(d) for d in batch)`` as a fresh integer, related to the batch's extremes by
+        :func:`mapped_facts` once :func:`build_abstract_case` has checked that ``f`` is monotone."""
+        from .symbolic import SymBool
+
+        if isinstance(value, (bool, SymBool)) or not isinstance(value, int):
+            raise _refused(f"total over {self.name} of a non-integer per-request term ({type(value).__name__})")
+        self.used.update(("max_of", "min_of", "nonempty"))
+        t = SymInt.var(f"total(f({self.name}))#{len(self.mapped) + 1}")
+        self.mapped.append((each, to_z3_int(value), t.term))
+        return t
 
     # the arith aggregates ask for these (capproof.arith.total/max_of/min_of)
     def _capproof_aggregate(self, kind: str) -> SymInt:
@@ -128,19 +144,22 @@ class AggregateBatch:
         if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER:
             raise _refused(f"{self.name}: iterated other than by a generator expression "
                            f"(enumerate, zip, list, * unpacking) at {where}")
-        site = _all_of_site(frame)
+        site, kind = _all_of_site(frame), "all_of"
         if site is None:
-            # one representative stands for every entry only under a universal quantifier: a
-            # for loop, sum(...), total(...), any_of(*...), max(...), len([...]) over the one
+            site, kind = _total_site(frame), "total"
+        if site is None:
+            # one representative stands for every entry only under a universal quantifier or a
+            # mapped total: a for loop, sum(...), any_of(*...), max(...), len([...]) over the one
             # representative would collapse the batch to a single entry (a total read as a
             # per-request bound was 'proved')
-            raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) at {where}")
+            raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) "
+                           f"or total(f(d) for d in {self.name}) at {where}")
         # a fresh representative per iteration: two loops over the same batch in one condition
         # (pairs of entries) are two entries, which the abstraction refuses
         self.iterations += 1
         each = SymInt.var(f"each({self.name})#{self.iterations}")
         _each_registry().append((self, each.term))
-        _each_sites()[each.term.decl().name()] = (frame, site)
+        _each_sites()[each.term.decl().name()] = (frame, site, kind, self)
         return iter((each,))
 
     def __len__(self) -> int:
@@ -196,7 +215,25 @@ def _all_of_site(frame) -> int | None:
     return calls[tail].offset
 
 
-def _each_sites() -> dict[str, tuple[Any, int]]:
+def _total_site(frame) -> tuple[int, int] | None:
+    """The offsets (start, end) of the one-argument call that receives the generator expression (or list
+    comprehension) created at ``frame``'s current ``GET_ITER`` (``total(f(d) for d in b)``), or
+    None for any other use. Whether the callee is :func:`capproof.arith.total` is checked when
+    it runs (:func:`mapped_total`); a site no ``total`` consumed refuses the abstraction."""
+    instrs = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
+    at = next((k for k, i in enumerate(instrs) if i.offset == frame.f_lasti), None)
+    if at is None or at < 3:
+        return None
+    if not (instrs[at - 2].opname == "MAKE_FUNCTION"
+            and getattr(instrs[at - 3].argval, "co_name", "") in ("<genexpr>", "<listcomp>")):
+        return None
+    calls = [i for i in instrs[at + 1:at + 7] if i.opname != "PRECALL"]
+    if len(calls) < 3 or [c.opname for c in calls[:2]] != ["CALL", "CALL"] or calls[0].arg != 0 or calls[1].arg != 1:
+        return None
+    return calls[1].offset, calls[2].offset  # a running CALL's f_lasti lies in its inline caches
+
+
+def _each_sites() -> dict[str, tuple[Any, int, str, "AggregateBatch"]]:
     from . import symbolic
 
     trace = getattr(symbolic._local, "trace", None)
@@ -245,6 +282,57 @@ def _mentions(term: z3.ExprRef, consts: list[z3.ArithRef]) -> bool:
     return not z3.substitute(term, *[(c, zero) for c in consts]).eq(term)
 
 
+def mapped_total(items: list, caller) -> SymInt | None:
+    """The hook :func:`capproof.arith.total` calls with its materialised items and its caller's
+    frame: when the call consumes a ``total(f(d) for d in batch)`` site of an aggregate batch,
+    the batch's mapped total (one representative entry yielded one item ``f(d)``); None for any
+    other ``total``. Raises NotAggregate when the generator did not yield exactly one item (a
+    filter ``if`` over the entry)."""
+    from . import symbolic
+
+    trace = getattr(symbolic._local, "trace", None)
+    sites = getattr(trace, "each_sites", None) if trace is not None else None
+    if not sites:
+        return None
+    hits = [k for k, v in sites.items() if v[2] == "total" and v[0] is caller and v[1][0] <= caller.f_lasti < v[1][1]]
+    if not hits:
+        return None
+    if len(hits) > 1:
+        raise _refused("two batches iterated in one total()")
+    _, _, _, b = sites.pop(hits[0])
+    each = next(e for bb, e in getattr(trace, "each_batches", []) if e.decl().name() == hits[0])
+    if len(items) != 1:
+        raise _refused(f"total over {b.name}: the generator yielded {len(items)} values for one entry "
+                       "(a filter over the entry, or a nested loop)")
+    return b._mapped_total(each, items[0])
+
+
+def _monotone(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int, background: list[z3.BoolRef]) -> bool | None:
+    """True when ``f`` is non-decreasing in ``each`` over ``lo..hi`` for every value of its other
+    names under ``background`` (Z3: no ``a <= b`` with ``f(a) > f(b)``), False when non-increasing,
+    None when neither is proved."""
+    a, c = z3.Ints("__mono_a __mono_b")
+    fa, fc = z3.substitute(f, (each, a)), z3.substitute(f, (each, c))
+    for rising, bad in ((True, fa > fc), (False, fa < fc)):
+        s = z3.Solver()
+        s.set("rlimit", 2_000_000)
+        s.add(*background, lo <= a, a <= c, c <= hi, bad)
+        if s.check() == z3.unsat:
+            return rising
+    return None
+
+
+def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.ArithRef) -> z3.BoolRef:
+    """What every batch of ``n >= 1`` entries gives a mapped total ``T = sum f(x_i)`` when ``f`` is
+    monotone and ``y_max``/``y_min`` are ``f`` at the batch's extremes (the entries that are them
+    map to them, every other entry between): ``n = 1``: ``T = y_max = y_min``; ``n >= 2``:
+    ``(n-1)*y_min + y_max <= T <= y_min + (n-1)*y_max``. Sound, not exact (``f`` may skip values
+    between ``y_min`` and ``y_max``): a counterexample is realised by :meth:`AbstractCase.point`
+    and replayed, or the bounded encoding is used."""
+    return z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
+                  z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+
+
 def _arith_all_of_code():
     from . import arith
 
@@ -276,7 +364,7 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     caller = caller.f_back if caller is not None else None
     sites = getattr(trace, "each_sites", {})
     site = sites.pop(e.decl().name(), None)
-    if caller is None or site is None or site[0] is not caller or site[1] != caller.f_lasti:
+    if caller is None or site is None or site[2] != "all_of" or site[0] is not caller or site[1] != caller.f_lasti:
         raise NotAggregate(f"an entry of {b.name} reaches all_of other than as all_of(*(P(d) for d in {b.name})) "
                            "(through any_of, a sum, a loop or a variable)")
     lo_t, hi_t, padding = b._capproof_each()
@@ -391,8 +479,59 @@ class AbstractCase:
         for p, b in self.batches.items():
             n = b.n if _concrete(b.n) else ev(to_z3_int(b.n))
             ext = bool({"max_of", "min_of"} & b.used)
+            if b.mapped:
+                out[p] = _realise_mapped(b, n, model)
+                continue
             out[p] = realise(n, ev(b.T.term), ev(b.M.term) if ext else None, ev(b.m.term) if ext else None, b.lo, b.hi)
         return {p: out[p] for p in self.ob.params}
+
+
+def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
+    """A batch of ``n`` entries with the model's minimum and maximum whose first mapped total is
+    the model's (entries found by binary search on the monotone ``f``); every other total of the
+    batch the model used must then agree. Raises ValueError when no such batch is found."""
+    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    lo_x, hi_x = ev(b.m.term), ev(b.M.term)
+    if "total" in b.used:  # the plain total is used too (or f is affine): realise it, check the mapped ones
+        xs = realise(n, ev(b.T.term), hi_x, lo_x, b.lo, b.hi)
+        if all(sum(ev(z3.substitute(f2, (e2, z3.IntVal(x)))) for x in xs) == ev(t2) for e2, f2, t2 in b.mapped):
+            return xs
+    each, f, t = b.mapped[0]
+    rising = b.mapped_rising[0]
+    memo: dict[int, int] = {}
+
+    def fx(x: int) -> int:
+        if x not in memo:
+            memo[x] = ev(z3.substitute(f, (each, z3.IntVal(x))))
+        return memo[x]
+
+    if n == 1:
+        xs = [hi_x]
+    else:
+        y_lo, y_hi = sorted((fx(lo_x), fx(hi_x)))
+        ys = realise(n, ev(t), y_hi, y_lo, y_lo, y_hi)
+        inverse: dict[int, int] = {}
+        for y in ys[1:-1]:
+            if y in inverse:
+                continue
+            a, c = lo_x, hi_x  # the least x in a..c with f(x) >= y (rising) or <= y (falling)
+            while a < c:
+                mid = (a + c) // 2
+                if (fx(mid) >= y) if rising else (fx(mid) <= y):
+                    c = mid
+                else:
+                    a = mid + 1
+            if fx(a) != y:
+                raise ValueError(f"no entry of {b.name} in {lo_x}..{hi_x} maps to {y}")
+            inverse[y] = a
+        ends = [lo_x, hi_x] if rising else [hi_x, lo_x]
+        xs = [ends[0], *(inverse[y] for y in ys[1:-1]), ends[1]]
+    for (e2, f2, t2) in b.mapped[1:]:
+        if sum(ev(z3.substitute(f2, (e2, z3.IntVal(x)))) for x in xs) != ev(t2):
+            raise ValueError(f"{b.name}: a second total over the batch is not realised by {xs}")
+    if "total" in b.used and sum(xs) != ev(b.T.term):
+        raise ValueError(f"{b.name}: total and a mapped total not realised together by {xs}")
+    return sorted(xs)
 
 
 def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
@@ -400,6 +539,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     """Run ``ob`` on the aggregate abstraction. Raises NotAggregate (or whatever the model
     raises) when the abstraction does not apply."""
     scalars, constraints = scalar_inputs(ranges)
+    background = [c for _, c in constraints]  # the scalars' domains, for the monotonicity checks
     batches: dict[str, AggregateBatch] = {}
     for name, dom in vectors.items():
         if dom.length is None:
@@ -421,10 +561,15 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     with tracing() as trace:
         trace.each_batches = []  # type: ignore[attr-defined]
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
+        trace.total_hook = mapped_total  # type: ignore[attr-defined]
         assumed = {n_: _call(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
         result = ob.func(**args)
     if trace.misuse:
         raise NotAggregate(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
+    left_sites = [v for v in getattr(trace, "each_sites", {}).values() if v[2] == "total"]
+    if left_sites:  # sum(...), max(...), a custom fold: the one representative was taken for the batch
+        raise NotAggregate(f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
+                           "capproof's total() (sum, max, len, ...)")
     from .encode import _as_claim
 
     claim_ = _as_claim(result, ob)
@@ -445,6 +590,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
             names = ", ".join(sorted({n_[len("each("):].split(")#")[0] for n_ in left}))
             raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
                                "all_of (a per-entry term such as a sum of f(entry))")
+    mono_lemmas: list[z3.BoolRef] = []
     for name, b in batches.items():
         if not b.used:
             continue
@@ -456,11 +602,51 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 raise NotAggregate(f"{name}: max_of/min_of of a batch whose length can be 0")
         constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
                             aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes)))
+        for k, (each, f, t) in enumerate(b.mapped):
+            rising = _monotone(f, each, b.lo, b.hi, background)
+            if rising is None:
+                raise NotAggregate(f"total over {name} of a per-request term not monotone in the entry: {f}")
+            if not (_concrete(b.n) and b.n >= b.size) and not _valid(z3.substitute(f, (each, z3.IntVal(b.fill))) == 0,
+                                                                       background):
+                raise NotAggregate(f"total over {name}: the padding entries (fill {b.fill}) may contribute a "
+                                   "nonzero term on ints")
+            b.mapped_rising.append(rising)
+            at_max, at_min = z3.substitute(f, (each, b.M.term)), z3.substitute(f, (each, b.m.term))
+            y_max, y_min = (at_max, at_min) if rising else (at_min, at_max)
+            facts = mapped_facts(n_t, t, y_max, y_min)
+            f0, f1 = z3.substitute(f, (each, z3.IntVal(0))), z3.substitute(f, (each, z3.IntVal(1)))
+            x = z3.Int("__affine_x")
+            if _valid(z3.Implies(z3.And(b.lo <= x, x <= b.hi), z3.substitute(f, (each, x)) == f0 + x * (f1 - f0)), background):
+                # f(x) = f(0) + x*(f(1) - f(0)): the mapped total is exact, n*f(0) + (f(1) - f(0))*total
+                facts = z3.And(facts, t == n_t * f0 + (f1 - f0) * b.T.term)
+                b.used.add("total")
+            constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})", facts))
+            # a per-request term bounded through its request's bound: for each scalar u in the
+            # entries' range, f(max) <= f(u) when max <= u (rising; mirrored when falling). Valid
+            # because f is monotone on lo..hi (checked above); without them Z3's nonlinear search
+            # proved the FlashInfer page list for one random seed in four
+            for u in scalars.values():
+                ut = u.term
+                fu = z3.substitute(f, (each, ut))
+                inside = z3.And(b.lo <= ut, ut <= b.hi)
+                if rising:
+                    mono_lemmas += [z3.Implies(z3.And(inside, b.M.term <= ut), at_max <= fu),
+                                    z3.Implies(z3.And(inside, ut <= b.m.term), fu <= at_min)]
+                else:
+                    mono_lemmas += [z3.Implies(z3.And(inside, b.M.term <= ut), fu <= at_max),
+                                    z3.Implies(z3.And(inside, ut <= b.m.term), at_min <= fu)]
     divisors = [t for t, _ in trace.divisors]
     if divisors:  # the bounded encoding checks each divisor under the assumptions before it
         raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
     return AbstractCase(ob, dict(fixed), scalars, batches, constraints, false, claim_term, value_terms,
-                        divisors, list(trace.lemmas), claim_.relation)
+                        divisors, [*trace.lemmas, *mono_lemmas], claim_.relation)
+
+
+def _valid(claim: z3.BoolRef, background: list[z3.BoolRef]) -> bool:
+    s = z3.Solver()
+    s.set("rlimit", 2_000_000)
+    s.add(*background, z3.Not(claim))
+    return s.check() == z3.unsat
 
 
 @dataclass
@@ -502,6 +688,7 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     # probe: two admitted points, realised and replayed, must agree with the abstraction
     model = s.model()
     free = [v.term for v in case.scalars.values()] + [t for b in case.batches.values() for t in (b.T.term, b.M.term, b.m.term)]
+    free += [t for b in case.batches.values() for _, _, t in b.mapped]
     for attempt in range(2):
         try:
             params = case.point(model)

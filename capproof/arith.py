@@ -9,6 +9,7 @@ ints are ``int`` subclasses). ``cdiv`` and ``round_up`` are written exactly as i
 from __future__ import annotations
 
 import math
+import sys
 from functools import reduce
 from typing import Union
 
@@ -293,6 +294,13 @@ def all_of(*conditions: Bool) -> Bool:
     return all(conditions)
 
 
+def _trace_hook(name: str):
+    from . import symbolic
+
+    trace = getattr(symbolic._local, "trace", None)
+    return getattr(trace, name, None) if trace is not None else None
+
+
 def _all_of_hook():
     from . import symbolic
 
@@ -373,6 +381,11 @@ def total(values) -> Int:
         else:
             values = values[:n]
     values = list(values)
+    hook = _trace_hook("total_hook")
+    if hook is not None:  # total(f(d) for d in batch) over an aggregate batch (capproof.aggregate)
+        mapped = hook(values, sys._getframe(1))
+        if mapped is not None:
+            return mapped
     if _plain(values):
         return sum(values)
     _check_int(*values)

@@ -115,6 +115,18 @@ def counted(n, cap, k, lens):
 @obligation(domain=D, assumptions=FACTS)
 def summed_map(n, cap, k, lens):
     return total(d * 2 for d in lens) <= 2 * cap
+
+@obligation(domain=D, assumptions=FACTS)
+def builtin_sum(n, cap, k, lens):
+    return sum(d for d in lens) <= cap
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def not_monotone(n, cap, k, lens):
+    return total(d % 3 for d in lens) <= n
+
+@obligation(domain=D, assumptions=FACTS)
+def filtered(n, cap, k, lens):
+    return total(d for d in lens if d > 2) <= cap
 '''
 
 
@@ -161,8 +173,10 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
     ("by_index", "indexing"),
     ("not_convex", "not convex"),
     ("some_request", "other than through"),
-    ("counted", "iterated other than as all_of"),
-    ("summed_map", "iterated other than as all_of"),
+    ("counted", "consumed by a call other than capproof's total()"),
+    ("builtin_sum", "consumed by a call other than capproof's total()"),
+    ("not_monotone", "not monotone in the entry"),
+    ("filtered", "branch on symbolic condition"),
 ])
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     ob = obs(6)[name]
@@ -239,3 +253,98 @@ def per_block(n, b, v):
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.ERROR and "can be zero" in r.message
     assert "symbolic divisor" in r.encoding_note
+
+
+# --- mapped totals: total(f(d) for d in batch) with f monotone in the entry ---------------------
+
+PAGES = '''
+from capproof import Range, Choice, obligation, at_most, all_of, cdiv
+from capproof.arith import total
+from capproof.domain import Vector
+
+D = {"max_num_reqs": Range(1, 2**12), "max_model_len": Range(1, 2**21), "block_size": Choice(16, 64),
+     "num_reqs": Range(1, SIZE), "seq_lens": Vector(SIZE, Range(0, 2**21), length="num_reqs")}
+FACTS = {"num_reqs <= max_num_reqs": lambda num_reqs, max_num_reqs: num_reqs <= max_num_reqs,
+         "each fits": lambda seq_lens, max_model_len: all_of(*(s <= max_model_len for s in seq_lens))}
+
+@obligation(domain=D, assumptions=FACTS)
+def pages_fit(max_num_reqs, max_model_len, block_size, num_reqs, seq_lens):
+    return at_most(pages=total(cdiv(s, block_size) for s in seq_lens), capacity=max_num_reqs * cdiv(max_model_len, block_size))
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def pages_fit_one_short(max_num_reqs, max_model_len, block_size, num_reqs, seq_lens):
+    return at_most(pages=total(cdiv(s, block_size) for s in seq_lens), capacity=max_num_reqs * (max_model_len // block_size))
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def pages_fit_per_request_budget(max_num_reqs, max_model_len, block_size, num_reqs, seq_lens):
+    return at_most(pages=total(cdiv(s, block_size) for s in seq_lens), capacity=num_reqs + 3)
+'''
+
+
+@pytest.fixture
+def pages(spec_file):
+    def load(size):
+        return {it.name: it for it in load_file(spec_file(PAGES.replace("SIZE", str(size)), f"pages_spec_{size}.py"))}
+    return load
+
+
+def test_mapped_total_proves_for_every_batch_size_and_agrees_with_the_bounded_encoding(obs, pages):
+    """FlashInfer's page list (vLLM 0.33.0 flashinfer.py:1527-1536, 1708-1710): the sum of the
+    per-request cdiv(seq_len, page_size) fits max_num_reqs * cdiv(max_model_len, block_size), for
+    every batch size; at 2 entries the bounded encoding agrees."""
+    for name in ("summed_map",):
+        r = prove_obligation(obs(4096)[name], Options())
+        assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+    small, big = pages(2), pages(4096)
+    assert prove_obligation(small["pages_fit"], Options(aggregate=False)).verdict is Verdict.PROVED
+    r = prove_obligation(big["pages_fit"], Options())
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+    assert {"num_reqs <= max_num_reqs", "each fits"} <= set(r.assumptions_used)  # (the core may add domain bounds)
+
+
+@pytest.mark.parametrize("name", ["pages_fit_one_short", "pages_fit_per_request_budget"])
+def test_mapped_total_counterexamples_are_realised_and_replay(pages, name):
+    ob = pages(4096)[name]
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "all batch sizes", r.encoding_note
+    p = r.counterexample.params
+    holds, values, failed = replay(ob, p)
+    assert not holds and not failed and values == r.counterexample.values
+    assert len(p["seq_lens"]) == p["num_reqs"]
+    # the bounded encoding at 4 entries finds one too (the shapes need at most 2 requests)
+    assert prove_obligation(pages(4)[name], Options(aggregate=False, density="off")).verdict is Verdict.COUNTEREXAMPLE
+
+
+def test_mapped_facts_hold_for_every_batch():
+    """Soundness of the mapped total's facts, by enumeration: every batch of 1..4 entries in 0..9
+    satisfies them for f = cdiv(., 3) (rising) and f = 9 - x (falling)."""
+    from capproof.aggregate import mapped_facts
+
+    n_, T_, a_, b_ = z3.Ints("n T ymax ymin")
+    facts = mapped_facts(n_, T_, a_, b_)
+    for f in (lambda x: -(-x // 3), lambda x: 9 - x):
+        for n in range(1, 5):
+            for batch in itertools.product(range(10), repeat=n):
+                ys = [f(x) for x in batch]
+                y_at_max, y_at_min = f(max(batch)), f(min(batch))
+                ymax, ymin = max(y_at_max, y_at_min), min(y_at_max, y_at_min)
+                assert ymax == max(ys) and ymin == min(ys)
+                val = z3.substitute(facts, (n_, z3.IntVal(n)), (T_, z3.IntVal(sum(ys))), (a_, z3.IntVal(ymax)), (b_, z3.IntVal(ymin)))
+                assert z3.is_true(z3.simplify(val)), (batch, ys)
+
+
+def test_monotone_bound_lemmas_are_valid_for_a_monotone_term():
+    """The lemmas the mapped total adds (f(max) <= f(u) when max <= u, for a rising f on lo..hi)
+    are valid, checked by Z3 for vLLM's page count f = cdiv(., 16) on 0..2**21; and the
+    monotonicity check refuses a term that is not monotone (d % 3)."""
+    from capproof.aggregate import _monotone
+
+    x, u, M = z3.Ints("x u M")
+    f = -((-x) / 16)
+    assert _monotone(f, x, 0, 2**21, []) is True
+    assert _monotone(9 - x, x, 0, 9, []) is False
+    assert _monotone(x % 3, x, 0, 9, []) is None
+    s = z3.Solver()
+    lemma = z3.Implies(z3.And(0 <= u, u <= 2**21, 0 <= M, M <= u), z3.substitute(f, (x, M)) <= z3.substitute(f, (x, u)))
+    s.add(z3.Not(lemma))
+    assert s.check() == z3.unsat
