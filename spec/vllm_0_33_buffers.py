@@ -842,7 +842,7 @@ FI_LAST_PAGE = Family(
 )
 cover(INVENTORY, f"{_FI}::FlashInferMetadataBuilder.paged_kv_last_page_len", FI_LAST_PAGE, aliases=ALIASES[_FI])
 
-_PAGES = 4  # requests in the batch vector (the proof is per request, so a few suffice to show the sum)
+_PAGES = 2**12  # requests in the batch vector: max_num_reqs's bound (decided on the aggregates, for every size)
 
 
 def _pages(seq_lens, block_size):
@@ -857,7 +857,7 @@ FI_INDICES = Family(
     name="flashinfer_pages",
     dim=0,
     demand=_pages,
-    domain={"max_num_reqs": Range(_PAGES, 2**12), "max_model_len": Range(1, 2**21), "block_size": Choice(16, 32, 64),
+    domain={"max_num_reqs": Range(1, 2**12), "max_model_len": Range(1, 2**21), "block_size": Choice(16, 32, 64),
             "num_reqs": Range(1, _PAGES), "seq_lens": Vector(_PAGES, Range(0, 2**21), length="num_reqs")},
     facts={
         "num_reqs <= max_num_reqs": lambda num_reqs, max_num_reqs: num_reqs <= max_num_reqs,
@@ -869,8 +869,9 @@ FI_INDICES = Family(
              _V + f"{_FI}:945 (page_size = kv_cache_spec.block_size, the block size of max_num_pages)",
              _V + "vllm/v1/core/sched/scheduler.py:852-857 (positions < max_model_len)"],
     doc="Every page of every request: sum of cdiv(seq_len, page_size) over the batch <= max_num_reqs * "
-        f"cdiv(max_model_len, block_size). Batches of up to {_PAGES} requests (per-request bound; the sum of "
-        "per-request bounds is the same argument for any count <= max_num_reqs).",
+        "cdiv(max_model_len, block_size), for every batch of up to max_num_reqs requests (decided on the "
+        "batch's aggregates: the per-request page count is monotone in seq_len, so it is bounded through "
+        "each request's bound; capproof.aggregate's mapped totals).",
     demand_name="pages",
 )
 cover(INVENTORY, f"{_FI}::FlashInferMetadataBuilder.paged_kv_indices", FI_INDICES, [_V + f"{_FI}:1534"],

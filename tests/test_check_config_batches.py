@@ -44,19 +44,56 @@ def test_realistic_batch_limits_give_an_answer(seqs, tokens):
     assert scope.startswith("  checked: ") and "on the aggregate abstraction, for every batch size" in scope and "NOT checked: " in scope
 
 
-def test_bounded_batch_proofs_are_not_counted_as_safe():
-    """The FlashInfer page list is proved for batches of at most 4 requests (bounded encoding): with
-    --max-num-seqs 32 that proof does not cover the deployment, so it is BOUNDED, never safe; at
-    --max-num-seqs 4 it covers it."""
+BOUNDED_SPEC = '''
+from capproof import Range, obligation, at_most, all_of
+from capproof.arith import total
+from capproof.domain import Vector
+
+D = {"max_num_reqs": Range(1, 4096), "max_num_batched_tokens": Range(1, 2**16), "num_reqs": Range(1, 4),
+     "query_lens": Vector(4, Range(1, 2**16), length="num_reqs")}
+FACTS = {"num_reqs <= max_num_reqs": lambda num_reqs, max_num_reqs: num_reqs <= max_num_reqs,
+         "budget": lambda query_lens, max_num_batched_tokens: total(query_lens) <= max_num_batched_tokens}
+
+@obligation(domain=D, assumptions=FACTS, engine="vllm", versions="==0.33.0")
+def tokens_fit_declared_lengths(max_num_reqs, max_num_batched_tokens, num_reqs, query_lens):
+    return at_most(tokens=total(query_lens), capacity=max_num_batched_tokens)
+
+@obligation(domain=D, assumptions=FACTS, engine="vllm", versions="==0.33.0")
+def first_request_fits(max_num_reqs, max_num_batched_tokens, num_reqs, query_lens):
+    return at_most(tokens=query_lens[0], capacity=max_num_batched_tokens)
+'''
+
+
+def test_bounded_batch_proofs_are_not_counted_as_safe(tmp_path):
+    """A proof over batches of at most 4 requests does not cover --max-num-seqs 32, whichever
+    encoding gave it: the bounded vectors (indexing: first_request_fits) or the aggregate
+    abstraction over a length declared 1..4 (tokens_fit_declared_lengths). Both are BOUNDED,
+    never safe; at --max-num-seqs 4 both cover the deployment."""
+    spec = tmp_path / "bounded_spec.py"
+    spec.write_text(BOUNDED_SPEC)
     argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
             "--max-num-batched-tokens", "2048"]
-    big = check("--", *argv, "--max-num-seqs", "32")
-    line = next(l for l in big.output.splitlines() if "flashinfer_pages__FlashInferMetadataBuilder_paged_kv_indices" in l)
-    assert line.startswith("  BOUNDED") and "proved for batches of at most 4 requests only" in line
-    assert big.exit_code == 2 and "1 proved for smaller batches only (not counted)" in big.output
-    small = check("--", *argv, "--max-num-seqs", "4")
+    big = check("--spec", str(spec), "--", *argv, "--max-num-seqs", "32")
+    lines = {name: next(l for l in big.output.splitlines() if name in l)
+             for name in ("first_request_fits", "tokens_fit_declared_lengths")}
+    assert lines["first_request_fits"].startswith("  BOUNDED") and "at most 4 requests only (bounded encoding" in lines["first_request_fits"]
+    assert lines["tokens_fit_declared_lengths"].startswith("  BOUNDED") and \
+        "at most 4 requests only (aggregate abstraction over the declared batch lengths" in lines["tokens_fit_declared_lengths"]
+    assert big.exit_code == 2 and "2 proved for smaller batches only (not counted)" in big.output, big.output
+    small = check("--spec", str(spec), "--", *argv, "--max-num-seqs", "4")
     assert "BOUNDED" not in small.output and small.exit_code == 0, small.output
     assert small.output.startswith("safe")
+
+
+def test_flashinfer_page_list_is_proved_for_every_batch_size():
+    """vLLM 0.33.0's FlashInfer paged_kv_indices (the sum of cdiv(seq_len, page_size) over the
+    batch) is decided on the aggregates with a mapped total: safe at 256 and 1024 requests."""
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
+            "--max-num-batched-tokens", "8192"]
+    for seqs in ("256", "1024"):
+        out = check("--", *argv, "--max-num-seqs", seqs)
+        assert out.exit_code == 0 and out.output.startswith("safe"), out.output
+        assert "BOUNDED" not in out.output and "(1 on the aggregate abstraction, for every batch size)" in out.output
 
 
 def test_inventory_obligations_apply_to_their_release_only():

@@ -532,9 +532,13 @@ def _bounded_below(ob: Obligation, result: ObligationResult, mine: dict, seqs: i
     """N when ``result`` is proved for batches of at most N entries only (the bounded encoding) while
     the deployment's batches may be larger (``max_num_seqs`` above N, or not known): a Vector whose
     length is neither pinned nor a model number. None when the verdict covers the deployment."""
-    if result.verdict is not Verdict.PROVED or not result.encoding.startswith("batches"):
+    if result.verdict is not Verdict.PROVED or not result.encoding:
         return None
-    sizes = [v.size for v in ob.domain.values()
+    # the bounded encoding covers a vector's size; the aggregate abstraction ("all batch sizes")
+    # every length its length parameter's domain admits, which may still be below the deployment's
+    sizes = [v.size if not result.encoding == "all batch sizes" or not isinstance(ob.domain.get(v.length), Range)
+             else ob.domain[v.length].hi
+             for v in ob.domain.values()
              if isinstance(v, Vector) and v.length not in mine and v.length not in MODEL_PARAMS]
     if not sizes:
         return None
@@ -792,9 +796,11 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         if c.resized:
             over += f" (batches of up to {c.resized} requests; spec/ declares {c.declared_batch}, batch-size generic)"
         if r.verdict is Verdict.PROVED and c.bounded is not None:
-            lines.append(f"  BOUNDED {ob.id}{case}: proved for batches of at most {c.bounded} requests only (bounded encoding; "
-                         f"{r.encoding_note or 'the aggregate abstraction did not apply'}); this deployment's batches may be larger: "
-                         "not counted as safe")
+            how = ("aggregate abstraction over the declared batch lengths: " + r.encoding_note
+                   if r.encoding == "all batch sizes" else
+                   "bounded encoding; " + (r.encoding_note or "the aggregate abstraction did not apply"))
+            lines.append(f"  BOUNDED {ob.id}{case}: proved for batches of at most {c.bounded} requests only ({how}); "
+                         "this deployment's batches may be larger: not counted as safe")
         elif r.verdict is Verdict.PROVED:
             free = f" for every {', '.join(c.free)}" if c.free else ""
             lines.append(f"  safe    {ob.id}{case}: holds{free}{over}{_encoding(r)}")
