@@ -445,6 +445,9 @@ class AbstractCase:
     divisors: list[z3.ArithRef] = field(default_factory=list)
     lemmas: list[z3.BoolRef] = field(default_factory=list)
     relation: str = ""
+    #: batches with a mapped total whose facts over-approximate (f not affine): a proof holds, a
+    #: point must be realised and replayed, and an optimum (capproof bound) may not be attained
+    inexact: list[str] = field(default_factory=list)
 
     def solver(self, rlimit: int) -> tuple[z3.Solver, dict[str, str]]:
         s = _new_solver(rlimit)
@@ -591,6 +594,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
             raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
                                "all_of (a per-entry term such as a sum of f(entry))")
     mono_lemmas: list[z3.BoolRef] = []
+    inexact: list[str] = []
     for name, b in batches.items():
         if not b.used:
             continue
@@ -620,6 +624,8 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 # f(x) = f(0) + x*(f(1) - f(0)): the mapped total is exact, n*f(0) + (f(1) - f(0))*total
                 facts = z3.And(facts, t == n_t * f0 + (f1 - f0) * b.T.term)
                 b.used.add("total")
+            else:
+                inexact.append(name)
             constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})", facts))
             # a per-request term bounded through its request's bound: for each scalar u in the
             # entries' range, f(max) <= f(u) when max <= u (rising; mirrored when falling). Valid
@@ -639,7 +645,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     if divisors:  # the bounded encoding checks each divisor under the assumptions before it
         raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
     return AbstractCase(ob, dict(fixed), scalars, batches, constraints, false, claim_term, value_terms,
-                        divisors, [*trace.lemmas, *mono_lemmas], claim_.relation)
+                        divisors, [*trace.lemmas, *mono_lemmas], claim_.relation, inexact)
 
 
 def _valid(claim: z3.BoolRef, background: list[z3.BoolRef]) -> bool:

@@ -402,6 +402,8 @@ def _abstract_case(ob: Obligation, fixed: dict[str, int], ranges, vectors, rlimi
         return None, _describe_exc(exc)
     if outcome.kind in ("abandon", "unknown"):
         return None, outcome.message
+    if case.inexact:  # an optimum of an over-approximation need not be attained by any batch
+        return None, f"mapped totals over {', '.join(case.inexact)} are bounded, not exact"
     return case, ""
 
 
