@@ -144,20 +144,23 @@ class InductionBatch:
                 raise _refused(f"attribute {name!r} of batch {object.__getattribute__(self, 'name')}")
         return object.__getattribute__(self, name)
 
-    def __init__(self, name: str, dom: Vector, n: int | SymInt, size: SymInt):
+    def __init__(self, name: str, dom: Vector, n: int | SymInt, size: SymInt, n_lo: int = 0):
         self.name = name
+        self.n_lo = n_lo  # the least batch length the domain admits
         self.dom = dom
         self.n = n
         elem: Range = dom.elem  # type: ignore[assignment]
         self.lo, self.hi, self.fill = elem.lo, elem.hi, dom.fill
         self.walks: list[Walk] = []
+        self.eaches: dict[str, tuple] = {}
+        self.conditions: list[z3.BoolRef] = []  # per-entry conditions, kept alive (their walks close over them)
         self.heads: dict[int, SymInt] = {}
         self.size = size  # the vector's size N: any N >= n
         self.seen = SymInt.var(f"seen({name})")  # the invariants' prefix length, instantiated per query
         self.index = SymInt.var(f"i({name})")  # the walk's index in the step query
 
-    def walk(self, step: Any, init: Any, invariant: Any, label: str) -> Walk:
-        key = _key(step, init)
+    def walk(self, step: Any, init: Any, invariant: Any, label: str, key: tuple | None = None) -> Walk:
+        key = key or _key(step, init)
         for w in self.walks:
             if w.key == key:
                 if invariant is not None and w.invariant is None:
@@ -176,9 +179,11 @@ class InductionBatch:
         if kind == "total":
             w = self.walk(_TOTAL, 0, None, "total")
         elif kind in ("max_of", "min_of"):
-            if not (_concrete(n) and n >= 1):
+            if not (self.n_lo >= 1):
                 raise _refused(f"{kind} of batch {self.name} whose length may be 0")
-            w = self.walk(_MAX if kind == "max_of" else _MIN, 0, None, kind)
+            # from the entries' bound: max(lo, entries) = max(entries) for a nonempty batch, and the
+            # running maximum only grows (min: from hi, only falls)
+            w = self.walk(_MAX if kind == "max_of" else _MIN, self.lo if kind == "max_of" else self.hi, None, kind)
         else:  # pragma: no cover - arith asks for these three only
             raise _refused(f"aggregate {kind}")
         return w.final
@@ -191,7 +196,45 @@ class InductionBatch:
         return self.heads[index]
 
     def __iter__(self):
-        raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold")
+        # all_of(*(P(d) for d in batch)): one representative entry, turned into the walk
+        # "P holds for every entry so far" by all_of's hook (_all_of_walk); any other iteration
+        # (a for loop, sum, enumerate, zip, any_of) is refused
+        from .aggregate import _GET_ITER, _all_of_site
+
+        frame = sys._getframe(1)
+        code = frame.f_code.co_code
+        if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER or _all_of_site(frame) is None:
+            raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in {self.name}))")
+        each = SymInt.var(f"each({self.name})#{len(self.eaches)}")
+        self.eaches[each.term.decl().name()] = (each.term, frame, _all_of_site(frame))
+        return iter((each,))
+
+    def _all_of_walk(self, conj: z3.BoolRef) -> z3.BoolRef | None:
+        """all_of's hook: a conjunction over the representative entry becomes a walk's final state."""
+        from .aggregate import _arith_all_of_code, _free_consts
+
+        names = _free_consts(conj) & set(self.eaches)
+        if not names:
+            return None
+        if len(names) > 1:
+            raise _refused(f"a condition over two entries of {self.name} together")
+        (name,) = names
+        each, frame, site = self.eaches.pop(name)
+        caller = sys._getframe(1)
+        while caller is not None and caller.f_code is not _arith_all_of_code():
+            caller = caller.f_back
+        caller = caller.f_back if caller is not None else None
+        if caller is None or caller is not frame or caller.f_lasti != site:
+            raise _refused(f"an entry of {self.name} reaches all_of other than as all_of(*(P(d) for d in {self.name}))")
+
+        entry = z3.Int(f"entry({self.name})")  # one name for the entry: the same condition is one walk
+        cond = z3.substitute(conj, (each, entry))
+
+        def every_entry(ok, i, x):
+            return SymBool(z3.And(to_z3_bool(ok), z3.substitute(cond, (entry, to_z3_int(x)))))
+
+        self.conditions.append(cond)
+        return to_z3_bool(self.walk(every_entry, True, None, "all_of", key=("all_of", cond.sexpr())).final)
 
     def __len__(self) -> int:
         raise _refused(f"len() of batch {self.name}")
@@ -218,13 +261,13 @@ def _TOTAL(state, i, x):  # noqa: N802
 def _MAX(state, i, x):  # noqa: N802
     from .arith import maximum, select
 
-    return select(i < _batch_length(), select(i == 0, x, maximum(state, x)), state)
+    return select(i < _batch_length(), maximum(state, x), state)
 
 
 def _MIN(state, i, x):  # noqa: N802
     from .arith import minimum, select
 
-    return select(i < _batch_length(), select(i == 0, x, minimum(state, x)), state)
+    return select(i < _batch_length(), minimum(state, x), state)
 
 
 @dataclass
@@ -235,8 +278,10 @@ class InductionOutcome:
     invariant: str = ""
 
 
-def _run(trace_lemmas: list, fn, *args):
+def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
     with tracing() as trace:
+        if batch is not None:
+            trace.all_of_hook = batch._all_of_walk  # type: ignore[attr-defined]
         value = fn(*args)
     if trace.misuse:
         raise NotInductive(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
@@ -272,7 +317,8 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         n = fixed[dom.length] if dom.length in fixed else scalars.get(dom.length)
     if n is None:
         raise NotInductive(f"{vname}: length {dom.length} is neither fixed nor a Range")
-    batch = InductionBatch(vname, dom, n, size)
+    n_lo = n if _concrete(n) else ranges[dom.length].lo if dom.length in ranges else 1  # no length: N >= 1 below
+    batch = InductionBatch(vname, dom, n, size, n_lo)
     from .symbolic import type_lookups
 
     where = type_lookups(ob.func, *ob.assumptions.values())
@@ -287,7 +333,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
             assumed = {k: _call(f, "assumption", k, ob.assumption_params(k), args) for k, f in ob.assumptions.items()}
             return assumed, ob.func(**args)
 
-        assumed, result = _run(lemmas, body)
+        assumed, result = _run(lemmas, body, batch=batch)
         claim_ = _as_claim(result, ob)
         if not batch.walks:
             raise NotInductive(f"{vname} is not walked (no fold, total, max_of or min_of over it)")
@@ -300,14 +346,14 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
             w = batch.walks[done]
             done += 1
             if w.invariant is not None:
-                invariants.append(to_z3_bool(_run(lemmas, w.invariant, w.final, batch.seen, batch)))
+                invariants.append(to_z3_bool(_run(lemmas, w.invariant, w.final, batch.seen, batch, batch=batch)))
         walks = list(batch.walks)
         finals = [t for w in walks for t in _terms(w.final, w.init)]
         # one step of every walk from a symbolic current state
         cur = [_fresh(w.init, f"cur.{k}") for k, w in enumerate(walks)]
         x = SymInt.var(f"x({vname})")
         i = batch.index
-        nxt = [_terms(_run(lemmas, w.step, c, i, x), w.init) for w, c in zip(walks, cur)]
+        nxt = [_terms(_run(lemmas, w.step, c, i, x, batch=batch), w.init) for w, c in zip(walks, cur)]
         if len(batch.walks) != len(walks):
             raise NotInductive("a walk step walks the batch again")
         inits = [_terms(_run(lemmas, lambda w=w: w.init), w.init) for w in walks]
@@ -316,6 +362,8 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     finally:
         _LENGTH.pop()
 
+    if batch.eaches:  # a representative entry not consumed by all_of
+        raise NotInductive(f"an entry of {vname} used other than in all_of(*(P(d) for d in {vname}))")
     cur_terms = [t for c, w in zip(cur, walks) for t in _terms(c, w.init)]
     nxt_terms = [t for ts in nxt for t in ts]
     init_terms = [t for ts in inits for t in ts]
@@ -324,7 +372,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     n_t, size_t, seen_t, i_t, x_t = to_z3_int(n), batch.size.term, batch.seen.term, i.term, x.term
     heads = dict(batch.heads)
     glob: list[tuple[str, z3.BoolRef]] = list(constraints)
-    glob.append((f"{vname} length", z3.And(n_t >= 0)))
+    glob.append((f"{vname} length", z3.And(n_t >= (1 if dom.length is None else 0), size_t >= 1)))
     for k, h in heads.items():
         glob.append((f"{vname}[{k}] in {batch.lo}..{batch.hi} (or {batch.fill} as padding)",
                      z3.If(k < n_t, z3.And(batch.lo <= h.term, h.term <= batch.hi), h.term == batch.fill)))
@@ -404,7 +452,8 @@ def _zero(term: z3.ExprRef) -> z3.ExprRef:
 def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
                    rlimit: int) -> dict[str, object] | None:
     """A point the assumptions admit, with a batch of at most 4 entries, found on the bounded
-    encoding and replayed on ints (the assumptions hold there); None if there is none that small."""
+    encoding and replayed on ints, padded to the vector's size and alone (the assumptions hold
+    on both); None if there is none that small."""
     ((vname, dom),) = vectors.items()
     for size in (1, 2, 4):
         if size > dom.size:
@@ -426,10 +475,11 @@ def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Rang
             if s.check() != z3.sat:
                 continue
             params = case.point(s.model())
-            ev = evaluate(ob, concrete_args(ob, params))
+            padded = evaluate(ob, concrete_args(ob, params))
+            alone = evaluate(ob, concrete_args(ob, params, padding=False))  # the batch as shown (issue 10 S3)
         except CapproofError:
             continue
-        if all(bool(v) for v in ev.assumptions.values()):
+        if all(bool(v) for ev in (padded, alone) for v in ev.assumptions.values()):
             return params
     return None
 

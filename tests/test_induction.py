@@ -18,6 +18,7 @@ from models.vllm.indexer_buffers import has_padding_request, split_decodes_requi
 
 SPEC = '''
 from capproof import Range, Choice, obligation, at_most, claim, all_of, any_of, implies, select
+from capproof.arith import minimum
 from capproof.arith import fold, total
 from capproof.domain import Vector
 
@@ -83,6 +84,24 @@ def running_offset_over_budget(n, lens):
     offset = fold(lambda o, i, x: o + select(i < n, x, 0), 0, lens,
                   invariant=lambda o, i, seen: o == total(seen))
     return at_most(demand=offset + lens[0], capacity=12)
+
+
+@obligation(domain=D, assumptions={"impossible": lambda lens: total(lens) < 0})
+def nothing_admitted(n, lens):
+    return at_most(demand=active(lens, n, invariant=lambda c, i, seen: all_of(c >= 0, total(seen) >= 0)), capacity=0)
+
+
+@obligation(domain=D, assumptions={"each entry <= 3": lambda lens: all_of(*(x <= 3 for x in lens))})
+def offset_within_per_entry_bound(n, lens):
+    """A per-entry assumption (all_of over the batch) is a walk too: the offset <= 3 per entry seen."""
+    offset = fold(lambda o, i, x: o + select(i < n, x, 0), 0, lens,
+                  invariant=lambda o, i, seen: implies(all_of(*(x <= 3 for x in seen)), o <= 3 * minimum(i, n)))
+    return at_most(demand=offset, capacity=3 * n)
+
+
+@obligation(domain=D, assumptions={"some entry <= 3": lambda lens: any_of(*(x <= 3 for x in lens))})
+def by_any_of(n, lens):
+    return at_most(demand=fold(lambda c, i, x: c + 1, 0, lens), capacity=SIZE)
 
 
 @obligation(domain=D)
@@ -153,7 +172,18 @@ def test_prefix_walk_proved_for_every_size_and_counterexamples_come_from_the_bou
     assert not holds and not failed
 
 
-@pytest.mark.parametrize("name, why", [("by_len", "len() of batch"), ("by_symbolic_index", "indexed by")])
+def test_a_claim_no_batch_is_admitted_for_is_vacuous_not_proved(obs):
+    r = prove_obligation(obs(6)["nothing_admitted"], Options())
+    assert r.verdict is Verdict.VACUOUS and "no final state admitted" in r.encoding_note, (r.verdict, r.message, r.encoding_note)
+
+
+def test_per_entry_assumptions_are_walks(obs):
+    r = prove_obligation(obs(6)["offset_within_per_entry_bound"], Options())
+    assert _every_size(r) and "each entry <= 3" in r.assumptions_used, (r.encoding_note, r.assumptions_used)
+
+
+@pytest.mark.parametrize("name, why", [("by_len", "len() of batch"), ("by_symbolic_index", "indexed by"),
+                                       ("by_any_of", "iterated other than")])
 def test_induction_refuses_what_it_cannot_capture(obs, name, why):
     r = prove_obligation(obs(6)[name], Options())
     assert r.encoding == "batches <= 6" and why in r.encoding_note, r.encoding_note
