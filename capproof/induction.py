@@ -204,7 +204,10 @@ class InductionBatch:
         frame = sys._getframe(1)
         code = frame.f_code.co_code
         if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER or _all_of_site(frame) is None:
-            raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in {self.name}))")
+            from .aggregate import _shown
+
+            raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
+                           f"{self.name})) at {_shown(frame.f_code.co_filename)}:{frame.f_lineno}")
         each = SymInt.var(f"each({self.name})#{len(self.eaches)}")
         self.eaches[each.term.decl().name()] = (each.term, frame, _all_of_site(frame))
         return iter((each,))
