@@ -294,9 +294,15 @@ def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
     return value
 
 
-def _decide(s: z3.Solver, goal: z3.BoolRef, trackers: dict[str, str], core: list[str]) -> z3.CheckSatResult:
-    """Check ``goal`` on top of ``s``'s tracked facts; on unsat add the facts used to ``core``."""
+def _decide(s: z3.Solver, goal: z3.BoolRef, trackers: dict[str, str], core: list[str],
+            tracked: list[tuple[str, z3.BoolRef]] = ()) -> z3.CheckSatResult:  # type: ignore[assignment]
+    """Check ``goal`` (and the labelled ``tracked`` facts) on top of ``s``'s tracked facts; on
+    unsat add the labels of the facts used to ``core``."""
     s.push()
+    for label, cond in tracked:
+        t = z3.Bool(f"__track_{len(trackers)}")
+        trackers[str(t)] = label
+        s.assert_and_track(cond, t)
     s.add(goal)
     answer = s.check()
     if answer == z3.unsat:
@@ -376,9 +382,12 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     heads = dict(batch.heads)
     glob: list[tuple[str, z3.BoolRef]] = list(constraints)
     glob.append((f"{vname} length", z3.And(n_t >= (1 if dom.length is None else 0), size_t >= 1)))
+    # labelled as the bounded encoding labels the entry bounds (prover._bound_labels)
+    in_range = f"{vname} entries in {batch.lo}..{batch.hi}"
+    padding = f"{vname} entries from {dom.length} on are {batch.fill}"
     for k, h in heads.items():
-        glob.append((f"{vname}[{k}] in {batch.lo}..{batch.hi} (or {batch.fill} as padding)",
-                     z3.If(k < n_t, z3.And(batch.lo <= h.term, h.term <= batch.hi), h.term == batch.fill)))
+        glob.append((in_range, z3.Implies(k < n_t, z3.And(batch.lo <= h.term, h.term <= batch.hi))))
+        glob.append((padding, z3.Implies(k >= n_t, h.term == batch.fill)))
     final_facts: list[tuple[str, z3.BoolRef]] = []
     false_assumptions = []
     for name, value in assumed.items():
@@ -392,8 +401,9 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         return InductionOutcome("excluded", core=false_assumptions[:1])
     claim_term = to_z3_bool(claim_.holds)
 
-    entry = z3.And(i_t >= 0, i_t < size_t, size_t >= n_t, z3.If(i_t < n_t, z3.And(batch.lo <= x_t, x_t <= batch.hi), x_t == batch.fill),
-                   *[z3.Implies(i_t == k, x_t == h.term) for k, h in heads.items()])
+    entry = z3.And(i_t >= 0, i_t < size_t, size_t >= n_t, *[z3.Implies(i_t == k, x_t == h.term) for k, h in heads.items()])
+    entry_bounds = [(in_range, z3.Implies(i_t < n_t, z3.And(batch.lo <= x_t, x_t <= batch.hi))),
+                    (padding, z3.Implies(i_t >= n_t, x_t == batch.fill))]
 
     def at(term: z3.BoolRef, state: list[z3.ExprRef], index: z3.ArithRef) -> z3.BoolRef:
         return z3.substitute(term, *zip(finals, state), (seen_t, index))
@@ -423,7 +433,8 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         if base != z3.unsat:
             why.append(f"{label}: base case {base}")
             continue
-        step = _decide(s, z3.And(entry, at(inv, cur_terms, i_t), z3.Not(at(inv, nxt_terms, i_t + 1))), trackers, used)
+        step = _decide(s, z3.And(entry, at(inv, cur_terms, i_t), z3.Not(at(inv, nxt_terms, i_t + 1))), trackers, used,
+                       entry_bounds)
         if step != z3.unsat:
             why.append(f"{label}: not inductive (step {step})")
             continue
