@@ -35,6 +35,9 @@ __all__ = [
     "min_of",
     "prefix_sums",
     "count",
+    "fold",
+    "InvariantError",
+    "checking_invariants",
     "next_power_of_2",
     "prev_power_of_2",
     "Padded",
@@ -471,3 +474,67 @@ def prefix_sums(values) -> list:
 def count(conditions) -> Int:
     """How many of ``conditions`` hold (symbolic or not)."""
     return total(select(c, 1, 0) for c in conditions)
+
+
+# A walk over a batch (a prefix scan): one formula for ints, Z3 terms and induction over the batch.
+
+
+class InvariantError(AssertionError):
+    """A fold's ``invariant`` is false after some prefix (raised only under :func:`checking_invariants`)."""
+
+
+_CHECK_INVARIANTS = [False]
+
+
+class checking_invariants:  # noqa: N801 - used as a context manager, like a function
+    """Within ``with checking_invariants():`` :func:`fold` on plain ints evaluates its
+    ``invariant`` after every prefix (the empty one too) and raises :class:`InvariantError` where
+    it is false: how tests check on real batches that an invariant the induction rests on holds."""
+
+    def __enter__(self):
+        self._old = _CHECK_INVARIANTS[0]
+        _CHECK_INVARIANTS[0] = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _CHECK_INVARIANTS[0] = self._old
+
+
+def _prefix(values, i: int):
+    """The first ``i`` entries of ``values`` as a fold's invariant sees them (a :class:`Padded`
+    prefix keeps its batch length, so ``total``/``max_of`` of it see batch entries only)."""
+    if isinstance(values, Padded):
+        n = values.length
+        return Padded(tuple(values[:i]), n if isinstance(n, SymInt) else min(n, i), values.fill, values.lo, values.hi)
+    return tuple(values[:i])
+
+
+def fold(step, init, values, invariant=None):
+    """``state = init; for i, x in enumerate(values): state = step(state, i, x)``; returns ``state``.
+
+    A prefix walk over a batch (vLLM's ``split_decodes_and_prefills``, a running offset, ...):
+    ``step(state, i, x)`` takes the state after entries ``0..i-1``, the index ``i`` and entry ``x``
+    and returns the next state, of the same shape as ``init`` (an int, a bool, or a tuple of them;
+    symbolic or not). Over a :class:`Padded` vector the walk sees every entry, padding included
+    (compare ``i`` with the batch length in ``step`` to skip it), like ``for`` does.
+
+    ``invariant(state, i, seen)`` (optional) is a condition that holds after every prefix of ``i``
+    entries ``seen`` (``total(seen)``, ``fold(..., seen)`` of another walk, ``seen``'s batch
+    length); capproof.induction proves a claim for every batch size by base case and step on it.
+    It is not evaluated here unless :func:`checking_invariants` is active.
+
+    On a batch standing for every size (capproof.induction) the walk is not run: the batch returns
+    a symbolic final state and records the walk.
+    """
+    hook = getattr(values, "_capproof_fold", None) if not isinstance(values, (tuple, list)) else None
+    if hook is not None:
+        return hook(step, init, invariant)
+    check = invariant is not None and _CHECK_INVARIANTS[0]
+    state = init
+    if check and not invariant(state, 0, _prefix(values, 0)):
+        raise InvariantError(f"invariant of the fold false on the empty prefix (state {state!r})")
+    for i, x in enumerate(values):
+        state = step(state, i, x)
+        if check and not invariant(state, i + 1, _prefix(values, i + 1)):
+            raise InvariantError(f"invariant of the fold false after {i + 1} entries {list(values[:i + 1])} (state {state!r})")
+    return state

@@ -599,6 +599,11 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         if decided is not None:
             decided.seconds = time.perf_counter() - started
             return decided
+        if options.induction and not result.encoding_note.endswith("minimised on the bounded encoding"):
+            decided = _prove_by_induction(ob, finite, ranges, vectors, rlimit, result)
+            if decided is not None:
+                decided.seconds = time.perf_counter() - started
+                return decided
     if vectors:
         size = max(v.size for v in vectors.values())
         result.encoding = f"batches <= {size}"
@@ -746,6 +751,36 @@ def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: d
         return None  # vacuity is reported by the bounded run, with its own wording
     result.verdict = Verdict.PROVED
     result.message = f"unsat on {admitted} cases on the aggregate abstraction: every batch size ({result.encoding_note})" + (
+        f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+    return result
+
+
+def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
+                        vectors: dict[str, Vector], rlimit: int, result: ObligationResult) -> ObligationResult | None:
+    """Prove ``ob`` for every batch size by induction over its batch (capproof.induction); None
+    when the rule does not apply or does not prove it (the reason joins ``encoding_note``)."""
+    from .aggregate import summary
+    from .induction import prove_by_induction
+
+    kind, outcomes, why = prove_by_induction(ob, finite, ranges, vectors, rlimit)
+    if kind != "proved":
+        result.encoding_note = "; ".join(filter(None, [result.encoding_note, f"induction over the batch: {why}"]))
+        return None
+    result.cases = len(outcomes)
+    result.excluded = sum(1 for o in outcomes if o.kind == "excluded")
+    result.encoding = "all batch sizes"
+    invariant = next(o.invariant for o in outcomes if o.kind == "proved")
+    sizes = "; ".join(summary(len(outcomes), {k: v}, ob) if v.length else f"{k}: any number of entries" for k, v in vectors.items())
+    result.encoding_note = f"induction over the batch (base case and step on {invariant}); {sizes}"
+    used: list[str] = []
+    for o in outcomes:
+        used.extend(c for c in o.core if c not in used)
+    order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, {})])}
+    result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
+    admitted = result.cases - result.excluded
+    result.verdict = Verdict.PROVED
+    result.message = (f"unsat on {admitted} cases by induction over the batch (base case, step, conclusion): every batch "
+                      f"size ({sizes})") + (
         f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
     return result
 

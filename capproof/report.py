@@ -157,8 +157,11 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     sizes = f" ({e['encoding']})" if e.get("encoding") and e["verdict"] in ("proved", "counterexample") else ""
     out.append(f"- verdict: **{e['verdict']}{sizes}** ({status}); expected {e['expect']}")
     if e.get("encoding_note") and e["verdict"] in ("proved", "counterexample"):
-        how = "aggregate abstraction" if e["encoding"] == "all batch sizes" else "bounded vectors"
-        out.append(f"- batches: {how}; {e['encoding_note']}")
+        if e["encoding_note"].startswith("induction over the batch"):  # capproof.induction: says so itself
+            out.append(f"- batches: {e['encoding_note']}")
+        else:
+            how = "aggregate abstraction" if e["encoding"] == "all batch sizes" else "bounded vectors"
+            out.append(f"- batches: {how}; {e['encoding_note']}")
     out.append(f"- result: {e['message']}")
     out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")
     if e.get("doc"):

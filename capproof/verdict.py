@@ -56,6 +56,9 @@ class Options:
     fork_budget: int = 64
     #: decide Vector obligations on the aggregate abstraction first (capproof.aggregate)
     aggregate: bool = True
+    #: then by induction over the batch where the model walks it with capproof.arith.fold
+    #: (capproof.induction); either way the bounded encoding decides what they leave undecided
+    induction: bool = True
     #: largest Vector size the bounded encoding is tried at when the aggregate abstraction does not
     #: decide (None: any); a larger obligation is ``unknown`` instead (check-config sets it for
     #: obligations it resized to a deployment's batch limit, whose bounded encoding would not end)
@@ -153,7 +156,8 @@ class ObligationResult:
     #: execution paths decided over all cases (= cases when no model branches on symbolic values)
     paths: int = 0
     #: the batch sizes a Vector obligation's verdict covers: "all batch sizes" (decided on the
-    #: aggregate abstraction, capproof.aggregate) or "batches <= N" (the bounded encoding of
+    #: aggregate abstraction, capproof.aggregate, or by induction over the batch,
+    #: capproof.induction: then ``encoding_note`` starts "induction over the batch") or "batches <= N" (the bounded encoding of
     #: N-entry vectors); "" without vectors. ``encoding_note``: why the abstraction did not apply
     #: or decide, or the lengths it covered
     encoding: str = ""

@@ -13,9 +13,9 @@ from models.vllm.cudagraph_sizes import is_default_capture_size, spec_rounded_si
 from models.vllm.indexer_buffers import (
     arange_buffer_len,
     decode_rows_capacity,
-    max_decode_len_of,
-    padded_decode_rows,
-    split_decodes_require_uniform,
+    has_padding_request,
+    native_decode_view_rows,
+    uniform_decode_split,
 )
 from models.vllm.spec_decode import uniform_decode_query_len, proposer_arange_len_0_33, query_start_loc_entries
 from spec._batches import BATCH, SPLIT_BATCH, DECODE_BATCH_FACTS
@@ -88,8 +88,10 @@ def indexer_arange_buffer_covers_decode_slices(max_num_seqs, max_num_batched_tok
 # (num_decodes, max_decode_len), and the padded top-k path writes topk_indices_buffer
 # [:num_decodes * max_decode_len] of (mnbt, index_topk).
 
-def _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens, size=BATCH):
-    rows = padded_decode_rows(num_decodes, max_decode_len, size)
+def _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens):
+    # the engine's product (a constant-size query on the aggregate abstraction and by induction;
+    # the per-slot sum padded_decode_rows took 10-26 s at 1024 requests, docs/performance.md)
+    rows = native_decode_view_rows(num_decodes, max_decode_len)
     cap = decode_rows_capacity(max_num_batched_tokens)
     return claim(rows <= cap, padded_rows=rows, decode_seq_lens_rows=cap, topk_indices_rows=cap)
 
@@ -123,7 +125,7 @@ _SPLIT_FACTS = {
     # count is min(padded // (1 + K), max_num_seqs) with padded <= max_cudagraph_capture_size <=
     # mnbt (proved below: cudagraph_* obligations).
     "zero-length requests only as uniform CUDA-graph padding": lambda query_lens, num_reqs, num_speculative_tokens, max_num_batched_tokens: implies(
-        any_of(*(all_of(i < num_reqs, q == 0) for i, q in enumerate(query_lens))), num_reqs * uniform_decode_query_len(num_speculative_tokens) <= max_num_batched_tokens),
+        has_padding_request(query_lens, num_reqs), num_reqs * uniform_decode_query_len(num_speculative_tokens) <= max_num_batched_tokens),
     "the first request is not padding": lambda query_lens: query_lens[0] >= 1,
 }
 
@@ -131,6 +133,7 @@ _SPLIT_FACTS = {
 @obligation(
     domain=_SPLIT, assumptions=_SPLIT_FACTS, expect="proved",
     engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"), tags=("per_batch", "spec_decode"),
+    batch_axis=("max_num_seqs", "num_reqs"),
     sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py", "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
              "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.decode_seq_lens_buffer"],
@@ -141,13 +144,14 @@ def padded_decode_rows_fit_0_33(max_num_seqs, max_num_batched_tokens, num_specul
 
     The indexer calls ``split_decodes_and_prefills(require_uniform=True)`` there, so the decodes
     are the leading requests of length ``query_lens[0]`` (or 0: padding): padded rows = real
-    decode tokens, or a uniform CUDA-graph batch. Rests on the token budget, the padding fact and
-    ``query_lens[0] >= 1``; the flatten and varlen paths write ``num_decode_tokens <= mnbt`` rows.
-    Proved for batches of up to ``SPLIT_BATCH`` (16) requests only: larger batches are out of
-    the solver's reach at the default rlimit (docs/performance.md).
+    decode tokens, or a uniform CUDA-graph batch. Rests on the token budget and the padding fact
+    (``query_lens[0] >= 1`` is not needed); the flatten and varlen paths write ``num_decode_tokens <= mnbt`` rows.
+    The split is one walk over the batch (``uniform_decode_split``), so the claim is proved for
+    every batch size by induction over the batch (capproof.induction, on the walk's invariant);
+    ``SPLIT_BATCH`` only sizes the bounded encoding used if induction does not apply.
     """
-    num_decodes = split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens)
-    return _padded_rows_fit(num_decodes, max_decode_len_of(query_lens, num_decodes), max_num_batched_tokens, SPLIT_BATCH)
+    num_decodes, max_decode_len = uniform_decode_split(query_lens, num_reqs, num_speculative_tokens)
+    return _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens)
 
 
 # ---------------------------------------------------------------------------------------------

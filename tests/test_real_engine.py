@@ -8,6 +8,7 @@ obligation's domain.
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 from types import SimpleNamespace
 
@@ -171,6 +172,32 @@ def test_split_indexer_prefill_chunks(reqs, workspace, max_logits_bytes, offset)
     model = m_pf.split_indexer_prefill_chunks(seqs, queries, workspace, max_logits_bytes, offset)
     same("_split_indexer_prefill_chunks", dict(seq_lens=seqs, query_lens=queries, workspace_size=workspace,
                                                max_logits_bytes=max_logits_bytes), model, engine)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([0, 1, 2, 3, 4, 7, 130]), min_size=1, max_size=24), st.integers(1, 7), st.data())
+def test_uniform_decode_split_matches_split_decodes_and_prefills(query_lens, k, data):
+    """models.vllm.indexer_buffers.uniform_decode_split (one walk, proved for every batch size by
+    induction) vs vLLM 0.33.0 ``split_decodes_and_prefills(decode_threshold=1 + K,
+    require_uniform=True)`` on a duck-typed CommonAttentionMetadata: num_decodes, and
+    max_decode_len = max of the decodes' query lengths (the indexer's ``decode_lens_cpu.max()``)."""
+    import torch
+    from capproof.engines.vllm import wheels as real
+    from models.vllm.indexer_buffers import uniform_decode_split
+
+    real.activate()
+    from vllm.v1.attention.backends.utils import split_decodes_and_prefills
+
+    query_lens = [data.draw(st.integers(1, 4))] * data.draw(st.integers(0, 3)) + query_lens  # leading uniform decodes
+    loc = torch.tensor([0, *itertools.accumulate(query_lens)], dtype=torch.int32)
+    meta = SimpleNamespace(max_query_len=max(query_lens), num_reqs=len(query_lens), num_actual_tokens=int(loc[-1]),
+                           query_start_loc_cpu=loc, is_prefilling=None)
+    num_decodes, _, num_decode_tokens, _ = split_decodes_and_prefills(meta, decode_threshold=1 + k, require_uniform=True)
+    engine = (num_decodes, max(query_lens[:num_decodes], default=0))
+    model = uniform_decode_split(arith.Padded(tuple(query_lens), len(query_lens), 0, 0, 2**16), len(query_lens), k)
+    same("split_decodes_and_prefills(require_uniform=True)", dict(query_lens=query_lens, num_speculative_tokens=k),
+         model, engine)
+    assert num_decode_tokens == sum(query_lens[:num_decodes])
 
 
 capture_lists = st.lists(st.integers(1, 1024), min_size=1, max_size=40).map(lambda xs: sorted(set(xs)))

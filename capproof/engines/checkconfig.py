@@ -733,10 +733,13 @@ def scope_line(outcome: CheckOutcome) -> str:
     """What the verdict covers, in one line: how many obligations were proved (for every batch size
     or bounded), and how much was not checked (listed after the proved lines)."""
     proved = [c for c in outcome.applicable if c.result.verdict is Verdict.PROVED and c.bounded is None]
-    every = sum(1 for c in proved if c.result.encoding == "all batch sizes")
+    every = [c for c in proved if c.result.encoding == "all batch sizes"]
+    induction = sum(1 for c in every if c.result.encoding_note.startswith("induction over the batch"))
     bounded = sum(1 for c in proved if c.result.encoding.startswith("batches"))
     short = sum(1 for c in outcome.applicable if c.bounded is not None)
-    how = ([f"{every} on the aggregate abstraction, for every batch size"] if every else []) + (
+    aggregate = len(every) - induction
+    how = ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else []) + (
+        [f"{induction} by induction over the batch, for every batch size"] if induction else []) + (
         [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
     parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
              + (f" ({'; '.join(how)})" if how else "")]
@@ -755,7 +758,8 @@ def scope_line(outcome: CheckOutcome) -> str:
 
 
 def _encoding(r: ObligationResult) -> str:
-    """How far a batch verdict reaches: every batch size (aggregate abstraction) or a bound."""
+    """How far a batch verdict reaches: every batch size (aggregate abstraction or induction over
+    the batch) or a bound."""
     if r.encoding == "all batch sizes":
         return " [proved for all batch sizes]"
     if r.encoding:

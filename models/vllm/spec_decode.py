@@ -9,7 +9,7 @@ rows** (one row of ``topk_indices_buffer`` per token); ``num_speculative_tokens`
 
 from __future__ import annotations
 
-from capproof.arith import maximum, select, total
+from capproof.arith import fold, maximum, select, total
 
 __all__ = [
     "uniform_decode_query_len",
@@ -57,14 +57,17 @@ def query_start_loc_entries(num_items):
 
 
 def pick(values, index):
-    """``values[index]`` for a symbolic ``index`` (0 when out of range): a sum of selects."""
-    return total(select(index == i, v, 0) for i, v in enumerate(values))
+    """``values[index]`` for a symbolic ``index`` (0 when out of range): one walk over ``values``
+    (:func:`capproof.arith.fold`) adding the entry at ``index``."""
+    return fold(lambda picked, i, v: picked + select(index == i, v, 0), 0, values)
 
 
 def query_start(query_lens, j):
     """``query_start_loc[j]`` for a symbolic ``j``: the sum of the query lengths before request
-    ``j`` (one linear sum of selects, not a pick among prefix sums)."""
-    return total(select(i < j, q, 0) for i, q in enumerate(query_lens))
+    ``j``, one walk over the batch (a running offset). Its invariant (entries >= 0, ``j`` a
+    request of the batch): the offset is at most the tokens seen."""
+    return fold(lambda offset, i, q: offset + select(i < j, q, 0), 0, query_lens,
+                invariant=lambda offset, i, seen: offset <= total(seen))
 
 
 def last_token_row(query_lens, j):

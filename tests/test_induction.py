@@ -1,0 +1,260 @@
+"""Induction over the batch (capproof.induction, issue 12): the rule's validity (a claim true up to
+N entries but false at N + 1 is not proved for every size; a non-inductive invariant falls back to
+the bounded encoding), where it applies, the invariants on ints, and the DSA indexer's uniform
+split (vLLM 0.33.0 ``split_decodes_and_prefills(require_uniform=True)``) proved for every batch size."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from capproof import Options, Verdict
+from capproof.arith import InvariantError, Padded, checking_invariants, fold, total
+from capproof.loader import load_file
+from capproof.prover import prove_obligation, replay
+from conftest import obligation_named
+from models.vllm.indexer_buffers import has_padding_request, split_decodes_require_uniform, uniform_decode_split
+
+SPEC = '''
+from capproof import Range, Choice, obligation, at_most, claim, all_of, any_of, implies, select
+from capproof.arith import minimum
+from capproof.arith import fold, total
+from capproof.domain import Vector
+
+D = {"n": Range(1, SIZE), "lens": Vector(SIZE, Range(0, 8), length="n")}
+
+
+def walked(lens):
+    # every entry of a vector without a length parameter: SIZE here, more on a larger vector
+    return fold(lambda c, i, x: c + 1, 0, lens)
+
+
+@obligation(domain={"lens": Vector(SIZE, Range(0, 8))})
+def entries_walked_fit(lens):
+    return at_most(demand=walked(lens), capacity=CAP)
+
+
+def active(lens, n, invariant=None):
+    return fold(lambda c, i, x: c + select(i < n, 1, 0), 0, lens, invariant=invariant)
+
+
+@obligation(domain=D)
+def active_entries_fit(n, lens):
+    """True for every vector size (n <= SIZE), but not inductive as stated (c <= SIZE)."""
+    return at_most(demand=active(lens, n), capacity=SIZE)
+
+
+@obligation(domain=D)
+def active_entries_fit_with_invariant(n, lens):
+    return at_most(demand=active(lens, n, invariant=lambda c, i, seen: all_of(0 <= c, c <= n, c <= i)), capacity=SIZE)
+
+
+@obligation(domain=D)
+def active_entries_fit_with_false_invariant(n, lens):
+    """The invariant c == 0 is false after one entry: base holds, step fails, so the bounded encoding decides."""
+    return at_most(demand=active(lens, n, invariant=lambda c, i, seen: c == 0), capacity=SIZE)
+
+
+def evens(lens, n, invariant=None):
+    return fold(lambda s, i, x: s + select(i < n, 2, 0), 0, lens, invariant=invariant)
+
+
+@obligation(domain=D)
+def never_one(n, lens):
+    """s != 1 holds (s is even) but is not inductive by itself (s = -1 steps to 1)."""
+    return claim(evens(lens, n) != 1, s=evens(lens, n))
+
+
+@obligation(domain=D)
+def never_one_with_invariant(n, lens):
+    return claim(evens(lens, n, invariant=lambda s, i, seen: all_of(s >= 0, s % 2 == 0)) != 1, s=evens(lens, n))
+
+
+@obligation(domain=D, assumptions={"budget": lambda lens: total(lens) <= 12})
+def running_offset_within_budget(n, lens):
+    """A prefix walk with the claim as its own invariant (the running offset <= the tokens seen)."""
+    offset = fold(lambda o, i, x: o + select(i < n, x, 0), 0, lens,
+                  invariant=lambda o, i, seen: o == total(seen))
+    return at_most(demand=offset, capacity=12)
+
+
+@obligation(domain=D, assumptions={"budget": lambda lens: total(lens) <= 12}, expect="counterexample")
+def running_offset_over_budget(n, lens):
+    offset = fold(lambda o, i, x: o + select(i < n, x, 0), 0, lens,
+                  invariant=lambda o, i, seen: o == total(seen))
+    return at_most(demand=offset + lens[0], capacity=12)
+
+
+@obligation(domain=D, assumptions={"impossible": lambda lens: total(lens) < 0})
+def nothing_admitted(n, lens):
+    return at_most(demand=active(lens, n, invariant=lambda c, i, seen: all_of(c >= 0, total(seen) >= 0)), capacity=0)
+
+
+@obligation(domain=D, assumptions={"each entry <= 3": lambda lens: all_of(*(x <= 3 for x in lens))})
+def offset_within_per_entry_bound(n, lens):
+    """A per-entry assumption (all_of over the batch) is a walk too: the offset <= 3 per entry seen."""
+    offset = fold(lambda o, i, x: o + select(i < n, x, 0), 0, lens,
+                  invariant=lambda o, i, seen: implies(all_of(*(x <= 3 for x in seen)), o <= 3 * minimum(i, n)))
+    return at_most(demand=offset, capacity=3 * n)
+
+
+@obligation(domain=D, assumptions={"some entry <= 3": lambda lens: any_of(*(x <= 3 for x in lens))})
+def by_any_of(n, lens):
+    return at_most(demand=fold(lambda c, i, x: c + 1, 0, lens), capacity=SIZE)
+
+
+@obligation(domain=D)
+def by_len(n, lens):
+    return at_most(demand=fold(lambda c, i, x: c + x, 0, lens), capacity=8 * len(lens))
+
+
+@obligation(domain=D)
+def by_symbolic_index(n, lens):
+    return at_most(demand=fold(lambda c, i, x: c + lens[i], 0, lens), capacity=8 * SIZE)
+'''
+
+
+@pytest.fixture
+def obs(spec_file):
+    def load(size, cap=None):
+        text = SPEC.replace("SIZE", str(size)).replace("CAP", str(size if cap is None else cap))
+        return {it.name: it for it in load_file(spec_file(text, f"ind_spec_{size}_{cap}.py"))}
+    return load
+
+
+def _every_size(r):
+    return r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.encoding_note.startswith("induction over the batch")
+
+
+def test_a_claim_true_up_to_n_entries_but_false_at_n_plus_1_is_not_proved_for_every_size(obs):
+    """The walk counts every entry: 6 <= 6 on a 6-entry vector (bounded: proved), 7 > 6 on a
+    7-entry one. Induction must not say `all batch sizes`; the bounded verdict says `batches <= 6`."""
+    r = prove_obligation(obs(6)["entries_walked_fit"], Options())
+    assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 6", (r.encoding, r.message)
+    assert "induction over the batch" in r.encoding_note and "not inductive" in r.encoding_note
+    ob7 = obs(7, cap=6)["entries_walked_fit"]
+    r7 = prove_obligation(ob7, Options(density="off"))
+    assert r7.verdict is Verdict.COUNTEREXAMPLE and r7.encoding == "batches <= 7", r7.message
+    holds, values, failed = replay(ob7, r7.counterexample.params)
+    assert not holds and values == {"demand": 7, "capacity": 6} and not failed
+
+
+def test_a_claim_that_is_not_inductive_falls_back_and_an_invariant_proves_it(obs):
+    o = obs(6)
+    plain = prove_obligation(o["active_entries_fit"], Options())
+    assert plain.verdict is Verdict.PROVED and plain.encoding == "batches <= 6"
+    assert "the claim at every prefix: not inductive" in plain.encoding_note, plain.encoding_note
+    strong = prove_obligation(o["active_entries_fit_with_invariant"], Options())
+    assert _every_size(strong), (strong.encoding, strong.encoding_note, strong.message)
+    odd = prove_obligation(o["never_one"], Options())
+    assert odd.verdict is Verdict.PROVED and odd.encoding == "batches <= 6" and "not inductive" in odd.encoding_note
+    even = prove_obligation(o["never_one_with_invariant"], Options())
+    assert _every_size(even), even.encoding_note
+
+
+def test_a_false_invariant_is_not_trusted(obs):
+    ob = obs(6)["active_entries_fit_with_false_invariant"]
+    r = prove_obligation(ob, Options())
+    assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 6", r.encoding_note
+    assert "not inductive" in r.encoding_note
+    with checking_invariants(), pytest.raises(InvariantError):
+        replay(ob, {"n": 2, "lens": [1, 1]})
+
+
+def test_prefix_walk_proved_for_every_size_and_counterexamples_come_from_the_bounded_encoding(obs):
+    o = obs(64)
+    r = prove_obligation(o["running_offset_within_budget"], Options())
+    assert _every_size(r) and "budget" in r.assumptions_used, r.message
+    bad = prove_obligation(o["running_offset_over_budget"], Options(density="off"))
+    assert bad.verdict is Verdict.COUNTEREXAMPLE and bad.encoding == "batches <= 64"
+    holds, values, failed = replay(o["running_offset_over_budget"], bad.counterexample.params)
+    assert not holds and not failed
+
+
+def test_a_claim_no_batch_is_admitted_for_is_vacuous_not_proved(obs):
+    r = prove_obligation(obs(6)["nothing_admitted"], Options())
+    assert r.verdict is Verdict.VACUOUS and "no final state admitted" in r.encoding_note, (r.verdict, r.message, r.encoding_note)
+
+
+def test_per_entry_assumptions_are_walks(obs):
+    r = prove_obligation(obs(6)["offset_within_per_entry_bound"], Options())
+    assert _every_size(r) and "each entry <= 3" in r.assumptions_used, (r.encoding_note, r.assumptions_used)
+
+
+@pytest.mark.parametrize("name, why", [("by_len", "len() of batch"), ("by_symbolic_index", "indexed by"),
+                                       ("by_any_of", "iterated other than")])
+def test_induction_refuses_what_it_cannot_capture(obs, name, why):
+    r = prove_obligation(obs(6)[name], Options())
+    assert r.encoding == "batches <= 6" and why in r.encoding_note, r.encoding_note
+
+
+# --- fold on ints -------------------------------------------------------------------------------
+
+def test_fold_is_the_plain_loop_and_sees_the_padding():
+    xs = Padded((3, 1, 4, 0, 0), 3, 0, 0, 8)
+    assert fold(lambda s, i, x: s + [(i, x)], [], xs) == [(0, 3), (1, 1), (2, 4), (3, 0), (4, 0)]
+    assert fold(lambda s, i, x: s + x, 0, []) == 0
+    seen = []
+    with checking_invariants():
+        fold(lambda s, i, x: s + x, 0, xs, invariant=lambda s, i, p: seen.append((i, total(p))) or s == total(p))
+    assert seen == [(0, 0), (1, 3), (2, 4), (3, 8), (4, 8), (5, 8)]
+
+
+# --- the DSA indexer's uniform split (vLLM 0.33.0) ----------------------------------------------
+
+def _batches(size, lens):
+    for n in range(1, size + 1):
+        for active in itertools.product(lens, repeat=n):
+            yield n, Padded(tuple(active) + (0,) * (size - n), n, 0, 0, 2**16)
+
+
+def test_uniform_split_invariant_holds_on_every_small_batch():
+    """The invariant the induction rests on, checked on ints after every prefix of every batch of
+    up to 5 requests with query lengths 0..3 (padding requests and prefills included)."""
+    checked = 0
+    with checking_invariants():
+        for n, q in _batches(5, range(0, 4)):
+            for k in (1, 2):
+                uniform_decode_split(q, n, k)
+                checked += 1
+    assert checked > 1000
+
+
+def test_uniform_split_values_on_cuda_graph_padded_and_mixed_batches():
+    """DeepSeek-V3.2 with MTP K=1 (next_n 2, corpus E6 setting): two decodes then a padding
+    request then a prefill; an all-decode batch; a first request longer than next_n."""
+    q = Padded((2, 2, 0, 7, 2), 5, 0, 0, 2**16)
+    assert uniform_decode_split(q, 5, 1) == (3, 2)
+    assert uniform_decode_split(Padded((2, 2, 2, 0), 3, 0, 0, 2**16), 3, 1) == (3, 2)
+    assert uniform_decode_split(Padded((3, 2, 2), 3, 0, 0, 2**16), 3, 1) == (0, 0)
+    assert split_decodes_require_uniform(q, 5, 1) == 3
+    assert has_padding_request(q, 5) and not has_padding_request(q, 2)
+
+
+def test_padded_decode_rows_fit_0_33_is_proved_for_every_batch_size():
+    r = prove_obligation(obligation_named("spec/vllm_0_33_today.py", "padded_decode_rows_fit_0_33"), Options())
+    assert _every_size(r), (r.verdict, r.encoding, r.encoding_note, r.message)
+    assert "sum of scheduled tokens <= max_num_batched_tokens" in r.assumptions_used
+    assert "zero-length requests only as uniform CUDA-graph padding" in r.assumptions_used
+
+
+def test_without_the_padding_fact_the_uniform_split_is_not_proved():
+    """Drop the CUDA-graph padding fact: zero-length requests then pad the view beyond the token
+    budget; induction must not prove it, and the bounded encoding finds it (replayed on ints)."""
+    import dataclasses
+
+    ob = obligation_named("spec/vllm_0_33_today.py", "padded_decode_rows_fit_0_33")
+    facts = {k: v for k, v in ob.assumptions.items() if k != "zero-length requests only as uniform CUDA-graph padding"}
+    dom = dict(ob.domain)
+    from capproof import Range
+    from capproof.domain import Vector
+
+    dom["max_num_seqs"] = Range(1, 4)
+    dom["num_reqs"] = Range(1, 4)
+    dom["query_lens"] = Vector(4, Range(0, 2**16), length="num_reqs")
+    weak = dataclasses.replace(ob, assumptions=facts, domain=dom, expect="counterexample")
+    r = prove_obligation(weak, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 4", (r.verdict, r.message)
+    holds, values, failed = replay(weak, r.counterexample.params)
+    assert not holds and not failed and values["padded_rows"] > values["topk_indices_rows"]
