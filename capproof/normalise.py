@@ -15,7 +15,11 @@ difference) and by brute force on small domains.
   ``unknown`` at rlimit 20M, normalised proved in well under a second.
 - **Uniformity.** ``min_of(v) == max_of(v)`` (an ``If`` tree for the minimum equated to one for
   the maximum over the same entries) becomes "every entry equals the first":
-  ``min(L) == max(L)`` holds exactly when all entries of ``L`` are equal.
+  ``min(L) == max(L)`` holds exactly when all entries of ``L`` are equal. Lists that differ but
+  share an entry ``p``: "every entry of the minimum's list is at least ``p`` and every entry of
+  the maximum's list at most ``p``", equally exact. (A padded batch with a symbolic length is
+  not recognised: Z3's simplifier folds the padding selects into the minimum's tree; the
+  aggregate abstraction decides those.)
 
 Terms are recognised structurally: a minimum is ``If(p <= q, p, q)`` (or the same with ``<``,
 ``>=``, ``>``, or the condition negated and the branches swapped), nested; whatever the model
@@ -100,8 +104,11 @@ def _leaves(t: z3.ExprRef, kind: str) -> list[z3.ExprRef]:
     return out
 
 
-def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, int] | None:
-    """``And(x == x0 for x in L)`` and ``len(L)`` for ``min(L) == max(L)`` (either side order)."""
+def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
+    """For ``min(L1) == max(L2)`` (either side order) whose entry lists share an entry ``p``:
+    every entry equals ``p`` when ``L1`` and ``L2`` hold the same entries, else every entry of
+    ``L1`` is at least ``p`` and every entry of ``L2`` at most ``p`` (exact: ``max(L2) <= p <=
+    min(L1)`` since ``p`` is in both, so the equality pins both to ``p``). With the entry count."""
     if not (z3.is_eq(t) and z3.is_int(t.arg(0))):
         return None
     lhs, rhs = t.arg(0), t.arg(1)
@@ -109,10 +116,16 @@ def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, int] | None:
     if el is None or er is None or el[0] == er[0]:
         return None
     mins, maxs = (_leaves(lhs, "min"), _leaves(rhs, "max")) if el[0] == "min" else (_leaves(rhs, "min"), _leaves(lhs, "max"))
-    if {e.get_id() for e in mins} != {e.get_id() for e in maxs}:
+    in_max = {e.get_id() for e in maxs}
+    shared = [e for e in mins if e.get_id() in in_max]
+    if not shared:
         return None
-    first = mins[0]
-    return z3.And(*[e == first for e in mins[1:]]), len(mins)
+    p = shared[0]
+    if {e.get_id() for e in mins} == in_max:
+        return (z3.And(*[e == p for e in mins if not e.eq(p)]),
+                f"uniformity min_of == max_of over {len(mins)} entries as one shared value (every entry equals the first)")
+    return (z3.And(*[e >= p for e in mins if not e.eq(p)], *[e <= p for e in maxs if not e.eq(p)]),
+            f"min_of over {len(mins)} entries == max_of over {len(maxs)} entries as bounds around a shared entry")
 
 
 def _cliques(pairs: list[tuple[z3.ArithRef, z3.ArithRef]]) -> tuple[list[list[z3.ArithRef]], list[int]]:
@@ -189,7 +202,7 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
         u = _uniformity(c)
         if u is not None:
             out.append(u[0])
-            notes.append(f"uniformity min_of == max_of over {u[1]} entries as one shared value (every entry equals the first)")
+            notes.append(u[1])
             changed = True
             continue
         out.append(c)
