@@ -35,9 +35,9 @@ import z3
 __all__ = ["Normalised", "normalise", "COUNT_FORM_VALUES", "COUNT_FORM_TERMS"]
 
 #: The count form of a distinct group is stated for entries whose bounds span at most this many
-#: values (one ``AtMost`` per value); wider groups get ``Distinct`` alone.
+#: values (one sum per value); wider groups get ``Distinct`` alone.
 COUNT_FORM_VALUES = 1024
-#: At most this many ``x == v`` literals are added per assumption by the count form.
+#: At most this many ``If(x == v, 1, 0)`` terms are added per assumption by the count form.
 COUNT_FORM_TERMS = 200_000
 
 
@@ -104,6 +104,10 @@ def _leaves(t: z3.ExprRef, kind: str) -> list[z3.ExprRef]:
     return out
 
 
+def _and(facts: list[z3.BoolRef]) -> z3.BoolRef:
+    return z3.And(*facts) if len(facts) > 1 else facts[0] if facts else z3.BoolVal(True)
+
+
 def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
     """For ``min(L1) == max(L2)`` (either side order) whose entry lists share an entry ``p``:
     every entry equals ``p`` when ``L1`` and ``L2`` hold the same entries, else every entry of
@@ -122,9 +126,9 @@ def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
         return None
     p = shared[0]
     if {e.get_id() for e in mins} == in_max:
-        return (z3.And(*[e == p for e in mins if not e.eq(p)]),
+        return (_and([e == p for e in mins if not e.eq(p)]),
                 f"uniformity min_of == max_of over {len(mins)} entries as one shared value (every entry equals the first)")
-    return (z3.And(*[e >= p for e in mins if not e.eq(p)], *[e <= p for e in maxs if not e.eq(p)]),
+    return (_and([*(e >= p for e in mins if not e.eq(p)), *(e <= p for e in maxs if not e.eq(p))]),
             f"min_of over {len(mins)} entries == max_of over {len(maxs)} entries as bounds around a shared entry")
 
 
@@ -222,8 +226,8 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
             sizes = sorted({len(g) for g in groups})
             notes.append(f"pairwise distinctness as Distinct over {len(groups)} group(s) of "
                          f"{'/'.join(map(str, sizes))} entries"
-                         + (f", with the count form (at most one entry per value) for {counted}" if counted else ""))
+                         + (f", with the count form (at most one entry per value) for {counted} of them" if counted else ""))
             changed = True
     if not changed:
         return Normalised(term, [])
-    return Normalised(z3.And(*out) if len(out) != 1 else out[0], notes)
+    return Normalised(_and(out), notes)
