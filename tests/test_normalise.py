@@ -196,23 +196,24 @@ def test_uniformity_as_min_equals_max_is_decided_and_reported(spec_file, slack, 
 
 def test_unknown_names_what_made_it_hard_and_what_to_try(spec_file):
     """A pairwise fact the normaliser cannot group (a chain, not a clique) over a vector, with a
-    nonlinear claim, at a tiny rlimit: the message names the rlimit spent in the case, the
-    nonlinear term, the vector size, the pairwise disequalities, and what to try."""
+    claim Z3 cannot decide (Fermat's cubes, nonlinear), at a small rlimit: the message names the
+    rlimit spent in the case, the nonlinear term, the vector size, the pairwise disequalities,
+    and what to try."""
     (ob,) = load_file(spec_file('''
 from capproof import Range, Vector, obligation, claim
 from capproof.arith import all_of, total
 
-@obligation(domain={"w": Range(1, 1000), "ids": Vector(24, Range(0, 7))},
+@obligation(domain={"x": Range(1, 10**9), "y": Range(1, 10**9), "z": Range(1, 10**9), "ids": Vector(24, Range(0, 7))},
             assumptions={"neighbours differ": lambda ids: all_of(*(a != b for a, b in zip(ids, ids[1:])))},
-            rlimit=20000)
-def spread(w, ids):
-    return claim(total(ids) * w >= w * 0 + 12 * w - 10**6, w=w)
+            rlimit=200000)
+def cubes(x, y, z, ids):
+    return claim(all_of(x * x * x + y * y * y != z * z * z, total(ids) >= 0), x=x)
 ''', "hard_spec.py"))
     r = prove(ob, Options(density="off"))
     assert r.verdict is Verdict.UNKNOWN, r.message
     m = r.message
-    assert "rlimit spent" in m and "in this case (20,000 per query)" in m
-    assert "nonlinear terms, e.g." in m and "w" in m
+    assert "rlimit spent" in m and "in this case (200,000 per query)" in m
+    assert "nonlinear terms, e.g." in m
     assert "ids 24 entries" in m
     assert "23 pairwise disequalities" in m and "count form" in m
-    assert "--rlimit 200000" in m and "smaller vector" in m and "assumption bounding" in m
+    assert "--rlimit 2000000" in m and "smaller vector" in m and "assumption bounding" in m
