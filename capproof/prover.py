@@ -347,11 +347,10 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
     return None
 
 
-def rlimit_count() -> int:
-    """Z3's resource counter so far (it counts for the whole context, across solvers): the
-    difference of two readings is what the queries between them spent."""
-    s = z3.Solver()
-    s.check()
+def rlimit_count(s: z3.Solver) -> int:
+    """Z3's resource counter so far, read from ``s``'s statistics (the counter is the whole
+    context's, across solvers; read before a solver's first check it costs no query and changes
+    nothing): the difference of two readings is what the queries between them spent."""
     try:
         return int(s.statistics().get_key_value("rlimit count"))
     except Exception:  # noqa: BLE001 - statistics are best effort
@@ -361,11 +360,11 @@ def rlimit_count() -> int:
 def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
-    base = rlimit_count()
     problem = _divisor_in_assumption_may_be_zero(case, rlimit)
     if problem:
         return problem
     s, trackers = case.solver(rlimit)
+    base = rlimit_count(s)
 
     answer = s.check()
     if answer == z3.unsat:
