@@ -18,6 +18,7 @@ import z3
 from .arith import Padded
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
+from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
     DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
@@ -201,6 +202,9 @@ class CaseProblem:
     false_assumptions: list[str]
     ev: _Evaluated
     path: Path | None = None
+    #: assumptions rewritten into an equivalent faster form (capproof.normalise), one line each
+    #: (``"name: what"``), reported with the verdict
+    normalised: list[str] = field(default_factory=list)
 
     @property
     def path_text(self) -> str:
@@ -308,6 +312,17 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
     return scalars, constraints, vecs
 
 
+def variable_bounds(ranges: dict[str, Range], vectors: dict[str, Vector]) -> dict[str, tuple[int, int]]:
+    """``(lo, hi)`` of every symbolic input by its Z3 name (``"topk_ids[3]"``; padding's fill
+    included), for :func:`capproof.normalise.normalise`."""
+    out = {name: (dom.lo, dom.hi) for name, dom in ranges.items()}
+    for name, dom in vectors.items():
+        elem: Range = dom.elem  # type: ignore[assignment]
+        lo, hi = (elem.lo, elem.hi) if dom.length is None else (min(elem.lo, dom.fill), max(elem.hi, dom.fill))
+        out.update({f"{name}[{i}]": (lo, hi) for i in range(dom.size)})
+    return out
+
+
 def path_labels(path: Path) -> list[tuple[str, z3.BoolRef]]:
     """One labelled constraint per decision of ``path``: ``path: dcp > 1 at models/x.py:12``."""
     return [(f"path: {_show(c, taken)} at {loc}", _literal(c, taken)) for loc, c, taken in path.decisions]
@@ -370,6 +385,7 @@ def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
             return _Raised(exc, assumed)
 
     ex = explore(run, budget=budget, assume=[c for _, c in domain])
+    bounds = variable_bounds(ranges, vectors)
     problems: list[CaseProblem] = []
     failures: list[PathFailure] = []
     for path in ex.paths:
@@ -384,13 +400,16 @@ def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         ev: _Evaluated = result  # type: ignore[assignment]
         constraints = [*domain, *labelled]
         false: list[str] = []
+        notes: list[str] = []
         for name, value in ev.assumptions.items():
             if isinstance(value, bool):
                 if not value:
                     false.append(name)
                 continue
-            constraints.append((name, to_z3_bool(value)))
-        problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path))
+            norm = normalise(to_z3_bool(value), bounds)
+            notes += [f"{name}: {note}" for note in norm.notes]
+            constraints.append((name, norm.term))
+        problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path, notes))
     return CasePaths(problems, failures, ex.complete, ex.unexplored, budget)
 
 

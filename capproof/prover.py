@@ -37,7 +37,7 @@ __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem"
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths", "restating")
+    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths", "restating", "normalised")
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
@@ -53,6 +53,8 @@ class _CaseOutcome:
         self.paths: int = kw.get("paths", 1)  # paths explored in this case
         #: assumptions of the core equivalent to the claim in this case (see _restating_assumptions)
         self.restating: list[str] = kw.get("restating", [])
+        #: assumptions rewritten into an equivalent faster form (capproof.normalise)
+        self.normalised: list[str] = kw.get("normalised", [])
 
 
 def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list[str]:
@@ -101,6 +103,7 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         outcomes.append(outcome)
     combined = _combine_paths(outcomes, cp)
     combined.fixed = dict(fixed)
+    combined.normalised = list(dict.fromkeys(n for case in cp.paths for n in case.normalised))
     return combined
 
 
@@ -344,6 +347,16 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
     return None
 
 
+def rlimit_count(s: z3.Solver) -> int:
+    """Z3's resource counter so far, read from ``s``'s statistics (the counter is the whole
+    context's, across solvers; read before a solver's first check it costs no query and changes
+    nothing): the difference of two readings is what the queries between them spent."""
+    try:
+        return int(s.statistics().get_key_value("rlimit count"))
+    except Exception:  # noqa: BLE001 - statistics are best effort
+        return 0
+
+
 def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
@@ -351,12 +364,13 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if problem:
         return problem
     s, trackers = case.solver(rlimit)
+    base = rlimit_count(s)
 
     answer = s.check()
     if answer == z3.unsat:
         return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
     if answer == z3.unknown:
-        return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s)}")
+        return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
 
     for fact, upto, what in _checks(case):
         if upto < len(case.ob.assumptions):
@@ -384,7 +398,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
         restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
         return _CaseOutcome("proved", core=core, restating=restating)
     if answer == z3.unknown:
-        return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s)}")
+        return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
 
     model = s.model()
     minimized = True
@@ -419,13 +433,32 @@ def _nonlinear_products(terms: list[z3.ExprRef], limit: int = 3) -> list[str]:
     return out
 
 
-def hardness(case: CaseProblem, s: z3.Solver) -> str:
-    """Why a query may have come back unknown, and what to try (issue 12): nonlinear terms,
-    vector sizes, the rlimit spent."""
+def _pairwise_disequalities(terms: list[z3.ExprRef], limit: int = 10_000) -> int:
+    """How many ``a != b`` between two non-constant int terms ``terms`` hold (up to ``limit``)."""
+    n, seen, stack = 0, set(), list(terms)
+    while stack and n < limit:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        if z3.is_not(e) and z3.is_eq(e.arg(0)) and z3.is_int(e.arg(0).arg(0)) and not any(
+                z3.is_int_value(c) for c in e.arg(0).children()):
+            n += 1
+            continue
+        if z3.is_bool(e):
+            stack.extend(e.children())
+    return n
+
+
+def hardness(case: CaseProblem, s: z3.Solver, rlimit: int | None = None, base: int = 0) -> str:
+    """Why a query may have come back unknown, and what to try (issue 12): the rlimit spent in
+    this case, nonlinear terms (which), vector sizes, pairwise facts left pairwise, the
+    re-encodings applied; then what to try (``--rlimit``, a smaller vector, the count form, an
+    assumption bounding a nonlinear factor, the aggregate vocabulary)."""
     parts: list[str] = []
     try:
-        spent = int(s.statistics().get_key_value("rlimit count"))
-        parts.append(f"rlimit spent {spent:,}")
+        spent = int(s.statistics().get_key_value("rlimit count")) - base
+        parts.append(f"rlimit spent {spent:,} in this case" + (f" ({rlimit:,} per query)" if rlimit else ""))
     except Exception:  # noqa: BLE001 - statistics are best effort
         pass
     nonlinear = _nonlinear_products([c for _, c in case.constraints] + [case.claim])
@@ -435,13 +468,20 @@ def hardness(case: CaseProblem, s: z3.Solver) -> str:
              else case.ob.domain[n].size for n in case.vectors}  # type: ignore[union-attr]
     if sizes:
         parts.append("vectors " + ", ".join(f"{n} {k} entries" for n, k in sizes.items()))
+    pairwise = _pairwise_disequalities([c for label, c in case.constraints if label in case.ob.assumptions])
+    if pairwise:
+        parts.append(f"{pairwise}{'+' if pairwise >= 10_000 else ''} pairwise disequalities in the assumptions")
+    if case.normalised:
+        parts.append("already re-encoded: " + "; ".join(case.normalised))
     tips = []
     if nonlinear:
-        tips.append("make a factor finite (Choice) so the product is linear")
+        tips.append("make a factor finite (Choice) so the product is linear, or add an assumption bounding it")
+    if pairwise:
+        tips.append("state distinctness in count form (count(x == v for x in group) <= 1 for each value v)")
     if sizes:
         tips.append("state the claim through total/max_of/min_of and all_of so the aggregate abstraction applies, "
-                    "or pin/case-split the vector length")
-    tips.append("raise --rlimit")
+                    "or pin/case-split the vector length, or try a smaller vector first")
+    tips.append(f"raise --rlimit (e.g. --rlimit {10 * rlimit})" if rlimit else "raise --rlimit")
     return ", ".join(parts) + "; try: " + "; ".join(tips)
 
 
@@ -680,6 +720,9 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         ) + (f", {result.paths} paths" if result.paths > result.cases else "") + "".join(
             f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
             "shows the claim only as far as that fact holds" for n in result.restating)
+    result.normalised = list(dict.fromkeys(n for o in outcomes for n in o.normalised))
+    if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
+        result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
     result.seconds = time.perf_counter() - started
     return result
 

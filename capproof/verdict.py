@@ -162,6 +162,9 @@ class ObligationResult:
     #: or decide, or the lengths it covered
     encoding: str = ""
     encoding_note: str = ""
+    #: assumptions rewritten into an equivalent form Z3 decides faster (capproof.normalise), as
+    #: ``"name: what"``
+    normalised: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -175,6 +178,7 @@ class ObligationResult:
             "covers": list(self.covers),
             "encoding": self.encoding,
             "encoding_note": self.encoding_note,
+            "normalised": list(self.normalised),
             "expect": self.expect,
             "verdict": self.verdict.value,
             "ok": self.ok,
