@@ -229,12 +229,15 @@ def vllm_default_capture_sizes(max_num_seqs, num_speculative_tokens, max_num_bat
     return cc.cudagraph_capture_sizes, cc.max_cudagraph_capture_size
 
 
-#: configurations where the capture list's clauses meet (caps 1-9 and 255-257, max_num_batched_tokens
-#: on and off the stride, K = 0 and K > 0). vLLM's lists there are recorded in CAPTURE_FIXTURE for the
+#: configurations where the capture list's clauses meet (caps 1-9, 15 and 255-257, request counts
+#: next to a multiple of 8, max_num_seqs above the 512 ceiling, max_num_batched_tokens on and off the
+#: stride, K = 0 and K > 0). vLLM's lists there are recorded in CAPTURE_FIXTURE for the
 #: fast tier (tests/test_model_values.py, no vLLM needed); the test below checks the record is
 #: vLLM's output. Regenerate: CAPPROOF_WRITE_CAPTURE_FIXTURE=1 with `-m real -k capture_fixture`.
-CAPTURE_GRID = [(seqs, k, mnbt, 512) for seqs in (1, 2, 3, 4, 5, 129, 300) for k in (0, 1, 3)
-                for mnbt in (1, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 8192)]
+CAPTURE_GRID = [(seqs, k, mnbt, 512) for seqs in (1, 2, 3, 4, 5, 7, 9, 64, 128, 129, 300, 600) for k in (0, 1, 3)
+                for mnbt in (1, 2, 3, 4, 5, 7, 8, 9, 15, 255, 256, 257, 8192)]
+# request counts 88 = 87 + 1 and 88 = 89 - 1 at q = 3: the uniform size 264, an odd multiple of 8 past 256
+CAPTURE_GRID += [(87, 2, 8192, 512), (89, 2, 8192, 512), (87, 2, 264, 512), (89, 2, 263, 512)]
 CAPTURE_FIXTURE = os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")
 
 
