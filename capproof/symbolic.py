@@ -922,6 +922,23 @@ class Exploration:
         return len(self.paths) > 1 or any(p.decisions for p in self.paths) or not self.complete
 
 
+def _same_condition(condition: z3.BoolRef, expected: z3.BoolRef, rlimit: int) -> bool:
+    """Whether a replayed branch condition is the one the forking run recorded: structurally
+    (``eq``, the fast path) or, failing that, logically (``condition != expected`` is unsat with no
+    assumption). A re-execution can rebuild an equivalent condition whose terms differ in form:
+    ``z3.simplify`` orders the arguments of an ``Or`` by term ids, which depend on the terms
+    created before. Only ``unsat`` counts as the same condition; ``sat`` or ``unknown`` (the
+    ``rlimit`` ran out) is a divergence, so a non-deterministic function is never taken for a
+    deterministic one."""
+    if condition.eq(expected):
+        return True
+    s = z3.Solver()
+    s.set("rlimit", rlimit)
+    s.set("random_seed", 0)
+    s.add(z3.Xor(condition, expected))
+    return s.check() == z3.unsat
+
+
 class _Explorer:
     def __init__(self, prefix: list[Decision], assume: list[z3.BoolRef], check: bool, rlimit: int):
         self.prefix = prefix
@@ -953,7 +970,7 @@ class _Explorer:
         i = len(self.decisions)
         if i < len(self.prefix):
             _, expected, taken = self.prefix[i]
-            if not condition.eq(expected) and self.diverged is None:
+            if self.diverged is None and not _same_condition(condition, expected, self.rlimit):
                 self.diverged = (f"branch {i + 1} at {location} is on {condition}, but the run that "
                                  f"forked it branched on {expected} (the function is not deterministic)")
         else:
@@ -980,7 +997,8 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
     an ``unsat`` answer prunes a direction, ``unknown`` explores it. At most ``budget`` paths are
     run; more pending paths give ``complete=False`` (the caller must then not conclude anything
     about the unexplored part). ``fn`` must be deterministic: a re-execution that reaches a
-    different condition at a replayed branch gets a :class:`SymbolicBranchError` as its error.
+    condition at a replayed branch that is not equivalent to the recorded one (structurally equal,
+    else ``a != b`` unsat within ``rlimit``) gets a :class:`SymbolicBranchError` as its error.
 
     Exceptions raised by ``fn`` (except ``KeyboardInterrupt``) become the path's ``error``; what
     each run recorded (divisors, side conditions, caught misuse) is the path's ``trace``.

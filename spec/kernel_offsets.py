@@ -11,9 +11,14 @@ shows the exact offset and the value the kernel gets (``<name>_int32``: two's co
 - a 32-bit byte offset past 4 GiB: the UltraQuant decode kernel's buffer ``voffset`` with the KV
   block base in it (vLLM 0.33.0 folds the base into the 64-bit descriptor base instead).
 
-These are engine-agnostic what-ifs and 0.33.0 kernel facts, not deployment checks: no
-``engine=`` tag, so ``check-config`` does not apply them (the offsets depend on batch and cache
-sizes a config does not fix).
+The vLLM 0.33.0 forms are tagged ``engine="vllm", versions="==0.33.0"`` so ``check-config``
+applies them to that release only, and only where the kernel runs: the fused MoE offset to models
+with routed experts (``requires=("moe",)``: ``top_k`` from ``--model-config``), the UltraQuant
+decode offset to ``--kv-cache-dtype ultraquant_4bit`` (``requires=("ultraquant",)``), the
+slot-mapping row offset to every deployment (``max_model_len``, ``block_size``, ``dcp`` and
+``max_num_seqs`` pinned from the flags). The historical forms (int32 ``offs_token`` before
+vllm#13693 / sglang#4727; the block base inside the 32-bit voffset, which no release computes)
+are what-ifs with no ``engine=`` tag: ``check-config`` does not apply them.
 """
 
 from capproof import Choice, Range, fits, less_than, obligation
@@ -62,6 +67,7 @@ def fused_moe_c_offset_int32_before_13693(num_tokens, top_k, N, offs_token, offs
     expect="proved",
     case="moe-int32-index-space",
     sources=["vllm==0.33.0 vllm/model_executor/layers/fused_moe/fused_moe.py:162,292"],
+    engine="vllm", versions="==0.33.0", requires=("moe",),
 )
 def fused_moe_c_offset_v0_33(num_tokens, top_k, N, offs_token, offs_cn):
     """vLLM 0.33.0 casts ``offs_token`` to int64 (fused_moe.py:162): the offset fits and every
@@ -106,7 +112,7 @@ def ultraquant_byte_offset_uint32_with_block_base(num_blocks, phys_block, slot, 
 
 @obligation(domain={k: v for k, v in _UQ_DOMAIN.items() if k not in ("num_blocks", "phys_block")},
             assumptions={k: v for k, v in _UQ_ASSUMPTIONS.items() if k != "phys_block < num_blocks"},
-            expect="proved", sources=[_UQ_SOURCE])
+            expect="proved", sources=[_UQ_SOURCE], engine="vllm", versions="==0.33.0", requires=("ultraquant",))
 def ultraquant_in_block_byte_offset_v0_33(slot, kv_h, chunk_in_tok, half, block_size, num_kv_heads, padded_slot):
     """vLLM 0.33.0 folds the block base into the descriptor's 64-bit base: the 32-bit voffset of
     a K-code load is the in-block byte offset, which fits uint32 whatever the cache size (that it
@@ -124,6 +130,7 @@ def ultraquant_in_block_byte_offset_v0_33(slot, kv_h, chunk_in_tok, half, block_
                  lambda req_idx, max_num_reqs: req_idx < max_num_reqs},
     expect="proved",
     sources=["vllm==0.33.0 vllm/v1/worker/block_table.py:352"],
+    engine="vllm", versions="==0.33.0",
 )
 def slot_mapping_row_offset_fits_int32_v0_33(max_num_reqs, req_idx, max_model_len, block_size, dcp):
     """``row_offset = req_idx * block_table_stride`` is an int32 product (``tl.program_id`` times

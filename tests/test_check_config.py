@@ -458,3 +458,27 @@ def test_sglang_config_file_and_bad_flags(tmp_path):
         parse_launch_args(["python", "-m", "sglang.launch_server", "--context-lenght", "4096"])
     result = check("--engine", "sglang", "--", "vllm", "serve", "m")
     assert result.exit_code == 2 and "not an SGLang command line" in result.output
+
+
+def test_kernel_offset_obligations_apply_only_to_their_release_and_kernel(tmp_path):
+    """spec/kernel_offsets.py: the vLLM 0.33.0 forms are checked for 0.33.0 only, the fused-MoE
+    offset only for a model with routed experts (DeepSeek-V3's public config: 256 experts, top-8),
+    the UltraQuant decode offset only under --kv-cache-dtype ultraquant_4bit; the historical
+    what-ifs (counterexamples by design) never."""
+    argv = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "163840", "--block-size", "64"]
+    config = tmp_path / "config.json"
+    config.write_text('{"n_routed_experts": 256, "num_experts_per_tok": 8, "hidden_size": 7168}')
+    result = check("--model-config", str(config), "--", *argv)
+    out = result.output
+    assert "safe    spec/kernel_offsets.py::slot_mapping_row_offset_fits_int32_v0_33" in out, out
+    assert "safe    spec/kernel_offsets.py::fused_moe_c_offset_v0_33" in out, out
+    assert "ultraquant_in_block_byte_offset_v0_33" in out.split("not checked for this deployment:")[1]
+    assert "--kv-cache-dtype ultraquant_4bit" in out
+    assert "before_13693" not in out and "with_block_base" not in out
+    uq = check("--", *argv, "--kv-cache-dtype", "ultraquant_4bit")
+    assert "safe    spec/kernel_offsets.py::ultraquant_in_block_byte_offset_v0_33" in uq.output, uq.output
+    assert "--kv-cache-dtype" not in next((l for l in uq.output.splitlines() if "flags no applied obligation reads" in l), "")
+    dense = check("--", *argv)  # no model config: the MoE offset needs top_k
+    assert "fused_moe_c_offset_v0_33" in dense.output.split("not checked for this deployment:")[1]
+    older = check("--engine", "vllm==0.32.0", "--model-config", str(config), "--", *argv)
+    assert "kernel_offsets.py" not in older.output

@@ -9,7 +9,7 @@ side of a ``min``/``max``/``select`` computed by hand from the quoted engine lin
 
 import pytest
 
-from models.moe_align import ck_workspace_index_6242, splitk_sorted_size
+from models.moe_align import ck_workspace_index_6242, sglang_sorted_ids_capacity, splitk_sorted_size
 from models.sglang import dsa_page_table as sg
 from models.trtllm import cuda_graph as trt
 from models.lmdeploy import guided_decoding as gd
@@ -109,6 +109,17 @@ def test_ck_sorting_workspace_index_skips_ids_outside_the_experts():
     assert ck_workspace_index_6242(7, 8) == 7
 
 
+def test_sglang_sorted_ids_capacity_counts_e_plus_one_buckets():
+    # SGLang 0.5.23 moe_align_block_size.py:115-120 at DeepSeek-V3's 256 routed experts, top-8,
+    # BLOCK_SIZE_M 64: a 4096-token step (numel 32768) pads with E + 1 = 257 buckets:
+    # 32768 + 257 * 63 = 48959, rounded up to 4 -> 48960 (258 buckets would give 49024)
+    assert sglang_sorted_ids_capacity(32768, 256, 64) == 48960
+    # 25 tokens (numel 200 < 257): numel * block_size
+    assert sglang_sorted_ids_capacity(200, 256, 64) == 12800
+    # numel 3 at block 1 (3 < 9 buckets): 3 * 1 = 3, rounded up to 4 for the int4 stores
+    assert sglang_sorted_ids_capacity(3, 8, 1) == 4
+
+
 def test_splitk_sorted_size_is_the_smaller_extent():
     assert splitk_sorted_size(1, 1, 16, 100) == 16
     assert splitk_sorted_size(4, 2, 16, 64) == 64
@@ -158,6 +169,38 @@ def test_cudagraph_default_capture_sizes_as_vllm_0_33_lists_them():
     assert _capture_sizes(6, 2, 8192) == [1, 2, 3, 4, 6, 8, 12, 16, 18, 24, 32]
     # K = 0, max_num_seqs 20: cap 40, the uniform size is max_num_seqs itself
     assert _capture_sizes(20, 0, 8192) == [1, 2, 4, 8, 16, 20, 24, 32, 40]
+
+
+def model_default_capture_sizes(max_num_seqs, k, mnbt, default):
+    """The sizes ``is_default_capture_size`` admits, in ascending order, up to ``min(mnbt, 2 *
+    default) + 32`` (past every element vLLM can list, so a model admitting more is caught). A size
+    ``s`` is tried with the one request count that can make it a uniform-decode size, ``s // (1 + k)``
+    (``n`` is unread for ``k = 0``)."""
+    from models.vllm.cudagraph_sizes import is_default_capture_size
+
+    q = 1 + k
+    return [s for s in range(1, min(mnbt, 2 * default) + 33)
+            if is_default_capture_size(s, s // q if k and s % q == 0 else 1, max_num_seqs, k, mnbt, default)]
+
+
+def test_default_capture_lists_at_the_clause_boundaries_are_vllm_0_33s():
+    """vLLM 0.33.0's own ``_set_cudagraph_sizes`` output where the list's clauses meet (caps 1-9, 15
+    and 255-257, request counts next to a multiple of 8, ``max_num_seqs`` above the 512 ceiling,
+    ``max_num_batched_tokens`` on and off the stride, K = 0, 1, 3), recorded in
+    tests/data/vllm-0.33.0-default-capture-lists.json; tests/test_real_engine.py (``-m real``)
+    checks the record against vLLM's code and the model at random configurations. The lists are
+    sorted, without duplicates, as vLLM's ``sorted(set(...))`` makes them."""
+    import json
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")) as fh:
+        record = json.load(fh)
+    assert len(record["lists"]) >= 450
+    for entry in record["lists"]:
+        assert entry["sizes"] == sorted(set(entry["sizes"]))
+        point = (entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"],
+                 entry["default_max_graph_size"])
+        assert model_default_capture_sizes(*point) == entry["sizes"], point
 
 
 def test_a4_indexer_decode_copy_route():

@@ -23,6 +23,7 @@ from models import moe_align as m_moe
 from models.vllm import block_table as m_bt
 from models.vllm import cudagraph as m_cg
 from models.vllm import indexer_prefill as m_pf
+from test_model_values import model_default_capture_sizes
 
 pytestmark = pytest.mark.real
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True)
@@ -223,6 +224,85 @@ def test_adjust_cudagraph_sizes_for_spec_decode(sizes, q, slack):
     same("adjust_cudagraph_sizes_for_spec_decode", dict(sizes=sizes, max=max_size, q=q), model, engine)
     assert m_cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64], 64, 4)[0] == [
         4, 8, 16, 24, 32, 40, 48, 56, 64]  # reference §10 example
+
+
+def vllm_default_capture_sizes(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size=512):
+    """vLLM 0.33.0's own ``VllmConfig._set_cudagraph_sizes`` (default path: no user sizes, no
+    ``max_cudagraph_capture_size``, ``performance_mode`` balanced, no dynamic speculative decoding)
+    and ``CompilationConfig.post_init_cudagraph_sizes`` on a duck-typed config: -> (the capture
+    list, ``max_cudagraph_capture_size``). ``default_max_graph_size`` 1024 is the SM100 platform."""
+    from unittest import mock
+
+    from capproof.engines.vllm import wheels as real
+
+    real.vllm()
+    import vllm.platforms as platforms
+    from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+    from vllm.config.vllm import VllmConfig
+
+    cc = SimpleNamespace(max_cudagraph_capture_size=None, cudagraph_capture_sizes=None, compile_sizes=None,
+                         cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE)
+    cc.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(cc)
+    this = SimpleNamespace(model_config=SimpleNamespace(enforce_eager=False), compilation_config=cc,
+                           uniform_decode_query_len=1 + num_speculative_tokens,
+                           num_speculative_tokens=num_speculative_tokens, speculative_config=None,
+                           scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs,
+                                                            max_num_batched_tokens=max_num_batched_tokens),
+                           performance_mode="balanced")
+    sm100 = default_max_graph_size == 1024
+    with mock.patch.object(type(platforms.current_platform), "is_device_capability_family",
+                           lambda self, family, *args, **kwargs: sm100 and family == 100):
+        VllmConfig._set_cudagraph_sizes(this)
+    return cc.cudagraph_capture_sizes, cc.max_cudagraph_capture_size
+
+
+#: configurations where the capture list's clauses meet (caps 1-9, 15 and 255-257, request counts
+#: next to a multiple of 8, max_num_seqs above the 512 ceiling, max_num_batched_tokens on and off the
+#: stride, K = 0 and K > 0). vLLM's lists there are recorded in CAPTURE_FIXTURE for the
+#: fast tier (tests/test_model_values.py, no vLLM needed); the test below checks the record is
+#: vLLM's output. Regenerate: CAPPROOF_WRITE_CAPTURE_FIXTURE=1 with `-m real -k capture_fixture`.
+CAPTURE_GRID = [(seqs, k, mnbt, 512) for seqs in (1, 2, 3, 4, 5, 7, 9, 64, 128, 129, 300, 600) for k in (0, 1, 3)
+                for mnbt in (1, 2, 3, 4, 5, 7, 8, 9, 15, 255, 256, 257, 8192)]
+# request counts 88 = 87 + 1 and 88 = 89 - 1 at q = 3: the uniform size 264, an odd multiple of 8 past 256
+CAPTURE_GRID += [(87, 2, 8192, 512), (89, 2, 8192, 512), (87, 2, 264, 512), (89, 2, 263, 512)]
+CAPTURE_FIXTURE = os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")
+
+
+def test_capture_fixture_is_vllm_0_33s_output():
+    import json
+
+    record = {"source": "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (default path), "
+                        "run by tests/test_real_engine.py::vllm_default_capture_sizes",
+              "lists": [dict(max_num_seqs=seqs, num_speculative_tokens=k, max_num_batched_tokens=mnbt,
+                             default_max_graph_size=default, sizes=vllm_default_capture_sizes(seqs, k, mnbt, default)[0])
+                        for seqs, k, mnbt, default in CAPTURE_GRID]}
+    if os.environ.get("CAPPROOF_WRITE_CAPTURE_FIXTURE"):
+        with open(CAPTURE_FIXTURE, "w") as fh:  # one list a line
+            fh.write(json.dumps({"source": record["source"]})[:-1] + ', "lists": [\n'
+                     + ",\n".join(json.dumps(entry) for entry in record["lists"]) + "\n]}\n")
+    with open(CAPTURE_FIXTURE) as fh:
+        assert json.load(fh) == record
+
+
+@SETTINGS
+@given(st.integers(1, 1100), st.integers(0, 16), st.one_of(st.integers(1, 600), st.integers(1, 20000)),
+       st.sampled_from([512, 1024]))
+def test_default_capture_sizes_are_vllm_0_33s_list(max_num_seqs, k, mnbt, default):
+    """models/vllm/cudagraph_sizes.py against vLLM 0.33.0's own code: the membership predicate
+    admits exactly the elements of vLLM's list; vLLM's list is sorted, has no duplicate and ends at
+    ``max_cudagraph_capture_size`` (what the predicates' users rely on: a size's padding is the
+    smallest element ``>=`` it)."""
+    engine, max_size = vllm_default_capture_sizes(max_num_seqs, k, mnbt, default)
+    assert engine == sorted(set(engine)) and engine[-1] == max_size, engine
+    same("is_default_capture_size", dict(max_num_seqs=max_num_seqs, k=k, mnbt=mnbt, default=default),
+         model_default_capture_sizes(max_num_seqs, k, mnbt, default), engine)
+
+
+@pytest.mark.parametrize("point", CAPTURE_GRID, ids=lambda p: "seqs%d-k%d-mnbt%d" % p[:3])
+def test_default_capture_lists_at_the_clause_boundaries(point):
+    engine, _ = vllm_default_capture_sizes(*point)
+    same("is_default_capture_size", dict(zip(("max_num_seqs", "k", "mnbt", "default"), point)),
+         model_default_capture_sizes(*point), engine)
 
 
 @SETTINGS

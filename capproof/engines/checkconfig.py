@@ -56,6 +56,11 @@ CONFIG_PARAMS = {
 DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
 DSA_CUDA_KERNEL_BLOCK_SIZE = 64
 
+#: ``--kv-cache-dtype`` values that select the UltraQuant 4-bit KV cache (ROCm), whose decode
+#: kernel computes 32-bit buffer offsets (vLLM 0.33.0 ``vllm/config/cache.py:61``,
+#: ``vllm/platforms/rocm.py:580-584`` ``_uses_ultraquant``).
+ULTRAQUANT_CACHE_DTYPES = frozenset({"ultraquant_4bit"})
+
 
 #: Streaming multiprocessors (``torch.cuda.get_device_properties().multi_processor_count``, what
 #: vLLM's ``num_sms`` is) per GPU an operator can name with ``--gpu``: (SM counts, source). A name
@@ -375,7 +380,8 @@ FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "ro
             "cudagraph_full": "FULL CUDA graphs for mixed batches (--compilation-config cudagraph_mode FULL)",
             "drafting_slots": "an EAGLE/MTP/draft-model proposer named in --speculative-config (method)",
             "extra_graph_padding": "padding beyond uniform decode sizes (--cudagraph-capture-sizes or --data-parallel-size > 1)",
-            "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)"}
+            "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)",
+            "ultraquant": "the UltraQuant KV cache (--kv-cache-dtype ultraquant_4bit, ROCm)"}
 
 #: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang
 #: ``req_to_token`` width comes from the hybrid-Mamba pool (sglang 0.5.23
@@ -616,6 +622,8 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     features = set(model.features) if model else set()
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         features.add("dsa_indexer")
+    if cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
+        features.add("ultraquant")
     if cfg.num_speculative_tokens > 0:
         features.add("spec_decode")
     if not cfg.cudagraph_capture_sizes:
@@ -642,6 +650,8 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         params = FLAG_PARAMS.get(flag, ())
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens"):
             params = (*params, f"feature:{FLAG_FEATURES[flag]}")
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
+            params = (*params, "feature:ultraquant")
         if flag == "--speculative-config":
             params = (*params, "method", "feature:dflash", "feature:drafting_slots")
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
