@@ -127,6 +127,10 @@ def not_monotone(n, cap, k, lens):
 @obligation(domain=D, assumptions=FACTS)
 def filtered(n, cap, k, lens):
     return total(d for d in lens if d > 2) <= cap
+
+@obligation(domain=D, assumptions=FACTS)
+def nested_totals(n, cap, k, lens):  # two entries at once: never one representative for both
+    return all_of(*(total(d - e for d in lens) <= 0 for e in lens))
 '''
 
 
@@ -177,6 +181,7 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
     ("builtin_sum", "consumed by a call other than capproof's total()"),
     ("not_monotone", "not monotone in the entry"),
     ("filtered", "branch on symbolic condition"),
+    ("nested_totals", "aggregate abstraction not applicable"),
 ])
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     ob = obs(6)[name]
