@@ -30,8 +30,6 @@ see is caught here and falls back to the bounded encoding).
 
 from __future__ import annotations
 
-import dis
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,21 +42,16 @@ from .encode import _call, _new_solver, concrete_args, evaluate, scalar_inputs
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
+from ._iteration import concrete as _concrete, free_consts as _free_consts, shown as _shown, total_site as _total_site
 
 __all__ = ["AggregateBatch", "NotAggregate", "aggregate_facts", "realise", "AbstractCase", "build_abstract_case",
            "decide_abstract_case"]
 
 
-def _concrete(value: object) -> bool:
-    """A plain int (a SymInt passes ``isinstance(x, int)``: its ``__class__`` says int)."""
-    return isinstance(value, int) and not isinstance(value, SymInt)
-
-
 class NotAggregate(CapproofError):
     """The model uses a batch in a way the aggregate abstraction does not capture exactly."""
 
-
-_GET_ITER = dis.opmap.get("GET_ITER")
 
 
 class AggregateBatch:
@@ -139,9 +132,8 @@ class AggregateBatch:
 
     def __iter__(self):
         frame = sys._getframe(1)
-        code = frame.f_code.co_code
         where = f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"
-        if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER:
+        if not at_get_iter(frame):
             raise _refused(f"{self.name}: iterated other than by a generator expression "
                            f"(enumerate, zip, list, * unpacking) at {where}")
         site, kind = _all_of_site(frame), "all_of"
@@ -183,56 +175,6 @@ def _refused(why: str) -> NotAggregate:
 _OWN_FILES = {__file__, _arith.__file__}
 
 
-def _shown(path: str) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return path
-
-
-def _all_of_site(frame) -> int | None:
-    """The offset of the ``CALL_FUNCTION_EX`` that passes the generator expression created at
-    ``frame``'s current ``GET_ITER`` as star-arguments (``f(*(... for d in b))`` or
-    ``f(x, *(... for d in b))``), or None for any other use of the iteration."""
-    instrs = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
-    at = next((k for k, i in enumerate(instrs) if i.offset == frame.f_lasti), None)
-    if at is None or at < 2:
-        return None
-    made = instrs[at - 2]
-    if not (made.opname == "MAKE_FUNCTION" and at >= 3 and getattr(instrs[at - 3].argval, "co_name", "") == "<genexpr>"):
-        return None
-    rest = [i.opname for i in instrs[at + 1:at + 6]]
-    ops = [o for o in rest if o != "PRECALL"]
-    if ops[:2] == ["CALL", "CALL_FUNCTION_EX"]:
-        tail = 1
-    elif ops[:4] == ["CALL", "LIST_EXTEND", "LIST_TO_TUPLE", "CALL_FUNCTION_EX"]:
-        tail = 3
-    else:
-        return None
-    calls = [i for i in instrs[at + 1:at + 6] if i.opname != "PRECALL"]
-    if calls[0].arg != 0:
-        return None
-    return calls[tail].offset
-
-
-def _total_site(frame) -> tuple[int, int] | None:
-    """The offsets (start, end) of the one-argument call that receives the generator expression (or list
-    comprehension) created at ``frame``'s current ``GET_ITER`` (``total(f(d) for d in b)``), or
-    None for any other use. Whether the callee is :func:`capproof.arith.total` is checked when
-    it runs (:func:`mapped_total`); a site no ``total`` consumed refuses the abstraction."""
-    instrs = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
-    at = next((k for k, i in enumerate(instrs) if i.offset == frame.f_lasti), None)
-    if at is None or at < 3:
-        return None
-    if not (instrs[at - 2].opname == "MAKE_FUNCTION"
-            and getattr(instrs[at - 3].argval, "co_name", "") in ("<genexpr>", "<listcomp>")):
-        return None
-    calls = [i for i in instrs[at + 1:at + 7] if i.opname != "PRECALL"]
-    if len(calls) < 3 or [c.opname for c in calls[:2]] != ["CALL", "CALL"] or calls[0].arg != 0 or calls[1].arg != 1:
-        return None
-    return calls[1].offset, calls[2].offset  # a running CALL's f_lasti lies in its inline caches
-
-
 def _each_sites() -> dict[str, tuple[Any, int, str, "AggregateBatch"]]:
     from . import symbolic
 
@@ -255,22 +197,6 @@ def _each_registry() -> list[tuple[AggregateBatch, z3.ArithRef]]:
         reg = []
         trace.each_batches = reg  # type: ignore[attr-defined]
     return reg
-
-
-def _free_consts(term: z3.ExprRef) -> set[str]:
-    seen: set[int] = set()
-    out: set[str] = set()
-    stack = [term]
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out.add(e.decl().name())
-        else:
-            stack.extend(e.children())
-    return out
 
 
 def _mentions(term: z3.ExprRef, consts: list[z3.ArithRef]) -> bool:
@@ -333,12 +259,6 @@ def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.A
                   z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
 
 
-def _arith_all_of_code():
-    from . import arith
-
-    return arith.all_of.__code__
-
-
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     """``all_of`` over per-request conditions: ``conj`` mentions at most one batch's
     representative entry; return the exact aggregate form, or None if ``conj`` mentions none.
@@ -358,13 +278,9 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     ((b, e),) = hits
     # the all_of call that consumes the representative's generator expression, and no other
     # (an any_of or a sum over the one representative, wrapped in all_of, is not "for every entry")
-    caller = sys._getframe(1)
-    while caller is not None and caller.f_code is not _arith_all_of_code():
-        caller = caller.f_back
-    caller = caller.f_back if caller is not None else None
     sites = getattr(trace, "each_sites", {})
     site = sites.pop(e.decl().name(), None)
-    if caller is None or site is None or site[2] != "all_of" or site[0] is not caller or site[1] != caller.f_lasti:
+    if site is None or site[2] != "all_of" or not called_from_all_of_site(site[0], site[1]):
         raise NotAggregate(f"an entry of {b.name} reaches all_of other than as all_of(*(P(d) for d in {b.name})) "
                            "(through any_of, a sum, a loop or a variable)")
     lo_t, hi_t, padding = b._capproof_each()

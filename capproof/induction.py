@@ -52,6 +52,8 @@ from .encode import _as_claim, _call, _new_solver, build_case, concrete_args, ev
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, shown
+from ._iteration import concrete as _concrete
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
 
@@ -68,10 +70,6 @@ def _refused(why: str) -> NotInductive:
     from .symbolic import _misuse
 
     return _misuse(NotInductive(why))  # type: ignore[return-value]
-
-
-def _concrete(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, SymInt)
 
 
 @dataclass
@@ -199,35 +197,25 @@ class InductionBatch:
         # all_of(*(P(d) for d in batch)): one representative entry, turned into the walk
         # "P holds for every entry so far" by all_of's hook (_all_of_walk); any other iteration
         # (a for loop, sum, enumerate, zip, any_of) is refused
-        from .aggregate import _GET_ITER, _all_of_site
-
         frame = sys._getframe(1)
-        code = frame.f_code.co_code
-        if _GET_ITER is None or frame.f_lasti >= len(code) or code[frame.f_lasti] != _GET_ITER or _all_of_site(frame) is None:
-            from .aggregate import _shown
-
+        site = all_of_site(frame) if at_get_iter(frame) else None
+        if site is None:
             raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
-                           f"{self.name})) at {_shown(frame.f_code.co_filename)}:{frame.f_lineno}")
+                           f"{self.name})) at {shown(frame.f_code.co_filename)}:{frame.f_lineno}")
         each = SymInt.var(f"each({self.name})#{len(self.eaches)}")
-        self.eaches[each.term.decl().name()] = (each.term, frame, _all_of_site(frame))
+        self.eaches[each.term.decl().name()] = (each.term, frame, site)
         return iter((each,))
 
     def _all_of_walk(self, conj: z3.BoolRef) -> z3.BoolRef | None:
         """all_of's hook: a conjunction over the representative entry becomes a walk's final state."""
-        from .aggregate import _arith_all_of_code, _free_consts
-
-        names = _free_consts(conj) & set(self.eaches)
+        names = free_consts(conj) & set(self.eaches)
         if not names:
             return None
         if len(names) > 1:
             raise _refused(f"a condition over two entries of {self.name} together")
         (name,) = names
         each, frame, site = self.eaches.pop(name)
-        caller = sys._getframe(1)
-        while caller is not None and caller.f_code is not _arith_all_of_code():
-            caller = caller.f_back
-        caller = caller.f_back if caller is not None else None
-        if caller is None or caller is not frame or caller.f_lasti != site:
+        if not called_from_all_of_site(frame, site):
             raise _refused(f"an entry of {self.name} reaches all_of other than as all_of(*(P(d) for d in {self.name}))")
 
         entry = z3.Int(f"entry({self.name})")  # one name for the entry: the same condition is one walk
