@@ -126,22 +126,21 @@ def evaluate(node, env):
     raise AssertionError(f"unknown node {node!r}")
 
 
-def evaluate_bool(node, env):
-    """Evaluate a condition tree; gives bool on ints and bool or SymBool on SymInts."""
+def evaluate_bool(node, env, term=None):
+    """Evaluate a condition tree; gives bool on ints and bool or SymBool on SymInts. ``term``
+    evaluates the integer leaves (default :func:`evaluate`; the engine vocabulary's in the fuzz)."""
+    term = term or evaluate
     tag = node[0]
     if tag == "cmp":
-        return COMPARISONS[node[1]](evaluate(node[2], env), evaluate(node[3], env))
+        return COMPARISONS[node[1]](term(node[2], env), term(node[3], env))
     if tag == "divides":
-        return divides(evaluate(node[1], env), evaluate(node[2], env))
+        return divides(term(node[1], env), term(node[2], env))
     if tag == "not":
-        return not_(evaluate_bool(node[1], env))
-    if tag == "all":
-        return all_of(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
-    if tag == "any":
-        return any_of(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
-    if tag == "implies":
-        return implies(evaluate_bool(node[1], env), evaluate_bool(node[2], env))
-    raise AssertionError(f"unknown condition {node!r}")
+        return not_(evaluate_bool(node[1], env, term))
+    combine = {"all": all_of, "any": any_of, "implies": implies}.get(tag)
+    if combine is None:
+        raise AssertionError(f"unknown condition {node!r}")
+    return combine(evaluate_bool(node[1], env, term), evaluate_bool(node[2], env, term))
 
 
 def _substituted(term: z3.ExprRef, env: dict[str, int]) -> z3.ExprRef:
