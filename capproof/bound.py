@@ -730,61 +730,96 @@ class BoundRun:
 REPORT_SKIPS_VECTORS = "has Vector (batch or routing) parameters: not bounded in this run (`--no-vectors`)"
 
 
-def _bound_child(conn, ob: Obligation, pins: dict[str, int], rlimit: int, waste_threshold: float) -> None:
-    """Bound ``ob`` in this (forked) process from a fresh Z3 context, so the witnesses Z3 picks do
-    not depend on what was bounded before (proofs/bounds.md is the same for any -j); send it."""
+def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_threshold: float) -> ObligationBound:
+    """Bound ``ob`` from a fresh Z3 context, so the witnesses Z3 picks do not depend on what was
+    bounded before in this process (proofs/bounds.md is the same for any -j); never raises."""
     try:
         z3.z3._main_ctx = None
-        result = bound_obligation(ob, pins, rlimit, waste_threshold)
+        return bound_obligation(ob, pins, rlimit, waste_threshold)
     except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
-        result = ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
-    conn.send(result)
+        return ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
+
+
+def _bound_child(conn, chunk: list[tuple[int, Obligation]], pins: dict[str, int], rlimit: int, waste_threshold: float) -> None:
+    """Bound each obligation of ``chunk`` in this (forked) process, each from a fresh Z3 context
+    (:func:`_bound_fresh`); send ``(index, result)`` as each is done."""
+    for i, ob in chunk:
+        conn.send((i, _bound_fresh(ob, pins, rlimit, waste_threshold)))
     conn.close()
+
+
+#: Obligations without Vector parameters are bounded this many to a process (most are not capacity
+#: claims, or take milliseconds: a process each cost more than bounding them); each still from a
+#: fresh Z3 context. Vector obligations (seconds each) get a process each.
+CHUNK = 12
+
+
+def _chunks(obligations: list[Obligation]) -> list[list[int]]:
+    """Indices of ``obligations`` grouped into processes, largest first: each obligation with a
+    Vector parameter alone (by total vector size, then number of cases), then the others in
+    declared order, :data:`CHUNK` to a process."""
+    def size(ob: Obligation) -> int:
+        return sum(getattr(d, "size", 0) or 0 for d in ob.domain.values())
+
+    heavy = sorted((i for i, ob in enumerate(obligations) if size(ob)), key=lambda i: -size(obligations[i]))
+    light = [i for i, ob in enumerate(obligations) if not size(ob)]
+    return [[i] for i in heavy] + [light[k:k + CHUNK] for k in range(0, len(light), CHUNK)]
 
 
 def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int, waste_threshold: float, jobs: int,
                progress=None) -> list[ObligationBound]:
-    """Bound each obligation in its own forked process, at most ``jobs`` at a time, largest
-    first (results in declared order). Without ``fork`` (Windows): in this process, in order."""
+    """Bound the obligations in forked processes (:func:`_chunks`), at most ``jobs`` at a time,
+    largest first (results in declared order). Without ``fork`` (Windows): in this process, in order."""
+    import gc
     import multiprocessing
     from multiprocessing.connection import wait
 
     if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         results = []
         for ob in obligations:
-            results.append(bound_obligation(ob, pins, rlimit, waste_threshold))
+            results.append(_bound_fresh(ob, pins, rlimit, waste_threshold))
             if progress and results[-1].status != "skipped":
                 progress(results[-1])
         return results
     ctx = multiprocessing.get_context("fork")
-    # the batch obligations (hundreds of per-expert terms) take longest: start them first
-    pending = sorted(range(len(obligations)), key=lambda i: -sum(getattr(d, "size", 0) for d in obligations[i].domain.values()))
+    pending = _chunks(obligations)
     out: list[ObligationBound | None] = [None] * len(obligations)
-    running: dict[Any, tuple[int, Any]] = {}
+    running: dict[Any, tuple[list[int], Any]] = {}
     shown = 0
-    while pending or running:
-        while pending and len(running) < max(1, jobs):
-            i = pending.pop(0)
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_bound_child, args=(send, obligations[i], pins, rlimit, waste_threshold), daemon=True)
-            proc.start()
-            send.close()
-            running[recv] = (i, proc)
-        for conn in wait(list(running)):
-            i, proc = running.pop(conn)
-            ob = obligations[i]
-            try:
-                out[i] = conn.recv()
-            except (EOFError, OSError):
+    gc.freeze()  # the loaded specs stay out of the collector's passes in the forked processes (fewer page copies)
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, jobs):
+                chunk = pending.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], pins, rlimit,
+                                                              waste_threshold), daemon=True)
+                proc.start()
+                send.close()
+                running[recv] = (list(chunk), proc)
+            for conn in wait(list(running)):
+                left, proc = running[conn]
+                try:
+                    i, result = conn.recv()
+                    out[i] = result
+                    left.remove(i)
+                    if left:
+                        continue
+                except (EOFError, OSError):
+                    proc.join(5)
+                    for i in left:
+                        ob = obligations[i]
+                        out[i] = ObligationBound(ob.id, ob.expect, "error", f"the bounding process exited with code "
+                                                 f"{proc.exitcode} without a result", file=ob.file, line=ob.line, case_id=ob.case)
+                del running[conn]
+                conn.close()
                 proc.join(5)
-                out[i] = ObligationBound(ob.id, ob.expect, "error", f"the bounding process exited with code {proc.exitcode} "
-                                         "without a result", file=ob.file, line=ob.line, case_id=ob.case)
-            conn.close()
-            proc.join(5)
-        while shown < len(out) and out[shown] is not None:
-            if progress and out[shown].status != "skipped":  # type: ignore[union-attr]
-                progress(out[shown])
-            shown += 1
+            while shown < len(out) and out[shown] is not None:
+                if progress and out[shown].status != "skipped":  # type: ignore[union-attr]
+                    progress(out[shown])
+                shown += 1
+    finally:
+        gc.unfreeze()
     return out  # type: ignore[return-value]
 
 

@@ -171,35 +171,81 @@ def function_source(func) -> str | None:
     if code is None:
         return None
     try:
-        text = _file_text(code.co_filename)
-        tree = ast.parse(text)
+        parsed = _parsed_source(code.co_filename)
     except (OSError, SyntaxError, ValueError):
         return None
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            first = node.lineno if isinstance(node, ast.Lambda) else (
-                node.decorator_list[0].lineno if node.decorator_list else node.lineno)
-            if first != code.co_firstlineno and node.lineno != code.co_firstlineno:
-                continue
-            if isinstance(node, ast.Lambda) != (code.co_name == "<lambda>"):
-                continue
-            args = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
-            if args == params and (isinstance(node, ast.Lambda) or node.name == code.co_name):
-                found.append(node)
+    for node in parsed.by_line.get(code.co_firstlineno, ()):
+        if isinstance(node, ast.Lambda) != (code.co_name == "<lambda>"):
+            continue
+        args = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        if args == params and (isinstance(node, ast.Lambda) or node.name == code.co_name):
+            found.append(node)
     if len(found) != 1:
         return None
     node = found[0]
     if isinstance(node, ast.Lambda):
-        return ast.get_source_segment(text, node.body)
+        return parsed.segment(node.body)
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
         body = body[1:]
     if not body:
         return None
-    lines = text.splitlines()[body[0].lineno - 1:body[-1].end_lineno]
+    lines = parsed.lines[body[0].lineno - 1:body[-1].end_lineno]
     return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
+class _ParsedSource:
+    """One source text parsed once: its functions and lambdas indexed by the lines
+    :func:`function_source` matches a code object's ``co_firstlineno`` against (a ``def``'s first
+    decorator line and its ``def`` line; a lambda's line), in ``ast.walk`` order."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        tree = ast.parse(text)
+        self.lines = text.splitlines()
+        self.by_line: dict[int, list] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                first = node.lineno if isinstance(node, ast.Lambda) else (
+                    node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+                for line in dict.fromkeys((first, node.lineno)):
+                    self.by_line.setdefault(line, []).append(node)
+        self._raw: list[str] | None = None
+
+    def segment(self, node) -> str | None:
+        """``ast.get_source_segment(text, node)`` without splitting the whole text on every call."""
+        if self._raw is None:
+            split = getattr(ast, "_splitlines_no_ff", None)
+            if split is None:  # pragma: no cover - a Python without the helper
+                return ast.get_source_segment(self.text, node)
+            self._raw = split(self.text)
+        try:
+            lineno, end_lineno = node.lineno - 1, node.end_lineno - 1
+            col, end_col = node.col_offset, node.end_col_offset
+        except AttributeError:
+            return None
+        if end_lineno is None or end_col is None:
+            return None
+        if end_lineno == lineno:
+            return self._raw[lineno].encode()[col:end_col].decode()
+        first = self._raw[lineno].encode()[col:].decode()
+        last = self._raw[end_lineno].encode()[:end_col].decode()
+        return "".join([first, *self._raw[lineno + 1:end_lineno], last])
+
+
+_PARSED: dict[str, _ParsedSource] = {}
+
+
+def _parsed_source(path: str) -> _ParsedSource:
+    """The parse of ``path``'s current text (:func:`_file_text`), memoised while the text is the same
+    (spec/vllm_0_33_buffers.py asks for the sources of hundreds of lambdas of one file)."""
+    text = _file_text(path)
+    hit = _PARSED.get(path)
+    if hit is None or hit.text != text:
+        hit = _PARSED[path] = _ParsedSource(text)
+    return hit
 
 
 def _file_text(path: str) -> str:

@@ -8,12 +8,15 @@ answered in the parent process), and results are reported in declared order.
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import multiprocessing
 import os
 import pickle
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -147,6 +150,28 @@ def _work(kind: str, file: str, ident: str, options: Options):
     raise LookupError(f"{ident} vanished from {file}")
 
 
+class _Fingerprint(pickle.Pickler):
+    """Pickles data by value and functions, classes, modules and code by identity: a function of
+    a spec module is not importable under its module's name (``capproof_spec.…``), and pickling
+    it by reference made pickle search ``sys.path`` for that module (stat calls) on every value
+    holding one, ~20 ms per fingerprint; the data it holds is now fingerprinted too."""
+
+    _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+                    types.CodeType, type)
+
+    def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
+
+
+def _fingerprint(value: object) -> object:
+    buf = io.BytesIO()
+    try:
+        _Fingerprint(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        return buf.getvalue()
+    except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr
+        return (id(value), repr(value)[:10_000])
+
+
 def module_state() -> dict[str, object]:
     """A fingerprint of the data (not the functions or classes) held by the project's own modules
     (spec files, models): ``{"module.name": digest}``. Compared before and after deciding an item."""
@@ -159,10 +184,7 @@ def module_state() -> dict[str, object]:
         for name, value in list(vars(module).items()):
             if name.startswith("__") or callable(value) or type(value).__name__ == "module":
                 continue
-            try:
-                out[f"{modname}.{name}"] = pickle.dumps(value)
-            except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr
-                out[f"{modname}.{name}"] = (id(value), repr(value)[:10_000])
+            out[f"{modname}.{name}"] = _fingerprint(value)
     return out
 
 
@@ -276,13 +298,16 @@ def _error_outcome(kind: str, item: Obligation | Contract, message: str) -> Obli
                           sources=item.sources, file=item.file, line=item.line)
 
 
-def _decide_isolated(kind: str, item: Obligation | Contract, options: Options):
-    """Decide one item in this (child) process: a fresh Z3 context, and module state checked."""
+def _decide_isolated(kind: str, item: Obligation | Contract, options: Options, before: dict[str, object] | None = None):
+    """Decide one item in this (child) process: a fresh Z3 context, and module state checked
+    (``before``: the fingerprint the forking parent took of the state this process starts from;
+    None: taken here)."""
     import z3
 
     if kind == "obligation":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
         z3.z3._main_ctx = None  # (contracts keep it: CrossHair, imported by the parent, holds Z3 objects)
-    before = module_state()
+    if before is None:
+        before = module_state()
     outcome = prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
     changed = changed_state(before, module_state())
     if changed and outcome.verdict is not Verdict.ERROR:
@@ -294,7 +319,7 @@ def _decide_isolated(kind: str, item: Obligation | Contract, options: Options):
     return outcome
 
 
-def _child(conn, kind: str, payload, options: Options) -> None:
+def _child(conn, kind: str, payload, options: Options, before: dict[str, object] | None = None) -> None:
     """Entry point of the process deciding one item: send its result, or a one-line error."""
     try:
         if isinstance(payload, tuple):  # spawn: reload the spec file here
@@ -307,7 +332,7 @@ def _child(conn, kind: str, payload, options: Options) -> None:
                 conn.send(_load_error_result(items))
                 return
             payload = next(it for it in items if it.id == ident)
-        outcome = _decide_isolated(kind, payload, options)
+        outcome = _decide_isolated(kind, payload, options, before)
     except BaseException as exc:  # noqa: BLE001 - reported as the item's error
         from .encode import _describe_exc
 
@@ -344,57 +369,66 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     by_reference = ctx.get_start_method() == "fork"
+    # a forked process starts from this process's module state: fingerprint it once here, not in
+    # each process (nothing below changes it: this loop only starts processes and collects results)
+    before = module_state() if by_reference else None
+    if by_reference:  # the objects loaded so far stay out of the garbage collector's passes, which in each
+        gc.freeze()   # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]
-    pending = list(order)  # longest first; results are still reported in declared order
-    running: dict[Any, tuple[int, Any, float]] = {}
-    shown = 0
-    while pending or running:
-        while pending and len(running) < max(1, options.jobs):
-            i = pending.pop(0)
-            kind, it = work[i]
-            recv, send = ctx.Pipe(duplex=False)
-            payload = it if by_reference else (_item_file(it), it.id)
-            proc = ctx.Process(target=_child, args=(send, kind, payload, options), daemon=True)
-            proc.start()
-            send.close()
-            monitor.started(kind, it.id)
-            running[recv] = (i, proc, time.monotonic())
-        if running:
-            now = time.monotonic()
-            deadline = min(start for _, _, start in running.values()) + options.timeout
-            ready = wait(list(running), timeout=max(0.0, deadline - now))
-            for conn in ready:
-                i, proc, _ = running.pop(conn)
+    try:
+        pending = list(order)  # longest first; results are still reported in declared order
+        running: dict[Any, tuple[int, Any, float]] = {}
+        shown = 0
+        while pending or running:
+            while pending and len(running) < max(1, options.jobs):
+                i = pending.pop(0)
                 kind, it = work[i]
-                try:
-                    outcomes[i] = conn.recv()
-                except (EOFError, OSError):
-                    proc.join(5)
-                    outcomes[i] = _error_outcome(kind, it, (
-                        f"the process deciding it exited with code {proc.exitcode} before giving a verdict "
-                        "(os._exit, sys.exit or a crash in the model or the solver)"))
-                conn.close()
-                proc.join(5)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
-                monitor.finished(outcomes[i])
-            now = time.monotonic()
-            for conn, (i, proc, start) in list(running.items()):
-                if now - start >= options.timeout:
-                    proc.kill()
-                    proc.join()
-                    conn.close()
-                    del running[conn]
+                recv, send = ctx.Pipe(duplex=False)
+                payload = it if by_reference else (_item_file(it), it.id)
+                proc = ctx.Process(target=_child, args=(send, kind, payload, options, before), daemon=True)
+                proc.start()
+                send.close()
+                monitor.started(kind, it.id)
+                running[recv] = (i, proc, time.monotonic())
+            if running:
+                now = time.monotonic()
+                deadline = min(start for _, _, start in running.values()) + options.timeout
+                ready = wait(list(running), timeout=max(0.0, deadline - now))
+                for conn in ready:
+                    i, proc, _ = running.pop(conn)
                     kind, it = work[i]
-                    outcomes[i] = _error_outcome(kind, it, (
-                        f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
-                        "raise --timeout if it is only slow)"))
+                    try:
+                        outcomes[i] = conn.recv()
+                    except (EOFError, OSError):
+                        proc.join(5)
+                        outcomes[i] = _error_outcome(kind, it, (
+                            f"the process deciding it exited with code {proc.exitcode} before giving a verdict "
+                            "(os._exit, sys.exit or a crash in the model or the solver)"))
+                    conn.close()
+                    proc.join(5)
+                    if proc.is_alive():
+                        proc.kill()
+                        proc.join()
                     monitor.finished(outcomes[i])
-        while shown < len(outcomes) and outcomes[shown] is not None:
-            if progress:
-                progress(outcomes[shown])
-            shown += 1
+                now = time.monotonic()
+                for conn, (i, proc, start) in list(running.items()):
+                    if now - start >= options.timeout:
+                        proc.kill()
+                        proc.join()
+                        conn.close()
+                        del running[conn]
+                        kind, it = work[i]
+                        outcomes[i] = _error_outcome(kind, it, (
+                            f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
+                            "raise --timeout if it is only slow)"))
+                        monitor.finished(outcomes[i])
+            while shown < len(outcomes) and outcomes[shown] is not None:
+                if progress:
+                    progress(outcomes[shown])
+                shown += 1
+    finally:
+        if by_reference:
+            gc.unfreeze()
     return outcomes
 
 

@@ -282,3 +282,58 @@ def test_bounds_report_is_the_same_for_any_jobs():
     two = runner.invoke(main, [*args, "-j", "2"])
     assert one.exit_code == two.exit_code == 0, one.output
     assert json.loads(one.output) == json.loads(two.output)
+
+
+CRASHING = SPEC + """
+import os
+
+@obligation(domain={"n": Range(1, 10)})
+def process_dies(n):
+    os._exit(3)
+"""
+
+
+def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_file):
+    """Obligations without vectors are bounded CHUNK to a process (each from a fresh Z3 context):
+    the bounds are those of each obligation bounded alone in a fresh context, for any -j."""
+    import z3
+
+    from capproof.bound import CHUNK, _bound_all, _chunks
+
+    obs = list(_spec(spec_file).values())
+    assert _chunks(obs) == [list(range(len(obs)))[k:k + CHUNK] for k in range(0, len(obs), CHUNK)]
+    alone = []
+    for ob in obs:
+        z3.z3._main_ctx = None
+        alone.append(bound_obligation(ob).to_json())
+    for jobs in (1, 2):
+        assert [r.to_json() for r in _bound_all(obs, {}, 20_000_000, 100.0, jobs)] == alone
+
+
+def test_a_dying_bound_process_is_an_error_for_its_obligations_only(spec_file):
+    from capproof.bound import _bound_all
+
+    obs = [it for it in load_file(spec_file(CRASHING))]
+    results = {r.id.split("::")[1]: r for r in _bound_all(obs, {}, 20_000_000, 100.0, 2)}
+    assert results["process_dies"].status == "error" and "exited with code 3" in results["process_dies"].message
+    # obligations sent to the same process before it died keep their bounds
+    assert results["doubled"].status == "bounded" and results["index_fits"].status == "bounded"
+
+
+def test_a_vector_obligation_gets_a_process_of_its_own():
+    """The routings over 1024 experts take seconds each: alone in a process, largest first."""
+    import os
+
+    from capproof.bound import _chunks
+    from capproof.loader import ensure_project_on_path
+    from capproof.obligation import Obligation
+    from conftest import ROOT
+
+    os.chdir(ROOT)
+    ensure_project_on_path()
+    items = [it for it in load_file("spec/moe_align.py") if isinstance(it, Obligation)]
+    vectors = [i for i, ob in enumerate(items) if any(getattr(d, "size", 0) for d in ob.domain.values())]
+    chunks = _chunks(items)
+    assert vectors and chunks[:len(vectors)] == [[i] for i in sorted(vectors, key=lambda i: -sum(
+        getattr(d, "size", 0) for d in items[i].domain.values()))]
+    assert sorted(i for c in chunks for i in c) == list(range(len(items)))

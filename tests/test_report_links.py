@@ -175,3 +175,25 @@ def test_models_used_lists_every_project_function_the_obligation_calls(tmp_path,
     page = (tmp_path / "proofs" / "pool.md").read_text()
     assert "Claim, as written in the spec file:\n\n```python\nneed = total(local_rounding(t, page)" in page
     assert "  - [`engine_formulas/sizes.py::Pool.slots`](../engine_formulas/sizes.py#L18)" in page
+
+
+def test_function_source_parses_a_file_once_and_follows_its_text(tmp_path):
+    """function_source memoises each file's parse (spec/vllm_0_33_buffers.py asked for hundreds
+    of lambdas of one 100 kB file, each parse and split of the whole file: 1.6 s of every load);
+    the memo is keyed by the text, so a changed file is parsed again."""
+    import linecache
+    import runpy
+
+    from capproof.obligation import _PARSED, function_source
+
+    path = tmp_path / "two_lambdas.py"
+    path.write_text("A = {'x': lambda n: n + 1, 'y': lambda m: m *  2}\n\ndef f(k):\n    '''doc'''\n    return k - 1\n")
+    ns = runpy.run_path(str(path))
+    assert [function_source(ns["A"]["x"]), function_source(ns["A"]["y"]), function_source(ns["f"])] == [
+        "n + 1", "m *  2", "return k - 1"]
+    parsed = _PARSED[str(path)]
+    assert function_source(ns["A"]["x"]) == "n + 1" and _PARSED[str(path)] is parsed
+    path.write_text("A = {'x': lambda n: n + 2}\n")
+    linecache.checkcache(str(path))
+    ns = runpy.run_path(str(path))
+    assert function_source(ns["A"]["x"]) == "n + 2" and _PARSED[str(path)] is not parsed

@@ -307,3 +307,24 @@ def test_models_defined_in_the_spec_file_are_listed_and_linked(spec_file):
     lines = _obligation_md(r.to_json())
     line = open(path).read().splitlines().index("def blocks(n, block_size):") + 1
     assert any("::blocks`](" in text and text.endswith(f"#L{line})") for text in lines), lines
+
+
+def test_module_fingerprint_holds_data_next_to_spec_functions_without_importing_them(monkeypatch):
+    """A spec module's function cannot be pickled by reference (``capproof_spec.…`` is not
+    importable): the fingerprint took pickle's failed import (a sys.path search) on every such value
+    and fell back to ``repr``. Functions are now fingerprinted by identity, the data beside them by value."""
+    import builtins
+    import types
+
+    from capproof.runner import _fingerprint
+
+    module = types.ModuleType("capproof_spec.not_importable")
+    exec("f = lambda x: x\nfacts = {'a': f, 'limits': [1, 2]}", module.__dict__)
+    imports = []
+    real = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: imports.append(name) or real(name, *a, **k))
+    before = _fingerprint(module.facts)
+    module.facts["limits"].append(3)
+    after = _fingerprint(module.facts)
+    assert isinstance(before, bytes) and before != after and not imports
+    assert _fingerprint({"a": module.f, "limits": [1, 2, 3]}) == after
