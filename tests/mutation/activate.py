@@ -39,11 +39,11 @@ import time
 from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summary import equivalents, source_of, test_files_for  # noqa: E402
+from summary import ALWAYS, equivalents, source_of, test_files_for  # noqa: E402
 
 RECORD = "capproof-mutation-direct.jsonl"
 #: Wall-clock limits of one mutant's runs (a longer run is ``timeout``: counted apart, not killed).
-TEST_SECONDS = 120
+TEST_SECONDS = 300
 PROVE_SECONDS = 900
 
 
@@ -58,6 +58,72 @@ def generate() -> None:
     m.setup_source_paths()
     m.store_lines_covered_by_tests()
     print(m.create_mutants(1))
+
+
+CALLMAP = "capproof-mutation-callmap.json"
+
+
+def callmap() -> None:
+    """Which obligations call which mutated function: the prove oracle run once with mutmut's
+    ``stats`` trampolines (as ``mutmut run``'s call tracking, but each spec file loaded once: the
+    helpers a spec file calls while loading count as called by every obligation of that file).
+    Written to ``mutants/capproof-mutation-callmap.json`` (``{function: [test ids]}``)."""
+    import pytest
+
+    import mutmut.mutation.trampoline as trampoline
+
+    os.chdir("mutants")
+    hits: dict[str, set[str]] = defaultdict(set)
+    state = {"loading": None}
+
+    def record(name, caller=None):
+        key = state["loading"] or os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        hits[name].add(key)
+
+    trampoline.record_trampoline_hit = record
+
+    class Plugin:
+        def pytest_collection_finish(self, session):
+            mod = next(m for m in sys.modules.values() if hasattr(m, "test_verdict_is_as_expected") and hasattr(m, "_reload"))
+            cache = {}
+
+            def reload(path):
+                if path not in cache:
+                    state["loading"] = "load:" + path
+                    try:
+                        from capproof import loader
+
+                        loader._loaded.pop(os.path.abspath(path), None)
+                        cache[path] = loader.load_file(path)
+                    finally:
+                        state["loading"] = None
+                return cache[path]
+
+            mod._reload = reload
+
+    os.environ["MUTANT_UNDER_TEST"] = "stats"
+    os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
+    rc = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "mutation", "tests/mutation/test_prove_kills.py"], plugins=[Plugin()])
+    with open(CALLMAP, "w") as fh:
+        json.dump({k: sorted(v) for k, v in sorted(hits.items())}, fh, indent=1)
+    print(f"exit {rc}; {len(hits)} functions called by the obligations")
+
+
+def _obligations_calling(name: str, cmap: dict[str, list[str]]) -> list[str] | None:
+    """Test ids of the prove oracle whose obligation calls the mutant's function (a spec file's
+    load-time call counts for every obligation of the file); None without a call map."""
+    if cmap is None:
+        return None
+    fn = name.partition("__mutmut_")[0]
+    out = set()
+    for key in cmap.get(fn, []):
+        if key == "?":  # called while pytest collected the oracle (the spec files loaded unmutated)
+            continue
+        if key.startswith("load:"):
+            out.add("load:" + key[5:])
+        else:
+            out.add(key)
+    return sorted(out)
 
 
 def mutant_names() -> list[str]:
@@ -135,12 +201,13 @@ def _done() -> dict[str, dict]:
     return out
 
 
-def run(names: list[str]) -> None:
+def run(names: list[str], tests_only: bool = False) -> None:
     import pytest
 
     equiv = equivalents()
     done = _done()
-    todo = [n for n in names if n not in done and n not in equiv]
+    todo = [n for n in names if n not in equiv and (n not in done or (not tests_only and done[n]["tests"] != "killed"
+                                                                       and "prove" not in done[n]))]
     root = os.getcwd()
     tests = {n: test_files_for(n) for n in todo}
     specs = {}
@@ -148,6 +215,10 @@ def run(names: list[str]) -> None:
         mod = n.rsplit(".", 1)[0]
         if mod not in specs:
             specs[mod] = spec_files_using(mod)
+    cmap = None
+    if os.path.exists(os.path.join("mutants", CALLMAP)):
+        with open(os.path.join("mutants", CALLMAP)) as fh:
+            cmap = json.load(fh)
     os.chdir("mutants")
     os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
     every = sorted({f for fs in tests.values() for f in fs})
@@ -158,21 +229,42 @@ def run(names: list[str]) -> None:
         finally:
             sys.stdout = out
     bad = set()
+    base_path = "capproof-mutation-direct-baseline.json"
+    base = json.load(open(base_path)) if os.path.exists(base_path) else {}
     for f in every:  # a file failing with no mutant active (it reads files the copy lacks) is left out
-        if _child("baseline (no mutant)", ["-m", "not slow and not real", f], TEST_SECONDS) != 0:
+        if f not in base:
+            base[f] = _child("baseline (no mutant)", ["-m", "not slow and not real", f], TEST_SECONDS)
+            with open(base_path, "w") as fh:
+                json.dump(base, fh, indent=1)
+        if base[f] != 0:
             bad.add(f)
-            print(f"left out: {f} (fails with no mutant active in the copy)", flush=True)
+            print(f"left out: {f} (exit {base[f]} with no mutant active in the copy)", flush=True)
     tests = {n: [f for f in fs if f not in bad] for n, fs in tests.items()}
     print(f"{len(todo)} mutants to run", flush=True)
     for name in todo:
         started = time.monotonic()
-        rc = _child(name, ["-m", "not slow and not real", *tests[name]], TEST_SECONDS)
-        rec = {"mutant": name, "test_files": len(tests[name]), "tests": {0: "survived", 1: "killed", 5: "survived"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")}
-        if rec["tests"] != "killed":
+        if name in done:  # the tests ran (--tests-only): prove now
+            rec = done[name]
+        else:  # the files naming the module or function first (most kills), then the always-run ones
+            files = [f for f in tests[name] if f not in ALWAYS] + [f for f in tests[name] if f in ALWAYS]
+            rc = _child(name, ["-m", "not slow and not real", *files], TEST_SECONDS)
+            rec = {"mutant": name, "test_files": len(tests[name]), "tests": {0: "survived", 1: "killed", 5: "survived"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")}
+        if rec["tests"] != "killed" and not tests_only:
             files = specs[name.rsplit(".", 1)[0]]
+            calls = _obligations_calling(name, cmap)
+            if calls is not None:  # the call map: the spec files loading it, the obligations calling it
+                loads = {c[5:] for c in calls if c.startswith("load:")}
+                direct = [re.search(r"\[(.*)\]$", c).group(1) for c in calls if not c.startswith("load:")]
+                files = sorted(loads | {d.split("::")[0] for d in direct})
+                words = sorted({os.path.basename(f)[:-3] for f in loads} | {d.split("::")[-1] for d in direct
+                                                                              if d.split("::")[0] not in loads})
+            else:
+                words = [os.path.basename(f)[:-3] for f in files]
             rec["spec"] = files
-            if files:
-                k = " or ".join(os.path.basename(f)[:-3] for f in files)
+            if calls is not None and not calls:
+                rec["prove"] = "no obligation"
+            elif files:
+                k = " or ".join(words)
                 rc = _child(name, ["-m", "mutation", "-k", k, "tests/mutation/test_prove_kills.py"], PROVE_SECONDS)
                 rec["prove"] = {0: "survived", 1: "killed", 5: "survived"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")
             else:
@@ -222,10 +314,15 @@ def main() -> None:
     ap.add_argument("--sample", type=int, help="a seeded random sample of this many mutants")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th mutant from the i-th")
+    ap.add_argument("--tests-only", action="store_true", help="the tests oracle alone (prove later, on the survivors)")
+    ap.add_argument("--callmap", action="store_true", help="record which obligations call which function")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
     args = ap.parse_args()
     if args.generate:
         generate()
+        return
+    if args.callmap:
+        callmap()
         return
     names = [n for n in mutant_names() if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
     if args.sample is not None:
@@ -234,7 +331,7 @@ def main() -> None:
         table(names)
         return
     i, n = map(int, args.shard.split("/"))
-    run(names[i::n])
+    run(names[i::n], args.tests_only)
 
 
 if __name__ == "__main__":
