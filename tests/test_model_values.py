@@ -302,3 +302,13 @@ def test_indexer_prefill_largest_chunk_by_hand():
     assert chunks_fit_workspace_any_request(5000, 0, 0, 1, 1, 1, 3500, 512 * 2**20) == 5000
     assert chunks_fit_workspace(1000, 2000, 1000, 1, 1, 1, 3500, 512 * 2**20) == 3000
     assert chunks_fit_workspace(1000, 1000, 3000, 1, 1, 1, 3500, 512 * 2**20) == 3000
+
+
+def test_indexer_prefill_first_revision_chunks_by_hand():
+    # The first revision of vllm-project/vllm#25999 (corpus N1): a chunk is cut when the running sum
+    # passes the buffer, at the request that passed it; the tail after the loop. No request: no chunk.
+    from models.vllm.indexer_prefill import split_prefill_chunks_first_revision as split
+
+    assert split([], 10) == []
+    assert split([4, 4, 4], 10) == [(0, 2), (2, 3)]
+    assert split([11], 10) == [(0, 0), (0, 1)]
