@@ -90,6 +90,9 @@ def test_unknown_entry_is_an_error_obligation_not_a_crash(tmp_path):
     res = _run(path)
     v = {o.id.split("::")[-1]: o.verdict.value for o in res.obligations}
     assert v == {"tokens__GPUModelRunner_no_such_buffer": "error", "tokens__GPUModelRunner_positions": "proved"}
+    bad = next(o for o in load_file(path) if o.name == "tokens__GPUModelRunner_no_such_buffer")
+    # the one line a user reads: which inventory, which entry, what to do
+    assert bad.problems == [f"{FIXTURE} has no entry {RUNNER + 'no_such_buffer'!r} (re-read the inventory and update the table)"]
 
 
 def test_a_dimension_the_entry_does_not_have_is_an_error_obligation(tmp_path):
