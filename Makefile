@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.capproof-installed
 RUN    := .capproof/last-run.json
 
-.PHONY: install verify test test-slow report regressions bench clean verify-real real-install mutation
+.PHONY: install verify test test-slow report regressions bench clean verify-real real-install mutation mutation-direct
 
 install: $(STAMP)
 
@@ -63,6 +63,19 @@ mutation: $(STAMP)
 	rm -rf mutants
 	CAPPROOF_MUTATION_ORACLE=$(MUTATION_ORACLE) nice -n 19 $(BIN)/mutmut run --max-children 1 $(MUTANTS)
 	nice -n 19 $(BIN)/python tests/mutation/summary.py --run-tests --list
+
+# mutation-direct: the same two oracles without mutmut's stats/run phases (tests/mutation/activate.py): mutmut
+# makes mutants/, one stats run of the prove oracle records which obligations call which function, then each
+# mutant runs the fast tests naming it, and only survivors re-prove the obligations that call it.
+# MUTATION_ARGS='--sample 300 --seed 20261202' (a seeded random order, any prefix a random sample), '--files models/*'.
+MUTATION_ARGS ?=
+mutation-direct: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	rm -rf mutants
+	$(BIN)/python tests/mutation/activate.py --generate
+	nice -n 19 $(BIN)/python tests/mutation/activate.py --callmap
+	nice -n 19 $(BIN)/python tests/mutation/activate.py $(MUTATION_ARGS)
+	$(BIN)/python tests/mutation/activate.py --table $(MUTATION_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

@@ -166,7 +166,10 @@ def _code_names(code) -> list[tuple[str, ...]]:
 def function_source(func) -> str | None:
     """The source of ``func``'s body, dedented, without its docstring: for a ``def`` its
     statements, for a lambda its expression. None when the source cannot be read (a function
-    made by ``exec``, a lambda sharing its line with another of the same parameters)."""
+    made by ``exec``, a lambda sharing its line with another of the same parameters). A wrapper
+    made with :func:`functools.wraps` shows the function it wraps (mutmut's trampolines in
+    ``make mutation``'s copy, so the copy's reports are the project's)."""
+    func = inspect.unwrap(func) if callable(func) else func
     code = getattr(func, "__code__", None)
     if code is None:
         return None

@@ -90,6 +90,27 @@ def test_unknown_entry_is_an_error_obligation_not_a_crash(tmp_path):
     res = _run(path)
     v = {o.id.split("::")[-1]: o.verdict.value for o in res.obligations}
     assert v == {"tokens__GPUModelRunner_no_such_buffer": "error", "tokens__GPUModelRunner_positions": "proved"}
+    bad = next(o for o in load_file(path) if o.name == "tokens__GPUModelRunner_no_such_buffer")
+    # the one line a user reads: which inventory, which entry, what to do
+    assert bad.problems == [f"{FIXTURE} has no entry {RUNNER + 'no_such_buffer'!r} (re-read the inventory and update the table)"]
+
+
+def test_a_dimension_the_entry_does_not_have_is_an_error_obligation(tmp_path):
+    """``dim`` past the traced shape (input_ids is 1-D): an ``error`` obligation at the calling
+    line that names the entry and the dimension, not a crash of the spec file."""
+    path = _spec(tmp_path, FIXTURE, f"""
+        cover(INV, "{RUNNER}input_ids", TOKENS, dim=1)
+        cover(INV, "{RUNNER}positions", TOKENS)
+    """)
+    obs = load_file(path)
+    assert isinstance(obs, list), obs
+    bad = next(o for o in obs if o.name == "tokens__GPUModelRunner_input_ids")
+    assert (bad.file, bad.line) == (os.path.relpath(path), 6)
+    assert bad.covers == [RUNNER + "input_ids"]
+    assert len(bad.problems) == 1 and bad.problems[0].startswith(f"capacity of {RUNNER}input_ids dimension 1: ")
+    res = _run(path)
+    v = {o.id.split("::")[-1]: o.verdict.value for o in res.obligations}
+    assert v == {"tokens__GPUModelRunner_input_ids": "error", "tokens__GPUModelRunner_positions": "proved"}
 
 
 

@@ -277,3 +277,38 @@ def test_deepep_v2_capacity_small_numel():
 
     assert deepep_v2_sorted_ids_capacity(3, 8, 16) == 48  # numel < local experts: min(3 * 16, 123)
     assert deepep_v2_sorted_ids_capacity(512, 8, 16) == 512 + 8 * 15
+
+
+def test_moe_align_last_write_position_by_hand():
+    # csrc/moe/moe_align_sum_kernels.cu count_and_sort_expert_tokens_kernel: a token of expert e
+    # writes sorted_token_ids[cumsum_buffer[e] + rank], the prefix padded to block_size per expert.
+    # Routing topk_ids = [0, 1, 1, 2, 2, 2], block 4: counts [1, 2, 3], padded prefixes 0, 4, 8,
+    # so expert 2 writes 8, 9, 10; expert 1 writes 4, 5; expert 0 writes 0; an empty expert none.
+    from models.moe_align import max_write_position
+
+    assert max_write_position([1, 2, 3], 2, 4) == 10
+    assert max_write_position([1, 2, 3], 1, 4) == 5
+    assert max_write_position([1, 2, 3], 0, 4) == 0
+    assert max_write_position([0, 2], 0, 4) == -1
+
+
+def test_indexer_prefill_largest_chunk_by_hand():
+    # The value the CrossHair contracts bound (models/vllm/indexer_prefill.py): the largest chunk's
+    # summed sequence length. Corpus N1 / reference §5: one request of 5000 tokens against a
+    # workspace of 3500 is admitted whole; [1000, 2000, 1000] under 3500 splits as [1000, 2000]
+    # (3000) then [1000] (the greedy split of the test above).
+    from models.vllm.indexer_prefill import chunks_fit_workspace, chunks_fit_workspace_any_request
+
+    assert chunks_fit_workspace_any_request(5000, 0, 0, 1, 1, 1, 3500, 512 * 2**20) == 5000
+    assert chunks_fit_workspace(1000, 2000, 1000, 1, 1, 1, 3500, 512 * 2**20) == 3000
+    assert chunks_fit_workspace(1000, 1000, 3000, 1, 1, 1, 3500, 512 * 2**20) == 3000
+
+
+def test_indexer_prefill_first_revision_chunks_by_hand():
+    # The first revision of vllm-project/vllm#25999 (corpus N1): a chunk is cut when the running sum
+    # passes the buffer, at the request that passed it; the tail after the loop. No request: no chunk.
+    from models.vllm.indexer_prefill import split_prefill_chunks_first_revision as split
+
+    assert split([], 10) == []
+    assert split([4, 4, 4], 10) == [(0, 2), (2, 3)]
+    assert split([11], 10) == [(0, 0), (0, 1)]

@@ -16,7 +16,7 @@ top-k row per token); ``num_speculative_tokens`` (``K``) a count, ``next_n = 1 +
 
 from __future__ import annotations
 
-from capproof.arith import all_of, any_of, fold, implies, max_of, maximum, select, total
+from capproof.arith import all_of, any_of, fold, implies, maximum, select, total
 from models.vllm.spec_decode import uniform_decode_query_len
 
 __all__ = [
@@ -27,8 +27,6 @@ __all__ = [
     "split_decodes_require_uniform",
     "uniform_decode_split",
     "has_padding_request",
-    "decode_lens_of",
-    "max_decode_len_of",
 ]
 
 
@@ -106,15 +104,3 @@ def uniform_decode_split(query_lens, num_reqs, num_speculative_tokens):
 def split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens):
     """``num_decodes`` of :func:`uniform_decode_split` (requests)."""
     return uniform_decode_split(query_lens, num_reqs, num_speculative_tokens)[0]
-
-
-def decode_lens_of(query_lens, num_decodes):
-    """``decode_lens_cpu`` (the first ``num_decodes`` query lengths), others 0; its maximum is
-    ``max_decode_len`` (``int(decode_lens_cpu.max())``)."""
-    return [select(i < num_decodes, ql, 0) for i, ql in enumerate(query_lens)]
-
-
-def max_decode_len_of(query_lens, num_decodes):
-    """``max_decode_len = max(decode_lens_cpu)`` over the decode requests (0 with none)."""
-    return max_of(decode_lens_of(query_lens, num_decodes))
-
