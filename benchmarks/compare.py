@@ -161,9 +161,11 @@ def capproof_part(repeat: int, keyword: str | None) -> dict:
     return out
 
 
-def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple[int, int], shrink_seeds: int) -> dict:
+def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple[int, int], shrink_seeds: int,
+                    save=lambda out: None) -> dict:
     """Per obligation and strategy (generic, best): the list of per-seed runs; the first
-    ``shrink_seeds`` seeds shrink too (shrinking a 128-entry vector takes seconds)."""
+    ``shrink_seeds`` seeds shrink too (shrinking a 128-entry vector takes seconds). ``save(out)``
+    after each obligation, so an interrupted run keeps what it finished."""
     from strategies import BEST
 
     out = {}
@@ -174,6 +176,7 @@ def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple
             entry["best"] = [hypothesis_run(ob, s, examples, BEST[name](ob), shrink=s < shrink_seeds)
                              for s in range(seeds)]
         out[ob.id] = entry
+        save(out)
         for k, runs in entry.items():
             found = sum(r["found"] for r in runs)
             print(f"{ob.id} [{k}]: found {found}/{seeds}, median first {statistics.median(r['first'] for r in runs):.3f} s, "
@@ -343,8 +346,11 @@ def main() -> None:
     if args.part in ("all", "capproof"):
         _save("capproof.json", capproof_part(args.repeat, args.keyword))
     if args.part in ("all", "hypothesis"):
-        _save(f"hypothesis{tag}.json", {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds,
-                                        "runs": hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds)})
+        def save(runs):
+            _save(f"hypothesis{tag}.json", {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds,
+                                            "runs": runs})
+
+        save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save))
     if args.part in ("all", "scaling"):
         _save("scaling.json", scaling(sizes, experts, args.budget))
     cap, curves = _load("capproof.json"), _load("scaling.json")
