@@ -1,20 +1,26 @@
 """capproof vs Hypothesis vs exhaustive enumeration, and scaling curves (capproof issue 12).
 
-Run with ``make bench`` (after ``bench.py``) or ``python benchmarks/compare.py [--quick]``.
-Not run in CI. Writes ``benchmarks/out/compare.md`` (tables) and, when matplotlib is installed
-(``pip install -e '.[bench]'``), ``benchmarks/out/compare.png`` (time ratios and scaling curves).
+Run with ``make bench`` (after ``bench.py``) or ``python benchmarks/compare.py [--quick]``; the parts
+can run separately or in parallel (``--part hypothesis --shard 0/4`` ...), each keeping its results
+in ``benchmarks/out/*.json``, and ``--part write`` renders them. Not run in CI. Writes
+``benchmarks/out/compare.md`` (tables) and, when matplotlib is installed (``pip install -e
+'.[bench]'``), ``benchmarks/out/compare.png`` (time ratios and scaling curves).
 
 1. Every corpus counterexample obligation in spec/ (``expect="counterexample"`` with a ``case``):
-   capproof's CPU time to its counterexample (``prove_obligation``, density off) vs Hypothesis
-   (``max_examples`` 1000, 20 seeds; the strategy draws each parameter from its domain, a batch
-   vector's length first, and rejects points that violate an assumption — the strategy a user
-   would write from the declaration): how many seeds found a violation, and the median CPU time
-   per seed. Exhaustive enumeration on ints where the domain is finite and at most 200,000 points.
+   capproof's CPU time to its minimised, replayed counterexample (``prove_obligation``, density
+   off; median of ``--repeat`` runs after a warm-up) vs Hypothesis (``max_examples`` 1000, 20 seeds)
+   with two strategies: the generic one (each parameter drawn from its domain, a batch vector's
+   length first, assumptions as ``assume``) and the best one a user would write for the bug class
+   (benchmarks/strategies.py: routings built from their counts, saturated batches, lengths near
+   their limit). Per strategy: how many seeds found a violation, the median CPU time to the first
+   violation, and (first ``--shrink-seeds`` seeds) to the end of shrinking. Exhaustive enumeration
+   on ints where the domain is finite and at most 200,000 points.
 2. Scaling: CPU time to prove a batch obligation vs the vector size (8 … 4096) on the bounded
    encoding and on the aggregate abstraction, and the 1024-expert MoE routing obligation pinned at
-   8 … 1024 experts (bounded: the per-expert rounding has no aggregate form).
+   8 … 1024 experts, bounded and with the aggregate abstraction tried first (it abandons: the
+   per-expert rounding has no exact aggregate form, so the bounded encoding decides).
 
-Times are ``time.process_time()`` of this process (CPU, not wall): the machine is shared.
+Times are ``time.process_time()`` of the measuring process (CPU, not wall): the machine is shared.
 """
 
 from __future__ import annotations
@@ -162,19 +168,31 @@ def capproof_part(repeat: int, keyword: str | None) -> dict:
 
 
 def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple[int, int], shrink_seeds: int,
-                    save=lambda out: None) -> dict:
+                    save=lambda out: None, misses: int = 0, skip: frozenset = frozenset()) -> dict:
     """Per obligation and strategy (generic, best): the list of per-seed runs; the first
     ``shrink_seeds`` seeds shrink too (shrinking a 128-entry vector takes seconds). ``save(out)``
-    after each obligation, so an interrupted run keeps what it finished."""
+    after each obligation, so an interrupted run keeps what it finished. ``misses``: stop a
+    strategy after that many seeds in a row found nothing (0: run every seed); ``skip``:
+    obligations already measured (``--resume``)."""
     from strategies import BEST
 
     out = {}
     for ob in corpus_obligations(keyword, shard):
+        if ob.id in skip:
+            continue
         name = ob.id.split("::")[1]
-        entry = {"generic": [hypothesis_run(ob, s, examples, shrink=s < shrink_seeds) for s in range(seeds)]}
+
+        def runs(strategy=None):
+            out_runs = []
+            for s in range(seeds):
+                out_runs.append(hypothesis_run(ob, s, examples, strategy, shrink=s < shrink_seeds))
+                if misses and len(out_runs) == misses and not any(r["found"] for r in out_runs):
+                    break  # --stop-after-misses: this strategy does not find it; the table says 0/misses
+            return out_runs
+
+        entry = {"generic": runs()}
         if name in BEST:
-            entry["best"] = [hypothesis_run(ob, s, examples, BEST[name](ob), shrink=s < shrink_seeds)
-                             for s in range(seeds)]
+            entry["best"] = runs(BEST[name](ob))
         out[ob.id] = entry
         save(out)
         for k, runs in entry.items():
@@ -336,13 +354,17 @@ def main() -> None:
     ap.add_argument("-k", dest="keyword", default=None, help="only corpus obligations whose id contains this")
     ap.add_argument("--shard", default="0/1", help="I/N: every N-th corpus obligation from the I-th (parallel runs)")
     ap.add_argument("--shrink-seeds", type=int, default=5, help="seeds whose Hypothesis runs also shrink")
+    ap.add_argument("--stop-after-misses", type=int, default=0, metavar="N",
+                    help="stop a strategy when its first N seeds found no violation (0: all seeds)")
+    ap.add_argument("--resume", action="store_true", help="skip obligations already in benchmarks/out/hypothesis*.json")
+    ap.add_argument("--tag", default="", help="suffix of this run's hypothesis JSON file")
     ap.add_argument("--repeat", type=int, default=5, help="capproof runs per obligation (median)")
     args = ap.parse_args()
     seeds, examples = (3, 200) if args.quick else (20, 1000)
     sizes = [8, 32, 128, 512, 1024] if args.quick else [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     experts = [8, 64, 256, 1024]
     i, n = (int(x) for x in args.shard.split("/"))
-    tag = "" if n == 1 else f"-{i}of{n}"
+    tag = ("" if n == 1 else f"-{i}of{n}") + args.tag
     if args.part in ("all", "capproof"):
         _save("capproof.json", capproof_part(args.repeat, args.keyword))
     if args.part in ("all", "hypothesis"):
@@ -350,7 +372,9 @@ def main() -> None:
             _save(f"hypothesis{tag}.json", {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds,
                                             "runs": runs})
 
-        save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save))
+        skip = frozenset(oid for f in os.listdir(OUT) if f.startswith("hypothesis") and f.endswith(".json")
+                         for oid in _load(f)["runs"]) if args.resume else frozenset()
+        save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save, args.stop_after_misses, skip))
     if args.part in ("all", "scaling"):
         _save("scaling.json", scaling(sizes, experts, args.budget))
     cap, curves = _load("capproof.json"), _load("scaling.json")
