@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from . import __version__
 from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
 from .regressions import DEFAULT_OUT
 from .verdict import BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
@@ -239,7 +240,7 @@ def _apply(options):
 
 
 @click.group()
-@click.version_option(package_name="capproof")
+@click.version_option(__version__, package_name="capproof")  # the version given: no package metadata lookup
 @click.option("-q", "--quiet", count=True, help="Less output: -q only results not as expected, -qq only the summary.")
 @click.option("-v", "--verbose", count=True, help="More output: -v also the project root and settings used.")
 @click.pass_context
@@ -295,7 +296,6 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
           density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
-    from . import __version__
     from .ci_formats import write_junit, write_sarif
 
     pins_d = _parse_pins(pins)
