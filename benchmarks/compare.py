@@ -1,26 +1,33 @@
 """capproof vs Hypothesis vs exhaustive enumeration, and scaling curves (capproof issue 12).
 
-Run with ``make bench`` (after ``bench.py``) or ``python benchmarks/compare.py [--quick]``.
-Not run in CI. Writes ``benchmarks/out/compare.md`` (tables) and, when matplotlib is installed
-(``pip install -e '.[bench]'``), ``benchmarks/out/compare.png`` (time ratios and scaling curves).
+Run with ``make bench`` (after ``bench.py``) or ``python benchmarks/compare.py [--quick]``; the parts
+can run separately or in parallel (``--part hypothesis --shard 0/4`` ...), each keeping its results
+in ``benchmarks/out/*.json``, and ``--part write`` renders them. Not run in CI. Writes
+``benchmarks/out/compare.md`` (tables) and, when matplotlib is installed (``pip install -e
+'.[bench]'``), ``benchmarks/out/compare.png`` (time ratios and scaling curves).
 
 1. Every corpus counterexample obligation in spec/ (``expect="counterexample"`` with a ``case``):
-   capproof's CPU time to its counterexample (``prove_obligation``, density off) vs Hypothesis
-   (``max_examples`` 1000, 20 seeds; the strategy draws each parameter from its domain, a batch
-   vector's length first, and rejects points that violate an assumption — the strategy a user
-   would write from the declaration): how many seeds found a violation, and the median CPU time
-   per seed. Exhaustive enumeration on ints where the domain is finite and at most 200,000 points.
+   capproof's CPU time to its minimised, replayed counterexample (``prove_obligation``, density
+   off; median of ``--repeat`` runs after a warm-up) vs Hypothesis (``max_examples`` 1000, 20 seeds)
+   with two strategies: the generic one (each parameter drawn from its domain, a batch vector's
+   length first, assumptions as ``assume``) and the best one a user would write for the bug class
+   (benchmarks/strategies.py: routings built from their counts, saturated batches, lengths near
+   their limit). Per strategy: how many seeds found a violation, the median CPU time to the first
+   violation, and (first ``--shrink-seeds`` seeds) to the end of shrinking. Exhaustive enumeration
+   on ints where the domain is finite and at most 200,000 points.
 2. Scaling: CPU time to prove a batch obligation vs the vector size (8 … 4096) on the bounded
    encoding and on the aggregate abstraction, and the 1024-expert MoE routing obligation pinned at
-   8 … 1024 experts (bounded: the per-expert rounding has no aggregate form).
+   8 … 1024 experts, bounded and with the aggregate abstraction tried first (it abandons: the
+   per-expert rounding has no exact aggregate form, so the bounded encoding decides).
 
-Times are ``time.process_time()`` of this process (CPU, not wall): the machine is shared.
+Times are ``time.process_time()`` of the measuring process (CPU, not wall): the machine is shared.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import statistics
 import sys
@@ -66,33 +73,38 @@ def _strategy(ob):
     return strat
 
 
-def hypothesis_run(ob, seed: int, examples: int) -> tuple[bool, float]:
-    """(found a violation, CPU seconds) for one Hypothesis run."""
+def hypothesis_run(ob, seed: int, examples: int, strategy=None, shrink: bool = True) -> dict:
+    """One Hypothesis run (``max_examples``, generate then, with ``shrink``, shrink): whether it found
+    a violation, the CPU seconds to the first violation (``first``; the whole run when none), and to
+    the end of the run (``shrunk``: shrinking included; ``None`` without ``shrink``)."""
     from hypothesis import HealthCheck, Phase, assume, given, settings
     from hypothesis import seed as hseed
 
+    first: list[float] = []
+
     @hseed(seed)
-    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(_strategy(ob))
+    @given(strategy if strategy is not None else _strategy(ob))
     def check(point):
         try:
             holds, _, failed = replay(ob, point)
         except Exception:  # noqa: BLE001 - a raising model is a finding too, as for capproof
-            raise _Found() from None
+            holds, failed = False, []
         assume(not failed)
         if not holds:
+            if not first:
+                first.append(time.process_time() - started)
             raise _Found()
 
     started = time.process_time()
     try:
         check()
-        found = False
-    except _Found:
-        found = True
-    except Exception:  # noqa: BLE001 - Unsatisfiable (assumptions reject everything) = not found
-        found = False
-    return found, time.process_time() - started
+    except Exception:  # noqa: BLE001 - _Found (possibly grouped), or Unsatisfiable: found iff a violation was seen
+        pass
+    took = time.process_time() - started
+    found = bool(first)
+    return {"found": found, "first": first[0] if found else took, "shrunk": took if shrink else None}
 
 
 def exhaustive(ob) -> tuple[int, int, float] | None:
@@ -113,24 +125,106 @@ def exhaustive(ob) -> tuple[int, int, float] | None:
     return total, failing, time.process_time() - started
 
 
-def corpus_table(seeds: int, examples: int) -> list[dict]:
+def corpus_obligations(keyword: str | None = None, shard: tuple[int, int] = (0, 1)) -> list:
     items, _ = load(["spec"])
-    rows = []
-    for ob in items:
-        if not hasattr(ob, "domain") or ob.expect != "counterexample" or not ob.case:
-            continue
-        started = time.process_time()
-        r = prove_obligation(ob, Options(density="off", contracts=False))
-        cap = time.process_time() - started
-        runs = [hypothesis_run(ob, s, examples) for s in range(seeds)]
-        found = sum(f for f, _ in runs)
-        hyp = statistics.median(t for _, t in runs)
+    obs = [ob for ob in items if hasattr(ob, "domain") and ob.expect == "counterexample" and ob.case
+           and (keyword is None or keyword in ob.id)]
+    return obs[shard[0]::shard[1]]
+
+
+def _save(name: str, data) -> None:
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, name), "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+
+
+def _load(name: str):
+    path = os.path.join(OUT, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def capproof_part(repeat: int, keyword: str | None) -> dict:
+    """capproof's CPU seconds to its (minimised, replayed) counterexample: median of ``repeat``
+    in-process runs after one warm-up run of the same obligation (imports and Z3 start-up are
+    paid once per process, as in ``capproof prove`` over a spec directory)."""
+    out = {}
+    for ob in corpus_obligations(keyword):
+        opts = Options(density="off", contracts=False)
+        r = prove_obligation(ob, opts)  # warm-up: lazy imports, Z3 context
+        times = []
+        for _ in range(repeat):
+            started = time.process_time()
+            r = prove_obligation(ob, opts)
+            times.append(time.process_time() - started)
         ex = exhaustive(ob)
-        rows.append({"id": ob.id, "case": ob.case, "verdict": r.verdict.value, "capproof": cap,
-                     "hyp_found": found, "seeds": seeds, "hypothesis": hyp, "ratio": cap / hyp if hyp else None,
-                     "exhaustive": ex})
-        print(f"{ob.id}: capproof {cap:.2f} s ({r.verdict.value}); Hypothesis found {found}/{seeds}, "
-              f"median {hyp:.2f} s" + (f"; exhaustive {ex[0]} points {ex[2]:.2f} s" if ex else ""), flush=True)
+        out[ob.id] = {"verdict": r.verdict.value, "capproof": statistics.median(times), "capproof_runs": times,
+                      "exhaustive": ex}
+        print(f"{ob.id}: capproof median {out[ob.id]['capproof']:.3f} s ({r.verdict.value})"
+              + (f"; exhaustive {ex[0]} points {ex[2]:.2f} s" if ex else ""), flush=True)
+    return out
+
+
+def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple[int, int], shrink_seeds: int,
+                    save=lambda out: None, misses: int = 0, skip: frozenset = frozenset()) -> dict:
+    """Per obligation and strategy (generic, best): the list of per-seed runs; the first
+    ``shrink_seeds`` seeds shrink too (shrinking a 128-entry vector takes seconds). ``save(out)``
+    after each obligation, so an interrupted run keeps what it finished. ``misses``: stop a
+    strategy after that many seeds in a row found nothing (0: run every seed); ``skip``:
+    obligations already measured (``--resume``)."""
+    from strategies import BEST
+
+    out = {}
+    for ob in [ob for ob in corpus_obligations(keyword) if ob.id not in skip][shard[0]::shard[1]]:
+        name = ob.id.split("::")[1]
+
+        def runs(strategy=None):
+            out_runs = []
+            for s in range(seeds):
+                out_runs.append(hypothesis_run(ob, s, examples, strategy, shrink=s < shrink_seeds))
+                if misses and len(out_runs) == misses and not any(r["found"] for r in out_runs):
+                    break  # --stop-after-misses: this strategy does not find it; the table says 0/misses
+            return out_runs
+
+        entry = {"generic": runs()}
+        if name in BEST:
+            entry["best"] = runs(BEST[name](ob))
+        out[ob.id] = entry
+        save(out)
+        for k, runs in entry.items():
+            found = sum(r["found"] for r in runs)
+            print(f"{ob.id} [{k}]: found {found}/{seeds}, median first {statistics.median(r['first'] for r in runs):.3f} s, "
+                  f"shrunk {_median(r['shrunk'] for r in runs)} s", flush=True)
+    return out
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def corpus_rows(cap: dict, hyp: dict) -> list[dict]:
+    rows = []
+    for oid, c in cap.items():
+        h = hyp.get(oid)
+        if not h:
+            continue
+        row = {"id": oid, "verdict": c["verdict"], "capproof": c["capproof"], "exhaustive": c["exhaustive"]}
+        for k in ("generic", "best"):
+            runs = h.get(k) or h["generic"]
+            found = [r for r in runs if r["found"]]
+            row[k] = {"found": len(found), "seeds": len(runs),
+                      "first": statistics.median(r["first"] for r in runs),
+                      "shrunk": _median(r["shrunk"] for r in runs),
+                      "shrink_seeds": sum(r["shrunk"] is not None for r in runs),
+                      "first_found": statistics.median(r["first"] for r in found) if found else None,
+                      "own": k in h}
+        best = row["best"]
+        row["ratio"] = c["capproof"] / best["first"] if best["first"] else None
+        row["ratio_shrunk"] = c["capproof"] / best["shrunk"] if best["shrunk"] else None
+        rows.append(row)
     return rows
 
 
@@ -150,7 +244,7 @@ def slots_fit(mnbt, max_num_seqs, k, num_reqs, lens):
 '''
 
 
-def scaling(sizes: list[int], budget: float) -> dict[str, list[tuple[int, float]]]:
+def scaling(sizes: list[int], experts: list[int], budget: float) -> dict[str, list[tuple[int, float]]]:
     curves: dict[str, list[tuple[int, float]]] = {"bounded": [], "aggregate": []}
     tmp = tempfile.mkdtemp(prefix="capproof-bench-")
     for size in sizes:
@@ -166,29 +260,51 @@ def scaling(sizes: list[int], budget: float) -> dict[str, list[tuple[int, float]
             took = time.process_time() - started
             curves[name].append((size, took))
             print(f"scaling {name} {size}: {took:.2f} s {r.verdict.value}", flush=True)
-    experts = []
     items, _ = load(["spec/moe_align.py"], "vllm_sorted_ids_fit_every_routing")
-    for e in (8, 64, 256, 1024):
-        if experts and experts[-1][1] > budget:
-            break
-        started = time.process_time()
-        r = prove_obligation(items[0], Options(pins={"num_experts": e}, density="off", contracts=False))
-        experts.append((e, time.process_time() - started))
-        print(f"experts {e}: {experts[-1][1]:.2f} s {r.verdict.value}", flush=True)
-    curves["moe experts (bounded)"] = experts
+    for name, aggregate in (("moe experts (bounded)", False), ("moe experts (aggregate tried first)", True)):
+        pts: list[tuple[int, float]] = []
+        for e in experts:
+            if pts and pts[-1][1] > budget:
+                break
+            started = time.process_time()
+            r = prove_obligation(items[0], Options(pins={"num_experts": e}, aggregate=aggregate, density="off",
+                                                   contracts=False))
+            pts.append((e, time.process_time() - started))
+            print(f"{name} {e}: {pts[-1][1]:.2f} s {r.verdict.value}", flush=True)
+        curves[name] = pts
     return curves
 
 
-def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]]) -> None:
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else (f"{x:.3f}" if x < 10 else f"{x:.1f}")
+
+
+def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: dict) -> None:
     os.makedirs(OUT, exist_ok=True)
     lines = ["# capproof vs Hypothesis (CPU seconds; see benchmarks/compare.py)", "",
-             "| obligation | capproof | Hypothesis found | Hypothesis median | ratio | exhaustive |", "|---|---|---|---|---|---|"]
+             f"{meta.get('what', '')}", "",
+             "capproof: median CPU s to its minimised, replayed counterexample (in process, after a warm-up "
+             "run). Hypothesis: found = seeds with a violation / seeds run (a strategy stops after "
+             f"{meta.get('misses') or 'no'} seeds in a row that found none); first = median CPU s to the first "
+             "violation (the whole run for seeds that found none); +shrink = median CPU s of the whole run, "
+             f"shrinking included (first {meta.get('shrink_seeds')} seeds). \"best\" = the hand-written strategy "
+             "in benchmarks/strategies.py (\"=\" when the generic one is the best written). ratio = capproof / "
+             "best first (vs generic: capproof / generic first); target <= 0.1.", "",
+             "| obligation | capproof | generic: found, first, +shrink | best: found, first, +shrink | ratio (first) | vs generic | ratio (+shrink) | target | exhaustive |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ex = r["exhaustive"]
         ex_s = f"{ex[1]} of {ex[0]} fail, {ex[2]:.2f} s" if ex else "—"
-        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "—"
-        lines.append(f"| `{r['id']}` | {r['capproof']:.2f} | {r['hyp_found']}/{r['seeds']} | {r['hypothesis']:.2f} | {ratio} | {ex_s} |")
-    lines += ["", "## Scaling (CPU seconds)", "", "| curve | points (size: seconds) |", "|---|---|"]
+        g, b = r["generic"], r["best"]
+        gs = f"{g['found']}/{g['seeds']}, {_fmt(g['first'])}, {_fmt(g['shrunk'])}"
+        bs = f"{b['found']}/{b['seeds']}, {_fmt(b['first'])}, {_fmt(b['shrunk'])}" if b["own"] else "="
+        met = "met" if r["ratio"] is not None and r["ratio"] <= 0.1 else "not met"
+        vs_generic = r["capproof"] / g["first"] if g["first"] else None
+        lines.append(f"| `{r['id']}` | {_fmt(r['capproof'])} | {gs} | {bs} | {_fmt(r['ratio'])} | {_fmt(vs_generic)} | "
+                     f"{_fmt(r['ratio_shrunk'])} | {met} | {ex_s} |")
+    met = sum(1 for r in rows if r["ratio"] is not None and r["ratio"] <= 0.1)
+    lines += ["", f"Target met on {met} of {len(rows)} corpus counterexamples.", "",
+              "## Scaling (CPU seconds, one run each)", "", "| curve | points (size: seconds) |", "|---|---|"]
     for name, pts in curves.items():
         lines.append(f"| {name} | " + ", ".join(f"{x}: {y:.2f}" for x, y in pts) + " |")
     with open(os.path.join(OUT, "compare.md"), "w", encoding="utf-8") as fh:
@@ -201,37 +317,79 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]]) -> None:
     except ImportError:
         print("matplotlib not installed (pip install -e '.[bench]'): no PNG")
         return
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(14, 7), gridspec_kw={"width_ratios": [1.3, 1]})
     named = [r for r in rows if r["ratio"] is not None]
-    colors = ["tab:red" if r["hyp_found"] == 0 else "tab:blue" for r in named]
-    a.barh([r["id"].split("::")[1][:38] for r in named], [r["ratio"] for r in named], color=colors)
-    a.set_title("red: Hypothesis found no violation in any seed", fontsize=8)
+    labels = [r["id"].split("::")[1][:44] for r in named]
+    ys = range(len(named))
+    gen = [r["capproof"] / r["generic"]["first"] if r["generic"]["first"] else float("nan") for r in named]
+    a.barh([y + 0.2 for y in ys], gen, height=0.4, label="vs generic strategy (salmon: it found none)",
+           color=["salmon" if r["generic"]["found"] == 0 else "tab:grey" for r in named])
+    colors = ["tab:red" if r["best"]["found"] == 0 else "tab:blue" for r in named]
+    a.barh([y - 0.2 for y in ys], [r["ratio"] for r in named], height=0.4, color=colors,
+           label="vs best strategy (red: it found none)")
+    a.set_yticks(list(ys), labels)
     a.axvline(1.0, color="grey", lw=0.8)
+    a.axvline(0.1, color="tab:green", lw=1.2, ls="--", label="target 0.1")
     a.set_xscale("log")
-    a.set_xlabel("capproof / Hypothesis CPU time (log)")
+    a.set_xlabel("capproof / Hypothesis CPU time to first violation (log)")
     a.tick_params(axis="y", labelsize=6)
+    a.legend(fontsize=7)
+    a.set_title(meta.get("title", ""), fontsize=8)
+    labels = {"bounded": "C3-like batch obligation, bounded vectors", "aggregate": "same, aggregate abstraction (all sizes)"}
     for name, pts in curves.items():
         if pts:
-            b.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=name)
+            b.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=labels.get(name, name))
     b.set_xscale("log", base=2)
     b.set_yscale("log")
     b.set_xlabel("batch entries / experts")
     b.set_ylabel("CPU seconds")
-    b.legend()
+    b.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "compare.png"), dpi=120)
+    fig.savefig(os.path.join(OUT, "compare.png"), dpi=110)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds of 200 examples; sizes up to 1024")
     ap.add_argument("--budget", type=float, default=60.0, help="stop a curve after a point over this many seconds")
+    ap.add_argument("--part", choices=["all", "capproof", "hypothesis", "scaling", "write"], default="all",
+                    help="run one part (results kept in benchmarks/out/*.json) or only write the table/plot")
+    ap.add_argument("-k", dest="keyword", default=None, help="only corpus obligations whose id contains this")
+    ap.add_argument("--shard", default="0/1", help="I/N: every N-th corpus obligation from the I-th (parallel runs)")
+    ap.add_argument("--shrink-seeds", type=int, default=5, help="seeds whose Hypothesis runs also shrink")
+    ap.add_argument("--stop-after-misses", type=int, default=0, metavar="N",
+                    help="stop a strategy when its first N seeds found no violation (0: all seeds)")
+    ap.add_argument("--resume", action="store_true", help="skip obligations already in benchmarks/out/hypothesis*.json")
+    ap.add_argument("--tag", default="", help="suffix of this run's hypothesis JSON file")
+    ap.add_argument("--repeat", type=int, default=5, help="capproof runs per obligation (median)")
     args = ap.parse_args()
     seeds, examples = (3, 200) if args.quick else (20, 1000)
-    sizes = [8, 32, 128, 512, 1024] if args.quick else [8, 32, 128, 512, 1024, 4096]
-    rows = corpus_table(seeds, examples)
-    curves = scaling(sizes, args.budget)
-    write(rows, curves)
+    sizes = [8, 32, 128, 512, 1024] if args.quick else [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    experts = [8, 64, 256, 1024]
+    i, n = (int(x) for x in args.shard.split("/"))
+    tag = ("" if n == 1 else f"-{i}of{n}") + args.tag
+    if args.part in ("all", "capproof"):
+        _save("capproof.json", capproof_part(args.repeat, args.keyword))
+    if args.part in ("all", "hypothesis"):
+        def save(runs):
+            _save(f"hypothesis{tag}.json", {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds,
+                                            "runs": runs})
+
+        skip = frozenset(oid for f in os.listdir(OUT) if f.startswith("hypothesis") and f.endswith(".json")
+                         for oid in _load(f)["runs"]) if args.resume else frozenset()
+        save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save, args.stop_after_misses, skip))
+    if args.part in ("all", "scaling"):
+        _save("scaling.json", scaling(sizes, experts, args.budget))
+    cap, curves = _load("capproof.json"), _load("scaling.json")
+    hyp = None
+    for name in sorted(f for f in os.listdir(OUT) if f.startswith("hypothesis") and f.endswith(".json")):
+        part = _load(name)
+        hyp = part if hyp is None else hyp | {"runs": hyp["runs"] | part["runs"]}
+    if cap and hyp:
+        what = f"Hypothesis: {hyp['seeds']} seeds x {hyp['examples']} examples per strategy."
+        write(corpus_rows(cap, hyp["runs"]), curves or {},
+              {"what": what, "title": f"{hyp['seeds']} seeds x {hyp['examples']} examples",
+               "misses": args.stop_after_misses, "shrink_seeds": hyp.get("shrink_seeds")})
 
 
 if __name__ == "__main__":

@@ -39,12 +39,10 @@ from .encode import CaseProblem, _describe_exc, build_case, checked_domains, rep
 from .prover import _minimize, minimize_term
 from .aggregate import AbstractCase
 from .symbolic import to_z3_int
+from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
 
-#: Default waste threshold in percent: a capacity whose slack at its tightest point exceeds this
-#: share of the demand there is flagged ``wasteful``.
-DEFAULT_WASTE_THRESHOLD = 100.0
 
 _RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
 
@@ -556,9 +554,6 @@ def format_point(point: dict[str, Any]) -> str:
             parts.append(f"{k}={v}")
     return ", ".join(parts)
 
-
-
-BOUNDS_REPORT = "proofs/bounds.md"
 
 
 def _pct(value: float | None) -> str:

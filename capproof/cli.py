@@ -13,24 +13,36 @@ import sys
 from typing import Any
 
 import click
-from rich.console import Console
 
 from . import __version__
-from .ci_formats import write_junit, write_sarif
-from .regressions import DEFAULT_OUT, WitnessError, write_counterexamples
-from .coverage import (
-    COVERAGE_REPORT, DEFAULT_INVENTORY, CoverageInputError, compute as compute_coverage, fill_verdicts, inventory_text,
-    read_inventory, read_run, render_markdown as render_coverage,
-)
-from .bound import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD, render_bounds_report, run_bounds, terminal_bound_lines
-from .report import render_reports, stale_reports, terminal_lines, write_reports
-from .runner import EXIT_UNDECIDED, Monitor, RunResult, default_jobs, run
-from .verdict import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, ContractResult, Options
+from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
+from .regressions import DEFAULT_OUT
+from .verdict import BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
+
+# Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
+# runner, the report writers and rich are imported by the commands that use them, so
+# ``capproof --help`` and ``--version`` never load them.
 
 __all__ = ["main"]
 
-_console = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use (importing rich costs start-up time)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return getattr(self._console, name)
+
+
+_console = _LazyConsole(highlight=False, soft_wrap=True)
+_err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
@@ -52,6 +64,9 @@ def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
 
 
 def _print(result: RunResult | None, entry: Any) -> None:
+    from .report import terminal_lines
+    from .verdict import ContractResult
+
     kind = "contract" if isinstance(entry, ContractResult) else "obligation"
     for i, line in enumerate(terminal_lines(entry.to_json(), kind)):
         style = None if i else ("green" if entry.ok else "bold red")
@@ -123,9 +138,11 @@ def _setting(value, name: str, default):
     return _SESSION["settings"].get(name, default)
 
 
-class LiveProgress(Monitor):
+class LiveProgress:
     """A rich progress bar on a terminal while a run decides its items: how many are done of how
-    many, and which obligations and contracts are running now. Results are printed above it."""
+    many, and which obligations and contracts are running now. Results are printed above it.
+    A :class:`capproof.runner.Monitor` (it implements all three methods; not a subclass, so the
+    command line does not import the runner at start-up)."""
 
     def __init__(self, console: Console) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -162,7 +179,7 @@ class LiveProgress(Monitor):
         self.progress.update(self.task, advance=1, description=self._describe())
 
 
-def _live_progress(show: bool) -> LiveProgress | None:
+def _live_progress(show: bool) -> "LiveProgress | None":
     """A progress bar when the output is a terminal and not -q nor ``--json -``."""
     if not show or _SESSION["verbosity"] < 0 or not _console.is_terminal:
         return None
@@ -173,6 +190,9 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
          **extra) -> RunResult:
     """Run with the settings' defaults; results printed as they come unless ``quiet``; a progress
     bar on a terminal unless ``show_progress`` is False (default: unless ``quiet``)."""
+    from .runner import default_jobs, run
+    from .verdict import Options
+
     options = Options(
         rlimit=_setting(rlimit, "rlimit", DEFAULT_RLIMIT), pins=pins, jobs=_setting(jobs, "jobs", default_jobs()),
         crosshair_timeout=float(_setting(crosshair_timeout, "crosshair_timeout", 30.0)), contracts=not no_contracts, **extra,
@@ -220,7 +240,7 @@ def _apply(options):
 
 
 @click.group()
-@click.version_option(package_name="capproof")
+@click.version_option(__version__, package_name="capproof")  # the version given: no package metadata lookup
 @click.option("-q", "--quiet", count=True, help="Less output: -q only results not as expected, -qq only the summary.")
 @click.option("-v", "--verbose", count=True, help="More output: -v also the project root and settings used.")
 @click.pass_context
@@ -276,6 +296,8 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
           density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
+    from .ci_formats import write_junit, write_sarif
+
     pins_d = _parse_pins(pins)
     paths = _enter_project(paths)
     json_out, junit_out, sarif_out, smt2_dir = (_user_path(p) for p in (json_out, junit_out, sarif_out, smt2_dir))
@@ -327,6 +349,8 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
     Contracts are not checked. The pytest module (test_capproof_counterexamples.py) is regenerated
     from every witness in DIR. Exit code as for `prove`; 2 if DIR cannot be written.
     """
+    from .regressions import WitnessError, write_counterexamples
+
     pins_d = _parse_pins(pins)
     paths = _enter_project(paths, need_root=True)
     out_dir = _user_path(out_dir) if out_dir else DEFAULT_OUT
@@ -360,6 +384,8 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     Without PATHS every report is rewritten and those of deleted spec files are removed; with PATHS
     (spec files or directories) only their reports are written or, with --check, compared.
     """
+    from .report import render_reports, stale_reports, write_reports
+
     selected = _enter_project(paths, need_root=True)
     files: set[str] | None = None
     if paths:
@@ -423,6 +449,7 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
     from .engines.checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check, run_check_sglang
     from .engines.sglang.launch import LaunchFlagError, parse_launch_args
     from .engines.vllm.serve import ServeFlagError, parse_serve_args
+    from .verdict import Options
 
     try:
         engine, version = parse_engine(engine_spec)
@@ -469,6 +496,9 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
 @click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
 def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
+    from .bound import render_bounds_report, run_bounds, terminal_bound_lines
+    from .runner import default_jobs
+
     pins_d = _parse_pins(pins)
     given_paths = bool(paths)
     paths = _enter_project(paths, need_root=write or check)
@@ -527,6 +557,11 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
               help="Deterministic Z3 resource budget per query (without --from).")
 def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     """Which inventory entries have a proved or counterexample verdict; print the uncovered ones."""
+    from .coverage import (
+        CoverageInputError, compute as compute_coverage, fill_verdicts, inventory_text, read_inventory, read_run,
+        render_markdown as render_coverage,
+    )
+
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
     _enter_project(need_root=not from_json, optional=bool(from_json))

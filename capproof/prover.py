@@ -74,10 +74,12 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
     return out
 
 
-def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> _CaseOutcome:
+def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
+                rlimit: int, below: dict[str, object] | None = None) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
-    or excluded and the fork budget sufficed."""
+    or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
+    decided before (see :func:`_decide_case`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
         cp = build_paths(ob, fixed, ranges, vectors, budget)
@@ -90,7 +92,7 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     for failure in cp.failures:
         outcomes.append(_failed_path(ob, fixed, failure, rlimit, cp.forked))
     for case in cp.paths:
-        outcome = _decide_case(case, options, rlimit)
+        outcome = _decide_case(case, options, rlimit, below)
         if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
             from .crosscheck import case_hook
 
@@ -176,8 +178,22 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) 
     """Binary search for the least value of ``term`` (at least ``lo``) on ``s``, then fix it on ``s``.
 
     Returns the last model and False if a query came back unknown (the value is then not fixed).
+    ``lo`` itself is tried first: most corpus counterexamples are least at a domain bound (one
+    query instead of ~log2(range) of them); the least value found is the same either way.
     """
     best = model.eval(term, model_completion=True).as_long()
+    if lo < best:
+        s.push()
+        s.add(term <= lo)
+        answer = s.check()
+        if answer == z3.sat:
+            model = s.model()
+            best = model.eval(term, model_completion=True).as_long()
+        s.pop()
+        if answer == z3.unknown:
+            return model, False
+        if answer == z3.unsat:
+            lo += 1
     while lo < best:
         mid = (lo + best) // 2
         s.push()
@@ -357,7 +373,31 @@ def rlimit_count(s: z3.Solver) -> int:
         return 0
 
 
-def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutcome:
+def _lex_below(case: CaseProblem, bound: dict[str, object]) -> z3.BoolRef | None:
+    """The case's points that precede ``bound`` in the counterexample order (parameters in
+    declared order, lexicographically), or None when a parameter is a Vector (not encoded)."""
+    below: z3.BoolRef = z3.BoolVal(False)
+    for name in reversed(case.ob.params):
+        value = bound[name]
+        if name in case.fixed:
+            term = case.fixed[name]
+        elif name in case.scalars:
+            term = case.scalars[name].term
+        else:
+            return None
+        if isinstance(value, list) or isinstance(term, list):
+            return None
+        less, same = term < value, term == value
+        less = less if isinstance(less, z3.BoolRef) else z3.BoolVal(bool(less))
+        same = same if isinstance(same, z3.BoolRef) else z3.BoolVal(bool(same))
+        below = z3.Or(less, z3.And(same, below))
+    return below
+
+
+def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None) -> _CaseOutcome:
+    """Decide one case (one path of it). ``below``: the least counterexample of the cases decided
+    before; when this case has no point before it (one query), its counterexample is not
+    minimised (it cannot be the least; it is still replayed on ints and counted)."""
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
     problem = _divisor_in_assumption_may_be_zero(case, rlimit)
@@ -402,7 +442,18 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
 
     model = s.model()
     minimized = True
-    if options.minimize:
+    minimize = options.minimize
+    earlier = _lex_below(case, below) if below is not None and minimize else None
+    if earlier is not None:
+        s.push()
+        s.add(earlier)
+        answer = s.check()
+        if answer == z3.sat:
+            model = s.model()  # the least point of this case is before ``below``: minimise under it
+        else:
+            s.pop()
+            minimize = answer != z3.unsat  # unsat: every counterexample of this case comes after ``below``
+    if minimize:
         model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed])
     params = case.point(model)
     symbolic_values = {
@@ -657,10 +708,15 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
 
     names = list(finite)
     outcomes: list[_CaseOutcome] = []
+    below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
-        outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit)
+        outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below)
         outcomes.append(outcome)
+        if outcome.kind == "counterexample":
+            point = {p: outcome.params[p] for p in ob.params}
+            if below is None or _order_key(point) < _order_key(below):
+                below = point
         result.relation = result.relation or outcome.relation
 
     result.cases = len(outcomes)

@@ -24,7 +24,7 @@ from .contracts import check_contract
 from .loader import LoadError, load, load_file
 from .obligation import Contract, Obligation
 from .prover import prove_obligation
-from .verdict import ContractResult, ObligationResult, Options, Verdict
+from .verdict import EXIT_MISMATCH, EXIT_OK, EXIT_UNDECIDED, ContractResult, ObligationResult, Options, Verdict
 
 __all__ = ["RunResult", "Monitor", "run", "run_items", "default_jobs", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
 
@@ -69,10 +69,6 @@ def _estimate(kind: str, item: Obligation | Contract, previous: dict[str, float]
                 pass
         entries += getattr(dom, "size", 0) or 0
     return cases * (1 + entries) / 1000.0
-
-EXIT_OK = 0
-EXIT_MISMATCH = 1
-EXIT_UNDECIDED = 2
 
 
 @dataclass

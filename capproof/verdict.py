@@ -14,7 +14,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT"]
+__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT",
+           "DEFAULT_WASTE_THRESHOLD", "BOUNDS_REPORT", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
 #: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
@@ -22,6 +23,17 @@ DEFAULT_RLIMIT = 20_000_000
 #: Hard time limit per obligation or contract (seconds) for ``capproof prove``; the slowest item of
 #: the full suite takes well under a tenth of it on the project's 2-core machine.
 DEFAULT_TIMEOUT = 900.0
+#: Exit codes of every command: all as expected; some verdict differs from its expectation; unknown,
+#: vacuous, error or bad input.
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_UNDECIDED = 2
+#: Default waste threshold in percent for ``capproof bound``: a capacity whose slack at its tightest
+#: point exceeds this share of the demand there is flagged ``wasteful``. (Here, with the report path
+#: below, rather than in ``bound``, so the command line shows them without importing Z3.)
+DEFAULT_WASTE_THRESHOLD = 100.0
+#: The bounds report ``capproof bound --write`` renders.
+BOUNDS_REPORT = "proofs/bounds.md"
 
 
 class Verdict(str, enum.Enum):

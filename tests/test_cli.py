@@ -279,3 +279,28 @@ def test_model_config_that_is_not_utf8_is_one_line_exit_2(tmp_path):
     bad.write_bytes(b"\xff\xfe{")
     result = invoke("check-config", "--model-config", str(bad), "--", "vllm", "serve", "m")
     assert result.exit_code == 2 and "not UTF-8" in result.output
+
+
+def test_help_and_the_facade_do_not_import_the_solver():
+    """Start-up (issue 12): `capproof --help` and `import capproof` load neither Z3 nor the prover;
+    every public name of the facade still resolves, to the object of its module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, capproof, capproof.cli\n"
+            "from click.testing import CliRunner\n"
+            "assert CliRunner().invoke(capproof.cli.main, ['--help']).exit_code == 0\n"
+            "print(sorted(m for m in ('z3', 'capproof.prover', 'capproof.runner', 'capproof.arith', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    import capproof
+    from capproof import obligation as decorator
+    from capproof.prover import prove_obligation
+    from capproof.runner import run
+
+    for name in capproof.__all__:
+        assert getattr(capproof, name) is not None, name
+    assert capproof.prove is prove_obligation and capproof.run is run
+    import capproof.obligation  # noqa: F401 - binds the submodule; the public name stays the decorator
+
+    assert capproof.obligation is decorator and callable(decorator)

@@ -288,3 +288,21 @@ def no_budget(x):
 """)
     r = decide(path)
     assert r.verdict is Verdict.ERROR and "rlimit must be an int" in r.message
+
+
+def test_least_counterexample_over_cases_when_later_cases_are_not_minimised(spec_file):
+    """Cases after the first failing one are minimised only when they have a point before the
+    least counterexample so far (one query): the reported point is still the least over every
+    case (brute force below), and every failing case is counted."""
+    path = spec_file(HEADER + """
+@obligation(domain={"a": Choice(3, 1, 2), "x": Range(0, 50), "b": Choice(5, 4), "y": Range(0, 50)})
+def lex_least(a, x, b, y):
+    return at_most(demand=x + y + 2 * a, capacity=b + 40)
+""")
+    r = decide(path)
+    assert r.verdict is Verdict.COUNTEREXAMPLE
+    failing = [(a, x, b, y) for a in (3, 1, 2) for x in range(51) for b in (5, 4) for y in range(51)
+               if not x + y + 2 * a <= b + 40]
+    assert tuple(r.counterexample.params.values()) == min(failing)
+    assert tuple(r.counterexample.params.values()) == (1, 0, 4, 43)
+    assert r.failing_cases == 6 and r.counterexample.minimized
