@@ -108,6 +108,37 @@ def _and(facts: list[z3.BoolRef]) -> z3.BoolRef:
     return z3.And(*facts) if len(facts) > 1 else facts[0] if facts else z3.BoolVal(True)
 
 
+def _batch_uniform(entries: tuple, length) -> z3.BoolRef:
+    """Every batch entry (the first ``length`` of ``entries``; ``length`` an int or a Z3 term)
+    equals the first."""
+    if isinstance(length, int):
+        return _and([e == entries[0] for e in entries[1:length]])
+    return _and([z3.Implies(length > i, e == entries[0]) for i, e in enumerate(entries) if i])
+
+
+def _recorded_uniformity(t: z3.BoolRef, extrema: dict[int, tuple]) -> tuple[z3.BoolRef, str] | None:
+    """``min_of(v) == max_of(v)`` for one padded batch ``v`` as recorded by capproof.arith while
+    the model ran (``Trace.extrema``), whatever shape Z3's simplifier gave the trees: every batch
+    entry equals the first. Exact under the case's domain constraints (arith builds both sides
+    as the batch's minimum and maximum given the padding equals ``fill`` and the entries lie in
+    their range; those constraints are in every query of the case)."""
+    if not (z3.is_eq(t) and z3.is_int(t.arg(0))):
+        return None
+    a, b = extrema.get(t.arg(0).get_id()), extrema.get(t.arg(1).get_id())
+    if a is None or b is None or {a[0], b[0]} != {"min", "max"}:
+        return None
+    if not (a[1].eq(t.arg(0)) and b[1].eq(t.arg(1))):  # an id reused by another term
+        return None
+    if len(a[2]) != len(b[2]) or not all(x.eq(y) for x, y in zip(a[2], b[2])):
+        return None
+    la, lb = a[3], b[3]
+    if not (la == lb if isinstance(la, int) or isinstance(lb, int) else la.eq(lb)):
+        return None
+    shown = "its length" if isinstance(la, int) else f"symbolic length {la}"
+    return (_batch_uniform(a[2], la),
+            f"uniformity min_of == max_of over a batch ({shown}, up to {len(a[2])} entries) as one shared value (every entry equals the first)")
+
+
 def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
     """For ``min(L1) == max(L2)`` (either side order) whose entry lists share an entry ``p``:
     every entry equals ``p`` when ``L1`` and ``L2`` hold the same entries, else every entry of
@@ -181,15 +212,19 @@ def _count_form(group: list[z3.ArithRef], bounds: dict[str, tuple[int, int]], bu
     return [z3.Sum([z3.If(e == v, one, zero) for e in group]) <= 1 for v in range(lo, hi + 1)]
 
 
-def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None) -> Normalised:
+def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None,
+              extrema: dict[int, tuple] | None = None) -> Normalised:
     """``term`` with its pairwise distinctness and ``min == max`` uniformity in their fast forms.
 
     ``bounds`` maps a variable's name (``"topk_ids[3]"``) to the ``(lo, hi)`` it ranges over (the
     domain, padding value included); only used to choose the values of the count form (the count
     facts hold whatever the bounds). Returns the term unchanged (the same object) with no notes
-    when nothing applies. Never raises on a well-formed Bool term.
+    when nothing applies. ``extrema`` (``Trace.extrema`` of the run that built ``term``) names
+    the ``min_of``/``max_of`` results over padded batches, so uniformity is recognised whatever
+    their shape. Never raises on a well-formed Bool term.
     """
     bounds = bounds or {}
+    extrema = extrema or {}
     parts = _conjuncts(term)
     notes: list[str] = []
     pairs: list[tuple[z3.ArithRef, z3.ArithRef]] = []
@@ -203,7 +238,8 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
             pair_at.append(len(out))
             out.append(c)
             continue
-        u = _uniformity(c)
+        u = _recorded_uniformity(c, extrema) if extrema else None
+        u = u if u is not None else _uniformity(c)
         if u is not None:
             out.append(u[0])
             notes.append(u[1])

@@ -23,7 +23,7 @@ from typing import Any
 
 import z3
 
-from .domain import Range, Vector
+from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
     ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, _describe_exc, _new_solver, build_case, build_paths,
     checked_domains, concrete_args, effective_domains, evaluate, replay,
@@ -210,7 +210,8 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
     for name in names:
         dom = case.ob.domain[name]
         if name in case.scalars:
-            if not lowest(case.scalars[name].term, dom.lo):  # type: ignore[attr-defined]
+            lo = dom.lo if isinstance(dom, Range) else min(dom.cases())  # type: ignore[attr-defined]
+            if not lowest(case.scalars[name].term, lo):  # a Choice length decided as a Range
                 return model, False
         elif name in case.vectors:
             elem: Range = dom.elem  # type: ignore[attr-defined]
@@ -655,13 +656,27 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             result.seconds = time.perf_counter() - started
             return result
 
-    names = list(finite)
+    def run_cases(finite: dict[str, list[int]], ranges: dict[str, Range]) -> list[_CaseOutcome]:
+        names = list(finite)
+        outcomes: list[_CaseOutcome] = []
+        for combo in itertools.product(*(finite[n] for n in names)):
+            fixed = dict(zip(names, combo))
+            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit)
+            outcomes.append(outcome)
+            result.relation = result.relation or outcome.relation
+        return outcomes
+
     outcomes: list[_CaseOutcome] = []
-    for combo in itertools.product(*(finite[n] for n in names)):
-        fixed = dict(zip(names, combo))
-        outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit)
-        outcomes.append(outcome)
-        result.relation = result.relation or outcome.relation
+    length_notes: list[str] = []
+    as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
+    if as_range is not None:  # a Choice length decided as one symbolic Range (issue 12)
+        outcomes = run_cases(*as_range[:2])
+        if any(o.kind in ("error", "unknown") for o in outcomes):
+            outcomes, result.relation = [], ""  # decided case by case instead, as declared
+        else:
+            finite, ranges, length_notes = as_range
+    if not outcomes:
+        outcomes = run_cases(finite, ranges)
 
     result.cases = len(outcomes)
     result.paths = sum(o.paths for o in outcomes)
@@ -720,11 +735,41 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         ) + (f", {result.paths} paths" if result.paths > result.cases else "") + "".join(
             f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
             "shows the claim only as far as that fact holds" for n in result.restating)
-    result.normalised = list(dict.fromkeys(n for o in outcomes for n in o.normalised))
+    result.normalised = length_notes + list(dict.fromkeys(n for o in outcomes for n in o.normalised))
     if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
         result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
     result.seconds = time.perf_counter() - started
     return result
+
+
+#: A vector's length declared as a ``Choice`` of at least this many consecutive ints is decided as
+#: the ``Range`` of those ints (one symbolic length instead of one case per value).
+CHOICE_LENGTH_AS_RANGE = 8
+
+
+def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
+                       vectors: dict[str, Vector], pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], list[str]] | None:
+    """The case split with each vector length declared as a ``Choice`` of consecutive ints
+    (``Choice(range(1, 257))``) made a symbolic ``Range`` over the same ints: the same set of
+    points, so the same verdict, in one query per case instead of one per length value (measured,
+    issue 12: a 256-value Choice length took 94 s CPU to a counterexample, the Range 2 s).
+    Returns (finite, ranges, notes), or None when no length qualifies (pinned lengths stay
+    pinned). The caller falls back to the declared split when a case comes back ``error`` or
+    ``unknown`` (a model that needs the length as a concrete int, say)."""
+    lengths = {v.length for v in vectors.values() if v.length is not None}
+    moved: dict[str, Range] = {}
+    for name in sorted(lengths):
+        values = finite.get(name)
+        if name in pins or not isinstance(ob.domain.get(name), Choice) or values is None:
+            continue
+        if len(values) >= CHOICE_LENGTH_AS_RANGE and values == list(range(values[0], values[-1] + 1)):
+            moved[name] = Range(values[0], values[-1])
+    if not moved:
+        return None
+    finite2 = {k: v for k, v in finite.items() if k not in moved}
+    notes = [f"length {n}: Choice of the {r.hi - r.lo + 1} consecutive values {r.lo}..{r.hi} decided as "
+             f"Range({r.lo}, {r.hi}) (one symbolic length, not one case per value)" for n, r in moved.items()]
+    return finite2, {**ranges, **moved}, notes
 
 
 #: Counterexamples on the aggregate abstraction are reported as such only for vectors larger than
