@@ -30,6 +30,7 @@ from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-expor
 )
 from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
+from .normalise import sorted_batch
 from .symbolic import LazyText, SymInt, to_z3_bool, to_z3_int
 from .verdict import Counterexample, ObligationResult, Options, Verdict, Witness
 
@@ -393,7 +394,19 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
 
     s.push()
     s.add(z3.Not(case.claim))
-    answer = s.check()
+    symmetry = _symmetry_breaking(case)
+    if symmetry:  # sorted batches first; when Z3 gives up on them, the query as written
+        s.push()
+        for facts, _ in symmetry:
+            s.add(*facts)
+        answer = s.check()
+        if answer == z3.unknown:
+            s.pop()
+            answer = s.check()
+        else:
+            case.normalised.extend(note for _, note in symmetry)
+    else:
+        answer = s.check()
     if answer == z3.unsat:
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
         restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
@@ -413,6 +426,27 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if problem:
         return _CaseOutcome("error", message=problem)
     return _CaseOutcome("counterexample", params=params, values=symbolic_values, minimized=minimized)
+
+
+def _symmetry_breaking(case: CaseProblem) -> list[tuple[list[z3.BoolRef], str]]:
+    """Sortedness of each vector whose batch length is concrete in ``case`` (fixed, or no length)
+    and under every permutation of whose active entries the claim and every constraint are
+    invariant (:func:`capproof.normalise.sorted_batch`, checked by Z3). The vector's own entry
+    bounds are the same for every entry, so they are left out of the check; padding entries are
+    constants and never sorted. Symbolic lengths are not sorted (their padding moves with the
+    length)."""
+    out = []
+    for name, entries in case.vectors.items():
+        dom: Vector = case.ob.domain[name]  # type: ignore[assignment]
+        if dom.length is not None and dom.length not in case.fixed:
+            continue
+        n = case.active(name)
+        own = f"{name} entries in {dom.elem.lo}..{dom.elem.hi}"  # type: ignore[attr-defined]
+        terms = [case.claim, *(c for label, c in case.constraints if label != own)]
+        found = sorted_batch(terms, [to_z3_int(e) for e in entries[:n]], name)
+        if found is not None:
+            out.append(found)
+    return out
 
 
 def _nonlinear_products(terms: list[z3.ExprRef], limit: int = 3) -> list[str]:
