@@ -17,9 +17,14 @@ difference) and by brute force on small domains.
   the maximum over the same entries) becomes "every entry equals the first":
   ``min(L) == max(L)`` holds exactly when all entries of ``L`` are equal. Lists that differ but
   share an entry ``p``: "every entry of the minimum's list is at least ``p`` and every entry of
-  the maximum's list at most ``p``", equally exact. (A padded batch with a symbolic length is
-  not recognised: Z3's simplifier folds the padding selects into the minimum's tree; the
-  aggregate abstraction decides those.)
+  the maximum's list at most ``p``", equally exact. Over a padded batch with a symbolic length
+  Z3's simplifier folds the padding selects into the minimum's tree, so the shape is not
+  recognised; there capproof.arith's record of its ``min_of``/``max_of`` results
+  (``Trace.extrema``) names the two sides, and the rewrite is "every active entry equals the
+  first" (exact under the case's domain constraints, which every query of the case holds).
+- **Sorted batches** (:func:`sorted_batch`, used by the prover on the claim query, not an
+  assumption rewrite): where Z3 shows every term of the case invariant under permutations of a
+  batch's active entries, ``v[0] <= v[1] <= …`` is added (symmetry breaking; every verdict kept).
 
 Terms are recognised structurally: a minimum is ``If(p <= q, p, q)`` (or the same with ``<``,
 ``>=``, ``>``, or the condition negated and the branches swapped), nested; whatever the model

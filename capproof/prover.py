@@ -394,19 +394,25 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
 
     s.push()
     s.add(z3.Not(case.claim))
-    symmetry = _symmetry_breaking(case)
-    if symmetry:  # sorted batches first; when Z3 gives up on them, the query as written
+    # symmetry breaking (sorted batches): first when the problem splits on entries (counts,
+    # thresholds, max/min trees: where sortedness prunes Z3's case splits), else only when the
+    # query as written is unknown; sorted queries that are unknown fall back to the query as written
+    sort_first = _splits_on_entries(case)
+    symmetry = _symmetry_breaking(case) if sort_first else []
+    answer = z3.unknown if symmetry else s.check()
+    if answer == z3.unknown and not sort_first:
+        symmetry = _symmetry_breaking(case)
+    if answer == z3.unknown and symmetry:
         s.push()
         for facts, _ in symmetry:
             s.add(*facts)
         answer = s.check()
         if answer == z3.unknown:
             s.pop()
-            answer = s.check()
+            if sort_first:
+                answer = s.check()
         else:
             case.normalised.extend(note for _, note in symmetry)
-    else:
-        answer = s.check()
     if answer == z3.unsat:
         core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
         restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
@@ -426,6 +432,42 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int) -> _CaseOutco
     if problem:
         return _CaseOutcome("error", message=problem)
     return _CaseOutcome("counterexample", params=params, values=symbolic_values, minimized=minimized)
+
+
+def _splits_on_entries(case: CaseProblem) -> bool:
+    """Whether the claim or a constraint has an ``If`` whose condition reads a vector entry (a
+    count, a threshold, a maximum): where sorting a batch prunes Z3's case splits. Measured
+    (issue 12): a threshold count over 64 requests unknown in 9 s as written, proved sorted in
+    0.6 s; sums of per-expert roundings (no entry conditions) 1.5-3x slower sorted."""
+    entries = {to_z3_int(e).get_id() for v in case.vectors.values() for e in v if isinstance(e, SymInt)}
+    if not entries:
+        return False
+    seen: set[int] = set()
+    stack: list[z3.ExprRef] = [case.claim, *(c for _, c in case.constraints)]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_app(e) and e.decl().kind() == z3.Z3_OP_ITE and z3.is_int(e):
+            cond = e.arg(0)
+            if _reads(cond, entries):
+                return True
+        stack.extend(e.children())
+    return False
+
+
+def _reads(t: z3.ExprRef, ids: set[int]) -> bool:
+    seen: set[int] = set()
+    stack = [t]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in ids:
+            return True
+        if e.get_id() not in seen:
+            seen.add(e.get_id())
+            stack.extend(e.children())
+    return False
 
 
 def _symmetry_breaking(case: CaseProblem) -> list[tuple[list[z3.BoolRef], str]]:

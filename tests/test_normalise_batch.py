@@ -172,3 +172,32 @@ def loop_total(num_reqs, v):
     assert r.counterexample.params["num_reqs"] == 7
     holds, _, failed = replay(ob, r.counterexample.params)
     assert not holds and not failed
+
+
+@pytest.mark.parametrize("fill", [0, 2, 9])
+def test_recorded_uniformity_is_exact_under_the_domain_constraints(fill):
+    """``min_of(v) == max_of(v)`` over a padded batch with a symbolic length, recognised from
+    arith's record (``Trace.extrema``): equivalent to the written term wherever the case's domain
+    constraints hold (n in 1..4, active entries in 1..3, padding equal to ``fill``), by Z3 and by
+    enumeration."""
+    from capproof.arith import Padded, max_of, min_of
+    from capproof.normalise import normalise
+    from capproof.symbolic import SymInt, tracing
+
+    xs = [SymInt.var(f"x{i}") for i in range(4)]
+    n = SymInt.var("n")
+    with tracing() as trace:
+        term = (min_of(Padded(tuple(xs), n, fill, 1, 3)) == max_of(Padded(tuple(xs), n, fill, 1, 3))).term
+    norm = normalise(term, None, trace.extrema)
+    assert any("symbolic length n" in note for note in norm.notes), norm.notes
+    dom = [n.term >= 1, n.term <= 4, *(z3.If(i < n.term, z3.And(x.term >= 1, x.term <= 3), x.term == fill)
+                                       for i, x in enumerate(xs))]
+    s = z3.Solver()
+    s.add(*dom, term != norm.term)
+    assert s.check() == z3.unsat
+    for length in range(1, 5):
+        for active in itertools.product(range(1, 4), repeat=length):
+            point = [*active, *[fill] * (4 - length)]
+            sub = [(x.term, z3.IntVal(v)) for x, v in zip(xs, point)] + [(n.term, z3.IntVal(length))]
+            written = z3.is_true(z3.simplify(z3.substitute(term, *sub)))
+            assert written == z3.is_true(z3.simplify(z3.substitute(norm.term, *sub))) == (len(set(active)) == 1)
