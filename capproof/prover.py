@@ -484,7 +484,8 @@ def _symmetry_breaking(case: CaseProblem) -> list[tuple[list[z3.BoolRef], str]]:
             continue
         n = case.active(name)
         own = f"{name} entries in {dom.elem.lo}..{dom.elem.hi}"  # type: ignore[attr-defined]
-        terms = [case.claim, *(c for label, c in case.constraints if label != own)]
+        # the domain's own bounds only: an assumption of the same name is always checked
+        terms = [case.claim, *(c for label, c in case.constraints if label != own or label in case.ob.assumptions)]
         found = sorted_batch(terms, [to_z3_int(e) for e in entries[:n]], name)
         if found is not None:
             out.append(found)
