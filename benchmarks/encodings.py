@@ -1,7 +1,7 @@
 """Issue 12 "robust encodings": CPU seconds and verdicts of the same facts written different ways
 (benchmarks/encodings/*.py), one ``capproof prove`` process each, at growing sizes.
 
-    python benchmarks/encodings.py [--sizes 4,16,64,256] [--rlimit N]
+    python benchmarks/encodings.py [--sizes 4,16,64,256] [--batches 64,256,1024] [--rlimit N]
 
 Prints a Markdown table (CPU = user + sys of the child process, from ``resource``)."""
 import argparse
@@ -34,6 +34,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4,16,64,256")
     ap.add_argument("--rlimit", type=int, default=None)
+    ap.add_argument("--batches", default="64,256,1024", help="sorted_batch.py sizes (REPRO_N)")
     args = ap.parse_args()
     print("| obligation | tokens (ids) | verdict | CPU s |\n|---|---|---|---|")
     for t in [int(s) for s in args.sizes.split(",")]:
@@ -41,11 +42,17 @@ def main() -> None:
             v, cpu = run(os.path.join(HERE, "encodings", "distinct_experts.py"), kw, {"REPRO_T": str(t)}, args.rlimit)
             print(f"| distinct experts, {kw} | {t} ({4 * t}) | {v} | {cpu:.2f} |", flush=True)
     for name in ("rows_fit_min_eq_max", "rows_fit_min_eq_max_proved", "rows_fit_min_eq_max_full",
-                 "rows_fit_min_eq_max_full_proved"):
-        others = " and ".join(f"not {o}" for o in ("proved", "full") if o not in name.removeprefix("rows_fit_min_eq_max"))
+                 "rows_fit_min_eq_max_full_proved", "rows_fit_min_eq_max_choice", "rows_fit_min_eq_max_choice_proved"):
+        others = " and ".join(f"not {o}" for o in ("proved", "full", "choice") if o not in name.removeprefix("rows_fit_min_eq_max"))
         kw = f"{name} and {others}" if others else name
         v, cpu = run(os.path.join(HERE, "encodings", "uniform_batch.py"), kw, {}, args.rlimit)
-        print(f"| uniform batch `{name}` | {'256' if 'full' in name else '1..256'} | {v} | {cpu:.2f} |", flush=True)
+        size = "256" if "full" in name else "Choice 1..256" if "choice" in name else "Range 1..256"
+        print(f"| uniform batch `{name}` | {size} | {v} | {cpu:.2f} |", flush=True)
+    for n in [int(s) for s in args.batches.split(",")]:
+        for name in ("order_dependent", "long_requests_fit_cex", "long_requests_fit"):
+            kw = name if name != "long_requests_fit" else "long_requests_fit and not cex"
+            v, cpu = run(os.path.join(HERE, "encodings", "sorted_batch.py"), kw, {"REPRO_N": str(n)}, args.rlimit)
+            print(f"| sorted batch `{name}` | {n} | {v} | {cpu:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

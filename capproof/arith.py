@@ -425,6 +425,19 @@ def _batch(values, keep_all: bool, what: str) -> list:
     return [values[0], *(select(i < n, v, values[0]) for i, v in enumerate(values) if i)]
 
 
+def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
+    """Record ``result`` (the ``kind`` "min"/"max" of the batch of ``padded``) in the trace's
+    ``extrema`` (see :class:`capproof.symbolic.Trace`) and return it unchanged."""
+    from . import symbolic
+
+    trace = getattr(symbolic._local, "trace", None)
+    if trace is not None and padded is not None and isinstance(result, SymInt):
+        n = padded.length
+        trace.extrema[result.term.get_id()] = (kind, result.term, tuple(to_z3_int(e) for e in padded),
+                                               to_z3_int(n) if isinstance(n, SymInt) else n)
+    return result
+
+
 def max_of(values) -> Int:
     """``max(values)``; raises ValueError for an empty sequence (as ``max`` does).
 
@@ -432,7 +445,8 @@ def max_of(values) -> Int:
     """
     if hasattr(values, "_capproof_aggregate"):
         return values._capproof_aggregate("max_of")
-    if isinstance(values, Padded):
+    padded = values if isinstance(values, Padded) else None
+    if padded is not None:
         values = _batch(values, values.lo is not None and values.fill <= values.lo, "max_of()")
     values = list(values)
     if not values:
@@ -440,7 +454,7 @@ def max_of(values) -> Int:
     if _plain(values):
         return max(values)
     _check_int(*values)
-    return _balanced(maximum, values)
+    return _note_extremum("max", padded, _balanced(maximum, values))
 
 
 def min_of(values) -> Int:
@@ -450,7 +464,8 @@ def min_of(values) -> Int:
     """
     if hasattr(values, "_capproof_aggregate"):
         return values._capproof_aggregate("min_of")
-    if isinstance(values, Padded):
+    padded = values if isinstance(values, Padded) else None
+    if padded is not None:
         values = _batch(values, values.hi is not None and values.fill >= values.hi, "min_of()")
     values = list(values)
     if not values:
@@ -458,7 +473,7 @@ def min_of(values) -> Int:
     if _plain(values):
         return min(values)
     _check_int(*values)
-    return _balanced(minimum, values)
+    return _note_extremum("min", padded, _balanced(minimum, values))
 
 
 def prefix_sums(values) -> list:

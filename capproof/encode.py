@@ -45,6 +45,8 @@ class _Evaluated:
     #: divisors, how many assumptions precede each
     side_conditions: list[tuple[z3.BoolRef, object]] = field(default_factory=list)
     side_scope: list[int] = field(default_factory=list)
+    #: ``min_of``/``max_of`` results over padded batches (``Trace.extrema``), for capproof.normalise
+    extrema: dict[int, tuple] = field(default_factory=dict)
 
 
 def _as_claim(value: object, ob: Obligation) -> Claim:
@@ -96,7 +98,8 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
         raise SpecError(f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}")
-    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side)
+    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side,
+                      trace.extrema)
 
 
 def concrete_args(ob: Obligation, params: dict[str, object], padding: bool = True) -> dict[str, object]:
@@ -406,7 +409,7 @@ def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
                 if not value:
                     false.append(name)
                 continue
-            norm = normalise(to_z3_bool(value), bounds)
+            norm = normalise(to_z3_bool(value), bounds, ev.extrema)
             notes += [f"{name}: {note}" for note in norm.notes]
             constraints.append((name, norm.term))
         problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path, notes))

@@ -17,9 +17,14 @@ difference) and by brute force on small domains.
   the maximum over the same entries) becomes "every entry equals the first":
   ``min(L) == max(L)`` holds exactly when all entries of ``L`` are equal. Lists that differ but
   share an entry ``p``: "every entry of the minimum's list is at least ``p`` and every entry of
-  the maximum's list at most ``p``", equally exact. (A padded batch with a symbolic length is
-  not recognised: Z3's simplifier folds the padding selects into the minimum's tree; the
-  aggregate abstraction decides those.)
+  the maximum's list at most ``p``", equally exact. Over a padded batch with a symbolic length
+  Z3's simplifier folds the padding selects into the minimum's tree, so the shape is not
+  recognised; there capproof.arith's record of its ``min_of``/``max_of`` results
+  (``Trace.extrema``) names the two sides, and the rewrite is "every active entry equals the
+  first" (exact under the case's domain constraints, which every query of the case holds).
+- **Sorted batches** (:func:`sorted_batch`, used by the prover on the claim query, not an
+  assumption rewrite): where Z3 shows every term of the case invariant under permutations of a
+  batch's active entries, ``v[0] <= v[1] <= …`` is added (symmetry breaking; every verdict kept).
 
 Terms are recognised structurally: a minimum is ``If(p <= q, p, q)`` (or the same with ``<``,
 ``>=``, ``>``, or the condition negated and the branches swapped), nested; whatever the model
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-__all__ = ["Normalised", "normalise", "COUNT_FORM_VALUES", "COUNT_FORM_TERMS"]
+__all__ = ["Normalised", "normalise", "sorted_batch", "COUNT_FORM_VALUES", "COUNT_FORM_TERMS", "INVARIANCE_RLIMIT"]
 
 #: The count form of a distinct group is stated for entries whose bounds span at most this many
 #: values (one sum per value); wider groups get ``Distinct`` alone.
@@ -108,6 +113,37 @@ def _and(facts: list[z3.BoolRef]) -> z3.BoolRef:
     return z3.And(*facts) if len(facts) > 1 else facts[0] if facts else z3.BoolVal(True)
 
 
+def _batch_uniform(entries: tuple, length) -> z3.BoolRef:
+    """Every batch entry (the first ``length`` of ``entries``; ``length`` an int or a Z3 term)
+    equals the first."""
+    if isinstance(length, int):
+        return _and([e == entries[0] for e in entries[1:length]])
+    return _and([z3.Implies(length > i, e == entries[0]) for i, e in enumerate(entries) if i])
+
+
+def _recorded_uniformity(t: z3.BoolRef, extrema: dict[int, tuple]) -> tuple[z3.BoolRef, str] | None:
+    """``min_of(v) == max_of(v)`` for one padded batch ``v`` as recorded by capproof.arith while
+    the model ran (``Trace.extrema``), whatever shape Z3's simplifier gave the trees: every batch
+    entry equals the first. Exact under the case's domain constraints (arith builds both sides
+    as the batch's minimum and maximum given the padding equals ``fill`` and the entries lie in
+    their range; those constraints are in every query of the case)."""
+    if not (z3.is_eq(t) and z3.is_int(t.arg(0))):
+        return None
+    a, b = extrema.get(t.arg(0).get_id()), extrema.get(t.arg(1).get_id())
+    if a is None or b is None or {a[0], b[0]} != {"min", "max"}:
+        return None
+    if not (a[1].eq(t.arg(0)) and b[1].eq(t.arg(1))):  # an id reused by another term
+        return None
+    if len(a[2]) != len(b[2]) or not all(x.eq(y) for x, y in zip(a[2], b[2])):
+        return None
+    la, lb = a[3], b[3]
+    if not (la == lb if isinstance(la, int) or isinstance(lb, int) else la.eq(lb)):
+        return None
+    shown = "its length" if isinstance(la, int) else f"symbolic length {la}"
+    return (_batch_uniform(a[2], la),
+            f"uniformity min_of == max_of over a batch ({shown}, up to {len(a[2])} entries) as one shared value (every entry equals the first)")
+
+
 def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
     """For ``min(L1) == max(L2)`` (either side order) whose entry lists share an entry ``p``:
     every entry equals ``p`` when ``L1`` and ``L2`` hold the same entries, else every entry of
@@ -181,15 +217,19 @@ def _count_form(group: list[z3.ArithRef], bounds: dict[str, tuple[int, int]], bu
     return [z3.Sum([z3.If(e == v, one, zero) for e in group]) <= 1 for v in range(lo, hi + 1)]
 
 
-def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None) -> Normalised:
+def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None,
+              extrema: dict[int, tuple] | None = None) -> Normalised:
     """``term`` with its pairwise distinctness and ``min == max`` uniformity in their fast forms.
 
     ``bounds`` maps a variable's name (``"topk_ids[3]"``) to the ``(lo, hi)`` it ranges over (the
     domain, padding value included); only used to choose the values of the count form (the count
     facts hold whatever the bounds). Returns the term unchanged (the same object) with no notes
-    when nothing applies. Never raises on a well-formed Bool term.
+    when nothing applies. ``extrema`` (``Trace.extrema`` of the run that built ``term``) names
+    the ``min_of``/``max_of`` results over padded batches, so uniformity is recognised whatever
+    their shape. Never raises on a well-formed Bool term.
     """
     bounds = bounds or {}
+    extrema = extrema or {}
     parts = _conjuncts(term)
     notes: list[str] = []
     pairs: list[tuple[z3.ArithRef, z3.ArithRef]] = []
@@ -203,7 +243,8 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
             pair_at.append(len(out))
             out.append(c)
             continue
-        u = _uniformity(c)
+        u = _recorded_uniformity(c, extrema) if extrema else None
+        u = u if u is not None else _uniformity(c)
         if u is not None:
             out.append(u[0])
             notes.append(u[1])
@@ -231,3 +272,63 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
     if not changed:
         return Normalised(term, [])
     return Normalised(_and(out), notes)
+
+
+#: rlimit of each Z3 check that a term is invariant under a permutation of a batch (a term that
+#: is not shown invariant within it gets no sortedness: never a guess).
+INVARIANCE_RLIMIT = 2_000_000
+
+
+def _invariant(terms: list[z3.ExprRef], swap: list[tuple[z3.ExprRef, z3.ExprRef]]) -> bool:
+    """Every term of ``terms`` equals itself with the entries renamed by ``swap`` (a
+    simultaneous substitution), for every value of every variable: syntactically after Z3's
+    simplifier, else by an unsat answer within :data:`INVARIANCE_RLIMIT`."""
+    for t in terms:
+        u = z3.substitute(t, *swap)
+        if u.eq(t) or z3.simplify(u).eq(z3.simplify(t)):
+            continue
+        s = z3.Solver()
+        s.set("rlimit", INVARIANCE_RLIMIT)
+        s.add(u != t if not z3.is_bool(t) else z3.Xor(u, t))
+        if s.check() != z3.unsat:
+            return False
+    return True
+
+
+def sorted_batch(terms: list[z3.ExprRef], entries: list[z3.ExprRef], name: str = "batch") -> tuple[list[z3.BoolRef], str] | None:
+    """Symmetry breaking: ``entries[0] <= entries[1] <= …`` when every term of ``terms`` (the
+    claim, every assumption and path condition of a case; the entries' own domain bounds are
+    the same for each entry and need not be listed) is invariant under every permutation of
+    ``entries`` (Z3 variables: the batch's active entries, never its padding).
+
+    Sound: the permutations of ``entries`` are generated by the transposition of the first two
+    and the rotation of all of them, so a problem invariant under both is invariant under every
+    permutation; every point of it (a counterexample, or a witness of non-vacuity) then has a
+    sorted permutation that is also a point, and adding sortedness keeps every verdict. Returns
+    (the facts, a note) or None when some term is not shown invariant (then nothing is added).
+    """
+    entries = [e for e in entries if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED]
+    if len(entries) < 2 or len({e.get_id() for e in entries}) != len(entries):
+        return None
+    ids = {e.get_id() for e in entries}
+    terms = [t for t in terms if _mentions(t, ids)]
+    n = len(entries)
+    transposition = [(entries[0], entries[1]), (entries[1], entries[0])]
+    rotation = [(entries[i], entries[(i + 1) % n]) for i in range(n)] if n > 2 else transposition
+    if not (_invariant(terms, transposition) and _invariant(terms, rotation)):
+        return None
+    return ([entries[i] <= entries[i + 1] for i in range(n - 1)],
+            f"{name}: batch entries sorted (symmetry breaking: the claim and assumptions are invariant under every permutation of them)")
+
+
+def _mentions(t: z3.ExprRef, ids: set[int]) -> bool:
+    seen, stack = set(), [t]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if e.get_id() in ids:
+            return True
+        stack.extend(e.children())
+    return False

@@ -52,6 +52,11 @@ class Trace:
     #: rounds ``a / b`` to a float first), with what and where: the prover checks each one under
     #: the assumptions, like a divisor; one that can fail is an error, never modelled away.
     side_conditions: list[tuple[z3.BoolRef, "LazyText"]] = field(default_factory=list)
+    #: ``min_of``/``max_of`` results over a padded batch, by the Z3 id of the result term:
+    #: ``(kind, result term, batch entries, length)`` (``kind`` "min" or "max", the entries as Z3
+    #: terms, the length an int or a Z3 term). Lets capproof.normalise recognise
+    #: ``min_of(v) == max_of(v)`` however Z3's simplifier folded the padding into the tree.
+    extrema: dict[int, tuple] = field(default_factory=dict)
 
 
 _local = threading.local()

@@ -37,3 +37,17 @@ def rows_fit_min_eq_max_full(mnbt, k, decode_lens):
 @obligation(domain=FULL, assumptions=UNIFORM, expect="proved")
 def rows_fit_min_eq_max_full_proved(mnbt, k, decode_lens):
     return at_most(rows=256 * decode_lens[7], capacity=mnbt)
+
+
+# (3) the same length declared as a Choice of every value 1..256 (each value its own case)
+DC = {**D, "num_reqs": Choice(range(1, 257))}
+
+
+@obligation(domain=DC, assumptions=UNIFORM, expect="counterexample")
+def rows_fit_min_eq_max_choice(mnbt, k, num_reqs, decode_lens):
+    return at_most(rows=num_reqs * decode_lens[0], capacity=mnbt - 1)
+
+
+@obligation(domain=DC, assumptions=UNIFORM, expect="proved")
+def rows_fit_min_eq_max_choice_proved(mnbt, k, num_reqs, decode_lens):
+    return at_most(longest=max_of(decode_lens), first=decode_lens[0])
