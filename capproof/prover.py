@@ -493,31 +493,38 @@ def _splits_on_entries(case: CaseProblem) -> bool:
     entries = {to_z3_int(e).get_id() for v in case.vectors.values() for e in v if isinstance(e, SymInt)}
     if not entries:
         return False
-    seen: set[int] = set()
-    stack: list[z3.ExprRef] = [case.claim, *(c for _, c in case.constraints)]
+    return _ite_reads(case.claim.ctx, [case.claim, *(c for _, c in case.constraints)], entries)
+
+
+def _ite_reads(ctx: z3.Context, roots: list[z3.ExprRef], ids: set[int]) -> bool:
+    """Whether an integer ``If`` under ``roots`` has a condition that reads a term whose id is in
+    ``ids``. One bottom-up pass over the shared DAG, through Z3's C API (no Python wrapper per
+    node: the wrappers' reference counting was ~3 s of a 1024-expert routing proof)."""
+    c = ctx.ref()
+    reads: dict[int, bool] = {}
+    stack = [r.as_ast() for r in roots]
     while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
+        a = stack[-1]
+        i = z3.Z3_get_ast_id(c, a)
+        if i in reads:
+            stack.pop()
             continue
-        seen.add(e.get_id())
-        if z3.is_app(e) and e.decl().kind() == z3.Z3_OP_ITE and z3.is_int(e):
-            cond = e.arg(0)
-            if _reads(cond, entries):
-                return True
-        stack.extend(e.children())
-    return False
-
-
-def _reads(t: z3.ExprRef, ids: set[int]) -> bool:
-    seen: set[int] = set()
-    stack = [t]
-    while stack:
-        e = stack.pop()
-        if e.get_id() in ids:
+        if i in ids or z3.Z3_get_ast_kind(c, a) != z3.Z3_APP_AST:
+            reads[i] = i in ids
+            stack.pop()
+            continue
+        app = z3.Z3_to_app(c, a)
+        args = [z3.Z3_get_app_arg(c, app, k) for k in range(z3.Z3_get_app_num_args(c, app))]
+        arg_ids = [z3.Z3_get_ast_id(c, b) for b in args]
+        pending = [b for b, j in zip(args, arg_ids) if j not in reads]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        reads[i] = any(reads[j] for j in arg_ids)
+        if (reads[i] and len(args) == 3 and z3.Z3_get_decl_kind(c, z3.Z3_get_app_decl(c, app)) == z3.Z3_OP_ITE
+                and reads[arg_ids[0]] and z3.Z3_get_sort_kind(c, z3.Z3_get_sort(c, a)) == z3.Z3_INT_SORT):
             return True
-        if e.get_id() not in seen:
-            seen.add(e.get_id())
-            stack.extend(e.children())
     return False
 
 
@@ -617,20 +624,32 @@ def hardness(case: CaseProblem, s: z3.Solver, rlimit: int | None = None, base: i
 def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> list[str]:
     """The assumptions of an unsat ``core`` that are equivalent to the claim on the domain (each
     implies the other with only the domain's bounds): such a proof assumes its conclusion. An
-    unknown answer counts as not equivalent."""
+    unknown answer counts as not equivalent.
+
+    Asked in a Z3 context of its own (the case's terms translated), so these queries leave the
+    case's context as they found it (Z3's answers and cores there depend on the queries asked
+    before), and "the claim without the assumption", usually satisfiable at once, is asked before
+    "the assumption without the claim", which is as hard as the proof (issue 12: a third of a
+    1024-expert routing proof)."""
     names = set(case.ob.assumptions)
+    wanted = [name for name in core if name in names]
+    if not wanted:
+        return []
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    s.set("rlimit", max(1, rlimit // 10))
+    s.set("random_seed", 0)
+    for label, c in case.constraints:
+        if label not in names:
+            s.add(c.translate(ctx))
+    for lemma in case.lemmas:
+        s.add(lemma.translate(ctx))
+    claim = case.claim.translate(ctx)
+    conds = dict(case.constraints)
     out = []
-    for name in core:
-        if name not in names:
-            continue
-        cond = dict(case.constraints)[name]
-        s = _new_solver(max(1, rlimit // 10))
-        for label, c in case.constraints:
-            if label not in names:
-                s.add(c)
-        for lemma in case.lemmas:
-            s.add(lemma)
-        if all(_unsat(s, extra) for extra in (z3.And(cond, z3.Not(case.claim)), z3.And(case.claim, z3.Not(cond)))):
+    for name in wanted:
+        cond = conds[name].translate(ctx)
+        if all(_unsat(s, extra) for extra in (z3.And(claim, z3.Not(cond)), z3.And(cond, z3.Not(claim)))):
             out.append(name)
     return out
 

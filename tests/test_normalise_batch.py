@@ -201,3 +201,41 @@ def test_recorded_uniformity_is_exact_under_the_domain_constraints(fill):
             sub = [(x.term, z3.IntVal(v)) for x, v in zip(xs, point)] + [(n.term, z3.IntVal(length))]
             written = z3.is_true(z3.simplify(z3.substitute(term, *sub)))
             assert written == z3.is_true(z3.simplify(z3.substitute(norm.term, *sub))) == (len(set(active)) == 1)
+
+
+def test_ite_reads_finds_only_conditions_that_read_an_entry():
+    """The walk that decides whether sorting is tried first (prover._ite_reads, C API) against a
+    walk over Python's z3 wrappers, on terms where an entry is in the condition, only in a
+    branch, deep in a shared sub-term, or absent."""
+    from capproof.prover import _ite_reads
+
+    v0, v1, x = z3.Ints("v0 v1 x")
+    shared = z3.If(v1 > x, 1, 0) + 3
+    cases = [
+        (z3.If(v0 > 3, 1, 0) <= x, True),                 # a threshold count
+        (z3.If(x > 3, v0, v1) <= 5, False),               # entries in the branches only
+        (z3.Sum([shared, shared * 2, x]) <= 9, True),     # shared DAG node, condition reads v1
+        (z3.If(x > 3, 1, 0) + v0 <= v1, False),           # condition without entries
+        (z3.If(v0 > 3, x > 1, x < 1), False),             # a Bool If (not an integer split)
+    ]
+    ids = {v0.get_id(), v1.get_id()}
+
+    def by_wrappers(t):
+        seen, stack = set(), [t]
+        while stack:
+            e = stack.pop()
+            if e.get_id() in seen:
+                continue
+            seen.add(e.get_id())
+            if z3.is_app(e) and e.decl().kind() == z3.Z3_OP_ITE and z3.is_int(e):
+                sub = [e.arg(0)]
+                while sub:
+                    u = sub.pop()
+                    if u.get_id() in ids:
+                        return True
+                    sub.extend(u.children())
+            stack.extend(e.children())
+        return False
+
+    for term, expected in cases:
+        assert _ite_reads(term.ctx, [term], ids) is expected == by_wrappers(term), term
