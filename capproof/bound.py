@@ -727,12 +727,17 @@ REPORT_SKIPS_VECTORS = "has Vector (batch or routing) parameters: not bounded in
 
 def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_threshold: float) -> ObligationBound:
     """Bound ``ob`` from a fresh Z3 context, so the witnesses Z3 picks do not depend on what was
-    bounded before in this process (proofs/bounds.md is the same for any -j); never raises."""
+    bounded before in this process (proofs/bounds.md is the same for any -j); never raises. The
+    caller's context is restored afterwards (an in-process ``-j 1`` run must not strand the Z3
+    terms its caller holds in another context)."""
+    previous = z3.z3._main_ctx
     try:
         z3.z3._main_ctx = None
         return bound_obligation(ob, pins, rlimit, waste_threshold)
     except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
         return ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
+    finally:
+        z3.z3._main_ctx = previous
 
 
 def _bound_child(conn, chunk: list[tuple[int, Obligation]], pins: dict[str, int], rlimit: int, waste_threshold: float) -> None:

@@ -337,3 +337,28 @@ def test_a_vector_obligation_gets_a_process_of_its_own():
     assert vectors and chunks[:len(vectors)] == [[i] for i in sorted(vectors, key=lambda i: -sum(
         getattr(d, "size", 0) for d in items[i].domain.values()))]
     assert sorted(i for c in chunks for i in c) == list(range(len(items)))
+
+
+def test_bounding_in_process_leaves_the_callers_z3_context_alone(tmp_path):
+    """`bound -j 1` runs in the caller's process, each obligation from a fresh Z3 context; the
+    caller's terms must stay usable afterwards (they broke every later test of a pytest run)."""
+    import z3
+
+    from capproof.bound import _bound_fresh
+    from capproof.loader import load_file
+
+    spec = tmp_path / "spec_ctx.py"
+    spec.write_text(
+        "from capproof import Range, at_most, obligation\n"
+        "@obligation(domain={'n': Range(1, 64)})\n"
+        "def fits(n):\n"
+        "    return at_most(demand=n, capacity=64)\n")
+    x = z3.Int("x")
+    before = z3.main_ctx()
+    (item,) = load_file(str(spec))
+    result = _bound_fresh(getattr(item, "obligation", item), {}, 20_000_000, 0.5)
+    assert result.status != "error", result
+    assert z3.main_ctx() is before
+    s = z3.Solver()
+    s.add(x > 3)
+    assert s.check() == z3.sat
