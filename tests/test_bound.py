@@ -303,9 +303,13 @@ def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_
     obs = list(_spec(spec_file).values())
     assert _chunks(obs) == [list(range(len(obs)))[k:k + CHUNK] for k in range(0, len(obs), CHUNK)]
     alone = []
-    for ob in obs:
-        z3.z3._main_ctx = None
-        alone.append(bound_obligation(ob).to_json())
+    previous = z3.z3._main_ctx
+    try:
+        for ob in obs:
+            z3.z3._main_ctx = None
+            alone.append(bound_obligation(ob).to_json())
+    finally:
+        z3.z3._main_ctx = previous  # later tests hold terms of this process's context
     for jobs in (1, 2):
         assert [r.to_json() for r in _bound_all(obs, {}, 20_000_000, 100.0, jobs)] == alone
 
