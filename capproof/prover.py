@@ -183,31 +183,20 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) 
     query instead of ~log2(range) of them); the least value found is the same either way.
     """
     best = model.eval(term, model_completion=True).as_long()
-    if lo < best:
-        s.push()
-        s.add(term <= lo)
-        answer = s.check()
-        if answer == z3.sat:
-            model = s.model()
-            best = model.eval(term, model_completion=True).as_long()
-        s.pop()
-        if answer == z3.unknown:
-            return model, False
-        if answer == z3.unsat:
-            lo += 1
+    probe = lo
     while lo < best:
-        mid = (lo + best) // 2
         s.push()
-        s.add(term <= mid)
+        s.add(term <= probe)
         answer = s.check()
         if answer == z3.sat:
             model = s.model()
             best = model.eval(term, model_completion=True).as_long()
         elif answer == z3.unsat:
-            lo = mid + 1
+            lo = probe + 1
         s.pop()
         if answer == z3.unknown:
             return model, False
+        probe = (lo + best) // 2
     s.add(term == best)
     return model, True
 
