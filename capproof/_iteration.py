@@ -15,7 +15,7 @@ import sys
 
 import z3
 
-from .symbolic import SymInt
+from .symbolic import SymInt, uninterpreted_constants
 
 _GET_ITER = dis.opmap.get("GET_ITER")
 
@@ -102,16 +102,4 @@ def called_from_all_of_site(frame, site: int | None) -> bool:
 
 def free_consts(term: z3.ExprRef) -> set[str]:
     """Names of the uninterpreted constants in ``term``."""
-    seen: set[int] = set()
-    out: set[str] = set()
-    stack = [term]
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out.add(e.decl().name())
-        else:
-            stack.extend(e.children())
-    return out
+    return set(uninterpreted_constants([term]))

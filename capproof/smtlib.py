@@ -21,6 +21,8 @@ from typing import Any
 
 import z3
 
+from .symbolic import uninterpreted_constants
+
 __all__ = ["logic_of", "case_smt2", "case_file_name", "write_case"]
 
 _NONLINEAR_OPS = (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
@@ -51,17 +53,7 @@ def logic_of(exprs: list[z3.ExprRef]) -> str:
 
 
 def _constants(exprs: list[z3.ExprRef]) -> list[z3.FuncDeclRef]:
-    seen: set[int] = set()
-    out: dict[str, z3.FuncDeclRef] = {}
-    stack = list(exprs)
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[e.decl().name()] = e.decl()
-        stack.extend(e.children())
+    out = uninterpreted_constants(exprs)
     return [out[k] for k in sorted(out)]
 
 

@@ -32,8 +32,26 @@ from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, Sy
 
 __all__ = [
     "SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic",
-    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET",
+    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET", "uninterpreted_constants",
 ]
+
+
+def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:
+    """The uninterpreted constants (the variables) under ``exprs``, by name: one walk over the
+    shared DAG (used by the SMT-LIB export's declarations and by the batch analyses)."""
+    seen: set[int] = set()
+    out: dict[str, z3.FuncDeclRef] = {}
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[e.decl().name()] = e.decl()
+        else:
+            stack.extend(e.children())
+    return out
 
 
 @dataclass
