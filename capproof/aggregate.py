@@ -248,6 +248,88 @@ def _monotone(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int, background: l
     return None
 
 
+def _extremum(g: z3.ArithRef, x: z3.ArithRef, lo: int, hi: int, maximize: bool) -> int | None:
+    """The exact maximum (minimum) of ``g(x)`` over ``lo..hi`` (``g`` has no other free name), or
+    None when Z3 cannot say within its rlimit."""
+    opt = z3.Optimize()
+    opt.set("rlimit", 2_000_000)
+    opt.add(lo <= x, x <= hi)
+    h = opt.maximize(g) if maximize else opt.minimize(g)
+    if opt.check() != z3.sat:
+        return None
+    value = (opt.upper(h) if maximize else opt.lower(h))
+    if not z3.is_int_value(value):  # +-oo, or an epsilon bound
+        return None
+    # certify: no point beyond the optimum (an Optimize answer is not taken on trust)
+    s = z3.Solver()
+    s.set("rlimit", 2_000_000)
+    s.add(lo <= x, x <= hi, g > value if maximize else g < value)
+    return value.as_long() if s.check() == z3.unsat else None
+
+
+def affine_envelope(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """Affine bounds of a per-entry term: ``(a, c_lo, c_hi)`` with ``a*x + c_lo <= f(x) <= a*x + c_hi``
+    for every ``x`` in ``lo..hi``, each ``c`` exact (Z3 optimum, certified by an unsat query).
+
+    Summed over a batch of ``n`` entries they give ``a*T + n*c_lo <= sum f(x_i) <= a*T + n*c_hi``
+    (``T`` the batch's total): the relation a mapped total such as ``sum_e round_up(cnt_e, B)``
+    needs to be compared with ``numel + E*(B - 1)`` (slope 1, ``c_hi = B - 1``) and with
+    ``numel*B`` (slope ``B``, ``c_hi = 0``). The slopes tried are the first step ``f(lo+1) - f(lo)``
+    and the secant ``(f(hi) - f(lo)) / (hi - lo)`` rounded down and up (0 excluded: the monotone
+    facts already bound ``f`` by its values at the extremes). Only for ``f`` of the entry alone
+    (a case constant elsewhere); ``[]`` when ``f`` has another free name or nothing is certified.
+    """
+    if hi <= lo or _free_consts(f) - {each.decl().name()}:
+        return []
+
+    def at(v: int) -> int | None:
+        value = z3.simplify(z3.substitute(f, (each, z3.IntVal(v))))
+        return value.as_long() if z3.is_int_value(value) else None
+
+    f_lo, f_next, f_hi = at(lo), at(lo + 1), at(hi)
+    if f_lo is None or f_next is None or f_hi is None:
+        return []
+    slopes = [f_next - f_lo, (f_hi - f_lo) // (hi - lo), -((f_lo - f_hi) // (hi - lo))]
+    out: list[tuple[int, int, int]] = []
+    x = z3.Int("__envelope_x")
+    fx = z3.substitute(f, (each, x))
+    for a in dict.fromkeys(slopes):
+        if a == 0:
+            continue
+        c_hi = _extremum(fx - a * x, x, lo, hi, True)
+        c_lo = _extremum(fx - a * x, x, lo, hi, False)
+        if c_hi is not None and c_lo is not None:
+            out.append((a, c_lo, c_hi))
+    return out
+
+
+def common_residue(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int) -> tuple[int, int] | None:
+    """``(g, r)`` with ``g >= 2`` and ``f(x) % g == r`` for every ``x`` in ``lo..hi`` (proved by Z3),
+    or None: e.g. ``round_up(cnt, B)`` is always a multiple of ``B``. Summed over ``n`` entries:
+    ``(sum f(x_i) - n*r) % g == 0``. ``g`` is the gcd of ``f``'s differences at a few points; only
+    for ``f`` of the entry alone."""
+    import math
+
+    if hi <= lo or _free_consts(f) - {each.decl().name()}:
+        return None
+    values = []
+    for v in dict.fromkeys((lo, lo + 1, min(lo + 2, hi), (lo + hi) // 2, hi - 1, hi)):
+        value = z3.simplify(z3.substitute(f, (each, z3.IntVal(v))))
+        if not z3.is_int_value(value):
+            return None
+        values.append(value.as_long())
+    g = 0
+    for value in values[1:]:
+        g = math.gcd(g, value - values[0])
+    if g < 2:
+        return None
+    r = values[0] % g
+    x = z3.Int("__residue_x")
+    if not _valid(z3.Implies(z3.And(lo <= x, x <= hi), z3.substitute(f, (each, x)) % g == r), []):
+        return None
+    return g, r
+
+
 def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.ArithRef) -> z3.BoolRef:
     """What every batch of ``n >= 1`` entries gives a mapped total ``T = sum f(x_i)`` when ``f`` is
     monotone and ``y_max``/``y_min`` are ``f`` at the batch's extremes (the entries that are them
@@ -545,6 +627,15 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 b.used.add("total")
             else:
                 inexact.append(name)
+                envelope = affine_envelope(f, each, b.lo, b.hi)
+                if envelope:
+                    b.used.add("total")
+                    facts = z3.And(facts, *(z3.And(a * b.T.term + n_t * c_lo <= t, t <= a * b.T.term + n_t * c_hi)
+                                            for a, c_lo, c_hi in envelope))
+                residue = common_residue(f, each, b.lo, b.hi)
+                if residue:
+                    g, r = residue
+                    facts = z3.And(facts, (t - n_t * r) % g == 0)
             constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})", facts))
             # a per-request term bounded through its request's bound: for each scalar u in the
             # entries' range, f(max) <= f(u) when max <= u (rising; mirrored when falling). Valid
@@ -593,6 +684,44 @@ def _replay_agrees(case: AbstractCase, params: dict[str, object], holds: bool) -
     return None
 
 
+def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> str | None:
+    """Probe an inexact abstraction at a real batch: realise the model's scalars and plain
+    aggregates (total, maximum, minimum) as a concrete batch, pin every abstract term to that
+    batch's true value (mapped totals included), and check that the abstraction admits the point
+    (its facts are valid there) and gives the claim the verdict the ints give. Returns the problem,
+    or None. Raises ValueError when the plain aggregates are not realisable."""
+    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    params: dict[str, object] = {}
+    pins: list[z3.BoolRef] = []
+    for p in case.ob.params:
+        if p in case.fixed:
+            params[p] = case.fixed[p]
+        elif p in case.scalars:
+            params[p] = ev(case.scalars[p].term)
+            pins.append(case.scalars[p].term == params[p])
+    for p, b in case.batches.items():
+        n = b.n if _concrete(b.n) else ev(to_z3_int(b.n))
+        ext = bool({"max_of", "min_of"} & b.used)
+        xs = realise(n, ev(b.T.term), ev(b.M.term) if ext else None, ev(b.m.term) if ext else None, b.lo, b.hi)
+        params[p] = xs
+        pins.append(b.T.term == sum(xs))
+        if xs:
+            pins += [b.M.term == max(xs), b.m.term == min(xs)]
+        for each, f, t in b.mapped:
+            pins.append(t == sum(ev(z3.substitute(f, (each, z3.IntVal(x)))) for x in xs))
+    params = {p: params[p] for p in case.ob.params}
+    s.push()
+    try:
+        s.add(*pins)
+        answer = s.check()
+        if answer != z3.sat:
+            return f"realised batch {params}: the abstraction does not admit it ({answer})"
+        holds = z3.is_true(s.model().eval(case.claim, model_completion=True))
+    finally:
+        s.pop()
+    return _replay_agrees(case, params, holds)
+
+
 def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True) -> AbstractOutcome:
     """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation."""
     if case.false_assumptions:
@@ -620,6 +749,11 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
             problem = _replay_agrees(case, params, z3.is_true(model.eval(case.claim, model_completion=True)))
         except ValueError as exc:
             problem = f"abstract point not realisable: {exc}"
+            if case.inexact:  # an over-approximation's point need not be a batch's: probe a real batch instead
+                try:
+                    problem = _probe_real_batch(case, s, model)
+                except ValueError as exc2:
+                    problem = f"abstract point not realisable: {exc}; nor its plain aggregates: {exc2}"
         except Exception as exc:  # noqa: BLE001 - the model failed on ints: let the bounded run report it
             problem = f"replay raised {type(exc).__name__}: {exc}"
         if problem:

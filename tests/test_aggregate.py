@@ -353,3 +353,111 @@ def test_monotone_bound_lemmas_are_valid_for_a_monotone_term():
     lemma = z3.Implies(z3.And(0 <= u, u <= 2**21, 0 <= M, M <= u), z3.substitute(f, (x, M)) <= z3.substitute(f, (x, u)))
     s.add(z3.Not(lemma))
     assert s.check() == z3.unsat
+
+
+# --- affine envelope and common residue of a mapped total (MoE align: sum_e round_up(cnt_e, B)) --
+
+@pytest.mark.parametrize("block", [1, 3, 16])
+def test_affine_envelope_is_exact_and_valid_for_round_up(block):
+    """Each ``(a, c_lo, c_hi)`` bounds ``round_up(x, B)`` on 0..200 from both sides and is attained
+    (exact), by enumeration; the slopes 1 (``numel + E*(B-1)``) and ``B`` (``numel*B``) are found."""
+    from capproof.aggregate import affine_envelope
+
+    x = z3.Int("x")
+    f = ((x + block - 1) / block) * block
+    envelope = affine_envelope(f, x, 0, 200)
+    def ru(v):
+        return -(-v // block) * block
+    for a, c_lo, c_hi in envelope:
+        gaps = [ru(v) - a * v for v in range(201)]
+        assert min(gaps) == c_lo and max(gaps) == c_hi, (a, c_lo, c_hi)
+    slopes = {a: (c_lo, c_hi) for a, c_lo, c_hi in envelope}
+    assert slopes[1][1] == block - 1 and slopes[block][1] == 0
+
+
+def test_affine_envelope_refuses_a_term_of_another_name():
+    from capproof.aggregate import affine_envelope
+
+    x, b = z3.Ints("x b")
+    assert affine_envelope(x * b, x, 0, 10) == []
+
+
+def test_common_residue_of_round_up_and_none_without_one():
+    """``round_up(x, 16)`` is always ``0 mod 16``; ``3*x + 2`` is ``2 mod 3``; ``x`` has no residue.
+    Summed: ``(sum f - n*r) % g == 0`` on every batch of 1..3 entries in 0..40 (enumeration)."""
+    from capproof.aggregate import common_residue
+
+    x = z3.Int("x")
+    assert common_residue(((x + 15) / 16) * 16, x, 0, 2**20) == (16, 0)
+    assert common_residue(3 * x + 2, x, 0, 50) == (3, 2)
+    assert common_residue(x, x, 0, 50) is None
+    assert common_residue(x / 2, x, 0, 50) is None
+    for n in range(1, 4):
+        for batch in itertools.product(range(0, 41, 7), repeat=n):
+            assert (sum(-(-v // 16) * 16 for v in batch) - n * 0) % 16 == 0
+
+
+MOE = '''
+from capproof import Range, Choice, obligation, at_most
+from capproof.arith import total, round_up, select, minimum
+from capproof.domain import Vector
+
+D = {"numel": Range(1, 2**20), "num_experts": Choice(8, SIZE), "block_size_m": Choice(16, 64),
+     "counts": Vector(SIZE, Range(0, 2**20), length="num_experts")}
+ONCE = {"every routed id is counted once": lambda counts, numel: total(counts) == numel}
+
+def capacity(numel, num_experts, block_size):
+    cap = numel + num_experts * (block_size - 1)
+    return select(numel < num_experts, minimum(numel * block_size, cap), cap)
+
+@obligation(domain=D, assumptions=ONCE)
+def padded_fits(numel, num_experts, block_size_m, counts):
+    return at_most(post_pad=total(round_up(c, block_size_m) for c in counts),
+                   capacity=capacity(numel, num_experts, block_size_m))
+
+@obligation(domain=D, assumptions=ONCE)
+def gemm_reads_fit_same_tile(numel, num_experts, block_size_m, counts):
+    post_pad = total(round_up(c, block_size_m) for c in counts)
+    return at_most(last_read=-(-post_pad // block_size_m) * block_size_m - 1,
+                   capacity=capacity(numel, num_experts, block_size_m) - 1)
+
+@obligation(domain=D, assumptions=ONCE, expect="counterexample")
+def padded_fits_one_short(numel, num_experts, block_size_m, counts):
+    return at_most(post_pad=total(round_up(c, block_size_m) for c in counts),
+                   capacity=capacity(numel, num_experts, block_size_m) - 1)
+'''
+
+
+def test_moe_align_padding_is_proved_for_every_routing_and_one_short_is_refuted(spec_file):
+    """vLLM 0.33.0's ``sorted_token_ids`` sizing (moe_align_block_size.py:137-143, models/moe_align.py)
+    against ``sum_e round_up(cnt_e, B)``: proved on the aggregates for every number of experts (the
+    affine envelope and the residue mod B give what the monotone facts alone did not); one entry less
+    is a counterexample, realised as a routing and replayed, at 1024 experts; the bounded encoding
+    agrees at 8 experts."""
+    obs = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "1024"), "moe_envelope_1024.py"))}
+    r = prove_obligation(obs["padded_fits"], Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+    # the wna16 GEMM's last read with its tile equal to the align block (vllm-project/vllm#45496):
+    # needs the residue (every padded count is a multiple of B), not only the envelope
+    r = prove_obligation(obs["gemm_reads_fit_same_tile"], Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+    r = prove_obligation(obs["padded_fits_one_short"], Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "all batch sizes", r.encoding_note
+    holds, values, failed = replay(obs["padded_fits_one_short"], r.counterexample.params)
+    assert not holds and not failed and values == r.counterexample.values
+    small = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "8"), "moe_envelope_8.py"))}
+    assert prove_obligation(small["padded_fits"], Options(aggregate=False, density="off")).verdict is Verdict.PROVED
+    assert prove_obligation(small["padded_fits_one_short"], Options(aggregate=False, density="off")).verdict is Verdict.COUNTEREXAMPLE
+
+
+def test_an_attempt_on_the_aggregates_leaves_the_callers_z3_context_alone(spec_file):
+    """The aggregate/induction attempts run in a Z3 context of their own, and the caller's is
+    restored: a term the caller built before stays usable."""
+    obs = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "8"), "moe_envelope_ctx.py"))}
+    before = z3.z3._main_ctx
+    x = z3.Int("x")
+    prove_obligation(obs["padded_fits"], Options(density="off"))
+    assert z3.z3._main_ctx is before
+    s = z3.Solver()
+    s.add(x > 1)
+    assert s.check() == z3.sat
