@@ -989,6 +989,11 @@ def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: d
         result.message = (f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases "
                           "(aggregate abstraction: the batch realised from its aggregates and replayed on ints)")
         result.witnesses = []
+        if options.density != "off":  # on ints around the realised batch, as for a bounded counterexample
+            from .density import failure_density
+
+            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full",
+                                             pinned=bool(pins), pins=sorted(pins))
         return result
     if admitted == 0:
         return None  # vacuity is reported by the bounded run, with its own wording
