@@ -451,13 +451,21 @@ def _zero(term: z3.ExprRef) -> z3.ExprRef:
     return z3.BoolVal(False) if z3.is_bool(term) else z3.IntVal(0)
 
 
+#: the largest fixed batch length a non-vacuity witness is searched at (the bounded encoding)
+WITNESS_LENGTH = 64
+
+
 def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
                    rlimit: int) -> dict[str, object] | None:
-    """A point the assumptions admit, with a batch of at most 4 entries, found on the bounded
-    encoding and replayed on ints, padded to the vector's size and alone (the assumptions hold
-    on both); None if there is none that small."""
+    """A point the assumptions admit, with a batch of at most 4 entries (or of the case's fixed
+    batch length, up to :data:`WITNESS_LENGTH`: a routing over 8 experts has 8 entries), found on
+    the bounded encoding and replayed on ints, padded to the vector's size and alone (the
+    assumptions hold on both); None if there is none that small."""
     ((vname, dom),) = vectors.items()
-    for size in (1, 2, 4):
+    sizes = [1, 2, 4]
+    if 4 < fixed.get(dom.length or "", 0) <= min(dom.size, WITNESS_LENGTH):
+        sizes.append(fixed[dom.length])
+    for size in sizes:
         if size > dom.size:
             break
         small_ranges = dict(ranges)
@@ -514,5 +522,5 @@ def prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dic
     if not any(o.kind == "proved" for o in outcomes):
         return "undecided", [], "every case excluded (vacuity is reported by the bounded encoding)"
     if witness is None:
-        return "undecided", [], "no admitted batch of at most 4 entries found to show the proof non-vacuous"
+        return "undecided", [], "no admitted batch of at most 4 entries (or of the case's fixed length) found to show the proof non-vacuous"
     return "proved", outcomes, ""

@@ -11,7 +11,7 @@ All arithmetic is checked by Z3 (spec/moe_align.py); no loops depend on symbolic
 
 from __future__ import annotations
 
-from capproof.arith import all_of, cdiv, minimum, round_up, select, total
+from capproof.arith import all_of, cdiv, fold, maximum, minimum, round_up, select, total
 
 __all__ = [
     "vllm_sorted_ids_capacity",
@@ -22,6 +22,7 @@ __all__ = [
     "moe_align_demand_bound",
     "expert_ids_capacity",
     "max_write_position",
+    "align_writes",
     "gemm_max_read_offset",
     "ck_workspace_index",
     "ck_workspace_index_6242",
@@ -123,7 +124,38 @@ def max_write_position(counts, expert, block_size):
     concrete index.
     """
     prefix = total(round_up(c, block_size) for c in counts[:expert])
-    return prefix + counts[expert] - 1
+    return _last_write(prefix, counts[expert])
+
+
+def _last_write(prefix, count):
+    """``rank_post_pad`` of an expert's last token: its padded prefix plus its count minus one."""
+    return prefix + count - 1
+
+
+def align_writes(counts, num_experts, block_size):
+    """``(num_tokens_post_pad, last_write)``: the entries the align kernel fills and the largest
+    ``sorted_token_ids`` index it writes over the first ``num_experts`` experts (the largest
+    :func:`max_write_position`; ``-1`` with no expert), in entries, by one walk over ``counts``
+    (:func:`capproof.arith.fold`; same sources as :func:`max_write_position` and
+    :func:`num_tokens_post_pad`).
+
+    Invariant (capproof.induction proves claims on it for every number of experts; checked on
+    ints by tests/test_model_values.py): every write so far is below the padded prefix, and the
+    prefix is at most ``total + experts*(block_size - 1)`` and ``block_size * total`` of the counts
+    seen (each expert pads by less than a block, and a non-empty one to at most ``block_size``
+    times its count). Entries past ``num_experts`` (padding, count 0) add nothing.
+    """
+    def step(state, i, c):
+        prefix, last = state
+        return prefix + round_up(c, block_size), select(i < num_experts, maximum(last, _last_write(prefix, c)), last)
+
+    def invariant(state, i, seen):
+        prefix, last = state
+        return all_of(last <= prefix - 1, 0 <= prefix,
+                      prefix <= total(seen) + minimum(i, num_experts) * (block_size - 1),
+                      prefix <= block_size * total(seen))
+
+    return fold(step, (0, -1), counts, invariant=invariant)
 
 
 def gemm_max_read_offset(post_pad, block_size_m):

@@ -16,12 +16,12 @@ facts it rests on (assumptions used) and dropping one gives a counterexample:
 from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_than, obligation
 from capproof.arith import all_of, total
 from models.moe_align import (
+    align_writes,
     ck_workspace_index,
     deepep_v2_sorted_ids_capacity,
     ck_workspace_index_6242,
     expert_ids_capacity,
     gemm_max_read_offset,
-    max_write_position,
     num_tokens_post_pad,
     sglang_sorted_ids_capacity,
     splitk_sentinel_row,
@@ -133,13 +133,10 @@ def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad
     ``cumsum[7] = 488`` the padded total is at least ``488 + 16 > 492``.
     """
     capacity = vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids)
-    blocks = num_tokens_post_pad(counts, block_size_m) // block_size_m
+    post_pad, last_write = align_writes(counts, num_experts, block_size_m)
     return claim(
-        all_of(
-            *(max_write_position(counts, e, block_size_m) < capacity for e in range(num_experts)),
-            blocks <= expert_ids_capacity(capacity, block_size_m),
-        ),
-        last_write=max_write_position(counts, num_experts - 1, block_size_m),
+        all_of(last_write < capacity, post_pad // block_size_m <= expert_ids_capacity(capacity, block_size_m)),
+        last_write=last_write,
         capacity=capacity,
     )
 

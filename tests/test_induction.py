@@ -258,3 +258,41 @@ def test_without_the_padding_fact_the_uniform_split_is_not_proved():
     assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 4", (r.verdict, r.message)
     holds, values, failed = replay(weak, r.counterexample.params)
     assert not holds and not failed and values["padded_rows"] > values["topk_indices_rows"]
+
+
+# --- MoE align: every sorted_token_ids write for every number of experts (vLLM 0.33.0) ---------
+
+MOE_WRITES = '''
+from capproof import Range, Choice, obligation, claim, all_of
+from capproof.arith import total
+from capproof.domain import Vector
+from models.moe_align import align_writes, expert_ids_capacity, vllm_sorted_ids_capacity
+
+D = {"numel": Range(1, 2**20), "num_experts": Choice(8, SIZE), "block_size_m": Choice(16, 64),
+     "pad_sorted_ids": Choice(0, 1), "counts": Vector(SIZE, Range(0, 2**20), length="num_experts")}
+ONCE = {"every routed id is counted once": lambda counts, numel: total(counts) == numel}
+
+@obligation(domain=D, assumptions=ONCE)
+def writes_fit(numel, num_experts, block_size_m, pad_sorted_ids, counts):
+    capacity = vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids) - SHORT
+    post_pad, last_write = align_writes(counts, num_experts, block_size_m)
+    return claim(all_of(last_write < capacity, post_pad // block_size_m <= expert_ids_capacity(capacity, block_size_m)),
+                 last_write=last_write, capacity=capacity)
+'''
+
+
+def test_moe_align_writes_are_proved_for_every_number_of_experts_and_a_short_buffer_is_refuted(spec_file):
+    """spec/moe_align.py's vllm_write_positions_within_sorted_ids as a walk: proved by induction
+    with a 1024-entry routing vector (the bounded encoding took over 14 minutes at 1024 experts);
+    a sorted_token_ids one entry short is not proved, and the bounded encoding (8 experts) finds a
+    counterexample that replays on ints."""
+    src = MOE_WRITES.replace("SIZE", "1024").replace("SHORT", "0")
+    ob = load_file(spec_file(src, "moe_writes_1024.py"))[0]
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+    assert "induction" in r.encoding_note
+    short = load_file(spec_file(MOE_WRITES.replace("SIZE", "8").replace("SHORT", "1"), "moe_writes_short.py"))[0]
+    r = prove_obligation(short, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 8", r.encoding_note
+    holds, values, failed = replay(short, r.counterexample.params)
+    assert not holds and not failed and values == r.counterexample.values

@@ -292,6 +292,30 @@ def test_moe_align_last_write_position_by_hand():
     assert max_write_position([0, 2], 0, 4) == -1
 
 
+def test_moe_align_writes_walk_is_the_largest_write_and_its_invariant_holds():
+    """align_writes (one walk, proved for every number of experts by induction) gives the
+    largest max_write_position over the first num_experts experts and num_tokens_post_pad, on
+    every routing of up to 4 experts with counts 0..5 padded with empty experts, and its invariant
+    holds after every prefix (checked on ints). The #27917 routing: counts [1, 2, 3], block 4."""
+    import itertools
+
+    from capproof.arith import Padded, checking_invariants
+    from models.moe_align import align_writes, max_write_position, num_tokens_post_pad
+
+    assert align_writes([1, 2, 3], 3, 4) == (12, 10)
+    checked = 0
+    with checking_invariants():
+        for n in range(0, 5):
+            for active in itertools.product(range(6), repeat=n):
+                for block in (1, 4):
+                    counts = Padded(tuple(active) + (0,) * (6 - n), n, 0, 0, 2**20)
+                    post_pad, last = align_writes(counts, n, block)
+                    assert post_pad == num_tokens_post_pad(active, block)
+                    assert last == max((max_write_position(active, e, block) for e in range(n)), default=-1)
+                    checked += 1
+    assert checked > 2000
+
+
 def test_indexer_prefill_largest_chunk_by_hand():
     # The value the CrossHair contracts bound (models/vllm/indexer_prefill.py): the largest chunk's
     # summed sequence length. Corpus N1 / reference §5: one request of 5000 tokens against a
