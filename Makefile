@@ -82,6 +82,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/compare.py
 	$(BIN)/python benchmarks/encodings.py
+	$(BIN)/python benchmarks/routings.py
 	$(BIN)/python benchmarks/startup.py
 
 # verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (in .ci/run after verify; ~1.8 GB,
