@@ -468,6 +468,17 @@ class AbstractCase:
                 out += [(b.M.term, b.lo), (b.m.term, b.lo)]
         return out
 
+    def aggregate_values(self, point: dict[str, object]) -> list[int]:
+        """The values of :meth:`aggregate_terms` at a concrete ``point`` (each batch a list): its
+        sum, then its maximum and minimum, in the same order."""
+        out: list[int] = []
+        for name, b in self.batches.items():
+            xs = list(point[name])  # type: ignore[call-overload]
+            out.append(sum(xs))
+            if {"max_of", "min_of"} & b.used:
+                out += [max(xs), min(xs)]
+        return out
+
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``, each batch realised as a concrete list (ascending)."""
         ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731

@@ -41,7 +41,7 @@ from .aggregate import AbstractCase
 from .symbolic import to_z3_int
 from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
 
-__all__ = ["CaseBound", "ObligationBound", "bound_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
+__all__ = ["CaseBound", "ObligationBound", "bound_obligation", "check_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
 
 
 _RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
@@ -136,6 +136,9 @@ class ObligationBound:
     file: str = ""
     line: int = 0
     case_id: str | None = None
+    #: ``bound --check`` only: why this obligation was bounded from scratch instead of having its
+    #: recorded bounds certified ("" when certified, or in a plain run); not part of the JSON
+    recomputed: str = ""
 
     def admitted(self) -> list[CaseBound]:
         return [c for c in self.cases if c.status == "bounded"]
@@ -377,11 +380,17 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
     except BaseException as exc:  # a model raising on replay
         return CaseBound(dict(case.fixed), "error", message=_describe_exc(exc), method="search")
     out.min_slack, out.slack_point, out.demand_at_slack_point, out.capacity_at_slack_point = rs, point, rd, rc
-    pct = 100.0 * rs / rd if rd > 0 else None
-    out.slack_pct = None if pct is None else (round(pct, 2) if round(pct, 2) != 0 or rs == 0 else float(f"{pct:.2g}"))
+    out.slack_pct = _slack_pct(rs, rd)
     out.insufficient = rs < 0
     out.wasteful = out.slack_exact and out.slack_pct is not None and out.slack_pct > threshold
     return out
+
+
+def _slack_pct(slack: int, demand: int) -> float | None:
+    """``100 * slack / demand`` (None for a demand <= 0): two decimals; a nonzero slack too small
+    for them keeps 2 significant digits (never -0.0)."""
+    pct = 100.0 * slack / demand if demand > 0 else None
+    return None if pct is None else (round(pct, 2) if round(pct, 2) != 0 or slack == 0 else float(f"{pct:.2g}"))
 
 
 def _abstract_case(ob: Obligation, fixed: dict[str, int], ranges, vectors, rlimit: int):
@@ -439,9 +448,7 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
         if eff(rc) - rd != slack or rd != d_star:
             raise _Wrong(f"replay of {out.slack_point} gives slack {eff(rc) - rd}, Z3 said {slack}")
         out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
-        pct = 100.0 * slack / rd if rd > 0 else None
-        # two decimals; a nonzero slack too small for them keeps 2 significant digits (never -0.0)
-        out.slack_pct = None if pct is None else (round(pct, 2) if round(pct, 2) != 0 or slack == 0 else float(f"{pct:.2g}"))
+        out.slack_pct = _slack_pct(slack, rd)
     except _Unknown as exc:
         return CaseBound(dict(case.fixed), "unknown", message=str(exc))
     except _Wrong as exc:
@@ -508,6 +515,11 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
             bounded = _bound_case(*args)
         result.cases.append(bounded)
 
+    return _summarise(result)
+
+
+def _summarise(result: ObligationBound) -> ObligationBound:
+    """Set ``result.status`` and ``result.message`` from its cases."""
     statuses = [c.status for c in result.cases]
     if "error" in statuses:
         result.status = "error"
@@ -740,11 +752,11 @@ def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_thresh
         z3.z3._main_ctx = previous
 
 
-def _bound_child(conn, chunk: list[tuple[int, Obligation]], pins: dict[str, int], rlimit: int, waste_threshold: float) -> None:
-    """Bound each obligation of ``chunk`` in this (forked) process, each from a fresh Z3 context
-    (:func:`_bound_fresh`); send ``(index, result)`` as each is done."""
+def _bound_child(conn, chunk: list[tuple[int, Obligation]], work) -> None:
+    """Bound each obligation of ``chunk`` in this (forked) process with ``work`` (each from a fresh
+    Z3 context: :func:`_bound_fresh`, :func:`_checked_fresh`); send ``(index, result)`` as each is done."""
     for i, ob in chunk:
-        conn.send((i, _bound_fresh(ob, pins, rlimit, waste_threshold)))
+        conn.send((i, work(ob)))
     conn.close()
 
 
@@ -767,17 +779,20 @@ def _chunks(obligations: list[Obligation]) -> list[list[int]]:
 
 
 def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int, waste_threshold: float, jobs: int,
-               progress=None) -> list[ObligationBound]:
+               progress=None, work=None) -> list[ObligationBound]:
     """Bound the obligations in forked processes (:func:`_chunks`), at most ``jobs`` at a time,
-    largest first (results in declared order). Without ``fork`` (Windows): in this process, in order."""
+    largest first (results in declared order). Without ``fork`` (Windows): in this process, in order.
+    ``work(ob)`` replaces :func:`_bound_fresh` (``--check``: :func:`_checked_fresh`)."""
     import gc
     import multiprocessing
     from multiprocessing.connection import wait
 
+    if work is None:
+        work = lambda ob: _bound_fresh(ob, pins, rlimit, waste_threshold)  # noqa: E731
     if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         results = []
         for ob in obligations:
-            results.append(_bound_fresh(ob, pins, rlimit, waste_threshold))
+            results.append(work(ob))
             if progress and results[-1].status != "skipped":
                 progress(results[-1])
         return results
@@ -792,8 +807,7 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
             while pending and len(running) < max(1, jobs):
                 chunk = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], pins, rlimit,
-                                                              waste_threshold), daemon=True)
+                proc = ctx.Process(target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], work), daemon=True)
                 proc.start()
                 send.close()
                 running[recv] = (list(chunk), proc)
@@ -825,13 +839,18 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
 
 def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,
                waste_threshold: float = DEFAULT_WASTE_THRESHOLD, progress=None, skip_vectors: bool = False,
-               jobs: int = 1) -> BoundRun:
+               jobs: int = 1, recorded: dict[str, Any] | None = None) -> BoundRun:
     """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim, each in
     its own process, ``jobs`` at a time.
 
     Obligations with Vector parameters are bounded on the aggregate abstraction where it applies,
     else by the minimum-slack search on the bounded encoding (:func:`_tightness_case`);
     ``skip_vectors`` records them as ``not_in_report`` instead (see :data:`REPORT_SKIPS_VECTORS`).
+
+    ``recorded`` (:func:`recorded_bounds`, unpinned runs only: ``bound --check``): obligations recorded
+    as not a capacity claim are skipped without being built; the recorded bounds of the others are
+    certified (:func:`check_obligation`), each obligation whose certificate fails is bounded from
+    scratch (``ObligationBound.recomputed`` says why).
     """
     from .loader import load
 
@@ -842,12 +861,330 @@ def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = 
     known = {n for ob in obligations for n in ob.domain}
     run.errors += [f"--set {n}: no selected obligation has a parameter named {n!r}" for n in pins if n not in known]
     skipped = [ob for ob in obligations if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values())]
-    run.results += _bound_all([ob for ob in obligations if ob not in skipped], pins, rlimit, waste_threshold, jobs, progress)
+    todo = [ob for ob in obligations if ob not in skipped]
+    if recorded is not None and not pins:
+        known = {ob.id: ObligationBound(ob.id, ob.expect, "skipped", "recorded as not an at_most/less_than capacity claim",
+                                        file=ob.file, line=ob.line, case_id=ob.case) for ob in todo if ob.id in recorded["skipped"]}
+        rest = [ob for ob in todo if ob.id not in known]
+        work = lambda ob: _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)  # noqa: E731
+        known.update((r.id, r) for r in _bound_all(rest, pins, rlimit, waste_threshold, jobs, progress, work))
+        run.results += [known[ob.id] for ob in todo]  # declared order
+    else:
+        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress)
     run.results += [ObligationBound(ob.id, ob.expect, "not_in_report", REPORT_SKIPS_VECTORS.format(name=ob.name),
                                     file=ob.file, line=ob.line, case_id=ob.case) for ob in skipped]
     if not any(r.status not in ("skipped", "not_in_report") for r in run.results) and not any(r.status == "not_in_report" for r in run.results) and not load_errors:
         run.errors.append("nothing to bound: no selected obligation has an at_most/less_than claim")
     return run
+
+
+# --- bound --check: certificates for recorded bounds ---------------------------------------------
+
+class Uncertified(Exception):
+    """A recorded bound that its certificate does not confirm (the obligation is then bounded from scratch)."""
+
+
+def sources_fingerprint(root: str = ".") -> str:
+    """SHA-256 of what a from-scratch bound depends on besides the recorded optimum: Z3's version
+    (the entries Z3 picks for a vector of a ``search`` witness), capproof's sources (the encodings,
+    the choice of method) and the project's ``spec/`` and ``models/`` trees under ``root``."""
+    import hashlib
+    import os
+
+    from .contracts import _tree_hash
+
+    parts = ["capproof-bounds-v1", z3.get_full_version(), _tree_hash(os.path.dirname(os.path.abspath(__file__)))]
+    parts += [_tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def render_bounds_data(data: dict[str, Any], fingerprint: str, rlimit: int, waste_threshold: float) -> str:
+    """The text of ``proofs/bounds.json`` from :meth:`BoundRun.to_json`: the recorded bounds (one
+    obligation a line), the capacity-claim-free obligations, the settings and :func:`sources_fingerprint`."""
+    import json
+
+    head = {"generated_by": "capproof bound --write; do not edit (capproof bound --check certifies it)",
+            "fingerprint": fingerprint, "rlimit": rlimit, "waste_threshold_pct": waste_threshold,
+            "skipped": data["skipped"]}
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + [' "bounds": [']
+    entries = [json.dumps(e, separators=(",", ":")) for e in data["bounds"]]
+    lines += [f"  {e}," for e in entries[:-1]] + [f"  {e}" for e in entries[-1:]]
+    return "\n".join(lines + [" ]", "}"]) + "\n"
+
+
+def recorded_bounds(text: str, fingerprint: str, rlimit: int, waste_threshold: float) -> tuple[dict[str, Any] | None, str]:
+    """``({"bounds": {id: entry}, "skipped": set of ids}, "")`` from the text of ``proofs/bounds.json``
+    when it was written for these sources and settings, else ``(None, why not)``."""
+    import json
+
+    try:
+        data = json.loads(text)
+        bounds = {e["id"]: e for e in data["bounds"]}
+        skipped = set(data["skipped"])
+    except (ValueError, TypeError, KeyError) as exc:
+        return None, f"not readable ({exc})"
+    if data.get("fingerprint") != fingerprint:
+        return None, "written for other sources (capproof, spec/, models/ or Z3 changed since `capproof bound --write`)"
+    if data.get("rlimit") != rlimit or data.get("waste_threshold_pct") != waste_threshold:
+        return None, "written with another --rlimit or --waste-threshold"
+    return {"bounds": bounds, "skipped": skipped}, ""
+
+
+def _int(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Uncertified(f"recorded {what} {value!r} is not an integer")
+    return value
+
+
+def _unsat(s: z3.Solver, cond: z3.BoolRef, what: str) -> None:
+    """Raise Uncertified unless ``cond`` is unsat on ``s`` (which is left as it was)."""
+    s.push()
+    s.add(cond)
+    answer = s.check()
+    reason = s.reason_unknown() if answer == z3.unknown else str(answer)
+    s.pop()
+    if answer != z3.unsat:
+        raise Uncertified(f"{what}: {reason}, not unsat")
+
+
+def _unsat_case(case, rlimit: int, cond: z3.BoolRef, what: str) -> None:
+    """Raise Uncertified unless ``cond`` is unsat on the case, asked of a fresh solver (before any
+    push Z3 preprocesses the whole query, as for :func:`_optimum`'s own certificate)."""
+    s, _ = case.solver(rlimit)
+    s.add(cond)
+    answer = s.check()
+    if answer != z3.unsat:
+        raise Uncertified(f"{what}: {s.reason_unknown() if answer == z3.unknown else answer}, not unsat")
+
+
+def _canonical_terms(case, point: dict[str, Any]) -> list[tuple[z3.ArithRef, int]]:
+    """The terms :func:`_canonical_point` minimises, in its order, with their values at ``point``:
+    the scalars in declared order, then (aggregate abstraction) each batch's total, max and min."""
+    out = [(case.scalars[p].term, _int(point[p], p)) for p in case.ob.params if p in case.scalars]
+    if isinstance(case, AbstractCase):
+        for name in case.batches:
+            if not isinstance(point[name], list) or not point[name]:
+                raise Uncertified(f"recorded batch {name}={point[name]!r} is not a non-empty list")
+            for x in point[name]:
+                _int(x, name)
+        out += [(term, value) for (term, _), value in zip(case.aggregate_terms(), case.aggregate_values(point))]
+    return out
+
+
+def _certified_point(case, rlimit: int, fixes: list[z3.BoolRef], point: object) -> dict[str, Any]:
+    """``point`` if it is the canonical witness of ``case`` under ``fixes``, else Uncertified.
+
+    Certificate: with the earlier canonical terms at their values, each term cannot be smaller (one
+    unsat query per term, none for a scalar at its domain's lower end: the lexicographically smallest
+    point, as the binary searches of :func:`_canonical_point` find it); then, without vectors, the
+    case admits a model with every term at its value and its point is ``point``. On the bounded
+    encoding of a batch the entries are Z3's choice (never minimised): there ``point`` is checked
+    on ints instead (the case's fixed values, every parameter in its domain, each vector as long as
+    its length parameter); the caller's replay checks the assumptions and the optimum."""
+    ob = case.ob
+    if not isinstance(point, dict) or set(point) != set(ob.params):
+        raise Uncertified(f"recorded point {point!r} does not name the parameters {list(ob.params)}")
+    s, _ = case.solver(rlimit)
+    for cond in fixes:
+        s.add(cond)
+    floor = {case.scalars[p].term.get_id(): dom.lo for p, dom in ob.domain.items()
+             if p in case.scalars and isinstance(dom, Range)}
+    for term, value in _canonical_terms(case, point):
+        if floor.get(term.get_id()) != value:  # at its domain's lower end no smaller value exists (a case constraint)
+            _unsat(s, term < value, f"a point with {term} < {value} (recorded point not the smallest)")
+        s.add(term == value)
+    vectors = getattr(case, "vectors", {})
+    if vectors:
+        for p, dom in ob.domain.items():
+            value = point[p]
+            if p in case.fixed and value != case.fixed[p]:
+                raise Uncertified(f"recorded {p}={value!r} is not the case's {case.fixed[p]}")
+            if not dom.contains(value):
+                raise Uncertified(f"recorded {p}={value!r} is outside its domain {dom.describe()}")
+            length = getattr(dom, "length", None)
+            if p in vectors and len(value) != (dom.size if length is None else point[length]):
+                raise Uncertified(f"recorded {p} has {len(value)} entries, not its length")
+        return {p: point[p] for p in ob.params}
+    answer = s.check()
+    if answer != z3.sat:
+        raise Uncertified(f"recorded point {format_point(point)} not in the case: {s.reason_unknown() if answer == z3.unknown else answer}")
+    found = case.point(s.model())
+    if found != point:
+        raise Uncertified(f"the canonical point is {format_point(found)}, not the recorded {format_point(point)}")
+    return found
+
+
+def _replayed_certified(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int]:
+    try:
+        return _replayed(ob, point, demand, capacity)
+    except _Wrong as exc:
+        raise Uncertified(str(exc)) from None
+
+
+def _check_excluded(case, rlimit: int, rec: dict[str, Any], out: CaseBound) -> CaseBound | None:
+    """The certified excluded case when ``case`` or ``rec`` says excluded, else None."""
+    if case.false_assumptions:
+        out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
+    elif rec.get("status") == "excluded":
+        s, _ = case.solver(rlimit)
+        if s.check() != z3.unsat:
+            raise Uncertified("recorded as excluded, but the case admits a point (or Z3 cannot tell)")
+        out.status, out.message = "excluded", "the assumptions admit no point of this case"
+    else:
+        return None
+    if rec.get("status") != "excluded":
+        raise Uncertified(f"recorded as {rec.get('status')}, but {out.message}")
+    return out
+
+
+def _check_bound_case(ob: Obligation, case, rec: dict[str, Any], demand: str, capacity: str, offset: int, rlimit: int,
+                      threshold: float, limit: int | None = None) -> CaseBound:
+    """The bounds of one case as :func:`_bound_case` computes them, from the recorded ones ``rec``
+    (a :meth:`CaseBound.to_json`), certified instead of optimised: ``d > D`` unsat and the canonical
+    demand point replayed with demand ``D``; ``slack < S`` unsat, ``slack == S ∧ d > d*`` unsat and
+    the canonical slack point replayed with slack ``S`` and demand ``d*``. Raises Uncertified."""
+    out = CaseBound(dict(case.fixed), "bounded")
+    if _check_excluded(case, rlimit, rec, out) is not None:
+        return out
+    if rec.get("status") != "bounded":
+        raise Uncertified(f"recorded status {rec.get('status')!r}")
+    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
+    top, slack, d_star = _int(rec["max_demand"], "worst demand"), _int(rec["min_slack"], "slack"), \
+        _int(rec["demand_at_slack_point"], "demand at the slack point")
+    _unsat_case(case, rlimit, d > top, f"a demand above the recorded worst {top}")
+    out.max_demand, out.min_capacity = top, (top + offset if limit is None or top <= limit else None)
+    out.demand_point = _certified_point(case, rlimit, [d == top], rec["demand_point"])
+    rd, rc = _replayed_certified(ob, out.demand_point, demand, capacity)
+    if rd != top:
+        raise Uncertified(f"replay of {out.demand_point} gives {demand}={rd}, recorded {top}")
+    out.capacity_at_demand_point = rc
+    _unsat_case(case, rlimit, c_eff - d < slack, f"a slack below the recorded minimum {slack}")
+    _unsat_case(case, rlimit, z3.And(c_eff - d == slack, d > d_star), f"a demand above {d_star} at slack {slack}")
+    out.min_slack = slack
+    out.slack_point = _certified_point(case, rlimit, [c_eff - d == slack, d == d_star], rec["slack_point"])
+    rd, rc = _replayed_certified(ob, out.slack_point, demand, capacity)
+    eff = rc - offset if limit is None else min(rc - offset, limit)
+    if eff - rd != slack or rd != d_star:
+        raise Uncertified(f"replay of {out.slack_point} gives slack {eff - rd} and {demand}={rd}, recorded {slack} and {d_star}")
+    out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
+    out.slack_pct = _slack_pct(slack, rd)
+    out.insufficient = slack < 0
+    out.wasteful = out.slack_pct is not None and out.slack_pct > threshold
+    return out
+
+
+def _check_tightness_case(ob: Obligation, case: CaseProblem, rec: dict[str, Any], demand: str, capacity: str, offset: int,
+                          rlimit: int, threshold: float, limit: int | None = None) -> CaseBound:
+    """The minimum slack of one case as :func:`_tightness_case` finds it, certified from ``rec``:
+    exact slack ``S >= 0``: ``slack <= S - 1`` unsat and the canonical point (scalars smallest under
+    ``slack == S``) replayed with slack ``S``; an insufficient case (``slack_exact`` False): the
+    canonical point under ``slack <= -1`` replayed with the recorded negative slack. Raises Uncertified."""
+    out = CaseBound(dict(case.fixed), "bounded", method="search")
+    if _check_excluded(case, rlimit, rec, out) is not None:
+        return out
+    if rec.get("status") != "bounded":
+        raise Uncertified(f"recorded status {rec.get('status')!r}")
+    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
+    slack = c_eff - d
+    recorded, exact = _int(rec["min_slack"], "slack"), rec.get("slack_exact")
+    if exact is True and recorded >= 0:
+        _unsat_case(case, rlimit, slack <= recorded - 1, f"a slack below the recorded minimum {recorded}")
+        fix = slack == recorded
+    elif exact is False and recorded < 0:
+        fix = slack <= -1
+    else:
+        raise Uncertified(f"recorded slack {recorded} with slack_exact={exact!r}")
+    point = _certified_point(case, rlimit, [fix], rec["slack_point"])
+    rd, rc = _replayed_certified(ob, point, demand, capacity)
+    rs = (rc - offset if limit is None else min(rc - offset, limit)) - rd
+    if rs != recorded:
+        raise Uncertified(f"replay of {format_point(point)} gives slack {rs}, recorded {recorded}")
+    out.slack_exact = exact
+    out.message = rec.get("message", "") if isinstance(rec.get("message"), str) else ""
+    out.min_slack, out.slack_point, out.demand_at_slack_point, out.capacity_at_slack_point = rs, point, rd, rc
+    out.slack_pct = _slack_pct(rs, rd)
+    out.insufficient = rs < 0
+    out.wasteful = out.slack_exact and out.slack_pct is not None and out.slack_pct > threshold
+    return out
+
+
+def check_obligation(ob: Obligation, entry: dict[str, Any], rlimit: int = 20_000_000,
+                     waste_threshold: float = DEFAULT_WASTE_THRESHOLD) -> ObligationBound:
+    """The bounds of ``ob`` (unpinned) as :func:`bound_obligation` computes them, from the recorded
+    ``entry`` (an :meth:`ObligationBound.to_json` of ``proofs/bounds.json``) by certificates instead
+    of optimisation and search (:func:`_check_bound_case`, :func:`_check_tightness_case`): every
+    number comes from an unsat query or a replay on ints, never from ``entry`` unchecked. The cases
+    are enumerated again and must be the recorded ones; a case recorded ``aggregate`` is built on
+    the aggregate abstraction (the recorded method is not re-derived: it is keyed by
+    :func:`sources_fingerprint`). Raises Uncertified when anything does not match or an answer is
+    unknown; the caller then bounds from scratch."""
+    rlimit = rlimit if ob.rlimit is None else ob.rlimit
+    if entry.get("status") != "bounded" or entry.get("waste_threshold_pct") != waste_threshold:
+        raise Uncertified(f"recorded status {entry.get('status')!r}")
+    from .aggregate import NotAggregate, build_abstract_case
+
+    result = ObligationBound(ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file,
+                             line=ob.line, case_id=ob.case)
+    finite, ranges, vectors = checked_domains(ob, {}, rlimit)
+    names = list(finite)
+    combos = [dict(zip(names, combo)) for combo in itertools.product(*(finite[n] for n in names))]
+    records = entry.get("cases") or []
+    if [r.get("case") for r in records] != combos:
+        raise Uncertified("the cases are not the recorded ones")
+    relation = entry.get("relation")
+    parsed = capacity_relation(relation or "")
+    if parsed is None or parsed != (entry.get("demand"), entry.get("capacity"), entry.get("capacity_offset")):
+        raise Uncertified(f"recorded relation {relation!r}")
+    result.relation = relation
+    result.demand, result.capacity, result.offset = parsed
+    args = (result.demand, result.capacity, result.offset, rlimit, waste_threshold, relation_limit(relation))
+    for fixed, rec in zip(combos, records):
+        method = rec.get("method", "")
+        if method == "aggregate" and vectors:
+            try:
+                case = build_abstract_case(ob, fixed, ranges, vectors)
+            except NotAggregate as exc:
+                raise Uncertified(f"recorded aggregate, but {exc}") from None
+            if case.inexact:
+                raise Uncertified("recorded aggregate, but the abstraction is inexact")
+            case_relation = case.relation
+        elif (method == "search" and vectors) or (method == "" and not vectors):
+            case = build_case(ob, fixed, ranges, vectors)
+            case_relation = case.ev.claim.relation
+        else:
+            raise Uncertified(f"recorded method {method!r}")
+        if case_relation != relation:
+            raise Uncertified(f"relation {case_relation!r}, recorded {relation!r}")
+        if method == "search":
+            bounded = _check_tightness_case(ob, case, rec, *args)
+        else:
+            bounded = _check_bound_case(ob, case, rec, *args)
+            bounded.method = method
+        result.cases.append(bounded)
+    return _summarise(result)
+
+
+def _checked_fresh(ob: Obligation, entry: dict[str, Any] | None, rlimit: int, waste_threshold: float) -> ObligationBound:
+    """:func:`check_obligation` from a fresh Z3 context; when there is no recorded entry or its
+    certificate fails, :func:`_bound_fresh` (from scratch), with the reason in ``recomputed``."""
+    if entry is None:
+        why = "not in the recorded bounds"
+    else:
+        previous = z3.z3._main_ctx
+        try:
+            z3.z3._main_ctx = None
+            return check_obligation(ob, entry, rlimit, waste_threshold)
+        except Uncertified as exc:
+            why = f"certificate failed: {exc}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the from-scratch run reports it
+            why = f"certificate failed: {_describe_exc(exc)}"
+        finally:
+            z3.z3._main_ctx = previous
+    result = _bound_fresh(ob, {}, rlimit, waste_threshold)
+    result.recomputed = why
+    return result
 
 
 def terminal_bound_lines(r: ObligationBound) -> list[str]:

@@ -17,7 +17,7 @@ import click
 from . import __version__
 from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
 from .regressions import DEFAULT_OUT
-from .verdict import BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
+from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
 
 # Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
@@ -492,11 +492,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
                    "applies, else minimum slack only on the bounded encoding.")
 @click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
               help="Worker processes [default: [tool.capproof] jobs, else the CPU cores available].")
-@click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} (full, unpinned run over spec/ only).")
-@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale.")
+@click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} and {BOUNDS_DATA} (full, unpinned run over spec/ only).")
+@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale. Certifies the bounds "
+              f"recorded in {BOUNDS_DATA} (unsat queries, replay on ints) instead of optimising again; an obligation "
+              "whose certificate fails, or all when the sources changed since --write, is bounded from scratch.")
 def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
-    from .bound import render_bounds_report, run_bounds, terminal_bound_lines
+    from .bound import (recorded_bounds, render_bounds_data, render_bounds_report, run_bounds, sources_fingerprint,
+                        terminal_bound_lines)
     from .runner import default_jobs
 
     pins_d = _parse_pins(pins)
@@ -510,8 +513,28 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
                                               for i, line in enumerate(terminal_bound_lines(r))])
     if (write or check) and not vectors:
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop --no-vectors")
-    run_ = run_bounds(paths, keyword, pins_d, _setting(rlimit, "rlimit", DEFAULT_RLIMIT), waste_threshold, progress,
-                      skip_vectors=not vectors, jobs=_setting(jobs, "jobs", default_jobs()))
+    rlimit = _setting(rlimit, "rlimit", DEFAULT_RLIMIT)
+    recorded = None
+    if write or check:
+        fingerprint = sources_fingerprint()
+    if check:  # certify the recorded bounds instead of optimising again (falls back per obligation)
+        try:
+            with open(BOUNDS_DATA, encoding="utf-8") as fh:
+                recorded, why = recorded_bounds(fh.read(), fingerprint, rlimit, waste_threshold)
+        except FileNotFoundError:
+            why = "missing"
+        if recorded is None:
+            _err.print(f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
+                       "and commit it to make --check fast)", markup=False, style="yellow")
+    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress,
+                      skip_vectors=not vectors, jobs=_setting(jobs, "jobs", default_jobs()), recorded=recorded)
+    if recorded is not None:
+        redone = [r for r in run_.results if r.recomputed]
+        for r in redone:
+            _err.print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
+        if redone:
+            _err.print(f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
+                       "and commit it if proofs/bounds.md is unchanged)", markup=False, style="yellow")
     data = run_.to_json()
     for err in run_.errors:
         _err.print(f"error: {err}", markup=False, style="bold red")
@@ -536,6 +559,8 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             os.makedirs(os.path.dirname(BOUNDS_REPORT), exist_ok=True)
             with open(BOUNDS_REPORT, "w", encoding="utf-8") as fh:
                 fh.write(text)
+            with open(BOUNDS_DATA, "w", encoding="utf-8") as fh:
+                fh.write(render_bounds_data(data, fingerprint, rlimit, waste_threshold))
             _console.print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
                            f"{'changed' if current != text else 'unchanged'})", markup=False)
     elif json_out != "-":

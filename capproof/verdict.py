@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT",
-           "DEFAULT_WASTE_THRESHOLD", "BOUNDS_REPORT", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+           "DEFAULT_WASTE_THRESHOLD", "BOUNDS_REPORT", "BOUNDS_DATA", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
 #: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
@@ -34,6 +34,8 @@ EXIT_UNDECIDED = 2
 DEFAULT_WASTE_THRESHOLD = 100.0
 #: The bounds report ``capproof bound --write`` renders.
 BOUNDS_REPORT = "proofs/bounds.md"
+#: the bounds of proofs/bounds.md, machine-readable, for `capproof bound --check`'s certificates
+BOUNDS_DATA = "proofs/bounds.json"
 
 
 class Verdict(str, enum.Enum):
