@@ -1007,7 +1007,7 @@ def _certified_point(case, rlimit: int, fixes: list[z3.BoolRef], point: object) 
         return {p: point[p] for p in ob.params}
     answer = s.check()
     if answer != z3.sat:
-        raise Uncertified(f"recorded point {format_point(point)} not in the case: {s.reason_unknown() if answer == z3.unknown else answer}")
+        raise Uncertified(f"no point of the case attains the recorded optimum at {format_point(point)}: {s.reason_unknown() if answer == z3.unknown else answer}")
     found = case.point(s.model())
     if found != point:
         raise Uncertified(f"the canonical point is {format_point(found)}, not the recorded {format_point(point)}")

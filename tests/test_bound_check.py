@@ -1,0 +1,191 @@
+"""capproof bound --check: recorded bounds (proofs/bounds.json) certified, never trusted.
+
+Every recorded number must be confirmed by an unsat query or a replay on ints; a wrong worst
+demand, slack, demand at the tightest point or a witness that is not the smallest point makes the
+certificate fail, and the obligation is then bounded from scratch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.bound import (Uncertified, _checked_fresh, bound_obligation, check_obligation, recorded_bounds,
+                            render_bounds_data, sources_fingerprint)
+from capproof import loader
+from capproof.cli import main
+from capproof.loader import load_file
+from test_bound import SPEC, VECTOR_SPEC
+
+TIES = """
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"a": Range(0, 9), "b": Range(0, 9)})
+def ties(a, b):
+    return at_most(demand=a // 2 + b, capacity=20)
+"""
+
+
+def _obligations(spec_file, source: str, name: str = "spec_under_test.py"):
+    return {ob.name: ob for ob in load_file(spec_file(source, name))}
+
+
+def _entry(ob) -> dict:
+    """The recorded entry of ``ob`` as proofs/bounds.json holds it (a JSON round trip)."""
+    return json.loads(json.dumps(bound_obligation(ob).to_json()))
+
+
+@pytest.fixture
+def ties(spec_file):
+    ob = _obligations(spec_file, TIES)["ties"]
+    return ob, _entry(ob)
+
+
+def test_the_canonical_points_of_a_tie_are_the_smallest(ties):
+    """demand a // 2 + b: worst 13 at a in {8, 9}, b = 9; the recorded point is a = 8."""
+    _, entry = ties
+    (c,) = entry["cases"]
+    assert (c["max_demand"], c["demand_point"]) == (13, {"a": 8, "b": 9})
+    assert (c["min_slack"], c["demand_at_slack_point"], c["slack_point"]) == (7, 13, {"a": 8, "b": 9})
+
+
+@pytest.mark.parametrize("name", ["doubled", "index_fits"])
+def test_an_unchanged_record_is_certified_as_a_fresh_run_computes_it(spec_file, name):
+    ob = _obligations(spec_file, SPEC)[name]
+    entry = _entry(ob)
+    assert check_obligation(ob, entry).to_json() == entry
+
+
+@pytest.mark.parametrize("name", ["moe_tight", "moe_capacity_raised", "moe_capacity_lowered", "batch_total"])
+def test_batch_records_are_certified_search_and_aggregate(spec_file, name):
+    """Vector obligations: the search's minimum slack (tight, positive, insufficient) and the
+    aggregate abstraction's exact bounds."""
+    ob = _obligations(spec_file, VECTOR_SPEC, "spec_vectors.py")[name]
+    entry = _entry(ob)
+    assert entry["status"] == "bounded"
+    assert check_obligation(ob, entry).to_json() == entry
+
+
+def _tampered(entry: dict, **changes) -> dict:
+    bad = copy.deepcopy(entry)
+    bad["cases"][0].update(changes)
+    return bad
+
+
+@pytest.mark.parametrize("changes", [
+    {"max_demand": 14},                                   # too high: not attained
+    {"max_demand": 12},                                   # too low: a larger demand exists
+    {"demand_point": {"a": 9, "b": 9}},                   # attains 13, but not the smallest point
+    {"demand_point": {"a": 7, "b": 9}},                   # the smallest... of demand 12
+    {"min_slack": 8},                                     # too high
+    {"min_slack": 6},                                     # too low: not attained
+    {"demand_at_slack_point": 12},                        # a larger demand has the same slack
+    {"slack_point": {"a": 9, "b": 9}},                    # not the smallest tightest point
+    {"max_demand": "13"},                                 # not an integer
+    {"case": {"a": 1}},                                   # not the case set
+])
+def test_a_wrong_record_fails_its_certificate(ties, changes):
+    ob, entry = ties
+    with pytest.raises(Uncertified):
+        check_obligation(ob, _tampered(entry, **changes))
+
+
+def test_a_wrong_relation_or_status_fails(ties):
+    ob, entry = ties
+    for key, value in (("relation", "demand <= other"), ("status", "unknown"), ("capacity_offset", 1)):
+        with pytest.raises(Uncertified):
+            check_obligation(ob, {**entry, key: value})
+
+
+@pytest.mark.parametrize("changes", [
+    {"min_slack": 1},                          # tight (0): slack <= 0 is sat
+    {"min_slack": -1},                         # an exact negative slack is never recorded
+    {"slack_exact": False},                    # insufficient, but the slack is not negative
+])
+def test_a_wrong_search_record_fails(spec_file, changes):
+    ob = _obligations(spec_file, VECTOR_SPEC, "spec_vectors.py")["moe_tight"]
+    entry = _entry(ob)
+    with pytest.raises(Uncertified):
+        check_obligation(ob, _tampered(entry, **changes))
+
+
+def test_a_search_witness_must_replay_to_the_recorded_slack(spec_file):
+    ob = _obligations(spec_file, VECTOR_SPEC, "spec_vectors.py")["moe_tight"]
+    entry = _entry(ob)
+    point = copy.deepcopy(entry["cases"][0]["slack_point"])
+    point["counts"][0] += 1  # counted once no longer holds, or the slack moves
+    with pytest.raises(Uncertified):
+        check_obligation(ob, _tampered(entry, slack_point=point))
+    point["counts"] = point["counts"][:-1]  # fewer entries than num_experts
+    with pytest.raises(Uncertified):
+        check_obligation(ob, _tampered(entry, slack_point=point))
+
+
+def test_a_wrong_aggregate_record_fails(spec_file):
+    ob = _obligations(spec_file, VECTOR_SPEC, "spec_vectors.py")["batch_total"]
+    entry = _entry(ob)
+    for changes in ({"max_demand": 21}, {"min_slack": 0}, {"demand_point": {"n": 3, "lens": [4, 5, 5]}}):
+        with pytest.raises(Uncertified):
+            check_obligation(ob, _tampered(entry, **changes))
+
+
+def test_a_failed_certificate_falls_back_to_a_fresh_bound(ties):
+    ob, entry = ties
+    result = _checked_fresh(ob, _tampered(entry, max_demand=12), 20_000_000, 100.0)
+    assert result.recomputed.startswith("certificate failed")
+    assert result.to_json() == entry
+    assert _checked_fresh(ob, None, 20_000_000, 100.0).recomputed == "not in the recorded bounds"
+    assert _checked_fresh(ob, entry, 20_000_000, 100.0).recomputed == ""
+
+
+def test_recorded_bounds_are_keyed_by_sources_and_settings(tmp_path):
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "m.py").write_text("def f(x):\n    return x\n")
+    before = sources_fingerprint(str(tmp_path))
+    data = {"bounds": [{"id": "spec/a.py::a"}], "skipped": ["spec/a.py::b"]}
+    text = render_bounds_data(data, before, 20_000_000, 100.0)
+    rec, why = recorded_bounds(text, before, 20_000_000, 100.0)
+    assert why == "" and set(rec["bounds"]) == {"spec/a.py::a"} and rec["skipped"] == {"spec/a.py::b"}
+    (tmp_path / "models" / "m.py").write_text("def f(x):\n    return x + 1\n")
+    after = sources_fingerprint(str(tmp_path))
+    assert after != before
+    assert recorded_bounds(text, after, 20_000_000, 100.0)[0] is None
+    assert recorded_bounds(text, before, 1_000, 100.0)[0] is None
+    assert recorded_bounds("{not json", before, 20_000_000, 100.0)[0] is None
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "spec").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_cli_check_certifies_falls_back_and_catches_changes(project):
+    spec = project / "spec" / "caps.py"
+    spec.write_text(SPEC.split("@obligation(domain={\"x\"")[0] + TIES.split("\n", 3)[3])
+    runner = CliRunner()
+    assert runner.invoke(main, ["bound", "--write"]).exit_code == 0
+    data = project / "proofs" / "bounds.json"
+    recorded = json.loads(data.read_text())
+    assert [e["id"].split("::")[1] for e in recorded["bounds"]] == ["doubled", "index_fits", "ties"]
+    ok = runner.invoke(main, ["bound", "--check"])
+    assert ok.exit_code == 0 and "from scratch" not in ok.output, ok.output
+    # a hand-edited record is not believed: bounded again, and the report is still the same
+    data.write_text(data.read_text().replace('"max_demand":13', '"max_demand":14'))
+    redone = runner.invoke(main, ["bound", "--check"])
+    assert redone.exit_code == 0 and "ties: certificate failed" in redone.output, redone.output
+    # a changed model: every obligation from scratch, and the stale report is caught
+    spec.write_text(spec.read_text().replace("capacity=20", "capacity=200"))
+    loader._loaded.clear()  # the in-process CLI runs would reuse the module loaded before
+    stale = runner.invoke(main, ["bound", "--check"])
+    assert stale.exit_code == 1 and "written for other sources" in stale.output, stale.output
+    assert runner.invoke(main, ["bound", "--write"]).exit_code == 0
+    assert runner.invoke(main, ["bound", "--check"]).exit_code == 0
+    data.unlink()  # no record: from scratch, as before proofs/bounds.json existed
+    missing = runner.invoke(main, ["bound", "--check"])
+    assert missing.exit_code == 0 and "missing" in missing.output
