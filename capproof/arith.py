@@ -16,13 +16,11 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _sum_of, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _recalled, _sum_of, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
-    "cdiv",
-    "round_up",
-    "select",
-    "minimum",
+    "cdiv", "round_up",
+    "select", "minimum",
     "maximum",
     "gcd",
     "implies",
@@ -93,6 +91,8 @@ def round_up(x: Int, y: Int) -> Int:
     Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::round_up``.
     """
     _check_int(x, y)
+    if type(x) is SymInt and type(y) is int and y >= 1:  # once per trace: the same term and lemmas (issue 12)
+        return _recalled(x, y, lambda: ((x + y - 1) // y) * y, round_up_lemma)
     result = ((x + y - 1) // y) * y
     if isinstance(result, SymInt) and isinstance(y, int) and not isinstance(y, SymInt) and y >= 1:
         record_lemma(round_up_lemma(to_z3_int(x), y, result.term))

@@ -643,10 +643,17 @@ def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> l
     for label, c in case.constraints:
         if label not in names:
             s.add(c.translate(ctx))
-    target = ctx.ref()
-    for lemma in case.lemmas:  # lemma.translate(ctx) and Solver.add's calls, without their wrappers and casts
+    # lemma.translate(ctx) and Solver.add's calls, without their wrappers and casts, each distinct
+    # lemma translated once (a repeated lemma translates to the term asserted before: Z3 shares
+    # it, creating nothing; 35,000 lemmas of which 1,000 distinct on vLLM's write positions)
+    target, translated = ctx.ref(), {}
+    for lemma in case.lemmas:
         if type(lemma) is z3.BoolRef:
-            z3.z3core.Z3_solver_assert(target, s.solver, z3.z3core.Z3_translate(lemma.ctx.ref(), lemma.ast, target))
+            key = lemma.ast.value  # the term's address: every lemma is alive in case.lemmas
+            made = translated.get(key)
+            if made is None:
+                made = translated[key] = z3.BoolRef(z3.z3core.Z3_translate(lemma.ctx.ref(), lemma.ast, target), ctx)
+            z3.z3core.Z3_solver_assert(target, s.solver, made.ast)
         else:
             s.add(lemma.translate(ctx))
     claim = case.claim.translate(ctx)

@@ -75,6 +75,9 @@ class Trace:
     #: terms, the length an int or a Z3 term). Lets capproof.normalise recognise
     #: ``min_of(v) == max_of(v)`` however Z3's simplifier folded the padding into the tree.
     extrema: dict[int, tuple] = field(default_factory=dict)
+    #: results of :func:`_recalled` operations (``round_up`` by a constant) by operand, with the
+    #: lemmas each recorded
+    memo: dict = field(default_factory=dict)
 
 
 _local = threading.local()
@@ -301,6 +304,28 @@ def record_nonzero(term: z3.ArithRef, where: str) -> None:
 
 def _record_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> None:
     record_lemma(division_lemma(a, b, q))
+
+
+def _recalled(x: "SymInt", y: int, compute, lemma) -> "SymInt":
+    """``compute()`` (an operation on the SymInt ``x`` and the constant ``y``) with the valid fact
+    ``lemma(x.term, y, result.term)`` recorded, computed once per active trace: a repeated call
+    returns the same term and records the same lemmas again, in the same order, as computing it
+    again would (issue 12: vLLM's write positions sum the roundings of every expert before each
+    expert, quadratic in the experts). Without an active trace: computed, nothing recorded."""
+    trace = getattr(_local, "trace", None)
+    if trace is None:
+        return compute()
+    key = (id(x), y, lemma)
+    hit = trace.memo.get(key)
+    if hit is not None and hit[0] is x:
+        trace.lemmas.extend(hit[2])
+        return hit[1]
+    start = len(trace.lemmas)
+    result = compute()
+    if isinstance(result, SymInt):
+        record_lemma(lemma(x.term, y, result.term))
+        trace.memo[key] = (x, result, trace.lemmas[start:])
+    return result
 
 
 def record_lemma(fact: z3.BoolRef) -> None:
