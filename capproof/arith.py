@@ -16,15 +16,14 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _recalled, _sum_of, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _remembered, _sum_of, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
     "cdiv", "round_up",
     "select", "minimum",
     "maximum",
     "gcd",
-    "implies",
-    "all_of",
+    "implies", "all_of",
     "any_of",
     "not_",
     "divides",
@@ -91,8 +90,6 @@ def round_up(x: Int, y: Int) -> Int:
     Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::round_up``.
     """
     _check_int(x, y)
-    if type(x) is SymInt and type(y) is int and y >= 1:  # once per trace: the same term and lemmas (issue 12)
-        return _recalled(x, y, lambda: ((x + y - 1) // y) * y, round_up_lemma)
     result = ((x + y - 1) // y) * y
     if isinstance(result, SymInt) and isinstance(y, int) and not isinstance(y, SymInt) and y >= 1:
         record_lemma(round_up_lemma(to_z3_int(x), y, result.term))
@@ -106,10 +103,13 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
+        key = ("round_up", x.ast.value, y, r.ast.value)  # the terms' addresses: alive inside the lemma
+        if (known := _remembered(key)) is not None:
+            return known
         b, X, R = _Raw(x.ctx), x.ast, r.ast  # _and(_ge(r, x), _le(r, x + (y-1)), _implies(_ge(x, 0), _le(r, x * y))): its calls, in order
         plus, times = b.nary(z3.z3core.Z3_mk_add, X, b.num(y - 1)), b.nary(z3.z3core.Z3_mk_mul, X, b.num(y))
-        return b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
-            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))))
+        return _remembered(key, b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
+            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times))))))
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 

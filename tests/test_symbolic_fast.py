@@ -99,3 +99,20 @@ def test_round_up_and_total_terms_and_lemmas():
         terms.append(r)
     assert fast.term.eq(z3.simplify(z3.Sum(terms)))
     assert len(trace.lemmas) == len(lemmas) and all(a.eq(b) for a, b in zip(trace.lemmas, lemmas))
+
+
+def test_repeated_roundings_record_the_same_lemmas():
+    # vLLM's write positions round each expert's count again before every later expert: the
+    # lemmas remembered in the trace are the ones building them again gives, in the same order
+    counts = [SymInt.var(f"c[{i}]") for i in range(4)]
+    with tracing() as trace:
+        sums = [total(round_up(c, 16) for c in counts[:k]) for k in range(1, 5)]
+    expected = []
+    for k in range(1, 5):
+        for c in counts[:k]:
+            s = z3.simplify(z3.simplify(c.term + z3.IntVal(16)) - z3.IntVal(1))
+            q = s / 16
+            expected += [_division_lemma_before(s, q), _round_up_lemma_before(c.term, 16, z3.simplify(z3.simplify(q) * z3.IntVal(16)))]
+    assert len(trace.lemmas) == len(expected) == 20
+    assert all(a.eq(b) for a, b in zip(trace.lemmas, expected))
+    assert sums[-1].term.eq(z3.simplify(z3.Sum([z3.simplify(z3.simplify((c.term + 15) / 16) * 16) for c in counts])))
