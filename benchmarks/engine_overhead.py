@@ -13,6 +13,10 @@ split into
 - **engine**: everything else (building terms and lemmas, ``z3.simplify``, normalisation, the
   semantics probe's replay, model evaluation, density, witnesses, Python overhead).
 
+The other calls into Z3's solver objects (asserting, push/pop, reading a model, freeing a
+solver: :data:`SOLVER_API_CALLS`) count as engine time in the issue's ratio and are shown apart
+(``api``, and ``ratio2`` = the rest of the engine over solver + api).
+
 CPU seconds (``time.process_time``) are the figure to compare under load; wall seconds are shown
 too. Prints one row per obligation (median of the repeats) and the ratio engine / solver, the
 issue's metric. Run with ``make bench`` or::

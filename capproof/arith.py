@@ -16,14 +16,17 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _remembered, _sum_of, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _sum_of, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
-    "cdiv", "round_up",
-    "select", "minimum",
+    "cdiv",
+    "round_up",
+    "select",
+    "minimum",
     "maximum",
     "gcd",
-    "implies", "all_of",
+    "implies",
+    "all_of",
     "any_of",
     "not_",
     "divides",
@@ -103,13 +106,10 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
-        key = ("round_up", x.ast.value, y, r.ast.value)  # the terms' addresses: alive inside the lemma
-        if (known := _remembered(key)) is not None:
-            return known
         b, X, R = _Raw(x.ctx), x.ast, r.ast  # _and(_ge(r, x), _le(r, x + (y-1)), _implies(_ge(x, 0), _le(r, x * y))): its calls, in order
         plus, times = b.nary(z3.z3core.Z3_mk_add, X, b.num(y - 1)), b.nary(z3.z3core.Z3_mk_mul, X, b.num(y))
-        return _remembered(key, b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
-            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times))))))
+        return b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
+            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))))
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 

@@ -75,8 +75,6 @@ class Trace:
     #: terms, the length an int or a Z3 term). Lets capproof.normalise recognise
     #: ``min_of(v) == max_of(v)`` however Z3's simplifier folded the padding into the tree.
     extrema: dict[int, tuple] = field(default_factory=dict)
-    #: lemmas built while the trace was active, by what they were built from (:func:`_remembered`)
-    memo: dict = field(default_factory=dict)
 
 
 _local = threading.local()
@@ -257,11 +255,7 @@ class _Raw:
 def _positive_division_lemma(a: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
     """``division_lemma(a, c, q)`` for a constant ``c >= 1``, through :class:`_Raw` (the calls of
     ``_and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a),
-    _le(q, 0))))`` in order), once per trace (:func:`_remembered`)."""
-    key = ("division", a.ast.value, q.ast.value)  # the terms' addresses: alive inside the lemma
-    known = _remembered(key)
-    if known is not None:
-        return known
+    _le(q, 0))))`` in order)."""
     r = _Raw(a.ctx)
     A, Q = a.ast, q.ast
     g1 = r.ge(A, r.num(0))
@@ -269,7 +263,7 @@ def _positive_division_lemma(a: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
     g4 = r.le(A, r.num(0))
     g5 = r.ge(Q, A)
     i2 = r.implies(g4, r.nary(_core.Z3_mk_and, g5, r.le(Q, r.num(0))))
-    return _remembered(key, r.done(_core.Z3_mk_and(r.ref, 2, (z3.Ast * 2)(i1, i2))))
+    return r.done(_core.Z3_mk_and(r.ref, 2, (z3.Ast * 2)(i1, i2)))
 
 
 def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.BoolRef:
@@ -307,21 +301,6 @@ def record_nonzero(term: z3.ArithRef, where: str) -> None:
 
 def _record_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> None:
     record_lemma(division_lemma(a, b, q))
-
-
-def _remembered(key: tuple, lemma: z3.BoolRef | None = None) -> z3.BoolRef | None:
-    """A lemma built before in the active trace under ``key`` (None if none, or no trace), or,
-    given ``lemma``, remember it under ``key`` and return it. A lemma over terms that exist is
-    built again from terms that exist: Z3 finds every one of them, creating and freeing nothing,
-    so remembering it changes no term and no id, only the cost (issue 12: vLLM's write positions
-    round every expert's count again before each expert, 27,000 roundings for 1,000 distinct)."""
-    trace = getattr(_local, "trace", None)
-    if trace is None:
-        return lemma
-    if lemma is None:
-        return trace.memo.get(key)
-    trace.memo[key] = lemma
-    return lemma
 
 
 def record_lemma(fact: z3.BoolRef) -> None:

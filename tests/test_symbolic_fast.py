@@ -102,8 +102,8 @@ def test_round_up_and_total_terms_and_lemmas():
 
 
 def test_repeated_roundings_record_the_same_lemmas():
-    # vLLM's write positions round each expert's count again before every later expert: the
-    # lemmas remembered in the trace are the ones building them again gives, in the same order
+    # vLLM's write positions round each expert's count again before every later expert: each
+    # rounding records its lemmas again, the same terms in the same order
     counts = [SymInt.var(f"c[{i}]") for i in range(4)]
     with tracing() as trace:
         sums = [total(round_up(c, 16) for c in counts[:k]) for k in range(1, 5)]
