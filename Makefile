@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/encodings.py
 	$(BIN)/python benchmarks/routings.py
 	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/engine_overhead.py
 
 # verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (in .ci/run after verify; ~1.8 GB,
 # ~6 min cold, see docs/performance.md): re-traces the inventory and checks it and coverage are fresh. Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in

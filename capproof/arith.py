@@ -16,7 +16,7 @@ from typing import Union
 import z3
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _and, _ast_array, _ge, _implies, _le, _misuse, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _sum_of, record_lemma, to_z3_bool, to_z3_int
 
 __all__ = [
     "cdiv",
@@ -106,10 +106,10 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
-        ctx, ref = x.ctx, x.ctx.ref()
-        plus = z3.ArithRef(z3.z3core.Z3_mk_add(ref, 2, _ast_array([x, z3.IntVal(y - 1, ctx)])), ctx)
-        times = z3.ArithRef(z3.z3core.Z3_mk_mul(ref, 2, _ast_array([x, z3.IntVal(y, ctx)])), ctx)
-        return _and(_ge(r, x), _le(r, plus), _implies(_ge(x, 0), _le(r, times)))
+        b, X, R = _Raw(x.ctx), x.ast, r.ast  # _and(_ge(r, x), _le(r, x + (y-1)), _implies(_ge(x, 0), _le(r, x * y))): its calls, in order
+        plus, times = b.nary(z3.z3core.Z3_mk_add, X, b.num(y - 1)), b.nary(z3.z3core.Z3_mk_mul, X, b.num(y))
+        return b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
+            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))))
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 
@@ -393,7 +393,7 @@ def total(values) -> Int:
         return sum(values)
     _check_int(*values)
     if any(isinstance(v, SymInt) for v in values):
-        return SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))
+        return _sum_of(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
     return sum(values)
 
 

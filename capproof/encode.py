@@ -21,7 +21,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
 )
 
 __all__ = [
@@ -235,8 +235,12 @@ class CaseProblem:
             t = z3.Bool(f"__track_{len(trackers)}")
             trackers[str(t)] = label
             s.assert_and_track(cond, t)
-        for lemma in self.lemmas:
-            s.add(lemma)
+        ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
+        for lemma in self.lemmas:  # Solver.add's call without its per-term cast (issue 12: 35,000 lemmas)
+            if type(lemma) is z3.BoolRef and lemma.ctx is ctx:
+                z3.z3core.Z3_solver_assert(ref, solver, lemma.ast)
+            else:
+                s.add(lemma)
         return s, trackers
 
     def active(self, name: str, model: z3.ModelRef | None = None) -> int:
@@ -259,7 +263,7 @@ class CaseProblem:
                 out[p] = model.eval(self.scalars[p].term, model_completion=True).as_long()
             else:
                 entries = self.vectors[p][: self.active(p, model)]
-                out[p] = [model.eval(to_z3_int(e), model_completion=True).as_long() for e in entries]
+                out[p] = [_value(model, e) for e in entries]
         return out
 
     def fix(self, params: dict[str, object], names: list[str]) -> list[z3.BoolRef]:
@@ -274,6 +278,18 @@ class CaseProblem:
                     if isinstance(e, SymInt):
                         out.append(e.term == v)
         return out
+
+
+def _value(model: z3.ModelRef, entry: object) -> int:
+    """``model.eval(to_z3_int(entry), model_completion=True).as_long()``: for a SymInt the same Z3
+    calls without the wrapper of the value (a 1024-entry batch is read twice per case)."""
+    if type(entry) is not SymInt or entry.term.ctx is not model.ctx:
+        return model.eval(to_z3_int(entry), model_completion=True).as_long()
+    ref = model.ctx.ref()
+    out = (z3.Ast * 1)()
+    if not z3.z3core.Z3_model_eval(ref, model.model, entry.term.ast, True, out):
+        raise z3.Z3Exception("failed to evaluate expression in the model")
+    return int(z3.z3core.Z3_get_numeral_string(ref, out[0]))
 
 
 def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tuple[str, z3.BoolRef]]]:
@@ -295,21 +311,22 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
         if dom.length is not None and dom.length in fixed:
             n = fixed[dom.length]
             entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (dom.size - n)
-            bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries[:n]]
+            bounds = [_and(_ge(e.term, elem.lo), _le(e.term, elem.hi)) for e in entries[:n]]
             padding: list[z3.BoolRef] = []
         else:
             entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(dom.size))
             if dom.length is None:
-                bounds = [z3.And(e.term >= elem.lo, e.term <= elem.hi) for e in entries]
+                bounds = [_and(_ge(e.term, elem.lo), _le(e.term, elem.hi)) for e in entries]
                 padding = []
             else:
                 n_term = scalars[dom.length].term
                 bounds = [z3.Implies(i < n_term, z3.And(e.term >= elem.lo, e.term <= elem.hi)) for i, e in enumerate(entries)]
                 padding = [z3.Implies(i >= n_term, e.term == dom.fill) for i, e in enumerate(entries)]
+        # _and/_ge/_le: z3.And's and >='s Z3 calls without z3py's per-term coercions (issue 12)
         if bounds:
-            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3.And(*bounds)))
+            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", _and(*bounds)))
         if padding:
-            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3.And(*padding)))
+            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", _and(*padding)))
         length = dom.size if dom.length is None else (fixed[dom.length] if dom.length in fixed else scalars[dom.length])
         vecs[name] = Padded(entries, length, dom.fill, elem.lo, elem.hi)
     return scalars, constraints, vecs

@@ -211,6 +211,61 @@ def _neg(a: z3.ArithRef) -> z3.ArithRef:
     return z3.ArithRef(z3.z3core.Z3_mk_unary_minus(a.ctx.ref(), a.as_ast()), a.ctx)
 
 
+class _Raw:
+    """Builds one term from raw ASTs through Z3's C API, each intermediate term referenced until
+    :meth:`done` wraps the result: the same Z3 calls in the same order as the wrapped helpers above
+    (``_and``, ``_ge``, ... and ``z3.IntVal``), without a Python wrapper per intermediate term.
+    Only for terms whose intermediates all end up inside the result (nothing is freed, so Z3
+    assigns the same ids)."""
+
+    __slots__ = ("ref", "ctx", "held")
+
+    def __init__(self, ctx: z3.Context):
+        self.ref, self.ctx, self.held = ctx.ref(), ctx, []
+
+    def keep(self, ast):
+        _core.Z3_inc_ref(self.ref, ast)
+        self.held.append(ast)
+        return ast
+
+    def num(self, value: int):
+        ref = self.ref
+        return self.keep(_core.Z3_mk_numeral(ref, str(value), _core.Z3_mk_int_sort(ref)))
+
+    def ge(self, a, b):
+        return self.keep(_core.Z3_mk_ge(self.ref, a, b))
+
+    def le(self, a, b):
+        return self.keep(_core.Z3_mk_le(self.ref, a, b))
+
+    def implies(self, a, b):
+        return self.keep(_core.Z3_mk_implies(self.ref, a, b))
+
+    def nary(self, mk, *args):
+        arr = (z3.Ast * len(args))(*args)
+        return self.keep(mk(self.ref, len(args), arr))
+
+    def done(self, ast) -> z3.BoolRef:
+        out = z3.BoolRef(ast, self.ctx)
+        for held in self.held:
+            _core.Z3_dec_ref(self.ref, held)
+        return out
+
+
+def _positive_division_lemma(a: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
+    """``division_lemma(a, c, q)`` for a constant ``c >= 1``, through :class:`_Raw` (the calls of
+    ``_and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a),
+    _le(q, 0))))`` in order)."""
+    r = _Raw(a.ctx)
+    A, Q = a.ast, q.ast
+    g1 = r.ge(A, r.num(0))
+    i1 = r.implies(g1, r.nary(_core.Z3_mk_and, r.ge(Q, r.num(0)), r.le(Q, A)))
+    g4 = r.le(A, r.num(0))
+    g5 = r.ge(Q, A)
+    i2 = r.implies(g4, r.nary(_core.Z3_mk_and, g5, r.le(Q, r.num(0))))
+    return r.done(_core.Z3_mk_and(r.ref, 2, (z3.Ast * 2)(i1, i2)))
+
+
 def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.BoolRef:
     """Facts true of ``q = a // b`` (Python floor division) for all integers ``a`` and ``b != 0``.
 
@@ -223,6 +278,8 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
     if isinstance(b, int) or z3.is_int_value(b):
         c = b if isinstance(b, int) else b.as_long()
         if c >= 1:
+            if type(a) in (z3.ArithRef, z3.IntNumRef) and type(q) in (z3.ArithRef, z3.IntNumRef) and a.ctx is q.ctx:
+                return _positive_division_lemma(a, q)
             return _and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a), _le(q, 0))))
         if c <= -1:
             return _and(_implies(_ge(a, 0), _and(_ge(q, _neg(a)), _le(q, 0))), _implies(_le(a, 0), _and(_ge(q, 0), _le(q, _neg(a)))))
@@ -377,6 +434,115 @@ def _wrap_int(term: z3.ArithRef) -> "SymInt":
     return SymInt(z3.simplify(term))
 
 
+# Fast paths of the arithmetic and comparisons of SymInt: the same Z3 calls, in the same order,
+# as ``z3.simplify(a + z3.IntVal(b))`` (and ``-``, ``*``, ``<=``, ...) make through z3py (a numeral
+# for a Python int operand, the application, ``Z3_simplify``), so the terms are the same ASTs
+# (tests/test_symbolic_fast.py compares them), without z3py's coercions and the wrapper of each
+# intermediate term: a 1024-expert routing case builds ~30,000 of them (issue 12, engine overhead).
+# Only for a plain ``int`` or a SymInt of the same context; anything else takes the z3py path.
+
+_core = z3.z3core
+_NUMERAL_AST = z3.Z3_NUMERAL_AST
+
+
+def _operand(ctx: z3.Context, other: object):
+    """The Z3 AST of ``other`` for a fast operation in ``ctx`` (a new numeral for an int, made as
+    ``z3.IntVal`` makes it), or None when the z3py path must be taken."""
+    kind = type(other)
+    if kind is int:
+        ref = ctx.ref()
+        return _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))
+    if kind is SymInt and other.term.ctx is ctx:
+        return other.term.ast
+    return None
+
+
+def _simplified(ref, made, ctx: z3.Context, boolean: bool = False):
+    """``z3.simplify`` of the new term ``made`` (a raw AST): held while Z3 simplifies it and
+    released after the result is wrapped, where z3py releases its wrapper (Z3 frees the
+    rewriter's cache first; freeing ``made`` with it would reorder the ids Z3 reuses, and
+    ``simplify`` orders the arguments of ``Or`` by id)."""
+    _core.Z3_inc_ref(ref, made)
+    out = SymBool(z3.BoolRef(_core.Z3_simplify(ref, made), ctx)) if boolean else _sym_int(_core.Z3_simplify(ref, made), ctx)
+    _core.Z3_dec_ref(ref, made)
+    return out
+
+
+def _sum_of(values) -> "SymInt":
+    """``SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))`` (``values`` not empty): z3.Sum's
+    Z3 calls without its per-term coercions (issue 12). The terms' wrappers are released before
+    the simplification, where z3.Sum's caller released them, so that Z3 frees (and reuses the
+    ids of) the same terms in the same order."""
+    terms = [to_z3_int(v) for v in values]
+    ctx = terms[0].ctx
+    if not all(t.ctx is ctx for t in terms):
+        return SymInt(z3.simplify(z3.Sum(terms)))
+    ref = ctx.ref()
+    made = _core.Z3_mk_add(ref, len(terms), _ast_array(terms))
+    del terms
+    return _simplified(ref, made, ctx)
+
+
+def _sym_int(ast, ctx: z3.Context) -> "SymInt":
+    """A SymInt over the Int AST ``ast`` (wrapped as ``z3.simplify`` wraps it: ``IntNumRef`` for a
+    numeral, else ``ArithRef``)."""
+    out = object.__new__(SymInt)
+    if _core.Z3_get_ast_kind(ctx.ref(), ast) == _NUMERAL_AST:
+        out.term = z3.IntNumRef(ast, ctx)
+    else:
+        out.term = z3.ArithRef(ast, ctx)
+    return out
+
+
+def _fast_nary(mk, term: z3.ArithRef, other: object, reverse: bool) -> "SymInt | None":
+    """``simplify(term op other)`` (``other op term`` if ``reverse``) for ``mk`` one of
+    ``Z3_mk_add``/``Z3_mk_sub``/``Z3_mk_mul``; None when ``other`` needs the z3py path."""
+    ctx = term.ctx
+    o = _operand(ctx, other)
+    if o is None:
+        return None
+    ref = ctx.ref()
+    args = (z3.Ast * 2)()
+    if reverse:
+        args[0], args[1] = o, term.ast
+    else:
+        args[0], args[1] = term.ast, o
+    return _simplified(ref, mk(ref, 2, args), ctx)
+
+
+#: The comparison Python calls instead when the right operand's wrapper is an ``IntNumRef`` (a
+#: subclass of the left's ``ArithRef``): a reflected rich comparison has priority then, so
+#: ``x >= z3.IntVal(c)`` builds ``c <= x`` (and ``x == c`` builds ``c == x``).
+_REFLECTED = {}
+
+
+def _fast_compare(mk, term: z3.ArithRef, other: object) -> "SymBool | None":
+    """``simplify(term cmp to_z3_int(other))`` for ``mk`` one of ``Z3_mk_le``/``lt``/``gt``/``ge``/
+    ``eq``/``distinct``, as z3py builds it (reflected, see :data:`_REFLECTED`); None when ``other``
+    needs the z3py path."""
+    ctx = term.ctx
+    o = _operand(ctx, other)
+    if o is None:
+        return None
+    ref = ctx.ref()
+    if type(term) is z3.ArithRef and (type(other) is int or type(other.term) is z3.IntNumRef):
+        mk, first, second = _REFLECTED[mk], o, term.ast
+    else:
+        first, second = term.ast, o
+    if mk is _core.Z3_mk_distinct:
+        args = (z3.Ast * 2)()
+        args[0], args[1] = first, second
+        made = mk(ref, 2, args)
+    else:
+        made = mk(ref, first, second)
+    return _simplified(ref, made, ctx, boolean=True)
+
+
+_REFLECTED.update({_core.Z3_mk_le: _core.Z3_mk_ge, _core.Z3_mk_ge: _core.Z3_mk_le, _core.Z3_mk_lt: _core.Z3_mk_gt,
+                   _core.Z3_mk_gt: _core.Z3_mk_lt, _core.Z3_mk_eq: _core.Z3_mk_eq,
+                   _core.Z3_mk_distinct: _core.Z3_mk_distinct})
+
+
 def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
@@ -452,24 +618,37 @@ class SymInt:
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(self.term + to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_add, self.term, other, False)
+        return out if out is not None else _wrap_int(self.term + to_z3_int(other))
 
     def __radd__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(to_z3_int(other) + self.term)
+        out = _fast_nary(_core.Z3_mk_add, self.term, other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) + self.term)
 
     def __sub__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(self.term - to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_sub, self.term, other, False)
+        return out if out is not None else _wrap_int(self.term - to_z3_int(other))
 
     def __rsub__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(to_z3_int(other) - self.term)
+        out = _fast_nary(_core.Z3_mk_sub, self.term, other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) - self.term)
 
     def __mul__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(self.term * to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_mul, self.term, other, False)
+        return out if out is not None else _wrap_int(self.term * to_z3_int(other))
 
     def __rmul__(self, other: IntLike) -> "SymInt":
-        return _wrap_int(to_z3_int(other) * self.term)
+        out = _fast_nary(_core.Z3_mk_mul, self.term, other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) * self.term)
 
     def __floordiv__(self, other: IntLike) -> "SymInt":
+        if type(other) is int and other > 0:  # py_floordiv's calls for a positive constant, through the C API
+            ctx = self.term.ctx
+            ref = ctx.ref()
+            q = _sym_int(_core.Z3_mk_div(ref, self.term.ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))),
+                         ctx).term
+            _record_lemma(self.term, other, q)
+            return _sym_int(_core.Z3_simplify(ref, q.ast), ctx)
         _reject_float(other)
         return _wrap_int(py_floordiv(self.term, other))
 
@@ -638,7 +817,9 @@ class SymInt:
         return self
 
     def __neg__(self) -> "SymInt":
-        return _wrap_int(-self.term)
+        ctx = self.term.ctx
+        ref = ctx.ref()
+        return _simplified(ref, _core.Z3_mk_unary_minus(ref, self.term.ast), ctx)
 
     def __pos__(self) -> "SymInt":
         return self
@@ -675,24 +856,30 @@ class SymInt:
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return NotImplemented  # as int == "a": False, by identity
-        return SymBool(z3.simplify(self.term == to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_eq, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return NotImplemented
-        return SymBool(z3.simplify(self.term != to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_distinct, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term != to_z3_int(other)))
 
     def __lt__(self, other: IntLike) -> "SymBool":
-        return SymBool(z3.simplify(self.term < to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_lt, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term < to_z3_int(other)))
 
     def __le__(self, other: IntLike) -> "SymBool":
-        return SymBool(z3.simplify(self.term <= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_le, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term <= to_z3_int(other)))
 
     def __gt__(self, other: IntLike) -> "SymBool":
-        return SymBool(z3.simplify(self.term > to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_gt, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term > to_z3_int(other)))
 
     def __ge__(self, other: IntLike) -> "SymBool":
-        return SymBool(z3.simplify(self.term >= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_ge, self.term, other)
+        return out if out is not None else SymBool(z3.simplify(self.term >= to_z3_int(other)))
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):

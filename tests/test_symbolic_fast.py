@@ -1,0 +1,118 @@
+"""The C-API fast paths of SymInt (issue 12, engine overhead) build the very ASTs z3py builds.
+
+Each operation is compared with what capproof built before the fast paths, written out here with
+z3py (``z3.simplify(a <op> to_z3_int(b))``), on terms of every wrapper class a SymInt holds
+(``ArithRef``, ``IntNumRef``) and on operands of every kind (ints of each sign, symbolic ints,
+symbolic numerals): ``eq`` is AST identity, so the solver sees the same query.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import z3
+
+from capproof.arith import round_up, round_up_lemma, total
+from capproof.symbolic import SymInt, _and, _ast_array, _ge, _implies, _le, division_lemma, to_z3_int, tracing
+
+
+def _division_lemma_before(a, q):
+    """``division_lemma(a, c, q)`` for a constant ``c >= 1`` as capproof built it before the
+    :class:`capproof.symbolic._Raw` builder (wrapped helpers)."""
+    return _and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a), _le(q, 0))))
+
+
+def _round_up_lemma_before(x, y, r):
+    ctx, ref = x.ctx, x.ctx.ref()
+    plus = z3.ArithRef(z3.z3core.Z3_mk_add(ref, 2, _ast_array([x, z3.IntVal(y - 1, ctx)])), ctx)
+    times = z3.ArithRef(z3.z3core.Z3_mk_mul(ref, 2, _ast_array([x, z3.IntVal(y, ctx)])), ctx)
+    return _and(_ge(r, x), _le(r, plus), _implies(_ge(x, 0), _le(r, times)))
+
+
+def _terms():
+    x, y = SymInt.var("x"), SymInt.var("y")
+    return [x, x * 3 + y, SymInt(z3.IntVal(7)), SymInt(z3.IntVal(-2)), -x + 5]
+
+
+OPERANDS = [0, 1, -1, 5, -7, 2**40, -(2**70)]
+
+ARITH = [(operator.add, lambda a, b: a + b), (operator.sub, lambda a, b: a - b), (operator.mul, lambda a, b: a * b)]
+COMPARE = [(operator.lt, lambda a, b: a < b), (operator.le, lambda a, b: a <= b), (operator.gt, lambda a, b: a > b),
+           (operator.ge, lambda a, b: a >= b), (operator.eq, lambda a, b: a == b), (operator.ne, lambda a, b: a != b)]
+
+
+def _operands():
+    return [*OPERANDS, SymInt.var("y"), SymInt.var("z") - 1, SymInt(z3.IntVal(3))]
+
+
+@pytest.mark.parametrize("op,z3op", ARITH + COMPARE, ids=[f.__name__ for f, _ in ARITH + COMPARE])
+def test_fast_binary_operations_build_the_z3py_terms(op, z3op):
+    for a in _terms():
+        for b in _operands():
+            fast = op(a, b)
+            slow = z3.simplify(z3op(a.term, to_z3_int(b)))
+            assert fast.term.eq(slow), (a, b, fast.term.sexpr(), slow.sexpr())
+            assert type(fast.term) is type(slow)
+            # the reflected form: ``b op a`` with b an int (Python calls a's reflected method)
+            if isinstance(b, int) and not isinstance(b, SymInt):
+                fast = op(b, a)
+                slow = z3.simplify(z3op(to_z3_int(b), a.term)) if op in (operator.add, operator.sub, operator.mul) else None
+                if slow is not None:
+                    assert fast.term.eq(slow), (b, a, fast.term.sexpr(), slow.sexpr())
+
+
+def test_reflected_comparisons_match_z3py():
+    # ``c <= x`` reaches SymInt.__ge__; z3py then built ``x >= IntVal(c)``, which Python turns
+    # into IntNumRef.__le__ (a subclass's reflected comparison first): ``c <= x``
+    x = SymInt.var("x") * 2048 + SymInt.var("c")
+    assert (-(2**31) <= x).term.eq(z3.simplify(x.term >= z3.IntVal(-(2**31))))
+    assert (-(2**31) <= x).term.sexpr().startswith("(<=")
+    assert (x == 3).term.eq(z3.simplify(x.term == z3.IntVal(3)))
+
+
+def test_negation_and_floor_division_by_a_constant():
+    for a in _terms():
+        assert (-a).term.eq(z3.simplify(-a.term))
+        for b in (1, 2, 16, 2**33):
+            with tracing() as fast_trace:
+                fast = a // b
+            q = a.term / b
+            assert fast.term.eq(z3.simplify(q))
+            [lemma] = fast_trace.lemmas
+            assert lemma.eq(_division_lemma_before(a.term, q))
+            assert division_lemma(a.term, b, q).eq(lemma)
+
+
+def test_round_up_and_total_terms_and_lemmas():
+    counts = [SymInt.var(f"c[{i}]") for i in range(6)]
+    with tracing() as trace:
+        fast = total(round_up(c, 16) for c in counts)
+    terms = []
+    lemmas = []
+    for c in counts:
+        s = z3.simplify(z3.simplify(c.term + z3.IntVal(16)) - z3.IntVal(1))
+        q = s / 16
+        r = z3.simplify(z3.simplify(q) * z3.IntVal(16))
+        lemmas += [_division_lemma_before(s, q), _round_up_lemma_before(c.term, 16, r)]
+        assert round_up_lemma(c.term, 16, r).eq(lemmas[-1])
+        terms.append(r)
+    assert fast.term.eq(z3.simplify(z3.Sum(terms)))
+    assert len(trace.lemmas) == len(lemmas) and all(a.eq(b) for a, b in zip(trace.lemmas, lemmas))
+
+
+def test_repeated_roundings_record_the_same_lemmas():
+    # vLLM's write positions round each expert's count again before every later expert: each
+    # rounding records its lemmas again, the same terms in the same order
+    counts = [SymInt.var(f"c[{i}]") for i in range(4)]
+    with tracing() as trace:
+        sums = [total(round_up(c, 16) for c in counts[:k]) for k in range(1, 5)]
+    expected = []
+    for k in range(1, 5):
+        for c in counts[:k]:
+            s = z3.simplify(z3.simplify(c.term + z3.IntVal(16)) - z3.IntVal(1))
+            q = s / 16
+            expected += [_division_lemma_before(s, q), _round_up_lemma_before(c.term, 16, z3.simplify(z3.simplify(q) * z3.IntVal(16)))]
+    assert len(trace.lemmas) == len(expected) == 20
+    assert all(a.eq(b) for a, b in zip(trace.lemmas, expected))
+    assert sums[-1].term.eq(z3.simplify(z3.Sum([z3.simplify(z3.simplify((c.term + 15) / 16) * 16) for c in counts])))
