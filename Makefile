@@ -73,15 +73,18 @@ mutation: $(STAMP)
 	nice -n 19 $(BIN)/python tests/mutation/summary.py --run-tests --list
 
 # mutation-direct: the same two oracles without mutmut's stats/run phases (tests/mutation/activate.py): mutmut
-# makes mutants/, one stats run of the prove oracle records which obligations call which function, then each
-# mutant runs the fast tests naming it, and only survivors re-prove the obligations that call it.
-# MUTATION_ARGS='--sample 300 --seed 20261202' (a seeded random order, any prefix a random sample), '--files models/*'.
-MUTATION_ARGS ?=
+# makes mutants/; one stats run of the prove oracle records which obligations call which function (--callmap),
+# one of the fast tier which TESTS call it and how long each takes (--testmap); then each mutant runs, in a child
+# forked from one pytest session, the tests calling it (fastest first, first failure ends it), and only survivors
+# re-prove the obligations that call it. Every mutant in a seeded random order (any prefix a random sample);
+# MUTATION_ARGS='--files models/*' to restrict. `--prove-alone` (not run here): the prove oracle on every mutant.
+MUTATION_ARGS ?= --sample 100000 --seed 20261202
 mutation-direct: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
 	rm -rf mutants
 	$(BIN)/python tests/mutation/activate.py --generate
 	nice -n 19 $(BIN)/python tests/mutation/activate.py --callmap
+	nice -n 19 $(BIN)/python tests/mutation/activate.py --testmap
 	nice -n 19 $(BIN)/python tests/mutation/activate.py $(MUTATION_ARGS)
 	$(BIN)/python tests/mutation/activate.py --table $(MUTATION_ARGS)
 

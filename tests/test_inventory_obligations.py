@@ -168,3 +168,34 @@ def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):
     verdict, used = v["decode_rows__BaseMambaAttentionMetadataBuilder_decode_num_accepted_tokens"]
     assert verdict == "proved"
     assert any(a.startswith("the writer runs only when padded_bs") for a in used)
+
+
+def test_config_narrows_the_family_domain_and_adds_no_unused_name(tmp_path):
+    """``cover(..., config=...)`` narrows a name the family's domain already has (the family's own
+    range would otherwise win) and adds nothing the claim does not use (spec/vllm_0_33_buffers.py
+    passes ``num_sms``/``h_q``/``sm100`` this way for the DeepGEMM and FlashMLA scheduler buffers)."""
+    from capproof import Range
+
+    path = _spec(tmp_path, FIXTURE, f"""
+        from capproof import Range
+        cover(INV, "{RUNNER}input_ids", TOKENS, config={{"num_tokens_padded": Range(1, 8192), "num_sms": Range(1, 1024)}})
+    """)
+    items = load_file(path)
+    assert isinstance(items, list), items
+    (ob,) = items
+    assert ob.domain["num_tokens_padded"] == Range(1, 8192)
+    assert ob.domain["max_num_batched_tokens"] == Range(1, 2**17)
+    assert "num_sms" not in ob.domain
+
+
+def test_error_obligations_keep_the_name_given(tmp_path):
+    """``name=`` names the ``error`` obligation of an unknown entry or a missing dimension too (the
+    id a spec declares, e.g. for a second dimension of one entry), not the family's default name."""
+    path = _spec(tmp_path, FIXTURE, f"""
+        cover(INV, "{RUNNER}no_such_buffer", TOKENS, name="tokens_of_a_missing_entry")
+        cover(INV, "{RUNNER}input_ids", TOKENS, dim=1, name="tokens_in_dimension_1")
+    """)
+    obs = load_file(path)
+    assert isinstance(obs, list), obs
+    assert [o.name for o in obs] == ["tokens_of_a_missing_entry", "tokens_in_dimension_1"]
+    assert [len(o.problems) for o in obs] == [1, 1]

@@ -243,6 +243,30 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([10], [7], 100, 80) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 6)), ((0, 1), (6, 7))]
     assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
     assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
+    assert split([1], [5], 6, 8) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 5))]  # budget 2 // seq 1 rows a piece
+
+
+def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
+    # Corpus N1's 5000-token request against a 3500 workspace, after a 1000-token request and
+    # before a 200-token one (vllm==0.33.0's default 512 MiB logits budget): the oversized request
+    # is a chunk of its own and the walk goes on past it. Run with a deadline: a splitter that
+    # steps back never returns.
+    import threading
+
+    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
+
+    def within_deadline(*args):
+        out = []
+        walk = threading.Thread(target=lambda: out.append(split(*args)), daemon=True)
+        walk.start()
+        walk.join(60)
+        assert not walk.is_alive(), f"the splitter did not return within 60 s on {args}"
+        return out[0]
+
+    assert within_deadline([1000, 5000, 200], [1000, 5000, 200], 3500, 512 * 2**20) == [
+        ((0, 1), (0, 1000)), ((1, 2), (0, 5000)), ((2, 3), (0, 200))]
+    # a request longer than the whole logits budget (8 // 4 = 2 rows) still advances: pieces of 1 query row
+    assert within_deadline([10], [2], 100, 8) == [((0, 1), (0, 1)), ((0, 1), (1, 2))]
 
 
 def test_b0_moe_align_capacity_forms():

@@ -93,6 +93,17 @@ def test_checked_row_in_range_and_at_capacity():
     assert issubclass(CapacityError, IndexError)
 
 
+def test_capacity_error_does_not_format_values_that_are_not_ints():
+    """Under CrossHair the index is a symbolic proxy, not an ``int``: the message names no value
+    (formatting it would fork every path) but still says what failed."""
+
+    class Proxy(int):  # stands for CrossHair's symbolic int: an int-like whose type is not int
+        pass
+
+    assert str(CapacityError(Proxy(7), 6)) == "index >= capacity"
+    assert str(CapacityError(7, Proxy(6))) == "index >= capacity"
+
+
 @pytest.mark.parametrize(
     ("capacity", "index", "expected"),
     [

@@ -3,25 +3,32 @@
 mutmut's own ``run`` spends most of its time in its call-tracking ``stats`` phase (over 30 min
 on this 2-core machine) and orders mutants by its estimates; here each mutant of the mutated
 copy (``mutants/``, made by mutmut: ``--generate``) is activated with ``MUTANT_UNDER_TEST`` in a
-child forked from one process that collected every test file once:
+child forked from ONE pytest session that collected the fast tier and the prove oracle once
+(mutmut 3's trampolines read the variable at each call, so the child needs no re-import):
 
-1. **tests**: the fast-tier test files that name its module or function
-   (:func:`summary.test_files_for`, ``-x -m "not slow and not real"``); exit 1 = killed;
-2. **prove**, only for the mutants the tests left alive: ``tests/mutation/test_prove_kills.py``
-   on the obligations of every spec file that imports the mutated module (directly or through
-   another module of models/ or spec/_*.py; ``-x``); a changed verdict = killed by prove.
+1. **tests**: the fast-tier TESTS that call the mutated function (``--testmap``: recorded once with
+   mutmut's ``stats`` trampolines, with each test's duration), fastest first, stopping at the first
+   failure; a kill counts only if the failing test passes alone with no mutant active;
+2. **prove**, only for the mutants the tests left alive: the obligations of
+   ``tests/mutation/test_prove_kills.py`` that call the mutated function (``--callmap``: a spec
+   file's load-time calls count for all of its obligations); a changed verdict = killed by prove.
+   ``--prove-alone`` runs this oracle on every selected mutant whatever the tests say (the
+   ``capproof prove``-alone rate), recorded apart in ``mutants/capproof-mutation-prove-alone.jsonl``.
 
 A mutant neither kills is ``survived`` (to close, or to list in tests/mutation/equivalent.txt
 with a reason). Results, one JSON line per mutant, in ``mutants/capproof-mutation-direct.jsonl``
 (a rerun skips the mutants already there). ``--files`` restricts to source files (globs),
 ``--sample N --seed S`` takes the first N of a seeded random permutation of the selected
 mutants and runs them in that order (so the part finished by a deadline is a random sample too); ``--shard i/n``
-splits the work between processes. ``--table`` prints the per-file table of the record.
+splits the work between processes. ``--table`` prints the per-file table of the record
+(``--table --prove-alone``: of the prove-alone record).
 
 Run from the project root::
 
     python tests/mutation/activate.py --generate
-    nice -n 19 python tests/mutation/activate.py --files 'models/*'
+    nice -n 19 python tests/mutation/activate.py --callmap
+    nice -n 19 python tests/mutation/activate.py --testmap
+    nice -n 19 python tests/mutation/activate.py --sample 2000 --seed 20261202
     python tests/mutation/activate.py --table
 """
 
@@ -39,14 +46,15 @@ import sys
 import time
 from collections import Counter, defaultdict
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summary import ALWAYS, equivalents, source_of, test_files_for  # noqa: E402
+from summary import equivalents, source_of  # noqa: E402
 
 RECORD = "capproof-mutation-direct.jsonl"
-#: Value tests of the models and spec helpers, run first when they are among a mutant's files (the
-#: order changes only how soon a kill comes: a survivor runs every file).
-FIRST = {"tests/test_inventory_spec.py", "tests/test_inventory_obligations.py"}
-#: Wall-clock limits of one mutant's runs (a longer run is ``timeout``: counted apart, not killed).
+PROVE_ALONE = "capproof-mutation-prove-alone.jsonl"
+#: Wall-clock limits of one mutant's runs (a longer run is ``timeout``: counted apart, not killed);
+#: the tests' limit is 5x their recorded duration, at least 60 s, at most this.
 TEST_SECONDS = 300
 PROVE_SECONDS = 900
 
@@ -138,85 +146,104 @@ def mutant_names() -> list[str]:
     return sorted(out)
 
 
-_IMPORT = re.compile(r"^\s*(?:from\s+((?:models|spec)[\w.]*)\s+import\s+([^\n(]*(?:\([^)]*\))?)|import\s+((?:models|spec)[\w.]*))", re.M)
+TESTMAP = "capproof-mutation-testmap.json"
+#: Test files the tests oracle leaves out: they need the real venv or files the mutated copy lacks.
+BAD = ["tests/test_real_engine.py", "tests/test_numpy_oracle.py", "tests/test_report_links.py"]
+#: pytest arguments of the one session the mutants run in: the fast tier and the prove oracle.
+SESSION = ["-m", "mutation or not (slow or real)", "-p", "no:cacheprovider", "-s", "-q",
+           *(f"--ignore={f}" for f in BAD), "tests/", "tests/mutation/test_prove_kills.py"]
 
 
-def _imports(path: str) -> set[str]:
-    """Modules of models/ and spec/ that ``path`` imports (``from models.vllm import x`` gives
-    ``models.vllm.x`` when that is a module)."""
-    out = set()
-    with open(path) as fh:
-        text = fh.read()
-    for frm, names, imp in _IMPORT.findall(text):
-        mod = frm or imp
-        out.add(mod)
-        for n in re.findall(r"\w+", names or ""):
-            if os.path.exists(os.path.join(*f"{mod}.{n}".split(".")) + ".py"):
-                out.add(f"{mod}.{n}")
-    return out
+def testmap() -> None:
+    """Which fast-tier TESTS call which mutated function, and how long each takes: the fast tier run
+    once in the mutated copy with mutmut's ``stats`` trampolines (the prove oracle is collected, as in
+    a mutant's run, but not run: ``--callmap`` records it). A call made while a fixture is set up counts
+    for every test that uses the fixture (a module-scoped fixture is set up once, for the first test
+    that needs it); a call in a process forked by the test (``capproof prove``'s isolation) counts too;
+    a call made while pytest collects does not (the mutant is not active then in a mutant's run
+    either). Written to ``mutants/capproof-mutation-testmap.json``: ``{"functions": {function: [node
+    ids]}, "seconds": {node id: s}, "failed": [node ids failing with no mutant active]}``."""
+    import pytest
 
+    import mutmut.mutation.trampoline as trampoline
 
-def spec_files_using(module: str) -> list[str]:
-    """The spec files (loaded by ``capproof prove``) whose transitive imports include ``module``."""
-    graph = {}
-    for path in glob.glob("models/**/*.py", recursive=True) + glob.glob("spec/*.py"):
-        graph[path[:-3].replace(os.sep, ".")] = _imports(path)
-    out = []
-    for path in sorted(glob.glob("spec/*.py")):
-        if os.path.basename(path).startswith("_"):
-            continue
-        seen, todo = set(), [path[:-3].replace(os.sep, ".")]
-        while todo:
-            cur = todo.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            todo += [m for m in graph.get(cur, ()) if m in graph]
-        if module in seen:
-            out.append(path)
-    return out
+    os.chdir("mutants")
+    parent = os.getpid()
+    hits: dict[str, set[str]] = defaultdict(set)
+    state: dict = {"test": None, "fixture": []}
+    child_log = "capproof-mutation-testmap-children.txt"
+    if os.path.exists(child_log):
+        os.remove(child_log)
+    seen_in_child: set = set()
+
+    def record(name, caller=None):
+        key = state["fixture"][-1] if state["fixture"] else state["test"]
+        if key is None:
+            return
+        if os.getpid() != parent:  # a forked process (prove's isolation): its memory is lost, append to a file
+            if (name, key) not in seen_in_child:
+                seen_in_child.add((name, key))
+                with open(child_log, "a") as fh:
+                    fh.write(json.dumps([name, key]) + "\n")
+            return
+        hits[name].add(key)
+
+    trampoline.record_trampoline_hit = record
+    seconds: dict[str, float] = defaultdict(float)
+    failed: set[str] = set()
+    uses: dict[str, set[str]] = {}
+
+    class Plugin:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_collection_modifyitems(self, config, items):
+            items[:] = [it for it in items if it.get_closest_marker("mutation") is None]
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            state["test"] = item.nodeid
+            uses[item.nodeid] = {f"fixture:{defs[-1].baseid}::{arg}" for arg, defs in item._fixtureinfo.name2fixturedefs.items() if defs}
+            yield
+            state["test"] = None
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_fixture_setup(self, fixturedef, request):
+            state["fixture"].append(f"fixture:{fixturedef.baseid}::{fixturedef.argname}")
+            try:
+                yield
+            finally:
+                state["fixture"].pop()
+
+        def pytest_runtest_logreport(self, report):
+            seconds[report.nodeid] += report.duration
+            if report.failed:
+                failed.add(report.nodeid)
+
+    os.environ["MUTANT_UNDER_TEST"] = "stats"
+    os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
+    rc = pytest.main([a for a in SESSION if a != "-s"], plugins=[Plugin()])
+    if os.path.exists(child_log):
+        with open(child_log) as fh:
+            for line in fh:
+                name, key = json.loads(line)
+                hits[name].add(key)
+    functions = {}
+    for name, keys in hits.items():
+        tests = {k for k in keys if not k.startswith("fixture:")}
+        fixtures = keys - tests
+        tests |= {t for t, fs in uses.items() if fs & fixtures}
+        functions[name] = sorted(t for t in tests if t not in failed)
+    with open(TESTMAP, "w") as fh:
+        json.dump({"functions": dict(sorted(functions.items())), "seconds": {k: round(v, 3) for k, v in sorted(seconds.items())},
+                   "failed": sorted(failed)}, fh, indent=1)
+    print(f"exit {rc}; {len(functions)} functions called by {len({t for ts in functions.values() for t in ts})} tests; "
+          f"{len(failed)} tests fail with no mutant active")
 
 
 FAILED = "capproof-mutation-failed-test.txt"
 
 
-class _FirstFailure:
-    """pytest plugin: writes the node id of the first failing test to ``path``."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def pytest_runtest_logreport(self, report):
-        if report.failed and not os.path.exists(self.path):
-            with open(self.path, "w") as fh:
-                fh.write(report.nodeid)
-
-
-def _child(name: str, args: list[str], seconds: int) -> tuple[int, str | None]:
-    """pytest exit code of ``args`` under mutant ``name`` in a forked child, and the first failing test."""
-    path = FAILED.replace(".txt", f"-{os.getpid()}.txt")  # one per process: shards share the copy
-    if os.path.exists(path):
-        os.remove(path)
-    pid = os.fork()
-    if pid == 0:
-        code = 3
-        try:
-            import pytest
-
-            signal.alarm(seconds)
-            os.environ["MUTANT_UNDER_TEST"] = name
-            sys.stdout = sys.stderr = open(os.devnull, "w")
-            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *args], plugins=[_FirstFailure(path)]))
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    failed = open(path).read() if os.path.exists(path) else None
-    return os.waitstatus_to_exitcode(status), failed
-
-
-def _done() -> dict[str, dict]:
+def _done(path: str = os.path.join("mutants", RECORD)) -> dict[str, dict]:
     out = {}
-    path = os.path.join("mutants", RECORD)
     if os.path.exists(path):
         with open(path) as fh:
             for line in fh:
@@ -225,92 +252,183 @@ def _done() -> dict[str, dict]:
     return out
 
 
-def run(names: list[str], tests_only: bool = False) -> None:
-    import pytest
+class _Mutants:
+    """pytest plugin: instead of running the collected items, run each mutant of ``names`` on the
+    items that call its function, each mutant in a child forked from this process (the tests are
+    collected and every module imported once; mutmut's trampolines read ``MUTANT_UNDER_TEST`` at
+    each call, so setting it in the child activates the mutant)."""
 
+    def __init__(self, names: list[str], done: dict, tmap: dict, cmap: dict | None, mode: str, record: str):
+        self.names, self.done, self.tmap, self.cmap, self.mode, self.record = names, done, tmap, cmap, mode, record
+        self.base_path = "capproof-mutation-direct-baseline.json"
+        self.base = json.load(open(self.base_path)) if os.path.exists(self.base_path) else {}
+        self.failed_path = FAILED.replace(".txt", f"-{os.getpid()}.txt")  # one per process: shards share the copy
+        self.kills: dict[str, Counter] = defaultdict(Counter)  # function -> killing test -> mutants it killed
+        for rec in done.values():
+            if rec.get("tests") == "killed":
+                self.kills[rec["mutant"].partition("__mutmut_")[0]][rec["killed_by"]] += 1
+            if rec.get("prove") == "killed":
+                self.kills[rec["mutant"].partition("__mutmut_")[0]][rec["prove_failed"]] += 1
+
+    def pytest_runtest_logreport(self, report):  # in a child: the first failing test ends the child
+        if report.failed:
+            with open(self.failed_path, "w") as fh:
+                fh.write(report.nodeid)
+            os._exit(1)
+
+    def _child(self, name: str, items: list, seconds: float) -> tuple[int, str | None]:
+        """Exit code of ``items`` run in order under mutant ``name`` in a forked child (1: a test
+        failed, ``-SIGALRM``: past ``seconds``), and the node id of the failing test."""
+        if os.path.exists(self.failed_path):
+            os.remove(self.failed_path)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)  # its own group: what a test starts is stopped with it
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                signal.alarm(max(1, int(seconds)))
+                from mutmut.mutation import trampoline
+
+                trampoline.set_mutant_under_test(name)  # env and process-local (a test clearing os.environ keeps it)
+                for i, item in enumerate(items):
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # processes a test left behind (a timed-out child's isolation workers)
+        except (ProcessLookupError, PermissionError):
+            pass
+        failed = open(self.failed_path).read() if os.path.exists(self.failed_path) else None
+        return os.waitstatus_to_exitcode(status), failed
+
+    def _passes_unmutated(self, item) -> bool:
+        """A kill counts only if the failing test passes alone with no mutant active in the copy;
+        checked once per test, cached in ``capproof-mutation-direct-baseline.json``."""
+        if item.nodeid not in self.base:
+            self.base[item.nodeid] = self._child("", [item], TEST_SECONDS)[0]
+            with open(self.base_path, "w") as fh:
+                json.dump(self.base, fh, indent=1)
+        return self.base[item.nodeid] == 0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        by_id = {it.nodeid: it for it in session.items}
+        oracle = [it for it in session.items if it.get_closest_marker("mutation") is not None]
+        seconds = self.tmap["seconds"]
+        log(f"{len(self.names)} mutants to run; {len(by_id) - len(oracle)} tests, {len(oracle)} obligations collected")
+        for name in self.names:
+            started = time.monotonic()
+            fn = name.partition("__mutmut_")[0]
+            if self.mode == "prove-alone":
+                rec = {"mutant": name}
+            elif name in self.done:  # the tests ran (--tests-only): prove now
+                rec = self.done[name]
+            else:  # the tests that call the function, fastest first, -x
+                # the tests that killed other mutants of the same function first (a kill comes sooner: a
+                # mutant can make an early, normally fast, test slow), then fastest first
+                hits = self.kills[fn]
+                ids = sorted((t for t in self.tmap["functions"].get(fn, []) if t in by_id),
+                             key=lambda t: (-hits[t], seconds.get(t, 0)))
+                items = [by_id[t] for t in ids]
+                limit = min(TEST_SECONDS, max(60, 5 * sum(seconds.get(t, 0) for t in ids)))
+                rc, failed = self._child(name, items, limit) if items else (0, None)
+                rec = {"mutant": name, "selected_tests": len(items),
+                       "tests": {0: "survived", 1: "killed"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")}
+                if not items:
+                    rec["tests"] = "no test"
+                if rec["tests"] == "killed":
+                    rec["killed_by"] = failed
+                    if failed not in by_id or not self._passes_unmutated(by_id[failed]):
+                        rec["tests"] = "fails unmutated"
+                    else:
+                        self.kills[fn][failed] += 1
+            if self.mode == "prove-alone" or (self.mode == "all" and rec["tests"] != "killed"):
+                calls = _obligations_calling(name, self.cmap)
+                loads = {c[5:] for c in calls if c.startswith("load:")}
+                hits = self.kills[fn]
+                items = sorted((it for it in oracle if it.nodeid in calls or it.callspec.params["declared"].file in loads),
+                               key=lambda it: -hits[it.nodeid])  # then in declared order
+                rec["obligations"] = len(items)
+                if not items:
+                    rec["prove"] = "no obligation"
+                else:
+                    rc, failed = self._child(name, items, PROVE_SECONDS)
+                    rec["prove_failed"] = failed
+                    rec["prove"] = {0: "survived", 1: "killed"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")
+                    if rec["prove"] == "killed" and (failed not in by_id or not self._passes_unmutated(by_id[failed])):
+                        rec["prove"] = "fails unmutated"
+                    elif rec["prove"] == "killed":
+                        self.kills[fn][failed] += 1
+            rec["seconds"] = round(time.monotonic() - started, 1)
+            with open(self.record, "a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+            log(f"{rec.get('tests', '-'):8} {rec.get('prove', '-'):13} {rec['seconds']:6} {name}")
+        return True
+
+
+def log(line: str) -> None:
+    print(line, file=sys.__stderr__, flush=True)
+
+
+def run(names: list[str], mode: str = "all") -> None:
+    """Each mutant of ``names`` in one pytest session (see :class:`_Mutants`). ``mode``: ``all`` (tests,
+    then prove on their survivors), ``tests-only``, ``prove-alone`` (the prove oracle on every mutant,
+    whatever the tests say; recorded apart, in ``capproof-mutation-prove-alone.jsonl``)."""
     equiv = equivalents()
-    done = _done()
-    todo = [n for n in names if n not in equiv and (n not in done or (not tests_only and done[n]["tests"] != "killed"
-                                                                       and "prove" not in done[n]))]
-    root = os.getcwd()
-    tests = {n: test_files_for(n) for n in todo}
-    specs = {}
-    for n in todo:
-        mod = n.rsplit(".", 1)[0]
-        if mod not in specs:
-            specs[mod] = spec_files_using(mod)
+    record = os.path.abspath(os.path.join("mutants", PROVE_ALONE if mode == "prove-alone" else RECORD))
+    done = _done(record)
+    if mode == "prove-alone":
+        todo = [n for n in names if n not in equiv and n not in done]
+    else:
+        todo = [n for n in names if n not in equiv and (n not in done or (mode == "all" and done[n]["tests"] != "killed"
+                                                                           and "prove" not in done[n]))]
+    tmap = {"functions": {}, "seconds": {}}
+    if mode != "prove-alone":
+        with open(os.path.join("mutants", TESTMAP)) as fh:
+            tmap = json.load(fh)
     cmap = None
-    if os.path.exists(os.path.join("mutants", CALLMAP)):
+    if mode != "tests-only":
         with open(os.path.join("mutants", CALLMAP)) as fh:
             cmap = json.load(fh)
     os.chdir("mutants")
     os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
-    every = sorted({f for fs in tests.values() for f in fs})
-    with open(os.devnull, "w") as null:
-        out, sys.stdout = sys.stdout, null
-        try:  # import and collect once; the children reuse the imported modules
-            pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *every, "tests/mutation/test_prove_kills.py"])
-        finally:
-            sys.stdout = out
-    base_path = "capproof-mutation-direct-baseline.json"
-    base = json.load(open(base_path)) if os.path.exists(base_path) else {}
-
-    def passes_unmutated(test: str) -> bool:
-        """A kill counts only if the failing test passes with no mutant active in the copy (a test
-        reading files the copy lacks fails either way); checked once per test, cached."""
-        if test not in base:
-            base[test] = _child("baseline (no mutant)", ["-m", "not slow and not real", test], TEST_SECONDS)[0]
-            with open(base_path, "w") as fh:
-                json.dump(base, fh, indent=1)
-        return base[test] == 0
-
-    bad = {"tests/test_real_engine.py", "tests/test_numpy_oracle.py", "tests/test_report_links.py"}
-    tests = {n: [f for f in fs if f not in bad] for n, fs in tests.items()}
-    print(f"{len(todo)} mutants to run", flush=True)
-    for name in todo:
-        started = time.monotonic()
-        if name in done:  # the tests ran (--tests-only): prove now
-            rec = done[name]
-        else:  # the files naming the module or function first (most kills), then the always-run ones
-            files = sorted([f for f in tests[name] if f not in ALWAYS], key=lambda f: f not in FIRST) + [f for f in tests[name] if f in ALWAYS]
-            rc, failed = _child(name, ["-m", "not slow and not real", *files], TEST_SECONDS)
-            rec = {"mutant": name, "test_files": len(tests[name]), "tests": {0: "survived", 1: "killed", 5: "survived"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")}
-            if rec["tests"] == "killed":
-                rec["killed_by"] = failed
-                if failed is None or not passes_unmutated(failed):
-                    rec["tests"] = "fails unmutated"
-        if rec["tests"] != "killed" and not tests_only:
-            files = specs[name.rsplit(".", 1)[0]]
-            calls = _obligations_calling(name, cmap)
-            if calls is not None:  # the call map: the spec files loading it, the obligations calling it
-                loads = {c[5:] for c in calls if c.startswith("load:")}
-                direct = [re.search(r"\[(.*)\]$", c).group(1) for c in calls if not c.startswith("load:")]
-                files = sorted(loads | {d.split("::")[0] for d in direct})
-                words = sorted({os.path.basename(f)[:-3] for f in loads} | {d.split("::")[-1] for d in direct
-                                                                              if d.split("::")[0] not in loads})
-            else:
-                words = [os.path.basename(f)[:-3] for f in files]
-            rec["spec"] = files
-            if calls is not None and not calls:
-                rec["prove"] = "no obligation"
-            elif files:
-                k = " or ".join(words)
-                rc, failed = _child(name, ["-m", "mutation", "-k", k, "tests/mutation/test_prove_kills.py"], PROVE_SECONDS)
-                rec["prove_failed"] = failed
-                rec["prove"] = {0: "survived", 1: "killed", 5: "survived"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")
-            else:
-                rec["prove"] = "no obligation"
-        rec["seconds"] = round(time.monotonic() - started, 1)
-        with open(os.path.join(root, "mutants", RECORD), "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
-        print(f"{rec['tests']:8} {rec.get('prove', '-'):13} {rec['seconds']:6} {name}", flush=True)
-    os.chdir(root)
+    plugin = _Mutants(todo, done, tmap, cmap, mode, record)
+    pytest.main(SESSION, plugins=[plugin])
 
 
-def table(names: list[str]) -> None:
+def _outcome_kinds() -> dict[tuple[str, str], str]:
+    """``{(mutant, obligation id): "unknown" | "missing"}``: prove-oracle failures that are not a
+    changed verdict (tests/mutation/test_prove_kills.py records them apart; not counted as kills)."""
+    out = {}
+    path = os.path.join("mutants", "capproof-mutation-outcomes.jsonl")
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                out.setdefault((rec["mutant"], rec["obligation"]), rec["kind"])
+    return out
+
+
+def _not_a_verdict(rec: dict, kinds: dict[tuple[str, str], str]) -> str | None:
+    """``unknown``/``missing`` when the obligation that failed under the mutant ran out of rlimit or
+    was no longer declared (a failure, not a changed verdict), else None."""
+    m = re.search(r"\[(.*)\]$", rec.get("prove_failed") or "")
+    return kinds.get((rec["mutant"], m.group(1))) if m else None
+
+
+def table(names: list[str], prove_alone: bool = False) -> None:
     """Per-file counts: ``tests`` killed by the fast tests; ``prove`` survived the tests, killed by
-    prove; ``equivalent`` listed; ``survived`` neither; ``timeout``; ``not run``."""
-    done, equiv = _done(), equivalents()
+    prove (a changed verdict); ``unknown``/``missing`` the prove oracle failed without a changed
+    verdict (:func:`_not_a_verdict`: not a kill); ``equivalent`` listed; ``survived`` neither (``no
+    obligation`` included); ``timeout``; ``not run``. With ``prove_alone``: the prove-alone record."""
+    done = _done(os.path.join("mutants", PROVE_ALONE)) if prove_alone else _done()
+    equiv = equivalents()
+    kinds = _outcome_kinds()
     rows: dict[str, Counter] = defaultdict(Counter)
     for n in names:
         row = rows[source_of(n)]
@@ -320,15 +438,19 @@ def table(names: list[str]) -> None:
             row["equivalent"] += 1
         elif rec is None:
             row["not run"] += 1
-        elif rec["tests"] == "killed":
+        elif rec.get("tests") == "killed":
             row["tests"] += 1
+        elif rec.get("prove") == "killed" and _not_a_verdict(rec, kinds):
+            row[_not_a_verdict(rec, kinds)] += 1
         elif rec.get("prove") == "killed":
             row["prove"] += 1
-        elif "timeout" in (rec["tests"], rec.get("prove")):
+        elif "timeout" in (rec.get("tests"), rec.get("prove")):
             row["timeout"] += 1
         else:
             row["survived"] += 1
-    cols = ["mutants", "tests", "prove", "equivalent", "survived", "timeout", "not run"]
+    cols = ["mutants", "tests", "prove", "unknown", "missing", "equivalent", "survived", "timeout", "not run"]
+    if prove_alone:
+        cols.remove("tests")
     print("| file | " + " | ".join(cols) + " | killed % of run |")
     print("|---|" + "---:|" * (len(cols) + 1))
     total = sum(rows.values(), Counter())
@@ -347,6 +469,8 @@ def main() -> None:
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th mutant from the i-th")
     ap.add_argument("--tests-only", action="store_true", help="the tests oracle alone (prove later, on the survivors)")
     ap.add_argument("--callmap", action="store_true", help="record which obligations call which function")
+    ap.add_argument("--testmap", action="store_true", help="record which fast tests call which function, and their durations")
+    ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
     args = ap.parse_args()
     if args.generate:
@@ -355,14 +479,17 @@ def main() -> None:
     if args.callmap:
         callmap()
         return
+    if args.testmap:
+        testmap()
+        return
     names = [n for n in mutant_names() if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
     if args.sample is not None:  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
         names = random.Random(args.seed).sample(names, len(names))[:args.sample]
     if args.table:
-        table(names)
+        table(names, args.prove_alone)
         return
     i, n = map(int, args.shard.split("/"))
-    run(names[i::n], args.tests_only)
+    run(names[i::n], "prove-alone" if args.prove_alone else "tests-only" if args.tests_only else "all")
 
 
 if __name__ == "__main__":
