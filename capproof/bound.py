@@ -35,7 +35,7 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .encode import CaseProblem, _describe_exc, build_case, checked_domains, replay
+from .encode import CaseProblem, _describe_exc, build_case, checked_domains, concrete_args, evaluate, replay
 from .prover import _minimize, minimize_term
 from .aggregate import AbstractCase
 from .symbolic import to_z3_int
@@ -837,6 +837,35 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
     return out  # type: ignore[return-value]
 
 
+def _skip_confirmed(ob: Obligation) -> bool:
+    """Whether an obligation recorded as skipped (``proofs/bounds.json``'s ``skipped``) is indeed not
+    a capacity claim: its claim's relation on ints at one point of its domain (each Range at its
+    lower end, each Choice at its first value, each vector's entries at their lower end) is not an
+    ``at_most``/``less_than`` one. Never trusted from the record alone (a record written before a
+    model turned a claim into a capacity claim, its fingerprint forged, would hide the obligation
+    from proofs/bounds.md): False when the point's claim is a capacity claim or the model raises
+    there, and the obligation is then bounded from scratch."""
+    from .domain import Choice
+
+    point: dict[str, object] = {}
+    try:
+        for p, dom in ob.domain.items():
+            if isinstance(dom, Range):
+                point[p] = dom.lo
+            elif isinstance(dom, Choice):
+                point[p] = dom.values[0]
+        for p, dom in ob.domain.items():
+            if isinstance(dom, Vector):
+                n = dom.size if dom.length is None else point[dom.length]
+                point[p] = [dom.elem.lo] * n  # type: ignore[attr-defined,operator]
+        ev = evaluate(ob, concrete_args(ob, point), witnesses=False)
+        return capacity_relation(ev.claim.relation or "") is None
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - the from-scratch bound reports it
+        return False
+
+
 def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,
                waste_threshold: float = DEFAULT_WASTE_THRESHOLD, progress=None, skip_vectors: bool = False,
                jobs: int = 1, recorded: dict[str, Any] | None = None) -> BoundRun:
@@ -864,7 +893,8 @@ def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = 
     todo = [ob for ob in obligations if ob not in skipped]
     if recorded is not None and not pins:
         known = {ob.id: ObligationBound(ob.id, ob.expect, "skipped", "recorded as not an at_most/less_than capacity claim",
-                                        file=ob.file, line=ob.line, case_id=ob.case) for ob in todo if ob.id in recorded["skipped"]}
+                                        file=ob.file, line=ob.line, case_id=ob.case)
+                 for ob in todo if ob.id in recorded["skipped"] and _skip_confirmed(ob)}
         rest = [ob for ob in todo if ob.id not in known]
         work = lambda ob: _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)  # noqa: E731
         known.update((r.id, r) for r in _bound_all(rest, pins, rlimit, waste_threshold, jobs, progress, work))
