@@ -408,3 +408,24 @@ def test_a_real_capacity_obligation_moved_to_skipped_is_still_bounded():
     (result,) = [r for r in run.results if r.id == target]
     assert result.status == "bounded" and result.recomputed == "not in the recorded bounds"
     assert [c.to_json() for c in result.cases] == bounds[target]["cases"]
+
+
+BOUND_CASES = [m for m in MAPPED if m[0] in ("neg", "neg_lower", "decreasing_no_padding", "halves", "round_up",
+                                                 "scaled_by_scalar", "scaled_by_length", "two_mapped", "own_minimum",
+                                                 "padding_fill_one")]
+
+
+@pytest.mark.parametrize("name, expr, variant", BOUND_CASES, ids=[b[0] for b in BOUND_CASES])
+def test_bounds_of_mapped_totals_agree_with_brute_force_and_certify(spec_file, name, expr, variant):
+    """capproof bound on the same claims with capacity 20: the worst demand (aggregate method) and
+    the minimum slack (either method) are the enumerated ones, and the record certifies as it is."""
+    kw = {"nlo": 1, "size": 3, "lo": 0, "hi": 4, "length": '"n"', "fill": 0, "assume": "{}", **variant, "cap": "20",
+          "expr": expr}
+    ob = {it.name: it for it in load_file(spec_file(TEMPLATE.format(**kw), f"adv_bound_{name}.py"))}["ob"]
+    worst = _worst(ob)
+    entry = json.loads(json.dumps(bound_obligation(ob).to_json()))
+    (case,) = entry["cases"]
+    assert case["status"] == "bounded" and case["min_slack"] == 20 - worst
+    if case["method"] == "aggregate":
+        assert case["max_demand"] == worst
+    assert check_obligation(ob, entry).to_json() == entry
