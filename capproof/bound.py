@@ -837,33 +837,43 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
     return out  # type: ignore[return-value]
 
 
+#: the most case combinations :func:`_skip_confirmed` runs on ints (beyond: bounded from scratch)
+SKIP_CHECK_CASES = 4096
+
+
 def _skip_confirmed(ob: Obligation) -> bool:
     """Whether an obligation recorded as skipped (``proofs/bounds.json``'s ``skipped``) is indeed not
-    a capacity claim: its claim's relation on ints at one point of its domain (each Range at its
-    lower end, each Choice at its first value, each vector's entries at their lower end) is not an
-    ``at_most``/``less_than`` one. Never trusted from the record alone (a record written before a
-    model turned a claim into a capacity claim, its fingerprint forged, would hide the obligation
-    from proofs/bounds.md): False when the point's claim is a capacity claim or the model raises
-    there, and the obligation is then bounded from scratch."""
-    from .domain import Choice
-
-    point: dict[str, object] = {}
+    a capacity claim: in every case (each combination of its finite parameters' values, at most
+    :data:`SKIP_CHECK_CASES`) its claim's relation on ints, at the lower end of every Range and of
+    every vector's entries, is not an ``at_most``/``less_than`` one. (A Range parameter cannot
+    change the relation: the symbolic run would branch on it.) Never trusted from the record alone:
+    a record written before a model turned a claim into a capacity claim, its fingerprint forged,
+    would hide the obligation from proofs/bounds.md. False when some case's claim is a capacity
+    claim or the model raises there; the obligation is then bounded from scratch."""
+    finite = {p: dom.cases() for p, dom in ob.domain.items() if getattr(dom, "finite", False)}
+    count = 1
+    for values in finite.values():
+        count *= len(values)
+    if count > SKIP_CHECK_CASES:
+        return False
     try:
-        for p, dom in ob.domain.items():
-            if isinstance(dom, Range):
-                point[p] = dom.lo
-            elif isinstance(dom, Choice):
-                point[p] = dom.values[0]
-        for p, dom in ob.domain.items():
-            if isinstance(dom, Vector):
-                n = dom.size if dom.length is None else point[dom.length]
-                point[p] = [dom.elem.lo] * n  # type: ignore[attr-defined,operator]
-        ev = evaluate(ob, concrete_args(ob, point), witnesses=False)
-        return capacity_relation(ev.claim.relation or "") is None
+        for combo in itertools.product(*finite.values()):
+            point: dict[str, object] = dict(zip(finite, combo))
+            for p, dom in ob.domain.items():
+                if isinstance(dom, Range):
+                    point[p] = dom.lo
+            for p, dom in ob.domain.items():
+                if isinstance(dom, Vector):
+                    n = dom.size if dom.length is None else point[dom.length]
+                    point[p] = [dom.elem.lo] * n  # type: ignore[attr-defined,operator]
+            ev = evaluate(ob, concrete_args(ob, point), witnesses=False)
+            if capacity_relation(ev.claim.relation or "") is not None:
+                return False
     except KeyboardInterrupt:
         raise
     except BaseException:  # noqa: BLE001 - the from-scratch bound reports it
         return False
+    return True
 
 
 def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,

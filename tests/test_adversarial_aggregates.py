@@ -461,3 +461,22 @@ def test_align_writes_fold_agrees_with_brute_force(spec_file, ne, what):
     assert worst is not None and worst <= 0  # vLLM's sizing holds: nothing written past the buffer
     for cap, must_hold in ((worst, True), (worst - 1, False)):
         _sound(load(str(cap), "tight" if must_hold else "short"), must_hold, Options(density="off"))
+
+
+CASEWISE = '''
+from capproof import Choice, Range, at_most, equal, obligation
+
+@obligation(domain={"mode": Choice(2, 1), "a": Range(0, 9)})
+def casewise(mode, a):
+    if mode == 1:
+        return at_most(demand=a, capacity=8)
+    return equal(left=a, right=a)
+'''
+
+
+def test_a_skip_is_confirmed_in_every_case_not_only_the_first_value(spec_file):
+    """The claim is a capacity claim only for mode 1 (Choice(2, 1): not its first listed value)."""
+    path = spec_file(CASEWISE, "adv_casewise.py")
+    (ob,) = load_file(path)
+    run = run_bounds([path], recorded={"bounds": {}, "skipped": {ob.id}})
+    assert [r.status for r in run.results] != ["skipped"]
