@@ -296,3 +296,22 @@ def test_moe_align_writes_are_proved_for_every_number_of_experts_and_a_short_buf
     assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 8", r.encoding_note
     holds, values, failed = replay(short, r.counterexample.params)
     assert not holds and not failed and values == r.counterexample.values
+
+
+def test_a_model_failing_on_the_small_witness_batch_falls_back_not_raises(spec_file):
+    """prove_obligation never raises: a model reading ``xs[10]`` (fine on the declared 16 entries)
+    raised IndexError out of the induction's non-vacuity search on its 1-entry batch (found by the
+    session-12 adversarial pass). Now no witness that size, and the bounded encoding decides."""
+    src = '''
+from capproof import Range, obligation, at_most
+from capproof.arith import fold
+from capproof.domain import Vector
+
+@obligation(domain={"n": Range(1, 16), "xs": Vector(16, Range(0, 3), length="n")})
+def past_the_end(n, xs):
+    walked = fold(lambda s, i, x: s + x, 0, xs, invariant=lambda s, i, seen: s >= 0)
+    return at_most(demand=xs[10] - 10, capacity=walked + 100)
+'''
+    ob = load_file(spec_file(src, "past_the_end.py"))[0]
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 16", (r.verdict, r.encoding, r.encoding_note)
