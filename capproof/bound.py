@@ -38,7 +38,7 @@ from .obligation import Obligation
 from .encode import CaseProblem, _describe_exc, build_case, checked_domains, concrete_args, evaluate, replay
 from .prover import _minimize, minimize_term
 from .aggregate import AbstractCase
-from .symbolic import to_z3_int
+from .symbolic import fresh_z3_context, to_z3_int
 from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "check_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
@@ -742,14 +742,11 @@ def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_thresh
     bounded before in this process (proofs/bounds.md is the same for any -j); never raises. The
     caller's context is restored afterwards (an in-process ``-j 1`` run must not strand the Z3
     terms its caller holds in another context)."""
-    previous = z3.z3._main_ctx
     try:
-        z3.z3._main_ctx = None
-        return bound_obligation(ob, pins, rlimit, waste_threshold)
+        with fresh_z3_context():
+            return bound_obligation(ob, pins, rlimit, waste_threshold)
     except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
         return ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
-    finally:
-        z3.z3._main_ctx = previous
 
 
 def _bound_child(conn, chunk: list[tuple[int, Obligation]], work) -> None:
@@ -1210,18 +1207,15 @@ def _checked_fresh(ob: Obligation, entry: dict[str, Any] | None, rlimit: int, wa
     if entry is None:
         why = "not in the recorded bounds"
     else:
-        previous = z3.z3._main_ctx
         try:
-            z3.z3._main_ctx = None
-            return check_obligation(ob, entry, rlimit, waste_threshold)
+            with fresh_z3_context():
+                return check_obligation(ob, entry, rlimit, waste_threshold)
         except Uncertified as exc:
             why = f"certificate failed: {exc}"
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - the from-scratch run reports it
             why = f"certificate failed: {_describe_exc(exc)}"
-        finally:
-            z3.z3._main_ctx = previous
     result = _bound_fresh(ob, {}, rlimit, waste_threshold)
     result.recomputed = why
     return result

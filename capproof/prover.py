@@ -946,14 +946,11 @@ BOUNDED_CEX_LIMIT = 64
 
 
 def _in_own_context(attempt, *args):
-    """``attempt(*args)`` with a fresh Z3 main context, the caller's restored afterwards (the
-    attempt's result keeps its own context alive through any Z3 object it holds)."""
-    previous = z3.z3._main_ctx
-    z3.z3._main_ctx = None
-    try:
+    """``attempt(*args)`` in a fresh Z3 main context (:func:`capproof.symbolic.fresh_z3_context`)."""
+    from .symbolic import fresh_z3_context
+
+    with fresh_z3_context():
         return attempt(*args)
-    finally:
-        z3.z3._main_ctx = previous
 
 
 def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],

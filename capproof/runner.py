@@ -122,14 +122,10 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
     Z3 objects across calls."""
     if kind != "obligation":
         return check_contract(item, options)  # type: ignore[arg-type]
-    import z3
+    from .symbolic import fresh_z3_context
 
-    previous = z3.z3._main_ctx
-    z3.z3._main_ctx = None
-    try:
+    with fresh_z3_context():
         return prove_obligation(item, options)  # type: ignore[arg-type]
-    finally:
-        z3.z3._main_ctx = previous
 
 
 def _work(kind: str, file: str, ident: str, options: Options):

@@ -32,8 +32,24 @@ from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, Sy
 
 __all__ = [
     "SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic",
-    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET", "uninterpreted_constants",
+    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET", "uninterpreted_constants", "fresh_z3_context",
 ]
+
+
+@contextlib.contextmanager
+def fresh_z3_context() -> Iterator[None]:
+    """Run the block with a fresh Z3 main context and restore the caller's afterwards.
+
+    Z3's answers, models and unsat cores depend on the terms and queries made before in a context,
+    so an obligation decided from a fresh one gives the same result whatever this process did
+    before (any ``--jobs``); restoring the caller's context keeps the terms it holds usable. A Z3
+    object the block returns keeps its own context alive."""
+    previous = z3.z3._main_ctx
+    z3.z3._main_ctx = None
+    try:
+        yield
+    finally:
+        z3.z3._main_ctx = previous
 
 
 def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:

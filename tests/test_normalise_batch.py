@@ -13,6 +13,7 @@ from capproof import Options, Verdict, prove
 from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.normalise import sorted_batch
+from capproof.symbolic import fresh_z3_context
 
 HEAD = '''
 from capproof import Choice, Range, Vector, at_most, claim, obligation
@@ -26,12 +27,8 @@ def _prove(spec_file, body, name="spec_under_test.py"):
     before in a context, and in the middle of the whole suite the 256-entry uniformity proof's
     `core.minimize` ran for more than 10 minutes (6.7 s from a fresh context)."""
     (ob,) = load_file(spec_file(HEAD + body, name))
-    previous = z3.z3._main_ctx
-    z3.z3._main_ctx = None
-    try:
+    with fresh_z3_context():
         return ob, prove(ob, Options(density="off"))
-    finally:
-        z3.z3._main_ctx = previous
 
 
 def _sorted(r):
