@@ -248,6 +248,12 @@ def _monotone(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int, background: l
     return None
 
 
+def _value_at(f: z3.ArithRef, each: z3.ArithRef, v: int) -> int | None:
+    """``f`` at ``each = v`` as an int (``f`` of the entry alone), or None when it does not simplify to one."""
+    value = z3.simplify(z3.substitute(f, (each, z3.IntVal(v))))
+    return value.as_long() if z3.is_int_value(value) else None
+
+
 def _extremum(g: z3.ArithRef, x: z3.ArithRef, lo: int, hi: int, maximize: bool) -> int | None:
     """The exact maximum (minimum) of ``g(x)`` over ``lo..hi`` (``g`` has no other free name), or
     None when Z3 cannot say within its rlimit."""
@@ -282,11 +288,7 @@ def affine_envelope(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int) -> list
     if hi <= lo or _free_consts(f) - {each.decl().name()}:
         return []
 
-    def at(v: int) -> int | None:
-        value = z3.simplify(z3.substitute(f, (each, z3.IntVal(v))))
-        return value.as_long() if z3.is_int_value(value) else None
-
-    f_lo, f_next, f_hi = at(lo), at(lo + 1), at(hi)
+    f_lo, f_next, f_hi = (_value_at(f, each, v) for v in (lo, lo + 1, hi))
     if f_lo is None or f_next is None or f_hi is None:
         return []
     slopes = [f_next - f_lo, (f_hi - f_lo) // (hi - lo), -((f_lo - f_hi) // (hi - lo))]
@@ -312,12 +314,9 @@ def common_residue(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int) -> tuple
 
     if hi <= lo or _free_consts(f) - {each.decl().name()}:
         return None
-    values = []
-    for v in dict.fromkeys((lo, lo + 1, min(lo + 2, hi), (lo + hi) // 2, hi - 1, hi)):
-        value = z3.simplify(z3.substitute(f, (each, z3.IntVal(v))))
-        if not z3.is_int_value(value):
-            return None
-        values.append(value.as_long())
+    values = [_value_at(f, each, v) for v in dict.fromkeys((lo, lo + 1, min(lo + 2, hi), (lo + hi) // 2, hi - 1, hi))]
+    if None in values:
+        return None
     g = 0
     for value in values[1:]:
         g = math.gcd(g, value - values[0])
