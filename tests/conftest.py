@@ -65,3 +65,11 @@ def pytest_collection_modifyitems(config, items):
         kept = [it for it in items if it.get_closest_marker("mutation")]
         config.hook.pytest_deselected(items=[it for it in items if it not in kept])
         items[:] = kept
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """An empty project in a temporary directory (``spec/`` made), as the working directory."""
+    (tmp_path / "spec").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

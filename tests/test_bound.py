@@ -134,12 +134,6 @@ def test_vacuous_when_nothing_admitted(spec_file):
     assert r.status == "vacuous" and not r.ok
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "spec").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 def test_cli_json_exit_codes_and_check(project):
     (project / "spec" / "caps.py").write_text(SPEC.replace("@obligation(domain={\"x\"", "@obligation(domain={'x'")

@@ -158,12 +158,6 @@ def test_recorded_bounds_are_keyed_by_sources_and_settings(tmp_path):
     assert recorded_bounds("{not json", before, 20_000_000, 100.0)[0] is None
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "spec").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 def test_cli_check_certifies_falls_back_and_catches_changes(project):
     spec = project / "spec" / "caps.py"
