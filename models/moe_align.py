@@ -95,7 +95,13 @@ def num_tokens_post_pad(counts, block_size):
     Source: vLLM ``csrc/moe/moe_align_sum_kernels.cu`` (older public csrc; the corpus marks it
     indicative for 0.33.0): each expert's run of ids is padded to a whole block.
     """
-    return total(round_up(c, block_size) for c in counts)
+    return total(_padded_count(c, block_size) for c in counts)
+
+
+def _padded_count(count, block_size):
+    """An expert's run of ``count`` ids padded to a whole number of blocks, in entries (the same
+    kernel source as :func:`num_tokens_post_pad`)."""
+    return round_up(count, block_size)
 
 
 def moe_align_demand_bound(numel, active_experts, block_size):
@@ -123,7 +129,7 @@ def max_write_position(counts, expert, block_size):
     (``cumsum_buffer[expert] + rank``), as quoted in vllm-project/vllm#27917. ``expert`` is a
     concrete index.
     """
-    prefix = total(round_up(c, block_size) for c in counts[:expert])
+    prefix = total(_padded_count(c, block_size) for c in counts[:expert])
     return _last_write(prefix, counts[expert])
 
 
@@ -147,7 +153,7 @@ def align_writes(counts, num_experts, block_size):
     """
     def step(state, i, c):
         prefix, last = state
-        return prefix + round_up(c, block_size), select(i < num_experts, maximum(last, _last_write(prefix, c)), last)
+        return prefix + _padded_count(c, block_size), select(i < num_experts, maximum(last, _last_write(prefix, c)), last)
 
     def invariant(state, i, seen):
         prefix, last = state
