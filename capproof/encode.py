@@ -14,6 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import z3
+import z3.z3core as _core
 
 from .arith import Padded
 from .domain import MAX_CASES, Range, Vector
@@ -21,7 +22,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
 )
 
 __all__ = [
@@ -302,6 +303,27 @@ def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tup
     return scalars, constraints
 
 
+def _entry_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, lo: int, hi: int) -> z3.BoolRef:
+    """``z3.Implies(i < n, z3.And(e >= lo, e <= hi))`` through Z3's C API: the same calls in the
+    same order as z3py makes them (``i < n`` is Python's reflected ``n > i``), so the same term
+    and the same ids, without z3py's coercions (issue 12: these were most of building a case
+    whose batch length is symbolic)."""
+    raw = _Raw(n.ctx)
+    gt = raw.keep(_core.Z3_mk_gt(raw.ref, n.as_ast(), raw.num(i)))
+    ge = raw.ge(e.as_ast(), raw.num(lo))
+    le = raw.le(e.as_ast(), raw.num(hi))
+    return raw.done(raw.implies(gt, raw.nary(_core.Z3_mk_and, ge, le)))
+
+
+def _padding_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, fill: int) -> z3.BoolRef:
+    """``z3.Implies(i >= n, e == fill)`` as z3py builds it (``i >= n`` is ``n <= i``), through the
+    C API (see :func:`_entry_bound`)."""
+    raw = _Raw(n.ctx)
+    le = raw.le(n.as_ast(), raw.num(i))
+    eq = raw.keep(_core.Z3_mk_eq(raw.ref, e.as_ast(), raw.num(fill)))
+    return raw.done(raw.implies(le, eq))
+
+
 def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
     """Symbolic scalars and vectors for a case, with their labelled domain constraints."""
     scalars, constraints = scalar_inputs(ranges)
@@ -320,8 +342,8 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
                 padding = []
             else:
                 n_term = scalars[dom.length].term
-                bounds = [z3.Implies(i < n_term, z3.And(e.term >= elem.lo, e.term <= elem.hi)) for i, e in enumerate(entries)]
-                padding = [z3.Implies(i >= n_term, e.term == dom.fill) for i, e in enumerate(entries)]
+                bounds = [_entry_bound(i, n_term, e.term, elem.lo, elem.hi) for i, e in enumerate(entries)]
+                padding = [_padding_bound(i, n_term, e.term, dom.fill) for i, e in enumerate(entries)]
         # _and/_ge/_le: z3.And's and >='s Z3 calls without z3py's per-term coercions (issue 12)
         if bounds:
             constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", _and(*bounds)))

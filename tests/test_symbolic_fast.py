@@ -116,3 +116,17 @@ def test_repeated_roundings_record_the_same_lemmas():
     assert len(trace.lemmas) == len(expected) == 20
     assert all(a.eq(b) for a, b in zip(trace.lemmas, expected))
     assert sums[-1].term.eq(z3.simplify(z3.Sum([z3.simplify(z3.simplify((c.term + 15) / 16) * 16) for c in counts])))
+
+
+@pytest.mark.parametrize("i,lo,hi,fill", [(0, 0, 5, 0), (3, -2, 7, 9), (63, 1, 1, -1), (5, 0, 2**40, 0)])
+def test_batch_entry_bounds_with_a_symbolic_length_build_the_z3py_terms(i, lo, hi, fill):
+    """The per-entry domain bounds of a batch whose length is a parameter (``encode._entry_bound``,
+    ``_padding_bound``): the terms z3py builds for ``Implies(i < n, And(e >= lo, e <= hi))`` and
+    ``Implies(i >= n, e == fill)`` (Python's reflected ``n > i``, ``n <= i``), the very ASTs."""
+    from capproof.encode import _entry_bound, _padding_bound
+
+    n, e = z3.Int("n"), z3.Int("e")
+    built, z3py = _entry_bound(i, n, e, lo, hi), z3.Implies(i < n, z3.And(e >= lo, e <= hi))
+    assert built.eq(z3py) and built.get_id() == z3py.get_id()
+    built, z3py = _padding_bound(i, n, e, fill), z3.Implies(i >= n, e == fill)
+    assert built.eq(z3py) and built.get_id() == z3py.get_id()
