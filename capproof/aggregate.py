@@ -30,7 +30,10 @@ see is caught here and falls back to the bounded encoding).
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,6 +234,44 @@ def mapped_total(items: list, caller) -> SymInt | None:
         raise _refused(f"total over {b.name}: the generator yielded {len(items)} values for one entry "
                        "(a filter over the entry, or a nested loop)")
     return b._mapped_total(each, items[0])
+
+
+#: The per-entry facts already decided in the current attempt (:func:`shared_facts`), by the ids of
+#: the terms they are about; each entry keeps those terms alive, so their ids are not reused.
+_FACTS: list[dict[tuple, tuple[object, tuple]]] = []
+
+
+@contextlib.contextmanager
+def shared_facts() -> Iterator[None]:
+    """Within this block, :func:`build_abstract_case` decides each per-entry fact (monotonicity,
+    the affine envelope, the common residue, an identity of ``f``) once per distinct term and
+    range, not once per case: the cases of one obligation share their ``f`` (a 1,024-expert
+    routing's ``round_up(cnt, block_size)`` for every ``block_size`` case of one value). The
+    answers are the same queries' answers; only repeated Z3 calls are saved (issue 12)."""
+    _FACTS.append({})
+    try:
+        yield
+    finally:
+        _FACTS.pop()
+
+
+def _once(kind: str, terms: tuple, extra: tuple, compute):
+    """``compute()``, or its answer for the same ``kind``, ``terms`` (by Z3 id) and ``extra`` within
+    :func:`shared_facts`."""
+    if not _FACTS:
+        return compute()
+    memo = _FACTS[-1]
+    key = (kind, *(t.get_id() for t in terms), *extra)
+    if key not in memo:
+        memo[key] = (compute(), terms)
+    return memo[key][0]
+
+
+def _valid_once(claim: z3.BoolRef, background: list[z3.BoolRef]) -> bool:
+    """:func:`_valid`, decided once per claim within :func:`shared_facts` (outside it no term
+    outlives the call, as with :func:`_valid` itself: a longer-lived term shifts the ids Z3
+    gives later terms, and with them the arbitrary models of later queries)."""
+    return _once("valid", (claim, *background), (), lambda: _valid(claim, background))
 
 
 def _monotone(f: z3.ArithRef, each: z3.ArithRef, lo: int, hi: int, background: list[z3.BoolRef]) -> bool | None:
@@ -497,6 +538,12 @@ class AbstractCase:
         return {p: out[p] for p in self.ob.params}
 
 
+def _mapped_sum(ev, each: z3.ArithRef, f: z3.ArithRef, xs: list[int]) -> int:
+    """``sum(f(x) for x in xs)`` evaluated by ``ev``, once per distinct entry (a realised batch
+    has few distinct values: evaluating each of 1,024 entries dominated the MoE proofs)."""
+    return sum(k * ev(z3.substitute(f, (each, z3.IntVal(x)))) for x, k in Counter(xs).items())
+
+
 def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
     """A batch of ``n`` entries with the model's minimum and maximum whose first mapped total is
     the model's (entries found by binary search on the monotone ``f``); every other total of the
@@ -505,7 +552,7 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
     lo_x, hi_x = ev(b.m.term), ev(b.M.term)
     if "total" in b.used:  # the plain total is used too (or f is affine): realise it, check the mapped ones
         xs = realise(n, ev(b.T.term), hi_x, lo_x, b.lo, b.hi)
-        if all(sum(ev(z3.substitute(f2, (e2, z3.IntVal(x)))) for x in xs) == ev(t2) for e2, f2, t2 in b.mapped):
+        if all(_mapped_sum(ev, e2, f2, xs) == ev(t2) for e2, f2, t2 in b.mapped):
             return xs
     each, f, t = b.mapped[0]
     rising = b.mapped_rising[0]
@@ -538,7 +585,7 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
         ends = [lo_x, hi_x] if rising else [hi_x, lo_x]
         xs = [ends[0], *(inverse[y] for y in ys[1:-1]), ends[1]]
     for (e2, f2, t2) in b.mapped[1:]:
-        if sum(ev(z3.substitute(f2, (e2, z3.IntVal(x)))) for x in xs) != ev(t2):
+        if _mapped_sum(ev, e2, f2, xs) != ev(t2):
             raise ValueError(f"{b.name}: a second total over the batch is not realised by {xs}")
     if "total" in b.used and sum(xs) != ev(b.T.term):
         raise ValueError(f"{b.name}: total and a mapped total not realised together by {xs}")
@@ -618,11 +665,12 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
             others = _free_consts(f) & (eaches - {each.decl().name()})
             if others:  # f(d) over another batch's (or another loop's) representative: two entries at once
                 raise NotAggregate(f"total over {name} of a term that also uses an entry of another iteration")
-            rising = _monotone(f, each, b.lo, b.hi, background)
+            rising = _once("monotone", (f, each, *background), (b.lo, b.hi),
+                           lambda: _monotone(f, each, b.lo, b.hi, background))
             if rising is None:
                 raise NotAggregate(f"total over {name} of a per-request term not monotone in the entry: {f}")
-            if not (_concrete(b.n) and b.n >= b.size) and not _valid(z3.substitute(f, (each, z3.IntVal(b.fill))) == 0,
-                                                                       background):
+            if not (_concrete(b.n) and b.n >= b.size) and not _valid_once(
+                    z3.substitute(f, (each, z3.IntVal(b.fill))) == 0, background):
                 raise NotAggregate(f"total over {name}: the padding entries (fill {b.fill}) may contribute a "
                                    "nonzero term on ints")
             b.mapped_rising.append(rising)
@@ -631,18 +679,19 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
             facts = mapped_facts(n_t, t, y_max, y_min)
             f0, f1 = z3.substitute(f, (each, z3.IntVal(0))), z3.substitute(f, (each, z3.IntVal(1)))
             x = z3.Int("__affine_x")
-            if _valid(z3.Implies(z3.And(b.lo <= x, x <= b.hi), z3.substitute(f, (each, x)) == f0 + x * (f1 - f0)), background):
+            if _valid_once(z3.Implies(z3.And(b.lo <= x, x <= b.hi), z3.substitute(f, (each, x)) == f0 + x * (f1 - f0)),
+                           background):
                 # f(x) = f(0) + x*(f(1) - f(0)): the mapped total is exact, n*f(0) + (f(1) - f(0))*total
                 facts = z3.And(facts, t == n_t * f0 + (f1 - f0) * b.T.term)
                 b.used.add("total")
             else:
                 inexact.append(name)
-                envelope = affine_envelope(f, each, b.lo, b.hi)
+                envelope = _once("envelope", (f, each), (b.lo, b.hi), lambda: affine_envelope(f, each, b.lo, b.hi))
                 if envelope:
                     b.used.add("total")
                     facts = z3.And(facts, *(z3.And(a * b.T.term + n_t * c_lo <= t, t <= a * b.T.term + n_t * c_hi)
                                             for a, c_lo, c_hi in envelope))
-                residue = common_residue(f, each, b.lo, b.hi)
+                residue = _once("residue", (f, each), (b.lo, b.hi), lambda: common_residue(f, each, b.lo, b.hi))
                 if residue:
                     g, r = residue
                     facts = z3.And(facts, (t - n_t * r) % g == 0)

@@ -958,6 +958,15 @@ def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: d
                          pins: dict[str, int]) -> ObligationResult | None:
     """Decide ``ob`` on the aggregate abstraction of its vectors (capproof.aggregate); None when
     it does not apply or does not decide (the caller then uses the bounded encoding)."""
+    from .aggregate import shared_facts
+
+    with shared_facts():  # each per-entry fact decided once for all cases
+        return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins)
+
+
+def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
+                     vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
+                     pins: dict[str, int]) -> ObligationResult | None:
     from .aggregate import NotAggregate, build_abstract_case, decide_abstract_case, summary
 
     names = list(finite)

@@ -461,3 +461,59 @@ def test_an_attempt_on_the_aggregates_leaves_the_callers_z3_context_alone(spec_f
     s = z3.Solver()
     s.add(x > 1)
     assert s.check() == z3.sat
+
+
+def test_shared_facts_decides_each_per_entry_fact_once_with_the_same_verdicts(spec_file, monkeypatch):
+    """Within one aggregate attempt the cases share their per-entry term ``round_up(cnt, B)``:
+    :func:`capproof.aggregate.shared_facts` decides its envelope (and monotonicity, residue) once
+    per distinct ``B``, not once per case, and every verdict, message, core and counterexample is
+    the one deciding it in every case gives (issue 12, engine overhead)."""
+    import contextlib
+
+    import capproof.aggregate as agg
+
+    obs = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "64"), "moe_shared_facts.py"))}
+    real = agg.affine_envelope
+    calls: list[tuple] = []
+
+    def counted(f, each, lo, hi):
+        calls.append((str(f), lo, hi))
+        return real(f, each, lo, hi)
+
+    monkeypatch.setattr(agg, "affine_envelope", counted)
+
+    def run(name):
+        calls.clear()
+        r = prove_obligation(obs[name], Options(density="off"))
+        cex = r.counterexample.params if r.counterexample else None
+        return (r.verdict, r.message, r.encoding, r.assumptions_used, cex), list(calls)
+
+    shared = {name: run(name) for name in ("padded_fits", "gemm_reads_fit_same_tile")}
+    monkeypatch.setattr(agg, "shared_facts", contextlib.nullcontext)
+    alone = {name: run(name) for name in shared}
+    for name in shared:
+        assert shared[name][0] == alone[name][0], name
+        assert shared[name][0][2] == "all batch sizes"
+        # 4 cases (num_experts 8/64 x block_size_m 16/64): one envelope per block size when shared
+        assert len(alone[name][1]) == 4 and len(shared[name][1]) == 2, (shared[name][1], alone[name][1])
+        assert sorted(set(alone[name][1])) == sorted(shared[name][1])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mapped_sum_counts_each_distinct_entry_once_and_equals_the_entrywise_sum(seed):
+    import random
+
+    from capproof.aggregate import _mapped_sum
+
+    rng = random.Random(seed)
+    x = z3.Int("x")
+    f = ((x + 15) / 16) * 16 - 3 * x
+    xs = [rng.choice([0, 1, 17, 4096, rng.randrange(2**20)]) for _ in range(rng.randrange(1, 300))]
+    evaluated: list[int] = []
+
+    def ev(t):
+        evaluated.append(1)
+        return z3.simplify(t).as_long()
+
+    assert _mapped_sum(ev, x, f, xs) == sum(-(-v // 16) * 16 - 3 * v for v in xs)
+    assert len(evaluated) == len(set(xs))
