@@ -293,6 +293,37 @@ def _objective_terms(case, demand: str, capacity: str, offset: int, limit: int |
 SEARCH_LIMIT = 2**80
 
 
+def _entries_sorted(ob: Obligation, point: dict[str, Any], values: tuple[int, int], demand: str,
+                    capacity: str) -> dict[str, Any]:
+    """``point`` with each batch's active entries in descending order where that point, replayed
+    on ints, meets every assumption with the same demand and capacity (so the same slack);
+    otherwise the batch as Z3 chose it. A search witness's entries are Z3's arbitrary choice
+    (only the scalars and the slack are minimised): sorted, the witness no longer changes with
+    the order in which unrelated code built its terms, and it reads first what matters
+    (``buckets=[1, 1, 0, …]``). Order-dependent claims keep Z3's order."""
+    for name, dom in ob.domain.items():
+        if not isinstance(dom, Vector) or not isinstance(point.get(name), list):
+            continue
+        entries = point[name]
+        n = len(entries) if dom.length is None else point[dom.length]
+        if not isinstance(n, int) or n < 2:
+            continue
+        ordered = sorted(entries[:n], reverse=True) + entries[n:]
+        if ordered == entries:
+            continue
+        candidate = {**point, name: ordered}
+        try:
+            if _replayed(ob, candidate, demand, capacity) == values:
+                point = candidate
+        except _Wrong:
+            pass
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a model that raises there: keep Z3's order
+            pass
+    return point
+
+
 def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int,
                     threshold: float, limit: int | None = None) -> CaseBound:
     """The minimum slack of one case of an obligation with Vector parameters, on the bounded
@@ -371,6 +402,7 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
             raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said {high}")
         if not out.slack_exact and rs >= 0:
             raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said it is negative")
+        point = _entries_sorted(ob, point, (rd, rc), demand, capacity)
     except _Unknown as exc:
         return CaseBound(dict(case.fixed), "unknown", message=str(exc), method="search")
     except _Wrong as exc:

@@ -183,3 +183,42 @@ def test_cli_check_certifies_falls_back_and_catches_changes(project):
     data.unlink()  # no record: from scratch, as before proofs/bounds.json existed
     missing = runner.invoke(main, ["bound", "--check"])
     assert missing.exit_code == 0 and "missing" in missing.output
+
+
+SORTED_WITNESS = '''
+from capproof import Range, obligation, at_most
+from capproof.arith import total
+from capproof.domain import Vector
+
+D = {"c": Range(1, 16), "n": Range(1, 4), "v": Vector(4, Range(0, 3), length="n")}
+
+@obligation(domain=D)
+def order_free(c, n, v):
+    return at_most(d=total(v), capacity=c)
+
+@obligation(domain=D)
+def first_entry(c, n, v):
+    return at_most(d=v[0] + total(v), capacity=c)
+
+@obligation(domain=D, assumptions={"the last active entry is the largest": lambda n, v: all(x <= v[n - 1] for x in v)})
+def last_is_largest(c, n, v):
+    return at_most(d=total(v), capacity=c)
+'''
+
+
+def test_search_witness_entries_are_sorted_only_where_the_replay_agrees(spec_file):
+    """A search witness's batch (Z3's arbitrary entries) is shown in descending order when that
+    point replays on ints with the same demand and capacity and meets every assumption; an
+    order-dependent demand or an assumption on the order keeps Z3's order; padding stays."""
+    from capproof.bound import _entries_sorted, _replayed
+    from capproof.loader import load_file
+
+    obs = {it.name: it for it in load_file(spec_file(SORTED_WITNESS, "sorted_witness.py"))}
+
+    def sort(name, point):
+        return _entries_sorted(obs[name], point, _replayed(obs[name], point, "d", "capacity"), "d", "capacity")
+
+    assert sort("order_free", {"c": 5, "n": 3, "v": [0, 2, 1, 0]})["v"] == [2, 1, 0, 0]
+    assert sort("order_free", {"c": 5, "n": 2, "v": [0, 3, 0, 0]})["v"] == [3, 0, 0, 0]
+    assert sort("first_entry", {"c": 9, "n": 3, "v": [0, 2, 1, 0]})["v"] == [0, 2, 1, 0]  # v[0] counts twice
+    assert sort("last_is_largest", {"c": 9, "n": 3, "v": [1, 0, 2, 0]})["v"] == [1, 0, 2, 0]
