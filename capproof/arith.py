@@ -14,9 +14,11 @@ from functools import reduce
 from typing import Union
 
 import z3
+import z3.z3core as _core
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
-from .symbolic import SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _sum_of, record_lemma, to_z3_bool, to_z3_int
+from .symbolic import (SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _simplified, _sum_of,
+                       record_lemma, to_z3_bool, to_z3_int)
 
 __all__ = [
     "cdiv",
@@ -278,6 +280,13 @@ def gcd(a: Int, b: Int) -> int:
 def implies(premise: Bool, conclusion: Bool) -> Bool:
     """Logical implication, symbolic or not."""
     if isinstance(premise, SymBool) or isinstance(conclusion, SymBool):
+        if isinstance(premise, SymBool) and isinstance(conclusion, SymBool) and premise.term.ctx is conclusion.term.ctx:
+            # z3.simplify(z3.Implies(p, c))'s Z3 calls without z3py's coercions (issue 12: a
+            # per-request witness over a 1,024-request batch makes thousands of them)
+            ctx = premise.term.ctx
+            ref = ctx.ref()
+            return _simplified(ref, _core.Z3_mk_implies(ref, premise.term.as_ast(), conclusion.term.as_ast()), ctx,
+                               boolean=True)
         return SymBool(z3.simplify(z3.Implies(to_z3_bool(premise), to_z3_bool(conclusion))))
     return (not premise) or bool(conclusion)
 
@@ -287,7 +296,14 @@ def all_of(*conditions: Bool) -> Bool:
     if _plain(conditions):
         return all(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
-        term = z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions]))
+        first = next(c for c in conditions if isinstance(c, SymBool)).term.ctx
+        if all(type(c) is SymBool and c.term.ctx is first for c in conditions):
+            # z3.simplify(z3.And(...))'s Z3 calls without z3py's coercions (see implies)
+            ref = first.ref()
+            made = _core.Z3_mk_and(ref, len(conditions), _ast_array([c.term for c in conditions]))
+            term = _simplified(ref, made, first, boolean=True).term
+        else:
+            term = z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions]))
         hook = _all_of_hook()
         if hook is not None:  # per-request conditions over an aggregate batch (capproof.aggregate)
             reduced = hook(term)

@@ -130,3 +130,24 @@ def test_batch_entry_bounds_with_a_symbolic_length_build_the_z3py_terms(i, lo, h
     assert built.eq(z3py) and built.get_id() == z3py.get_id()
     built, z3py = _padding_bound(i, n, e, fill), z3.Implies(i >= n, e == fill)
     assert built.eq(z3py) and built.get_id() == z3py.get_id()
+
+
+def test_implies_and_all_of_build_the_z3py_terms():
+    """``arith.implies`` and ``arith.all_of`` over symbolic conditions: the very term (and id)
+    ``z3.simplify(z3.Implies(...))`` / ``z3.simplify(z3.And(...))`` gives, including conditions
+    that simplify away (``x >= x``) and a mix with a concrete bool (z3py's path)."""
+    from capproof.arith import all_of, implies
+
+    x, n = SymInt.var("x"), SymInt.var("n")
+    conds = [x >= 3, 2 < n, x == n + 1, x >= x, n <= 7]
+    for p in conds:
+        for c in conds:
+            built = implies(p, c).term
+            z3py = z3.simplify(z3.Implies(p.term, c.term))
+            assert built.eq(z3py) and built.get_id() == z3py.get_id()
+    for k in range(1, len(conds) + 1):
+        built = all_of(*conds[:k]).term
+        z3py = z3.simplify(z3.And(*[c.term for c in conds[:k]]))
+        assert built.eq(z3py) and built.get_id() == z3py.get_id()
+    assert all_of(conds[0], True).term.eq(z3.simplify(z3.And(conds[0].term, True)))
+    assert implies(True, conds[1]).term.eq(z3.simplify(z3.Implies(True, conds[1].term)))
