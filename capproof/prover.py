@@ -971,6 +971,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
 
     names = list(finite)
     outcomes = []
+    sizes = max(v.size for v in vectors.values())
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
         try:
@@ -993,9 +994,10 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
             result.encoding_note = f"aggregate abstraction undecided: {outcome.message}"
             return None
         outcomes.append(outcome)
+        if outcome.kind == "counterexample" and sizes <= BOUNDED_CEX_LIMIT:
+            break  # re-decided on the bounded encoding whatever the other cases say
     kinds = [o.kind for o in outcomes]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
-    sizes = max(v.size for v in vectors.values())
     if cexs and sizes <= BOUNDED_CEX_LIMIT:
         result.encoding_note = "aggregate abstraction found a counterexample; minimised on the bounded encoding"
         return None
