@@ -33,6 +33,20 @@ def shown(path: str) -> str:
         return path
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_location(frame) -> str:
+    """``path:line`` of ``frame`` or, when it is capproof's own code (``arith.fold`` iterating a
+    batch for the model), of the innermost caller outside capproof: messages name the model's or
+    the spec's line, which does not move when capproof changes."""
+    inner = frame
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+    frame = frame if frame is not None else inner
+    return f"{shown(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 def at_get_iter(frame) -> bool:
     """True when ``frame`` is executing a ``GET_ITER`` (the iteration starts a ``for`` or a comprehension)."""
     code = frame.f_code.co_code

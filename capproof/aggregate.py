@@ -46,7 +46,8 @@ from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
-from ._iteration import concrete as _concrete, free_consts as _free_consts, shown as _shown, total_site as _total_site
+from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
+from ._iteration import user_location as _user_location
 
 __all__ = ["AggregateBatch", "NotAggregate", "aggregate_facts", "realise", "AbstractCase", "build_abstract_case",
            "decide_abstract_case"]
@@ -135,7 +136,7 @@ class AggregateBatch:
 
     def __iter__(self):
         frame = sys._getframe(1)
-        where = f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"
+        where = _user_location(frame)
         if not at_get_iter(frame):
             raise _refused(f"{self.name}: iterated other than by a generator expression "
                            f"(enumerate, zip, list, * unpacking) at {where}")

@@ -52,7 +52,7 @@ from .encode import _as_claim, _call, _new_solver, build_case, concrete_args, ev
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
-from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, shown
+from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, user_location
 from ._iteration import concrete as _concrete
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
@@ -201,7 +201,7 @@ class InductionBatch:
         site = all_of_site(frame) if at_get_iter(frame) else None
         if site is None:
             raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
-                           f"{self.name})) at {shown(frame.f_code.co_filename)}:{frame.f_lineno}")
+                           f"{self.name})) at {user_location(frame)}")
         each = SymInt.var(f"each({self.name})#{len(self.eaches)}")
         self.eaches[each.term.decl().name()] = (each.term, frame, site)
         return iter((each,))

@@ -517,3 +517,24 @@ def test_mapped_sum_counts_each_distinct_entry_once_and_equals_the_entrywise_sum
 
     assert _mapped_sum(ev, x, f, xs) == sum(-(-v // 16) * 16 - 3 * v for v in xs)
     assert len(evaluated) == len(set(xs))
+
+
+def test_a_refused_iteration_names_the_models_line_not_capproofs(spec_file):
+    """A batch walked by ``arith.fold`` (iterated inside capproof) is refused by the abstraction with
+    the line of the model that called ``fold``, not ``capproof/arith.py``'s: the note in proofs/
+    must not move when capproof changes."""
+    spec = spec_file('''
+from capproof import Range, obligation, at_most
+from capproof.arith import fold
+from capproof.domain import Vector
+
+@obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(0, 3), length="n")})
+def walked(n, v):
+    last = fold(lambda s, i, x: x if i < n else s, 0, v)
+    return at_most(last=last, capacity=3)
+''', "walked_spec.py")
+    [ob] = load_file(spec)
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED
+    assert "iterated other than" in r.encoding_note and "walked_spec.py:8" in r.encoding_note, r.encoding_note
+    assert "capproof/arith.py" not in r.encoding_note
