@@ -50,7 +50,8 @@ _DERIVED_TRIES = 8
 class ProbeHit:
     """A counterexample found on ints: ``params`` (ints; a Vector as its active entries), the
     claim's named ``values`` there, how many points were evaluated (``points``, this one
-    included) and the CPU seconds the probe took (``seconds``)."""
+    included), the CPU seconds the probe took (``seconds``) and which structured point it is
+    (``how``: the corner and the moves from it)."""
 
     params: dict[str, object]
     values: dict[str, int]
@@ -58,46 +59,32 @@ class ProbeHit:
     seconds: float = 0.0
     how: str = ""
 
-    def describe(self) -> str:
-        shown = []
-        for k, v in self.params.items():
-            if isinstance(v, list) and len(v) > 6:
-                same = all(e == v[0] for e in v)
-                v = f"[{v[0]}]*{len(v)}" if same else f"[{', '.join(map(str, v[:4]))}, … {len(v)} entries]"
-            shown.append(f"{k}={v}")
-        return ", ".join(shown)
-
 
 class _Budget(Exception):
     pass
 
 
-@dataclass
 class _Axis:
-    """One scalar parameter: its admissible values in order (a Range as lo..hi, else a sorted list)."""
+    """One scalar parameter: its admissible values in order (a Range as lo..hi, else a sorted
+    list); moves address them by index (the value itself for a Range)."""
 
-    lo: int
-    hi: int
-    values: list[int] | None = None  # None: every int in lo..hi
+    __slots__ = ("lo", "hi", "values", "pos")
+
+    def __init__(self, lo: int, hi: int, values: list[int] | None = None):
+        self.lo, self.hi, self.values = lo, hi, values  # values None: every int in lo..hi
+        self.pos = {v: i for i, v in enumerate(values)} if values is not None else None
 
     def contains(self, v: int) -> bool:
-        if self.values is None:
-            return self.lo <= v <= self.hi
-        return v in self.values
+        return self.lo <= v <= self.hi if self.pos is None else v in self.pos
 
     def index(self, v: int) -> int:
-        return v if self.values is None else self.values.index(v)
+        return v if self.pos is None else self.pos[v]
 
     def at(self, i: int) -> int:
         return i if self.values is None else self.values[i]
 
     def span(self) -> tuple[int, int]:
         return (self.lo, self.hi) if self.values is None else (0, len(self.values) - 1)
-
-
-# A point: scalar values, and for each vector (base, first): every active entry ``base`` but the
-# first, which is ``first`` (uniform when equal; one large entry and the rest small when not).
-_Point = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, tuple[int, int]], ...]]
 
 
 @dataclass
@@ -107,10 +94,14 @@ class _Prober:
     vectors: dict[str, Vector]
     max_points: int
     deadline: float
-    started: float
     seen: set = field(default_factory=set)
     points: int = 0
     hit: ProbeHit | None = None
+
+    def tick(self) -> None:
+        """Stop the search (``_Budget``) once its CPU time is spent."""
+        if time.process_time() > self.deadline:
+            raise _Budget
 
     # -- points ------------------------------------------------------------------------------
     def active(self, scalars: dict[str, int], name: str) -> int:
@@ -151,6 +142,7 @@ class _Prober:
     def evaluate(self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]], how: str) -> tuple[str, list[str]] | None:
         """('hit'|'holds'|'excluded', failed assumptions) at the point, or None (not in the
         domain, seen before, or raised). Stops the search (``_Budget``) at a hit or the budget."""
+        self.tick()
         params = self.realise(scalars, shapes)
         if params is None:
             return None
@@ -158,11 +150,11 @@ class _Prober:
         if key in self.seen:
             return None
         self.seen.add(key)
-        if self.points >= self.max_points or time.process_time() > self.deadline:
+        if self.points >= self.max_points:
             raise _Budget
         self.points += 1
         try:
-            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False)
+            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False, symbolic=False)
             failed = [n for n, v in ev.assumptions.items() if not v]
             holds = bool(ev.claim.holds)
             values = {k: int(v) for k, v in ev.claim.values.items()}
@@ -185,7 +177,7 @@ class _Prober:
         if not any(len(params[p]) < d.size for p, d in self.vectors.items()):  # type: ignore[arg-type]
             return True
         try:
-            ev = evaluate(self.ob, concrete_args(self.ob, params, padding=False), witnesses=False)
+            ev = evaluate(self.ob, concrete_args(self.ob, params, padding=False), witnesses=False, symbolic=False)
             return (not any(not v for v in ev.assumptions.values()) and not bool(ev.claim.holds)
                     and {k: int(v) for k, v in ev.claim.values.items()} == values)
         except KeyboardInterrupt:
@@ -275,8 +267,7 @@ class _Prober:
                 to = mid
             else:
                 bad = mid
-            if time.process_time() > self.deadline:
-                raise _Budget
+            self.tick()
         return to
 
     def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
@@ -302,6 +293,7 @@ class _Prober:
         coords.sort(key=lambda c: bool(c[1]) != small)
         for coord in coords:
             yield None  # one coordinate per turn (see run.step)
+            self.tick()
             # the assumptions a move of this coordinate can change (the others hold as before)
             touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
             changed = [a for a in need if touched & set(self.ob.assumption_params(a))]
@@ -360,8 +352,7 @@ class _Prober:
                 ok = mid
             else:
                 bad = mid
-            if time.process_time() > self.deadline:
-                raise _Budget
+            self.tick()
         return ok
 
     # -- search ------------------------------------------------------------------------------
@@ -451,20 +442,24 @@ class _Prober:
 
 
 def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector],
-          max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS) -> ProbeHit | None:
+          max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS,
+          stats: dict[str, float] | None = None) -> ProbeHit | None:
     """The first counterexample on ints at the structured points of ``ob``'s domain (``finite``,
     ``ranges``, ``vectors`` as :func:`capproof.encode.checked_domains` gives them, pins applied),
     or None. At most ``max_points`` evaluations and about ``max_seconds`` CPU seconds; never
     raises for a model that raises (that point is skipped). ``ProbeHit.seconds`` is the probe's
-    own CPU time."""
+    own CPU time; ``stats`` (optional) receives ``points`` evaluated and ``seconds``, hit or not."""
     axes = {p: _Axis(min(v), max(v), sorted(v)) for p, v in finite.items()}
     axes.update({p: _Axis(r.lo, r.hi) for p, r in ranges.items()})
     started = time.process_time()
-    prober = _Prober(ob, axes, dict(vectors), max_points, started + max_seconds, started)
+    prober = _Prober(ob, axes, dict(vectors), max_points, started + max_seconds)
     try:
         prober.run()
     except _Budget:
         pass
+    took = time.process_time() - started
     if prober.hit is not None:
-        prober.hit.seconds = time.process_time() - started
+        prober.hit.seconds = took
+    if stats is not None:
+        stats.update(points=prober.points, seconds=took)
     return prober.hit

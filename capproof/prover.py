@@ -847,8 +847,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             raise
         except BaseException:  # noqa: BLE001 - reported below
             domains = None
-        hit = probe(ob, *domains) if domains is not None else None
-        first.points = hit.points if hit is not None else 0
+        stats: dict[str, float] = {}
+        hit = probe(ob, *domains, stats=stats) if domains is not None else None
+        first.points = int(stats.get("points", 0))
         if hit is not None:
             first.record(hit.params, hit.values, "int probe")
     try:
