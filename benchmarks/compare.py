@@ -7,8 +7,10 @@ in ``benchmarks/out/*.json``, and ``--part write`` renders them. Not run in CI. 
 '.[bench]'``), ``benchmarks/out/compare.png`` (time ratios and scaling curves).
 
 1. Every corpus counterexample obligation in spec/ (``expect="counterexample"`` with a ``case``):
-   capproof's CPU time to its minimised, replayed counterexample (``prove_obligation``, density
-   off; median of ``--repeat`` runs after a warm-up) vs Hypothesis (``max_examples`` 1000, 20 seeds)
+   capproof's CPU time to its first counterexample (``result.first_counterexample``: the int
+   probe's, capproof/probe.py, or the solver's first model replayed on ints) and to its minimised,
+   replayed counterexample (``prove_obligation``, density off; median of ``--repeat`` runs after a
+   warm-up), both from the start of ``prove_obligation``, vs Hypothesis (``max_examples`` 1000, 20 seeds)
    with two strategies: the generic one (each parameter drawn from its domain, a batch vector's
    length first, assumptions as ``assume``) and the best one a user would write for the bug class
    (benchmarks/strategies.py: routings built from their counts, saturated batches, lengths near
