@@ -359,7 +359,7 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
     a.set_xscale("log")
     a.set_xlabel("capproof / Hypothesis (best strategy) CPU time to its first violation (log)")
     a.tick_params(axis="y", labelsize=6)
-    a.legend(fontsize=7)
+    a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     a.set_title(meta.get("title", ""), fontsize=8)
     labels = {"bounded": "C3-like batch obligation, bounded vectors", "aggregate": "same, aggregate abstraction (all sizes)"}
     for name, pts in curves.items():
@@ -371,7 +371,7 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
     b.set_ylabel("CPU seconds")
     b.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "compare.png"), dpi=110)
+    fig.savefig(os.path.join(OUT, "compare.png"), dpi=110, bbox_inches="tight")
 
 
 def main() -> None:
