@@ -13,6 +13,10 @@ per query:
    point on plain ints, which must violate the claim.
 
 Valid facts about each division (``Trace.lemmas``) are added untracked: they hold for all values.
+
+Before all of it (``Options.probe``) the model runs on ints at structured points of the domain
+(:mod:`capproof.probe`): the first counterexample early (``ObligationResult.first_counterexample``),
+never a verdict.
 """
 
 from __future__ import annotations
