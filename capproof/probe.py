@@ -97,6 +97,8 @@ class _Prober:
     seen: set = field(default_factory=set)
     points: int = 0
     hit: ProbeHit | None = None
+    #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
+    reference: tuple | None = None
 
     def tick(self) -> None:
         """Stop the search (``_Budget``) once its CPU time is spent."""
@@ -153,15 +155,12 @@ class _Prober:
         if self.points >= self.max_points:
             raise _Budget
         self.points += 1
-        try:
-            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False, symbolic=False)
-            failed = [n for n, v in ev.assumptions.items() if not v]
-            holds = bool(ev.claim.holds)
-            values = {k: int(v) for k, v in ev.claim.values.items()}
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001 - a model raising on ints is not a counterexample
+        outcome = self.run_model(params)
+        if outcome is None:
             return None
+        if self.reference is None:
+            self.reference = (params, outcome)
+        holds, values, failed = outcome
         if failed:
             return "excluded", failed
         if holds:
@@ -170,6 +169,31 @@ class _Prober:
             return None
         self.hit = ProbeHit(params, values, self.points, how=how)
         raise _Budget
+
+    def run_model(self, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]] | None:
+        """(claim holds, named values, failed assumptions) on ints at ``params``; None if it raised."""
+        try:
+            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False, symbolic=False)
+            return (bool(ev.claim.holds), {k: int(v) for k, v in ev.claim.values.items()},
+                    [n for n, v in ev.assumptions.items() if not v])
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a model raising on ints is not a counterexample
+            return None
+
+    def recheck(self) -> str | None:
+        """The first point evaluated and the hit, evaluated again: None if each gives what it gave,
+        else what differs (a model whose result depends on the calls before it, through module
+        state: no verdict can be trusted, and the probe has changed what the solver will see)."""
+        again = [self.reference] if self.reference is not None else []
+        if self.hit is not None:
+            again.append((self.hit.params, (False, self.hit.values, [])))
+        for params, outcome in again:
+            now = self.run_model(params)
+            if now != outcome:
+                shown = lambda o: "raises" if o is None else f"claim {o[0]} {o[1]}" + (f", {o[2]} false" if o[2] else "")  # noqa: E731
+                return f"at {params} it gave {shown(outcome)}, then {shown(now)}"
+        return None
 
     def _same_alone(self, params: dict[str, object], values: dict[str, int]) -> bool:
         """The point fails on its batches alone (no padding) as with the padding (the batch a
@@ -443,12 +467,15 @@ class _Prober:
 
 def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector],
           max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS,
-          stats: dict[str, float] | None = None) -> ProbeHit | None:
+          stats: dict[str, object] | None = None) -> ProbeHit | None:
     """The first counterexample on ints at the structured points of ``ob``'s domain (``finite``,
     ``ranges``, ``vectors`` as :func:`capproof.encode.checked_domains` gives them, pins applied),
     or None. At most ``max_points`` evaluations and about ``max_seconds`` CPU seconds; never
     raises for a model that raises (that point is skipped). ``ProbeHit.seconds`` is the probe's
-    own CPU time; ``stats`` (optional) receives ``points`` evaluated and ``seconds``, hit or not."""
+    own CPU time; ``stats`` (optional) receives ``points`` evaluated and ``seconds``, hit or not,
+    and ``unstable`` when the model gave another result at a point evaluated again (the first
+    point, and the hit; then no hit is returned): its result depends on module state its calls
+    change."""
     axes = {p: _Axis(min(v), max(v), sorted(v)) for p, v in finite.items()}
     axes.update({p: _Axis(r.lo, r.hi) for p, r in ranges.items()})
     started = time.process_time()
@@ -457,9 +484,14 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
         prober.run()
     except _Budget:
         pass
+    unstable = prober.recheck()
+    if unstable is not None:
+        prober.hit = None
     took = time.process_time() - started
     if prober.hit is not None:
         prober.hit.seconds = took
     if stats is not None:
         stats.update(points=prober.points, seconds=took)
+        if unstable is not None:
+            stats["unstable"] = unstable  # type: ignore[assignment]
     return prober.hit

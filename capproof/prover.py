@@ -851,11 +851,16 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             raise
         except BaseException:  # noqa: BLE001 - reported below
             domains = None
-        stats: dict[str, float] = {}
+        stats: dict[str, object] = {}
         hit = probe(ob, *domains, stats=stats) if domains is not None else None
-        first.points = int(stats.get("points", 0))
+        first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
         if hit is not None:
             first.record(hit.params, hit.values, "int probe")
+        if "unstable" in stats:  # the probe's calls changed what the model computes: no verdict
+            result.message = (f"the model is not a function of its parameters on ints: {stats['unstable']} (its calls "
+                              "change module state it reads?); a verdict that depends on what ran before is no verdict")
+            result.seconds = time.perf_counter() - started
+            return result
     try:
         result.models = ob.models_used()
         result.claim_source = ob.claim_source() or ""

@@ -135,6 +135,29 @@ def needs_b_above_one(b, x):
     assert r.verdict is Verdict.PROVED and r.first_counterexample is None
 
 
+def test_a_model_whose_result_depends_on_its_earlier_calls_is_an_error(spec_file):
+    # the probe's own calls move the counter: the point it evaluated first gives another result
+    # when evaluated again, so no verdict (the solver would now see the moved state) is trusted
+    source = HEADER + """
+_calls = [0]
+
+def width(n):
+    _calls[0] += 1
+    return n + (1 if _calls[0] > 2 else 0)
+
+@obligation(domain={"n": Range(0, 20)})
+def counter_width(n):
+    return at_most(demand=width(n), capacity=n)
+"""
+    ob = _only(spec_file(source, "counter_a.py"))
+    stats: dict = {}
+    assert probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats) is None
+    assert "at {'n': 0} it gave claim True" in stats["unstable"]
+    ob = _only(spec_file(source, "counter_b.py"))  # a fresh counter
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.ERROR and "not a function of its parameters on ints" in r.message
+
+
 def test_a_probe_counterexample_the_verdict_excludes_is_an_error(spec_file, monkeypatch):
     """Guard of the two semantics: if a point the probe reports (in the domain, assumptions true on
     ints, claim false on ints) met a ``proved`` verdict, the verdict is ``error``, never proved.
