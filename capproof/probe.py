@@ -58,6 +58,8 @@ class ProbeHit:
     points: int
     seconds: float = 0.0
     how: str = ""
+    #: ``time.process_time()`` when the point was found (before the probe's final re-check)
+    found_at: float = 0.0
 
 
 class _Budget(Exception):
@@ -167,7 +169,7 @@ class _Prober:
             return "holds", []
         if not self._same_alone(params, values):
             return None
-        self.hit = ProbeHit(params, values, self.points, how=how)
+        self.hit = ProbeHit(params, values, self.points, how=how, found_at=time.process_time())
         raise _Budget
 
     def run_model(self, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]] | None:
@@ -186,7 +188,7 @@ class _Prober:
         else what differs (a model whose result depends on the calls before it, through module
         state: no verdict can be trusted, and the probe has changed what the solver will see)."""
         again = [self.reference] if self.reference is not None else []
-        if self.hit is not None:
+        if self.hit is not None and (self.reference is None or self.reference[0] != self.hit.params):
             again.append((self.hit.params, (False, self.hit.values, [])))
         for params, outcome in again:
             now = self.run_model(params)

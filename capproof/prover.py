@@ -791,9 +791,11 @@ class _First:
         self.found: FirstCounterexample | None = None
         self.points = 0  # int-probe points evaluated
 
-    def record(self, params: dict[str, object], values: dict[str, int], source: str) -> None:
+    def record(self, params: dict[str, object], values: dict[str, int], source: str, at: float | None = None) -> None:
+        """Keep the first counterexample, found at CPU time ``at`` (None: now)."""
         if self.found is None:
-            self.found = FirstCounterexample(params, values, time.process_time() - self.cpu_started, source, self.points)
+            took = (time.process_time() if at is None else at) - self.cpu_started
+            self.found = FirstCounterexample(params, values, took, source, self.points)
 
     def solver_point(self, case: CaseProblem, model: z3.ModelRef) -> None:
         """Record the solver's (unminimised) model of a failing case if it replays on ints as a
@@ -855,7 +857,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         hit = probe(ob, *domains, stats=stats) if domains is not None else None
         first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
         if hit is not None:
-            first.record(hit.params, hit.values, "int probe")
+            first.record(hit.params, hit.values, "int probe", hit.found_at)
         if "unstable" in stats:  # the probe's calls changed what the model computes: no verdict
             result.message = (f"the model is not a function of its parameters on ints: {stats['unstable']} (its calls "
                               "change module state it reads?); a verdict that depends on what ran before is no verdict")
