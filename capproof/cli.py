@@ -71,6 +71,23 @@ def _print(result: RunResult | None, entry: Any) -> None:
     for i, line in enumerate(terminal_lines(entry.to_json(), kind)):
         style = None if i else ("green" if entry.ok else "bold red")
         _console.print(line, style=style, markup=False)
+        first = getattr(entry, "first_counterexample", None)
+        if not i and first is not None and _SESSION["verbosity"] >= 1:  # -v: when the first one came
+            _console.print(f"       first counterexample found at {_point_text(first.params)} after "
+                           f"{first.seconds * 1e3:.1f} ms CPU ({first.source}"
+                           + (f", {first.points} probe points" if first.source == "int probe" else "")
+                           + "), then minimised", markup=False)
+
+
+def _point_text(params: dict[str, Any]) -> str:
+    """``name=value, ...``; a batch of more than 8 entries shortened (``[8]*64``, or its first 4)."""
+    out = []
+    for name, value in params.items():
+        if isinstance(value, list) and len(value) > 8:
+            value = (f"[{value[0]}]*{len(value)}" if all(v == value[0] for v in value)
+                     else f"[{', '.join(map(str, value[:4]))}, … {len(value)} entries]")
+        out.append(f"{name}={value}")
+    return ", ".join(out)
 
 
 def _summary(result: RunResult) -> None:

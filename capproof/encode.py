@@ -74,15 +74,17 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
 
 
 def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None,
-             witnesses: bool = True) -> _Evaluated:
+             witnesses: bool = True, symbolic: bool | None = None) -> _Evaluated:
     """Run the assumptions, the claim and (unless ``witnesses=False``) the witness conditions on
     ``args`` (ints and/or SymInts; a Vector parameter is a tuple of ``size`` entries). ``assumed``
     (optional) receives each assumption's value as soon as it is computed (what was known when a
-    later part raised)."""
+    later part raised). ``symbolic``: whether some argument is a SymInt (None: looked up; the
+    int probe, capproof.probe, says False)."""
     scope: list[int] = []
     side: list[int] = []
-    symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
-                   for v in args.values())
+    if symbolic is None:
+        symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
+                       for v in args.values())
     with tracing() as trace:
         if symbolic:
             for where in type_lookups(ob.func, *ob.assumptions.values(), *ob.witnesses.values()):

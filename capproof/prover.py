@@ -13,6 +13,10 @@ per query:
    point on plain ints, which must violate the claim.
 
 Valid facts about each division (``Trace.lemmas``) are added untracked: they hold for all values.
+
+Before all of it (``Options.probe``) the model runs on ints at structured points of the domain
+(:mod:`capproof.probe`): the first counterexample early (``ObligationResult.first_counterexample``),
+never a verdict.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-expor
 from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
 from .normalise import sorted_batch
+from .probe import probe
 from .symbolic import LazyText, SymInt, to_z3_bool, to_z3_int
-from .verdict import Counterexample, ObligationResult, Options, Verdict, Witness
+from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
 
@@ -76,11 +81,12 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
-                rlimit: int, below: dict[str, object] | None = None) -> _CaseOutcome:
+                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
-    decided before (see :func:`_decide_case`)."""
+    decided before (see :func:`_decide_case`); ``first``: where the run's first counterexample
+    is recorded."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
         cp = build_paths(ob, fixed, ranges, vectors, budget)
@@ -93,7 +99,7 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     for failure in cp.failures:
         outcomes.append(_failed_path(ob, fixed, failure, rlimit, cp.forked))
     for case in cp.paths:
-        outcome = _decide_case(case, options, rlimit, below)
+        outcome = _decide_case(case, options, rlimit, below, first)
         if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
             from .crosscheck import case_hook
 
@@ -385,7 +391,8 @@ def _lex_below(case: CaseProblem, bound: dict[str, object]) -> z3.BoolRef | None
     return below
 
 
-def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None) -> _CaseOutcome:
+def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None,
+                 first: "_First | None" = None) -> _CaseOutcome:
     """Decide one case (one path of it). ``below``: the least counterexample of the cases decided
     before; when this case has no point before it (one query), its counterexample is not
     minimised (it cannot be the least; it is still replayed on ints and counted)."""
@@ -450,6 +457,8 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
         return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
 
     model = s.model()
+    if first is not None:
+        first.solver_point(case, model)
     minimized = True
     minimize = options.minimize
     earlier = _lex_below(case, below) if below is not None and minimize else None
@@ -771,9 +780,62 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
     return out
 
 
+class _First:
+    """The first concrete counterexample of a run (:class:`FirstCounterexample`), timed in CPU
+    seconds from ``cpu_started`` (the obligation's start, ``time.process_time``)."""
+
+    __slots__ = ("cpu_started", "found", "points")
+
+    def __init__(self, cpu_started: float):
+        self.cpu_started = cpu_started
+        self.found: FirstCounterexample | None = None
+        self.points = 0  # int-probe points evaluated
+
+    def record(self, params: dict[str, object], values: dict[str, int], source: str, at: float | None = None) -> None:
+        """Keep the first counterexample, found at CPU time ``at`` (None: now)."""
+        if self.found is None:
+            took = (time.process_time() if at is None else at) - self.cpu_started
+            self.found = FirstCounterexample(params, values, took, source, self.points)
+
+    def solver_point(self, case: CaseProblem, model: z3.ModelRef) -> None:
+        """Record the solver's (unminimised) model of a failing case if it replays on ints as a
+        counterexample (assumptions hold, claim false)."""
+        if self.found is not None:
+            return
+        params = case.point(model)
+        try:
+            holds, values, failed = replay(case.ob, params)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - the minimised point's replay reports it
+            return
+        if not holds and not failed:
+            self.record(params, values, "solver")
+
+
 def prove_obligation(ob: Obligation, options: Options | None = None) -> ObligationResult:
-    """Decide ``ob``: proved, counterexample, unknown, vacuous or error (never raises)."""
-    options = options or Options()
+    """Decide ``ob``: proved, counterexample, unknown, vacuous or error (never raises).
+
+    With ``options.probe`` the model is first evaluated on ints at the structured points of the
+    domain (:func:`capproof.probe.probe`); the first counterexample found, by the probe or the
+    solver, is ``result.first_counterexample`` (its CPU time from the start of this call). The
+    verdict and the minimised counterexample do not depend on the probe, except that a probe
+    counterexample the verdict excludes (proved, vacuous) makes the verdict an error: the int and
+    the symbolic semantics disagree."""
+    first = _First(time.process_time())
+    result = _prove_obligation(ob, options or Options(), first)
+    result.first_counterexample = first.found
+    hit = first.found
+    if hit is not None and hit.source == "int probe" and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
+        result.message = (
+            f"the int probe found a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
+            f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
+            "the symbolic and the int semantics of the model disagree")
+        result.verdict = Verdict.ERROR
+    return result
+
+
+def _prove_obligation(ob: Obligation, options: Options, first: _First) -> ObligationResult:
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
@@ -783,6 +845,24 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
         covers=list(ob.covers),
     )
+    if options.probe:  # the first counterexample on ints, before any Z3 term is built (and before
+        # reading the sources for the report: models_used parses them, ~10 ms in a fresh process)
+        try:
+            domains = checked_domains(ob, pins, rlimit)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - reported below
+            domains = None
+        stats: dict[str, object] = {}
+        hit = probe(ob, *domains, stats=stats) if domains is not None else None
+        first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
+        if hit is not None:
+            first.record(hit.params, hit.values, "int probe", hit.found_at)
+        if "unstable" in stats:  # the probe's calls changed what the model computes: no verdict
+            result.message = (f"the model is not a function of its parameters on ints: {stats['unstable']} (its calls "
+                              "change module state it reads?); a verdict that depends on what ran before is no verdict")
+            result.seconds = time.perf_counter() - started
+            return result
     try:
         result.models = ob.models_used()
         result.claim_source = ob.claim_source() or ""
@@ -800,6 +880,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         # abstraction, core minimisation of wna16_reads_within_sorted_ids took 14 s instead of 0.5 s)
         decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
         if decided is not None:
+            if decided.counterexample is not None:
+                first.record(decided.counterexample.params, decided.counterexample.values, "solver")
             decided.seconds = time.perf_counter() - started
             return decided
         if options.induction and not result.encoding_note.endswith("minimised on the bounded encoding"):
@@ -824,7 +906,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
-            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below)
+            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first)
             outcomes.append(outcome)
             if outcome.kind == "counterexample":
                 point = {p: outcome.params[p] for p in ob.params}

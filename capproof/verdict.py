@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verdict", "Options", "Counterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT",
+__all__ = ["Verdict", "Options", "Counterexample", "FirstCounterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT",
            "DEFAULT_WASTE_THRESHOLD", "BOUNDS_REPORT", "BOUNDS_DATA", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
@@ -89,6 +89,10 @@ class Options:
     #: claim (the ``make mutation`` oracle, tests/mutation/; verdicts are the same, the counterexample
     #: still replayed on ints; combine with ``minimize=False`` and ``density="off"``)
     verdict_only: bool = False
+    #: evaluate the model on ints at the domain's structured points (capproof.probe) before the
+    #: symbolic work: the first counterexample early (``ObligationResult.first_counterexample``);
+    #: the verdict and the minimised counterexample are the same either way
+    probe: bool = True
 
 
 @dataclass
@@ -108,6 +112,26 @@ class Counterexample:
         if self.path:
             out["path"] = self.path
         return out
+
+
+@dataclass
+class FirstCounterexample:
+    """The first concrete counterexample a run found, before minimisation: from the int probe
+    (capproof.probe: a structured point of the domain, evaluated on ints) or, when the probe
+    found none, the solver's first model of a failing case (replayed on ints). ``seconds``: CPU
+    seconds of the deciding process (``time.process_time``) from the start of the obligation's
+    run; ``points``: int-probe points evaluated (the probe's, also when the solver found it)."""
+
+    params: dict[str, Any]
+    values: dict[str, int]
+    seconds: float
+    source: str  # "int probe" | "solver"
+    points: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+                "values": dict(self.values), "seconds": round(self.seconds, 6), "source": self.source,
+                "points": self.points}
 
 
 @dataclass
@@ -179,6 +203,8 @@ class ObligationResult:
     #: assumptions rewritten into an equivalent form Z3 decides faster (capproof.normalise), as
     #: ``"name: what"``
     normalised: list[str] = field(default_factory=list)
+    #: the first counterexample found, before minimisation, and the CPU time to it (None: none)
+    first_counterexample: FirstCounterexample | None = None
 
     @property
     def ok(self) -> bool:
@@ -202,6 +228,7 @@ class ObligationResult:
             "unknown_cases": self.unknown_cases,
             "paths": self.paths,
             "counterexample": self.counterexample.to_json() if self.counterexample else None,
+            "first_counterexample": self.first_counterexample.to_json() if self.first_counterexample else None,
             "witnesses": [w.to_json() for w in self.witnesses],
             "density": self.density,
             "cross_check": self.cross_check,

@@ -1,0 +1,499 @@
+"""The int probe: the claim on plain ints at a few structured points, before any Z3 work (issue 12).
+
+Before the prover builds Z3 terms for an obligation, :func:`probe` evaluates the model on plain
+Python ints at the corners a hand-written test strategy aims at: every parameter at its bound
+(all low, all high, one flipped), batches saturated (every entry at its maximum), uniform, at 1,
+one large entry and the rest small, and points repaired to satisfy the assumptions (a parameter
+moved from its bound to the nearest value where a failing assumption holds: ``numel`` set to the
+batch total, an offset just below its limit) or pushed as far as the assumptions allow (the token
+budget down to the batch's total). The first point that
+
+- lies in the obligation's (pinned) domain: every scalar in its ``Range``/``Choice``, each batch's
+  length its length parameter's value, every entry in the entry range,
+- satisfies every assumption on ints, and
+- violates the claim on ints, with and without the batch's padding (as the prover's replay),
+
+is a concrete counterexample: it *is* a replay on ints. A point at which the model or an
+assumption raises is skipped (never a counterexample). The probe never proves anything and never
+decides a verdict: the verdict, and the smallest counterexample, still come from Z3 and its
+minimisation (capproof.prover); the probe gives the *first* counterexample early (its point, the
+points tried and the CPU time), and a hit the solver then proves impossible is a disagreement
+between the two semantics, reported as an error.
+
+Cost: at most :data:`PROBE_POINTS` evaluations and :data:`PROBE_SECONDS` CPU seconds per
+obligation (proved obligations pay the whole budget; measured in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from .domain import Range, Vector
+from .encode import concrete_args, evaluate
+from .obligation import Obligation
+
+__all__ = ["ProbeHit", "probe", "PROBE_POINTS", "PROBE_SECONDS"]
+
+#: At most this many points (assumptions and claim evaluated on ints) per obligation.
+PROBE_POINTS = 128
+#: At most this many CPU seconds of probing per obligation (checked between points).
+PROBE_SECONDS = 0.008
+#: Steps of a bisection along one parameter (2**24 values: every Range of the corpus).
+_BISECT_STEPS = 24
+#: Derived values tried per coordinate by a repair (nearest first).
+_DERIVED_TRIES = 8
+
+
+@dataclass
+class ProbeHit:
+    """A counterexample found on ints: ``params`` (ints; a Vector as its active entries), the
+    claim's named ``values`` there, how many points were evaluated (``points``, this one
+    included), the CPU seconds the probe took (``seconds``) and which structured point it is
+    (``how``: the corner and the moves from it)."""
+
+    params: dict[str, object]
+    values: dict[str, int]
+    points: int
+    seconds: float = 0.0
+    how: str = ""
+    #: ``time.process_time()`` when the point was found (before the probe's final re-check)
+    found_at: float = 0.0
+
+
+class _Budget(Exception):
+    pass
+
+
+class _Axis:
+    """One scalar parameter: its admissible values in order (a Range as lo..hi, else a sorted
+    list); moves address them by index (the value itself for a Range)."""
+
+    __slots__ = ("lo", "hi", "values", "pos")
+
+    def __init__(self, lo: int, hi: int, values: list[int] | None = None):
+        self.lo, self.hi, self.values = lo, hi, values  # values None: every int in lo..hi
+        self.pos = {v: i for i, v in enumerate(values)} if values is not None else None
+
+    def contains(self, v: int) -> bool:
+        return self.lo <= v <= self.hi if self.pos is None else v in self.pos
+
+    def index(self, v: int) -> int:
+        return v if self.pos is None else self.pos[v]
+
+    def at(self, i: int) -> int:
+        return i if self.values is None else self.values[i]
+
+    def span(self) -> tuple[int, int]:
+        return (self.lo, self.hi) if self.values is None else (0, len(self.values) - 1)
+
+
+@dataclass
+class _Prober:
+    ob: Obligation
+    axes: dict[str, _Axis]
+    vectors: dict[str, Vector]
+    max_points: int
+    deadline: float
+    seen: set = field(default_factory=set)
+    points: int = 0
+    hit: ProbeHit | None = None
+    #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
+    reference: tuple | None = None
+
+    def tick(self) -> None:
+        """Stop the search (``_Budget``) once its CPU time is spent."""
+        if time.process_time() > self.deadline:
+            raise _Budget
+
+    # -- points ------------------------------------------------------------------------------
+    def active(self, scalars: dict[str, int], name: str) -> int:
+        dom = self.vectors[name]
+        return scalars[dom.length] if dom.length else dom.size
+
+    def realise(self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]]) -> dict[str, object] | None:
+        """The parameters of a point (None: outside the domain)."""
+        params: dict[str, object] = {}
+        for p in self.ob.params:
+            if p in self.vectors:
+                dom = self.vectors[p]
+                elem: Range = dom.elem  # type: ignore[assignment]
+                n = self.active(scalars, p)
+                base, first = shapes[p]
+                if not (0 <= n <= dom.size and elem.lo <= base <= elem.hi and elem.lo <= first <= elem.hi):
+                    return None
+                params[p] = ([first] + [base] * (n - 1)) if n else []
+            else:
+                if not self.axes[p].contains(scalars[p]):
+                    return None
+                params[p] = scalars[p]
+        return params
+
+    def assumptions_hold(self, names: list[str], params: dict[str, object]) -> bool:
+        """Whether the assumptions ``names`` hold on ints at ``params`` (False if one raises)."""
+        try:
+            args = concrete_args(self.ob, params)
+            for name in names:
+                if not self.ob.assumptions[name](**{p: args[p] for p in self.ob.assumption_params(name)}):
+                    return False
+            return True
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a raising assumption admits nothing here
+            return False
+
+    def evaluate(self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]], how: str) -> tuple[str, list[str]] | None:
+        """('hit'|'holds'|'excluded', failed assumptions) at the point, or None (not in the
+        domain, seen before, or raised). Stops the search (``_Budget``) at a hit or the budget."""
+        self.tick()
+        params = self.realise(scalars, shapes)
+        if params is None:
+            return None
+        key = (tuple(sorted(scalars.items())), tuple(sorted(shapes.items())))
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        if self.points >= self.max_points:
+            raise _Budget
+        self.points += 1
+        outcome = self.run_model(params)
+        if outcome is None:
+            return None
+        if self.reference is None:
+            self.reference = (params, outcome)
+        holds, values, failed = outcome
+        if failed:
+            return "excluded", failed
+        if holds:
+            return "holds", []
+        if not self._same_alone(params, values):
+            return None
+        self.hit = ProbeHit(params, values, self.points, how=how, found_at=time.process_time())
+        raise _Budget
+
+    def run_model(self, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]] | None:
+        """(claim holds, named values, failed assumptions) on ints at ``params``; None if it raised."""
+        try:
+            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False, symbolic=False)
+            return (bool(ev.claim.holds), {k: int(v) for k, v in ev.claim.values.items()},
+                    [n for n, v in ev.assumptions.items() if not v])
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a model raising on ints is not a counterexample
+            return None
+
+    def recheck(self) -> str | None:
+        """The first point evaluated and the hit, evaluated again: None if each gives what it gave,
+        else what differs (a model whose result depends on the calls before it, through module
+        state: no verdict can be trusted, and the probe has changed what the solver will see)."""
+        again = [self.reference] if self.reference is not None else []
+        if self.hit is not None and (self.reference is None or self.reference[0] != self.hit.params):
+            again.append((self.hit.params, (False, self.hit.values, [])))
+        for params, outcome in again:
+            now = self.run_model(params)
+            if now != outcome:
+                shown = lambda o: "raises" if o is None else f"claim {o[0]} {o[1]}" + (f", {o[2]} false" if o[2] else "")  # noqa: E731
+                return f"at {params} it gave {shown(outcome)}, then {shown(now)}"
+        return None
+
+    def _same_alone(self, params: dict[str, object], values: dict[str, int]) -> bool:
+        """The point fails on its batches alone (no padding) as with the padding (the batch a
+        counterexample shows must fail; see capproof.prover._padding_check)."""
+        if not any(len(params[p]) < d.size for p, d in self.vectors.items()):  # type: ignore[arg-type]
+            return True
+        try:
+            ev = evaluate(self.ob, concrete_args(self.ob, params, padding=False), witnesses=False, symbolic=False)
+            return (not any(not v for v in ev.assumptions.values()) and not bool(ev.claim.holds)
+                    and {k: int(v) for k, v in ev.claim.values.items()} == values)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001
+            return False
+
+    # -- moves -------------------------------------------------------------------------------
+    def coordinates(self, names: list[str]) -> list[tuple[str, str]]:
+        """The coordinates a move may change among ``names``: scalars, and a vector's base and
+        first entry (a vector named there moves its length parameter too, as a scalar)."""
+        out: list[tuple[str, str]] = []
+        for n in names:
+            if n in self.vectors:
+                out += [(n, "base"), (n, "first")]
+                if self.vectors[n].length:
+                    out.append((self.vectors[n].length, ""))
+            elif n in self.axes:
+                out.append((n, ""))
+        return list(dict.fromkeys(out))
+
+    def span(self, coord: tuple[str, str], scalars: dict[str, int]) -> tuple[int, int]:
+        name, part = coord
+        if part:
+            elem: Range = self.vectors[name].elem  # type: ignore[assignment]
+            return elem.lo, elem.hi
+        return self.axes[name].span()
+
+    def get(self, coord: tuple[str, str], scalars: dict[str, int], shapes: dict[str, tuple[int, int]]) -> int:
+        name, part = coord
+        if part:
+            return shapes[name][0 if part == "base" else 1]
+        return self.axes[name].index(scalars[name])
+
+    def put(self, coord: tuple[str, str], i: int, scalars: dict[str, int], shapes: dict[str, tuple[int, int]]):
+        name, part = coord
+        scalars, shapes = dict(scalars), dict(shapes)
+        if part == "base":
+            shapes[name] = (i, i) if shapes[name][0] == shapes[name][1] else (i, shapes[name][1])
+        elif part == "first":
+            shapes[name] = (shapes[name][0], i)
+        else:
+            scalars[name] = self.axes[name].at(i)
+        return scalars, shapes
+
+    def derived(self, coord: tuple[str, str], scalars: dict[str, int], shapes: dict[str, tuple[int, int]]) -> list[int]:
+        """Values (indices) a coordinate may take from the point's other quantities: another
+        scalar's value or a batch's total, length or entry (and each ± 1); for a vector's first
+        entry, the value making its batch total equal to a scalar."""
+        name, part = coord
+        quantities: set[int] = set()
+        for p, v in scalars.items():
+            if p != name:
+                quantities.add(v)
+        for p, (base, first) in shapes.items():
+            if p == name and part:
+                continue
+            n = self.active(scalars, p)
+            quantities.update((base, first, n, first + base * (n - 1) if n else 0))
+        if part == "first":
+            n = self.active(scalars, name)
+            base = shapes[name][0]
+            quantities.update(v - base * (n - 1) for v in list(scalars.values()))
+        lo, hi = self.span(coord, scalars)
+        out = set()
+        for q in quantities:
+            for v in (q, q - 1, q + 1):
+                if part or self.axes[name].values is None:
+                    if lo <= v <= hi:
+                        out.add(v)
+                elif self.axes[name].contains(v):
+                    out.add(self.axes[name].index(v))
+        return sorted(out)
+
+    def bisect(self, coord, scalars, shapes, good, frm: int, to: int) -> int | None:
+        """The index nearest ``frm`` (between ``frm`` and ``to``) where ``good`` holds, if it
+        holds at ``to`` (``good`` assumed monotone along the line; the result is checked by the
+        caller's full evaluation anyway)."""
+        if not good(*self.put(coord, to, scalars, shapes)):
+            return None
+        bad = frm
+        for _ in range(_BISECT_STEPS):
+            if abs(to - bad) <= 1:
+                break
+            mid = (bad + to) // 2
+            if good(*self.put(coord, mid, scalars, shapes)):
+                to = mid
+            else:
+                bad = mid
+            self.tick()
+        return to
+
+    def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
+        """Points moved from this one. ``kind`` "excluded": repairs of the first failed assumption
+        (one of its coordinates set to the nearest derived value where it holds, or with
+        ``bisect`` moved from its value toward either bound to the nearest value where it holds).
+        "holds": saturations (one coordinate of an assumption pushed away from its value, to the
+        farthest derived value, or with ``bisect`` the farthest value, where every assumption
+        still holds: the token budget down to the batch's total, an offset up to its limit)."""
+        if kind == "excluded":
+            names = [failed[0]]
+            need = [failed[0]]
+        else:
+            names = list(self.ob.assumptions)
+            need = names
+
+        # assumptions that tie a scalar to a batch first (a token budget and the batch's total)
+        batchwise = sorted(names, key=lambda a: not any(p in self.vectors for p in self.ob.assumption_params(a)))
+        coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.ob.assumption_params(a))))
+        # a small batch grows first (its entries before the scalars), a saturated one's budget
+        # shrinks to it first (the scalars before the entries)
+        small = all(shapes[n][0] == d.elem.lo for n, d in self.vectors.items())  # type: ignore[attr-defined]
+        coords.sort(key=lambda c: bool(c[1]) != small)
+        for coord in coords:
+            yield None  # one coordinate per turn (see run.step)
+            self.tick()
+            # the assumptions a move of this coordinate can change (the others hold as before)
+            touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
+            changed = [a for a in need if touched & set(self.ob.assumption_params(a))]
+
+            def good(s, h, changed=changed) -> bool:
+                params = self.realise(s, h)
+                return params is not None and self.assumptions_hold(changed, params)
+
+            cur = self.get(coord, scalars, shapes)
+            lo, hi = self.span(coord, scalars)
+            label = f"{coord[0]}{'.' + coord[1] if coord[1] else ''}"
+            if kind == "excluded":
+                if not bisect:
+                    for i in sorted(self.derived(coord, scalars, shapes), key=lambda i: abs(i - cur))[:_DERIVED_TRIES]:
+                        if i != cur and good(*self.put(coord, i, scalars, shapes)):
+                            yield (*self.put(coord, i, scalars, shapes), f"{label} set to a derived value")
+                            break
+                    continue
+                for end in (lo, hi):
+                    if end != cur:
+                        i = self.bisect(coord, scalars, shapes, good, cur, end)
+                        if i is not None:
+                            yield (*self.put(coord, i, scalars, shapes), f"{label} moved to where the assumption holds")
+                continue
+            far = hi if cur - lo <= hi - cur else lo
+            if far == cur or good(*self.put(coord, far, scalars, shapes)):
+                continue  # no assumption binds this coordinate here: the far end is a base point's flip
+            if not bisect:
+                # the derived values between, from ``cur`` toward ``far``: the last where the
+                # assumptions hold, by bisection (``cur`` holds, ``far`` does not)
+                between = sorted((i for i in self.derived(coord, scalars, shapes)
+                                  if min(cur, far) < i < max(cur, far)), key=lambda i: abs(i - cur))
+                ok, bad = -1, len(between)
+                while bad - ok > 1:
+                    mid = (ok + bad) // 2
+                    if good(*self.put(coord, between[mid], scalars, shapes)):
+                        ok = mid
+                    else:
+                        bad = mid
+                if ok >= 0:
+                    yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
+                continue
+            j = self._farthest(coord, scalars, shapes, good, cur, far)
+            if j is not None and j != cur:
+                yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
+
+    def _farthest(self, coord, scalars, shapes, good, cur: int, far: int) -> int | None:
+        """The value farthest from ``cur`` toward ``far`` where ``good`` holds (``good`` holds at
+        ``cur`` and not at ``far``; assumed monotone along the line)."""
+        ok, bad = cur, far
+        for _ in range(_BISECT_STEPS):
+            if abs(bad - ok) <= 1:
+                break
+            mid = (ok + bad) // 2
+            if good(*self.put(coord, mid, scalars, shapes)):
+                ok = mid
+            else:
+                bad = mid
+            self.tick()
+        return ok
+
+    # -- search ------------------------------------------------------------------------------
+    def bases(self):
+        lo = {p: a.at(a.span()[0]) for p, a in self.axes.items()}
+        hi = {p: a.at(a.span()[1]) for p, a in self.axes.items()}
+        elo = {n: d.elem.lo for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        ehi = {n: d.elem.hi for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        one = {n: min(d.elem.lo + 1, d.elem.hi) for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        uni = lambda vals: {n: (v, v) for n, v in vals.items()}  # noqa: E731
+        big = {n: (elo[n], ehi[n]) for n in self.vectors}
+        yield lo, uni(elo), "every parameter at its low bound"
+        yield hi, uni(ehi), "every parameter at its high bound (batches saturated)"
+        if self.vectors:
+            yield lo, uni(one), "low bounds, every entry 1 above its low bound"
+            yield hi, uni(one), "high bounds, every entry 1 above its low bound"
+            yield lo, uni(ehi), "low bounds, every entry at its maximum"
+            yield hi, uni(elo), "high bounds, every entry at its minimum"
+            yield hi, big, "high bounds, one large entry and the rest small"
+            yield lo, big, "low bounds, one large entry and the rest small"
+        shapes = uni(elo)
+        for p in self.axes:  # one parameter flipped
+            if lo[p] != hi[p]:
+                yield {**lo, p: hi[p]}, shapes, f"low bounds, {p} high"
+                yield {**hi, p: lo[p]}, uni(ehi), f"high bounds, {p} low"
+
+    def sweeps(self):
+        """Each value of each finite parameter, the others at their low and then high bounds; then
+        every case (combination of the finite values) with the ranges low and then high."""
+        lo = {p: a.at(a.span()[0]) for p, a in self.axes.items()}
+        hi = {p: a.at(a.span()[1]) for p, a in self.axes.items()}
+        elo = {n: (d.elem.lo, d.elem.lo) for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        ehi = {n: (d.elem.hi, d.elem.hi) for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        finite = [p for p, a in self.axes.items() if a.values is not None and len(a.values) > 2]
+        for base, shapes, where in ((lo, elo, "low"), (hi, ehi, "high")):
+            for p in finite:
+                for v in self.axes[p].values[1:-1]:  # type: ignore[index]
+                    yield {**base, p: v}, shapes, f"{where} bounds, {p}={v}"
+        cases = [p for p, a in self.axes.items() if a.values is not None and len(a.values) > 1]
+        for base, shapes, where in ((lo, elo, "low"), (hi, ehi, "high")):
+            for combo in itertools.product(*(self.axes[p].values for p in cases)):  # type: ignore[misc]
+                yield {**base, **dict(zip(cases, combo))}, shapes, f"case {dict(zip(cases, combo))}, ranges {where}"
+
+    def run(self) -> None:
+        """The two main corners (every parameter low, every parameter high) and the cheap moves
+        from them (derived values); the other base points and theirs; the sweeps of finite values
+        and cases; then the bisecting moves from every point so far, and two more rounds of
+        moves from the points moved to."""
+        done: list[tuple[dict, dict, str, tuple[str, list[str]]]] = []
+
+        def step(points, bisect: bool, interleave: bool = False) -> list:
+            """The moves from ``points``, point by point, or with ``interleave`` one coordinate of
+            each point in turn (the two main corners: so that moves from one that find nothing do
+            not hold up the other's)."""
+            out_points = []
+            gens = [(how, self.moves(s, h, kind, failed, bisect)) for s, h, how, (kind, failed) in points]
+            while gens:
+                for how, gen in list(gens) if interleave else gens[:1]:
+                    move = next(gen, False)
+                    if move is False:
+                        gens.remove((how, gen))
+                    elif move is not None:
+                        s2, h2, how2 = move
+                        out = self.evaluate(s2, h2, f"{how}; {how2}")
+                        if out is not None:
+                            out_points.append((s2, h2, f"{how}; {how2}", out))
+            return out_points
+
+        def visit(source) -> list:
+            points = []
+            for s, h, how in source:
+                out = self.evaluate(s, h, how)
+                if out is not None:
+                    points.append((s, h, how, out))
+            return points
+
+        bases = list(self.bases())
+        for first, chunk in ((True, bases[:2]), (False, bases[2:])):
+            points = visit(chunk)
+            done += points + step(points, False, interleave=first)
+        done += visit(self.sweeps())
+        frontier = step(done, True)
+        for _depth in range(2):
+            frontier = step(frontier, False) + step(frontier, True)
+            if not frontier:
+                return
+
+
+def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector],
+          max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS,
+          stats: dict[str, object] | None = None) -> ProbeHit | None:
+    """The first counterexample on ints at the structured points of ``ob``'s domain (``finite``,
+    ``ranges``, ``vectors`` as :func:`capproof.encode.checked_domains` gives them, pins applied),
+    or None. At most ``max_points`` evaluations and about ``max_seconds`` CPU seconds; never
+    raises for a model that raises (that point is skipped). ``ProbeHit.seconds`` is the probe's
+    own CPU time; ``stats`` (optional) receives ``points`` evaluated and ``seconds``, hit or not,
+    and ``unstable`` when the model gave another result at a point evaluated again (the first
+    point, and the hit; then no hit is returned): its result depends on module state its calls
+    change."""
+    axes = {p: _Axis(min(v), max(v), sorted(v)) for p, v in finite.items()}
+    axes.update({p: _Axis(r.lo, r.hi) for p, r in ranges.items()})
+    started = time.process_time()
+    prober = _Prober(ob, axes, dict(vectors), max_points, started + max_seconds)
+    try:
+        prober.run()
+    except _Budget:
+        pass
+    unstable = prober.recheck()
+    if unstable is not None:
+        prober.hit = None
+    took = time.process_time() - started
+    if prober.hit is not None:
+        prober.hit.seconds = took
+    if stats is not None:
+        stats.update(points=prober.points, seconds=took)
+        if unstable is not None:
+            stats["unstable"] = unstable  # type: ignore[assignment]
+    return prober.hit

@@ -1,0 +1,195 @@
+"""The int probe (capproof.probe): the first counterexample on ints at the domain's structured
+points, before any Z3 work. It is sound (a reported point lies in the domain, satisfies every
+assumption on ints and violates the claim), it never decides a verdict (the minimised
+counterexample still comes from Z3, and is the same with the probe off), and a bug away from
+the corners still gets its counterexample from the solver."""
+
+from __future__ import annotations
+
+import pytest
+
+from capproof import Options, Verdict
+from capproof.encode import checked_domains
+from capproof.loader import load_file
+from capproof.probe import probe
+from capproof.prover import prove_obligation, replay
+
+HEADER = """
+from capproof import Range, Choice, obligation, at_most, claim
+from capproof.arith import total, all_of, maximum
+from capproof.domain import Vector
+"""
+
+# The C2 shape (vllm-ascend#16316, spec/specdec_graphs.py), small: an arange of
+# max(max_num_seqs + 1, mnbt) entries must cover total(decode_lens) + 1; short exactly when a
+# saturated batch fills the token budget (mnbt > max_num_seqs).
+SATURATED = HEADER + """
+@obligation(domain={"max_num_seqs": Range(1, 16), "mnbt": Range(1, 4096), "k": Range(1, 7),
+                    "num_reqs": Range(1, 16), "lens": Vector(16, Range(1, 8), length="num_reqs")},
+            assumptions={"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
+                         "decode length <= 1 + k": lambda lens, k: all_of(*(d <= 1 + k for d in lens)),
+                         "tokens <= mnbt": lambda lens, mnbt: total(lens) <= mnbt},
+            expect="counterexample")
+def arange_covers_tokens(max_num_seqs, mnbt, k, num_reqs, lens):
+    return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
+"""
+
+
+def _only(path):
+    items = load_file(path)
+    assert not hasattr(items, "message"), items
+    return items[0]
+
+
+def _probe(ob, **pins):
+    return probe(ob, *checked_domains(ob, pins, 20_000_000), max_points=10_000, max_seconds=5.0)
+
+
+def _same_result(a, b) -> dict:
+    """The two results' JSON without timings and the first counterexample (what the probe adds)."""
+    drop = ("seconds", "first_counterexample")
+    x = {k: v for k, v in a.to_json().items() if k not in drop}
+    y = {k: v for k, v in b.to_json().items() if k not in drop}
+    return {k: (x[k], y.get(k)) for k in x if x[k] != y.get(k)}
+
+
+def test_saturated_batch_bug_found_by_the_probe_is_the_bug_the_solver_minimises(spec_file):
+    ob = _only(spec_file(SATURATED))
+    hit = _probe(ob)
+    assert hit is not None
+    holds, values, failed = replay(ob, hit.params)  # a replay on ints: every assumption holds, the claim fails
+    assert (holds, failed) == (False, []) and values == hit.values
+    assert values["demand"] == values["capacity"] + 1  # a saturated batch one entry past the arange
+
+    with_probe = prove_obligation(ob, Options(density="off"))
+    without = prove_obligation(ob, Options(density="off", probe=False))
+    assert with_probe.verdict is Verdict.COUNTEREXAMPLE
+    first = with_probe.first_counterexample
+    assert first.source == "int probe" and first.params == hit.params and first.seconds > 0
+    assert with_probe.to_json()["first_counterexample"]["source"] == "int probe"
+    # the minimised counterexample (and everything else reported) does not depend on the probe
+    assert _same_result(with_probe, without) == {}
+    cex = with_probe.counterexample
+    assert cex.params == {"max_num_seqs": 1, "mnbt": 2, "k": 1, "num_reqs": 1, "lens": [2]}
+    assert replay(ob, cex.params)[0] is False
+    # the same violation: the minimised point fails the claim the probe's point fails
+    assert cex.values["demand"] == cex.values["capacity"] + 1
+    # without the probe the first counterexample is the solver's (replayed on ints)
+    assert without.first_counterexample.source == "solver"
+    assert replay(ob, without.first_counterexample.params)[:3:2] == (False, [])
+
+
+def test_a_point_violating_an_assumption_is_never_reported(spec_file):
+    # every corner but the all-low one violates the claim, and every such corner violates the
+    # assumption too: the claim is the assumption, restated; proved
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000), "n": Range(1, 8), "v": Vector(8, Range(0, 500), length="n")},
+            assumptions={"fits": lambda x, y, v: x + y + total(v) <= 1000})
+def fits(x, y, n, v):
+    return at_most(demand=x + y + total(v), capacity=1000)
+"""))
+    assert _probe(ob) is None
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.first_counterexample is None
+
+
+def test_a_model_raising_on_ints_is_skipped_not_a_counterexample(spec_file):
+    # at x = 0 the claim divides by zero; the assumption excludes that point, and evaluate runs
+    # the assumptions first: the probe skips it (no crash), proves nothing, and Z3 proves the claim
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 64), "y": Range(0, 64)}, assumptions={"x >= 1": lambda x: x >= 1})
+def quotient_bounded(x, y):
+    return at_most(demand=y // x, capacity=64)
+"""))
+    assert _probe(ob) is None
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.first_counterexample is None
+
+
+def test_a_bug_off_the_corners_still_gets_its_counterexample_from_the_solver(spec_file):
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
+def one_bad_residue(x, y):
+    return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
+"""))
+    assert _probe(ob) is None  # 123 is no corner, no repaired or pushed point
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE
+    assert r.counterexample.params == {"x": 0, "y": 123}
+    first = r.first_counterexample
+    assert first.source == "solver" and first.points > 0  # the probe ran and found nothing
+    holds, values, failed = replay(ob, first.params)
+    assert (holds, failed) == (False, []) and values == {"r": 123}
+
+
+def test_pins_bound_the_probe(spec_file):
+    # the bug needs b = 1 (a corner); pinned to b = 2 the claim holds everywhere
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"b": Choice(1, 2, 4), "x": Range(0, 100)})
+def needs_b_above_one(b, x):
+    return at_most(demand=x, capacity=(b - 1) * 100)
+"""))
+    assert _probe(ob) is not None
+    assert _probe(ob, b=2) is None
+    r = prove_obligation(ob, Options(density="off", pins={"b": 2}))
+    assert r.verdict is Verdict.PROVED and r.first_counterexample is None
+
+
+def test_a_model_whose_result_depends_on_its_earlier_calls_is_an_error(spec_file):
+    # the probe's own calls move the counter: the point it evaluated first gives another result
+    # when evaluated again, so no verdict (the solver would now see the moved state) is trusted
+    source = HEADER + """
+_calls = [0]
+
+def width(n):
+    _calls[0] += 1
+    return n + (1 if _calls[0] > 2 else 0)
+
+@obligation(domain={"n": Range(0, 20)})
+def counter_width(n):
+    return at_most(demand=width(n), capacity=n)
+"""
+    ob = _only(spec_file(source, "counter_a.py"))
+    stats: dict = {}
+    assert probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats) is None
+    assert "at {'n': 0} it gave claim True" in stats["unstable"]
+    ob = _only(spec_file(source, "counter_b.py"))  # a fresh counter
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.ERROR and "not a function of its parameters on ints" in r.message
+
+
+def test_a_probe_counterexample_the_verdict_excludes_is_an_error(spec_file, monkeypatch):
+    """Guard of the two semantics: if a point the probe reports (in the domain, assumptions true on
+    ints, claim false on ints) met a ``proved`` verdict, the verdict is ``error``, never proved.
+    No spec obligation disagrees (the whole suite runs with the probe on), so the probe's answer
+    is replaced here by a point of the domain that the claim fails only on ints."""
+    import capproof.prover as prover
+    from capproof.probe import ProbeHit
+
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def holds(x):
+    return at_most(demand=x, capacity=10)
+"""))
+    monkeypatch.setattr(prover, "probe", lambda *a, **k: ProbeHit({"x": 10}, {"demand": 11, "capacity": 10}, 1))
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.ERROR
+    assert "the int probe found a counterexample at {'x': 10}" in r.message and "disagree" in r.message
+
+
+@pytest.mark.parametrize("spec", ["spec/vllm_block_table.py", "spec/per_batch_buffers.py"])
+def test_real_spec_results_are_the_same_with_and_without_the_probe(spec):
+    """Proved obligations unchanged, counterexamples the same minimised point (the whole of
+    proofs/ is checked by ``make verify``; two spec files here, fast)."""
+    items = load_file(spec)
+    obligations = [ob for ob in items if hasattr(ob, "domain")]
+    assert obligations
+    for ob in obligations:
+        a = prove_obligation(ob, Options(density="off", verdict_only=True))
+        b = prove_obligation(ob, Options(density="off", verdict_only=True, probe=False))
+        assert _same_result(a, b) == {}, ob.id
+        if a.verdict is Verdict.PROVED:
+            assert a.first_counterexample is None, ob.id
+        if a.verdict is Verdict.COUNTEREXAMPLE:
+            first = a.first_counterexample
+            assert first is not None and replay(ob, first.params)[::2] == (False, []), ob.id
