@@ -821,12 +821,21 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     solver, is ``result.first_counterexample`` (its CPU time from the start of this call). The
     verdict and the minimised counterexample do not depend on the probe, except that a probe
     counterexample the verdict excludes (proved, vacuous) makes the verdict an error: the int and
-    the symbolic semantics disagree."""
+    the symbolic semantics disagree, and that an ``unknown`` with a probe counterexample becomes a
+    counterexample (not minimised: the point is the probe's, replayed on ints)."""
     first = _First(time.process_time())
     result = _prove_obligation(ob, options or Options(), first)
     result.first_counterexample = first.found
     hit = first.found
-    if hit is not None and hit.source == "int probe" and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
+    if hit is not None and hit.source == "int probe" and result.verdict is Verdict.UNKNOWN:
+        # a point of the domain where every assumption holds and the claim fails on ints is a
+        # counterexample whatever the solver could not decide: reported as found, not minimised
+        result.message = (f"{_violation(result.relation, hit.values)} at a point the int probe found on ints "
+                          f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})")
+        result.verdict = Verdict.COUNTEREXAMPLE
+        result.counterexample = Counterexample(dict(hit.params), dict(hit.values), False)
+        result.witnesses = []
+    elif hit is not None and hit.source == "int probe" and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (
             f"the int probe found a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "

@@ -193,3 +193,21 @@ def test_real_spec_results_are_the_same_with_and_without_the_probe(spec):
         if a.verdict is Verdict.COUNTEREXAMPLE:
             first = a.first_counterexample
             assert first is not None and replay(ob, first.params)[::2] == (False, []), ob.id
+
+
+def test_an_unknown_verdict_with_a_probe_counterexample_is_that_counterexample_not_minimised(spec_file):
+    """The solver runs out of rlimit (``unknown``) on an obligation whose bug sits at a saturated
+    batch: the probe's point, in the domain, every assumption holding and the claim false on ints,
+    makes the verdict a counterexample, labelled not minimised; with the probe off it stays
+    unknown (unknown is never proved, and never hides a replayed counterexample)."""
+    ob = _only(spec_file(SATURATED))
+    off = prove_obligation(ob, Options(rlimit=1, probe=False, density="off"))
+    assert off.verdict is Verdict.UNKNOWN, off.message
+    on = prove_obligation(ob, Options(rlimit=1, density="off"))
+    assert on.verdict is Verdict.COUNTEREXAMPLE, on.message
+    cex = on.counterexample
+    assert cex is not None and cex.minimized is False
+    assert "int probe" in on.message and "not minimised" in on.message and "unknown" in on.message
+    holds, values, failed = replay(ob, cex.params)
+    assert not holds and not failed and values == cex.values
+    assert cex.params == on.first_counterexample.params
