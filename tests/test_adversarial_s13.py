@@ -493,3 +493,17 @@ def ob(x):
 """, "hasattr7")
     assert _admitted_and_failing(ob) == (11, 1)
     _sound(ob, Options(), failing=1)
+
+
+def test_bound_witness_under_a_pin_stays_inside_it(spec_file):
+    """A pinned batch length (``--set n=2``): the search witness, sorted or not, keeps the pin and
+    replays to the recorded slack, which is brute force's under the pin."""
+    ob = _load(spec_file, ORDERED["weighted_first"], "ordered_pinned")
+    pins = {"n": 2}
+    slacks = [o[1]["capacity"] - o[1]["demand"] for o in map(lambda p: _outcome(ob, p), _points(ob, pins))
+              if o is not None and not o[2]]
+    (case,) = bound_obligation(ob, pins).to_json()["cases"]
+    assert case["status"] == "bounded" and case["min_slack"] == min(slacks), case
+    _in_domain(ob, case["slack_point"], pins)
+    holds, values, failed = replay(ob, case["slack_point"])
+    assert not failed and values["capacity"] - values["demand"] == case["min_slack"]
