@@ -804,7 +804,8 @@ class _First:
 
     def solver_point(self, case: CaseProblem, model: z3.ModelRef) -> None:
         """Record the solver's (unminimised) model of a failing case if it replays on ints as a
-        counterexample (assumptions hold, claim false)."""
+        counterexample (assumptions hold, claim false), on its batches alone as with the padding
+        (the batch shown must fail: :func:`_padding_check`, as for every counterexample shown)."""
         if self.found is not None:
             return
         params = case.point(model)
@@ -814,7 +815,7 @@ class _First:
             raise
         except BaseException:  # noqa: BLE001 - the minimised point's replay reports it
             return
-        if not holds and not failed:
+        if not holds and not failed and _padding_check(case.ob, params, (holds, values, failed)) is None:
             self.record(params, values, "solver")
 
 
@@ -923,6 +924,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first)
             outcomes.append(outcome)
             if outcome.kind == "counterexample":
+                # replayed (padding checked): the first counterexample when the solver's first
+                # model was not one on the batch shown (see _First.solver_point)
+                first.record(outcome.params, outcome.values, "solver")
                 point = {p: outcome.params[p] for p in ob.params}
                 if below is None or _order_key(point) < _order_key(below):
                     below = point
