@@ -20,8 +20,13 @@ minimisation (capproof.prover); the probe gives the *first* counterexample early
 points tried and the CPU time), and a hit the solver then proves impossible is a disagreement
 between the two semantics, reported as an error.
 
-Cost: at most :data:`PROBE_POINTS` evaluations and :data:`PROBE_SECONDS` CPU seconds per
-obligation (proved obligations pay the whole budget; measured in docs/performance.md).
+Cost: at most :data:`PROBE_POINTS` evaluations per obligation, and fewer over large batches (at
+most :data:`PROBE_WORK` entries evaluated in all: 126 points over a 64-entry batch, 7 over 1,024);
+proved obligations pay the whole budget (measured in docs/performance.md). The budget is counted,
+not timed, so which points run does not depend on the machine's load: when the probe misses, the
+solver's first model is read in the case's Z3 context, and Z3's later answers depend on the terms
+made before them (a timed budget made a borderline in-process proof flip to unknown under load).
+:data:`PROBE_SECONDS` is only a safety valve for a model that is slow on ints.
 """
 
 from __future__ import annotations
@@ -34,12 +39,16 @@ from .domain import Range, Vector
 from .encode import concrete_args, evaluate
 from .obligation import Obligation
 
-__all__ = ["ProbeHit", "probe", "PROBE_POINTS", "PROBE_SECONDS"]
+__all__ = ["ProbeHit", "probe", "PROBE_POINTS", "PROBE_SECONDS", "PROBE_WORK"]
 
 #: At most this many points (assumptions and claim evaluated on ints) per obligation.
 PROBE_POINTS = 128
-#: At most this many CPU seconds of probing per obligation (checked between points).
-PROBE_SECONDS = 0.008
+#: At most this many batch entries evaluated per obligation (each point costs 1 + the sizes of its
+#: batches): the probe's work grows no faster than a few evaluations of the largest batch.
+PROBE_WORK = 8192
+#: A safety valve (CPU seconds, checked between points) for models slow on ints; not reached by
+#: any obligation of spec/ (when it is, which points ran depends on the load).
+PROBE_SECONDS = 0.5
 #: Steps of a bisection along one parameter (2**24 values: every Range of the corpus).
 _BISECT_STEPS = 24
 #: Derived values tried per coordinate by a repair (nearest first).
@@ -469,10 +478,11 @@ class _Prober:
 
 def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector],
           max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS,
-          stats: dict[str, object] | None = None) -> ProbeHit | None:
+          stats: dict[str, object] | None = None, max_work: int = PROBE_WORK) -> ProbeHit | None:
     """The first counterexample on ints at the structured points of ``ob``'s domain (``finite``,
     ``ranges``, ``vectors`` as :func:`capproof.encode.checked_domains` gives them, pins applied),
-    or None. At most ``max_points`` evaluations and about ``max_seconds`` CPU seconds; never
+    or None. At most ``max_points`` evaluations, ``max_work // (1 + the batches' sizes)`` of them
+    over batches, and about ``max_seconds`` CPU seconds (a safety valve); never
     raises for a model that raises (that point is skipped). ``ProbeHit.seconds`` is the probe's
     own CPU time; ``stats`` (optional) receives ``points`` evaluated and ``seconds``, hit or not,
     and ``unstable`` when the model gave another result at a point evaluated again (the first
@@ -481,7 +491,8 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
     axes = {p: _Axis(min(v), max(v), sorted(v)) for p, v in finite.items()}
     axes.update({p: _Axis(r.lo, r.hi) for p, r in ranges.items()})
     started = time.process_time()
-    prober = _Prober(ob, axes, dict(vectors), max_points, started + max_seconds)
+    per_point = 1 + sum(v.size for v in vectors.values())
+    prober = _Prober(ob, axes, dict(vectors), max(1, min(max_points, max_work // per_point)), started + max_seconds)
     try:
         prober.run()
     except _Budget:
