@@ -36,7 +36,7 @@ from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
-from .symbolic import LazyText, SymInt, to_z3_bool, to_z3_int
+from .symbolic import LazyText, SymInt, fresh_z3_context, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -828,9 +828,12 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     verdict and the minimised counterexample do not depend on the probe, except that a probe
     counterexample the verdict excludes (proved, vacuous) makes the verdict an error: the int and
     the symbolic semantics disagree, and that an ``unknown`` with a probe counterexample becomes a
-    counterexample (not minimised: the point is the probe's, replayed on ints)."""
+    counterexample (not minimised: the point is the probe's, replayed on ints). Decided in a fresh
+    Z3 context, as ``capproof prove`` decides each obligation: the answer does not depend on what
+    the calling process did with Z3 before (in-process callers, tests)."""
     first = _First(time.process_time())
-    result = _prove_obligation(ob, options or Options(), first)
+    with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before
+        result = _prove_obligation(ob, options or Options(), first)
     result.first_counterexample = first.found
     hit = first.found
     if hit is not None and hit.source == "int probe" and result.verdict is Verdict.UNKNOWN:
@@ -1047,8 +1050,6 @@ BOUNDED_CEX_LIMIT = 64
 
 def _in_own_context(attempt, *args):
     """``attempt(*args)`` in a fresh Z3 main context (:func:`capproof.symbolic.fresh_z3_context`)."""
-    from .symbolic import fresh_z3_context
-
     with fresh_z3_context():
         return attempt(*args)
 
