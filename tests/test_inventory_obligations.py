@@ -199,3 +199,5 @@ def test_error_obligations_keep_the_name_given(tmp_path):
     assert isinstance(obs, list), obs
     assert [o.name for o in obs] == ["tokens_of_a_missing_entry", "tokens_in_dimension_1"]
     assert [len(o.problems) for o in obs] == [1, 1]
+    # and cite the inventory entry they could not check (proofs/ links the source)
+    assert [o.sources for o in obs] == [[f"inventory: {FIXTURE}::{RUNNER}no_such_buffer"], [f"inventory: {FIXTURE}::{RUNNER}input_ids"]]

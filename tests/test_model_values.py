@@ -233,10 +233,26 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     assert [cg.padded_graph_size(n, [1, 2, 4, 8], 8) for n in (0, 3, 8, 9)] == [0, 4, 8, 9]
 
 
+def _split_within_deadline(*args, seconds=10, **kwargs):
+    """``split_indexer_prefill_chunks(*args)`` run in a thread with a deadline (the split of a few
+    requests takes microseconds): a splitter that steps back or never advances fails the test
+    instead of hanging it (and the mutation run's per-mutant limit, 60 s at least, is longer)."""
+    import threading
+
+    from models.vllm.indexer_prefill import split_indexer_prefill_chunks
+
+    out = []
+    walk = threading.Thread(target=lambda: out.append(split_indexer_prefill_chunks(*args, **kwargs)), daemon=True)
+    walk.start()
+    walk.join(seconds)
+    assert not walk.is_alive(), f"the splitter did not return within {seconds} s on {args}"
+    return out[0]
+
+
 def test_indexer_prefill_chunks_by_hand():
     # vllm==0.33.0 indexer split (corpus N1): greedy over requests under the workspace and the
     # logits budget (max_logits_bytes // 4), each chunk cut along queries into budget // seq rows.
-    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
+    split = _split_within_deadline
 
     assert split([3, 3, 3], [1, 1, 1], 6, 400) == [((0, 2), (0, 2)), ((2, 3), (0, 1))]  # workspace-bound
     assert split([4, 4], [3, 3], 100, 80) == [((0, 1), (0, 3)), ((1, 2), (0, 3))]  # logits-bound
@@ -244,6 +260,9 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
     assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
     assert split([1], [5], 6, 8) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 5))]  # budget 2 // seq 1 rows a piece
+    # at the logits budget exactly the request joins: (2 + 3) * (2 + 2) == 80 // 4 (vllm==0.33.0
+    # v1/attention/backends/mla/indexer.py line 1390: new_m * new_n <= max_logits_elems)
+    assert split([2, 2], [2, 3], 100, 80) == [((0, 2), (0, 5))]
 
 
 def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
@@ -251,18 +270,7 @@ def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
     # before a 200-token one (vllm==0.33.0's default 512 MiB logits budget): the oversized request
     # is a chunk of its own and the walk goes on past it. Run with a deadline: a splitter that
     # steps back never returns.
-    import threading
-
-    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
-
-    def within_deadline(*args):
-        out = []
-        walk = threading.Thread(target=lambda: out.append(split(*args)), daemon=True)
-        walk.start()
-        walk.join(60)
-        assert not walk.is_alive(), f"the splitter did not return within 60 s on {args}"
-        return out[0]
-
+    within_deadline = _split_within_deadline
     assert within_deadline([1000, 5000, 200], [1000, 5000, 200], 3500, 512 * 2**20) == [
         ((0, 1), (0, 1000)), ((1, 2), (0, 5000)), ((2, 3), (0, 200))]
     # a request longer than the whole logits budget (8 // 4 = 2 rows) still advances: pieces of 1 query row
