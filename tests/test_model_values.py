@@ -368,3 +368,4 @@ def test_indexer_prefill_first_revision_chunks_by_hand():
     assert split([], 10) == []
     assert split([4, 4, 4], 10) == [(0, 2), (2, 3)]
     assert split([11], 10) == [(0, 0), (0, 1)]
+    assert split([5, 5], 10) == [(0, 2)]  # a running sum equal to the buffer is not cut (``>``)
