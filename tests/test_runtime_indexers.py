@@ -355,6 +355,14 @@ def test_growing_indexer_warns_above_ninety_percent():
     assert buffer.capacity == 10
 
 
+def test_growing_indexer_default_is_one_row_that_the_first_write_fills():
+    buffer = GrowingIndexer()
+    assert buffer.capacity == 1
+    with pytest.warns(ResourceWarning, match=r"1/1 rows above 90%"):
+        buffer.write(0, 5)  # 1 row of 1: 100 % > the default 90 %
+    assert buffer.capacity == 1 and buffer.rows == [5]
+
+
 def test_growing_indexer_warns_after_growth_lands_near_the_top():
     buffer = GrowingIndexer(1)
     with pytest.warns(ResourceWarning, match=r"1000/1024"):
