@@ -28,6 +28,13 @@ def test_c3_ascend_slot_mapping_capacities_at_the_reported_config():
     assert slot_mapping_capacity_14024(80, 12, 5) == 128
     assert slot_mapping_capacity_14024(80, 12, 3) == 104  # K = 3: K - 1 = 2 hides the bug (reported)
     assert slot_mapping_capacity_14024(80, 12, 0) == 80  # no MTP: max(K - 1, 0) = 0
+    # the demand: 11 full MTP decodes (6 tokens each) append K - 1 = 4 slots each (the reported 110);
+    # DCP 4 with no MTP (K = 0) appends none, and no DCP none either
+    from models.vllm_ascend.mtp_slot_mapping import slot_mapping_demand
+
+    assert slot_mapping_demand([6] * 11, 11, 5, 4) == 110
+    assert slot_mapping_demand([1] * 11, 11, 0, 4) == 11
+    assert slot_mapping_demand([6] * 11, 11, 5, 1) == 66
 
 
 def test_c2_proposer_arange_at_the_reported_config_and_with_few_tokens():
