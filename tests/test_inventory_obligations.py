@@ -201,3 +201,32 @@ def test_error_obligations_keep_the_name_given(tmp_path):
     assert [len(o.problems) for o in obs] == [1, 1]
     # and cite the inventory entry they could not check (proofs/ links the source)
     assert [o.sources for o in obs] == [[f"inventory: {FIXTURE}::{RUNNER}no_such_buffer"], [f"inventory: {FIXTURE}::{RUNNER}input_ids"]]
+
+
+def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_sourceless_demand(tmp_path):
+    """``relation="less_than"`` (an index, not a slice end): index ``num_tokens_padded`` into
+    ``input_ids[max_num_batched_tokens]`` is refuted at the budget (as a slice end it fits), and
+    proofs/ shows ``0 <= index < capacity``; ``rlimit=`` reaches the obligation; a demand whose
+    source cannot be read (made by ``exec``) is shown by its name and parameters."""
+    path = _spec(tmp_path, FIXTURE, f"""
+        from spec._inventory import Family
+        from spec._families import PADDED_TOKENS_FIT
+        LAST = Family(name="one_past", dim=0, demand=lambda num_tokens_padded: num_tokens_padded,
+                      domain=TOKENS.domain, facts=PADDED_TOKENS_FIT, relation="less_than", demand_name="index")
+        cover(INV, "{RUNNER}input_ids", LAST)
+        ns = {{}}
+        exec("def made(num_tokens_padded):\\n    return num_tokens_padded", ns)
+        MADE = Family(name="made", dim=0, demand=ns["made"], domain=TOKENS.domain, facts=PADDED_TOKENS_FIT)
+        cover(INV, "{RUNNER}positions", MADE, rlimit=12_345_678)
+    """)
+    res = _run(path)
+    verdicts = {o.id.split("::")[-1]: o for o in res.obligations}
+    one_past = verdicts["one_past__GPUModelRunner_input_ids"]
+    assert one_past.verdict.value == "counterexample"
+    assert one_past.counterexample.params["num_tokens_padded"] == one_past.counterexample.params["max_num_batched_tokens"]
+    assert verdicts["made__GPUModelRunner_positions"].verdict.value == "proved"
+    obs = {o.name: o for o in load_file(path)}
+    assert obs["one_past__GPUModelRunner_input_ids"].formula.splitlines()[-1] == "0 <= index < input_ids[0]"
+    made = obs["made__GPUModelRunner_positions"]
+    assert made.rlimit == 12_345_678
+    assert made.formula.splitlines()[0] == "demand = made(num_tokens_padded)  # demand family 'made'"
