@@ -379,3 +379,6 @@ def test_indexer_prefill_first_revision_chunks_by_hand():
     assert split([4, 4, 4], 10) == [(0, 2), (2, 3)]
     assert split([11], 10) == [(0, 0), (0, 1)]
     assert split([5, 5], 10) == [(0, 2)]  # a running sum equal to the buffer is not cut (``>``)
+    # after a cut the sum restarts at 0 although the new chunk holds request i (the revision's bug):
+    # 0 + 10 is not past 10, so [6, 10] (16 tokens) is one chunk
+    assert split([6, 6, 10], 10) == [(0, 1), (1, 3)]
