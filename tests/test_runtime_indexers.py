@@ -120,7 +120,16 @@ def test_capacity_error_does_not_format_values_that_are_not_ints():
     ],
 )
 def test_grown_capacity(capacity, index, expected):
-    assert grown_capacity(capacity, index) == expected
+    # in a thread with a deadline (the doubling takes microseconds): a loop that never reaches the
+    # index (a capacity reset or halved instead of doubled) fails the test instead of hanging it
+    import threading
+
+    out = []
+    walk = threading.Thread(target=lambda: out.append(grown_capacity(capacity, index)), daemon=True)
+    walk.start()
+    walk.join(10)
+    assert not walk.is_alive(), f"grown_capacity({capacity}, {index}) did not return within 10 s"
+    assert out == [expected]
 
 
 @PROPERTY
