@@ -21,7 +21,9 @@ with a reason). Results, one JSON line per mutant, in ``mutants/capproof-mutatio
 ``--sample N --seed S`` takes the first N of a seeded random permutation of the selected
 mutants and runs them in that order (so the part finished by a deadline is a random sample too); ``--shard i/n``
 splits the work between processes. ``--table`` prints the per-file table of the record
-(``--table --prove-alone``: of the prove-alone record).
+(``--table --prove-alone``: of the prove-alone record). ``--save DIR`` keeps every mutant's name
+and the records outside ``mutants/`` (which the next run deletes): docs/mutation/ holds the
+latest run's; ``--table --records DIR`` reads them.
 
 Run from the project root::
 
@@ -30,6 +32,8 @@ Run from the project root::
     nice -n 19 python tests/mutation/activate.py --testmap
     nice -n 19 python tests/mutation/activate.py --sample 2000 --seed 20261202
     python tests/mutation/activate.py --table
+    python tests/mutation/activate.py --save docs/mutation          # keep the records (committed)
+    python tests/mutation/activate.py --table --records docs/mutation
 """
 
 from __future__ import annotations
