@@ -146,6 +146,12 @@ def test_read_shape_aliases_and_skips(tmp_path):
 
     mod_skip = [ob for ob in load_file(path)]
     assert len(mod_skip) == 2
+    # the kept expectation of a deliberately wrong reading, and the reason the entry was skipped
+    assert {ob.name: ob.expect for ob in mod_skip} == {"aliased": "proved", "too_small": "counterexample"}
+    import spec._inventory as inventory_helpers
+
+    assert inventory_helpers.SKIPPED[RUNNER + "arange_np"] == (
+        "capacity `arange_size` uses 'arange_size', which has no domain (a read shape's local name)")
 
 
 def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):

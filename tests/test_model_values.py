@@ -231,6 +231,7 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     # rounded sizes past the maximum are dropped; the maximum becomes the largest kept size
     assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 3) == ([3, 6, 9], 9)
     assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 4) == ([4], 4)  # nothing kept: fall back to [q]
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 4, 4) == ([4], 4)  # q == the maximum still fits (compilation.py:1551)
     assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 1) == (sizes, 64)  # no speculation: unchanged
     # ... even a maximum above the largest size (compilation.py:1539 returns before rounding at q <= 1;
     # tests/test_real_engine.py draws such maxima against the engine's own method)
@@ -382,3 +383,8 @@ def test_indexer_prefill_first_revision_chunks_by_hand():
     # after a cut the sum restarts at 0 although the new chunk holds request i (the revision's bug):
     # 0 + 10 is not past 10, so [6, 10] (16 tokens) is one chunk
     assert split([6, 6, 10], 10) == [(0, 1), (1, 3)]
+    # its contract: every chunk sums to at most the buffer (a chunk of exactly 10 fits)
+    from models.vllm.indexer_prefill import first_revision_chunks_fit
+
+    assert first_revision_chunks_fit(5, 5, 1, 10) is True  # chunks [5, 5] and [1]
+    assert first_revision_chunks_fit(6, 6, 9, 10) is False  # corpus N1: [6] and [6, 9]
