@@ -232,6 +232,7 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 3) == ([3, 6, 9], 9)
     assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 4) == ([4], 4)  # nothing kept: fall back to [q]
     assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 4, 4) == ([4], 4)  # q == the maximum still fits (compilation.py:1551)
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 2) == ([2, 4, 8, 10], 10)  # MTP K = 1: q = 2 rounds
     assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 1) == (sizes, 64)  # no speculation: unchanged
     # ... even a maximum above the largest size (compilation.py:1539 returns before rounding at q <= 1;
     # tests/test_real_engine.py draws such maxima against the engine's own method)
