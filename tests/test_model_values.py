@@ -299,6 +299,9 @@ def test_b0_moe_align_capacity_forms():
     assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 0) == 3 + 8 * 15
     assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 1) == 128  # round_up(123, 16)
     assert vllm_sorted_ids_capacity(3, 8, 16, 0) == 48  # numel < num_experts: min(3 * 16, 123)
+    # pad_sorted_ids: 513 + 256 * 15 = 4353 rounded up to 4368, a multiple of the block
+    assert vllm_sorted_ids_capacity(513, 256, 16, 1) == 4368
+    assert vllm_sorted_ids_capacity(513, 256, 16, 0) == 4353
     # the demand bound: numel + min(numel, active experts) * (B - 1)
     assert moe_align_demand_bound(512, 256, 16) == 512 + 256 * 15
     assert moe_align_demand_bound(3, 8, 16) == 3 + 3 * 15
