@@ -212,7 +212,7 @@ def test_error_obligations_keep_the_name_given(tmp_path):
 def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_sourceless_demand(tmp_path):
     """``relation="less_than"`` (an index, not a slice end): index ``num_tokens_padded`` into
     ``input_ids[max_num_batched_tokens]`` is refuted at the budget (as a slice end it fits), and
-    proofs/ shows ``0 <= index < capacity``; ``rlimit=`` reaches the obligation; a demand whose
+    proofs/ shows ``0 <= index < capacity``; ``rlimit=`` and the family's ``requires`` reach the obligation; a demand whose
     source cannot be read (made by ``exec``) is shown by its name and parameters."""
     path = _spec(tmp_path, FIXTURE, f"""
         from spec._inventory import Family
@@ -222,7 +222,8 @@ def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_source
         cover(INV, "{RUNNER}input_ids", LAST)
         ns = {{}}
         exec("def made(num_tokens_padded):\\n    return num_tokens_padded", ns)
-        MADE = Family(name="made", dim=0, demand=ns["made"], domain=TOKENS.domain, facts=PADDED_TOKENS_FIT)
+        MADE = Family(name="made", dim=0, demand=ns["made"], domain=TOKENS.domain, facts=PADDED_TOKENS_FIT,
+                      requires=("spec_decode",))
         cover(INV, "{RUNNER}positions", MADE, rlimit=12_345_678)
     """)
     res = _run(path)
@@ -235,4 +236,5 @@ def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_source
     assert obs["one_past__GPUModelRunner_input_ids"].formula.splitlines()[-1] == "0 <= index < input_ids[0]"
     made = obs["made__GPUModelRunner_positions"]
     assert made.rlimit == 12_345_678
+    assert made.requires == ("spec_decode",)  # check-config applies it only with the feature on
     assert made.formula.splitlines()[0] == "demand = made(num_tokens_padded)  # demand family 'made'"
