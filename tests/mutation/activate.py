@@ -510,6 +510,8 @@ def main() -> None:
     ap.add_argument("--tests-only", action="store_true", help="the tests oracle alone (prove later, on the survivors)")
     ap.add_argument("--callmap", action="store_true", help="record which obligations call which function")
     ap.add_argument("--testmap", action="store_true", help="record which fast tests call which function, and their durations")
+    ap.add_argument("--reverse", action="store_true", help="run the shard's mutants last first (a second process "
+                                                            "finishing a shard from its end; the record skips neither)")
     ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
     ap.add_argument("--records", default="mutants", help="with --table: the directory of the records (default the mutated copy; "
@@ -536,7 +538,7 @@ def main() -> None:
         table(names, args.prove_alone, args.records if args.table else "mutants")
         return
     i, n = map(int, args.shard.split("/"))
-    run(names[i::n], "prove-alone" if args.prove_alone else "tests-only" if args.tests_only else "all")
+    run(names[i::n][::-1] if args.reverse else names[i::n], "prove-alone" if args.prove_alone else "tests-only" if args.tests_only else "all")
 
 
 if __name__ == "__main__":
