@@ -238,3 +238,21 @@ def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_source
     assert made.rlimit == 12_345_678
     assert made.requires == ("spec_decode",)  # check-config applies it only with the feature on
     assert made.formula.splitlines()[0] == "demand = made(num_tokens_padded)  # demand family 'made'"
+
+
+def test_a_capacity_over_a_family_parameter_is_declared_not_skipped(tmp_path):
+    """A shape name that is a parameter of the family (not a config name) has its domain from the
+    family: the obligation is declared (a dropped one is noticed only by make verify's proofs/ check)."""
+    data = json.load(open(FIXTURE, encoding="utf-8"))
+    for e in data["entries"]:
+        if e["id"] == RUNNER + "seq_lens":
+            e.update(shape=["num_reqs_padded"])
+    inv = tmp_path / "family_param.json"
+    inv.write_text(json.dumps(data, indent=1, sort_keys=True))
+    path = _spec(tmp_path, str(inv), f"""
+        import spec._inventory as I
+        assert cover(INV, "{RUNNER}seq_lens", REQUESTS) is not None, I.SKIPPED.get("{RUNNER}seq_lens")
+    """)
+    (ob,) = load_file(path)
+    assert ob.name == "requests__GPUModelRunner_seq_lens" and "num_reqs_padded" in ob.domain
+    assert _run(path).obligations[0].verdict.value == "proved"
