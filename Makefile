@@ -78,6 +78,8 @@ mutation: $(STAMP)
 # forked from one pytest session, the tests calling it (fastest first, first failure ends it), and only survivors
 # re-prove the obligations that call it. Every mutant in a seeded random order (any prefix a random sample);
 # MUTATION_ARGS='--files models/*' to restrict. `--prove-alone` (not run here): the prove oracle on every mutant.
+# The records are kept in docs/mutation/ (`--save`; mutants/ is deleted by the next run): commit them, and
+# `activate.py --table --records docs/mutation` prints the table again.
 MUTATION_ARGS ?= --sample 100000 --seed 20261202
 mutation-direct: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
@@ -86,7 +88,8 @@ mutation-direct: $(STAMP)
 	nice -n 19 $(BIN)/python tests/mutation/activate.py --callmap
 	nice -n 19 $(BIN)/python tests/mutation/activate.py --testmap
 	nice -n 19 $(BIN)/python tests/mutation/activate.py $(MUTATION_ARGS)
-	$(BIN)/python tests/mutation/activate.py --table $(MUTATION_ARGS)
+	$(BIN)/python tests/mutation/activate.py --save docs/mutation
+	$(BIN)/python tests/mutation/activate.py --table --records docs/mutation $(MUTATION_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

@@ -298,6 +298,17 @@ def test_moe_align_writes_are_proved_for_every_number_of_experts_and_a_short_buf
     assert not holds and not failed and values == r.counterexample.values
 
 
+def test_moe_align_writes_invariant_is_inductive_at_a_size_the_bounded_encoding_also_decides(spec_file):
+    """The same obligation with 8 or 16 experts (a 16-entry routing vector, padded past 8): proved
+    by the induction, not by the bounded encoding (which would also prove it here), so
+    align_writes's invariant is inductive and, with the claim at every prefix, implies it. A
+    conjunct dropped or loosened, or an invariant that raises, sends the prover to the bounded
+    encoding (at 1024 experts: over 14 minutes)."""
+    ob = load_file(spec_file(MOE_WRITES.replace("SIZE", "16").replace("SHORT", "0"), "moe_writes_16.py"))[0]
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes", r.encoding_note
+
+
 def test_a_model_failing_on_the_small_witness_batch_falls_back_not_raises(spec_file):
     """prove_obligation never raises: a model reading ``xs[10]`` (fine on the declared 16 entries)
     raised IndexError out of the induction's non-vacuity search on its 1-entry batch (found by the

@@ -146,6 +146,12 @@ def test_read_shape_aliases_and_skips(tmp_path):
 
     mod_skip = [ob for ob in load_file(path)]
     assert len(mod_skip) == 2
+    # the kept expectation of a deliberately wrong reading, and the reason the entry was skipped
+    assert {ob.name: ob.expect for ob in mod_skip} == {"aliased": "proved", "too_small": "counterexample"}
+    import spec._inventory as inventory_helpers
+
+    assert inventory_helpers.SKIPPED[RUNNER + "arange_np"] == (
+        "capacity `arange_size` uses 'arange_size', which has no domain (a read shape's local name)")
 
 
 def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):
@@ -199,3 +205,54 @@ def test_error_obligations_keep_the_name_given(tmp_path):
     assert isinstance(obs, list), obs
     assert [o.name for o in obs] == ["tokens_of_a_missing_entry", "tokens_in_dimension_1"]
     assert [len(o.problems) for o in obs] == [1, 1]
+    # and cite the inventory entry they could not check (proofs/ links the source)
+    assert [o.sources for o in obs] == [[f"inventory: {FIXTURE}::{RUNNER}no_such_buffer"], [f"inventory: {FIXTURE}::{RUNNER}input_ids"]]
+
+
+def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_sourceless_demand(tmp_path):
+    """``relation="less_than"`` (an index, not a slice end): index ``num_tokens_padded`` into
+    ``input_ids[max_num_batched_tokens]`` is refuted at the budget (as a slice end it fits), and
+    proofs/ shows ``0 <= index < capacity``; ``rlimit=`` and the family's ``requires`` reach the obligation; a demand whose
+    source cannot be read (made by ``exec``) is shown by its name and parameters."""
+    path = _spec(tmp_path, FIXTURE, f"""
+        from spec._inventory import Family
+        from spec._families import PADDED_TOKENS_FIT
+        LAST = Family(name="one_past", dim=0, demand=lambda num_tokens_padded: num_tokens_padded,
+                      domain=TOKENS.domain, facts=PADDED_TOKENS_FIT, relation="less_than", demand_name="index")
+        cover(INV, "{RUNNER}input_ids", LAST)
+        ns = {{}}
+        exec("def made(num_tokens_padded):\\n    return num_tokens_padded", ns)
+        MADE = Family(name="made", dim=0, demand=ns["made"], domain=TOKENS.domain, facts=PADDED_TOKENS_FIT,
+                      requires=("spec_decode",))
+        cover(INV, "{RUNNER}positions", MADE, rlimit=12_345_678)
+    """)
+    res = _run(path)
+    verdicts = {o.id.split("::")[-1]: o for o in res.obligations}
+    one_past = verdicts["one_past__GPUModelRunner_input_ids"]
+    assert one_past.verdict.value == "counterexample"
+    assert one_past.counterexample.params["num_tokens_padded"] == one_past.counterexample.params["max_num_batched_tokens"]
+    assert verdicts["made__GPUModelRunner_positions"].verdict.value == "proved"
+    obs = {o.name: o for o in load_file(path)}
+    assert obs["one_past__GPUModelRunner_input_ids"].formula.splitlines()[-1] == "0 <= index < input_ids[0]"
+    made = obs["made__GPUModelRunner_positions"]
+    assert made.rlimit == 12_345_678
+    assert made.requires == ("spec_decode",)  # check-config applies it only with the feature on
+    assert made.formula.splitlines()[0] == "demand = made(num_tokens_padded)  # demand family 'made'"
+
+
+def test_a_capacity_over_a_family_parameter_is_declared_not_skipped(tmp_path):
+    """A shape name that is a parameter of the family (not a config name) has its domain from the
+    family: the obligation is declared (a dropped one is noticed only by make verify's proofs/ check)."""
+    data = json.load(open(FIXTURE, encoding="utf-8"))
+    for e in data["entries"]:
+        if e["id"] == RUNNER + "seq_lens":
+            e.update(shape=["num_reqs_padded"])
+    inv = tmp_path / "family_param.json"
+    inv.write_text(json.dumps(data, indent=1, sort_keys=True))
+    path = _spec(tmp_path, str(inv), f"""
+        import spec._inventory as I
+        assert cover(INV, "{RUNNER}seq_lens", REQUESTS) is not None, I.SKIPPED.get("{RUNNER}seq_lens")
+    """)
+    (ob,) = load_file(path)
+    assert ob.name == "requests__GPUModelRunner_seq_lens" and "num_reqs_padded" in ob.domain
+    assert _run(path).obligations[0].verdict.value == "proved"

@@ -91,6 +91,18 @@ def test_ultraquant_voffset_with_the_block_base_wraps_past_4_gib():
     assert_proved(prove(K, "ultraquant_in_block_byte_offset_v0_33"))
 
 
+def test_ultraquant_k_code_loads_tile_the_slot_codes():
+    """The 8 16-byte K-code loads of one (token, head) slot (chunk 0..3 of LANE_CODE_BYTES = 32,
+    half 0..1; vLLM 0.33.0 ultraquant_decode_hd256.py:55) end at bytes 15, 31, ..., 127 of the
+    slot: the 256 4-bit codes, no gap, no overlap; slot s of head h starts at (s * heads + h) * 272."""
+    from models.vllm.kernel_offsets import ultraquant_in_block_byte_offset
+
+    for slot, head, heads in [(0, 0, 1), (5, 1, 2), (63, 7, 8)]:
+        ends = sorted(ultraquant_in_block_byte_offset(slot, head, c, half, heads, 272) for c in range(4) for half in range(2))
+        start = (slot * heads + head) * 272
+        assert ends == [start + 16 * k + 15 for k in range(8)]
+
+
 def test_bound_of_a_claim_in_int32_caps_the_capacity_at_the_type():
     """``less_than(..., dtype="int32")`` holds iff ``index <= min(capacity - 1, 2**31 - 1)``:
     bound reports the int32 overflow as an insufficient capacity even where the buffer is large."""

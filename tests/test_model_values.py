@@ -28,6 +28,13 @@ def test_c3_ascend_slot_mapping_capacities_at_the_reported_config():
     assert slot_mapping_capacity_14024(80, 12, 5) == 128
     assert slot_mapping_capacity_14024(80, 12, 3) == 104  # K = 3: K - 1 = 2 hides the bug (reported)
     assert slot_mapping_capacity_14024(80, 12, 0) == 80  # no MTP: max(K - 1, 0) = 0
+    # the demand: 11 full MTP decodes (6 tokens each) append K - 1 = 4 slots each (the reported 110);
+    # DCP 4 with no MTP (K = 0) appends none, and no DCP none either
+    from models.vllm_ascend.mtp_slot_mapping import slot_mapping_demand
+
+    assert slot_mapping_demand([6] * 11, 11, 5, 4) == 110
+    assert slot_mapping_demand([1] * 11, 11, 0, 4) == 11
+    assert slot_mapping_demand([6] * 11, 11, 5, 1) == 66
 
 
 def test_c2_proposer_arange_at_the_reported_config_and_with_few_tokens():
@@ -224,7 +231,12 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     # rounded sizes past the maximum are dropped; the maximum becomes the largest kept size
     assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 3) == ([3, 6, 9], 9)
     assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 4) == ([4], 4)  # nothing kept: fall back to [q]
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 4, 4) == ([4], 4)  # q == the maximum still fits (compilation.py:1551)
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 2) == ([2, 4, 8, 10], 10)  # MTP K = 1: q = 2 rounds
     assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 1) == (sizes, 64)  # no speculation: unchanged
+    # ... even a maximum above the largest size (compilation.py:1539 returns before rounding at q <= 1;
+    # tests/test_real_engine.py draws such maxima against the engine's own method)
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4], 8, 1) == ([1, 2, 4], 8)
     assert cg.adjust_cudagraph_sizes_for_spec_decode([], 64, 4) == ([], 64)
     with pytest.raises(ValueError, match="no capture size is a multiple of 8 within 6"):
         cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 8)
@@ -233,10 +245,26 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     assert [cg.padded_graph_size(n, [1, 2, 4, 8], 8) for n in (0, 3, 8, 9)] == [0, 4, 8, 9]
 
 
+def _split_within_deadline(*args, seconds=10, **kwargs):
+    """``split_indexer_prefill_chunks(*args)`` run in a thread with a deadline (the split of a few
+    requests takes microseconds): a splitter that steps back or never advances fails the test
+    instead of hanging it (and the mutation run's per-mutant limit, 60 s at least, is longer)."""
+    import threading
+
+    from models.vllm.indexer_prefill import split_indexer_prefill_chunks
+
+    out = []
+    walk = threading.Thread(target=lambda: out.append(split_indexer_prefill_chunks(*args, **kwargs)), daemon=True)
+    walk.start()
+    walk.join(seconds)
+    assert not walk.is_alive(), f"the splitter did not return within {seconds} s on {args}"
+    return out[0]
+
+
 def test_indexer_prefill_chunks_by_hand():
     # vllm==0.33.0 indexer split (corpus N1): greedy over requests under the workspace and the
     # logits budget (max_logits_bytes // 4), each chunk cut along queries into budget // seq rows.
-    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
+    split = _split_within_deadline
 
     assert split([3, 3, 3], [1, 1, 1], 6, 400) == [((0, 2), (0, 2)), ((2, 3), (0, 1))]  # workspace-bound
     assert split([4, 4], [3, 3], 100, 80) == [((0, 1), (0, 3)), ((1, 2), (0, 3))]  # logits-bound
@@ -244,6 +272,9 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
     assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
     assert split([1], [5], 6, 8) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 5))]  # budget 2 // seq 1 rows a piece
+    # at the logits budget exactly the request joins: (2 + 3) * (2 + 2) == 80 // 4 (vllm==0.33.0
+    # v1/attention/backends/mla/indexer.py line 1390: new_m * new_n <= max_logits_elems)
+    assert split([2, 2], [2, 3], 100, 80) == [((0, 2), (0, 5))]
 
 
 def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
@@ -251,18 +282,7 @@ def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
     # before a 200-token one (vllm==0.33.0's default 512 MiB logits budget): the oversized request
     # is a chunk of its own and the walk goes on past it. Run with a deadline: a splitter that
     # steps back never returns.
-    import threading
-
-    from models.vllm.indexer_prefill import split_indexer_prefill_chunks as split
-
-    def within_deadline(*args):
-        out = []
-        walk = threading.Thread(target=lambda: out.append(split(*args)), daemon=True)
-        walk.start()
-        walk.join(60)
-        assert not walk.is_alive(), f"the splitter did not return within 60 s on {args}"
-        return out[0]
-
+    within_deadline = _split_within_deadline
     assert within_deadline([1000, 5000, 200], [1000, 5000, 200], 3500, 512 * 2**20) == [
         ((0, 1), (0, 1000)), ((1, 2), (0, 5000)), ((2, 3), (0, 200))]
     # a request longer than the whole logits budget (8 // 4 = 2 rows) still advances: pieces of 1 query row
@@ -279,6 +299,9 @@ def test_b0_moe_align_capacity_forms():
     assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 0) == 3 + 8 * 15
     assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 1) == 128  # round_up(123, 16)
     assert vllm_sorted_ids_capacity(3, 8, 16, 0) == 48  # numel < num_experts: min(3 * 16, 123)
+    # pad_sorted_ids: 513 + 256 * 15 = 4353 rounded up to 4368, a multiple of the block
+    assert vllm_sorted_ids_capacity(513, 256, 16, 1) == 4368
+    assert vllm_sorted_ids_capacity(513, 256, 16, 0) == 4353
     # the demand bound: numel + min(numel, active experts) * (B - 1)
     assert moe_align_demand_bound(512, 256, 16) == 512 + 256 * 15
     assert moe_align_demand_bound(3, 8, 16) == 3 + 3 * 15
@@ -360,3 +383,12 @@ def test_indexer_prefill_first_revision_chunks_by_hand():
     assert split([], 10) == []
     assert split([4, 4, 4], 10) == [(0, 2), (2, 3)]
     assert split([11], 10) == [(0, 0), (0, 1)]
+    assert split([5, 5], 10) == [(0, 2)]  # a running sum equal to the buffer is not cut (``>``)
+    # after a cut the sum restarts at 0 although the new chunk holds request i (the revision's bug):
+    # 0 + 10 is not past 10, so [6, 10] (16 tokens) is one chunk
+    assert split([6, 6, 10], 10) == [(0, 1), (1, 3)]
+    # its contract: every chunk sums to at most the buffer (a chunk of exactly 10 fits)
+    from models.vllm.indexer_prefill import first_revision_chunks_fit
+
+    assert first_revision_chunks_fit(5, 5, 1, 10) is True  # chunks [5, 5] and [1]
+    assert first_revision_chunks_fit(6, 6, 9, 10) is False  # corpus N1: [6] and [6, 9]

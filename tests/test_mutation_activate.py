@@ -56,3 +56,31 @@ def test_a_spec_file_loaded_under_the_mutant_counts_for_its_obligations():
     assert act._obligations_calling("spec._inventory.x_cover__mutmut_7", cmap) == ["load:/m/spec/vllm_0_33_buffers.py"]
     assert act._obligations_calling("models.vllm.gdn.x_state_index_column__mutmut_1", cmap) == [ORACLE.format("spec/per_batch_buffers.py::gdn")]
     assert act._obligations_calling("models.moe_align.x_f__mutmut_1", cmap) == []
+
+
+def test_saved_records_give_the_same_table(tmp_path, monkeypatch, capsys):
+    """``--save DIR`` keeps every mutant's name and one record line per mutant (the last, when a
+    mutant was rerun), so ``--table --records DIR`` prints the mutated copy's table without it."""
+    act = _activate()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}"
+    os.makedirs(tmp_path / "mutants" / "models" / "vllm")
+    (tmp_path / "mutants" / "models" / "vllm" / "gdn.py.meta").write_text(json.dumps({"exit_code_by_key": {m.format(i): None for i in range(1, 5)}}))
+    recs = [
+        {"mutant": m.format(1), "tests": "killed", "killed_by": "tests/test_model_values.py::t"},
+        {"mutant": m.format(2), "tests": "survived"},  # --tests-only, then the prove oracle
+        {"mutant": m.format(2), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
+        {"mutant": m.format(3), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob2")},
+    ]
+    outcome = json.dumps({"mutant": m.format(3), "kind": "unknown", "obligation": "spec/a.py::ob2", "detail": ""}) + "\n"
+    (tmp_path / "mutants" / act.RECORD).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "mutants" / act.OUTCOMES).write_text(outcome * 2)
+    monkeypatch.chdir(tmp_path)
+    act.table(act.mutant_names())
+    before = capsys.readouterr().out
+    act.save("saved")
+    assert len((tmp_path / "saved" / act.RECORD).read_text().splitlines()) == 3
+    assert (tmp_path / "saved" / act.OUTCOMES).read_text() == outcome
+    act.table(act.mutant_names("saved"), root="saved")
+    after = capsys.readouterr().out
+    assert after == before
+    assert "| models/vllm/gdn.py | 4 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 1 | 66.7 |" in after.splitlines()

@@ -21,7 +21,9 @@ with a reason). Results, one JSON line per mutant, in ``mutants/capproof-mutatio
 ``--sample N --seed S`` takes the first N of a seeded random permutation of the selected
 mutants and runs them in that order (so the part finished by a deadline is a random sample too); ``--shard i/n``
 splits the work between processes. ``--table`` prints the per-file table of the record
-(``--table --prove-alone``: of the prove-alone record).
+(``--table --prove-alone``: of the prove-alone record). ``--save DIR`` keeps every mutant's name
+and the records outside ``mutants/`` (which the next run deletes): docs/mutation/ holds the
+latest run's; ``--table --records DIR`` reads them.
 
 Run from the project root::
 
@@ -30,6 +32,8 @@ Run from the project root::
     nice -n 19 python tests/mutation/activate.py --testmap
     nice -n 19 python tests/mutation/activate.py --sample 2000 --seed 20261202
     python tests/mutation/activate.py --table
+    python tests/mutation/activate.py --save docs/mutation          # keep the records (committed)
+    python tests/mutation/activate.py --table --records docs/mutation
 """
 
 from __future__ import annotations
@@ -138,9 +142,20 @@ def _obligations_calling(name: str, cmap: dict[str, list[str]]) -> list[str] | N
     return sorted(out)
 
 
-def mutant_names() -> list[str]:
+#: Every mutant's name, one a line, in a saved record directory (``--save``; the mutated copy has
+#: its ``.meta`` files instead).
+NAMES = "mutants.txt"
+OUTCOMES = "capproof-mutation-outcomes.jsonl"
+
+
+def mutant_names(root: str = "mutants") -> list[str]:
+    """Every mutant of the mutated copy ``root`` (mutmut's ``.meta`` files), or of a saved record
+    directory (its ``mutants.txt``), sorted."""
+    if os.path.exists(os.path.join(root, NAMES)):
+        with open(os.path.join(root, NAMES)) as fh:
+            return sorted(line.strip() for line in fh if line.strip() and not line.startswith("#"))
     out = []
-    for meta in glob.glob(os.path.join("mutants", "**", "*.py.meta"), recursive=True):
+    for meta in glob.glob(os.path.join(root, "**", "*.py.meta"), recursive=True):
         with open(meta) as fh:
             out += list(json.load(fh)["exit_code_by_key"])
     return sorted(out)
@@ -311,8 +326,10 @@ class _Mutants:
         checked once per test, cached in ``capproof-mutation-direct-baseline.json``."""
         if item.nodeid not in self.base:
             self.base[item.nodeid] = self._child("", [item], TEST_SECONDS)[0]
-            with open(self.base_path, "w") as fh:
+            tmp = f"{self.base_path}.{os.getpid()}"  # shards share the file: write whole, then rename
+            with open(tmp, "w") as fh:
                 json.dump(self.base, fh, indent=1)
+            os.replace(tmp, self.base_path)
         return self.base[item.nodeid] == 0
 
     @pytest.hookimpl(tryfirst=True)
@@ -401,11 +418,11 @@ def run(names: list[str], mode: str = "all") -> None:
     pytest.main(SESSION, plugins=[plugin])
 
 
-def _outcome_kinds() -> dict[tuple[str, str], str]:
+def _outcome_kinds(root: str = "mutants") -> dict[tuple[str, str], str]:
     """``{(mutant, obligation id): "unknown" | "missing"}``: prove-oracle failures that are not a
     changed verdict (tests/mutation/test_prove_kills.py records them apart; not counted as kills)."""
     out = {}
-    path = os.path.join("mutants", "capproof-mutation-outcomes.jsonl")
+    path = os.path.join(root, OUTCOMES)
     if os.path.exists(path):
         with open(path) as fh:
             for line in fh:
@@ -421,14 +438,15 @@ def _not_a_verdict(rec: dict, kinds: dict[tuple[str, str], str]) -> str | None:
     return kinds.get((rec["mutant"], m.group(1))) if m else None
 
 
-def table(names: list[str], prove_alone: bool = False) -> None:
+def table(names: list[str], prove_alone: bool = False, root: str = "mutants") -> None:
     """Per-file counts: ``tests`` killed by the fast tests; ``prove`` survived the tests, killed by
     prove (a changed verdict); ``unknown``/``missing`` the prove oracle failed without a changed
     verdict (:func:`_not_a_verdict`: not a kill); ``equivalent`` listed; ``survived`` neither (``no
-    obligation`` included); ``timeout``; ``not run``. With ``prove_alone``: the prove-alone record."""
-    done = _done(os.path.join("mutants", PROVE_ALONE)) if prove_alone else _done()
+    obligation`` included); ``timeout``; ``not run``. With ``prove_alone``: the prove-alone record.
+    ``root``: the mutated copy, or a directory the records were saved to (``--save``)."""
+    done = _done(os.path.join(root, PROVE_ALONE if prove_alone else RECORD))
     equiv = equivalents()
-    kinds = _outcome_kinds()
+    kinds = _outcome_kinds(root)
     rows: dict[str, Counter] = defaultdict(Counter)
     for n in names:
         row = rows[source_of(n)]
@@ -460,6 +478,28 @@ def table(names: list[str], prove_alone: bool = False) -> None:
         print(f"| {f} | " + " | ".join(str(row[c]) for c in cols) + f" | {pct} |")
 
 
+def save(dest: str) -> None:
+    """The records of the mutated copy, kept in ``dest`` (e.g. docs/mutation/, committed): every
+    mutant's name (``mutants.txt``), and the direct, prove-alone and outcome records, one line per
+    mutant (the last line of a mutant rerun after ``--tests-only``). ``--table --records dest``
+    prints the same table from them."""
+    os.makedirs(dest, exist_ok=True)
+    with open(os.path.join(dest, NAMES), "w") as fh:
+        fh.write("# every mutant mutmut made (tests/mutation/activate.py --generate), one a line\n")
+        fh.write("".join(n + "\n" for n in mutant_names()))
+    for name in (RECORD, PROVE_ALONE):
+        done = _done(os.path.join("mutants", name))
+        if done:
+            with open(os.path.join(dest, name), "w") as fh:
+                fh.write("".join(json.dumps(rec) + "\n" for rec in done.values()))
+    src = os.path.join("mutants", OUTCOMES)
+    if os.path.exists(src):
+        with open(src) as fh:
+            lines = list(dict.fromkeys(fh.read().splitlines()))  # each outcome once
+        with open(os.path.join(dest, OUTCOMES), "w") as fh:
+            fh.write("".join(line + "\n" for line in lines if line))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generate", action="store_true", help="make the mutated copy mutants/ (mutmut)")
@@ -470,8 +510,13 @@ def main() -> None:
     ap.add_argument("--tests-only", action="store_true", help="the tests oracle alone (prove later, on the survivors)")
     ap.add_argument("--callmap", action="store_true", help="record which obligations call which function")
     ap.add_argument("--testmap", action="store_true", help="record which fast tests call which function, and their durations")
+    ap.add_argument("--reverse", action="store_true", help="run the shard's mutants last first (a second process "
+                                                            "finishing a shard from its end; the record skips neither)")
     ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
+    ap.add_argument("--records", default="mutants", help="with --table: the directory of the records (default the mutated copy; "
+                                                           "docs/mutation for the committed ones)")
+    ap.add_argument("--save", metavar="DIR", help="keep the records of mutants/ in DIR (e.g. docs/mutation)")
     args = ap.parse_args()
     if args.generate:
         generate()
@@ -482,14 +527,18 @@ def main() -> None:
     if args.testmap:
         testmap()
         return
-    names = [n for n in mutant_names() if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
+    if args.save:
+        save(args.save)
+        return
+    names = [n for n in mutant_names(args.records if args.table else "mutants")
+             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
     if args.sample is not None:  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
         names = random.Random(args.seed).sample(names, len(names))[:args.sample]
     if args.table:
-        table(names, args.prove_alone)
+        table(names, args.prove_alone, args.records if args.table else "mutants")
         return
     i, n = map(int, args.shard.split("/"))
-    run(names[i::n], "prove-alone" if args.prove_alone else "tests-only" if args.tests_only else "all")
+    run(names[i::n][::-1] if args.reverse else names[i::n], "prove-alone" if args.prove_alone else "tests-only" if args.tests_only else "all")
 
 
 if __name__ == "__main__":
