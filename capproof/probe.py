@@ -293,17 +293,7 @@ class _Prober:
         caller's full evaluation anyway)."""
         if not good(*self.put(coord, to, scalars, shapes)):
             return None
-        bad = frm
-        for _ in range(_BISECT_STEPS):
-            if abs(to - bad) <= 1:
-                break
-            mid = (bad + to) // 2
-            if good(*self.put(coord, mid, scalars, shapes)):
-                to = mid
-            else:
-                bad = mid
-            self.tick()
-        return to
+        return self._farthest(coord, scalars, shapes, good, to, frm)
 
     def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
         """Points moved from this one. ``kind`` "excluded": repairs of the first failed assumption
