@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 
 import pytest
@@ -26,10 +25,11 @@ from click.testing import CliRunner
 
 from capproof import Options, Verdict
 from capproof.bound import Uncertified, bound_obligation, check_obligation, run_bounds, sources_fingerprint
-from capproof.domain import Choice, Range, Vector
 from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
+
+from _brute import domain_points
 
 TEMPLATE = '''
 from capproof import Range, Choice, obligation, at_most, all_of
@@ -45,28 +45,10 @@ def ob(n, c, xs):
 '''
 
 
-def _points(ob):
-    """Every point of ``ob``'s (small) domain, each vector as its active entries."""
-    dom = ob.domain
-    scalars = [p for p in ob.params if not isinstance(dom[p], Vector)]
-    vectors = [p for p in ob.params if isinstance(dom[p], Vector)]
-
-    def values(d):
-        return list(d.values) if isinstance(d, Choice) else list(range(d.lo, d.hi + 1))
-
-    for combo in itertools.product(*(values(dom[p]) for p in scalars)):
-        base = dict(zip(scalars, combo))
-        per = [[list(t) for t in itertools.product(range(dom[p].elem.lo, dom[p].elem.hi + 1),
-                                                   repeat=base[dom[p].length] if dom[p].length else dom[p].size)]
-               for p in vectors]
-        for batches in itertools.product(*per):
-            yield {**base, **dict(zip(vectors, batches))}
-
-
 def _worst(ob) -> int | None:
     """The largest demand over the admitted points, by enumeration on ints (None: none admitted)."""
     best = None
-    for point in _points(ob):
+    for point in domain_points(ob):
         try:
             _, values, failed = replay(ob, point)
         except ValueError:  # max_of of an empty batch on ints: the point is not a batch the model takes

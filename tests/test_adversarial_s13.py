@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 
 import pytest
@@ -31,10 +30,12 @@ from click.testing import CliRunner
 from capproof import Options, Verdict
 from capproof.bound import bound_obligation, check_obligation
 from capproof.cli import main
-from capproof.domain import Choice, PowersOfTwo, Range, Vector
+from capproof.domain import Vector
 from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
+
+from _brute import domain_points
 
 HEADER = """
 from capproof import Range, Choice, obligation, at_most, claim
@@ -49,26 +50,6 @@ def _load(spec_file, body: str, tag: str):
     items = load_file(spec_file(HEADER + body, f"adv13_{tag}.py"))
     assert not hasattr(items, "message"), items
     return {ob.name: ob for ob in items}["ob"]
-
-
-def _values(dom) -> list[int]:
-    if isinstance(dom, (Choice, PowersOfTwo)):
-        return dom.cases()
-    return list(range(dom.lo, dom.hi + 1))
-
-
-def _points(ob, pins: dict[str, int]):
-    """Every point of ``ob``'s (small) pinned domain, each vector as its active entries."""
-    dom = ob.domain
-    scalars = [p for p in ob.params if not isinstance(dom[p], Vector)]
-    vectors = [p for p in ob.params if isinstance(dom[p], Vector)]
-    for combo in itertools.product(*([pins[p]] if p in pins else _values(dom[p]) for p in scalars)):
-        base = dict(zip(scalars, combo))
-        per = [[list(t) for t in itertools.product(range(dom[p].elem.lo, dom[p].elem.hi + 1),
-                                                   repeat=base[dom[p].length] if dom[p].length else dom[p].size)]
-               for p in vectors]
-        for batches in itertools.product(*per):
-            yield {**base, **dict(zip(vectors, batches))}
 
 
 def _outcome(ob, point, padding=True):
@@ -88,7 +69,7 @@ def _fails(ob, point) -> bool:
 
 def _admitted_and_failing(ob, pins=None) -> tuple[int, int]:
     admitted = failing = 0
-    for point in _points(ob, pins or {}):
+    for point in domain_points(ob, pins):
         out = _outcome(ob, point)
         if out is None or out[2]:
             continue
@@ -326,7 +307,7 @@ def _shared_ob(spec_file, name, cap, tag):
 
 def _worst_demand(ob) -> int:
     best = None
-    for point in _points(ob, {}):
+    for point in domain_points(ob):
         out = _outcome(ob, point)
         if out is not None and not out[2]:
             best = out[1]["demand"] if best is None else max(best, out[1]["demand"])
@@ -400,7 +381,7 @@ def ob(n, xs):
 def test_bound_witness_order_replays_and_is_certified(spec_file, name):
     ob = _load(spec_file, ORDERED[name], f"ordered_{name}")
     slacks = []
-    for point in _points(ob, {}):
+    for point in domain_points(ob):
         out = _outcome(ob, point)
         if out is not None and not out[2]:
             slacks.append(out[1]["capacity"] - out[1]["demand"])
@@ -500,7 +481,7 @@ def test_bound_witness_under_a_pin_stays_inside_it(spec_file):
     replays to the recorded slack, which is brute force's under the pin."""
     ob = _load(spec_file, ORDERED["weighted_first"], "ordered_pinned")
     pins = {"n": 2}
-    slacks = [o[1]["capacity"] - o[1]["demand"] for o in map(lambda p: _outcome(ob, p), _points(ob, pins))
+    slacks = [o[1]["capacity"] - o[1]["demand"] for o in map(lambda p: _outcome(ob, p), domain_points(ob, pins))
               if o is not None and not o[2]]
     (case,) = bound_obligation(ob, pins).to_json()["cases"]
     assert case["status"] == "bounded" and case["min_slack"] == min(slacks), case
