@@ -881,11 +881,14 @@ def _minimal_core(case: AbstractCase, trackers: dict[str, str], core: list[z3.Bo
     return keep
 
 
-def summary(case_count: int, batches: dict[str, Vector], ob: Obligation) -> str:
-    """``all batch sizes (num_reqs 1..N)`` wording for the verdict."""
+def summary(case_count: int, batches: dict[str, Vector], ob: Obligation, pins: dict[str, int] | None = None) -> str:
+    """``all batch sizes (num_reqs 1..N)`` wording for the verdict; a length parameter pinned in this
+    run (``--set num_reqs=2``) is shown as pinned, since the verdict then covers that length only."""
     parts = []
     for name, dom in batches.items():
-        if dom.length and dom.length in ob.domain:
+        if dom.length and pins and dom.length in pins:
+            parts.append(f"{name}: {dom.length} = {pins[dom.length]} (pinned in this run)")
+        elif dom.length and dom.length in ob.domain:
             d = ob.domain[dom.length]
             rng = d.describe() if hasattr(d, "describe") else repr(d)
             parts.append(f"{name}: {dom.length} in {rng}")

@@ -903,7 +903,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             decided.seconds = time.perf_counter() - started
             return decided
         if options.induction and not result.encoding_note.endswith("minimised on the bounded encoding"):
-            decided = _in_own_context(_prove_by_induction, ob, finite, ranges, vectors, rlimit, result)
+            decided = _in_own_context(_prove_by_induction, ob, finite, ranges, vectors, rlimit, result, pins)
             if decided is not None:
                 decided.seconds = time.perf_counter() - started
                 return decided
@@ -1106,7 +1106,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     result.excluded = kinds.count("excluded")
     result.failing_cases = len(cexs)
     result.encoding = "all batch sizes"
-    result.encoding_note = summary(len(outcomes), vectors, ob)
+    result.encoding_note = summary(len(outcomes), vectors, ob, pins)
     admitted = result.cases - result.excluded
     used: list[str] = []
     for o in outcomes:
@@ -1130,13 +1130,14 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     if admitted == 0:
         return None  # vacuity is reported by the bounded run, with its own wording
     result.verdict = Verdict.PROVED
-    result.message = f"unsat on {admitted} cases on the aggregate abstraction: every batch size ({result.encoding_note})" + (
+    result.message = f"unsat on {admitted} cases on the aggregate abstraction: {_sizes_covered(vectors, pins)} ({result.encoding_note})" + (
         f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
     return result
 
 
 def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                        vectors: dict[str, Vector], rlimit: int, result: ObligationResult) -> ObligationResult | None:
+                        vectors: dict[str, Vector], rlimit: int, result: ObligationResult,
+                        pins: dict[str, int] | None = None) -> ObligationResult | None:
     """Prove ``ob`` for every batch size by induction over its batch (capproof.induction); None
     when the rule does not apply or does not prove it (the reason joins ``encoding_note``)."""
     from .aggregate import summary
@@ -1150,7 +1151,7 @@ def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: di
     result.excluded = sum(1 for o in outcomes if o.kind == "excluded")
     result.encoding = "all batch sizes"
     invariant = next(o.invariant for o in outcomes if o.kind == "proved")
-    sizes = "; ".join(summary(len(outcomes), {k: v}, ob) if v.length else f"{k}: any number of entries" for k, v in vectors.items())
+    sizes = "; ".join(summary(len(outcomes), {k: v}, ob, pins) if v.length else f"{k}: any number of entries" for k, v in vectors.items())
     result.encoding_note = f"induction over the batch (base case and step on {invariant}); {sizes}"
     used: list[str] = []
     for o in outcomes:
@@ -1159,10 +1160,17 @@ def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: di
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
     admitted = result.cases - result.excluded
     result.verdict = Verdict.PROVED
-    result.message = (f"unsat on {admitted} cases by induction over the batch (base case, step, conclusion): every batch "
-                      f"size ({sizes})") + (
+    result.message = (f"unsat on {admitted} cases by induction over the batch (base case, step, conclusion): "
+                      f"{_sizes_covered(vectors, pins)} ({sizes})") + (
         f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
     return result
+
+
+def _sizes_covered(vectors: dict[str, Vector], pins: dict[str, int] | None) -> str:
+    """"every batch size", or what a run with a batch length pinned (``--set num_reqs=2``) covers:
+    that length only (any vector size beyond it, padding included)."""
+    pinned = [f"{v.length}={pins[v.length]}" for v in vectors.values() if v.length and pins and v.length in pins]
+    return f"batches of the pinned length only ({', '.join(pinned)})" if pinned else "every batch size"
 
 
 def _bound_labels(ranges: dict[str, Range], vectors: dict[str, Vector]) -> list[str]:

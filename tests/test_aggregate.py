@@ -538,3 +538,16 @@ def walked(n, v):
     assert r.verdict is Verdict.PROVED
     assert "iterated other than" in r.encoding_note and "walked_spec.py:8" in r.encoding_note, r.encoding_note
     assert "capproof/arith.py" not in r.encoding_note
+
+
+def test_a_pinned_batch_length_is_not_reported_as_every_batch_size(obs):
+    """``--set n=3``: the aggregate abstraction then decides batches of 3 requests only, so the
+    verdict must not say "every batch size" (break13's finding); unpinned it still does."""
+    ob = obs(6)["tokens_fit"]
+    free = prove_obligation(ob, Options())
+    pinned = prove_obligation(ob, Options(pins={"n": 3}))
+    assert free.verdict is pinned.verdict is Verdict.PROVED
+    assert "every batch size" in free.message and "pinned" not in free.encoding_note
+    assert "every batch size" not in pinned.message, pinned.message
+    assert "batches of the pinned length only (n=3)" in pinned.message
+    assert "n = 3 (pinned in this run)" in pinned.encoding_note

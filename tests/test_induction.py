@@ -326,3 +326,15 @@ def past_the_end(n, xs):
     ob = load_file(spec_file(src, "past_the_end.py"))[0]
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 16", (r.verdict, r.encoding, r.encoding_note)
+
+
+def test_a_pinned_batch_length_is_not_reported_as_every_batch_size_by_induction(obs):
+    """With the batch length pinned (``--set n=2``) an induction proof covers that length only: the
+    message says so instead of "every batch size"."""
+    ob = obs(64)["running_offset_within_budget"]
+    free = prove_obligation(ob, Options())
+    pinned = prove_obligation(ob, Options(pins={"n": 2}))
+    assert free.verdict is Verdict.PROVED and "every batch size" in free.message
+    assert pinned.verdict is Verdict.PROVED, pinned.message
+    assert "every batch size" not in pinned.message
+    assert "n=2" in pinned.message and "pinned in this run" in pinned.encoding_note
