@@ -836,17 +836,20 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result = _prove_obligation(ob, options or Options(), first)
     result.first_counterexample = first.found
     hit = first.found
-    if hit is not None and hit.source == "int probe" and result.verdict is Verdict.UNKNOWN:
-        # a point of the domain where every assumption holds and the claim fails on ints is a
-        # counterexample whatever the solver could not decide: reported as found, not minimised
-        result.message = (f"{_violation(result.relation, hit.values)} at a point the int probe found on ints "
+    # every recorded first counterexample was replayed on ints (the probe's points; the solver's
+    # models and the decided cases' points through replay and the padding check): a point of the
+    # domain where every assumption holds and the claim fails, whichever search found it
+    found_by = {"int probe": "the int probe found", "solver": "the solver found (replayed)"}
+    if hit is not None and result.verdict is Verdict.UNKNOWN:
+        # a counterexample whatever the solver could not decide later: reported as found, not minimised
+        result.message = (f"{_violation(result.relation, hit.values)} at a point {found_by.get(hit.source, hit.source)} on ints "
                           f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})")
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(dict(hit.params), dict(hit.values), False)
         result.witnesses = []
-    elif hit is not None and hit.source == "int probe" and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
+    elif hit is not None and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (
-            f"the int probe found a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
+            f"{'the int probe' if hit.source == 'int probe' else 'the ' + hit.source} found a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
             "the symbolic and the int semantics of the model disagree")
         result.verdict = Verdict.ERROR

@@ -211,3 +211,34 @@ def test_an_unknown_verdict_with_a_probe_counterexample_is_that_counterexample_n
     holds, values, failed = replay(ob, cex.params)
     assert not holds and not failed and values == cex.values
     assert cex.params == on.first_counterexample.params
+
+
+def test_a_replayed_solver_point_before_a_later_unknown_is_that_counterexample(spec_file, monkeypatch):
+    """break13's finding: the solver's first model of a failing case, replayed on ints, is recorded
+    as the first counterexample; if the run's verdict still ends ``unknown`` (a Choice length decided
+    as a Range and then case by case, say), that replayed point is a counterexample like a probe
+    point: reported, labelled not minimised. The later unknown is forced here (no spec obligation
+    reaches it); the point is the solver's real one (the probe is off)."""
+    import capproof.prover as prover
+
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
+def one_bad_residue(x, y):
+    return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
+"""))
+    real = prover._prove_obligation
+
+    def later_unknown(ob, options, first):
+        r = real(ob, options, first)
+        r.verdict, r.counterexample, r.message = Verdict.UNKNOWN, None, "1 of 1 cases unknown (forced)"
+        return r
+
+    monkeypatch.setattr(prover, "_prove_obligation", later_unknown)
+    r = prove_obligation(ob, Options(density="off", probe=False))
+    assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
+    assert r.first_counterexample.source == "solver"
+    assert "the solver found (replayed)" in r.message and "not minimised" in r.message
+    cex = r.counterexample
+    assert cex.minimized is False and cex.params == r.first_counterexample.params
+    holds, values, failed = replay(ob, cex.params)
+    assert not holds and not failed and values == cex.values and values["r"] == 123
