@@ -610,11 +610,11 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         else:
             raise NotAggregate(f"{name}: length {dom.length} is neither fixed nor a Range")
         batches[name] = AggregateBatch(name, dom, n)
-    from .symbolic import type_lookups
+    from .symbolic import introspections
 
-    where = type_lookups(ob.func, *ob.assumptions.values())
+    where = introspections(ob.func, *ob.assumptions.values())
     if where:  # type() of a symbolic int or of a batch is not int/tuple: another branch than the ints'
-        raise NotAggregate(f"{where[0]} uses type()")
+        raise NotAggregate(where[0])
     values: dict[str, object] = {**fixed, **scalars, **batches}
     args = {p: values[p] for p in ob.params}
     with tracing() as trace:

@@ -22,7 +22,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, type_lookups,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, introspections,
 )
 
 __all__ = [
@@ -87,9 +87,7 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
                        for v in args.values())
     with tracing() as trace:
         if symbolic:
-            for where in type_lookups(ob.func, *ob.assumptions.values(), *ob.witnesses.values()):
-                trace.misuse.append(f"{where} uses type(), and type() of a symbolic int is not int: it may take a "
-                                    "branch the ints do not (use isinstance)")
+            trace.misuse.extend(introspections(ob.func, *ob.assumptions.values(), *ob.witnesses.values()))
         assumed = {} if assumed is None else assumed
         for i, (n, f) in enumerate(ob.assumptions.items()):
             assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)

@@ -316,11 +316,11 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         raise NotInductive(f"{vname}: length {dom.length} is neither fixed nor a Range")
     n_lo = n if _concrete(n) else ranges[dom.length].lo if dom.length in ranges else 1  # no length: N >= 1 below
     batch = InductionBatch(vname, dom, n, size, n_lo)
-    from .symbolic import type_lookups
+    from .symbolic import introspections
 
-    where = type_lookups(ob.func, *ob.assumptions.values())
+    where = introspections(ob.func, *ob.assumptions.values())
     if where:
-        raise NotInductive(f"{where[0]} uses type()")
+        raise NotInductive(where[0])
     values: dict[str, object] = {**fixed, **scalars, vname: batch}
     args = {p: values[p] for p in ob.params}
     lemmas: list[z3.BoolRef] = []

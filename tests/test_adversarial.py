@@ -712,3 +712,43 @@ def test_min_of_an_empty_batch_is_reported(spec_file):
     assert "min_of() of an empty batch" in r.message and "spec_under_test.py:" in r.message
 
 
+
+
+def test_introspection_scan_flags_only_names_that_tell_a_symbolic_value_from_an_int(tmp_path):
+    """``symbolic.introspections``: ``hasattr``/``getattr`` asked for a name only a symbolic value
+    (or only an int) has is reported with the function and line; names both have (``numerator``,
+    ``bit_length``) and attributes of other objects (``getattr(cfg, "hidden_size")``) are not."""
+    import importlib.util
+
+    from capproof.symbolic import introspections
+
+    src = tmp_path / "introspect_models.py"
+    src.write_text('''
+def by_slot(x):
+    return 0 if hasattr(x, "term") else x
+
+def by_getattr_default(x):
+    return getattr(x, "to_bytes", None) is None
+
+def by_padding(batch):
+    return len(getattr(batch, "padded", batch))
+
+def common(x, cfg):
+    return (hasattr(x, "numerator"), hasattr(x, "bit_length"), getattr(cfg, "hidden_size", 0))
+
+def shadowed(x):
+    hasattr = lambda o, n: True
+    return hasattr(x, "term")
+
+def calls_by_slot(x):
+    return by_slot(x) + 1
+''')
+    spec = importlib.util.spec_from_file_location("introspect_models", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, attr in (("by_slot", "term"), ("by_getattr_default", "to_bytes"), ("by_padding", "padded")):
+        (msg,) = introspections(getattr(mod, name))
+        assert f"{name} at " in msg and f"for {attr!r}" in msg, msg
+    assert introspections(mod.common) == [] and introspections(mod.shadowed) == []
+    (followed,) = introspections(mod.calls_by_slot)  # reached through the global call
+    assert "by_slot at " in followed
