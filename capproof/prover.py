@@ -459,7 +459,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
     model = s.model()
     if first is not None:
         first.solver_point(case, model)
-    minimized = True
+    minimized = options.minimize  # Options(minimize=False): the solver's point, not minimised, and labelled so
     minimize = options.minimize
     earlier = _lex_below(case, below) if below is not None and minimize else None
     if earlier is not None:
@@ -985,7 +985,8 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
             + (f" (on path {best.path})" if best.path else "")
             + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
-            + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)")
+            + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)" if options.minimize
+               else " (not minimised: minimisation off)")
         )
         if not options.verdict_only:
             result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)

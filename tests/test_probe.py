@@ -242,3 +242,20 @@ def one_bad_residue(x, y):
     assert cex.minimized is False and cex.params == r.first_counterexample.params
     holds, values, failed = replay(ob, cex.params)
     assert not holds and not failed and values == cex.values and values["r"] == 123
+
+
+def test_a_counterexample_with_minimisation_off_is_labelled_not_minimised(spec_file):
+    """``Options(minimize=False)`` (the mutation oracle's setting): the solver's point is reported
+    as found, and labelled not minimised with that reason, not as a minimised counterexample."""
+    ob = _only(spec_file(HEADER + """
+@obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
+def one_bad_residue(x, y):
+    return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
+"""))
+    off = prove_obligation(ob, Options(density="off", minimize=False))
+    on = prove_obligation(ob, Options(density="off"))
+    assert off.verdict is on.verdict is Verdict.COUNTEREXAMPLE
+    assert on.counterexample.minimized is True and on.counterexample.params == {"x": 0, "y": 123}
+    assert off.counterexample.minimized is False and "not minimised: minimisation off" in off.message
+    holds, _, failed = replay(ob, off.counterexample.params)
+    assert not holds and not failed
