@@ -41,7 +41,7 @@ import z3
 
 from . import arith as _arith
 from .domain import Range, Vector
-from .encode import _call, _new_solver, concrete_args, evaluate, scalar_inputs
+from .encode import _call, _new_solver, concrete_args, core_labels, evaluate, literal_name, scalar_inputs, track
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
@@ -492,9 +492,7 @@ class AbstractCase:
         s = _new_solver(rlimit)
         trackers: dict[str, str] = {}
         for label, cond in self.constraints:
-            t = z3.Bool(f"__track_{len(trackers)}")
-            trackers[str(t)] = label
-            s.assert_and_track(cond, t)
+            track(s, trackers, label, cond)
         for lemma in self.lemmas:
             s.add(lemma)
         return s, trackers
@@ -767,8 +765,8 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
         pins.append(b.T.term == sum(xs))
         if xs:
             pins += [b.M.term == max(xs), b.m.term == min(xs)]
-        for each, f, t in b.mapped:
-            pins.append(t == sum(ev(z3.substitute(f, (each, z3.IntVal(x)))) for x in xs))
+        for each, f, t in b.mapped:  # f evaluated once per distinct entry (a 4,096-entry batch has few)
+            pins.append(t == _mapped_sum(ev, each, f, xs))
     params = {p: params[p] for p in case.ob.params}
     s.push()
     try:
@@ -789,7 +787,7 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     s, trackers = case.solver(rlimit)
     answer = s.check()
     if answer == z3.unsat:
-        return AbstractOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
+        return AbstractOutcome("excluded", core=core_labels(s.unsat_core(), trackers))
     if answer == z3.unknown:
         return AbstractOutcome("unknown", message=f"assumption check: {s.reason_unknown()}")
     for d in case.divisors:
@@ -833,7 +831,7 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     s.set("core.minimize", False)  # Z3's minimisation took ~6 s on a nonlinear 10-fact core (FlashInfer pages)
     answer = s.check()
     if answer == z3.unsat:
-        core = _minimal_core(case, trackers, [t for t in s.unsat_core() if str(t) in trackers], rlimit)
+        core = _minimal_core(case, trackers, [t for t in s.unsat_core() if literal_name(t) in trackers], rlimit)
         return AbstractOutcome("proved", core=[c for c in core if " aggregates (" not in c])
     if answer == z3.unknown:
         return AbstractOutcome("unknown", message=s.reason_unknown())
@@ -868,7 +866,7 @@ def _minimal_core(case: AbstractCase, trackers: dict[str, str], core: list[z3.Bo
     """The facts a proof needs: Z3's core, then each fact dropped in turn (in declared order) if
     the claim stays unsat without it (a fresh solver per query, a tenth of the rlimit each; an
     unknown keeps the fact). Deterministic for a given case and rlimit."""
-    keep = [trackers[str(t)] for t in core]
+    keep = [trackers[literal_name(t)] for t in core]
     order = [label for label, _ in case.constraints]
     keep.sort(key=order.index)
     conds = dict(case.constraints)

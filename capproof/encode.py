@@ -183,6 +183,37 @@ def _new_solver(rlimit: int) -> z3.Solver:
     return s
 
 
+def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) -> None:
+    """Assert ``cond`` on ``s`` tracked by a new literal ``__track_<k>`` and record ``label``
+    under its name in ``trackers`` (so an unsat core names ``label``: :func:`core_labels`)."""
+    name = f"__track_{len(trackers)}"
+    t = z3.Bool(name)
+    trackers[name] = label  # str(t), without z3's printer (~0.1 ms a literal; issue 12)
+    s.assert_and_track(cond, t)
+
+
+def literal_name(t: z3.ExprRef) -> str:
+    """``str(t)`` for a tracking literal (a Boolean constant named ``__track_<k>``, which z3's
+    printer shows as its name), read from its declaration instead of printed (the printer was a
+    tenth of the engine's time on the heaviest obligations, issue 12); other terms are printed."""
+    if z3.is_const(t):
+        name = t.decl().name()
+        if name.startswith("__track_"):
+            return name
+    return str(t)
+
+
+def core_labels(core, trackers: dict[str, str]) -> list[str]:
+    """The labels of the tracking literals in an unsat ``core``, in its order:
+    ``[trackers[str(t)] for t in core if str(t) in trackers]``."""
+    out = []
+    for t in core:
+        name = literal_name(t)
+        if name in trackers:
+            out.append(trackers[name])
+    return out
+
+
 #: Above this many active entries a vector is minimised by its sum, not entry by entry.
 ENTRYWISE_LIMIT = 32
 
@@ -233,9 +264,7 @@ class CaseProblem:
         for label, cond in self.constraints:
             if label in dropped:
                 continue
-            t = z3.Bool(f"__track_{len(trackers)}")
-            trackers[str(t)] = label
-            s.assert_and_track(cond, t)
+            track(s, trackers, label, cond)
         ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
         for lemma in self.lemmas:  # Solver.add's call without its per-term cast (issue 12: 35,000 lemmas)
             if type(lemma) is z3.BoolRef and lemma.ctx is ctx:

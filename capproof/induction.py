@@ -48,7 +48,7 @@ from typing import Any
 import z3
 
 from .domain import Range, Vector
-from .encode import _as_claim, _call, _new_solver, build_case, concrete_args, evaluate, scalar_inputs
+from .encode import _as_claim, _call, _new_solver, build_case, concrete_args, core_labels, evaluate, scalar_inputs, track
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
@@ -288,13 +288,11 @@ def _decide(s: z3.Solver, goal: z3.BoolRef, trackers: dict[str, str], core: list
     unsat add the labels of the facts used to ``core``."""
     s.push()
     for label, cond in tracked:
-        t = z3.Bool(f"__track_{len(trackers)}")
-        trackers[str(t)] = label
-        s.assert_and_track(cond, t)
+        track(s, trackers, label, cond)
     s.add(goal)
     answer = s.check()
     if answer == z3.unsat:
-        core.extend(trackers[str(t)] for t in s.unsat_core() if str(t) in trackers and trackers[str(t)] not in core)
+        core.extend(label for label in core_labels(s.unsat_core(), trackers) if label not in core)
     s.pop()
     return answer
 
@@ -399,13 +397,11 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     s = _new_solver(rlimit)
     trackers: dict[str, str] = {}
     for label, cond in glob:
-        t = z3.Bool(f"__track_{len(trackers)}")
-        trackers[str(t)] = label
-        s.assert_and_track(cond, t)
+        track(s, trackers, label, cond)
     for lemma in lemmas:
         s.add(lemma)
     if s.check() == z3.unsat:
-        return InductionOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
+        return InductionOutcome("excluded", core=core_labels(s.unsat_core(), trackers))
 
     prefix_claim = z3.Implies(z3.And(*[t for _, t in final_facts]), claim_term)
     candidates = []
@@ -428,9 +424,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
             continue
         s.push()
         for name, term in final_facts:
-            t = z3.Bool(f"__track_{len(trackers)}")
-            trackers[str(t)] = name
-            s.assert_and_track(term, t)
+            track(s, trackers, name, term)
         s.add(size_t >= n_t, *[size_t >= k + 1 for k in heads], at(inv, finals, size_t))
         admitted = s.check()
         if admitted == z3.unsat:
@@ -439,7 +433,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
             continue
         s.add(z3.Not(claim_term))
         answer = s.check()
-        core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers] if answer == z3.unsat else []
+        core = core_labels(s.unsat_core(), trackers) if answer == z3.unsat else []
         s.pop()
         if answer == z3.unsat:
             return InductionOutcome("proved", core=[*used, *(c for c in core if c not in used)], invariant=label)

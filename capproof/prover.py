@@ -30,13 +30,13 @@ import z3
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
     ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, _describe_exc, _new_solver, build_case, build_paths,
-    checked_domains, concrete_args, effective_domains, evaluate, replay,
+    checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
 )
 from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
-from .symbolic import LazyText, SymInt, fresh_z3_context, to_z3_bool, to_z3_int
+from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -133,11 +133,9 @@ def _failed_path(ob: Obligation, fixed: dict[str, int], failure: PathFailure, rl
         s = _new_solver(rlimit)
         trackers: dict[str, str] = {}
         for label, cond in failure.constraints:
-            t = z3.Bool(f"__track_{len(trackers)}")
-            trackers[str(t)] = label
-            s.assert_and_track(cond, t)
+            track(s, trackers, label, cond)
         if s.check() == z3.unsat:
-            return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
+            return _CaseOutcome("excluded", core=core_labels(s.unsat_core(), trackers))
     return _case_error(ob, fixed, failure.error, failure.path.describe() if failure.path.decisions else "")
 
 
@@ -350,7 +348,7 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
         if attempt or not free:
             return None
         s.push()
-        s.add(z3.And(*[t != model.eval(t, model_completion=True) for t in free]))
+        s.add(differs_from(model, free))  # z3.And(*[t != model.eval(t, ...) for t in free]), its very calls
         answer = s.check()
         if answer == z3.sat:
             model = s.model()
@@ -406,7 +404,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
 
     answer = s.check()
     if answer == z3.unsat:
-        return _CaseOutcome("excluded", core=[trackers[str(t)] for t in s.unsat_core() if str(t) in trackers])
+        return _CaseOutcome("excluded", core=core_labels(s.unsat_core(), trackers))
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
 
@@ -450,7 +448,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
         else:
             case.normalised.extend(note for _, note in symmetry)
     if answer == z3.unsat:
-        core = [trackers[str(t)] for t in s.unsat_core() if str(t) in trackers]
+        core = core_labels(s.unsat_core(), trackers)
         restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
         return _CaseOutcome("proved", core=core, restating=restating)
     if answer == z3.unknown:

@@ -277,12 +277,42 @@ def _neg(a: z3.ArithRef) -> z3.ArithRef:
     return z3.ArithRef(z3.z3core.Z3_mk_unary_minus(a.ctx.ref(), a.as_ast()), a.ctx)
 
 
+def _unchecked(wrapper):
+    """The ctypes function a ``z3core`` wrapper calls (kept in its ``_elems`` default), without
+    the wrapper's error check after each call (a Python call and a call into Z3 per operation), or
+    the wrapper itself when this z3 build has no such default. :class:`_Raw` checks its results."""
+    elems = (wrapper.__defaults__ or (None,))[-1]
+    return getattr(elems, "f", wrapper)
+
+
+_z3core = z3.z3core
+_inc_ref, _mk_int_sort = _unchecked(_z3core.Z3_inc_ref), _unchecked(_z3core.Z3_mk_int_sort)
+_mk_ge, _mk_le, _mk_implies = _unchecked(_z3core.Z3_mk_ge), _unchecked(_z3core.Z3_mk_le), _unchecked(_z3core.Z3_mk_implies)
+_mk_numeral, _simplify = _unchecked(_z3core.Z3_mk_numeral), _unchecked(_z3core.Z3_simplify)
+_get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot fail
+#: z3core's wrapper converts the numeral's text to bytes; the ctypes function takes bytes
+_NUMERAL_TEXT = bytes if _mk_numeral is not _z3core.Z3_mk_numeral else str
+
+
+def _checked(ref, ast):
+    """``ast``, a term just returned by one of Z3's C functions called without z3core's check
+    (:func:`_unchecked`); raises z3core's error when it is NULL (Z3 could not build it)."""
+    if not ast:
+        code = _z3core.Z3_get_error_code(ref)
+        raise z3.Z3Exception(_z3core.Z3_get_error_msg(ref, code) if code != z3.Z3_OK else "Z3 built no term")
+    return ast
+
+
 class _Raw:
     """Builds one term from raw ASTs through Z3's C API, each intermediate term referenced until
     :meth:`done` wraps the result: the same Z3 calls in the same order as the wrapped helpers above
     (``_and``, ``_ge``, ... and ``z3.IntVal``), without a Python wrapper per intermediate term.
     Only for terms whose intermediates all end up inside the result (nothing is freed, so Z3
-    assigns the same ids)."""
+    assigns the same ids).
+
+    The calls go to Z3's C functions directly, not through z3core's wrappers: instead of their
+    check of the context's error code after every call, :meth:`keep` checks each new term (Z3
+    returns NULL, and sets the error code, when it cannot build one: :func:`_checked`)."""
 
     __slots__ = ("ref", "ctx", "held")
 
@@ -290,22 +320,23 @@ class _Raw:
         self.ref, self.ctx, self.held = ctx.ref(), ctx, []
 
     def keep(self, ast):
-        _core.Z3_inc_ref(self.ref, ast)
+        _inc_ref(self.ref, _checked(self.ref, ast))
         self.held.append(ast)
         return ast
 
     def num(self, value: int):
         ref = self.ref
-        return self.keep(_core.Z3_mk_numeral(ref, str(value), _core.Z3_mk_int_sort(ref)))
+        text = str(value)
+        return self.keep(_mk_numeral(ref, text.encode() if _NUMERAL_TEXT is bytes else text, _mk_int_sort(ref)))
 
     def ge(self, a, b):
-        return self.keep(_core.Z3_mk_ge(self.ref, a, b))
+        return self.keep(_mk_ge(self.ref, a, b))
 
     def le(self, a, b):
-        return self.keep(_core.Z3_mk_le(self.ref, a, b))
+        return self.keep(_mk_le(self.ref, a, b))
 
     def implies(self, a, b):
-        return self.keep(_core.Z3_mk_implies(self.ref, a, b))
+        return self.keep(_mk_implies(self.ref, a, b))
 
     def nary(self, mk, *args):
         arr = (z3.Ast * len(args))(*args)
@@ -316,6 +347,48 @@ class _Raw:
         for held in self.held:
             _core.Z3_dec_ref(self.ref, held)
         return out
+
+
+def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
+    """``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])`` (``terms`` not
+    empty, Int terms of the model's context): "a point that differs from ``model`` in every one of
+    ``terms``", through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
+    checks per term were most of the semantics probe's second point on a 64-request batch).
+
+    The same Z3 calls in the same order as the z3py expression: per term ``Z3_model_eval`` then
+    ``Z3_mk_distinct`` (its arguments in z3py's order: ``value != t`` is Python's reflected
+    comparison for an ``ArithRef`` t and an ``IntNumRef`` value), the evaluated value held until the disequality holds it (where z3py frees
+    its wrapper), then one ``Z3_mk_and``, the disequalities released after the result is held. No
+    other call saves a result (z3py's sort checks only read), so Z3 creates and frees the same
+    terms in the same order and assigns the same ids (tests/test_symbolic_fast.py compares them)."""
+    ctx = model.ctx
+    ref, m = ctx.ref(), model.model
+    out = (z3.Ast * 1)()
+    pair = (z3.Ast * 2)()
+    held = []
+    for t in terms:
+        a = t.as_ast()
+        if not _core.Z3_model_eval(ref, m, a, True, out):
+            for d in held:
+                _core.Z3_dec_ref(ref, d)
+            raise z3.Z3Exception("failed to evaluate expression in the model")
+        value = out[0]
+        _core.Z3_inc_ref(ref, value)
+        # Python calls the reflected ``value != t`` first when value's wrapper (IntNumRef for a
+        # numeral) is a proper subclass of t's (ArithRef): z3py then builds ``distinct(value, t)``
+        numeral = _core.Z3_get_ast_kind(ref, value) == _NUMERAL_AST
+        if numeral and type(t) is not z3.IntNumRef and issubclass(z3.IntNumRef, type(t)):
+            pair[0], pair[1] = value, a
+        else:
+            pair[0], pair[1] = a, value
+        ne = _core.Z3_mk_distinct(ref, 2, pair)
+        _core.Z3_inc_ref(ref, ne)
+        _core.Z3_dec_ref(ref, value)
+        held.append(ne)
+    conj = z3.BoolRef(_core.Z3_mk_and(ref, len(held), (z3.Ast * len(held))(*held)), ctx)
+    for d in held:
+        _core.Z3_dec_ref(ref, d)
+    return conj
 
 
 def _positive_division_lemma(a: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
@@ -517,7 +590,8 @@ def _operand(ctx: z3.Context, other: object):
     kind = type(other)
     if kind is int:
         ref = ctx.ref()
-        return _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))
+        text = str(other)
+        return _checked(ref, _mk_numeral(ref, text.encode() if _NUMERAL_TEXT is bytes else text, _mk_int_sort(ref)))
     if kind is SymInt and other.term.ctx is ctx:
         return other.term.ast
     return None
@@ -528,8 +602,9 @@ def _simplified(ref, made, ctx: z3.Context, boolean: bool = False):
     released after the result is wrapped, where z3py releases its wrapper (Z3 frees the
     rewriter's cache first; freeing ``made`` with it would reorder the ids Z3 reuses, and
     ``simplify`` orders the arguments of ``Or`` by id)."""
-    _core.Z3_inc_ref(ref, made)
-    out = SymBool(z3.BoolRef(_core.Z3_simplify(ref, made), ctx)) if boolean else _sym_int(_core.Z3_simplify(ref, made), ctx)
+    _inc_ref(ref, made)
+    simple = _checked(ref, _simplify(ref, made))
+    out = SymBool(z3.BoolRef(simple, ctx)) if boolean else _sym_int(simple, ctx)
     _core.Z3_dec_ref(ref, made)
     return out
 
@@ -553,7 +628,7 @@ def _sym_int(ast, ctx: z3.Context) -> "SymInt":
     """A SymInt over the Int AST ``ast`` (wrapped as ``z3.simplify`` wraps it: ``IntNumRef`` for a
     numeral, else ``ArithRef``)."""
     out = object.__new__(SymInt)
-    if _core.Z3_get_ast_kind(ctx.ref(), ast) == _NUMERAL_AST:
+    if _get_ast_kind(ctx.ref(), ast) == _NUMERAL_AST:
         out.term = z3.IntNumRef(ast, ctx)
     else:
         out.term = z3.ArithRef(ast, ctx)

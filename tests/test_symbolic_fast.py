@@ -151,3 +151,59 @@ def test_implies_and_all_of_build_the_z3py_terms():
         assert built.eq(z3py) and built.get_id() == z3py.get_id()
     assert all_of(conds[0], True).term.eq(z3.simplify(z3.And(conds[0].term, True)))
     assert implies(True, conds[1]).term.eq(z3.simplify(z3.Implies(True, conds[1].term)))
+
+
+def _ids_after(build) -> tuple[list[int], object]:
+    """In a fresh Z3 context: a model of a few constraints over ``x0..x5`` (one entry left to model
+    completion), ``build(model, terms)``, then the ids of terms made after it (Z3 reuses freed ids:
+    equal ids mean the same terms were created and freed in the same order)."""
+    from capproof.symbolic import fresh_z3_context
+
+    with fresh_z3_context():
+        xs = [z3.Int(f"x{i}") for i in range(6)]
+        s = z3.Solver()
+        s.add(xs[0] + xs[1] == 7, xs[2] > 40, xs[3] * 3 == xs[4] + 1)
+        assert s.check() == z3.sat
+        model = s.model()
+        throwaway = [model.eval(x + 1, model_completion=True) for x in xs]  # freed numerals to reuse
+        del throwaway
+        built = build(model, [xs[0] + 0, *xs[1:], z3.IntVal(5)])  # a numeral term: not reflected
+        after = [z3.IntVal(1234567), xs[0] * 11 + 3, z3.Int("later")]
+        return [built.get_id(), *(t.get_id() for t in after)], built.sexpr()
+
+
+def test_differs_from_builds_the_z3py_term_with_the_same_ids():
+    """``differs_from`` (the semantics probe's second point, issue 12): the very AST of
+    ``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])``, and the terms made
+    after it get the same ids as after z3py's (Z3's later answers depend on them)."""
+    from capproof.symbolic import differs_from
+
+    z3py = _ids_after(lambda model, terms: z3.And(*[t != model.eval(t, model_completion=True) for t in terms]))
+    fast = _ids_after(differs_from)
+    assert fast == z3py
+    x = z3.Int("x")
+    s = z3.Solver()
+    s.add(x == 3)
+    s.check()
+    model = s.model()
+    assert differs_from(model, [x, x + 2]).eq(z3.And(x != model.eval(x, model_completion=True),
+                                                     x + 2 != model.eval(x + 2, model_completion=True)))
+
+
+def test_tracking_literals_are_read_by_name_as_printed():
+    """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
+    the literal's name is what ``str()`` prints, and a core's labels are those of
+    ``[trackers[str(t)] for t in core if str(t) in trackers]``, in order."""
+    from capproof.encode import _new_solver, core_labels, literal_name, track
+
+    x, y = z3.Int("x"), z3.Int("y")
+    s, trackers = _new_solver(10_000), {}
+    for label, cond in [("x >= 3", x >= 3), ("y >= x", y >= x), ("unused", y <= 100), ("y <= 2", y <= 2)]:
+        track(s, trackers, label, cond)
+    assert s.check() == z3.unsat
+    core = s.unsat_core()
+    assert all(literal_name(t) == str(t) for t in core) and len(core) >= 2
+    assert core_labels(core, trackers) == [trackers[str(t)] for t in core if str(t) in trackers]
+    assert set(core_labels(core, trackers)) == {"x >= 3", "y >= x", "y <= 2"}
+    assert list(trackers) == [f"__track_{k}" for k in range(4)] == [str(z3.Bool(n)) for n in trackers]
+    assert literal_name(x + 1) == str(x + 1) and literal_name(z3.Bool("p")) == "p"
