@@ -403,7 +403,8 @@ class _Prober:
 
     def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
         """Points moved from this one. ``kind`` "excluded": repairs of the first failed assumption
-        (one of its coordinates set to the nearest derived value where it holds, or with
+        (one of its coordinates set to the nearest of its value ± 1 and the derived values where
+        it holds, or with
         ``bisect`` moved from its value toward either bound to the nearest value where it holds).
         "holds": saturations (one coordinate of an assumption pushed away from its value, to the
         farthest derived value, or with ``bisect`` the farthest value, where every assumption
@@ -428,7 +429,11 @@ class _Prober:
             label = coord[0] + ("." + coord[1] if coord[1] else "")
             if kind == "excluded":
                 if not bisect:
-                    for i in sorted(self.derived(coord, scalars, shapes), key=lambda i: abs(i - cur))[:_DERIVED_TRIES]:
+                    # the derived values nearest first, after the values next to ``cur`` (the
+                    # nearest admitted point when ``cur`` is just past the assumption's limit)
+                    near = [i for i in (cur - 1, cur + 1) if lo <= i <= hi]
+                    tries = near + sorted(set(self.derived(coord, scalars, shapes)).difference(near), key=lambda i: abs(i - cur))
+                    for i in tries[:_DERIVED_TRIES]:
                         if i != cur and good(*self.put(coord, i, scalars, shapes)):
                             yield (*self.put(coord, i, scalars, shapes), f"{label} set to a derived value")
                             break
