@@ -137,6 +137,7 @@ class _Prober:
         #: how many pushes moved each coordinate (tried first at the next points)
         self.pushed: dict[tuple[str, str], int] = {}
         self.ticks = 0
+        self.batches = 0
         self.plans: dict[tuple[str | None, bool], list[tuple[str, str]]] = {}
         self.changes: dict[tuple, list[str]] = {}
         #: each batch's active entries, one list per (name, length, base, first), so that
@@ -190,7 +191,8 @@ class _Prober:
                 key = (padding, id(v))  # a list of self.lists (kept alive there), else checked below
                 made = self.made.get(key)
                 if made is None or made[2] is not v:
-                    made = self.made[key] = (vector_arg(p, self.vectors[p], v, padding), len(self.made), v)
+                    self.batches += 1  # a new number even where an id was reused
+                    made = self.made[key] = (vector_arg(p, self.vectors[p], v, padding), self.batches, v)
                 args[p], keys[p] = made[0], made[1]
             else:
                 args[p] = keys[p] = v
