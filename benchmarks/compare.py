@@ -17,6 +17,12 @@ in ``benchmarks/out/*.json``, and ``--part write`` renders them. Not run in CI. 
    their limit). Per strategy: how many seeds found a violation, the median CPU time to the first
    violation, and (first ``--shrink-seeds`` seeds) to the end of shrinking. Exhaustive enumeration
    on ints where the domain is finite and at most 200,000 points.
+   ``--part fair --rows a,b`` re-measures the first counterexample of the rows named against
+   Hypothesis's best strategy **interleaved** in one process (same load, niceness and clock; by
+   default one Hypothesis seed's run, then one ``prove_obligation`` call, and so on: each after
+   the other tool's work); ``--part write`` then takes those rows' capproof first and best-strategy
+   first violations from ``benchmarks/out/fair.json`` (the other rows' Hypothesis data as
+   ``--part hypothesis`` measured it).
 2. Scaling: CPU time to prove a batch obligation vs the vector size (8 … 4096) on the bounded
    encoding and on the aggregate abstraction, and the 1024-expert MoE routing obligation pinned at
    8 … 1024 experts, bounded and with the aggregate abstraction tried first (it abandons: the
@@ -213,24 +219,90 @@ def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple
     return out
 
 
+def fair_part(names: list[str], reps: int, seeds: int, examples: int, runs: int, order: str = "alternate") -> dict:
+    """The first counterexample, capproof vs Hypothesis's best strategy, measured **interleaved**
+    in this one process (same load, same niceness, same clock), ``reps`` rounds per obligation.
+    ``order`` "alternate": one Hypothesis seed's run (``examples`` examples, generation only: the
+    first violation comes before shrinking), then one ``prove_obligation`` call, and so on for
+    ``seeds`` seeds, so that each measured call runs right after the other tool's (the same cache
+    state and load for both); "blocked": the ``seeds`` Hypothesis runs, then ``runs``
+    ``prove_obligation`` calls (each after the previous call's Z3 work, Hypothesis's runs each
+    after its own previous run). One untimed warm-up of each first (a Hypothesis run on another
+    seed, a ``prove_obligation`` call). Per obligation: every Hypothesis seed's run (``best``: the
+    per-seed records the table reads, every round's), every capproof first (``first_runs``), and
+    per round the two medians and their ratio."""
+    from strategies import BEST
+
+    obs = [ob for ob in corpus_obligations() if ob.id.split("::")[1] in names]
+    missing = set(names) - {ob.id.split("::")[1] for ob in obs}
+    if missing:
+        raise SystemExit(f"not corpus counterexamples: {sorted(missing)}")
+    opts = Options(density="off", contracts=False)
+    out: dict = {ob.id: {"best": [], "first_runs": [], "rounds": []} for ob in obs}
+
+    def capproof_first(ob):
+        r = prove_obligation(ob, opts)
+        return r.first_counterexample.seconds if r.first_counterexample else None
+
+    for ob in obs:  # warm-up: imports, Z3 context, Hypothesis's own caches
+        hypothesis_run(ob, 10_000, examples, _best(ob, BEST), shrink=False)
+        prove_obligation(ob, opts)
+    for rnd in range(reps):
+        for ob in obs:
+            load = os.getloadavg()[0]
+            hyp, firsts = [], []
+            for s in range(seeds):
+                hyp.append(hypothesis_run(ob, s, examples, _best(ob, BEST), shrink=False))
+                if order == "alternate":
+                    firsts.append(capproof_first(ob))
+            if order == "blocked":
+                firsts = [capproof_first(ob) for _ in range(runs)]
+            entry = out[ob.id]
+            entry["best"] += hyp
+            entry["first_runs"] += firsts
+            h, c = statistics.median(r["first"] for r in hyp), _median(firsts)
+            entry["rounds"].append({"hypothesis_first": h, "capproof_first": c, "ratio": c / h if c is not None else None,
+                                    "found": sum(r["found"] for r in hyp), "load": load})
+            print(f"round {rnd} {ob.id}: capproof first {c * 1e3:.3f} ms, Hypothesis best first {h * 1e3:.3f} ms "
+                  f"({entry['rounds'][-1]['found']}/{seeds} found): ratio {c / h:.3f}; load {load:.2f}", flush=True)
+    for oid, entry in out.items():
+        entry["first"] = _median(entry["first_runs"])
+        entry["ratio"] = statistics.median(r["ratio"] for r in entry["rounds"])
+        print(f"{oid}: median over {reps} rounds: ratio {entry['ratio']:.3f} (capproof first {entry['first'] * 1e3:.3f} ms, "
+              f"Hypothesis {statistics.median(r['first'] for r in entry['best']) * 1e3:.3f} ms)", flush=True)
+    return {"seeds": seeds, "examples": examples, "reps": reps, "runs": seeds if order == "alternate" else runs,
+            "order": order, "rows": out}
+
+
+def _best(ob, best):
+    name = ob.id.split("::")[1]
+    return best[name](ob) if name in best else None
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
 
-def corpus_rows(cap: dict, hyp: dict) -> list[dict]:
+def corpus_rows(cap: dict, hyp: dict, fair: dict | None = None) -> list[dict]:
+    """One row per corpus counterexample. ``fair`` (``fair.json``, :func:`fair_part`): for its
+    obligations, capproof's first counterexample and Hypothesis's best strategy's first violation
+    are the ones measured interleaved (``row["fair"]``); shrinking times stay those of ``hyp``."""
     rows = []
+    fair = fair or {}
     for oid, c in cap.items():
         h = hyp.get(oid)
         if not h:
             continue
+        f = fair.get(oid)
         row = {"id": oid, "verdict": c["verdict"], "capproof": c["capproof"], "exhaustive": c["exhaustive"],
-               "first": c.get("first"), "first_source": c.get("first_source")}
+               "first": f["first"] if f else c.get("first"), "first_source": c.get("first_source"), "fair": bool(f)}
         for k in ("generic", "best"):
             runs = h.get(k) or h["generic"]
-            found = [r for r in runs if r["found"]]
-            row[k] = {"found": len(found), "seeds": len(runs),
-                      "first": statistics.median(r["first"] for r in runs),
+            firsts = f["best"] if f and k == "best" else runs
+            found = [r for r in firsts if r["found"]]
+            row[k] = {"found": len(found), "seeds": len(firsts),
+                      "first": statistics.median(r["first"] for r in firsts),
                       "shrunk": _median(r["shrunk"] for r in runs),
                       "shrink_seeds": sum(r["shrunk"] is not None for r in runs),
                       "first_found": statistics.median(r["first"] for r in found) if found else None,
@@ -309,7 +381,10 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
              "in benchmarks/strategies.py (\"=\" when the generic one is the best written). Same clock both sides: "
              "`time.process_time()` of the measuring process from the start of the run. ratio first = capproof "
              "first / best first; ratio minimised = capproof minimised / best first; vs generic = capproof "
-             "minimised / generic first; target <= 0.1.", "",
+             "minimised / generic first; target <= 0.1. \"interleaved\": capproof's first counterexample and the "
+             "best strategy's first violations (found/seeds and first of the best column) measured alternately in one "
+             f"process at the same load ({meta.get('fair') or 'none'}; `--part fair`), the other rows' Hypothesis "
+             "data as measured by `--part hypothesis`.", "",
              "| obligation | capproof first | capproof minimised | generic: found, first, +shrink | best: found, first, +shrink "
              "| ratio first | ratio minimised | vs generic | ratio (+shrink) | target (first) | target (minimised) | exhaustive |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -318,11 +393,13 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
         ex_s = f"{ex[1]} of {ex[0]} fail, {ex[2]:.2f} s" if ex else "—"
         g, b = r["generic"], r["best"]
         gs = f"{g['found']}/{g['seeds']}, {_fmt(g['first'])}, {_fmt(g['shrunk'])}"
-        bs = f"{b['found']}/{b['seeds']}, {_fmt(b['first'])}, {_fmt(b['shrunk'])}" if b["own"] else "="
+        bs = (f"{b['found']}/{b['seeds']}, {_fmt(b['first'])}, {_fmt(b['shrunk'])}" if b["own"] else
+              f"= (generic, interleaved: {b['found']}/{b['seeds']}, {_fmt(b['first'])})" if r.get("fair") else "=")
         met_first = "met" if r.get("ratio_first") is not None and r["ratio_first"] <= 0.1 else "not met"
         met = "met" if r["ratio"] is not None and r["ratio"] <= 0.1 else "not met"
         vs_generic = r["capproof"] / g["first"] if g["first"] else None
-        first = "—" if r.get("first") is None else f"{r['first'] * 1e3:.3f} ms ({r.get('first_source')})"
+        first = "—" if r.get("first") is None else (f"{r['first'] * 1e3:.3f} ms ({r.get('first_source')}"
+                                                     + ("; interleaved" if r.get("fair") else "") + ")")
         lines.append(f"| `{r['id']}` | {first} | {_fmt(r['capproof'])} | {gs} | {bs} | {_fmt(r.get('ratio_first'))} | "
                      f"{_fmt(r['ratio'])} | {_fmt(vs_generic)} | {_fmt(r['ratio_shrunk'])} | {met_first} | {met} | {ex_s} |")
     met = sum(1 for r in rows if r["ratio"] is not None and r["ratio"] <= 0.1)
@@ -378,7 +455,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds of 200 examples; sizes up to 1024")
     ap.add_argument("--budget", type=float, default=60.0, help="stop a curve after a point over this many seconds")
-    ap.add_argument("--part", choices=["all", "capproof", "hypothesis", "scaling", "write"], default="all",
+    ap.add_argument("--part", choices=["all", "capproof", "hypothesis", "scaling", "fair", "write"], default="all",
                     help="run one part (results kept in benchmarks/out/*.json) or only write the table/plot")
     ap.add_argument("-k", dest="keyword", default=None, help="only corpus obligations whose id contains this")
     ap.add_argument("--shard", default="0/1", help="I/N: every N-th corpus obligation from the I-th (parallel runs)")
@@ -388,6 +465,12 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="skip obligations already in benchmarks/out/hypothesis*.json")
     ap.add_argument("--tag", default="", help="suffix of this run's hypothesis JSON file")
     ap.add_argument("--repeat", type=int, default=5, help="capproof runs per obligation (median)")
+    ap.add_argument("--rows", default="", help="--part fair: comma-separated obligation names")
+    ap.add_argument("--fair-reps", type=int, default=5, help="--part fair: interleaved rounds")
+    ap.add_argument("--fair-runs", type=int, default=5, help="--part fair, blocked: prove_obligation calls per round")
+    ap.add_argument("--fair-order", choices=["alternate", "blocked"], default="alternate",
+                    help="--part fair: alternate one Hypothesis seed and one capproof call, or all seeds then all calls")
+    ap.add_argument("--fair-file", default="fair.json", help="--part fair: the JSON file written (--part write reads fair.json)")
     args = ap.parse_args()
     seeds, examples = (3, 200) if args.quick else (20, 1000)
     sizes = [8, 32, 128, 512, 1024] if args.quick else [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -404,6 +487,9 @@ def main() -> None:
         skip = frozenset(oid for f in os.listdir(OUT) if f.startswith("hypothesis") and f.endswith(".json")
                          for oid in _load(f)["runs"]) if args.resume else frozenset()
         save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save, args.stop_after_misses, skip))
+    if args.part == "fair":
+        _save(args.fair_file, fair_part([x for x in args.rows.split(",") if x], args.fair_reps, seeds, examples,
+                                        args.fair_runs, args.fair_order))
     if args.part in ("all", "scaling"):
         _save("scaling.json", scaling(sizes, experts, args.budget))
     cap, curves = _load("capproof.json"), _load("scaling.json")
@@ -413,9 +499,12 @@ def main() -> None:
         hyp = part if hyp is None else hyp | {"runs": hyp["runs"] | part["runs"]}
     if cap and hyp:
         what = f"Hypothesis: {hyp['seeds']} seeds x {hyp['examples']} examples per strategy."
-        write(corpus_rows(cap, hyp["runs"]), curves or {},
+        fair = _load("fair.json")
+        fair_what = (f"{len(fair['rows'])} rows, {fair['reps']} rounds x ({fair['seeds']} seeds x {fair['examples']} "
+                     f"examples + {fair['runs']} capproof runs, {fair.get('order', 'blocked')})") if fair else None
+        write(corpus_rows(cap, hyp["runs"], fair["rows"] if fair else None), curves or {},
               {"what": what, "title": f"{hyp['seeds']} seeds x {hyp['examples']} examples",
-               "misses": args.stop_after_misses, "shrink_seeds": hyp.get("shrink_seeds")})
+               "misses": args.stop_after_misses, "shrink_seeds": hyp.get("shrink_seeds"), "fair": fair_what})
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import z3
 import z3.z3core as _core
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
+from . import symbolic as _symbolic
 from .symbolic import (SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _simplified, _sum_of,
                        record_lemma, to_z3_bool, to_z3_int)
 
@@ -314,16 +315,12 @@ def all_of(*conditions: Bool) -> Bool:
 
 
 def _trace_hook(name: str):
-    from . import symbolic
-
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(_symbolic._local, "trace", None)
     return getattr(trace, name, None) if trace is not None else None
 
 
 def _all_of_hook():
-    from . import symbolic
-
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(_symbolic._local, "trace", None)
     return getattr(trace, "all_of_hook", None) if trace is not None else None
 
 
@@ -444,9 +441,7 @@ def _batch(values, keep_all: bool, what: str) -> list:
 def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
     """Record ``result`` (the ``kind`` "min"/"max" of the batch of ``padded``) in the trace's
     ``extrema`` (see :class:`capproof.symbolic.Trace`) and return it unchanged."""
-    from . import symbolic
-
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(_symbolic._local, "trace", None)
     if trace is not None and padded is not None and isinstance(result, SymInt):
         n = padded.length
         trace.extrema[result.term.get_id()] = (kind, result.term, tuple(to_z3_int(e) for e in padded),

@@ -116,17 +116,20 @@ def concrete_args(ob: Obligation, params: dict[str, object], padding: bool = Tru
     args: dict[str, object] = {}
     for p in ob.params:
         dom, value = ob.domain[p], params[p]
-        if isinstance(dom, Vector):
-            if not isinstance(value, (list, tuple)):
-                raise ReplayError(f"vector parameter {p} needs a list of ints, got {value!r}")
-            try:
-                entries = dom.expand(list(value)) if padding else tuple(value)
-            except ValueError as exc:
-                raise ReplayError(f"{p}: {exc}") from None
-            args[p] = Padded(entries, len(value), dom.fill, dom.elem.lo, dom.elem.hi)  # type: ignore[attr-defined]
-        else:
-            args[p] = value
+        args[p] = vector_arg(p, dom, value, padding) if isinstance(dom, Vector) else value
     return args
+
+
+def vector_arg(name: str, dom: Vector, value: object, padding: bool = True) -> Padded:
+    """One Vector parameter's active entries ``value`` as the model takes them (see
+    :func:`concrete_args`). Raises ReplayError for a value that is not a list or is too long."""
+    if not isinstance(value, (list, tuple)):
+        raise ReplayError(f"vector parameter {name} needs a list of ints, got {value!r}")
+    try:
+        entries = dom.expand(list(value)) if padding else tuple(value)
+    except ValueError as exc:
+        raise ReplayError(f"{name}: {exc}") from None
+    return Padded(entries, len(value), dom.fill, dom.elem.lo, dom.elem.hi)  # type: ignore[attr-defined]
 
 
 def replay(ob: Obligation, params: dict[str, object], padding: bool = True) -> tuple[bool, dict[str, int], list[str]]:

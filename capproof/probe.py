@@ -13,7 +13,11 @@ budget down to the batch's total). The first point that
 - satisfies every assumption on ints, and
 - violates the claim on ints, with and without the batch's padding (as the prover's replay),
 
-is a concrete counterexample: it *is* a replay on ints. A point at which the model or an
+is a concrete counterexample: it *is* a replay on ints. The order: the two main corners (every
+parameter low, every parameter high) and the cheap moves from them, one coordinate of each in
+turn (a corner where the assumptions hold before one they exclude, a saturated batch's first);
+then each other base point followed at once by the cheap moves from it (a coordinate a push moved
+before tried first); the sweeps; the bisecting moves and two more rounds. A point at which the model or an
 assumption raises is skipped (never a counterexample). The probe never proves anything and never
 decides a verdict: the verdict, and the smallest counterexample, still come from Z3 and its
 minimisation (capproof.prover); the probe gives the *first* counterexample early (its point, the
@@ -27,6 +31,12 @@ not timed, so which points run does not depend on the machine's load: when the p
 solver's first model is read in the case's Z3 context, and Z3's later answers depend on the terms
 made before them (a timed budget made a borderline in-process proof flip to unknown under load).
 :data:`PROBE_SECONDS` is only a safety valve for a model that is slow on ints.
+
+Per point: each batch's padded tuple is made once per entries and reused; each assumption is
+computed once per argument values (a point's assumptions up to the first false one, in declaration
+order, then the claim; a move checks the assumptions it changes, cheapest first); the batch alone
+only at a hit. The memo presumes an assumption is a function of its parameters: the final
+re-check of the first point and the hit runs everything again without it.
 """
 
 from __future__ import annotations
@@ -36,8 +46,9 @@ import time
 from dataclasses import dataclass, field
 
 from .domain import Range, Vector
-from .encode import concrete_args, evaluate
+from .encode import _as_claim, _call, vector_arg
 from .obligation import Obligation
+from .symbolic import Trace, tracing
 
 __all__ = ["ProbeHit", "probe", "PROBE_POINTS", "PROBE_SECONDS", "PROBE_WORK"]
 
@@ -110,10 +121,34 @@ class _Prober:
     hit: ProbeHit | None = None
     #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
     reference: tuple | None = None
+    #: the trace every evaluation runs under (one for the whole probe: on ints nothing is recorded
+    #: in it but capproof's misuse errors, checked after each point)
+    trace: Trace = field(default_factory=Trace)
+
+    def __post_init__(self) -> None:
+        #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
+        self.params_of = {n: self.ob.assumption_params(n) for n in self.ob.assumptions}
+        #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
+        self.made: dict[tuple, tuple[object, int, list]] = {}
+        #: assumption values by (name, argument keys); None: off (the final re-check)
+        self.memo: dict[tuple, bool] | None = {}
+        #: the wall seconds each assumption took when last computed (only orders a conjunction)
+        self.cost: dict[str, float] = {}
+        #: how many pushes moved each coordinate (tried first at the next points)
+        self.pushed: dict[tuple[str, str], int] = {}
+        self.ticks = 0
+        self.batches = 0
+        self.plans: dict[tuple[str | None, bool], list[tuple[str, str]]] = {}
+        self.changes: dict[tuple, list[str]] = {}
+        #: each batch's active entries, one list per (name, length, base, first), so that
+        #: :meth:`args` finds its Padded by the list's identity
+        self.lists: dict[tuple, list[int]] = {}
 
     def tick(self) -> None:
-        """Stop the search (``_Budget``) once its CPU time is spent."""
-        if time.process_time() > self.deadline:
+        """Stop the search (``_Budget``) once its CPU time is spent (read every 8th call: reading
+        the CPU clock costs ~1 us, the work between two calls a few us)."""
+        self.ticks += 1
+        if not self.ticks & 7 and time.process_time() > self.deadline:
             raise _Budget
 
     # -- points ------------------------------------------------------------------------------
@@ -132,21 +167,59 @@ class _Prober:
                 base, first = shapes[p]
                 if not (0 <= n <= dom.size and elem.lo <= base <= elem.hi and elem.lo <= first <= elem.hi):
                     return None
-                params[p] = ([first] + [base] * (n - 1)) if n else []
+                key = (p, n, base, first)
+                entries = self.lists.get(key)
+                if entries is None:
+                    entries = self.lists[key] = ([first] + [base] * (n - 1)) if n else []
+                params[p] = entries
             else:
                 if not self.axes[p].contains(scalars[p]):
                     return None
                 params[p] = scalars[p]
         return params
 
+    def args(self, params: dict[str, object], names=None, padding: bool = True) -> tuple[dict[str, object], dict[str, object]]:
+        """``params`` (only ``names`` when given) as the model takes them (as
+        :func:`capproof.encode.concrete_args`), and a key of each value for :meth:`holds` (the
+        value, or a batch's number). A batch's Padded is made once per entries and reused (moves
+        change one coordinate at a time: most points share their batches)."""
+        args: dict[str, object] = {}
+        keys: dict[str, object] = {}
+        for p in self.ob.params if names is None else names:
+            v = params[p]
+            if p in self.vectors:
+                key = (padding, id(v))  # a list of self.lists (kept alive there), else checked below
+                made = self.made.get(key)
+                if made is None or made[2] is not v:
+                    self.batches += 1  # a new number even where an id was reused
+                    made = self.made[key] = (vector_arg(p, self.vectors[p], v, padding), self.batches, v)
+                args[p], keys[p] = made[0], made[1]
+            else:
+                args[p] = keys[p] = v
+        return args, keys
+
+    def holds(self, name: str, args: dict[str, object], keys: dict[str, object]) -> bool:
+        """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
+        (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
+        probe re-checks at the end, without the memo, the first point and the hit)."""
+        names = self.params_of[name]
+        if self.memo is None:
+            return bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
+        k = (name, *(keys[p] for p in names))
+        v = self.memo.get(k)
+        if v is None:
+            started = time.perf_counter()
+            v = self.memo[k] = bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
+            self.cost[name] = time.perf_counter() - started
+        return v
+
     def assumptions_hold(self, names: list[str], params: dict[str, object]) -> bool:
-        """Whether the assumptions ``names`` hold on ints at ``params`` (False if one raises)."""
+        """Whether the assumptions ``names`` hold on ints at ``params`` (False if one raises or is
+        false: the cheapest first, by the time each last took, since the answer is the same in any
+        order; an assumption over a 64-entry batch costs ~20x one over scalars)."""
         try:
-            args = concrete_args(self.ob, params)
-            for name in names:
-                if not self.ob.assumptions[name](**{p: args[p] for p in self.ob.assumption_params(name)}):
-                    return False
-            return True
+            args, keys = self.args(params, dict.fromkeys(p for n in names for p in self.params_of[n]))
+            return all(self.holds(name, args, keys) for name in sorted(names, key=lambda n: self.cost.get(n, 0.0)))
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a raising assumption admits nothing here
@@ -181,21 +254,34 @@ class _Prober:
         self.hit = ProbeHit(params, values, self.points, how=how, found_at=time.process_time())
         raise _Budget
 
-    def run_model(self, params: dict[str, object]) -> tuple[bool, dict[str, int], list[str]] | None:
-        """(claim holds, named values, failed assumptions) on ints at ``params``; None if it raised."""
+    def run_model(self, params: dict[str, object], padding: bool = True) -> tuple[bool, dict[str, int], list[str]] | None:
+        """(claim holds, named values, failed assumptions) on ints at ``params`` (with each batch
+        padded, or alone): the assumptions in declaration order up to the first that is false, then
+        (all true) the claim; ``(True, {}, [that assumption])`` at a point it excludes, None if one
+        raised or returned a non-boolean (as :func:`capproof.encode.evaluate` would raise)."""
         try:
-            ev = evaluate(self.ob, concrete_args(self.ob, params), witnesses=False, symbolic=False)
-            return (bool(ev.claim.holds), {k: int(v) for k, v in ev.claim.values.items()},
-                    [n for n, v in ev.assumptions.items() if not v])
+            args, keys = self.args(params, padding=padding)
+            for name in self.params_of:
+                if not self.holds(name, args, keys):
+                    out: tuple[bool, dict[str, int], list[str]] = (True, {}, [name])
+                    break
+            else:
+                claim = _as_claim(self.ob.func(**args), self.ob)
+                out = (bool(claim.holds), {k: int(v) for k, v in claim.values.items()}, [])  # type: ignore[call-overload]
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a model raising on ints is not a counterexample
+            out = None  # type: ignore[assignment]
+        if self.trace.misuse:  # capproof's error raised and caught by the model: never trust the point
+            self.trace.misuse.clear()
             return None
+        return out
 
     def recheck(self) -> str | None:
         """The first point evaluated and the hit, evaluated again: None if each gives what it gave,
         else what differs (a model whose result depends on the calls before it, through module
         state: no verdict can be trusted, and the probe has changed what the solver will see)."""
+        self.memo = None  # every assumption run again
         again = [self.reference] if self.reference is not None else []
         if self.hit is not None and (self.reference is None or self.reference[0] != self.hit.params):
             again.append((self.hit.params, (False, self.hit.values, [])))
@@ -211,14 +297,7 @@ class _Prober:
         counterexample shows must fail; see capproof.prover._padding_check)."""
         if not any(len(params[p]) < d.size for p, d in self.vectors.items()):  # type: ignore[arg-type]
             return True
-        try:
-            ev = evaluate(self.ob, concrete_args(self.ob, params, padding=False), witnesses=False, symbolic=False)
-            return (not any(not v for v in ev.assumptions.values()) and not bool(ev.claim.holds)
-                    and {k: int(v) for k, v in ev.claim.values.items()} == values)
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001
-            return False
+        return self.run_model(params, padding=False) == (False, values, [])
 
     # -- moves -------------------------------------------------------------------------------
     def coordinates(self, names: list[str]) -> list[tuple[str, str]]:
@@ -233,6 +312,35 @@ class _Prober:
             elif n in self.axes:
                 out.append((n, ""))
         return list(dict.fromkeys(out))
+
+    def plan(self, failed: str | None, small: bool) -> list[tuple[str, str]]:
+        """The coordinates the moves from a point change, in order: the repairs of assumption
+        ``failed``, or with None the saturations of every assumption; ``small``: the point's
+        batches are at their low entries. The same at every point of that kind, so made once."""
+        out = self.plans.get((failed, small))
+        if out is None:
+            names = [failed] if failed is not None else list(self.ob.assumptions)
+            # assumptions that tie a scalar to a batch first (a token budget and the batch's total)
+            batchwise = sorted(names, key=lambda a: not any(p in self.vectors for p in self.params_of[a]))
+            coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.params_of[a])))
+            # a small batch grows first (its entries before the scalars), a saturated one's budget
+            # shrinks to it first (the scalars before the entries, its length last of the scalars:
+            # shortening a saturated batch unsaturates it)
+            lengths = {d.length for d in self.vectors.values()}
+            out = self.plans[(failed, small)] = sorted(
+                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths))
+        return out
+
+    def changed(self, failed: str | None, coord: tuple[str, str]) -> list[str]:
+        """The assumptions (``failed``, or with None all) a move of ``coord`` can change (the
+        others hold as before)."""
+        key = (failed, coord)
+        out = self.changes.get(key)
+        if out is None:
+            touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
+            out = self.changes[key] = [a for a in ([failed] if failed is not None else self.params_of)
+                                       if touched.intersection(self.params_of[a])]
+        return out
 
     def span(self, coord: tuple[str, str], scalars: dict[str, int]) -> tuple[int, int]:
         name, part = coord
@@ -297,31 +405,22 @@ class _Prober:
 
     def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
         """Points moved from this one. ``kind`` "excluded": repairs of the first failed assumption
-        (one of its coordinates set to the nearest derived value where it holds, or with
+        (one of its coordinates set to the nearest of its value ± 1 and the derived values where
+        it holds, or with
         ``bisect`` moved from its value toward either bound to the nearest value where it holds).
         "holds": saturations (one coordinate of an assumption pushed away from its value, to the
         farthest derived value, or with ``bisect`` the farthest value, where every assumption
         still holds: the token budget down to the batch's total, an offset up to its limit)."""
-        if kind == "excluded":
-            names = [failed[0]]
-            need = [failed[0]]
-        else:
-            names = list(self.ob.assumptions)
-            need = names
-
-        # assumptions that tie a scalar to a batch first (a token budget and the batch's total)
-        batchwise = sorted(names, key=lambda a: not any(p in self.vectors for p in self.ob.assumption_params(a)))
-        coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.ob.assumption_params(a))))
-        # a small batch grows first (its entries before the scalars), a saturated one's budget
-        # shrinks to it first (the scalars before the entries)
         small = all(shapes[n][0] == d.elem.lo for n, d in self.vectors.items())  # type: ignore[attr-defined]
-        coords.sort(key=lambda c: bool(c[1]) != small)
+        which = failed[0] if kind == "excluded" else None
+        coords = self.plan(which, small)
+        if self.pushed:  # a coordinate a push moved before first among the scalars or the entries
+            # (a limit that binds at one point binds at the next)
+            coords = sorted(coords, key=lambda c: (bool(c[1]) != small, -self.pushed.get(c, 0)))
         for coord in coords:
             yield None  # one coordinate per turn (see run.step)
             self.tick()
-            # the assumptions a move of this coordinate can change (the others hold as before)
-            touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
-            changed = [a for a in need if touched & set(self.ob.assumption_params(a))]
+            changed = self.changed(which, coord)
 
             def good(s, h, changed=changed) -> bool:
                 params = self.realise(s, h)
@@ -329,10 +428,14 @@ class _Prober:
 
             cur = self.get(coord, scalars, shapes)
             lo, hi = self.span(coord, scalars)
-            label = f"{coord[0]}{'.' + coord[1] if coord[1] else ''}"
+            label = coord[0] + ("." + coord[1] if coord[1] else "")
             if kind == "excluded":
                 if not bisect:
-                    for i in sorted(self.derived(coord, scalars, shapes), key=lambda i: abs(i - cur))[:_DERIVED_TRIES]:
+                    # the derived values nearest first, after the values next to ``cur`` (the
+                    # nearest admitted point when ``cur`` is just past the assumption's limit)
+                    near = [i for i in (cur - 1, cur + 1) if lo <= i <= hi]
+                    tries = near + sorted(set(self.derived(coord, scalars, shapes)).difference(near), key=lambda i: abs(i - cur))
+                    for i in tries[:_DERIVED_TRIES]:
                         if i != cur and good(*self.put(coord, i, scalars, shapes)):
                             yield (*self.put(coord, i, scalars, shapes), f"{label} set to a derived value")
                             break
@@ -359,10 +462,12 @@ class _Prober:
                     else:
                         bad = mid
                 if ok >= 0:
+                    self.pushed[coord] = self.pushed.get(coord, 0) + 1
                     yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
                 continue
             j = self._farthest(coord, scalars, shapes, good, cur, far)
             if j is not None and j != cur:
+                self.pushed[coord] = self.pushed.get(coord, 0) + 1
                 yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
 
     def _farthest(self, coord, scalars, shapes, good, cur: int, far: int) -> int | None:
@@ -423,9 +528,10 @@ class _Prober:
 
     def run(self) -> None:
         """The two main corners (every parameter low, every parameter high) and the cheap moves
-        from them (derived values); the other base points and theirs; the sweeps of finite values
-        and cases; then the bisecting moves from every point so far, and two more rounds of
-        moves from the points moved to."""
+        from them (derived values), the saturations of an admitted corner first (a saturated
+        batch's first); each other base point, each followed by its cheap moves; the sweeps of
+        finite values and cases; then the bisecting moves from every point so far, and two more
+        rounds of moves from the points moved to."""
         done: list[tuple[dict, dict, str, tuple[str, list[str]]]] = []
 
         def step(points, bisect: bool, interleave: bool = False) -> list:
@@ -454,10 +560,16 @@ class _Prober:
                     points.append((s, h, how, out))
             return points
 
-        bases = list(self.bases())
-        for first, chunk in ((True, bases[:2]), (False, bases[2:])):
-            points = visit(chunk)
-            done += points + step(points, False, interleave=first)
+        bases = self.bases()
+        points = visit(itertools.islice(bases, 2))
+        # the moves from a corner where the assumptions hold (saturations) before the repairs of
+        # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
+        saturated = lambda h: bool(self.vectors) and all(h[n][0] == d.elem.hi for n, d in self.vectors.items())  # type: ignore[attr-defined]  # noqa: E731
+        points.sort(key=lambda pt: (pt[3][0] != "holds", not saturated(pt[1])))
+        done += points + step(points, False, interleave=True)
+        for base in bases:  # each other base point, then at once the cheap moves from it
+            points = visit([base])
+            done += points + step(points, False)
         done += visit(self.sweeps())
         frontier = step(done, True)
         for _depth in range(2):
@@ -483,11 +595,13 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
     started = time.process_time()
     per_point = 1 + sum(v.size for v in vectors.values())
     prober = _Prober(ob, axes, dict(vectors), max(1, min(max_points, max_work // per_point)), started + max_seconds)
-    try:
-        prober.run()
-    except _Budget:
-        pass
-    unstable = prober.recheck()
+    with tracing() as trace:
+        prober.trace = trace
+        try:
+            prober.run()
+        except _Budget:
+            pass
+        unstable = prober.recheck()
     if unstable is not None:
         prober.hit = None
     took = time.process_time() - started

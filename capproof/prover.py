@@ -858,14 +858,10 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
-    result = ObligationResult(
-        id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,
-        message="", domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()}, pins=pins,
-        assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
-        covers=list(ob.covers),
-    )
+    domains = unstable = None
     if options.probe:  # the first counterexample on ints, before any Z3 term is built (and before
-        # reading the sources for the report: models_used parses them, ~10 ms in a fresh process)
+        # the result's set-up and reading the sources for the report: models_used parses them,
+        # ~10 ms in a fresh process)
         try:
             domains = checked_domains(ob, pins, rlimit)
         except KeyboardInterrupt:
@@ -877,15 +873,23 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
         if hit is not None:
             first.record(hit.params, hit.values, "int probe", hit.found_at)
-        if "unstable" in stats:  # the probe's calls changed what the model computes: no verdict
-            result.message = (f"the model is not a function of its parameters on ints: {stats['unstable']} (its calls "
-                              "change module state it reads?); a verdict that depends on what ran before is no verdict")
-            result.seconds = time.perf_counter() - started
-            return result
+        unstable = stats.get("unstable")
+    result = ObligationResult(
+        id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,
+        message="", domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()}, pins=pins,
+        assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
+        covers=list(ob.covers),
+    )
+    if unstable is not None:  # the probe's calls changed what the model computes: no verdict
+        result.message = (f"the model is not a function of its parameters on ints: {unstable} (its calls "
+                          "change module state it reads?); a verdict that depends on what ran before is no verdict")
+        result.seconds = time.perf_counter() - started
+        return result
     try:
         result.models = ob.models_used()
         result.claim_source = ob.claim_source() or ""
-        finite, ranges, vectors = checked_domains(ob, pins, rlimit)
+        # the probe's domains when it had them (it reads them only), else checked here (and reported)
+        finite, ranges, vectors = domains if domains is not None else checked_domains(ob, pins, rlimit)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:

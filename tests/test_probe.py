@@ -259,3 +259,97 @@ def one_bad_residue(x, y):
     assert off.counterexample.minimized is False and "not minimised: minimisation off" in off.message
     holds, _, failed = replay(ob, off.counterexample.params)
     assert not holds and not failed
+
+
+def test_an_assumption_whose_value_depends_on_its_earlier_calls_gives_no_hit(spec_file):
+    """The probe computes each assumption once per argument values (a memo), so a hit's
+    assumptions may come from an earlier call; the final re-check runs them again without the
+    memo. Here ``x`` above 4 is admitted only the first time the assumption sees it: the hit (the
+    high corner) is admitted once, then excluded, so it is no counterexample and no hit is given
+    (and ``prove`` gives no verdict)."""
+    source = HEADER + """
+_seen = set()
+
+def first_time(x):
+    new = x not in _seen
+    _seen.add(x)
+    return x < 5 or new
+
+@obligation(domain={"x": Range(0, 10)}, assumptions={"first time": first_time})
+def below_five(x):
+    return at_most(demand=x, capacity=4)
+"""
+    ob = _only(spec_file(source, "first_time_a.py"))
+    stats: dict = {}
+    assert probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats) is None
+    assert "at {'x': 10} it gave claim False" in stats["unstable"] and "['first time'] false" in stats["unstable"]
+    ob = _only(spec_file(source, "first_time_b.py"))  # a fresh set
+    r = prove_obligation(ob, Options(density="off"))
+    assert r.verdict is Verdict.ERROR and "not a function of its parameters on ints" in r.message
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_order_a_conjunction_is_checked_in_does_not_change_the_search(spec_file, monkeypatch, seed):
+    """Moves check the assumptions a coordinate changes cheapest first, by the time each took:
+    with those times replaced by random ones (any order), the probe visits the same points and
+    finds the same counterexample (a conjunction's value does not depend on its order; one that
+    raises counts as false in any order)."""
+    import random
+
+    import capproof.probe as probe_module
+
+    ob = _only(spec_file(SATURATED))
+    stats: dict = {}
+    hit = probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats)
+    assert hit is not None
+    clock = random.Random(seed)
+    monkeypatch.setattr(probe_module.time, "perf_counter", clock.random)
+    again_stats: dict = {}
+    again = probe(ob, *checked_domains(ob, {}, 20_000_000), stats=again_stats)
+    monkeypatch.undo()
+    assert (again.params, again.values, again.points, again.how) == (hit.params, hit.values, hit.points, hit.how)
+    assert again_stats["points"] == stats["points"]
+
+
+def _in_domain(ob, params) -> bool:
+    """``params`` lies in ``ob``'s declared domain: scalars in theirs, each batch as long as its
+    length parameter says (or its size) with every entry in the entry range."""
+    from capproof.domain import Vector
+
+    for p, dom in ob.domain.items():
+        v = params[p]
+        if isinstance(dom, Vector):
+            n = params[dom.length] if dom.length else dom.size
+            if len(v) != n or not all(dom.elem.contains(e) for e in v):
+                return False
+        elif not dom.contains(v):
+            return False
+    return True
+
+
+def test_the_probe_finds_every_counterexample_of_spec_in_the_domain_and_it_replays():
+    """The probe's point order (corners, then each base point with its moves, saturated batches
+    first; the coordinates a push moved tried first; assumptions memoised): with the budget
+    ``capproof prove`` gives it, it finds a counterexample for every ``expect="counterexample"``
+    obligation of spec/ and none on a proved one; each lies in the declared domain, satisfies every
+    assumption and violates the claim on ints, with its batches padded and alone (the same
+    values), and is re-found at the same point by a second run (the search is counted, not timed)."""
+    from capproof.loader import load
+
+    items, _ = load(["spec"])
+    found, expected = set(), set()
+    for ob in (ob for ob in items if hasattr(ob, "domain")):
+        if ob.expect == "counterexample":
+            expected.add(ob.id)
+        domains = checked_domains(ob, {}, 20_000_000)
+        hit = probe(ob, *domains)
+        if hit is None:
+            continue
+        found.add(ob.id)
+        assert _in_domain(ob, hit.params), (ob.id, hit.params)
+        holds, values, failed = replay(ob, hit.params)
+        assert (holds, failed) == (False, []) and values == hit.values, ob.id
+        assert replay(ob, hit.params, padding=False) == (False, values, []), ob.id
+        again = probe(ob, *domains)
+        assert (again.params, again.points, again.how) == (hit.params, hit.points, hit.how), ob.id
+    assert found == expected
