@@ -294,7 +294,11 @@ def verify_outcome(base: dict, now: dict) -> tuple[str | None, str]:
     point or status: proofs/bounds.md changes); ``(None, keys)``: neither, with the fields of the
     result JSON (timings left out) that differ where no report shows them (comma-separated)."""
     if now.get("md") != base.get("md"):
-        return "report", now.get("error") or "its section of the proof report changes"
+        if now.get("error") or base.get("md") is None:
+            return "report", now.get("error") or base.get("error") or "?"
+        old, new = base["md"].splitlines(), now["md"].splitlines()
+        i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        return "report", f"line {i}: {old[i] if i < len(old) else '(none)'!r} -> {new[i] if i < len(new) else '(none)'!r}"
     if base.get("bound") == "certified" and now.get("bound") != "certified":
         return "bound", now.get("bound") or "no certificate"
     old, new = base.get("json") or {}, now.get("json") or {}
