@@ -13,7 +13,15 @@ child forked from ONE pytest session that collected the fast tier and the prove 
    ``tests/mutation/test_prove_kills.py`` that call the mutated function (``--callmap``: a spec
    file's load-time calls count for all of its obligations); a changed verdict = killed by prove.
    ``--prove-alone`` runs this oracle on every selected mutant whatever the tests say (the
-   ``capproof prove``-alone rate), recorded apart in ``mutants/capproof-mutation-prove-alone.jsonl``.
+   ``capproof prove``-alone rate), recorded apart in ``mutants/capproof-mutation-prove-alone.jsonl``;
+3. **verify alone** (``--verify-alone``, on the mutants the prove-alone record left alive): what ``make
+   verify`` notices without the tests. Each obligation calling the function is decided with ``capproof
+   prove``'s default options and its section of the proof report compared with the unmutated one
+   (``report --check``: counterexample, unsat core, witnesses, density, message), and its bound
+   recorded in proofs/bounds.json certified under the mutant (``bound --check``); see
+   :func:`verify_one` and :func:`verify_outcome`. Recorded in ``mutants/capproof-mutation-verify-alone.jsonl``;
+   ``--table --verify-alone`` prints the three oracles side by side (with the tests: the with-tests record).
+   CrossHair contracts are not run by it.
 
 A mutant neither kills is ``survived`` (to close, or to list in tests/mutation/equivalent.txt
 with a reason). Results, one JSON line per mutant, in ``mutants/capproof-mutation-direct.jsonl``
@@ -32,6 +40,9 @@ Run from the project root::
     nice -n 19 python tests/mutation/activate.py --testmap
     nice -n 19 python tests/mutation/activate.py --sample 2000 --seed 20261202
     python tests/mutation/activate.py --table
+    nice -n 19 python tests/mutation/activate.py --prove-alone --sample 100000 --seed 20261202
+    nice -n 19 python tests/mutation/activate.py --verify-alone
+    python tests/mutation/activate.py --table --verify-alone
     python tests/mutation/activate.py --save docs/mutation          # keep the records (committed)
     python tests/mutation/activate.py --table --records docs/mutation
 """
@@ -604,7 +615,8 @@ def verify_candidates(prove_alone: dict[str, dict]) -> set[str]:
 def run(names: list[str], mode: str = "all") -> None:
     """Each mutant of ``names`` in one pytest session (see :class:`_Mutants`). ``mode``: ``all`` (tests,
     then prove on their survivors), ``tests-only``, ``prove-alone`` (the prove oracle on every mutant,
-    whatever the tests say; recorded apart, in ``capproof-mutation-prove-alone.jsonl``)."""
+    whatever the tests say; recorded apart, in ``capproof-mutation-prove-alone.jsonl``), ``verify-alone``
+    (on the prove-alone survivors: :meth:`_Mutants._verify_mutant`; in ``capproof-mutation-verify-alone.jsonl``)."""
     equiv = equivalents()
     record = os.path.abspath(os.path.join("mutants", {"prove-alone": PROVE_ALONE, "verify-alone": VERIFY_ALONE}.get(mode, RECORD)))
     done = _done(record)
@@ -762,7 +774,7 @@ def verify_table(names: list[str], root: str = "mutants") -> None:
 
 def save(dest: str) -> None:
     """The records of the mutated copy, kept in ``dest`` (e.g. docs/mutation/, committed): every
-    mutant's name (``mutants.txt``), and the direct, prove-alone and outcome records, one line per
+    mutant's name (``mutants.txt``), and the direct, prove-alone, verify-alone and outcome records, one line per
     mutant (the last line of a mutant rerun after ``--tests-only``). ``--table --records dest``
     prints the same table from them."""
     os.makedirs(dest, exist_ok=True)
