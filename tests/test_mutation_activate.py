@@ -152,6 +152,15 @@ def test_verify_alone_sees_what_a_verdict_does_not(spec_file):
     assert kind == "report" and why.startswith("line ") and "->" in why  # the first line of the section that changes
     assert act.verify_outcome(base["fits"], lowered["fits"])[0] == "bound"
 
+    with open(path, "w") as fh:  # a verdict that changes: seen on the verdict-only decision, the same report line
+        fh.write(VERIFY_SPEC.replace("return 20", "return 12"))
+    quick = act.verify_one(Oracle, declared["fits"], bounds, base["fits"])
+    full = act.verify_one(Oracle, declared["fits"], bounds)
+    assert quick["quick"] and quick["json"]["verdict"] == full["json"]["verdict"] == "counterexample"
+    assert act._verdict_line(quick["md"]).startswith(act._verdict_line(full["md"]).split(" (")[0])
+    assert act.verify_outcome(base["fits"], quick)[0] == act.verify_outcome(base["fits"], full)[0] == "report"
+    assert "quick" not in act.verify_one(Oracle, declared["overflows"], bounds, base["overflows"])  # same verdict: decided in full
+
     with open(path, "w") as fh:
         fh.write(VERIFY_SPEC.replace("def overflows", "def renamed"))
     gone = act.verify_one(Oracle, declared["overflows"], bounds)

@@ -316,7 +316,12 @@ def verify_outcome(base: dict, now: dict) -> tuple[str | None, str]:
     return None, ",".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
 
 
-def verify_one(oracle, declared, bounds: dict) -> dict:
+def _verdict_line(md: str) -> str:
+    """The verdict line of an obligation's report section (:func:`capproof.report._obligation_md`)."""
+    return next(line for line in md.splitlines() if line.startswith("- verdict: "))
+
+
+def verify_one(oracle, declared, bounds: dict, base: dict | None = None) -> dict:
     """One obligation as ``make verify`` sees it, under whatever mutant is active: its spec file
     loaded again (``oracle._reload``: load-time helper calls run mutated), the obligation decided
     with ``capproof prove``'s default options (minimised counterexample, trigger witnesses, unsat
@@ -324,7 +329,13 @@ def verify_one(oracle, declared, bounds: dict) -> dict:
     JSON (:func:`comparable`) and its section of the proof report (``capproof.report``); then, when
     proofs/bounds.json (``bounds``: ``{"bounds": {id: entry}, "rlimit", "waste_threshold_pct"}``)
     records its bound, ``bound --check``'s certificate of that record (``capproof.bound.check_obligation``):
-    ``"certified"`` or why not."""
+    ``"certified"`` or why not.
+
+    With the unmutated outcome ``base``, the obligation is first decided verdict-only (the prove
+    oracle's options: the same verdict and encoding, without the minimisation, witnesses and
+    restating check that can take minutes when a mutant sends an induction proof back to the bounded
+    encoding); when its verdict or encoding differs from ``base``'s, the report's verdict line
+    differs whatever the rest, and that line is returned as the outcome (``"quick": True``)."""
     from capproof import Options
     from capproof.bound import Uncertified, check_obligation
     from capproof.obligation import Obligation
@@ -338,6 +349,13 @@ def verify_one(oracle, declared, bounds: dict) -> dict:
     ob = next((it for it in items if isinstance(it, Obligation) and it.id == declared.id), None)
     if ob is None:
         return {"md": None, "error": f"{declared.id} is no longer declared"}
+    if base is not None and base.get("json"):
+        q = prove_obligation(ob, Options(density="off", minimize=False, contracts=False, verdict_only=True, isolate=False))
+        was = (base["json"]["verdict"], base["json"].get("encoding", ""))
+        if (q.verdict.value, q.encoding) != was:
+            line = f"- verdict: **{q.verdict.value}{f' ({q.encoding})' if q.encoding else ''}** (verdict-only; {q.message[:200]})"
+            return {"json": {"verdict": q.verdict.value, "encoding": q.encoding}, "quick": True,
+                    "md": base["md"].replace(_verdict_line(base["md"]), line)}
     r = prove_obligation(ob, Options(isolate=False))
     result = comparable(r.to_json())
     out = {"json": result, "md": "\n".join(_obligation_md(result)), "seconds": round(r.seconds, 3)}
@@ -444,7 +462,7 @@ class _Mutants:
             pass
         return os.waitstatus_to_exitcode(status)
 
-    def _verify_lines(self, name: str, items: list, seconds: float, compare: bool) -> tuple[int, list[dict]]:
+    def _verify_lines(self, name: str, items: list, seconds: float, compare: bool, alone: bool = False) -> tuple[int, list[dict]]:
         """:func:`verify_one` of each of ``items`` (oracle items) in order under mutant ``name``, in
         one forked child (each spec file loaded once); one JSON line per obligation. ``compare``:
         each outcome compared with its baseline in the child (:func:`verify_outcome`; a line
@@ -456,12 +474,13 @@ class _Mutants:
 
         def work():
             for item in items:
-                now = verify_one(item.module, item.callspec.params["declared"], self.bounds)
+                now = verify_one(item.module, item.callspec.params["declared"], self.bounds,
+                                 self.vbase.get(("alone:" if alone else "") + item.nodeid) if name else None)
                 line = {"id": item.nodeid, **now}
                 kind = None
                 if compare:
                     kind, why = verify_outcome(self.vbase[item.nodeid], now)
-                    line = {"id": item.nodeid, "kind": kind, "why": why}
+                    line = {"id": item.nodeid, "kind": kind, "why": why, "quick": bool(now.get("quick"))}
                 with open(path, "a") as fh:
                     fh.write(json.dumps(line) + "\n")
                 if kind:
@@ -483,7 +502,7 @@ class _Mutants:
         if not todo:
             return
         for group in ([[it] for it in todo] if alone else [todo]):
-            rc, lines = self._verify_lines("", group, 60 * VERIFY_SECONDS, compare=False)
+            rc, lines = self._verify_lines("", group, 60 * VERIFY_SECONDS, compare=False, alone=alone)
             for line in lines:
                 self.vbase[("alone:" if alone else "") + line.pop("id")] = line
             if rc != 0 or len(lines) != len(group):
@@ -521,9 +540,11 @@ class _Mutants:
         item = next(it for it in items if it.nodeid == kill["id"])
         self._baselines([item], alone=True)
         base = self.vbase.get("alone:" + item.nodeid)
-        _, alone = self._verify_lines(name, [item], VERIFY_SECONDS, compare=False)
+        _, alone = self._verify_lines(name, [item], VERIFY_SECONDS, compare=False, alone=True)
         kind = verify_outcome(base, alone[0])[0] if base is not None and alone else None
         rec["verify_failed"], rec["verify_kind"], rec["why"] = item.nodeid, kill["kind"], kill["why"][:300]
+        if kill.get("quick"):
+            rec["quick"] = True  # decided verdict-only: its verdict or encoding changed
         rec["verify"] = "killed" if kind == kill["kind"] else "unconfirmed"
         if rec["verify"] == "killed":
             self.kills[fn][item.nodeid] += 1
@@ -811,6 +832,8 @@ def main() -> None:
     ap.add_argument("--reverse", action="store_true", help="run the shard's mutants last first (a second process "
                                                             "finishing a shard from its end; the record skips neither)")
     ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
+    ap.add_argument("--verify-seconds", type=float, default=900, help="with --verify-alone: wall-clock limit "
+                                                                                 "of one mutant's obligations (timeout past it)")
     ap.add_argument("--verify-alone", action="store_true", help="on the prove-alone survivors: what make verify notices "
                                                                 "without the tests (report --check, bound --check)")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
@@ -827,6 +850,7 @@ def main() -> None:
     if args.testmap:
         testmap()
         return
+    globals()["VERIFY_SECONDS"] = args.verify_seconds
     if args.save:
         save(args.save)
         return
