@@ -517,7 +517,9 @@ class _Mutants:
         as ``make verify`` sees them (:func:`verify_one`), each compared with its unmutated outcome
         (:func:`verify_outcome`), stopping at the first difference it notices. A kill is confirmed
         by deciding that obligation alone, mutated and unmutated, each in a fresh child (so it does
-        not depend on what the child decided before); otherwise it is ``unconfirmed`` (not a kill)."""
+        not depend on what the child decided before); otherwise it is ``unconfirmed`` (not a kill). A
+        changed verdict or encoding seen on the verdict-only decision (``quick``) is counted as the
+        prove oracle counts a changed verdict, without that second decision."""
         fn = name.partition("__mutmut_")[0]
         self._baselines(items)
         items = [it for it in items if it.nodeid in self.vbase]
@@ -538,13 +540,15 @@ class _Mutants:
                 "timeout" if rc == -signal.SIGALRM else f"exit {rc}"
             return rec
         item = next(it for it in items if it.nodeid == kill["id"])
+        rec["verify_failed"], rec["verify_kind"], rec["why"] = item.nodeid, kill["kind"], kill["why"][:300]
+        if kill.get("quick"):  # a changed verdict or encoding on the verdict-only decision: a kill as the prove oracle counts one
+            rec["quick"], rec["verify"] = True, "killed"
+            self.kills[fn][item.nodeid] += 1
+            return rec
         self._baselines([item], alone=True)
         base = self.vbase.get("alone:" + item.nodeid)
         _, alone = self._verify_lines(name, [item], VERIFY_SECONDS, compare=False, alone=True)
         kind = verify_outcome(base, alone[0])[0] if base is not None and alone else None
-        rec["verify_failed"], rec["verify_kind"], rec["why"] = item.nodeid, kill["kind"], kill["why"][:300]
-        if kill.get("quick"):
-            rec["quick"] = True  # decided verdict-only: its verdict or encoding changed
         rec["verify"] = "killed" if kind == kill["kind"] else "unconfirmed"
         if rec["verify"] == "killed":
             self.kills[fn][item.nodeid] += 1
@@ -644,8 +648,10 @@ def run(names: list[str], mode: str = "all") -> None:
     if mode == "prove-alone":
         todo = [n for n in names if n not in equiv and n not in done]
     elif mode == "verify-alone":  # the prove-alone survivors (a changed verdict is noticed by make verify too)
-        alive = verify_candidates(_done(os.path.join("mutants", PROVE_ALONE)))
+        pa = _done(os.path.join("mutants", PROVE_ALONE))
+        alive = verify_candidates(pa)
         todo = [n for n in names if n not in equiv and n not in done and n in alive]
+        todo.sort(key=lambda n: pa[n].get("seconds", 0))  # the cheapest first (stable: else in the given order)
     else:
         todo = [n for n in names if n not in equiv and (n not in done or (mode == "all" and done[n]["tests"] != "killed"
                                                                            and "prove" not in done[n]))]
