@@ -77,7 +77,8 @@ mutation: $(STAMP)
 # one of the fast tier which TESTS call it and how long each takes (--testmap); then each mutant runs, in a child
 # forked from one pytest session, the tests calling it (fastest first, first failure ends it), and only survivors
 # re-prove the obligations that call it. Every mutant in a seeded random order (any prefix a random sample);
-# MUTATION_ARGS='--files models/*' to restrict. `--prove-alone` (not run here): the prove oracle on every mutant.
+# MUTATION_ARGS='--files models/*' to restrict. `--prove-alone` (not run here): the prove oracle on every mutant;
+# then `--verify-alone` (not run here): what make verify notices on its survivors (report --check, bound --check).
 # The records are kept in docs/mutation/ (`--save`; mutants/ is deleted by the next run): commit them, and
 # `activate.py --table --records docs/mutation` prints the table again.
 MUTATION_ARGS ?= --sample 100000 --seed 20261202

@@ -84,3 +84,119 @@ def test_saved_records_give_the_same_table(tmp_path, monkeypatch, capsys):
     after = capsys.readouterr().out
     assert after == before
     assert "| models/vllm/gdn.py | 4 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 1 | 66.7 |" in after.splitlines()
+
+
+VERIFY_SPEC = """
+from capproof import Range, at_most, obligation
+
+def capacity(a):
+    return 20
+
+def demand(a, b):
+    return a // 2 + b
+
+@obligation(domain={"a": Range(0, 9), "b": Range(0, 9)})
+def fits(a, b):
+    return at_most(demand=demand(a, b), capacity=capacity(a))
+
+@obligation(domain={"a": Range(0, 9), "b": Range(0, 9)}, expect="counterexample")
+def overflows(a, b):
+    return at_most(demand=demand(a, b), capacity=capacity(a) - 10)
+"""
+
+
+def test_verify_alone_sees_what_a_verdict_does_not(spec_file):
+    """The verify-alone oracle (``activate.py --verify-alone``) on a spec whose helpers a "mutant"
+    changes in place: decided twice unmutated, nothing differs (the oracle needs determinism); a
+    raised capacity keeps both verdicts, the proved claim's report section unchanged, but fails
+    its recorded bound's certificate (``bound --check``); a lowered demand keeps the counterexample
+    verdict but moves the smallest counterexample (``report --check``)."""
+    from capproof import loader
+    from capproof.bound import bound_obligation
+
+    act = _activate()
+    path = spec_file(VERIFY_SPEC)
+
+    class Oracle:  # the prove oracle's _reload: the spec file executed again
+        @staticmethod
+        def _reload(p):
+            loader._loaded.pop(os.path.abspath(p), None)
+            return loader.load_file(p)
+
+    declared = {ob.name: ob for ob in Oracle._reload(path)}
+    entry = json.loads(json.dumps(bound_obligation(declared["fits"]).to_json()))
+    bounds = {"bounds": {declared["fits"].id: entry}, "rlimit": 20_000_000, "waste_threshold_pct": entry["waste_threshold_pct"]}
+
+    def outcomes():
+        return {name: act.verify_one(Oracle, ob, bounds) for name, ob in declared.items()}
+
+    base = outcomes()
+    assert base["fits"]["json"]["verdict"] == "proved" and base["fits"]["bound"] == "certified"
+    assert base["overflows"]["json"]["verdict"] == "counterexample" and "bound" not in base["overflows"]
+    again = outcomes()
+    assert all(act.verify_outcome(base[n], again[n]) == (None, "") for n in base)
+
+    with open(path, "w") as fh:
+        fh.write(VERIFY_SPEC.replace("return 20", "return 21"))
+    raised = outcomes()
+    assert raised["fits"]["json"]["verdict"] == "proved"
+    kind, why = act.verify_outcome(base["fits"], raised["fits"])
+    assert kind == "bound" and why.startswith("certificate failed")
+    assert act.verify_outcome(base["overflows"], raised["overflows"])[0] == "report"  # the counterexample moves too
+
+    with open(path, "w") as fh:
+        fh.write(VERIFY_SPEC.replace("a // 2 + b", "a // 3 + b"))
+    lowered = outcomes()
+    assert lowered["overflows"]["json"]["verdict"] == "counterexample"
+    kind, why = act.verify_outcome(base["overflows"], lowered["overflows"])
+    assert kind == "report" and why.startswith("line ") and "->" in why  # the first line of the section that changes
+    assert act.verify_outcome(base["fits"], lowered["fits"])[0] == "bound"
+
+    with open(path, "w") as fh:  # a verdict that changes: seen on the verdict-only decision, the same report line
+        fh.write(VERIFY_SPEC.replace("return 20", "return 12"))
+    quick = act.verify_one(Oracle, declared["fits"], bounds, base["fits"])
+    full = act.verify_one(Oracle, declared["fits"], bounds)
+    assert quick["quick"] and quick["json"]["verdict"] == full["json"]["verdict"] == "counterexample"
+    assert act._verdict_line(quick["md"]).startswith(act._verdict_line(full["md"]).split(" (")[0])
+    assert act.verify_outcome(base["fits"], quick)[0] == act.verify_outcome(base["fits"], full)[0] == "report"
+    assert "quick" not in act.verify_one(Oracle, declared["overflows"], bounds, base["overflows"])  # same verdict: decided in full
+
+    with open(path, "w") as fh:
+        fh.write(VERIFY_SPEC.replace("def overflows", "def renamed"))
+    gone = act.verify_one(Oracle, declared["overflows"], bounds)
+    assert act.verify_outcome(base["overflows"], gone) == ("report", f"{declared['overflows'].id} is no longer declared")
+
+
+def test_verify_table_counts_each_oracle_once(tmp_path, monkeypatch, capsys):
+    """The three-oracle table: a verdict kill, a prove failure that is not a verdict (make verify
+    fails on it: counted by verify, not by prove), report and bound kills, a function no obligation
+    calls, an unconfirmed difference (survived) and an unrun mutant; ``with tests`` counts the
+    union with the with-tests record, over the mutants both records hold."""
+    act = _activate()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}"
+    prove = [
+        {"mutant": m.format(1), "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
+        {"mutant": m.format(2), "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob2")},  # unknown
+        {"mutant": m.format(3), "prove": "survived"},
+        {"mutant": m.format(4), "prove": "survived"},
+        {"mutant": m.format(5), "prove": "no obligation"},
+        {"mutant": m.format(6), "prove": "survived"},
+        {"mutant": m.format(7), "prove": "survived"},
+    ]
+    verify = [
+        {"mutant": m.format(3), "verify": "killed", "verify_kind": "report"},
+        {"mutant": m.format(4), "verify": "killed", "verify_kind": "bound"},
+        {"mutant": m.format(5), "verify": "no obligation"},
+        {"mutant": m.format(6), "verify": "unconfirmed", "verify_kind": "report"},
+    ]
+    direct = [{"mutant": m.format(i), "tests": "killed" if i in (5, 6) else "survived"} for i in range(1, 8)]
+    os.makedirs(tmp_path / "recs")
+    for name, recs in ((act.PROVE_ALONE, prove), (act.VERIFY_ALONE, verify), (act.RECORD, direct)):
+        (tmp_path / "recs" / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "recs" / act.OUTCOMES).write_text(json.dumps({"mutant": m.format(2), "kind": "unknown", "obligation": "spec/a.py::ob2"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert act.verify_candidates(act._done(str(tmp_path / "recs" / act.PROVE_ALONE))) == {m.format(i) for i in range(3, 8)}
+    act.verify_table([m.format(i) for i in range(1, 9)], "recs")
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| models/vllm/gdn.py")]
+    # mutants equiv notrun prove unknown missing report bound noobl timeout survived verify-not-run | prove% verify% tests%
+    assert rows == ["| models/vllm/gdn.py | 8 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 14.3 | 66.7 | 100.0 |"]
