@@ -209,19 +209,18 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
             codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
             previous = None
             asking = False  # between a load of the builtin hasattr/getattr and the next call
+            where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
             for ins in dis.get_instructions(c):
                 if asking and ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ins.argval in distinguishing:
-                    pair = (f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}", ins.argval)
+                    pair = (where, ins.argval)
                     if pair not in attrs:
                         attrs.append(pair)
                 if ins.opname in _CALLS:
                     asking = False
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
-                    if name == "type" and "type" not in globs:
-                        note = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
-                        if note not in found:
-                            found.append(note)
+                    if name == "type" and "type" not in globs and where not in found:
+                        found.append(where)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)
@@ -294,6 +293,13 @@ _get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot
 _NUMERAL_TEXT = bytes if _mk_numeral is not _z3core.Z3_mk_numeral else str
 
 
+def _int_numeral(ref, value: int):
+    """``Z3_mk_numeral(ref, str(value), Int)`` through the unchecked C function (its text as bytes
+    where the ctypes function takes bytes); not yet checked: the caller passes it to :func:`_checked`."""
+    text = str(value)
+    return _mk_numeral(ref, text.encode() if _NUMERAL_TEXT is bytes else text, _mk_int_sort(ref))
+
+
 def _checked(ref, ast):
     """``ast``, a term just returned by one of Z3's C functions called without z3core's check
     (:func:`_unchecked`); raises z3core's error when it is NULL (Z3 could not build it)."""
@@ -325,9 +331,7 @@ class _Raw:
         return ast
 
     def num(self, value: int):
-        ref = self.ref
-        text = str(value)
-        return self.keep(_mk_numeral(ref, text.encode() if _NUMERAL_TEXT is bytes else text, _mk_int_sort(ref)))
+        return self.keep(_int_numeral(self.ref, value))
 
     def ge(self, a, b):
         return self.keep(_mk_ge(self.ref, a, b))
@@ -590,8 +594,7 @@ def _operand(ctx: z3.Context, other: object):
     kind = type(other)
     if kind is int:
         ref = ctx.ref()
-        text = str(other)
-        return _checked(ref, _mk_numeral(ref, text.encode() if _NUMERAL_TEXT is bytes else text, _mk_int_sort(ref)))
+        return _checked(ref, _int_numeral(ref, other))
     if kind is SymInt and other.term.ctx is ctx:
         return other.term.ast
     return None
