@@ -320,8 +320,7 @@ def _trace_hook(name: str):
 
 
 def _all_of_hook():
-    trace = getattr(_symbolic._local, "trace", None)
-    return getattr(trace, "all_of_hook", None) if trace is not None else None
+    return _trace_hook("all_of_hook")
 
 
 def any_of(*conditions: Bool) -> Bool:
