@@ -847,7 +847,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.witnesses = []
     elif hit is not None and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (
-            f"{'the int probe' if hit.source == 'int probe' else 'the ' + hit.source} found a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
+            f"{found_by.get(hit.source, hit.source)} a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
             "the symbolic and the int semantics of the model disagree")
         result.verdict = Verdict.ERROR
