@@ -36,6 +36,7 @@ from .errors import DivisorMayBeZero, ReplayError
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
+from .shrink import shrink
 from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
@@ -179,14 +180,25 @@ def _order_key(params: dict[str, object]) -> tuple:
     return tuple(tuple(v) if isinstance(v, list) else v for v in params.values())
 
 
-def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) -> tuple[z3.ModelRef, bool]:
+#: With a shrunk seed, each minimisation query gets the obligation's rlimit divided by this: a
+#: search that runs out of it ends at the seed (a counterexample, labelled not minimised) instead
+#: of spending the whole rlimit per query (1,024-request batches: one unsat query ~20 s). Measured
+#: over spec/: the largest minimisation spends ~0.66 M of the default 20 M (docs/performance.md).
+SEEDED_MINIMISATION_SHARE = 8
+
+
+def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
+                  best: int | None = None) -> tuple[z3.ModelRef, bool]:
     """Binary search for the least value of ``term`` (at least ``lo``) on ``s``, then fix it on ``s``.
 
     Returns the last model and False if a query came back unknown (the value is then not fixed).
     ``lo`` itself is tried first: most corpus counterexamples are least at a domain bound (one
     query instead of ~log2(range) of them); the least value found is the same either way.
+    ``best``: a value of ``term`` known to be attained on ``s`` (a shrunk seed's), else the
+    value in ``model``.
     """
-    best = model.eval(term, model_completion=True).as_long()
+    if best is None:
+        best = model.eval(term, model_completion=True).as_long()
     probe = lo
     while lo < best:
         s.push()
@@ -205,34 +217,71 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int) 
     return model, True
 
 
-def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str]) -> tuple[z3.ModelRef, bool]:
+def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str],
+              seed: dict[str, object] | None = None, budget: int | None = None,
+              rlimit: int | None = None) -> tuple[z3.ModelRef, bool]:
     """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
 
     Fixes each minimised value on ``s``. Returns the final model and whether every search ended
     (an unknown answer stops minimisation; the point found so far is still a counterexample).
+
+    ``seed``: a counterexample shrunk on ints (:func:`capproof.shrink.shrink`). When ``s`` admits
+    it (one query with its values assumed), each search starts from its value, and a value at
+    the domain's lower bound is fixed with no query (the seed attains it with every value fixed
+    before); once a search finds a value below the seed's, the seed is dropped. The least point
+    found is the same; only queries whose answer the seed gives are skipped. When a search is
+    unknown while the seed still agrees with every fixed value, the seed is the point returned
+    (a counterexample at or below the solver's, not minimised).
     """
 
-    def lowest(term: z3.ArithRef, lo: int) -> bool:
-        nonlocal model
-        model, done = minimize_term(s, model, term, lo)
+    if seed is not None and s.check(*case.fix(seed, names)) != z3.sat:
+        seed = None  # the seed lies in another case or path
+    budgeted = seed is not None and budget is not None and rlimit is not None
+    if budgeted:
+        s.set("rlimit", budget)  # each query; an unknown leaves the seed, a counterexample no larger
+
+    def seeded_point() -> tuple[z3.ModelRef, bool]:
+        if budgeted:
+            s.set("rlimit", rlimit)
+        if seed is not None and s.check(*case.fix(seed, names)) == z3.sat:
+            return s.model(), False
+        return model, False
+
+    def lowest(term: z3.ArithRef, lo: int, known: int | None) -> bool:
+        nonlocal model, seed
+        if known is not None and known == lo:
+            s.add(term == lo)  # the seed attains the lower bound with every value fixed so far
+            return True
+        model, done = minimize_term(s, model, term, lo, known)
+        if done and known is not None and model.eval(term, model_completion=True).as_long() < known:
+            seed = None  # a value below the seed's: the seed no longer agrees with what is fixed
         return done
 
     for name in names:
         dom = case.ob.domain[name]
         if name in case.scalars:
             lo = dom.lo if isinstance(dom, Range) else min(dom.cases())  # type: ignore[attr-defined]
-            if not lowest(case.scalars[name].term, lo):  # a Choice length decided as a Range
-                return model, False
+            known = seed[name] if seed is not None else None
+            if not lowest(case.scalars[name].term, lo, known):  # type: ignore[arg-type]
+                return seeded_point()
         elif name in case.vectors:
             elem: Range = dom.elem  # type: ignore[attr-defined]
-            n = case.active(name, model)
-            free = [e.term for e in case.vectors[name][:n] if isinstance(e, SymInt)]
+            n = len(seed[name]) if seed is not None else case.active(name, model)  # type: ignore[arg-type]
+            entries = case.vectors[name][:n]
+            free = [(i, e.term) for i, e in enumerate(entries) if isinstance(e, SymInt)]
             if len(free) <= ENTRYWISE_LIMIT:
-                for term in free:
-                    if not lowest(term, elem.lo):
-                        return model, False
-            elif free and not lowest(z3.Sum(free), elem.lo * len(free)):
-                return model, False
+                for i, term in free:
+                    known = seed[name][i] if seed is not None else None  # type: ignore[index]
+                    if not lowest(term, elem.lo, known):
+                        return seeded_point()
+            elif free:
+                known = sum(seed[name][i] for i, _ in free) if seed is not None else None  # type: ignore[index]
+                if not lowest(z3.Sum([t for _, t in free]), elem.lo * len(free), known):
+                    return seeded_point()
+                if seed is not None and known != elem.lo * len(free):
+                    seed = None  # the sum is fixed, not the entries: the solver's choice from here
+    if budgeted:
+        s.set("rlimit", rlimit)
     if s.check() != z3.sat:  # pragma: no cover - fixing values found sat cannot become unsat
         return model, False
     return s.model(), True
@@ -470,7 +519,9 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             s.pop()
             minimize = answer != z3.unsat  # unsat: every counterexample of this case comes after ``below``
     if minimize:
-        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed])
+        seed = first.seed() if first is not None else None
+        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed], seed,
+                                     max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
     params = case.point(model)
     symbolic_values = {
         k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()
@@ -787,12 +838,36 @@ class _First:
     """The first concrete counterexample of a run (:class:`FirstCounterexample`), timed in CPU
     seconds from ``cpu_started`` (the obligation's start, ``time.process_time``)."""
 
-    __slots__ = ("cpu_started", "found", "points")
+    __slots__ = ("cpu_started", "found", "points", "ob", "domains", "_seed")
 
     def __init__(self, cpu_started: float):
         self.cpu_started = cpu_started
         self.found: FirstCounterexample | None = None
         self.points = 0  # int-probe points evaluated
+        self.ob: Obligation | None = None
+        self.domains: tuple | None = None  # (finite, ranges, vectors) under the pins
+        self._seed: tuple[dict[str, object] | None] | None = None
+
+    def seed(self) -> dict[str, object] | None:
+        """The first counterexample shrunk on ints (:func:`capproof.shrink.shrink`; computed once),
+        or None when there is none yet. Every point kept replays as a counterexample on ints."""
+        if self._seed is None:
+            if self.found is None or self.ob is None or self.domains is None:
+                return None
+            ob = self.ob
+
+            def fails(params: dict[str, object]) -> bool:
+                try:
+                    holds, values, failed = replay(ob, params)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException:  # noqa: BLE001 - a point where the model raises is no counterexample
+                    return False
+                return not holds and not failed and _padding_check(ob, params, (holds, values, failed)) is None
+
+            point, _ = shrink(list(ob.params), self.found.params, *self.domains, fails)
+            self._seed = (point,)
+        return self._seed[0]
 
     def record(self, params: dict[str, object], values: dict[str, int], source: str, at: float | None = None) -> None:
         """Keep the first counterexample, found at CPU time ``at`` (None: now)."""
@@ -890,6 +965,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         result.claim_source = ob.claim_source() or ""
         # the probe's domains when it had them (it reads them only), else checked here (and reported)
         finite, ranges, vectors = domains if domains is not None else checked_domains(ob, pins, rlimit)
+        first.ob, first.domains = ob, (finite, ranges, vectors)  # to shrink the first counterexample (a seed)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
