@@ -901,7 +901,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     verdict and the minimised counterexample do not depend on the probe, except that a probe
     counterexample the verdict excludes (proved, vacuous) makes the verdict an error: the int and
     the symbolic semantics disagree, and that an ``unknown`` with a probe counterexample becomes a
-    counterexample (not minimised: the point is the probe's, replayed on ints). Decided in a fresh
+    counterexample (not minimised: the probe's point shrunk on ints, :func:`capproof.shrink.shrink`,
+    replayed). Decided in a fresh
     Z3 context, as ``capproof prove`` decides each obligation: the answer does not depend on what
     the calling process did with Z3 before (in-process callers, tests)."""
     first = _First(time.process_time())
@@ -914,11 +915,18 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     # domain where every assumption holds and the claim fails, whichever search found it
     found_by = {"int probe": "the int probe found", "solver": "the solver found (replayed)"}
     if hit is not None and result.verdict is Verdict.UNKNOWN:
-        # a counterexample whatever the solver could not decide later: reported as found, not minimised
-        result.message = (f"{_violation(result.relation, hit.values)} at a point {found_by.get(hit.source, hit.source)} on ints "
+        # a counterexample whatever the solver could not decide later: reported as found, shrunk on
+        # ints (every point the shrinker keeps is replayed), not minimised
+        params, values, shrunk = dict(hit.params), dict(hit.values), ""
+        seed = first.seed() if options is None or options.minimize else None
+        if seed is not None and seed != hit.params:
+            holds, seed_values, failed = replay(ob, seed)
+            if not holds and not failed:  # as the shrinker checked it
+                params, values, shrunk = seed, seed_values, ", shrunk on ints"
+        result.message = (f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
                           f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})")
         result.verdict = Verdict.COUNTEREXAMPLE
-        result.counterexample = Counterexample(dict(hit.params), dict(hit.values), False)
+        result.counterexample = Counterexample(params, values, False)
         result.witnesses = []
     elif hit is not None and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (

@@ -10,6 +10,8 @@ value a bisection finds at which the point still fails, in passes until a pass m
 Every point it keeps was checked by ``is_counterexample`` (the prover's replay on ints: in the
 domain, every assumption true, the claim false with and without the batch's padding).
 
+Moves are single-coordinate: a point where every single move leaves the failing set (a saturated
+batch whose token budget equals its total: fewer tokens need a lower budget too) is kept as it is.
 The result is only a *seed*: a known failing point at or below the one given. The prover uses it
 to skip a minimisation query whose answer the seed already gives (a parameter at its domain's
 lower bound in a point consistent with every value fixed so far) and as the upper end of each

@@ -180,3 +180,19 @@ def test_the_seed_skips_the_queries_it_answers(spec_file, monkeypatch):
     assert seeded.counterexample.params == plain.counterexample.params
     assert "j" in calls and "k" in calls and "j" not in seeded_calls and "k" not in seeded_calls
     assert len(seeded_calls) < len(calls)
+
+
+def test_an_unknown_verdict_reports_the_probe_point_shrunk_on_ints(spec_file):
+    """rlimit 1: the solver is unknown, the probe's corner (16 requests of 8 tokens) is a
+    counterexample; the one reported is that point shrunk on ints (1 request), replayed, labelled
+    not minimised. With minimisation off it is the probe's point as found."""
+    ob = _only(spec_file(READER))
+    r = prove_obligation(ob, Options(rlimit=1, density="off"))
+    assert r.verdict is Verdict.COUNTEREXAMPLE and not r.counterexample.minimized, r.message
+    first, cx = r.first_counterexample.params, r.counterexample
+    assert "shrunk on ints" in r.message and "not minimised" in r.message
+    assert cx.params == {"j": 0, "k": 2, "mnbt": 2, "num_reqs": 1, "lens": [2]} != first
+    holds, values, failed = replay(ob, cx.params)
+    assert not holds and not failed and values == cx.values
+    off = prove_obligation(ob, Options(rlimit=1, density="off", minimize=False))
+    assert off.counterexample.params == first and "shrunk" not in off.message
