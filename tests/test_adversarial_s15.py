@@ -72,12 +72,26 @@ def one_error_line(result, message):
     ["--speculative-config", '{"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],   # K from the draft's n_predict
     ["--speculative-config.method", "mtp"],
     ["--spec-method", "mtp"],
+    ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],       # merged into the speculative config by vLLM
 ])
 def test_speculative_decoding_without_a_token_count_is_bad_input_not_no_speculative_decoding(spec, argv):
     """Before: num_speculative_tokens stayed 0, every spec-decode obligation was "does not apply: no
     speculative decoding (--speculative-config not given)" and the answer was safe (exit 0); vLLM
     0.33.0 defaults it from the draft model's config (``SpeculativeConfig.__post_init__``, n_predict)."""
     one_error_line(check(spec, "--max-model-len", "4096", *argv), "without num_speculative_tokens")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--speculative-config", '{"method": "mtp", "num-speculative-tokens": 5}'],   # vLLM reads dashes as underscores
+    ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--spec-tokens", "5"],
+    ["--spec-method", "mtp", "--spec-tokens", "5"],
+])
+def test_speculative_decoding_spelled_otherwise_is_checked(spec, argv):
+    """Before: ``num-speculative-tokens`` (dashes) and ``--spec-model`` were not read: no
+    speculative decoding, safe (exit 0); vLLM's ``create_speculative_config`` merges the
+    ``--spec-*`` flags and replaces dashes in the keys."""
+    result = check(spec, "--max-model-len", "4096", *argv)
+    assert result.exit_code == 1 and "spec_rows" in result.output and "demand=5" in result.output, result.output
 
 
 def test_a_token_count_given_still_checks_speculative_decoding(spec):
@@ -346,3 +360,12 @@ def test_the_token_budget_without_chunked_prefill_and_no_length_is_left_free(tmp
     result = CliRunner().invoke(main, ["check-config", "--spec", str(spec), "--", "vllm", "serve", "m",
                                        "--no-enable-chunked-prefill"])
     assert result.exit_code == 1 and "max_num_batched_tokens in [" not in result.output, result.output
+
+
+@pytest.mark.parametrize("text", ["vllm==0.33", "vllm==v0.33.0", "vllm == 0.33.0", "VLLM==0.33.0"])
+def test_an_engine_version_spelled_otherwise_is_the_release(text):
+    """``--engine vllm==0.33`` named no flag table, batch defaults or inventory (keyed "0.33.0"):
+    the defaults were dropped and the answer undecided; it is release 0.33.0."""
+    from capproof.engines.checkconfig import parse_engine
+
+    assert parse_engine(text) == ("vllm", "0.33.0")

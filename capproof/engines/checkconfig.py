@@ -29,7 +29,7 @@ from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
 from .sglang.flags import SGLANG_VERSION
 from .sglang.launch import LaunchConfig
-from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION
+from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
 from .vllm.serve import ServeConfig, user_capture_sizes
 
 __all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
@@ -126,7 +126,9 @@ def parse_engine(text: str) -> tuple[str, str]:
     lo, hi = SUPPORTED_VLLM if name == "vllm" else SUPPORTED_VLLM_ASCEND
     if not (lo <= parsed <= hi):
         raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
-    return name, version
+    # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
+    # inventory are keyed by it
+    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
 
 
 #: The ``config.json`` keys vLLM reads for each value, in vLLM's order (the first present wins):
@@ -396,6 +398,8 @@ FLAG_PARAMS = {
     "--max-num-batched-tokens": ("max_num_batched_tokens", "num_decode_tokens"),
     "--speculative-config": ("num_speculative_tokens",),
     "--spec-tokens": ("num_speculative_tokens",),
+    "--spec-method": ("num_speculative_tokens",),
+    "--spec-model": ("num_speculative_tokens",),
     "--kv-cache-dtype": ("kernel_block_size",),
     "--cudagraph-capture-sizes": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
     "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
@@ -405,6 +409,7 @@ FLAG_PARAMS = {
 }
 #: Model features a flag decides (its presence makes feature obligations apply or not).
 FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_decode", "-sc": "spec_decode",
+                 "--spec-method": "spec_decode", "--spec-model": "spec_decode",
                  "--kv-cache-dtype": "dsa_indexer"}
 #: Flags that only steer parsing (nothing to check).
 _PARSING_FLAGS = {"--model", "--config"}
@@ -718,11 +723,11 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         if flag in _PARSING_FLAGS or flag == "--max-model-len" and cfg.max_model_len_auto:
             continue
         params = FLAG_PARAMS.get(flag, ())
-        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens"):
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model"):
             params = (*params, f"feature:{FLAG_FEATURES[flag]}")
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
             params = (*params, "feature:ultraquant")
-        if flag == "--speculative-config":
+        if flag in ("--speculative-config", "--spec-method", "--spec-model"):
             params = (*params, "method", "feature:dflash", "feature:drafting_slots")
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
             params = (*params, "feature:cudagraph_full")

@@ -57,7 +57,7 @@ _OLD_FLAGS = {"--cuda-graph-sizes": "--cudagraph-capture-sizes"}
 #: not used by an obligation (listed under "not checked" by check-config).
 SIZING_FLAGS = frozenset({
     "--max-model-len", "--block-size", "--tensor-parallel-size", "--decode-context-parallel-size",
-    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method",
+    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method", "--spec-model",
     "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
     "--compilation-config", "--pipeline-parallel-size", "--model", "--config", "--enable-chunked-prefill",
     "--performance-mode", "--data-parallel-size",
@@ -540,15 +540,18 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.enable_chunked_prefill = bool(value)
         elif flag == "--performance-mode":
             cfg.performance_mode = str(value)
-    for flag, key in (("--spec-tokens", "num_speculative_tokens"), ("--spec-method", "method")):
+    # EngineArgs.create_speculative_config (vllm/engine/arg_utils.py:2100-2139): the --spec-* flags
+    # merged in, then every key's dashes read as underscores
+    for flag, key in (("--spec-method", "method"), ("--spec-model", "model"), ("--spec-tokens", "num_speculative_tokens")):
         if flag in values:
             if key in spec_json:
                 raise ServeFlagError(f"{flag} and --speculative-config['{key}'] are mutually exclusive")
             spec_json[key] = _int(flag, values[flag]) if key == "num_speculative_tokens" else values[flag]
+    spec_json = {str(k).replace("-", "_"): v for k, v in spec_json.items()}
     if spec_json:
         if "num_speculative_tokens" not in spec_json:
             raise ServeFlagError(
-                "speculative decoding (--speculative-config or --spec-method) without num_speculative_tokens: vLLM takes it from the draft model's config "
+                "speculative decoding (--speculative-config, --spec-method or --spec-model) without num_speculative_tokens: vLLM takes it from the draft model's config "
                 "(n_predict, block_size) or the method's default, which capproof does not read; give num_speculative_tokens")
         if "num_speculative_tokens" in spec_json:
             cfg.num_speculative_tokens = _json_int("--speculative-config", "num_speculative_tokens", spec_json["num_speculative_tokens"], 1)
