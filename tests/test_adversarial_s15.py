@@ -121,10 +121,16 @@ def test_full_cuda_graphs_however_spelled_apply_the_full_graph_obligations(spec,
     ({"cudagraph_mode": "full_decode_only"}, "FULL_DECODE_ONLY"), ({"cudagraph_mode": "FULL_AND_PIECEWISE"}, "FULL_AND_PIECEWISE"),
     ({"splitting_ops": []}, "FULL"), ({"cudagraph_mode": "PIECEWISE", "splitting_ops": []}, "PIECEWISE"),
     ({"pass_config": {"fuse_attn_quant": True}}, "FULL"), ({"pass_config": {"fuse_attn_quant": False}}, None),
-    ({"mode": 3}, None),
+    ({"mode": 3}, None), ({"mode": 0, "splitting_ops": []}, None), ({"mode": 3, "splitting_ops": []}, "FULL"),
 ])
 def test_cudagraph_mode_as_vllm_resolves_it(mode, expected):
     assert parse_serve_args(["vllm", "serve", "m", "-cc", json.dumps(mode)]).cudagraph_mode == expected
+
+
+@pytest.mark.parametrize("level, expected", [("-O0", None), ("-O1", None), ("-O2", "FULL"), ("-O3", "FULL")])
+def test_derived_full_graphs_follow_the_optimization_level(level, expected):
+    """-O0/-O1 default to NONE/PIECEWISE graphs, which empty splitting ops do not make FULL."""
+    assert parse_serve_args(["vllm", "serve", "m", level, "-cc.splitting_ops=[]"]).cudagraph_mode == expected
 
 
 @pytest.mark.parametrize("mode", [7, "FULLY", [2, 1], True])

@@ -563,7 +563,7 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             raise ServeFlagError(f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}")
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
     if comp_json:
-        cfg.cudagraph_mode = _cudagraph_mode(comp_json)
+        cfg.cudagraph_mode = _cudagraph_mode(comp_json, values.get("--optimization-level"))
         sizes = comp_json.get("cudagraph_capture_sizes")
         if sizes is not None:
             if not isinstance(sizes, list):
@@ -580,7 +580,7 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
 CUDAGRAPH_MODES = {"NONE": 0, "PIECEWISE": 1, "FULL": 2, "FULL_DECODE_ONLY": None, "FULL_AND_PIECEWISE": None}
 
 
-def _cudagraph_mode(comp_json: dict[str, Any]) -> str | None:
+def _cudagraph_mode(comp_json: dict[str, Any], level: object = None) -> str | None:
     """``--compilation-config``'s CUDA-graph mode as vLLM 0.33.0 resolves it (None: not given).
 
     A name is read case-insensitively and an integer as the enum's value (``2`` is ``FULL``:
@@ -588,8 +588,9 @@ def _cudagraph_mode(comp_json: dict[str, Any]) -> str | None:
     default-or-``FULL_AND_PIECEWISE`` mode becomes ``FULL`` with ``splitting_ops: []``
     (``CompilationConfig.set_splitting_ops_for_v1``, ``compilation.py:1215-1239``) or
     ``pass_config.fuse_attn_quant`` (``set_splitting_ops_for_attn_fusion``, ``:1260-1274``);
-    this is read as ``FULL`` (it is, under the default ``-O2``/``-O3`` compilation), so the
-    obligations about FULL graphs for mixed batches apply. Anything else is a ServeFlagError.
+    under the ``VLLM_COMPILE`` mode, and with the mode not given only at ``-O2``/``-O3`` (``level``,
+    the default 2), this is read as ``FULL``, so the obligations about FULL graphs for mixed
+    batches apply. Anything else is a ServeFlagError.
     """
     mode = comp_json.get("cudagraph_mode")
     if isinstance(mode, str) and mode.upper() in CUDAGRAPH_MODES:
@@ -601,7 +602,11 @@ def _cudagraph_mode(comp_json: dict[str, Any]) -> str | None:
                              f"({', '.join(CUDAGRAPH_MODES)})")
     pass_config = comp_json.get("pass_config")
     fused = isinstance(pass_config, dict) and pass_config.get("fuse_attn_quant") is True
-    if mode in (None, "FULL_AND_PIECEWISE") and (comp_json.get("splitting_ops") == [] or fused):
+    # both rules run under the VLLM_COMPILE compilation mode only (``set_splitting_ops_for_v1``
+    # returns first otherwise); -O0/-O1 default to NONE/PIECEWISE graphs (vllm/config/vllm.py:255-335)
+    compiled = comp_json.get("mode") in (None, 3, "VLLM_COMPILE", "vllm_compile")
+    default_full = mode == "FULL_AND_PIECEWISE" or mode is None and str(level) not in ("0", "1")
+    if default_full and compiled and (comp_json.get("splitting_ops") == [] or fused):
         return "FULL"
     return mode
 
