@@ -182,6 +182,7 @@ def test_default_max_model_len_that_is_not_max_position_embeddings_is_not_pinned
 @pytest.mark.parametrize("extra", [
     {}, {"rope_scaling": {"rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}},
     {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, {"rope_scaling": {"rope_type": "default"}},
+    {"model_type": "gemma3_text", "rope_scaling": {"rope_type": "linear", "factor": 8.0}},   # already scaled (vLLM skips it)
 ])
 def test_max_position_embeddings_is_the_default_where_vllm_takes_it_and_the_answer_says_so(spec, tmp_path, extra):
     path = _config(tmp_path, {"max_position_embeddings": 4096, **extra})

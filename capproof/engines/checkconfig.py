@@ -175,14 +175,15 @@ OTHER_MAX_LEN_KEYS = ("n_positions", "max_seq_len", "seq_length", "model_max_len
 ROPE_UNSCALED = ("su", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 
 
-def max_len_caveat(scope: dict) -> str:
+def max_len_caveat(scope: dict, model_type: str = "") -> str:
     """Why vLLM's default ``max_model_len`` for a (text) config is not its ``max_position_embeddings``
     (vLLM 0.33.0 ``_get_and_verify_max_len``): another length key (the smallest wins), a RoPE
-    ``factor`` it multiplies in, or longrope; "" when none applies."""
+    ``factor`` it multiplies in (not for Gemma 3, whose length is already scaled), or longrope;
+    "" when none applies."""
     other = [k for k in OTHER_MAX_LEN_KEYS if scope.get(k) is not None]
     if other:
         return f"config.json also has {other[0]} (vLLM takes the smallest length key)"
-    for key in ("rope_scaling", "rope_parameters"):
+    for key in ("rope_scaling", "rope_parameters") if "gemma3" not in model_type else ():
         rope = scope.get(key)
         if not isinstance(rope, dict):
             continue
@@ -238,7 +239,7 @@ def read_model_config(path: str) -> ModelFacts:
     if "max_position_embeddings" in facts.fields:
         prefix = facts.fields["max_position_embeddings"].rpartition(".")[0]
         scope = next(sc for pre, sc in scopes if pre == (prefix + "." if prefix else ""))
-        facts.max_len_caveat = max_len_caveat(scope)
+        facts.max_len_caveat = max_len_caveat(scope, str(data.get("model_type") or ""))
     if facts.values.get("num_experts"):
         facts.features.add("moe")
     if "index_topk" in facts.values:
