@@ -29,7 +29,7 @@ from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
 from .sglang.flags import SGLANG_VERSION
 from .sglang.launch import LaunchConfig
-from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION
+from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
 from .vllm.serve import ServeConfig, user_capture_sizes
 
 __all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
@@ -126,7 +126,9 @@ def parse_engine(text: str) -> tuple[str, str]:
     lo, hi = SUPPORTED_VLLM if name == "vllm" else SUPPORTED_VLLM_ASCEND
     if not (lo <= parsed <= hi):
         raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
-    return name, version
+    # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
+    # inventory are keyed by it
+    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
 
 
 #: The ``config.json`` keys vLLM reads for each value, in vLLM's order (the first present wins):
@@ -158,6 +160,41 @@ class ModelFacts:
     values: dict[str, int] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
     features: set[str] = field(default_factory=set)
+    #: Why ``max_position_embeddings`` is not vLLM's default ``max_model_len`` for this config (another
+    #: length key or a RoPE factor changes it: :func:`max_len_caveat`); empty when it is.
+    max_len_caveat: str = ""
+
+
+#: ``config.json`` keys vLLM 0.33.0 takes the smallest of for the default ``max_model_len``
+#: besides ``max_position_embeddings`` (``derive_max_model_len_and_key``,
+#: ``vllm/transformers_utils/model_arch_config_convertor.py:374-402``).
+OTHER_MAX_LEN_KEYS = ("n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
+                      "max_sequence_length", "max_seq_length", "seq_len")
+#: RoPE types whose ``factor`` vLLM does not multiply into that default (``_get_and_verify_max_len``,
+#: ``vllm/config/model.py:2597-2634``); longrope defaults to ``original_max_position_embeddings``.
+ROPE_UNSCALED = ("su", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+def max_len_caveat(scope: dict, model_type: str = "") -> str:
+    """Why vLLM's default ``max_model_len`` for a (text) config is not its ``max_position_embeddings``
+    (vLLM 0.33.0 ``_get_and_verify_max_len``): another length key (the smallest wins), a RoPE
+    ``factor`` it multiplies in (not for Gemma 3, whose length is already scaled), or longrope;
+    "" when none applies."""
+    other = [k for k in OTHER_MAX_LEN_KEYS if scope.get(k) is not None]
+    if other:
+        return f"config.json also has {other[0]} (vLLM takes the smallest length key)"
+    for key in ("rope_scaling", "rope_parameters") if "gemma3" not in model_type else ():
+        rope = scope.get(key)
+        if not isinstance(rope, dict):
+            continue
+        params = [p for p in rope.values() if isinstance(p, dict)] if rope and all(isinstance(p, dict) for p in rope.values()) else [rope]
+        for p in params:
+            kind = p.get("rope_type", p.get("type"))
+            if kind == "longrope":
+                return f"config.json {key} is longrope (vLLM defaults to original_max_position_embeddings)"
+            if p.get("factor") not in (None, 1, 1.0) and kind not in ROPE_UNSCALED:
+                return f"config.json {key} has {kind} factor {p.get('factor')} (vLLM multiplies max_position_embeddings by it)"
+    return ""
 
 
 def read_model_config(path: str) -> ModelFacts:
@@ -199,6 +236,10 @@ def read_model_config(path: str) -> ModelFacts:
                 facts.values[param] = value
                 facts.fields[param] = prefix + key
             break
+    if "max_position_embeddings" in facts.fields:
+        prefix = facts.fields["max_position_embeddings"].rpartition(".")[0]
+        scope = next(sc for pre, sc in scopes if pre == (prefix + "." if prefix else ""))
+        facts.max_len_caveat = max_len_caveat(scope, str(data.get("model_type") or ""))
     if facts.values.get("num_experts"):
         facts.features.add("moe")
     if "index_topk" in facts.values:
@@ -215,7 +256,9 @@ def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[s
     """Parameter pins implied by the flags (and the model config)."""
     values = dict(model.values if isinstance(model, ModelFacts) else (model or {}))
     pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
-    max_len = cfg.max_model_len if cfg.max_model_len is not None else values.get("max_position_embeddings")
+    default_len = (values.get("max_position_embeddings") if not getattr(cfg, "max_model_len_auto", False)
+                   and not (isinstance(model, ModelFacts) and model.max_len_caveat) else None)
+    max_len = cfg.max_model_len if cfg.max_model_len is not None else default_len
     values.pop("max_position_embeddings", None)
     # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
     # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
@@ -356,6 +399,8 @@ FLAG_PARAMS = {
     "--max-num-batched-tokens": ("max_num_batched_tokens", "num_decode_tokens"),
     "--speculative-config": ("num_speculative_tokens",),
     "--spec-tokens": ("num_speculative_tokens",),
+    "--spec-method": ("num_speculative_tokens",),
+    "--spec-model": ("num_speculative_tokens",),
     "--kv-cache-dtype": ("kernel_block_size",),
     "--cudagraph-capture-sizes": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
     "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
@@ -365,6 +410,7 @@ FLAG_PARAMS = {
 }
 #: Model features a flag decides (its presence makes feature obligations apply or not).
 FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_decode", "-sc": "spec_decode",
+                 "--spec-method": "spec_decode", "--spec-model": "spec_decode",
                  "--kv-cache-dtype": "dsa_indexer"}
 #: Flags that only steer parsing (nothing to check).
 _PARSING_FLAGS = {"--model", "--config"}
@@ -394,13 +440,23 @@ HYBRID_MAMBA_ARCHITECTURES = frozenset({
 HYBRID_MAMBA_KEYS = ("linear_num_value_heads", "mamba_d_state", "hybrid_override_pattern", "layers_block_type", "linear_conv_kernel_dim")
 
 
+#: vLLM 0.33.0 ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` (``vllm/config/scheduler.py:42``):
+#: the default token budget under batched DP MoE (``ParallelConfig.use_batched_dp_moe``: a
+#: ``deepep_low_latency``/``nixl_ep`` all2all backend, expert parallelism and ``-dp`` > 1).
+BATCHED_DP_MOE_TOKENS = 256
+BATCHED_DP_MOE_BACKENDS = ("deepep_low_latency", "nixl_ep")
+
+
 def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None) -> list[Default]:
     """The ``max_num_batched_tokens``/``max_num_seqs`` vLLM picks when the flags are not given.
 
     vLLM ``EngineArgs.get_batch_defaults`` (executed per release and GPU in ``flags.py``) then
-    ``_set_default_max_num_seqs_and_batched_tokens_args``: doubled with ``--performance-mode
-    throughput``; without chunked prefill at least ``max_model_len``; ``max_num_seqs`` at most the
-    token budget. Without ``--gpu``, every GPU's default is checked. vLLM-Ascend: no table (NPU).
+    ``_set_default_max_num_seqs_and_batched_tokens_args`` (``vllm/engine/arg_utils.py:3151-3240``),
+    per GPU row: 256 tokens under batched DP MoE; doubled with ``--performance-mode throughput``;
+    without chunked prefill at least ``max_model_len``; then at most ``max_num_seqs *
+    max_model_len``; ``max_num_seqs`` at most the token budget. Without ``--gpu``, every GPU's
+    default is checked. A default that depends on a ``max_model_len`` not known here (chunked
+    prefill disabled) is not given: the parameter stays free. vLLM-Ascend: no table (NPU).
     """
     out: list[Default] = []
     if engine not in ("vllm", "vllm-ascend") or version not in BATCH_DEFAULTS:
@@ -409,17 +465,30 @@ def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None)
     rows = {gpu: table[gpu]} if gpu else table
     where = f"{gpu}" if gpu else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
     factor = 2 if cfg.performance_mode == "throughput" else 1
-    if cfg.max_num_batched_tokens is None:
-        tokens = {t * factor for t, _ in rows.values()}
-        if cfg.enable_chunked_prefill is False and cfg.max_model_len is not None:
-            tokens = {max(t, cfg.max_model_len) for t in tokens}
+    length = cfg.max_model_len
+    batched_dp = cfg.all2all_backend in BATCHED_DP_MOE_BACKENDS and cfg.enable_expert_parallel and cfg.dp > 1
+    tokens, seqs = set(), set()
+    for t, s in rows.values():
+        budget = cfg.max_num_batched_tokens
+        requests = cfg.max_num_seqs if cfg.max_num_seqs is not None else s * factor
+        if budget is None:
+            budget = (BATCHED_DP_MOE_TOKENS if batched_dp else t) * factor
+            if cfg.enable_chunked_prefill is False:
+                budget = max(budget, length) if length is not None else None
+            if budget is not None and length is not None:
+                budget = min(requests * length, budget)
+            tokens.add(budget)
+        if cfg.max_num_seqs is None:
+            seqs.add(min(requests, budget) if budget is not None else requests)
+    if cfg.max_num_batched_tokens is None and None not in tokens:
         out.append(Default("max_num_batched_tokens", tuple(sorted(tokens)),
                            f"not given: vLLM {version}'s default for vllm serve {where}"
+                           + (f", {BATCHED_DP_MOE_TOKENS} under batched DP MoE (--all2all-backend {cfg.all2all_backend}, "
+                              "--enable-expert-parallel, -dp > 1)" if batched_dp else "")
                            + (", doubled by --performance-mode throughput" if factor == 2 else "")
-                           + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")))
+                           + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")
+                           + (", at most max_num_seqs * max_model_len" if length is not None else "")))
     if cfg.max_num_seqs is None:
-        budget = cfg.max_num_batched_tokens
-        seqs = {min(s * factor, budget) if budget else s * factor for _, s in rows.values()}
         out.append(Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}"))
     return out
 
@@ -588,11 +657,18 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
     """
     options = options or Options()
+    if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
+        _refuse_overridden_fields(cfg.hf_overrides, model)
     if isinstance(model, dict):
         feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
         model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
-    if cfg.max_model_len is None and model and "max_position_embeddings" in model.values:
+    len_default = None
+    if (cfg.max_model_len is None and not cfg.max_model_len_auto and model and "max_position_embeddings" in model.values
+            and not model.max_len_caveat):
         cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
+        len_default = Default("max_model_len", (cfg.max_model_len,), f"not given: vLLM's default, {model.path} "
+                              f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
+                              "below it would lower it; give --max-model-len to check your own)")
     pins = pins_for(cfg, model)
     gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
     defaults = batch_defaults(cfg, engine, version, gpu_row)
@@ -645,14 +721,14 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     checked, used = _check_all(engine, version, pins, choices, features, model, seqs, tokens, paths, options)
     unused = []
     for flag in cfg.origin:
-        if flag in _PARSING_FLAGS:
+        if flag in _PARSING_FLAGS or flag == "--max-model-len" and cfg.max_model_len_auto:
             continue
         params = FLAG_PARAMS.get(flag, ())
-        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens"):
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model"):
             params = (*params, f"feature:{FLAG_FEATURES[flag]}")
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
             params = (*params, "feature:ultraquant")
-        if flag == "--speculative-config":
+        if flag in ("--speculative-config", "--spec-method", "--spec-model"):
             params = (*params, "method", "feature:dflash", "feature:drafting_slots")
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
             params = (*params, "feature:cudagraph_full")
@@ -660,7 +736,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
             params = (*params, "feature:extra_graph_padding", "feature:user_capture_sizes")
         if not any(p in used for p in params):
             unused.append(flag)
-    used_defaults = [d for d in defaults if d.param in used]
+    used_defaults = [d for d in defaults + ([len_default] if len_default else []) if d.param in used]
     uncovered = uncovered_inventory(engine, version)
     note = ""
     if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(_inventory_path(engine, version)):
@@ -670,6 +746,33 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
                 f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
     return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware)
+
+
+#: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
+#: and RoPE keys of vLLM's default ``max_model_len``, the hybrid-Mamba markers).
+READ_MODEL_KEYS = frozenset({k for names in MODEL_FIELDS.values() for k in names} | set(TEXT_CONFIG_KEYS)
+                            | set(OTHER_MAX_LEN_KEYS) | set(HYBRID_MAMBA_KEYS)
+                            | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"})
+
+
+def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
+    """``--hf-overrides`` that sets a config field check-config reads from ``--model-config``: vLLM
+    serves the overridden value, capproof would check the file's, so it is a CheckError (one line).
+    Text that is not a JSON object is left to vLLM (it refuses it at startup)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return
+    stack, named = [data], []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            named += [k for k in item if k in READ_MODEL_KEYS]
+            stack += list(item.values())
+    if named:
+        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from --model-config "
+                         f"{model.path}: vLLM would serve the overridden value; apply the override to the config.json "
+                         "you pass instead")
 
 
 def _inventory_path(engine: str, version: str, root: str = ".") -> str:
@@ -860,7 +963,10 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         if isinstance(cfg, LaunchConfig) and name in free:
             lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
     if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
-        lines.append("  rests on no max_model_len: --max-model-len not given, left symbolic over each obligation's domain")
+        why = ("--max-model-len auto: vLLM fits it to the GPU memory at startup" if getattr(cfg, "max_model_len_auto", False)
+               else f"--max-model-len not given and {outcome.model.max_len_caveat}"
+               if outcome.model is not None and outcome.model.max_len_caveat else "--max-model-len not given")
+        lines.append(f"  rests on no max_model_len: {why}, left symbolic over each obligation's domain")
     sizes = getattr(cfg, "cudagraph_capture_sizes", None)
     if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
         kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)

@@ -57,7 +57,7 @@ _OLD_FLAGS = {"--cuda-graph-sizes": "--cudagraph-capture-sizes"}
 #: not used by an obligation (listed under "not checked" by check-config).
 SIZING_FLAGS = frozenset({
     "--max-model-len", "--block-size", "--tensor-parallel-size", "--decode-context-parallel-size",
-    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method",
+    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method", "--spec-model",
     "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
     "--compilation-config", "--pipeline-parallel-size", "--model", "--config", "--enable-chunked-prefill",
     "--performance-mode", "--data-parallel-size",
@@ -80,6 +80,10 @@ class ServeConfig:
     model: str | None = None
     version: str = VLLM_VERSION
     max_model_len: int | None = None
+    #: ``--max-model-len auto`` (or ``-1``): vLLM derives it from the model and then fits it to the
+    #: GPU memory at startup (``vllm/v1/core/kv_cache_planning.py`` ``_auto_fit_max_model_len``), so
+    #: no single value can be pinned
+    max_model_len_auto: bool = False
     block_size: int | None = None
     tp: int = 1
     pp: int = 1
@@ -106,6 +110,13 @@ class ServeConfig:
     #: Where each flag's final value came from: ``"command line"`` or the ``--config`` file name.
     origin: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
+    #: ``--hf-overrides`` as given (JSON text; None = not given): it changes the model config vLLM
+    #: reads, so check-config refuses it when it names a field capproof reads from --model-config
+    hf_overrides: str | None = None
+    #: ``--all2all-backend`` and ``--enable-expert-parallel``: with ``-dp`` > 1 and a low-latency
+    #: backend vLLM uses batched DP MoE and another default token budget (``batch_defaults``)
+    all2all_backend: str | None = None
+    enable_expert_parallel: bool = False
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in (
@@ -226,8 +237,9 @@ def _move_model(args: list[str]) -> list[str]:
     return args
 
 
-def _load_config_file(path: str, flags: frozenset) -> list[str]:
-    """vLLM's ``load_config_file``: YAML keys -> flag tokens, in file order."""
+def _load_config_file(path: str, flags: frozenset, subcommand: bool = True) -> list[str]:
+    """vLLM's ``load_config_file``: YAML keys -> flag tokens, in file order (``subcommand``: read by
+    ``vllm serve``'s top-level parser, else by the api_server module's own)."""
     import yaml
 
     extension = path.split(".")[-1]
@@ -250,7 +262,11 @@ def _load_config_file(path: str, flags: frozenset) -> list[str]:
         if isinstance(value, bool):
             if value:
                 out.append("--" + key)
-            elif f"--no-{key}" in flags or "--" + key.replace("_", "-") in VALUELESS_FLAGS:
+            elif not subcommand and "_" not in key and (f"--no-{key}" in flags or f"--{key}" in VALUELESS_FLAGS):
+                # vLLM appends ``--no-<key>`` only when the parser reading the file has that exact
+                # option string (``argparse_utils.py:654-658``): under ``vllm serve`` that parser is
+                # the top-level CLI one, which has none, so ``false`` is always dropped; for the
+                # api_server module a key written with underscores is. The flag keeps its default.
                 out.append(f"--no-{key}")
         elif isinstance(value, list):
             if value:
@@ -271,6 +287,9 @@ def _pull_config(args: list[str], serve_style: bool, flags: frozenset) -> tuple[
     hits = [i for i, a in enumerate(args) if a == "--config" or a.startswith("--config=")]
     if not hits:
         return args, None, 0
+    if any(args[i] != "--config" for i in hits):  # vLLM pulls only the token "--config" (argparse_utils.py:371)
+        raise ServeFlagError(f"{args[hits[0]]}: vLLM reads a config file only as two words, --config FILE; "
+                             "with '=' it ignores the file (and serves its defaults)")
     if len(hits) > 1:
         raise ServeFlagError("more than one --config file given")
     index = hits[0]
@@ -280,7 +299,7 @@ def _pull_config(args: list[str], serve_style: bool, flags: frozenset) -> tuple[
         path, rest = args[index + 1], args[index + 2:]
     else:
         path, rest = args[index].removeprefix("--config="), args[index + 1:]
-    config_args = _load_config_file(path, flags)
+    config_args = _load_config_file(path, flags, subcommand=serve_style)
     before = args[:index]
     if serve_style and before and not before[0].startswith("-"):
         return [before[0], *config_args, *before[1:], *rest], path, len(config_args)
@@ -475,13 +494,20 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
     comp_json: dict[str, Any] = {}
     for flag in order:
         value = values[flag]
+        if flag == "--hf-overrides":
+            cfg.hf_overrides = str(value)
+        elif flag == "--all2all-backend":
+            cfg.all2all_backend = str(value)
+        elif flag == "--enable-expert-parallel":
+            cfg.enable_expert_parallel = bool(value)
         if flag not in SIZING_FLAGS:
             cfg.ignored.append(flag)
             continue
         if flag == "--model":
             cfg.model = value
         elif flag == "--max-model-len":
-            cfg.max_model_len = None if str(value).strip().lower() == "auto" or str(value).strip() == "-1" else _int(flag, value, human=True)
+            cfg.max_model_len_auto = str(value).strip().lower() == "auto" or str(value).strip() == "-1"
+            cfg.max_model_len = None if cfg.max_model_len_auto else _int(flag, value, human=True)
         elif flag == "--block-size":
             cfg.block_size = _int(flag, value)
         elif flag == "--tensor-parallel-size":
@@ -514,12 +540,19 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.enable_chunked_prefill = bool(value)
         elif flag == "--performance-mode":
             cfg.performance_mode = str(value)
-    for flag, key in (("--spec-tokens", "num_speculative_tokens"), ("--spec-method", "method")):
+    # EngineArgs.create_speculative_config (vllm/engine/arg_utils.py:2100-2139): the --spec-* flags
+    # merged in, then every key's dashes read as underscores
+    for flag, key in (("--spec-method", "method"), ("--spec-model", "model"), ("--spec-tokens", "num_speculative_tokens")):
         if flag in values:
             if key in spec_json:
                 raise ServeFlagError(f"{flag} and --speculative-config['{key}'] are mutually exclusive")
             spec_json[key] = _int(flag, values[flag]) if key == "num_speculative_tokens" else values[flag]
+    spec_json = {str(k).replace("-", "_"): v for k, v in spec_json.items()}
     if spec_json:
+        if "num_speculative_tokens" not in spec_json:
+            raise ServeFlagError(
+                "speculative decoding (--speculative-config, --spec-method or --spec-model) without num_speculative_tokens: vLLM takes it from the draft model's config "
+                "(n_predict, block_size) or the method's default, which capproof does not read; give num_speculative_tokens")
         if "num_speculative_tokens" in spec_json:
             cfg.num_speculative_tokens = _json_int("--speculative-config", "num_speculative_tokens", spec_json["num_speculative_tokens"], 1)
         method = spec_json.get("method")
@@ -530,9 +563,7 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             raise ServeFlagError(f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}")
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
     if comp_json:
-        mode = comp_json.get("cudagraph_mode")
-        if mode is not None:
-            cfg.cudagraph_mode = str(mode).upper()
+        cfg.cudagraph_mode = _cudagraph_mode(comp_json, values.get("--optimization-level"))
         sizes = comp_json.get("cudagraph_capture_sizes")
         if sizes is not None:
             if not isinstance(sizes, list):
@@ -542,6 +573,42 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.cudagraph_capture_sizes = _int_list("--compilation-config", sizes)
         if comp_json.get("max_cudagraph_capture_size") is not None:
             cfg.max_cudagraph_capture_size = _json_int("--compilation-config", "max_cudagraph_capture_size", comp_json["max_cudagraph_capture_size"], 1)
+
+
+#: vLLM 0.33.0 ``CUDAGraphMode`` (``vllm/config/compilation.py:53-63``): names, and the values
+#: pydantic also accepts for the three plain modes.
+CUDAGRAPH_MODES = {"NONE": 0, "PIECEWISE": 1, "FULL": 2, "FULL_DECODE_ONLY": None, "FULL_AND_PIECEWISE": None}
+
+
+def _cudagraph_mode(comp_json: dict[str, Any], level: object = None) -> str | None:
+    """``--compilation-config``'s CUDA-graph mode as vLLM 0.33.0 resolves it (None: not given).
+
+    A name is read case-insensitively and an integer as the enum's value (``2`` is ``FULL``:
+    ``validate_cudagraph_mode_before`` upper-cases strings, pydantic takes the value). The
+    default-or-``FULL_AND_PIECEWISE`` mode becomes ``FULL`` with ``splitting_ops: []``
+    (``CompilationConfig.set_splitting_ops_for_v1``, ``compilation.py:1215-1239``) or
+    ``pass_config.fuse_attn_quant`` (``set_splitting_ops_for_attn_fusion``, ``:1260-1274``);
+    under the ``VLLM_COMPILE`` mode, and with the mode not given only at ``-O2``/``-O3`` (``level``,
+    the default 2), this is read as ``FULL``, so the obligations about FULL graphs for mixed
+    batches apply. Anything else is a ServeFlagError.
+    """
+    mode = comp_json.get("cudagraph_mode")
+    if isinstance(mode, str) and mode.upper() in CUDAGRAPH_MODES:
+        mode = mode.upper()
+    elif isinstance(mode, int) and not isinstance(mode, bool) and mode in CUDAGRAPH_MODES.values():
+        mode = next(k for k, v in CUDAGRAPH_MODES.items() if v == mode)
+    elif mode is not None:
+        raise ServeFlagError(f"--compilation-config: cudagraph_mode {mode!r} is not a vLLM cudagraph mode "
+                             f"({', '.join(CUDAGRAPH_MODES)})")
+    pass_config = comp_json.get("pass_config")
+    fused = isinstance(pass_config, dict) and pass_config.get("fuse_attn_quant") is True
+    # both rules run under the VLLM_COMPILE compilation mode only (``set_splitting_ops_for_v1``
+    # returns first otherwise); -O0/-O1 default to NONE/PIECEWISE graphs (vllm/config/vllm.py:255-335)
+    compiled = comp_json.get("mode") in (None, 3, "VLLM_COMPILE", "vllm_compile")
+    default_full = mode == "FULL_AND_PIECEWISE" or mode is None and str(level) not in ("0", "1")
+    if default_full and compiled and (comp_json.get("splitting_ops") == [] or fused):
+        return "FULL"
+    return mode
 
 
 def user_capture_sizes(sizes: list[int], max_num_batched_tokens: int, num_speculative_tokens: int) -> tuple[list[int], list[int]]:
