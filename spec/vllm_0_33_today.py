@@ -356,3 +356,40 @@ def cudagraph_uniform_decode_padding_unrounded_before_28207(max_num_seqs, num_sp
     multiples of 8 or 16, not a multiple of ``q`` in general."""
     return _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
                                          default_max_graph_size, num_reqs, rounded=False)
+
+
+#: vLLM 0.33.0's default capture list (``VllmConfig._set_cudagraph_sizes``, default path, run on
+#: the engine's own code by tests/test_real_engine.py::vllm_default_capture_sizes in session 15) at
+#: ``max_num_batched_tokens = 8192``: ``(max_num_seqs, num_speculative_tokens, default_max_graph_size)
+#: -> (members, sum of the members, largest member)``. Chosen where the uniform-decode sizes ``n * (1
+#: + K)`` fall off the 8/16 grid (K = 1 with an odd request count, K = 2), where the request counts
+#: meet 4, 8 and 256 and the ``n == max_reqs`` clause, and where the capture ceiling is exactly 256.
+_RECORDED_DEFAULT_LISTS = {
+    (5, 1, 512): (6, 41, 16),
+    (5, 2, 512): (10, 91, 24),
+    (9, 2, 512): (13, 223, 48),
+    (87, 2, 512): (55, 10785, 512),
+    (128, 0, 512): (35, 4231, 256),
+    (300, 2, 1024): (98, 41800, 1024),
+}
+
+
+@obligation(
+    domain={"max_num_seqs": Choice(5, 9, 87, 128, 300), "num_speculative_tokens": Choice(0, 1, 2),
+            "max_num_batched_tokens": Choice(8192), "default_max_graph_size": Choice(512, 1024)},
+    assumptions={"a recorded deployment": lambda max_num_seqs, num_speculative_tokens, default_max_graph_size:
+                 (max_num_seqs, num_speculative_tokens, default_max_graph_size) in _RECORDED_DEFAULT_LISTS},
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/config/vllm.py:2487-2494 (request_counts), 2540-2597 (the default list)"],
+)
+def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size):
+    """Two-sided (session 15; ``cudagraph_default_sizes_fit_mnbt`` only bounds the members): the
+    sizes the membership predicates admit are as many as vLLM 0.33.0 lists, with the same sum and
+    the same largest member (``max_cudagraph_capture_size``), at deployments where each clause of
+    ``is_request_count``, ``is_uniform_decode_size`` and ``is_default_capture_size`` decides a
+    member. An equality with the engine's recorded output, not a restatement of the clauses."""
+    sizes = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
+    members, total_, largest = _RECORDED_DEFAULT_LISTS[(max_num_seqs, num_speculative_tokens, default_max_graph_size)]
+    return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
+                 members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
+                 max_cudagraph_capture_size=sizes[-1], vllm_max=largest)
