@@ -5,9 +5,7 @@ Batches are ``Vector(BATCH, …)`` parameters (``BATCH`` requests at most); the 
 dispatcher facts each proof rests on are named assumptions and appear in its unsat core.
 """
 
-from bisect import bisect_left
-
-from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, minimum, obligation, select
+from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
 from capproof.arith import max_of, min_of, total
 from capproof.domain import Vector
 from models.vllm.cudagraph import adjust_cudagraph_sizes_for_spec_decode, bs_to_padded_graph_size, padded_graph_size
@@ -299,7 +297,7 @@ def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative
     rounded maximum is the rounded list's last element, at most the default list's."""
     default, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
     table = bs_to_padded_graph_size(sizes, max_size)
-    smallest = [0] + [sizes[bisect_left(sizes, i)] for i in range(1, max_size + 1)]
+    smallest = [0] + [min(s for s in sizes if s >= i) for i in range(1, max_size + 1)]
     padded = padded_graph_size(num_tokens, sizes, max_size)
     graph = all_of(any_of(*(padded == s for s in sizes)), num_tokens <= padded,
                    all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)), padded <= max_num_batched_tokens)
