@@ -240,3 +240,35 @@ def mtp_reader_row_is_last_token_47238(j, num_speculative_tokens, max_num_batche
     last-token row to the front, for uniform and ragged step-0 batches alike, and the source row
     lies inside the ``(mnbt, index_topk)`` buffer (rests on the token budget and ``j < num_reqs``)."""
     return _reads_last_token_row(mtp_reader_source_row_47238(query_lens, j), query_lens, j, max_num_batched_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# Session 15 (issue 10): two-sided claims and the MTP-off boundary for C3 and C5.
+
+@obligation(
+    domain={**_C3, "num_speculative_tokens": Choice(0)}, assumptions=_C3_FACTS, expect="proved",
+    case="vllm-ascend-mtp-slot-mapping-capacity",
+    sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#14114"], engine="vllm-ascend", versions=">=0.26.0rc1",
+)
+def slot_mapping_mtp_off_is_the_token_budget_14024(max_num_reqs, max_num_batched_tokens, num_speculative_tokens, dcp, num_reqs, query_lens):
+    """MTP off (``num_speculative_tokens = 0``, session 15: the domains above start at 1): the
+    #14024 capacity is exactly ``max_num_batched_tokens`` (``max(K - 1, 0) = 0``: no reserve) and a
+    step prepares exactly its scheduled tokens, with or without DCP (no appended position), so they
+    fit."""
+    capacity = slot_mapping_capacity_14024(max_num_batched_tokens, max_num_reqs, num_speculative_tokens)
+    demand = slot_mapping_demand(query_lens, num_reqs, num_speculative_tokens, dcp)
+    return claim(all_of(capacity == max_num_batched_tokens, demand == total(query_lens), demand <= capacity),
+                 demand=demand, capacity=capacity)
+
+
+@obligation(domain=_C5, assumptions=_C5_FACTS, expect="proved", case="vllm-gdn-num-accepted-minus-one",
+            sources=["vllm-project/vllm#50021", "vllm==0.33.0 vllm/v1/worker/mamba_utils.py:522-534 "
+                     "(src_off = tl.maximum(num_accepted - 1, 0): the accepted-token bias)"])
+def gdn_state_column_is_the_last_accepted_token_fixed(num_speculative_tokens, num_accepted_tokens):
+    """Two-sided (session 15; ``gdn_state_column_in_row_fixed`` only bounds the column): the column
+    read is exactly the last accepted token's, ``num_accepted - 1``, when a token was accepted, and
+    column 0 (the request's first state slot) for a stale or padding row with none."""
+    column = state_index_column_fixed(num_accepted_tokens)
+    return claim(all_of(implies(num_accepted_tokens >= 1, column == num_accepted_tokens - 1),
+                        implies(num_accepted_tokens == 0, column == 0)),
+                 column=column, num_accepted_tokens=num_accepted_tokens)

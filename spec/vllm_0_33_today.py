@@ -5,11 +5,11 @@ Batches are ``Vector(BATCH, …)`` parameters (``BATCH`` requests at most); the 
 dispatcher facts each proof rests on are named assumptions and appear in its unsat core.
 """
 
-
 from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
 from capproof.arith import max_of, min_of, total
 from capproof.domain import Vector
-from models.vllm.cudagraph_sizes import is_default_capture_size, spec_rounded_size
+from models.vllm.cudagraph import adjust_cudagraph_sizes_for_spec_decode, bs_to_padded_graph_size, padded_graph_size
+from models.vllm.cudagraph_sizes import default_max_graph_size_cap, is_default_capture_size, spec_rounded_size
 from models.vllm.indexer_buffers import (
     arange_buffer_len,
     decode_rows_capacity,
@@ -235,3 +235,159 @@ def user_capture_sizes_fit_mnbt(max_num_batched_tokens, num_speculative_tokens, 
     padded = spec_rounded_size(cudagraph_capture_size, num_speculative_tokens)
     return claim(implies(padded <= max_cudagraph_capture_size, padded <= max_num_batched_tokens),
                  padded_tokens=padded, max_num_batched_tokens=max_num_batched_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# (v) The dispatcher's padding on vLLM's own capture list (session 15, issue 10: models/vllm/cudagraph.py
+# had no obligation). Each case is one deployment: the default list (the membership predicate of
+# models/vllm/cudagraph_sizes.py enumerated on ints), rounded by adjust_cudagraph_sizes_for_spec_decode
+# as compilation.py:1502-1508 does for FULL decode graphs with 1 + K > 1, and the padding table the
+# dispatcher indexes (cudagraph_dispatcher.py:71-90, 139). Few deployments: each is enumerated on ints
+# at every evaluation of the claim (no cache: a cached list would hide a mutated model).
+
+_DEPLOYMENTS = {
+    "max_num_seqs": Choice(5, 256),
+    "num_speculative_tokens": Choice(0, 1, 2, 3),
+    "max_num_batched_tokens": Choice(8192),
+    "default_max_graph_size": Choice(512, 1024),
+}
+
+
+def default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, limit=None):
+    """vLLM 0.33.0's default ``cudagraph_capture_sizes`` (``VllmConfig._set_cudagraph_sizes``), in
+    ascending order: the sizes ``s`` in ``1..limit`` that ``is_default_capture_size`` admits, each
+    tried with the one request count that can make it a uniform-decode size, ``s // (1 + K)``.
+    ``limit`` defaults to ``min(mnbt, cap)`` (``cap`` = ``default_max_graph_size_cap``), past every
+    element (``cudagraph_default_sizes_fit_mnbt``; the uniform sizes are ``<= cap``). On ints only
+    (a deployment is configuration, not batch). Units: tokens."""
+    q = uniform_decode_query_len(num_speculative_tokens)
+    if limit is None:
+        limit = min(max_num_batched_tokens,
+                    default_max_graph_size_cap(max_num_seqs, num_speculative_tokens, default_max_graph_size))
+    return [s for s in range(1, limit + 1)
+            if is_default_capture_size(s, s // q if num_speculative_tokens and s % q == 0 else 1,
+                                       max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)]
+
+
+def dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, rounded=True):
+    """``(default list, capture sizes, max_cudagraph_capture_size)`` the dispatcher sees: the
+    default list (its last element the maximum, ``_set_cudagraph_sizes``), rounded by
+    ``adjust_cudagraph_sizes_for_spec_decode`` (a no-op at ``K = 0``) unless ``rounded`` is false
+    (vLLM before the fix of vllm#28207). Units: tokens."""
+    default = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
+    if not rounded:
+        return default, default, default[-1]
+    sizes, max_size = adjust_cudagraph_sizes_for_spec_decode(default, default[-1], uniform_decode_query_len(num_speculative_tokens))
+    return default, sizes, max_size
+
+
+@obligation(
+    domain={**_DEPLOYMENTS, "num_tokens": Range(1, 2**17)},
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:71-90 (_compute_bs_to_padded_graph_size), :139 (the lookup)",
+             "vllm==0.33.0 vllm/config/compilation.py:1502-1508, 1537-1565 (adjust_cudagraph_sizes_for_spec_decode)",
+             "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (the default list)"],
+)
+def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_tokens):
+    """Two-sided: a batch of ``num_tokens <= max_cudagraph_capture_size`` tokens (larger ones run
+    without a graph) is padded to a capture size of the rounded list that is ``>= num_tokens``, and
+    to the smallest such (no capture size in ``[num_tokens, padded)``): it fits the ``(mnbt, …)``
+    buffers. The dispatcher's table (``bs_to_padded_graph_size``, indexed by ``num_tokens``) holds at
+    each ``i`` the smallest capture size ``>= i`` (checked on ints: it is configuration), and the
+    rounded maximum is the rounded list's last element, at most the default list's."""
+    default, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
+    table = bs_to_padded_graph_size(sizes, max_size)
+    smallest = [0] + [min(s for s in sizes if s >= i) for i in range(1, max_size + 1)]
+    padded = padded_graph_size(num_tokens, sizes, max_size)
+    graph = all_of(any_of(*(padded == s for s in sizes)), num_tokens <= padded,
+                   all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)), padded <= max_num_batched_tokens)
+    return claim(all_of(table == smallest, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
+                 num_tokens=num_tokens, padded_tokens=padded, max_cudagraph_capture_size=max_size)
+
+
+_UNIFORM_DECODE = {**_DEPLOYMENTS, "num_reqs": Range(1, 2**16)}
+_UNIFORM_DECODE_FACTS = {"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs}
+
+
+def _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs, rounded):
+    """The dispatcher's assertion (``cudagraph_dispatcher.py:139-141``) on a uniform-decode batch of
+    ``num_reqs`` requests of ``q = 1 + K`` tokens dispatched to a FULL graph (``num_reqs * q <=
+    max_cudagraph_capture_size``): the padded size is a multiple of ``q`` and holds the batch's
+    ``num_reqs`` requests (``padded // q >= num_reqs``)."""
+    q = uniform_decode_query_len(num_speculative_tokens)
+    _, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
+                                                 default_max_graph_size, rounded)
+    padded = padded_graph_size(num_reqs * q, sizes, max_size)
+    return claim(implies(num_reqs * q <= max_size, all_of(padded % q == 0, num_reqs <= padded // q)),
+                 padded_tokens=padded, query_len=q, num_reqs=num_reqs, max_cudagraph_capture_size=max_size)
+
+
+@obligation(
+    domain=_UNIFORM_DECODE, assumptions=_UNIFORM_DECODE_FACTS,
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141 (num_reqs = min(padded // q, max_num_seqs); "
+             "assert padded % q == 0)",
+             "vllm==0.33.0 vllm/config/compilation.py:1496-1508 (adjust_cudagraph_sizes_for_spec_decode, vllm#28207)"],
+)
+def cudagraph_uniform_decode_padding_is_a_multiple_of_q(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs):
+    """A uniform-decode batch padded on the list after ``adjust_cudagraph_sizes_for_spec_decode``
+    passes the dispatcher's ``assert num_tokens_padded % uniform_decode_query_len == 0``."""
+    return _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
+                                         default_max_graph_size, num_reqs, rounded=True)
+
+
+@obligation(
+    # one deployment where the grid and the uniform sizes differ (q = 3; the request counts of 40
+    # are 1, 2, 4, 8, ..., 40): each claim evaluation enumerates the list, and the density runs it
+    # on every num_reqs
+    domain={"max_num_seqs": Choice(40), "num_speculative_tokens": Choice(2), "max_num_batched_tokens": Choice(8192),
+            "default_max_graph_size": Choice(512), "num_reqs": Range(1, 64)},
+    assumptions=_UNIFORM_DECODE_FACTS,
+    expect="counterexample", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141",
+             "vllm#28207 (a padded uniform-decode batch not a multiple of 1 + K; fixed by rounding the capture sizes, "
+             "vllm/config/compilation.py:1496-1508)"],
+)
+def cudagraph_uniform_decode_padding_unrounded_before_28207(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs):
+    """The same assertion on the default list NOT rounded (vLLM before the fix of vllm#28207): a
+    uniform-decode batch whose token count is not itself a capture size pads onto the grid of
+    multiples of 8 or 16, not a multiple of ``q`` in general."""
+    return _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
+                                         default_max_graph_size, num_reqs, rounded=False)
+
+
+#: vLLM 0.33.0's default capture list (``VllmConfig._set_cudagraph_sizes``, default path, run on
+#: the engine's own code by tests/test_real_engine.py::vllm_default_capture_sizes in session 15) at
+#: ``max_num_batched_tokens = 8192``: ``(max_num_seqs, num_speculative_tokens, default_max_graph_size)
+#: -> (members, sum of the members, largest member)``. Chosen where the uniform-decode sizes ``n * (1
+#: + K)`` fall off the 8/16 grid (K = 1 with an odd request count, K = 2), where the request counts
+#: meet 4, 8 and 256 and the ``n == max_reqs`` clause, and where the capture ceiling is exactly 256.
+_RECORDED_DEFAULT_LISTS = {
+    (5, 1, 512): (6, 41, 16),
+    (5, 2, 512): (10, 91, 24),
+    (9, 2, 512): (13, 223, 48),
+    (87, 2, 512): (55, 10785, 512),
+    (128, 0, 512): (35, 4231, 256),
+    (300, 2, 1024): (98, 41800, 1024),
+}
+
+
+@obligation(
+    domain={"max_num_seqs": Choice(5, 9, 87, 128, 300), "num_speculative_tokens": Choice(0, 1, 2),
+            "max_num_batched_tokens": Choice(8192), "default_max_graph_size": Choice(512, 1024)},
+    assumptions={"a recorded deployment": lambda max_num_seqs, num_speculative_tokens, default_max_graph_size:
+                 (max_num_seqs, num_speculative_tokens, default_max_graph_size) in _RECORDED_DEFAULT_LISTS},
+    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    sources=["vllm==0.33.0 vllm/config/vllm.py:2487-2494 (request_counts), 2540-2597 (the default list)"],
+)
+def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size):
+    """Two-sided (session 15; ``cudagraph_default_sizes_fit_mnbt`` only bounds the members): the
+    sizes the membership predicates admit are as many as vLLM 0.33.0 lists, with the same sum and
+    the same largest member (``max_cudagraph_capture_size``), at deployments where each clause of
+    ``is_request_count``, ``is_uniform_decode_size`` and ``is_default_capture_size`` decides a
+    member. An equality with the engine's recorded output, not a restatement of the clauses."""
+    sizes = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
+    members, total_, largest = _RECORDED_DEFAULT_LISTS[(max_num_seqs, num_speculative_tokens, default_max_graph_size)]
+    return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
+                 members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
+                 max_cudagraph_capture_size=sizes[-1], vllm_max=largest)

@@ -5,7 +5,7 @@ The splitter is an algorithm with data-dependent loops, so its contract is check
 request's compressed length exceeds the workspace budget, is proved by Z3 for every config.
 """
 
-from capproof import Choice, Range, at_most, cdiv, contract, obligation
+from capproof import Choice, Range, at_most, cdiv, claim, contract, obligation
 from models.vllm.indexer_prefill import default_prefill_workspace_factor, get_max_prefill_buffer_size
 
 contracts = [
@@ -44,3 +44,20 @@ def single_request_fits_prefill_workspace(max_model_len, compress_ratio, num_spe
     the default factor (5 up to 256K context, else 2)."""
     budget = get_max_prefill_buffer_size(max_model_len, default_prefill_workspace_factor(max_model_len)) // compress_ratio
     return at_most(compressed_seq_len=cdiv(seq_len, compress_ratio), workspace_size=budget)
+
+
+@obligation(
+    domain={"max_model_len": Choice(256 * 1024, 256 * 1024 + 1)},
+    expect="proved", case="vllm-indexer-prefill-chunk-split",
+    sources=["vllm==0.33.0 vllm/config/vllm.py:1872-1874 (5 if max_model_len <= 256 * 1024 else 2)",
+             "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:916-927 (max_model_len * (576 * 2 // 132) * factor)"],
+    engine="vllm", requires=("dsa_indexer",), versions=">=0.27",
+)
+def prefill_workspace_at_the_256k_step(max_model_len):
+    """The default factor's step (session 15; the domains above cross it only inside a Range, where
+    the one-sided claims do not bind): at ``max_model_len = 256 Ki`` the indexer prefill workspace
+    is ``262144 * 8 * 5 = 10485760`` rows, at ``256 Ki + 1`` it is ``262145 * 8 * 2 = 4194320``
+    rows: vLLM 0.33.0's values (``get_max_prefill_buffer_size`` with the factor the config sets)."""
+    rows = get_max_prefill_buffer_size(max_model_len, default_prefill_workspace_factor(max_model_len))
+    vllm_rows = {256 * 1024: 10485760, 256 * 1024 + 1: 4194320}[max_model_len]
+    return claim(rows == vllm_rows, workspace_rows=rows, vllm_0_33_rows=vllm_rows)

@@ -7,6 +7,8 @@ corpus (/work/shared/corpus/cases.md) reports one, and otherwise at a configurat
 side of a ``min``/``max``/``select`` computed by hand from the quoted engine line.
 """
 
+import os
+
 import pytest
 
 from models.moe_align import ck_workspace_index_6242, sglang_sorted_ids_capacity, splitk_sorted_size
@@ -392,3 +394,23 @@ def test_indexer_prefill_first_revision_chunks_by_hand():
 
     assert first_revision_chunks_fit(5, 5, 1, 10) is True  # chunks [5, 5] and [1]
     assert first_revision_chunks_fit(6, 6, 9, 10) is False  # corpus N1: [6] and [6, 9]
+
+
+def test_default_capture_list_of_the_spec_is_the_recorded_vllm_list():
+    """spec/vllm_0_33_today.py enumerates the default list from the membership predicate up to
+    ``min(mnbt, cap)``; on the recorded grid (vLLM 0.33.0's own lists) it is vLLM's list, and the
+    test's wider enumeration adds nothing past that limit."""
+    import json
+
+    from spec.vllm_0_33_today import default_capture_list, dispatched_capture_list
+
+    with open(os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")) as fh:
+        lists = json.load(fh)["lists"]
+    for entry in lists:
+        config = (entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"], entry["default_max_graph_size"])
+        assert default_capture_list(*config) == entry["sizes"] == model_default_capture_sizes(*config), config
+    # the deployment of the vllm#28207 regression: the default list of 40 requests, K = 2, and its rounding
+    default, sizes, max_size = dispatched_capture_list(40, 2, 8192, 512)
+    assert default == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152,
+                       160, 168, 176, 184, 192, 200, 208, 216, 224, 232, 240]
+    assert sizes[:6] == [3, 6, 9, 12, 18, 24] and max_size == 240  # vLLM 0.33.0 adjust_cudagraph_sizes_for_spec_decode gives the same

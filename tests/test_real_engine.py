@@ -443,3 +443,28 @@ def test_check_config_flag_table_matches_the_wheel(real):
     assert ns["VLLM_SERVE_FLAGS"] == flags.VLLM_SERVE_FLAGS
     assert ns["BATCH_DEFAULTS"][flags.VLLM_VERSION] == flags.BATCH_DEFAULTS[flags.VLLM_VERSION]
     assert ns["CACHE_DTYPES"][flags.VLLM_VERSION] == flags.CACHE_DTYPES[flags.VLLM_VERSION]
+
+
+@pytest.mark.parametrize("config", [(40, 2, 8192, 512), (256, 3, 8192, 1024), (5, 1, 8192, 512), (256, 2, 8192, 512)])
+def test_dispatched_capture_list_and_the_28207_padding_on_vllm(config):
+    """spec/vllm_0_33_today.py's deployments (session 15): the default list and its rounding are vLLM
+    0.33.0's, and on the unrounded list of 40 requests at K = 2 the dispatcher's own table pads 5
+    requests x 3 tokens = 15 to 16 (the counterexample of
+    ``cudagraph_uniform_decode_padding_unrounded_before_28207``; the assert at cudagraph_dispatcher.py:141)."""
+    from capproof.engines.vllm import wheels as real
+    from spec.vllm_0_33_today import dispatched_capture_list
+
+    v = real.vllm()
+    sizes, max_size = vllm_default_capture_sizes(*config)
+    q = 1 + config[1]
+    default, rounded, rounded_max = dispatched_capture_list(*config)
+    assert default == sizes and max_size == sizes[-1]
+    cc = SimpleNamespace(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max_size)
+    v.CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(cc, q)
+    assert (cc.cudagraph_capture_sizes, cc.max_cudagraph_capture_size) == (rounded, rounded_max)
+    this = SimpleNamespace(compilation_config=SimpleNamespace(max_cudagraph_capture_size=max_size,
+                                                              cudagraph_capture_sizes=list(sizes), compile_sizes=None),
+                           cudagraph_mode=None)
+    v.CudagraphDispatcher._compute_bs_to_padded_graph_size(this)
+    if config == (40, 2, 8192, 512):
+        assert this._bs_to_padded_graph_size[5 * q] == 16 and 16 % q != 0

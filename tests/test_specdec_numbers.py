@@ -188,3 +188,38 @@ def test_cudagraph_sizes_fit_mnbt():
     # rounded <= max_cudagraph_capture_size, itself a default size, hence <= mnbt
     assert {"max_size is a default capture size", "the rounded size is kept (<= max_cudagraph_capture_size)"} <= set(r.assumptions_used)
     assert_proved(prove(T, "indexer_arange_buffer_covers_decode_slices"))
+
+
+# Session 15 (issue 10): obligations for functions no obligation called, and two-sided claims --
+
+def test_cudagraph_padding_is_the_smallest_capture_size_on_every_deployment():
+    r = prove(T, "cudagraph_padding_is_the_smallest_capture_size")
+    assert_proved(r)
+    assert r.cases == 16  # 2 max_num_seqs x 4 K x 2 default ceilings
+
+
+def test_cudagraph_uniform_decode_padding_is_a_multiple_of_q_after_the_rounding():
+    assert_proved(prove(T, "cudagraph_uniform_decode_padding_is_a_multiple_of_q"))
+
+
+def test_cudagraph_uniform_decode_padding_before_28207_five_requests_of_three_tokens_pad_to_16():
+    """Unrounded default list of 40 requests, K = 2: 5 requests x 3 tokens = 15 pad to 16 (vLLM
+    0.33.0's own _set_cudagraph_sizes and _compute_bs_to_padded_graph_size give the same, run once
+    in session 15: tests/test_real_engine.py::test_uniform_decode_padding_before_28207_on_vllm)."""
+    r = prove(T, "cudagraph_uniform_decode_padding_unrounded_before_28207")
+    assert_counterexample(r, padded_tokens=16, query_len=3, num_reqs=5, max_cudagraph_capture_size=240)
+    holds, values, _ = replay(obligation_named(T, "cudagraph_uniform_decode_padding_unrounded_before_28207"), r.counterexample.params)
+    assert not holds and values["padded_tokens"] == 16
+
+
+def test_gdn_exact_column_and_mtp_off_slot_mapping():
+    assert_proved(prove(P, "gdn_state_column_is_the_last_accepted_token_fixed"))
+    r = prove(P, "slot_mapping_mtp_off_is_the_token_budget_14024")
+    assert_proved(r)
+    assert "sum of scheduled tokens <= max_num_batched_tokens" in r.assumptions_used
+
+
+def test_prefill_workspace_at_the_256k_step_is_vllms():
+    r = prove("spec/vllm_indexer_prefill.py", "prefill_workspace_at_the_256k_step")
+    assert_proved(r)
+    assert r.cases == 2
