@@ -80,7 +80,8 @@ class ProbeHit:
     points: int
     seconds: float = 0.0
     how: str = ""
-    #: ``time.process_time()`` when the point was found (before the probe's final re-check)
+    #: ``time.process_time()`` when the point was found, before the probe's final re-check (the
+    #: prover times the first counterexample after that re-check: until then it is not one)
     found_at: float = 0.0
 
 
