@@ -50,6 +50,8 @@ from .encode import _as_claim, _call, vector_arg
 from .obligation import Obligation
 from .symbolic import Trace, tracing
 
+perf_counter = time.perf_counter
+
 __all__ = ["ProbeHit", "probe", "PROBE_POINTS", "PROBE_SECONDS", "PROBE_WORK"]
 
 #: At most this many points (assumptions and claim evaluated on ints) per obligation.
@@ -78,7 +80,8 @@ class ProbeHit:
     points: int
     seconds: float = 0.0
     how: str = ""
-    #: ``time.process_time()`` when the point was found (before the probe's final re-check)
+    #: ``time.process_time()`` when the point was found, before the probe's final re-check (the
+    #: prover times the first counterexample after that re-check: until then it is not one)
     found_at: float = 0.0
 
 
@@ -143,6 +146,8 @@ class _Prober:
         #: each batch's active entries, one list per (name, length, base, first), so that
         #: :meth:`args` finds its Padded by the list's identity
         self.lists: dict[tuple, list[int]] = {}
+        #: each parameter in declaration order with its axis (None: a batch), for :meth:`realise`
+        self.order = [(p, None if p in self.vectors else self.axes[p]) for p in self.ob.params]
 
     def tick(self) -> None:
         """Stop the search (``_Budget``) once its CPU time is spent (read every 8th call: reading
@@ -159,8 +164,8 @@ class _Prober:
     def realise(self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]]) -> dict[str, object] | None:
         """The parameters of a point (None: outside the domain)."""
         params: dict[str, object] = {}
-        for p in self.ob.params:
-            if p in self.vectors:
+        for p, axis in self.order:
+            if axis is None:
                 dom = self.vectors[p]
                 elem: Range = dom.elem  # type: ignore[assignment]
                 n = self.active(scalars, p)
@@ -173,9 +178,10 @@ class _Prober:
                     entries = self.lists[key] = ([first] + [base] * (n - 1)) if n else []
                 params[p] = entries
             else:
-                if not self.axes[p].contains(scalars[p]):
+                v = scalars[p]
+                if not ((axis.lo <= v <= axis.hi) if axis.pos is None else v in axis.pos):  # axis.contains(v), inlined
                     return None
-                params[p] = scalars[p]
+                params[p] = v
         return params
 
     def args(self, params: dict[str, object], names=None, padding: bool = True) -> tuple[dict[str, object], dict[str, object]]:
@@ -205,12 +211,12 @@ class _Prober:
         names = self.params_of[name]
         if self.memo is None:
             return bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
-        k = (name, *(keys[p] for p in names))
+        k = (name, *[keys[p] for p in names])
         v = self.memo.get(k)
         if v is None:
-            started = time.perf_counter()
+            started = perf_counter()
             v = self.memo[k] = bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
-            self.cost[name] = time.perf_counter() - started
+            self.cost[name] = perf_counter() - started
         return v
 
     def assumptions_hold(self, names: list[str], params: dict[str, object]) -> bool:

@@ -355,3 +355,39 @@ def test_the_probe_finds_every_counterexample_of_spec_in_the_domain_and_it_repla
         again = probe(ob, *domains)
         assert (again.params, again.points, again.how) == (hit.params, hit.points, hit.how), ob.id
     assert found == expected
+
+
+def test_the_first_counterexample_is_timed_after_the_probe_rechecks_its_hit(spec_file, monkeypatch):
+    """A probe hit is a counterexample once re-checked without the memo: ``first_counterexample
+    .seconds`` runs from the call's start to the end of that re-check (a fake CPU clock the
+    re-check moves by 100 s), not to the moment the point was first seen. The garbage collector,
+    paused from the call's start to the probe's end, is enabled again (and left alone when the
+    caller had disabled it)."""
+    import gc
+    import time
+
+    from capproof import probe as probe_module
+
+    ob = _only(spec_file(SATURATED))
+    clock = [0.0]
+    monkeypatch.setattr(time, "process_time", lambda: clock[0])
+    recheck = probe_module._Prober.recheck
+
+    def slow_recheck(self):
+        seen_enabled.append(gc.isenabled())
+        clock[0] += 100.0
+        return recheck(self)
+
+    seen_enabled: list[bool] = []
+    monkeypatch.setattr(probe_module._Prober, "recheck", slow_recheck)
+    assert gc.isenabled()
+    result = prove_obligation(ob, Options(density="off"))
+    first = result.first_counterexample
+    assert first.source == "int probe" and first.seconds >= 100.0
+    assert seen_enabled == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert prove_obligation(ob, Options(density="off")).first_counterexample.source == "int probe"
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
