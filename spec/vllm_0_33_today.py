@@ -295,7 +295,7 @@ def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative
     buffers. The dispatcher's table (``bs_to_padded_graph_size``, indexed by ``num_tokens``) holds at
     each ``i`` the smallest capture size ``>= i`` (checked on ints: it is configuration), the
     rounding keeps every default size that is already a multiple of ``1 + K`` (``round_up`` leaves
-    it, and it is ``<=`` the maximum), and the rounded maximum is the rounded list's last element, at
+    it, and it is ``<=`` the maximum) and lists multiples of ``1 + K`` only, and the rounded maximum is the rounded list's last element, at
     most the default list's."""
     default, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
     table = bs_to_padded_graph_size(sizes, max_size)
@@ -305,7 +305,8 @@ def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative
                    all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)), padded <= max_num_batched_tokens)
     q = uniform_decode_query_len(num_speculative_tokens)
     kept = all(s in sizes for s in default if s % q == 0)  # the rounding keeps every size already a multiple of q
-    return claim(all_of(table == smallest, kept, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
+    multiples = all(s % q == 0 for s in sizes)  # ... and leaves no other
+    return claim(all_of(table == smallest, kept, multiples, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
                  num_tokens=num_tokens, padded_tokens=padded, max_cudagraph_capture_size=max_size)
 
 
