@@ -392,9 +392,9 @@ def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, 
     ``is_request_count``, ``is_uniform_decode_size`` and ``is_default_capture_size`` decides a
     member. An equality with the engine's recorded output, not a restatement of the clauses."""
     sizes = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
-    # (None, None, None) off the recorded deployments: excluded by the assumption, but bound --check
+    # -1 (no list has it) off the recorded deployments: excluded by the assumption, but bound --check
     # evaluates the claim on every case to confirm it is not a capacity claim
-    members, total_, largest = _RECORDED_DEFAULT_LISTS.get((max_num_seqs, num_speculative_tokens, default_max_graph_size), (None,) * 3)
+    members, total_, largest = _RECORDED_DEFAULT_LISTS.get((max_num_seqs, num_speculative_tokens, default_max_graph_size), (-1,) * 3)
     return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
                  members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
                  max_cudagraph_capture_size=sizes[-1], vllm_max=largest)
