@@ -293,15 +293,20 @@ def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative
     without a graph) is padded to a capture size of the rounded list that is ``>= num_tokens``, and
     to the smallest such (no capture size in ``[num_tokens, padded)``): it fits the ``(mnbt, …)``
     buffers. The dispatcher's table (``bs_to_padded_graph_size``, indexed by ``num_tokens``) holds at
-    each ``i`` the smallest capture size ``>= i`` (checked on ints: it is configuration), and the
-    rounded maximum is the rounded list's last element, at most the default list's."""
+    each ``i`` the smallest capture size ``>= i`` (checked on ints: it is configuration), the
+    rounding keeps every default size that is already a multiple of ``1 + K`` (``round_up`` leaves
+    it, and it is ``<=`` the maximum) and lists multiples of ``1 + K`` only, and the rounded maximum is the rounded list's last element, at
+    most the default list's."""
     default, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
     table = bs_to_padded_graph_size(sizes, max_size)
     smallest = [0] + [min(s for s in sizes if s >= i) for i in range(1, max_size + 1)]
     padded = padded_graph_size(num_tokens, sizes, max_size)
     graph = all_of(any_of(*(padded == s for s in sizes)), num_tokens <= padded,
                    all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)), padded <= max_num_batched_tokens)
-    return claim(all_of(table == smallest, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
+    q = uniform_decode_query_len(num_speculative_tokens)
+    kept = all(s in sizes for s in default if s % q == 0)  # the rounding keeps every size already a multiple of q
+    multiples = all(s % q == 0 for s in sizes)  # ... and leaves no other
+    return claim(all_of(table == smallest, kept, multiples, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
                  num_tokens=num_tokens, padded_tokens=padded, max_cudagraph_capture_size=max_size)
 
 
@@ -387,7 +392,9 @@ def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, 
     ``is_request_count``, ``is_uniform_decode_size`` and ``is_default_capture_size`` decides a
     member. An equality with the engine's recorded output, not a restatement of the clauses."""
     sizes = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
-    members, total_, largest = _RECORDED_DEFAULT_LISTS[(max_num_seqs, num_speculative_tokens, default_max_graph_size)]
+    # -1 (no list has it) off the recorded deployments: excluded by the assumption, but bound --check
+    # evaluates the claim on every case to confirm it is not a capacity claim
+    members, total_, largest = _RECORDED_DEFAULT_LISTS.get((max_num_seqs, num_speculative_tokens, default_max_graph_size), (-1,) * 3)
     return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
                  members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
                  max_cudagraph_capture_size=sizes[-1], vllm_max=largest)
