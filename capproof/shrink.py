@@ -82,30 +82,27 @@ def shrink(params: list[str], point: dict[str, object], finite: dict[str, list[i
             cand[vec] = list(cur[vec][:value])  # type: ignore[index]
         return cand
 
+    def take(name: str, value: int, index: int | None) -> bool:
+        """Move to ``name`` (entry ``index``) = ``value`` if that point still fails."""
+        cand = with_value(name, value, index)
+        if cand is not None and fails(cand):
+            cur.update(cand)
+            return True
+        return False
+
     def lower(name: str, lo: int, now: int, index: int | None = None, values: list[int] | None = None) -> bool:
         """Move ``name`` (entry ``index``) down from ``now``: the least value found by bisection."""
         if values is not None:  # a finite domain: its values below ``now``, least first
-            for v in values:
-                if v >= now:
-                    return False
-                cand = with_value(name, v, index)
-                if cand is not None and fails(cand):
-                    cur.update(cand)
-                    return True
-            return False
+            return any(take(name, v, index) for v in values if v < now)
         if lo >= now:
             return False
-        cand = with_value(name, lo, index)
-        if cand is not None and fails(cand):
-            cur.update(cand)
+        if take(name, lo, index):
             return True
         bad, good = lo, now  # bisect: ``bad`` did not fail, ``good`` does (the current value)
         moved = False
         while good - bad > 1:
             mid = (bad + good) // 2
-            cand = with_value(name, mid, index)
-            if cand is not None and fails(cand):
-                cur.update(cand)
+            if take(name, mid, index):
                 good, moved = mid, True
             else:
                 bad = mid
