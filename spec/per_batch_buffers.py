@@ -248,7 +248,7 @@ def mtp_reader_row_is_last_token_47238(j, num_speculative_tokens, max_num_batche
 @obligation(
     domain={**_C3, "num_speculative_tokens": Choice(0)}, assumptions=_C3_FACTS, expect="proved",
     case="vllm-ascend-mtp-slot-mapping-capacity",
-    sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#14114"], engine="vllm-ascend", versions=">=0.26.0rc1",
+    sources=["vllm-project/vllm-ascend#14024", "vllm-project/vllm-ascend#14114"],  # MTP off only: not applied by check-config
 )
 def slot_mapping_mtp_off_is_the_token_budget_14024(max_num_reqs, max_num_batched_tokens, num_speculative_tokens, dcp, num_reqs, query_lens):
     """MTP off (``num_speculative_tokens = 0``, session 15: the domains above start at 1): the

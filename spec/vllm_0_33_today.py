@@ -283,7 +283,7 @@ def dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batche
 
 @obligation(
     domain={**_DEPLOYMENTS, "num_tokens": Range(1, 2**17)},
-    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
     sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:71-90 (_compute_bs_to_padded_graph_size), :139 (the lookup)",
              "vllm==0.33.0 vllm/config/compilation.py:1502-1508, 1537-1565 (adjust_cudagraph_sizes_for_spec_decode)",
              "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (the default list)"],
@@ -329,7 +329,7 @@ def _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_
 
 @obligation(
     domain=_UNIFORM_DECODE, assumptions=_UNIFORM_DECODE_FACTS,
-    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
     sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141 (num_reqs = min(padded // q, max_num_seqs); "
              "assert padded % q == 0)",
              "vllm==0.33.0 vllm/config/compilation.py:1496-1508 (adjust_cudagraph_sizes_for_spec_decode, vllm#28207)"],
@@ -348,7 +348,7 @@ def cudagraph_uniform_decode_padding_is_a_multiple_of_q(max_num_seqs, num_specul
     domain={"max_num_seqs": Choice(40), "num_speculative_tokens": Choice(2), "max_num_batched_tokens": Choice(8192),
             "default_max_graph_size": Choice(512), "num_reqs": Range(1, 64)},
     assumptions=_UNIFORM_DECODE_FACTS,
-    expect="counterexample", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    expect="counterexample",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
     sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141",
              "vllm#28207 (a padded uniform-decode batch not a multiple of 1 + K; fixed by rounding the capture sizes, "
              "vllm/config/compilation.py:1496-1508)"],
@@ -382,7 +382,7 @@ _RECORDED_DEFAULT_LISTS = {
             "max_num_batched_tokens": Choice(8192), "default_max_graph_size": Choice(512, 1024)},
     assumptions={"a recorded deployment": lambda max_num_seqs, num_speculative_tokens, default_max_graph_size:
                  (max_num_seqs, num_speculative_tokens, default_max_graph_size) in _RECORDED_DEFAULT_LISTS},
-    expect="proved", engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
     sources=["vllm==0.33.0 vllm/config/vllm.py:2487-2494 (request_counts), 2540-2597 (the default list)"],
 )
 def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size):
