@@ -250,7 +250,7 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
 
     def lowest(term: z3.ArithRef, lo: int, known: int | None) -> bool:
         nonlocal model, seed
-        if known is not None and known == lo:
+        if known == lo:
             s.add(term == lo)  # the seed attains the lower bound with every value fixed so far
             return True
         model, done = minimize_term(s, model, term, lo, known)
@@ -520,8 +520,9 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             s.pop()
             minimize = answer != z3.unsat  # unsat: every counterexample of this case comes after ``below``
     if minimize:
-        seed = first.seed() if first is not None else None
-        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed], seed,
+        seeded = first.seed() if first is not None else None
+        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed],
+                                     seeded[0] if seeded is not None else None,
                                      max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
     params = case.point(model)
     symbolic_values = {
@@ -847,7 +848,7 @@ class _First:
         self.points = 0  # int-probe points evaluated
         self.ob: Obligation | None = None
         self.domains: tuple | None = None  # (finite, ranges, vectors) under the pins
-        self._seed: tuple[dict[str, object] | None] | None = None
+        self._seed: tuple[dict[str, object], dict[str, int]] | None = None
         # the cyclic garbage collector paused until the int probe is done (resume_gc): a collection
         # due from the caller's earlier allocations (Z3 objects, another tool's run) otherwise
         # lands in the probe's first milliseconds about one call in five (gen 0: ~0.5 ms, gen 1:
@@ -856,26 +857,24 @@ class _First:
         if self.gc_paused:
             gc.disable()
 
-    def seed(self) -> dict[str, object] | None:
-        """The first counterexample shrunk on ints (:func:`capproof.shrink.shrink`; computed once),
-        or None when there is none yet. Every point kept replays as a counterexample on ints."""
+    def seed(self) -> tuple[dict[str, object], dict[str, int]] | None:
+        """The first counterexample shrunk on ints (:func:`capproof.shrink.shrink`; computed once)
+        and the claim's values there, or None when there is none yet. Every point kept replays as a
+        counterexample on ints (:func:`_failing_values`)."""
         if self._seed is None:
             if self.found is None or self.ob is None or self.domains is None:
                 return None
-            ob = self.ob
+            ob, kept = self.ob, [self.found.values]
 
             def fails(params: dict[str, object]) -> bool:
-                try:
-                    holds, values, failed = replay(ob, params)
-                except KeyboardInterrupt:
-                    raise
-                except BaseException:  # noqa: BLE001 - a point where the model raises is no counterexample
-                    return False
-                return not holds and not failed and _padding_check(ob, params, (holds, values, failed)) is None
+                values = _failing_values(ob, params)
+                if values is not None:
+                    kept[0] = values  # the shrinker moves to each failing point it checks
+                return values is not None
 
             point, _ = shrink(list(ob.params), self.found.params, *self.domains, fails)
-            self._seed = (point,)
-        return self._seed[0]
+            self._seed = (point, kept[0])
+        return self._seed
 
     def resume_gc(self) -> None:
         """Re-enable the garbage collector if this run paused it (idempotent)."""
@@ -896,14 +895,25 @@ class _First:
         if self.found is not None:
             return
         params = case.point(model)
-        try:
-            holds, values, failed = replay(case.ob, params)
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001 - the minimised point's replay reports it
-            return
-        if not holds and not failed and _padding_check(case.ob, params, (holds, values, failed)) is None:
+        values = _failing_values(case.ob, params)
+        if values is not None:
             self.record(params, values, "solver")
+
+
+def _failing_values(ob: Obligation, params: dict[str, object]) -> dict[str, int] | None:
+    """The claim's values at ``params`` if it is a counterexample on ints (assumptions hold, claim
+    false), on its batches alone as with the padding (the batch shown must fail:
+    :func:`_padding_check`); None otherwise, or when the model raises there (a solver point's
+    minimised replay reports that)."""
+    try:
+        holds, values, failed = replay(ob, params)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - a point where the model raises is no counterexample
+        return None
+    if not holds and not failed and _padding_check(ob, params, (holds, values, failed)) is None:
+        return values
+    return None
 
 
 def prove_obligation(ob: Obligation, options: Options | None = None) -> ObligationResult:
@@ -935,11 +945,9 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         # a counterexample whatever the solver could not decide later: reported as found, shrunk on
         # ints (every point the shrinker keeps is replayed), not minimised
         params, values, shrunk = dict(hit.params), dict(hit.values), ""
-        seed = first.seed() if options is None or options.minimize else None
-        if seed is not None and seed != hit.params:
-            holds, seed_values, failed = replay(ob, seed)
-            if not holds and not failed:  # as the shrinker checked it
-                params, values, shrunk = seed, seed_values, ", shrunk on ints"
+        seeded = first.seed() if options is None or options.minimize else None
+        if seeded is not None and seeded[0] != hit.params:
+            (params, values), shrunk = seeded, ", shrunk on ints"
         result.message = (f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
                           f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})")
         result.verdict = Verdict.COUNTEREXAMPLE

@@ -134,7 +134,7 @@ def test_a_seed_from_another_case_is_not_used_there(spec_file, monkeypatch):
     ob = _only(spec_file(SPLIT_NOT_FIRST))
     foreign = {"dcp": 4, "n": 2, "cap": 2}  # 8 > 5 at dcp=4; at dcp=2, 4 <= 5 holds
     assert _fails(ob)(foreign) and not _fails(ob)({**foreign, "dcp": 2})
-    monkeypatch.setattr(prover._First, "seed", lambda self: dict(foreign))
+    monkeypatch.setattr(prover._First, "seed", lambda self: (dict(foreign), {}))
     seeded = prove_obligation(ob)
     _unseeded(monkeypatch)
     plain = prove_obligation(ob)
