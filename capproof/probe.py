@@ -179,7 +179,7 @@ class _Prober:
                 params[p] = entries
             else:
                 v = scalars[p]
-                if not ((axis.lo <= v <= axis.hi) if axis.pos is None else v in axis.pos):  # axis.contains(v), inlined
+                if not axis.contains(v):
                     return None
                 params[p] = v
         return params
