@@ -252,13 +252,20 @@ def read_model_config(path: str) -> ModelFacts:
     return facts
 
 
+def default_max_model_len(cfg: ServeConfig, model: ModelFacts | dict | None) -> int | None:
+    """vLLM 0.33.0's ``max_model_len`` (tokens) when ``--max-model-len`` is not given: the model
+    config's ``max_position_embeddings``, or None (left symbolic) without one, under ``--max-model-len
+    auto`` (fitted to the GPU at startup) or when :func:`max_len_caveat` says vLLM derives another."""
+    if getattr(cfg, "max_model_len_auto", False) or (isinstance(model, ModelFacts) and model.max_len_caveat):
+        return None
+    return (model.values if isinstance(model, ModelFacts) else (model or {})).get("max_position_embeddings")
+
+
 def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[str, int]:
     """Parameter pins implied by the flags (and the model config)."""
     values = dict(model.values if isinstance(model, ModelFacts) else (model or {}))
     pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
-    default_len = (values.get("max_position_embeddings") if not getattr(cfg, "max_model_len_auto", False)
-                   and not (isinstance(model, ModelFacts) and model.max_len_caveat) else None)
-    max_len = cfg.max_model_len if cfg.max_model_len is not None else default_len
+    max_len = cfg.max_model_len if cfg.max_model_len is not None else default_max_model_len(cfg, model)
     values.pop("max_position_embeddings", None)
     # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
     # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
@@ -663,9 +670,9 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
         model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
     len_default = None
-    if (cfg.max_model_len is None and not cfg.max_model_len_auto and model and "max_position_embeddings" in model.values
-            and not model.max_len_caveat):
-        cfg.max_model_len = model.values["max_position_embeddings"]  # vLLM's default max_model_len
+    default_len = default_max_model_len(cfg, model) if cfg.max_model_len is None else None
+    if default_len is not None:
+        cfg.max_model_len = default_len  # vLLM's default max_model_len
         len_default = Default("max_model_len", (cfg.max_model_len,), f"not given: vLLM's default, {model.path} "
                               f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
                               "below it would lower it; give --max-model-len to check your own)")
