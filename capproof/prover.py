@@ -83,12 +83,14 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
-                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None) -> _CaseOutcome:
+                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None,
+                restate: bool = True) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
     decided before (see :func:`_decide_case`); ``first``: where the run's first counterexample
-    is recorded."""
+    is recorded; ``restate``: whether a proved path's core is checked for assumptions restating
+    the claim (:func:`_restating_assumptions`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
         cp = build_paths(ob, fixed, ranges, vectors, budget)
@@ -101,7 +103,7 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     for failure in cp.failures:
         outcomes.append(_failed_path(ob, fixed, failure, rlimit, cp.forked))
     for case in cp.paths:
-        outcome = _decide_case(case, options, rlimit, below, first)
+        outcome = _decide_case(case, options, rlimit, below, first, restate)
         if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
             from .crosscheck import case_hook
 
@@ -440,10 +442,12 @@ def _lex_below(case: CaseProblem, bound: dict[str, object]) -> z3.BoolRef | None
 
 
 def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None,
-                 first: "_First | None" = None) -> _CaseOutcome:
+                 first: "_First | None" = None, restate: bool = True) -> _CaseOutcome:
     """Decide one case (one path of it). ``below``: the least counterexample of the cases decided
     before; when this case has no point before it (one query), its counterexample is not
-    minimised (it cannot be the least; it is still replayed on ints and counted)."""
+    minimised (it cannot be the least; it is still replayed on ints and counted). ``restate``:
+    check a proof's core for assumptions restating the claim (off once the obligation has a
+    counterexample: see :func:`_prove_obligation`)."""
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
     problem = _divisor_in_assumption_may_be_zero(case, rlimit)
@@ -499,7 +503,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             case.normalised.extend(note for _, note in symmetry)
     if answer == z3.unsat:
         core = core_labels(s.unsat_core(), trackers)
-        restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
+        restating = [] if options.verdict_only or not restate else _restating_assumptions(case, core, rlimit)
         return _CaseOutcome("proved", core=core, restating=restating)
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
@@ -933,6 +937,10 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     try:
         with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before
             result = _prove_obligation(ob, options or Options(), first)
+        if result is None:  # an error after a counterexample: decided again, every proof's core checked for
+            # restating assumptions (the error verdict shows them); the same queries from a fresh context
+            with fresh_z3_context():
+                result = _prove_obligation(ob, options or Options(), first, restate_all=True)
     finally:
         first.resume_gc()
     result.first_counterexample = first.found
@@ -962,7 +970,14 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     return result
 
 
-def _prove_obligation(ob: Obligation, options: Options, first: _First) -> ObligationResult:
+def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult | None:
+    """Decide ``ob`` in the current Z3 context (see :func:`prove_obligation`).
+
+    Once a case has a counterexample the verdict is a counterexample unless a case errs, and a
+    counterexample's report shows no restating assumptions, so the cases decided after it skip
+    that check (:func:`_restating_assumptions`: a Z3 context, the case translated, two queries
+    per core assumption). Returns None when a case then errs (the caller decides ``ob`` again
+    with ``restate_all``)."""
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
@@ -1037,11 +1052,16 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         names = list(finite)
         outcomes: list[_CaseOutcome] = []
         below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
+        failed = False  # a case has a counterexample: the verdict shows no restating assumption
+        skipped[0] = False
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
-            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first)
+            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
+                                  restate_all or not failed)
             outcomes.append(outcome)
+            skipped[0] = skipped[0] or (failed and not restate_all)
             if outcome.kind == "counterexample":
+                failed = True
                 # replayed (padding checked): the first counterexample when the solver's first
                 # model was not one on the batch shown (see _First.solver_point)
                 first.record(outcome.params, outcome.values, "solver")
@@ -1051,6 +1071,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             result.relation = result.relation or outcome.relation
         return outcomes
 
+    skipped = [False]  # a case's restating check skipped (see run_cases)
     outcomes: list[_CaseOutcome] = []
     length_notes: list[str] = []
     as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
@@ -1079,11 +1100,13 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             used.extend(c for c in o.core if c not in used)
     order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
-    restating = {n for o in outcomes if o.kind == "proved" for n in o.restating}
-    result.restating = [n for n in ob.assumptions if n in restating]
-
     errors = [o for o in outcomes if o.kind == "error"]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
+    if errors and skipped[0]:
+        return None  # the error verdict shows the restating assumptions: decided again with every check
+    # a counterexample verdict shows none (the cases after the first counterexample are not checked)
+    restating = {n for o in outcomes if o.kind == "proved" and not cexs for n in o.restating}
+    result.restating = [n for n in ob.assumptions if n in restating]
     unknowns = [o for o in outcomes if o.kind == "unknown"]
     admitted = result.cases - result.excluded
     if errors:
@@ -1192,7 +1215,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
         try:
-            case = build_abstract_case(ob, fixed, ranges, vectors)
+            case = build_abstract_case(ob, fixed, ranges, vectors, stop_if_excluded=True)
         except KeyboardInterrupt:
             raise
         except NotAggregate as exc:
