@@ -844,7 +844,7 @@ class _First:
     """The first concrete counterexample of a run (:class:`FirstCounterexample`), timed in CPU
     seconds from ``cpu_started`` (the obligation's start, ``time.process_time``)."""
 
-    __slots__ = ("cpu_started", "found", "points", "gc_paused", "ob", "domains", "_seed")
+    __slots__ = ("cpu_started", "found", "points", "gc_paused", "ob", "domains", "_seed", "restating_skipped")
 
     def __init__(self, cpu_started: float):
         self.cpu_started = cpu_started
@@ -853,6 +853,7 @@ class _First:
         self.ob: Obligation | None = None
         self.domains: tuple | None = None  # (finite, ranges, vectors) under the pins
         self._seed: tuple[dict[str, object], dict[str, int]] | None = None
+        self.restating_skipped = False  # a proved case's restating check skipped (a counterexample was known)
         # the cyclic garbage collector paused until the int probe is done (resume_gc): a collection
         # due from the caller's earlier allocations (Z3 objects, another tool's run) otherwise
         # lands in the probe's first milliseconds about one call in five (gen 0: ~0.5 ms, gen 1:
@@ -937,8 +938,9 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     try:
         with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before
             result = _prove_obligation(ob, options or Options(), first)
-        if result is None:  # an error after a counterexample: decided again, every proof's core checked for
-            # restating assumptions (the error verdict shows them); the same queries from a fresh context
+        shows_cex = result.verdict is Verdict.COUNTEREXAMPLE or (first.found is not None and result.verdict is Verdict.UNKNOWN)
+        if first.restating_skipped and not shows_cex:  # e.g. an error after a counterexample: decided again, every
+            # proof's core checked for restating assumptions (this verdict shows them); the same queries, fresh context
             with fresh_z3_context():
                 result = _prove_obligation(ob, options or Options(), first, restate_all=True)
     finally:
@@ -961,6 +963,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(params, values, False)
         result.witnesses = []
+        result.restating = []  # a counterexample shows none (and some cases may have skipped the check)
     elif hit is not None and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (
             f"{found_by.get(hit.source, hit.source)} a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
@@ -970,14 +973,16 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     return result
 
 
-def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult | None:
+def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult:
     """Decide ``ob`` in the current Z3 context (see :func:`prove_obligation`).
 
-    Once a case has a counterexample the verdict is a counterexample unless a case errs, and a
-    counterexample's report shows no restating assumptions, so the cases decided after it skip
-    that check (:func:`_restating_assumptions`: a Z3 context, the case translated, two queries
-    per core assumption). Returns None when a case then errs (the caller decides ``ob`` again
-    with ``restate_all``)."""
+    Once a counterexample is known (the int probe's, or a case's) the verdict is a counterexample
+    or an error (:func:`prove_obligation`: a proof or an unknown with a counterexample on ints),
+    and a counterexample's report shows no restating assumptions, so the cases decided from then
+    on skip that check (:func:`_restating_assumptions`: a Z3 context, the case translated, two
+    queries per core assumption) unless ``restate_all``; ``first.restating_skipped`` says whether
+    one did (the caller then decides ``ob`` again with ``restate_all`` if the verdict is not a
+    counterexample)."""
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
@@ -1052,14 +1057,14 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         names = list(finite)
         outcomes: list[_CaseOutcome] = []
         below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
-        failed = False  # a case has a counterexample: the verdict shows no restating assumption
-        skipped[0] = False
+        failed = first.found is not None  # a counterexample is known: the verdict shows no restating assumption
+        first.restating_skipped = False
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
             outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
                                   restate_all or not failed)
             outcomes.append(outcome)
-            skipped[0] = skipped[0] or (failed and not restate_all)
+            first.restating_skipped = first.restating_skipped or (failed and not restate_all)
             if outcome.kind == "counterexample":
                 failed = True
                 # replayed (padding checked): the first counterexample when the solver's first
@@ -1071,7 +1076,6 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
             result.relation = result.relation or outcome.relation
         return outcomes
 
-    skipped = [False]  # a case's restating check skipped (see run_cases)
     outcomes: list[_CaseOutcome] = []
     length_notes: list[str] = []
     as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
@@ -1102,8 +1106,6 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
     errors = [o for o in outcomes if o.kind == "error"]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
-    if errors and skipped[0]:
-        return None  # the error verdict shows the restating assumptions: decided again with every check
     # a counterexample verdict shows none (the cases after the first counterexample are not checked)
     restating = {n for o in outcomes if o.kind == "proved" and not cexs for n in o.restating}
     result.restating = [n for n in ob.assumptions if n in restating]
