@@ -1107,7 +1107,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     errors = [o for o in outcomes if o.kind == "error"]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
     # a counterexample verdict shows none (the cases after the first counterexample are not checked)
-    restating = {n for o in outcomes if o.kind == "proved" and not cexs for n in o.restating}
+    restating = {n for o in outcomes if o.kind == "proved" and (errors or not cexs) for n in o.restating}
     result.restating = [n for n in ob.assumptions if n in restating]
     unknowns = [o for o in outcomes if o.kind == "unknown"]
     admitted = result.cases - result.excluded
