@@ -84,16 +84,19 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
                 rlimit: int, below: dict[str, object] | None = None, first: _First | None = None,
-                restate: bool = True) -> _CaseOutcome:
+                restate: bool = True, built: dict[tuple, CasePaths] | None = None) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
     decided before (see :func:`_decide_case`); ``first``: where the run's first counterexample
     is recorded; ``restate``: whether a proved path's core is checked for assumptions restating
-    the claim (:func:`_restating_assumptions`)."""
+    the claim (:func:`_restating_assumptions`); ``built``: where the case's paths are kept, by
+    its fixed values (for :func:`find_witnesses`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
         cp = build_paths(ob, fixed, ranges, vectors, budget)
+        if built is not None:
+            built[tuple(sorted(fixed.items()))] = cp
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
@@ -776,13 +779,16 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
     return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
 
 
-def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
+def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int,
+                   built: dict[tuple, CasePaths] | None = None) -> list[Witness]:
     """For each of ``ob.witnesses``: the smallest point (declared order) with the counterexample's
     values for every parameter the condition does not take, where the claim fails and the
     condition holds. Finite parameters the condition takes (and the lengths of vectors it takes)
     range over their cases (at most :data:`WITNESS_CASES`).
 
     Each witness is replayed on ints (claim violated, condition true, assumptions hold).
+    ``built``: cases already built (by their fixed values, as :func:`_prove_case` keeps them),
+    not built again.
     """
     out: list[Witness] = []
     cases: dict[tuple, list[CaseProblem] | str] = {}
@@ -805,7 +811,7 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
             key = tuple(sorted(fixed.items()))
             if key not in cases:
                 try:
-                    cp = build_paths(ob, fixed, ranges, vectors, budget)
+                    cp = built[key] if built is not None and key in built else build_paths(ob, fixed, ranges, vectors, budget)
                     cases[key] = cp.paths
                     if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
                         cases[key] = ("a path raised " + _describe_exc(cp.failures[0].error) if cp.failures
@@ -1062,7 +1068,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
             outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
-                                  restate_all or not failed)
+                                  restate_all or not failed, built)
             outcomes.append(outcome)
             first.restating_skipped = first.restating_skipped or (failed and not restate_all)
             if outcome.kind == "counterexample":
@@ -1076,6 +1082,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
             result.relation = result.relation or outcome.relation
         return outcomes
 
+    # each case's paths kept for the trigger witnesses' search (which decides again the cases of the
+    # counterexample's values): only with witnesses to search
+    built: dict[tuple, CasePaths] | None = {} if ob.witnesses and not options.verdict_only else None
     outcomes: list[_CaseOutcome] = []
     length_notes: list[str] = []
     as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
@@ -1083,6 +1092,8 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         outcomes = run_cases(*as_range[:2])
         if any(o.kind in ("error", "unknown") for o in outcomes):
             outcomes, result.relation = [], ""  # decided case by case instead, as declared
+            if built is not None:
+                built.clear()
         else:
             finite, ranges, length_notes = as_range
     if not outcomes:
@@ -1126,7 +1137,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
                else " (not minimised: minimisation off)")
         )
         if not options.verdict_only:
-            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)
+            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit, built)
         if options.density != "off":
             from .density import failure_density
 
