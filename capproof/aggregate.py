@@ -788,8 +788,10 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
     return _replay_agrees(case, params, holds)
 
 
-def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True) -> AbstractOutcome:
-    """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation."""
+def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True, minimal_core: bool = True) -> AbstractOutcome:
+    """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation.
+    ``minimal_core=False``: a proof's core is Z3's (not :func:`_minimal_core`'s queries), for a
+    caller that will not show it."""
     if case.false_assumptions:
         return AbstractOutcome("excluded", core=case.false_assumptions[:1])
     s, trackers = case.solver(rlimit)
@@ -839,7 +841,8 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     s.set("core.minimize", False)  # Z3's minimisation took ~6 s on a nonlinear 10-fact core (FlashInfer pages)
     answer = s.check()
     if answer == z3.unsat:
-        core = _minimal_core(case, trackers, [t for t in s.unsat_core() if literal_name(t) in trackers], rlimit)
+        core = [t for t in s.unsat_core() if literal_name(t) in trackers]
+        core = _minimal_core(case, trackers, core, rlimit) if minimal_core else [trackers[literal_name(t)] for t in core]
         return AbstractOutcome("proved", core=[c for c in core if " aggregates (" not in c])
     if answer == z3.unknown:
         return AbstractOutcome("unknown", message=s.reason_unknown())

@@ -1037,7 +1037,13 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         # the aggregate and induction attempts run in a Z3 context of their own: when they do not
         # decide, the bounded encoding starts from a context they did not touch (after an abandoned
         # abstraction, core minimisation of wna16_reads_within_sorted_ids took 14 s instead of 0.5 s)
-        decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
+        # with a counterexample on ints known, an attempt on batches of <= BOUNDED_CEX_LIMIT entries
+        # ends on the bounded encoding (or proved, an error then): its proofs' cores are not shown
+        # unless it proves every case, and then it is made again with its minimal cores
+        cores = first.found is None or max(v.size for v in vectors.values()) > BOUNDED_CEX_LIMIT
+        decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
+        if decided is not None and not cores:
+            decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
         if decided is not None:
             if decided.counterexample is not None:
                 first.record(decided.counterexample.params, decided.counterexample.values, "solver")
@@ -1208,18 +1214,19 @@ def _in_own_context(attempt, *args):
 
 def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
                          vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                         pins: dict[str, int]) -> ObligationResult | None:
+                         pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
     """Decide ``ob`` on the aggregate abstraction of its vectors (capproof.aggregate); None when
-    it does not apply or does not decide (the caller then uses the bounded encoding)."""
+    it does not apply or does not decide (the caller then uses the bounded encoding).
+    ``cores=False``: proofs' cores as Z3 gave them, not minimised (see ``decide_abstract_case``)."""
     from .aggregate import shared_facts
 
     with shared_facts():  # each per-entry fact decided once for all cases
-        return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins)
+        return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
 
 
 def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
                      vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                     pins: dict[str, int]) -> ObligationResult | None:
+                     pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
     from .aggregate import NotAggregate, build_abstract_case, decide_abstract_case, summary
 
     names = list(finite)
@@ -1239,7 +1246,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
             return None
         result.relation = result.relation or case.relation
         try:
-            outcome = decide_abstract_case(case, rlimit, options.minimize)
+            outcome = decide_abstract_case(case, rlimit, options.minimize, cores)
         except NotAggregate as exc:
             result.encoding_note = f"aggregate abstraction not applicable: {exc}"
             return None

@@ -645,3 +645,27 @@ def test_what_an_excluded_aggregate_case_would_do_after_its_assumptions_does_not
     items = {it.name: it for it in load_file(spec_file(EXCLUDED_SPEC, "excluded_spec2.py"))}
     r = prove_obligation(items["builtin_sum_where_excluded"], Options())
     assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.excluded == 2, (r.message, r.encoding_note)
+
+
+def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, monkeypatch):
+    """With a counterexample on ints known and a batch of <= BOUNDED_CEX_LIMIT entries, the
+    aggregate attempt's proofs keep Z3's cores (the attempt ends on the bounded encoding); if it
+    proves every case (here: a fake int-probe hit on a true claim, so the verdict is an error),
+    it is made again with its minimal cores, which the error shows."""
+    import types
+
+    import capproof.aggregate as aggregate
+    import capproof.prover as prover
+
+    ob = obs(6)["tokens_fit"]
+    honest = prove_obligation(ob, Options())
+    assert honest.verdict is Verdict.PROVED and honest.encoding == "all batch sizes"
+    calls = []
+    original = aggregate._minimal_core
+    monkeypatch.setattr(aggregate, "_minimal_core", lambda *a: calls.append(1) or original(*a))
+    monkeypatch.setattr(prover, "probe", lambda *a, **k: types.SimpleNamespace(
+        params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}))
+    faked = prove_obligation(ob, Options())
+    assert faked.verdict is Verdict.ERROR and "disagree" in faked.message, faked.message
+    assert faked.assumptions_used == honest.assumptions_used and faked.encoding_note == honest.encoding_note
+    assert len(calls) == honest.cases - honest.excluded  # the second attempt's, one per proved case
