@@ -592,9 +592,14 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
 
 
 def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
-                        vectors: dict[str, Vector]) -> AbstractCase:
+                        vectors: dict[str, Vector], stop_if_excluded: bool = False) -> AbstractCase:
     """Run ``ob`` on the aggregate abstraction. Raises NotAggregate (or whatever the model
-    raises) when the abstraction does not apply."""
+    raises) when the abstraction does not apply.
+
+    ``stop_if_excluded``: when an assumption is concretely false in this case (no point of it is
+    admitted), return the case with its ``false_assumptions`` and nothing else built (no claim,
+    facts or lemmas: a 40-case MoE split has 32 such cases); what the model would raise or misuse
+    there after its assumptions does not matter, as no point of the case is checked."""
     scalars, constraints = scalar_inputs(ranges)
     background = [c for _, c in constraints]  # the scalars' domains, for the monotonicity checks
     batches: dict[str, AggregateBatch] = {}
@@ -620,9 +625,12 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
         trace.total_hook = mapped_total  # type: ignore[attr-defined]
         assumed = {n_: _call(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
-        result = ob.func(**args)
+        excluded = [n_ for n_, v in assumed.items() if isinstance(v, bool) and not v] if stop_if_excluded else []
+        result = None if excluded else ob.func(**args)
     if trace.misuse:
         raise NotAggregate(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
+    if excluded:
+        return AbstractCase(ob, dict(fixed), scalars, batches, [], excluded, z3.BoolVal(False), {})
     left_sites = [v for v in getattr(trace, "each_sites", {}).values() if v[2] == "total"]
     if left_sites:  # sum(...), max(...), a custom fold: the one representative was taken for the batch
         raise NotAggregate(f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
@@ -780,8 +788,10 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
     return _replay_agrees(case, params, holds)
 
 
-def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True) -> AbstractOutcome:
-    """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation."""
+def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True, minimal_core: bool = True) -> AbstractOutcome:
+    """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation.
+    ``minimal_core=False``: a proof's core is Z3's (not :func:`_minimal_core`'s queries), for a
+    caller that will not show it."""
     if case.false_assumptions:
         return AbstractOutcome("excluded", core=case.false_assumptions[:1])
     s, trackers = case.solver(rlimit)
@@ -831,7 +841,8 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True)
     s.set("core.minimize", False)  # Z3's minimisation took ~6 s on a nonlinear 10-fact core (FlashInfer pages)
     answer = s.check()
     if answer == z3.unsat:
-        core = _minimal_core(case, trackers, [t for t in s.unsat_core() if literal_name(t) in trackers], rlimit)
+        core = [t for t in s.unsat_core() if literal_name(t) in trackers]
+        core = _minimal_core(case, trackers, core, rlimit) if minimal_core else [trackers[literal_name(t)] for t in core]
         return AbstractOutcome("proved", core=[c for c in core if " aggregates (" not in c])
     if answer == z3.unknown:
         return AbstractOutcome("unknown", message=s.reason_unknown())

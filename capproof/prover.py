@@ -83,15 +83,20 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
-                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None) -> _CaseOutcome:
+                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None,
+                restate: bool = True, built: dict[tuple, CasePaths] | None = None) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
     decided before (see :func:`_decide_case`); ``first``: where the run's first counterexample
-    is recorded."""
+    is recorded; ``restate``: whether a proved path's core is checked for assumptions restating
+    the claim (:func:`_restating_assumptions`); ``built``: where the case's paths are kept, by
+    its fixed values (for :func:`find_witnesses`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
         cp = build_paths(ob, fixed, ranges, vectors, budget)
+        if built is not None:
+            built[tuple(sorted(fixed.items()))] = cp
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the model or spec is at fault (SystemExit too); report it, keep going
@@ -101,7 +106,7 @@ def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     for failure in cp.failures:
         outcomes.append(_failed_path(ob, fixed, failure, rlimit, cp.forked))
     for case in cp.paths:
-        outcome = _decide_case(case, options, rlimit, below, first)
+        outcome = _decide_case(case, options, rlimit, below, first, restate)
         if options.smt2_dir or options.cross_check:  # SMT-LIB export and second solver
             from .crosscheck import case_hook
 
@@ -440,10 +445,12 @@ def _lex_below(case: CaseProblem, bound: dict[str, object]) -> z3.BoolRef | None
 
 
 def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None,
-                 first: "_First | None" = None) -> _CaseOutcome:
+                 first: "_First | None" = None, restate: bool = True) -> _CaseOutcome:
     """Decide one case (one path of it). ``below``: the least counterexample of the cases decided
     before; when this case has no point before it (one query), its counterexample is not
-    minimised (it cannot be the least; it is still replayed on ints and counted)."""
+    minimised (it cannot be the least; it is still replayed on ints and counted). ``restate``:
+    check a proof's core for assumptions restating the claim (off once the obligation has a
+    counterexample: see :func:`_prove_obligation`)."""
     if case.false_assumptions:
         return _CaseOutcome("excluded", core=case.false_assumptions[:1])
     problem = _divisor_in_assumption_may_be_zero(case, rlimit)
@@ -499,7 +506,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             case.normalised.extend(note for _, note in symmetry)
     if answer == z3.unsat:
         core = core_labels(s.unsat_core(), trackers)
-        restating = [] if options.verdict_only else _restating_assumptions(case, core, rlimit)
+        restating = [] if options.verdict_only or not restate else _restating_assumptions(case, core, rlimit)
         return _CaseOutcome("proved", core=core, restating=restating)
     if answer == z3.unknown:
         return _CaseOutcome("unknown", message=f"{s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
@@ -772,13 +779,16 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
     return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
 
 
-def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int) -> list[Witness]:
+def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int,
+                   built: dict[tuple, CasePaths] | None = None) -> list[Witness]:
     """For each of ``ob.witnesses``: the smallest point (declared order) with the counterexample's
     values for every parameter the condition does not take, where the claim fails and the
     condition holds. Finite parameters the condition takes (and the lengths of vectors it takes)
     range over their cases (at most :data:`WITNESS_CASES`).
 
     Each witness is replayed on ints (claim violated, condition true, assumptions hold).
+    ``built``: cases already built (by their fixed values, as :func:`_prove_case` keeps them),
+    not built again.
     """
     out: list[Witness] = []
     cases: dict[tuple, list[CaseProblem] | str] = {}
@@ -801,7 +811,7 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
             key = tuple(sorted(fixed.items()))
             if key not in cases:
                 try:
-                    cp = build_paths(ob, fixed, ranges, vectors, budget)
+                    cp = built[key] if built is not None and key in built else build_paths(ob, fixed, ranges, vectors, budget)
                     cases[key] = cp.paths
                     if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
                         cases[key] = ("a path raised " + _describe_exc(cp.failures[0].error) if cp.failures
@@ -840,7 +850,7 @@ class _First:
     """The first concrete counterexample of a run (:class:`FirstCounterexample`), timed in CPU
     seconds from ``cpu_started`` (the obligation's start, ``time.process_time``)."""
 
-    __slots__ = ("cpu_started", "found", "points", "gc_paused", "ob", "domains", "_seed")
+    __slots__ = ("cpu_started", "found", "points", "gc_paused", "ob", "domains", "_seed", "restating_skipped")
 
     def __init__(self, cpu_started: float):
         self.cpu_started = cpu_started
@@ -849,6 +859,7 @@ class _First:
         self.ob: Obligation | None = None
         self.domains: tuple | None = None  # (finite, ranges, vectors) under the pins
         self._seed: tuple[dict[str, object], dict[str, int]] | None = None
+        self.restating_skipped = False  # a proved case's restating check skipped (a counterexample was known)
         # the cyclic garbage collector paused until the int probe is done (resume_gc): a collection
         # due from the caller's earlier allocations (Z3 objects, another tool's run) otherwise
         # lands in the probe's first milliseconds about one call in five (gen 0: ~0.5 ms, gen 1:
@@ -933,6 +944,11 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     try:
         with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before
             result = _prove_obligation(ob, options or Options(), first)
+        shows_cex = result.verdict is Verdict.COUNTEREXAMPLE or (first.found is not None and result.verdict is Verdict.UNKNOWN)
+        if first.restating_skipped and not shows_cex:  # e.g. an error after a counterexample: decided again, every
+            # proof's core checked for restating assumptions (this verdict shows them); the same queries, fresh context
+            with fresh_z3_context():
+                result = _prove_obligation(ob, options or Options(), first, restate_all=True)
     finally:
         first.resume_gc()
     result.first_counterexample = first.found
@@ -953,6 +969,7 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(params, values, False)
         result.witnesses = []
+        result.restating = []  # a counterexample shows none (and some cases may have skipped the check)
     elif hit is not None and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
         result.message = (
             f"{found_by.get(hit.source, hit.source)} a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
@@ -962,7 +979,16 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     return result
 
 
-def _prove_obligation(ob: Obligation, options: Options, first: _First) -> ObligationResult:
+def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult:
+    """Decide ``ob`` in the current Z3 context (see :func:`prove_obligation`).
+
+    Once a counterexample is known (the int probe's, or a case's) the verdict is a counterexample
+    or an error (:func:`prove_obligation`: a proof or an unknown with a counterexample on ints),
+    and a counterexample's report shows no restating assumptions, so the cases decided from then
+    on skip that check (:func:`_restating_assumptions`: a Z3 context, the case translated, two
+    queries per core assumption) unless ``restate_all``; ``first.restating_skipped`` says whether
+    one did (the caller then decides ``ob`` again with ``restate_all`` if the verdict is not a
+    counterexample)."""
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
     pins = {k: v for k, v in options.pins.items() if k in ob.domain}
@@ -1011,7 +1037,13 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         # the aggregate and induction attempts run in a Z3 context of their own: when they do not
         # decide, the bounded encoding starts from a context they did not touch (after an abandoned
         # abstraction, core minimisation of wna16_reads_within_sorted_ids took 14 s instead of 0.5 s)
-        decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
+        # with a counterexample on ints known, an attempt on batches of <= BOUNDED_CEX_LIMIT entries
+        # ends on the bounded encoding (or proved, an error then): its proofs' cores are not shown
+        # unless it proves every case, and then it is made again with its minimal cores
+        cores = first.found is None or max(v.size for v in vectors.values()) > BOUNDED_CEX_LIMIT
+        decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
+        if decided is not None and not cores:
+            decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
         if decided is not None:
             if decided.counterexample is not None:
                 first.record(decided.counterexample.params, decided.counterexample.values, "solver")
@@ -1037,11 +1069,16 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         names = list(finite)
         outcomes: list[_CaseOutcome] = []
         below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
+        failed = first.found is not None  # a counterexample is known: the verdict shows no restating assumption
+        first.restating_skipped = False
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
-            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first)
+            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
+                                  restate_all or not failed, built)
             outcomes.append(outcome)
+            first.restating_skipped = first.restating_skipped or (failed and not restate_all)
             if outcome.kind == "counterexample":
+                failed = True
                 # replayed (padding checked): the first counterexample when the solver's first
                 # model was not one on the batch shown (see _First.solver_point)
                 first.record(outcome.params, outcome.values, "solver")
@@ -1051,6 +1088,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             result.relation = result.relation or outcome.relation
         return outcomes
 
+    # each case's paths kept for the trigger witnesses' search (which decides again the cases of the
+    # counterexample's values): only with witnesses to search
+    built: dict[tuple, CasePaths] | None = {} if ob.witnesses and not options.verdict_only else None
     outcomes: list[_CaseOutcome] = []
     length_notes: list[str] = []
     as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
@@ -1058,6 +1098,8 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
         outcomes = run_cases(*as_range[:2])
         if any(o.kind in ("error", "unknown") for o in outcomes):
             outcomes, result.relation = [], ""  # decided case by case instead, as declared
+            if built is not None:
+                built.clear()
         else:
             finite, ranges, length_notes = as_range
     if not outcomes:
@@ -1079,11 +1121,11 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
             used.extend(c for c in o.core if c not in used)
     order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
-    restating = {n for o in outcomes if o.kind == "proved" for n in o.restating}
-    result.restating = [n for n in ob.assumptions if n in restating]
-
     errors = [o for o in outcomes if o.kind == "error"]
     cexs = [o for o in outcomes if o.kind == "counterexample"]
+    # a counterexample verdict shows none (the cases after the first counterexample are not checked)
+    restating = {n for o in outcomes if o.kind == "proved" and (errors or not cexs) for n in o.restating}
+    result.restating = [n for n in ob.assumptions if n in restating]
     unknowns = [o for o in outcomes if o.kind == "unknown"]
     admitted = result.cases - result.excluded
     if errors:
@@ -1101,7 +1143,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First) -> Obliga
                else " (not minimised: minimisation off)")
         )
         if not options.verdict_only:
-            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit)
+            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit, built)
         if options.density != "off":
             from .density import failure_density
 
@@ -1172,18 +1214,19 @@ def _in_own_context(attempt, *args):
 
 def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
                          vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                         pins: dict[str, int]) -> ObligationResult | None:
+                         pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
     """Decide ``ob`` on the aggregate abstraction of its vectors (capproof.aggregate); None when
-    it does not apply or does not decide (the caller then uses the bounded encoding)."""
+    it does not apply or does not decide (the caller then uses the bounded encoding).
+    ``cores=False``: proofs' cores as Z3 gave them, not minimised (see ``decide_abstract_case``)."""
     from .aggregate import shared_facts
 
     with shared_facts():  # each per-entry fact decided once for all cases
-        return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins)
+        return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
 
 
 def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
                      vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                     pins: dict[str, int]) -> ObligationResult | None:
+                     pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
     from .aggregate import NotAggregate, build_abstract_case, decide_abstract_case, summary
 
     names = list(finite)
@@ -1192,7 +1235,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     for combo in itertools.product(*(finite[n] for n in names)):
         fixed = dict(zip(names, combo))
         try:
-            case = build_abstract_case(ob, fixed, ranges, vectors)
+            case = build_abstract_case(ob, fixed, ranges, vectors, stop_if_excluded=True)
         except KeyboardInterrupt:
             raise
         except NotAggregate as exc:
@@ -1203,7 +1246,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
             return None
         result.relation = result.relation or case.relation
         try:
-            outcome = decide_abstract_case(case, rlimit, options.minimize)
+            outcome = decide_abstract_case(case, rlimit, options.minimize, cores)
         except NotAggregate as exc:
             result.encoding_note = f"aggregate abstraction not applicable: {exc}"
             return None

@@ -584,3 +584,88 @@ def test_real_batch_probe_evaluates_each_distinct_entry_once_with_the_same_verdi
     assert probed, "no obligation here probes a real batch"
     monkeypatch.setattr(agg, "_mapped_sum", entrywise)
     assert {name: run(name) for name in names} == once
+
+
+EXCLUDED_SPEC = '''
+from capproof import Range, Choice, obligation, at_most
+from capproof.arith import total
+from capproof.domain import Vector
+
+D = {"n": Range(1, 4096), "cap": Range(1, 10**6), "k": Choice(1, 2, 3, 4), "lens": Vector(4096, Range(1, 8), length="n")}
+FACTS = {"small k": lambda k: k <= 2, "budget": lambda lens, cap: total(lens) <= cap}
+
+@obligation(domain=D, assumptions=FACTS)
+def fits(n, cap, k, lens):
+    return at_most(demand=total(lens) + k, capacity=cap + 2)
+
+@obligation(domain=D, assumptions=FACTS, expect="counterexample")
+def fails(n, cap, k, lens):
+    return at_most(demand=total(lens) + k, capacity=cap + 1)
+
+@obligation(domain=D, assumptions=FACTS)
+def builtin_sum_where_excluded(n, cap, k, lens):
+    if k > 2:  # only in the cases "small k" excludes: never checked
+        return sum(d for d in lens) <= cap
+    return at_most(demand=total(lens) + k, capacity=cap + 2)
+'''
+
+
+def test_an_excluded_aggregate_case_is_built_only_up_to_its_false_assumption(spec_file, monkeypatch):
+    """k = 3, 4 are excluded by "small k": the case stops after the assumptions (no claim, facts or
+    lemmas), and the verdicts, messages, cores and counterexamples are those of the cases built
+    in full."""
+    import capproof.aggregate as aggregate
+    from capproof.aggregate import build_abstract_case
+    from capproof.encode import checked_domains
+
+    items = {it.name: it for it in load_file(spec_file(EXCLUDED_SPEC, "excluded_spec.py"))}
+    finite, ranges, vectors = checked_domains(items["fits"], {}, 20_000_000)
+    stopped = build_abstract_case(items["fits"], {"k": 3}, ranges, vectors, stop_if_excluded=True)
+    full = build_abstract_case(items["fits"], {"k": 3}, ranges, vectors)
+    assert stopped.false_assumptions == full.false_assumptions == ["small k"]
+    assert stopped.constraints == [] and stopped.lemmas == [] and full.constraints
+    admitted = build_abstract_case(items["fits"], {"k": 2}, ranges, vectors, stop_if_excluded=True)
+    assert admitted.false_assumptions == [] and admitted.constraints and admitted.relation
+
+    short = {name: prove_obligation(items[name], Options()) for name in ("fits", "fails")}
+    monkeypatch.setattr(aggregate, "build_abstract_case", lambda *a, stop_if_excluded=False: build_abstract_case(*a))
+    for name, r in short.items():
+        b = prove_obligation(items[name], Options())
+        assert r.encoding == b.encoding == "all batch sizes", (r.message, r.encoding_note)
+        assert (r.verdict, r.message, r.excluded, r.cases, r.assumptions_used, r.encoding_note) == (
+            b.verdict, b.message, b.excluded, b.cases, b.assumptions_used, b.encoding_note)
+        assert (r.counterexample and r.counterexample.params) == (b.counterexample and b.counterexample.params)
+    assert short["fits"].verdict is Verdict.PROVED and short["fails"].verdict is Verdict.COUNTEREXAMPLE
+    assert short["fits"].excluded == 2
+
+
+def test_what_an_excluded_aggregate_case_would_do_after_its_assumptions_does_not_matter(spec_file, monkeypatch):
+    """builtin sum() over the batch refuses the abstraction, but only in the excluded cases (k > 2):
+    the abstraction now decides the obligation (before: not applicable, the bounded encoding)."""
+    items = {it.name: it for it in load_file(spec_file(EXCLUDED_SPEC, "excluded_spec2.py"))}
+    r = prove_obligation(items["builtin_sum_where_excluded"], Options())
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.excluded == 2, (r.message, r.encoding_note)
+
+
+def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, monkeypatch):
+    """With a counterexample on ints known and a batch of <= BOUNDED_CEX_LIMIT entries, the
+    aggregate attempt's proofs keep Z3's cores (the attempt ends on the bounded encoding); if it
+    proves every case (here: a fake int-probe hit on a true claim, so the verdict is an error),
+    it is made again with its minimal cores, which the error shows."""
+    import types
+
+    import capproof.aggregate as aggregate
+    import capproof.prover as prover
+
+    ob = obs(6)["tokens_fit"]
+    honest = prove_obligation(ob, Options())
+    assert honest.verdict is Verdict.PROVED and honest.encoding == "all batch sizes"
+    calls = []
+    original = aggregate._minimal_core
+    monkeypatch.setattr(aggregate, "_minimal_core", lambda *a: calls.append(1) or original(*a))
+    monkeypatch.setattr(prover, "probe", lambda *a, **k: types.SimpleNamespace(
+        params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}))
+    faked = prove_obligation(ob, Options())
+    assert faked.verdict is Verdict.ERROR and "disagree" in faked.message, faked.message
+    assert faked.assumptions_used == honest.assumptions_used and faked.encoding_note == honest.encoding_note
+    assert len(calls) == honest.cases - honest.excluded  # the second attempt's, one per proved case

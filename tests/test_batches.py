@@ -282,3 +282,24 @@ def test_lemmas_built_through_the_c_api_are_the_python_api_terms():
     for b in (-1, -7):
         plain = z3.And(z3.Implies(a >= 0, z3.And(q >= -a, q <= 0)), z3.Implies(a <= 0, z3.And(q >= 0, q <= -a)))
         assert division_lemma(a, b, q).eq(plain)
+
+
+def test_the_witness_search_reuses_the_cases_decided(spec_file, monkeypatch):
+    """The trigger witnesses' search takes the cases the verdict decided (kept, by their fixed
+    values) instead of building them again: one build per case in all, the same witnesses."""
+    import capproof.prover as prover
+
+    path = spec_file(HEADER + """
+@obligation(domain={"k": Choice(1, 2), "x": Range(0, 10)}, expect="counterexample",
+            witnesses={"k is 2": lambda k: k == 2, "x is 7": lambda x: x == 7})
+def witness_finite(k, x):
+    return at_most(demand=x, capacity=5)
+""")
+    built = []
+    original = prover.build_paths
+    monkeypatch.setattr(prover, "build_paths", lambda ob, fixed, *a: built.append(dict(fixed)) or original(ob, fixed, *a))
+    (ob,) = load_file(path)
+    r = prove_obligation(ob, Options())
+    assert built == [{"k": 1}, {"k": 2}]  # the two cases, each built once
+    k2, x7 = r.witnesses
+    assert k2.found and k2.params == {"k": 2, "x": 6} and x7.found and x7.params == {"k": 1, "x": 7}

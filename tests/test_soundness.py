@@ -331,3 +331,69 @@ def test_module_fingerprint_holds_data_next_to_spec_functions_without_importing_
     after = _fingerprint(module.facts)
     assert isinstance(before, bytes) and before != after and not imports
     assert _fingerprint({"a": module.f, "limits": [1, 2, 3]}) == after
+
+
+# --- the restating check is skipped once a counterexample is known (issue 12, eng16) -----------
+
+RESTATES_THEN_FAILS = HEADER + """
+from capproof import round_up
+@obligation(domain={"pad": Choice(8, 16), "num_tokens": Range(1, 8192), "graph_size": Range(1, 8192)},
+            assumptions={"graph covers the batch": lambda num_tokens, graph_size: round_up(num_tokens, 8) <= graph_size})
+def graph_fits(pad, num_tokens, graph_size):
+    if pad == 8:  # proved, the assumption restating the claim
+        return at_most(padded=round_up(num_tokens, 8), graph=graph_size)
+    return at_most(padded=round_up(num_tokens, pad), graph=graph_size)  # fails: 16 > 8
+"""
+
+
+def _counting_restating(monkeypatch):
+    import capproof.prover as prover
+
+    calls = []
+    original = prover._restating_assumptions
+
+    def counted(*args):
+        calls.append(args[1])
+        return original(*args)
+
+    monkeypatch.setattr(prover, "_restating_assumptions", counted)
+    return calls
+
+
+def test_a_counterexample_known_before_a_proved_case_skips_its_restating_check(spec_file, monkeypatch):
+    """pad=8 is proved by an assumption restating the claim, pad=16 fails. With the int probe's
+    counterexample known first, the proved case is not checked for restating assumptions (a
+    counterexample's report shows none); without the probe it is checked (decided before the
+    failing case), and the verdict, counterexample and cores are the same either way."""
+    calls = _counting_restating(monkeypatch)
+    _, r = decide(spec_file(RESTATES_THEN_FAILS), "graph_fits")
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.first_counterexample.source == "int probe", r.message
+    assert calls == [] and r.restating == []
+    _, unprobed = decide(spec_file(RESTATES_THEN_FAILS, "unprobed.py"), "graph_fits", probe=False)
+    assert len(calls) == 1 and "graph covers the batch" in calls[0]  # pad=8, before the failing case
+    assert unprobed.restating == []  # a counterexample shows no restating assumption
+    assert (unprobed.verdict, unprobed.counterexample.params, unprobed.assumptions_used, unprobed.message) == (
+        r.verdict, r.counterexample.params, r.assumptions_used, r.message)
+
+
+def test_an_error_after_a_skipped_restating_check_is_decided_again_with_it(spec_file, monkeypatch):
+    """The skip assumes the verdict will be a counterexample; when a later case errs (the error
+    verdict shows the restating assumptions) the obligation is decided again with every check: the
+    same result as with the skip disabled."""
+    import capproof.prover as prover
+
+    source = RESTATES_THEN_FAILS.replace(
+        '"pad": Choice(8, 16)', '"pad": Choice(8, 16, 32)').replace(
+        "    return at_most(padded=round_up(num_tokens, pad)",
+        "    if pad == 32:\n        raise ValueError('no kernel for pad 32')\n    return at_most(padded=round_up(num_tokens, pad)")
+    calls = _counting_restating(monkeypatch)
+    path = spec_file(source)
+    _, r = decide(path, "graph_fits")
+    assert r.verdict is Verdict.ERROR and "no kernel for pad 32" in r.message, r.message
+    assert r.restating == ["graph covers the batch"] and len(calls) == 1  # the second run only
+    original = prover._prove_obligation
+    monkeypatch.setattr(prover, "_prove_obligation", lambda ob, options, first, restate_all=False:
+                        original(ob, options, first, restate_all=True))
+    _, every = decide(path, "graph_fits")
+    assert (every.verdict, every.message, every.restating, every.assumptions_used) == (
+        r.verdict, r.message, r.restating, r.assumptions_used)
