@@ -124,9 +124,9 @@ class _Prober:
     hit: ProbeHit | None = None
     #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
     reference: tuple | None = None
-    #: the trace every evaluation runs under (one for the whole probe: on ints nothing is recorded
-    #: in it but capproof's misuse errors, checked after each point)
-    trace: Trace = field(default_factory=Trace)
+    #: the trace every evaluation runs under (one for the whole probe, set by :func:`probe`: on
+    #: ints nothing is recorded in it but capproof's misuse errors, checked after each point)
+    trace: Trace = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
@@ -334,7 +334,8 @@ class _Prober:
             # shortening a saturated batch unsaturates it)
             lengths = {d.length for d in self.vectors.values()}
             out = self.plans[(failed, small)] = sorted(
-                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths))
+                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths,
+                                       0 if small or c[1] else self.axes[c[0]].lo - self.axes[c[0]].hi))
         return out
 
     def changed(self, failed: str | None, coord: tuple[str, str]) -> list[str]:
@@ -567,7 +568,12 @@ class _Prober:
             return points
 
         bases = self.bases()
-        points = visit(itertools.islice(bases, 2))
+        low, high = itertools.islice(bases, 2)
+        if self.vectors:  # a batch obligation's saturated corner evaluated first (where a capacity
+            # bug shows; the first point is also the final re-check's reference), then the order as below
+            points = visit([high, low])[::-1]
+        else:
+            points = visit([low, high])
         # the moves from a corner where the assumptions hold (saturations) before the repairs of
         # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
         saturated = lambda h: bool(self.vectors) and all(h[n][0] == d.elem.hi for n, d in self.vectors.items())  # type: ignore[attr-defined]  # noqa: E731

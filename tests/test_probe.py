@@ -395,3 +395,61 @@ def test_the_first_counterexample_is_timed_after_the_probe_rechecks_its_hit(spec
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_batch_obligation_evaluates_its_saturated_corner_first(spec_file):
+    """With a batch, the probe evaluates every parameter high (batches saturated) before every
+    parameter low: a bug at saturation is found at the first point (and is then its own re-check
+    reference: one evaluation again, not two); the later order does not change. Without a batch
+    the low corner stays first."""
+    source = HEADER + """
+CALLS = []
+
+@obligation(domain={"num_reqs": Range(1, 8), "lens": Vector(8, Range(1, 4), length="num_reqs")},
+            expect="counterexample")
+def saturated_only(num_reqs, lens):
+    CALLS.append((num_reqs, tuple(lens)))
+    return at_most(demand=total(lens), capacity=31)
+
+@obligation(domain={"n": Range(0, 9)}, expect="counterexample")
+def scalar_high(n):
+    CALLS.append((n,))
+    return at_most(demand=n, capacity=8)
+"""
+    path = spec_file(source, "corners.py")
+    from capproof.loader import load_file
+
+    batch, scalar = load_file(path)
+    calls = batch.func.__globals__["CALLS"]
+    hit = _probe(batch)
+    assert hit is not None and hit.points == 1 and hit.how == "every parameter at its high bound (batches saturated)"
+    assert hit.params == {"num_reqs": 8, "lens": [4] * 8}
+    assert [c[0] for c in calls] == [8, 8]  # the saturated point, then its re-check (the reference is the hit)
+    calls.clear()
+    hit = _probe(scalar)
+    assert hit is not None and hit.points == 2 and calls[:2] == [(0,), (9,)]  # low corner first, then high
+
+
+def test_a_saturated_point_pushes_its_widest_scalar_first(spec_file):
+    """At a saturated point where the assumptions hold, the moves push the scalars of the
+    assumptions widest range first (a token budget of 1..4096 before a speculative length of 1..7):
+    on the C2 shape the budget pushed down to the batch's total is the bug, found without checking
+    the per-request bound at another value of ``k`` (its only calls: the two corners and the two
+    points the re-check evaluates again)."""
+    source = SATURATED.replace(
+        '"decode length <= 1 + k": lambda lens, k: all_of(*(d <= 1 + k for d in lens))',
+        '"decode length <= 1 + k": per_request').replace(
+        "@obligation(", """
+CALLS = []
+
+def per_request(lens, k):
+    CALLS.append(k)
+    return all_of(*(d <= 1 + k for d in lens))
+
+@obligation(""", 1)
+    ob = _only(spec_file(source, "widest.py"))
+    calls = ob.func.__globals__["CALLS"]
+    hit = _probe(ob)
+    assert hit is not None and "mnbt pushed to a derived value" in hit.how
+    assert hit.params["mnbt"] == 128 and hit.values == {"demand": 129, "capacity": 128}
+    assert calls == [7, 1, 7, 7]  # high corner, low corner; the re-check: reference (high corner), hit
