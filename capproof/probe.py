@@ -418,14 +418,18 @@ class _Prober:
         "holds": saturations (one coordinate of an assumption pushed away from its value, to the
         farthest derived value, or with ``bisect`` the farthest value, where every assumption
         still holds: the token budget down to the batch's total, an offset up to its limit)."""
+        pushed = dict(self.pushed) if self.pushed else None  # as when this generator starts
+        yield None  # one coordinate per turn (see run.step); the plan made when the first turn
+        # comes (the moves of a corner whose other corner's moves hit first are never planned)
         small = all(shapes[n][0] == d.elem.lo for n, d in self.vectors.items())  # type: ignore[attr-defined]
         which = failed[0] if kind == "excluded" else None
         coords = self.plan(which, small)
-        if self.pushed:  # a coordinate a push moved before first among the scalars or the entries
+        if pushed:  # a coordinate a push moved before first among the scalars or the entries
             # (a limit that binds at one point binds at the next)
-            coords = sorted(coords, key=lambda c: (bool(c[1]) != small, -self.pushed.get(c, 0)))
-        for coord in coords:
-            yield None  # one coordinate per turn (see run.step)
+            coords = sorted(coords, key=lambda c: (bool(c[1]) != small, -pushed.get(c, 0)))
+        for turn, coord in enumerate(coords):
+            if turn:
+                yield None
             self.tick()
             changed = self.changed(which, coord)
 
