@@ -14,8 +14,10 @@ budget down to the batch's total). The first point that
 - violates the claim on ints, with and without the batch's padding (as the prover's replay),
 
 is a concrete counterexample: it *is* a replay on ints. The order: the two main corners (every
-parameter low, every parameter high) and the cheap moves from them, one coordinate of each in
-turn (a corner where the assumptions hold before one they exclude, a saturated batch's first);
+parameter low, every parameter high; with a batch the high one, saturated, first) and the cheap
+moves from them, one coordinate of each in turn (a corner where the assumptions hold before one
+they exclude, a saturated batch's first, its widest scalar first; when the saturated corner holds,
+the low corner is evaluated only when its own moves' turn comes);
 then each other base point followed at once by the cheap moves from it (a coordinate a push moved
 before tried first); the sweeps; the bisecting moves and two more rounds. A point at which the model or an
 assumption raises is skipped (never a counterexample). The probe never proves anything and never
@@ -335,7 +337,9 @@ class _Prober:
             coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.params_of[a])))
             # a small batch grows first (its entries before the scalars), a saturated one's budget
             # shrinks to it first (the scalars before the entries, its length last of the scalars:
-            # shortening a saturated batch unsaturates it)
+            # shortening a saturated batch unsaturates it), the widest range first (a token budget
+            # of 1..65536 before a per-request bound's 1..7: the budget is what a saturated batch
+            # pushes against)
             lengths = {d.length for d in self.vectors.values()}
             out = self.plans[(failed, small)] = sorted(
                 coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths,
@@ -560,9 +564,10 @@ class _Prober:
         yield from gen
 
     def run(self) -> None:
-        """The two main corners (every parameter low, every parameter high) and the cheap moves
-        from them (derived values), the saturations of an admitted corner first (a saturated
-        batch's first); each other base point, each followed by its cheap moves; the sweeps of
+        """The two main corners (every parameter low, every parameter high; with a batch the
+        saturated one evaluated first, and the low one at its moves' first turn when the saturated
+        one holds) and the cheap moves from them (derived values), the saturations of an admitted
+        corner first (a saturated batch's first); each other base point, each followed by its cheap moves; the sweeps of
         finite values and cases; then the bisecting moves from every point so far, and two more
         rounds of moves from the points moved to."""
         done: list[tuple[dict, dict, str, tuple[str, list[str]]]] = []
