@@ -61,10 +61,15 @@ Int = Union[int, SymInt]
 Bool = Union[bool, SymBool]
 
 
+_PLAIN_TYPES = frozenset((int, bool))
+
+
 def _plain(values) -> bool:
-    """True when every value is exactly an ``int`` or ``bool`` (no SymInt, no float, no subclass
-    such as a CrossHair proxy): then the builtins compute the same value, much faster (density
-    enumerates up to 2**16 points, each over a whole batch)."""
+    """True when every value of the list or tuple ``values`` is exactly an ``int`` or ``bool`` (no
+    SymInt, no float, no subclass such as a CrossHair proxy): then the builtins compute the same
+    value, much faster (density enumerates up to 2**16 points, each over a whole batch)."""
+    if len(values) > 8:  # the entries' types in one pass in C (a 64-entry batch: ~3 us, not ~6)
+        return _PLAIN_TYPES.issuperset(map(type, values))
     for v in values:
         t = type(v)
         if t is not int and t is not bool:

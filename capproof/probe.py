@@ -14,8 +14,10 @@ budget down to the batch's total). The first point that
 - violates the claim on ints, with and without the batch's padding (as the prover's replay),
 
 is a concrete counterexample: it *is* a replay on ints. The order: the two main corners (every
-parameter low, every parameter high) and the cheap moves from them, one coordinate of each in
-turn (a corner where the assumptions hold before one they exclude, a saturated batch's first);
+parameter low, every parameter high; with a batch the high one, saturated, first) and the cheap
+moves from them, one coordinate of each in turn (a corner where the assumptions hold before one
+they exclude, a saturated batch's first, its widest scalar first; when the saturated corner holds,
+the low corner is evaluated only when its own moves' turn comes);
 then each other base point followed at once by the cheap moves from it (a coordinate a push moved
 before tried first); the sweeps; the bisecting moves and two more rounds. A point at which the model or an
 assumption raises is skipped (never a counterexample). The probe never proves anything and never
@@ -124,9 +126,9 @@ class _Prober:
     hit: ProbeHit | None = None
     #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
     reference: tuple | None = None
-    #: the trace every evaluation runs under (one for the whole probe: on ints nothing is recorded
-    #: in it but capproof's misuse errors, checked after each point)
-    trace: Trace = field(default_factory=Trace)
+    #: the trace every evaluation runs under (one for the whole probe, set by :func:`probe`: on
+    #: ints nothing is recorded in it but capproof's misuse errors, checked after each point)
+    trace: Trace = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
@@ -147,7 +149,8 @@ class _Prober:
         #: :meth:`args` finds its Padded by the list's identity
         self.lists: dict[tuple, list[int]] = {}
         #: each parameter in declaration order with its axis (None: a batch), for :meth:`realise`
-        self.order = [(p, None if p in self.vectors else self.axes[p]) for p in self.ob.params]
+        self.params = self.ob.params
+        self.order = [(p, None if p in self.vectors else self.axes[p]) for p in self.params]
 
     def tick(self) -> None:
         """Stop the search (``_Budget``) once its CPU time is spent (read every 8th call: reading
@@ -191,7 +194,7 @@ class _Prober:
         change one coordinate at a time: most points share their batches)."""
         args: dict[str, object] = {}
         keys: dict[str, object] = {}
-        for p in self.ob.params if names is None else names:
+        for p in self.params if names is None else names:
             v = params[p]
             if p in self.vectors:
                 key = (padding, id(v))  # a list of self.lists (kept alive there), else checked below
@@ -219,12 +222,15 @@ class _Prober:
             self.cost[name] = perf_counter() - started
         return v
 
-    def assumptions_hold(self, names: list[str], params: dict[str, object]) -> bool:
-        """Whether the assumptions ``names`` hold on ints at ``params`` (False if one raises or is
-        false: the cheapest first, by the time each last took, since the answer is the same in any
-        order; an assumption over a 64-entry batch costs ~20x one over scalars)."""
+    def assumptions_hold(self, names: list[str], params: dict[str, object], needed: list[str]) -> bool:
+        """Whether the assumptions ``names`` (whose parameters are ``needed``) hold on ints at
+        ``params`` (False if one raises or is false: the cheapest first, by the time each last took,
+        since the answer is the same in any order; an assumption over a 64-entry batch costs ~20x
+        one over scalars)."""
         try:
-            args, keys = self.args(params, dict.fromkeys(p for n in names for p in self.params_of[n]))
+            args, keys = self.args(params, needed)
+            if len(names) == 1:
+                return self.holds(names[0], args, keys)
             return all(self.holds(name, args, keys) for name in sorted(names, key=lambda n: self.cost.get(n, 0.0)))
         except KeyboardInterrupt:
             raise
@@ -331,21 +337,24 @@ class _Prober:
             coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.params_of[a])))
             # a small batch grows first (its entries before the scalars), a saturated one's budget
             # shrinks to it first (the scalars before the entries, its length last of the scalars:
-            # shortening a saturated batch unsaturates it)
+            # shortening a saturated batch unsaturates it), the widest range first (a token budget
+            # of 1..65536 before a per-request bound's 1..7: the budget is what a saturated batch
+            # pushes against)
             lengths = {d.length for d in self.vectors.values()}
             out = self.plans[(failed, small)] = sorted(
-                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths))
+                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths,
+                                       0 if small or c[1] else self.axes[c[0]].lo - self.axes[c[0]].hi))
         return out
 
-    def changed(self, failed: str | None, coord: tuple[str, str]) -> list[str]:
+    def changed(self, failed: str | None, coord: tuple[str, str]) -> tuple[list[str], list[str]]:
         """The assumptions (``failed``, or with None all) a move of ``coord`` can change (the
-        others hold as before)."""
+        others hold as before), and their parameters."""
         key = (failed, coord)
         out = self.changes.get(key)
         if out is None:
             touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
-            out = self.changes[key] = [a for a in ([failed] if failed is not None else self.params_of)
-                                       if touched.intersection(self.params_of[a])]
+            names = [a for a in ([failed] if failed is not None else self.params_of) if touched.intersection(self.params_of[a])]
+            out = self.changes[key] = (names, list(dict.fromkeys(p for n in names for p in self.params_of[n])))
         return out
 
     def span(self, coord: tuple[str, str], scalars: dict[str, int]) -> tuple[int, int]:
@@ -409,28 +418,35 @@ class _Prober:
             return None
         return self._farthest(coord, scalars, shapes, good, to, frm)
 
-    def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool):
+    def moves(self, scalars, shapes, kind: str, failed: list[str], bisect: bool, pushed: object = False):
         """Points moved from this one. ``kind`` "excluded": repairs of the first failed assumption
         (one of its coordinates set to the nearest of its value ± 1 and the derived values where
         it holds, or with
         ``bisect`` moved from its value toward either bound to the nearest value where it holds).
         "holds": saturations (one coordinate of an assumption pushed away from its value, to the
         farthest derived value, or with ``bisect`` the farthest value, where every assumption
-        still holds: the token budget down to the batch's total, an offset up to its limit)."""
+        still holds: the token budget down to the batch's total, an offset up to its limit).
+        ``pushed``: :attr:`pushed` as this point's moves are to see it (by default as when this
+        generator starts)."""
+        if pushed is False:
+            pushed = dict(self.pushed) if self.pushed else None
+        yield None  # one coordinate per turn (see run.step); the plan made when the first turn
+        # comes (the moves of a corner whose other corner's moves hit first are never planned)
         small = all(shapes[n][0] == d.elem.lo for n, d in self.vectors.items())  # type: ignore[attr-defined]
         which = failed[0] if kind == "excluded" else None
         coords = self.plan(which, small)
-        if self.pushed:  # a coordinate a push moved before first among the scalars or the entries
+        if pushed:  # a coordinate a push moved before first among the scalars or the entries
             # (a limit that binds at one point binds at the next)
-            coords = sorted(coords, key=lambda c: (bool(c[1]) != small, -self.pushed.get(c, 0)))
-        for coord in coords:
-            yield None  # one coordinate per turn (see run.step)
+            coords = sorted(coords, key=lambda c: (bool(c[1]) != small, -pushed.get(c, 0)))
+        for turn, coord in enumerate(coords):
+            if turn:
+                yield None
             self.tick()
-            changed = self.changed(which, coord)
+            changed, needed = self.changed(which, coord)
 
-            def good(s, h, changed=changed) -> bool:
+            def good(s, h, changed=changed, needed=needed) -> bool:
                 params = self.realise(s, h)
-                return params is not None and self.assumptions_hold(changed, params)
+                return params is not None and self.assumptions_hold(changed, params, needed)
 
             cur = self.get(coord, scalars, shapes)
             lo, hi = self.span(coord, scalars)
@@ -532,20 +548,37 @@ class _Prober:
             for combo in itertools.product(*(self.axes[p].values for p in cases)):  # type: ignore[misc]
                 yield {**base, **dict(zip(cases, combo))}, shapes, f"case {dict(zip(cases, combo))}, ranges {where}"
 
+    def _later(self, point, into: list):
+        """The moves from ``point`` (scalars, shapes, how) evaluated when its first turn comes (its
+        outcome appended to ``into``), as :meth:`moves` would give them had it been evaluated
+        before that turn (the pushes seen as at the start)."""
+        pushed = dict(self.pushed) if self.pushed else None
+        yield None
+        s, h, how = point
+        out = self.evaluate(s, h, how)
+        if out is None:
+            return
+        into.append((s, h, how, out))
+        gen = self.moves(s, h, *out, False, pushed=pushed)
+        next(gen)  # its first turn is this one
+        yield from gen
+
     def run(self) -> None:
-        """The two main corners (every parameter low, every parameter high) and the cheap moves
-        from them (derived values), the saturations of an admitted corner first (a saturated
-        batch's first); each other base point, each followed by its cheap moves; the sweeps of
+        """The two main corners (every parameter low, every parameter high; with a batch the
+        saturated one evaluated first, and the low one at its moves' first turn when the saturated
+        one holds) and the cheap moves from them (derived values), the saturations of an admitted
+        corner first (a saturated batch's first); each other base point, each followed by its cheap moves; the sweeps of
         finite values and cases; then the bisecting moves from every point so far, and two more
         rounds of moves from the points moved to."""
         done: list[tuple[dict, dict, str, tuple[str, list[str]]]] = []
 
-        def step(points, bisect: bool, interleave: bool = False) -> list:
+        def step(points, bisect: bool, interleave: bool = False, more=()) -> list:
             """The moves from ``points``, point by point, or with ``interleave`` one coordinate of
             each point in turn (the two main corners: so that moves from one that find nothing do
-            not hold up the other's)."""
+            not hold up the other's); ``more``: (how, generator of moves) taking their turns after them."""
             out_points = []
             gens = [(how, self.moves(s, h, kind, failed, bisect)) for s, h, how, (kind, failed) in points]
+            gens += more
             while gens:
                 for how, gen in list(gens) if interleave else gens[:1]:
                     move = next(gen, False)
@@ -567,12 +600,27 @@ class _Prober:
             return points
 
         bases = self.bases()
-        points = visit(itertools.islice(bases, 2))
+        low, high = itertools.islice(bases, 2)
         # the moves from a corner where the assumptions hold (saturations) before the repairs of
         # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
         saturated = lambda h: bool(self.vectors) and all(h[n][0] == d.elem.hi for n, d in self.vectors.items())  # type: ignore[attr-defined]  # noqa: E731
-        points.sort(key=lambda pt: (pt[3][0] != "holds", not saturated(pt[1])))
-        done += points + step(points, False, interleave=True)
+        if self.vectors:  # a batch obligation's saturated corner evaluated first (where a capacity
+            # bug shows; the first point is also the final re-check's reference)
+            points = visit([high])
+            if points and points[0][3][0] == "holds" and saturated(high[1]) and not saturated(low[1]):
+                # its moves come first whatever the low corner gives (the order below): the low
+                # corner is evaluated when its own moves' first turn comes, after the saturated
+                # corner's first move (a hit there needs no second corner)
+                lows: list = []
+                done += points + step(points, False, interleave=True, more=[(low[2], self._later(low, lows))])
+                done[len(points):len(points)] = lows
+            else:
+                points = visit([low]) + points
+        else:
+            points = visit([low, high])
+        if not done:
+            points.sort(key=lambda pt: (pt[3][0] != "holds", not saturated(pt[1])))
+            done += points + step(points, False, interleave=True)
         for base in bases:  # each other base point, then at once the cheap moves from it
             points = visit([base])
             done += points + step(points, False)

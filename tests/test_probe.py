@@ -395,3 +395,90 @@ def test_the_first_counterexample_is_timed_after_the_probe_rechecks_its_hit(spec
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_batch_obligation_evaluates_its_saturated_corner_first(spec_file):
+    """With a batch, the probe evaluates every parameter high (batches saturated) before every
+    parameter low: a bug at saturation is found at the first point (and is then its own re-check
+    reference: one evaluation again, not two); the later order does not change. Without a batch
+    the low corner stays first."""
+    source = HEADER + """
+CALLS = []
+
+@obligation(domain={"num_reqs": Range(1, 8), "lens": Vector(8, Range(1, 4), length="num_reqs")},
+            expect="counterexample")
+def saturated_only(num_reqs, lens):
+    CALLS.append((num_reqs, tuple(lens)))
+    return at_most(demand=total(lens), capacity=31)
+
+@obligation(domain={"n": Range(0, 9)}, expect="counterexample")
+def scalar_high(n):
+    CALLS.append((n,))
+    return at_most(demand=n, capacity=8)
+"""
+    path = spec_file(source, "corners.py")
+    from capproof.loader import load_file
+
+    batch, scalar = load_file(path)
+    calls = batch.func.__globals__["CALLS"]
+    hit = _probe(batch)
+    assert hit is not None and hit.points == 1 and hit.how == "every parameter at its high bound (batches saturated)"
+    assert hit.params == {"num_reqs": 8, "lens": [4] * 8}
+    assert [c[0] for c in calls] == [8, 8]  # the saturated point, then its re-check (the reference is the hit)
+    calls.clear()
+    hit = _probe(scalar)
+    assert hit is not None and hit.points == 2 and calls[:2] == [(0,), (9,)]  # low corner first, then high
+
+
+def test_a_saturated_point_pushes_its_widest_scalar_first(spec_file):
+    """At a saturated point where the assumptions hold, the moves push the scalars of the
+    assumptions widest range first, and the low corner waits for its own moves' first turn (a token budget of 1..4096 before a speculative length of 1..7):
+    on the C2 shape the budget pushed down to the batch's total is the bug, found without checking
+    the per-request bound at another value of ``k`` (its only calls: the two corners and the two
+    points the re-check evaluates again)."""
+    source = SATURATED.replace(
+        '"decode length <= 1 + k": lambda lens, k: all_of(*(d <= 1 + k for d in lens))',
+        '"decode length <= 1 + k": per_request').replace(
+        "@obligation(", """
+CALLS = []
+
+def per_request(lens, k):
+    CALLS.append(k)
+    return all_of(*(d <= 1 + k for d in lens))
+
+@obligation(""", 1)
+    ob = _only(spec_file(source, "widest.py"))
+    calls = ob.func.__globals__["CALLS"]
+    hit = _probe(ob)
+    assert hit is not None and hit.how == "every parameter at its high bound (batches saturated); mnbt pushed to a derived value"
+    assert hit.params["mnbt"] == 128 and hit.values == {"demand": 129, "capacity": 128}
+    # the high corner; the re-check: its reference (the high corner) and the hit. The low corner
+    # (k = 1) is not evaluated: the saturated corner's moves come first whatever it gives, and the
+    # first of them hits
+    assert calls == [7, 7, 7] and hit.points == 2
+
+
+def test_the_low_corner_evaluated_late_gives_the_same_points(spec_file):
+    """When the saturated corner's first move does not hit, the low corner is evaluated at its own
+    moves' first turn, and its moves run (here the bug needs a batch of one request: the
+    saturated corner's moves cannot find it, the low corner's do)."""
+    source = SATURATED.replace("capacity=maximum(max_num_seqs + 1, mnbt))", "capacity=maximum(max_num_seqs + 1, mnbt) + 4096 * (num_reqs - 1))")
+    ob = _only(spec_file(source, "late_low.py"))
+    from capproof import probe as probe_module
+
+    seen: list = []
+    evaluate = probe_module._Prober.evaluate
+
+    def logged(self, scalars, shapes, how):
+        seen.append((tuple(sorted(scalars.items())), tuple(sorted(shapes.items()))))
+        return evaluate(self, scalars, shapes, how)
+
+    probe_module._Prober.evaluate = logged
+    try:
+        stats: dict = {}
+        hit = probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats)
+    finally:
+        probe_module._Prober.evaluate = evaluate
+    assert hit is not None and replay(ob, hit.params)[::2] == (False, [])
+    low = (tuple(sorted({"max_num_seqs": 1, "mnbt": 1, "k": 1, "num_reqs": 1}.items())), (("lens", (1, 1)),))
+    assert low in seen and seen.index(low) > 1  # evaluated, after the saturated corner's first move

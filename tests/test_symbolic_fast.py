@@ -207,3 +207,20 @@ def test_tracking_literals_are_read_by_name_as_printed():
     assert set(core_labels(core, trackers)) == {"x >= 3", "y >= x", "y <= 2"}
     assert list(trackers) == [f"__track_{k}" for k in range(4)] == [str(z3.Bool(n)) for n in trackers]
     assert literal_name(x + 1) == str(x + 1) and literal_name(z3.Bool("p")) == "p"
+
+
+@pytest.mark.parametrize("n", [0, 1, 8, 9, 64])
+def test_plain_is_true_only_when_every_entry_is_exactly_an_int_or_a_bool(n):
+    """``arith._plain`` (the builtins' fast path of total/max_of/all_of...) scans short lists in
+    Python and longer ones in C: both give True only when every entry's type is exactly int or
+    bool, whatever the position of the one that is not (a SymInt, a float, an int subclass)."""
+    from capproof.arith import _plain
+
+    class Sub(int):
+        pass
+
+    ints = [3] * n
+    assert _plain(ints) and _plain(tuple(ints)) and _plain([True] * n)
+    for odd in (SymInt(z3.Int("x")), 1.0, Sub(1)):
+        for at in range(n):
+            assert not _plain(ints[:at] + [odd] + ints[at + 1:]), (n, at, odd)
