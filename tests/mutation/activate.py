@@ -840,6 +840,8 @@ def main() -> None:
     ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
     ap.add_argument("--verify-seconds", type=float, default=900, help="with --verify-alone: wall-clock limit "
                                                                                  "of one mutant's obligations (timeout past it)")
+    ap.add_argument("--prove-seconds", type=float, default=PROVE_SECONDS, help="wall-clock limit of one mutant's "
+                    "obligations on the prove oracle (timeout past it; a mutant that makes a model loop forever)")
     ap.add_argument("--verify-alone", action="store_true", help="on the prove-alone survivors: what make verify notices "
                                                                 "without the tests (report --check, bound --check)")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
@@ -857,6 +859,7 @@ def main() -> None:
         testmap()
         return
     globals()["VERIFY_SECONDS"] = args.verify_seconds
+    globals()["PROVE_SECONDS"] = args.prove_seconds
     if args.save:
         save(args.save)
         return
