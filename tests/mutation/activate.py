@@ -829,6 +829,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generate", action="store_true", help="make the mutated copy mutants/ (mutmut)")
     ap.add_argument("--files", nargs="*", default=["*"], help="source files to run (globs)")
+    ap.add_argument("--names", nargs="*", default=["*"], help="mutant names to run (globs, e.g. '*.x_max_write_position__*')")
     ap.add_argument("--sample", type=int, help="a seeded random sample of this many mutants")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th mutant from the i-th")
@@ -864,7 +865,7 @@ def main() -> None:
         save(args.save)
         return
     names = [n for n in mutant_names(args.records if args.table else "mutants")
-             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
+             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files) and any(fnmatch.fnmatch(n, g) for g in args.names)]
     if args.sample is not None:  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
         names = random.Random(args.seed).sample(names, len(names))[:args.sample]
     if args.table and args.verify_alone:
