@@ -128,7 +128,7 @@ def _split_violations(seq_lens, query_lens, workspace_size, max_logits_bytes, re
 
 
 @obligation(
-    domain={"workspace_size": Choice(4, 7), "max_logits_bytes": Choice(4 * 3, 4 * 10, 4 * 40),
+    domain={"workspace_size": Choice(4, 7), "max_logits_bytes": Choice(4 * 2, 4 * 3, 4 * 10, 4 * 40),
             "request_offset": Choice(0, 2), "num_requests": Choice(0, 1, 2, 3)},
     expect="proved", case="vllm-indexer-prefill-chunk-split",
     sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1359-1415 "
@@ -184,8 +184,8 @@ def indexer_prefill_largest_chunk_is_a_chunk_within_the_workspace(workspace_size
 
 
 def _first_revision_batches(budget):
-    """Every batch of three prefill requests over ``_CHUNK_SEQS`` each at most ``budget`` (tokens)."""
-    return [list(s) for s in itertools.product([s for s in _CHUNK_SEQS if s <= budget], repeat=3)]
+    """Every batch of up to three prefill requests over ``_CHUNK_SEQS`` each at most ``budget`` (tokens)."""
+    return [list(s) for n in range(4) for s in itertools.product([s for s in _CHUNK_SEQS if s <= budget], repeat=n)]
 
 
 @obligation(
@@ -195,21 +195,32 @@ def _first_revision_batches(budget):
 )
 def first_revision_chunks_tile_the_requests(max_prefill_buffer_size):
     """What the first revision of vllm#25999 did keep (its bug is the sum, not the cover), on every
-    batch of three requests each within the budget: the chunks tile the requests in order, each
-    non-empty; the contract ``first_revision_chunks_fit`` holds when the whole batch fits the budget
-    (one chunk), and fails only on batches where a chunk sums past it. Counts of the batches that
-    break each, 0 when kept."""
-    not_tiled = wrong_verdict = 0
+    batch of up to three requests each within the budget: the chunks tile the requests in order,
+    each non-empty (none for no request); each chunk is cut exactly where the sum the revision keeps
+    passes the budget, that sum leaving out the request the previous cut was at (the bug: the
+    request is in the new chunk, its length is not); the contract ``first_revision_chunks_fit``
+    holds when the whole batch fits the budget (one chunk), and fails only on batches where a chunk
+    sums past it (on the batches of three, the contract's). Counts of the batches that break each,
+    0 when kept."""
+    not_tiled = wrong_cut = wrong_verdict = 0
     for seq_lens in _first_revision_batches(max_prefill_buffer_size):
+        n = len(seq_lens)
         chunks = split_prefill_chunks_first_revision(seq_lens, max_prefill_buffer_size)
         stops = [0] + [b for _, b in chunks]
-        not_tiled += not (all(a == before < b for (a, b), before in zip(chunks, stops)) and stops[-1] == 3)
+        not_tiled += not (all(a == before < b for (a, b), before in zip(chunks, stops)) and stops[-1] == n)
+        for k, (a, b) in enumerate(chunks):
+            counted = a + 1 if k else 0  # the first request of a later chunk is not counted
+            kept = [sum(seq_lens[counted:j + 1]) for j in range(counted, min(b + 1, n))]  # the running sums
+            cut = b < n  # a chunk before the last is cut at b, where the running sum first passes the budget
+            wrong_cut += not (all(s <= max_prefill_buffer_size for s in kept[:len(kept) - cut])
+                              and (not cut or kept[-1] > max_prefill_buffer_size))
         over = any(sum(seq_lens[a:b]) > max_prefill_buffer_size for a, b in chunks)
         one = sum(seq_lens) <= max_prefill_buffer_size
-        fits = first_revision_chunks_fit(*seq_lens, max_prefill_buffer_size)
-        wrong_verdict += (not fits and not over) or (one and not (fits and chunks == [(0, 3)]))
-    return claim(not_tiled + wrong_verdict == 0, batches=len(_first_revision_batches(max_prefill_buffer_size)),
-                 batches_not_tiled=not_tiled, batches_wrong_verdict=wrong_verdict)
+        if n == 3:  # the contract's batch
+            fits = first_revision_chunks_fit(*seq_lens, max_prefill_buffer_size)
+            wrong_verdict += (not fits and not over) or (one and not (fits and chunks == [(0, 3)]))
+    return claim(not_tiled + wrong_cut + wrong_verdict == 0, batches=len(_first_revision_batches(max_prefill_buffer_size)),
+                 batches_not_tiled=not_tiled, chunks_cut_elsewhere=wrong_cut, batches_wrong_verdict=wrong_verdict)
 
 
 @obligation(
