@@ -521,10 +521,11 @@ def _sglang_allocation_sizing(state):
 
 
 def _sglang_alloc_point(scope, state):
+    """(alloc len per decode, req_to_token extra context, nxt at kv_committed_len 5 with 0 and with 40 allocated)."""
     reserve = scope["get_alloc_reserve_per_decode"]()
-    req = SimpleNamespace(kv=SimpleNamespace(kv_committed_len=5, kv_allocated_len=0))
-    _, nxt, _ = scope["page_aligned_decode_alloc_lens"]([req], reserve=reserve, page_size=state["page"] * state["dcp"])
-    return scope["get_alloc_len_per_decode"](), scope["get_req_to_token_extra_context_len"](), nxt[0]
+    reqs = [SimpleNamespace(kv=SimpleNamespace(kv_committed_len=5, kv_allocated_len=a)) for a in (0, 40)]
+    _, nxt, _ = scope["page_aligned_decode_alloc_lens"](reqs, reserve=reserve, page_size=state["page"] * state["dcp"])
+    return (scope["get_alloc_len_per_decode"](), scope["get_req_to_token_extra_context_len"](), *nxt)
 
 
 def test_sglang_alloc_sizes_recorded_in_spec_are_sglangs():
@@ -556,5 +557,5 @@ def test_sglang_alloc_sizes_match_the_model(page, dcp, steps, topk, draft):
         engine = _sglang_alloc_point(scope, state)
     p = page * dcp
     model = (m_dsa.get_alloc_len_per_decode(draft, steps, topk, p), m_dsa.get_req_to_token_extra_context_len(draft, steps, topk, p),
-             m_dsa.decode_alloc_end(5, 0, draft, steps, topk, p))
+             m_dsa.decode_alloc_end(5, 0, draft, steps, topk, p), m_dsa.decode_alloc_end(5, 40, draft, steps, topk, p))
     same("SGLang allocation_sizing", state, model, engine)
