@@ -317,3 +317,94 @@ def local_sizing_with_global_counts(numel, local_num_experts, ep_size, block_siz
         num_tokens_post_pad=num_tokens_post_pad(buckets, block_size_m),
         capacity=deepep_v2_sorted_ids_capacity(numel, local_num_experts, block_size_m),
     )
+
+
+# -- session 16: the closed forms no obligation called (moe_align_demand_bound, the older vLLM capacity,
+# max_write_position), each checked against the kernel's walk or the current sizing. Pinned small
+# routings decided on ints: checks of the models, not of a deployment (no engine/versions: check-config
+# does not apply them). Imported here, not at the top, so that the line links above stay.
+
+import itertools  # noqa: E402
+
+from capproof import implies  # noqa: E402
+from models.moe_align import max_write_position, moe_align_demand_bound, vllm_sorted_ids_capacity_before_small_numel_min  # noqa: E402
+
+#: per-expert token counts of the enumerated routings (0: an empty expert), and align block sizes
+_ROUTING_COUNTS = range(0, 6)
+_SMALL_BLOCKS = Choice(1, 2, 4)
+
+
+def _routings(num_experts):
+    """Every routing of ``num_experts`` experts over ``_ROUTING_COUNTS`` tokens each."""
+    return [list(c) for c in itertools.product(_ROUTING_COUNTS, repeat=num_experts)]
+
+
+@obligation(
+    domain={"num_experts": Choice(1, 2, 3), "block_size_m": _SMALL_BLOCKS},
+    expect="proved", case="moe-align-capacity",
+    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143",
+             "vLLM csrc/moe/moe_align_sum_kernels.cu (each expert's run padded to a whole block; corpus B0)"],
+)
+def moe_align_demand_bound_is_tight(num_experts, block_size_m):
+    """Two-sided, on every routing of ``num_experts`` experts over 0..5 tokens each: the corpus's
+    closed form ``numel + min(numel, E) * (block_size - 1)`` bounds the entries the align kernel
+    fills (``num_tokens_post_pad``), with equality when every non-empty expert holds one token past
+    a whole number of blocks (``cnt % block_size == 1``, or any count at block size 1) and
+    ``min(numel, E)`` experts are non-empty; and it is at most the older vLLM capacity (without the
+    small-``numel`` ``min``). Counts of the routings that break each, 0 when kept."""
+    over = not_tight = 0
+    for counts in _routings(num_experts):
+        numel, active = sum(counts), sum(1 for c in counts if c)
+        post_pad, bound = num_tokens_post_pad(counts, block_size_m), moe_align_demand_bound(numel, num_experts, block_size_m)
+        over += post_pad > bound or bound > vllm_sorted_ids_capacity_before_small_numel_min(numel, num_experts, block_size_m, 0)
+        worst = active == min(numel, num_experts) and all(c % block_size_m == 1 % block_size_m for c in counts if c)
+        not_tight += worst and post_pad != bound
+    return claim(over + not_tight == 0, routings=len(_routings(num_experts)), routings_over_the_bound=over,
+                 worst_routings_not_attaining_it=not_tight)
+
+
+@obligation(
+    domain={"numel": NUMEL, "num_experts": Range(1, 1024), "block_size_m": Choice(1, 16, 64), "pad_sorted_ids": Choice(0, 1)},
+    expect="proved", case="moe-align-capacity",
+    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143 "
+             "(the small-numel min at lines 140-143; without it, older vLLM)"],
+)
+def vllm_sorted_ids_small_numel_min_only_shrinks(numel, num_experts, block_size_m, pad_sorted_ids):
+    """Two-sided: the older capacity (no ``numel < num_experts`` ``min``) equals vLLM 0.33.0's when
+    ``numel >= num_experts``, and is strictly larger below it (``numel * block_size`` is then
+    smaller) whenever ``block_size > 1``; at block size 1 both are ``numel + 0`` rounded by 1. With
+    ``pad_sorted_ids`` both are multiples of ``block_size``."""
+    old = vllm_sorted_ids_capacity_before_small_numel_min(numel, num_experts, block_size_m, pad_sorted_ids)
+    new = vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids)
+    return claim(all_of(implies(numel >= num_experts, old == new),
+                        implies(numel < num_experts, implies(block_size_m > 1, old > new)),
+                        implies(block_size_m == 1, old == numel),
+                        implies(pad_sorted_ids == 1, old % block_size_m == 0)),
+                 older_capacity=old, capacity=new)
+
+
+@obligation(
+    domain={"num_experts": Choice(1, 2, 3), "block_size_m": _SMALL_BLOCKS},
+    expect="proved", case="vllm-moe-align-kernel-oob-static",
+    sources=["vllm-project/vllm#27917 (count_and_sort_expert_tokens_kernel: cumsum_buffer[expert] + rank)"],
+)
+def moe_align_last_writes_are_block_aligned_runs(num_experts, block_size_m):
+    """On every routing of ``num_experts`` experts over 0..5 tokens each: a non-empty expert's run
+    of writes ``[max_write_position - cnt + 1, max_write_position]`` starts on a block boundary,
+    after the previous non-empty expert's last write, and ends below the entries filled
+    (``num_tokens_post_pad``); an empty expert's ``max_write_position`` is its padded prefix minus
+    one (a block boundary minus one, not below the previous run, below the entries filled); and the fold ``align_writes`` reports the
+    largest of them. Counts of the routings that break each, 0 when kept."""
+    misplaced = not_largest = 0
+    for counts in _routings(num_experts):
+        post_pad, last = align_writes(counts, num_experts, block_size_m)
+        ends = [max_write_position(counts, e, block_size_m) for e in range(num_experts)]
+        previous = -1
+        for c, end in zip(counts, ends):
+            first = end - c + 1
+            aligned = first % block_size_m == 0 if c else (end + 1) % block_size_m == 0
+            misplaced += not (aligned and previous < first and end < post_pad) if c else not (aligned and previous <= end < post_pad)
+            previous = end if c else previous
+        not_largest += last != max(ends)
+    return claim(misplaced + not_largest == 0, routings=len(_routings(num_experts)), misplaced_runs=misplaced,
+                 routings_last_write_not_the_largest=not_largest)

@@ -398,3 +398,50 @@ def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, 
     return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
                  members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
                  max_cudagraph_capture_size=sizes[-1], vllm_max=largest)
+
+
+# -- session 16: the DSA indexer's decode split on ints, two-sided (the claims above only bound its rows).
+# Enumerated small batches: a check of the model, not of a deployment (no engine/versions: check-config
+# does not apply it). Imported here, not at the top, so that the line links above stay.
+
+import itertools  # noqa: E402
+
+from models.vllm.indexer_buffers import padded_decode_rows, split_decodes_require_uniform  # noqa: E402
+
+#: query lengths of the enumerated batches (0: a CUDA-graph padding request), tokens
+_SPLIT_QUERY_LENS = (0, 1, 2, 3, 5)
+
+
+@obligation(
+    domain={"num_speculative_tokens": Choice(1, 2), "size": Choice(1, 2, 3, 4)},
+    expect="proved",  # enumerated batches: a check of the model, not of a deployment (check-config does not apply it)
+    sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py::split_decodes_and_prefills (require_uniform=True: "
+             "is_prefill = (ql != ql[0]) & (ql != 0), the first prefill by argmax; 0 decodes when ql[0] > decode_threshold)",
+             "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py (decode_lens_cpu.max(); the padded decode view)"],
+)
+def uniform_decode_split_is_the_leading_uniform_run(num_speculative_tokens, size):
+    """Two-sided, on every batch vector of ``size`` entries over query lengths {0, 1, 2, 3, 5} and
+    every ``num_reqs <= size`` (the entries past it are padding of the vector): ``num_decodes``
+    (``uniform_decode_split``, ``split_decodes_require_uniform``) is 0 when ``ql[0] > 1 + K``, else
+    the leading requests of length ``ql[0]`` or 0 are all decodes and the next request, if any
+    among the ``num_reqs``, is not one (the first prefill); ``max_decode_len`` is the longest
+    decode (0 with none); ``has_padding_request`` is whether a request among the ``num_reqs`` has
+    length 0; and the padded view's rows ``padded_decode_rows`` are ``num_decodes *
+    max_decode_len``. Counts of the batches that break each, 0 when kept."""
+    threshold = uniform_decode_query_len(num_speculative_tokens)
+    wrong_split = wrong_padding = wrong_rows = batches = 0
+    for query_lens in itertools.product(_SPLIT_QUERY_LENS, repeat=size):
+        query_lens = list(query_lens)
+        for num_reqs in range(1, size + 1):
+            batches += 1
+            decodes, longest = uniform_decode_split(query_lens, num_reqs, num_speculative_tokens)
+            run = [ql for ql in query_lens[:decodes]]
+            uniform = all(ql in (query_lens[0], 0) for ql in run)
+            stops = decodes == num_reqs or query_lens[decodes] not in (query_lens[0], 0)
+            expected = decodes == 0 if query_lens[0] > threshold else (uniform and stops and 0 <= decodes <= num_reqs)
+            wrong_split += not (expected and longest == max(run, default=0)
+                                and split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens) == decodes)
+            wrong_padding += has_padding_request(query_lens, num_reqs) != (0 in query_lens[:num_reqs])
+            wrong_rows += padded_decode_rows(decodes, longest, size) != decodes * longest
+    return claim(wrong_split + wrong_padding + wrong_rows == 0, batches=batches, batches_wrong_split=wrong_split,
+                 batches_wrong_padding_request=wrong_padding, batches_wrong_padded_rows=wrong_rows)

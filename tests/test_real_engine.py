@@ -8,6 +8,7 @@ obligation's domain.
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import os
 from types import SimpleNamespace
@@ -468,3 +469,93 @@ def test_dispatched_capture_list_and_the_28207_padding_on_vllm(config):
     v.CudagraphDispatcher._compute_bs_to_padded_graph_size(this)
     if config == (40, 2, 8192, 512):
         assert this._bs_to_padded_graph_size[5 * q] == 16 and 16 % q != 0
+
+
+@contextlib.contextmanager
+def _sglang_allocation_sizing(state):
+    """(A context: the stand-ins are in ``sys.modules`` while it lasts, the functions import at call time.) SGLang 0.5.23 ``sglang/srt/mem_cache/allocation_sizing.py``, compiled from the wheel's source with
+    its bags read from ``state`` (``page``, ``dcp``, ``steps``, ``topk``, ``draft``). The package does not
+    import on a CPU (``sglang/__init__`` needs orjson and more), so ``sglang.srt.runtime_context`` and
+    ``SpeculativeAlgorithm`` are stood in for: EAGLE's flags (``has_draft_kv``: not NGRAM; not UNO)."""
+    import sys
+    import types
+
+    from capproof.engines.vllm import wheels as real
+
+    path = os.path.join(real.activate(), "sglang/srt/mem_cache/allocation_sizing.py")
+    rc = types.ModuleType("sglang.srt.runtime_context")
+    rc.get_schedule = lambda: SimpleNamespace(page_size=state["page"])
+    rc.get_parallel = lambda: SimpleNamespace(attn_dcp_size=state["dcp"])
+    rc.get_spec = lambda: SimpleNamespace(speculative_algorithm="EAGLE", speculative_num_steps=state["steps"],
+                                          speculative_eagle_topk=state["topk"])
+    rc.max_speculative_num_draft_tokens = lambda: state["draft"]
+
+    class SpeculativeAlgorithm:  # EAGLE (sglang/srt/speculative/spec_info.py)
+        @staticmethod
+        def from_string(name):
+            return SpeculativeAlgorithm()
+
+        def is_uno(self):
+            return False
+
+        def has_draft_kv(self):
+            return True
+
+    si = types.ModuleType("sglang.srt.speculative.spec_info")
+    si.SpeculativeAlgorithm = SpeculativeAlgorithm
+    stubs = {"sglang.srt.runtime_context": rc, "sglang.srt.speculative.spec_info": si}
+    # the parent packages too: importing the real ``sglang`` runs its __init__
+    stubs.update({name: sys.modules.get(name) or types.ModuleType(name) for name in ("sglang", "sglang.srt", "sglang.srt.speculative")})
+    saved = {name: sys.modules.get(name) for name in stubs}
+    sys.modules.update(stubs)
+    try:
+        scope = {"__name__": "sglang_allocation_sizing"}
+        exec(compile(open(path, encoding="utf-8").read(), path, "exec"), scope)  # noqa: S102 - the pinned wheel's code
+        yield scope
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _sglang_alloc_point(scope, state):
+    """(alloc len per decode, req_to_token extra context, nxt at kv_committed_len 5 with 0 and with 40 allocated)."""
+    reserve = scope["get_alloc_reserve_per_decode"]()
+    reqs = [SimpleNamespace(kv=SimpleNamespace(kv_committed_len=5, kv_allocated_len=a)) for a in (0, 40)]
+    _, nxt, _ = scope["page_aligned_decode_alloc_lens"](reqs, reserve=reserve, page_size=state["page"] * state["dcp"])
+    return (scope["get_alloc_len_per_decode"](), scope["get_req_to_token_extra_context_len"](), *nxt)
+
+
+def test_sglang_alloc_sizes_recorded_in_spec_are_sglangs():
+    """spec/sglang_req_to_token.py's SGLANG_0_5_23_ALLOC (obligation
+    ``dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s``) recomputed from the wheel, at DCP 1 and, for
+    page 1, at DCP 2 (alloc page 2: the same values as page 2, DCP 1)."""
+    from capproof.loader import load_file
+
+    items = load_file(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec/sglang_req_to_token.py"))
+    recorded = next(it for it in items if it.name == "dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s").func.__globals__[
+        "SGLANG_0_5_23_ALLOC"]
+    state = {}
+    with _sglang_allocation_sizing(state) as scope:
+        for (page, steps, topk, draft), values in recorded.items():
+            state.update(page=page, dcp=1, steps=steps, topk=topk, draft=draft)
+            same("SGLang allocation_sizing", dict(state), values, _sglang_alloc_point(scope, state))
+            if page == 2:
+                state.update(page=1, dcp=2)
+                same("SGLang allocation_sizing (page 1 x DCP 2)", dict(state), values, _sglang_alloc_point(scope, state))
+
+
+@SETTINGS
+@given(st.integers(1, 128), st.sampled_from([1, 2, 4]), st.integers(1, 8), st.integers(1, 8), st.integers(2, 65))
+def test_sglang_alloc_sizes_match_the_model(page, dcp, steps, topk, draft):
+    from models.sglang import dsa_page_table as m_dsa
+
+    state = dict(page=page, dcp=dcp, steps=steps, topk=topk, draft=draft)
+    with _sglang_allocation_sizing(state) as scope:
+        engine = _sglang_alloc_point(scope, state)
+    p = page * dcp
+    model = (m_dsa.get_alloc_len_per_decode(draft, steps, topk, p), m_dsa.get_req_to_token_extra_context_len(draft, steps, topk, p),
+             m_dsa.decode_alloc_end(5, 0, draft, steps, topk, p), m_dsa.decode_alloc_end(5, 40, draft, steps, topk, p))
+    same("SGLang allocation_sizing", state, model, engine)

@@ -829,6 +829,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generate", action="store_true", help="make the mutated copy mutants/ (mutmut)")
     ap.add_argument("--files", nargs="*", default=["*"], help="source files to run (globs)")
+    ap.add_argument("--names", nargs="*", default=["*"], help="mutant names to run (globs, e.g. '*.x_max_write_position__*')")
     ap.add_argument("--sample", type=int, help="a seeded random sample of this many mutants")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th mutant from the i-th")
@@ -840,6 +841,8 @@ def main() -> None:
     ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
     ap.add_argument("--verify-seconds", type=float, default=900, help="with --verify-alone: wall-clock limit "
                                                                                  "of one mutant's obligations (timeout past it)")
+    ap.add_argument("--prove-seconds", type=float, default=PROVE_SECONDS, help="wall-clock limit of one mutant's "
+                    "obligations on the prove oracle (timeout past it; a mutant that makes a model loop forever)")
     ap.add_argument("--verify-alone", action="store_true", help="on the prove-alone survivors: what make verify notices "
                                                                 "without the tests (report --check, bound --check)")
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
@@ -857,11 +860,12 @@ def main() -> None:
         testmap()
         return
     globals()["VERIFY_SECONDS"] = args.verify_seconds
+    globals()["PROVE_SECONDS"] = args.prove_seconds
     if args.save:
         save(args.save)
         return
     names = [n for n in mutant_names(args.records if args.table else "mutants")
-             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files)]
+             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files) and any(fnmatch.fnmatch(n, g) for g in args.names)]
     if args.sample is not None:  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
         names = random.Random(args.seed).sample(names, len(names))[:args.sample]
     if args.table and args.verify_alone:
