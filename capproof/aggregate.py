@@ -625,12 +625,13 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
         trace.total_hook = mapped_total  # type: ignore[attr-defined]
         assumed = {n_: _call(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
-        excluded = [n_ for n_, v in assumed.items() if isinstance(v, bool) and not v] if stop_if_excluded else []
+        false = [n_ for n_, v in assumed.items() if isinstance(v, bool) and not v]  # concretely false
+        excluded = stop_if_excluded and bool(false)
         result = None if excluded else ob.func(**args)
     if trace.misuse:
         raise NotAggregate(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
     if excluded:
-        return AbstractCase(ob, dict(fixed), scalars, batches, [], excluded, z3.BoolVal(False), {})
+        return AbstractCase(ob, dict(fixed), scalars, batches, [], false, z3.BoolVal(False), {})
     left_sites = [v for v in getattr(trace, "each_sites", {}).values() if v[2] == "total"]
     if left_sites:  # sum(...), max(...), a custom fold: the one representative was taken for the batch
         raise NotAggregate(f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
@@ -638,13 +639,9 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     from .encode import _as_claim
 
     claim_ = _as_claim(result, ob)
-    false: list[str] = []
     for name, value in assumed.items():
-        if isinstance(value, bool):
-            if not value:
-                false.append(name)
-            continue
-        constraints.append((name, to_z3_bool(value)))
+        if not isinstance(value, bool):
+            constraints.append((name, to_z3_bool(value)))
     claim_term = to_z3_bool(claim_.holds)
     value_terms = {k: to_z3_int(v) for k, v in claim_.values.items()}
     each_terms = [e for _, e in trace.each_batches]  # type: ignore[attr-defined]
