@@ -22,7 +22,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, introspections,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, equal_int, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, introspections,
 )
 
 __all__ = [
@@ -74,12 +74,13 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
 
 
 def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None,
-             witnesses: bool = True, symbolic: bool | None = None) -> _Evaluated:
+             witnesses: bool = True, symbolic: bool | None = None, memo: dict[tuple, tuple] | None = None) -> _Evaluated:
     """Run the assumptions, the claim and (unless ``witnesses=False``) the witness conditions on
     ``args`` (ints and/or SymInts; a Vector parameter is a tuple of ``size`` entries). ``assumed``
     (optional) receives each assumption's value as soon as it is computed (what was known when a
     later part raised). ``symbolic``: whether some argument is a SymInt (None: looked up; the
-    int probe, capproof.probe, says False)."""
+    int probe, capproof.probe, says False). ``memo``: witness values by their arguments, shared
+    by the cases of one obligation (:func:`_witness`)."""
     scope: list[int] = []
     side: list[int] = []
     if symbolic is None:
@@ -94,13 +95,44 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
             scope += [i] * (len(trace.divisors) - len(scope))
             side += [i] * (len(trace.side_conditions) - len(side))
         result = _as_claim(ob.func(**args), ob)
-        witnesses = {n: _call(f, "witness", n, ob.witness_params(n), args) for n, f in ob.witnesses.items()} if witnesses else {}
+        witnesses = {n: _witness(ob, n, f, args, trace, memo) for n, f in ob.witnesses.items()} if witnesses else {}
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
         raise SpecError(f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}")
     return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side,
                       trace.extrema)
+
+
+def _trace_marks(trace) -> tuple:
+    """What a call may add to the running trace and to the path being explored (a branch)."""
+    from .symbolic import _local
+
+    explorer = getattr(_local, "explorer", None)
+    return (len(trace.divisors), len(trace.lemmas), len(trace.side_conditions), len(trace.extrema),
+            len(trace.misuse), len(explorer.decisions) if explorer is not None else 0)
+
+
+def _witness(ob: Obligation, name: str, func, args: dict[str, object], trace, memo: dict[tuple, tuple] | None) -> object:
+    """The witness condition ``name`` at ``args``; with a ``memo``, taken from an earlier case whose
+    arguments were the same objects (the shared symbolic inputs) or equal ints. Only a call that
+    added nothing to the trace (no division, lemma, side condition, extremum, misuse) and took no
+    branch on a symbolic value is memoised: its value is then a function of its arguments alone (a
+    model is a function of its parameters: the int probe checks it), and reusing it leaves the
+    case's trace and path as a new call would. A witness is only searched for, and every witness
+    found is replayed on ints, never a verdict (:func:`capproof.prover.find_witnesses`)."""
+    params = ob.witness_params(name)
+    if memo is None:
+        return _call(func, "witness", name, params, args)
+    key = (name, *((p, args[p]) if type(args[p]) is int else (p, "object", id(args[p])) for p in params))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[0]
+    before = _trace_marks(trace)
+    value = _call(func, "witness", name, params, args)
+    if _trace_marks(trace) == before:
+        memo[key] = (value, [args[p] for p in params])  # the arguments kept alive: their ids stay theirs
+    return value
 
 
 def concrete_args(ob: Obligation, params: dict[str, object], padding: bool = True) -> dict[str, object]:
@@ -190,9 +222,19 @@ def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) 
     """Assert ``cond`` on ``s`` tracked by a new literal ``__track_<k>`` and record ``label``
     under its name in ``trackers`` (so an unsat core names ``label``: :func:`core_labels`)."""
     name = f"__track_{len(trackers)}"
-    t = z3.Bool(name)
     trackers[name] = label  # str(t), without z3's printer (~0.1 ms a literal; issue 12)
-    s.assert_and_track(cond, t)
+    if type(cond) is not z3.BoolRef or cond.ctx is not s.ctx:
+        s.assert_and_track(cond, z3.Bool(name, s.ctx))
+        return
+    # ``s.assert_and_track(cond, z3.Bool(name))``'s Z3 calls, in order, without z3py's wrappers and
+    # checks (issue 12: ~8 tracked constraints per case): the literal, referenced while asserted
+    ref = s.ctx.ref()
+    lit = _core.Z3_mk_const(ref, _core.Z3_mk_string_symbol(ref, name), _core.Z3_mk_bool_sort(ref))
+    _core.Z3_inc_ref(ref, lit)
+    try:
+        _core.Z3_solver_assert_and_track(ref, s.solver, cond.as_ast(), lit)
+    finally:
+        _core.Z3_dec_ref(ref, lit)
 
 
 def literal_name(t: z3.ExprRef) -> str:
@@ -302,14 +344,14 @@ class CaseProblem:
     def fix(self, params: dict[str, object], names: list[str]) -> list[z3.BoolRef]:
         """Equalities pinning ``names`` (scalars or vectors) to their values in ``params``."""
         out: list[z3.BoolRef] = []
-        for p in names:
+        for p in names:  # equal_int: ``term == value``, z3py's very term
             if p in self.scalars:
-                out.append(self.scalars[p].term == params[p])
+                out.append(equal_int(self.scalars[p].term, params[p]))  # type: ignore[arg-type]
             elif p in self.vectors:
                 dom: Vector = self.ob.domain[p]  # type: ignore[assignment]
                 for e, v in zip(self.vectors[p], dom.expand(list(params[p]))):
                     if isinstance(e, SymInt):
-                        out.append(e.term == v)
+                        out.append(equal_int(e.term, v))
         return out
 
 
@@ -320,7 +362,7 @@ def _value(model: z3.ModelRef, entry: object) -> int:
         return model.eval(to_z3_int(entry), model_completion=True).as_long()
     ref = model.ctx.ref()
     out = (z3.Ast * 1)()
-    if not z3.z3core.Z3_model_eval(ref, model.model, entry.term.ast, True, out):
+    if not _model_eval(ref, model.model, entry.term.ast, True, out):  # the C function, no error check
         raise z3.Z3Exception("failed to evaluate expression in the model")
     return int(z3.z3core.Z3_get_numeral_string(ref, out[0]))
 
@@ -437,22 +479,53 @@ class _Raised:
         self.error, self.assumed = error, assumed
 
 
+class SharedInputs:
+    """What the cases of one obligation share (:func:`build_paths`' ``shared``): the symbolic
+    inputs (scalars, each batch's entries, their labelled domain bounds and padding), made once
+    per combination of fixed batch lengths instead of once per case, and the witness conditions'
+    values memoised by their arguments (:func:`evaluate`'s ``memo``).
+
+    Every case of an obligation gets the same terms either way (the same names and bounds give
+    the same Z3 terms); what sharing changes is that Z3 does not rebuild them, so the ids it gives
+    later terms differ from a per-case build. The verdicts and the reported cores of proofs/
+    are the same (checked with ``capproof report --check``; docs/performance.md, session 17)."""
+
+    __slots__ = ("inputs", "witnesses")
+
+    def __init__(self) -> None:
+        self.inputs: dict[tuple, tuple] = {}
+        self.witnesses: dict[tuple, tuple] = {}
+
+    def symbolic_inputs(self, ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
+        """:func:`_symbolic_inputs` for ``fixed``, made at the first case with these batch lengths."""
+        key = tuple((dom.length, fixed[dom.length]) for dom in vectors.values() if dom.length in fixed)
+        if key not in self.inputs:
+            self.inputs[key] = _symbolic_inputs(ranges, vectors, fixed)
+        return self.inputs[key]
+
+
 def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
-                budget: int = DEFAULT_FORK_BUDGET) -> CasePaths:
+                budget: int = DEFAULT_FORK_BUDGET, shared: SharedInputs | None = None) -> CasePaths:
     """Run ``ob`` on symbolic values for ``ranges`` and ``vectors`` (``fixed`` elsewhere), forking
     at every branch on a symbolic value (:func:`capproof.symbolic.explore`, at most ``budget``
     paths, directions infeasible under the domain bounds pruned). One :class:`CaseProblem` per
     path that evaluated, with the path's decisions as labelled constraints; paths that raised are
     :class:`PathFailure`. Without branches: one problem, no path constraint (as before forking).
+    ``shared``: inputs and witness values shared with the obligation's other cases (see
+    :class:`SharedInputs`); None: made for this case alone.
     """
-    scalars, domain, vecs = _symbolic_inputs(ranges, vectors, fixed)
+    if shared is None:
+        scalars, domain, vecs = _symbolic_inputs(ranges, vectors, fixed)
+    else:
+        scalars, domain, vecs = shared.symbolic_inputs(ranges, vectors, fixed)
     values: dict[str, object] = {**fixed, **scalars, **vecs}
     args = {p: values[p] for p in ob.params}
+    memo = shared.witnesses if shared is not None else None
 
     def run() -> object:
         assumed: dict[str, object] = {}
         try:
-            return evaluate(ob, args, assumed)
+            return evaluate(ob, args, assumed, memo=memo)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - kept with its path

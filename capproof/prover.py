@@ -30,7 +30,7 @@ import z3
 
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, _describe_exc, _new_solver, build_case, build_paths,
+    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, SharedInputs, _describe_exc, _new_solver, build_case, build_paths,
     checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
 )
 from .errors import DivisorMayBeZero, ReplayError
@@ -84,17 +84,19 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
 
 def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
                 rlimit: int, below: dict[str, object] | None = None, first: _First | None = None,
-                restate: bool = True, built: dict[tuple, CasePaths] | None = None) -> _CaseOutcome:
+                restate: bool = True, built: dict[tuple, CasePaths] | None = None,
+                shared: SharedInputs | None = None) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
     decided before (see :func:`_decide_case`); ``first``: where the run's first counterexample
     is recorded; ``restate``: whether a proved path's core is checked for assumptions restating
     the claim (:func:`_restating_assumptions`); ``built``: where the case's paths are kept, by
-    its fixed values (for :func:`find_witnesses`)."""
+    its fixed values (for :func:`find_witnesses`); ``shared``: the symbolic inputs and witness
+    values shared with the obligation's other cases (:class:`~capproof.encode.SharedInputs`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
-        cp = build_paths(ob, fixed, ranges, vectors, budget)
+        cp = build_paths(ob, fixed, ranges, vectors, budget, shared)
         if built is not None:
             built[tuple(sorted(fixed.items()))] = cp
     except KeyboardInterrupt:
@@ -1071,10 +1073,15 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
         failed = first.found is not None  # a counterexample is known: the verdict shows no restating assumption
         first.restating_skipped = False
+        # a batch's symbolic entries and their domain bounds made once, shared by the cases
+        # (encode.SharedInputs); scalar-only obligations build theirs per case: a few terms, nothing
+        # to save (and sharing them moved the domain bounds shown for one counterexample's proved
+        # cases: Z3's unsat cores depend on term ids; docs/performance.md, session 17)
+        shared = SharedInputs() if vectors else None
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
             outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
-                                  restate_all or not failed, built)
+                                  restate_all or not failed, built, shared)
             outcomes.append(outcome)
             first.restating_skipped = first.restating_skipped or (failed and not restate_all)
             if outcome.kind == "counterexample":

@@ -289,6 +289,24 @@ _inc_ref, _mk_int_sort = _unchecked(_z3core.Z3_inc_ref), _unchecked(_z3core.Z3_m
 _mk_ge, _mk_le, _mk_implies = _unchecked(_z3core.Z3_mk_ge), _unchecked(_z3core.Z3_mk_le), _unchecked(_z3core.Z3_mk_implies)
 _mk_numeral, _simplify = _unchecked(_z3core.Z3_mk_numeral), _unchecked(_z3core.Z3_simplify)
 _get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot fail
+_dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: cannot fail
+#: a model's value of a term (returns False, not an error, when it cannot evaluate: callers check)
+_model_eval = _unchecked(_z3core.Z3_model_eval)
+_mk_distinct, _mk_and = _unchecked(_z3core.Z3_mk_distinct), _unchecked(_z3core.Z3_mk_and)
+_mk_eq = _unchecked(_z3core.Z3_mk_eq)
+
+
+def _wrapped(cls, ast, ctx: z3.Context, ref):
+    """``cls(ast, ctx)`` for a z3py term class without an ``__init__`` of its own (``BoolRef``,
+    ``ArithRef``, ``IntNumRef``): ``AstRef.__init__``'s one call into Z3 (``Z3_inc_ref``) made
+    through the unchecked C function, without z3py's per-call error check (issue 12: a wrapper
+    per built term). The same Z3 call, so the same reference counts and ids; z3py's ``__del__``
+    releases it as usual. ``ref`` is ``ctx.ref()``; ``ast`` a live term (the caller checked it)."""
+    out = object.__new__(cls)
+    out.ast = ast
+    out.ctx = ctx
+    _inc_ref(ref, ast)
+    return out
 #: z3core's wrapper converts the numeral's text to bytes; the ctypes function takes bytes
 _NUMERAL_TEXT = bytes if _mk_numeral is not _z3core.Z3_mk_numeral else str
 
@@ -347,10 +365,21 @@ class _Raw:
         return self.keep(mk(self.ref, len(args), arr))
 
     def done(self, ast) -> z3.BoolRef:
-        out = z3.BoolRef(ast, self.ctx)
+        out = _wrapped(z3.BoolRef, _checked(self.ref, ast), self.ctx, self.ref)
         for held in self.held:
-            _core.Z3_dec_ref(self.ref, held)
+            _dec_ref(self.ref, held)
         return out
+
+
+def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
+    """``term == value`` for an ``ArithRef`` term and a Python int, as z3py builds it (the numeral
+    ``z3.IntVal(value)``, then ``Z3_mk_eq(term, numeral)``, the numeral's wrapper released after
+    the equality is held), through the C API without z3py's coercion and sort checks (issue 12:
+    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation)."""
+    if type(term) is not z3.ArithRef or type(value) is not int:
+        return term == value
+    raw = _Raw(term.ctx)
+    return raw.done(raw.keep(_mk_eq(raw.ref, term.ast, raw.num(value))))
 
 
 def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
@@ -370,28 +399,31 @@ def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
     out = (z3.Ast * 1)()
     pair = (z3.Ast * 2)()
     held = []
-    for t in terms:
-        a = t.as_ast()
-        if not _core.Z3_model_eval(ref, m, a, True, out):
-            for d in held:
-                _core.Z3_dec_ref(ref, d)
-            raise z3.Z3Exception("failed to evaluate expression in the model")
-        value = out[0]
-        _core.Z3_inc_ref(ref, value)
-        # Python calls the reflected ``value != t`` first when value's wrapper (IntNumRef for a
-        # numeral) is a proper subclass of t's (ArithRef): z3py then builds ``distinct(value, t)``
-        numeral = _core.Z3_get_ast_kind(ref, value) == _NUMERAL_AST
-        if numeral and type(t) is not z3.IntNumRef and issubclass(z3.IntNumRef, type(t)):
-            pair[0], pair[1] = value, a
-        else:
-            pair[0], pair[1] = a, value
-        ne = _core.Z3_mk_distinct(ref, 2, pair)
-        _core.Z3_inc_ref(ref, ne)
-        _core.Z3_dec_ref(ref, value)
-        held.append(ne)
-    conj = z3.BoolRef(_core.Z3_mk_and(ref, len(held), (z3.Ast * len(held))(*held)), ctx)
-    for d in held:
-        _core.Z3_dec_ref(ref, d)
+    # the C functions without z3core's error check after each call (issue 12): a failed
+    # evaluation returns False and a failed construction NULL (_checked raises z3core's error)
+    try:
+        for t in terms:
+            a = t.as_ast()
+            if not _model_eval(ref, m, a, True, out):
+                raise z3.Z3Exception("failed to evaluate expression in the model")
+            value = out[0]
+            _inc_ref(ref, value)
+            # Python calls the reflected ``value != t`` first when value's wrapper (IntNumRef for a
+            # numeral) is a proper subclass of t's (ArithRef): z3py then builds ``distinct(value, t)``
+            numeral = _get_ast_kind(ref, value) == _NUMERAL_AST
+            if numeral and type(t) is not z3.IntNumRef and issubclass(z3.IntNumRef, type(t)):
+                pair[0], pair[1] = value, a
+            else:
+                pair[0], pair[1] = a, value
+            ne = _mk_distinct(ref, 2, pair)
+            if ne:
+                _inc_ref(ref, ne)
+            _dec_ref(ref, value)
+            held.append(_checked(ref, ne))
+        conj = _wrapped(z3.BoolRef, _checked(ref, _mk_and(ref, len(held), (z3.Ast * len(held))(*held))), ctx, ref)
+    finally:
+        for d in held:
+            _dec_ref(ref, d)
     return conj
 
 
@@ -607,8 +639,8 @@ def _simplified(ref, made, ctx: z3.Context, boolean: bool = False):
     ``simplify`` orders the arguments of ``Or`` by id)."""
     _inc_ref(ref, made)
     simple = _checked(ref, _simplify(ref, made))
-    out = SymBool(z3.BoolRef(simple, ctx)) if boolean else _sym_int(simple, ctx)
-    _core.Z3_dec_ref(ref, made)
+    out = SymBool(_wrapped(z3.BoolRef, simple, ctx, ref)) if boolean else _sym_int(simple, ctx, ref)
+    _dec_ref(ref, made)
     return out
 
 
@@ -627,14 +659,12 @@ def _sum_of(values) -> "SymInt":
     return _simplified(ref, made, ctx)
 
 
-def _sym_int(ast, ctx: z3.Context) -> "SymInt":
+def _sym_int(ast, ctx: z3.Context, ref=None) -> "SymInt":
     """A SymInt over the Int AST ``ast`` (wrapped as ``z3.simplify`` wraps it: ``IntNumRef`` for a
-    numeral, else ``ArithRef``)."""
+    numeral, else ``ArithRef``). ``ref``: ``ctx.ref()`` if the caller has it."""
     out = object.__new__(SymInt)
-    if _get_ast_kind(ctx.ref(), ast) == _NUMERAL_AST:
-        out.term = z3.IntNumRef(ast, ctx)
-    else:
-        out.term = z3.ArithRef(ast, ctx)
+    ref = ctx.ref() if ref is None else ref
+    out.term = _wrapped(z3.IntNumRef if _get_ast_kind(ref, ast) == _NUMERAL_AST else z3.ArithRef, ast, ctx, ref)
     return out
 
 

@@ -209,6 +209,46 @@ def test_tracking_literals_are_read_by_name_as_printed():
     assert literal_name(x + 1) == str(x + 1) and literal_name(z3.Bool("p")) == "p"
 
 
+@pytest.mark.parametrize("value", [0, 7, -3, 2**70])
+def test_equal_int_builds_the_z3py_term_with_the_same_ids(value):
+    """``equal_int`` (``CaseProblem.fix``: pinning a batch to a point, session 17) is z3py's
+    ``term == value``: the same AST, and the terms made after it get the same ids."""
+    from capproof.symbolic import equal_int
+
+    z3py = _ids_after(lambda model, terms: z3.And(*[t == value for t in terms[:-1]]))
+    fast = _ids_after(lambda model, terms: z3.And(*[equal_int(t, value) for t in terms[:-1]]))
+    assert fast == z3py
+    x = z3.Int("x")
+    assert equal_int(x, value).eq(x == value) and equal_int(x + 1, value).eq(x + 1 == value)
+    assert equal_int(z3.IntVal(4), value).eq(z3.IntVal(4) == value)  # a numeral: z3py's own path
+
+
+def test_track_makes_z3pys_calls_with_the_same_ids():
+    """``encode.track`` through the C API (session 17): the terms made after tracking get the ids
+    they get after z3py's ``s.assert_and_track(cond, z3.Bool(name))``, and the query is the same
+    (the solver's assertions print alike)."""
+    from capproof.encode import _new_solver, track
+    from capproof.symbolic import fresh_z3_context
+
+    def run(fast: bool):
+        with fresh_z3_context():
+            x, y = z3.Int("x"), z3.Int("y")
+            s, trackers = _new_solver(10_000), {}
+            for k, (label, cond) in enumerate([("x >= 3", x >= 3), ("y >= x", y >= x), ("y <= 2", y <= 2)]):
+                if fast:
+                    track(s, trackers, label, cond)
+                else:
+                    trackers[f"__track_{k}"] = label
+                    s.assert_and_track(cond, z3.Bool(f"__track_{k}"))
+                del cond
+            after = [z3.IntVal(98765), x * 7 + y, z3.Bool("later")]
+            answer = s.check()
+            return [t.get_id() for t in after], s.sexpr(), answer, sorted(str(t) for t in s.unsat_core())
+
+    assert run(True) == run(False)
+    assert run(True)[2] == z3.unsat
+
+
 @pytest.mark.parametrize("n", [0, 1, 8, 9, 64])
 def test_plain_is_true_only_when_every_entry_is_exactly_an_int_or_a_bool(n):
     """``arith._plain`` (the builtins' fast path of total/max_of/all_of...) scans short lists in

@@ -1,0 +1,180 @@
+"""The cases of one obligation share their symbolic inputs and memoised witness values
+(``encode.SharedInputs``, issue 12 engine overhead, session 17): the same verdicts, cores,
+counterexamples and witnesses as cases built one by one."""
+
+from __future__ import annotations
+
+import os
+
+import z3
+
+from capproof import Options
+from capproof.domain import Choice, Range, Vector
+from capproof.encode import SharedInputs, build_paths, checked_domains, evaluate
+from capproof.loader import load_file
+from capproof.prover import _prove_case, prove_obligation
+from capproof.symbolic import SymInt, fresh_z3_context, tracing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HEADER = ("from capproof import Range, Choice, Vector, obligation, at_most, total, implies, all_of, round_up\n"
+          "CALLS = []\n")
+
+
+def _load(path, name):
+    items = load_file(path)
+    assert not hasattr(items, "message"), items
+    return next(i for i in items if i.name == name)
+
+
+def _outcomes(ob, shared: bool):
+    """Every case of ``ob`` decided in declared order in one fresh Z3 context, as the prover does,
+    with the inputs shared (one SharedInputs) or made per case."""
+    import itertools
+
+    options = Options()
+    with fresh_z3_context():
+        finite, ranges, vectors = checked_domains(ob, {}, options.rlimit)
+        common = SharedInputs() if shared else None
+        out = []
+        for combo in itertools.product(*finite.values()):
+            fixed = dict(zip(finite, combo))
+            o = _prove_case(ob, fixed, ranges, vectors, options, options.rlimit, None, None, True, None, common)
+            # a core as a set: the report lists it in declared order
+            out.append((fixed, o.kind, sorted(o.core), o.params, o.values, o.minimized, o.message))
+        return out
+
+
+def test_slot_mapping_cases_decide_the_same_with_shared_inputs():
+    """The 24 cases of the bounded slot-mapping obligation (a 64-request batch with a symbolic
+    length): the same kind, unsat core, counterexample point and values case by case."""
+    ob = _load(os.path.join(ROOT, "spec", "per_batch_buffers.py"), "slot_mapping_fits_before_14024")
+    per_case = _outcomes(ob, shared=False)
+    together = _outcomes(ob, shared=True)
+    assert [o[1] for o in per_case].count("counterexample") == 9  # proofs/per_batch_buffers.md: 9 of 24
+    assert together == per_case
+
+
+def test_choice_lengths_get_inputs_per_length_and_the_same_verdict(spec_file):
+    """A batch length case-split as a Choice: one set of inputs per length, shared by the cases of
+    that length; the obligation's verdict and counterexample are those of per-case inputs."""
+    path = spec_file(HEADER + """
+@obligation(domain={"n": Choice(2, 3), "k": Choice(1, 2, 3), "cap": Range(0, 64),
+                    "xs": Vector(3, Range(0, 9), length="n")},
+            assumptions={"k small": lambda k: k <= 2})
+def fits(n, k, cap, xs):
+    return at_most(demand=total(round_up(x, k) for x in xs), capacity=cap + 3 * k)
+""")
+    ob = _load(path, "fits")
+    per_case = _outcomes(ob, shared=False)
+    together = _outcomes(ob, shared=True)
+    assert together == per_case
+    assert {o[1] for o in together} == {"counterexample", "excluded"}
+    with fresh_z3_context():
+        finite, ranges, vectors = checked_domains(ob, {}, Options().rlimit)
+        common = SharedInputs()
+        a = common.symbolic_inputs(ranges, vectors, {"n": 2, "k": 1})
+        assert common.symbolic_inputs(ranges, vectors, {"n": 2, "k": 3}) is a
+        b = common.symbolic_inputs(ranges, vectors, {"n": 3, "k": 1})
+        assert b is not a and len(common.inputs) == 2
+        assert [label for label, _ in b[1]] == [label for label, _ in a[1]]
+    r = prove_obligation(ob)
+    assert r.verdict.value == "counterexample" and r.counterexample.params["n"] == 2
+
+
+def _witness_spec(spec_file):
+    return spec_file(HEADER + """
+def full(xs, n, k, cap):
+    CALLS.append(k)
+    return all_of(cap >= 1, *(implies(i < n, x == k + 1) for i, x in enumerate(xs)))
+
+
+def halves(xs, k, cap):
+    CALLS.append(("halves", k))
+    return all_of(cap >= 1, *(x // 2 == k for x in xs))
+
+
+@obligation(domain={"k": Choice(1, 2, 3), "d": Choice(1, 2), "cap": Range(1, 40), "n": Range(1, 4),
+                    "xs": Vector(4, Range(1, 9), length="n")},
+            assumptions={"within": lambda xs, cap: total(xs) <= cap},
+            expect="counterexample",
+            witnesses={"every entry k + 1": full, "every half k": halves})
+def slots(k, d, cap, n, xs):
+    return at_most(demand=total(xs) + (k - 1) * n * d, capacity=cap + 2 * n)
+""")
+
+
+def test_a_witness_is_evaluated_once_per_distinct_arguments(spec_file):
+    """A witness that records nothing (no division) is evaluated symbolically once per value of
+    the case-split parameter it takes, not once per case; one that divides (a lemma recorded) is
+    evaluated in every case. The memoised value is the very term a new call builds."""
+    ob = _load(_witness_spec(spec_file), "slots")
+    calls = ob.func.__globals__["CALLS"]
+    with fresh_z3_context():
+        finite, ranges, vectors = checked_domains(ob, {}, Options().rlimit)
+        common = SharedInputs()
+        built = {}
+        for k in (1, 2, 3):
+            for d in (1, 2):
+                built[(k, d)] = build_paths(ob, {"k": k, "d": d}, ranges, vectors, shared=common)
+        symbolic = [c for c in calls if not isinstance(c, tuple)]
+        assert sorted(symbolic) == [1, 2, 3]  # "full": once per k, not once per (k, d)
+        assert len([c for c in calls if isinstance(c, tuple)]) == 6  # "halves" divides: every case
+        for (k, d), cp in built.items():
+            [case] = cp.paths
+            again = evaluate(ob, {**{"k": k, "d": d}, **case.scalars, **case.vectors})
+            assert case.ev.witnesses["every entry k + 1"].term.eq(again.witnesses["every entry k + 1"].term)
+            assert case.ev.witnesses["every half k"].term.eq(again.witnesses["every half k"].term)
+            assert len(case.ev.lemmas) == len(again.lemmas)  # the halves' division lemmas in every case
+
+
+def test_memoised_witnesses_find_the_same_witnesses(spec_file):
+    """The whole obligation: the same counterexample and trigger witnesses as with the witnesses
+    evaluated per case (replayed on ints either way)."""
+    path = _witness_spec(spec_file)
+    ob = _load(path, "slots")
+    shared = prove_obligation(ob)
+    import capproof.encode as encode
+
+    original = encode.SharedInputs.__init__
+
+    def no_memo(self):  # the inputs shared, each witness evaluated again in every case
+        original(self)
+        self.witnesses = None
+
+    encode.SharedInputs.__init__ = no_memo
+    try:
+        per_case = prove_obligation(_load(path, "slots"))
+    finally:
+        encode.SharedInputs.__init__ = original
+    assert shared.verdict.value == per_case.verdict.value == "counterexample"
+    assert shared.counterexample.params == per_case.counterexample.params
+    assert [w.to_json() for w in shared.witnesses] == [w.to_json() for w in per_case.witnesses]
+    assert any(w.found for w in shared.witnesses)
+
+
+def test_witness_memo_keys_on_the_argument_objects():
+    """Equal ints share an entry; distinct symbolic objects (even for the same Z3 term) do not."""
+    from capproof.encode import _witness
+
+    class Ob:
+        @staticmethod
+        def witness_params(name):
+            return ["x", "k"]
+
+    seen = []
+
+    def w(x, k):
+        seen.append(k)
+        return x > k
+
+    memo: dict = {}
+    with fresh_z3_context():
+        x, y = SymInt.var("x"), SymInt.var("x")
+        with tracing() as trace:
+            first = _witness(Ob, "w", w, {"x": x, "k": 1}, trace, memo)
+            assert _witness(Ob, "w", w, {"x": x, "k": 1}, trace, memo) is first
+            _witness(Ob, "w", w, {"x": x, "k": 2}, trace, memo)
+            _witness(Ob, "w", w, {"x": y, "k": 1}, trace, memo)
+        assert seen == [1, 2, 1]
+        assert isinstance(first.term, z3.BoolRef)
