@@ -258,6 +258,8 @@ def _select_bool(condition: Bool, if_true: Bool, if_false: Bool) -> Bool:
 
 def minimum(first: Int, *rest: Int) -> Int:
     """``min`` of one or more values, symbolic or not."""
+    if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
+        return min(first, rest[0])
     if _plain(rest) and _plain((first,)):
         return min(first, *rest) if rest else first
     _check_int(first, *rest)
@@ -266,6 +268,8 @@ def minimum(first: Int, *rest: Int) -> Int:
 
 def maximum(first: Int, *rest: Int) -> Int:
     """``max`` of one or more values, symbolic or not."""
+    if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
+        return max(first, rest[0])
     if _plain(rest) and _plain((first,)):
         return max(first, *rest) if rest else first
     _check_int(first, *rest)
@@ -380,6 +384,21 @@ class Padded(tuple):
         """True when some entry may be padding (the length is symbolic or below the size)."""
         return isinstance(self.length, SymInt) or self.length < len(self)
 
+    def known(self, kind: str):
+        """The value of aggregate ``kind`` ("total", "max_of", "min_of") remembered by
+        :meth:`remember` while ``length``, ``fill``, ``lo`` and ``hi`` are the objects they were
+        then (entries cannot change: a tuple), else None."""
+        seen = self.__dict__.get(kind)
+        if seen is not None and seen[0] is self.length and seen[1] is self.fill and seen[2] is self.lo and seen[3] is self.hi:
+            return seen[4]
+        return None
+
+    def remember(self, kind: str, value: int) -> int:
+        """Remember ``value`` as aggregate ``kind`` of this batch of plain ints (the int probe
+        evaluates a model at many points sharing a batch, and again in its re-check) and return it."""
+        self.__dict__[kind] = (self.length, self.fill, self.lo, self.hi, value)
+        return value
+
 
 def _require_nonempty(values: "Padded", what: str) -> None:
     """Record that a symbolic batch length must not be 0 for ``what`` (checked like a divisor)."""
@@ -394,6 +413,12 @@ def total(values) -> Int:
     """
     if hasattr(values, "_capproof_aggregate"):  # capproof.aggregate.AggregateBatch
         return values._capproof_aggregate("total")
+    hook = _trace_hook("total_hook")
+    padded = values if type(values) is Padded and hook is None else None
+    if padded is not None:  # a batch of plain ints: its total computed once (Padded.remember)
+        known = padded.known("total")
+        if known is not None:
+            return known
     if isinstance(values, Padded) and values.fill != 0 and values.padded():
         n = values.length
         if isinstance(n, SymInt):
@@ -401,13 +426,12 @@ def total(values) -> Int:
         else:
             values = values[:n]
     values = list(values)
-    hook = _trace_hook("total_hook")
     if hook is not None:  # total(f(d) for d in batch) over an aggregate batch (capproof.aggregate)
         mapped = hook(values, sys._getframe(1))
         if mapped is not None:
             return mapped
     if _plain(values):
-        return sum(values)
+        return sum(values) if padded is None else padded.remember("total", sum(values))
     _check_int(*values)
     if any(isinstance(v, SymInt) for v in values):
         return _sum_of(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
@@ -462,12 +486,16 @@ def max_of(values) -> Int:
         return values._capproof_aggregate("max_of")
     padded = values if isinstance(values, Padded) else None
     if padded is not None:
+        if type(padded) is Padded:  # a batch of plain ints: computed once (Padded.remember)
+            known = padded.known("max_of")
+            if known is not None:
+                return known
         values = _batch(values, values.lo is not None and values.fill <= values.lo, "max_of()")
     values = list(values)
     if not values:
         raise ValueError("max_of() of an empty sequence")
     if _plain(values):
-        return max(values)
+        return max(values) if type(padded) is not Padded else padded.remember("max_of", max(values))
     _check_int(*values)
     return _note_extremum("max", padded, _balanced(maximum, values))
 
@@ -481,12 +509,16 @@ def min_of(values) -> Int:
         return values._capproof_aggregate("min_of")
     padded = values if isinstance(values, Padded) else None
     if padded is not None:
+        if type(padded) is Padded:  # a batch of plain ints: computed once (Padded.remember)
+            known = padded.known("min_of")
+            if known is not None:
+                return known
         values = _batch(values, values.hi is not None and values.fill >= values.hi, "min_of()")
     values = list(values)
     if not values:
         raise ValueError("min_of() of an empty sequence")
     if _plain(values):
-        return min(values)
+        return min(values) if type(padded) is not Padded else padded.remember("min_of", min(values))
     _check_int(*values)
     return _note_extremum("min", padded, _balanced(minimum, values))
 

@@ -82,9 +82,6 @@ class ProbeHit:
     points: int
     seconds: float = 0.0
     how: str = ""
-    #: ``time.process_time()`` when the point was found, before the probe's final re-check (the
-    #: prover times the first counterexample after that re-check: until then it is not one)
-    found_at: float = 0.0
 
 
 class _Budget(Exception):
@@ -99,7 +96,7 @@ class _Axis:
 
     def __init__(self, lo: int, hi: int, values: list[int] | None = None):
         self.lo, self.hi, self.values = lo, hi, values  # values None: every int in lo..hi
-        self.pos = {v: i for i, v in enumerate(values)} if values is not None else None
+        self.pos = dict(zip(values, range(len(values)))) if values is not None else None
 
     def contains(self, v: int) -> bool:
         return self.lo <= v <= self.hi if self.pos is None else v in self.pos
@@ -132,7 +129,12 @@ class _Prober:
 
     def __post_init__(self) -> None:
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
-        self.params_of = {n: self.ob.assumption_params(n) for n in self.ob.assumptions}
+        self.params_of: dict[str, list[str]] = {}
+        #: each assumption's function and parameters (what :meth:`holds` calls)
+        self.calls: dict[str, tuple[object, list[str]]] = {}
+        for n, f in self.ob.assumptions.items():
+            names = self.params_of[n] = self.ob.assumption_params(n)
+            self.calls[n] = (f, names)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
         self.made: dict[tuple, tuple[object, int, list]] = {}
         #: assumption values by (name, argument keys); None: off (the final re-check)
@@ -150,7 +152,9 @@ class _Prober:
         self.lists: dict[tuple, list[int]] = {}
         #: each parameter in declaration order with its axis (None: a batch), for :meth:`realise`
         self.params = self.ob.params
-        self.order = [(p, None if p in self.vectors else self.axes[p]) for p in self.params]
+        self.order: list[tuple[str, _Axis | None]] = []
+        for p in self.params:
+            self.order.append((p, None if p in self.vectors else self.axes[p]))
 
     def tick(self) -> None:
         """Stop the search (``_Budget``) once its CPU time is spent (read every 8th call: reading
@@ -211,14 +215,15 @@ class _Prober:
         """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
         (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
         probe re-checks at the end, without the memo, the first point and the hit)."""
-        names = self.params_of[name]
-        if self.memo is None:
-            return bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
-        k = (name, *[keys[p] for p in names])
-        v = self.memo.get(k)
+        func, names = self.calls[name]
+        memo = self.memo
+        if memo is None:
+            return bool(_call(func, "assumption", name, names, args))
+        k = (name, *map(keys.__getitem__, names))
+        v = memo.get(k)
         if v is None:
             started = perf_counter()
-            v = self.memo[k] = bool(_call(self.ob.assumptions[name], "assumption", name, names, args))
+            v = memo[k] = bool(_call(func, "assumption", name, names, args))
             self.cost[name] = perf_counter() - started
         return v
 
@@ -231,7 +236,12 @@ class _Prober:
             args, keys = self.args(params, needed)
             if len(names) == 1:
                 return self.holds(names[0], args, keys)
-            return all(self.holds(name, args, keys) for name in sorted(names, key=lambda n: self.cost.get(n, 0.0)))
+            cost = self.cost
+            for name in sorted(names, key=lambda n: cost.get(n, 0.0)) if len(names) > 2 else (
+                    names if cost.get(names[0], 0.0) <= cost.get(names[1], 0.0) else names[::-1]):
+                if not self.holds(name, args, keys):
+                    return False
+            return True
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a raising assumption admits nothing here
@@ -263,7 +273,7 @@ class _Prober:
             return "holds", []
         if not self._same_alone(params, values):
             return None
-        self.hit = ProbeHit(params, values, self.points, how=how, found_at=time.process_time())
+        self.hit = ProbeHit(params, values, self.points, how=how)
         raise _Budget
 
     def run_model(self, params: dict[str, object], padding: bool = True) -> tuple[bool, dict[str, int], list[str]] | None:
@@ -273,13 +283,17 @@ class _Prober:
         raised or returned a non-boolean (as :func:`capproof.encode.evaluate` would raise)."""
         try:
             args, keys = self.args(params, padding=padding)
+            holds = self.holds
             for name in self.params_of:
-                if not self.holds(name, args, keys):
+                if not holds(name, args, keys):
                     out: tuple[bool, dict[str, int], list[str]] = (True, {}, [name])
                     break
             else:
                 claim = _as_claim(self.ob.func(**args), self.ob)
-                out = (bool(claim.holds), {k: int(v) for k, v in claim.values.items()}, [])  # type: ignore[call-overload]
+                values: dict[str, int] = {}
+                for k, v in claim.values.items():
+                    values[k] = int(v)  # type: ignore[call-overload]
+                out = (bool(claim.holds), values, [])
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a model raising on ints is not a counterexample
@@ -307,43 +321,67 @@ class _Prober:
     def _same_alone(self, params: dict[str, object], values: dict[str, int]) -> bool:
         """The point fails on its batches alone (no padding) as with the padding (the batch a
         counterexample shows must fail; see capproof.prover._padding_check)."""
-        if not any(len(params[p]) < d.size for p, d in self.vectors.items()):  # type: ignore[arg-type]
+        for p, d in self.vectors.items():
+            if len(params[p]) < d.size:  # type: ignore[arg-type]
+                break
+        else:
             return True
         return self.run_model(params, padding=False) == (False, values, [])
 
     # -- moves -------------------------------------------------------------------------------
-    def coordinates(self, names: list[str]) -> list[tuple[str, str]]:
-        """The coordinates a move may change among ``names``: scalars, and a vector's base and
-        first entry (a vector named there moves its length parameter too, as a scalar)."""
-        out: list[tuple[str, str]] = []
-        for n in names:
-            if n in self.vectors:
-                out += [(n, "base"), (n, "first")]
-                if self.vectors[n].length:
-                    out.append((self.vectors[n].length, ""))
-            elif n in self.axes:
-                out.append((n, ""))
-        return list(dict.fromkeys(out))
-
     def plan(self, failed: str | None, small: bool) -> list[tuple[str, str]]:
         """The coordinates the moves from a point change, in order: the repairs of assumption
         ``failed``, or with None the saturations of every assumption; ``small``: the point's
-        batches are at their low entries. The same at every point of that kind, so made once."""
+        batches are at their low entries. The same at every point of that kind, so made once.
+
+        A coordinate is a scalar, or a vector's base or first entry (a vector named by an
+        assumption moves its length parameter too, as a scalar). Plain loops in one function: the
+        probe runs once per obligation, after other work has taken the CPU's caches, and each
+        comprehension or lambda is one more code object to fetch (docs/performance.md, session 17)."""
         out = self.plans.get((failed, small))
         if out is None:
-            names = [failed] if failed is not None else list(self.ob.assumptions)
+            vectors, params_of, axes = self.vectors, self.params_of, self.axes
             # assumptions that tie a scalar to a batch first (a token budget and the batch's total)
-            batchwise = sorted(names, key=lambda a: not any(p in self.vectors for p in self.params_of[a]))
-            coords = self.coordinates(list(dict.fromkeys(p for a in batchwise for p in self.params_of[a])))
+            tied: list[str] = []
+            untied: list[str] = []
+            for a in [failed] if failed is not None else self.ob.assumptions:
+                (untied if vectors.keys().isdisjoint(params_of[a]) else tied).append(a)
+            entries: list[tuple[str, str]] = []
+            scalars: list[tuple[str, str]] = []
+            seen: set[tuple[str, str]] = set()
+            for a in tied + untied:
+                for n in params_of[a]:
+                    if n in vectors:
+                        length = vectors[n].length
+                        new = [(n, "base"), (n, "first"), (length, "")] if length else [(n, "base"), (n, "first")]
+                    elif n in axes:
+                        new = [(n, "")]
+                    else:
+                        continue
+                    for c in new:
+                        if c not in seen:
+                            seen.add(c)
+                            (entries if c[1] else scalars).append(c)
             # a small batch grows first (its entries before the scalars), a saturated one's budget
             # shrinks to it first (the scalars before the entries, its length last of the scalars:
             # shortening a saturated batch unsaturates it), the widest range first (a token budget
             # of 1..65536 before a per-request bound's 1..7: the budget is what a saturated batch
-            # pushes against)
-            lengths = {d.length for d in self.vectors.values()}
-            out = self.plans[(failed, small)] = sorted(
-                coords, key=lambda c: (bool(c[1]) != small, not small and c[0] in lengths,
-                                       0 if small or c[1] else self.axes[c[0]].lo - self.axes[c[0]].hi))
+            # pushes against); a stable sort
+            if small:
+                out = entries + scalars
+            else:
+                lengths = set()
+                for d in vectors.values():
+                    lengths.add(d.length)
+                keyed = []
+                for i, c in enumerate(scalars):
+                    keyed.append((c[0] in lengths, axes[c[0]].lo - axes[c[0]].hi, i, c))
+                keyed.sort()
+                out = []
+                for k in keyed:
+                    out.append(k[3])
+                out += entries
+            self.plans[(failed, small)] = out
         return out
 
     def changed(self, failed: str | None, coord: tuple[str, str]) -> tuple[list[str], list[str]]:
@@ -352,9 +390,19 @@ class _Prober:
         key = (failed, coord)
         out = self.changes.get(key)
         if out is None:
-            touched = {coord[0], *(n for n, d in self.vectors.items() if d.length == coord[0] and not coord[1])}
-            names = [a for a in ([failed] if failed is not None else self.params_of) if touched.intersection(self.params_of[a])]
-            out = self.changes[key] = (names, list(dict.fromkeys(p for n in names for p in self.params_of[n])))
+            params_of = self.params_of
+            touched = {coord[0]}
+            if not coord[1]:
+                for n, d in self.vectors.items():
+                    if d.length == coord[0]:
+                        touched.add(n)
+            names: list[str] = []
+            needed: dict[str, None] = {}
+            for a in [failed] if failed is not None else params_of:
+                if not touched.isdisjoint(params_of[a]):
+                    names.append(a)
+                    needed.update(dict.fromkeys(params_of[a]))
+            out = self.changes[key] = (names, list(needed))
         return out
 
     def span(self, coord: tuple[str, str], scalars: dict[str, int]) -> tuple[int, int]:
@@ -381,6 +429,13 @@ class _Prober:
             scalars[name] = self.axes[name].at(i)
         return scalars, shapes
 
+    def uniform_at(self, shapes: dict[str, tuple[int, int]], high: bool) -> bool:
+        """Whether every batch's base entry is at its range's high (``high``) or low bound."""
+        for n, d in self.vectors.items():
+            if shapes[n][0] != (d.elem.hi if high else d.elem.lo):  # type: ignore[attr-defined]
+                return False
+        return True
+
     def derived(self, coord: tuple[str, str], scalars: dict[str, int], shapes: dict[str, tuple[int, int]]) -> list[int]:
         """Values (indices) a coordinate may take from the point's other quantities: another
         scalar's value or a batch's total, length or entry (and each ± 1); for a vector's first
@@ -399,15 +454,16 @@ class _Prober:
             n = self.active(scalars, name)
             base = shapes[name][0]
             quantities.update(v - base * (n - 1) for v in list(scalars.values()))
+        out: set[int] = set()
+        pos = None if part else self.axes[name].pos  # a finite axis: the values' indices
         lo, hi = self.span(coord, scalars)
-        out = set()
         for q in quantities:
             for v in (q, q - 1, q + 1):
-                if part or self.axes[name].values is None:
+                if pos is None:
                     if lo <= v <= hi:
                         out.add(v)
-                elif self.axes[name].contains(v):
-                    out.add(self.axes[name].index(v))
+                elif v in pos:
+                    out.add(pos[v])
         return sorted(out)
 
     def bisect(self, coord, scalars, shapes, good, frm: int, to: int) -> int | None:
@@ -432,7 +488,7 @@ class _Prober:
             pushed = dict(self.pushed) if self.pushed else None
         yield None  # one coordinate per turn (see run.step); the plan made when the first turn
         # comes (the moves of a corner whose other corner's moves hit first are never planned)
-        small = all(shapes[n][0] == d.elem.lo for n, d in self.vectors.items())  # type: ignore[attr-defined]
+        small = self.uniform_at(shapes, False)
         which = failed[0] if kind == "excluded" else None
         coords = self.plan(which, small)
         if pushed:  # a coordinate a push moved before first among the scalars or the entries
@@ -474,9 +530,21 @@ class _Prober:
             if not bisect:
                 # the derived values between, from ``cur`` toward ``far``: the last where the
                 # assumptions hold, by bisection (``cur`` holds, ``far`` does not)
-                between = sorted((i for i in self.derived(coord, scalars, shapes)
-                                  if min(cur, far) < i < max(cur, far)), key=lambda i: abs(i - cur))
+                near, far_side = min(cur, far), max(cur, far)
+                keyed = []
+                for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
+                    if near < i < far_side:
+                        keyed.append((abs(i - cur), i))
+                keyed.sort()
+                between = [i for _, i in keyed]
                 ok, bad = -1, len(between)
+                if bad & (bad - 1) == 0 and bad:  # 2**k values: the farthest first (it holds when
+                    # the assumptions bind beyond every derived value), then bisection of the
+                    # other 2**k - 1: at most k + 1 checks, as bisection of the 2**k takes
+                    if good(*self.put(coord, between[-1], scalars, shapes)):
+                        ok = bad - 1
+                    else:
+                        bad -= 1
                 while bad - ok > 1:
                     mid = (ok + bad) // 2
                     if good(*self.put(coord, between[mid], scalars, shapes)):
@@ -509,15 +577,23 @@ class _Prober:
 
     # -- search ------------------------------------------------------------------------------
     def bases(self):
-        lo = {p: a.at(a.span()[0]) for p, a in self.axes.items()}
-        hi = {p: a.at(a.span()[1]) for p, a in self.axes.items()}
-        elo = {n: d.elem.lo for n, d in self.vectors.items()}  # type: ignore[attr-defined]
-        ehi = {n: d.elem.hi for n, d in self.vectors.items()}  # type: ignore[attr-defined]
-        one = {n: min(d.elem.lo + 1, d.elem.hi) for n, d in self.vectors.items()}  # type: ignore[attr-defined]
+        lo: dict[str, int] = {}  # an axis's first and last values
+        hi: dict[str, int] = {}
+        for p, a in self.axes.items():
+            lo[p], hi[p] = a.lo, a.hi
+        elo: dict[str, int] = {}
+        ehi: dict[str, int] = {}
+        ulo: dict[str, tuple[int, int]] = {}
+        uhi: dict[str, tuple[int, int]] = {}
+        for n, d in self.vectors.items():
+            elo[n], ehi[n] = d.elem.lo, d.elem.hi  # type: ignore[attr-defined]
+            ulo[n], uhi[n] = (elo[n], elo[n]), (ehi[n], ehi[n])
+        yield lo, ulo, "every parameter at its low bound"
+        yield hi, uhi, "every parameter at its high bound (batches saturated)"
         uni = lambda vals: {n: (v, v) for n, v in vals.items()}  # noqa: E731
+        # the other base points made when the two corners' moves found nothing
+        one = {n: min(d.elem.lo + 1, d.elem.hi) for n, d in self.vectors.items()}  # type: ignore[attr-defined]
         big = {n: (elo[n], ehi[n]) for n in self.vectors}
-        yield lo, uni(elo), "every parameter at its low bound"
-        yield hi, uni(ehi), "every parameter at its high bound (batches saturated)"
         if self.vectors:
             yield lo, uni(one), "low bounds, every entry 1 above its low bound"
             yield hi, uni(one), "high bounds, every entry 1 above its low bound"
@@ -525,7 +601,7 @@ class _Prober:
             yield hi, uni(elo), "high bounds, every entry at its minimum"
             yield hi, big, "high bounds, one large entry and the rest small"
             yield lo, big, "low bounds, one large entry and the rest small"
-        shapes = uni(elo)
+        shapes = ulo
         for p in self.axes:  # one parameter flipped
             if lo[p] != hi[p]:
                 yield {**lo, p: hi[p]}, shapes, f"low bounds, {p} high"
@@ -577,7 +653,9 @@ class _Prober:
             each point in turn (the two main corners: so that moves from one that find nothing do
             not hold up the other's); ``more``: (how, generator of moves) taking their turns after them."""
             out_points = []
-            gens = [(how, self.moves(s, h, kind, failed, bisect)) for s, h, how, (kind, failed) in points]
+            gens = []
+            for s, h, how, (kind, failed) in points:
+                gens.append((how, self.moves(s, h, kind, failed, bisect)))
             gens += more
             while gens:
                 for how, gen in list(gens) if interleave else gens[:1]:
@@ -603,7 +681,7 @@ class _Prober:
         low, high = itertools.islice(bases, 2)
         # the moves from a corner where the assumptions hold (saturations) before the repairs of
         # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
-        saturated = lambda h: bool(self.vectors) and all(h[n][0] == d.elem.hi for n, d in self.vectors.items())  # type: ignore[attr-defined]  # noqa: E731
+        saturated = lambda h: bool(self.vectors) and self.uniform_at(h, True)  # noqa: E731
         if self.vectors:  # a batch obligation's saturated corner evaluated first (where a capacity
             # bug shows; the first point is also the final re-check's reference)
             points = visit([high])
@@ -644,10 +722,15 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
     and ``unstable`` when the model gave another result at a point evaluated again (the first
     point, and the hit; then no hit is returned): its result depends on module state its calls
     change."""
-    axes = {p: _Axis(min(v), max(v), sorted(v)) for p, v in finite.items()}
-    axes.update({p: _Axis(r.lo, r.hi) for p, r in ranges.items()})
+    axes: dict[str, _Axis] = {}
+    for p, v in finite.items():
+        axes[p] = _Axis(min(v), max(v), sorted(v))
+    for p, r in ranges.items():
+        axes[p] = _Axis(r.lo, r.hi)
     started = time.process_time()
-    per_point = 1 + sum(v.size for v in vectors.values())
+    per_point = 1
+    for vec in vectors.values():
+        per_point += vec.size
     prober = _Prober(ob, axes, dict(vectors), max(1, min(max_points, max_work // per_point)), started + max_seconds)
     with tracing() as trace:
         prober.trace = trace

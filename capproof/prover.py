@@ -993,7 +993,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     counterexample)."""
     started = time.perf_counter()
     rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
-    pins = {k: v for k, v in options.pins.items() if k in ob.domain}
+    pins = {k: v for k, v in options.pins.items() if k in ob.domain} if options.pins else {}
     domains = unstable = None
     if options.probe:  # the first counterexample on ints, before any Z3 term is built (and before
         # the result's set-up and reading the sources for the report: models_used parses them,

@@ -482,3 +482,35 @@ def test_the_low_corner_evaluated_late_gives_the_same_points(spec_file):
     assert hit is not None and replay(ob, hit.params)[::2] == (False, [])
     low = (tuple(sorted({"max_num_seqs": 1, "mnbt": 1, "k": 1, "num_reqs": 1}.items())), (("lens", (1, 1)),))
     assert low in seen and seen.index(low) > 1  # evaluated, after the saturated corner's first move
+
+
+def test_a_push_over_four_derived_values_tries_the_farthest_first(spec_file):
+    """A push from a point where the assumptions hold, with 2**k derived values between the point
+    and the far end (here 4: the limit 1024 and its neighbours, and 2), checks the farthest first:
+    when it holds (the assumption binds beyond every derived value) the push needs one check
+    instead of bisection's three, and reaches the same point (the page-table shape of
+    spec/specdec_graphs.py, ``page_table_copy_round0``: a request just past ``context_len``)."""
+    source = HEADER + """
+from capproof.arith import max_of
+
+CALLS = []
+
+def fits(seq_lens, limit):
+    CALLS.append(max_of(seq_lens))
+    return max_of(seq_lens) <= limit + 4
+
+@obligation(domain={"limit": Range(1024, 2**20), "num_reqs": Range(1, 4),
+                    "seq_lens": Vector(4, Range(1, 2**21), length="num_reqs")},
+            assumptions={"the row holds the request": fits}, expect="counterexample")
+def copy_fits(limit, num_reqs, seq_lens):
+    return at_most(demand=max_of(seq_lens), capacity=limit)
+"""
+    ob = _only(spec_file(source, "farthest.py"))
+    calls = ob.func.__globals__["CALLS"]
+    hit = _probe(ob)
+    assert hit is not None and hit.params == {"limit": 1024, "num_reqs": 1, "seq_lens": [1025]}
+    assert hit.how == "every parameter at its low bound; seq_lens.base pushed to a derived value"
+    # the saturated corner (excluded), the low corner, the far end (2**21, excluded), the farthest
+    # derived value 1025 (holds: the push), the hit alone (no padding), then the re-check's two
+    # points; bisection of the four would have checked 1023 and 1024 before 1025
+    assert calls == [2**21, 1, 2**21, 1025, 1025, 2**21, 1025]

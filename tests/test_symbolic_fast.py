@@ -264,3 +264,43 @@ def test_plain_is_true_only_when_every_entry_is_exactly_an_int_or_a_bool(n):
     for odd in (SymInt(z3.Int("x")), 1.0, Sub(1)):
         for at in range(n):
             assert not _plain(ints[:at] + [odd] + ints[at + 1:]), (n, at, odd)
+
+
+def test_a_padded_batch_of_ints_remembers_its_aggregates_and_recomputes_when_its_shape_moves():
+    """``total``/``max_of``/``min_of`` of a Padded batch of plain ints are computed once and
+    remembered on the batch (the int probe evaluates many points sharing one batch, then again in
+    its re-check); the remembered value is the builtins' on the batch, and a batch whose length or
+    fill was replaced computes again. A symbolic batch remembers nothing."""
+    from capproof.arith import Padded, max_of, min_of
+
+    p = Padded((5, 2, 9, 0), 3, 0, 1, 9)
+    assert (total(p), max_of(p), min_of(p)) == (16, 9, 2)
+    assert (p.known("total"), p.known("max_of"), p.known("min_of")) == (16, 9, 2)
+    assert (total(p), max_of(p), min_of(p)) == (16, 9, 2)  # remembered: the same values
+    p.length = 4  # the batch is now (5, 2, 9, 0): its minimum moved
+    assert p.known("total") is p.known("max_of") is p.known("min_of") is None
+    assert (total(p), max_of(p), min_of(p)) == (16, 9, 0)
+    q = Padded((5, 2, 7, 7), 2, 7, 1, 9)  # padded with 7: the batch alone counts
+    assert (total(q), max_of(q), min_of(q)) == (7, 5, 2) == (q.known("total"), q.known("max_of"), q.known("min_of"))
+    x = SymInt.var("x")
+    s = Padded((x, x + 1), 2, 0, 0, 10)
+    assert isinstance(total(s), SymInt) and s.known("total") is None and s.known("max_of") is None
+
+
+def test_maximum_and_minimum_of_two_symbolic_ints_stay_symbolic():
+    """The two-int fast path of ``maximum``/``minimum`` looks at the exact type: a SymInt reports
+    ``int`` as its ``__class__`` (so ``isinstance(x, int)``), and comparing two with ``max`` would
+    ask their truth value (a branch), not build ``If(y > x, y, x)``."""
+    from capproof.arith import maximum, minimum
+
+    x, y = SymInt.var("x"), SymInt.var("y")
+    assert x.__class__ is int  # what the fast path must not be fooled by
+    with tracing():
+        hi, lo = maximum(x, y), minimum(x, 3)
+    assert isinstance(hi, SymInt) and isinstance(lo, SymInt)
+    s = z3.Solver()
+    s.add(to_z3_int(x) == 5, to_z3_int(y) == 2)
+    assert s.check() == z3.sat
+    m = s.model()
+    assert m.eval(to_z3_int(hi)).as_long() == 5 and m.eval(to_z3_int(lo)).as_long() == 3
+    assert (maximum(4, 9), minimum(4, 9), maximum(True, 0), minimum(3, 1, 2)) == (9, 4, True, 1)
