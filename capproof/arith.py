@@ -100,10 +100,42 @@ def round_up(x: Int, y: Int) -> Int:
 
     Source: vLLM 0.33.0 ``vllm/utils/math_utils.py::round_up``.
     """
+    if type(x) is int and type(y) is int:  # plain ints (replays of 1024-expert batches): the formula alone
+        return _rounded(x, y)
+    trace = getattr(_symbolic._local, "trace", None)
+    memo = trace.roundings if trace is not None else None
+    if memo is not None and type(x) is SymInt and type(y) is int and y >= 1:
+        return _remembered_round_up(trace, memo, x, y)
     _check_int(x, y)
-    result = ((x + y - 1) // y) * y
+    result = _rounded(x, y)
     if isinstance(result, SymInt) and isinstance(y, int) and not isinstance(y, SymInt) and y >= 1:
         record_lemma(round_up_lemma(to_z3_int(x), y, result.term))
+    return result
+
+
+def _rounded(x: Int, y: Int) -> Int:
+    """vLLM's ``round_up`` formula, ``((x + y - 1) // y) * y`` (the one place it is written)."""
+    return ((x + y - 1) // y) * y
+
+
+def _remembered_round_up(trace, memo: dict, x: SymInt, y: int) -> SymInt:
+    """:func:`round_up` of a symbolic ``x`` and a constant ``y >= 1`` with a memo shared by the
+    cases of one obligation (:class:`capproof.encode.SharedInputs`, whose inputs are the same
+    SymInt objects in every case): the result is a function of ``x``'s term and ``y`` alone, and
+    the trace gets the same two lemmas (the division's and the rounding's, the very terms) as a new
+    call would record, so the case's problem is the same formula. A rounding adds nothing else to
+    the trace (no divisor, side condition or branch: ``y`` is a positive constant). ``x`` is kept
+    in the memo, so its ``id`` stays its own. (issue 12: wna16's 16 cases round the same 8 or 64
+    counts by the same block size in 4 cases each.)"""
+    key = (id(x), y)
+    hit = memo.get(key)
+    if hit is not None:
+        trace.lemmas.extend(hit[1])
+        return hit[0]
+    before = len(trace.lemmas)
+    result = _rounded(x, y)
+    record_lemma(round_up_lemma(x.term, y, result.term))
+    memo[key] = (result, trace.lemmas[before:], x)
     return result
 
 

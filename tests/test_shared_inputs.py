@@ -27,15 +27,18 @@ def _load(path, name):
     return next(i for i in items if i.name == name)
 
 
-def _outcomes(ob, shared: bool):
+def _outcomes(ob, shared: bool, roundings: bool = True):
     """Every case of ``ob`` decided in declared order in one fresh Z3 context, as the prover does,
-    with the inputs shared (one SharedInputs) or made per case."""
+    with the inputs shared (one SharedInputs; ``roundings=False``: without its remembered
+    roundings) or made per case."""
     import itertools
 
     options = Options()
     with fresh_z3_context():
         finite, ranges, vectors = checked_domains(ob, {}, options.rlimit)
         common = SharedInputs() if shared else None
+        if common is not None and not roundings:
+            common.roundings = None  # type: ignore[assignment]
         out = []
         for combo in itertools.product(*finite.values()):
             fixed = dict(zip(finite, combo))
@@ -178,3 +181,70 @@ def test_witness_memo_keys_on_the_argument_objects():
             _witness(Ob, "w", w, {"x": y, "k": 1}, trace, memo)
         assert seen == [1, 2, 1]
         assert isinstance(first.term, z3.BoolRef)
+
+
+def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
+    """``round_up`` of a shared input with a memo (``SharedInputs.roundings``, session 18): in a
+    second trace the same result and the same two lemmas (the very ASTs) as a rounding made anew,
+    recorded in the same order; one entry per distinct (input, block)."""
+    from capproof.arith import round_up, total
+
+    with fresh_z3_context():
+        xs = [SymInt.var(f"c[{i}]") for i in range(3)]
+        memo: dict = {}
+        made = []
+        for _ in range(2):  # two cases sharing the inputs
+            with tracing() as trace:
+                trace.roundings = memo
+                t = total(round_up(x, b) for x in xs for b in (16, 64))
+            with tracing() as fresh:
+                f = total(round_up(x, b) for x in xs for b in (16, 64))
+            assert t.term.eq(f.term)
+            assert len(trace.lemmas) == len(fresh.lemmas) == 12
+            assert all(a.eq(b) for a, b in zip(trace.lemmas, fresh.lemmas))
+            made.append(t)
+        assert len(memo) == 6 and all(v[2] is x for x, v in zip([x for x in xs for _ in (16, 64)], memo.values()))
+        with tracing() as trace:  # a symbolic block size, or none remembered: the plain path
+            trace.roundings = memo
+            round_up(xs[0], SymInt.var("b"))
+        assert len(memo) == 6 and round_up(7, 16) == 16 and round_up(-3, 4) == 0
+
+
+def test_wna16_cases_decide_the_same_with_remembered_roundings(monkeypatch):
+    """The 16 cases of ``wna16_reads_within_sorted_ids`` (4 of them round the same counts by the
+    same block size): the same kind, core, counterexample values and minimised point case by case
+    with the roundings remembered across cases as without. A 64-expert routing is minimised by its
+    sum (more than ``ENTRYWISE_LIMIT`` entries), so which expert gets the count is Z3's choice (it
+    moves with term ids, as with the inputs shared or not): its sum is compared there. The
+    obligation's verdict and counterexample (the least over the cases) are the same."""
+    from capproof.encode import ENTRYWISE_LIMIT
+
+    ob = _load(os.path.join(ROOT, "spec", "moe_align.py"), "wna16_reads_within_sorted_ids")
+
+    def determined(outcomes):
+        out = []
+        for fixed, kind, core, params, values, minimized, message in outcomes:
+            point = {k: (sum(v) if isinstance(v, list) and len(v) > ENTRYWISE_LIMIT else v) for k, v in params.items()}
+            out.append((fixed, kind, core, point, values, minimized, message))
+        return out
+
+    without = _outcomes(ob, shared=True, roundings=False)
+    remembered = _outcomes(ob, shared=True)
+    assert [o[1] for o in remembered].count("counterexample") == 8
+    assert determined(remembered) == determined(without)
+    assert [o for o in remembered if o[0]["num_experts"] == 8] == [o for o in without if o[0]["num_experts"] == 8]
+
+    def decided():
+        with fresh_z3_context():
+            r = prove_obligation(ob, Options())
+        return r.verdict, r.counterexample, r.message, r.assumptions_used, r.density
+
+    with_memo = decided()
+    real_init = SharedInputs.__init__
+
+    def no_roundings(self):
+        real_init(self)
+        self.roundings = None
+
+    monkeypatch.setattr(SharedInputs, "__init__", no_roundings)
+    assert decided() == with_memo
