@@ -103,7 +103,7 @@ def round_up(x: Int, y: Int) -> Int:
     if type(x) is int and type(y) is int:  # plain ints (replays of 1024-expert batches): the formula alone
         return _rounded(x, y)
     trace = getattr(_symbolic._local, "trace", None)
-    memo = trace.roundings if trace is not None else None
+    memo = trace.derived if trace is not None else None
     if memo is not None and type(x) is SymInt and type(y) is int and y >= 1:
         return _remembered_round_up(trace, memo, x, y)
     _check_int(x, y)
@@ -127,7 +127,7 @@ def _remembered_round_up(trace, memo: dict, x: SymInt, y: int) -> SymInt:
     the trace (no divisor, side condition or branch: ``y`` is a positive constant). ``x`` is kept
     in the memo, so its ``id`` stays its own. (issue 12: wna16's 16 cases round the same 8 or 64
     counts by the same block size in 4 cases each.)"""
-    key = (id(x), y)
+    key = ("round_up", id(x), y)
     hit = memo.get(key)
     if hit is not None:
         trace.lemmas.extend(hit[1])
@@ -509,6 +509,38 @@ def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
     return result
 
 
+def _derived_extremum(kind: str, padded: "Padded | None", build) -> Int:
+    """``_note_extremum(kind, padded, build())``, remembered across the cases of one obligation
+    for a batch of its shared symbolic inputs (the trace's ``derived``: see
+    :class:`capproof.encode.SharedInputs`): the maximum (minimum) of the same batch object is the
+    same term in every case. Only a result whose making added nothing to the trace but its
+    extremum record (no divisor, lemma, side condition, misuse or branch) is remembered; a later
+    case gets that result and that record again, as a new call would give them, while the batch's
+    length, fill and bounds are the objects they were (as :meth:`Padded.known`). The entries the
+    maximum is taken of are made by the caller at every call (:func:`_batch`, which records a
+    symbolic length's nonzero check each time). Issue 12: the 7 cases of a 64-request decode batch took its
+    maximum (63 symbolic ``If`` terms) 7 times."""
+    trace = getattr(_symbolic._local, "trace", None)
+    memo = trace.derived if trace is not None else None
+    if memo is None or padded is None:
+        return _note_extremum(kind, padded, build())
+    key = (kind, id(padded))
+    hit = memo.get(key)
+    shape = (padded.length, padded.fill, padded.lo, padded.hi)
+    if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
+        trace.extrema[hit[1][0]] = hit[1][1]
+        return hit[0]
+    from .encode import _trace_marks
+
+    marks, known = _trace_marks(trace), set(trace.extrema)
+    result = _note_extremum(kind, padded, build())
+    new = [k for k in trace.extrema if k not in known]
+    after = _trace_marks(trace)  # (divisors, lemmas, side conditions, extrema, misuse, branches)
+    if after[:3] + after[4:] == marks[:3] + marks[4:] and isinstance(result, SymInt) and len(new) == 1:
+        memo[key] = (result, (new[0], trace.extrema[new[0]]), padded, shape)
+    return result
+
+
 def max_of(values) -> Int:
     """``max(values)``; raises ValueError for an empty sequence (as ``max`` does).
 
@@ -529,7 +561,7 @@ def max_of(values) -> Int:
     if _plain(values):
         return max(values) if type(padded) is not Padded else padded.remember("max_of", max(values))
     _check_int(*values)
-    return _note_extremum("max", padded, _balanced(maximum, values))
+    return _derived_extremum("max", padded, lambda: _balanced(maximum, values))
 
 
 def min_of(values) -> Int:
@@ -552,7 +584,7 @@ def min_of(values) -> Int:
     if _plain(values):
         return min(values) if type(padded) is not Padded else padded.remember("min_of", min(values))
     _check_int(*values)
-    return _note_extremum("min", padded, _balanced(minimum, values))
+    return _derived_extremum("min", padded, lambda: _balanced(minimum, values))
 
 
 def prefix_sums(values) -> list:

@@ -75,21 +75,21 @@ def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]
 
 def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None,
              witnesses: bool = True, symbolic: bool | None = None, memo: dict[tuple, tuple] | None = None,
-             roundings: dict | None = None) -> _Evaluated:
+             derived: dict | None = None) -> _Evaluated:
     """Run the assumptions, the claim and (unless ``witnesses=False``) the witness conditions on
     ``args`` (ints and/or SymInts; a Vector parameter is a tuple of ``size`` entries). ``assumed``
     (optional) receives each assumption's value as soon as it is computed (what was known when a
     later part raised). ``symbolic``: whether some argument is a SymInt (None: looked up; the
     int probe, capproof.probe, says False). ``memo``: witness values by their arguments, shared
-    by the cases of one obligation (:func:`_witness`); ``roundings``: the symbolic roundings they
-    share (:func:`capproof.arith.round_up`)."""
+    by the cases of one obligation (:func:`_witness`); ``derived``: the values they derive from
+    their shared symbolic inputs alone (:class:`SharedInputs`)."""
     scope: list[int] = []
     side: list[int] = []
     if symbolic is None:
         symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and any(isinstance(e, SymInt) for e in v))
                        for v in args.values())
     with tracing() as trace:
-        trace.roundings = roundings
+        trace.derived = derived
         if symbolic:
             trace.misuse.extend(introspections(ob.func, *ob.assumptions.values(), *ob.witnesses.values()))
         assumed = {} if assumed is None else assumed
@@ -486,21 +486,23 @@ class SharedInputs:
     """What the cases of one obligation share (:func:`build_paths`' ``shared``): the symbolic
     inputs (scalars, each batch's entries, their labelled domain bounds and padding), made once
     per combination of fixed batch lengths instead of once per case, the witness conditions'
-    values memoised by their arguments (:func:`evaluate`'s ``memo``) and the symbolic roundings
-    of those inputs (``round_up(count, block)``: :func:`capproof.arith.round_up`, session 18).
+    values memoised by their arguments (:func:`evaluate`'s ``memo``) and what the model derives
+    from those inputs alone (``derived``, session 18: ``round_up(count, block)`` of an entry,
+    ``max_of``/``min_of`` of a batch; :func:`capproof.arith.round_up`, :func:`capproof.arith.max_of`).
 
     Every case of an obligation gets the same terms either way (the same names and bounds give
     the same Z3 terms); what sharing changes is that Z3 does not rebuild them, so the ids it gives
     later terms differ from a per-case build. The verdicts and the reported cores of proofs/
     are the same (checked with ``capproof report --check``; docs/performance.md, session 17)."""
 
-    __slots__ = ("inputs", "witnesses", "roundings")
+    __slots__ = ("inputs", "witnesses", "derived")
 
     def __init__(self) -> None:
         self.inputs: dict[tuple, tuple] = {}
         self.witnesses: dict[tuple, tuple] = {}
-        #: ``round_up(x, y)`` of a shared input by ``(id(x), y)``: (result, its lemmas, x)
-        self.roundings: dict[tuple, tuple] = {}
+        #: ``("round_up", id(x), y)``: (result, its lemmas, x); ``("max_of"/"min_of", id(batch))``:
+        #: (result, its extremum record, batch)
+        self.derived: dict[tuple, tuple] = {}
 
     def symbolic_inputs(self, ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
         """:func:`_symbolic_inputs` for ``fixed``, made at the first case with these batch lengths."""
@@ -527,12 +529,12 @@ def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     values: dict[str, object] = {**fixed, **scalars, **vecs}
     args = {p: values[p] for p in ob.params}
     memo = shared.witnesses if shared is not None else None
-    roundings = shared.roundings if shared is not None else None
+    derived = shared.derived if shared is not None else None
 
     def run() -> object:
         assumed: dict[str, object] = {}
         try:
-            return evaluate(ob, args, assumed, memo=memo, roundings=roundings)
+            return evaluate(ob, args, assumed, memo=memo, derived=derived)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - kept with its path

@@ -91,9 +91,10 @@ class Trace:
     #: terms, the length an int or a Z3 term). Lets capproof.normalise recognise
     #: ``min_of(v) == max_of(v)`` however Z3's simplifier folded the padding into the tree.
     extrema: dict[int, tuple] = field(default_factory=dict)
-    #: symbolic roundings shared by the cases of one obligation (``arith.round_up``; None: not
-    #: remembered), set by :func:`capproof.encode.evaluate` from its ``shared`` inputs
-    roundings: dict | None = None
+    #: values the model derives from the shared symbolic inputs alone, remembered across the cases
+    #: of one obligation (``arith.round_up``, ``max_of``, ``min_of``; None: not remembered), set by
+    #: :func:`capproof.encode.evaluate` (:class:`capproof.encode.SharedInputs`)
+    derived: dict | None = None
 
 
 _local = threading.local()

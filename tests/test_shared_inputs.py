@@ -27,18 +27,18 @@ def _load(path, name):
     return next(i for i in items if i.name == name)
 
 
-def _outcomes(ob, shared: bool, roundings: bool = True):
+def _outcomes(ob, shared: bool, derived: bool = True):
     """Every case of ``ob`` decided in declared order in one fresh Z3 context, as the prover does,
-    with the inputs shared (one SharedInputs; ``roundings=False``: without its remembered
-    roundings) or made per case."""
+    with the inputs shared (one SharedInputs; ``derived=False``: without the values it remembers
+    derived from them) or made per case."""
     import itertools
 
     options = Options()
     with fresh_z3_context():
         finite, ranges, vectors = checked_domains(ob, {}, options.rlimit)
         common = SharedInputs() if shared else None
-        if common is not None and not roundings:
-            common.roundings = None  # type: ignore[assignment]
+        if common is not None and not derived:
+            common.derived = None  # type: ignore[assignment]
         out = []
         for combo in itertools.product(*finite.values()):
             fixed = dict(zip(finite, combo))
@@ -184,7 +184,7 @@ def test_witness_memo_keys_on_the_argument_objects():
 
 
 def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
-    """``round_up`` of a shared input with a memo (``SharedInputs.roundings``, session 18): in a
+    """``round_up`` of a shared input with a memo (``SharedInputs.derived``, session 18): in a
     second trace the same result and the same two lemmas (the very ASTs) as a rounding made anew,
     recorded in the same order; one entry per distinct (input, block)."""
     from capproof.arith import round_up, total
@@ -195,7 +195,7 @@ def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
         made = []
         for _ in range(2):  # two cases sharing the inputs
             with tracing() as trace:
-                trace.roundings = memo
+                trace.derived = memo
                 t = total(round_up(x, b) for x in xs for b in (16, 64))
             with tracing() as fresh:
                 f = total(round_up(x, b) for x in xs for b in (16, 64))
@@ -205,7 +205,7 @@ def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
             made.append(t)
         assert len(memo) == 6 and all(v[2] is x for x, v in zip([x for x in xs for _ in (16, 64)], memo.values()))
         with tracing() as trace:  # a symbolic block size, or none remembered: the plain path
-            trace.roundings = memo
+            trace.derived = memo
             round_up(xs[0], SymInt.var("b"))
         assert len(memo) == 6 and round_up(7, 16) == 16 and round_up(-3, 4) == 0
 
@@ -228,7 +228,7 @@ def test_wna16_cases_decide_the_same_with_remembered_roundings(monkeypatch):
             out.append((fixed, kind, core, point, values, minimized, message))
         return out
 
-    without = _outcomes(ob, shared=True, roundings=False)
+    without = _outcomes(ob, shared=True, derived=False)
     remembered = _outcomes(ob, shared=True)
     assert [o[1] for o in remembered].count("counterexample") == 8
     assert determined(remembered) == determined(without)
@@ -242,9 +242,62 @@ def test_wna16_cases_decide_the_same_with_remembered_roundings(monkeypatch):
     with_memo = decided()
     real_init = SharedInputs.__init__
 
-    def no_roundings(self):
+    def no_derived(self):
         real_init(self)
-        self.roundings = None
+        self.derived = None
 
-    monkeypatch.setattr(SharedInputs, "__init__", no_roundings)
+    monkeypatch.setattr(SharedInputs, "__init__", no_derived)
     assert decided() == with_memo
+
+
+def test_remembered_extrema_give_the_term_and_record_of_new_ones():
+    """``max_of``/``min_of`` of a shared batch with a memo (``SharedInputs.derived``, session 18):
+    in a later case the same term and the same extremum record (``Trace.extrema``) as a maximum
+    made anew; a batch whose length may be 0 gets its nonzero check recorded at every call, and a
+    batch whose length object moved is computed again."""
+    from capproof.arith import Padded, max_of, min_of
+
+    with fresh_z3_context():
+        n = SymInt.var("n")
+        xs = Padded(tuple(SymInt.var(f"d[{i}]") for i in range(5)), n, 0, 1, 8)  # fill 0 <= lo: no check
+        ys = Padded(tuple(SymInt.var(f"e[{i}]") for i in range(4)), n, 9, 1, 8)  # fill 9 > lo: a check
+        memo: dict = {}
+        for _ in range(2):
+            with tracing() as trace:
+                trace.derived = memo
+                m, k = max_of(xs), min_of(ys)
+            with tracing() as fresh:
+                fm, fk = max_of(xs), min_of(ys)
+            assert m.term.eq(fm.term) and k.term.eq(fk.term)
+            assert set(trace.extrema) == {m.term.get_id(), k.term.get_id()}
+            for key, record in trace.extrema.items():
+                [(_, new)] = [(i, r) for i, r in fresh.extrema.items() if r[1].eq(record[1])]
+                assert record[0] == new[0] and record[3].eq(new[3])
+                assert all(a.eq(b) for a, b in zip(record[2], new[2]))
+            assert len(trace.divisors) == len(fresh.divisors) == 0  # the padding never wins: no check
+        assert set(memo) == {("max", id(xs)), ("min", id(ys))}
+        zs = Padded(tuple(SymInt.var(f"f[{i}]") for i in range(3)), n, 5, 1, 8)  # fill 5 > lo 1: a check
+        made = []
+        for _ in range(2):
+            with tracing() as trace:
+                trace.derived = memo
+                made.append(max_of(zs))
+            assert [str(d) for d, _ in trace.divisors] == ["n"]
+        assert made[0] is made[1] and len(memo) == 3
+        xs.length = SymInt.var("m")
+        with tracing() as trace:
+            trace.derived = memo
+            moved = max_of(xs)
+        assert moved is not m and memo[("max", id(xs))][3][0] is xs.length  # made again (the same term here:
+        assert moved.term.eq(m.term)  # the padding never wins, so the maximum does not read the length)
+
+
+def test_padded_decode_cases_decide_the_same_with_remembered_maxima():
+    """The 7 cases of ``padded_decode_rows_fit_without_uniform_split`` take the maximum of the same
+    64-request batch: the same kind, core, counterexample point and values case by case with the
+    maximum remembered across cases as without."""
+    ob = _load(os.path.join(ROOT, "spec", "vllm_0_33_today.py"), "padded_decode_rows_fit_without_uniform_split")
+    without = _outcomes(ob, shared=True, derived=False)
+    remembered = _outcomes(ob, shared=True)
+    assert "counterexample" in [o[1] for o in remembered]
+    assert remembered == without
