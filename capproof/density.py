@@ -226,8 +226,7 @@ def _new_solver(rlimit: int) -> z3.Solver:
     divisions that the default Z3 solver gives up on (rlimit) take milliseconds this way."""
     tactic = z3.Then("simplify", "purify-arith", "propagate-ineqs", "solve-eqs", "smt")
     s = tactic.solver()
-    s.set("rlimit", rlimit)
-    s.set("random_seed", 0)
+    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode._new_solver
     return s
 
 

@@ -712,8 +712,7 @@ def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> l
         return []
     ctx = z3.Context()
     s = z3.Solver(ctx=ctx)
-    s.set("rlimit", max(1, rlimit // 10))
-    s.set("random_seed", 0)
+    s.set("rlimit", max(1, rlimit // 10), "random_seed", 0)  # one call, as encode._new_solver
     for label, c in case.constraints:
         if label not in names:
             s.add(c.translate(ctx))

@@ -1321,8 +1321,7 @@ def _same_condition(condition: z3.BoolRef, expected: z3.BoolRef, rlimit: int) ->
     if condition.eq(expected):
         return True
     s = z3.Solver()
-    s.set("rlimit", rlimit)
-    s.set("random_seed", 0)
+    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode._new_solver
     s.add(z3.Xor(condition, expected))
     return s.check() == z3.unsat
 
@@ -1342,8 +1341,7 @@ class _Explorer:
         if not self.check:
             return True
         s = z3.Solver()
-        s.set("rlimit", self.rlimit)
-        s.set("random_seed", 0)
+        s.set("rlimit", self.rlimit, "random_seed", 0)  # one call, as encode._new_solver
         s.add(*self.assume)
         s.add(*[_literal(c, t) for _, c, t in self.decisions])
         s.add(fact)
