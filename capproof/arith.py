@@ -322,6 +322,8 @@ def gcd(a: Int, b: Int) -> int:
 
 def implies(premise: Bool, conclusion: Bool) -> Bool:
     """Logical implication, symbolic or not."""
+    if type(premise) is bool and type(conclusion) is bool:  # plain (replays: a per-request witness)
+        return (not premise) or conclusion
     if isinstance(premise, SymBool) or isinstance(conclusion, SymBool):
         if isinstance(premise, SymBool) and isinstance(conclusion, SymBool) and premise.term.ctx is conclusion.term.ctx:
             # z3.simplify(z3.Implies(p, c))'s Z3 calls without z3py's coercions (issue 12: a

@@ -8,6 +8,7 @@ and its named quantities; :func:`evaluate` and :func:`replay` run the same funct
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sysconfig
 import traceback
@@ -22,7 +23,8 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, equal_int, _ge, _le, _literal, _show, explore, to_z3_bool, to_z3_int, tracing, introspections,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, _unchecked, equal_int, _ge, _le, _literal, _show, explore,
+    to_z3_bool, to_z3_int, tracing, introspections,
 )
 
 __all__ = [
@@ -367,7 +369,14 @@ def _value(model: z3.ModelRef, entry: object) -> int:
     out = (z3.Ast * 1)()
     if not _model_eval(ref, model.model, entry.term.ast, True, out):  # the C function, no error check
         raise z3.Z3Exception("failed to evaluate expression in the model")
+    # the numeral read as a 64-bit int where it fits (no text; Z3 says whether it did), else as text
+    if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
+        return _INT64.value
     return int(z3.z3core.Z3_get_numeral_string(ref, out[0]))
+
+
+_get_numeral_int64 = _unchecked(z3.z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
+_INT64 = ctypes.c_longlong()
 
 
 def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tuple[str, z3.BoolRef]]]:

@@ -304,3 +304,18 @@ def test_maximum_and_minimum_of_two_symbolic_ints_stay_symbolic():
     m = s.model()
     assert m.eval(to_z3_int(hi)).as_long() == 5 and m.eval(to_z3_int(lo)).as_long() == 3
     assert (maximum(4, 9), minimum(4, 9), maximum(True, 0), minimum(3, 1, 2)) == (9, 4, True, 1)
+
+
+@pytest.mark.parametrize("value", [0, 5, -5, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**70])
+def test_model_values_read_as_int64_or_text_are_the_numerals(value):
+    """``encode._value`` (a batch entry's value in a model, session 18) reads a numeral as a
+    64-bit int where it fits and as text otherwise: the model's value either way."""
+    from capproof.encode import _value
+
+    x = SymInt.var("x")
+    s = z3.Solver()
+    s.add(x.term == value)
+    assert s.check() == z3.sat
+    model = s.model()
+    assert _value(model, x) == value == model.eval(x.term, model_completion=True).as_long()
+    assert _value(model, SymInt.var("unconstrained")) == 0 and _value(model, 7) == 7
