@@ -122,13 +122,13 @@ def _rounded(x: Int, y: Int) -> Int:
 def _remembered_round_up(trace, memo: dict, x: SymInt, y: int) -> SymInt:
     """:func:`round_up` of a symbolic ``x`` and a constant ``y >= 1`` with a memo shared by the
     cases of one obligation (:class:`capproof.encode.SharedInputs`, whose inputs are the same
-    SymInt objects in every case): the result is a function of ``x``'s term and ``y`` alone, and
+    terms in every case), by ``x``'s term: the result is a function of that term and ``y`` alone, and
     the trace gets the same two lemmas (the division's and the rounding's, the very terms) as a new
     call would record, so the case's problem is the same formula. A rounding adds nothing else to
     the trace (no divisor, side condition or branch: ``y`` is a positive constant). ``x`` is kept
-    in the memo, so its ``id`` stays its own. (issue 12: wna16's 16 cases round the same 8 or 64
+    in the memo, so its term's Z3 id stays that term's. (issue 12: wna16's 16 cases round the same 8 or 64
     counts by the same block size in 4 cases each.)"""
-    key = ("round_up", id(x), y)
+    key = ("round_up", x.term.get_id(), y)  # the term's id: x (kept below) keeps the term alive
     hit = memo.get(key)
     if hit is not None:
         trace.lemmas.extend(hit[1])
@@ -454,6 +454,14 @@ def total(values) -> Int:
         known = padded.known("total")
         if known is not None:
             return known
+        memo = _trace_hook("derived")
+        if memo is not None and not _plain(padded):
+            return _derived_total(memo, padded)
+    return _total(values, padded, hook)
+
+
+def _total(values, padded: "Padded | None", hook) -> Int:
+    """:func:`total` once the aggregate abstraction and the remembered totals are ruled out."""
     if isinstance(values, Padded) and values.fill != 0 and values.padded():
         n = values.length
         if isinstance(n, SymInt):
@@ -462,7 +470,7 @@ def total(values) -> Int:
             values = values[:n]
     values = list(values)
     if hook is not None:  # total(f(d) for d in batch) over an aggregate batch (capproof.aggregate)
-        mapped = hook(values, sys._getframe(1))
+        mapped = hook(values, sys._getframe(2))
         if mapped is not None:
             return mapped
     if _plain(values):
@@ -471,6 +479,28 @@ def total(values) -> Int:
     if any(isinstance(v, SymInt) for v in values):
         return _sum_of(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
     return sum(values)
+
+
+def _derived_total(memo: dict, padded: "Padded") -> Int:
+    """:func:`total` of a batch of symbolic entries, remembered across the cases of one obligation
+    for a batch of its shared inputs (the trace's ``derived``, see :func:`_derived_extremum`): the
+    same term in every case while the batch's length, fill and bounds are the objects they were.
+    Only a total whose making added nothing to the trace is remembered; an entry is never
+    replaced (issue 12: slot mapping's 24 cases sum the same 64 symbolic query lengths in an
+    assumption)."""
+    trace = _symbolic._local.trace
+    key = ("total", id(padded))
+    hit = memo.get(key)
+    shape = (padded.length, padded.fill, padded.lo, padded.hi)
+    if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
+        return hit[0]
+    from .encode import _trace_marks
+
+    marks = _trace_marks(trace)
+    result = _total(padded, padded, None)
+    if hit is None and _trace_marks(trace) == marks and isinstance(result, SymInt):
+        memo[key] = (result, None, padded, shape)
+    return result
 
 
 def _balanced(pair, values: list) -> Int:

@@ -509,8 +509,9 @@ class SharedInputs:
     def __init__(self) -> None:
         self.inputs: dict[tuple, tuple] = {}
         self.witnesses: dict[tuple, tuple] = {}
-        #: ``("round_up", id(x), y)``: (result, its lemmas, x); ``("max_of"/"min_of", id(batch))``:
-        #: (result, its extremum record, batch)
+        #: ``("round_up", id of x's term, y)``: (result, its lemmas, x); ``("max"/"min", id(batch))``:
+        #: (result, its extremum record, batch, its shape); ``("total", id(batch))``: (result, None,
+        #: batch, its shape)
         self.derived: dict[tuple, tuple] = {}
 
     def symbolic_inputs(self, ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):

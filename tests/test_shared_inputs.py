@@ -301,3 +301,32 @@ def test_padded_decode_cases_decide_the_same_with_remembered_maxima():
     remembered = _outcomes(ob, shared=True)
     assert "counterexample" in [o[1] for o in remembered]
     assert remembered == without
+
+
+def test_remembered_totals_give_the_term_of_new_ones():
+    """``total`` of a shared batch of symbolic entries with a memo (``SharedInputs.derived``,
+    session 18): the term a new total gives, in every case; a batch of ints is not remembered
+    there (its own ``Padded.remember`` holds it), and a moved length is summed anew."""
+    from capproof.arith import Padded, total
+
+    with fresh_z3_context():
+        n = SymInt.var("n")
+        qs = Padded(tuple(SymInt.var(f"q[{i}]") for i in range(5)), n, 0, 1, 9)
+        filled = Padded(tuple(SymInt.var(f"r[{i}]") for i in range(3)), n, 4, 1, 9)  # padding 4: If per entry
+        memo: dict = {}
+        made = []
+        for _ in range(2):
+            with tracing() as trace:
+                trace.derived = memo
+                made.append((total(qs), total(filled), total(Padded((1, 2, 0), 2, 0, 0, 9))))
+            with tracing() as fresh:
+                again = (total(qs), total(filled))
+            assert all(a.term.eq(b.term) for a, b in zip(made[-1], again)) and made[-1][2] == 3
+            assert not trace.lemmas and not trace.divisors
+        assert made[0][0] is made[1][0] and made[0][1] is made[1][1]
+        assert set(memo) == {("total", id(qs)), ("total", id(filled))}
+        filled.length = SymInt.var("m")
+        with tracing() as trace:
+            trace.derived = memo
+            moved = total(filled)
+        assert moved is not made[0][1] and not moved.term.eq(made[0][1].term)
