@@ -186,7 +186,7 @@ class _Prober:
                 params[p] = entries
             else:
                 v = scalars[p]
-                if not axis.contains(v):
+                if not (axis.lo <= v <= axis.hi if axis.pos is None else v in axis.pos):  # axis.contains(v), inline
                     return None
                 params[p] = v
         return params
@@ -545,6 +545,30 @@ class _Prober:
                         ok = bad - 1
                     else:
                         bad -= 1
+                if not coord[1] and bad - ok > 2:  # a scalar's limit is most often a batch's total
+                    # (a token budget pushed down to it): that value and the next toward ``far``
+                    # first, 2 checks when they straddle the limit, then bisection of what is left
+                    # (the same result as bisection alone where the assumptions are monotone along
+                    # the line, as bisection presumes)
+                    pos = self.axes[coord[0]].pos
+                    for p, (base, first) in shapes.items():
+                        n = self.active(scalars, p)
+                        t = first + base * (n - 1) if n else 0
+                        if pos is not None:
+                            t = pos.get(t)
+                        if t in between:
+                            g = between.index(t)
+                            if ok < g < bad:
+                                if good(*self.put(coord, t, scalars, shapes)):
+                                    ok = g
+                                    if g + 1 < bad:
+                                        if good(*self.put(coord, between[g + 1], scalars, shapes)):
+                                            ok = g + 1
+                                        else:
+                                            bad = g + 1
+                                else:
+                                    bad = g
+                            break
                 while bad - ok > 1:
                     mid = (ok + bad) // 2
                     if good(*self.put(coord, between[mid], scalars, shapes)):
