@@ -74,14 +74,17 @@ _DERIVED_TRIES = 8
 class ProbeHit:
     """A counterexample found on ints: ``params`` (ints; a Vector as its active entries), the
     claim's named ``values`` there, how many points were evaluated (``points``, this one
-    included), the CPU seconds the probe took (``seconds``) and which structured point it is
-    (``how``: the corner and the moves from it)."""
+    included), the CPU seconds the probe took (``seconds``), which structured point it is
+    (``how``: the corner and the moves from it) and the CPU clock (``time.process_time``) when the
+    probe's re-check confirmed it (``rechecked_at``: when it is known to be a counterexample; the
+    probe's own clean-up, its memo and batches released, comes after)."""
 
     params: dict[str, object]
     values: dict[str, int]
     points: int
     seconds: float = 0.0
     how: str = ""
+    rechecked_at: float | None = None
 
 
 class _Budget(Exception):
@@ -96,7 +99,11 @@ class _Axis:
 
     def __init__(self, lo: int, hi: int, values: list[int] | None = None):
         self.lo, self.hi, self.values = lo, hi, values  # values None: every int in lo..hi
-        self.pos = dict(zip(values, range(len(values)))) if values is not None else None
+        self.pos: dict[int, int] | None = None  # a finite axis: each value's index
+        if values is not None:
+            self.pos = pos = {}
+            for i, v in enumerate(values):
+                pos[v] = i
 
     def contains(self, v: int) -> bool:
         return self.lo <= v <= self.hi if self.pos is None else v in self.pos
@@ -145,6 +152,9 @@ class _Prober:
         self.pushed: dict[tuple[str, str], int] = {}
         self.ticks = 0
         self.batches = 0
+        #: the move generators' lists of :meth:`run` (a hit leaves some suspended: closed when the
+        #: probe has read its clock, not while its exception unwinds; see :func:`probe`)
+        self.parked: list[list] = []
         self.plans: dict[tuple[str | None, bool], list[tuple[str, str]]] = {}
         self.changes: dict[tuple, list[str]] = {}
         #: each batch's active entries, one list per (name, length, base, first), so that
@@ -678,6 +688,7 @@ class _Prober:
             not hold up the other's); ``more``: (how, generator of moves) taking their turns after them."""
             out_points = []
             gens = []
+            self.parked.append(gens)  # a hit raises through them: closed after the probe's clock read
             for s, h, how, (kind, failed) in points:
                 gens.append((how, self.moves(s, h, kind, failed, bisect)))
             gens += more
@@ -748,7 +759,8 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
     change."""
     axes: dict[str, _Axis] = {}
     for p, v in finite.items():
-        axes[p] = _Axis(min(v), max(v), sorted(v))
+        v = sorted(v)
+        axes[p] = _Axis(v[0], v[-1], v)
     for p, r in ranges.items():
         axes[p] = _Axis(r.lo, r.hi)
     started = time.process_time()
@@ -763,11 +775,14 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
         except _Budget:
             pass
         unstable = prober.recheck()
+        ended = time.process_time()  # the hit is a counterexample from here (re-checked)
+    prober.parked.clear()  # the suspended move generators closed (they hold the prober: a cycle until then)
     if unstable is not None:
         prober.hit = None
-    took = time.process_time() - started
+    took = ended - started
     if prober.hit is not None:
         prober.hit.seconds = took
+        prober.hit.rechecked_at = ended
     if stats is not None:
         stats.update(points=prober.points, seconds=took)
         if unstable is not None:
