@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from .domain import Range, Vector
 from .encode import _as_claim, _call, vector_arg
-from .obligation import Obligation
+from .obligation import Obligation, _signature
 from .symbolic import Trace, tracing
 
 perf_counter = time.perf_counter
@@ -137,11 +137,13 @@ class _Prober:
     def __post_init__(self) -> None:
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
         self.params_of: dict[str, list[str]] = {}
-        #: each assumption's function and parameters (what :meth:`holds` calls)
-        self.calls: dict[str, tuple[object, list[str]]] = {}
+        #: each assumption's function and parameters (what :meth:`holds` calls), and whether it
+        #: takes them by position (capproof.obligation.takes_positionally)
+        self.calls: dict[str, tuple[object, list[str], bool]] = {}
         for n, f in self.ob.assumptions.items():
-            names = self.params_of[n] = self.ob.assumption_params(n)
-            self.calls[n] = (f, names)
+            _, names, positional = _signature(f)  # as Obligation.assumption_params and takes_positionally
+            self.params_of[n] = names = list(names)
+            self.calls[n] = (f, names, positional)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
         self.made: dict[tuple, tuple[object, int, list]] = {}
         #: assumption values by (name, argument keys); None: off (the final re-check)
@@ -225,15 +227,15 @@ class _Prober:
         """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
         (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
         probe re-checks at the end, without the memo, the first point and the hit)."""
-        func, names = self.calls[name]
+        func, names, positional = self.calls[name]
         memo = self.memo
         if memo is None:
-            return bool(_call(func, "assumption", name, names, args))
+            return bool(_call(func, "assumption", name, names, args, positional))
         k = (name, *map(keys.__getitem__, names))
         v = memo.get(k)
         if v is None:
             started = perf_counter()
-            v = memo[k] = bool(_call(func, "assumption", name, names, args))
+            v = memo[k] = bool(_call(func, "assumption", name, names, args, positional))
             self.cost[name] = perf_counter() - started
         return v
 
