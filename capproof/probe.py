@@ -537,64 +537,69 @@ class _Prober:
                             yield (*self.put(coord, i, scalars, shapes), f"{label} moved to where the assumption holds")
                 continue
             far = hi if cur - lo <= hi - cur else lo
-            if far == cur or good(*self.put(coord, far, scalars, shapes)):
-                continue  # no assumption binds this coordinate here: the far end is a base point's flip
-            if not bisect:
-                # the derived values between, from ``cur`` toward ``far``: the last where the
-                # assumptions hold, by bisection (``cur`` holds, ``far`` does not)
-                near, far_side = min(cur, far), max(cur, far)
-                keyed = []
-                for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
-                    if near < i < far_side:
-                        keyed.append((abs(i - cur), i))
-                keyed.sort()
-                between = [i for _, i in keyed]
-                ok, bad = -1, len(between)
-                if bad & (bad - 1) == 0 and bad:  # 2**k values: the farthest first (it holds when
-                    # the assumptions bind beyond every derived value), then bisection of the
-                    # other 2**k - 1: at most k + 1 checks, as bisection of the 2**k takes
+            if far == cur:
+                continue
+            if bisect:
+                if good(*self.put(coord, far, scalars, shapes)):
+                    continue  # no assumption binds this coordinate here: the far end is a base point's flip
+                j = self._farthest(coord, scalars, shapes, good, cur, far)
+                if j is not None and j != cur:
+                    self.pushed[coord] = self.pushed.get(coord, 0) + 1
+                    yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
+                continue
+            # the derived values between, from ``cur`` toward ``far``: the last where the
+            # assumptions hold, by bisection (``cur`` holds; the far end checked unless a value
+            # between is found where they do not: then, monotone along the line as bisection
+            # presumes, they do not hold at the far end either)
+            near, far_side = min(cur, far), max(cur, far)
+            keyed = []
+            for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
+                if near < i < far_side:
+                    keyed.append((abs(i - cur), i))
+            keyed.sort()
+            between = [i for _, i in keyed]
+            ok, bad = -1, len(between)
+            if not coord[1] and bad > 2:  # a scalar's limit is most often a batch's total (a token
+                # budget pushed down to it): that value and the next toward ``far`` first, 2 checks
+                # when they straddle the limit, then bisection of what is left (the same result as
+                # bisection alone where the assumptions are monotone along the line)
+                pos = self.axes[coord[0]].pos
+                for p, (base, first) in shapes.items():
+                    n = self.active(scalars, p)
+                    t = first + base * (n - 1) if n else 0
+                    if pos is not None:
+                        t = pos.get(t)
+                    if t in between:
+                        g = between.index(t)
+                        if good(*self.put(coord, t, scalars, shapes)):
+                            ok = g
+                            if g + 1 < bad:
+                                if good(*self.put(coord, between[g + 1], scalars, shapes)):
+                                    ok = g + 1
+                                else:
+                                    bad = g + 1
+                        else:
+                            bad = g
+                        break
+            if bad == len(between):  # no value between found failing: the far end checked
+                if good(*self.put(coord, far, scalars, shapes)):
+                    continue  # no assumption binds this coordinate here: the far end is a base point's flip
+                if ok < 0 and bad & (bad - 1) == 0 and bad:  # 2**k values: the farthest first (it
+                    # holds when the assumptions bind beyond every derived value), then bisection of
+                    # the other 2**k - 1: at most k + 1 checks, as bisection of the 2**k takes
                     if good(*self.put(coord, between[-1], scalars, shapes)):
                         ok = bad - 1
                     else:
                         bad -= 1
-                if not coord[1] and bad - ok > 2:  # a scalar's limit is most often a batch's total
-                    # (a token budget pushed down to it): that value and the next toward ``far``
-                    # first, 2 checks when they straddle the limit, then bisection of what is left
-                    # (the same result as bisection alone where the assumptions are monotone along
-                    # the line, as bisection presumes)
-                    pos = self.axes[coord[0]].pos
-                    for p, (base, first) in shapes.items():
-                        n = self.active(scalars, p)
-                        t = first + base * (n - 1) if n else 0
-                        if pos is not None:
-                            t = pos.get(t)
-                        if t in between:
-                            g = between.index(t)
-                            if ok < g < bad:
-                                if good(*self.put(coord, t, scalars, shapes)):
-                                    ok = g
-                                    if g + 1 < bad:
-                                        if good(*self.put(coord, between[g + 1], scalars, shapes)):
-                                            ok = g + 1
-                                        else:
-                                            bad = g + 1
-                                else:
-                                    bad = g
-                            break
-                while bad - ok > 1:
-                    mid = (ok + bad) // 2
-                    if good(*self.put(coord, between[mid], scalars, shapes)):
-                        ok = mid
-                    else:
-                        bad = mid
-                if ok >= 0:
-                    self.pushed[coord] = self.pushed.get(coord, 0) + 1
-                    yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
-                continue
-            j = self._farthest(coord, scalars, shapes, good, cur, far)
-            if j is not None and j != cur:
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                if good(*self.put(coord, between[mid], scalars, shapes)):
+                    ok = mid
+                else:
+                    bad = mid
+            if ok >= 0:
                 self.pushed[coord] = self.pushed.get(coord, 0) + 1
-                yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
+                yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
 
     def _farthest(self, coord, scalars, shapes, good, cur: int, far: int) -> int | None:
         """The value farthest from ``cur`` toward ``far`` where ``good`` holds (``good`` holds at

@@ -519,9 +519,10 @@ def copy_fits(limit, num_reqs, seq_lens):
 def test_a_budget_push_tries_the_batch_total_and_its_neighbour_first(spec_file):
     """A scalar pushed from a point where the assumptions hold (a token budget from a saturated
     batch's corner) tries the derived value equal to the batch's total first, then the next one
-    toward the far end: two checks when the limit lies between them (bisection of the ten derived
-    values here takes three: 16, 128, 127), and the same point (the arange shape of
-    spec/specdec_graphs.py, ``arange_covers_token_query_start_loc_before_16316``)."""
+    toward the far end: two checks when the limit lies between them, and then no check of the far
+    end (int17 checked it, 1, then bisected the ten derived values: 16, 128, 127), and the same
+    point (the arange shape of spec/specdec_graphs.py,
+    ``arange_covers_token_query_start_loc_before_16316``)."""
     source = HEADER + """
 CALLS = []
 
@@ -543,9 +544,9 @@ def arange_covers_tokens(max_num_seqs, mnbt, k, num_reqs, lens):
     hit = _probe(ob)
     assert hit is not None and hit.params == {"max_num_seqs": 16, "mnbt": 128, "k": 7, "num_reqs": 16, "lens": [8] * 16}
     assert hit.how == "every parameter at its high bound (batches saturated); mnbt pushed to a derived value"
-    # the saturated corner, the far end (1, excluded), the batch's total 128 (holds) and 127 (does
-    # not: the limit), the hit from the memo, then the re-check's two points
-    assert calls == [4096, 1, 128, 127, 4096, 128]
+    # the saturated corner, the batch's total 128 (holds) and 127 (does not: the limit; the far
+    # end 1 is not checked), the hit from the memo, then the re-check's two points
+    assert calls == [4096, 128, 127, 4096, 128]
 
 
 def test_an_assumption_taken_positionally_binds_as_by_keyword():
@@ -576,3 +577,31 @@ def test_an_assumption_taken_positionally_binds_as_by_keyword():
     flipped = lambda b, a: a < b  # noqa: E731 - the parameters in the function's order, not the point's
     assert _call(plain, "assumption", "x", ["a", "b"], args, True) is _call(plain, "assumption", "x", ["a", "b"], args) is False
     assert _call(flipped, "assumption", "x", ["b", "a"], args, True) is _call(flipped, "assumption", "x", ["b", "a"], args) is False
+
+
+def test_a_budget_push_still_checks_the_far_end_when_the_total_and_its_neighbour_hold(spec_file):
+    """The total-first checks skip the far end only when a value between fails (the assumptions,
+    monotone along the line, then fail at the far end too): with a slack budget both hold, the far
+    end is checked, holds, and the coordinate is not pushed (no assumption binds it there)."""
+    source = HEADER + """
+CALLS = []
+
+def budget(lens, mnbt):
+    CALLS.append(mnbt)
+    return total(lens) <= mnbt + 200
+
+@obligation(domain={"max_num_seqs": Range(1, 16), "mnbt": Range(1, 4096), "num_reqs": Range(1, 16),
+                    "lens": Vector(16, Range(1, 8), length="num_reqs")},
+            assumptions={"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
+                         "tokens <= mnbt + 200": budget},
+            expect="counterexample")
+def arange_covers_tokens(max_num_seqs, mnbt, num_reqs, lens):
+    return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
+"""
+    ob = _only(spec_file(source, "slack_budget.py"))
+    calls = ob.func.__globals__["CALLS"]
+    stats: dict = {}
+    hit = probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats)
+    # the saturated corner, the total 128 and 127 (both hold), the far end 1 (holds: no push)
+    assert calls[:4] == [4096, 128, 127, 1]
+    assert hit is None or "mnbt pushed" not in hit.how
