@@ -266,7 +266,9 @@ class _Prober:
         params = self.realise(scalars, shapes)
         if params is None:
             return None
-        key = (tuple(sorted(scalars.items())), tuple(sorted(shapes.items())))
+        # the point's values as its key, unsorted: every point's dicts list their names in one
+        # order (the axes' and the vectors', as bases and sweeps build them and put copies them)
+        key = (tuple(scalars.values()), tuple(shapes.values()))
         if key in self.seen:
             return None
         self.seen.add(key)

@@ -605,3 +605,24 @@ def arange_covers_tokens(max_num_seqs, mnbt, num_reqs, lens):
     # the saturated corner, the total 128 and 127 (both hold), the far end 1 (holds: no push)
     assert calls[:4] == [4096, 128, 127, 1]
     assert hit is None or "mnbt pushed" not in hit.how
+
+
+@pytest.mark.parametrize("spec", ["spec/specdec_graphs.py", "spec/per_batch_buffers.py", "spec/vllm_block_table.py"])
+def test_every_probe_point_lists_its_names_in_one_order(spec, monkeypatch):
+    """The probe's seen-set keys a point by its values unsorted (capproof.probe._Prober.evaluate):
+    sound only if every point's dicts name the parameters in one order (the axes', the vectors').
+    Checked at every point the probe tries on three spec files, proved obligations included (they
+    run the whole budget: base points, sweeps, bisections)."""
+    from capproof import probe as probe_module
+
+    orders: list[tuple] = []
+    evaluate = probe_module._Prober.evaluate
+
+    def checked(self, scalars, shapes, how):
+        orders.append((tuple(scalars) == tuple(self.axes), tuple(shapes) == tuple(self.vectors)))
+        return evaluate(self, scalars, shapes, how)
+
+    monkeypatch.setattr(probe_module._Prober, "evaluate", checked)
+    for ob in [ob for ob in load_file(spec) if hasattr(ob, "domain")]:
+        _probe(ob)
+    assert len(orders) > 100 and all(a and b for a, b in orders)
