@@ -154,8 +154,9 @@ class _Prober:
         self.pushed: dict[tuple[str, str], int] = {}
         self.ticks = 0
         self.batches = 0
-        #: the move generators' lists of :meth:`run` (a hit leaves some suspended: closed when the
-        #: probe has read its clock, not while its exception unwinds; see :func:`probe`)
+        #: the generators of :meth:`run` (the base points', the moves' lists): a hit leaves some
+        #: suspended, closed when the probe has read its clock, not while its exception unwinds
+        #: (see :func:`probe`)
         self.parked: list[list] = []
         self.plans: dict[tuple[str | None, bool], list[tuple[str, str]]] = {}
         self.changes: dict[tuple, list[str]] = {}
@@ -722,6 +723,7 @@ class _Prober:
             return points
 
         bases = self.bases()
+        self.parked.append([bases])  # suspended at a hit too (see step)
         low, high = itertools.islice(bases, 2)
         # the moves from a corner where the assumptions hold (saturations) before the repairs of
         # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
