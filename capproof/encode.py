@@ -68,8 +68,14 @@ def _as_claim(value: object, ob: Obligation) -> Claim:
     return result
 
 
-def _call(func, kind: str, name: str, params: list[str], args: dict[str, object]) -> object:
-    value = func(**dict(zip(params, map(args.__getitem__, params))))  # no comprehension: see capproof.probe.plan
+def _call(func, kind: str, name: str, params: list[str], args: dict[str, object], positional: bool = False) -> object:
+    """``func`` on the ``params`` of ``args`` by keyword, or with ``positional`` (``params`` then
+    in ``func``'s order and :func:`capproof.obligation.takes_positionally` true) by position: the
+    same binding; raises SpecError if the value is not boolean."""
+    if positional:
+        value = func(*map(args.__getitem__, params))
+    else:
+        value = func(**dict(zip(params, map(args.__getitem__, params))))  # no comprehension: see capproof.probe.plan
     if type(value) is not bool and not is_boolean(value):
         raise SpecError(f"{kind} {name!r} is not boolean: returned {value!r}")
     return value
@@ -163,7 +169,7 @@ def vector_arg(name: str, dom: Vector, value: object, padding: bool = True) -> P
     if not isinstance(value, (list, tuple)):
         raise ReplayError(f"vector parameter {name} needs a list of ints, got {value!r}")
     try:
-        entries = dom.expand(list(value)) if padding else tuple(value)
+        entries = dom.expand(value) if padding else tuple(value)  # expand copies: no list() first
     except ValueError as exc:
         raise ReplayError(f"{name}: {exc}") from None
     return Padded(entries, len(value), dom.fill, dom.elem.lo, dom.elem.hi)  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from .domain import Range, Vector
 from .encode import _as_claim, _call, vector_arg
-from .obligation import Obligation
+from .obligation import Obligation, _signature
 from .symbolic import Trace, tracing
 
 perf_counter = time.perf_counter
@@ -74,14 +74,17 @@ _DERIVED_TRIES = 8
 class ProbeHit:
     """A counterexample found on ints: ``params`` (ints; a Vector as its active entries), the
     claim's named ``values`` there, how many points were evaluated (``points``, this one
-    included), the CPU seconds the probe took (``seconds``) and which structured point it is
-    (``how``: the corner and the moves from it)."""
+    included), the CPU seconds the probe took (``seconds``), which structured point it is
+    (``how``: the corner and the moves from it) and the CPU clock (``time.process_time``) when the
+    probe's re-check confirmed it (``rechecked_at``: when it is known to be a counterexample; the
+    probe's own clean-up, its memo and batches released, comes after)."""
 
     params: dict[str, object]
     values: dict[str, int]
     points: int
     seconds: float = 0.0
     how: str = ""
+    rechecked_at: float | None = None
 
 
 class _Budget(Exception):
@@ -96,7 +99,11 @@ class _Axis:
 
     def __init__(self, lo: int, hi: int, values: list[int] | None = None):
         self.lo, self.hi, self.values = lo, hi, values  # values None: every int in lo..hi
-        self.pos = dict(zip(values, range(len(values)))) if values is not None else None
+        self.pos: dict[int, int] | None = None  # a finite axis: each value's index
+        if values is not None:
+            self.pos = pos = {}
+            for i, v in enumerate(values):
+                pos[v] = i
 
     def contains(self, v: int) -> bool:
         return self.lo <= v <= self.hi if self.pos is None else v in self.pos
@@ -130,11 +137,13 @@ class _Prober:
     def __post_init__(self) -> None:
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
         self.params_of: dict[str, list[str]] = {}
-        #: each assumption's function and parameters (what :meth:`holds` calls)
-        self.calls: dict[str, tuple[object, list[str]]] = {}
+        #: each assumption's function and parameters (what :meth:`holds` calls), and whether it
+        #: takes them by position (capproof.obligation.takes_positionally)
+        self.calls: dict[str, tuple[object, list[str], bool]] = {}
         for n, f in self.ob.assumptions.items():
-            names = self.params_of[n] = self.ob.assumption_params(n)
-            self.calls[n] = (f, names)
+            _, names, positional = _signature(f)  # as Obligation.assumption_params and takes_positionally
+            self.params_of[n] = names = list(names)
+            self.calls[n] = (f, names, positional)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
         self.made: dict[tuple, tuple[object, int, list]] = {}
         #: assumption values by (name, argument keys); None: off (the final re-check)
@@ -145,6 +154,10 @@ class _Prober:
         self.pushed: dict[tuple[str, str], int] = {}
         self.ticks = 0
         self.batches = 0
+        #: the generators of :meth:`run` (the base points', the moves' lists): a hit leaves some
+        #: suspended, closed when the probe has read its clock, not while its exception unwinds
+        #: (see :func:`probe`)
+        self.parked: list[list] = []
         self.plans: dict[tuple[str | None, bool], list[tuple[str, str]]] = {}
         self.changes: dict[tuple, list[str]] = {}
         #: each batch's active entries, one list per (name, length, base, first), so that
@@ -186,7 +199,7 @@ class _Prober:
                 params[p] = entries
             else:
                 v = scalars[p]
-                if not axis.contains(v):
+                if not (axis.lo <= v <= axis.hi if axis.pos is None else v in axis.pos):  # axis.contains(v), inline
                     return None
                 params[p] = v
         return params
@@ -215,15 +228,15 @@ class _Prober:
         """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
         (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
         probe re-checks at the end, without the memo, the first point and the hit)."""
-        func, names = self.calls[name]
+        func, names, positional = self.calls[name]
         memo = self.memo
         if memo is None:
-            return bool(_call(func, "assumption", name, names, args))
+            return bool(_call(func, "assumption", name, names, args, positional))
         k = (name, *map(keys.__getitem__, names))
         v = memo.get(k)
         if v is None:
             started = perf_counter()
-            v = memo[k] = bool(_call(func, "assumption", name, names, args))
+            v = memo[k] = bool(_call(func, "assumption", name, names, args, positional))
             self.cost[name] = perf_counter() - started
         return v
 
@@ -254,7 +267,9 @@ class _Prober:
         params = self.realise(scalars, shapes)
         if params is None:
             return None
-        key = (tuple(sorted(scalars.items())), tuple(sorted(shapes.items())))
+        # the point's values as its key, unsorted: every point's dicts list their names in one
+        # order (the axes' and the vectors', as bases and sweeps build them and put copies them)
+        key = (tuple(scalars.values()), tuple(shapes.values()))
         if key in self.seen:
             return None
         self.seen.add(key)
@@ -525,40 +540,69 @@ class _Prober:
                             yield (*self.put(coord, i, scalars, shapes), f"{label} moved to where the assumption holds")
                 continue
             far = hi if cur - lo <= hi - cur else lo
-            if far == cur or good(*self.put(coord, far, scalars, shapes)):
-                continue  # no assumption binds this coordinate here: the far end is a base point's flip
-            if not bisect:
-                # the derived values between, from ``cur`` toward ``far``: the last where the
-                # assumptions hold, by bisection (``cur`` holds, ``far`` does not)
-                near, far_side = min(cur, far), max(cur, far)
-                keyed = []
-                for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
-                    if near < i < far_side:
-                        keyed.append((abs(i - cur), i))
-                keyed.sort()
-                between = [i for _, i in keyed]
-                ok, bad = -1, len(between)
-                if bad & (bad - 1) == 0 and bad:  # 2**k values: the farthest first (it holds when
-                    # the assumptions bind beyond every derived value), then bisection of the
-                    # other 2**k - 1: at most k + 1 checks, as bisection of the 2**k takes
+            if far == cur:
+                continue
+            if bisect:
+                if good(*self.put(coord, far, scalars, shapes)):
+                    continue  # no assumption binds this coordinate here: the far end is a base point's flip
+                j = self._farthest(coord, scalars, shapes, good, cur, far)
+                if j is not None and j != cur:
+                    self.pushed[coord] = self.pushed.get(coord, 0) + 1
+                    yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
+                continue
+            # the derived values between, from ``cur`` toward ``far``: the last where the
+            # assumptions hold, by bisection (``cur`` holds; the far end checked unless a value
+            # between is found where they do not: then, monotone along the line as bisection
+            # presumes, they do not hold at the far end either)
+            near, far_side = min(cur, far), max(cur, far)
+            keyed = []
+            for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
+                if near < i < far_side:
+                    keyed.append((abs(i - cur), i))
+            keyed.sort()
+            between = [i for _, i in keyed]
+            ok, bad = -1, len(between)
+            if not coord[1] and bad > 2:  # a scalar's limit is most often a batch's total (a token
+                # budget pushed down to it): that value and the next toward ``far`` first, 2 checks
+                # when they straddle the limit, then bisection of what is left (the same result as
+                # bisection alone where the assumptions are monotone along the line)
+                pos = self.axes[coord[0]].pos
+                for p, (base, first) in shapes.items():
+                    n = self.active(scalars, p)
+                    t = first + base * (n - 1) if n else 0
+                    if pos is not None:
+                        t = pos.get(t)
+                    if t in between:
+                        g = between.index(t)
+                        if good(*self.put(coord, t, scalars, shapes)):
+                            ok = g
+                            if g + 1 < bad:
+                                if good(*self.put(coord, between[g + 1], scalars, shapes)):
+                                    ok = g + 1
+                                else:
+                                    bad = g + 1
+                        else:
+                            bad = g
+                        break
+            if bad == len(between):  # no value between found failing: the far end checked
+                if good(*self.put(coord, far, scalars, shapes)):
+                    continue  # no assumption binds this coordinate here: the far end is a base point's flip
+                if ok < 0 and bad & (bad - 1) == 0 and bad:  # 2**k values: the farthest first (it
+                    # holds when the assumptions bind beyond every derived value), then bisection of
+                    # the other 2**k - 1: at most k + 1 checks, as bisection of the 2**k takes
                     if good(*self.put(coord, between[-1], scalars, shapes)):
                         ok = bad - 1
                     else:
                         bad -= 1
-                while bad - ok > 1:
-                    mid = (ok + bad) // 2
-                    if good(*self.put(coord, between[mid], scalars, shapes)):
-                        ok = mid
-                    else:
-                        bad = mid
-                if ok >= 0:
-                    self.pushed[coord] = self.pushed.get(coord, 0) + 1
-                    yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
-                continue
-            j = self._farthest(coord, scalars, shapes, good, cur, far)
-            if j is not None and j != cur:
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                if good(*self.put(coord, between[mid], scalars, shapes)):
+                    ok = mid
+                else:
+                    bad = mid
+            if ok >= 0:
                 self.pushed[coord] = self.pushed.get(coord, 0) + 1
-                yield (*self.put(coord, j, scalars, shapes), f"{label} pushed to the assumptions' limit")
+                yield (*self.put(coord, between[ok], scalars, shapes), f"{label} pushed to a derived value")
 
     def _farthest(self, coord, scalars, shapes, good, cur: int, far: int) -> int | None:
         """The value farthest from ``cur`` toward ``far`` where ``good`` holds (``good`` holds at
@@ -654,6 +698,7 @@ class _Prober:
             not hold up the other's); ``more``: (how, generator of moves) taking their turns after them."""
             out_points = []
             gens = []
+            self.parked.append(gens)  # a hit raises through them: closed after the probe's clock read
             for s, h, how, (kind, failed) in points:
                 gens.append((how, self.moves(s, h, kind, failed, bisect)))
             gens += more
@@ -678,6 +723,7 @@ class _Prober:
             return points
 
         bases = self.bases()
+        self.parked.append([bases])  # suspended at a hit too (see step)
         low, high = itertools.islice(bases, 2)
         # the moves from a corner where the assumptions hold (saturations) before the repairs of
         # one they exclude, a saturated batch's first (its budget pushed down to the batch's total)
@@ -724,7 +770,8 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
     change."""
     axes: dict[str, _Axis] = {}
     for p, v in finite.items():
-        axes[p] = _Axis(min(v), max(v), sorted(v))
+        v = sorted(v)
+        axes[p] = _Axis(v[0], v[-1], v)
     for p, r in ranges.items():
         axes[p] = _Axis(r.lo, r.hi)
     started = time.process_time()
@@ -739,11 +786,14 @@ def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range]
         except _Budget:
             pass
         unstable = prober.recheck()
+        ended = time.process_time()  # the hit is a counterexample from here (re-checked)
+    prober.parked.clear()  # the suspended move generators closed (they hold the prober: a cycle until then)
     if unstable is not None:
         prober.hit = None
-    took = time.process_time() - started
+    took = ended - started
     if prober.hit is not None:
         prober.hit.seconds = took
+        prober.hit.rechecked_at = ended
     if stats is not None:
         stats.update(points=prober.points, seconds=took)
         if unstable is not None:

@@ -1006,8 +1006,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         stats: dict[str, object] = {}
         hit = probe(ob, *domains, stats=stats) if domains is not None else None
         first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
-        if hit is not None:  # timed now: a hit is a counterexample once re-checked without the memo
-            first.record(hit.params, hit.values, "int probe")
+        if hit is not None:  # timed when the probe's re-check (without the memo) confirmed it: a
+            # hit is a counterexample from then on (the probe's clean-up after it is not counted)
+            first.record(hit.params, hit.values, "int probe", at=hit.rechecked_at)
         unstable = stats.get("unstable")
     first.resume_gc()
     result = ObligationResult(

@@ -664,7 +664,7 @@ def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, 
     original = aggregate._minimal_core
     monkeypatch.setattr(aggregate, "_minimal_core", lambda *a: calls.append(1) or original(*a))
     monkeypatch.setattr(prover, "probe", lambda *a, **k: types.SimpleNamespace(
-        params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}))
+        params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}, rechecked_at=None))
     faked = prove_obligation(ob, Options())
     assert faked.verdict is Verdict.ERROR and "disagree" in faked.message, faked.message
     assert faked.assumptions_used == honest.assumptions_used and faked.encoding_note == honest.encoding_note

@@ -514,3 +514,115 @@ def copy_fits(limit, num_reqs, seq_lens):
     # derived value 1025 (holds: the push), the hit alone (no padding), then the re-check's two
     # points; bisection of the four would have checked 1023 and 1024 before 1025
     assert calls == [2**21, 1, 2**21, 1025, 1025, 2**21, 1025]
+
+
+def test_a_budget_push_tries_the_batch_total_and_its_neighbour_first(spec_file):
+    """A scalar pushed from a point where the assumptions hold (a token budget from a saturated
+    batch's corner) tries the derived value equal to the batch's total first, then the next one
+    toward the far end: two checks when the limit lies between them, and then no check of the far
+    end (int17 checked it, 1, then bisected the ten derived values: 16, 128, 127), and the same
+    point (the arange shape of spec/specdec_graphs.py,
+    ``arange_covers_token_query_start_loc_before_16316``)."""
+    source = HEADER + """
+CALLS = []
+
+def budget(lens, mnbt):
+    CALLS.append(mnbt)
+    return total(lens) <= mnbt
+
+@obligation(domain={"max_num_seqs": Range(1, 16), "mnbt": Range(1, 4096), "k": Range(1, 7),
+                    "num_reqs": Range(1, 16), "lens": Vector(16, Range(1, 8), length="num_reqs")},
+            assumptions={"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
+                         "decode length <= 1 + k": lambda lens, k: all_of(*(d <= 1 + k for d in lens)),
+                         "tokens <= mnbt": budget},
+            expect="counterexample")
+def arange_covers_tokens(max_num_seqs, mnbt, k, num_reqs, lens):
+    return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
+"""
+    ob = _only(spec_file(source, "total_first.py"))
+    calls = ob.func.__globals__["CALLS"]
+    hit = _probe(ob)
+    assert hit is not None and hit.params == {"max_num_seqs": 16, "mnbt": 128, "k": 7, "num_reqs": 16, "lens": [8] * 16}
+    assert hit.how == "every parameter at its high bound (batches saturated); mnbt pushed to a derived value"
+    # the saturated corner, the batch's total 128 (holds) and 127 (does not: the limit; the far
+    # end 1 is not checked), the hit from the memo, then the re-check's two points
+    assert calls == [4096, 128, 127, 4096, 128]
+
+
+def test_an_assumption_taken_positionally_binds_as_by_keyword():
+    """The probe calls a plain function's assumption by position (no keyword dict: cheaper), only
+    when that binds as the keyword call does: every parameter positional-or-keyword, no
+    ``__wrapped__`` or ``__signature__`` that could differ from what the call binds."""
+    import functools
+
+    from capproof.encode import _call
+    from capproof.obligation import takes_positionally
+
+    def plain(a, b):
+        return a < b
+
+    def keyword_only(a, *, b):
+        return a < b
+
+    def positional_only(a, /, b):
+        return a < b
+
+    @functools.wraps(plain)
+    def wrapped(**kw):
+        return plain(**kw)
+
+    assert takes_positionally(plain) and takes_positionally(lambda b, a: a < b)
+    assert not any(takes_positionally(f) for f in (keyword_only, positional_only, wrapped, functools.partial(plain, 1), divmod))
+    args = {"a": 2, "b": 1, "c": 0}
+    flipped = lambda b, a: a < b  # noqa: E731 - the parameters in the function's order, not the point's
+    assert _call(plain, "assumption", "x", ["a", "b"], args, True) is _call(plain, "assumption", "x", ["a", "b"], args) is False
+    assert _call(flipped, "assumption", "x", ["b", "a"], args, True) is _call(flipped, "assumption", "x", ["b", "a"], args) is False
+
+
+def test_a_budget_push_still_checks_the_far_end_when_the_total_and_its_neighbour_hold(spec_file):
+    """The total-first checks skip the far end only when a value between fails (the assumptions,
+    monotone along the line, then fail at the far end too): with a slack budget both hold, the far
+    end is checked, holds, and the coordinate is not pushed (no assumption binds it there)."""
+    source = HEADER + """
+CALLS = []
+
+def budget(lens, mnbt):
+    CALLS.append(mnbt)
+    return total(lens) <= mnbt + 200
+
+@obligation(domain={"max_num_seqs": Range(1, 16), "mnbt": Range(1, 4096), "num_reqs": Range(1, 16),
+                    "lens": Vector(16, Range(1, 8), length="num_reqs")},
+            assumptions={"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
+                         "tokens <= mnbt + 200": budget},
+            expect="counterexample")
+def arange_covers_tokens(max_num_seqs, mnbt, num_reqs, lens):
+    return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
+"""
+    ob = _only(spec_file(source, "slack_budget.py"))
+    calls = ob.func.__globals__["CALLS"]
+    stats: dict = {}
+    hit = probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats)
+    # the saturated corner, the total 128 and 127 (both hold), the far end 1 (holds: no push)
+    assert calls[:4] == [4096, 128, 127, 1]
+    assert hit is None or "mnbt pushed" not in hit.how
+
+
+@pytest.mark.parametrize("spec", ["spec/specdec_graphs.py", "spec/per_batch_buffers.py", "spec/vllm_block_table.py"])
+def test_every_probe_point_lists_its_names_in_one_order(spec, monkeypatch):
+    """The probe's seen-set keys a point by its values unsorted (capproof.probe._Prober.evaluate):
+    sound only if every point's dicts name the parameters in one order (the axes', the vectors').
+    Checked at every point the probe tries on three spec files, proved obligations included (they
+    run the whole budget: base points, sweeps, bisections)."""
+    from capproof import probe as probe_module
+
+    orders: list[tuple] = []
+    evaluate = probe_module._Prober.evaluate
+
+    def checked(self, scalars, shapes, how):
+        orders.append((tuple(scalars) == tuple(self.axes), tuple(shapes) == tuple(self.vectors)))
+        return evaluate(self, scalars, shapes, how)
+
+    monkeypatch.setattr(probe_module._Prober, "evaluate", checked)
+    for ob in [ob for ob in load_file(spec) if hasattr(ob, "domain")]:
+        _probe(ob)
+    assert len(orders) > 100 and all(a and b for a, b in orders)
