@@ -494,11 +494,9 @@ def _derived_total(memo: dict, padded: "Padded") -> Int:
     shape = (padded.length, padded.fill, padded.lo, padded.hi)
     if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
         return hit[0]
-    from .encode import _trace_marks
-
-    marks = _trace_marks(trace)
+    marks = _symbolic.trace_marks(trace)
     result = _total(padded, padded, None)
-    if hit is None and _trace_marks(trace) == marks and isinstance(result, SymInt):
+    if hit is None and _symbolic.trace_marks(trace) == marks and isinstance(result, SymInt):
         memo[key] = (result, None, padded, shape)
     return result
 
@@ -563,12 +561,10 @@ def _derived_extremum(kind: str, padded: "Padded | None", build) -> Int:
     if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
         trace.extrema[hit[1][0]] = hit[1][1]
         return hit[0]
-    from .encode import _trace_marks
-
-    marks, known = _trace_marks(trace), set(trace.extrema)
+    marks, known = _symbolic.trace_marks(trace), set(trace.extrema)
     result = _note_extremum(kind, padded, build())
     new = [k for k in trace.extrema if k not in known]
-    after = _trace_marks(trace)  # (divisors, lemmas, side conditions, extrema, misuse, branches)
+    after = _symbolic.trace_marks(trace)  # (divisors, lemmas, side conditions, extrema, misuse, branches)
     if after[:3] + after[4:] == marks[:3] + marks[4:] and isinstance(result, SymInt) and len(new) == 1:
         memo[key] = (result, (new[0], trace.extrema[new[0]]), padded, shape)
     return result

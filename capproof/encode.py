@@ -24,7 +24,7 @@ from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
     DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, _unchecked, equal_int, _ge, _le, _literal, _show, explore,
-    to_z3_bool, to_z3_int, tracing, introspections,
+    to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
 )
 
 __all__ = [
@@ -115,15 +115,6 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
                       trace.extrema)
 
 
-def _trace_marks(trace) -> tuple:
-    """What a call may add to the running trace and to the path being explored (a branch)."""
-    from .symbolic import _local
-
-    explorer = getattr(_local, "explorer", None)
-    return (len(trace.divisors), len(trace.lemmas), len(trace.side_conditions), len(trace.extrema),
-            len(trace.misuse), len(explorer.decisions) if explorer is not None else 0)
-
-
 def _witness(ob: Obligation, name: str, func, args: dict[str, object], trace, memo: dict[tuple, tuple] | None) -> object:
     """The witness condition ``name`` at ``args``; with a ``memo``, taken from an earlier case whose
     arguments were the same objects (the shared symbolic inputs) or equal ints. Only a call that
@@ -139,9 +130,9 @@ def _witness(ob: Obligation, name: str, func, args: dict[str, object], trace, me
     hit = memo.get(key)
     if hit is not None:
         return hit[0]
-    before = _trace_marks(trace)
+    before = trace_marks(trace)
     value = _call(func, "witness", name, params, args)
-    if _trace_marks(trace) == before:
+    if trace_marks(trace) == before:
         memo[key] = (value, [args[p] for p in params])  # the arguments kept alive: their ids stay theirs
     return value
 

@@ -106,6 +106,16 @@ class Trace:
 _local = threading.local()
 
 
+def trace_marks(trace: Trace) -> tuple:
+    """How much ``trace`` holds, and how many branches the path being explored has taken: what a
+    call may add (divisors, lemmas, side conditions, extrema, misuse, branches). Equal marks before
+    and after a call: it added nothing, so its value is a function of its arguments alone (the
+    memos of :func:`capproof.encode.evaluate`'s witnesses and :mod:`capproof.arith`'s derived values)."""
+    explorer = getattr(_local, "explorer", None)
+    return (len(trace.divisors), len(trace.lemmas), len(trace.side_conditions), len(trace.extrema),
+            len(trace.misuse), len(explorer.decisions) if explorer is not None else 0)
+
+
 class tracing:
     """``with tracing() as trace:`` collects the symbolic divisors, lemmas, side conditions and
     misuse seen while the body runs in a fresh :class:`Trace` (the enclosing one restored after).
