@@ -419,19 +419,28 @@ class Padded(tuple):
         """True when some entry may be padding (the length is symbolic or below the size)."""
         return isinstance(self.length, SymInt) or self.length < len(self)
 
+    def shape(self) -> tuple:
+        """``(length, fill, lo, hi)``: what an aggregate of the batch depends on besides its
+        entries (which cannot change: a tuple)."""
+        return (self.length, self.fill, self.lo, self.hi)
+
+    def same_shape(self, shape: tuple) -> bool:
+        """Whether ``shape`` (an earlier :meth:`shape`) holds the very objects this batch's
+        ``length``, ``fill``, ``lo`` and ``hi`` are now: an aggregate taken then is still its own."""
+        return shape[0] is self.length and shape[1] is self.fill and shape[2] is self.lo and shape[3] is self.hi
+
     def known(self, kind: str):
         """The value of aggregate ``kind`` ("total", "max_of", "min_of") remembered by
-        :meth:`remember` while ``length``, ``fill``, ``lo`` and ``hi`` are the objects they were
-        then (entries cannot change: a tuple), else None."""
+        :meth:`remember` while the batch has the same shape (:meth:`same_shape`), else None."""
         seen = self.__dict__.get(kind)
-        if seen is not None and seen[0] is self.length and seen[1] is self.fill and seen[2] is self.lo and seen[3] is self.hi:
-            return seen[4]
+        if seen is not None and self.same_shape(seen[0]):
+            return seen[1]
         return None
 
     def remember(self, kind: str, value: int) -> int:
         """Remember ``value`` as aggregate ``kind`` of this batch of plain ints (the int probe
         evaluates a model at many points sharing a batch, and again in its re-check) and return it."""
-        self.__dict__[kind] = (self.length, self.fill, self.lo, self.hi, value)
+        self.__dict__[kind] = (self.shape(), value)
         return value
 
 
@@ -454,9 +463,8 @@ def total(values) -> Int:
         known = padded.known("total")
         if known is not None:
             return known
-        memo = _trace_hook("derived")
-        if memo is not None and not _plain(padded):
-            return _derived_total(memo, padded)
+        if _trace_hook("derived") is not None and not _plain(padded):  # shared symbolic entries
+            return _derived("total", padded, lambda: _total(padded, padded, None), 0)
     return _total(values, padded, hook)
 
 
@@ -479,26 +487,6 @@ def _total(values, padded: "Padded | None", hook) -> Int:
     if any(isinstance(v, SymInt) for v in values):
         return _sum_of(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
     return sum(values)
-
-
-def _derived_total(memo: dict, padded: "Padded") -> Int:
-    """:func:`total` of a batch of symbolic entries, remembered across the cases of one obligation
-    for a batch of its shared inputs (the trace's ``derived``, see :func:`_derived_extremum`): the
-    same term in every case while the batch's length, fill and bounds are the objects they were.
-    Only a total whose making added nothing to the trace is remembered; an entry is never
-    replaced (issue 12: slot mapping's 24 cases sum the same 64 symbolic query lengths in an
-    assumption)."""
-    trace = _symbolic._local.trace
-    key = ("total", id(padded))
-    hit = memo.get(key)
-    shape = (padded.length, padded.fill, padded.lo, padded.hi)
-    if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
-        return hit[0]
-    marks = _symbolic.trace_marks(trace)
-    result = _total(padded, padded, None)
-    if hit is None and _symbolic.trace_marks(trace) == marks and isinstance(result, SymInt):
-        memo[key] = (result, None, padded, shape)
-    return result
 
 
 def _balanced(pair, values: list) -> Int:
@@ -540,33 +528,34 @@ def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
     return result
 
 
-def _derived_extremum(kind: str, padded: "Padded | None", build) -> Int:
-    """``_note_extremum(kind, padded, build())``, remembered across the cases of one obligation
-    for a batch of its shared symbolic inputs (the trace's ``derived``: see
-    :class:`capproof.encode.SharedInputs`): the maximum (minimum) of the same batch object is the
-    same term in every case. Only a result whose making added nothing to the trace but its
-    extremum record (no divisor, lemma, side condition, misuse or branch) is remembered; a later
-    case gets that result and that record again, as a new call would give them, while the batch's
-    length, fill and bounds are the objects they were (as :meth:`Padded.known`). The entries the
-    maximum is taken of are made by the caller at every call (:func:`_batch`, which records a
-    symbolic length's nonzero check each time). Issue 12: the 7 cases of a 64-request decode batch took its
-    maximum (63 symbolic ``If`` terms) 7 times."""
+def _derived(kind: str, padded: "Padded | None", build, records: int) -> Int:
+    """``build()``, aggregate ``kind`` ("total", "max", "min") of the batch ``padded``, remembered
+    across the cases of one obligation for a batch of its shared symbolic inputs (the trace's
+    ``derived``: see :class:`capproof.encode.SharedInputs`): the aggregate of the same batch object
+    is the same term in every case while the batch has the same shape (:meth:`Padded.same_shape`).
+    Only a result whose making added nothing to the trace (no divisor, lemma, side condition,
+    misuse or branch: :func:`capproof.symbolic.trace_marks`) but ``records`` extremum records (0 for
+    a total, 1 for a maximum or minimum: :func:`_note_extremum`) is remembered; a later case gets
+    that result and that record again, as a new call would give them. Without a memo or a batch,
+    ``build()``. Issue 12: the 7 cases of a 64-request decode batch took its maximum (63 symbolic
+    ``If`` terms) 7 times; slot mapping's 24 cases summed the same 64 symbolic query lengths."""
     trace = getattr(_symbolic._local, "trace", None)
     memo = trace.derived if trace is not None else None
     if memo is None or padded is None:
-        return _note_extremum(kind, padded, build())
+        return build()
     key = (kind, id(padded))
     hit = memo.get(key)
-    shape = (padded.length, padded.fill, padded.lo, padded.hi)
-    if hit is not None and all(a is b for a, b in zip(hit[3], shape)):
-        trace.extrema[hit[1][0]] = hit[1][1]
+    if hit is not None and padded.same_shape(hit[3]):
+        if hit[1] is not None:
+            trace.extrema[hit[1][0]] = hit[1][1]
         return hit[0]
     marks, known = _symbolic.trace_marks(trace), set(trace.extrema)
-    result = _note_extremum(kind, padded, build())
-    new = [k for k in trace.extrema if k not in known]
+    result = build()
     after = _symbolic.trace_marks(trace)  # (divisors, lemmas, side conditions, extrema, misuse, branches)
-    if after[:3] + after[4:] == marks[:3] + marks[4:] and isinstance(result, SymInt) and len(new) == 1:
-        memo[key] = (result, (new[0], trace.extrema[new[0]]), padded, shape)
+    new = [k for k in trace.extrema if k not in known]
+    if (isinstance(result, SymInt) and after[:3] + after[4:] == marks[:3] + marks[4:]
+            and after[3] - marks[3] == len(new) == records):
+        memo[key] = (result, (new[0], trace.extrema[new[0]]) if new else None, padded, padded.shape())
     return result
 
 
@@ -590,7 +579,7 @@ def max_of(values) -> Int:
     if _plain(values):
         return max(values) if type(padded) is not Padded else padded.remember("max_of", max(values))
     _check_int(*values)
-    return _derived_extremum("max", padded, lambda: _balanced(maximum, values))
+    return _derived("max", padded, lambda: _note_extremum("max", padded, _balanced(maximum, values)), 1)
 
 
 def min_of(values) -> Int:
@@ -613,7 +602,7 @@ def min_of(values) -> Int:
     if _plain(values):
         return min(values) if type(padded) is not Padded else padded.remember("min_of", min(values))
     _check_int(*values)
-    return _derived_extremum("min", padded, lambda: _balanced(minimum, values))
+    return _derived("min", padded, lambda: _note_extremum("min", padded, _balanced(minimum, values)), 1)
 
 
 def prefix_sums(values) -> list:

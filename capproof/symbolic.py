@@ -98,7 +98,7 @@ class Trace:
     #: ``min_of(v) == max_of(v)`` however Z3's simplifier folded the padding into the tree.
     extrema: dict[int, tuple] = field(default_factory=dict)
     #: values the model derives from the shared symbolic inputs alone, remembered across the cases
-    #: of one obligation (``arith.round_up``, ``max_of``, ``min_of``; None: not remembered), set by
+    #: of one obligation (``arith.round_up``, ``total``, ``max_of``, ``min_of``; None: not remembered), set by
     #: :func:`capproof.encode.evaluate` (:class:`capproof.encode.SharedInputs`)
     derived: dict | None = None
 
