@@ -87,6 +87,12 @@ class ProbeHit:
     rechecked_at: float | None = None
 
 
+def _batch_total(base: int, first: int, n: int) -> int:
+    """The total of a probe batch of ``n`` entries: ``first``, then ``n - 1`` entries at ``base``
+    (as :meth:`_Prober.realise` builds it; 0 for an empty batch)."""
+    return first + base * (n - 1) if n else 0
+
+
 class _Budget(Exception):
     pass
 
@@ -464,7 +470,7 @@ class _Prober:
             if p == name and part:
                 continue
             n = self.active(scalars, p)
-            quantities.update((base, first, n, first + base * (n - 1) if n else 0))
+            quantities.update((base, first, n, _batch_total(base, first, n)))
         if part == "first":
             n = self.active(scalars, name)
             base = shapes[name][0]
@@ -569,7 +575,7 @@ class _Prober:
                 pos = self.axes[coord[0]].pos
                 for p, (base, first) in shapes.items():
                     n = self.active(scalars, p)
-                    t = first + base * (n - 1) if n else 0
+                    t = _batch_total(base, first, n)
                     if pos is not None:
                         t = pos.get(t)
                     if t in between:
