@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from operator import itemgetter
 from dataclasses import dataclass
 
 from .domain import Range, Vector
@@ -85,6 +86,11 @@ class ProbeHit:
     seconds: float = 0.0
     how: str = ""
     rechecked_at: float | None = None
+
+
+def _no_keys(keys: dict) -> tuple:
+    """The memo key's part of an assumption without parameters."""
+    return ()
 
 
 def _batch_total(base: int, first: int, n: int) -> int:
@@ -144,13 +150,14 @@ class _Prober:
         self.trace: Trace = None  # type: ignore[assignment]
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
         self.params_of: dict[str, list[str]] = {}
-        #: each assumption's function and parameters (what :meth:`holds` calls), and whether it
-        #: takes them by position (capproof.obligation.takes_positionally)
-        self.calls: dict[str, tuple[object, list[str], bool]] = {}
+        #: each assumption's function and parameters (what :meth:`holds` calls), whether it
+        #: takes them by position (capproof.obligation.takes_positionally), and its memo key's
+        #: part from the argument keys (their values in one C call: a value, or a tuple of them)
+        self.calls: dict[str, tuple[object, list[str], bool, object]] = {}
         for n, f in ob.assumptions.items():
             _, names, positional = _signature(f)  # as Obligation.assumption_params and takes_positionally
             self.params_of[n] = names = list(names)
-            self.calls[n] = (f, names, positional)
+            self.calls[n] = (f, names, positional, itemgetter(*names) if names else _no_keys)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
         self.made: dict[tuple, tuple[object, int, list]] = {}
         #: assumption values by (name, argument keys); None: off (the final re-check)
@@ -235,11 +242,11 @@ class _Prober:
         """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
         (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
         probe re-checks at the end, without the memo, the first point and the hit)."""
-        func, names, positional = self.calls[name]
+        func, names, positional, keyed = self.calls[name]
         memo = self.memo
         if memo is None:
             return bool(_call(func, "assumption", name, names, args, positional))
-        k = (name, *map(keys.__getitem__, names))
+        k = (name, keyed(keys))
         v = memo.get(k)
         if v is None:
             started = perf_counter()
