@@ -405,7 +405,7 @@ class Padded(tuple):
     """
 
     def __new__(cls, entries, length, fill: int = 0, lo: int | None = None, hi: int | None = None):
-        self = super().__new__(cls, entries)
+        self = tuple.__new__(cls, entries)  # not super(): made per probe batch (capproof.probe)
         self.length = length
         self.fill = fill
         self.lo = lo

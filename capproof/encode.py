@@ -57,13 +57,13 @@ def _as_claim(value: object, ob: Obligation) -> Claim:
         result = value
     else:
         result = Claim(value, {}, "")
-    if not is_boolean(result.holds):
+    if type(result.holds) is not bool and not is_boolean(result.holds):  # a bool first: the int probe's case
         raise SpecError(
             f"claim is not boolean: it returned {type(result.holds).__name__} "
             f"{result.holds!r} (return a bool, a comparison, or equal()/at_most())"
         )
     for name, v in result.values.items():
-        if not is_integer(v):
+        if type(v) is not int and not is_integer(v):
             raise SpecError(f"named quantity {name!r} is not an integer: {v!r}")
     return result
 

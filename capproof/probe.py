@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from operator import itemgetter
+from dataclasses import dataclass
 
 from .domain import Range, Vector
 from .encode import _as_claim, _call, vector_arg
@@ -87,6 +88,11 @@ class ProbeHit:
     rechecked_at: float | None = None
 
 
+def _no_keys(keys: dict) -> tuple:
+    """The memo key's part of an assumption without parameters."""
+    return ()
+
+
 def _batch_total(base: int, first: int, n: int) -> int:
     """The total of a probe batch of ``n`` entries: ``first``, then ``n - 1`` entries at ``base``
     (as :meth:`_Prober.realise` builds it; 0 for an empty batch)."""
@@ -124,32 +130,34 @@ class _Axis:
         return (self.lo, self.hi) if self.values is None else (0, len(self.values) - 1)
 
 
-@dataclass
 class _Prober:
-    ob: Obligation
-    axes: dict[str, _Axis]
-    vectors: dict[str, Vector]
-    max_points: int
-    deadline: float
-    seen: set = field(default_factory=set)
-    points: int = 0
-    hit: ProbeHit | None = None
-    #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
-    reference: tuple | None = None
-    #: the trace every evaluation runs under (one for the whole probe, set by :func:`probe`: on
-    #: ints nothing is recorded in it but capproof's misuse errors, checked after each point)
-    trace: Trace = None  # type: ignore[assignment]
+    """One probe's search state (a plain class with slots: made once per obligation, before the
+    first point, with its code out of the CPU's caches: docs/performance.md, session 19)."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("ob", "axes", "vectors", "max_points", "deadline", "seen", "points", "hit", "reference", "trace",
+                 "params_of", "calls", "made", "memo", "cost", "pushed", "ticks", "batches", "parked", "plans",
+                 "changes", "lists", "params", "order")
+
+    def __init__(self, ob: Obligation, axes: dict[str, _Axis], vectors: dict[str, Vector], max_points: int, deadline: float):
+        self.ob, self.axes, self.vectors, self.max_points, self.deadline = ob, axes, vectors, max_points, deadline
+        self.seen: set = set()
+        self.points = 0
+        self.hit: ProbeHit | None = None
+        #: the first point evaluated and its outcome (re-evaluated at the end: see recheck)
+        self.reference: tuple | None = None
+        #: the trace every evaluation runs under (one for the whole probe, set by :func:`probe`: on
+        #: ints nothing is recorded in it but capproof's misuse errors, checked after each point)
+        self.trace: Trace = None  # type: ignore[assignment]
         #: each assumption's parameters, in declaration order (as capproof.encode.evaluate runs them)
         self.params_of: dict[str, list[str]] = {}
-        #: each assumption's function and parameters (what :meth:`holds` calls), and whether it
-        #: takes them by position (capproof.obligation.takes_positionally)
-        self.calls: dict[str, tuple[object, list[str], bool]] = {}
-        for n, f in self.ob.assumptions.items():
+        #: each assumption's function and parameters (what :meth:`holds` calls), whether it
+        #: takes them by position (capproof.obligation.takes_positionally), and its memo key's
+        #: part from the argument keys (their values in one C call: a value, or a tuple of them)
+        self.calls: dict[str, tuple[object, list[str], bool, object]] = {}
+        for n, f in ob.assumptions.items():
             _, names, positional = _signature(f)  # as Obligation.assumption_params and takes_positionally
             self.params_of[n] = names = list(names)
-            self.calls[n] = (f, names, positional)
+            self.calls[n] = (f, names, positional, itemgetter(*names) if names else _no_keys)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
         self.made: dict[tuple, tuple[object, int, list]] = {}
         #: assumption values by (name, argument keys); None: off (the final re-check)
@@ -170,10 +178,10 @@ class _Prober:
         #: :meth:`args` finds its Padded by the list's identity
         self.lists: dict[tuple, list[int]] = {}
         #: each parameter in declaration order with its axis (None: a batch), for :meth:`realise`
-        self.params = self.ob.params
+        self.params = params = ob.params
         self.order: list[tuple[str, _Axis | None]] = []
-        for p in self.params:
-            self.order.append((p, None if p in self.vectors else self.axes[p]))
+        for p in params:
+            self.order.append((p, None if p in vectors else axes[p]))
 
     def tick(self) -> None:
         """Stop the search (``_Budget``) once its CPU time is spent (read every 8th call: reading
@@ -234,11 +242,11 @@ class _Prober:
         """Assumption ``name`` on ``args`` (raises what it raises), computed once per argument values
         (``keys``) while :attr:`memo` is on: an assumption is a function of its parameters (the
         probe re-checks at the end, without the memo, the first point and the hit)."""
-        func, names, positional = self.calls[name]
+        func, names, positional, keyed = self.calls[name]
         memo = self.memo
         if memo is None:
             return bool(_call(func, "assumption", name, names, args, positional))
-        k = (name, *map(keys.__getitem__, names))
+        k = (name, keyed(keys))
         v = memo.get(k)
         if v is None:
             started = perf_counter()
@@ -365,24 +373,25 @@ class _Prober:
             # assumptions that tie a scalar to a batch first (a token budget and the batch's total)
             tied: list[str] = []
             untied: list[str] = []
-            for a in [failed] if failed is not None else self.ob.assumptions:
+            for a in (failed,) if failed is not None else params_of:  # params_of: in declaration order
                 (untied if vectors.keys().isdisjoint(params_of[a]) else tied).append(a)
+            # each coordinate once, in the order the assumptions name them: a batch's base and
+            # first entry (always together), its length parameter with the scalars
             entries: list[tuple[str, str]] = []
             scalars: list[tuple[str, str]] = []
-            seen: set[tuple[str, str]] = set()
             for a in tied + untied:
                 for n in params_of[a]:
                     if n in vectors:
-                        length = vectors[n].length
-                        new = [(n, "base"), (n, "first"), (length, "")] if length else [(n, "base"), (n, "first")]
+                        c = (n, "base")
+                        if c not in entries:
+                            entries += c, (n, "first")
+                            length = vectors[n].length
+                            if length and (length, "") not in scalars:
+                                scalars.append((length, ""))
                     elif n in axes:
-                        new = [(n, "")]
-                    else:
-                        continue
-                    for c in new:
-                        if c not in seen:
-                            seen.add(c)
-                            (entries if c[1] else scalars).append(c)
+                        c = (n, "")
+                        if c not in scalars:
+                            scalars.append(c)
             # a small batch grows first (its entries before the scalars), a saturated one's budget
             # shrinks to it first (the scalars before the entries, its length last of the scalars:
             # shortening a saturated batch unsaturates it), the widest range first (a token budget
@@ -395,8 +404,11 @@ class _Prober:
                 for d in vectors.values():
                     lengths.add(d.length)
                 keyed = []
-                for i, c in enumerate(scalars):
-                    keyed.append((c[0] in lengths, axes[c[0]].lo - axes[c[0]].hi, i, c))
+                i = 0
+                for c in scalars:
+                    axis = axes[c[0]]
+                    keyed.append((c[0] in lengths, axis.lo - axis.hi, i, c))
+                    i += 1
                 keyed.sort()
                 out = []
                 for k in keyed:
@@ -560,13 +572,18 @@ class _Prober:
             # assumptions hold, by bisection (``cur`` holds; the far end checked unless a value
             # between is found where they do not: then, monotone along the line as bisection
             # presumes, they do not hold at the far end either)
-            near, far_side = min(cur, far), max(cur, far)
-            keyed = []
-            for i in self.derived(coord, scalars, shapes):  # ascending: ties nearest-first by value
-                if near < i < far_side:
-                    keyed.append((abs(i - cur), i))
-            keyed.sort()
-            between = [i for _, i in keyed]
+            # (the derived values come ascending and distinct: nearest first is ascending toward a
+            # higher ``far``, descending toward a lower one)
+            between = []
+            if far > cur:
+                for i in self.derived(coord, scalars, shapes):
+                    if cur < i < far:
+                        between.append(i)
+            else:
+                for i in self.derived(coord, scalars, shapes):
+                    if far < i < cur:
+                        between.append(i)
+                between.reverse()
             ok, bad = -1, len(between)
             if not coord[1] and bad > 2:  # a scalar's limit is most often a batch's total (a token
                 # budget pushed down to it): that value and the next toward ``far`` first, 2 checks

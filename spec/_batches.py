@@ -15,10 +15,17 @@ BATCH = int(os.environ.get("CAPPROOF_BATCH", "64"))
 #: ~2 s, 32 in ~9 s, 64 exhaust the default rlimit (docs/performance.md).
 SPLIT_BATCH = int(os.environ.get("CAPPROOF_SPLIT_BATCH", "16"))
 
+
+def _decode_lens_fit(decode_lens, num_speculative_tokens):
+    """Every request's decode length (tokens) within one uniform spec-decode step: the step's
+    length is the same for every request, so it is computed once, not once per request."""
+    step = uniform_decode_query_len(num_speculative_tokens)
+    return all_of(*(d <= step for d in decode_lens))
+
+
 #: A decode batch ``decode_lens`` (tokens per request) under the scheduler's budget.
 DECODE_BATCH_FACTS = {
-    "decode length <= 1 + num_speculative_tokens": lambda decode_lens, num_speculative_tokens: all_of(
-        *(d <= uniform_decode_query_len(num_speculative_tokens) for d in decode_lens)),
+    "decode length <= 1 + num_speculative_tokens": _decode_lens_fit,
     "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens:
         total(decode_lens) <= max_num_batched_tokens,
 }

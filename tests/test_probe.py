@@ -626,3 +626,99 @@ def test_every_probe_point_lists_its_names_in_one_order(spec, monkeypatch):
     for ob in [ob for ob in load_file(spec) if hasattr(ob, "domain")]:
         _probe(ob)
     assert len(orders) > 100 and all(a and b for a, b in orders)
+
+
+def _reference_plan(prober, failed, small):
+    """The moves' plan as session 18 wrote it (a set of the coordinates seen, a list per
+    parameter, the scalars sorted by key): the oracle of the test below."""
+    vectors, params_of, axes = prober.vectors, prober.params_of, prober.axes
+    tied, untied = [], []
+    for a in [failed] if failed is not None else prober.ob.assumptions:
+        (untied if vectors.keys().isdisjoint(params_of[a]) else tied).append(a)
+    entries, scalars, seen = [], [], set()
+    for a in tied + untied:
+        for n in params_of[a]:
+            if n in vectors:
+                length = vectors[n].length
+                new = [(n, "base"), (n, "first")] + ([(length, "")] if length else [])
+            elif n in axes:
+                new = [(n, "")]
+            else:
+                continue
+            for c in new:
+                if c not in seen:
+                    seen.add(c)
+                    (entries if c[1] else scalars).append(c)
+    if small:
+        return entries + scalars
+    lengths = {d.length for d in vectors.values()}
+    return sorted(scalars, key=lambda c: (c[0] in lengths, axes[c[0]].lo - axes[c[0]].hi)) + entries
+
+
+@pytest.mark.parametrize("spec", ["spec/specdec_graphs.py", "spec/per_batch_buffers.py", "spec/vllm_0_33_today.py"])
+def test_the_moves_plan_is_the_documented_order(spec, monkeypatch):
+    """``_Prober.plan`` (one pass, no set of the coordinates seen, no sort key per call: session
+    19) gives the order the reference above gives, for every assumption and for the saturations,
+    at small and saturated points, on every obligation of three spec files whose probe plans a
+    move (batches with and without a length parameter, scalar-only ones)."""
+    from capproof import probe as probe_module
+
+    plan = probe_module._Prober.plan
+    checked: list[str] = []
+
+    def compared(self, failed, small):
+        if self.ob.id not in checked:
+            checked.append(self.ob.id)
+            for f in (None, *self.ob.assumptions):
+                for sm in (False, True):
+                    self.plans.pop((f, sm), None)
+                    assert plan(self, f, sm) == _reference_plan(self, f, sm), (self.ob.id, f, sm)
+        return plan(self, failed, small)
+
+    monkeypatch.setattr(probe_module._Prober, "plan", compared)
+    for ob in [ob for ob in load_file(spec) if hasattr(ob, "domain")]:
+        _probe(ob)
+    assert len(checked) >= 5
+
+
+def test_an_assumption_is_computed_once_per_argument_values_whatever_its_parameters(spec_file, monkeypatch):
+    """The memo keys an assumption by its arguments' keys (one ``operator.itemgetter`` per
+    assumption: a value for one parameter, a tuple for more, nothing for none): during the search
+    each assumption runs once per distinct argument values (one without parameters once in all);
+    the re-check runs every one again at the first point and the hit."""
+    source = HEADER + """
+CALLS = []
+
+def none_():
+    CALLS.append("none")
+    return True
+
+def one(n):
+    CALLS.append(("one", n))
+    return n >= 0
+
+def two(n, m):
+    CALLS.append(("two", n, m))
+    return n + m >= 0
+
+@obligation(domain={"n": Range(0, 9), "m": Range(0, 3)}, assumptions={"none": none_, "one": one, "two": two},
+            expect="counterexample")
+def tokens(n, m):
+    return at_most(demand=n + m, capacity=11)
+"""
+    from capproof import probe as probe_module
+
+    ob = _only(spec_file(source, "memo_keys.py"))
+    calls = ob.func.__globals__["CALLS"]
+    recheck = probe_module._Prober.recheck
+
+    def marked(self):
+        calls.append("recheck")
+        return recheck(self)
+
+    monkeypatch.setattr(probe_module._Prober, "recheck", marked)
+    hit = _probe(ob)
+    assert hit is not None and hit.params == {"n": 9, "m": 3} and hit.points == 2
+    # the low corner (0, 0), then the high one (9, 3): "none" memoised from the first point
+    assert calls == ["none", ("one", 0), ("two", 0, 0), ("one", 9), ("two", 9, 3), "recheck",
+                     "none", ("one", 0), ("two", 0, 0), "none", ("one", 9), ("two", 9, 3)]

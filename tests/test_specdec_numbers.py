@@ -223,3 +223,19 @@ def test_prefill_workspace_at_the_256k_step_is_vllms():
     r = prove("spec/vllm_indexer_prefill.py", "prefill_workspace_at_the_256k_step")
     assert_proved(r)
     assert r.cases == 2
+
+
+def test_the_decode_batch_bound_is_the_per_request_bound():
+    """``DECODE_BATCH_FACTS``'s per-request bound computes ``uniform_decode_query_len`` once per
+    call (session 19): on ints it is every request's ``d <= 1 + num_speculative_tokens``, on a
+    plain list as on a padded batch (proofs/ show the symbolic side unchanged)."""
+    from capproof.arith import Padded
+    from models.vllm.spec_decode import uniform_decode_query_len
+    from spec._batches import DECODE_BATCH_FACTS
+
+    fits = DECODE_BATCH_FACTS["decode length <= 1 + num_speculative_tokens"]
+    for k in range(1, 8):
+        for lens in ([1], [1 + k], [2 + k], [1] * 63 + [1 + k], [1 + k] * 63 + [2 + k], [2 + k] + [1] * 63):
+            expected = all(d <= uniform_decode_query_len(k) for d in lens)
+            assert fits(lens, k) is expected
+            assert fits(Padded(tuple(lens) + (0,) * (64 - len(lens)), len(lens), 0, 1, 8), k) is expected
