@@ -41,7 +41,8 @@ import z3
 
 from . import arith as _arith
 from .domain import Range, Vector
-from .encode import _call, _new_solver, concrete_args, core_labels, evaluate, literal_name, scalar_inputs, track
+from .encode import (_call, _new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
+                     track)
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
@@ -493,8 +494,7 @@ class AbstractCase:
         trackers: dict[str, str] = {}
         for label, cond in self.constraints:
             track(s, trackers, label, cond)
-        for lemma in self.lemmas:
-            s.add(lemma)
+        assert_terms(s, self.lemmas)
         return s, trackers
 
     def aggregate_terms(self) -> list[tuple[z3.ArithRef, int]]:
@@ -881,7 +881,7 @@ def _minimal_core(case: AbstractCase, trackers: dict[str, str], core: list[z3.Bo
     for label in list(keep):
         trial = [k for k in keep if k != label]
         s = _new_solver(max(rlimit // 10, 1))
-        s.add(*[conds[k] for k in trial], *case.lemmas, z3.Not(case.claim))
+        assert_terms(s, [*[conds[k] for k in trial], *case.lemmas, z3.Not(case.claim)])
         if s.check() == z3.unsat:
             keep = trial
     return keep

@@ -39,8 +39,8 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .encode import _describe_exc, build_case, concrete_args, evaluate
-from .symbolic import to_z3_bool
+from .encode import _describe_exc, assert_terms, build_case, concrete_args, evaluate
+from .symbolic import int_relation, to_z3_bool
 
 __all__ = ["AxisDensity", "axis_density", "failure_density", "ENUM_FIRST", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
 
@@ -252,9 +252,8 @@ def _by_period(ob: Obligation, params: dict[str, Any], param: str, ax: _Axis, rl
 
 def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
     s = _new_solver(rlimit)
-    s.add(*ax.pins)
-    for lemma in ax.lemmas:
-        s.add(lemma)
+    assert_terms(s, ax.pins)
+    assert_terms(s, ax.lemmas)
     used = 0
     categories = (ax.failing, z3.And(ax.admitted, z3.Not(ax.failing)), z3.Not(ax.admitted))
     admitted = failing = 0
@@ -267,7 +266,8 @@ def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
                 return None
             used += 1
             s.push()
-            s.add(ax.x >= a, ax.x <= b, cat)
+            # s.add(ax.x >= a, ax.x <= b, cat): the same terms and calls, without z3py's coercions
+            assert_terms(s, [int_relation(ax.x, ">=", a), int_relation(ax.x, "<=", b), cat])
             answer = s.check()
             s.pop()
             if answer == z3.unknown:

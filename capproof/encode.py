@@ -239,6 +239,19 @@ def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) 
         _core.Z3_dec_ref(ref, lit)
 
 
+def assert_terms(s: z3.Solver, terms) -> None:
+    """``s.add(*terms)``: each term asserted on ``s`` in order, with ``Solver.add``'s one Z3 call
+    per term (``Z3_solver_assert``) and without its per-term cast (a ``BoolRef`` of ``s``'s
+    context is its own cast: the same call on the same term; issue 12: 35,000 lemmas on a MoE
+    routing, a fresh solver per trial of a minimal core). Other terms go through ``s.add``."""
+    ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
+    for t in terms:
+        if type(t) is z3.BoolRef and t.ctx is ctx:
+            _core.Z3_solver_assert(ref, solver, t.ast)
+        else:
+            s.add(t)
+
+
 def literal_name(t: z3.ExprRef) -> str:
     """``str(t)`` for a tracking literal (a Boolean constant named ``__track_<k>``, which z3's
     printer shows as its name), read from its declaration instead of printed (the printer was a
@@ -312,12 +325,7 @@ class CaseProblem:
             if label in dropped:
                 continue
             track(s, trackers, label, cond)
-        ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
-        for lemma in self.lemmas:  # Solver.add's call without its per-term cast (issue 12: 35,000 lemmas)
-            if type(lemma) is z3.BoolRef and lemma.ctx is ctx:
-                z3.z3core.Z3_solver_assert(ref, solver, lemma.ast)
-            else:
-                s.add(lemma)
+        assert_terms(s, self.lemmas)
         return s, trackers
 
     def active(self, name: str, model: z3.ModelRef | None = None) -> int:

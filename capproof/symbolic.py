@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import operator
 import os
 import threading
 import types
@@ -60,7 +61,46 @@ class fresh_z3_context:
 
 def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:
     """The uninterpreted constants (the variables) under ``exprs``, by name: one walk over the
-    shared DAG (used by the SMT-LIB export's declarations and by the batch analyses)."""
+    shared DAG (used by the SMT-LIB export's declarations and by the batch analyses).
+
+    The walk reads the terms through Z3's C API (kind, arguments, declaration: accessors of live
+    terms, which build nothing) without a z3py wrapper per node (issue 12: the wrappers' reference
+    counting was most of the walk); only a constant found is wrapped (``e.decl()``). The same
+    depth-first order as the z3py walk (``stack.extend(e.children())``, last child first), so the
+    same names in the same order. Terms with a node that is neither an application nor a numeral
+    (a quantifier, a bound variable) are walked with z3py."""
+    ctx = exprs[0].ctx if exprs else None
+    if ctx is None or any(e.ctx is not ctx for e in exprs):
+        return _uninterpreted_constants_z3py(exprs)
+    c = ctx.ref()
+    seen: set[int] = set()
+    out: dict[str, z3.FuncDeclRef] = {}
+    stack = [e.as_ast() for e in exprs]
+    app, numeral, uninterpreted = z3.Z3_APP_AST, _NUMERAL_AST, z3.Z3_OP_UNINTERPRETED
+    while stack:
+        a = stack.pop()
+        i = _get_ast_id(c, a)
+        if i in seen:
+            continue
+        seen.add(i)
+        kind = _get_ast_kind(c, a)
+        if kind != app and kind != numeral:  # a quantifier or a bound variable: z3py's walk throughout
+            return _uninterpreted_constants_z3py(exprs)
+        t = _to_app(c, a)
+        n = _get_app_num_args(c, t)
+        if n == 0:
+            d = _get_app_decl(c, t)
+            if _get_decl_kind(c, d) == uninterpreted:
+                decl = z3.FuncDeclRef(d, ctx)
+                out[decl.name()] = decl
+            continue
+        stack.extend([_get_app_arg(c, t, k) for k in range(n)])
+    return out
+
+
+def _uninterpreted_constants_z3py(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:
+    """:func:`uninterpreted_constants` walked with z3py's wrappers (terms of several contexts, or
+    under a quantifier)."""
     seen: set[int] = set()
     out: dict[str, z3.FuncDeclRef] = {}
     stack = list(exprs)
@@ -320,6 +360,12 @@ _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: 
 _model_eval = _unchecked(_z3core.Z3_model_eval)
 _mk_distinct, _mk_and = _unchecked(_z3core.Z3_mk_distinct), _unchecked(_z3core.Z3_mk_and)
 _mk_eq = _unchecked(_z3core.Z3_mk_eq)
+#: :func:`int_relation`'s operators: the C function and z3py's own operator (other operands)
+_INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">=": (_mk_ge, operator.ge)}
+#: accessors of live terms (cannot fail), for walks over a term's DAG without z3py's wrappers
+_get_ast_id, _to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
+_get_app_num_args, _get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
+_get_app_decl, _get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
 
 
 def _wrapped(cls, ast, ctx: z3.Context, ref):
@@ -397,15 +443,23 @@ class _Raw:
         return out
 
 
-def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
-    """``term == value`` for an ``ArithRef`` term and a Python int, as z3py builds it (the numeral
-    ``z3.IntVal(value)``, then ``Z3_mk_eq(term, numeral)``, the numeral's wrapper released after
-    the equality is held), through the C API without z3py's coercion and sort checks (issue 12:
-    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation)."""
+def int_relation(term: z3.ArithRef, op: str, value: int) -> z3.BoolRef:
+    """``term == value``, ``term <= value`` or ``term >= value`` (``op``) for an ``ArithRef`` term
+    and a Python int, as z3py builds it (the numeral ``z3.IntVal(value)``, then ``Z3_mk_eq``/
+    ``Z3_mk_le``/``Z3_mk_ge`` of the term and the numeral, the numeral's wrapper released after
+    the relation is held), through the C API without z3py's coercion and sort checks (issue 12:
+    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation; the bounds of
+    each minimisation and density query). Any other operand takes z3py's own path."""
+    mk, z3py = _INT_RELATIONS[op]
     if type(term) is not z3.ArithRef or type(value) is not int:
-        return term == value
+        return z3py(term, value)
     raw = _Raw(term.ctx)
-    return raw.done(raw.keep(_mk_eq(raw.ref, term.ast, raw.num(value))))
+    return raw.done(raw.keep(mk(raw.ref, term.ast, raw.num(value))))
+
+
+def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
+    """``term == value``, as z3py builds it (:func:`int_relation`)."""
+    return int_relation(term, "==", value)
 
 
 def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:

@@ -223,6 +223,40 @@ def test_equal_int_builds_the_z3py_term_with_the_same_ids(value):
     assert equal_int(z3.IntVal(4), value).eq(z3.IntVal(4) == value)  # a numeral: z3py's own path
 
 
+@pytest.mark.parametrize("op", ["<=", ">=", "=="])
+@pytest.mark.parametrize("value", [0, 9, -4, 2**70])
+def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
+    """``int_relation`` (the bounds of minimisation and density queries, session 19) is z3py's
+    ``term <= value`` / ``term >= value`` / ``term == value``: the same AST, and the terms made
+    after it get the same ids; asserted with ``assert_terms``, the solver holds the same query."""
+    from capproof.encode import _new_solver, assert_terms
+    from capproof.symbolic import fresh_z3_context, int_relation
+
+    z3op = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}[op]
+    z3py = _ids_after(lambda model, terms: z3.And(*[z3op(t, value) for t in terms[:-1]]))
+    fast = _ids_after(lambda model, terms: z3.And(*[int_relation(t, op, value) for t in terms[:-1]]))
+    assert fast == z3py
+    x = z3.Int("x")
+    assert int_relation(x, op, value).eq(z3op(x, value)) and int_relation(x + 1, op, value).eq(z3op(x + 1, value))
+    assert int_relation(z3.IntVal(4), op, value).eq(z3op(z3.IntVal(4), value))  # a numeral: z3py's own path
+
+    def query(fast: bool):
+        with fresh_z3_context():
+            y = z3.Int("y")
+            s = _new_solver(10_000)
+            s.push()
+            if fast:
+                assert_terms(s, [int_relation(y, op, value), y * 2 >= 3, True])
+            else:
+                s.add(z3op(y, value), y * 2 >= 3, True)
+            answer = s.check()
+            text = s.sexpr()
+            s.pop()
+            return text, answer, z3.Int("after").get_id(), z3.IntVal(31337).get_id()
+
+    assert query(True) == query(False)
+
+
 def test_track_makes_z3pys_calls_with_the_same_ids():
     """``encode.track`` through the C API (session 17): the terms made after tracking get the ids
     they get after z3py's ``s.assert_and_track(cond, z3.Bool(name))``, and the query is the same
@@ -319,3 +353,34 @@ def test_model_values_read_as_int64_or_text_are_the_numerals(value):
     model = s.model()
     assert _value(model, x) == value == model.eval(x.term, model_completion=True).as_long()
     assert _value(model, SymInt.var("unconstrained")) == 0 and _value(model, 7) == 7
+
+
+def test_uninterpreted_constants_walk_matches_z3pys_and_makes_no_term():
+    """``uninterpreted_constants`` through Z3's C API (session 19): the names, in the order of
+    z3py's walk, and the decls of z3py's; no term is made (the ids of later terms are those after
+    z3py's walk); a term under a quantifier takes z3py's walk."""
+    from capproof.symbolic import _uninterpreted_constants_z3py, fresh_z3_context, uninterpreted_constants
+
+    def terms():
+        x, y, n = z3.Ints("x y n")
+        each = z3.Int("each(counts)#0")
+        return [z3.If(x > 3, (y + each) / 8, n * 2) <= x + 1, z3.And(y >= 0, n <= 64, z3.Bool("p")),
+                x - y == 5]
+
+    for walk in (uninterpreted_constants, _uninterpreted_constants_z3py):
+        assert walk([]) == {}
+
+    def run(walk):
+        with fresh_z3_context():
+            ts = terms()
+            found = walk(ts)
+            after = [z3.IntVal(424242), z3.Int("later") * 3]
+            return list(found), [d.sexpr() for d in found.values()], [t.get_id() for t in after]
+
+    assert run(uninterpreted_constants) == run(_uninterpreted_constants_z3py)
+    assert run(uninterpreted_constants)[0] == list(_uninterpreted_constants_z3py(terms()))
+    assert set(run(uninterpreted_constants)[0]) == {"x", "y", "n", "each(counts)#0", "p"}
+    x = z3.Int("x")
+    q = z3.ForAll([x], x + z3.Int("z") >= z3.Int("w"))
+    assert uninterpreted_constants([q, z3.Int("v") > 0]) == _uninterpreted_constants_z3py([q, z3.Int("v") > 0])
+    assert set(uninterpreted_constants([q])) == {"z", "w"}
