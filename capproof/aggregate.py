@@ -45,7 +45,7 @@ from .encode import (_call, _new_solver, assert_terms, concrete_args, core_label
                      track)
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
 from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
 from ._iteration import user_location as _user_location
@@ -520,7 +520,7 @@ class AbstractCase:
 
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``, each batch realised as a concrete list (ascending)."""
-        ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+        ev = lambda t: model_int(model, t)  # noqa: E731
         out: dict[str, object] = {}
         for p in self.ob.params:
             if p in self.fixed:
@@ -547,7 +547,7 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
     """A batch of ``n`` entries with the model's minimum and maximum whose first mapped total is
     the model's (entries found by binary search on the monotone ``f``); every other total of the
     batch the model used must then agree. Raises ValueError when no such batch is found."""
-    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    ev = lambda t: model_int(model, t)  # noqa: E731
     lo_x, hi_x = ev(b.m.term), ev(b.M.term)
     if "total" in b.used:  # the plain total is used too (or f is affine): realise it, check the mapped ones
         xs = realise(n, ev(b.T.term), hi_x, lo_x, b.lo, b.hi)
@@ -753,7 +753,7 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
     batch's true value (mapped totals included), and check that the abstraction admits the point
     (its facts are valid there) and gives the claim the verdict the ints give. Returns the problem,
     or None. Raises ValueError when the plain aggregates are not realisable."""
-    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    ev = lambda t: model_int(model, t)  # noqa: E731
     params: dict[str, object] = {}
     pins: list[z3.BoolRef] = []
     for p in case.ob.params:
@@ -779,7 +779,7 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
         answer = s.check()
         if answer != z3.sat:
             return f"realised batch {params}: the abstraction does not admit it ({answer})"
-        holds = z3.is_true(s.model().eval(case.claim, model_completion=True))
+        holds = model_true(s.model(), case.claim)
     finally:
         s.pop()
     return _replay_agrees(case, params, holds)
@@ -811,7 +811,7 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
     for attempt in range(2):
         try:
             params = case.point(model)
-            problem = _replay_agrees(case, params, z3.is_true(model.eval(case.claim, model_completion=True)))
+            problem = _replay_agrees(case, params, model_true(model, case.claim))
         except ValueError as exc:
             problem = f"abstract point not realisable: {exc}"
             if case.inexact:  # an over-approximation's point need not be a batch's: probe a real batch instead

@@ -23,7 +23,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, _unchecked, equal_int, _ge, _le, _literal, _show, explore,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _unchecked, equal_int, model_int, _ge, _le, _literal, _show, explore,
     to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
 )
 
@@ -336,7 +336,7 @@ class CaseProblem:
         if dom.length in self.fixed:
             return self.fixed[dom.length]
         assert model is not None
-        return model.eval(self.scalars[dom.length].term, model_completion=True).as_long()
+        return model_int(model, self.scalars[dom.length].term)
 
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``: ints, and each vector's active entries as a list."""
@@ -345,7 +345,7 @@ class CaseProblem:
             if p in self.fixed:
                 out[p] = self.fixed[p]
             elif p in self.scalars:
-                out[p] = model.eval(self.scalars[p].term, model_completion=True).as_long()
+                out[p] = model_int(model, self.scalars[p].term)
             else:
                 entries = self.vectors[p][: self.active(p, model)]
                 out[p] = [_value(model, e) for e in entries]
@@ -367,21 +367,11 @@ class CaseProblem:
 
 def _value(model: z3.ModelRef, entry: object) -> int:
     """``model.eval(to_z3_int(entry), model_completion=True).as_long()``: for a SymInt the same Z3
-    calls without the wrapper of the value (a 1024-entry batch is read twice per case)."""
-    if type(entry) is not SymInt or entry.term.ctx is not model.ctx:
+    calls without the wrapper of the value (:func:`capproof.symbolic.model_int`; a 1024-entry
+    batch is read twice per case)."""
+    if type(entry) is not SymInt:
         return model.eval(to_z3_int(entry), model_completion=True).as_long()
-    ref = model.ctx.ref()
-    out = (z3.Ast * 1)()
-    if not _model_eval(ref, model.model, entry.term.ast, True, out):  # the C function, no error check
-        raise z3.Z3Exception("failed to evaluate expression in the model")
-    # the numeral read as a 64-bit int where it fits (no text; Z3 says whether it did), else as text
-    if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
-        return _INT64.value
-    return int(z3.z3core.Z3_get_numeral_string(ref, out[0]))
-
-
-_get_numeral_int64 = _unchecked(z3.z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
-_INT64 = ctypes.c_longlong()
+    return model_int(model, entry.term)
 
 
 def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tuple[str, z3.BoolRef]]]:

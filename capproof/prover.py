@@ -38,7 +38,8 @@ from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
 from .shrink import shrink
-from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, int_relation, to_z3_bool, to_z3_int
+from .symbolic import (LazyText, SymInt, differs_from, fresh_z3_context, int_relation, model_int, model_true, to_z3_bool,
+                       to_z3_int)
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -206,7 +207,7 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
     value in ``model``.
     """
     if best is None:
-        best = model.eval(term, model_completion=True).as_long()
+        best = model_int(model, term)
     probe = lo
     while lo < best:
         s.push()
@@ -214,7 +215,7 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
         answer = s.check()
         if answer == z3.sat:
             model = s.model()
-            best = model.eval(term, model_completion=True).as_long()
+            best = model_int(model, term)
         elif answer == z3.unsat:
             lo = probe + 1
         s.pop()
@@ -261,7 +262,7 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
             assert_terms(s, [int_relation(term, "==", lo)])  # s.add(term == lo): the seed attains the lower bound with every value fixed so far
             return True
         model, done = minimize_term(s, model, term, lo, known)
-        if done and known is not None and model.eval(term, model_completion=True).as_long() < known:
+        if done and known is not None and model_int(model, term) < known:
             seed = None  # a value below the seed's: the seed no longer agrees with what is fixed
         return done
 
@@ -396,8 +397,8 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
         e.term for entries in case.vectors.values() for e in entries if isinstance(e, SymInt)]
     for attempt in range(2):
         params = case.point(model)
-        symbolic_holds = z3.is_true(model.eval(case.claim, model_completion=True))
-        symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long()
+        symbolic_holds = model_true(model, case.claim)
+        symbolic_values = {k: model_int(model, to_z3_int(v))
                            for k, v in case.ev.claim.values.items()}
         problem = _replay_check(case, params, symbolic_values, symbolic_holds)
         if problem:
@@ -535,7 +536,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
                                      max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
     params = case.point(model)
     symbolic_values = {
-        k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()
+        k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()
     }
     problem = _replay_check(case, params, symbolic_values)
     if problem:
@@ -773,7 +774,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
         return Witness(name, False, message=f"unknown: {s.reason_unknown()}")
     model, minimized = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
     params = case.point(model)
-    symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
+    symbolic_values = {k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()}
     problem = _replay_check(case, params, symbolic_values)
     if problem is None:
         try:

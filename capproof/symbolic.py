@@ -17,6 +17,7 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 
 from __future__ import annotations
 
+import ctypes
 import dis
 import functools
 import operator
@@ -366,6 +367,44 @@ _INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">="
 _get_ast_id, _to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
 _get_app_num_args, _get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
 _get_app_decl, _get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
+
+
+_get_numeral_int64 = _unchecked(_z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
+_INT64 = ctypes.c_longlong()
+
+
+def model_int(model: z3.ModelRef, term: z3.ArithRef) -> int:
+    """``model.eval(term, model_completion=True).as_long()`` for an Int term: Z3's evaluation
+    (``Z3_model_eval``, the one call that makes a term: the value) then a read of the numeral (as a
+    64-bit int where it fits, else as text), without z3py's wrapper of the value, its sort checks
+    and its text (issue 12: the values of every model read, ~2,000 per run of the heaviest
+    obligations). The wrapper's reference would be taken and dropped with the value alive in
+    between, freeing nothing: the same terms and ids. Other terms take z3py's path."""
+    if not isinstance(term, z3.ArithRef) or term.ctx is not model.ctx:
+        return model.eval(term, model_completion=True).as_long()
+    ref = model.ctx.ref()
+    out = (z3.Ast * 1)()
+    if not _model_eval(ref, model.model, term.ast, True, out):  # the C function, no error check
+        raise z3.Z3Exception("failed to evaluate expression in the model")
+    if _get_ast_kind(ref, out[0]) != _NUMERAL_AST:  # not a numeral: z3py's own error
+        return z3.z3._to_expr_ref(out[0], model.ctx).as_long()  # type: ignore[attr-defined]
+    if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
+        return _INT64.value
+    return int(_z3core.Z3_get_numeral_string(ref, out[0]))
+
+
+def model_true(model: z3.ModelRef, term: z3.BoolRef) -> bool:
+    """``z3.is_true(model.eval(term, model_completion=True))``: the evaluation, then whether the
+    value is the application ``true`` (z3py's reads of it, without its wrapper)."""
+    if not isinstance(term, z3.BoolRef) or term.ctx is not model.ctx:
+        return z3.is_true(model.eval(term, model_completion=True))
+    ref = model.ctx.ref()
+    out = (z3.Ast * 1)()
+    if not _model_eval(ref, model.model, term.ast, True, out):
+        raise z3.Z3Exception("failed to evaluate expression in the model")
+    value = out[0]
+    return (_get_ast_kind(ref, value) == z3.Z3_APP_AST
+            and _get_decl_kind(ref, _get_app_decl(ref, _to_app(ref, value))) == z3.Z3_OP_TRUE)
 
 
 def _wrapped(cls, ast, ctx: z3.Context, ref):

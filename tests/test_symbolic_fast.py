@@ -384,3 +384,32 @@ def test_uninterpreted_constants_walk_matches_z3pys_and_makes_no_term():
     q = z3.ForAll([x], x + z3.Int("z") >= z3.Int("w"))
     assert uninterpreted_constants([q, z3.Int("v") > 0]) == _uninterpreted_constants_z3py([q, z3.Int("v") > 0])
     assert set(uninterpreted_constants([q])) == {"z", "w"}
+
+
+@pytest.mark.parametrize("value", [0, 41, -7, 2**63, -(2**70)])
+def test_model_int_and_model_true_read_z3pys_values_with_the_same_ids(value):
+    """``model_int``/``model_true`` (every model read of the prover and the aggregate path, session
+    19) are ``model.eval(t, model_completion=True).as_long()`` and ``z3.is_true(model.eval(...))``:
+    the same values, and the terms made after the reads get the same ids as after z3py's."""
+    from capproof.symbolic import fresh_z3_context, model_int, model_true
+
+    def run(fast: bool):
+        with fresh_z3_context():
+            x, y = z3.Int("x"), z3.Int("y")
+            s = z3.Solver()
+            s.add(x == value, y > x)
+            assert s.check() == z3.sat
+            model = s.model()
+            terms = [x, x * 3 + 1, z3.Int("free"), y - x, z3.IntVal(5)]
+            claims = [x == value, x > value, z3.Bool("p"), z3.BoolVal(True)]
+            if fast:
+                ints = [model_int(model, t) for t in terms]
+                bools = [model_true(model, c) for c in claims]
+            else:
+                ints = [model.eval(t, model_completion=True).as_long() for t in terms]
+                bools = [z3.is_true(model.eval(c, model_completion=True)) for c in claims]
+            after = [z3.IntVal(777001), x * 13 - y, z3.Int("later")]
+            return ints, bools, [t.get_id() for t in after]
+
+    assert run(True) == run(False)
+    assert run(True)[0][:3] == [value, 3 * value + 1, 0] and run(True)[1] == [True, False, False, True]
