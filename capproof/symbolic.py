@@ -361,6 +361,7 @@ _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: 
 _model_eval = _unchecked(_z3core.Z3_model_eval)
 _mk_distinct, _mk_and = _unchecked(_z3core.Z3_mk_distinct), _unchecked(_z3core.Z3_mk_and)
 _mk_eq = _unchecked(_z3core.Z3_mk_eq)
+_mk_const = _unchecked(_z3core.Z3_mk_const)
 #: :func:`int_relation`'s operators: the C function and z3py's own operator (other operands)
 _INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">=": (_mk_ge, operator.ge)}
 #: accessors of live terms (cannot fail), for walks over a term's DAG without z3py's wrappers
@@ -893,7 +894,17 @@ class SymInt:
 
     @classmethod
     def var(cls, name: str) -> "SymInt":
-        return cls(z3.Int(name))
+        """``SymInt(z3.Int(name))``: z3py's calls (the name's symbol, the Int sort, the constant,
+        the wrapper's reference) without its wrappers and checks (issue 12: every scalar and
+        batch entry of every case and aggregate batch). The same constant, hence the same id."""
+        if cls is not SymInt or type(name) is not str:
+            return cls(z3.Int(name))
+        ctx = z3.main_ctx()
+        ref = ctx.ref()
+        const = _checked(ref, _mk_const(ref, _z3core.Z3_mk_string_symbol(ref, name), _mk_int_sort(ref)))
+        out = object.__new__(SymInt)
+        out.term = _wrapped(z3.ArithRef, const, ctx, ref)
+        return out
 
     def __repr__(self) -> str:
         return f"SymInt({self.term})"

@@ -413,3 +413,19 @@ def test_model_int_and_model_true_read_z3pys_values_with_the_same_ids(value):
 
     assert run(True) == run(False)
     assert run(True)[0][:3] == [value, 3 * value + 1, 0] and run(True)[1] == [True, False, False, True]
+
+
+def test_a_symbolic_variable_is_z3pys_constant_with_the_same_ids():
+    """``SymInt.var`` through the C API (session 19) is ``SymInt(z3.Int(name))``: the same
+    constant, and the terms made after it get the same ids."""
+    from capproof.symbolic import fresh_z3_context
+
+    def run(fast: bool):
+        with fresh_z3_context():
+            made = [SymInt.var(n) if fast else SymInt(z3.Int(n)) for n in ("a", "counts[3]", "a", "b")]
+            after = [z3.IntVal(99991), made[0].term + made[3].term, z3.Int("later")]
+            return [m.term.sexpr() for m in made], [m.term.get_id() for m in made], [t.get_id() for t in after]
+
+    assert run(True) == run(False)
+    x = SymInt.var("x")
+    assert type(x.term) is z3.ArithRef and x.term.eq(z3.Int("x")) and z3.is_int(x.term)
