@@ -45,7 +45,7 @@ from .encode import (_call, _new_solver, assert_terms, concrete_args, core_label
                      track)
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, model_int, model_true, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
 from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
 from ._iteration import user_location as _user_location
@@ -826,7 +826,8 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
         if attempt:
             break
         s.push()
-        s.add(z3.Or(*[t != model.eval(t, model_completion=True) for t in free]) if free else z3.BoolVal(False))
+        # z3.Or(*[t != model.eval(t, model_completion=True) for t in free]), its very calls
+        s.add(differs_from(model, free, anywhere=True) if free else z3.BoolVal(False))
         again = s.check()
         model2 = s.model() if again == z3.sat else None
         s.pop()

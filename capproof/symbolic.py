@@ -360,6 +360,7 @@ _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: 
 #: a model's value of a term (returns False, not an error, when it cannot evaluate: callers check)
 _model_eval = _unchecked(_z3core.Z3_model_eval)
 _mk_distinct, _mk_and = _unchecked(_z3core.Z3_mk_distinct), _unchecked(_z3core.Z3_mk_and)
+_mk_or = _unchecked(_z3core.Z3_mk_or)
 _mk_eq = _unchecked(_z3core.Z3_mk_eq)
 _mk_const = _unchecked(_z3core.Z3_mk_const)
 #: :func:`int_relation`'s operators: the C function and z3py's own operator (other operands)
@@ -368,6 +369,7 @@ _INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">="
 _get_ast_id, _to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
 _get_app_num_args, _get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
 _get_app_decl, _get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
+_get_sort, _get_sort_kind = _unchecked(_z3core.Z3_get_sort), _unchecked(_z3core.Z3_get_sort_kind)
 
 
 _get_numeral_int64 = _unchecked(_z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
@@ -502,10 +504,11 @@ def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
     return int_relation(term, "==", value)
 
 
-def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
+def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.BoolRef:
     """``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])`` (``terms`` not
     empty, Int terms of the model's context): "a point that differs from ``model`` in every one of
-    ``terms``", through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
+    ``terms``" (with ``anywhere``: ``z3.Or`` of them, "in one of ``terms`` at least", the aggregate
+    path's second probe point; z3.Or makes z3.And's calls with ``Z3_mk_or``), through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
     checks per term were most of the semantics probe's second point on a 64-request batch).
 
     The same Z3 calls in the same order as the z3py expression: per term ``Z3_model_eval`` then
@@ -540,7 +543,8 @@ def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
                 _inc_ref(ref, ne)
             _dec_ref(ref, value)
             held.append(_checked(ref, ne))
-        conj = _wrapped(z3.BoolRef, _checked(ref, _mk_and(ref, len(held), (z3.Ast * len(held))(*held))), ctx, ref)
+        join = _mk_or if anywhere else _mk_and
+        conj = _wrapped(z3.BoolRef, _checked(ref, join(ref, len(held), (z3.Ast * len(held))(*held))), ctx, ref)
     finally:
         for d in held:
             _dec_ref(ref, d)

@@ -190,6 +190,17 @@ def test_differs_from_builds_the_z3py_term_with_the_same_ids():
                                                      x + 2 != model.eval(x + 2, model_completion=True)))
 
 
+def test_differs_anywhere_builds_z3pys_or_with_the_same_ids():
+    """``differs_from(..., anywhere=True)`` (the aggregate path's second probe point, session 19)
+    is ``z3.Or(*[t != model.eval(t, model_completion=True) for t in terms])``: the same AST, and
+    the terms made after it get the same ids."""
+    from capproof.symbolic import differs_from
+
+    z3py = _ids_after(lambda model, terms: z3.Or(*[t != model.eval(t, model_completion=True) for t in terms]))
+    fast = _ids_after(lambda model, terms: differs_from(model, terms, anywhere=True))
+    assert fast == z3py
+
+
 def test_tracking_literals_are_read_by_name_as_printed():
     """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
     the literal's name is what ``str()`` prints, and a core's labels are those of
