@@ -31,6 +31,7 @@ see is caught here and falls back to the bounded encoding).
 from __future__ import annotations
 
 import contextlib
+import operator
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import z3
+import z3.z3core as _core
 
 from . import arith as _arith
 from .domain import Range, Vector
@@ -45,7 +47,7 @@ from .encode import (_call, _new_solver, assert_terms, concrete_args, core_label
                      track)
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, _Raw, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
 from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
 from ._iteration import user_location as _user_location
@@ -379,8 +381,13 @@ def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.A
     ``(n-1)*y_min + y_max <= T <= y_min + (n-1)*y_max``. Sound, not exact (``f`` may skip values
     between ``y_min`` and ``y_max``): a counterexample is realised by :meth:`AbstractCase.point`
     and replayed, or the bounded encoding is used."""
-    return z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
-                  z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+    b = _Built(n, T, y_max, y_min)
+    n, T, y_max, y_min = b.args
+    # z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
+    #        z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+    return b.done(b.and_(b.implies(b.eq(n, 1), b.and_(b.eq(T, y_max), b.eq(y_max, y_min))),
+                         b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), y_min), y_max), T),
+                                                      b.le(T, b.add(y_min, b.mul(b.sub(n, 1), y_max)))))))
 
 
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
@@ -428,15 +435,92 @@ def aggregate_facts(n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithR
     ``n >= 2``: ``(n-1)*m + M <= T <= m + (n-1)*M``; plus the linear consequences that help Z3
     (``T >= M + (n-1)*lo``, ``T <= m + (n-1)*hi``).
     """
-    facts = [n * lo <= T, T <= n * hi]
+    b = _Built(n, T, M, m, ints=(lo, hi))
+    n, T, M, m = b.args
+    # [n * lo <= T, T <= n * hi] and with extremes [lo <= m, m <= M, M <= hi, z3.Implies(n == 1,
+    # z3.And(T == M, M == m)), z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
+    # T >= M + (n - 1) * lo, T <= m + (n - 1) * hi], then z3.And of them
+    built = [b.le(b.mul(n, lo), T), b.le(T, b.mul(n, hi))]
     if extremes:
-        facts += [
-            lo <= m, m <= M, M <= hi,
-            z3.Implies(n == 1, z3.And(T == M, M == m)),
-            z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
-            T >= M + (n - 1) * lo, T <= m + (n - 1) * hi,
+        built += [
+            b.le(lo, m), b.le(m, M), b.le(M, hi),
+            b.implies(b.eq(n, 1), b.and_(b.eq(T, M), b.eq(M, m))),
+            b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), m), M), T), b.le(T, b.add(m, b.mul(b.sub(n, 1), M))))),
+            b.ge(T, b.add(M, b.mul(b.sub(n, 1), lo))), b.le(T, b.add(m, b.mul(b.sub(n, 1), hi))),
         ]
-    return z3.And(*facts)
+    return b.done(b.and_(*built))
+
+
+class _Built:
+    """z3py's operators for :func:`aggregate_facts` and :func:`mapped_facts` (the formulas are
+    written once, with these), making z3py's very Z3 calls in the same order without a Python
+    wrapper, coercion and sort check per operation (issue 12: the facts are built again for every
+    abstract case) when every term is an Int term of one context and every other operand a Python
+    int; otherwise z3py's operators themselves (``raw`` is None).
+
+    On the C path operands are ``(ast, z3py class)`` pairs or Python ints. Each operation makes
+    what z3py's makes: an int operand's numeral (``IntVal``, in the operation, after both operands
+    are built, as ``_coerce_exprs`` casts it), then the application. A comparison takes Python's
+    reflected method where Python would (an int on the left; a right operand whose class,
+    ``IntNumRef``, is a proper subclass of the left's, ``ArithRef``): ``lo <= m`` is ``m >= lo``,
+    ``x == numeral`` is ``numeral == x``. Every term made ends up inside the result (no term is freed
+    before it is held), so Z3 gives the same ids (tests/test_aggregate.py compares them)."""
+
+    __slots__ = ("raw", "args", "terms")
+
+    def __init__(self, *terms, ints: tuple = ()):
+        self.terms = terms  # the caller's wrappers, alive while the raw terms are used (as z3py's arguments are)
+        ctx = terms[0].ctx if isinstance(terms[0], z3.ArithRef) else None
+        ok = (ctx is not None and all(type(i) is int for i in ints)
+              and all(type(t) in (z3.ArithRef, z3.IntNumRef) and t.ctx is ctx and t.is_int() for t in terms))
+        self.raw = _Raw(ctx) if ok else None
+        self.args = [(t.as_ast(), type(t)) for t in terms] if ok else list(terms)
+
+    def _operand(self, x):
+        return (self.raw.num(x), z3.IntNumRef) if type(x) is int else x
+
+    def _arith(self, mk, z3py, a, b):
+        if self.raw is None:
+            return z3py(a, b)
+        a, b = self._operand(a), self._operand(b)
+        return self.raw.nary(mk, a[0], b[0]), z3.ArithRef
+
+    def add(self, a, b):
+        return self._arith(_core.Z3_mk_add, operator.add, a, b)
+
+    def sub(self, a, b):
+        return self._arith(_core.Z3_mk_sub, operator.sub, a, b)
+
+    def mul(self, a, b):
+        return self._arith(_core.Z3_mk_mul, operator.mul, a, b)
+
+    def _compare(self, mk, reflected, z3py, a, b):
+        if self.raw is None:
+            return z3py(a, b)
+        if type(a) is int:  # int <= x: Python calls x.__ge__(int)
+            mk, a, b = reflected, b, a
+        elif type(b) is not int and b[1] is not a[1] and issubclass(b[1], a[1]):
+            mk, a, b = reflected, b, a
+        a, b = self._operand(a), self._operand(b)
+        return self.raw.keep(mk(self.raw.ref, a[0], b[0])), z3.BoolRef
+
+    def le(self, a, b):
+        return self._compare(_core.Z3_mk_le, _core.Z3_mk_ge, operator.le, a, b)
+
+    def ge(self, a, b):
+        return self._compare(_core.Z3_mk_ge, _core.Z3_mk_le, operator.ge, a, b)
+
+    def eq(self, a, b):
+        return self._compare(_core.Z3_mk_eq, _core.Z3_mk_eq, operator.eq, a, b)
+
+    def implies(self, a, b):
+        return z3.Implies(a, b) if self.raw is None else (self.raw.implies(a[0], b[0]), z3.BoolRef)
+
+    def and_(self, *args):
+        return z3.And(*args) if self.raw is None else (self.raw.nary(_core.Z3_mk_and, *(a[0] for a in args)), z3.BoolRef)
+
+    def done(self, built) -> z3.BoolRef:
+        return built if self.raw is None else self.raw.done(built[0])
 
 
 def realise(n: int, T: int, M: int | None, m: int | None, lo: int, hi: int) -> list[int]:
