@@ -8,7 +8,6 @@ and its named quantities; :func:`evaluate` and :func:`replay` run the same funct
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sysconfig
 import traceback
@@ -23,7 +22,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _unchecked, equal_int, model_int, _ge, _le, _literal, _show, explore,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, equal_int, int_relation, model_int, _ge, _le, _literal, _show, explore,
     to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
 )
 
@@ -378,9 +377,9 @@ def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tup
     """A symbolic int per ``Range`` parameter and its labelled bounds (``name >= lo``, ``name <= hi``)."""
     scalars = {name: SymInt.var(name) for name in ranges}
     constraints: list[tuple[str, z3.BoolRef]] = []
-    for name, dom in ranges.items():
-        constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
-        constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    for name, dom in ranges.items():  # int_relation: z3py's ``term >= lo``, ``term <= hi``, its very calls
+        constraints.append((f"{name} >= {dom.lo}", int_relation(scalars[name].term, ">=", dom.lo)))
+        constraints.append((f"{name} <= {dom.hi}", int_relation(scalars[name].term, "<=", dom.hi)))
     return scalars, constraints
 
 
