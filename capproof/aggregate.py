@@ -31,6 +31,7 @@ see is caught here and falls back to the bounded encoding).
 from __future__ import annotations
 
 import contextlib
+import operator
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -38,13 +39,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import z3
+import z3.z3core as _core
 
 from . import arith as _arith
 from .domain import Range, Vector
-from .encode import _call, _new_solver, concrete_args, core_labels, evaluate, literal_name, scalar_inputs, track
+from .encode import (_call, _new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
+                     track)
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, _Raw, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
 from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
 from ._iteration import user_location as _user_location
@@ -378,8 +381,13 @@ def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.A
     ``(n-1)*y_min + y_max <= T <= y_min + (n-1)*y_max``. Sound, not exact (``f`` may skip values
     between ``y_min`` and ``y_max``): a counterexample is realised by :meth:`AbstractCase.point`
     and replayed, or the bounded encoding is used."""
-    return z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
-                  z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+    b = _Built(n, T, y_max, y_min)
+    n, T, y_max, y_min = b.args
+    # z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
+    #        z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+    return b.done(b.and_(b.implies(b.eq(n, 1), b.and_(b.eq(T, y_max), b.eq(y_max, y_min))),
+                         b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), y_min), y_max), T),
+                                                      b.le(T, b.add(y_min, b.mul(b.sub(n, 1), y_max)))))))
 
 
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
@@ -427,15 +435,92 @@ def aggregate_facts(n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithR
     ``n >= 2``: ``(n-1)*m + M <= T <= m + (n-1)*M``; plus the linear consequences that help Z3
     (``T >= M + (n-1)*lo``, ``T <= m + (n-1)*hi``).
     """
-    facts = [n * lo <= T, T <= n * hi]
+    b = _Built(n, T, M, m, ints=(lo, hi))
+    n, T, M, m = b.args
+    # [n * lo <= T, T <= n * hi] and with extremes [lo <= m, m <= M, M <= hi, z3.Implies(n == 1,
+    # z3.And(T == M, M == m)), z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
+    # T >= M + (n - 1) * lo, T <= m + (n - 1) * hi], then z3.And of them
+    built = [b.le(b.mul(n, lo), T), b.le(T, b.mul(n, hi))]
     if extremes:
-        facts += [
-            lo <= m, m <= M, M <= hi,
-            z3.Implies(n == 1, z3.And(T == M, M == m)),
-            z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
-            T >= M + (n - 1) * lo, T <= m + (n - 1) * hi,
+        built += [
+            b.le(lo, m), b.le(m, M), b.le(M, hi),
+            b.implies(b.eq(n, 1), b.and_(b.eq(T, M), b.eq(M, m))),
+            b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), m), M), T), b.le(T, b.add(m, b.mul(b.sub(n, 1), M))))),
+            b.ge(T, b.add(M, b.mul(b.sub(n, 1), lo))), b.le(T, b.add(m, b.mul(b.sub(n, 1), hi))),
         ]
-    return z3.And(*facts)
+    return b.done(b.and_(*built))
+
+
+class _Built:
+    """z3py's operators for :func:`aggregate_facts` and :func:`mapped_facts` (the formulas are
+    written once, with these), making z3py's very Z3 calls in the same order without a Python
+    wrapper, coercion and sort check per operation (issue 12: the facts are built again for every
+    abstract case) when every term is an Int term of one context and every other operand a Python
+    int; otherwise z3py's operators themselves (``raw`` is None).
+
+    On the C path operands are ``(ast, z3py class)`` pairs or Python ints. Each operation makes
+    what z3py's makes: an int operand's numeral (``IntVal``, in the operation, after both operands
+    are built, as ``_coerce_exprs`` casts it), then the application. A comparison takes Python's
+    reflected method where Python would (an int on the left; a right operand whose class,
+    ``IntNumRef``, is a proper subclass of the left's, ``ArithRef``): ``lo <= m`` is ``m >= lo``,
+    ``x == numeral`` is ``numeral == x``. Every term made ends up inside the result (no term is freed
+    before it is held), so Z3 gives the same ids (tests/test_aggregate.py compares them)."""
+
+    __slots__ = ("raw", "args", "terms")
+
+    def __init__(self, *terms, ints: tuple = ()):
+        self.terms = terms  # the caller's wrappers, alive while the raw terms are used (as z3py's arguments are)
+        ctx = terms[0].ctx if isinstance(terms[0], z3.ArithRef) else None
+        ok = (ctx is not None and all(type(i) is int for i in ints)
+              and all(type(t) in (z3.ArithRef, z3.IntNumRef) and t.ctx is ctx and t.is_int() for t in terms))
+        self.raw = _Raw(ctx) if ok else None
+        self.args = [(t.as_ast(), type(t)) for t in terms] if ok else list(terms)
+
+    def _operand(self, x):
+        return (self.raw.num(x), z3.IntNumRef) if type(x) is int else x
+
+    def _arith(self, mk, z3py, a, b):
+        if self.raw is None:
+            return z3py(a, b)
+        a, b = self._operand(a), self._operand(b)
+        return self.raw.nary(mk, a[0], b[0]), z3.ArithRef
+
+    def add(self, a, b):
+        return self._arith(_core.Z3_mk_add, operator.add, a, b)
+
+    def sub(self, a, b):
+        return self._arith(_core.Z3_mk_sub, operator.sub, a, b)
+
+    def mul(self, a, b):
+        return self._arith(_core.Z3_mk_mul, operator.mul, a, b)
+
+    def _compare(self, mk, reflected, z3py, a, b):
+        if self.raw is None:
+            return z3py(a, b)
+        if type(a) is int:  # int <= x: Python calls x.__ge__(int)
+            mk, a, b = reflected, b, a
+        elif type(b) is not int and b[1] is not a[1] and issubclass(b[1], a[1]):
+            mk, a, b = reflected, b, a
+        a, b = self._operand(a), self._operand(b)
+        return self.raw.keep(mk(self.raw.ref, a[0], b[0])), z3.BoolRef
+
+    def le(self, a, b):
+        return self._compare(_core.Z3_mk_le, _core.Z3_mk_ge, operator.le, a, b)
+
+    def ge(self, a, b):
+        return self._compare(_core.Z3_mk_ge, _core.Z3_mk_le, operator.ge, a, b)
+
+    def eq(self, a, b):
+        return self._compare(_core.Z3_mk_eq, _core.Z3_mk_eq, operator.eq, a, b)
+
+    def implies(self, a, b):
+        return z3.Implies(a, b) if self.raw is None else (self.raw.implies(a[0], b[0]), z3.BoolRef)
+
+    def and_(self, *args):
+        return z3.And(*args) if self.raw is None else (self.raw.nary(_core.Z3_mk_and, *(a[0] for a in args)), z3.BoolRef)
+
+    def done(self, built) -> z3.BoolRef:
+        return built if self.raw is None else self.raw.done(built[0])
 
 
 def realise(n: int, T: int, M: int | None, m: int | None, lo: int, hi: int) -> list[int]:
@@ -493,8 +578,7 @@ class AbstractCase:
         trackers: dict[str, str] = {}
         for label, cond in self.constraints:
             track(s, trackers, label, cond)
-        for lemma in self.lemmas:
-            s.add(lemma)
+        assert_terms(s, self.lemmas)
         return s, trackers
 
     def aggregate_terms(self) -> list[tuple[z3.ArithRef, int]]:
@@ -520,7 +604,7 @@ class AbstractCase:
 
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``, each batch realised as a concrete list (ascending)."""
-        ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+        ev = lambda t: model_int(model, t)  # noqa: E731
         out: dict[str, object] = {}
         for p in self.ob.params:
             if p in self.fixed:
@@ -547,7 +631,7 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
     """A batch of ``n`` entries with the model's minimum and maximum whose first mapped total is
     the model's (entries found by binary search on the monotone ``f``); every other total of the
     batch the model used must then agree. Raises ValueError when no such batch is found."""
-    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    ev = lambda t: model_int(model, t)  # noqa: E731
     lo_x, hi_x = ev(b.m.term), ev(b.M.term)
     if "total" in b.used:  # the plain total is used too (or f is affine): realise it, check the mapped ones
         xs = realise(n, ev(b.T.term), hi_x, lo_x, b.lo, b.hi)
@@ -753,7 +837,7 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
     batch's true value (mapped totals included), and check that the abstraction admits the point
     (its facts are valid there) and gives the claim the verdict the ints give. Returns the problem,
     or None. Raises ValueError when the plain aggregates are not realisable."""
-    ev = lambda t: model.eval(t, model_completion=True).as_long()  # noqa: E731
+    ev = lambda t: model_int(model, t)  # noqa: E731
     params: dict[str, object] = {}
     pins: list[z3.BoolRef] = []
     for p in case.ob.params:
@@ -779,7 +863,7 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
         answer = s.check()
         if answer != z3.sat:
             return f"realised batch {params}: the abstraction does not admit it ({answer})"
-        holds = z3.is_true(s.model().eval(case.claim, model_completion=True))
+        holds = model_true(s.model(), case.claim)
     finally:
         s.pop()
     return _replay_agrees(case, params, holds)
@@ -811,7 +895,7 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
     for attempt in range(2):
         try:
             params = case.point(model)
-            problem = _replay_agrees(case, params, z3.is_true(model.eval(case.claim, model_completion=True)))
+            problem = _replay_agrees(case, params, model_true(model, case.claim))
         except ValueError as exc:
             problem = f"abstract point not realisable: {exc}"
             if case.inexact:  # an over-approximation's point need not be a batch's: probe a real batch instead
@@ -826,7 +910,8 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
         if attempt:
             break
         s.push()
-        s.add(z3.Or(*[t != model.eval(t, model_completion=True) for t in free]) if free else z3.BoolVal(False))
+        # z3.Or(*[t != model.eval(t, model_completion=True) for t in free]), its very calls
+        s.add(differs_from(model, free, anywhere=True) if free else z3.BoolVal(False))
         again = s.check()
         model2 = s.model() if again == z3.sat else None
         s.pop()
@@ -881,7 +966,7 @@ def _minimal_core(case: AbstractCase, trackers: dict[str, str], core: list[z3.Bo
     for label in list(keep):
         trial = [k for k in keep if k != label]
         s = _new_solver(max(rlimit // 10, 1))
-        s.add(*[conds[k] for k in trial], *case.lemmas, z3.Not(case.claim))
+        assert_terms(s, [*[conds[k] for k in trial], *case.lemmas, z3.Not(case.claim)])
         if s.check() == z3.unsat:
             keep = trial
     return keep

@@ -39,8 +39,9 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .encode import _describe_exc, build_case, concrete_args, evaluate
-from .symbolic import to_z3_bool
+from .encode import _describe_exc, assert_terms, build_case, concrete_args, evaluate
+from .symbolic import (_get_app_arg, _get_app_decl, _get_app_num_args, _get_ast_id, _get_ast_kind, _get_decl_kind, _get_sort,
+                       _get_sort_kind, _to_app, int_relation, to_z3_bool)
 
 __all__ = ["AxisDensity", "axis_density", "failure_density", "ENUM_FIRST", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
 
@@ -122,29 +123,40 @@ def _enumerate(ob: Obligation, point: dict[str, Any], param: str, lo: int, hi: i
 
 
 def _period_candidate(exprs: list[z3.ExprRef]) -> int:
-    """lcm over the terms of (constant divisor × the candidate period of its dividend)."""
-    memo: dict[int, int] = {}
+    """lcm over the terms of (constant divisor × the candidate period of its dividend).
 
-    def per(e: z3.ExprRef) -> int:
-        key = e.get_id()
+    One walk over the shared DAG through Z3's C API (accessors of live terms: nothing is built),
+    without a z3py wrapper per node (issue 12)."""
+    if not exprs:
+        return 1
+    memo: dict[int, int] = {}
+    ctx = exprs[0].ctx
+    c = ctx.ref()
+    divisions = (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
+
+    def per(a) -> int:
+        key = _get_ast_id(c, a)
         if key in memo:
             return memo[key]
         out = 1
-        if z3.is_app(e):
-            kids = [per(c) for c in e.children()]
+        if _get_ast_kind(c, a) == z3.Z3_APP_AST:  # a numeral (z3py's is_app too) has no arguments: 1
+            app = _to_app(c, a)
+            args = [_get_app_arg(c, app, k) for k in range(_get_app_num_args(c, app))]
+            kids = [per(b) for b in args]
             for k in kids:
                 out = math.lcm(out, k)
-            kind = e.decl().kind()
-            if kind in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM) and z3.is_int_value(e.arg(1)):
-                c = abs(e.arg(1).as_long())
-                if c:
-                    out = c * kids[0]
+            if _get_decl_kind(c, _get_app_decl(c, app)) in divisions:
+                d = args[1]
+                if _get_ast_kind(c, d) == z3.Z3_NUMERAL_AST and _get_sort_kind(c, _get_sort(c, d)) == z3.Z3_INT_SORT:
+                    divisor = abs(int(z3.z3core.Z3_get_numeral_string(c, d)))  # is_int_value, as_long
+                    if divisor:
+                        out = divisor * kids[0]
         memo[key] = min(out, MAX_PERIOD + 1)
         return memo[key]
 
     result = 1
     for e in exprs:
-        result = math.lcm(result, per(e))
+        result = math.lcm(result, per(e.as_ast()) if e.ctx is ctx else _period_candidate([e]))
     return result
 
 
@@ -252,9 +264,8 @@ def _by_period(ob: Obligation, params: dict[str, Any], param: str, ax: _Axis, rl
 
 def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
     s = _new_solver(rlimit)
-    s.add(*ax.pins)
-    for lemma in ax.lemmas:
-        s.add(lemma)
+    assert_terms(s, ax.pins)
+    assert_terms(s, ax.lemmas)
     used = 0
     categories = (ax.failing, z3.And(ax.admitted, z3.Not(ax.failing)), z3.Not(ax.admitted))
     admitted = failing = 0
@@ -267,7 +278,8 @@ def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
                 return None
             used += 1
             s.push()
-            s.add(ax.x >= a, ax.x <= b, cat)
+            # s.add(ax.x >= a, ax.x <= b, cat): the same terms and calls, without z3py's coercions
+            assert_terms(s, [int_relation(ax.x, ">=", a), int_relation(ax.x, "<=", b), cat])
             answer = s.check()
             s.pop()
             if answer == z3.unknown:

@@ -8,7 +8,6 @@ and its named quantities; :func:`evaluate` and :func:`replay` run the same funct
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sysconfig
 import traceback
@@ -23,7 +22,7 @@ from .errors import CapproofError, ReplayError, SpecError
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, _model_eval, _unchecked, equal_int, _ge, _le, _literal, _show, explore,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, equal_int, int_relation, model_int, _ge, _le, _literal, _show, explore,
     to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
 )
 
@@ -239,6 +238,19 @@ def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) 
         _core.Z3_dec_ref(ref, lit)
 
 
+def assert_terms(s: z3.Solver, terms) -> None:
+    """``s.add(*terms)``: each term asserted on ``s`` in order, with ``Solver.add``'s one Z3 call
+    per term (``Z3_solver_assert``) and without its per-term cast (a ``BoolRef`` of ``s``'s
+    context is its own cast: the same call on the same term; issue 12: 35,000 lemmas on a MoE
+    routing, a fresh solver per trial of a minimal core). Other terms go through ``s.add``."""
+    ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
+    for t in terms:
+        if type(t) is z3.BoolRef and t.ctx is ctx:
+            _core.Z3_solver_assert(ref, solver, t.ast)
+        else:
+            s.add(t)
+
+
 def literal_name(t: z3.ExprRef) -> str:
     """``str(t)`` for a tracking literal (a Boolean constant named ``__track_<k>``, which z3's
     printer shows as its name), read from its declaration instead of printed (the printer was a
@@ -312,12 +324,7 @@ class CaseProblem:
             if label in dropped:
                 continue
             track(s, trackers, label, cond)
-        ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
-        for lemma in self.lemmas:  # Solver.add's call without its per-term cast (issue 12: 35,000 lemmas)
-            if type(lemma) is z3.BoolRef and lemma.ctx is ctx:
-                z3.z3core.Z3_solver_assert(ref, solver, lemma.ast)
-            else:
-                s.add(lemma)
+        assert_terms(s, self.lemmas)
         return s, trackers
 
     def active(self, name: str, model: z3.ModelRef | None = None) -> int:
@@ -328,7 +335,7 @@ class CaseProblem:
         if dom.length in self.fixed:
             return self.fixed[dom.length]
         assert model is not None
-        return model.eval(self.scalars[dom.length].term, model_completion=True).as_long()
+        return model_int(model, self.scalars[dom.length].term)
 
     def point(self, model: z3.ModelRef) -> dict[str, object]:
         """The parameters at ``model``: ints, and each vector's active entries as a list."""
@@ -337,7 +344,7 @@ class CaseProblem:
             if p in self.fixed:
                 out[p] = self.fixed[p]
             elif p in self.scalars:
-                out[p] = model.eval(self.scalars[p].term, model_completion=True).as_long()
+                out[p] = model_int(model, self.scalars[p].term)
             else:
                 entries = self.vectors[p][: self.active(p, model)]
                 out[p] = [_value(model, e) for e in entries]
@@ -359,30 +366,20 @@ class CaseProblem:
 
 def _value(model: z3.ModelRef, entry: object) -> int:
     """``model.eval(to_z3_int(entry), model_completion=True).as_long()``: for a SymInt the same Z3
-    calls without the wrapper of the value (a 1024-entry batch is read twice per case)."""
-    if type(entry) is not SymInt or entry.term.ctx is not model.ctx:
+    calls without the wrapper of the value (:func:`capproof.symbolic.model_int`; a 1024-entry
+    batch is read twice per case)."""
+    if type(entry) is not SymInt:
         return model.eval(to_z3_int(entry), model_completion=True).as_long()
-    ref = model.ctx.ref()
-    out = (z3.Ast * 1)()
-    if not _model_eval(ref, model.model, entry.term.ast, True, out):  # the C function, no error check
-        raise z3.Z3Exception("failed to evaluate expression in the model")
-    # the numeral read as a 64-bit int where it fits (no text; Z3 says whether it did), else as text
-    if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
-        return _INT64.value
-    return int(z3.z3core.Z3_get_numeral_string(ref, out[0]))
-
-
-_get_numeral_int64 = _unchecked(z3.z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
-_INT64 = ctypes.c_longlong()
+    return model_int(model, entry.term)
 
 
 def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tuple[str, z3.BoolRef]]]:
     """A symbolic int per ``Range`` parameter and its labelled bounds (``name >= lo``, ``name <= hi``)."""
     scalars = {name: SymInt.var(name) for name in ranges}
     constraints: list[tuple[str, z3.BoolRef]] = []
-    for name, dom in ranges.items():
-        constraints.append((f"{name} >= {dom.lo}", scalars[name].term >= dom.lo))
-        constraints.append((f"{name} <= {dom.hi}", scalars[name].term <= dom.hi))
+    for name, dom in ranges.items():  # int_relation: z3py's ``term >= lo``, ``term <= hi``, its very calls
+        constraints.append((f"{name} >= {dom.lo}", int_relation(scalars[name].term, ">=", dom.lo)))
+        constraints.append((f"{name} <= {dom.hi}", int_relation(scalars[name].term, "<=", dom.hi)))
     return scalars, constraints
 
 

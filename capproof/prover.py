@@ -30,7 +30,7 @@ import z3
 
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, SharedInputs, _describe_exc, _new_solver, build_case, build_paths,
+    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, SharedInputs, _describe_exc, _new_solver, assert_terms, build_case, build_paths,
     checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
 )
 from .errors import DivisorMayBeZero, ReplayError
@@ -38,7 +38,8 @@ from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
 from .shrink import shrink
-from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, to_z3_bool, to_z3_int
+from .symbolic import (LazyText, SymInt, differs_from, fresh_z3_context, int_relation, model_int, model_true, to_z3_bool,
+                       to_z3_int)
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -206,22 +207,22 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
     value in ``model``.
     """
     if best is None:
-        best = model.eval(term, model_completion=True).as_long()
+        best = model_int(model, term)
     probe = lo
     while lo < best:
         s.push()
-        s.add(term <= probe)
+        assert_terms(s, [int_relation(term, "<=", probe)])  # s.add(term <= probe): the same term and call
         answer = s.check()
         if answer == z3.sat:
             model = s.model()
-            best = model.eval(term, model_completion=True).as_long()
+            best = model_int(model, term)
         elif answer == z3.unsat:
             lo = probe + 1
         s.pop()
         if answer == z3.unknown:
             return model, False
         probe = (lo + best) // 2
-    s.add(term == best)
+    assert_terms(s, [int_relation(term, "==", best)])  # s.add(term == best)
     return model, True
 
 
@@ -258,10 +259,10 @@ def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[s
     def lowest(term: z3.ArithRef, lo: int, known: int | None) -> bool:
         nonlocal model, seed
         if known == lo:
-            s.add(term == lo)  # the seed attains the lower bound with every value fixed so far
+            assert_terms(s, [int_relation(term, "==", lo)])  # s.add(term == lo): the seed attains the lower bound with every value fixed so far
             return True
         model, done = minimize_term(s, model, term, lo, known)
-        if done and known is not None and model.eval(term, model_completion=True).as_long() < known:
+        if done and known is not None and model_int(model, term) < known:
             seed = None  # a value below the seed's: the seed no longer agrees with what is fixed
         return done
 
@@ -396,8 +397,8 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
         e.term for entries in case.vectors.values() for e in entries if isinstance(e, SymInt)]
     for attempt in range(2):
         params = case.point(model)
-        symbolic_holds = z3.is_true(model.eval(case.claim, model_completion=True))
-        symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long()
+        symbolic_holds = model_true(model, case.claim)
+        symbolic_values = {k: model_int(model, to_z3_int(v))
                            for k, v in case.ev.claim.values.items()}
         problem = _replay_check(case, params, symbolic_values, symbolic_holds)
         if problem:
@@ -535,7 +536,7 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
                                      max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
     params = case.point(model)
     symbolic_values = {
-        k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()
+        k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()
     }
     problem = _replay_check(case, params, symbolic_values)
     if problem:
@@ -577,6 +578,9 @@ def _ite_reads(ctx: z3.Context, roots: list[z3.ExprRef], ids: set[int]) -> bool:
         z3.Z3_get_ast_id, z3.Z3_get_ast_kind, z3.Z3_to_app, z3.Z3_get_app_num_args, z3.Z3_get_app_arg))
     app_kind = z3.Z3_APP_AST
     reads: dict[int, bool] = {}
+    # the argument ids of each application met, kept from its first visit (pushing its pending
+    # arguments) for its second (when they are all decided: each was pushed above it)
+    arguments: dict[int, list[int]] = {}
     stack = [r.as_ast() for r in roots]
     while stack:
         a = stack[-1]
@@ -584,21 +588,24 @@ def _ite_reads(ctx: z3.Context, roots: list[z3.ExprRef], ids: set[int]) -> bool:
         if i in reads:
             stack.pop()
             continue
-        if i in ids or ast_kind(c, a) != app_kind:
-            reads[i] = i in ids
-            stack.pop()
-            continue
-        app = to_app(c, a)
-        args = [app_arg(c, app, k) for k in range(num_args(c, app))]
-        arg_ids = [ast_id(c, b) for b in args]
-        pending = [b for b, j in zip(args, arg_ids) if j not in reads]
-        if pending:
-            stack.extend(pending)
-            continue
+        arg_ids = arguments.get(i)
+        if arg_ids is None:
+            if i in ids or ast_kind(c, a) != app_kind:
+                reads[i] = i in ids
+                stack.pop()
+                continue
+            app = to_app(c, a)
+            args = [app_arg(c, app, k) for k in range(num_args(c, app))]
+            arg_ids = arguments[i] = [ast_id(c, b) for b in args]
+            pending = [b for b, j in zip(args, arg_ids) if j not in reads]
+            if pending:
+                stack.extend(pending)
+                continue
         stack.pop()
         reads[i] = any(reads[j] for j in arg_ids)
-        if (reads[i] and len(args) == 3 and z3.Z3_get_decl_kind(c, z3.Z3_get_app_decl(c, app)) == z3.Z3_OP_ITE
-                and reads[arg_ids[0]] and z3.Z3_get_sort_kind(c, z3.Z3_get_sort(c, a)) == z3.Z3_INT_SORT):
+        if (reads[i] and len(arg_ids) == 3 and reads[arg_ids[0]]
+                and z3.Z3_get_decl_kind(c, z3.Z3_get_app_decl(c, to_app(c, a))) == z3.Z3_OP_ITE
+                and z3.Z3_get_sort_kind(c, z3.Z3_get_sort(c, a)) == z3.Z3_INT_SORT):
             return True
     return False
 
@@ -767,7 +774,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
         return Witness(name, False, message=f"unknown: {s.reason_unknown()}")
     model, minimized = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
     params = case.point(model)
-    symbolic_values = {k: model.eval(to_z3_int(v), model_completion=True).as_long() for k, v in case.ev.claim.values.items()}
+    symbolic_values = {k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()}
     problem = _replay_check(case, params, symbolic_values)
     if problem is None:
         try:

@@ -17,8 +17,10 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 
 from __future__ import annotations
 
+import ctypes
 import dis
 import functools
+import operator
 import os
 import threading
 import types
@@ -60,7 +62,46 @@ class fresh_z3_context:
 
 def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:
     """The uninterpreted constants (the variables) under ``exprs``, by name: one walk over the
-    shared DAG (used by the SMT-LIB export's declarations and by the batch analyses)."""
+    shared DAG (used by the SMT-LIB export's declarations and by the batch analyses).
+
+    The walk reads the terms through Z3's C API (kind, arguments, declaration: accessors of live
+    terms, which build nothing) without a z3py wrapper per node (issue 12: the wrappers' reference
+    counting was most of the walk); only a constant found is wrapped (``e.decl()``). The same
+    depth-first order as the z3py walk (``stack.extend(e.children())``, last child first), so the
+    same names in the same order. Terms with a node that is neither an application nor a numeral
+    (a quantifier, a bound variable) are walked with z3py."""
+    ctx = exprs[0].ctx if exprs else None
+    if ctx is None or any(e.ctx is not ctx for e in exprs):
+        return _uninterpreted_constants_z3py(exprs)
+    c = ctx.ref()
+    seen: set[int] = set()
+    out: dict[str, z3.FuncDeclRef] = {}
+    stack = [e.as_ast() for e in exprs]
+    app, numeral, uninterpreted = z3.Z3_APP_AST, _NUMERAL_AST, z3.Z3_OP_UNINTERPRETED
+    while stack:
+        a = stack.pop()
+        i = _get_ast_id(c, a)
+        if i in seen:
+            continue
+        seen.add(i)
+        kind = _get_ast_kind(c, a)
+        if kind != app and kind != numeral:  # a quantifier or a bound variable: z3py's walk throughout
+            return _uninterpreted_constants_z3py(exprs)
+        t = _to_app(c, a)
+        n = _get_app_num_args(c, t)
+        if n == 0:
+            d = _get_app_decl(c, t)
+            if _get_decl_kind(c, d) == uninterpreted:
+                decl = z3.FuncDeclRef(d, ctx)
+                out[decl.name()] = decl
+            continue
+        stack.extend([_get_app_arg(c, t, k) for k in range(n)])
+    return out
+
+
+def _uninterpreted_constants_z3py(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef]:
+    """:func:`uninterpreted_constants` walked with z3py's wrappers (terms of several contexts, or
+    under a quantifier)."""
     seen: set[int] = set()
     out: dict[str, z3.FuncDeclRef] = {}
     stack = list(exprs)
@@ -319,7 +360,54 @@ _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: 
 #: a model's value of a term (returns False, not an error, when it cannot evaluate: callers check)
 _model_eval = _unchecked(_z3core.Z3_model_eval)
 _mk_distinct, _mk_and = _unchecked(_z3core.Z3_mk_distinct), _unchecked(_z3core.Z3_mk_and)
+_mk_or = _unchecked(_z3core.Z3_mk_or)
 _mk_eq = _unchecked(_z3core.Z3_mk_eq)
+_mk_const = _unchecked(_z3core.Z3_mk_const)
+#: :func:`int_relation`'s operators: the C function and z3py's own operator (other operands)
+_INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">=": (_mk_ge, operator.ge)}
+#: accessors of live terms (cannot fail), for walks over a term's DAG without z3py's wrappers
+_get_ast_id, _to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
+_get_app_num_args, _get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
+_get_app_decl, _get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
+_get_sort, _get_sort_kind = _unchecked(_z3core.Z3_get_sort), _unchecked(_z3core.Z3_get_sort_kind)
+
+
+_get_numeral_int64 = _unchecked(_z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
+_INT64 = ctypes.c_longlong()
+
+
+def model_int(model: z3.ModelRef, term: z3.ArithRef) -> int:
+    """``model.eval(term, model_completion=True).as_long()`` for an Int term: Z3's evaluation
+    (``Z3_model_eval``, the one call that makes a term: the value) then a read of the numeral (as a
+    64-bit int where it fits, else as text), without z3py's wrapper of the value, its sort checks
+    and its text (issue 12: the values of every model read, ~2,000 per run of the heaviest
+    obligations). The wrapper's reference would be taken and dropped with the value alive in
+    between, freeing nothing: the same terms and ids. Other terms take z3py's path."""
+    if not isinstance(term, z3.ArithRef) or term.ctx is not model.ctx:
+        return model.eval(term, model_completion=True).as_long()
+    ref = model.ctx.ref()
+    out = (z3.Ast * 1)()
+    if not _model_eval(ref, model.model, term.ast, True, out):  # the C function, no error check
+        raise z3.Z3Exception("failed to evaluate expression in the model")
+    if _get_ast_kind(ref, out[0]) != _NUMERAL_AST:  # not a numeral: z3py's own error
+        return z3.z3._to_expr_ref(out[0], model.ctx).as_long()  # type: ignore[attr-defined]
+    if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
+        return _INT64.value
+    return int(_z3core.Z3_get_numeral_string(ref, out[0]))
+
+
+def model_true(model: z3.ModelRef, term: z3.BoolRef) -> bool:
+    """``z3.is_true(model.eval(term, model_completion=True))``: the evaluation, then whether the
+    value is the application ``true`` (z3py's reads of it, without its wrapper)."""
+    if not isinstance(term, z3.BoolRef) or term.ctx is not model.ctx:
+        return z3.is_true(model.eval(term, model_completion=True))
+    ref = model.ctx.ref()
+    out = (z3.Ast * 1)()
+    if not _model_eval(ref, model.model, term.ast, True, out):
+        raise z3.Z3Exception("failed to evaluate expression in the model")
+    value = out[0]
+    return (_get_ast_kind(ref, value) == z3.Z3_APP_AST
+            and _get_decl_kind(ref, _get_app_decl(ref, _to_app(ref, value))) == z3.Z3_OP_TRUE)
 
 
 def _wrapped(cls, ast, ctx: z3.Context, ref):
@@ -397,21 +485,30 @@ class _Raw:
         return out
 
 
-def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
-    """``term == value`` for an ``ArithRef`` term and a Python int, as z3py builds it (the numeral
-    ``z3.IntVal(value)``, then ``Z3_mk_eq(term, numeral)``, the numeral's wrapper released after
-    the equality is held), through the C API without z3py's coercion and sort checks (issue 12:
-    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation)."""
+def int_relation(term: z3.ArithRef, op: str, value: int) -> z3.BoolRef:
+    """``term == value``, ``term <= value`` or ``term >= value`` (``op``) for an ``ArithRef`` term
+    and a Python int, as z3py builds it (the numeral ``z3.IntVal(value)``, then ``Z3_mk_eq``/
+    ``Z3_mk_le``/``Z3_mk_ge`` of the term and the numeral, the numeral's wrapper released after
+    the relation is held), through the C API without z3py's coercion and sort checks (issue 12:
+    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation; the bounds of
+    each minimisation and density query). Any other operand takes z3py's own path."""
+    mk, z3py = _INT_RELATIONS[op]
     if type(term) is not z3.ArithRef or type(value) is not int:
-        return term == value
+        return z3py(term, value)
     raw = _Raw(term.ctx)
-    return raw.done(raw.keep(_mk_eq(raw.ref, term.ast, raw.num(value))))
+    return raw.done(raw.keep(mk(raw.ref, term.ast, raw.num(value))))
 
 
-def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
+def equal_int(term: z3.ArithRef, value: int) -> z3.BoolRef:
+    """``term == value``, as z3py builds it (:func:`int_relation`)."""
+    return int_relation(term, "==", value)
+
+
+def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.BoolRef:
     """``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])`` (``terms`` not
     empty, Int terms of the model's context): "a point that differs from ``model`` in every one of
-    ``terms``", through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
+    ``terms``" (with ``anywhere``: ``z3.Or`` of them, "in one of ``terms`` at least", the aggregate
+    path's second probe point; z3.Or makes z3.And's calls with ``Z3_mk_or``), through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
     checks per term were most of the semantics probe's second point on a 64-request batch).
 
     The same Z3 calls in the same order as the z3py expression: per term ``Z3_model_eval`` then
@@ -446,7 +543,8 @@ def differs_from(model: z3.ModelRef, terms: list) -> z3.BoolRef:
                 _inc_ref(ref, ne)
             _dec_ref(ref, value)
             held.append(_checked(ref, ne))
-        conj = _wrapped(z3.BoolRef, _checked(ref, _mk_and(ref, len(held), (z3.Ast * len(held))(*held))), ctx, ref)
+        join = _mk_or if anywhere else _mk_and
+        conj = _wrapped(z3.BoolRef, _checked(ref, join(ref, len(held), (z3.Ast * len(held))(*held))), ctx, ref)
     finally:
         for d in held:
             _dec_ref(ref, d)
@@ -800,7 +898,17 @@ class SymInt:
 
     @classmethod
     def var(cls, name: str) -> "SymInt":
-        return cls(z3.Int(name))
+        """``SymInt(z3.Int(name))``: z3py's calls (the name's symbol, the Int sort, the constant,
+        the wrapper's reference) without its wrappers and checks (issue 12: every scalar and
+        batch entry of every case and aggregate batch). The same constant, hence the same id."""
+        if cls is not SymInt or type(name) is not str:
+            return cls(z3.Int(name))
+        ctx = z3.main_ctx()
+        ref = ctx.ref()
+        const = _checked(ref, _mk_const(ref, _z3core.Z3_mk_string_symbol(ref, name), _mk_int_sort(ref)))
+        out = object.__new__(SymInt)
+        out.term = _wrapped(z3.ArithRef, const, ctx, ref)
+        return out
 
     def __repr__(self) -> str:
         return f"SymInt({self.term})"

@@ -669,3 +669,47 @@ def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, 
     assert faked.verdict is Verdict.ERROR and "disagree" in faked.message, faked.message
     assert faked.assumptions_used == honest.assumptions_used and faked.encoding_note == honest.encoding_note
     assert len(calls) == honest.cases - honest.excluded  # the second attempt's, one per proved case
+
+
+def _facts_by_z3py(n, T, M, m, lo, hi, extremes):
+    """``aggregate_facts`` as written with z3py's operators before session 19 (the reference)."""
+    facts = [n * lo <= T, T <= n * hi]
+    if extremes:
+        facts += [
+            lo <= m, m <= M, M <= hi,
+            z3.Implies(n == 1, z3.And(T == M, M == m)),
+            z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
+            T >= M + (n - 1) * lo, T <= m + (n - 1) * hi,
+        ]
+    return z3.And(*facts)
+
+
+def _mapped_by_z3py(n, T, y_max, y_min):
+    """``mapped_facts`` as written with z3py's operators before session 19 (the reference)."""
+    return z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
+                  z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+
+
+@pytest.mark.parametrize("extremes", [False, True])
+@pytest.mark.parametrize("n_kind", ["var", "numeral", "term"])
+@pytest.mark.parametrize("other_kind", ["var", "numeral"])
+def test_aggregate_and_mapped_facts_build_z3pys_terms_with_the_same_ids(extremes, n_kind, other_kind):
+    """``aggregate_facts``/``mapped_facts`` through ``_Built`` (session 19): the very terms z3py's
+    operators build (the reflected comparisons included: an int on the left, a numeral on the
+    right), and the terms made after them get the same ids; a Real operand takes z3py's path."""
+    from capproof.aggregate import mapped_facts
+    from capproof.symbolic import fresh_z3_context
+
+    def run(build, mapped):
+        with fresh_z3_context():
+            n = {"var": z3.Int("n"), "numeral": z3.IntVal(5), "term": z3.Int("k") + 1}[n_kind]
+            T, M = z3.Int("T"), z3.Int("M")
+            m = z3.Int("m") if other_kind == "var" else z3.IntVal(2)  # an IntNumRef after ArithRefs
+            built = mapped(n, T, M, m) if extremes is None else build(n, T, M, m, -3, 17, extremes)
+            built2 = mapped(n, z3.Int("t"), M * 2, m)
+            after = [z3.IntVal(8675309), T * 7 - M, z3.Int("later")]
+            return built.sexpr(), built2.sexpr(), [built.get_id(), built2.get_id(), *(t.get_id() for t in after)]
+
+    assert run(aggregate_facts, mapped_facts) == run(_facts_by_z3py, _mapped_by_z3py)
+    x = z3.Real("x")
+    assert mapped_facts(z3.Int("n"), z3.Int("T"), x, x).eq(_mapped_by_z3py(z3.Int("n"), z3.Int("T"), x, x))

@@ -161,3 +161,58 @@ def test_small_shares_are_exact_not_rounded_to_zero():
     assert _share(1, 2096129) == "1 of 2096129 (1 in 2,096,129)"
     assert _share(3, 100000) == "3 of 100000 (3 in 100,000)"
     assert _share(1048576, 2097152) == "1048576 of 2097152 (50.00%)"
+
+
+def _period_candidate_by_wrappers(exprs):
+    """The z3py walk ``density._period_candidate`` made before session 19 (the reference)."""
+    import math
+
+    import z3
+
+    from capproof.density import MAX_PERIOD
+
+    memo: dict[int, int] = {}
+
+    def per(e):
+        key = e.get_id()
+        if key in memo:
+            return memo[key]
+        out = 1
+        if z3.is_app(e):
+            kids = [per(c) for c in e.children()]
+            for k in kids:
+                out = math.lcm(out, k)
+            if e.decl().kind() in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM) and z3.is_int_value(e.arg(1)):
+                c = abs(e.arg(1).as_long())
+                if c:
+                    out = c * kids[0]
+        memo[key] = min(out, MAX_PERIOD + 1)
+        return memo[key]
+
+    result = 1
+    for e in exprs:
+        result = math.lcm(result, per(e))
+    return result
+
+
+def test_period_candidate_walks_the_terms_as_the_z3py_walk_did():
+    """``_period_candidate`` through Z3's C API (session 19): the same candidate period as the
+    z3py walk on divisions, remainders, nested and shared terms, symbolic divisors and the cap."""
+    import z3
+
+    from capproof.density import MAX_PERIOD, _period_candidate
+
+    x, y = z3.Ints("x y")
+    cases = [
+        [x / 16 <= 3, x % 6 == 0],
+        [(x / 4) / 3 >= y, z3.If(x % 10 > 2, x, y) <= 7],
+        [x / y <= 2, x % 5 == 1],  # a symbolic divisor: no period from it
+        [(x + 1) / 7 + (x + 1) / 7 >= 2, z3.Not(x == 3)],
+        [x / (MAX_PERIOD + 3) <= 1],  # over the cap
+        [x <= 10, z3.BoolVal(True)],
+        [z3.ForAll([y], y / 3 <= x)],
+        [x / -9 >= 1, x % 0 == 0],
+    ]
+    for exprs in cases:
+        assert _period_candidate(exprs) == _period_candidate_by_wrappers(exprs), exprs
+    assert _period_candidate([x / 16 <= 3, x % 6 == 0]) == 48 and _period_candidate([]) == 1

@@ -190,6 +190,17 @@ def test_differs_from_builds_the_z3py_term_with_the_same_ids():
                                                      x + 2 != model.eval(x + 2, model_completion=True)))
 
 
+def test_differs_anywhere_builds_z3pys_or_with_the_same_ids():
+    """``differs_from(..., anywhere=True)`` (the aggregate path's second probe point, session 19)
+    is ``z3.Or(*[t != model.eval(t, model_completion=True) for t in terms])``: the same AST, and
+    the terms made after it get the same ids."""
+    from capproof.symbolic import differs_from
+
+    z3py = _ids_after(lambda model, terms: z3.Or(*[t != model.eval(t, model_completion=True) for t in terms]))
+    fast = _ids_after(lambda model, terms: differs_from(model, terms, anywhere=True))
+    assert fast == z3py
+
+
 def test_tracking_literals_are_read_by_name_as_printed():
     """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
     the literal's name is what ``str()`` prints, and a core's labels are those of
@@ -221,6 +232,40 @@ def test_equal_int_builds_the_z3py_term_with_the_same_ids(value):
     x = z3.Int("x")
     assert equal_int(x, value).eq(x == value) and equal_int(x + 1, value).eq(x + 1 == value)
     assert equal_int(z3.IntVal(4), value).eq(z3.IntVal(4) == value)  # a numeral: z3py's own path
+
+
+@pytest.mark.parametrize("op", ["<=", ">=", "=="])
+@pytest.mark.parametrize("value", [0, 9, -4, 2**70])
+def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
+    """``int_relation`` (the bounds of minimisation and density queries, session 19) is z3py's
+    ``term <= value`` / ``term >= value`` / ``term == value``: the same AST, and the terms made
+    after it get the same ids; asserted with ``assert_terms``, the solver holds the same query."""
+    from capproof.encode import _new_solver, assert_terms
+    from capproof.symbolic import fresh_z3_context, int_relation
+
+    z3op = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}[op]
+    z3py = _ids_after(lambda model, terms: z3.And(*[z3op(t, value) for t in terms[:-1]]))
+    fast = _ids_after(lambda model, terms: z3.And(*[int_relation(t, op, value) for t in terms[:-1]]))
+    assert fast == z3py
+    x = z3.Int("x")
+    assert int_relation(x, op, value).eq(z3op(x, value)) and int_relation(x + 1, op, value).eq(z3op(x + 1, value))
+    assert int_relation(z3.IntVal(4), op, value).eq(z3op(z3.IntVal(4), value))  # a numeral: z3py's own path
+
+    def query(fast: bool):
+        with fresh_z3_context():
+            y = z3.Int("y")
+            s = _new_solver(10_000)
+            s.push()
+            if fast:
+                assert_terms(s, [int_relation(y, op, value), y * 2 >= 3, True])
+            else:
+                s.add(z3op(y, value), y * 2 >= 3, True)
+            answer = s.check()
+            text = s.sexpr()
+            s.pop()
+            return text, answer, z3.Int("after").get_id(), z3.IntVal(31337).get_id()
+
+    assert query(True) == query(False)
 
 
 def test_track_makes_z3pys_calls_with_the_same_ids():
@@ -319,3 +364,79 @@ def test_model_values_read_as_int64_or_text_are_the_numerals(value):
     model = s.model()
     assert _value(model, x) == value == model.eval(x.term, model_completion=True).as_long()
     assert _value(model, SymInt.var("unconstrained")) == 0 and _value(model, 7) == 7
+
+
+def test_uninterpreted_constants_walk_matches_z3pys_and_makes_no_term():
+    """``uninterpreted_constants`` through Z3's C API (session 19): the names, in the order of
+    z3py's walk, and the decls of z3py's; no term is made (the ids of later terms are those after
+    z3py's walk); a term under a quantifier takes z3py's walk."""
+    from capproof.symbolic import _uninterpreted_constants_z3py, fresh_z3_context, uninterpreted_constants
+
+    def terms():
+        x, y, n = z3.Ints("x y n")
+        each = z3.Int("each(counts)#0")
+        return [z3.If(x > 3, (y + each) / 8, n * 2) <= x + 1, z3.And(y >= 0, n <= 64, z3.Bool("p")),
+                x - y == 5]
+
+    for walk in (uninterpreted_constants, _uninterpreted_constants_z3py):
+        assert walk([]) == {}
+
+    def run(walk):
+        with fresh_z3_context():
+            ts = terms()
+            found = walk(ts)
+            after = [z3.IntVal(424242), z3.Int("later") * 3]
+            return list(found), [d.sexpr() for d in found.values()], [t.get_id() for t in after]
+
+    assert run(uninterpreted_constants) == run(_uninterpreted_constants_z3py)
+    assert run(uninterpreted_constants)[0] == list(_uninterpreted_constants_z3py(terms()))
+    assert set(run(uninterpreted_constants)[0]) == {"x", "y", "n", "each(counts)#0", "p"}
+    x = z3.Int("x")
+    q = z3.ForAll([x], x + z3.Int("z") >= z3.Int("w"))
+    assert uninterpreted_constants([q, z3.Int("v") > 0]) == _uninterpreted_constants_z3py([q, z3.Int("v") > 0])
+    assert set(uninterpreted_constants([q])) == {"z", "w"}
+
+
+@pytest.mark.parametrize("value", [0, 41, -7, 2**63, -(2**70)])
+def test_model_int_and_model_true_read_z3pys_values_with_the_same_ids(value):
+    """``model_int``/``model_true`` (every model read of the prover and the aggregate path, session
+    19) are ``model.eval(t, model_completion=True).as_long()`` and ``z3.is_true(model.eval(...))``:
+    the same values, and the terms made after the reads get the same ids as after z3py's."""
+    from capproof.symbolic import fresh_z3_context, model_int, model_true
+
+    def run(fast: bool):
+        with fresh_z3_context():
+            x, y = z3.Int("x"), z3.Int("y")
+            s = z3.Solver()
+            s.add(x == value, y > x)
+            assert s.check() == z3.sat
+            model = s.model()
+            terms = [x, x * 3 + 1, z3.Int("free"), y - x, z3.IntVal(5)]
+            claims = [x == value, x > value, z3.Bool("p"), z3.BoolVal(True)]
+            if fast:
+                ints = [model_int(model, t) for t in terms]
+                bools = [model_true(model, c) for c in claims]
+            else:
+                ints = [model.eval(t, model_completion=True).as_long() for t in terms]
+                bools = [z3.is_true(model.eval(c, model_completion=True)) for c in claims]
+            after = [z3.IntVal(777001), x * 13 - y, z3.Int("later")]
+            return ints, bools, [t.get_id() for t in after]
+
+    assert run(True) == run(False)
+    assert run(True)[0][:3] == [value, 3 * value + 1, 0] and run(True)[1] == [True, False, False, True]
+
+
+def test_a_symbolic_variable_is_z3pys_constant_with_the_same_ids():
+    """``SymInt.var`` through the C API (session 19) is ``SymInt(z3.Int(name))``: the same
+    constant, and the terms made after it get the same ids."""
+    from capproof.symbolic import fresh_z3_context
+
+    def run(fast: bool):
+        with fresh_z3_context():
+            made = [SymInt.var(n) if fast else SymInt(z3.Int(n)) for n in ("a", "counts[3]", "a", "b")]
+            after = [z3.IntVal(99991), made[0].term + made[3].term, z3.Int("later")]
+            return [m.term.sexpr() for m in made], [m.term.get_id() for m in made], [t.get_id() for t in after]
+
+    assert run(True) == run(False)
+    x = SymInt.var("x")
+    assert type(x.term) is z3.ArithRef and x.term.eq(z3.Int("x")) and z3.is_int(x.term)
