@@ -30,6 +30,7 @@ __all__ = [
     "unchecked_row",
     "checked_row",
     "grown_capacity",
+    "grown_write_kept",
     "write_growing",
     "UncheckedIndexer",
     "SafeIndexer",
@@ -103,19 +104,36 @@ def grown_capacity(capacity: int, index: int) -> int:
     return capacity
 
 
+def grown_write_kept(rows: list[int], index: int, value: int, out: list[int]) -> bool:
+    """Whether ``out`` is ``rows`` after a growing write of ``value`` at ``index`` (rows): all of
+
+    - ``len(out) > index`` (the write fits);
+    - ``len(out) == len(rows) or len(out) <= 2 * index`` (no growth, or at most twice the index);
+    - ``out[index] == value`` (the write is not lost);
+    - ``out[:min(index, len(rows))] == rows[:min(index, len(rows))]`` and ``out[index + 1:len(rows)]
+      == rows[index + 1:]`` (no other old row changes: no write misplaced).
+
+    Short-circuits on the first that fails.
+    """
+    n = len(rows)
+    return (len(out) > index
+            and (len(out) == n or len(out) <= 2 * index)
+            and out[index] == value
+            and out[:min(index, n)] == rows[:min(index, n)]
+            and out[index + 1:n] == rows[index + 1:])
+
+
 def write_growing(rows: list[int], index: int, value: int) -> list[int]:
     """``rows`` grown by doubling until ``index`` fits, with ``value`` stored at ``index``.
 
-    New rows are 0. No other row changes (no write lost or misplaced). The bounds on ``rows``
-    and ``index`` keep CrossHair's path tree finite so it can confirm the contract.
+    New rows are 0. No other row changes (no write lost or misplaced): :func:`grown_write_kept`,
+    its facts checked as one postcondition so that CrossHair walks the path tree once, not once
+    per fact (docs/performance.md). The bounds on ``rows`` and ``index`` keep that tree finite so
+    it can confirm the contract.
 
     pre: 1 <= len(rows) <= 4
     pre: 0 <= index < 16
-    post: len(__return__) > index
-    post: len(__return__) == len(rows) or len(__return__) <= 2 * index
-    post: __return__[index] == value
-    post: __return__[:min(index, len(rows))] == rows[:min(index, len(rows))]
-    post: __return__[index + 1:len(rows)] == rows[index + 1:]
+    post: grown_write_kept(rows, index, value, __return__)
     """
     capacity = grown_capacity(len(rows), index)
     out = rows + [0] * (capacity - len(rows))

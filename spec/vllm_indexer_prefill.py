@@ -11,9 +11,13 @@ from models.vllm.indexer_prefill import default_prefill_workspace_factor, get_ma
 contracts = [
     contract("models/vllm/indexer_prefill.py::first_revision_chunks_fit", expect="counterexample",
              case="vllm-indexer-prefill-chunk-split", sources=["vllm-project/vllm#25999"]),
-    # CrossHair exhausts this path tree in about 30 s on one core: give it room.
-    contract("models/vllm/indexer_prefill.py::chunks_fit_workspace", crosshair_timeout=120,
+    # The request slices (the greedy walk) and the query pieces of one slice have a contract each:
+    # the slices alone decide the largest chunk, and one contract over both walked the product of
+    # their path trees (41-61 s of CPU against 2 s for the two; docs/performance.md).
+    contract("models/vllm/indexer_prefill.py::chunks_fit_workspace",
              case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"]),
+    contract("models/vllm/indexer_prefill.py::query_pieces_fit_logits",
+             case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py:1406-1411"]),
     contract("models/vllm/indexer_prefill.py::chunks_fit_workspace_any_request", expect="counterexample",
              case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"]),
 ]

@@ -108,6 +108,63 @@ def test_quality_checked_row_is_confirmed_on_all_paths():
     assert r.verdict is Verdict.PROVED, r.message
 
 
+def _split_broken(kind):
+    """A broken stand-in for one half of vLLM 0.33.0's prefill splitter (models/vllm/indexer_prefill.py)."""
+    from capproof.arith import maximum, minimum
+
+    def cut(chunk_m, chunk_n, max_logits_bytes):
+        budget, out, q0 = max_logits_bytes // 4, [], 0
+        piece = maximum(1, budget // chunk_n + (kind == "piece_too_long")) if chunk_n > 0 else maximum(1, chunk_m)
+        piece = 1 if kind == "single_rows" else piece
+        while q0 < chunk_m:
+            out.append((q0, q0 + (piece if kind == "last_overshoots" else minimum(piece, chunk_m - q0))))
+            q0 += piece
+        return out
+
+    def group(seq_lens, query_lens, workspace_size, max_logits_bytes):  # the workspace bound ignored
+        budget, out, i, n = max_logits_bytes // 4, [], 0, len(seq_lens)
+        while i < n:
+            start, m, s = i, 0, 0
+            while i < n and (m + query_lens[i]) * (s + seq_lens[i]) <= budget:
+                m, s, i = m + query_lens[i], s + seq_lens[i], i + 1
+            if i == start:
+                m, s, i = query_lens[i], seq_lens[i], i + 1
+            out.append((start, i, m, s))
+        return out
+
+    return ("group_prefill_requests", group) if kind == "workspace_ignored" else ("cut_query_rows", cut)
+
+
+@pytest.mark.parametrize("kind, target", [
+    ("last_overshoots", "query_pieces_fit_logits"),    # the last piece past the slice's rows
+    ("piece_too_long", "query_pieces_fit_logits"),     # one row past the logits budget
+    ("single_rows", "query_pieces_fit_logits"),        # pieces shorter than the budget allows
+    ("workspace_ignored", "chunks_fit_workspace"),     # a slice past the K workspace
+])
+def test_quality_seeded_splitter_bugs_are_found(monkeypatch, kind, target):
+    """Each half of the split prefill-splitter contract refutes a seeded bug in its half, with a call."""
+    import models.vllm.indexer_prefill as m_pf
+
+    monkeypatch.setattr(m_pf, *_split_broken(kind))
+    r = check_contract(contract(f"models/vllm/indexer_prefill.py::{target}"), Options(crosshair_timeout=20, crosshair_cache=False))
+    assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
+    assert f"{target}(" in r.message
+
+
+@pytest.mark.parametrize("grown", [
+    lambda capacity, index: capacity,                                  # never grows: the write does not fit
+    lambda capacity, index: 2 * max(capacity, index + 1),               # grows past twice the index
+])
+def test_quality_seeded_growing_write_bugs_are_found(monkeypatch, grown):
+    """write_growing's one postcondition (grown_write_kept) still refutes a wrong growth."""
+    import models.runtime_indexers as m_rt
+
+    monkeypatch.setattr(m_rt, "grown_capacity", grown)
+    r = check_contract(contract("models/runtime_indexers.py::write_growing"), Options(crosshair_timeout=20, crosshair_cache=False))
+    assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
+    assert "write_growing(" in r.message
+
+
 # --- the verdict cache (.capproof/crosshair/) ------------------------------------------------
 
 def test_cached_verdict_is_reused_only_for_the_same_sources_and_timeout(models_pkg, tmp_path):

@@ -16,11 +16,14 @@ __all__ = [
     "ROWS_PER_TOKEN_PER_FACTOR",
     "default_prefill_workspace_factor",
     "get_max_prefill_buffer_size",
+    "group_prefill_requests",
+    "cut_query_rows",
     "split_indexer_prefill_chunks",
     "split_prefill_chunks_first_revision",
     "first_revision_chunks_fit",
     "chunks_fit_workspace",
     "chunks_fit_workspace_any_request",
+    "query_pieces_fit_logits",
 ]
 
 #: ``576 * 2 // 132``: FlashMLA-sparse workspace bytes per token (576 bf16) over the indexer's
@@ -38,14 +41,14 @@ def get_max_prefill_buffer_size(max_model_len, factor):
     return max_model_len * ROWS_PER_TOKEN_PER_FACTOR * factor
 
 
-def split_indexer_prefill_chunks(seq_lens, query_lens, workspace_size, max_logits_bytes, request_offset=0):
-    """Chunks ``[((req_start, req_stop), (q_start, q_stop)), ...]`` of this step's prefill requests.
+def group_prefill_requests(seq_lens, query_lens, workspace_size, max_logits_bytes):
+    """Request slices ``[(req_start, req_stop, chunk_m, chunk_n), ...]`` of this step's prefill
+    requests: the greedy walk of ``_split_indexer_prefill_chunks`` (vLLM 0.33.0 indexer.py:1381-1403).
 
-    Greedy over requests: request ``i`` joins the chunk while the chunk's summed sequence length
-    stays ``<= workspace_size`` and (summed queries) × (summed sequence) ``<= max_logits_bytes // 4``.
-    A request that fits in no chunk alone becomes its own chunk (the workspace bound is then not
-    enforced). Each chunk is cut along queries into pieces of ``max(1, (max_logits_bytes // 4) //
-    chunk_seq)`` rows. Concrete lists only (Python loops).
+    Request ``i`` joins the slice while the slice's summed sequence length ``chunk_n`` stays ``<=
+    workspace_size`` and (summed queries ``chunk_m``) × ``chunk_n`` ``<= max_logits_bytes // 4``.
+    A request that fits in no slice alone becomes its own slice (the workspace bound is then not
+    enforced). Lengths in tokens; ``req_stop`` exclusive. Concrete lists only (Python loops).
     """
     budget = max_logits_bytes // 4
     out = []
@@ -58,12 +61,35 @@ def split_indexer_prefill_chunks(seq_lens, query_lens, workspace_size, max_logit
         if i == start:  # oversized single request: a chunk of its own
             m, s = query_lens[i], seq_lens[i]
             i += 1
-        piece = maximum(1, budget // s) if s > 0 else maximum(1, m)
-        q0 = 0
-        while q0 < m:  # range(0, m, piece) without range(): CrossHair's symbolic range needs ints
-            out.append(((start + request_offset, i + request_offset), (q0, q0 + minimum(piece, m - q0))))
-            q0 += piece
+        out.append((start, i, m, s))
     return out
+
+
+def cut_query_rows(chunk_m, chunk_n, max_logits_bytes):
+    """Query pieces ``[(q_start, q_stop), ...]`` of one request slice of ``chunk_m`` query rows and
+    ``chunk_n`` sequence tokens: pieces of ``max(1, (max_logits_bytes // 4) // chunk_n)`` rows
+    (``max(1, chunk_m)`` when ``chunk_n == 0``), the last one shorter (vLLM 0.33.0
+    indexer.py:1406-1411). Rows, ``q_stop`` exclusive.
+    """
+    budget = max_logits_bytes // 4
+    piece = maximum(1, budget // chunk_n) if chunk_n > 0 else maximum(1, chunk_m)
+    out = []
+    q0 = 0
+    while q0 < chunk_m:  # range(0, m, piece) without range(): CrossHair's symbolic range needs ints
+        out.append((q0, q0 + minimum(piece, chunk_m - q0)))
+        q0 += piece
+    return out
+
+
+def split_indexer_prefill_chunks(seq_lens, query_lens, workspace_size, max_logits_bytes, request_offset=0):
+    """Chunks ``[((req_start, req_stop), (q_start, q_stop)), ...]`` of this step's prefill requests
+    (vLLM 0.33.0 ``_split_indexer_prefill_chunks``, indexer.py:1359-1415): each request slice of
+    :func:`group_prefill_requests`, shifted by ``request_offset``, once per query piece of
+    :func:`cut_query_rows`. Concrete lists only (Python loops).
+    """
+    return [((start + request_offset, stop + request_offset), piece)
+            for start, stop, chunk_m, chunk_n in group_prefill_requests(seq_lens, query_lens, workspace_size, max_logits_bytes)
+            for piece in cut_query_rows(chunk_m, chunk_n, max_logits_bytes)]
 
 
 def split_prefill_chunks_first_revision(seq_lens, max_prefill_buffer_size):
@@ -111,8 +137,11 @@ def first_revision_chunks_fit(s0: int, s1: int, s2: int, max_prefill_buffer_size
 
 
 def _max_chunk_seq(seq_lens, query_lens, workspace_size, max_logits_bytes):
+    """The largest summed sequence length (tokens) of a request slice of the splitter. Its query
+    pieces all gather their slice's rows, so the slices alone decide it (the pieces have their own
+    contract, :func:`query_pieces_fit_logits`)."""
     most = 0
-    for (r0, r1), _ in split_indexer_prefill_chunks(seq_lens, query_lens, workspace_size, max_logits_bytes):
+    for r0, r1, _, _ in group_prefill_requests(seq_lens, query_lens, workspace_size, max_logits_bytes):
         most = max(most, sum(seq_lens[r0:r1]))
     return most
 
@@ -132,6 +161,32 @@ def chunks_fit_workspace(s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, w
     post: __return__ <= workspace_size
     """
     return _max_chunk_seq([s0, s1, s2], [q0, q1, q2], workspace_size, max_logits_bytes)
+
+
+def query_pieces_fit_logits(chunk_m: int, chunk_n: int, max_logits_bytes: int) -> bool:
+    """Contract of vLLM 0.33.0's query cut (:func:`cut_query_rows`) on one request slice of
+    ``chunk_m`` query rows and ``chunk_n`` sequence tokens, over the slices of
+    :func:`chunks_fit_workspace`'s batches (up to 3 requests of up to 2 query rows and 16 tokens):
+    the pieces tile ``[0, chunk_m)`` in order, each non-empty; each piece's logits ``rows *
+    chunk_n`` fit ``max_logits_bytes // 4`` unless it is one row; and every piece but the last
+    would break that budget with one more row. Checked by CrossHair.
+
+    pre: 1 <= chunk_m <= 6
+    pre: 0 <= chunk_n <= 48
+    pre: 4 <= max_logits_bytes <= 256
+    post: __return__
+    """
+    budget = max_logits_bytes // 4
+    pieces = cut_query_rows(chunk_m, chunk_n, max_logits_bytes)
+    before = 0
+    for k, (q0, q1) in enumerate(pieces):
+        rows = q1 - q0
+        if q0 != before or rows < 1 or (rows > 1 and rows * chunk_n > budget):
+            return False
+        if k < len(pieces) - 1 and (rows + 1) * chunk_n <= budget:
+            return False
+        before = q1
+    return before == chunk_m
 
 
 def chunks_fit_workspace_any_request(s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, workspace_size: int, max_logits_bytes: int) -> int:
