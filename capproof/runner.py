@@ -3,7 +3,10 @@
 One obligation's failure (bad spec, unknown, error) never stops the others. With ``jobs > 1`` the
 work is submitted longest first (estimated from the previous run's ``.capproof/last-run.json``,
 else from the number of cases and vector entries; contracts with a cached CrossHair verdict are
-answered in the parent process), and results are reported in declared order.
+answered in the parent process), and results are reported in declared order. Short obligations
+are decided a few to a worker process (:data:`BATCH_ITEMS`), each from a fresh Z3 context and the
+module state the parent loaded; an item that breaks its process or ends in ``error`` is charged
+alone and the items after it get fresh processes.
 """
 
 from __future__ import annotations
@@ -273,7 +276,7 @@ def run_items(
         previous = _previous_seconds()
         order = sorted((i for i in range(len(work)) if i not in done),
                        key=lambda i: -_estimate(work[i][0], work[i][1], previous))
-        outcomes = _run_isolated(work, order, done, options, progress, monitor)
+        outcomes = _run_isolated(work, order, done, options, progress, monitor, previous)
     for outcome in outcomes:
         (result.contracts if isinstance(outcome, ContractResult) else result.obligations).append(outcome)
     return result
@@ -311,25 +314,37 @@ def _decide_isolated(kind: str, item: Obligation | Contract, options: Options, b
     return outcome
 
 
-def _child(conn, kind: str, payload, options: Options, before: dict[str, object] | None = None) -> None:
-    """Entry point of the process deciding one item: send its result, or a one-line error."""
-    try:
-        if isinstance(payload, tuple):  # spawn: reload the spec file here
-            from .loader import ensure_project_on_path
+def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: dict[str, object] | None = None) -> None:
+    """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item), ...]``; an
+    item is ``(file, id)`` under ``spawn``) one after another: for each it sends ``("start",
+    index)``, then ``("done", index, result)`` (a one-line error result when deciding raised).
 
-            ensure_project_on_path()
-            file, ident = payload
-            items = load_file(file)
-            if isinstance(items, LoadError):
-                conn.send(_load_error_result(items))
-                return
-            payload = next(it for it in items if it.id == ident)
-        outcome = _decide_isolated(kind, payload, options, before)
-    except BaseException as exc:  # noqa: BLE001 - reported as the item's error
-        from .encode import _describe_exc
+    It stops after an item whose verdict is ``error``: that item may have left module state or Z3
+    behind (a changed module state is an error verdict, and so is an exception), so the items after
+    it are not decided here; the parent gives each of them a fresh process. Before every item the
+    module state is the ``before`` the parent took (checked after each), and each obligation gets a
+    fresh Z3 context: what the process decided before cannot reach it."""
+    for index, kind, payload in batch:
+        conn.send(("start", index))
+        try:
+            if isinstance(payload, tuple):  # spawn: reload the spec file here
+                from .loader import ensure_project_on_path
 
-        outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
-    conn.send(outcome)
+                ensure_project_on_path()
+                file, ident = payload
+                items = load_file(file)
+                if isinstance(items, LoadError):
+                    conn.send(("done", index, _load_error_result(items)))
+                    break
+                payload = next(it for it in items if it.id == ident)
+            outcome = _decide_isolated(kind, payload, options, before)
+        except BaseException as exc:  # noqa: BLE001 - reported as the item's error
+            from .encode import _describe_exc
+
+            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+        conn.send(("done", index, outcome))
+        if outcome.verdict is Verdict.ERROR:
+            break
     conn.close()
 
 
@@ -343,16 +358,58 @@ class _Stub:
     line: int = 0
 
 
+#: Obligations expected to take at most this many seconds (the previous run's time, else the size
+#: estimate) are decided up to :data:`BATCH_ITEMS` to a process, each still from a fresh Z3
+#: context and the parent's module state (checked after each). Most of spec/'s obligations are
+#: pinned scalar claims decided in milliseconds, where a process each cost more than deciding
+#: them: spec/vllm_0_33_buffers.py's 334 took 22-25 s of CPU, 9 s in one process (docs/performance.md,
+#: session 20). Contracts and longer obligations keep a process each.
+BATCH_SECONDS = 0.25
+BATCH_ITEMS = 12
+
+
+def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], previous: dict[str, float],
+           batch: bool) -> list[list[int]]:
+    """``order`` (longest first) cut into the lists of indices each process decides: a contract or
+    an obligation estimated over :data:`BATCH_SECONDS` alone, the others :data:`BATCH_ITEMS` to a
+    process in that order (all alone when not ``batch``)."""
+    units: list[list[int]] = []
+    light: list[int] = []
+    for i in order:
+        kind, it = work[i]
+        if batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS:
+            light.append(i)
+        else:
+            units.append([i])
+    units += [light[k:k + BATCH_ITEMS] for k in range(0, len(light), BATCH_ITEMS)]
+    return units
+
+
+@dataclass
+class _Running:
+    """A process deciding ``left`` (indices in order; the first is being decided once ``started``;
+    ``since``: when it started, or when the one before it finished)."""
+    proc: Any
+    left: list[int]
+    since: float
+    started: bool = False
+    alone: bool = False  # launched for one item
+
+
 def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int],
                   done: dict[int, ObligationResult | ContractResult], options: Options,
                   progress: Callable[[ObligationResult | ContractResult], None] | None,
-                  monitor: Monitor | None = None):
-    """Decide each item in its own process, at most ``options.jobs`` at a time, each within
-    ``options.timeout`` seconds (then killed: an ``error`` verdict). A process that dies without a
-    result (``os._exit``, a crash in Z3) is an ``error`` verdict; the other items still run.
+                  monitor: Monitor | None = None, previous: dict[str, float] | None = None):
+    """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
+    at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
+    (then its process is killed: an ``error`` verdict). A process that dies without a result
+    (``os._exit``, a crash in Z3) is an ``error`` verdict for the item it was deciding. The items
+    after it in its process, and after an ``error`` verdict there, are each decided again in a
+    process of their own; the other items still run.
 
     With the ``fork`` start method (Linux) each process starts from the loaded spec files, so one
-    item's module state never reaches another's; elsewhere each process imports its spec file.
+    item's module state never reaches another's; elsewhere each process imports its spec file (and
+    decides one item).
     """
     from multiprocessing.connection import wait
 
@@ -368,52 +425,76 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
         gc.freeze()   # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]
     try:
-        pending = list(order)  # longest first; results are still reported in declared order
-        running: dict[Any, tuple[int, Any, float]] = {}
+        pending = _units(work, order, previous or {}, by_reference)  # longest first; results still reported in declared order
+        running: dict[Any, _Running] = {}
         shown = 0
+
+        def finish(i: int, outcome) -> None:
+            outcomes[i] = outcome
+            monitor.finished(outcome)
+
+        def stop(conn, run: _Running, outcome_of_current) -> None:
+            """``conn``'s process is over: the item it was deciding gets ``outcome_of_current(kind, item)``,
+            the items it had not started go back to ``pending``, one to a process."""
+            del running[conn]
+            conn.close()
+            if run.left and (run.started or run.alone):  # (a process of its own: charged, never re-queued)
+                i = run.left.pop(0)
+                finish(i, outcome_of_current(*work[i]))
+            pending[:0] = [[i] for i in run.left]
+
         while pending or running:
             while pending and len(running) < max(1, options.jobs):
-                i = pending.pop(0)
-                kind, it = work[i]
+                unit = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                payload = it if by_reference else (_item_file(it), it.id)
-                proc = ctx.Process(target=_child, args=(send, kind, payload, options, before), daemon=True)
+                batch = [(i, work[i][0], work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id)) for i in unit]
+                proc = ctx.Process(target=_child, args=(send, batch, options, before), daemon=True)
                 proc.start()
                 send.close()
-                monitor.started(kind, it.id)
-                running[recv] = (i, proc, time.monotonic())
+                running[recv] = _Running(proc, list(unit), time.monotonic(), alone=len(unit) == 1)
             if running:
                 now = time.monotonic()
-                deadline = min(start for _, _, start in running.values()) + options.timeout
+                deadline = min(run.since for run in running.values()) + options.timeout
                 ready = wait(list(running), timeout=max(0.0, deadline - now))
                 for conn in ready:
-                    i, proc, _ = running.pop(conn)
-                    kind, it = work[i]
+                    run = running[conn]
                     try:
-                        outcomes[i] = conn.recv()
+                        message = conn.recv()
                     except (EOFError, OSError):
-                        proc.join(5)
-                        outcomes[i] = _error_outcome(kind, it, (
-                            f"the process deciding it exited with code {proc.exitcode} before giving a verdict "
-                            "(os._exit, sys.exit or a crash in the model or the solver)"))
-                    conn.close()
-                    proc.join(5)
-                    if proc.is_alive():
-                        proc.kill()
-                        proc.join()
-                    monitor.finished(outcomes[i])
-                now = time.monotonic()
-                for conn, (i, proc, start) in list(running.items()):
-                    if now - start >= options.timeout:
-                        proc.kill()
-                        proc.join()
-                        conn.close()
+                        run.proc.join(5)
+                        code = run.proc.exitcode
+                        stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
+                            f"the process deciding it exited with code {code} before giving a verdict "
+                            "(os._exit, sys.exit or a crash in the model or the solver)")))
+                        if run.proc.is_alive():
+                            run.proc.kill()
+                        run.proc.join()
+                        continue
+                    if message[0] == "start":
+                        run.started, run.since = True, time.monotonic()
+                        kind, it = work[message[1]]
+                        monitor.started(kind, it.id)
+                        continue
+                    _, i, outcome = message
+                    run.left.remove(i)
+                    run.started, run.since = False, time.monotonic()
+                    finish(i, outcome)
+                    if not run.left:
                         del running[conn]
-                        kind, it = work[i]
-                        outcomes[i] = _error_outcome(kind, it, (
+                        conn.close()
+                        run.proc.join(5)
+                        if run.proc.is_alive():
+                            run.proc.kill()
+                            run.proc.join()
+                now = time.monotonic()
+                for conn, run in list(running.items()):
+                    if now - run.since >= options.timeout:
+                        run.proc.kill()
+                        run.proc.join()
+                        run.started = True  # the item it was starting or deciding is the one over time
+                        stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
                             f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
-                            "raise --timeout if it is only slow)"))
-                        monitor.finished(outcomes[i])
+                            "raise --timeout if it is only slow)")))
             while shown < len(outcomes) and outcomes[shown] is not None:
                 if progress:
                     progress(outcomes[shown])

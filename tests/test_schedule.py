@@ -51,3 +51,68 @@ def test_estimates_put_the_larger_work_first_and_results_keep_declared_order(spe
     result = run([path], Options(jobs=2, contracts=False, density="off"))
     assert [r.id.split("::")[1] for r in result.obligations] == ["small", "larger", "last"]
     assert [r.verdict.value for r in result.obligations] == ["proved", "proved", "counterexample"]
+
+
+def test_short_obligations_share_a_process_and_contracts_and_long_ones_do_not(spec_file, monkeypatch):
+    import capproof.runner as runner
+    from capproof.obligation import contract
+
+    monkeypatch.setattr(runner, "BATCH_ITEMS", 2)
+    small, larger, last = load_file(spec_file(SPEC, "sched_units.py"))
+    work = [("obligation", small), ("obligation", larger), ("contract", contract("models/x.py::f")),
+            ("obligation", last), ("obligation", small)]
+    previous = {larger.id: 3.0}
+    assert runner._units(work, [1, 2, 0, 3, 4], previous, batch=True) == [[1], [2], [0, 3], [4]]
+    assert runner._units(work, [1, 2, 0, 3, 4], previous, batch=False) == [[1], [2], [0], [3], [4]]
+
+
+SHARED_PROCESS = """
+import os
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"x": Range(0, 10)})
+def first_fine(x):
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def exits_the_process(x):
+    os._exit(3)
+
+@obligation(domain={"x": Range(0, 10)})
+def after_the_exit(x):
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def loops_forever(x):
+    while True:
+        pass
+
+@obligation(domain={"x": Range(0, 10)}, expect="counterexample")
+def after_the_loop(x):
+    return at_most(demand=x, capacity=9)
+
+SEEN = {"slack": 0}
+
+@obligation(domain={"x": Range(0, 10)})
+def sets_state(x):
+    SEEN["slack"] = 5
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def reads_state(x):
+    return at_most(demand=x, capacity=10 - SEEN["slack"])
+"""
+
+
+def test_a_shared_process_charges_only_the_item_that_broke_it(project):
+    """Seven short obligations go to one process: the exit, the endless loop and the state change
+    each get an error verdict, and every item after them is decided afresh, from the loaded module
+    (the project is the working directory: its modules' state is what is fingerprinted)."""
+    (project / "spec" / "shared_process.py").write_text(SHARED_PROCESS)
+    result = run(["spec/shared_process.py"], Options(jobs=1, contracts=False, density="off", timeout=3))
+    got = {r.id.split("::")[1]: (r.verdict.value, r.message) for r in result.obligations}
+    assert got["exits_the_process"][0] == "error" and "exited with code 3" in got["exits_the_process"][1]
+    assert got["loops_forever"][0] == "error" and "time limit" in got["loops_forever"][1]
+    assert got["sets_state"][0] == "error" and "module state changed" in got["sets_state"][1]
+    assert {k: v for k, (v, _) in got.items() if v != "error"} == {
+        "first_fine": "proved", "after_the_exit": "proved", "after_the_loop": "counterexample", "reads_state": "proved"}
