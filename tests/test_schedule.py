@@ -9,6 +9,7 @@ import os
 from capproof import Options
 from capproof.loader import load_file
 from capproof.runner import _estimate, _previous_seconds, default_jobs, run
+from test_soundness import SHARED_STATE
 
 
 def test_default_jobs_is_the_cores_this_process_may_use():
@@ -90,18 +91,7 @@ def loops_forever(x):
 @obligation(domain={"x": Range(0, 10)}, expect="counterexample")
 def after_the_loop(x):
     return at_most(demand=x, capacity=9)
-
-SEEN = {"slack": 0}
-
-@obligation(domain={"x": Range(0, 10)})
-def sets_state(x):
-    SEEN["slack"] = 5
-    return at_most(demand=x, capacity=10)
-
-@obligation(domain={"x": Range(0, 10)})
-def reads_state(x):
-    return at_most(demand=x, capacity=10 - SEEN["slack"])
-"""
+""" + SHARED_STATE  # then a_sets_state, b_reads_state (test_soundness.py)
 
 
 def test_a_shared_process_charges_only_the_item_that_broke_it(project):
@@ -113,6 +103,6 @@ def test_a_shared_process_charges_only_the_item_that_broke_it(project):
     got = {r.id.split("::")[1]: (r.verdict.value, r.message) for r in result.obligations}
     assert got["exits_the_process"][0] == "error" and "exited with code 3" in got["exits_the_process"][1]
     assert got["loops_forever"][0] == "error" and "time limit" in got["loops_forever"][1]
-    assert got["sets_state"][0] == "error" and "module state changed" in got["sets_state"][1]
+    assert got["a_sets_state"][0] == "error" and "module state changed" in got["a_sets_state"][1]
     assert {k: v for k, (v, _) in got.items() if v != "error"} == {
-        "first_fine": "proved", "after_the_exit": "proved", "after_the_loop": "counterexample", "reads_state": "proved"}
+        "first_fine": "proved", "after_the_exit": "proved", "after_the_loop": "counterexample", "b_reads_state": "proved"}
