@@ -167,20 +167,99 @@ def _fingerprint(value: object) -> object:
         return (id(value), repr(value)[:10_000])
 
 
+def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
+    """Whether ``module`` is one of the project's own (its file under ``root``, not in a hidden
+    directory such as ``.venv``, and not capproof's)."""
+    path = os.path.abspath(getattr(module, "__file__", None) or "/")
+    return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
+
+
 def module_state() -> dict[str, object]:
     """A fingerprint of the data (not the functions or classes) held by the project's own modules
     (spec files, models): ``{"module.name": digest}``. Compared before and after deciding an item."""
     root = os.path.abspath(os.getcwd()) + os.sep
     out: dict[str, object] = {}
     for modname, module in list(sys.modules.items()):
-        path = os.path.abspath(getattr(module, "__file__", None) or "/")
-        if not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:] or modname.startswith("capproof."):
+        if not _project_module(modname, module, root):
             continue
         for name, value in list(vars(module).items()):
             if name.startswith("__") or callable(value) or type(value).__name__ == "module":
                 continue
             out[f"{modname}.{name}"] = _fingerprint(value)
     return out
+
+
+def _leftovers(z3_params: list[int]) -> tuple:
+    """What an item could leave behind for the next item of its batch besides the data
+    :func:`module_state` fingerprints (a change there is an error verdict already): which function or
+    class each name of capproof's and the project's modules is bound to (a monkeypatched
+    ``capproof.arith.cdiv``), the data the project's functions and classes hold (class attributes,
+    defaults, closures, ``__dict__``, ``lru_cache`` fill), ``os.environ``, the working directory,
+    ``sys.path``, the running threads, the interval timers (``signal.alarm``), and ``z3_params``: how
+    many times Z3's global parameters were set or reset (:func:`_count_z3_param_calls`). A difference
+    from the process's start ends the batch after that item (its verdict stands: it started from the
+    parent's state); the items after it get fresh processes."""
+    import signal
+    import threading
+
+    root = os.path.abspath(os.getcwd()) + os.sep
+    bound: dict[str, int] = {}
+    held: dict[str, object] = {}
+    for modname, module in list(sys.modules.items()):
+        project = _project_module(modname, module, root)
+        if not (project or modname == "capproof" or modname.startswith("capproof.")):
+            continue
+        for name, value in list(vars(module).items()):
+            if name.startswith("__") or not callable(value) or isinstance(value, types.ModuleType):
+                continue
+            bound[f"{modname}.{name}"] = id(value)
+            if project and getattr(value, "__module__", None) == modname:
+                held[f"{modname}.{name}"] = _held_by(value)
+    timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
+    return (bound, held, dict(os.environ), os.getcwd(), list(sys.path),
+            sorted(t.ident or 0 for t in threading.enumerate()), timers, z3_params[0])
+
+
+def _held_by(value: Any) -> list:
+    """Fingerprints of the data a function or class holds besides its code: a class's attributes; a
+    function's defaults, attributes, closure cells and ``lru_cache`` fill."""
+    if isinstance(value, type):
+        return [(k, _fingerprint(v)) for k, v in vars(value).items() if not k.startswith("__")]
+    parts = [getattr(value, "__defaults__", None), getattr(value, "__kwdefaults__", None),
+             getattr(value, "__dict__", None), value.cache_info().currsize if callable(getattr(value, "cache_info", None)) else None]
+    for cell in getattr(value, "__closure__", None) or ():
+        try:
+            parts.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            parts.append(None)
+    return [_fingerprint(part) for part in parts]
+
+
+def _left_behind(start: tuple, now: tuple) -> bool:
+    """Whether :func:`_leftovers` ``now`` differs from ``start`` (names bound since are no difference:
+    a module imported while deciding is imported afresh in a process of its own too)."""
+    (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
+    return (any(bound1.get(k) != v for k, v in bound0.items()) or any(held1.get(k) != v for k, v in held0.items())
+            or rest0 != rest1)
+
+
+def _count_z3_param_calls() -> list[int]:
+    """Count, in this process, the calls that set or reset Z3's global parameters (``z3.set_param``,
+    ``z3.reset_params``): they outlive the Z3 context and cannot be listed back; ``[count]``."""
+    import z3.z3
+    import z3.z3core
+
+    calls = [0]
+    for name in ("Z3_global_param_set", "Z3_global_param_reset_all"):
+        real = getattr(z3.z3core, name)
+
+        def counted(*args, _real=real):
+            calls[0] += 1
+            return _real(*args)
+
+        setattr(z3.z3, name, counted)
+        setattr(z3.z3core, name, counted)
+    return calls
 
 
 def changed_state(before: dict[str, object], after: dict[str, object]) -> list[str]:
@@ -323,7 +402,11 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
     behind (a changed module state is an error verdict, and so is an exception), so the items after
     it are not decided here; the parent gives each of them a fresh process. Before every item the
     module state is the ``before`` the parent took (checked after each), and each obligation gets a
-    fresh Z3 context: what the process decided before cannot reach it."""
+    fresh Z3 context: what the process decided before cannot reach it. It also stops after an item
+    that left anything else behind (:func:`_leftovers`: a class attribute, ``os.environ``, a thread,
+    a timer, a patched capproof function, Z3's global parameters)."""
+    z3_params = _count_z3_param_calls() if len(batch) > 1 else [0]
+    start = _leftovers(z3_params) if len(batch) > 1 else None
     for index, kind, payload in batch:
         conn.send(("start", index))
         try:
@@ -343,7 +426,8 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
 
             outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
         conn.send(("done", index, outcome))
-        if outcome.verdict is Verdict.ERROR:
+        if outcome.verdict is Verdict.ERROR or (
+                start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params))):
             break
     conn.close()
 

@@ -1,0 +1,106 @@
+"""Short obligations decided a few to a process (capproof.runner.BATCH_ITEMS) get exactly the
+results they get at a process each: what one item leaves behind outside the module data the
+fingerprint checks must not reach the next item of its batch."""
+
+from __future__ import annotations
+
+import pytest
+
+import capproof.runner as runner
+from capproof import Options
+from capproof.runner import run
+
+HEADER = """
+import os, signal, sys, threading, time
+import z3
+import capproof.arith
+from capproof import Range, obligation, at_most
+"""
+
+# (what the first item does, what the second reads): alone, the second is proved
+LEFT_BEHIND = {
+    "class_attribute": ("class Cfg:\n    slack = 0\n", "Cfg.slack = 5", "Cfg.slack"),
+    "closure": ("def _cell():\n    box = [0]\n    def put(v):\n        box[0] = v\n    def get():\n        return box[0]\n"
+                "    return put, get\nput, get = _cell()\n", "put(5)", "get()"),
+    "environment": ("", "os.environ['CAPPROOF_TEST_SLACK'] = '5'", "int(os.environ.get('CAPPROOF_TEST_SLACK', '0'))"),
+    "patched_capproof_function": ("", "capproof.arith.minimum = lambda *a: 5", "capproof.arith.minimum(0, 0)"),
+}
+
+
+def _pair(setup: str, leave: str, read: str) -> str:
+    return HEADER + setup + f"""
+@obligation(domain={{"x": Range(0, 10)}})
+def leaves(x):
+    {leave}
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={{"x": Range(0, 10)}})
+def reads(x):
+    return at_most(demand=x, capacity=10 - {read})
+"""
+
+
+def _verdicts(project, source: str, batch_items: int, monkeypatch, **options) -> list[tuple[str, str, str]]:
+    monkeypatch.setattr(runner, "BATCH_ITEMS", batch_items)
+    (project / "spec" / "batch.py").write_text(source)
+    result = run(["spec/batch.py"], Options(jobs=1, contracts=False, density="off", **options))
+    return [(r.id.split("::")[1], r.verdict.value, r.message) for r in result.obligations]
+
+
+@pytest.mark.parametrize("kind", sorted(LEFT_BEHIND))
+def test_state_outside_module_data_does_not_reach_the_next_item_of_a_batch(project, monkeypatch, kind):
+    source = _pair(*LEFT_BEHIND[kind])
+    alone = _verdicts(project, source, 1, monkeypatch)
+    assert [v for _, v, _ in alone] == ["proved", "proved"]
+    assert _verdicts(project, source, 12, monkeypatch) == alone
+
+
+def test_z3_global_parameters_set_by_an_item_do_not_reach_the_next(project, monkeypatch):
+    source = HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def leaves(x):
+    z3.set_param("timeout", 1)
+    z3.set_param("smt.arith.solver", 1)
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10**9), "y": Range(0, 10**9), "z": Range(1, 10**9)})
+def reads(x, y, z):
+    return at_most(demand=(x * y) // z, capacity=10**18)
+"""
+    alone = _verdicts(project, source, 1, monkeypatch)
+    assert [v for _, v, _ in alone] == ["proved", "proved"]
+    assert _verdicts(project, source, 12, monkeypatch) == alone
+
+
+def test_a_timer_or_thread_left_running_is_not_charged_to_the_next_item(project, monkeypatch):
+    """The first item leaves a timer (SIGALRM ends the process) or a thread that ends the process
+    a few seconds later; the item after it waits for them, if there are any: in a process of its
+    own there are none, and it is proved."""
+    source = HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def alarm(x):
+    if signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+        signal.setitimer(signal.ITIMER_REAL, 3)
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def after_alarm(x):
+    while signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        time.sleep(0.01)
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def thread(x):
+    if threading.active_count() == 1:
+        threading.Thread(target=lambda: (time.sleep(3), os._exit(7)), daemon=True).start()
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def after_thread(x):
+    while threading.active_count() > 1:
+        time.sleep(0.01)
+    return at_most(demand=x, capacity=10)
+"""
+    batched = _verdicts(project, source, 12, monkeypatch)
+    assert [(name, v) for name, v, _ in batched] == [(name, "proved") for name in
+                                                       ("alarm", "after_alarm", "thread", "after_thread")]
