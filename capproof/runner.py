@@ -404,7 +404,9 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
     module state is the ``before`` the parent took (checked after each), and each obligation gets a
     fresh Z3 context: what the process decided before cannot reach it. It also stops after an item
     that left anything else behind (:func:`_leftovers`: a class attribute, ``os.environ``, a thread,
-    a timer, a patched capproof function, Z3's global parameters)."""
+    a timer, a patched capproof function, Z3's global parameters). A copy of this process forked
+    while deciding an item (by the model) exits without sending anything."""
+    pid = os.getpid()
     z3_params = _count_z3_param_calls() if len(batch) > 1 else [0]
     start = _leftovers(z3_params) if len(batch) > 1 else None
     for index, kind, payload in batch:
@@ -425,6 +427,8 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
             from .encode import _describe_exc
 
             outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+        if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
+            os._exit(0)
         conn.send(("done", index, outcome))
         if outcome.verdict is Verdict.ERROR or (
                 start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params))):
@@ -560,6 +564,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                         monitor.started(kind, it.id)
                         continue
                     _, i, outcome = message
+                    if i not in run.left:  # (not sent by the process this loop started)
+                        continue
                     run.left.remove(i)
                     run.started, run.since = False, time.monotonic()
                     finish(i, outcome)

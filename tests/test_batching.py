@@ -1,6 +1,7 @@
 """Short obligations decided a few to a process (capproof.runner.BATCH_ITEMS) get exactly the
 results they get at a process each: what one item leaves behind outside the module data the
-fingerprint checks must not reach the next item of its batch."""
+fingerprint checks must not reach the next item of its batch, and a model that forks must not
+make the run lose or duplicate results."""
 
 from __future__ import annotations
 
@@ -104,3 +105,27 @@ def after_thread(x):
     batched = _verdicts(project, source, 12, monkeypatch)
     assert [(name, v) for name, v, _ in batched] == [(name, "proved") for name in
                                                        ("alarm", "after_alarm", "thread", "after_thread")]
+
+
+def test_a_model_that_forks_loses_or_duplicates_no_result(project, monkeypatch):
+    """The model forks once (the copy goes on deciding, as the original does): every item gets
+    one result, as at a process each, and the run does not break on a second answer."""
+    source = HEADER + """
+@obligation(domain={"x": Range(0, 10)})
+def forks(x):
+    if not hasattr(sys, "_capproof_test_forked"):
+        sys._capproof_test_forked = True
+        os.fork()
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def next_one(x):
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)}, expect="counterexample")
+def last(x):
+    return at_most(demand=x, capacity=9)
+"""
+    alone = _verdicts(project, source, 1, monkeypatch)
+    assert [(name, v) for name, v, _ in alone] == [("forks", "proved"), ("next_one", "proved"), ("last", "counterexample")]
+    assert _verdicts(project, source, 12, monkeypatch) == alone
