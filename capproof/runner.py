@@ -168,8 +168,11 @@ def _fingerprint(value: object) -> object:
 
 
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
-    """Whether ``module`` is one of the project's own (its file under ``root``, not in a hidden
-    directory such as ``.venv``, and not capproof's)."""
+    """Whether ``module`` is one of the project's own: a spec file wherever it is (the loader names
+    them ``capproof_spec.…``; one outside the working directory too), or a module whose file is
+    under ``root``, not in a hidden directory such as ``.venv``, and not capproof's."""
+    if modname.startswith("capproof_spec."):
+        return True
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
     return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
 

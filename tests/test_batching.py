@@ -129,3 +129,28 @@ def last(x):
     alone = _verdicts(project, source, 1, monkeypatch)
     assert [(name, v) for name, v, _ in alone] == [("forks", "proved"), ("next_one", "proved"), ("last", "counterexample")]
     assert _verdicts(project, source, 12, monkeypatch) == alone
+
+
+def test_module_state_of_a_spec_file_outside_the_working_directory_is_checked(spec_file, monkeypatch):
+    """run() on a spec file outside the working directory (a tmp_path here, the repository the
+    working directory): its module data is fingerprinted as a project spec file's is, so the item
+    changing it is an error at a process each and batched alike, and the item after it is proved."""
+    path = spec_file(HEADER + """
+SEEN = {"slack": 0}
+
+@obligation(domain={"x": Range(0, 10)})
+def sets_state(x):
+    SEEN["slack"] = 5
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def reads_state(x):
+    return at_most(demand=x, capacity=10 - SEEN["slack"])
+""", "outside_cwd.py")
+    got = {}
+    for batch_items in (12, 1):
+        monkeypatch.setattr(runner, "BATCH_ITEMS", batch_items)
+        result = run([path], Options(jobs=1, contracts=False, density="off"))
+        got[batch_items] = [(r.id.split("::")[1], r.verdict.value, r.message) for r in result.obligations]
+    assert got[12] == got[1]
+    assert [v for _, v, _ in got[12]] == ["error", "proved"] and "module state changed" in got[12][0][2]
