@@ -584,7 +584,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                     if now - run.since >= options.timeout:
                         run.proc.kill()
                         run.proc.join()
-                        run.started = True  # the item it was starting or deciding is the one over time
+                        # the item it was deciding is the one over time; a process between the items of a
+                        # batch was deciding none: they are not charged, they get processes of their own
                         stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
                             f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
                             "raise --timeout if it is only slow)")))

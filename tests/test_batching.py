@@ -154,3 +154,28 @@ def reads_state(x):
         got[batch_items] = [(r.id.split("::")[1], r.verdict.value, r.message) for r in result.obligations]
     assert got[12] == got[1]
     assert [v for _, v, _ in got[12]] == ["error", "proved"] and "module state changed" in got[12][0][2]
+
+
+def test_time_spent_between_the_items_of_a_batch_is_charged_to_none(project, monkeypatch):
+    """A class attribute that takes seconds to fingerprint makes the check a batch runs before its
+    first item and between items (runner._leftovers) outlast the time limit: no item was being
+    decided, so none is charged; each gets a process of its own, where it is proved."""
+    source = HEADER + """
+class Slow:
+    def __reduce__(self):
+        time.sleep(3)
+        return (int, ())
+
+class Cfg:
+    held = Slow()
+
+@obligation(domain={"x": Range(0, 10)})
+def first(x):
+    return at_most(demand=x, capacity=10)
+
+@obligation(domain={"x": Range(0, 10)})
+def second(x):
+    return at_most(demand=x, capacity=10)
+"""
+    batched = _verdicts(project, source, 12, monkeypatch, timeout=1.5)
+    assert [(name, v) for name, v, _ in batched] == [("first", "proved"), ("second", "proved")]
