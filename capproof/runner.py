@@ -20,6 +20,7 @@ import pickle
 import sys
 import time
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -196,9 +197,10 @@ def _leftovers(z3_params: list[int]) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
     class each name of capproof's and the project's modules is bound to (a monkeypatched
-    ``capproof.arith.cdiv``), the data the project's functions and classes hold (class attributes,
+    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``), the data the project's functions and classes hold (class attributes,
     defaults, closures, ``__dict__``, ``lru_cache`` fill), ``os.environ``, the working directory,
-    ``sys.path``, the running threads, the interval timers (``signal.alarm``), and ``z3_params``: how
+    ``sys.path``, the running threads, the interval timers (``signal.alarm``), the signal handlers,
+    the recursion and int-to-str limits, the warnings filters, the standard streams, and ``z3_params``: how
     many times Z3's global parameters were set or reset (:func:`_count_z3_param_calls`). A difference
     from the process's start ends the batch after that item (its verdict stands: it started from the
     parent's state); the items after it get fresh processes."""
@@ -213,14 +215,19 @@ def _leftovers(z3_params: list[int]) -> tuple:
         if not (project or modname == "capproof" or modname.startswith("capproof.")):
             continue
         for name, value in list(vars(module).items()):
-            if name.startswith("__") or not callable(value) or isinstance(value, types.ModuleType):
+            # a project module's data is module_state's; None is how capproof marks a value it computes once
+            if name.startswith("__") or isinstance(value, types.ModuleType) or value is None or (
+                    project and not callable(value)):
                 continue
             bound[f"{modname}.{name}"] = id(value)
             if project and getattr(value, "__module__", None) == modname:
                 held[f"{modname}.{name}"] = _held_by(value)
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
+    handlers = [id(signal.getsignal(sig)) for sig in sorted(signal.valid_signals()) if sig not in (signal.SIGKILL, signal.SIGSTOP)]
+    interpreter = (sys.getrecursionlimit(), sys.get_int_max_str_digits(), list(warnings.filters),
+                   id(sys.stdin), id(sys.stdout), id(sys.stderr))
     return (bound, held, dict(os.environ), os.getcwd(), list(sys.path),
-            sorted(t.ident or 0 for t in threading.enumerate()), timers, z3_params[0])
+            sorted(t.ident or 0 for t in threading.enumerate()), timers, handlers, interpreter, z3_params[0])
 
 
 def _held_by(value: Any) -> list:

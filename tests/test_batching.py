@@ -12,9 +12,9 @@ from capproof import Options
 from capproof.runner import run
 
 HEADER = """
-import os, signal, sys, threading, time
+import os, signal, sys, threading, time, warnings
 import z3
-import capproof.arith
+import capproof.arith, capproof.domain
 from capproof import Range, obligation, at_most
 """
 
@@ -25,6 +25,9 @@ LEFT_BEHIND = {
                 "    return put, get\nput, get = _cell()\n", "put(5)", "get()"),
     "environment": ("", "os.environ['CAPPROOF_TEST_SLACK'] = '5'", "int(os.environ.get('CAPPROOF_TEST_SLACK', '0'))"),
     "patched_capproof_function": ("", "capproof.arith.minimum = lambda *a: 5", "capproof.arith.minimum(0, 0)"),
+    "rebound_capproof_constant": ("", "capproof.domain.MAX_CASES = 1", "(5 if capproof.domain.MAX_CASES == 1 else 0)"),
+    "warnings_filter": ("", "warnings.simplefilter('error')", "(5 if warnings.filters[0][0] == 'error' else 0)"),
+    "int_str_limit": ("", "sys.set_int_max_str_digits(640)", "(5 if sys.get_int_max_str_digits() == 640 else 0)"),
 }
 
 
