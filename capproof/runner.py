@@ -197,13 +197,14 @@ def _leftovers(z3_params: list[int]) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
     class each name of capproof's and the project's modules is bound to (a monkeypatched
-    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``), the data the project's functions and classes hold (class attributes,
-    defaults, closures, ``__dict__``, ``lru_cache`` fill), ``os.environ``, the working directory,
-    ``sys.path``, the running threads, the interval timers (``signal.alarm``), the signal handlers,
-    the recursion and int-to-str limits, the warnings filters, the standard streams, and ``z3_params``: how
-    many times Z3's global parameters were set or reset (:func:`_count_z3_param_calls`). A difference
-    from the process's start ends the batch after that item (its verdict stands: it started from the
-    parent's state); the items after it get fresh processes."""
+    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``), the data the
+    project's functions and classes hold (class attributes, defaults, closures, ``__dict__``,
+    ``lru_cache`` fill), ``os.environ``, the working directory, ``sys.path``, the running threads,
+    the interval timers (``signal.alarm``), the signal handlers, the recursion and int-to-str limits,
+    the warnings filters, the standard streams, and ``z3_params``: how many times Z3's global
+    parameters were set or reset (:func:`_count_z3_param_calls`). A difference from the process's
+    start ends the batch after that item (its verdict stands: it started from the parent's state);
+    the items after it get fresh processes."""
     import signal
     import threading
 
