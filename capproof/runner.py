@@ -197,24 +197,30 @@ def _leftovers(z3_params: list[int]) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
     class each name of capproof's and the project's modules is bound to (a monkeypatched
-    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``), the data the
+    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``; and the functions
+    of ``builtins`` and of the modules the project's modules name, ``math.ceil``), the data the
     project's functions and classes hold (class attributes, defaults, closures, ``__dict__``,
     ``lru_cache`` fill), ``os.environ``, the working directory, ``sys.path``, the running threads,
     the interval timers (``signal.alarm``), the signal handlers, the recursion and int-to-str limits,
-    the warnings filters, the standard streams, and ``z3_params``: how many times Z3's global
+    the warnings filters, the standard streams, the trace and profile functions, and ``z3_params``: how many times Z3's global
     parameters were set or reset (:func:`_count_z3_param_calls`). A difference from the process's
     start ends the batch after that item (its verdict stands: it started from the parent's state);
     the items after it get fresh processes."""
     import signal
     import threading
 
+    import builtins
+
     root = os.path.abspath(os.getcwd()) + os.sep
     bound: dict[str, int] = {}
     held: dict[str, object] = {}
+    named = {"builtins": builtins}  # and the modules the project's modules name (``import math``): their functions
     for modname, module in list(sys.modules.items()):
         project = _project_module(modname, module, root)
         if not (project or modname == "capproof" or modname.startswith("capproof.")):
             continue
+        if project:
+            named.update((v.__name__, v) for v in list(vars(module).values()) if isinstance(v, types.ModuleType))
         for name, value in list(vars(module).items()):
             # a project module's data is module_state's; None is how capproof marks a value it computes once
             if name.startswith("__") or isinstance(value, types.ModuleType) or value is None or (
@@ -223,10 +229,14 @@ def _leftovers(z3_params: list[int]) -> tuple:
             bound[f"{modname}.{name}"] = id(value)
             if project and getattr(value, "__module__", None) == modname:
                 held[f"{modname}.{name}"] = _held_by(value)
+    for modname, module in named.items():
+        if not (modname == "capproof" or modname.startswith("capproof.") or _project_module(modname, module, root)):
+            bound.update((f"{modname}.{name}", id(value)) for name, value in list(vars(module).items())
+                         if callable(value) and not name.startswith("__"))
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     handlers = [id(signal.getsignal(sig)) for sig in sorted(signal.valid_signals()) if sig not in (signal.SIGKILL, signal.SIGSTOP)]
     interpreter = (sys.getrecursionlimit(), sys.get_int_max_str_digits(), list(warnings.filters),
-                   id(sys.stdin), id(sys.stdout), id(sys.stderr))
+                   id(sys.stdin), id(sys.stdout), id(sys.stderr), id(sys.gettrace()), id(sys.getprofile()))
     return (bound, held, dict(os.environ), os.getcwd(), list(sys.path),
             sorted(t.ident or 0 for t in threading.enumerate()), timers, handlers, interpreter, z3_params[0])
 

@@ -28,6 +28,9 @@ LEFT_BEHIND = {
     "rebound_capproof_constant": ("", "capproof.domain.MAX_CASES = 1", "(5 if capproof.domain.MAX_CASES == 1 else 0)"),
     "warnings_filter": ("", "warnings.simplefilter('error')", "(5 if warnings.filters[0][0] == 'error' else 0)"),
     "int_str_limit": ("", "sys.set_int_max_str_digits(640)", "(5 if sys.get_int_max_str_digits() == 640 else 0)"),
+    "patched_builtin": ("import builtins\n", "builtins.abs = lambda v: 5", "abs(0)"),
+    "patched_math": ("import math\n", "math.isqrt = lambda v: 5", "math.isqrt(0)"),
+    "trace_function": ("", "sys.settrace(lambda *a: None)", "(5 if sys.gettrace() else 0)"),
 }
 
 
