@@ -197,19 +197,19 @@ def _leftovers(z3_params: list[int]) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
     class each name of capproof's and the project's modules is bound to (a monkeypatched
-    ``capproof.arith.cdiv``; for capproof's, any value: ``capproof.domain.MAX_CASES``; and the functions
-    of ``builtins`` and of the modules the project's modules name, ``math.ceil``), the data the
-    project's functions and classes hold (class attributes, defaults, closures, ``__dict__``,
-    ``lru_cache`` fill), ``os.environ``, the working directory, ``sys.path``, the running threads,
-    the interval timers (``signal.alarm``), the signal handlers, the recursion and int-to-str limits,
-    the warnings filters, the standard streams, the trace and profile functions, and ``z3_params``: how many times Z3's global
-    parameters were set or reset (:func:`_count_z3_param_calls`). A difference from the process's
-    start ends the batch after that item (its verdict stands: it started from the parent's state);
-    the items after it get fresh processes."""
+    ``capproof.arith.cdiv``), for capproof's any value (``capproof.domain.MAX_CASES``) and the content
+    of its public tables (``capproof.arith.DTYPES``), the functions of ``builtins`` and of the modules
+    the project's modules name (``math.isqrt``), the data the project's functions and classes hold
+    (class attributes, defaults, closures, ``__dict__``, ``lru_cache`` fill), ``os.environ``, the
+    working directory, ``sys.path``, the running threads, the interval timers (``signal.alarm``), the
+    signal handlers, the recursion and int-to-str limits, the warnings filters, the standard streams,
+    the trace and profile functions, and ``z3_params``: how many times Z3's global parameters were
+    set or reset (:func:`_count_z3_param_calls`). A difference from the process's start ends the
+    batch after that item (its verdict stands: it started from the parent's state); the items after
+    it get fresh processes."""
+    import builtins
     import signal
     import threading
-
-    import builtins
 
     root = os.path.abspath(os.getcwd()) + os.sep
     bound: dict[str, int] = {}
@@ -229,6 +229,9 @@ def _leftovers(z3_params: list[int]) -> tuple:
             bound[f"{modname}.{name}"] = id(value)
             if project and getattr(value, "__module__", None) == modname:
                 held[f"{modname}.{name}"] = _held_by(value)
+            elif not project and name.isupper() and name[0] != "_" and name != "CREATED" and not callable(value):
+                # capproof's public tables, by value (not CREATED: every declared obligation, ~10 ms)
+                held[f"{modname}.{name}"] = _fingerprint(value)
     for modname, module in named.items():
         if not (modname == "capproof" or modname.startswith("capproof.") or _project_module(modname, module, root)):
             bound.update((f"{modname}.{name}", id(value)) for name, value in list(vars(module).items())

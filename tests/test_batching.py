@@ -30,6 +30,8 @@ LEFT_BEHIND = {
     "int_str_limit": ("", "sys.set_int_max_str_digits(640)", "(5 if sys.get_int_max_str_digits() == 640 else 0)"),
     "patched_builtin": ("import builtins\n", "builtins.abs = lambda v: 5", "abs(0)"),
     "patched_math": ("import math\n", "math.isqrt = lambda v: 5", "math.isqrt(0)"),
+    "capproof_table": ("", "capproof.arith.DTYPES['capproof_test'] = (5, True)",
+                       "capproof.arith.DTYPES.get('capproof_test', (0, True))[0]"),
     "trace_function": ("", "sys.settrace(lambda *a: None)", "(5 if sys.gettrace() else 0)"),
 }
 
