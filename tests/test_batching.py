@@ -83,13 +83,13 @@ def reads(x, y, z):
 
 def test_a_timer_or_thread_left_running_is_not_charged_to_the_next_item(project, monkeypatch):
     """The first item leaves a timer (SIGALRM ends the process) or a thread that ends the process
-    a few seconds later; the item after it waits for them, if there are any: in a process of its
+    ten seconds later; the item after it waits for them, if there are any: in a process of its
     own there are none, and it is proved."""
     source = HEADER + """
 @obligation(domain={"x": Range(0, 10)})
 def alarm(x):
     if signal.getitimer(signal.ITIMER_REAL)[0] == 0:
-        signal.setitimer(signal.ITIMER_REAL, 3)
+        signal.setitimer(signal.ITIMER_REAL, 10)
     return at_most(demand=x, capacity=10)
 
 @obligation(domain={"x": Range(0, 10)})
@@ -101,7 +101,7 @@ def after_alarm(x):
 @obligation(domain={"x": Range(0, 10)})
 def thread(x):
     if threading.active_count() == 1:
-        threading.Thread(target=lambda: (time.sleep(3), os._exit(7)), daemon=True).start()
+        threading.Thread(target=lambda: (time.sleep(10), os._exit(7)), daemon=True).start()
     return at_most(demand=x, capacity=10)
 
 @obligation(domain={"x": Range(0, 10)})
@@ -165,13 +165,13 @@ def reads_state(x):
 
 
 def test_time_spent_between_the_items_of_a_batch_is_charged_to_none(project, monkeypatch):
-    """A class attribute that takes seconds to fingerprint makes the check a batch runs before its
+    """A class attribute that takes a minute to fingerprint makes the check a batch runs before its
     first item and between items (runner._leftovers) outlast the time limit: no item was being
     decided, so none is charged; each gets a process of its own, where it is proved."""
     source = HEADER + """
 class Slow:
     def __reduce__(self):
-        time.sleep(3)
+        time.sleep(60)
         return (int, ())
 
 class Cfg:
@@ -185,5 +185,5 @@ def first(x):
 def second(x):
     return at_most(demand=x, capacity=10)
 """
-    batched = _verdicts(project, source, 12, monkeypatch, timeout=1.5)
+    batched = _verdicts(project, source, 12, monkeypatch, timeout=4)
     assert [(name, v) for name, v, _ in batched] == [("first", "proved"), ("second", "proved")]
