@@ -6,7 +6,8 @@ else from the number of cases and vector entries; contracts with a cached CrossH
 answered in the parent process), and results are reported in declared order. Short obligations
 are decided a few to a worker process (:data:`BATCH_ITEMS`), each from a fresh Z3 context and the
 module state the parent loaded; an item that breaks its process or ends in ``error`` is charged
-alone and the items after it get fresh processes.
+alone, and the items after it, or after an item that left anything behind in the process
+(:func:`_leftovers`), get fresh processes.
 """
 
 from __future__ import annotations
@@ -515,9 +516,10 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
     at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
     (then its process is killed: an ``error`` verdict). A process that dies without a result
-    (``os._exit``, a crash in Z3) is an ``error`` verdict for the item it was deciding. The items
-    after it in its process, and after an ``error`` verdict there, are each decided again in a
-    process of their own; the other items still run.
+    (``os._exit``, a crash in Z3) is an ``error`` verdict for the item it was deciding (none, when
+    it was between items). The items after it in its process, and after an ``error`` verdict or an
+    item that left anything behind there (:func:`_leftovers`), are each decided again in a process
+    of their own; the other items still run.
 
     With the ``fork`` start method (Linux) each process starts from the loaded spec files, so one
     item's module state never reaches another's; elsewhere each process imports its spec file (and
