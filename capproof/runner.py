@@ -170,11 +170,8 @@ def _fingerprint(value: object) -> object:
 
 
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
-    """Whether ``module`` is one of the project's own: a spec file wherever it is (the loader names
-    them ``capproof_spec.…``; one outside the working directory too), or a module whose file is
-    under ``root``, not in a hidden directory such as ``.venv``, and not capproof's."""
-    if modname.startswith("capproof_spec."):
-        return True
+    """Whether ``module`` is one of the project's own: its file under ``root``, not in a hidden
+    directory such as ``.venv``, and not capproof's."""
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
     return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
 
@@ -484,13 +481,16 @@ BATCH_ITEMS = 12
 def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], previous: dict[str, float],
            batch: bool) -> list[list[int]]:
     """``order`` (longest first) cut into the lists of indices each process decides: a contract or
-    an obligation estimated over :data:`BATCH_SECONDS` alone, the others :data:`BATCH_ITEMS` to a
-    process in that order (all alone when not ``batch``)."""
+    an obligation estimated over :data:`BATCH_SECONDS` or declared outside the working directory
+    alone, the others :data:`BATCH_ITEMS` to a process in that order (all alone when not ``batch``)."""
     units: list[list[int]] = []
     light: list[int] = []
+    root = os.path.abspath(os.getcwd()) + os.sep
     for i in order:
         kind, it = work[i]
-        if batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS:
+        # (a spec file outside the working directory: its module state is not fingerprinted, :func:`module_state`)
+        if (batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS
+                and os.path.abspath(it.file).startswith(root)):
             light.append(i)
         else:
             units.append([i])
