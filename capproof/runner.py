@@ -6,7 +6,8 @@ else from the number of cases and vector entries; contracts with a cached CrossH
 answered in the parent process), and results are reported in declared order. Short obligations
 are decided a few to a worker process (:data:`BATCH_ITEMS`), each from a fresh Z3 context and the
 module state the parent loaded; an item that breaks its process or ends in ``error`` is charged
-alone and the items after it get fresh processes.
+alone, and the items after it, or after an item that left anything behind in the process
+(:func:`_leftovers`), get fresh processes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pickle
 import sys
 import time
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -167,20 +169,119 @@ def _fingerprint(value: object) -> object:
         return (id(value), repr(value)[:10_000])
 
 
+def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
+    """Whether ``module`` is one of the project's own: its file under ``root``, not in a hidden
+    directory such as ``.venv``, and not capproof's."""
+    path = os.path.abspath(getattr(module, "__file__", None) or "/")
+    return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
+
+
 def module_state() -> dict[str, object]:
     """A fingerprint of the data (not the functions or classes) held by the project's own modules
     (spec files, models): ``{"module.name": digest}``. Compared before and after deciding an item."""
     root = os.path.abspath(os.getcwd()) + os.sep
     out: dict[str, object] = {}
     for modname, module in list(sys.modules.items()):
-        path = os.path.abspath(getattr(module, "__file__", None) or "/")
-        if not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:] or modname.startswith("capproof."):
+        if not _project_module(modname, module, root):
             continue
         for name, value in list(vars(module).items()):
             if name.startswith("__") or callable(value) or type(value).__name__ == "module":
                 continue
             out[f"{modname}.{name}"] = _fingerprint(value)
     return out
+
+
+def _leftovers(z3_params: list[int]) -> tuple:
+    """What an item could leave behind for the next item of its batch besides the data
+    :func:`module_state` fingerprints (a change there is an error verdict already): which function or
+    class each name of capproof's and the project's modules is bound to (a monkeypatched
+    ``capproof.arith.cdiv``), for capproof's any value (``capproof.domain.MAX_CASES``) and the content
+    of its public tables (``capproof.arith.DTYPES``), the functions of ``builtins`` and of the modules
+    the project's modules name (``math.isqrt``), the data the project's functions and classes hold
+    (class attributes, defaults, closures, ``__dict__``, ``lru_cache`` fill), ``os.environ``, the
+    working directory, ``sys.path``, the running threads, the interval timers (``signal.alarm``), the
+    signal handlers, the recursion and int-to-str limits, the warnings filters, the standard streams,
+    the trace and profile functions, and ``z3_params``: how many times Z3's global parameters were
+    set or reset (:func:`_count_z3_param_calls`). A difference from the process's start ends the
+    batch after that item (its verdict stands: it started from the parent's state); the items after
+    it get fresh processes."""
+    import builtins
+    import signal
+    import threading
+
+    root = os.path.abspath(os.getcwd()) + os.sep
+    bound: dict[str, int] = {}
+    held: dict[str, object] = {}
+    named = {"builtins": builtins}  # and the modules the project's modules name (``import math``): their functions
+    for modname, module in list(sys.modules.items()):
+        project = _project_module(modname, module, root)
+        if not (project or modname == "capproof" or modname.startswith("capproof.")):
+            continue
+        if project:
+            named.update((v.__name__, v) for v in list(vars(module).values()) if isinstance(v, types.ModuleType))
+        for name, value in list(vars(module).items()):
+            # a project module's data is module_state's; None is how capproof marks a value it computes once
+            if name.startswith("__") or isinstance(value, types.ModuleType) or value is None or (
+                    project and not callable(value)):
+                continue
+            bound[f"{modname}.{name}"] = id(value)
+            if project and getattr(value, "__module__", None) == modname:
+                held[f"{modname}.{name}"] = _held_by(value)
+            elif not project and name.isupper() and name[0] != "_" and name != "CREATED" and not callable(value):
+                # capproof's public tables, by value (not CREATED: every declared obligation, ~10 ms)
+                held[f"{modname}.{name}"] = _fingerprint(value)
+    for modname, module in named.items():
+        if not (modname == "capproof" or modname.startswith("capproof.") or _project_module(modname, module, root)):
+            bound.update((f"{modname}.{name}", id(value)) for name, value in list(vars(module).items())
+                         if callable(value) and not name.startswith("__"))
+    timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
+    handlers = [id(signal.getsignal(sig)) for sig in sorted(signal.valid_signals()) if sig not in (signal.SIGKILL, signal.SIGSTOP)]
+    interpreter = (sys.getrecursionlimit(), sys.get_int_max_str_digits(), list(warnings.filters),
+                   id(sys.stdin), id(sys.stdout), id(sys.stderr), id(sys.gettrace()), id(sys.getprofile()))
+    return (bound, held, dict(os.environ), os.getcwd(), list(sys.path),
+            sorted(t.ident or 0 for t in threading.enumerate()), timers, handlers, interpreter, z3_params[0])
+
+
+def _held_by(value: Any) -> list:
+    """Fingerprints of the data a function or class holds besides its code: a class's attributes; a
+    function's defaults, attributes, closure cells and ``lru_cache`` fill."""
+    if isinstance(value, type):
+        return [(k, _fingerprint(v)) for k, v in vars(value).items() if not k.startswith("__")]
+    parts = [getattr(value, "__defaults__", None), getattr(value, "__kwdefaults__", None),
+             getattr(value, "__dict__", None), value.cache_info().currsize if callable(getattr(value, "cache_info", None)) else None]
+    for cell in getattr(value, "__closure__", None) or ():
+        try:
+            parts.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            parts.append(None)
+    return [_fingerprint(part) for part in parts]
+
+
+def _left_behind(start: tuple, now: tuple) -> bool:
+    """Whether :func:`_leftovers` ``now`` differs from ``start`` (names bound since are no difference:
+    a module imported while deciding is imported afresh in a process of its own too)."""
+    (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
+    return (any(bound1.get(k) != v for k, v in bound0.items()) or any(held1.get(k) != v for k, v in held0.items())
+            or rest0 != rest1)
+
+
+def _count_z3_param_calls() -> list[int]:
+    """Count, in this process, the calls that set or reset Z3's global parameters (``z3.set_param``,
+    ``z3.reset_params``): they outlive the Z3 context and cannot be listed back; ``[count]``."""
+    import z3.z3
+    import z3.z3core
+
+    calls = [0]
+    for name in ("Z3_global_param_set", "Z3_global_param_reset_all"):
+        real = getattr(z3.z3core, name)
+
+        def counted(*args, _real=real):
+            calls[0] += 1
+            return _real(*args)
+
+        setattr(z3.z3, name, counted)
+        setattr(z3.z3core, name, counted)
+    return calls
 
 
 def changed_state(before: dict[str, object], after: dict[str, object]) -> list[str]:
@@ -323,7 +424,13 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
     behind (a changed module state is an error verdict, and so is an exception), so the items after
     it are not decided here; the parent gives each of them a fresh process. Before every item the
     module state is the ``before`` the parent took (checked after each), and each obligation gets a
-    fresh Z3 context: what the process decided before cannot reach it."""
+    fresh Z3 context: what the process decided before cannot reach it. It also stops after an item
+    that left anything else behind (:func:`_leftovers`: a class attribute, ``os.environ``, a thread,
+    a timer, a patched capproof function, Z3's global parameters). A copy of this process forked
+    while deciding an item (by the model) exits without sending anything."""
+    pid = os.getpid()
+    z3_params = _count_z3_param_calls() if len(batch) > 1 else [0]
+    start = _leftovers(z3_params) if len(batch) > 1 else None
     for index, kind, payload in batch:
         conn.send(("start", index))
         try:
@@ -342,8 +449,11 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
             from .encode import _describe_exc
 
             outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+        if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
+            os._exit(0)
         conn.send(("done", index, outcome))
-        if outcome.verdict is Verdict.ERROR:
+        if outcome.verdict is Verdict.ERROR or (
+                start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params))):
             break
     conn.close()
 
@@ -371,13 +481,16 @@ BATCH_ITEMS = 12
 def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], previous: dict[str, float],
            batch: bool) -> list[list[int]]:
     """``order`` (longest first) cut into the lists of indices each process decides: a contract or
-    an obligation estimated over :data:`BATCH_SECONDS` alone, the others :data:`BATCH_ITEMS` to a
-    process in that order (all alone when not ``batch``)."""
+    an obligation estimated over :data:`BATCH_SECONDS` or declared outside the working directory
+    alone, the others :data:`BATCH_ITEMS` to a process in that order (all alone when not ``batch``)."""
     units: list[list[int]] = []
     light: list[int] = []
+    root = os.path.abspath(os.getcwd()) + os.sep
     for i in order:
         kind, it = work[i]
-        if batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS:
+        # (a spec file outside the working directory: its module state is not fingerprinted, :func:`module_state`)
+        if (batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS
+                and os.path.abspath(it.file).startswith(root)):
             light.append(i)
         else:
             units.append([i])
@@ -403,9 +516,10 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
     at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
     (then its process is killed: an ``error`` verdict). A process that dies without a result
-    (``os._exit``, a crash in Z3) is an ``error`` verdict for the item it was deciding. The items
-    after it in its process, and after an ``error`` verdict there, are each decided again in a
-    process of their own; the other items still run.
+    (``os._exit``, a crash in Z3) is an ``error`` verdict for the item it was deciding (none, when
+    it was between items). The items after it in its process, and after an ``error`` verdict or an
+    item that left anything behind there (:func:`_leftovers`), are each decided again in a process
+    of their own; the other items still run.
 
     With the ``fork`` start method (Linux) each process starts from the loaded spec files, so one
     item's module state never reaches another's; elsewhere each process imports its spec file (and
@@ -476,6 +590,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                         monitor.started(kind, it.id)
                         continue
                     _, i, outcome = message
+                    if i not in run.left:  # (not sent by the process this loop started)
+                        continue
                     run.left.remove(i)
                     run.started, run.since = False, time.monotonic()
                     finish(i, outcome)
@@ -491,7 +607,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                     if now - run.since >= options.timeout:
                         run.proc.kill()
                         run.proc.join()
-                        run.started = True  # the item it was starting or deciding is the one over time
+                        # the item it was deciding is the one over time; a process between the items of a
+                        # batch was deciding none: they are not charged, they get processes of their own
                         stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
                             f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
                             "raise --timeout if it is only slow)")))

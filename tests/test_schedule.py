@@ -59,7 +59,9 @@ def test_short_obligations_share_a_process_and_contracts_and_long_ones_do_not(sp
     from capproof.obligation import contract
 
     monkeypatch.setattr(runner, "BATCH_ITEMS", 2)
-    small, larger, last = load_file(spec_file(SPEC, "sched_units.py"))
+    path = spec_file(SPEC, "sched_units.py")
+    monkeypatch.chdir(os.path.dirname(path))  # only files under the working directory are batched
+    small, larger, last = load_file(path)
     work = [("obligation", small), ("obligation", larger), ("contract", contract("models/x.py::f")),
             ("obligation", last), ("obligation", small)]
     previous = {larger.id: 3.0}
