@@ -76,9 +76,12 @@ def leaves(x):
 def reads(x, y, z):
     return at_most(demand=(x * y) // z, capacity=10**18)
 """
+    # `leaves` decides its own claim under the 1 ms timeout it set: proved, or unknown on a loaded
+    # machine (CI saw it), in either mode. The point is `reads`, after it: never under that timeout.
     alone = _verdicts(project, source, 1, monkeypatch)
-    assert [v for _, v, _ in alone] == ["proved", "proved"]
-    assert _verdicts(project, source, 12, monkeypatch) == alone
+    assert alone[1][1] == "proved" and alone[0][1] in ("proved", "unknown"), alone
+    batched = _verdicts(project, source, 12, monkeypatch)
+    assert batched[1] == alone[1] and batched[0][1] in ("proved", "unknown"), batched
 
 
 def test_a_timer_or_thread_left_running_is_not_charged_to_the_next_item(project, monkeypatch):
