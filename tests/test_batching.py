@@ -10,6 +10,7 @@ import pytest
 import capproof.runner as runner
 from capproof import Options
 from capproof.runner import run
+from test_soundness import SHARED_STATE
 
 HEADER = """
 import os, signal, sys, threading, time, warnings
@@ -147,18 +148,7 @@ def test_a_spec_file_outside_the_working_directory_is_not_batched(spec_file, mon
     working directory): module_state fingerprints only modules under the working directory, so
     such a file's items each get a process of their own; one item's change of the module data
     does not reach the next."""
-    path = spec_file(HEADER + """
-SEEN = {"slack": 0}
-
-@obligation(domain={"x": Range(0, 10)})
-def sets_state(x):
-    SEEN["slack"] = 5
-    return at_most(demand=x, capacity=10)
-
-@obligation(domain={"x": Range(0, 10)})
-def reads_state(x):
-    return at_most(demand=x, capacity=10 - SEEN["slack"])
-""", "outside_cwd.py")
+    path = spec_file(SHARED_STATE, "outside_cwd.py")  # a_sets_state, then b_reads_state (test_soundness.py)
     got = {}
     for batch_items in (12, 1):
         monkeypatch.setattr(runner, "BATCH_ITEMS", batch_items)
