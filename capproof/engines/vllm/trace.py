@@ -23,8 +23,10 @@ A harness that raises (a branch on a symbolic value, a CUDA-only call, a device 
 allocations ``read`` with the error as ``why``.
 
 The harnesses of ``vllm/v1/worker/**``, ``vllm/v1/spec_decode/**`` and the MoE alignment live in
-:mod:`.harness_worker` (imported at the end of this module; it adds stand-ins through
-:data:`PATCH_PROVIDERS` and names through :data:`EXTRA_VALUES`).
+:mod:`.harness_worker` (it adds stand-ins through :data:`PATCH_PROVIDERS` and names through
+:data:`EXTRA_VALUES`) and those of the attention backends in :mod:`.harness_attention`; both
+register into :data:`HARNESSES` when imported, which :mod:`.harnesses` does: import that module
+to trace with every harness.
 """
 
 from __future__ import annotations
@@ -1452,8 +1454,3 @@ def register_generic(allocations) -> list[str]:
         added.append(owner)
     return added
 
-
-# the worker / V2 runner / spec-decode / MoE-alignment harnesses register themselves
-from . import harness_worker  # noqa: E402,F401
-# the attention backends' harnesses (capproof/engines/vllm/harness_attention.py) register themselves
-from . import harness_attention as _harness_attention  # noqa: E402,F401
