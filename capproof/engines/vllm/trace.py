@@ -684,7 +684,7 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
     import inspect
     import textwrap
 
-    from ...symbolic import _local
+    from ...symbolic import trace_state
 
     log = log or StepLog()
     fn = inspect.unwrap(fn)
@@ -739,7 +739,7 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             module = ast.fix_missing_locations(ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))],
                                                           type_ignores=[]))
             ns["__capproof_return__"] = _ReturnSignal
-            trace = getattr(_local, "trace", None)
+            trace = getattr(trace_state, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
             made = len(_ACTIVE.records) if _ACTIVE is not None else 0
             raised = None
@@ -937,7 +937,7 @@ class CudaOnly:
         return self
 
 
-def _install_cuda_only(package: str) -> None:
+def install_cuda_only(package: str) -> None:
     import importlib.machinery
     import types
 
@@ -969,7 +969,7 @@ def prepare(name: str) -> None:
                 missing = exc.name or ""
                 if missing.split(".")[0] not in CUDA_ONLY_PACKAGES or missing in sys.modules:
                     raise
-                _install_cuda_only(missing)
+                install_cuda_only(missing)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1038,10 +1038,10 @@ def condition_expression(term) -> str:
     """A Z3 Bool term in the shape expression language (comparisons joined by ``&``/``|``)."""
     import z3
 
-    from ...inventory import _Printer
+    from ...inventory import ExpressionPrinter
 
     facts = [z3.Int(n) >= 1 for n in POSITIVE] + [z3.Int(n) >= 0 for n in NONNEGATIVE]
-    return _Printer(facts).show(z3.simplify(_simplest_equivalent(term, facts)))[0]
+    return ExpressionPrinter(facts).show(z3.simplify(_simplest_equivalent(term, facts)))[0]
 
 
 def _simplest_equivalent(term, facts, rlimit: int = 200000):
@@ -1273,7 +1273,7 @@ def vllm_config(v: dict, **extra) -> Config:
     return cfg
 
 
-def _block_table_width(v: dict):
+def block_table_width_of(v: dict):
     """The runner's aligned block-table width: the name ``block_table_width`` when tracing, vLLM's
     own ``get_block_table_width(max_num_blocks, block_size)`` on ints."""
     if isinstance(v["max_num_blocks"], SymInt) or isinstance(v["block_size"], SymInt):
@@ -1283,7 +1283,7 @@ def _block_table_width(v: dict):
     return get_block_table_width(v["max_num_blocks"], v["block_size"])
 
 
-def _mla_spec(v: dict):
+def mla_spec(v: dict):
     import torch
     from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
@@ -1295,8 +1295,8 @@ def _indexer(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
-                     block_table_width=_block_table_width(v),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
+                     block_table_width=block_table_width_of(v),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -1305,7 +1305,7 @@ def _flashmla_sparse(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -1355,7 +1355,7 @@ def _moe_align(v: dict, device: str):
     return (None, log)
 
 
-def _req_states(v: dict, device: str):
+def request_states(v: dict, device: str):
     """The V2 runner's request state as the logits processors read it (``RequestState`` fields)."""
     import torch
 
@@ -1377,7 +1377,7 @@ def _logits_processor(module: str, cls: str):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
-        return construct(klass, vllm_config(v), _req_states(v, device))
+        return construct(klass, vllm_config(v), request_states(v, device))
 
     return run
 
@@ -1414,7 +1414,7 @@ def _generic_builder(module: str, cls: str, mla: bool):
         from vllm.v1.kv_cache_interface import FullAttentionSpec
 
         klass = getattr(importlib.import_module(module), cls)
-        spec = _mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
+        spec = mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
                                                           dtype=torch.bfloat16)
         return construct(klass, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                          _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
