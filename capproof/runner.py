@@ -372,7 +372,7 @@ _COMPUTED_NAMES = frozenset({"getattr", "__dict__", "__getattribute__", "attrget
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 - reading an empty cell raises ValueError
         return True
     except ValueError:
         return False
