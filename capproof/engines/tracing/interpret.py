@@ -373,4 +373,3 @@ def install_cuda_only(package: str) -> None:
     sys.modules[package] = module
 
 
-_install_cuda_only = install_cuda_only
