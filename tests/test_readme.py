@@ -107,3 +107,38 @@ def test_every_relative_link_resolves(page):
 def test_manual_pages_are_manuals_not_logs(page):
     """History lives in git: no session numbers or branch names in the manual pages."""
     assert re.findall(r"\bsession \d+|\bsessions? [sS]\d+\b|\bbreak\d+\b|\bissue \d+\b", _text(page)) == []
+
+
+def _documented_commands() -> list[tuple[str, list[str]]]:
+    """Every ``capproof …`` line of the manual pages' shell blocks, as argv (without the program)."""
+    import shlex
+
+    out = []
+    for page in MANUAL_PAGES:
+        for block in re.findall(r"```sh\n(.*?)```", _text(page), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                command = line.split(" #")[0].strip()
+                program, _, rest = command.partition(" ")
+                if not program.endswith("capproof") or "…" in rest or "[" in rest:
+                    continue
+                args = shlex.split(rest)
+                if "--" in args:
+                    args = args[:args.index("--")]
+                out.append((page, args))
+    return out
+
+
+def test_the_documented_command_lines_are_accepted():
+    """Each documented `capproof` command line parses (unknown options fail before --help is honoured)."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    commands = _documented_commands()
+    assert len(commands) >= 20 and any(args[:1] == ["check-config"] for _, args in commands)
+    failed = []
+    for page, args in commands:
+        result = CliRunner().invoke(main, [*args, "--help"])
+        if result.exit_code != 0:
+            failed.append((page, args, result.output.splitlines()[-1:] if result.output else result.exception))
+    assert failed == []
