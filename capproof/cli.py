@@ -541,37 +541,6 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     sys.exit(exit_code)
 
 
-#: check-config's own options: after ``--`` they belong to the engine's line, where vLLM's
-#: argparse would read a prefix of one of its own flags (``--gpu`` -> ``--gpu-memory-utilization``).
-CHECK_CONFIG_OPTIONS = ("--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif",
-                        "--quiet", "--verbose")
-
-
-def _own_option_after_dashdash(args: list[str], engine: str, version: str) -> str | None:
-    """One error line when the engine line holds a check-config option that is not an option of
-    the engine itself (vLLM or SGLang would read it as an abbreviation of one of its flags, or
-    refuse it), else None."""
-    if engine == "sglang":
-        from .engines.sglang.flags import SGLANG_FLAGS as flags
-    else:
-        from .engines.vllm.flags import serve_flags
-
-        try:
-            flags = serve_flags(version)
-        except KeyError:
-            return None
-    for arg in args:
-        option = arg.partition("=")[0]
-        if option in CHECK_CONFIG_OPTIONS and option not in flags:
-            prefixed = sorted(f for f in flags if f.startswith(option))
-            name = "SGLang" if engine == "sglang" else f"vLLM {version}"
-            read_as = (f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
-                       f"{prefixed[0]}" if len(prefixed) == 1 else f"it is not an option of {name}")
-            return (f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
-                    f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ...")
-    return None
-
-
 @main.command("check-config", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--engine", "engine_spec", default="vllm", show_default=True, metavar="vllm[==VERSION]",
               help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).")
@@ -595,8 +564,8 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
     not given: the answer says what to give; never safe).
     """
-    from .engines.checkconfig import (CheckError, outcome_json, outcome_lines, outcome_run_json, parse_engine, resolve_model,
-                                      run_check, run_check_sglang)
+    from .engines.checkconfig import (CheckError, outcome_json, outcome_lines, outcome_run_json, own_option_in_line,
+                                      parse_engine, resolve_model, run_check, run_check_sglang)
     from .engines.sglang.launch import LaunchFlagError, parse_launch_args
     from .engines.vllm.serve import ServeFlagError, parse_serve_args
     from .verdict import Options
@@ -610,7 +579,7 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         if not args:
             raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
         flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
-        own = _own_option_after_dashdash(args, engine, flags_version)
+        own = own_option_in_line(args, engine, flags_version)
         if own:
             raise CheckError(own)
         # the line, its --config file, MODEL and --model-config are read where capproof was started

@@ -1238,3 +1238,34 @@ def outcome_run_json(outcome: CheckOutcome) -> dict:
         obligations.append(data)
     return {"obligations": obligations, "contracts": [], "usage_errors": [],
             "summary": {"ok": outcome.status == "safe", "exit_code": outcome.exit_code}}
+
+
+#: check-config's own options: after ``--`` they belong to the engine's line, where vLLM's
+#: argparse would read a prefix of one of its own flags (``--gpu`` -> ``--gpu-memory-utilization``).
+CHECK_CONFIG_OPTIONS = ("--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif",
+                        "--quiet", "--verbose")
+
+
+def own_option_in_line(args: list[str], engine: str, version: str) -> str | None:
+    """One error line when the engine line holds a check-config option that is not an option of
+    the engine itself (vLLM or SGLang would read it as an abbreviation of one of its flags, or
+    refuse it), else None."""
+    if engine == "sglang":
+        from .sglang.flags import SGLANG_FLAGS as flags
+    else:
+        from .vllm.flags import serve_flags
+
+        try:
+            flags = serve_flags(version)
+        except KeyError:
+            return None
+    for arg in args:
+        option = arg.partition("=")[0]
+        if option in CHECK_CONFIG_OPTIONS and option not in flags:
+            prefixed = sorted(f for f in flags if f.startswith(option))
+            name = "SGLang" if engine == "sglang" else f"vLLM {version}"
+            read_as = (f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
+                       f"{prefixed[0]}" if len(prefixed) == 1 else f"it is not an option of {name}")
+            return (f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
+                    f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ...")
+    return None
