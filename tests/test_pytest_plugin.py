@@ -64,6 +64,14 @@ def test_without_the_flag_the_plugin_does_not_import_z3(team):
     result.assert_outcomes(passed=2)
 
 
+def test_xdist_workers_give_the_same_verdicts(team):
+    """`pytest --capproof -n 2`: obligations spread over pytest-xdist workers, same outcomes."""
+    pytest.importorskip("xdist")
+    result = team.runpytest_subprocess("--capproof", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED spec/buffers.py::table_too_small*"])
+
+
 def test_capproof_flag_adds_every_obligation_and_fails_the_unexpected_one(team):
     result = team.runpytest_subprocess("--capproof", "-rA")
     # the suite's own test, the proved obligation and the kept bug pass; the unexpected counterexample fails
