@@ -372,7 +372,7 @@ _COMPUTED_NAMES = frozenset({"getattr", "__dict__", "__getattribute__", "attrget
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 - reading an empty cell raises ValueError
         return True
     except ValueError:
         return False
@@ -689,9 +689,9 @@ def _child(conn, batch: list[tuple[int, str, Any, frozenset[str] | None]], optio
             else:
                 outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later)
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
-            from .encode import _describe_exc
+            from .encode import describe_exception
 
-            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc))  # type: ignore[arg-type]
         if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
             os._exit(0)
         conn.send(("done", index, outcome))
