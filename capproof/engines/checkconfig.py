@@ -906,9 +906,9 @@ def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
             named += [k for k in item if k in READ_MODEL_KEYS]
             stack += list(item.values())
     if named:
-        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from --model-config "
-                         f"{model.path}: vLLM would serve the overridden value; apply the override to the config.json "
-                         "you pass instead")
+        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
+                         f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
+                         "and pass it with --model-config instead")
 
 
 def _inventory_path(engine: str, version: str, root: str = ".") -> str:
@@ -990,8 +990,10 @@ def scope_line(outcome: CheckOutcome) -> str:
     how = ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else []) + (
         [f"{induction} by induction over the batch, for every batch size"] if induction else []) + (
         [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
+    shape = sum(1 for c in proved if "inventory" in c.obligation.tags)
     parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
-             + (f" ({'; '.join(how)})" if how else "")]
+             + (f" ({'; '.join(how)})" if how else "")
+             + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")]
     if short:
         parts.append(f"{short} proved for smaller batches only (not counted)")
     missing = [f"{len(outcome.not_checked)} obligations not applied"] if outcome.not_checked else []
@@ -1112,8 +1114,9 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if inventory_proved:
         files = sorted({c.obligation.file for c in inventory_proved})
         covered = {e for c in inventory_proved for e in c.obligation.covers}
-        lines.append(f"  safe    {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
-                     f"{engine} {outcome.version} hold at these flags, by demand family: " + ", ".join(
+        lines.append(f"  shape   {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
+                     f"{engine} {outcome.version} shape-checked at these flags (the traced shape against its demand family's "
+                     "formula, not an independent model of the demand), by demand family: " + ", ".join(
                          f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
