@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,11 @@ from . import __version__
 from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
 from .regressions import DEFAULT_OUT
 from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
+
+if TYPE_CHECKING:  # annotations only: both are imported by the commands that use them
+    from rich.console import Console
+
+    from .runner import RunResult
 
 # Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
