@@ -831,7 +831,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         features.add("user_capture_sizes")
     needs: list[str] = []
     derived: list[str] = []
-    if cfg.num_speculative_tokens > 0 and engine == "vllm":
+    if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
         from .vllm.speculative import infer_method
 
         inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
