@@ -107,7 +107,13 @@ class Entry:
     their names); ``line`` is the allocation call's line in the wheel's file; ``shape`` lists one
     expression per dimension in elements; ``how`` is ``traced`` or ``read`` (``why`` says why);
     ``sized_by`` names the families of the config names the shape uses; ``params`` the config names
-    the shape uses; ``verdicts`` maps obligation ids to verdicts (coverage tooling fills it).
+    the shape uses; ``verdicts`` maps obligation ids to verdicts and ``coverage`` is the entry's
+    kind (``verified``, ``shape-only``, ...: :data:`capproof.coverage.KINDS`; coverage tooling fills
+    both). ``accesses`` lists where the engine's code reads or writes the buffer, each
+    ``{"file", "line", "dim", "extent", "op", "how"}`` (``how``: ``executed`` when found by running
+    the engine's code on recording stand-ins, ``ast`` when read from the source); ``demands`` the
+    largest extent per dimension derived from them, each ``{"dim", "extent", "how", "from"}``
+    (``extent`` in the shape language over config names; ``from`` the code that computes it).
     """
 
     id: str
@@ -122,6 +128,9 @@ class Entry:
     sized_by: list[str] = field(default_factory=list)
     params: list[str] = field(default_factory=list)
     verdicts: dict[str, str] = field(default_factory=dict)
+    coverage: str = ""
+    accesses: list[dict] = field(default_factory=list)
+    demands: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.how not in HOW:

@@ -816,6 +816,21 @@ def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and not e.get("verdicts")]
 
 
+def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str]:
+    """``{entry id: coverage kind}`` of ``proofs/inventory/<engine>-<version>.json`` (the ``coverage``
+    field ``capproof coverage --write`` fills: ``verified``, ``shape-only``, ...); empty when there
+    is no inventory. The kind comes from the full run, where the prover checks every proof for an
+    assumption restating its claim."""
+    path = _inventory_path(engine, version, root)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    entries = data.get("entries", []) if isinstance(data, dict) else data
+    return {e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+
+
 def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
                      options: Options | None = None) -> CheckOutcome:
     """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
@@ -956,9 +971,15 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if inventory_proved:
         files = sorted({c.obligation.file for c in inventory_proved})
         covered = {e for c in inventory_proved for e in c.obligation.covers}
-        lines.append(f"  safe    {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
-                     f"{engine} {outcome.version} hold at these flags, by demand family: " + ", ".join(
-                         f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
+        kinds = inventory_kinds(outcome.engine, outcome.version)
+        verified = sorted(e for e in covered if kinds.get(e) == "verified")
+        shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
+        modelled = len(covered) - len(verified) - len(shape)
+        lines.append(f"  proved  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
+                     f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
+                     f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+                     "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
+                     "family: " + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:

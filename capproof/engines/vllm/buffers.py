@@ -175,11 +175,12 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
     # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
     if os.path.exists(jpath):
         try:
-            kept = {e.id: e.verdicts for e in load(jpath)}
+            kept = {e.id: (e.verdicts, e.coverage) for e in load(jpath)}
         except SpecError:
             kept = {}
         for e in built.entries:
-            e.verdicts = dict(kept.get(e.id, {}))
+            verdicts, kind = kept.get(e.id, ({}, "uncovered"))
+            e.verdicts, e.coverage = dict(verdicts), kind or "uncovered"
     text = dumps(built.entries, "vllm", version)
     md = render_markdown(built.entries, "vllm", version, generator=f"capproof inventory --engine vllm=={version} --write")
     code = 0
