@@ -249,6 +249,19 @@ class Coverage:
                     for s in o.get("sources", []):
                         if _ENGINE_SOURCE.match(s) and s not in row["paths"]:
                             row["paths"].append(s)
+        # facts the inventory's derivations record (``demands[].facts``) and did not check on every path
+        for e in self.entries:
+            for d in e.entry.get("demands") or []:
+                for f in d.get("facts") or []:
+                    if f.get("checked"):
+                        continue
+                    row = facts.setdefault(f"assumed: {f['fact']}", {"entries": set(), "restates": False, "paths": []})
+                    row["entries"].add(e.id)
+                    for kind, paths in (f.get("paths") or {}).items():
+                        for p in paths:
+                            item = f"{p} [{kind}]"
+                            if item not in row["paths"]:
+                                row["paths"].append(item)
         ordered = sorted(facts.items(), key=lambda kv: (-len(kv[1]["entries"]), kv[0]))
         return OrderedDict((k, {**v, "entries": len(v["entries"])}) for k, v in ordered)
 

@@ -1,0 +1,303 @@
+"""Demands derived by running vLLM's own code on symbolic sizes (the ``demands`` of the inventory).
+
+Where the code that computes an extent can run on a CPU, it is run here, in the real venv, on
+capproof :class:`~capproof.symbolic.SymInt` values, once per path through its branches on them
+(:func:`capproof.symbolic.explore`), and the result is printed in the shape expression language
+(:func:`capproof.inventory.to_expression`) into the entry's ``demands``: ``{"dim", "extent",
+"how": "executed", "from": [the engine code run], "binds": {capacity name: expression},
+"facts": [{"fact", "checked", "paths"}]}``. ``make verify`` never imports vLLM: its obligations
+(``spec/vllm_0_33_derived.py``) evaluate the recorded expressions with
+:func:`capproof.inventory.demand` and compare them with the capacities; ``make verify-real``
+re-runs this derivation (``capproof inventory --check``) and fails when the committed one is stale.
+
+Derived in vLLM 0.33.0 (each function below cites what it runs):
+
+- the block table's **columns** (``vllm/v1/worker/block_table.py::BlockTable.block_table``,
+  dimension 1): the blocks a request's row holds are the KV cache manager's
+  ``SingleTypeKVCacheManager.allocate_new_blocks`` (``single_type_kv_cache_manager.py:370-410``),
+  run with a manager built by vLLM's own ``FullAttentionManager.__init__`` (whose block size is
+  ``spec.block_size * dcp`` for a DCP-sharded spec); the width they are written into is the
+  runner's ``kv_cache_spec.max_num_blocks_per_req`` (``kv_cache_interface.py:610-615``) widened by
+  ``get_block_table_width`` (``block_table.py:29-41``), run with a symbolic ``math.gcd`` (the gcd of
+  the power of two 128 and a symbolic size, an exact ``select`` chain; the only stand-in).
+- the block table's **rows** (dimension 0): the padded request count of a CUDA-graph batch,
+  ``CudagraphDispatcher._create_padded_batch_descriptor`` (``cudagraph_dispatcher.py:133-152``),
+  run on every path (FULL/piecewise, uniform decode or not); row indices come from
+  ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
+  (``gpu_input_batch.py:329``) is found in the source (AST).
+
+What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
+paths it was not checked on; ``capproof coverage`` lists it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+from types import SimpleNamespace
+from typing import Callable
+
+from ...symbolic import SymInt
+
+__all__ = ["derive_all", "symbolic_gcd", "DERIVATIONS", "BLOCK_TABLE"]
+
+BLOCK_TABLE = "vllm/v1/worker/block_table.py::BlockTable.block_table"
+#: Names a derived expression may use beyond the tracer's (all sizes >= 1 except the flags).
+EXTRA_POSITIVE = ("num_tokens_need_slot", "num_tokens_padded", "num_reqs", "uniform_decode_query_len")
+FLAGS = ("dcp_sharded", "full_uniform_decode")
+
+
+def symbolic_gcd(a, b):
+    """``math.gcd`` that also takes one symbolic argument when the other is a concrete power of
+    two ``p``: ``gcd(p, n)`` is the largest power of two ``2**k <= p`` dividing ``n`` (an exact
+    ``select`` chain). Anything else goes to :func:`math.gcd` (raises TypeError on two symbolic)."""
+    from ...arith import select
+
+    if isinstance(a, SymInt) and not isinstance(b, SymInt):
+        a, b = b, a
+    if not isinstance(b, SymInt):
+        return math.gcd(a, b)
+    if isinstance(a, SymInt) or a <= 0 or a & (a - 1):
+        raise TypeError(f"symbolic gcd needs a concrete power of two, got {a!r}")
+    result = 1
+    k = 2
+    while k <= a:
+        result = select(b % k == 0, k, result)
+        k *= 2
+    return result
+
+
+def _positive() -> tuple[str, ...]:
+    from .trace import POSITIVE
+
+    return tuple(POSITIVE) + EXTRA_POSITIVE
+
+
+def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
+    """Run ``fn`` on every path (:func:`capproof.symbolic.explore`); the value as one Z3 term
+    (``If`` over the paths' conditions) and notes on paths that raised an ``AssertionError``
+    (the engine stops there: no access, extent 0 on that path's condition). Raises RuntimeError when the exploration is incomplete or
+    a path fails otherwise (never a demand from a partial run)."""
+    import z3
+
+    from ...symbolic import explore, to_z3_int
+
+    exploration = explore(fn, assume=assume)
+    if not exploration.complete:
+        raise RuntimeError(f"{exploration.unexplored} paths unexplored (budget {exploration.budget})")
+    value = None
+    stops: list[str] = []
+    for path in reversed(exploration.paths):
+        cond = z3.And(*[c if taken else z3.Not(c) for _, c, taken in path.decisions]) if path.decisions else z3.BoolVal(True)
+        if path.error is not None:
+            if not isinstance(path.error, AssertionError):
+                raise RuntimeError(f"{type(path.error).__name__}: {path.error}"[:240])
+            stops.append(path.decisions[-1][0] if path.decisions else "?")
+            term = z3.IntVal(0)  # the engine stops at its assert: nothing is accessed on this path
+        else:
+            term = to_z3_int(path.value)
+        value = term if value is None else z3.If(cond, term, value)
+    if value is None:
+        raise RuntimeError("no path returned a value")
+    notes = [f"{len(stops)} of {len(exploration.paths)} paths stop at an engine assert (extent 0: no access there)"] if stops else []
+    return value, notes
+
+
+def _expr(term) -> str:
+    from ...inventory import to_expression
+
+    return to_expression(term, _positive(), ("num_speculative_tokens",))
+
+
+class _BlockPool:
+    """Stand-in for ``BlockPool``: ``get_new_blocks(k)`` records ``k`` (blocks are ids only);
+    ``null_block`` a placeholder the constructor keeps."""
+
+    null_block = None
+
+    def __init__(self):
+        self.asked = 0
+
+    def get_new_blocks(self, k):
+        self.asked = self.asked + k
+        return []
+
+
+def block_table_columns(dcp_sharded: bool) -> tuple[str, str, list[str]]:
+    """``(demand, width, notes)`` of the block table's columns for a spec with ``dcp_sharded``:
+    the blocks ``allocate_new_blocks`` gives a request that needs ``num_tokens_need_slot`` slots
+    (a fresh request: the row's last written column + 1), and the width the runner allocates."""
+    import z3
+
+    from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager
+    from vllm.v1.kv_cache_interface import AttentionSpec
+    from vllm.v1.worker import block_table as bt
+
+    bs, dcp, n, L = (SymInt.var(x) for x in ("block_size", "dcp", "num_tokens_need_slot", "max_model_len"))
+    assume = [z3.Int(x) >= 1 for x in ("block_size", "dcp", "num_tokens_need_slot", "max_model_len")]
+    spec = SimpleNamespace(block_size=bs, dcp_sharded=dcp_sharded, sliding_window=None, attention_chunk_size=None)
+
+    def blocks():
+        pool = _BlockPool()
+        mgr = FullAttentionManager(spec, pool, False, 0, bs, dcp_world_size=dcp, pcp_world_size=1)
+        mgr.allocate_new_blocks("r", n, n)
+        return len(mgr.req_to_blocks["r"]) + pool.asked
+
+    demand, notes = _paths(blocks, assume)
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp))
+    saved = bt.math
+    bt.math = SimpleNamespace(gcd=symbolic_gcd)
+    try:
+        width, wnotes = _paths(lambda: bt.get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs), assume)
+    finally:
+        bt.math = saved
+    return _expr(demand), _expr(width), notes + wnotes
+
+
+def padded_requests() -> tuple[str, list[str]]:
+    """The request count of a padded CUDA-graph batch (``_create_padded_batch_descriptor`` of
+    ``vllm/v1/cudagraph_dispatcher.py``), on every path: ``full_uniform_decode`` (1: uniform decode
+    under a FULL graph) selects the branch; ``num_tokens_padded`` is the capture size the batch's
+    tokens are padded to and ``uniform_decode_query_len`` = 1 + num_speculative_tokens."""
+    import z3
+
+    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+
+    mnr, tp, q, full = (SymInt.var(x) for x in ("max_num_reqs", "num_tokens_padded", "uniform_decode_query_len",
+                                                 "full_uniform_decode"))
+    assume = [z3.Int("max_num_reqs") >= 1, z3.Int("num_tokens_padded") >= 1, z3.Int("uniform_decode_query_len") >= 1,
+              z3.Or(z3.Int("full_uniform_decode") == 0, z3.Int("full_uniform_decode") == 1)]
+
+    class _Sizes:
+        def __getitem__(self, num_tokens):
+            return tp
+
+    class _Mode:
+        def has_mode(self, mode):
+            return full == 1
+
+    me = SimpleNamespace(vllm_config=SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=mnr)),
+                         uniform_decode_query_len=q, _bs_to_padded_graph_size=_Sizes(), cudagraph_mode=_Mode())
+
+    def reqs():
+        desc = CudagraphDispatcher._create_padded_batch_descriptor(me, tp, True, False, 0)
+        return desc.num_reqs
+
+    value, notes = _paths(reqs, assume)
+    return _expr(value), notes
+
+
+def _asserts_bound(root: str, file: str, function: str, name: str, bound: str) -> list[int]:
+    """Lines of ``assert <name> < self.<bound>`` in ``function`` of ``file`` (AST)."""
+    with open(os.path.join(root, file), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Assert) and isinstance(sub.test, ast.Compare) and len(sub.test.ops) == 1 \
+                        and isinstance(sub.test.ops[0], ast.Lt) and ast.unparse(sub.test.left) == name \
+                        and ast.unparse(sub.test.comparators[0]) == f"self.{bound}":
+                    lines.append(sub.lineno)
+    return lines
+
+
+def _bounded_by_min(root: str, directory: str, method: str, bound: str) -> tuple[list[str], list[str]]:
+    """Call sites of ``.<method>(request_id, num_tokens, ...)`` under ``directory``: those whose
+    ``num_tokens`` argument is a name assigned, in the same function, only from
+    ``min(..., self.<bound>)`` (checked) and the others (not checked), as ``file:line``."""
+    checked, unchecked = [], []
+    base = os.path.join(root, directory)
+    for dirpath, _, files in os.walk(base):
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            try:
+                tree = ast.parse(open(path, encoding="utf-8").read())
+            except (OSError, SyntaxError):
+                continue
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for call in ast.walk(fn):
+                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
+                            and len(call.args) >= 2):
+                        continue
+                    arg = call.args[1]
+                    ok = False
+                    if isinstance(arg, ast.Name):
+                        sets = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
+                                and any(isinstance(t, ast.Name) and t.id == arg.id for t in a.targets)]
+                        ok = bool(sets) and all(
+                            isinstance(a.value, ast.Call) and ast.unparse(a.value.func) == "min"
+                            and any(ast.unparse(x) == f"self.{bound}" for x in a.value.args) for a in sets)
+                    (checked if ok else unchecked).append(f"{rel}:{call.lineno}")
+    return checked, unchecked
+
+
+def derive_block_table(root: str) -> list[dict]:
+    """The ``demands`` of ``BlockTable.block_table`` (see the module docstring)."""
+    cols = {flag: block_table_columns(flag) for flag in (True, False)}
+    demand = f"select(dcp_sharded == 1, {cols[True][0]}, {cols[False][0]})"
+    width = f"select(dcp_sharded == 1, {cols[True][1]}, {cols[False][1]})"
+    checked, unchecked = _bounded_by_min(root, "vllm/v1/core", "allocate_new_blocks", "max_model_len")
+    # the coordinator forwards its num_tokens to every group's manager: its own callers are the ones that bound it
+    forwarded = [s for s in checked + unchecked if s.startswith("vllm/v1/core/kv_cache_coordinator.py")]
+    callers = [s for s in checked if s not in forwarded]
+    fact_cols = {"fact": "num_tokens_need_slot <= max_model_len",
+                 "checked": bool(callers) and not [s for s in unchecked if s not in forwarded],
+                 "paths": {"checked (ast: min(..., self.max_model_len))": callers,
+                           "forwarded unchanged (coordinator)": forwarded,
+                           "not checked": [s for s in unchecked if s not in forwarded]
+                           + ["vllm/v1/core/kv_cache_manager.py allocate_new_computed_blocks (prefix-cache hits; "
+                              "blocks for computed tokens <= num_tokens_need_slot, not run)"]}}
+    rows, row_notes = padded_requests()
+    asserts = _asserts_bound(root, "vllm/v1/worker/gpu_input_batch.py", "_register_add_request", "new_req_index",
+                             "max_num_reqs")
+    return [
+        {"dim": 0, "how": "executed", "extent": f"select(padded == 1, {rows}, num_reqs)",
+         "index_bound": "max_num_reqs" if asserts else "",
+         "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)",
+                  *(f"vllm/v1/worker/gpu_input_batch.py:{ln} assert new_req_index < self.max_num_reqs (ast)" for ln in asserts),
+                  "vllm/v1/worker/gpu_model_runner.py:2305 get_device_tensor(num_reqs_padded), :5687 "
+                  "commit_block_table(num_reqs_padded), :1944 commit_block_table(num_reqs) (ast accesses)"],
+         "notes": row_notes,
+         "facts": [{"fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
+                    "checked": False,
+                    "paths": {"not checked": ["vllm/v1/core/sched/scheduler.py (max_num_running_reqs)",
+                                              "vllm/v1/worker/gpu_model_runner.py:5530-5546 (_dummy_run)"]}}]},
+        {"dim": 1, "how": "executed", "extent": demand, "binds": {"block_table_width": width},
+         "from": ["vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
+                  "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
+                  "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                  "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)",
+                  "vllm/v1/worker/block_table.py:125 append_row writes [row, start:start + num_blocks] (ast access)"],
+         "notes": cols[True][2] + cols[False][2],
+         "facts": [fact_cols]},
+    ]
+
+
+#: entry id -> derivation (``root -> demands``)
+DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table}
+
+
+def derive_all(entries: list, root: str) -> list[str]:
+    """Set ``demands`` of the entries :data:`DERIVATIONS` knows (the real venv's vLLM must be
+    importable: the tracer activated it); return one problem line per derivation that failed
+    (that entry keeps no derived demand: never a demand from a guess)."""
+    problems = []
+    by_id = {e.id: e for e in entries}
+    for ident, derive in DERIVATIONS.items():
+        entry = by_id.get(ident)
+        if entry is None:
+            problems.append(f"demand: {ident} is not in the inventory")
+            continue
+        try:
+            entry.demands = derive(root)
+        except Exception as exc:  # noqa: BLE001 - one line per entry not derived
+            entry.demands = []
+            problems.append(f"demand of {ident} not derived: {type(exc).__name__}: {exc}"[:300])
+    return problems
