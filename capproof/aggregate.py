@@ -46,6 +46,7 @@ from .domain import Range, Vector
 from .encode import (_call, _new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
                      track)
 from .errors import CapproofError
+from .minimize import minimize_term
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, _Raw, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
@@ -697,7 +698,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         else:
             raise NotAggregate(f"{name}: length {dom.length} is neither fixed nor a Range")
         batches[name] = AggregateBatch(name, dom, n)
-    from .symbolic import introspections
+    from .guard import introspections
 
     where = introspections(ob.func, *ob.assumptions.values())
     if where:  # type() of a symbolic int or of a batch is not int/tuple: another branch than the ints'
@@ -930,8 +931,6 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
         return AbstractOutcome("unknown", message=s.reason_unknown())
     model = s.model()
     if minimize:
-        from .prover import minimize_term
-
         # (term, a lower bound from the domain): scalars by their Range, aggregates by the entries'
         terms = [(case.scalars[p].term, case.ob.domain[p].lo) for p in case.ob.params if p in case.scalars]
         for b in case.batches.values():

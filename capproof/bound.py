@@ -36,7 +36,7 @@ import z3
 from .domain import Range, Vector
 from .obligation import Obligation
 from .encode import CaseProblem, _describe_exc, build_case, checked_domains, concrete_args, evaluate, replay
-from .prover import _minimize, minimize_term
+from .minimize import minimize_point, minimize_term
 from .aggregate import AbstractCase
 from .symbolic import fresh_z3_context, to_z3_int
 from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
@@ -247,7 +247,7 @@ def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int, ve
     if answer != z3.sat:
         raise _Unknown(f"witness search: {s.reason_unknown() if answer == z3.unknown else 'optimum not attainable'}")
     scalars = [p for p in case.ob.params if p in case.scalars]
-    model, done = _minimize(case, s, s.model(), scalars)
+    model, done = minimize_point(case, s, s.model(), scalars)
     if isinstance(case, AbstractCase):  # each batch's total, then its max and min
         for term, lo in case.aggregate_terms():
             if not done:
@@ -391,7 +391,7 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
         s.add(fix)
         if s.check() != z3.sat:
             raise _Unknown(f"witness search: {s.reason_unknown()}")
-        found, done = _minimize(case, s, s.model(), [p for p in ob.params if p in case.scalars])
+        found, done = minimize_point(case, s, s.model(), [p for p in ob.params if p in case.scalars])
         s.pop()
         if not done:
             raise _Unknown("witness minimisation ran out of rlimit")

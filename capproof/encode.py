@@ -19,11 +19,12 @@ import z3.z3core as _core
 from .arith import Padded, _plain
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
+from .guard import introspections
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
     DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, equal_int, int_relation, model_int, _ge, _le, _literal, _show, explore,
-    to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
+    to_z3_bool, to_z3_int, trace_marks, tracing,
 )
 
 __all__ = [

@@ -314,7 +314,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         raise NotInductive(f"{vname}: length {dom.length} is neither fixed nor a Range")
     n_lo = n if _concrete(n) else ranges[dom.length].lo if dom.length in ranges else 1  # no length: N >= 1 below
     batch = InductionBatch(vname, dom, n, size, n_lo)
-    from .symbolic import introspections
+    from .guard import introspections
 
     where = introspections(ob.func, *ob.assumptions.values())
     if where:
