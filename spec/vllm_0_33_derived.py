@@ -11,7 +11,7 @@ the others are **assumed** (a named assumption below, listed in proofs/coverage.
 not checked). ``make verify-real`` re-derives the records and fails when they are stale.
 """
 
-from capproof import Choice, Range, at_most, obligation
+from capproof import Choice, Range, at_most, equal, obligation
 from capproof.inventory import bound_name, capacity, demand, derived, load
 
 INV = "proofs/inventory/vllm-0.33.0.json"
@@ -85,3 +85,49 @@ def block_table_rows_fit(max_num_reqs, num_reqs, num_tokens_padded, uniform_deco
     rows = demand(_ENTRIES, BT, 0, max_num_reqs=max_num_reqs, num_reqs=num_reqs, num_tokens_padded=num_tokens_padded,
                   uniform_decode_query_len=uniform_decode_query_len, full_uniform_decode=full_uniform_decode, padded=padded)
     return at_most(rows=rows, max_num_reqs=capacity(_ENTRIES, BT, 0, max_num_reqs=max_num_reqs))
+
+
+KBT = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
+
+
+@obligation(
+    domain={"max_model_len": Range(1, 2**21), "block_size": BLOCK_SIZES, "kernel_block_size": Choice(16, 32, 64, 128, 256),
+            "dcp": DCP, "dcp_sharded": FLAG},
+    assumptions={"assumed: kernel_block_size divides block_size (prepare_kernel_block_sizes picks a divisor; not run)":
+                 lambda block_size, kernel_block_size: block_size % kernel_block_size == 0},
+    expect="proved",
+    sources=[f"inventory: {INV}::{KBT}", f"demand: {INV}::{KBT}[2]", *derived(_ENTRIES, KBT, 2)["from"]],
+    covers=[KBT],
+    engine="vllm",
+    versions="==0.33.0",
+    tags=("inventory", "derived"),
+)
+def kernel_block_table_columns_fit(max_model_len, block_size, kernel_block_size, dcp, dcp_sharded):
+    """The columns ``map_to_kernel_block_table`` writes (the runner table's width, from the KV cache
+    group's spec, times ``block_size // kernel_block_size``: vLLM's code, run) fit the kernel block
+    table ``create_metadata_builders`` allocated from the layer's spec (vLLM's code, run): the
+    #50823 mismatch (group width without the DCP divisor) cannot recur in 0.33.0."""
+    names = dict(max_model_len=max_model_len, block_size=block_size, kernel_block_size=kernel_block_size, dcp=dcp,
+                 dcp_sharded=dcp_sharded)
+    width = bound_name(_ENTRIES, KBT, 2, "width", **names)
+    return at_most(columns=demand(_ENTRIES, KBT, 2, **names), width=capacity(_ENTRIES, KBT, 2, width=width))
+
+
+KBO = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_offsets"
+
+
+@obligation(
+    domain={"block_size": BLOCK_SIZES, "kernel_block_size": Choice(16, 32, 64, 128, 256)},
+    expect="proved",
+    sources=[f"inventory: {INV}::{KBO}", f"demand: {INV}::{KBO}[0]", *derived(_ENTRIES, KBO, 0)["from"]],
+    covers=[KBO],
+    engine="vllm",
+    versions="==0.33.0",
+    tags=("inventory", "derived"),
+)
+def kernel_block_offsets_broadcast(block_size, kernel_block_size):
+    """``torch.add(self.kernel_block_offsets, block_table.unsqueeze(-1), out=out.unflatten(1, (cols, -1)))``
+    broadcasts the offsets over the kernel blocks per manager block the same method derives: the
+    lengths must be equal (a broadcast, not a slice)."""
+    names = dict(block_size=block_size, kernel_block_size=kernel_block_size)
+    return equal(broadcast=demand(_ENTRIES, KBO, 0, **names), offsets=capacity(_ENTRIES, KBO, 0, **names))

@@ -79,6 +79,11 @@ def test_committed_block_table_demand_reads_back():
     assert bound_name(ents, BT, 1, "block_table_width", **{**names, "dcp": 2, "max_model_len": 2**20}) == 8192
     with pytest.raises(SpecError, match="no derived demand for dimension 5"):
         derived(ents, BT, 5)
+    # the kernel block table (#50823's case: dcp 2, 1M context, bs 64 split into 32-token kernel blocks):
+    # the runner's columns times 2 equal the layer-spec width times 2, both 16384
+    kbt = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
+    names = dict(max_model_len=2**20, block_size=64, kernel_block_size=32, dcp=2, dcp_sharded=1)
+    assert demand(ents, kbt, 2, **names) == bound_name(ents, kbt, 2, "width", **names) == 16384
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,7 +127,9 @@ def test_block_table_columns_agree_with_vllm_on_ints(vllm_code, sharded):
 @pytest.mark.real
 def test_committed_demands_are_what_the_engine_derives_now(vllm_code):
     """``capproof inventory --check`` compares the whole file; this names the derivation that went stale."""
-    from capproof.engines.vllm.demand import derive_block_table
+    from capproof.engines.vllm.demand import DERIVATIONS
     from capproof.engines.vllm.wheels import _src
 
-    assert derive_block_table(_src()) == derived.__globals__["_entry"](load(INV), BT).demands
+    committed = {e.id: e.demands for e in load(INV)}
+    for ident, derive in DERIVATIONS.items():
+        assert derive(_src()) == committed[ident], ident

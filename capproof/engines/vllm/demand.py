@@ -280,8 +280,153 @@ def derive_block_table(root: str) -> list[dict]:
     ]
 
 
+KERNEL_BLOCK_TABLE = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
+KERNEL_BLOCK_OFFSETS = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_offsets"
+
+
+class _Recorded:
+    """What a stand-in call received (``torch.zeros`` shape, a builder's keyword arguments)."""
+
+    def __init__(self):
+        self.calls: list = []
+
+
+def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: str = "columns") -> tuple[str, str, list[str]]:
+    """``(demand, width, notes)`` of ``AttentionGroup.kernel_block_table``'s columns when the KV
+    cache group is a ``UniformTypeKVCacheSpecs`` of two layer specs (the DSA indexer and MLA layers
+    of one group, vLLM #50823) whose DCP sharding is ``group_sharded``/``layer_sharded``:
+
+    - width: ``AttentionGroup.create_metadata_builders`` (``vllm/v1/worker/utils.py:284-336``) run
+      with a per-layer spec, the kernel block size already chosen (``self.kernel_block_size``:
+      ``select_common_block_size`` is not run) and stand-ins for ``torch.zeros`` (records the shape)
+      and the backend's builder (records ``block_table_width``);
+    - demand: ``map_to_kernel_block_table`` (``utils.py:380-395``) run on the runner's block table,
+      whose width is the group spec's ``UniformTypeKVCacheSpecs.max_num_blocks_per_req``
+      (``kv_cache_interface.py:1333-1345``: its members' method is run; the set it builds of their
+      widths cannot hold symbolic values, so the common value and its assert are taken as that
+      method states them) widened by ``get_block_table_width``; the extent is the column stop of
+      the slice it writes. ``which="offsets"``: the kernel blocks per manager block the same call
+      broadcasts ``kernel_block_offsets`` over (``out.unflatten(1, (cols, -1))``: the slice's width
+      over the runner's columns)."""
+    import z3
+
+    from vllm.v1.kv_cache_interface import AttentionSpec
+    from vllm.v1.worker import block_table as bt
+    from vllm.v1.worker import utils as wu
+    from vllm.v1.worker.utils import AttentionGroup
+
+    bs, kbs, dcp, L, mnr = (SymInt.var(x) for x in ("block_size", "kernel_block_size", "dcp", "max_model_len",
+                                                     "max_num_reqs"))
+    assume = [z3.Int(x) >= 1 for x in ("block_size", "kernel_block_size", "dcp", "max_model_len", "max_num_reqs")]
+    assume.append(z3.Int("block_size") % z3.Int("kernel_block_size") == 0)
+
+    def spec(sharded):
+        me = SimpleNamespace(block_size=bs, dcp_sharded=sharded)
+        me.max_num_blocks_per_req = lambda cfg, max_len: AttentionSpec.max_num_blocks_per_req(me, cfg, max_len)
+        me.copy_with_new_block_size = lambda b: SimpleNamespace(block_size=b, dcp_sharded=sharded)
+        return me
+
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp),
+                          model_config=SimpleNamespace(max_model_len=L),
+                          scheduler_config=SimpleNamespace(max_num_seqs=mnr))
+    group = SimpleNamespace(kv_cache_specs={"indexer": spec(layer_sharded), "mla": spec(group_sharded)})
+
+    def width():
+        zeros = _Recorded()
+
+        class Builder:
+            requires_block_table_width = True
+
+            def __init__(self, *args, **kwargs):
+                zeros.calls.append(("builder", kwargs.get("block_table_width")))
+
+        me = SimpleNamespace(kv_cache_spec=spec(layer_sharded), kernel_block_size=kbs, layer_names=["indexer"],
+                             backend=SimpleNamespace(get_builder_cls=lambda: Builder))
+        saved = wu.torch, bt.math, wu.get_block_table_width
+        wu.torch = SimpleNamespace(zeros=lambda *shape, **kw: zeros.calls.append(("zeros", shape)),
+                                   arange=lambda *a, **kw: None, int32=None)
+        bt.math = SimpleNamespace(gcd=symbolic_gcd)
+        try:
+            AttentionGroup.create_metadata_builders(me, cfg, "cpu", kbs, 1)
+        finally:
+            wu.torch, bt.math, wu.get_block_table_width = saved
+        shapes = [c[1] for c in zeros.calls if c[0] == "zeros"]
+        built = [c[1] for c in zeros.calls if c[0] == "builder"]
+        if not shapes or not built:
+            raise RuntimeError("create_metadata_builders allocated no kernel block table")
+        return shapes[0][2]
+
+    def demand():
+        saved = bt.math
+        bt.math = SimpleNamespace(gcd=symbolic_gcd)
+        try:
+            # UniformTypeKVCacheSpecs.max_num_blocks_per_req puts its members' widths in a set (symbolic
+            # values cannot be hashed): its members' own method runs, and the common value is returned
+            # as that method does, with its assert (members agree) as an engine stop
+            widths = [m.max_num_blocks_per_req(cfg, L) for m in group.kv_cache_specs.values()]
+            if any(w != widths[0] for w in widths[1:]):
+                raise AssertionError("All layers in the same KV cache group must need the same number of block table entries")
+            cols = bt.get_block_table_width(widths[0], bs)
+        finally:
+            bt.math = saved
+        seen = []
+
+        class Table:
+            def __getitem__(self, key):
+                seen.append(key)
+                return SimpleNamespace(unflatten=lambda *a: None)
+
+        me = SimpleNamespace(kernel_block_size=kbs, kernel_block_table=Table(), kernel_block_offsets=None,
+                             kv_cache_spec=spec(layer_sharded), kernel_block_stride=0)
+        saved = wu.torch
+        wu.torch = SimpleNamespace(add=lambda *a, **kw: None)
+        try:
+            AttentionGroup.map_to_kernel_block_table(me, SimpleNamespace(shape=(mnr, cols), unsqueeze=lambda d: None), 0)
+        finally:
+            wu.torch = saved
+        return seen[0][2].stop if which == "columns" else seen[0][2].stop // cols  # unflatten(1, (cols, -1))
+
+    w, wnotes = _paths(width, assume)
+    d, dnotes = _paths(demand, assume)
+    return _expr(d), _expr(w), wnotes + dnotes
+
+
+def derive_kernel_block_table(root: str) -> list[dict]:
+    """The column demand of ``AttentionGroup.kernel_block_table`` (dimension 2), for a group whose
+    layers are both DCP-sharded or both not (``dcp_sharded``), and the engine's assert when they differ."""
+    same = {flag: kernel_block_table_columns(flag, flag) for flag in (True, False)}
+    mixed = kernel_block_table_columns(True, False)
+    return [{
+        "dim": 2, "how": "executed",
+        "extent": f"select(dcp_sharded == 1, {same[True][0]}, {same[False][0]})",
+        "binds": {"width": f"select(dcp_sharded == 1, {same[True][1]}, {same[False][1]})"},
+        "from": ["vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders (executed; kernel block "
+                 "size given, backend builder and torch.zeros stand-ins)",
+                 "vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in)",
+                 "vllm/v1/kv_cache_interface.py:1333-1345 UniformTypeKVCacheSpecs.max_num_blocks_per_req (members' "
+                 "method executed; the set of their widths and its assert restated: symbolic values cannot be hashed)",
+                 "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                 "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)"],
+        "notes": same[True][2] + same[False][2]
+        + [f"layers of one group with different DCP sharding: demand {mixed[0]} (the group spec asserts they agree)"],
+        "facts": [],
+    }]
+
+
+def derive_kernel_block_offsets(root: str) -> list[dict]:
+    """The length ``map_to_kernel_block_table`` broadcasts ``AttentionGroup.kernel_block_offsets``
+    over (dimension 0): kernel blocks per manager block, as that method computes it."""
+    d, _, notes = kernel_block_table_columns(True, True, which="offsets")
+    return [{"dim": 0, "how": "executed", "extent": d,
+             "from": ["vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in; the "
+                      "broadcast length is the written slice's width over the runner's columns, torch's unflatten -1)"],
+             "notes": notes, "facts": []}]
+
+
 #: entry id -> derivation (``root -> demands``)
-DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table}
+DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table,
+                                                      KERNEL_BLOCK_TABLE: derive_kernel_block_table,
+                                                      KERNEL_BLOCK_OFFSETS: derive_kernel_block_offsets}
 
 
 def derive_all(entries: list, root: str) -> list[str]:
