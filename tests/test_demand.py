@@ -133,3 +133,35 @@ def test_committed_demands_are_what_the_engine_derives_now(vllm_code):
     committed = {e.id: e.demands for e in load(INV)}
     for ident, derive in DERIVATIONS.items():
         assert derive(_src()) == committed[ident], ident
+
+
+def test_fake_tensors_record_the_subscripts_the_engine_makes(tmp_path):
+    """A buffer allocated by "engine" code (any file under the recorder's root) records each
+    subscript the engine makes of it, followed through ``.to(device)``; the inventory prints the
+    terms (``executed_accesses``)."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from capproof.engines.tracing.fake import recording
+    from capproof.engines.tracing.run import executed_accesses
+
+    eng = tmp_path / "eng"
+    eng.mkdir()
+    (eng / "mod.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def build(n):
+            buf = np.zeros((n, 4)).to("cpu")
+            buf[:n - 1, 2] = 1
+            return buf[n - 2]
+    """))
+    spec = importlib.util.spec_from_file_location("eng_mod", eng / "mod.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with recording(str(tmp_path)) as rec:
+        mod.build(SymInt.var("n"))
+    got = executed_accesses(SimpleNamespace(POSITIVE=("n",), NONNEGATIVE=()), rec.records)
+    assert [(a["file"], a["line"], a["dim"], a["extent"], a["op"], a["how"]) for a in got] == [
+        ("eng/mod.py", 5, 0, "-1 + n", "slice write", "executed"),
+        ("eng/mod.py", 5, 1, "2", "index write", "executed"),
+        ("eng/mod.py", 6, 0, "-2 + n", "index read", "executed"),
+    ]

@@ -18,7 +18,9 @@ views of a ``CpuGpuBuffer`` followed through), and records per dimension what it
 Each access is ``{"file", "line", "dim", "extent", "op", "how": "ast"}`` (``dim`` ``None`` when
 the access is of the whole buffer). This is a reading of the source (``how: ast``): it follows
 the attribute by name within its allocating file, not aliases held in locals, lists or other
-files; the executed side (:mod:`.demand`) runs the engine's code where a demand is derived.
+files. Subscripts made while the tracer ran the engine's code (the fake tensors record their
+own subscripts, followed through ``.to(device)`` and views) come first as ``how: executed``, in
+any file; :mod:`.demand` runs the engine's code where a demand is derived.
 Pure function of the extracted wheel sources; no torch needed.
 """
 
@@ -145,6 +147,12 @@ def accesses_of(root: str, file: str, attribute: str) -> list[dict]:
 
 
 def annotate(entries: Iterable, root: str) -> None:
-    """Set ``accesses`` of every inventory entry (``capproof.inventory.Entry``) from the sources under ``root``."""
+    """Add to ``accesses`` of every inventory entry (``capproof.inventory.Entry``) the ones read from
+    the sources under ``root``; an access the tracer saw executed (``how: executed``, set by
+    :func:`capproof.engines.tracing.run.executed_accesses`) is kept and not repeated from the AST."""
     for e in entries:
-        e.accesses = [a for a in accesses_of(root, e.file, e.attribute) if a["line"] != e.line]
+        executed = [a for a in e.accesses if a.get("how") == "executed"]
+        seen = {(a["file"], a["line"], a["dim"]) for a in executed}
+        read = [a for a in accesses_of(root, e.file, e.attribute)
+                if a["line"] != e.line and (a["file"], a["line"], a["dim"]) not in seen]
+        e.accesses = sorted(executed + read, key=lambda a: (a["line"], -1 if a["dim"] is None else a["dim"], a["op"]))
