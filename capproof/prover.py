@@ -30,7 +30,7 @@ import z3
 
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    CaseProblem, CasePaths, PathFailure, SharedInputs, _describe_exc, _new_solver, build_case, build_paths,
+    CaseProblem, CasePaths, PathFailure, SharedInputs, describe_exception, new_solver, build_case, build_paths,
     checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
 )
 from .errors import DivisorMayBeZero, ReplayError
@@ -132,15 +132,15 @@ def _case_error(ob: Obligation, fixed: dict[str, int], exc: BaseException, path:
         return _CaseOutcome("excluded", core=excluded[:1], fixed=dict(fixed))
     where = f" on path {path}" if path else ""
     if isinstance(exc, ZeroDivisionError):
-        return _CaseOutcome("error", message=f"division by zero with {fixed}{where}: {_describe_exc(exc)}")
-    return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + _describe_exc(exc))
+        return _CaseOutcome("error", message=f"division by zero with {fixed}{where}: {describe_exception(exc)}")
+    return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + describe_exception(exc))
 
 
 def _failed_path(ob: Obligation, fixed: dict[str, int], failure: PathFailure, rlimit: int, forked: bool) -> _CaseOutcome:
     """A path that raised is an error unless the domain, its path condition and the assumptions
     computed before the error are unsatisfiable (then no admitted point takes it: excluded)."""
     if forked:
-        s = _new_solver(rlimit)
+        s = new_solver(rlimit)
         trackers: dict[str, str] = {}
         for label, cond in failure.constraints:
             track(s, trackers, label, cond)
@@ -206,7 +206,7 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        return f"replay of the solver point {params} raised {_describe_exc(exc)}"
+        return f"replay of the solver point {params} raised {describe_exception(exc)}"
     if failed:
         return str(ReplayError(f"solver point {params} violates assumptions {failed} on ints"))
     if holds != symbolic_holds or values != symbolic_values:
@@ -231,7 +231,7 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        alone = f"raises {_describe_exc(exc)}"
+        alone = f"raises {describe_exception(exc)}"
     if alone == padded:
         return None
     shown = alone if isinstance(alone, str) else f"gives claim {alone[0]} {alone[1]}" + (
@@ -619,7 +619,7 @@ def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> l
         return []
     ctx = z3.Context()
     s = z3.Solver(ctx=ctx)
-    s.set("rlimit", max(1, rlimit // 10), "random_seed", 0)  # one call, as encode._new_solver
+    s.set("rlimit", max(1, rlimit // 10), "random_seed", 0)  # one call, as encode.new_solver
     for label, c in case.constraints:
         if label not in names:
             s.add(c.translate(ctx))
@@ -681,7 +681,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
             if not evaluate(ob, concrete_args(ob, params)).witnesses[name]:
                 problem = f"witness {name!r} does not hold at {params} on ints"
         except BaseException as exc:  # pragma: no cover - replay just ran the same code
-            problem = _describe_exc(exc)
+            problem = describe_exception(exc)
     if problem:
         return Witness(name, False, message=f"error: {problem}")
     return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
@@ -722,12 +722,12 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
                     cp = built[key] if built is not None and key in built else build_paths(ob, fixed, ranges, vectors, budget)
                     cases[key] = cp.paths
                     if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
-                        cases[key] = ("a path raised " + _describe_exc(cp.failures[0].error) if cp.failures
+                        cases[key] = ("a path raised " + describe_exception(cp.failures[0].error) if cp.failures
                                       else f"fork budget of {budget} paths exhausted")
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:
-                    cases[key] = _describe_exc(exc)
+                    cases[key] = describe_exception(exc)
             problems = cases[key]
             if isinstance(problems, str):
                 failed = failed or Witness(name, False, message=f"error: {problems}")
@@ -938,7 +938,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        result.message = _describe_exc(exc)
+        result.message = describe_exception(exc)
         result.seconds = time.perf_counter() - started
         return result
 
@@ -1156,7 +1156,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
             result.encoding_note = f"aggregate abstraction not applicable: {exc}"
             return None
         except BaseException as exc:  # noqa: BLE001 - the bounded run reports model errors
-            result.encoding_note = f"aggregate abstraction not applicable: {_describe_exc(exc)}"
+            result.encoding_note = f"aggregate abstraction not applicable: {describe_exception(exc)}"
             return None
         result.relation = result.relation or case.relation
         try:

@@ -211,7 +211,7 @@ def worker_config(v: dict, **extra):
 
 
 def _req_states(v: dict, device: str):
-    return tr._req_states(v, device)
+    return tr.request_states(v, device)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -40,10 +40,10 @@ from ...symbolic import SymInt
 from ..tracing import run as _run
 # the engine-neutral machinery, re-exported under the names the harness modules and tests use
 from ..tracing.fake import (NUMPY_FACTORIES, TORCH_FACTORIES, FakeShape, FakeTensor, Recorded,  # noqa: F401
-                            Recorder, _provably_nonnegative)
-from ..tracing.interpret import (Config, CudaOnly, DeviceQuery, Poisoned, StepLog, _install_cuda_only,  # noqa: F401
+                            Recorder)
+from ..tracing.interpret import (Config, CudaOnly, DeviceQuery, Poisoned, StepLog, install_cuda_only,  # noqa: F401
                                  construct, run_statements)
-from ..tracing.run import _simplest_equivalent, matches as _matches  # noqa: F401
+from ..tracing.run import matches as _matches  # noqa: F401
 
 __all__ = ["FakeTensor", "Recorded", "Recorder", "recording", "HARNESSES", "trace_all", "config_values",
            "POSITIVE", "NONNEGATIVE"]
@@ -310,7 +310,7 @@ def vllm_config(v: dict, **extra) -> Config:
     return cfg
 
 
-def _block_table_width(v: dict):
+def block_table_width_of(v: dict):
     """The runner's aligned block-table width: the name ``block_table_width`` when tracing, vLLM's
     own ``get_block_table_width(max_num_blocks, block_size)`` on ints."""
     if isinstance(v["max_num_blocks"], SymInt) or isinstance(v["block_size"], SymInt):
@@ -320,7 +320,7 @@ def _block_table_width(v: dict):
     return get_block_table_width(v["max_num_blocks"], v["block_size"])
 
 
-def _mla_spec(v: dict):
+def mla_spec(v: dict):
     import torch
     from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
@@ -332,8 +332,8 @@ def _indexer(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
-                     block_table_width=_block_table_width(v),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
+                     block_table_width=block_table_width_of(v),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -342,7 +342,7 @@ def _flashmla_sparse(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -378,7 +378,6 @@ def _dflash(v: dict, device: str):
 def _moe_align(v: dict, device: str):
     """vLLM's moe_align_block_size on a routing of ``num_tokens x top_k`` expert ids (its buffers
     are sized before the compiled op runs)."""
-    import inspect
 
     import torch
     from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
@@ -392,7 +391,7 @@ def _moe_align(v: dict, device: str):
     return (None, log)
 
 
-def _req_states(v: dict, device: str):
+def request_states(v: dict, device: str):
     """The V2 runner's request state as the logits processors read it (``RequestState`` fields)."""
     import torch
 
@@ -414,7 +413,7 @@ def _logits_processor(module: str, cls: str):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
-        return construct(klass, vllm_config(v), _req_states(v, device))
+        return construct(klass, vllm_config(v), request_states(v, device))
 
     return run
 
@@ -451,7 +450,7 @@ def _generic_builder(module: str, cls: str, mla: bool):
         from vllm.v1.kv_cache_interface import FullAttentionSpec
 
         klass = getattr(importlib.import_module(module), cls)
-        spec = _mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
+        spec = mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
                                                           dtype=torch.bfloat16)
         return construct(klass, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                          _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
