@@ -77,6 +77,15 @@ def test_committed_block_table_demand_reads_back():
     assert demand(ents, BT, 1, num_tokens_need_slot=350_000, **names) == 5469
     assert bound_name(ents, BT, 1, "block_table_width", **names) == 5470  # aligned to 128 tokens
     assert bound_name(ents, BT, 1, "block_table_width", **{**names, "dcp": 2, "max_model_len": 2**20}) == 8192
+    rows = derived(ents, BT, 0)
+    assert rows["facts"][0]["checked"] and not rows["facts"][0]["paths"]["not checked"]
+    # FULL-graph uniform decode: min(padded tokens // (1 + K), max_num_reqs); unpadded: at most max_num_reqs
+    # (beyond it the scheduler's assert has stopped the engine: no access)
+    row = dict(max_num_reqs=256, num_reqs=3, num_tokens_padded=512, uniform_decode_query_len=4)
+    assert demand(ents, BT, 0, full_uniform_decode=1, padded=1, **row) == 128
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=1, **row) == 256
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=0, **row) == 3
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=0, **{**row, "num_reqs": 300}) == 0
     with pytest.raises(SpecError, match="no derived demand for dimension 5"):
         derived(ents, BT, 5)
     # the kernel block table (#50823's case: dcp 2, 1M context, bs 64 split into 32-token kernel blocks):
@@ -165,3 +174,45 @@ def test_fake_tensors_record_the_subscripts_the_engine_makes(tmp_path):
         ("eng/mod.py", 5, 1, "2", "index write", "executed"),
         ("eng/mod.py", 6, 0, "-2 + n", "index read", "executed"),
     ]
+
+
+_SCHED = """
+class Scheduler:
+    def __init__(self):
+        self.max_num_running_reqs = self.scheduler_config.max_num_seqs
+    def schedule(self):
+        assert len(self.running) <= self.max_num_running_reqs
+        assert len(scheduled_new_reqs) + len(scheduled_resumed_reqs) + len(scheduled_running_reqs) <= len(self.running)
+"""
+_RUNNER = """
+class GPUModelRunner:
+    def _update_states(self, out):
+        for req_id in unscheduled_req_ids:
+            self.input_batch.remove_request(req_id)
+    def _dummy_run(self, num_tokens, mixed, uniform):
+        max_num_reqs = self.scheduler_config.max_num_seqs
+        if mixed:
+            num_decode_tokens = min(max_num_reqs - 1, num_tokens // 2)
+            num_reqs = num_decode_tokens + 1
+        else:
+            num_reqs = NUM_REQS
+"""
+
+
+@pytest.mark.parametrize("dummy, checked", [("min(num_tokens, max_num_reqs)", True), ("num_tokens", False)])
+def test_unpadded_request_bound_is_checked_on_every_path_that_sets_it(tmp_path, dummy, checked):
+    """The fact behind the block table's rows is checked only when every assignment of the
+    dummy run's ``num_reqs`` is bounded by ``max_num_reqs`` (and the scheduler's asserts are there):
+    a dummy run of ``num_tokens`` requests leaves it unchecked, naming the line."""
+    from capproof.engines.vllm.demand import unpadded_requests_bound
+
+    (tmp_path / "vllm/v1/core/sched").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/core/sched/scheduler.py").write_text(_SCHED)
+    (tmp_path / "vllm/v1/core/sched/interface.py").write_text("")
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_RUNNER.replace("NUM_REQS", dummy))
+    fact = unpadded_requests_bound(str(tmp_path))
+    assert fact["checked"] is checked
+    if not checked:
+        assert fact["paths"]["not checked"] == [
+            "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"]

@@ -22,8 +22,10 @@ Derived in vLLM 0.33.0 (each function below cites what it runs):
   the power of two 128 and a symbolic size, an exact ``select`` chain; the only stand-in).
 - the block table's **rows** (dimension 0): the padded request count of a CUDA-graph batch,
   ``CudagraphDispatcher._create_padded_batch_descriptor`` (``cudagraph_dispatcher.py:133-152``),
-  run on every path (FULL/piecewise, uniform decode or not); row indices come from
-  ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
+  run on every path (FULL/piecewise, uniform decode or not); the unpadded count, bounded on every
+  path that sets it as :func:`unpadded_requests_bound` checks in the source (the scheduler's
+  asserts, the runner dropping unscheduled requests, the dummy run's ``min``); row indices come
+  from ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
   (``gpu_input_batch.py:329``) is found in the source (AST).
 
 What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
@@ -238,6 +240,90 @@ def _bounded_by_min(root: str, directory: str, method: str, bound: str) -> tuple
     return checked, unchecked
 
 
+def _function(root: str, file: str, name: str, cls: str | None = None):
+    """The ``def name`` (in class ``cls`` when given) of ``file`` under ``root``, or None."""
+    with open(os.path.join(root, file), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and cls is not None and node.name != cls:
+            continue
+        scope = node.body if isinstance(node, ast.ClassDef) else (tree.body if node is tree else [])
+        for item in scope:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                return item
+    return None
+
+
+def _src(node) -> str:
+    return ast.unparse(node).replace(" ", "")
+
+
+def unpadded_requests_bound(root: str) -> dict:
+    """Whether the unpadded request count of a step is at most ``max_num_reqs`` on the paths that
+    set it, each checked by reading vLLM's code (AST), as a fact record ``{"fact", "checked",
+    "paths"}``:
+
+    - a scheduled step: ``Scheduler.schedule`` asserts ``len(self.running) <= self.max_num_running_reqs``
+      and that the scheduled requests are at most ``len(self.running)`` (the engine stops otherwise),
+      ``max_num_running_reqs`` is ``scheduler_config.max_num_seqs``, every ``schedule`` override of
+      ``vllm/v1/core/sched`` calls it, and the runner's ``_update_states`` removes every request not
+      scheduled from its persistent batch (so its ``num_reqs`` counts scheduled requests);
+    - a dummy run (``_dummy_run``): every assignment of ``num_reqs`` is a ``min`` with
+      ``max_num_reqs`` (or ``num_decode_tokens + 1`` with ``num_decode_tokens = min(max_num_reqs - 1, ...)``),
+      ``max_num_reqs = self.scheduler_config.max_num_seqs``.
+    """
+    checked: list[str] = []
+    unchecked: list[str] = []
+    sched = "vllm/v1/core/sched/scheduler.py"
+    fn = _function(root, sched, "schedule", "Scheduler")
+    asserts = [a for a in ast.walk(fn) if isinstance(a, ast.Assert)] if fn is not None else []
+    running = [a.lineno for a in asserts if _src(a.test) == "len(self.running)<=self.max_num_running_reqs"]
+    scheduled = [a.lineno for a in asserts if _src(a.test).endswith("<=len(self.running)") and "scheduled_running_reqs" in _src(a.test)]
+    init = _function(root, sched, "__init__", "Scheduler")
+    cap = [n.lineno for n in ast.walk(init) if isinstance(n, ast.Assign)
+           and _src(n.targets[0]) == "self.max_num_running_reqs" and _src(n.value) == "self.scheduler_config.max_num_seqs"] if init else []
+    (checked if running and scheduled and cap else unchecked).append(
+        f"{sched}:{','.join(map(str, running + scheduled))} (assert len(running) <= max_num_running_reqs, scheduled <= "
+        f"len(running); max_num_running_reqs = max_num_seqs at :{','.join(map(str, cap))})")
+    base = os.path.join(root, "vllm/v1/core/sched")
+    for f in sorted(os.listdir(base)):
+        if not f.endswith(".py") or f in ("scheduler.py", "interface.py"):
+            continue
+        tree = ast.parse(open(os.path.join(base, f), encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "schedule":
+                calls = any(isinstance(c, ast.Call) and _src(c.func) == "super().schedule" for c in ast.walk(node))
+                (checked if calls else unchecked).append(f"vllm/v1/core/sched/{f}:{node.lineno} (schedule override "
+                                                          + ("calls super().schedule)" if calls else "does not call super().schedule)"))
+    runner = "vllm/v1/worker/gpu_model_runner.py"
+    upd = _function(root, runner, "_update_states", "GPUModelRunner")
+    removes = [n.lineno for n in ast.walk(upd) if isinstance(n, ast.For) and _src(n.iter) == "unscheduled_req_ids"
+               and any(isinstance(c, ast.Call) and _src(c.func) == "self.input_batch.remove_request" for c in ast.walk(n))] if upd else []
+    (checked if removes else unchecked).append(f"{runner}:{','.join(map(str, removes)) or '?'} (_update_states removes "
+                                               "every unscheduled request from the persistent batch)")
+    dummy = _function(root, runner, "_dummy_run", "GPUModelRunner")
+    ok_lines, bad_lines = [], []
+    if dummy is not None:
+        assigns = [n for n in ast.walk(dummy) if isinstance(n, ast.Assign) and len(n.targets) == 1]
+        mnr = [n for n in assigns if _src(n.targets[0]) == "max_num_reqs"]
+        mnr_ok = bool(mnr) and all(_src(n.value) == "self.scheduler_config.max_num_seqs" for n in mnr)
+        decode_ok = all(_src(n.value).startswith("min(max_num_reqs-1,") for n in assigns
+                        if _src(n.targets[0]) == "num_decode_tokens")
+        for n in assigns:
+            if _src(n.targets[0]) != "num_reqs":
+                continue
+            v = _src(n.value)
+            good = mnr_ok and ((v.startswith("min(") and "max_num_reqs" in v.split("(", 1)[1].split(",")[0] + v.rsplit(",", 1)[-1])
+                               or (v == "num_decode_tokens+1" and decode_ok))
+            (ok_lines if good else bad_lines).append(n.lineno)
+    (checked if ok_lines and not bad_lines else unchecked).append(
+        f"{runner}:{','.join(map(str, ok_lines + bad_lines)) or '?'} (_dummy_run: num_reqs = min(..., max_num_reqs))"
+        + (f"; not of that form: {bad_lines}" if bad_lines else ""))
+    return {"fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
+            "checked": not unchecked, "engine_stops": "Python asserts (vLLM runs without -O)",
+            "paths": {"checked (ast)": checked, "not checked": unchecked}}
+
+
 def derive_block_table(root: str) -> list[dict]:
     """The ``demands`` of ``BlockTable.block_table`` (see the module docstring)."""
     cols = {flag: block_table_columns(flag) for flag in (True, False)}
@@ -257,18 +343,19 @@ def derive_block_table(root: str) -> list[dict]:
     rows, row_notes = padded_requests()
     asserts = _asserts_bound(root, "vllm/v1/worker/gpu_input_batch.py", "_register_add_request", "new_req_index",
                              "max_num_reqs")
+    unpadded = unpadded_requests_bound(root)
+    # a fact checked on every path that sets the unpadded count bounds it in the extent: beyond
+    # max_num_reqs the engine has stopped at the scheduler's assert (and a dummy run never gets there)
+    plain = "select(num_reqs <= max_num_reqs, num_reqs, 0)" if unpadded["checked"] else "num_reqs"
     return [
-        {"dim": 0, "how": "executed", "extent": f"select(padded == 1, {rows}, num_reqs)",
+        {"dim": 0, "how": "executed", "extent": f"select(padded == 1, {rows}, {plain})",
          "index_bound": "max_num_reqs" if asserts else "",
          "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)",
                   *(f"vllm/v1/worker/gpu_input_batch.py:{ln} assert new_req_index < self.max_num_reqs (ast)" for ln in asserts),
                   "vllm/v1/worker/gpu_model_runner.py:2305 get_device_tensor(num_reqs_padded), :5687 "
                   "commit_block_table(num_reqs_padded), :1944 commit_block_table(num_reqs) (ast accesses)"],
          "notes": row_notes,
-         "facts": [{"fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
-                    "checked": False,
-                    "paths": {"not checked": ["vllm/v1/core/sched/scheduler.py (max_num_running_reqs)",
-                                              "vllm/v1/worker/gpu_model_runner.py:5530-5546 (_dummy_run)"]}}]},
+         "facts": [unpadded]},
         {"dim": 1, "how": "executed", "extent": demand, "binds": {"block_table_width": width},
          "from": ["vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
                   "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
