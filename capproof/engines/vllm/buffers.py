@@ -123,7 +123,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     """The inventory of vLLM ``version`` from its extracted sources under ``root``.
 
     With ``trace``, :func:`capproof.engines.vllm.harnesses.trace_all` runs the constructors (needs the
-    real venv with torch); its entries replace the read ones with the same id.
+    real venv with torch); its entries replace the read ones with the same id, and
+    :func:`capproof.engines.vllm.demand.derive_all` derives the demands it can by running the
+    engine's code. Every entry gets its access sites (:func:`capproof.engines.vllm.accesses.annotate`).
     """
     from . import wheels
 
@@ -145,6 +147,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 entries[e.id] = e
             else:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
+    from .accesses import annotate
+
+    annotate(entries.values(), root)
+    if trace:
+        from .demand import derive_all
+
+        problems += derive_all(list(entries.values()), root)
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 
@@ -175,11 +184,12 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
     # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
     if os.path.exists(jpath):
         try:
-            kept = {e.id: e.verdicts for e in load(jpath)}
+            kept = {e.id: (e.verdicts, e.coverage) for e in load(jpath)}
         except SpecError:
             kept = {}
         for e in built.entries:
-            e.verdicts = dict(kept.get(e.id, {}))
+            verdicts, kind = kept.get(e.id, ({}, "uncovered"))
+            e.verdicts, e.coverage = dict(verdicts), kind or "uncovered"
     text = dumps(built.entries, "vllm", version)
     md = render_markdown(built.entries, "vllm", version, generator=f"capproof inventory --engine vllm=={version} --write")
     code = 0
