@@ -655,8 +655,8 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
 
 
 @main.command("inventory")
-@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION",
-              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0).")
+@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION|sglang==VERSION",
+              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0, sglang==0.5.23).")
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the inventory JSON to FILE ('-' for stdout).")
 @click.option("--write", is_flag=True, help="Write proofs/inventory/<engine>-<version>.json and .md.")
@@ -679,6 +679,10 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
         sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
+    if (engine_spec or "").strip().startswith("sglang"):
+        from .engines.sglang import buffers as sglang_buffers
+
+        sys.exit(sglang_buffers.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace))
     sys.exit(buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace))
 
 
