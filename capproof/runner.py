@@ -446,9 +446,9 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
                 payload = next(it for it in items if it.id == ident)
             outcome = _decide_isolated(kind, payload, options, before)
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
-            from .encode import _describe_exc
+            from .encode import describe_exception
 
-            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc))  # type: ignore[arg-type]
         if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
             os._exit(0)
         conn.send(("done", index, outcome))

@@ -6,8 +6,8 @@ assumptions, so a proof's unsat core says which of them it rests on.
 """
 
 from capproof import Choice, Range, all_of, any_of, at_most, claim, equal, obligation
-from capproof.arith import max_of, total
-from capproof.domain import Vector
+from capproof import max_of, total
+from capproof import Vector
 from models.sglang.dsa_page_table import (
     clamped_copy_widths,
     page_table_width_round0,

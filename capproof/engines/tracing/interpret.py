@@ -142,7 +142,7 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
     import inspect
     import textwrap
 
-    from ...symbolic import _local
+    from ...symbolic import trace_state as _local
 
     log = log or StepLog()
     fn = inspect.unwrap(fn)
@@ -373,4 +373,3 @@ def install_cuda_only(package: str) -> None:
     sys.modules[package] = module
 
 
-_install_cuda_only = install_cuda_only

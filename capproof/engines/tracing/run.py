@@ -101,10 +101,10 @@ def condition_expression(engine, term) -> str:
     """A Z3 Bool term in the shape expression language (comparisons joined by ``&``/``|``)."""
     import z3
 
-    from ...inventory import _Printer
+    from ...inventory import ExpressionPrinter
 
     known = facts(engine)
-    return _Printer(known).show(z3.simplify(_simplest_equivalent(term, known)))[0]
+    return ExpressionPrinter(known).show(z3.simplify(_simplest_equivalent(term, known)))[0]
 
 
 def _simplest_equivalent(term, facts, rlimit: int = 200000):

@@ -23,8 +23,10 @@ A harness that raises (a branch on a symbolic value, a CUDA-only call, a device 
 allocations ``read`` with the error as ``why``.
 
 The harnesses of ``vllm/v1/worker/**``, ``vllm/v1/spec_decode/**`` and the MoE alignment live in
-:mod:`.harness_worker` (imported at the end of this module; it adds stand-ins through
-:data:`PATCH_PROVIDERS` and names through :data:`EXTRA_VALUES`).
+:mod:`.harness_worker` (it adds stand-ins through :data:`PATCH_PROVIDERS` and names through
+:data:`EXTRA_VALUES`) and those of the attention backends in :mod:`.harness_attention`; both
+register into :data:`HARNESSES` when imported, which :mod:`.harnesses` does: import that module
+to trace with every harness.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ from ...symbolic import SymInt
 from ..tracing import run as _run
 # the engine-neutral machinery, re-exported under the names the harness modules and tests use
 from ..tracing.fake import (NUMPY_FACTORIES, TORCH_FACTORIES, FakeShape, FakeTensor, Recorded,  # noqa: F401
-                            Recorder, _provably_nonnegative)
-from ..tracing.interpret import (Config, CudaOnly, DeviceQuery, Poisoned, StepLog, _install_cuda_only,  # noqa: F401
+                            Recorder)
+from ..tracing.interpret import (Config, CudaOnly, DeviceQuery, Poisoned, StepLog, install_cuda_only,  # noqa: F401
                                  construct, run_statements)
-from ..tracing.run import _simplest_equivalent, matches as _matches  # noqa: F401
+from ..tracing.run import matches as _matches  # noqa: F401
 
 __all__ = ["FakeTensor", "Recorded", "Recorder", "recording", "HARNESSES", "trace_all", "config_values",
            "POSITIVE", "NONNEGATIVE"]
@@ -308,7 +310,7 @@ def vllm_config(v: dict, **extra) -> Config:
     return cfg
 
 
-def _block_table_width(v: dict):
+def block_table_width_of(v: dict):
     """The runner's aligned block-table width: the name ``block_table_width`` when tracing, vLLM's
     own ``get_block_table_width(max_num_blocks, block_size)`` on ints."""
     if isinstance(v["max_num_blocks"], SymInt) or isinstance(v["block_size"], SymInt):
@@ -318,7 +320,7 @@ def _block_table_width(v: dict):
     return get_block_table_width(v["max_num_blocks"], v["block_size"])
 
 
-def _mla_spec(v: dict):
+def mla_spec(v: dict):
     import torch
     from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
@@ -330,8 +332,8 @@ def _indexer(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
-                     block_table_width=_block_table_width(v),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
+                     block_table_width=block_table_width_of(v),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -340,7 +342,7 @@ def _flashmla_sparse(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseMetadataBuilder as B
 
-    return construct(B, _mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
+    return construct(B, mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                      _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
 
 
@@ -390,7 +392,7 @@ def _moe_align(v: dict, device: str):
     return (None, log)
 
 
-def _req_states(v: dict, device: str):
+def request_states(v: dict, device: str):
     """The V2 runner's request state as the logits processors read it (``RequestState`` fields)."""
     import torch
 
@@ -412,7 +414,7 @@ def _logits_processor(module: str, cls: str):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
-        return construct(klass, vllm_config(v), _req_states(v, device))
+        return construct(klass, vllm_config(v), request_states(v, device))
 
     return run
 
@@ -449,7 +451,7 @@ def _generic_builder(module: str, cls: str, mla: bool):
         from vllm.v1.kv_cache_interface import FullAttentionSpec
 
         klass = getattr(importlib.import_module(module), cls)
-        spec = _mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
+        spec = mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
                                                           dtype=torch.bfloat16)
         return construct(klass, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
                          _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
@@ -490,10 +492,6 @@ def register_generic(allocations) -> list[str]:
     return added
 
 
-#: this module is vLLM's :class:`capproof.engines.tracing.Engine` (harness modules extend its tables)
+#: this module is vLLM's :class:`capproof.engines.tracing.Engine` (harness modules extend its tables;
+#: :mod:`.harnesses` imports them all)
 ENGINE = sys.modules[__name__]
-
-# the worker / V2 runner / spec-decode / MoE-alignment harnesses register themselves
-from . import harness_worker  # noqa: E402,F401
-# the attention backends' harnesses (capproof/engines/vllm/harness_attention.py) register themselves
-from . import harness_attention as _harness_attention  # noqa: E402,F401
