@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
+from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY, OTHER_INVENTORIES
 from .regressions import DEFAULT_OUT
 from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
 
@@ -620,37 +620,56 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
         result = _run((), None, {}, rlimit, 1, 30.0, True, quiet=True)
         data = result.to_json()
         exit_code = result.exit_code
-    cov = compute_coverage(entries, data, inventory_path)
-    text = render_coverage(cov)
-    new_inventory = inventory_text(original, fill_verdicts(entries, cov))
-    _console.print(cov.summary_line(), markup=False, style="bold")
-    for e in cov.uncovered():
-        _console.print(f"  uncovered: {e.id} ({e.status})", markup=False)
-    for ob, ids in sorted(cov.unknown_ids.items()):
-        _err.print(f"warning: {ob} covers ids not in {inventory_path}: {', '.join(ids)}", markup=False, style="yellow")
+    # the default report also covers the other engines' committed inventories (one section each)
+    sections = [(inventory_path, entries, original)]
+    if inventory_path == DEFAULT_INVENTORY:
+        for other in OTHER_INVENTORIES:
+            if os.path.exists(other):
+                with open(other, encoding="utf-8") as fh:
+                    sections.append((other, read_inventory(other), fh.read()))
+    texts, updates = [], []
+    for path, ents, orig in sections:
+        cov = compute_coverage(ents, data, path)
+        texts.append(render_coverage(cov))
+        updates.append((path, orig, inventory_text(orig, fill_verdicts(ents, cov))))
+        _console.print(f"{path}: {cov.summary_line()}", markup=False, style="bold")
+        for e in cov.uncovered():
+            _console.print(f"  uncovered: {e.id} ({e.status})", markup=False)
+    unknown = None
+    for path, ents, _ in sections:
+        cov_ids = compute_coverage(ents, data, path).unknown_ids
+        unknown = dict(cov_ids) if unknown is None else {ob: sorted(set(ids) & set(cov_ids.get(ob, ())))
+                                                         for ob, ids in unknown.items() if ob in cov_ids}
+    for ob, ids in sorted((unknown or {}).items()):
+        if ids:
+            _err.print(f"warning: {ob} covers ids in no inventory: {', '.join(ids)}", markup=False, style="yellow")
+    text = "\n".join(texts)
+    stale_inventories = [path for path, orig, new in updates if orig != new]
     try:
         with open(COVERAGE_REPORT, encoding="utf-8") as fh:
             current = fh.read()
     except FileNotFoundError:
         current = None
     if check:
-        stale = ([COVERAGE_REPORT] if current != text else []) + ([inventory_path] if original != new_inventory else [])
+        stale = ([COVERAGE_REPORT] if current != text else []) + stale_inventories
         if stale:
             _err.print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
             sys.exit(max(exit_code, 1))
-        _console.print(f"{COVERAGE_REPORT} and the verdicts of {inventory_path} up to date", markup=False, style="green")
+        _console.print(f"{COVERAGE_REPORT} and the verdicts of {', '.join(p for p, _, _ in updates)} up to date",
+                       markup=False, style="green")
     elif write:
         try:
             os.makedirs(os.path.dirname(COVERAGE_REPORT), exist_ok=True)
             with open(COVERAGE_REPORT, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            if original != new_inventory:
-                with open(inventory_path, "w", encoding="utf-8") as fh:
-                    fh.write(new_inventory)
+            for path, orig, new in updates:
+                if orig != new:
+                    with open(path, "w", encoding="utf-8") as fh:
+                        fh.write(new)
         except OSError as exc:
             _fail(f"cannot write: {exc}")
         _console.print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
-                       f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
+                       f"verdicts changed in {', '.join(stale_inventories) or 'no inventory'}", markup=False)
     sys.exit(exit_code)
 
 
