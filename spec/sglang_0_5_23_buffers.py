@@ -33,8 +33,8 @@ CONFIG = {
     "captured_req_width": Choice(1),
     "page_size": Choice(1, 16, 32, 64),
     "num_tokens": Range(1, 2**16),
-    "top_k": Choice(1, 2, 4, 6, 8),
-    "num_experts": Range(1, 512),
+    "top_k": Range(1, 16),
+    "num_experts": Range(1, 1024),
     "block_size_m": Choice(16, 32, 64, 128),
 }
 
@@ -93,7 +93,7 @@ def _moe_padded_total(num_tokens, top_k, num_experts, block_size_m):
     return numel + minimum(numel, num_experts + 1) * (block_size_m - 1)
 
 
-_MOE_DOMAIN = {"num_tokens": Range(1, 2**16), "top_k": Choice(1, 2, 4, 6, 8), "num_experts": Range(1, 512),
+_MOE_DOMAIN = {"num_tokens": Range(1, 2**16), "top_k": Range(1, 16), "num_experts": Range(1, 1024),
                "block_size_m": Choice(16, 32, 64, 128)}
 _MOE_SOURCES = [_S + "sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py (E + 1 buckets)",
                 "reference §8.2"]
@@ -121,7 +121,7 @@ MOE_CUMSUM = Family(
     name="sglang_moe_cumsum",
     dim=0,
     demand=lambda num_experts: (num_experts + 1) + 1,
-    domain={"num_experts": Range(1, 512)},
+    domain={"num_experts": Range(1, 1024)},
     sources=_MOE_SOURCES,
     doc="cumsum_buffer holds the prefix sums of the E + 1 buckets' padded counts, with a leading 0.",
     demand_name="num_buckets_plus_one",
