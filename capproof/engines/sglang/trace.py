@@ -111,6 +111,8 @@ def server(v: dict, spec: str | None = None) -> tuple:
         mamba=Config(enable_mamba_extra_buffer=False),
     )
     schedule = Config(page_size=v["page_size"], chunked_prefill_size=8192, max_running_requests=v["req_pool_size"])
+    spec_cfg.speculative_use_rejection_sampling = False
+    execution.graph.cuda_graph_config = Config()
     flags = Config(capture=Config(enable_torch_compile=False))
     bags = {"spec": spec_cfg, "exec": execution, "schedule": schedule}
     return bags, parallel, flags
@@ -255,15 +257,18 @@ def _moe_align(v: dict, device: str):
                 num_experts=v["num_experts"])
 
 
-def _backend(module: str, cls: str, **runner_extra):
+def _backend(module: str, cls: str, multi_step: bool = False, **runner_extra):
     def run(v: dict, device: str):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
         overrides = {"get_device_core_count": lambda *a, **k: _device_query("get_device_core_count"),
                      "is_arch_support_pdl": lambda *a, **k: False}
-        with published(v):
-            obj, log = construct(klass, model_runner(v, device, **runner_extra), _overrides=overrides)
+        # a multi-step draft backend: (model_runner, topk, speculative_num_steps), as the EAGLE
+        # worker builds it from the speculative server arguments
+        extra = ((v["speculative_eagle_topk"], v["speculative_num_steps"]) if multi_step else ())
+        with published(v, spec="EAGLE" if multi_step else None):
+            obj, log = construct(klass, model_runner(v, device, **runner_extra), *extra, _overrides=overrides)
             # the decode CUDA-graph runner's call: attn_backend.init_cuda_graph_state(max_bs, max_num_token)
             # (decode_cuda_graph_runner.py:429), max_num_token = max_bs * captured_req_width
             init = getattr(klass, "init_cuda_graph_state", None)
@@ -288,6 +293,10 @@ for _module, _cls in (("sglang.srt.layers.attention.triton_backend", "TritonAttn
                       ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend")):
     harness(_cls, _module, note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
             "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it")(_backend(_module, _cls))
+for _module, _cls in (("sglang.srt.layers.attention.triton_backend", "TritonMultiStepDraftBackend"),
+                      ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferMultiStepDraftBackend")):
+    harness(_cls, _module, note="EAGLE draft backend (model_runner, speculative_eagle_topk, speculative_num_steps), "
+            "then init_cuda_graph_state(max_bs, max_bs * captured_req_width)")(_backend(_module, _cls, multi_step=True))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -318,5 +327,60 @@ def trace_all(version: str, root: str, allocations, names: list[str] | None = No
 
 
 #: this module is SGLang's :class:`capproof.engines.tracing.Engine`
-ENGINE = sys.modules[__name__]
+
 _ = os
+
+
+class _DraftBackend:
+    """The draft attention backend an EAGLE graph runner is given: its own buffers are traced by
+    the backends' harnesses; here it only answers the runner's questions (fill value 1, the
+    FlashInfer/Triton value)."""
+
+    def init_cuda_graph_state(self, max_bs, max_num_tokens):
+        return None
+
+    def get_cuda_graph_seq_len_fill_value(self):
+        return 1
+
+    @property
+    def attn_backends(self):
+        return [Config(get_cuda_graph_seq_len_fill_value=lambda: 1)]
+
+
+def _eagle_runner(module: str, cls: str):
+    def run(v: dict, device: str):
+        import importlib
+
+        import torch
+
+        klass = getattr(importlib.import_module(module), cls)
+        runner = model_runner(v, device)
+        worker = Config(model_runner=runner, draft_runner=runner, dsa_seed_topk_width=v["speculative_eagle_topk"],
+                        seed_dsa_topk_from_draft_extend=False, topk=v["speculative_eagle_topk"],
+                        speculative_num_steps=v["speculative_num_steps"])
+        overrides = {
+            # the runner's capture list, reduced to its maximum (max_bs = max(capture_bs))
+            "get_batch_sizes_to_capture": lambda *a, **k: ([v["max_bs"]], []),
+            "get_draft_recurrent_hidden_state_spec": lambda *a, **k: (v["hidden_size"], torch.bfloat16),
+            # a TP-only deployment (no DP attention): SGLang's answers for it
+            "require_gathered_buffer": lambda *a, **k: False, "require_mlp_tp_gather": lambda *a, **k: False,
+            "require_mlp_sync": lambda *a, **k: False, "require_attn_tp_gather": lambda *a, **k: False,
+            "deployment_attn_dp_size": lambda *a, **k: 1,
+        }
+        with published(v, spec="EAGLE"):
+            names = klass.__init__.__code__.co_varnames
+            kwargs = {k: _DraftBackend() for k in ("draft_attn_backend", "draft_extend_attn_backend") if k in names}
+            return construct(klass, worker, _overrides=overrides, **kwargs)
+
+    return run
+
+
+for _module, _cls in (("sglang.srt.speculative.eagle_draft_cuda_graph_runner", "EAGLEDraftCudaGraphRunner"),
+                      ("sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner", "EAGLEDraftExtendCudaGraphRunner")):
+    harness(_cls, _module, note="EAGLE (3 steps-like symbolic spec args) with a duck-typed worker; the capture list "
+            "stands for its maximum max_bs (get_batch_sizes_to_capture); the draft attention backend is a stand-in "
+            "(fill value 1)")(_eagle_runner(_module, _cls))
+
+
+#: this module is SGLang's :class:`capproof.engines.tracing.Engine`
+ENGINE = sys.modules[__name__]
