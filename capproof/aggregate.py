@@ -750,7 +750,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 raise NotAggregate(f"{name}: max_of/min_of of a batch whose length can be 0")
         constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
                             aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes)))
-        for k, (each, f, t) in enumerate(b.mapped):
+        for _k, (each, f, t) in enumerate(b.mapped):
             others = _free_consts(f) & (eaches - {each.decl().name()})
             if others:  # f(d) over another batch's (or another loop's) representative: two entries at once
                 raise NotAggregate(f"total over {name} of a term that also uses an entry of another iteration")

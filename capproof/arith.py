@@ -18,7 +18,7 @@ import z3.z3core as _core
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
 from . import symbolic as _symbolic
-from .symbolic import (SymBool, SymInt, RawTerms, z3_and, ast_array, z3_ge, z3_implies, z3_le, record_misuse, simplified, sum_of_terms,
+from .symbolic import (SymBool, SymInt, RawTerms, ast_array, record_misuse, simplified, sum_of_terms,
                        record_lemma, to_z3_bool, to_z3_int)
 
 __all__ = [

@@ -39,7 +39,7 @@ from .encode import CaseProblem, describe_exception, build_case, checked_domains
 from .minimize import minimize_point, minimize_term
 from .aggregate import AbstractCase
 from .symbolic import fresh_z3_context, to_z3_int
-from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
+from .verdict import DEFAULT_WASTE_THRESHOLD
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "check_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
 

@@ -173,7 +173,6 @@ class InductionBatch:
         return self.walk(step, init, invariant, getattr(code, "co_name", "fold")).final
 
     def _capproof_aggregate(self, kind: str) -> SymInt:
-        n = self.n
         if kind == "total":
             w = self.walk(_TOTAL, 0, None, "total")
         elif kind in ("max_of", "min_of"):

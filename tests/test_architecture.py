@@ -7,7 +7,8 @@ first call). Checks:
 - no import circle between modules;
 - no ``_private`` name of one module imported (or read as ``module._name``) by another;
 - no core module (outside ``capproof/engines/``) imports an engine-specific module
-  (``capproof/engines/<engine>/``) except the allow-listed ones below;
+  (``capproof/engines/<engine>/``; ``engines/tracing/`` knows no engine) except the allow-listed
+  ones below;
 - spec/ and models/ import only the public facade (``from capproof import ...``).
 
 An allow-list entry needs a reason; an entry that no longer matches anything fails too, so the
@@ -40,6 +41,28 @@ ENGINE_IMPORTS_ALLOWED = {
         "`capproof inventory --engine sglang==X` builds SGLang's inventory; the CLI picks the engine by name "
         "until an engine registry exists",
 }
+
+#: The layers of docs/architecture.md, lowest first: a module imports its own layer and those below.
+LAYERS = [
+    ("language", {"capproof", "errors", "symbolic", "arith", "domain", "obligation", "guard", "_iteration",
+                  "verdict", "_engine"}),
+    ("one obligation", {"encode", "normalise", "probe", "shrink", "minimize", "aggregate", "induction", "prover",
+                        "contracts", "smtlib", "crosscheck"}),
+    ("analyses", {"density", "bound", "inventory", "coverage"}),
+    ("many obligations", {"loader", "runner", "project", "pytest_plugin"}),
+    ("outputs", {"report", "ci_formats", "regressions", "locate"}),
+    ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
+    ("command line", {"cli", "__main__"}),
+]
+
+#: imports that run up a layer, and why (docs/architecture.md, "Where the layering bends")
+UPWARD_ALLOWED = {
+    ("capproof.prover", "capproof.density"): "a reported counterexample carries its failure density",
+    ("capproof.contracts", "capproof.loader"): "puts the project on sys.path before it imports the contract's model module",
+    ("capproof.bound", "capproof.loader"): "bound loads the spec tree itself",
+    ("capproof.pytest_plugin", "capproof.report"): "a failing item shows the result lines `capproof prove` prints",
+}
+
 
 #: spec/ and models/ files that import below the facade, and why
 FACADE_EXCEPTIONS = {
@@ -210,9 +233,13 @@ def _graph(modules, found: list[Import]) -> dict[str, set[str]]:
     return graph
 
 
+#: packages under capproof/engines/ that know no engine
+ENGINE_NEUTRAL = {"tracing"}
+
+
 def _engine_specific(module: str) -> bool:
     parts = module.split(".")
-    return len(parts) >= 4 and parts[:2] == [PACKAGE, "engines"]
+    return len(parts) >= 4 and parts[:2] == [PACKAGE, "engines"] and parts[2] not in ENGINE_NEUTRAL
 
 
 def _core(module: str) -> bool:
@@ -292,3 +319,21 @@ def test_every_public_name_of_the_facade_resolves():
 
     missing = [name for name in capproof.__all__ if getattr(capproof, name, None) is None]
     assert missing == []
+
+
+def _layer(module: str) -> int | None:
+    short = module[len(PACKAGE) + 1:] if module != PACKAGE else PACKAGE
+    top = short.split(".")[0]
+    for i, (_, members) in enumerate(LAYERS):
+        if short in members or top in members:
+            return i
+    return None
+
+
+def test_every_module_has_a_layer_and_imports_only_its_own_or_lower_layers():
+    modules, found, _ = imports()
+    assert [m for m in modules if _layer(m) is None] == [], "place new modules in LAYERS (and docs/architecture.md)"
+    upward = {(i.source, i.target) for i in found
+              if i.target in modules and i.target != i.source and _layer(i.target) > _layer(i.source)}
+    assert upward - set(UPWARD_ALLOWED) == set()
+    assert set(UPWARD_ALLOWED) <= upward, "stale UPWARD_ALLOWED entries"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from capproof import Options, Verdict
 from capproof.cli import main
 from capproof.loader import load_file
-from capproof.prover import prove_obligation, replay
+from capproof.prover import prove_obligation
 
 HEADER = ("import math\n"
           "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, select, "

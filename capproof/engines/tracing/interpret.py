@@ -142,7 +142,7 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
     import inspect
     import textwrap
 
-    from ...symbolic import trace_state as _local
+    from ...symbolic import trace_state
 
     log = log or StepLog()
     fn = inspect.unwrap(fn)
@@ -197,7 +197,7 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             module = ast.fix_missing_locations(ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))],
                                                           type_ignores=[]))
             ns["__capproof_return__"] = _ReturnSignal
-            trace = getattr(_local, "trace", None)
+            trace = getattr(trace_state, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
             active = _fake.active()
             made = len(active.records) if active is not None else 0

@@ -378,7 +378,6 @@ def _dflash(v: dict, device: str):
 def _moe_align(v: dict, device: str):
     """vLLM's moe_align_block_size on a routing of ``num_tokens x top_k`` expert ids (its buffers
     are sized before the compiled op runs)."""
-    import inspect
 
     import torch
     from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
