@@ -13,25 +13,31 @@ from __future__ import annotations
 from ..tracing import scan as _scan
 from ..tracing.scan import Allocation
 
-__all__ = ["SCOPE", "Allocation", "scan", "scan_file"]
+__all__ = ["SRT", "EXCLUDED", "scope_of", "Allocation", "scan", "scan_file"]
 
-#: Directories and files of the SGLang package (relative to the wheel root) that the inventory
-#: covers: the request-to-token pool and KV-pool index structures, the model executor (forward
-#: batch, CUDA-graph runners' static inputs), every attention backend, speculative decoding,
-#: two-batch overlap, LoRA, sampling, the scheduler's batch, and the MoE alignment (whose
-#: per-call buffers size the kernels: a file named by itself lists its locals too).
-SCOPE = (
-    "sglang/srt/mem_cache",
-    "sglang/srt/model_executor",
-    "sglang/srt/layers/attention",
-    "sglang/srt/speculative",
-    "sglang/srt/batch_overlap",
-    "sglang/srt/lora",
-    "sglang/srt/sampling",
-    "sglang/srt/managers/schedule_batch.py",
-    "sglang/srt/managers/overlap_utils.py",
-    "sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py",
-)
+#: What the inventory covers: every module of ``sglang/srt`` (request-to-token pool and KV-pool
+#: index structures, the model executor and its CUDA-graph runners, every attention backend,
+#: speculative decoding, MoE alignment and expert maps, LoRA, sampling, the scheduler's batch,
+#: two-batch overlap, disaggregation, the model files) except :data:`EXCLUDED`; the MoE alignment
+#: file is also named by itself, so its per-call buffers (which size the kernels) are listed too.
+SRT = "sglang/srt"
+#: Non-CUDA device backends (Ascend NPU, Apple MLX, ...): not executed by a CUDA deployment,
+#: left out as vLLM's ROCm-only files would be if they had their own directory.
+EXCLUDED = ("sglang/srt/hardware_backend",)
+MOE_ALIGN = "sglang/srt/layers/moe/moe_runner/triton_utils/moe_align_block_size.py"
+
+
+def scope_of(root: str) -> tuple[str, ...]:
+    """The scope under ``root``: the entries of ``sglang/srt`` minus :data:`EXCLUDED`, plus the MoE
+    alignment file by itself."""
+    import os
+
+    base = os.path.join(root, SRT)
+    items = sorted(f"{SRT}/{n}" for n in os.listdir(base)
+                   if (n.endswith(".py") or os.path.isdir(os.path.join(base, n))) and f"{SRT}/{n}" not in EXCLUDED
+                   and n != "__pycache__")
+    return tuple(items) + (MOE_ALIGN,)
+
 
 #: SGLang allocates through torch/numpy directly: no wrapper calls.
 WRAPPERS: frozenset = frozenset()
@@ -43,6 +49,8 @@ def scan_file(root: str, rel: str, locals_kept: bool = False) -> list[Allocation
     return _scan.scan_file(root, rel, locals_kept, WRAPPERS, WRAPPER_DEFINITIONS, returned_fields=True)
 
 
-def scan(root: str, scope=SCOPE) -> list[Allocation]:
-    """Every pre-allocation in ``scope`` under ``root`` (the extracted wheel), sorted by file and line."""
-    return _scan.scan(root, scope, WRAPPERS, WRAPPER_DEFINITIONS, returned_fields=True)
+def scan(root: str, scope=None) -> list[Allocation]:
+    """Every pre-allocation in ``scope`` (default :func:`scope_of`) under ``root`` (the extracted
+    wheel), sorted by file and line."""
+    return _scan.scan(root, scope if scope is not None else scope_of(root), WRAPPERS, WRAPPER_DEFINITIONS,
+                      returned_fields=True)

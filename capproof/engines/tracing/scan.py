@@ -289,7 +289,7 @@ def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset()
                 if n.endswith(".py"):
                     files.append(os.path.relpath(os.path.join(dirpath, n), root))
     out: list[Allocation] = []
-    for rel in sorted(files):
+    for rel in sorted(set(f.replace(os.sep, "/") for f in files)):
         rel = rel.replace(os.sep, "/")
         out.extend(scan_file(root, rel, locals_kept=rel in single, wrappers=wrappers,
                              wrapper_definitions=wrapper_definitions, returned_fields=returned_fields))
