@@ -786,9 +786,17 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
             if os.path.exists(other):
                 with open(other, encoding="utf-8") as fh:
                     sections.append((other, read_inventory(other), fh.read()))
+    def for_section(path):
+        """The run's obligations about this inventory's engine (its ids start with the package)."""
+        if len(sections) == 1:
+            return data
+        package = os.path.basename(path).split("-")[0]
+        return {**data, "obligations": [o for o in data.get("obligations", [])
+                                        if any(c.split("/")[0] == package for c in o.get("covers") or [])]}
+
     texts, updates = [], []
     for path, ents, orig in sections:
-        cov = compute_coverage(ents, data, path)
+        cov = compute_coverage(ents, for_section(path), path)
         texts.append(render_coverage(cov))
         updates.append((path, orig, inventory_text(orig, fill_verdicts(ents, cov))))
         _out().print(f"{path}: {cov.summary_line()}", markup=False, style="bold")

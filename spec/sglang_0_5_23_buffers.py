@@ -208,3 +208,21 @@ KV_INDPTR_GRAPH = Family(
 for _attr in ("kv_indptr", "qo_indptr", "mask_indptr"):
     cover(INVENTORY, f"sglang/srt/layers/attention/triton_backend.py::TritonAttnBackend.{_attr}", KV_INDPTR_GRAPH,
           expect="counterexample", config=CONFIG)
+
+KV_INDPTR_DRAFT = Family(
+    name="sglang_draft_indptr_over_pool",
+    dim=1,
+    demand=lambda padded_bs, speculative_eagle_topk: speculative_eagle_topk * padded_bs + 1,
+    domain={"req_pool_size": Range(1, 2**12), "padded_bs": Range(1, 2**13), "mul_base": Choice(1, 2, 4, 8),
+            "speculative_eagle_topk": Range(1, 8)},
+    facts=KV_INDPTR_GRAPH.facts,
+    sources=[*KV_INDPTR_GRAPH.sources[:2],
+             _S + "sglang/srt/layers/attention/triton_backend.py:2570-2624 (TritonMultiStepDraftBackend.common_template: "
+             "bs = topk * num_seqs, spec_info.kv_indptr = self.kv_indptr[i, : bs + 1])"],
+    doc="Each draft step slices its kv_indptr row to topk * num_seqs + 1 for the captured batch of num_seqs "
+        "requests; the row holds 1 + req_to_token_pool.size * topk entries.",
+    demand_name="indptr_len",
+    requires=("spec_decode", "sglang_graph_bs_alignment", "sglang_attention_backend_triton"),
+)
+cover(INVENTORY, "sglang/srt/layers/attention/triton_backend.py::TritonMultiStepDraftBackend.kv_indptr", KV_INDPTR_DRAFT,
+      expect="counterexample", config=CONFIG)
