@@ -139,6 +139,7 @@ verify-real: $(REAL_STAMP)
 	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
 	$(REAL_BIN)/capproof prove spec_real --no-contracts
 	$(REAL_BIN)/capproof inventory --engine vllm==0.33.0 --check
+	$(REAL_BIN)/capproof inventory --engine sglang==0.5.23 --check
 	$(REAL_BIN)/capproof coverage --check
 
 clean:

@@ -53,11 +53,13 @@ from .errors import CapproofError
 __all__ = [
     "CoverageInputError", "EntryCoverage", "Coverage", "read_inventory", "read_run", "compute",
     "render_markdown", "fill_verdicts", "inventory_text", "categories_of", "INVENTORY_SOURCE_PREFIX",
-    "DEFAULT_INVENTORY", "COVERAGE_REPORT", "KINDS", "kind_of", "DEMAND_SOURCE_PREFIX",
+    "DEFAULT_INVENTORY", "COVERAGE_REPORT", "KINDS", "kind_of", "DEMAND_SOURCE_PREFIX", "OTHER_INVENTORIES",
 ]
 
 #: The committed inventory ``make verify`` checks coverage against.
 DEFAULT_INVENTORY = os.path.join("proofs", "inventory", "vllm-0.33.0.json")
+#: The other engines' committed inventories whose coverage the default report also lists.
+OTHER_INVENTORIES = (os.path.join("proofs", "inventory", "sglang-0.5.23.json"),)
 #: The generated coverage report.
 COVERAGE_REPORT = os.path.join("proofs", "coverage.md")
 #: A ``sources`` item of this form says the claim's capacity is read from that inventory entry.

@@ -1005,14 +1005,26 @@ def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None =
     features = set(model.features) if model else set()
     if cfg.speculative_algorithm:
         features.add("spec_decode")
+    # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
+    from .sglang.server_args import USED_FLAGS, sizing
+
+    derived = sizing(cfg.values, cfg.switches, cfg.strings)
+    pins.update(derived.pins)
+    features |= derived.features
     checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
     if cfg.speculative_algorithm:
         used.add("feature:spec_decode")
     params = {"--context-length": "context_len", "--page-size": "page_size", "--speculative-num-steps": "speculative_num_steps",
               "--speculative-eagle-topk": "speculative_eagle_topk", "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
-              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode"}
+              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode", **USED_FLAGS}
+    # a derived feature is used when an applied obligation requires it
+    required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
+    used.update(f"feature:{f}" for f in derived.features & required)
+    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
+        used.add("feature:sglang_attention_backend")
     unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
-    return CheckOutcome("sglang", version, checked, [], unused, dict(cfg.env), model)
+    defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
+    return CheckOutcome("sglang", version, checked, defaults, unused, dict(cfg.env), model)
 
 
 def _families(checked: list[Checked]) -> dict[str, int]:
