@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: both are imported by the commands that us
 
     from .runner import RunResult
 
-# Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
+# Start-up (<= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
 # ``capproof --help`` and ``--version`` never load them.
 
