@@ -589,8 +589,24 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
         args = list(serve_args)
+        derived_engine = ""
         if not args:
             raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
+        if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
+            from .engines.vllm.serve import image_tag
+
+            tag = image_tag(args)
+            tagged = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag or "")
+            if tagged and click.get_current_context().get_parameter_source("engine_spec").name == "DEFAULT":
+                try:
+                    engine, version = parse_engine(f"vllm=={tagged.group(1)}")
+                except CheckError:
+                    raise CheckError(f"image vllm/vllm-openai:{tag}: capproof does not model that vLLM release; "
+                                     "give --engine vllm==X for the release to check") from None
+                derived_engine = f"engine vLLM {version}: from the image tag vllm/vllm-openai:{tag}"
+            elif tag and tagged is None:
+                derived_engine = (f"engine vLLM {version}: the image tag {tag!r} names no release, so capproof's newest "
+                                  "modelled vLLM is checked (give --engine vllm==X for yours)")
         flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
         own = own_option_in_line(args, engine, flags_version)
         if own:
@@ -628,6 +644,8 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         finally:
             if status is not None:
                 status.stop()
+        if derived_engine:
+            outcome.derived.insert(0, derived_engine)
     except (ServeFlagError, CheckError, LaunchFlagError) as exc:
         if json_out == "-":
             click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))
