@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import dis
+import sys
 import functools
 import operator
 import os
@@ -178,6 +179,7 @@ class tracing:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _Z3_DIR = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep  # generic code (typing, functools)
+_OWN_DIRS = (_PACKAGE_DIR, _Z3_DIR)  # whose isinstance() sees a SymBool as SymBool, not bool
 _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
@@ -201,6 +203,18 @@ def type_lookups(*funcs) -> list[str]:
     return _scan(funcs)[0]
 
 
+def _symbolic_internals() -> dict[int, str]:
+    """capproof's symbolic machinery by id: a model that names one (``isinstance(x, SymInt)``,
+    ``is_symbolic(x)``) can tell a symbolic value from an int."""
+    from . import arith
+
+    objs = {"SymInt": SymInt, "SymBool": SymBool, "Quotient": Quotient, "is_symbolic": is_symbolic,
+            "to_z3_int": to_z3_int, "to_z3_bool": to_z3_bool, "Trace": Trace, "explore": explore}
+    objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
+    objs["_plain"] = getattr(arith, "_plain", None)
+    return {id(v): k for k, v in objs.items() if v is not None}
+
+
 def introspections(*funcs) -> list[str]:
     """Why the functions reachable from ``funcs`` may run differently on symbolic values than on
     ints, one sentence each (issue 10, S2), found statically as :func:`type_lookups` finds them:
@@ -209,11 +223,12 @@ def introspections(*funcs) -> list[str]:
     tuple) lacks, or the other way round (``hasattr(x, "term")``: capproof's own slot). Such a
     branch is invisible to the solver and may sit at a point no probe evaluates, so the prover
     makes the obligation an error instead of deciding it."""
-    types_, attrs = _scan(funcs)
+    types_, attrs, others = _scan(funcs)
     return ([f"{where} uses type(), and type() of a symbolic int is not int: it may take a branch the ints do "
              "not (use isinstance)" for where in types_]
             + [f"{where} asks hasattr/getattr for {name!r}, which a symbolic value and an int do not both have: it "
-               "may take a branch the ints do not" for where, name in attrs])
+               "may take a branch the ints do not" for where, name in attrs]
+            + [f"{where} {what}: it may take a branch the ints do not" for where, what in others])
 
 
 _DISTINGUISHING: frozenset[str] | None = None
@@ -242,7 +257,10 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
         return _TYPE_LOOKUPS[key]
     found: list[str] = []
     attrs: list[tuple[str, str]] = []
+    others: list[tuple[str, str]] = []
     distinguishing = _distinguishing_names()
+    internals = _symbolic_internals()
+    own_attrs = _own_attributes()
     seen: set = set()
     stack = list(funcs)
     while stack:
@@ -277,7 +295,19 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
             previous = None
             asking = False  # between a load of the builtin hasattr/getattr and the next call
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
+            recent: list = [None, None]  # the two instructions before this one
             for ins in dis.get_instructions(c):
+                before, recent = recent, [recent[1], ins]
+                if ins.opname == "IS_OP" and any(b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool)
+                                                 for b in before):
+                    note = (where, "compares a value with True/False by identity (`is`), which a symbolic condition "
+                            "never is (use ==)")
+                    if note not in others:
+                        others.append(note)
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
+                    note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
+                    if note not in others:
+                        others.append(note)
                 if asking and ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ins.argval in distinguishing:
                     pair = (where, ins.argval)
                     if pair not in attrs:
@@ -291,16 +321,33 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)
+                    if id(previous) in internals and previous is globs.get(name):
+                        note = (where, f"names capproof's {internals[id(previous)]}, which tells a symbolic value from an int")
+                        if note not in others:
+                            others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
                         stack.append(previous)
                     continue
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if id(target) in internals and target is not None:
+                        note = (where, f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int")
+                        if note not in others:
+                            others.append(note)
+                    if isinstance(target, _MODULE):  # a package's submodule: ``capproof.symbolic.SymInt``
+                        previous = target
+                        continue
                     if target is not None:
                         stack.append(target)
                 previous = None
-    _TYPE_LOOKUPS[key] = (found, attrs)
-    return found, attrs
+    _TYPE_LOOKUPS[key] = (found, attrs, others)
+    return found, attrs, others
+
+
+def _own_attributes() -> frozenset[str]:
+    """Attribute names (not dunders) a SymInt or SymBool has and an int or bool lacks (``term``)."""
+    names = (set(dir(SymInt)) - set(dir(int))) | (set(dir(SymBool)) - set(dir(bool)))
+    return frozenset(n for n in names if not n.startswith("__"))
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -1215,9 +1262,28 @@ class SymInt:
 
 
 class SymBool:
-    """A symbolic condition (a Z3 ``Bool`` term). Combine with ``& | ~``, never with ``if``."""
+    """A symbolic condition (a Z3 ``Bool`` term) with Python ``bool`` semantics.
+
+    Combine conditions with ``&``, ``|``, ``^`` (or :func:`capproof.all_of`/``any_of``/``not_``),
+    never with ``if``/``and``/``or`` outside :func:`explore`. Everything else a ``bool`` does is
+    done as Python does it, since a bool is the int 0 or 1: arithmetic, ``//``, ``%``, unary
+    ``-``/``+``, ``abs``, ``~`` (``~True == -2``: int inversion, not a logical not), comparisons
+    with ints, ``&``/``|``/``^`` with an int (an int result), ``math.floor``, ``bit_length()``;
+    each gives a :class:`SymInt` (or a ``SymBool`` where Python gives a bool). ``isinstance(c,
+    bool)`` and ``isinstance(c, int)`` are True and ``c.__class__`` is ``bool`` in a model's code
+    (capproof's and Z3's own code see ``SymBool``). What cannot be matched (a hash, ``int()``, an
+    index, ``type(c)``, ``c is True``) is recorded as misuse (:func:`_misuse`) or found statically
+    (:func:`introspections`): the obligation is an error whatever the model catches.
+    """
 
     __slots__ = ("term",)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: D105 - a bool in a model's eyes, SymBool in capproof's and Z3's
+        caller = sys._getframe(1).f_code.co_filename
+        if caller.startswith(_OWN_DIRS):
+            return SymBool
+        return bool
 
     def __init__(self, term: z3.BoolRef):
         self.term = term
@@ -1231,6 +1297,8 @@ class SymBool:
         raise _misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
     def __getattr__(self, name: str):
+        if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
+            return getattr(self._as_int(), name)
         raise _misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
 
     def __int__(self) -> int:
@@ -1238,27 +1306,12 @@ class SymBool:
 
     __index__ = __int__
 
+    def __float__(self) -> float:
+        raise _misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}"))
+
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
         return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
-
-    def __add__(self, other: IntLike) -> "SymInt":
-        return self._as_int() + other
-
-    def __radd__(self, other: IntLike) -> "SymInt":
-        return other + self._as_int()
-
-    def __sub__(self, other: IntLike) -> "SymInt":
-        return self._as_int() - other
-
-    def __rsub__(self, other: IntLike) -> "SymInt":
-        return other - self._as_int()
-
-    def __mul__(self, other: IntLike) -> "SymInt":
-        return self._as_int() * other
-
-    def __rmul__(self, other: IntLike) -> "SymInt":
-        return other * self._as_int()
 
     def __bool__(self) -> bool:
         explorer = getattr(_local, "explorer", None)
@@ -1269,29 +1322,68 @@ class SymBool:
             "(use capproof.select for branches on symbolic values)"
         ))
 
-    def __and__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+    # bool op bool is a bool; bool op int is an int (``True & 3 == 1``)
+    def __and__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+        return self._as_int() & other
 
     __rand__ = __and__
 
-    def __or__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+    def __or__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+        return self._as_int() | other
 
     __ror__ = __or__
 
-    def __xor__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+    def __xor__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+        return self._as_int() ^ other
 
     __rxor__ = __xor__
 
-    def __invert__(self) -> "SymBool":
-        return SymBool(z3.simplify(z3.Not(self.term)))
+    def __invert__(self) -> "SymInt":
+        """``~c`` is ``-c - 1`` as on a bool (``~True == -2``, truthy): not a logical not (use
+        :func:`capproof.not_`)."""
+        return ~self._as_int()
 
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
-        return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+        if _is_boolean(other):
+            return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+        if isinstance(other, (int, float, SymInt)):
+            return self._as_int() == other
+        return NotImplemented  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
-        return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+        if _is_boolean(other):
+            return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+        if isinstance(other, (int, float, SymInt)):
+            return self._as_int() != other
+        return NotImplemented
+
+
+def _is_boolean(value: object) -> bool:
+    return type(value) is bool or type(value) is SymBool
+
+
+def _as_int_method(name: str):
+    def method(self, *args):
+        return getattr(self._as_int(), name)(*args)
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` of the int 0 or 1 the condition stands for, as on a bool."
+    return method
+
+
+# every other operator of an int, on the int 0 or 1 (``-c``, ``abs(c)``, ``c // 2``, ``c < 1``,
+# ``math.floor(c)``, ``round(c)``): a bool is an int in all of them
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__divmod__", "__rdivmod__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__",
+              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__neg__", "__pos__", "__abs__",
+              "__lt__", "__le__", "__gt__", "__ge__", "__floor__", "__ceil__", "__trunc__", "__round__"):
+    setattr(SymBool, _name, _as_int_method(_name))
+del _name
 
 
 class Quotient:
