@@ -153,6 +153,11 @@ class AggregateBatch:
             # per-request bound was 'proved')
             raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) "
                            f"or total(f(d) for d in {self.name}) at {where}")
+        from .purity import genexpr_impurities
+
+        effects = genexpr_impurities(frame)
+        if effects:  # f or P runs once on the representative here, once per entry on ints
+            raise _refused(f"{self.name}: code run for each entry has an effect besides its value: {effects[0]}")
         # a fresh representative per iteration: two loops over the same batch in one condition
         # (pairs of entries) are two entries, which the abstraction refuses
         self.iterations += 1

@@ -984,7 +984,27 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
             "the symbolic and the int semantics of the model disagree")
         result.verdict = Verdict.ERROR
+    opinion = (options or Options()).second_opinion
+    if result.verdict in (Verdict.PROVED, Verdict.VACUOUS) and opinion is not None and first.domains is not None:
+        _second_opinion(ob, result, first.domains, opinion)
     return result
+
+
+def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, examples: int) -> None:
+    """Test a ``proved``/``vacuous`` verdict on ints (capproof.second_opinion): a point that
+    contradicts it makes the verdict an error showing the point."""
+    from .second_opinion import second_opinion
+
+    started = time.perf_counter()
+    found = second_opinion(ob, result.verdict.value, *domains, examples=examples)
+    result.seconds += time.perf_counter() - started
+    if found is not None:
+        result.message = (f"the second opinion on ints ({found.source}) found {found.what} at {found.params} "
+                          f"({'with the padding' if found.how == 'padded' else 'on the batch alone'}) but the solver's "
+                          f"verdict is {result.verdict.value} ({result.message}): the symbolic and the int semantics "
+                          "of the model disagree")
+        result.verdict = Verdict.ERROR
+        result.assumptions_used = []
 
 
 def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult:
