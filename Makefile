@@ -13,7 +13,7 @@ RUN    := .capproof/last-run.json
 # Other C libraries ignore it. A GLIBC_TUNABLES already set in the environment wins.
 export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 
-.PHONY: install verify verify-proofs verify-bounds test test-slow report regressions bench clean verify-real real-install mutation mutation-direct
+.PHONY: install lint verify verify-proofs verify-bounds test test-slow report regressions bench clean verify-real real-install mutation mutation-direct
 
 install: $(STAMP)
 
@@ -40,6 +40,10 @@ verify-bounds: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# the linter .ci/run runs before the tests ([tool.ruff] in pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check capproof tests spec models benchmarks
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow

@@ -13,7 +13,7 @@ _sys.set_int_max_str_digits(0)
 # Start-up (issue 12): the names below are imported on first use (PEP 562 module ``__getattr__``),
 # so ``import capproof`` (and the command line's ``--help``) does not load Z3 and the prover.
 _LAZY = {
-    ".arith": ("all_of", "any_of", "cdiv", "count", "divides", "gcd", "implies", "max_of", "maximum", "min_of", "minimum",
+    ".arith": ("all_of", "any_of", "cdiv", "count", "divides", "fold", "gcd", "implies", "max_of", "maximum", "min_of", "minimum",
                "not_", "prefix_sums", "round_up", "select", "total", "wrap", "int32", "int64", "uint32"),
     ".domain": ("Choice", "PowersOfTwo", "Range", "Vector"),
     ".errors": ("CapproofError", "DivisorMayBeZero", "RealArithmeticError", "SpecError", "SymbolicBranchError"),
@@ -32,7 +32,7 @@ __all__ = [
     "obligation", "contract", "Range", "Choice", "PowersOfTwo", "Vector", "Claim", "claim", "equal", "at_most", "less_than", "fits",
     # model vocabulary
     "cdiv", "round_up", "select", "minimum", "maximum", "gcd", "implies", "all_of", "any_of", "not_", "divides",
-    "total", "max_of", "min_of", "prefix_sums", "count", "wrap", "int32", "int64", "uint32",
+    "total", "max_of", "min_of", "prefix_sums", "count", "fold", "wrap", "int32", "int64", "uint32",
     # running
     "run", "prove", "Options", "Verdict", "RunResult",
     # symbolic execution of branching code

@@ -43,11 +43,12 @@ import z3.z3core as _core
 
 from . import arith as _arith
 from .domain import Range, Vector
-from .encode import (_call, _new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
+from .encode import (call_with_args, new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
                      track)
 from .errors import CapproofError
+from .minimize import minimize_term
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, _Raw, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, RawTerms, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
 from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
 from ._iteration import user_location as _user_location
@@ -179,9 +180,9 @@ class AggregateBatch:
 def _refused(why: str) -> NotAggregate:
     """NotAggregate, also recorded in the active trace: a model's ``except`` (a fallback taken
     only because the batch is not a tuple) cannot hide it."""
-    from .symbolic import _misuse
+    from .symbolic import record_misuse
 
-    return _misuse(NotAggregate(why))  # type: ignore[return-value]
+    return record_misuse(NotAggregate(why))  # type: ignore[return-value]
 
 
 _OWN_FILES = {__file__, _arith.__file__}
@@ -190,7 +191,7 @@ _OWN_FILES = {__file__, _arith.__file__}
 def _each_sites() -> dict[str, tuple[Any, int, str, "AggregateBatch"]]:
     from . import symbolic
 
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(symbolic.trace_state, "trace", None)
     sites = getattr(trace, "each_sites", None)
     if sites is None:
         sites = {}
@@ -201,7 +202,7 @@ def _each_sites() -> dict[str, tuple[Any, int, str, "AggregateBatch"]]:
 def _each_registry() -> list[tuple[AggregateBatch, z3.ArithRef]]:
     from . import symbolic
 
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(symbolic.trace_state, "trace", None)
     if trace is None:
         raise NotAggregate("batch iterated outside an evaluation")
     reg = getattr(trace, "each_batches", None)
@@ -228,7 +229,7 @@ def mapped_total(items: list, caller) -> SymInt | None:
     filter ``if`` over the entry)."""
     from . import symbolic
 
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(symbolic.trace_state, "trace", None)
     sites = getattr(trace, "each_sites", None) if trace is not None else None
     if not sites:
         return None
@@ -401,7 +402,7 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     Raises NotAggregate when it is not convex in the entry or mentions two batches."""
     from . import symbolic
 
-    trace = getattr(symbolic._local, "trace", None)
+    trace = getattr(symbolic.trace_state, "trace", None)
     batches = getattr(trace, "each_batches", None) if trace is not None else None
     if not batches:
         return None
@@ -478,7 +479,7 @@ class _Built:
         ctx = terms[0].ctx if isinstance(terms[0], z3.ArithRef) else None
         ok = (ctx is not None and all(type(i) is int for i in ints)
               and all(type(t) in (z3.ArithRef, z3.IntNumRef) and t.ctx is ctx and t.is_int() for t in terms))
-        self.raw = _Raw(ctx) if ok else None
+        self.raw = RawTerms(ctx) if ok else None
         self.args = [(t.as_ast(), type(t)) for t in terms] if ok else list(terms)
 
     def _operand(self, x):
@@ -579,7 +580,7 @@ class AbstractCase:
     inexact: list[str] = field(default_factory=list)
 
     def solver(self, rlimit: int) -> tuple[z3.Solver, dict[str, str]]:
-        s = _new_solver(rlimit)
+        s = new_solver(rlimit)
         trackers: dict[str, str] = {}
         for label, cond in self.constraints:
             track(s, trackers, label, cond)
@@ -702,7 +703,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         else:
             raise NotAggregate(f"{name}: length {dom.length} is neither fixed nor a Range")
         batches[name] = AggregateBatch(name, dom, n)
-    from .symbolic import introspections
+    from .guard import introspections
 
     where = introspections(ob.func, *ob.assumptions.values())
     if where:  # type() of a symbolic int or of a batch is not int/tuple: another branch than the ints'
@@ -713,7 +714,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         trace.each_batches = []  # type: ignore[attr-defined]
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
         trace.total_hook = mapped_total  # type: ignore[attr-defined]
-        assumed = {n_: _call(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
+        assumed = {n_: call_with_args(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
         false = [n_ for n_, v in assumed.items() if isinstance(v, bool) and not v]  # concretely false
         excluded = stop_if_excluded and bool(false)
         result = None if excluded else ob.func(**args)
@@ -725,9 +726,9 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     if left_sites:  # sum(...), max(...), a custom fold: the one representative was taken for the batch
         raise NotAggregate(f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
                            "capproof's total() (sum, max, len, ...)")
-    from .encode import _as_claim
+    from .encode import as_claim
 
-    claim_ = _as_claim(result, ob)
+    claim_ = as_claim(result, ob)
     for name, value in assumed.items():
         if not isinstance(value, bool):
             constraints.append((name, to_z3_bool(value)))
@@ -754,7 +755,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 raise NotAggregate(f"{name}: max_of/min_of of a batch whose length can be 0")
         constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
                             aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes)))
-        for k, (each, f, t) in enumerate(b.mapped):
+        for _k, (each, f, t) in enumerate(b.mapped):
             others = _free_consts(f) & (eaches - {each.decl().name()})
             if others:  # f(d) over another batch's (or another loop's) representative: two entries at once
                 raise NotAggregate(f"total over {name} of a term that also uses an entry of another iteration")
@@ -935,8 +936,6 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
         return AbstractOutcome("unknown", message=s.reason_unknown())
     model = s.model()
     if minimize:
-        from .prover import minimize_term
-
         # (term, a lower bound from the domain): scalars by their Range, aggregates by the entries'
         terms = [(case.scalars[p].term, case.ob.domain[p].lo) for p in case.ob.params if p in case.scalars]
         for b in case.batches.values():
@@ -970,7 +969,7 @@ def _minimal_core(case: AbstractCase, trackers: dict[str, str], core: list[z3.Bo
     conds = dict(case.constraints)
     for label in list(keep):
         trial = [k for k in keep if k != label]
-        s = _new_solver(max(rlimit // 10, 1))
+        s = new_solver(max(rlimit // 10, 1))
         assert_terms(s, [*[conds[k] for k in trial], *case.lemmas, z3.Not(case.claim)])
         if s.check() == z3.unsat:
             keep = trial

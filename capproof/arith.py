@@ -18,7 +18,7 @@ import z3.z3core as _core
 
 from .errors import NotConcreteError, RealArithmeticError, caller_location
 from . import symbolic as _symbolic
-from .symbolic import (SymBool, SymInt, _Raw, _and, _ast_array, _ge, _implies, _le, _misuse, _simplified, _sum_of,
+from .symbolic import (SymBool, SymInt, RawTerms, ast_array, record_misuse, simplified, sum_of_terms,
                        record_lemma, to_z3_bool, to_z3_int)
 
 __all__ = [
@@ -64,7 +64,7 @@ Bool = Union[bool, SymBool]
 _PLAIN_TYPES = frozenset((int, bool))
 
 
-def _plain(values) -> bool:
+def all_plain(values) -> bool:
     """True when every value of the list or tuple ``values`` is exactly an ``int`` or ``bool`` (no
     SymInt, no float, no subclass such as a CrossHair proxy): then the builtins compute the same
     value, much faster (density enumerates up to 2**16 points, each over a whole batch)."""
@@ -103,7 +103,7 @@ def round_up(x: Int, y: Int) -> Int:
     """
     if type(x) is int and type(y) is int:  # plain ints (replays of 1024-expert batches): the formula alone
         return _rounded(x, y)
-    trace = getattr(_symbolic._local, "trace", None)
+    trace = getattr(_symbolic.trace_state, "trace", None)
     memo = trace.derived if trace is not None else None
     if memo is not None and type(x) is SymInt and type(y) is int and y >= 1:
         return _remembered_round_up(trace, memo, x, y)
@@ -147,7 +147,7 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
-        b, X, R = _Raw(x.ctx), x.ast, r.ast  # _and(_ge(r, x), _le(r, x + (y-1)), _implies(_ge(x, 0), _le(r, x * y))): its calls, in order
+        b, X, R = RawTerms(x.ctx), x.ast, r.ast  # z3_and(z3_ge(r, x), z3_le(r, x + (y-1)), z3_implies(z3_ge(x, 0), z3_le(r, x * y))): its calls, in order
         plus, times = b.nary(z3.z3core.Z3_mk_add, X, b.num(y - 1)), b.nary(z3.z3core.Z3_mk_mul, X, b.num(y))
         return b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
             b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))))
@@ -189,7 +189,7 @@ DTYPES: dict[str, tuple[int, bool]] = {
 }
 
 
-def _dtype(dtype: object) -> tuple[str, int, bool]:
+def dtype_info(dtype: object) -> tuple[str, int, bool]:
     """``(name, bits, signed)`` of ``dtype``: a name in :data:`DTYPES`, or a torch/numpy dtype
     (``torch.int32``, ``numpy.int32``, ``numpy.dtype('int32')``). Raises ValueError otherwise."""
     name = dtype if isinstance(dtype, str) else getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
@@ -202,7 +202,7 @@ def _dtype(dtype: object) -> tuple[str, int, bool]:
 def dtype_range(dtype: object) -> tuple[int, int]:
     """``(lo, hi)``: the least and greatest value of the integer ``dtype`` (``int32``:
     ``-2**31, 2**31 - 1``; ``uint32``: ``0, 2**32 - 1``). Raises ValueError for an unknown dtype."""
-    _, bits, signed = _dtype(dtype)
+    _, bits, signed = dtype_info(dtype)
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
 
@@ -218,7 +218,7 @@ def wrap(x: Int, dtype: object) -> Int:
     against numpy. Raises ValueError for an unknown dtype, RealArithmeticError for a float.
     """
     _check_int(x)
-    _, bits, signed = _dtype(dtype)
+    _, bits, signed = dtype_info(dtype)
     modulus = 1 << bits
     if signed:
         half = 1 << (bits - 1)
@@ -293,7 +293,7 @@ def minimum(first: Int, *rest: Int) -> Int:
     """``min`` of one or more values, symbolic or not."""
     if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
         return min(first, rest[0])
-    if _plain(rest) and _plain((first,)):
+    if all_plain(rest) and all_plain((first,)):
         return min(first, *rest) if rest else first
     _check_int(first, *rest)
     return reduce(lambda a, b: select(b < a, b, a), rest, first)
@@ -303,7 +303,7 @@ def maximum(first: Int, *rest: Int) -> Int:
     """``max`` of one or more values, symbolic or not."""
     if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
         return max(first, rest[0])
-    if _plain(rest) and _plain((first,)):
+    if all_plain(rest) and all_plain((first,)):
         return max(first, *rest) if rest else first
     _check_int(first, *rest)
     return reduce(lambda a, b: select(b > a, b, a), rest, first)
@@ -312,7 +312,7 @@ def maximum(first: Int, *rest: Int) -> Int:
 def gcd(a: Int, b: Int) -> int:
     """``math.gcd`` on concrete ints. Raises NotConcreteError on a symbolic argument."""
     if isinstance(a, SymInt) or isinstance(b, SymInt):
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"gcd needs concrete ints at {caller_location()}: declare the parameter with a finite "
             "domain (Choice or PowersOfTwo) so it is case-split"
         ))
@@ -330,7 +330,7 @@ def implies(premise: Bool, conclusion: Bool) -> Bool:
             # per-request witness over a 1,024-request batch makes thousands of them)
             ctx = premise.term.ctx
             ref = ctx.ref()
-            return _simplified(ref, _core.Z3_mk_implies(ref, premise.term.as_ast(), conclusion.term.as_ast()), ctx,
+            return simplified(ref, _core.Z3_mk_implies(ref, premise.term.as_ast(), conclusion.term.as_ast()), ctx,
                                boolean=True)
         return SymBool(z3.simplify(z3.Implies(to_z3_bool(premise), to_z3_bool(conclusion))))
     return (not premise) or bool(conclusion)
@@ -338,15 +338,15 @@ def implies(premise: Bool, conclusion: Bool) -> Bool:
 
 def all_of(*conditions: Bool) -> Bool:
     """Conjunction, symbolic or not (``and`` would branch)."""
-    if _plain(conditions):
+    if all_plain(conditions):
         return all(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
         first = next(c for c in conditions if isinstance(c, SymBool)).term.ctx
         if all(type(c) is SymBool and c.term.ctx is first for c in conditions):
             # z3.simplify(z3.And(...))'s Z3 calls without z3py's coercions (see implies)
             ref = first.ref()
-            made = _core.Z3_mk_and(ref, len(conditions), _ast_array([c.term for c in conditions]))
-            term = _simplified(ref, made, first, boolean=True).term
+            made = _core.Z3_mk_and(ref, len(conditions), ast_array([c.term for c in conditions]))
+            term = simplified(ref, made, first, boolean=True).term
         else:
             term = z3.simplify(z3.And(*[to_z3_bool(c) for c in conditions]))
         hook = _all_of_hook()
@@ -359,7 +359,7 @@ def all_of(*conditions: Bool) -> Bool:
 
 
 def _trace_hook(name: str):
-    trace = getattr(_symbolic._local, "trace", None)
+    trace = getattr(_symbolic.trace_state, "trace", None)
     return getattr(trace, name, None) if trace is not None else None
 
 
@@ -369,7 +369,7 @@ def _all_of_hook():
 
 def any_of(*conditions: Bool) -> Bool:
     """Disjunction, symbolic or not (``or`` would branch)."""
-    if _plain(conditions):
+    if all_plain(conditions):
         return any(conditions)
     if any(isinstance(c, SymBool) for c in conditions):
         return SymBool(z3.simplify(z3.Or(*[to_z3_bool(c) for c in conditions])))
@@ -463,7 +463,7 @@ def total(values) -> Int:
         known = padded.known("total")
         if known is not None:
             return known
-        if _trace_hook("derived") is not None and not _plain(padded):  # shared symbolic entries
+        if _trace_hook("derived") is not None and not all_plain(padded):  # shared symbolic entries
             return _derived("total", padded, lambda: _total(padded, padded, None), 0)
     return _total(values, padded, hook)
 
@@ -481,11 +481,11 @@ def _total(values, padded: "Padded | None", hook) -> Int:
         mapped = hook(values, sys._getframe(2))
         if mapped is not None:
             return mapped
-    if _plain(values):
+    if all_plain(values):
         return sum(values) if padded is None else padded.remember("total", sum(values))
     _check_int(*values)
     if any(isinstance(v, SymInt) for v in values):
-        return _sum_of(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
+        return sum_of_terms(values)  # SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values]))), faster
     return sum(values)
 
 
@@ -520,7 +520,7 @@ def _batch(values, keep_all: bool, what: str) -> list:
 def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
     """Record ``result`` (the ``kind`` "min"/"max" of the batch of ``padded``) in the trace's
     ``extrema`` (see :class:`capproof.symbolic.Trace`) and return it unchanged."""
-    trace = getattr(_symbolic._local, "trace", None)
+    trace = getattr(_symbolic.trace_state, "trace", None)
     if trace is not None and padded is not None and isinstance(result, SymInt):
         n = padded.length
         trace.extrema[result.term.get_id()] = (kind, result.term, tuple(to_z3_int(e) for e in padded),
@@ -539,7 +539,7 @@ def _derived(kind: str, padded: "Padded | None", build, records: int) -> Int:
     that result and that record again, as a new call would give them. Without a memo or a batch,
     ``build()``. Issue 12: the 7 cases of a 64-request decode batch took its maximum (63 symbolic
     ``If`` terms) 7 times; slot mapping's 24 cases summed the same 64 symbolic query lengths."""
-    trace = getattr(_symbolic._local, "trace", None)
+    trace = getattr(_symbolic.trace_state, "trace", None)
     memo = trace.derived if trace is not None else None
     if memo is None or padded is None:
         return build()
@@ -576,7 +576,7 @@ def max_of(values) -> Int:
     values = list(values)
     if not values:
         raise ValueError("max_of() of an empty sequence")
-    if _plain(values):
+    if all_plain(values):
         return max(values) if type(padded) is not Padded else padded.remember("max_of", max(values))
     _check_int(*values)
     return _derived("max", padded, lambda: _note_extremum("max", padded, _balanced(maximum, values)), 1)
@@ -599,7 +599,7 @@ def min_of(values) -> Int:
     values = list(values)
     if not values:
         raise ValueError("min_of() of an empty sequence")
-    if _plain(values):
+    if all_plain(values):
         return min(values) if type(padded) is not Padded else padded.remember("min_of", min(values))
     _check_int(*values)
     return _derived("min", padded, lambda: _note_extremum("min", padded, _balanced(minimum, values)), 1)

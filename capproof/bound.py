@@ -35,11 +35,11 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .encode import CaseProblem, _describe_exc, build_case, checked_domains, concrete_args, evaluate, replay
-from .prover import _minimize, minimize_term
+from .encode import CaseProblem, describe_exception, build_case, checked_domains, concrete_args, evaluate, replay
+from .minimize import minimize_point, minimize_term
 from .aggregate import AbstractCase
 from .symbolic import fresh_z3_context, to_z3_int
-from .verdict import BOUNDS_REPORT, DEFAULT_WASTE_THRESHOLD
+from .verdict import DEFAULT_WASTE_THRESHOLD
 
 __all__ = ["CaseBound", "ObligationBound", "bound_obligation", "check_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
 
@@ -247,7 +247,7 @@ def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int, ve
     if answer != z3.sat:
         raise _Unknown(f"witness search: {s.reason_unknown() if answer == z3.unknown else 'optimum not attainable'}")
     scalars = [p for p in case.ob.params if p in case.scalars]
-    model, done = _minimize(case, s, s.model(), scalars)
+    model, done = minimize_point(case, s, s.model(), scalars)
     if isinstance(case, AbstractCase):  # each batch's total, then its max and min
         for term, lo in case.aggregate_terms():
             if not done:
@@ -391,7 +391,7 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
         s.add(fix)
         if s.check() != z3.sat:
             raise _Unknown(f"witness search: {s.reason_unknown()}")
-        found, done = _minimize(case, s, s.model(), [p for p in ob.params if p in case.scalars])
+        found, done = minimize_point(case, s, s.model(), [p for p in ob.params if p in case.scalars])
         s.pop()
         if not done:
             raise _Unknown("witness minimisation ran out of rlimit")
@@ -410,7 +410,7 @@ def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: st
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a model raising on replay
-        return CaseBound(dict(case.fixed), "error", message=_describe_exc(exc), method="search")
+        return CaseBound(dict(case.fixed), "error", message=describe_exception(exc), method="search")
     out.min_slack, out.slack_point, out.demand_at_slack_point, out.capacity_at_slack_point = rs, point, rd, rc
     out.slack_pct = _slack_pct(rs, rd)
     out.insufficient = rs < 0
@@ -438,7 +438,7 @@ def _abstract_case(ob: Obligation, fixed: dict[str, int], ranges, vectors, rlimi
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the bounded encoding reports it
-        return None, _describe_exc(exc)
+        return None, describe_exception(exc)
     if outcome.kind in ("abandon", "unknown"):
         return None, outcome.message
     if case.inexact:  # an optimum of an over-approximation need not be attained by any batch
@@ -488,7 +488,7 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a model raising on replay
-        return CaseBound(dict(case.fixed), "error", message=_describe_exc(exc))
+        return CaseBound(dict(case.fixed), "error", message=describe_exception(exc))
     out.insufficient = slack < 0
     out.wasteful = out.slack_pct is not None and out.slack_pct > threshold
     return out
@@ -510,7 +510,7 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        result.message = _describe_exc(exc)
+        result.message = describe_exception(exc)
         return result
     names = list(finite)
     for combo in itertools.product(*(finite[n] for n in names)):
@@ -521,7 +521,7 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            result.cases.append(CaseBound(fixed, "error", message=_describe_exc(exc)))
+            result.cases.append(CaseBound(fixed, "error", message=describe_exception(exc)))
             continue
         relation = case.relation if abstract is not None else case.ev.claim.relation
         if not result.relation:
@@ -778,7 +778,7 @@ def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_thresh
         with fresh_z3_context():
             return bound_obligation(ob, pins, rlimit, waste_threshold)
     except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
-        return ObligationBound(ob.id, ob.expect, "error", _describe_exc(exc), file=ob.file, line=ob.line, case_id=ob.case)
+        return ObligationBound(ob.id, ob.expect, "error", describe_exception(exc), file=ob.file, line=ob.line, case_id=ob.case)
 
 
 def _bound_child(conn, chunk: list[tuple[int, Obligation]], work) -> None:
@@ -960,10 +960,10 @@ def sources_fingerprint(root: str = ".") -> str:
     import hashlib
     import os
 
-    from .contracts import _tree_hash
+    from .contracts import tree_hash
 
-    parts = ["capproof-bounds-v1", z3.get_full_version(), _tree_hash(os.path.dirname(os.path.abspath(__file__)))]
-    parts += [_tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")]
+    parts = ["capproof-bounds-v1", z3.get_full_version(), tree_hash(os.path.dirname(os.path.abspath(__file__)))]
+    parts += [tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -1247,7 +1247,7 @@ def _checked_fresh(ob: Obligation, entry: dict[str, Any] | None, rlimit: int, wa
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - the from-scratch run reports it
-            why = f"certificate failed: {_describe_exc(exc)}"
+            why = f"certificate failed: {describe_exception(exc)}"
     result = _bound_fresh(ob, {}, rlimit, waste_threshold)
     result.recomputed = why
     return result

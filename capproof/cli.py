@@ -1,16 +1,20 @@
-"""Command line: ``capproof prove``, ``capproof report``, ``capproof counterexamples``, ``capproof bound``
-and ``capproof coverage``.
+"""Command line: ``capproof prove``, ``report``, ``counterexamples``, ``bound``, ``coverage``,
+``check-config`` and ``inventory``.
 
-Exit codes: 0 every verdict as expected; 1 some verdict differs from its expectation; 2 unknown,
-vacuous, error or bad input (one line each; the other obligations still run).
+Exit codes: 0 every verdict as expected (check-config: safe); 1 some verdict differs from its
+expectation (check-config: will fail); 2 unknown, vacuous, error or bad input (check-config:
+undecided or bad input); 3 internal error (a bug in capproof: the traceback is printed; inventory
+also uses 3 for a wheel or real environment it cannot use); 4 usage error (a missing path, a spec
+file that does not load); 130 interrupted. docs/reference/cli.md lists them by command.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +23,11 @@ from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
 from .regressions import DEFAULT_OUT
 from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
 
+if TYPE_CHECKING:  # annotations only: both are imported by the commands that use them
+    from rich.console import Console
+
+    from .runner import RunResult
+
 # Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
 # ``capproof --help`` and ``--version`` never load them.
@@ -26,23 +35,33 @@ from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT
 __all__ = ["main"]
 
 
-class _LazyConsole:
-    """A rich ``Console`` made on first use (importing rich costs start-up time)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-        self._console = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._kwargs)
-        return getattr(self._console, name)
+#: The two rich consoles (stdout, stderr), made on first use (importing rich costs start-up time).
+#: Real ``Console`` objects, never a proxy: rich's ``Progress``/``Live`` use them as context
+#: managers. Markup, emoji codes and highlighting are off, so text such as ``spec/x.py:100:`` or
+#: ``[bounded: ...]`` prints literally; lines wrap to the width on a terminal only (a CI log keeps
+#: each ``file:line:`` result on one line).
+_CONSOLES: dict[bool, Any] = {}
 
 
-_console = _LazyConsole(highlight=False, soft_wrap=True)
-_err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+def _console_for(stderr: bool) -> "Console":
+    console = _CONSOLES.get(stderr)
+    if console is None:
+        from rich.console import Console
+
+        console = Console(stderr=stderr, highlight=False, markup=False, emoji=False)
+        console.soft_wrap = not console.is_terminal
+        _CONSOLES[stderr] = console
+    return console
+
+
+def _out() -> "Console":
+    """The stdout console."""
+    return _console_for(False)
+
+
+def _errout() -> "Console":
+    """The stderr console."""
+    return _console_for(True)
 
 
 def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
@@ -70,10 +89,10 @@ def _print(result: RunResult | None, entry: Any) -> None:
     kind = "contract" if isinstance(entry, ContractResult) else "obligation"
     for i, line in enumerate(terminal_lines(entry.to_json(), kind)):
         style = None if i else ("green" if entry.ok else "bold red")
-        _console.print(line, style=style, markup=False)
+        _out().print(line, style=style, markup=False)
         first = getattr(entry, "first_counterexample", None)
         if not i and first is not None and _SESSION["verbosity"] >= 1:  # -v: when the first one came
-            _console.print(f"       first counterexample found at {_point_text(first.params)} after "
+            _out().print(f"       first counterexample found at {_point_text(first.params)} after "
                            f"{first.seconds * 1e3:.1f} ms CPU ({first.source}"
                            + (f", {first.points} probe points" if first.source == "int probe" else "")
                            + "), then minimised", markup=False)
@@ -96,9 +115,9 @@ def _summary(result: RunResult) -> None:
     good = sum(1 for r in result.all_results() if r.ok)
     parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     for err in result.usage_errors:
-        _err.print(f"error: {err}", markup=False, style="bold red")
-    _console.print(f"{good} of {total} as expected ({parts or 'nothing selected'})", markup=False,
-                   style="green" if result.exit_code == 0 else "bold red")
+        _errout().print(f"error: {err}", markup=False, style="bold red")
+    _out().print(f"{good} of {total} as expected ({parts or 'nothing selected'})", markup=False,
+                   style="green" if _exit_code(result) == 0 else "bold red")
 
 
 #: The session: ``cwd`` where capproof was started, ``root`` the project it runs in, ``settings``
@@ -140,7 +159,7 @@ def _enter_project(paths=(), need_root: bool = False, optional: bool = False) ->
         _fail(str(exc))
     _SESSION.update(root=root, settings=settings)
     if _SESSION["verbosity"] >= 1:
-        _err.print(f"capproof: root {root}" + (f", [tool.capproof] {settings}" if settings else ""), markup=False)
+        _errout().print(f"capproof: root {root}" + (f", [tool.capproof] {settings}" if settings else ""), markup=False)
     absolute = [os.path.abspath(os.path.join(start, p)) for p in paths]
     os.chdir(root)
     if absolute:
@@ -198,16 +217,17 @@ class LiveProgress:
 
 def _live_progress(show: bool) -> "LiveProgress | None":
     """A progress bar when the output is a terminal and not -q nor ``--json -``."""
-    if not show or _SESSION["verbosity"] < 0 or not _console.is_terminal:
+    if not show or _SESSION["verbosity"] < 0 or not _out().is_terminal:
         return None
-    return LiveProgress(_console)
+    return LiveProgress(_out())
 
 
 def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, show_progress=None,
          **extra) -> RunResult:
     """Run with the settings' defaults; results printed as they come unless ``quiet``; a progress
     bar on a terminal unless ``show_progress`` is False (default: unless ``quiet``)."""
-    from .runner import default_jobs, run
+    from .loader import load
+    from .runner import default_jobs, run_items
     from .verdict import Options
 
     options = Options(
@@ -222,10 +242,23 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
     else:
         progress = lambda entry: _print(None, entry)  # noqa: E731
     live = _live_progress(not quiet if show_progress is None else show_progress)
+    items, load_errors = load(paths or ("spec",), keyword)
     if live is None:
-        return run(paths or ("spec",), options, keyword, progress)
-    with live:
-        return run(paths or ("spec",), options, keyword, progress, live)
+        result = run_items(items, (), options, progress)
+    else:
+        with live:
+            result = run_items(items, (), options, progress, live)
+    # a missing path or a spec file that does not load is a usage error (exit 4, as pytest), not a
+    # verdict; the files that loaded still ran
+    result.usage_errors[:0] = [err.message if err.message.startswith(err.file) else f"{err.file}: {err.message}"
+                               for err in load_errors]
+    result.load_errors = load_errors
+    return result
+
+
+def _exit_code(result: RunResult) -> int:
+    """The run's exit code; 4 (usage error) when a path was missing or a spec file did not load."""
+    return EXIT_USAGE if getattr(result, "load_errors", None) else result.exit_code
 
 
 _common = [
@@ -256,7 +289,73 @@ def _apply(options):
     return deco
 
 
-@click.group()
+#: Exit code of a crash inside capproof (a bug, not a verdict): never 1, which means a
+#: counterexample / "will fail".
+EXIT_INTERNAL = 3
+#: Exit code of a usage error: a missing path or a spec file that does not load (as pytest's 4).
+EXIT_USAGE = 4
+#: Exit code of a run interrupted with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
+_VERBOSITY = re.compile(r"-(q+|v+)|--quiet|--verbose")
+#: check-config options that take a value (the value is not the start of the launch line).
+_CHECK_VALUE_OPTIONS = frozenset({"--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif"})
+
+
+def _hoist_verbosity(args: list[str]) -> list[str]:
+    """``-q``/``-v`` given after the subcommand (as pytest accepts them) moved before it. Nothing
+    after ``--`` moves, nor anything of check-config's launch line."""
+    sub = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if sub is None:
+        return args
+    moved, kept = [], []
+    i = sub + 1
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            kept += args[i:]
+            break
+        if args[sub] == "check-config" and not arg.startswith("-"):
+            kept += args[i:]  # the launch line starts here
+            break
+        if _VERBOSITY.fullmatch(arg):
+            moved.append(arg)
+        else:
+            kept.append(arg)
+            if args[sub] == "check-config" and arg in _CHECK_VALUE_OPTIONS and i + 1 < len(args):
+                kept.append(args[i + 1])
+                i += 1
+        i += 1
+    return [*args[:sub], *moved, args[sub], *kept]
+
+
+class _Main(click.Group):
+    """The command group; an exception escaping a command is an internal error (exit 3, the
+    traceback on stderr), Ctrl-C exits 130 -- neither may look like a verdict (exit 1)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _hoist_verbosity(args))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            sys.stderr.write("\ncapproof: interrupted\n")
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception:  # noqa: BLE001 - any other exception is a bug in capproof
+            import traceback
+
+            sys.stdout.flush()
+            traceback.print_exc(file=sys.stderr)
+            sys.stderr.write(f"capproof {__version__}: internal error (a bug in capproof, not a verdict; "
+                             "please report it with the traceback above): exit 3\n")
+            sys.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=_Main)
 @click.version_option(__version__, package_name="capproof")  # the version given: no package metadata lookup
 @click.option("-q", "--quiet", count=True, help="Less output: -q only results not as expected, -qq only the summary.")
 @click.option("-v", "--verbose", count=True, help="More output: -v also the project root and settings used.")
@@ -287,7 +386,7 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
         try:
             writer(data, path)
         except OSError as exc:
-            _err.print(f"error: {option} {path}: cannot write: {exc.strerror or exc}", markup=False, style="bold red")
+            _errout().print(f"error: {option} {path}: cannot write: {exc.strerror or exc}", markup=False, style="bold red")
             ok = False
     return ok
 
@@ -327,6 +426,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
                   crosshair_cache=not no_cache, timeout=timeout,
                   second_opinion=None if second_opinion < 0 else second_opinion)
     data = result.to_json()
+    data["summary"]["exit_code"] = _exit_code(result)
     outputs = [
         ("--junit", junit_out, write_junit),
         ("--sarif", sarif_out, lambda d, p: write_sarif(d, p, __version__)),
@@ -337,12 +437,12 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     else:
         written = _write_outputs(data, [("--json", json_out, _write_json), *outputs])
         _summary(result)
-    sys.exit(result.exit_code if written else EXIT_UNDECIDED)
+    sys.exit(_exit_code(result) if written else EXIT_UNDECIDED)
 
 
 def _fail(message: str) -> None:
     """One error line on stderr and exit 2 (bad input or environment)."""
-    _err.print(f"error: {message}", markup=False, style="bold red")
+    _errout().print(f"error: {message}", markup=False, style="bold red")
     sys.exit(EXIT_UNDECIDED)
 
 
@@ -380,18 +480,18 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
         written = write_counterexamples(result.to_json(), out_dir)
     except (OSError, WitnessError) as exc:
         message = f"{out_dir}: cannot write: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-        _err.print(f"error: --out {message}", markup=False, style="bold red")
+        _errout().print(f"error: --out {message}", markup=False, style="bold red")
         _summary(result)
         sys.exit(EXIT_UNDECIDED)
     _summary(result)
     for ob in written.get("unexpected", []):
-        _err.print(f"not written: {ob} has an unexpected counterexample (a claim expected to hold): fix the model "
+        _errout().print(f"not written: {ob} has an unexpected counterexample (a claim expected to hold): fix the model "
                    "or the claim; a regression test would pass while it is wrong", markup=False, style="bold red")
     where = f"; {written['module']} replays {written['rows']}" if written["module"] else ""
     n = len(written["witnesses"])
-    _console.print(f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",
+    _out().print(f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",
                    markup=False)
-    sys.exit(result.exit_code)
+    sys.exit(_exit_code(result))
 
 
 @main.command()
@@ -433,50 +533,75 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     else:
         result = _run(selected, None, {}, rlimit, jobs, crosshair_timeout, no_contracts, quiet=True, show_progress=True)
         data = result.to_json()
-        exit_code = result.exit_code
+        exit_code = _exit_code(result)
     reports = render_reports(data)
     if files is not None and not reports:
         _fail("nothing to report: no obligation or contract in " + " ".join(paths))
     if check:
         stale = stale_reports(reports, prune=files is None)
         if stale:
-            _err.print("stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
+            _errout().print("stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
                        markup=False, style="bold red")
             sys.exit(max(exit_code, 1))
-        _console.print(f"proofs/ up to date ({len(reports)} reports)", markup=False, style="green")
+        _out().print(f"proofs/ up to date ({len(reports)} reports)", markup=False, style="green")
     else:
         changed = write_reports(reports, prune=files is None)
-        _console.print(f"wrote {len(reports)} reports to proofs/ ({len(changed)} changed)", markup=False)
+        _out().print(f"wrote {len(reports)} reports to proofs/ ({len(changed)} changed)", markup=False)
     sys.exit(exit_code)
 
 
 @main.command("check-config", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--engine", "engine_spec", default="vllm", show_default=True, metavar="vllm[==VERSION]",
               help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
-              help="Hugging Face config.json: experts, top-k, heads, hidden size, index_topk (vLLM's field names per family).")
+@click.option("--model-config", type=click.Path(), default=None, metavar="CONFIG.json|DIR",
+              help="Hugging Face config.json (or the directory holding it): experts, top-k, heads, hidden size, index_topk. "
+                   "Default: MODEL's config.json when MODEL is a local directory, else capproof's table of known models.")
 @click.option("--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/).")
 @click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
               help="Deterministic Z3 resource budget per query.")
 @click.option("--gpu", default=None, metavar="NAME",
               help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): vLLM's batch defaults for it and its SM count.")
 @click.option("--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's).")
+@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None, metavar="FILE|-",
+              help="Write the answer as JSON to FILE ('-' for stdout, then nothing else is printed there).")
+@click.option("--sarif", "sarif_out", type=click.Path(allow_dash=True), default=None, metavar="FILE",
+              help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.")
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
-def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, serve_args) -> None:
-    """Check one deployment: capproof check-config [--engine vllm==X | sglang] -- <vllm serve | sglang launch line>.
+def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, json_out, sarif_out, serve_args) -> None:
+    """Check one deployment: capproof check-config [OPTIONS] -- <vllm serve | docker run vllm/vllm-openai | sglang launch line>.
 
-    Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error is never safe).
+    Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
+    not given: the answer says what to give; never safe).
     """
-    from .engines.checkconfig import CheckError, outcome_lines, parse_engine, read_model_config, run_check, run_check_sglang
+    from .engines.checkconfig import (CheckError, outcome_json, outcome_lines, outcome_run_json, own_option_in_line,
+                                      parse_engine, resolve_model, run_check, run_check_sglang)
     from .engines.sglang.launch import LaunchFlagError, parse_launch_args
     from .engines.vllm.serve import ServeFlagError, parse_serve_args
     from .verdict import Options
 
+    json_out, sarif_out = _user_path(json_out), _user_path(sarif_out)
     try:
         engine, version = parse_engine(engine_spec)
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
-        model = read_model_config(model_config) if model_config else None
+        args = list(serve_args)
+        if not args:
+            raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
+        flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
+        own = own_option_in_line(args, engine, flags_version)
+        if own:
+            raise CheckError(own)
+        # the line, its --config file, MODEL and --model-config are read where capproof was started
+        if engine == "sglang":
+            cfg = parse_launch_args(args)
+            if not cfg.model:
+                raise CheckError("no model: SGLang needs --model-path MODEL")
+        else:
+            cfg = parse_serve_args(args, flags_version)
+            if not cfg.model:
+                raise CheckError("no model: name it after 'vllm serve' (or --model, or model: in --config); "
+                                 "capproof does not assume vLLM's default model")
+        model = resolve_model(cfg.model, model_config)
         spec_paths = tuple(_user_path(p) for p in spec_paths)
         if not spec_paths:  # the engine specs shipped with capproof, loaded from their own root
             from .project import bundled_root
@@ -485,21 +610,55 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, se
             if engines is None:
                 raise CheckError("no engine specs installed with capproof (give --spec)")
             os.chdir(engines)
-        if engine == "sglang":
-            cfg = parse_launch_args(list(serve_args))
-            outcome = run_check_sglang(cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
-        else:
-            flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
-            cfg = parse_serve_args(list(serve_args), flags_version)
-            outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
-                                gpu=gpu, num_sms=num_sms)
+            json_out, sarif_out = (p if p in (None, "-") else os.path.join(_SESSION["cwd"], p) for p in (json_out, sarif_out))
+        status = None
+        if _SESSION["verbosity"] >= 0 and json_out != "-" and _errout().is_terminal:
+            status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
+            status.start()
+        try:
+            if engine == "sglang":
+                outcome = run_check_sglang(cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
+            else:
+                outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
+                                    gpu=gpu, num_sms=num_sms)
+        finally:
+            if status is not None:
+                status.stop()
     except (ServeFlagError, CheckError, LaunchFlagError) as exc:
-        _err.print(f"error: {exc}", markup=False, style="bold red")
-        sys.exit(2)
-    for i, line in enumerate(outcome_lines(outcome, cfg)):
-        style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
-        _console.print(line, markup=False, style=style)
-    sys.exit(outcome.exit_code)
+        if json_out == "-":
+            click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))
+        _errout().print(f"error: {exc}", markup=False, style="bold red")
+        sys.exit(EXIT_UNDECIDED)
+    data = outcome_json(outcome, cfg)
+    outputs = [("--sarif", sarif_out, lambda d, p: _write_check_sarif(outcome_run_json(outcome), outcome, p))]
+    if json_out == "-":
+        written = _write_outputs(data, outputs)
+        click.echo(json.dumps(data, indent=2))
+    else:
+        written = _write_outputs(data, [("--json", json_out, _write_json), *outputs])
+        verbosity = _SESSION["verbosity"]
+        for i, line in enumerate(outcome_lines(outcome, cfg)):
+            if verbosity <= -1 and i > 0 and not line.startswith(("  give", "  FAILS", "          ")):
+                continue  # -q: the verdict, what to give and what fails
+            style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
+            _out().print(line, style=style)
+    sys.exit(outcome.exit_code if written else EXIT_UNDECIDED)
+
+
+def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
+    """SARIF for check-config: the applied obligations not proved are results; what to give (an
+    undecided answer) is a warning notification."""
+    from .ci_formats import sarif_log
+
+    log = sarif_log(run_json, __version__)
+    notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    notes += [{"level": "warning", "message": {"text": f"undecided: give {need}"}} for need in outcome.missing_facts]
+    text = json.dumps(log, indent=2) + "\n"
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 @main.command()
@@ -530,7 +689,7 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
     if (write or check) and (given_paths or keyword or pins_d):
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop PATHS, -k and --set")
     quiet = json_out == "-" or check or write
-    progress = None if quiet else (lambda r: [_console.print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
+    progress = None if quiet else (lambda r: [_out().print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
                                               for i, line in enumerate(terminal_bound_lines(r))])
     if (write or check) and not vectors:
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop --no-vectors")
@@ -545,20 +704,20 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         except FileNotFoundError:
             why = "missing"
         if recorded is None:
-            _err.print(f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
+            _errout().print(f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
                        "and commit it to make --check fast)", markup=False, style="yellow")
     run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress,
                       skip_vectors=not vectors, jobs=_setting(jobs, "jobs", default_jobs()), recorded=recorded)
     if recorded is not None:
         redone = [r for r in run_.results if r.recomputed]
         for r in redone:
-            _err.print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
+            _errout().print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
         if redone:
-            _err.print(f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
+            _errout().print(f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
                        "and commit it if proofs/bounds.md is unchanged)", markup=False, style="yellow")
     data = run_.to_json()
     for err in run_.errors:
-        _err.print(f"error: {err}", markup=False, style="bold red")
+        _errout().print(f"error: {err}", markup=False, style="bold red")
     if json_out == "-":
         click.echo(json.dumps(data, indent=2))
     elif json_out and not _write_outputs(data, [("--json", json_out, _write_json)]):
@@ -573,21 +732,21 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             current = None
         if check:
             if current != text:
-                _err.print(f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red")
+                _errout().print(f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red")
                 sys.exit(max(exit_code, 1))
-            _console.print(f"{BOUNDS_REPORT} up to date ({len(data['bounds'])} obligations)", markup=False, style="green")
+            _out().print(f"{BOUNDS_REPORT} up to date ({len(data['bounds'])} obligations)", markup=False, style="green")
         else:
             os.makedirs(os.path.dirname(BOUNDS_REPORT), exist_ok=True)
             with open(BOUNDS_REPORT, "w", encoding="utf-8") as fh:
                 fh.write(text)
             with open(BOUNDS_DATA, "w", encoding="utf-8") as fh:
                 fh.write(render_bounds_data(data, fingerprint, rlimit, waste_threshold))
-            _console.print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
+            _out().print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
                            f"{'changed' if current != text else 'unchanged'})", markup=False)
     elif json_out != "-":
         active = [r for r in run_.results if r.status not in ("skipped", "not_in_report")]
         good = sum(r.ok for r in active)
-        _console.print(f"{good} of {len(active)} bounds as expected", markup=False,
+        _out().print(f"{good} of {len(active)} bounds as expected", markup=False,
                        style="green" if exit_code == 0 else "bold red")
     sys.exit(exit_code)
 
@@ -623,15 +782,15 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     if data is None:
         result = _run((), None, {}, rlimit, 1, 30.0, True, quiet=True)
         data = result.to_json()
-        exit_code = result.exit_code
+        exit_code = _exit_code(result)
     cov = compute_coverage(entries, data, inventory_path)
     text = render_coverage(cov)
     new_inventory = inventory_text(original, fill_verdicts(entries, cov))
-    _console.print(cov.summary_line(), markup=False, style="bold")
+    _out().print(cov.summary_line(), markup=False, style="bold")
     for e in cov.uncovered():
-        _console.print(f"  uncovered: {e.id} ({e.status})", markup=False)
+        _out().print(f"  uncovered: {e.id} ({e.status})", markup=False)
     for ob, ids in sorted(cov.unknown_ids.items()):
-        _err.print(f"warning: {ob} covers ids not in {inventory_path}: {', '.join(ids)}", markup=False, style="yellow")
+        _errout().print(f"warning: {ob} covers ids not in {inventory_path}: {', '.join(ids)}", markup=False, style="yellow")
     try:
         with open(COVERAGE_REPORT, encoding="utf-8") as fh:
             current = fh.read()
@@ -640,9 +799,9 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     if check:
         stale = ([COVERAGE_REPORT] if current != text else []) + ([inventory_path] if original != new_inventory else [])
         if stale:
-            _err.print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
+            _errout().print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
             sys.exit(max(exit_code, 1))
-        _console.print(f"{COVERAGE_REPORT} and the verdicts of {inventory_path} up to date", markup=False, style="green")
+        _out().print(f"{COVERAGE_REPORT} and the verdicts of {inventory_path} up to date", markup=False, style="green")
     elif write:
         try:
             os.makedirs(os.path.dirname(COVERAGE_REPORT), exist_ok=True)
@@ -653,7 +812,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
                     fh.write(new_inventory)
         except OSError as exc:
             _fail(f"cannot write: {exc}")
-        _console.print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
+        _out().print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
                        f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
     sys.exit(exit_code)
 
@@ -675,8 +834,8 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
     """
     from .engines.vllm import buffers
 
-    echo = lambda s: _console.print(s, markup=False)  # noqa: E731
-    err = lambda s: _err.print(s, markup=False, style="bold red")  # noqa: E731
+    echo = lambda s: _out().print(s, markup=False)  # noqa: E731
+    err = lambda s: _errout().print(s, markup=False, style="bold red")  # noqa: E731
     if diff_specs:
         if engine_spec or write or check or json_out:
             raise click.UsageError("--diff takes two releases and no --engine/--write/--check/--json")

@@ -70,7 +70,7 @@ def resolve_target(target: str):
 _CACHEABLE = ("proved", "counterexample", "vacuous")
 
 
-def _tree_hash(root: str) -> str:
+def tree_hash(root: str) -> str:
     """SHA-256 over the relative paths and bytes of every ``.py`` file under ``root`` (read each
     time: a few hundred kB, milliseconds; a memo would miss an edit made in the same process)."""
     h = hashlib.sha256()
@@ -98,9 +98,9 @@ def cache_key(target: str, timeout: float) -> str:
     parts = [
         "capproof-crosshair-cache-v1", target, repr(float(timeout)), os.getcwd(), sys.version,
         getattr(crosshair, "__version__", "?"), z3.get_version_string(),
-        _tree_hash(top_dir) if top.__file__ and os.path.basename(top.__file__) == "__init__.py" else "",
+        tree_hash(top_dir) if top.__file__ and os.path.basename(top.__file__) == "__init__.py" else "",
         _file_hash(module.__file__ or ""),
-        _tree_hash(os.path.dirname(os.path.abspath(__file__))),
+        tree_hash(os.path.dirname(os.path.abspath(__file__))),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -39,9 +39,9 @@ import z3
 
 from .domain import Range, Vector
 from .obligation import Obligation
-from .encode import _describe_exc, assert_terms, build_case, concrete_args, evaluate
-from .symbolic import (_get_app_arg, _get_app_decl, _get_app_num_args, _get_ast_id, _get_ast_kind, _get_decl_kind, _get_sort,
-                       _get_sort_kind, _to_app, int_relation, to_z3_bool)
+from .encode import describe_exception, assert_terms, build_case, concrete_args, evaluate
+from .symbolic import (get_app_arg, get_app_decl, get_app_num_args, get_ast_id, get_ast_kind, get_decl_kind, get_sort,
+                       get_sort_kind, to_app, int_relation, to_z3_bool)
 
 __all__ = ["AxisDensity", "axis_density", "failure_density", "ENUM_FIRST", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
 
@@ -100,7 +100,7 @@ def _classify(ob: Obligation, point: dict[str, Any]) -> int:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        raise _EvalError(f"evaluating {point}: {_describe_exc(exc)}") from None
+        raise _EvalError(f"evaluating {point}: {describe_exception(exc)}") from None
     if not all(ev.assumptions.values()):
         return 0
     return 1 if ev.claim.holds else 2
@@ -135,19 +135,19 @@ def _period_candidate(exprs: list[z3.ExprRef]) -> int:
     divisions = (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
 
     def per(a) -> int:
-        key = _get_ast_id(c, a)
+        key = get_ast_id(c, a)
         if key in memo:
             return memo[key]
         out = 1
-        if _get_ast_kind(c, a) == z3.Z3_APP_AST:  # a numeral (z3py's is_app too) has no arguments: 1
-            app = _to_app(c, a)
-            args = [_get_app_arg(c, app, k) for k in range(_get_app_num_args(c, app))]
+        if get_ast_kind(c, a) == z3.Z3_APP_AST:  # a numeral (z3py's is_app too) has no arguments: 1
+            app = to_app(c, a)
+            args = [get_app_arg(c, app, k) for k in range(get_app_num_args(c, app))]
             kids = [per(b) for b in args]
             for k in kids:
                 out = math.lcm(out, k)
-            if _get_decl_kind(c, _get_app_decl(c, app)) in divisions:
+            if get_decl_kind(c, get_app_decl(c, app)) in divisions:
                 d = args[1]
-                if _get_ast_kind(c, d) == z3.Z3_NUMERAL_AST and _get_sort_kind(c, _get_sort(c, d)) == z3.Z3_INT_SORT:
+                if get_ast_kind(c, d) == z3.Z3_NUMERAL_AST and get_sort_kind(c, get_sort(c, d)) == z3.Z3_INT_SORT:
                     divisor = abs(int(z3.z3core.Z3_get_numeral_string(c, d)))  # is_int_value, as_long
                     if divisor:
                         out = divisor * kids[0]
@@ -238,7 +238,7 @@ def _new_solver(rlimit: int) -> z3.Solver:
     divisions that the default Z3 solver gives up on (rlimit) take milliseconds this way."""
     tactic = z3.Then("simplify", "purify-arith", "propagate-ineqs", "solve-eqs", "smt")
     s = tactic.solver()
-    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode._new_solver
+    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode.new_solver
     return s
 
 

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 import z3
 import z3.z3core as _core
 
-from .arith import Padded, _plain
+from .arith import Padded, all_plain
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
+from .guard import introspections
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, _Raw, _and, equal_int, int_relation, model_int, _ge, _le, _literal, _show, explore,
-    to_z3_bool, to_z3_int, trace_marks, tracing, introspections,
+    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, RawTerms, z3_and, equal_int, int_relation, model_int, z3_ge, z3_le, decision_literal, show_decision, explore,
+    to_z3_bool, to_z3_int, trace_marks, tracing,
 )
 
 __all__ = [
@@ -51,7 +52,7 @@ class _Evaluated:
     extrema: dict[int, tuple] = field(default_factory=dict)
 
 
-def _as_claim(value: object, ob: Obligation) -> Claim:
+def as_claim(value: object, ob: Obligation) -> Claim:
     if isinstance(value, Claim):
         result = value
     else:
@@ -67,7 +68,7 @@ def _as_claim(value: object, ob: Obligation) -> Claim:
     return result
 
 
-def _call(func, kind: str, name: str, params: list[str], args: dict[str, object], positional: bool = False) -> object:
+def call_with_args(func, kind: str, name: str, params: list[str], args: dict[str, object], positional: bool = False) -> object:
     """``func`` on the ``params`` of ``args`` by keyword, or with ``positional`` (``params`` then
     in ``func``'s order and :func:`capproof.obligation.takes_positionally` true) by position: the
     same binding; raises SpecError if the value is not boolean."""
@@ -93,18 +94,18 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
     scope: list[int] = []
     side: list[int] = []
     if symbolic is None:
-        symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and not _plain(v) and any(isinstance(e, SymInt) for e in v))
-                       for v in args.values())  # _plain: a batch of ints in one pass in C (4096-request replays)
+        symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and not all_plain(v) and any(isinstance(e, SymInt) for e in v))
+                       for v in args.values())  # all_plain: a batch of ints in one pass in C (4096-request replays)
     with tracing() as trace:
         trace.derived = derived
         if symbolic:
             trace.misuse.extend(introspections(ob.func, *ob.assumptions.values(), *ob.witnesses.values()))
         assumed = {} if assumed is None else assumed
         for i, (n, f) in enumerate(ob.assumptions.items()):
-            assumed[n] = _call(f, "assumption", n, ob.assumption_params(n), args)
+            assumed[n] = call_with_args(f, "assumption", n, ob.assumption_params(n), args)
             scope += [i] * (len(trace.divisors) - len(scope))
             side += [i] * (len(trace.side_conditions) - len(side))
-        result = _as_claim(ob.func(**args), ob)
+        result = as_claim(ob.func(**args), ob)
         witnesses = {n: _witness(ob, n, f, args, trace, memo) for n, f in ob.witnesses.items()} if witnesses else {}
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
@@ -124,13 +125,13 @@ def _witness(ob: Obligation, name: str, func, args: dict[str, object], trace, me
     found is replayed on ints, never a verdict (:func:`capproof.prover.find_witnesses`)."""
     params = ob.witness_params(name)
     if memo is None:
-        return _call(func, "witness", name, params, args)
+        return call_with_args(func, "witness", name, params, args)
     key = (name, *((p, args[p]) if type(args[p]) is int else (p, "object", id(args[p])) for p in params))
     hit = memo.get(key)
     if hit is not None:
         return hit[0]
     before = trace_marks(trace)
-    value = _call(func, "witness", name, params, args)
+    value = call_with_args(func, "witness", name, params, args)
     if trace_marks(trace) == before:
         memo[key] = (value, [args[p] for p in params])  # the arguments kept alive: their ids stay theirs
     return value
@@ -180,7 +181,7 @@ def replay(ob: Obligation, params: dict[str, object], padding: bool = True) -> t
     return bool(holds), {k: int(v) for k, v in ev.claim.values.items()}, failed
 
 
-def _describe_exc(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     """One line for an exception raised by a model or spec: its message and the innermost line of
     the project's code that led to it (never capproof's, Z3's or the standard library's)."""
     if isinstance(exc, CapproofError):
@@ -211,7 +212,7 @@ def _shown(filename: str) -> str:
         return filename
 
 
-def _new_solver(rlimit: int) -> z3.Solver:
+def new_solver(rlimit: int) -> z3.Solver:
     s = z3.Solver()
     # one Z3_solver_set_params with the three (a fresh solver only appends them; the same
     # parameters as three calls, each of which builds a parameter set and validates it)
@@ -316,7 +317,7 @@ class CaseProblem:
     def solver(self, rlimit: int, assumptions_upto: int | None = None) -> tuple[z3.Solver, dict[str, str]]:
         """A solver holding the constraints (tracked, for unsat cores) and the lemmas; with
         ``assumptions_upto=k`` only the first ``k`` assumptions (and every domain constraint)."""
-        s = _new_solver(rlimit)
+        s = new_solver(rlimit)
         trackers: dict[str, str] = {}
         names = list(self.ob.assumptions)
         dropped = set(names[assumptions_upto:]) if assumptions_upto is not None else set()
@@ -388,7 +389,7 @@ def _entry_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, lo: int, hi: int) -> z3
     same order as z3py makes them (``i < n`` is Python's reflected ``n > i``), so the same term
     and the same ids, without z3py's coercions (issue 12: these were most of building a case
     whose batch length is symbolic)."""
-    raw = _Raw(n.ctx)
+    raw = RawTerms(n.ctx)
     gt = raw.keep(_core.Z3_mk_gt(raw.ref, n.as_ast(), raw.num(i)))
     ge = raw.ge(e.as_ast(), raw.num(lo))
     le = raw.le(e.as_ast(), raw.num(hi))
@@ -398,7 +399,7 @@ def _entry_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, lo: int, hi: int) -> z3
 def _padding_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, fill: int) -> z3.BoolRef:
     """``z3.Implies(i >= n, e == fill)`` as z3py builds it (``i >= n`` is ``n <= i``), through the
     C API (see :func:`_entry_bound`)."""
-    raw = _Raw(n.ctx)
+    raw = RawTerms(n.ctx)
     le = raw.le(n.as_ast(), raw.num(i))
     eq = raw.keep(_core.Z3_mk_eq(raw.ref, e.as_ast(), raw.num(fill)))
     return raw.done(raw.implies(le, eq))
@@ -413,22 +414,22 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
         if dom.length is not None and dom.length in fixed:
             n = fixed[dom.length]
             entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (dom.size - n)
-            bounds = [_and(_ge(e.term, elem.lo), _le(e.term, elem.hi)) for e in entries[:n]]
+            bounds = [z3_and(z3_ge(e.term, elem.lo), z3_le(e.term, elem.hi)) for e in entries[:n]]
             padding: list[z3.BoolRef] = []
         else:
             entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(dom.size))
             if dom.length is None:
-                bounds = [_and(_ge(e.term, elem.lo), _le(e.term, elem.hi)) for e in entries]
+                bounds = [z3_and(z3_ge(e.term, elem.lo), z3_le(e.term, elem.hi)) for e in entries]
                 padding = []
             else:
                 n_term = scalars[dom.length].term
                 bounds = [_entry_bound(i, n_term, e.term, elem.lo, elem.hi) for i, e in enumerate(entries)]
                 padding = [_padding_bound(i, n_term, e.term, dom.fill) for i, e in enumerate(entries)]
-        # _and/_ge/_le: z3.And's and >='s Z3 calls without z3py's per-term coercions (issue 12)
+        # z3_and/z3_ge/z3_le: z3.And's and >='s Z3 calls without z3py's per-term coercions (issue 12)
         if bounds:
-            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", _and(*bounds)))
+            constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3_and(*bounds)))
         if padding:
-            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", _and(*padding)))
+            constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3_and(*padding)))
         length = dom.size if dom.length is None else (fixed[dom.length] if dom.length in fixed else scalars[dom.length])
         vecs[name] = Padded(entries, length, dom.fill, elem.lo, elem.hi)
     return scalars, constraints, vecs
@@ -447,7 +448,7 @@ def variable_bounds(ranges: dict[str, Range], vectors: dict[str, Vector]) -> dic
 
 def path_labels(path: Path) -> list[tuple[str, z3.BoolRef]]:
     """One labelled constraint per decision of ``path``: ``path: dcp > 1 at models/x.py:12``."""
-    return [(f"path: {_show(c, taken)} at {loc}", _literal(c, taken)) for loc, c, taken in path.decisions]
+    return [(f"path: {show_decision(c, taken)} at {loc}", decision_literal(c, taken)) for loc, c, taken in path.decisions]
 
 
 @dataclass

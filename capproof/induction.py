@@ -48,7 +48,7 @@ from typing import Any
 import z3
 
 from .domain import Range, Vector
-from .encode import _as_claim, _call, _new_solver, build_case, concrete_args, core_labels, evaluate, scalar_inputs, track
+from .encode import as_claim, call_with_args, new_solver, build_case, concrete_args, core_labels, evaluate, scalar_inputs, track
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
@@ -67,9 +67,9 @@ class NotInductive(CapproofError):
 
 
 def _refused(why: str) -> NotInductive:
-    from .symbolic import _misuse
+    from .symbolic import record_misuse
 
-    return _misuse(NotInductive(why))  # type: ignore[return-value]
+    return record_misuse(NotInductive(why))  # type: ignore[return-value]
 
 
 @dataclass
@@ -211,7 +211,6 @@ class InductionBatch:
         return self.walk(step, init, invariant, getattr(code, "co_name", "fold")).final
 
     def _capproof_aggregate(self, kind: str) -> SymInt:
-        n = self.n
         if kind == "total":
             w = self.walk(_TOTAL, 0, None, "total")
         elif kind in ("max_of", "min_of"):
@@ -359,7 +358,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         raise NotInductive(f"{vname}: length {dom.length} is neither fixed nor a Range")
     n_lo = n if _concrete(n) else ranges[dom.length].lo if dom.length in ranges else 1  # no length: N >= 1 below
     batch = InductionBatch(vname, dom, n, size, n_lo)
-    from .symbolic import introspections
+    from .guard import introspections
 
     where = introspections(ob.func, *ob.assumptions.values())
     if where:
@@ -370,11 +369,11 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     _LENGTH.append(n)
     try:
         def body():
-            assumed = {k: _call(f, "assumption", k, ob.assumption_params(k), args) for k, f in ob.assumptions.items()}
+            assumed = {k: call_with_args(f, "assumption", k, ob.assumption_params(k), args) for k, f in ob.assumptions.items()}
             return assumed, ob.func(**args)
 
         assumed, result = _run(lemmas, body, batch=batch)
-        claim_ = _as_claim(result, ob)
+        claim_ = as_claim(result, ob)
         if not batch.walks:
             raise NotInductive(f"{vname} is not walked (no fold, total, max_of or min_of over it)")
         lemmas.extend(batch.lemmas)
@@ -429,7 +428,7 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     def at(term: z3.BoolRef, state: list[z3.ExprRef], index: z3.ArithRef) -> z3.BoolRef:
         return z3.substitute(term, *zip(finals, state), (seen_t, index))
 
-    s = _new_solver(rlimit)
+    s = new_solver(rlimit)
     trackers: dict[str, str] = {}
     for label, cond in glob:
         track(s, trackers, label, cond)

@@ -427,11 +427,11 @@ def to_expression(term, positive: Iterable[str] = (), nonnegative: Iterable[str]
     if isinstance(term, int):
         return str(term)
     facts = [z3.Int(n) >= 1 for n in positive] + [z3.Int(n) >= 0 for n in nonnegative]
-    printer = _Printer(facts)
+    printer = ExpressionPrinter(facts)
     return printer.show(z3.simplify(printer.resolve(term, [])))[0]
 
 
-class _Printer:
+class ExpressionPrinter:
     def __init__(self, facts: list[z3.BoolRef]):
         self.facts = facts
         self.solver = z3.Solver()

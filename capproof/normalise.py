@@ -236,7 +236,7 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
     pair_at: list[int] = []
     out: list[z3.BoolRef] = []
     changed = False
-    for i, c in enumerate(parts):
+    for _i, c in enumerate(parts):
         d = _disequality(c)
         if d is not None:
             pairs.append(d)

@@ -34,7 +34,7 @@ EXPECTATIONS = ("proved", "counterexample")
 _PARAM_NAMES: dict[int, tuple[object, tuple[str, ...], bool]] = {}
 
 
-def _signature(func: Callable[..., object]) -> tuple[object, tuple[str, ...], bool]:
+def param_signature(func: Callable[..., object]) -> tuple[object, tuple[str, ...], bool]:
     """(func, its parameter names, whether it binds them positionally as by keyword), memoised
     per function object."""
     hit = _PARAM_NAMES.get(id(func))
@@ -52,7 +52,7 @@ def _signature(func: Callable[..., object]) -> tuple[object, tuple[str, ...], bo
 def _param_names(func: Callable[..., object]) -> tuple[str, ...]:
     """``inspect.signature(func).parameters`` names, memoised per function object (evaluation
     asks once per assumption per point; density enumerates up to 2**16 points)."""
-    return _signature(func)[1]
+    return param_signature(func)[1]
 
 
 def takes_positionally(func: Callable[..., object]) -> bool:
@@ -60,7 +60,7 @@ def takes_positionally(func: Callable[..., object]) -> bool:
     ``func(**{name: value})`` does: a plain Python function whose parameters are all
     positional-or-keyword (a call without a keyword dict costs ~0.5 us less: the int probe calls
     an assumption tens of times per obligation)."""
-    return _signature(func)[2]
+    return param_signature(func)[2]
 
 
 _FUNCTION = type(_param_names)
@@ -109,10 +109,10 @@ def equal(**named: object) -> Claim:
 
 def _width(name: str, value: object, dtype: object) -> tuple[object, str, object]:
     """(``value`` fits ``dtype``, the dtype's name, ``value`` as the dtype holds it)."""
-    from .arith import _dtype, all_of, dtype_range, wrap
+    from .arith import dtype_info, all_of, dtype_range, wrap
 
     try:
-        dname = _dtype(dtype)[0]
+        dname = dtype_info(dtype)[0]
     except ValueError as exc:
         raise SpecError(str(exc)) from None
     lo, hi = dtype_range(dname)

@@ -49,8 +49,8 @@ from operator import itemgetter
 from dataclasses import dataclass
 
 from .domain import Range, Vector
-from .encode import _as_claim, _call, vector_arg
-from .obligation import Obligation, _signature
+from .encode import as_claim, call_with_args, vector_arg
+from .obligation import Obligation, param_signature
 from .symbolic import Trace, tracing
 
 perf_counter = time.perf_counter
@@ -155,7 +155,7 @@ class _Prober:
         #: part from the argument keys (their values in one C call: a value, or a tuple of them)
         self.calls: dict[str, tuple[object, list[str], bool, object]] = {}
         for n, f in ob.assumptions.items():
-            _, names, positional = _signature(f)  # as Obligation.assumption_params and takes_positionally
+            _, names, positional = param_signature(f)  # as Obligation.assumption_params and takes_positionally
             self.params_of[n] = names = list(names)
             self.calls[n] = (f, names, positional, itemgetter(*names) if names else _no_keys)
         #: each batch as the model takes it (a Padded), its number and its list, per (padding, id of the list)
@@ -245,12 +245,12 @@ class _Prober:
         func, names, positional, keyed = self.calls[name]
         memo = self.memo
         if memo is None:
-            return bool(_call(func, "assumption", name, names, args, positional))
+            return bool(call_with_args(func, "assumption", name, names, args, positional))
         k = (name, keyed(keys))
         v = memo.get(k)
         if v is None:
             started = perf_counter()
-            v = memo[k] = bool(_call(func, "assumption", name, names, args, positional))
+            v = memo[k] = bool(call_with_args(func, "assumption", name, names, args, positional))
             self.cost[name] = perf_counter() - started
         return v
 
@@ -318,7 +318,7 @@ class _Prober:
                     out: tuple[bool, dict[str, int], list[str]] = (True, {}, [name])
                     break
             else:
-                claim = _as_claim(self.ob.func(**args), self.ob)
+                claim = as_claim(self.ob.func(**args), self.ob)
                 values: dict[str, int] = {}
                 for k, v in claim.values.items():
                     values[k] = int(v)  # type: ignore[call-overload]

@@ -30,16 +30,16 @@ import z3
 
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    ENTRYWISE_LIMIT, CaseProblem, CasePaths, PathFailure, SharedInputs, _describe_exc, _new_solver, assert_terms, build_case, build_paths,
+    CaseProblem, CasePaths, PathFailure, SharedInputs, describe_exception, new_solver, build_case, build_paths,
     checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
 )
 from .errors import DivisorMayBeZero, ReplayError
+from .minimize import minimize_point
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
 from .shrink import shrink
-from .symbolic import (LazyText, SymInt, differs_from, fresh_z3_context, int_relation, model_int, model_true, to_z3_bool,
-                       to_z3_int)
+from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, model_int, model_true, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -132,15 +132,15 @@ def _case_error(ob: Obligation, fixed: dict[str, int], exc: BaseException, path:
         return _CaseOutcome("excluded", core=excluded[:1], fixed=dict(fixed))
     where = f" on path {path}" if path else ""
     if isinstance(exc, ZeroDivisionError):
-        return _CaseOutcome("error", message=f"division by zero with {fixed}{where}: {_describe_exc(exc)}")
-    return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + _describe_exc(exc))
+        return _CaseOutcome("error", message=f"division by zero with {fixed}{where}: {describe_exception(exc)}")
+    return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + describe_exception(exc))
 
 
 def _failed_path(ob: Obligation, fixed: dict[str, int], failure: PathFailure, rlimit: int, forked: bool) -> _CaseOutcome:
     """A path that raised is an error unless the domain, its path condition and the assumptions
     computed before the error are unsatisfiable (then no admitted point takes it: excluded)."""
     if forked:
-        s = _new_solver(rlimit)
+        s = new_solver(rlimit)
         trackers: dict[str, str] = {}
         for label, cond in failure.constraints:
             track(s, trackers, label, cond)
@@ -196,106 +196,6 @@ def _order_key(params: dict[str, object]) -> tuple:
 SEEDED_MINIMISATION_SHARE = 8
 
 
-def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
-                  best: int | None = None) -> tuple[z3.ModelRef, bool]:
-    """Binary search for the least value of ``term`` (at least ``lo``) on ``s``, then fix it on ``s``.
-
-    Returns the last model and False if a query came back unknown (the value is then not fixed).
-    ``lo`` itself is tried first: most corpus counterexamples are least at a domain bound (one
-    query instead of ~log2(range) of them); the least value found is the same either way.
-    ``best``: a value of ``term`` known to be attained on ``s`` (a shrunk seed's), else the
-    value in ``model``.
-    """
-    if best is None:
-        best = model_int(model, term)
-    probe = lo
-    while lo < best:
-        s.push()
-        assert_terms(s, [int_relation(term, "<=", probe)])  # s.add(term <= probe): the same term and call
-        answer = s.check()
-        if answer == z3.sat:
-            model = s.model()
-            best = model_int(model, term)
-        elif answer == z3.unsat:
-            lo = probe + 1
-        s.pop()
-        if answer == z3.unknown:
-            return model, False
-        probe = (lo + best) // 2
-    assert_terms(s, [int_relation(term, "==", best)])  # s.add(term == best)
-    return model, True
-
-
-def _minimize(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str],
-              seed: dict[str, object] | None = None, budget: int | None = None,
-              rlimit: int | None = None) -> tuple[z3.ModelRef, bool]:
-    """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
-
-    Fixes each minimised value on ``s``. Returns the final model and whether every search ended
-    (an unknown answer stops minimisation; the point found so far is still a counterexample).
-
-    ``seed``: a counterexample shrunk on ints (:func:`capproof.shrink.shrink`). When ``s`` admits
-    it (one query with its values assumed), each search starts from its value, and a value at
-    the domain's lower bound is fixed with no query (the seed attains it with every value fixed
-    before); once a search finds a value below the seed's, the seed is dropped. The least point
-    found is the same; only queries whose answer the seed gives are skipped. When a search is
-    unknown while the seed still agrees with every fixed value, the seed is the point returned
-    (a counterexample at or below the solver's, not minimised).
-    """
-
-    if seed is not None and s.check(*case.fix(seed, names)) != z3.sat:
-        seed = None  # the seed lies in another case or path
-    budgeted = seed is not None and budget is not None and rlimit is not None
-    if budgeted:
-        s.set("rlimit", budget)  # each query; an unknown leaves the seed, a counterexample no larger
-
-    def seeded_point() -> tuple[z3.ModelRef, bool]:
-        if budgeted:
-            s.set("rlimit", rlimit)
-        if seed is not None and s.check(*case.fix(seed, names)) == z3.sat:
-            return s.model(), False
-        return model, False
-
-    def lowest(term: z3.ArithRef, lo: int, known: int | None) -> bool:
-        nonlocal model, seed
-        if known == lo:
-            assert_terms(s, [int_relation(term, "==", lo)])  # s.add(term == lo): the seed attains the lower bound with every value fixed so far
-            return True
-        model, done = minimize_term(s, model, term, lo, known)
-        if done and known is not None and model_int(model, term) < known:
-            seed = None  # a value below the seed's: the seed no longer agrees with what is fixed
-        return done
-
-    for name in names:
-        dom = case.ob.domain[name]
-        if name in case.scalars:
-            lo = dom.lo if isinstance(dom, Range) else min(dom.cases())  # type: ignore[attr-defined]
-            known = seed[name] if seed is not None else None
-            if not lowest(case.scalars[name].term, lo, known):  # type: ignore[arg-type]
-                return seeded_point()
-        elif name in case.vectors:
-            elem: Range = dom.elem  # type: ignore[attr-defined]
-            n = len(seed[name]) if seed is not None else case.active(name, model)  # type: ignore[arg-type]
-            entries = case.vectors[name][:n]
-            free = [(i, e.term) for i, e in enumerate(entries) if isinstance(e, SymInt)]
-            if len(free) <= ENTRYWISE_LIMIT:
-                for i, term in free:
-                    known = seed[name][i] if seed is not None else None  # type: ignore[index]
-                    if not lowest(term, elem.lo, known):
-                        return seeded_point()
-            elif free:
-                known = sum(seed[name][i] for i, _ in free) if seed is not None else None  # type: ignore[index]
-                if not lowest(z3.Sum([t for _, t in free]), elem.lo * len(free), known):
-                    return seeded_point()
-                if seed is not None and known != elem.lo * len(free):
-                    seed = None  # the sum is fixed, not the entries: the solver's choice from here
-    if budgeted:
-        s.set("rlimit", rlimit)
-    if s.check() != z3.sat:  # pragma: no cover - fixing values found sat cannot become unsat
-        return model, False
-    return s.model(), True
-
-
 def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int],
                   symbolic_holds: bool = False) -> str | None:
     """None if ``params`` replays on plain ints as the symbolic run says: assumptions hold, the
@@ -306,7 +206,7 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        return f"replay of the solver point {params} raised {_describe_exc(exc)}"
+        return f"replay of the solver point {params} raised {describe_exception(exc)}"
     if failed:
         return str(ReplayError(f"solver point {params} violates assumptions {failed} on ints"))
     if holds != symbolic_holds or values != symbolic_values:
@@ -331,7 +231,7 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        alone = f"raises {_describe_exc(exc)}"
+        alone = f"raises {describe_exception(exc)}"
     if alone == padded:
         return None
     shown = alone if isinstance(alone, str) else f"gives claim {alone[0]} {alone[1]}" + (
@@ -531,9 +431,9 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             minimize = answer != z3.unsat  # unsat: every counterexample of this case comes after ``below``
     if minimize:
         seeded = first.seed() if first is not None else None
-        model, minimized = _minimize(case, s, model, [p for p in case.ob.params if p not in case.fixed],
-                                     seeded[0] if seeded is not None else None,
-                                     max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
+        model, minimized = minimize_point(case, s, model, [p for p in case.ob.params if p not in case.fixed],
+                                          seeded[0] if seeded is not None else None,
+                                          max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
     params = case.point(model)
     symbolic_values = {
         k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()
@@ -719,7 +619,7 @@ def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> l
         return []
     ctx = z3.Context()
     s = z3.Solver(ctx=ctx)
-    s.set("rlimit", max(1, rlimit // 10), "random_seed", 0)  # one call, as encode._new_solver
+    s.set("rlimit", max(1, rlimit // 10), "random_seed", 0)  # one call, as encode.new_solver
     for label, c in case.constraints:
         if label not in names:
             s.add(c.translate(ctx))
@@ -772,7 +672,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
         return None
     if answer == z3.unknown:
         return Witness(name, False, message=f"unknown: {s.reason_unknown()}")
-    model, minimized = _minimize(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
+    model, minimized = minimize_point(case, s, s.model(), [p for p in ob.params if p in free and p not in case.fixed])
     params = case.point(model)
     symbolic_values = {k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()}
     problem = _replay_check(case, params, symbolic_values)
@@ -781,7 +681,7 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
             if not evaluate(ob, concrete_args(ob, params)).witnesses[name]:
                 problem = f"witness {name!r} does not hold at {params} on ints"
         except BaseException as exc:  # pragma: no cover - replay just ran the same code
-            problem = _describe_exc(exc)
+            problem = describe_exception(exc)
     if problem:
         return Witness(name, False, message=f"error: {problem}")
     return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
@@ -822,12 +722,12 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
                     cp = built[key] if built is not None and key in built else build_paths(ob, fixed, ranges, vectors, budget)
                     cases[key] = cp.paths
                     if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
-                        cases[key] = ("a path raised " + _describe_exc(cp.failures[0].error) if cp.failures
+                        cases[key] = ("a path raised " + describe_exception(cp.failures[0].error) if cp.failures
                                       else f"fork budget of {budget} paths exhausted")
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:
-                    cases[key] = _describe_exc(exc)
+                    cases[key] = describe_exception(exc)
             problems = cases[key]
             if isinstance(problems, str):
                 failed = failed or Witness(name, False, message=f"error: {problems}")
@@ -1058,7 +958,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        result.message = _describe_exc(exc)
+        result.message = describe_exception(exc)
         result.seconds = time.perf_counter() - started
         return result
 
@@ -1276,7 +1176,7 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
             result.encoding_note = f"aggregate abstraction not applicable: {exc}"
             return None
         except BaseException as exc:  # noqa: BLE001 - the bounded run reports model errors
-            result.encoding_note = f"aggregate abstraction not applicable: {_describe_exc(exc)}"
+            result.encoding_note = f"aggregate abstraction not applicable: {describe_exception(exc)}"
             return None
         result.relation = result.relation or case.relation
         try:

@@ -51,7 +51,7 @@ _STDLIB_KINDS = frozenset({"collections", "functools", "itertools", "operator", 
 
 
 def _generic(code: types.CodeType) -> bool:
-    from .symbolic import _generic as generic
+    from .guard import _generic as generic
 
     return generic(code.co_filename)
 

@@ -26,16 +26,19 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from .loader import LoadError, load_file
-from .obligation import Contract, Obligation
 from .project import SettingsError, find_root, read_settings
-from .report import terminal_lines
-from .runner import run_items
 from .verdict import DEFAULT_RLIMIT, DEFAULT_TIMEOUT, Options
+
+if TYPE_CHECKING:
+    from .loader import LoadError
+    from .obligation import Contract, Obligation
+
+# The plugin is loaded in every pytest session of an environment where capproof is installed;
+# the loader, the runner and Z3 are imported only when a spec file is collected (--capproof).
 
 __all__ = ["CapproofFailure", "SpecFile", "CapproofItem"]
 
@@ -135,6 +138,9 @@ class SpecFile(pytest.File):
     def collect(self):
         state = self.config.stash[_KEY]
         root = state["root"]
+        from .loader import LoadError, load_file
+        from .obligation import Contract
+
         rel = os.path.relpath(self.path, root)
         with _in_root(root):
             loaded = load_file(rel)
@@ -157,7 +163,7 @@ class CapproofFailure(Exception):
 class CapproofItem(pytest.Item):
     """One obligation or contract (or a spec file that does not import), decided when run."""
 
-    def __init__(self, *, target: Obligation | Contract | LoadError, **kwargs) -> None:
+    def __init__(self, *, target: "Obligation | Contract | LoadError", **kwargs) -> None:
         super().__init__(**kwargs)
         self.target = target
         self.add_marker("capproof")
@@ -172,6 +178,11 @@ class CapproofItem(pytest.Item):
         return Options(rlimit=rlimit, crosshair_timeout=float(crosshair), jobs=1, timeout=opt("capproof_timeout"))
 
     def runtest(self) -> None:
+        from .loader import LoadError
+        from .obligation import Contract
+        from .report import terminal_lines
+        from .runner import run_items
+
         state = self.config.stash[_KEY]
         if isinstance(self.target, LoadError):
             raise CapproofFailure(f"error: {self.target.message}")
@@ -193,6 +204,9 @@ class CapproofItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
+        from .loader import LoadError
+        from .obligation import Contract
+
         line = getattr(self.target, "line", 0) or 0
         kind = {Contract: "contract", LoadError: "spec file"}.get(type(self.target), "obligation")
         return self.path, max(0, line - 1), f"capproof {kind} {self.target.id}"

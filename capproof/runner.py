@@ -12,6 +12,7 @@ alone, and the items after it, or after an item that left anything behind in the
 
 from __future__ import annotations
 
+import collections.abc
 import gc
 import io
 import json
@@ -19,6 +20,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 import types
 import warnings
@@ -151,13 +153,20 @@ class _Fingerprint(pickle.Pickler):
     """Pickles data by value and functions, classes, modules and code by identity: a function of
     a spec module is not importable under its module's name (``capproof_spec.…``), and pickling
     it by reference made pickle search ``sys.path`` for that module (stat calls) on every value
-    holding one, ~20 ms per fingerprint; the data it holds is now fingerprinted too."""
+    holding one, ~20 ms per fingerprint; the data it holds is now fingerprinted too. Locks, which
+    pickle refuses, are taken by identity too, so an object holding one is still pickled by value."""
 
     _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
-                    types.CodeType, type)
+                    types.CodeType, type, type(threading.Lock()), type(threading.RLock()))
 
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
         return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
+
+
+class Opaque(tuple):
+    """The fingerprint of a value pickle refuses (a generator, a socket, an object whose
+    ``__reduce__`` raises): its identity and repr, which an in-place change need not alter. The
+    runner fails closed on it: an item that can reach one is decided in a process of its own."""
 
 
 def _fingerprint(value: object) -> object:
@@ -165,8 +174,12 @@ def _fingerprint(value: object) -> object:
     try:
         _Fingerprint(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         return buf.getvalue()
-    except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr
-        return (id(value), repr(value)[:10_000])
+    except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr (and fail closed)
+        try:
+            shown = repr(value)[:10_000]
+        except Exception:  # noqa: BLE001
+            shown = "?"
+        return Opaque((id(value), shown))
 
 
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
@@ -176,19 +189,221 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
 
 
-def module_state() -> dict[str, object]:
-    """A fingerprint of the data (not the functions or classes) held by the project's own modules
-    (spec files, models): ``{"module.name": digest}``. Compared before and after deciding an item."""
+def _project_modules() -> dict[str, types.ModuleType]:
     root = os.path.abspath(os.getcwd()) + os.sep
-    out: dict[str, object] = {}
-    for modname, module in list(sys.modules.items()):
-        if not _project_module(modname, module, root):
-            continue
-        for name, value in list(vars(module).items()):
-            if name.startswith("__") or callable(value) or type(value).__name__ == "module":
-                continue
-            out[f"{modname}.{name}"] = _fingerprint(value)
+    return {name: mod for name, mod in list(sys.modules.items())
+            if isinstance(mod, types.ModuleType) and _project_module(name, mod, root)}
+
+
+def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, object]]:
+    """A fingerprint of the data (not the functions or classes) held by the project's own modules
+    (spec files, models): ``{"module": {"name": digest}}``, for the modules named in ``modules``
+    (those an item can reach, :func:`reaches`; None: every project module). Compared before and
+    after deciding an item. A value pickle refuses has an :class:`Opaque` digest."""
+    project = _project_modules()
+    names = project if modules is None else [m for m in modules if m in project]
+    out: dict[str, dict[str, object]] = {}
+    for modname in names:
+        out[modname] = {name: _fingerprint(value) for name, value in list(vars(project[modname]).items())
+                        if not (name.startswith("__") or callable(value) or isinstance(value, types.ModuleType))}
     return out
+
+
+def module_state(modules: Iterable[str] | None = None) -> dict[str, object]:
+    """:func:`module_data` flat: ``{"module.name": digest}``."""
+    return _flat(module_data(modules))
+
+
+def _flat(data: dict[str, dict[str, object]], modules: Iterable[str] | None = None) -> dict[str, object]:
+    """``data`` (:func:`module_data`) for ``modules`` (None: all), keyed ``"module.name"``."""
+    picked = data if modules is None else {m: data[m] for m in modules if m in data}
+    return {f"{m}.{name}": v for m, held in picked.items() for name, v in held.items()}
+
+
+def opaque_state(state: dict[str, object]) -> list[str]:
+    """The names in a :func:`module_state` whose value could not be fingerprinted."""
+    return sorted(k for k, v in state.items() if isinstance(v, Opaque))
+
+
+#: Names in a model's code that reach modules other than through its globals (``sys.modules``,
+#: ``importlib``, frames, the garbage collector, ``eval``, capproof's registry of every declared
+#: obligation and loaded spec file): an item whose code says one reaches every project module.
+_DYNAMIC_NAMES = frozenset({
+    "sys", "modules", "importlib", "import_module", "__import__", "reload", "exec", "eval", "compile",
+    "gc", "get_referents", "get_referrers", "inspect", "currentframe", "_getframe", "f_back", "f_globals",
+    "f_locals", "tb_frame", "builtins", "__builtins__", "globals", "vars", "CREATED", "_loaded", "loader",
+    "ctypes", "pickle", "marshal", "runpy", "__subclasses__", "__loader__", "__spec__",
+})
+
+_ATOMS = (int, float, complex, str, bytes, bool, type(None), range, slice)
+
+
+def _code_names(code: types.CodeType, out: set[str]) -> None:
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, out)
+
+
+class _Reach:
+    """The walk behind :func:`reaches`, over ``(object, names)`` pairs: ``names`` are the names the
+    code that reached a module says (the attributes of it that code can read); None: all of them.
+    ``everything`` is set when the walk cannot bound what is reached (fail closed)."""
+
+    def __init__(self, project: dict[str, types.ModuleType], budget: int = 2_000_000):
+        self.project = project
+        self.by_dict = {id(vars(m)): name for name, m in project.items()}
+        self.everything = False
+        self.budget = budget
+        #: id -> (the object, what it reaches) for the objects many items share (project functions
+        #: and classes, larger containers), each walked once; the objects are held, so no id is reused
+        self.memo: dict[int, tuple[object, frozenset[str]]] = {}
+        self.busy: set[int] = set()
+
+    def _shared(self, obj: object) -> bool:
+        if isinstance(obj, types.FunctionType):
+            return id(getattr(obj, "__globals__", None)) in self.by_dict
+        if isinstance(obj, type):
+            return obj.__module__ in self.project
+        return isinstance(obj, (dict, list, tuple, set, frozenset)) and len(obj) > 8
+
+    def walk(self, roots: Iterable[tuple[object, frozenset[str] | None]], depth: int = 0) -> set[str]:
+        """The project modules the ``(object, names)`` pairs ``roots`` reach."""
+        out: set[str] = set()
+        seen: set[tuple[int, int]] = set()
+        stack = list(roots)
+        while stack and not self.everything:
+            self.budget -= 1
+            if self.budget < 0:
+                self.everything = True  # too much to walk: fail closed (every module)
+                break
+            obj, names = stack.pop()
+            if isinstance(obj, _ATOMS) or (id(obj), id(names)) in seen:
+                continue
+            seen.add((id(obj), id(names)))
+            if names is None and depth < 40 and id(obj) not in self.busy and self._shared(obj):
+                if id(obj) not in self.memo:
+                    self.busy.add(id(obj))
+                    try:
+                        mine: set[str] = set()
+                        below = self._children(obj, None, mine)
+                        mine |= self.walk(below, depth + 1)
+                        if not self.everything:  # (a walk cut short is no record)
+                            self.memo[id(obj)] = (obj, frozenset(mine))
+                    finally:
+                        self.busy.discard(id(obj))
+                if id(obj) in self.memo:
+                    out |= self.memo[id(obj)][1]
+            else:
+                stack.extend(self._children(obj, names, out))
+        return out
+
+    def _children(self, obj: object, names: frozenset[str] | None, out: set[str]) -> list:
+        """Add to ``out`` the project module ``obj`` belongs to; return the ``(object, names)`` pairs
+        it holds or its code names."""
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__ not in self.project:
+                return []
+            out.add(obj.__name__)
+            held = vars(obj)
+            return [(v, names) for v in (held.values() if names is None else [held[n] for n in names if n in held])]
+        if isinstance(obj, (types.FunctionType, types.MethodType)):
+            fn = getattr(obj, "__func__", obj)
+            found: list[tuple[object, frozenset[str] | None]] = [(getattr(obj, "__self__", None), None)]
+            globs = getattr(fn, "__globals__", None)
+            if globs is not None and id(globs) in self.by_dict:  # a project function: what its code names
+                modname = self.by_dict[id(globs)]
+                out.add(modname)
+                said: set[str] = set()
+                _code_names(fn.__code__, said)
+                if said & _DYNAMIC_NAMES:
+                    self.everything = True
+                    return []
+                # a module it names is read by attribute (the names it says), or by a computed name (all)
+                context = None if said & _COMPUTED_NAMES else frozenset(said)
+                found += [(globs[n], context) for n in said if n in globs]
+                package = modname.rpartition(".")[0]
+                for mod, module in self.project.items():  # modules imported inside the function
+                    parent, _, last = mod.rpartition(".")
+                    if mod in said or (last in said and (parent in said or parent == package)):
+                        found.append((module, context))
+            found += [(c.cell_contents, None) for c in (getattr(fn, "__closure__", None) or ()) if _filled(c)]
+            found += [(v, None) for v in getattr(fn, "__defaults__", None) or ()]
+            found += [(v, None) for v in (getattr(fn, "__kwdefaults__", None) or {}).values()]
+            found += [(v, None) for v in getattr(fn, "__dict__", {}).values()]
+            return found
+        if isinstance(obj, type):
+            if obj.__module__ not in self.project:  # capproof's or a library's class: its code is not read
+                return []
+            out.add(obj.__module__)
+            return [(c, None) for c in obj.__mro__[1:]] + [
+                (v, None) for k, v in vars(obj).items() if k not in ("__dict__", "__weakref__")]
+        if isinstance(obj, (staticmethod, classmethod, property)):
+            return [(getattr(obj, a, None), None) for a in ("__func__", "fget", "fset", "fdel")]
+        if isinstance(obj, dict):
+            return [(v, None) for kv in obj.items() for v in kv]
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            return [(v, None) for v in obj]
+        found = [(type(obj), None)]  # an instance: its class's methods, then its data
+        for attr in ("__dict__", "func", "args", "keywords"):  # (functools.partial: func/args/keywords)
+            try:
+                held = getattr(obj, attr, None)
+            except Exception:  # noqa: BLE001 - a property that raises
+                continue
+            if held is not None:
+                found.append((held, None))
+        for slot in getattr(type(obj), "__slots__", ()) or ():
+            try:
+                found.append((getattr(obj, slot), None))
+            except Exception:  # noqa: BLE001 - an empty slot
+                pass
+        if isinstance(obj, collections.abc.Collection):
+            try:
+                found += [(v, None) for v in list(obj)]
+            except Exception:  # noqa: BLE001 - a collection that cannot be listed: cannot be bounded
+                self.everything = True
+        return found
+
+
+#: Names with which code reads an attribute or global it does not spell (``getattr(models, name)``):
+#: a module such code names is walked whole.
+_COMPUTED_NAMES = frozenset({"getattr", "__dict__", "__getattribute__", "attrgetter", "hasattr", "dir"})
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - reading an empty cell raises ValueError
+        return True
+    except ValueError:
+        return False
+
+
+def reaches(roots: Iterable[Iterable[object]]) -> list[frozenset[str] | None]:
+    """For each list of objects in ``roots`` (an obligation's claim, assumptions and witnesses), the
+    project modules (names) they can reach: the modules of the project functions and classes they
+    hold or call, what those functions' code names (globals; modules imported at module level or
+    inside the function, and the attributes it reads of them), the data and functions those hold,
+    transitively. None: every project module (code naming a way to reach modules dynamically,
+    :data:`_DYNAMIC_NAMES`, or more objects than the walk's budget). :func:`module_state`
+    fingerprints these for an item: a module it cannot reach it can neither change nor read. One
+    walk for all: what several share is walked once."""
+    walker = _Reach(_project_modules())
+    out: list[frozenset[str] | None] = []
+    for group in roots:
+        walker.everything = False
+        found = walker.walk([(r, None) for r in group])
+        out.append(None if walker.everything else frozenset(found))
+    return out
+
+
+def item_roots(item: Obligation | Contract) -> list[object]:
+    """What an item runs: an obligation's claim, assumptions and witnesses; a contract's target's
+    module (when loaded; else nothing loaded yet: CrossHair imports it in the item's process)."""
+    if isinstance(item, Obligation):
+        return [item.func, *item.assumptions.values(), *item.witnesses.values()]
+    target = item.target.split("::")[0]
+    mod = (target[:-3] if target.endswith(".py") else target).replace("/", ".").replace(os.sep, ".")
+    return [sys.modules[mod]] if mod in sys.modules else []
 
 
 def _leftovers(z3_params: list[int]) -> tuple:
@@ -394,45 +609,71 @@ def _error_outcome(kind: str, item: Obligation | Contract, message: str) -> Obli
                           sources=item.sources, file=item.file, line=item.line)
 
 
-def _decide_isolated(kind: str, item: Obligation | Contract, options: Options, before: dict[str, object] | None = None):
-    """Decide one item in this (child) process: a fresh Z3 context, and module state checked
-    (``before``: the fingerprint the forking parent took of the state this process starts from;
-    None: taken here)."""
+def _decide_isolated(kind: str, item: Obligation | Contract, options: Options,
+                     before: dict[str, dict[str, object]] | None = None, modules: frozenset[str] | None = None,
+                     loaded: set[str] | None = None, later: frozenset[str] | None | bool = False):
+    """Decide one item in this (child) process: a fresh Z3 context, and the data of the project
+    modules it can reach (``modules``, :func:`reaches`; None: all) checked, with the project modules
+    imported since the process started (``loaded``: the module names then). ``before``: the
+    fingerprint (:func:`module_data`) the forking parent took of the state this process starts
+    from; None: taken here, and ``modules`` computed here. ``later``: the modules the items after it
+    in this process can reach (None: all; False: no item after it). Returns ``(outcome, clean)``:
+    ``clean`` is False when what the later items can reach changed too, or holds a value that
+    cannot be fingerprinted (the process then stops: fail closed)."""
     import z3
 
     if kind == "obligation":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
         z3.z3._main_ctx = None  # (contracts keep it: CrossHair, imported by the parent, holds Z3 objects)
     if before is None:
-        before = module_state()
+        modules = reaches([item_roots(item)])[0]
+        before = module_data(modules)
+        loaded = set(sys.modules)
     outcome = prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
-    changed = changed_state(before, module_state())
+    new = [m for m in _project_modules() if loaded is not None and m not in loaded]
+    mine = None if modules is None else {*modules, *new}
+    watched = None if mine is None or later is None else {*mine, *(later or ())}
+    after = module_data(watched)
+    changed = changed_state(_flat(before, mine), _flat(after, mine))
     if changed and outcome.verdict is not Verdict.ERROR:
         outcome.verdict = Verdict.ERROR
         outcome.message = (
             f"module state changed while deciding it ({', '.join(changed[:3])}): a verdict that depends on "
             "what ran before (-k, --jobs, case order) is no verdict; keep models and claims free of global state"
         )
-    return outcome
+    clean = True
+    if later is not False:
+        rest = _flat(after, None if later is None else {*later, *new})
+        clean = not changed_state(_flat(before, None if later is None else {*later, *new}), rest) and not opaque_state(rest)
+    return outcome, clean
 
 
-def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: dict[str, object] | None = None) -> None:
-    """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item), ...]``; an
-    item is ``(file, id)`` under ``spawn``) one after another: for each it sends ``("start",
-    index)``, then ``("done", index, result)`` (a one-line error result when deciding raised).
+def _child(conn, batch: list[tuple[int, str, Any, frozenset[str] | None]], options: Options,
+           before: dict[str, dict[str, object]] | None = None) -> None:
+    """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item, modules),
+    ...]``; an item is ``(file, id)`` under ``spawn``; ``modules``: the project modules it can reach,
+    :func:`reaches`) one after another: for each it sends ``("start", index)``, then ``("done",
+    index, result)`` (a one-line error result when deciding raised).
 
     It stops after an item whose verdict is ``error``: that item may have left module state or Z3
     behind (a changed module state is an error verdict, and so is an exception), so the items after
     it are not decided here; the parent gives each of them a fresh process. Before every item the
     module state is the ``before`` the parent took (checked after each), and each obligation gets a
     fresh Z3 context: what the process decided before cannot reach it. It also stops after an item
-    that left anything else behind (:func:`_leftovers`: a class attribute, ``os.environ``, a thread,
-    a timer, a patched capproof function, Z3's global parameters). A copy of this process forked
-    while deciding an item (by the model) exits without sending anything."""
+    that changed data the items after it can reach, or left there a value that cannot be
+    fingerprinted (fail closed), or left anything else behind (:func:`_leftovers`: a class
+    attribute, ``os.environ``, a thread, a timer, a patched capproof function, Z3's global
+    parameters). A copy of this process forked while deciding an item (by the model) exits without
+    sending anything."""
     pid = os.getpid()
+    loaded = set(sys.modules)
     z3_params = _count_z3_param_calls() if len(batch) > 1 else [0]
     start = _leftovers(z3_params) if len(batch) > 1 else None
-    for index, kind, payload in batch:
+    for k, (index, kind, payload, modules) in enumerate(batch):
         conn.send(("start", index))
+        clean = True
+        rest = [m for *_, m in batch[k + 1:]]
+        later: frozenset[str] | None | bool = False if not rest else (
+            None if any(m is None for m in rest) else frozenset().union(*rest))
         try:
             if isinstance(payload, tuple):  # spawn: reload the spec file here
                 from .loader import ensure_project_on_path
@@ -444,15 +685,17 @@ def _child(conn, batch: list[tuple[int, str, Any]], options: Options, before: di
                     conn.send(("done", index, _load_error_result(items)))
                     break
                 payload = next(it for it in items if it.id == ident)
-            outcome = _decide_isolated(kind, payload, options, before)
+                outcome, clean = _decide_isolated(kind, payload, options, later=later)
+            else:
+                outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later)
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
-            from .encode import _describe_exc
+            from .encode import describe_exception
 
-            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), _describe_exc(exc))  # type: ignore[arg-type]
+            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc))  # type: ignore[arg-type]
         if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
             os._exit(0)
         conn.send(("done", index, outcome))
-        if outcome.verdict is Verdict.ERROR or (
+        if outcome.verdict is Verdict.ERROR or not clean or (
                 start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params))):
             break
     conn.close()
@@ -479,17 +722,18 @@ BATCH_ITEMS = 12
 
 
 def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], previous: dict[str, float],
-           batch: bool) -> list[list[int]]:
-    """``order`` (longest first) cut into the lists of indices each process decides: a contract or
-    an obligation estimated over :data:`BATCH_SECONDS` or declared outside the working directory
-    alone, the others :data:`BATCH_ITEMS` to a process in that order (all alone when not ``batch``)."""
+           batch: bool, alone: set[int] = frozenset()) -> list[list[int]]:  # type: ignore[assignment]
+    """``order`` (longest first) cut into the lists of indices each process decides: a contract, an
+    obligation estimated over :data:`BATCH_SECONDS`, declared outside the working directory or in
+    ``alone`` (it can reach data that cannot be fingerprinted) alone, the others :data:`BATCH_ITEMS`
+    to a process in that order (all alone when not ``batch``)."""
     units: list[list[int]] = []
     light: list[int] = []
     root = os.path.abspath(os.getcwd()) + os.sep
     for i in order:
         kind, it = work[i]
         # (a spec file outside the working directory: its module state is not fingerprinted, :func:`module_state`)
-        if (batch and kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS
+        if (batch and kind == "obligation" and i not in alone and _estimate(kind, it, previous) <= BATCH_SECONDS
                 and os.path.abspath(it.file).startswith(root)):
             light.append(i)
         else:
@@ -534,12 +778,25 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     by_reference = ctx.get_start_method() == "fork"
     # a forked process starts from this process's module state: fingerprint it once here, not in
     # each process (nothing below changes it: this loop only starts processes and collects results)
-    before = module_state() if by_reference else None
+    before = None
+    reach_of: dict[int, frozenset[str] | None] = {}
+    alone: set[int] = set()
+    if by_reference:
+        # the project modules each item can reach: the only ones its process fingerprints for it
+        todo = [i for i in range(len(work)) if i not in done]
+        reach_of = dict(zip(todo, reaches([item_roots(work[i][1]) for i in todo])))
+        found = list(reach_of.values())
+        before = module_data(None if any(r is None for r in found) else frozenset().union(*found))
+        # fail closed: an item that can reach a value that cannot be fingerprinted (an object
+        # holding a generator or a socket) is decided in a process of its own, so an in-place change
+        # of it reaches no other item
+        opaque = {m for m, held in before.items() if any(isinstance(v, Opaque) for v in held.values())}
+        alone = {i for i, r in reach_of.items() if opaque and (r is None or r & opaque)}
     if by_reference:  # the objects loaded so far stay out of the garbage collector's passes, which in each
         gc.freeze()   # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]
     try:
-        pending = _units(work, order, previous or {}, by_reference)  # longest first; results still reported in declared order
+        pending = _units(work, order, previous or {}, by_reference, alone)  # longest first; results still reported in declared order
         running: dict[Any, _Running] = {}
         shown = 0
 
@@ -561,7 +818,8 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
             while pending and len(running) < max(1, options.jobs):
                 unit = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                batch = [(i, work[i][0], work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id)) for i in unit]
+                batch = [(i, work[i][0], work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id),
+                          reach_of.get(i)) for i in unit]
                 proc = ctx.Process(target=_child, args=(send, batch, options, before), daemon=True)
                 proc.start()
                 send.close()

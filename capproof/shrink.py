@@ -1,6 +1,6 @@
 """Shrinking a counterexample on ints, to seed the solver's minimisation (issue 12).
 
-The prover's minimisation (:func:`capproof.prover._minimize`) asks Z3, parameter by parameter in
+The prover's minimisation (:func:`capproof.minimize.minimize_point`) asks Z3, parameter by parameter in
 declared order, for the least value that still fails. Over a batch of 1,024 requests each such
 query can cost seconds (``mtp_reader_row_is_last_token_before_47238``: one *sat* query for
 ``num_speculative_tokens <= 2`` took 9.6-12.6 s CPU). :func:`shrink` first lowers a known

@@ -18,13 +18,10 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 from __future__ import annotations
 
 import ctypes
-import dis
-import sys
-import functools
 import operator
 import os
+import sys
 import threading
-import types
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -81,22 +78,22 @@ def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef
     app, numeral, uninterpreted = z3.Z3_APP_AST, _NUMERAL_AST, z3.Z3_OP_UNINTERPRETED
     while stack:
         a = stack.pop()
-        i = _get_ast_id(c, a)
+        i = get_ast_id(c, a)
         if i in seen:
             continue
         seen.add(i)
-        kind = _get_ast_kind(c, a)
+        kind = get_ast_kind(c, a)
         if kind != app and kind != numeral:  # a quantifier or a bound variable: z3py's walk throughout
             return _uninterpreted_constants_z3py(exprs)
-        t = _to_app(c, a)
-        n = _get_app_num_args(c, t)
+        t = to_app(c, a)
+        n = get_app_num_args(c, t)
         if n == 0:
-            d = _get_app_decl(c, t)
-            if _get_decl_kind(c, d) == uninterpreted:
+            d = get_app_decl(c, t)
+            if get_decl_kind(c, d) == uninterpreted:
                 decl = z3.FuncDeclRef(d, ctx)
                 out[decl.name()] = decl
             continue
-        stack.extend([_get_app_arg(c, t, k) for k in range(n)])
+        stack.extend([get_app_arg(c, t, k) for k in range(n)])
     return out
 
 
@@ -145,7 +142,10 @@ class Trace:
     derived: dict | None = None
 
 
-_local = threading.local()
+trace_state = threading.local()
+
+# whose isinstance() sees a SymBool as SymBool, not bool (capproof's and Z3's code)
+_OWN_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.path.abspath(z3.__file__)) + os.sep)
 
 
 def trace_marks(trace: Trace) -> tuple:
@@ -153,7 +153,7 @@ def trace_marks(trace: Trace) -> tuple:
     call may add (divisors, lemmas, side conditions, extrema, misuse, branches). Equal marks before
     and after a call: it added nothing, so its value is a function of its arguments alone (the
     memos of :func:`capproof.encode.evaluate`'s witnesses and :mod:`capproof.arith`'s derived values)."""
-    explorer = getattr(_local, "explorer", None)
+    explorer = getattr(trace_state, "explorer", None)
     return (len(trace.divisors), len(trace.lemmas), len(trace.side_conditions), len(trace.extrema),
             len(trace.misuse), len(explorer.decisions) if explorer is not None else 0)
 
@@ -168,190 +168,16 @@ class tracing:
 
     def __enter__(self) -> Trace:
         trace = Trace()
-        self.previous = getattr(_local, "trace", None)
-        _local.trace = trace
+        self.previous = getattr(trace_state, "trace", None)
+        trace_state.trace = trace
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        _local.trace = self.previous
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_Z3_DIR = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep
-_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep  # generic code (typing, functools)
-_OWN_DIRS = (_PACKAGE_DIR, _Z3_DIR)  # whose isinstance() sees a SymBool as SymBool, not bool
-_TYPE_LOOKUPS: dict = {}
-_MODULE = type(os)
-
-
-def _generic(filename: str) -> bool:
-    name = os.path.abspath(filename)
-    return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
-
-
-def type_lookups(*funcs) -> list[str]:
-    """Functions reachable from ``funcs`` that look up the builtin ``type`` (issue 10, S2).
-
-    ``type(x)`` of a symbolic int is not ``int`` and cannot be made so, so a model branching on it
-    may run differently on ints; the prover makes such an obligation an error. Static and cheap
-    (cached): follows the global names, ``module.attribute`` references, closures, classes'
-    methods and nested code of each function, outside capproof, z3 and the standard library.
-    Calls through objects passed in (dynamic dispatch) are not followed: the per-case semantics
-    probe remains the check there. ``"name at file:line"`` per function.
-    """
-    return _scan(funcs)[0]
-
-
-def _symbolic_internals() -> dict[int, str]:
-    """capproof's symbolic machinery by id: a model that names one (``isinstance(x, SymInt)``,
-    ``is_symbolic(x)``) can tell a symbolic value from an int."""
-    from . import arith
-
-    objs = {"SymInt": SymInt, "SymBool": SymBool, "Quotient": Quotient, "is_symbolic": is_symbolic,
-            "to_z3_int": to_z3_int, "to_z3_bool": to_z3_bool, "Trace": Trace, "explore": explore}
-    objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
-    objs["_plain"] = getattr(arith, "_plain", None)
-    return {id(v): k for k, v in objs.items() if v is not None}
-
-
-def introspections(*funcs) -> list[str]:
-    """Why the functions reachable from ``funcs`` may run differently on symbolic values than on
-    ints, one sentence each (issue 10, S2), found statically as :func:`type_lookups` finds them:
-    a lookup of the builtin ``type``, or ``hasattr``/``getattr`` asked for an attribute name that
-    a symbolic value (SymInt, SymBool, a padded batch) has and its int counterpart (int, bool,
-    tuple) lacks, or the other way round (``hasattr(x, "term")``: capproof's own slot). Such a
-    branch is invisible to the solver and may sit at a point no probe evaluates, so the prover
-    makes the obligation an error instead of deciding it."""
-    types_, attrs, others = _scan(funcs)
-    return ([f"{where} uses type(), and type() of a symbolic int is not int: it may take a branch the ints do "
-             "not (use isinstance)" for where in types_]
-            + [f"{where} asks hasattr/getattr for {name!r}, which a symbolic value and an int do not both have: it "
-               "may take a branch the ints do not" for where, name in attrs]
-            + [f"{where} {what}: it may take a branch the ints do not" for where, what in others])
-
-
-_DISTINGUISHING: frozenset[str] | None = None
-
-
-def _distinguishing_names() -> frozenset[str]:
-    """Attribute names one of a symbolic value and its int counterpart has and the other lacks."""
-    global _DISTINGUISHING
-    if _DISTINGUISHING is None:
-        from .arith import Padded  # arith imports this module
-
-        sym_int, sym_bool = set(dir(SymInt)), set(dir(SymBool))
-        # a bool's numeric methods a SymBool lacks are left out when a SymInt has them: the branch
-        # ``hasattr(x, "numerator")`` agrees on the ints a symbolic int stands for
-        _DISTINGUISHING = frozenset((sym_int ^ set(dir(int))) | (set(dir(Padded)) ^ set(dir(tuple)))
-                                    | (sym_bool - set(dir(bool))) | (set(dir(bool)) - sym_bool - sym_int))
-    return _DISTINGUISHING
-
-
-_CALLS = frozenset({"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"})
-
-
-def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
-    key = tuple(funcs)
-    if key in _TYPE_LOOKUPS:
-        return _TYPE_LOOKUPS[key]
-    found: list[str] = []
-    attrs: list[tuple[str, str]] = []
-    others: list[tuple[str, str]] = []
-    distinguishing = _distinguishing_names()
-    internals = _symbolic_internals()
-    own_attrs = _own_attributes()
-    seen: set = set()
-    stack = list(funcs)
-    while stack:
-        obj = stack.pop()
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        if isinstance(obj, property):
-            stack += [f for f in (obj.fget, obj.fset) if f is not None]
-            continue
-        if isinstance(obj, type):
-            if id(obj) not in seen and obj.__module__ != "builtins":
-                seen.add(id(obj))
-                stack += list(vars(obj).values())
-            continue
-        if isinstance(obj, functools.partial):
-            stack.append(obj.func)
-            continue
-        code = getattr(obj, "__code__", None)
-        if not isinstance(code, types.CodeType) or code in seen or _generic(code.co_filename):
-            continue
-        seen.add(code)
-        globs = getattr(obj, "__globals__", {})
-        for cell in getattr(obj, "__closure__", None) or ():
-            try:
-                stack.append(cell.cell_contents)
-            except ValueError:  # an empty cell
-                pass
-        codes = [code]
-        while codes:
-            c = codes.pop()
-            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-            previous = None
-            asking = False  # between a load of the builtin hasattr/getattr and the next call
-            where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
-            recent: list = [None, None]  # the two instructions before this one
-            for ins in dis.get_instructions(c):
-                before, recent = recent, [recent[1], ins]
-                if ins.opname == "IS_OP" and any(b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool)
-                                                 for b in before):
-                    note = (where, "compares a value with True/False by identity (`is`), which a symbolic condition "
-                            "never is (use ==)")
-                    if note not in others:
-                        others.append(note)
-                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
-                    note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
-                    if note not in others:
-                        others.append(note)
-                if asking and ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ins.argval in distinguishing:
-                    pair = (where, ins.argval)
-                    if pair not in attrs:
-                        attrs.append(pair)
-                if ins.opname in _CALLS:
-                    asking = False
-                if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-                    name = ins.argval
-                    if name == "type" and "type" not in globs and where not in found:
-                        found.append(where)
-                    if name in ("hasattr", "getattr") and name not in globs:
-                        asking = True
-                    previous = globs.get(name)
-                    if id(previous) in internals and previous is globs.get(name):
-                        note = (where, f"names capproof's {internals[id(previous)]}, which tells a symbolic value from an int")
-                        if note not in others:
-                            others.append(note)
-                    if previous is not None and not isinstance(previous, _MODULE):
-                        stack.append(previous)
-                    continue
-                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
-                    target = getattr(previous, ins.argval, None)
-                    if id(target) in internals and target is not None:
-                        note = (where, f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int")
-                        if note not in others:
-                            others.append(note)
-                    if isinstance(target, _MODULE):  # a package's submodule: ``capproof.symbolic.SymInt``
-                        previous = target
-                        continue
-                    if target is not None:
-                        stack.append(target)
-                previous = None
-    _TYPE_LOOKUPS[key] = (found, attrs, others)
-    return found, attrs, others
-
-
-def _own_attributes() -> frozenset[str]:
-    """Attribute names (not dunders) a SymInt or SymBool has and an int or bool lacks (``term``)."""
-    names = (set(dir(SymInt)) - set(dir(int))) | (set(dir(SymBool)) - set(dir(bool)))
-    return frozenset(n for n in names if not n.startswith("__"))
+        trace_state.trace = self.previous
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
-    trace = getattr(_local, "trace", None)
+    trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.divisors.append((term, caller_location()))
 
@@ -360,28 +186,28 @@ def _record_divisor(term: z3.ArithRef) -> None:
 # ``>=`` build (so the solver sees identical queries), without the Python layer's coercions,
 # which made the lemmas most of the cost of building a 1024-expert routing case.
 
-def _ast_array(args):
+def ast_array(args):
     arr = (z3.Ast * len(args))()
     for i, a in enumerate(args):
         arr[i] = a.as_ast()
     return arr
 
 
-def _and(*args: z3.BoolRef) -> z3.BoolRef:
+def z3_and(*args: z3.BoolRef) -> z3.BoolRef:
     ctx = args[0].ctx
-    return z3.BoolRef(z3.z3core.Z3_mk_and(ctx.ref(), len(args), _ast_array(args)), ctx)
+    return z3.BoolRef(z3.z3core.Z3_mk_and(ctx.ref(), len(args), ast_array(args)), ctx)
 
 
-def _implies(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
+def z3_implies(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
     return z3.BoolRef(z3.z3core.Z3_mk_implies(a.ctx.ref(), a.as_ast(), b.as_ast()), a.ctx)
 
 
-def _ge(a: z3.ArithRef, b: z3.ArithRef | int) -> z3.BoolRef:
+def z3_ge(a: z3.ArithRef, b: z3.ArithRef | int) -> z3.BoolRef:
     b = b if isinstance(b, z3.ExprRef) else z3.IntVal(b, a.ctx)
     return z3.BoolRef(z3.z3core.Z3_mk_ge(a.ctx.ref(), a.as_ast(), b.as_ast()), a.ctx)
 
 
-def _le(a: z3.ArithRef, b: z3.ArithRef | int) -> z3.BoolRef:
+def z3_le(a: z3.ArithRef, b: z3.ArithRef | int) -> z3.BoolRef:
     b = b if isinstance(b, z3.ExprRef) else z3.IntVal(b, a.ctx)
     return z3.BoolRef(z3.z3core.Z3_mk_le(a.ctx.ref(), a.as_ast(), b.as_ast()), a.ctx)
 
@@ -393,7 +219,7 @@ def _neg(a: z3.ArithRef) -> z3.ArithRef:
 def _unchecked(wrapper):
     """The ctypes function a ``z3core`` wrapper calls (kept in its ``_elems`` default), without
     the wrapper's error check after each call (a Python call and a call into Z3 per operation), or
-    the wrapper itself when this z3 build has no such default. :class:`_Raw` checks its results."""
+    the wrapper itself when this z3 build has no such default. :class:`RawTerms` checks its results."""
     elems = (wrapper.__defaults__ or (None,))[-1]
     return getattr(elems, "f", wrapper)
 
@@ -402,7 +228,7 @@ _z3core = z3.z3core
 _inc_ref, _mk_int_sort = _unchecked(_z3core.Z3_inc_ref), _unchecked(_z3core.Z3_mk_int_sort)
 _mk_ge, _mk_le, _mk_implies = _unchecked(_z3core.Z3_mk_ge), _unchecked(_z3core.Z3_mk_le), _unchecked(_z3core.Z3_mk_implies)
 _mk_numeral, _simplify = _unchecked(_z3core.Z3_mk_numeral), _unchecked(_z3core.Z3_simplify)
-_get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot fail
+get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot fail
 _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: cannot fail
 #: a model's value of a term (returns False, not an error, when it cannot evaluate: callers check)
 _model_eval = _unchecked(_z3core.Z3_model_eval)
@@ -413,10 +239,10 @@ _mk_const = _unchecked(_z3core.Z3_mk_const)
 #: :func:`int_relation`'s operators: the C function and z3py's own operator (other operands)
 _INT_RELATIONS = {"==": (_mk_eq, operator.eq), "<=": (_mk_le, operator.le), ">=": (_mk_ge, operator.ge)}
 #: accessors of live terms (cannot fail), for walks over a term's DAG without z3py's wrappers
-_get_ast_id, _to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
-_get_app_num_args, _get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
-_get_app_decl, _get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
-_get_sort, _get_sort_kind = _unchecked(_z3core.Z3_get_sort), _unchecked(_z3core.Z3_get_sort_kind)
+get_ast_id, to_app = _unchecked(_z3core.Z3_get_ast_id), _unchecked(_z3core.Z3_to_app)
+get_app_num_args, get_app_arg = _unchecked(_z3core.Z3_get_app_num_args), _unchecked(_z3core.Z3_get_app_arg)
+get_app_decl, get_decl_kind = _unchecked(_z3core.Z3_get_app_decl), _unchecked(_z3core.Z3_get_decl_kind)
+get_sort, get_sort_kind = _unchecked(_z3core.Z3_get_sort), _unchecked(_z3core.Z3_get_sort_kind)
 
 
 _get_numeral_int64 = _unchecked(_z3core.Z3_get_numeral_int64)  # reads a live numeral: False if it cannot
@@ -436,7 +262,7 @@ def model_int(model: z3.ModelRef, term: z3.ArithRef) -> int:
     out = (z3.Ast * 1)()
     if not _model_eval(ref, model.model, term.ast, True, out):  # the C function, no error check
         raise z3.Z3Exception("failed to evaluate expression in the model")
-    if _get_ast_kind(ref, out[0]) != _NUMERAL_AST:  # not a numeral: z3py's own error
+    if get_ast_kind(ref, out[0]) != _NUMERAL_AST:  # not a numeral: z3py's own error
         return z3.z3._to_expr_ref(out[0], model.ctx).as_long()  # type: ignore[attr-defined]
     if _get_numeral_int64(ref, out[0], ctypes.byref(_INT64)):
         return _INT64.value
@@ -453,8 +279,8 @@ def model_true(model: z3.ModelRef, term: z3.BoolRef) -> bool:
     if not _model_eval(ref, model.model, term.ast, True, out):
         raise z3.Z3Exception("failed to evaluate expression in the model")
     value = out[0]
-    return (_get_ast_kind(ref, value) == z3.Z3_APP_AST
-            and _get_decl_kind(ref, _get_app_decl(ref, _to_app(ref, value))) == z3.Z3_OP_TRUE)
+    return (get_ast_kind(ref, value) == z3.Z3_APP_AST
+            and get_decl_kind(ref, get_app_decl(ref, to_app(ref, value))) == z3.Z3_OP_TRUE)
 
 
 def _wrapped(cls, ast, ctx: z3.Context, ref):
@@ -488,10 +314,10 @@ def _checked(ref, ast):
     return ast
 
 
-class _Raw:
+class RawTerms:
     """Builds one term from raw ASTs through Z3's C API, each intermediate term referenced until
     :meth:`done` wraps the result: the same Z3 calls in the same order as the wrapped helpers above
-    (``_and``, ``_ge``, ... and ``z3.IntVal``), without a Python wrapper per intermediate term.
+    (``z3_and``, ``z3_ge``, ... and ``z3.IntVal``), without a Python wrapper per intermediate term.
     Only for terms whose intermediates all end up inside the result (nothing is freed, so Z3
     assigns the same ids).
 
@@ -542,7 +368,7 @@ def int_relation(term: z3.ArithRef, op: str, value: int) -> z3.BoolRef:
     mk, z3py = _INT_RELATIONS[op]
     if type(term) is not z3.ArithRef or type(value) is not int:
         return z3py(term, value)
-    raw = _Raw(term.ctx)
+    raw = RawTerms(term.ctx)
     return raw.done(raw.keep(mk(raw.ref, term.ast, raw.num(value))))
 
 
@@ -580,7 +406,7 @@ def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.
             _inc_ref(ref, value)
             # Python calls the reflected ``value != t`` first when value's wrapper (IntNumRef for a
             # numeral) is a proper subclass of t's (ArithRef): z3py then builds ``distinct(value, t)``
-            numeral = _get_ast_kind(ref, value) == _NUMERAL_AST
+            numeral = get_ast_kind(ref, value) == _NUMERAL_AST
             if numeral and type(t) is not z3.IntNumRef and issubclass(z3.IntNumRef, type(t)):
                 pair[0], pair[1] = value, a
             else:
@@ -599,10 +425,10 @@ def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.
 
 
 def _positive_division_lemma(a: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
-    """``division_lemma(a, c, q)`` for a constant ``c >= 1``, through :class:`_Raw` (the calls of
-    ``_and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a),
-    _le(q, 0))))`` in order)."""
-    r = _Raw(a.ctx)
+    """``division_lemma(a, c, q)`` for a constant ``c >= 1``, through :class:`RawTerms` (the calls of
+    ``z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a),
+    z3_le(q, 0))))`` in order)."""
+    r = RawTerms(a.ctx)
     A, Q = a.ast, q.ast
     g1 = r.ge(A, r.num(0))
     i1 = r.implies(g1, r.nary(_core.Z3_mk_and, r.ge(Q, r.num(0)), r.le(Q, A)))
@@ -626,9 +452,9 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
         if c >= 1:
             if type(a) in (z3.ArithRef, z3.IntNumRef) and type(q) in (z3.ArithRef, z3.IntNumRef) and a.ctx is q.ctx:
                 return _positive_division_lemma(a, q)
-            return _and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a), _le(q, 0))))
+            return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))))
         if c <= -1:
-            return _and(_implies(_ge(a, 0), _and(_ge(q, _neg(a)), _le(q, 0))), _implies(_le(a, 0), _and(_ge(q, 0), _le(q, _neg(a)))))
+            return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, _neg(a)), z3_le(q, 0))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, 0), z3_le(q, _neg(a)))))
         raise ZeroDivisionError("division_lemma: divisor 0")
     return z3.And(
         z3.Implies(z3.And(b >= 1, a >= 0), z3.And(q >= 0, q <= a)),
@@ -640,7 +466,7 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
 
 def record_nonzero(term: z3.ArithRef, where: str) -> None:
     """Record a symbolic value that must not be zero (checked as divisors are; ``where`` says why)."""
-    trace = getattr(_local, "trace", None)
+    trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.divisors.append((term, where))
 
@@ -655,7 +481,7 @@ def record_lemma(fact: z3.BoolRef) -> None:
     Only for capproof's vocabulary: each lemma template has a validity test in
     tests/test_semantics.py, since an invalid lemma would make proofs unsound.
     """
-    trace = getattr(_local, "trace", None)
+    trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.lemmas.append(fact)
 
@@ -701,7 +527,7 @@ def _side_condition(condition: z3.BoolRef, what) -> None:
     condition = z3.simplify(condition)
     if z3.is_true(condition):
         return
-    trace = getattr(_local, "trace", None)
+    trace = getattr(trace_state, "trace", None)
     if trace is not None:
         where = caller_location()
         text = what if isinstance(what, str) else None
@@ -730,9 +556,9 @@ def _concrete_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, SymInt)
 
 
-def _misuse(error: Exception) -> Exception:
+def record_misuse(error: Exception) -> Exception:
     """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
-    trace = getattr(_local, "trace", None)
+    trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.misuse.append(str(error))
     return error
@@ -743,7 +569,7 @@ IntLike = Union[int, "SymInt"]
 
 def _reject_float(value: object) -> None:
     if isinstance(value, float):
-        raise _misuse(RealArithmeticError(
+        raise record_misuse(RealArithmeticError(
             f"real arithmetic: float {value!r} in an integer model at {caller_location()} "
             "(use // or cdiv)"
         ))
@@ -760,7 +586,7 @@ def to_z3_int(value: object) -> z3.ArithRef:
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
         return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
-    raise _misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
+    raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:
@@ -769,7 +595,7 @@ def to_z3_bool(value: object) -> z3.BoolRef:
         return value.term
     if isinstance(value, bool):
         return z3.BoolVal(value)
-    raise _misuse(NotAnIntegerError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
+    raise record_misuse(NotAnIntegerError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
 def is_symbolic(value: object) -> bool:
@@ -803,7 +629,7 @@ def _operand(ctx: z3.Context, other: object):
     return None
 
 
-def _simplified(ref, made, ctx: z3.Context, boolean: bool = False):
+def simplified(ref, made, ctx: z3.Context, boolean: bool = False):
     """``z3.simplify`` of the new term ``made`` (a raw AST): held while Z3 simplifies it and
     released after the result is wrapped, where z3py releases its wrapper (Z3 frees the
     rewriter's cache first; freeing ``made`` with it would reorder the ids Z3 reuses, and
@@ -815,7 +641,7 @@ def _simplified(ref, made, ctx: z3.Context, boolean: bool = False):
     return out
 
 
-def _sum_of(values) -> "SymInt":
+def sum_of_terms(values) -> "SymInt":
     """``SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))`` (``values`` not empty): z3.Sum's
     Z3 calls without its per-term coercions (issue 12). The terms' wrappers are released before
     the simplification, where z3.Sum's caller released them, so that Z3 frees (and reuses the
@@ -825,9 +651,9 @@ def _sum_of(values) -> "SymInt":
     if not all(t.ctx is ctx for t in terms):
         return SymInt(z3.simplify(z3.Sum(terms)))
     ref = ctx.ref()
-    made = _core.Z3_mk_add(ref, len(terms), _ast_array(terms))
+    made = _core.Z3_mk_add(ref, len(terms), ast_array(terms))
     del terms
-    return _simplified(ref, made, ctx)
+    return simplified(ref, made, ctx)
 
 
 def _sym_int(ast, ctx: z3.Context, ref=None) -> "SymInt":
@@ -835,7 +661,7 @@ def _sym_int(ast, ctx: z3.Context, ref=None) -> "SymInt":
     numeral, else ``ArithRef``). ``ref``: ``ctx.ref()`` if the caller has it."""
     out = object.__new__(SymInt)
     ref = ctx.ref() if ref is None else ref
-    out.term = _wrapped(z3.IntNumRef if _get_ast_kind(ref, ast) == _NUMERAL_AST else z3.ArithRef, ast, ctx, ref)
+    out.term = _wrapped(z3.IntNumRef if get_ast_kind(ref, ast) == _NUMERAL_AST else z3.ArithRef, ast, ctx, ref)
     return out
 
 
@@ -852,7 +678,7 @@ def _fast_nary(mk, term: z3.ArithRef, other: object, reverse: bool) -> "SymInt |
         args[0], args[1] = o, term.ast
     else:
         args[0], args[1] = term.ast, o
-    return _simplified(ref, mk(ref, 2, args), ctx)
+    return simplified(ref, mk(ref, 2, args), ctx)
 
 
 #: The comparison Python calls instead when the right operand's wrapper is an ``IntNumRef`` (a
@@ -880,7 +706,7 @@ def _fast_compare(mk, term: z3.ArithRef, other: object) -> "SymBool | None":
         made = mk(ref, 2, args)
     else:
         made = mk(ref, first, second)
-    return _simplified(ref, made, ctx, boolean=True)
+    return simplified(ref, made, ctx, boolean=True)
 
 
 _REFLECTED.update({_core.Z3_mk_le: _core.Z3_mk_ge, _core.Z3_mk_ge: _core.Z3_mk_le, _core.Z3_mk_lt: _core.Z3_mk_gt,
@@ -933,7 +759,7 @@ class SymInt:
         return int
 
     def __getattr__(self, name: str):
-        raise _misuse(AttributeError(
+        raise record_misuse(AttributeError(
             f"symbolic integer has no attribute {name!r} (capproof supports +, -, *, //, %, divmod, abs, "
             f"comparisons, >>/<<, & | ^ with constant ints, ~, bit_length()) at {caller_location()}"
         ))
@@ -961,15 +787,15 @@ class SymInt:
         return f"SymInt({self.term})"
 
     def __str__(self) -> str:
-        raise _misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
         ))
 
     def __format__(self, spec: str) -> str:
-        raise _misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: IntLike) -> "SymInt":
@@ -1067,7 +893,7 @@ class SymInt:
         symbolic ``c``, is a recorded error."""
         if _concrete_int(other):
             return self._mask(int(other), "&")
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"`&` of a symbolic integer with {other!r} at {caller_location()}: only a constant int mask "
             "is supported"
         ))
@@ -1082,7 +908,7 @@ class SymInt:
             return (self // -m) * -m
         kept = m if m >= 0 else ~m
         if kept.bit_length() > BIT_WIDTH:
-            raise _misuse(NotConcreteError(
+            raise record_misuse(NotConcreteError(
                 f"`{op}` of a symbolic integer with a constant of more than {BIT_WIDTH} bits at {caller_location()}"
             ))
         bits = z3.Sum([z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2)
@@ -1107,7 +933,7 @@ class SymInt:
     __rxor__ = __xor__
 
     def _unsupported(self, other: object = None, op: str = "?") -> "SymInt":
-        raise _misuse(TypeError(
+        raise record_misuse(TypeError(
             f"`{op}` on a symbolic integer is not supported at {caller_location()}"
         ))
 
@@ -1174,7 +1000,7 @@ class SymInt:
     def __neg__(self) -> "SymInt":
         ctx = self.term.ctx
         ref = ctx.ref()
-        return _simplified(ref, _core.Z3_mk_unary_minus(ref, self.term.ast), ctx)
+        return simplified(ref, _core.Z3_mk_unary_minus(ref, self.term.ast), ctx)
 
     def __pos__(self) -> "SymInt":
         return self
@@ -1188,7 +1014,7 @@ class SymInt:
             for _ in range(other):
                 result = result * self.term
             return _wrap_int(result)
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"`**`/pow() needs a concrete non-negative int exponent (and no modulus) at {caller_location()}"
         ))
 
@@ -1202,7 +1028,7 @@ class SymInt:
             for i in reversed(range(BIT_WIDTH)):
                 out = z3.If(k == i, z3.IntVal(other**i), out)
             return _wrap_int(out)
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"`**`/pow() of {other!r} with a symbolic exponent at {caller_location()}: only a concrete int base "
             "and no modulus are supported"
         ))
@@ -1238,7 +1064,7 @@ class SymInt:
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):
-        raise _misuse(NotConcreteError(
+        raise record_misuse(NotConcreteError(
             f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}"
         ))
 
@@ -1249,13 +1075,13 @@ class SymInt:
         self._concrete("int()")
 
     def __float__(self) -> float:
-        raise _misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}"))
+        raise record_misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}"))
 
     def __bool__(self) -> bool:
-        explorer = getattr(_local, "explorer", None)
+        explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:  # ``if n:`` means ``n != 0``
             return explorer.decide(self.term != 0, caller_location())
-        raise _misuse(SymbolicBranchError(
+        raise record_misuse(SymbolicBranchError(
             f"branch on symbolic value {self.term} at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
         ))
@@ -1294,30 +1120,30 @@ class SymBool:
     __str__ = __repr__
 
     def __hash__(self) -> int:
-        raise _misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
             return getattr(self._as_int(), name)
-        raise _misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
+        raise record_misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
 
     def __int__(self) -> int:
-        raise _misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
 
     __index__ = __int__
 
     def __float__(self) -> float:
-        raise _misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}"))
+        raise record_misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}"))
 
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
         return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
 
     def __bool__(self) -> bool:
-        explorer = getattr(_local, "explorer", None)
+        explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:
             return explorer.decide(self.term, caller_location())
-        raise _misuse(SymbolicBranchError(
+        raise record_misuse(SymbolicBranchError(
             f"branch on symbolic condition ({self.term}) at {caller_location()} "
             "(use capproof.select for branches on symbolic values)"
         ))
@@ -1403,7 +1229,7 @@ class Quotient:
         _reject_float(num)
         _reject_float(den)
         if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
-            raise _misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
+            raise record_misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
         if _concrete_int(den) and den == 0:
             raise ZeroDivisionError("division by zero")
         if isinstance(den, SymInt):
@@ -1431,7 +1257,7 @@ class Quotient:
         return SymInt(z3.simplify(z3.If(z3.And(to_z3_bool(inexact), negative), to_z3_int(q) + 1, to_z3_int(q))))
 
     def _real(self, *_: object, **__: object):
-        raise _misuse(RealArithmeticError(
+        raise record_misuse(RealArithmeticError(
             f"real arithmetic: `/` at {self.where} used other than in math.floor/ceil/trunc "
             f"(at {caller_location()}; use //, cdiv or math.ceil(a / b))"
         ))
@@ -1445,7 +1271,7 @@ class Quotient:
         return f"Quotient({self.num!r}, {self.den!r})"
 
     def __getattr__(self, name: str):
-        raise _misuse(AttributeError(f"quotient a / b has no attribute {name!r} at {caller_location()}"))
+        raise record_misuse(AttributeError(f"quotient a / b has no attribute {name!r} at {caller_location()}"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1482,7 +1308,7 @@ class Path:
     @property
     def literals(self) -> list[z3.BoolRef]:
         """Each decision as the Z3 fact that holds on this path (``c`` or ``Not(c)``)."""
-        return [_literal(c, taken) for _, c, taken in self.decisions]
+        return [decision_literal(c, taken) for _, c, taken in self.decisions]
 
     @property
     def condition(self) -> "SymBool":
@@ -1491,10 +1317,10 @@ class Path:
 
     def describe(self) -> str:
         """The path condition as one readable line, e.g. ``dcp > 1 at models/x.py:12``."""
-        return " and ".join(f"{_show(c, taken)} at {loc}" for loc, c, taken in self.decisions) or "(no branch)"
+        return " and ".join(f"{show_decision(c, taken)} at {loc}" for loc, c, taken in self.decisions) or "(no branch)"
 
 
-def _literal(condition: z3.BoolRef, taken: bool) -> z3.BoolRef:
+def decision_literal(condition: z3.BoolRef, taken: bool) -> z3.BoolRef:
     if taken:
         return condition
     return condition.arg(0) if z3.is_not(condition) else z3.Not(condition)
@@ -1503,11 +1329,11 @@ def _literal(condition: z3.BoolRef, taken: bool) -> z3.BoolRef:
 _FLIP = {z3.Z3_OP_LT: ">=", z3.Z3_OP_LE: ">", z3.Z3_OP_GT: "<=", z3.Z3_OP_GE: "<", z3.Z3_OP_EQ: "!="}
 
 
-def _show(condition: z3.BoolRef, taken: bool) -> str:
+def show_decision(condition: z3.BoolRef, taken: bool) -> str:
     """``condition`` (or its negation, a comparison flipped: ``x <= 1`` for not ``x > 1``)."""
     kind = condition.decl().kind() if z3.is_app(condition) else None
     if kind == z3.Z3_OP_NOT:
-        return _show(condition.arg(0), not taken)
+        return show_decision(condition.arg(0), not taken)
     if taken:
         return str(condition)
     if kind in _FLIP and condition.num_args() == 2:
@@ -1543,7 +1369,7 @@ def _same_condition(condition: z3.BoolRef, expected: z3.BoolRef, rlimit: int) ->
     if condition.eq(expected):
         return True
     s = z3.Solver()
-    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode._new_solver
+    s.set("rlimit", rlimit, "random_seed", 0)  # one call, as encode.new_solver
     s.add(z3.Xor(condition, expected))
     return s.check() == z3.unsat
 
@@ -1563,9 +1389,9 @@ class _Explorer:
         if not self.check:
             return True
         s = z3.Solver()
-        s.set("rlimit", self.rlimit, "random_seed", 0)  # one call, as encode._new_solver
+        s.set("rlimit", self.rlimit, "random_seed", 0)  # one call, as encode.new_solver
         s.add(*self.assume)
-        s.add(*[_literal(c, t) for _, c, t in self.decisions])
+        s.add(*[decision_literal(c, t) for _, c, t in self.decisions])
         s.add(fact)
         return s.check() != z3.unsat  # unknown: explore it (sound)
 
@@ -1619,9 +1445,9 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
     while pending and len(paths) < budget:
         prefix = pending.pop()
         explorer = _Explorer(prefix, assume, check_feasible, rlimit)
-        previous = getattr(_local, "explorer", None)
-        outer = getattr(_local, "trace", None)
-        _local.explorer = explorer
+        previous = getattr(trace_state, "explorer", None)
+        outer = getattr(trace_state, "trace", None)
+        trace_state.explorer = explorer
         value: object = None
         error: BaseException | None = None
         with tracing() as path_trace:
@@ -1632,7 +1458,7 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
             except BaseException as exc:  # noqa: BLE001 - the path's outcome, reported by the caller
                 error = exc
             finally:
-                _local.explorer = previous
+                trace_state.explorer = previous
         if outer is not None:
             outer.divisors += path_trace.divisors
             outer.misuse += path_trace.misuse

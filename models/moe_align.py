@@ -11,7 +11,7 @@ All arithmetic is checked by Z3 (spec/moe_align.py); no loops depend on symbolic
 
 from __future__ import annotations
 
-from capproof.arith import all_of, cdiv, fold, maximum, minimum, round_up, select, total
+from capproof import all_of, cdiv, fold, maximum, minimum, round_up, select, total
 
 __all__ = [
     "vllm_sorted_ids_capacity",

@@ -5,7 +5,7 @@ Batch sizes of the ``Vector`` parameters and the scheduler facts every decode ba
 
 import os
 
-from capproof.arith import all_of, total
+from capproof import all_of, total
 from models.vllm.spec_decode import uniform_decode_query_len
 
 #: Requests per batch vector. ``CAPPROOF_BATCH`` overrides it for measurement only

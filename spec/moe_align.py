@@ -14,7 +14,7 @@ facts it rests on (assumptions used) and dropping one gives a counterexample:
 """
 
 from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_than, obligation
-from capproof.arith import all_of, total
+from capproof import all_of, total
 from models.moe_align import (
     align_writes,
     ck_workspace_index,

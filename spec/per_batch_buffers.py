@@ -5,9 +5,9 @@ facts are named assumptions, so each proof's unsat core names the facts it rests
 """
 
 
-from capproof import Choice, Range, all_of, any_of, at_most, claim, equal, implies, obligation
-from capproof.arith import total
-from capproof.domain import Vector
+from capproof import Choice, Range, all_of, at_most, claim, equal, implies, obligation
+from capproof import total
+from capproof import Vector
 from models.lmdeploy.guided_decoding import (
     bitmask_rows_4456,
     bitmask_rows_before_4456,

@@ -5,9 +5,9 @@ one request's value (``seq_lens`` in tokens). Scheduler and allocator facts are 
 assumptions, so a proof's unsat core says which of them it rests on.
 """
 
-from capproof import Choice, Range, all_of, any_of, at_most, claim, equal, obligation
-from capproof.arith import max_of, total
-from capproof.domain import Vector
+from capproof import Choice, Range, all_of, any_of, at_most, equal, obligation
+from capproof import max_of, total
+from capproof import Vector
 from models.sglang.dsa_page_table import (
     clamped_copy_widths,
     page_table_width_round0,

@@ -6,8 +6,8 @@ dispatcher facts each proof rests on are named assumptions and appear in its uns
 """
 
 from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
-from capproof.arith import max_of, min_of, total
-from capproof.domain import Vector
+from capproof import max_of, total
+from capproof import Vector
 from models.vllm.cudagraph import adjust_cudagraph_sizes_for_spec_decode, bs_to_padded_graph_size, padded_graph_size
 from models.vllm.cudagraph_sizes import default_max_graph_size_cap, is_default_capture_size, spec_rounded_size
 from models.vllm.indexer_buffers import (

@@ -1,7 +1,7 @@
 """The runner block table: the TRTLLM-gen MLA kernel's alignment precondition, and vLLM 0.33.0's
 three width derivations agreeing with each other and covering the slot-mapping reads."""
 
-from capproof import Choice, Range, all_of, at_most, claim, equal, less_than, obligation
+from capproof import Choice, Range, all_of, claim, equal, less_than, obligation
 from models.vllm.block_table import (
     TOKEN_ALIGNMENT,
     get_block_table_width,

@@ -4,7 +4,7 @@ Family obligation: ``W_buf == W_bt`` for every configuration. A difference in ei
 is a defect: the variable-length copy raises, the uniform Triton copy corrupts rows silently.
 """
 
-from capproof import Choice, Range, all_of, equal, implies, obligation, claim, not_
+from capproof import Choice, Range, all_of, equal, obligation
 from models.vllm.block_table import (
     get_block_table_width_50302,
     indexer_block_table_width_before_50302,

@@ -720,7 +720,7 @@ def test_introspection_scan_flags_only_names_that_tell_a_symbolic_value_from_an_
     ``bit_length``) and attributes of other objects (``getattr(cfg, "hidden_size")``) are not."""
     import importlib.util
 
-    from capproof.symbolic import introspections
+    from capproof.guard import introspections
 
     src = tmp_path / "introspect_models.py"
     src.write_text('''

@@ -176,7 +176,7 @@ def test_default_max_model_len_that_is_not_max_position_embeddings_is_not_pinned
     result = check(spec, model_config=path)
     assert result.exit_code == 1, result.output
     assert "max_model_len=4096" not in result.output.splitlines()[0]
-    assert f"rests on no max_model_len: --max-model-len not given and config.json" in result.output
+    assert "rests on no max_model_len: --max-model-len not given and config.json" in result.output
 
 
 @pytest.mark.parametrize("extra", [

@@ -562,7 +562,7 @@ def test_real_batch_probe_evaluates_each_distinct_entry_once_with_the_same_verdi
     import capproof.aggregate as agg
 
     obs = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "64"), "moe_real_batch.py"))}
-    real_probe, real_sum = agg._probe_real_batch, agg._mapped_sum
+    real_probe = agg._probe_real_batch
     probed: list[int] = []
 
     def counted(case, s, model):

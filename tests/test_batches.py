@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from capproof import Options, Verdict
 from capproof.arith import count, max_of, min_of, prefix_sums, round_up, round_up_lemma, total
-from capproof.domain import Range, Vector
 from capproof.loader import load_file
 from capproof.prover import concrete_args, prove_obligation, replay
 from capproof.symbolic import SymInt, division_lemma, py_floordiv, to_z3_int, tracing

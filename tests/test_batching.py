@@ -181,3 +181,174 @@ def second(x):
 """
     batched = _verdicts(project, source, 12, monkeypatch, timeout=4)
     assert [(name, v) for name, v, _ in batched] == [("first", "proved"), ("second", "proved")]
+
+
+# --- fingerprinting only what an item can reach, and failing closed where it cannot ------------
+
+ADVERSARIAL_MODELS = '''
+import threading
+
+TABLE = {"slack": 0}
+BY_NAME = {"slack": 0}
+VIA_SYS = [0]
+
+
+class Holder:
+    """Holds a lock (pickle refuses one): the fingerprint takes the lock by identity, the rest by value."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.slack = 0
+
+
+class Opaque:
+    """Holds a generator: pickle refuses it, so its in-place changes cannot be fingerprinted."""
+
+    def __init__(self):
+        self.gen = (i for i in range(3))
+        self.slack = 0
+
+
+HOLDER = Holder()
+OPAQUE = Opaque()
+
+
+def bump_opaque():
+    OPAQUE.slack = 5
+'''
+
+ADVERSARIAL_SPEC = '''
+import sys
+from capproof import Range, obligation, at_most
+import {pkg}.shared as shared_alias
+from {pkg}.shared import bump_opaque
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def a_imports_inside_and_writes(x):
+    import {pkg}.shared
+    {pkg}.shared.TABLE["slack"] = 5
+    return at_most(demand=x, capacity=10)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def b_reads_table(x):
+    return at_most(demand=x, capacity=10 - shared_alias.TABLE["slack"])
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def c_writes_the_lock_holder(x):
+    shared_alias.HOLDER.slack = 5
+    return at_most(demand=x, capacity=10)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def d_reads_the_lock_holder(x):
+    return at_most(demand=x, capacity=10 - shared_alias.HOLDER.slack)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def e_writes_the_opaque_object(x):
+    bump_opaque()
+    return at_most(demand=x, capacity=10)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def f_reads_the_opaque_object(x):
+    return at_most(demand=x, capacity=10 - shared_alias.OPAQUE.slack)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def g_writes_through_sys_modules(x):
+    sys.modules["{pkg}.shared"].VIA_SYS[0] = 5
+    return at_most(demand=x, capacity=10)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def h_reads_what_sys_modules_wrote(x):
+    return at_most(demand=x, capacity=10 - shared_alias.VIA_SYS[0])
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def i_writes_by_a_computed_name(x):
+    getattr(shared_alias, "BY_" + "NAME")["slack"] = 5
+    return at_most(demand=x, capacity=10)
+
+
+@obligation(domain={{"x": Range(0, 10)}})
+def j_reads_what_a_computed_name_wrote(x):
+    return at_most(demand=x, capacity=10 - shared_alias.BY_NAME["slack"])
+'''
+
+
+def _adversarial_tree(project, pkg: str):
+    (project / pkg).mkdir()
+    (project / pkg / "__init__.py").write_text("")
+    (project / pkg / "shared.py").write_text(ADVERSARIAL_MODELS)
+    (project / "spec" / "adversarial.py").write_text(ADVERSARIAL_SPEC.format(pkg=pkg))
+
+
+def _run_json(paths, batch_items, monkeypatch, **options):
+    monkeypatch.setattr(runner, "BATCH_ITEMS", batch_items)
+    result = run(paths, Options(**{"jobs": 1, "contracts": False, "density": "off", **options}))
+    return [{k: v for k, v in r.to_json().items() if k not in ("seconds",)} for r in result.obligations]
+
+
+def test_batched_and_one_per_process_runs_agree_on_an_adversarial_tree(project, monkeypatch):
+    """Items that change a model module's data in place (a dict through a function-level import, an
+    object holding a lock, one holding a generator that cannot be fingerprinted, a list reached
+    through ``sys.modules``, a dict by a computed name) each followed by one that reads it: the
+    readers are proved alone; batched, every result is the same as alone (the writers' too)."""
+    _adversarial_tree(project, "advmodels_agree")
+    alone = _run_json(["spec"], 1, monkeypatch)
+    verdicts = {r["id"].split("::")[1]: r["verdict"] for r in alone}
+    assert all(v == "proved" for name, v in verdicts.items() if "_reads" in name), verdicts
+    # a change it can be seen to make is an error for the writer, alone as batched
+    assert verdicts["a_imports_inside_and_writes"] == "error"
+    assert verdicts["c_writes_the_lock_holder"] == "error"
+    assert _run_json(["spec"], 12, monkeypatch) == alone
+
+
+def test_an_in_place_change_to_state_that_cannot_be_fingerprinted_does_not_reach_the_next_item(project, monkeypatch):
+    """An object holding a generator (pickle refuses it) changed in place by one item: its
+    fingerprint (identity and repr) does not move, so the change is no error; the runner fails
+    closed: an item that can reach it is decided in a process of its own, and the next item's
+    verdict is its verdict alone."""
+    _adversarial_tree(project, "advmodels_opaque")
+    keep = ("e_writes_the_opaque_object", "f_reads_the_opaque_object")
+    alone = [r for r in _run_json(["spec"], 1, monkeypatch) if r["id"].split("::")[1] in keep]
+    assert [r["verdict"] for r in alone] == ["proved", "proved"]
+    batched = [r for r in _run_json(["spec"], 12, monkeypatch) if r["id"].split("::")[1] in keep]
+    assert batched == alone
+    # and that is how: both items are kept out of any batch
+    items, _ = runner.load(["spec"], None)
+    work = [("obligation", it) for it in items]
+    reach = runner.reaches([runner.item_roots(it) for _, it in work])
+    before = runner.module_data(frozenset().union(*(r for r in reach if r is not None)))
+    assert runner.opaque_state(runner._flat(before)) == ["advmodels_opaque.shared.OPAQUE"]
+    names = [it.name for _, it in work]
+    assert all("advmodels_opaque.shared" in reach[names.index(n)] for n in keep)
+
+
+def test_an_item_reaches_the_modules_its_code_names_not_every_project_module(project):
+    """The fingerprint of an item covers its spec module and the models its code reaches (imported at
+    module level or inside a function, by attribute), not the project's other modules; code naming
+    ``sys`` (``sys.modules``) reaches every module."""
+    _adversarial_tree(project, "advmodels_reach")
+    (project / "spec" / "other.py").write_text("from capproof import Range, obligation, at_most\nBIG = list(range(10))\n"
+                                               "@obligation(domain={'x': Range(0, 10)})\ndef alone(x):\n"
+                                               "    return at_most(demand=x, capacity=10)\n")
+    items, _ = runner.load(["spec"], None)
+    reach = dict(zip((it.name for it in items), runner.reaches([runner.item_roots(it) for it in items])))
+    assert reach["alone"] == {"capproof_spec.spec.other"}
+    assert reach["b_reads_table"] == {"capproof_spec.spec.adversarial", "advmodels_reach.shared"}
+    assert reach["a_imports_inside_and_writes"] >= {"advmodels_reach.shared"}
+    assert reach["g_writes_through_sys_modules"] is None
+
+
+@pytest.mark.slow
+def test_batched_and_one_per_process_runs_agree_on_spec(monkeypatch):
+    """The whole of spec/ (obligations): identical results, unsat cores and counterexamples
+    included, at 12 items to a process and at one."""
+    batched = _run_json(["spec"], 12, monkeypatch, jobs=2)
+    assert _run_json(["spec"], 1, monkeypatch, jobs=2) == batched

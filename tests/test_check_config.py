@@ -14,7 +14,7 @@ GLM_1M_DCP2 = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--m
 GLM_350K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "350k", "--block-size", "64",
             "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}',
             "--trust-remote-code", "--gpu-memory-utilization", "0.9"]
-DCP4_480K = ["vllm", "serve", "m", "-dcp", "4", "--max-model-len", "480000", "--block-size", "64",
+DCP4_480K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "-dcp", "4", "--max-model-len", "480000", "--block-size", "64",
              "--kv-cache-dtype", "fp8_ds_mla", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
              "-sc", '{"num_speculative_tokens": 5}']
 
@@ -132,12 +132,12 @@ def test_model_config_pins_and_errors(tmp_path):
     good = tmp_path / "config.json"
     good.write_text(json.dumps({"index_topk": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8,
                                 "hidden_size": 7168, "max_position_embeddings": 163840}))
-    result = check("--engine", "vllm==0.32.0", "--model-config", str(good), "--", "--block-size", "64")
+    result = check("--engine", "vllm==0.32.0", "--model-config", str(good), "--", "m", "--block-size", "64")
     assert result.exit_code == 0, result.output
     assert "max_model_len=163840" in result.output.splitlines()[0]  # max_position_embeddings, vLLM's default
     bad = tmp_path / "bad.json"
     bad.write_text('{"index_topk": -1}')
-    result = check("--model-config", str(bad), "--", "--block-size", "64")
+    result = check("--model-config", str(bad), "--", "m", "--block-size", "64")
     assert result.exit_code == 2 and "index_topk must be a positive integer" in result.output
     assert parse_engine("vllm") == ("vllm", "0.33.0")
     with pytest.raises(CheckError):
@@ -147,9 +147,10 @@ def test_model_config_pins_and_errors(tmp_path):
 def test_moe_routing_obligation_needs_and_uses_the_model_config(tmp_path):
     """The sorted_token_ids proof is about a model's expert count: n/a without --model-config,
     proved for every routing with DeepSeek-V3's public n_routed_experts = 256."""
-    argv = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "163840", "--block-size", "64"]
+    argv = ["vllm", "serve", "my-org/private-moe", "--max-model-len", "163840", "--block-size", "64"]
     without = check("--", *argv)
-    assert "vllm_sorted_ids_fit_every_routing [moe-align-capacity]: needs --model-config for num_experts" in without.output
+    assert "NEEDS   spec/moe_align.py::vllm_sorted_ids_fit_every_routing [moe-align-capacity]: needs --model-config for num_experts" in without.output
+    assert without.exit_code == 2 and without.output.startswith("undecided")  # may apply: never "safe"
     config = tmp_path / "config.json"
     config.write_text('{"n_routed_experts": 256, "num_experts_per_tok": 8, "index_topk": 2048}')
     with_model = check("--engine", "vllm==0.32.0", "--model-config", str(config), "--", *argv)

@@ -31,8 +31,8 @@ def test_pre_commit_manifest_is_valid_and_its_entries_are_real_cli_commands():
         assert result.exit_code == 0, (hook["id"], result.output)
 
 
-def test_readme_pre_commit_config_snippet_is_a_valid_config(tmp_path):
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+def test_the_documented_pre_commit_config_snippet_is_a_valid_config(tmp_path):
+    readme = open(os.path.join(ROOT, "docs", "how-to", "ci.md"), encoding="utf-8").read()
     snippet = re.search(r"```yaml\n(# \.pre-commit-config\.yaml.*?)```", readme, re.S).group(1)
     path = tmp_path / ".pre-commit-config.yaml"
     path.write_text(snippet)

@@ -22,6 +22,7 @@ except ImportError:  # the fast-tier venv has numpy but not torch
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is only in the real venv")
 
 from capproof import inventory as inv  # noqa: E402
+from capproof.engines.vllm import harnesses  # noqa: E402,F401 - registers every harness into tr.HARNESSES
 from capproof.engines.vllm import trace as tr  # noqa: E402
 from capproof.engines.vllm.scan import scan  # noqa: E402
 from capproof.symbolic import SymInt  # noqa: E402

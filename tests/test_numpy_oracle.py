@@ -74,7 +74,9 @@ def test_a1_block64_dcp1_parity_is_exactly_half():
 @pytest.mark.parametrize("block_size,kernel_block_size", [(64, 64), (64, 1), (16, 16), (256, 64), (128, 32)])
 @pytest.mark.parametrize("dcp", [1, 2, 8])
 def test_a2_dcp_divisor_on_one_side(block_size, kernel_block_size, dcp):
-    width = lambda n: aligned(n, block_size) * block_size // kernel_block_size
+    def width(n):
+        return aligned(n, block_size) * block_size // kernel_block_size
+
     fails = width(cdiv(L, block_size * dcp)) != width(cdiv(L, block_size))
     assert _agree("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_before_50823", fails,
                   block_size=block_size, dcp=dcp, kernel_block_size=kernel_block_size) == (dcp > 1)

@@ -555,7 +555,7 @@ def test_an_assumption_taken_positionally_binds_as_by_keyword():
     ``__wrapped__`` or ``__signature__`` that could differ from what the call binds."""
     import functools
 
-    from capproof.encode import _call
+    from capproof.encode import call_with_args
     from capproof.obligation import takes_positionally
 
     def plain(a, b):
@@ -575,8 +575,8 @@ def test_an_assumption_taken_positionally_binds_as_by_keyword():
     assert not any(takes_positionally(f) for f in (keyword_only, positional_only, wrapped, functools.partial(plain, 1), divmod))
     args = {"a": 2, "b": 1, "c": 0}
     flipped = lambda b, a: a < b  # noqa: E731 - the parameters in the function's order, not the point's
-    assert _call(plain, "assumption", "x", ["a", "b"], args, True) is _call(plain, "assumption", "x", ["a", "b"], args) is False
-    assert _call(flipped, "assumption", "x", ["b", "a"], args, True) is _call(flipped, "assumption", "x", ["b", "a"], args) is False
+    assert call_with_args(plain, "assumption", "x", ["a", "b"], args, True) is call_with_args(plain, "assumption", "x", ["a", "b"], args) is False
+    assert call_with_args(flipped, "assumption", "x", ["b", "a"], args, True) is call_with_args(flipped, "assumption", "x", ["b", "a"], args) is False
 
 
 def test_a_budget_push_still_checks_the_far_end_when_the_total_and_its_neighbour_hold(spec_file):

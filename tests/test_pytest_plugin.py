@@ -50,6 +50,28 @@ def test_without_the_flag_nothing_of_capproof_is_collected(team):
     result.assert_outcomes(passed=1)
 
 
+def test_without_the_flag_the_plugin_does_not_import_z3(team):
+    """The plugin is loaded in every pytest session of the environment; Z3, the prover and the
+    runner are imported only when --capproof collects spec files."""
+    (team.path / "tests" / "test_imports.py").write_text(textwrap.dedent("""
+        import sys
+
+        def test_no_solver_loaded():
+            assert "capproof.pytest_plugin" in sys.modules
+            assert not {"z3", "capproof.prover", "capproof.runner"} & set(sys.modules)
+    """))
+    result = team.runpytest_subprocess()
+    result.assert_outcomes(passed=2)
+
+
+def test_xdist_workers_give_the_same_verdicts(team):
+    """`pytest --capproof -n 2`: obligations spread over pytest-xdist workers, same outcomes."""
+    pytest.importorskip("xdist")
+    result = team.runpytest_subprocess("--capproof", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED spec/buffers.py::table_too_small*"])
+
+
 def test_capproof_flag_adds_every_obligation_and_fails_the_unexpected_one(team):
     result = team.runpytest_subprocess("--capproof", "-rA")
     # the suite's own test, the proved obligation and the kept bug pass; the unexpected counterexample fails

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from capproof import arith, Options, Verdict
-from capproof.domain import Choice, PowersOfTwo, Range
+from capproof.domain import Range
 from capproof.loader import load
 from capproof.prover import prove_obligation
 from models import moe_align as m_moe
@@ -103,7 +103,7 @@ def counterexamples():
 
 
 def test_models_match_vllm_on_every_reported_counterexample(real, counterexamples):
-    for name, params in counterexamples:
+    for _name, params in counterexamples:
         point = {k: params[k] for k in ("max_model_len", "block_size", "dcp", "kernel_block_size") if k in params}
         point.setdefault("block_size", 64)
         compare_block_tables(real, **point)

@@ -9,7 +9,6 @@ import os
 import z3
 
 from capproof import Options
-from capproof.domain import Choice, Range, Vector
 from capproof.encode import SharedInputs, build_paths, checked_domains, evaluate
 from capproof.loader import load_file
 from capproof.prover import _prove_case, prove_obligation
@@ -270,7 +269,7 @@ def test_remembered_extrema_give_the_term_and_record_of_new_ones():
                 fm, fk = max_of(xs), min_of(ys)
             assert m.term.eq(fm.term) and k.term.eq(fk.term)
             assert set(trace.extrema) == {m.term.get_id(), k.term.get_id()}
-            for key, record in trace.extrema.items():
+            for _key, record in trace.extrema.items():
                 [(_, new)] = [(i, r) for i, r in fresh.extrema.items() if r[1].eq(record[1])]
                 assert record[0] == new[0] and record[3].eq(new[3])
                 assert all(a.eq(b) for a, b in zip(record[2], new[2]))
@@ -319,7 +318,7 @@ def test_remembered_totals_give_the_term_of_new_ones():
             with tracing() as trace:
                 trace.derived = memo
                 made.append((total(qs), total(filled), total(Padded((1, 2, 0), 2, 0, 0, 9))))
-            with tracing() as fresh:
+            with tracing():
                 again = (total(qs), total(filled))
             assert all(a.term.eq(b.term) for a, b in zip(made[-1], again)) and made[-1][2] == 3
             assert not trace.lemmas and not trace.divisors

@@ -1,5 +1,5 @@
 """Shrinking the first counterexample on ints (capproof.shrink) and the seeded minimisation it
-feeds (capproof.prover._minimize): every point the shrinker keeps replays as a counterexample, no
+feeds (capproof.minimize.minimize_point): every point the shrinker keeps replays as a counterexample, no
 coordinate rises, and the minimised counterexample is the one the unseeded minimisation finds;
 when the minimisation's queries run out of rlimit the point reported is the seed, replayed and
 labelled not minimised."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from capproof import Options, Verdict
-from capproof import prover
+from capproof import minimize, prover
 from capproof.encode import checked_domains
 from capproof.loader import load_file
 from capproof.prover import _padding_check, prove_obligation, replay
@@ -165,13 +165,13 @@ def test_the_seed_skips_the_queries_it_answers(spec_file, monkeypatch):
     from the seed's values. Fewer minimisation searches, the same least point."""
     ob = _only(spec_file(READER))
     calls = []
-    real = prover.minimize_term
+    real = minimize.minimize_term
 
     def counted(s, model, term, lo, best=None):
         calls.append(str(term))
         return real(s, model, term, lo, best)
 
-    monkeypatch.setattr(prover, "minimize_term", counted)
+    monkeypatch.setattr(minimize, "minimize_term", counted)
     seeded = prove_obligation(ob)
     seeded_calls = list(calls)
     calls.clear()

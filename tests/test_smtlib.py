@@ -9,7 +9,6 @@ import z3
 
 from capproof import Options, Verdict
 from capproof.crosscheck import cvc5_check
-from capproof.loader import load_file
 from capproof.prover import build_case, prove_obligation
 from capproof.smtlib import case_file_name, case_smt2, logic_of
 from conftest import obligation_named
@@ -42,7 +41,9 @@ def test_export_is_deterministic_and_unsat_for_a_proof():
     fixed = {"block_size": 64, "dcp": 2, "kernel_block_size": 64}
     from capproof.domain import Range
 
-    make = lambda: case_smt2(build_case(ob, fixed, {"max_model_len": Range(1, 2**21)}, {}), "unsat")
+    def make():
+        return case_smt2(build_case(ob, fixed, {"max_model_len": Range(1, 2**21)}, {}), "unsat")
+
     (first, logic), (second, _) = make(), make()
     assert first == second and logic == "QF_LIA"
     assert cvc5_check(first) == "unsat"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from capproof import Options, Verdict
 from capproof.cli import main
 from capproof.loader import load_file
-from capproof.prover import prove_obligation, replay
+from capproof.prover import prove_obligation
 
 HEADER = ("import math\n"
           "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, select, "
@@ -137,9 +137,10 @@ def test_witness_lines_show_every_parameter(spec_file):
 def test_a_witness_whose_minimisation_ran_out_is_labelled(spec_file, monkeypatch):
     """An unknown answer during the witness's minimisation (simulated: each binary-search step
     reports unknown) keeps the point found, labelled; main dropped the flag."""
+    import capproof.minimize as minimize
     import capproof.prover as prover
 
-    monkeypatch.setattr(prover, "minimize_term", lambda s, model, term, lo, best=None: (model, False))
+    monkeypatch.setattr(minimize, "minimize_term", lambda s, model, term, lo, best=None: (model, False))
     # unseeded: the shrunk first counterexample (1, 1, 1) sits at every lower bound, so a seeded
     # minimisation asks no query and is rightly minimised (tests/test_shrink.py)
     monkeypatch.setattr(prover._First, "seed", lambda self: None)

@@ -14,20 +14,20 @@ import pytest
 import z3
 
 from capproof.arith import round_up, round_up_lemma, total
-from capproof.symbolic import SymInt, _and, _ast_array, _ge, _implies, _le, division_lemma, to_z3_int, tracing
+from capproof.symbolic import SymInt, z3_and, ast_array, z3_ge, z3_implies, z3_le, division_lemma, to_z3_int, tracing
 
 
 def _division_lemma_before(a, q):
     """``division_lemma(a, c, q)`` for a constant ``c >= 1`` as capproof built it before the
-    :class:`capproof.symbolic._Raw` builder (wrapped helpers)."""
-    return _and(_implies(_ge(a, 0), _and(_ge(q, 0), _le(q, a))), _implies(_le(a, 0), _and(_ge(q, a), _le(q, 0))))
+    :class:`capproof.symbolic.RawTerms` builder (wrapped helpers)."""
+    return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))))
 
 
 def _round_up_lemma_before(x, y, r):
     ctx, ref = x.ctx, x.ctx.ref()
-    plus = z3.ArithRef(z3.z3core.Z3_mk_add(ref, 2, _ast_array([x, z3.IntVal(y - 1, ctx)])), ctx)
-    times = z3.ArithRef(z3.z3core.Z3_mk_mul(ref, 2, _ast_array([x, z3.IntVal(y, ctx)])), ctx)
-    return _and(_ge(r, x), _le(r, plus), _implies(_ge(x, 0), _le(r, times)))
+    plus = z3.ArithRef(z3.z3core.Z3_mk_add(ref, 2, ast_array([x, z3.IntVal(y - 1, ctx)])), ctx)
+    times = z3.ArithRef(z3.z3core.Z3_mk_mul(ref, 2, ast_array([x, z3.IntVal(y, ctx)])), ctx)
+    return z3_and(z3_ge(r, x), z3_le(r, plus), z3_implies(z3_ge(x, 0), z3_le(r, times)))
 
 
 def _terms():
@@ -205,10 +205,10 @@ def test_tracking_literals_are_read_by_name_as_printed():
     """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
     the literal's name is what ``str()`` prints, and a core's labels are those of
     ``[trackers[str(t)] for t in core if str(t) in trackers]``, in order."""
-    from capproof.encode import _new_solver, core_labels, literal_name, track
+    from capproof.encode import new_solver, core_labels, literal_name, track
 
     x, y = z3.Int("x"), z3.Int("y")
-    s, trackers = _new_solver(10_000), {}
+    s, trackers = new_solver(10_000), {}
     for label, cond in [("x >= 3", x >= 3), ("y >= x", y >= x), ("unused", y <= 100), ("y <= 2", y <= 2)]:
         track(s, trackers, label, cond)
     assert s.check() == z3.unsat
@@ -240,7 +240,7 @@ def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
     """``int_relation`` (the bounds of minimisation and density queries, session 19) is z3py's
     ``term <= value`` / ``term >= value`` / ``term == value``: the same AST, and the terms made
     after it get the same ids; asserted with ``assert_terms``, the solver holds the same query."""
-    from capproof.encode import _new_solver, assert_terms
+    from capproof.encode import new_solver, assert_terms
     from capproof.symbolic import fresh_z3_context, int_relation
 
     z3op = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}[op]
@@ -254,7 +254,7 @@ def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
     def query(fast: bool):
         with fresh_z3_context():
             y = z3.Int("y")
-            s = _new_solver(10_000)
+            s = new_solver(10_000)
             s.push()
             if fast:
                 assert_terms(s, [int_relation(y, op, value), y * 2 >= 3, True])
@@ -272,13 +272,13 @@ def test_track_makes_z3pys_calls_with_the_same_ids():
     """``encode.track`` through the C API (session 17): the terms made after tracking get the ids
     they get after z3py's ``s.assert_and_track(cond, z3.Bool(name))``, and the query is the same
     (the solver's assertions print alike)."""
-    from capproof.encode import _new_solver, track
+    from capproof.encode import new_solver, track
     from capproof.symbolic import fresh_z3_context
 
     def run(fast: bool):
         with fresh_z3_context():
             x, y = z3.Int("x"), z3.Int("y")
-            s, trackers = _new_solver(10_000), {}
+            s, trackers = new_solver(10_000), {}
             for k, (label, cond) in enumerate([("x >= 3", x >= 3), ("y >= x", y >= x), ("y <= 2", y <= 2)]):
                 if fast:
                     track(s, trackers, label, cond)
@@ -296,19 +296,19 @@ def test_track_makes_z3pys_calls_with_the_same_ids():
 
 @pytest.mark.parametrize("n", [0, 1, 8, 9, 64])
 def test_plain_is_true_only_when_every_entry_is_exactly_an_int_or_a_bool(n):
-    """``arith._plain`` (the builtins' fast path of total/max_of/all_of...) scans short lists in
+    """``arith.all_plain`` (the builtins' fast path of total/max_of/all_of...) scans short lists in
     Python and longer ones in C: both give True only when every entry's type is exactly int or
     bool, whatever the position of the one that is not (a SymInt, a float, an int subclass)."""
-    from capproof.arith import _plain
+    from capproof.arith import all_plain
 
     class Sub(int):
         pass
 
     ints = [3] * n
-    assert _plain(ints) and _plain(tuple(ints)) and _plain([True] * n)
+    assert all_plain(ints) and all_plain(tuple(ints)) and all_plain([True] * n)
     for odd in (SymInt(z3.Int("x")), 1.0, Sub(1)):
         for at in range(n):
-            assert not _plain(ints[:at] + [odd] + ints[at + 1:]), (n, at, odd)
+            assert not all_plain(ints[:at] + [odd] + ints[at + 1:]), (n, at, odd)
 
 
 def test_a_padded_batch_of_ints_remembers_its_aggregates_and_recomputes_when_its_shape_moves():

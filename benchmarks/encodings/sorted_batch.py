@@ -3,8 +3,8 @@ order-independently (a count over every entry, a total) get the batch sorted in 
 encoding; an order-dependent claim (``v[0] <= v[-1]``) does not. ``REPRO_N`` entries (default 64).
 Run by benchmarks/encodings.py; see docs/performance.md."""
 import os
-from capproof import Range, Vector, at_most, obligation, claim
-from capproof.arith import all_of, count, total, max_of
+from capproof import Range, Vector, at_most, obligation
+from capproof.arith import count, total
 N = int(os.environ.get("REPRO_N", 64))
 
 @obligation(domain={"v": Vector(N, Range(0, 8))}, expect="counterexample")

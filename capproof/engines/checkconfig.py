@@ -33,6 +33,7 @@ from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
 from .vllm.serve import ServeConfig, user_capture_sizes
 
 __all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
+           "model_facts", "resolve_model", "KNOWN_MODELS",
            "batch_defaults", "GPU_SMS", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
 
 #: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
@@ -197,23 +198,31 @@ def max_len_caveat(scope: dict, model_type: str = "") -> str:
     return ""
 
 
-def read_model_config(path: str) -> ModelFacts:
+def read_model_config(path: str, label: str = "--model-config") -> ModelFacts:
     """Sizing fields of a Hugging Face ``config.json`` as vLLM reads them (:data:`MODEL_FIELDS`).
 
-    A list-valued expert count takes its first entry and a list-valued top-k its maximum, as vLLM
-    does; 0 experts means a dense model. Raises CheckError (one line) on unreadable or bad values.
+    ``path`` is the file or a model directory holding it. A list-valued expert count takes its
+    first entry and a list-valued top-k its maximum, as vLLM does; 0 experts means a dense model.
+    Raises CheckError (one line, starting with ``label``) on unreadable or bad values.
     """
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
-        raise CheckError(f"--model-config {path}: {exc.strerror}") from None
+        raise CheckError(f"{label} {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise CheckError(f"--model-config {path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+        raise CheckError(f"{label} {path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
     except UnicodeDecodeError:
-        raise CheckError(f"--model-config {path}: not UTF-8 text (expected a config.json)") from None
+        raise CheckError(f"{label} {path}: not UTF-8 text (expected a config.json)") from None
+    return model_facts(data, path, label)
+
+
+def model_facts(data: object, path: str, label: str = "--model-config") -> ModelFacts:
+    """:func:`read_model_config` on an already parsed ``config.json`` (``path`` names its source)."""
     if not isinstance(data, dict):
-        raise CheckError(f"--model-config {path}: expected a JSON object")
+        raise CheckError(f"{label} {path}: expected a JSON object")
     scopes: list[tuple[str, dict]] = []
     for key in TEXT_CONFIG_KEYS:
         if isinstance(data.get(key), dict):
@@ -231,7 +240,7 @@ def read_model_config(path: str) -> ModelFacts:
             if isinstance(value, list) and value and param in ("num_experts", "top_k"):
                 value = value[0] if param == "num_experts" else max(value)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (value == 0 and param not in ("num_experts", "top_k")):
-                raise CheckError(f"--model-config {path}: {prefix}{key} must be a positive integer, got {value!r}")
+                raise CheckError(f"{label} {path}: {prefix}{key} must be a positive integer, got {value!r}")
             if value:
                 facts.values[param] = value
                 facts.fields[param] = prefix + key
@@ -249,6 +258,86 @@ def read_model_config(path: str) -> ModelFacts:
     if archs & HYBRID_MAMBA_ARCHITECTURES or hybrid_key:
         facts.features.add("hybrid_mamba")
         facts.fields["hybrid_mamba"] = "architectures" if archs & HYBRID_MAMBA_ARCHITECTURES else hybrid_key
+    return facts
+
+
+#: The ``config.json`` fields check-config reads, for models people serve by their Hugging Face
+#: name (vLLM downloads the config; capproof does not go online). Transcribed from each model's
+#: ``config.json`` on the Hugging Face Hub (the source URL is shown with the answer); only the keys
+#: :func:`read_model_config` reads. A local directory or ``--model-config`` wins over this table.
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+_DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+                "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
+                "num_experts_per_tok": 8, "max_position_embeddings": 163840,
+                "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}}
+_DEEPSEEK_V32 = {**_DEEPSEEK_V3, "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
+                 "index_topk": 2048}
+_GLM_52 = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "hidden_size": 6144,
+           "num_attention_heads": 64, "num_key_value_heads": 64, "n_routed_experts": 256, "num_experts_per_tok": 8,
+           "index_topk": 2048, "max_position_embeddings": 1048576,
+           "rope_parameters": {"rope_theta": 8000000, "rope_type": "default"}}
+KNOWN_MODELS: dict[str, dict] = {
+    "zai-org/GLM-5.2": _GLM_52,
+    "zai-org/GLM-5.2-FP8": _GLM_52,
+    "deepseek-ai/DeepSeek-V3.2": _DEEPSEEK_V32,
+    "deepseek-ai/DeepSeek-V3.2-Exp": _DEEPSEEK_V32,
+    "deepseek-ai/DeepSeek-V3.2-Speciale": _DEEPSEEK_V32,
+    "deepseek-ai/DeepSeek-V3": _DEEPSEEK_V3,
+    "deepseek-ai/DeepSeek-V3-0324": _DEEPSEEK_V3,
+    "deepseek-ai/DeepSeek-V3.1": _DEEPSEEK_V3,
+    "deepseek-ai/DeepSeek-V3.1-Terminus": _DEEPSEEK_V3,
+    "deepseek-ai/DeepSeek-R1": _DEEPSEEK_V3,
+    "deepseek-ai/DeepSeek-R1-0528": _DEEPSEEK_V3,
+    "meta-llama/Llama-3.1-8B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+                                         "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                         "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+    "meta-llama/Llama-3.1-70B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 8192, "num_attention_heads": 64,
+                                          "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                          "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+    "meta-llama/Llama-3.3-70B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 8192, "num_attention_heads": 64,
+                                          "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                          "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+    "Qwen/Qwen3-8B": {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+                      "num_key_value_heads": 8, "max_position_embeddings": 40960},
+    "Qwen/Qwen3-30B-A3B": {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "num_attention_heads": 32,
+                           "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
+                           "max_position_embeddings": 40960},
+    "Qwen/Qwen3-235B-A22B": {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 4096, "num_attention_heads": 64,
+                             "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
+                             "max_position_embeddings": 40960},
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+                                             "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+                                             "num_experts_per_tok": 2, "max_position_embeddings": 32768},
+    "openai/gpt-oss-120b": {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_attention_heads": 64,
+                            "num_key_value_heads": 8, "num_local_experts": 128,
+                            "num_experts_per_tok": 4, "max_position_embeddings": 131072,
+                            "rope_scaling": {"rope_type": "yarn", "factor": 32.0}},
+    "openai/gpt-oss-20b": {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_attention_heads": 64,
+                           "num_key_value_heads": 8, "num_local_experts": 32,
+                           "num_experts_per_tok": 4, "max_position_embeddings": 131072,
+                           "rope_scaling": {"rope_type": "yarn", "factor": 32.0}},
+}
+_KNOWN_BY_KEY = {name.lower(): name for name in KNOWN_MODELS}
+
+
+def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | None:
+    """The model config check-config reads, found the way vLLM finds it: ``--model-config`` (a
+    config.json or a directory holding one), else MODEL when it is a local directory with a
+    config.json (vLLM reads it there), else capproof's :data:`KNOWN_MODELS` entry for a Hugging
+    Face name; None when none applies. Paths are relative to the working directory. Raises
+    CheckError (one line) for an unreadable or malformed file."""
+    if model_config:
+        return read_model_config(model_config)
+    if not model:
+        return None
+    if os.path.isdir(model):
+        if os.path.isfile(os.path.join(model, "config.json")):
+            return read_model_config(model, "MODEL")
+        return None
+    name = _KNOWN_BY_KEY.get(model.strip().rstrip("/").lower())
+    if name is None:
+        return None
+    facts = model_facts(KNOWN_MODELS[name], f"{name} (capproof's table of known models, from {_HF.format(name)})")
     return facts
 
 
@@ -319,7 +408,16 @@ class Checked:
     #: N when the proof covers batches of at most N requests only, fewer than the deployment's
     #: (not counted as safe).
     bounded: int | None = None
+    #: What the user must give for this obligation to be decided (``--model-config``, ``--gpu``)
+    #: when it may apply but a fact it needs is not known: "" when it was decided or cannot apply.
+    #: Such an obligation makes the answer undecided, never safe.
+    needs: str = ""
 
+
+#: What to give for an obligation that may apply but needs a fact the line does not give.
+NEED_MODEL = ("--model-config CONFIG.json (the model's Hugging Face config.json, or MODEL as a local directory "
+              "holding it): the model is not in capproof's table of known models")
+NEED_GPU = "--gpu NAME or --num-sms N (the GPU's SM count)"
 
 #: Kinds of obligations not applied: ``outside`` (a flag's value lies outside the domain: blocks
 #: "safe"), ``needs`` (a value only --model-config or --gpu gives), ``model`` (not about this model:
@@ -353,6 +451,16 @@ class CheckOutcome:
     inventory_note: str = ""
     #: The SM count checked and where it came from (--num-sms, --gpu's table row), or why none.
     hardware: str = ""
+    #: Facts the line does not give that obligations beyond ``checked`` need (e.g. the speculative
+    #: method vLLM infers from a draft model's config.json): each makes the answer undecided.
+    needs: list[str] = field(default_factory=list)
+    #: How facts capproof derived were found (the speculative method, ...), one line each.
+    derived: list[str] = field(default_factory=list)
+
+    @property
+    def missing_facts(self) -> list[str]:
+        """What to give so that every obligation that may apply is decided (no repeats)."""
+        return list(dict.fromkeys([c.needs for c in self.checked if c.needs] + self.needs))
 
     @property
     def applicable(self) -> list[Checked]:
@@ -382,7 +490,7 @@ class CheckOutcome:
     def status(self) -> str:
         if self.failures:
             return "will fail"
-        if self.undecided or not self.applicable or self.out_of_domain:
+        if self.undecided or not self.applicable or self.out_of_domain or self.missing_facts:
             return "undecided"
         return "safe"
 
@@ -549,7 +657,7 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             else:
                 why = ("applies only to models with a " + ", a ".join(FEATURES.get(f, f) for f in missing)
                        + ": give --model-config to check it")
-            checked.append(Checked(ob, None, False, why, mine, free))
+            checked.append(Checked(ob, None, False, why, mine, free, needs="" if model is not None else NEED_MODEL))
             continue
         ob, resized = _resize_batch(ob, mine, multi)
         outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" + _bounded_only(ob, k) for k, v in mine.items()
@@ -567,10 +675,11 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
                 why = f"{model.path} gives no {', '.join(needs_model)}"
             else:
                 why = f"needs --model-config for {', '.join(needs_model)}"
-            checked.append(Checked(ob, None, False, why, mine, free))
+            checked.append(Checked(ob, None, False, why, mine, free, needs="" if model is not None else NEED_MODEL))
             continue
         if "num_sms" in ob.domain and "num_sms" not in mine and "num_sms" not in multi:
-            checked.append(Checked(ob, None, False, "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)", mine, free))
+            checked.append(Checked(ob, None, False, "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)", mine, free,
+                                   needs=NEED_GPU))
             continue
         domain = dict(ob.domain)
         for k in own_cases:
@@ -692,6 +801,13 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         hardware = f"num_sms in {list(gpu_sms)} ({gpu}: {sms_source}; each checked, --num-sms N picks one)"
     elif gpu:
         hardware = f"no SM count for {gpu} in capproof's table: SM-count-sized workspaces need --num-sms N"
+    else:  # vLLM reads the SM count from the device: every GPU of the table is checked, as for the batch defaults
+        every = tuple(sorted({n for counts, _ in GPU_SMS.values() for n in counts}))
+        choices["num_sms"] = every
+        hardware = f"num_sms in {list(every)} (no --gpu: every GPU in capproof's table is checked)"
+        defaults.append(Default("num_sms", every, "not given: vLLM reads it from the GPU; every GPU in capproof's table "
+                                "(" + ", ".join(f"{g} {'/'.join(map(str, c))}" for g, (c, _) in GPU_SMS.items())
+                                + "); give --gpu NAME or --num-sms N to check yours"))
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     if cfg.cudagraph_capture_sizes:
@@ -713,6 +829,18 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         features.add("default_capture_sizes")
     else:
         features.add("user_capture_sizes")
+    needs: list[str] = []
+    derived: list[str] = []
+    if cfg.num_speculative_tokens > 0 and engine == "vllm":
+        from .vllm.speculative import infer_method
+
+        inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
+        if inferred.method is None:
+            needs.append(inferred.how)
+        else:
+            if inferred.method != cfg.speculative_method:
+                derived.append(f"speculative method {inferred.method}: {inferred.how}")
+            cfg = dataclasses.replace(cfg, speculative_method=inferred.method)
     method = _drafting_method(cfg)
     if cfg.num_speculative_tokens > 0 and method is not None:
         features.add("drafting_slots")
@@ -752,7 +880,8 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         have = releases()
         note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
                 f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
-    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware)
+    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware,
+                        needs, derived)
 
 
 #: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
@@ -887,6 +1016,21 @@ def _encoding(r: ObligationResult) -> str:
     return ""
 
 
+def later_release(ob: Obligation, engine: str, version: str) -> str | None:
+    """The first modelled release after ``version`` outside the obligation's ``versions`` (the
+    release whose code changed the modelled formula), or None when it has no upper bound."""
+    if engine != "vllm" or not ob.versions:
+        return None
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(ob.versions)
+    current = Version(version)
+    for v in sorted(VLLM_VERSIONS, key=Version):
+        if Version(v) > current and not spec.contains(v, prereleases=True):
+            return v
+    return None
+
+
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
@@ -894,9 +1038,17 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 outcome.not_checked or outcome.unused_flags or outcome.uncovered or outcome.inventory_note or outcome.defaults)
             else "safe",
             "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
+    missing = outcome.missing_facts
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
+    for need in missing:
+        n = sum(1 for c in outcome.checked if c.needs == need)
+        lines.append(f"  give {need}" + (f" ({n} obligation{'s' if n != 1 else ''} may apply but could not be decided without it)"
+                                         if n else " (the obligations it selects could not be chosen without it)")
+                     if not need.startswith("the speculative method") else f"  give {need}")
+    for line in outcome.derived:
+        lines.append("  " + line)
     if cfg.config_file:
         from_file = [f for f, src in cfg.origin.items() if src == cfg.config_file]
         if from_file:
@@ -951,6 +1103,10 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                              + " (pin them with flags to check your own)")
             if ob.sources:
                 lines.append("          see " + ", ".join(ob.sources))
+            later = later_release(ob, outcome.engine, outcome.version)
+            if later:
+                lines.append(f"          this formula is modelled for {outcome.engine} {ob.versions} only: {later} changed it; "
+                             f"check the same line with --engine {outcome.engine}=={later}")
         else:
             lines.append(f"  {r.verdict.value.upper():7s} {ob.id}{case}: {r.message} (not counted as safe)")
     if inventory_proved:
@@ -997,12 +1153,12 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             grouped.setdefault((ob.file, ob.name.split("__")[0], c.why_not), []).append(c)
             continue
         case = f" [{ob.case}]" if ob.case else ""
-        lines.append(f"  n/a     {ob.id}{case}: {c.why_not}")
+        lines.append(f"  {'NEEDS' if c.needs else 'n/a':7s} {ob.id}{case}: {c.why_not}")
     for (file, family, why), cs in grouped.items():
         if len(cs) == 1:
-            lines.append(f"  n/a     {cs[0].obligation.id}: {why}")
+            lines.append(f"  {'NEEDS' if cs[0].needs else 'n/a':7s} {cs[0].obligation.id}: {why}")
         else:
-            lines.append(f"  n/a     {file}: {len(cs)} {family}__* obligations ({', '.join(c.obligation.name.split('__', 1)[1] for c in cs)}): {why}")
+            lines.append(f"  {'NEEDS' if cs[0].needs else 'n/a':7s} {file}: {len(cs)} {family}__* obligations ({', '.join(c.obligation.name.split('__', 1)[1] for c in cs)}): {why}")
     if outcome.unused_flags:
         lines.append("  flags no applied obligation reads: " + ", ".join(outcome.unused_flags))
     if outcome.env:
@@ -1014,3 +1170,102 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         lines.append(f"  inventory buffers of {engine} {outcome.version} with no verdict ({len(outcome.uncovered)}): "
                      + ", ".join(shown) + more)
     return lines
+
+
+#: What each applied obligation's proof establishes, for ``check-config --json``: the inventory
+#: obligations compare a buffer's traced shape with its demand family's formula (a shape check);
+#: the others prove a capacity formula against a demand formula from the engine's code.
+KIND_SHAPE = "shape-checked"
+KIND_VERIFIED = "verified"
+
+
+def outcome_json(outcome: CheckOutcome, cfg) -> dict:
+    """``check-config --json``: the verdict and exit code, every obligation applied (its verdict,
+    whether it was verified or only shape-checked, its counterexample), the values assumed
+    (defaults, derived facts), what must be given for an undecided answer, and what was not
+    checked and why. Plain JSON types only."""
+    applied = []
+    for c in outcome.applicable:
+        r = c.result
+        entry = {
+            "id": c.obligation.id, "case": c.obligation.case, "sources": list(c.obligation.sources),
+            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags else KIND_VERIFIED,
+            "pinned": {k: v for k, v in c.pinned.items()}, "free": list(c.free),
+            "checked_over": {k: list(v) for k, v in c.choices.items()},
+            "batches": r.encoding or None, "message": r.message,
+        }
+        if c.bounded is not None:
+            entry["counted"] = False
+            entry["bounded_to_requests"] = c.bounded
+        if r.counterexample is not None:
+            entry["counterexample"] = r.counterexample.to_json()
+            entry["formula_changed_in"] = later_release(c.obligation, outcome.engine, outcome.version)
+        applied.append(entry)
+    model = outcome.model
+    return {
+        "verdict": outcome.status,
+        "exit_code": outcome.exit_code,
+        "engine": outcome.engine,
+        "version": outcome.version,
+        "deployment": cfg.describe(),
+        "model": getattr(cfg, "model", None),
+        "model_config": None if model is None else {"source": model.path, "values": dict(model.values),
+                                                    "fields": dict(model.fields), "features": sorted(model.features)},
+        "give": outcome.missing_facts,
+        "verified": sum(1 for e in applied if e["kind"] == KIND_VERIFIED and e["verdict"] == "proved" and e.get("counted", True)),
+        "shape_checked": sum(1 for e in applied if e["kind"] == KIND_SHAPE and e["verdict"] == "proved" and e.get("counted", True)),
+        "obligations": applied,
+        "assumed": [{"param": d.param, "values": list(d.values), "why": d.why} for d in outcome.defaults]
+                   + [{"derived": line} for line in outcome.derived],
+        "hardware": outcome.hardware,
+        "not_checked": [{"id": c.obligation.id, "case": c.obligation.case, "why": c.why_not, "give": c.needs or None}
+                        for c in outcome.not_checked],
+        "unused_flags": list(outcome.unused_flags),
+        "environment_not_read": dict(outcome.env),
+        "inventory_buffers_without_obligation": list(outcome.uncovered),
+        "inventory_note": outcome.inventory_note,
+    }
+
+
+def outcome_run_json(outcome: CheckOutcome) -> dict:
+    """The applied obligations in ``prove --json``'s shape (every one expected to hold), for the
+    SARIF and JUnit writers of :mod:`capproof.ci_formats`."""
+    obligations = []
+    for c in outcome.applicable:
+        data = c.result.to_json()
+        ok = c.result.verdict is Verdict.PROVED and c.bounded is None
+        data.update(expect="proved", ok=ok)
+        obligations.append(data)
+    return {"obligations": obligations, "contracts": [], "usage_errors": [],
+            "summary": {"ok": outcome.status == "safe", "exit_code": outcome.exit_code}}
+
+
+#: check-config's own options: after ``--`` they belong to the engine's line, where vLLM's
+#: argparse would read a prefix of one of its own flags (``--gpu`` -> ``--gpu-memory-utilization``).
+CHECK_CONFIG_OPTIONS = ("--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif",
+                        "--quiet", "--verbose")
+
+
+def own_option_in_line(args: list[str], engine: str, version: str) -> str | None:
+    """One error line when the engine line holds a check-config option that is not an option of
+    the engine itself (vLLM or SGLang would read it as an abbreviation of one of its flags, or
+    refuse it), else None."""
+    if engine == "sglang":
+        from .sglang.flags import SGLANG_FLAGS as flags
+    else:
+        from .vllm.flags import serve_flags
+
+        try:
+            flags = serve_flags(version)
+        except KeyError:
+            return None
+    for arg in args:
+        option = arg.partition("=")[0]
+        if option in CHECK_CONFIG_OPTIONS and option not in flags:
+            prefixed = sorted(f for f in flags if f.startswith(option))
+            name = "SGLang" if engine == "sglang" else f"vLLM {version}"
+            read_as = (f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
+                       f"{prefixed[0]}" if len(prefixed) == 1 else f"it is not an option of {name}")
+            return (f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
+                    f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ...")
+    return None

@@ -10,7 +10,7 @@ the batch (its matcher is still there).
 
 from __future__ import annotations
 
-from capproof.arith import minimum, total
+from capproof import minimum, total
 
 __all__ = [
     "bitmask_rows_before_4456",

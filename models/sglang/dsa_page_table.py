@@ -21,7 +21,7 @@ tokens per page; ``speculative_*`` are counts.
 
 from __future__ import annotations
 
-from capproof.arith import max_of, maximum, minimum
+from capproof import max_of, maximum, minimum
 
 __all__ = [
     "get_alloc_len_per_decode",

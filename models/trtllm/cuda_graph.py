@@ -14,7 +14,7 @@ Units: ``max_batch_size``, capture batch sizes and ``num_generation_requests`` i
 
 from __future__ import annotations
 
-from capproof.arith import minimum
+from capproof import minimum
 
 __all__ = [
     "AUTODEPLOY_CAPTURE_SIZES_10688",

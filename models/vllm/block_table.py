@@ -26,7 +26,7 @@ on ints; on symbolic ints capproof reports a divisor that can be zero.
 
 from __future__ import annotations
 
-from capproof.arith import cdiv, gcd, maximum
+from capproof import cdiv, gcd, maximum
 
 __all__ = [
     "max_num_blocks_per_req",

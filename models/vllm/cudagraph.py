@@ -11,7 +11,7 @@ and ``vllm/v1/cudagraph_dispatcher.py::CudagraphDispatcher._compute_bs_to_padded
 
 from __future__ import annotations
 
-from capproof.arith import round_up, select
+from capproof import round_up, select
 
 __all__ = ["adjust_cudagraph_sizes_for_spec_decode", "bs_to_padded_graph_size", "padded_graph_size"]
 

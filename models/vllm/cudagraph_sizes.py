@@ -21,7 +21,7 @@ no user ``cudagraph_capture_sizes`` / ``max_cudagraph_capture_size``, ``performa
 
 from __future__ import annotations
 
-from capproof.arith import all_of, any_of, minimum, round_up
+from capproof import all_of, any_of, minimum, round_up
 from models.vllm.spec_decode import uniform_decode_query_len
 
 __all__ = [

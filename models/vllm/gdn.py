@@ -8,7 +8,7 @@ result is a **column** of the request's row of ``ssm_state_indices`` (valid colu
 
 from __future__ import annotations
 
-from capproof.arith import maximum
+from capproof import maximum
 
 __all__ = ["state_index_column", "state_index_column_fixed"]
 

@@ -15,7 +15,7 @@ tokens (``*_decode_len``, ``num_decode_tokens``, which includes CUDA-graph paddi
 
 from __future__ import annotations
 
-from capproof.arith import all_of, not_
+from capproof import all_of, not_
 
 __all__ = ["takes_uniform_decode_copy", "takes_variable_decode_copy"]
 

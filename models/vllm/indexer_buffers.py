@@ -16,7 +16,7 @@ top-k row per token); ``num_speculative_tokens`` (``K``) a count, ``next_n = 1 +
 
 from __future__ import annotations
 
-from capproof.arith import all_of, any_of, fold, implies, maximum, select, total
+from capproof import all_of, any_of, fold, implies, maximum, select, total
 from models.vllm.spec_decode import uniform_decode_query_len
 
 __all__ = [

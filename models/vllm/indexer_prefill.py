@@ -10,7 +10,7 @@ default from ``vllm/config/vllm.py`` (5 up to 256K context, else 2).
 
 from __future__ import annotations
 
-from capproof.arith import maximum, minimum, select
+from capproof import maximum, minimum, select
 
 __all__ = [
     "ROWS_PER_TOKEN_PER_FACTOR",

@@ -9,7 +9,7 @@ rows** (one row of ``topk_indices_buffer`` per token); ``num_speculative_tokens`
 
 from __future__ import annotations
 
-from capproof.arith import fold, maximum, select, total
+from capproof import fold, maximum, select, total
 
 __all__ = [
     "uniform_decode_query_len",

@@ -12,7 +12,7 @@ Units: capacities and demand in **slot-mapping entries** (one per token slot);
 
 from __future__ import annotations
 
-from capproof.arith import maximum, select, total
+from capproof import maximum, select, total
 
 __all__ = [
     "slot_mapping_capacity_before_14024",

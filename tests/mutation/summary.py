@@ -24,7 +24,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -213,7 +212,10 @@ def main() -> None:
     print("|---|" + "---:|" * (len(cols) + 3))
     for f, row in [*sorted(rows.items()), ("**total**", total)]:
         denom = row["mutants"] - row["equivalent"] - row["not_checked"]
-        pct = (lambda k: f"{100 * k / denom:.1f}" if denom else "-")
+
+        def pct(k, denom=denom):
+            return f"{100 * k / denom:.1f}" if denom else "-"
+
         decided = sum(row[c] for c in ("prove", "tests", "unknown", "missing", "timeout", "survived"))
         of_decided = f"{100 * (row['prove'] + row['tests']) / decided:.1f}" if decided else "-"
         print(f"| {f} | " + " | ".join(str(row[c]) for c in cols)

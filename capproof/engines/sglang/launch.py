@@ -4,7 +4,7 @@ Read as SGLang 0.5.23 reads it (``sglang/srt/server_args.py::prepare_server_args
 ``argparse.ArgumentParser`` filled by ``ServerArgs.add_cli_args``):
 
 - launchers: ``[VAR=value ...] python -m sglang.launch_server …``, ``sglang serve …``,
-  ``python -m sglang.cli.main serve …`` (environment prefixes are recorded, not interpreted);
+  ``python -m sglang.cli.main serve …``, each also after ``docker run [OPTIONS] IMAGE`` (environment prefixes are recorded, not interpreted);
 - ``--config FILE.yaml`` (``ConfigArgumentMerger.merge_config_with_args``): the file's keys become
   flags placed *before* the command line's, so the command line wins; a store_true key ``true``
   adds ``--key`` (``false`` omits it), other booleans become ``--key true/false``, lists
@@ -69,6 +69,15 @@ class LaunchConfig:
 
 
 def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    from ..vllm.serve import strip_docker
+
+    docker_env, image, rest = strip_docker(argv)
+    if image is not None:  # docker run … lmsysorg/sglang:TAG python3 -m sglang.launch_server …
+        if not rest:
+            raise LaunchFlagError(f"docker image {image!r}: give the launch command after the image "
+                                  "(python3 -m sglang.launch_server --model-path M …)")
+        env, args = _strip_launcher(rest)
+        return {**docker_env, **env}, args
     args = list(argv)
     env: dict[str, str] = {}
     if args[:1] == ["env"]:

@@ -101,7 +101,7 @@ def _untraced_why(a: Allocation, traced_run: bool) -> str:
     """Why an allocation no harness reached is read (refined by the tracer's reasons)."""
     if not traced_run:
         return "static reading (--no-trace)"
-    from .trace import HARNESSES
+    from .harnesses import HARNESSES
 
     if os.path.basename(a.file).startswith("rocm") and a.owner not in HARNESSES:
         return "ROCm-only backend: not executed on a CPU build (static reading of the allocation call)"
@@ -122,7 +122,7 @@ class Built:
 def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     """The inventory of vLLM ``version`` from its extracted sources under ``root``.
 
-    With ``trace``, :func:`capproof.engines.vllm.trace.trace_all` runs the constructors (needs the
+    With ``trace``, :func:`capproof.engines.vllm.harnesses.trace_all` runs the constructors (needs the
     real venv with torch); its entries replace the read ones with the same id.
     """
     from . import wheels
@@ -134,7 +134,7 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     entries = {a.id: read_entry(a, _untraced_why(a, trace)) for a in allocations}
     problems: list[str] = []
     if trace:
-        from .trace import trace_all
+        from .harnesses import trace_all
 
         traced, problems, reasons = trace_all(version, root, allocations)
         for a in allocations:

@@ -185,7 +185,7 @@ def _full_spec(v: dict):
 
 
 def _mla_spec(v: dict):
-    return _tr._mla_spec(v)
+    return _tr.mla_spec(v)
 
 
 @contextlib.contextmanager
@@ -202,7 +202,7 @@ def stand_ins(*modules: str):
             continue
         except ImportError:
             pass
-        _tr._install_cuda_only(name)
+        _tr.install_cuda_only(name)
         added.append(name)
     try:
         yield
@@ -275,7 +275,7 @@ def _indexer_compressed(v: dict, device: str):
     spec = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8,
                             cache_dtype_str="fp8_ds_mla", tokens_per_state=_value("compress_ratio", v))
     return _builder("vllm.v1.attention.backends.mla.indexer", "DeepseekV32IndexerMetadataBuilder", spec,
-                    attention_config(v), v, device, block_table_width=_tr._block_table_width(v))
+                    attention_config(v), v, device, block_table_width=_tr.block_table_width_of(v))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -498,7 +498,7 @@ def _mxfp4_indexer(v: dict, device: str):
     with rocm_device(v), stand_ins("aiter"):
         return _builder("vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer", "RocmMxfp4IndexerMetadataBuilder",
                         spec, cfg, v, device, platform=rocm_platform(v), overrides=distributed(v),
-                        block_table_width=_tr._block_table_width(v))
+                        block_table_width=_tr.block_table_width_of(v))
 
 
 harness("RocmMxfp4IndexerMetadataBuilder", "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer",
@@ -550,7 +550,7 @@ def _sparse_indexer(v: dict, device: str):
     hf.candidate_topk_blocks = _value("candidate_topk_blocks", v)
     return _builder("vllm.v1.attention.backends.mla.sparse_indexer", "DeepseekV41SparseIndexerMetadataBuilder",
                     _mla_spec(v), cfg, v, device, platform=cuda_platform(v), overrides=distributed(v),
-                    block_table_width=_tr._block_table_width(v))
+                    block_table_width=_tr.block_table_width_of(v))
 
 
 harness("DeepseekV41SparseIndexerMetadataBuilder", "vllm.v1.attention.backends.mla.sparse_indexer",

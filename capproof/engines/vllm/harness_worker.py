@@ -1,7 +1,7 @@
 """Harnesses for vLLM's worker, V2 runner, speculative decoding and MoE alignment buffers.
 
-Registered into :data:`capproof.engines.vllm.trace.HARNESSES` when :mod:`.trace` is imported
-(the import at its end). Each harness builds one class of vLLM 0.33.0 (``vllm/v1/worker/**``,
+Registered into :data:`capproof.engines.vllm.trace.HARNESSES` when :mod:`.harnesses` is imported.
+Each harness builds one class of vLLM 0.33.0 (``vllm/v1/worker/**``,
 ``vllm/v1/spec_decode/**``, ``moe_align_block_size.py``) the way vLLM's own caller does (the
 caller's file:line is cited at each harness), with duck-typed config objects whose numeric fields
 are capproof SymInts (ints in the real tier); the constructor body runs statement by statement
@@ -211,7 +211,7 @@ def worker_config(v: dict, **extra):
 
 
 def _req_states(v: dict, device: str):
-    return tr._req_states(v, device)
+    return tr.request_states(v, device)
 
 
 # ------------------------------------------------------------------------------------------------

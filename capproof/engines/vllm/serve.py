@@ -92,6 +92,8 @@ class ServeConfig:
     max_num_batched_tokens: int | None = None
     num_speculative_tokens: int = 0
     speculative_method: str | None = None
+    #: ``--speculative-config``'s ``model`` (``--spec-model``): the draft model as given (None: not given)
+    speculative_model: str | None = None
     kv_cache_dtype: str = "auto"
     cudagraph_capture_sizes: list[int] | None = None
     max_cudagraph_capture_size: int | None = None
@@ -187,8 +189,55 @@ def _int_list(flag: str, values: list[object]) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # 1. launcher and environment
 
+#: ``docker run`` options that take a value as the next word (the rest are flags or ``--opt=value``).
+_DOCKER_VALUE_OPTIONS = frozenset({
+    "-v", "--volume", "-p", "--publish", "-e", "--env", "--env-file", "--name", "--gpus", "--ipc", "--shm-size",
+    "--runtime", "--network", "--net", "-w", "--workdir", "-u", "--user", "--entrypoint", "--mount", "--device",
+    "--ulimit", "--cpus", "-m", "--memory", "--label", "-l", "--cap-add", "--security-opt", "--platform", "--pull",
+    "--restart", "--hostname", "-h", "--add-host", "--group-add", "--pid", "--uts", "--log-driver", "--log-opt",
+})
+
+
+def strip_docker(argv: list[str]) -> tuple[dict[str, str], str | None, list[str]]:
+    """``docker run [OPTIONS] IMAGE [ARGS]`` -> (``-e``/``--env`` variables, IMAGE, ARGS); ``(
+    {}, None, argv)`` for anything else. ``--entrypoint`` is not followed (the image's is assumed)."""
+    if len(argv) < 2 or os.path.basename(argv[0]) not in ("docker", "podman") or argv[1] != "run":
+        return {}, None, list(argv)
+    env: dict[str, str] = {}
+    i = 2
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-") or arg == "-":
+            return env, arg, list(argv[i + 1:])
+        option, eq, value = arg.partition("=")
+        if not eq and option in _DOCKER_VALUE_OPTIONS:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+            i += 1
+        if option in ("-e", "--env") and "=" in value:
+            name, _, val = value.partition("=")
+            env[name] = val
+        i += 1
+    return env, None, []
+
+
+#: Images whose entrypoint is ``vllm serve`` (vLLM's docs: ``docker run … vllm/vllm-openai:TAG ARGS``).
+_VLLM_IMAGE = re.compile(r"(?:[\w.-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::([\w.+-]+))?(?:@sha256:\w+)?")
+
+
 def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
     """-> (environment prefix, arguments after the launcher, serve-style (positional model) or not)."""
+    docker_env, image, rest = strip_docker(argv)
+    if image is not None:
+        if not _VLLM_IMAGE.fullmatch(image):
+            if rest[:1] and (os.path.basename(rest[0]) in ("vllm", "env") or re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(rest[0]))):
+                env, args, style = _strip_launcher(rest)  # an image run with an explicit vllm command
+                return {**docker_env, **env}, args, style
+            raise ServeFlagError(f"docker image {image!r}: not vllm/vllm-openai[:TAG] and no vllm serve command after it")
+        if rest[:2] == ["vllm", "serve"]:
+            rest = rest[2:]
+        return docker_env, rest, True
+    if os.path.basename(argv[0]) in ("docker", "podman") if argv else False:
+        raise ServeFlagError(f"{' '.join(argv[:2])!r}: expected docker run [OPTIONS] vllm/vllm-openai[:TAG] [MODEL] [FLAGS]")
     args = list(argv)
     env: dict[str, str] = {}
     if args[:1] == ["env"]:
@@ -559,6 +608,10 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
         if method is not None and not isinstance(method, str):
             raise ServeFlagError(f"--speculative-config: method must be a string, got {method!r}")
         cfg.speculative_method = method
+        draft = spec_json.get("model")
+        if draft is not None and not isinstance(draft, str):
+            raise ServeFlagError(f"--speculative-config: model must be a string, got {draft!r}")
+        cfg.speculative_model = draft
         if not isinstance(spec_json.get("parallel_drafting", False), bool):
             raise ServeFlagError(f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}")
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)

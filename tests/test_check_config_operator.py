@@ -1,0 +1,195 @@
+"""check-config as operators write it: facts vLLM would find itself, input forms, machine output.
+
+Each failure here was found by running check-config as a new user would: a wrong "safe" on a
+reported crash, an inferred speculative method ignored, relative paths, capproof options after
+``--``, docker and SGLang launch forms, JSON/SARIF for CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+from capproof.engines.checkconfig import KNOWN_MODELS, resolve_model
+from capproof.engines.vllm.serve import parse_serve_args
+from capproof.engines.vllm.speculative import infer_method
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check-config", *args])
+
+
+# --- bad input: exit 2, one line ------------------------------------------------------------
+
+def test_no_launch_line_is_bad_input_not_safe():
+    result = check()
+    assert result.exit_code == 2 and "no launch line" in result.output
+
+
+@pytest.mark.parametrize("argv", [["vllm", "serve"], ["vllm", "serve", "--max-model-len", "4096"]])
+def test_no_model_is_bad_input_not_safe(argv):
+    result = check("--", *argv)
+    assert result.exit_code == 2 and "no model" in result.output
+
+
+def test_capproof_option_after_dashdash_is_an_error_with_the_abbreviation_hint():
+    """vLLM's argparse reads ``--gpu H100`` as ``--gpu-memory-utilization H100`` (prefix abbreviation)."""
+    result = check("--", "vllm", "serve", "m", "--gpu", "H100")
+    assert result.exit_code == 2
+    assert "--gpu is capproof's option" in result.output and "--gpu-memory-utilization" in result.output
+    assert "put it before '--'" in result.output
+    result = check("--", "vllm", "serve", "m", "--json", "-")
+    assert result.exit_code == 2 and "--json is capproof's option" in result.output
+
+
+# --- facts vLLM finds itself -------------------------------------------------------------------
+
+def test_known_model_name_gives_its_config_fields_with_the_source():
+    facts = resolve_model("deepseek-ai/DeepSeek-V3.2", None)
+    assert facts.values["index_topk"] == 2048 and facts.values["num_experts"] == 256
+    assert "dsa_indexer" in facts.features and "moe" in facts.features
+    assert "huggingface.co/deepseek-ai/DeepSeek-V3.2" in facts.path
+    assert resolve_model("DEEPSEEK-AI/deepseek-v3.2", None).values == facts.values  # Hub names are case-insensitive
+    assert resolve_model("my-org/unknown", None) is None
+    assert all(name.count("/") == 1 for name in KNOWN_MODELS)
+
+
+def test_local_model_directory_and_model_config_directory(tmp_path, monkeypatch):
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"n_routed_experts": 64, "num_experts_per_tok": 6, "index_topk": 512}))
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model("ckpt", None).values["index_topk"] == 512  # MODEL relative to the caller's directory
+    assert resolve_model("unknown/name", "ckpt").values["num_experts"] == 64  # --model-config DIR
+    assert resolve_model(str(model), None).path == os.path.join(str(model), "config.json")
+
+
+def test_reported_crash_line_with_a_local_model_directory_will_fail(tmp_path, monkeypatch):
+    """The DeepSeek-V3.2 line with MODEL a local directory holding config.json: will fail (5469 vs 5470)."""
+    model = tmp_path / "DeepSeek-V3.2"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(KNOWN_MODELS["deepseek-ai/DeepSeek-V3.2"]))
+    monkeypatch.chdir(tmp_path)
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000",
+                   "--block-size", "64")
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("will fail") and "W_buf=5469, W_bt=5470" in result.output
+
+
+def test_unknown_model_with_model_obligations_is_undecided_naming_model_config():
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "my-org/private", "-tp", "8", "--max-model-len", "350000",
+                   "--block-size", "64")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided") and "give --model-config" in result.output
+
+
+@pytest.mark.parametrize("method, model, expected", [
+    (None, "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),
+    (None, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),
+    (None, "AngelSlim/Qwen3-8B_eagle3", "eagle3"),
+    (None, "z-lab/Qwen3-8B-DFlash-b16", "dflash"),
+    (None, "deepseek-ai/dspark_qwen3_8b_block7", "dspark"),
+    (None, "ngram", "ngram"),
+    (None, "my_pkg.MyProposer", "custom_class"),
+    ("deepseek_mtp", None, "mtp"),
+    ("eagle", "some/draft", "eagle"),
+    ("draft_model", "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),  # vLLM's detection runs for draft_model too
+    (None, "Qwen/Qwen3-0.6B", None),  # depends on the draft's config.json: not guessed
+])
+def test_speculative_method_inferred_as_vllm_0_33_does(method, model, expected):
+    assert infer_method(method, model).method == expected
+
+
+def test_speculative_method_from_a_local_draft_config(tmp_path):
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps({"model_type": "deepseek_mtp", "architectures": ["DeepSeekMTPModel"]}))
+    assert infer_method(None, str(draft)).method == "mtp"
+    (draft / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    assert infer_method(None, str(draft)).method == "draft_model"
+
+
+# --- input forms --------------------------------------------------------------------------------
+
+def test_relative_config_file_from_another_directory(tmp_path, monkeypatch):
+    (tmp_path / "serve.yaml").write_text("max-model-len: 350000\nblock-size: 64\n")
+    monkeypatch.chdir(tmp_path)
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--config", "serve.yaml")
+    assert "No such file" not in result.output
+    assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
+
+
+@pytest.mark.parametrize("argv", [
+    "docker run --runtime nvidia --gpus all -v /cache:/root/.cache/huggingface --env HF_TOKEN=x -p 8000:8000 --ipc=host "
+    "vllm/vllm-openai:latest --model deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
+    "docker run --gpus all vllm/vllm-openai:v0.26.0 deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
+])
+def test_docker_run_vllm_openai_lines_are_read(argv):
+    cfg = parse_serve_args(argv.split())
+    assert cfg.model == "deepseek-ai/DeepSeek-V3.2" and cfg.max_model_len == 350000 and cfg.block_size == 64
+
+
+def test_sglang_launch_forms_are_read():
+    from capproof.engines.sglang.launch import parse_launch_args
+
+    for argv in (["python", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"],
+                 ["sglang", "serve", "--model-path", "m", "--context-length", "4096"],
+                 ["docker", "run", "--gpus", "all", "--shm-size", "32g", "-p", "30000:30000", "--ipc=host", "lmsysorg/sglang:latest",
+                  "python3", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"]):
+        cfg = parse_launch_args(argv)
+        assert cfg.model == "m" and cfg.values["context_len"] == 4096
+
+
+# --- machine-readable output (one run shared) ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def crash_json(tmp_path_factory):
+    out = tmp_path_factory.mktemp("json")
+    sarif = out / "check.sarif"
+    result = CliRunner().invoke(main, ["check-config", "--engine", "vllm==0.26.0", "--json", "-", "--sarif", str(sarif), "--",
+                                       "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000",
+                                       "--block-size", "64"])
+    return result, json.loads(result.output), json.loads(sarif.read_text())
+
+
+def test_json_has_verdict_exit_code_obligations_assumed_and_not_checked(crash_json):
+    result, data, _ = crash_json
+    assert result.exit_code == 1 and data["verdict"] == "will fail" and data["exit_code"] == 1
+    failing = [o for o in data["obligations"] if o["verdict"] == "counterexample"]
+    assert failing and failing[0]["counterexample"]["values"] == {"W_buf": 5469, "W_bt": 5470}
+    assert {o["kind"] for o in data["obligations"]} <= {"verified", "shape-checked"}
+    assert data["model_config"]["values"]["index_topk"] == 2048 and "huggingface.co" in data["model_config"]["source"]
+    assert all({"id", "why", "give"} <= set(n) for n in data["not_checked"])
+    assert isinstance(data["assumed"], list) and isinstance(data["give"], list)
+
+
+def test_sarif_lists_the_failing_obligation(crash_json):
+    _, _, sarif = crash_json
+    results = sarif["runs"][0]["results"]
+    assert any("ebt_width_matches_runner_before_50302" in r["message"]["text"] for r in results)
+    assert sarif["runs"][0]["invocations"][0]["exitCode"] == 1
+
+
+def test_a_will_fail_names_the_release_that_changed_the_formula(crash_json):
+    _, data, _ = crash_json
+    failing = next(o for o in data["obligations"] if o["verdict"] == "counterexample")
+    assert failing["formula_changed_in"] == "0.27.0"
+
+
+def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
+    result = CliRunner().invoke(main, ["check-config", "-q", "--engine", "vllm==0.26.0", "--", "vllm", "serve",
+                                       "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000", "--block-size", "64"])
+    assert result.exit_code == 1
+    assert result.output.startswith("will fail") and "W_buf=5469" in result.output
+    assert "safe    " not in result.output and "n/a" not in result.output
+
+
+def test_json_on_bad_input_is_still_json():
+    result = check("--json", "-", "--", "vllm", "serve")
+    assert result.exit_code == 2
+    first = result.output[:result.output.index("}") + 1]
+    assert json.loads(first)["verdict"] == "bad input"
