@@ -29,7 +29,7 @@ _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
 
-def _generic(filename: str) -> bool:
+def is_library_file(filename: str) -> bool:
     name = os.path.abspath(filename)
     return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
         name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
@@ -129,7 +129,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             stack.append(obj.func)
             continue
         code = getattr(obj, "__code__", None)
-        if not isinstance(code, types.CodeType) or code in seen or _generic(code.co_filename):
+        if not isinstance(code, types.CodeType) or code in seen or is_library_file(code.co_filename):
             continue
         seen.add(code)
         globs = getattr(obj, "__globals__", {})

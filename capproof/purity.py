@@ -51,9 +51,9 @@ _STDLIB_KINDS = frozenset({"collections", "functools", "itertools", "operator", 
 
 
 def _generic(code: types.CodeType) -> bool:
-    from .guard import _generic as generic
+    from .guard import is_library_file
 
-    return generic(code.co_filename)
+    return is_library_file(code.co_filename)
 
 
 def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
@@ -144,7 +144,7 @@ def function_impurities(fn) -> list[str]:
         return function_impurities(fn.func)
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType):
-        call = getattr(type(fn), "__call__", None)
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, for its code
         code = getattr(call, "__code__", None)
         if not isinstance(code, types.CodeType):
             return []  # a builtin: no Python code to run twice
