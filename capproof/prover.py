@@ -1140,6 +1140,10 @@ def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dic
 BOUNDED_CEX_LIMIT = 64
 
 
+#: ``ObligationResult.encoding`` of a verdict on the aggregate abstraction with a fixed-size Vector
+FIXED_SIZES = "fixed vector sizes"
+
+
 def _in_own_context(attempt, *args):
     """``attempt(*args)`` in a fresh Z3 main context (:func:`capproof.symbolic.fresh_z3_context`)."""
     with fresh_z3_context():
@@ -1198,7 +1202,9 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     result.cases = len(outcomes)
     result.excluded = kinds.count("excluded")
     result.failing_cases = len(cexs)
-    result.encoding = "all batch sizes"
+    # a Vector without a length is exactly its size (one count per expert): the abstraction fixes
+    # the entry count there, so the verdict covers that size, not every one
+    result.encoding = "all batch sizes" if all(v.length for v in vectors.values()) else FIXED_SIZES
     result.encoding_note = summary(len(outcomes), vectors, ob, pins)
     admitted = result.cases - result.excluded
     used: list[str] = []
@@ -1263,6 +1269,9 @@ def _sizes_covered(vectors: dict[str, Vector], pins: dict[str, int] | None) -> s
     """"every batch size", or what a run with a batch length pinned (``--set num_reqs=2``) covers:
     that length only (any vector size beyond it, padding included)."""
     pinned = [f"{v.length}={pins[v.length]}" for v in vectors.values() if v.length and pins and v.length in pins]
+    fixed = [f"{n}: exactly {v.size} entries" for n, v in vectors.items() if not v.length]
+    if fixed:
+        return "; ".join(fixed + ([f"batches of the pinned length only ({', '.join(pinned)})"] if pinned else []))
     return f"batches of the pinned length only ({', '.join(pinned)})" if pinned else "every batch size"
 
 

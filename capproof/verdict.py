@@ -199,7 +199,8 @@ class ObligationResult:
     #: the batch sizes a Vector obligation's verdict covers: "all batch sizes" (decided on the
     #: aggregate abstraction, capproof.aggregate, or by induction over the batch,
     #: capproof.induction: then ``encoding_note`` starts "induction over the batch") or "batches <= N" (the bounded encoding of
-    #: N-entry vectors); "" without vectors. ``encoding_note``: why the abstraction did not apply
+    #: N-entry vectors), or "fixed vector sizes" (the aggregate abstraction with a Vector without a
+    #: length: exactly its size); "" without vectors. ``encoding_note``: why the abstraction did not apply
     #: or decide, or the lengths it covered
     encoding: str = ""
     encoding_note: str = ""
