@@ -828,12 +828,17 @@ class AbstractOutcome:
 
 
 def _replay_agrees(case: AbstractCase, params: dict[str, object], holds: bool) -> str | None:
-    ev = evaluate(case.ob, concrete_args(case.ob, params))
-    failed = [n for n, v in ev.assumptions.items() if not v]
-    if failed:
-        return f"realised batch {params} violates {failed} on ints"
-    if bool(ev.claim.holds) != holds:
-        return f"realised batch {params}: abstraction says claim {holds}, ints say {bool(ev.claim.holds)}"
+    """None when the realised batch ``params`` gives the claim the value ``holds`` on ints with
+    its padding and on the batch alone (as a counterexample is shown), every assumption holding
+    both ways; else the problem."""
+    for padding in (True, False):
+        ev = evaluate(case.ob, concrete_args(case.ob, params, padding), witnesses=padding)
+        how = "" if padding else " on the batch alone"
+        failed = [n for n, v in ev.assumptions.items() if not v]
+        if failed:
+            return f"realised batch {params} violates {failed} on ints{how}"
+        if bool(ev.claim.holds) != holds:
+            return f"realised batch {params}: abstraction says claim {holds}, ints say {bool(ev.claim.holds)}{how}"
     return None
 
 
