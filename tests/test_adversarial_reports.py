@@ -22,3 +22,24 @@ def fits(counts):
     assert result.encoding != "all batch sizes", result.encoding
     assert "every batch size" not in result.message, result.message
     assert "4 entries" in result.message, result.message
+
+
+def test_a_claim_wrapped_by_a_decorator_shows_the_decorator(spec_file):
+    """The report shows the code whose result was proved: a functools.wraps decorator that changes
+    the claim's result is shown with the claim it wraps."""
+    result = check(spec_file, "wrapped-claim", """
+import functools
+
+def lenient(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) or True
+    return wrapper
+
+@obligation(domain={"n": Range(0, 100)})
+@lenient
+def fits(n):
+    return at_most(demand=n, capacity=10)
+""", header="from capproof import Range, obligation, at_most\n")
+    assert "wrapper" in result.claim_source and "or True" in result.claim_source, result.claim_source
+    assert "at_most(demand=n, capacity=10)" in result.claim_source, result.claim_source
