@@ -38,6 +38,7 @@ from .minimize import minimize_point
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
+from .second_opinion import second_opinion
 from .shrink import shrink
 from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, model_int, model_true, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
@@ -893,8 +894,6 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
 def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, examples: int) -> None:
     """Test a ``proved``/``vacuous`` verdict on ints (capproof.second_opinion): a point that
     contradicts it makes the verdict an error showing the point."""
-    from .second_opinion import second_opinion
-
     started = time.perf_counter()
     found = second_opinion(ob, result.verdict.value, *domains, examples=examples)
     result.seconds += time.perf_counter() - started

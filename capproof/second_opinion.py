@@ -29,6 +29,13 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+# imported here, not at the first use: capproof prove forks each item's process from one that
+# imported the prover, so Hypothesis (~0.2 s with its engine) is imported once, not per process
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+from hypothesis.internal.conjecture import engine as _engine  # noqa: F401 - imported by find() on first use
+
 from .domain import Range, Vector
 from .encode import concrete_args, evaluate
 from .obligation import Obligation
@@ -145,8 +152,6 @@ def _batches(entries: list[int], lengths: list[int] | None, size: int):
 
 
 def _strategy(ob: Obligation, finite, ranges, vectors: dict[str, Vector]):
-    from hypothesis import strategies as st
-
     @st.composite
     def points(draw):
         point: dict[str, object] = {}
@@ -186,9 +191,6 @@ def second_opinion(ob: Obligation, verdict: str, finite: dict[str, list[int]], r
             return Disagreement(params, how, "small batches", _what(verdict))
     if examples <= 0:
         return None
-    from hypothesis import HealthCheck, Phase, find, settings
-    from hypothesis.errors import NoSuchExample
-
     config = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
                       suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
                       report_multiple_bugs=False)
