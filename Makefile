@@ -38,15 +38,19 @@ verify-proofs: $(STAMP)
 verify-bounds: $(STAMP)
 	$(BIN)/capproof bound --check
 
+# test: the fast tier (unit, quality and CLI tests; re-proving every shipped obligation is verify's job),
+# test-slow: the slow tier (whole-deployment check-config runs, wide sweeps, CrossHair, the wheel install);
+# both on every core (pytest-xdist; TEST_JOBS=0 runs them in this process). Tier times: docs/performance.md.
+TEST_JOBS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 
 # the linter .ci/run runs before the tests ([tool.ruff] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check capproof tests spec models benchmarks
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -n $(TEST_JOBS) -m slow
 
 report: $(STAMP)
 	$(BIN)/capproof report

@@ -48,7 +48,15 @@ def _console_for(stderr: bool) -> "Console":
     if console is None:
         from rich.console import Console
 
-        console = Console(stderr=stderr, highlight=False, markup=False, emoji=False)
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                """A closed pipe (``capproof … | head -1``): stop printing and finish, so the exit
+                code is still the verdict's (rich's default exits 1, the code of a counterexample)."""
+                self.quiet = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
+
+        console = _Console(stderr=stderr, highlight=False, markup=False, emoji=False)
         console.soft_wrap = not console.is_terminal
         _CONSOLES[stderr] = console
     return console

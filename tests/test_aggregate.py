@@ -180,7 +180,7 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
     ("counted", "consumed by a call other than capproof's total()"),
     ("builtin_sum", "consumed by a call other than capproof's total()"),
     ("not_monotone", "not monotone in the entry"),
-    ("filtered", "branch on symbolic condition"),
+    pytest.param("filtered", "branch on symbolic condition", marks=pytest.mark.slow),  # ~20 s: the bounded encoding
     ("nested_totals", "aggregate abstraction not applicable"),
 ])
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):

@@ -268,6 +268,7 @@ def test_a_batch_claim_on_the_aggregate_abstraction_gets_exact_bounds(vector_bou
     assert holds and values["index"] == 20
 
 
+@pytest.mark.slow
 def test_bounds_report_is_the_same_for_any_jobs():
     """Each obligation is bounded in its own process from a fresh Z3 context."""
     runner = CliRunner()

@@ -25,6 +25,7 @@ def _inventory():
     return data.get("entries", []) if isinstance(data, dict) else data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seqs, tokens", [("256", "8192"), ("1024", "65536")])
 def test_realistic_batch_limits_give_an_answer(seqs, tokens):
     """The batch obligations are decided at 256 and 1024 requests, not refused as `outside 1..64`:
@@ -89,6 +90,7 @@ def test_bounded_batch_proofs_are_not_counted_as_safe(tmp_path):
     assert small.output.startswith("safe")
 
 
+@pytest.mark.slow
 def test_flashinfer_page_list_is_proved_for_every_batch_size():
     """vLLM 0.33.0's FlashInfer paged_kv_indices (the sum of cdiv(seq_len, page_size) over the
     batch) is decided on the aggregates with a mapped total: safe at 256 and 1024 requests."""
@@ -100,6 +102,7 @@ def test_flashinfer_page_list_is_proved_for_every_batch_size():
         assert "BOUNDED" not in out.output and "(1 on the aggregate abstraction, for every batch size)" in out.output
 
 
+@pytest.mark.slow
 def test_inventory_obligations_apply_to_their_release_only():
     """On vLLM 0.33.0 the inventory's obligations (spec/vllm_0_33_buffers.py, read at run time) are
     applied and summarised; on 0.32.0 none is, and the answer says the inventory is for 0.33.0."""
@@ -118,6 +121,7 @@ def test_inventory_obligations_apply_to_their_release_only():
     assert "capproof's buffer inventory is for vllm-0.33.0 (proofs/inventory/): the pre-allocated buffers of vllm 0.32.0 are not listed" in old
 
 
+@pytest.mark.slow
 def test_configuration_conditional_findings_apply_only_to_their_configuration():
     """The DFlash FULL-graph query rows (an expected counterexample) apply only with DFlash and
     cudagraph_mode FULL; with both, the answer is `will fail` on that buffer."""
@@ -153,6 +157,7 @@ EAGLE_LLAMA = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model
     ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "4096"],
     ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 4096]}'],
 ])
+@pytest.mark.slow
 def test_capture_sizes_are_checked_member_by_member(sizes):
     """EAGLE (K = 3) with user capture sizes, as a flag or inside -cc: each size is a case of its own
     (not the maximum); vLLM's own handling is shown: 4096 dropped (above the token budget), the rest
@@ -166,6 +171,7 @@ def test_capture_sizes_are_checked_member_by_member(sizes):
     assert not unused or sizes[0] not in unused[0]
 
 
+@pytest.mark.slow
 def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
     """DeepSeek-V3.2's DSA indexer and FlashMLA scheduler metadata are sized by num_sms: without the
     GPU they are listed as not checked; --gpu H100 checks both H100 products (PCIe 114, SXM5 132),
@@ -182,6 +188,7 @@ def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
     assert bad.exit_code == 2 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
 
 
+@pytest.mark.slow
 def test_safe_headline_says_it_covers_what_was_checked():
     result = check("--", *EAGLE_LLAMA, "--enable-expert-parallel")
     first, scope = result.output.splitlines()[:2]

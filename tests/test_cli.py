@@ -173,6 +173,7 @@ def fits(n):
 """
 
 
+@pytest.mark.slow
 def test_report_paths_write_only_their_pages(project, tmp_path):
     """`capproof report PATH…`: one spec file's page; the others are neither written nor removed."""
     project("good.py", GOOD)

@@ -162,6 +162,7 @@ def _build(tree, env):
 @settings(max_examples=60, deadline=None)
 @given(_terms(), st.lists(st.integers(min_value=-20, max_value=5000), min_size=4, max_size=4),
        st.booleans())
+@pytest.mark.slow
 def test_printer_round_trip(tree, values, assume_positive):
     symenv = {n: SymInt.var(n) for n in NAMES}
     intenv = dict(zip(NAMES, values))

@@ -148,7 +148,7 @@ def test_range_length_uniformity_matches_brute_force(spec_file, size, slack):
 
 # --- a Choice length is decided like the Range of the same values --------------------------------
 
-@pytest.mark.parametrize("slack,expect", [(1, "counterexample"), (0, "proved")])
+@pytest.mark.parametrize("slack,expect", [(1, "counterexample"), pytest.param(0, "proved", marks=pytest.mark.slow)])
 def test_choice_length_gets_the_range_verdict(spec_file, slack, expect):
     results = {}
     for i, length in enumerate(("Range(1, 256)", "Choice(range(1, 257))")):

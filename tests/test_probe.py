@@ -177,6 +177,7 @@ def holds(x):
     assert "the int probe found a counterexample at {'x': 10}" in r.message and "disagree" in r.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["spec/vllm_block_table.py", "spec/per_batch_buffers.py"])
 def test_real_spec_results_are_the_same_with_and_without_the_probe(spec):
     """Proved obligations unchanged, counterexamples the same minimised point (the whole of
@@ -329,6 +330,7 @@ def _in_domain(ob, params) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_the_probe_finds_every_counterexample_of_spec_in_the_domain_and_it_replays():
     """The probe's point order (corners, then each base point with its moves, saturated batches
     first; the coordinates a push moved tried first; assumptions memoised): with the budget

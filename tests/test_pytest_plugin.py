@@ -95,6 +95,7 @@ def test_spec_dir_under_the_collected_directory_is_collected_once(team):
     result.assert_outcomes(passed=3, failed=1)
 
 
+@pytest.mark.slow
 def test_marker_and_k_select_obligations_like_tests(team):
     only = team.runpytest_subprocess("--capproof", "-m", "capproof", "-v")
     only.assert_outcomes(passed=2, failed=1)  # the suite's own test is deselected
@@ -145,6 +146,7 @@ def test_ini_option_and_tool_capproof_paths(pytester):
     result.stdout.fnmatch_lines(["*claims/buffers.py::width_covers PASSED*"])
 
 
+@pytest.mark.slow
 def test_contracts_are_items_too(pytester):
     """A CrossHair contract of a model is an item `contract[models/x.py:f]`; --capproof-no-contracts drops it."""
     pytester.mkdir("spec")

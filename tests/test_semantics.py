@@ -479,6 +479,7 @@ def test_shifts_by_constants_match_python(a, k):
     _agree(lambda a: (a >> k, a << k), {"a": a})
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(a=wide, k=st.integers(0, BIT_WIDTH))
 def test_shifts_by_symbolic_counts_match_python(a, k):
@@ -572,6 +573,7 @@ def test_bit_length_matches_python(a):
     _agree(lambda a: a.bit_length(), {"a": a})
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(a=st.integers(-(FLOAT_EXACT - 1), FLOAT_EXACT - 1), b=divisors_)
 def test_ceil_floor_trunc_of_quotients_match_python_floats(a, b):
@@ -628,6 +630,7 @@ def test_bit_length_and_symbolic_shift_record_their_bounded_encoding():
     assert z3.is_false(_substituted(trace.side_conditions[1][0], {"k": -1}))
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=40)
 @given(st.lists(wide, min_size=1, max_size=3))
 def test_builtin_min_max_sum_abs_fork_and_match_python(xs):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 import z3
 
 from capproof import Options
@@ -209,6 +211,7 @@ def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
         assert len(memo) == 6 and round_up(7, 16) == 16 and round_up(-3, 4) == 0
 
 
+@pytest.mark.slow
 def test_wna16_cases_decide_the_same_with_remembered_roundings(monkeypatch):
     """The 16 cases of ``wna16_reads_within_sorted_ids`` (4 of them round the same counts by the
     same block size): the same kind, core, counterexample values and minimised point case by case
