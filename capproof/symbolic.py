@@ -1117,7 +1117,11 @@ class SymBool:
     def __repr__(self) -> str:
         return f"SymBool({self.term})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
+        raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
+
+    def __format__(self, spec: str) -> str:
+        raise record_misuse(NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}"))
 
     def __hash__(self) -> int:
         raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))

@@ -100,6 +100,10 @@ def f(a):
         c = False
     return not_(c)
 """, "counterexample"),
+    ("format-of-bool", D + """
+def f(a):
+    return any_of(f"{a == 37}" != "True", a != 37)
+""", "error"),
     # type tests
     ("isinstance-bool-is-int", D + """
 def f(a):
