@@ -417,8 +417,11 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 @click.option("--no-cache", is_flag=True,
               help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
+@click.option("--second-opinion", "second_opinion", default=10, show_default=True, type=click.IntRange(min=-1),
+              help="Hypothesis examples testing each proved/vacuous verdict on ints after small batches "
+                   "(0: small batches only; -1: no second opinion).")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
-          density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
+          density, smt2_dir, cross_check, fork_budget, no_cache, second_opinion) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     from .ci_formats import write_junit, write_sarif
 
@@ -428,7 +431,8 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache, timeout=timeout)
+                  crosshair_cache=not no_cache, timeout=timeout,
+                  second_opinion=None if second_opinion < 0 else second_opinion)
     data = result.to_json()
     data["summary"]["exit_code"] = _exit_code(result)
     outputs = [
