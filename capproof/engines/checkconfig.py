@@ -975,6 +975,21 @@ def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and not e.get("verdicts")]
 
 
+def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str]:
+    """``{entry id: coverage kind}`` of ``proofs/inventory/<engine>-<version>.json`` (the ``coverage``
+    field ``capproof coverage --write`` fills: ``verified``, ``shape-only``, ...); empty when there
+    is no inventory. The kind comes from the full run, where the prover checks every proof for an
+    assumption restating its claim."""
+    path = _inventory_path(engine, version, root)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    entries = data.get("entries", []) if isinstance(data, dict) else data
+    return {e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+
+
 def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
                      options: Options | None = None) -> CheckOutcome:
     """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
@@ -1032,7 +1047,7 @@ def scope_line(outcome: CheckOutcome) -> str:
     how = ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else []) + (
         [f"{induction} by induction over the batch, for every batch size"] if induction else []) + (
         [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
-    shape = sum(1 for c in proved if "inventory" in c.obligation.tags)
+    shape = sum(1 for c in proved if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags)
     parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
              + (f" ({'; '.join(how)})" if how else "")
              + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")]
@@ -1160,10 +1175,15 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if inventory_proved:
         files = sorted({c.obligation.file for c in inventory_proved})
         covered = {e for c in inventory_proved for e in c.obligation.covers}
-        lines.append(f"  shape   {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
-                     f"{engine} {outcome.version} shape-checked at these flags (the traced shape against its demand family's "
-                     "formula, not an independent model of the demand), by demand family: " + ", ".join(
-                         f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
+        kinds = inventory_kinds(outcome.engine, outcome.version)
+        verified = sorted(e for e in covered if kinds.get(e) == "verified")
+        shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
+        modelled = len(covered) - len(verified) - len(shape)
+        lines.append(f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
+                     f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
+                     f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+                     "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
+                     "family: " + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:
@@ -1222,7 +1242,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
 
 
 #: What each applied obligation's proof establishes, for ``check-config --json``: the inventory
-#: obligations compare a buffer's traced shape with its demand family's formula (a shape check);
+#: obligations compare a buffer's traced shape with its demand family's formula (a shape check),
+#: except those tagged ``derived`` (spec/vllm_0_33_derived.py: a demand derived from the engine's code);
 #: the others prove a capacity formula against a demand formula from the engine's code.
 KIND_SHAPE = "shape-checked"
 KIND_VERIFIED = "verified"
@@ -1238,7 +1259,8 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         r = c.result
         entry = {
             "id": c.obligation.id, "case": c.obligation.case, "sources": list(c.obligation.sources),
-            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags else KIND_VERIFIED,
+            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags
+            else KIND_VERIFIED,
             "pinned": {k: v for k, v in c.pinned.items()}, "free": list(c.free),
             "checked_over": {k: list(v) for k, v in c.choices.items()},
             "batches": r.encoding or None, "message": r.message,

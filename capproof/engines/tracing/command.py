@@ -86,11 +86,12 @@ def finish(engine: str, version: str, entries: list[Entry], json_out: str | None
     # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
     if os.path.exists(jpath):
         try:
-            kept = {e.id: e.verdicts for e in load(jpath)}
+            kept = {e.id: (e.verdicts, e.coverage) for e in load(jpath)}
         except SpecError:
             kept = {}
         for e in entries:
-            e.verdicts = dict(kept.get(e.id, {}))
+            verdicts, kind = kept.get(e.id, ({}, "uncovered"))
+            e.verdicts, e.coverage = dict(verdicts), kind or "uncovered"
     text = dumps(entries, engine, version)
     md = render_markdown(entries, engine, version, generator=f"capproof inventory --engine {engine}=={version} --write")
     code = 0

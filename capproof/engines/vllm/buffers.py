@@ -89,7 +89,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     """The inventory of vLLM ``version`` from its extracted sources under ``root``.
 
     With ``trace``, :func:`capproof.engines.vllm.harnesses.trace_all` runs the constructors (needs the
-    real venv with torch); its entries replace the read ones with the same id.
+    real venv with torch); its entries replace the read ones with the same id, and
+    :func:`capproof.engines.vllm.demand.derive_all` derives the demands it can by running the
+    engine's code. Every entry gets its access sites (:func:`capproof.engines.vllm.accesses.annotate`).
     """
     from . import wheels
 
@@ -111,6 +113,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 entries[e.id] = e
             else:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
+    from .accesses import annotate
+
+    annotate(entries.values(), root)
+    if trace:
+        from .demand import derive_all
+
+        problems += derive_all(list(entries.values()), root)
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 
