@@ -408,7 +408,8 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 @click.option("--fork-budget", "fork_budget", default=64, show_default=True, type=click.IntRange(min=1),
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 @click.option("--no-cache", is_flag=True,
-              help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
+              help="Decide every obligation and run CrossHair on every contract even when .capproof/verdicts/ or "
+                   ".capproof/crosshair/ holds a verdict for the same sources.")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
           density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
@@ -420,7 +421,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache, timeout=timeout)
+                  crosshair_cache=not no_cache, verdict_cache=not no_cache, timeout=timeout)
     data = result.to_json()
     data["summary"]["exit_code"] = _exit_code(result)
     outputs = [
