@@ -117,7 +117,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py
 
 # verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (in .ci/run after verify; ~1.8 GB,
-# ~6 min cold, see docs/performance.md): re-traces the inventory and checks it and coverage are fresh. Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
+# ~6 min cold, see docs/performance.md): re-traces the inventory, re-records the access sites and re-derives the
+# demands by running vLLM's code (capproof/engines/vllm/demand.py, ~30 s of the inventory's time), and checks the
+# committed inventory and coverage are fresh (a stale derived demand fails here). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
 # .capproof/wheels, so it works offline after the first run. Exit 3: the wheels cannot be had.
 REAL_VENV  := .capproof/real-venv
 REAL_BIN   := $(REAL_VENV)/bin
@@ -137,6 +139,7 @@ verify-real: $(REAL_STAMP)
 	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
 	$(REAL_BIN)/capproof prove spec_real --no-contracts
 	$(REAL_BIN)/capproof inventory --engine vllm==0.33.0 --check
+	$(REAL_BIN)/capproof inventory --engine sglang==0.5.23 --check
 	$(REAL_BIN)/capproof coverage --check
 
 clean:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__
-from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY
+from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY, OTHER_INVENTORIES
 from .regressions import DEFAULT_OUT
 from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
 
@@ -48,7 +48,15 @@ def _console_for(stderr: bool) -> "Console":
     if console is None:
         from rich.console import Console
 
-        console = Console(stderr=stderr, highlight=False, markup=False, emoji=False)
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                """A closed pipe (``capproof … | head -1``): stop printing and finish, so the exit
+                code is still the verdict's (rich's default exits 1, the code of a counterexample)."""
+                self.quiet = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
+
+        console = _Console(stderr=stderr, highlight=False, markup=False, emoji=False)
         console.soft_wrap = not console.is_terminal
         _CONSOLES[stderr] = console
     return console
@@ -780,43 +788,70 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
         result = _run((), None, {}, rlimit, 1, 30.0, True, quiet=True)
         data = result.to_json()
         exit_code = _exit_code(result)
-    cov = compute_coverage(entries, data, inventory_path)
-    text = render_coverage(cov)
-    new_inventory = inventory_text(original, fill_verdicts(entries, cov))
-    _out().print(cov.summary_line(), markup=False, style="bold")
-    for e in cov.uncovered():
-        _out().print(f"  uncovered: {e.id} ({e.status})", markup=False)
-    for ob, ids in sorted(cov.unknown_ids.items()):
-        _errout().print(f"warning: {ob} covers ids not in {inventory_path}: {', '.join(ids)}", markup=False, style="yellow")
+    # the default report also covers the other engines' committed inventories (one section each)
+    sections = [(inventory_path, entries, original)]
+    if inventory_path == DEFAULT_INVENTORY:
+        for other in OTHER_INVENTORIES:
+            if os.path.exists(other):
+                with open(other, encoding="utf-8") as fh:
+                    sections.append((other, read_inventory(other), fh.read()))
+    def for_section(path):
+        """The run's obligations about this inventory's engine (its ids start with the package)."""
+        if len(sections) == 1:
+            return data
+        package = os.path.basename(path).split("-")[0]
+        return {**data, "obligations": [o for o in data.get("obligations", [])
+                                        if any(c.split("/")[0] == package for c in o.get("covers") or [])]}
+
+    texts, updates = [], []
+    for path, ents, orig in sections:
+        cov = compute_coverage(ents, for_section(path), path)
+        texts.append(render_coverage(cov))
+        updates.append((path, orig, inventory_text(orig, fill_verdicts(ents, cov))))
+        _out().print(f"{path}: {cov.summary_line()}", markup=False, style="bold")
+        for e in cov.uncovered():
+            _out().print(f"  uncovered: {e.id} ({e.status})", markup=False)
+    unknown = None
+    for path, ents, _ in sections:
+        cov_ids = compute_coverage(ents, data, path).unknown_ids
+        unknown = dict(cov_ids) if unknown is None else {ob: sorted(set(ids) & set(cov_ids.get(ob, ())))
+                                                         for ob, ids in unknown.items() if ob in cov_ids}
+    for ob, ids in sorted((unknown or {}).items()):
+        if ids:
+            _errout().print(f"warning: {ob} covers ids in no inventory: {', '.join(ids)}", markup=False, style="yellow")
+    text = "\n".join(texts)
+    stale_inventories = [path for path, orig, new in updates if orig != new]
     try:
         with open(COVERAGE_REPORT, encoding="utf-8") as fh:
             current = fh.read()
     except FileNotFoundError:
         current = None
     if check:
-        stale = ([COVERAGE_REPORT] if current != text else []) + ([inventory_path] if original != new_inventory else [])
+        stale = ([COVERAGE_REPORT] if current != text else []) + stale_inventories
         if stale:
             _errout().print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
             sys.exit(max(exit_code, 1))
-        _out().print(f"{COVERAGE_REPORT} and the verdicts of {inventory_path} up to date", markup=False, style="green")
+        _out().print(f"{COVERAGE_REPORT} and the verdicts of {', '.join(p for p, _, _ in updates)} up to date",
+                       markup=False, style="green")
     elif write:
         try:
             os.makedirs(os.path.dirname(COVERAGE_REPORT), exist_ok=True)
             with open(COVERAGE_REPORT, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            if original != new_inventory:
-                with open(inventory_path, "w", encoding="utf-8") as fh:
-                    fh.write(new_inventory)
+            for path, orig, new in updates:
+                if orig != new:
+                    with open(path, "w", encoding="utf-8") as fh:
+                        fh.write(new)
         except OSError as exc:
             _fail(f"cannot write: {exc}")
         _out().print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
-                       f"verdicts in {inventory_path} {'changed' if original != new_inventory else 'unchanged'}", markup=False)
+                       f"verdicts changed in {', '.join(stale_inventories) or 'no inventory'}", markup=False)
     sys.exit(exit_code)
 
 
 @main.command("inventory")
-@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION",
-              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0).")
+@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION|sglang==VERSION",
+              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0, sglang==0.5.23).")
 @click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
               help="Write the inventory JSON to FILE ('-' for stdout).")
 @click.option("--write", is_flag=True, help="Write proofs/inventory/<engine>-<version>.json and .md.")
@@ -839,6 +874,10 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
         sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
+    if (engine_spec or "").strip().startswith("sglang"):
+        from .engines.sglang import buffers as sglang_buffers
+
+        sys.exit(sglang_buffers.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace))
     sys.exit(buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace))
 
 

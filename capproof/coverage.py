@@ -11,10 +11,28 @@ Inputs are two JSON documents, both committed or produced by ``make verify``:
 
 An entry is **covered** when some obligation covering it was decided (verdict ``proved`` or
 ``counterexample``); it is **undecided** when its obligations are only ``unknown``/``vacuous``/
-``error``, and **uncovered** when no obligation names it. The coverage figure of issue 9 counts
-covered entries whose capacity is traced (``how == "traced"``) and whose obligation takes that
-capacity from the inventory (a source ``inventory: <path>::<entry id>``, written by the spec
-helpers that call ``capproof.inventory.capacity``).
+``error``, and **uncovered** when no obligation names it. "Capacity traced" counts covered entries
+whose capacity is traced (``how == "traced"``) and whose obligation takes that capacity from the
+inventory (a source ``inventory: <path>::<entry id>``, written by the spec helpers that call
+``capproof.inventory.capacity``).
+
+Covered is not safe. Each entry also gets one **kind** (:data:`KINDS`, :func:`kind_of`), the
+headline being ``verified``:
+
+- ``verified``: for *every* dimension of the shape, a proved obligation without an assumption
+  that restates its claim (the prover's ``restating_assumptions``) takes that dimension's demand
+  from the inventory (a source ``demand: <path>::<entry id>[<dim>]``), and the inventory derived
+  that demand from the engine's own access sites (``demands[dim].how`` ``executed`` or ``ast``);
+- ``counterexample``: some covering obligation found one (a finding, not a verification);
+- ``proved, demand modelled``: proved, no restating assumption, but some dimension's demand is a
+  spec-side model rather than derived from the engine's accesses;
+- ``shape-only``: every proof rests on an assumption that restates the claim: what was checked
+  is the allocation's shape against a config value (capacity >= max_num_reqs, say), with the
+  demand bound itself assumed;
+- ``undecided`` / ``uncovered`` as above.
+
+Facts a proof rests on (its named assumptions in the unsat core) are listed as **assumed**, with
+the engine paths their sources cite and that no obligation checked (:meth:`Coverage.assumed`).
 
 Outputs: ``proofs/coverage.md`` (:func:`render_markdown`) and the ``verdicts`` field of each entry
 (:func:`fill_verdicts`: obligation id -> verdict; every other field untouched). Nothing here proves:
@@ -35,17 +53,77 @@ from .errors import CapproofError
 __all__ = [
     "CoverageInputError", "EntryCoverage", "Coverage", "read_inventory", "read_run", "compute",
     "render_markdown", "fill_verdicts", "inventory_text", "categories_of", "INVENTORY_SOURCE_PREFIX",
-    "DEFAULT_INVENTORY", "COVERAGE_REPORT",
+    "DEFAULT_INVENTORY", "COVERAGE_REPORT", "KINDS", "kind_of", "DEMAND_SOURCE_PREFIX", "OTHER_INVENTORIES",
 ]
 
 #: The committed inventory ``make verify`` checks coverage against.
 DEFAULT_INVENTORY = os.path.join("proofs", "inventory", "vllm-0.33.0.json")
+#: The other engines' committed inventories whose coverage the default report also lists.
+OTHER_INVENTORIES = (os.path.join("proofs", "inventory", "sglang-0.5.23.json"),)
 #: The generated coverage report.
 COVERAGE_REPORT = os.path.join("proofs", "coverage.md")
 #: A ``sources`` item of this form says the claim's capacity is read from that inventory entry.
 INVENTORY_SOURCE_PREFIX = "inventory: "
 
+#: A ``sources`` item of this form (``demand: <path>::<entry id>[<dim>]``) says the claim's demand
+#: along that dimension is read from the inventory entry's derived ``demands``.
+DEMAND_SOURCE_PREFIX = "demand: "
+
 DECIDED = ("proved", "counterexample")
+
+#: An entry's kind, best first (see the module docstring); only ``verified`` is the headline.
+KINDS = ("verified", "counterexample", "proved, demand modelled", "shape-only", "undecided", "uncovered")
+#: How a derived demand was found: by running the engine's code on symbolic sizes, or by reading it.
+DERIVED_HOW = ("executed", "ast")
+
+
+def _ndims(entry: dict[str, Any]) -> int:
+    shape = entry.get("shape")
+    return len(shape) if isinstance(shape, list) else 1
+
+
+def derived_dims(entry: dict[str, Any]) -> set[int]:
+    """Dimensions whose demand the inventory derived from the engine's access sites
+    (``demands``: a list of ``{"dim", "extent", "how", ...}``, how in :data:`DERIVED_HOW`)."""
+    out = set()
+    for d in entry.get("demands") or []:
+        if isinstance(d, dict) and d.get("how") in DERIVED_HOW and d.get("extent") and isinstance(d.get("dim"), int):
+            out.add(d["dim"])
+    return out
+
+
+def demand_dims(entry_id: str, sources: Iterable[str]) -> set[int]:
+    """Dimensions whose demand an obligation reads from the inventory (its ``demand: …::id[d]`` sources)."""
+    out = set()
+    for s in sources:
+        if s.startswith(DEMAND_SOURCE_PREFIX):
+            m = re.search(r"::(.+)\[(\d+)\]$", s)
+            if m and m.group(1) == entry_id:
+                out.add(int(m.group(2)))
+    return out
+
+
+def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str:
+    """The entry's kind (:data:`KINDS`) from the run records of the obligations covering it (each
+    with ``verdict``, ``restating_assumptions`` and ``sources``). Also used by ``check-config`` on
+    the obligations it applied at a deployment's flags."""
+    obs = list(obligations)
+    if not obs:
+        return "uncovered"
+    if any(o.get("verdict") == "counterexample" for o in obs):
+        return "counterexample"
+    proved = [o for o in obs if o.get("verdict") == "proved"]
+    if not proved:
+        return "undecided"
+    honest = [o for o in proved if not o.get("restating_assumptions")]
+    if not honest:
+        return "shape-only"
+    want = set(range(_ndims(entry)))
+    derived = derived_dims(entry)
+    dims = set()
+    for o in honest:
+        dims |= demand_dims(entry["id"], o.get("sources", [])) & derived
+    return "verified" if dims and want <= dims else "proved, demand modelled"
 
 #: What sizes a buffer, by the config or model name that appears in its shape (issue 9's
 #: categories). A name not listed here is "other".
@@ -118,6 +196,11 @@ class EntryCoverage:
     def verdicts(self) -> dict[str, str]:
         return {o["id"]: o["verdict"] for o in self.obligations}
 
+    @property
+    def kind(self) -> str:
+        """One of :data:`KINDS` (:func:`kind_of`)."""
+        return kind_of(self.entry, self.obligations)
+
 
 @dataclass
 class Coverage:
@@ -138,6 +221,63 @@ class Coverage:
     def traced(self) -> int:
         return sum(e.traced_capacity for e in self.entries)
 
+    def kinds(self) -> "OrderedDict[str, int]":
+        """``{kind: number of entries}`` for every kind of :data:`KINDS`, in that order."""
+        out = OrderedDict((k, 0) for k in KINDS)
+        for e in self.entries:
+            out[e.kind] += 1
+        return out
+
+    @property
+    def verified(self) -> int:
+        return sum(e.kind == "verified" for e in self.entries)
+
+    def assumed(self) -> "OrderedDict[str, dict[str, Any]]":
+        """Every named fact a proof of this run rests on (in the unsat core of a proved obligation
+        covering an entry), most entries first: ``{fact: {"entries": n, "restates": bool (it
+        restates the claim of some obligation), "paths": [engine sources cited, not checked]}}``.
+        None of them is checked by capproof: each is an assumption about the engine's code."""
+        facts: dict[str, dict[str, Any]] = {}
+        for e in self.entries:
+            for o in e.obligations:
+                if o.get("verdict") != "proved":
+                    continue
+                for a in o.get("assumptions_used", []):
+                    if a not in o.get("assumptions", []):
+                        continue
+                    row = facts.setdefault(a, {"entries": set(), "restates": False, "paths": []})
+                    row["entries"].add(e.id)
+                    row["restates"] |= a in (o.get("restating_assumptions") or [])
+                    for s in o.get("sources", []):
+                        if _ENGINE_SOURCE.match(s) and s not in row["paths"]:
+                            row["paths"].append(s)
+        # facts the inventory's derivations record (``demands[].facts``) and did not check on every path
+        for e in self.entries:
+            for d in e.entry.get("demands") or []:
+                for f in d.get("facts") or []:
+                    if f.get("checked"):
+                        continue
+                    row = facts.setdefault(f"assumed: {f['fact']}", {"entries": set(), "restates": False, "paths": []})
+                    row["entries"].add(e.id)
+                    for kind, paths in (f.get("paths") or {}).items():
+                        for p in paths:
+                            item = f"{p} [{kind}]"
+                            if item not in row["paths"]:
+                                row["paths"].append(item)
+        ordered = sorted(facts.items(), key=lambda kv: (-len(kv[1]["entries"]), kv[0]))
+        return OrderedDict((k, {**v, "entries": len(v["entries"])}) for k, v in ordered)
+
+    def by_kind(self, key) -> dict[str, tuple[int, int]]:
+        """``{group: (verified, shape-only)}``; ``key(entry) -> [groups]``."""
+        out: dict[str, list[int]] = {}
+        for e in self.entries:
+            k = e.kind
+            for g in key(e.entry):
+                row = out.setdefault(g, [0, 0])
+                row[0] += k == "verified"
+                row[1] += k == "shape-only"
+        return {g: (v[0], v[1]) for g, v in out.items()}
+
     def uncovered(self) -> list[EntryCoverage]:
         return [e for e in self.entries if not e.covered]
 
@@ -153,9 +293,12 @@ class Coverage:
         return OrderedDict((g, tuple(out[g])) for g in sorted(out, key=_group_order))
 
     def summary_line(self) -> str:
-        return (f"coverage: {self.covered}/{self.total} entries with a proved or counterexample verdict "
-                f"({_pct(self.covered, self.total)}); {self.traced}/{self.total} with the capacity traced from the engine "
-                f"({_pct(self.traced, self.total)})")
+        k = self.kinds()
+        return (f"verified: {k['verified']}/{self.total} entries ({_pct(k['verified'], self.total)}: demand derived from "
+                f"the engine's accesses on every dimension, no assumption restating the claim); "
+                f"counterexample {k['counterexample']}; proved on a modelled demand {k['proved, demand modelled']}; "
+                f"shape-only {k['shape-only']} (capacity >= a config value, demand bound assumed); "
+                f"undecided {k['undecided']}; uncovered {k['uncovered']}")
 
 
 def _pct(a: int, b: int) -> str:
@@ -167,6 +310,8 @@ def _group_order(g: str):
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+#: A source citing an engine release's code (``vllm==0.33.0 vllm/v1/...:123 (...)``).
+_ENGINE_SOURCE = re.compile(r"^[a-z][a-z-]*==\S+ ")
 
 
 def categories_of(entry: dict[str, Any]) -> list[str]:
@@ -246,12 +391,16 @@ def compute(entries: Iterable[dict[str, Any]], run_json: dict[str, Any], invento
 def fill_verdicts(entries: list[dict[str, Any]], cov: Coverage) -> list[dict[str, Any]]:
     """Copies of ``entries`` with ``verdicts`` = {obligation id: verdict} sorted by id (``{}`` when
     uncovered; sorted as ``capproof inventory --write`` writes them, so neither tool makes the
-    other's committed file stale); every other field and the key order kept."""
+    other's committed file stale) and ``coverage`` = the entry's kind (:data:`KINDS`, set only
+    where the entry has the field, as the current inventory format does); every other field and
+    the key order kept."""
     by_id = {e.id: e for e in cov.entries}
     out = []
     for e in entries:
         new = dict(e)
         new["verdicts"] = dict(sorted(by_id[e["id"]].verdicts().items())) if e["id"] in by_id else {}
+        if "coverage" in new:
+            new["coverage"] = by_id[e["id"]].kind if e["id"] in by_id else "uncovered"
         out.append(new)
     return out
 
@@ -292,17 +441,30 @@ def _shape(entry: dict[str, Any]) -> str:
 def render_markdown(cov: Coverage) -> str:
     """The text of ``proofs/coverage.md``: summary, tables by category and directory, then every
     entry with its obligations, verdicts and the facts each proof rests on, or **uncovered**."""
+    kinds = cov.kinds()
     lines = [
         "# Coverage: every inventory entry and its verdict",
         "",
         "Generated by `capproof coverage --write`; do not edit. `make verify` fails when this file is stale.",
         "",
-        f"Inventory: `{cov.inventory_path}`. An entry is covered when an obligation naming it "
-        "(`@obligation(covers=[...])`) is proved or finds a counterexample; \"capacity traced\" means the "
-        "inventory traced the shape from the engine's code (`how: traced`) and the obligation reads that "
-        "capacity from the inventory (`capproof.inventory.capacity`).",
+        f"Inventory: `{cov.inventory_path}`. An entry is **verified** when, for every dimension of its shape, a proved "
+        "obligation without an assumption restating its claim reads that dimension's demand from the inventory, and the "
+        "inventory derived the demand from the engine's own access sites (`demands`, how `executed` or `ast`). "
+        "**Shape-only** entries are proved only by obligations whose assumption restates the claim (the capacity is "
+        "checked against a config value; that the demand stays within it is assumed): they are not verified. "
+        "\"Proved, demand modelled\" means proved without a restating assumption, on a demand written in spec/ "
+        "rather than derived from the engine. Covered = some obligation naming the entry is proved or finds a "
+        "counterexample; \"capacity traced\" = the inventory traced the shape from the engine's code and the "
+        "obligation reads it from there.",
         "",
         f"**{cov.summary_line()}**",
+        "",
+        "| kind | entries | share |",
+        "|---|---|---|",
+        *(f"| {k} | {n} | {_pct(n, cov.total)} |" for k, n in kinds.items()),
+        "",
+        f"Covered (any decided verdict, the old headline): {cov.covered}/{cov.total}; capacity traced: "
+        f"{cov.traced}/{cov.total}.",
         "",
     ]
     statuses: dict[str, int] = {}
@@ -313,12 +475,34 @@ def render_markdown(cov: Coverage) -> str:
     for e in cov.entries:
         how[str(e.entry.get("how"))] = how.get(str(e.entry.get("how")), 0) + 1
     lines += ["Shapes by how they were obtained: " + ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + ".", ""]
+    acc = sum(bool(e.entry.get("accesses")) for e in cov.entries)
+    nacc = sum(len(e.entry.get("accesses") or []) for e in cov.entries)
+    found: dict[str, int] = {}
+    for e in cov.entries:
+        for a in e.entry.get("accesses") or []:
+            found[str(a.get("how"))] = found.get(str(a.get("how")), 0) + 1
+    der = sum(bool(derived_dims(e.entry)) for e in cov.entries)
+    full = sum(bool(derived_dims(e.entry)) and derived_dims(e.entry) >= set(range(_ndims(e.entry))) for e in cov.entries)
+    lines += [f"Access sites recorded: {nacc} on {acc}/{cov.total} entries"
+              + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(found.items())) + ")" if found else "")
+              + f"; demand derived for some dimension of {der} entries, for every dimension of {full}.", ""]
     for title, key in (("What sizes the buffer (an entry counts under each)", categories_of),
                        ("Directory", directory_of)):
-        lines += [f"| {title} | covered | capacity traced | total |", "|---|---|---|---|"]
+        lines += [f"| {title} | verified | shape-only | covered | capacity traced | total |", "|---|---|---|---|---|---|"]
+        ver = cov.by_kind(key)
         for g, (c, t, n) in cov.by(key).items():
-            lines.append(f"| {_md_cell(g)} | {c} ({_pct(c, n)}) | {t} | {n} |")
+            v, so = ver.get(g, (0, 0))
+            lines.append(f"| {_md_cell(g)} | {v} | {so} | {c} ({_pct(c, n)}) | {t} | {n} |")
         lines.append("")
+    facts = cov.assumed()
+    lines += [f"## Assumed facts ({len(facts)})", "",
+              "Named facts the proofs rest on (in the unsat core of a proved obligation). None is checked by an "
+              "obligation over the engine's code: each is **assumed**, on the engine paths its proofs cite (not checked).",
+              "", "| fact | entries resting on it | restates a claim | paths cited, not checked |", "|---|---|---|---|"]
+    for fact, row in facts.items():
+        paths = "; ".join(row["paths"][:6]) + (f"; … {len(row['paths']) - 6} more" if len(row["paths"]) > 6 else "")
+        lines.append(f"| {_md_cell(fact)} | {row['entries']} | {'yes' if row['restates'] else 'no'} | {_md_cell(paths) or 'none cited'} |")
+    lines.append("")
     if cov.unknown_ids:
         lines += ["Obligations naming ids that are not in this inventory:", ""]
         lines += [f"- `{ob}`: " + ", ".join(f"`{i}`" for i in ids) for ob, ids in sorted(cov.unknown_ids.items())]
@@ -338,7 +522,7 @@ def render_markdown(cov: Coverage) -> str:
         if not e.obligations:
             lines += ["- **uncovered**", ""]
             continue
-        lines.append(f"- status: **{e.status}**" + ("; capacity traced" if e.traced_capacity else ""))
+        lines.append(f"- status: **{e.status}**, kind **{e.kind}**" + ("; capacity traced" if e.traced_capacity else ""))
         for o in e.obligations:
             name = o["id"].split("::")[-1]
             link = f"[`{name}`](../{o['file']}#L{o['line']})" if o.get("file") else f"`{o['id']}`"
@@ -346,8 +530,11 @@ def render_markdown(cov: Coverage) -> str:
             lines.append(f"  - {link}: **{o['verdict']}**{mark}" + (f", claim `{o['relation']}`" if o.get("relation") else ""))
             named = [a for a in o.get("assumptions_used", []) if a in o.get("assumptions", [])]
             bounds = [a for a in o.get("assumptions_used", []) if a not in o.get("assumptions", [])]
+            restating = o.get("restating_assumptions") or []
+            if o["verdict"] == "proved" and restating:
+                lines.append("    - shape-only: the assumption " + "; ".join(restating) + " restates the claim")
             if o["verdict"] == "proved":
-                lines.append("    - rests on: " + ("; ".join(named) if named else "no named fact")
+                lines.append("    - rests on (assumed): " + ("; ".join(named) if named else "no named fact")
                              + (f" (domain bounds: {'; '.join(f'`{b}`' for b in bounds)})" if bounds else ""))
             cex = o.get("counterexample")
             if cex:

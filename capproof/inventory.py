@@ -46,6 +46,9 @@ from .errors import SpecError
 from .symbolic import SymBool, SymInt, to_z3_int
 
 __all__ = [
+    "derived",
+    "demand",
+    "bound_name",
     "locate",
     "Entry",
     "HOW",
@@ -107,7 +110,13 @@ class Entry:
     their names); ``line`` is the allocation call's line in the wheel's file; ``shape`` lists one
     expression per dimension in elements; ``how`` is ``traced`` or ``read`` (``why`` says why);
     ``sized_by`` names the families of the config names the shape uses; ``params`` the config names
-    the shape uses; ``verdicts`` maps obligation ids to verdicts (coverage tooling fills it).
+    the shape uses; ``verdicts`` maps obligation ids to verdicts and ``coverage`` is the entry's
+    kind (``verified``, ``shape-only``, ...: :data:`capproof.coverage.KINDS`; coverage tooling fills
+    both). ``accesses`` lists where the engine's code reads or writes the buffer, each
+    ``{"file", "line", "dim", "extent", "op", "how"}`` (``how``: ``executed`` when found by running
+    the engine's code on recording stand-ins, ``ast`` when read from the source); ``demands`` the
+    largest extent per dimension derived from them, each ``{"dim", "extent", "how", "from"}``
+    (``extent`` in the shape language over config names; ``from`` the code that computes it).
     """
 
     id: str
@@ -122,6 +131,9 @@ class Entry:
     sized_by: list[str] = field(default_factory=list)
     params: list[str] = field(default_factory=list)
     verdicts: dict[str, str] = field(default_factory=dict)
+    coverage: str = ""
+    accesses: list[dict] = field(default_factory=list)
+    demands: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.how not in HOW:
@@ -391,6 +403,35 @@ def capacity(entries_or_path, entry_id: str, dim: int, **names: Int) -> Int:
         expr = entry.shape[dim]
     except (IndexError, TypeError):
         raise SpecError(f"inventory entry {entry_id}: no dimension {dim!r} (shape has {len(entry.shape)})") from None
+    return evaluate(expr, **names)
+
+
+def derived(entries_or_path, entry_id: str, dim: int) -> dict:
+    """The derived demand record of dimension ``dim`` of entry ``entry_id`` (its ``demands`` item:
+    ``extent``, ``how``, ``binds``, ``facts``, ``from``). Raises SpecError when the inventory derived
+    none for that dimension (the obligation then has a problem: never a demand from a guess)."""
+    entry = _entry(entries_or_path, entry_id)
+    for d in entry.demands:
+        if isinstance(d, dict) and d.get("dim") == dim and d.get("extent"):
+            return d
+    raise SpecError(f"inventory entry {entry_id}: no derived demand for dimension {dim} "
+                    "(run `capproof inventory --engine vllm==<version> --write` in the real venv)")
+
+
+def demand(entries_or_path, entry_id: str, dim: int, **names: Int) -> Int:
+    """The derived demand of dimension ``dim`` of entry ``entry_id`` (elements; the largest slice
+    stop, or index + 1), evaluated with ``names`` bound (:func:`derived`'s ``extent``)."""
+    return evaluate(derived(entries_or_path, entry_id, dim)["extent"], **names)
+
+
+def bound_name(entries_or_path, entry_id: str, dim: int, name: str, **names: Int) -> Int:
+    """The value of a capacity name (``block_table_width``) as the derivation of dimension ``dim``
+    computed it by running the engine's code (its ``binds``), evaluated with ``names`` bound."""
+    rec = derived(entries_or_path, entry_id, dim)
+    try:
+        expr = rec["binds"][name]
+    except (KeyError, TypeError):
+        raise SpecError(f"inventory entry {entry_id}: dimension {dim}'s derivation binds no {name!r}") from None
     return evaluate(expr, **names)
 
 

@@ -308,7 +308,8 @@ def test_abbreviated_flags_as_argparse():
 
 def test_flags_are_those_of_the_selected_release():
     """0.20.0 has --max-num-partial-prefills (gone in 0.33.0); -sc first appears in 0.19.0."""
-    old = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2", "--max-model-len", "4096")
+    old = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-num-partial-prefills", "2",
+                "--max-model-len", "4096")
     assert old.exit_code == 0, old.output
     assert "flags no applied obligation reads: --max-num-partial-prefills" in old.output
     new = check("--engine", "vllm==0.33.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2")
@@ -487,7 +488,8 @@ def test_kernel_offset_obligations_apply_only_to_their_release_and_kernel(tmp_pa
     uq = check("--", *argv, "--kv-cache-dtype", "ultraquant_4bit")
     assert "safe    spec/kernel_offsets.py::ultraquant_in_block_byte_offset_v0_33" in uq.output, uq.output
     assert "--kv-cache-dtype" not in next((l for l in uq.output.splitlines() if "flags no applied obligation reads" in l), "")
-    dense = check("--", *argv)  # no model config: the MoE offset needs top_k
+    dense = check("--", "vllm", "serve", "my-org/unknown-model", *argv[3:])  # no model config: the MoE offset needs top_k
     assert "fused_moe_c_offset_v0_33" in dense.output.split("not checked for this deployment:")[1]
+    assert dense.exit_code == 2 and dense.output.startswith("undecided")  # it may apply: never "safe"
     older = check("--engine", "vllm==0.32.0", "--model-config", str(config), "--", *argv)
     assert "kernel_offsets.py" not in older.output

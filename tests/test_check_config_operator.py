@@ -180,6 +180,27 @@ def test_a_will_fail_names_the_release_that_changed_the_formula(crash_json):
     assert failing["formula_changed_in"] == "0.27.0"
 
 
+def test_a_will_fail_names_a_nearby_max_model_len_that_holds(crash_json):
+    """350000 tokens fail (5469 blocks vs 5470); the solver proves the obligation at 349952 (5468
+    blocks of 64, a 128-token multiple), the nearest rounding down."""
+    _, data, _ = crash_json
+    failing = next(o for o in data["obligations"] if o["verdict"] == "counterexample")
+    assert failing["holds_at_max_model_len"] == 349952
+
+
+def test_a_closed_pipe_keeps_the_verdicts_exit_code():
+    """`capproof check-config … | head -1`: rich exits 1 on a broken pipe by default, which would
+    read as "will fail"; the exit code stays the verdict's (here undecided: 2)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "capproof", "check-config", "--engine", "vllm==0.26.0", "--", "vllm", "serve",
+                             "my-org/private", "--max-model-len", "350000", "--block-size", "64"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc.stdout.close()  # closed before the answer is printed: every write meets a broken pipe
+    assert proc.wait(timeout=120) == 2
+
+
 def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
     result = CliRunner().invoke(main, ["check-config", "-q", "--engine", "vllm==0.26.0", "--", "vllm", "serve",
                                        "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000", "--block-size", "64"])

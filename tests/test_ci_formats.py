@@ -83,7 +83,9 @@ def validate(log: dict, schema: dict) -> None:
 
 def test_sarif_validates_and_flags_only_verdicts_not_as_expected(project, sarif_schema):
     result = invoke("prove", "--sarif", "out.sarif", "--json", "run.json")
-    assert result.exit_code == 2, result.output  # an import error and a non-boolean claim
+    # a spec file that does not import is a usage error (exit 4, as pytest), which outranks the
+    # non-boolean claim's error (2); the files that loaded still run and are written out
+    assert result.exit_code == 4, result.output
     log = json.loads((project / "out.sarif").read_text())
     validate(log, sarif_schema)
     run = json.loads((project / "run.json").read_text())
@@ -105,8 +107,12 @@ def test_sarif_validates_and_flags_only_verdicts_not_as_expected(project, sarif_
     assert bug["properties"]["sources"] == ["x/y#7"]
 
     assert by_id["spec/mixed.py::not_boolean"]["ruleId"] == "error"
-    broken = by_id["spec/broken.py"]
-    assert broken["ruleId"] == "error" and "boom at import" in broken["message"]["text"]
+    assert "spec/broken.py" not in by_id  # a file that does not import is a usage error, not a result
+    (invocation,) = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and note["message"]["text"].startswith("spec/broken.py")
+    assert "boom at import" in note["message"]["text"]
     assert rules_index_consistent(log)
 
 
@@ -158,11 +164,11 @@ def test_usage_errors_become_sarif_notifications_and_junit_errors(project, sarif
 
 def test_junit_has_one_testcase_per_obligation_with_failures_and_errors(project):
     result = invoke("prove", "--junit", "out.xml", "--json", "run.json")
-    assert result.exit_code == 2
+    assert result.exit_code == 4  # spec/broken.py does not import: a usage error; the rest still ran
     run = json.loads((project / "run.json").read_text())
     xml = JUnitXml.fromfile(str(project / "out.xml"))
     cases = {(c.classname, c.name): c for suite in xml for c in suite}
-    assert len(cases) == len(run["obligations"]) + len(run["contracts"])
+    assert len(cases) == len(run["obligations"]) + len(run["contracts"]) + len(run["usage_errors"])
     kept = cases[("spec/mixed.py", "kept_bug_unaligned_equals_aligned")]
     assert kept.is_passed
     new_bug = cases[("spec/mixed.py", "new_bug_unaligned_equals_aligned")]
@@ -172,7 +178,7 @@ def test_junit_has_one_testcase_per_obligation_with_failures_and_errors(project)
     for name, value in {**cex["values"], **cex["params"]}.items():
         assert f"{name}" in failure.text and f"= {value}" in failure.text
     assert isinstance(cases[("spec/mixed.py", "not_boolean")].result[0], Error)
-    broken = cases[("spec/broken.py", "import")]
+    broken = cases[("capproof", "usage 1")]  # the file that does not import: a usage error
     assert isinstance(broken.result[0], Error) and "boom at import" in broken.result[0].message
     assert xml.failures == 1 and xml.errors == 2
 

@@ -174,6 +174,7 @@ def test_check_config_internal_crash_exits_3_not_1(project, tmp_path):
     assert "injected bug" in err and "internal error" in err
 
 
+@pytest.mark.slow  # the static scan of the 0.33.0 wheel: ~11 s
 def test_inventory_on_a_terminal(project):
     code, out = run_on_pty(["inventory", "--engine", "vllm==0.33.0", "--no-trace", "--json", "inv-out.json"], str(project))
     assert "Traceback" not in out, out

@@ -80,10 +80,37 @@ def test_coverage_counts_from_the_fixture(fixture_run):
     rests = qsl.obligations[0]["assumptions_used"]
     assert any(a.startswith("padded requests <= max_num_reqs") for a in rests)
     text = render_markdown(cov)
-    assert "**coverage: 5/7 entries" in text
+    assert "**verified: 0/7 entries" in text and "Covered (any decided verdict, the old headline): 5/7" in text
     assert "### `vllm/v1/worker/block_table.py::BlockTable.block_table`" in text
     assert text.count("- **uncovered**") == 2
-    assert "rests on: padded requests <= max_num_reqs" in text
+    assert "rests on (assumed): padded requests <= max_num_reqs" in text
+    # "padded requests <= max_num_reqs" with capacity max_num_reqs restates the claim: shape-only, never verified
+    assert dict(cov.kinds()) == {"verified": 0, "counterexample": 0, "proved, demand modelled": 1, "shape-only": 4,
+                                 "undecided": 0, "uncovered": 2}
+    assert qsl.kind == "shape-only"
+    facts = cov.assumed()
+    assert facts["padded requests <= max_num_reqs"]["restates"] and facts["padded requests <= max_num_reqs"]["entries"] == 3
+
+
+def test_kind_needs_a_derived_demand_on_every_dimension_and_no_restating_assumption():
+    """verified = every dimension's demand read from the inventory (a ``demand:`` source) and derived
+    there from the engine's accesses (executed/ast); a restating assumption makes a proof shape-only."""
+    from capproof.coverage import kind_of
+
+    eid = "vllm/v1/worker/block_table.py::BlockTable.block_table"
+    entry = {"id": eid, "shape": ["max_num_reqs", "max_num_blocks"],
+             "demands": [{"dim": 0, "extent": "max_num_reqs", "how": "executed"},
+                         {"dim": 1, "extent": "cdiv(max_model_len, block_size)", "how": "executed"}]}
+    both = [f"demand: inv.json::{eid}[0]", f"demand: inv.json::{eid}[1]"]
+    assert kind_of(entry, [{"verdict": "proved", "sources": both}]) == "verified"
+    assert kind_of(entry, [{"verdict": "proved", "sources": both[:1]}]) == "proved, demand modelled"
+    assert kind_of(entry, [{"verdict": "proved", "sources": both[:1]}, {"verdict": "proved", "sources": both[1:]}]) == "verified"
+    assert kind_of(entry, [{"verdict": "proved", "sources": both, "restating_assumptions": ["x <= c"]}]) == "shape-only"
+    assert kind_of(entry, [{"verdict": "proved", "sources": both}, {"verdict": "counterexample"}]) == "counterexample"
+    assert kind_of(entry, [{"verdict": "unknown", "sources": both}]) == "undecided"
+    assert kind_of(entry, []) == "uncovered"
+    modelled = {**entry, "demands": [{**entry["demands"][0]}, {**entry["demands"][1], "how": "model"}]}
+    assert kind_of(modelled, [{"verdict": "proved", "sources": both}]) == "proved, demand modelled"
 
 
 def test_a_decided_obligation_without_inventory_capacity_is_covered_not_traced(fixture_run):
@@ -141,7 +168,7 @@ def test_cli_write_then_check(tmp_path, fixture_run, monkeypatch):
     assert r.exit_code == 1 and "stale" in r.output
     r = cli.invoke(main, [*args, "--write"])
     assert r.exit_code == 0, r.output
-    assert "coverage: 5/7" in r.output and "uncovered: vllm/v1/worker/block_table.py::BlockTable.block_table" in r.output
+    assert "verified: 0/7" in r.output and "shape-only 4" in r.output and "uncovered: vllm/v1/worker/block_table.py::BlockTable.block_table" in r.output
     assert (tmp_path / "proofs" / "coverage.md").exists()
     assert json.loads(inv.read_text())["entries"][-1]["verdicts"]
     r = cli.invoke(main, [*args, "--check"])

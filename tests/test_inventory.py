@@ -33,7 +33,7 @@ def test_file_round_trip(tmp_path):
     assert doc["engine"] == "vllm" and doc["version"] == "0.33.0"
     assert [e["id"] for e in doc["entries"]] == sorted(e.id for e in entries)
     assert set(doc["entries"][0]) == {"id", "file", "line", "owner", "attribute", "dtype", "shape", "how", "why",
-                                      "sized_by", "params", "verdicts"}
+                                      "sized_by", "params", "verdicts", "coverage", "accesses", "demands"}
     loaded = inv.load(str(path))
     assert sorted(loaded, key=lambda e: e.id) == sorted(entries, key=lambda e: e.id)
     # the same entries give the same bytes

@@ -701,9 +701,35 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             used.add("max_num_seqs")
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
-        checked.append(Checked(ob, result, True, "", mine, free, multi, resized[0] if resized else None,
-                               resized[2] if resized else "", _bounded_below(bounded, result, mine, seqs)))
+        entry = Checked(ob, result, True, "", mine, free, multi, resized[0] if resized else None,
+                        resized[2] if resized else "", _bounded_below(bounded, result, mine, seqs))
+        entry.decided = (bounded, run_options)
+        checked.append(entry)
     return checked, used
+
+
+#: Roundings tried for a nearby ``--max-model-len`` (tokens): multiples of powers of two.
+_LENGTH_STEPS = tuple(2 ** k for k in range(4, 17))
+
+
+def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
+    """The largest ``max_model_len`` below the pinned one, among its roundings down to multiples of
+    16, 32, …, 65536 tokens, at which the failing obligation ``c`` is proved with every other pin
+    unchanged (each candidate is a full proof of that obligation, at most ``tries``); None when
+    ``max_model_len`` was not pinned or no candidate holds. Other obligations are not re-checked."""
+    decided = getattr(c, "decided", None)
+    value = c.pinned.get("max_model_len")
+    if decided is None or value is None:
+        return None
+    ob, options = decided
+    candidates = sorted({(value // m) * m for m in _LENGTH_STEPS if 0 < (value // m) * m < value}, reverse=True)
+    for length in candidates[:tries]:
+        if not ob.domain["max_model_len"].contains(length):
+            continue
+        result = prove_obligation(ob, dataclasses.replace(options, pins={**options.pins, "max_model_len": length}))
+        if result.verdict is Verdict.PROVED:
+            return length
+    return None
 
 
 #: Parameters that bound a batch's request count (``--max-num-seqs``).
@@ -831,7 +857,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         features.add("user_capture_sizes")
     needs: list[str] = []
     derived: list[str] = []
-    if cfg.num_speculative_tokens > 0 and engine == "vllm":
+    if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
         from .vllm.speculative import infer_method
 
         inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
@@ -880,8 +906,12 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         have = releases()
         note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
                 f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
-    return CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware,
-                        needs, derived)
+    outcome = CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware,
+                           needs, derived)
+    if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
+        for c in outcome.failures:
+            c.nearby = nearby_max_model_len(c)
+    return outcome
 
 
 #: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
@@ -906,9 +936,9 @@ def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
             named += [k for k in item if k in READ_MODEL_KEYS]
             stack += list(item.values())
     if named:
-        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from --model-config "
-                         f"{model.path}: vLLM would serve the overridden value; apply the override to the config.json "
-                         "you pass instead")
+        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
+                         f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
+                         "and pass it with --model-config instead")
 
 
 def _inventory_path(engine: str, version: str, root: str = ".") -> str:
@@ -945,6 +975,21 @@ def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and not e.get("verdicts")]
 
 
+def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str]:
+    """``{entry id: coverage kind}`` of ``proofs/inventory/<engine>-<version>.json`` (the ``coverage``
+    field ``capproof coverage --write`` fills: ``verified``, ``shape-only``, ...); empty when there
+    is no inventory. The kind comes from the full run, where the prover checks every proof for an
+    assumption restating its claim."""
+    path = _inventory_path(engine, version, root)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    entries = data.get("entries", []) if isinstance(data, dict) else data
+    return {e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+
+
 def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
                      options: Options | None = None) -> CheckOutcome:
     """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
@@ -960,14 +1005,26 @@ def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None =
     features = set(model.features) if model else set()
     if cfg.speculative_algorithm:
         features.add("spec_decode")
+    # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
+    from .sglang.server_args import USED_FLAGS, sizing
+
+    derived = sizing(cfg.values, cfg.switches, cfg.strings)
+    pins.update(derived.pins)
+    features |= derived.features
     checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
     if cfg.speculative_algorithm:
         used.add("feature:spec_decode")
     params = {"--context-length": "context_len", "--page-size": "page_size", "--speculative-num-steps": "speculative_num_steps",
               "--speculative-eagle-topk": "speculative_eagle_topk", "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
-              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode"}
+              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode", **USED_FLAGS}
+    # a derived feature is used when an applied obligation requires it
+    required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
+    used.update(f"feature:{f}" for f in derived.features & required)
+    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
+        used.add("feature:sglang_attention_backend")
     unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
-    return CheckOutcome("sglang", version, checked, [], unused, dict(cfg.env), model)
+    defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
+    return CheckOutcome("sglang", version, checked, defaults, unused, dict(cfg.env), model)
 
 
 def _families(checked: list[Checked]) -> dict[str, int]:
@@ -990,8 +1047,10 @@ def scope_line(outcome: CheckOutcome) -> str:
     how = ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else []) + (
         [f"{induction} by induction over the batch, for every batch size"] if induction else []) + (
         [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
+    shape = sum(1 for c in proved if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags)
     parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
-             + (f" ({'; '.join(how)})" if how else "")]
+             + (f" ({'; '.join(how)})" if how else "")
+             + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")]
     if short:
         parts.append(f"{short} proved for smaller batches only (not counted)")
     missing = [f"{len(outcome.not_checked)} obligations not applied"] if outcome.not_checked else []
@@ -1103,6 +1162,10 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                              + " (pin them with flags to check your own)")
             if ob.sources:
                 lines.append("          see " + ", ".join(ob.sources))
+            nearby = getattr(c, "nearby", None)
+            if nearby:
+                lines.append(f"          holds at --max-model-len {nearby} (the nearest rounding down that the solver proves for "
+                             "this obligation, other flags unchanged; re-run check-config with it for the rest)")
             later = later_release(ob, outcome.engine, outcome.version)
             if later:
                 lines.append(f"          this formula is modelled for {outcome.engine} {ob.versions} only: {later} changed it; "
@@ -1112,9 +1175,15 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if inventory_proved:
         files = sorted({c.obligation.file for c in inventory_proved})
         covered = {e for c in inventory_proved for e in c.obligation.covers}
-        lines.append(f"  safe    {len(inventory_proved)} inventory obligations ({', '.join(files)}): {len(covered)} buffers of "
-                     f"{engine} {outcome.version} hold at these flags, by demand family: " + ", ".join(
-                         f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
+        kinds = inventory_kinds(outcome.engine, outcome.version)
+        verified = sorted(e for e in covered if kinds.get(e) == "verified")
+        shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
+        modelled = len(covered) - len(verified) - len(shape)
+        lines.append(f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
+                     f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
+                     f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+                     "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
+                     "family: " + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:
@@ -1173,7 +1242,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
 
 
 #: What each applied obligation's proof establishes, for ``check-config --json``: the inventory
-#: obligations compare a buffer's traced shape with its demand family's formula (a shape check);
+#: obligations compare a buffer's traced shape with its demand family's formula (a shape check),
+#: except those tagged ``derived`` (spec/vllm_0_33_derived.py: a demand derived from the engine's code);
 #: the others prove a capacity formula against a demand formula from the engine's code.
 KIND_SHAPE = "shape-checked"
 KIND_VERIFIED = "verified"
@@ -1189,7 +1259,8 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         r = c.result
         entry = {
             "id": c.obligation.id, "case": c.obligation.case, "sources": list(c.obligation.sources),
-            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags else KIND_VERIFIED,
+            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags
+            else KIND_VERIFIED,
             "pinned": {k: v for k, v in c.pinned.items()}, "free": list(c.free),
             "checked_over": {k: list(v) for k, v in c.choices.items()},
             "batches": r.encoding or None, "message": r.message,
@@ -1200,6 +1271,7 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         if r.counterexample is not None:
             entry["counterexample"] = r.counterexample.to_json()
             entry["formula_changed_in"] = later_release(c.obligation, outcome.engine, outcome.version)
+            entry["holds_at_max_model_len"] = getattr(c, "nearby", None)
         applied.append(entry)
     model = outcome.model
     return {

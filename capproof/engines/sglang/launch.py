@@ -38,7 +38,11 @@ SIZING_FLAGS = {
     "--tp-size": "tp",
     "--max-running-requests": "max_running_requests",
     "--chunked-prefill-size": "chunked_prefill_size",
+    "--cuda-graph-max-bs-decode": "cuda_graph_max_bs",
+    "--dp-size": "dp_size",
 }
+#: Flags whose text value capproof reads (which attention backend's buffers a deployment has).
+STRING_FLAGS = ("--attention-backend", "--decode-attention-backend")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 
 
@@ -58,6 +62,10 @@ class LaunchConfig:
     env: dict[str, str] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
+    #: valueless flags given (``--enable-two-batch-overlap``, ``--enable-dp-attention``, ...)
+    switches: set[str] = field(default_factory=set)
+    #: the values of :data:`STRING_FLAGS` given
+    strings: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.values.items()]
@@ -230,6 +238,11 @@ def parse_launch_args(argv: list[str]) -> LaunchConfig:
             cfg.speculative_algorithm = str(value)
         elif flag in SIZING_FLAGS:
             cfg.values[SIZING_FLAGS[flag]] = _int(flag, value)
+        elif flag in STRING_FLAGS:
+            cfg.strings[flag] = str(value)
+            cfg.ignored.append(flag)
         elif flag != "--config":
+            if value is True:
+                cfg.switches.add(flag)
             cfg.ignored.append(flag)
     return cfg

@@ -156,7 +156,10 @@ class FakeTensor:
         for a in args:
             if _is_dtype(a):
                 dtype = a
-        return FakeTensor(tuple(self.shape), dtype or self.dtype, kwargs.get("device", self.device))
+        moved = FakeTensor(tuple(self.shape), dtype or self.dtype, kwargs.get("device", self.device))
+        if "_recorded" in self.__dict__:  # ``.to(device)`` keeps the buffer: its accesses are the allocation's
+            moved._recorded = self._recorded
+        return moved
 
     def view(self, *args):
         if len(args) == 1 and _is_dtype(args[0]):
@@ -176,7 +179,30 @@ class FakeTensor:
     def expand(self, *args):
         return FakeTensor(_shape(args), self.dtype, self.device)
 
+    def _accessed(self, key, write: bool) -> None:
+        """Record ``self[key]`` on the allocation this fake stands for (``Recorded.accesses``):
+        the engine frame's ``file:line`` and per dimension the index or slice stop, as terms."""
+        rec = self.__dict__.get("_recorded")
+        if rec is None or _ACTIVE is None:
+            return
+        caller = _engine_caller(_ACTIVE.root)
+        if caller is None:
+            return
+        root = os.path.abspath(_ACTIVE.root) + os.sep
+        where = (os.path.abspath(caller.f_code.co_filename)[len(root):].replace(os.sep, "/"), caller.f_lineno)
+        items = key if isinstance(key, tuple) else (key,)
+        dims = []
+        for d, k in enumerate(items):
+            if isinstance(k, slice):
+                dims.append((d, "slice", k.stop))
+            elif isinstance(k, (int, SymInt)) and not isinstance(k, bool):
+                dims.append((d, "index", k))
+            else:
+                dims.append((d, "index", None))  # a tensor or list index: its values are not computed
+        rec.accesses.append((where, "write" if write else "read", dims))
+
     def __getitem__(self, key):
+        self._accessed(key, False)
         # a view: keep the buffer's trailing shape; slicing the first dimension keeps the fake
         if isinstance(key, tuple) and len(key) >= 1 and all(isinstance(k, slice) for k in key):
             return self
@@ -195,6 +221,7 @@ class FakeTensor:
         return FakeTensor(tuple(self.shape[1:]) if len(self.shape) > 1 else (), self.dtype, self.device)
 
     def __setitem__(self, key, value):
+        self._accessed(key, True)
         return None
 
     def tolist(self):
@@ -265,6 +292,8 @@ class Recorded:
     #: made by a statement on which the engine caught a capproof error (a try/except around a
     #: branch on a symbolic value may have taken a fallback path): not trusted
     untrusted: bool = False
+    #: subscripts of the fake while the engine ran: ``((file, line), "read"|"write", [(dim, "index"|"slice", term)])``
+    accesses: list = field(default_factory=list)
 
 
 @dataclass
@@ -312,6 +341,7 @@ class Recorder:
             dtype = getattr(like, "dtype", None)
         self.records.append(Recorded(tuple(shape), _dtype_name(dtype), call, self._stack()))
         result = FakeTensor(tuple(shape), dtype, kwargs.get("device"))
+        result._recorded = self.records[-1]
         self._remember(result)
         return result
 

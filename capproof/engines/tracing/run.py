@@ -214,6 +214,27 @@ def trace_all(engine, root: str, allocations, names: list[str] | None = None):
             params = sorted({n for x in shape for n in expression_names(x)})
             traced[aid] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
                                 dtype=dtypes.pop(), shape=shape, how="traced", why=why, sized_by=classify(params),
-                                params=params, verdicts={})
+                                params=params, verdicts={}, accesses=executed_accesses(engine, [r for _, r in hits]))
     return list(traced.values()), sorted(set(problems)), reasons
+
+
+def executed_accesses(engine, records) -> list[dict]:
+    """The subscripts the engine made of a traced buffer while its harness ran (every path's
+    record), as inventory accesses: ``{"file", "line", "dim", "extent", "op", "how": "executed"}``;
+    ``extent`` is the index or slice stop in the shape language (``whole`` for ``:``, ``?`` for a
+    tensor index or a term the printer cannot show). Deduplicated, by line."""
+    out: dict[tuple, dict] = {}
+    for r in records:
+        for (file, line), rw, dims in getattr(r, "accesses", []):
+            for dim, kind, term in dims:
+                if term is None:
+                    extent = "whole" if kind == "slice" else "?"
+                else:
+                    try:
+                        extent = to_expression(term, positive=engine.POSITIVE, nonnegative=engine.NONNEGATIVE)
+                    except (SpecError, TypeError):
+                        extent = "?"
+                item = {"file": file, "line": line, "dim": dim, "extent": extent, "op": f"{kind} {rw}", "how": "executed"}
+                out.setdefault((file, line, dim, item["op"], extent), item)
+    return sorted(out.values(), key=lambda a: (a["file"], a["line"], a["dim"], a["op"]))
 

@@ -115,8 +115,9 @@ def _target_name(t: ast.expr) -> tuple[str, bool] | None:
 
 class _Visitor(ast.NodeVisitor):
     def __init__(self, file: str, source: str, locals_kept: bool = False, wrappers=frozenset(),
-                 wrapper_definitions=frozenset()):
+                 wrapper_definitions=frozenset(), returned_fields: bool = False):
         self.file = file
+        self.returned_fields = returned_fields
         self.wrappers = wrappers
         self.wrapper_definitions = wrapper_definitions
         #: a file named in the scope by itself (moe_align_block_size.py): its functions' allocations
@@ -143,7 +144,7 @@ class _Visitor(ast.NodeVisitor):
             return
         self.functions.append(node.name)
         self.globals.append({n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names})
-        self.escapes.append(_escapes(node))
+        self.escapes.append(_escapes(node, self.returned_fields))
         self.generic_visit(node)
         self.escapes.pop()
         self.globals.pop()
@@ -187,6 +188,8 @@ class _Visitor(ast.NodeVisitor):
                 continue
             if not on_self and self.escapes and name.split("[", 1)[0] in self.escapes[-1]:
                 name = self.escapes[-1][name.split("[", 1)[0]]
+            if self.returned_fields and not pair:
+                name = name + _field_of(value, call)
             self.seen_calls.add(id(call))
             self.found.append(Allocation(
                 file=self.file, line=call.lineno, owner=owner, attribute=name, function=function,
@@ -203,11 +206,37 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _escapes(fn: ast.AST) -> dict[str, str]:
+def _field_of(value: ast.expr, call: ast.Call) -> str:
+    """``.field`` when ``call`` is (inside) the keyword argument ``field=`` of the object built on
+    the right-hand side (``self.buffers = Buffers(input_ids=torch.zeros(...), ...)`` ->
+    ``.input_ids``), else ''."""
+    if isinstance(value, ast.Call) and value is not call:
+        for kw in value.keywords:
+            if kw.arg and any(node is call for node in ast.walk(kw.value)):
+                return "." + kw.arg
+    return ""
+
+
+def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
     """Local names a function stores into ``self``: ``self.xs.append(x)`` / ``self.xs[k] = x`` /
-    ``self.x = x`` (-> ``xs[]`` / ``xs[]`` / ``x``)."""
+    ``self.x = x`` (-> ``xs[]`` / ``xs[]`` / ``x``); with ``returned_fields``, also the locals a
+    classmethod factory passes by keyword to the object it returns (``return cls(input_ids=input_ids, ...)``
+    -> ``input_ids``: a field of the buffers object the caller keeps)."""
     out: dict[str, str] = {}
     for node in ast.walk(fn):
+        if (returned_fields and isinstance(node, ast.Return) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "cls"):
+            for kw in node.value.keywords:
+                if kw.arg and isinstance(kw.value, ast.Name):
+                    out.setdefault(kw.value.id, kw.arg)
+        elif returned_fields and isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            # ``self.buffers = Buffers(input_ids=input_ids, ...)`` -> ``buffers.input_ids``
+            for tgt in node.targets:
+                t = _target_name(tgt)
+                if t and t[1]:
+                    for kw in node.value.keywords:
+                        if kw.arg and isinstance(kw.value, ast.Name):
+                            out.setdefault(kw.value.id, f"{t[0]}.{kw.arg}")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")
                 and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
             t = _target_name(node.func.value)
@@ -222,14 +251,15 @@ def _escapes(fn: ast.AST) -> dict[str, str]:
 
 
 def scan_file(root: str, rel: str, locals_kept: bool = False, wrappers=frozenset(),
-              wrapper_definitions=frozenset()) -> list[Allocation]:
+              wrapper_definitions=frozenset(), returned_fields: bool = False) -> list[Allocation]:
     """The pre-allocations of one file (``rel`` is relative to ``root``, the wheel's source root);
     ``locals_kept``: also the allocations bound to local names (a file named in the scope itself);
-    ``wrappers``/``wrapper_definitions``: the engine's buffer wrappers (module docstring)."""
+    ``wrappers``/``wrapper_definitions``: the engine's buffer wrappers (module docstring);
+    ``returned_fields``: also the locals a factory returns as keyword fields (:func:`_escapes`)."""
     path = os.path.join(root, rel)
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
-    v = _Visitor(rel, source, locals_kept, wrappers, wrapper_definitions)
+    v = _Visitor(rel, source, locals_kept, wrappers, wrapper_definitions, returned_fields)
     v.visit(ast.parse(source, filename=rel))
     # one id per allocation: repeated attributes get '#2', '#3' in source order
     seen: dict[str, int] = {}
@@ -241,7 +271,8 @@ def scan_file(root: str, rel: str, locals_kept: bool = False, wrappers=frozenset
     return sorted(v.found, key=lambda a: a.line)
 
 
-def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset()) -> list[Allocation]:
+def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset(),
+         returned_fields: bool = False) -> list[Allocation]:
     """Every pre-allocation in ``scope`` (directories and files relative to ``root``, the extracted
     wheel) under ``root``, sorted by file and line; a file named in ``scope`` itself also lists the
     allocations bound to local names."""
@@ -258,8 +289,8 @@ def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset()
                 if n.endswith(".py"):
                     files.append(os.path.relpath(os.path.join(dirpath, n), root))
     out: list[Allocation] = []
-    for rel in sorted(files):
+    for rel in sorted(set(f.replace(os.sep, "/") for f in files)):
         rel = rel.replace(os.sep, "/")
         out.extend(scan_file(root, rel, locals_kept=rel in single, wrappers=wrappers,
-                             wrapper_definitions=wrapper_definitions))
+                             wrapper_definitions=wrapper_definitions, returned_fields=returned_fields))
     return out

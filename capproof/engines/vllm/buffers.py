@@ -17,7 +17,6 @@ Names in shapes (the engine's own, with one vocabulary across classes): ``max_nu
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import sys
@@ -25,13 +24,14 @@ import time
 from dataclasses import dataclass
 
 from ...errors import SpecError
-from ...inventory import (Entry, classify, diff, diff_lines, dump, dumps, expression_names, load,
-                          render_markdown, summary_line)
+from ...inventory import Entry, diff, diff_lines, dump, load
+from ..tracing import command as _command
+from ..tracing.command import normalise
 from .scan import Allocation, scan
 
 __all__ = ["INVENTORY_DIR", "paths", "read_entry", "build", "run_inventory", "run_diff"]
 
-INVENTORY_DIR = os.path.join("proofs", "inventory")
+INVENTORY_DIR = _command.INVENTORY_DIR
 
 #: config spellings -> the inventory's one vocabulary (the runners' own names)
 RENAME = {
@@ -47,32 +47,11 @@ DTYPES = {"float": "float32", "long": "int64", "int": "int64", "half": "float16"
 
 def paths(version: str, root: str = "") -> tuple[str, str]:
     """``(json, md)`` paths of the committed inventory of vLLM ``version``."""
-    base = os.path.join(root, INVENTORY_DIR, f"vllm-{version}")
-    return base + ".json", base + ".md"
-
-
-class _Names(ast.NodeTransformer):
-    """``self.x.y`` -> ``y``; ``max``/``min`` -> ``maximum``/``minimum``; config spellings renamed."""
-
-    def visit_Attribute(self, node: ast.Attribute):
-        return ast.copy_location(ast.Name(id=RENAME.get(node.attr, node.attr), ctx=ast.Load()), node)
-
-    def visit_Name(self, node: ast.Name):
-        return ast.copy_location(ast.Name(id=RENAME.get(node.id, node.id), ctx=node.ctx), node)
-
-    def visit_Call(self, node: ast.Call):
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
-            node.func = ast.Name(id={"max": "maximum", "min": "minimum"}[node.func.id], ctx=ast.Load())
-        return node
+    return _command.paths("vllm", version, root)
 
 
 def _normalise(text: str) -> str:
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return text
-    return ast.unparse(_Names().visit(tree))
+    return normalise(text, RENAME)
 
 
 def normalise_dtype(text: str) -> str:
@@ -81,20 +60,7 @@ def normalise_dtype(text: str) -> str:
 
 def read_entry(a: Allocation, why: str) -> Entry:
     """The ``read`` entry of one scanned allocation: its argument text, names normalised."""
-    shape = [_normalise(x) for x in a.args]
-    params: set[str] = set()
-    for expr in shape:
-        try:
-            params.update(expression_names(expr))
-        except SpecError:
-            try:
-                params.update(n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)
-                              and n.id not in ("len", "maximum", "minimum", "cdiv", "round_up", "int", "sum"))
-            except SyntaxError:
-                pass
-    return Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
-                 dtype=normalise_dtype(a.dtype), shape=shape, how="read", why=why,
-                 sized_by=classify(params), params=sorted(params), verdicts={})
+    return _command.read_entry(a, why, RENAME, DTYPES)
 
 
 def _untraced_why(a: Allocation, traced_run: bool) -> str:
@@ -123,7 +89,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     """The inventory of vLLM ``version`` from its extracted sources under ``root``.
 
     With ``trace``, :func:`capproof.engines.vllm.harnesses.trace_all` runs the constructors (needs the
-    real venv with torch); its entries replace the read ones with the same id.
+    real venv with torch); its entries replace the read ones with the same id, and
+    :func:`capproof.engines.vllm.demand.derive_all` derives the demands it can by running the
+    engine's code. Every entry gets its access sites (:func:`capproof.engines.vllm.accesses.annotate`).
     """
     from . import wheels
 
@@ -145,6 +113,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 entries[e.id] = e
             else:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
+    from .accesses import annotate
+
+    annotate(entries.values(), root)
+    if trace:
+        from .demand import derive_all
+
+        problems += derive_all(list(entries.values()), root)
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 
@@ -171,56 +146,8 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
         return wheels.EXIT_NO_WHEELS
     for p in built.trace_problems:
         err(f"warning: {p}")
-    jpath, mpath = paths(version)
-    # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
-    if os.path.exists(jpath):
-        try:
-            kept = {e.id: e.verdicts for e in load(jpath)}
-        except SpecError:
-            kept = {}
-        for e in built.entries:
-            e.verdicts = dict(kept.get(e.id, {}))
-    text = dumps(built.entries, "vllm", version)
-    md = render_markdown(built.entries, "vllm", version, generator=f"capproof inventory --engine vllm=={version} --write")
-    code = 0
-    if json_out == "-":
-        sys.stdout.write(text)
-    elif json_out:
-        try:
-            dump(built.entries, "vllm", version, json_out)
-        except OSError as exc:
-            err(f"error: cannot write --json {json_out}: {exc.strerror}")
-            return 2
-    if check:
-        stale = []
-        for path, want in ((jpath, text), (mpath, md)):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    have = fh.read()
-            except FileNotFoundError:
-                have = None
-            if have != want:
-                stale.append(path)
-        if stale:
-            err(f"stale {', '.join(stale)} (run `capproof inventory --engine vllm=={version} --write` and commit)")
-            if os.path.exists(jpath):
-                try:
-                    committed = load(jpath)
-                    for line in diff_lines(diff(committed, built.entries), "committed", "traced now")[:60]:
-                        err(line)
-                except SpecError as exc:
-                    err(str(exc))
-            code = 1
-    if write:
-        for path, want in ((jpath, text), (mpath, md)):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(want)
-        out(f"wrote {jpath} and {mpath}")
-    if json_out != "-":
-        out(summary_line(built.entries, "vllm", version) + f" ({built.allocations} allocations scanned, "
-            f"{built.seconds:.1f} s)")
-    return code
+    return _command.finish("vllm", version, built.entries, json_out, write, check, built.allocations, built.seconds,
+                           out=out, err=err)
 
 
 def _version(spec: str) -> str:

@@ -266,8 +266,10 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
         return env, args[1:], True
     if args[0] == "serve":
         return env, args[1:], True
-    if head in ("sglang", "trtllm-serve") or head.startswith("sglang."):
+    if head == "sglang" or head.startswith("sglang."):
         raise ServeFlagError(f"{args[0]!r}: not a vllm serve command line (for SGLang use --engine sglang==0.5.23)")
+    if head == "trtllm-serve":
+        raise ServeFlagError(f"{args[0]!r}: TensorRT-LLM is not modelled (capproof checks vLLM and SGLang launch lines)")
     return env, args, True
 
 

@@ -1,0 +1,134 @@
+"""The engine-neutral half of ``capproof inventory --engine NAME==X``: read entries, write, check.
+
+An engine module builds its entries (static scan + tracer) and hands them to :func:`finish`, which
+keeps the committed verdicts, writes ``proofs/inventory/<engine>-<version>.json``/``.md``
+(``--write``), compares them with the committed files (``--check``) or prints the JSON
+(``--json``). :func:`read_entry` turns one scanned allocation into a ``read`` entry, with the
+engine's config spellings renamed to the inventory's vocabulary.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from typing import Callable, Mapping
+
+from ...errors import SpecError
+from ...inventory import (Entry, classify, diff, diff_lines, dump, dumps, expression_names, load, render_markdown,
+                          summary_line)
+from .scan import Allocation
+
+__all__ = ["INVENTORY_DIR", "paths", "normalise", "read_entry", "finish"]
+
+INVENTORY_DIR = os.path.join("proofs", "inventory")
+
+
+def paths(engine: str, version: str, root: str = "") -> tuple[str, str]:
+    """``(json, md)`` paths of the committed inventory of ``engine`` ``version``."""
+    base = os.path.join(root, INVENTORY_DIR, f"{engine}-{version}")
+    return base + ".json", base + ".md"
+
+
+class _Names(ast.NodeTransformer):
+    """``self.x.y`` -> ``y``; ``max``/``min`` -> ``maximum``/``minimum``; config spellings renamed."""
+
+    def __init__(self, rename: Mapping[str, str]):
+        self.rename = rename
+
+    def visit_Attribute(self, node: ast.Attribute):
+        return ast.copy_location(ast.Name(id=self.rename.get(node.attr, node.attr), ctx=ast.Load()), node)
+
+    def visit_Name(self, node: ast.Name):
+        return ast.copy_location(ast.Name(id=self.rename.get(node.id, node.id), ctx=node.ctx), node)
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+            node.func = ast.Name(id={"max": "maximum", "min": "minimum"}[node.func.id], ctx=ast.Load())
+        return node
+
+
+def normalise(text: str, rename: Mapping[str, str]) -> str:
+    """An allocation argument's source text in the shape language's spelling (names renamed)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return text
+    return ast.unparse(_Names(rename).visit(tree))
+
+
+def read_entry(a: Allocation, why: str, rename: Mapping[str, str], dtypes: Mapping[str, str]) -> Entry:
+    """The ``read`` entry of one scanned allocation: its argument text, names normalised."""
+    shape = [normalise(x, rename) for x in a.args]
+    params: set[str] = set()
+    for expr in shape:
+        try:
+            params.update(expression_names(expr))
+        except SpecError:
+            try:
+                params.update(n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)
+                              and n.id not in ("len", "maximum", "minimum", "cdiv", "round_up", "int", "sum"))
+            except SyntaxError:
+                pass
+    return Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
+                 dtype=dtypes.get(a.dtype, a.dtype), shape=shape, how="read", why=why,
+                 sized_by=classify(params), params=sorted(params), verdicts={})
+
+
+def finish(engine: str, version: str, entries: list[Entry], json_out: str | None, write: bool, check: bool,
+           scanned: int, seconds: float, out: Callable[[str], None] = print,
+           err: Callable[[str], None] | None = None) -> int:
+    """Keep the committed verdicts, then ``--json``/``--check``/``--write`` as the command says;
+    print the summary line. Returns the exit code (0 ok, 1 stale, 2 bad output path)."""
+    err = err or (lambda s: print(s, file=sys.stderr))
+    jpath, mpath = paths(engine, version)
+    # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
+    if os.path.exists(jpath):
+        try:
+            kept = {e.id: (e.verdicts, e.coverage) for e in load(jpath)}
+        except SpecError:
+            kept = {}
+        for e in entries:
+            verdicts, kind = kept.get(e.id, ({}, "uncovered"))
+            e.verdicts, e.coverage = dict(verdicts), kind or "uncovered"
+    text = dumps(entries, engine, version)
+    md = render_markdown(entries, engine, version, generator=f"capproof inventory --engine {engine}=={version} --write")
+    code = 0
+    if json_out == "-":
+        sys.stdout.write(text)
+    elif json_out:
+        try:
+            dump(entries, engine, version, json_out)
+        except OSError as exc:
+            err(f"error: cannot write --json {json_out}: {exc.strerror}")
+            return 2
+    if check:
+        stale = []
+        for path, want in ((jpath, text), (mpath, md)):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    have = fh.read()
+            except FileNotFoundError:
+                have = None
+            if have != want:
+                stale.append(path)
+        if stale:
+            err(f"stale {', '.join(stale)} (run `capproof inventory --engine {engine}=={version} --write` and commit)")
+            if os.path.exists(jpath):
+                try:
+                    committed = load(jpath)
+                    for line in diff_lines(diff(committed, entries), "committed", "traced now")[:60]:
+                        err(line)
+                except SpecError as exc:
+                    err(str(exc))
+            code = 1
+    if write:
+        for path, want in ((jpath, text), (mpath, md)):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(want)
+        out(f"wrote {jpath} and {mpath}")
+    if json_out != "-":
+        out(summary_line(entries, engine, version) + f" ({scanned} allocations scanned, {seconds:.1f} s)")
+    return code

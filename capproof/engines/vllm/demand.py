@@ -1,0 +1,535 @@
+"""Demands derived by running vLLM's own code on symbolic sizes (the ``demands`` of the inventory).
+
+Where the code that computes an extent can run on a CPU, it is run here, in the real venv, on
+capproof :class:`~capproof.symbolic.SymInt` values, once per path through its branches on them
+(:func:`capproof.symbolic.explore`), and the result is printed in the shape expression language
+(:func:`capproof.inventory.to_expression`) into the entry's ``demands``: ``{"dim", "extent",
+"how": "executed", "from": [the engine code run], "binds": {capacity name: expression},
+"facts": [{"fact", "checked", "paths"}]}``. ``make verify`` never imports vLLM: its obligations
+(``spec/vllm_0_33_derived.py``) evaluate the recorded expressions with
+:func:`capproof.inventory.demand` and compare them with the capacities; ``make verify-real``
+re-runs this derivation (``capproof inventory --check``) and fails when the committed one is stale.
+
+Derived in vLLM 0.33.0 (each function below cites what it runs):
+
+- the block table's **columns** (``vllm/v1/worker/block_table.py::BlockTable.block_table``,
+  dimension 1): the blocks a request's row holds are the KV cache manager's
+  ``SingleTypeKVCacheManager.allocate_new_blocks`` (``single_type_kv_cache_manager.py:370-410``),
+  run with a manager built by vLLM's own ``FullAttentionManager.__init__`` (whose block size is
+  ``spec.block_size * dcp`` for a DCP-sharded spec); the width they are written into is the
+  runner's ``kv_cache_spec.max_num_blocks_per_req`` (``kv_cache_interface.py:610-615``) widened by
+  ``get_block_table_width`` (``block_table.py:29-41``), run with a symbolic ``math.gcd`` (the gcd of
+  the power of two 128 and a symbolic size, an exact ``select`` chain; the only stand-in).
+- the block table's **rows** (dimension 0): the padded request count of a CUDA-graph batch,
+  ``CudagraphDispatcher._create_padded_batch_descriptor`` (``cudagraph_dispatcher.py:133-152``),
+  run on every path (FULL/piecewise, uniform decode or not); the unpadded count, bounded on every
+  path that sets it as :func:`unpadded_requests_bound` checks in the source (the scheduler's
+  asserts, the runner dropping unscheduled requests, the dummy run's ``min``); row indices come
+  from ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
+  (``gpu_input_batch.py:329``) is found in the source (AST).
+
+What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
+paths it was not checked on; ``capproof coverage`` lists it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+from types import SimpleNamespace
+from typing import Callable
+
+from ...symbolic import SymInt
+
+__all__ = ["derive_all", "symbolic_gcd", "DERIVATIONS", "BLOCK_TABLE"]
+
+BLOCK_TABLE = "vllm/v1/worker/block_table.py::BlockTable.block_table"
+#: Names a derived expression may use beyond the tracer's (all sizes >= 1 except the flags).
+EXTRA_POSITIVE = ("num_tokens_need_slot", "num_tokens_padded", "num_reqs", "uniform_decode_query_len")
+FLAGS = ("dcp_sharded", "full_uniform_decode")
+
+
+def symbolic_gcd(a, b):
+    """``math.gcd`` that also takes one symbolic argument when the other is a concrete power of
+    two ``p``: ``gcd(p, n)`` is the largest power of two ``2**k <= p`` dividing ``n`` (an exact
+    ``select`` chain). Anything else goes to :func:`math.gcd` (raises TypeError on two symbolic)."""
+    from ...arith import select
+
+    if isinstance(a, SymInt) and not isinstance(b, SymInt):
+        a, b = b, a
+    if not isinstance(b, SymInt):
+        return math.gcd(a, b)
+    if isinstance(a, SymInt) or a <= 0 or a & (a - 1):
+        raise TypeError(f"symbolic gcd needs a concrete power of two, got {a!r}")
+    result = 1
+    k = 2
+    while k <= a:
+        result = select(b % k == 0, k, result)
+        k *= 2
+    return result
+
+
+def _positive() -> tuple[str, ...]:
+    from .trace import POSITIVE
+
+    return tuple(POSITIVE) + EXTRA_POSITIVE
+
+
+def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
+    """Run ``fn`` on every path (:func:`capproof.symbolic.explore`); the value as one Z3 term
+    (``If`` over the paths' conditions) and notes on paths that raised an ``AssertionError``
+    (the engine stops there: no access, extent 0 on that path's condition). Raises RuntimeError when the exploration is incomplete or
+    a path fails otherwise (never a demand from a partial run)."""
+    import z3
+
+    from ...symbolic import explore, to_z3_int
+
+    exploration = explore(fn, assume=assume)
+    if not exploration.complete:
+        raise RuntimeError(f"{exploration.unexplored} paths unexplored (budget {exploration.budget})")
+    value = None
+    stops: list[str] = []
+    for path in reversed(exploration.paths):
+        cond = z3.And(*[c if taken else z3.Not(c) for _, c, taken in path.decisions]) if path.decisions else z3.BoolVal(True)
+        if path.error is not None:
+            if not isinstance(path.error, AssertionError):
+                raise RuntimeError(f"{type(path.error).__name__}: {path.error}"[:240])
+            stops.append(path.decisions[-1][0] if path.decisions else "?")
+            term = z3.IntVal(0)  # the engine stops at its assert: nothing is accessed on this path
+        else:
+            term = to_z3_int(path.value)
+        value = term if value is None else z3.If(cond, term, value)
+    if value is None:
+        raise RuntimeError("no path returned a value")
+    notes = [f"{len(stops)} of {len(exploration.paths)} paths stop at an engine assert (extent 0: no access there)"] if stops else []
+    return value, notes
+
+
+def _expr(term) -> str:
+    from ...inventory import to_expression
+
+    return to_expression(term, _positive(), ("num_speculative_tokens",))
+
+
+class _BlockPool:
+    """Stand-in for ``BlockPool``: ``get_new_blocks(k)`` records ``k`` (blocks are ids only);
+    ``null_block`` a placeholder the constructor keeps."""
+
+    null_block = None
+
+    def __init__(self):
+        self.asked = 0
+
+    def get_new_blocks(self, k):
+        self.asked = self.asked + k
+        return []
+
+
+def block_table_columns(dcp_sharded: bool) -> tuple[str, str, list[str]]:
+    """``(demand, width, notes)`` of the block table's columns for a spec with ``dcp_sharded``:
+    the blocks ``allocate_new_blocks`` gives a request that needs ``num_tokens_need_slot`` slots
+    (a fresh request: the row's last written column + 1), and the width the runner allocates."""
+    import z3
+
+    from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager
+    from vllm.v1.kv_cache_interface import AttentionSpec
+    from vllm.v1.worker import block_table as bt
+
+    bs, dcp, n, L = (SymInt.var(x) for x in ("block_size", "dcp", "num_tokens_need_slot", "max_model_len"))
+    assume = [z3.Int(x) >= 1 for x in ("block_size", "dcp", "num_tokens_need_slot", "max_model_len")]
+    spec = SimpleNamespace(block_size=bs, dcp_sharded=dcp_sharded, sliding_window=None, attention_chunk_size=None)
+
+    def blocks():
+        pool = _BlockPool()
+        mgr = FullAttentionManager(spec, pool, False, 0, bs, dcp_world_size=dcp, pcp_world_size=1)
+        mgr.allocate_new_blocks("r", n, n)
+        return len(mgr.req_to_blocks["r"]) + pool.asked
+
+    demand, notes = _paths(blocks, assume)
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp))
+    saved = bt.math
+    bt.math = SimpleNamespace(gcd=symbolic_gcd)
+    try:
+        width, wnotes = _paths(lambda: bt.get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs), assume)
+    finally:
+        bt.math = saved
+    return _expr(demand), _expr(width), notes + wnotes
+
+
+def padded_requests() -> tuple[str, list[str]]:
+    """The request count of a padded CUDA-graph batch (``_create_padded_batch_descriptor`` of
+    ``vllm/v1/cudagraph_dispatcher.py``), on every path: ``full_uniform_decode`` (1: uniform decode
+    under a FULL graph) selects the branch; ``num_tokens_padded`` is the capture size the batch's
+    tokens are padded to and ``uniform_decode_query_len`` = 1 + num_speculative_tokens."""
+    import z3
+
+    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+
+    mnr, tp, q, full = (SymInt.var(x) for x in ("max_num_reqs", "num_tokens_padded", "uniform_decode_query_len",
+                                                 "full_uniform_decode"))
+    assume = [z3.Int("max_num_reqs") >= 1, z3.Int("num_tokens_padded") >= 1, z3.Int("uniform_decode_query_len") >= 1,
+              z3.Or(z3.Int("full_uniform_decode") == 0, z3.Int("full_uniform_decode") == 1)]
+
+    class _Sizes:
+        def __getitem__(self, num_tokens):
+            return tp
+
+    class _Mode:
+        def has_mode(self, mode):
+            return full == 1
+
+    me = SimpleNamespace(vllm_config=SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=mnr)),
+                         uniform_decode_query_len=q, _bs_to_padded_graph_size=_Sizes(), cudagraph_mode=_Mode())
+
+    def reqs():
+        desc = CudagraphDispatcher._create_padded_batch_descriptor(me, tp, True, False, 0)
+        return desc.num_reqs
+
+    value, notes = _paths(reqs, assume)
+    return _expr(value), notes
+
+
+def _asserts_bound(root: str, file: str, function: str, name: str, bound: str) -> list[int]:
+    """Lines of ``assert <name> < self.<bound>`` in ``function`` of ``file`` (AST)."""
+    with open(os.path.join(root, file), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Assert) and isinstance(sub.test, ast.Compare) and len(sub.test.ops) == 1 \
+                        and isinstance(sub.test.ops[0], ast.Lt) and ast.unparse(sub.test.left) == name \
+                        and ast.unparse(sub.test.comparators[0]) == f"self.{bound}":
+                    lines.append(sub.lineno)
+    return lines
+
+
+def _bounded_by_min(root: str, directory: str, method: str, bound: str) -> tuple[list[str], list[str]]:
+    """Call sites of ``.<method>(request_id, num_tokens, ...)`` under ``directory``: those whose
+    ``num_tokens`` argument is a name assigned, in the same function, only from
+    ``min(..., self.<bound>)`` (checked) and the others (not checked), as ``file:line``."""
+    checked, unchecked = [], []
+    base = os.path.join(root, directory)
+    for dirpath, _, files in os.walk(base):
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            try:
+                tree = ast.parse(open(path, encoding="utf-8").read())
+            except (OSError, SyntaxError):
+                continue
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for call in ast.walk(fn):
+                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
+                            and len(call.args) >= 2):
+                        continue
+                    arg = call.args[1]
+                    ok = False
+                    if isinstance(arg, ast.Name):
+                        sets = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
+                                and any(isinstance(t, ast.Name) and t.id == arg.id for t in a.targets)]
+                        ok = bool(sets) and all(
+                            isinstance(a.value, ast.Call) and ast.unparse(a.value.func) == "min"
+                            and any(ast.unparse(x) == f"self.{bound}" for x in a.value.args) for a in sets)
+                    (checked if ok else unchecked).append(f"{rel}:{call.lineno}")
+    return checked, unchecked
+
+
+def _function(root: str, file: str, name: str, cls: str | None = None):
+    """The ``def name`` (in class ``cls`` when given) of ``file`` under ``root``, or None."""
+    with open(os.path.join(root, file), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and cls is not None and node.name != cls:
+            continue
+        scope = node.body if isinstance(node, ast.ClassDef) else (tree.body if node is tree else [])
+        for item in scope:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                return item
+    return None
+
+
+def _src(node) -> str:
+    return ast.unparse(node).replace(" ", "")
+
+
+def unpadded_requests_bound(root: str) -> dict:
+    """Whether the unpadded request count of a step is at most ``max_num_reqs`` on the paths that
+    set it, each checked by reading vLLM's code (AST), as a fact record ``{"fact", "checked",
+    "paths"}``:
+
+    - a scheduled step: ``Scheduler.schedule`` asserts ``len(self.running) <= self.max_num_running_reqs``
+      and that the scheduled requests are at most ``len(self.running)`` (the engine stops otherwise),
+      ``max_num_running_reqs`` is ``scheduler_config.max_num_seqs``, every ``schedule`` override of
+      ``vllm/v1/core/sched`` calls it, and the runner's ``_update_states`` removes every request not
+      scheduled from its persistent batch (so its ``num_reqs`` counts scheduled requests);
+    - a dummy run (``_dummy_run``): every assignment of ``num_reqs`` is a ``min`` with
+      ``max_num_reqs`` (or ``num_decode_tokens + 1`` with ``num_decode_tokens = min(max_num_reqs - 1, ...)``),
+      ``max_num_reqs = self.scheduler_config.max_num_seqs``.
+    """
+    checked: list[str] = []
+    unchecked: list[str] = []
+    sched = "vllm/v1/core/sched/scheduler.py"
+    fn = _function(root, sched, "schedule", "Scheduler")
+    asserts = [a for a in ast.walk(fn) if isinstance(a, ast.Assert)] if fn is not None else []
+    running = [a.lineno for a in asserts if _src(a.test) == "len(self.running)<=self.max_num_running_reqs"]
+    scheduled = [a.lineno for a in asserts if _src(a.test).endswith("<=len(self.running)") and "scheduled_running_reqs" in _src(a.test)]
+    init = _function(root, sched, "__init__", "Scheduler")
+    cap = [n.lineno for n in ast.walk(init) if isinstance(n, ast.Assign)
+           and _src(n.targets[0]) == "self.max_num_running_reqs" and _src(n.value) == "self.scheduler_config.max_num_seqs"] if init else []
+    (checked if running and scheduled and cap else unchecked).append(
+        f"{sched}:{','.join(map(str, running + scheduled))} (assert len(running) <= max_num_running_reqs, scheduled <= "
+        f"len(running); max_num_running_reqs = max_num_seqs at :{','.join(map(str, cap))})")
+    base = os.path.join(root, "vllm/v1/core/sched")
+    for f in sorted(os.listdir(base)):
+        if not f.endswith(".py") or f in ("scheduler.py", "interface.py"):
+            continue
+        tree = ast.parse(open(os.path.join(base, f), encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "schedule":
+                calls = any(isinstance(c, ast.Call) and _src(c.func) == "super().schedule" for c in ast.walk(node))
+                (checked if calls else unchecked).append(f"vllm/v1/core/sched/{f}:{node.lineno} (schedule override "
+                                                          + ("calls super().schedule)" if calls else "does not call super().schedule)"))
+    runner = "vllm/v1/worker/gpu_model_runner.py"
+    upd = _function(root, runner, "_update_states", "GPUModelRunner")
+    removes = [n.lineno for n in ast.walk(upd) if isinstance(n, ast.For) and _src(n.iter) == "unscheduled_req_ids"
+               and any(isinstance(c, ast.Call) and _src(c.func) == "self.input_batch.remove_request" for c in ast.walk(n))] if upd else []
+    (checked if removes else unchecked).append(f"{runner}:{','.join(map(str, removes)) or '?'} (_update_states removes "
+                                               "every unscheduled request from the persistent batch)")
+    dummy = _function(root, runner, "_dummy_run", "GPUModelRunner")
+    ok_lines, bad_lines = [], []
+    if dummy is not None:
+        assigns = [n for n in ast.walk(dummy) if isinstance(n, ast.Assign) and len(n.targets) == 1]
+        mnr = [n for n in assigns if _src(n.targets[0]) == "max_num_reqs"]
+        mnr_ok = bool(mnr) and all(_src(n.value) == "self.scheduler_config.max_num_seqs" for n in mnr)
+        decode_ok = all(_src(n.value).startswith("min(max_num_reqs-1,") for n in assigns
+                        if _src(n.targets[0]) == "num_decode_tokens")
+        for n in assigns:
+            if _src(n.targets[0]) != "num_reqs":
+                continue
+            v = _src(n.value)
+            good = mnr_ok and ((v.startswith("min(") and "max_num_reqs" in v.split("(", 1)[1].split(",")[0] + v.rsplit(",", 1)[-1])
+                               or (v == "num_decode_tokens+1" and decode_ok))
+            (ok_lines if good else bad_lines).append(n.lineno)
+    (checked if ok_lines and not bad_lines else unchecked).append(
+        f"{runner}:{','.join(map(str, ok_lines + bad_lines)) or '?'} (_dummy_run: num_reqs = min(..., max_num_reqs))"
+        + (f"; not of that form: {bad_lines}" if bad_lines else ""))
+    return {"fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
+            "checked": not unchecked, "engine_stops": "Python asserts (vLLM runs without -O)",
+            "paths": {"checked (ast)": checked, "not checked": unchecked}}
+
+
+def derive_block_table(root: str) -> list[dict]:
+    """The ``demands`` of ``BlockTable.block_table`` (see the module docstring)."""
+    cols = {flag: block_table_columns(flag) for flag in (True, False)}
+    demand = f"select(dcp_sharded == 1, {cols[True][0]}, {cols[False][0]})"
+    width = f"select(dcp_sharded == 1, {cols[True][1]}, {cols[False][1]})"
+    checked, unchecked = _bounded_by_min(root, "vllm/v1/core", "allocate_new_blocks", "max_model_len")
+    # the coordinator forwards its num_tokens to every group's manager: its own callers are the ones that bound it
+    forwarded = [s for s in checked + unchecked if s.startswith("vllm/v1/core/kv_cache_coordinator.py")]
+    callers = [s for s in checked if s not in forwarded]
+    fact_cols = {"fact": "num_tokens_need_slot <= max_model_len",
+                 "checked": bool(callers) and not [s for s in unchecked if s not in forwarded],
+                 "paths": {"checked (ast: min(..., self.max_model_len))": callers,
+                           "forwarded unchanged (coordinator)": forwarded,
+                           "not checked": [s for s in unchecked if s not in forwarded]
+                           + ["vllm/v1/core/kv_cache_manager.py allocate_new_computed_blocks (prefix-cache hits; "
+                              "blocks for computed tokens <= num_tokens_need_slot, not run)"]}}
+    rows, row_notes = padded_requests()
+    asserts = _asserts_bound(root, "vllm/v1/worker/gpu_input_batch.py", "_register_add_request", "new_req_index",
+                             "max_num_reqs")
+    unpadded = unpadded_requests_bound(root)
+    # a fact checked on every path that sets the unpadded count bounds it in the extent: beyond
+    # max_num_reqs the engine has stopped at the scheduler's assert (and a dummy run never gets there)
+    plain = "select(num_reqs <= max_num_reqs, num_reqs, 0)" if unpadded["checked"] else "num_reqs"
+    return [
+        {"dim": 0, "how": "executed", "extent": f"select(padded == 1, {rows}, {plain})",
+         "index_bound": "max_num_reqs" if asserts else "",
+         "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)",
+                  *(f"vllm/v1/worker/gpu_input_batch.py:{ln} assert new_req_index < self.max_num_reqs (ast)" for ln in asserts),
+                  "vllm/v1/worker/gpu_model_runner.py:2305 get_device_tensor(num_reqs_padded), :5687 "
+                  "commit_block_table(num_reqs_padded), :1944 commit_block_table(num_reqs) (ast accesses)"],
+         "notes": row_notes,
+         "facts": [unpadded]},
+        {"dim": 1, "how": "executed", "extent": demand, "binds": {"block_table_width": width},
+         "from": ["vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
+                  "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
+                  "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                  "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)",
+                  "vllm/v1/worker/block_table.py:125 append_row writes [row, start:start + num_blocks] (ast access)"],
+         "notes": cols[True][2] + cols[False][2],
+         "facts": [fact_cols]},
+    ]
+
+
+KERNEL_BLOCK_TABLE = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
+KERNEL_BLOCK_OFFSETS = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_offsets"
+
+
+class _Recorded:
+    """What a stand-in call received (``torch.zeros`` shape, a builder's keyword arguments)."""
+
+    def __init__(self):
+        self.calls: list = []
+
+
+def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: str = "columns") -> tuple[str, str, list[str]]:
+    """``(demand, width, notes)`` of ``AttentionGroup.kernel_block_table``'s columns when the KV
+    cache group is a ``UniformTypeKVCacheSpecs`` of two layer specs (the DSA indexer and MLA layers
+    of one group, vLLM #50823) whose DCP sharding is ``group_sharded``/``layer_sharded``:
+
+    - width: ``AttentionGroup.create_metadata_builders`` (``vllm/v1/worker/utils.py:284-336``) run
+      with a per-layer spec, the kernel block size already chosen (``self.kernel_block_size``:
+      ``select_common_block_size`` is not run) and stand-ins for ``torch.zeros`` (records the shape)
+      and the backend's builder (records ``block_table_width``);
+    - demand: ``map_to_kernel_block_table`` (``utils.py:380-395``) run on the runner's block table,
+      whose width is the group spec's ``UniformTypeKVCacheSpecs.max_num_blocks_per_req``
+      (``kv_cache_interface.py:1333-1345``: its members' method is run; the set it builds of their
+      widths cannot hold symbolic values, so the common value and its assert are taken as that
+      method states them) widened by ``get_block_table_width``; the extent is the column stop of
+      the slice it writes. ``which="offsets"``: the kernel blocks per manager block the same call
+      broadcasts ``kernel_block_offsets`` over (``out.unflatten(1, (cols, -1))``: the slice's width
+      over the runner's columns)."""
+    import z3
+
+    from vllm.v1.kv_cache_interface import AttentionSpec
+    from vllm.v1.worker import block_table as bt
+    from vllm.v1.worker import utils as wu
+    from vllm.v1.worker.utils import AttentionGroup
+
+    bs, kbs, dcp, L, mnr = (SymInt.var(x) for x in ("block_size", "kernel_block_size", "dcp", "max_model_len",
+                                                     "max_num_reqs"))
+    assume = [z3.Int(x) >= 1 for x in ("block_size", "kernel_block_size", "dcp", "max_model_len", "max_num_reqs")]
+    assume.append(z3.Int("block_size") % z3.Int("kernel_block_size") == 0)
+
+    def spec(sharded):
+        me = SimpleNamespace(block_size=bs, dcp_sharded=sharded)
+        me.max_num_blocks_per_req = lambda cfg, max_len: AttentionSpec.max_num_blocks_per_req(me, cfg, max_len)
+        me.copy_with_new_block_size = lambda b: SimpleNamespace(block_size=b, dcp_sharded=sharded)
+        return me
+
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp),
+                          model_config=SimpleNamespace(max_model_len=L),
+                          scheduler_config=SimpleNamespace(max_num_seqs=mnr))
+    group = SimpleNamespace(kv_cache_specs={"indexer": spec(layer_sharded), "mla": spec(group_sharded)})
+
+    def width():
+        zeros = _Recorded()
+
+        class Builder:
+            requires_block_table_width = True
+
+            def __init__(self, *args, **kwargs):
+                zeros.calls.append(("builder", kwargs.get("block_table_width")))
+
+        me = SimpleNamespace(kv_cache_spec=spec(layer_sharded), kernel_block_size=kbs, layer_names=["indexer"],
+                             backend=SimpleNamespace(get_builder_cls=lambda: Builder))
+        saved = wu.torch, bt.math, wu.get_block_table_width
+        wu.torch = SimpleNamespace(zeros=lambda *shape, **kw: zeros.calls.append(("zeros", shape)),
+                                   arange=lambda *a, **kw: None, int32=None)
+        bt.math = SimpleNamespace(gcd=symbolic_gcd)
+        try:
+            AttentionGroup.create_metadata_builders(me, cfg, "cpu", kbs, 1)
+        finally:
+            wu.torch, bt.math, wu.get_block_table_width = saved
+        shapes = [c[1] for c in zeros.calls if c[0] == "zeros"]
+        built = [c[1] for c in zeros.calls if c[0] == "builder"]
+        if not shapes or not built:
+            raise RuntimeError("create_metadata_builders allocated no kernel block table")
+        return shapes[0][2]
+
+    def demand():
+        saved = bt.math
+        bt.math = SimpleNamespace(gcd=symbolic_gcd)
+        try:
+            # UniformTypeKVCacheSpecs.max_num_blocks_per_req puts its members' widths in a set (symbolic
+            # values cannot be hashed): its members' own method runs, and the common value is returned
+            # as that method does, with its assert (members agree) as an engine stop
+            widths = [m.max_num_blocks_per_req(cfg, L) for m in group.kv_cache_specs.values()]
+            if any(w != widths[0] for w in widths[1:]):
+                raise AssertionError("All layers in the same KV cache group must need the same number of block table entries")
+            cols = bt.get_block_table_width(widths[0], bs)
+        finally:
+            bt.math = saved
+        seen = []
+
+        class Table:
+            def __getitem__(self, key):
+                seen.append(key)
+                return SimpleNamespace(unflatten=lambda *a: None)
+
+        me = SimpleNamespace(kernel_block_size=kbs, kernel_block_table=Table(), kernel_block_offsets=None,
+                             kv_cache_spec=spec(layer_sharded), kernel_block_stride=0)
+        saved = wu.torch
+        wu.torch = SimpleNamespace(add=lambda *a, **kw: None)
+        try:
+            AttentionGroup.map_to_kernel_block_table(me, SimpleNamespace(shape=(mnr, cols), unsqueeze=lambda d: None), 0)
+        finally:
+            wu.torch = saved
+        return seen[0][2].stop if which == "columns" else seen[0][2].stop // cols  # unflatten(1, (cols, -1))
+
+    w, wnotes = _paths(width, assume)
+    d, dnotes = _paths(demand, assume)
+    return _expr(d), _expr(w), wnotes + dnotes
+
+
+def derive_kernel_block_table(root: str) -> list[dict]:
+    """The column demand of ``AttentionGroup.kernel_block_table`` (dimension 2), for a group whose
+    layers are both DCP-sharded or both not (``dcp_sharded``), and the engine's assert when they differ."""
+    same = {flag: kernel_block_table_columns(flag, flag) for flag in (True, False)}
+    mixed = kernel_block_table_columns(True, False)
+    return [{
+        "dim": 2, "how": "executed",
+        "extent": f"select(dcp_sharded == 1, {same[True][0]}, {same[False][0]})",
+        "binds": {"width": f"select(dcp_sharded == 1, {same[True][1]}, {same[False][1]})"},
+        "from": ["vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders (executed; kernel block "
+                 "size given, backend builder and torch.zeros stand-ins)",
+                 "vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in)",
+                 "vllm/v1/kv_cache_interface.py:1333-1345 UniformTypeKVCacheSpecs.max_num_blocks_per_req (members' "
+                 "method executed; the set of their widths and its assert restated: symbolic values cannot be hashed)",
+                 "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                 "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)"],
+        "notes": same[True][2] + same[False][2]
+        + [f"layers of one group with different DCP sharding: demand {mixed[0]} (the group spec asserts they agree)"],
+        "facts": [],
+    }]
+
+
+def derive_kernel_block_offsets(root: str) -> list[dict]:
+    """The length ``map_to_kernel_block_table`` broadcasts ``AttentionGroup.kernel_block_offsets``
+    over (dimension 0): kernel blocks per manager block, as that method computes it."""
+    d, _, notes = kernel_block_table_columns(True, True, which="offsets")
+    return [{"dim": 0, "how": "executed", "extent": d,
+             "from": ["vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in; the "
+                      "broadcast length is the written slice's width over the runner's columns, torch's unflatten -1)"],
+             "notes": notes, "facts": []}]
+
+
+#: entry id -> derivation (``root -> demands``)
+DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table,
+                                                      KERNEL_BLOCK_TABLE: derive_kernel_block_table,
+                                                      KERNEL_BLOCK_OFFSETS: derive_kernel_block_offsets}
+
+
+def derive_all(entries: list, root: str) -> list[str]:
+    """Set ``demands`` of the entries :data:`DERIVATIONS` knows (the real venv's vLLM must be
+    importable: the tracer activated it); return one problem line per derivation that failed
+    (that entry keeps no derived demand: never a demand from a guess)."""
+    problems = []
+    by_id = {e.id: e for e in entries}
+    for ident, derive in DERIVATIONS.items():
+        entry = by_id.get(ident)
+        if entry is None:
+            problems.append(f"demand: {ident} is not in the inventory")
+            continue
+        try:
+            entry.demands = derive(root)
+        except Exception as exc:  # noqa: BLE001 - one line per entry not derived
+            entry.demands = []
+            problems.append(f"demand of {ident} not derived: {type(exc).__name__}: {exc}"[:300])
+    return problems

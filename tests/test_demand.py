@@ -1,0 +1,218 @@
+"""Access sites (capproof/engines/vllm/accesses.py) and demands derived by running the engine's
+code (capproof/engines/vllm/demand.py), with the inventory helpers that read them back.
+
+Fast tier: the AST reader on a small source, the symbolic gcd, ``capproof.inventory.demand`` and
+``bound_name`` on the committed inventory. Real tier (``@pytest.mark.real``, ``make verify-real``):
+the committed derived expressions, evaluated at ints, equal what vLLM 0.33.0's own functions
+return when called with those ints (the same agreement the traced shapes have).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+import z3
+
+from capproof.engines.vllm.accesses import accesses_in_file, attribute_name
+from capproof.engines.vllm.demand import symbolic_gcd
+from capproof.errors import SpecError
+from capproof.inventory import bound_name, demand, derived, load
+from capproof.symbolic import SymInt, to_z3_int
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INV = os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json")
+BT = "vllm/v1/worker/block_table.py::BlockTable.block_table"
+
+
+def test_accesses_record_dimension_extent_and_kind(tmp_path):
+    src = tmp_path / "bt.py"
+    src.write_text(textwrap.dedent("""
+        class BlockTable:
+            def append_row(self, block_ids, row_idx):
+                start = self.n[row_idx]
+                self.block_table.np[row_idx, start : start + len(block_ids)] = block_ids
+            def commit(self, num_reqs):
+                self.block_table.copy_to_gpu(num_reqs)
+                kernel(self.block_table.gpu, num_reqs)
+                return self.block_table.gpu[:num_reqs]
+    """))
+    found = accesses_in_file(str(src), "vllm/x.py", "block_table")
+    got = [(a["line"], a["dim"], a["extent"], a["op"]) for a in found]
+    assert got == [
+        (5, 0, "row_idx", "index.np write"),
+        (5, 1, "start:start + len(block_ids)", "slice.np write"),
+        (7, 0, "num_reqs", "copy_to_gpu (slice)"),
+        (8, None, "whole", "passed to kernel"),
+        (9, 0, "num_reqs", "slice.gpu read"),
+    ]
+    assert all(a["how"] == "ast" and a["file"] == "vllm/x.py" for a in found)
+    assert attribute_name("_dcp_verify_buffers#2") == "_dcp_verify_buffers"
+    assert attribute_name("input_batch.prev_sampled_token_ids") == "prev_sampled_token_ids"
+    assert attribute_name("tables[]") == "tables"
+
+
+def test_symbolic_gcd_equals_math_gcd_at_every_block_size():
+    import math
+
+    n = SymInt.var("n")
+    g = symbolic_gcd(128, n)
+    for value in range(1, 600):
+        sub = z3.simplify(z3.substitute(to_z3_int(g), (z3.Int("n"), z3.IntVal(value))))
+        assert sub.as_long() == math.gcd(128, value)
+    assert symbolic_gcd(12, 18) == 6
+    with pytest.raises(TypeError):
+        symbolic_gcd(96, n)  # not a power of two: no exact chain
+
+
+def test_committed_block_table_demand_reads_back():
+    """The committed derivation of the runner block table (vLLM 0.33.0): columns are
+    cdiv(tokens, block_size * dcp) for a DCP-sharded spec, the width is vLLM's 128-token-aligned
+    width; values from vLLM's formulas at the #50302 report's L = 350,000, bs = 64, dcp = 1."""
+    ents = load(INV)
+    rec = derived(ents, BT, 1)
+    assert rec["how"] == "executed" and any("allocate_new_blocks" in f for f in rec["from"])
+    names = dict(max_model_len=350_000, block_size=64, dcp=1, dcp_sharded=1)
+    assert demand(ents, BT, 1, num_tokens_need_slot=350_000, **names) == 5469
+    assert bound_name(ents, BT, 1, "block_table_width", **names) == 5470  # aligned to 128 tokens
+    assert bound_name(ents, BT, 1, "block_table_width", **{**names, "dcp": 2, "max_model_len": 2**20}) == 8192
+    rows = derived(ents, BT, 0)
+    assert rows["facts"][0]["checked"] and not rows["facts"][0]["paths"]["not checked"]
+    # FULL-graph uniform decode: min(padded tokens // (1 + K), max_num_reqs); unpadded: at most max_num_reqs
+    # (beyond it the scheduler's assert has stopped the engine: no access)
+    row = dict(max_num_reqs=256, num_reqs=3, num_tokens_padded=512, uniform_decode_query_len=4)
+    assert demand(ents, BT, 0, full_uniform_decode=1, padded=1, **row) == 128
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=1, **row) == 256
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=0, **row) == 3
+    assert demand(ents, BT, 0, full_uniform_decode=0, padded=0, **{**row, "num_reqs": 300}) == 0
+    with pytest.raises(SpecError, match="no derived demand for dimension 5"):
+        derived(ents, BT, 5)
+    # the kernel block table (#50823's case: dcp 2, 1M context, bs 64 split into 32-token kernel blocks):
+    # the runner's columns times 2 equal the layer-spec width times 2, both 16384
+    kbt = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
+    names = dict(max_model_len=2**20, block_size=64, kernel_block_size=32, dcp=2, dcp_sharded=1)
+    assert demand(ents, kbt, 2, **names) == bound_name(ents, kbt, 2, "width", **names) == 16384
+
+
+# ------------------------------------------------------------------------------------------------
+# real tier: the derivation agrees with vLLM's own functions on ints
+
+@pytest.fixture(scope="module")
+def vllm_code():
+    pytest.importorskip("torch")
+    from capproof.engines.vllm import wheels
+
+    try:
+        wheels.activate()
+    except wheels.WheelsUnavailable as exc:
+        pytest.skip(str(exc))
+    from capproof.engines.vllm import trace  # noqa: F401 - stand-ins the imports need
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("sharded", [True, False])
+def test_block_table_columns_agree_with_vllm_on_ints(vllm_code, sharded):
+    from types import SimpleNamespace
+
+    from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager
+    from vllm.v1.kv_cache_interface import AttentionSpec
+    from vllm.v1.worker.block_table import get_block_table_width
+
+    from capproof.engines.vllm.demand import _BlockPool
+
+    ents = load(INV)
+    for L, bs, dcp, n in [(350_000, 64, 1, 350_000), (2**20, 64, 2, 2**20 - 5), (9416, 32, 4, 17), (4096, 48, 8, 4096)]:
+        spec = SimpleNamespace(block_size=bs, dcp_sharded=sharded, sliding_window=None, attention_chunk_size=None)
+        pool = _BlockPool()
+        FullAttentionManager(spec, pool, False, 0, bs, dcp_world_size=dcp, pcp_world_size=1).allocate_new_blocks("r", n, n)
+        cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp))
+        width = get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs)
+        names = dict(max_model_len=L, block_size=bs, dcp=dcp, dcp_sharded=int(sharded))
+        assert demand(ents, BT, 1, num_tokens_need_slot=n, **names) == pool.asked
+        assert bound_name(ents, BT, 1, "block_table_width", **names) == width
+
+
+@pytest.mark.real
+def test_committed_demands_are_what_the_engine_derives_now(vllm_code):
+    """``capproof inventory --check`` compares the whole file; this names the derivation that went stale."""
+    from capproof.engines.vllm.demand import DERIVATIONS
+    from capproof.engines.vllm.wheels import _src
+
+    committed = {e.id: e.demands for e in load(INV)}
+    for ident, derive in DERIVATIONS.items():
+        assert derive(_src()) == committed[ident], ident
+
+
+def test_fake_tensors_record_the_subscripts_the_engine_makes(tmp_path):
+    """A buffer allocated by "engine" code (any file under the recorder's root) records each
+    subscript the engine makes of it, followed through ``.to(device)``; the inventory prints the
+    terms (``executed_accesses``)."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from capproof.engines.tracing.fake import recording
+    from capproof.engines.tracing.run import executed_accesses
+
+    eng = tmp_path / "eng"
+    eng.mkdir()
+    (eng / "mod.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def build(n):
+            buf = np.zeros((n, 4)).to("cpu")
+            buf[:n - 1, 2] = 1
+            return buf[n - 2]
+    """))
+    spec = importlib.util.spec_from_file_location("eng_mod", eng / "mod.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with recording(str(tmp_path)) as rec:
+        mod.build(SymInt.var("n"))
+    got = executed_accesses(SimpleNamespace(POSITIVE=("n",), NONNEGATIVE=()), rec.records)
+    assert [(a["file"], a["line"], a["dim"], a["extent"], a["op"], a["how"]) for a in got] == [
+        ("eng/mod.py", 5, 0, "-1 + n", "slice write", "executed"),
+        ("eng/mod.py", 5, 1, "2", "index write", "executed"),
+        ("eng/mod.py", 6, 0, "-2 + n", "index read", "executed"),
+    ]
+
+
+_SCHED = """
+class Scheduler:
+    def __init__(self):
+        self.max_num_running_reqs = self.scheduler_config.max_num_seqs
+    def schedule(self):
+        assert len(self.running) <= self.max_num_running_reqs
+        assert len(scheduled_new_reqs) + len(scheduled_resumed_reqs) + len(scheduled_running_reqs) <= len(self.running)
+"""
+_RUNNER = """
+class GPUModelRunner:
+    def _update_states(self, out):
+        for req_id in unscheduled_req_ids:
+            self.input_batch.remove_request(req_id)
+    def _dummy_run(self, num_tokens, mixed, uniform):
+        max_num_reqs = self.scheduler_config.max_num_seqs
+        if mixed:
+            num_decode_tokens = min(max_num_reqs - 1, num_tokens // 2)
+            num_reqs = num_decode_tokens + 1
+        else:
+            num_reqs = NUM_REQS
+"""
+
+
+@pytest.mark.parametrize("dummy, checked", [("min(num_tokens, max_num_reqs)", True), ("num_tokens", False)])
+def test_unpadded_request_bound_is_checked_on_every_path_that_sets_it(tmp_path, dummy, checked):
+    """The fact behind the block table's rows is checked only when every assignment of the
+    dummy run's ``num_reqs`` is bounded by ``max_num_reqs`` (and the scheduler's asserts are there):
+    a dummy run of ``num_tokens`` requests leaves it unchecked, naming the line."""
+    from capproof.engines.vllm.demand import unpadded_requests_bound
+
+    (tmp_path / "vllm/v1/core/sched").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/core/sched/scheduler.py").write_text(_SCHED)
+    (tmp_path / "vllm/v1/core/sched/interface.py").write_text("")
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_RUNNER.replace("NUM_REQS", dummy))
+    fact = unpadded_requests_bound(str(tmp_path))
+    assert fact["checked"] is checked
+    if not checked:
+        assert fact["paths"]["not checked"] == [
+            "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"]

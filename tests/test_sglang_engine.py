@@ -1,0 +1,173 @@
+"""SGLang as an engine: launch-line sizing (fast), the static scan's SGLang rules (fast), check-config
+through the real command line (fast), and the tracer against SGLang 0.5.23's own code (``real``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+from capproof.engines.sglang.launch import LaunchFlagError, parse_launch_args
+from capproof.engines.sglang.server_args import sizing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# written as SGLang's docs write them (DeepSeek-V3.2 with DP attention and two-batch overlap; Qwen3 serve)
+DSV32_DP = ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8",
+            "--dp", "8", "--enable-dp-attention", "--enable-two-batch-overlap", "--max-running-requests", "61",
+            "--attention-backend", "triton", "--page-size", "64", "--trust-remote-code"]
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check-config", *args])
+
+
+def test_launch_line_keeps_switches_strings_and_sizes():
+    cfg = parse_launch_args(DSV32_DP)
+    assert cfg.values == {"tp": 8, "dp_size": 8, "max_running_requests": 61, "page_size": 64}
+    assert {"--enable-dp-attention", "--enable-two-batch-overlap", "--trust-remote-code"} <= cfg.switches
+    assert cfg.strings == {"--attention-backend": "triton"}
+    cfg = parse_launch_args(["sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--cuda-graph-max-bs-decode", "160"])
+    assert (cfg.model, cfg.values) == ("Qwen/Qwen3-8B", {"cuda_graph_max_bs": 160})
+
+
+def test_unknown_argument_gets_a_did_you_mean():
+    with pytest.raises(LaunchFlagError, match="did you mean --max-running-requests"):
+        parse_launch_args(["sglang", "serve", "--max-runing-requests", "8"])
+    result = check("--engine", "sglang", "--", "sglang", "serve", "--model-path", "m", "--enable-two-batch-overlp")
+    assert result.exit_code == 2 and "did you mean --enable-two-batch-overlap" in result.output
+
+
+@pytest.mark.parametrize("values, switches, mul_base, pool", [
+    ({"tp": 8, "dp_size": 8, "max_running_requests": 61}, {"--enable-dp-attention", "--enable-two-batch-overlap"}, 2, 7),
+    ({"tp": 8, "dp_size": 2, "max_running_requests": 61}, {"--enable-dp-attention"}, 4, 30),
+    ({"tp": 8, "max_running_requests": 61}, set(), 1, 61),
+])
+def test_sizing_follows_sglangs_derivations(values, switches, mul_base, pool):
+    """mul_base: get_cuda_graph_batch_size_alignment (x2 TBO, x attn_tp_size = tp // dp under DP
+    attention); the pool: resolve_max_num_reqs's per-worker share."""
+    out = sizing(values, switches, {})
+    assert out.pins["mul_base"] == mul_base and out.pins["req_pool_size"] == pool
+    assert ("sglang_graph_bs_alignment" in out.features) == (mul_base > 1)
+
+
+def test_sizing_states_what_the_line_leaves_to_memory():
+    out = sizing({}, set(), {"--attention-backend": "flashmla"})
+    assert "sglang_attention_backend_flashmla" in out.features
+    assert {a[0] for a in out.assumptions} == {"req_pool_size", "max_bs"}
+    assert all(values == () for _, values, _ in out.assumptions)
+
+
+def test_check_config_finds_the_indptr_overflow_through_the_command_line():
+    """61 requests over 8 DP workers = 7 per worker; TBO aligns captured batches to 2, so a batch of
+    8 is captured and the Triton backend's 8-entry kv_indptr is sliced to 9."""
+    result = check("--engine", "sglang==0.5.23", "--", *DSV32_DP)
+    assert result.exit_code == 1, result.output
+    assert "sglang_graph_indptr_over_pool__TritonAttnBackend_kv_indptr: indptr_len <= kv_indptr[0] fails: " \
+           "indptr_len=9, kv_indptr[0]=8" in result.output
+    assert "rests on a default: req_pool_size in [7]" in result.output
+
+
+def test_check_config_without_a_backend_does_not_apply_backend_buffers():
+    argv = [a for a in DSV32_DP if a not in ("--attention-backend", "triton")]
+    result = check("--engine", "sglang", "--", *argv)
+    assert "TritonAttnBackend_kv_indptr" not in result.output.split("not checked for this deployment:")[0]
+    assert "FAILS" not in result.output
+
+
+def test_check_config_dense_eagle_line_proves_the_graph_kv_indices(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "max_position_embeddings": 40960,
+                                  "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}))
+    result = check("--engine", "sglang", "--model-config", str(config), "--", "sglang", "serve", "--model-path",
+                   "Qwen/Qwen3-8B", "--attention-backend", "triton", "--cuda-graph-max-bs-decode", "160")
+    assert result.exit_code == 0, result.output
+    assert "sglang_decode_graph_kv_indices 1" in result.output
+
+
+TOY = textwrap.dedent('''
+    import torch
+
+    class Buffers:
+        @classmethod
+        def create(cls, max_bs):
+            input_ids = torch.zeros((max_bs,), dtype=torch.int64)
+            scratch = torch.zeros((max_bs,), dtype=torch.int64)
+            return cls(input_ids=input_ids)
+
+    class Runner:
+        def __init__(self, max_bs):
+            seq_lens = torch.zeros((max_bs,), dtype=torch.int32)
+            self.buffers = Holder(seq_lens=seq_lens, positions=torch.zeros((max_bs,), dtype=torch.int64))
+    ''')
+
+
+def test_scan_sees_fields_of_returned_and_kept_buffer_objects(tmp_path):
+    from capproof.engines.sglang.scan import scan
+
+    pkg = tmp_path / "sglang" / "srt"
+    pkg.mkdir(parents=True)
+    (pkg / "toy.py").write_text(TOY)
+    ids = {a.id: a.args for a in scan(str(tmp_path), ("sglang/srt",))}
+    assert ids == {"sglang/srt/toy.py::Buffers.input_ids": ["max_bs"],
+                   "sglang/srt/toy.py::Runner.buffers.seq_lens": ["max_bs"],
+                   "sglang/srt/toy.py::Runner.buffers.positions": ["max_bs"]}
+
+
+# ------------------------------------------------------------------------------------------------
+# real tier: SGLang 0.5.23's own code
+
+
+def _sglang_root():
+    from capproof.engines.vllm import wheels
+
+    try:
+        wheels.fetch_version("sglang", "0.5.23", download=False)
+    except wheels.WheelsUnavailable as exc:
+        pytest.skip(str(exc))
+    return wheels.source_root("sglang", "0.5.23")
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("name", ["ReqToTokenPool", "PagedTokenToKVPoolAllocator", "DecodeInputBuffers",
+                                  "moe_align_block_size", "TritonAttnBackend", "FlashMLABackend"])
+def test_traced_shapes_equal_sglangs_real_tensors(name):
+    """Each harness traced on symbolic values, then run with the real-tier ints and the real torch:
+    every traced shape evaluated at those ints equals the real tensor's shape."""
+    pytest.importorskip("torch")
+    from capproof import inventory as inv
+    from capproof.engines.sglang import scan as sc
+    from capproof.engines.sglang import trace as tr
+    from capproof.engines.tracing import run as _run
+    from capproof.symbolic import tracing
+
+    root = _sglang_root()
+    allocations = sc.scan(root)
+    entries, _, _ = tr.trace_all("0.5.23", root, allocations, [name])
+    assert entries, f"{name} traced nothing"
+    ints = tr.config_values(symbolic=False)
+    sites = {(a.file, a.line): a for a in allocations}
+    tr.prepare(name)
+    with tracing(), tr.recording(root, "real") as rec:
+        tr.HARNESSES[name](ints, "cpu")
+    real = {}
+    for r in rec.records:
+        a = _run.matches(r, sites)
+        if a is not None and a.id not in real:
+            real[a.id] = list(r.shape)
+    compared = 0
+    for e in entries:
+        if e.id in real:
+            assert [inv.evaluate(x, **{n: ints[n] for n in inv.expression_names(x)}) for x in e.shape] == real[e.id], e.id
+            compared += 1
+    assert compared, f"{name}: no traced entry was allocated by the real run"
+
+
+@pytest.mark.real
+def test_committed_sglang_inventory_is_current():
+    result = CliRunner().invoke(main, ["inventory", "--engine", "sglang==0.5.23", "--check"])
+    assert result.exit_code == 0, result.output
