@@ -11,7 +11,9 @@ without solving). The key is the SHA-256 of everything the verdict depends on:
 - the bytes of the source file of every project module the obligation can reach
   (:func:`capproof.runner.reaches`: its spec file, the models and helpers its claim, assumptions
   and witnesses call or read, transitively; every project module's when that cannot be bounded);
-- capproof's own sources, and the Python, Z3 and cvc5 versions.
+- capproof's own sources, and the Python, Z3 and cvc5 versions;
+- the environment variables a spec or model may read while deciding (``CAPPROOF_*``, mutmut's
+  ``MUTANT_UNDER_TEST``).
 
 So an edit to one model re-decides exactly the obligations that can reach it. Unknown and error
 verdicts (time limits, load) are never stored; ``prove --no-cache`` re-decides everything (and
@@ -94,6 +96,8 @@ def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None) ->
         repr(sorted((k, repr(v)) for k, v in ob.domain.items())), repr(sorted(ob.assumptions)),
         repr(sorted(ob.witnesses)), repr(ob.file), repr(ob.line), os.getcwd(),
         json.dumps(opts, sort_keys=True, default=repr), *sources, _environment(),
+        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024; mutmut's active mutant)
+        repr(sorted((k, v) for k, v in os.environ.items() if k.startswith("CAPPROOF_") or k == "MUTANT_UNDER_TEST")),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

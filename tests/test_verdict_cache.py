@@ -109,3 +109,18 @@ def test_unknown_and_error_verdicts_are_not_stored(project, monkeypatch):
 def _prove_any() -> dict:
     result = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--density", "off", "--json", "-"])
     return json.loads(result.output)
+
+
+def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch):
+    """A pin, an option or a CAPPROOF_* setting the model reads is part of the key: no stale hit."""
+    (project / "spec" / "env.py").write_text(
+        "import os\nfrom capproof import Range, obligation, at_most\n"
+        "@obligation(domain={'n': Range(1, 10)})\n"
+        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('CAPPROOF_TEST_EXTRA', '0')), capacity=10)\n")
+    assert _prove_any()["obligations"][0]["verdict"] == "proved"
+    monkeypatch.setenv("CAPPROOF_TEST_EXTRA", "1")
+    assert _prove_any()["obligations"][0]["verdict"] == "counterexample"
+    monkeypatch.delenv("CAPPROOF_TEST_EXTRA")
+    pinned = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--set", "n=3", "--json", "-"])
+    assert json.loads(pinned.output)["obligations"][0]["pins"] == {"n": 3}
+    assert len(list((project / ".capproof" / "verdicts").iterdir())) == 3
