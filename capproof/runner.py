@@ -594,9 +594,10 @@ def run_items(
         if options.verdict_cache:  # answered from the verdict cache: nothing it can reach changed
             from . import verdict_cache
 
-            for i in todo:
-                kind, it = work[i]
-                key = verdict_cache.obligation_key(it, options, reach_of[i]) if kind == "obligation" else None
+            obligations_todo = [i for i in todo if work[i][0] == "obligation"]
+            found = verdict_cache.obligation_keys([work[i][1] for i in obligations_todo], options,
+                                                  [reach_of[i] for i in obligations_todo])
+            for i, key in zip(obligations_todo, found):
                 hit = verdict_cache.load(key) if key else None
                 if hit is not None:
                     done[i] = hit

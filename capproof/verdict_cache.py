@@ -8,6 +8,8 @@ without solving). The key is the SHA-256 of everything the verdict depends on:
 - the obligation: its id, expectation, case, rlimit, fork budget, domain, assumption names;
 - the run's options that can change a result (pins, rlimit, minimisation, density, cross-check,
   fork budget, aggregate/induction/probe, verdict-only, the largest bounded vector);
+- the data its claim, assumptions and witnesses hold (closures, defaults) and the data of those
+  modules, pickled (a table a spec read from a file at import); not picklable: not cached;
 - the bytes of the source file of every project module the obligation can reach
   (:func:`capproof.runner.reaches`: its spec file, the models and helpers its claim, assumptions
   and witnesses call or read, transitively; every project module's when that cannot be bounded);
@@ -25,15 +27,18 @@ for :func:`capproof.runner.run` (``Options.verdict_cache``).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import sys
+import types
 from dataclasses import fields
 from typing import Any
 
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
-__all__ = ["obligation_key", "load", "store", "result_from_json", "CACHEABLE"]
+__all__ = ["obligation_key", "obligation_keys", "load", "store", "result_from_json", "CACHEABLE"]
 
 #: Verdicts safe to reuse: they do not depend on how fast the machine was.
 CACHEABLE = ("proved", "counterexample", "vacuous")
@@ -79,23 +84,95 @@ def _environment() -> str:
 _ENV: str | None = None
 
 
-def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None) -> str | None:
+class _Stable(pickle.Pickler):
+    """Pickles data by value and functions, classes, modules and code by their names (the same in
+    every process, unlike :mod:`capproof.runner`'s identities), locks as "a lock"."""
+
+    def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+            return ("named", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+        if isinstance(obj, types.ModuleType):
+            return ("module", obj.__name__)
+        if isinstance(obj, types.CodeType):
+            return ("code", obj.co_filename, obj.co_firstlineno, obj.co_code)
+        if type(obj).__name__ in ("lock", "RLock"):
+            return ("lock",)
+        return None
+
+
+def _digest(value: object) -> str | None:
+    """SHA-256 of ``value`` pickled by :class:`_Stable`; None: it cannot be pickled."""
+    buf = io.BytesIO()
+    try:
+        _Stable(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    except Exception:  # noqa: BLE001 - not picklable: no key
+        return None
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def _held_digest(ob: Any, memo: dict[int, tuple[object, str | None]]) -> str | None:
+    """The data the obligation's claim, assumptions and witnesses hold (closures, defaults); each
+    object pickled once per run (``memo``: id -> (object, digest); generated obligations share them)."""
+    parts: list[str | None] = []
+    for fn in [ob.func, *ob.assumptions.values(), *ob.witnesses.values()]:
+        held: list[object] = []
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:
+                held.append(None)
+        held += [getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
+        for obj in held:
+            if id(obj) not in memo:
+                memo[id(obj)] = (obj, _digest(obj))
+            parts.append(memo[id(obj)][1])
+    return None if None in parts else hashlib.sha256("".join(parts).encode()).hexdigest()  # type: ignore[arg-type]
+
+
+def _module_digest(module: types.ModuleType) -> str | None:
+    """A module's data (what a spec computed at import, a table read from a file, say)."""
+    return _digest(sorted((k, v) for k, v in vars(module).items()
+                          if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))))
+
+
+def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[str] | None]) -> list[str | None]:
+    """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach);
+    each module's data is pickled once."""
+    from .runner import _project_modules
+
+    project = _project_modules()
+    memo: dict[str, str | None] = {}
+    held: dict[int, tuple[object, str | None]] = {}
+    return [obligation_key(ob, options, modules, project, memo, held) for ob, modules in zip(obs, reached)]
+
+
+def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
+                   project: dict[str, types.ModuleType] | None = None, memo: dict[str, str | None] | None = None,
+                   held: dict[int, tuple[object, str | None]] | None = None) -> str | None:
     """The cache key of obligation ``ob`` under ``options``; ``modules``: the project modules it can
-    reach (None: every project module). None: not cacheable (queries written to ``--smt2``)."""
+    reach (None: every project module). None: not cacheable (queries written to ``--smt2``, data
+    that cannot be pickled)."""
     from .runner import _project_modules
 
     if options.smt2_dir:
         return None
-    project = _project_modules()
-    names = sorted(project if modules is None else modules)
+    project = _project_modules() if project is None else project
+    memo = {} if memo is None else memo
+    names = [m for m in sorted(project if modules is None else modules) if m in project]
     sources = [f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
-               for m in names if m in project and getattr(project[m], "__file__", None)]
+               for m in names if getattr(project[m], "__file__", None)]
+    for m in names:
+        if m not in memo:
+            memo[m] = _module_digest(project[m])
+    data = [_held_digest(ob, {} if held is None else held), *(memo[m] for m in names)]
+    if None in data:
+        return None
     opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _SCHEDULING}
     parts = [
         "capproof-verdict-cache-v1", ob.id, ob.expect, repr(ob.case), repr(ob.rlimit), repr(ob.fork_budget),
         repr(sorted((k, repr(v)) for k, v in ob.domain.items())), repr(sorted(ob.assumptions)),
         repr(sorted(ob.witnesses)), repr(ob.file), repr(ob.line), os.getcwd(),
-        json.dumps(opts, sort_keys=True, default=repr), *sources, _environment(),
+        json.dumps(opts, sort_keys=True, default=repr), *sources, *data, _environment(),
         # settings a model or spec may read at run time (CAPPROOF_BATCH=1024; mutmut's active mutant)
         repr(sorted((k, v) for k, v in os.environ.items() if k.startswith("CAPPROOF_") or k == "MUTANT_UNDER_TEST")),
     ]
