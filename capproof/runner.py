@@ -596,7 +596,7 @@ def run_items(
 
             obligations_todo = [i for i in todo if work[i][0] == "obligation"]
             found = verdict_cache.obligation_keys([work[i][1] for i in obligations_todo], options,
-                                                  [reach_of[i] for i in obligations_todo])
+                                                  [reach_of[i] for i in obligations_todo], _project_modules())
             for i, key in zip(obligations_todo, found):
                 hit = verdict_cache.load(key) if key else None
                 if hit is not None:

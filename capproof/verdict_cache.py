@@ -135,28 +135,23 @@ def _module_digest(module: types.ModuleType) -> str | None:
                           if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))))
 
 
-def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[str] | None]) -> list[str | None]:
-    """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach);
-    each module's data is pickled once."""
-    from .runner import _project_modules
-
-    project = _project_modules()
+def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[str] | None],
+                    project: dict[str, types.ModuleType]) -> list[str | None]:
+    """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach;
+    ``project``: the project's modules by name); each module's data is pickled once."""
     memo: dict[str, str | None] = {}
     held: dict[int, tuple[object, str | None]] = {}
     return [obligation_key(ob, options, modules, project, memo, held) for ob, modules in zip(obs, reached)]
 
 
 def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
-                   project: dict[str, types.ModuleType] | None = None, memo: dict[str, str | None] | None = None,
+                   project: dict[str, types.ModuleType], memo: dict[str, str | None] | None = None,
                    held: dict[int, tuple[object, str | None]] | None = None) -> str | None:
     """The cache key of obligation ``ob`` under ``options``; ``modules``: the project modules it can
     reach (None: every project module). None: not cacheable (queries written to ``--smt2``, data
     that cannot be pickled)."""
-    from .runner import _project_modules
-
     if options.smt2_dir:
         return None
-    project = _project_modules() if project is None else project
     memo = {} if memo is None else memo
     names = [m for m in sorted(project if modules is None else modules) if m in project]
     sources = [f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
