@@ -49,7 +49,7 @@ LAYERS = [
     ("one obligation", {"encode", "normalise", "probe", "shrink", "minimize", "aggregate", "induction", "prover",
                         "contracts", "smtlib", "crosscheck", "second_opinion"}),
     ("analyses", {"density", "bound", "inventory", "coverage"}),
-    ("many obligations", {"loader", "runner", "project", "pytest_plugin"}),
+    ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
     ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
     ("command line", {"cli", "__main__"}),
