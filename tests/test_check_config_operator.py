@@ -104,6 +104,27 @@ def test_speculative_method_inferred_as_vllm_0_33_does(method, model, expected):
     assert infer_method(method, model).method == expected
 
 
+@pytest.mark.parametrize("method", [None, "draft_model", "eagle", "eagle3", "dflash"])
+def test_speculative_tokens_without_a_model_is_not_guessed(method):
+    """vLLM 0.33.0 raises 'num_speculative_tokens was provided but without speculative model' for these."""
+    inferred = infer_method(method, None)
+    assert inferred.method is None and "without speculative model" in inferred.how
+
+
+@pytest.mark.parametrize("method, expected", [("mtp", "mtp"), ("deepseek_mtp", "mtp"), ("dspark", "dspark"), ("ngram", "ngram")])
+def test_speculative_methods_that_need_no_model(method, expected):
+    assert infer_method(method, None).method == expected
+
+
+def test_spec_config_with_only_num_speculative_tokens_is_undecided_not_safe():
+    """The line as often written (no method, no model) is refused by vLLM 0.33.0 at startup: never safe."""
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "32768", "--block-size", "16",
+                   "--speculative-config", '{"num_speculative_tokens": 2}')
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided") and "without speculative model" in result.output
+    assert '"method": "mtp"' in result.output
+
+
 def test_speculative_method_from_a_local_draft_config(tmp_path):
     draft = tmp_path / "draft"
     draft.mkdir()
