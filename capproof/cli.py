@@ -589,6 +589,13 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
 
     json_out, sarif_out = _user_path(json_out), _user_path(sarif_out)
     try:
+        # click takes the '--' right after a value option as its value: the launch line's separator
+        # would become a file named '--' (and --json's answer would not be where it was asked for)
+        for name, value in (("--json", json_out), ("--sarif", sarif_out), ("--model-config", model_config)):
+            if value is not None and os.path.basename(value) == "--":
+                json_out = None if name == "--json" else json_out
+                raise CheckError(f"{name} took '--' as its value: give {name} a value before '--' "
+                                 f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- vllm serve MODEL …)")
         engine, version = parse_engine(engine_spec)
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 

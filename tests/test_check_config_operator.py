@@ -46,6 +46,15 @@ def test_capproof_option_after_dashdash_is_an_error_with_the_abbreviation_hint()
     assert result.exit_code == 2 and "--json is capproof's option" in result.output
 
 
+@pytest.mark.parametrize("option", ["--json", "--sarif", "--model-config"])
+def test_dashdash_taken_as_an_options_value_is_an_error_not_a_file_named_dashdash(option, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = check(option, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--block-size", "16")
+    assert result.exit_code == 2, result.output
+    assert f"{option} took '--' as its value" in result.output
+    assert not (tmp_path / "--").exists()
+
+
 # --- facts vLLM finds itself -------------------------------------------------------------------
 
 def test_known_model_name_gives_its_config_fields_with_the_source():
