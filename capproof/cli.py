@@ -124,7 +124,8 @@ def _summary(result: RunResult) -> None:
     parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     for err in result.usage_errors:
         _errout().print(f"error: {err}", markup=False, style="bold red")
-    _out().print(f"{good} of {total} as expected ({parts or 'nothing selected'})", markup=False,
+    empty = "nothing ran" if getattr(result, "load_errors", None) else "nothing selected"
+    _out().print(f"{good} of {total} as expected ({parts or empty})", markup=False,
                    style="green" if _exit_code(result) == 0 else "bold red")
 
 
@@ -260,6 +261,8 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
     # verdict; the files that loaded still ran
     result.usage_errors[:0] = [err.message if err.message.startswith(err.file) else f"{err.file}: {err.message}"
                                for err in load_errors]
+    if load_errors:  # the missing or broken paths are the reason nothing ran: one error each, no second one
+        result.usage_errors = [e for e in result.usage_errors if not e.startswith("nothing selected")]
     result.load_errors = load_errors
     return result
 
