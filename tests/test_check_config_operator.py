@@ -186,6 +186,22 @@ def test_sglang_launch_forms_are_read():
         assert cfg.model == "m" and cfg.values["context_len"] == 4096
 
 
+@pytest.mark.parametrize("argv", [["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "2"],
+                                  ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"]])
+def test_sglang_line_without_engine_sglang_says_to_give_it(argv):
+    result = check("--", *argv)
+    assert result.exit_code == 2, result.output
+    assert "give --engine sglang before '--'" in result.output
+
+
+def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
+    """No --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory."""
+    result = check("--engine", "sglang", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "rests on a default: req_pool_size (any value) (not given" in result.output
+    assert " in []" not in result.output
+
+
 # --- machine-readable output (one run shared) ----------------------------------------------------
 
 @pytest.fixture(scope="module")
