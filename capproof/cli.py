@@ -604,7 +604,7 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
 
         args = list(serve_args)
         derived_engine = ""
-        if not args:
+        if not any(a.strip() for a in args):  # nothing, or only empty words (`-- ''`, an unset shell variable)
             raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
         if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
             from .engines.vllm.serve import image_tag

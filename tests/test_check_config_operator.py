@@ -28,6 +28,8 @@ def check(*args):
 def test_no_launch_line_is_bad_input_not_safe():
     result = check()
     assert result.exit_code == 2 and "no launch line" in result.output
+    result = check("--", "")  # an empty or unset shell variable as the whole line
+    assert result.exit_code == 2 and "no launch line" in result.output
 
 
 @pytest.mark.parametrize("argv", [["vllm", "serve"], ["vllm", "serve", "--max-model-len", "4096"]])
