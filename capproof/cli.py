@@ -124,7 +124,8 @@ def _summary(result: RunResult) -> None:
     parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     for err in result.usage_errors:
         _errout().print(f"error: {err}", markup=False, style="bold red")
-    _out().print(f"{good} of {total} as expected ({parts or 'nothing selected'})", markup=False,
+    empty = "nothing ran" if getattr(result, "load_errors", None) else "nothing selected"
+    _out().print(f"{good} of {total} as expected ({parts or empty})", markup=False,
                    style="green" if _exit_code(result) == 0 else "bold red")
 
 
@@ -260,6 +261,8 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
     # verdict; the files that loaded still ran
     result.usage_errors[:0] = [err.message if err.message.startswith(err.file) else f"{err.file}: {err.message}"
                                for err in load_errors]
+    if load_errors:  # the missing or broken paths are the reason nothing ran: one error each, no second one
+        result.usage_errors = [e for e in result.usage_errors if not e.startswith("nothing selected")]
     result.load_errors = load_errors
     return result
 
@@ -590,12 +593,19 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
 
     json_out, sarif_out = _user_path(json_out), _user_path(sarif_out)
     try:
+        # click takes the '--' right after a value option as its value: the launch line's separator
+        # would become a file named '--' (and --json's answer would not be where it was asked for)
+        for name, value in (("--json", json_out), ("--sarif", sarif_out), ("--model-config", model_config)):
+            if value is not None and os.path.basename(value) == "--":
+                json_out = None if name == "--json" else json_out
+                raise CheckError(f"{name} took '--' as its value: give {name} a value before '--' "
+                                 f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- vllm serve MODEL …)")
         engine, version = parse_engine(engine_spec)
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
         args = list(serve_args)
         derived_engine = ""
-        if not args:
+        if not any(a.strip() for a in args):  # nothing, or only empty words (`-- ''`, an unset shell variable)
             raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
         if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
             from .engines.vllm.serve import image_tag

@@ -16,7 +16,7 @@ GLM_350K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "350k", "
             "--trust-remote-code", "--gpu-memory-utilization", "0.9"]
 DCP4_480K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "-dcp", "4", "--max-model-len", "480000", "--block-size", "64",
              "--kv-cache-dtype", "fp8_ds_mla", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
-             "-sc", '{"num_speculative_tokens": 5}']
+             "-sc", '{"method": "mtp", "num_speculative_tokens": 5}']
 
 
 def check(*args):
@@ -182,7 +182,7 @@ def test_batch_limits_from_flags_become_assumptions():
 
 
 ASCEND_DCP4_MTP5 = ["vllm", "serve", "glm", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
-                    "-sc", '{"num_speculative_tokens": 5}']
+                    "-sc", '{"method": "mtp", "num_speculative_tokens": 5}']
 
 
 def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():

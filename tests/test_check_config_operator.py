@@ -28,6 +28,8 @@ def check(*args):
 def test_no_launch_line_is_bad_input_not_safe():
     result = check()
     assert result.exit_code == 2 and "no launch line" in result.output
+    result = check("--", "")  # an empty or unset shell variable as the whole line
+    assert result.exit_code == 2 and "no launch line" in result.output
 
 
 @pytest.mark.parametrize("argv", [["vllm", "serve"], ["vllm", "serve", "--max-model-len", "4096"]])
@@ -44,6 +46,15 @@ def test_capproof_option_after_dashdash_is_an_error_with_the_abbreviation_hint()
     assert "put it before '--'" in result.output
     result = check("--", "vllm", "serve", "m", "--json", "-")
     assert result.exit_code == 2 and "--json is capproof's option" in result.output
+
+
+@pytest.mark.parametrize("option", ["--json", "--sarif", "--model-config"])
+def test_dashdash_taken_as_an_options_value_is_an_error_not_a_file_named_dashdash(option, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = check(option, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--block-size", "16")
+    assert result.exit_code == 2, result.output
+    assert f"{option} took '--' as its value" in result.output
+    assert not (tmp_path / "--").exists()
 
 
 # --- facts vLLM finds itself -------------------------------------------------------------------
@@ -104,6 +115,27 @@ def test_speculative_method_inferred_as_vllm_0_33_does(method, model, expected):
     assert infer_method(method, model).method == expected
 
 
+@pytest.mark.parametrize("method", [None, "draft_model", "eagle", "eagle3", "dflash"])
+def test_speculative_tokens_without_a_model_is_not_guessed(method):
+    """vLLM 0.33.0 raises 'num_speculative_tokens was provided but without speculative model' for these."""
+    inferred = infer_method(method, None)
+    assert inferred.method is None and "without speculative model" in inferred.how
+
+
+@pytest.mark.parametrize("method, expected", [("mtp", "mtp"), ("deepseek_mtp", "mtp"), ("dspark", "dspark"), ("ngram", "ngram")])
+def test_speculative_methods_that_need_no_model(method, expected):
+    assert infer_method(method, None).method == expected
+
+
+def test_spec_config_with_only_num_speculative_tokens_is_undecided_not_safe():
+    """The line as often written (no method, no model) is refused by vLLM 0.33.0 at startup: never safe."""
+    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "32768", "--block-size", "16",
+                   "--speculative-config", '{"num_speculative_tokens": 2}')
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided") and "without speculative model" in result.output
+    assert '"method": "mtp"' in result.output
+
+
 def test_speculative_method_from_a_local_draft_config(tmp_path):
     draft = tmp_path / "draft"
     draft.mkdir()
@@ -154,6 +186,22 @@ def test_sglang_launch_forms_are_read():
                   "python3", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"]):
         cfg = parse_launch_args(argv)
         assert cfg.model == "m" and cfg.values["context_len"] == 4096
+
+
+@pytest.mark.parametrize("argv", [["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "2"],
+                                  ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"]])
+def test_sglang_line_without_engine_sglang_says_to_give_it(argv):
+    result = check("--", *argv)
+    assert result.exit_code == 2, result.output
+    assert "give --engine sglang before '--'" in result.output
+
+
+def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
+    """No --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory."""
+    result = check("--engine", "sglang", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "rests on a default: req_pool_size (any value) (not given" in result.output
+    assert " in []" not in result.output
 
 
 # --- machine-readable output (one run shared) ----------------------------------------------------

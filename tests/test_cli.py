@@ -139,6 +139,7 @@ def test_missing_path_is_an_error(project):
     result = invoke("prove", "spec/nope.py")
     assert result.exit_code == 4  # usage error, as pytest's missing path
     assert "no such spec file" in result.output
+    assert "nothing selected" not in result.output  # one reason, the missing path
 
 
 def test_report_writes_then_check_detects_staleness(project):

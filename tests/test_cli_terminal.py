@@ -127,6 +127,7 @@ def test_spec_file_that_does_not_load_is_a_usage_error_exit_4(project, tmp_path)
     code, out = run_on_pty(["prove", "--no-contracts", "spec/nope.py"], str(project))
     _clean(code, out, 4)
     assert "no such spec file" in out
+    assert "nothing selected: no obligation" not in out  # the missing path is the one reason given
 
 
 def test_file_line_prints_literally_not_as_emoji_or_markup(project, tmp_path):

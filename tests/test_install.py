@@ -109,3 +109,15 @@ def test_the_wheel_ships_the_reviewed_inventory(installed, tmp_path):
                   "from capproof.inventory import load; print(len(load('proofs/inventory/vllm-0.33.0.json')))"],
                  cwd=tmp_path)
     assert found.returncode == 0 and int(found.stdout) > 400, found.stdout + found.stderr
+
+
+def test_every_module_of_the_installed_package_imports(installed, tmp_path):
+    """A subpackage left out of the wheel fails only when a command imports it (capproof inventory)."""
+    code = ("import importlib, pkgutil, capproof\n"
+            "for m in pkgutil.walk_packages(capproof.__path__, 'capproof.'):\n"
+            "    if not m.name.startswith('capproof._engine'):\n"
+            "        importlib.import_module(m.name)\n")
+    done = _run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    helped = _run([str(installed / "bin" / "capproof"), "inventory", "--help"], cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr

@@ -1189,7 +1189,9 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:
-        lines.append(f"  rests on a default: {d.param} in {list(d.values)} ({d.why})")
+        # no values: the engine picks it at startup and every value is left free (not "in []")
+        values = f" in {list(d.values)}" if d.values else " (any value)"
+        lines.append(f"  rests on a default: {d.param}{values} ({d.why})")
     free = {p for c in outcome.applicable for p in c.free}
     for name, flag in (("context_len", "--context-length"), ("speculative_num_steps", "--speculative-num-steps"),
                        ("speculative_eagle_topk", "--speculative-eagle-topk"),

@@ -267,6 +267,9 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
             if args[:1] != ["serve"]:
                 raise ServeFlagError(f"python -m {module}: only the 'serve' subcommand is checked")
             return env, args[1:], True
+        if module.split(".")[0] == "sglang":
+            raise ServeFlagError(f"python -m {module}: an SGLang launch line; give --engine sglang before '--' "
+                                 "(capproof check-config --engine sglang -- python -m sglang.launch_server …)")
         raise ServeFlagError(f"python -m {module}: not a vLLM server entry point (expected vllm.entrypoints.openai.api_server)")
     if head == "vllm":
         args = args[1:]
@@ -276,7 +279,7 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
     if args[0] == "serve":
         return env, args[1:], True
     if head == "sglang" or head.startswith("sglang."):
-        raise ServeFlagError(f"{args[0]!r}: not a vllm serve command line (for SGLang use --engine sglang==0.5.23)")
+        raise ServeFlagError(f"{args[0]!r}: not a vllm serve command line (for SGLang give --engine sglang before '--')")
     if head == "trtllm-serve":
         raise ServeFlagError(f"{args[0]!r}: TensorRT-LLM is not modelled (capproof checks vLLM and SGLang launch lines)")
     return env, args, True

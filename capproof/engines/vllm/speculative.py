@@ -35,6 +35,9 @@ MTP_MODEL_TYPES = frozenset({
 })
 #: Methods that need no draft model (``vllm/config/speculative.py:1297-1350``).
 _MODEL_FREE = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class", "extract_hidden_states"})
+#: Methods vLLM 0.33.0 accepts without a ``model``: the target's own layers (mtp, dspark) or no
+#: model at all (``vllm/config/speculative.py:1252-1295``; custom_class needs one).
+_TARGET_OR_NO_MODEL = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix", "extract_hidden_states"})
 #: Methods the detection keeps as given.
 _KEPT = frozenset({"eagle", "eagle3", "dflash", "dspark"})
 #: Draft architectures that select DFlash / DSpark (``_QWEN3_OMNI_DSPARK_ARCHITECTURE``,
@@ -76,8 +79,9 @@ def _draft_config(model: str) -> dict | None:
 
 def infer_method(method: str | None, model: str | None) -> InferredMethod:
     """The speculative method vLLM 0.33.0 runs for ``--speculative-config`` ``method``/``model``
-    (strings as given; see the module docstring). Raises nothing: a combination vLLM refuses at
-    startup keeps the given method."""
+    (strings as given; see the module docstring). Raises nothing: no ``model`` with a method that
+    needs one (vLLM refuses it at startup) gives method None and what to give; another combination
+    vLLM refuses at startup keeps the given method."""
     given = method
     if method is None and _is_custom_proposer_path(model):
         return InferredMethod("custom_class", f"no method given: vLLM reads model {model!r} as a proposer class (custom_class)")
@@ -87,6 +91,13 @@ def infer_method(method: str | None, model: str | None) -> InferredMethod:
         method = "mtp"
     if method == "[ngram]":
         method = "ngram"
+    if model is None and method not in _TARGET_OR_NO_MODEL:
+        # vllm/config/speculative.py:1252-1295: without "model" only these methods find one (the
+        # target's own layers, or none needed); any other raises at startup
+        return InferredMethod(None, "a speculative model in --speculative-config (\"model\": the draft, or \"method\": \"mtp\" "
+                                    "for the model's own MTP layers): vLLM 0.33.0 refuses num_speculative_tokens without one "
+                                    f"for method {method}{'' if given else ' (what no method means)'} ('num_speculative_tokens "
+                                    "was provided but without speculative model')")
     if method in _MODEL_FREE or method in _KEPT or model is None:
         how = "as given" if given == method else f"vLLM reads {given or 'no method'} as {method}"
         return InferredMethod(method, how)
