@@ -216,3 +216,87 @@ def test_unpadded_request_bound_is_checked_on_every_path_that_sets_it(tmp_path, 
     if not checked:
         assert fact["paths"]["not checked"] == [
             "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"]
+
+
+# ------------------------------------------------------------------------------------------------
+# request rows: every access of a per-request buffer bound (AST) to the step's request count
+
+_ROW_RUNNER = """\
+class GPUModelRunner:
+    def _prepare_inputs(self, out):
+        num_reqs = self.input_batch.num_reqs
+        self.seq_lens[:num_reqs] = 1
+        self._helper(num_reqs)
+        self._helper(EXTENT)
+
+    def _helper(self, num_reqs):
+        self.prev[:num_reqs] = 0
+
+    def execute_model(self, out):
+        num_reqs = self.input_batch.num_reqs
+        batch_desc = self.dispatch(num_reqs)
+        num_reqs_padded = (
+            batch_desc.num_reqs if batch_desc.num_reqs is not None else num_reqs
+        )
+        self._build(num_reqs=num_reqs, num_reqs_padded=num_reqs_padded)
+        self._build(num_reqs=num_reqs)
+
+    def _build(self, num_reqs, num_reqs_padded=None):
+        num_reqs_padded = num_reqs_padded or num_reqs
+
+        def nested():
+            return self.seq_lens[:num_reqs_padded]
+        return nested()
+"""
+
+
+def _row_entry(attribute, accesses):
+    from capproof.inventory import Entry
+
+    return Entry(id=f"vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.{attribute}", file="vllm/v1/worker/gpu_model_runner.py",
+                 line=1, owner="GPUModelRunner", attribute=attribute, dtype="int32", shape=["max_num_reqs"], how="traced",
+                 accesses=accesses)
+
+
+@pytest.mark.parametrize("extent, kinds", [("num_reqs", ["unpadded"]), ("0", ["unpadded"]), ("len(self.x)", None)])
+def test_request_rows_follow_parameters_to_every_call_site(tmp_path, extent, kinds):
+    """A slice by a parameter is bound only when every call site in the file passes a request
+    count (a literal 0 is no rows); one call with another expression leaves the entry underived."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", extent))
+    e = _row_entry("prev", [{"line": 9, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"}])
+    reasons: dict = {}
+    got = request_rows_accesses(e, str(tmp_path), {}, reasons)
+    assert (got[0] if got else None) == kinds
+    if kinds is None:
+        assert reasons[e.id] == "9 slice write 'num_reqs'"
+
+
+def test_request_rows_padded_through_closure_and_or_fallback(tmp_path):
+    """``num_reqs_padded or num_reqs`` with a ``None`` default, read in a nested function: the
+    dispatcher's padded count or the unpadded one (the padded extent bounds both)."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
+    e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"},
+                                {"line": 24, "dim": 0, "op": "slice read", "extent": "num_reqs_padded", "how": "ast"}])
+    kinds, sites = request_rows_accesses(e, str(tmp_path), {})
+    assert kinds == ["padded", "unpadded"]
+    assert sites[1].endswith("[:num_reqs_padded] in nested (padded)")
+
+
+@pytest.mark.parametrize("access", [
+    {"line": 4, "dim": None, "op": "numpy", "extent": "whole", "how": "ast"},  # an alias the tracer does not follow
+    {"line": 4, "dim": None, "op": "passed to self.drafter.x", "extent": "whole", "how": "ast"},
+    {"line": 4, "dim": 0, "op": "index write", "extent": "req_index", "how": "ast"},
+])
+def test_request_rows_refuse_an_access_they_cannot_bound(tmp_path, access):
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
+    e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"}, access])
+    assert request_rows_accesses(e, str(tmp_path), {}) is None
