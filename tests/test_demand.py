@@ -300,3 +300,23 @@ def test_request_rows_refuse_an_access_they_cannot_bound(tmp_path, access):
     (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
     e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"}, access])
     assert request_rows_accesses(e, str(tmp_path), {}) is None
+
+
+@pytest.mark.real
+def test_committed_request_rows_are_what_the_engine_derives_now(vllm_code):
+    """The request-row demands (``derive_request_rows``) re-derived from the wheel's source equal the
+    committed ones, and every entry the committed inventory marks verified by them is re-derived."""
+    from capproof.engines.vllm.demand import derive_request_rows
+    from capproof.engines.vllm.wheels import _src
+
+    committed = {e.id: e.demands for e in load(INV)}
+    fresh = load(INV)
+    for e in fresh:
+        if any(d.get("family") == "request rows" for d in e.demands):
+            e.demands = []
+    done = derive_request_rows(fresh, _src())
+    assert sorted(done) == sorted(i for i, d in committed.items() if any(x.get("family") == "request rows" for x in d))
+    assert len(done) >= 10
+    for e in fresh:
+        if e.id in done:
+            assert e.demands == committed[e.id], e.id
