@@ -154,6 +154,11 @@ class AggregateBatch:
             # per-request bound was 'proved')
             raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) "
                            f"or total(f(d) for d in {self.name}) at {where}")
+        from .purity import genexpr_impurities
+
+        effects = genexpr_impurities(frame)
+        if effects:  # f or P runs once on the representative here, once per entry on ints
+            raise _refused(f"{self.name}: code run for each entry has an effect besides its value: {effects[0]}")
         # a fresh representative per iteration: two loops over the same batch in one condition
         # (pairs of entries) are two entries, which the abstraction refuses
         self.iterations += 1
@@ -823,12 +828,17 @@ class AbstractOutcome:
 
 
 def _replay_agrees(case: AbstractCase, params: dict[str, object], holds: bool) -> str | None:
-    ev = evaluate(case.ob, concrete_args(case.ob, params))
-    failed = [n for n, v in ev.assumptions.items() if not v]
-    if failed:
-        return f"realised batch {params} violates {failed} on ints"
-    if bool(ev.claim.holds) != holds:
-        return f"realised batch {params}: abstraction says claim {holds}, ints say {bool(ev.claim.holds)}"
+    """None when the realised batch ``params`` gives the claim the value ``holds`` on ints with
+    its padding and on the batch alone (as a counterexample is shown), every assumption holding
+    both ways; else the problem."""
+    for padding in (True, False):
+        ev = evaluate(case.ob, concrete_args(case.ob, params, padding), witnesses=padding)
+        how = "" if padding else " on the batch alone"
+        failed = [n for n, v in ev.assumptions.items() if not v]
+        if failed:
+            return f"realised batch {params} violates {failed} on ints{how}"
+        if bool(ev.claim.holds) != holds:
+            return f"realised batch {params}: abstraction says claim {holds}, ints say {bool(ev.claim.holds)}{how}"
     return None
 
 

@@ -379,7 +379,7 @@ def any_of(*conditions: Bool) -> Bool:
 def not_(condition: Bool) -> Bool:
     """Negation, symbolic or not (``~True`` is ``-2`` in Python, so use this)."""
     if isinstance(condition, SymBool):
-        return ~condition
+        return SymBool(z3.simplify(z3.Not(condition.term)))
     return not condition
 
 

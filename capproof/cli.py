@@ -417,8 +417,11 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 @click.option("--no-cache", is_flag=True,
               help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
+@click.option("--second-opinion", "second_opinion", default=10, show_default=True, type=click.IntRange(min=-1),
+              help="Hypothesis examples testing each proved/vacuous verdict on ints after small batches "
+                   "(0: small batches only; -1: no second opinion).")
 def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
-          density, smt2_dir, cross_check, fork_budget, no_cache) -> None:
+          density, smt2_dir, cross_check, fork_budget, no_cache, second_opinion) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     from .ci_formats import write_junit, write_sarif
 
@@ -428,7 +431,8 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache, timeout=timeout)
+                  crosshair_cache=not no_cache, timeout=timeout,
+                  second_opinion=None if second_opinion < 0 else second_opinion)
     data = result.to_json()
     data["summary"]["exit_code"] = _exit_code(result)
     outputs = [
@@ -589,8 +593,24 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
         args = list(serve_args)
+        derived_engine = ""
         if not args:
             raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
+        if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
+            from .engines.vllm.serve import image_tag
+
+            tag = image_tag(args)
+            tagged = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag or "")
+            if tagged and click.get_current_context().get_parameter_source("engine_spec").name == "DEFAULT":
+                try:
+                    engine, version = parse_engine(f"vllm=={tagged.group(1)}")
+                except CheckError:
+                    raise CheckError(f"image vllm/vllm-openai:{tag}: capproof does not model that vLLM release; "
+                                     "give --engine vllm==X for the release to check") from None
+                derived_engine = f"engine vLLM {version}: from the image tag vllm/vllm-openai:{tag}"
+            elif tag and tagged is None:
+                derived_engine = (f"engine vLLM {version}: the image tag {tag!r} names no release, so capproof's newest "
+                                  "modelled vLLM is checked (give --engine vllm==X for yours)")
         flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
         own = own_option_in_line(args, engine, flags_version)
         if own:
@@ -628,6 +648,8 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         finally:
             if status is not None:
                 status.stop()
+        if derived_engine:
+            outcome.derived.insert(0, derived_engine)
     except (ServeFlagError, CheckError, LaunchFlagError) as exc:
         if json_out == "-":
             click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))

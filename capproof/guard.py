@@ -29,7 +29,7 @@ _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
 
-def _generic(filename: str) -> bool:
+def is_library_file(filename: str) -> bool:
     name = os.path.abspath(filename)
     return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
         name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
@@ -48,6 +48,24 @@ def type_lookups(*funcs) -> list[str]:
     return _scan(funcs)[0]
 
 
+def _symbolic_internals() -> dict[int, str]:
+    """capproof's symbolic machinery by id: a model that names one (``isinstance(x, SymInt)``,
+    ``is_symbolic(x)``) can tell a symbolic value from an int."""
+    from . import arith, symbolic
+
+    objs = {name: getattr(symbolic, name, None) for name in ("SymInt", "SymBool", "Quotient", "is_symbolic", "to_z3_int",
+                                                             "to_z3_bool", "Trace", "explore")}
+    objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
+    objs["_plain"] = getattr(arith, "_plain", None)
+    return {id(v): k for k, v in objs.items() if v is not None}
+
+
+def _own_attributes() -> frozenset[str]:
+    """Attribute names (not dunders) a SymInt or SymBool has and an int or bool lacks (``term``)."""
+    names = (set(dir(SymInt)) - set(dir(int))) | (set(dir(SymBool)) - set(dir(bool)))
+    return frozenset(n for n in names if not n.startswith("__"))
+
+
 def introspections(*funcs) -> list[str]:
     """Why the functions reachable from ``funcs`` may run differently on symbolic values than on
     ints, one sentence each (issue 10, S2), found statically as :func:`type_lookups` finds them:
@@ -56,11 +74,12 @@ def introspections(*funcs) -> list[str]:
     tuple) lacks, or the other way round (``hasattr(x, "term")``: capproof's own slot). Such a
     branch is invisible to the solver and may sit at a point no probe evaluates, so the prover
     makes the obligation an error instead of deciding it."""
-    types_, attrs = _scan(funcs)
+    types_, attrs, others = _scan(funcs)
     return ([f"{where} uses type(), and type() of a symbolic int is not int: it may take a branch the ints do "
              "not (use isinstance)" for where in types_]
             + [f"{where} asks hasattr/getattr for {name!r}, which a symbolic value and an int do not both have: it "
-               "may take a branch the ints do not" for where, name in attrs])
+               "may take a branch the ints do not" for where, name in attrs]
+            + [f"{where} {what}: it may take a branch the ints do not" for where, what in others])
 
 
 _DISTINGUISHING: frozenset[str] | None = None
@@ -81,13 +100,17 @@ def _distinguishing_names() -> frozenset[str]:
 _CALLS = frozenset({"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"})
 
 
-def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
+def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
     key = tuple(funcs)
     if key in _TYPE_LOOKUPS:
         return _TYPE_LOOKUPS[key]
     found: list[str] = []
     attrs: list[tuple[str, str]] = []
+    # names of capproof's symbolic machinery, capproof's own attributes read, identity with a bool
+    others: list[tuple[str, str]] = []
     distinguishing = _distinguishing_names()
+    internals = _symbolic_internals()
+    own_attrs = _own_attributes()
     seen: set = set()
     stack = list(funcs)
     while stack:
@@ -106,7 +129,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
             stack.append(obj.func)
             continue
         code = getattr(obj, "__code__", None)
-        if not isinstance(code, types.CodeType) or code in seen or _generic(code.co_filename):
+        if not isinstance(code, types.CodeType) or code in seen or is_library_file(code.co_filename):
             continue
         seen.add(code)
         globs = getattr(obj, "__globals__", {})
@@ -122,7 +145,19 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
             previous = None
             asking = False  # between a load of the builtin hasattr/getattr and the next call
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
+            recent: list = [None, None]  # the two instructions before this one
             for ins in dis.get_instructions(c):
+                before, recent = recent, [recent[1], ins]
+                if ins.opname == "IS_OP" and any(b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool)
+                                                 for b in before):
+                    note = (where, "compares a value with True/False by identity (`is`), which a symbolic condition "
+                            "never is (use ==)")
+                    if note not in others:
+                        others.append(note)
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
+                    note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
+                    if note not in others:
+                        others.append(note)
                 if asking and ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ins.argval in distinguishing:
                     pair = (where, ins.argval)
                     if pair not in attrs:
@@ -136,13 +171,24 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]]]:
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)
+                    if id(previous) in internals and previous is not None:
+                        note = (where, f"names capproof's {internals[id(previous)]}, which tells a symbolic value from an int")
+                        if note not in others:
+                            others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
                         stack.append(previous)
                     continue
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if id(target) in internals and target is not None:
+                        note = (where, f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int")
+                        if note not in others:
+                            others.append(note)
+                    if isinstance(target, _MODULE):  # a package's submodule: ``capproof.symbolic.SymInt``
+                        previous = target
+                        continue
                     if target is not None:
                         stack.append(target)
                 previous = None
-    _TYPE_LOOKUPS[key] = (found, attrs)
-    return found, attrs
+    _TYPE_LOOKUPS[key] = (found, attrs, others)
+    return found, attrs, others

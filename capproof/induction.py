@@ -74,7 +74,12 @@ def _refused(why: str) -> NotInductive:
 
 @dataclass
 class Walk:
-    """One walk over the batch: ``step``, ``init``, its invariant and its symbolic final state."""
+    """One walk over the batch: ``step``, ``init``, its invariant and its symbolic final state.
+
+    The step and the invariant run when the model calls the fold (at the model's own time, as the
+    ints run them: a closure reads its cells then), once on a symbolic state ``cur``: ``nxt`` is
+    the state after one entry, ``inits`` the init's terms, ``invariant_term`` the invariant on the
+    final state."""
 
     key: tuple
     step: Any
@@ -82,6 +87,10 @@ class Walk:
     invariant: Any
     final: Any  # same shape as init: SymInt / SymBool leaves
     label: str
+    cur: Any = None
+    nxt: list = field(default_factory=list)
+    inits: list = field(default_factory=list)
+    invariant_term: Any = None
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -121,10 +130,13 @@ def _cell(value: Any) -> Any:
     return ("id", id(value))
 
 
-def _key(step: Any, init: Any) -> tuple:
-    code = getattr(step, "__code__", None)
-    cells = tuple(_cell(c.cell_contents) for c in (getattr(step, "__closure__", None) or ()))
-    return (code if code is not None else id(step), cells, _cell(init))
+def _key(init: Any, cur: Any, nxt: list[z3.ExprRef]) -> tuple:
+    """What makes two walks the same: their init and their step's terms on a state named alike
+    (not the step's code and closure: a closure's mutable object may change between two folds)."""
+    inputs = [t for t in _terms(cur, init)]
+    canonical = [z3.Bool(f"step.in.{k}") if z3.is_bool(t) else z3.Int(f"step.in.{k}") for k, t in enumerate(inputs)]
+    renamed = [z3.substitute(t, *zip(inputs, canonical)) if inputs else t for t in nxt]
+    return (_cell(init), tuple(t.sexpr() for t in renamed))
 
 
 _OWN_FILES = {__file__}
@@ -156,19 +168,45 @@ class InductionBatch:
         self.size = size  # the vector's size N: any N >= n
         self.seen = SymInt.var(f"seen({name})")  # the invariants' prefix length, instantiated per query
         self.index = SymInt.var(f"i({name})")  # the walk's index in the step query
+        self.x = SymInt.var(f"x({name})")  # the walk's entry in the step query
+        self.lemmas: list[z3.BoolRef] = []
+        self.stepping = False
 
-    def walk(self, step: Any, init: Any, invariant: Any, label: str, key: tuple | None = None) -> Walk:
-        key = key or _key(step, init)
-        for w in self.walks:
-            if w.key == key:
-                if invariant is not None and w.invariant is None:
-                    w.invariant = invariant
-                return w
-        w = Walk(key, step, init, invariant, _fresh(init, f"{label}#{len(self.walks)}({self.name})"), label)
-        self.walks.append(w)
+    def walk(self, step: Any, init: Any, invariant: Any, label: str) -> Walk:
+        """The walk of ``step`` from ``init``: its step (and invariant) run now, on a symbolic
+        state; an existing walk with the same init and step terms is returned instead."""
+        if self.stepping:
+            raise _refused("a walk step walks the batch again")
+        k = len(self.walks)
+        cur = _fresh(init, f"cur.{k}")
+        self.stepping = True
+        try:
+            nxt = _terms(_run(self.lemmas, step, cur, self.index, self.x, batch=self), init)
+            inits = _terms(_run(self.lemmas, lambda: init), init)
+        except NotInductive:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the step raised on a symbolic state: the bounded encoding runs it
+            raise _refused(f"a walk step raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            self.stepping = False
+        key = _key(init, cur, nxt)
+        w = next((w for w in self.walks if w.key == key), None)
+        if w is None:
+            if len(self.walks) >= MAX_WALKS:
+                raise _refused(f"more than {MAX_WALKS} walks over {self.name}")
+            w = Walk(key, step, init, None, _fresh(init, f"{label}#{k}({self.name})"), label, cur, nxt, inits)
+            self.walks.append(w)
+        if invariant is not None and w.invariant is None:
+            w.invariant = invariant
+            w.invariant_term = to_z3_bool(_run(self.lemmas, invariant, w.final, self.seen, self, batch=self))
         return w
 
     def _capproof_fold(self, step: Any, init: Any, invariant: Any) -> Any:
+        from .purity import function_impurities
+
+        effects = function_impurities(step) + (function_impurities(invariant) if invariant is not None else [])
+        if effects:  # run once here, once per entry on ints: the same only without effects
+            raise _refused(f"the fold's step or invariant has an effect besides its value: {effects[0]}")
         code = getattr(step, "__code__", None)
         return self.walk(step, init, invariant, getattr(code, "co_name", "fold")).final
 
@@ -201,6 +239,11 @@ class InductionBatch:
         if site is None:
             raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
                            f"{self.name})) at {user_location(frame)}")
+        from .purity import genexpr_impurities
+
+        effects = genexpr_impurities(frame)
+        if effects:  # P runs once on a representative entry here, once per entry on ints
+            raise _refused(f"a condition over the entries of {self.name} has an effect besides its value: {effects[0]}")
         each = SymInt.var(f"each({self.name})#{len(self.eaches)}")
         self.eaches[each.term.decl().name()] = (each.term, frame, site)
         return iter((each,))
@@ -224,7 +267,7 @@ class InductionBatch:
             return SymBool(z3.And(to_z3_bool(ok), z3.substitute(cond, (entry, to_z3_int(x)))))
 
         self.conditions.append(cond)
-        return to_z3_bool(self.walk(every_entry, True, None, "all_of", key=("all_of", cond.sexpr())).final)
+        return to_z3_bool(self.walk(every_entry, True, None, "all_of").final)
 
     def __len__(self) -> int:
         raise _refused(f"len() of batch {self.name}")
@@ -273,10 +316,12 @@ def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
         if batch is not None:
             trace.all_of_hook = batch._all_of_walk  # type: ignore[attr-defined]
         value = fn(*args)
+    # _refused: also recorded in the enclosing trace (a step run inside the model's fold call: the
+    # model's ``except`` cannot hide it)
     if trace.misuse:
-        raise NotInductive(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
+        raise _refused(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
     if trace.divisors:
-        raise NotInductive(f"symbolic divisor {trace.divisors[0][0]} (checked on the bounded encoding)")
+        raise _refused(f"symbolic divisor {trace.divisors[0][0]} (checked on the bounded encoding)")
     trace_lemmas.extend(trace.lemmas)
     return value
 
@@ -331,26 +376,16 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         claim_ = as_claim(result, ob)
         if not batch.walks:
             raise NotInductive(f"{vname} is not walked (no fold, total, max_of or min_of over it)")
-        # the walks' invariants on the final state at i = N (walks they name join the joint state)
-        invariants: list[z3.BoolRef] = []
-        done = 0
-        while done < len(batch.walks):
-            if len(batch.walks) > MAX_WALKS:  # an invariant that names a new walk, whose invariant names another ...
-                raise NotInductive(f"more than {MAX_WALKS} walks over {vname} (invariants naming further walks)")
-            w = batch.walks[done]
-            done += 1
-            if w.invariant is not None:
-                invariants.append(to_z3_bool(_run(lemmas, w.invariant, w.final, batch.seen, batch, batch=batch)))
+        lemmas.extend(batch.lemmas)
+        # each walk's step and invariant ran when the model called its fold (InductionBatch.walk)
         walks = list(batch.walks)
+        invariants = [w.invariant_term for w in walks if w.invariant_term is not None]
         finals = [t for w in walks for t in _terms(w.final, w.init)]
-        # one step of every walk from a symbolic current state
-        cur = [_fresh(w.init, f"cur.{k}") for k, w in enumerate(walks)]
-        x = SymInt.var(f"x({vname})")
+        cur = [w.cur for w in walks]
+        x = batch.x
         i = batch.index
-        nxt = [_terms(_run(lemmas, w.step, c, i, x, batch=batch), w.init) for w, c in zip(walks, cur)]
-        if len(batch.walks) != len(walks):
-            raise NotInductive("a walk step walks the batch again")
-        inits = [_terms(_run(lemmas, lambda w=w: w.init), w.init) for w in walks]
+        nxt = [w.nxt for w in walks]
+        inits = [w.inits for w in walks]
     except NotInductive:
         raise
     finally:

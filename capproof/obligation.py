@@ -220,6 +220,31 @@ def function_source(func) -> str | None:
     return textwrap.dedent("\n".join(lines)).strip("\n")
 
 
+def _decorators_between(func) -> list[tuple[str, str | None]]:
+    """The wrappers made with :func:`functools.wraps` between ``func`` and the function it finally
+    wraps, outermost first, as (qualified name, source of the wrapper's body); mutmut's
+    trampolines (``make mutation``'s copy) are left out, so the copy's reports are the project's."""
+    out = []
+    f = func
+    while callable(f) and hasattr(f, "__wrapped__"):
+        code = getattr(f, "__code__", None)
+        if code is not None and not any("mutmut" in n for n in code.co_names):
+            where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+            body = None
+            try:
+                parsed = _parsed_source(code.co_filename)
+                nodes = [n for n in parsed.by_line.get(code.co_firstlineno, ()) if not isinstance(n, ast.Lambda)
+                         and n.name == code.co_name]
+                if len(nodes) == 1:
+                    node = nodes[0]
+                    body = textwrap.dedent("\n".join(parsed.lines[node.lineno - 1:node.end_lineno])).strip("\n")
+            except (OSError, SyntaxError, ValueError):
+                pass
+            out.append((f"{code.co_qualname if hasattr(code, 'co_qualname') else code.co_name} ({where})", body))
+        f = f.__wrapped__
+    return out
+
+
 class _ParsedSource:
     """One source text parsed once: its functions and lambdas indexed by the lines
     :func:`function_source` matches a code object's ``co_firstlineno`` against (a ``def``'s first
@@ -434,7 +459,14 @@ class Obligation:
         without its docstring (see :func:`function_source`); None when the source is unreadable."""
         if self.formula is not None:
             return self.formula
-        return function_source(self.func)
+        inner = function_source(self.func)
+        wrappers = _decorators_between(self.func)
+        if not wrappers or inner is None:
+            return inner
+        # the claim proved is the wrapper's result: show the code that computes it, not only the
+        # function it wraps (a decorator may change the result)
+        shown = "\n\n".join(f"# through the decorator {name}:\n{src or '(source unavailable)'}" for name, src in wrappers)
+        return f"{shown}\n\n# the wrapped claim:\n{inner}"
 
 
 def obligation(

@@ -38,6 +38,7 @@ from .minimize import minimize_point
 from .obligation import Obligation
 from .normalise import sorted_batch
 from .probe import probe
+from .second_opinion import second_opinion
 from .shrink import shrink
 from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, model_int, model_true, to_z3_bool, to_z3_int
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
@@ -884,7 +885,25 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
             "the symbolic and the int semantics of the model disagree")
         result.verdict = Verdict.ERROR
+    opinion = (options or Options()).second_opinion
+    if result.verdict in (Verdict.PROVED, Verdict.VACUOUS) and opinion is not None and first.domains is not None:
+        _second_opinion(ob, result, first.domains, opinion)
     return result
+
+
+def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, examples: int) -> None:
+    """Test a ``proved``/``vacuous`` verdict on ints (capproof.second_opinion): a point that
+    contradicts it makes the verdict an error showing the point."""
+    started = time.perf_counter()
+    found = second_opinion(ob, result.verdict.value, *domains, examples=examples)
+    result.seconds += time.perf_counter() - started
+    if found is not None:
+        result.message = (f"the second opinion on ints ({found.source}) found {found.what} at {found.params} "
+                          f"({'with the padding' if found.how == 'padded' else 'on the batch alone'}) but the solver's "
+                          f"verdict is {result.verdict.value} ({result.message}): the symbolic and the int semantics "
+                          "of the model disagree")
+        result.verdict = Verdict.ERROR
+        result.assumptions_used = []
 
 
 def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult:
@@ -1120,6 +1139,10 @@ def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dic
 BOUNDED_CEX_LIMIT = 64
 
 
+#: ``ObligationResult.encoding`` of a verdict on the aggregate abstraction with a fixed-size Vector
+FIXED_SIZES = "fixed vector sizes"
+
+
 def _in_own_context(attempt, *args):
     """``attempt(*args)`` in a fresh Z3 main context (:func:`capproof.symbolic.fresh_z3_context`)."""
     with fresh_z3_context():
@@ -1178,7 +1201,9 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     result.cases = len(outcomes)
     result.excluded = kinds.count("excluded")
     result.failing_cases = len(cexs)
-    result.encoding = "all batch sizes"
+    # a Vector without a length is exactly its size (one count per expert): the abstraction fixes
+    # the entry count there, so the verdict covers that size, not every one
+    result.encoding = "all batch sizes" if all(v.length for v in vectors.values()) else FIXED_SIZES
     result.encoding_note = summary(len(outcomes), vectors, ob, pins)
     admitted = result.cases - result.excluded
     used: list[str] = []
@@ -1243,6 +1268,9 @@ def _sizes_covered(vectors: dict[str, Vector], pins: dict[str, int] | None) -> s
     """"every batch size", or what a run with a batch length pinned (``--set num_reqs=2``) covers:
     that length only (any vector size beyond it, padding included)."""
     pinned = [f"{v.length}={pins[v.length]}" for v in vectors.values() if v.length and pins and v.length in pins]
+    fixed = [f"{n}: exactly {v.size} entries" for n, v in vectors.items() if not v.length]
+    if fixed:
+        return "; ".join(fixed + ([f"batches of the pinned length only ({', '.join(pinned)})"] if pinned else []))
     return f"batches of the pinned length only ({', '.join(pinned)})" if pinned else "every batch size"
 
 

@@ -160,7 +160,7 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         if e["encoding_note"].startswith("induction over the batch"):  # capproof.induction: says so itself
             out.append(f"- batches: {e['encoding_note']}")
         else:
-            how = "aggregate abstraction" if e["encoding"] == "all batch sizes" else "bounded vectors"
+            how = "aggregate abstraction" if e["encoding"] in ("all batch sizes", "fixed vector sizes") else "bounded vectors"
             out.append(f"- batches: {how}; {e['encoding_note']}")
     out.append(f"- result: {e['message']}")
     out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Union
@@ -141,6 +143,9 @@ class Trace:
 
 
 trace_state = threading.local()
+
+# whose isinstance() sees a SymBool as SymBool, not bool (capproof's and Z3's code)
+_OWN_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.path.abspath(z3.__file__)) + os.sep)
 
 
 def trace_marks(trace: Trace) -> tuple:
@@ -1083,9 +1088,28 @@ class SymInt:
 
 
 class SymBool:
-    """A symbolic condition (a Z3 ``Bool`` term). Combine with ``& | ~``, never with ``if``."""
+    """A symbolic condition (a Z3 ``Bool`` term) with Python ``bool`` semantics.
+
+    Combine conditions with ``&``, ``|``, ``^`` (or :func:`capproof.all_of`/``any_of``/``not_``),
+    never with ``if``/``and``/``or`` outside :func:`explore`. Everything else a ``bool`` does is
+    done as Python does it, since a bool is the int 0 or 1: arithmetic, ``//``, ``%``, unary
+    ``-``/``+``, ``abs``, ``~`` (``~True == -2``: int inversion, not a logical not), comparisons
+    with ints, ``&``/``|``/``^`` with an int (an int result), ``math.floor``, ``bit_length()``;
+    each gives a :class:`SymInt` (or a ``SymBool`` where Python gives a bool). ``isinstance(c,
+    bool)`` and ``isinstance(c, int)`` are True and ``c.__class__`` is ``bool`` in a model's code
+    (capproof's and Z3's own code see ``SymBool``). What cannot be matched (a hash, ``int()``, an
+    index, ``type(c)``, ``c is True``) is recorded as misuse (:func:`_misuse`) or found statically
+    (:func:`introspections`): the obligation is an error whatever the model catches.
+    """
 
     __slots__ = ("term",)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: D105 - a bool in a model's eyes, SymBool in capproof's and Z3's
+        caller = sys._getframe(1).f_code.co_filename
+        if caller.startswith(_OWN_DIRS):
+            return SymBool
+        return bool
 
     def __init__(self, term: z3.BoolRef):
         self.term = term
@@ -1093,12 +1117,18 @@ class SymBool:
     def __repr__(self) -> str:
         return f"SymBool({self.term})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
+        raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
+
+    def __format__(self, spec: str) -> str:
+        raise record_misuse(NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}"))
 
     def __hash__(self) -> int:
         raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
 
     def __getattr__(self, name: str):
+        if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
+            return getattr(self._as_int(), name)
         raise record_misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
 
     def __int__(self) -> int:
@@ -1106,27 +1136,12 @@ class SymBool:
 
     __index__ = __int__
 
+    def __float__(self) -> float:
+        raise record_misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}"))
+
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
         return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
-
-    def __add__(self, other: IntLike) -> "SymInt":
-        return self._as_int() + other
-
-    def __radd__(self, other: IntLike) -> "SymInt":
-        return other + self._as_int()
-
-    def __sub__(self, other: IntLike) -> "SymInt":
-        return self._as_int() - other
-
-    def __rsub__(self, other: IntLike) -> "SymInt":
-        return other - self._as_int()
-
-    def __mul__(self, other: IntLike) -> "SymInt":
-        return self._as_int() * other
-
-    def __rmul__(self, other: IntLike) -> "SymInt":
-        return other * self._as_int()
 
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
@@ -1137,29 +1152,68 @@ class SymBool:
             "(use capproof.select for branches on symbolic values)"
         ))
 
-    def __and__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+    # bool op bool is a bool; bool op int is an int (``True & 3 == 1``)
+    def __and__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+        return self._as_int() & other
 
     __rand__ = __and__
 
-    def __or__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+    def __or__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+        return self._as_int() | other
 
     __ror__ = __or__
 
-    def __xor__(self, other: object) -> "SymBool":
-        return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+    def __xor__(self, other: object) -> "SymBool | SymInt":
+        if _is_boolean(other):
+            return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+        return self._as_int() ^ other
 
     __rxor__ = __xor__
 
-    def __invert__(self) -> "SymBool":
-        return SymBool(z3.simplify(z3.Not(self.term)))
+    def __invert__(self) -> "SymInt":
+        """``~c`` is ``-c - 1`` as on a bool (``~True == -2``, truthy): not a logical not (use
+        :func:`capproof.not_`)."""
+        return ~self._as_int()
 
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
-        return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+        if _is_boolean(other):
+            return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+        if isinstance(other, (int, float, SymInt)):
+            return self._as_int() == other
+        return NotImplemented  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
-        return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+        if _is_boolean(other):
+            return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+        if isinstance(other, (int, float, SymInt)):
+            return self._as_int() != other
+        return NotImplemented
+
+
+def _is_boolean(value: object) -> bool:
+    return type(value) is bool or type(value) is SymBool
+
+
+def _as_int_method(name: str):
+    def method(self, *args):
+        return getattr(self._as_int(), name)(*args)
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` of the int 0 or 1 the condition stands for, as on a bool."
+    return method
+
+
+# every other operator of an int, on the int 0 or 1 (``-c``, ``abs(c)``, ``c // 2``, ``c < 1``,
+# ``math.floor(c)``, ``round(c)``): a bool is an int in all of them
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__divmod__", "__rdivmod__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__",
+              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__neg__", "__pos__", "__abs__",
+              "__lt__", "__le__", "__gt__", "__ge__", "__floor__", "__ceil__", "__trunc__", "__round__"):
+    setattr(SymBool, _name, _as_int_method(_name))
+del _name
 
 
 class Quotient:

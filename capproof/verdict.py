@@ -73,6 +73,9 @@ class Options:
     #: then by induction over the batch where the model walks it with capproof.arith.fold
     #: (capproof.induction); either way the bounded encoding decides what they leave undecided
     induction: bool = True
+    #: Hypothesis examples of the second opinion on ints of every ``proved``/``vacuous`` verdict
+    #: (capproof.second_opinion; 0: small batches only, None: no second opinion)
+    second_opinion: int | None = 10
     #: largest Vector size the bounded encoding is tried at when the aggregate abstraction does not
     #: decide (None: any); a larger obligation is ``unknown`` instead (check-config sets it for
     #: obligations it resized to a deployment's batch limit, whose bounded encoding would not end)
@@ -196,7 +199,8 @@ class ObligationResult:
     #: the batch sizes a Vector obligation's verdict covers: "all batch sizes" (decided on the
     #: aggregate abstraction, capproof.aggregate, or by induction over the batch,
     #: capproof.induction: then ``encoding_note`` starts "induction over the batch") or "batches <= N" (the bounded encoding of
-    #: N-entry vectors); "" without vectors. ``encoding_note``: why the abstraction did not apply
+    #: N-entry vectors), or "fixed vector sizes" (the aggregate abstraction with a Vector without a
+    #: length: exactly its size); "" without vectors. ``encoding_note``: why the abstraction did not apply
     #: or decide, or the lengths it covered
     encoding: str = ""
     encoding_note: str = ""

@@ -6,7 +6,7 @@ had not checked as vLLM runs it. The truth is vLLM's own code (``vllm/utils/argp
 ``vllm/config/{speculative,compilation,model}.py``; the real-tier test at the end runs its parser).
 A tiny spec file (one claim per feature) stands for spec/: the answers under it are exact.
 
-Attempts that did not break it are listed in docs/soundness.md ("Attempts that found nothing").
+Attempts that did not break it are listed in the git history of docs/soundness.md ("Attempts that found nothing").
 """
 
 from __future__ import annotations

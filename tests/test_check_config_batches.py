@@ -178,17 +178,23 @@ def test_capture_sizes_are_checked_member_by_member(sizes):
 
 @pytest.mark.slow
 def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
-    """DeepSeek-V3.2's DSA indexer and FlashMLA scheduler metadata are sized by num_sms: without the
-    GPU they are listed as not checked; --gpu H100 checks both H100 products (PCIe 114, SXM5 132),
-    --num-sms picks one; an unknown GPU is one error line (exit 2)."""
+    """DeepSeek-V3.2's DSA indexer and FlashMLA scheduler metadata are sized by num_sms, which vLLM
+    reads from the GPU: without --gpu every GPU of capproof's table is checked (and the answer rests
+    on that default); --gpu H100 checks both H100 products (PCIe 114, SXM5 132), --num-sms picks
+    one; a GPU with no SM count in the table leaves them undecided (give --num-sms); an unknown GPU
+    is one error line (exit 2)."""
     argv = [*DSV32_MTP, "--max-num-seqs", "256", "--max-num-batched-tokens", "8192"]
     without = check("--", *argv).output
-    assert "sm_rows__DeepseekV32IndexerMetadataBuilder_scheduler_metadata_buffer: an SM-count-sized workspace: needs the GPU" in without
+    assert "hardware: num_sms in [48, 108, 114, 132, 142, 148] (no --gpu: every GPU in capproof's table is checked)" in without
+    assert "rests on a default: num_sms in [48, 108, 114, 132, 142, 148]" in without
+    assert "scheduler_metadata_buffer: an SM-count" not in without
     h100 = check("--gpu", "H100", "--", *argv).output
     assert "hardware: num_sms in [114, 132] (H100: NVIDIA H100 whitepaper" in h100
     assert "scheduler_metadata_buffer: an SM-count" not in h100 and "sm_rows 1" in h100
     assert "hardware: num_sms=148 (--num-sms)" in check("--num-sms", "148", "--", *argv).output
-    assert "no SM count for B300" in check("--gpu", "B300", "--", *argv).output
+    b300 = check("--gpu", "B300", "--", *argv)
+    assert "no SM count for B300" in b300.output
+    assert b300.exit_code == 2 and "give --gpu NAME or --num-sms N" in b300.output  # never safe without the SM count
     bad = check("--gpu", "X100", "--", *argv)
     assert bad.exit_code == 2 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
 

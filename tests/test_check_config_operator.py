@@ -133,6 +133,18 @@ def test_docker_run_vllm_openai_lines_are_read(argv):
     assert cfg.model == "deepseek-ai/DeepSeek-V3.2" and cfg.max_model_len == 350000 and cfg.block_size == 64
 
 
+def test_docker_image_tag_selects_the_release_checked():
+    """vllm/vllm-openai:v0.26.0 runs vLLM 0.26.0: without --engine that release's formulas apply
+    (checking the newest would call the reported crash safe); --engine still wins."""
+    line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.26.0", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000",
+            "--block-size", "64"]
+    result = check("--", *line)
+    assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
+    assert "engine vLLM 0.26.0: from the image tag vllm/vllm-openai:v0.26.0" in result.output
+    unknown = check("--", "docker", "run", "vllm/vllm-openai:v0.10.0", "m")
+    assert unknown.exit_code == 2 and "does not model that vLLM release" in unknown.output
+
+
 def test_sglang_launch_forms_are_read():
     from capproof.engines.sglang.launch import parse_launch_args
 

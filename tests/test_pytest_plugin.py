@@ -64,6 +64,7 @@ def test_without_the_flag_the_plugin_does_not_import_z3(team):
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow  # two xdist workers start and each imports the prover: ~13 s
 def test_xdist_workers_give_the_same_verdicts(team):
     """`pytest --capproof -n 2`: obligations spread over pytest-xdist workers, same outcomes."""
     pytest.importorskip("xdist")

@@ -708,6 +708,8 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
     return checked, used
 
 
+#: A nearby ``--max-model-len`` is searched only for obligations decided within this many seconds.
+NEARBY_BUDGET_SECONDS = 2.0
 #: Roundings tried for a nearby ``--max-model-len`` (tokens): multiples of powers of two.
 _LENGTH_STEPS = tuple(2 ** k for k in range(4, 17))
 
@@ -719,8 +721,8 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
     ``max_model_len`` was not pinned or no candidate holds. Other obligations are not re-checked."""
     decided = getattr(c, "decided", None)
     value = c.pinned.get("max_model_len")
-    if decided is None or value is None:
-        return None
+    if decided is None or value is None or c.result.seconds > NEARBY_BUDGET_SECONDS:
+        return None  # not pinned, or one proof of it costs too much to try several
     ob, options = decided
     candidates = sorted({(value // m) * m for m in _LENGTH_STEPS if 0 < (value // m) * m < value}, reverse=True)
     for length in candidates[:tries]:

@@ -92,6 +92,8 @@ class ServeConfig:
     max_num_batched_tokens: int | None = None
     num_speculative_tokens: int = 0
     speculative_method: str | None = None
+    #: The tag of a ``docker run vllm/vllm-openai:TAG`` line (None: not a docker line, or no tag)
+    image_tag: str | None = None
     #: ``--speculative-config``'s ``model`` (``--spec-model``): the draft model as given (None: not given)
     speculative_model: str | None = None
     kv_cache_dtype: str = "auto"
@@ -222,6 +224,13 @@ def strip_docker(argv: list[str]) -> tuple[dict[str, str], str | None, list[str]
 
 #: Images whose entrypoint is ``vllm serve`` (vLLM's docs: ``docker run … vllm/vllm-openai:TAG ARGS``).
 _VLLM_IMAGE = re.compile(r"(?:[\w.-]+(?::\d+)?/)?vllm/vllm-openai(?:-[\w]+)?(?::([\w.+-]+))?(?:@sha256:\w+)?")
+
+
+def image_tag(argv: list[str]) -> str | None:
+    """The tag of a ``docker run … vllm/vllm-openai:TAG …`` line (``v0.26.0``, ``latest``), else None."""
+    _, image, _ = strip_docker(argv)
+    match = _VLLM_IMAGE.fullmatch(image or "")
+    return match.group(1) if match else None
 
 
 def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
@@ -470,7 +479,7 @@ def parse_serve_args(argv: list[str], version: str = VLLM_VERSION) -> ServeConfi
     except KeyError:
         raise ServeFlagError(f"no flag table for vLLM {version} (regenerate capproof/engines/vllm/flags.py)") from None
     env, args, serve_style = _strip_launcher(argv)
-    cfg = ServeConfig(version=version, env=env)
+    cfg = ServeConfig(version=version, env=env, image_tag=image_tag(argv))
     if serve_style:
         args = _move_model(args)
     cli_tokens = [a for a in args]
