@@ -320,3 +320,40 @@ def test_committed_request_rows_are_what_the_engine_derives_now(vllm_code):
     for e in fresh:
         if e.id in done:
             assert e.demands == committed[e.id], e.id
+
+
+_ROW_BATCH = """\
+class InputBatch:
+    def _register_add_request(self, request):
+        new_req_index = self.num_reqs
+        assert new_req_index < self.max_num_reqs
+        return new_req_index
+
+    def add_request(self, request):
+        req_index = self._register_add_request(request)
+        self.flags[req_index] = True
+        other = request.index
+        self.flags[other] = False
+
+    @property
+    def num_reqs(self):
+        return len(self.req_id_to_index)
+"""
+
+
+@pytest.mark.parametrize("line, derived_ok", [(9, True), (11, False)])
+def test_request_rows_index_bounded_only_by_the_engines_assert(tmp_path, line, derived_ok):
+    """An index is bounded when it comes from ``_register_add_request``, whose assert is found; an
+    index from anywhere else refuses the entry. An executed subscript is re-read from its line."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+    from capproof.inventory import Entry
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_input_batch.py").write_text(_ROW_BATCH)
+    e = Entry(id="vllm/v1/worker/gpu_input_batch.py::InputBatch.flags", file="vllm/v1/worker/gpu_input_batch.py", line=1,
+              owner="InputBatch", attribute="flags", dtype="bool", shape=["max_num_reqs"], how="traced",
+              accesses=[{"line": line, "dim": 0, "op": "index", "extent": "0", "how": "executed"}])
+    got = request_rows_accesses(e, str(tmp_path), {})
+    assert (got is not None) is derived_ok
+    if derived_ok:
+        assert got[0] == ["indexed"] and "assert at vllm/v1/worker/gpu_input_batch.py:4" in got[1][0]

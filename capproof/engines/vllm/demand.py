@@ -655,6 +655,34 @@ def _copy_slice_ok(root: str) -> bool:
                                   for r in ast.walk(fn) if isinstance(r, ast.Return))
 
 
+def _subscript_at(tree, attribute: str, line: int):
+    """The slice or index of the one ``self.<attribute>[...]`` subscript on ``line`` (AST), or None."""
+    found = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and n.lineno == line
+             and _src(n.value) in (f"self.{attribute}", f"self.{attribute}.np", f"self.{attribute}.cpu", f"self.{attribute}.gpu")]
+    return found[0] if len(found) == 1 and not isinstance(found[0], ast.Tuple) else None
+
+
+def _register_index(rt, fn, name: str) -> str | None:
+    """Where index ``name`` of ``fn`` is bounded by ``max_num_reqs``: every assignment of it in ``fn``
+    is ``self._register_add_request(...)``, whose ``assert new_req_index < self.max_num_reqs`` (and
+    return of that name) is found in ``InputBatch`` (AST); else None."""
+    if not name.isidentifier():
+        return None
+    assigns = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+    if not assigns or not all(isinstance(a.value, ast.Call) and _src(a.value.func) == "self._register_add_request"
+                              for a in assigns):
+        return None
+    reg = _function_in(rt.tree, "_register_add_request", "InputBatch")
+    if reg is None:
+        return None
+    asserts = [a.lineno for a in ast.walk(reg) if isinstance(a, ast.Assert) and _src(a.test) == "new_req_index<self.max_num_reqs"]
+    returns = [r for r in ast.walk(reg) if isinstance(r, ast.Return)]
+    if not asserts or not returns or not all(r.value is not None and _src(r.value) == "new_req_index" for r in returns):
+        return None
+    return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
+
+
 def request_rows_accesses(entry, root: str, rows: dict, reasons: dict | None = None) -> tuple[list[str], list[str]] | None:
     """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
     is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
@@ -674,10 +702,27 @@ def request_rows_accesses(entry, root: str, rows: dict, reasons: dict | None = N
         if ext == "whole" and (op in WHOLE_OPS or op in SLICE_OPS):
             sites.append(f"{entry.file}:{line} {op} (whole: at most the allocation)")
             continue
-        if a.get("how") == "executed" and op in ("index", "slice") and str(ext).isdigit():
-            if int(ext) != 0:
+        if a.get("how") == "executed":
+            # an executed subscript records one run's value: the line's own expression is read instead
+            sub = _subscript_at(rt.tree, entry.attribute.rsplit(".", 1)[-1], line)
+            if sub is None:
                 return _reject(reasons, entry, a)
-            sites.append(f"{entry.file}:{line} {op} [{ext}] (executed, constructor)")
+            if isinstance(sub, ast.Slice):
+                if sub.lower is not None or sub.step is not None:
+                    return _reject(reasons, entry, a)
+                ext, op = ("whole" if sub.upper is None else _src(sub.upper)), "slice"
+            else:
+                ext, op = _src(sub), "index"
+            if ext == "whole":
+                sites.append(f"{entry.file}:{line} slice (whole: at most the allocation)")
+                continue
+        if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0:
+            fn = rt.enclosing(line)
+            bound = _register_index(rt, fn, str(ext)) if fn is not None else None
+            if bound is None:
+                return _reject(reasons, entry, a)
+            kinds.add("indexed")
+            sites.append(f"{entry.file}:{line} {op} [{ext}] in {fn.name} ({bound})")
             continue
         if op == "passed to copy_slice":
             if copy_slice is None:
@@ -730,6 +775,9 @@ def derive_request_rows(entries: list, root: str) -> list[str]:
             continue
         kinds, sites = found
         extent = f"select(padded == 1, {rows_expr}, {plain})" if "padded" in kinds else plain
+        if "indexed" in kinds:
+            # an index the engine asserts below max_num_reqs touches at most max_num_reqs rows
+            extent = f"maximum({extent}, max_num_reqs)" if kinds != ["indexed"] else "max_num_reqs"
         e.demands = [{"dim": 0, "how": "ast", "family": "request rows", "extent": extent,
                       "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)"
                                if "padded" in kinds else "the persistent batch's num_reqs (unpadded)",
