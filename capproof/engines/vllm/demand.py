@@ -28,6 +28,12 @@ Derived in vLLM 0.33.0 (each function below cites what it runs):
   from ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
   (``gpu_input_batch.py:329``) is found in the source (AST).
 
+- the **rows of one-dimensional per-request buffers** of the V1 runner and input batch
+  (:func:`derive_request_rows`): the block table's row extent, given to an entry only when every
+  access the inventory recorded for it is a slice whose stop is bound (AST, through assignments,
+  parameters at every call site in the file, closures) to the step's request count, an index the
+  engine asserts below ``max_num_reqs``, or a whole-buffer operation (:func:`request_rows_accesses`).
+
 What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
 paths it was not checked on; ``capproof coverage`` lists it.
 """
