@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: both are imported by the commands that us
 
     from .runner import RunResult
 
-# Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
+# Start-up (<= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
 # ``capproof --help`` and ``--version`` never load them.
 
@@ -892,6 +892,10 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
     if diff_specs:
         if engine_spec or write or check or json_out:
             raise click.UsageError("--diff takes two releases and no --engine/--write/--check/--json")
+        if all(spec.strip().startswith("sglang") for spec in diff_specs):
+            from .engines.sglang import buffers as sglang_buffers
+
+            sys.exit(sglang_buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
         sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")

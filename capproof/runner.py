@@ -715,8 +715,8 @@ class _Stub:
 #: estimate) are decided up to :data:`BATCH_ITEMS` to a process, each still from a fresh Z3
 #: context and the parent's module state (checked after each). Most of spec/'s obligations are
 #: pinned scalar claims decided in milliseconds, where a process each cost more than deciding
-#: them: spec/vllm_0_33_buffers.py's 334 took 22-25 s of CPU, 9 s in one process (docs/performance.md,
-#: session 20). Contracts and longer obligations keep a process each.
+#: them: spec/vllm_0_33_buffers.py's 334 took 22-25 s of CPU, 9 s in one process
+#: (docs/performance.md). Contracts and longer obligations keep a process each.
 BATCH_SECONDS = 0.25
 BATCH_ITEMS = 12
 
