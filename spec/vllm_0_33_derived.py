@@ -131,3 +131,44 @@ def kernel_block_offsets_broadcast(block_size, kernel_block_size):
     lengths must be equal (a broadcast, not a slice)."""
     names = dict(block_size=block_size, kernel_block_size=kernel_block_size)
     return equal(broadcast=demand(_ENTRIES, KBO, 0, **names), offsets=capacity(_ENTRIES, KBO, 0, **names))
+
+
+# ---------------------------------------------------------------------------------------------
+# Request rows of one-dimensional per-request buffers (the runner's and the input batch's): every
+# access the inventory recorded is a slice whose stop is the step's request count, bound (AST) to
+# the persistent batch's num_reqs, the dummy run's, or the dispatcher's padded count (run on every
+# path): `capproof/engines/vllm/demand.py::derive_request_rows`. One obligation per entry derived.
+
+ROW_DOMAIN = {"max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12), "num_tokens_padded": Range(1, 2**17),
+              "uniform_decode_query_len": Range(1, 65), "full_uniform_decode": FLAG, "padded": FLAG}
+
+
+def _row_facts(entry_id: str) -> dict:
+    out = {}
+    for f in derived(_ENTRIES, entry_id, 0).get("facts", []):
+        if not f.get("checked"):
+            left, _, right = f["fact"].split(" (")[0].partition(" <= ")
+            out[f"assumed: {f['fact']}"] = _le(left.strip(), right.strip())
+    return out
+
+
+def _request_rows(entry_id: str):
+    attribute = entry_id.split("::", 1)[1]
+
+    def claim(max_num_reqs, num_reqs, num_tokens_padded, uniform_decode_query_len, full_uniform_decode, padded):
+        rows = demand(_ENTRIES, entry_id, 0, max_num_reqs=max_num_reqs, num_reqs=num_reqs,
+                      num_tokens_padded=num_tokens_padded, uniform_decode_query_len=uniform_decode_query_len,
+                      full_uniform_decode=full_uniform_decode, padded=padded)
+        return at_most(rows=rows, max_num_reqs=capacity(_ENTRIES, entry_id, 0, max_num_reqs=max_num_reqs))
+
+    claim.__name__ = "request_rows_fit__" + attribute.replace(".", "_")
+    claim.__doc__ = (f"The rows every recorded access of `{attribute}` slices (the step's request count: "
+                     "unpadded, or the dispatcher's padded count, derived) fit its `max_num_reqs` rows.")
+    return obligation(domain=ROW_DOMAIN, assumptions=_row_facts(entry_id), expect="proved",
+                      sources=[f"inventory: {INV}::{entry_id}", f"demand: {INV}::{entry_id}[0]",
+                               *derived(_ENTRIES, entry_id, 0)["from"]],
+                      covers=[entry_id], engine="vllm", versions="==0.33.0", tags=("inventory", "derived"))(claim)
+
+
+REQUEST_ROWS = [_request_rows(e.id) for e in _ENTRIES
+                if any(isinstance(d, dict) and d.get("family") == "request rows" for d in e.demands)]

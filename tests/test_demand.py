@@ -216,3 +216,144 @@ def test_unpadded_request_bound_is_checked_on_every_path_that_sets_it(tmp_path, 
     if not checked:
         assert fact["paths"]["not checked"] == [
             "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"]
+
+
+# ------------------------------------------------------------------------------------------------
+# request rows: every access of a per-request buffer bound (AST) to the step's request count
+
+_ROW_RUNNER = """\
+class GPUModelRunner:
+    def _prepare_inputs(self, out):
+        num_reqs = self.input_batch.num_reqs
+        self.seq_lens[:num_reqs] = 1
+        self._helper(num_reqs)
+        self._helper(EXTENT)
+
+    def _helper(self, num_reqs):
+        self.prev[:num_reqs] = 0
+
+    def execute_model(self, out):
+        num_reqs = self.input_batch.num_reqs
+        batch_desc = self.dispatch(num_reqs)
+        num_reqs_padded = (
+            batch_desc.num_reqs if batch_desc.num_reqs is not None else num_reqs
+        )
+        self._build(num_reqs=num_reqs, num_reqs_padded=num_reqs_padded)
+        self._build(num_reqs=num_reqs)
+
+    def _build(self, num_reqs, num_reqs_padded=None):
+        num_reqs_padded = num_reqs_padded or num_reqs
+
+        def nested():
+            return self.seq_lens[:num_reqs_padded]
+        return nested()
+"""
+
+
+def _row_entry(attribute, accesses):
+    from capproof.inventory import Entry
+
+    return Entry(id=f"vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.{attribute}", file="vllm/v1/worker/gpu_model_runner.py",
+                 line=1, owner="GPUModelRunner", attribute=attribute, dtype="int32", shape=["max_num_reqs"], how="traced",
+                 accesses=accesses)
+
+
+@pytest.mark.parametrize("extent, kinds", [("num_reqs", ["unpadded"]), ("0", ["unpadded"]), ("len(self.x)", None)])
+def test_request_rows_follow_parameters_to_every_call_site(tmp_path, extent, kinds):
+    """A slice by a parameter is bound only when every call site in the file passes a request
+    count (a literal 0 is no rows); one call with another expression leaves the entry underived."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", extent))
+    e = _row_entry("prev", [{"line": 9, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"}])
+    reasons: dict = {}
+    got = request_rows_accesses(e, str(tmp_path), {}, reasons)
+    assert (got[0] if got else None) == kinds
+    if kinds is None:
+        assert reasons[e.id] == "9 slice write 'num_reqs'"
+
+
+def test_request_rows_padded_through_closure_and_or_fallback(tmp_path):
+    """``num_reqs_padded or num_reqs`` with a ``None`` default, read in a nested function: the
+    dispatcher's padded count or the unpadded one (the padded extent bounds both)."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
+    e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"},
+                                {"line": 24, "dim": 0, "op": "slice read", "extent": "num_reqs_padded", "how": "ast"}])
+    kinds, sites = request_rows_accesses(e, str(tmp_path), {})
+    assert kinds == ["padded", "unpadded"]
+    assert sites[1].endswith("[:num_reqs_padded] in nested (padded)")
+
+
+@pytest.mark.parametrize("access", [
+    {"line": 4, "dim": None, "op": "numpy", "extent": "whole", "how": "ast"},  # an alias the tracer does not follow
+    {"line": 4, "dim": None, "op": "passed to self.drafter.x", "extent": "whole", "how": "ast"},
+    {"line": 4, "dim": 0, "op": "index write", "extent": "req_index", "how": "ast"},
+])
+def test_request_rows_refuse_an_access_they_cannot_bound(tmp_path, access):
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
+    e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"}, access])
+    assert request_rows_accesses(e, str(tmp_path), {}) is None
+
+
+@pytest.mark.real
+def test_committed_request_rows_are_what_the_engine_derives_now(vllm_code):
+    """The request-row demands (``derive_request_rows``) re-derived from the wheel's source equal the
+    committed ones, and every entry the committed inventory marks verified by them is re-derived."""
+    from capproof.engines.vllm.demand import derive_request_rows
+    from capproof.engines.vllm.wheels import _src
+
+    committed = {e.id: e.demands for e in load(INV)}
+    fresh = load(INV)
+    for e in fresh:
+        if any(d.get("family") == "request rows" for d in e.demands):
+            e.demands = []
+    done = derive_request_rows(fresh, _src())
+    assert sorted(done) == sorted(i for i, d in committed.items() if any(x.get("family") == "request rows" for x in d))
+    assert len(done) >= 10
+    for e in fresh:
+        if e.id in done:
+            assert e.demands == committed[e.id], e.id
+
+
+_ROW_BATCH = """\
+class InputBatch:
+    def _register_add_request(self, request):
+        new_req_index = self.num_reqs
+        assert new_req_index < self.max_num_reqs
+        return new_req_index
+
+    def add_request(self, request):
+        req_index = self._register_add_request(request)
+        self.flags[req_index] = True
+        other = request.index
+        self.flags[other] = False
+
+    @property
+    def num_reqs(self):
+        return len(self.req_id_to_index)
+"""
+
+
+@pytest.mark.parametrize("line, derived_ok", [(9, True), (11, False)])
+def test_request_rows_index_bounded_only_by_the_engines_assert(tmp_path, line, derived_ok):
+    """An index is bounded when it comes from ``_register_add_request``, whose assert is found; an
+    index from anywhere else refuses the entry. An executed subscript is re-read from its line."""
+    from capproof.engines.vllm.demand import request_rows_accesses
+    from capproof.inventory import Entry
+
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / "vllm/v1/worker/gpu_input_batch.py").write_text(_ROW_BATCH)
+    e = Entry(id="vllm/v1/worker/gpu_input_batch.py::InputBatch.flags", file="vllm/v1/worker/gpu_input_batch.py", line=1,
+              owner="InputBatch", attribute="flags", dtype="bool", shape=["max_num_reqs"], how="traced",
+              accesses=[{"line": line, "dim": 0, "op": "index", "extent": "0", "how": "executed"}])
+    got = request_rows_accesses(e, str(tmp_path), {})
+    assert (got is not None) is derived_ok
+    if derived_ok:
+        assert got[0] == ["indexed"] and "assert at vllm/v1/worker/gpu_input_batch.py:4" in got[1][0]

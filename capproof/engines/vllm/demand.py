@@ -28,6 +28,12 @@ Derived in vLLM 0.33.0 (each function below cites what it runs):
   from ``InputBatch._register_add_request``, whose ``assert new_req_index < self.max_num_reqs``
   (``gpu_input_batch.py:329``) is found in the source (AST).
 
+- the **rows of one-dimensional per-request buffers** of the V1 runner and input batch
+  (:func:`derive_request_rows`): the block table's row extent, given to an entry only when every
+  access the inventory recorded for it is a slice whose stop is bound (AST, through assignments,
+  parameters at every call site in the file, closures) to the step's request count, an index the
+  engine asserts below ``max_num_reqs``, or a whole-buffer operation (:func:`request_rows_accesses`).
+
 What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
 paths it was not checked on; ``capproof coverage`` lists it.
 """
@@ -42,7 +48,7 @@ from typing import Callable
 
 from ...symbolic import SymInt
 
-__all__ = ["derive_all", "symbolic_gcd", "DERIVATIONS", "BLOCK_TABLE"]
+__all__ = ["derive_all", "derive_request_rows", "request_rows_accesses", "symbolic_gcd", "DERIVATIONS", "BLOCK_TABLE"]
 
 BLOCK_TABLE = "vllm/v1/worker/block_table.py::BlockTable.block_table"
 #: Names a derived expression may use beyond the tracer's (all sizes >= 1 except the flags).
@@ -510,6 +516,284 @@ def derive_kernel_block_offsets(root: str) -> list[dict]:
              "notes": notes, "facts": []}]
 
 
+# ---------------------------------------------------------------------------------------------
+# Request rows of the runner's and the input batch's one-dimensional per-request buffers.
+
+#: Files whose per-request buffers' row counts are bound here, and how the extent names there are bound.
+ROW_FILES = ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu_input_batch.py")
+#: Ops of an access that touch at most the allocation (a slice with no stop, a whole-buffer copy).
+WHOLE_OPS = ("copy_to_gpu", "fill_", "fill_.gpu", "fill_.cpu", "copy_", "copy_.gpu", "copy_.cpu", "zero_", "zero_.gpu")
+SLICE_OPS = ("slice", "slice.np", "slice.cpu", "slice.gpu", "copy_to_gpu (slice)")
+
+
+class _Rows:
+    """How a request-count name in one file of the runner is bound (AST): ``kind(fn, expr)`` is
+    ``"unpadded"`` (the persistent batch's ``num_reqs`` or the dummy run's, bounded by
+    :func:`unpadded_requests_bound`), ``"padded"`` (the dispatcher's ``batch_desc.num_reqs`` with the
+    unpadded count as its fallback), ``"none"`` (a ``None`` a later ``x = x or y`` replaces) or None
+    (not derived: anything else). A parameter is bound by every call site of its method in the same
+    file (``self.<method>(...)``); a method with no call site there is not derived."""
+
+    def __init__(self, root: str, file: str):
+        self.file = file
+        with open(os.path.join(root, file), encoding="utf-8") as fh:
+            self.tree = ast.parse(fh.read())
+        self.functions = [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.why: list[str] = []
+
+    def enclosing(self, line: int):
+        best = None
+        for fn in self.functions:
+            if fn.lineno <= line <= (fn.end_lineno or fn.lineno) and (best is None or fn.lineno > best.lineno):
+                best = fn
+        return best
+
+    def kind(self, fn, expr: ast.AST, depth: int = 0):
+        if depth > 6:
+            return None
+        src = _src(expr)
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return "none"
+        if isinstance(expr, ast.Constant) and expr.value == 0 and type(expr.value) is int:
+            return "unpadded"  # a literal 0: no rows
+        if src == "self.input_batch.num_reqs":
+            return "unpadded"
+        if src == "self.num_reqs" and self.file.endswith("gpu_input_batch.py"):
+            prop = _function_in(self.tree, "num_reqs", "InputBatch")
+            ok = prop is not None and any(_src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return))
+            return "unpadded" if ok else None
+        if isinstance(expr, ast.IfExp):
+            a, b = self.kind(fn, expr.body, depth + 1), self.kind(fn, expr.orelse, depth + 1)
+            if src.startswith("batch_desc.num_reqsifbatch_desc.num_reqsisnotNoneelse"):
+                return "padded" if b == "unpadded" else None
+            return _join(a, b)
+        if isinstance(expr, ast.Name):
+            return self.name(fn, expr.id, depth)
+        return None
+
+    def name(self, fn, name: str, depth: int):
+        if fn.name == "_dummy_run" and name == "num_reqs":
+            return "unpadded"  # every assignment there is checked by unpadded_requests_bound
+        assigns = [a for a in ast.walk(fn) if isinstance(a, (ast.Assign, ast.AnnAssign))
+                   and any(isinstance(t, ast.Name) and t.id == name for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
+        params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+        kinds = []
+        fallback = None
+        for a in assigns:
+            v = a.value
+            if v is None:
+                continue
+            if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) and len(v.values) == 2 \
+                    and _src(v.values[0]) == name and name in params:
+                fallback = self.kind(fn, v.values[1], depth + 1)
+                kinds.append(fallback)
+                continue
+            kinds.append(self.kind(fn, v, depth + 1))
+        if name in params:
+            pk = self.param(fn, name, depth)
+            kinds.append(None if pk is None else (fallback or "none" if pk == "none" else pk))
+        elif not assigns:
+            outer = self.outer(fn)
+            return self.name(outer, name, depth + 1) if outer is not None else None
+        out = kinds[0] if kinds else None
+        for k in kinds[1:]:
+            out = _join(out, k)
+        return out
+
+    def outer(self, fn):
+        """The function ``fn`` is nested in (its closure's names are bound there), or None."""
+        best = None
+        for g in self.functions:
+            if g is not fn and g.lineno < fn.lineno and (fn.end_lineno or 0) <= (g.end_lineno or 0) \
+                    and (best is None or g.lineno > best.lineno):
+                best = g
+        return best
+
+    def param(self, fn, name: str, depth: int):
+        index = [a.arg for a in fn.args.args].index(name) if name in [a.arg for a in fn.args.args] else None
+        kinds = []
+        for caller in self.functions:
+            for call in ast.walk(caller):
+                if not (isinstance(call, ast.Call) and _src(call.func) == f"self.{fn.name}"):
+                    continue
+                arg = next((k.value for k in call.keywords if k.arg == name), None)
+                if arg is None and index is not None and 0 < index <= len(call.args):
+                    arg = call.args[index - 1]
+                if arg is None:
+                    kinds.append("none")  # the default (None for these parameters), replaced by `or`
+                    continue
+                k = self.kind(caller, arg, depth + 1)
+                self.why.append(f"{self.file}:{call.lineno} {fn.name}({name}={_src(arg)}) -> {k}")
+                kinds.append(k)
+        if not kinds:
+            return None
+        out = kinds[0]
+        for k in kinds[1:]:
+            out = _join(out, k)
+        return out
+
+
+def _join(a, b):
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    if "none" in (a, b):
+        return b if a == "none" else a  # a None stop slices the whole allocation: never beyond it
+    return "padded"  # padded and unpadded: the padded extent bounds both
+
+
+def _function_in(tree, name: str, cls: str):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    return item
+    return None
+
+
+def _copy_slice_ok(root: str) -> bool:
+    """``vllm.v1.utils.copy_slice(from, to, length)`` copies ``to[:length]`` from ``from[:length]`` (AST)."""
+    with open(os.path.join(root, "vllm/v1/utils.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "copy_slice"), None)
+    return fn is not None and any(_src(r.value) == "to_tensor[:length].copy_(from_tensor[:length],non_blocking=True)"
+                                  for r in ast.walk(fn) if isinstance(r, ast.Return))
+
+
+def _subscript_at(tree, attribute: str, line: int):
+    """The slice or index of the one ``self.<attribute>[...]`` subscript on ``line`` (AST), or None."""
+    found = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and n.lineno == line
+             and _src(n.value) in (f"self.{attribute}", f"self.{attribute}.np", f"self.{attribute}.cpu", f"self.{attribute}.gpu")]
+    return found[0] if len(found) == 1 and not isinstance(found[0], ast.Tuple) else None
+
+
+def _register_index(rt, fn, name: str) -> str | None:
+    """Where index ``name`` of ``fn`` is bounded by ``max_num_reqs``: every assignment of it in ``fn``
+    is ``self._register_add_request(...)``, whose ``assert new_req_index < self.max_num_reqs`` (and
+    return of that name) is found in ``InputBatch`` (AST); else None."""
+    if not name.isidentifier():
+        return None
+    assigns = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+    if not assigns or not all(isinstance(a.value, ast.Call) and _src(a.value.func) == "self._register_add_request"
+                              for a in assigns):
+        return None
+    reg = _function_in(rt.tree, "_register_add_request", "InputBatch")
+    if reg is None:
+        return None
+    asserts = [a.lineno for a in ast.walk(reg) if isinstance(a, ast.Assert) and _src(a.test) == "new_req_index<self.max_num_reqs"]
+    returns = [r for r in ast.walk(reg) if isinstance(r, ast.Return)]
+    if not asserts or not returns or not all(r.value is not None and _src(r.value) == "new_req_index" for r in returns):
+        return None
+    return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
+
+
+def request_rows_accesses(entry, root: str, rows: dict, reasons: dict | None = None) -> tuple[list[str], list[str]] | None:
+    """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
+    is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
+    not (an index by a name, an alias such as ``.numpy()``, a call other than ``copy_slice`` that
+    receives the buffer, a slice by a name bound otherwise): that entry gets no derived rows."""
+    if entry.file not in ROW_FILES or len(entry.shape) != 1 or entry.shape[0] != "max_num_reqs":
+        return None
+    acc = [a for a in (entry.accesses or []) if isinstance(a, dict)]
+    if not acc:
+        return None
+    rt = rows.setdefault(entry.file, _Rows(root, entry.file))
+    kinds, sites = set(), []
+    copy_slice = None
+    for a in acc:
+        op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
+        op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
+        if ext == "whole" and (op in WHOLE_OPS or op in SLICE_OPS):
+            sites.append(f"{entry.file}:{line} {op} (whole: at most the allocation)")
+            continue
+        if a.get("how") == "executed":
+            # an executed subscript records one run's value: the line's own expression is read instead
+            sub = _subscript_at(rt.tree, entry.attribute.rsplit(".", 1)[-1], line)
+            if sub is None:
+                return _reject(reasons, entry, a)
+            if isinstance(sub, ast.Slice):
+                if sub.lower is not None or sub.step is not None:
+                    return _reject(reasons, entry, a)
+                ext, op = ("whole" if sub.upper is None else _src(sub.upper)), "slice"
+            else:
+                ext, op = _src(sub), "index"
+            if ext == "whole":
+                sites.append(f"{entry.file}:{line} slice (whole: at most the allocation)")
+                continue
+        if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0:
+            fn = rt.enclosing(line)
+            bound = _register_index(rt, fn, str(ext)) if fn is not None else None
+            if bound is None:
+                return _reject(reasons, entry, a)
+            kinds.add("indexed")
+            sites.append(f"{entry.file}:{line} {op} [{ext}] in {fn.name} ({bound})")
+            continue
+        if op == "passed to copy_slice":
+            if copy_slice is None:
+                copy_slice = _copy_slice_ok(root)
+            call = next((c for c in ast.walk(rt.tree) if isinstance(c, ast.Call) and _src(c.func) == "copy_slice"
+                         and c.lineno <= line <= (c.end_lineno or c.lineno) and len(c.args) == 3), None)
+            if not copy_slice or call is None:
+                return _reject(reasons, entry, a)
+            expr = call.args[2]
+        elif op in SLICE_OPS and a.get("dim") == 0:
+            try:
+                expr = ast.parse(str(ext), mode="eval").body
+            except SyntaxError:
+                return _reject(reasons, entry, a)
+        else:
+            return _reject(reasons, entry, a)
+        fn = rt.enclosing(line)
+        k = rt.kind(fn, expr) if fn is not None else None
+        if k not in ("unpadded", "padded"):
+            return _reject(reasons, entry, a)
+        kinds.add(k)
+        sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}] in {fn.name} ({k})")
+    if not kinds:
+        return _reject(reasons, entry, a)
+    return sorted(kinds), sites
+
+
+def _reject(reasons, entry, access) -> None:
+    if reasons is not None:
+        reasons[entry.id] = f"{access.get('line')} {access.get('op')} {access.get('extent')!r}"
+    return None
+
+
+def derive_request_rows(entries: list, root: str) -> list[str]:
+    """Set the dimension-0 ``demands`` of every one-dimensional ``[max_num_reqs]`` buffer of
+    :data:`ROW_FILES` whose recorded accesses are all bounded by the step's request count
+    (:func:`request_rows_accesses`): the extent is the block table's row extent (the dispatcher's
+    padded count, run on every path; the unpadded count under :func:`unpadded_requests_bound`).
+    Returns the ids derived."""
+    rows_expr, row_notes = padded_requests()
+    unpadded = unpadded_requests_bound(root)
+    plain = "select(num_reqs <= max_num_reqs, num_reqs, 0)" if unpadded["checked"] else "num_reqs"
+    tables: dict = {}
+    done = []
+    for e in entries:
+        if e.id in DERIVATIONS or e.demands:
+            continue
+        found = request_rows_accesses(e, root, tables)
+        if found is None:
+            continue
+        kinds, sites = found
+        extent = f"select(padded == 1, {rows_expr}, {plain})" if "padded" in kinds else plain
+        if "indexed" in kinds:
+            # an index the engine asserts below max_num_reqs touches at most max_num_reqs rows
+            extent = f"maximum({extent}, max_num_reqs)" if kinds != ["indexed"] else "max_num_reqs"
+        e.demands = [{"dim": 0, "how": "ast", "family": "request rows", "extent": extent,
+                      "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)"
+                               if "padded" in kinds else "the persistent batch's num_reqs (unpadded)",
+                               *sites],
+                      "notes": row_notes if "padded" in kinds else [],
+                      "facts": [unpadded]}]
+        done.append(e.id)
+    return done
+
+
 #: entry id -> derivation (``root -> demands``)
 DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table,
                                                       KERNEL_BLOCK_TABLE: derive_kernel_block_table,
@@ -532,4 +816,8 @@ def derive_all(entries: list, root: str) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - one line per entry not derived
             entry.demands = []
             problems.append(f"demand of {ident} not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
+        derive_request_rows(entries, root)
+    except Exception as exc:  # noqa: BLE001 - one line: the request-row family is not derived
+        problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
     return problems
