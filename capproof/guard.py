@@ -97,6 +97,23 @@ def _distinguishing_names() -> frozenset[str]:
     return _DISTINGUISHING
 
 
+def _identity_is_meaningful(ins, globs: dict) -> bool:
+    """Whether ``ins``, one of the two instructions before an ``is``, loads an operand whose
+    identity means the same on ints and on symbolic values: ``None`` or another non-int constant,
+    an attribute (``mode is CUDAGraphMode.FULL``), a global that is not an int. A bool constant
+    is reported separately; a local, a call's result or an int may be a number, and ``a is b``
+    of two equal small ints is True where two symbolic values never are one object."""
+    if ins is None:
+        return False
+    if ins.opname == "LOAD_CONST":
+        return not isinstance(ins.argval, int)
+    if ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+        return True
+    if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return ins.argval in globs and not isinstance(globs[ins.argval], int)
+    return False
+
+
 _CALLS = frozenset({"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"})
 
 
@@ -154,6 +171,11 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             "never is (use ==)")
                     if note not in others:
                         others.append(note)
+                if ins.opname == "IS_OP" and not any(_identity_is_meaningful(b, globs) for b in before):
+                    note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                            "equal symbolic values never are (use ==)")
+                    if note not in others:
+                        others.append(note)
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
                     note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
                     if note not in others:
@@ -164,10 +186,17 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         attrs.append(pair)
                 if ins.opname in _CALLS:
                     asking = False
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in ("__getattribute__", "__getattr__"):
+                    asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
                     if name == "type" and "type" not in globs and where not in found:
                         found.append(where)
+                    if name == "id" and "id" not in globs:
+                        note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                                "equal symbolic values never are (use ==)")
+                        if note not in others:
+                            others.append(note)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)

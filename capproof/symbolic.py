@@ -164,16 +164,69 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous",)
+    __slots__ = ("previous", "watching")
 
     def __enter__(self) -> Trace:
         trace = Trace()
         self.previous = getattr(trace_state, "trace", None)
         trace_state.trace = trace
+        # the outermost trace watches the model's frames for exceptions Python's C code raised on
+        # a symbolic value (``int.__eq__(x, 3)``, an ``__index__`` returning one): see _watch_call
+        self.watching = self.previous is None and sys.gettrace() is None
+        if self.watching:
+            sys.settrace(_watch_call)
         return trace
 
     def __exit__(self, *exc: object) -> None:
+        if self.watching and sys.gettrace() is _watch_call:  # a model that set its own keeps it
+            sys.settrace(None)
         trace_state.trace = self.previous
+
+
+_MODEL_CODE: dict = {}
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+
+
+def _is_model_code(code) -> bool:
+    """Whether ``code`` is a model's (outside capproof, Z3 and the standard library), cached."""
+    known = _MODEL_CODE.get(code)
+    if known is None:
+        name = os.path.abspath(code.co_filename)
+        known = _MODEL_CODE[code] = not (name.startswith(_OWN_DIRS) or (
+            name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name) or name.startswith("<frozen"))
+    return known
+
+
+def _watch_exception(frame, event: str, arg):
+    if event == "exception":
+        error = arg[1]
+        if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
+            return _watch_exception
+        text = f"{type(error).__name__}: {error}"
+        if "SymInt" in text or "SymBool" in text or "Quotient" in text:
+            # Python's C code raised it on capproof's stand-in, never on the int it stands for
+            # (``int.__add__(x, 0)``, ``__index__ returned non-int``): a model's ``except`` would
+            # take a fallback the ints do not take
+            record_misuse(NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}"))
+            _mark_recorded(error)
+    return _watch_exception
+
+
+def _watch_call(frame, event: str, arg):
+    """Global trace function of a symbolic run: model frames get :func:`_watch_exception` (no line
+    events), capproof's, Z3's and the standard library's none."""
+    if event == "call" and _is_model_code(frame.f_code):
+        frame.f_trace_lines = False
+        return _watch_exception
+    return None
+
+
+def _repr_from_model(term) -> None:
+    """``repr()`` of a symbolic value called from a model's code (not capproof's, Z3's or the
+    standard library's) is misuse: it cannot be the int's digits."""
+    frame = sys._getframe(2)
+    if _is_model_code(frame.f_code):
+        record_misuse(NotConcreteError(f"repr() of symbolic {term} at {frame.f_code.co_filename}:{frame.f_lineno}"))
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -561,7 +614,17 @@ def record_misuse(error: Exception) -> Exception:
     trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.misuse.append(str(error))
+    _mark_recorded(error)
     return error
+
+
+def _mark_recorded(error: BaseException) -> None:
+    """Mark ``error`` as recorded, so the exception watch of a symbolic run does not record it
+    again in each model frame it passes through."""
+    try:
+        error._capproof_recorded = True  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type without a __dict__
+        pass
 
 
 IntLike = Union[int, "SymInt"]
@@ -784,7 +847,11 @@ class SymInt:
         return out
 
     def __repr__(self) -> str:
+        _repr_from_model(self.term)
         return f"SymInt({self.term})"
+
+    def __sizeof__(self) -> int:
+        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
 
     def __str__(self) -> str:
         raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
@@ -1115,7 +1182,11 @@ class SymBool:
         self.term = term
 
     def __repr__(self) -> str:
+        _repr_from_model(self.term)
         return f"SymBool({self.term})"
+
+    def __sizeof__(self) -> int:
+        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
 
     def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
         raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
