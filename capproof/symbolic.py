@@ -175,12 +175,21 @@ class tracing:
         self.watching = self.previous is None and sys.gettrace() is None
         if self.watching:
             sys.settrace(_watch_call)
+            threading.settrace(_watch_call)  # a thread the model starts is watched too
+        _CURRENT[0] = trace
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        if self.watching and sys.gettrace() is _watch_call:  # a model that set its own keeps it
-            sys.settrace(None)
-        trace_state.trace = self.previous
+        if self.watching:
+            if sys.gettrace() is _watch_call:  # a model that set its own keeps it
+                sys.settrace(None)
+            threading.settrace(None)
+        trace_state.trace = _CURRENT[0] = self.previous
+
+
+#: the innermost active trace of the process: where a thread the model started (which has no
+#: trace of its own) records misuse
+_CURRENT: list = [None]
 
 
 _MODEL_CODE: dict = {}
@@ -611,7 +620,7 @@ def _concrete_int(value: object) -> bool:
 
 def record_misuse(error: Exception) -> Exception:
     """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
-    trace = getattr(trace_state, "trace", None)
+    trace = getattr(trace_state, "trace", None) or _CURRENT[0]
     if trace is not None:
         trace.misuse.append(str(error))
     _mark_recorded(error)

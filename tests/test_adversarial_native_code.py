@@ -82,6 +82,33 @@ def f(a):
         return a != 37
     return True
 """),
+    # a thread the model starts has no trace of its own: its caught errors must still count
+    ("slot-method-typeerror-caught-in-a-thread", "import threading\n" + D + """
+def f(a):
+    out = []
+    def work():
+        try:
+            out.append(int.__eq__(a, 37))
+        except TypeError:
+            out.append(False)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    return not_(out[0])
+"""),
+    ("int-of-a-symbolic-value-caught-in-a-thread", "import threading\n" + D + """
+def f(a):
+    out = []
+    def work():
+        try:
+            out.append(int(a) == 37)
+        except TypeError:
+            out.append(False)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    return not_(out[0])
+"""),
     # getattr by another name
     ("object-getattribute-of-capproofs-slot", D + """
 def f(a):
