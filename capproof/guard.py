@@ -171,6 +171,12 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             "never is (use ==)")
                     if note not in others:
                         others.append(note)
+                if (ins.opname == "FORMAT_VALUE" and ins.argrepr.startswith(("repr", "ascii"))) or (
+                        ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ("%r" in ins.argval or "!r}" in ins.argval)):
+                    note = (where, "formats a value with its repr (`!r`, `%r`), which is not the int's digits for a "
+                            "symbolic value")
+                    if note not in others:
+                        others.append(note)
                 if ins.opname == "IS_OP" and not any(_identity_is_meaningful(b, globs) for b in before):
                     note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
                             "equal symbolic values never are (use ==)")
@@ -192,6 +198,10 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     name = ins.argval
                     if name == "type" and "type" not in globs and where not in found:
                         found.append(where)
+                    if name in ("repr", "ascii") and name not in globs:
+                        note = (where, f"calls {name}(), and the repr of a symbolic value is not the int's digits")
+                        if note not in others:
+                            others.append(note)
                     if name == "id" and "id" not in globs:
                         note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
                                 "equal symbolic values never are (use ==)")

@@ -212,7 +212,9 @@ def _watch_exception(frame, event: str, arg):
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
             return _watch_exception
         text = f"{type(error).__name__}: {error}"
-        if "SymInt" in text or "SymBool" in text or "Quotient" in text:
+        # a TypeError only: a ValueError or KeyError whose message shows the value's repr (``x is
+        # not in list``) is raised on the int it stands for too
+        if isinstance(error, TypeError) and ("SymInt" in text or "SymBool" in text or "Quotient" in text):
             # Python's C code raised it on capproof's stand-in, never on the int it stands for
             # (``int.__add__(x, 0)``, ``__index__ returned non-int``): a model's ``except`` would
             # take a fallback the ints do not take
@@ -228,14 +230,6 @@ def _watch_call(frame, event: str, arg):
         frame.f_trace_lines = False
         return _watch_exception
     return None
-
-
-def _repr_from_model(term) -> None:
-    """``repr()`` of a symbolic value called from a model's code (not capproof's, Z3's or the
-    standard library's) is misuse: it cannot be the int's digits."""
-    frame = sys._getframe(2)
-    if _is_model_code(frame.f_code):
-        record_misuse(NotConcreteError(f"repr() of symbolic {term} at {frame.f_code.co_filename}:{frame.f_lineno}"))
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -856,7 +850,6 @@ class SymInt:
         return out
 
     def __repr__(self) -> str:
-        _repr_from_model(self.term)
         return f"SymInt({self.term})"
 
     def __sizeof__(self) -> int:
@@ -1191,7 +1184,6 @@ class SymBool:
         self.term = term
 
     def __repr__(self) -> str:
-        _repr_from_model(self.term)
         return f"SymBool({self.term})"
 
     def __sizeof__(self) -> int:

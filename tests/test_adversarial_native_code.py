@@ -109,6 +109,12 @@ def f(a):
     t.join()
     return not_(out[0])
 """),
+    ("f-string-repr-of-a-symbolic-int", D + """
+def f(a):
+    if len(f"{a!r}") < 4:
+        return a != 37
+    return True
+"""),
     # getattr by another name
     ("object-getattribute-of-capproofs-slot", D + """
 def f(a):
@@ -153,6 +159,26 @@ def f(a):
     return at_most(demand=a, capacity=100)
 """),
 ]
+
+
+
+
+def test_a_capture_size_lookup_by_list_index_is_still_decided(spec_file):
+    """``sizes.index(n)`` raising ValueError (its message shows the value's repr) is a path the
+    ints take too: it stays a counterexample, not an error."""
+    body = """
+SIZES = [1, 2, 4, 8, 16, 32, 37, 64]
+""" + D + """
+def f(a):
+    try:
+        i = SIZES.index(a)
+    except ValueError:
+        return True
+    return less_than(index=i, capacity=6)
+"""
+    result = check(spec_file, "list-index", body, header=HEADER)
+    assert result.verdict.value == "counterexample", result.message
+    assert result.counterexample.params == {"a": 37}
 
 
 @pytest.mark.parametrize("name, body", SOUND_USES, ids=[a[0] for a in SOUND_USES])
