@@ -9,7 +9,7 @@ RUN    := .capproof/last-run.json
 # glibc >= 2.35 reads this: malloc asks for transparent huge pages (madvise). Each obligation is
 # decided in its own forked process with a fresh Z3 context, so it faults its memory in 2 MB pages
 # rather than 4 KB ones. `prove --no-contracts -j 2` took 26.1-26.8 s without it and 23.1-24.9 s with
-# it; system CPU fell 15.2-15.7 -> 9.9-11.2 s; proofs/ unchanged (docs/performance.md, session 19).
+# it; system CPU fell 15.2-15.7 -> 9.9-11.2 s; proofs/ unchanged (docs/performance.md).
 # Other C libraries ignore it. A GLIBC_TUNABLES already set in the environment wins.
 export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 

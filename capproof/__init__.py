@@ -10,7 +10,7 @@ import types as _types
 # Domains and counterexamples may hold integers past Python's 4300-digit str() limit.
 _sys.set_int_max_str_digits(0)
 
-# Start-up (issue 12): the names below are imported on first use (PEP 562 module ``__getattr__``),
+# Start-up: the names below are imported on first use (PEP 562 module ``__getattr__``),
 # so ``import capproof`` (and the command line's ``--help``) does not load Z3 and the prover.
 _LAZY = {
     ".arith": ("all_of", "any_of", "cdiv", "count", "divides", "fold", "gcd", "implies", "max_of", "maximum", "min_of", "minimum",

@@ -1,4 +1,4 @@
-"""The aggregate abstraction of a batch: proofs for every batch size (capproof issue 12).
+"""The aggregate abstraction of a batch: proofs for every batch size.
 
 A claim that sees a :class:`~capproof.domain.Vector` only through ``total``, ``max_of``,
 ``min_of`` and per-request conditions under ``all_of`` can be decided on the vector's aggregates
@@ -111,7 +111,7 @@ class AggregateBatch:
     # the arith aggregates ask for these (capproof.arith.total/max_of/min_of)
     def _capproof_aggregate(self, kind: str) -> SymInt:
         """The aggregate as capproof.arith computes it on this vector as the model receives it:
-        over the active entries when arith knows padding (``arith.Padded``, issue 10 S3), else
+        over the active entries when arith knows padding (``arith.Padded``), else
         over every entry, padding included (``fill`` from the length on)."""
         from . import arith
 
@@ -257,7 +257,7 @@ def shared_facts() -> Iterator[None]:
     the affine envelope, the common residue, an identity of ``f``) once per distinct term and
     range, not once per case: the cases of one obligation share their ``f`` (a 1,024-expert
     routing's ``round_up(cnt, block_size)`` for every ``block_size`` case of one value). The
-    answers are the same queries' answers; only repeated Z3 calls are saved (issue 12)."""
+    answers are the same queries' answers; only repeated Z3 calls are saved."""
     _FACTS.append({})
     try:
         yield
@@ -460,7 +460,7 @@ def aggregate_facts(n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithR
 class _Built:
     """z3py's operators for :func:`aggregate_facts` and :func:`mapped_facts` (the formulas are
     written once, with these), making z3py's very Z3 calls in the same order without a Python
-    wrapper, coercion and sort check per operation (issue 12: the facts are built again for every
+    wrapper, coercion and sort check per operation (the facts are built again for every
     abstract case) when every term is an Int term of one context and every other operand a Python
     int; otherwise z3py's operators themselves (``raw`` is None).
 

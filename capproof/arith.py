@@ -126,7 +126,7 @@ def _remembered_round_up(trace, memo: dict, x: SymInt, y: int) -> SymInt:
     the trace gets the same two lemmas (the division's and the rounding's, the very terms) as a new
     call would record, so the case's problem is the same formula. A rounding adds nothing else to
     the trace (no divisor, side condition or branch: ``y`` is a positive constant). ``x`` is kept
-    in the memo, so its term's Z3 id stays that term's. (issue 12: wna16's 16 cases round the same 8 or 64
+    in the memo, so its term's Z3 id stays that term's. (wna16's 16 cases round the same 8 or 64
     counts by the same block size in 4 cases each.)"""
     key = ("round_up", x.term.get_id(), y)  # the term's id: x (kept below) keeps the term alive
     hit = memo.get(key)
@@ -326,7 +326,7 @@ def implies(premise: Bool, conclusion: Bool) -> Bool:
         return (not premise) or conclusion
     if isinstance(premise, SymBool) or isinstance(conclusion, SymBool):
         if isinstance(premise, SymBool) and isinstance(conclusion, SymBool) and premise.term.ctx is conclusion.term.ctx:
-            # z3.simplify(z3.Implies(p, c))'s Z3 calls without z3py's coercions (issue 12: a
+            # z3.simplify(z3.Implies(p, c))'s Z3 calls without z3py's coercions (a
             # per-request witness over a 1,024-request batch makes thousands of them)
             ctx = premise.term.ctx
             ref = ctx.ref()
@@ -401,7 +401,7 @@ class Padded(tuple):
     ``length`` leading entries), whatever ``fill`` is; ``len()``, iteration and indexing see every
     entry, padding included, so a model that counts or takes a minimum with them disagrees with
     its own run on the shown batch: the prover replays every reported point on the batch alone and
-    reports such a disagreement as an error (capproof issue 10, hole S3).
+    reports such a disagreement as an error.
     """
 
     def __new__(cls, entries, length, fill: int = 0, lo: int | None = None, hi: int | None = None):
@@ -537,7 +537,7 @@ def _derived(kind: str, padded: "Padded | None", build, records: int) -> Int:
     misuse or branch: :func:`capproof.symbolic.trace_marks`) but ``records`` extremum records (0 for
     a total, 1 for a maximum or minimum: :func:`_note_extremum`) is remembered; a later case gets
     that result and that record again, as a new call would give them. Without a memo or a batch,
-    ``build()``. Issue 12: the 7 cases of a 64-request decode batch took its maximum (63 symbolic
+    ``build()``. Measured: the 7 cases of a 64-request decode batch took its maximum (63 symbolic
     ``If`` terms) 7 times; slot mapping's 24 cases summed the same 64 symbolic query lengths."""
     trace = getattr(_symbolic.trace_state, "trace", None)
     memo = trace.derived if trace is not None else None

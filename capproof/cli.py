@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: both are imported by the commands that us
 
     from .runner import RunResult
 
-# Start-up (issue 12: <= 0.3 s): only click and light modules at import time. The prover, Z3, the
+# Start-up (<= 0.3 s): only click and light modules at import time. The prover, Z3, the
 # runner, the report writers and rich are imported by the commands that use them, so
 # ``capproof --help`` and ``--version`` never load them.
 
@@ -416,7 +416,8 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
 @click.option("--fork-budget", "fork_budget", default=64, show_default=True, type=click.IntRange(min=1),
               help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
 @click.option("--no-cache", is_flag=True,
-              help="Run CrossHair on every contract even when .capproof/crosshair/ holds its verdict for the same sources.")
+              help="Decide every obligation and run CrossHair on every contract even when .capproof/verdicts/ or "
+                   ".capproof/crosshair/ holds a verdict for the same sources.")
 @click.option("--second-opinion", "second_opinion", default=10, show_default=True, type=click.IntRange(min=-1),
               help="Hypothesis examples testing each proved/vacuous verdict on ints after small batches "
                    "(0: small batches only; -1: no second opinion).")
@@ -431,7 +432,7 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     _preflight(smt2_dir, cross_check)
     result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
                   density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache, timeout=timeout,
+                  crosshair_cache=not no_cache, verdict_cache=not no_cache, timeout=timeout,
                   second_opinion=None if second_opinion < 0 else second_opinion)
     data = result.to_json()
     data["summary"]["exit_code"] = _exit_code(result)
@@ -892,6 +893,10 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
     if diff_specs:
         if engine_spec or write or check or json_out:
             raise click.UsageError("--diff takes two releases and no --engine/--write/--check/--json")
+        if all(spec.strip().startswith("sglang") for spec in diff_specs):
+            from .engines.sglang import buffers as sglang_buffers
+
+            sys.exit(sglang_buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
         sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")

@@ -125,8 +125,8 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
         dims |= demand_dims(entry["id"], o.get("sources", [])) & derived
     return "verified" if dims and want <= dims else "proved, demand modelled"
 
-#: What sizes a buffer, by the config or model name that appears in its shape (issue 9's
-#: categories). A name not listed here is "other".
+#: What sizes a buffer, by the config or model name that appears in its shape (the
+#: inventory's categories). A name not listed here is "other".
 CATEGORY_OF_NAME = {
     "max_num_batched_tokens": "tokens", "max_num_tokens": "tokens", "max_num_scheduled_tokens": "tokens",
     "max_model_len": "blocks", "block_size": "blocks", "dcp": "blocks", "max_num_blocks": "blocks",
@@ -315,7 +315,7 @@ _ENGINE_SOURCE = re.compile(r"^[a-z][a-z-]*==\S+ ")
 
 
 def categories_of(entry: dict[str, Any]) -> list[str]:
-    """What sizes the buffer: issue 9's categories named by ``sized_by`` (category words or
+    """What sizes the buffer: the inventory's categories named by ``sized_by`` (category words or
     config names) and by the names in its shape and ``params`` (:data:`CATEGORY_OF_NAME`, which
     also knows the local names of read shapes); ``["other"]`` when none is known."""
     names = list(entry.get("sized_by") or []) + list(entry.get("params") or [])

@@ -126,7 +126,7 @@ def _period_candidate(exprs: list[z3.ExprRef]) -> int:
     """lcm over the terms of (constant divisor × the candidate period of its dividend).
 
     One walk over the shared DAG through Z3's C API (accessors of live terms: nothing is built),
-    without a z3py wrapper per node (issue 12)."""
+    without a z3py wrapper per node."""
     if not exprs:
         return 1
     memo: dict[int, int] = {}

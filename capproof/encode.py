@@ -224,12 +224,12 @@ def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) 
     """Assert ``cond`` on ``s`` tracked by a new literal ``__track_<k>`` and record ``label``
     under its name in ``trackers`` (so an unsat core names ``label``: :func:`core_labels`)."""
     name = f"__track_{len(trackers)}"
-    trackers[name] = label  # str(t), without z3's printer (~0.1 ms a literal; issue 12)
+    trackers[name] = label  # str(t), without z3's printer (~0.1 ms a literal)
     if type(cond) is not z3.BoolRef or cond.ctx is not s.ctx:
         s.assert_and_track(cond, z3.Bool(name, s.ctx))
         return
     # ``s.assert_and_track(cond, z3.Bool(name))``'s Z3 calls, in order, without z3py's wrappers and
-    # checks (issue 12: ~8 tracked constraints per case): the literal, referenced while asserted
+    # checks (~8 tracked constraints per case): the literal, referenced while asserted
     ref = s.ctx.ref()
     lit = _core.Z3_mk_const(ref, _core.Z3_mk_string_symbol(ref, name), _core.Z3_mk_bool_sort(ref))
     _core.Z3_inc_ref(ref, lit)
@@ -242,7 +242,7 @@ def track(s: z3.Solver, trackers: dict[str, str], label: str, cond: z3.BoolRef) 
 def assert_terms(s: z3.Solver, terms) -> None:
     """``s.add(*terms)``: each term asserted on ``s`` in order, with ``Solver.add``'s one Z3 call
     per term (``Z3_solver_assert``) and without its per-term cast (a ``BoolRef`` of ``s``'s
-    context is its own cast: the same call on the same term; issue 12: 35,000 lemmas on a MoE
+    context is its own cast: the same call on the same term; 35,000 lemmas on a MoE
     routing, a fresh solver per trial of a minimal core). Other terms go through ``s.add``."""
     ref, ctx, solver = s.ctx.ref(), s.ctx, s.solver
     for t in terms:
@@ -255,7 +255,7 @@ def assert_terms(s: z3.Solver, terms) -> None:
 def literal_name(t: z3.ExprRef) -> str:
     """``str(t)`` for a tracking literal (a Boolean constant named ``__track_<k>``, which z3's
     printer shows as its name), read from its declaration instead of printed (the printer was a
-    tenth of the engine's time on the heaviest obligations, issue 12); other terms are printed."""
+    tenth of the engine's time on the heaviest obligations); other terms are printed."""
     if z3.is_const(t):
         name = t.decl().name()
         if name.startswith("__track_"):
@@ -387,7 +387,7 @@ def scalar_inputs(ranges: dict[str, Range]) -> tuple[dict[str, SymInt], list[tup
 def _entry_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, lo: int, hi: int) -> z3.BoolRef:
     """``z3.Implies(i < n, z3.And(e >= lo, e <= hi))`` through Z3's C API: the same calls in the
     same order as z3py makes them (``i < n`` is Python's reflected ``n > i``), so the same term
-    and the same ids, without z3py's coercions (issue 12: these were most of building a case
+    and the same ids, without z3py's coercions (these were most of building a case
     whose batch length is symbolic)."""
     raw = RawTerms(n.ctx)
     gt = raw.keep(_core.Z3_mk_gt(raw.ref, n.as_ast(), raw.num(i)))
@@ -425,7 +425,7 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
                 n_term = scalars[dom.length].term
                 bounds = [_entry_bound(i, n_term, e.term, elem.lo, elem.hi) for i, e in enumerate(entries)]
                 padding = [_padding_bound(i, n_term, e.term, dom.fill) for i, e in enumerate(entries)]
-        # z3_and/z3_ge/z3_le: z3.And's and >='s Z3 calls without z3py's per-term coercions (issue 12)
+        # z3_and/z3_ge/z3_le: z3.And's and >='s Z3 calls without z3py's per-term coercions
         if bounds:
             constraints.append((f"{name} entries in {elem.lo}..{elem.hi}", z3_and(*bounds)))
         if padding:
@@ -491,13 +491,13 @@ class SharedInputs:
     inputs (scalars, each batch's entries, their labelled domain bounds and padding), made once
     per combination of fixed batch lengths instead of once per case, the witness conditions'
     values memoised by their arguments (:func:`evaluate`'s ``memo``) and what the model derives
-    from those inputs alone (``derived``, session 18: ``round_up(count, block)`` of an entry,
+    from those inputs alone (``derived``: ``round_up(count, block)`` of an entry,
     ``max_of``/``min_of`` of a batch; :func:`capproof.arith.round_up`, :func:`capproof.arith.max_of`).
 
     Every case of an obligation gets the same terms either way (the same names and bounds give
     the same Z3 terms); what sharing changes is that Z3 does not rebuild them, so the ids it gives
     later terms differ from a per-case build. The verdicts and the reported cores of proofs/
-    are the same (checked with ``capproof report --check``; docs/performance.md, session 17)."""
+    are the same (checked with ``capproof report --check``; docs/performance.md)."""
 
     __slots__ = ("inputs", "witnesses", "derived")
 

@@ -36,7 +36,7 @@ def is_library_file(filename: str) -> bool:
 
 
 def type_lookups(*funcs) -> list[str]:
-    """Functions reachable from ``funcs`` that look up the builtin ``type`` (issue 10, S2).
+    """Functions reachable from ``funcs`` that look up the builtin ``type``.
 
     ``type(x)`` of a symbolic int is not ``int`` and cannot be made so, so a model branching on it
     may run differently on ints; the prover makes such an obligation an error. Static and cheap
@@ -68,7 +68,7 @@ def _own_attributes() -> frozenset[str]:
 
 def introspections(*funcs) -> list[str]:
     """Why the functions reachable from ``funcs`` may run differently on symbolic values than on
-    ints, one sentence each (issue 10, S2), found statically as :func:`type_lookups` finds them:
+    ints, one sentence each, found statically as :func:`type_lookups` finds them:
     a lookup of the builtin ``type``, or ``hasattr``/``getattr`` asked for an attribute name that
     a symbolic value (SymInt, SymBool, a padded batch) has and its int counterpart (int, bool,
     tuple) lacks, or the other way round (``hasattr(x, "term")``: capproof's own slot). Such a

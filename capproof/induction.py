@@ -1,4 +1,4 @@
-"""Induction over the batch: proofs for every batch size of claims on prefix walks (capproof issue 12).
+"""Induction over the batch: proofs for every batch size of claims on prefix walks.
 
 A model that walks a batch with :func:`capproof.arith.fold` (``split_decodes_and_prefills``, a
 running offset) is outside the aggregate abstraction (capproof.aggregate), and the bounded encoding
@@ -514,7 +514,7 @@ def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Rang
                 continue
             params = case.point(s.model())
             padded = evaluate(ob, concrete_args(ob, params))
-            alone = evaluate(ob, concrete_args(ob, params, padding=False))  # the batch as shown (issue 10 S3)
+            alone = evaluate(ob, concrete_args(ob, params, padding=False))  # the batch as shown (padding must not move the result)
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - e.g. the model reads batch[10] of a 1-entry witness: no witness this size

@@ -1,4 +1,4 @@
-"""Robust encodings (issue 12): the same fact written the ways users write it gets one encoding.
+"""Robust encodings: the same fact written the ways users write it gets one encoding.
 
 An assumption's Z3 term is rewritten into an *equivalent* term that Z3 decides faster; the
 rewrites are exact (valid equivalences, for every value of every variable), so no verdict can
@@ -10,8 +10,8 @@ difference) and by brute force on small domains.
   per token's top-k ids, say) becomes ``Distinct(group)`` plus, when the entries are variables
   with small finite bounds, the count form Z3 reasons with well: for every value ``v`` the entries
   may take, at most one entry of the group equals ``v`` (a sum of ``If(x == v, 1, 0)``). Each count
-  fact follows from ``Distinct``, so the conjunction is equivalent to the pairwise form. Measured
-  (issue 12): 16 tokens x top-4 of 8 experts, "every expert gets at most 16 rows": pairwise
+  fact follows from ``Distinct``, so the conjunction is equivalent to the pairwise form. Measured:
+  16 tokens x top-4 of 8 experts, "every expert gets at most 16 rows": pairwise
   ``unknown`` at rlimit 20M, normalised proved in well under a second.
 - **Uniformity.** ``min_of(v) == max_of(v)`` (an ``If`` tree for the minimum equated to one for
   the maximum over the same entries) becomes "every entry equals the first":
@@ -213,7 +213,7 @@ def _count_form(group: list[z3.ArithRef], bounds: dict[str, tuple[int, int]], bu
     budget[0] -= (hi - lo + 1) * len(group)
     one, zero = z3.IntVal(1), z3.IntVal(0)
     # a sum of 0/1 terms, as ``count`` builds it: Z3's arithmetic decides it fast, where the
-    # same fact as a pseudo-Boolean ``AtMost`` stayed unknown (measured, issue 12)
+    # same fact as a pseudo-Boolean ``AtMost`` stayed unknown (measured)
     return [z3.Sum([z3.If(e == v, one, zero) for e in group]) <= 1 for v in range(lo, hi + 1)]
 
 

@@ -342,7 +342,7 @@ class Obligation:
     #: Scalar parameters counted in requests whose ``Range`` upper bound is the spec's batch size
     #: (the limit, e.g. ``max_num_seqs``, first), and implicitly the Vectors whose ``length`` is one
     #: of them: the claim is stated for any batch size, so a deployment check may raise these
-    #: bounds (and those vectors' sizes) to the deployment's limit (capproof issue 12).
+    #: bounds (and those vectors' sizes) to the deployment's limit.
     batch_axis: tuple[str, ...] = ()
     #: paths explored per case when the model branches on symbolic values (None: Options.fork_budget)
     fork_budget: int | None = None

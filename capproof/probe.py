@@ -1,4 +1,4 @@
-"""The int probe: the claim on plain ints at a few structured points, before any Z3 work (issue 12).
+"""The int probe: the claim on plain ints at a few structured points, before any Z3 work.
 
 Before the prover builds Z3 terms for an obligation, :func:`probe` evaluates the model on plain
 Python ints at the corners a hand-written test strategy aims at: every parameter at its bound
@@ -132,7 +132,7 @@ class _Axis:
 
 class _Prober:
     """One probe's search state (a plain class with slots: made once per obligation, before the
-    first point, with its code out of the CPU's caches: docs/performance.md, session 19)."""
+    first point, with its code out of the CPU's caches: docs/performance.md)."""
 
     __slots__ = ("ob", "axes", "vectors", "max_points", "deadline", "seen", "points", "hit", "reference", "trace",
                  "params_of", "calls", "made", "memo", "cost", "pushed", "ticks", "batches", "parked", "plans",
@@ -366,7 +366,7 @@ class _Prober:
         A coordinate is a scalar, or a vector's base or first entry (a vector named by an
         assumption moves its length parameter too, as a scalar). Plain loops in one function: the
         probe runs once per obligation, after other work has taken the CPU's caches, and each
-        comprehension or lambda is one more code object to fetch (docs/performance.md, session 17)."""
+        comprehension or lambda is one more code object to fetch (docs/performance.md)."""
         out = self.plans.get((failed, small))
         if out is None:
             vectors, params_of, axes = self.vectors, self.params_of, self.axes

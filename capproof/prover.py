@@ -447,8 +447,8 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
 
 def _splits_on_entries(case: CaseProblem) -> bool:
     """Whether the claim or a constraint has an ``If`` whose condition reads a vector entry (a
-    count, a threshold, a maximum): where sorting a batch prunes Z3's case splits. Measured
-    (issue 12): a threshold count over 64 requests unknown in 9 s as written, proved sorted in
+    count, a threshold, a maximum): where sorting a batch prunes Z3's case splits. Measured:
+    a threshold count over 64 requests unknown in 9 s as written, proved sorted in
     0.6 s; sums of per-expert roundings (no entry conditions) 1.5-3x slower sorted."""
     entries = {to_z3_int(e).get_id() for v in case.vectors.values() for e in v if isinstance(e, SymInt)}
     if not entries:
@@ -570,7 +570,7 @@ def _pairwise_disequalities(terms: list[z3.ExprRef], limit: int = 10_000) -> int
 
 
 def hardness(case: CaseProblem, s: z3.Solver, rlimit: int | None = None, base: int = 0) -> str:
-    """Why a query may have come back unknown, and what to try (issue 12): the rlimit spent in
+    """Why a query may have come back unknown, and what to try: the rlimit spent in
     this case, nonlinear terms (which), vector sizes, pairwise facts left pairwise, the
     re-encodings applied; then what to try (``--rlimit``, a smaller vector, the count form, an
     assumption bounding a nonlinear factor, the aggregate vocabulary)."""
@@ -612,7 +612,7 @@ def _restating_assumptions(case: CaseProblem, core: list[str], rlimit: int) -> l
     Asked in a Z3 context of its own (the case's terms translated), so these queries leave the
     case's context as they found it (Z3's answers and cores there depend on the queries asked
     before), and "the claim without the assumption", usually satisfiable at once, is asked before
-    "the assumption without the claim", which is as hard as the proof (issue 12: a third of a
+    "the assumption without the claim", which is as hard as the proof (a third of a
     1024-expert routing proof)."""
     names = set(case.ob.assumptions)
     wanted = [name for name in core if name in names]
@@ -1002,7 +1002,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         # a batch's symbolic entries and their domain bounds made once, shared by the cases
         # (encode.SharedInputs); scalar-only obligations build theirs per case: a few terms, nothing
         # to save (and sharing them moved the domain bounds shown for one counterexample's proved
-        # cases: Z3's unsat cores depend on term ids; docs/performance.md, session 17)
+        # cases: Z3's unsat cores depend on term ids; docs/performance.md)
         shared = SharedInputs() if vectors else None
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
@@ -1027,7 +1027,7 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     outcomes: list[_CaseOutcome] = []
     length_notes: list[str] = []
     as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
-    if as_range is not None:  # a Choice length decided as one symbolic Range (issue 12)
+    if as_range is not None:  # a Choice length decided as one symbolic Range
         outcomes = run_cases(*as_range[:2])
         if any(o.kind in ("error", "unknown") for o in outcomes):
             outcomes, result.relation = [], ""  # decided case by case instead, as declared
@@ -1112,8 +1112,8 @@ def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dic
                        vectors: dict[str, Vector], pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], list[str]] | None:
     """The case split with each vector length declared as a ``Choice`` of consecutive ints
     (``Choice(range(1, 257))``) made a symbolic ``Range`` over the same ints: the same set of
-    points, so the same verdict, in one query per case instead of one per length value (measured,
-    issue 12: a 256-value Choice length took 94 s CPU to a counterexample, the Range 2 s).
+    points, so the same verdict, in one query per case instead of one per length value (measured:
+    a 256-value Choice length took 94 s CPU to a counterexample, the Range 2 s).
     Returns (finite, ranges, notes), or None when no length qualifies (pinned lengths stay
     pinned). The caller falls back to the declared split when a case comes back ``error`` or
     ``unknown`` (a model that needs the length as a concrete int, say)."""

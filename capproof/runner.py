@@ -587,12 +587,33 @@ def run_items(
                 cached = check_contract(it, options, cache_only=True)  # type: ignore[arg-type]
                 if cached is not None:
                     done[i] = cached
+        # the project modules each item can reach: what its process fingerprints, and what keys its verdict
+        todo = [i for i in range(len(work)) if i not in done]
+        reach_of = dict(zip(todo, reaches([item_roots(work[i][1]) for i in todo])))
+        keys: dict[int, str] = {}
+        if options.verdict_cache:  # answered from the verdict cache: nothing it can reach changed
+            from . import verdict_cache
+
+            obligations_todo = [i for i in todo if work[i][0] == "obligation"]
+            found = verdict_cache.obligation_keys([work[i][1] for i in obligations_todo], options,
+                                                  [reach_of[i] for i in obligations_todo], _project_modules())
+            for i, key in zip(obligations_todo, found):
+                hit = verdict_cache.load(key) if key else None
+                if hit is not None:
+                    done[i] = hit
+                elif key:
+                    keys[i] = key
         for i in sorted(done):
             monitor.finished(done[i])
         previous = _previous_seconds()
         order = sorted((i for i in range(len(work)) if i not in done),
                        key=lambda i: -_estimate(work[i][0], work[i][1], previous))
-        outcomes = _run_isolated(work, order, done, options, progress, monitor, previous)
+        outcomes = _run_isolated(work, order, done, options, progress, monitor, previous, reach_of)
+        if keys:
+            from . import verdict_cache
+
+            for i, key in keys.items():
+                verdict_cache.store(key, outcomes[i])
     for outcome in outcomes:
         (result.contracts if isinstance(outcome, ContractResult) else result.obligations).append(outcome)
     return result
@@ -715,8 +736,8 @@ class _Stub:
 #: estimate) are decided up to :data:`BATCH_ITEMS` to a process, each still from a fresh Z3
 #: context and the parent's module state (checked after each). Most of spec/'s obligations are
 #: pinned scalar claims decided in milliseconds, where a process each cost more than deciding
-#: them: spec/vllm_0_33_buffers.py's 334 took 22-25 s of CPU, 9 s in one process (docs/performance.md,
-#: session 20). Contracts and longer obligations keep a process each.
+#: them: spec/vllm_0_33_buffers.py's 334 took 22-25 s of CPU, 9 s in one process
+#: (docs/performance.md). Contracts and longer obligations keep a process each.
 BATCH_SECONDS = 0.25
 BATCH_ITEMS = 12
 
@@ -756,7 +777,8 @@ class _Running:
 def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int],
                   done: dict[int, ObligationResult | ContractResult], options: Options,
                   progress: Callable[[ObligationResult | ContractResult], None] | None,
-                  monitor: Monitor | None = None, previous: dict[str, float] | None = None):
+                  monitor: Monitor | None = None, previous: dict[str, float] | None = None,
+                  reach_of: dict[int, frozenset[str] | None] | None = None):
     """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
     at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
     (then its process is killed: an ``error`` verdict). A process that dies without a result
@@ -779,13 +801,13 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
     # a forked process starts from this process's module state: fingerprint it once here, not in
     # each process (nothing below changes it: this loop only starts processes and collects results)
     before = None
-    reach_of: dict[int, frozenset[str] | None] = {}
     alone: set[int] = set()
     if by_reference:
         # the project modules each item can reach: the only ones its process fingerprints for it
         todo = [i for i in range(len(work)) if i not in done]
-        reach_of = dict(zip(todo, reaches([item_roots(work[i][1]) for i in todo])))
-        found = list(reach_of.values())
+        if reach_of is None:
+            reach_of = dict(zip(todo, reaches([item_roots(work[i][1]) for i in todo])))
+        found = [reach_of[i] for i in todo]
         before = module_data(None if any(r is None for r in found) else frozenset().union(*found))
         # fail closed: an item that can reach a value that cannot be fingerprinted (an object
         # holding a generator or a socket) is decided in a process of its own, so an in-place change
@@ -819,7 +841,7 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                 unit = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
                 batch = [(i, work[i][0], work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id),
-                          reach_of.get(i)) for i in unit]
+                          (reach_of or {}).get(i)) for i in unit]
                 proc = ctx.Process(target=_child, args=(send, batch, options, before), daemon=True)
                 proc.start()
                 send.close()
@@ -874,6 +896,9 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                 if progress:
                     progress(outcomes[shown])
                 shown += 1
+        for outcome in outcomes[shown:]:  # (every item answered before any process: from the caches)
+            if progress and outcome is not None:
+                progress(outcome)
     finally:
         if by_reference:
             gc.unfreeze()

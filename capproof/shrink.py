@@ -1,4 +1,4 @@
-"""Shrinking a counterexample on ints, to seed the solver's minimisation (issue 12).
+"""Shrinking a counterexample on ints, to seed the solver's minimisation.
 
 The prover's minimisation (:func:`capproof.minimize.minimize_point`) asks Z3, parameter by parameter in
 declared order, for the least value that still fails. Over a batch of 1,024 requests each such

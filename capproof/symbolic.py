@@ -45,8 +45,8 @@ class fresh_z3_context:
     object the block returns keeps its own context alive. A class, not a generator under
     ``contextlib.contextmanager``: entered once per obligation before the int probe, whose first
     counterexample is timed in CPU microseconds: the generator's machinery is four more functions
-    run cold there, and ~1 us more per use even warm (1.3 vs 0.26 us, timeit, docs/performance.md
-    session 18)."""
+    run cold there, and ~1 us more per use even warm (1.3 vs 0.26 us, timeit,
+    docs/performance.md)."""
 
     __slots__ = ("previous",)
 
@@ -63,7 +63,7 @@ def uninterpreted_constants(exprs: list[z3.ExprRef]) -> dict[str, z3.FuncDeclRef
     shared DAG (used by the SMT-LIB export's declarations and by the batch analyses).
 
     The walk reads the terms through Z3's C API (kind, arguments, declaration: accessors of live
-    terms, which build nothing) without a z3py wrapper per node (issue 12: the wrappers' reference
+    terms, which build nothing) without a z3py wrapper per node (the wrappers' reference
     counting was most of the walk); only a constant found is wrapped (``e.decl()``). The same
     depth-first order as the z3py walk (``stack.extend(e.children())``, last child first), so the
     same names in the same order. Terms with a node that is neither an application nor a numeral
@@ -309,7 +309,7 @@ def model_int(model: z3.ModelRef, term: z3.ArithRef) -> int:
     """``model.eval(term, model_completion=True).as_long()`` for an Int term: Z3's evaluation
     (``Z3_model_eval``, the one call that makes a term: the value) then a read of the numeral (as a
     64-bit int where it fits, else as text), without z3py's wrapper of the value, its sort checks
-    and its text (issue 12: the values of every model read, ~2,000 per run of the heaviest
+    and its text (the values of every model read, ~2,000 per run of the heaviest
     obligations). The wrapper's reference would be taken and dropped with the value alive in
     between, freeing nothing: the same terms and ids. Other terms take z3py's path."""
     if not isinstance(term, z3.ArithRef) or term.ctx is not model.ctx:
@@ -342,7 +342,7 @@ def model_true(model: z3.ModelRef, term: z3.BoolRef) -> bool:
 def _wrapped(cls, ast, ctx: z3.Context, ref):
     """``cls(ast, ctx)`` for a z3py term class without an ``__init__`` of its own (``BoolRef``,
     ``ArithRef``, ``IntNumRef``): ``AstRef.__init__``'s one call into Z3 (``Z3_inc_ref``) made
-    through the unchecked C function, without z3py's per-call error check (issue 12: a wrapper
+    through the unchecked C function, without z3py's per-call error check (a wrapper
     per built term). The same Z3 call, so the same reference counts and ids; z3py's ``__del__``
     releases it as usual. ``ref`` is ``ctx.ref()``; ``ast`` a live term (the caller checked it)."""
     out = object.__new__(cls)
@@ -418,8 +418,8 @@ def int_relation(term: z3.ArithRef, op: str, value: int) -> z3.BoolRef:
     """``term == value``, ``term <= value`` or ``term >= value`` (``op``) for an ``ArithRef`` term
     and a Python int, as z3py builds it (the numeral ``z3.IntVal(value)``, then ``Z3_mk_eq``/
     ``Z3_mk_le``/``Z3_mk_ge`` of the term and the numeral, the numeral's wrapper released after
-    the relation is held), through the C API without z3py's coercion and sort checks (issue 12:
-    pinning a 64-entry batch to a point is 65 equalities, twice per minimisation; the bounds of
+    the relation is held), through the C API without z3py's coercion and sort checks
+    (pinning a 64-entry batch to a point is 65 equalities, twice per minimisation; the bounds of
     each minimisation and density query). Any other operand takes z3py's own path."""
     mk, z3py = _INT_RELATIONS[op]
     if type(term) is not z3.ArithRef or type(value) is not int:
@@ -437,7 +437,7 @@ def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.
     """``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])`` (``terms`` not
     empty, Int terms of the model's context): "a point that differs from ``model`` in every one of
     ``terms``" (with ``anywhere``: ``z3.Or`` of them, "in one of ``terms`` at least", the aggregate
-    path's second probe point; z3.Or makes z3.And's calls with ``Z3_mk_or``), through Z3's C API (issue 12, engine overhead: z3py's wrappers, coercions and sort
+    path's second probe point; z3.Or makes z3.And's calls with ``Z3_mk_or``), through Z3's C API (z3py's wrappers, coercions and sort
     checks per term were most of the semantics probe's second point on a 64-request batch).
 
     The same Z3 calls in the same order as the z3py expression: per term ``Z3_model_eval`` then
@@ -451,7 +451,7 @@ def differs_from(model: z3.ModelRef, terms: list, anywhere: bool = False) -> z3.
     out = (z3.Ast * 1)()
     pair = (z3.Ast * 2)()
     held = []
-    # the C functions without z3core's error check after each call (issue 12): a failed
+    # the C functions without z3core's error check after each call: a failed
     # evaluation returns False and a failed construction NULL (_checked raises z3core's error)
     try:
         for t in terms:
@@ -676,7 +676,7 @@ def _wrap_int(term: z3.ArithRef) -> "SymInt":
 # as ``z3.simplify(a + z3.IntVal(b))`` (and ``-``, ``*``, ``<=``, ...) make through z3py (a numeral
 # for a Python int operand, the application, ``Z3_simplify``), so the terms are the same ASTs
 # (tests/test_symbolic_fast.py compares them), without z3py's coercions and the wrapper of each
-# intermediate term: a 1024-expert routing case builds ~30,000 of them (issue 12, engine overhead).
+# intermediate term: a 1024-expert routing case builds ~30,000 of them.
 # Only for a plain ``int`` or a SymInt of the same context; anything else takes the z3py path.
 
 _core = z3.z3core
@@ -709,7 +709,7 @@ def simplified(ref, made, ctx: z3.Context, boolean: bool = False):
 
 def sum_of_terms(values) -> "SymInt":
     """``SymInt(z3.simplify(z3.Sum([to_z3_int(v) for v in values])))`` (``values`` not empty): z3.Sum's
-    Z3 calls without its per-term coercions (issue 12). The terms' wrappers are released before
+    Z3 calls without its per-term coercions. The terms' wrappers are released before
     the simplification, where z3.Sum's caller released them, so that Z3 frees (and reuses the
     ids of) the same terms in the same order."""
     terms = [to_z3_int(v) for v in values]
@@ -838,7 +838,7 @@ class SymInt:
     @classmethod
     def var(cls, name: str) -> "SymInt":
         """``SymInt(z3.Int(name))``: z3py's calls (the name's symbol, the Int sort, the constant,
-        the wrapper's reference) without its wrappers and checks (issue 12: every scalar and
+        the wrapper's reference) without its wrappers and checks (every scalar and
         batch entry of every case and aggregate batch). The same constant, hence the same id."""
         if cls is not SymInt or type(name) is not str:
             return cls(z3.Int(name))

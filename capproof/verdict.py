@@ -96,6 +96,9 @@ class Options:
     #: symbolic work: the first counterexample early (``ObligationResult.first_counterexample``);
     #: the verdict and the minimised counterexample are the same either way
     probe: bool = True
+    #: reuse obligation verdicts stored in .capproof/verdicts/ under a key of everything they depend
+    #: on (capproof.verdict_cache); on for ``capproof prove`` (``--no-cache``: off), off by default here
+    verdict_cache: bool = False
 
 
 @dataclass
@@ -209,6 +212,8 @@ class ObligationResult:
     normalised: list[str] = field(default_factory=list)
     #: the first counterexample found, before minimisation, and the CPU time to it (None: none)
     first_counterexample: FirstCounterexample | None = None
+    #: the result came from the verdict cache (capproof.verdict_cache), not from solving
+    cached: bool = False
 
     @property
     def ok(self) -> bool:

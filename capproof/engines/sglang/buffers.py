@@ -28,8 +28,6 @@ VERSION = "0.5.23"
 #: SGLang's spellings -> the inventory's vocabulary (:mod:`.trace` module docstring)
 RENAME = {
     "max_num_token": "max_num_tokens",
-    "speculative_num_steps": "speculative_num_steps",
-    "topk": "speculative_eagle_topk",
 }
 DTYPES = {"float": "float32", "long": "int64", "int": "int64", "half": "float16", "double": "float64",
           "bfloat16": "bfloat16", "bool": "bool"}
@@ -125,4 +123,62 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
                            out=out, err=err)
 
 
-_ = os
+
+
+
+def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
+    """Build ``version``'s inventory in a fresh interpreter (two SGLang releases cannot share one)."""
+    import subprocess
+    import tempfile
+
+    from ...inventory import load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "inv.json")
+        cmd = [sys.executable, "-m", "capproof.engines.sglang.buffers", "build", version, out] + ([] if trace else ["--no-trace"])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(out):
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpecError(f"building the sglang=={version} inventory failed: {last}")
+        return load(out)
+
+
+def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = True) -> int:
+    """``capproof inventory --diff sglang==A sglang==B``: buffers added, removed, shape changed (exit 0);
+    each release fetched (``pip download --no-deps``) and built in its own interpreter."""
+    from ...inventory import diff, diff_lines
+    from ..vllm import wheels
+
+    err = err or (lambda s: print(s, file=sys.stderr))
+    built = []
+    try:
+        for spec in (old_spec, new_spec):
+            version = version_of(spec)
+            wheels.fetch_version("sglang", version, download=True)
+            built.append((version, _build_elsewhere(version, trace)))
+    except SpecError as exc:
+        err(f"error: {exc}")
+        return 2
+    except wheels.WheelsUnavailable as exc:
+        err(f"capproof: real engine unavailable: {exc}")
+        return wheels.EXIT_NO_WHEELS
+    (va, a), (vb, b) = built
+    for line in diff_lines(diff(a, b), f"sglang=={va}", f"sglang=={vb}"):
+        out(line)
+    return 0
+
+
+def _main(argv: list[str]) -> int:
+    from ...inventory import dump
+
+    if len(argv) < 3 or argv[0] != "build":
+        print("usage: python -m capproof.engines.sglang.buffers build VERSION OUT.json [--no-trace]", file=sys.stderr)
+        return 2
+    version, out = argv[1], argv[2]
+    built = build(version, trace="--no-trace" not in argv)
+    dump(built.entries, "sglang", version, out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main(sys.argv[1:]))

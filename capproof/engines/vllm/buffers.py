@@ -1,7 +1,7 @@
 """``capproof inventory --engine vllm==X``: vLLM's pre-allocated buffers, traced where possible.
 
 Builds the inventory (:mod:`capproof.inventory`) of one vLLM release: the static scan
-(:mod:`.scan`) lists every pre-allocation in issue 9's scope with its file, line, dtype and the
+(:mod:`.scan`) lists every pre-allocation in the inventory's scope with its file, line, dtype and the
 allocation call's argument text (``read``); :mod:`.trace` then runs vLLM's own constructors on
 symbolic config values and replaces each recorded allocation's entry by its ``traced`` shape.
 

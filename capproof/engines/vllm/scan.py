@@ -12,7 +12,7 @@ inside the right-hand side (``self.x = CpuGpuBuffer(...)``, ``self.x = torch.zer
 ``UvaBackedTensor``, ``StagedWriteTensor`` (``vllm/v1/worker/gpu/buffer_utils.py``). The wrappers'
 own bodies are not entries (the wrapper call is).
 
-The scope is issue 9's: ``vllm/v1/worker/`` (incl. ``gpu/``), ``vllm/v1/attention/backends/``,
+The scope: ``vllm/v1/worker/`` (incl. ``gpu/``), ``vllm/v1/attention/backends/``,
 ``vllm/v1/spec_decode/`` and ``vllm/model_executor/layers/fused_moe/moe_align_block_size.py``.
 """
 

@@ -1,0 +1,230 @@
+"""Verdict cache of obligations: ``capproof prove`` re-decides only what an edit can change.
+
+A ``proved``, ``counterexample`` or ``vacuous`` result is stored in
+``.capproof/verdicts/<key>.json`` under the working directory (the whole result as ``prove --json``
+writes it: unsat core, counterexample, witnesses, density, so ``report`` renders proofs/ from it
+without solving). The key is the SHA-256 of everything the verdict depends on:
+
+- the obligation: its id, expectation, case, rlimit, fork budget, domain, assumption names;
+- the run's options that can change a result (pins, rlimit, minimisation, density, cross-check,
+  fork budget, aggregate/induction/probe, verdict-only, the largest bounded vector);
+- the data its claim, assumptions and witnesses hold (closures, defaults) and the data of those
+  modules, pickled (a table a spec read from a file at import); not picklable: not cached;
+- the bytes of the source file of every project module the obligation can reach
+  (:func:`capproof.runner.reaches`: its spec file, the models and helpers its claim, assumptions
+  and witnesses call or read, transitively; every project module's when that cannot be bounded);
+- capproof's own sources, and the Python, Z3 and cvc5 versions;
+- the environment variables a spec or model may read while deciding (``CAPPROOF_*``, mutmut's
+  ``MUTANT_UNDER_TEST``).
+
+So an edit to one model re-decides exactly the obligations that can reach it. Unknown and error
+verdicts (time limits, load) are never stored; ``prove --no-cache`` re-decides everything (and
+neither reads nor writes the cache). A key covers the code on disk: a model patched in memory (a test's
+monkeypatch) is not seen, which is why the cache is on for ``capproof prove`` and off by default
+for :func:`capproof.runner.run` (``Options.verdict_cache``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import sys
+import types
+from dataclasses import fields
+from typing import Any
+
+from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
+
+__all__ = ["obligation_key", "obligation_keys", "load", "store", "result_from_json", "CACHEABLE"]
+
+#: Verdicts safe to reuse: they do not depend on how fast the machine was.
+CACHEABLE = ("proved", "counterexample", "vacuous")
+
+#: Options that do not change a result (how the run is scheduled and where it writes).
+_SCHEDULING = {"jobs", "contracts", "crosshair_timeout", "crosshair_cache", "verdict_cache", "isolate", "timeout"}
+
+_FILE_HASHES: dict[tuple[str, float, int], str] = {}
+
+
+def _file_hash(path: str) -> str:
+    """SHA-256 of a file's bytes (memoised on path, mtime and size)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    memo = (path, st.st_mtime, st.st_size)
+    if memo not in _FILE_HASHES:
+        with open(path, "rb") as fh:
+            _FILE_HASHES[memo] = hashlib.sha256(fh.read()).hexdigest()
+    return _FILE_HASHES[memo]
+
+
+def _environment() -> str:
+    """capproof's sources and the Python, Z3 and cvc5 versions (once per process)."""
+    global _ENV
+    if _ENV is None:
+        import z3
+
+        from .contracts import tree_hash
+
+        try:
+            import cvc5  # noqa: F401
+
+            cvc = getattr(sys.modules["cvc5"], "__version__", "?")
+        except ImportError:
+            cvc = "-"
+        _ENV = "\n".join([sys.version, z3.get_version_string(), cvc,
+                          tree_hash(os.path.dirname(os.path.abspath(__file__)))])
+    return _ENV
+
+
+_ENV: str | None = None
+
+
+class _Stable(pickle.Pickler):
+    """Pickles data by value and functions, classes, modules and code by their names (the same in
+    every process, unlike :mod:`capproof.runner`'s identities), locks as "a lock"."""
+
+    def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+            return ("named", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+        if isinstance(obj, types.ModuleType):
+            return ("module", obj.__name__)
+        if isinstance(obj, types.CodeType):
+            return ("code", obj.co_filename, obj.co_firstlineno, obj.co_code)
+        if type(obj).__name__ in ("lock", "RLock"):
+            return ("lock",)
+        return None
+
+
+def _digest(value: object) -> str | None:
+    """SHA-256 of ``value`` pickled by :class:`_Stable`; None: it cannot be pickled."""
+    buf = io.BytesIO()
+    try:
+        _Stable(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    except Exception:  # noqa: BLE001 - not picklable: no key
+        return None
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def _held_digest(ob: Any, memo: dict[int, tuple[object, str | None]]) -> str | None:
+    """The data the obligation's claim, assumptions and witnesses hold (closures, defaults); each
+    object pickled once per run (``memo``: id -> (object, digest); generated obligations share them)."""
+    parts: list[str | None] = []
+    for fn in [ob.func, *ob.assumptions.values(), *ob.witnesses.values()]:
+        held: list[object] = []
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:
+                held.append(None)
+        held += [getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
+        for obj in held:
+            if id(obj) not in memo:
+                memo[id(obj)] = (obj, _digest(obj))
+            parts.append(memo[id(obj)][1])
+    return None if None in parts else hashlib.sha256("".join(parts).encode()).hexdigest()  # type: ignore[arg-type]
+
+
+def _module_digest(module: types.ModuleType) -> str | None:
+    """A module's data (what a spec computed at import, a table read from a file, say)."""
+    return _digest(sorted((k, v) for k, v in vars(module).items()
+                          if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))))
+
+
+def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[str] | None],
+                    project: dict[str, types.ModuleType]) -> list[str | None]:
+    """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach;
+    ``project``: the project's modules by name); each module's data is pickled once."""
+    memo: dict[str, str | None] = {}
+    held: dict[int, tuple[object, str | None]] = {}
+    return [obligation_key(ob, options, modules, project, memo, held) for ob, modules in zip(obs, reached)]
+
+
+def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
+                   project: dict[str, types.ModuleType], memo: dict[str, str | None] | None = None,
+                   held: dict[int, tuple[object, str | None]] | None = None) -> str | None:
+    """The cache key of obligation ``ob`` under ``options``; ``modules``: the project modules it can
+    reach (None: every project module). None: not cacheable (queries written to ``--smt2``, data
+    that cannot be pickled)."""
+    if options.smt2_dir:
+        return None
+    memo = {} if memo is None else memo
+    names = [m for m in sorted(project if modules is None else modules) if m in project]
+    sources = [f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
+               for m in names if getattr(project[m], "__file__", None)]
+    for m in names:
+        if m not in memo:
+            memo[m] = _module_digest(project[m])
+    data = [_held_digest(ob, {} if held is None else held), *(memo[m] for m in names)]
+    if None in data:
+        return None
+    opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _SCHEDULING}
+    parts = [
+        "capproof-verdict-cache-v1", ob.id, ob.expect, repr(ob.case), repr(ob.rlimit), repr(ob.fork_budget),
+        repr(sorted((k, repr(v)) for k, v in ob.domain.items())), repr(sorted(ob.assumptions)),
+        repr(sorted(ob.witnesses)), repr(ob.file), repr(ob.line), os.getcwd(),
+        json.dumps(opts, sort_keys=True, default=repr), *sources, *data, _environment(),
+        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024; mutmut's active mutant)
+        repr(sorted((k, v) for k, v in os.environ.items() if k.startswith("CAPPROOF_") or k == "MUTANT_UNDER_TEST")),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _path(key: str) -> str:
+    return os.path.join(os.getcwd(), ".capproof", "verdicts", f"{key}.json")
+
+
+def load(key: str) -> ObligationResult | None:
+    """The result stored under ``key`` (``cached`` set), or None."""
+    try:
+        with open(_path(key), encoding="utf-8") as fh:
+            data = json.load(fh)
+        if data.get("verdict") not in CACHEABLE:
+            return None
+        result = result_from_json(data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    result.cached = True
+    return result
+
+
+def store(key: str, result: ObligationResult) -> None:
+    """Store ``result`` under ``key`` if its verdict is cacheable (a read-only checkout: not stored)."""
+    if result.verdict.value not in CACHEABLE or getattr(result, "cached", False):
+        return
+    path = _path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(result.to_json(), fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def result_from_json(data: dict[str, Any]) -> ObligationResult:
+    """The :class:`ObligationResult` whose ``to_json()`` is ``data``."""
+    cx = data.get("counterexample")
+    first = data.get("first_counterexample")
+    return ObligationResult(
+        id=data["id"], case=data["case"], sources=list(data["sources"]), expect=data["expect"],
+        verdict=Verdict(data["verdict"]), message=data["message"], cases=data["cases"],
+        excluded=data["excluded_cases"], failing_cases=data["failing_cases"], unknown_cases=data["unknown_cases"],
+        counterexample=Counterexample(params=cx["params"], values=cx["values"], minimized=cx["minimized"],
+                                      path=cx.get("path", "")) if cx else None,
+        witnesses=[Witness(**w) for w in data["witnesses"]], density=data["density"], cross_check=data["cross_check"],
+        assumptions_used=list(data["assumptions_used"]), restating=list(data["restating_assumptions"]),
+        relation=data["relation"], domain=dict(data["domain"]), pins=dict(data["pins"]),
+        assumptions=list(data["assumptions"]), models=list(data["models"]), claim_source=data["claim_source"],
+        doc=data["doc"], file=data["file"], line=data["line"], rlimit=data["rlimit"], seconds=data["seconds"],
+        covers=list(data["covers"]), paths=data["paths"], encoding=data["encoding"],
+        encoding_note=data["encoding_note"], normalised=list(data["normalised"]),
+        first_counterexample=FirstCounterexample(**first) if first else None,
+    )
+
+

@@ -1,0 +1,126 @@
+"""capproof prove's verdict cache (capproof.verdict_cache): an edit re-decides exactly the
+obligations that can reach it, and the results are the same as a --no-cache run's."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from capproof.cli import main
+
+MODEL_A = "def width(n):\n    return n + 1\n"
+MODEL_B = "def rows(n):\n    return 2 * n\n"
+SPEC = """
+from capproof import Range, obligation, at_most
+from cachemodels import a
+import cachemodels.b as b
+
+@obligation(domain={"n": Range(1, 100)})
+def uses_a(n):
+    return at_most(demand=a.width(n), capacity=101)
+
+@obligation(domain={"n": Range(1, 100)}, expect="counterexample")
+def uses_b(n):
+    return at_most(demand=b.rows(n), capacity=150)
+
+@obligation(domain={"n": Range(1, 100)})
+def uses_both(n):
+    return at_most(demand=a.width(n) + b.rows(n), capacity=301)
+
+@obligation(domain={"n": Range(1, 100)})
+def uses_neither(n):
+    return at_most(demand=n, capacity=100)
+"""
+
+
+def _prove(*args: str) -> dict:
+    result = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--density", "off", "-j", "1",
+                                       "--json", "-", *args])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.output)
+
+
+def _decided(data: dict) -> set[str]:
+    """Obligations a run decided (not answered from the cache): their stored result is rewritten."""
+    return {o["id"].split("::")[1] for o in data["obligations"]}
+
+
+def _without_seconds(data: dict) -> list[dict]:
+    """The results without the CPU times they took (not rendered into proofs/)."""
+    out = []
+    for o in data["obligations"]:
+        o = {k: v for k, v in o.items() if k != "seconds"}
+        if o.get("first_counterexample"):
+            o["first_counterexample"] = {k: v for k, v in o["first_counterexample"].items() if k != "seconds"}
+        out.append(o)
+    return out
+
+
+def test_an_edit_to_one_model_re_decides_only_its_dependents(project, monkeypatch):
+    (project / "cachemodels").mkdir()
+    (project / "cachemodels" / "__init__.py").write_text("")
+    (project / "cachemodels" / "a.py").write_text(MODEL_A)
+    (project / "cachemodels" / "b.py").write_text(MODEL_B)
+    (project / "spec" / "cached.py").write_text(SPEC)
+    monkeypatch.syspath_prepend(str(project))
+    cache = project / ".capproof" / "verdicts"
+
+    cold = _prove()
+    assert {o["id"].split("::")[1]: o["verdict"] for o in cold["obligations"]} == {
+        "uses_a": "proved", "uses_b": "counterexample", "uses_both": "proved", "uses_neither": "proved"}
+    stored = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert len(stored) == 4
+
+    warm = _prove()
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == stored  # nothing decided again
+    assert _without_seconds(warm) == _without_seconds(cold)
+
+    # one model edited (a comment and a tighter formula): its two dependents only are decided again
+    (project / "cachemodels" / "b.py").write_text("# rows of the table\ndef rows(n):\n    return 2 * n - 1\n")
+    import importlib
+    import sys
+    for name in [m for m in sys.modules if m.startswith(("cachemodels", "capproof_spec"))]:
+        del sys.modules[name]
+    import capproof.loader
+    capproof.loader._loaded.clear()
+    importlib.invalidate_caches()
+    edited = _prove()
+    now = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    new_keys = set(now) - set(stored)
+    assert len(new_keys) == 2  # uses_b and uses_both, under their new keys
+    assert all(now[k] == t for k, t in stored.items())  # the other results were read, not rewritten
+    fresh = _prove("--no-cache")
+    assert _without_seconds(edited) == _without_seconds(fresh)
+    verdicts = {o["id"].split("::")[1]: o for o in edited["obligations"]}
+    assert verdicts["uses_b"]["counterexample"]["params"] == {"n": 76}  # 2*76-1 = 151 > 150
+
+
+def test_unknown_and_error_verdicts_are_not_stored(project, monkeypatch):
+    (project / "spec" / "broken.py").write_text(
+        "from capproof import Range, obligation, at_most\n"
+        "@obligation(domain={'n': Range(1, 10)})\n"
+        "def raises(n):\n    raise RuntimeError('model bug')\n")
+    data = _prove_any()
+    assert data["obligations"][0]["verdict"] == "error"
+    assert not (project / ".capproof" / "verdicts").exists() or not list((project / ".capproof" / "verdicts").iterdir())
+
+
+def _prove_any() -> dict:
+    result = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--density", "off", "--json", "-"])
+    return json.loads(result.output)
+
+
+def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch):
+    """A pin, an option or a CAPPROOF_* setting the model reads is part of the key: no stale hit."""
+    (project / "spec" / "env.py").write_text(
+        "import os\nfrom capproof import Range, obligation, at_most\n"
+        "@obligation(domain={'n': Range(1, 10)})\n"
+        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('CAPPROOF_TEST_EXTRA', '0')), capacity=10)\n")
+    assert _prove_any()["obligations"][0]["verdict"] == "proved"
+    monkeypatch.setenv("CAPPROOF_TEST_EXTRA", "1")
+    assert _prove_any()["obligations"][0]["verdict"] == "counterexample"
+    monkeypatch.delenv("CAPPROOF_TEST_EXTRA")
+    pinned = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--set", "n=3", "--json", "-"])
+    assert json.loads(pinned.output)["obligations"][0]["pins"] == {"n": 3}
+    assert len(list((project / ".capproof" / "verdicts").iterdir())) == 3
