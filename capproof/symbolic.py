@@ -164,7 +164,11 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous", "watching")
+    __slots__ = ("previous", "watch", "watching")
+
+    def __init__(self, watch: bool = False) -> None:
+        #: watch the model's frames for exceptions raised on symbolic values (a symbolic run)
+        self.watch = watch
 
     def __enter__(self) -> Trace:
         trace = Trace()
@@ -172,7 +176,7 @@ class tracing:
         trace_state.trace = trace
         # the outermost trace watches the model's frames for exceptions Python's C code raised on
         # a symbolic value (``int.__eq__(x, 3)``, an ``__index__`` returning one): see _watch_call
-        self.watching = self.previous is None and sys.gettrace() is None
+        self.watching = self.watch and sys.gettrace() is None
         if self.watching:
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
@@ -1526,7 +1530,7 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
         trace_state.explorer = explorer
         value: object = None
         error: BaseException | None = None
-        with tracing() as path_trace:
+        with tracing(watch=True) as path_trace:
             try:
                 value = fn()
             except KeyboardInterrupt:
