@@ -12,6 +12,7 @@ from __future__ import annotations
 import dis
 import functools
 import os
+import sys
 import types
 
 import z3
@@ -57,6 +58,17 @@ def _symbolic_internals() -> dict[int, str]:
                                                              "to_z3_bool", "Trace", "explore")}
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
+    import pprint
+    import reprlib
+    import threading
+
+    # the trace hooks (a model could switch off the exception watch of a symbolic run) and the
+    # standard library's repr (not the int's digits on a symbolic value)
+    objs.update({"sys.settrace (the exception watch)": sys.settrace,
+                 "threading.settrace (the exception watch)": threading.settrace,
+                 "reprlib.repr (a repr)": reprlib.repr, "reprlib.Repr (a repr)": reprlib.Repr,
+                 "pprint.pformat (a repr)": pprint.pformat, "pprint.saferepr (a repr)": pprint.saferepr,
+                 "pprint.pprint (a repr)": pprint.pprint})
     return {id(v): k for k, v in objs.items() if v is not None}
 
 

@@ -216,12 +216,12 @@ def _watch_exception(frame, event: str, arg):
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
             return _watch_exception
         text = f"{type(error).__name__}: {error}"
-        # a TypeError only: a ValueError or KeyError whose message shows the value's repr (``x is
-        # not in list``) is raised on the int it stands for too
-        if isinstance(error, TypeError) and ("SymInt" in text or "SymBool" in text or "Quotient" in text):
-            # Python's C code raised it on capproof's stand-in, never on the int it stands for
-            # (``int.__add__(x, 0)``, ``__index__ returned non-int``): a model's ``except`` would
-            # take a fallback the ints do not take
+        # every TypeError: Python's C code raises one on capproof's stand-in where it would not on
+        # the int, and its message may name ``int`` (``json.dumps``: ``Object of type int is not
+        # JSON serializable``). A ValueError or KeyError whose message shows the value's repr
+        # (``x is not in list``) is raised on the int it stands for too.
+        if isinstance(error, TypeError):
+            # a model's ``except`` would take a fallback the ints may not take
             record_misuse(NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}"))
             _mark_recorded(error)
     return _watch_exception

@@ -115,6 +115,30 @@ def f(a):
         return a != 37
     return True
 """),
+    # switching the watch off, a C encoder's TypeError naming `int`, the standard library's repr
+    ("settrace-switches-the-watch-off", "import sys\n" + D + """
+def f(a):
+    sys.settrace(None)
+    try:
+        hit = int.__eq__(a, 37)
+    except TypeError:
+        hit = False
+    return not_(hit)
+"""),
+    ("json-dumps-typeerror-naming-int-caught", "import json\n" + D + """
+def f(a):
+    try:
+        s = json.dumps(a)
+    except TypeError:
+        return True
+    return s != "37"
+"""),
+    ("reprlib-repr-of-a-symbolic-int", "import reprlib\n" + D + """
+def f(a):
+    if len(reprlib.repr(a)) < 4:
+        return a != 37
+    return True
+"""),
     # getattr by another name
     ("object-getattribute-of-capproofs-slot", D + """
 def f(a):
@@ -148,15 +172,6 @@ def f(a):
     if MODE is Mode.FULL:
         return at_most(demand=a, capacity=limit)
     return at_most(demand=a, capacity=0)
-"""),
-    # a TypeError the ints raise too, caught, is not misuse
-    ("typeerror-on-a-string-caught", D + """
-def f(a):
-    try:
-        "x" + 1
-    except TypeError:
-        pass
-    return at_most(demand=a, capacity=100)
 """),
 ]
 
