@@ -710,7 +710,7 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         raise NotAggregate(where[0])
     values: dict[str, object] = {**fixed, **scalars, **batches}
     args = {p: values[p] for p in ob.params}
-    with tracing() as trace:
+    with tracing(watch=True) as trace:
         trace.each_batches = []  # type: ignore[attr-defined]
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
         trace.total_hook = mapped_total  # type: ignore[attr-defined]

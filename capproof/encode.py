@@ -96,7 +96,7 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
     if symbolic is None:
         symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and not all_plain(v) and any(isinstance(e, SymInt) for e in v))
                        for v in args.values())  # all_plain: a batch of ints in one pass in C (4096-request replays)
-    with tracing() as trace:
+    with tracing(watch=symbolic) as trace:
         trace.derived = derived
         if symbolic:
             trace.misuse.extend(introspections(ob.func, *ob.assumptions.values(), *ob.witnesses.values()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dis
 import functools
 import os
+import sys
 import types
 
 import z3
@@ -57,6 +58,17 @@ def _symbolic_internals() -> dict[int, str]:
                                                              "to_z3_bool", "Trace", "explore")}
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
+    import pprint
+    import reprlib
+    import threading
+
+    # the trace hooks (a model could switch off the exception watch of a symbolic run) and the
+    # standard library's repr (not the int's digits on a symbolic value)
+    objs.update({"sys.settrace (the exception watch)": sys.settrace,
+                 "threading.settrace (the exception watch)": threading.settrace,
+                 "reprlib.repr (a repr)": reprlib.repr, "reprlib.Repr (a repr)": reprlib.Repr,
+                 "pprint.pformat (a repr)": pprint.pformat, "pprint.saferepr (a repr)": pprint.saferepr,
+                 "pprint.pprint (a repr)": pprint.pprint})
     return {id(v): k for k, v in objs.items() if v is not None}
 
 
@@ -95,6 +107,23 @@ def _distinguishing_names() -> frozenset[str]:
         _DISTINGUISHING = frozenset((sym_int ^ set(dir(int))) | (set(dir(Padded)) ^ set(dir(tuple)))
                                     | (sym_bool - set(dir(bool))) | (set(dir(bool)) - sym_bool - sym_int))
     return _DISTINGUISHING
+
+
+def _identity_is_meaningful(ins, globs: dict) -> bool:
+    """Whether ``ins``, one of the two instructions before an ``is``, loads an operand whose
+    identity means the same on ints and on symbolic values: ``None`` or another non-int constant,
+    an attribute (``mode is CUDAGraphMode.FULL``), a global that is not an int. A bool constant
+    is reported separately; a local, a call's result or an int may be a number, and ``a is b``
+    of two equal small ints is True where two symbolic values never are one object."""
+    if ins is None:
+        return False
+    if ins.opname == "LOAD_CONST":
+        return not isinstance(ins.argval, int)
+    if ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+        return True
+    if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return ins.argval in globs and not isinstance(globs[ins.argval], int)
+    return False
 
 
 _CALLS = frozenset({"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"})
@@ -154,6 +183,17 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             "never is (use ==)")
                     if note not in others:
                         others.append(note)
+                if (ins.opname == "FORMAT_VALUE" and ins.argrepr.startswith(("repr", "ascii"))) or (
+                        ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ("%r" in ins.argval or "!r}" in ins.argval)):
+                    note = (where, "formats a value with its repr (`!r`, `%r`), which is not the int's digits for a "
+                            "symbolic value")
+                    if note not in others:
+                        others.append(note)
+                if ins.opname == "IS_OP" and not any(_identity_is_meaningful(b, globs) for b in before):
+                    note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                            "equal symbolic values never are (use ==)")
+                    if note not in others:
+                        others.append(note)
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
                     note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
                     if note not in others:
@@ -164,10 +204,21 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         attrs.append(pair)
                 if ins.opname in _CALLS:
                     asking = False
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in ("__getattribute__", "__getattr__"):
+                    asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
                     if name == "type" and "type" not in globs and where not in found:
                         found.append(where)
+                    if name in ("repr", "ascii") and name not in globs:
+                        note = (where, f"calls {name}(), and the repr of a symbolic value is not the int's digits")
+                        if note not in others:
+                            others.append(note)
+                    if name == "id" and "id" not in globs:
+                        note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                                "equal symbolic values never are (use ==)")
+                        if note not in others:
+                            others.append(note)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)

@@ -312,7 +312,7 @@ class InductionOutcome:
 
 
 def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
-    with tracing() as trace:
+    with tracing(watch=True) as trace:
         if batch is not None:
             trace.all_of_hook = batch._all_of_walk  # type: ignore[attr-defined]
         value = fn(*args)

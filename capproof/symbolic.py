@@ -164,16 +164,76 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous",)
+    __slots__ = ("previous", "watch", "watching")
+
+    def __init__(self, watch: bool = False) -> None:
+        #: watch the model's frames for exceptions raised on symbolic values (a symbolic run)
+        self.watch = watch
 
     def __enter__(self) -> Trace:
         trace = Trace()
         self.previous = getattr(trace_state, "trace", None)
         trace_state.trace = trace
+        # the outermost trace watches the model's frames for exceptions Python's C code raised on
+        # a symbolic value (``int.__eq__(x, 3)``, an ``__index__`` returning one): see _watch_call
+        self.watching = self.watch and sys.gettrace() is None
+        if self.watching:
+            sys.settrace(_watch_call)
+            threading.settrace(_watch_call)  # a thread the model starts is watched too
+        _CURRENT[0] = trace
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        trace_state.trace = self.previous
+        if self.watching:
+            if sys.gettrace() is _watch_call:  # a model that set its own keeps it
+                sys.settrace(None)
+            threading.settrace(None)
+        trace_state.trace = _CURRENT[0] = self.previous
+
+
+#: the innermost active trace of the process: where a thread the model started (which has no
+#: trace of its own) records misuse
+_CURRENT: list = [None]
+
+
+_MODEL_CODE: dict = {}
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+
+
+def _is_model_code(code) -> bool:
+    """Whether ``code`` is a model's (outside capproof, Z3 and the standard library), cached."""
+    known = _MODEL_CODE.get(code)
+    if known is None:
+        name = os.path.abspath(code.co_filename)
+        known = _MODEL_CODE[code] = not (name.startswith(_OWN_DIRS) or (
+            name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name) or name.startswith("<frozen"))
+    return known
+
+
+def _watch_exception(frame, event: str, arg):
+    if event == "exception":
+        error = arg[1]
+        if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
+            return _watch_exception
+        text = f"{type(error).__name__}: {error}"
+        # every TypeError: Python's C code raises one on capproof's stand-in where it would not on
+        # the int, and its message may name ``int`` (``json.dumps``: ``Object of type int is not
+        # JSON serializable``). A ValueError or KeyError whose message shows the value's repr
+        # (``x is not in list``) is raised on the int it stands for too.
+        if isinstance(error, TypeError):
+            # a model's ``except`` would take a fallback the ints may not take
+            record_misuse(NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}"))
+            _mark_recorded(error)
+    return _watch_exception
+
+
+def _watch_call(frame, event: str, arg):
+    """Global trace function of a symbolic run: model frames get :func:`_watch_exception` (no line
+    events), capproof's, Z3's and the standard library's none."""
+    if event == "call" and _is_model_code(frame.f_code):
+        frame.f_trace_lines = False
+        return _watch_exception
+    return None
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -558,10 +618,20 @@ def _concrete_int(value: object) -> bool:
 
 def record_misuse(error: Exception) -> Exception:
     """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
-    trace = getattr(trace_state, "trace", None)
+    trace = getattr(trace_state, "trace", None) or _CURRENT[0]
     if trace is not None:
         trace.misuse.append(str(error))
+    _mark_recorded(error)
     return error
+
+
+def _mark_recorded(error: BaseException) -> None:
+    """Mark ``error`` as recorded, so the exception watch of a symbolic run does not record it
+    again in each model frame it passes through."""
+    try:
+        error._capproof_recorded = True  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type without a __dict__
+        pass
 
 
 IntLike = Union[int, "SymInt"]
@@ -785,6 +855,9 @@ class SymInt:
 
     def __repr__(self) -> str:
         return f"SymInt({self.term})"
+
+    def __sizeof__(self) -> int:
+        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
 
     def __str__(self) -> str:
         raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
@@ -1116,6 +1189,9 @@ class SymBool:
 
     def __repr__(self) -> str:
         return f"SymBool({self.term})"
+
+    def __sizeof__(self) -> int:
+        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
 
     def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
         raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
@@ -1454,7 +1530,7 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
         trace_state.explorer = explorer
         value: object = None
         error: BaseException | None = None
-        with tracing() as path_trace:
+        with tracing(watch=True) as path_trace:
             try:
                 value = fn()
             except KeyboardInterrupt:

@@ -33,7 +33,9 @@ LEFT_BEHIND = {
     "patched_math": ("import math\n", "math.isqrt = lambda v: 5", "math.isqrt(0)"),
     "capproof_table": ("", "capproof.arith.DTYPES['capproof_test'] = (5, True)",
                        "capproof.arith.DTYPES.get('capproof_test', (0, True))[0]"),
-    "trace_function": ("", "sys.settrace(lambda *a: None)", "(5 if sys.gettrace() else 0)"),
+    # an interpreter hook left behind (a profile function: the trace function is capproof's own
+    # exception watch during a symbolic run, and a model that sets it is an error)
+    "profile_function": ("", "sys.setprofile(lambda *a: None)", "(5 if sys.getprofile() else 0)"),
 }
 
 

@@ -1,0 +1,208 @@
+"""Adversarial catalogue: what Python's own C code sees of a symbolic value must not decide a proof.
+
+A symbolic int answers every operator and ``isinstance`` as the int it stands for, but Python's C
+code sees the real object: it is another object than an equal int (``a is b``, ``id()``), another
+size (``sys.getsizeof``), another ``repr``, and ``int``'s own slot methods or an ``__index__``
+returning it raise a ``TypeError`` the ints never raise. A model that branches on any of these,
+or catches that ``TypeError``, takes a path on symbolic values that the ints do not take, and was
+proved though its claim fails on ints. Each attempt fails at one point (``a == 37``) that the int
+probe and the second opinion do not sample; it is brute forced on ints
+(tests/_soundness_harness.py) and must be an ``error``, never ``proved``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from _soundness_harness import HEADER, check
+
+D = '@obligation(domain={"a": Range(0, 100)})\n'
+DD = '@obligation(domain={"a": Range(0, 100), "b": Range(0, 100)})\n'
+
+ATTEMPTS = [
+    # equal small ints are one object; two symbolic values never are
+    ("identity-of-two-parameters", DD + """
+def f(a, b):
+    if a is b:
+        return a != 37
+    return True
+"""),
+    ("id-of-two-parameters", DD + """
+def f(a, b):
+    if id(a) == id(b):
+        return a != 37
+    return True
+"""),
+    # int's slot methods reject the stand-in with a TypeError the model catches
+    ("int-slot-method-typeerror-caught", D + """
+def f(a):
+    try:
+        hit = int.__eq__(a, 37)
+    except TypeError:
+        hit = False
+    return not_(hit)
+"""),
+    ("int-add-slot-typeerror-caught", D + """
+def f(a):
+    try:
+        b = int.__add__(a, 0)
+    except TypeError:
+        return True
+    return b != 37
+"""),
+    # an engine-style index wrapper whose __index__ returns the symbolic value
+    ("index-dunder-returning-a-symbolic-value", """
+class Pos:
+    def __init__(self, v):
+        self.v = v
+    def __index__(self):
+        return self.v
+ROW = [0] * 101
+ROW[37] = 9
+""" + D + """
+def f(a):
+    try:
+        x = ROW[Pos(a)]
+    except TypeError:
+        x = 0
+    return at_most(demand=x, capacity=1)
+"""),
+    # the object's size and repr are capproof's, not the int's
+    ("getsizeof-of-a-symbolic-int", "import sys\n" + D + """
+def f(a):
+    if sys.getsizeof(a) <= 28:
+        return a != 37
+    return True
+"""),
+    ("repr-of-a-symbolic-int", D + """
+def f(a):
+    if len(repr(a)) < 4:
+        return a != 37
+    return True
+"""),
+    # a thread the model starts has no trace of its own: its caught errors must still count
+    ("slot-method-typeerror-caught-in-a-thread", "import threading\n" + D + """
+def f(a):
+    out = []
+    def work():
+        try:
+            out.append(int.__eq__(a, 37))
+        except TypeError:
+            out.append(False)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    return not_(out[0])
+"""),
+    ("int-of-a-symbolic-value-caught-in-a-thread", "import threading\n" + D + """
+def f(a):
+    out = []
+    def work():
+        try:
+            out.append(int(a) == 37)
+        except TypeError:
+            out.append(False)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    return not_(out[0])
+"""),
+    ("f-string-repr-of-a-symbolic-int", D + """
+def f(a):
+    if len(f"{a!r}") < 4:
+        return a != 37
+    return True
+"""),
+    # switching the watch off, a C encoder's TypeError naming `int`, the standard library's repr
+    ("settrace-switches-the-watch-off", "import sys\n" + D + """
+def f(a):
+    sys.settrace(None)
+    try:
+        hit = int.__eq__(a, 37)
+    except TypeError:
+        hit = False
+    return not_(hit)
+"""),
+    ("json-dumps-typeerror-naming-int-caught", "import json\n" + D + """
+def f(a):
+    try:
+        s = json.dumps(a)
+    except TypeError:
+        return True
+    return s != "37"
+"""),
+    ("reprlib-repr-of-a-symbolic-int", "import reprlib\n" + D + """
+def f(a):
+    if len(reprlib.repr(a)) < 4:
+        return a != 37
+    return True
+"""),
+    # getattr by another name
+    ("object-getattribute-of-capproofs-slot", D + """
+def f(a):
+    try:
+        object.__getattribute__(a, "term")
+        return True
+    except AttributeError:
+        return a != 37
+"""),
+]
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS, ids=[a[0] for a in ATTEMPTS])
+def test_what_c_code_sees_of_a_symbolic_value_is_an_error(spec_file, name, body):
+    result = check(spec_file, name, body, header=HEADER)
+    assert result.verdict.value == "error", result.message
+
+
+SOUND_USES = [
+    # identity with None or an enum member means the same on ints and symbolic values
+    ("is-none-and-enum-member", """
+import enum
+class Mode(enum.Enum):
+    FULL = 1
+    PIECEWISE = 2
+MODE = Mode.FULL
+CAP = None
+""" + D + """
+def f(a):
+    limit = 100 if CAP is None else CAP
+    if MODE is Mode.FULL:
+        return at_most(demand=a, capacity=limit)
+    return at_most(demand=a, capacity=0)
+"""),
+]
+
+
+
+
+def test_a_capture_size_lookup_by_list_index_is_still_decided(spec_file):
+    """``sizes.index(n)`` raising ValueError (its message shows the value's repr) is a path the
+    ints take too: it stays a counterexample, not an error."""
+    body = """
+SIZES = [1, 2, 4, 8, 16, 32, 37, 64]
+""" + D + """
+def f(a):
+    try:
+        i = SIZES.index(a)
+    except ValueError:
+        return True
+    return less_than(index=i, capacity=6)
+"""
+    result = check(spec_file, "list-index", body, header=HEADER)
+    assert result.verdict.value == "counterexample", result.message
+    assert result.counterexample.params == {"a": 37}
+
+
+@pytest.mark.parametrize("name, body", SOUND_USES, ids=[a[0] for a in SOUND_USES])
+def test_sound_uses_of_identity_and_exceptions_are_still_proved(spec_file, name, body):
+    result = check(spec_file, name, body, header=HEADER)
+    assert result.verdict.value == "proved", result.message
+
+
+def test_the_exception_watch_is_removed_after_the_run(spec_file):
+    before = sys.gettrace()
+    check(spec_file, "watch-removed", D + "def f(a):\n    return at_most(demand=a, capacity=100)\n", header=HEADER)
+    assert sys.gettrace() is before
