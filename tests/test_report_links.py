@@ -41,8 +41,10 @@ def test_every_relative_link_in_proofs_points_at_the_declaration():
                     name = function.group(1).split(".")[-1]
                     assert source.startswith((f"def {name}(", f"class {name}")), (fn, line, source)
                 else:  # spec: the obligation's decorator, the contract() declaration, or an inventory
-                    # obligation's cover() call / table() entry (spec/_inventory.py)
-                    assert source.startswith(("@obligation", "contract(", "cover(", "table(", '"')), (fn, line, source)
+                    # obligation's cover() call / table() entry (spec/_inventory.py), or the claim a factory
+                    # declares one obligation per inventory entry with (spec/vllm_0_33_derived.py)
+                    assert source.startswith(("@obligation", "contract(", "cover(", "table(", '"', "def claim(")), (
+                        fn, line, source)
                 checked += 1
     assert checked > 20
 
