@@ -1499,7 +1499,7 @@ class _Explorer:
 
 
 def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible: bool = True,
-            rlimit: int = FEASIBILITY_RLIMIT) -> Exploration:
+            rlimit: int = FEASIBILITY_RLIMIT, watch: bool = True) -> Exploration:
     """Run ``fn()`` once per path through its branches on symbolic values.
 
     Inside, ``bool()`` of a :class:`SymBool` (``if``, ``and``/``or``/``not``, ``x if c else y``,
@@ -1515,7 +1515,10 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
     else ``a != b`` unsat within ``rlimit``) gets a :class:`SymbolicBranchError` as its error.
 
     Exceptions raised by ``fn`` (except ``KeyboardInterrupt``) become the path's ``error``; what
-    each run recorded (divisors, side conditions, caught misuse) is the path's ``trace``.
+    each run recorded (divisors, side conditions, caught misuse) is the path's ``trace``. With
+    ``watch`` (a model's symbolic run) every TypeError ``fn``'s own frames catch is recorded as
+    misuse (:func:`_watch_call`); the engine tracer runs an engine's constructors without it (an
+    engine's own ``except TypeError`` would poison whole constructors; docs/soundness.md).
     """
     if budget < 1:
         raise ValueError(f"fork budget must be at least 1, got {budget}")
@@ -1530,7 +1533,7 @@ def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible:
         trace_state.explorer = explorer
         value: object = None
         error: BaseException | None = None
-        with tracing(watch=True) as path_trace:
+        with tracing(watch=watch) as path_trace:
             try:
                 value = fn()
             except KeyboardInterrupt:
