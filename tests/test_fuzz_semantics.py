@@ -46,7 +46,7 @@ from test_semantics import (
     evaluate_bool, expressions, z3_bool_at, z3_int_at,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sweep]
 
 #: examples per test (override with CAPPROOF_FUZZ_SCALE=0.01 for a quick look; the figure in
 #: docs/soundness.md is for scale 1)

@@ -18,7 +18,7 @@ from capproof import Verdict
 from capproof.bound import bound_obligation
 from conftest import obligation_named, prove
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sweep]
 
 L = np.arange(1, 2**21 + 1, dtype=np.int64)
 

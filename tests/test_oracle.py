@@ -108,6 +108,7 @@ def test_oracle_agrees_small_slice(ob):
 
 
 @pytest.mark.slow
+@pytest.mark.sweep
 @pytest.mark.parametrize("ob", _obligations(), ids=lambda ob: ob.name)
 def test_oracle_agrees_wide_slice(ob):
     _check(ob, budget=300_000)

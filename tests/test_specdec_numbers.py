@@ -155,6 +155,7 @@ def test_padded_rows_sum_equals_engine_product():
 
 
 @pytest.mark.slow
+@pytest.mark.sweep
 def test_padded_decode_rows_need_the_uniform_split():
     r = prove(T, "padded_decode_rows_fit_without_uniform_split")
     assert_counterexample(r, padded_rows=4, decode_seq_lens_rows=3)
@@ -163,6 +164,7 @@ def test_padded_decode_rows_need_the_uniform_split():
 
 
 @pytest.mark.slow
+@pytest.mark.sweep
 def test_padded_decode_rows_counterexample_at_a_decode_instance_config():
     """max_num_seqs 64, mnbt 128, MTP 3: 33 decodes (one with 4 tokens) pad to 132 rows > 128."""
     r = prove(T, "padded_decode_rows_fit_without_uniform_split", max_num_seqs=64, max_num_batched_tokens=128, num_speculative_tokens=3)
@@ -172,6 +174,7 @@ def test_padded_decode_rows_counterexample_at_a_decode_instance_config():
 
 
 @pytest.mark.slow
+@pytest.mark.sweep
 def test_padded_decode_rows_fit_on_0_33_and_rest_on_budget_and_padding():
     r = prove(T, "padded_decode_rows_fit_0_33")
     assert_proved(r)
