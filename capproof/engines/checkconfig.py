@@ -905,7 +905,7 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(_inventory_path(engine, version)):
         from ..inventory import releases
 
-        have = releases()
+        have = [r for r in releases() if r.startswith("vllm-")]  # the vLLM inventories (not SGLang's)
         note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
                 f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
     outcome = CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware,
