@@ -48,6 +48,7 @@ test: $(STAMP)
 # the linter .ci/run runs before the tests ([tool.ruff] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check capproof tests spec models benchmarks
+	$(BIN)/ruff format --check capproof tests spec models benchmarks
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "slow and not sweep"

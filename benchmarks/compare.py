@@ -91,8 +91,13 @@ def hypothesis_run(ob, seed: int, examples: int, strategy=None, shrink: bool = T
     first: list[float] = []
 
     @hseed(seed)
-    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(strategy if strategy is not None else _strategy(ob))
     def check(point):
         try:
@@ -135,9 +140,12 @@ def exhaustive(ob) -> tuple[int, int, float] | None:
 
 def corpus_obligations(keyword: str | None = None, shard: tuple[int, int] = (0, 1)) -> list:
     items, _ = load(["spec"])
-    obs = [ob for ob in items if hasattr(ob, "domain") and ob.expect == "counterexample" and ob.case
-           and (keyword is None or keyword in ob.id)]
-    return obs[shard[0]::shard[1]]
+    obs = [
+        ob
+        for ob in items
+        if hasattr(ob, "domain") and ob.expect == "counterexample" and ob.case and (keyword is None or keyword in ob.id)
+    ]
+    return obs[shard[0] :: shard[1]]
 
 
 def _save(name: str, data) -> None:
@@ -176,18 +184,36 @@ def capproof_part(repeat: int, keyword: str | None) -> dict:
             firsts.append(r.first_counterexample.seconds if r.first_counterexample else None)
         ex = exhaustive(ob)
         fc = r.first_counterexample
-        out[ob.id] = {"verdict": r.verdict.value, "capproof": statistics.median(times), "capproof_runs": times,
-                      "first": _median(firsts), "first_runs": firsts, "first_source": fc.source if fc else None,
-                      "first_points": fc.points if fc else None,
-                      "first_params": fc.to_json()["params"] if fc else None, "exhaustive": ex}
-        print(f"{ob.id}: capproof median {out[ob.id]['capproof']:.3f} s ({r.verdict.value}); first counterexample "
-              + (f"{out[ob.id]['first'] * 1e3:.3f} ms ({fc.source}, {fc.points} probe points)" if fc else "none")
-              + (f"; exhaustive {ex[0]} points {ex[2]:.2f} s" if ex else ""), flush=True)
+        out[ob.id] = {
+            "verdict": r.verdict.value,
+            "capproof": statistics.median(times),
+            "capproof_runs": times,
+            "first": _median(firsts),
+            "first_runs": firsts,
+            "first_source": fc.source if fc else None,
+            "first_points": fc.points if fc else None,
+            "first_params": fc.to_json()["params"] if fc else None,
+            "exhaustive": ex,
+        }
+        print(
+            f"{ob.id}: capproof median {out[ob.id]['capproof']:.3f} s ({r.verdict.value}); first counterexample "
+            + (f"{out[ob.id]['first'] * 1e3:.3f} ms ({fc.source}, {fc.points} probe points)" if fc else "none")
+            + (f"; exhaustive {ex[0]} points {ex[2]:.2f} s" if ex else ""),
+            flush=True,
+        )
     return out
 
 
-def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple[int, int], shrink_seeds: int,
-                    save=lambda out: None, misses: int = 0, skip: frozenset = frozenset()) -> dict:
+def hypothesis_part(
+    seeds: int,
+    examples: int,
+    keyword: str | None,
+    shard: tuple[int, int],
+    shrink_seeds: int,
+    save=lambda out: None,
+    misses: int = 0,
+    skip: frozenset = frozenset(),
+) -> dict:
     """Per obligation and strategy (generic, best): the list of per-seed runs; the first
     ``shrink_seeds`` seeds shrink too (shrinking a 128-entry vector takes seconds). ``save(out)``
     after each obligation, so an interrupted run keeps what it finished. ``misses``: stop a
@@ -196,7 +222,7 @@ def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple
     from strategies import BEST
 
     out = {}
-    for ob in [ob for ob in corpus_obligations(keyword) if ob.id not in skip][shard[0]::shard[1]]:
+    for ob in [ob for ob in corpus_obligations(keyword) if ob.id not in skip][shard[0] :: shard[1]]:
         name = ob.id.split("::")[1]
 
         def runs(strategy=None):
@@ -214,8 +240,11 @@ def hypothesis_part(seeds: int, examples: int, keyword: str | None, shard: tuple
         save(out)
         for k, runs in entry.items():
             found = sum(r["found"] for r in runs)
-            print(f"{ob.id} [{k}]: found {found}/{seeds}, median first {statistics.median(r['first'] for r in runs):.3f} s, "
-                  f"shrunk {_median(r['shrunk'] for r in runs)} s", flush=True)
+            print(
+                f"{ob.id} [{k}]: found {found}/{seeds}, median first {statistics.median(r['first'] for r in runs):.3f} s, "
+                f"shrunk {_median(r['shrunk'] for r in runs)} s",
+                flush=True,
+            )
     return out
 
 
@@ -261,17 +290,36 @@ def fair_part(names: list[str], reps: int, seeds: int, examples: int, runs: int,
             entry["best"] += hyp
             entry["first_runs"] += firsts
             h, c = statistics.median(r["first"] for r in hyp), _median(firsts)
-            entry["rounds"].append({"hypothesis_first": h, "capproof_first": c, "ratio": c / h if c is not None else None,
-                                    "found": sum(r["found"] for r in hyp), "load": load})
-            print(f"round {rnd} {ob.id}: capproof first {c * 1e3:.3f} ms, Hypothesis best first {h * 1e3:.3f} ms "
-                  f"({entry['rounds'][-1]['found']}/{seeds} found): ratio {c / h:.3f}; load {load:.2f}", flush=True)
+            entry["rounds"].append(
+                {
+                    "hypothesis_first": h,
+                    "capproof_first": c,
+                    "ratio": c / h if c is not None else None,
+                    "found": sum(r["found"] for r in hyp),
+                    "load": load,
+                }
+            )
+            print(
+                f"round {rnd} {ob.id}: capproof first {c * 1e3:.3f} ms, Hypothesis best first {h * 1e3:.3f} ms "
+                f"({entry['rounds'][-1]['found']}/{seeds} found): ratio {c / h:.3f}; load {load:.2f}",
+                flush=True,
+            )
     for oid, entry in out.items():
         entry["first"] = _median(entry["first_runs"])
         entry["ratio"] = statistics.median(r["ratio"] for r in entry["rounds"])
-        print(f"{oid}: median over {reps} rounds: ratio {entry['ratio']:.3f} (capproof first {entry['first'] * 1e3:.3f} ms, "
-              f"Hypothesis {statistics.median(r['first'] for r in entry['best']) * 1e3:.3f} ms)", flush=True)
-    return {"seeds": seeds, "examples": examples, "reps": reps, "runs": seeds if order == "alternate" else runs,
-            "order": order, "rows": out}
+        print(
+            f"{oid}: median over {reps} rounds: ratio {entry['ratio']:.3f} (capproof first {entry['first'] * 1e3:.3f} ms, "
+            f"Hypothesis {statistics.median(r['first'] for r in entry['best']) * 1e3:.3f} ms)",
+            flush=True,
+        )
+    return {
+        "seeds": seeds,
+        "examples": examples,
+        "reps": reps,
+        "runs": seeds if order == "alternate" else runs,
+        "order": order,
+        "rows": out,
+    }
 
 
 def _best(ob, best):
@@ -295,18 +343,28 @@ def corpus_rows(cap: dict, hyp: dict, fair: dict | None = None) -> list[dict]:
         if not h:
             continue
         f = fair.get(oid)
-        row = {"id": oid, "verdict": c["verdict"], "capproof": c["capproof"], "exhaustive": c["exhaustive"],
-               "first": f["first"] if f else c.get("first"), "first_source": c.get("first_source"), "fair": bool(f)}
+        row = {
+            "id": oid,
+            "verdict": c["verdict"],
+            "capproof": c["capproof"],
+            "exhaustive": c["exhaustive"],
+            "first": f["first"] if f else c.get("first"),
+            "first_source": c.get("first_source"),
+            "fair": bool(f),
+        }
         for k in ("generic", "best"):
             runs = h.get(k) or h["generic"]
             firsts = f["best"] if f and k == "best" else runs
             found = [r for r in firsts if r["found"]]
-            row[k] = {"found": len(found), "seeds": len(firsts),
-                      "first": statistics.median(r["first"] for r in firsts),
-                      "shrunk": _median(r["shrunk"] for r in runs),
-                      "shrink_seeds": sum(r["shrunk"] is not None for r in runs),
-                      "first_found": statistics.median(r["first"] for r in found) if found else None,
-                      "own": k in h}
+            row[k] = {
+                "found": len(found),
+                "seeds": len(firsts),
+                "first": statistics.median(r["first"] for r in firsts),
+                "shrunk": _median(r["shrunk"] for r in runs),
+                "shrink_seeds": sum(r["shrunk"] is not None for r in runs),
+                "first_found": statistics.median(r["first"] for r in found) if found else None,
+                "own": k in h,
+            }
         best = row["best"]
         row["ratio"] = c["capproof"] / best["first"] if best["first"] else None
         row["ratio_first"] = row["first"] / best["first"] if best["first"] and row["first"] is not None else None
@@ -354,8 +412,9 @@ def scaling(sizes: list[int], experts: list[int], budget: float) -> dict[str, li
             if pts and pts[-1][1] > budget:
                 break
             started = time.process_time()
-            r = prove_obligation(items[0], Options(pins={"num_experts": e}, aggregate=aggregate, density="off",
-                                                   contracts=False))
+            r = prove_obligation(
+                items[0], Options(pins={"num_experts": e}, aggregate=aggregate, density="off", contracts=False)
+            )
             pts.append((e, time.process_time() - started))
             print(f"{name} {e}: {pts[-1][1]:.2f} s {r.verdict.value}", flush=True)
         curves[name] = pts
@@ -368,46 +427,70 @@ def _fmt(x: float | None) -> str:
 
 def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: dict) -> None:
     os.makedirs(OUT, exist_ok=True)
-    lines = ["# capproof vs Hypothesis (CPU seconds; see benchmarks/compare.py)", "",
-             f"{meta.get('what', '')}", "",
-             "capproof: first = median CPU s from the start of `prove_obligation` to its first counterexample "
-             "(`result.first_counterexample`: the int probe's point, or when the probe found none the solver's first "
-             "model of a failing case replayed on ints; source in brackets); minimised = median CPU s of the whole "
-             "call, to the minimised, replayed counterexample (in process, after a warm-up run; density off). "
-             "Hypothesis: found = seeds with a violation / seeds run (a strategy stops after "
-             f"{meta.get('misses') or 'no'} seeds in a row that found none); first = median CPU s to the first "
-             "violation (the whole run for seeds that found none); +shrink = median CPU s of the whole run, "
-             f"shrinking included (first {meta.get('shrink_seeds')} seeds). \"best\" = the hand-written strategy "
-             "in benchmarks/strategies.py (\"=\" when the generic one is the best written). Same clock both sides: "
-             "`time.process_time()` of the measuring process from the start of the run. ratio first = capproof "
-             "first / best first; ratio minimised = capproof minimised / best first; vs generic = capproof "
-             "minimised / generic first; target <= 0.1. \"interleaved\": capproof's first counterexample and the "
-             "best strategy's first violations (found/seeds and first of the best column) measured alternately in one "
-             f"process at the same load ({meta.get('fair') or 'none'}; `--part fair`), the other rows' Hypothesis "
-             "data as measured by `--part hypothesis`.", "",
-             "| obligation | capproof first | capproof minimised | generic: found, first, +shrink | best: found, first, +shrink "
-             "| ratio first | ratio minimised | vs generic | ratio (+shrink) | target (first) | target (minimised) | exhaustive |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# capproof vs Hypothesis (CPU seconds; see benchmarks/compare.py)",
+        "",
+        f"{meta.get('what', '')}",
+        "",
+        "capproof: first = median CPU s from the start of `prove_obligation` to its first counterexample "
+        "(`result.first_counterexample`: the int probe's point, or when the probe found none the solver's first "
+        "model of a failing case replayed on ints; source in brackets); minimised = median CPU s of the whole "
+        "call, to the minimised, replayed counterexample (in process, after a warm-up run; density off). "
+        "Hypothesis: found = seeds with a violation / seeds run (a strategy stops after "
+        f"{meta.get('misses') or 'no'} seeds in a row that found none); first = median CPU s to the first "
+        "violation (the whole run for seeds that found none); +shrink = median CPU s of the whole run, "
+        f'shrinking included (first {meta.get("shrink_seeds")} seeds). "best" = the hand-written strategy '
+        'in benchmarks/strategies.py ("=" when the generic one is the best written). Same clock both sides: '
+        "`time.process_time()` of the measuring process from the start of the run. ratio first = capproof "
+        "first / best first; ratio minimised = capproof minimised / best first; vs generic = capproof "
+        'minimised / generic first; target <= 0.1. "interleaved": capproof\'s first counterexample and the '
+        "best strategy's first violations (found/seeds and first of the best column) measured alternately in one "
+        f"process at the same load ({meta.get('fair') or 'none'}; `--part fair`), the other rows' Hypothesis "
+        "data as measured by `--part hypothesis`.",
+        "",
+        "| obligation | capproof first | capproof minimised | generic: found, first, +shrink | best: found, first, +shrink "
+        "| ratio first | ratio minimised | vs generic | ratio (+shrink) | target (first) | target (minimised) | exhaustive |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ex = r["exhaustive"]
         ex_s = f"{ex[1]} of {ex[0]} fail, {ex[2]:.2f} s" if ex else "—"
         g, b = r["generic"], r["best"]
         gs = f"{g['found']}/{g['seeds']}, {_fmt(g['first'])}, {_fmt(g['shrunk'])}"
-        bs = (f"{b['found']}/{b['seeds']}, {_fmt(b['first'])}, {_fmt(b['shrunk'])}" if b["own"] else
-              f"= (generic, interleaved: {b['found']}/{b['seeds']}, {_fmt(b['first'])})" if r.get("fair") else "=")
+        bs = (
+            f"{b['found']}/{b['seeds']}, {_fmt(b['first'])}, {_fmt(b['shrunk'])}"
+            if b["own"]
+            else f"= (generic, interleaved: {b['found']}/{b['seeds']}, {_fmt(b['first'])})"
+            if r.get("fair")
+            else "="
+        )
         met_first = "met" if r.get("ratio_first") is not None and r["ratio_first"] <= 0.1 else "not met"
         met = "met" if r["ratio"] is not None and r["ratio"] <= 0.1 else "not met"
         vs_generic = r["capproof"] / g["first"] if g["first"] else None
-        first = "—" if r.get("first") is None else (f"{r['first'] * 1e3:.3f} ms ({r.get('first_source')}"
-                                                     + ("; interleaved" if r.get("fair") else "") + ")")
-        lines.append(f"| `{r['id']}` | {first} | {_fmt(r['capproof'])} | {gs} | {bs} | {_fmt(r.get('ratio_first'))} | "
-                     f"{_fmt(r['ratio'])} | {_fmt(vs_generic)} | {_fmt(r['ratio_shrunk'])} | {met_first} | {met} | {ex_s} |")
+        first = (
+            "—"
+            if r.get("first") is None
+            else (
+                f"{r['first'] * 1e3:.3f} ms ({r.get('first_source')}" + ("; interleaved" if r.get("fair") else "") + ")"
+            )
+        )
+        lines.append(
+            f"| `{r['id']}` | {first} | {_fmt(r['capproof'])} | {gs} | {bs} | {_fmt(r.get('ratio_first'))} | "
+            f"{_fmt(r['ratio'])} | {_fmt(vs_generic)} | {_fmt(r['ratio_shrunk'])} | {met_first} | {met} | {ex_s} |"
+        )
     met = sum(1 for r in rows if r["ratio"] is not None and r["ratio"] <= 0.1)
     met_first = sum(1 for r in rows if r.get("ratio_first") is not None and r["ratio_first"] <= 0.1)
-    lines += ["", f"Target (<= 0.1x the best strategy's time to its first violation) met on {met_first} of {len(rows)} "
-              "corpus counterexamples for capproof's first counterexample, and on "
-              f"{met} of {len(rows)} for its minimised one.", "",
-              "## Scaling (CPU seconds, one run each)", "", "| curve | points (size: seconds) |", "|---|---|"]
+    lines += [
+        "",
+        f"Target (<= 0.1x the best strategy's time to its first violation) met on {met_first} of {len(rows)} "
+        "corpus counterexamples for capproof's first counterexample, and on "
+        f"{met} of {len(rows)} for its minimised one.",
+        "",
+        "## Scaling (CPU seconds, one run each)",
+        "",
+        "| curve | points (size: seconds) |",
+        "|---|---|",
+    ]
     for name, pts in curves.items():
         lines.append(f"| {name} | " + ", ".join(f"{x}: {y:.2f}" for x, y in pts) + " |")
     with open(os.path.join(OUT, "compare.md"), "w", encoding="utf-8") as fh:
@@ -425,11 +508,21 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
     labels = [r["id"].split("::")[1][:44] for r in named]
     ys = range(len(named))
     firsts = [r["ratio_first"] if r.get("ratio_first") is not None else float("nan") for r in named]
-    a.barh([y + 0.2 for y in ys], firsts, height=0.4, label="first counterexample vs best strategy's first violation",
-           color=["tab:green" if r.get("first_source") == "int probe" else "tab:olive" for r in named])
+    a.barh(
+        [y + 0.2 for y in ys],
+        firsts,
+        height=0.4,
+        label="first counterexample vs best strategy's first violation",
+        color=["tab:green" if r.get("first_source") == "int probe" else "tab:olive" for r in named],
+    )
     colors = ["tab:red" if r["best"]["found"] == 0 else "tab:blue" for r in named]
-    a.barh([y - 0.2 for y in ys], [r["ratio"] for r in named], height=0.4, color=colors,
-           label="minimised counterexample vs best strategy's first violation (red: it found none)")
+    a.barh(
+        [y - 0.2 for y in ys],
+        [r["ratio"] for r in named],
+        height=0.4,
+        color=colors,
+        label="minimised counterexample vs best strategy's first violation (red: it found none)",
+    )
     a.set_yticks(list(ys), labels)
     a.axvline(1.0, color="grey", lw=0.8)
     a.axvline(0.1, color="black", lw=1.2, ls="--", label="target 0.1")
@@ -438,7 +531,10 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
     a.tick_params(axis="y", labelsize=6)
     a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     a.set_title(meta.get("title", ""), fontsize=8)
-    labels = {"bounded": "C3-like batch obligation, bounded vectors", "aggregate": "same, aggregate abstraction (all sizes)"}
+    labels = {
+        "bounded": "C3-like batch obligation, bounded vectors",
+        "aggregate": "same, aggregate abstraction (all sizes)",
+    }
     for name, pts in curves.items():
         if pts:
             b.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=labels.get(name, name))
@@ -455,22 +551,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds of 200 examples; sizes up to 1024")
     ap.add_argument("--budget", type=float, default=60.0, help="stop a curve after a point over this many seconds")
-    ap.add_argument("--part", choices=["all", "capproof", "hypothesis", "scaling", "fair", "write"], default="all",
-                    help="run one part (results kept in benchmarks/out/*.json) or only write the table/plot")
+    ap.add_argument(
+        "--part",
+        choices=["all", "capproof", "hypothesis", "scaling", "fair", "write"],
+        default="all",
+        help="run one part (results kept in benchmarks/out/*.json) or only write the table/plot",
+    )
     ap.add_argument("-k", dest="keyword", default=None, help="only corpus obligations whose id contains this")
     ap.add_argument("--shard", default="0/1", help="I/N: every N-th corpus obligation from the I-th (parallel runs)")
     ap.add_argument("--shrink-seeds", type=int, default=5, help="seeds whose Hypothesis runs also shrink")
-    ap.add_argument("--stop-after-misses", type=int, default=0, metavar="N",
-                    help="stop a strategy when its first N seeds found no violation (0: all seeds)")
+    ap.add_argument(
+        "--stop-after-misses",
+        type=int,
+        default=0,
+        metavar="N",
+        help="stop a strategy when its first N seeds found no violation (0: all seeds)",
+    )
     ap.add_argument("--resume", action="store_true", help="skip obligations already in benchmarks/out/hypothesis*.json")
     ap.add_argument("--tag", default="", help="suffix of this run's hypothesis JSON file")
     ap.add_argument("--repeat", type=int, default=5, help="capproof runs per obligation (median)")
     ap.add_argument("--rows", default="", help="--part fair: comma-separated obligation names")
     ap.add_argument("--fair-reps", type=int, default=5, help="--part fair: interleaved rounds")
     ap.add_argument("--fair-runs", type=int, default=5, help="--part fair, blocked: prove_obligation calls per round")
-    ap.add_argument("--fair-order", choices=["alternate", "blocked"], default="alternate",
-                    help="--part fair: alternate one Hypothesis seed and one capproof call, or all seeds then all calls")
-    ap.add_argument("--fair-file", default="fair.json", help="--part fair: the JSON file written (--part write reads fair.json)")
+    ap.add_argument(
+        "--fair-order",
+        choices=["alternate", "blocked"],
+        default="alternate",
+        help="--part fair: alternate one Hypothesis seed and one capproof call, or all seeds then all calls",
+    )
+    ap.add_argument(
+        "--fair-file", default="fair.json", help="--part fair: the JSON file written (--part write reads fair.json)"
+    )
     args = ap.parse_args()
     seeds, examples = (3, 200) if args.quick else (20, 1000)
     sizes = [8, 32, 128, 512, 1024] if args.quick else [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -480,16 +591,35 @@ def main() -> None:
     if args.part in ("all", "capproof"):
         _save("capproof.json", capproof_part(args.repeat, args.keyword))
     if args.part in ("all", "hypothesis"):
-        def save(runs):
-            _save(f"hypothesis{tag}.json", {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds,
-                                            "runs": runs})
 
-        skip = frozenset(oid for f in os.listdir(OUT) if f.startswith("hypothesis") and f.endswith(".json")
-                         for oid in _load(f)["runs"]) if args.resume else frozenset()
-        save(hypothesis_part(seeds, examples, args.keyword, (i, n), args.shrink_seeds, save, args.stop_after_misses, skip))
+        def save(runs):
+            _save(
+                f"hypothesis{tag}.json",
+                {"seeds": seeds, "examples": examples, "shrink_seeds": args.shrink_seeds, "runs": runs},
+            )
+
+        skip = (
+            frozenset(
+                oid
+                for f in os.listdir(OUT)
+                if f.startswith("hypothesis") and f.endswith(".json")
+                for oid in _load(f)["runs"]
+            )
+            if args.resume
+            else frozenset()
+        )
+        save(
+            hypothesis_part(
+                seeds, examples, args.keyword, (i, n), args.shrink_seeds, save, args.stop_after_misses, skip
+            )
+        )
     if args.part == "fair":
-        _save(args.fair_file, fair_part([x for x in args.rows.split(",") if x], args.fair_reps, seeds, examples,
-                                        args.fair_runs, args.fair_order))
+        _save(
+            args.fair_file,
+            fair_part(
+                [x for x in args.rows.split(",") if x], args.fair_reps, seeds, examples, args.fair_runs, args.fair_order
+            ),
+        )
     if args.part in ("all", "scaling"):
         _save("scaling.json", scaling(sizes, experts, args.budget))
     cap, curves = _load("capproof.json"), _load("scaling.json")
@@ -500,11 +630,25 @@ def main() -> None:
     if cap and hyp:
         what = f"Hypothesis: {hyp['seeds']} seeds x {hyp['examples']} examples per strategy."
         fair = _load("fair.json")
-        fair_what = (f"{len(fair['rows'])} rows, {fair['reps']} rounds x ({fair['seeds']} seeds x {fair['examples']} "
-                     f"examples + {fair['runs']} capproof runs, {fair.get('order', 'blocked')})") if fair else None
-        write(corpus_rows(cap, hyp["runs"], fair["rows"] if fair else None), curves or {},
-              {"what": what, "title": f"{hyp['seeds']} seeds x {hyp['examples']} examples",
-               "misses": args.stop_after_misses, "shrink_seeds": hyp.get("shrink_seeds"), "fair": fair_what})
+        fair_what = (
+            (
+                f"{len(fair['rows'])} rows, {fair['reps']} rounds x ({fair['seeds']} seeds x {fair['examples']} "
+                f"examples + {fair['runs']} capproof runs, {fair.get('order', 'blocked')})"
+            )
+            if fair
+            else None
+        )
+        write(
+            corpus_rows(cap, hyp["runs"], fair["rows"] if fair else None),
+            curves or {},
+            {
+                "what": what,
+                "title": f"{hyp['seeds']} seeds x {hyp['examples']} examples",
+                "misses": args.stop_after_misses,
+                "shrink_seeds": hyp.get("shrink_seeds"),
+                "fair": fair_what,
+            },
+        )
 
 
 if __name__ == "__main__":

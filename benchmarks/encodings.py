@@ -4,6 +4,7 @@
     python benchmarks/encodings.py [--sizes 4,16,64,256] [--batches 64,256,1024] [--rlimit N]
 
 Prints a Markdown table (CPU = user + sys of the child process, from ``resource``)."""
+
 import argparse
 import json
 import os
@@ -41,9 +42,17 @@ def main() -> None:
         for kw in ("pairwise", "count"):
             v, cpu = run(os.path.join(HERE, "encodings", "distinct_experts.py"), kw, {"REPRO_T": str(t)}, args.rlimit)
             print(f"| distinct experts, {kw} | {t} ({4 * t}) | {v} | {cpu:.2f} |", flush=True)
-    for name in ("rows_fit_min_eq_max", "rows_fit_min_eq_max_proved", "rows_fit_min_eq_max_full",
-                 "rows_fit_min_eq_max_full_proved", "rows_fit_min_eq_max_choice", "rows_fit_min_eq_max_choice_proved"):
-        others = " and ".join(f"not {o}" for o in ("proved", "full", "choice") if o not in name.removeprefix("rows_fit_min_eq_max"))
+    for name in (
+        "rows_fit_min_eq_max",
+        "rows_fit_min_eq_max_proved",
+        "rows_fit_min_eq_max_full",
+        "rows_fit_min_eq_max_full_proved",
+        "rows_fit_min_eq_max_choice",
+        "rows_fit_min_eq_max_choice_proved",
+    ):
+        others = " and ".join(
+            f"not {o}" for o in ("proved", "full", "choice") if o not in name.removeprefix("rows_fit_min_eq_max")
+        )
         kw = f"{name} and {others}" if others else name
         v, cpu = run(os.path.join(HERE, "encodings", "uniform_batch.py"), kw, {}, args.rlimit)
         size = "256" if "full" in name else "Choice 1..256" if "choice" in name else "Range 1..256"

@@ -53,15 +53,30 @@ HEAVIEST = [
 ]
 
 #: The Z3 C-API calls that are solving (the issue's metric; everything else is the engine's).
-SOLVER_CALLS = ("Z3_solver_check_assumptions", "Z3_solver_get_unsat_core", "Z3_optimize_check",
-                "Z3_optimize_get_unsat_core")
+SOLVER_CALLS = (
+    "Z3_solver_check_assumptions",
+    "Z3_solver_get_unsat_core",
+    "Z3_optimize_check",
+    "Z3_optimize_get_unsat_core",
+)
 
 #: The other calls into Z3's solver objects, shown apart ("solver API"): asserting (Z3 stores and
 #: preprocesses each assertion there), push/pop, reading a model, freeing a solver.
-SOLVER_API_CALLS = ("Z3_solver_assert", "Z3_solver_assert_and_track", "Z3_solver_push", "Z3_solver_pop",
-                    "Z3_solver_get_model", "Z3_solver_dec_ref", "Z3_optimize_assert", "Z3_optimize_push",
-                    "Z3_optimize_pop", "Z3_optimize_get_model", "Z3_optimize_dec_ref", "Z3_optimize_minimize",
-                    "Z3_optimize_maximize")
+SOLVER_API_CALLS = (
+    "Z3_solver_assert",
+    "Z3_solver_assert_and_track",
+    "Z3_solver_push",
+    "Z3_solver_pop",
+    "Z3_solver_get_model",
+    "Z3_solver_dec_ref",
+    "Z3_optimize_assert",
+    "Z3_optimize_push",
+    "Z3_optimize_pop",
+    "Z3_optimize_get_model",
+    "Z3_optimize_dec_ref",
+    "Z3_optimize_minimize",
+    "Z3_optimize_maximize",
+)
 
 
 class SolverClock:
@@ -88,6 +103,7 @@ class SolverClock:
                     self.calls += 1
                 else:
                     self.api_cpu += time.process_time() - c
+
         return timed
 
     def __enter__(self) -> "SolverClock":
@@ -118,8 +134,13 @@ def load_obligations(ids: list[str]):
             if isinstance(items, LoadError):
                 raise SystemExit(f"cannot load {path}: {items.message}")
             files[path] = items
-        found = [o for o in files[path] if isinstance(o, Obligation) and o.id.endswith(ident.split("::", 1)[1])
-                 and o.id.split("::")[-1] == ident.split("::", 1)[1]]
+        found = [
+            o
+            for o in files[path]
+            if isinstance(o, Obligation)
+            and o.id.endswith(ident.split("::", 1)[1])
+            and o.id.split("::")[-1] == ident.split("::", 1)[1]
+        ]
         if not found:
             raise SystemExit(f"no obligation {ident}")
         out.append((ident, found[0]))
@@ -169,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     for _, ob in obligations[:1]:
         decide(ob)  # warm-up: imports and module caches are not any obligation's cost
     rows = []
-    print(f"{'obligation':62} {'verdict':>14} {'cpu':>7} {'solver':>7} {'engine':>7} {'ratio':>7} {'api':>6} "
-          f"{'ratio2':>7} {'wall':>7}")
+    print(
+        f"{'obligation':62} {'verdict':>14} {'cpu':>7} {'solver':>7} {'engine':>7} {'ratio':>7} {'api':>6} "
+        f"{'ratio2':>7} {'wall':>7}"
+    )
     for ident, ob in obligations:
         runs = [decide(ob) for _ in range(args.repeat)]
         verdicts = {r[0].verdict.value for r in runs}
@@ -181,24 +204,49 @@ def main(argv: list[str] | None = None) -> int:
         engine = statistics.median(r[2] - r[3].cpu for r in runs)
         api = statistics.median(r[3].api_cpu for r in runs)
         rest = engine - api
-        row = {"id": ident, "verdict": "/".join(sorted(verdicts)), "cpu": cpu, "solver_cpu": solver,
-               "engine_cpu": engine, "ratio": engine / solver if solver else float("inf"), "solver_api_cpu": api,
-               "ratio_without_api": rest / (solver + api) if solver + api else float("inf"), "wall": wall,
-               "solver_wall": solver_wall, "solver_calls": runs[0][3].calls}
+        row = {
+            "id": ident,
+            "verdict": "/".join(sorted(verdicts)),
+            "cpu": cpu,
+            "solver_cpu": solver,
+            "engine_cpu": engine,
+            "ratio": engine / solver if solver else float("inf"),
+            "solver_api_cpu": api,
+            "ratio_without_api": rest / (solver + api) if solver + api else float("inf"),
+            "wall": wall,
+            "solver_wall": solver_wall,
+            "solver_calls": runs[0][3].calls,
+        }
         rows.append(row)
-        print(f"{ident.split('::')[-1][:62]:62} {row['verdict']:>14} {cpu:7.2f} {solver:7.2f} {engine:7.2f} "
-              f"{row['ratio']:6.0%} {api:6.2f} {row['ratio_without_api']:6.0%} {wall:7.2f}", flush=True)
+        print(
+            f"{ident.split('::')[-1][:62]:62} {row['verdict']:>14} {cpu:7.2f} {solver:7.2f} {engine:7.2f} "
+            f"{row['ratio']:6.0%} {api:6.2f} {row['ratio_without_api']:6.0%} {wall:7.2f}",
+            flush=True,
+        )
     tc, ts = sum(r["cpu"] for r in rows), sum(r["solver_cpu"] for r in rows)
     ta = sum(r["solver_api_cpu"] for r in rows)
-    print(f"{'total':62} {'':>14} {tc:7.2f} {ts:7.2f} {tc - ts:7.2f} {(tc - ts) / ts if ts else 0:6.0%} {ta:6.2f} "
-          f"{(tc - ts - ta) / (ts + ta) if ts + ta else 0:6.0%}")
-    print(f"CPU seconds, median of {args.repeat} runs. solver: Z3 check/unsat_core/Optimize; engine: the rest; "
-          "ratio = engine / solver (issue 12 target: <= 30 %); api: the engine's time in Z3's other solver calls "
-          "(assert, push/pop, model, free); ratio2 = (engine - api) / (solver + api)")
+    print(
+        f"{'total':62} {'':>14} {tc:7.2f} {ts:7.2f} {tc - ts:7.2f} {(tc - ts) / ts if ts else 0:6.0%} {ta:6.2f} "
+        f"{(tc - ts - ta) / (ts + ta) if ts + ta else 0:6.0%}"
+    )
+    print(
+        f"CPU seconds, median of {args.repeat} runs. solver: Z3 check/unsat_core/Optimize; engine: the rest; "
+        "ratio = engine / solver (issue 12 target: <= 30 %); api: the engine's time in Z3's other solver calls "
+        "(assert, push/pop, model, free); ratio2 = (engine - api) / (solver + api)"
+    )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "repeat": args.repeat, "python": sys.version.split()[0],
-                       "z3": z3.get_version_string(), "load": os.getloadavg()}, f, indent=1)
+            json.dump(
+                {
+                    "rows": rows,
+                    "repeat": args.repeat,
+                    "python": sys.version.split()[0],
+                    "z3": z3.get_version_string(),
+                    "load": os.getloadavg(),
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

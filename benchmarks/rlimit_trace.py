@@ -32,8 +32,11 @@ def _rlimit_count(c, s) -> int | float | None:
     try:
         for k in range(core.Z3_stats_size(c, st)):
             if core.Z3_stats_get_key(c, st, k) == "rlimit count":
-                return (core.Z3_stats_get_uint_value(c, st, k) if core.Z3_stats_is_uint(c, st, k)
-                        else core.Z3_stats_get_double_value(c, st, k))
+                return (
+                    core.Z3_stats_get_uint_value(c, st, k)
+                    if core.Z3_stats_is_uint(c, st, k)
+                    else core.Z3_stats_get_double_value(c, st, k)
+                )
         return None
     finally:
         core.Z3_stats_dec_ref(c, st)
@@ -60,8 +63,12 @@ def main(argv: list[str]) -> int:
         for ident, ob in obligations:
             log.clear()
             result = decide(ob)[0]
-            out[ident] = {"checks": list(log), "verdict": result.verdict.value, "message": result.message,
-                          "counterexample": repr(result.counterexample)}
+            out[ident] = {
+                "checks": list(log),
+                "verdict": result.verdict.value,
+                "message": result.message,
+                "counterexample": repr(result.counterexample),
+            }
             print(f"{ident.split('::')[-1][:60]:60} {len(log):5d} checks, {result.verdict.value}")
     finally:
         z3.z3core.Z3_solver_check_assumptions = z3.z3.Z3_solver_check_assumptions = original

@@ -6,6 +6,7 @@ or 1024), each decided in-process from a fresh Z3 context with the default optio
 
 Prints a Markdown table: verdict, encoding and CPU seconds per obligation and size (one child
 process per obligation and size, so an obligation past ``--timeout`` seconds is reported as such)."""
+
 import argparse
 import dataclasses
 import multiprocessing
@@ -15,8 +16,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OBLIGATIONS = ["vllm_sorted_ids_fit_every_routing", "vllm_write_positions_within_sorted_ids",
-               "wna16_reads_within_sorted_ids", "wna16_reads_within_sorted_ids_same_tile"]
+OBLIGATIONS = [
+    "vllm_sorted_ids_fit_every_routing",
+    "vllm_write_positions_within_sorted_ids",
+    "wna16_reads_within_sorted_ids",
+    "wna16_reads_within_sorted_ids_same_tile",
+]
 
 
 def _decide(name: str, experts: int, conn) -> None:

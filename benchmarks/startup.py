@@ -23,8 +23,16 @@ COMMANDS = {
     "capproof --help": ["--help"],
     "capproof --version": ["--version"],
     "capproof prove -k gdn_state_column_in_row (spec/per_batch_buffers.py)": [
-        "prove", "spec/per_batch_buffers.py", "-k", "gdn_state_column_in_row and not after", "--density", "off",
-        "-j", "1", "--no-contracts"],
+        "prove",
+        "spec/per_batch_buffers.py",
+        "-k",
+        "gdn_state_column_in_row and not after",
+        "--density",
+        "off",
+        "-j",
+        "1",
+        "--no-contracts",
+    ],
 }
 
 
@@ -42,8 +50,10 @@ def measure(args: list[str], runs: int) -> tuple[float, float, int]:
 
 def heavy_modules() -> list[str]:
     """Which of the heavy modules ``import capproof.cli`` loads (none, with lazy imports)."""
-    code = ("import sys, capproof.cli; print(' '.join(m for m in ('z3', 'capproof.prover', 'capproof.ci_formats', "
-            "'capproof.arith', 'capproof.runner', 'rich', 'hypothesis', 'crosshair') if m in sys.modules))")
+    code = (
+        "import sys, capproof.cli; print(' '.join(m for m in ('z3', 'capproof.prover', 'capproof.ci_formats', "
+        "'capproof.arith', 'capproof.runner', 'rich', 'hypothesis', 'crosshair') if m in sys.modules))"
+    )
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True).stdout.split()
 
 
@@ -55,7 +65,9 @@ def main() -> None:
     for name, cmd in COMMANDS.items():
         wall, cpu, code = measure(cmd, args.runs)
         print(f"| `{name}` | {wall:.3f} | {cpu:.3f} | {code} |", flush=True)
-    print(f"\n`import capproof.cli` loads: {', '.join(heavy_modules()) or 'none of z3, prover, ci_formats, arith, runner'}")
+    print(
+        f"\n`import capproof.cli` loads: {', '.join(heavy_modules()) or 'none of z3, prover, ci_formats, arith, runner'}"
+    )
 
 
 if __name__ == "__main__":

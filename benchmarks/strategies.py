@@ -143,9 +143,15 @@ BEST = {
     "vllm_sizing_with_filtered_ids_counted": _routing("buckets", "num_buckets"),
     "wna16_reads_within_sorted_ids": _routing("counts", "num_experts"),
     "local_sizing_with_global_counts": _routing("buckets", "num_buckets"),
-    "slot_mapping_fits_before_14024": _saturated_batch("query_lens", _decode_len, "max_num_batched_tokens", "max_num_reqs"),
-    "arange_covers_token_query_start_loc_before_16316": _saturated_batch("decode_lens", _decode_len, "max_num_batched_tokens", "max_num_seqs"),
-    "mtp_reader_row_is_last_token_before_47238": _saturated_batch("query_lens", _decode_len, "max_num_batched_tokens", None),
+    "slot_mapping_fits_before_14024": _saturated_batch(
+        "query_lens", _decode_len, "max_num_batched_tokens", "max_num_reqs"
+    ),
+    "arange_covers_token_query_start_loc_before_16316": _saturated_batch(
+        "decode_lens", _decode_len, "max_num_batched_tokens", "max_num_seqs"
+    ),
+    "mtp_reader_row_is_last_token_before_47238": _saturated_batch(
+        "query_lens", _decode_len, "max_num_batched_tokens", None
+    ),
     "page_table_copy_round0": _seq_lens_near_context,
     "page_table_copy_round1": _seq_lens_near_context,
     "decode_alloc_fits_req_to_token_row": _kv_near_context,

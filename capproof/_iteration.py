@@ -73,7 +73,7 @@ def all_of_site(frame) -> int | None:
     if made is None:
         return None
     instrs, at = made
-    calls = [i for i in instrs[at + 1:at + 6] if i.opname != "PRECALL"]
+    calls = [i for i in instrs[at + 1 : at + 6] if i.opname != "PRECALL"]
     ops = [c.opname for c in calls]
     if ops[:2] == ["CALL", "CALL_FUNCTION_EX"]:
         tail = 1
@@ -95,7 +95,7 @@ def total_site(frame) -> tuple[int, int] | None:
     if made is None:
         return None
     instrs, at = made
-    calls = [i for i in instrs[at + 1:at + 7] if i.opname != "PRECALL"]
+    calls = [i for i in instrs[at + 1 : at + 7] if i.opname != "PRECALL"]
     if len(calls) < 3 or [c.opname for c in calls[:2]] != ["CALL", "CALL"] or calls[0].arg != 0 or calls[1].arg != 1:
         return None
     return calls[1].offset, calls[2].offset  # a running CALL's f_lasti lies in its inline caches

@@ -42,24 +42,42 @@ import z3
 import z3.z3core as _core
 
 from . import arith as _arith
+from ._iteration import all_of_site as _all_of_site
+from ._iteration import at_get_iter, called_from_all_of_site
+from ._iteration import concrete as _concrete
+from ._iteration import free_consts as _free_consts
+from ._iteration import total_site as _total_site
+from ._iteration import user_location as _user_location
 from .domain import Range, Vector
-from .encode import (call_with_args, new_solver, assert_terms, concrete_args, core_labels, evaluate, literal_name, scalar_inputs,
-                     track)
+from .encode import (
+    assert_terms,
+    call_with_args,
+    concrete_args,
+    core_labels,
+    evaluate,
+    literal_name,
+    new_solver,
+    scalar_inputs,
+    track,
+)
 from .errors import CapproofError
 from .minimize import minimize_term
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, RawTerms, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
-from ._iteration import all_of_site as _all_of_site, at_get_iter, called_from_all_of_site
-from ._iteration import concrete as _concrete, free_consts as _free_consts, total_site as _total_site
-from ._iteration import user_location as _user_location
+from .symbolic import RawTerms, SymBool, SymInt, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
 
-__all__ = ["AggregateBatch", "NotAggregate", "aggregate_facts", "realise", "AbstractCase", "build_abstract_case",
-           "decide_abstract_case"]
+__all__ = [
+    "AggregateBatch",
+    "NotAggregate",
+    "aggregate_facts",
+    "realise",
+    "AbstractCase",
+    "build_abstract_case",
+    "decide_abstract_case",
+]
 
 
 class NotAggregate(CapproofError):
     """The model uses a batch in a way the aggregate abstraction does not capture exactly."""
-
 
 
 class AggregateBatch:
@@ -142,8 +160,10 @@ class AggregateBatch:
         frame = sys._getframe(1)
         where = _user_location(frame)
         if not at_get_iter(frame):
-            raise _refused(f"{self.name}: iterated other than by a generator expression "
-                           f"(enumerate, zip, list, * unpacking) at {where}")
+            raise _refused(
+                f"{self.name}: iterated other than by a generator expression "
+                f"(enumerate, zip, list, * unpacking) at {where}"
+            )
         site, kind = _all_of_site(frame), "all_of"
         if site is None:
             site, kind = _total_site(frame), "total"
@@ -152,8 +172,10 @@ class AggregateBatch:
             # mapped total: a for loop, sum(...), any_of(*...), max(...), len([...]) over the one
             # representative would collapse the batch to a single entry (a total read as a
             # per-request bound was 'proved')
-            raise _refused(f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) "
-                           f"or total(f(d) for d in {self.name}) at {where}")
+            raise _refused(
+                f"{self.name}: iterated other than as all_of(*(P(d) for d in {self.name})) "
+                f"or total(f(d) for d in {self.name}) at {where}"
+            )
         from .purity import genexpr_impurities
 
         effects = genexpr_impurities(frame)
@@ -241,8 +263,10 @@ def mapped_total(items: list, caller) -> SymInt | None:
     _, _, _, b = sites.pop(hits[0])
     each = next(e for bb, e in getattr(trace, "each_batches", []) if e.decl().name() == hits[0])
     if len(items) != 1:
-        raise _refused(f"total over {b.name}: the generator yielded {len(items)} values for one entry "
-                       "(a filter over the entry, or a nested loop)")
+        raise _refused(
+            f"total over {b.name}: the generator yielded {len(items)} values for one entry "
+            "(a filter over the entry, or a nested loop)"
+        )
     return b._mapped_total(each, items[0])
 
 
@@ -314,7 +338,7 @@ def _extremum(g: z3.ArithRef, x: z3.ArithRef, lo: int, hi: int, maximize: bool) 
     h = opt.maximize(g) if maximize else opt.minimize(g)
     if opt.check() != z3.sat:
         return None
-    value = (opt.upper(h) if maximize else opt.lower(h))
+    value = opt.upper(h) if maximize else opt.lower(h)
     if not z3.is_int_value(value):  # +-oo, or an epsilon bound
         return None
     # certify: no point beyond the optimum (an Optimize answer is not taken on trust)
@@ -391,9 +415,17 @@ def mapped_facts(n: z3.ArithRef, T: z3.ArithRef, y_max: z3.ArithRef, y_min: z3.A
     n, T, y_max, y_min = b.args
     # z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
     #        z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
-    return b.done(b.and_(b.implies(b.eq(n, 1), b.and_(b.eq(T, y_max), b.eq(y_max, y_min))),
-                         b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), y_min), y_max), T),
-                                                      b.le(T, b.add(y_min, b.mul(b.sub(n, 1), y_max)))))))
+    return b.done(
+        b.and_(
+            b.implies(b.eq(n, 1), b.and_(b.eq(T, y_max), b.eq(y_max, y_min))),
+            b.implies(
+                b.ge(n, 2),
+                b.and_(
+                    b.le(b.add(b.mul(b.sub(n, 1), y_min), y_max), T), b.le(T, b.add(y_min, b.mul(b.sub(n, 1), y_max)))
+                ),
+            ),
+        )
+    )
 
 
 def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
@@ -418,22 +450,29 @@ def eliminate_each(conj: z3.BoolRef) -> z3.BoolRef | None:
     sites = getattr(trace, "each_sites", {})
     site = sites.pop(e.decl().name(), None)
     if site is None or site[2] != "all_of" or not called_from_all_of_site(site[0], site[1]):
-        raise NotAggregate(f"an entry of {b.name} reaches all_of other than as all_of(*(P(d) for d in {b.name})) "
-                           "(through any_of, a sum, a loop or a variable)")
+        raise NotAggregate(
+            f"an entry of {b.name} reaches all_of other than as all_of(*(P(d) for d in {b.name})) "
+            "(through any_of, a sum, a loop or a variable)"
+        )
     lo_t, hi_t, padding = b._capproof_each()
     a, c, x = z3.Ints("__agg_a __agg_b __agg_x")
     s = z3.Solver()
     s.set("rlimit", 2_000_000)
-    s.add(z3.substitute(conj, (e, a)), z3.substitute(conj, (e, c)), a <= x, x <= c,
-          z3.Not(z3.substitute(conj, (e, x))))
+    s.add(z3.substitute(conj, (e, a)), z3.substitute(conj, (e, c)), a <= x, x <= c, z3.Not(z3.substitute(conj, (e, x))))
     if s.check() != z3.unsat:
         raise NotAggregate(f"a per-request condition over {b.name} that is not convex in the entry: {conj}")
-    return z3.simplify(z3.And(z3.substitute(conj, (e, lo_t)), z3.substitute(conj, (e, hi_t)),
-                              z3.Implies(padding, z3.substitute(conj, (e, z3.IntVal(b.fill))))))
+    return z3.simplify(
+        z3.And(
+            z3.substitute(conj, (e, lo_t)),
+            z3.substitute(conj, (e, hi_t)),
+            z3.Implies(padding, z3.substitute(conj, (e, z3.IntVal(b.fill)))),
+        )
+    )
 
 
-def aggregate_facts(n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithRef, lo: int, hi: int,
-                    extremes: bool) -> z3.BoolRef:
+def aggregate_facts(
+    n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithRef, lo: int, hi: int, extremes: bool
+) -> z3.BoolRef:
     """Exactly the ``(n, T[, M, m])`` realised by some batch of ``n >= 0`` entries in ``lo..hi``.
 
     Without ``extremes`` only the total: ``n*lo <= T <= n*hi`` (linear: ``lo``, ``hi`` constants).
@@ -449,10 +488,15 @@ def aggregate_facts(n: z3.ArithRef, T: z3.ArithRef, M: z3.ArithRef, m: z3.ArithR
     built = [b.le(b.mul(n, lo), T), b.le(T, b.mul(n, hi))]
     if extremes:
         built += [
-            b.le(lo, m), b.le(m, M), b.le(M, hi),
+            b.le(lo, m),
+            b.le(m, M),
+            b.le(M, hi),
             b.implies(b.eq(n, 1), b.and_(b.eq(T, M), b.eq(M, m))),
-            b.implies(b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), m), M), T), b.le(T, b.add(m, b.mul(b.sub(n, 1), M))))),
-            b.ge(T, b.add(M, b.mul(b.sub(n, 1), lo))), b.le(T, b.add(m, b.mul(b.sub(n, 1), hi))),
+            b.implies(
+                b.ge(n, 2), b.and_(b.le(b.add(b.mul(b.sub(n, 1), m), M), T), b.le(T, b.add(m, b.mul(b.sub(n, 1), M))))
+            ),
+            b.ge(T, b.add(M, b.mul(b.sub(n, 1), lo))),
+            b.le(T, b.add(m, b.mul(b.sub(n, 1), hi))),
         ]
     return b.done(b.and_(*built))
 
@@ -477,8 +521,11 @@ class _Built:
     def __init__(self, *terms, ints: tuple = ()):
         self.terms = terms  # the caller's wrappers, alive while the raw terms are used (as z3py's arguments are)
         ctx = terms[0].ctx if isinstance(terms[0], z3.ArithRef) else None
-        ok = (ctx is not None and all(type(i) is int for i in ints)
-              and all(type(t) in (z3.ArithRef, z3.IntNumRef) and t.ctx is ctx and t.is_int() for t in terms))
+        ok = (
+            ctx is not None
+            and all(type(i) is int for i in ints)
+            and all(type(t) in (z3.ArithRef, z3.IntNumRef) and t.ctx is ctx and t.is_int() for t in terms)
+        )
         self.raw = RawTerms(ctx) if ok else None
         self.args = [(t.as_ast(), type(t)) for t in terms] if ok else list(terms)
 
@@ -523,7 +570,9 @@ class _Built:
         return z3.Implies(a, b) if self.raw is None else (self.raw.implies(a[0], b[0]), z3.BoolRef)
 
     def and_(self, *args):
-        return z3.And(*args) if self.raw is None else (self.raw.nary(_core.Z3_mk_and, *(a[0] for a in args)), z3.BoolRef)
+        return (
+            z3.And(*args) if self.raw is None else (self.raw.nary(_core.Z3_mk_and, *(a[0] for a in args)), z3.BoolRef)
+        )
 
     def done(self, built) -> z3.BoolRef:
         return built if self.raw is None else self.raw.done(built[0])
@@ -673,7 +722,7 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
             inverse[y] = a
         ends = [lo_x, hi_x] if rising else [hi_x, lo_x]
         xs = [ends[0], *(inverse[y] for y in ys[1:-1]), ends[1]]
-    for (e2, f2, t2) in b.mapped[1:]:
+    for e2, f2, t2 in b.mapped[1:]:
         if _mapped_sum(ev, e2, f2, xs) != ev(t2):
             raise ValueError(f"{b.name}: a second total over the batch is not realised by {xs}")
     if "total" in b.used and sum(xs) != ev(b.T.term):
@@ -681,8 +730,13 @@ def _realise_mapped(b: AggregateBatch, n: int, model: z3.ModelRef) -> list[int]:
     return sorted(xs)
 
 
-def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
-                        vectors: dict[str, Vector], stop_if_excluded: bool = False) -> AbstractCase:
+def build_abstract_case(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    stop_if_excluded: bool = False,
+) -> AbstractCase:
     """Run ``ob`` on the aggregate abstraction. Raises NotAggregate (or whatever the model
     raises) when the abstraction does not apply.
 
@@ -714,7 +768,9 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         trace.each_batches = []  # type: ignore[attr-defined]
         trace.all_of_hook = eliminate_each  # type: ignore[attr-defined]
         trace.total_hook = mapped_total  # type: ignore[attr-defined]
-        assumed = {n_: call_with_args(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()}
+        assumed = {
+            n_: call_with_args(f, "assumption", n_, ob.assumption_params(n_), args) for n_, f in ob.assumptions.items()
+        }
         false = [n_ for n_, v in assumed.items() if isinstance(v, bool) and not v]  # concretely false
         excluded = stop_if_excluded and bool(false)
         result = None if excluded else ob.func(**args)
@@ -724,8 +780,10 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
         return AbstractCase(ob, dict(fixed), scalars, batches, [], false, z3.BoolVal(False), {})
     left_sites = [v for v in getattr(trace, "each_sites", {}).values() if v[2] == "total"]
     if left_sites:  # sum(...), max(...), a custom fold: the one representative was taken for the batch
-        raise NotAggregate(f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
-                           "capproof's total() (sum, max, len, ...)")
+        raise NotAggregate(
+            f"{left_sites[0][3].name}: a generator over the batch consumed by a call other than "
+            "capproof's total() (sum, max, len, ...)"
+        )
     from .encode import as_claim
 
     claim_ = as_claim(result, ob)
@@ -739,9 +797,11 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
     for label, term in [*constraints, ("claim", claim_term), *value_terms.items()]:
         left = _free_consts(term) & eaches if _mentions(term, each_terms) else set()
         if left:
-            names = ", ".join(sorted({n_[len("each("):].split(")#")[0] for n_ in left}))
-            raise NotAggregate(f"{label} uses entries of {names} other than through total/max_of/min_of or "
-                               "all_of (a per-entry term such as a sum of f(entry))")
+            names = ", ".join(sorted({n_[len("each(") :].split(")#")[0] for n_ in left}))
+            raise NotAggregate(
+                f"{label} uses entries of {names} other than through total/max_of/min_of or "
+                "all_of (a per-entry term such as a sum of f(entry))"
+            )
     mono_lemmas: list[z3.BoolRef] = []
     inexact: list[str] = []
     for name, b in batches.items():
@@ -753,28 +813,36 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
             lo_n = b.n if _concrete(b.n) else ob.domain[b.dom.length].lo  # type: ignore[index,union-attr]
             if lo_n < 1:
                 raise NotAggregate(f"{name}: max_of/min_of of a batch whose length can be 0")
-        constraints.append((f"{name} aggregates (n entries in {b.lo}..{b.hi})",
-                            aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes)))
+        constraints.append(
+            (
+                f"{name} aggregates (n entries in {b.lo}..{b.hi})",
+                aggregate_facts(n_t, b.T.term, b.M.term, b.m.term, b.lo, b.hi, extremes),
+            )
+        )
         for _k, (each, f, t) in enumerate(b.mapped):
             others = _free_consts(f) & (eaches - {each.decl().name()})
             if others:  # f(d) over another batch's (or another loop's) representative: two entries at once
                 raise NotAggregate(f"total over {name} of a term that also uses an entry of another iteration")
-            rising = _once("monotone", (f, each, *background), (b.lo, b.hi),
-                           lambda: _monotone(f, each, b.lo, b.hi, background))
+            rising = _once(
+                "monotone", (f, each, *background), (b.lo, b.hi), lambda: _monotone(f, each, b.lo, b.hi, background)
+            )
             if rising is None:
                 raise NotAggregate(f"total over {name} of a per-request term not monotone in the entry: {f}")
             if not (_concrete(b.n) and b.n >= b.size) and not _valid_once(
-                    z3.substitute(f, (each, z3.IntVal(b.fill))) == 0, background):
-                raise NotAggregate(f"total over {name}: the padding entries (fill {b.fill}) may contribute a "
-                                   "nonzero term on ints")
+                z3.substitute(f, (each, z3.IntVal(b.fill))) == 0, background
+            ):
+                raise NotAggregate(
+                    f"total over {name}: the padding entries (fill {b.fill}) may contribute a nonzero term on ints"
+                )
             b.mapped_rising.append(rising)
             at_max, at_min = z3.substitute(f, (each, b.M.term)), z3.substitute(f, (each, b.m.term))
             y_max, y_min = (at_max, at_min) if rising else (at_min, at_max)
             facts = mapped_facts(n_t, t, y_max, y_min)
             f0, f1 = z3.substitute(f, (each, z3.IntVal(0))), z3.substitute(f, (each, z3.IntVal(1)))
             x = z3.Int("__affine_x")
-            if _valid_once(z3.Implies(z3.And(b.lo <= x, x <= b.hi), z3.substitute(f, (each, x)) == f0 + x * (f1 - f0)),
-                           background):
+            if _valid_once(
+                z3.Implies(z3.And(b.lo <= x, x <= b.hi), z3.substitute(f, (each, x)) == f0 + x * (f1 - f0)), background
+            ):
                 # f(x) = f(0) + x*(f(1) - f(0)): the mapped total is exact, n*f(0) + (f(1) - f(0))*total
                 facts = z3.And(facts, t == n_t * f0 + (f1 - f0) * b.T.term)
                 b.used.add("total")
@@ -783,8 +851,13 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 envelope = _once("envelope", (f, each), (b.lo, b.hi), lambda: affine_envelope(f, each, b.lo, b.hi))
                 if envelope:
                     b.used.add("total")
-                    facts = z3.And(facts, *(z3.And(a * b.T.term + n_t * c_lo <= t, t <= a * b.T.term + n_t * c_hi)
-                                            for a, c_lo, c_hi in envelope))
+                    facts = z3.And(
+                        facts,
+                        *(
+                            z3.And(a * b.T.term + n_t * c_lo <= t, t <= a * b.T.term + n_t * c_hi)
+                            for a, c_lo, c_hi in envelope
+                        ),
+                    )
                 residue = _once("residue", (f, each), (b.lo, b.hi), lambda: common_residue(f, each, b.lo, b.hi))
                 if residue:
                     g, r = residue
@@ -799,16 +872,32 @@ def build_abstract_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str,
                 fu = z3.substitute(f, (each, ut))
                 inside = z3.And(b.lo <= ut, ut <= b.hi)
                 if rising:
-                    mono_lemmas += [z3.Implies(z3.And(inside, b.M.term <= ut), at_max <= fu),
-                                    z3.Implies(z3.And(inside, ut <= b.m.term), fu <= at_min)]
+                    mono_lemmas += [
+                        z3.Implies(z3.And(inside, b.M.term <= ut), at_max <= fu),
+                        z3.Implies(z3.And(inside, ut <= b.m.term), fu <= at_min),
+                    ]
                 else:
-                    mono_lemmas += [z3.Implies(z3.And(inside, b.M.term <= ut), fu <= at_max),
-                                    z3.Implies(z3.And(inside, ut <= b.m.term), at_min <= fu)]
+                    mono_lemmas += [
+                        z3.Implies(z3.And(inside, b.M.term <= ut), fu <= at_max),
+                        z3.Implies(z3.And(inside, ut <= b.m.term), at_min <= fu),
+                    ]
     divisors = [t for t, _ in trace.divisors]
     if divisors:  # the bounded encoding checks each divisor under the assumptions before it
         raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
-    return AbstractCase(ob, dict(fixed), scalars, batches, constraints, false, claim_term, value_terms,
-                        divisors, [*trace.lemmas, *mono_lemmas], claim_.relation, inexact)
+    return AbstractCase(
+        ob,
+        dict(fixed),
+        scalars,
+        batches,
+        constraints,
+        false,
+        claim_term,
+        value_terms,
+        divisors,
+        [*trace.lemmas, *mono_lemmas],
+        claim_.relation,
+        inexact,
+    )
 
 
 def _valid(claim: z3.BoolRef, background: list[z3.BoolRef]) -> bool:
@@ -880,7 +969,9 @@ def _probe_real_batch(case: AbstractCase, s: z3.Solver, model: z3.ModelRef) -> s
     return _replay_agrees(case, params, holds)
 
 
-def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True, minimal_core: bool = True) -> AbstractOutcome:
+def decide_abstract_case(
+    case: AbstractCase, rlimit: int, minimize: bool = True, minimal_core: bool = True
+) -> AbstractOutcome:
     """Decide one abstract case; ``abandon`` means: use the bounded encoding for this obligation.
     ``minimal_core=False``: a proof's core is Z3's (not :func:`_minimal_core`'s queries), for a
     caller that will not show it."""
@@ -901,7 +992,9 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
             return AbstractOutcome("abandon", message=f"divisor {d} may be zero (the bounded encoding reports it)")
     # probe: two admitted points, realised and replayed, must agree with the abstraction
     model = s.model()
-    free = [v.term for v in case.scalars.values()] + [t for b in case.batches.values() for t in (b.T.term, b.M.term, b.m.term)]
+    free = [v.term for v in case.scalars.values()] + [
+        t for b in case.batches.values() for t in (b.T.term, b.M.term, b.m.term)
+    ]
     free += [t for b in case.batches.values() for _, _, t in b.mapped]
     for attempt in range(2):
         try:
@@ -935,7 +1028,9 @@ def decide_abstract_case(case: AbstractCase, rlimit: int, minimize: bool = True,
     answer = s.check()
     if answer == z3.unsat:
         core = [t for t in s.unsat_core() if literal_name(t) in trackers]
-        core = _minimal_core(case, trackers, core, rlimit) if minimal_core else [trackers[literal_name(t)] for t in core]
+        core = (
+            _minimal_core(case, trackers, core, rlimit) if minimal_core else [trackers[literal_name(t)] for t in core]
+        )
         return AbstractOutcome("proved", core=[c for c in core if " aggregates (" not in c])
     if answer == z3.unknown:
         return AbstractOutcome("unknown", message=s.reason_unknown())
@@ -999,4 +1094,3 @@ def summary(case_count: int, batches: dict[str, Vector], ob: Obligation, pins: d
 
 def abstract_available(ob: Obligation) -> bool:
     return any(isinstance(d, Vector) for d in ob.domain.values())
-

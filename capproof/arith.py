@@ -16,10 +16,20 @@ from typing import Union
 import z3
 import z3.z3core as _core
 
-from .errors import NotConcreteError, RealArithmeticError, caller_location
 from . import symbolic as _symbolic
-from .symbolic import (SymBool, SymInt, RawTerms, ast_array, record_misuse, simplified, sum_of_terms,
-                       record_lemma, to_z3_bool, to_z3_int)
+from .errors import NotConcreteError, RealArithmeticError, caller_location
+from .symbolic import (
+    RawTerms,
+    SymBool,
+    SymInt,
+    ast_array,
+    record_lemma,
+    record_misuse,
+    simplified,
+    sum_of_terms,
+    to_z3_bool,
+    to_z3_int,
+)
 
 __all__ = [
     "cdiv",
@@ -81,8 +91,7 @@ def _check_int(*values: object) -> None:
     for value in values:
         if isinstance(value, float):
             raise RealArithmeticError(
-                f"real arithmetic: float {value!r} in an integer model at {caller_location()} "
-                "(use // or cdiv)"
+                f"real arithmetic: float {value!r} in an integer model at {caller_location()} (use // or cdiv)"
             )
 
 
@@ -147,10 +156,17 @@ def round_up_lemma(x: z3.ArithRef, y: int, r: z3.ArithRef) -> z3.BoolRef:
     Linear because ``y`` is a constant. Checked valid by tests/test_semantics.py.
     """
     if isinstance(x, z3.ArithRef) and isinstance(r, z3.ArithRef) and x.ctx == r.ctx:  # same AST, built faster
-        b, X, R = RawTerms(x.ctx), x.ast, r.ast  # z3_and(z3_ge(r, x), z3_le(r, x + (y-1)), z3_implies(z3_ge(x, 0), z3_le(r, x * y))): its calls, in order
+        b, X, R = (
+            RawTerms(x.ctx),
+            x.ast,
+            r.ast,
+        )  # z3_and(z3_ge(r, x), z3_le(r, x + (y-1)), z3_implies(z3_ge(x, 0), z3_le(r, x * y))): its calls, in order
         plus, times = b.nary(z3.z3core.Z3_mk_add, X, b.num(y - 1)), b.nary(z3.z3core.Z3_mk_mul, X, b.num(y))
-        return b.done(z3.z3core.Z3_mk_and(b.ref, 3, (z3.Ast * 3)(
-            b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))))
+        return b.done(
+            z3.z3core.Z3_mk_and(
+                b.ref, 3, (z3.Ast * 3)(b.ge(R, X), b.le(R, plus), b.implies(b.ge(X, b.num(0)), b.le(R, times)))
+            )
+        )
     return z3.And(r >= x, r <= x + (y - 1), z3.Implies(x >= 0, r <= x * y))
 
 
@@ -184,15 +200,25 @@ def prev_power_of_2(n: Int) -> Int:
 #: ``dtype name -> (bits, signed)`` for :func:`wrap`, :func:`dtype_range` and the ``dtype=``
 #: argument of the claims (``capproof.obligation.fits``, ``at_most``, ``less_than``).
 DTYPES: dict[str, tuple[int, bool]] = {
-    "int8": (8, True), "int16": (16, True), "int32": (32, True), "int64": (64, True),
-    "uint8": (8, False), "uint16": (16, False), "uint32": (32, False), "uint64": (64, False),
+    "int8": (8, True),
+    "int16": (16, True),
+    "int32": (32, True),
+    "int64": (64, True),
+    "uint8": (8, False),
+    "uint16": (16, False),
+    "uint32": (32, False),
+    "uint64": (64, False),
 }
 
 
 def dtype_info(dtype: object) -> tuple[str, int, bool]:
     """``(name, bits, signed)`` of ``dtype``: a name in :data:`DTYPES`, or a torch/numpy dtype
     (``torch.int32``, ``numpy.int32``, ``numpy.dtype('int32')``). Raises ValueError otherwise."""
-    name = dtype if isinstance(dtype, str) else getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+    name = (
+        dtype
+        if isinstance(dtype, str)
+        else getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+    )
     name = str(name).rsplit(".", 1)[-1]
     if name not in DTYPES:
         raise ValueError(f"unknown integer dtype {dtype!r} (one of {', '.join(DTYPES)})")
@@ -291,7 +317,9 @@ def _select_bool(condition: Bool, if_true: Bool, if_false: Bool) -> Bool:
 
 def minimum(first: Int, *rest: Int) -> Int:
     """``min`` of one or more values, symbolic or not."""
-    if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
+    if (
+        len(rest) == 1 and type(first) is int and type(rest[0]) is int
+    ):  # the common case, first (type: a SymInt reports int as its __class__)
         return min(first, rest[0])
     if all_plain(rest) and all_plain((first,)):
         return min(first, *rest) if rest else first
@@ -301,7 +329,9 @@ def minimum(first: Int, *rest: Int) -> Int:
 
 def maximum(first: Int, *rest: Int) -> Int:
     """``max`` of one or more values, symbolic or not."""
-    if len(rest) == 1 and type(first) is int and type(rest[0]) is int:  # the common case, first (type: a SymInt reports int as its __class__)
+    if (
+        len(rest) == 1 and type(first) is int and type(rest[0]) is int
+    ):  # the common case, first (type: a SymInt reports int as its __class__)
         return max(first, rest[0])
     if all_plain(rest) and all_plain((first,)):
         return max(first, *rest) if rest else first
@@ -312,10 +342,12 @@ def maximum(first: Int, *rest: Int) -> Int:
 def gcd(a: Int, b: Int) -> int:
     """``math.gcd`` on concrete ints. Raises NotConcreteError on a symbolic argument."""
     if isinstance(a, SymInt) or isinstance(b, SymInt):
-        raise record_misuse(NotConcreteError(
-            f"gcd needs concrete ints at {caller_location()}: declare the parameter with a finite "
-            "domain (Choice or PowersOfTwo) so it is case-split"
-        ))
+        raise record_misuse(
+            NotConcreteError(
+                f"gcd needs concrete ints at {caller_location()}: declare the parameter with a finite "
+                "domain (Choice or PowersOfTwo) so it is case-split"
+            )
+        )
     _check_int(a, b)
     return math.gcd(a, b)
 
@@ -330,8 +362,9 @@ def implies(premise: Bool, conclusion: Bool) -> Bool:
             # per-request witness over a 1,024-request batch makes thousands of them)
             ctx = premise.term.ctx
             ref = ctx.ref()
-            return simplified(ref, _core.Z3_mk_implies(ref, premise.term.as_ast(), conclusion.term.as_ast()), ctx,
-                               boolean=True)
+            return simplified(
+                ref, _core.Z3_mk_implies(ref, premise.term.as_ast(), conclusion.term.as_ast()), ctx, boolean=True
+            )
         return SymBool(z3.simplify(z3.Implies(to_z3_bool(premise), to_z3_bool(conclusion))))
     return (not premise) or bool(conclusion)
 
@@ -450,6 +483,7 @@ def _require_nonempty(values: "Padded", what: str) -> None:
 
     record_nonzero(to_z3_int(values.length), f"{what} of an empty batch (length 0) at {caller_location()}")
 
+
 def total(values) -> Int:
     """``sum(values)`` (0 for an empty sequence), built as one Z3 sum when symbolic.
 
@@ -496,7 +530,9 @@ def _balanced(pair, values: list) -> Int:
     (a 256-request ``max(seq_lens)`` counterexample minimises in 0.24 s instead of 10 s).
     """
     while len(values) > 1:
-        values = [pair(values[i], values[i + 1]) if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
+        values = [
+            pair(values[i], values[i + 1]) if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)
+        ]
     return values[0]
 
 
@@ -523,8 +559,12 @@ def _note_extremum(kind: str, padded: "Padded | None", result: Int) -> Int:
     trace = getattr(_symbolic.trace_state, "trace", None)
     if trace is not None and padded is not None and isinstance(result, SymInt):
         n = padded.length
-        trace.extrema[result.term.get_id()] = (kind, result.term, tuple(to_z3_int(e) for e in padded),
-                                               to_z3_int(n) if isinstance(n, SymInt) else n)
+        trace.extrema[result.term.get_id()] = (
+            kind,
+            result.term,
+            tuple(to_z3_int(e) for e in padded),
+            to_z3_int(n) if isinstance(n, SymInt) else n,
+        )
     return result
 
 
@@ -553,8 +593,11 @@ def _derived(kind: str, padded: "Padded | None", build, records: int) -> Int:
     result = build()
     after = _symbolic.trace_marks(trace)  # (divisors, lemmas, side conditions, extrema, misuse, branches)
     new = [k for k in trace.extrema if k not in known]
-    if (isinstance(result, SymInt) and after[:3] + after[4:] == marks[:3] + marks[4:]
-            and after[3] - marks[3] == len(new) == records):
+    if (
+        isinstance(result, SymInt)
+        and after[:3] + after[4:] == marks[:3] + marks[4:]
+        and after[3] - marks[3] == len(new) == records
+    ):
         memo[key] = (result, (new[0], trace.extrema[new[0]]) if new else None, padded, padded.shape())
     return result
 
@@ -680,5 +723,7 @@ def fold(step, init, values, invariant=None):
     for i, x in enumerate(values):
         state = step(state, i, x)
         if check and not invariant(state, i + 1, _prefix(values, i + 1)):
-            raise InvariantError(f"invariant of the fold false after {i + 1} entries {list(values[:i + 1])} (state {state!r})")
+            raise InvariantError(
+                f"invariant of the fold false after {i + 1} entries {list(values[: i + 1])} (state {state!r})"
+            )
     return state

@@ -33,15 +33,22 @@ from typing import Any
 
 import z3
 
-from .domain import Range, Vector
-from .obligation import Obligation
-from .encode import CaseProblem, describe_exception, build_case, checked_domains, concrete_args, evaluate, replay
-from .minimize import minimize_point, minimize_term
 from .aggregate import AbstractCase
+from .domain import Range, Vector
+from .encode import CaseProblem, build_case, checked_domains, concrete_args, describe_exception, evaluate, replay
+from .minimize import minimize_point, minimize_term
+from .obligation import Obligation
 from .symbolic import fresh_z3_context, to_z3_int
 from .verdict import DEFAULT_WASTE_THRESHOLD
 
-__all__ = ["CaseBound", "ObligationBound", "bound_obligation", "check_obligation", "capacity_relation", "DEFAULT_WASTE_THRESHOLD"]
+__all__ = [
+    "CaseBound",
+    "ObligationBound",
+    "bound_obligation",
+    "check_obligation",
+    "capacity_relation",
+    "DEFAULT_WASTE_THRESHOLD",
+]
 
 
 _RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
@@ -103,13 +110,21 @@ class CaseBound:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "case": dict(self.fixed), "status": self.status, "message": self.message,
+            "case": dict(self.fixed),
+            "status": self.status,
+            "message": self.message,
             **({"method": self.method, "slack_exact": self.slack_exact} if self.method else {}),
-            "max_demand": self.max_demand, "min_capacity": self.min_capacity,
-            "demand_point": _jsonable(self.demand_point), "capacity_at_demand_point": self.capacity_at_demand_point,
-            "min_slack": self.min_slack, "slack_point": _jsonable(self.slack_point),
-            "demand_at_slack_point": self.demand_at_slack_point, "capacity_at_slack_point": self.capacity_at_slack_point,
-            "slack_pct": self.slack_pct, "insufficient": self.insufficient, "wasteful": self.wasteful,
+            "max_demand": self.max_demand,
+            "min_capacity": self.min_capacity,
+            "demand_point": _jsonable(self.demand_point),
+            "capacity_at_demand_point": self.capacity_at_demand_point,
+            "min_slack": self.min_slack,
+            "slack_point": _jsonable(self.slack_point),
+            "demand_at_slack_point": self.demand_at_slack_point,
+            "capacity_at_slack_point": self.capacity_at_slack_point,
+            "slack_pct": self.slack_pct,
+            "insufficient": self.insufficient,
+            "wasteful": self.wasteful,
         }
 
 
@@ -174,17 +189,27 @@ class ObligationBound:
     def to_json(self) -> dict[str, Any]:
         worst, tight = self.worst, self.tightest
         return {
-            "id": self.id, "case": self.case_id, "expect": self.expect, "status": self.status, "ok": self.ok,
-            "message": self.message, "relation": self.relation, "demand": self.demand, "capacity": self.capacity,
-            "capacity_offset": self.offset, "waste_threshold_pct": self.waste_threshold,
+            "id": self.id,
+            "case": self.case_id,
+            "expect": self.expect,
+            "status": self.status,
+            "ok": self.ok,
+            "message": self.message,
+            "relation": self.relation,
+            "demand": self.demand,
+            "capacity": self.capacity,
+            "capacity_offset": self.offset,
+            "waste_threshold_pct": self.waste_threshold,
             "max_demand": worst.max_demand if worst else None,
             "min_capacity": worst.min_capacity if worst else None,
             "worst_case": worst.fixed if worst else None,
             "min_slack": tight.min_slack if tight else None,
             "min_slack_exact": tight.slack_exact if tight else True,
             "tightest_case": tight.fixed if tight else None,
-            "insufficient_cases": self.insufficient, "wasteful_cases": self.wasteful,
-            "file": self.file, "line": self.line,
+            "insufficient_cases": self.insufficient,
+            "wasteful_cases": self.wasteful,
+            "file": self.file,
+            "line": self.line,
             "cases": [c.to_json() for c in self.cases],
         }
 
@@ -201,7 +226,9 @@ class _Wrong(Exception):
     pass
 
 
-def _optimum(case: CaseProblem, objective: z3.ArithRef, maximize: bool, rlimit: int, extra: list[z3.BoolRef] = ()) -> int | None:
+def _optimum(
+    case: CaseProblem, objective: z3.ArithRef, maximize: bool, rlimit: int, extra: list[z3.BoolRef] = ()
+) -> int | None:
     """The certified optimum of ``objective`` over the case (None if the case admits nothing).
 
     Raises _Unknown when Optimize or the certificate query cannot answer.
@@ -237,7 +264,9 @@ def _optimum(case: CaseProblem, objective: z3.ArithRef, maximize: bool, rlimit: 
     return best
 
 
-def _canonical_point(case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int, vector_sums: bool = True) -> dict[str, Any]:
+def _canonical_point(
+    case: CaseProblem, fixes: list[z3.BoolRef], rlimit: int, vector_sums: bool = True
+) -> dict[str, Any]:
     """The lexicographically smallest point (declared order) satisfying the case and ``fixes``
     (with ``vector_sums=False`` only the scalars are minimised: a vector's entries are Z3's)."""
     s, _ = case.solver(rlimit)
@@ -277,7 +306,9 @@ def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str)
     return values[demand], values[capacity]
 
 
-def _objective_terms(case, demand: str, capacity: str, offset: int, limit: int | None) -> tuple[z3.ArithRef, z3.ArithRef]:
+def _objective_terms(
+    case, demand: str, capacity: str, offset: int, limit: int | None
+) -> tuple[z3.ArithRef, z3.ArithRef]:
     """(demand, effective capacity) as Z3 terms of a case (bounded or aggregate)."""
     values = case.values if isinstance(case, AbstractCase) else case.ev.claim.values
     term = lambda v: v if isinstance(v, z3.ExprRef) else to_z3_int(v)  # noqa: E731
@@ -293,8 +324,9 @@ def _objective_terms(case, demand: str, capacity: str, offset: int, limit: int |
 SEARCH_LIMIT = 2**80
 
 
-def _entries_sorted(ob: Obligation, point: dict[str, Any], values: tuple[int, int], demand: str,
-                    capacity: str) -> dict[str, Any]:
+def _entries_sorted(
+    ob: Obligation, point: dict[str, Any], values: tuple[int, int], demand: str, capacity: str
+) -> dict[str, Any]:
     """``point`` with each batch's active entries in descending order where that point, replayed
     on ints, meets every assumption with the same demand and capacity (so the same slack);
     otherwise the batch as Z3 chose it. A search witness's entries are Z3's arbitrary choice
@@ -324,8 +356,16 @@ def _entries_sorted(ob: Obligation, point: dict[str, Any], values: tuple[int, in
     return point
 
 
-def _tightness_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int,
-                    threshold: float, limit: int | None = None) -> CaseBound:
+def _tightness_case(
+    ob: Obligation,
+    case: CaseProblem,
+    demand: str,
+    capacity: str,
+    offset: int,
+    rlimit: int,
+    threshold: float,
+    limit: int | None = None,
+) -> CaseBound:
     """The minimum slack of one case of an obligation with Vector parameters, on the bounded
     encoding, with plain solver queries (no Optimize: over hundreds of per-request or per-expert
     terms it takes minutes and mostly ends unknown). The worst demand is not computed.
@@ -446,8 +486,16 @@ def _abstract_case(ob: Obligation, fixed: dict[str, int], ranges, vectors, rlimi
     return case, ""
 
 
-def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, offset: int, rlimit: int, threshold: float,
-                limit: int | None = None) -> CaseBound:
+def _bound_case(
+    ob: Obligation,
+    case: CaseProblem,
+    demand: str,
+    capacity: str,
+    offset: int,
+    rlimit: int,
+    threshold: float,
+    limit: int | None = None,
+) -> CaseBound:
     out = CaseBound(dict(case.fixed), "bounded")
     if case.false_assumptions:
         out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
@@ -456,6 +504,7 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
 
     def eff(c: int) -> int:
         return c - offset if limit is None else min(c - offset, limit)
+
     try:
         top = _optimum(case, d, True, rlimit)
         if top is None:
@@ -494,16 +543,21 @@ def _bound_case(ob: Obligation, case: CaseProblem, demand: str, capacity: str, o
     return out
 
 
-def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,
-                     waste_threshold: float = DEFAULT_WASTE_THRESHOLD) -> ObligationBound:
+def bound_obligation(
+    ob: Obligation,
+    pins: dict[str, int] | None = None,
+    rlimit: int = 20_000_000,
+    waste_threshold: float = DEFAULT_WASTE_THRESHOLD,
+) -> ObligationBound:
     """Bounds of every case of ``ob`` (never raises; problems become ``error``/``unknown``).
 
     ``pins`` fixes parameters (as ``--set``); ``rlimit`` is the Z3 budget per query;
     ``waste_threshold`` is in percent of the demand at the tightest point.
     """
     pins = {k: v for k, v in (pins or {}).items() if k in ob.domain}
-    result = ObligationBound(ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file,
-                             line=ob.line, case_id=ob.case)
+    result = ObligationBound(
+        ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file, line=ob.line, case_id=ob.case
+    )
     rlimit = rlimit if ob.rlimit is None else ob.rlimit
     try:
         finite, ranges, vectors = checked_domains(ob, pins, rlimit)
@@ -535,7 +589,16 @@ def bound_obligation(ob: Obligation, pins: dict[str, int] | None = None, rlimit:
         elif relation != result.relation:
             result.cases.append(CaseBound(fixed, "error", message=f"relation {relation!r} differs between cases"))
             continue
-        args = (ob, case, result.demand, result.capacity, result.offset, rlimit, waste_threshold, relation_limit(result.relation))
+        args = (
+            ob,
+            case,
+            result.demand,
+            result.capacity,
+            result.offset,
+            rlimit,
+            waste_threshold,
+            relation_limit(result.relation),
+        )
         if abstract is not None:
             bounded = _bound_case(*args)
             bounded.method = "aggregate"
@@ -559,7 +622,9 @@ def _summarise(result: ObligationBound) -> ObligationBound:
     elif "unknown" in statuses:
         result.status = "unknown"
         n = statuses.count("unknown")
-        result.message = f"{n} of {len(statuses)} cases unknown (no bound): " + next(c.message for c in result.cases if c.status == "unknown")
+        result.message = f"{n} of {len(statuses)} cases unknown (no bound): " + next(
+            c.message for c in result.cases if c.status == "unknown"
+        )
     elif "bounded" not in statuses:
         result.status = "vacuous"
         result.message = "the assumptions admit no point of the domain" if result.cases else "no case"
@@ -570,8 +635,11 @@ def _summarise(result: ObligationBound) -> ObligationBound:
         cap = _effective(result.capacity, result.offset, result.relation)
         searched = sum(c.method == "search" for c in result.admitted())
         result.message = (
-            (f"worst {result.demand} = {worst.max_demand}; minimal sufficient {result.capacity} = {_mincap(worst.min_capacity)}; "
-             if worst else "")
+            (
+                f"worst {result.demand} = {worst.max_demand}; minimal sufficient {result.capacity} = {_mincap(worst.min_capacity)}; "
+                if worst
+                else ""
+            )
             + f"min slack ({cap} - {result.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack}; "
             f"{result.insufficient} insufficient, {result.wasteful} wasteful of {len(result.admitted())} bounded cases"
             + (f" ({searched} on the bounded encoding: minimum slack only)" if searched else "")
@@ -597,7 +665,6 @@ def format_point(point: dict[str, Any]) -> str:
         else:
             parts.append(f"{k}={v}")
     return ", ".join(parts)
-
 
 
 def _pct(value: float | None) -> str:
@@ -698,18 +765,26 @@ def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
         tight = min(bounded, key=lambda c: c["min_slack"])
         if with_worst:
             worst = max(with_worst, key=lambda c: c["max_demand"])
-            out.append(f"- worst demand `{e['demand']}` = `{worst['max_demand']}` at {format_point(worst['demand_point'])} "
-                       f"(`{e['capacity']}` = `{worst['capacity_at_demand_point']}` there)")
+            out.append(
+                f"- worst demand `{e['demand']}` = `{worst['max_demand']}` at {format_point(worst['demand_point'])} "
+                f"(`{e['capacity']}` = `{worst['capacity_at_demand_point']}` there)"
+            )
         searched = [c for c in bounded if c.get("method") == "search"]
         if searched:
-            out.append(f"- {len(searched)} of {len(bounded)} cases on the bounded encoding of the batch (the aggregate "
-                       "abstraction does not apply): minimum slack only, by solver queries (tight: `slack <= 0` sat and "
-                       "`slack <= -1` unsat); an insufficient case shows the slack of its smallest failing point")
+            out.append(
+                f"- {len(searched)} of {len(bounded)} cases on the bounded encoding of the batch (the aggregate "
+                "abstraction does not apply): minimum slack only, by solver queries (tight: `slack <= 0` sat and "
+                "`slack <= -1` unsat); an insufficient case shows the slack of its smallest failing point"
+            )
         if any(c.get("method") == "aggregate" for c in bounded):
-            out.append("- cases marked `aggregate` are bounded on the aggregate abstraction of the batch: every batch size")
+            out.append(
+                "- cases marked `aggregate` are bounded on the aggregate abstraction of the batch: every batch size"
+            )
         rel = "=" if tight.get("slack_exact", True) else "≤"
-        out.append(f"- minimum slack {rel} `{tight['min_slack']}` ({_pct(tight['slack_pct'])}) at {format_point(tight['slack_point'])} "
-                   f"(`{e['demand']}` = `{tight['demand_at_slack_point']}`, `{e['capacity']}` = `{tight['capacity_at_slack_point']}`)")
+        out.append(
+            f"- minimum slack {rel} `{tight['min_slack']}` ({_pct(tight['slack_pct'])}) at {format_point(tight['slack_point'])} "
+            f"(`{e['demand']}` = `{tight['demand_at_slack_point']}`, `{e['capacity']}` = `{tight['capacity_at_slack_point']}`)"
+        )
     shown = cases
     note = ""
     if len(cases) > 64:
@@ -719,11 +794,16 @@ def _obligation_bounds_md(e: dict[str, Any]) -> list[str]:
         shown = [c for c in cases if id(c) in interesting]
         note = f"Showing {len(shown)} of {len(cases)} cases (flagged, not bounded, 8 tightest, 8 largest); `capproof bound --json` has all."
     if shown:
-        out += ["", "| case | status | worst demand | minimal capacity | capacity there | min slack | slack % | demand there | flags | witness (worst demand) | witness (min slack) |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "| case | status | worst demand | minimal capacity | capacity there | min slack | slack % | demand there | flags | witness (worst demand) | witness (min slack) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for c in shown:
             if c["status"] != "bounded":
-                out.append(f"| {_case_name(c['case'])} | {c['status']} | — | — | — | — | — | — | {c['message']} | — | — |")
+                out.append(
+                    f"| {_case_name(c['case'])} | {c['status']} | — | — | — | — | — | — | {c['message']} | — | — |"
+                )
                 continue
             method = f" ({c['method']})" if c.get("method") else ""
             slack = c["min_slack"] if c.get("slack_exact", True) else f"≤ {c['min_slack']}"
@@ -760,10 +840,13 @@ class BoundRun:
         return 0 if all(r.ok for r in active) else 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"bounds": [r.to_json() for r in self.results if r.status not in ("skipped", "not_in_report")],
-                "not_in_report": [{"id": r.id, "message": r.message} for r in self.results if r.status == "not_in_report"],
-                "skipped": [r.id for r in self.results if r.status == "skipped"],
-                "errors": list(self.errors), "exit_code": self.exit_code}
+        return {
+            "bounds": [r.to_json() for r in self.results if r.status not in ("skipped", "not_in_report")],
+            "not_in_report": [{"id": r.id, "message": r.message} for r in self.results if r.status == "not_in_report"],
+            "skipped": [r.id for r in self.results if r.status == "skipped"],
+            "errors": list(self.errors),
+            "exit_code": self.exit_code,
+        }
 
 
 REPORT_SKIPS_VECTORS = "has Vector (batch or routing) parameters: not bounded in this run (`--no-vectors`)"
@@ -778,7 +861,9 @@ def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_thresh
         with fresh_z3_context():
             return bound_obligation(ob, pins, rlimit, waste_threshold)
     except BaseException as exc:  # noqa: BLE001 - reported as the obligation's error
-        return ObligationBound(ob.id, ob.expect, "error", describe_exception(exc), file=ob.file, line=ob.line, case_id=ob.case)
+        return ObligationBound(
+            ob.id, ob.expect, "error", describe_exception(exc), file=ob.file, line=ob.line, case_id=ob.case
+        )
 
 
 def _bound_child(conn, chunk: list[tuple[int, Obligation]], work) -> None:
@@ -799,16 +884,24 @@ def _chunks(obligations: list[Obligation]) -> list[list[int]]:
     """Indices of ``obligations`` grouped into processes, largest first: each obligation with a
     Vector parameter alone (by total vector size, then number of cases), then the others in
     declared order, :data:`CHUNK` to a process."""
+
     def size(ob: Obligation) -> int:
         return sum(getattr(d, "size", 0) or 0 for d in ob.domain.values())
 
     heavy = sorted((i for i, ob in enumerate(obligations) if size(ob)), key=lambda i: -size(obligations[i]))
     light = [i for i, ob in enumerate(obligations) if not size(ob)]
-    return [[i] for i in heavy] + [light[k:k + CHUNK] for k in range(0, len(light), CHUNK)]
+    return [[i] for i in heavy] + [light[k : k + CHUNK] for k in range(0, len(light), CHUNK)]
 
 
-def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int, waste_threshold: float, jobs: int,
-               progress=None, work=None) -> list[ObligationBound]:
+def _bound_all(
+    obligations: list[Obligation],
+    pins: dict[str, int],
+    rlimit: int,
+    waste_threshold: float,
+    jobs: int,
+    progress=None,
+    work=None,
+) -> list[ObligationBound]:
     """Bound the obligations in forked processes (:func:`_chunks`), at most ``jobs`` at a time,
     largest first (results in declared order). Without ``fork`` (Windows): in this process, in order.
     ``work(ob)`` replaces :func:`_bound_fresh` (``--check``: :func:`_checked_fresh`)."""
@@ -836,7 +929,9 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
             while pending and len(running) < max(1, jobs):
                 chunk = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], work), daemon=True)
+                proc = ctx.Process(
+                    target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], work), daemon=True
+                )
                 proc.start()
                 send.close()
                 running[recv] = (list(chunk), proc)
@@ -852,8 +947,15 @@ def _bound_all(obligations: list[Obligation], pins: dict[str, int], rlimit: int,
                     proc.join(5)
                     for i in left:
                         ob = obligations[i]
-                        out[i] = ObligationBound(ob.id, ob.expect, "error", f"the bounding process exited with code "
-                                                 f"{proc.exitcode} without a result", file=ob.file, line=ob.line, case_id=ob.case)
+                        out[i] = ObligationBound(
+                            ob.id,
+                            ob.expect,
+                            "error",
+                            f"the bounding process exited with code {proc.exitcode} without a result",
+                            file=ob.file,
+                            line=ob.line,
+                            case_id=ob.case,
+                        )
                 del running[conn]
                 conn.close()
                 proc.join(5)
@@ -905,9 +1007,17 @@ def _skip_confirmed(ob: Obligation) -> bool:
     return True
 
 
-def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = None, rlimit: int = 20_000_000,
-               waste_threshold: float = DEFAULT_WASTE_THRESHOLD, progress=None, skip_vectors: bool = False,
-               jobs: int = 1, recorded: dict[str, Any] | None = None) -> BoundRun:
+def run_bounds(
+    paths,
+    keyword: str | None = None,
+    pins: dict[str, int] | None = None,
+    rlimit: int = 20_000_000,
+    waste_threshold: float = DEFAULT_WASTE_THRESHOLD,
+    progress=None,
+    skip_vectors: bool = False,
+    jobs: int = 1,
+    recorded: dict[str, Any] | None = None,
+) -> BoundRun:
     """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim, each in
     its own process, ``jobs`` at a time.
 
@@ -931,23 +1041,48 @@ def run_bounds(paths, keyword: str | None = None, pins: dict[str, int] | None = 
     skipped = [ob for ob in obligations if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values())]
     todo = [ob for ob in obligations if ob not in skipped]
     if recorded is not None and not pins:
-        known = {ob.id: ObligationBound(ob.id, ob.expect, "skipped", "recorded as not an at_most/less_than capacity claim",
-                                        file=ob.file, line=ob.line, case_id=ob.case)
-                 for ob in todo if ob.id in recorded["skipped"] and _skip_confirmed(ob)}
+        known = {
+            ob.id: ObligationBound(
+                ob.id,
+                ob.expect,
+                "skipped",
+                "recorded as not an at_most/less_than capacity claim",
+                file=ob.file,
+                line=ob.line,
+                case_id=ob.case,
+            )
+            for ob in todo
+            if ob.id in recorded["skipped"] and _skip_confirmed(ob)
+        }
         rest = [ob for ob in todo if ob.id not in known]
         work = lambda ob: _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)  # noqa: E731
         known.update((r.id, r) for r in _bound_all(rest, pins, rlimit, waste_threshold, jobs, progress, work))
         run.results += [known[ob.id] for ob in todo]  # declared order
     else:
         run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress)
-    run.results += [ObligationBound(ob.id, ob.expect, "not_in_report", REPORT_SKIPS_VECTORS.format(name=ob.name),
-                                    file=ob.file, line=ob.line, case_id=ob.case) for ob in skipped]
-    if not any(r.status not in ("skipped", "not_in_report") for r in run.results) and not any(r.status == "not_in_report" for r in run.results) and not load_errors:
+    run.results += [
+        ObligationBound(
+            ob.id,
+            ob.expect,
+            "not_in_report",
+            REPORT_SKIPS_VECTORS.format(name=ob.name),
+            file=ob.file,
+            line=ob.line,
+            case_id=ob.case,
+        )
+        for ob in skipped
+    ]
+    if (
+        not any(r.status not in ("skipped", "not_in_report") for r in run.results)
+        and not any(r.status == "not_in_report" for r in run.results)
+        and not load_errors
+    ):
         run.errors.append("nothing to bound: no selected obligation has an at_most/less_than claim")
     return run
 
 
 # --- bound --check: certificates for recorded bounds ---------------------------------------------
+
 
 class Uncertified(Exception):
     """A recorded bound that its certificate does not confirm (the obligation is then bounded from scratch)."""
@@ -963,7 +1098,9 @@ def sources_fingerprint(root: str = ".") -> str:
     from .contracts import tree_hash
 
     parts = ["capproof-bounds-v1", z3.get_full_version(), tree_hash(os.path.dirname(os.path.abspath(__file__)))]
-    parts += [tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")]
+    parts += [
+        tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -972,16 +1109,22 @@ def render_bounds_data(data: dict[str, Any], fingerprint: str, rlimit: int, wast
     obligation a line), the capacity-claim-free obligations, the settings and :func:`sources_fingerprint`."""
     import json
 
-    head = {"generated_by": "capproof bound --write; do not edit (capproof bound --check certifies it)",
-            "fingerprint": fingerprint, "rlimit": rlimit, "waste_threshold_pct": waste_threshold,
-            "skipped": data["skipped"]}
+    head = {
+        "generated_by": "capproof bound --write; do not edit (capproof bound --check certifies it)",
+        "fingerprint": fingerprint,
+        "rlimit": rlimit,
+        "waste_threshold_pct": waste_threshold,
+        "skipped": data["skipped"],
+    }
     lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + [' "bounds": [']
     entries = [json.dumps(e, separators=(",", ":")) for e in data["bounds"]]
     lines += [f"  {e}," for e in entries[:-1]] + [f"  {e}" for e in entries[-1:]]
     return "\n".join(lines + [" ]", "}"]) + "\n"
 
 
-def recorded_bounds(text: str, fingerprint: str, rlimit: int, waste_threshold: float) -> tuple[dict[str, Any] | None, str]:
+def recorded_bounds(
+    text: str, fingerprint: str, rlimit: int, waste_threshold: float
+) -> tuple[dict[str, Any] | None, str]:
     """``({"bounds": {id: entry}, "skipped": set of ids}, "")`` from the text of ``proofs/bounds.json``
     when it was written for these sources and settings, else ``(None, why not)``."""
     import json
@@ -1056,8 +1199,11 @@ def _certified_point(case, rlimit: int, fixes: list[z3.BoolRef], point: object) 
     s, _ = case.solver(rlimit)
     for cond in fixes:
         s.add(cond)
-    floor = {case.scalars[p].term.get_id(): dom.lo for p, dom in ob.domain.items()
-             if p in case.scalars and isinstance(dom, Range)}
+    floor = {
+        case.scalars[p].term.get_id(): dom.lo
+        for p, dom in ob.domain.items()
+        if p in case.scalars and isinstance(dom, Range)
+    }
     for term, value in _canonical_terms(case, point):
         if floor.get(term.get_id()) != value:  # at its domain's lower end no smaller value exists (a case constraint)
             _unsat(s, term < value, f"a point with {term} < {value} (recorded point not the smallest)")
@@ -1076,7 +1222,9 @@ def _certified_point(case, rlimit: int, fixes: list[z3.BoolRef], point: object) 
         return {p: point[p] for p in ob.params}
     answer = s.check()
     if answer != z3.sat:
-        raise Uncertified(f"no point of the case attains the recorded optimum at {format_point(point)}: {s.reason_unknown() if answer == z3.unknown else answer}")
+        raise Uncertified(
+            f"no point of the case attains the recorded optimum at {format_point(point)}: {s.reason_unknown() if answer == z3.unknown else answer}"
+        )
     found = case.point(s.model())
     if found != point:
         raise Uncertified(f"the canonical point is {format_point(found)}, not the recorded {format_point(point)}")
@@ -1106,8 +1254,17 @@ def _check_excluded(case, rlimit: int, rec: dict[str, Any], out: CaseBound) -> C
     return out
 
 
-def _check_bound_case(ob: Obligation, case, rec: dict[str, Any], demand: str, capacity: str, offset: int, rlimit: int,
-                      threshold: float, limit: int | None = None) -> CaseBound:
+def _check_bound_case(
+    ob: Obligation,
+    case,
+    rec: dict[str, Any],
+    demand: str,
+    capacity: str,
+    offset: int,
+    rlimit: int,
+    threshold: float,
+    limit: int | None = None,
+) -> CaseBound:
     """The bounds of one case as :func:`_bound_case` computes them, from the recorded ones ``rec``
     (a :meth:`CaseBound.to_json`), certified instead of optimised: ``d > D`` unsat and the canonical
     demand point replayed with demand ``D``; ``slack < S`` unsat, ``slack == S ∧ d > d*`` unsat and
@@ -1118,8 +1275,11 @@ def _check_bound_case(ob: Obligation, case, rec: dict[str, Any], demand: str, ca
     if rec.get("status") != "bounded":
         raise Uncertified(f"recorded status {rec.get('status')!r}")
     d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
-    top, slack, d_star = _int(rec["max_demand"], "worst demand"), _int(rec["min_slack"], "slack"), \
-        _int(rec["demand_at_slack_point"], "demand at the slack point")
+    top, slack, d_star = (
+        _int(rec["max_demand"], "worst demand"),
+        _int(rec["min_slack"], "slack"),
+        _int(rec["demand_at_slack_point"], "demand at the slack point"),
+    )
     _unsat_case(case, rlimit, d > top, f"a demand above the recorded worst {top}")
     out.max_demand, out.min_capacity = top, (top + offset if limit is None or top <= limit else None)
     out.demand_point = _certified_point(case, rlimit, [d == top], rec["demand_point"])
@@ -1134,7 +1294,9 @@ def _check_bound_case(ob: Obligation, case, rec: dict[str, Any], demand: str, ca
     rd, rc = _replayed_certified(ob, out.slack_point, demand, capacity)
     eff = rc - offset if limit is None else min(rc - offset, limit)
     if eff - rd != slack or rd != d_star:
-        raise Uncertified(f"replay of {out.slack_point} gives slack {eff - rd} and {demand}={rd}, recorded {slack} and {d_star}")
+        raise Uncertified(
+            f"replay of {out.slack_point} gives slack {eff - rd} and {demand}={rd}, recorded {slack} and {d_star}"
+        )
     out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
     out.slack_pct = _slack_pct(slack, rd)
     out.insufficient = slack < 0
@@ -1142,8 +1304,17 @@ def _check_bound_case(ob: Obligation, case, rec: dict[str, Any], demand: str, ca
     return out
 
 
-def _check_tightness_case(ob: Obligation, case: CaseProblem, rec: dict[str, Any], demand: str, capacity: str, offset: int,
-                          rlimit: int, threshold: float, limit: int | None = None) -> CaseBound:
+def _check_tightness_case(
+    ob: Obligation,
+    case: CaseProblem,
+    rec: dict[str, Any],
+    demand: str,
+    capacity: str,
+    offset: int,
+    rlimit: int,
+    threshold: float,
+    limit: int | None = None,
+) -> CaseBound:
     """The minimum slack of one case as :func:`_tightness_case` finds it, certified from ``rec``:
     exact slack ``S >= 0``: ``slack <= S - 1`` unsat and the canonical point (scalars smallest under
     ``slack == S``) replayed with slack ``S``; an insufficient case (``slack_exact`` False): the
@@ -1177,8 +1348,9 @@ def _check_tightness_case(ob: Obligation, case: CaseProblem, rec: dict[str, Any]
     return out
 
 
-def check_obligation(ob: Obligation, entry: dict[str, Any], rlimit: int = 20_000_000,
-                     waste_threshold: float = DEFAULT_WASTE_THRESHOLD) -> ObligationBound:
+def check_obligation(
+    ob: Obligation, entry: dict[str, Any], rlimit: int = 20_000_000, waste_threshold: float = DEFAULT_WASTE_THRESHOLD
+) -> ObligationBound:
     """The bounds of ``ob`` (unpinned) as :func:`bound_obligation` computes them, from the recorded
     ``entry`` (an :meth:`ObligationBound.to_json` of ``proofs/bounds.json``) by certificates instead
     of optimisation and search (:func:`_check_bound_case`, :func:`_check_tightness_case`): every
@@ -1192,8 +1364,9 @@ def check_obligation(ob: Obligation, entry: dict[str, Any], rlimit: int = 20_000
         raise Uncertified(f"recorded status {entry.get('status')!r}")
     from .aggregate import NotAggregate, build_abstract_case
 
-    result = ObligationBound(ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file,
-                             line=ob.line, case_id=ob.case)
+    result = ObligationBound(
+        ob.id, ob.expect, "error", waste_threshold=waste_threshold, file=ob.file, line=ob.line, case_id=ob.case
+    )
     finite, ranges, vectors = checked_domains(ob, {}, rlimit)
     names = list(finite)
     combos = [dict(zip(names, combo)) for combo in itertools.product(*(finite[n] for n in names))]
@@ -1233,7 +1406,9 @@ def check_obligation(ob: Obligation, entry: dict[str, Any], rlimit: int = 20_000
     return _summarise(result)
 
 
-def _checked_fresh(ob: Obligation, entry: dict[str, Any] | None, rlimit: int, waste_threshold: float) -> ObligationBound:
+def _checked_fresh(
+    ob: Obligation, entry: dict[str, Any] | None, rlimit: int, waste_threshold: float
+) -> ObligationBound:
     """:func:`check_obligation` from a fresh Z3 context; when there is no recorded entry or its
     certificate fails, :func:`_bound_fresh` (from scratch), with the reason in ``recomputed``."""
     if entry is None:
@@ -1262,16 +1437,24 @@ def terminal_bound_lines(r: ObligationBound) -> list[str]:
     if r.status == "bounded" and tight:
         cap = _effective(r.capacity, r.offset, r.relation)
         if worst:
-            lines.append(f"       claim {r.relation}: worst {r.demand} = {worst.max_demand} at {format_point(worst.demand_point)}"
-                         f" -> minimal sufficient {r.capacity} = {_mincap(worst.min_capacity)}")
+            lines.append(
+                f"       claim {r.relation}: worst {r.demand} = {worst.max_demand} at {format_point(worst.demand_point)}"
+                f" -> minimal sufficient {r.capacity} = {_mincap(worst.min_capacity)}"
+            )
         else:
-            lines.append(f"       claim {r.relation}: worst {r.demand} not computed (bounded encoding of the batch: minimum slack only)")
-        lines.append(f"       min slack ({cap} - {r.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack} "
-                     f"({_pct(tight.slack_pct)} of {r.demand}={tight.demand_at_slack_point}) at {format_point(tight.slack_point)}"
-                     + ("" if tight.slack_exact else " (the smallest failing point; not minimised)"))
+            lines.append(
+                f"       claim {r.relation}: worst {r.demand} not computed (bounded encoding of the batch: minimum slack only)"
+            )
+        lines.append(
+            f"       min slack ({cap} - {r.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack} "
+            f"({_pct(tight.slack_pct)} of {r.demand}={tight.demand_at_slack_point}) at {format_point(tight.slack_point)}"
+            + ("" if tight.slack_exact else " (the smallest failing point; not minimised)")
+        )
         bounded = len(r.admitted())
-        lines.append(f"       {bounded} bounded cases: {r.insufficient} insufficient, {r.wasteful} wasteful "
-                     f"(slack > {r.waste_threshold:g}% of demand)")
+        lines.append(
+            f"       {bounded} bounded cases: {r.insufficient} insufficient, {r.wasteful} wasteful "
+            f"(slack > {r.waste_threshold:g}% of demand)"
+        )
     else:
         lines.append(f"       {r.message}")
     return lines

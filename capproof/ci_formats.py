@@ -41,11 +41,11 @@ RULES: dict[str, tuple[str, str]] = {
     "unexpected-counterexample": (
         "A capacity claim expected to hold has a counterexample",
         "Z3 found parameter values (replayed on plain ints) for which the buffer is too small "
-        "or the widths differ; the claim was declared expect=\"proved\".",
+        'or the widths differ; the claim was declared expect="proved".',
     ),
     "counterexample-not-found": (
         "An expected counterexample (kept historical bug) was not found",
-        "The obligation documents a buggy formula (expect=\"counterexample\") but Z3 proved the "
+        'The obligation documents a buggy formula (expect="counterexample") but Z3 proved the '
         "claim: the model or the claim changed.",
     ),
     "unknown": (
@@ -87,7 +87,9 @@ def _xml_text(text: str) -> str:
 
 
 def _testcase(entry: dict[str, Any], kind: str) -> TestCase:
-    case = TestCase(_xml_text(_name(entry, kind)), classname=_xml_text(_suite_of(entry)), time=float(entry.get("seconds", 0.0)))
+    case = TestCase(
+        _xml_text(_name(entry, kind)), classname=_xml_text(_suite_of(entry)), time=float(entry.get("seconds", 0.0))
+    )
     body = _xml_text("\n".join(line.strip() for line in terminal_lines(entry, kind)))
     if not entry["ok"]:
         verdict = entry["verdict"]
@@ -144,7 +146,9 @@ def _rule_id(entry: dict[str, Any]) -> str:
 
 
 def _physical(path: str, line: int | None) -> dict[str, Any]:
-    loc: dict[str, Any] = {"artifactLocation": {"uri": urllib.parse.quote(path.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}}
+    loc: dict[str, Any] = {
+        "artifactLocation": {"uri": urllib.parse.quote(path.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+    }
     if line and line > 0:
         loc["region"] = {"startLine": int(line)}
     return {"physicalLocation": loc}
@@ -161,8 +165,9 @@ def _cex_text(cex: dict[str, Any] | None) -> str:
 def _result(entry: dict[str, Any], kind: str, rule_index: dict[str, int]) -> dict[str, Any]:
     rule = _rule_id(entry)
     file = entry.get("file") or entry["id"].split("::")[0]
-    text = (f"{entry['id']}: expected {entry['expect']}, got {entry['verdict']}: {entry['message']}"
-            + (_cex_text(entry.get("counterexample")) if kind == "obligation" else ""))
+    text = f"{entry['id']}: expected {entry['expect']}, got {entry['verdict']}: {entry['message']}" + (
+        _cex_text(entry.get("counterexample")) if kind == "obligation" else ""
+    )
     props: dict[str, Any] = {
         "kind": kind,
         "id": entry["id"],
@@ -230,7 +235,9 @@ def sarif_log(run_json: dict[str, Any], version: str) -> dict[str, Any]:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "capproof", "version": version, "semanticVersion": version, "rules": rules}},
+                "tool": {
+                    "driver": {"name": "capproof", "version": version, "semanticVersion": version, "rules": rules}
+                },
                 "invocations": [invocation],
                 "results": results,
             }

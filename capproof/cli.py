@@ -21,7 +21,14 @@ import click
 from . import __version__
 from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY, OTHER_INVENTORIES
 from .regressions import DEFAULT_OUT
-from .verdict import BOUNDS_DATA, BOUNDS_REPORT, DEFAULT_RLIMIT, DEFAULT_TIMEOUT, DEFAULT_WASTE_THRESHOLD, EXIT_UNDECIDED
+from .verdict import (
+    BOUNDS_DATA,
+    BOUNDS_REPORT,
+    DEFAULT_RLIMIT,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WASTE_THRESHOLD,
+    EXIT_UNDECIDED,
+)
 
 if TYPE_CHECKING:  # annotations only: both are imported by the commands that use them
     from rich.console import Console
@@ -84,8 +91,9 @@ def _parse_pins(values: tuple[str, ...]) -> dict[str, int]:
         except ValueError:
             raise click.BadParameter(f"{item!r}: {raw!r} is not an integer", param_hint="--set") from None
         if name in pins and pins[name] != value:
-            raise click.BadParameter(f"{name} pinned twice ({name}={pins[name]} and {name}={value}): give it once",
-                                     param_hint="--set")
+            raise click.BadParameter(
+                f"{name} pinned twice ({name}={pins[name]} and {name}={value}): give it once", param_hint="--set"
+            )
         pins[name] = value
     return pins
 
@@ -100,10 +108,13 @@ def _print(result: RunResult | None, entry: Any) -> None:
         _out().print(line, style=style, markup=False)
         first = getattr(entry, "first_counterexample", None)
         if not i and first is not None and _SESSION["verbosity"] >= 1:  # -v: when the first one came
-            _out().print(f"       first counterexample found at {_point_text(first.params)} after "
-                           f"{first.seconds * 1e3:.1f} ms CPU ({first.source}"
-                           + (f", {first.points} probe points" if first.source == "int probe" else "")
-                           + "), then minimised", markup=False)
+            _out().print(
+                f"       first counterexample found at {_point_text(first.params)} after "
+                f"{first.seconds * 1e3:.1f} ms CPU ({first.source}"
+                + (f", {first.points} probe points" if first.source == "int probe" else "")
+                + "), then minimised",
+                markup=False,
+            )
 
 
 def _point_text(params: dict[str, Any]) -> str:
@@ -111,8 +122,11 @@ def _point_text(params: dict[str, Any]) -> str:
     out = []
     for name, value in params.items():
         if isinstance(value, list) and len(value) > 8:
-            value = (f"[{value[0]}]*{len(value)}" if all(v == value[0] for v in value)
-                     else f"[{', '.join(map(str, value[:4]))}, … {len(value)} entries]")
+            value = (
+                f"[{value[0]}]*{len(value)}"
+                if all(v == value[0] for v in value)
+                else f"[{', '.join(map(str, value[:4]))}, … {len(value)} entries]"
+            )
         out.append(f"{name}={value}")
     return ", ".join(out)
 
@@ -125,8 +139,11 @@ def _summary(result: RunResult) -> None:
     for err in result.usage_errors:
         _errout().print(f"error: {err}", markup=False, style="bold red")
     empty = "nothing ran" if getattr(result, "load_errors", None) else "nothing selected"
-    _out().print(f"{good} of {total} as expected ({parts or empty})", markup=False,
-                   style="green" if _exit_code(result) == 0 else "bold red")
+    _out().print(
+        f"{good} of {total} as expected ({parts or empty})",
+        markup=False,
+        style="green" if _exit_code(result) == 0 else "bold red",
+    )
 
 
 #: The session: ``cwd`` where capproof was started, ``root`` the project it runs in, ``settings``
@@ -193,8 +210,16 @@ class LiveProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         self.console = console
-        self.progress = Progress(SpinnerColumn(), TextColumn("proving"), BarColumn(bar_width=24), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.description}"), console=console, transient=True)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("proving"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            transient=True,
+        )
         self.task = self.progress.add_task("", total=None)
         self.running: dict[str, None] = {}
 
@@ -231,8 +256,9 @@ def _live_progress(show: bool) -> "LiveProgress | None":
     return LiveProgress(_out())
 
 
-def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, show_progress=None,
-         **extra) -> RunResult:
+def _run(
+    paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, quiet, show_progress=None, **extra
+) -> RunResult:
     """Run with the settings' defaults; results printed as they come unless ``quiet``; a progress
     bar on a terminal unless ``show_progress`` is False (default: unless ``quiet``)."""
     from .loader import load
@@ -240,8 +266,12 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
     from .verdict import Options
 
     options = Options(
-        rlimit=_setting(rlimit, "rlimit", DEFAULT_RLIMIT), pins=pins, jobs=_setting(jobs, "jobs", default_jobs()),
-        crosshair_timeout=float(_setting(crosshair_timeout, "crosshair_timeout", 30.0)), contracts=not no_contracts, **extra,
+        rlimit=_setting(rlimit, "rlimit", DEFAULT_RLIMIT),
+        pins=pins,
+        jobs=_setting(jobs, "jobs", default_jobs()),
+        crosshair_timeout=float(_setting(crosshair_timeout, "crosshair_timeout", 30.0)),
+        contracts=not no_contracts,
+        **extra,
     )
     verbosity = _SESSION["verbosity"]
     if quiet or verbosity <= -2:
@@ -259,8 +289,9 @@ def _run(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, qu
             result = run_items(items, (), options, progress, live)
     # a missing path or a spec file that does not load is a usage error (exit 4, as pytest), not a
     # verdict; the files that loaded still ran
-    result.usage_errors[:0] = [err.message if err.message.startswith(err.file) else f"{err.file}: {err.message}"
-                               for err in load_errors]
+    result.usage_errors[:0] = [
+        err.message if err.message.startswith(err.file) else f"{err.file}: {err.message}" for err in load_errors
+    ]
     if load_errors:  # the missing or broken paths are the reason nothing ran: one error each, no second one
         result.usage_errors = [e for e in result.usage_errors if not e.startswith("nothing selected")]
     result.load_errors = load_errors
@@ -274,20 +305,48 @@ def _exit_code(result: RunResult) -> int:
 
 _common = [
     click.argument("paths", nargs=-1, type=click.Path()),
-    click.option("-k", "keyword", default=None, metavar="EXPRESSION",
-                 help="Only obligations and contracts matching EXPRESSION: substrings of the id (or an exact corpus case) "
-                      "combined with and/or/not and parentheses, as pytest's -k ('ebt and not before_50302')."),
-    click.option("--set", "pins", multiple=True, metavar="NAME=VALUE",
-                 help="Pin a parameter (engine config name), e.g. --set max_model_len=350000."),
-    click.option("--rlimit", default=None, type=click.IntRange(min=1),
-                 help=f"Deterministic Z3 resource budget per query [default: [tool.capproof] rlimit, else {DEFAULT_RLIMIT}]."),
-    click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
-                 help="Worker processes, longest work first [default: [tool.capproof] jobs, else the CPU cores available]."),
-    click.option("--crosshair-timeout", default=None, type=click.FloatRange(min=0.1),
-                 help="CrossHair per-condition timeout in seconds [default: [tool.capproof] crosshair_timeout, else 30]."),
+    click.option(
+        "-k",
+        "keyword",
+        default=None,
+        metavar="EXPRESSION",
+        help="Only obligations and contracts matching EXPRESSION: substrings of the id (or an exact corpus case) "
+        "combined with and/or/not and parentheses, as pytest's -k ('ebt and not before_50302').",
+    ),
+    click.option(
+        "--set",
+        "pins",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Pin a parameter (engine config name), e.g. --set max_model_len=350000.",
+    ),
+    click.option(
+        "--rlimit",
+        default=None,
+        type=click.IntRange(min=1),
+        help=f"Deterministic Z3 resource budget per query [default: [tool.capproof] rlimit, else {DEFAULT_RLIMIT}].",
+    ),
+    click.option(
+        "--jobs",
+        "-j",
+        default=None,
+        type=click.IntRange(min=1),
+        help="Worker processes, longest work first [default: [tool.capproof] jobs, else the CPU cores available].",
+    ),
+    click.option(
+        "--crosshair-timeout",
+        default=None,
+        type=click.FloatRange(min=0.1),
+        help="CrossHair per-condition timeout in seconds [default: [tool.capproof] crosshair_timeout, else 30].",
+    ),
     click.option("--no-contracts", is_flag=True, help="Skip the CrossHair contract checks."),
-    click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
-                 help="Hard time limit per obligation or contract, in seconds (its own process is stopped: error)."),
+    click.option(
+        "--timeout",
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        type=click.FloatRange(min=0.1),
+        help="Hard time limit per obligation or contract, in seconds (its own process is stopped: error).",
+    ),
 ]
 
 
@@ -311,7 +370,9 @@ EXIT_INTERRUPTED = 130
 
 _VERBOSITY = re.compile(r"-(q+|v+)|--quiet|--verbose")
 #: check-config options that take a value (the value is not the start of the launch line).
-_CHECK_VALUE_OPTIONS = frozenset({"--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif"})
+_CHECK_VALUE_OPTIONS = frozenset(
+    {"--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif"}
+)
 
 
 def _hoist_verbosity(args: list[str]) -> list[str]:
@@ -361,8 +422,10 @@ class _Main(click.Group):
 
             sys.stdout.flush()
             traceback.print_exc(file=sys.stderr)
-            sys.stderr.write(f"capproof {__version__}: internal error (a bug in capproof, not a verdict; "
-                             "please report it with the traceback above): exit 3\n")
+            sys.stderr.write(
+                f"capproof {__version__}: internal error (a bug in capproof, not a verdict; "
+                "please report it with the traceback above): exit 3\n"
+            )
             sys.exit(EXIT_INTERNAL)
 
 
@@ -397,35 +460,102 @@ def _write_outputs(data: dict[str, Any], outputs: list[tuple[str, str | None, An
         try:
             writer(data, path)
         except OSError as exc:
-            _errout().print(f"error: {option} {path}: cannot write: {exc.strerror or exc}", markup=False, style="bold red")
+            _errout().print(
+                f"error: {option} {path}: cannot write: {exc.strerror or exc}", markup=False, style="bold red"
+            )
             ok = False
     return ok
 
 
 @main.command()
 @_apply(_common)
-@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
-              help="Write the results as JSON to FILE ('-' for stdout).")
-@click.option("--junit", "junit_out", type=click.Path(), default=None, metavar="FILE",
-              help="Write JUnit XML to FILE: one testcase per obligation and contract.")
-@click.option("--sarif", "sarif_out", type=click.Path(), default=None, metavar="FILE",
-              help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.")
-@click.option("--density", type=click.Choice(["off", "cheap", "full"]), default="cheap", show_default=True,
-              help="Failure density of counterexamples; 'full' also enumerates ranges up to 2**22 values (slow).")
-@click.option("--smt2", "smt2_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Write each case's query (constraints, lemmas, negated claim) to DIR/<spec module>.<obligation>__<case>.smt2.")
-@click.option("--cross-check", "cross_check", type=click.Choice(["cvc5"]), default=None,
-              help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.")
-@click.option("--fork-budget", "fork_budget", default=64, show_default=True, type=click.IntRange(min=1),
-              help="Execution paths explored per case when a model branches on symbolic values; more = unknown.")
-@click.option("--no-cache", is_flag=True,
-              help="Decide every obligation and run CrossHair on every contract even when .capproof/verdicts/ or "
-                   ".capproof/crosshair/ holds a verdict for the same sources.")
-@click.option("--second-opinion", "second_opinion", default=10, show_default=True, type=click.IntRange(min=-1),
-              help="Hypothesis examples testing each proved/vacuous verdict on ints after small batches "
-                   "(0: small batches only; -1: no second opinion).")
-def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, timeout, json_out, junit_out, sarif_out,
-          density, smt2_dir, cross_check, fork_budget, no_cache, second_opinion) -> None:
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(allow_dash=True),
+    default=None,
+    help="Write the results as JSON to FILE ('-' for stdout).",
+)
+@click.option(
+    "--junit",
+    "junit_out",
+    type=click.Path(),
+    default=None,
+    metavar="FILE",
+    help="Write JUnit XML to FILE: one testcase per obligation and contract.",
+)
+@click.option(
+    "--sarif",
+    "sarif_out",
+    type=click.Path(),
+    default=None,
+    metavar="FILE",
+    help="Write SARIF 2.1.0 to FILE: one result per verdict not as expected.",
+)
+@click.option(
+    "--density",
+    type=click.Choice(["off", "cheap", "full"]),
+    default="cheap",
+    show_default=True,
+    help="Failure density of counterexamples; 'full' also enumerates ranges up to 2**22 values (slow).",
+)
+@click.option(
+    "--smt2",
+    "smt2_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Write each case's query (constraints, lemmas, negated claim) to DIR/<spec module>.<obligation>__<case>.smt2.",
+)
+@click.option(
+    "--cross-check",
+    "cross_check",
+    type=click.Choice(["cvc5"]),
+    default=None,
+    help="Re-solve every linear (QF_LIA) case with cvc5; a sat/unsat disagreement is an error verdict.",
+)
+@click.option(
+    "--fork-budget",
+    "fork_budget",
+    default=64,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Execution paths explored per case when a model branches on symbolic values; more = unknown.",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Decide every obligation and run CrossHair on every contract even when .capproof/verdicts/ or "
+    ".capproof/crosshair/ holds a verdict for the same sources.",
+)
+@click.option(
+    "--second-opinion",
+    "second_opinion",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=-1),
+    help="Hypothesis examples testing each proved/vacuous verdict on ints after small batches "
+    "(0: small batches only; -1: no second opinion).",
+)
+def prove(
+    paths,
+    keyword,
+    pins,
+    rlimit,
+    jobs,
+    crosshair_timeout,
+    no_contracts,
+    timeout,
+    json_out,
+    junit_out,
+    sarif_out,
+    density,
+    smt2_dir,
+    cross_check,
+    fork_budget,
+    no_cache,
+    second_opinion,
+) -> None:
     """Prove the obligations and check the contracts in PATHS (default: spec/)."""
     from .ci_formats import write_junit, write_sarif
 
@@ -433,10 +563,24 @@ def prove(paths, keyword, pins, rlimit, jobs, crosshair_timeout, no_contracts, t
     paths = _enter_project(paths)
     json_out, junit_out, sarif_out, smt2_dir = (_user_path(p) for p in (json_out, junit_out, sarif_out, smt2_dir))
     _preflight(smt2_dir, cross_check)
-    result = _run(paths, keyword, pins_d, rlimit, jobs, crosshair_timeout, no_contracts, quiet=json_out == "-",
-                  density=density, smt2_dir=smt2_dir, cross_check=cross_check, fork_budget=fork_budget,
-                  crosshair_cache=not no_cache, verdict_cache=not no_cache, timeout=timeout,
-                  second_opinion=None if second_opinion < 0 else second_opinion)
+    result = _run(
+        paths,
+        keyword,
+        pins_d,
+        rlimit,
+        jobs,
+        crosshair_timeout,
+        no_contracts,
+        quiet=json_out == "-",
+        density=density,
+        smt2_dir=smt2_dir,
+        cross_check=cross_check,
+        fork_budget=fork_budget,
+        crosshair_cache=not no_cache,
+        verdict_cache=not no_cache,
+        timeout=timeout,
+        second_opinion=None if second_opinion < 0 else second_opinion,
+    )
     data = result.to_json()
     data["summary"]["exit_code"] = _exit_code(result)
     outputs = [
@@ -474,8 +618,14 @@ def _preflight(smt2_dir: str | None, cross_check: str | None) -> None:
 
 @main.command()
 @_apply(_common[:5])
-@click.option("--out", "out_dir", type=click.Path(), default=None,
-              metavar="DIR", help=f"Directory for the JSON witnesses and the generated pytest module [default: {DEFAULT_OUT}].")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(),
+    default=None,
+    metavar="DIR",
+    help=f"Directory for the JSON witnesses and the generated pytest module [default: {DEFAULT_OUT}].",
+)
 def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
     """Write every counterexample in PATHS (default: spec/) as a JSON witness and a pytest regression.
 
@@ -497,20 +647,31 @@ def counterexamples(paths, keyword, pins, rlimit, jobs, out_dir) -> None:
         sys.exit(EXIT_UNDECIDED)
     _summary(result)
     for ob in written.get("unexpected", []):
-        _errout().print(f"not written: {ob} has an unexpected counterexample (a claim expected to hold): fix the model "
-                   "or the claim; a regression test would pass while it is wrong", markup=False, style="bold red")
+        _errout().print(
+            f"not written: {ob} has an unexpected counterexample (a claim expected to hold): fix the model "
+            "or the claim; a regression test would pass while it is wrong",
+            markup=False,
+            style="bold red",
+        )
     where = f"; {written['module']} replays {written['rows']}" if written["module"] else ""
     n = len(written["witnesses"])
-    _out().print(f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",
-                   markup=False)
+    _out().print(
+        f"wrote {n} witness{'' if n == 1 else 'es'} to {out_dir} ({len(written['changed'])} files changed){where}",
+        markup=False,
+    )
     sys.exit(_exit_code(result))
 
 
 @main.command()
 @_apply([_common[0], _common[3], _common[4], _common[5], _common[6]])
 @click.option("--check", is_flag=True, help="Do not write: fail (exit 1) if proofs/ is stale.")
-@click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Render from a `prove --json` file of a full, unpinned run instead of proving again.")
+@click.option(
+    "--from",
+    "from_json",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Render from a `prove --json` file of a full, unpinned run instead of proving again.",
+)
 def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_json) -> None:
     """Write proofs/<spec module>.md for every spec module in PATHS (default: spec/; an unpinned run).
 
@@ -536,12 +697,19 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
                 data = json.load(fh)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             _fail(f"--from {from_json}: not a `capproof prove --json` file ({exc})")
-        if not isinstance(data, dict) or not isinstance(data.get("obligations"), list) or not isinstance(data.get("contracts", []), list):
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("obligations"), list)
+            or not isinstance(data.get("contracts", []), list)
+        ):
             _fail(f"--from {from_json}: not a `capproof prove --json` file (no obligations list)")
         if any(o.get("pins") for o in data.get("obligations", [])):
             raise click.UsageError(f"{from_json} comes from a pinned run; reports need an unpinned one")
         if files is not None:
-            data = {**data, **{k: [e for e in data.get(k, []) if e.get("file") in files] for k in ("obligations", "contracts")}}
+            data = {
+                **data,
+                **{k: [e for e in data.get(k, []) if e.get("file") in files] for k in ("obligations", "contracts")},
+            }
     else:
         result = _run(selected, None, {}, rlimit, jobs, crosshair_timeout, no_contracts, quiet=True, show_progress=True)
         data = result.to_json()
@@ -552,8 +720,11 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     if check:
         stale = stale_reports(reports, prune=files is None)
         if stale:
-            _errout().print("stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
-                       markup=False, style="bold red")
+            _errout().print(
+                "stale proof reports (run `capproof report` and commit): " + ", ".join(stale),
+                markup=False,
+                style="bold red",
+            )
             sys.exit(max(exit_code, 1))
         _out().print(f"proofs/ up to date ({len(reports)} reports)", markup=False, style="green")
     else:
@@ -563,21 +734,57 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
 
 
 @main.command("check-config", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--engine", "engine_spec", default="vllm", show_default=True, metavar="vllm[==VERSION]",
-              help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).")
-@click.option("--model-config", type=click.Path(), default=None, metavar="CONFIG.json|DIR",
-              help="Hugging Face config.json (or the directory holding it): experts, top-k, heads, hidden size, index_topk. "
-                   "Default: MODEL's config.json when MODEL is a local directory, else capproof's table of known models.")
-@click.option("--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/).")
-@click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
-              help="Deterministic Z3 resource budget per query.")
-@click.option("--gpu", default=None, metavar="NAME",
-              help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): vLLM's batch defaults for it and its SM count.")
-@click.option("--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's).")
-@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None, metavar="FILE|-",
-              help="Write the answer as JSON to FILE ('-' for stdout, then nothing else is printed there).")
-@click.option("--sarif", "sarif_out", type=click.Path(allow_dash=True), default=None, metavar="FILE",
-              help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.")
+@click.option(
+    "--engine",
+    "engine_spec",
+    default="vllm",
+    show_default=True,
+    metavar="vllm[==VERSION]",
+    help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).",
+)
+@click.option(
+    "--model-config",
+    type=click.Path(),
+    default=None,
+    metavar="CONFIG.json|DIR",
+    help="Hugging Face config.json (or the directory holding it): experts, top-k, heads, hidden size, index_topk. "
+    "Default: MODEL's config.json when MODEL is a local directory, else capproof's table of known models.",
+)
+@click.option(
+    "--spec", "spec_paths", multiple=True, type=click.Path(), help="Spec files or directories (default: spec/)."
+)
+@click.option(
+    "--rlimit",
+    default=DEFAULT_RLIMIT,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Deterministic Z3 resource budget per query.",
+)
+@click.option(
+    "--gpu",
+    default=None,
+    metavar="NAME",
+    help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): vLLM's batch defaults for it and its SM count.",
+)
+@click.option(
+    "--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's)."
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(allow_dash=True),
+    default=None,
+    metavar="FILE|-",
+    help="Write the answer as JSON to FILE ('-' for stdout, then nothing else is printed there).",
+)
+@click.option(
+    "--sarif",
+    "sarif_out",
+    type=click.Path(allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.",
+)
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
 def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, json_out, sarif_out, serve_args) -> None:
     """Check one deployment: capproof check-config [OPTIONS] -- <vllm serve | docker run vllm/vllm-openai | sglang launch line>.
@@ -585,8 +792,17 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
     not given: the answer says what to give; never safe).
     """
-    from .engines.checkconfig import (CheckError, outcome_json, outcome_lines, outcome_run_json, own_option_in_line,
-                                      parse_engine, resolve_model, run_check, run_check_sglang)
+    from .engines.checkconfig import (
+        CheckError,
+        outcome_json,
+        outcome_lines,
+        outcome_run_json,
+        own_option_in_line,
+        parse_engine,
+        resolve_model,
+        run_check,
+        run_check_sglang,
+    )
     from .engines.sglang.launch import LaunchFlagError, parse_launch_args
     from .engines.vllm.serve import ServeFlagError, parse_serve_args
     from .verdict import Options
@@ -598,15 +814,19 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         for name, value in (("--json", json_out), ("--sarif", sarif_out), ("--model-config", model_config)):
             if value is not None and os.path.basename(value) == "--":
                 json_out = None if name == "--json" else json_out
-                raise CheckError(f"{name} took '--' as its value: give {name} a value before '--' "
-                                 f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- vllm serve MODEL …)")
+                raise CheckError(
+                    f"{name} took '--' as its value: give {name} a value before '--' "
+                    f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- vllm serve MODEL …)"
+                )
         engine, version = parse_engine(engine_spec)
         from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
 
         args = list(serve_args)
         derived_engine = ""
         if not any(a.strip() for a in args):  # nothing, or only empty words (`-- ''`, an unset shell variable)
-            raise CheckError("no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768")
+            raise CheckError(
+                "no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768"
+            )
         if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
             from .engines.vllm.serve import image_tag
 
@@ -616,12 +836,16 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
                 try:
                     engine, version = parse_engine(f"vllm=={tagged.group(1)}")
                 except CheckError:
-                    raise CheckError(f"image vllm/vllm-openai:{tag}: capproof does not model that vLLM release; "
-                                     "give --engine vllm==X for the release to check") from None
+                    raise CheckError(
+                        f"image vllm/vllm-openai:{tag}: capproof does not model that vLLM release; "
+                        "give --engine vllm==X for the release to check"
+                    ) from None
                 derived_engine = f"engine vLLM {version}: from the image tag vllm/vllm-openai:{tag}"
             elif tag and tagged is None:
-                derived_engine = (f"engine vLLM {version}: the image tag {tag!r} names no release, so capproof's newest "
-                                  "modelled vLLM is checked (give --engine vllm==X for yours)")
+                derived_engine = (
+                    f"engine vLLM {version}: the image tag {tag!r} names no release, so capproof's newest "
+                    "modelled vLLM is checked (give --engine vllm==X for yours)"
+                )
         flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
         own = own_option_in_line(args, engine, flags_version)
         if own:
@@ -634,8 +858,10 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         else:
             cfg = parse_serve_args(args, flags_version)
             if not cfg.model:
-                raise CheckError("no model: name it after 'vllm serve' (or --model, or model: in --config); "
-                                 "capproof does not assume vLLM's default model")
+                raise CheckError(
+                    "no model: name it after 'vllm serve' (or --model, or model: in --config); "
+                    "capproof does not assume vLLM's default model"
+                )
         model = resolve_model(cfg.model, model_config)
         spec_paths = tuple(_user_path(p) for p in spec_paths)
         if not spec_paths:  # the engine specs shipped with capproof, loaded from their own root
@@ -645,17 +871,29 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             if engines is None:
                 raise CheckError("no engine specs installed with capproof (give --spec)")
             os.chdir(engines)
-            json_out, sarif_out = (p if p in (None, "-") else os.path.join(_SESSION["cwd"], p) for p in (json_out, sarif_out))
+            json_out, sarif_out = (
+                p if p in (None, "-") else os.path.join(_SESSION["cwd"], p) for p in (json_out, sarif_out)
+            )
         status = None
         if _SESSION["verbosity"] >= 0 and json_out != "-" and _errout().is_terminal:
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
             if engine == "sglang":
-                outcome = run_check_sglang(cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit))
+                outcome = run_check_sglang(
+                    cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit)
+                )
             else:
-                outcome = run_check(cfg, engine, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit),
-                                    gpu=gpu, num_sms=num_sms)
+                outcome = run_check(
+                    cfg,
+                    engine,
+                    version,
+                    model,
+                    paths=spec_paths or ("spec",),
+                    options=Options(rlimit=rlimit),
+                    gpu=gpu,
+                    num_sms=num_sms,
+                )
         finally:
             if status is not None:
                 status.stop()
@@ -700,23 +938,55 @@ def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
 
 @main.command()
 @_apply(_common[:4])
-@click.option("--waste-threshold", default=DEFAULT_WASTE_THRESHOLD, show_default=True, type=click.FloatRange(min=0),
-              metavar="PCT", help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.")
-@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
-              help="Write the bounds as JSON to FILE ('-' for stdout).")
-@click.option("--vectors/--no-vectors", default=True, show_default=True,
-              help="Bound obligations with Vector (batch/routing) parameters: on the aggregate abstraction where it "
-                   "applies, else minimum slack only on the bounded encoding.")
-@click.option("--jobs", "-j", default=None, type=click.IntRange(min=1),
-              help="Worker processes [default: [tool.capproof] jobs, else the CPU cores available].")
-@click.option("--write", is_flag=True, help=f"Write {BOUNDS_REPORT} and {BOUNDS_DATA} (full, unpinned run over spec/ only).")
-@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale. Certifies the bounds "
-              f"recorded in {BOUNDS_DATA} (unsat queries, replay on ints) instead of optimising again; an obligation "
-              "whose certificate fails, or all when the sources changed since --write, is bounded from scratch.")
+@click.option(
+    "--waste-threshold",
+    default=DEFAULT_WASTE_THRESHOLD,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    metavar="PCT",
+    help="Flag a capacity whose slack at its tightest point exceeds PCT% of the demand there.",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(allow_dash=True),
+    default=None,
+    help="Write the bounds as JSON to FILE ('-' for stdout).",
+)
+@click.option(
+    "--vectors/--no-vectors",
+    default=True,
+    show_default=True,
+    help="Bound obligations with Vector (batch/routing) parameters: on the aggregate abstraction where it "
+    "applies, else minimum slack only on the bounded encoding.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Worker processes [default: [tool.capproof] jobs, else the CPU cores available].",
+)
+@click.option(
+    "--write", is_flag=True, help=f"Write {BOUNDS_REPORT} and {BOUNDS_DATA} (full, unpinned run over spec/ only)."
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help=f"Do not write: fail (exit 1) if {BOUNDS_REPORT} is stale. Certifies the bounds "
+    f"recorded in {BOUNDS_DATA} (unsat queries, replay on ints) instead of optimising again; an obligation "
+    "whose certificate fails, or all when the sources changed since --write, is bounded from scratch.",
+)
 def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
-    from .bound import (recorded_bounds, render_bounds_data, render_bounds_report, run_bounds, sources_fingerprint,
-                        terminal_bound_lines)
+    from .bound import (
+        recorded_bounds,
+        render_bounds_data,
+        render_bounds_report,
+        run_bounds,
+        sources_fingerprint,
+        terminal_bound_lines,
+    )
     from .runner import default_jobs
 
     pins_d = _parse_pins(pins)
@@ -726,8 +996,16 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
     if (write or check) and (given_paths or keyword or pins_d):
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop PATHS, -k and --set")
     quiet = json_out == "-" or check or write
-    progress = None if quiet else (lambda r: [_out().print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
-                                              for i, line in enumerate(terminal_bound_lines(r))])
+    progress = (
+        None
+        if quiet
+        else (
+            lambda r: [
+                _out().print(line, markup=False, style=None if i else ("green" if r.ok else "bold red"))
+                for i, line in enumerate(terminal_bound_lines(r))
+            ]
+        )
+    )
     if (write or check) and not vectors:
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop --no-vectors")
     rlimit = _setting(rlimit, "rlimit", DEFAULT_RLIMIT)
@@ -741,17 +1019,34 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         except FileNotFoundError:
             why = "missing"
         if recorded is None:
-            _errout().print(f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
-                       "and commit it to make --check fast)", markup=False, style="yellow")
-    run_ = run_bounds(paths, keyword, pins_d, rlimit, waste_threshold, progress,
-                      skip_vectors=not vectors, jobs=_setting(jobs, "jobs", default_jobs()), recorded=recorded)
+            _errout().print(
+                f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
+                "and commit it to make --check fast)",
+                markup=False,
+                style="yellow",
+            )
+    run_ = run_bounds(
+        paths,
+        keyword,
+        pins_d,
+        rlimit,
+        waste_threshold,
+        progress,
+        skip_vectors=not vectors,
+        jobs=_setting(jobs, "jobs", default_jobs()),
+        recorded=recorded,
+    )
     if recorded is not None:
         redone = [r for r in run_.results if r.recomputed]
         for r in redone:
             _errout().print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
         if redone:
-            _errout().print(f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
-                       "and commit it if proofs/bounds.md is unchanged)", markup=False, style="yellow")
+            _errout().print(
+                f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
+                "and commit it if proofs/bounds.md is unchanged)",
+                markup=False,
+                style="yellow",
+            )
     data = run_.to_json()
     for err in run_.errors:
         _errout().print(f"error: {err}", markup=False, style="bold red")
@@ -769,7 +1064,9 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             current = None
         if check:
             if current != text:
-                _errout().print(f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red")
+                _errout().print(
+                    f"stale {BOUNDS_REPORT} (run `capproof bound --write` and commit)", markup=False, style="bold red"
+                )
                 sys.exit(max(exit_code, 1))
             _out().print(f"{BOUNDS_REPORT} up to date ({len(data['bounds'])} obligations)", markup=False, style="green")
         else:
@@ -778,29 +1075,60 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
                 fh.write(text)
             with open(BOUNDS_DATA, "w", encoding="utf-8") as fh:
                 fh.write(render_bounds_data(data, fingerprint, rlimit, waste_threshold))
-            _out().print(f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
-                           f"{'changed' if current != text else 'unchanged'})", markup=False)
+            _out().print(
+                f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
+                f"{'changed' if current != text else 'unchanged'})",
+                markup=False,
+            )
     elif json_out != "-":
         active = [r for r in run_.results if r.status not in ("skipped", "not_in_report")]
         good = sum(r.ok for r in active)
-        _out().print(f"{good} of {len(active)} bounds as expected", markup=False,
-                       style="green" if exit_code == 0 else "bold red")
+        _out().print(
+            f"{good} of {len(active)} bounds as expected", markup=False, style="green" if exit_code == 0 else "bold red"
+        )
     sys.exit(exit_code)
 
 
 @main.command()
-@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False), default=DEFAULT_INVENTORY,
-              show_default=True, help="The inventory JSON whose entries need a verdict.")
-@click.option("--from", "from_json", type=click.Path(dir_okay=False), default=None,
-              help="A `prove --json` file of a full, unpinned run (default: prove spec/ now, no contracts).")
+@click.option(
+    "--inventory",
+    "inventory_path",
+    type=click.Path(dir_okay=False),
+    default=DEFAULT_INVENTORY,
+    show_default=True,
+    help="The inventory JSON whose entries need a verdict.",
+)
+@click.option(
+    "--from",
+    "from_json",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A `prove --json` file of a full, unpinned run (default: prove spec/ now, no contracts).",
+)
 @click.option("--write", is_flag=True, help=f"Write {COVERAGE_REPORT} and the inventory's `verdicts` fields.")
-@click.option("--check", is_flag=True, help=f"Do not write: fail (exit 1) if {COVERAGE_REPORT} or the verdicts are stale.")
-@click.option("--rlimit", default=DEFAULT_RLIMIT, show_default=True, type=click.IntRange(min=1),
-              help="Deterministic Z3 resource budget per query (without --from).")
+@click.option(
+    "--check", is_flag=True, help=f"Do not write: fail (exit 1) if {COVERAGE_REPORT} or the verdicts are stale."
+)
+@click.option(
+    "--rlimit",
+    default=DEFAULT_RLIMIT,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Deterministic Z3 resource budget per query (without --from).",
+)
 def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     """Which inventory entries have a proved or counterexample verdict; print the uncovered ones."""
     from .coverage import (
-        CoverageInputError, compute as compute_coverage, fill_verdicts, inventory_text, read_inventory, read_run,
+        CoverageInputError,
+        fill_verdicts,
+        inventory_text,
+        read_inventory,
+        read_run,
+    )
+    from .coverage import (
+        compute as compute_coverage,
+    )
+    from .coverage import (
         render_markdown as render_coverage,
     )
 
@@ -827,13 +1155,18 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
             if os.path.exists(other):
                 with open(other, encoding="utf-8") as fh:
                     sections.append((other, read_inventory(other), fh.read()))
+
     def for_section(path):
         """The run's obligations about this inventory's engine (its ids start with the package)."""
         if len(sections) == 1:
             return data
         package = os.path.basename(path).split("-")[0]
-        return {**data, "obligations": [o for o in data.get("obligations", [])
-                                        if any(c.split("/")[0] == package for c in o.get("covers") or [])]}
+        return {
+            **data,
+            "obligations": [
+                o for o in data.get("obligations", []) if any(c.split("/")[0] == package for c in o.get("covers") or [])
+            ],
+        }
 
     texts, updates = [], []
     for path, ents, orig in sections:
@@ -846,8 +1179,11 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     unknown = None
     for path, ents, _ in sections:
         cov_ids = compute_coverage(ents, data, path).unknown_ids
-        unknown = dict(cov_ids) if unknown is None else {ob: sorted(set(ids) & set(cov_ids.get(ob, ())))
-                                                         for ob, ids in unknown.items() if ob in cov_ids}
+        unknown = (
+            dict(cov_ids)
+            if unknown is None
+            else {ob: sorted(set(ids) & set(cov_ids.get(ob, ()))) for ob, ids in unknown.items() if ob in cov_ids}
+        )
     for ob, ids in sorted((unknown or {}).items()):
         if ids:
             _errout().print(f"warning: {ob} covers ids in no inventory: {', '.join(ids)}", markup=False, style="yellow")
@@ -861,10 +1197,17 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     if check:
         stale = ([COVERAGE_REPORT] if current != text else []) + stale_inventories
         if stale:
-            _errout().print("stale (run `capproof coverage --write` and commit): " + ", ".join(stale), markup=False, style="bold red")
+            _errout().print(
+                "stale (run `capproof coverage --write` and commit): " + ", ".join(stale),
+                markup=False,
+                style="bold red",
+            )
             sys.exit(max(exit_code, 1))
-        _out().print(f"{COVERAGE_REPORT} and the verdicts of {', '.join(p for p, _, _ in updates)} up to date",
-                       markup=False, style="green")
+        _out().print(
+            f"{COVERAGE_REPORT} and the verdicts of {', '.join(p for p, _, _ in updates)} up to date",
+            markup=False,
+            style="green",
+        )
     elif write:
         try:
             os.makedirs(os.path.dirname(COVERAGE_REPORT), exist_ok=True)
@@ -876,20 +1219,39 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
                         fh.write(new)
         except OSError as exc:
             _fail(f"cannot write: {exc}")
-        _out().print(f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
-                       f"verdicts changed in {', '.join(stale_inventories) or 'no inventory'}", markup=False)
+        _out().print(
+            f"wrote {COVERAGE_REPORT} ({'changed' if current != text else 'unchanged'}); "
+            f"verdicts changed in {', '.join(stale_inventories) or 'no inventory'}",
+            markup=False,
+        )
     sys.exit(exit_code)
 
 
 @main.command("inventory")
-@click.option("--engine", "engine_spec", default=None, metavar="vllm==VERSION|sglang==VERSION",
-              help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0, sglang==0.5.23).")
-@click.option("--json", "json_out", type=click.Path(allow_dash=True), default=None,
-              help="Write the inventory JSON to FILE ('-' for stdout).")
+@click.option(
+    "--engine",
+    "engine_spec",
+    default=None,
+    metavar="vllm==VERSION|sglang==VERSION",
+    help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0, sglang==0.5.23).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(allow_dash=True),
+    default=None,
+    help="Write the inventory JSON to FILE ('-' for stdout).",
+)
 @click.option("--write", is_flag=True, help="Write proofs/inventory/<engine>-<version>.json and .md.")
 @click.option("--check", is_flag=True, help="Do not write: exit 1 with a diff if the committed files are stale.")
-@click.option("--diff", "diff_specs", nargs=2, default=None, metavar="OLD NEW",
-              help="Buffers added, removed and whose shape changed between two releases, e.g. --diff vllm==0.32.0 vllm==0.33.0.")
+@click.option(
+    "--diff",
+    "diff_specs",
+    nargs=2,
+    default=None,
+    metavar="OLD NEW",
+    help="Buffers added, removed and whose shape changed between two releases, e.g. --diff vllm==0.32.0 vllm==0.33.0.",
+)
 @click.option("--no-trace", is_flag=True, help="Static reading only (every entry 'read'); no engine code runs.")
 def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> None:
     """Every pre-allocated buffer of an engine release, its shape traced from the engine's own code.
@@ -913,8 +1275,12 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
     if (engine_spec or "").strip().startswith("sglang"):
         from .engines.sglang import buffers as sglang_buffers
 
-        sys.exit(sglang_buffers.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace))
-    sys.exit(buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace))
+        sys.exit(
+            sglang_buffers.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace)
+        )
+    sys.exit(
+        buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace)
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -96,8 +96,13 @@ def cache_key(target: str, timeout: float) -> str:
     top = sys.modules[module.__name__.split(".")[0]]
     top_dir = os.path.dirname(os.path.abspath(top.__file__ or ""))
     parts = [
-        "capproof-crosshair-cache-v1", target, repr(float(timeout)), os.getcwd(), sys.version,
-        getattr(crosshair, "__version__", "?"), z3.get_version_string(),
+        "capproof-crosshair-cache-v1",
+        target,
+        repr(float(timeout)),
+        os.getcwd(),
+        sys.version,
+        getattr(crosshair, "__version__", "?"),
+        z3.get_version_string(),
         tree_hash(top_dir) if top.__file__ and os.path.basename(top.__file__) == "__init__.py" else "",
         _file_hash(module.__file__ or ""),
         tree_hash(os.path.dirname(os.path.abspath(__file__))),
@@ -140,8 +145,15 @@ def _cache_store(key: str, result: ContractResult) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"verdict": result.verdict.value, "message": result.message,
-                       "conditions": result.conditions, "computed_seconds": result.seconds}, fh)
+            json.dump(
+                {
+                    "verdict": result.verdict.value,
+                    "message": result.message,
+                    "conditions": result.conditions,
+                    "computed_seconds": result.seconds,
+                },
+                fh,
+            )
         os.replace(tmp, path)
     except OSError:  # a read-only checkout still checks, it just does not remember
         pass
@@ -160,7 +172,9 @@ _STATE_VERDICT = {
 _RANK = [Verdict.ERROR, Verdict.COUNTEREXAMPLE, Verdict.UNKNOWN, Verdict.VACUOUS, Verdict.PROVED]
 
 
-def check_contract(contract: Contract, options: Options | None = None, cache_only: bool = False) -> ContractResult | None:
+def check_contract(
+    contract: Contract, options: Options | None = None, cache_only: bool = False
+) -> ContractResult | None:
     """Run CrossHair on ``contract.target`` and map its messages to one verdict (never raises).
 
     With ``options.crosshair_cache`` a verdict cached under the same key is returned instead
@@ -168,8 +182,14 @@ def check_contract(contract: Contract, options: Options | None = None, cache_onl
     options = options or Options()
     started = time.perf_counter()
     result = ContractResult(
-        id=contract.id, expect=contract.expect, verdict=Verdict.ERROR, message="",
-        case=contract.case, sources=contract.sources, file=contract.file, line=contract.line,
+        id=contract.id,
+        expect=contract.expect,
+        verdict=Verdict.ERROR,
+        message="",
+        case=contract.case,
+        sources=contract.sources,
+        file=contract.file,
+        line=contract.line,
     )
     timeout = max(options.crosshair_timeout, contract.crosshair_timeout or 0)
     key = None
@@ -236,6 +256,8 @@ def _check_uncached(contract: Contract, result: ContractResult, timeout: float, 
     if worst is Verdict.PROVED:
         result.message = f"CrossHair confirmed {len(conditions)} condition(s) on all paths"
     else:
-        result.message = f"{picked['state']}: {picked['message']}" + (f" ({picked['where']})" if picked["where"] else "")
+        result.message = f"{picked['state']}: {picked['message']}" + (
+            f" ({picked['where']})" if picked["where"] else ""
+        )
     result.seconds = time.perf_counter() - started
     return result

@@ -51,9 +51,23 @@ from typing import Any, Iterable
 from .errors import CapproofError
 
 __all__ = [
-    "CoverageInputError", "EntryCoverage", "Coverage", "read_inventory", "read_run", "compute",
-    "render_markdown", "fill_verdicts", "inventory_text", "categories_of", "INVENTORY_SOURCE_PREFIX",
-    "DEFAULT_INVENTORY", "COVERAGE_REPORT", "KINDS", "kind_of", "DEMAND_SOURCE_PREFIX", "OTHER_INVENTORIES",
+    "CoverageInputError",
+    "EntryCoverage",
+    "Coverage",
+    "read_inventory",
+    "read_run",
+    "compute",
+    "render_markdown",
+    "fill_verdicts",
+    "inventory_text",
+    "categories_of",
+    "INVENTORY_SOURCE_PREFIX",
+    "DEFAULT_INVENTORY",
+    "COVERAGE_REPORT",
+    "KINDS",
+    "kind_of",
+    "DEMAND_SOURCE_PREFIX",
+    "OTHER_INVENTORIES",
 ]
 
 #: The committed inventory ``make verify`` checks coverage against.
@@ -125,28 +139,61 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
         dims |= demand_dims(entry["id"], o.get("sources", [])) & derived
     return "verified" if dims and want <= dims else "proved, demand modelled"
 
+
 #: What sizes a buffer, by the config or model name that appears in its shape (the
 #: inventory's categories). A name not listed here is "other".
 CATEGORY_OF_NAME = {
-    "max_num_batched_tokens": "tokens", "max_num_tokens": "tokens", "max_num_scheduled_tokens": "tokens",
-    "max_model_len": "blocks", "block_size": "blocks", "dcp": "blocks", "max_num_blocks": "blocks",
-    "max_num_blocks_per_req": "blocks", "kernel_block_size": "blocks", "block_table_width": "blocks",
-    "max_num_reqs": "requests", "max_num_seqs": "requests",
-    "num_speculative_tokens": "speculative slots", "num_lookahead_tokens": "speculative slots",
-    "num_experts": "experts", "local_num_experts": "experts", "topk": "experts", "top_k": "experts",
-    "numel": "experts", "num_tokens_post_pad": "experts", "max_num_tokens_padded": "experts",
-    "num_sms": "SM count", "sm_count": "SM count", "num_compute_units": "SM count",
-    "workspace_bytes": "bytes", "workspace_size": "bytes", "bytes": "bytes",
+    "max_num_batched_tokens": "tokens",
+    "max_num_tokens": "tokens",
+    "max_num_scheduled_tokens": "tokens",
+    "max_model_len": "blocks",
+    "block_size": "blocks",
+    "dcp": "blocks",
+    "max_num_blocks": "blocks",
+    "max_num_blocks_per_req": "blocks",
+    "kernel_block_size": "blocks",
+    "block_table_width": "blocks",
+    "max_num_reqs": "requests",
+    "max_num_seqs": "requests",
+    "num_speculative_tokens": "speculative slots",
+    "num_lookahead_tokens": "speculative slots",
+    "num_experts": "experts",
+    "local_num_experts": "experts",
+    "topk": "experts",
+    "top_k": "experts",
+    "numel": "experts",
+    "num_tokens_post_pad": "experts",
+    "max_num_tokens_padded": "experts",
+    "num_sms": "SM count",
+    "sm_count": "SM count",
+    "num_compute_units": "SM count",
+    "workspace_bytes": "bytes",
+    "workspace_size": "bytes",
+    "bytes": "bytes",
     # local names of read shapes (the allocation's own variable), by what they hold
-    "max_tokens": "tokens", "max_positions": "tokens", "max_num_tokens_3d": "tokens", "max_padded_query_tokens": "tokens",
-    "max_batch_size": "requests", "decode_cudagraph_max_bs": "requests", "max_num_logits": "requests",
-    "max_num_pages": "blocks", "num_gpu_blocks": "blocks", "num_window_blocks": "blocks", "max_local_pages": "blocks",
-    "num_speculative_steps": "speculative slots", "num_spec": "speculative slots", "next_n": "speculative slots",
+    "max_tokens": "tokens",
+    "max_positions": "tokens",
+    "max_num_tokens_3d": "tokens",
+    "max_padded_query_tokens": "tokens",
+    "max_batch_size": "requests",
+    "decode_cudagraph_max_bs": "requests",
+    "max_num_logits": "requests",
+    "max_num_pages": "blocks",
+    "num_gpu_blocks": "blocks",
+    "num_window_blocks": "blocks",
+    "max_local_pages": "blocks",
+    "num_speculative_steps": "speculative slots",
+    "num_spec": "speculative slots",
+    "next_n": "speculative slots",
     "max_num_sampled_tokens": "speculative slots",
     "max_num_m_blocks": "experts",
     "max_num_sm_parts": "SM count",
-    "buffer_size": "bytes", "min_bytes": "bytes", "required_bytes": "bytes", "initial_workspace_size": "bytes",
-    "_WORKSPACE_BYTES": "bytes", "VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE": "bytes",
+    "buffer_size": "bytes",
+    "min_bytes": "bytes",
+    "required_bytes": "bytes",
+    "initial_workspace_size": "bytes",
+    "_WORKSPACE_BYTES": "bytes",
+    "VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE": "bytes",
 }
 CATEGORIES = ("requests", "tokens", "blocks", "speculative slots", "experts", "SM count", "bytes", "other")
 
@@ -190,8 +237,11 @@ class EntryCoverage:
         if self.entry.get("how") != "traced":
             return False
         tag = INVENTORY_SOURCE_PREFIX
-        return any(o["verdict"] in DECIDED and any(s.startswith(tag) and s.endswith("::" + self.id) for s in o.get("sources", []))
-                   for o in self.obligations)
+        return any(
+            o["verdict"] in DECIDED
+            and any(s.startswith(tag) and s.endswith("::" + self.id) for s in o.get("sources", []))
+            for o in self.obligations
+        )
 
     def verdicts(self) -> dict[str, str]:
         return {o["id"]: o["verdict"] for o in self.obligations}
@@ -294,11 +344,13 @@ class Coverage:
 
     def summary_line(self) -> str:
         k = self.kinds()
-        return (f"verified: {k['verified']}/{self.total} entries ({_pct(k['verified'], self.total)}: demand derived from "
-                f"the engine's accesses on every dimension, no assumption restating the claim); "
-                f"counterexample {k['counterexample']}; proved on a modelled demand {k['proved, demand modelled']}; "
-                f"shape-only {k['shape-only']} (capacity >= a config value, demand bound assumed); "
-                f"undecided {k['undecided']}; uncovered {k['uncovered']}")
+        return (
+            f"verified: {k['verified']}/{self.total} entries ({_pct(k['verified'], self.total)}: demand derived from "
+            f"the engine's accesses on every dimension, no assumption restating the claim); "
+            f"counterexample {k['counterexample']}; proved on a modelled demand {k['proved, demand modelled']}; "
+            f"shape-only {k['shape-only']} (capacity >= a config value, demand bound assumed); "
+            f"undecided {k['undecided']}; uncovered {k['uncovered']}"
+        )
 
 
 def _pct(a: int, b: int) -> str:
@@ -452,9 +504,9 @@ def render_markdown(cov: Coverage) -> str:
         "inventory derived the demand from the engine's own access sites (`demands`, how `executed` or `ast`). "
         "**Shape-only** entries are proved only by obligations whose assumption restates the claim (the capacity is "
         "checked against a config value; that the demand stays within it is assumed): they are not verified. "
-        "\"Proved, demand modelled\" means proved without a restating assumption, on a demand written in spec/ "
+        '"Proved, demand modelled" means proved without a restating assumption, on a demand written in spec/ '
         "rather than derived from the engine. Covered = some obligation naming the entry is proved or finds a "
-        "counterexample; \"capacity traced\" = the inventory traced the shape from the engine's code and the "
+        'counterexample; "capacity traced" = the inventory traced the shape from the engine\'s code and the '
         "obligation reads it from there.",
         "",
         f"**{cov.summary_line()}**",
@@ -482,26 +534,43 @@ def render_markdown(cov: Coverage) -> str:
         for a in e.entry.get("accesses") or []:
             found[str(a.get("how"))] = found.get(str(a.get("how")), 0) + 1
     der = sum(bool(derived_dims(e.entry)) for e in cov.entries)
-    full = sum(bool(derived_dims(e.entry)) and derived_dims(e.entry) >= set(range(_ndims(e.entry))) for e in cov.entries)
-    lines += [f"Access sites recorded: {nacc} on {acc}/{cov.total} entries"
-              + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(found.items())) + ")" if found else "")
-              + f"; demand derived for some dimension of {der} entries, for every dimension of {full}.", ""]
-    for title, key in (("What sizes the buffer (an entry counts under each)", categories_of),
-                       ("Directory", directory_of)):
-        lines += [f"| {title} | verified | shape-only | covered | capacity traced | total |", "|---|---|---|---|---|---|"]
+    full = sum(
+        bool(derived_dims(e.entry)) and derived_dims(e.entry) >= set(range(_ndims(e.entry))) for e in cov.entries
+    )
+    lines += [
+        f"Access sites recorded: {nacc} on {acc}/{cov.total} entries"
+        + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(found.items())) + ")" if found else "")
+        + f"; demand derived for some dimension of {der} entries, for every dimension of {full}.",
+        "",
+    ]
+    for title, key in (
+        ("What sizes the buffer (an entry counts under each)", categories_of),
+        ("Directory", directory_of),
+    ):
+        lines += [
+            f"| {title} | verified | shape-only | covered | capacity traced | total |",
+            "|---|---|---|---|---|---|",
+        ]
         ver = cov.by_kind(key)
         for g, (c, t, n) in cov.by(key).items():
             v, so = ver.get(g, (0, 0))
             lines.append(f"| {_md_cell(g)} | {v} | {so} | {c} ({_pct(c, n)}) | {t} | {n} |")
         lines.append("")
     facts = cov.assumed()
-    lines += [f"## Assumed facts ({len(facts)})", "",
-              "Named facts the proofs rest on (in the unsat core of a proved obligation). None is checked by an "
-              "obligation over the engine's code: each is **assumed**, on the engine paths its proofs cite (not checked).",
-              "", "| fact | entries resting on it | restates a claim | paths cited, not checked |", "|---|---|---|---|"]
+    lines += [
+        f"## Assumed facts ({len(facts)})",
+        "",
+        "Named facts the proofs rest on (in the unsat core of a proved obligation). None is checked by an "
+        "obligation over the engine's code: each is **assumed**, on the engine paths its proofs cite (not checked).",
+        "",
+        "| fact | entries resting on it | restates a claim | paths cited, not checked |",
+        "|---|---|---|---|",
+    ]
     for fact, row in facts.items():
         paths = "; ".join(row["paths"][:6]) + (f"; … {len(row['paths']) - 6} more" if len(row["paths"]) > 6 else "")
-        lines.append(f"| {_md_cell(fact)} | {row['entries']} | {'yes' if row['restates'] else 'no'} | {_md_cell(paths) or 'none cited'} |")
+        lines.append(
+            f"| {_md_cell(fact)} | {row['entries']} | {'yes' if row['restates'] else 'no'} | {_md_cell(paths) or 'none cited'} |"
+        )
     lines.append("")
     if cov.unknown_ids:
         lines += ["Obligations naming ids that are not in this inventory:", ""]
@@ -516,29 +585,41 @@ def render_markdown(cov: Coverage) -> str:
         where = f"{ent.get('file', '')}:{ent.get('line', '')}"
         lines.append(f"### `{e.id}`")
         lines.append("")
-        lines.append(f"- allocated: `{where}`, shape `{_shape(ent)}`, dtype `{ent.get('dtype')}`, "
-                     f"{ent.get('how')}" + (f" ({ent['why']})" if ent.get("why") and ent.get("how") != "traced" else ""))
+        lines.append(
+            f"- allocated: `{where}`, shape `{_shape(ent)}`, dtype `{ent.get('dtype')}`, "
+            f"{ent.get('how')}" + (f" ({ent['why']})" if ent.get("why") and ent.get("how") != "traced" else "")
+        )
         lines.append(f"- sized by: {', '.join(categories_of(ent))}")
         if not e.obligations:
             lines += ["- **uncovered**", ""]
             continue
-        lines.append(f"- status: **{e.status}**, kind **{e.kind}**" + ("; capacity traced" if e.traced_capacity else ""))
+        lines.append(
+            f"- status: **{e.status}**, kind **{e.kind}**" + ("; capacity traced" if e.traced_capacity else "")
+        )
         for o in e.obligations:
             name = o["id"].split("::")[-1]
             link = f"[`{name}`](../{o['file']}#L{o['line']})" if o.get("file") else f"`{o['id']}`"
             mark = "" if o.get("ok", True) else f" (expected {o['expect']})"
-            lines.append(f"  - {link}: **{o['verdict']}**{mark}" + (f", claim `{o['relation']}`" if o.get("relation") else ""))
+            lines.append(
+                f"  - {link}: **{o['verdict']}**{mark}" + (f", claim `{o['relation']}`" if o.get("relation") else "")
+            )
             named = [a for a in o.get("assumptions_used", []) if a in o.get("assumptions", [])]
             bounds = [a for a in o.get("assumptions_used", []) if a not in o.get("assumptions", [])]
             restating = o.get("restating_assumptions") or []
             if o["verdict"] == "proved" and restating:
                 lines.append("    - shape-only: the assumption " + "; ".join(restating) + " restates the claim")
             if o["verdict"] == "proved":
-                lines.append("    - rests on (assumed): " + ("; ".join(named) if named else "no named fact")
-                             + (f" (domain bounds: {'; '.join(f'`{b}`' for b in bounds)})" if bounds else ""))
+                lines.append(
+                    "    - rests on (assumed): "
+                    + ("; ".join(named) if named else "no named fact")
+                    + (f" (domain bounds: {'; '.join(f'`{b}`' for b in bounds)})" if bounds else "")
+                )
             cex = o.get("counterexample")
             if cex:
-                lines.append("    - counterexample: " + ", ".join(f"{k}={v}" for k, v in {**cex["params"], **cex["values"]}.items()))
+                lines.append(
+                    "    - counterexample: "
+                    + ", ".join(f"{k}={v}" for k, v in {**cex["params"], **cex["values"]}.items())
+                )
             if o["verdict"] not in DECIDED:
                 lines.append(f"    - {_md_cell(o.get('message', ''))}")
         lines.append("")

@@ -87,7 +87,11 @@ def case_hook(case, outcome, options):
         try:
             answer = cvc5_check(text)
         except ValueError as exc:
-            outcome.kind, outcome.message, outcome.cross = "error", f"cross-check, case {case.fixed}: {exc}", "disagreed"
+            outcome.kind, outcome.message, outcome.cross = (
+                "error",
+                f"cross-check, case {case.fixed}: {exc}",
+                "disagreed",
+            )
             return outcome
         if answer == "unknown":
             outcome.cross = "unknown"
@@ -95,8 +99,10 @@ def case_hook(case, outcome, options):
             outcome.cross = "agreed"
         else:
             outcome.cross = "disagreed"
-            outcome.message = (f"solvers disagree on case {case.fixed}: Z3 {z3_answer} ({outcome.kind}), cvc5 {answer}; "
-                               "neither answer is trusted")
+            outcome.message = (
+                f"solvers disagree on case {case.fixed}: Z3 {z3_answer} ({outcome.kind}), cvc5 {answer}; "
+                "neither answer is trusted"
+            )
             outcome.kind = "error"
     return outcome
 

@@ -38,10 +38,21 @@ from typing import Any
 import z3
 
 from .domain import Range, Vector
+from .encode import assert_terms, build_case, concrete_args, describe_exception, evaluate
 from .obligation import Obligation
-from .encode import describe_exception, assert_terms, build_case, concrete_args, evaluate
-from .symbolic import (get_app_arg, get_app_decl, get_app_num_args, get_ast_id, get_ast_kind, get_decl_kind, get_sort,
-                       get_sort_kind, to_app, int_relation, to_z3_bool)
+from .symbolic import (
+    get_app_arg,
+    get_app_decl,
+    get_app_num_args,
+    get_ast_id,
+    get_ast_kind,
+    get_decl_kind,
+    get_sort,
+    get_sort_kind,
+    int_relation,
+    to_app,
+    to_z3_bool,
+)
 
 __all__ = ["AxisDensity", "axis_density", "failure_density", "ENUM_FIRST", "SMALL_RANGE", "ENUM_LIMIT", "SPLIT_BUDGET"]
 
@@ -83,10 +94,16 @@ class AxisDensity:
 
     def to_json(self) -> dict[str, Any]:
         frac = self.fraction
-        return {"param": self.param, "range": [self.lo, self.hi],
-                "held": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.held.items()},
-                "admitted": self.admitted, "failing": self.failing,
-                "fraction": None if frac is None else round(frac, 6), "method": self.method, "message": self.message}
+        return {
+            "param": self.param,
+            "range": [self.lo, self.hi],
+            "held": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.held.items()},
+            "admitted": self.admitted,
+            "failing": self.failing,
+            "fraction": None if frac is None else round(frac, 6),
+            "method": self.method,
+            "message": self.message,
+        }
 
 
 class _EvalError(Exception):
@@ -160,8 +177,15 @@ def _period_candidate(exprs: list[z3.ExprRef]) -> int:
     return result
 
 
-def axis_density(ob: Obligation, params: dict[str, Any], param: str, rlimit: int = DENSITY_RLIMIT,
-                 small: int = ENUM_FIRST, enum_limit: int = SMALL_RANGE, budget: int = SPLIT_BUDGET) -> AxisDensity:
+def axis_density(
+    ob: Obligation,
+    params: dict[str, Any],
+    param: str,
+    rlimit: int = DENSITY_RLIMIT,
+    small: int = ENUM_FIRST,
+    enum_limit: int = SMALL_RANGE,
+    budget: int = SPLIT_BUDGET,
+) -> AxisDensity:
     """Count the failing values of ``param`` over its Range, the others held at ``params``.
 
     ``params`` is a full point (a counterexample). Never raises: problems go to ``message``.
@@ -191,8 +215,10 @@ def axis_density(ob: Obligation, params: dict[str, Any], param: str, rlimit: int
             out.admitted, out.failing, out.method = adm, fail, f"enumerated on ints ({n} values)"
             return out
         out.method = "not computed"
-        out.message = (f"{n} values: no Z3-proved period, interval splitting over budget ({budget} queries), "
-                       f"and more than the enumeration limit {enum_limit}")
+        out.message = (
+            f"{n} values: no Z3-proved period, interval splitting over budget ({budget} queries), "
+            f"and more than the enumeration limit {enum_limit}"
+        )
     except _EvalError as exc:
         out.method, out.message = "not computed", str(exc)
     return out
@@ -228,8 +254,9 @@ def _symbolic_axis(ob: Obligation, params: dict[str, Any], param: str) -> _Axis 
     conds = [c for label, c in case.constraints if label not in bound_labels]
     admitted = z3.And(*conds) if conds else z3.BoolVal(True)
     failing = z3.And(admitted, z3.Not(to_z3_bool(case.ev.claim.holds)))
-    return _Axis(case.scalars[param].term, admitted, failing, list(case.lemmas), dom.lo, dom.hi,
-                 case.fix(params, list(vectors)))
+    return _Axis(
+        case.scalars[param].term, admitted, failing, list(case.lemmas), dom.lo, dom.hi, case.fix(params, list(vectors))
+    )
 
 
 def _new_solver(rlimit: int) -> z3.Solver:
@@ -298,9 +325,17 @@ def _by_splitting(ax: _Axis, dom: Range, rlimit: int, budget: int):
     return admitted, failing, f"Z3 interval splitting ({used} queries)"
 
 
-def failure_density(ob: Obligation, params: dict[str, Any], failing_cases: int, admitted_cases: int,
-                    rlimit: int = DENSITY_RLIMIT, full: bool = False, unknown_cases: int = 0,
-                    pinned: bool = False, pins: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+def failure_density(
+    ob: Obligation,
+    params: dict[str, Any],
+    failing_cases: int,
+    admitted_cases: int,
+    rlimit: int = DENSITY_RLIMIT,
+    full: bool = False,
+    unknown_cases: int = 0,
+    pinned: bool = False,
+    pins: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
     """The density record of a counterexample ``params``: cases and one entry per Range axis.
 
     ``full`` allows the slow last-resort enumeration up to :data:`ENUM_LIMIT` values per axis.
@@ -314,10 +349,17 @@ def failure_density(ob: Obligation, params: dict[str, Any], failing_cases: int, 
     lengths = {d.length for d in ob.domain.values() if isinstance(d, Vector) and d.length}
     for name, dom in ob.domain.items():
         if isinstance(dom, Range) and name not in lengths and name in params:
-            axes.append(axis_density(ob, params, name, rlimit, enum_limit=ENUM_LIMIT if full else SMALL_RANGE).to_json())
+            axes.append(
+                axis_density(ob, params, name, rlimit, enum_limit=ENUM_LIMIT if full else SMALL_RANGE).to_json()
+            )
     return {
-        "cases": {"failing": failing_cases, "admitted": admitted_cases, "unknown": unknown_cases,
-                  "pinned": pinned, "exact_domain_fraction": finite_only and not pinned and not unknown_cases},
+        "cases": {
+            "failing": failing_cases,
+            "admitted": admitted_cases,
+            "unknown": unknown_cases,
+            "pinned": pinned,
+            "exact_domain_fraction": finite_only and not pinned and not unknown_cases,
+        },
         "axes": axes,
         "skipped_vector_lengths": sorted(n for n in lengths if n in ob.domain),
         **({"pinned_params": sorted(p for p in pins if p in ob.domain)} if pins else {}),

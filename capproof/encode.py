@@ -23,13 +23,38 @@ from .guard import introspections
 from .normalise import normalise
 from .obligation import Claim, Obligation, is_boolean, is_integer
 from .symbolic import (
-    DEFAULT_FORK_BUDGET, Path, SymBool, SymInt, RawTerms, z3_and, equal_int, int_relation, model_int, z3_ge, z3_le, decision_literal, show_decision, explore,
-    to_z3_bool, to_z3_int, trace_marks, tracing,
+    DEFAULT_FORK_BUDGET,
+    Path,
+    RawTerms,
+    SymBool,
+    SymInt,
+    decision_literal,
+    equal_int,
+    explore,
+    int_relation,
+    model_int,
+    show_decision,
+    to_z3_bool,
+    to_z3_int,
+    trace_marks,
+    tracing,
+    z3_and,
+    z3_ge,
+    z3_le,
 )
 
 __all__ = [
-    "CaseProblem", "CasePaths", "PathFailure", "build_case", "build_paths", "evaluate", "concrete_args", "replay",
-    "effective_domains", "checked_domains", "path_labels",
+    "CaseProblem",
+    "CasePaths",
+    "PathFailure",
+    "build_case",
+    "build_paths",
+    "evaluate",
+    "concrete_args",
+    "replay",
+    "effective_domains",
+    "checked_domains",
+    "path_labels",
 ]
 
 
@@ -68,7 +93,9 @@ def as_claim(value: object, ob: Obligation) -> Claim:
     return result
 
 
-def call_with_args(func, kind: str, name: str, params: list[str], args: dict[str, object], positional: bool = False) -> object:
+def call_with_args(
+    func, kind: str, name: str, params: list[str], args: dict[str, object], positional: bool = False
+) -> object:
     """``func`` on the ``params`` of ``args`` by keyword, or with ``positional`` (``params`` then
     in ``func``'s order and :func:`capproof.obligation.takes_positionally` true) by position: the
     same binding; raises SpecError if the value is not boolean."""
@@ -81,9 +108,15 @@ def call_with_args(func, kind: str, name: str, params: list[str], args: dict[str
     return value
 
 
-def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object] | None = None,
-             witnesses: bool = True, symbolic: bool | None = None, memo: dict[tuple, tuple] | None = None,
-             derived: dict | None = None) -> _Evaluated:
+def evaluate(
+    ob: Obligation,
+    args: dict[str, object],
+    assumed: dict[str, object] | None = None,
+    witnesses: bool = True,
+    symbolic: bool | None = None,
+    memo: dict[tuple, tuple] | None = None,
+    derived: dict | None = None,
+) -> _Evaluated:
     """Run the assumptions, the claim and (unless ``witnesses=False``) the witness conditions on
     ``args`` (ints and/or SymInts; a Vector parameter is a tuple of ``size`` entries). ``assumed``
     (optional) receives each assumption's value as soon as it is computed (what was known when a
@@ -94,8 +127,11 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
     scope: list[int] = []
     side: list[int] = []
     if symbolic is None:
-        symbolic = any(isinstance(v, SymInt) or (isinstance(v, tuple) and not all_plain(v) and any(isinstance(e, SymInt) for e in v))
-                       for v in args.values())  # all_plain: a batch of ints in one pass in C (4096-request replays)
+        symbolic = any(
+            isinstance(v, SymInt)
+            or (isinstance(v, tuple) and not all_plain(v) and any(isinstance(e, SymInt) for e in v))
+            for v in args.values()
+        )  # all_plain: a batch of ints in one pass in C (4096-request replays)
     with tracing(watch=symbolic) as trace:
         trace.derived = derived
         if symbolic:
@@ -110,12 +146,17 @@ def evaluate(ob: Obligation, args: dict[str, object], assumed: dict[str, object]
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
-        raise SpecError(f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}")
-    return _Evaluated(assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side,
-                      trace.extrema)
+        raise SpecError(
+            f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}"
+        )
+    return _Evaluated(
+        assumed, result, trace.divisors, trace.lemmas, witnesses, scope, trace.side_conditions, side, trace.extrema
+    )
 
 
-def _witness(ob: Obligation, name: str, func, args: dict[str, object], trace, memo: dict[tuple, tuple] | None) -> object:
+def _witness(
+    ob: Obligation, name: str, func, args: dict[str, object], trace, memo: dict[tuple, tuple] | None
+) -> object:
     """The witness condition ``name`` at ``args``; with a ``memo``, taken from an earlier case whose
     arguments were the same objects (the shared symbolic inputs) or equal ints. Only a call that
     added nothing to the trace (no division, lemma, side condition, extremum, misuse) and took no
@@ -194,10 +235,16 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-_LIBRARY_DIRS = tuple(os.path.abspath(p) + os.sep for p in {
-    os.path.dirname(os.path.abspath(__file__)), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["platlib"], os.path.dirname(os.path.abspath(z3.__file__)),
-})
+_LIBRARY_DIRS = tuple(
+    os.path.abspath(p) + os.sep
+    for p in {
+        os.path.dirname(os.path.abspath(__file__)),
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        os.path.dirname(os.path.abspath(z3.__file__)),
+    }
+)
 
 
 def _is_user_file(filename: str) -> bool:
@@ -448,7 +495,9 @@ def variable_bounds(ranges: dict[str, Range], vectors: dict[str, Vector]) -> dic
 
 def path_labels(path: Path) -> list[tuple[str, z3.BoolRef]]:
     """One labelled constraint per decision of ``path``: ``path: dcp > 1 at models/x.py:12``."""
-    return [(f"path: {show_decision(c, taken)} at {loc}", decision_literal(c, taken)) for loc, c, taken in path.decisions]
+    return [
+        (f"path: {show_decision(c, taken)} at {loc}", decision_literal(c, taken)) for loc, c, taken in path.decisions
+    ]
 
 
 @dataclass
@@ -475,8 +524,11 @@ class CasePaths:
 
     @property
     def forked(self) -> bool:
-        return len(self.paths) + len(self.failures) > 1 or not self.complete or any(
-            c.path is not None and c.path.decisions for c in self.paths)
+        return (
+            len(self.paths) + len(self.failures) > 1
+            or not self.complete
+            or any(c.path is not None and c.path.decisions for c in self.paths)
+        )
 
 
 class _Raised:
@@ -517,8 +569,14 @@ class SharedInputs:
         return self.inputs[key]
 
 
-def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
-                budget: int = DEFAULT_FORK_BUDGET, shared: SharedInputs | None = None) -> CasePaths:
+def build_paths(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    budget: int = DEFAULT_FORK_BUDGET,
+    shared: SharedInputs | None = None,
+) -> CasePaths:
     """Run ``ob`` on symbolic values for ``ranges`` and ``vectors`` (``fixed`` elsewhere), forking
     at every branch on a symbolic value (:func:`capproof.symbolic.explore`, at most ``budget``
     paths, directions infeasible under the domain bounds pruned). One :class:`CaseProblem` per
@@ -574,8 +632,13 @@ def build_paths(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     return CasePaths(problems, failures, ex.complete, ex.unexplored, budget)
 
 
-def build_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
-               budget: int = DEFAULT_FORK_BUDGET) -> CaseProblem:
+def build_case(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    budget: int = DEFAULT_FORK_BUDGET,
+) -> CaseProblem:
     """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere:
     one problem for the whole case (the analyses' view; the prover decides path by path with
     :func:`build_paths`).
@@ -615,10 +678,15 @@ def _merge(cp: CasePaths) -> CaseProblem:
     evs = [c.ev for c in cp.paths]
     names = list(first.ev.claim.values)
     if any(list(ev.claim.values) != names for ev in evs):
-        raise SpecError("the claim names different quantities on different paths: "
-                        + "; ".join(f"{c.path_text}: {list(c.ev.claim.values)}" for c in cp.paths))
-    claim = Claim(bool_chain([ev.claim.holds for ev in evs]),
-                  {n: int_chain([ev.claim.values[n] for ev in evs]) for n in names}, first.ev.claim.relation)
+        raise SpecError(
+            "the claim names different quantities on different paths: "
+            + "; ".join(f"{c.path_text}: {list(c.ev.claim.values)}" for c in cp.paths)
+        )
+    claim = Claim(
+        bool_chain([ev.claim.holds for ev in evs]),
+        {n: int_chain([ev.claim.values[n] for ev in evs]) for n in names},
+        first.ev.claim.relation,
+    )
     assumptions = {n: bool_chain([ev.assumptions[n] for ev in evs]) for n in first.ev.assumptions}
     witnesses = {n: bool_chain([ev.witnesses[n] for ev in evs]) for n in first.ev.witnesses}
     divisors, scope, lemmas, side, side_scope = [], [], [], [], []
@@ -629,12 +697,18 @@ def _merge(cp: CasePaths) -> CaseProblem:
         side += [(z3.Implies(cond, fact), what) for fact, what in ev.side_conditions]
         side_scope += ev.side_scope
     merged = _Evaluated(assumptions, claim, divisors, lemmas, witnesses, scope, side, side_scope)
-    domain = [(label, c) for label, c in first.constraints if label not in first.ob.assumptions and not label.startswith("path: ")]
+    domain = [
+        (label, c)
+        for label, c in first.constraints
+        if label not in first.ob.assumptions and not label.startswith("path: ")
+    ]
     constraints = [*domain, *((n, v.term) for n, v in assumptions.items())]
     return CaseProblem(first.ob, first.fixed, first.scalars, first.vectors, constraints, [], merged, None)
 
 
-def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+def effective_domains(
+    ob: Obligation, pins: dict[str, int]
+) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
     """Split ``ob``'s domain under ``pins``: (finite case values, symbolic ranges, vectors).
 
     Raises SpecError for a pin outside its domain, a pinned vector, or too many cases.
@@ -660,13 +734,13 @@ def effective_domains(ob: Obligation, pins: dict[str, int]) -> tuple[dict[str, l
     for values in finite.values():
         total *= len(values)
     if total > MAX_CASES:
-        raise SpecError(
-            f"{total} finite cases exceed the limit of {MAX_CASES}: declare large parameters as Range"
-        )
+        raise SpecError(f"{total} finite cases exceed the limit of {MAX_CASES}: declare large parameters as Range")
     return finite, ranges, vectors
 
 
-def checked_domains(ob: Obligation, pins: dict[str, int], rlimit: object) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
+def checked_domains(
+    ob: Obligation, pins: dict[str, int], rlimit: object
+) -> tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]]:
     """:func:`effective_domains` after checking the obligation is runnable.
 
     Raises SpecError for an rlimit outside 1..2**32-1 or a problem recorded at declaration.

@@ -33,7 +33,8 @@ _MODULE = type(os)
 def is_library_file(filename: str) -> bool:
     name = os.path.abspath(filename)
     return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
+    )
 
 
 def type_lookups(*funcs) -> list[str]:
@@ -54,8 +55,10 @@ def _symbolic_internals() -> dict[int, str]:
     ``is_symbolic(x)``) can tell a symbolic value from an int."""
     from . import arith, symbolic
 
-    objs = {name: getattr(symbolic, name, None) for name in ("SymInt", "SymBool", "Quotient", "is_symbolic", "to_z3_int",
-                                                             "to_z3_bool", "Trace", "explore")}
+    objs = {
+        name: getattr(symbolic, name, None)
+        for name in ("SymInt", "SymBool", "Quotient", "is_symbolic", "to_z3_int", "to_z3_bool", "Trace", "explore")
+    }
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
     import pprint
@@ -64,11 +67,17 @@ def _symbolic_internals() -> dict[int, str]:
 
     # the trace hooks (a model could switch off the exception watch of a symbolic run) and the
     # standard library's repr (not the int's digits on a symbolic value)
-    objs.update({"sys.settrace (the exception watch)": sys.settrace,
-                 "threading.settrace (the exception watch)": threading.settrace,
-                 "reprlib.repr (a repr)": reprlib.repr, "reprlib.Repr (a repr)": reprlib.Repr,
-                 "pprint.pformat (a repr)": pprint.pformat, "pprint.saferepr (a repr)": pprint.saferepr,
-                 "pprint.pprint (a repr)": pprint.pprint})
+    objs.update(
+        {
+            "sys.settrace (the exception watch)": sys.settrace,
+            "threading.settrace (the exception watch)": threading.settrace,
+            "reprlib.repr (a repr)": reprlib.repr,
+            "reprlib.Repr (a repr)": reprlib.Repr,
+            "pprint.pformat (a repr)": pprint.pformat,
+            "pprint.saferepr (a repr)": pprint.saferepr,
+            "pprint.pprint (a repr)": pprint.pprint,
+        }
+    )
     return {id(v): k for k, v in objs.items() if v is not None}
 
 
@@ -87,11 +96,19 @@ def introspections(*funcs) -> list[str]:
     branch is invisible to the solver and may sit at a point no probe evaluates, so the prover
     makes the obligation an error instead of deciding it."""
     types_, attrs, others = _scan(funcs)
-    return ([f"{where} uses type(), and type() of a symbolic int is not int: it may take a branch the ints do "
-             "not (use isinstance)" for where in types_]
-            + [f"{where} asks hasattr/getattr for {name!r}, which a symbolic value and an int do not both have: it "
-               "may take a branch the ints do not" for where, name in attrs]
-            + [f"{where} {what}: it may take a branch the ints do not" for where, what in others])
+    return (
+        [
+            f"{where} uses type(), and type() of a symbolic int is not int: it may take a branch the ints do "
+            "not (use isinstance)"
+            for where in types_
+        ]
+        + [
+            f"{where} asks hasattr/getattr for {name!r}, which a symbolic value and an int do not both have: it "
+            "may take a branch the ints do not"
+            for where, name in attrs
+        ]
+        + [f"{where} {what}: it may take a branch the ints do not" for where, what in others]
+    )
 
 
 _DISTINGUISHING: frozenset[str] | None = None
@@ -104,8 +121,12 @@ def _distinguishing_names() -> frozenset[str]:
         sym_int, sym_bool = set(dir(SymInt)), set(dir(SymBool))
         # a bool's numeric methods a SymBool lacks are left out when a SymInt has them: the branch
         # ``hasattr(x, "numerator")`` agrees on the ints a symbolic int stands for
-        _DISTINGUISHING = frozenset((sym_int ^ set(dir(int))) | (set(dir(Padded)) ^ set(dir(tuple)))
-                                    | (sym_bool - set(dir(bool))) | (set(dir(bool)) - sym_bool - sym_int))
+        _DISTINGUISHING = frozenset(
+            (sym_int ^ set(dir(int)))
+            | (set(dir(Padded)) ^ set(dir(tuple)))
+            | (sym_bool - set(dir(bool)))
+            | (set(dir(bool)) - sym_bool - sym_int)
+        )
     return _DISTINGUISHING
 
 
@@ -126,7 +147,9 @@ def _identity_is_meaningful(ins, globs: dict) -> bool:
     return False
 
 
-_CALLS = frozenset({"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"})
+_CALLS = frozenset(
+    {"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"}
+)
 
 
 def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
@@ -177,28 +200,53 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             recent: list = [None, None]  # the two instructions before this one
             for ins in dis.get_instructions(c):
                 before, recent = recent, [recent[1], ins]
-                if ins.opname == "IS_OP" and any(b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool)
-                                                 for b in before):
-                    note = (where, "compares a value with True/False by identity (`is`), which a symbolic condition "
-                            "never is (use ==)")
+                if ins.opname == "IS_OP" and any(
+                    b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool) for b in before
+                ):
+                    note = (
+                        where,
+                        "compares a value with True/False by identity (`is`), which a symbolic condition "
+                        "never is (use ==)",
+                    )
                     if note not in others:
                         others.append(note)
                 if (ins.opname == "FORMAT_VALUE" and ins.argrepr.startswith(("repr", "ascii"))) or (
-                        ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ("%r" in ins.argval or "!r}" in ins.argval)):
-                    note = (where, "formats a value with its repr (`!r`, `%r`), which is not the int's digits for a "
-                            "symbolic value")
+                    ins.opname == "LOAD_CONST"
+                    and isinstance(ins.argval, str)
+                    and ("%r" in ins.argval or "!r}" in ins.argval)
+                ):
+                    note = (
+                        where,
+                        "formats a value with its repr (`!r`, `%r`), which is not the int's digits for a "
+                        "symbolic value",
+                    )
                     if note not in others:
                         others.append(note)
                 if ins.opname == "IS_OP" and not any(_identity_is_meaningful(b, globs) for b in before):
-                    note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
-                            "equal symbolic values never are (use ==)")
+                    note = (
+                        where,
+                        "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                        "equal symbolic values never are (use ==)",
+                    )
                     if note not in others:
                         others.append(note)
-                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in own_attrs and not isinstance(previous, _MODULE):
-                    note = (where, f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack")
+                if (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in own_attrs
+                    and not isinstance(previous, _MODULE)
+                ):
+                    note = (
+                        where,
+                        f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack",
+                    )
                     if note not in others:
                         others.append(note)
-                if asking and ins.opname == "LOAD_CONST" and isinstance(ins.argval, str) and ins.argval in distinguishing:
+                if (
+                    asking
+                    and ins.opname == "LOAD_CONST"
+                    and isinstance(ins.argval, str)
+                    and ins.argval in distinguishing
+                ):
                     pair = (where, ins.argval)
                     if pair not in attrs:
                         attrs.append(pair)
@@ -215,15 +263,21 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         if note not in others:
                             others.append(note)
                     if name == "id" and "id" not in globs:
-                        note = (where, "compares two values by identity (`is`/`id()`): equal ints may be one object, "
-                                "equal symbolic values never are (use ==)")
+                        note = (
+                            where,
+                            "compares two values by identity (`is`/`id()`): equal ints may be one object, "
+                            "equal symbolic values never are (use ==)",
+                        )
                         if note not in others:
                             others.append(note)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
                     previous = globs.get(name)
                     if id(previous) in internals and previous is not None:
-                        note = (where, f"names capproof's {internals[id(previous)]}, which tells a symbolic value from an int")
+                        note = (
+                            where,
+                            f"names capproof's {internals[id(previous)]}, which tells a symbolic value from an int",
+                        )
                         if note not in others:
                             others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
@@ -232,7 +286,10 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
                     if id(target) in internals and target is not None:
-                        note = (where, f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int")
+                        note = (
+                            where,
+                            f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int",
+                        )
                         if note not in others:
                             others.append(note)
                     if isinstance(target, _MODULE):  # a package's submodule: ``capproof.symbolic.SymInt``

@@ -47,13 +47,23 @@ from typing import Any
 
 import z3
 
+from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, user_location
+from ._iteration import concrete as _concrete
 from .domain import Range, Vector
-from .encode import as_claim, call_with_args, new_solver, build_case, concrete_args, core_labels, evaluate, scalar_inputs, track
+from .encode import (
+    as_claim,
+    build_case,
+    call_with_args,
+    concrete_args,
+    core_labels,
+    evaluate,
+    new_solver,
+    scalar_inputs,
+    track,
+)
 from .errors import CapproofError
 from .obligation import Obligation
 from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
-from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, user_location
-from ._iteration import concrete as _concrete
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
 
@@ -237,8 +247,10 @@ class InductionBatch:
         frame = sys._getframe(1)
         site = all_of_site(frame) if at_get_iter(frame) else None
         if site is None:
-            raise _refused(f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
-                           f"{self.name})) at {user_location(frame)}")
+            raise _refused(
+                f"batch {self.name} iterated other than by capproof.arith.fold or as all_of(*(P(d) for d in "
+                f"{self.name})) at {user_location(frame)}"
+            )
         from .purity import genexpr_impurities
 
         effects = genexpr_impurities(frame)
@@ -326,8 +338,13 @@ def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
     return value
 
 
-def _decide(s: z3.Solver, goal: z3.BoolRef, trackers: dict[str, str], core: list[str],
-            tracked: list[tuple[str, z3.BoolRef]] = ()) -> z3.CheckSatResult:  # type: ignore[assignment]
+def _decide(
+    s: z3.Solver,
+    goal: z3.BoolRef,
+    trackers: dict[str, str],
+    core: list[str],
+    tracked: list[tuple[str, z3.BoolRef]] = (),
+) -> z3.CheckSatResult:  # type: ignore[assignment]
     """Check ``goal`` (and the labelled ``tracked`` facts) on top of ``s``'s tracked facts; on
     unsat add the labels of the facts used to ``core``."""
     s.push()
@@ -341,8 +358,9 @@ def _decide(s: z3.Solver, goal: z3.BoolRef, trackers: dict[str, str], core: list
     return answer
 
 
-def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
-                rlimit: int) -> InductionOutcome:
+def decide_case(
+    ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], rlimit: int
+) -> InductionOutcome:
     """Decide one case (``fixed`` the case-split parameters) by induction over the batch.
     Raises NotInductive when the rule does not apply."""
     if len(vectors) != 1:
@@ -368,8 +386,11 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     lemmas: list[z3.BoolRef] = []
     _LENGTH.append(n)
     try:
+
         def body():
-            assumed = {k: call_with_args(f, "assumption", k, ob.assumption_params(k), args) for k, f in ob.assumptions.items()}
+            assumed = {
+                k: call_with_args(f, "assumption", k, ob.assumption_params(k), args) for k, f in ob.assumptions.items()
+            }
             return assumed, ob.func(**args)
 
         assumed, result = _run(lemmas, body, batch=batch)
@@ -396,7 +417,9 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
     cur_terms = [t for c, w in zip(cur, walks) for t in _terms(c, w.init)]
     nxt_terms = [t for ts in nxt for t in ts]
     init_terms = [t for ts in inits for t in ts]
-    mentions_state = lambda term: not z3.substitute(term, *[(f, _zero(f)) for f in finals]).eq(term) if finals else False  # noqa: E731
+
+    def mentions_state(term):
+        return not z3.substitute(term, *[(f, _zero(f)) for f in finals]).eq(term) if finals else False
 
     n_t, size_t, seen_t, i_t, x_t = to_z3_int(n), batch.size.term, batch.seen.term, i.term, x.term
     heads = dict(batch.heads)
@@ -421,9 +444,13 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         return InductionOutcome("excluded", core=false_assumptions[:1])
     claim_term = to_z3_bool(claim_.holds)
 
-    entry = z3.And(i_t >= 0, i_t < size_t, size_t >= n_t, *[z3.Implies(i_t == k, x_t == h.term) for k, h in heads.items()])
-    entry_bounds = [(in_range, z3.Implies(i_t < n_t, z3.And(batch.lo <= x_t, x_t <= batch.hi))),
-                    (padding, z3.Implies(i_t >= n_t, x_t == batch.fill))]
+    entry = z3.And(
+        i_t >= 0, i_t < size_t, size_t >= n_t, *[z3.Implies(i_t == k, x_t == h.term) for k, h in heads.items()]
+    )
+    entry_bounds = [
+        (in_range, z3.Implies(i_t < n_t, z3.And(batch.lo <= x_t, x_t <= batch.hi))),
+        (padding, z3.Implies(i_t >= n_t, x_t == batch.fill)),
+    ]
 
     def at(term: z3.BoolRef, state: list[z3.ExprRef], index: z3.ArithRef) -> z3.BoolRef:
         return z3.substitute(term, *zip(finals, state), (seen_t, index))
@@ -451,8 +478,9 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         if base != z3.unsat:
             why.append(f"{label}: base case {base}")
             continue
-        step = _decide(s, z3.And(entry, at(inv, cur_terms, i_t), z3.Not(at(inv, nxt_terms, i_t + 1))), trackers, used,
-                       entry_bounds)
+        step = _decide(
+            s, z3.And(entry, at(inv, cur_terms, i_t), z3.Not(at(inv, nxt_terms, i_t + 1))), trackers, used, entry_bounds
+        )
         if step != z3.unsat:
             why.append(f"{label}: not inductive (step {step})")
             continue
@@ -463,7 +491,9 @@ def decide_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range],
         admitted = s.check()
         if admitted == z3.unsat:
             s.pop()
-            why.append(f"{label}: no final state admitted (the assumptions exclude every batch, or the invariant is false)")
+            why.append(
+                f"{label}: no final state admitted (the assumptions exclude every batch, or the invariant is false)"
+            )
             continue
         s.add(z3.Not(claim_term))
         answer = s.check()
@@ -483,8 +513,9 @@ def _zero(term: z3.ExprRef) -> z3.ExprRef:
 WITNESS_LENGTH = 64
 
 
-def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector],
-                   rlimit: int) -> dict[str, object] | None:
+def admitted_point(
+    ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], rlimit: int
+) -> dict[str, object] | None:
     """A point the assumptions admit, with a batch of at most 4 entries (or of the case's fixed
     batch length, up to :data:`WITNESS_LENGTH`: a routing over 8 experts has 8 entries), found on
     the bounded encoding and replayed on ints, padded to the vector's size and alone (the
@@ -514,7 +545,9 @@ def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Rang
                 continue
             params = case.point(s.model())
             padded = evaluate(ob, concrete_args(ob, params))
-            alone = evaluate(ob, concrete_args(ob, params, padding=False))  # the batch as shown (padding must not move the result)
+            alone = evaluate(
+                ob, concrete_args(ob, params, padding=False)
+            )  # the batch as shown (padding must not move the result)
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - e.g. the model reads batch[10] of a 1-entry witness: no witness this size
@@ -524,8 +557,9 @@ def admitted_point(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Rang
     return None
 
 
-def prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                       vectors: dict[str, Vector], rlimit: int) -> tuple[str, list[InductionOutcome], str]:
+def prove_by_induction(
+    ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], rlimit: int
+) -> tuple[str, list[InductionOutcome], str]:
     """Every case of ``ob`` by induction over its batch: ``("proved", outcomes, "")`` when every
     admitted case is proved and one is shown admitted by a replayed concrete point, else
     ``("undecided", [], why)`` (the caller uses the bounded encoding)."""
@@ -552,5 +586,9 @@ def prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dic
     if not any(o.kind == "proved" for o in outcomes):
         return "undecided", [], "every case excluded (vacuity is reported by the bounded encoding)"
     if witness is None:
-        return "undecided", [], "no admitted batch of at most 4 entries (or of the case's fixed length) found to show the proof non-vacuous"
+        return (
+            "undecided",
+            [],
+            "no admitted batch of at most 4 entries (or of the case's fixed length) found to show the proof non-vacuous",
+        )
     return "proved", outcomes, ""

@@ -146,6 +146,7 @@ class Entry:
 # ------------------------------------------------------------------------------------------------
 # file format
 
+
 def loads(text: str, source: str = "<inventory>") -> tuple[dict, list[Entry]]:
     """Parse an inventory JSON document: ``({"engine", "version"}, entries)``. Bad input -> SpecError."""
     try:
@@ -181,8 +182,10 @@ def locate(path: str) -> str:
     if len(parts) < 3 or parts[-3:-1] != ["proofs", "inventory"]:
         return path
     here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(here, "_engine", "inventory", parts[-1]),
-                      os.path.join(os.path.dirname(here), "proofs", "inventory", parts[-1])):
+    for candidate in (
+        os.path.join(here, "_engine", "inventory", parts[-1]),
+        os.path.join(os.path.dirname(here), "proofs", "inventory", parts[-1]),
+    ):
         if os.path.exists(candidate):
             return candidate
     return path
@@ -193,8 +196,11 @@ def releases(root: str = ".") -> list[str]:
     ``proofs/inventory/`` under ``root`` and capproof's shipped copies."""
     here = os.path.dirname(os.path.abspath(__file__))
     names: set[str] = set()
-    for d in (os.path.join(root, "proofs", "inventory"), os.path.join(here, "_engine", "inventory"),
-              os.path.join(os.path.dirname(here), "proofs", "inventory")):
+    for d in (
+        os.path.join(root, "proofs", "inventory"),
+        os.path.join(here, "_engine", "inventory"),
+        os.path.join(os.path.dirname(here), "proofs", "inventory"),
+    ):
         if os.path.isdir(d):
             names.update(f.removesuffix(".json") for f in os.listdir(d) if f.endswith(".json"))
     return sorted(names)
@@ -232,6 +238,7 @@ def classify(params: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 # the expression language
 
+
 def next_power_of_2(n: Int) -> Int:
     """The next power of two, inclusive (1 for ``n < 1``), on ints and symbolic ints.
 
@@ -242,9 +249,9 @@ def next_power_of_2(n: Int) -> Int:
     """
     if isinstance(n, SymInt):
         term = to_z3_int(n)
-        result: z3.ArithRef = z3.IntVal(2 ** 63)
+        result: z3.ArithRef = z3.IntVal(2**63)
         for k in range(62, -1, -1):
-            result = z3.If(term <= 2 ** k, z3.IntVal(2 ** k), result)
+            result = z3.If(term <= 2**k, z3.IntVal(2**k), result)
         return SymInt(result)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"next_power_of_2 needs an int, got {n!r}")
@@ -327,8 +334,12 @@ def _walk(node: ast.AST, expr: str, names: set[str] | None) -> None:
         _walk(node.left, expr, names)
         for c in node.comparators:
             _walk(c, expr, names)
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
-          and not node.keywords):
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in FUNCTIONS
+        and not node.keywords
+    ):
         for a in node.args:
             if isinstance(a, ast.Starred):
                 raise SpecError(f"shape expression {expr!r}: no *args")
@@ -349,8 +360,9 @@ def _eval(node: ast.AST, env: Mapping[str, object], expr: str):
         try:
             value = env[node.id]
         except KeyError:
-            raise SpecError(f"shape expression {expr!r}: unknown name {node.id!r} "
-                            f"(given: {', '.join(sorted(env)) or 'none'})") from None
+            raise SpecError(
+                f"shape expression {expr!r}: unknown name {node.id!r} (given: {', '.join(sorted(env)) or 'none'})"
+            ) from None
         if isinstance(value, bool) or not isinstance(value, (int, SymInt)):
             raise SpecError(f"shape expression {expr!r}: {node.id} must be an int or SymInt, got {value!r}")
         return value
@@ -414,8 +426,10 @@ def derived(entries_or_path, entry_id: str, dim: int) -> dict:
     for d in entry.demands:
         if isinstance(d, dict) and d.get("dim") == dim and d.get("extent"):
             return d
-    raise SpecError(f"inventory entry {entry_id}: no derived demand for dimension {dim} "
-                    "(run `capproof inventory --engine vllm==<version> --write` in the real venv)")
+    raise SpecError(
+        f"inventory entry {entry_id}: no derived demand for dimension {dim} "
+        "(run `capproof inventory --engine vllm==<version> --write` in the real venv)"
+    )
 
 
 def demand(entries_or_path, entry_id: str, dim: int, **names: Int) -> Int:
@@ -574,8 +588,10 @@ class ExpressionPrinter:
             return f"select({ca}, {sa}, {sb})", _PREC["atom"]
         cmp = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: ">=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: ">", z3.Z3_OP_EQ: "=="}
         if k in cmp and z3.is_int(ch[0]):
-            return (f"{self.wrap(ch[0], _PREC['add'], path)} {cmp[k]} {self.wrap(ch[1], _PREC['add'], path)}",
-                    _PREC["cmp"])
+            return (
+                f"{self.wrap(ch[0], _PREC['add'], path)} {cmp[k]} {self.wrap(ch[1], _PREC['add'], path)}",
+                _PREC["cmp"],
+            )
         if k == z3.Z3_OP_DISTINCT and len(ch) == 2 and z3.is_int(ch[0]):
             return f"{self.wrap(ch[0], _PREC['add'], path)} != {self.wrap(ch[1], _PREC['add'], path)}", _PREC["cmp"]
         if k == z3.Z3_OP_NOT:
@@ -659,8 +675,12 @@ class ExpressionPrinter:
 def _negate(c):
     k = c.decl().kind()
     ch = c.children()
-    flip = {z3.Z3_OP_LE: lambda a, b: a > b, z3.Z3_OP_GE: lambda a, b: a < b,
-            z3.Z3_OP_LT: lambda a, b: a >= b, z3.Z3_OP_GT: lambda a, b: a <= b}
+    flip = {
+        z3.Z3_OP_LE: lambda a, b: a > b,
+        z3.Z3_OP_GE: lambda a, b: a < b,
+        z3.Z3_OP_LT: lambda a, b: a >= b,
+        z3.Z3_OP_GT: lambda a, b: a <= b,
+    }
     if k in flip:
         return flip[k](*ch)
     if k == z3.Z3_OP_EQ and z3.is_int(ch[0]):
@@ -687,6 +707,7 @@ def _negate(c):
 # ------------------------------------------------------------------------------------------------
 # readable form and release diff
 
+
 def summary(entries: list[Entry]) -> dict:
     """Counts: total, traced, read, and per directory ``{dir: {"traced": n, "read": m}}``."""
     by_dir: dict[str, dict[str, int]] = {}
@@ -700,8 +721,10 @@ def summary(entries: list[Entry]) -> dict:
 def summary_line(entries: list[Entry], engine: str, version: str) -> str:
     s = summary(entries)
     pct = 100.0 * s["traced"] / s["total"] if s["total"] else 0.0
-    return (f"inventory {engine}=={version}: {s['total']} pre-allocated buffers, {s['traced']} traced "
-            f"({pct:.0f}%), {s['read']} read")
+    return (
+        f"inventory {engine}=={version}: {s['total']} pre-allocated buffers, {s['traced']} traced "
+        f"({pct:.0f}%), {s['read']} read"
+    )
 
 
 def _md_cell(text: str) -> str:
@@ -714,20 +737,30 @@ def render_markdown(entries: list[Entry], engine: str, version: str, generator: 
     lines = [f"# Inventory of pre-allocated buffers: {engine} {version}", ""]
     if generator:
         lines += [f"Generated by `{generator}`; do not edit.", ""]
-    lines += [summary_line(entries, engine, version), "",
-              "| directory | buffers | traced | read |", "|---|---:|---:|---:|"]
+    lines += [
+        summary_line(entries, engine, version),
+        "",
+        "| directory | buffers | traced | read |",
+        "|---|---:|---:|---:|",
+    ]
     for d, c in sorted(s["by_directory"].items()):
         lines.append(f"| `{d}` | {c['traced'] + c['read']} | {c['traced']} | {c['read']} |")
-    lines += ["", "**traced**: the engine's own constructor ran with symbolic config values and the allocation "
-              "was recorded (the shape is what the engine computes). **read**: read from the allocation call's "
-              "source (why: last column). Shapes are in elements, one expression per dimension.", ""]
+    lines += [
+        "",
+        "**traced**: the engine's own constructor ran with symbolic config values and the allocation "
+        "was recorded (the shape is what the engine computes). **read**: read from the allocation call's "
+        "source (why: last column). Shapes are in elements, one expression per dimension.",
+        "",
+    ]
     for d in sorted(s["by_directory"]):
         lines += [f"## `{d}/`", "", "| buffer | line | dtype | shape | how | sized by |", "|---|---:|---|---|---|---|"]
         for e in sorted((e for e in entries if os.path.dirname(e.file) == d), key=lambda e: (e.file, e.line, e.id)):
             how = e.how if not e.why else f"{e.how}: {e.why}"
             shape = "[" + ", ".join(f"`{_md_cell(x)}`" for x in e.shape) + "]"
-            lines.append(f"| `{os.path.basename(e.file)}::{e.owner}.{e.attribute}` | {e.line} | {_md_cell(e.dtype)} | "
-                         f"{shape} | {_md_cell(how)} | {', '.join(e.sized_by)} |")
+            lines.append(
+                f"| `{os.path.basename(e.file)}::{e.owner}.{e.attribute}` | {e.line} | {_md_cell(e.dtype)} | "
+                f"{shape} | {_md_cell(how)} | {', '.join(e.sized_by)} |"
+            )
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -753,8 +786,9 @@ def diff(old: list[Entry], new: list[Entry]) -> InventoryDiff:
     return InventoryDiff(
         added=[n[i] for i in sorted(n.keys() - o.keys())],
         removed=[o[i] for i in sorted(o.keys() - n.keys())],
-        changed=[(o[i], n[i]) for i in sorted(o.keys() & n.keys())
-                 if o[i].shape != n[i].shape or o[i].dtype != n[i].dtype],
+        changed=[
+            (o[i], n[i]) for i in sorted(o.keys() & n.keys()) if o[i].shape != n[i].shape or o[i].dtype != n[i].dtype
+        ],
     )
 
 

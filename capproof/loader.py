@@ -99,9 +99,7 @@ def load_file(path: str) -> list[Item] | LoadError:
         where = f":{frames[-1].lineno}" if frames else ""
         return LoadError(path, f"{path}{where}: {type(exc).__name__}: {exc}")
     # Everything this file declared (not what it imported from other spec files).
-    items: list[Item] = [
-        it for it in CREATED[mark:] if os.path.abspath(it.file) == key
-    ]
+    items: list[Item] = [it for it in CREATED[mark:] if os.path.abspath(it.file) == key]
     items.sort(key=lambda it: it.line)
     seen: set[str] = set()
     for it in items:

@@ -18,8 +18,9 @@ from .symbolic import SymInt, int_relation, model_int
 __all__ = ["minimize_term", "minimize_point"]
 
 
-def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
-                  best: int | None = None) -> tuple[z3.ModelRef, bool]:
+def minimize_term(
+    s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int, best: int | None = None
+) -> tuple[z3.ModelRef, bool]:
     """Binary search for the least value of ``term`` (at least ``lo``) on ``s``, then fix it on ``s``.
 
     Returns the last model and False if a query came back unknown (the value is then not fixed).
@@ -48,9 +49,15 @@ def minimize_term(s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int,
     return model, True
 
 
-def minimize_point(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: list[str],
-              seed: dict[str, object] | None = None, budget: int | None = None,
-              rlimit: int | None = None) -> tuple[z3.ModelRef, bool]:
+def minimize_point(
+    case: CaseProblem,
+    s: z3.Solver,
+    model: z3.ModelRef,
+    names: list[str],
+    seed: dict[str, object] | None = None,
+    budget: int | None = None,
+    rlimit: int | None = None,
+) -> tuple[z3.ModelRef, bool]:
     """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
 
     Fixes each minimised value on ``s``. Returns the final model and whether every search ended
@@ -81,7 +88,9 @@ def minimize_point(case: CaseProblem, s: z3.Solver, model: z3.ModelRef, names: l
     def lowest(term: z3.ArithRef, lo: int, known: int | None) -> bool:
         nonlocal model, seed
         if known == lo:
-            assert_terms(s, [int_relation(term, "==", lo)])  # s.add(term == lo): the seed attains the lower bound with every value fixed so far
+            assert_terms(
+                s, [int_relation(term, "==", lo)]
+            )  # s.add(term == lo): the seed attains the lower bound with every value fixed so far
             return True
         model, done = minimize_term(s, model, term, lo, known)
         if done and known is not None and model_int(model, term) < known:

@@ -140,8 +140,10 @@ def _recorded_uniformity(t: z3.BoolRef, extrema: dict[int, tuple]) -> tuple[z3.B
     if not (la == lb if isinstance(la, int) or isinstance(lb, int) else la.eq(lb)):
         return None
     shown = "its length" if isinstance(la, int) else f"symbolic length {la}"
-    return (_batch_uniform(a[2], la),
-            f"uniformity min_of == max_of over a batch ({shown}, up to {len(a[2])} entries) as one shared value (every entry equals the first)")
+    return (
+        _batch_uniform(a[2], la),
+        f"uniformity min_of == max_of over a batch ({shown}, up to {len(a[2])} entries) as one shared value (every entry equals the first)",
+    )
 
 
 def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
@@ -155,17 +157,23 @@ def _uniformity(t: z3.BoolRef) -> tuple[z3.BoolRef, str] | None:
     el, er = _extremum(lhs), _extremum(rhs)
     if el is None or er is None or el[0] == er[0]:
         return None
-    mins, maxs = (_leaves(lhs, "min"), _leaves(rhs, "max")) if el[0] == "min" else (_leaves(rhs, "min"), _leaves(lhs, "max"))
+    mins, maxs = (
+        (_leaves(lhs, "min"), _leaves(rhs, "max")) if el[0] == "min" else (_leaves(rhs, "min"), _leaves(lhs, "max"))
+    )
     in_max = {e.get_id() for e in maxs}
     shared = [e for e in mins if e.get_id() in in_max]
     if not shared:
         return None
     p = shared[0]
     if {e.get_id() for e in mins} == in_max:
-        return (_and([e == p for e in mins if not e.eq(p)]),
-                f"uniformity min_of == max_of over {len(mins)} entries as one shared value (every entry equals the first)")
-    return (_and([*(e >= p for e in mins if not e.eq(p)), *(e <= p for e in maxs if not e.eq(p))]),
-            f"min_of over {len(mins)} entries == max_of over {len(maxs)} entries as bounds around a shared entry")
+        return (
+            _and([e == p for e in mins if not e.eq(p)]),
+            f"uniformity min_of == max_of over {len(mins)} entries as one shared value (every entry equals the first)",
+        )
+    return (
+        _and([*(e >= p for e in mins if not e.eq(p)), *(e <= p for e in maxs if not e.eq(p))]),
+        f"min_of over {len(mins)} entries == max_of over {len(maxs)} entries as bounds around a shared entry",
+    )
 
 
 def _cliques(pairs: list[tuple[z3.ArithRef, z3.ArithRef]]) -> tuple[list[list[z3.ArithRef]], list[int]]:
@@ -195,8 +203,13 @@ def _cliques(pairs: list[tuple[z3.ArithRef, z3.ArithRef]]) -> tuple[list[list[z3
             taken.update(clique)
             groups.append([node[i] for i in clique])
     group_of = {e.get_id(): gi for gi, g in enumerate(groups) for e in g}
-    rest = [k for k, (a, b) in enumerate(pairs)
-            if a.get_id() == b.get_id() or a.get_id() not in group_of or group_of.get(a.get_id()) != group_of.get(b.get_id())]
+    rest = [
+        k
+        for k, (a, b) in enumerate(pairs)
+        if a.get_id() == b.get_id()
+        or a.get_id() not in group_of
+        or group_of.get(a.get_id()) != group_of.get(b.get_id())
+    ]
     return groups, rest
 
 
@@ -217,8 +230,9 @@ def _count_form(group: list[z3.ArithRef], bounds: dict[str, tuple[int, int]], bu
     return [z3.Sum([z3.If(e == v, one, zero) for e in group]) <= 1 for v in range(lo, hi + 1)]
 
 
-def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None,
-              extrema: dict[int, tuple] | None = None) -> Normalised:
+def normalise(
+    term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None, extrema: dict[int, tuple] | None = None
+) -> Normalised:
     """``term`` with its pairwise distinctness and ``min == max`` uniformity in their fast forms.
 
     ``bounds`` maps a variable's name (``"topk_ids[3]"``) to the ``(lo, hi)`` it ranges over (the
@@ -265,9 +279,11 @@ def normalise(term: z3.BoolRef, bounds: dict[str, tuple[int, int]] | None = None
                 counted += bool(facts)
                 out.extend(facts)
             sizes = sorted({len(g) for g in groups})
-            notes.append(f"pairwise distinctness as Distinct over {len(groups)} group(s) of "
-                         f"{'/'.join(map(str, sizes))} entries"
-                         + (f", with the count form (at most one entry per value) for {counted} of them" if counted else ""))
+            notes.append(
+                f"pairwise distinctness as Distinct over {len(groups)} group(s) of "
+                f"{'/'.join(map(str, sizes))} entries"
+                + (f", with the count form (at most one entry per value) for {counted} of them" if counted else "")
+            )
             changed = True
     if not changed:
         return Normalised(term, [])
@@ -295,7 +311,9 @@ def _invariant(terms: list[z3.ExprRef], swap: list[tuple[z3.ExprRef, z3.ExprRef]
     return True
 
 
-def sorted_batch(terms: list[z3.ExprRef], entries: list[z3.ExprRef], name: str = "batch") -> tuple[list[z3.BoolRef], str] | None:
+def sorted_batch(
+    terms: list[z3.ExprRef], entries: list[z3.ExprRef], name: str = "batch"
+) -> tuple[list[z3.BoolRef], str] | None:
     """Symmetry breaking: ``entries[0] <= entries[1] <= …`` when every term of ``terms`` (the
     claim, every assumption and path condition of a case; the entries' own domain bounds are
     the same for each entry and need not be listed) is invariant under every permutation of
@@ -317,8 +335,10 @@ def sorted_batch(terms: list[z3.ExprRef], entries: list[z3.ExprRef], name: str =
     rotation = [(entries[i], entries[(i + 1) % n]) for i in range(n)] if n > 2 else transposition
     if not (_invariant(terms, transposition) and _invariant(terms, rotation)):
         return None
-    return ([entries[i] <= entries[i + 1] for i in range(n - 1)],
-            f"{name}: batch entries sorted (symmetry breaking: the claim and assumptions are invariant under every permutation of them)")
+    return (
+        [entries[i] <= entries[i + 1] for i in range(n - 1)],
+        f"{name}: batch entries sorted (symmetry breaking: the claim and assumptions are invariant under every permutation of them)",
+    )
 
 
 def _mentions(t: z3.ExprRef, ids: set[int]) -> bool:

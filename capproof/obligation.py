@@ -27,7 +27,18 @@ from .domain import Domain, Range, Vector
 from .errors import SpecError
 from .symbolic import SymBool, SymInt
 
-__all__ = ["Claim", "claim", "equal", "at_most", "less_than", "fits", "obligation", "Obligation", "contract", "Contract"]
+__all__ = [
+    "Claim",
+    "claim",
+    "equal",
+    "at_most",
+    "less_than",
+    "fits",
+    "obligation",
+    "Obligation",
+    "contract",
+    "Contract",
+]
 
 EXPECTATIONS = ("proved", "counterexample")
 
@@ -43,8 +54,12 @@ def param_signature(func: Callable[..., object]) -> tuple[object, tuple[str, ...
     params = inspect.signature(func).parameters
     # a plain function (its signature is its code's: no __wrapped__ or __signature__ to differ
     # from what a call binds) whose parameters are all positional-or-keyword
-    positional = (type(func) is _FUNCTION and not hasattr(func, "__wrapped__") and not hasattr(func, "__signature__")
-                  and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params.values()))
+    positional = (
+        type(func) is _FUNCTION
+        and not hasattr(func, "__wrapped__")
+        and not hasattr(func, "__signature__")
+        and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params.values())
+    )
     hit = _PARAM_NAMES[id(func)] = (func, tuple(params), positional)
     return hit
 
@@ -109,7 +124,7 @@ def equal(**named: object) -> Claim:
 
 def _width(name: str, value: object, dtype: object) -> tuple[object, str, object]:
     """(``value`` fits ``dtype``, the dtype's name, ``value`` as the dtype holds it)."""
-    from .arith import dtype_info, all_of, dtype_range, wrap
+    from .arith import all_of, dtype_info, dtype_range, wrap
 
     try:
         dname = dtype_info(dtype)[0]
@@ -130,7 +145,7 @@ def fits(dtype: object, /, **named: object) -> Claim:
     """
     if len(named) != 1:
         raise SpecError(f"fits() takes exactly one named quantity, got {list(named)}")
-    (name, value), = named.items()
+    ((name, value),) = named.items()
     holds, dname, wrapped = _width(name, value, dtype)
     return Claim(holds, {name: value, f"{name}_{dname}": wrapped}, f"{name} fits {dname}")
 
@@ -198,7 +213,7 @@ def function_source(func) -> str | None:
         parsed = _parsed_source(code.co_filename)
     except (OSError, SyntaxError, ValueError):
         return None
-    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     found = []
     for node in parsed.by_line.get(code.co_firstlineno, ()):
         if isinstance(node, ast.Lambda) != (code.co_name == "<lambda>"):
@@ -212,11 +227,16 @@ def function_source(func) -> str | None:
     if isinstance(node, ast.Lambda):
         return parsed.segment(node.body)
     body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     if not body:
         return None
-    lines = parsed.lines[body[0].lineno - 1:body[-1].end_lineno]
+    lines = parsed.lines[body[0].lineno - 1 : body[-1].end_lineno]
     return textwrap.dedent("\n".join(lines)).strip("\n")
 
 
@@ -233,11 +253,14 @@ def _decorators_between(func) -> list[tuple[str, str | None]]:
             body = None
             try:
                 parsed = _parsed_source(code.co_filename)
-                nodes = [n for n in parsed.by_line.get(code.co_firstlineno, ()) if not isinstance(n, ast.Lambda)
-                         and n.name == code.co_name]
+                nodes = [
+                    n
+                    for n in parsed.by_line.get(code.co_firstlineno, ())
+                    if not isinstance(n, ast.Lambda) and n.name == code.co_name
+                ]
                 if len(nodes) == 1:
                     node = nodes[0]
-                    body = textwrap.dedent("\n".join(parsed.lines[node.lineno - 1:node.end_lineno])).strip("\n")
+                    body = textwrap.dedent("\n".join(parsed.lines[node.lineno - 1 : node.end_lineno])).strip("\n")
             except (OSError, SyntaxError, ValueError):
                 pass
             out.append((f"{code.co_qualname if hasattr(code, 'co_qualname') else code.co_name} ({where})", body))
@@ -257,8 +280,11 @@ class _ParsedSource:
         self.by_line: dict[int, list] = {}
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                first = node.lineno if isinstance(node, ast.Lambda) else (
-                    node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+                first = (
+                    node.lineno
+                    if isinstance(node, ast.Lambda)
+                    else (node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+                )
                 for line in dict.fromkeys((first, node.lineno)):
                     self.by_line.setdefault(line, []).append(node)
         self._raw: list[str] | None = None
@@ -281,7 +307,7 @@ class _ParsedSource:
             return self._raw[lineno].encode()[col:end_col].decode()
         first = self._raw[lineno].encode()[col:].decode()
         last = self._raw[end_lineno].encode()[:end_col].decode()
-        return "".join([first, *self._raw[lineno + 1:end_lineno], last])
+        return "".join([first, *self._raw[lineno + 1 : end_lineno], last])
 
 
 _PARSED: dict[str, _ParsedSource] = {}
@@ -399,7 +425,7 @@ class Obligation:
                 return None
             path = os.path.abspath(code.co_filename)
             own = path == spec_path  # the spec file itself, wherever it lies
-            if not own and (not path.startswith(root) or f"{os.sep}." in path[len(root) - 1:]):
+            if not own and (not path.startswith(root) or f"{os.sep}." in path[len(root) - 1 :]):
                 return None
             qualname = getattr(target, "__qualname__", code.co_name)
             if "<" in qualname:  # a lambda or a nested function: part of what defines it
@@ -465,7 +491,9 @@ class Obligation:
             return inner
         # the claim proved is the wrapper's result: show the code that computes it, not only the
         # function it wraps (a decorator may change the result)
-        shown = "\n\n".join(f"# through the decorator {name}:\n{src or '(source unavailable)'}" for name, src in wrappers)
+        shown = "\n\n".join(
+            f"# through the decorator {name}:\n{src or '(source unavailable)'}" for name, src in wrappers
+        )
         return f"{shown}\n\n# the wrapped claim:\n{inner}"
 
 
@@ -523,12 +551,12 @@ def obligation(
                 elif isinstance(ld, Vector) or not isinstance(ld, Domain) or ld.problem:
                     problems.append(f"vector {pname}'s length {d.length!r} must be a valid scalar parameter")
                 elif not all(0 <= v <= d.size for v in ((ld.lo, ld.hi) if isinstance(ld, Range) else ld.cases())):
-                    problems.append(f"vector {pname}'s length {d.length!r} ranges over {ld.describe()}, outside 0..{d.size}")
+                    problems.append(
+                        f"vector {pname}'s length {d.length!r} ranges over {ld.describe()}, outside 0..{d.size}"
+                    )
         params = list(inspect.signature(func).parameters)
         if sorted(params) != sorted(dom):
-            problems.append(
-                f"claim parameters {params} do not match the domain's names {list(dom)}"
-            )
+            problems.append(f"claim parameters {params} do not match the domain's names {list(dom)}")
         if versions is not None:
             try:
                 from packaging.specifiers import SpecifierSet

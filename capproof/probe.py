@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from operator import itemgetter
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .domain import Range, Vector
 from .encode import as_claim, call_with_args, vector_arg
@@ -134,11 +134,36 @@ class _Prober:
     """One probe's search state (a plain class with slots: made once per obligation, before the
     first point, with its code out of the CPU's caches: docs/performance.md)."""
 
-    __slots__ = ("ob", "axes", "vectors", "max_points", "deadline", "seen", "points", "hit", "reference", "trace",
-                 "params_of", "calls", "made", "memo", "cost", "pushed", "ticks", "batches", "parked", "plans",
-                 "changes", "lists", "params", "order")
+    __slots__ = (
+        "ob",
+        "axes",
+        "vectors",
+        "max_points",
+        "deadline",
+        "seen",
+        "points",
+        "hit",
+        "reference",
+        "trace",
+        "params_of",
+        "calls",
+        "made",
+        "memo",
+        "cost",
+        "pushed",
+        "ticks",
+        "batches",
+        "parked",
+        "plans",
+        "changes",
+        "lists",
+        "params",
+        "order",
+    )
 
-    def __init__(self, ob: Obligation, axes: dict[str, _Axis], vectors: dict[str, Vector], max_points: int, deadline: float):
+    def __init__(
+        self, ob: Obligation, axes: dict[str, _Axis], vectors: dict[str, Vector], max_points: int, deadline: float
+    ):
         self.ob, self.axes, self.vectors, self.max_points, self.deadline = ob, axes, vectors, max_points, deadline
         self.seen: set = set()
         self.points = 0
@@ -218,7 +243,9 @@ class _Prober:
                 params[p] = v
         return params
 
-    def args(self, params: dict[str, object], names=None, padding: bool = True) -> tuple[dict[str, object], dict[str, object]]:
+    def args(
+        self, params: dict[str, object], names=None, padding: bool = True
+    ) -> tuple[dict[str, object], dict[str, object]]:
         """``params`` (only ``names`` when given) as the model takes them (as
         :func:`capproof.encode.concrete_args`), and a key of each value for :meth:`holds` (the
         value, or a batch's number). A batch's Padded is made once per entries and reused (moves
@@ -264,8 +291,11 @@ class _Prober:
             if len(names) == 1:
                 return self.holds(names[0], args, keys)
             cost = self.cost
-            for name in sorted(names, key=lambda n: cost.get(n, 0.0)) if len(names) > 2 else (
-                    names if cost.get(names[0], 0.0) <= cost.get(names[1], 0.0) else names[::-1]):
+            for name in (
+                sorted(names, key=lambda n: cost.get(n, 0.0))
+                if len(names) > 2
+                else (names if cost.get(names[0], 0.0) <= cost.get(names[1], 0.0) else names[::-1])
+            ):
                 if not self.holds(name, args, keys):
                     return False
             return True
@@ -274,7 +304,9 @@ class _Prober:
         except BaseException:  # noqa: BLE001 - a raising assumption admits nothing here
             return False
 
-    def evaluate(self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]], how: str) -> tuple[str, list[str]] | None:
+    def evaluate(
+        self, scalars: dict[str, int], shapes: dict[str, tuple[int, int]], how: str
+    ) -> tuple[str, list[str]] | None:
         """('hit'|'holds'|'excluded', failed assumptions) at the point, or None (not in the
         domain, seen before, or raised). Stops the search (``_Budget``) at a hit or the budget."""
         self.tick()
@@ -305,7 +337,9 @@ class _Prober:
         self.hit = ProbeHit(params, values, self.points, how=how)
         raise _Budget
 
-    def run_model(self, params: dict[str, object], padding: bool = True) -> tuple[bool, dict[str, int], list[str]] | None:
+    def run_model(
+        self, params: dict[str, object], padding: bool = True
+    ) -> tuple[bool, dict[str, int], list[str]] | None:
         """(claim holds, named values, failed assumptions) on ints at ``params`` (with each batch
         padded, or alone): the assumptions in declaration order up to the first that is false, then
         (all true) the claim; ``(True, {}, [that assumption])`` at a point it excludes, None if one
@@ -343,7 +377,10 @@ class _Prober:
         for params, outcome in again:
             now = self.run_model(params)
             if now != outcome:
-                shown = lambda o: "raises" if o is None else f"claim {o[0]} {o[1]}" + (f", {o[2]} false" if o[2] else "")  # noqa: E731
+
+                def shown(o):
+                    return "raises" if o is None else f"claim {o[0]} {o[1]}" + (f", {o[2]} false" if o[2] else "")
+
                 return f"at {params} it gave {shown(outcome)}, then {shown(now)}"
         return None
 
@@ -545,7 +582,9 @@ class _Prober:
                     # the derived values nearest first, after the values next to ``cur`` (the
                     # nearest admitted point when ``cur`` is just past the assumption's limit)
                     near = [i for i in (cur - 1, cur + 1) if lo <= i <= hi]
-                    tries = near + sorted(set(self.derived(coord, scalars, shapes)).difference(near), key=lambda i: abs(i - cur))
+                    tries = near + sorted(
+                        set(self.derived(coord, scalars, shapes)).difference(near), key=lambda i: abs(i - cur)
+                    )
                     for i in tries[:_DERIVED_TRIES]:
                         if i != cur and good(*self.put(coord, i, scalars, shapes)):
                             yield (*self.put(coord, i, scalars, shapes), f"{label} set to a derived value")
@@ -760,7 +799,7 @@ class _Prober:
                 # corner's first move (a hit there needs no second corner)
                 lows: list = []
                 done += points + step(points, False, interleave=True, more=[(low[2], self._later(low, lows))])
-                done[len(points):len(points)] = lows
+                done[len(points) : len(points)] = lows
             else:
                 points = visit([low]) + points
         else:
@@ -779,9 +818,16 @@ class _Prober:
                 return
 
 
-def probe(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector],
-          max_points: int = PROBE_POINTS, max_seconds: float = PROBE_SECONDS,
-          stats: dict[str, object] | None = None, max_work: int = PROBE_WORK) -> ProbeHit | None:
+def probe(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    max_points: int = PROBE_POINTS,
+    max_seconds: float = PROBE_SECONDS,
+    stats: dict[str, object] | None = None,
+    max_work: int = PROBE_WORK,
+) -> ProbeHit | None:
     """The first counterexample on ints at the structured points of ``ob``'s domain (``finite``,
     ``ranges``, ``vectors`` as :func:`capproof.encode.checked_domains` gives them, pins applied),
     or None. At most ``max_points`` evaluations, ``max_work // (1 + the batches' sizes)`` of them

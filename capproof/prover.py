@@ -30,13 +30,26 @@ import z3
 
 from .domain import Choice, Range, Vector
 from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-exported for spec tools and tests
-    CaseProblem, CasePaths, PathFailure, SharedInputs, describe_exception, new_solver, build_case, build_paths,
-    checked_domains, concrete_args, core_labels, effective_domains, evaluate, replay, track,
+    CasePaths,
+    CaseProblem,
+    PathFailure,
+    SharedInputs,
+    build_case,
+    build_paths,
+    checked_domains,
+    concrete_args,
+    core_labels,
+    describe_exception,
+    effective_domains,
+    evaluate,
+    new_solver,
+    replay,
+    track,
 )
 from .errors import DivisorMayBeZero, ReplayError
 from .minimize import minimize_point
-from .obligation import Obligation
 from .normalise import sorted_batch
+from .obligation import Obligation
 from .probe import probe
 from .second_opinion import second_opinion
 from .shrink import shrink
@@ -47,7 +60,21 @@ __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem"
 
 
 class _CaseOutcome:
-    __slots__ = ("kind", "params", "values", "core", "message", "minimized", "relation", "fixed", "cross", "path", "paths", "restating", "normalised")
+    __slots__ = (
+        "kind",
+        "params",
+        "values",
+        "core",
+        "message",
+        "minimized",
+        "relation",
+        "fixed",
+        "cross",
+        "path",
+        "paths",
+        "restating",
+        "normalised",
+    )
 
     def __init__(self, kind: str, **kw: Any):
         self.kind = kind  # proved | excluded | counterexample | unknown | error
@@ -84,10 +111,19 @@ def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list
     return out
 
 
-def _prove_case(ob: Obligation, fixed: dict[str, int], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options,
-                rlimit: int, below: dict[str, object] | None = None, first: _First | None = None,
-                restate: bool = True, built: dict[tuple, CasePaths] | None = None,
-                shared: SharedInputs | None = None) -> _CaseOutcome:
+def _prove_case(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    options: Options,
+    rlimit: int,
+    below: dict[str, object] | None = None,
+    first: _First | None = None,
+    restate: bool = True,
+    built: dict[tuple, CasePaths] | None = None,
+    shared: SharedInputs | None = None,
+) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
     or excluded and the fork budget sufficed. ``below``: the least counterexample of the cases
@@ -137,7 +173,9 @@ def _case_error(ob: Obligation, fixed: dict[str, int], exc: BaseException, path:
     return _CaseOutcome("error", message=(f"on path {path}: " if path else "") + describe_exception(exc))
 
 
-def _failed_path(ob: Obligation, fixed: dict[str, int], failure: PathFailure, rlimit: int, forked: bool) -> _CaseOutcome:
+def _failed_path(
+    ob: Obligation, fixed: dict[str, int], failure: PathFailure, rlimit: int, forked: bool
+) -> _CaseOutcome:
     """A path that raised is an error unless the domain, its path condition and the assumptions
     computed before the error are unsatisfiable (then no admitted point takes it: excluded)."""
     if forked:
@@ -168,9 +206,13 @@ def _combine_paths(outcomes: list[_CaseOutcome], cp: CasePaths) -> _CaseOutcome:
     elif "unknown" in kinds:
         pick = outcomes[kinds.index("unknown")]
     elif not cp.complete:
-        pick = _CaseOutcome("unknown", message=(
-            f"fork budget of {cp.budget} paths exhausted ({cp.unexplored} paths unexplored; raise fork_budget= or "
-            "--fork-budget)"))
+        pick = _CaseOutcome(
+            "unknown",
+            message=(
+                f"fork budget of {cp.budget} paths exhausted ({cp.unexplored} paths unexplored; raise fork_budget= or "
+                "--fork-budget)"
+            ),
+        )
     if pick is not None:
         pick.paths = n
         if not pick.relation:
@@ -197,8 +239,9 @@ def _order_key(params: dict[str, object]) -> tuple:
 SEEDED_MINIMISATION_SHARE = 8
 
 
-def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int],
-                  symbolic_holds: bool = False) -> str | None:
+def _replay_check(
+    case: CaseProblem, params: dict[str, object], symbolic_values: dict[str, int], symbolic_holds: bool = False
+) -> str | None:
     """None if ``params`` replays on plain ints as the symbolic run says: assumptions hold, the
     claim's truth is ``symbolic_holds`` (False: a counterexample) and the named values agree;
     else why not."""
@@ -211,11 +254,13 @@ def _replay_check(case: CaseProblem, params: dict[str, object], symbolic_values:
     if failed:
         return str(ReplayError(f"solver point {params} violates assumptions {failed} on ints"))
     if holds != symbolic_holds or values != symbolic_values:
-        return str(ReplayError(
-            f"symbolic and concrete semantics disagree at the solver point {params}: Z3 says claim "
-            f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
-            " (does the model branch on isinstance/type or other Python-only facts?)"
-        ))
+        return str(
+            ReplayError(
+                f"symbolic and concrete semantics disagree at the solver point {params}: Z3 says claim "
+                f"{symbolic_holds} {symbolic_values}, Python says {holds} {values}"
+                " (does the model branch on isinstance/type or other Python-only facts?)"
+            )
+        )
     return _padding_check(case.ob, params, (holds, values, failed))
 
 
@@ -235,34 +280,53 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
         alone = f"raises {describe_exception(exc)}"
     if alone == padded:
         return None
-    shown = alone if isinstance(alone, str) else f"gives claim {alone[0]} {alone[1]}" + (
-        f" with assumptions {alone[2]} false" if alone[2] else "")
+    shown = (
+        alone
+        if isinstance(alone, str)
+        else f"gives claim {alone[0]} {alone[1]}" + (f" with assumptions {alone[2]} false" if alone[2] else "")
+    )
     fills = ", ".join(f"{p}: {ob.domain[p].size - len(params[p])} entries equal to {ob.domain[p].fill}" for p in short)  # type: ignore[attr-defined]
-    return str(ReplayError(
-        f"the model sees the padding of its batch at {params}: on the batch alone it {shown}, "
-        f"with the padding ({fills}) claim {padded[0]} {padded[1]}; len(), min(), a count or a loop "
-        "over the whole vector includes the padding (use total/max_of/min_of of capproof.arith, "
-        "or mask entries with the length parameter)"
-    ))
+    return str(
+        ReplayError(
+            f"the model sees the padding of its batch at {params}: on the batch alone it {shown}, "
+            f"with the padding ({fills}) claim {padded[0]} {padded[1]}; len(), min(), a count or a loop "
+            "over the whole vector includes the padding (use total/max_of/min_of of capproof.arith, "
+            "or mask entries with the length parameter)"
+        )
+    )
 
 
 def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
     """What must hold at every admitted point besides the claim, with the number of assumptions
     it may use and the error to report: nonzero divisors and exactness side conditions."""
-    out = [(term != 0, upto, LazyText(lambda term=term, where=where: f"divisor {term} at {where}"))
-           for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)]
-    out += [(fact, upto, LazyText(lambda what=what: f"side condition {what}"))
-            for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)]
+    out = [
+        (term != 0, upto, LazyText(lambda term=term, where=where: f"divisor {term} at {where}"))
+        for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)
+    ]
+    out += [
+        (fact, upto, LazyText(lambda what=what: f"side condition {what}"))
+        for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)
+    ]
     return out
 
 
 def _fail_check(what, where_in: str, point: dict[str, object]) -> _CaseOutcome:
     what = str(what)
     if what.startswith("divisor "):
-        return _CaseOutcome("error", message=str(DivisorMayBeZero(f"{what}{where_in} can be zero, e.g. at {point}" + (
-            "; state its lower bound in the domain or in an earlier assumption" if where_in else ""))))
-    return _CaseOutcome("error", message=f"{what}{where_in} can fail, e.g. at {point}: capproof's encoding is "
-                                         "exact only under it (bound the parameters in the domain or an assumption)")
+        return _CaseOutcome(
+            "error",
+            message=str(
+                DivisorMayBeZero(
+                    f"{what}{where_in} can be zero, e.g. at {point}"
+                    + ("; state its lower bound in the domain or in an earlier assumption" if where_in else "")
+                )
+            ),
+        )
+    return _CaseOutcome(
+        "error",
+        message=f"{what}{where_in} can fail, e.g. at {point}: capproof's encoding is "
+        "exact only under it (bound the parameters in the domain or an assumption)",
+    )
 
 
 def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseOutcome | None:
@@ -295,12 +359,12 @@ def _probe_semantics(case: CaseProblem, s: z3.Solver) -> str | None:
         return None
     model = s.model()
     free = [v.term for v in case.scalars.values()] + [
-        e.term for entries in case.vectors.values() for e in entries if isinstance(e, SymInt)]
+        e.term for entries in case.vectors.values() for e in entries if isinstance(e, SymInt)
+    ]
     for attempt in range(2):
         params = case.point(model)
         symbolic_holds = model_true(model, case.claim)
-        symbolic_values = {k: model_int(model, to_z3_int(v))
-                           for k, v in case.ev.claim.values.items()}
+        symbolic_values = {k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()}
         problem = _replay_check(case, params, symbolic_values, symbolic_holds)
         if problem:
             return problem
@@ -348,8 +412,14 @@ def _lex_below(case: CaseProblem, bound: dict[str, object]) -> z3.BoolRef | None
     return below
 
 
-def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[str, object] | None = None,
-                 first: "_First | None" = None, restate: bool = True) -> _CaseOutcome:
+def _decide_case(
+    case: CaseProblem,
+    options: Options,
+    rlimit: int,
+    below: dict[str, object] | None = None,
+    first: "_First | None" = None,
+    restate: bool = True,
+) -> _CaseOutcome:
     """Decide one case (one path of it). ``below``: the least counterexample of the cases decided
     before; when this case has no point before it (one query), its counterexample is not
     minimised (it cannot be the least; it is still replayed on ints and counted). ``restate``:
@@ -367,7 +437,9 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
     if answer == z3.unsat:
         return _CaseOutcome("excluded", core=core_labels(s.unsat_core(), trackers))
     if answer == z3.unknown:
-        return _CaseOutcome("unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s, rlimit, base)}")
+        return _CaseOutcome(
+            "unknown", message=f"assumption check: {s.reason_unknown()}; {hardness(case, s, rlimit, base)}"
+        )
 
     for fact, upto, what in _checks(case):
         if upto < len(case.ob.assumptions):
@@ -432,13 +504,17 @@ def _decide_case(case: CaseProblem, options: Options, rlimit: int, below: dict[s
             minimize = answer != z3.unsat  # unsat: every counterexample of this case comes after ``below``
     if minimize:
         seeded = first.seed() if first is not None else None
-        model, minimized = minimize_point(case, s, model, [p for p in case.ob.params if p not in case.fixed],
-                                          seeded[0] if seeded is not None else None,
-                                          max(1, rlimit // SEEDED_MINIMISATION_SHARE), rlimit)
+        model, minimized = minimize_point(
+            case,
+            s,
+            model,
+            [p for p in case.ob.params if p not in case.fixed],
+            seeded[0] if seeded is not None else None,
+            max(1, rlimit // SEEDED_MINIMISATION_SHARE),
+            rlimit,
+        )
     params = case.point(model)
-    symbolic_values = {
-        k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()
-    }
+    symbolic_values = {k: model_int(model, to_z3_int(v)) for k, v in case.ev.claim.values.items()}
     problem = _replay_check(case, params, symbolic_values)
     if problem:
         return _CaseOutcome("error", message=problem)
@@ -455,10 +531,18 @@ def _splits_on_entries(case: CaseProblem) -> bool:
         return False
     # the batches' entry bounds and padding (encode._symbolic_inputs) have no If: not walked (a
     # third of the walk on a 64-request batch); only a heuristic's input, never a verdict's
-    bounds = {label for name, dom in case.ob.domain.items() if isinstance(dom, Vector)
-              for label in (f"{name} entries in {dom.elem.lo}..{dom.elem.hi}",  # type: ignore[attr-defined]
-                            f"{name} entries from {dom.length} on are {dom.fill}")}
-    return _ite_reads(case.claim.ctx, [case.claim, *(c for label, c in case.constraints if label not in bounds)], entries)
+    bounds = {
+        label
+        for name, dom in case.ob.domain.items()
+        if isinstance(dom, Vector)
+        for label in (
+            f"{name} entries in {dom.elem.lo}..{dom.elem.hi}",  # type: ignore[attr-defined]
+            f"{name} entries from {dom.length} on are {dom.fill}",
+        )
+    }
+    return _ite_reads(
+        case.claim.ctx, [case.claim, *(c for label, c in case.constraints if label not in bounds)], entries
+    )
 
 
 def _c_function(wrapper):
@@ -475,8 +559,10 @@ def _ite_reads(ctx: z3.Context, roots: list[z3.ExprRef], ids: set[int]) -> bool:
     c = ctx.ref()
     # the C functions themselves, without z3core's error check after each call (these accessors
     # of live terms cannot fail; half the cost of the walk)
-    ast_id, ast_kind, to_app, num_args, app_arg = (_c_function(f) for f in (
-        z3.Z3_get_ast_id, z3.Z3_get_ast_kind, z3.Z3_to_app, z3.Z3_get_app_num_args, z3.Z3_get_app_arg))
+    ast_id, ast_kind, to_app, num_args, app_arg = (
+        _c_function(f)
+        for f in (z3.Z3_get_ast_id, z3.Z3_get_ast_kind, z3.Z3_to_app, z3.Z3_get_app_num_args, z3.Z3_get_app_arg)
+    )
     app_kind = z3.Z3_APP_AST
     reads: dict[int, bool] = {}
     # the argument ids of each application met, kept from its first visit (pushing its pending
@@ -504,9 +590,13 @@ def _ite_reads(ctx: z3.Context, roots: list[z3.ExprRef], ids: set[int]) -> bool:
                 continue
         stack.pop()
         reads[i] = any(reads[j] for j in arg_ids)
-        if (reads[i] and len(arg_ids) == 3 and reads[arg_ids[0]]
-                and z3.Z3_get_decl_kind(c, z3.Z3_get_app_decl(c, to_app(c, a))) == z3.Z3_OP_ITE
-                and z3.Z3_get_sort_kind(c, z3.Z3_get_sort(c, a)) == z3.Z3_INT_SORT):
+        if (
+            reads[i]
+            and len(arg_ids) == 3
+            and reads[arg_ids[0]]
+            and z3.Z3_get_decl_kind(c, z3.Z3_get_app_decl(c, to_app(c, a))) == z3.Z3_OP_ITE
+            and z3.Z3_get_sort_kind(c, z3.Z3_get_sort(c, a)) == z3.Z3_INT_SORT
+        ):
             return True
     return False
 
@@ -560,8 +650,12 @@ def _pairwise_disequalities(terms: list[z3.ExprRef], limit: int = 10_000) -> int
         if e.get_id() in seen or not z3.is_app(e):
             continue
         seen.add(e.get_id())
-        if z3.is_not(e) and z3.is_eq(e.arg(0)) and z3.is_int(e.arg(0).arg(0)) and not any(
-                z3.is_int_value(c) for c in e.arg(0).children()):
+        if (
+            z3.is_not(e)
+            and z3.is_eq(e.arg(0))
+            and z3.is_int(e.arg(0).arg(0))
+            and not any(z3.is_int_value(c) for c in e.arg(0).children())
+        ):
             n += 1
             continue
         if z3.is_bool(e):
@@ -583,8 +677,12 @@ def hardness(case: CaseProblem, s: z3.Solver, rlimit: int | None = None, base: i
     nonlinear = _nonlinear_products([c for _, c in case.constraints] + [case.claim])
     if nonlinear:
         parts.append("nonlinear terms, e.g. " + "; ".join(nonlinear))
-    sizes = {n: case.active(n) if case.ob.domain[n].length in case.fixed or case.ob.domain[n].length is None
-             else case.ob.domain[n].size for n in case.vectors}  # type: ignore[union-attr]
+    sizes = {
+        n: case.active(n)
+        if case.ob.domain[n].length in case.fixed or case.ob.domain[n].length is None
+        else case.ob.domain[n].size
+        for n in case.vectors
+    }  # type: ignore[union-attr]
     if sizes:
         parts.append("vectors " + ", ".join(f"{n} {k} entries" for n, k in sizes.items()))
     pairwise = _pairwise_disequalities([c for label, c in case.constraints if label in case.ob.assumptions])
@@ -598,8 +696,10 @@ def hardness(case: CaseProblem, s: z3.Solver, rlimit: int | None = None, base: i
     if pairwise:
         tips.append("state distinctness in count form (count(x == v for x in group) <= 1 for each value v)")
     if sizes:
-        tips.append("state the claim through total/max_of/min_of and all_of so the aggregate abstraction applies, "
-                    "or pin/case-split the vector length, or try a smaller vector first")
+        tips.append(
+            "state the claim through total/max_of/min_of and all_of so the aggregate abstraction applies, "
+            "or pin/case-split the vector length, or try a smaller vector first"
+        )
     tips.append(f"raise --rlimit (e.g. --rlimit {10 * rlimit})" if rlimit else "raise --rlimit")
     return ", ".join(parts) + "; try: " + "; ".join(tips)
 
@@ -659,7 +759,9 @@ def _unsat(s: z3.Solver, extra: z3.BoolRef) -> bool:
 WITNESS_CASES = 256
 
 
-def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: dict[str, object], free: set[str], rlimit: int) -> Witness | None:
+def _witness_in_case(
+    ob: Obligation, name: str, case: CaseProblem, cex_params: dict[str, object], free: set[str], rlimit: int
+) -> Witness | None:
     """The smallest witness point of ``case`` (None: none there); ``found=False`` with a message
     for an unknown or failed replay."""
     held = [p for p in ob.params if p not in free and p not in case.fixed]
@@ -688,8 +790,16 @@ def _witness_in_case(ob: Obligation, name: str, case: CaseProblem, cex_params: d
     return Witness(name, True, params=params, values=symbolic_values, minimized=minimized)
 
 
-def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range], vectors: dict[str, Vector], options: Options, rlimit: int,
-                   built: dict[tuple, CasePaths] | None = None) -> list[Witness]:
+def find_witnesses(
+    ob: Obligation,
+    cex_params: dict[str, object],
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    options: Options,
+    rlimit: int,
+    built: dict[tuple, CasePaths] | None = None,
+) -> list[Witness]:
     """For each of ``ob.witnesses``: the smallest point (declared order) with the counterexample's
     values for every parameter the condition does not take, where the claim fails and the
     condition holds. Finite parameters the condition takes (and the lengths of vectors it takes)
@@ -720,11 +830,18 @@ def find_witnesses(ob: Obligation, cex_params: dict[str, object], finite: dict[s
             key = tuple(sorted(fixed.items()))
             if key not in cases:
                 try:
-                    cp = built[key] if built is not None and key in built else build_paths(ob, fixed, ranges, vectors, budget)
+                    cp = (
+                        built[key]
+                        if built is not None and key in built
+                        else build_paths(ob, fixed, ranges, vectors, budget)
+                    )
                     cases[key] = cp.paths
                     if cp.failures or not cp.complete:  # a failed or unexplored path may hold the witness
-                        cases[key] = ("a path raised " + describe_exception(cp.failures[0].error) if cp.failures
-                                      else f"fork budget of {budget} paths exhausted")
+                        cases[key] = (
+                            "a path raised " + describe_exception(cp.failures[0].error)
+                            if cp.failures
+                            else f"fork budget of {budget} paths exhausted"
+                        )
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:
@@ -853,7 +970,9 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     try:
         with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before
             result = _prove_obligation(ob, options or Options(), first)
-        shows_cex = result.verdict is Verdict.COUNTEREXAMPLE or (first.found is not None and result.verdict is Verdict.UNKNOWN)
+        shows_cex = result.verdict is Verdict.COUNTEREXAMPLE or (
+            first.found is not None and result.verdict is Verdict.UNKNOWN
+        )
         if first.restating_skipped and not shows_cex:  # e.g. an error after a counterexample: decided again, every
             # proof's core checked for restating assumptions (this verdict shows them); the same queries, fresh context
             with fresh_z3_context():
@@ -873,8 +992,10 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         seeded = first.seed() if options is None or options.minimize else None
         if seeded is not None and seeded[0] != hit.params:
             (params, values), shrunk = seeded, ", shrunk on ints"
-        result.message = (f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
-                          f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})")
+        result.message = (
+            f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
+            f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})"
+        )
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(params, values, False)
         result.witnesses = []
@@ -883,7 +1004,8 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
         result.message = (
             f"{found_by.get(hit.source, hit.source)} a counterexample at {hit.params} ({_violation(result.relation, hit.values)}; "
             f"every assumption holds on ints) but the solver's verdict is {result.verdict.value} ({result.message}): "
-            "the symbolic and the int semantics of the model disagree")
+            "the symbolic and the int semantics of the model disagree"
+        )
         result.verdict = Verdict.ERROR
     opinion = (options or Options()).second_opinion
     if result.verdict in (Verdict.PROVED, Verdict.VACUOUS) and opinion is not None and first.domains is not None:
@@ -898,10 +1020,12 @@ def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, ex
     found = second_opinion(ob, result.verdict.value, *domains, examples=examples)
     result.seconds += time.perf_counter() - started
     if found is not None:
-        result.message = (f"the second opinion on ints ({found.source}) found {found.what} at {found.params} "
-                          f"({'with the padding' if found.how == 'padded' else 'on the batch alone'}) but the solver's "
-                          f"verdict is {result.verdict.value} ({result.message}): the symbolic and the int semantics "
-                          "of the model disagree")
+        result.message = (
+            f"the second opinion on ints ({found.source}) found {found.what} at {found.params} "
+            f"({'with the padding' if found.how == 'padded' else 'on the batch alone'}) but the solver's "
+            f"verdict is {result.verdict.value} ({result.message}): the symbolic and the int semantics "
+            "of the model disagree"
+        )
         result.verdict = Verdict.ERROR
         result.assumptions_used = []
 
@@ -938,14 +1062,26 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         unstable = stats.get("unstable")
     first.resume_gc()
     result = ObligationResult(
-        id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR,
-        message="", domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()}, pins=pins,
-        assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line, rlimit=rlimit,
+        id=ob.id,
+        case=ob.case,
+        sources=ob.sources,
+        expect=ob.expect,
+        verdict=Verdict.ERROR,
+        message="",
+        domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()},
+        pins=pins,
+        assumptions=list(ob.assumptions),
+        doc=ob.doc,
+        file=ob.file,
+        line=ob.line,
+        rlimit=rlimit,
         covers=list(ob.covers),
     )
     if unstable is not None:  # the probe's calls changed what the model computes: no verdict
-        result.message = (f"the model is not a function of its parameters on ints: {unstable} (its calls "
-                          "change module state it reads?); a verdict that depends on what ran before is no verdict")
+        result.message = (
+            f"the model is not a function of its parameters on ints: {unstable} (its calls "
+            "change module state it reads?); a verdict that depends on what ran before is no verdict"
+        )
         result.seconds = time.perf_counter() - started
         return result
     try:
@@ -969,7 +1105,9 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         # ends on the bounded encoding (or proved, an error then): its proofs' cores are not shown
         # unless it proves every case, and then it is made again with its minimal cores
         cores = first.found is None or max(v.size for v in vectors.values()) > BOUNDED_CEX_LIMIT
-        decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
+        decided = _in_own_context(
+            _prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins, cores
+        )
         if decided is not None and not cores:
             decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
         if decided is not None:
@@ -987,9 +1125,11 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         result.encoding = f"batches <= {size}"
         if options.max_bounded_vector is not None and size > options.max_bounded_vector:
             result.verdict = Verdict.UNKNOWN
-            result.message = (f"not decided for batches of {size}: the aggregate abstraction did not decide "
-                              f"({result.encoding_note.removeprefix('aggregate abstraction ') or 'not tried'}) and the bounded "
-                              f"encoding is not tried beyond {options.max_bounded_vector} entries")
+            result.message = (
+                f"not decided for batches of {size}: the aggregate abstraction did not decide "
+                f"({result.encoding_note.removeprefix('aggregate abstraction ') or 'not tried'}) and the bounded "
+                f"encoding is not tried beyond {options.max_bounded_vector} entries"
+            )
             result.seconds = time.perf_counter() - started
             return result
 
@@ -1006,8 +1146,19 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         shared = SharedInputs() if vectors else None
         for combo in itertools.product(*(finite[n] for n in names)):
             fixed = dict(zip(names, combo))
-            outcome = _prove_case(ob, fixed, ranges, vectors, options, rlimit, None if vectors else below, first,
-                                  restate_all or not failed, built, shared)
+            outcome = _prove_case(
+                ob,
+                fixed,
+                ranges,
+                vectors,
+                options,
+                rlimit,
+                None if vectors else below,
+                first,
+                restate_all or not failed,
+                built,
+                shared,
+            )
             outcomes.append(outcome)
             first.restating_skipped = first.restating_skipped or (failed and not restate_all)
             if outcome.kind == "counterexample":
@@ -1072,16 +1223,29 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
             f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
             + (f" (on path {best.path})" if best.path else "")
             + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
-            + ("" if best.minimized else " (not minimised: a minimisation query ran out of rlimit)" if options.minimize
-               else " (not minimised: minimisation off)")
+            + (
+                ""
+                if best.minimized
+                else " (not minimised: a minimisation query ran out of rlimit)"
+                if options.minimize
+                else " (not minimised: minimisation off)"
+            )
         )
         if not options.verdict_only:
             result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit, built)
         if options.density != "off":
             from .density import failure_density
 
-            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full",
-                                             unknown_cases=len(unknowns), pinned=bool(pins), pins=sorted(pins))
+            result.density = failure_density(
+                ob,
+                best.params,
+                len(cexs),
+                admitted,
+                full=options.density == "full",
+                unknown_cases=len(unknowns),
+                pinned=bool(pins),
+                pins=sorted(pins),
+            )
     elif unknowns:
         result.verdict = Verdict.UNKNOWN
         result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"
@@ -1091,11 +1255,16 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         result.message = f"vacuous: {why} ({result.excluded} of {result.cases} cases excluded)"
     else:
         result.verdict = Verdict.PROVED
-        result.message = f"unsat on {admitted} cases" + (
-            f" ({result.excluded} excluded by assumptions)" if result.excluded else ""
-        ) + (f", {result.paths} paths" if result.paths > result.cases else "") + "".join(
-            f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
-            "shows the claim only as far as that fact holds" for n in result.restating)
+        result.message = (
+            f"unsat on {admitted} cases"
+            + (f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+            + (f", {result.paths} paths" if result.paths > result.cases else "")
+            + "".join(
+                f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
+                "shows the claim only as far as that fact holds"
+                for n in result.restating
+            )
+        )
     result.normalised = length_notes + list(dict.fromkeys(n for o in outcomes for n in o.normalised))
     if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
         result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
@@ -1108,8 +1277,13 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
 CHOICE_LENGTH_AS_RANGE = 8
 
 
-def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                       vectors: dict[str, Vector], pins: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, Range], list[str]] | None:
+def _lengths_as_ranges(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    pins: dict[str, int],
+) -> tuple[dict[str, list[int]], dict[str, Range], list[str]] | None:
     """The case split with each vector length declared as a ``Choice`` of consecutive ints
     (``Choice(range(1, 257))``) made a symbolic ``Range`` over the same ints: the same set of
     points, so the same verdict, in one query per case instead of one per length value (measured:
@@ -1128,8 +1302,11 @@ def _lengths_as_ranges(ob: Obligation, finite: dict[str, list[int]], ranges: dic
     if not moved:
         return None
     finite2 = {k: v for k, v in finite.items() if k not in moved}
-    notes = [f"length {n}: Choice of the {r.hi - r.lo + 1} consecutive values {r.lo}..{r.hi} decided as "
-             f"Range({r.lo}, {r.hi}) (one symbolic length, not one case per value)" for n, r in moved.items()]
+    notes = [
+        f"length {n}: Choice of the {r.hi - r.lo + 1} consecutive values {r.lo}..{r.hi} decided as "
+        f"Range({r.lo}, {r.hi}) (one symbolic length, not one case per value)"
+        for n, r in moved.items()
+    ]
     return finite2, {**ranges, **moved}, notes
 
 
@@ -1149,9 +1326,17 @@ def _in_own_context(attempt, *args):
         return attempt(*args)
 
 
-def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                         vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                         pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
+def _prove_by_aggregates(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    options: Options,
+    rlimit: int,
+    result: ObligationResult,
+    pins: dict[str, int],
+    cores: bool = True,
+) -> ObligationResult | None:
     """Decide ``ob`` on the aggregate abstraction of its vectors (capproof.aggregate); None when
     it does not apply or does not decide (the caller then uses the bounded encoding).
     ``cores=False``: proofs' cores as Z3 gave them, not minimised (see ``decide_abstract_case``)."""
@@ -1161,9 +1346,17 @@ def _prove_by_aggregates(ob: Obligation, finite: dict[str, list[int]], ranges: d
         return _aggregate_cases(ob, finite, ranges, vectors, options, rlimit, result, pins, cores)
 
 
-def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                     vectors: dict[str, Vector], options: Options, rlimit: int, result: ObligationResult,
-                     pins: dict[str, int], cores: bool = True) -> ObligationResult | None:
+def _aggregate_cases(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    options: Options,
+    rlimit: int,
+    result: ObligationResult,
+    pins: dict[str, int],
+    cores: bool = True,
+) -> ObligationResult | None:
     from .aggregate import NotAggregate, build_abstract_case, decide_abstract_case, summary
 
     names = list(finite)
@@ -1213,29 +1406,51 @@ def _aggregate_cases(ob: Obligation, finite: dict[str, list[int]], ranges: dict[
     order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, {})])}
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
     if cexs:
-        best = min(cexs, key=lambda o: tuple((p if not isinstance(p, list) else (len(p), p)) for p in (o.params[q] for q in ob.params)))
+        best = min(
+            cexs,
+            key=lambda o: tuple(
+                (p if not isinstance(p, list) else (len(p), p)) for p in (o.params[q] for q in ob.params)
+            ),
+        )
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(best.params, best.values, True)
-        result.message = (f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases "
-                          "(aggregate abstraction: the batch realised from its aggregates and replayed on ints)")
+        result.message = (
+            f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases "
+            "(aggregate abstraction: the batch realised from its aggregates and replayed on ints)"
+        )
         result.witnesses = []
         if options.density != "off":  # on ints around the realised batch, as for a bounded counterexample
             from .density import failure_density
 
-            result.density = failure_density(ob, best.params, len(cexs), admitted, full=options.density == "full",
-                                             pinned=bool(pins), pins=sorted(pins))
+            result.density = failure_density(
+                ob,
+                best.params,
+                len(cexs),
+                admitted,
+                full=options.density == "full",
+                pinned=bool(pins),
+                pins=sorted(pins),
+            )
         return result
     if admitted == 0:
         return None  # vacuity is reported by the bounded run, with its own wording
     result.verdict = Verdict.PROVED
-    result.message = f"unsat on {admitted} cases on the aggregate abstraction: {_sizes_covered(vectors, pins)} ({result.encoding_note})" + (
-        f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+    result.message = (
+        f"unsat on {admitted} cases on the aggregate abstraction: {_sizes_covered(vectors, pins)} ({result.encoding_note})"
+        + (f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+    )
     return result
 
 
-def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: dict[str, Range],
-                        vectors: dict[str, Vector], rlimit: int, result: ObligationResult,
-                        pins: dict[str, int] | None = None) -> ObligationResult | None:
+def _prove_by_induction(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    rlimit: int,
+    result: ObligationResult,
+    pins: dict[str, int] | None = None,
+) -> ObligationResult | None:
     """Prove ``ob`` for every batch size by induction over its batch (capproof.induction); None
     when the rule does not apply or does not prove it (the reason joins ``encoding_note``)."""
     from .aggregate import summary
@@ -1249,7 +1464,10 @@ def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: di
     result.excluded = sum(1 for o in outcomes if o.kind == "excluded")
     result.encoding = "all batch sizes"
     invariant = next(o.invariant for o in outcomes if o.kind == "proved")
-    sizes = "; ".join(summary(len(outcomes), {k: v}, ob, pins) if v.length else f"{k}: any number of entries" for k, v in vectors.items())
+    sizes = "; ".join(
+        summary(len(outcomes), {k: v}, ob, pins) if v.length else f"{k}: any number of entries"
+        for k, v in vectors.items()
+    )
     result.encoding_note = f"induction over the batch (base case and step on {invariant}); {sizes}"
     used: list[str] = []
     for o in outcomes:
@@ -1258,14 +1476,15 @@ def _prove_by_induction(ob: Obligation, finite: dict[str, list[int]], ranges: di
     result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
     admitted = result.cases - result.excluded
     result.verdict = Verdict.PROVED
-    result.message = (f"unsat on {admitted} cases by induction over the batch (base case, step, conclusion): "
-                      f"{_sizes_covered(vectors, pins)} ({sizes})") + (
-        f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+    result.message = (
+        f"unsat on {admitted} cases by induction over the batch (base case, step, conclusion): "
+        f"{_sizes_covered(vectors, pins)} ({sizes})"
+    ) + (f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
     return result
 
 
 def _sizes_covered(vectors: dict[str, Vector], pins: dict[str, int] | None) -> str:
-    """"every batch size", or what a run with a batch length pinned (``--set num_reqs=2``) covers:
+    """ "every batch size", or what a run with a batch length pinned (``--set num_reqs=2``) covers:
     that length only (any vector size beyond it, padding included)."""
     pinned = [f"{v.length}={pins[v.length]}" for v in vectors.values() if v.length and pins and v.length in pins]
     fixed = [f"{n}: exactly {v.size} entries" for n, v in vectors.items() if not v.length]

@@ -31,23 +31,76 @@ import types
 
 __all__ = ["function_impurities", "genexpr_impurities"]
 
-MUTATORS = frozenset({
-    "append", "extend", "insert", "pop", "popleft", "appendleft", "extendleft", "remove", "clear", "update",
-    "setdefault", "popitem", "add", "discard", "difference_update", "intersection_update",
-    "symmetric_difference_update", "sort", "reverse", "rotate", "write", "writelines", "send", "throw",
-    "put", "put_nowait", "get_nowait", "__setitem__", "__delitem__", "__setattr__", "__delattr__", "__iadd__",
-    "cache_clear", "seek", "truncate",
-})
-IMPURE_BUILTINS = frozenset({"setattr", "delattr", "next", "exec", "eval", "globals", "vars", "open", "input",
-                             "__import__", "locals"})
+MUTATORS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "popleft",
+        "appendleft",
+        "extendleft",
+        "remove",
+        "clear",
+        "update",
+        "setdefault",
+        "popitem",
+        "add",
+        "discard",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+        "sort",
+        "reverse",
+        "rotate",
+        "write",
+        "writelines",
+        "send",
+        "throw",
+        "put",
+        "put_nowait",
+        "get_nowait",
+        "__setitem__",
+        "__delitem__",
+        "__setattr__",
+        "__delattr__",
+        "__iadd__",
+        "cache_clear",
+        "seek",
+        "truncate",
+    }
+)
+IMPURE_BUILTINS = frozenset(
+    {"setattr", "delattr", "next", "exec", "eval", "globals", "vars", "open", "input", "__import__", "locals"}
+)
 _WRITES = {
-    "STORE_GLOBAL": "writes the global {}", "DELETE_GLOBAL": "deletes the global {}",
-    "STORE_ATTR": "sets the attribute {}", "DELETE_ATTR": "deletes the attribute {}",
-    "STORE_SUBSCR": "stores through a subscript", "DELETE_SUBSCR": "deletes through a subscript",
+    "STORE_GLOBAL": "writes the global {}",
+    "DELETE_GLOBAL": "deletes the global {}",
+    "STORE_ATTR": "sets the attribute {}",
+    "DELETE_ATTR": "deletes the attribute {}",
+    "STORE_SUBSCR": "stores through a subscript",
+    "DELETE_SUBSCR": "deletes through a subscript",
 }
 _MODULE = type(os)
-_STDLIB_KINDS = frozenset({"collections", "functools", "itertools", "operator", "math", "fractions", "decimal", "enum",
-                           "dataclasses", "typing", "types", "abc", "_collections", "_functools", "_operator"})
+_STDLIB_KINDS = frozenset(
+    {
+        "collections",
+        "functools",
+        "itertools",
+        "operator",
+        "math",
+        "fractions",
+        "decimal",
+        "enum",
+        "dataclasses",
+        "typing",
+        "types",
+        "abc",
+        "_collections",
+        "_functools",
+        "_operator",
+    }
+)
 
 
 def _generic(code: types.CodeType) -> bool:
@@ -66,8 +119,9 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
 
     def push_object(obj) -> None:
         kind = type(obj)
-        if isinstance(obj, (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod,
-                            property)):
+        if isinstance(
+            obj, (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod, property)
+        ):
             objects.append(obj)
         elif not kind.__module__.startswith(("builtins", "capproof", "z3")) and kind.__module__ not in _STDLIB_KINDS:
             objects.append(kind)  # an object the code calls methods of: its class's methods
@@ -165,7 +219,13 @@ def genexpr_impurities(frame: types.FrameType) -> list[str]:
     local_values = frame.f_locals
     starts = []
     for k in code.co_consts:
-        if isinstance(k, types.CodeType) and k.co_name in ("<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>", "<lambda>"):
+        if isinstance(k, types.CodeType) and k.co_name in (
+            "<genexpr>",
+            "<listcomp>",
+            "<setcomp>",
+            "<dictcomp>",
+            "<lambda>",
+        ):
             free = {name: local_values[name] for name in k.co_freevars if name in local_values}
             starts.append((k, frame.f_globals, free))
     return _scan(starts)

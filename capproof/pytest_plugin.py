@@ -47,16 +47,39 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("capproof", "capproof obligations as test items")
-    group.addoption("--capproof", action="store_true", default=None,
-                    help="Collect the project's capproof obligations and contracts (spec files) as test items.")
-    group.addoption("--capproof-rlimit", type=int, default=None, metavar="N",
-                    help=f"Z3 resource budget per query [default: [tool.capproof] rlimit, else {DEFAULT_RLIMIT}].")
-    group.addoption("--capproof-crosshair-timeout", type=float, default=None, metavar="S",
-                    help="CrossHair per-condition timeout [default: [tool.capproof] crosshair_timeout, else 30].")
-    group.addoption("--capproof-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                    help=f"Hard time limit per obligation or contract, in seconds [default: {DEFAULT_TIMEOUT:g}].")
-    group.addoption("--capproof-no-contracts", action="store_true", default=False,
-                    help="Do not collect the CrossHair contract checks.")
+    group.addoption(
+        "--capproof",
+        action="store_true",
+        default=None,
+        help="Collect the project's capproof obligations and contracts (spec files) as test items.",
+    )
+    group.addoption(
+        "--capproof-rlimit",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"Z3 resource budget per query [default: [tool.capproof] rlimit, else {DEFAULT_RLIMIT}].",
+    )
+    group.addoption(
+        "--capproof-crosshair-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="CrossHair per-condition timeout [default: [tool.capproof] crosshair_timeout, else 30].",
+    )
+    group.addoption(
+        "--capproof-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"Hard time limit per obligation or contract, in seconds [default: {DEFAULT_TIMEOUT:g}].",
+    )
+    group.addoption(
+        "--capproof-no-contracts",
+        action="store_true",
+        default=False,
+        help="Do not collect the CrossHair contract checks.",
+    )
     parser.addini("capproof", type="bool", default=False, help="Always collect capproof obligations (as --capproof).")
 
 
@@ -72,8 +95,10 @@ def pytest_configure(config: pytest.Config) -> None:
     start = str(config.invocation_params.dir)
     root = find_root(start)
     if root is None:
-        raise pytest.UsageError("--capproof: no capproof project here or above "
-                                "(a pyproject.toml with [tool.capproof], or a spec/ directory)")
+        raise pytest.UsageError(
+            "--capproof: no capproof project here or above "
+            "(a pyproject.toml with [tool.capproof], or a spec/ directory)"
+        )
     try:
         settings = read_settings(root)
     except SettingsError as exc:

@@ -30,8 +30,15 @@ import re
 from typing import Any
 
 __all__ = [
-    "DEFAULT_OUT", "MODULE_NAME", "WITNESS_FORMAT", "WitnessError",
-    "witnesses", "witness_filename", "read_witnesses", "render_module", "write_counterexamples",
+    "DEFAULT_OUT",
+    "MODULE_NAME",
+    "WITNESS_FORMAT",
+    "WitnessError",
+    "witnesses",
+    "witness_filename",
+    "read_witnesses",
+    "render_module",
+    "write_counterexamples",
 ]
 
 #: Default output directory, inside the test suite so that ``pytest`` (``make test``) runs it.
@@ -177,8 +184,10 @@ def test_counterexample_still_violates(spec, name, params, values):
 
 def _row(fn: str, w: dict[str, Any]) -> str:
     ident = fn[:-5]
-    return (f"    pytest.param(\n        {w['spec']!r}, {w['name']!r},\n"
-            f"        {w['params']!r},\n        {w['values']!r},\n        id={ident!r},\n    ),\n")
+    return (
+        f"    pytest.param(\n        {w['spec']!r}, {w['name']!r},\n"
+        f"        {w['params']!r},\n        {w['values']!r},\n        id={ident!r},\n    ),\n"
+    )
 
 
 def render_module(rows: list[tuple[str, dict[str, Any]]], root_from_out: str) -> str:

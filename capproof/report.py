@@ -32,7 +32,7 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
     if entry.get("file") and entry.get("line"):
         where = f"{entry['file']}:{entry['line']}: "
         if name.startswith(entry["file"] + "::"):
-            name = name[len(entry["file"]) + 2:]
+            name = name[len(entry["file"]) + 2 :]
         elif kind == "contract":
             name = f"contract {name}"
     lines = [f"{where}{_MARK[entry['ok']]} {verdict:<14} {name}{sizes}{note}"]
@@ -51,9 +51,11 @@ def terminal_lines(entry: dict[str, Any], kind: str = "obligation") -> list[str]
         lines += [f"       {line}" for line in density_lines(entry.get("density"))]
     elif verdict != "proved" or not entry["ok"] or entry.get("restating_assumptions"):
         lines.append(f"       {entry['message']}")
-    used_paths = [a[len("path: "):] for a in entry.get("assumptions_used", []) if a.startswith("path: ")]
+    used_paths = [a[len("path: ") :] for a in entry.get("assumptions_used", []) if a.startswith("path: ")]
     if kind == "obligation" and verdict == "proved" and used_paths:
-        lines.append(f"       {entry.get('paths', 0)} execution paths; path conditions in the proof: " + "; ".join(used_paths))
+        lines.append(
+            f"       {entry.get('paths', 0)} execution paths; path conditions in the proof: " + "; ".join(used_paths)
+        )
     return lines
 
 
@@ -65,9 +67,12 @@ def _witness_text(w: dict[str, Any], cex: dict[str, Any]) -> str:
     moved = {k for k, v in w["params"].items() if cex["params"].get(k) != v}
     same = "the counterexample's own point: " if not moved else ""
     label = "" if w.get("minimized", True) else " (not minimised: a minimisation query ran out of rlimit)"
-    return same + ", ".join(f"{k}={v}" for k, v in w["params"].items()) + (
-        " (" + ", ".join(f"{k}={v}" for k, v in w["values"].items()) + ")" if w.get("values") else ""
-    ) + label
+    return (
+        same
+        + ", ".join(f"{k}={v}" for k, v in w["params"].items())
+        + (" (" + ", ".join(f"{k}={v}" for k, v in w["values"].items()) + ")" if w.get("values") else "")
+        + label
+    )
 
 
 def _share(failing: int, admitted: int) -> str:
@@ -95,7 +100,9 @@ def density_lines(density: dict[str, Any] | None) -> list[str]:
     for a in density["axes"]:
         lo, hi = a["range"]
         pinned = a["param"] in density.get("pinned_params", [])
-        what = f"{a['param']} over {lo}..{hi}" + (" (pinned in this run; varied here, the others held)" if pinned else "")
+        what = f"{a['param']} over {lo}..{hi}" + (
+            " (pinned in this run; varied here, the others held)" if pinned else ""
+        )
         if a["failing"] is None:
             lines.append(f"{what}: not computed ({a['message']})")
         else:
@@ -160,10 +167,16 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
         if e["encoding_note"].startswith("induction over the batch"):  # capproof.induction: says so itself
             out.append(f"- batches: {e['encoding_note']}")
         else:
-            how = "aggregate abstraction" if e["encoding"] in ("all batch sizes", "fixed vector sizes") else "bounded vectors"
+            how = (
+                "aggregate abstraction"
+                if e["encoding"] in ("all batch sizes", "fixed vector sizes")
+                else "bounded vectors"
+            )
             out.append(f"- batches: {how}; {e['encoding_note']}")
     out.append(f"- result: {e['message']}")
-    out.append(f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query")
+    out.append(
+        f"- cases: {e['cases']} ({e.get('excluded_cases', 0)} excluded by assumptions); rlimit {e.get('rlimit')} per query"
+    )
     if e.get("doc"):
         out += ["", *[f"> {line}" if line else ">" for line in e["doc"].splitlines()]]
     if e.get("claim_source"):
@@ -179,23 +192,37 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     elif e.get("assumptions"):
         out += ["", "Assumptions (✔ = in the unsat core of some case, so the proof needs it; · = not needed):", ""]
         restating = set(e.get("restating_assumptions", []))
-        out += [f"- {'✔' if a in used else '·'} {a}" + (" — **restates the claim** (each implies the other on the domain)"
-                                                       if a in restating else "") for a in e["assumptions"]]
+        out += [
+            f"- {'✔' if a in used else '·'} {a}"
+            + (" — **restates the claim** (each implies the other on the domain)" if a in restating else "")
+            for a in e["assumptions"]
+        ]
     else:
         out += ["", "Assumptions: none declared (the claim is checked on the whole domain)."]
-    bounds = [a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", []) and not a.startswith("path: ")]
+    bounds = [
+        a for a in e.get("assumptions_used", []) if a not in e.get("assumptions", []) and not a.startswith("path: ")
+    ]
     if bounds:
         out += ["", "Domain bounds the proof used:", ""]
         out += [f"- `{b}`" for b in bounds]
-    paths = [a[len("path: "):] for a in e.get("assumptions_used", []) if a.startswith("path: ")]
+    paths = [a[len("path: ") :] for a in e.get("assumptions_used", []) if a.startswith("path: ")]
     if e.get("paths", 0) > e.get("cases", 0) or paths:
-        out += ["", f"Execution paths: the model branches on symbolic values; {e.get('paths', 0)} paths decided one by one"
-                + (", using these path conditions:" if paths else "."), ""]
+        out += [
+            "",
+            f"Execution paths: the model branches on symbolic values; {e.get('paths', 0)} paths decided one by one"
+            + (", using these path conditions:" if paths else "."),
+            "",
+        ]
         out += [f"- `{p}`" for p in paths]
     cex = e.get("counterexample")
     if cex:
-        out += ["", "Counterexample (smallest parameter values, replayed on plain ints):", "",
-                "| name | value |", "|---|---|"]
+        out += [
+            "",
+            "Counterexample (smallest parameter values, replayed on plain ints):",
+            "",
+            "| name | value |",
+            "|---|---|",
+        ]
         out += [f"| `{k}` | {_md_value(v)} |" for k, v in cex["params"].items()]
         out += [f"| **`{k}`** | {_md_value(v)} |" for k, v in cex["values"].items()]
         if cex.get("path"):
@@ -217,7 +244,12 @@ _CALL = re.compile(r"when calling ([\w.]+)\(.*?\)(?: \(which (?:returns|raises) 
 def _stable(message: str) -> str:
     """CrossHair's message without the call's arguments: its search is randomised, so the
     arguments of a found counterexample vary between runs (the terminal and JSON keep them)."""
-    return _CALL.sub(lambda m: f"when calling {m.group(1)}(…) (arguments vary between runs; `capproof prove -k {m.group(1)}` shows one)", message)
+    return _CALL.sub(
+        lambda m: (
+            f"when calling {m.group(1)}(…) (arguments vary between runs; `capproof prove -k {m.group(1)}` shows one)"
+        ),
+        message,
+    )
 
 
 def _contract_md(e: dict[str, Any]) -> list[str]:
@@ -230,7 +262,9 @@ def _contract_md(e: dict[str, Any]) -> list[str]:
     out.append(f"- verdict: **{e['verdict']}** ({status}); expected {e['expect']}; checked by CrossHair")
     out.append(f"- result: {_stable(e['message'])}")
     for c in e.get("conditions", []):
-        out.append(f"  - {c['where']}: {c['state']}" + (f" — {_stable(c['message'])}" if c["state"] != "confirmed" else ""))
+        out.append(
+            f"  - {c['where']}: {c['state']}" + (f" — {_stable(c['message'])}" if c["state"] != "confirmed" else "")
+        )
     out.append("")
     return out
 
@@ -253,7 +287,8 @@ def render_reports(run_json: dict[str, Any]) -> dict[str, str]:
             "",
             "Generated by `capproof report`; do not edit. `make verify` fails when this file is stale.",
             "",
-            "Verdicts: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+            "Verdicts: "
+            + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
             + f"; {sum(1 for e in all_items if e['ok'])} of {len(all_items)} as expected.",
             "",
             "| obligation | case | expect | verdict |",
@@ -261,7 +296,9 @@ def render_reports(run_json: dict[str, Any]) -> dict[str, str]:
         ]
         for e in all_items:
             name = e["id"].split("::")[-1] if "::" in e["id"] else e["id"]
-            lines.append(f"| `{name}` | {e.get('case') or '—'} | {e['expect']} | {e['verdict']}{'' if e['ok'] else ' ✗'} |")
+            lines.append(
+                f"| `{name}` | {e.get('case') or '—'} | {e['expect']} | {e['verdict']}{'' if e['ok'] else ' ✗'} |"
+            )
         lines.append("")
         if items["obligations"]:
             lines += ["## Obligations (Z3)", ""]
@@ -297,7 +334,8 @@ def _orphans(reports: dict[str, str], directory: str) -> list[str]:
     if not os.path.isdir(directory):
         return []
     return sorted(
-        os.path.join(directory, f) for f in os.listdir(directory)
+        os.path.join(directory, f)
+        for f in os.listdir(directory)
         if f.endswith(".md") and f not in OTHER_GENERATED and os.path.join(directory, f) not in reports
     )
 

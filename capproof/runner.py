@@ -53,9 +53,11 @@ def _previous_seconds(path: str = LAST_RUN) -> dict[str, float]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-        return {e["id"]: float(e.get("seconds", 0.0))
-                for e in [*data.get("obligations", []), *data.get("contracts", [])]
-                if isinstance(e, dict) and "id" in e and not e.get("cached")}
+        return {
+            e["id"]: float(e.get("seconds", 0.0))
+            for e in [*data.get("obligations", []), *data.get("contracts", [])]
+            if isinstance(e, dict) and "id" in e and not e.get("cached")
+        }
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
         return {}
 
@@ -117,8 +119,13 @@ class RunResult:
 
 def _load_error_result(err: LoadError) -> ObligationResult:
     return ObligationResult(
-        id=err.file, case=None, sources=[], expect="proved", verdict=Verdict.ERROR,
-        message=err.message, file=err.file,
+        id=err.file,
+        case=None,
+        sources=[],
+        expect="proved",
+        verdict=Verdict.ERROR,
+        message=err.message,
+        file=err.file,
     )
 
 
@@ -156,8 +163,16 @@ class _Fingerprint(pickle.Pickler):
     holding one, ~20 ms per fingerprint; the data it holds is now fingerprinted too. Locks, which
     pickle refuses, are taken by identity too, so an object holding one is still pickled by value."""
 
-    _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
-                    types.CodeType, type, type(threading.Lock()), type(threading.RLock()))
+    _BY_IDENTITY = (
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.ModuleType,
+        types.CodeType,
+        type,
+        type(threading.Lock()),
+        type(threading.RLock()),
+    )
 
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
         return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
@@ -186,13 +201,16 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     """Whether ``module`` is one of the project's own: its file under ``root``, not in a hidden
     directory such as ``.venv``, and not capproof's."""
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
-    return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1:] and not modname.startswith("capproof.")
+    return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1 :] and not modname.startswith("capproof.")
 
 
 def _project_modules() -> dict[str, types.ModuleType]:
     root = os.path.abspath(os.getcwd()) + os.sep
-    return {name: mod for name, mod in list(sys.modules.items())
-            if isinstance(mod, types.ModuleType) and _project_module(name, mod, root)}
+    return {
+        name: mod
+        for name, mod in list(sys.modules.items())
+        if isinstance(mod, types.ModuleType) and _project_module(name, mod, root)
+    }
 
 
 def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, object]]:
@@ -204,8 +222,11 @@ def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, obj
     names = project if modules is None else [m for m in modules if m in project]
     out: dict[str, dict[str, object]] = {}
     for modname in names:
-        out[modname] = {name: _fingerprint(value) for name, value in list(vars(project[modname]).items())
-                        if not (name.startswith("__") or callable(value) or isinstance(value, types.ModuleType))}
+        out[modname] = {
+            name: _fingerprint(value)
+            for name, value in list(vars(project[modname]).items())
+            if not (name.startswith("__") or callable(value) or isinstance(value, types.ModuleType))
+        }
     return out
 
 
@@ -228,12 +249,43 @@ def opaque_state(state: dict[str, object]) -> list[str]:
 #: Names in a model's code that reach modules other than through its globals (``sys.modules``,
 #: ``importlib``, frames, the garbage collector, ``eval``, capproof's registry of every declared
 #: obligation and loaded spec file): an item whose code says one reaches every project module.
-_DYNAMIC_NAMES = frozenset({
-    "sys", "modules", "importlib", "import_module", "__import__", "reload", "exec", "eval", "compile",
-    "gc", "get_referents", "get_referrers", "inspect", "currentframe", "_getframe", "f_back", "f_globals",
-    "f_locals", "tb_frame", "builtins", "__builtins__", "globals", "vars", "CREATED", "_loaded", "loader",
-    "ctypes", "pickle", "marshal", "runpy", "__subclasses__", "__loader__", "__spec__",
-})
+_DYNAMIC_NAMES = frozenset(
+    {
+        "sys",
+        "modules",
+        "importlib",
+        "import_module",
+        "__import__",
+        "reload",
+        "exec",
+        "eval",
+        "compile",
+        "gc",
+        "get_referents",
+        "get_referrers",
+        "inspect",
+        "currentframe",
+        "_getframe",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "tb_frame",
+        "builtins",
+        "__builtins__",
+        "globals",
+        "vars",
+        "CREATED",
+        "_loaded",
+        "loader",
+        "ctypes",
+        "pickle",
+        "marshal",
+        "runpy",
+        "__subclasses__",
+        "__loader__",
+        "__spec__",
+    }
+)
 
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), range, slice)
 
@@ -337,7 +389,8 @@ class _Reach:
                 return []
             out.add(obj.__module__)
             return [(c, None) for c in obj.__mro__[1:]] + [
-                (v, None) for k, v in vars(obj).items() if k not in ("__dict__", "__weakref__")]
+                (v, None) for k, v in vars(obj).items() if k not in ("__dict__", "__weakref__")
+            ]
         if isinstance(obj, (staticmethod, classmethod, property)):
             return [(getattr(obj, a, None), None) for a in ("__func__", "fget", "fset", "fdel")]
         if isinstance(obj, dict):
@@ -436,8 +489,12 @@ def _leftovers(z3_params: list[int]) -> tuple:
             named.update((v.__name__, v) for v in list(vars(module).values()) if isinstance(v, types.ModuleType))
         for name, value in list(vars(module).items()):
             # a project module's data is module_state's; None is how capproof marks a value it computes once
-            if name.startswith("__") or isinstance(value, types.ModuleType) or value is None or (
-                    project and not callable(value)):
+            if (
+                name.startswith("__")
+                or isinstance(value, types.ModuleType)
+                or value is None
+                or (project and not callable(value))
+            ):
                 continue
             bound[f"{modname}.{name}"] = id(value)
             if project and getattr(value, "__module__", None) == modname:
@@ -447,14 +504,39 @@ def _leftovers(z3_params: list[int]) -> tuple:
                 held[f"{modname}.{name}"] = _fingerprint(value)
     for modname, module in named.items():
         if not (modname == "capproof" or modname.startswith("capproof.") or _project_module(modname, module, root)):
-            bound.update((f"{modname}.{name}", id(value)) for name, value in list(vars(module).items())
-                         if callable(value) and not name.startswith("__"))
+            bound.update(
+                (f"{modname}.{name}", id(value))
+                for name, value in list(vars(module).items())
+                if callable(value) and not name.startswith("__")
+            )
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
-    handlers = [id(signal.getsignal(sig)) for sig in sorted(signal.valid_signals()) if sig not in (signal.SIGKILL, signal.SIGSTOP)]
-    interpreter = (sys.getrecursionlimit(), sys.get_int_max_str_digits(), list(warnings.filters),
-                   id(sys.stdin), id(sys.stdout), id(sys.stderr), id(sys.gettrace()), id(sys.getprofile()))
-    return (bound, held, dict(os.environ), os.getcwd(), list(sys.path),
-            sorted(t.ident or 0 for t in threading.enumerate()), timers, handlers, interpreter, z3_params[0])
+    handlers = [
+        id(signal.getsignal(sig))
+        for sig in sorted(signal.valid_signals())
+        if sig not in (signal.SIGKILL, signal.SIGSTOP)
+    ]
+    interpreter = (
+        sys.getrecursionlimit(),
+        sys.get_int_max_str_digits(),
+        list(warnings.filters),
+        id(sys.stdin),
+        id(sys.stdout),
+        id(sys.stderr),
+        id(sys.gettrace()),
+        id(sys.getprofile()),
+    )
+    return (
+        bound,
+        held,
+        dict(os.environ),
+        os.getcwd(),
+        list(sys.path),
+        sorted(t.ident or 0 for t in threading.enumerate()),
+        timers,
+        handlers,
+        interpreter,
+        z3_params[0],
+    )
 
 
 def _held_by(value: Any) -> list:
@@ -462,8 +544,12 @@ def _held_by(value: Any) -> list:
     function's defaults, attributes, closure cells and ``lru_cache`` fill."""
     if isinstance(value, type):
         return [(k, _fingerprint(v)) for k, v in vars(value).items() if not k.startswith("__")]
-    parts = [getattr(value, "__defaults__", None), getattr(value, "__kwdefaults__", None),
-             getattr(value, "__dict__", None), value.cache_info().currsize if callable(getattr(value, "cache_info", None)) else None]
+    parts = [
+        getattr(value, "__defaults__", None),
+        getattr(value, "__kwdefaults__", None),
+        getattr(value, "__dict__", None),
+        value.cache_info().currsize if callable(getattr(value, "cache_info", None)) else None,
+    ]
     for cell in getattr(value, "__closure__", None) or ():
         try:
             parts.append(cell.cell_contents)
@@ -476,8 +562,11 @@ def _left_behind(start: tuple, now: tuple) -> bool:
     """Whether :func:`_leftovers` ``now`` differs from ``start`` (names bound since are no difference:
     a module imported while deciding is imported afresh in a process of its own too)."""
     (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
-    return (any(bound1.get(k) != v for k, v in bound0.items()) or any(held1.get(k) != v for k, v in held0.items())
-            or rest0 != rest1)
+    return (
+        any(bound1.get(k) != v for k, v in bound0.items())
+        or any(held1.get(k) != v for k, v in held0.items())
+        or rest0 != rest1
+    )
 
 
 def _count_z3_param_calls() -> list[int]:
@@ -595,8 +684,12 @@ def run_items(
             from . import verdict_cache
 
             obligations_todo = [i for i in todo if work[i][0] == "obligation"]
-            found = verdict_cache.obligation_keys([work[i][1] for i in obligations_todo], options,
-                                                  [reach_of[i] for i in obligations_todo], _project_modules())
+            found = verdict_cache.obligation_keys(
+                [work[i][1] for i in obligations_todo],
+                options,
+                [reach_of[i] for i in obligations_todo],
+                _project_modules(),
+            )
             for i, key in zip(obligations_todo, found):
                 hit = verdict_cache.load(key) if key else None
                 if hit is not None:
@@ -606,8 +699,9 @@ def run_items(
         for i in sorted(done):
             monitor.finished(done[i])
         previous = _previous_seconds()
-        order = sorted((i for i in range(len(work)) if i not in done),
-                       key=lambda i: -_estimate(work[i][0], work[i][1], previous))
+        order = sorted(
+            (i for i in range(len(work)) if i not in done), key=lambda i: -_estimate(work[i][0], work[i][1], previous)
+        )
         outcomes = _run_isolated(work, order, done, options, progress, monitor, previous, reach_of)
         if keys:
             from . import verdict_cache
@@ -623,16 +717,38 @@ def _error_outcome(kind: str, item: Obligation | Contract, message: str) -> Obli
     if kind == "obligation":
         ob: Obligation = item  # type: ignore[assignment]
         return ObligationResult(
-            id=ob.id, case=ob.case, sources=ob.sources, expect=ob.expect, verdict=Verdict.ERROR, message=message,
-            assumptions=list(ob.assumptions), doc=ob.doc, file=ob.file, line=ob.line,
+            id=ob.id,
+            case=ob.case,
+            sources=ob.sources,
+            expect=ob.expect,
+            verdict=Verdict.ERROR,
+            message=message,
+            assumptions=list(ob.assumptions),
+            doc=ob.doc,
+            file=ob.file,
+            line=ob.line,
         )
-    return ContractResult(id=item.id, expect=item.expect, verdict=Verdict.ERROR, message=message, case=item.case,
-                          sources=item.sources, file=item.file, line=item.line)
+    return ContractResult(
+        id=item.id,
+        expect=item.expect,
+        verdict=Verdict.ERROR,
+        message=message,
+        case=item.case,
+        sources=item.sources,
+        file=item.file,
+        line=item.line,
+    )
 
 
-def _decide_isolated(kind: str, item: Obligation | Contract, options: Options,
-                     before: dict[str, dict[str, object]] | None = None, modules: frozenset[str] | None = None,
-                     loaded: set[str] | None = None, later: frozenset[str] | None | bool = False):
+def _decide_isolated(
+    kind: str,
+    item: Obligation | Contract,
+    options: Options,
+    before: dict[str, dict[str, object]] | None = None,
+    modules: frozenset[str] | None = None,
+    loaded: set[str] | None = None,
+    later: frozenset[str] | None | bool = False,
+):
     """Decide one item in this (child) process: a fresh Z3 context, and the data of the project
     modules it can reach (``modules``, :func:`reaches`; None: all) checked, with the project modules
     imported since the process started (``loaded``: the module names then). ``before``: the
@@ -664,12 +780,18 @@ def _decide_isolated(kind: str, item: Obligation | Contract, options: Options,
     clean = True
     if later is not False:
         rest = _flat(after, None if later is None else {*later, *new})
-        clean = not changed_state(_flat(before, None if later is None else {*later, *new}), rest) and not opaque_state(rest)
+        clean = not changed_state(_flat(before, None if later is None else {*later, *new}), rest) and not opaque_state(
+            rest
+        )
     return outcome, clean
 
 
-def _child(conn, batch: list[tuple[int, str, Any, frozenset[str] | None]], options: Options,
-           before: dict[str, dict[str, object]] | None = None) -> None:
+def _child(
+    conn,
+    batch: list[tuple[int, str, Any, frozenset[str] | None]],
+    options: Options,
+    before: dict[str, dict[str, object]] | None = None,
+) -> None:
     """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item, modules),
     ...]``; an item is ``(file, id)`` under ``spawn``; ``modules``: the project modules it can reach,
     :func:`reaches`) one after another: for each it sends ``("start", index)``, then ``("done",
@@ -692,9 +814,10 @@ def _child(conn, batch: list[tuple[int, str, Any, frozenset[str] | None]], optio
     for k, (index, kind, payload, modules) in enumerate(batch):
         conn.send(("start", index))
         clean = True
-        rest = [m for *_, m in batch[k + 1:]]
-        later: frozenset[str] | None | bool = False if not rest else (
-            None if any(m is None for m in rest) else frozenset().union(*rest))
+        rest = [m for *_, m in batch[k + 1 :]]
+        later: frozenset[str] | None | bool = (
+            False if not rest else (None if any(m is None for m in rest) else frozenset().union(*rest))
+        )
         try:
             if isinstance(payload, tuple):  # spawn: reload the spec file here
                 from .loader import ensure_project_on_path
@@ -712,12 +835,17 @@ def _child(conn, batch: list[tuple[int, str, Any, frozenset[str] | None]], optio
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
             from .encode import describe_exception
 
-            outcome = _error_outcome(kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc))  # type: ignore[arg-type]
+            outcome = _error_outcome(
+                kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc)
+            )  # type: ignore[arg-type]
         if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
             os._exit(0)
         conn.send(("done", index, outcome))
-        if outcome.verdict is Verdict.ERROR or not clean or (
-                start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params))):
+        if (
+            outcome.verdict is Verdict.ERROR
+            or not clean
+            or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params)))
+        ):
             break
     conn.close()
 
@@ -742,8 +870,13 @@ BATCH_SECONDS = 0.25
 BATCH_ITEMS = 12
 
 
-def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], previous: dict[str, float],
-           batch: bool, alone: set[int] = frozenset()) -> list[list[int]]:  # type: ignore[assignment]
+def _units(
+    work: list[tuple[str, Obligation | Contract]],
+    order: list[int],
+    previous: dict[str, float],
+    batch: bool,
+    alone: set[int] = frozenset(),
+) -> list[list[int]]:  # type: ignore[assignment]
     """``order`` (longest first) cut into the lists of indices each process decides: a contract, an
     obligation estimated over :data:`BATCH_SECONDS`, declared outside the working directory or in
     ``alone`` (it can reach data that cannot be fingerprinted) alone, the others :data:`BATCH_ITEMS`
@@ -754,12 +887,17 @@ def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], prev
     for i in order:
         kind, it = work[i]
         # (a spec file outside the working directory: its module state is not fingerprinted, :func:`module_state`)
-        if (batch and kind == "obligation" and i not in alone and _estimate(kind, it, previous) <= BATCH_SECONDS
-                and os.path.abspath(it.file).startswith(root)):
+        if (
+            batch
+            and kind == "obligation"
+            and i not in alone
+            and _estimate(kind, it, previous) <= BATCH_SECONDS
+            and os.path.abspath(it.file).startswith(root)
+        ):
             light.append(i)
         else:
             units.append([i])
-    units += [light[k:k + BATCH_ITEMS] for k in range(0, len(light), BATCH_ITEMS)]
+    units += [light[k : k + BATCH_ITEMS] for k in range(0, len(light), BATCH_ITEMS)]
     return units
 
 
@@ -767,6 +905,7 @@ def _units(work: list[tuple[str, Obligation | Contract]], order: list[int], prev
 class _Running:
     """A process deciding ``left`` (indices in order; the first is being decided once ``started``;
     ``since``: when it started, or when the one before it finished)."""
+
     proc: Any
     left: list[int]
     since: float
@@ -774,11 +913,16 @@ class _Running:
     alone: bool = False  # launched for one item
 
 
-def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int],
-                  done: dict[int, ObligationResult | ContractResult], options: Options,
-                  progress: Callable[[ObligationResult | ContractResult], None] | None,
-                  monitor: Monitor | None = None, previous: dict[str, float] | None = None,
-                  reach_of: dict[int, frozenset[str] | None] | None = None):
+def _run_isolated(
+    work: list[tuple[str, Obligation | Contract]],
+    order: list[int],
+    done: dict[int, ObligationResult | ContractResult],
+    options: Options,
+    progress: Callable[[ObligationResult | ContractResult], None] | None,
+    monitor: Monitor | None = None,
+    previous: dict[str, float] | None = None,
+    reach_of: dict[int, frozenset[str] | None] | None = None,
+):
     """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
     at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
     (then its process is killed: an ``error`` verdict). A process that dies without a result
@@ -815,10 +959,12 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
         opaque = {m for m, held in before.items() if any(isinstance(v, Opaque) for v in held.values())}
         alone = {i for i, r in reach_of.items() if opaque and (r is None or r & opaque)}
     if by_reference:  # the objects loaded so far stay out of the garbage collector's passes, which in each
-        gc.freeze()   # forked process would touch (copy) every page of them: less system time per process
+        gc.freeze()  # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]
     try:
-        pending = _units(work, order, previous or {}, by_reference, alone)  # longest first; results still reported in declared order
+        pending = _units(
+            work, order, previous or {}, by_reference, alone
+        )  # longest first; results still reported in declared order
         running: dict[Any, _Running] = {}
         shown = 0
 
@@ -840,8 +986,15 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
             while pending and len(running) < max(1, options.jobs):
                 unit = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                batch = [(i, work[i][0], work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id),
-                          (reach_of or {}).get(i)) for i in unit]
+                batch = [
+                    (
+                        i,
+                        work[i][0],
+                        work[i][1] if by_reference else (_item_file(work[i][1]), work[i][1].id),
+                        (reach_of or {}).get(i),
+                    )
+                    for i in unit
+                ]
                 proc = ctx.Process(target=_child, args=(send, batch, options, before), daemon=True)
                 proc.start()
                 send.close()
@@ -857,9 +1010,18 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                     except (EOFError, OSError):
                         run.proc.join(5)
                         code = run.proc.exitcode
-                        stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
-                            f"the process deciding it exited with code {code} before giving a verdict "
-                            "(os._exit, sys.exit or a crash in the model or the solver)")))
+                        stop(
+                            conn,
+                            run,
+                            lambda kind, it: _error_outcome(
+                                kind,
+                                it,
+                                (
+                                    f"the process deciding it exited with code {code} before giving a verdict "
+                                    "(os._exit, sys.exit or a crash in the model or the solver)"
+                                ),
+                            ),
+                        )
                         if run.proc.is_alive():
                             run.proc.kill()
                         run.proc.join()
@@ -889,9 +1051,18 @@ def _run_isolated(work: list[tuple[str, Obligation | Contract]], order: list[int
                         run.proc.join()
                         # the item it was deciding is the one over time; a process between the items of a
                         # batch was deciding none: they are not charged, they get processes of their own
-                        stop(conn, run, lambda kind, it: _error_outcome(kind, it, (
-                            f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
-                            "raise --timeout if it is only slow)")))
+                        stop(
+                            conn,
+                            run,
+                            lambda kind, it: _error_outcome(
+                                kind,
+                                it,
+                                (
+                                    f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
+                                    "raise --timeout if it is only slow)"
+                                ),
+                            ),
+                        )
             while shown < len(outcomes) and outcomes[shown] is not None:
                 if progress:
                     progress(outcomes[shown])

@@ -92,8 +92,8 @@ class _Evaluator:
         self.verdict = verdict
 
     def contradicts(self, params: dict[str, object]) -> str | None:
-        """"padded"/"alone" when ``params`` contradicts the verdict that way, else None."""
-        for padding in ((True, False) if self.vectors else (True,)):
+        """ "padded"/"alone" when ``params`` contradicts the verdict that way, else None."""
+        for padding in (True, False) if self.vectors else (True,):
             try:
                 ev = evaluate(self.ob, concrete_args(self.ob, params, padding), witnesses=False, symbolic=False)
             except KeyboardInterrupt:
@@ -139,7 +139,7 @@ def _small_points(ob: Obligation, finite, ranges, vectors: dict[str, Vector]):
 def _batches(entries: list[int], lengths: list[int] | None, size: int):
     """(length or None, active entries): every batch of boundary entries up to 3 long, then for
     longer ones uniform batches and one entry different (first or last)."""
-    for n in (lengths if lengths is not None else [size]):
+    for n in lengths if lengths is not None else [size]:
         if n <= 3:
             for t in itertools.product(entries, repeat=n):
                 yield (n if lengths is not None else None), list(t)
@@ -175,8 +175,14 @@ def _strategy(ob: Obligation, finite, ranges, vectors: dict[str, Vector]):
     return points()
 
 
-def second_opinion(ob: Obligation, verdict: str, finite: dict[str, list[int]], ranges: dict[str, Range],
-                   vectors: dict[str, Vector], examples: int = EXAMPLES) -> Disagreement | None:
+def second_opinion(
+    ob: Obligation,
+    verdict: str,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    examples: int = EXAMPLES,
+) -> Disagreement | None:
     """A point of the (pinned) domain contradicting ``verdict`` ("proved" or "vacuous") on ints,
     or None. Small batches first, then Hypothesis (``examples`` examples, derandomized; shrunk
     when one is found). Never raises for a model error (such points are skipped)."""
@@ -191,9 +197,15 @@ def second_opinion(ob: Obligation, verdict: str, finite: dict[str, list[int]], r
             return Disagreement(params, how, "small batches", _what(verdict))
     if examples <= 0:
         return None
-    config = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                      suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
-                      report_multiple_bugs=False)
+    config = settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+    )
     try:
         found = find(_strategy(ob, finite, ranges, vectors), lambda p: ev.contradicts(p) is not None, settings=config)
     except NoSuchExample:

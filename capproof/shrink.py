@@ -38,9 +38,16 @@ class _Spent(Exception):
     pass
 
 
-def shrink(params: list[str], point: dict[str, object], finite: dict[str, list[int]], ranges: dict[str, Range],
-           vectors: dict[str, Vector], is_counterexample: Callable[[dict[str, object]], bool],
-           evaluations: int = SHRINK_EVALUATIONS, work: int = SHRINK_WORK) -> tuple[dict[str, object], int]:
+def shrink(
+    params: list[str],
+    point: dict[str, object],
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    is_counterexample: Callable[[dict[str, object]], bool],
+    evaluations: int = SHRINK_EVALUATIONS,
+    work: int = SHRINK_WORK,
+) -> tuple[dict[str, object], int]:
     """A failing point at or below ``point`` (each parameter no higher), and the points checked.
 
     ``params``: the obligation's parameters in declared order; ``point``: a counterexample (ints;

@@ -69,11 +69,38 @@ def _comment(text: str) -> str:
 
 
 #: SMT-LIB 2.6 reserved words and the Boolean constants: never a parameter's name in an export.
-SMTLIB_RESERVED = frozenset({
-    "let", "forall", "exists", "match", "par", "as", "true", "false", "_", "!", "NUMERAL", "DECIMAL",
-    "STRING", "BINARY", "HEXADECIMAL", "assert", "check-sat", "declare-fun", "define-fun", "exit",
-    "push", "pop", "set-logic", "set-option", "set-info", "declare-const", "declare-sort", "define-sort",
-})
+SMTLIB_RESERVED = frozenset(
+    {
+        "let",
+        "forall",
+        "exists",
+        "match",
+        "par",
+        "as",
+        "true",
+        "false",
+        "_",
+        "!",
+        "NUMERAL",
+        "DECIMAL",
+        "STRING",
+        "BINARY",
+        "HEXADECIMAL",
+        "assert",
+        "check-sat",
+        "declare-fun",
+        "define-fun",
+        "exit",
+        "push",
+        "pop",
+        "set-logic",
+        "set-option",
+        "set-info",
+        "declare-const",
+        "declare-sort",
+        "define-sort",
+    }
+)
 
 
 def case_smt2(case: Any, status: str | None = None) -> tuple[str, str]:
@@ -87,8 +114,11 @@ def case_smt2(case: Any, status: str | None = None) -> tuple[str, str]:
     body += [("valid division lemma", lemma) for lemma in case.lemmas]
     body.append(("negated claim: sat = counterexample, unsat = the claim holds", z3.Not(claim)))
     exprs = [cond for _, cond in body]
-    renames = [(c, z3.Const(f"{c.decl().name()}__param", c.sort())) for c in (d() for d in _constants(exprs))
-               if c.decl().name() in SMTLIB_RESERVED]
+    renames = [
+        (c, z3.Const(f"{c.decl().name()}__param", c.sort()))
+        for c in (d() for d in _constants(exprs))
+        if c.decl().name() in SMTLIB_RESERVED
+    ]
     if renames:  # a parameter named like an SMT-LIB reserved word would be written bare and misparsed
         body = [(label, z3.substitute(cond, *renames)) for label, cond in body]
         exprs = [cond for _, cond in body]
@@ -102,8 +132,10 @@ def case_smt2(case: Any, status: str | None = None) -> tuple[str, str]:
     ]
     if status in ("sat", "unsat"):
         lines.append(f"(set-info :status {status})")
-    lines += [d.sexpr() if d.sexpr().startswith("(declare-fun") else f"(declare-fun {d.name()} () {d.range()})"
-              for d in _constants(exprs)]
+    lines += [
+        d.sexpr() if d.sexpr().startswith("(declare-fun") else f"(declare-fun {d.name()} () {d.range()})"
+        for d in _constants(exprs)
+    ]
     for label, cond in body:
         lines.append(_comment(label))
         lines.append(f"(assert {cond.sexpr()})")

@@ -30,8 +30,19 @@ import z3
 from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
 
 __all__ = [
-    "SymInt", "SymBool", "Trace", "tracing", "to_z3_int", "to_z3_bool", "is_symbolic",
-    "explore", "Exploration", "Path", "DEFAULT_FORK_BUDGET", "uninterpreted_constants", "fresh_z3_context",
+    "SymInt",
+    "SymBool",
+    "Trace",
+    "tracing",
+    "to_z3_int",
+    "to_z3_bool",
+    "is_symbolic",
+    "explore",
+    "Exploration",
+    "Path",
+    "DEFAULT_FORK_BUDGET",
+    "uninterpreted_constants",
+    "fresh_z3_context",
 ]
 
 
@@ -145,7 +156,10 @@ class Trace:
 trace_state = threading.local()
 
 # whose isinstance() sees a SymBool as SymBool, not bool (capproof's and Z3's code)
-_OWN_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.path.abspath(z3.__file__)) + os.sep)
+_OWN_DIRS = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(z3.__file__)) + os.sep,
+)
 
 
 def trace_marks(trace: Trace) -> tuple:
@@ -154,8 +168,14 @@ def trace_marks(trace: Trace) -> tuple:
     and after a call: it added nothing, so its value is a function of its arguments alone (the
     memos of :func:`capproof.encode.evaluate`'s witnesses and :mod:`capproof.arith`'s derived values)."""
     explorer = getattr(trace_state, "explorer", None)
-    return (len(trace.divisors), len(trace.lemmas), len(trace.side_conditions), len(trace.extrema),
-            len(trace.misuse), len(explorer.decisions) if explorer is not None else 0)
+    return (
+        len(trace.divisors),
+        len(trace.lemmas),
+        len(trace.side_conditions),
+        len(trace.extrema),
+        len(trace.misuse),
+        len(explorer.decisions) if explorer is not None else 0,
+    )
 
 
 class tracing:
@@ -205,8 +225,11 @@ def _is_model_code(code) -> bool:
     known = _MODEL_CODE.get(code)
     if known is None:
         name = os.path.abspath(code.co_filename)
-        known = _MODEL_CODE[code] = not (name.startswith(_OWN_DIRS) or (
-            name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name) or name.startswith("<frozen"))
+        known = _MODEL_CODE[code] = not (
+            name.startswith(_OWN_DIRS)
+            or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+            or name.startswith("<frozen")
+        )
     return known
 
 
@@ -222,7 +245,9 @@ def _watch_exception(frame, event: str, arg):
         # (``x is not in list``) is raised on the int it stands for too.
         if isinstance(error, TypeError):
             # a model's ``except`` would take a fallback the ints may not take
-            record_misuse(NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}"))
+            record_misuse(
+                NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}")
+            )
             _mark_recorded(error)
     return _watch_exception
 
@@ -245,6 +270,7 @@ def _record_divisor(term: z3.ArithRef) -> None:
 # Lemma terms are built straight through Z3's C API: the same ASTs as ``z3.And``/``z3.Implies``/
 # ``>=`` build (so the solver sees identical queries), without the Python layer's coercions,
 # which made the lemmas most of the cost of building a 1024-expert routing case.
+
 
 def ast_array(args):
     arr = (z3.Ast * len(args))()
@@ -286,7 +312,11 @@ def _unchecked(wrapper):
 
 _z3core = z3.z3core
 _inc_ref, _mk_int_sort = _unchecked(_z3core.Z3_inc_ref), _unchecked(_z3core.Z3_mk_int_sort)
-_mk_ge, _mk_le, _mk_implies = _unchecked(_z3core.Z3_mk_ge), _unchecked(_z3core.Z3_mk_le), _unchecked(_z3core.Z3_mk_implies)
+_mk_ge, _mk_le, _mk_implies = (
+    _unchecked(_z3core.Z3_mk_ge),
+    _unchecked(_z3core.Z3_mk_le),
+    _unchecked(_z3core.Z3_mk_implies),
+)
 _mk_numeral, _simplify = _unchecked(_z3core.Z3_mk_numeral), _unchecked(_z3core.Z3_simplify)
 get_ast_kind = _unchecked(_z3core.Z3_get_ast_kind)  # reads a live term: cannot fail
 _dec_ref = _unchecked(_z3core.Z3_dec_ref)  # releases a term this module holds: cannot fail
@@ -339,8 +369,10 @@ def model_true(model: z3.ModelRef, term: z3.BoolRef) -> bool:
     if not _model_eval(ref, model.model, term.ast, True, out):
         raise z3.Z3Exception("failed to evaluate expression in the model")
     value = out[0]
-    return (get_ast_kind(ref, value) == z3.Z3_APP_AST
-            and get_decl_kind(ref, get_app_decl(ref, to_app(ref, value))) == z3.Z3_OP_TRUE)
+    return (
+        get_ast_kind(ref, value) == z3.Z3_APP_AST
+        and get_decl_kind(ref, get_app_decl(ref, to_app(ref, value))) == z3.Z3_OP_TRUE
+    )
 
 
 def _wrapped(cls, ast, ctx: z3.Context, ref):
@@ -354,6 +386,8 @@ def _wrapped(cls, ast, ctx: z3.Context, ref):
     out.ctx = ctx
     _inc_ref(ref, ast)
     return out
+
+
 #: z3core's wrapper converts the numeral's text to bytes; the ctypes function takes bytes
 _NUMERAL_TEXT = bytes if _mk_numeral is not _z3core.Z3_mk_numeral else str
 
@@ -512,9 +546,15 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
         if c >= 1:
             if type(a) in (z3.ArithRef, z3.IntNumRef) and type(q) in (z3.ArithRef, z3.IntNumRef) and a.ctx is q.ctx:
                 return _positive_division_lemma(a, q)
-            return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))))
+            return z3_and(
+                z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))),
+                z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))),
+            )
         if c <= -1:
-            return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, _neg(a)), z3_le(q, 0))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, 0), z3_le(q, _neg(a)))))
+            return z3_and(
+                z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, _neg(a)), z3_le(q, 0))),
+                z3_implies(z3_le(a, 0), z3_and(z3_ge(q, 0), z3_le(q, _neg(a)))),
+            )
         raise ZeroDivisionError("division_lemma: divisor 0")
     return z3.And(
         z3.Implies(z3.And(b >= 1, a >= 0), z3.And(q >= 0, q <= a)),
@@ -591,7 +631,9 @@ def _side_condition(condition: z3.BoolRef, what) -> None:
     if trace is not None:
         where = caller_location()
         text = what if isinstance(what, str) else None
-        trace.side_conditions.append((condition, LazyText(lambda: f"{text if text is not None else what()} at {where}")))
+        trace.side_conditions.append(
+            (condition, LazyText(lambda: f"{text if text is not None else what()} at {where}"))
+        )
 
 
 #: ``bit_length()`` and shifts by a symbolic count are encoded exactly for magnitudes below
@@ -639,10 +681,11 @@ IntLike = Union[int, "SymInt"]
 
 def _reject_float(value: object) -> None:
     if isinstance(value, float):
-        raise record_misuse(RealArithmeticError(
-            f"real arithmetic: float {value!r} in an integer model at {caller_location()} "
-            "(use // or cdiv)"
-        ))
+        raise record_misuse(
+            RealArithmeticError(
+                f"real arithmetic: float {value!r} in an integer model at {caller_location()} (use // or cdiv)"
+            )
+        )
 
 
 def to_z3_int(value: object) -> z3.ArithRef:
@@ -779,9 +822,16 @@ def _fast_compare(mk, term: z3.ArithRef, other: object) -> "SymBool | None":
     return simplified(ref, made, ctx, boolean=True)
 
 
-_REFLECTED.update({_core.Z3_mk_le: _core.Z3_mk_ge, _core.Z3_mk_ge: _core.Z3_mk_le, _core.Z3_mk_lt: _core.Z3_mk_gt,
-                   _core.Z3_mk_gt: _core.Z3_mk_lt, _core.Z3_mk_eq: _core.Z3_mk_eq,
-                   _core.Z3_mk_distinct: _core.Z3_mk_distinct})
+_REFLECTED.update(
+    {
+        _core.Z3_mk_le: _core.Z3_mk_ge,
+        _core.Z3_mk_ge: _core.Z3_mk_le,
+        _core.Z3_mk_lt: _core.Z3_mk_gt,
+        _core.Z3_mk_gt: _core.Z3_mk_lt,
+        _core.Z3_mk_eq: _core.Z3_mk_eq,
+        _core.Z3_mk_distinct: _core.Z3_mk_distinct,
+    }
+)
 
 
 def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
@@ -829,10 +879,12 @@ class SymInt:
         return int
 
     def __getattr__(self, name: str):
-        raise record_misuse(AttributeError(
-            f"symbolic integer has no attribute {name!r} (capproof supports +, -, *, //, %, divmod, abs, "
-            f"comparisons, >>/<<, & | ^ with constant ints, ~, bit_length()) at {caller_location()}"
-        ))
+        raise record_misuse(
+            AttributeError(
+                f"symbolic integer has no attribute {name!r} (capproof supports +, -, *, //, %, divmod, abs, "
+                f"comparisons, >>/<<, & | ^ with constant ints, ~, bit_length()) at {caller_location()}"
+            )
+        )
 
     def __init__(self, term: z3.ArithRef):
         if not z3.is_int(term):
@@ -857,15 +909,19 @@ class SymInt:
         return f"SymInt({self.term})"
 
     def __sizeof__(self) -> int:
-        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+        )
 
     def __str__(self) -> str:
         raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        raise record_misuse(NotConcreteError(
-            f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
-        ))
+        raise record_misuse(
+            NotConcreteError(
+                f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
+            )
+        )
 
     def __format__(self, spec: str) -> str:
         raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
@@ -899,8 +955,10 @@ class SymInt:
         if type(other) is int and other > 0:  # py_floordiv's calls for a positive constant, through the C API
             ctx = self.term.ctx
             ref = ctx.ref()
-            q = _sym_int(_core.Z3_mk_div(ref, self.term.ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))),
-                         ctx).term
+            q = _sym_int(
+                _core.Z3_mk_div(ref, self.term.ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))),
+                ctx,
+            ).term
             _record_lemma(self.term, other, q)
             return _sym_int(_core.Z3_simplify(ref, q.ast), ctx)
         _reject_float(other)
@@ -936,7 +994,7 @@ class SymInt:
         if _concrete_int(other):
             if other < 0:
                 raise ValueError("negative shift count")
-            return self // (2 ** other)
+            return self // (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
         return _wrap_int(self.term / _pow2(k))  # SMT-LIB div floors for a positive divisor
@@ -949,7 +1007,7 @@ class SymInt:
         if _concrete_int(other):
             if other < 0:
                 raise ValueError("negative shift count")
-            return self * (2 ** other)
+            return self * (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
         return _wrap_int(self.term * _pow2(k))
@@ -966,10 +1024,12 @@ class SymInt:
         symbolic ``c``, is a recorded error."""
         if _concrete_int(other):
             return self._mask(int(other), "&")
-        raise record_misuse(NotConcreteError(
-            f"`&` of a symbolic integer with {other!r} at {caller_location()}: only a constant int mask "
-            "is supported"
-        ))
+        raise record_misuse(
+            NotConcreteError(
+                f"`&` of a symbolic integer with {other!r} at {caller_location()}: only a constant int mask "
+                "is supported"
+            )
+        )
 
     __rand__ = __and__
 
@@ -981,11 +1041,14 @@ class SymInt:
             return (self // -m) * -m
         kept = m if m >= 0 else ~m
         if kept.bit_length() > BIT_WIDTH:
-            raise record_misuse(NotConcreteError(
-                f"`{op}` of a symbolic integer with a constant of more than {BIT_WIDTH} bits at {caller_location()}"
-            ))
-        bits = z3.Sum([z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2)
-                       for i in range(kept.bit_length()) if kept >> i & 1])
+            raise record_misuse(
+                NotConcreteError(
+                    f"`{op}` of a symbolic integer with a constant of more than {BIT_WIDTH} bits at {caller_location()}"
+                )
+            )
+        bits = z3.Sum(
+            [z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2) for i in range(kept.bit_length()) if kept >> i & 1]
+        )
         # SMT-LIB div/mod by a positive constant floor, as Python's // and % do
         return _wrap_int(bits if m >= 0 else self.term - bits)
 
@@ -1006,9 +1069,7 @@ class SymInt:
     __rxor__ = __xor__
 
     def _unsupported(self, other: object = None, op: str = "?") -> "SymInt":
-        raise record_misuse(TypeError(
-            f"`{op}` on a symbolic integer is not supported at {caller_location()}"
-        ))
+        raise record_misuse(TypeError(f"`{op}` on a symbolic integer is not supported at {caller_location()}"))
 
     def __matmul__(self, other: object):
         self._unsupported(other, "@")
@@ -1087,9 +1148,11 @@ class SymInt:
             for _ in range(other):
                 result = result * self.term
             return _wrap_int(result)
-        raise record_misuse(NotConcreteError(
-            f"`**`/pow() needs a concrete non-negative int exponent (and no modulus) at {caller_location()}"
-        ))
+        raise record_misuse(
+            NotConcreteError(
+                f"`**`/pow() needs a concrete non-negative int exponent (and no modulus) at {caller_location()}"
+            )
+        )
 
     def __rpow__(self, other: object, modulo: object = None) -> "SymInt":
         """``b ** k`` for a concrete int base and a symbolic exponent ``k`` in ``0..BIT_WIDTH``
@@ -1101,10 +1164,12 @@ class SymInt:
             for i in reversed(range(BIT_WIDTH)):
                 out = z3.If(k == i, z3.IntVal(other**i), out)
             return _wrap_int(out)
-        raise record_misuse(NotConcreteError(
-            f"`**`/pow() of {other!r} with a symbolic exponent at {caller_location()}: only a concrete int base "
-            "and no modulus are supported"
-        ))
+        raise record_misuse(
+            NotConcreteError(
+                f"`**`/pow() of {other!r} with a symbolic exponent at {caller_location()}: only a concrete int base "
+                "and no modulus are supported"
+            )
+        )
 
     # comparisons ----------------------------------------------------------------------------
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
@@ -1137,9 +1202,9 @@ class SymInt:
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):
-        raise record_misuse(NotConcreteError(
-            f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}"
-        ))
+        raise record_misuse(
+            NotConcreteError(f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}")
+        )
 
     def __index__(self) -> int:
         self._concrete("an index, range() or math.gcd")
@@ -1148,16 +1213,20 @@ class SymInt:
         self._concrete("int()")
 
     def __float__(self) -> float:
-        raise record_misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}"))
+        raise record_misuse(
+            RealArithmeticError(f"real arithmetic: float() of a symbolic integer at {caller_location()}")
+        )
 
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:  # ``if n:`` means ``n != 0``
             return explorer.decide(self.term != 0, caller_location())
-        raise record_misuse(SymbolicBranchError(
-            f"branch on symbolic value {self.term} at {caller_location()} "
-            "(use capproof.select for branches on symbolic values)"
-        ))
+        raise record_misuse(
+            SymbolicBranchError(
+                f"branch on symbolic value {self.term} at {caller_location()} "
+                "(use capproof.select for branches on symbolic values)"
+            )
+        )
 
 
 class SymBool:
@@ -1191,13 +1260,17 @@ class SymBool:
         return f"SymBool({self.term})"
 
     def __sizeof__(self) -> int:
-        raise record_misuse(NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+        )
 
     def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
         raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
 
     def __format__(self, spec: str) -> str:
-        raise record_misuse(NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}"))
+        raise record_misuse(
+            NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}")
+        )
 
     def __hash__(self) -> int:
         raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
@@ -1213,7 +1286,9 @@ class SymBool:
     __index__ = __int__
 
     def __float__(self) -> float:
-        raise record_misuse(RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}"))
+        raise record_misuse(
+            RealArithmeticError(f"real arithmetic: float() of a symbolic condition at {caller_location()}")
+        )
 
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
@@ -1223,10 +1298,12 @@ class SymBool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:
             return explorer.decide(self.term, caller_location())
-        raise record_misuse(SymbolicBranchError(
-            f"branch on symbolic condition ({self.term}) at {caller_location()} "
-            "(use capproof.select for branches on symbolic values)"
-        ))
+        raise record_misuse(
+            SymbolicBranchError(
+                f"branch on symbolic condition ({self.term}) at {caller_location()} "
+                "(use capproof.select for branches on symbolic values)"
+            )
+        )
 
     # bool op bool is a bool; bool op int is an int (``True & 3 == 1``)
     def __and__(self, other: object) -> "SymBool | SymInt":
@@ -1277,6 +1354,7 @@ def _is_boolean(value: object) -> bool:
 def _as_int_method(name: str):
     def method(self, *args):
         return getattr(self._as_int(), name)(*args)
+
     method.__name__ = name
     method.__doc__ = f"``{name}`` of the int 0 or 1 the condition stands for, as on a bool."
     return method
@@ -1284,10 +1362,39 @@ def _as_int_method(name: str):
 
 # every other operator of an int, on the int 0 or 1 (``-c``, ``abs(c)``, ``c // 2``, ``c < 1``,
 # ``math.floor(c)``, ``round(c)``): a bool is an int in all of them
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
-              "__mod__", "__rmod__", "__divmod__", "__rdivmod__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__",
-              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__neg__", "__pos__", "__abs__",
-              "__lt__", "__le__", "__gt__", "__ge__", "__floor__", "__ceil__", "__trunc__", "__round__"):
+for _name in (
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__divmod__",
+    "__rdivmod__",
+    "__truediv__",
+    "__rtruediv__",
+    "__pow__",
+    "__rpow__",
+    "__lshift__",
+    "__rlshift__",
+    "__rshift__",
+    "__rrshift__",
+    "__neg__",
+    "__pos__",
+    "__abs__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__floor__",
+    "__ceil__",
+    "__trunc__",
+    "__round__",
+):
     setattr(SymBool, _name, _as_int_method(_name))
 del _name
 
@@ -1318,8 +1425,10 @@ class Quotient:
 
     def _exact(self) -> None:
         a = to_z3_int(self.num)
-        _side_condition(z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
-                        lambda: f"|{a}| < 2**53 so that Python's float quotient rounds exactly")
+        _side_condition(
+            z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
+            lambda: f"|{a}| < 2**53 so that Python's float quotient rounds exactly",
+        )
 
     def __floor__(self) -> IntLike:
         self._exact()
@@ -1337,10 +1446,12 @@ class Quotient:
         return SymInt(z3.simplify(z3.If(z3.And(to_z3_bool(inexact), negative), to_z3_int(q) + 1, to_z3_int(q))))
 
     def _real(self, *_: object, **__: object):
-        raise record_misuse(RealArithmeticError(
-            f"real arithmetic: `/` at {self.where} used other than in math.floor/ceil/trunc "
-            f"(at {caller_location()}; use //, cdiv or math.ceil(a / b))"
-        ))
+        raise record_misuse(
+            RealArithmeticError(
+                f"real arithmetic: `/` at {self.where} used other than in math.floor/ceil/trunc "
+                f"(at {caller_location()}; use //, cdiv or math.ceil(a / b))"
+            )
+        )
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _real
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _real
@@ -1485,8 +1596,10 @@ class _Explorer:
         if i < len(self.prefix):
             _, expected, taken = self.prefix[i]
             if self.diverged is None and not _same_condition(condition, expected, self.rlimit):
-                self.diverged = (f"branch {i + 1} at {location} is on {condition}, but the run that "
-                                 f"forked it branched on {expected} (the function is not deterministic)")
+                self.diverged = (
+                    f"branch {i + 1} at {location} is on {condition}, but the run that "
+                    f"forked it branched on {expected} (the function is not deterministic)"
+                )
         else:
             yes, no = self._feasible(condition), self._feasible(z3.Not(condition))
             if yes and no:
@@ -1498,8 +1611,15 @@ class _Explorer:
         return taken
 
 
-def explore(fn, *, budget: int = DEFAULT_FORK_BUDGET, assume=(), check_feasible: bool = True,
-            rlimit: int = FEASIBILITY_RLIMIT, watch: bool = True) -> Exploration:
+def explore(
+    fn,
+    *,
+    budget: int = DEFAULT_FORK_BUDGET,
+    assume=(),
+    check_feasible: bool = True,
+    rlimit: int = FEASIBILITY_RLIMIT,
+    watch: bool = True,
+) -> Exploration:
     """Run ``fn()`` once per path through its branches on symbolic values.
 
     Inside, ``bool()`` of a :class:`SymBool` (``if``, ``and``/``or``/``not``, ``x if c else y``,

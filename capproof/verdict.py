@@ -14,8 +14,23 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verdict", "Options", "Counterexample", "FirstCounterexample", "Witness", "ObligationResult", "ContractResult", "DEFAULT_RLIMIT", "DEFAULT_TIMEOUT",
-           "DEFAULT_WASTE_THRESHOLD", "BOUNDS_REPORT", "BOUNDS_DATA", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+__all__ = [
+    "Verdict",
+    "Options",
+    "Counterexample",
+    "FirstCounterexample",
+    "Witness",
+    "ObligationResult",
+    "ContractResult",
+    "DEFAULT_RLIMIT",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_WASTE_THRESHOLD",
+    "BOUNDS_REPORT",
+    "BOUNDS_DATA",
+    "EXIT_OK",
+    "EXIT_MISMATCH",
+    "EXIT_UNDECIDED",
+]
 
 #: Deterministic Z3 resource budget per query (``rlimit``). The block-table obligations use
 #: well under 1% of it; raise it per obligation (``rlimit=``) or per run (``--rlimit``).
@@ -113,8 +128,11 @@ class Counterexample:
     path: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        out = {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
-               "values": dict(self.values), "minimized": self.minimized}
+        out = {
+            "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+            "values": dict(self.values),
+            "minimized": self.minimized,
+        }
         if self.path:
             out["path"] = self.path
         return out
@@ -135,9 +153,13 @@ class FirstCounterexample:
     points: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
-                "values": dict(self.values), "seconds": round(self.seconds, 6), "source": self.source,
-                "points": self.points}
+        return {
+            "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+            "values": dict(self.values),
+            "seconds": round(self.seconds, 6),
+            "source": self.source,
+            "points": self.points,
+        }
 
 
 @dataclass
@@ -157,9 +179,14 @@ class Witness:
     minimized: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "found": self.found,
-                "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
-                "values": dict(self.values), "message": self.message, "minimized": self.minimized}
+        return {
+            "name": self.name,
+            "found": self.found,
+            "params": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.params.items()},
+            "values": dict(self.values),
+            "message": self.message,
+            "minimized": self.minimized,
+        }
 
 
 @dataclass

@@ -76,8 +76,9 @@ def _environment() -> str:
             cvc = getattr(sys.modules["cvc5"], "__version__", "?")
         except ImportError:
             cvc = "-"
-        _ENV = "\n".join([sys.version, z3.get_version_string(), cvc,
-                          tree_hash(os.path.dirname(os.path.abspath(__file__)))])
+        _ENV = "\n".join(
+            [sys.version, z3.get_version_string(), cvc, tree_hash(os.path.dirname(os.path.abspath(__file__)))]
+        )
     return _ENV
 
 
@@ -131,12 +132,18 @@ def _held_digest(ob: Any, memo: dict[int, tuple[object, str | None]]) -> str | N
 
 def _module_digest(module: types.ModuleType) -> str | None:
     """A module's data (what a spec computed at import, a table read from a file, say)."""
-    return _digest(sorted((k, v) for k, v in vars(module).items()
-                          if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))))
+    return _digest(
+        sorted(
+            (k, v)
+            for k, v in vars(module).items()
+            if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))
+        )
+    )
 
 
-def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[str] | None],
-                    project: dict[str, types.ModuleType]) -> list[str | None]:
+def obligation_keys(
+    obs: list[Any], options: Options, reached: list[frozenset[str] | None], project: dict[str, types.ModuleType]
+) -> list[str | None]:
     """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach;
     ``project``: the project's modules by name); each module's data is pickled once."""
     memo: dict[str, str | None] = {}
@@ -144,9 +151,14 @@ def obligation_keys(obs: list[Any], options: Options, reached: list[frozenset[st
     return [obligation_key(ob, options, modules, project, memo, held) for ob, modules in zip(obs, reached)]
 
 
-def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
-                   project: dict[str, types.ModuleType], memo: dict[str, str | None] | None = None,
-                   held: dict[int, tuple[object, str | None]] | None = None) -> str | None:
+def obligation_key(
+    ob: Any,
+    options: Options,
+    modules: frozenset[str] | None,
+    project: dict[str, types.ModuleType],
+    memo: dict[str, str | None] | None = None,
+    held: dict[int, tuple[object, str | None]] | None = None,
+) -> str | None:
     """The cache key of obligation ``ob`` under ``options``; ``modules``: the project modules it can
     reach (None: every project module). None: not cacheable (queries written to ``--smt2``, data
     that cannot be pickled)."""
@@ -154,8 +166,11 @@ def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
         return None
     memo = {} if memo is None else memo
     names = [m for m in sorted(project if modules is None else modules) if m in project]
-    sources = [f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
-               for m in names if getattr(project[m], "__file__", None)]
+    sources = [
+        f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
+        for m in names
+        if getattr(project[m], "__file__", None)
+    ]
     for m in names:
         if m not in memo:
             memo[m] = _module_digest(project[m])
@@ -164,10 +179,22 @@ def obligation_key(ob: Any, options: Options, modules: frozenset[str] | None,
         return None
     opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _SCHEDULING}
     parts = [
-        "capproof-verdict-cache-v1", ob.id, ob.expect, repr(ob.case), repr(ob.rlimit), repr(ob.fork_budget),
-        repr(sorted((k, repr(v)) for k, v in ob.domain.items())), repr(sorted(ob.assumptions)),
-        repr(sorted(ob.witnesses)), repr(ob.file), repr(ob.line), os.getcwd(),
-        json.dumps(opts, sort_keys=True, default=repr), *sources, *data, _environment(),
+        "capproof-verdict-cache-v1",
+        ob.id,
+        ob.expect,
+        repr(ob.case),
+        repr(ob.rlimit),
+        repr(ob.fork_budget),
+        repr(sorted((k, repr(v)) for k, v in ob.domain.items())),
+        repr(sorted(ob.assumptions)),
+        repr(sorted(ob.witnesses)),
+        repr(ob.file),
+        repr(ob.line),
+        os.getcwd(),
+        json.dumps(opts, sort_keys=True, default=repr),
+        *sources,
+        *data,
+        _environment(),
         # settings a model or spec may read at run time (CAPPROOF_BATCH=1024; mutmut's active mutant)
         repr(sorted((k, v) for k, v in os.environ.items() if k.startswith("CAPPROOF_") or k == "MUTANT_UNDER_TEST")),
     ]
@@ -212,19 +239,41 @@ def result_from_json(data: dict[str, Any]) -> ObligationResult:
     cx = data.get("counterexample")
     first = data.get("first_counterexample")
     return ObligationResult(
-        id=data["id"], case=data["case"], sources=list(data["sources"]), expect=data["expect"],
-        verdict=Verdict(data["verdict"]), message=data["message"], cases=data["cases"],
-        excluded=data["excluded_cases"], failing_cases=data["failing_cases"], unknown_cases=data["unknown_cases"],
-        counterexample=Counterexample(params=cx["params"], values=cx["values"], minimized=cx["minimized"],
-                                      path=cx.get("path", "")) if cx else None,
-        witnesses=[Witness(**w) for w in data["witnesses"]], density=data["density"], cross_check=data["cross_check"],
-        assumptions_used=list(data["assumptions_used"]), restating=list(data["restating_assumptions"]),
-        relation=data["relation"], domain=dict(data["domain"]), pins=dict(data["pins"]),
-        assumptions=list(data["assumptions"]), models=list(data["models"]), claim_source=data["claim_source"],
-        doc=data["doc"], file=data["file"], line=data["line"], rlimit=data["rlimit"], seconds=data["seconds"],
-        covers=list(data["covers"]), paths=data["paths"], encoding=data["encoding"],
-        encoding_note=data["encoding_note"], normalised=list(data["normalised"]),
+        id=data["id"],
+        case=data["case"],
+        sources=list(data["sources"]),
+        expect=data["expect"],
+        verdict=Verdict(data["verdict"]),
+        message=data["message"],
+        cases=data["cases"],
+        excluded=data["excluded_cases"],
+        failing_cases=data["failing_cases"],
+        unknown_cases=data["unknown_cases"],
+        counterexample=Counterexample(
+            params=cx["params"], values=cx["values"], minimized=cx["minimized"], path=cx.get("path", "")
+        )
+        if cx
+        else None,
+        witnesses=[Witness(**w) for w in data["witnesses"]],
+        density=data["density"],
+        cross_check=data["cross_check"],
+        assumptions_used=list(data["assumptions_used"]),
+        restating=list(data["restating_assumptions"]),
+        relation=data["relation"],
+        domain=dict(data["domain"]),
+        pins=dict(data["pins"]),
+        assumptions=list(data["assumptions"]),
+        models=list(data["models"]),
+        claim_source=data["claim_source"],
+        doc=data["doc"],
+        file=data["file"],
+        line=data["line"],
+        rlimit=data["rlimit"],
+        seconds=data["seconds"],
+        covers=list(data["covers"]),
+        paths=data["paths"],
+        encoding=data["encoding"],
+        encoding_note=data["encoding_note"],
+        normalised=list(data["normalised"]),
         first_counterexample=FirstCounterexample(**first) if first else None,
     )
-
-

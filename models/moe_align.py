@@ -151,15 +151,21 @@ def align_writes(counts, num_experts, block_size):
     seen (each expert pads by less than a block, and a non-empty one to at most ``block_size``
     times its count). Entries past ``num_experts`` (padding, count 0) add nothing.
     """
+
     def step(state, i, c):
         prefix, last = state
-        return prefix + _padded_count(c, block_size), select(i < num_experts, maximum(last, _last_write(prefix, c)), last)
+        return prefix + _padded_count(c, block_size), select(
+            i < num_experts, maximum(last, _last_write(prefix, c)), last
+        )
 
     def invariant(state, i, seen):
         prefix, last = state
-        return all_of(last <= prefix - 1, 0 <= prefix,
-                      prefix <= total(seen) + minimum(i, num_experts) * (block_size - 1),
-                      prefix <= block_size * total(seen))
+        return all_of(
+            last <= prefix - 1,
+            0 <= prefix,
+            prefix <= total(seen) + minimum(i, num_experts) * (block_size - 1),
+            prefix <= block_size * total(seen),
+        )
 
     return fold(step, (0, -1), counts, invariant=invariant)
 

@@ -116,11 +116,13 @@ def grown_write_kept(rows: list[int], index: int, value: int, out: list[int]) ->
     Short-circuits on the first that fails.
     """
     n = len(rows)
-    return (len(out) > index
-            and (len(out) == n or len(out) <= 2 * index)
-            and out[index] == value
-            and out[:min(index, n)] == rows[:min(index, n)]
-            and out[index + 1:n] == rows[index + 1:])
+    return (
+        len(out) > index
+        and (len(out) == n or len(out) <= 2 * index)
+        and out[index] == value
+        and out[: min(index, n)] == rows[: min(index, n)]
+        and out[index + 1 : n] == rows[index + 1 :]
+    )
 
 
 def write_growing(rows: list[int], index: int, value: int) -> list[int]:

@@ -26,6 +26,7 @@ def _decode_lens_fit(decode_lens, num_speculative_tokens):
 #: A decode batch ``decode_lens`` (tokens per request) under the scheduler's budget.
 DECODE_BATCH_FACTS = {
     "decode length <= 1 + num_speculative_tokens": _decode_lens_fit,
-    "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens:
-        total(decode_lens) <= max_num_batched_tokens,
+    "sum of scheduled tokens <= max_num_batched_tokens": lambda decode_lens, max_num_batched_tokens: (
+        total(decode_lens) <= max_num_batched_tokens
+    ),
 }

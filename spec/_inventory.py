@@ -59,7 +59,8 @@ def entries(path: str) -> list[Entry]:
 def _signed(fn: Callable[..., object], params: Sequence[str]) -> Callable[..., object]:
     """``fn(**kw)`` presented with exactly ``params`` as its signature (the prover reads it)."""
     fn.__signature__ = inspect.Signature(
-        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params]
+    )
     return fn
 
 
@@ -126,8 +127,14 @@ def cover(
     ents = entries(inventory)
     entry = next((e for e in ents if e.id == entry_id), None)
     if entry is None:
-        return _missing(inventory, entry_id, family, caller,
-                        f"{inventory} has no entry {entry_id!r} (re-read the inventory and update the table)", name)
+        return _missing(
+            inventory,
+            entry_id,
+            family,
+            caller,
+            f"{inventory} has no entry {entry_id!r} (re-read the inventory and update the table)",
+            name,
+        )
     dim = family.dim if dim is None else dim
     aliases = dict(aliases or {})
     try:
@@ -147,7 +154,9 @@ def cover(
         for target in expression_names(expr):
             if target not in family.domain and target not in domain:
                 if target not in doms:
-                    SKIPPED[entry_id] = f"capacity `{entry.shape[dim]}` uses {target!r}, which has no domain (a read shape's local name)"
+                    SKIPPED[entry_id] = (
+                        f"capacity `{entry.shape[dim]}` uses {target!r}, which has no domain (a read shape's local name)"
+                    )
                     return None
                 domain[target] = doms[target]
     domain.update(family.domain)
@@ -163,15 +172,23 @@ def cover(
         return rel(**{family.demand_name: need, f"{entry.attribute}[{dim}]": cap})
 
     claim.__name__ = name or f"{family.name}__{_ident(entry_id)}"
-    claim.__doc__ = (f"{family.doc} Capacity: dimension {dim} of `{entry_id}` = `{entry.shape[dim]}` "
-                     f"({entry.how} from {entry.file}:{entry.line}). {doc}").strip()
+    claim.__doc__ = (
+        f"{family.doc} Capacity: dimension {dim} of `{entry_id}` = `{entry.shape[dim]}` "
+        f"({entry.how} from {entry.file}:{entry.line}). {doc}"
+    ).strip()
     _signed(claim, list(domain))
     assumed = {k: _with_capacity(f, ents, entry_id, dim, binding) for k, f in {**family.facts, **(facts or {})}.items()}
     engine, version = _release(inventory)
     ob = obligation(
-        domain=domain, assumptions=assumed, expect=expect, rlimit=rlimit,
+        domain=domain,
+        assumptions=assumed,
+        expect=expect,
+        rlimit=rlimit,
         sources=[f"inventory: {inventory}::{entry_id}", *alias_sources, *family.sources, *writers],
-        covers=[entry_id], engine=engine, versions=version and f"=={version}", tags=("inventory",),
+        covers=[entry_id],
+        engine=engine,
+        versions=version and f"=={version}",
+        tags=("inventory",),
         requires=tuple(family.requires),
     )(claim)
     ob.file = os.path.relpath(caller.filename)
@@ -210,7 +227,7 @@ def _formula(family: Family, demand_params: Sequence[str], entry: Entry, dim: in
 
     body = function_source(family.demand) or ""
     if body.startswith("return ") and "\n" not in body:
-        body = body[len("return "):]
+        body = body[len("return ") :]
     if not body or "\n" in body:
         body = f"{family.demand.__name__}({', '.join(demand_params)})"
     cap = f"{entry.attribute}[{dim}]"
@@ -229,7 +246,9 @@ class _Where:
 
 def _bind(binding: Mapping[str, str], kw: Mapping[str, object]) -> dict[str, object]:
     """The shape's names bound to values: each name's expression (itself, or an alias) evaluated."""
-    return {n: (kw[e] if e in kw else evaluate(e, **{t: kw[t] for t in expression_names(e)})) for n, e in binding.items()}
+    return {
+        n: (kw[e] if e in kw else evaluate(e, **{t: kw[t] for t in expression_names(e)})) for n, e in binding.items()
+    }
 
 
 _bind.__capproof_glue__ = True  # plumbing, not a formula: proofs/ does not list it among the models
@@ -259,8 +278,9 @@ def _missing(inventory: str, entry_id: str, family: Family, caller, problem: str
 
     claim.__name__ = name or f"{family.name}__{_ident(entry_id)}"
     _signed(claim, list(family.domain))
-    ob = obligation(domain=dict(family.domain), covers=[entry_id],
-                    sources=[f"inventory: {inventory}::{entry_id}"])(claim)
+    ob = obligation(domain=dict(family.domain), covers=[entry_id], sources=[f"inventory: {inventory}::{entry_id}"])(
+        claim
+    )
     ob.problems.append(problem)
     ob.file = os.path.relpath(caller.filename)
     ob.line = caller.lineno

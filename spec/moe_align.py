@@ -13,13 +13,12 @@ facts it rests on (assumptions used) and dropping one gives a counterexample:
 - (c) every consumer tiles ``sorted_token_ids`` with the align ``block_size_m``.
 """
 
-from capproof import Choice, PowersOfTwo, Range, Vector, at_most, claim, less_than, obligation
-from capproof import all_of, total
+from capproof import Choice, PowersOfTwo, Range, Vector, all_of, at_most, claim, less_than, obligation, total
 from models.moe_align import (
     align_writes,
     ck_workspace_index,
-    deepep_v2_sorted_ids_capacity,
     ck_workspace_index_6242,
+    deepep_v2_sorted_ids_capacity,
     expert_ids_capacity,
     gemm_max_read_offset,
     num_tokens_post_pad,
@@ -123,7 +122,10 @@ def sglang_sorted_ids_fit_with_filtered_bucket(numel, num_experts, block_size_m,
     case="vllm-moe-align-kernel-oob-static",
     sources=["vllm-project/vllm#27917", "vllm 0.33.0 moe_align_block_size.py"],
     rlimit=100_000_000,
-    covers=["vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.sorted_ids", "vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.expert_ids"],
+    covers=[
+        "vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.sorted_ids",
+        "vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.expert_ids",
+    ],
 )
 def vllm_write_positions_within_sorted_ids(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     """Every ``rank_post_pad`` write (each expert's padded prefix + its rank) is below
@@ -285,8 +287,12 @@ _VALID_ROUTES = {
 
 @obligation(
     domain=_EP,
-    assumptions={**_VALID_ROUTES, "buckets are this rank's local experts":
-                 lambda num_buckets, local_num_experts: num_buckets == local_num_experts},
+    assumptions={
+        **_VALID_ROUTES,
+        "buckets are this rank's local experts": lambda num_buckets, local_num_experts: (
+            num_buckets == local_num_experts
+        ),
+    },
     expect="proved",
     case="moe-align-capacity",
     sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/fused_globalize_align_block_size.py"],
@@ -303,8 +309,12 @@ def deepep_v2_sorted_ids_fit_local_routing(numel, local_num_experts, ep_size, bl
 
 @obligation(
     domain=_EP,
-    assumptions={**_VALID_ROUTES, "buckets are every rank's experts (global ids)":
-                 lambda num_buckets, local_num_experts, ep_size: num_buckets == local_num_experts * ep_size},
+    assumptions={
+        **_VALID_ROUTES,
+        "buckets are every rank's experts (global ids)": lambda num_buckets, local_num_experts, ep_size: (
+            num_buckets == local_num_experts * ep_size
+        ),
+    },
     expect="counterexample",
     case="moe-align-capacity",
     sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/fused_globalize_align_block_size.py"],
@@ -341,9 +351,12 @@ def _routings(num_experts):
 
 @obligation(
     domain={"num_experts": Choice(1, 2, 3), "block_size_m": _SMALL_BLOCKS},
-    expect="proved", case="moe-align-capacity",
-    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143",
-             "vLLM csrc/moe/moe_align_sum_kernels.cu (each expert's run padded to a whole block; corpus B0)"],
+    expect="proved",
+    case="moe-align-capacity",
+    sources=[
+        "vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143",
+        "vLLM csrc/moe/moe_align_sum_kernels.cu (each expert's run padded to a whole block; corpus B0)",
+    ],
 )
 def moe_align_demand_bound_is_tight(num_experts, block_size_m):
     """Two-sided, on every routing of ``num_experts`` experts over 0..5 tokens each: the corpus's
@@ -355,19 +368,36 @@ def moe_align_demand_bound_is_tight(num_experts, block_size_m):
     over = not_tight = 0
     for counts in _routings(num_experts):
         numel, active = sum(counts), sum(1 for c in counts if c)
-        post_pad, bound = num_tokens_post_pad(counts, block_size_m), moe_align_demand_bound(numel, num_experts, block_size_m)
-        over += post_pad > bound or bound > vllm_sorted_ids_capacity_before_small_numel_min(numel, num_experts, block_size_m, 0)
+        post_pad, bound = (
+            num_tokens_post_pad(counts, block_size_m),
+            moe_align_demand_bound(numel, num_experts, block_size_m),
+        )
+        over += post_pad > bound or bound > vllm_sorted_ids_capacity_before_small_numel_min(
+            numel, num_experts, block_size_m, 0
+        )
         worst = active == min(numel, num_experts) and all(c % block_size_m == 1 % block_size_m for c in counts if c)
         not_tight += worst and post_pad != bound
-    return claim(over + not_tight == 0, routings=len(_routings(num_experts)), routings_over_the_bound=over,
-                 worst_routings_not_attaining_it=not_tight)
+    return claim(
+        over + not_tight == 0,
+        routings=len(_routings(num_experts)),
+        routings_over_the_bound=over,
+        worst_routings_not_attaining_it=not_tight,
+    )
 
 
 @obligation(
-    domain={"numel": NUMEL, "num_experts": Range(1, 1024), "block_size_m": Choice(1, 16, 64), "pad_sorted_ids": Choice(0, 1)},
-    expect="proved", case="moe-align-capacity",
-    sources=["vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143 "
-             "(the small-numel min at lines 140-143; without it, older vLLM)"],
+    domain={
+        "numel": NUMEL,
+        "num_experts": Range(1, 1024),
+        "block_size_m": Choice(1, 16, 64),
+        "pad_sorted_ids": Choice(0, 1),
+    },
+    expect="proved",
+    case="moe-align-capacity",
+    sources=[
+        "vllm 0.33.0 vllm/model_executor/layers/fused_moe/moe_align_block_size.py:137-143 "
+        "(the small-numel min at lines 140-143; without it, older vLLM)"
+    ],
 )
 def vllm_sorted_ids_small_numel_min_only_shrinks(numel, num_experts, block_size_m, pad_sorted_ids):
     """Two-sided: the older capacity (no ``numel < num_experts`` ``min``) equals vLLM 0.33.0's when
@@ -376,16 +406,22 @@ def vllm_sorted_ids_small_numel_min_only_shrinks(numel, num_experts, block_size_
     ``pad_sorted_ids`` both are multiples of ``block_size``."""
     old = vllm_sorted_ids_capacity_before_small_numel_min(numel, num_experts, block_size_m, pad_sorted_ids)
     new = vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids)
-    return claim(all_of(implies(numel >= num_experts, old == new),
-                        implies(numel < num_experts, implies(block_size_m > 1, old > new)),
-                        implies(block_size_m == 1, old == numel),
-                        implies(pad_sorted_ids == 1, old % block_size_m == 0)),
-                 older_capacity=old, capacity=new)
+    return claim(
+        all_of(
+            implies(numel >= num_experts, old == new),
+            implies(numel < num_experts, implies(block_size_m > 1, old > new)),
+            implies(block_size_m == 1, old == numel),
+            implies(pad_sorted_ids == 1, old % block_size_m == 0),
+        ),
+        older_capacity=old,
+        capacity=new,
+    )
 
 
 @obligation(
     domain={"num_experts": Choice(1, 2, 3), "block_size_m": _SMALL_BLOCKS},
-    expect="proved", case="vllm-moe-align-kernel-oob-static",
+    expect="proved",
+    case="vllm-moe-align-kernel-oob-static",
     sources=["vllm-project/vllm#27917 (count_and_sort_expert_tokens_kernel: cumsum_buffer[expert] + rank)"],
 )
 def moe_align_last_writes_are_block_aligned_runs(num_experts, block_size_m):
@@ -403,8 +439,16 @@ def moe_align_last_writes_are_block_aligned_runs(num_experts, block_size_m):
         for c, end in zip(counts, ends):
             first = end - c + 1
             aligned = first % block_size_m == 0 if c else (end + 1) % block_size_m == 0
-            misplaced += not (aligned and previous < first and end < post_pad) if c else not (aligned and previous <= end < post_pad)
+            misplaced += (
+                not (aligned and previous < first and end < post_pad)
+                if c
+                else not (aligned and previous <= end < post_pad)
+            )
             previous = end if c else previous
         not_largest += last != max(ends)
-    return claim(misplaced + not_largest == 0, routings=len(_routings(num_experts)), misplaced_runs=misplaced,
-                 routings_last_write_not_the_largest=not_largest)
+    return claim(
+        misplaced + not_largest == 0,
+        routings=len(_routings(num_experts)),
+        misplaced_runs=misplaced,
+        routings_last_write_not_the_largest=not_largest,
+    )

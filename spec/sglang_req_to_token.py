@@ -26,12 +26,15 @@ _SPEC = {
     "page_size": Choice(1, 64),
 }
 _EAGLE = {
-    "draft tokens = steps * topk + 1 at most": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk:
-        speculative_num_draft_tokens <= speculative_num_steps * speculative_eagle_topk + 1,
+    "draft tokens = steps * topk + 1 at most": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
+        speculative_num_draft_tokens <= speculative_num_steps * speculative_eagle_topk + 1
+    ),
 }
 _LAST_STEP = {
     "kv_committed_len <= context_len - 1": lambda kv_committed_len, context_len: kv_committed_len <= context_len - 1,
-    "kv_allocated_len <= kv_committed_len": lambda kv_allocated_len, kv_committed_len: kv_allocated_len <= kv_committed_len,
+    "kv_allocated_len <= kv_committed_len": lambda kv_allocated_len, kv_committed_len: (
+        kv_allocated_len <= kv_committed_len
+    ),
 }
 
 
@@ -40,17 +43,25 @@ _LAST_STEP = {
     assumptions=_EAGLE,
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
-    sources=["sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883", "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py"],
-    engine="sglang", requires=("spec_decode", "hybrid_mamba"),
+    sources=[
+        "sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883",
+        "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py",
+    ],
+    engine="sglang",
+    requires=("spec_decode", "hybrid_mamba"),
     versions="==0.5.23",
 )
-def hybrid_mamba_width_mirrors_main_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
+def hybrid_mamba_width_mirrors_main_width(
+    context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+):
     """The hybrid-Mamba paths claim to mirror the main width but drop the page/reserve term: with
     ``page_size > 1`` they are narrower (reference example: 163852 vs 164927 at context 163840,
     page 64, 3 steps, topk 4, 8 draft tokens)."""
     return equal(
         W_hybrid_mamba=hybrid_mamba_req_to_token_width(context_len, speculative_num_draft_tokens),
-        W_req_to_token=req_to_token_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size),
+        W_req_to_token=req_to_token_width(
+            context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+        ),
     )
 
 
@@ -59,15 +70,34 @@ def hybrid_mamba_width_mirrors_main_width(context_len, speculative_num_draft_tok
     assumptions={**_EAGLE, **_LAST_STEP},
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
-    sources=["sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883", "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py::page_aligned_decode_alloc_lens"],
-    engine="sglang", requires=("spec_decode", "hybrid_mamba"),
+    sources=[
+        "sglang 0.5.23 sglang/srt/mem_cache/kv_cache_configurator.py:883",
+        "sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py::page_aligned_decode_alloc_lens",
+    ],
+    engine="sglang",
+    requires=("spec_decode", "hybrid_mamba"),
     versions="==0.5.23",
 )
-def decode_alloc_fits_hybrid_mamba_row(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, kv_committed_len, kv_allocated_len):
+def decode_alloc_fits_hybrid_mamba_row(
+    context_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+    kv_committed_len,
+    kv_allocated_len,
+):
     """The decode over-allocation ``nxt`` against the hybrid-Mamba row width (reference example:
     committed 163839 -> nxt 164864 > 163852). A finding under the stated last-step assumption."""
     return at_most(
-        nxt=decode_alloc_end(kv_committed_len, kv_allocated_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size),
+        nxt=decode_alloc_end(
+            kv_committed_len,
+            kv_allocated_len,
+            speculative_num_draft_tokens,
+            speculative_num_steps,
+            speculative_eagle_topk,
+            page_size,
+        ),
         W_hybrid_mamba=hybrid_mamba_req_to_token_width(context_len, speculative_num_draft_tokens),
     )
 
@@ -78,15 +108,33 @@ def decode_alloc_fits_hybrid_mamba_row(context_len, speculative_num_draft_tokens
     expect="counterexample",
     case="sglang-req-to-token-hybrid-mamba-mirror",
     sources=["sglang 0.5.23 sglang/srt/mem_cache/allocation_sizing.py::get_req_to_token_extra_context_len"],
-    engine="sglang", requires=("spec_decode",),
+    engine="sglang",
+    requires=("spec_decode",),
     versions="==0.5.23",
 )
-def decode_alloc_fits_req_to_token_row(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, kv_committed_len, kv_allocated_len):
+def decode_alloc_fits_req_to_token_row(
+    context_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+    kv_committed_len,
+    kv_allocated_len,
+):
     """The same demand against the main width. Its page/reserve term is applied only when
     ``page_size > 1``: at page 1 the ``4 + draft`` headroom must cover the double reserve."""
     return at_most(
-        nxt=decode_alloc_end(kv_committed_len, kv_allocated_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size),
-        W_req_to_token=req_to_token_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size),
+        nxt=decode_alloc_end(
+            kv_committed_len,
+            kv_allocated_len,
+            speculative_num_draft_tokens,
+            speculative_num_steps,
+            speculative_eagle_topk,
+            page_size,
+        ),
+        W_req_to_token=req_to_token_width(
+            context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+        ),
     )
 
 
@@ -106,36 +154,81 @@ from models.sglang.dsa_page_table import get_alloc_len_per_decode  # noqa: E402
 #: (get_alloc_len_per_decode(), get_req_to_token_extra_context_len(), nxt of page_aligned_decode_alloc_lens
 #: at kv_committed_len 5 with kv_allocated_len 0, and with 40), tokens, from SGLang 0.5.23
 SGLANG_0_5_23_ALLOC = {
-    (1, 1, 1, 2): (2, 6, 9, 40), (1, 1, 1, 5): (5, 9, 15, 40), (1, 1, 1, 13): (13, 17, 31, 40),
-    (1, 1, 4, 2): (4, 6, 13, 40), (1, 1, 4, 5): (5, 9, 15, 40), (1, 1, 4, 13): (13, 17, 31, 40),
-    (1, 2, 1, 2): (2, 6, 9, 40), (1, 2, 1, 5): (5, 9, 15, 40), (1, 2, 1, 13): (13, 17, 31, 40),
-    (1, 2, 4, 2): (8, 6, 21, 40), (1, 2, 4, 5): (8, 9, 21, 40), (1, 2, 4, 13): (13, 17, 31, 40),
-    (1, 3, 1, 2): (3, 6, 11, 40), (1, 3, 1, 5): (5, 9, 15, 40), (1, 3, 1, 13): (13, 17, 31, 40),
-    (1, 3, 4, 2): (12, 6, 29, 40), (1, 3, 4, 5): (12, 9, 29, 40), (1, 3, 4, 13): (13, 17, 31, 40),
-    (2, 1, 1, 2): (2, 6, 10, 40), (2, 1, 1, 5): (5, 11, 16, 40), (2, 1, 1, 13): (13, 27, 32, 40),
-    (2, 1, 4, 2): (8, 17, 22, 40), (2, 1, 4, 5): (8, 17, 22, 40), (2, 1, 4, 13): (13, 27, 32, 40),
-    (2, 2, 1, 2): (2, 6, 10, 40), (2, 2, 1, 5): (5, 11, 16, 40), (2, 2, 1, 13): (13, 27, 32, 40),
-    (2, 2, 4, 2): (16, 33, 38, 40), (2, 2, 4, 5): (16, 33, 38, 40), (2, 2, 4, 13): (16, 33, 38, 40),
-    (2, 3, 1, 2): (3, 7, 12, 40), (2, 3, 1, 5): (5, 11, 16, 40), (2, 3, 1, 13): (13, 27, 32, 40),
-    (2, 3, 4, 2): (16, 33, 38, 40), (2, 3, 4, 5): (16, 33, 38, 40), (2, 3, 4, 13): (16, 33, 38, 40),
-    (3, 1, 1, 2): (2, 6, 9, 40), (3, 1, 1, 5): (5, 12, 15, 40), (3, 1, 1, 13): (13, 28, 33, 40),
-    (3, 1, 4, 2): (12, 26, 30, 40), (3, 1, 4, 5): (12, 26, 30, 40), (3, 1, 4, 13): (13, 28, 33, 40),
-    (3, 2, 1, 2): (2, 6, 9, 40), (3, 2, 1, 5): (5, 12, 15, 40), (3, 2, 1, 13): (13, 28, 33, 40),
-    (3, 2, 4, 2): (24, 50, 54, 54), (3, 2, 4, 5): (24, 50, 54, 54), (3, 2, 4, 13): (24, 50, 54, 54),
-    (3, 3, 1, 2): (3, 8, 12, 40), (3, 3, 1, 5): (5, 12, 15, 40), (3, 3, 1, 13): (13, 28, 33, 40),
-    (3, 3, 4, 2): (24, 50, 54, 54), (3, 3, 4, 5): (24, 50, 54, 54), (3, 3, 4, 13): (24, 50, 54, 54),
+    (1, 1, 1, 2): (2, 6, 9, 40),
+    (1, 1, 1, 5): (5, 9, 15, 40),
+    (1, 1, 1, 13): (13, 17, 31, 40),
+    (1, 1, 4, 2): (4, 6, 13, 40),
+    (1, 1, 4, 5): (5, 9, 15, 40),
+    (1, 1, 4, 13): (13, 17, 31, 40),
+    (1, 2, 1, 2): (2, 6, 9, 40),
+    (1, 2, 1, 5): (5, 9, 15, 40),
+    (1, 2, 1, 13): (13, 17, 31, 40),
+    (1, 2, 4, 2): (8, 6, 21, 40),
+    (1, 2, 4, 5): (8, 9, 21, 40),
+    (1, 2, 4, 13): (13, 17, 31, 40),
+    (1, 3, 1, 2): (3, 6, 11, 40),
+    (1, 3, 1, 5): (5, 9, 15, 40),
+    (1, 3, 1, 13): (13, 17, 31, 40),
+    (1, 3, 4, 2): (12, 6, 29, 40),
+    (1, 3, 4, 5): (12, 9, 29, 40),
+    (1, 3, 4, 13): (13, 17, 31, 40),
+    (2, 1, 1, 2): (2, 6, 10, 40),
+    (2, 1, 1, 5): (5, 11, 16, 40),
+    (2, 1, 1, 13): (13, 27, 32, 40),
+    (2, 1, 4, 2): (8, 17, 22, 40),
+    (2, 1, 4, 5): (8, 17, 22, 40),
+    (2, 1, 4, 13): (13, 27, 32, 40),
+    (2, 2, 1, 2): (2, 6, 10, 40),
+    (2, 2, 1, 5): (5, 11, 16, 40),
+    (2, 2, 1, 13): (13, 27, 32, 40),
+    (2, 2, 4, 2): (16, 33, 38, 40),
+    (2, 2, 4, 5): (16, 33, 38, 40),
+    (2, 2, 4, 13): (16, 33, 38, 40),
+    (2, 3, 1, 2): (3, 7, 12, 40),
+    (2, 3, 1, 5): (5, 11, 16, 40),
+    (2, 3, 1, 13): (13, 27, 32, 40),
+    (2, 3, 4, 2): (16, 33, 38, 40),
+    (2, 3, 4, 5): (16, 33, 38, 40),
+    (2, 3, 4, 13): (16, 33, 38, 40),
+    (3, 1, 1, 2): (2, 6, 9, 40),
+    (3, 1, 1, 5): (5, 12, 15, 40),
+    (3, 1, 1, 13): (13, 28, 33, 40),
+    (3, 1, 4, 2): (12, 26, 30, 40),
+    (3, 1, 4, 5): (12, 26, 30, 40),
+    (3, 1, 4, 13): (13, 28, 33, 40),
+    (3, 2, 1, 2): (2, 6, 9, 40),
+    (3, 2, 1, 5): (5, 12, 15, 40),
+    (3, 2, 1, 13): (13, 28, 33, 40),
+    (3, 2, 4, 2): (24, 50, 54, 54),
+    (3, 2, 4, 5): (24, 50, 54, 54),
+    (3, 2, 4, 13): (24, 50, 54, 54),
+    (3, 3, 1, 2): (3, 8, 12, 40),
+    (3, 3, 1, 5): (5, 12, 15, 40),
+    (3, 3, 1, 13): (13, 28, 33, 40),
+    (3, 3, 4, 2): (24, 50, 54, 54),
+    (3, 3, 4, 5): (24, 50, 54, 54),
+    (3, 3, 4, 13): (24, 50, 54, 54),
 }
 
 
 @obligation(
-    domain={"page_size": Choice(1, 2, 3), "speculative_num_steps": Choice(1, 2, 3), "speculative_eagle_topk": Choice(1, 4),
-            "speculative_num_draft_tokens": Choice(2, 5, 13)},
-    expect="proved", case="sglang-req-to-token-hybrid-mamba-mirror",
-    sources=["sglang==0.5.23 sglang/srt/mem_cache/allocation_sizing.py:22-25 (get_alloc_page_size), 28-61 "
-             "(get_alloc_len_per_decode), 64-70 (reserve), 73-93 (page_aligned_decode_alloc_lens), 96-116 "
-             "(get_req_to_token_extra_context_len)"],
+    domain={
+        "page_size": Choice(1, 2, 3),
+        "speculative_num_steps": Choice(1, 2, 3),
+        "speculative_eagle_topk": Choice(1, 4),
+        "speculative_num_draft_tokens": Choice(2, 5, 13),
+    },
+    expect="proved",
+    case="sglang-req-to-token-hybrid-mamba-mirror",
+    sources=[
+        "sglang==0.5.23 sglang/srt/mem_cache/allocation_sizing.py:22-25 (get_alloc_page_size), 28-61 "
+        "(get_alloc_len_per_decode), 64-70 (reserve), 73-93 (page_aligned_decode_alloc_lens), 96-116 "
+        "(get_req_to_token_extra_context_len)"
+    ],
 )
-def dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s(page_size, speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens):
+def dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s(
+    page_size, speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens
+):
     """Two-sided (an equality with the engine's values): at alloc page sizes 1, 2 and 3 the model's
     per-decode allocation, ``req_to_token`` row headroom and decode end ``nxt`` (nothing allocated
     yet, and 40 tokens allocated already) are SGLang 0.5.23's. Page 2 is where the page-1 shortcut
@@ -144,8 +237,17 @@ def dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s(page_size, speculative_num
     args = (speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
     alloc, extra = get_alloc_len_per_decode(*args), get_req_to_token_extra_context_len(*args)
     nxt, nxt_40 = decode_alloc_end(5, 0, *args), decode_alloc_end(5, 40, *args)
-    sg_alloc, sg_extra, sg_nxt, sg_nxt_40 = SGLANG_0_5_23_ALLOC[page_size, speculative_num_steps, speculative_eagle_topk,
-                                                                speculative_num_draft_tokens]
-    return claim(all_of(alloc == sg_alloc, extra == sg_extra, nxt == sg_nxt, nxt_40 == sg_nxt_40), alloc_len_per_decode=alloc,
-                 sglang_alloc_len=sg_alloc, extra_context_len=extra, sglang_extra=sg_extra, decode_end=nxt,
-                 sglang_decode_end=sg_nxt, decode_end_allocated_40=nxt_40, sglang_decode_end_allocated_40=sg_nxt_40)
+    sg_alloc, sg_extra, sg_nxt, sg_nxt_40 = SGLANG_0_5_23_ALLOC[
+        page_size, speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens
+    ]
+    return claim(
+        all_of(alloc == sg_alloc, extra == sg_extra, nxt == sg_nxt, nxt_40 == sg_nxt_40),
+        alloc_len_per_decode=alloc,
+        sglang_alloc_len=sg_alloc,
+        extra_context_len=extra,
+        sglang_extra=sg_extra,
+        decode_end=nxt,
+        sglang_decode_end=sg_nxt,
+        decode_end_allocated_40=nxt_40,
+        sglang_decode_end_allocated_40=sg_nxt_40,
+    )

@@ -5,9 +5,7 @@ one request's value (``seq_lens`` in tokens). Scheduler and allocator facts are 
 assumptions, so a proof's unsat core says which of them it rests on.
 """
 
-from capproof import Choice, Range, all_of, any_of, at_most, equal, obligation
-from capproof import max_of, total
-from capproof import Vector
+from capproof import Choice, Range, Vector, all_of, any_of, at_most, equal, max_of, obligation, total
 from models.sglang.dsa_page_table import (
     clamped_copy_widths,
     page_table_width_round0,
@@ -28,8 +26,6 @@ from models.trtllm.cuda_graph import (
 from models.vllm.spec_decode import proposer_arange_len_0_33, proposer_arange_len_16316, query_start_loc_entries
 from spec._batches import BATCH, DECODE_BATCH_FACTS
 
-
-
 # ---------------------------------------------------------------------------------------------
 # C1 sglang-nsa-dsa-page-table-specdec: the graph page_table (destination) vs req_to_token
 # (source) on target-verify replay. SGLang EAGLE (not UNO), DSA backend.
@@ -49,7 +45,9 @@ _C1_FACTS = {
     # max(nxt) <= req_to_token.shape[1] in eagle_prepare_for_decode for page > 1, topk > 1).
     "verify writes fit the req_to_token row": lambda seq_lens, context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size: (
         max_of(seq_lens) + speculative_num_draft_tokens
-        <= req_to_token_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+        <= req_to_token_width(
+            context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+        )
     ),
 }
 
@@ -67,11 +65,26 @@ def _a_request_at(offset):
 
 
 @obligation(
-    domain=_C1, assumptions=_C1_FACTS, expect="counterexample", case="sglang-nsa-dsa-page-table-specdec",
-    sources=["sgl-project/sglang#18780", "sgl-project/sglang#18980", "sglang==0.5.23 sglang/srt/mem_cache/allocation_sizing.py"],
+    domain=_C1,
+    assumptions=_C1_FACTS,
+    expect="counterexample",
+    case="sglang-nsa-dsa-page-table-specdec",
+    sources=[
+        "sgl-project/sglang#18780",
+        "sgl-project/sglang#18980",
+        "sglang==0.5.23 sglang/srt/mem_cache/allocation_sizing.py",
+    ],
     witnesses={"a request at context_len": _a_request_at(0)},
 )
-def page_table_copy_round0(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, num_reqs, seq_lens):
+def page_table_copy_round0(
+    context_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+    num_reqs,
+    seq_lens,
+):
     """Round 0: page_table has ``context_len`` columns, req_to_token ``context_len + extra``.
 
     The copy fails as soon as ``max(seq_lens) + draft > context_len``: only batches with a request
@@ -79,38 +92,85 @@ def page_table_copy_round0(context_len, speculative_num_draft_tokens, speculativ
     request at exactly ``context_len`` and 2 draft tokens: 163840 vs 163842 (DeepSeek-V3.2 NVFP4,
     SGLang 0.5.8), 202752 vs 202754 (GLM-class); 3 draft tokens give the 163843 variant.
     """
-    return _c1_copy(page_table_width_round0(context_len, speculative_num_draft_tokens), seq_lens, context_len,
-                    speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    return _c1_copy(
+        page_table_width_round0(context_len, speculative_num_draft_tokens),
+        seq_lens,
+        context_len,
+        speculative_num_draft_tokens,
+        speculative_num_steps,
+        speculative_eagle_topk,
+        page_size,
+    )
 
 
 @obligation(
-    domain=_C1, assumptions=_C1_FACTS, expect="counterexample", case="sglang-nsa-dsa-page-table-specdec",
+    domain=_C1,
+    assumptions=_C1_FACTS,
+    expect="counterexample",
+    case="sglang-nsa-dsa-page-table-specdec",
     sources=["sgl-project/sglang#19016", "sgl-project/sglang#19641"],
-    witnesses={"no request past context_len": lambda seq_lens, context_len: all_of(*(s <= context_len for s in seq_lens))},
+    witnesses={
+        "no request past context_len": lambda seq_lens, context_len: all_of(*(s <= context_len for s in seq_lens))
+    },
 )
-def page_table_copy_round1(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, num_reqs, seq_lens):
+def page_table_copy_round1(
+    context_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+    num_reqs,
+    seq_lens,
+):
     """Round 1 (#19016): ``context_len + draft`` columns, still narrower than ``context_len + 4 +
     draft`` (or more with page > 1). Fails once a request's seq_len passes ``context_len`` (the
     allocator's headroom allows it): 90006 vs 90007 (GLM-5.2-NVFP4, EAGLE, long generations; any
     split of 90006 into ``context_len + draft``). The witness shows no batch of requests within
     ``context_len`` fails: round 1 fixed the reported round-0 trigger only.
     """
-    return _c1_copy(page_table_width_round1(context_len, speculative_num_draft_tokens), seq_lens, context_len,
-                    speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    return _c1_copy(
+        page_table_width_round1(context_len, speculative_num_draft_tokens),
+        seq_lens,
+        context_len,
+        speculative_num_draft_tokens,
+        speculative_num_steps,
+        speculative_eagle_topk,
+        page_size,
+    )
 
 
 @obligation(
-    domain=_C1, assumptions=_C1_FACTS, expect="proved", case="sglang-nsa-dsa-page-table-specdec",
+    domain=_C1,
+    assumptions=_C1_FACTS,
+    expect="proved",
+    case="sglang-nsa-dsa-page-table-specdec",
     sources=["sgl-project/sglang#29379", "sglang==0.5.23 sglang/srt/layers/attention/dsa_backend.py"],
 )
-def page_table_copy_round2(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size, num_reqs, seq_lens):
+def page_table_copy_round2(
+    context_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+    num_reqs,
+    seq_lens,
+):
     """Round 2 (#29379, SGLang 0.5.23): ``max_ctx_len = req_to_token.shape[1]``: the destination
     takes its width from the source, so both slices clamp alike for every batch. Rests on no
     assumption (equal widths clamp equally); the allocator fact only restricts the batches.
     """
-    src = req_to_token_width(context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
-    return _c1_copy(page_table_width_round2(src), seq_lens, context_len,
-                    speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    src = req_to_token_width(
+        context_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+    )
+    return _c1_copy(
+        page_table_width_round2(src),
+        seq_lens,
+        context_len,
+        speculative_num_draft_tokens,
+        speculative_num_steps,
+        speculative_eagle_topk,
+        page_size,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,40 +187,65 @@ _C2 = {
 }
 _C2_FACTS = {
     "num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
-    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
+    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: (
+        max_num_batched_tokens >= max_num_seqs
+    ),
     **DECODE_BATCH_FACTS,
 }
 
 
 @obligation(
-    domain=_C2, assumptions=_C2_FACTS, expect="counterexample", case="vllm-specdec-arange-query-start-loc",
-    sources=["vllm-project/vllm-ascend#16316", "vllm-project/vllm#56375", "vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py"],
+    domain=_C2,
+    assumptions=_C2_FACTS,
+    expect="counterexample",
+    case="vllm-specdec-arange-query-start-loc",
+    sources=[
+        "vllm-project/vllm-ascend#16316",
+        "vllm-project/vllm#56375",
+        "vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py",
+    ],
 )
-def arange_covers_token_query_start_loc_before_16316(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+def arange_covers_token_query_start_loc_before_16316(
+    max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens
+):
     """``max(max_batch_size + 1, max_num_tokens)`` entries vs ``num_tokens + 1`` needed.
 
     Short iff ``mnbt >= max_num_seqs + 1`` and the batch saturates ``mnbt``. The Ascend CI job
     (DeepSeek-V4 Flash, max_num_seqs 60, mnbt 240, MTP 3): 60 requests x 4 tokens = 240 tokens
     need 241 entries of a 240-entry buffer (reported as 240 vs 239: a slice from index 1, derived).
     """
-    return at_most(demand=query_start_loc_entries(total(decode_lens)), capacity=proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens))
+    return at_most(
+        demand=query_start_loc_entries(total(decode_lens)),
+        capacity=proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens),
+    )
 
 
 @obligation(
-    domain=_C2, assumptions=_C2_FACTS, expect="proved", case="vllm-specdec-arange-query-start-loc",
+    domain=_C2,
+    assumptions=_C2_FACTS,
+    expect="proved",
+    case="vllm-specdec-arange-query-start-loc",
     sources=["vllm-project/vllm-ascend#16316"],
 )
-def arange_covers_token_query_start_loc_16316(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+def arange_covers_token_query_start_loc_16316(
+    max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens
+):
     """The fix ``max(max_batch_size, max_num_tokens) + 1``: rests on the token budget alone."""
-    return at_most(demand=query_start_loc_entries(total(decode_lens)), capacity=proposer_arange_len_16316(max_num_seqs, max_num_batched_tokens))
+    return at_most(
+        demand=query_start_loc_entries(total(decode_lens)),
+        capacity=proposer_arange_len_16316(max_num_seqs, max_num_batched_tokens),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # C6 trtllm-cudagraph-bs-vs-buffers, sub-cases a and b (static: the configuration decides).
 
+
 @obligation(
     domain={"max_batch_size": Range(1, 4096), "capture_batch_size": Choice(AUTODEPLOY_CAPTURE_SIZES_10688)},
-    expect="counterexample", case="trtllm-cudagraph-bs-vs-buffers", sources=["NVIDIA/TensorRT-LLM#10688"],
+    expect="counterexample",
+    case="trtllm-cudagraph-bs-vs-buffers",
+    sources=["NVIDIA/TensorRT-LLM#10688"],
 )
 def autodeploy_capture_fits_cu_seqlen_before_10687(max_batch_size, capture_batch_size):
     """a) AutoDeploy captured {1, 17, 33, …, 113} whatever ``max_batch_size`` was; ``cu_seqlen``
@@ -170,19 +255,25 @@ def autodeploy_capture_fits_cu_seqlen_before_10687(max_batch_size, capture_batch
 
 @obligation(
     domain={"max_batch_size": Range(1, 4096), "capture_batch_size": Choice(AUTODEPLOY_CAPTURE_SIZES_10688)},
-    expect="proved", case="trtllm-cudagraph-bs-vs-buffers", sources=["NVIDIA/TensorRT-LLM#10687"],
+    expect="proved",
+    case="trtllm-cudagraph-bs-vs-buffers",
+    sources=["NVIDIA/TensorRT-LLM#10687"],
 )
 def autodeploy_capture_fits_cu_seqlen_fixed(max_batch_size, capture_batch_size):
     """a) The invariant ``max(capture sizes) <= max_batch_size`` (exact fix not recorded; modelled
     as a clamp) makes every captured ``cu_seqlen`` fit. Rests on no assumption."""
-    return at_most(demand=cu_seqlen_demand(autodeploy_capture_size_fixed(capture_batch_size, max_batch_size)),
-                   capacity=cu_seqlen_entries(max_batch_size))
+    return at_most(
+        demand=cu_seqlen_demand(autodeploy_capture_size_fixed(capture_batch_size, max_batch_size)),
+        capacity=cu_seqlen_entries(max_batch_size),
+    )
 
 
 _C6B = {"max_batch_size": Range(1, 4096), "max_num_tokens": Range(1, 2**17), "max_draft_len": Choice(range(0, 8))}
 
 
-@obligation(domain=_C6B, expect="counterexample", case="trtllm-cudagraph-bs-vs-buffers", sources=["NVIDIA/TensorRT-LLM#5076"])
+@obligation(
+    domain=_C6B, expect="counterexample", case="trtllm-cudagraph-bs-vs-buffers", sources=["NVIDIA/TensorRT-LLM#5076"]
+)
 def graph_tokens_fit_max_num_tokens_before_5076(max_batch_size, max_num_tokens, max_draft_len):
     """b) ``max_cuda_graph_bs = min(max_batch_size, max_num_tokens)`` ignores the draft tokens:
     the graph takes ``(1 + max_draft_len) * bs > max_num_tokens`` (no reported numbers)."""

@@ -42,14 +42,20 @@ def _le(left: str, right: str):
 
     import inspect
 
-    fact.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                            for n in (left, right)])
+    fact.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in (left, right)]
+    )
     return fact
 
 
 @obligation(
-    domain={"max_model_len": Range(1, 2**21), "num_tokens_need_slot": Range(1, 2**21), "block_size": BLOCK_SIZES,
-            "dcp": DCP, "dcp_sharded": FLAG},
+    domain={
+        "max_model_len": Range(1, 2**21),
+        "num_tokens_need_slot": Range(1, 2**21),
+        "block_size": BLOCK_SIZES,
+        "dcp": DCP,
+        "dcp_sharded": FLAG,
+    },
     assumptions=_facts(1),
     expect="proved",
     sources=[f"inventory: {INV}::{BT}", f"demand: {INV}::{BT}[1]", *derived(_ENTRIES, BT, 1)["from"]],
@@ -64,13 +70,21 @@ def block_table_columns_fit(max_model_len, num_tokens_need_slot, block_size, dcp
     for DCP-sharded and unsharded specs, every block size and DCP size."""
     names = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, dcp_sharded=dcp_sharded)
     width = bound_name(_ENTRIES, BT, 1, "block_table_width", **names)
-    return at_most(blocks=demand(_ENTRIES, BT, 1, num_tokens_need_slot=num_tokens_need_slot, **names),
-                   width=capacity(_ENTRIES, BT, 1, block_table_width=width))
+    return at_most(
+        blocks=demand(_ENTRIES, BT, 1, num_tokens_need_slot=num_tokens_need_slot, **names),
+        width=capacity(_ENTRIES, BT, 1, block_table_width=width),
+    )
 
 
 @obligation(
-    domain={"max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12), "num_tokens_padded": Range(1, 2**17),
-            "uniform_decode_query_len": Range(1, 65), "full_uniform_decode": FLAG, "padded": FLAG},
+    domain={
+        "max_num_reqs": Range(1, 2**12),
+        "num_reqs": Range(1, 2**12),
+        "num_tokens_padded": Range(1, 2**17),
+        "uniform_decode_query_len": Range(1, 65),
+        "full_uniform_decode": FLAG,
+        "padded": FLAG,
+    },
     assumptions=_facts(0),
     expect="proved",
     sources=[f"inventory: {INV}::{BT}", f"demand: {INV}::{BT}[0]", *derived(_ENTRIES, BT, 0)["from"]],
@@ -79,11 +93,22 @@ def block_table_columns_fit(max_model_len, num_tokens_need_slot, block_size, dcp
     versions="==0.33.0",
     tags=("inventory", "derived"),
 )
-def block_table_rows_fit(max_num_reqs, num_reqs, num_tokens_padded, uniform_decode_query_len, full_uniform_decode, padded):
+def block_table_rows_fit(
+    max_num_reqs, num_reqs, num_tokens_padded, uniform_decode_query_len, full_uniform_decode, padded
+):
     """The rows a step reads or copies (``[:num_reqs_padded]``, the dispatcher's padded request
     count, run on every path; ``[:num_reqs]`` unpadded) fit the table's ``max_num_reqs`` rows."""
-    rows = demand(_ENTRIES, BT, 0, max_num_reqs=max_num_reqs, num_reqs=num_reqs, num_tokens_padded=num_tokens_padded,
-                  uniform_decode_query_len=uniform_decode_query_len, full_uniform_decode=full_uniform_decode, padded=padded)
+    rows = demand(
+        _ENTRIES,
+        BT,
+        0,
+        max_num_reqs=max_num_reqs,
+        num_reqs=num_reqs,
+        num_tokens_padded=num_tokens_padded,
+        uniform_decode_query_len=uniform_decode_query_len,
+        full_uniform_decode=full_uniform_decode,
+        padded=padded,
+    )
     return at_most(rows=rows, max_num_reqs=capacity(_ENTRIES, BT, 0, max_num_reqs=max_num_reqs))
 
 
@@ -91,10 +116,18 @@ KBT = "vllm/v1/worker/utils.py::AttentionGroup.kernel_block_table"
 
 
 @obligation(
-    domain={"max_model_len": Range(1, 2**21), "block_size": BLOCK_SIZES, "kernel_block_size": Choice(16, 32, 64, 128, 256),
-            "dcp": DCP, "dcp_sharded": FLAG},
-    assumptions={"assumed: kernel_block_size divides block_size (prepare_kernel_block_sizes picks a divisor; not run)":
-                 lambda block_size, kernel_block_size: block_size % kernel_block_size == 0},
+    domain={
+        "max_model_len": Range(1, 2**21),
+        "block_size": BLOCK_SIZES,
+        "kernel_block_size": Choice(16, 32, 64, 128, 256),
+        "dcp": DCP,
+        "dcp_sharded": FLAG,
+    },
+    assumptions={
+        "assumed: kernel_block_size divides block_size (prepare_kernel_block_sizes picks a divisor; not run)": lambda block_size, kernel_block_size: (
+            block_size % kernel_block_size == 0
+        )
+    },
     expect="proved",
     sources=[f"inventory: {INV}::{KBT}", f"demand: {INV}::{KBT}[2]", *derived(_ENTRIES, KBT, 2)["from"]],
     covers=[KBT],
@@ -107,8 +140,13 @@ def kernel_block_table_columns_fit(max_model_len, block_size, kernel_block_size,
     group's spec, times ``block_size // kernel_block_size``: vLLM's code, run) fit the kernel block
     table ``create_metadata_builders`` allocated from the layer's spec (vLLM's code, run): the
     #50823 mismatch (group width without the DCP divisor) cannot recur in 0.33.0."""
-    names = dict(max_model_len=max_model_len, block_size=block_size, kernel_block_size=kernel_block_size, dcp=dcp,
-                 dcp_sharded=dcp_sharded)
+    names = dict(
+        max_model_len=max_model_len,
+        block_size=block_size,
+        kernel_block_size=kernel_block_size,
+        dcp=dcp,
+        dcp_sharded=dcp_sharded,
+    )
     width = bound_name(_ENTRIES, KBT, 2, "width", **names)
     return at_most(columns=demand(_ENTRIES, KBT, 2, **names), width=capacity(_ENTRIES, KBT, 2, width=width))
 
@@ -139,8 +177,14 @@ def kernel_block_offsets_broadcast(block_size, kernel_block_size):
 # the persistent batch's num_reqs, the dummy run's, or the dispatcher's padded count (run on every
 # path): `capproof/engines/vllm/demand.py::derive_request_rows`. One obligation per entry derived.
 
-ROW_DOMAIN = {"max_num_reqs": Range(1, 2**12), "num_reqs": Range(1, 2**12), "num_tokens_padded": Range(1, 2**17),
-              "uniform_decode_query_len": Range(1, 65), "full_uniform_decode": FLAG, "padded": FLAG}
+ROW_DOMAIN = {
+    "max_num_reqs": Range(1, 2**12),
+    "num_reqs": Range(1, 2**12),
+    "num_tokens_padded": Range(1, 2**17),
+    "uniform_decode_query_len": Range(1, 65),
+    "full_uniform_decode": FLAG,
+    "padded": FLAG,
+}
 
 
 def _row_facts(entry_id: str) -> dict:
@@ -156,19 +200,42 @@ def _request_rows(entry_id: str):
     attribute = entry_id.split("::", 1)[1]
 
     def claim(max_num_reqs, num_reqs, num_tokens_padded, uniform_decode_query_len, full_uniform_decode, padded):
-        rows = demand(_ENTRIES, entry_id, 0, max_num_reqs=max_num_reqs, num_reqs=num_reqs,
-                      num_tokens_padded=num_tokens_padded, uniform_decode_query_len=uniform_decode_query_len,
-                      full_uniform_decode=full_uniform_decode, padded=padded)
+        rows = demand(
+            _ENTRIES,
+            entry_id,
+            0,
+            max_num_reqs=max_num_reqs,
+            num_reqs=num_reqs,
+            num_tokens_padded=num_tokens_padded,
+            uniform_decode_query_len=uniform_decode_query_len,
+            full_uniform_decode=full_uniform_decode,
+            padded=padded,
+        )
         return at_most(rows=rows, max_num_reqs=capacity(_ENTRIES, entry_id, 0, max_num_reqs=max_num_reqs))
 
     claim.__name__ = "request_rows_fit__" + attribute.replace(".", "_")
-    claim.__doc__ = (f"The rows every recorded access of `{attribute}` slices (the step's request count: "
-                     "unpadded, or the dispatcher's padded count, derived) fit its `max_num_reqs` rows.")
-    return obligation(domain=ROW_DOMAIN, assumptions=_row_facts(entry_id), expect="proved",
-                      sources=[f"inventory: {INV}::{entry_id}", f"demand: {INV}::{entry_id}[0]",
-                               *derived(_ENTRIES, entry_id, 0)["from"]],
-                      covers=[entry_id], engine="vllm", versions="==0.33.0", tags=("inventory", "derived"))(claim)
+    claim.__doc__ = (
+        f"The rows every recorded access of `{attribute}` slices (the step's request count: "
+        "unpadded, or the dispatcher's padded count, derived) fit its `max_num_reqs` rows."
+    )
+    return obligation(
+        domain=ROW_DOMAIN,
+        assumptions=_row_facts(entry_id),
+        expect="proved",
+        sources=[
+            f"inventory: {INV}::{entry_id}",
+            f"demand: {INV}::{entry_id}[0]",
+            *derived(_ENTRIES, entry_id, 0)["from"],
+        ],
+        covers=[entry_id],
+        engine="vllm",
+        versions="==0.33.0",
+        tags=("inventory", "derived"),
+    )(claim)
 
 
-REQUEST_ROWS = [_request_rows(e.id) for e in _ENTRIES
-                if any(isinstance(d, dict) and d.get("family") == "request rows" for d in e.demands)]
+REQUEST_ROWS = [
+    _request_rows(e.id)
+    for e in _ENTRIES
+    if any(isinstance(d, dict) and d.get("family") == "request rows" for d in e.demands)
+]

@@ -5,9 +5,7 @@ Batches are ``Vector(BATCH, …)`` parameters (``BATCH`` requests at most); the 
 dispatcher facts each proof rests on are named assumptions and appear in its unsat core.
 """
 
-from capproof import Choice, Range, all_of, any_of, at_most, claim, implies, obligation
-from capproof import max_of, total
-from capproof import Vector
+from capproof import Choice, Range, Vector, all_of, any_of, at_most, claim, implies, max_of, obligation, total
 from models.vllm.cudagraph import adjust_cudagraph_sizes_for_spec_decode, bs_to_padded_graph_size, padded_graph_size
 from models.vllm.cudagraph_sizes import default_max_graph_size_cap, is_default_capture_size, spec_rounded_size
 from models.vllm.indexer_buffers import (
@@ -17,9 +15,8 @@ from models.vllm.indexer_buffers import (
     native_decode_view_rows,
     uniform_decode_split,
 )
-from models.vllm.spec_decode import uniform_decode_query_len, proposer_arange_len_0_33, query_start_loc_entries
-from spec._batches import BATCH, SPLIT_BATCH, DECODE_BATCH_FACTS
-
+from models.vllm.spec_decode import proposer_arange_len_0_33, query_start_loc_entries, uniform_decode_query_len
+from spec._batches import BATCH, DECODE_BATCH_FACTS, SPLIT_BATCH
 
 _CONFIG = {
     "max_num_seqs": Range(1, BATCH),
@@ -27,7 +24,9 @@ _CONFIG = {
 }
 _CONFIG_FACTS = {
     # vllm/config/scheduler.py raises otherwise
-    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
+    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: (
+        max_num_batched_tokens >= max_num_seqs
+    ),
     "num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
 }
 
@@ -35,12 +34,22 @@ _CONFIG_FACTS = {
 # ---------------------------------------------------------------------------------------------
 # C2 on 0.33.0: every slice of the proposer's arange is by request count.
 
+
 @obligation(
     domain={**_CONFIG, "num_reqs": Range(1, BATCH)},
     assumptions=_CONFIG_FACTS,
-    expect="proved", case="vllm-specdec-arange-query-start-loc", engine="vllm", versions="==0.33.0", requires=("spec_decode",),
-    tags=("per_batch", "spec_decode"), batch_axis=("max_num_seqs", "num_reqs"),
-    sources=["vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py", "vllm==0.33.0 vllm/v1/spec_decode/utils.py", "vllm==0.33.0 vllm/v1/spec_decode/step3p5.py"],
+    expect="proved",
+    case="vllm-specdec-arange-query-start-loc",
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("spec_decode",),
+    tags=("per_batch", "spec_decode"),
+    batch_axis=("max_num_seqs", "num_reqs"),
+    sources=[
+        "vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py",
+        "vllm==0.33.0 vllm/v1/spec_decode/utils.py",
+        "vllm==0.33.0 vllm/v1/spec_decode/step3p5.py",
+    ],
     covers=["vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.arange"],
 )
 def proposer_arange_covers_request_query_start_loc(max_num_seqs, max_num_batched_tokens, num_reqs):
@@ -50,7 +59,10 @@ def proposer_arange_covers_request_query_start_loc(max_num_seqs, max_num_batched
     ``arange(max_positions + 1)``. So ``num_reqs + 1 <= max_num_seqs + 1`` suffices. ASSUMPTION
     (unconfirmed, read not executed): no 0.33.0 path builds ``mnbt`` items; one that did would
     need ``mnbt + 1`` entries (the C2 counterexample in spec/specdec_graphs.py)."""
-    return at_most(demand=query_start_loc_entries(num_reqs), capacity=proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens))
+    return at_most(
+        demand=query_start_loc_entries(num_reqs),
+        capacity=proposer_arange_len_0_33(max_num_seqs, max_num_batched_tokens),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,24 +81,40 @@ _DECODE_FACTS = {
 
 
 @obligation(
-    domain=_DECODES, assumptions=_DECODE_FACTS, expect="proved", case="vllm-dsv4-indexer-arange-buffer",
-    engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"),
-    tags=("per_batch", "spec_decode"), batch_axis=("max_num_seqs", "num_reqs"),
-    sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm-project/vllm#40983", "vllm-project/vllm#39277"],
+    domain=_DECODES,
+    assumptions=_DECODE_FACTS,
+    expect="proved",
+    case="vllm-dsv4-indexer-arange-buffer",
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("dsa_indexer", "spec_decode"),
+    tags=("per_batch", "spec_decode"),
+    batch_axis=("max_num_seqs", "num_reqs"),
+    sources=[
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
+        "vllm-project/vllm#40983",
+        "vllm-project/vllm#39277",
+    ],
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.arange_buffer"],
 )
-def indexer_arange_buffer_covers_decode_slices(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+def indexer_arange_buffer_covers_decode_slices(
+    max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens
+):
     """``arange(max(max_num_seqs * next_n, mnbt))`` vs its slices ``[:actual_expanded]``
     (``actual_expanded = sum(decode_lens)``, variable flatten path and DCP global seq lens): rests
     on the token budget only; the ``max_num_seqs * next_n`` term is slack for these slices. The
     pre-fix expression of #40983 is unconfirmed, so no buggy form is encoded."""
-    return at_most(demand=total(decode_lens), capacity=arange_buffer_len(max_num_seqs, num_speculative_tokens, max_num_batched_tokens))
+    return at_most(
+        demand=total(decode_lens),
+        capacity=arange_buffer_len(max_num_seqs, num_speculative_tokens, max_num_batched_tokens),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (i)+(ii) The native next_n > 1 decode path views decode_seq_lens_buffer (mnbt,) as
 # (num_decodes, max_decode_len), and the padded top-k path writes topk_indices_buffer
 # [:num_decodes * max_decode_len] of (mnbt, index_topk).
+
 
 def _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens):
     # the engine's product (a constant-size query on the aggregate abstraction and by induction;
@@ -97,12 +125,22 @@ def _padded_rows_fit(num_decodes, max_decode_len, max_num_batched_tokens):
 
 
 @obligation(
-    domain=_DECODES, assumptions=_DECODE_FACTS, expect="counterexample",
-    sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py", "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py"],
-    witnesses={"uniform decode lens (requires_padding False)": lambda decode_lens, num_reqs: all_of(
-        *(implies(i < num_reqs, d == decode_lens[0]) for i, d in enumerate(decode_lens)))},
+    domain=_DECODES,
+    assumptions=_DECODE_FACTS,
+    expect="counterexample",
+    sources=[
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
+        "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py",
+    ],
+    witnesses={
+        "uniform decode lens (requires_padding False)": lambda decode_lens, num_reqs: all_of(
+            *(implies(i < num_reqs, d == decode_lens[0]) for i, d in enumerate(decode_lens))
+        )
+    },
 )
-def padded_decode_rows_fit_without_uniform_split(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens):
+def padded_decode_rows_fit_without_uniform_split(
+    max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens
+):
     """The scheduler facts alone (tokens within mnbt, requests within max_num_seqs, mnbt >=
     max_num_seqs, decode length <= 1 + K) do NOT bound the padded rows ``num_decodes *
     max_decode_len`` by mnbt: a non-uniform decode batch (some requests at their first decode or
@@ -120,22 +158,37 @@ _SPLIT = {
 }
 _SPLIT_FACTS = {
     **_CONFIG_FACTS,
-    "sum of scheduled tokens <= max_num_batched_tokens": lambda query_lens, max_num_batched_tokens: total(query_lens) <= max_num_batched_tokens,
+    "sum of scheduled tokens <= max_num_batched_tokens": lambda query_lens, max_num_batched_tokens: (
+        total(query_lens) <= max_num_batched_tokens
+    ),
     # §10: zero-token requests are CUDA-graph padding of a FULL uniform-decode batch, whose request
     # count is min(padded // (1 + K), max_num_seqs) with padded <= max_cudagraph_capture_size <=
     # mnbt (proved below: cudagraph_* obligations).
-    "zero-length requests only as uniform CUDA-graph padding": lambda query_lens, num_reqs, num_speculative_tokens, max_num_batched_tokens: implies(
-        has_padding_request(query_lens, num_reqs), num_reqs * uniform_decode_query_len(num_speculative_tokens) <= max_num_batched_tokens),
+    "zero-length requests only as uniform CUDA-graph padding": lambda query_lens, num_reqs, num_speculative_tokens, max_num_batched_tokens: (
+        implies(
+            has_padding_request(query_lens, num_reqs),
+            num_reqs * uniform_decode_query_len(num_speculative_tokens) <= max_num_batched_tokens,
+        )
+    ),
     "the first request is not padding": lambda query_lens: query_lens[0] >= 1,
 }
 
 
 @obligation(
-    domain=_SPLIT, assumptions=_SPLIT_FACTS, expect="proved",
-    engine="vllm", versions="==0.33.0", requires=("dsa_indexer", "spec_decode"), tags=("per_batch", "spec_decode"),
+    domain=_SPLIT,
+    assumptions=_SPLIT_FACTS,
+    expect="proved",
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("dsa_indexer", "spec_decode"),
+    tags=("per_batch", "spec_decode"),
     batch_axis=("max_num_seqs", "num_reqs"),
-    sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py", "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
-             "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/attention/backends/utils.py",
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py",
+        "vllm==0.33.0 vllm/model_executor/layers/sparse_attn_indexer.py",
+        "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py",
+    ],
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.decode_seq_lens_buffer"],
 )
 def padded_decode_rows_fit_0_33(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, query_lens):
@@ -166,17 +219,32 @@ _GRAPHS = {
     "n": Range(1, 4096),
 }
 _GRAPH_FACTS = {
-    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: max_num_batched_tokens >= max_num_seqs,
+    "max_num_batched_tokens >= max_num_seqs": lambda max_num_batched_tokens, max_num_seqs: (
+        max_num_batched_tokens >= max_num_seqs
+    ),
 }
 
 
 @obligation(
-    domain=_GRAPHS, assumptions={**_GRAPH_FACTS, "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
-                                 is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)},
-    expect="proved", sources=["vllm==0.33.0 vllm/config/vllm.py"],
-    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    domain=_GRAPHS,
+    assumptions={
+        **_GRAPH_FACTS,
+        "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size: (
+            is_default_capture_size(
+                size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+            )
+        ),
+    },
+    expect="proved",
+    sources=["vllm==0.33.0 vllm/config/vllm.py"],
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("default_capture_sizes",),
+    tags=("cuda_graphs",),
 )
-def cudagraph_default_sizes_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n):
+def cudagraph_default_sizes_fit_mnbt(
+    max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n
+):
     """Every default capture size (grid, ``mnbt`` itself, uniform-decode ``n * (1 + K)``) is
     ``<= mnbt``, so ``max_cudagraph_capture_size <= mnbt``."""
     return at_most(capture_size=size, max_num_batched_tokens=max_num_batched_tokens)
@@ -186,29 +254,55 @@ def cudagraph_default_sizes_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_s
     domain={**_GRAPHS, "max_size": Range(1, 2**17), "m": Range(1, 4096), "num_tokens": Range(1, 2**17)},
     assumptions={
         **_GRAPH_FACTS,
-        "max_size is a default capture size": lambda max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
-            is_default_capture_size(max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size),
-        "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size:
-            is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size),
-        "the rounded size is kept (<= max_cudagraph_capture_size)": lambda size, max_size, num_speculative_tokens:
-            spec_rounded_size(size, num_speculative_tokens) <= max_size,
-        "num_tokens pads to it (bs_to_padded_graph_size)": lambda num_tokens, size, num_speculative_tokens: num_tokens <= spec_rounded_size(size, num_speculative_tokens),
+        "max_size is a default capture size": lambda max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size: (
+            is_default_capture_size(
+                max_size, m, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+            )
+        ),
+        "size is a default capture size": lambda size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size: (
+            is_default_capture_size(
+                size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+            )
+        ),
+        "the rounded size is kept (<= max_cudagraph_capture_size)": lambda size, max_size, num_speculative_tokens: (
+            spec_rounded_size(size, num_speculative_tokens) <= max_size
+        ),
+        "num_tokens pads to it (bs_to_padded_graph_size)": lambda num_tokens, size, num_speculative_tokens: (
+            num_tokens <= spec_rounded_size(size, num_speculative_tokens)
+        ),
     },
-    expect="proved", sources=["vllm==0.33.0 vllm/config/compilation.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
-    engine="vllm", versions="==0.33.0", requires=("default_capture_sizes",), tags=("cuda_graphs",),
+    expect="proved",
+    sources=["vllm==0.33.0 vllm/config/compilation.py", "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py"],
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("default_capture_sizes",),
+    tags=("cuda_graphs",),
 )
-def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, default_max_graph_size, size, n, max_size, m, num_tokens):
+def cudagraph_padded_tokens_fit_mnbt(
+    max_num_seqs,
+    max_num_batched_tokens,
+    num_speculative_tokens,
+    default_max_graph_size,
+    size,
+    n,
+    max_size,
+    m,
+    num_tokens,
+):
     """A batch padded to a capture size after ``adjust_cudagraph_sizes_for_spec_decode`` (sizes
     rounded up to ``1 + K``, kept if ``<= max_cudagraph_capture_size``, itself a default size) has
     at most ``mnbt`` tokens: every ``(mnbt, …)`` buffer holds it. Batches above the largest size
     run without a graph, unpadded. (The ``[q]`` fallback: ``q <= max_size`` likewise.)"""
-    return at_most(padded_tokens=spec_rounded_size(size, num_speculative_tokens), max_num_batched_tokens=max_num_batched_tokens)
+    return at_most(
+        padded_tokens=spec_rounded_size(size, num_speculative_tokens), max_num_batched_tokens=max_num_batched_tokens
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # (iv) User CUDA-graph capture sizes (--cudagraph-capture-sizes, -cc cudagraph_capture_sizes):
 # each size of the list is a token count the dispatcher pads a batch to; check-config checks the
 # list member by member (cudagraph_capture_size over the given sizes).
+
 
 @obligation(
     domain={
@@ -218,23 +312,35 @@ def cudagraph_padded_tokens_fit_mnbt(max_num_seqs, max_num_batched_tokens, num_s
         "max_cudagraph_capture_size": Range(1, 2**17),
     },
     assumptions={
-        "max_cudagraph_capture_size <= max_num_batched_tokens (user sizes above max_num_tokens dropped; the largest kept)":
-            lambda max_cudagraph_capture_size, max_num_batched_tokens: max_cudagraph_capture_size <= max_num_batched_tokens,
+        "max_cudagraph_capture_size <= max_num_batched_tokens (user sizes above max_num_tokens dropped; the largest kept)": lambda max_cudagraph_capture_size, max_num_batched_tokens: (
+            max_cudagraph_capture_size <= max_num_batched_tokens
+        ),
     },
-    expect="proved", engine="vllm", versions="==0.33.0", requires=("user_capture_sizes",), tags=("cuda_graphs",),
-    sources=["vllm==0.33.0 vllm/config/vllm.py:2552-2631 (user sizes kept if <= max_num_tokens; max_cudagraph_capture_size = the largest kept)",
-             "vllm==0.33.0 vllm/config/compilation.py:1537-1565 (adjust_cudagraph_sizes_for_spec_decode: round_up(size, 1 + K), kept if "
-             "<= max_cudagraph_capture_size; [1 + K] when none is left)",
-             "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139 (a batch is padded to the smallest capture size >= its tokens)"],
+    expect="proved",
+    engine="vllm",
+    versions="==0.33.0",
+    requires=("user_capture_sizes",),
+    tags=("cuda_graphs",),
+    sources=[
+        "vllm==0.33.0 vllm/config/vllm.py:2552-2631 (user sizes kept if <= max_num_tokens; max_cudagraph_capture_size = the largest kept)",
+        "vllm==0.33.0 vllm/config/compilation.py:1537-1565 (adjust_cudagraph_sizes_for_spec_decode: round_up(size, 1 + K), kept if "
+        "<= max_cudagraph_capture_size; [1 + K] when none is left)",
+        "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139 (a batch is padded to the smallest capture size >= its tokens)",
+    ],
 )
-def user_capture_sizes_fit_mnbt(max_num_batched_tokens, num_speculative_tokens, cudagraph_capture_size, max_cudagraph_capture_size):
+def user_capture_sizes_fit_mnbt(
+    max_num_batched_tokens, num_speculative_tokens, cudagraph_capture_size, max_cudagraph_capture_size
+):
     """A batch padded to a user-given capture size (after the spec-decode rounding vLLM applies,
     when vLLM keeps it) has at most ``mnbt`` tokens, so every ``(mnbt, …)`` buffer holds it. A size
     vLLM drops (above ``mnbt``, or rounded above ``max_cudagraph_capture_size``) is never padded to:
     the implication holds there. The ``[1 + K]`` fallback is ``<= max_cudagraph_capture_size``."""
     padded = spec_rounded_size(cudagraph_capture_size, num_speculative_tokens)
-    return claim(implies(padded <= max_cudagraph_capture_size, padded <= max_num_batched_tokens),
-                 padded_tokens=padded, max_num_batched_tokens=max_num_batched_tokens)
+    return claim(
+        implies(padded <= max_cudagraph_capture_size, padded <= max_num_batched_tokens),
+        padded_tokens=padded,
+        max_num_batched_tokens=max_num_batched_tokens,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +359,9 @@ _DEPLOYMENTS = {
 }
 
 
-def default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, limit=None):
+def default_capture_list(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, limit=None
+):
     """vLLM 0.33.0's default ``cudagraph_capture_sizes`` (``VllmConfig._set_cudagraph_sizes``), in
     ascending order: the sizes ``s`` in ``1..limit`` that ``is_default_capture_size`` admits, each
     tried with the one request count that can make it a uniform-decode size, ``s // (1 + K)``.
@@ -262,14 +370,27 @@ def default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_t
     (a deployment is configuration, not batch). Units: tokens."""
     q = uniform_decode_query_len(num_speculative_tokens)
     if limit is None:
-        limit = min(max_num_batched_tokens,
-                    default_max_graph_size_cap(max_num_seqs, num_speculative_tokens, default_max_graph_size))
-    return [s for s in range(1, limit + 1)
-            if is_default_capture_size(s, s // q if num_speculative_tokens and s % q == 0 else 1,
-                                       max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)]
+        limit = min(
+            max_num_batched_tokens,
+            default_max_graph_size_cap(max_num_seqs, num_speculative_tokens, default_max_graph_size),
+        )
+    return [
+        s
+        for s in range(1, limit + 1)
+        if is_default_capture_size(
+            s,
+            s // q if num_speculative_tokens and s % q == 0 else 1,
+            max_num_seqs,
+            num_speculative_tokens,
+            max_num_batched_tokens,
+            default_max_graph_size,
+        )
+    ]
 
 
-def dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, rounded=True):
+def dispatched_capture_list(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, rounded=True
+):
     """``(default list, capture sizes, max_cudagraph_capture_size)`` the dispatcher sees: the
     default list (its last element the maximum, ``_set_cudagraph_sizes``), rounded by
     ``adjust_cudagraph_sizes_for_spec_decode`` (a no-op at ``K = 0``) unless ``rounded`` is false
@@ -277,18 +398,24 @@ def dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batche
     default = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
     if not rounded:
         return default, default, default[-1]
-    sizes, max_size = adjust_cudagraph_sizes_for_spec_decode(default, default[-1], uniform_decode_query_len(num_speculative_tokens))
+    sizes, max_size = adjust_cudagraph_sizes_for_spec_decode(
+        default, default[-1], uniform_decode_query_len(num_speculative_tokens)
+    )
     return default, sizes, max_size
 
 
 @obligation(
     domain={**_DEPLOYMENTS, "num_tokens": Range(1, 2**17)},
     expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
-    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:71-90 (_compute_bs_to_padded_graph_size), :139 (the lookup)",
-             "vllm==0.33.0 vllm/config/compilation.py:1502-1508, 1537-1565 (adjust_cudagraph_sizes_for_spec_decode)",
-             "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (the default list)"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:71-90 (_compute_bs_to_padded_graph_size), :139 (the lookup)",
+        "vllm==0.33.0 vllm/config/compilation.py:1502-1508, 1537-1565 (adjust_cudagraph_sizes_for_spec_decode)",
+        "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (the default list)",
+    ],
 )
-def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_tokens):
+def cudagraph_padding_is_the_smallest_capture_size(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_tokens
+):
     """Two-sided: a batch of ``num_tokens <= max_cudagraph_capture_size`` tokens (larger ones run
     without a graph) is padded to a capture size of the rounded list that is ``>= num_tokens``, and
     to the smallest such (no capture size in ``[num_tokens, padded)``): it fits the ``(mnbt, …)``
@@ -297,68 +424,109 @@ def cudagraph_padding_is_the_smallest_capture_size(max_num_seqs, num_speculative
     rounding keeps every default size that is already a multiple of ``1 + K`` (``round_up`` leaves
     it, and it is ``<=`` the maximum) and lists multiples of ``1 + K`` only, and the rounded maximum is the rounded list's last element, at
     most the default list's."""
-    default, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
+    default, sizes, max_size = dispatched_capture_list(
+        max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+    )
     table = bs_to_padded_graph_size(sizes, max_size)
     smallest = [0] + [min(s for s in sizes if s >= i) for i in range(1, max_size + 1)]
     padded = padded_graph_size(num_tokens, sizes, max_size)
-    graph = all_of(any_of(*(padded == s for s in sizes)), num_tokens <= padded,
-                   all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)), padded <= max_num_batched_tokens)
+    graph = all_of(
+        any_of(*(padded == s for s in sizes)),
+        num_tokens <= padded,
+        all_of(*(implies(num_tokens <= s, padded <= s) for s in sizes)),
+        padded <= max_num_batched_tokens,
+    )
     q = uniform_decode_query_len(num_speculative_tokens)
     kept = all(s in sizes for s in default if s % q == 0)  # the rounding keeps every size already a multiple of q
     multiples = all(s % q == 0 for s in sizes)  # ... and leaves no other
-    return claim(all_of(table == smallest, kept, multiples, max_size == sizes[-1], max_size <= default[-1], implies(num_tokens <= max_size, graph)),
-                 num_tokens=num_tokens, padded_tokens=padded, max_cudagraph_capture_size=max_size)
+    return claim(
+        all_of(
+            table == smallest,
+            kept,
+            multiples,
+            max_size == sizes[-1],
+            max_size <= default[-1],
+            implies(num_tokens <= max_size, graph),
+        ),
+        num_tokens=num_tokens,
+        padded_tokens=padded,
+        max_cudagraph_capture_size=max_size,
+    )
 
 
 _UNIFORM_DECODE = {**_DEPLOYMENTS, "num_reqs": Range(1, 2**16)}
 _UNIFORM_DECODE_FACTS = {"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs}
 
 
-def _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs, rounded):
+def _uniform_decode_padding_claim(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs, rounded
+):
     """The dispatcher's assertion (``cudagraph_dispatcher.py:139-141``) on a uniform-decode batch of
     ``num_reqs`` requests of ``q = 1 + K`` tokens dispatched to a FULL graph (``num_reqs * q <=
     max_cudagraph_capture_size``): the padded size is a multiple of ``q`` and holds the batch's
     ``num_reqs`` requests (``padded // q >= num_reqs``)."""
     q = uniform_decode_query_len(num_speculative_tokens)
-    _, sizes, max_size = dispatched_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
-                                                 default_max_graph_size, rounded)
+    _, sizes, max_size = dispatched_capture_list(
+        max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, rounded
+    )
     padded = padded_graph_size(num_reqs * q, sizes, max_size)
-    return claim(implies(num_reqs * q <= max_size, all_of(padded % q == 0, num_reqs <= padded // q)),
-                 padded_tokens=padded, query_len=q, num_reqs=num_reqs, max_cudagraph_capture_size=max_size)
+    return claim(
+        implies(num_reqs * q <= max_size, all_of(padded % q == 0, num_reqs <= padded // q)),
+        padded_tokens=padded,
+        query_len=q,
+        num_reqs=num_reqs,
+        max_cudagraph_capture_size=max_size,
+    )
 
 
 @obligation(
-    domain=_UNIFORM_DECODE, assumptions=_UNIFORM_DECODE_FACTS,
+    domain=_UNIFORM_DECODE,
+    assumptions=_UNIFORM_DECODE_FACTS,
     expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
-    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141 (num_reqs = min(padded // q, max_num_seqs); "
-             "assert padded % q == 0)",
-             "vllm==0.33.0 vllm/config/compilation.py:1496-1508 (adjust_cudagraph_sizes_for_spec_decode, vllm#28207)"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141 (num_reqs = min(padded // q, max_num_seqs); "
+        "assert padded % q == 0)",
+        "vllm==0.33.0 vllm/config/compilation.py:1496-1508 (adjust_cudagraph_sizes_for_spec_decode, vllm#28207)",
+    ],
 )
-def cudagraph_uniform_decode_padding_is_a_multiple_of_q(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs):
+def cudagraph_uniform_decode_padding_is_a_multiple_of_q(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs
+):
     """A uniform-decode batch padded on the list after ``adjust_cudagraph_sizes_for_spec_decode``
     passes the dispatcher's ``assert num_tokens_padded % uniform_decode_query_len == 0``."""
-    return _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
-                                         default_max_graph_size, num_reqs, rounded=True)
+    return _uniform_decode_padding_claim(
+        max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs, rounded=True
+    )
 
 
 @obligation(
     # one deployment where the grid and the uniform sizes differ (q = 3; the request counts of 40
     # are 1, 2, 4, 8, ..., 40): each claim evaluation enumerates the list, and the density runs it
     # on every num_reqs
-    domain={"max_num_seqs": Choice(40), "num_speculative_tokens": Choice(2), "max_num_batched_tokens": Choice(8192),
-            "default_max_graph_size": Choice(512), "num_reqs": Range(1, 64)},
+    domain={
+        "max_num_seqs": Choice(40),
+        "num_speculative_tokens": Choice(2),
+        "max_num_batched_tokens": Choice(8192),
+        "default_max_graph_size": Choice(512),
+        "num_reqs": Range(1, 64),
+    },
     assumptions=_UNIFORM_DECODE_FACTS,
     expect="counterexample",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
-    sources=["vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141",
-             "vllm#28207 (a padded uniform-decode batch not a multiple of 1 + K; fixed by rounding the capture sizes, "
-             "vllm/config/compilation.py:1496-1508)"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/cudagraph_dispatcher.py:139-141",
+        "vllm#28207 (a padded uniform-decode batch not a multiple of 1 + K; fixed by rounding the capture sizes, "
+        "vllm/config/compilation.py:1496-1508)",
+    ],
 )
-def cudagraph_uniform_decode_padding_unrounded_before_28207(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs):
+def cudagraph_uniform_decode_padding_unrounded_before_28207(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs
+):
     """The same assertion on the default list NOT rounded (vLLM before the fix of vllm#28207): a
     uniform-decode batch whose token count is not itself a capture size pads onto the grid of
     multiples of 8 or 16, not a multiple of ``q`` in general."""
-    return _uniform_decode_padding_claim(max_num_seqs, num_speculative_tokens, max_num_batched_tokens,
-                                         default_max_graph_size, num_reqs, rounded=False)
+    return _uniform_decode_padding_claim(
+        max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size, num_reqs, rounded=False
+    )
 
 
 #: vLLM 0.33.0's default capture list (``VllmConfig._set_cudagraph_sizes``, default path, run on
@@ -378,14 +546,23 @@ _RECORDED_DEFAULT_LISTS = {
 
 
 @obligation(
-    domain={"max_num_seqs": Choice(5, 9, 87, 128, 300), "num_speculative_tokens": Choice(0, 1, 2),
-            "max_num_batched_tokens": Choice(8192), "default_max_graph_size": Choice(512, 1024)},
-    assumptions={"a recorded deployment": lambda max_num_seqs, num_speculative_tokens, default_max_graph_size:
-                 (max_num_seqs, num_speculative_tokens, default_max_graph_size) in _RECORDED_DEFAULT_LISTS},
+    domain={
+        "max_num_seqs": Choice(5, 9, 87, 128, 300),
+        "num_speculative_tokens": Choice(0, 1, 2),
+        "max_num_batched_tokens": Choice(8192),
+        "default_max_graph_size": Choice(512, 1024),
+    },
+    assumptions={
+        "a recorded deployment": lambda max_num_seqs, num_speculative_tokens, default_max_graph_size: (
+            (max_num_seqs, num_speculative_tokens, default_max_graph_size) in _RECORDED_DEFAULT_LISTS
+        )
+    },
     expect="proved",  # pinned configurations: a check of the model, not of a deployment (check-config does not apply it)
     sources=["vllm==0.33.0 vllm/config/vllm.py:2487-2494 (request_counts), 2540-2597 (the default list)"],
 )
-def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size):
+def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+):
     """Two-sided (session 15; ``cudagraph_default_sizes_fit_mnbt`` only bounds the members): the
     sizes the membership predicates admit are as many as vLLM 0.33.0 lists, with the same sum and
     the same largest member (``max_cudagraph_capture_size``), at deployments where each clause of
@@ -394,10 +571,18 @@ def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(max_num_seqs, 
     sizes = default_capture_list(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size)
     # -1 (no list has it) off the recorded deployments: excluded by the assumption, but bound --check
     # evaluates the claim on every case to confirm it is not a capacity claim
-    members, total_, largest = _RECORDED_DEFAULT_LISTS.get((max_num_seqs, num_speculative_tokens, default_max_graph_size), (-1,) * 3)
-    return claim(all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
-                 members=len(sizes), vllm_members=members, sum_of_sizes=sum(sizes), vllm_sum=total_,
-                 max_cudagraph_capture_size=sizes[-1], vllm_max=largest)
+    members, total_, largest = _RECORDED_DEFAULT_LISTS.get(
+        (max_num_seqs, num_speculative_tokens, default_max_graph_size), (-1,) * 3
+    )
+    return claim(
+        all_of(len(sizes) == members, sum(sizes) == total_, sizes[-1] == largest),
+        members=len(sizes),
+        vllm_members=members,
+        sum_of_sizes=sum(sizes),
+        vllm_sum=total_,
+        max_cudagraph_capture_size=sizes[-1],
+        vllm_max=largest,
+    )
 
 
 # -- session 16: the DSA indexer's decode split on ints, two-sided (the claims above only bound its rows).
@@ -415,9 +600,11 @@ _SPLIT_QUERY_LENS = (0, 1, 2, 3, 5)
 @obligation(
     domain={"num_speculative_tokens": Choice(1, 2), "size": Choice(1, 2, 3, 4)},
     expect="proved",  # enumerated batches: a check of the model, not of a deployment (check-config does not apply it)
-    sources=["vllm==0.33.0 vllm/v1/attention/backends/utils.py::split_decodes_and_prefills (require_uniform=True: "
-             "is_prefill = (ql != ql[0]) & (ql != 0), the first prefill by argmax; 0 decodes when ql[0] > decode_threshold)",
-             "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py (decode_lens_cpu.max(); the padded decode view)"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/attention/backends/utils.py::split_decodes_and_prefills (require_uniform=True: "
+        "is_prefill = (ql != ql[0]) & (ql != 0), the first prefill by argmax; 0 decodes when ql[0] > decode_threshold)",
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py (decode_lens_cpu.max(); the padded decode view)",
+    ],
 )
 def uniform_decode_split_is_the_leading_uniform_run(num_speculative_tokens, size):
     """Two-sided, on every batch vector of ``size`` entries over query lengths {0, 1, 2, 3, 5} and
@@ -439,9 +626,17 @@ def uniform_decode_split_is_the_leading_uniform_run(num_speculative_tokens, size
             uniform = all(ql in (query_lens[0], 0) for ql in run)
             stops = decodes == num_reqs or query_lens[decodes] not in (query_lens[0], 0)
             expected = decodes == 0 if query_lens[0] > threshold else (uniform and stops and 0 <= decodes <= num_reqs)
-            wrong_split += not (expected and longest == max(run, default=0)
-                                and split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens) == decodes)
+            wrong_split += not (
+                expected
+                and longest == max(run, default=0)
+                and split_decodes_require_uniform(query_lens, num_reqs, num_speculative_tokens) == decodes
+            )
             wrong_padding += has_padding_request(query_lens, num_reqs) != (0 in query_lens[:num_reqs])
             wrong_rows += padded_decode_rows(decodes, longest, size) != decodes * longest
-    return claim(wrong_split + wrong_padding + wrong_rows == 0, batches=batches, batches_wrong_split=wrong_split,
-                 batches_wrong_padding_request=wrong_padding, batches_wrong_padded_rows=wrong_rows)
+    return claim(
+        wrong_split + wrong_padding + wrong_rows == 0,
+        batches=batches,
+        batches_wrong_split=wrong_split,
+        batches_wrong_padding_request=wrong_padding,
+        batches_wrong_padded_rows=wrong_rows,
+    )

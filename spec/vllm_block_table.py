@@ -97,8 +97,17 @@ def slot_mapping_reads_within_runner_width_v0_33(max_model_len, block_size, dcp)
 
 
 @obligation(
-    domain={"max_model_len": MAX_MODEL_LEN, "block_size": MULTIPLES_OF_16, "dcp": DCP, "kernel_block_size": KERNEL_BLOCK_SIZES},
-    assumptions={"kernel_block_size divides block_size": lambda block_size, kernel_block_size: block_size % kernel_block_size == 0},
+    domain={
+        "max_model_len": MAX_MODEL_LEN,
+        "block_size": MULTIPLES_OF_16,
+        "dcp": DCP,
+        "kernel_block_size": KERNEL_BLOCK_SIZES,
+    },
+    assumptions={
+        "kernel_block_size divides block_size": lambda block_size, kernel_block_size: (
+            block_size % kernel_block_size == 0
+        )
+    },
     expect="proved",
     case="vllm-dsa-ebt-128align",
     sources=["vllm-project/vllm#50302", "vllm==0.33.0 vllm/v1/worker/utils.py"],
@@ -117,13 +126,20 @@ def kernel_block_table_matches_runner_v0_33(max_model_len, block_size, dcp, kern
 
 
 @obligation(
-    domain={"max_model_len": MAX_MODEL_LEN, "max_encoder_len": MAX_MODEL_LEN, "block_size": MULTIPLES_OF_16, "dcp": DCP},
+    domain={
+        "max_model_len": MAX_MODEL_LEN,
+        "max_encoder_len": MAX_MODEL_LEN,
+        "block_size": MULTIPLES_OF_16,
+        "dcp": DCP,
+    },
     expect="proved",
     case=None,
-    sources=["vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:549-554 (max_encoder_len = max_num_encoder_input_tokens "
-             "for encoder-decoder models)",
-             "vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:6850 (block tables sized for max(max_model_len, "
-             "max_encoder_len): the cross-attention KV of the encoder input)"],
+    sources=[
+        "vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:549-554 (max_encoder_len = max_num_encoder_input_tokens "
+        "for encoder-decoder models)",
+        "vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:6850 (block tables sized for max(max_model_len, "
+        "max_encoder_len): the cross-attention KV of the encoder input)",
+    ],
     engine="vllm",
     versions=">=0.27",
 )
@@ -134,4 +150,6 @@ def encoder_slot_mapping_reads_within_runner_width_v0_33(max_model_len, max_enco
     width = runner_block_table_width(max_model_len, block_size, dcp, max_encoder_len)
     enc = slot_mapping_max_column(max_encoder_len, block_size, dcp)
     dec = slot_mapping_max_column(max_model_len, block_size, dcp)
-    return claim(all_of(0 <= enc, enc < width, 0 <= dec, dec < width), encoder_column=enc, decoder_column=dec, W_bt=width)
+    return claim(
+        all_of(0 <= enc, enc < width, 0 <= dec, dec < width), encoder_column=enc, decoder_column=dec, W_bt=width
+    )

@@ -20,15 +20,23 @@ MAX_MODEL_LEN = Range(1, 2**21)
 BLOCK_SIZES = Choice(16, 32, 64, 128, 256)
 DCP = Choice(1, 2, 4, 8)
 KERNEL_BLOCK_SIZES = Choice(1, 16, 32, 64, 128, 256)
-KERNEL_SPLITS = {"kernel_block_size divides block_size": lambda block_size, kernel_block_size: block_size % kernel_block_size == 0}
+KERNEL_SPLITS = {
+    "kernel_block_size divides block_size": lambda block_size, kernel_block_size: block_size % kernel_block_size == 0
+}
 
 
 @obligation(
     domain={"max_model_len": MAX_MODEL_LEN, "block_size": BLOCK_SIZES, "dcp": DCP},
     expect="counterexample",
     case="vllm-dsa-ebt-128align",
-    sources=["vllm-project/vllm#46074", "vllm-project/vllm#39324", "vllm-project/vllm#50050", "vllm-project/vllm#48404"],
-    engine="vllm", requires=("dsa_indexer",),
+    sources=[
+        "vllm-project/vllm#46074",
+        "vllm-project/vllm#39324",
+        "vllm-project/vllm#50050",
+        "vllm-project/vllm#48404",
+    ],
+    engine="vllm",
+    requires=("dsa_indexer",),
     versions=">=0.21,<0.27",
 )
 def ebt_width_matches_runner_before_50302(max_model_len, block_size, dcp):
@@ -45,12 +53,18 @@ def ebt_width_matches_runner_before_50302(max_model_len, block_size, dcp):
 
 
 @obligation(
-    domain={"max_model_len": MAX_MODEL_LEN, "block_size": BLOCK_SIZES, "dcp": DCP, "kernel_block_size": KERNEL_BLOCK_SIZES},
+    domain={
+        "max_model_len": MAX_MODEL_LEN,
+        "block_size": BLOCK_SIZES,
+        "dcp": DCP,
+        "kernel_block_size": KERNEL_BLOCK_SIZES,
+    },
     assumptions=KERNEL_SPLITS,
     expect="counterexample",
     case="vllm-dsa-ebt-dcp-uniformtype",
     sources=["vllm-project/vllm#50825", "vllm-project/vllm#50302", "vllm-project/vllm#48404"],
-    engine="vllm", requires=("dsa_indexer",),
+    engine="vllm",
+    requires=("dsa_indexer",),
     versions=">=0.27,<0.28",
 )
 def ebt_width_matches_runner_before_50823(max_model_len, block_size, dcp, kernel_block_size):
@@ -59,20 +73,30 @@ def ebt_width_matches_runner_before_50823(max_model_len, block_size, dcp, kernel
     L=1048576, block 64, dcp 2 -> 8192 vs 16384 (GLM-5.2 TP8 DCP2 1M context report).
     """
     return equal(
-        W_buf=get_block_table_width_50302(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size),
+        W_buf=get_block_table_width_50302(
+            max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size
+        ),
         W_bt=get_block_table_width_50302(
-            uniform_type_max_num_blocks_per_req_before_50823(max_model_len, block_size, dcp), block_size, kernel_block_size
+            uniform_type_max_num_blocks_per_req_before_50823(max_model_len, block_size, dcp),
+            block_size,
+            kernel_block_size,
         ),
     )
 
 
 @obligation(
-    domain={"max_model_len": MAX_MODEL_LEN, "block_size": BLOCK_SIZES, "dcp": DCP, "kernel_block_size": KERNEL_BLOCK_SIZES},
+    domain={
+        "max_model_len": MAX_MODEL_LEN,
+        "block_size": BLOCK_SIZES,
+        "dcp": DCP,
+        "kernel_block_size": KERNEL_BLOCK_SIZES,
+    },
     assumptions=KERNEL_SPLITS,
     expect="proved",
     case="vllm-dsa-ebt-dcp-uniformtype",
     sources=["vllm-project/vllm#50823", "vllm-project/vllm#50302"],
-    engine="vllm", requires=("dsa_indexer",),
+    engine="vllm",
+    requires=("dsa_indexer",),
     versions=">=0.28",
     covers=["vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuilder.expanded_block_table_buffer"],
 )
@@ -82,8 +106,12 @@ def ebt_width_matches_runner_after_50823(max_model_len, block_size, dcp, kernel_
     This also discharges vllm-dsa-ebt-128align (#50302 fixed its alignment axis).
     """
     return equal(
-        W_buf=get_block_table_width_50302(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size),
-        W_bt=get_block_table_width_50302(max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size),
+        W_buf=get_block_table_width_50302(
+            max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size
+        ),
+        W_bt=get_block_table_width_50302(
+            max_num_blocks_per_req(max_model_len, block_size, dcp), block_size, kernel_block_size
+        ),
     )
 
 
@@ -98,10 +126,14 @@ _BATCH = {
 }
 _BATCH_FACTS = {
     "min_decode_len <= max_decode_len": lambda min_decode_len, max_decode_len: min_decode_len <= max_decode_len,
-    "decode length <= 1 + num_speculative_tokens": lambda max_decode_len, num_speculative_tokens: max_decode_len <= uniform_decode_query_len(num_speculative_tokens),
-    "tokens cover the decodes (padding only adds)": lambda num_decodes, min_decode_len, max_decode_len, num_decode_tokens: all_of(
-        num_decode_tokens >= num_decodes * min_decode_len + (max_decode_len - min_decode_len),
-        num_decode_tokens <= num_decodes * max_decode_len + 512,
+    "decode length <= 1 + num_speculative_tokens": lambda max_decode_len, num_speculative_tokens: (
+        max_decode_len <= uniform_decode_query_len(num_speculative_tokens)
+    ),
+    "tokens cover the decodes (padding only adds)": lambda num_decodes, min_decode_len, max_decode_len, num_decode_tokens: (
+        all_of(
+            num_decode_tokens >= num_decodes * min_decode_len + (max_decode_len - min_decode_len),
+            num_decode_tokens <= num_decodes * max_decode_len + 512,
+        )
     ),
 }
 
@@ -124,10 +156,13 @@ def _widths_before_50302(max_model_len, dcp, block_size=64):
     expect="counterexample",
     case="vllm-44827-indexer-prob",
     sources=["vllm-project/vllm#44827", "vllm-project/vllm#46074", "vllm-project/vllm#48404"],
-    engine="vllm", requires=("dsa_indexer",),
+    engine="vllm",
+    requires=("dsa_indexer",),
     versions=">=0.21,<0.27",
 )
-def ebt_width_matches_runner_for_every_batch_before_50302(max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens):
+def ebt_width_matches_runner_for_every_batch_before_50302(
+    max_model_len, dcp, num_speculative_tokens, num_decodes, min_decode_len, max_decode_len, num_decode_tokens
+):
     """With the A1 width mismatch (block 64) the decode copy is wrong for every batch, but how it
     fails depends on the batch. The trigger witnesses give, at the counterexample's config, the
     smallest batch that takes each path: the variable-length ``repeat_interleave`` copy raises a

@@ -9,17 +9,31 @@ from capproof import Choice, Range, at_most, cdiv, claim, contract, obligation
 from models.vllm.indexer_prefill import default_prefill_workspace_factor, get_max_prefill_buffer_size
 
 contracts = [
-    contract("models/vllm/indexer_prefill.py::first_revision_chunks_fit", expect="counterexample",
-             case="vllm-indexer-prefill-chunk-split", sources=["vllm-project/vllm#25999"]),
+    contract(
+        "models/vllm/indexer_prefill.py::first_revision_chunks_fit",
+        expect="counterexample",
+        case="vllm-indexer-prefill-chunk-split",
+        sources=["vllm-project/vllm#25999"],
+    ),
     # The request slices (the greedy walk) and the query pieces of one slice have a contract each:
     # the slices alone decide the largest chunk, and one contract over both walked the product of
     # their path trees (41-61 s of CPU against 2 s for the two; docs/performance.md).
-    contract("models/vllm/indexer_prefill.py::chunks_fit_workspace",
-             case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"]),
-    contract("models/vllm/indexer_prefill.py::query_pieces_fit_logits",
-             case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py:1406-1411"]),
-    contract("models/vllm/indexer_prefill.py::chunks_fit_workspace_any_request", expect="counterexample",
-             case="vllm-indexer-prefill-chunk-split", sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"]),
+    contract(
+        "models/vllm/indexer_prefill.py::chunks_fit_workspace",
+        case="vllm-indexer-prefill-chunk-split",
+        sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"],
+    ),
+    contract(
+        "models/vllm/indexer_prefill.py::query_pieces_fit_logits",
+        case="vllm-indexer-prefill-chunk-split",
+        sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py:1406-1411"],
+    ),
+    contract(
+        "models/vllm/indexer_prefill.py::chunks_fit_workspace_any_request",
+        expect="counterexample",
+        case="vllm-indexer-prefill-chunk-split",
+        sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py"],
+    ),
 ]
 
 
@@ -31,14 +45,19 @@ contracts = [
         "seq_len": Range(1, 2**21 + 15),
     },
     assumptions={
-        "seq_len <= max_model_len + num_speculative_tokens (async-spec extend rows)":
-            lambda seq_len, max_model_len, num_speculative_tokens: seq_len <= max_model_len + num_speculative_tokens,
+        "seq_len <= max_model_len + num_speculative_tokens (async-spec extend rows)": lambda seq_len, max_model_len, num_speculative_tokens: (
+            seq_len <= max_model_len + num_speculative_tokens
+        ),
         "max_model_len >= compress_ratio": lambda max_model_len, compress_ratio: max_model_len >= compress_ratio,
     },
     expect="proved",
     case="vllm-indexer-prefill-chunk-split",
-    sources=["vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size", "vllm 0.33.0 vllm/config/vllm.py"],
-    engine="vllm", requires=("dsa_indexer",),
+    sources=[
+        "vllm 0.33.0 vllm/v1/attention/backends/mla/indexer.py::get_max_prefill_buffer_size",
+        "vllm 0.33.0 vllm/config/vllm.py",
+    ],
+    engine="vllm",
+    requires=("dsa_indexer",),
     versions=">=0.27",
 )
 def single_request_fits_prefill_workspace(max_model_len, compress_ratio, num_speculative_tokens, seq_len):
@@ -46,15 +65,20 @@ def single_request_fits_prefill_workspace(max_model_len, compress_ratio, num_spe
     rests on this: one request's compressed length ``cdiv(seq_len, compress_ratio)`` (rounded up:
     the conservative choice) is at most ``get_max_prefill_buffer_size(cfg) // compress_ratio`` with
     the default factor (5 up to 256K context, else 2)."""
-    budget = get_max_prefill_buffer_size(max_model_len, default_prefill_workspace_factor(max_model_len)) // compress_ratio
+    budget = (
+        get_max_prefill_buffer_size(max_model_len, default_prefill_workspace_factor(max_model_len)) // compress_ratio
+    )
     return at_most(compressed_seq_len=cdiv(seq_len, compress_ratio), workspace_size=budget)
 
 
 @obligation(
     domain={"max_model_len": Choice(256 * 1024, 256 * 1024 + 1)},
-    expect="proved", case="vllm-indexer-prefill-chunk-split",
-    sources=["vllm==0.33.0 vllm/config/vllm.py:1872-1874 (5 if max_model_len <= 256 * 1024 else 2)",
-             "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:916-927 (max_model_len * (576 * 2 // 132) * factor)"],
+    expect="proved",
+    case="vllm-indexer-prefill-chunk-split",
+    sources=[
+        "vllm==0.33.0 vllm/config/vllm.py:1872-1874 (5 if max_model_len <= 256 * 1024 else 2)",
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:916-927 (max_model_len * (576 * 2 // 132) * factor)",
+    ],
     # two pinned lengths: a check of the model's factor step, not of a deployment (check-config does not apply it)
 )
 def prefill_workspace_at_the_256k_step(max_model_len):
@@ -86,8 +110,11 @@ _CHUNK_QUERIES = (1, 3)
 
 def _chunk_batches(num_requests):
     """Every ``(seq_lens, query_lens)`` batch of ``num_requests`` prefill requests over the lengths above."""
-    return [(list(s), list(q)) for s in itertools.product(_CHUNK_SEQS, repeat=num_requests)
-            for q in itertools.product(_CHUNK_QUERIES, repeat=num_requests)]
+    return [
+        (list(s), list(q))
+        for s in itertools.product(_CHUNK_SEQS, repeat=num_requests)
+        for q in itertools.product(_CHUNK_QUERIES, repeat=num_requests)
+    ]
 
 
 def _split_violations(seq_lens, query_lens, workspace_size, max_logits_bytes, request_offset):
@@ -119,8 +146,11 @@ def _split_violations(seq_lens, query_lens, workspace_size, max_logits_bytes, re
         a, b = max(r0 - request_offset, 0), max(r1 - request_offset, 0)
         m, s = sum(query_lens[a:b]), sum(seq_lens[a:b])
         bounds = [0] + [q1 for _, q1 in pieces]
-        cover += sum(1 for (q0, q1), before in zip(pieces, bounds)
-                     if not (type(q0) is int and type(q1) is int and q0 == before < q1))
+        cover += sum(
+            1
+            for (q0, q1), before in zip(pieces, bounds)
+            if not (type(q0) is int and type(q1) is int and q0 == before < q1)
+        )
         cover += bounds[-1] != m
         single = b - a == 1
         budget += not (single or (s <= workspace_size and m * s <= elems))
@@ -132,16 +162,25 @@ def _split_violations(seq_lens, query_lens, workspace_size, max_logits_bytes, re
 
 
 @obligation(
-    domain={"workspace_size": Choice(4, 7), "max_logits_bytes": Choice(4 * 2, 4 * 3, 4 * 10, 4 * 40),
-            "request_offset": Choice(0, 2), "num_requests": Choice(0, 1, 2, 3)},
-    expect="proved", case="vllm-indexer-prefill-chunk-split",
-    sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1359-1415 "
-             "(DeepseekV32IndexerMetadataBuilder._split_indexer_prefill_chunks)",
-             "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1537-1573 (build: one prefill chunk metadata per "
-             "(req_slice, query_slice), request_offset = num_decodes)"],
+    domain={
+        "workspace_size": Choice(4, 7),
+        "max_logits_bytes": Choice(4 * 2, 4 * 3, 4 * 10, 4 * 40),
+        "request_offset": Choice(0, 2),
+        "num_requests": Choice(0, 1, 2, 3),
+    },
+    expect="proved",
+    case="vllm-indexer-prefill-chunk-split",
+    sources=[
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1359-1415 "
+        "(DeepseekV32IndexerMetadataBuilder._split_indexer_prefill_chunks)",
+        "vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1537-1573 (build: one prefill chunk metadata per "
+        "(req_slice, query_slice), request_offset = num_decodes)",
+    ],
     # pinned budgets and enumerated batches: a check of the model, not of a deployment (check-config does not apply it)
 )
-def indexer_prefill_chunks_cover_every_row_within_budget(workspace_size, max_logits_bytes, request_offset, num_requests):
+def indexer_prefill_chunks_cover_every_row_within_budget(
+    workspace_size, max_logits_bytes, request_offset, num_requests
+):
     """Two-sided, on every batch of ``num_requests`` prefill requests over small lengths: the chunks
     cover every request and every query row exactly once, in order, with non-empty pieces; each
     chunk fits the workspace and the logits budget (``M * N * 4 <= max_logits_bytes``) unless it is
@@ -152,18 +191,27 @@ def indexer_prefill_chunks_cover_every_row_within_budget(workspace_size, max_log
     for seq_lens, query_lens in _chunk_batches(num_requests):
         c, b, m = _split_violations(seq_lens, query_lens, workspace_size, max_logits_bytes, request_offset)
         cover, budget, maximal = cover + (c > 0), budget + (b > 0), maximal + (m > 0)
-    return claim(cover + budget + maximal == 0, batches=len(_chunk_batches(num_requests)),
-                 batches_not_covered=cover, batches_over_budget=budget, batches_not_maximal=maximal)
+    return claim(
+        cover + budget + maximal == 0,
+        batches=len(_chunk_batches(num_requests)),
+        batches_not_covered=cover,
+        batches_over_budget=budget,
+        batches_not_maximal=maximal,
+    )
 
 
 from models.vllm.indexer_prefill import (  # noqa: E402
-    chunks_fit_workspace, chunks_fit_workspace_any_request, first_revision_chunks_fit, split_prefill_chunks_first_revision,
+    chunks_fit_workspace,
+    chunks_fit_workspace_any_request,
+    first_revision_chunks_fit,
+    split_prefill_chunks_first_revision,
 )
 
 
 @obligation(
     domain={"workspace_size": Choice(4, 7), "max_logits_bytes": Choice(4 * 3, 4 * 10, 4 * 40)},
-    expect="proved", case="vllm-indexer-prefill-chunk-split",
+    expect="proved",
+    case="vllm-indexer-prefill-chunk-split",
     sources=["vllm==0.33.0 vllm/v1/attention/backends/mla/indexer.py:1359-1415 (_split_indexer_prefill_chunks)"],
     # pinned budgets and enumerated batches: a check of the model, not of a deployment (check-config does not apply it)
 )
@@ -180,11 +228,16 @@ def indexer_prefill_largest_chunk_is_a_chunk_within_the_workspace(workspace_size
         sums = [sum(seq_lens[r0:r1]) for (r0, r1), _ in chunks]
         fits = all(s <= workspace_size for s in seq_lens)
         most = (chunks_fit_workspace if fits else chunks_fit_workspace_any_request)(
-            *seq_lens, *query_lens, workspace_size, max_logits_bytes)
+            *seq_lens, *query_lens, workspace_size, max_logits_bytes
+        )
         not_largest += not (most in sums and all(s <= most for s in sums))
         over += most > max([workspace_size] + ([] if fits else seq_lens))
-    return claim(not_largest + over == 0, batches=len(_chunk_batches(3)),
-                 batches_not_the_largest_chunk=not_largest, batches_over_the_workspace=over)
+    return claim(
+        not_largest + over == 0,
+        batches=len(_chunk_batches(3)),
+        batches_not_the_largest_chunk=not_largest,
+        batches_over_the_workspace=over,
+    )
 
 
 def _first_revision_batches(budget):
@@ -194,7 +247,9 @@ def _first_revision_batches(budget):
 
 @obligation(
     domain={"max_prefill_buffer_size": Choice(2, 4, 7)},
-    expect="proved", case="vllm-indexer-prefill-chunk-split", sources=["vllm-project/vllm#25999"],
+    expect="proved",
+    case="vllm-indexer-prefill-chunk-split",
+    sources=["vllm-project/vllm#25999"],
     # pinned budgets and enumerated batches: a check of the model, not of a deployment (check-config does not apply it)
 )
 def first_revision_chunks_tile_the_requests(max_prefill_buffer_size):
@@ -214,22 +269,31 @@ def first_revision_chunks_tile_the_requests(max_prefill_buffer_size):
         not_tiled += not (all(a == before < b for (a, b), before in zip(chunks, stops)) and stops[-1] == n)
         for k, (a, b) in enumerate(chunks):
             counted = a + 1 if k else 0  # the first request of a later chunk is not counted
-            kept = [sum(seq_lens[counted:j + 1]) for j in range(counted, min(b + 1, n))]  # the running sums
+            kept = [sum(seq_lens[counted : j + 1]) for j in range(counted, min(b + 1, n))]  # the running sums
             cut = b < n  # a chunk before the last is cut at b, where the running sum first passes the budget
-            wrong_cut += not (all(s <= max_prefill_buffer_size for s in kept[:len(kept) - cut])
-                              and (not cut or kept[-1] > max_prefill_buffer_size))
+            wrong_cut += not (
+                all(s <= max_prefill_buffer_size for s in kept[: len(kept) - cut])
+                and (not cut or kept[-1] > max_prefill_buffer_size)
+            )
         over = any(sum(seq_lens[a:b]) > max_prefill_buffer_size for a, b in chunks)
         one = sum(seq_lens) <= max_prefill_buffer_size
         if n == 3:  # the contract's batch
             fits = first_revision_chunks_fit(*seq_lens, max_prefill_buffer_size)
             wrong_verdict += (not fits and not over) or (one and not (fits and chunks == [(0, 3)]))
-    return claim(not_tiled + wrong_cut + wrong_verdict == 0, batches=len(_first_revision_batches(max_prefill_buffer_size)),
-                 batches_not_tiled=not_tiled, chunks_cut_elsewhere=wrong_cut, batches_wrong_verdict=wrong_verdict)
+    return claim(
+        not_tiled + wrong_cut + wrong_verdict == 0,
+        batches=len(_first_revision_batches(max_prefill_buffer_size)),
+        batches_not_tiled=not_tiled,
+        chunks_cut_elsewhere=wrong_cut,
+        batches_wrong_verdict=wrong_verdict,
+    )
 
 
 @obligation(
     domain={"max_prefill_buffer_size": Choice(10)},
-    expect="proved", case="vllm-indexer-prefill-chunk-split", sources=["vllm-project/vllm#25999"],
+    expect="proved",
+    case="vllm-indexer-prefill-chunk-split",
+    sources=["vllm-project/vllm#25999"],
     # the corpus example, pinned: a check of the model, not of a deployment (check-config does not apply it)
 )
 def first_revision_overflows_at_the_corpus_example(max_prefill_buffer_size):
@@ -241,5 +305,9 @@ def first_revision_overflows_at_the_corpus_example(max_prefill_buffer_size):
     chunks = split_prefill_chunks_first_revision(seq_lens, max_prefill_buffer_size)
     largest = max(sum(seq_lens[a:b]) for a, b in chunks)
     fits = first_revision_chunks_fit(*seq_lens, max_prefill_buffer_size)
-    return claim(not fits and largest == 15 and chunks == [(0, 1), (1, 3)],
-                 largest_chunk_tokens=largest, budget_tokens=max_prefill_buffer_size, chunks=len(chunks))
+    return claim(
+        not fits and largest == 15 and chunks == [(0, 1), (1, 3)],
+        largest_chunk_tokens=largest,
+        budget_tokens=max_prefill_buffer_size,
+        chunks=len(chunks),
+    )

@@ -23,8 +23,15 @@ def domain_points(ob, pins: dict[str, int] | None = None):
     vectors = [p for p in ob.params if isinstance(dom[p], Vector)]
     for combo in itertools.product(*([pins[p]] if p in pins else domain_values(dom[p]) for p in scalars)):
         base = dict(zip(scalars, combo))
-        per = [[list(t) for t in itertools.product(range(dom[p].elem.lo, dom[p].elem.hi + 1),
-                                                   repeat=base[dom[p].length] if dom[p].length else dom[p].size)]
-               for p in vectors]
+        per = [
+            [
+                list(t)
+                for t in itertools.product(
+                    range(dom[p].elem.lo, dom[p].elem.hi + 1),
+                    repeat=base[dom[p].length] if dom[p].length else dom[p].size,
+                )
+            ]
+            for p in vectors
+        ]
         for batches in itertools.product(*per):
             yield {**base, **dict(zip(vectors, batches))}

@@ -11,15 +11,17 @@ padded to its size and alone. The verdict is sound when:
 
 from __future__ import annotations
 
+from _brute import domain_points
+
 from capproof import Options, Verdict
 from capproof.encode import concrete_args, evaluate, replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
 
-from _brute import domain_points
-
-HEADER = ("import math\nfrom capproof import Range, Choice, Vector, obligation, at_most, less_than, cdiv, all_of, "
-          "any_of, implies, not_, total, max_of, min_of, count, prefix_sums, select\n")
+HEADER = (
+    "import math\nfrom capproof import Range, Choice, Vector, obligation, at_most, less_than, cdiv, all_of, "
+    "any_of, implies, not_, total, max_of, min_of, count, prefix_sums, select\n"
+)
 
 
 def fails_on_ints(ob, point, padding: bool = True) -> bool:
@@ -41,7 +43,8 @@ def check(spec_file, name: str, body: str, header: str = HEADER, options: Option
         for point in domain_points(ob):
             for padding in (True, False):
                 assert not fails_on_ints(ob, point, padding), (
-                    f"proved ({result.encoding}), but fails on ints at {point} ({'padded' if padding else 'alone'})")
+                    f"proved ({result.encoding}), but fails on ints at {point} ({'padded' if padding else 'alone'})"
+                )
     if result.verdict is Verdict.COUNTEREXAMPLE:
         shown = result.counterexample.params
         assert shown in list(domain_points(ob)), f"counterexample {shown} is outside the domain"

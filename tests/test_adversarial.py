@@ -25,12 +25,16 @@ from capproof.encode import concrete_args, evaluate
 from capproof.loader import load_file
 from capproof.prover import prove_obligation, replay
 
-HEADER = ("import math\nfrom capproof import Range, Choice, Vector, obligation, at_most, less_than, cdiv, all_of, any_of, "
-          "implies, not_, total, max_of, min_of, count, prefix_sums\n")
+HEADER = (
+    "import math\nfrom capproof import Range, Choice, Vector, obligation, at_most, less_than, cdiv, all_of, any_of, "
+    "implies, not_, total, max_of, min_of, count, prefix_sums\n"
+)
 
 ATTEMPTS = [
     # ---- S1: an except catching an error raised on a symbolic int -------------------------
-    ("s1-bit-length-attributeerror-fallback", """
+    (
+        "s1-bit-length-attributeerror-fallback",
+        """
 def next_pow2(n):
     try:
         return 1 << (n - 1).bit_length()
@@ -40,8 +44,12 @@ def next_pow2(n):
 @obligation(domain={"n": Range(1, 64)})
 def pow2_fits(n):
     return at_most(demand=next_pow2(n), capacity=n)   # false at n = 3 (4 > 3)
-""", ("counterexample", {"n": 3})),
-    ("s1-to-bytes-attributeerror-fallback", """
+""",
+        ("counterexample", {"n": 3}),
+    ),
+    (
+        "s1-to-bytes-attributeerror-fallback",
+        """
 def low_byte(n):
     try:
         return n.to_bytes(8, "little")[0]
@@ -51,8 +59,12 @@ def low_byte(n):
 @obligation(domain={"n": Range(0, 64)})
 def low_byte_zero(n):
     return low_byte(n) == 0
-""", ("error", None)),
-    ("s1-bit-twiddling-typeerror-fallback", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-bit-twiddling-typeerror-fallback",
+        """
 def next_pow2(n):
     try:
         v = n - 1
@@ -66,8 +78,12 @@ def next_pow2(n):
 @obligation(domain={"n": Range(1, 64)})
 def twiddled_fits(n):
     return at_most(demand=next_pow2(n), capacity=n)
-""", ("error", None)),
-    ("s1-power-of-two-test-mask-fallback", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-power-of-two-test-mask-fallback",
+        """
 def is_pow2(n):
     try:
         return n & (n - 1) == 0
@@ -77,14 +93,22 @@ def is_pow2(n):
 @obligation(domain={"n": Range(1, 64)})
 def all_pow2(n):
     return is_pow2(n)
-""", ("error", None)),
-    ("s1-getattr-default", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-getattr-default",
+        """
 @obligation(domain={"n": Range(0, 64)})
 def getattr_default(n):
     to_bytes = getattr(n, "to_bytes", None)
     return n < 10 if to_bytes is not None else True
-""", ("error", None)),
-    ("s1-true-division-typeerror-fallback", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-true-division-typeerror-fallback",
+        """
 def half(n):
     try:
         return n / 2 * 2 > n - 1
@@ -94,8 +118,12 @@ def half(n):
 @obligation(domain={"n": Range(0, 64)})
 def halves(n):
     return half(n) and n < 50
-""", ("error", None)),
-    ("s1-int-conversion-fallback", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-int-conversion-fallback",
+        """
 def rows(n):
     try:
         return int(n)
@@ -105,8 +133,12 @@ def rows(n):
 @obligation(domain={"n": Range(0, 64)})
 def int_rows(n):
     return at_most(demand=rows(n), capacity=10)
-""", ("error", None)),
-    ("s1-branch-inside-try", """
+""",
+        ("error", None),
+    ),
+    (
+        "s1-branch-inside-try",
+        """
 def width(n):
     try:
         if n > 40:
@@ -118,8 +150,12 @@ def width(n):
 @obligation(domain={"n": Range(0, 64)})
 def branch_width(n):
     return at_most(demand=width(n), capacity=n)
-""", ("counterexample", {"n": 41})),
-    ("s1-ceil-of-quotient", """
+""",
+        ("counterexample", {"n": 41}),
+    ),
+    (
+        "s1-ceil-of-quotient",
+        """
 @obligation(domain={"n": Range(0, 64), "b": Range(1, 8)})
 def ceil_fits(n, b):
     try:
@@ -127,9 +163,13 @@ def ceil_fits(n, b):
     except TypeError:
         blocks = n // b
     return at_most(demand=blocks * b, capacity=n)
-""", ("counterexample", {"n": 1, "b": 2})),
+""",
+        ("counterexample", {"n": 1, "b": 2}),
+    ),
     # ---- S2: isinstance / hasattr / type ----------------------------------------------------
-    ("s2-isinstance-in-model", """
+    (
+        "s2-isinstance-in-model",
+        """
 def ok(n):
     if isinstance(n, int):
         return n < 60       # what the ints run: false at n = 60
@@ -138,16 +178,24 @@ def ok(n):
 @obligation(domain={"n": Range(0, 64)})
 def isinstance_claim(n):
     return ok(n)
-""", ("counterexample", {"n": 60})),
-    ("s2-isinstance-in-assumption", """
+""",
+        ("counterexample", {"n": 60}),
+    ),
+    (
+        "s2-isinstance-in-assumption",
+        """
 def small(n):
     return n <= 64 if isinstance(n, int) else n < 60
 
 @obligation(domain={"n": Range(0, 64)}, assumptions={"small": small})
 def isinstance_assumption(n):
     return n < 60
-""", ("counterexample", {"n": 60})),
-    ("s2-hasattr-numerator", """
+""",
+        ("counterexample", {"n": 60}),
+    ),
+    (
+        "s2-hasattr-numerator",
+        """
 def ok(n):
     if hasattr(n, "numerator"):
         return n < 60
@@ -156,8 +204,12 @@ def ok(n):
 @obligation(domain={"n": Range(0, 64)})
 def hasattr_claim(n):
     return ok(n)
-""", ("counterexample", {"n": 60})),
-    ("s2-type-is-int", """
+""",
+        ("counterexample", {"n": 60}),
+    ),
+    (
+        "s2-type-is-int",
+        """
 def ok(n):
     if type(n) is int:
         return n < 60
@@ -166,13 +218,21 @@ def ok(n):
 @obligation(domain={"n": Range(0, 64)})
 def type_claim(n):
     return ok(n)
-""", ("error", None)),
-    ("s2-type-name", """
+""",
+        ("error", None),
+    ),
+    (
+        "s2-type-name",
+        """
 @obligation(domain={"n": Range(0, 64)})
 def type_name_claim(n):
     return n < 60 if type(n).__name__ == "int" else n <= 64
-""", ("error", None)),
-    ("s2-type-in-a-static-method", """
+""",
+        ("error", None),
+    ),
+    (
+        "s2-type-in-a-static-method",
+        """
 class Layout:
     @staticmethod
     def ok(n):
@@ -181,8 +241,12 @@ class Layout:
 @obligation(domain={"n": Range(0, 64)})
 def type_in_method(n):
     return Layout.ok(n)
-""", ("error", None)),
-    ("s2-type-in-a-closure", """
+""",
+        ("error", None),
+    ),
+    (
+        "s2-type-in-a-closure",
+        """
 def make_check(limit):
     def check(n):
         return n < limit if type(n) is int else True
@@ -193,24 +257,40 @@ _check = make_check(60)
 @obligation(domain={"n": Range(0, 64)})
 def type_in_closure(n):
     return _check(n)
-""", ("error", None)),
+""",
+        ("error", None),
+    ),
     # ---- builtins and forking ---------------------------------------------------------------
-    ("builtins-min-max-sum-abs", """
+    (
+        "builtins-min-max-sum-abs",
+        """
 @obligation(domain={"a": Range(-8, 8), "b": Range(-8, 8)})
 def builtins_claim(a, b):
     return at_most(demand=min(a, b) + max(a, b) + abs(a - b) + sum([a, b]), capacity=4 * max(a, b) - 1)
-""", ("counterexample", None)),
-    ("sum-of-conditions-counts", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "sum-of-conditions-counts",
+        """
 @obligation(domain={"a": Range(0, 8), "b": Range(0, 8)})
 def counted(a, b):
     return at_most(demand=sum(x > 3 for x in (a, b)), capacity=1)
-""", ("counterexample", {"a": 4, "b": 4})),
-    ("fork-budget-exhausted-is-unknown", """
+""",
+        ("counterexample", {"a": 4, "b": 4}),
+    ),
+    (
+        "fork-budget-exhausted-is-unknown",
+        """
 @obligation(domain={"a": Range(0, 3), "b": Range(0, 3), "c": Range(0, 3)}, fork_budget=2)
 def branchy(a, b, c):
     return (1 if a > 1 else 0) + (1 if b > 1 else 0) + (1 if c > 1 else 0) < 4   # true, but 8 paths
-""", ("unknown", None)),
-    ("wrong-claim-on-one-deep-path", """
+""",
+        ("unknown", None),
+    ),
+    (
+        "wrong-claim-on-one-deep-path",
+        """
 def pad(n, s):
     if s > 0:
         if n % 2 == 1:
@@ -221,42 +301,70 @@ def pad(n, s):
 @obligation(domain={"n": Range(0, 40), "s": Range(0, 3)})
 def deep(n, s):
     return at_most(demand=pad(n, s), capacity=n + s)
-""", ("counterexample", {"n": 31, "s": 1})),
+""",
+        ("counterexample", {"n": 31, "s": 1}),
+    ),
     # ---- the aggregate abstraction of batches (issue 12): one representative entry -----------
-    ("agg-total-of-generator-under-all-of", """
+    (
+        "agg-total-of-generator-under-all-of",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def total_as_request(batch):
     return all_of(total(d for d in batch) <= 3)      # a sum over the batch, not a per-request bound
-""", ("counterexample", None)),
-    ("agg-builtin-sum-under-all-of", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-builtin-sum-under-all-of",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def summed(batch):
     return all_of(sum(d for d in batch) <= 3)
-""", ("counterexample", None)),
-    ("agg-prefix-sums-last-under-all-of", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-prefix-sums-last-under-all-of",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def cu_seqlens_last(batch):
     return all_of(prefix_sums(batch)[-1] <= 3)
-""", ("counterexample", None)),
-    ("agg-count-under-all-of", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-count-under-all-of",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def counted_long(batch):
     return all_of(count(d > 1 for d in batch) <= 1)
-""", ("counterexample", None)),
-    ("agg-any-of-wrapped-in-all-of-assumption", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-any-of-wrapped-in-all-of-assumption",
+        """
 def some_long(batch):
     return all_of(any_of(*(d > 2 for d in batch)))   # some request is long
 @obligation(domain={"batch": Vector(4, Range(0, 3))}, assumptions={"some_long": some_long})
 def all_long(batch):
     return min_of(batch) > 2
-""", ("counterexample", None)),
-    ("agg-builtin-max-wrapped-in-all-of-assumption", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-builtin-max-wrapped-in-all-of-assumption",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))},
             assumptions={"some_long": lambda batch: all_of(max(d for d in batch) >= 2)})
 def all_long(batch):
     return min_of(batch) >= 2
-""", ("counterexample", None)),
-    ("agg-for-loop-any-fold-assumption", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-for-loop-any-fold-assumption",
+        """
 def some_long(batch):
     found = False
     for d in batch:
@@ -265,19 +373,31 @@ def some_long(batch):
 @obligation(domain={"batch": Vector(4, Range(0, 3))}, assumptions={"some_long": some_long})
 def all_long(batch):
     return min_of(batch) > 2
-""", ("counterexample", None)),
-    ("agg-walrus-keeps-the-last-entry", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-walrus-keeps-the-last-entry",
+        """
 @obligation(domain={"batch": Vector(3, Range(0, 3))})
 def last_long(batch):
     seen = all_of(*((last := d) >= 0 for d in batch))
     return all_of(seen, implies(all_of(last >= 2), min_of(batch) >= 2))   # last entry long: not all
-""", ("counterexample", None)),
-    ("agg-len-of-list-comprehension", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-len-of-list-comprehension",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def rows(batch):
     return at_most(demand=len([d for d in batch]), capacity=1)
-""", ("counterexample", None)),
-    ("agg-len-fallback-in-except", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-len-fallback-in-except",
+        """
 def rows(batch):
     try:
         return len(batch)
@@ -286,91 +406,155 @@ def rows(batch):
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def rows_fit(batch):
     return implies(max_of(batch) >= 3, rows(batch) <= 1)
-""", ("counterexample", None)),
-    ("agg-isinstance-tuple", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-isinstance-tuple",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def fits(batch):
     return total(batch) <= 3 if isinstance(batch, tuple) else True
-""", ("counterexample", None)),
-    ("agg-hasattr-count", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-hasattr-count",
+        """
 @obligation(domain={"batch": Vector(4, Range(0, 3))})
 def fits(batch):
     return max_of(batch) <= 1 if hasattr(batch, "count") else True
-""", ("counterexample", None)),
-    ("agg-type-of-a-scalar-beside-a-batch", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-type-of-a-scalar-beside-a-batch",
+        """
 @obligation(domain={"batch": Vector(2, Range(0, 3)), "n": Range(0, 8)})
 def fits(batch, n):
     return all_of(n < 7 if type(n) is int else True, total(batch) >= 0)
-""", ("error", None)),
-    ("agg-per-request-not-convex", """
+""",
+        ("error", None),
+    ),
+    (
+        "agg-per-request-not-convex",
+        """
 @obligation(domain={"batch": Vector(3, Range(0, 3))})
 def short_or_long(batch):
     return implies(all_of(*(any_of(d <= 0, d >= 3) for d in batch)), min_of(batch) >= 3)
-""", ("counterexample", None)),
-    ("agg-per-request-nonlinear-convex", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-per-request-nonlinear-convex",
+        """
 @obligation(domain={"batch": Vector(3, Range(-3, 3))}, assumptions={"sq": lambda batch: all_of(*(d * d <= 4 for d in batch))})
 def bounded(batch):
     return all_of(max_of(batch) <= 2, min_of(batch) >= -2, total(batch) <= 6)
-""", ("proved", None)),
-    ("agg-per-request-floor-division", """
+""",
+        ("proved", None),
+    ),
+    (
+        "agg-per-request-floor-division",
+        """
 @obligation(domain={"batch": Vector(3, Range(0, 12))}, assumptions={"rows": lambda batch: all_of(*(d // 4 <= 2 for d in batch))})
 def fits(batch):
     return max_of(batch) <= 10        # d // 4 <= 2 admits 11
-""", ("counterexample", None)),
-    ("agg-per-request-modulus-not-convex", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-per-request-modulus-not-convex",
+        """
 @obligation(domain={"batch": Vector(3, Range(0, 12))}, assumptions={"aligned": lambda batch: all_of(*(d % 4 == 0 for d in batch))})
 def fits(batch):
     return all_of(max_of(batch) != 6, total(batch) <= 36)
-""", ("proved", None)),
-    ("agg-per-request-over-two-batches", """
+""",
+        ("proved", None),
+    ),
+    (
+        "agg-per-request-over-two-batches",
+        """
 @obligation(domain={"a": Vector(2, Range(0, 3)), "b": Vector(2, Range(0, 3))})
 def pairs(a, b):
     return implies(max_of(a) <= min_of(b), all_of(*(all_of(*(x <= y for y in b)) for x in a)))
-""", ("proved", None)),
-    ("agg-fill-above-the-entries", """
+""",
+        ("proved", None),
+    ),
+    (
+        "agg-fill-above-the-entries",
+        """
 @obligation(domain={"v": Vector(3, Range(0, 3), length="n", fill=9), "n": Range(1, 3)})
 def max_fits(v, n):
     return max_of(v) <= 3           # max_of sees the active entries only (arith.Padded), not the 9s
-""", ("proved", None)),
-    ("agg-fill-fails-a-per-request-condition", """
+""",
+        ("proved", None),
+    ),
+    (
+        "agg-fill-fails-a-per-request-condition",
+        """
 @obligation(domain={"v": Vector(3, Range(1, 3), length="n"), "n": Range(1, 3)})
 def every_entry_positive(v, n):
     return all_of(*(d >= 1 for d in v))   # a loop over the whole vector sees the padding: refused
-""", ("error", None)),
-    ("agg-negative-entries-total", """
+""",
+        ("error", None),
+    ),
+    (
+        "agg-negative-entries-total",
+        """
 @obligation(domain={"v": Vector(3, Range(-3, 3), length="n"), "n": Range(1, 3)})
 def total_above(v, n):
     return total(v) >= -3 * n + 1
-""", ("counterexample", None)),
-    ("agg-length-zero-allowed", """
+""",
+        ("counterexample", None),
+    ),
+    (
+        "agg-length-zero-allowed",
+        """
 @obligation(domain={"v": Vector(3, Range(1, 3), length="n"), "n": Range(0, 3)})
 def min_fits(v, n):
     return min_of(v) <= 3           # min_of of an empty batch raises
-""", ("error", None)),
-    ("agg-assumption-constrains-the-batch", """
+""",
+        ("error", None),
+    ),
+    (
+        "agg-assumption-constrains-the-batch",
+        """
 @obligation(domain={"v": Vector(3, Range(0, 3), length="n"), "n": Range(1, 3)},
             assumptions={"budget": lambda v: total(v) <= 3})
 def max_fits(v, n):
     return max_of(v) <= 2
-""", ("counterexample", None)),
+""",
+        ("counterexample", None),
+    ),
     # ---- symbolic forking: loops, builtins, exceptions, bit operations, nondeterminism ----------
-    ("fork-while-loop-on-a-symbolic-bound", """
+    (
+        "fork-while-loop-on-a-symbolic-bound",
+        """
 @obligation(domain={"n": Range(0, 20)})
 def stepped(n):
     i = 0
     while i < n:
         i += 3
     return i <= n + 1               # false at n = 1 (i = 3)
-""", ("counterexample", {"n": 1})),
-    ("fork-while-loop-exhausts-the-budget", """
+""",
+        ("counterexample", {"n": 1}),
+    ),
+    (
+        "fork-while-loop-exhausts-the-budget",
+        """
 @obligation(domain={"n": Range(0, 40)}, fork_budget=3)
 def counted(n):
     i = 0
     while i < n:
         i += 1
     return i == n                   # true, but 41 paths
-""", ("unknown", None)),
-    ("fork-global-counter-model", """
+""",
+        ("unknown", None),
+    ),
+    (
+        "fork-global-counter-model",
+        """
 _calls = [0]
 def width(n):
     _calls[0] += 1
@@ -379,15 +563,23 @@ def width(n):
 @obligation(domain={"n": Range(0, 20)})
 def counter_width(n):
     return at_most(demand=width(n), capacity=n)
-""", ("error", None)),
-    ("fork-time-in-the-model", """
+""",
+        ("error", None),
+    ),
+    (
+        "fork-time-in-the-model",
+        """
 import time
 
 @obligation(domain={"n": Range(0, 20)})
 def timed(n):
     return at_most(demand=n + (1 if time.time() < 0 else 0), capacity=n)
-""", ("proved", None)),
-    ("fork-exception-on-some-paths", """
+""",
+        ("proved", None),
+    ),
+    (
+        "fork-exception-on-some-paths",
+        """
 def rows(n):
     if n > 30:
         raise ValueError("too long")
@@ -396,8 +588,12 @@ def rows(n):
 @obligation(domain={"n": Range(0, 40)})
 def raising(n):
     return at_most(demand=rows(n), capacity=64)
-""", ("error", None)),
-    ("fork-exception-caught-on-some-paths", """
+""",
+        ("error", None),
+    ),
+    (
+        "fork-exception-caught-on-some-paths",
+        """
 def rows(n):
     try:
         if n > 30:
@@ -409,8 +605,12 @@ def rows(n):
 @obligation(domain={"n": Range(0, 40)})
 def caught(n):
     return at_most(demand=rows(n), capacity=64)
-""", ("counterexample", {"n": 31})),
-    ("fork-exception-in-an-assumption", """
+""",
+        ("counterexample", {"n": 31}),
+    ),
+    (
+        "fork-exception-in-an-assumption",
+        """
 def ok(n):
     if n > 30:
         raise ValueError("bad")
@@ -419,68 +619,118 @@ def ok(n):
 @obligation(domain={"n": Range(0, 40)}, assumptions={"ok": ok})
 def assumed(n):
     return n <= 30
-""", ("error", None)),
-    ("fork-branch-inside-an-assumption", """
+""",
+        ("error", None),
+    ),
+    (
+        "fork-branch-inside-an-assumption",
+        """
 @obligation(domain={"n": Range(0, 40)}, assumptions={"a": lambda n: n < 10 if n % 2 else n < 20})
 def parity_bound(n):
     return n < 15
-""", ("counterexample", {"n": 16})),
-    ("fork-builtin-sorted-median", """
+""",
+        ("counterexample", {"n": 16}),
+    ),
+    (
+        "fork-builtin-sorted-median",
+        """
 @obligation(domain={"a": Range(0, 6), "b": Range(0, 6), "c": Range(0, 6)})
 def median(a, b, c):
     return sorted([a, b, c])[1] <= max(a, b)
-""", ("proved", None)),
-    ("fork-builtin-any-all", """
+""",
+        ("proved", None),
+    ),
+    (
+        "fork-builtin-any-all",
+        """
 @obligation(domain={"a": Range(0, 8), "b": Range(0, 8)})
 def any_all(a, b):
     return not (any([a > 6, b > 6]) and all(x > 3 for x in (a, b)))
-""", ("counterexample", {"a": 4, "b": 7})),
-    ("fork-builtin-min-max-three-args", """
+""",
+        ("counterexample", {"a": 4, "b": 7}),
+    ),
+    (
+        "fork-builtin-min-max-three-args",
+        """
 @obligation(domain={"a": Range(-5, 5), "b": Range(-5, 5)})
 def min_max(a, b):
     return min(a, b, 0) + max(a, b, 0) <= a + b + abs(a)
-""", ("proved", None)),
-    ("fork-divmod", """
+""",
+        ("proved", None),
+    ),
+    (
+        "fork-divmod",
+        """
 @obligation(domain={"a": Range(0, 50), "b": Range(1, 7)})
 def quotient(a, b):
     q, r = divmod(a, b)
     return q * b + r == a and r < b and q <= 49
-""", ("counterexample", {"a": 50, "b": 1})),
-    ("bits-ceil-of-quotient-past-2-53", """
+""",
+        ("counterexample", {"a": 50, "b": 1}),
+    ),
+    (
+        "bits-ceil-of-quotient-past-2-53",
+        """
 @obligation(domain={"a": Range(2**53, 2**53 + 3), "b": Range(1, 1)})
 def ceil_fits(a, b):
     return at_most(demand=a, capacity=math.ceil(a / b) * b)   # the float quotient rounds at 2**53 + 1
-""", ("error", None)),
-    ("bits-ceil-of-quotient-equals-cdiv-past-2-60", """
+""",
+        ("error", None),
+    ),
+    (
+        "bits-ceil-of-quotient-equals-cdiv-past-2-60",
+        """
 @obligation(domain={"a": Range(2**60, 2**60 + 40), "b": Range(1, 3)})
 def ceil_is_cdiv(a, b):
     return math.ceil(a / b) == cdiv(a, b)
-""", ("error", None)),
-    ("bits-right-shift-of-negatives", """
+""",
+        ("error", None),
+    ),
+    (
+        "bits-right-shift-of-negatives",
+        """
 @obligation(domain={"n": Range(-8, 8)})
 def halved(n):
     return (n >> 1) * 2 <= n - 1     # floor shift: equal for even n
-""", ("counterexample", {"n": -8})),
-    ("bits-and-masks-of-negatives", """
+""",
+        ("counterexample", {"n": -8}),
+    ),
+    (
+        "bits-and-masks-of-negatives",
+        """
 @obligation(domain={"n": Range(-20, 20)})
 def masked(n):
     return all_of(n & 7 == n % 8, (n & -8) <= n, (n & -8) > n - 7)   # false where n % 8 == 7
-""", ("counterexample", {"n": -17})),
-    ("bits-bit-length-of-negatives", """
+""",
+        ("counterexample", {"n": -17}),
+    ),
+    (
+        "bits-bit-length-of-negatives",
+        """
 @obligation(domain={"n": Range(-9, 9)})
 def short(n):
     return n.bit_length() <= 3      # (-9).bit_length() == 4
-""", ("counterexample", {"n": -9})),
-    ("bits-shift-count-past-64", """
+""",
+        ("counterexample", {"n": -9}),
+    ),
+    (
+        "bits-shift-count-past-64",
+        """
 @obligation(domain={"n": Range(0, 70), "s": Range(0, 3)})
 def shifted(n, s):
     return (1 << n) >> s >= 1        # false for s > n; 1 << 70 is fine on ints
-""", ("error", None)),
-    ("bits-bools-added-as-ints", """
+""",
+        ("error", None),
+    ),
+    (
+        "bits-bools-added-as-ints",
+        """
 @obligation(domain={"a": Range(0, 5), "b": Range(0, 5)})
 def counted(a, b):
     return (a > 2) + (b > 2) + True <= 2
-""", ("counterexample", {"a": 3, "b": 3})),
+""",
+        ("counterexample", {"a": 3, "b": 3}),
+    ),
 ]
 
 
@@ -536,37 +786,64 @@ def test_attempt_gets_a_sound_verdict(spec_file, name, body, expected):
 # Attempts on batches too large to enumerate (where the aggregate abstraction's probe, two
 # realised batches, does not see the difference): (id, spec body, a point where the claim fails on
 # ints, expected verdict). The point is replayed on ints first, so the truth is exact.
-B100 = 'Vector(100, Range(0, 10))'
+B100 = "Vector(100, Range(0, 10))"
 LARGE_ATTEMPTS = [
-    ("agg-total-of-generator-under-all-of-100", f"""
+    (
+        "agg-total-of-generator-under-all-of-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def total_as_request(batch):
     return all_of(total(d for d in batch) <= 900)
-""", {"batch": [10] * 100}, "counterexample"),
-    ("agg-builtin-sum-under-all-of-100", f"""
+""",
+        {"batch": [10] * 100},
+        "counterexample",
+    ),
+    (
+        "agg-builtin-sum-under-all-of-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def summed(batch):
     return all_of(sum(d for d in batch) <= 900)
-""", {"batch": [10] * 100}, "counterexample"),
-    ("agg-prefix-sums-last-under-all-of-100", f"""
+""",
+        {"batch": [10] * 100},
+        "counterexample",
+    ),
+    (
+        "agg-prefix-sums-last-under-all-of-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def cu_seqlens_last(batch):
     return all_of(prefix_sums(batch)[-1] <= 900)
-""", {"batch": [10] * 100}, "counterexample"),
-    ("agg-any-of-wrapped-in-all-of-assumption-100", f"""
+""",
+        {"batch": [10] * 100},
+        "counterexample",
+    ),
+    (
+        "agg-any-of-wrapped-in-all-of-assumption-100",
+        f"""
 def some_long(batch):
     return all_of(any_of(*(d > 5 for d in batch)))
 @obligation(domain={{"batch": {B100}}}, assumptions={{"some_long": some_long}})
 def all_long(batch):
     return all_of(*(d > 5 for d in batch))
-""", {"batch": [6] + [0] * 99}, "counterexample"),
-    ("agg-builtin-max-wrapped-in-all-of-assumption-100", f"""
+""",
+        {"batch": [6] + [0] * 99},
+        "counterexample",
+    ),
+    (
+        "agg-builtin-max-wrapped-in-all-of-assumption-100",
+        f"""
 @obligation(domain={{"batch": {B100}}}, assumptions={{"some_long": lambda batch: all_of(max(d for d in batch) >= 5)}},
             fork_budget=4)   # builtin max forks per entry: a small budget keeps the bounded run short
 def all_long(batch):
     return min_of(batch) >= 5
-""", {"batch": [5] + [0] * 99}, "counterexample"),
-    ("agg-for-loop-any-fold-assumption-100", f"""
+""",
+        {"batch": [5] + [0] * 99},
+        "counterexample",
+    ),
+    (
+        "agg-for-loop-any-fold-assumption-100",
+        f"""
 def some_long(batch):
     found = False
     for d in batch:
@@ -575,14 +852,24 @@ def some_long(batch):
 @obligation(domain={{"batch": {B100}}}, assumptions={{"some_long": some_long}})
 def all_long(batch):
     return min_of(batch) > 5
-""", {"batch": [6] + [0] * 99}, "counterexample"),
-    ("agg-walrus-keeps-the-last-entry-100", f"""
+""",
+        {"batch": [6] + [0] * 99},
+        "counterexample",
+    ),
+    (
+        "agg-walrus-keeps-the-last-entry-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def last_long(batch):
     seen = all_of(*((last := d) >= 0 for d in batch))
     return all_of(seen, implies(all_of(last >= 5), min_of(batch) >= 5))
-""", {"batch": [0] * 99 + [5]}, "counterexample"),
-    ("agg-len-fallback-in-except-100", f"""
+""",
+        {"batch": [0] * 99 + [5]},
+        "counterexample",
+    ),
+    (
+        "agg-len-fallback-in-except-100",
+        f"""
 def rows(batch):
     try:
         return len(batch)
@@ -591,39 +878,73 @@ def rows(batch):
 @obligation(domain={{"batch": {B100}}})
 def rows_fit(batch):
     return implies(max_of(batch) >= 9, rows(batch) <= 1)
-""", {"batch": [9] + [0] * 99}, "counterexample"),
-    ("agg-isinstance-tuple-100", f"""
+""",
+        {"batch": [9] + [0] * 99},
+        "counterexample",
+    ),
+    (
+        "agg-isinstance-tuple-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def fits(batch):
     return total(batch) <= 10 if isinstance(batch, tuple) else True
-""", {"batch": [10, 1] + [0] * 98}, "counterexample"),
-    ("agg-hasattr-count-100", f"""
+""",
+        {"batch": [10, 1] + [0] * 98},
+        "counterexample",
+    ),
+    (
+        "agg-hasattr-count-100",
+        f"""
 @obligation(domain={{"batch": {B100}}})
 def fits(batch):
     return max_of(batch) <= 3 if hasattr(batch, "count") else True
-""", {"batch": [4] + [0] * 99}, "counterexample"),
-    ("agg-fails-only-at-the-largest-batch", """
+""",
+        {"batch": [4] + [0] * 99},
+        "counterexample",
+    ),
+    (
+        "agg-fails-only-at-the-largest-batch",
+        """
 @obligation(domain={"v": Vector(4096, Range(1, 2**20), length="n"), "n": Range(1, 4096)})
 def tokens_fit_32_bits(v, n):
     return less_than(index=total(v), capacity=2**32)      # only 4096 requests of 2**20 tokens reach it
-""", {"v": [2**20] * 4096, "n": 4096}, "counterexample"),
-    ("agg-per-request-bound-fails-only-past-2-20", """
+""",
+        {"v": [2**20] * 4096, "n": 4096},
+        "counterexample",
+    ),
+    (
+        "agg-per-request-bound-fails-only-past-2-20",
+        """
 @obligation(domain={"v": Vector(4096, Range(0, 2**21), length="n"), "n": Range(1, 4096)},
             assumptions={"budget": lambda v: total(v) <= 2**22})
 def each_fits(v, n):
     return all_of(*(d < 2**20 + 1 for d in v))              # one request of 2**20 + 1 tokens fails
-""", {"v": [2**20 + 1], "n": 1}, "counterexample"),
-    ("agg-type-of-a-scalar-beside-a-batch-100", f"""
+""",
+        {"v": [2**20 + 1], "n": 1},
+        "counterexample",
+    ),
+    (
+        "agg-type-of-a-scalar-beside-a-batch-100",
+        f"""
 @obligation(domain={{"batch": {B100}, "n": Range(0, 64)}})
 def fits(batch, n):
     return all_of(n < 60 if type(n) is int else True, total(batch) >= 0)
-""", {"batch": [0] * 100, "n": 60}, "error"),
+""",
+        {"batch": [0] * 100, "n": 60},
+        "error",
+    ),
 ]
 
 
-@pytest.mark.parametrize("name, body, failing, expected", [
-    pytest.param(*a, id=a[0], marks=[pytest.mark.slow] if a[0] == "agg-builtin-max-wrapped-in-all-of-assumption-100" else [])
-    for a in LARGE_ATTEMPTS])  # (that one takes ~20 s: the bounded encoding of 100 entries)
+@pytest.mark.parametrize(
+    "name, body, failing, expected",
+    [
+        pytest.param(
+            *a, id=a[0], marks=[pytest.mark.slow] if a[0] == "agg-builtin-max-wrapped-in-all-of-assumption-100" else []
+        )
+        for a in LARGE_ATTEMPTS
+    ],
+)  # (that one takes ~20 s: the bounded encoding of 100 entries)
 def test_large_attempt_gets_a_sound_verdict(spec_file, name, body, failing, expected):
     (ob,) = load_file(spec_file(HEADER + body, f"adv_{name.replace('-', '_')}.py"))
     assert _fails_on_ints(ob, failing), f"the attempt's point {failing} does not fail on ints"
@@ -646,7 +967,10 @@ def decide(path, name, **options):
     return ob, prove_obligation(ob, Options(**options))
 
 
-PADDING = HEADER + "from capproof import claim\n" + """
+PADDING = (
+    HEADER
+    + "from capproof import claim\n"
+    + """
 @obligation(domain={"n": Range(1, 4), "v": Vector(4, Range(1, 10), length="n")})
 def min_true(n, v):
     return claim(min_of(v) >= 1, lowest=min_of(v))
@@ -679,15 +1003,19 @@ def count_sees_padding(n, v):
 def min_of_empty_batch(n, v):
     return min_of(v) >= 1
 """
+)
 
 
-@pytest.mark.parametrize("name, verdict", [
-    ("min_true", Verdict.PROVED),             # main: counterexample lowest=0 at v=[1] (the padding's 0)
-    ("min_false", Verdict.COUNTEREXAMPLE),    # main: proved (every batch is padded with 0 <= 3)
-    ("min_false_split", Verdict.COUNTEREXAMPLE),  # main: proved, with the length case-split
-    ("max_fill_above", Verdict.PROVED),       # main: counterexample demand=9 (the fill) at v=[0]
-    ("total_fill", Verdict.PROVED),           # main: counterexample demand=21 at v=[0]
-])
+@pytest.mark.parametrize(
+    "name, verdict",
+    [
+        ("min_true", Verdict.PROVED),  # main: counterexample lowest=0 at v=[1] (the padding's 0)
+        ("min_false", Verdict.COUNTEREXAMPLE),  # main: proved (every batch is padded with 0 <= 3)
+        ("min_false_split", Verdict.COUNTEREXAMPLE),  # main: proved, with the length case-split
+        ("max_fill_above", Verdict.PROVED),  # main: counterexample demand=9 (the fill) at v=[0]
+        ("total_fill", Verdict.PROVED),  # main: counterexample demand=21 at v=[0]
+    ],
+)
 def test_aggregates_over_a_padded_vector_see_the_batch_only(spec_file, name, verdict):
     ob, r = decide(spec_file(PADDING), name)
     assert r.verdict is verdict, r.message
@@ -714,8 +1042,6 @@ def test_min_of_an_empty_batch_is_reported(spec_file):
     assert "min_of() of an empty batch" in r.message and "spec_under_test.py:" in r.message
 
 
-
-
 def test_introspection_scan_flags_only_names_that_tell_a_symbolic_value_from_an_int(tmp_path):
     """``symbolic.introspections``: ``hasattr``/``getattr`` asked for a name only a symbolic value
     (or only an int) has is reported with the function and line; names both have (``numerator``,
@@ -725,7 +1051,7 @@ def test_introspection_scan_flags_only_names_that_tell_a_symbolic_value_from_an_
     from capproof.guard import introspections
 
     src = tmp_path / "introspect_models.py"
-    src.write_text('''
+    src.write_text("""
 def by_slot(x):
     return 0 if hasattr(x, "term") else x
 
@@ -744,7 +1070,7 @@ def shadowed(x):
 
 def calls_by_slot(x):
     return by_slot(x) + 1
-''')
+""")
     spec = importlib.util.spec_from_file_location("introspect_models", src)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

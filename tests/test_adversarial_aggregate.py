@@ -10,13 +10,14 @@ alone (tests/_soundness_harness.py), and must not be proved.
 from __future__ import annotations
 
 import pytest
-
 from _soundness_harness import check
 
 HEADER = "from capproof import Range, Vector, obligation, at_most, any_of, all_of, total, min_of, max_of\n"
 
 ATTEMPTS = [
-    ("element-function-with-a-side-effect", """
+    (
+        "element-function-with-a-side-effect",
+        """
 seen = []
 def f(d):
     seen.append(d)
@@ -26,8 +27,11 @@ def ob(n, batch):
     seen.clear()
     t = total(f(d) for d in batch)
     return any_of(t != 37, len(seen) == 1)
-"""),
-    ("element-function-counting-in-a-closure", """
+""",
+    ),
+    (
+        "element-function-counting-in-a-closure",
+        """
 @obligation(domain={"n": Range(1, 3), "batch": Vector(3, Range(0, 20), length="n")})
 def ob(n, batch):
     calls = [0]
@@ -36,12 +40,16 @@ def ob(n, batch):
         return d
     t = total(f(d) for d in batch)
     return any_of(t != 37, calls[0] == 1)
-"""),
-    ("derived-list-sees-the-padding", """
+""",
+    ),
+    (
+        "derived-list-sees-the-padding",
+        """
 @obligation(domain={"n": Range(1, 2), "batch": Vector(3, Range(1, 5), length="n", fill=0)})
 def ob(n, batch):
     return min_of([s for s in batch]) <= 3
-"""),
+""",
+    ),
 ]
 
 
@@ -54,17 +62,25 @@ def test_an_element_function_runs_as_on_ints_or_the_abstraction_stands_aside(spe
 # Counterexamples on the aggregate abstraction over batches too large for the bounded encoding's
 # minimisation: the point shown must lie in the domain and fail on ints padded and alone.
 LARGE = [
-    ("two-batches-sharing-one-length", """
+    (
+        "two-batches-sharing-one-length",
+        """
 @obligation(domain={"n": Range(1, 100), "a": Vector(100, Range(0, 5), length="n"),
                     "b": Vector(100, Range(0, 5), length="n")})
 def ob(n, a, b):
     return at_most(demand=total(a) + total(b), capacity=17)
-""", "counterexample"),
-    ("all-of-over-a-padded-batch-replayed-alone", """
+""",
+        "counterexample",
+    ),
+    (
+        "all-of-over-a-padded-batch-replayed-alone",
+        """
 @obligation(domain={"n": Range(1, 100), "a": Vector(100, Range(1, 5), length="n", fill=0)})
 def ob(n, a):
     return all_of(*(x >= 1 for x in a))
-""", "error"),
+""",
+        "error",
+    ),
 ]
 
 

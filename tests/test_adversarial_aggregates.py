@@ -21,6 +21,7 @@ import copy
 import json
 
 import pytest
+from _brute import domain_points
 from click.testing import CliRunner
 
 from capproof import Options, Verdict
@@ -29,9 +30,7 @@ from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
 
-from _brute import domain_points
-
-TEMPLATE = '''
+TEMPLATE = """
 from capproof import Range, Choice, obligation, at_most, all_of
 from capproof.arith import total, max_of, min_of, select, minimum, maximum, cdiv, round_up
 from capproof.domain import Vector
@@ -42,7 +41,7 @@ A = {assume}
 @obligation(domain=D, assumptions=A)
 def ob(n, c, xs):
     return at_most(demand={expr}, capacity={cap})
-'''
+"""
 
 
 def _worst(ob) -> int | None:
@@ -137,7 +136,7 @@ def test_mapped_totals_are_proved_for_every_batch_size_where_they_should_be(spec
 
 # --- a claim true up to the declared size, false above: only the declared sizes are claimed -------
 
-LONG = '''
+LONG = """
 from capproof import Range, obligation, at_most
 from capproof.arith import total
 from capproof.domain import Vector
@@ -145,7 +144,7 @@ from capproof.domain import Vector
 @obligation(domain={"n": Range(1, SIZE), "xs": Vector(SIZE, Range(0, 7), length="n")})
 def ob(n, xs):
     return at_most(demand=total(d // 2 for d in xs), capacity=9)
-'''
+"""
 
 
 def test_a_claim_false_only_above_the_declared_size_is_proved_only_there(spec_file):
@@ -165,7 +164,7 @@ def test_a_claim_false_only_above_the_declared_size_is_proved_only_there(spec_fi
 
 # --- induction over the batch ---------------------------------------------------------------------
 
-FOLD = '''
+FOLD = """
 from capproof import Range, obligation, at_most, all_of
 from capproof.arith import fold, total
 from capproof.domain import Vector
@@ -182,20 +181,26 @@ def walk(xs):
 @obligation(domain=D, assumptions=ASSUME)
 def ob(n, xs):
     return at_most(demand=walk(xs), capacity=CAP)
-'''
+"""
 
 
-@pytest.mark.parametrize("nlo, fill, assume", [
-    (1, 0, "{}"),
-    (1, 5, "{}"),                                                            # padding outside 0..2
-    (5, 0, '{"long": lambda xs: total(xs) >= 9}'),                           # admitted only by 5+ entries
-    (1, 0, '{"long": lambda n, xs: all_of(n >= 5, total(xs) >= 9)}'),        # same, length a Range from 1
-])
+@pytest.mark.parametrize(
+    "nlo, fill, assume",
+    [
+        (1, 0, "{}"),
+        (1, 5, "{}"),  # padding outside 0..2
+        (5, 0, '{"long": lambda xs: total(xs) >= 9}'),  # admitted only by 5+ entries
+        (1, 0, '{"long": lambda n, xs: all_of(n >= 5, total(xs) >= 9)}'),  # same, length a Range from 1
+    ],
+)
 def test_fold_verdicts_agree_with_brute_force(spec_file, nlo, fill, assume):
     """A fold whose sum over every entry (padding included on ints) is bounded by its invariant:
     for each capacity the verdict agrees with enumerating every batch of 0..6 entries in 0..2."""
+
     def load(cap, tag):
-        src = FOLD.replace("NLO", str(nlo)).replace("FILL", str(fill)).replace("ASSUME", assume).replace("CAP", str(cap))
+        src = (
+            FOLD.replace("NLO", str(nlo)).replace("FILL", str(fill)).replace("ASSUME", assume).replace("CAP", str(cap))
+        )
         return {it.name: it for it in load_file(spec_file(src, f"adv_fold_{nlo}_{fill}_{len(assume)}_{tag}.py"))}["ob"]
 
     worst = _worst(load(10**9, "top"))
@@ -206,7 +211,7 @@ def test_fold_verdicts_agree_with_brute_force(spec_file, nlo, fill, assume):
 
 # --- bound --check: tampered records ------------------------------------------------------------
 
-CAPS = '''
+CAPS = """
 from capproof import Range, at_most, obligation, equal
 
 @obligation(domain={"a": Range(0, 9), "b": Range(0, 9)}, assumptions={"a even": lambda a: a % 2 == 0})
@@ -216,7 +221,7 @@ def ties(a, b):
 @obligation(domain={"a": Range(0, 9)})
 def same(a):
     return equal(left=a, right=a)
-'''
+"""
 
 
 @pytest.fixture
@@ -230,18 +235,21 @@ def test_the_untampered_record_is_certified(caps):
     assert check_obligation(ob, entry).to_json() == entry
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda e: e["cases"].clear(),                                         # case removed
-    lambda e: e["cases"].append(copy.deepcopy(e["cases"][0])),            # case duplicated
-    lambda e: e["cases"][0].update(demand_point={"a": 10, "b": 9}),       # outside its domain (demand 14)
-    lambda e: e["cases"][0].update(demand_point={"a": 9, "b": 9}, max_demand=13),  # violates "a even"
-    lambda e: e["cases"][0].update(slack_point={"a": 9, "b": 9}),         # violates "a even"
-    lambda e: e["cases"][0].update(demand_point={"a": 8, "b": 9, "c": 0}),  # a parameter too many
-    lambda e: e["cases"][0].update(demand_point={"a": 8.0, "b": 9}),      # not an int
-    lambda e: e["cases"][0].update(demand_point={"a": True, "b": 9}),     # a bool for an int
-    lambda e: e.update(waste_threshold_pct=50.0),                         # another threshold
-    lambda e: e.update(demand="b"),                                       # another demand name
-])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda e: e["cases"].clear(),  # case removed
+        lambda e: e["cases"].append(copy.deepcopy(e["cases"][0])),  # case duplicated
+        lambda e: e["cases"][0].update(demand_point={"a": 10, "b": 9}),  # outside its domain (demand 14)
+        lambda e: e["cases"][0].update(demand_point={"a": 9, "b": 9}, max_demand=13),  # violates "a even"
+        lambda e: e["cases"][0].update(slack_point={"a": 9, "b": 9}),  # violates "a even"
+        lambda e: e["cases"][0].update(demand_point={"a": 8, "b": 9, "c": 0}),  # a parameter too many
+        lambda e: e["cases"][0].update(demand_point={"a": 8.0, "b": 9}),  # not an int
+        lambda e: e["cases"][0].update(demand_point={"a": True, "b": 9}),  # a bool for an int
+        lambda e: e.update(waste_threshold_pct=50.0),  # another threshold
+        lambda e: e.update(demand="b"),  # another demand name
+    ],
+)
 def test_a_tampered_record_fails_its_certificate(caps, tamper):
     ob, entry = caps
     bad = copy.deepcopy(entry)
@@ -291,7 +299,7 @@ def main_cli():
 
 # --- beyond the bounded encoding: 100 entries, worst demand known in closed form -----------------
 
-BIG = '''
+BIG = """
 from capproof import Range, obligation, at_most
 from capproof.arith import total, minimum, cdiv
 from capproof.domain import Vector
@@ -299,7 +307,7 @@ from capproof.domain import Vector
 @obligation(domain={"n": Range(1, 100), "c": Range(0, 3), "xs": Vector(100, Range(LO, 7), length="n")})
 def ob(n, c, xs):
     return at_most(demand=EXPR, capacity=CAP)
-'''
+"""
 
 BIG_CASES = [  # (name, lo, f summed, the worst sum as a function of n and c)
     ("halves", 0, "total(d // 2 for d in xs)", "3 * n"),
@@ -314,6 +322,7 @@ BIG_CASES = [  # (name, lo, f summed, the worst sum as a function of n and c)
 def test_mapped_totals_at_100_entries(spec_file, name, lo, expr, worst):
     """At the worst sum the claim is proved for every batch size on the aggregates; one less is a
     counterexample realised as a batch that replays on ints."""
+
     def load(cap, tag):
         src = BIG.replace("LO", str(lo)).replace("EXPR", expr).replace("CAP", cap)
         return {it.name: it for it in load_file(spec_file(src, f"adv_big_{name}_{tag}.py"))}["ob"]
@@ -330,7 +339,7 @@ def test_mapped_totals_at_100_entries(spec_file, name, lo, expr, worst):
 
 # --- assumptions the abstraction admits but no batch does; a claim false only off the realiser ---
 
-PHANTOM = '''
+PHANTOM = """
 from capproof import Range, obligation, at_most, all_of
 from capproof.arith import total, select, max_of, min_of
 from capproof.domain import Vector
@@ -346,7 +355,7 @@ def phantom_only(n, xs):
 def spread(n, xs):
     odd = all_of(n == 4, total(xs) == 6, max_of(xs) == 3, min_of(xs) == 0, total(d * d for d in xs) == 18)
     return at_most(demand=select(odd, 1, 0), capacity=0)
-'''
+"""
 
 
 def test_assumptions_only_the_abstraction_admits_are_not_a_proof(spec_file):
@@ -392,17 +401,41 @@ def test_a_real_capacity_obligation_moved_to_skipped_is_still_bounded():
     assert [c.to_json() for c in result.cases] == bounds[target]["cases"]
 
 
-BOUND_CASES = [m for m in MAPPED if m[0] in ("neg", "neg_lower", "decreasing_no_padding", "halves", "round_up",
-                                                 "scaled_by_scalar", "scaled_by_length", "two_mapped", "own_minimum",
-                                                 "padding_fill_one")]
+BOUND_CASES = [
+    m
+    for m in MAPPED
+    if m[0]
+    in (
+        "neg",
+        "neg_lower",
+        "decreasing_no_padding",
+        "halves",
+        "round_up",
+        "scaled_by_scalar",
+        "scaled_by_length",
+        "two_mapped",
+        "own_minimum",
+        "padding_fill_one",
+    )
+]
 
 
 @pytest.mark.parametrize("name, expr, variant", BOUND_CASES, ids=[b[0] for b in BOUND_CASES])
 def test_bounds_of_mapped_totals_agree_with_brute_force_and_certify(spec_file, name, expr, variant):
     """capproof bound on the same claims with capacity 20: the worst demand (aggregate method) and
     the minimum slack (either method) are the enumerated ones, and the record certifies as it is."""
-    kw = {"nlo": 1, "size": 3, "lo": 0, "hi": 4, "length": '"n"', "fill": 0, "assume": "{}", **variant, "cap": "20",
-          "expr": expr}
+    kw = {
+        "nlo": 1,
+        "size": 3,
+        "lo": 0,
+        "hi": 4,
+        "length": '"n"',
+        "fill": 0,
+        "assume": "{}",
+        **variant,
+        "cap": "20",
+        "expr": expr,
+    }
     ob = {it.name: it for it in load_file(spec_file(TEMPLATE.format(**kw), f"adv_bound_{name}.py"))}["ob"]
     worst = _worst(ob)
     entry = json.loads(json.dumps(bound_obligation(ob).to_json()))
@@ -413,7 +446,7 @@ def test_bounds_of_mapped_totals_agree_with_brute_force_and_certify(spec_file, n
     assert check_obligation(ob, entry).to_json() == entry
 
 
-ALIGN = '''
+ALIGN = """
 from capproof import Choice, Range, Vector, at_most, obligation
 from capproof.arith import total
 from models.moe_align import align_writes, vllm_sorted_ids_capacity
@@ -425,16 +458,24 @@ D = {"numel": Range(0, 9), "num_experts": NE, "block_size_m": Choice(2, 3), "pad
 def ob(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     post_pad, last_write = align_writes(counts, num_experts, block_size_m)
     return at_most(demand=WHAT - vllm_sorted_ids_capacity(numel, num_experts, block_size_m, pad_sorted_ids), capacity=CAP)
-'''
+"""
 
 
-@pytest.mark.parametrize("ne, what", [("Range(1, 3)", "last_write + 1"), ("Choice(1, 2, 3)", "last_write + 1"),
-                                      ("Range(1, 3)", "post_pad"), ("Range(0, 3)", "last_write + 1")])
+@pytest.mark.parametrize(
+    "ne, what",
+    [
+        ("Range(1, 3)", "last_write + 1"),
+        ("Choice(1, 2, 3)", "last_write + 1"),
+        ("Range(1, 3)", "post_pad"),
+        ("Range(0, 3)", "last_write + 1"),
+    ],
+)
 def test_align_writes_fold_agrees_with_brute_force(spec_file, ne, what):
     """models/moe_align.py's align_writes (a fold with an invariant, proved by induction for every
     number of experts): the largest write (or padded total) past vLLM 0.33.0's capacity, enumerated
     over every routing of 0..3 experts with 0..3 tokens each: tight is never refuted, one less never
     proved."""
+
     def load(cap, tag):
         src = ALIGN.replace("NE", ne).replace("WHAT", what).replace("CAP", cap)
         return {it.name: it for it in load_file(spec_file(src, f"adv_align_{tag}.py"))}["ob"]
@@ -445,7 +486,7 @@ def test_align_writes_fold_agrees_with_brute_force(spec_file, ne, what):
         _sound(load(str(cap), "tight" if must_hold else "short"), must_hold, Options(density="off"))
 
 
-CASEWISE = '''
+CASEWISE = """
 from capproof import Choice, Range, at_most, equal, obligation
 
 @obligation(domain={"mode": Choice(2, 1), "a": Range(0, 9)})
@@ -453,7 +494,7 @@ def casewise(mode, a):
     if mode == 1:
         return at_most(demand=a, capacity=8)
     return equal(left=a, right=a)
-'''
+"""
 
 
 def test_a_skip_is_confirmed_in_every_case_not_only_the_first_value(spec_file):

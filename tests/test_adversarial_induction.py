@@ -12,33 +12,45 @@ proved.
 from __future__ import annotations
 
 import pytest
-
 from _soundness_harness import check
 
-HEADER = ("from capproof import Range, Vector, obligation, at_most, any_of, all_of, not_\n"
-          "from capproof.arith import fold\n")
+HEADER = (
+    "from capproof import Range, Vector, obligation, at_most, any_of, all_of, not_\nfrom capproof.arith import fold\n"
+)
 D = '@obligation(domain={"n": Range(1, 3), "batch": Vector(3, Range(0, 20), length="n")})\n'
 
 ATTEMPTS = [
-    ("step-reads-a-later-rebound-loop-variable", D + """
+    (
+        "step-reads-a-later-rebound-loop-variable",
+        D
+        + """
 def f(n, batch):
     outs = []
     for k in (2, 1):
         outs.append(fold(lambda s, i, x: s + x * k, 0, batch))
     return outs[0] != outs[1] + 37
-"""),
-    ("step-side-effect-read-by-the-claim", """
+""",
+    ),
+    (
+        "step-side-effect-read-by-the-claim",
+        """
 log = []
 def step(s, i, x):
     log.append(x)
     return s + x
-""" + D + """
+"""
+        + D
+        + """
 def f(n, batch):
     log.clear()
     t = fold(step, 0, batch)
     return t * len(log) != 37 * 3
-"""),
-    ("two-folds-of-one-step-whose-closure-changed", D + """
+""",
+    ),
+    (
+        "two-folds-of-one-step-whose-closure-changed",
+        D
+        + """
 def f(n, batch):
     scale = {"k": 2}
     def step(s, i, x):
@@ -47,8 +59,12 @@ def f(n, batch):
     scale["k"] = 1
     b = fold(step, 0, batch)
     return a != b + 37
-"""),
-    ("step-writes-a-closure-cell", D + """
+""",
+    ),
+    (
+        "step-writes-a-closure-cell",
+        D
+        + """
 def f(n, batch):
     calls = 0
     def step(s, i, x):
@@ -57,7 +73,8 @@ def f(n, batch):
         return s + x
     t = fold(step, 0, batch)
     return t * calls != 37 * 3
-"""),
+""",
+    ),
 ]
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from _soundness_harness import HEADER, check
 
 D = '@obligation(domain={"a": Range(0, 100)})\n'
@@ -23,37 +22,55 @@ DD = '@obligation(domain={"a": Range(0, 100), "b": Range(0, 100)})\n'
 
 ATTEMPTS = [
     # equal small ints are one object; two symbolic values never are
-    ("identity-of-two-parameters", DD + """
+    (
+        "identity-of-two-parameters",
+        DD
+        + """
 def f(a, b):
     if a is b:
         return a != 37
     return True
-"""),
-    ("id-of-two-parameters", DD + """
+""",
+    ),
+    (
+        "id-of-two-parameters",
+        DD
+        + """
 def f(a, b):
     if id(a) == id(b):
         return a != 37
     return True
-"""),
+""",
+    ),
     # int's slot methods reject the stand-in with a TypeError the model catches
-    ("int-slot-method-typeerror-caught", D + """
+    (
+        "int-slot-method-typeerror-caught",
+        D
+        + """
 def f(a):
     try:
         hit = int.__eq__(a, 37)
     except TypeError:
         hit = False
     return not_(hit)
-"""),
-    ("int-add-slot-typeerror-caught", D + """
+""",
+    ),
+    (
+        "int-add-slot-typeerror-caught",
+        D
+        + """
 def f(a):
     try:
         b = int.__add__(a, 0)
     except TypeError:
         return True
     return b != 37
-"""),
+""",
+    ),
     # an engine-style index wrapper whose __index__ returns the symbolic value
-    ("index-dunder-returning-a-symbolic-value", """
+    (
+        "index-dunder-returning-a-symbolic-value",
+        """
 class Pos:
     def __init__(self, v):
         self.v = v
@@ -61,29 +78,45 @@ class Pos:
         return self.v
 ROW = [0] * 101
 ROW[37] = 9
-""" + D + """
+"""
+        + D
+        + """
 def f(a):
     try:
         x = ROW[Pos(a)]
     except TypeError:
         x = 0
     return at_most(demand=x, capacity=1)
-"""),
+""",
+    ),
     # the object's size and repr are capproof's, not the int's
-    ("getsizeof-of-a-symbolic-int", "import sys\n" + D + """
+    (
+        "getsizeof-of-a-symbolic-int",
+        "import sys\n"
+        + D
+        + """
 def f(a):
     if sys.getsizeof(a) <= 28:
         return a != 37
     return True
-"""),
-    ("repr-of-a-symbolic-int", D + """
+""",
+    ),
+    (
+        "repr-of-a-symbolic-int",
+        D
+        + """
 def f(a):
     if len(repr(a)) < 4:
         return a != 37
     return True
-"""),
+""",
+    ),
     # a thread the model starts has no trace of its own: its caught errors must still count
-    ("slot-method-typeerror-caught-in-a-thread", "import threading\n" + D + """
+    (
+        "slot-method-typeerror-caught-in-a-thread",
+        "import threading\n"
+        + D
+        + """
 def f(a):
     out = []
     def work():
@@ -95,8 +128,13 @@ def f(a):
     t.start()
     t.join()
     return not_(out[0])
-"""),
-    ("int-of-a-symbolic-value-caught-in-a-thread", "import threading\n" + D + """
+""",
+    ),
+    (
+        "int-of-a-symbolic-value-caught-in-a-thread",
+        "import threading\n"
+        + D
+        + """
 def f(a):
     out = []
     def work():
@@ -108,15 +146,24 @@ def f(a):
     t.start()
     t.join()
     return not_(out[0])
-"""),
-    ("f-string-repr-of-a-symbolic-int", D + """
+""",
+    ),
+    (
+        "f-string-repr-of-a-symbolic-int",
+        D
+        + """
 def f(a):
     if len(f"{a!r}") < 4:
         return a != 37
     return True
-"""),
+""",
+    ),
     # switching the watch off, a C encoder's TypeError naming `int`, the standard library's repr
-    ("settrace-switches-the-watch-off", "import sys\n" + D + """
+    (
+        "settrace-switches-the-watch-off",
+        "import sys\n"
+        + D
+        + """
 def f(a):
     sys.settrace(None)
     try:
@@ -124,30 +171,45 @@ def f(a):
     except TypeError:
         hit = False
     return not_(hit)
-"""),
-    ("json-dumps-typeerror-naming-int-caught", "import json\n" + D + """
+""",
+    ),
+    (
+        "json-dumps-typeerror-naming-int-caught",
+        "import json\n"
+        + D
+        + """
 def f(a):
     try:
         s = json.dumps(a)
     except TypeError:
         return True
     return s != "37"
-"""),
-    ("reprlib-repr-of-a-symbolic-int", "import reprlib\n" + D + """
+""",
+    ),
+    (
+        "reprlib-repr-of-a-symbolic-int",
+        "import reprlib\n"
+        + D
+        + """
 def f(a):
     if len(reprlib.repr(a)) < 4:
         return a != 37
     return True
-"""),
+""",
+    ),
     # getattr by another name
-    ("object-getattribute-of-capproofs-slot", D + """
+    (
+        "object-getattribute-of-capproofs-slot",
+        D
+        + """
 def f(a):
     try:
         object.__getattribute__(a, "term")
         return True
     except AttributeError:
         return a != 37
-"""),
+""",
+    ),
 ]
 
 
@@ -159,31 +221,37 @@ def test_what_c_code_sees_of_a_symbolic_value_is_an_error(spec_file, name, body)
 
 SOUND_USES = [
     # identity with None or an enum member means the same on ints and symbolic values
-    ("is-none-and-enum-member", """
+    (
+        "is-none-and-enum-member",
+        """
 import enum
 class Mode(enum.Enum):
     FULL = 1
     PIECEWISE = 2
 MODE = Mode.FULL
 CAP = None
-""" + D + """
+"""
+        + D
+        + """
 def f(a):
     limit = 100 if CAP is None else CAP
     if MODE is Mode.FULL:
         return at_most(demand=a, capacity=limit)
     return at_most(demand=a, capacity=0)
-"""),
+""",
+    ),
 ]
-
-
 
 
 def test_a_capture_size_lookup_by_list_index_is_still_decided(spec_file):
     """``sizes.index(n)`` raising ValueError (its message shows the value's repr) is a path the
     ints take too: it stays a counterexample, not an error."""
-    body = """
+    body = (
+        """
 SIZES = [1, 2, 4, 8, 16, 32, 37, 64]
-""" + D + """
+"""
+        + D
+        + """
 def f(a):
     try:
         i = SIZES.index(a)
@@ -191,6 +259,7 @@ def f(a):
         return True
     return less_than(index=i, capacity=6)
 """
+    )
     result = check(spec_file, "list-index", body, header=HEADER)
     assert result.verdict.value == "counterexample", result.message
     assert result.counterexample.params == {"a": 37}

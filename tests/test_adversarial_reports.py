@@ -13,11 +13,16 @@ HEADER = "from capproof import Range, Vector, obligation, at_most, total, max_of
 
 
 def test_a_fixed_size_vector_is_not_reported_for_every_batch_size(spec_file):
-    result = check(spec_file, "fixed-size-vector", """
+    result = check(
+        spec_file,
+        "fixed-size-vector",
+        """
 @obligation(domain={"counts": Vector(4, Range(0, 8))})
 def fits(counts):
     return at_most(demand=total(counts), capacity=32)
-""", header=HEADER)
+""",
+        header=HEADER,
+    )
     assert result.verdict.value == "proved", result.message
     assert result.encoding != "all batch sizes", result.encoding
     assert "every batch size" not in result.message, result.message
@@ -27,7 +32,10 @@ def fits(counts):
 def test_a_claim_wrapped_by_a_decorator_shows_the_decorator(spec_file):
     """The report shows the code whose result was proved: a functools.wraps decorator that changes
     the claim's result is shown with the claim it wraps."""
-    result = check(spec_file, "wrapped-claim", """
+    result = check(
+        spec_file,
+        "wrapped-claim",
+        """
 import functools
 
 def lenient(fn):
@@ -40,6 +48,8 @@ def lenient(fn):
 @lenient
 def fits(n):
     return at_most(demand=n, capacity=10)
-""", header="from capproof import Range, obligation, at_most\n")
+""",
+        header="from capproof import Range, obligation, at_most\n",
+    )
     assert "wrapper" in result.claim_source and "or True" in result.claim_source, result.claim_source
     assert "at_most(demand=n, capacity=10)" in result.claim_source, result.claim_source

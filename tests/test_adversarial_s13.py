@@ -25,6 +25,7 @@ import contextlib
 import json
 
 import pytest
+from _brute import domain_points
 from click.testing import CliRunner
 
 from capproof import Options, Verdict
@@ -34,8 +35,6 @@ from capproof.domain import Vector
 from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
-
-from _brute import domain_points
 
 HEADER = """
 from capproof import Range, Choice, obligation, at_most, claim
@@ -115,65 +114,101 @@ def _sound(ob, options: Options, pins=None, failing: int | None = None):
 
 PROBE = {
     # a saturated batch fails, but the pin keeps its length at 2: the probe must stay inside
-    "pinned_length": ("""
+    "pinned_length": (
+        """
 @obligation(domain={"n": Range(0, 4), "xs": Vector(4, Range(0, 3), length="n", fill=0)})
 def ob(n, xs):
     return at_most(demand=total(xs), capacity=CAP)
-""", {"n": 2}, 6),
+""",
+        {"n": 2},
+        6,
+    ),
     # only y = 5 (x = 4, not a choice) fails: derived values of a Choice must stay in it
-    "choice_gap": ("""
+    "choice_gap": (
+        """
 @obligation(domain={"x": Choice(1, 3, 7), "y": Range(0, 10)}, assumptions={"y = x + 1": lambda x, y: y == x + 1})
 def ob(x, y):
     return at_most(demand=select(y == 5, 1000, y), capacity=CAP)
-""", {}, 8),
+""",
+        {},
+        8,
+    ),
     # only x = 48 (not a power of two) fails
-    "powers_gap": ("""
+    "powers_gap": (
+        """
 @obligation(domain={"x": PowersOfTwo(1, 64), "y": Range(0, 100)}, assumptions={"y >= x - 1": lambda x, y: y >= x - 1})
 def ob(x, y):
     return at_most(demand=select(x == 48, 1000, x) + select(y > 99, 0, 0), capacity=CAP)
-""", {}, 64),
+""",
+        {},
+        64,
+    ),
     # negative ranges, a nonlinear demand
-    "negative": ("""
+    "negative": (
+        """
 @obligation(domain={"x": Range(-12, -3), "y": Range(-5, -1)}, assumptions={"x even": lambda x: x % 2 == 0})
 def ob(x, y):
     return at_most(demand=x * y, capacity=CAP)
-""", {}, 60),
+""",
+        {},
+        60,
+    ),
     # fill above the entries and max_of: a padded batch fails on ints, the batch alone does not
-    "fill_above_max": ("""
+    "fill_above_max": (
+        """
 @obligation(domain={"n": Range(1, 3), "xs": Vector(3, Range(0, 3), length="n", fill=9)})
 def ob(n, xs):
     return at_most(demand=max_of(xs), capacity=CAP)
-""", {}, 3),
+""",
+        {},
+        3,
+    ),
     # the padding seen through len(): the batch alone gives another demand
-    "len_sees_padding": ("""
+    "len_sees_padding": (
+        """
 @obligation(domain={"n": Range(0, 3), "xs": Vector(3, Range(0, 3), length="n", fill=0)})
 def ob(n, xs):
     return at_most(demand=total(xs) + len(xs), capacity=CAP)
-""", {}, 12),
+""",
+        {},
+        12,
+    ),
     # a fill entry in an assumption: all_of over the padded tuple sees 5 > 3
-    "fill_in_assumption": ("""
+    "fill_in_assumption": (
+        """
 @obligation(domain={"n": Range(1, 3), "xs": Vector(3, Range(0, 3), length="n", fill=5)},
             assumptions={"each <= 3": lambda xs: all_of(*(d <= 3 for d in xs))})
 def ob(n, xs):
     return at_most(demand=total(xs), capacity=CAP)
-""", {}, 9),
+""",
+        {},
+        9,
+    ),
     # an assumption that raises on some ints (index past a table) and is fine elsewhere
-    "assumption_raises": ("""
+    "assumption_raises": (
+        """
 T = [1, 1, 1, 0]
 def table(k):
     return T[k] == 1 if isinstance(k, int) else k <= 2
 @obligation(domain={"k": Range(0, 6)}, assumptions={"in table": lambda k: table(k)})
 def ob(k):
     return at_most(demand=k, capacity=CAP)
-""", {}, 2),
+""",
+        {},
+        2,
+    ),
     # isinstance: the ints take a branch the symbolic run does not
-    "isinstance_branch": ("""
+    "isinstance_branch": (
+        """
 def extra(x):
     return 5 if isinstance(x, int) and not isinstance(x, bool) else 0
 @obligation(domain={"x": Range(0, 10)})
 def ob(x):
     return at_most(demand=x + extra(x), capacity=CAP)
-""", {}, 15),
+""",
+        {},
+        15,
+    ),
 }
 
 
@@ -194,11 +229,15 @@ def test_probe_points_lie_in_the_pinned_domain_and_fail_on_ints(spec_file, name,
 @pytest.mark.parametrize("short", [False, True], ids=["tight", "short"])
 def test_probe_on_a_huge_range(spec_file, short):
     """Range(-2**62, 2**62): the probe's corners and bisections on 63-bit ints."""
-    ob = _load(spec_file, f"""
+    ob = _load(
+        spec_file,
+        f"""
 @obligation(domain={{"x": Range(-2**62, 2**62), "y": Range(0, 2**62)}}, assumptions={{"y <= x": lambda x, y: y <= x}})
 def ob(x, y):
     return at_most(demand=x + y, capacity={2**63 - short})
-""", f"huge_{short}")
+""",
+        f"huge_{short}",
+    )
     r = _sound(ob, Options())
     assert r.verdict is (Verdict.COUNTEREXAMPLE if short else Verdict.PROVED), r.message
     if short:
@@ -206,25 +245,33 @@ def ob(x, y):
 
 
 def test_no_admitted_point_stays_vacuous_with_no_first_counterexample(spec_file):
-    ob = _load(spec_file, """
+    ob = _load(
+        spec_file,
+        """
 @obligation(domain={"n": Range(0, 3), "xs": Vector(3, Range(0, 3), length="n")},
             assumptions={"too many": lambda xs: total(xs) > 9})
 def ob(n, xs):
     return at_most(demand=total(xs), capacity=0)
-""", "vacuous")
+""",
+        "vacuous",
+    )
     assert _admitted_and_failing(ob) == (0, 0)
     r = _sound(ob, Options(), failing=0)
     assert r.verdict is Verdict.VACUOUS and r.first_counterexample is None, r.message
 
 
 def test_a_model_toggling_module_state_is_an_error_not_a_verdict(spec_file):
-    ob = _load(spec_file, """
+    ob = _load(
+        spec_file,
+        """
 STATE = [0]
 @obligation(domain={"x": Range(0, 10)})
 def ob(x):
     STATE[0] ^= 1
     return at_most(demand=x + 20 * STATE[0] if isinstance(x, int) else x, capacity=10)
-""", "toggle")
+""",
+        "toggle",
+    )
     for options in (Options(**OFF), Options(rlimit=1, **OFF)):
         r = prove_obligation(ob, options)
         assert r.verdict is Verdict.ERROR and "not a function of its parameters" in r.message, r.message
@@ -262,10 +309,13 @@ def test_cli_exit_codes_and_json_when_unknown_becomes_counterexample(spec_file, 
     path = spec_file(HEADER + UNKNOWN_PADDED.replace("EXPECT", expect), "adv13_cli.py")
     seen = []
     for jobs in ("1", "2"):
-        result = CliRunner().invoke(main, ["prove", path, "--rlimit", "1", "-j", jobs, "--no-contracts",
-                                           "--density", "off", "--json", "-"], catch_exceptions=False)
+        result = CliRunner().invoke(
+            main,
+            ["prove", path, "--rlimit", "1", "-j", jobs, "--no-contracts", "--density", "off", "--json", "-"],
+            catch_exceptions=False,
+        )
         assert result.exit_code == code, result.output
-        doc = json.loads(result.output[result.output.index("{"):])
+        doc = json.loads(result.output[result.output.index("{") :])
         (r,) = doc["obligations"]
         assert r["verdict"] == "counterexample" and r["counterexample"]["minimized"] is False
         assert r["first_counterexample"]["params"] == r["counterexample"]["params"]
@@ -289,13 +339,19 @@ SHARED_CASES = {
     # one f per block-size case; the two batches' per-entry terms look alike but their ranges differ
     "block_per_case": dict(DEMAND="total(cdiv(d, bs) for d in xs) + total(cdiv(d, bs) for d in ys)", LO=0, HI=4, FX=0),
     # round_up's residue depends on the case; fill 0 maps to 0 only for these
-    "round_up_per_case": dict(DEMAND="total(round_up(d, bs) for d in xs) - total(d // bs for d in ys)", LO=0, HI=3,
-                              FX=0),
+    "round_up_per_case": dict(
+        DEMAND="total(round_up(d, bs) for d in xs) - total(d // bs for d in ys)", LO=0, HI=3, FX=0
+    ),
     # a term that is zero on the fill in one batch (fill 2, d - 2) and not in the other's alike term
     "fill_differs": dict(DEMAND="total(d - 2 for d in xs) + total(d * bs for d in ys)", LO=2, HI=4, FX=2),
     # a case-dependent assumption tying the batches
-    "assumed_per_case": dict(DEMAND="total(minimum(d, bs) for d in xs) + max_of(ys)", LO=0, HI=3, FX=0,
-                             ASSUME=', assumptions={"tie": lambda xs, ys, s: total(xs) * s <= total(ys)}'),
+    "assumed_per_case": dict(
+        DEMAND="total(minimum(d, bs) for d in xs) + max_of(ys)",
+        LO=0,
+        HI=3,
+        FX=0,
+        ASSUME=', assumptions={"tie": lambda xs, ys, s: total(xs) * s <= total(ys)}',
+    ),
 }
 
 
@@ -329,12 +385,15 @@ def test_shared_facts_give_the_verdicts_of_deciding_every_case_afresh(spec_file,
             m.setattr(aggregate, "shared_facts", contextlib.nullcontext)
             afresh = _sound(ob, Options(probe=False), failing=0 if must_hold else 1)
         assert (shared.verdict, shared.encoding, shared.counterexample and shared.counterexample.params) == (
-            afresh.verdict, afresh.encoding, afresh.counterexample and afresh.counterexample.params), (
-            shared.message, afresh.message)
+            afresh.verdict,
+            afresh.encoding,
+            afresh.counterexample and afresh.counterexample.params,
+        ), (shared.message, afresh.message)
         assert shared.verdict is (Verdict.PROVED if must_hold else Verdict.COUNTEREXAMPLE), shared.message
 
 
 # -- the early stop of the aggregate attempt ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["sign_by_case", "block_per_case", "assumed_per_case"])
 def test_early_stop_gives_the_counterexample_of_the_bounded_encoding(spec_file, name):
@@ -356,26 +415,32 @@ def test_early_stop_gives_the_counterexample_of_the_bounded_encoding(spec_file, 
 
 ORDERED = {
     # the first entry weighs more: sorting descending changes the demand
-    "weighted_first": ("""
+    "weighted_first": (
+        """
 @obligation(domain={"n": Range(2, 3), "xs": Vector(3, Range(0, 3), length="n", fill=0)},
             assumptions={"sum small": lambda xs: total(xs) <= 4})
 def ob(n, xs):
     return at_most(demand=3 * xs[0] + xs[1], capacity=20)
-"""),
+"""
+    ),
     # ascending order assumed: sorting descending would break the assumption
-    "ascending_assumed": ("""
+    "ascending_assumed": (
+        """
 @obligation(domain={"n": Range(3, 3), "xs": Vector(3, Range(0, 3), length="n", fill=0)},
             assumptions={"ascending": lambda xs: all_of(xs[0] <= xs[1], xs[1] <= xs[2])})
 def ob(n, xs):
     return at_most(demand=xs[2] - xs[0] + xs[1], capacity=20)
-"""),
+"""
+    ),
     # order-independent, padded batch: sorting applies to the active entries only
-    "padded_sum": ("""
+    "padded_sum": (
+        """
 @obligation(domain={"n": Range(2, 3), "xs": Vector(3, Range(0, 3), length="n", fill=0)},
             assumptions={"one big": lambda xs: max_of(xs) >= 2})
 def ob(n, xs):
     return at_most(demand=total(xs) + max_of(xs), capacity=20)
-"""),
+"""
+    ),
 }
 
 
@@ -393,7 +458,10 @@ def test_bound_witness_order_replays_and_is_certified(spec_file, name):
         assert case["min_slack"] == min(slacks), case
         holds, values, failed = replay(ob, case["slack_point"])
         assert not failed, case
-        assert (values["demand"], values["capacity"]) == (case["demand_at_slack_point"], case["capacity_at_slack_point"])
+        assert (values["demand"], values["capacity"]) == (
+            case["demand_at_slack_point"],
+            case["capacity_at_slack_point"],
+        )
         assert values["capacity"] - values["demand"] == case["min_slack"]
         _in_domain(ob, case["slack_point"], {})
     assert check_obligation(ob, entry).to_json() == entry
@@ -401,17 +469,22 @@ def test_bound_witness_order_replays_and_is_certified(spec_file, name):
 
 # -- the first counterexample from the solver: the batch it shows must fail alone ------------------
 
+
 def test_the_solvers_first_counterexample_is_not_a_padded_only_failure(spec_file):
     """Found by this module: ``_First.solver_point`` kept the solver's first (unminimised) model
     when it replayed with the padding, without the padding check every shown counterexample passes:
     here the model reads ``len(xs)`` (the padded size 3) once the batch total reaches 6, so the
     padded ``xs=[3, 3], n=2`` fails (15 > 14) while the batch shown holds alone (12 <= 14), and
     ``first_counterexample`` in --json showed it. The minimised counterexample (n=3) was sound."""
-    ob = _load(spec_file, """
+    ob = _load(
+        spec_file,
+        """
 @obligation(domain={"xs": Vector(3, Range(0, 3), length="n", fill=0), "n": Range(1, 3)})
 def ob(xs, n):
     return at_most(demand=total(xs) + select(total(xs) >= 6, 3 * len(xs), 0), capacity=14)
-""", "padded_first")
+""",
+        "padded_first",
+    )
     for options in (Options(probe=False, aggregate=False), Options(probe=False), Options()):
         r = _sound(ob, options)
         assert r.verdict in (Verdict.COUNTEREXAMPLE, Verdict.ERROR), r.message
@@ -424,19 +497,27 @@ def test_probe_on_an_int32_claim_and_a_two_sided_index(spec_file, short):
     counterexample only when the product leaves int32; ``less_than`` with a negative range: the
     index -1 fails the lower bound."""
     hi_x = 2**19 + 128 + short  # (2**19 + 128) * 4095 = 2**31 - 128: the largest that fits
-    ob = _load(spec_file, f"""
+    ob = _load(
+        spec_file,
+        f"""
 @obligation(domain={{"x": Range(0, {hi_x}), "y": Range(0, 2**12 - 1)}})
 def ob(x, y):
     return at_most(dtype="int32", demand=x * y, capacity=2**40)
-""", f"int32_{short}")
+""",
+        f"int32_{short}",
+    )
     r = _sound(ob, Options())
     assert r.verdict is (Verdict.COUNTEREXAMPLE if short else Verdict.PROVED), r.message
-    idx = _load(spec_file, f"""
+    idx = _load(
+        spec_file,
+        f"""
 from capproof import less_than
 @obligation(domain={{"x": Range({-1 if short else 0}, 5)}})
 def ob(x):
     return less_than(index=x, capacity=6)
-""", f"index_{short}")
+""",
+        f"index_{short}",
+    )
     assert _admitted_and_failing(idx)[1] == short
     for options in (Options(), Options(rlimit=1)):
         r = _sound(idx, options, failing=int(short))
@@ -453,12 +534,25 @@ def test_verdicts_are_the_same_with_one_and_two_jobs(spec_file):
     path = spec_file(HEADER + "\n".join(bodies), "adv13_jobs.py")
     seen = []
     for jobs in ("1", "2"):
-        result = CliRunner().invoke(main, ["prove", path, "-j", jobs, "--no-contracts", "--density", "off",
-                                           "--json", "-"], catch_exceptions=False)
-        doc = json.loads(result.output[result.output.index("{"):])
-        seen.append((result.exit_code, {r["id"]: (r["verdict"], r.get("counterexample"),
-                                                  (r.get("first_counterexample") or {}).get("params"))
-                                        for r in doc["obligations"]}))
+        result = CliRunner().invoke(
+            main,
+            ["prove", path, "-j", jobs, "--no-contracts", "--density", "off", "--json", "-"],
+            catch_exceptions=False,
+        )
+        doc = json.loads(result.output[result.output.index("{") :])
+        seen.append(
+            (
+                result.exit_code,
+                {
+                    r["id"]: (
+                        r["verdict"],
+                        r.get("counterexample"),
+                        (r.get("first_counterexample") or {}).get("params"),
+                    )
+                    for r in doc["obligations"]
+                },
+            )
+        )
     assert len(seen[0][1]) == len(PROBE)
     assert seen[0] == seen[1]
 
@@ -469,13 +563,17 @@ def test_a_hasattr_branch_off_the_probe_points_is_never_proved(spec_file):
     nor a semantics-probe point was proved. The static scan (``symbolic.introspections``) now sees
     hasattr/getattr asked for a name a symbolic value and an int do not both have: an error, never
     proved (``_sound`` allows an error; brute force says 1 of 11 points fails)."""
-    ob = _load(spec_file, """
+    ob = _load(
+        spec_file,
+        """
 def bump(x):
     return 100 if not hasattr(x, "term") and x == 7 else 0
 @obligation(domain={"x": Range(0, 10)})
 def ob(x):
     return at_most(demand=x + bump(x), capacity=10)
-""", "hasattr7")
+""",
+        "hasattr7",
+    )
     assert _admitted_and_failing(ob) == (11, 1)
     r = _sound(ob, Options(), failing=1)
     assert r.verdict is Verdict.ERROR and "asks hasattr/getattr for 'term'" in r.message, r.message
@@ -486,8 +584,11 @@ def test_bound_witness_under_a_pin_stays_inside_it(spec_file):
     replays to the recorded slack, which is brute force's under the pin."""
     ob = _load(spec_file, ORDERED["weighted_first"], "ordered_pinned")
     pins = {"n": 2}
-    slacks = [o[1]["capacity"] - o[1]["demand"] for o in map(lambda p: _outcome(ob, p), domain_points(ob, pins))
-              if o is not None and not o[2]]
+    slacks = [
+        o[1]["capacity"] - o[1]["demand"]
+        for o in map(lambda p: _outcome(ob, p), domain_points(ob, pins))
+        if o is not None and not o[2]
+    ]
     (case,) = bound_obligation(ob, pins).to_json()["cases"]
     assert case["status"] == "bounded" and case["min_slack"] == min(slacks), case
     _in_domain(ob, case["slack_point"], pins)

@@ -44,7 +44,10 @@ def full_graph_rows(max_model_len):
     return max_model_len < 0                                       # always fails: applies = will fail
 """
 
-DFLASH = ["--speculative-config", '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 2}']
+DFLASH = [
+    "--speculative-config",
+    '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 2}',
+]
 
 
 @pytest.fixture
@@ -67,13 +70,17 @@ def one_error_line(result, message):
 
 # -- speculative decoding whose token count vLLM takes from the draft model -------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["--speculative-config", '{"method": "mtp"}'],                 # K from the target's num_nextn_predict_layers
-    ["--speculative-config", '{"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],   # K from the draft's n_predict
-    ["--speculative-config.method", "mtp"],
-    ["--spec-method", "mtp"],
-    ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],       # merged into the speculative config by vLLM
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--speculative-config", '{"method": "mtp"}'],  # K from the target's num_nextn_predict_layers
+        ["--speculative-config", '{"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],  # K from the draft's n_predict
+        ["--speculative-config.method", "mtp"],
+        ["--spec-method", "mtp"],
+        ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],  # merged into the speculative config by vLLM
+    ],
+)
 def test_speculative_decoding_without_a_token_count_is_bad_input_not_no_speculative_decoding(spec, argv):
     """Before: num_speculative_tokens stayed 0, every spec-decode obligation was "does not apply: no
     speculative decoding (--speculative-config not given)" and the answer was safe (exit 0); vLLM
@@ -81,11 +88,14 @@ def test_speculative_decoding_without_a_token_count_is_bad_input_not_no_speculat
     one_error_line(check(spec, "--max-model-len", "4096", *argv), "without num_speculative_tokens")
 
 
-@pytest.mark.parametrize("argv", [
-    ["--speculative-config", '{"method": "mtp", "num-speculative-tokens": 5}'],   # vLLM reads dashes as underscores
-    ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--spec-tokens", "5"],
-    ["--spec-method", "mtp", "--spec-tokens", "5"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--speculative-config", '{"method": "mtp", "num-speculative-tokens": 5}'],  # vLLM reads dashes as underscores
+        ["--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--spec-tokens", "5"],
+        ["--spec-method", "mtp", "--spec-tokens", "5"],
+    ],
+)
 def test_speculative_decoding_spelled_otherwise_is_checked(spec, argv):
     """Before: ``num-speculative-tokens`` (dashes) and ``--spec-model`` were not read: no
     speculative decoding, safe (exit 0); vLLM's ``create_speculative_config`` merges the
@@ -95,19 +105,25 @@ def test_speculative_decoding_spelled_otherwise_is_checked(spec, argv):
 
 
 def test_a_token_count_given_still_checks_speculative_decoding(spec):
-    result = check(spec, "--max-model-len", "4096", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}')
+    result = check(
+        spec, "--max-model-len", "4096", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}'
+    )
     assert result.exit_code == 1 and "FAILS   " in result.output and "spec_rows" in result.output, result.output
 
 
 # -- CUDA-graph mode: the enum's value, and the FULL that vLLM derives ------------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["--compilation-config", '{"cudagraph_mode": 2}'],             # CUDAGraphMode.FULL == 2 (pydantic takes the value)
-    ["-cc.cudagraph_mode=2"],
-    ["-cc.cudagraph_mode=full"],
-    ["-cc.splitting_ops=[]"],                                      # FULL_AND_PIECEWISE + no splitting ops -> FULL
-    ["--compilation-config", '{"cudagraph_mode": "FULL_AND_PIECEWISE", "pass_config": {"fuse_attn_quant": true}}'],
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--compilation-config", '{"cudagraph_mode": 2}'],  # CUDAGraphMode.FULL == 2 (pydantic takes the value)
+        ["-cc.cudagraph_mode=2"],
+        ["-cc.cudagraph_mode=full"],
+        ["-cc.splitting_ops=[]"],  # FULL_AND_PIECEWISE + no splitting ops -> FULL
+        ["--compilation-config", '{"cudagraph_mode": "FULL_AND_PIECEWISE", "pass_config": {"fuse_attn_quant": true}}'],
+    ],
+)
 def test_full_cuda_graphs_however_spelled_apply_the_full_graph_obligations(spec, argv):
     """Before: ``cudagraph_mode: 2`` was read as the string "2", not FULL; the DFlash FULL-graph
     obligation (a counterexample in spec/) did not apply and the answer was safe (exit 0)."""
@@ -116,13 +132,23 @@ def test_full_cuda_graphs_however_spelled_apply_the_full_graph_obligations(spec,
     assert any(l.startswith("  FAILS   ") and "full_graph_rows" in l for l in result.output.splitlines()), result.output
 
 
-@pytest.mark.parametrize("mode, expected", [
-    ({"cudagraph_mode": 2}, "FULL"), ({"cudagraph_mode": 1}, "PIECEWISE"), ({"cudagraph_mode": 0}, "NONE"),
-    ({"cudagraph_mode": "full_decode_only"}, "FULL_DECODE_ONLY"), ({"cudagraph_mode": "FULL_AND_PIECEWISE"}, "FULL_AND_PIECEWISE"),
-    ({"splitting_ops": []}, "FULL"), ({"cudagraph_mode": "PIECEWISE", "splitting_ops": []}, "PIECEWISE"),
-    ({"pass_config": {"fuse_attn_quant": True}}, "FULL"), ({"pass_config": {"fuse_attn_quant": False}}, None),
-    ({"mode": 3}, None), ({"mode": 0, "splitting_ops": []}, None), ({"mode": 3, "splitting_ops": []}, "FULL"),
-])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ({"cudagraph_mode": 2}, "FULL"),
+        ({"cudagraph_mode": 1}, "PIECEWISE"),
+        ({"cudagraph_mode": 0}, "NONE"),
+        ({"cudagraph_mode": "full_decode_only"}, "FULL_DECODE_ONLY"),
+        ({"cudagraph_mode": "FULL_AND_PIECEWISE"}, "FULL_AND_PIECEWISE"),
+        ({"splitting_ops": []}, "FULL"),
+        ({"cudagraph_mode": "PIECEWISE", "splitting_ops": []}, "PIECEWISE"),
+        ({"pass_config": {"fuse_attn_quant": True}}, "FULL"),
+        ({"pass_config": {"fuse_attn_quant": False}}, None),
+        ({"mode": 3}, None),
+        ({"mode": 0, "splitting_ops": []}, None),
+        ({"mode": 3, "splitting_ops": []}, "FULL"),
+    ],
+)
 def test_cudagraph_mode_as_vllm_resolves_it(mode, expected):
     assert parse_serve_args(["vllm", "serve", "m", "-cc", json.dumps(mode)]).cudagraph_mode == expected
 
@@ -140,6 +166,7 @@ def test_a_cudagraph_mode_vllm_does_not_have_is_bad_input(mode):
 
 
 # -- max_model_len: auto, and the default vLLM derives from config.json ---------------------------
+
 
 def _config(tmp_path, data, name="config.json"):
     path = tmp_path / name
@@ -159,14 +186,24 @@ def test_max_model_len_auto_is_not_pinned_to_max_position_embeddings(spec, tmp_p
     assert "--max-model-len" not in result.output.partition("flags no applied obligation reads")[2]
 
 
-@pytest.mark.parametrize("extra, caveat", [
-    ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "linear factor 4.0"),
-    ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "dynamic factor 2.0"),
-    ({"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0},
-                          "sliding_attention": {"rope_type": "default"}}}, "linear factor 2.0"),
-    ({"rope_scaling": {"rope_type": "longrope", "factor": 4.0, "long_factor": [1.0]}}, "longrope"),
-    ({"seq_length": 2048}, "also has seq_length"),
-])
+@pytest.mark.parametrize(
+    "extra, caveat",
+    [
+        ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "linear factor 4.0"),
+        ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "dynamic factor 2.0"),
+        (
+            {
+                "rope_parameters": {
+                    "full_attention": {"rope_type": "linear", "factor": 2.0},
+                    "sliding_attention": {"rope_type": "default"},
+                }
+            },
+            "linear factor 2.0",
+        ),
+        ({"rope_scaling": {"rope_type": "longrope", "factor": 4.0, "long_factor": [1.0]}}, "longrope"),
+        ({"seq_length": 2048}, "also has seq_length"),
+    ],
+)
 def test_default_max_model_len_that_is_not_max_position_embeddings_is_not_pinned(spec, tmp_path, extra, caveat):
     """Before: the default max_model_len was max_position_embeddings (4096) whatever the config
     said; vLLM 0.33.0 multiplies it by a linear/dynamic RoPE factor (16384 here: short_len fails)
@@ -179,11 +216,19 @@ def test_default_max_model_len_that_is_not_max_position_embeddings_is_not_pinned
     assert "rests on no max_model_len: --max-model-len not given and config.json" in result.output
 
 
-@pytest.mark.parametrize("extra", [
-    {}, {"rope_scaling": {"rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}},
-    {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, {"rope_scaling": {"rope_type": "default"}},
-    {"model_type": "gemma3_text", "rope_scaling": {"rope_type": "linear", "factor": 8.0}},   # already scaled (vLLM skips it)
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"rope_scaling": {"rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}},
+        {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+        {"rope_scaling": {"rope_type": "default"}},
+        {
+            "model_type": "gemma3_text",
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        },  # already scaled (vLLM skips it)
+    ],
+)
 def test_max_position_embeddings_is_the_default_where_vllm_takes_it_and_the_answer_says_so(spec, tmp_path, extra):
     path = _config(tmp_path, {"max_position_embeddings": 4096, **extra})
     assert read_model_config(path).max_len_caveat == ""
@@ -194,20 +239,31 @@ def test_max_position_embeddings_is_the_default_where_vllm_takes_it_and_the_answ
 
 # -- --hf-overrides changes the model config vLLM serves -------------------------------------------
 
-@pytest.mark.parametrize("overrides, named", [
-    ({"max_position_embeddings": 16384}, "max_position_embeddings"),
-    ({"text_config": {"num_experts": 8}}, "num_experts"),
-    ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "rope_scaling"),
-])
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"max_position_embeddings": 16384}, "max_position_embeddings"),
+        ({"text_config": {"num_experts": 8}}, "num_experts"),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "rope_scaling"),
+    ],
+)
 def test_hf_overrides_of_a_field_read_from_the_model_config_is_bad_input(spec, tmp_path, overrides, named):
     """Before: --hf-overrides was listed as a flag "no obligation reads" while the answer used the
     file's value (max_model_len=4096: safe, exit 0); vLLM serves the overridden one."""
-    result = check(spec, "--hf-overrides", json.dumps(overrides), model_config=_config(tmp_path, {"max_position_embeddings": 4096}))
+    result = check(
+        spec, "--hf-overrides", json.dumps(overrides), model_config=_config(tmp_path, {"max_position_embeddings": 4096})
+    )
     one_error_line(result, f"--hf-overrides sets {named}" if named != "num_experts" else "num_experts")
 
 
 def test_hf_overrides_of_other_fields_are_listed_not_refused(spec, tmp_path):
-    result = check(spec, "--hf-overrides", '{"attn_logit_softcapping": 30.0}', model_config=_config(tmp_path, {"max_position_embeddings": 4096}))
+    result = check(
+        spec,
+        "--hf-overrides",
+        '{"attn_logit_softcapping": 30.0}',
+        model_config=_config(tmp_path, {"max_position_embeddings": 4096}),
+    )
     assert result.exit_code == 0 and "flags no applied obligation reads: --hf-overrides" in result.output, result.output
 
 
@@ -222,12 +278,15 @@ def test_run_check_refuses_hf_overrides_too(tmp_path):
 API_SERVER = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
 
 
-@pytest.mark.parametrize("text, serve, api_server", [
-    ("enable_chunked_prefill: false\n", None, None),
-    ("enable-chunked-prefill: false\n", None, False),
-    ("enable-chunked-prefill: true\n", True, True),
-    ("enable_chunked_prefill: true\n", True, True),
-])
+@pytest.mark.parametrize(
+    "text, serve, api_server",
+    [
+        ("enable_chunked_prefill: false\n", None, None),
+        ("enable-chunked-prefill: false\n", None, False),
+        ("enable-chunked-prefill: true\n", True, True),
+        ("enable_chunked_prefill: true\n", True, True),
+    ],
+)
 def test_a_yaml_false_is_dropped_where_vllm_drops_it(tmp_path, text, serve, api_server):
     """vLLM appends ``--no-<key>`` for ``key: false`` only when the parser reading the file has
     that exact option string (``load_config_file``). Under ``vllm serve`` that is the top-level CLI
@@ -242,16 +301,19 @@ def test_a_yaml_false_is_dropped_where_vllm_drops_it(tmp_path, text, serve, api_
 
 def test_the_default_token_budget_is_checked_when_the_yaml_false_is_dropped(tmp_path):
     spec = tmp_path / "spec15b.py"
-    spec.write_text(textwrap.dedent("""
+    spec.write_text(
+        textwrap.dedent("""
         from capproof import Range, obligation
         @obligation(domain={"max_num_batched_tokens": Range(1, 65536)}, engine="vllm", versions="==0.33.0", expect="proved")
         def big_budget(max_num_batched_tokens):
             return max_num_batched_tokens >= 4096
-    """))
+    """)
+    )
     path = tmp_path / "serve.yaml"
     path.write_text("enable-chunked-prefill: false\nmax_model_len: 8192\n")
-    result = CliRunner().invoke(main, ["check-config", "--spec", str(spec), "--gpu", "A100", "--", "vllm", "serve", "m",
-                                       "--config", str(path)])
+    result = CliRunner().invoke(
+        main, ["check-config", "--spec", str(spec), "--gpu", "A100", "--", "vllm", "serve", "m", "--config", str(path)]
+    )
     assert result.exit_code == 1 and "max_num_batched_tokens in [2048]" in result.output, result.output
 
 
@@ -309,21 +371,45 @@ def test_vllm_0_33_parser_agrees(tmp_path):
     under.write_text("enable_chunked_prefill: false\nmax_model_len: 8192\n")
     dashes = tmp_path / "d.yaml"
     dashes.write_text("enable-chunked-prefill: false\ntensor_parallel_size: 2\n")
-    lines = [["serve", "m", "--config", str(under)], ["serve", "m", "--config", str(dashes)],
-             ["serve", "m", f"--config={dashes}"], ["serve", "m", "-cc", '{"cudagraph_mode": 2}'],
-             ["serve", "m", "-cc.cudagraph_mode=full"], ["serve", "m", "--max-model-len", "auto"],
-             ["serve", "m", "--max-model-len", "32k", "-tp", "2"],
-             ["--model", "m", "--config", str(dashes)], ["--model", "m", "--config", str(under)]]
+    lines = [
+        ["serve", "m", "--config", str(under)],
+        ["serve", "m", "--config", str(dashes)],
+        ["serve", "m", f"--config={dashes}"],
+        ["serve", "m", "-cc", '{"cudagraph_mode": 2}'],
+        ["serve", "m", "-cc.cudagraph_mode=full"],
+        ["serve", "m", "--max-model-len", "auto"],
+        ["serve", "m", "--max-model-len", "32k", "-tp", "2"],
+        ["--model", "m", "--config", str(dashes)],
+        ["--model", "m", "--config", str(under)],
+    ]
     env = {**os.environ, "PYTHONPATH": REAL_SRC, "VLLM_TARGET_DEVICE": "cpu"}
-    got = json.loads(subprocess.run([REAL_PY, "-c", _VLLM_PARSE], input=json.dumps(lines), env=env, capture_output=True,
-                                    text=True, check=True, timeout=600).stdout)
-    assert got[2] == {"max_model_len": None, "enable_chunked_prefill": None, "tp": 1, "cudagraph_mode": None}  # file ignored
+    got = json.loads(
+        subprocess.run(
+            [REAL_PY, "-c", _VLLM_PARSE],
+            input=json.dumps(lines),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        ).stdout
+    )
+    assert got[2] == {
+        "max_model_len": None,
+        "enable_chunked_prefill": None,
+        "tp": 1,
+        "cudagraph_mode": None,
+    }  # file ignored
     with pytest.raises(ServeFlagError):
         parse_serve_args(["vllm", *lines[2]])
     for argv, vllm in zip(lines[:2] + lines[3:], got[:2] + got[3:]):
         cfg = parse_serve_args(["vllm", *argv] if argv[0] == "serve" else [*API_SERVER[:3], *argv])
-        mine = {"max_model_len": -1 if cfg.max_model_len_auto else cfg.max_model_len,
-                "enable_chunked_prefill": cfg.enable_chunked_prefill, "tp": cfg.tp, "cudagraph_mode": cfg.cudagraph_mode}
+        mine = {
+            "max_model_len": -1 if cfg.max_model_len_auto else cfg.max_model_len,
+            "enable_chunked_prefill": cfg.enable_chunked_prefill,
+            "tp": cfg.tp,
+            "cudagraph_mode": cfg.cudagraph_mode,
+        }
         assert mine == vllm, f"{argv}: capproof {mine}, vLLM {vllm}"
 
 
@@ -338,16 +424,50 @@ def big_budget(max_num_batched_tokens, max_num_seqs):
 """
 
 
-@pytest.mark.parametrize("argv, default", [
-    # at most max_num_seqs * max_model_len (arg_utils.py:3221-3224): 1 * 1024 < 2048
-    (["--gpu", "A100", "--", "vllm", "serve", "m", "--max-model-len", "1024", "--max-num-seqs", "1"], "[1024]"),
-    (["--gpu", "H100", "--", "vllm", "serve", "m", "--max-model-len", "512", "--max-num-seqs", "2"], "[1024]"),
-    # batched DP MoE (SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP = 256)
-    (["--gpu", "H100", "--", "vllm", "serve", "m", "--max-model-len", "4096", "--all2all-backend", "deepep_low_latency",
-      "-ep", "-dp", "2"], "[256]"),
-    (["--", "vllm", "serve", "m", "--max-model-len", "4096", "--all2all-backend=nixl_ep", "--enable-expert-parallel",
-      "--data-parallel-size", "4", "--performance-mode", "throughput"], "[512]"),
-])
+@pytest.mark.parametrize(
+    "argv, default",
+    [
+        # at most max_num_seqs * max_model_len (arg_utils.py:3221-3224): 1 * 1024 < 2048
+        (["--gpu", "A100", "--", "vllm", "serve", "m", "--max-model-len", "1024", "--max-num-seqs", "1"], "[1024]"),
+        (["--gpu", "H100", "--", "vllm", "serve", "m", "--max-model-len", "512", "--max-num-seqs", "2"], "[1024]"),
+        # batched DP MoE (SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP = 256)
+        (
+            [
+                "--gpu",
+                "H100",
+                "--",
+                "vllm",
+                "serve",
+                "m",
+                "--max-model-len",
+                "4096",
+                "--all2all-backend",
+                "deepep_low_latency",
+                "-ep",
+                "-dp",
+                "2",
+            ],
+            "[256]",
+        ),
+        (
+            [
+                "--",
+                "vllm",
+                "serve",
+                "m",
+                "--max-model-len",
+                "4096",
+                "--all2all-backend=nixl_ep",
+                "--enable-expert-parallel",
+                "--data-parallel-size",
+                "4",
+                "--performance-mode",
+                "throughput",
+            ],
+            "[512]",
+        ),
+    ],
+)
 def test_a_default_token_budget_below_the_gpu_table_is_the_one_checked(tmp_path, argv, default):
     """Before: the default max_num_batched_tokens was the GPU table's (2048 or more) whatever
     max_num_seqs * max_model_len or the MoE all2all backend said: safe (exit 0) for a budget vLLM
@@ -364,8 +484,9 @@ def test_the_token_budget_without_chunked_prefill_and_no_length_is_left_free(tmp
     known the budget is not a default capproof can name: every value of the domain is checked."""
     spec = tmp_path / "budget15.py"
     spec.write_text(textwrap.dedent(BUDGET_SPEC.replace(">= 2048", "<= 16384")))
-    result = CliRunner().invoke(main, ["check-config", "--spec", str(spec), "--", "vllm", "serve", "m",
-                                       "--no-enable-chunked-prefill"])
+    result = CliRunner().invoke(
+        main, ["check-config", "--spec", str(spec), "--", "vllm", "serve", "m", "--no-enable-chunked-prefill"]
+    )
     assert result.exit_code == 1 and "max_num_batched_tokens in [" not in result.output, result.output
 
 

@@ -12,155 +12,245 @@ point (``a == 37``) that the int probe's structured points do not reach, so the 
 from __future__ import annotations
 
 import pytest
-
 from _soundness_harness import check
 
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
     # ~ on a condition is int ~: ~True == -2, ~False == -1 (never a valid index)
-    ("invert-is-int-invert", D + """
+    (
+        "invert-is-int-invert",
+        D
+        + """
 def f(a):
     return less_than(index=~(a == 37), capacity=4)
-""", "counterexample"),
-    ("invert-as-demand", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "invert-as-demand",
+        D
+        + """
 def f(a):
     return at_most(demand=~(a == 37) + 3, capacity=2)
-""", "proved"),
+""",
+        "proved",
+    ),
     # operators a bool has and a symbolic condition lacked (TypeError caught by the model)
-    ("floordiv-fallback", D + """
+    (
+        "floordiv-fallback",
+        D
+        + """
 def f(a):
     try:
         x = (a == 37) // 1
     except TypeError:
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("mod-fallback", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "mod-fallback",
+        D
+        + """
 def f(a):
     try:
         x = (a == 37) % 2
     except TypeError:
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("neg-fallback", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "neg-fallback",
+        D
+        + """
 def f(a):
     try:
         x = -(a == 37)
     except TypeError:
         x = 0
     return less_than(index=x, capacity=3)
-""", "counterexample"),
-    ("abs-fallback", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "abs-fallback",
+        D
+        + """
 def f(a):
     try:
         x = abs(a == 37)
     except TypeError:
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("lt-fallback", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "lt-fallback",
+        D
+        + """
 def f(a):
     try:
         c = (a == 37) > 0
     except TypeError:
         c = False
     return not_(c)
-""", "counterexample"),
-    ("floor-of-bool", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "floor-of-bool",
+        D
+        + """
 def f(a):
     try:
         x = math.floor(a == 37)
     except (TypeError, AttributeError):
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("bit-length-of-bool", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "bit-length-of-bool",
+        D
+        + """
 def f(a):
     try:
         x = (a == 37).bit_length()
     except (TypeError, AttributeError):
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("and-with-an-int", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "and-with-an-int",
+        D
+        + """
 def f(a):
     try:
         x = (a == 37) & 3
     except Exception:
         x = 0
     return at_most(demand=x, capacity=0)
-""", "counterexample"),
-    ("eq-with-an-int", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "eq-with-an-int",
+        D
+        + """
 def f(a):
     try:
         c = (a == 37) == 1
     except Exception:
         c = False
     return not_(c)
-""", "counterexample"),
-    ("format-of-bool", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "format-of-bool",
+        D
+        + """
 def f(a):
     return any_of(f"{a == 37}" != "True", a != 37)
-""", "error"),
+""",
+        "error",
+    ),
     # type tests
-    ("isinstance-bool-is-int", D + """
+    (
+        "isinstance-bool-is-int",
+        D
+        + """
 def f(a):
     flag = a == 37
     if isinstance(flag, int):
         return at_most(demand=flag * 5, capacity=3)
     return True
-""", "counterexample"),
-    ("isinstance-bool-is-bool", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "isinstance-bool-is-bool",
+        D
+        + """
 def f(a):
     flag = a == 37
     if isinstance(flag, bool):
         return at_most(demand=flag * 5, capacity=3)
     return True
-""", "counterexample"),
-    ("class-attribute", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "class-attribute",
+        D
+        + """
 def f(a):
     flag = a == 37
     if flag.__class__ is bool:
         return at_most(demand=flag * 5, capacity=3)
     return True
-""", "counterexample"),
-    ("is-true", D + """
+""",
+        "counterexample",
+    ),
+    (
+        "is-true",
+        D
+        + """
 def f(a):
     flag = a == 37
     if flag is True:
         return a != 37
     return True
-""", "error"),
+""",
+        "error",
+    ),
 ]
 
 ASK_SYMINT = [
-    ("isinstance-symint", """
+    (
+        "isinstance-symint",
+        """
 from capproof.symbolic import SymInt
 @obligation(domain={"a": Range(0, 100)})
 def f(a):
     if isinstance(a, SymInt):
         return True
     return a != 37
-"""),
-    ("isinstance-symbolic-module", """
+""",
+    ),
+    (
+        "isinstance-symbolic-module",
+        """
 import capproof.symbolic
 @obligation(domain={"a": Range(0, 100)})
 def f(a):
     if isinstance(a == 1, capproof.symbolic.SymBool):
         return True
     return a != 37
-"""),
-    ("is-symbolic", """
+""",
+    ),
+    (
+        "is-symbolic",
+        """
 from capproof.symbolic import is_symbolic
 def helper(a):
     return is_symbolic(a)
 @obligation(domain={"a": Range(0, 100)})
 def f(a):
     return any_of(helper(a), a != 37)
-"""),
-    ("term-attribute", """
+""",
+    ),
+    (
+        "term-attribute",
+        """
 @obligation(domain={"a": Range(0, 100)})
 def f(a):
     try:
@@ -168,7 +258,8 @@ def f(a):
         return True
     except AttributeError:
         return a != 37
-"""),
+""",
+    ),
 ]
 
 
@@ -195,9 +286,24 @@ def test_bool_semantics_of_a_symbolic_condition_match_python():
 
     x = z3.Int("x")
     unary = [operator.invert, operator.neg, operator.pos, abs, lambda b: b + 0, lambda b: b * 3]
-    binary = [operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.and_, operator.or_,
-              operator.xor, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-              operator.lshift, operator.rshift]
+    binary = [
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.floordiv,
+        operator.mod,
+        operator.and_,
+        operator.or_,
+        operator.xor,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.eq,
+        operator.ne,
+        operator.lshift,
+        operator.rshift,
+    ]
     for truth in (True, False):
         sym = SymBool(x > 0)
         at = {x: z3.IntVal(1 if truth else 0)}
@@ -219,7 +325,9 @@ def test_bool_semantics_of_a_symbolic_condition_match_python():
                     continue
                 got, want = value(op(sym, other)), op(truth, other)
                 assert got == want and type(got) is type(want), (op, truth, other, got, want)
-                if op not in (operator.lshift, operator.rshift) and (truth or op not in (operator.floordiv, operator.mod)):
+                if op not in (operator.lshift, operator.rshift) and (
+                    truth or op not in (operator.floordiv, operator.mod)
+                ):
                     got, want = value(op(other, sym)), op(other, truth)
                     assert got == want and type(got) is type(want), (op, other, truth, got, want)
         assert isinstance(sym, int) and isinstance(sym, bool)

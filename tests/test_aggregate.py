@@ -13,8 +13,8 @@ from capproof.aggregate import aggregate_facts, realise
 from capproof.loader import load_file
 from capproof.prover import prove_obligation, replay
 
-
 # --- the facts are exact: exactly the aggregates some batch has -------------------------------
+
 
 @pytest.mark.parametrize("lo, hi", [(0, 3), (1, 4), (2, 2)])
 def test_aggregate_facts_are_exactly_the_realisable_aggregates(lo, hi):
@@ -28,13 +28,18 @@ def test_aggregate_facts_are_exactly_the_realisable_aggregates(lo, hi):
         for T in range(n * lo - 1, n * hi + 2):
             for M in range(lo - 1, hi + 2):
                 for m in range(lo - 1, hi + 2):
-                    if z3.is_true(z3.simplify(z3.substitute(facts, (T_, z3.IntVal(T)), (M_, z3.IntVal(M)), (m_, z3.IntVal(m))))):
+                    if z3.is_true(
+                        z3.simplify(z3.substitute(facts, (T_, z3.IntVal(T)), (M_, z3.IntVal(M)), (m_, z3.IntVal(m))))
+                    ):
                         admitted.add((T, M, m))
         assert admitted == batches, n
         totals = {t for t, _, _ in batches}
         only_total = z3.substitute(aggregate_facts(n_, T_, M_, m_, lo, hi, False), (n_, z3.IntVal(n)))
-        assert {T for T in range(n * lo - 1, n * hi + 2)
-                if z3.is_true(z3.simplify(z3.substitute(only_total, (T_, z3.IntVal(T)))))} == totals
+        assert {
+            T
+            for T in range(n * lo - 1, n * hi + 2)
+            if z3.is_true(z3.simplify(z3.substitute(only_total, (T_, z3.IntVal(T)))))
+        } == totals
 
 
 def test_aggregate_facts_hold_for_every_batch_size():
@@ -44,7 +49,8 @@ def test_aggregate_facts_hold_for_every_batch_size():
     lo, hi = 1, 1000
     step = z3.Implies(
         z3.And(n >= 1, aggregate_facts(n, T, M, m, lo, hi, True), lo <= x, x <= hi),
-        aggregate_facts(n + 1, T + x, z3.If(x > M, x, M), z3.If(x < m, x, m), lo, hi, True))
+        aggregate_facts(n + 1, T + x, z3.If(x > M, x, M), z3.If(x < m, x, m), lo, hi, True),
+    )
     s = z3.Solver()
     s.add(z3.Not(step))
     assert s.check() == z3.unsat
@@ -71,7 +77,7 @@ def test_realise_refuses_unrealisable_aggregates():
 
 # --- where it applies, and what it refuses ----------------------------------------------------
 
-SPEC = '''
+SPEC = """
 from capproof import Range, Choice, obligation, at_most, all_of, any_of, implies
 from capproof.arith import total, max_of, min_of, count
 from capproof.domain import Vector
@@ -131,13 +137,14 @@ def filtered(n, cap, k, lens):
 @obligation(domain=D, assumptions=FACTS)
 def nested_totals(n, cap, k, lens):  # two entries at once: never one representative for both
     return all_of(*(total(d - e for d in lens) <= 0 for e in lens))
-'''
+"""
 
 
 @pytest.fixture
 def obs(spec_file):
     def load(size):
         return {it.name: it for it in load_file(spec_file(SPEC.replace("SIZE", str(size)), f"agg_spec_{size}.py"))}
+
     return load
 
 
@@ -172,17 +179,20 @@ def test_large_vectors_get_a_realised_counterexample_that_replays(obs):
     assert len(params["lens"]) == params["n"]
 
 
-@pytest.mark.parametrize("name, why", [
-    ("by_enumerate", "iterated other than by a generator expression"),
-    ("by_index", "indexing"),
-    ("not_convex", "not convex"),
-    ("some_request", "other than through"),
-    ("counted", "consumed by a call other than capproof's total()"),
-    ("builtin_sum", "consumed by a call other than capproof's total()"),
-    ("not_monotone", "not monotone in the entry"),
-    pytest.param("filtered", "branch on symbolic condition", marks=pytest.mark.slow),  # ~20 s: the bounded encoding
-    ("nested_totals", "aggregate abstraction not applicable"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("by_enumerate", "iterated other than by a generator expression"),
+        ("by_index", "indexing"),
+        ("not_convex", "not convex"),
+        ("some_request", "other than through"),
+        ("counted", "consumed by a call other than capproof's total()"),
+        ("builtin_sum", "consumed by a call other than capproof's total()"),
+        ("not_monotone", "not monotone in the entry"),
+        pytest.param("filtered", "branch on symbolic condition", marks=pytest.mark.slow),  # ~20 s: the bounded encoding
+        ("nested_totals", "aggregate abstraction not applicable"),
+    ],
+)
 def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
     ob = obs(6)[name]
     r = prove_obligation(ob, Options())
@@ -194,7 +204,9 @@ def test_uniform_batch_as_min_equals_max_with_a_range_length_is_decided(spec_fil
     """Issue 12: uniformity written `min_of(v) == max_of(v)` over a `Range(1, 256)` batch length
     came back unknown on the bounded encoding; on the aggregates it is one shared value
     (min = max forces total = n * max), and the 2-request counterexample is found and replays."""
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, Choice, obligation, at_most
 from capproof.arith import total, max_of, min_of
 from capproof.domain import Vector
@@ -207,7 +219,10 @@ from capproof.domain import Vector
             expect="counterexample")
 def rows_fit(mnbt, k, num_reqs, decode_lens):
     return at_most(rows=num_reqs * max_of(decode_lens), capacity=mnbt - 1)
-''', "uniform_spec.py"))
+""",
+            "uniform_spec.py",
+        )
+    )
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "all batch sizes", r.message
     p = r.counterexample.params
@@ -217,13 +232,18 @@ def rows_fit(mnbt, k, num_reqs, decode_lens):
 
 
 def test_unknown_says_what_made_it_hard(spec_file):
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, obligation
 
 @obligation(domain={"x": Range(1, 10**9), "y": Range(1, 10**9), "z": Range(1, 10**9)}, rlimit=200000)
 def cubes(x, y, z):
     return x * x * x + y * y * y != z * z * z
-''', "hard_spec.py"))
+""",
+            "hard_spec.py",
+        )
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.UNKNOWN
     assert "rlimit spent" in r.message and "nonlinear terms" in r.message and "try:" in r.message
@@ -232,21 +252,28 @@ def cubes(x, y, z):
 def test_pairs_of_entries_are_not_collapsed_into_one(spec_file):
     """`a - b <= 3 for a in v for b in v` is about two entries: one representative for both
     would make it `0 <= 3` (always true) and 'prove' a false spread bound."""
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, obligation, all_of, implies
 from capproof.domain import Vector
 
 @obligation(domain={"n": Range(1, 6), "v": Vector(6, Range(1, 8), length="n")}, expect="counterexample")
 def spread(n, v):  # masked by the length: the padding entries are not requests (issue 10, S3)
     return all_of(*(implies(all_of(i < n, j < n), a - b <= 3) for i, a in enumerate(v) for j, b in enumerate(v)))
-''', "pairs_spec.py"))
+""",
+            "pairs_spec.py",
+        )
+    )
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.COUNTEREXAMPLE and r.encoding == "batches <= 6", r.encoding_note
     assert "aggregate abstraction not applicable" in r.encoding_note  # pairs (or enumerate): never one representative
 
 
 def test_symbolic_divisors_are_left_to_the_bounded_encoding(spec_file):
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, obligation, at_most
 from capproof.arith import total
 from capproof.domain import Vector
@@ -254,7 +281,10 @@ from capproof.domain import Vector
 @obligation(domain={"n": Range(1, 6), "b": Range(0, 4), "v": Vector(6, Range(1, 8), length="n")})
 def per_block(n, b, v):
     return at_most(d=total(v) // b, c=48)
-''', "div_spec.py"))
+""",
+            "div_spec.py",
+        )
+    )
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.ERROR and "can be zero" in r.message
     assert "symbolic divisor" in r.encoding_note
@@ -262,7 +292,7 @@ def per_block(n, b, v):
 
 # --- mapped totals: total(f(d) for d in batch) with f monotone in the entry ---------------------
 
-PAGES = '''
+PAGES = """
 from capproof import Range, Choice, obligation, at_most, all_of, cdiv
 from capproof.arith import total
 from capproof.domain import Vector
@@ -283,13 +313,14 @@ def pages_fit_one_short(max_num_reqs, max_model_len, block_size, num_reqs, seq_l
 @obligation(domain=D, assumptions=FACTS, expect="counterexample")
 def pages_fit_per_request_budget(max_num_reqs, max_model_len, block_size, num_reqs, seq_lens):
     return at_most(pages=total(cdiv(s, block_size) for s in seq_lens), capacity=num_reqs + 3)
-'''
+"""
 
 
 @pytest.fixture
 def pages(spec_file):
     def load(size):
         return {it.name: it for it in load_file(spec_file(PAGES.replace("SIZE", str(size)), f"pages_spec_{size}.py"))}
+
     return load
 
 
@@ -334,7 +365,9 @@ def test_mapped_facts_hold_for_every_batch():
                 y_at_max, y_at_min = f(max(batch)), f(min(batch))
                 ymax, ymin = max(y_at_max, y_at_min), min(y_at_max, y_at_min)
                 assert ymax == max(ys) and ymin == min(ys)
-                val = z3.substitute(facts, (n_, z3.IntVal(n)), (T_, z3.IntVal(sum(ys))), (a_, z3.IntVal(ymax)), (b_, z3.IntVal(ymin)))
+                val = z3.substitute(
+                    facts, (n_, z3.IntVal(n)), (T_, z3.IntVal(sum(ys))), (a_, z3.IntVal(ymax)), (b_, z3.IntVal(ymin))
+                )
                 assert z3.is_true(z3.simplify(val)), (batch, ys)
 
 
@@ -357,6 +390,7 @@ def test_monotone_bound_lemmas_are_valid_for_a_monotone_term():
 
 # --- affine envelope and common residue of a mapped total (MoE align: sum_e round_up(cnt_e, B)) --
 
+
 @pytest.mark.parametrize("block", [1, 3, 16])
 def test_affine_envelope_is_exact_and_valid_for_round_up(block):
     """Each ``(a, c_lo, c_hi)`` bounds ``round_up(x, B)`` on 0..200 from both sides and is attained
@@ -366,8 +400,10 @@ def test_affine_envelope_is_exact_and_valid_for_round_up(block):
     x = z3.Int("x")
     f = ((x + block - 1) / block) * block
     envelope = affine_envelope(f, x, 0, 200)
+
     def ru(v):
         return -(-v // block) * block
+
     for a, c_lo, c_hi in envelope:
         gaps = [ru(v) - a * v for v in range(201)]
         assert min(gaps) == c_lo and max(gaps) == c_hi, (a, c_lo, c_hi)
@@ -397,7 +433,7 @@ def test_common_residue_of_round_up_and_none_without_one():
             assert (sum(-(-v // 16) * 16 for v in batch) - n * 0) % 16 == 0
 
 
-MOE = '''
+MOE = """
 from capproof import Range, Choice, obligation, at_most
 from capproof.arith import total, round_up, select, minimum
 from capproof.domain import Vector
@@ -425,7 +461,7 @@ def gemm_reads_fit_same_tile(numel, num_experts, block_size_m, counts):
 def padded_fits_one_short(numel, num_experts, block_size_m, counts):
     return at_most(post_pad=total(round_up(c, block_size_m) for c in counts),
                    capacity=capacity(numel, num_experts, block_size_m) - 1)
-'''
+"""
 
 
 def test_moe_align_padding_is_proved_for_every_routing_and_one_short_is_refuted(spec_file):
@@ -447,7 +483,10 @@ def test_moe_align_padding_is_proved_for_every_routing_and_one_short_is_refuted(
     assert not holds and not failed and values == r.counterexample.values
     small = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "8"), "moe_envelope_8.py"))}
     assert prove_obligation(small["padded_fits"], Options(aggregate=False, density="off")).verdict is Verdict.PROVED
-    assert prove_obligation(small["padded_fits_one_short"], Options(aggregate=False, density="off")).verdict is Verdict.COUNTEREXAMPLE
+    assert (
+        prove_obligation(small["padded_fits_one_short"], Options(aggregate=False, density="off")).verdict
+        is Verdict.COUNTEREXAMPLE
+    )
 
 
 def test_an_attempt_on_the_aggregates_leaves_the_callers_z3_context_alone(spec_file):
@@ -523,7 +562,8 @@ def test_a_refused_iteration_names_the_models_line_not_capproofs(spec_file):
     """A batch walked by ``arith.fold`` (iterated inside capproof) is refused by the abstraction with
     the line of the model that called ``fold``, not ``capproof/arith.py``'s: the note in proofs/
     must not move when capproof changes."""
-    spec = spec_file('''
+    spec = spec_file(
+        """
 from capproof import Range, obligation, at_most
 from capproof.arith import fold
 from capproof.domain import Vector
@@ -532,7 +572,9 @@ from capproof.domain import Vector
 def walked(n, v):
     last = fold(lambda s, i, x: x if i < n else s, 0, v)
     return at_most(last=last, capacity=3)
-''', "walked_spec.py")
+""",
+        "walked_spec.py",
+    )
     [ob] = load_file(spec)
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.PROVED
@@ -586,7 +628,7 @@ def test_real_batch_probe_evaluates_each_distinct_entry_once_with_the_same_verdi
     assert {name: run(name) for name in names} == once
 
 
-EXCLUDED_SPEC = '''
+EXCLUDED_SPEC = """
 from capproof import Range, Choice, obligation, at_most
 from capproof.arith import total
 from capproof.domain import Vector
@@ -607,7 +649,7 @@ def builtin_sum_where_excluded(n, cap, k, lens):
     if k > 2:  # only in the cases "small k" excludes: never checked
         return sum(d for d in lens) <= cap
     return at_most(demand=total(lens) + k, capacity=cap + 2)
-'''
+"""
 
 
 def test_an_excluded_aggregate_case_is_built_only_up_to_its_false_assumption(spec_file, monkeypatch):
@@ -633,7 +675,13 @@ def test_an_excluded_aggregate_case_is_built_only_up_to_its_false_assumption(spe
         b = prove_obligation(items[name], Options())
         assert r.encoding == b.encoding == "all batch sizes", (r.message, r.encoding_note)
         assert (r.verdict, r.message, r.excluded, r.cases, r.assumptions_used, r.encoding_note) == (
-            b.verdict, b.message, b.excluded, b.cases, b.assumptions_used, b.encoding_note)
+            b.verdict,
+            b.message,
+            b.excluded,
+            b.cases,
+            b.assumptions_used,
+            b.encoding_note,
+        )
         assert (r.counterexample and r.counterexample.params) == (b.counterexample and b.counterexample.params)
     assert short["fits"].verdict is Verdict.PROVED and short["fails"].verdict is Verdict.COUNTEREXAMPLE
     assert short["fits"].excluded == 2
@@ -644,7 +692,10 @@ def test_what_an_excluded_aggregate_case_would_do_after_its_assumptions_does_not
     the abstraction now decides the obligation (before: not applicable, the bounded encoding)."""
     items = {it.name: it for it in load_file(spec_file(EXCLUDED_SPEC, "excluded_spec2.py"))}
     r = prove_obligation(items["builtin_sum_where_excluded"], Options())
-    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.excluded == 2, (r.message, r.encoding_note)
+    assert r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.excluded == 2, (
+        r.message,
+        r.encoding_note,
+    )
 
 
 def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, monkeypatch):
@@ -663,8 +714,13 @@ def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, 
     calls = []
     original = aggregate._minimal_core
     monkeypatch.setattr(aggregate, "_minimal_core", lambda *a: calls.append(1) or original(*a))
-    monkeypatch.setattr(prover, "probe", lambda *a, **k: types.SimpleNamespace(
-        params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}, rechecked_at=None))
+    monkeypatch.setattr(
+        prover,
+        "probe",
+        lambda *a, **k: types.SimpleNamespace(
+            params={"n": 1, "cap": 1, "k": 1, "lens": [2]}, values={"demand": 2, "capacity": 1}, rechecked_at=None
+        ),
+    )
     faked = prove_obligation(ob, Options())
     assert faked.verdict is Verdict.ERROR and "disagree" in faked.message, faked.message
     assert faked.assumptions_used == honest.assumptions_used and faked.encoding_note == honest.encoding_note
@@ -676,18 +732,23 @@ def _facts_by_z3py(n, T, M, m, lo, hi, extremes):
     facts = [n * lo <= T, T <= n * hi]
     if extremes:
         facts += [
-            lo <= m, m <= M, M <= hi,
+            lo <= m,
+            m <= M,
+            M <= hi,
             z3.Implies(n == 1, z3.And(T == M, M == m)),
             z3.Implies(n >= 2, z3.And((n - 1) * m + M <= T, T <= m + (n - 1) * M)),
-            T >= M + (n - 1) * lo, T <= m + (n - 1) * hi,
+            T >= M + (n - 1) * lo,
+            T <= m + (n - 1) * hi,
         ]
     return z3.And(*facts)
 
 
 def _mapped_by_z3py(n, T, y_max, y_min):
     """``mapped_facts`` as written with z3py's operators before session 19 (the reference)."""
-    return z3.And(z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
-                  z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)))
+    return z3.And(
+        z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
+        z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)),
+    )
 
 
 @pytest.mark.parametrize("extremes", [False, True])

@@ -29,25 +29,64 @@ PACKAGE = "capproof"
 
 #: (importing module, imported module) pairs of a core module importing an engine-specific one
 ENGINE_IMPORTS_ALLOWED = {
-    ("capproof.cli", "capproof.engines.sglang.launch"):
-        "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    ("capproof.cli", "capproof.engines.vllm.serve"):
-        "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    ("capproof.cli", "capproof.engines.vllm.flags"):
-        "check-config's --engine help lists the vLLM releases of the flag tables",
-    ("capproof.cli", "capproof.engines.vllm.buffers"):
-        "`capproof inventory` builds vLLM's inventory (the default engine of the command)",
-    ("capproof.cli", "capproof.engines.sglang.buffers"):
-        "`capproof inventory --engine sglang==X` builds SGLang's inventory; the CLI picks the engine by name "
-        "until an engine registry exists",
+    (
+        "capproof.cli",
+        "capproof.engines.sglang.launch",
+    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
+    (
+        "capproof.cli",
+        "capproof.engines.vllm.serve",
+    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
+    (
+        "capproof.cli",
+        "capproof.engines.vllm.flags",
+    ): "check-config's --engine help lists the vLLM releases of the flag tables",
+    (
+        "capproof.cli",
+        "capproof.engines.vllm.buffers",
+    ): "`capproof inventory` builds vLLM's inventory (the default engine of the command)",
+    (
+        "capproof.cli",
+        "capproof.engines.sglang.buffers",
+    ): "`capproof inventory --engine sglang==X` builds SGLang's inventory; the CLI picks the engine by name "
+    "until an engine registry exists",
 }
 
 #: The layers of docs/architecture.md, lowest first: a module imports its own layer and those below.
 LAYERS = [
-    ("language", {"capproof", "errors", "symbolic", "arith", "domain", "obligation", "guard", "_iteration",
-                  "verdict", "_engine", "purity"}),
-    ("one obligation", {"encode", "normalise", "probe", "shrink", "minimize", "aggregate", "induction", "prover",
-                        "contracts", "smtlib", "crosscheck", "second_opinion"}),
+    (
+        "language",
+        {
+            "capproof",
+            "errors",
+            "symbolic",
+            "arith",
+            "domain",
+            "obligation",
+            "guard",
+            "_iteration",
+            "verdict",
+            "_engine",
+            "purity",
+        },
+    ),
+    (
+        "one obligation",
+        {
+            "encode",
+            "normalise",
+            "probe",
+            "shrink",
+            "minimize",
+            "aggregate",
+            "induction",
+            "prover",
+            "contracts",
+            "smtlib",
+            "crosscheck",
+            "second_opinion",
+        },
+    ),
     ("analyses", {"density", "bound", "inventory", "coverage"}),
     ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
@@ -58,7 +97,10 @@ LAYERS = [
 #: imports that run up a layer, and why (docs/architecture.md, "Where the layering bends")
 UPWARD_ALLOWED = {
     ("capproof.prover", "capproof.density"): "a reported counterexample carries its failure density",
-    ("capproof.contracts", "capproof.loader"): "puts the project on sys.path before it imports the contract's model module",
+    (
+        "capproof.contracts",
+        "capproof.loader",
+    ): "puts the project on sys.path before it imports the contract's model module",
     ("capproof.bound", "capproof.loader"): "bound loads the spec tree itself",
     ("capproof.pytest_plugin", "capproof.report"): "a failing item shows the result lines `capproof prove` prints",
 }
@@ -67,9 +109,9 @@ UPWARD_ALLOWED = {
 #: spec/ and models/ files that import below the facade, and why
 FACADE_EXCEPTIONS = {
     "spec/_inventory.py": "reads the engine inventory (capproof.inventory: Entry, capacity, load) and states "
-                          "obligations from it, which needs Domain and obligation.function_source",
+    "obligations from it, which needs Domain and obligation.function_source",
     "spec/vllm_0_33_derived.py": "reads the inventory's derived demands and capacities (capproof.inventory: "
-                                 "load, derived, demand, bound_name, capacity)",
+    "load, derived, demand, bound_name, capacity)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules
@@ -78,9 +120,9 @@ PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {}
 
 @dataclass(frozen=True)
 class Import:
-    source: str      # importing module
-    target: str      # imported module
-    name: str        # the name taken from it ("" for the module itself)
+    source: str  # importing module
+    target: str  # imported module
+    name: str  # the name taken from it ("" for the module itself)
     line: int
     in_function: bool
 
@@ -168,8 +210,11 @@ def imports(root: str = ROOT) -> tuple[dict[str, tuple[str, bool]], list[Import]
         collector = _Collector(module, is_pkg, modules)
         collector.visit(tree)
         found += collector.found
-        attribute_reads += [(module, collector.aliases[alias], attr, line)
-                            for alias, attr, line in collector.attributes if alias in collector.aliases]
+        attribute_reads += [
+            (module, collector.aliases[alias], attr, line)
+            for alias, attr, line in collector.attributes
+            if alias in collector.aliases
+        ]
     return modules, found, attribute_reads
 
 
@@ -270,8 +315,11 @@ def test_the_cycle_finder_finds_a_circle_through_a_function_level_import():
 
 def test_no_private_name_is_imported_across_modules():
     modules, found, reads = imports()
-    used = [(i.source, i.target, i.name) for i in found
-            if i.name and _private(i.name) and i.target != i.source and i.target in modules]
+    used = [
+        (i.source, i.target, i.name)
+        for i in found
+        if i.name and _private(i.name) and i.target != i.source and i.target in modules
+    ]
     used += [(source, target, name) for source, target, name, _ in reads if target != source]
     unexplained = sorted(set(used) - set(PRIVATE_ALLOWED))
     assert unexplained == [], "give these helpers a public name in their module: " + repr(unexplained)
@@ -280,8 +328,9 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_core_modules_reach_engine_specific_code_only_where_allowed():
     modules, found, _ = imports()
-    pairs = {(i.source, i.target) for i in found
-             if _core(i.source) and _engine_specific(i.target) and i.target in modules}
+    pairs = {
+        (i.source, i.target) for i in found if _core(i.source) and _engine_specific(i.target) and i.target in modules
+    }
     assert pairs - set(ENGINE_IMPORTS_ALLOWED) == set()
     assert set(ENGINE_IMPORTS_ALLOWED) <= pairs, "stale ENGINE_IMPORTS_ALLOWED entries"
     assert all(reason for reason in ENGINE_IMPORTS_ALLOWED.values())
@@ -302,7 +351,9 @@ def _facade_violations(folder: str) -> dict[str, list[str]]:
                     if node.module.startswith(PACKAGE + "."):
                         bad.append(f"line {node.lineno}: from {node.module} import ...")
                 elif isinstance(node, ast.Import):
-                    bad += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name.startswith(PACKAGE + ".")]
+                    bad += [
+                        f"line {node.lineno}: import {a.name}" for a in node.names if a.name.startswith(PACKAGE + ".")
+                    ]
             if bad:
                 out[os.path.relpath(path, ROOT)] = bad
     return out
@@ -324,7 +375,7 @@ def test_every_public_name_of_the_facade_resolves():
 
 
 def _layer(module: str) -> int | None:
-    short = module[len(PACKAGE) + 1:] if module != PACKAGE else PACKAGE
+    short = module[len(PACKAGE) + 1 :] if module != PACKAGE else PACKAGE
     top = short.split(".")[0]
     for i, (_, members) in enumerate(LAYERS):
         if short in members or top in members:
@@ -335,8 +386,11 @@ def _layer(module: str) -> int | None:
 def test_every_module_has_a_layer_and_imports_only_its_own_or_lower_layers():
     modules, found, _ = imports()
     assert [m for m in modules if _layer(m) is None] == [], "place new modules in LAYERS (and docs/architecture.md)"
-    upward = {(i.source, i.target) for i in found
-              if i.target in modules and i.target != i.source and _layer(i.target) > _layer(i.source)}
+    upward = {
+        (i.source, i.target)
+        for i in found
+        if i.target in modules and i.target != i.source and _layer(i.target) > _layer(i.source)
+    }
     assert upward - set(UPWARD_ALLOWED) == set()
     assert set(UPWARD_ALLOWED) <= upward, "stale UPWARD_ALLOWED entries"
 

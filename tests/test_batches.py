@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import z3
+from conftest import assert_counterexample, assert_proved, prove
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,6 @@ from capproof.arith import count, max_of, min_of, prefix_sums, round_up, round_u
 from capproof.loader import load_file
 from capproof.prover import concrete_args, prove_obligation, replay
 from capproof.symbolic import SymInt, division_lemma, py_floordiv, to_z3_int, tracing
-from conftest import assert_counterexample, assert_proved, prove
 
 HEADER = (
     "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, "
@@ -27,6 +27,7 @@ def decide(path, name=None, **options):
 
 
 # --- lemmas are valid: an invalid one would make proofs unsound -------------------------------
+
 
 def _valid(formula) -> bool:
     s = z3.Solver()
@@ -69,6 +70,7 @@ def test_lemmas_are_recorded_only_while_tracing():
 
 # --- aggregates agree on ints and on Z3 terms -------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-50, 50), min_size=1, max_size=12))
 def test_aggregates_agree_symbolic_and_concrete(values):
@@ -96,15 +98,19 @@ def test_prefix_sums_are_query_start_loc():
 
 # --- Vector parameters ------------------------------------------------------------------------
 
+
 def test_vector_with_case_split_length_gives_smallest_batch(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"num_reqs": Choice(1, 2, 3, 4), "mnbt": Range(1, 64),
                     "decode_lens": Vector(4, Range(1, 4), length="num_reqs")},
             assumptions={"scheduled tokens fit the budget": lambda decode_lens, mnbt: total(decode_lens) <= mnbt},
             expect="counterexample")
 def padded_rows_fit(num_reqs, mnbt, decode_lens):
     return at_most(padded=num_reqs * max_of(decode_lens), mnbt=mnbt)
-""")
+"""
+    )
     ob, r = decide(path)
     assert_counterexample(r, padded=4, mnbt=3)
     assert r.counterexample.params == {"num_reqs": 2, "mnbt": 3, "decode_lens": [1, 2]}
@@ -113,12 +119,15 @@ def padded_rows_fit(num_reqs, mnbt, decode_lens):
 
 
 def test_vector_with_symbolic_length_pads_with_fill(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"num_reqs": Range(0, 6), "seq_lens": Vector(6, Range(1, 100), length="num_reqs")},
             expect="counterexample")
 def tokens_fit(num_reqs, seq_lens):
     return at_most(tokens=total(seq_lens), capacity=150)
-""")
+"""
+    )
     ob, r = decide(path)
     assert_counterexample(r, tokens=151)
     params = r.counterexample.params
@@ -127,7 +136,9 @@ def tokens_fit(num_reqs, seq_lens):
 
 
 def test_vector_proof_names_the_routing_fact(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"numel": Range(1, 4096), "num_experts": Choice(8, 64), "block_size": Choice(16),
                     "counts": Vector(64, Range(0, 4096), length="num_experts")},
             assumptions={"every routed id is counted once": lambda counts, numel: total(counts) == numel,
@@ -135,7 +146,8 @@ def test_vector_proof_names_the_routing_fact(spec_file):
 def post_pad_fits(numel, num_experts, block_size, counts):
     return at_most(post_pad=total(round_up(c, block_size) for c in counts),
                    capacity=numel + num_experts * (block_size - 1))
-""")
+"""
+    )
     _, r = decide(path)
     assert_proved(r)
     assert "every routed id is counted once" in r.assumptions_used
@@ -143,7 +155,9 @@ def post_pad_fits(numel, num_experts, block_size, counts):
 
 
 def test_bad_vector_declarations_are_errors_not_crashes(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"n": Range(0, 8), "xs": Vector(4, Range(0, 1), length="n")})
 def length_beyond_size(n, xs):
     return total(xs) >= 0
@@ -159,7 +173,8 @@ def empty_vector(xs):
 @obligation(domain={"xs": Vector(3, Choice(1, 2))})
 def entries_not_a_range(xs):
     return total(xs) >= 0
-""")
+"""
+    )
     messages = {}
     for ob in load_file(path):
         r = prove_obligation(ob, Options())
@@ -172,22 +187,28 @@ def entries_not_a_range(xs):
 
 
 def test_pinning_a_vector_is_a_clear_error(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"n": Range(0, 4), "xs": Vector(4, Range(0, 1), length="n")})
 def fits(n, xs):
     return total(xs) <= 4
-""")
+"""
+    )
     ob = load_file(path)[0]
     r = prove_obligation(ob, Options(pins={"xs": 1}))
     assert r.verdict is Verdict.ERROR and "pin its length (n)" in r.message
 
 
 def test_vector_entries_cannot_be_sliced_by_a_symbolic_length(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"n": Range(0, 4), "xs": Vector(4, Range(0, 1), length="n")})
 def slices(n, xs):
     return total(xs[:n]) <= 4
-""")
+"""
+    )
     ob = load_file(path)[0]
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.ERROR and "concrete" in r.message
@@ -195,15 +216,20 @@ def slices(n, xs):
 
 def test_moe_1024_experts_stays_practical():
     """1024 per-expert counts: proved (the division lemmas make it a few seconds per case)."""
-    r = prove("spec/moe_align.py", "vllm_sorted_ids_fit_every_routing", num_experts=1024, block_size_m=64, pad_sorted_ids=1)
+    r = prove(
+        "spec/moe_align.py", "vllm_sorted_ids_fit_every_routing", num_experts=1024, block_size_m=64, pad_sorted_ids=1
+    )
     assert_proved(r)
     assert r.assumptions_used[0] == "every routed id is counted once"
 
 
 # --- trigger witnesses ------------------------------------------------------------------------
 
+
 def test_witness_holds_config_and_moves_the_batch(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"width": Range(1, 100), "num_reqs": Range(1, 8), "padded": Range(1, 16)},
             assumptions={"padding only adds": lambda num_reqs, padded: padded >= num_reqs},
             witnesses={"raises": lambda num_reqs, padded: padded > num_reqs,
@@ -211,7 +237,8 @@ def test_witness_holds_config_and_moves_the_batch(spec_file):
             expect="counterexample")
 def widths_match(width, num_reqs, padded):
     return equal(W_buf=width - (width % 2), W_bt=width)
-""")
+"""
+    )
     _, r = decide(path)
     assert r.counterexample.params == {"width": 1, "num_reqs": 1, "padded": 1}
     raises, never = r.witnesses
@@ -221,11 +248,14 @@ def widths_match(width, num_reqs, padded):
 
 
 def test_bad_witness_declarations_are_errors(spec_file):
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"x": Range(0, 4)}, witnesses={"w": lambda y: y > 0})
 def uses_unknown(x):
     return x >= 0
-""")
+"""
+    )
     r = prove_obligation(load_file(path)[0], Options())
     assert r.verdict is Verdict.ERROR and "witness 'w' uses ['y']" in r.message
 
@@ -234,15 +264,24 @@ def test_moe_extra_bucket_reproduces_the_wna16_report_numbers():
     """vllm-moe-wna16-sorted-ids-oob reported a 129-entry sorted_token_ids with
     num_tokens_post_pad = 144 (BLOCK_SIZE_M 16) and could not explain it. One bucket more than the
     sizing assumes (E = 8, 9 routed ids in 9 buckets, e.g. a filtered id counted) gives exactly it."""
-    r = prove("spec/moe_align.py", "vllm_sizing_with_filtered_ids_counted",
-              num_experts=8, block_size_m=16, numel=9, pad_sorted_ids=0, num_buckets=9)
+    r = prove(
+        "spec/moe_align.py",
+        "vllm_sizing_with_filtered_ids_counted",
+        num_experts=8,
+        block_size_m=16,
+        numel=9,
+        pad_sorted_ids=0,
+        num_buckets=9,
+    )
     assert_counterexample(r, num_tokens_post_pad=144, capacity=129)
 
 
 def test_witness_ranges_over_the_finite_parameters_it_takes(spec_file):
     """A witness condition on a case-split parameter, or on a vector whose length is case-split,
     searches the other cases (the counterexample's case may have no such point)."""
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"k": Choice(1, 2), "x": Range(0, 10)}, expect="counterexample",
             witnesses={"k is 2": lambda k: k == 2})
 def witness_finite(k, x):
@@ -252,7 +291,8 @@ def witness_finite(k, x):
             witnesses={"two requests": lambda xs: xs[1] >= 1})
 def witness_vector_with_choice_length(n, xs):
     return at_most(demand=xs[0], capacity=5)
-""")
+"""
+    )
     first, second = (prove_obligation(ob, Options()) for ob in load_file(path))
     assert first.counterexample.params == {"k": 1, "x": 6}
     (w,) = first.witnesses
@@ -265,9 +305,13 @@ def witness_vector_with_choice_length(n, xs):
 def test_moe_local_sizing_with_global_counts_also_gives_129_vs_144():
     """Fact (b) broken under EP: DeepEP v2 sizing for 8 local experts, 9 routes counted over 16
     global buckets: num_tokens_post_pad 144 against 129 entries, the wna16 report's numbers again."""
-    r = prove("spec/moe_align.py", "local_sizing_with_global_counts", local_num_experts=8, ep_size=2, block_size_m=16, numel=9)
+    r = prove(
+        "spec/moe_align.py", "local_sizing_with_global_counts", local_num_experts=8, ep_size=2, block_size_m=16, numel=9
+    )
     assert_counterexample(r, num_tokens_post_pad=144, capacity=129)
-    assert_proved(prove("spec/moe_align.py", "deepep_v2_sorted_ids_fit_local_routing", local_num_experts=8, block_size_m=16))
+    assert_proved(
+        prove("spec/moe_align.py", "deepep_v2_sorted_ids_fit_local_routing", local_num_experts=8, block_size_m=16)
+    )
 
 
 def test_lemmas_built_through_the_c_api_are_the_python_api_terms():
@@ -288,15 +332,20 @@ def test_the_witness_search_reuses_the_cases_decided(spec_file, monkeypatch):
     values) instead of building them again: one build per case in all, the same witnesses."""
     import capproof.prover as prover
 
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"k": Choice(1, 2), "x": Range(0, 10)}, expect="counterexample",
             witnesses={"k is 2": lambda k: k == 2, "x is 7": lambda x: x == 7})
 def witness_finite(k, x):
     return at_most(demand=x, capacity=5)
-""")
+"""
+    )
     built = []
     original = prover.build_paths
-    monkeypatch.setattr(prover, "build_paths", lambda ob, fixed, *a: built.append(dict(fixed)) or original(ob, fixed, *a))
+    monkeypatch.setattr(
+        prover, "build_paths", lambda ob, fixed, *a: built.append(dict(fixed)) or original(ob, fixed, *a)
+    )
     (ob,) = load_file(path)
     r = prove_obligation(ob, Options())
     assert built == [{"k": 1}, {"k": 2}]  # the two cases, each built once

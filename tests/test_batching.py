@@ -6,11 +6,11 @@ make the run lose or duplicate results."""
 from __future__ import annotations
 
 import pytest
+from test_soundness import SHARED_STATE
 
 import capproof.runner as runner
 from capproof import Options
 from capproof.runner import run
-from test_soundness import SHARED_STATE
 
 HEADER = """
 import os, signal, sys, threading, time, warnings
@@ -22,8 +22,12 @@ from capproof import Range, obligation, at_most
 # (what the first item does, what the second reads): alone, the second is proved
 LEFT_BEHIND = {
     "class_attribute": ("class Cfg:\n    slack = 0\n", "Cfg.slack = 5", "Cfg.slack"),
-    "closure": ("def _cell():\n    box = [0]\n    def put(v):\n        box[0] = v\n    def get():\n        return box[0]\n"
-                "    return put, get\nput, get = _cell()\n", "put(5)", "get()"),
+    "closure": (
+        "def _cell():\n    box = [0]\n    def put(v):\n        box[0] = v\n    def get():\n        return box[0]\n"
+        "    return put, get\nput, get = _cell()\n",
+        "put(5)",
+        "get()",
+    ),
     "environment": ("", "os.environ['CAPPROOF_TEST_SLACK'] = '5'", "int(os.environ.get('CAPPROOF_TEST_SLACK', '0'))"),
     "patched_capproof_function": ("", "capproof.arith.minimum = lambda *a: 5", "capproof.arith.minimum(0, 0)"),
     "rebound_capproof_constant": ("", "capproof.domain.MAX_CASES = 1", "(5 if capproof.domain.MAX_CASES == 1 else 0)"),
@@ -31,8 +35,11 @@ LEFT_BEHIND = {
     "int_str_limit": ("", "sys.set_int_max_str_digits(640)", "(5 if sys.get_int_max_str_digits() == 640 else 0)"),
     "patched_builtin": ("import builtins\n", "builtins.abs = lambda v: 5", "abs(0)"),
     "patched_math": ("import math\n", "math.isqrt = lambda v: 5", "math.isqrt(0)"),
-    "capproof_table": ("", "capproof.arith.DTYPES['capproof_test'] = (5, True)",
-                       "capproof.arith.DTYPES.get('capproof_test', (0, True))[0]"),
+    "capproof_table": (
+        "",
+        "capproof.arith.DTYPES['capproof_test'] = (5, True)",
+        "capproof.arith.DTYPES.get('capproof_test', (0, True))[0]",
+    ),
     # an interpreter hook left behind (a profile function: the trace function is capproof's own
     # exception watch during a symbolic run, and a model that sets it is an error)
     "profile_function": ("", "sys.setprofile(lambda *a: None)", "(5 if sys.getprofile() else 0)"),
@@ -40,7 +47,10 @@ LEFT_BEHIND = {
 
 
 def _pair(setup: str, leave: str, read: str) -> str:
-    return HEADER + setup + f"""
+    return (
+        HEADER
+        + setup
+        + f"""
 @obligation(domain={{"x": Range(0, 10)}})
 def leaves(x):
     {leave}
@@ -50,6 +60,7 @@ def leaves(x):
 def reads(x):
     return at_most(demand=x, capacity=10 - {read})
 """
+    )
 
 
 def _verdicts(project, source: str, batch_items: int, monkeypatch, **options) -> list[tuple[str, str, str]]:
@@ -68,7 +79,9 @@ def test_state_outside_module_data_does_not_reach_the_next_item_of_a_batch(proje
 
 
 def test_z3_global_parameters_set_by_an_item_do_not_reach_the_next(project, monkeypatch):
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @obligation(domain={"x": Range(0, 10)})
 def leaves(x):
     z3.set_param("timeout", 1)
@@ -79,6 +92,7 @@ def leaves(x):
 def reads(x, y, z):
     return at_most(demand=(x * y) // z, capacity=10**18)
 """
+    )
     # `leaves` decides its own claim under the 1 ms timeout it set: proved, or unknown on a loaded
     # machine (CI saw it), in either mode. The point is `reads`, after it: never under that timeout.
     alone = _verdicts(project, source, 1, monkeypatch)
@@ -91,7 +105,9 @@ def test_a_timer_or_thread_left_running_is_not_charged_to_the_next_item(project,
     """The first item leaves a timer (SIGALRM ends the process) or a thread that ends the process
     ten seconds later; the item after it waits for them, if there are any: in a process of its
     own there are none, and it is proved."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @obligation(domain={"x": Range(0, 10)})
 def alarm(x):
     if signal.getitimer(signal.ITIMER_REAL)[0] == 0:
@@ -116,15 +132,19 @@ def after_thread(x):
         time.sleep(0.01)
     return at_most(demand=x, capacity=10)
 """
+    )
     batched = _verdicts(project, source, 12, monkeypatch)
-    assert [(name, v) for name, v, _ in batched] == [(name, "proved") for name in
-                                                       ("alarm", "after_alarm", "thread", "after_thread")]
+    assert [(name, v) for name, v, _ in batched] == [
+        (name, "proved") for name in ("alarm", "after_alarm", "thread", "after_thread")
+    ]
 
 
 def test_a_model_that_forks_loses_or_duplicates_no_result(project, monkeypatch):
     """The model forks once (the copy goes on deciding, as the original does): every item gets
     one result, as at a process each, and the run does not break on a second answer."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @obligation(domain={"x": Range(0, 10)})
 def forks(x):
     if not hasattr(sys, "_capproof_test_forked"):
@@ -140,8 +160,13 @@ def next_one(x):
 def last(x):
     return at_most(demand=x, capacity=9)
 """
+    )
     alone = _verdicts(project, source, 1, monkeypatch)
-    assert [(name, v) for name, v, _ in alone] == [("forks", "proved"), ("next_one", "proved"), ("last", "counterexample")]
+    assert [(name, v) for name, v, _ in alone] == [
+        ("forks", "proved"),
+        ("next_one", "proved"),
+        ("last", "counterexample"),
+    ]
     assert _verdicts(project, source, 12, monkeypatch) == alone
 
 
@@ -164,7 +189,9 @@ def test_time_spent_between_the_items_of_a_batch_is_charged_to_none(project, mon
     """A class attribute that takes a minute to fingerprint makes the check a batch runs before its
     first item and between items (runner._leftovers) outlast the time limit: no item was being
     decided, so none is charged; each gets a process of its own, where it is proved."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 class Slow:
     def __reduce__(self):
         time.sleep(60)
@@ -181,6 +208,7 @@ def first(x):
 def second(x):
     return at_most(demand=x, capacity=10)
 """
+    )
     batched = _verdicts(project, source, 12, monkeypatch, timeout=4)
     assert [(name, v) for name, v, _ in batched] == [("first", "proved"), ("second", "proved")]
 
@@ -219,7 +247,7 @@ def bump_opaque():
     OPAQUE.slack = 5
 '''
 
-ADVERSARIAL_SPEC = '''
+ADVERSARIAL_SPEC = """
 import sys
 from capproof import Range, obligation, at_most
 import {pkg}.shared as shared_alias
@@ -280,7 +308,7 @@ def i_writes_by_a_computed_name(x):
 @obligation(domain={{"x": Range(0, 10)}})
 def j_reads_what_a_computed_name_wrote(x):
     return at_most(demand=x, capacity=10 - shared_alias.BY_NAME["slack"])
-'''
+"""
 
 
 def _adversarial_tree(project, pkg: str):
@@ -343,9 +371,11 @@ def test_an_item_reaches_the_modules_its_code_names_not_every_project_module(pro
     module level or inside a function, by attribute), not the project's other modules; code naming
     ``sys`` (``sys.modules``) reaches every module."""
     _adversarial_tree(project, "advmodels_reach")
-    (project / "spec" / "other.py").write_text("from capproof import Range, obligation, at_most\nBIG = list(range(10))\n"
-                                               "@obligation(domain={'x': Range(0, 10)})\ndef alone(x):\n"
-                                               "    return at_most(demand=x, capacity=10)\n")
+    (project / "spec" / "other.py").write_text(
+        "from capproof import Range, obligation, at_most\nBIG = list(range(10))\n"
+        "@obligation(domain={'x': Range(0, 10)})\ndef alone(x):\n"
+        "    return at_most(demand=x, capacity=10)\n"
+    )
     items, _ = runner.load(["spec"], None)
     reach = dict(zip((it.name for it in items), runner.reaches([runner.item_roots(it) for it in items])))
     assert reach["alone"] == {"capproof_spec.spec.other"}

@@ -6,12 +6,12 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import obligation_named
 
 from capproof.bound import bound_obligation, capacity_relation, render_bounds_report
 from capproof.cli import main
 from capproof.loader import load_file
 from capproof.prover import replay
-from conftest import obligation_named
 
 
 def _bound(spec: str, name: str, **pins):
@@ -34,7 +34,10 @@ def test_slot_mapping_block64_dcp1_worst_column_and_zero_slack():
     assert c.demand_point == {"max_model_len": 2097089, "block_size": 64, "dcp": 1}
     assert c.capacity_at_demand_point == 32768
     assert (c.min_slack, c.slack_pct, c.insufficient) == (0, 0.0, False)
-    holds, values, failed = replay(r_ob := obligation_named("spec/vllm_block_table.py", "slot_mapping_reads_within_runner_width_v0_33"), c.slack_point)
+    holds, values, failed = replay(
+        r_ob := obligation_named("spec/vllm_block_table.py", "slot_mapping_reads_within_runner_width_v0_33"),
+        c.slack_point,
+    )
     assert holds and not failed and values["W_bt"] - 1 - values["column"] == 0, r_ob.id
 
 
@@ -134,10 +137,10 @@ def test_vacuous_when_nothing_admitted(spec_file):
     assert r.status == "vacuous" and not r.ok
 
 
-
 def test_cli_json_exit_codes_and_check(project):
-    (project / "spec" / "caps.py").write_text(SPEC.replace("@obligation(domain={\"x\"", "@obligation(domain={'x'")
-                                              .split("@obligation(domain={'x'")[0])
+    (project / "spec" / "caps.py").write_text(
+        SPEC.replace('@obligation(domain={"x"', "@obligation(domain={'x'").split("@obligation(domain={'x'")[0]
+    )
     runner = CliRunner()
     out = runner.invoke(main, ["bound", "--json", "-"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
@@ -204,8 +207,11 @@ def _moe_truth(counts_bound=24, experts=4, block=4):
 
     from models.moe_align import num_tokens_post_pad, vllm_sorted_ids_capacity
 
-    slacks = [vllm_sorted_ids_capacity(sum(c), experts, block, 0) - num_tokens_post_pad(c, block)
-              for c in itertools.product(range(counts_bound + 1), repeat=experts) if 1 <= sum(c) <= counts_bound]
+    slacks = [
+        vllm_sorted_ids_capacity(sum(c), experts, block, 0) - num_tokens_post_pad(c, block)
+        for c in itertools.product(range(counts_bound + 1), repeat=experts)
+        if 1 <= sum(c) <= counts_bound
+    ]
     return min(slacks)
 
 
@@ -213,8 +219,9 @@ def _moe_truth(counts_bound=24, experts=4, block=4):
 def vector_bounds(tmp_path_factory):
     import os
 
-    from capproof.loader import ensure_project_on_path
     from conftest import ROOT
+
+    from capproof.loader import ensure_project_on_path
 
     path = tmp_path_factory.mktemp("vec") / "spec_vectors.py"
     path.write_text(VECTOR_SPEC)
@@ -279,13 +286,16 @@ def test_bounds_report_is_the_same_for_any_jobs():
     assert json.loads(one.output) == json.loads(two.output)
 
 
-CRASHING = SPEC + """
+CRASHING = (
+    SPEC
+    + """
 import os
 
 @obligation(domain={"n": Range(1, 10)})
 def process_dies(n):
     os._exit(3)
 """
+)
 
 
 def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_file):
@@ -296,7 +306,7 @@ def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_
     from capproof.bound import CHUNK, _bound_all, _chunks
 
     obs = list(_spec(spec_file).values())
-    assert _chunks(obs) == [list(range(len(obs)))[k:k + CHUNK] for k in range(0, len(obs), CHUNK)]
+    assert _chunks(obs) == [list(range(len(obs)))[k : k + CHUNK] for k in range(0, len(obs), CHUNK)]
     alone = []
     previous = z3.z3._main_ctx
     try:
@@ -323,18 +333,20 @@ def test_a_vector_obligation_gets_a_process_of_its_own():
     """The routings over 1024 experts take seconds each: alone in a process, largest first."""
     import os
 
+    from conftest import ROOT
+
     from capproof.bound import _chunks
     from capproof.loader import ensure_project_on_path
     from capproof.obligation import Obligation
-    from conftest import ROOT
 
     os.chdir(ROOT)
     ensure_project_on_path()
     items = [it for it in load_file("spec/moe_align.py") if isinstance(it, Obligation)]
     vectors = [i for i, ob in enumerate(items) if any(getattr(d, "size", 0) for d in ob.domain.values())]
     chunks = _chunks(items)
-    assert vectors and chunks[:len(vectors)] == [[i] for i in sorted(vectors, key=lambda i: -sum(
-        getattr(d, "size", 0) for d in items[i].domain.values()))]
+    assert vectors and chunks[: len(vectors)] == [
+        [i] for i in sorted(vectors, key=lambda i: -sum(getattr(d, "size", 0) for d in items[i].domain.values()))
+    ]
     assert sorted(i for c in chunks for i in c) == list(range(len(items)))
 
 
@@ -351,7 +363,8 @@ def test_bounding_in_process_leaves_the_callers_z3_context_alone(tmp_path):
         "from capproof import Range, at_most, obligation\n"
         "@obligation(domain={'n': Range(1, 64)})\n"
         "def fits(n):\n"
-        "    return at_most(demand=n, capacity=64)\n")
+        "    return at_most(demand=n, capacity=64)\n"
+    )
     x = z3.Int("x")
     before = z3.main_ctx()
     (item,) = load_file(str(spec))

@@ -12,13 +12,20 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from test_bound import SPEC, VECTOR_SPEC
 
-from capproof.bound import (Uncertified, _checked_fresh, bound_obligation, check_obligation, recorded_bounds,
-                            render_bounds_data, sources_fingerprint)
 from capproof import loader
+from capproof.bound import (
+    Uncertified,
+    _checked_fresh,
+    bound_obligation,
+    check_obligation,
+    recorded_bounds,
+    render_bounds_data,
+    sources_fingerprint,
+)
 from capproof.cli import main
 from capproof.loader import load_file
-from test_bound import SPEC, VECTOR_SPEC
 
 TIES = """
 from capproof import Range, at_most, obligation
@@ -75,18 +82,21 @@ def _tampered(entry: dict, **changes) -> dict:
     return bad
 
 
-@pytest.mark.parametrize("changes", [
-    {"max_demand": 14},                                   # too high: not attained
-    {"max_demand": 12},                                   # too low: a larger demand exists
-    {"demand_point": {"a": 9, "b": 9}},                   # attains 13, but not the smallest point
-    {"demand_point": {"a": 7, "b": 9}},                   # the smallest... of demand 12
-    {"min_slack": 8},                                     # too high
-    {"min_slack": 6},                                     # too low: not attained
-    {"demand_at_slack_point": 12},                        # a larger demand has the same slack
-    {"slack_point": {"a": 9, "b": 9}},                    # not the smallest tightest point
-    {"max_demand": "13"},                                 # not an integer
-    {"case": {"a": 1}},                                   # not the case set
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"max_demand": 14},  # too high: not attained
+        {"max_demand": 12},  # too low: a larger demand exists
+        {"demand_point": {"a": 9, "b": 9}},  # attains 13, but not the smallest point
+        {"demand_point": {"a": 7, "b": 9}},  # the smallest... of demand 12
+        {"min_slack": 8},  # too high
+        {"min_slack": 6},  # too low: not attained
+        {"demand_at_slack_point": 12},  # a larger demand has the same slack
+        {"slack_point": {"a": 9, "b": 9}},  # not the smallest tightest point
+        {"max_demand": "13"},  # not an integer
+        {"case": {"a": 1}},  # not the case set
+    ],
+)
 def test_a_wrong_record_fails_its_certificate(ties, changes):
     ob, entry = ties
     with pytest.raises(Uncertified):
@@ -100,11 +110,14 @@ def test_a_wrong_relation_or_status_fails(ties):
             check_obligation(ob, {**entry, key: value})
 
 
-@pytest.mark.parametrize("changes", [
-    {"min_slack": 1},                          # tight (0): slack <= 0 is sat
-    {"min_slack": -1},                         # an exact negative slack is never recorded
-    {"slack_exact": False},                    # insufficient, but the slack is not negative
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"min_slack": 1},  # tight (0): slack <= 0 is sat
+        {"min_slack": -1},  # an exact negative slack is never recorded
+        {"slack_exact": False},  # insufficient, but the slack is not negative
+    ],
+)
 def test_a_wrong_search_record_fails(spec_file, changes):
     ob = _obligations(spec_file, VECTOR_SPEC, "spec_vectors.py")["moe_tight"]
     entry = _entry(ob)
@@ -158,10 +171,9 @@ def test_recorded_bounds_are_keyed_by_sources_and_settings(tmp_path):
     assert recorded_bounds("{not json", before, 20_000_000, 100.0)[0] is None
 
 
-
 def test_cli_check_certifies_falls_back_and_catches_changes(project):
     spec = project / "spec" / "caps.py"
-    spec.write_text(SPEC.split("@obligation(domain={\"x\"")[0] + TIES.split("\n", 3)[3])
+    spec.write_text(SPEC.split('@obligation(domain={"x"')[0] + TIES.split("\n", 3)[3])
     runner = CliRunner()
     assert runner.invoke(main, ["bound", "--write"]).exit_code == 0
     data = project / "proofs" / "bounds.json"
@@ -185,7 +197,7 @@ def test_cli_check_certifies_falls_back_and_catches_changes(project):
     assert missing.exit_code == 0 and "missing" in missing.output
 
 
-SORTED_WITNESS = '''
+SORTED_WITNESS = """
 from capproof import Range, obligation, at_most
 from capproof.arith import total
 from capproof.domain import Vector
@@ -203,7 +215,7 @@ def first_entry(c, n, v):
 @obligation(domain=D, assumptions={"the last active entry is the largest": lambda n, v: all(x <= v[n - 1] for x in v)})
 def last_is_largest(c, n, v):
     return at_most(d=total(v), capacity=c)
-'''
+"""
 
 
 def test_search_witness_entries_are_sorted_only_where_the_replay_agrees(spec_file):

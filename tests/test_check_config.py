@@ -5,32 +5,79 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from capproof.engines.checkconfig import CheckError, parse_engine
 from capproof.cli import main
+from capproof.engines.checkconfig import CheckError, parse_engine
 from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
-GLM_1M_DCP2 = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64",
-               "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
-GLM_350K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "350k", "--block-size", "64",
-            "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}',
-            "--trust-remote-code", "--gpu-memory-utilization", "0.9"]
-DCP4_480K = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "-dcp", "4", "--max-model-len", "480000", "--block-size", "64",
-             "--kv-cache-dtype", "fp8_ds_mla", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
-             "-sc", '{"method": "mtp", "num_speculative_tokens": 5}']
+GLM_1M_DCP2 = [
+    "vllm",
+    "serve",
+    "zai-org/GLM-5.2",
+    "-tp",
+    "8",
+    "-dcp",
+    "2",
+    "--max-model-len",
+    "1M",
+    "--block-size",
+    "64",
+    "--kv-cache-dtype",
+    "fp8_ds_mla",
+    "--speculative-config",
+    '{"method": "mtp", "num_speculative_tokens": 5}',
+]
+GLM_350K = [
+    "vllm",
+    "serve",
+    "zai-org/GLM-5.2-FP8",
+    "--max-model-len",
+    "350k",
+    "--block-size",
+    "64",
+    "--kv-cache-dtype",
+    "fp8_ds_mla",
+    "--speculative-config",
+    '{"method":"mtp","num_speculative_tokens":3}',
+    "--trust-remote-code",
+    "--gpu-memory-utilization",
+    "0.9",
+]
+DCP4_480K = [
+    "vllm",
+    "serve",
+    "zai-org/GLM-5.2-FP8",
+    "-dcp",
+    "4",
+    "--max-model-len",
+    "480000",
+    "--block-size",
+    "64",
+    "--kv-cache-dtype",
+    "fp8_ds_mla",
+    "--max-num-seqs",
+    "12",
+    "--max-num-batched-tokens",
+    "80",
+    "-sc",
+    '{"method": "mtp", "num_speculative_tokens": 5}',
+]
 
 
 def check(*args):
     return CliRunner().invoke(main, ["check-config", *args])
 
 
-@pytest.mark.parametrize("engine, argv, expected", [
-    # vllm-dsa-ebt-128align (#46074): vLLM 0.23.0, 350000 tokens, block 64, dcp 1 -> 5469 vs 5470
-    ("vllm==0.23.0", GLM_350K, "W_buf=5469, W_bt=5470"),
-    # fork PR: 480,000 tokens, dcp 4 -> 1875 vs 1876
-    ("vllm==0.23.0", DCP4_480K, "W_buf=1875, W_bt=1876"),
-    # vllm-dsa-ebt-dcp-uniformtype (#50825): after #50302 (0.27.0), before #50823 -> 8192 vs 16384
-    ("vllm==0.27.0", GLM_1M_DCP2, "W_buf=8192, W_bt=16384"),
-])
+@pytest.mark.parametrize(
+    "engine, argv, expected",
+    [
+        # vllm-dsa-ebt-128align (#46074): vLLM 0.23.0, 350000 tokens, block 64, dcp 1 -> 5469 vs 5470
+        ("vllm==0.23.0", GLM_350K, "W_buf=5469, W_bt=5470"),
+        # fork PR: 480,000 tokens, dcp 4 -> 1875 vs 1876
+        ("vllm==0.23.0", DCP4_480K, "W_buf=1875, W_bt=1876"),
+        # vllm-dsa-ebt-dcp-uniformtype (#50825): after #50302 (0.27.0), before #50823 -> 8192 vs 16384
+        ("vllm==0.27.0", GLM_1M_DCP2, "W_buf=8192, W_bt=16384"),
+    ],
+)
 def test_buggy_versions_fail_with_reported_numbers(engine, argv, expected):
     result = check("--engine", engine, "--", *argv)
     assert result.exit_code == 1, result.output
@@ -58,23 +105,35 @@ def test_0_33_block_tables_proved_batch_buffers_at_default_limits(engine, argv):
     assert result.exit_code == 0 and result.output.startswith("safe"), result.output
     assert "safe    spec/vllm_dsa_indexer.py::ebt_width_matches_runner_after_50823" in result.output
     arange = next(l for l in result.output.splitlines() if "proposer_arange_covers_request_query_start_loc" in l)
-    assert arange.startswith("  safe") and "for max_num_seqs in [256, 1024]" in arange and "batches of up to 1024 requests" in arange
+    assert (
+        arange.startswith("  safe")
+        and "for max_num_seqs in [256, 1024]" in arange
+        and "batches of up to 1024 requests" in arange
+    )
     split = next(l for l in result.output.splitlines() if "padded_decode_rows_fit_0_33" in l)
-    assert split.startswith("  safe") and "batches of up to 1024 requests" in split and split.endswith("[proved for all batch sizes]")
+    assert (
+        split.startswith("  safe")
+        and "batches of up to 1024 requests" in split
+        and split.endswith("[proved for all batch sizes]")
+    )
     assert "by induction over the batch, for every batch size" in result.output.splitlines()[1]
     assert "BOUNDED" not in result.output
 
 
 def test_a4_smallest_triggering_batch_is_shown_and_bounded_by_max_num_seqs():
     result = check("--engine", "vllm==0.23.0", "--", *GLM_350K)
-    assert ("smallest batch that raises (variable-length flatten copy): num_decodes=1, min_decode_len=1, "
-            "max_decode_len=1, num_decode_tokens=2") in result.output
+    assert (
+        "smallest batch that raises (variable-length flatten copy): num_decodes=1, min_decode_len=1, "
+        "max_decode_len=1, num_decode_tokens=2"
+    ) in result.output
     assert "smallest batch that corrupts silently (uniform Triton copy): num_decodes=1" in result.output
 
 
 def test_pre_39324_trtllm_alignment_fails_for_kimi_numbers():
     # vllm-trtllm-mla-blocknum-align: Kimi K2.5, L=9416, bs=32 -> block_num 295
-    result = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "kimi", "--max-model-len", "9416", "--block-size", "32")
+    result = check(
+        "--engine", "vllm==0.20.0", "--", "vllm", "serve", "kimi", "--max-model-len", "9416", "--block-size", "32"
+    )
     assert result.exit_code == 1, result.output
     assert "block_num=295" in result.output
 
@@ -85,16 +144,19 @@ def test_pin_outside_domain_is_not_applicable_not_safe():
     assert "n/a" in result.output and "block_size=48 outside" in result.output
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--max-model-len", "1x"], "not an integer"),
-    (["--max-model-len", "1.5M"], "decimals are not allowed"),
-    (["--frobnicate", "3"], "unknown vllm serve flag '--frobnicate'"),
-    (["-sc", '{"num_speculative_tokens": 5'], "malformed JSON"),
-    (["-sc", '{"num_speculative_tokens": "five"}'], "num_speculative_tokens must be an integer"),
-    (["--block-size"], "--block-size needs a value"),
-    (["--kv-cache-dtype", "fp9"], "not a vLLM 0.33.0 cache dtype"),
-    (["-tp", "0"], "must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--max-model-len", "1x"], "not an integer"),
+        (["--max-model-len", "1.5M"], "decimals are not allowed"),
+        (["--frobnicate", "3"], "unknown vllm serve flag '--frobnicate'"),
+        (["-sc", '{"num_speculative_tokens": 5'], "malformed JSON"),
+        (["-sc", '{"num_speculative_tokens": "five"}'], "num_speculative_tokens must be an integer"),
+        (["--block-size"], "--block-size needs a value"),
+        (["--kv-cache-dtype", "fp9"], "not a vLLM 0.33.0 cache dtype"),
+        (["-tp", "0"], "must be >= 1"),
+    ],
+)
 def test_bad_flags_one_line_exit_2(argv, message):
     result = check("--", *argv)
     assert result.exit_code == 2
@@ -118,11 +180,31 @@ def test_human_readable_ints_match_vllm_doc_examples():
 
 
 def test_flag_forms():
-    cfg = parse_serve_args(["--max_model_len=350k", "--speculative-config.num_speculative_tokens", "4",
-                            "--cudagraph-capture-sizes", "1", "2", "4", "--max-num-seqs", "12", "--enforce-eager",
-                            "--no-enable-prefix-caching", "--port", "8001", "-tp=8"])
+    cfg = parse_serve_args(
+        [
+            "--max_model_len=350k",
+            "--speculative-config.num_speculative_tokens",
+            "4",
+            "--cudagraph-capture-sizes",
+            "1",
+            "2",
+            "4",
+            "--max-num-seqs",
+            "12",
+            "--enforce-eager",
+            "--no-enable-prefix-caching",
+            "--port",
+            "8001",
+            "-tp=8",
+        ]
+    )
     assert (cfg.max_model_len, cfg.num_speculative_tokens, cfg.cudagraph_capture_sizes, cfg.max_num_seqs, cfg.tp) == (
-        350000, 4, [1, 2, 4], 12, 8)
+        350000,
+        4,
+        [1, 2, 4],
+        12,
+        8,
+    )
     assert "--port" in cfg.ignored and "--enforce-eager" in cfg.ignored
     cfg = parse_serve_args(["-cc", json.dumps({"cudagraph_capture_sizes": [8, 4], "max_cudagraph_capture_size": 8})])
     assert cfg.cudagraph_capture_sizes == [4, 8] and cfg.max_cudagraph_capture_size == 8
@@ -132,8 +214,17 @@ def test_flag_forms():
 
 def test_model_config_pins_and_errors(tmp_path):
     good = tmp_path / "config.json"
-    good.write_text(json.dumps({"index_topk": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8,
-                                "hidden_size": 7168, "max_position_embeddings": 163840}))
+    good.write_text(
+        json.dumps(
+            {
+                "index_topk": 2048,
+                "n_routed_experts": 256,
+                "num_experts_per_tok": 8,
+                "hidden_size": 7168,
+                "max_position_embeddings": 163840,
+            }
+        )
+    )
     result = check("--engine", "vllm==0.32.0", "--model-config", str(good), "--", "m", "--block-size", "64")
     assert result.exit_code == 0, result.output
     assert "max_model_len=163840" in result.output.splitlines()[0]  # max_position_embeddings, vLLM's default
@@ -152,7 +243,10 @@ def test_moe_routing_obligation_needs_and_uses_the_model_config(tmp_path):
     proved for every routing with DeepSeek-V3's public n_routed_experts = 256."""
     argv = ["vllm", "serve", "my-org/private-moe", "--max-model-len", "163840", "--block-size", "64"]
     without = check("--", *argv)
-    assert "NEEDS   spec/moe_align.py::vllm_sorted_ids_fit_every_routing [moe-align-capacity]: needs --model-config for num_experts" in without.output
+    assert (
+        "NEEDS   spec/moe_align.py::vllm_sorted_ids_fit_every_routing [moe-align-capacity]: needs --model-config for num_experts"
+        in without.output
+    )
     assert without.exit_code == 2 and without.output.startswith("undecided")  # may apply: never "safe"
     config = tmp_path / "config.json"
     config.write_text('{"n_routed_experts": 256, "num_experts_per_tok": 8, "index_topk": 2048}')
@@ -164,8 +258,24 @@ def test_moe_routing_obligation_needs_and_uses_the_model_config(tmp_path):
 def test_flag_outside_every_domain_is_undecided_not_safe():
     """dcp 16 lies outside the block-table obligations' domains: nothing was proved for them, so
     the answer is 'undecided' (exit 2), although vLLM 0.27.0 does fail there (W_buf 1024 vs 16384)."""
-    result = check("--engine", "vllm==0.27.0", "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "16",
-                   "--max-model-len", "1M", "--block-size", "64", "--kv-cache-dtype", "fp8_ds_mla")
+    result = check(
+        "--engine",
+        "vllm==0.27.0",
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        "-tp",
+        "16",
+        "-dcp",
+        "16",
+        "--max-model-len",
+        "1M",
+        "--block-size",
+        "64",
+        "--kv-cache-dtype",
+        "fp8_ds_mla",
+    )
     assert result.exit_code == 2, result.output
     assert result.output.startswith("undecided")
     assert "not checked: dcp=16 outside {1, 2, 4, 8}" in result.output
@@ -173,16 +283,44 @@ def test_flag_outside_every_domain_is_undecided_not_safe():
 
 def test_batch_limits_from_flags_become_assumptions():
     """--max-num-seqs / --max-num-batched-tokens bound the symbolic batch (no error verdicts)."""
-    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "m", "--max-model-len", "350000",
-                   "--max-num-seqs", "256", "--max-num-batched-tokens", "8192", "--kv-cache-dtype", "fp8_ds_mla",
-                   "--block-size", "64", "--spec-tokens", "2")
+    result = check(
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        "--max-model-len",
+        "350000",
+        "--max-num-seqs",
+        "256",
+        "--max-num-batched-tokens",
+        "8192",
+        "--kv-cache-dtype",
+        "fp8_ds_mla",
+        "--block-size",
+        "64",
+        "--spec-tokens",
+        "2",
+    )
     assert result.exit_code == 1, result.output
     assert "ERROR" not in result.output and "KeyError" not in result.output
     assert "smallest batch that raises (variable-length flatten copy): num_decodes=1" in result.output
 
 
-ASCEND_DCP4_MTP5 = ["vllm", "serve", "glm", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80",
-                    "-sc", '{"method": "mtp", "num_speculative_tokens": 5}']
+ASCEND_DCP4_MTP5 = [
+    "vllm",
+    "serve",
+    "glm",
+    "-dcp",
+    "4",
+    "--max-num-seqs",
+    "12",
+    "--max-num-batched-tokens",
+    "80",
+    "-sc",
+    '{"method": "mtp", "num_speculative_tokens": 5}',
+]
 
 
 def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():
@@ -191,7 +329,10 @@ def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():
     result = check("--engine", "vllm-ascend==0.25.0", "--", *ASCEND_DCP4_MTP5)
     assert result.exit_code == 1, result.output
     assert "slot_mapping_fits_before_14024" in result.output and "demand=105, capacity=104" in result.output
-    assert "every request a full MTP decode: num_reqs=11" in result.output and "(demand=110, capacity=104)" in result.output
+    assert (
+        "every request a full MTP decode: num_reqs=11" in result.output
+        and "(demand=110, capacity=104)" in result.output
+    )
 
 
 def test_ascend_dcp4_mtp5_12_requests_safe_after_the_fix():
@@ -237,9 +378,19 @@ def test_command_line_wins_over_the_config_file(tmp_path):
     """vLLM inserts the file's flags right after the model, so a flag on the command line wins."""
     serve = tmp_path / "serve.yaml"
     serve.write_text(GLM_YAML)
-    cfg = parse_serve_args(["vllm", "serve", "zai-org/GLM-5.2", "--config", str(serve), "-dcp", "1", "--max-model-len", "350k"], "0.27.0")
-    assert (cfg.dcp, cfg.max_model_len, cfg.tp, cfg.num_speculative_tokens, cfg.model) == (1, 350000, 8, 5, "zai-org/GLM-5.2")
-    assert cfg.origin["--decode-context-parallel-size"] == "command line" and cfg.origin["--tensor-parallel-size"] == str(serve)
+    cfg = parse_serve_args(
+        ["vllm", "serve", "zai-org/GLM-5.2", "--config", str(serve), "-dcp", "1", "--max-model-len", "350k"], "0.27.0"
+    )
+    assert (cfg.dcp, cfg.max_model_len, cfg.tp, cfg.num_speculative_tokens, cfg.model) == (
+        1,
+        350000,
+        8,
+        5,
+        "zai-org/GLM-5.2",
+    )
+    assert cfg.origin["--decode-context-parallel-size"] == "command line" and cfg.origin[
+        "--tensor-parallel-size"
+    ] == str(serve)
     # model only in the file (`model:` key), as vLLM allows
     alone = tmp_path / "alone.yaml"
     alone.write_text("model: zai-org/GLM-5.2\nmax_model_len: 4096\n")
@@ -247,12 +398,15 @@ def test_command_line_wins_over_the_config_file(tmp_path):
     assert (cfg.model, cfg.max_model_len) == ("zai-org/GLM-5.2", 4096)
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("serve.json", "{}", "must be of a yaml/yml type"),
-    ("serve.yaml", "max-model-len: [1, 2\n", "not valid YAML"),
-    ("serve.yaml", "- a\n- b\n", "expected a mapping"),
-    ("serve.yaml", "frobnicate: 3\n", "unknown vllm serve flag '--frobnicate'"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("serve.json", "{}", "must be of a yaml/yml type"),
+        ("serve.yaml", "max-model-len: [1, 2\n", "not valid YAML"),
+        ("serve.yaml", "- a\n- b\n", "expected a mapping"),
+        ("serve.yaml", "frobnicate: 3\n", "unknown vllm serve flag '--frobnicate'"),
+    ],
+)
 def test_bad_config_file_is_one_line(tmp_path, name, text, message):
     path = tmp_path / name
     path.write_text(text)
@@ -262,22 +416,58 @@ def test_bad_config_file_is_one_line(tmp_path, name, text, message):
     assert len(lines) == 1 and message in lines[0], result.output
 
 
-@pytest.mark.parametrize("argv", [
-    # vLLM maps -O3 / -O 3 / -O=3 to --optimization-level (argparse_utils.py)
-    ["vllm", "serve", "zai-org/GLM-5.2", "-O3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
-    ["vllm", "serve", "zai-org/GLM-5.2", "-O", "3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
-    ["vllm", "serve", "zai-org/GLM-5.2", "-O=3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
-    # an environment prefix
-    ["VLLM_USE_DEEP_GEMM=1", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "vllm", "serve", "zai-org/GLM-5.2", "-tp", "8",
-     "--max-model-len", "1M", "--block-size", "64"],
-    # the OpenAI server module (model as --model)
-    ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M",
-     "--block-size", "64"],
-    ["python3", "-m", "vllm.entrypoints.cli.main", "serve", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M",
-     "--block-size", "64"],
-    # --model after `vllm serve` (vLLM moves it to the positional model)
-    ["vllm", "serve", "--model", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # vLLM maps -O3 / -O 3 / -O=3 to --optimization-level (argparse_utils.py)
+        ["vllm", "serve", "zai-org/GLM-5.2", "-O3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+        ["vllm", "serve", "zai-org/GLM-5.2", "-O", "3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+        ["vllm", "serve", "zai-org/GLM-5.2", "-O=3", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+        # an environment prefix
+        [
+            "VLLM_USE_DEEP_GEMM=1",
+            "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+            "vllm",
+            "serve",
+            "zai-org/GLM-5.2",
+            "-tp",
+            "8",
+            "--max-model-len",
+            "1M",
+            "--block-size",
+            "64",
+        ],
+        # the OpenAI server module (model as --model)
+        [
+            "python",
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            "zai-org/GLM-5.2",
+            "-tp",
+            "8",
+            "--max-model-len",
+            "1M",
+            "--block-size",
+            "64",
+        ],
+        [
+            "python3",
+            "-m",
+            "vllm.entrypoints.cli.main",
+            "serve",
+            "zai-org/GLM-5.2",
+            "-tp",
+            "8",
+            "--max-model-len",
+            "1M",
+            "--block-size",
+            "64",
+        ],
+        # --model after `vllm serve` (vLLM moves it to the positional model)
+        ["vllm", "serve", "--model", "zai-org/GLM-5.2", "-tp", "8", "--max-model-len", "1M", "--block-size", "64"],
+    ],
+)
 @pytest.mark.slow
 def test_command_lines_vllm_accepts_are_accepted(argv):
     cfg = parse_serve_args(argv)
@@ -288,7 +478,10 @@ def test_command_lines_vllm_accepts_are_accepted(argv):
     assert result.exit_code == 0 and result.output.startswith("safe") and "error" not in result.output, result.output
     assert "BOUNDED" not in result.output
     if "-O3" in argv or "-O" in argv or "-O=3" in argv:
-        assert "--optimization-level" in cfg.ignored and "flags no applied obligation reads: --optimization-level" in result.output
+        assert (
+            "--optimization-level" in cfg.ignored
+            and "flags no applied obligation reads: --optimization-level" in result.output
+        )
     if argv[0].startswith("VLLM_"):
         assert cfg.env == {"VLLM_USE_DEEP_GEMM": "1", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
         assert "environment not read: VLLM_USE_DEEP_GEMM=1" in result.output
@@ -297,7 +490,10 @@ def test_command_lines_vllm_accepts_are_accepted(argv):
 def test_unknown_flag_suggests_the_closest():
     result = check("--", "vllm", "serve", "m", "--max-model-lenght", "4096")
     assert result.exit_code == 2
-    assert "unknown vllm serve flag '--max-model-lenght' (not an option of vLLM 0.33.0; did you mean --max-model-len" in result.output
+    assert (
+        "unknown vllm serve flag '--max-model-lenght' (not an option of vLLM 0.33.0; did you mean --max-model-len"
+        in result.output
+    )
 
 
 def test_abbreviated_flags_as_argparse():
@@ -308,8 +504,18 @@ def test_abbreviated_flags_as_argparse():
 
 def test_flags_are_those_of_the_selected_release():
     """0.20.0 has --max-num-partial-prefills (gone in 0.33.0); -sc first appears in 0.19.0."""
-    old = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-num-partial-prefills", "2",
-                "--max-model-len", "4096")
+    old = check(
+        "--engine",
+        "vllm==0.20.0",
+        "--",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--max-num-partial-prefills",
+        "2",
+        "--max-model-len",
+        "4096",
+    )
     assert old.exit_code == 0, old.output
     assert "flags no applied obligation reads: --max-num-partial-prefills" in old.output
     new = check("--engine", "vllm==0.33.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2")
@@ -323,27 +529,68 @@ def test_flags_are_those_of_the_selected_release():
 
 
 def test_dotted_keys_replace_an_earlier_json_value_as_in_vllm():
-    cfg = parse_serve_args(["-sc", '{"method": "mtp", "num_speculative_tokens": 5}', "--speculative-config.num_speculative_tokens", "3"])
+    cfg = parse_serve_args(
+        ["-sc", '{"method": "mtp", "num_speculative_tokens": 5}', "--speculative-config.num_speculative_tokens", "3"]
+    )
     assert (cfg.num_speculative_tokens, cfg.speculative_method) == (3, None)
 
 
 # Model configs of the common families (public config.json fields, trimmed to the sizing keys).
-QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
-             "num_experts": 128, "num_experts_per_tok": 8, "max_position_embeddings": 40960}  # Qwen/Qwen3-30B-A3B
-MIXTRAL = {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
-           "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 32768}  # mistralai/Mixtral-8x7B-v0.1
-DEEPSEEK_V32 = {"architectures": ["DeepseekV32ForCausalLM"], "hidden_size": 7168, "num_attention_heads": 128,
-                "n_routed_experts": 256, "num_experts_per_tok": 8, "index_topk": 2048, "max_position_embeddings": 163840}
-GLM45 = {"architectures": ["Glm4MoeForCausalLM"], "hidden_size": 5120, "num_attention_heads": 96, "num_key_value_heads": 8,
-         "n_routed_experts": 160, "num_experts_per_tok": 8, "max_position_embeddings": 131072}  # zai-org/GLM-4.5
-LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
-         "max_position_embeddings": 131072}  # meta-llama/Llama-3.1-8B
+QWEN3_MOE = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "hidden_size": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "max_position_embeddings": 40960,
+}  # Qwen/Qwen3-30B-A3B
+MIXTRAL = {
+    "architectures": ["MixtralForCausalLM"],
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 32768,
+}  # mistralai/Mixtral-8x7B-v0.1
+DEEPSEEK_V32 = {
+    "architectures": ["DeepseekV32ForCausalLM"],
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+    "index_topk": 2048,
+    "max_position_embeddings": 163840,
+}
+GLM45 = {
+    "architectures": ["Glm4MoeForCausalLM"],
+    "hidden_size": 5120,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "n_routed_experts": 160,
+    "num_experts_per_tok": 8,
+    "max_position_embeddings": 131072,
+}  # zai-org/GLM-4.5
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 131072,
+}  # meta-llama/Llama-3.1-8B
 
 
-@pytest.mark.parametrize("config, experts, field", [
-    (QWEN3_MOE, 128, "num_experts"), (MIXTRAL, 8, "num_local_experts"), (DEEPSEEK_V32, 256, "n_routed_experts"),
-    (GLM45, 160, "n_routed_experts"), ({"text_config": MIXTRAL}, 8, "text_config.num_local_experts"),
-])
+@pytest.mark.parametrize(
+    "config, experts, field",
+    [
+        (QWEN3_MOE, 128, "num_experts"),
+        (MIXTRAL, 8, "num_local_experts"),
+        (DEEPSEEK_V32, 256, "n_routed_experts"),
+        (GLM45, 160, "n_routed_experts"),
+        ({"text_config": MIXTRAL}, 8, "text_config.num_local_experts"),
+    ],
+)
 def test_model_families_expert_fields(tmp_path, config, experts, field):
     from capproof.engines.checkconfig import read_model_config
 
@@ -352,8 +599,20 @@ def test_model_families_expert_fields(tmp_path, config, experts, field):
     facts = read_model_config(str(path))
     assert facts.values["num_experts"] == experts and facts.fields["num_experts"] == field
     assert facts.fields["top_k"].endswith("num_experts_per_tok") and "moe" in facts.features
-    result = check("--engine", "vllm==0.32.0", "--model-config", str(path), "--", "vllm", "serve", "m", "--max-model-len", "32768",
-                   "--block-size", "16")
+    result = check(
+        "--engine",
+        "vllm==0.32.0",
+        "--model-config",
+        str(path),
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        "--max-model-len",
+        "32768",
+        "--block-size",
+        "16",
+    )
     assert f"num_experts={experts} (from {field})" in result.output
     assert "spec/moe_align.py::vllm_sorted_ids_fit_every_routing" in result.output
     assert result.exit_code == 0, result.output  # proved for this expert count (never 'safe' by ignoring it)
@@ -373,14 +632,33 @@ def test_qwen3_moe_experts_are_checked_not_ignored(tmp_path):
 def test_dense_model_and_dsa_obligations_do_not_apply(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LLAMA))
-    result = check("--engine", "vllm==0.23.0", "--model-config", str(path), "--", "vllm", "serve", "meta-llama/Llama-3.1-8B",
-                   "--max-model-len", "350k", "--block-size", "64")
+    result = check(
+        "--engine",
+        "vllm==0.23.0",
+        "--model-config",
+        str(path),
+        "--",
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B",
+        "--max-model-len",
+        "350k",
+        "--block-size",
+        "64",
+    )
     # 350k/64 is the #46074 DSA mismatch, but Llama has no DSA indexer: not a failure of this deployment
     assert result.exit_code == 0, result.output
-    assert "ebt_width_matches_runner_before_50302 [vllm-dsa-ebt-128align]: does not apply to this model" in result.output
-    assert "vllm_sorted_ids_fit_every_routing [moe-align-capacity]: does not apply to this model: no routed experts" in result.output
+    assert (
+        "ebt_width_matches_runner_before_50302 [vllm-dsa-ebt-128align]: does not apply to this model" in result.output
+    )
+    assert (
+        "vllm_sorted_ids_fit_every_routing [moe-align-capacity]: does not apply to this model: no routed experts"
+        in result.output
+    )
     # without a model config the DSA obligations are listed as not checked (unknown model)
-    result = check("--engine", "vllm==0.23.0", "--", "vllm", "serve", "m", "--max-model-len", "350k", "--block-size", "64")
+    result = check(
+        "--engine", "vllm==0.23.0", "--", "vllm", "serve", "m", "--max-model-len", "350k", "--block-size", "64"
+    )
     assert "applies only to models with a DSA indexer" in result.output and "FAILS" not in result.output
 
 
@@ -389,49 +667,148 @@ def test_not_checked_lists_unused_flags():
     """EAGLE with explicit capture sizes and expert parallelism: no applied obligation reads
     --enable-expert-parallel, so it is listed, not silently 'safe'; the capture sizes are read
     (the drafting-slot buffers under FULL-graph padding to a user size, EAGLE pinned as method 0)."""
-    result = check("--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
-                   "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
-                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "--enable-expert-parallel",
-                   "--max-num-seqs", "32", "--max-num-batched-tokens", "2048")
+    result = check(
+        "--",
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--speculative-config",
+        '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+        "--cudagraph-capture-sizes",
+        "1",
+        "2",
+        "4",
+        "8",
+        "16",
+        "--enable-expert-parallel",
+        "--max-num-seqs",
+        "32",
+        "--max-num-batched-tokens",
+        "2048",
+    )
     assert "not checked for this deployment:" in result.output
     unused = next(l for l in result.output.splitlines() if "flags no applied obligation reads" in l)
     assert "--enable-expert-parallel" in unused and "--cudagraph-capture-sizes" not in unused
     assert "--speculative-config" not in unused  # read by the EAGLE proposer's arange obligation
     assert "safe    spec/vllm_0_33_today.py::proposer_arange_covers_request_query_start_loc" in result.output
-    assert "spec_slots_full_graph__" not in result.output.split("not checked for this deployment:")[1]  # applied, proved
+    assert (
+        "spec_slots_full_graph__" not in result.output.split("not checked for this deployment:")[1]
+    )  # applied, proved
     assert "spec_slots_full_graph 5" in result.output
 
 
 def test_answer_resting_on_a_default_says_so():
     """vLLM-Ascend C3 without --max-num-batched-tokens: the failure is shown at vLLM 0.25.0's
     default token budget (2048 on A100-class devices), named as a default, never as `=1`."""
-    result = check("--engine", "vllm-ascend==0.25.0", "--", "vllm", "serve", "glm", "-dcp", "4", "--max-num-seqs", "12",
-                   "-sc", '{"num_speculative_tokens": 5}')
+    result = check(
+        "--engine",
+        "vllm-ascend==0.25.0",
+        "--",
+        "vllm",
+        "serve",
+        "glm",
+        "-dcp",
+        "4",
+        "--max-num-seqs",
+        "12",
+        "-sc",
+        '{"num_speculative_tokens": 5}',
+    )
     assert result.exit_code == 1, result.output
     assert "demand=2073, capacity=2072" in result.output
     assert "with values you did not give: max_num_batched_tokens=2048" in result.output
     assert "rests on a default: max_num_batched_tokens in [2048, 8192]" in result.output
-    with_gpu = check("--engine", "vllm-ascend==0.25.0", "--gpu", "H100", "--", "vllm", "serve", "glm", "-dcp", "4",
-                     "--max-num-seqs", "12", "-sc", '{"num_speculative_tokens": 5}')
-    assert "rests on a default: max_num_batched_tokens in [8192]" in with_gpu.output and "demand=8217, capacity=8216" in with_gpu.output
+    with_gpu = check(
+        "--engine",
+        "vllm-ascend==0.25.0",
+        "--gpu",
+        "H100",
+        "--",
+        "vllm",
+        "serve",
+        "glm",
+        "-dcp",
+        "4",
+        "--max-num-seqs",
+        "12",
+        "-sc",
+        '{"num_speculative_tokens": 5}',
+    )
+    assert (
+        "rests on a default: max_num_batched_tokens in [8192]" in with_gpu.output
+        and "demand=8217, capacity=8216" in with_gpu.output
+    )
 
 
 @pytest.mark.slow
 def test_user_capture_sizes_are_not_covered_by_the_default_size_proofs():
-    result = check("--", "vllm", "serve", "m", "--max-model-len", "8192", "--block-size", "16",
-                   "--cudagraph-capture-sizes", "1", "2", "4", "8", "--max-num-seqs", "8", "--max-num-batched-tokens", "2048")
-    assert ("cudagraph_padded_tokens_fit_mnbt: about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) are checked "
-            "member by member (user_capture_sizes_fit_mnbt)") in result.output
-    assert "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8]" in result.output
+    result = check(
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--cudagraph-capture-sizes",
+        "1",
+        "2",
+        "4",
+        "8",
+        "--max-num-seqs",
+        "8",
+        "--max-num-batched-tokens",
+        "2048",
+    )
+    assert (
+        "cudagraph_padded_tokens_fit_mnbt: about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) are checked "
+        "member by member (user_capture_sizes_fit_mnbt)"
+    ) in result.output
+    assert (
+        "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8]"
+        in result.output
+    )
 
 
-QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
-              "num_experts": 512, "num_experts_per_tok": 10, "linear_num_value_heads": 32, "full_attention_interval": 4,
-              "max_position_embeddings": 262144}  # Qwen/Qwen3-Next-80B-A3B-Instruct
-SGLANG_EAGLE = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp", "4",
-                "--context-length", "163840", "--page-size", "64", "--speculative-algorithm", "EAGLE",
-                "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8",
-                "--mem-fraction-static", "0.8"]
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "hidden_size": 2048,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "linear_num_value_heads": 32,
+    "full_attention_interval": 4,
+    "max_position_embeddings": 262144,
+}  # Qwen/Qwen3-Next-80B-A3B-Instruct
+SGLANG_EAGLE = [
+    "python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "--tp",
+    "4",
+    "--context-length",
+    "163840",
+    "--page-size",
+    "64",
+    "--speculative-algorithm",
+    "EAGLE",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "4",
+    "--speculative-num-draft-tokens",
+    "8",
+    "--mem-fraction-static",
+    "0.8",
+]
 
 
 def test_sglang_launch_line_hybrid_mamba_reference_numbers(tmp_path):
@@ -452,16 +829,25 @@ def test_sglang_dense_model_without_hybrid_layers(tmp_path):
     config.write_text(json.dumps(LLAMA))
     result = check("--engine", "sglang", "--model-config", str(config), "--", *SGLANG_EAGLE)
     assert result.exit_code == 0, result.output
-    assert "hybrid_mamba_width_mirrors_main_width [sglang-req-to-token-hybrid-mamba-mirror]: does not apply to this model" in result.output
+    assert (
+        "hybrid_mamba_width_mirrors_main_width [sglang-req-to-token-hybrid-mamba-mirror]: does not apply to this model"
+        in result.output
+    )
 
 
 def test_sglang_config_file_and_bad_flags(tmp_path):
     from capproof.engines.sglang.launch import LaunchFlagError, parse_launch_args
 
     serve = tmp_path / "sglang.yaml"
-    serve.write_text("model-path: Qwen/Qwen3-Next-80B-A3B-Instruct\ncontext-length: 163840\npage-size: 64\ntrust-remote-code: true\n")
+    serve.write_text(
+        "model-path: Qwen/Qwen3-Next-80B-A3B-Instruct\ncontext-length: 163840\npage-size: 64\ntrust-remote-code: true\n"
+    )
     cfg = parse_launch_args(["sglang", "serve", "--config", str(serve), "--page-size", "1"])
-    assert (cfg.model, cfg.values["context_len"], cfg.values["page_size"]) == ("Qwen/Qwen3-Next-80B-A3B-Instruct", 163840, 1)
+    assert (cfg.model, cfg.values["context_len"], cfg.values["page_size"]) == (
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        163840,
+        1,
+    )
     assert cfg.origin["--page-size"] == "command line" and cfg.origin["--context-length"] == str(serve)
     with pytest.raises(LaunchFlagError, match="unknown SGLang flag '--context-lenght'.*did you mean --context-length"):
         parse_launch_args(["python", "-m", "sglang.launch_server", "--context-lenght", "4096"])
@@ -487,8 +873,12 @@ def test_kernel_offset_obligations_apply_only_to_their_release_and_kernel(tmp_pa
     assert "before_13693" not in out and "with_block_base" not in out
     uq = check("--", *argv, "--kv-cache-dtype", "ultraquant_4bit")
     assert "safe    spec/kernel_offsets.py::ultraquant_in_block_byte_offset_v0_33" in uq.output, uq.output
-    assert "--kv-cache-dtype" not in next((l for l in uq.output.splitlines() if "flags no applied obligation reads" in l), "")
-    dense = check("--", "vllm", "serve", "my-org/unknown-model", *argv[3:])  # no model config: the MoE offset needs top_k
+    assert "--kv-cache-dtype" not in next(
+        (l for l in uq.output.splitlines() if "flags no applied obligation reads" in l), ""
+    )
+    dense = check(
+        "--", "vllm", "serve", "my-org/unknown-model", *argv[3:]
+    )  # no model config: the MoE offset needs top_k
     assert "fused_moe_c_offset_v0_33" in dense.output.split("not checked for this deployment:")[1]
     assert dense.exit_code == 2 and dense.output.startswith("undecided")  # it may apply: never "safe"
     older = check("--engine", "vllm==0.32.0", "--model-config", str(config), "--", *argv)

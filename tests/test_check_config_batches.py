@@ -11,8 +11,21 @@ from click.testing import CliRunner
 from capproof.cli import main
 from capproof.engines.vllm.serve import parse_serve_args, user_capture_sizes
 
-DSV32_MTP = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "163840", "--block-size", "64",
-             "--kv-cache-dtype", "fp8_ds_mla", "-sc", '{"method": "mtp", "num_speculative_tokens": 1}']
+DSV32_MTP = [
+    "vllm",
+    "serve",
+    "deepseek-ai/DeepSeek-V3.2",
+    "-tp",
+    "8",
+    "--max-model-len",
+    "163840",
+    "--block-size",
+    "64",
+    "--kv-cache-dtype",
+    "fp8_ds_mla",
+    "-sc",
+    '{"method": "mtp", "num_speculative_tokens": 1}',
+]
 
 
 def check(*args):
@@ -35,21 +48,32 @@ def test_realistic_batch_limits_give_an_answer(seqs, tokens):
     out = result.output
     assert "outside 1..64" not in out, out
     arange = next(l for l in out.splitlines() if "proposer_arange_covers_request_query_start_loc" in l)
-    assert arange.startswith("  safe") and f"batches of up to {seqs} requests; spec/ declares max_num_seqs in 1..64" in arange
+    assert (
+        arange.startswith("  safe")
+        and f"batches of up to {seqs} requests; spec/ declares max_num_seqs in 1..64" in arange
+    )
     indexer = next(l for l in out.splitlines() if "indexer_arange_buffer_covers_decode_slices" in l)
     assert indexer.startswith("  safe") and indexer.endswith("[proved for all batch sizes]")
     # the uniform-split chain (a walk over the batch) by induction: every batch size
     split = next(l for l in out.splitlines() if "padded_decode_rows_fit_0_33" in l)
-    assert split.startswith("  safe") and f"batches of up to {seqs} requests" in split and split.endswith("[proved for all batch sizes]")
+    assert (
+        split.startswith("  safe")
+        and f"batches of up to {seqs} requests" in split
+        and split.endswith("[proved for all batch sizes]")
+    )
     # FlashInfer's page list on the aggregates (a mapped total): every batch size too
     assert "BOUNDED" not in out
     assert result.exit_code == 0 and out.startswith("safe"), out
     scope = out.splitlines()[1]
-    assert scope.startswith("  checked: ") and "on the aggregate abstraction, for every batch size" in scope and "NOT checked: " in scope
+    assert (
+        scope.startswith("  checked: ")
+        and "on the aggregate abstraction, for every batch size" in scope
+        and "NOT checked: " in scope
+    )
     assert "1 by induction over the batch, for every batch size" in scope
 
 
-BOUNDED_SPEC = '''
+BOUNDED_SPEC = """
 from capproof import Range, obligation, at_most, all_of
 from capproof.arith import total
 from capproof.domain import Vector
@@ -66,7 +90,7 @@ def tokens_fit_declared_lengths(max_num_reqs, max_num_batched_tokens, num_reqs, 
 @obligation(domain=D, assumptions=FACTS, engine="vllm", versions="==0.33.0")
 def first_request_fits(max_num_reqs, max_num_batched_tokens, num_reqs, query_lens):
     return at_most(tokens=query_lens[0], capacity=max_num_batched_tokens)
-'''
+"""
 
 
 def test_bounded_batch_proofs_are_not_counted_as_safe(tmp_path):
@@ -76,14 +100,31 @@ def test_bounded_batch_proofs_are_not_counted_as_safe(tmp_path):
     never safe; at --max-num-seqs 4 both cover the deployment."""
     spec = tmp_path / "bounded_spec.py"
     spec.write_text(BOUNDED_SPEC)
-    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
-            "--max-num-batched-tokens", "2048"]
+    argv = [
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--max-num-batched-tokens",
+        "2048",
+    ]
     big = check("--spec", str(spec), "--", *argv, "--max-num-seqs", "32")
-    lines = {name: next(l for l in big.output.splitlines() if name in l)
-             for name in ("first_request_fits", "tokens_fit_declared_lengths")}
-    assert lines["first_request_fits"].startswith("  BOUNDED") and "at most 4 requests only (bounded encoding" in lines["first_request_fits"]
-    assert lines["tokens_fit_declared_lengths"].startswith("  BOUNDED") and \
-        "at most 4 requests only (aggregate abstraction over the declared batch lengths" in lines["tokens_fit_declared_lengths"]
+    lines = {
+        name: next(l for l in big.output.splitlines() if name in l)
+        for name in ("first_request_fits", "tokens_fit_declared_lengths")
+    }
+    assert (
+        lines["first_request_fits"].startswith("  BOUNDED")
+        and "at most 4 requests only (bounded encoding" in lines["first_request_fits"]
+    )
+    assert (
+        lines["tokens_fit_declared_lengths"].startswith("  BOUNDED")
+        and "at most 4 requests only (aggregate abstraction over the declared batch lengths"
+        in lines["tokens_fit_declared_lengths"]
+    )
     assert big.exit_code == 2 and "2 proved for smaller batches only (not counted)" in big.output, big.output
     small = check("--spec", str(spec), "--", *argv, "--max-num-seqs", "4")
     assert "BOUNDED" not in small.output and small.exit_code == 0, small.output
@@ -94,8 +135,17 @@ def test_bounded_batch_proofs_are_not_counted_as_safe(tmp_path):
 def test_flashinfer_page_list_is_proved_for_every_batch_size():
     """vLLM 0.33.0's FlashInfer paged_kv_indices (the sum of cdiv(seq_len, page_size) over the
     batch) is decided on the aggregates with a mapped total: safe at 256 and 1024 requests."""
-    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
-            "--max-num-batched-tokens", "8192"]
+    argv = [
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--max-num-batched-tokens",
+        "8192",
+    ]
     for seqs in ("256", "1024"):
         out = check("--", *argv, "--max-num-seqs", seqs)
         assert out.exit_code == 0 and out.output.startswith("safe"), out.output
@@ -108,10 +158,25 @@ def test_inventory_obligations_apply_to_their_release_only():
     applied and summarised; on 0.32.0 none is, and the answer says the inventory is for 0.33.0."""
     entries = _inventory()
     covered = {e["id"] for e in entries if e.get("verdicts")}
-    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
-            "--max-num-seqs", "4", "--max-num-batched-tokens", "2048"]
+    argv = [
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--max-num-seqs",
+        "4",
+        "--max-num-batched-tokens",
+        "2048",
+    ]
     out = check("--", *argv).output
-    summary = next(l for l in out.splitlines() if "inventory obligations (spec/vllm_0_33_buffers.py, spec/vllm_0_33_derived.py)" in l)
+    summary = next(
+        l
+        for l in out.splitlines()
+        if "inventory obligations (spec/vllm_0_33_buffers.py, spec/vllm_0_33_derived.py)" in l
+    )
     buffers = int(summary.split(" on ")[1].split(" buffers")[0])
     assert 0 < buffers <= len(covered)
     # what held is split by kind; shape-only proofs are not presented as safety
@@ -123,22 +188,47 @@ def test_inventory_obligations_apply_to_their_release_only():
     assert f"({len(entries) - len(covered)})" in uncovered
     old = check("--engine", "vllm==0.32.0", "--", *argv).output
     assert "inventory obligations" not in old and "vllm_0_33_buffers" not in old
-    assert "capproof's buffer inventory is for vllm-0.33.0 (proofs/inventory/): the pre-allocated buffers of vllm 0.32.0 are not listed" in old
+    assert (
+        "capproof's buffer inventory is for vllm-0.33.0 (proofs/inventory/): the pre-allocated buffers of vllm 0.32.0 are not listed"
+        in old
+    )
 
 
 @pytest.mark.slow
 def test_configuration_conditional_findings_apply_only_to_their_configuration():
     """The DFlash FULL-graph query rows (an expected counterexample) apply only with DFlash and
     cudagraph_mode FULL; with both, the answer is `will fail` on that buffer."""
-    argv = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "8192", "--block-size", "16", "--max-num-seqs", "256",
-            "--max-num-batched-tokens", "2048"]
+    argv = [
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--max-model-len",
+        "8192",
+        "--block-size",
+        "16",
+        "--max-num-seqs",
+        "256",
+        "--max-num-batched-tokens",
+        "2048",
+    ]
     plain = check("--", *argv).output
-    assert ("dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids: does not apply to this deployment: it needs "
-            "DFlash/DSpark speculative decoding") in plain
-    dflash = check("--", *argv, "--speculative-config", '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", '
-                   '"num_speculative_tokens": 15}', "-cc", '{"cudagraph_mode": "FULL"}')
+    assert (
+        "dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids: does not apply to this deployment: it needs "
+        "DFlash/DSpark speculative decoding"
+    ) in plain
+    dflash = check(
+        "--",
+        *argv,
+        "--speculative-config",
+        '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}',
+        "-cc",
+        '{"cudagraph_mode": "FULL"}',
+    )
     assert dflash.exit_code == 1, dflash.output
-    assert "FAILS   spec/vllm_0_33_buffers.py::dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids" in dflash.output
+    assert (
+        "FAILS   spec/vllm_0_33_buffers.py::dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids"
+        in dflash.output
+    )
 
 
 def test_user_capture_sizes_as_vllm_keeps_them():
@@ -148,20 +238,46 @@ def test_user_capture_sizes_as_vllm_keeps_them():
     assert user_capture_sizes([1, 2, 4, 8, 16, 4096], 2048, 0) == ([1, 2, 4, 8, 16], [4096])
     assert user_capture_sizes([1, 2, 4, 8, 16], 2048, 3) == ([4, 8, 16], [])
     assert user_capture_sizes([1, 2], 2048, 3) == ([], [])  # vLLM raises: nothing fits after rounding
-    cfg = parse_serve_args(["vllm", "serve", "m", "-cc", '{"cudagraph_mode": "full", "cudagraph_capture_sizes": [4, 8]}',
-                            "-dp", "2", "-sc", '{"method": "eagle3", "num_speculative_tokens": 2, "parallel_drafting": true}'])
+    cfg = parse_serve_args(
+        [
+            "vllm",
+            "serve",
+            "m",
+            "-cc",
+            '{"cudagraph_mode": "full", "cudagraph_capture_sizes": [4, 8]}',
+            "-dp",
+            "2",
+            "-sc",
+            '{"method": "eagle3", "num_speculative_tokens": 2, "parallel_drafting": true}',
+        ]
+    )
     assert (cfg.cudagraph_mode, cfg.dp, cfg.parallel_drafting, cfg.speculative_method) == ("FULL", 2, True, "eagle3")
 
 
-EAGLE_LLAMA = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--block-size", "16",
-               "--speculative-config", '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
-               "--max-num-seqs", "4", "--max-num-batched-tokens", "2048"]
+EAGLE_LLAMA = [
+    "vllm",
+    "serve",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "--max-model-len",
+    "8192",
+    "--block-size",
+    "16",
+    "--speculative-config",
+    '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+    "--max-num-seqs",
+    "4",
+    "--max-num-batched-tokens",
+    "2048",
+]
 
 
-@pytest.mark.parametrize("sizes", [
-    ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "4096"],
-    ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 4096]}'],
-])
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        ["--cudagraph-capture-sizes", "1", "2", "4", "8", "16", "4096"],
+        ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 4096]}'],
+    ],
+)
 @pytest.mark.slow
 def test_capture_sizes_are_checked_member_by_member(sizes):
     """EAGLE (K = 3) with user capture sizes, as a flag or inside -cc: each size is a case of its own
@@ -169,9 +285,14 @@ def test_capture_sizes_are_checked_member_by_member(sizes):
     rounded to multiples of 4, max_cudagraph_capture_size 16."""
     result = check("--", *EAGLE_LLAMA, *sizes)
     assert result.exit_code == 0, result.output
-    assert "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8, 16, 4096]" in result.output
-    assert ("captures CUDA graphs of [4, 8, 16] tokens from your sizes [1, 2, 4, 8, 16, 4096] (drops [4096]: above "
-            "max_num_batched_tokens)") in result.output and "max_cudagraph_capture_size=16" in result.output
+    assert (
+        "safe    spec/vllm_0_33_today.py::user_capture_sizes_fit_mnbt: holds for cudagraph_capture_size in [1, 2, 4, 8, 16, 4096]"
+        in result.output
+    )
+    assert (
+        "captures CUDA graphs of [4, 8, 16] tokens from your sizes [1, 2, 4, 8, 16, 4096] (drops [4096]: above "
+        "max_num_batched_tokens)"
+    ) in result.output and "max_cudagraph_capture_size=16" in result.output
     unused = [l for l in result.output.splitlines() if "flags no applied obligation reads" in l]
     assert not unused or sizes[0] not in unused[0]
 
@@ -185,7 +306,10 @@ def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
     is one error line (exit 2)."""
     argv = [*DSV32_MTP, "--max-num-seqs", "256", "--max-num-batched-tokens", "8192"]
     without = check("--", *argv).output
-    assert "hardware: num_sms in [48, 108, 114, 132, 142, 148] (no --gpu: every GPU in capproof's table is checked)" in without
+    assert (
+        "hardware: num_sms in [48, 108, 114, 132, 142, 148] (no --gpu: every GPU in capproof's table is checked)"
+        in without
+    )
     assert "rests on a default: num_sms in [48, 108, 114, 132, 142, 148]" in without
     assert "scheduler_metadata_buffer: an SM-count" not in without
     h100 = check("--gpu", "H100", "--", *argv).output
@@ -203,6 +327,8 @@ def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
 def test_safe_headline_says_it_covers_what_was_checked():
     result = check("--", *EAGLE_LLAMA, "--enable-expert-parallel")
     first, scope = result.output.splitlines()[:2]
-    assert first.startswith("safe (for what was checked, next line; the rest is listed under 'not checked')"), result.output
+    assert first.startswith("safe (for what was checked, next line; the rest is listed under 'not checked')"), (
+        result.output
+    )
     assert scope.startswith("  checked: ") and "applied obligations proved for this deployment" in scope
     assert "1 given flags read by none" in scope and "inventory buffers with no obligation" in scope

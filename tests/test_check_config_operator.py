@@ -25,6 +25,7 @@ def check(*args):
 
 # --- bad input: exit 2, one line ------------------------------------------------------------
 
+
 def test_no_launch_line_is_bad_input_not_safe():
     result = check()
     assert result.exit_code == 2 and "no launch line" in result.output
@@ -59,6 +60,7 @@ def test_dashdash_taken_as_an_options_value_is_an_error_not_a_file_named_dashdas
 
 # --- facts vLLM finds itself -------------------------------------------------------------------
 
+
 def test_known_model_name_gives_its_config_fields_with_the_source():
     facts = resolve_model("deepseek-ai/DeepSeek-V3.2", None)
     assert facts.values["index_topk"] == 2048 and facts.values["num_experts"] == 256
@@ -72,7 +74,9 @@ def test_known_model_name_gives_its_config_fields_with_the_source():
 def test_local_model_directory_and_model_config_directory(tmp_path, monkeypatch):
     model = tmp_path / "ckpt"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"n_routed_experts": 64, "num_experts_per_tok": 6, "index_topk": 512}))
+    (model / "config.json").write_text(
+        json.dumps({"n_routed_experts": 64, "num_experts_per_tok": 6, "index_topk": 512})
+    )
     monkeypatch.chdir(tmp_path)
     assert resolve_model("ckpt", None).values["index_topk"] == 512  # MODEL relative to the caller's directory
     assert resolve_model("unknown/name", "ckpt").values["num_experts"] == 64  # --model-config DIR
@@ -85,32 +89,59 @@ def test_reported_crash_line_with_a_local_model_directory_will_fail(tmp_path, mo
     model.mkdir()
     (model / "config.json").write_text(json.dumps(KNOWN_MODELS["deepseek-ai/DeepSeek-V3.2"]))
     monkeypatch.chdir(tmp_path)
-    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000",
-                   "--block-size", "64")
+    result = check(
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "DeepSeek-V3.2",
+        "-tp",
+        "8",
+        "--max-model-len",
+        "350000",
+        "--block-size",
+        "64",
+    )
     assert result.exit_code == 1, result.output
     assert result.output.startswith("will fail") and "W_buf=5469, W_bt=5470" in result.output
 
 
 def test_unknown_model_with_model_obligations_is_undecided_naming_model_config():
-    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "my-org/private", "-tp", "8", "--max-model-len", "350000",
-                   "--block-size", "64")
+    result = check(
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "my-org/private",
+        "-tp",
+        "8",
+        "--max-model-len",
+        "350000",
+        "--block-size",
+        "64",
+    )
     assert result.exit_code == 2, result.output
     assert result.output.startswith("undecided") and "give --model-config" in result.output
 
 
-@pytest.mark.parametrize("method, model, expected", [
-    (None, "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),
-    (None, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),
-    (None, "AngelSlim/Qwen3-8B_eagle3", "eagle3"),
-    (None, "z-lab/Qwen3-8B-DFlash-b16", "dflash"),
-    (None, "deepseek-ai/dspark_qwen3_8b_block7", "dspark"),
-    (None, "ngram", "ngram"),
-    (None, "my_pkg.MyProposer", "custom_class"),
-    ("deepseek_mtp", None, "mtp"),
-    ("eagle", "some/draft", "eagle"),
-    ("draft_model", "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),  # vLLM's detection runs for draft_model too
-    (None, "Qwen/Qwen3-0.6B", None),  # depends on the draft's config.json: not guessed
-])
+@pytest.mark.parametrize(
+    "method, model, expected",
+    [
+        (None, "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),
+        (None, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),
+        (None, "AngelSlim/Qwen3-8B_eagle3", "eagle3"),
+        (None, "z-lab/Qwen3-8B-DFlash-b16", "dflash"),
+        (None, "deepseek-ai/dspark_qwen3_8b_block7", "dspark"),
+        (None, "ngram", "ngram"),
+        (None, "my_pkg.MyProposer", "custom_class"),
+        ("deepseek_mtp", None, "mtp"),
+        ("eagle", "some/draft", "eagle"),
+        ("draft_model", "yuhuili/EAGLE-LLaMA3-Instruct-8B", "eagle"),  # vLLM's detection runs for draft_model too
+        (None, "Qwen/Qwen3-0.6B", None),  # depends on the draft's config.json: not guessed
+    ],
+)
 def test_speculative_method_inferred_as_vllm_0_33_does(method, model, expected):
     assert infer_method(method, model).method == expected
 
@@ -122,15 +153,29 @@ def test_speculative_tokens_without_a_model_is_not_guessed(method):
     assert inferred.method is None and "without speculative model" in inferred.how
 
 
-@pytest.mark.parametrize("method, expected", [("mtp", "mtp"), ("deepseek_mtp", "mtp"), ("dspark", "dspark"), ("ngram", "ngram")])
+@pytest.mark.parametrize(
+    "method, expected", [("mtp", "mtp"), ("deepseek_mtp", "mtp"), ("dspark", "dspark"), ("ngram", "ngram")]
+)
 def test_speculative_methods_that_need_no_model(method, expected):
     assert infer_method(method, None).method == expected
 
 
 def test_spec_config_with_only_num_speculative_tokens_is_undecided_not_safe():
     """The line as often written (no method, no model) is refused by vLLM 0.33.0 at startup: never safe."""
-    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "32768", "--block-size", "16",
-                   "--speculative-config", '{"num_speculative_tokens": 2}')
+    result = check(
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--max-model-len",
+        "32768",
+        "--block-size",
+        "16",
+        "--speculative-config",
+        '{"num_speculative_tokens": 2}',
+    )
     assert result.exit_code == 2, result.output
     assert result.output.startswith("undecided") and "without speculative model" in result.output
     assert '"method": "mtp"' in result.output
@@ -139,7 +184,9 @@ def test_spec_config_with_only_num_speculative_tokens_is_undecided_not_safe():
 def test_speculative_method_from_a_local_draft_config(tmp_path):
     draft = tmp_path / "draft"
     draft.mkdir()
-    (draft / "config.json").write_text(json.dumps({"model_type": "deepseek_mtp", "architectures": ["DeepSeekMTPModel"]}))
+    (draft / "config.json").write_text(
+        json.dumps({"model_type": "deepseek_mtp", "architectures": ["DeepSeekMTPModel"]})
+    )
     assert infer_method(None, str(draft)).method == "mtp"
     (draft / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
     assert infer_method(None, str(draft)).method == "draft_model"
@@ -147,19 +194,25 @@ def test_speculative_method_from_a_local_draft_config(tmp_path):
 
 # --- input forms --------------------------------------------------------------------------------
 
+
 def test_relative_config_file_from_another_directory(tmp_path, monkeypatch):
     (tmp_path / "serve.yaml").write_text("max-model-len: 350000\nblock-size: 64\n")
     monkeypatch.chdir(tmp_path)
-    result = check("--engine", "vllm==0.26.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--config", "serve.yaml")
+    result = check(
+        "--engine", "vllm==0.26.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--config", "serve.yaml"
+    )
     assert "No such file" not in result.output
     assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
 
 
-@pytest.mark.parametrize("argv", [
-    "docker run --runtime nvidia --gpus all -v /cache:/root/.cache/huggingface --env HF_TOKEN=x -p 8000:8000 --ipc=host "
-    "vllm/vllm-openai:latest --model deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
-    "docker run --gpus all vllm/vllm-openai:v0.26.0 deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "docker run --runtime nvidia --gpus all -v /cache:/root/.cache/huggingface --env HF_TOKEN=x -p 8000:8000 --ipc=host "
+        "vllm/vllm-openai:latest --model deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
+        "docker run --gpus all vllm/vllm-openai:v0.26.0 deepseek-ai/DeepSeek-V3.2 --max-model-len 350000 --block-size 64",
+    ],
+)
 def test_docker_run_vllm_openai_lines_are_read(argv):
     cfg = parse_serve_args(argv.split())
     assert cfg.model == "deepseek-ai/DeepSeek-V3.2" and cfg.max_model_len == 350000 and cfg.block_size == 64
@@ -168,8 +221,18 @@ def test_docker_run_vllm_openai_lines_are_read(argv):
 def test_docker_image_tag_selects_the_release_checked():
     """vllm/vllm-openai:v0.26.0 runs vLLM 0.26.0: without --engine that release's formulas apply
     (checking the newest would call the reported crash safe); --engine still wins."""
-    line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.26.0", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000",
-            "--block-size", "64"]
+    line = [
+        "docker",
+        "run",
+        "--gpus",
+        "all",
+        "vllm/vllm-openai:v0.26.0",
+        "deepseek-ai/DeepSeek-V3.2",
+        "--max-model-len",
+        "350000",
+        "--block-size",
+        "64",
+    ]
     result = check("--", *line)
     assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
     assert "engine vLLM 0.26.0: from the image tag vllm/vllm-openai:v0.26.0" in result.output
@@ -180,16 +243,40 @@ def test_docker_image_tag_selects_the_release_checked():
 def test_sglang_launch_forms_are_read():
     from capproof.engines.sglang.launch import parse_launch_args
 
-    for argv in (["python", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"],
-                 ["sglang", "serve", "--model-path", "m", "--context-length", "4096"],
-                 ["docker", "run", "--gpus", "all", "--shm-size", "32g", "-p", "30000:30000", "--ipc=host", "lmsysorg/sglang:latest",
-                  "python3", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"]):
+    for argv in (
+        ["python", "-m", "sglang.launch_server", "--model-path", "m", "--context-length", "4096"],
+        ["sglang", "serve", "--model-path", "m", "--context-length", "4096"],
+        [
+            "docker",
+            "run",
+            "--gpus",
+            "all",
+            "--shm-size",
+            "32g",
+            "-p",
+            "30000:30000",
+            "--ipc=host",
+            "lmsysorg/sglang:latest",
+            "python3",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "m",
+            "--context-length",
+            "4096",
+        ],
+    ):
         cfg = parse_launch_args(argv)
         assert cfg.model == "m" and cfg.values["context_len"] == 4096
 
 
-@pytest.mark.parametrize("argv", [["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "2"],
-                                  ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "2"],
+        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
+    ],
+)
 def test_sglang_line_without_engine_sglang_says_to_give_it(argv):
     result = check("--", *argv)
     assert result.exit_code == 2, result.output
@@ -206,13 +293,33 @@ def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
 
 # --- machine-readable output (one run shared) ----------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def crash_json(tmp_path_factory):
     out = tmp_path_factory.mktemp("json")
     sarif = out / "check.sarif"
-    result = CliRunner().invoke(main, ["check-config", "--engine", "vllm==0.26.0", "--json", "-", "--sarif", str(sarif), "--",
-                                       "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000",
-                                       "--block-size", "64"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "check-config",
+            "--engine",
+            "vllm==0.26.0",
+            "--json",
+            "-",
+            "--sarif",
+            str(sarif),
+            "--",
+            "vllm",
+            "serve",
+            "deepseek-ai/DeepSeek-V3.2",
+            "-tp",
+            "8",
+            "--max-model-len",
+            "350000",
+            "--block-size",
+            "64",
+        ],
+    )
     return result, json.loads(result.output), json.loads(sarif.read_text())
 
 
@@ -254,16 +361,48 @@ def test_a_closed_pipe_keeps_the_verdicts_exit_code():
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "capproof", "check-config", "--engine", "vllm==0.26.0", "--", "vllm", "serve",
-                             "my-org/private", "--max-model-len", "350000", "--block-size", "64"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "capproof",
+            "check-config",
+            "--engine",
+            "vllm==0.26.0",
+            "--",
+            "vllm",
+            "serve",
+            "my-org/private",
+            "--max-model-len",
+            "350000",
+            "--block-size",
+            "64",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     proc.stdout.close()  # closed before the answer is printed: every write meets a broken pipe
     assert proc.wait(timeout=120) == 2
 
 
 def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
-    result = CliRunner().invoke(main, ["check-config", "-q", "--engine", "vllm==0.26.0", "--", "vllm", "serve",
-                                       "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000", "--block-size", "64"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "check-config",
+            "-q",
+            "--engine",
+            "vllm==0.26.0",
+            "--",
+            "vllm",
+            "serve",
+            "deepseek-ai/DeepSeek-V3.2",
+            "--max-model-len",
+            "350000",
+            "--block-size",
+            "64",
+        ],
+    )
     assert result.exit_code == 1
     assert result.output.startswith("will fail") and "W_buf=5469" in result.output
     assert "safe    " not in result.output and "n/a" not in result.output
@@ -272,5 +411,5 @@ def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 2
-    first = result.output[:result.output.index("}") + 1]
+    first = result.output[: result.output.index("}") + 1]
     assert json.loads(first)["verdict"] == "bad input"

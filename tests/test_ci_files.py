@@ -8,10 +8,10 @@ import shlex
 
 import yaml
 from click.testing import CliRunner
+from conftest import ROOT
 from pre_commit.clientlib import load_config, load_manifest
 
 from capproof.cli import main
-from conftest import ROOT
 
 
 def _makefile_option(option: str) -> str:

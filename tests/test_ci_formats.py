@@ -124,8 +124,20 @@ def rules_index_consistent(log: dict) -> bool:
 def test_sarif_names_the_models_a_real_obligation_uses_at_their_lines(sarif_schema, tmp_path):
     # the pre-#50302 widths with a pin where they agree: the expected counterexample is not found
     out = tmp_path / "real.sarif"
-    result = invoke("prove", "spec/vllm_dsa_indexer.py", "-k", "ebt_width_matches_runner_before_50302",
-                    "--set", "max_model_len=300000", "--set", "block_size=64", "--set", "dcp=1", "--sarif", str(out))
+    result = invoke(
+        "prove",
+        "spec/vllm_dsa_indexer.py",
+        "-k",
+        "ebt_width_matches_runner_before_50302",
+        "--set",
+        "max_model_len=300000",
+        "--set",
+        "block_size=64",
+        "--set",
+        "dcp=1",
+        "--sarif",
+        str(out),
+    )
     assert result.exit_code == 1, result.output
     log = json.loads(out.read_text())
     validate(log, sarif_schema)
@@ -149,8 +161,18 @@ def test_sarif_and_junit_are_deterministic_apart_from_junit_timings(project):
 
 
 def test_usage_errors_become_sarif_notifications_and_junit_errors(project, sarif_schema):
-    result = invoke("prove", "spec/mixed.py", "-k", "width_covers", "--set", "no_such_param=3",
-                    "--sarif", "u.sarif", "--junit", "u.xml")
+    result = invoke(
+        "prove",
+        "spec/mixed.py",
+        "-k",
+        "width_covers",
+        "--set",
+        "no_such_param=3",
+        "--sarif",
+        "u.sarif",
+        "--junit",
+        "u.xml",
+    )
     assert result.exit_code == 2
     log = json.loads((project / "u.sarif").read_text())
     validate(log, sarif_schema)
@@ -174,7 +196,9 @@ def test_junit_has_one_testcase_per_obligation_with_failures_and_errors(project)
     new_bug = cases[("spec/mixed.py", "new_bug_unaligned_equals_aligned")]
     (failure,) = new_bug.result
     assert isinstance(failure, Failure) and failure.type == "verdict-mismatch"
-    cex = next(e for e in run["obligations"] if e["id"].endswith("::new_bug_unaligned_equals_aligned"))["counterexample"]
+    cex = next(e for e in run["obligations"] if e["id"].endswith("::new_bug_unaligned_equals_aligned"))[
+        "counterexample"
+    ]
     for name, value in {**cex["values"], **cex["params"]}.items():
         assert f"{name}" in failure.text and f"= {value}" in failure.text
     assert isinstance(cases[("spec/mixed.py", "not_boolean")].result[0], Error)
@@ -185,8 +209,19 @@ def test_junit_has_one_testcase_per_obligation_with_failures_and_errors(project)
 
 def test_junit_carries_the_reported_numbers(tmp_path):
     out = tmp_path / "r.xml"
-    result = invoke("prove", "-k", "ebt_width_matches_runner_before_50302", "--set", "max_model_len=350000",
-                    "--set", "block_size=64", "--set", "dcp=1", "--junit", str(out))
+    result = invoke(
+        "prove",
+        "-k",
+        "ebt_width_matches_runner_before_50302",
+        "--set",
+        "max_model_len=350000",
+        "--set",
+        "block_size=64",
+        "--set",
+        "dcp=1",
+        "--junit",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     (case,) = [c for suite in JUnitXml.fromfile(str(out)) for c in suite]
     assert case.is_passed and "W_buf=5469, W_bt=5470" in case.system_out
@@ -209,8 +244,9 @@ def test_unwritable_output_is_one_line_exit_2_and_the_rest_is_written(project, o
 
 
 def test_json_to_stdout_with_junit_still_prints_only_json(project):
-    result = CliRunner().invoke(main, ["prove", "spec/mixed.py", "-k", "width_covers", "--json", "-",
-                                       "--junit", "x.xml"])
+    result = CliRunner().invoke(
+        main, ["prove", "spec/mixed.py", "-k", "width_covers", "--json", "-", "--junit", "x.xml"]
+    )
     assert json.loads(result.stdout)["summary"]["proved"] == 1
     assert (project / "x.xml").exists()
 

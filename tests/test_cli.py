@@ -53,8 +53,18 @@ def test_all_as_expected_exits_0_and_json_has_the_relied_on_shape(project):
     assert (data["summary"]["proved"], data["summary"]["counterexample"]) == (1, 1)
     first, second = data["obligations"]
     for entry in data["obligations"]:
-        assert set(entry) >= {"id", "case", "sources", "expect", "verdict", "ok", "cases", "counterexample",
-                              "assumptions_used", "message"}
+        assert set(entry) >= {
+            "id",
+            "case",
+            "sources",
+            "expect",
+            "verdict",
+            "ok",
+            "cases",
+            "counterexample",
+            "assumptions_used",
+            "message",
+        }
     assert first["id"] == "spec/good.py::width_covers"
     assert (first["case"], first["sources"], first["cases"]) == ("demo-case", ["x/y#1"], 2)
     assert first["counterexample"] is None
@@ -103,11 +113,15 @@ def test_bad_spec_is_one_line_and_others_still_run(project):
 
 
 def test_bad_obligation_in_a_file_does_not_stop_its_neighbours(project):
-    project("mixed.py", GOOD + """
+    project(
+        "mixed.py",
+        GOOD
+        + """
 @obligation(domain={"max_model_len": Range(10, 1)})
 def inverted(max_model_len):
     return max_model_len > 0
-""")
+""",
+    )
     result = invoke("prove")
     assert result.exit_code == 2
     assert "FAIL error          inverted (expected proved)" in result.output
@@ -291,10 +305,12 @@ def test_help_and_the_facade_do_not_import_the_solver():
     import subprocess
     import sys
 
-    code = ("import sys, capproof, capproof.cli\n"
-            "from click.testing import CliRunner\n"
-            "assert CliRunner().invoke(capproof.cli.main, ['--help']).exit_code == 0\n"
-            "print(sorted(m for m in ('z3', 'capproof.prover', 'capproof.runner', 'capproof.arith', 'rich') if m in sys.modules))")
+    code = (
+        "import sys, capproof, capproof.cli\n"
+        "from click.testing import CliRunner\n"
+        "assert CliRunner().invoke(capproof.cli.main, ['--help']).exit_code == 0\n"
+        "print(sorted(m for m in ('z3', 'capproof.prover', 'capproof.runner', 'capproof.arith', 'rich') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     import capproof

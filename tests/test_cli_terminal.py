@@ -36,8 +36,15 @@ def run_on_pty(args: list[str], cwd: str, timeout: float = 60.0) -> tuple[int, s
     master, slave = os.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "PYTHONPATH": ROOT}
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "capproof", *args], stdin=slave, stdout=slave, stderr=slave,
-                            cwd=cwd, env=env, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capproof", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     chunks = []
     try:
@@ -133,13 +140,15 @@ def test_spec_file_that_does_not_load_is_a_usage_error_exit_4(project, tmp_path)
 def test_file_line_prints_literally_not_as_emoji_or_markup(project, tmp_path):
     """`file:100:` and `[bold]` are text, not rich emoji codes or markup."""
     (tmp_path / "spec").mkdir()
-    (tmp_path / "spec" / "odd.py").write_text(textwrap.dedent('''
+    (tmp_path / "spec" / "odd.py").write_text(
+        textwrap.dedent("""
         from capproof import Range, obligation
 
         @obligation(domain={"x": Range(1, 8)})
         def x_raises(x):
             raise ValueError("see model.py:100: [bold]x[/bold] :smile:")
-    '''))
+    """)
+    )
     code, out = run_on_pty(["prove", "--no-contracts"], str(tmp_path))
     _clean(code, out, 2)  # an error verdict
     assert "spec/odd.py:4:" in out
@@ -149,8 +158,24 @@ def test_file_line_prints_literally_not_as_emoji_or_markup(project, tmp_path):
 def test_check_config_on_a_terminal_reported_crash_is_will_fail(project):
     """The reported DeepSeek-V3.2 line on vLLM 0.26.0: the model's index_topk comes from capproof's
     table of known models, so the DSA obligations apply: will fail (5469 vs 5470), never safe."""
-    code, out = run_on_pty(["check-config", "--engine", "vllm==0.26.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2",
-                            "-tp", "8", "--max-model-len", "350000", "--block-size", "64"], str(project))
+    code, out = run_on_pty(
+        [
+            "check-config",
+            "--engine",
+            "vllm==0.26.0",
+            "--",
+            "vllm",
+            "serve",
+            "deepseek-ai/DeepSeek-V3.2",
+            "-tp",
+            "8",
+            "--max-model-len",
+            "350000",
+            "--block-size",
+            "64",
+        ],
+        str(project),
+    )
     _clean(code, out, 1)
     assert "will fail" in out and "W_buf=5469, W_bt=5470" in out
     assert "capproof's table of known models" in out
@@ -158,16 +183,25 @@ def test_check_config_on_a_terminal_reported_crash_is_will_fail(project):
 
 def test_check_config_internal_crash_exits_3_not_1(project, tmp_path):
     """A bug inside capproof is exit 3 with its traceback, never 1 (a verdict)."""
-    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent('''
+    (tmp_path / "sitecustomize.py").write_text(
+        textwrap.dedent("""
         import capproof.engines.checkconfig as cc
         def boom(*a, **k):
             raise RuntimeError("injected bug")
         cc.run_check = boom
-    '''))
+    """)
+    )
     master, slave = os.openpty()
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "TERM": "xterm"}
-    proc = subprocess.run([sys.executable, "-m", "capproof", "check-config", "--", "vllm", "serve", "m"],
-                          stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(project), env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "capproof", "check-config", "--", "vllm", "serve", "m"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(project),
+        env=env,
+        timeout=60,
+    )
     os.close(slave)
     os.close(master)
     err = proc.stderr.decode()
@@ -177,6 +211,8 @@ def test_check_config_internal_crash_exits_3_not_1(project, tmp_path):
 
 @pytest.mark.slow  # the static scan of the 0.33.0 wheel: ~11 s
 def test_inventory_on_a_terminal(project):
-    code, out = run_on_pty(["inventory", "--engine", "vllm==0.33.0", "--no-trace", "--json", "inv-out.json"], str(project))
+    code, out = run_on_pty(
+        ["inventory", "--engine", "vllm==0.33.0", "--no-trace", "--json", "inv-out.json"], str(project)
+    )
     assert "Traceback" not in out, out
     assert code in (0, 3), out  # 3: the wheel is not available on this machine (said in one line)

@@ -98,13 +98,17 @@ def test_bad_contract_targets_are_errors(models_pkg, target, fragment):
 
 def test_quality_seeded_unchecked_indexer_bug_is_found():
     """The unchecked indexer's contract (index < capacity) must be refuted with a concrete call."""
-    r = check_contract(contract("models/runtime_indexers.py::unchecked_row"), Options(crosshair_timeout=20, crosshair_cache=False))
+    r = check_contract(
+        contract("models/runtime_indexers.py::unchecked_row"), Options(crosshair_timeout=20, crosshair_cache=False)
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE
     assert "unchecked_row(" in r.message
 
 
 def test_quality_checked_row_is_confirmed_on_all_paths():
-    r = check_contract(contract("models/runtime_indexers.py::checked_row"), Options(crosshair_timeout=20, crosshair_cache=False))
+    r = check_contract(
+        contract("models/runtime_indexers.py::checked_row"), Options(crosshair_timeout=20, crosshair_cache=False)
+    )
     assert r.verdict is Verdict.PROVED, r.message
 
 
@@ -135,37 +139,48 @@ def _split_broken(kind):
     return ("group_prefill_requests", group) if kind == "workspace_ignored" else ("cut_query_rows", cut)
 
 
-@pytest.mark.parametrize("kind, target", [
-    ("last_overshoots", "query_pieces_fit_logits"),    # the last piece past the slice's rows
-    ("piece_too_long", "query_pieces_fit_logits"),     # one row past the logits budget
-    ("single_rows", "query_pieces_fit_logits"),        # pieces shorter than the budget allows
-    ("workspace_ignored", "chunks_fit_workspace"),     # a slice past the K workspace
-])
+@pytest.mark.parametrize(
+    "kind, target",
+    [
+        ("last_overshoots", "query_pieces_fit_logits"),  # the last piece past the slice's rows
+        ("piece_too_long", "query_pieces_fit_logits"),  # one row past the logits budget
+        ("single_rows", "query_pieces_fit_logits"),  # pieces shorter than the budget allows
+        ("workspace_ignored", "chunks_fit_workspace"),  # a slice past the K workspace
+    ],
+)
 def test_quality_seeded_splitter_bugs_are_found(monkeypatch, kind, target):
     """Each half of the split prefill-splitter contract refutes a seeded bug in its half, with a call."""
     import models.vllm.indexer_prefill as m_pf
 
     monkeypatch.setattr(m_pf, *_split_broken(kind))
-    r = check_contract(contract(f"models/vllm/indexer_prefill.py::{target}"), Options(crosshair_timeout=20, crosshair_cache=False))
+    r = check_contract(
+        contract(f"models/vllm/indexer_prefill.py::{target}"), Options(crosshair_timeout=20, crosshair_cache=False)
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert f"{target}(" in r.message
 
 
-@pytest.mark.parametrize("grown", [
-    lambda capacity, index: capacity,                                  # never grows: the write does not fit
-    lambda capacity, index: 2 * max(capacity, index + 1),               # grows past twice the index
-])
+@pytest.mark.parametrize(
+    "grown",
+    [
+        lambda capacity, index: capacity,  # never grows: the write does not fit
+        lambda capacity, index: 2 * max(capacity, index + 1),  # grows past twice the index
+    ],
+)
 def test_quality_seeded_growing_write_bugs_are_found(monkeypatch, grown):
     """write_growing's one postcondition (grown_write_kept) still refutes a wrong growth."""
     import models.runtime_indexers as m_rt
 
     monkeypatch.setattr(m_rt, "grown_capacity", grown)
-    r = check_contract(contract("models/runtime_indexers.py::write_growing"), Options(crosshair_timeout=20, crosshair_cache=False))
+    r = check_contract(
+        contract("models/runtime_indexers.py::write_growing"), Options(crosshair_timeout=20, crosshair_cache=False)
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert "write_growing(" in r.message
 
 
 # --- the verdict cache (.capproof/crosshair/) ------------------------------------------------
+
 
 def test_cached_verdict_is_reused_only_for_the_same_sources_and_timeout(models_pkg, tmp_path):
     target = f"{models_pkg}::refuted"
@@ -174,12 +189,18 @@ def test_cached_verdict_is_reused_only_for_the_same_sources_and_timeout(models_p
     assert first.verdict is Verdict.COUNTEREXAMPLE and not first.cached
     assert len(list((tmp_path / ".capproof" / "crosshair").glob("*.json"))) == 1
     again = check_contract(contract(target), Options(crosshair_timeout=10))
-    assert again.cached and (again.verdict, again.message, again.conditions) == (first.verdict, first.message, first.conditions)
+    assert again.cached and (again.verdict, again.message, again.conditions) == (
+        first.verdict,
+        first.message,
+        first.conditions,
+    )
     assert check_contract(contract(target), Options(crosshair_timeout=11), cache_only=True) is None  # other timeout
     uncached = check_contract(contract(target), Options(crosshair_timeout=10, crosshair_cache=False))
     assert not uncached.cached and uncached.verdict is Verdict.COUNTEREXAMPLE
     # an edit anywhere in the model package (here: the refuted bound fixed) is a new key
-    (tmp_path / "ctmodels" / "small.py").write_text(textwrap.dedent(MODEL).replace("return x\n\n\ndef contradictory", "return min(x, 9)\n\n\ndef contradictory"))
+    (tmp_path / "ctmodels" / "small.py").write_text(
+        textwrap.dedent(MODEL).replace("return x\n\n\ndef contradictory", "return min(x, 9)\n\n\ndef contradictory")
+    )
     del sys.modules["ctmodels.small"]
     assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
     fixed = check_contract(contract(target), Options(crosshair_timeout=10))

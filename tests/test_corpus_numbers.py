@@ -6,7 +6,6 @@ vllm-trtllm-mla-blocknum-align (vllm-project/vllm#39324, flashinfer-ai/flashinfe
 """
 
 import pytest
-
 from conftest import assert_counterexample, assert_proved, prove
 
 A = "spec/vllm_dsa_indexer.py"
@@ -39,12 +38,23 @@ def test_128align_fixed_by_50302_at_reported_config():
 
 
 def test_dcp_uniformtype_reported_widths():
-    r = prove(A, "ebt_width_matches_runner_before_50823", max_model_len=1048576, block_size=64, dcp=2, kernel_block_size=64)
+    r = prove(
+        A, "ebt_width_matches_runner_before_50823", max_model_len=1048576, block_size=64, dcp=2, kernel_block_size=64
+    )
     assert_counterexample(r, W_buf=8192, W_bt=16384)
 
 
 def test_dcp_uniformtype_needs_dcp_above_one():
-    assert_proved(prove(A, "ebt_width_matches_runner_before_50823", max_model_len=1048576, block_size=64, dcp=1, kernel_block_size=64))
+    assert_proved(
+        prove(
+            A,
+            "ebt_width_matches_runner_before_50823",
+            max_model_len=1048576,
+            block_size=64,
+            dcp=1,
+            kernel_block_size=64,
+        )
+    )
 
 
 @pytest.mark.parametrize("max_model_len, block_num", [(9416, 295), (1025, 33)])
@@ -124,7 +134,9 @@ def test_prefill_oversized_single_request_is_admitted_whole():
 
 
 S = "spec/sglang_req_to_token.py"
-_REF_EXAMPLE = dict(context_len=163840, page_size=64, speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=8)
+_REF_EXAMPLE = dict(
+    context_len=163840, page_size=64, speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=8
+)
 
 
 def test_sglang_hybrid_mamba_mirror_width_reference_example():
@@ -149,6 +161,13 @@ def test_sglang_main_row_covers_page_64_reference_batch():
 def test_sglang_main_row_one_short_at_page_1_topk_4():
     """Finding (unconfirmed): at page 1 with topk > 1 the 4 + draft headroom misses the double
     reserve at the last decode step: nxt = context_len + 7 vs context_len + 6."""
-    r = prove(S, "decode_alloc_fits_req_to_token_row", context_len=1024, page_size=1, speculative_eagle_topk=4,
-              speculative_num_steps=1, speculative_num_draft_tokens=2)
+    r = prove(
+        S,
+        "decode_alloc_fits_req_to_token_row",
+        context_len=1024,
+        page_size=1,
+        speculative_eagle_topk=4,
+        speculative_num_steps=1,
+        speculative_num_draft_tokens=2,
+    )
     assert_counterexample(r, nxt=1031, W_req_to_token=1030)

@@ -19,7 +19,13 @@ from click.testing import CliRunner
 from capproof import Options, run
 from capproof.cli import main
 from capproof.coverage import (
-    CoverageInputError, compute, fill_verdicts, inventory_text, read_inventory, read_run, render_markdown,
+    CoverageInputError,
+    compute,
+    fill_verdicts,
+    inventory_text,
+    read_inventory,
+    read_run,
+    render_markdown,
 )
 
 HERE = os.path.dirname(__file__)
@@ -38,7 +44,8 @@ def fixture_run(tmp_path_factory):
     covered but not from the inventory unless the source says so)."""
     tmp = tmp_path_factory.mktemp("cov")
     path = tmp / "spec_cov.py"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         from capproof import Range, at_most, maximum, obligation
         INV = {FIXTURE!r}
         R = "{RUNNER}"
@@ -57,7 +64,8 @@ def fixture_run(tmp_path_factory):
         ob("query_start_loc", lambda n, r: r + 1, lambda t, q: q + 1)
         ob("seq_lens", lambda n, r: r, lambda t, q: q)
         ob("arange_np", lambda n, r: maximum(n, r + 1), lambda t, q: maximum(q + 1, t))
-    """))
+    """)
+    )
     return _run(str(path))
 
 
@@ -85,11 +93,20 @@ def test_coverage_counts_from_the_fixture(fixture_run):
     assert text.count("- **uncovered**") == 2
     assert "rests on (assumed): padded requests <= max_num_reqs" in text
     # "padded requests <= max_num_reqs" with capacity max_num_reqs restates the claim: shape-only, never verified
-    assert dict(cov.kinds()) == {"verified": 0, "counterexample": 0, "proved, demand modelled": 1, "shape-only": 4,
-                                 "undecided": 0, "uncovered": 2}
+    assert dict(cov.kinds()) == {
+        "verified": 0,
+        "counterexample": 0,
+        "proved, demand modelled": 1,
+        "shape-only": 4,
+        "undecided": 0,
+        "uncovered": 2,
+    }
     assert qsl.kind == "shape-only"
     facts = cov.assumed()
-    assert facts["padded requests <= max_num_reqs"]["restates"] and facts["padded requests <= max_num_reqs"]["entries"] == 3
+    assert (
+        facts["padded requests <= max_num_reqs"]["restates"]
+        and facts["padded requests <= max_num_reqs"]["entries"] == 3
+    )
 
 
 def test_kind_needs_a_derived_demand_on_every_dimension_and_no_restating_assumption():
@@ -98,13 +115,21 @@ def test_kind_needs_a_derived_demand_on_every_dimension_and_no_restating_assumpt
     from capproof.coverage import kind_of
 
     eid = "vllm/v1/worker/block_table.py::BlockTable.block_table"
-    entry = {"id": eid, "shape": ["max_num_reqs", "max_num_blocks"],
-             "demands": [{"dim": 0, "extent": "max_num_reqs", "how": "executed"},
-                         {"dim": 1, "extent": "cdiv(max_model_len, block_size)", "how": "executed"}]}
+    entry = {
+        "id": eid,
+        "shape": ["max_num_reqs", "max_num_blocks"],
+        "demands": [
+            {"dim": 0, "extent": "max_num_reqs", "how": "executed"},
+            {"dim": 1, "extent": "cdiv(max_model_len, block_size)", "how": "executed"},
+        ],
+    }
     both = [f"demand: inv.json::{eid}[0]", f"demand: inv.json::{eid}[1]"]
     assert kind_of(entry, [{"verdict": "proved", "sources": both}]) == "verified"
     assert kind_of(entry, [{"verdict": "proved", "sources": both[:1]}]) == "proved, demand modelled"
-    assert kind_of(entry, [{"verdict": "proved", "sources": both[:1]}, {"verdict": "proved", "sources": both[1:]}]) == "verified"
+    assert (
+        kind_of(entry, [{"verdict": "proved", "sources": both[:1]}, {"verdict": "proved", "sources": both[1:]}])
+        == "verified"
+    )
     assert kind_of(entry, [{"verdict": "proved", "sources": both, "restating_assumptions": ["x <= c"]}]) == "shape-only"
     assert kind_of(entry, [{"verdict": "proved", "sources": both}, {"verdict": "counterexample"}]) == "counterexample"
     assert kind_of(entry, [{"verdict": "unknown", "sources": both}]) == "undecided"
@@ -117,8 +142,14 @@ def test_a_decided_obligation_without_inventory_capacity_is_covered_not_traced(f
     data = json.loads(json.dumps(fixture_run.to_json()))
     for o in data["obligations"]:
         o["sources"] = [s for s in o["sources"] if not s.startswith("inventory: ")]
-    data["obligations"].append({**data["obligations"][0], "id": "x.py::unknown_one", "verdict": "unknown",
-                                "covers": ["vllm/v1/worker/block_table.py::BlockTable.block_table", "nowhere::X.y"]})
+    data["obligations"].append(
+        {
+            **data["obligations"][0],
+            "id": "x.py::unknown_one",
+            "verdict": "unknown",
+            "covers": ["vllm/v1/worker/block_table.py::BlockTable.block_table", "nowhere::X.y"],
+        }
+    )
     cov = compute(read_inventory(FIXTURE), data, FIXTURE)
     assert (cov.covered, cov.traced) == (5, 0)
     bt = next(e for e in cov.entries if e.id.endswith("BlockTable.block_table"))
@@ -145,7 +176,7 @@ def test_verdicts_fill_only_the_verdicts_field(fixture_run):
 
 def test_read_errors_are_one_line(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text("[{\"file\": 1}]")
+    bad.write_text('[{"file": 1}]')
     with pytest.raises(CoverageInputError, match="entry 0 has no string 'id'"):
         read_inventory(str(bad))
     with pytest.raises(CoverageInputError, match="no such file"):
@@ -168,10 +199,16 @@ def test_cli_write_then_check(tmp_path, fixture_run, monkeypatch):
     assert r.exit_code == 1 and "stale" in r.output
     r = cli.invoke(main, [*args, "--write"])
     assert r.exit_code == 0, r.output
-    assert "verified: 0/7" in r.output and "shape-only 4" in r.output and "uncovered: vllm/v1/worker/block_table.py::BlockTable.block_table" in r.output
+    assert (
+        "verified: 0/7" in r.output
+        and "shape-only 4" in r.output
+        and "uncovered: vllm/v1/worker/block_table.py::BlockTable.block_table" in r.output
+    )
     assert (tmp_path / "proofs" / "coverage.md").exists()
     assert json.loads(inv.read_text())["entries"][-1]["verdicts"]
     r = cli.invoke(main, [*args, "--check"])
     assert r.exit_code == 0, r.output
-    r = cli.invoke(main, ["coverage", "--inventory", str(tmp_path / "missing.json"), "--from", str(run_json), "--check"])
+    r = cli.invoke(
+        main, ["coverage", "--inventory", str(tmp_path / "missing.json"), "--from", str(run_json), "--check"]
+    )
     assert r.exit_code == 2 and "no such file" in r.output

@@ -28,7 +28,8 @@ BT = "vllm/v1/worker/block_table.py::BlockTable.block_table"
 
 def test_accesses_record_dimension_extent_and_kind(tmp_path):
     src = tmp_path / "bt.py"
-    src.write_text(textwrap.dedent("""
+    src.write_text(
+        textwrap.dedent("""
         class BlockTable:
             def append_row(self, block_ids, row_idx):
                 start = self.n[row_idx]
@@ -37,7 +38,8 @@ def test_accesses_record_dimension_extent_and_kind(tmp_path):
                 self.block_table.copy_to_gpu(num_reqs)
                 kernel(self.block_table.gpu, num_reqs)
                 return self.block_table.gpu[:num_reqs]
-    """))
+    """)
+    )
     found = accesses_in_file(str(src), "vllm/x.py", "block_table")
     got = [(a["line"], a["dim"], a["extent"], a["op"]) for a in found]
     assert got == [
@@ -98,6 +100,7 @@ def test_committed_block_table_demand_reads_back():
 # ------------------------------------------------------------------------------------------------
 # real tier: the derivation agrees with vLLM's own functions on ints
 
+
 @pytest.fixture(scope="module")
 def vllm_code():
     pytest.importorskip("torch")
@@ -125,7 +128,9 @@ def test_block_table_columns_agree_with_vllm_on_ints(vllm_code, sharded):
     for L, bs, dcp, n in [(350_000, 64, 1, 350_000), (2**20, 64, 2, 2**20 - 5), (9416, 32, 4, 17), (4096, 48, 8, 4096)]:
         spec = SimpleNamespace(block_size=bs, dcp_sharded=sharded, sliding_window=None, attention_chunk_size=None)
         pool = _BlockPool()
-        FullAttentionManager(spec, pool, False, 0, bs, dcp_world_size=dcp, pcp_world_size=1).allocate_new_blocks("r", n, n)
+        FullAttentionManager(spec, pool, False, 0, bs, dcp_world_size=dcp, pcp_world_size=1).allocate_new_blocks(
+            "r", n, n
+        )
         cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp))
         width = get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs)
         names = dict(max_model_len=L, block_size=bs, dcp=dcp, dcp_sharded=int(sharded))
@@ -156,13 +161,15 @@ def test_fake_tensors_record_the_subscripts_the_engine_makes(tmp_path):
 
     eng = tmp_path / "eng"
     eng.mkdir()
-    (eng / "mod.py").write_text(textwrap.dedent("""
+    (eng / "mod.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         def build(n):
             buf = np.zeros((n, 4)).to("cpu")
             buf[:n - 1, 2] = 1
             return buf[n - 2]
-    """))
+    """)
+    )
     spec = importlib.util.spec_from_file_location("eng_mod", eng / "mod.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -215,7 +222,8 @@ def test_unpadded_request_bound_is_checked_on_every_path_that_sets_it(tmp_path, 
     assert fact["checked"] is checked
     if not checked:
         assert fact["paths"]["not checked"] == [
-            "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"]
+            "vllm/v1/worker/gpu_model_runner.py:10,12 (_dummy_run: num_reqs = min(..., max_num_reqs)); not of that form: [12]"
+        ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -253,9 +261,17 @@ class GPUModelRunner:
 def _row_entry(attribute, accesses):
     from capproof.inventory import Entry
 
-    return Entry(id=f"vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.{attribute}", file="vllm/v1/worker/gpu_model_runner.py",
-                 line=1, owner="GPUModelRunner", attribute=attribute, dtype="int32", shape=["max_num_reqs"], how="traced",
-                 accesses=accesses)
+    return Entry(
+        id=f"vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.{attribute}",
+        file="vllm/v1/worker/gpu_model_runner.py",
+        line=1,
+        owner="GPUModelRunner",
+        attribute=attribute,
+        dtype="int32",
+        shape=["max_num_reqs"],
+        how="traced",
+        accesses=accesses,
+    )
 
 
 @pytest.mark.parametrize("extent, kinds", [("num_reqs", ["unpadded"]), ("0", ["unpadded"]), ("len(self.x)", None)])
@@ -281,18 +297,26 @@ def test_request_rows_padded_through_closure_and_or_fallback(tmp_path):
 
     (tmp_path / "vllm/v1/worker").mkdir(parents=True)
     (tmp_path / "vllm/v1/worker/gpu_model_runner.py").write_text(_ROW_RUNNER.replace("EXTENT", "num_reqs"))
-    e = _row_entry("seq_lens", [{"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"},
-                                {"line": 24, "dim": 0, "op": "slice read", "extent": "num_reqs_padded", "how": "ast"}])
+    e = _row_entry(
+        "seq_lens",
+        [
+            {"line": 4, "dim": 0, "op": "slice write", "extent": "num_reqs", "how": "ast"},
+            {"line": 24, "dim": 0, "op": "slice read", "extent": "num_reqs_padded", "how": "ast"},
+        ],
+    )
     kinds, sites = request_rows_accesses(e, str(tmp_path), {})
     assert kinds == ["padded", "unpadded"]
     assert sites[1].endswith("[:num_reqs_padded] in nested (padded)")
 
 
-@pytest.mark.parametrize("access", [
-    {"line": 4, "dim": None, "op": "numpy", "extent": "whole", "how": "ast"},  # an alias the tracer does not follow
-    {"line": 4, "dim": None, "op": "passed to self.drafter.x", "extent": "whole", "how": "ast"},
-    {"line": 4, "dim": 0, "op": "index write", "extent": "req_index", "how": "ast"},
-])
+@pytest.mark.parametrize(
+    "access",
+    [
+        {"line": 4, "dim": None, "op": "numpy", "extent": "whole", "how": "ast"},  # an alias the tracer does not follow
+        {"line": 4, "dim": None, "op": "passed to self.drafter.x", "extent": "whole", "how": "ast"},
+        {"line": 4, "dim": 0, "op": "index write", "extent": "req_index", "how": "ast"},
+    ],
+)
 def test_request_rows_refuse_an_access_they_cannot_bound(tmp_path, access):
     from capproof.engines.vllm.demand import request_rows_accesses
 
@@ -350,9 +374,17 @@ def test_request_rows_index_bounded_only_by_the_engines_assert(tmp_path, line, d
 
     (tmp_path / "vllm/v1/worker").mkdir(parents=True)
     (tmp_path / "vllm/v1/worker/gpu_input_batch.py").write_text(_ROW_BATCH)
-    e = Entry(id="vllm/v1/worker/gpu_input_batch.py::InputBatch.flags", file="vllm/v1/worker/gpu_input_batch.py", line=1,
-              owner="InputBatch", attribute="flags", dtype="bool", shape=["max_num_reqs"], how="traced",
-              accesses=[{"line": line, "dim": 0, "op": "index", "extent": "0", "how": "executed"}])
+    e = Entry(
+        id="vllm/v1/worker/gpu_input_batch.py::InputBatch.flags",
+        file="vllm/v1/worker/gpu_input_batch.py",
+        line=1,
+        owner="InputBatch",
+        attribute="flags",
+        dtype="bool",
+        shape=["max_num_reqs"],
+        how="traced",
+        accesses=[{"line": line, "dim": 0, "op": "index", "extent": "0", "how": "executed"}],
+    )
     got = request_rows_accesses(e, str(tmp_path), {})
     assert (got is not None) is derived_ok
     if derived_ok:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import obligation_named, prove
 
+from capproof import Options
 from capproof.density import axis_density, failure_density
 from capproof.loader import load_file
-from conftest import obligation_named, prove
-from capproof import Options
 from capproof.prover import prove_obligation
 from capproof.report import density_lines
 
@@ -27,7 +27,13 @@ def test_a1_block64_dcp1_fails_for_exactly_half_of_max_model_len():
 def test_a1_unpinned_counterexample_block16_fails_seven_eighths():
     result = prove(*A1)
     assert result.counterexample.params == {"max_model_len": 1, "block_size": 16, "dcp": 1}
-    assert result.density["cases"] == {"failing": 12, "admitted": 20, "unknown": 0, "pinned": False, "exact_domain_fraction": False}
+    assert result.density["cases"] == {
+        "failing": 12,
+        "admitted": 20,
+        "unknown": 0,
+        "pinned": False,
+        "exact_domain_fraction": False,
+    }
     (axis,) = result.density["axes"]
     assert (axis["failing"], axis["admitted"]) == (7 * 2**18, 2**21)  # cdiv(L, 16) % 8 != 0
 
@@ -71,12 +77,20 @@ def test_splitting_counts_a_threshold_with_an_assumption(obs):
     assert d.method.startswith("Z3 interval splitting")
     # L in 1000..30001 admitted: 29002; L > 20000 fails: 10001
     assert (d.admitted, d.failing) == (29_002, 10_001)
-    assert (d.admitted, d.failing) == (lambda e: (e.admitted, e.failing))(axis_density(ob, {"L": 20_002}, "L", small=10**6))
+    assert (d.admitted, d.failing) == (lambda e: (e.admitted, e.failing))(
+        axis_density(ob, {"L": 20_002}, "L", small=10**6)
+    )
 
 
 def test_finite_domain_density_is_exact(obs):
     result = prove_ob(obs["finite"])
-    assert result.density["cases"] == {"failing": 3, "admitted": 12, "unknown": 0, "pinned": False, "exact_domain_fraction": True}  # 2*4, 3*3, 3*4
+    assert result.density["cases"] == {
+        "failing": 3,
+        "admitted": 12,
+        "unknown": 0,
+        "pinned": False,
+        "exact_domain_fraction": True,
+    }  # 2*4, 3*3, 3*4
     assert result.density["axes"] == []
 
 
@@ -100,7 +114,9 @@ def prove_ob(ob):
 
 
 def test_failure_density_skips_vector_lengths(spec_file):
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, at_most, obligation
 from capproof.arith import total
 from capproof.domain import Vector
@@ -108,7 +124,10 @@ from capproof.domain import Vector
 @obligation(domain={"n": Range(0, 8), "lens": Vector(8, Range(1, 4), length="n"), "cap": Range(1, 100)}, expect="counterexample")
 def fits(n, lens, cap):
     return at_most(demand=total(lens), capacity=cap)
-''', "vec_spec.py"))
+""",
+            "vec_spec.py",
+        )
+    )
     d = failure_density(ob, {"n": 1, "lens": [2], "cap": 1}, 1, 1)
     assert d["skipped_vector_lengths"] == ["n"]
     (cap,) = d["axes"]
@@ -131,14 +150,22 @@ def small(k, x):
     assert pinned.density["cases"]["exact_domain_fraction"] is False
     assert "admitted pinned finite cases" in "\n".join(density_lines(pinned.density))
     whole = prove_obligation(ob, Options())
-    assert whole.density["cases"] == {"failing": 5, "admitted": 20, "unknown": 0, "pinned": False, "exact_domain_fraction": True}
+    assert whole.density["cases"] == {
+        "failing": 5,
+        "admitted": 20,
+        "unknown": 0,
+        "pinned": False,
+        "exact_domain_fraction": True,
+    }
 
 
 def test_splitting_holds_the_vector_at_the_counterexample(spec_file):
     """Interval splitting with a batch vector held: the vector's entries are background facts,
     not part of admission (else "excluded" is satisfiable everywhere by moving an entry and
     splitting never finishes). Same counts as enumeration, in a few dozen queries."""
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, at_most, obligation
 from capproof.arith import total
 from capproof.domain import Vector
@@ -147,12 +174,17 @@ from capproof.domain import Vector
             assumptions={"budget": lambda lens, cap: total(lens) <= cap + 3}, expect="counterexample")
 def fits(n, lens, cap):
     return at_most(demand=total(lens), capacity=cap)
-''', "vec_split_spec.py"))
+""",
+            "vec_split_spec.py",
+        )
+    )
     point = {"n": 3, "lens": [4, 4, 1], "cap": 6}
     split = axis_density(ob, point, "cap", small=0)
     enum = axis_density(ob, point, "cap", small=10**6)
     assert split.method.startswith("Z3 interval splitting") and enum.method.startswith("enumerated")
-    assert (split.admitted, split.failing) == (enum.admitted, enum.failing) == (20_000 - 5, 3)  # cap 6..20000; 6, 7, 8 fail
+    assert (
+        (split.admitted, split.failing) == (enum.admitted, enum.failing) == (20_000 - 5, 3)
+    )  # cap 6..20000; 6, 7, 8 fail
 
 
 def test_small_shares_are_exact_not_rounded_to_zero():

@@ -8,11 +8,10 @@ path: checked by Hypothesis on random points, on functions written the way engin
 
 from __future__ import annotations
 
+import pytest
 import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from capproof.arith import divides, minimum, round_up, select
 from capproof.errors import SymbolicBranchError

@@ -33,18 +33,36 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_semantics import (
+    BINOPS,
+    COMPARISONS,
+    SYMBOLS,
+    UNOPS,
+    _substituted,
+    boolean_expressions,
+    check_division_by_zero_agrees,
+    evaluate,
+    evaluate_bool,
+    expressions,
+    z3_bool_at,
+    z3_int_at,
+)
 
 from capproof import Options, Range, Verdict, obligation
 from capproof.arith import (
-    Padded, int32, int64, max_of, min_of, next_power_of_2, prev_power_of_2,
-    select, total, uint32,
+    Padded,
+    int32,
+    int64,
+    max_of,
+    min_of,
+    next_power_of_2,
+    prev_power_of_2,
+    select,
+    total,
+    uint32,
 )
 from capproof.prover import prove_obligation
 from capproof.symbolic import BIT_WIDTH, SymInt, explore, tracing
-from test_semantics import (
-    BINOPS, COMPARISONS, UNOPS, SYMBOLS, _substituted, boolean_expressions, check_division_by_zero_agrees, evaluate,
-    evaluate_bool, expressions, z3_bool_at, z3_int_at,
-)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sweep]
 
@@ -52,19 +70,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.sweep]
 #: docs/soundness.md is for scale 1)
 SCALE = float(os.environ.get("CAPPROOF_FUZZ_SCALE", "1"))
 FUZZ_INT, FUZZ_BOOL, FUZZ_AGG, FUZZ_CLAIMS, FUZZ_BATCHES, FUZZ_ENGINE, FUZZ_ENGINE_CLAIMS = (
-    max(1, int(n * SCALE)) for n in (8_000, 4_000, 4_000, 1_000, 1_700, 1_000, 500))
+    max(1, int(n * SCALE)) for n in (8_000, 4_000, 4_000, 1_000, 1_700, 1_000, 500)
+)
 #: trees per example of the batched test (Hypothesis draws the generator; see random_tree)
 PER_BATCH = 50
 
-COUNTS = {"int": 0, "bool": 0, "aggregate": 0, "claim": 0, "points": 0, "engine": 0, "engine_claim": 0,
-          "engine_points": 0, "side_condition_points": 0, "forked": 0}
+COUNTS = {
+    "int": 0,
+    "bool": 0,
+    "aggregate": 0,
+    "claim": 0,
+    "points": 0,
+    "engine": 0,
+    "engine_claim": 0,
+    "engine_points": 0,
+    "side_condition_points": 0,
+    "forked": 0,
+}
 #: how often each engine-vocabulary operator was drawn (reported with the total)
 OPS_SEEN: dict[str, int] = {}
 
 
 def fuzz(n: int):
-    return settings(max_examples=n, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
 values = st.one_of(st.integers(-12, 12), st.integers(-(10**6), 10**6))
@@ -142,8 +170,11 @@ def random_condition(rng, leaves_left: int = 4, tree=None):
     tree = tree or random_tree
     half = max(1, leaves_left // 2)
     r = rng.random()
-    atom = (("cmp", rng.choice(sorted(COMPARISONS)), tree(rng, half), tree(rng, half))
-            if r < 0.8 else ("divides", tree(rng, half), tree(rng, half)))
+    atom = (
+        ("cmp", rng.choice(sorted(COMPARISONS)), tree(rng, half), tree(rng, half))
+        if r < 0.8
+        else ("divides", tree(rng, half), tree(rng, half))
+    )
     r = rng.random()
     if r < 0.6:
         return atom
@@ -201,8 +232,8 @@ ENGINE_OPS = {
     "divmod_r": (2, lambda a, b, c: divmod(a, b)[1]),
     ">>c": (1, lambda a, c: a >> c),
     "<<c": (1, lambda a, c: a << c),
-    ">>k": (2, lambda a, k, c: a >> (k % (BIT_WIDTH + 1))),   # a symbolic count in 0..64
-    "<<k": (2, lambda a, k, c: a << (k % 17)),                 # kept small: 1 << 64 of a 10**60 is fine, but slow
+    ">>k": (2, lambda a, k, c: a >> (k % (BIT_WIDTH + 1))),  # a symbolic count in 0..64
+    "<<k": (2, lambda a, k, c: a << (k % 17)),  # kept small: 1 << 64 of a 10**60 is fine, but slow
     "&": (1, lambda a, c: a & c),
     "|": (1, lambda a, c: a | c),
     "^": (1, lambda a, c: a ^ c),
@@ -236,7 +267,7 @@ def random_engine_tree(rng, leaves_left: int = 8):
     if r < 0.6:
         tag = rng.choice(sorted(ENGINE_OPS))
         arity = ENGINE_OPS[tag][0]
-        const = (rng.randint(0, 70) if tag in (">>c", "<<c") else _mask(rng) if tag in ("&", "|", "^", "c&") else 0)
+        const = rng.randint(0, 70) if tag in (">>c", "<<c") else _mask(rng) if tag in ("&", "|", "^", "c&") else 0
         if arity == 1:
             return (tag, random_engine_tree(rng, leaves_left - 1), const)
         split = rng.randint(1, leaves_left - 1)
@@ -246,7 +277,12 @@ def random_engine_tree(rng, leaves_left: int = 8):
         op = rng.choice(sorted(BINOPS))
         return (op, random_engine_tree(rng, split), random_engine_tree(rng, leaves_left - split))
     third = max(1, leaves_left // 3)
-    return ("select", random_engine_condition(rng, third), random_engine_tree(rng, third), random_engine_tree(rng, third))
+    return (
+        "select",
+        random_engine_condition(rng, third),
+        random_engine_tree(rng, third),
+        random_engine_tree(rng, third),
+    )
 
 
 def random_engine_condition(rng, leaves_left: int = 4):
@@ -264,7 +300,7 @@ def evaluate_engine(node, env):
         return node[1]
     if tag in ENGINE_OPS:
         arity, fn = ENGINE_OPS[tag]
-        return fn(*(evaluate_engine(child, env) for child in node[1:1 + arity]), node[-1])
+        return fn(*(evaluate_engine(child, env) for child in node[1 : 1 + arity]), node[-1])
     if tag in BINOPS:
         return BINOPS[tag](evaluate_engine(node[1], env), evaluate_engine(node[2], env))
     if tag == "select":
@@ -337,14 +373,16 @@ def _compare_engine(tree, evaluator, kind, points):
             COUNTS["side_condition_points"] += 1
             continue
         if raised is not None:  # a path whose condition holds (or is undefined: it divides by 0 too) divides by 0
-            assert any(error is not None or _divisor_zero_at(trace, env) for _, _, error, trace in live), \
+            assert any(error is not None or _divisor_zero_at(trace, env) for _, _, error, trace in live), (
                 f"{tree!r} at {env}: Python divides by zero"
+            )
             continue
-        (cond, value, error, trace), = [p for p in paths if _holds_at(p[0], env)]
+        ((cond, value, error, trace),) = [p for p in paths if _holds_at(p[0], env)]
         assert not trace.misuse, (tree, trace.misuse)
         if error is not None:  # name the error: a path error is not necessarily a division by zero
-            raise AssertionError(f"{tree!r} at {env}: the symbolic path raised {type(error).__name__}: {error}; "
-                                 f"Python gives {concrete}")
+            raise AssertionError(
+                f"{tree!r} at {env}: the symbolic path raised {type(error).__name__}: {error}; Python gives {concrete}"
+            )
         if _divisor_zero_at(trace, env):
             raise AssertionError(f"{tree!r} at {env}: symbolic run divides by zero, Python gives {concrete}")
         if not all(_holds_at(fact, env) for fact, _ in trace.side_conditions):
@@ -361,8 +399,10 @@ def test_engine_vocabulary_expressions_agree_with_python(seed):
     """PER_BATCH engine-vocabulary trees and as many conditions per example, three points each."""
     rng = random.Random(seed)
     for _ in range(PER_BATCH):
-        for tree, evaluator, kind in ((random_engine_tree(rng), evaluate_engine, int),
-                                      (random_engine_condition(rng), evaluate_engine_bool, bool)):
+        for tree, evaluator, kind in (
+            (random_engine_tree(rng), evaluate_engine, int),
+            (random_engine_condition(rng), evaluate_engine_bool, bool),
+        ):
             COUNTS["engine"] += 1
             _compare_engine(tree, evaluator, kind, [{name: random_value(rng) for name in SYMBOLS} for _ in range(3)])
 
@@ -373,8 +413,9 @@ LENGTH = SymInt.var("n")
 
 
 @fuzz(FUZZ_AGG)
-@given(lo=st.integers(-5, 5), width=st.integers(0, 6), fill=st.integers(-12, 12), n=st.integers(1, SIZE),
-       data=st.data())
+@given(
+    lo=st.integers(-5, 5), width=st.integers(0, 6), fill=st.integers(-12, 12), n=st.integers(1, SIZE), data=st.data()
+)
 def test_batch_aggregates_of_a_padded_vector_are_those_of_the_batch(lo, width, fill, n, data):
     """min_of/max_of/total of a Padded vector (symbolic length, any fill) = Python's on the batch."""
     COUNTS["aggregate"] += 1
@@ -442,18 +483,27 @@ def test_engine_vocabulary_claims_are_decided_as_brute_force_decides_them(seed):
     prover; a possible zero divisor is an error; unknown is allowed, never proved)."""
     COUNTS["engine_claim"] += 1
     tree = random_engine_condition(random.Random(seed))
-    _decided_as_brute_force(tree, lambda x, y: evaluate_engine_bool(tree, {"x": x, "y": y, "z": 3}),
-                            side_condition_errors=True)
+    _decided_as_brute_force(
+        tree, lambda x, y: evaluate_engine_bool(tree, {"x": x, "y": y, "z": 3}), side_condition_errors=True
+    )
 
 
 def test_at_least_100000_expressions_were_checked():
     """The figure reported in docs/soundness.md (run after the fuzz tests above, same module)."""
     if not any(COUNTS[kind] for kind in ("int", "bool", "aggregate", "claim", "engine", "engine_claim")):
         pytest.skip("run the whole module (or -k 'engine_vocabulary or at_least'): the fuzz tests count them")
-    expressions_run = (COUNTS["int"] + COUNTS["bool"] + COUNTS["aggregate"] + COUNTS["claim"] + COUNTS["engine"]
-                       + COUNTS["engine_claim"])
-    print(f"\nsemantic fuzzing: {expressions_run} expressions ({COUNTS}); claims: {OUTCOMES}; "
-          f"engine operators drawn: {dict(sorted(OPS_SEEN.items()))}")
+    expressions_run = (
+        COUNTS["int"]
+        + COUNTS["bool"]
+        + COUNTS["aggregate"]
+        + COUNTS["claim"]
+        + COUNTS["engine"]
+        + COUNTS["engine_claim"]
+    )
+    print(
+        f"\nsemantic fuzzing: {expressions_run} expressions ({COUNTS}); claims: {OUTCOMES}; "
+        f"engine operators drawn: {dict(sorted(OPS_SEEN.items()))}"
+    )
     if COUNTS["engine"]:
         assert set(OPS_SEEN) == set(ENGINE_OPS), set(ENGINE_OPS) - set(OPS_SEEN)
         assert COUNTS["engine"] >= 100_000 * min(1.0, SCALE)  # the engine vocabulary alone, too

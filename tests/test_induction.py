@@ -8,12 +8,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from conftest import obligation_named
 
 from capproof import Options, Verdict
 from capproof.arith import InvariantError, Padded, checking_invariants, fold, total
 from capproof.loader import load_file
 from capproof.prover import prove_obligation, replay
-from conftest import obligation_named
 from models.vllm.indexer_buffers import has_padding_request, split_decodes_require_uniform, uniform_decode_split
 
 SPEC = '''
@@ -120,11 +120,16 @@ def obs(spec_file):
     def load(size, cap=None):
         text = SPEC.replace("SIZE", str(size)).replace("CAP", str(size if cap is None else cap))
         return {it.name: it for it in load_file(spec_file(text, f"ind_spec_{size}_{cap}.py"))}
+
     return load
 
 
 def _every_size(r):
-    return r.verdict is Verdict.PROVED and r.encoding == "all batch sizes" and r.encoding_note.startswith("induction over the batch")
+    return (
+        r.verdict is Verdict.PROVED
+        and r.encoding == "all batch sizes"
+        and r.encoding_note.startswith("induction over the batch")
+    )
 
 
 def test_a_claim_true_up_to_n_entries_but_false_at_n_plus_1_is_not_proved_for_every_size(obs):
@@ -174,7 +179,11 @@ def test_prefix_walk_proved_for_every_size_and_counterexamples_come_from_the_bou
 
 def test_a_claim_no_batch_is_admitted_for_is_vacuous_not_proved(obs):
     r = prove_obligation(obs(6)["nothing_admitted"], Options())
-    assert r.verdict is Verdict.VACUOUS and "no final state admitted" in r.encoding_note, (r.verdict, r.message, r.encoding_note)
+    assert r.verdict is Verdict.VACUOUS and "no final state admitted" in r.encoding_note, (
+        r.verdict,
+        r.message,
+        r.encoding_note,
+    )
 
 
 def test_per_entry_assumptions_are_walks(obs):
@@ -182,14 +191,17 @@ def test_per_entry_assumptions_are_walks(obs):
     assert _every_size(r) and "each entry <= 3" in r.assumptions_used, (r.encoding_note, r.assumptions_used)
 
 
-@pytest.mark.parametrize("name, why", [("by_len", "len() of batch"), ("by_symbolic_index", "indexed by"),
-                                       ("by_any_of", "iterated other than")])
+@pytest.mark.parametrize(
+    "name, why",
+    [("by_len", "len() of batch"), ("by_symbolic_index", "indexed by"), ("by_any_of", "iterated other than")],
+)
 def test_induction_refuses_what_it_cannot_capture(obs, name, why):
     r = prove_obligation(obs(6)[name], Options())
     assert r.encoding == "batches <= 6" and why in r.encoding_note, r.encoding_note
 
 
 # --- fold on ints -------------------------------------------------------------------------------
+
 
 def test_fold_is_the_plain_loop_and_sees_the_padding():
     xs = Padded((3, 1, 4, 0, 0), 3, 0, 0, 8)
@@ -202,6 +214,7 @@ def test_fold_is_the_plain_loop_and_sees_the_padding():
 
 
 # --- the DSA indexer's uniform split (vLLM 0.33.0) ----------------------------------------------
+
 
 def _batches(size, lens):
     for n in range(1, size + 1):
@@ -262,7 +275,7 @@ def test_without_the_padding_fact_the_uniform_split_is_not_proved():
 
 # --- MoE align: every sorted_token_ids write for every number of experts (vLLM 0.33.0) ---------
 
-MOE_WRITES = '''
+MOE_WRITES = """
 from capproof import Range, Choice, obligation, claim, all_of
 from capproof.arith import total
 from capproof.domain import Vector
@@ -278,7 +291,7 @@ def writes_fit(numel, num_experts, block_size_m, pad_sorted_ids, counts):
     post_pad, last_write = align_writes(counts, num_experts, block_size_m)
     return claim(all_of(last_write < capacity, post_pad // block_size_m <= expert_ids_capacity(capacity, block_size_m)),
                  last_write=last_write, capacity=capacity)
-'''
+"""
 
 
 def test_moe_align_writes_are_proved_for_every_number_of_experts_and_a_short_buffer_is_refuted(spec_file):
@@ -313,7 +326,7 @@ def test_a_model_failing_on_the_small_witness_batch_falls_back_not_raises(spec_f
     """prove_obligation never raises: a model reading ``xs[10]`` (fine on the declared 16 entries)
     raised IndexError out of the induction's non-vacuity search on its 1-entry batch (found by the
     session-12 adversarial pass). Now no witness that size, and the bounded encoding decides."""
-    src = '''
+    src = """
 from capproof import Range, obligation, at_most
 from capproof.arith import fold
 from capproof.domain import Vector
@@ -322,7 +335,7 @@ from capproof.domain import Vector
 def past_the_end(n, xs):
     walked = fold(lambda s, i, x: s + x, 0, xs, invariant=lambda s, i, seen: s >= 0)
     return at_most(demand=xs[10] - 10, capacity=walked + 100)
-'''
+"""
     ob = load_file(spec_file(src, "past_the_end.py"))[0]
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 16", (r.verdict, r.encoding, r.encoding_note)

@@ -33,8 +33,23 @@ def installed(tmp_path_factory):
     return venv
 
 
-GLM = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64",
-       "--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+GLM = [
+    "vllm",
+    "serve",
+    "zai-org/GLM-5.2",
+    "-tp",
+    "8",
+    "-dcp",
+    "2",
+    "--max-model-len",
+    "1M",
+    "--block-size",
+    "64",
+    "--kv-cache-dtype",
+    "fp8_ds_mla",
+    "--speculative-config",
+    '{"method": "mtp", "num_speculative_tokens": 5}',
+]
 
 
 def test_check_config_from_any_directory(installed, tmp_path):
@@ -51,19 +66,22 @@ def test_check_config_from_any_directory(installed, tmp_path):
 
 def test_a_teams_own_project_with_its_spec_and_models(installed, tmp_path):
     """A new repo with its own spec/ and models/ (and [tool.capproof] defaults), run from a subdirectory."""
-    (tmp_path / "pyproject.toml").write_text('[tool.capproof]\nrlimit = 5000000\njobs = 1\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.capproof]\nrlimit = 5000000\njobs = 1\n")
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").write_text("")
-    (tmp_path / "models" / "ring.py").write_text(textwrap.dedent('''\
+    (tmp_path / "models" / "ring.py").write_text(
+        textwrap.dedent('''\
         from capproof.arith import cdiv
 
 
         def slots(requests, per_request):
             """Ring buffer slots: one page of 16 per started group of requests (our engine, v1)."""
             return cdiv(requests, 16) * 16 * per_request
-    '''))
+    ''')
+    )
     (tmp_path / "spec").mkdir()
-    (tmp_path / "spec" / "ring.py").write_text(textwrap.dedent('''\
+    (tmp_path / "spec" / "ring.py").write_text(
+        textwrap.dedent("""\
         from capproof import Choice, Range, at_most, obligation
         from models.ring import slots
 
@@ -76,21 +94,25 @@ def test_a_teams_own_project_with_its_spec_and_models(installed, tmp_path):
         @obligation(domain={"requests": Range(1, 4096)}, expect="counterexample")
         def fixed_ring_of_1024(requests):
             return at_most(demand=requests, capacity=1024)
-    '''))
+    """)
+    )
     (tmp_path / "src").mkdir()
     exe = str(installed / "bin" / "capproof")
     result = _run([exe, "prove", "--no-contracts"], cwd=tmp_path / "src")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "spec/ring.py:5: ok   proved         ring_holds_every_request" in result.stdout
     assert "2 of 2 as expected" in result.stdout
-    assert "spec/ring.py:10: ok   counterexample fixed_ring_of_1024" in result.stdout and "3072 of 4096" in result.stdout
+    assert (
+        "spec/ring.py:10: ok   counterexample fixed_ring_of_1024" in result.stdout and "3072 of 4096" in result.stdout
+    )
     # the team's pytest run proves them too (the plugin comes with the wheel: entry point pytest11)
     pip = _run([str(installed / "bin" / "python"), "-m", "pip", "install", "-q", "pytest"], cwd=tmp_path)
     assert pip.returncode == 0, pip.stderr
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_ring.py").write_text("def test_ordinary():\n    assert True\n")
-    tested = _run([str(installed / "bin" / "python"), "-m", "pytest", "--capproof", "-v", "-p", "no:cacheprovider"],
-                  cwd=tmp_path)
+    tested = _run(
+        [str(installed / "bin" / "python"), "-m", "pytest", "--capproof", "-v", "-p", "no:cacheprovider"], cwd=tmp_path
+    )
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "spec/ring.py::ring_holds_every_request PASSED" in tested.stdout
     assert "spec/ring.py::fixed_ring_of_1024 PASSED" in tested.stdout and "3 passed" in tested.stdout
@@ -101,22 +123,30 @@ def test_the_wheel_ships_the_reviewed_inventory(installed, tmp_path):
     data of the wheel, byte for byte, and the installed capproof finds it from any directory."""
     import glob
 
-    (shipped,) = glob.glob(str(installed / "lib" / "python*" / "site-packages" / "capproof" / "_engine" / "inventory"
-                               / "vllm-0.33.0.json"))
+    (shipped,) = glob.glob(
+        str(installed / "lib" / "python*" / "site-packages" / "capproof" / "_engine" / "inventory" / "vllm-0.33.0.json")
+    )
     with open(shipped, "rb") as a, open(os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json"), "rb") as b:
         assert a.read() == b.read()
-    found = _run([str(installed / "bin" / "python"), "-c",
-                  "from capproof.inventory import load; print(len(load('proofs/inventory/vllm-0.33.0.json')))"],
-                 cwd=tmp_path)
+    found = _run(
+        [
+            str(installed / "bin" / "python"),
+            "-c",
+            "from capproof.inventory import load; print(len(load('proofs/inventory/vllm-0.33.0.json')))",
+        ],
+        cwd=tmp_path,
+    )
     assert found.returncode == 0 and int(found.stdout) > 400, found.stdout + found.stderr
 
 
 def test_every_module_of_the_installed_package_imports(installed, tmp_path):
     """A subpackage left out of the wheel fails only when a command imports it (capproof inventory)."""
-    code = ("import importlib, pkgutil, capproof\n"
-            "for m in pkgutil.walk_packages(capproof.__path__, 'capproof.'):\n"
-            "    if not m.name.startswith('capproof._engine'):\n"
-            "        importlib.import_module(m.name)\n")
+    code = (
+        "import importlib, pkgutil, capproof\n"
+        "for m in pkgutil.walk_packages(capproof.__path__, 'capproof.'):\n"
+        "    if not m.name.startswith('capproof._engine'):\n"
+        "        importlib.import_module(m.name)\n"
+    )
     done = _run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     helped = _run([str(installed / "bin" / "capproof"), "inventory", "--help"], cwd=tmp_path)

@@ -18,22 +18,50 @@ BT = "vllm/v1/worker/block_table.py::BlockTable.block_table"
 
 
 def _entry(**kw):
-    base = dict(id=BT, file="vllm/v1/worker/block_table.py", line=80, owner="BlockTable",
-                attribute="block_table", dtype="int32", shape=["max_num_reqs", "cdiv(max_model_len, block_size * dcp)"],
-                how="traced", why="", sized_by=["blocks", "requests"], params=["block_size", "dcp", "max_model_len", "max_num_reqs"])
+    base = dict(
+        id=BT,
+        file="vllm/v1/worker/block_table.py",
+        line=80,
+        owner="BlockTable",
+        attribute="block_table",
+        dtype="int32",
+        shape=["max_num_reqs", "cdiv(max_model_len, block_size * dcp)"],
+        how="traced",
+        why="",
+        sized_by=["blocks", "requests"],
+        params=["block_size", "dcp", "max_model_len", "max_num_reqs"],
+    )
     base.update(kw)
     return inv.Entry(**base)
 
 
 def test_file_round_trip(tmp_path):
     path = tmp_path / "proofs" / "inventory" / "vllm-0.33.0.json"
-    entries = [_entry(), _entry(id="vllm/x.py::A.b", owner="A", attribute="b", shape=["7"], how="read", why="CUDA-only call")]
+    entries = [
+        _entry(),
+        _entry(id="vllm/x.py::A.b", owner="A", attribute="b", shape=["7"], how="read", why="CUDA-only call"),
+    ]
     inv.dump(entries, "vllm", "0.33.0", str(path))
     doc = json.loads(path.read_text())
     assert doc["engine"] == "vllm" and doc["version"] == "0.33.0"
     assert [e["id"] for e in doc["entries"]] == sorted(e.id for e in entries)
-    assert set(doc["entries"][0]) == {"id", "file", "line", "owner", "attribute", "dtype", "shape", "how", "why",
-                                      "sized_by", "params", "verdicts", "coverage", "accesses", "demands"}
+    assert set(doc["entries"][0]) == {
+        "id",
+        "file",
+        "line",
+        "owner",
+        "attribute",
+        "dtype",
+        "shape",
+        "how",
+        "why",
+        "sized_by",
+        "params",
+        "verdicts",
+        "coverage",
+        "accesses",
+        "demands",
+    }
     loaded = inv.load(str(path))
     assert sorted(loaded, key=lambda e: e.id) == sorted(entries, key=lambda e: e.id)
     # the same entries give the same bytes
@@ -60,19 +88,22 @@ def test_capacity_from_path(tmp_path):
     assert inv.capacity(str(path), BT, 0, max_num_reqs=12) == 12
 
 
-@pytest.mark.parametrize("expr, message", [
-    ("max_num_reqs.bit_length()", "call of max_num_reqs.bit_length"),
-    ("max_num_reqs.real", "Attribute"),
-    ("__import__('os')", "call of __import__"),
-    ("max_model_len / 2", "Div"),
-    ("2.5 * max_num_reqs", "only int literals"),
-    ("x[0]", "Subscript"),
-    ("lambda: 1", "Lambda"),
-    ("cdiv(a=1, b=2)", "call of cdiv"),
-    ("cdiv", "must be called"),
-    ("1 +", "syntax error"),
-    ("max_num_reqs << 2", "LShift"),
-])
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("max_num_reqs.bit_length()", "call of max_num_reqs.bit_length"),
+        ("max_num_reqs.real", "Attribute"),
+        ("__import__('os')", "call of __import__"),
+        ("max_model_len / 2", "Div"),
+        ("2.5 * max_num_reqs", "only int literals"),
+        ("x[0]", "Subscript"),
+        ("lambda: 1", "Lambda"),
+        ("cdiv(a=1, b=2)", "call of cdiv"),
+        ("cdiv", "must be called"),
+        ("1 +", "syntax error"),
+        ("max_num_reqs << 2", "LShift"),
+    ],
+)
 def test_disallowed_syntax_is_a_spec_error(expr, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(")):
         inv.evaluate(expr, max_num_reqs=1, x=1, max_model_len=2, a=1, b=1)
@@ -105,11 +136,15 @@ def test_malformed_file(tmp_path):
 
 def test_expression_names_and_classify():
     assert inv.expression_names("select(dcp > 1, cdiv(max_model_len, block_size), 2) + num_sms") == [
-        "block_size", "dcp", "max_model_len", "num_sms"]
+        "block_size",
+        "dcp",
+        "max_model_len",
+        "num_sms",
+    ]
     assert inv.classify(["max_num_reqs", "block_size", "hidden_size"]) == ["blocks", "model", "requests"]
 
 
-@given(st.integers(min_value=-5, max_value=2 ** 40))
+@given(st.integers(min_value=-5, max_value=2**40))
 def test_next_power_of_2_matches_vllm_definition(n):
     expected = 1 if n < 1 else 1 << (n - 1).bit_length()  # vllm/utils/math_utils.py 0.33.0
     assert inv.next_power_of_2(n) == expected
@@ -127,8 +162,9 @@ def _terms():
     leaf = st.one_of(st.sampled_from(NAMES), st.integers(min_value=-9, max_value=300))
 
     def extend(children):
-        binary = st.tuples(st.sampled_from(["+", "-", "*", "//", "%", "cdiv", "round_up", "min", "max", "sel"]),
-                           children, children)
+        binary = st.tuples(
+            st.sampled_from(["+", "-", "*", "//", "%", "cdiv", "round_up", "min", "max", "sel"]), children, children
+        )
         return st.one_of(binary, st.tuples(st.just("neg"), children), st.tuples(st.just("np2"), children))
 
     return st.recursive(leaf, extend, max_leaves=6)
@@ -146,22 +182,29 @@ def _build(tree, env):
         return -vals[0]
     if op == "np2":
         v = vals[0]
-        if type(v) is int and v > 2 ** 62:
+        if type(v) is int and v > 2**62:
             raise ZeroDivisionError  # outside the exact range; skip
         return inv.next_power_of_2(v)
     a, b = vals
     if op in ("//", "%", "cdiv", "round_up"):
         if type(b) is int and b == 0:
             raise ZeroDivisionError
-    return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b,
-            "%": lambda: a % b, "cdiv": lambda: cdiv(a, b), "round_up": lambda: round_up(a, b),
-            "min": lambda: minimum(a, b), "max": lambda: maximum(a, b),
-            "sel": lambda: select(a > b, a, b + 1)}[op]()
+    return {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "//": lambda: a // b,
+        "%": lambda: a % b,
+        "cdiv": lambda: cdiv(a, b),
+        "round_up": lambda: round_up(a, b),
+        "min": lambda: minimum(a, b),
+        "max": lambda: maximum(a, b),
+        "sel": lambda: select(a > b, a, b + 1),
+    }[op]()
 
 
 @settings(max_examples=60, deadline=None)
-@given(_terms(), st.lists(st.integers(min_value=-20, max_value=5000), min_size=4, max_size=4),
-       st.booleans())
+@given(_terms(), st.lists(st.integers(min_value=-20, max_value=5000), min_size=4, max_size=4), st.booleans())
 @pytest.mark.slow
 def test_printer_round_trip(tree, values, assume_positive):
     symenv = {n: SymInt.var(n) for n in NAMES}
@@ -194,5 +237,7 @@ def test_printer_reads_vllm_shapes():
     assert inv.to_expression(cdiv(L, 64)) == "cdiv(max_model_len, 64)"
     assert inv.to_expression(round_up(L, 128)) == "round_up(max_model_len, 128)"
     assert inv.to_expression(cdiv(L, b * d), positive=["block_size", "dcp"]) == "cdiv(max_model_len, block_size * dcp)"
-    assert inv.to_expression(minimum(L, 4 * b)) == "select(max_model_len <= 4 * block_size, max_model_len, 4 * block_size)"
+    assert (
+        inv.to_expression(minimum(L, 4 * b)) == "select(max_model_len <= 4 * block_size, max_model_len, 4 * block_size)"
+    )
     assert inv.to_expression(7) == "7"

@@ -19,11 +19,14 @@ RUNNER = "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner."
 
 def _spec(tmp_path, inventory: str, body: str) -> str:
     path = tmp_path / "spec_cov.py"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         from spec._inventory import cover
         from spec._families import TOKENS, REQUESTS, QUERY_START_LOC, ARANGE
         INV = {inventory!r}
-    """) + textwrap.dedent(body))
+    """)
+        + textwrap.dedent(body)
+    )
     return str(path)
 
 
@@ -32,25 +35,33 @@ def _run(path: str):
 
 
 def test_families_over_the_fixture_prove_and_count_as_traced(tmp_path):
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         cover(INV, "{RUNNER}input_ids", TOKENS, ["vllm==0.33.0 vllm/v1/worker/gpu_model_runner.py:5729"])
         cover(INV, "{RUNNER}positions", TOKENS)
         cover(INV, "{RUNNER}query_start_loc", QUERY_START_LOC)
         cover(INV, "{RUNNER}seq_lens", REQUESTS)
         cover(INV, "{RUNNER}arange_np", ARANGE)
-    """)
+    """,
+    )
     data = _run(path).to_json()
     assert [o["verdict"] for o in data["obligations"]] == ["proved"] * 5
     ob = data["obligations"][0]
     assert ob["covers"] == [RUNNER + "input_ids"]
     assert ob["sources"][0] == f"inventory: {FIXTURE}::{RUNNER}input_ids"
-    assert ob["domain"] == {"max_num_batched_tokens": "1..131072", "num_tokens_padded": "1..131072"} or "num_tokens_padded" in ob["domain"]
+    assert (
+        ob["domain"] == {"max_num_batched_tokens": "1..131072", "num_tokens_padded": "1..131072"}
+        or "num_tokens_padded" in ob["domain"]
+    )
     cov = compute(read_inventory(FIXTURE), data, FIXTURE)
     assert (cov.covered, cov.traced, cov.total) == (5, 5, 7)
     arange = next(o for o in data["obligations"] if o["covers"] == [RUNNER + "arange_np"])
     assert sorted(a for a in arange["assumptions_used"] if a in arange["assumptions"]) == [
         "padded requests <= max_num_reqs (scheduler, dispatcher padding, dummy runs)",
-        "padded tokens <= max_num_batched_tokens (CUDA-graph and DP padding, dummy runs)"]
+        "padded tokens <= max_num_batched_tokens (CUDA-graph and DP padding, dummy runs)",
+    ]
 
 
 def test_seeded_too_small_traced_capacity_gives_a_counterexample(tmp_path):
@@ -62,10 +73,14 @@ def test_seeded_too_small_traced_capacity_gives_a_counterexample(tmp_path):
             e["shape"] = ["max_num_reqs"]
     inv = tmp_path / "seeded.json"
     inv.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    path = _spec(tmp_path, str(inv), f"""
+    path = _spec(
+        tmp_path,
+        str(inv),
+        f"""
         cover(INV, "{RUNNER}query_start_loc", QUERY_START_LOC)
         cover(INV, "{RUNNER}seq_lens", REQUESTS)
-    """)
+    """,
+    )
     res = _run(path)
     verdicts = {o.id.split("::")[-1]: o for o in res.obligations}
     bad = verdicts["query_start_loc__GPUModelRunner_query_start_loc"]
@@ -83,25 +98,35 @@ def test_seeded_too_small_traced_capacity_gives_a_counterexample(tmp_path):
 
 
 def test_unknown_entry_is_an_error_obligation_not_a_crash(tmp_path):
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         cover(INV, "{RUNNER}no_such_buffer", TOKENS)
         cover(INV, "{RUNNER}positions", TOKENS)
-    """)
+    """,
+    )
     res = _run(path)
     v = {o.id.split("::")[-1]: o.verdict.value for o in res.obligations}
     assert v == {"tokens__GPUModelRunner_no_such_buffer": "error", "tokens__GPUModelRunner_positions": "proved"}
     bad = next(o for o in load_file(path) if o.name == "tokens__GPUModelRunner_no_such_buffer")
     # the one line a user reads: which inventory, which entry, what to do
-    assert bad.problems == [f"{FIXTURE} has no entry {RUNNER + 'no_such_buffer'!r} (re-read the inventory and update the table)"]
+    assert bad.problems == [
+        f"{FIXTURE} has no entry {RUNNER + 'no_such_buffer'!r} (re-read the inventory and update the table)"
+    ]
 
 
 def test_a_dimension_the_entry_does_not_have_is_an_error_obligation(tmp_path):
     """``dim`` past the traced shape (input_ids is 1-D): an ``error`` obligation at the calling
     line that names the entry and the dimension, not a crash of the spec file."""
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         cover(INV, "{RUNNER}input_ids", TOKENS, dim=1)
         cover(INV, "{RUNNER}positions", TOKENS)
-    """)
+    """,
+    )
     obs = load_file(path)
     assert isinstance(obs, list), obs
     bad = next(o for o in obs if o.name == "tokens__GPUModelRunner_input_ids")
@@ -113,8 +138,6 @@ def test_a_dimension_the_entry_does_not_have_is_an_error_obligation(tmp_path):
     assert v == {"tokens__GPUModelRunner_input_ids": "error", "tokens__GPUModelRunner_positions": "proved"}
 
 
-
-
 def test_read_shape_aliases_and_skips(tmp_path):
     """A read shape's local name is bound by an alias (a config name or an expression, cited);
     without one the entry gets no obligation and the reason is kept (it stays uncovered)."""
@@ -124,7 +147,10 @@ def test_read_shape_aliases_and_skips(tmp_path):
             e.update(shape=["arange_size"], how="read", params=["arange_size"])
     inv = tmp_path / "read.json"
     inv.write_text(json.dumps(data, indent=1, sort_keys=True))
-    path = _spec(tmp_path, str(inv), f"""
+    path = _spec(
+        tmp_path,
+        str(inv),
+        f"""
         import spec._inventory as I
         assert cover(INV, "{RUNNER}arange_np", ARANGE) is None
         SKIP = I.SKIPPED["{RUNNER}arange_np"]
@@ -132,12 +158,16 @@ def test_read_shape_aliases_and_skips(tmp_path):
               aliases={{"arange_size": ("maximum(max_num_reqs + 1, max_num_batched_tokens)", "gpu_model_runner.py:855")}})
         cover(INV, "{RUNNER}arange_np", ARANGE, name="too_small",
               aliases={{"arange_size": ("max_num_batched_tokens", "a wrong reading")}}, expect="counterexample")
-    """)
+    """,
+    )
     res = _run(path)
     got = {o.id.split("::")[-1]: o for o in res.obligations}
     assert set(got) == {"aliased", "too_small"}
     assert got["aliased"].verdict.value == "proved"
-    assert "read shape: arange_size = maximum(max_num_reqs + 1, max_num_batched_tokens) (gpu_model_runner.py:855)" in got["aliased"].sources
+    assert (
+        "read shape: arange_size = maximum(max_num_reqs + 1, max_num_batched_tokens) (gpu_model_runner.py:855)"
+        in got["aliased"].sources
+    )
     # max(num_tokens, num_reqs + 1) overflows a capacity of mnbt alone when num_reqs + 1 > mnbt
     cex = got["too_small"].counterexample
     assert got["too_small"].verdict.value == "counterexample"
@@ -151,7 +181,8 @@ def test_read_shape_aliases_and_skips(tmp_path):
     import spec._inventory as inventory_helpers
 
     assert inventory_helpers.SKIPPED[RUNNER + "arange_np"] == (
-        "capacity `arange_size` uses 'arange_size', which has no domain (a read shape's local name)")
+        "capacity `arange_size` uses 'arange_size', which has no domain (a read shape's local name)"
+    )
 
 
 def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):
@@ -159,16 +190,32 @@ def test_a_guard_on_the_allocation_size_binds_the_capacity(tmp_path):
     same attribute as the allocation), so the fact is stated on the capacity itself."""
     data = json.load(open(FIXTURE, encoding="utf-8"))
     ident = "vllm/v1/attention/backends/mamba_attn.py::BaseMambaAttentionMetadataBuilder.decode_num_accepted_tokens"
-    data["entries"].append({"attribute": "decode_num_accepted_tokens", "dtype": "int32", "file": "vllm/v1/attention/backends/mamba_attn.py",
-                            "how": "read", "id": ident, "line": 131, "owner": "BaseMambaAttentionMetadataBuilder",
-                            "params": ["decode_cudagraph_max_bs"], "shape": ["decode_cudagraph_max_bs"], "sized_by": ["requests"],
-                            "verdicts": {}, "why": "read"})
+    data["entries"].append(
+        {
+            "attribute": "decode_num_accepted_tokens",
+            "dtype": "int32",
+            "file": "vllm/v1/attention/backends/mamba_attn.py",
+            "how": "read",
+            "id": ident,
+            "line": 131,
+            "owner": "BaseMambaAttentionMetadataBuilder",
+            "params": ["decode_cudagraph_max_bs"],
+            "shape": ["decode_cudagraph_max_bs"],
+            "sized_by": ["requests"],
+            "verdicts": {},
+            "why": "read",
+        }
+    )
     inv = tmp_path / "guard.json"
     inv.write_text(json.dumps(data, indent=1, sort_keys=True))
-    path = _spec(tmp_path, str(inv), f"""
+    path = _spec(
+        tmp_path,
+        str(inv),
+        f"""
         from spec._families import DECODE_ROWS
         cover(INV, "{ident}", DECODE_ROWS)
-    """)
+    """,
+    )
     res = _run(path)
     v = {o.id.split("::")[-1]: (o.verdict.value, o.assumptions_used) for o in res.obligations}
     verdict, used = v["decode_rows__BaseMambaAttentionMetadataBuilder_decode_num_accepted_tokens"]
@@ -182,10 +229,14 @@ def test_config_narrows_the_family_domain_and_adds_no_unused_name(tmp_path):
     passes ``num_sms``/``h_q``/``sm100`` this way for the DeepGEMM and FlashMLA scheduler buffers)."""
     from capproof import Range
 
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         from capproof import Range
         cover(INV, "{RUNNER}input_ids", TOKENS, config={{"num_tokens_padded": Range(1, 8192), "num_sms": Range(1, 1024)}})
-    """)
+    """,
+    )
     items = load_file(path)
     assert isinstance(items, list), items
     (ob,) = items
@@ -197,16 +248,23 @@ def test_config_narrows_the_family_domain_and_adds_no_unused_name(tmp_path):
 def test_error_obligations_keep_the_name_given(tmp_path):
     """``name=`` names the ``error`` obligation of an unknown entry or a missing dimension too (the
     id a spec declares, e.g. for a second dimension of one entry), not the family's default name."""
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         cover(INV, "{RUNNER}no_such_buffer", TOKENS, name="tokens_of_a_missing_entry")
         cover(INV, "{RUNNER}input_ids", TOKENS, dim=1, name="tokens_in_dimension_1")
-    """)
+    """,
+    )
     obs = load_file(path)
     assert isinstance(obs, list), obs
     assert [o.name for o in obs] == ["tokens_of_a_missing_entry", "tokens_in_dimension_1"]
     assert [len(o.problems) for o in obs] == [1, 1]
     # and cite the inventory entry they could not check (proofs/ links the source)
-    assert [o.sources for o in obs] == [[f"inventory: {FIXTURE}::{RUNNER}no_such_buffer"], [f"inventory: {FIXTURE}::{RUNNER}input_ids"]]
+    assert [o.sources for o in obs] == [
+        [f"inventory: {FIXTURE}::{RUNNER}no_such_buffer"],
+        [f"inventory: {FIXTURE}::{RUNNER}input_ids"],
+    ]
 
 
 def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_sourceless_demand(tmp_path):
@@ -214,7 +272,10 @@ def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_source
     ``input_ids[max_num_batched_tokens]`` is refuted at the budget (as a slice end it fits), and
     proofs/ shows ``0 <= index < capacity``; ``rlimit=`` and the family's ``requires`` reach the obligation; a demand whose
     source cannot be read (made by ``exec``) is shown by its name and parameters."""
-    path = _spec(tmp_path, FIXTURE, f"""
+    path = _spec(
+        tmp_path,
+        FIXTURE,
+        f"""
         from spec._inventory import Family
         from spec._families import PADDED_TOKENS_FIT
         LAST = Family(name="one_past", dim=0, demand=lambda num_tokens_padded: num_tokens_padded,
@@ -225,12 +286,15 @@ def test_an_index_family_is_checked_strictly_and_cover_keeps_rlimit_and_a_source
         MADE = Family(name="made", dim=0, demand=ns["made"], domain=TOKENS.domain, facts=PADDED_TOKENS_FIT,
                       requires=("spec_decode",))
         cover(INV, "{RUNNER}positions", MADE, rlimit=12_345_678)
-    """)
+    """,
+    )
     res = _run(path)
     verdicts = {o.id.split("::")[-1]: o for o in res.obligations}
     one_past = verdicts["one_past__GPUModelRunner_input_ids"]
     assert one_past.verdict.value == "counterexample"
-    assert one_past.counterexample.params["num_tokens_padded"] == one_past.counterexample.params["max_num_batched_tokens"]
+    assert (
+        one_past.counterexample.params["num_tokens_padded"] == one_past.counterexample.params["max_num_batched_tokens"]
+    )
     assert verdicts["made__GPUModelRunner_positions"].verdict.value == "proved"
     obs = {o.name: o for o in load_file(path)}
     assert obs["one_past__GPUModelRunner_input_ids"].formula.splitlines()[-1] == "0 <= index < input_ids[0]"
@@ -249,10 +313,14 @@ def test_a_capacity_over_a_family_parameter_is_declared_not_skipped(tmp_path):
             e.update(shape=["num_reqs_padded"])
     inv = tmp_path / "family_param.json"
     inv.write_text(json.dumps(data, indent=1, sort_keys=True))
-    path = _spec(tmp_path, str(inv), f"""
+    path = _spec(
+        tmp_path,
+        str(inv),
+        f"""
         import spec._inventory as I
         assert cover(INV, "{RUNNER}seq_lens", REQUESTS) is not None, I.SKIPPED.get("{RUNNER}seq_lens")
-    """)
+    """,
+    )
     (ob,) = load_file(path)
     assert ob.name == "requests__GPUModelRunner_seq_lens" and "num_reqs_padded" in ob.domain
     assert _run(path).obligations[0].verdict.value == "proved"

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import tomllib
 
-from capproof import inventory as inv
 from conftest import ROOT
+
+from capproof import inventory as inv
 
 REVIEWED = os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json")
 

@@ -8,7 +8,7 @@ import textwrap
 from capproof.engines.vllm.buffers import read_entry
 from capproof.engines.vllm.scan import scan
 
-SOURCE = textwrap.dedent('''
+SOURCE = textwrap.dedent("""
     import numpy as np
     import torch
 
@@ -37,7 +37,7 @@ SOURCE = textwrap.dedent('''
         global _workspace
         _workspace = torch.empty(n * 1024, dtype=torch.uint8)
         return _workspace
-    ''')
+    """)
 
 
 def test_scan_finds_kept_allocations_only(tmp_path):
@@ -47,20 +47,43 @@ def test_scan_finds_kept_allocations_only(tmp_path):
     found = scan(str(tmp_path), scope=("vllm/v1/worker",))
     ids = [a.id for a in found]
     prefix = "vllm/v1/worker/builder.py::"
-    assert ids == [prefix + x for x in ("Builder.block_table", "Builder.seq_lens", "Builder.a", "Builder.b",
-                                        "Builder.per_group", "Builder.seq_lens#2", "Builder.lazy",
-                                        "get_workspace._workspace")]
+    assert ids == [
+        prefix + x
+        for x in (
+            "Builder.block_table",
+            "Builder.seq_lens",
+            "Builder.a",
+            "Builder.b",
+            "Builder.per_group",
+            "Builder.seq_lens#2",
+            "Builder.lazy",
+            "get_workspace._workspace",
+        )
+    ]
     by = {a.id: a for a in found}
     bt = by[prefix + "Builder.block_table"]
-    assert (bt.call, bt.args, bt.dtype, bt.function) == ("self._make_buffer", ["max_num_reqs", "self.max_num_blocks"], "int32", "__init__")
+    assert (bt.call, bt.args, bt.dtype, bt.function) == (
+        "self._make_buffer",
+        ["max_num_reqs", "self.max_num_blocks"],
+        "int32",
+        "__init__",
+    )
     assert by[prefix + "Builder.seq_lens"].args == ["max_num_reqs"]
     assert by[prefix + "Builder.b"].dtype == "float"
     assert by[prefix + "Builder.per_group"].args == ["max(max_num_reqs, 8)"]  # torch.full: shape only
-    assert by[prefix + "get_workspace._workspace"].line == SOURCE.splitlines().index(
-        "    _workspace = torch.empty(n * 1024, dtype=torch.uint8)") + 1
+    assert (
+        by[prefix + "get_workspace._workspace"].line
+        == SOURCE.splitlines().index("    _workspace = torch.empty(n * 1024, dtype=torch.uint8)") + 1
+    )
 
     e = read_entry(by[prefix + "Builder.per_group"], "static")
-    assert (e.shape, e.dtype, e.how, e.why, e.params) == (["maximum(max_num_reqs, 8)"], "int64", "read", "static", ["max_num_reqs"])
+    assert (e.shape, e.dtype, e.how, e.why, e.params) == (
+        ["maximum(max_num_reqs, 8)"],
+        "int64",
+        "read",
+        "static",
+        ["max_num_reqs"],
+    )
     assert e.sized_by == ["requests"]
     e = read_entry(bt, "static")
     assert e.shape == ["max_num_reqs", "max_num_blocks"] and e.sized_by == ["blocks", "requests"]

@@ -80,12 +80,14 @@ def _report_sections() -> dict[str, dict]:
             if row.startswith("> "):
                 sec["doc"].append(row[2:])
         table = re.search(r"\n\| parameter \| domain \|\n\|---\|---\|\n((?:\|[^\n]*\n?)+)", block)
-        for row in (table.group(1).splitlines() if table else []):
+        for row in table.group(1).splitlines() if table else []:
             d = re.match(r"^\| `(\w+)` \| (.*) \|$", row)
             sec["domain"][d.group(1)] = d.group(2)
         listed = re.search(r"\nAssumptions \([^\n]*\n\n((?:- [^\n]*\n?)+)", block)
-        for row in (listed.group(1).splitlines() if listed else []):
-            sec["assumptions"].append(re.sub(r" — \*\*restates the claim\*\*.*$", "", re.sub(r"^- (?:[✔·] )?", "", row)))
+        for row in listed.group(1).splitlines() if listed else []:
+            sec["assumptions"].append(
+                re.sub(r" — \*\*restates the claim\*\*.*$", "", re.sub(r"^- (?:[✔·] )?", "", row))
+            )
         code = re.search(r"Claim, as written in the spec file:\n\n```python\n(.*?)\n```", block, re.S)
         sec["formula"] = code.group(1) if code else None
         out[m.group(1)] = sec
@@ -117,7 +119,9 @@ def test_every_generated_obligation_is_the_reported_one(generated, report, inven
         assert ob.formula == sec["formula"], ob.name
         assert {k: d.describe() for k, d in ob.domain.items()} == sec["domain"], ob.name
         assert list(ob.assumptions) == sec["assumptions"], ob.name
-        assert [ln.strip() for ln in ob.doc.splitlines() if ln.strip()] == [ln.strip() for ln in sec["doc"] if ln.strip()], ob.name
+        assert [ln.strip() for ln in ob.doc.splitlines() if ln.strip()] == [
+            ln.strip() for ln in sec["doc"] if ln.strip()
+        ], ob.name
         assert (ob.engine, ob.versions) == (data["engine"], f"=={data['version']}"), ob.name
         assert "inventory" in ob.tags
     generated_names = {ob.name for ob in generated}
@@ -131,8 +135,11 @@ def _families() -> dict:
     import spec._families as fam
     from spec._inventory import Family
 
-    spaces = [vars(fam)] + [vars(m) for m in list(sys.modules.values())
-                            if os.path.abspath(getattr(m, "__file__", None) or "") == os.path.join(ROOT, SPEC)]
+    spaces = [vars(fam)] + [
+        vars(m)
+        for m in list(sys.modules.values())
+        if os.path.abspath(getattr(m, "__file__", None) or "") == os.path.join(ROOT, SPEC)
+    ]
     out = {}
     for space in spaces:
         for obj in space.values():
@@ -189,7 +196,9 @@ def test_claims_on_ints_are_the_traced_shapes_and_the_family_demand(generated, r
             bound = {}
             for n in expression_names(entry["shape"][dim]):
                 expr = aliases.get(n, n)
-                bound[n] = point[expr] if expr in point else evaluate(expr, **{t: point[t] for t in expression_names(expr)})
+                bound[n] = (
+                    point[expr] if expr in point else evaluate(expr, **{t: point[t] for t in expression_names(expr)})
+                )
             cap = evaluate(entry["shape"][dim], **bound)
             assert values[cap_key] == cap, (ob.name, point)
             (need_key,) = [k for k in values if k != cap_key]

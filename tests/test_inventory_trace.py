@@ -27,7 +27,7 @@ from capproof.engines.vllm import trace as tr  # noqa: E402
 from capproof.engines.vllm.scan import scan  # noqa: E402
 from capproof.symbolic import SymInt  # noqa: E402
 
-TOY = textwrap.dedent('''
+TOY = textwrap.dedent("""
     import numpy as np
     import torch
 
@@ -48,7 +48,7 @@ TOY = textwrap.dedent('''
             self.flags = np.zeros((max_num_reqs, 2), dtype=np.bool_)
             self.lens = self.query_start_loc.new_zeros(max_num_reqs)
             self.stride = self.block_table.cpu.stride(0)
-    ''')
+    """)
 
 
 @pytest.fixture()
@@ -89,17 +89,24 @@ def test_recorder_on_a_hand_written_class(toy):
         obj = mod.Toy(**sym)
     got = _by_site(root, rec.records)
     assert set(got) == {"block_table", "query_start_loc", "arange", "flags", "lens"}
-    shapes = {k: [inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape]
-              for k, r in got.items()}
+    shapes = {
+        k: [inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape]
+        for k, r in got.items()
+    }
     assert shapes == {
-        "block_table": ["max_num_reqs", "cdiv(max_model_len, block_size)"],   # the wrapper's call line
+        "block_table": ["max_num_reqs", "cdiv(max_model_len, block_size)"],  # the wrapper's call line
         "query_start_loc": ["1 + max_num_reqs"],
         "arange": ["max_num_reqs * (1 + num_speculative_tokens)"],
         "flags": ["max_num_reqs", "2"],
         "lens": ["max_num_reqs"],
     }
-    assert {k: r.dtype for k, r in got.items()} == {"block_table": "int32", "query_start_loc": "int32",
-                                                   "arange": "int32", "flags": "bool", "lens": "int32"}
+    assert {k: r.dtype for k, r in got.items()} == {
+        "block_table": "int32",
+        "query_start_loc": "int32",
+        "arange": "int32",
+        "flags": "bool",
+        "lens": "int32",
+    }
     assert isinstance(obj.block_table.np, tr.FakeTensor)
     assert isinstance(obj.stride, SymInt)  # stride(0) of [R, W] is W, symbolically
 
@@ -119,11 +126,11 @@ def test_recorder_on_a_hand_written_class(toy):
 def test_allocations_outside_the_engine_are_not_intercepted(toy):
     root, _ = toy
     with tr.recording(root, "fake") as rec:
-        t = torch.zeros(3)           # called from this test file, not from the engine's sources
+        t = torch.zeros(3)  # called from this test file, not from the engine's sources
     assert isinstance(t, torch.Tensor) and rec.records == []
 
 
-NUMPY_TOY = textwrap.dedent('''
+NUMPY_TOY = textwrap.dedent("""
     import numpy as np
 
     class Sampler:
@@ -140,7 +147,7 @@ NUMPY_TOY = textwrap.dedent('''
                 big = 1
             self.fallback = np.zeros(big * max_num_reqs, dtype=np.int32)  # after a caught error: not trusted
             self.head = np.full(self.first_free + 1, -1, dtype=np.int32)  # reads a poisoned attribute
-    ''')
+    """)
 
 
 def test_statement_level_construction_numpy_only(tmp_path, monkeypatch):
@@ -162,10 +169,14 @@ def test_statement_level_construction_numpy_only(tmp_path, monkeypatch):
         obj, log = tr.construct(mod.Sampler, device_query=None, **sym)
     skipped = {line: why for _, line, _, why in log.skipped}
     lines = NUMPY_TOY.splitlines()
-    line_of = {key: next(i + 1 for i, text in enumerate(lines) if key in text)
-               for key in ("self.free =", "self.first_free", "try:", "self.head")}
+    line_of = {
+        key: next(i + 1 for i, text in enumerate(lines) if key in text)
+        for key in ("self.free =", "self.first_free", "try:", "self.head")
+    }
     assert "NotConcreteError" in skipped[line_of["self.free ="]]
-    assert "reads free" in skipped[line_of["self.first_free"]] or "reads self.free" in skipped[line_of["self.first_free"]]
+    assert (
+        "reads free" in skipped[line_of["self.first_free"]] or "reads self.free" in skipped[line_of["self.first_free"]]
+    )
     assert "reads self.first_free" in skipped[line_of["self.head"]]
     assert "caught by the engine" in skipped[line_of["try:"]]
     assert isinstance(obj.free, tr.Poisoned)
@@ -175,11 +186,14 @@ def test_statement_level_construction_numpy_only(tmp_path, monkeypatch):
             continue
         line = r.stack[0][1]
         got[lines[line - 1].strip().split(" =")[0]] = [
-            inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape]
+            inv.to_expression(d, positive=tr.POSITIVE, nonnegative=tr.NONNEGATIVE) for d in r.shape
+        ]
     assert got == {
         "self.num_tokens": ["max_num_reqs"],
         "self.draft": ["max_num_reqs", "num_speculative_tokens"],
-        "self.arange": ["1 + select(2 * num_speculative_tokens <= max_num_reqs, max_num_reqs, 2 * num_speculative_tokens)"],
+        "self.arange": [
+            "1 + select(2 * num_speculative_tokens <= max_num_reqs, max_num_reqs, 2 * num_speculative_tokens)"
+        ],
     }
     # the same constructor on ints and the real numpy: the traced expressions give the real shapes
     ints = {"max_num_reqs": 5, "num_speculative_tokens": 3}
@@ -190,6 +204,7 @@ def test_statement_level_construction_numpy_only(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------------------------
 # real tier: vLLM 0.33.0's constructors
+
 
 @pytest.fixture(scope="module")
 def vllm_root():
@@ -212,17 +227,34 @@ def traced(vllm_root):
 CASES = [
     # a DeepSeek-V3.2-like deployment (config_values' defaults) and a small odd one
     tr.config_values(symbolic=False),
-    tr.config_values(symbolic=False, max_num_reqs=5, max_num_batched_tokens=37, max_model_len=1001, block_size=16,
-                     dcp=2, num_speculative_tokens=1, hidden_size=64, vocab_size=1000, num_sms=8, max_num_blocks=63,
-                     num_heads=16, index_topk=64, num_tokens=3, top_k=2, num_experts=8, block_size_m=16),
+    tr.config_values(
+        symbolic=False,
+        max_num_reqs=5,
+        max_num_batched_tokens=37,
+        max_model_len=1001,
+        block_size=16,
+        dcp=2,
+        num_speculative_tokens=1,
+        hidden_size=64,
+        vocab_size=1000,
+        num_sms=8,
+        max_num_blocks=63,
+        num_heads=16,
+        index_topk=64,
+        num_tokens=3,
+        top_k=2,
+        num_experts=8,
+        block_size_m=16,
+    ),
 ]
 
 
 def _harness_names():
     """The hand-written harnesses and the generic ones for the owners of the committed inventory
     (a JSON read: collection stays cheap)."""
-    from capproof import inventory as inventory_mod
     from conftest import ROOT
+
+    from capproof import inventory as inventory_mod
 
     path = os.path.join(ROOT, "proofs", "inventory", "vllm-0.33.0.json")
     if os.path.exists(path):
@@ -292,7 +324,11 @@ def _real_run_ids(vllm_root, allocations, ints) -> set[str]:
     return ids
 
 
-WORKER_DIRS = ("vllm/v1/worker/", "vllm/v1/spec_decode/", "vllm/model_executor/layers/fused_moe/moe_align_block_size.py")
+WORKER_DIRS = (
+    "vllm/v1/worker/",
+    "vllm/v1/spec_decode/",
+    "vllm/model_executor/layers/fused_moe/moe_align_block_size.py",
+)
 
 
 @pytest.mark.real

@@ -11,12 +11,12 @@ The wrap itself is checked against Python, Z3 and numpy in tests/test_semantics.
 from __future__ import annotations
 
 import pytest
+from conftest import assert_counterexample, assert_proved, obligation_named, prove
 
 from capproof import Options, Range, Verdict, fits, less_than, obligation
 from capproof.arith import int32, uint32
 from capproof.bound import bound_obligation
 from capproof.prover import prove_obligation, replay
-from conftest import assert_counterexample, assert_proved, obligation_named, prove
 
 K = "spec/kernel_offsets.py"
 
@@ -98,7 +98,9 @@ def test_ultraquant_k_code_loads_tile_the_slot_codes():
     from models.vllm.kernel_offsets import ultraquant_in_block_byte_offset
 
     for slot, head, heads in [(0, 0, 1), (5, 1, 2), (63, 7, 8)]:
-        ends = sorted(ultraquant_in_block_byte_offset(slot, head, c, half, heads, 272) for c in range(4) for half in range(2))
+        ends = sorted(
+            ultraquant_in_block_byte_offset(slot, head, c, half, heads, 272) for c in range(4) for half in range(2)
+        )
         start = (slot * heads + head) * 272
         assert ends == [start + 16 * k + 15 for k in range(8)]
 
@@ -113,7 +115,9 @@ def test_bound_of_a_claim_in_int32_caps_the_capacity_at_the_type():
     assert bound_obligation(obligation_named(K, "fused_moe_c_offset_v0_33"), {"top_k": 8, "N": 7168}).insufficient == 0
 
 
-@pytest.mark.parametrize("name", ["slot_mapping_row_offset_fits_int32_v0_33", "fused_moe_c_offset_v0_33",
-                                  "ultraquant_in_block_byte_offset_v0_33"])
+@pytest.mark.parametrize(
+    "name",
+    ["slot_mapping_row_offset_fits_int32_v0_33", "fused_moe_c_offset_v0_33", "ultraquant_in_block_byte_offset_v0_33"],
+)
 def test_vllm_0_33_offsets_are_proved(name):
     assert_proved(prove(K, name))

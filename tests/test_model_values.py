@@ -11,10 +11,10 @@ import os
 
 import pytest
 
+from models.lmdeploy import guided_decoding as gd
 from models.moe_align import ck_workspace_index_6242, sglang_sorted_ids_capacity, splitk_sorted_size
 from models.sglang import dsa_page_table as sg
 from models.trtllm import cuda_graph as trt
-from models.lmdeploy import guided_decoding as gd
 from models.vllm import gdn
 from models.vllm.cudagraph_sizes import default_max_graph_size_cap, is_request_count
 from models.vllm.indexer_buffers import arange_buffer_len
@@ -100,7 +100,15 @@ def test_cudagraph_request_counts_of_the_default_capture_list():
     # request_counts(max_reqs): [1, 2, 4] + range(8, min(m + 1, 256), 8) + range(256, m + 1, 16) + [m]
     assert [n for n in range(1, 600) if is_request_count(n, 40, 512)] == [1, 2, 4, 8, 16, 24, 32, 40]
     assert [n for n in range(1, 600) if is_request_count(n, 300, 512)] == [
-        1, 2, 4, *range(8, 256, 8), 256, 272, 288, 300]
+        1,
+        2,
+        4,
+        *range(8, 256, 8),
+        256,
+        272,
+        288,
+        300,
+    ]
     assert [n for n in range(1, 600) if is_request_count(n, 3, 512)] == [1, 2, 3]
     assert [n for n in range(1, 1100) if is_request_count(n, 1024, 512)][-3:] == [480, 496, 512]
 
@@ -188,8 +196,11 @@ def model_default_capture_sizes(max_num_seqs, k, mnbt, default):
     from models.vllm.cudagraph_sizes import is_default_capture_size
 
     q = 1 + k
-    return [s for s in range(1, min(mnbt, 2 * default) + 33)
-            if is_default_capture_size(s, s // q if k and s % q == 0 else 1, max_num_seqs, k, mnbt, default)]
+    return [
+        s
+        for s in range(1, min(mnbt, 2 * default) + 33)
+        if is_default_capture_size(s, s // q if k and s % q == 0 else 1, max_num_seqs, k, mnbt, default)
+    ]
 
 
 def test_default_capture_lists_at_the_clause_boundaries_are_vllm_0_33s():
@@ -207,8 +218,12 @@ def test_default_capture_lists_at_the_clause_boundaries_are_vllm_0_33s():
     assert len(record["lists"]) >= 450
     for entry in record["lists"]:
         assert entry["sizes"] == sorted(set(entry["sizes"]))
-        point = (entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"],
-                 entry["default_max_graph_size"])
+        point = (
+            entry["max_num_seqs"],
+            entry["num_speculative_tokens"],
+            entry["max_num_batched_tokens"],
+            entry["default_max_graph_size"],
+        )
         assert model_default_capture_sizes(*point) == entry["sizes"], point
 
 
@@ -233,8 +248,14 @@ def test_cudagraph_spec_decode_rounding_and_padding_tables():
     # rounded sizes past the maximum are dropped; the maximum becomes the largest kept size
     assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 3) == ([3, 6, 9], 9)
     assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 6, 4) == ([4], 4)  # nothing kept: fall back to [q]
-    assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 4, 4) == ([4], 4)  # q == the maximum still fits (compilation.py:1551)
-    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 2) == ([2, 4, 8, 10], 10)  # MTP K = 1: q = 2 rounds
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([5], 4, 4) == (
+        [4],
+        4,
+    )  # q == the maximum still fits (compilation.py:1551)
+    assert cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 10], 10, 2) == (
+        [2, 4, 8, 10],
+        10,
+    )  # MTP K = 1: q = 2 rounds
     assert cg.adjust_cudagraph_sizes_for_spec_decode(sizes, 64, 1) == (sizes, 64)  # no speculation: unchanged
     # ... even a maximum above the largest size (compilation.py:1539 returns before rounding at q <= 1;
     # tests/test_real_engine.py draws such maxima against the engine's own method)
@@ -273,7 +294,11 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([10], [7], 100, 80) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 6)), ((0, 1), (6, 7))]
     assert split([3], [1], 6, 400, request_offset=5) == [((5, 6), (0, 1))]
     assert split([0], [3], 6, 400) == [((0, 1), (0, 3))]  # no sequence: one piece of all queries
-    assert split([1], [5], 6, 8) == [((0, 1), (0, 2)), ((0, 1), (2, 4)), ((0, 1), (4, 5))]  # budget 2 // seq 1 rows a piece
+    assert split([1], [5], 6, 8) == [
+        ((0, 1), (0, 2)),
+        ((0, 1), (2, 4)),
+        ((0, 1), (4, 5)),
+    ]  # budget 2 // seq 1 rows a piece
     # at the logits budget exactly the request joins: (2 + 3) * (2 + 2) == 80 // 4 (vllm==0.33.0
     # v1/attention/backends/mla/indexer.py line 1390: new_m * new_n <= max_logits_elems)
     assert split([2, 2], [2, 3], 100, 80) == [((0, 2), (0, 5))]
@@ -286,7 +311,10 @@ def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
     # steps back never returns.
     within_deadline = _split_within_deadline
     assert within_deadline([1000, 5000, 200], [1000, 5000, 200], 3500, 512 * 2**20) == [
-        ((0, 1), (0, 1000)), ((1, 2), (0, 5000)), ((2, 3), (0, 200))]
+        ((0, 1), (0, 1000)),
+        ((1, 2), (0, 5000)),
+        ((2, 3), (0, 200)),
+    ]
     # a request longer than the whole logits budget (8 // 4 = 2 rows) still advances: pieces of 1 query row
     assert within_deadline([10], [2], 100, 8) == [((0, 1), (0, 1)), ((0, 1), (1, 2))]
 
@@ -294,8 +322,11 @@ def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
 def test_b0_moe_align_capacity_forms():
     # B0: numel + num_experts * (B - 1), round_up to B with pad_sorted_ids; older vLLM had no
     # small-numel min. 64 tokens x topk 8 = 512 ids, 256 experts, block 16; and 3 ids, 8 experts.
-    from models.moe_align import (moe_align_demand_bound, vllm_sorted_ids_capacity,
-                                  vllm_sorted_ids_capacity_before_small_numel_min)
+    from models.moe_align import (
+        moe_align_demand_bound,
+        vllm_sorted_ids_capacity,
+        vllm_sorted_ids_capacity_before_small_numel_min,
+    )
 
     assert vllm_sorted_ids_capacity_before_small_numel_min(512, 256, 16, 0) == 512 + 256 * 15
     assert vllm_sorted_ids_capacity_before_small_numel_min(3, 8, 16, 0) == 3 + 8 * 15
@@ -407,10 +438,53 @@ def test_default_capture_list_of_the_spec_is_the_recorded_vllm_list():
     with open(os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")) as fh:
         lists = json.load(fh)["lists"]
     for entry in lists:
-        config = (entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"], entry["default_max_graph_size"])
+        config = (
+            entry["max_num_seqs"],
+            entry["num_speculative_tokens"],
+            entry["max_num_batched_tokens"],
+            entry["default_max_graph_size"],
+        )
         assert default_capture_list(*config) == entry["sizes"] == model_default_capture_sizes(*config), config
     # the deployment of the vllm#28207 regression: the default list of 40 requests, K = 2, and its rounding
     default, sizes, max_size = dispatched_capture_list(40, 2, 8192, 512)
-    assert default == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152,
-                       160, 168, 176, 184, 192, 200, 208, 216, 224, 232, 240]
-    assert sizes[:6] == [3, 6, 9, 12, 18, 24] and max_size == 240  # vLLM 0.33.0 adjust_cudagraph_sizes_for_spec_decode gives the same
+    assert default == [
+        1,
+        2,
+        3,
+        4,
+        6,
+        8,
+        12,
+        16,
+        24,
+        32,
+        40,
+        48,
+        56,
+        64,
+        72,
+        80,
+        88,
+        96,
+        104,
+        112,
+        120,
+        128,
+        136,
+        144,
+        152,
+        160,
+        168,
+        176,
+        184,
+        192,
+        200,
+        208,
+        216,
+        224,
+        232,
+        240,
+    ]
+    assert (
+        sizes[:6] == [3, 6, 9, 12, 18, 24] and max_size == 240
+    )  # vLLM 0.33.0 adjust_cudagraph_sizes_for_spec_decode gives the same

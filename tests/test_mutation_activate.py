@@ -10,7 +10,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _activate():
-    spec = importlib.util.spec_from_file_location("capproof_mutation_activate", os.path.join(ROOT, "tests", "mutation", "activate.py"))
+    spec = importlib.util.spec_from_file_location(
+        "capproof_mutation_activate", os.path.join(ROOT, "tests", "mutation", "activate.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -27,20 +29,42 @@ def test_prove_failures_that_are_not_a_changed_verdict_are_not_kills(tmp_path, m
     m = "models.vllm.gdn.x_state_index_column__mutmut_{}"
     recs = [
         {"mutant": m.format(1), "tests": "killed", "killed_by": "tests/test_model_values.py::t"},
-        {"mutant": m.format(2), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
-        {"mutant": m.format(3), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob2")},
-        {"mutant": m.format(4), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob3")},
+        {
+            "mutant": m.format(2),
+            "tests": "survived",
+            "prove": "killed",
+            "prove_failed": ORACLE.format("spec/a.py::ob1"),
+        },
+        {
+            "mutant": m.format(3),
+            "tests": "survived",
+            "prove": "killed",
+            "prove_failed": ORACLE.format("spec/a.py::ob2"),
+        },
+        {
+            "mutant": m.format(4),
+            "tests": "survived",
+            "prove": "killed",
+            "prove_failed": ORACLE.format("spec/a.py::ob3"),
+        },
         {"mutant": m.format(5), "tests": "survived", "prove": "no obligation"},
         {"mutant": m.format(6), "tests": "timeout", "prove": "survived"},
     ]
     outcomes = [
         {"mutant": m.format(3), "kind": "unknown", "obligation": "spec/a.py::ob2", "detail": ""},
         {"mutant": m.format(4), "kind": "missing", "obligation": "spec/a.py::ob3", "detail": ""},
-        {"mutant": m.format(2), "kind": "unknown", "obligation": "spec/a.py::other", "detail": ""},  # not the failing one
+        {
+            "mutant": m.format(2),
+            "kind": "unknown",
+            "obligation": "spec/a.py::other",
+            "detail": "",
+        },  # not the failing one
     ]
     os.makedirs(tmp_path / "mutants")
     (tmp_path / "mutants" / act.RECORD).write_text("".join(json.dumps(r) + "\n" for r in recs))
-    (tmp_path / "mutants" / "capproof-mutation-outcomes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcomes))
+    (tmp_path / "mutants" / "capproof-mutation-outcomes.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in outcomes)
+    )
     monkeypatch.chdir(tmp_path)
     act.table([m.format(i) for i in range(1, 8)])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| models/vllm/gdn.py")]
@@ -51,10 +75,14 @@ def test_a_spec_file_loaded_under_the_mutant_counts_for_its_obligations():
     """The call map's ``load:`` entries (a spec helper called while the file loads) select every
     obligation of that file; calls made while pytest collected (``?``) select none."""
     act = _activate()
-    cmap = {"spec._inventory.x_cover": ["?", "load:/m/spec/vllm_0_33_buffers.py"],
-            "models.vllm.gdn.x_state_index_column": [ORACLE.format("spec/per_batch_buffers.py::gdn")]}
+    cmap = {
+        "spec._inventory.x_cover": ["?", "load:/m/spec/vllm_0_33_buffers.py"],
+        "models.vllm.gdn.x_state_index_column": [ORACLE.format("spec/per_batch_buffers.py::gdn")],
+    }
     assert act._obligations_calling("spec._inventory.x_cover__mutmut_7", cmap) == ["load:/m/spec/vllm_0_33_buffers.py"]
-    assert act._obligations_calling("models.vllm.gdn.x_state_index_column__mutmut_1", cmap) == [ORACLE.format("spec/per_batch_buffers.py::gdn")]
+    assert act._obligations_calling("models.vllm.gdn.x_state_index_column__mutmut_1", cmap) == [
+        ORACLE.format("spec/per_batch_buffers.py::gdn")
+    ]
     assert act._obligations_calling("models.moe_align.x_f__mutmut_1", cmap) == []
 
 
@@ -64,14 +92,28 @@ def test_saved_records_give_the_same_table(tmp_path, monkeypatch, capsys):
     act = _activate()
     m = "models.vllm.gdn.x_state_index_column__mutmut_{}"
     os.makedirs(tmp_path / "mutants" / "models" / "vllm")
-    (tmp_path / "mutants" / "models" / "vllm" / "gdn.py.meta").write_text(json.dumps({"exit_code_by_key": {m.format(i): None for i in range(1, 5)}}))
+    (tmp_path / "mutants" / "models" / "vllm" / "gdn.py.meta").write_text(
+        json.dumps({"exit_code_by_key": {m.format(i): None for i in range(1, 5)}})
+    )
     recs = [
         {"mutant": m.format(1), "tests": "killed", "killed_by": "tests/test_model_values.py::t"},
         {"mutant": m.format(2), "tests": "survived"},  # --tests-only, then the prove oracle
-        {"mutant": m.format(2), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
-        {"mutant": m.format(3), "tests": "survived", "prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob2")},
+        {
+            "mutant": m.format(2),
+            "tests": "survived",
+            "prove": "killed",
+            "prove_failed": ORACLE.format("spec/a.py::ob1"),
+        },
+        {
+            "mutant": m.format(3),
+            "tests": "survived",
+            "prove": "killed",
+            "prove_failed": ORACLE.format("spec/a.py::ob2"),
+        },
     ]
-    outcome = json.dumps({"mutant": m.format(3), "kind": "unknown", "obligation": "spec/a.py::ob2", "detail": ""}) + "\n"
+    outcome = (
+        json.dumps({"mutant": m.format(3), "kind": "unknown", "obligation": "spec/a.py::ob2", "detail": ""}) + "\n"
+    )
     (tmp_path / "mutants" / act.RECORD).write_text("".join(json.dumps(r) + "\n" for r in recs))
     (tmp_path / "mutants" / act.OUTCOMES).write_text(outcome * 2)
     monkeypatch.chdir(tmp_path)
@@ -125,7 +167,11 @@ def test_verify_alone_sees_what_a_verdict_does_not(spec_file):
 
     declared = {ob.name: ob for ob in Oracle._reload(path)}
     entry = json.loads(json.dumps(bound_obligation(declared["fits"]).to_json()))
-    bounds = {"bounds": {declared["fits"].id: entry}, "rlimit": 20_000_000, "waste_threshold_pct": entry["waste_threshold_pct"]}
+    bounds = {
+        "bounds": {declared["fits"].id: entry},
+        "rlimit": 20_000_000,
+        "waste_threshold_pct": entry["waste_threshold_pct"],
+    }
 
     def outcomes():
         return {name: act.verify_one(Oracle, ob, bounds) for name, ob in declared.items()}
@@ -159,12 +205,17 @@ def test_verify_alone_sees_what_a_verdict_does_not(spec_file):
     assert quick["quick"] and quick["json"]["verdict"] == full["json"]["verdict"] == "counterexample"
     assert act._verdict_line(quick["md"]).startswith(act._verdict_line(full["md"]).split(" (")[0])
     assert act.verify_outcome(base["fits"], quick)[0] == act.verify_outcome(base["fits"], full)[0] == "report"
-    assert "quick" not in act.verify_one(Oracle, declared["overflows"], bounds, base["overflows"])  # same verdict: decided in full
+    assert "quick" not in act.verify_one(
+        Oracle, declared["overflows"], bounds, base["overflows"]
+    )  # same verdict: decided in full
 
     with open(path, "w") as fh:
         fh.write(VERIFY_SPEC.replace("def overflows", "def renamed"))
     gone = act.verify_one(Oracle, declared["overflows"], bounds)
-    assert act.verify_outcome(base["overflows"], gone) == ("report", f"{declared['overflows'].id} is no longer declared")
+    assert act.verify_outcome(base["overflows"], gone) == (
+        "report",
+        f"{declared['overflows'].id} is no longer declared",
+    )
 
 
 def test_verify_table_counts_each_oracle_once(tmp_path, monkeypatch, capsys):
@@ -193,9 +244,13 @@ def test_verify_table_counts_each_oracle_once(tmp_path, monkeypatch, capsys):
     os.makedirs(tmp_path / "recs")
     for name, recs in ((act.PROVE_ALONE, prove), (act.VERIFY_ALONE, verify), (act.RECORD, direct)):
         (tmp_path / "recs" / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
-    (tmp_path / "recs" / act.OUTCOMES).write_text(json.dumps({"mutant": m.format(2), "kind": "unknown", "obligation": "spec/a.py::ob2"}) + "\n")
+    (tmp_path / "recs" / act.OUTCOMES).write_text(
+        json.dumps({"mutant": m.format(2), "kind": "unknown", "obligation": "spec/a.py::ob2"}) + "\n"
+    )
     monkeypatch.chdir(tmp_path)
-    assert act.verify_candidates(act._done(str(tmp_path / "recs" / act.PROVE_ALONE))) == {m.format(i) for i in range(3, 8)}
+    assert act.verify_candidates(act._done(str(tmp_path / "recs" / act.PROVE_ALONE))) == {
+        m.format(i) for i in range(3, 8)
+    }
     act.verify_table([m.format(i) for i in range(1, 9)], "recs")
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| models/vllm/gdn.py")]
     # mutants equiv notrun prove unknown missing report bound noobl timeout survived verify-not-run | prove% verify% tests%

@@ -127,7 +127,7 @@ def test_padded_symbolic_length_uniformity_is_left_alone_soundly(fill):
 
 # --- verdicts on obligations written as a user would -------------------------------------------
 
-DISTINCT = '''
+DISTINCT = """
 from capproof import Range, Vector, obligation, claim
 from capproof.arith import all_of, count
 
@@ -139,7 +139,7 @@ T, K, E = {T}, 4, 8
             expect="{expect}")
 def expert_rows_fit(topk_ids):
     return claim(all_of(*(count(x == e for x in topk_ids) <= {rows} for e in range(E))), rows={rows})
-'''
+"""
 
 
 def test_distinct_experts_per_token_written_pairwise_is_proved(spec_file):
@@ -161,12 +161,12 @@ def test_distinct_experts_counterexample_still_replays(spec_file):
     r = prove(ob, Options(density="off"))
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     ids = r.counterexample.params["topk_ids"]
-    assert all(len(set(ids[t * 4:(t + 1) * 4])) == 4 for t in range(4))
+    assert all(len(set(ids[t * 4 : (t + 1) * 4])) == 4 for t in range(4))
     holds, _, failed = replay(ob, r.counterexample.params)
     assert not holds and not failed
 
 
-UNIFORM = '''
+UNIFORM = """
 from capproof import Choice, Range, Vector, at_most, obligation
 from capproof.arith import max_of, min_of, total
 
@@ -176,7 +176,7 @@ from capproof.arith import max_of, min_of, total
             expect="EXPECT")
 def rows_fit(k, decode_lens):
     return at_most(rows=8 * decode_lens[3], capacity=total(decode_lens) - SLACK)
-'''
+"""
 
 
 @pytest.mark.parametrize("slack,expect", [(0, "proved"), (1, "counterexample")])
@@ -194,12 +194,15 @@ def test_uniformity_as_min_equals_max_is_decided_and_reported(spec_file, slack, 
 
 # --- diagnosis of unknown ----------------------------------------------------------------------
 
+
 def test_unknown_names_what_made_it_hard_and_what_to_try(spec_file):
     """A pairwise fact the normaliser cannot group (a chain, not a clique) over a vector, with a
     claim Z3 cannot decide (Fermat's cubes, nonlinear), at a small rlimit: the message names the
     rlimit spent in the case, the nonlinear term, the vector size, the pairwise disequalities,
     and what to try."""
-    (ob,) = load_file(spec_file('''
+    (ob,) = load_file(
+        spec_file(
+            """
 from capproof import Range, Vector, obligation, claim
 from capproof.arith import all_of, total
 
@@ -208,7 +211,10 @@ from capproof.arith import all_of, total
             rlimit=200000)
 def cubes(x, y, z, ids):
     return claim(all_of(x * x * x + y * y * y != z * z * z, total(ids) >= 0), x=x)
-''', "hard_spec.py"))
+""",
+            "hard_spec.py",
+        )
+    )
     r = prove(ob, Options(density="off"))
     assert r.verdict is Verdict.UNKNOWN, r.message
     m = r.message

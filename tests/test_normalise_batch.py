@@ -15,10 +15,10 @@ from capproof.loader import load_file
 from capproof.normalise import sorted_batch
 from capproof.symbolic import fresh_z3_context
 
-HEAD = '''
+HEAD = """
 from capproof import Choice, Range, Vector, at_most, claim, obligation
 from capproof.arith import all_of, count, max_of, min_of, total
-'''
+"""
 
 
 def _prove(spec_file, body, name="spec_under_test.py"):
@@ -37,13 +37,17 @@ def _sorted(r):
 
 # --- sortedness: never where order matters ------------------------------------------------------
 
+
 def test_order_dependent_claim_gets_no_sortedness(spec_file):
     """``v[0] <= v[-1]`` fails (v = [1, 0, ...]); sorting the batch would prove it."""
-    ob, r = _prove(spec_file, '''
+    ob, r = _prove(
+        spec_file,
+        """
 @obligation(domain={"v": Vector(6, Range(0, 3))}, expect="counterexample")
 def first_at_most_last(v):
     return at_most(first=v[0], last=v[-1])
-''')
+""",
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert not _sorted(r)
     holds, _, failed = replay(ob, r.counterexample.params)
@@ -53,12 +57,15 @@ def first_at_most_last(v):
 def test_order_dependent_assumption_gets_no_sortedness(spec_file):
     """Claim order-independent, assumption ``v[0] > v[1]`` not: sorted, the assumptions would
     contradict the claim's negation and the counterexample (total 1) would become a false proof."""
-    ob, r = _prove(spec_file, '''
+    ob, r = _prove(
+        spec_file,
+        """
 @obligation(domain={"v": Vector(4, Range(0, 3))}, assumptions={"descending head": lambda v: v[0] > v[1]},
             expect="counterexample")
 def total_at_least_two(v):
     return claim(total(v) >= 2)
-''')
+""",
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert not _sorted(r)
     assert replay(ob, r.counterexample.params)[0] is False
@@ -66,11 +73,14 @@ def total_at_least_two(v):
 
 def test_prefix_sum_claim_gets_no_sortedness(spec_file):
     """A prefix sum (the first two requests' tokens) is order-dependent."""
-    ob, r = _prove(spec_file, '''
+    ob, r = _prove(
+        spec_file,
+        """
 @obligation(domain={"v": Vector(5, Range(0, 4))}, assumptions={"budget": lambda v: total(v) <= 8}, expect="counterexample")
 def prefix_fits(v):
     return at_most(prefix=v[0] + v[1], capacity=4)
-''')
+""",
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE and not _sorted(r), r.message
 
 
@@ -84,20 +94,24 @@ def test_sorted_batch_refuses_a_non_invariant_term():
 
 # --- sortedness where order does not matter: same verdict as brute force -------------------------
 
-ORDER_FREE = '''
+ORDER_FREE = """
 @obligation(domain={{"v": Vector(3, Range(0, 4)), "budget": Range(1, 12)}},
             assumptions={{"budget": lambda v, budget: total(v) <= budget}}, expect="{expect}")
 def long_requests_fit(v, budget):
     return at_most(long_rows={scale} * count(x >= 2 for x in v), budget=budget)
-'''
+"""
 
 
 @pytest.mark.parametrize("scale", [1, 2, 3])
 def test_order_independent_claim_is_sorted_and_keeps_its_verdict(spec_file, scale):
     """Brute force over every 3-entry batch in 0..4 and budget: the verdict is the enumeration's;
     the counterexample replays and is sorted."""
-    fails = [(v, b) for v in itertools.product(range(5), repeat=3) for b in range(1, 13)
-             if sum(v) <= b and not scale * sum(x >= 2 for x in v) <= b]
+    fails = [
+        (v, b)
+        for v in itertools.product(range(5), repeat=3)
+        for b in range(1, 13)
+        if sum(v) <= b and not scale * sum(x >= 2 for x in v) <= b
+    ]
     expect = "counterexample" if fails else "proved"
     ob, r = _prove(spec_file, ORDER_FREE.format(expect=expect, scale=scale))
     assert r.verdict.value == expect, r.message
@@ -111,7 +125,7 @@ def test_order_independent_claim_is_sorted_and_keeps_its_verdict(spec_file, scal
 
 # --- uniformity with a Range length and a claim that indexes the batch ----------------------------
 
-UNIFORM_RANGE = '''
+UNIFORM_RANGE = """
 @obligation(domain={{"mnbt": Range(1, 2**16), "num_reqs": {length},
                     "decode_lens": Vector({size}, Range(1, 8), length="num_reqs")}},
             assumptions={{"uniform": lambda decode_lens: min_of(decode_lens) == max_of(decode_lens),
@@ -119,7 +133,7 @@ UNIFORM_RANGE = '''
             expect="{expect}")
 def rows_fit(mnbt, num_reqs, decode_lens):
     return at_most(rows=num_reqs * decode_lens[0], capacity=mnbt - {slack})
-'''
+"""
 
 
 @pytest.mark.parametrize("slack,expect", [(1, "counterexample"), (0, "proved")])
@@ -138,9 +152,13 @@ def test_uniformity_with_a_range_length_and_an_indexing_claim_is_decided(spec_fi
 @pytest.mark.parametrize("size", [3, 4])
 @pytest.mark.parametrize("slack", [0, 1])
 def test_range_length_uniformity_matches_brute_force(spec_file, size, slack):
-    fails = any(len(set(d)) == 1 and n * d[0] > m - slack
-                for n in range(1, size + 1) for d in itertools.product(range(1, 9), repeat=n) for m in range(1, 40)
-                if sum(d) <= m)
+    fails = any(
+        len(set(d)) == 1 and n * d[0] > m - slack
+        for n in range(1, size + 1)
+        for d in itertools.product(range(1, 9), repeat=n)
+        for m in range(1, 40)
+        if sum(d) <= m
+    )
     expect = "counterexample" if fails else "proved"
     ob, r = _prove(spec_file, UNIFORM_RANGE.format(length=f"Range(1, {size})", size=size, expect=expect, slack=slack))
     assert r.verdict.value == expect, r.message
@@ -148,11 +166,14 @@ def test_range_length_uniformity_matches_brute_force(spec_file, size, slack):
 
 # --- a Choice length is decided like the Range of the same values --------------------------------
 
+
 @pytest.mark.parametrize("slack,expect", [(1, "counterexample"), pytest.param(0, "proved", marks=pytest.mark.slow)])
 def test_choice_length_gets_the_range_verdict(spec_file, slack, expect):
     results = {}
     for i, length in enumerate(("Range(1, 256)", "Choice(range(1, 257))")):
-        ob, r = _prove(spec_file, UNIFORM_RANGE.format(length=length, size=256, expect=expect, slack=slack), f"spec_{i}.py")
+        ob, r = _prove(
+            spec_file, UNIFORM_RANGE.format(length=length, size=256, expect=expect, slack=slack), f"spec_{i}.py"
+        )
         assert r.verdict.value == expect, r.message
         results[length] = r
         if r.counterexample:
@@ -167,12 +188,15 @@ def test_choice_length_gets_the_range_verdict(spec_file, slack, expect):
 def test_choice_length_needing_concrete_ints_falls_back_to_the_case_split(spec_file):
     """A model that loops over ``range(num_reqs)`` needs the length as an int: the symbolic try
     errors and the declared case split decides it (same verdict as written)."""
-    ob, r = _prove(spec_file, '''
+    ob, r = _prove(
+        spec_file,
+        """
 @obligation(domain={"num_reqs": Choice(range(1, 9)), "v": Vector(8, Range(0, 3), length="num_reqs")},
             expect="counterexample")
 def loop_total(num_reqs, v):
     return at_most(tokens=sum(v[i] for i in range(num_reqs)), capacity=20)
-''')
+""",
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert not any("decided as Range" in n for n in r.normalised)
     assert r.counterexample.params["num_reqs"] == 7
@@ -196,8 +220,11 @@ def test_recorded_uniformity_is_exact_under_the_domain_constraints(fill):
         term = (min_of(Padded(tuple(xs), n, fill, 1, 3)) == max_of(Padded(tuple(xs), n, fill, 1, 3))).term
     norm = normalise(term, None, trace.extrema)
     assert any("symbolic length n" in note for note in norm.notes), norm.notes
-    dom = [n.term >= 1, n.term <= 4, *(z3.If(i < n.term, z3.And(x.term >= 1, x.term <= 3), x.term == fill)
-                                       for i, x in enumerate(xs))]
+    dom = [
+        n.term >= 1,
+        n.term <= 4,
+        *(z3.If(i < n.term, z3.And(x.term >= 1, x.term <= 3), x.term == fill) for i, x in enumerate(xs)),
+    ]
     s = z3.Solver()
     s.add(*dom, term != norm.term)
     assert s.check() == z3.unsat
@@ -218,11 +245,11 @@ def test_ite_reads_finds_only_conditions_that_read_an_entry():
     v0, v1, x = z3.Ints("v0 v1 x")
     shared = z3.If(v1 > x, 1, 0) + 3
     cases = [
-        (z3.If(v0 > 3, 1, 0) <= x, True),                 # a threshold count
-        (z3.If(x > 3, v0, v1) <= 5, False),               # entries in the branches only
-        (z3.Sum([shared, shared * 2, x]) <= 9, True),     # shared DAG node, condition reads v1
-        (z3.If(x > 3, 1, 0) + v0 <= v1, False),           # condition without entries
-        (z3.If(v0 > 3, x > 1, x < 1), False),             # a Bool If (not an integer split)
+        (z3.If(v0 > 3, 1, 0) <= x, True),  # a threshold count
+        (z3.If(x > 3, v0, v1) <= 5, False),  # entries in the branches only
+        (z3.Sum([shared, shared * 2, x]) <= 9, True),  # shared DAG node, condition reads v1
+        (z3.If(x > 3, 1, 0) + v0 <= v1, False),  # condition without entries
+        (z3.If(v0 > 3, x > 1, x < 1), False),  # a Bool If (not an integer split)
     ]
     ids = {v0.get_id(), v1.get_id()}
 

@@ -14,13 +14,13 @@ import itertools
 import os
 
 import pytest
+from conftest import ROOT
 
 from capproof import Options, Verdict
-from capproof.loader import load
 from capproof.domain import Vector
+from capproof.loader import load
 from capproof.obligation import Obligation
 from capproof.prover import _concretely_false_assumptions, concrete_args, evaluate, prove_obligation
-from conftest import ROOT
 
 
 def _obligations() -> list[Obligation]:
@@ -32,7 +32,9 @@ def _obligations() -> list[Obligation]:
 def _slice(ob: Obligation, budget: int, pins: dict[str, int]) -> list[dict[str, object]]:
     scalars = [n for n in ob.params if not isinstance(ob.domain[n], Vector)]
     vectors = [n for n in ob.params if isinstance(ob.domain[n], Vector)]
-    finite = {n: ([pins[n]] if n in pins else ob.domain[n].cases()) for n in scalars if n in pins or ob.domain[n].finite}
+    finite = {
+        n: ([pins[n]] if n in pins else ob.domain[n].cases()) for n in scalars if n in pins or ob.domain[n].finite
+    }
     ranges = {n: ob.domain[n] for n in scalars if n not in finite}
     n_finite = 1
     for values in finite.values():
@@ -97,12 +99,22 @@ def _fast_pins(ob: Obligation) -> dict[str, int]:
 
 
 #: the slices that take longest (every capture size of a padding table): the slow tier checks them
-SLOW_SLICES = ("cudagraph_padding_is_the_smallest_capture_size", "cudagraph_uniform_decode_padding_is_a_multiple_of_q",
-               "decode_rows__BaseMambaAttentionMetadataBuilder_decode_is_flush_d")
+SLOW_SLICES = (
+    "cudagraph_padding_is_the_smallest_capture_size",
+    "cudagraph_uniform_decode_padding_is_a_multiple_of_q",
+    "decode_rows__BaseMambaAttentionMetadataBuilder_decode_is_flush_d",
+)
 
 
-@pytest.mark.parametrize("ob", [pytest.param(ob, marks=pytest.mark.slow, id=ob.name) if ob.name.startswith(SLOW_SLICES)
-                                else pytest.param(ob, id=ob.name) for ob in _obligations()])
+@pytest.mark.parametrize(
+    "ob",
+    [
+        pytest.param(ob, marks=pytest.mark.slow, id=ob.name)
+        if ob.name.startswith(SLOW_SLICES)
+        else pytest.param(ob, id=ob.name)
+        for ob in _obligations()
+    ],
+)
 def test_oracle_agrees_small_slice(ob):
     _check(ob, budget=3_000, pins=_fast_pins(ob))
 

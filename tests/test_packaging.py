@@ -44,8 +44,13 @@ def test_every_module_level_import_is_a_declared_dependency():
             with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read())
             for node in tree.body:  # module level only: imports inside functions are optional uses
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                mods = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    else []
+                )
                 for mod in mods:
                     top = mod.split(".")[0]
                     if top in sys.stdlib_module_names or top == "capproof" or top in _EXTRA_ONLY.get(rel, ()):

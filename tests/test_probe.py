@@ -23,7 +23,9 @@ from capproof.domain import Vector
 # The C2 shape (vllm-ascend#16316, spec/specdec_graphs.py), small: an arange of
 # max(max_num_seqs + 1, mnbt) entries must cover total(decode_lens) + 1; short exactly when a
 # saturated batch fills the token budget (mnbt > max_num_seqs).
-SATURATED = HEADER + """
+SATURATED = (
+    HEADER
+    + """
 @obligation(domain={"max_num_seqs": Range(1, 16), "mnbt": Range(1, 4096), "k": Range(1, 7),
                     "num_reqs": Range(1, 16), "lens": Vector(16, Range(1, 8), length="num_reqs")},
             assumptions={"num_reqs <= max_num_seqs": lambda num_reqs, max_num_seqs: num_reqs <= max_num_seqs,
@@ -33,6 +35,7 @@ SATURATED = HEADER + """
 def arange_covers_tokens(max_num_seqs, mnbt, k, num_reqs, lens):
     return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
 """
+)
 
 
 def _only(path):
@@ -82,12 +85,17 @@ def test_saturated_batch_bug_found_by_the_probe_is_the_bug_the_solver_minimises(
 def test_a_point_violating_an_assumption_is_never_reported(spec_file):
     # every corner but the all-low one violates the claim, and every such corner violates the
     # assumption too: the claim is the assumption, restated; proved
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000), "n": Range(1, 8), "v": Vector(8, Range(0, 500), length="n")},
             assumptions={"fits": lambda x, y, v: x + y + total(v) <= 1000})
 def fits(x, y, n, v):
     return at_most(demand=x + y + total(v), capacity=1000)
-"""))
+"""
+        )
+    )
     assert _probe(ob) is None
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.PROVED and r.first_counterexample is None
@@ -96,22 +104,32 @@ def fits(x, y, n, v):
 def test_a_model_raising_on_ints_is_skipped_not_a_counterexample(spec_file):
     # at x = 0 the claim divides by zero; the assumption excludes that point, and evaluate runs
     # the assumptions first: the probe skips it (no crash), proves nothing, and Z3 proves the claim
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 64), "y": Range(0, 64)}, assumptions={"x >= 1": lambda x: x >= 1})
 def quotient_bounded(x, y):
     return at_most(demand=y // x, capacity=64)
-"""))
+"""
+        )
+    )
     assert _probe(ob) is None
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.PROVED and r.first_counterexample is None
 
 
 def test_a_bug_off_the_corners_still_gets_its_counterexample_from_the_solver(spec_file):
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
 def one_bad_residue(x, y):
     return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
-"""))
+"""
+        )
+    )
     assert _probe(ob) is None  # 123 is no corner, no repaired or pushed point
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.COUNTEREXAMPLE
@@ -124,11 +142,16 @@ def one_bad_residue(x, y):
 
 def test_pins_bound_the_probe(spec_file):
     # the bug needs b = 1 (a corner); pinned to b = 2 the claim holds everywhere
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"b": Choice(1, 2, 4), "x": Range(0, 100)})
 def needs_b_above_one(b, x):
     return at_most(demand=x, capacity=(b - 1) * 100)
-"""))
+"""
+        )
+    )
     assert _probe(ob) is not None
     assert _probe(ob, b=2) is None
     r = prove_obligation(ob, Options(density="off", pins={"b": 2}))
@@ -138,7 +161,9 @@ def needs_b_above_one(b, x):
 def test_a_model_whose_result_depends_on_its_earlier_calls_is_an_error(spec_file):
     # the probe's own calls move the counter: the point it evaluated first gives another result
     # when evaluated again, so no verdict (the solver would now see the moved state) is trusted
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 _calls = [0]
 
 def width(n):
@@ -149,6 +174,7 @@ def width(n):
 def counter_width(n):
     return at_most(demand=width(n), capacity=n)
 """
+    )
     ob = _only(spec_file(source, "counter_a.py"))
     stats: dict = {}
     assert probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats) is None
@@ -166,11 +192,16 @@ def test_a_probe_counterexample_the_verdict_excludes_is_an_error(spec_file, monk
     import capproof.prover as prover
     from capproof.probe import ProbeHit
 
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 10)})
 def holds(x):
     return at_most(demand=x, capacity=10)
-"""))
+"""
+        )
+    )
     monkeypatch.setattr(prover, "probe", lambda *a, **k: ProbeHit({"x": 10}, {"demand": 11, "capacity": 10}, 1))
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.ERROR
@@ -224,11 +255,16 @@ def test_a_replayed_solver_point_before_a_later_unknown_is_that_counterexample(s
     reaches it); the point is the solver's real one (the probe is off)."""
     import capproof.prover as prover
 
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
 def one_bad_residue(x, y):
     return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
-"""))
+"""
+        )
+    )
     real = prover._prove_obligation
 
     def later_unknown(ob, options, first):
@@ -250,11 +286,16 @@ def one_bad_residue(x, y):
 def test_a_counterexample_with_minimisation_off_is_labelled_not_minimised(spec_file):
     """``Options(minimize=False)`` (the mutation oracle's setting): the solver's point is reported
     as found, and labelled not minimised with that reason, not as a minimised counterexample."""
-    ob = _only(spec_file(HEADER + """
+    ob = _only(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"x": Range(0, 1000), "y": Range(0, 1000)}, expect="counterexample")
 def one_bad_residue(x, y):
     return claim((7 * x + y) % 1000 != 123, r=(7 * x + y) % 1000)
-"""))
+"""
+        )
+    )
     off = prove_obligation(ob, Options(density="off", minimize=False))
     on = prove_obligation(ob, Options(density="off"))
     assert off.verdict is on.verdict is Verdict.COUNTEREXAMPLE
@@ -270,7 +311,9 @@ def test_an_assumption_whose_value_depends_on_its_earlier_calls_gives_no_hit(spe
     memo. Here ``x`` above 4 is admitted only the first time the assumption sees it: the hit (the
     high corner) is admitted once, then excluded, so it is no counterexample and no hit is given
     (and ``prove`` gives no verdict)."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 _seen = set()
 
 def first_time(x):
@@ -282,6 +325,7 @@ def first_time(x):
 def below_five(x):
     return at_most(demand=x, capacity=4)
 """
+    )
     ob = _only(spec_file(source, "first_time_a.py"))
     stats: dict = {}
     assert probe(ob, *checked_domains(ob, {}, 20_000_000), stats=stats) is None
@@ -361,8 +405,10 @@ def test_the_probe_finds_every_counterexample_of_spec_in_the_domain_and_it_repla
     # and its corners and repairs (1, 40 requests) hold; the solver finds it (tests/test_specdec_numbers.py)
     # The SGLang req_to_token row: its facts tie max_context_len to context_len plus the extra columns
     # exactly, an equality the probe's structured points and moves rarely meet; the solver finds it.
-    missed = {"spec/vllm_0_33_today.py::cudagraph_uniform_decode_padding_unrounded_before_28207",
-              "spec/sglang_0_5_23_buffers.py::sglang_decode_alloc_row__ReqToTokenPool_req_to_token"}
+    missed = {
+        "spec/vllm_0_33_today.py::cudagraph_uniform_decode_padding_unrounded_before_28207",
+        "spec/sglang_0_5_23_buffers.py::sglang_decode_alloc_row__ReqToTokenPool_req_to_token",
+    }
     assert found == expected - missed and missed <= expected
 
 
@@ -407,7 +453,9 @@ def test_a_batch_obligation_evaluates_its_saturated_corner_first(spec_file):
     parameter low: a bug at saturation is found at the first point (and is then its own re-check
     reference: one evaluation again, not two); the later order does not change. Without a batch
     the low corner stays first."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 CALLS = []
 
 @obligation(domain={"num_reqs": Range(1, 8), "lens": Vector(8, Range(1, 4), length="num_reqs")},
@@ -421,6 +469,7 @@ def scalar_high(n):
     CALLS.append((n,))
     return at_most(demand=n, capacity=8)
 """
+    )
     path = spec_file(source, "corners.py")
     from capproof.loader import load_file
 
@@ -443,19 +492,26 @@ def test_a_saturated_point_pushes_its_widest_scalar_first(spec_file):
     points the re-check evaluates again)."""
     source = SATURATED.replace(
         '"decode length <= 1 + k": lambda lens, k: all_of(*(d <= 1 + k for d in lens))',
-        '"decode length <= 1 + k": per_request').replace(
-        "@obligation(", """
+        '"decode length <= 1 + k": per_request',
+    ).replace(
+        "@obligation(",
+        """
 CALLS = []
 
 def per_request(lens, k):
     CALLS.append(k)
     return all_of(*(d <= 1 + k for d in lens))
 
-@obligation(""", 1)
+@obligation(""",
+        1,
+    )
     ob = _only(spec_file(source, "widest.py"))
     calls = ob.func.__globals__["CALLS"]
     hit = _probe(ob)
-    assert hit is not None and hit.how == "every parameter at its high bound (batches saturated); mnbt pushed to a derived value"
+    assert (
+        hit is not None
+        and hit.how == "every parameter at its high bound (batches saturated); mnbt pushed to a derived value"
+    )
     assert hit.params["mnbt"] == 128 and hit.values == {"demand": 129, "capacity": 128}
     # the high corner; the re-check: its reference (the high corner) and the hit. The low corner
     # (k = 1) is not evaluated: the saturated corner's moves come first whatever it gives, and the
@@ -467,7 +523,9 @@ def test_the_low_corner_evaluated_late_gives_the_same_points(spec_file):
     """When the saturated corner's first move does not hit, the low corner is evaluated at its own
     moves' first turn, and its moves run (here the bug needs a batch of one request: the
     saturated corner's moves cannot find it, the low corner's do)."""
-    source = SATURATED.replace("capacity=maximum(max_num_seqs + 1, mnbt))", "capacity=maximum(max_num_seqs + 1, mnbt) + 4096 * (num_reqs - 1))")
+    source = SATURATED.replace(
+        "capacity=maximum(max_num_seqs + 1, mnbt))", "capacity=maximum(max_num_seqs + 1, mnbt) + 4096 * (num_reqs - 1))"
+    )
     ob = _only(spec_file(source, "late_low.py"))
     from capproof import probe as probe_module
 
@@ -495,7 +553,9 @@ def test_a_push_over_four_derived_values_tries_the_farthest_first(spec_file):
     when it holds (the assumption binds beyond every derived value) the push needs one check
     instead of bisection's three, and reaches the same point (the page-table shape of
     spec/specdec_graphs.py, ``page_table_copy_round0``: a request just past ``context_len``)."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 from capproof.arith import max_of
 
 CALLS = []
@@ -510,6 +570,7 @@ def fits(seq_lens, limit):
 def copy_fits(limit, num_reqs, seq_lens):
     return at_most(demand=max_of(seq_lens), capacity=limit)
 """
+    )
     ob = _only(spec_file(source, "farthest.py"))
     calls = ob.func.__globals__["CALLS"]
     hit = _probe(ob)
@@ -528,7 +589,9 @@ def test_a_budget_push_tries_the_batch_total_and_its_neighbour_first(spec_file):
     end (int17 checked it, 1, then bisected the ten derived values: 16, 128, 127), and the same
     point (the arange shape of spec/specdec_graphs.py,
     ``arange_covers_token_query_start_loc_before_16316``)."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 CALLS = []
 
 def budget(lens, mnbt):
@@ -544,6 +607,7 @@ def budget(lens, mnbt):
 def arange_covers_tokens(max_num_seqs, mnbt, k, num_reqs, lens):
     return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
 """
+    )
     ob = _only(spec_file(source, "total_first.py"))
     calls = ob.func.__globals__["CALLS"]
     hit = _probe(ob)
@@ -577,18 +641,30 @@ def test_an_assumption_taken_positionally_binds_as_by_keyword():
         return plain(**kw)
 
     assert takes_positionally(plain) and takes_positionally(lambda b, a: a < b)
-    assert not any(takes_positionally(f) for f in (keyword_only, positional_only, wrapped, functools.partial(plain, 1), divmod))
+    assert not any(
+        takes_positionally(f) for f in (keyword_only, positional_only, wrapped, functools.partial(plain, 1), divmod)
+    )
     args = {"a": 2, "b": 1, "c": 0}
     flipped = lambda b, a: a < b  # noqa: E731 - the parameters in the function's order, not the point's
-    assert call_with_args(plain, "assumption", "x", ["a", "b"], args, True) is call_with_args(plain, "assumption", "x", ["a", "b"], args) is False
-    assert call_with_args(flipped, "assumption", "x", ["b", "a"], args, True) is call_with_args(flipped, "assumption", "x", ["b", "a"], args) is False
+    assert (
+        call_with_args(plain, "assumption", "x", ["a", "b"], args, True)
+        is call_with_args(plain, "assumption", "x", ["a", "b"], args)
+        is False
+    )
+    assert (
+        call_with_args(flipped, "assumption", "x", ["b", "a"], args, True)
+        is call_with_args(flipped, "assumption", "x", ["b", "a"], args)
+        is False
+    )
 
 
 def test_a_budget_push_still_checks_the_far_end_when_the_total_and_its_neighbour_hold(spec_file):
     """The total-first checks skip the far end only when a value between fails (the assumptions,
     monotone along the line, then fail at the far end too): with a slack budget both hold, the far
     end is checked, holds, and the coordinate is not pushed (no assumption binds it there)."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 CALLS = []
 
 def budget(lens, mnbt):
@@ -603,6 +679,7 @@ def budget(lens, mnbt):
 def arange_covers_tokens(max_num_seqs, mnbt, num_reqs, lens):
     return at_most(demand=total(lens) + 1, capacity=maximum(max_num_seqs + 1, mnbt))
 """
+    )
     ob = _only(spec_file(source, "slack_budget.py"))
     calls = ob.func.__globals__["CALLS"]
     stats: dict = {}
@@ -691,7 +768,9 @@ def test_an_assumption_is_computed_once_per_argument_values_whatever_its_paramet
     assumption: a value for one parameter, a tuple for more, nothing for none): during the search
     each assumption runs once per distinct argument values (one without parameters once in all);
     the re-check runs every one again at the first point and the hit."""
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 CALLS = []
 
 def none_():
@@ -711,6 +790,7 @@ def two(n, m):
 def tokens(n, m):
     return at_most(demand=n + m, capacity=11)
 """
+    )
     from capproof import probe as probe_module
 
     ob = _only(spec_file(source, "memo_keys.py"))
@@ -725,5 +805,17 @@ def tokens(n, m):
     hit = _probe(ob)
     assert hit is not None and hit.params == {"n": 9, "m": 3} and hit.points == 2
     # the low corner (0, 0), then the high one (9, 3): "none" memoised from the first point
-    assert calls == ["none", ("one", 0), ("two", 0, 0), ("one", 9), ("two", 9, 3), "recheck",
-                     "none", ("one", 0), ("two", 0, 0), "none", ("one", 9), ("two", 9, 3)]
+    assert calls == [
+        "none",
+        ("one", 0),
+        ("two", 0, 0),
+        ("one", 9),
+        ("two", 9, 3),
+        "recheck",
+        "none",
+        ("one", 0),
+        ("two", 0, 0),
+        "none",
+        ("one", 9),
+        ("two", 9, 3),
+    ]

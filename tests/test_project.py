@@ -13,7 +13,7 @@ from capproof.cli import main
 from capproof.loader import keyword_matcher
 from capproof.project import SettingsError, find_root, read_settings
 
-SPEC = textwrap.dedent('''\
+SPEC = textwrap.dedent("""\
     from capproof import Range, at_most, obligation
 
 
@@ -25,7 +25,7 @@ SPEC = textwrap.dedent('''\
     @obligation(domain={"n": Range(1, 64)}, expect="counterexample")
     def table_too_small(n):
         return at_most(demand=n, capacity=32)
-''')
+""")
 
 
 @pytest.fixture
@@ -63,11 +63,14 @@ def test_tool_capproof_table_wins_over_a_spec_dir_and_gives_defaults(project):
     assert fed.exit_code == 0, fed.output  # the command line wins
 
 
-@pytest.mark.parametrize("table, message", [
-    ("[tool.capproof]\nrlimits = 5\n", "has no setting 'rlimits'"),
-    ("[tool.capproof]\njobs = 'two'\n", "jobs = 'two' has the wrong type"),
-    ("[tool.capproof]\njobs = 0\n", "must be positive"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ("[tool.capproof]\nrlimits = 5\n", "has no setting 'rlimits'"),
+        ("[tool.capproof]\njobs = 'two'\n", "jobs = 'two' has the wrong type"),
+        ("[tool.capproof]\njobs = 0\n", "must be positive"),
+    ],
+)
 def test_bad_settings_are_one_line(project, table, message):
     (project / "pyproject.toml").write_text(table)
     with pytest.raises(SettingsError, match=message):
@@ -101,15 +104,26 @@ def test_unknown_set_name_runs_nothing(project):
 
 
 def test_quiet_prints_only_what_needs_attention(project):
-    (project / "spec" / "tables.py").write_text(SPEC.replace('capacity=32)', 'capacity=64)'))  # expected cex now missing
+    (project / "spec" / "tables.py").write_text(
+        SPEC.replace("capacity=32)", "capacity=64)")
+    )  # expected cex now missing
     result = invoke(["-q", "prove", "--no-contracts"], project)
     assert "table_fits" not in result.output and "table_too_small" in result.output
-    assert invoke(["-qq", "prove", "--no-contracts"], project).output.strip().splitlines()[-1].startswith("1 of 2 as expected")
+    assert (
+        invoke(["-qq", "prove", "--no-contracts"], project)
+        .output.strip()
+        .splitlines()[-1]
+        .startswith("1 of 2 as expected")
+    )
 
 
 def test_python_dash_m_capproof_and_version(project):
     out = subprocess.run([sys.executable, "-m", "capproof", "--version"], capture_output=True, text=True, cwd=project)
     assert out.returncode == 0 and "version" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "capproof", "prove", "--no-contracts", "-k", "table_fits"],
-                         capture_output=True, text=True, cwd=project / "docs")
+    out = subprocess.run(
+        [sys.executable, "-m", "capproof", "prove", "--no-contracts", "-k", "table_fits"],
+        capture_output=True,
+        text=True,
+        cwd=project / "docs",
+    )
     assert out.returncode == 0 and "1 of 1 as expected" in out.stdout, out.stdout + out.stderr

@@ -39,7 +39,9 @@ def test_a_branching_model_is_proved_path_by_path_with_labelled_path_conditions(
     assert r.verdict is Verdict.PROVED, r.message
     assert r.cases == 2 and r.paths == 4
     assert json.loads(json.dumps(r.to_json()))["paths"] == 4
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 def rows(dcp, n):
     if dcp > 1:
         return n * dcp   # one row per rank
@@ -48,24 +50,33 @@ def rows(dcp, n):
 @obligation(domain={"dcp": Range(1, 8), "n": Range(0, 4096)})
 def rows_fit(dcp, n):
     return at_most(demand=n * dcp, capacity=rows(dcp, n))
-""", module="spec_rows.py")
+""",
+        module="spec_rows.py",
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.PROVED, r.message
     # on the dcp <= 1 path, n * dcp <= n needs the path condition: the core names it and the model line
     labels = [a for a in r.assumptions_used if a.startswith("path: ")]
-    assert len(labels) == 1 and labels[0].startswith("path: dcp <= 1 at ") and labels[0].endswith("spec_rows.py:4"), labels
+    assert len(labels) == 1 and labels[0].startswith("path: dcp <= 1 at ") and labels[0].endswith("spec_rows.py:4"), (
+        labels
+    )
     # shown in the terminal, the JSON and the proofs/ report
     entry = r.to_json()
     assert entry["assumptions_used"] == r.assumptions_used and entry["paths"] == 2
     shown = "\n".join(terminal_lines(entry))
     assert "path conditions in the proof: dcp <= 1 at " in shown
     md = "\n".join(_obligation_md(entry))
-    assert "Execution paths" in md and f"`{labels[0][len('path: '):]}`" in md
-    assert "Domain bounds the proof used" not in md or labels[0] not in md.split("Domain bounds the proof used")[1].split("Execution")[0]
+    assert "Execution paths" in md and f"`{labels[0][len('path: ') :]}`" in md
+    assert (
+        "Domain bounds the proof used" not in md
+        or labels[0] not in md.split("Domain bounds the proof used")[1].split("Execution")[0]
+    )
 
 
 def test_a_wrong_claim_on_one_path_only_is_found_and_replayed(spec_file):
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 def slots(n, spec):
     if spec > 0 and n > 100:
         return n + spec + 1   # one slot more than the buffer on this path only
@@ -74,7 +85,8 @@ def slots(n, spec):
 @obligation(domain={"n": Range(1, 1000), "spec": Range(0, 4)}, expect="counterexample")
 def slots_fit(n, spec):
     return at_most(demand=slots(n, spec), capacity=n + spec)
-""")
+""",
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     cex = r.counterexample
@@ -103,7 +115,9 @@ def test_merged_case_for_analyses_is_equivalent_to_the_paths(spec_file):
     import z3
 
     ob = _ob(spec_file, BRANCHY)
-    case = build_case(ob, {"block_size": 16}, {"dcp": ob.domain["dcp"], "max_model_len": ob.domain["max_model_len"]}, {})
+    case = build_case(
+        ob, {"block_size": 16}, {"dcp": ob.domain["dcp"], "max_model_len": ob.domain["max_model_len"]}, {}
+    )
     demand = case.ev.claim.values["demand"]
     for dcp, mml in ((1, 17), (2, 17), (3, 4096), (8, 1)):
         sub = [(z3.Int("dcp"), z3.IntVal(dcp)), (z3.Int("max_model_len"), z3.IntVal(mml))]
@@ -112,7 +126,9 @@ def test_merged_case_for_analyses_is_equivalent_to_the_paths(spec_file):
 
 
 def test_fork_budget_exceeded_is_unknown_never_proved(spec_file):
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 @obligation(domain={"a": Range(0, 9), "b": Range(0, 9), "c": Range(0, 9)}, fork_budget=3)
 def many_paths(a, b, c):
     total = 0
@@ -120,7 +136,8 @@ def many_paths(a, b, c):
         if v > 4:
             total += 1
     return total <= 3
-""")
+""",
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.UNKNOWN
     assert "fork budget of 3" in r.message
@@ -132,7 +149,9 @@ def many_paths(a, b, c):
 
 
 def test_a_path_that_raises_is_an_error_unless_the_assumptions_exclude_it(spec_file):
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 def per_block(n, k):
     if k < 1:
         raise ValueError("k must be positive")
@@ -145,7 +164,8 @@ def guarded(n, k):
 @obligation(domain={"n": Range(0, 100), "k": Range(0, 8)})
 def unguarded(n, k):
     return at_most(demand=per_block(n, k), capacity=n)
-""")
+""",
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.PROVED, r.message
     assert "k positive" in r.assumptions_used
@@ -156,20 +176,25 @@ def unguarded(n, k):
 
 
 def test_infeasible_paths_are_excluded_not_proved(spec_file):
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 @obligation(domain={"x": Range(0, 10)}, assumptions={"x big": lambda x: x >= 5})
 def only_infeasible_branch_is_wrong(x):
     if x < 3:
         return False   # wrong, but no admitted point takes this path
     return x >= 0
-""")
+""",
+    )
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.PROVED, r.message
     assert r.paths == 2
 
 
 def test_trigger_witnesses_are_searched_on_every_path(spec_file):
-    ob = _ob(spec_file, """
+    ob = _ob(
+        spec_file,
+        """
 def rows(n, spec):
     if spec > 1:
         return n * 2 + spec      # the wide layout: overflows when n > 10
@@ -179,7 +204,9 @@ def rows(n, spec):
             witnesses={"wide layout": lambda spec: spec > 1})
 def rows_fit(n, spec):
     return at_most(demand=rows(n, spec), capacity=n + 10 + spec)
-""", module="spec_witness_paths.py")
+""",
+        module="spec_witness_paths.py",
+    )
     r = prove_obligation(ob, Options(density="off"))
     assert r.verdict is Verdict.COUNTEREXAMPLE, r.message
     assert r.counterexample.params == {"n": 11, "spec": 2}

@@ -53,13 +53,15 @@ def test_without_the_flag_nothing_of_capproof_is_collected(team):
 def test_without_the_flag_the_plugin_does_not_import_z3(team):
     """The plugin is loaded in every pytest session of the environment; Z3, the prover and the
     runner are imported only when --capproof collects spec files."""
-    (team.path / "tests" / "test_imports.py").write_text(textwrap.dedent("""
+    (team.path / "tests" / "test_imports.py").write_text(
+        textwrap.dedent("""
         import sys
 
         def test_no_solver_loaded():
             assert "capproof.pytest_plugin" in sys.modules
             assert not {"z3", "capproof.prover", "capproof.runner"} & set(sys.modules)
-    """))
+    """)
+    )
     result = team.runpytest_subprocess()
     result.assert_outcomes(passed=2)
 
@@ -77,11 +79,13 @@ def test_capproof_flag_adds_every_obligation_and_fails_the_unexpected_one(team):
     result = team.runpytest_subprocess("--capproof", "-rA")
     # the suite's own test, the proved obligation and the kept bug pass; the unexpected counterexample fails
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines([
-        "*PASSED spec/buffers.py::width_covers*",
-        "*PASSED spec/buffers.py::unaligned_is_aligned_kept_bug*",
-        "*FAILED spec/buffers.py::table_too_small*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*PASSED spec/buffers.py::width_covers*",
+            "*PASSED spec/buffers.py::unaligned_is_aligned_kept_bug*",
+            "*FAILED spec/buffers.py::table_too_small*",
+        ]
+    )
     # the failure shows the verdict as `capproof prove` prints it: path:line:, verdict, named values
     text = result.stdout.str()
     assert "spec/buffers.py:12: FAIL counterexample table_too_small (expected proved)" in text
@@ -109,13 +113,15 @@ def test_marker_and_k_select_obligations_like_tests(team):
 
 
 def test_a_spec_path_on_the_command_line_collects_only_that_file(team):
-    (team.path / "spec" / "other.py").write_text(textwrap.dedent("""
+    (team.path / "spec" / "other.py").write_text(
+        textwrap.dedent("""
         from capproof import Range, at_most, obligation
 
         @obligation(domain={"n": Range(1, 100)})
         def fits(n):
             return at_most(demand=n, capacity=100)
-    """))
+    """)
+    )
     result = team.runpytest_subprocess("--capproof", "spec/other.py", "-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*spec/other.py::fits PASSED*"])
@@ -125,20 +131,23 @@ def test_a_spec_file_that_does_not_import_is_one_failing_item(team):
     (team.path / "spec" / "broken.py").write_text("import no_such_module_anywhere\n")
     result = team.runpytest_subprocess("--capproof", "spec/broken.py")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*error: spec/broken.py:1: ModuleNotFoundError*no_such_module_anywhere*",
-                                  "FAILED spec/broken.py::load*"])
+    result.stdout.fnmatch_lines(
+        ["*error: spec/broken.py:1: ModuleNotFoundError*no_such_module_anywhere*", "FAILED spec/broken.py::load*"]
+    )
 
 
 def test_ini_option_and_tool_capproof_paths(pytester):
     """`capproof = true` in the ini enables it; [tool.capproof] paths says where the specs are."""
-    pytester.makepyprojecttoml(textwrap.dedent("""
+    pytester.makepyprojecttoml(
+        textwrap.dedent("""
         [tool.pytest.ini_options]
         capproof = true
         testpaths = ["tests"]
 
         [tool.capproof]
         paths = ["claims"]
-    """))
+    """)
+    )
     pytester.mkdir("tests")
     pytester.mkdir("claims")
     (pytester.path / "claims" / "buffers.py").write_text(textwrap.dedent(SPEC))
@@ -153,19 +162,23 @@ def test_contracts_are_items_too(pytester):
     pytester.mkdir("spec")
     pytester.mkdir("models")
     (pytester.path / "models" / "__init__.py").write_text("")
-    (pytester.path / "models" / "halves.py").write_text(textwrap.dedent('''
+    (pytester.path / "models" / "halves.py").write_text(
+        textwrap.dedent('''
         def half_up(n: int) -> int:
             """
             pre: n >= 0
             post: 2 * __return__ >= n
             """
             return (n + 1) // 2
-    '''))
-    (pytester.path / "spec" / "contracts.py").write_text(textwrap.dedent("""
+    ''')
+    )
+    (pytester.path / "spec" / "contracts.py").write_text(
+        textwrap.dedent("""
         from capproof import contract
 
         contract("models/halves.py::half_up")
-    """))
+    """)
+    )
     result = pytester.runpytest_subprocess("--capproof", "-v", "--capproof-crosshair-timeout", "2")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*spec/contracts.py::contract?models/halves.py:half_up? PASSED*"])

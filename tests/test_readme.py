@@ -4,18 +4,19 @@ import os
 import re
 
 import pytest
+from conftest import ROOT
 
 from capproof import Options, Verdict
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
-from conftest import ROOT
 
 #: the pages written as manuals (docs/performance.md, findings.md and soundness.md keep measurements)
 MANUAL_PAGES = ["README.md", "docs/tutorial.md", "docs/architecture.md"] + [
     os.path.join("docs", folder, name)
     for folder in ("how-to", "reference", "explanation")
     if os.path.isdir(os.path.join(ROOT, "docs", folder))
-    for name in sorted(os.listdir(os.path.join(ROOT, "docs", folder))) if name.endswith(".md")
+    for name in sorted(os.listdir(os.path.join(ROOT, "docs", folder)))
+    if name.endswith(".md")
 ]
 
 
@@ -62,20 +63,26 @@ def test_readme_obligation_example_is_proved(tmp_path):
 
 def test_the_tutorial_starts_from_the_readme_obligation():
     assert _example("docs/tutorial.md", "aligned_table_holds_every_token") == _example(
-        "README.md", "aligned_table_holds_every_token")
+        "README.md", "aligned_table_holds_every_token"
+    )
 
 
 def test_the_tutorial_counterexample_is_the_one_shown(tmp_path):
     path = tmp_path / "your_file.py"
-    path.write_text(_example("README.md", "aligned_table_holds_every_token") + "\n\n"
-                    + _example("docs/tutorial.md", "each_rank_holds_every_token"))
+    path.write_text(
+        _example("README.md", "aligned_table_holds_every_token")
+        + "\n\n"
+        + _example("docs/tutorial.md", "each_rank_holds_every_token")
+    )
     _, ob = load_file(str(path))
     assert ob.line == 16  # the line the tutorial's output shows
     r = prove_obligation(ob, Options())
     assert r.verdict is Verdict.COUNTEREXAMPLE
     assert r.counterexample.params == {"max_model_len": 17, "block_size": 16, "dcp": 2}
     assert r.counterexample.values == {"demand": 17, "capacity": 16}
-    shown = re.search(r"FAIL counterexample each_rank_holds_every_token.*?```", _text("docs/tutorial.md"), re.S).group(0)
+    shown = re.search(r"FAIL counterexample each_rank_holds_every_token.*?```", _text("docs/tutorial.md"), re.S).group(
+        0
+    )
     assert "demand=17, capacity=16; fails in 3 of 6 admitted cases" in shown
 
 
@@ -123,7 +130,7 @@ def _documented_commands() -> list[tuple[str, list[str]]]:
                     continue
                 args = shlex.split(rest)
                 if "--" in args:
-                    args = args[:args.index("--")]
+                    args = args[: args.index("--")]
                 out.append((page, args))
     return out
 

@@ -14,9 +14,11 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_model_values import model_default_capture_sizes
 
-from capproof import arith, Options, Verdict
+from capproof import Options, Verdict, arith
 from capproof.domain import Range
 from capproof.loader import load
 from capproof.prover import prove_obligation
@@ -24,7 +26,6 @@ from models import moe_align as m_moe
 from models.vllm import block_table as m_bt
 from models.vllm import cudagraph as m_cg
 from models.vllm import indexer_prefill as m_pf
-from test_model_values import model_default_capture_sizes
 
 pytestmark = pytest.mark.real
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True)
@@ -43,26 +44,51 @@ def same(what: str, config: dict, model, engine) -> None:
 
 # -- one point of a configuration space: every model with a real counterpart --------------------------
 
+
 def compare_block_tables(real, max_model_len, block_size, dcp=1, kernel_block_size=None):
     v = real.vllm()
     cfg = real.vllm_config(dcp=dcp)
     point = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, kernel_block_size=kernel_block_size)
     n_mla = real.mla_spec(block_size).max_num_blocks_per_req(cfg, max_model_len)
-    same("MLAAttentionSpec.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp), n_mla)
-    same("FullAttentionSpec.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
-         real.full_attention_spec(block_size).max_num_blocks_per_req(cfg, max_model_len))
-    same("UniformTypeKVCacheSpecs.max_num_blocks_per_req", point, m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
-         real.uniform_type_specs(block_size).max_num_blocks_per_req(cfg, max_model_len))
-    undivided = v.kv.FullAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=64, dtype=None, dcp_sharded=False)
-    same("KVCacheSpec base max_num_blocks_per_req (dcp_sharded=False)", point,
-         m_bt.max_num_blocks_per_req_base(max_model_len, block_size), undivided.max_num_blocks_per_req(cfg, max_model_len))
+    same(
+        "MLAAttentionSpec.max_num_blocks_per_req",
+        point,
+        m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
+        n_mla,
+    )
+    same(
+        "FullAttentionSpec.max_num_blocks_per_req",
+        point,
+        m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
+        real.full_attention_spec(block_size).max_num_blocks_per_req(cfg, max_model_len),
+    )
+    same(
+        "UniformTypeKVCacheSpecs.max_num_blocks_per_req",
+        point,
+        m_bt.max_num_blocks_per_req(max_model_len, block_size, dcp),
+        real.uniform_type_specs(block_size).max_num_blocks_per_req(cfg, max_model_len),
+    )
+    undivided = v.kv.FullAttentionSpec(
+        block_size=block_size, num_kv_heads=1, head_size=64, dtype=None, dcp_sharded=False
+    )
+    same(
+        "KVCacheSpec base max_num_blocks_per_req (dcp_sharded=False)",
+        point,
+        m_bt.max_num_blocks_per_req_base(max_model_len, block_size),
+        undivided.max_num_blocks_per_req(cfg, max_model_len),
+    )
     width = v.get_block_table_width(n_mla, block_size)
     same("get_block_table_width", point, m_bt.get_block_table_width(n_mla, block_size), width)
-    same("runner block-table width (path 1)", point, m_bt.runner_block_table_width(max_model_len, block_size, dcp), width)
+    same(
+        "runner block-table width (path 1)", point, m_bt.runner_block_table_width(max_model_len, block_size, dcp), width
+    )
     if kernel_block_size is not None and block_size % kernel_block_size == 0:
-        same("indexer block_table_width (path 3)", point,
-             m_bt.indexer_block_table_width(max_model_len, block_size, dcp, kernel_block_size),
-             width * (block_size // kernel_block_size))
+        same(
+            "indexer block_table_width (path 3)",
+            point,
+            m_bt.indexer_block_table_width(max_model_len, block_size, dcp, kernel_block_size),
+            width * (block_size // kernel_block_size),
+        )
 
 
 def _strategy(domain):
@@ -109,17 +135,24 @@ def test_models_match_vllm_on_every_reported_counterexample(real, counterexample
         compare_block_tables(real, **point)
 
 
-@pytest.mark.parametrize("L, bs, dcp, kbs, width", [
-    (350000, 64, 1, 64, 5470), (200000, 64, 1, 64, 3126), (480000, 64, 4, 64, 1876), (1048576, 64, 2, 64, 8192),
-    (163840, 64, 1, 64, 2560), (163840, 64, 8, 64, 320),
-])
+@pytest.mark.parametrize(
+    "L, bs, dcp, kbs, width",
+    [
+        (350000, 64, 1, 64, 5470),
+        (200000, 64, 1, 64, 3126),
+        (480000, 64, 4, 64, 1876),
+        (1048576, 64, 2, 64, 8192),
+        (163840, 64, 1, 64, 2560),
+        (163840, 64, 8, 64, 320),
+    ],
+)
 def test_corpus_configs_runner_width(real, L, bs, dcp, kbs, width):
     compare_block_tables(real, L, bs, dcp, kbs)
     assert m_bt.runner_block_table_width(L, bs, dcp) == width
 
 
 @SETTINGS
-@given(st.integers(-2**62, 2**62), st.integers(-2**40, 2**40).filter(bool))
+@given(st.integers(-(2**62), 2**62), st.integers(-(2**40), 2**40).filter(bool))
 def test_cdiv_round_up(a, b):
     from capproof.engines.vllm import wheels as real
 
@@ -152,28 +185,41 @@ def test_get_max_prefill_buffer_size(L, factor):
     from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
-    same("get_max_prefill_buffer_size", {"max_model_len": L, "factor": factor},
-         m_pf.get_max_prefill_buffer_size(L, factor),
-         v.get_max_prefill_buffer_size(real.vllm_config(max_model_len=L, prefill_workspace_factor=factor)))
+    same(
+        "get_max_prefill_buffer_size",
+        {"max_model_len": L, "factor": factor},
+        m_pf.get_max_prefill_buffer_size(L, factor),
+        v.get_max_prefill_buffer_size(real.vllm_config(max_model_len=L, prefill_workspace_factor=factor)),
+    )
     assert m_pf.get_max_prefill_buffer_size(163840, 5) == 6553600  # reference §5 example
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 20000), st.integers(0, 5000)), max_size=12),
-       st.integers(1, 40000), st.sampled_from([4, 1000, 2**20, 64 * 2**20, 512 * 2**20]), st.integers(0, 3))
+@given(
+    st.lists(st.tuples(st.integers(0, 20000), st.integers(0, 5000)), max_size=12),
+    st.integers(1, 40000),
+    st.sampled_from([4, 1000, 2**20, 64 * 2**20, 512 * 2**20]),
+    st.integers(0, 3),
+)
 def test_split_indexer_prefill_chunks(reqs, workspace, max_logits_bytes, offset):
     import numpy as np
+
     from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
     seqs = [s for s, _ in reqs]
     queries = [q for _, q in reqs]
-    engine = v.split_indexer_prefill_chunks(np.array(seqs, dtype=np.int64), np.array(queries, dtype=np.int64),
-                                            workspace, max_logits_bytes, offset)
+    engine = v.split_indexer_prefill_chunks(
+        np.array(seqs, dtype=np.int64), np.array(queries, dtype=np.int64), workspace, max_logits_bytes, offset
+    )
     engine = [((r.start, r.stop), (q.start, q.stop)) for r, q in engine]
     model = m_pf.split_indexer_prefill_chunks(seqs, queries, workspace, max_logits_bytes, offset)
-    same("_split_indexer_prefill_chunks", dict(seq_lens=seqs, query_lens=queries, workspace_size=workspace,
-                                               max_logits_bytes=max_logits_bytes), model, engine)
+    same(
+        "_split_indexer_prefill_chunks",
+        dict(seq_lens=seqs, query_lens=queries, workspace_size=workspace, max_logits_bytes=max_logits_bytes),
+        model,
+        engine,
+    )
 
 
 @SETTINGS
@@ -184,6 +230,7 @@ def test_uniform_decode_split_matches_split_decodes_and_prefills(query_lens, k, 
     require_uniform=True)`` on a duck-typed CommonAttentionMetadata: num_decodes, and
     max_decode_len = max of the decodes' query lengths (the indexer's ``decode_lens_cpu.max()``)."""
     import torch
+
     from capproof.engines.vllm import wheels as real
     from models.vllm.indexer_buffers import uniform_decode_split
 
@@ -192,13 +239,24 @@ def test_uniform_decode_split_matches_split_decodes_and_prefills(query_lens, k, 
 
     query_lens = [data.draw(st.integers(1, 4))] * data.draw(st.integers(0, 3)) + query_lens  # leading uniform decodes
     loc = torch.tensor([0, *itertools.accumulate(query_lens)], dtype=torch.int32)
-    meta = SimpleNamespace(max_query_len=max(query_lens), num_reqs=len(query_lens), num_actual_tokens=int(loc[-1]),
-                           query_start_loc_cpu=loc, is_prefilling=None)
-    num_decodes, _, num_decode_tokens, _ = split_decodes_and_prefills(meta, decode_threshold=1 + k, require_uniform=True)
+    meta = SimpleNamespace(
+        max_query_len=max(query_lens),
+        num_reqs=len(query_lens),
+        num_actual_tokens=int(loc[-1]),
+        query_start_loc_cpu=loc,
+        is_prefilling=None,
+    )
+    num_decodes, _, num_decode_tokens, _ = split_decodes_and_prefills(
+        meta, decode_threshold=1 + k, require_uniform=True
+    )
     engine = (num_decodes, max(query_lens[:num_decodes], default=0))
     model = uniform_decode_split(arith.Padded(tuple(query_lens), len(query_lens), 0, 0, 2**16), len(query_lens), k)
-    same("split_decodes_and_prefills(require_uniform=True)", dict(query_lens=query_lens, num_speculative_tokens=k),
-         model, engine)
+    same(
+        "split_decodes_and_prefills(require_uniform=True)",
+        dict(query_lens=query_lens, num_speculative_tokens=k),
+        model,
+        engine,
+    )
     assert num_decode_tokens == sum(query_lens[:num_decodes])
 
 
@@ -224,10 +282,21 @@ def test_adjust_cudagraph_sizes_for_spec_decode(sizes, q, slack):
         model = "ValueError"
     same("adjust_cudagraph_sizes_for_spec_decode", dict(sizes=sizes, max=max_size, q=q), model, engine)
     assert m_cg.adjust_cudagraph_sizes_for_spec_decode([1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64], 64, 4)[0] == [
-        4, 8, 16, 24, 32, 40, 48, 56, 64]  # reference §10 example
+        4,
+        8,
+        16,
+        24,
+        32,
+        40,
+        48,
+        56,
+        64,
+    ]  # reference §10 example
 
 
-def vllm_default_capture_sizes(max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size=512):
+def vllm_default_capture_sizes(
+    max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size=512
+):
     """vLLM 0.33.0's own ``VllmConfig._set_cudagraph_sizes`` (default path: no user sizes, no
     ``max_cudagraph_capture_size``, ``performance_mode`` balanced, no dynamic speculative decoding)
     and ``CompilationConfig.post_init_cudagraph_sizes`` on a duck-typed config: -> (the capture
@@ -241,18 +310,28 @@ def vllm_default_capture_sizes(max_num_seqs, num_speculative_tokens, max_num_bat
     from vllm.config.compilation import CompilationConfig, CUDAGraphMode
     from vllm.config.vllm import VllmConfig
 
-    cc = SimpleNamespace(max_cudagraph_capture_size=None, cudagraph_capture_sizes=None, compile_sizes=None,
-                         cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE)
+    cc = SimpleNamespace(
+        max_cudagraph_capture_size=None,
+        cudagraph_capture_sizes=None,
+        compile_sizes=None,
+        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+    )
     cc.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(cc)
-    this = SimpleNamespace(model_config=SimpleNamespace(enforce_eager=False), compilation_config=cc,
-                           uniform_decode_query_len=1 + num_speculative_tokens,
-                           num_speculative_tokens=num_speculative_tokens, speculative_config=None,
-                           scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs,
-                                                            max_num_batched_tokens=max_num_batched_tokens),
-                           performance_mode="balanced")
+    this = SimpleNamespace(
+        model_config=SimpleNamespace(enforce_eager=False),
+        compilation_config=cc,
+        uniform_decode_query_len=1 + num_speculative_tokens,
+        num_speculative_tokens=num_speculative_tokens,
+        speculative_config=None,
+        scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens),
+        performance_mode="balanced",
+    )
     sm100 = default_max_graph_size == 1024
-    with mock.patch.object(type(platforms.current_platform), "is_device_capability_family",
-                           lambda self, family, *args, **kwargs: sm100 and family == 100):
+    with mock.patch.object(
+        type(platforms.current_platform),
+        "is_device_capability_family",
+        lambda self, family, *args, **kwargs: sm100 and family == 100,
+    ):
         VllmConfig._set_cudagraph_sizes(this)
     return cc.cudagraph_capture_sizes, cc.max_cudagraph_capture_size
 
@@ -262,8 +341,12 @@ def vllm_default_capture_sizes(max_num_seqs, num_speculative_tokens, max_num_bat
 #: stride, K = 0 and K > 0). vLLM's lists there are recorded in CAPTURE_FIXTURE for the
 #: fast tier (tests/test_model_values.py, no vLLM needed); the test below checks the record is
 #: vLLM's output. Regenerate: CAPPROOF_WRITE_CAPTURE_FIXTURE=1 with `-m real -k capture_fixture`.
-CAPTURE_GRID = [(seqs, k, mnbt, 512) for seqs in (1, 2, 3, 4, 5, 7, 9, 64, 128, 129, 300, 600) for k in (0, 1, 3)
-                for mnbt in (1, 2, 3, 4, 5, 7, 8, 9, 15, 255, 256, 257, 8192)]
+CAPTURE_GRID = [
+    (seqs, k, mnbt, 512)
+    for seqs in (1, 2, 3, 4, 5, 7, 9, 64, 128, 129, 300, 600)
+    for k in (0, 1, 3)
+    for mnbt in (1, 2, 3, 4, 5, 7, 8, 9, 15, 255, 256, 257, 8192)
+]
 # request counts 88 = 87 + 1 and 88 = 89 - 1 at q = 3: the uniform size 264, an odd multiple of 8 past 256
 CAPTURE_GRID += [(87, 2, 8192, 512), (89, 2, 8192, 512), (87, 2, 264, 512), (89, 2, 263, 512)]
 CAPTURE_FIXTURE = os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-default-capture-lists.json")
@@ -272,22 +355,39 @@ CAPTURE_FIXTURE = os.path.join(os.path.dirname(__file__), "data", "vllm-0.33.0-d
 def test_capture_fixture_is_vllm_0_33s_output():
     import json
 
-    record = {"source": "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (default path), "
-                        "run by tests/test_real_engine.py::vllm_default_capture_sizes",
-              "lists": [dict(max_num_seqs=seqs, num_speculative_tokens=k, max_num_batched_tokens=mnbt,
-                             default_max_graph_size=default, sizes=vllm_default_capture_sizes(seqs, k, mnbt, default)[0])
-                        for seqs, k, mnbt, default in CAPTURE_GRID]}
+    record = {
+        "source": "vllm==0.33.0 vllm/config/vllm.py::VllmConfig._set_cudagraph_sizes (default path), "
+        "run by tests/test_real_engine.py::vllm_default_capture_sizes",
+        "lists": [
+            dict(
+                max_num_seqs=seqs,
+                num_speculative_tokens=k,
+                max_num_batched_tokens=mnbt,
+                default_max_graph_size=default,
+                sizes=vllm_default_capture_sizes(seqs, k, mnbt, default)[0],
+            )
+            for seqs, k, mnbt, default in CAPTURE_GRID
+        ],
+    }
     if os.environ.get("CAPPROOF_WRITE_CAPTURE_FIXTURE"):
         with open(CAPTURE_FIXTURE, "w") as fh:  # one list a line
-            fh.write(json.dumps({"source": record["source"]})[:-1] + ', "lists": [\n'
-                     + ",\n".join(json.dumps(entry) for entry in record["lists"]) + "\n]}\n")
+            fh.write(
+                json.dumps({"source": record["source"]})[:-1]
+                + ', "lists": [\n'
+                + ",\n".join(json.dumps(entry) for entry in record["lists"])
+                + "\n]}\n"
+            )
     with open(CAPTURE_FIXTURE) as fh:
         assert json.load(fh) == record
 
 
 @SETTINGS
-@given(st.integers(1, 1100), st.integers(0, 16), st.one_of(st.integers(1, 600), st.integers(1, 20000)),
-       st.sampled_from([512, 1024]))
+@given(
+    st.integers(1, 1100),
+    st.integers(0, 16),
+    st.one_of(st.integers(1, 600), st.integers(1, 20000)),
+    st.sampled_from([512, 1024]),
+)
 def test_default_capture_sizes_are_vllm_0_33s_list(max_num_seqs, k, mnbt, default):
     """models/vllm/cudagraph_sizes.py against vLLM 0.33.0's own code: the membership predicate
     admits exactly the elements of vLLM's list; vLLM's list is sorted, has no duplicate and ends at
@@ -295,15 +395,23 @@ def test_default_capture_sizes_are_vllm_0_33s_list(max_num_seqs, k, mnbt, defaul
     smallest element ``>=`` it)."""
     engine, max_size = vllm_default_capture_sizes(max_num_seqs, k, mnbt, default)
     assert engine == sorted(set(engine)) and engine[-1] == max_size, engine
-    same("is_default_capture_size", dict(max_num_seqs=max_num_seqs, k=k, mnbt=mnbt, default=default),
-         model_default_capture_sizes(max_num_seqs, k, mnbt, default), engine)
+    same(
+        "is_default_capture_size",
+        dict(max_num_seqs=max_num_seqs, k=k, mnbt=mnbt, default=default),
+        model_default_capture_sizes(max_num_seqs, k, mnbt, default),
+        engine,
+    )
 
 
 @pytest.mark.parametrize("point", CAPTURE_GRID, ids=lambda p: "seqs%d-k%d-mnbt%d" % p[:3])
 def test_default_capture_lists_at_the_clause_boundaries(point):
     engine, _ = vllm_default_capture_sizes(*point)
-    same("is_default_capture_size", dict(zip(("max_num_seqs", "k", "mnbt", "default"), point)),
-         model_default_capture_sizes(*point), engine)
+    same(
+        "is_default_capture_size",
+        dict(zip(("max_num_seqs", "k", "mnbt", "default"), point)),
+        model_default_capture_sizes(*point),
+        engine,
+    )
 
 
 @SETTINGS
@@ -312,18 +420,28 @@ def test_padded_graph_size_table(sizes):
     from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
-    this = SimpleNamespace(compilation_config=SimpleNamespace(max_cudagraph_capture_size=sizes[-1],
-                                                              cudagraph_capture_sizes=list(sizes), compile_sizes=None),
-                           cudagraph_mode=None)
+    this = SimpleNamespace(
+        compilation_config=SimpleNamespace(
+            max_cudagraph_capture_size=sizes[-1], cudagraph_capture_sizes=list(sizes), compile_sizes=None
+        ),
+        cudagraph_mode=None,
+    )
     v.CudagraphDispatcher._compute_bs_to_padded_graph_size(this)
-    same("_compute_bs_to_padded_graph_size", {"sizes": sizes}, m_cg.bs_to_padded_graph_size(sizes, sizes[-1]),
-         this._bs_to_padded_graph_size)
+    same(
+        "_compute_bs_to_padded_graph_size",
+        {"sizes": sizes},
+        m_cg.bs_to_padded_graph_size(sizes, sizes[-1]),
+        this._bs_to_padded_graph_size,
+    )
 
 
 @SETTINGS
-@given(st.integers(1, 4096), st.integers(1, 9), st.integers(1, 512), st.sampled_from([16, 32, 64, 128, 256]), st.booleans())
+@given(
+    st.integers(1, 4096), st.integers(1, 9), st.integers(1, 512), st.sampled_from([16, 32, 64, 128, 256]), st.booleans()
+)
 def test_vllm_moe_align_capacity(tokens, topk, experts, block, pad):
     import torch
+
     from capproof.engines.vllm import wheels as real
 
     v = real.vllm()
@@ -361,7 +479,7 @@ def _sglang_sizing_fragment():
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "moe_align_block_size")
     body = fn.body
     start = next(i for i, n in enumerate(body) if isinstance(n, ast.If) and "num_experts + 1" in ast.unparse(n.test))
-    stmts = body[start:start + 2]
+    stmts = body[start : start + 2]
     assert "// 4 * 4" in ast.unparse(stmts[1]), ast.unparse(stmts[1])
     return compile(ast.Module(body=stmts, type_ignores=[]), path, "exec")
 
@@ -372,19 +490,34 @@ def test_sglang_moe_align_capacity(numel, experts, block):
     code = _sglang_sizing_fragment()
     scope = {"topk_ids": SimpleNamespace(numel=lambda: numel), "num_experts": experts, "block_size": block}
     exec(code, scope)  # noqa: S102 - the engine's own statements, from the pinned wheel
-    same("SGLang moe_align sorted_ids capacity", dict(numel=numel, num_experts=experts, block_size=block),
-         m_moe.sglang_sorted_ids_capacity(numel, experts, block), scope["max_num_tokens_padded"])
+    same(
+        "SGLang moe_align sorted_ids capacity",
+        dict(numel=numel, num_experts=experts, block_size=block),
+        m_moe.sglang_sorted_ids_capacity(numel, experts, block),
+        scope["max_num_tokens_padded"],
+    )
 
 
 @SETTINGS
-@given(st.one_of(st.integers(0, 10**7).map(str),
-                 st.tuples(st.integers(0, 9999), st.sampled_from("kmgtKMGT")).map(lambda t: f"{t[0]}{t[1]}"),
-                 st.tuples(st.integers(0, 999), st.integers(0, 99), st.sampled_from("kmgt")).map(lambda t: f"{t[0]}.{t[1]}{t[2]}")))
+@given(
+    st.one_of(
+        st.integers(0, 10**7).map(str),
+        st.tuples(st.integers(0, 9999), st.sampled_from("kmgtKMGT")).map(lambda t: f"{t[0]}{t[1]}"),
+        st.tuples(st.integers(0, 999), st.integers(0, 99), st.sampled_from("kmgt")).map(
+            lambda t: f"{t[0]}.{t[1]}{t[2]}"
+        ),
+    )
+)
 def test_check_config_parses_human_readable_ints_like_vllm(text):
     from capproof.engines.vllm import wheels as real
     from capproof.engines.vllm.serve import human_readable_int
 
-    same("human_readable_int", {"value": text}, human_readable_int("--max-model-len", text), real.vllm().human_readable_int(text))
+    same(
+        "human_readable_int",
+        {"value": text},
+        human_readable_int("--max-model-len", text),
+        real.vllm().human_readable_int(text),
+    )
 
 
 def test_symbolic_ints_pass_through_vllm_and_uniform_type_needs_the_split(real):
@@ -405,7 +538,9 @@ def test_spec_real_proves_and_finds_the_a1_difference_through_real_code(real):
     items, errors = load(["spec_real"])
     assert not errors
     results = {ob.name: prove_obligation(ob, Options()) for ob in items}
-    assert all(r.verdict.value == ob.expect for ob, r in zip(items, results.values())), {k: r.message for k, r in results.items()}
+    assert all(r.verdict.value == ob.expect for ob, r in zip(items, results.values())), {
+        k: r.message for k, r in results.items()
+    }
     cex = results["real_width_equals_pre_50302_indexer_width"].counterexample
     assert cex.values["W_bt"] - cex.values["W_buf"] == 1
 
@@ -417,7 +552,9 @@ def test_check_config_model_fields_are_vllms_aliases(real):
     real.fetch()
     path = os.path.join(real.cache_dir(), "src", "vllm", "transformers_utils", "config.py")
     tree = ast.parse(open(path, encoding="utf-8").read())
-    node = next(n for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "CONFIG_FIELD_ALIASES")
+    node = next(
+        n for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "CONFIG_FIELD_ALIASES"
+    )
     aliases = ast.literal_eval(node.value)
     assert MODEL_FIELDS["num_experts"] == aliases["num_experts"]
     assert MODEL_FIELDS["top_k"] == aliases["num_experts_per_token"]
@@ -438,7 +575,9 @@ def test_check_config_flag_table_matches_the_wheel(real):
         for name in os.listdir(wheels):
             if name.startswith(f"vllm-{flags.VLLM_VERSION}-"):
                 os.symlink(os.path.join(wheels, name), os.path.join(tmp, name))
-        out = subprocess.run([sys.executable, "real/extract_vllm_flags.py", tmp], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "real/extract_vllm_flags.py", tmp], capture_output=True, text=True, check=True
+        ).stdout
     ns: dict = {}
     exec(out, ns)
     assert ns["VLLM_SERVE_FLAGS"] == flags.VLLM_SERVE_FLAGS
@@ -463,9 +602,12 @@ def test_dispatched_capture_list_and_the_28207_padding_on_vllm(config):
     cc = SimpleNamespace(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max_size)
     v.CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(cc, q)
     assert (cc.cudagraph_capture_sizes, cc.max_cudagraph_capture_size) == (rounded, rounded_max)
-    this = SimpleNamespace(compilation_config=SimpleNamespace(max_cudagraph_capture_size=max_size,
-                                                              cudagraph_capture_sizes=list(sizes), compile_sizes=None),
-                           cudagraph_mode=None)
+    this = SimpleNamespace(
+        compilation_config=SimpleNamespace(
+            max_cudagraph_capture_size=max_size, cudagraph_capture_sizes=list(sizes), compile_sizes=None
+        ),
+        cudagraph_mode=None,
+    )
     v.CudagraphDispatcher._compute_bs_to_padded_graph_size(this)
     if config == (40, 2, 8192, 512):
         assert this._bs_to_padded_graph_size[5 * q] == 16 and 16 % q != 0
@@ -486,8 +628,9 @@ def _sglang_allocation_sizing(state):
     rc = types.ModuleType("sglang.srt.runtime_context")
     rc.get_schedule = lambda: SimpleNamespace(page_size=state["page"])
     rc.get_parallel = lambda: SimpleNamespace(attn_dcp_size=state["dcp"])
-    rc.get_spec = lambda: SimpleNamespace(speculative_algorithm="EAGLE", speculative_num_steps=state["steps"],
-                                          speculative_eagle_topk=state["topk"])
+    rc.get_spec = lambda: SimpleNamespace(
+        speculative_algorithm="EAGLE", speculative_num_steps=state["steps"], speculative_eagle_topk=state["topk"]
+    )
     rc.max_speculative_num_draft_tokens = lambda: state["draft"]
 
     class SpeculativeAlgorithm:  # EAGLE (sglang/srt/speculative/spec_info.py)
@@ -505,7 +648,12 @@ def _sglang_allocation_sizing(state):
     si.SpeculativeAlgorithm = SpeculativeAlgorithm
     stubs = {"sglang.srt.runtime_context": rc, "sglang.srt.speculative.spec_info": si}
     # the parent packages too: importing the real ``sglang`` runs its __init__
-    stubs.update({name: sys.modules.get(name) or types.ModuleType(name) for name in ("sglang", "sglang.srt", "sglang.srt.speculative")})
+    stubs.update(
+        {
+            name: sys.modules.get(name) or types.ModuleType(name)
+            for name in ("sglang", "sglang.srt", "sglang.srt.speculative")
+        }
+    )
     saved = {name: sys.modules.get(name) for name in stubs}
     sys.modules.update(stubs)
     try:
@@ -534,9 +682,12 @@ def test_sglang_alloc_sizes_recorded_in_spec_are_sglangs():
     page 1, at DCP 2 (alloc page 2: the same values as page 2, DCP 1)."""
     from capproof.loader import load_file
 
-    items = load_file(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec/sglang_req_to_token.py"))
-    recorded = next(it for it in items if it.name == "dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s").func.__globals__[
-        "SGLANG_0_5_23_ALLOC"]
+    items = load_file(
+        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec/sglang_req_to_token.py")
+    )
+    recorded = next(
+        it for it in items if it.name == "dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s"
+    ).func.__globals__["SGLANG_0_5_23_ALLOC"]
     state = {}
     with _sglang_allocation_sizing(state) as scope:
         for (page, steps, topk, draft), values in recorded.items():
@@ -544,7 +695,9 @@ def test_sglang_alloc_sizes_recorded_in_spec_are_sglangs():
             same("SGLang allocation_sizing", dict(state), values, _sglang_alloc_point(scope, state))
             if page == 2:
                 state.update(page=1, dcp=2)
-                same("SGLang allocation_sizing (page 1 x DCP 2)", dict(state), values, _sglang_alloc_point(scope, state))
+                same(
+                    "SGLang allocation_sizing (page 1 x DCP 2)", dict(state), values, _sglang_alloc_point(scope, state)
+                )
 
 
 @SETTINGS
@@ -556,6 +709,10 @@ def test_sglang_alloc_sizes_match_the_model(page, dcp, steps, topk, draft):
     with _sglang_allocation_sizing(state) as scope:
         engine = _sglang_alloc_point(scope, state)
     p = page * dcp
-    model = (m_dsa.get_alloc_len_per_decode(draft, steps, topk, p), m_dsa.get_req_to_token_extra_context_len(draft, steps, topk, p),
-             m_dsa.decode_alloc_end(5, 0, draft, steps, topk, p), m_dsa.decode_alloc_end(5, 40, draft, steps, topk, p))
+    model = (
+        m_dsa.get_alloc_len_per_decode(draft, steps, topk, p),
+        m_dsa.get_req_to_token_extra_context_len(draft, steps, topk, p),
+        m_dsa.decode_alloc_end(5, 0, draft, steps, topk, p),
+        m_dsa.decode_alloc_end(5, 40, draft, steps, topk, p),
+    )
     same("SGLang allocation_sizing", state, model, engine)

@@ -14,11 +14,11 @@ import textwrap
 
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT, obligation_named
 
 from capproof.cli import main
 from capproof.loader import load_file
 from capproof.regressions import MODULE_NAME, read_witnesses, render_module
-from conftest import ROOT, obligation_named
 
 A4 = "ebt_width_matches_runner_before_50302"
 PINS_350K = ["--set", "max_model_len=350000", "--set", "block_size=64", "--set", "dcp=1"]
@@ -45,8 +45,20 @@ def run_generated(directory) -> tuple[int, dict[str, str]]:
         del sys.modules[k]
     addopts = os.environ.pop("PYTEST_ADDOPTS", None)  # e.g. CI's --junitxml is for the outer run
     try:
-        code = pytest.main([str(directory / MODULE_NAME), "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-                            "-o", "addopts=", "--rootdir", str(directory)], plugins=[plugin])
+        code = pytest.main(
+            [
+                str(directory / MODULE_NAME),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--import-mode=importlib",
+                "-o",
+                "addopts=",
+                "--rootdir",
+                str(directory),
+            ],
+            plugins=[plugin],
+        )
     finally:
         for k in [k for k in sys.modules if k.split(".")[-1] == stem]:
             del sys.modules[k]
@@ -76,8 +88,11 @@ def test_generated_tests_pass_on_the_buggy_formula_and_fail_on_the_fixed_one(tmp
     ob = obligation_named("spec/vllm_dsa_indexer.py", A4)
     spec_globals = ob.func.__globals__
     runner_width, blocks = spec_globals["runner_block_table_width_39324"], spec_globals["max_num_blocks_per_req"]
-    monkeypatch.setitem(spec_globals, "indexer_block_table_width_before_50302",
-                        lambda max_model_len, block_size, dcp: runner_width(blocks(max_model_len, block_size, dcp), block_size))
+    monkeypatch.setitem(
+        spec_globals,
+        "indexer_block_table_width_before_50302",
+        lambda max_model_len, block_size, dcp: runner_width(blocks(max_model_len, block_size, dcp), block_size),
+    )
     code, outcomes = run_generated(out)
     assert code == 1 and len(outcomes) == 2 and set(outcomes.values()) == {"failed"}, outcomes
 
@@ -91,7 +106,9 @@ def test_same_run_twice_gives_byte_identical_files(tmp_path):
     assert "(0 files changed)" in second.output
     assert {p: (out / p).read_bytes() for p in sorted(os.listdir(out))} == snapshot
     # one witness per counterexample and per found trigger witness, one module replaying them all
-    run = json.loads(invoke("prove", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--no-contracts", "--json", "-").output)
+    run = json.loads(
+        invoke("prove", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--no-contracts", "--json", "-").output
+    )
     with_cex = [e for e in run["obligations"] if e["counterexample"]]
     expected = sorted([e["id"] for e in with_cex] + [e["id"] for e in with_cex for w in e["witnesses"] if w["found"]])
     assert sorted(w["obligation"] for _, w in read_witnesses(str(out))) == expected
@@ -163,7 +180,8 @@ def test_unwritable_out_dir_is_one_line_exit_2(tmp_path):
     result = CliRunner().invoke(main, ["counterexamples", "-k", A4, "--out", str(tmp_path / "file" / "sub")])
     assert result.exit_code == 2, result.output
     assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
-        f"error: --out {tmp_path / 'file' / 'sub'}: cannot write: Not a directory"]
+        f"error: --out {tmp_path / 'file' / 'sub'}: cannot write: Not a directory"
+    ]
 
 
 def test_committed_regressions_module_matches_its_witnesses():
@@ -194,9 +212,12 @@ def test_unexpected_counterexample_is_not_written(tmp_path, monkeypatch):
     (tmp_path / "spec" / "wrong.py").write_text(
         "from capproof import Range, at_most, obligation\n\n\n"
         "@obligation(domain={'n': Range(1, 64)}, expect='proved')\n"
-        "def too_small(n):\n    return at_most(demand=n, capacity=32)\n")
+        "def too_small(n):\n    return at_most(demand=n, capacity=32)\n"
+    )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["counterexamples"])
     assert result.exit_code == 1
     assert "not written: spec/wrong.py::too_small has an unexpected counterexample" in result.output
-    assert not (tmp_path / "tests" / "regressions").exists() or not list((tmp_path / "tests" / "regressions").glob("*.json"))
+    assert not (tmp_path / "tests" / "regressions").exists() or not list(
+        (tmp_path / "tests" / "regressions").glob("*.json")
+    )

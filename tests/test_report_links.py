@@ -11,18 +11,21 @@ import re
 import textwrap
 
 from click.testing import CliRunner
+from conftest import ROOT
 
 from capproof.cli import main
 from capproof.report import render_reports
-from conftest import ROOT
 
 LINK = re.compile(r"\]\(\.\./([^)#]+)(?:#L(\d+))?\)")
 
 
 def _committed_reports() -> dict[str, str]:
     directory = os.path.join(ROOT, "proofs")
-    return {fn: open(os.path.join(directory, fn), encoding="utf-8").read()
-            for fn in sorted(os.listdir(directory)) if fn.endswith(".md")}
+    return {
+        fn: open(os.path.join(directory, fn), encoding="utf-8").read()
+        for fn in sorted(os.listdir(directory))
+        if fn.endswith(".md")
+    }
 
 
 def test_every_relative_link_in_proofs_points_at_the_declaration():
@@ -44,7 +47,10 @@ def test_every_relative_link_in_proofs_points_at_the_declaration():
                     # obligation's cover() call / table() entry (spec/_inventory.py), or the claim a factory
                     # declares one obligation per inventory entry with (spec/vllm_0_33_derived.py)
                     assert source.startswith(("@obligation", "contract(", "cover(", "table(", '"', "def claim(")), (
-                        fn, line, source)
+                        fn,
+                        line,
+                        source,
+                    )
                 checked += 1
     assert checked > 20
 
@@ -53,7 +59,9 @@ def test_obligations_list_models_assumptions_and_counterexample_values():
     text = _committed_reports()["vllm_dsa_indexer.md"]
     section = text.split("### `ebt_width_matches_runner_before_50823`")[1].split("\n### ")[0]
     assert "- models:\n  - [`models/vllm/block_table.py::" in section
-    assert "Assumptions (all hold at the counterexample)" in section and "kernel_block_size divides block_size" in section
+    assert (
+        "Assumptions (all hold at the counterexample)" in section and "kernel_block_size divides block_size" in section
+    )
     assert "not needed" not in section  # no unsat-core legend on a counterexample
     assert re.search(r"\| \*\*`W_buf`\*\* \| `\d+` \|", section)
     assert re.search(r"\| \*\*`W_bt`\*\* \| `\d+` \|", section)
@@ -85,10 +93,13 @@ def test_a_changed_verdict_is_a_small_local_diff(tmp_path, monkeypatch):
     after = copy.deepcopy(before)
     entry = next(e for e in after["obligations"] if e["id"].endswith("::unaligned_equals_aligned"))
     entry.update(verdict="proved", ok=False, counterexample=None, density=None, message="unsat on 2 cases")
-    (path, old), = render_reports(before).items()
+    ((path, old),) = render_reports(before).items()
     new = render_reports(after)[path]
-    changed = [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    changed = [
+        line
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
     # the summary line and table row, the verdict and result lines, the counterexample table and
     # its failure-density lines
     assert 0 < len(changed) <= 26, changed
@@ -167,11 +178,15 @@ def test_models_used_lists_every_project_function_the_obligation_calls(tmp_path,
     (ob,) = load_file("spec/pool.py")
     # depth first: the claim's own names, then its generator expression's, then the assumptions'
     assert ob.models_used() == [
-        "engine_formulas/sizes.py::Pool.slots", "engine_formulas/sizes.py::padded", "engine_formulas/sizes.py::pages",
+        "engine_formulas/sizes.py::Pool.slots",
+        "engine_formulas/sizes.py::padded",
+        "engine_formulas/sizes.py::pages",
         "spec/pool.py::local_rounding",
     ]
-    assert ob.claim_source() == ("need = total(local_rounding(t, page) for t in (tokens, tokens))\n"
-                                 "return at_most(demand=need, capacity=2 * Pool.slots(tokens, page))")
+    assert ob.claim_source() == (
+        "need = total(local_rounding(t, page) for t in (tokens, tokens))\n"
+        "return at_most(demand=need, capacity=2 * Pool.slots(tokens, page))"
+    )
     result = CliRunner().invoke(main, ["report", "--no-contracts"])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "proofs" / "pool.md").read_text()
@@ -192,7 +207,10 @@ def test_function_source_parses_a_file_once_and_follows_its_text(tmp_path):
     path.write_text("A = {'x': lambda n: n + 1, 'y': lambda m: m *  2}\n\ndef f(k):\n    '''doc'''\n    return k - 1\n")
     ns = runpy.run_path(str(path))
     assert [function_source(ns["A"]["x"]), function_source(ns["A"]["y"]), function_source(ns["f"])] == [
-        "n + 1", "m *  2", "return k - 1"]
+        "n + 1",
+        "m *  2",
+        "return k - 1",
+    ]
     parsed = _PARSED[str(path)]
     assert function_source(ns["A"]["x"]) == "n + 1" and _PARSED[str(path)] is parsed
     path.write_text("A = {'x': lambda n: n + 2}\n")

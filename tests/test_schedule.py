@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 
+from test_soundness import SHARED_STATE
+
 from capproof import Options
 from capproof.loader import load_file
 from capproof.runner import _estimate, _previous_seconds, default_jobs, run
-from test_soundness import SHARED_STATE
 
 
 def test_default_jobs_is_the_cores_this_process_may_use():
@@ -18,8 +19,14 @@ def test_default_jobs_is_the_cores_this_process_may_use():
 
 def test_previous_timings_skip_cached_contracts(tmp_path):
     path = tmp_path / "last-run.json"
-    path.write_text(json.dumps({"obligations": [{"id": "a", "seconds": 3.5}],
-                                "contracts": [{"id": "c", "seconds": 0.01, "cached": True}, {"id": "d", "seconds": 20}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "obligations": [{"id": "a", "seconds": 3.5}],
+                "contracts": [{"id": "c", "seconds": 0.01, "cached": True}, {"id": "d", "seconds": 20}],
+            }
+        )
+    )
     assert _previous_seconds(str(path)) == {"a": 3.5, "d": 20.0}
     assert _previous_seconds(str(tmp_path / "missing.json")) == {}
     (tmp_path / "bad.json").write_text("{not json")
@@ -62,14 +69,20 @@ def test_short_obligations_share_a_process_and_contracts_and_long_ones_do_not(sp
     path = spec_file(SPEC, "sched_units.py")
     monkeypatch.chdir(os.path.dirname(path))  # only files under the working directory are batched
     small, larger, last = load_file(path)
-    work = [("obligation", small), ("obligation", larger), ("contract", contract("models/x.py::f")),
-            ("obligation", last), ("obligation", small)]
+    work = [
+        ("obligation", small),
+        ("obligation", larger),
+        ("contract", contract("models/x.py::f")),
+        ("obligation", last),
+        ("obligation", small),
+    ]
     previous = {larger.id: 3.0}
     assert runner._units(work, [1, 2, 0, 3, 4], previous, batch=True) == [[1], [2], [0, 3], [4]]
     assert runner._units(work, [1, 2, 0, 3, 4], previous, batch=False) == [[1], [2], [0], [3], [4]]
 
 
-SHARED_PROCESS = """
+SHARED_PROCESS = (
+    """
 import os
 from capproof import Range, obligation, at_most
 
@@ -93,7 +106,9 @@ def loops_forever(x):
 @obligation(domain={"x": Range(0, 10)}, expect="counterexample")
 def after_the_loop(x):
     return at_most(demand=x, capacity=9)
-""" + SHARED_STATE  # then a_sets_state, b_reads_state (test_soundness.py)
+"""
+    + SHARED_STATE
+)  # then a_sets_state, b_reads_state (test_soundness.py)
 
 
 def test_a_shared_process_charges_only_the_item_that_broke_it(project):
@@ -107,4 +122,8 @@ def test_a_shared_process_charges_only_the_item_that_broke_it(project):
     assert got["loops_forever"][0] == "error" and "time limit" in got["loops_forever"][1]
     assert got["a_sets_state"][0] == "error" and "module state changed" in got["a_sets_state"][1]
     assert {k: v for k, (v, _) in got.items() if v != "error"} == {
-        "first_fine": "proved", "after_the_exit": "proved", "after_the_loop": "counterexample", "b_reads_state": "proved"}
+        "first_fine": "proved",
+        "after_the_exit": "proved",
+        "after_the_loop": "counterexample",
+        "b_reads_state": "proved",
+    }

@@ -15,20 +15,28 @@ def _ob(spec_file, body: str, name: str):
 
 
 def test_a_true_claim_gets_no_disagreement(spec_file):
-    ob, domains = _ob(spec_file, """
+    ob, domains = _ob(
+        spec_file,
+        """
 @obligation(domain={"n": Range(1, 8), "xs": Vector(8, Range(0, 5), length="n")})
 def fits(n, xs):
     return at_most(demand=total(xs), capacity=40)
-""", "true")
+""",
+        "true",
+    )
     assert second_opinion(ob, "proved", *domains) is None
 
 
 def test_hypothesis_finds_what_the_boundary_values_miss_and_the_point_replays(spec_file):
-    ob, domains = _ob(spec_file, """
+    ob, domains = _ob(
+        spec_file,
+        """
 @obligation(domain={"a": Range(0, 1000)})
 def narrow(a):
     return at_most(demand=a % 7 + (a > 100) * (a < 400) * 100, capacity=50)
-""", "mid")
+""",
+        "mid",
+    )
     found = second_opinion(ob, "proved", *domains, examples=10)
     assert found is not None and found.source == "Hypothesis"
     holds, _, failed = replay(ob, found.params)
@@ -37,11 +45,15 @@ def narrow(a):
 
 
 def test_a_claim_false_on_the_batch_alone_is_found_and_vacuous_is_checked(spec_file):
-    ob, domains = _ob(spec_file, """
+    ob, domains = _ob(
+        spec_file,
+        """
 @obligation(domain={"n": Range(1, 2), "xs": Vector(3, Range(1, 5), length="n")})
 def derived(n, xs):
     return min_of([s for s in xs]) <= 0
-""", "alone")
+""",
+        "alone",
+    )
     found = second_opinion(ob, "proved", *domains)
     assert found is not None and found.how in ("padded", "alone")
     assert second_opinion(ob, "vacuous", *domains) is not None  # every point is admitted

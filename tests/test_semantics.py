@@ -353,8 +353,16 @@ def test_nested_tracing_restores_the_outer_trace():
 def test_true_division_on_symint_is_real_arithmetic_unless_floored_or_ceiled():
     x = SYMBOLS["x"]
     with tracing() as trace:
-        for use in (lambda q: q + 1, lambda q: q * 2, lambda q: q < 3, lambda q: float(q), lambda q: int(q),
-                    lambda q: q == 1, lambda q: bool(q), lambda q: round(q)):
+        for use in (
+            lambda q: q + 1,
+            lambda q: q * 2,
+            lambda q: q < 3,
+            lambda q: float(q),
+            lambda q: int(q),
+            lambda q: q == 1,
+            lambda q: bool(q),
+            lambda q: round(q),
+        ):
             with pytest.raises(RealArithmeticError, match="`/`"):
                 use(x / 2)
         with pytest.raises(RealArithmeticError):
@@ -449,7 +457,9 @@ def test_select_on_concrete_condition_returns_the_branch_itself():
 from capproof.arith import DTYPES, dtype_range, int32, int64, next_power_of_2, prev_power_of_2, uint32, wrap  # noqa: E402
 from capproof.symbolic import BIT_WIDTH, FLOAT_EXACT, explore  # noqa: E402
 
-wide = st.one_of(st.integers(-40, 40), st.integers(-(2**62), 2**62), st.sampled_from([0, -1, 1, 2**53 - 1, -(2**63) + 1]))
+wide = st.one_of(
+    st.integers(-40, 40), st.integers(-(2**62), 2**62), st.sampled_from([0, -1, 1, 2**53 - 1, -(2**63) + 1])
+)
 divisors_ = wide.filter(lambda b: b != 0)
 
 
@@ -494,8 +504,14 @@ def test_constant_masks_match_python_including_negatives(a, k):
 
 
 @PROPERTY
-@given(a=st.one_of(wide, st.integers(-(2**70), 2**70)),
-       c=st.one_of(st.integers(-70, 70), st.integers(-(2**BIT_WIDTH) + 1, 2**BIT_WIDTH - 1), st.sampled_from([0xFFFFFFFF, ~0xFF, 0x5555, -0x5556])))
+@given(
+    a=st.one_of(wide, st.integers(-(2**70), 2**70)),
+    c=st.one_of(
+        st.integers(-70, 70),
+        st.integers(-(2**BIT_WIDTH) + 1, 2**BIT_WIDTH - 1),
+        st.sampled_from([0xFFFFFFFF, ~0xFF, 0x5555, -0x5556]),
+    ),
+)
 def test_and_or_xor_with_any_constant_match_python_including_negatives(a, c):
     """``&``, ``|``, ``^`` with a constant (any bits, any sign, both operand orders): Python's
     two's-complement results on unbounded ints."""
@@ -503,8 +519,12 @@ def test_and_or_xor_with_any_constant_match_python_including_negatives(a, c):
 
 
 @PROPERTY
-@given(a=st.one_of(wide, st.integers(-(2**70), 2**70), st.sampled_from([2**31, 2**31 - 1, -(2**31), -(2**31) - 1, 2**32, 2**63])),
-       dtype=st.sampled_from(sorted(DTYPES)))
+@given(
+    a=st.one_of(
+        wide, st.integers(-(2**70), 2**70), st.sampled_from([2**31, 2**31 - 1, -(2**31), -(2**31) - 1, 2**32, 2**63])
+    ),
+    dtype=st.sampled_from(sorted(DTYPES)),
+)
 def test_wrap_matches_python_z3_and_numpy(a, dtype):
     """``wrap(x, dtype)`` (``int32(x)`` …) is the same on ints and on Z3 (exact), lies in the
     dtype's range, is congruent to ``x`` modulo ``2**bits``, and equals numpy's narrowing cast
@@ -527,7 +547,13 @@ def test_int32_names_and_dtype_spellings():
     import numpy as np
 
     assert int32(7168 * 448000) == -1083703296  # corpus B6's DeepSeek-R1 stride_cm * offs_token
-    assert (int32(2**31), int32(2**31 - 1), uint32(-1), uint32(2**32 + 5), int64(2**63)) == (-(2**31), 2**31 - 1, 2**32 - 1, 5, -(2**63))
+    assert (int32(2**31), int32(2**31 - 1), uint32(-1), uint32(2**32 + 5), int64(2**63)) == (
+        -(2**31),
+        2**31 - 1,
+        2**32 - 1,
+        5,
+        -(2**63),
+    )
     assert wrap(2**31, np.int32) == wrap(2**31, np.dtype("int32")) == wrap(2**31, "int32")
     with pytest.raises(ValueError, match="unknown integer dtype"):
         wrap(1, "int31")
@@ -563,8 +589,10 @@ def test_wrap_runs_under_crosshair():
 @PROPERTY
 @given(a=wide, k=st.integers(0, BIT_WIDTH), base=st.integers(-5, 5), nd=st.integers(0, 3))
 def test_power_round_math_floor_ceil_of_ints_match_python(a, k, base, nd):
-    _agree(lambda a, k: (base ** k, a ** 3, round(a), round(a, nd), math.floor(a), math.ceil(a), math.trunc(a)),
-           {"a": a, "k": k})
+    _agree(
+        lambda a, k: (base**k, a**3, round(a), round(a, nd), math.floor(a), math.ceil(a), math.trunc(a)),
+        {"a": a, "k": k},
+    )
 
 
 @PROPERTY
@@ -589,7 +617,7 @@ def test_quotient_side_condition_is_needed_beyond_2_53():
     assert math.ceil(a / b) == 1 and -(-a // b) == 2
     with tracing() as trace:
         math.ceil(SymInt.var("a") / b)
-    (fact, what), = trace.side_conditions
+    ((fact, what),) = trace.side_conditions
     assert z3.is_false(_substituted(fact, {"a": a})) and "2**53" in what
 
 
@@ -649,10 +677,27 @@ def test_builtin_min_max_sum_abs_fork_and_match_python(xs):
 
 def test_unsupported_operations_are_recorded_errors():
     x = SymInt.var("x")
-    attempts = [lambda: x | x, lambda: x ^ x, lambda: x & (2**70 + 5), lambda: x | -(2**70 + 5), lambda: x & x, lambda: x.to_bytes(8, "little"),
-                lambda: x.as_integer_ratio(), lambda: x @ x, lambda: round(x, -1), lambda: x + "a", lambda: x < None,
-                lambda: pow(x, 2, 5), lambda: 2.5 ** x, lambda: x ** x, lambda: x ** -1,
-                lambda: int(x > 0), lambda: (x > 0).foo, lambda: len(x), lambda: iter(x)]
+    attempts = [
+        lambda: x | x,
+        lambda: x ^ x,
+        lambda: x & (2**70 + 5),
+        lambda: x | -(2**70 + 5),
+        lambda: x & x,
+        lambda: x.to_bytes(8, "little"),
+        lambda: x.as_integer_ratio(),
+        lambda: x @ x,
+        lambda: round(x, -1),
+        lambda: x + "a",
+        lambda: x < None,
+        lambda: pow(x, 2, 5),
+        lambda: 2.5**x,
+        lambda: x**x,
+        lambda: x**-1,
+        lambda: int(x > 0),
+        lambda: (x > 0).foo,
+        lambda: len(x),
+        lambda: iter(x),
+    ]
     with tracing() as trace:
         for attempt in attempts:
             with pytest.raises((TypeError, AttributeError)):

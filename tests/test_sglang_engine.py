@@ -17,9 +17,26 @@ from capproof.engines.sglang.server_args import sizing
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # written as SGLang's docs write them (DeepSeek-V3.2 with DP attention and two-batch overlap; Qwen3 serve)
-DSV32_DP = ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8",
-            "--dp", "8", "--enable-dp-attention", "--enable-two-batch-overlap", "--max-running-requests", "61",
-            "--attention-backend", "triton", "--page-size", "64", "--trust-remote-code"]
+DSV32_DP = [
+    "python3",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "deepseek-ai/DeepSeek-V3.2",
+    "--tp",
+    "8",
+    "--dp",
+    "8",
+    "--enable-dp-attention",
+    "--enable-two-batch-overlap",
+    "--max-running-requests",
+    "61",
+    "--attention-backend",
+    "triton",
+    "--page-size",
+    "64",
+    "--trust-remote-code",
+]
 
 
 def check(*args):
@@ -42,11 +59,19 @@ def test_unknown_argument_gets_a_did_you_mean():
     assert result.exit_code == 2 and "did you mean --enable-two-batch-overlap" in result.output
 
 
-@pytest.mark.parametrize("values, switches, mul_base, pool", [
-    ({"tp": 8, "dp_size": 8, "max_running_requests": 61}, {"--enable-dp-attention", "--enable-two-batch-overlap"}, 2, 7),
-    ({"tp": 8, "dp_size": 2, "max_running_requests": 61}, {"--enable-dp-attention"}, 4, 30),
-    ({"tp": 8, "max_running_requests": 61}, set(), 1, 61),
-])
+@pytest.mark.parametrize(
+    "values, switches, mul_base, pool",
+    [
+        (
+            {"tp": 8, "dp_size": 8, "max_running_requests": 61},
+            {"--enable-dp-attention", "--enable-two-batch-overlap"},
+            2,
+            7,
+        ),
+        ({"tp": 8, "dp_size": 2, "max_running_requests": 61}, {"--enable-dp-attention"}, 4, 30),
+        ({"tp": 8, "max_running_requests": 61}, set(), 1, 61),
+    ],
+)
 def test_sizing_follows_sglangs_derivations(values, switches, mul_base, pool):
     """mul_base: get_cuda_graph_batch_size_alignment (x2 TBO, x attn_tp_size = tp // dp under DP
     attention); the pool: resolve_max_num_reqs's per-worker share."""
@@ -67,8 +92,10 @@ def test_check_config_finds_the_indptr_overflow_through_the_command_line():
     8 is captured and the Triton backend's 8-entry kv_indptr is sliced to 9."""
     result = check("--engine", "sglang==0.5.23", "--", *DSV32_DP)
     assert result.exit_code == 1, result.output
-    assert "sglang_graph_indptr_over_pool__TritonAttnBackend_kv_indptr: indptr_len <= kv_indptr[0] fails: " \
-           "indptr_len=9, kv_indptr[0]=8" in result.output
+    assert (
+        "sglang_graph_indptr_over_pool__TritonAttnBackend_kv_indptr: indptr_len <= kv_indptr[0] fails: "
+        "indptr_len=9, kv_indptr[0]=8" in result.output
+    )
     assert "rests on a default: req_pool_size in [7]" in result.output
 
 
@@ -81,15 +108,37 @@ def test_check_config_without_a_backend_does_not_apply_backend_buffers():
 
 def test_check_config_dense_eagle_line_proves_the_graph_kv_indices(tmp_path):
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "max_position_embeddings": 40960,
-                                  "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}))
-    result = check("--engine", "sglang", "--model-config", str(config), "--", "sglang", "serve", "--model-path",
-                   "Qwen/Qwen3-8B", "--attention-backend", "triton", "--cuda-graph-max-bs-decode", "160")
+    config.write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3ForCausalLM"],
+                "max_position_embeddings": 40960,
+                "hidden_size": 4096,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+            }
+        )
+    )
+    result = check(
+        "--engine",
+        "sglang",
+        "--model-config",
+        str(config),
+        "--",
+        "sglang",
+        "serve",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--attention-backend",
+        "triton",
+        "--cuda-graph-max-bs-decode",
+        "160",
+    )
     assert result.exit_code == 0, result.output
     assert "sglang_decode_graph_kv_indices 1" in result.output
 
 
-TOY = textwrap.dedent('''
+TOY = textwrap.dedent("""
     import torch
 
     class Buffers:
@@ -103,7 +152,7 @@ TOY = textwrap.dedent('''
         def __init__(self, max_bs):
             seq_lens = torch.zeros((max_bs,), dtype=torch.int32)
             self.buffers = Holder(seq_lens=seq_lens, positions=torch.zeros((max_bs,), dtype=torch.int64))
-    ''')
+    """)
 
 
 def test_scan_sees_fields_of_returned_and_kept_buffer_objects(tmp_path):
@@ -113,9 +162,11 @@ def test_scan_sees_fields_of_returned_and_kept_buffer_objects(tmp_path):
     pkg.mkdir(parents=True)
     (pkg / "toy.py").write_text(TOY)
     ids = {a.id: a.args for a in scan(str(tmp_path), ("sglang/srt",))}
-    assert ids == {"sglang/srt/toy.py::Buffers.input_ids": ["max_bs"],
-                   "sglang/srt/toy.py::Runner.buffers.seq_lens": ["max_bs"],
-                   "sglang/srt/toy.py::Runner.buffers.positions": ["max_bs"]}
+    assert ids == {
+        "sglang/srt/toy.py::Buffers.input_ids": ["max_bs"],
+        "sglang/srt/toy.py::Runner.buffers.seq_lens": ["max_bs"],
+        "sglang/srt/toy.py::Runner.buffers.positions": ["max_bs"],
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,8 +184,17 @@ def _sglang_root():
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("name", ["ReqToTokenPool", "PagedTokenToKVPoolAllocator", "DecodeInputBuffers",
-                                  "moe_align_block_size", "TritonAttnBackend", "FlashMLABackend"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ReqToTokenPool",
+        "PagedTokenToKVPoolAllocator",
+        "DecodeInputBuffers",
+        "moe_align_block_size",
+        "TritonAttnBackend",
+        "FlashMLABackend",
+    ],
+)
 def test_traced_shapes_equal_sglangs_real_tensors(name):
     """Each harness traced on symbolic values, then run with the real-tier ints and the real torch:
     every traced shape evaluated at those ints equals the real tensor's shape."""
@@ -162,7 +222,9 @@ def test_traced_shapes_equal_sglangs_real_tensors(name):
     compared = 0
     for e in entries:
         if e.id in real:
-            assert [inv.evaluate(x, **{n: ints[n] for n in inv.expression_names(x)}) for x in e.shape] == real[e.id], e.id
+            assert [inv.evaluate(x, **{n: ints[n] for n in inv.expression_names(x)}) for x in e.shape] == real[e.id], (
+                e.id
+            )
             compared += 1
     assert compared, f"{name}: no traced entry was allocated by the real run"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 import z3
 
 from capproof import Options
@@ -18,8 +17,9 @@ from capproof.symbolic import SymInt, fresh_z3_context, tracing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-HEADER = ("from capproof import Range, Choice, Vector, obligation, at_most, total, implies, all_of, round_up\n"
-          "CALLS = []\n")
+HEADER = (
+    "from capproof import Range, Choice, Vector, obligation, at_most, total, implies, all_of, round_up\nCALLS = []\n"
+)
 
 
 def _load(path, name):
@@ -62,13 +62,16 @@ def test_slot_mapping_cases_decide_the_same_with_shared_inputs():
 def test_choice_lengths_get_inputs_per_length_and_the_same_verdict(spec_file):
     """A batch length case-split as a Choice: one set of inputs per length, shared by the cases of
     that length; the obligation's verdict and counterexample are those of per-case inputs."""
-    path = spec_file(HEADER + """
+    path = spec_file(
+        HEADER
+        + """
 @obligation(domain={"n": Choice(2, 3), "k": Choice(1, 2, 3), "cap": Range(0, 64),
                     "xs": Vector(3, Range(0, 9), length="n")},
             assumptions={"k small": lambda k: k <= 2})
 def fits(n, k, cap, xs):
     return at_most(demand=total(round_up(x, k) for x in xs), capacity=cap + 3 * k)
-""")
+"""
+    )
     ob = _load(path, "fits")
     per_case = _outcomes(ob, shared=False)
     together = _outcomes(ob, shared=True)
@@ -87,7 +90,9 @@ def fits(n, k, cap, xs):
 
 
 def _witness_spec(spec_file):
-    return spec_file(HEADER + """
+    return spec_file(
+        HEADER
+        + """
 def full(xs, n, k, cap):
     CALLS.append(k)
     return all_of(cap >= 1, *(implies(i < n, x == k + 1) for i, x in enumerate(xs)))
@@ -105,7 +110,8 @@ def halves(xs, k, cap):
             witnesses={"every entry k + 1": full, "every half k": halves})
 def slots(k, d, cap, n, xs):
     return at_most(demand=total(xs) + (k - 1) * n * d, capacity=cap + 2 * n)
-""")
+"""
+    )
 
 
 def test_a_witness_is_evaluated_once_per_distinct_arguments(spec_file):

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from capproof import Options, Verdict
-from capproof import minimize, prover
+from capproof import Options, Verdict, minimize, prover
 from capproof.encode import checked_domains
 from capproof.loader import load_file
 from capproof.prover import _padding_check, prove_obligation, replay
@@ -23,7 +22,9 @@ from capproof.domain import Vector
 
 # E4's shape (vllm#47238, spec/per_batch_buffers.py), at 16 requests: draft step j reads row j of
 # the step-0 rows but needs request j's last-token row (the prefix sum of the query lengths).
-READER = HEADER + """
+READER = (
+    HEADER
+    + """
 from capproof.arith import select
 
 def last_token_row(lens, j):
@@ -39,25 +40,32 @@ def reader_row(j, k, mnbt, num_reqs, lens):
     needed = last_token_row(lens, j)
     return claim(j == needed, source_row=j, needed_row=needed)
 """
+)
 
 # A case split (Choice) whose failing points lie in both cases: the seed lies in one of them.
-SPLIT = HEADER + """
+SPLIT = (
+    HEADER
+    + """
 @obligation(domain={"dcp": Choice(1, 2, 4), "n": Range(1, 1000), "cap": Range(1, 1000)},
             assumptions={"cap <= 900": lambda cap: cap <= 900},
             expect="counterexample")
 def split_cases(dcp, n, cap):
     return at_most(demand=n * dcp, capacity=cap + 3)
 """
+)
 
 
 # dcp=1 never fails (n <= cap); dcp=2 fails from n=4, cap=4 on.
-SPLIT_NOT_FIRST = HEADER + """
+SPLIT_NOT_FIRST = (
+    HEADER
+    + """
 @obligation(domain={"dcp": Choice(1, 2, 4), "n": Range(1, 1000), "cap": Range(1, 1000)},
             assumptions={"n <= cap": lambda n, cap: n <= cap},
             expect="counterexample")
 def split_not_first(dcp, n, cap):
     return at_most(demand=n * dcp, capacity=cap + 3)
 """
+)
 
 
 def _only(path):
@@ -73,6 +81,7 @@ def _fails(ob):
         except Exception:  # noqa: BLE001
             return False
         return not holds and not failed and _padding_check(ob, params, (holds, values, failed)) is None
+
     return fails
 
 

@@ -6,12 +6,12 @@ import os
 
 import pytest
 import z3
+from conftest import obligation_named
 
 from capproof import Options, Verdict
 from capproof.crosscheck import cvc5_check
 from capproof.prover import build_case, prove_obligation
 from capproof.smtlib import case_file_name, case_smt2, logic_of
-from conftest import obligation_named
 
 A1 = ("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_before_50302")
 
@@ -26,11 +26,15 @@ def test_logic_detection():
 
 def test_export_a1_case_names_logic_status_and_cvc5_agrees(tmp_path):
     ob = obligation_named(*A1)
-    result = prove_obligation(ob, Options(smt2_dir=str(tmp_path), pins={"max_model_len": 350000, "block_size": 64, "dcp": 1}))
+    result = prove_obligation(
+        ob, Options(smt2_dir=str(tmp_path), pins={"max_model_len": 350000, "block_size": 64, "dcp": 1})
+    )
     assert result.verdict is Verdict.COUNTEREXAMPLE
     (name,) = os.listdir(tmp_path)
     # a pinned Range is a finite value: it names the case
-    assert name == "vllm_dsa_indexer.ebt_width_matches_runner_before_50302__max_model_len-350000_block_size-64_dcp-1.smt2"
+    assert (
+        name == "vllm_dsa_indexer.ebt_width_matches_runner_before_50302__max_model_len-350000_block_size-64_dcp-1.smt2"
+    )
     text = (tmp_path / name).read_text()
     assert "(set-logic QF_LIA)" in text and "(set-info :status sat)" in text and "declare-fun" not in text
     assert cvc5_check(text) == "sat"
@@ -51,20 +55,35 @@ def test_export_is_deterministic_and_unsat_for_a_proof():
 
 
 def test_cross_check_agrees_on_the_block_table_specs_and_skips_nonlinear():
-    ok = prove_obligation(obligation_named("spec/vllm_block_table.py", "row_spans_128_tokens_v0_33"), Options(cross_check="cvc5"))
+    ok = prove_obligation(
+        obligation_named("spec/vllm_block_table.py", "row_spans_128_tokens_v0_33"), Options(cross_check="cvc5")
+    )
     assert ok.verdict is Verdict.PROVED
-    assert ok.cross_check == {"solver": "cvc5", "agreed": 64, "disagreed": 0, "unknown": 0, "skipped_nonlinear": 0, "not_compared": 0}
-    nl = prove_obligation(obligation_named("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_for_every_batch_before_50302"),
-                          Options(cross_check="cvc5", pins={"dcp": 1}))
-    assert nl.verdict is Verdict.COUNTEREXAMPLE and nl.cross_check["skipped_nonlinear"] == 1  # num_decodes * max_decode_len
+    assert ok.cross_check == {
+        "solver": "cvc5",
+        "agreed": 64,
+        "disagreed": 0,
+        "unknown": 0,
+        "skipped_nonlinear": 0,
+        "not_compared": 0,
+    }
+    nl = prove_obligation(
+        obligation_named("spec/vllm_dsa_indexer.py", "ebt_width_matches_runner_for_every_batch_before_50302"),
+        Options(cross_check="cvc5", pins={"dcp": 1}),
+    )
+    assert (
+        nl.verdict is Verdict.COUNTEREXAMPLE and nl.cross_check["skipped_nonlinear"] == 1
+    )  # num_decodes * max_decode_len
 
 
 def test_disagreement_is_an_error_verdict(monkeypatch):
     import capproof.crosscheck as cc
 
     monkeypatch.setattr(cc, "cvc5_check", lambda text, timeout_ms=0: "sat")  # a lying second solver
-    result = prove_obligation(obligation_named("spec/vllm_block_table.py", "row_spans_128_tokens_v0_33"),
-                              Options(cross_check="cvc5", pins={"block_size": 64, "dcp": 1}))
+    result = prove_obligation(
+        obligation_named("spec/vllm_block_table.py", "row_spans_128_tokens_v0_33"),
+        Options(cross_check="cvc5", pins={"block_size": 64, "dcp": 1}),
+    )
     assert result.verdict is Verdict.ERROR and "disagree" in result.message
     assert result.cross_check["disagreed"] == 1
 
@@ -79,8 +98,22 @@ def test_cli_smt2_and_cross_check(tmp_path):
 
     from capproof.cli import main
 
-    out = CliRunner().invoke(main, ["prove", "--no-contracts", "-k", "trtllm_mla_block_num_aligned", "--set", "dcp=1",
-                                    "--smt2", str(tmp_path), "--cross-check", "cvc5"], catch_exceptions=False)
+    out = CliRunner().invoke(
+        main,
+        [
+            "prove",
+            "--no-contracts",
+            "-k",
+            "trtllm_mla_block_num_aligned",
+            "--set",
+            "dcp=1",
+            "--smt2",
+            str(tmp_path),
+            "--cross-check",
+            "cvc5",
+        ],
+        catch_exceptions=False,
+    )
     assert out.exit_code == 0, out.output
     assert len(os.listdir(tmp_path)) == 8  # 2 obligations x 4 block sizes
 

@@ -19,9 +19,11 @@ from capproof.cli import main
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
 
-HEADER = ("import math\n"
-          "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, select, "
-          "min_of, max_of, total, count\n")
+HEADER = (
+    "import math\n"
+    "from capproof import Range, Choice, Vector, obligation, at_most, less_than, equal, claim, select, "
+    "min_of, max_of, total, count\n"
+)
 
 
 def decide(path, name, **options):
@@ -33,7 +35,9 @@ def decide(path, name, **options):
 
 # --- error messages point at the spec line ----------------------------------------------------
 
-LOCATIONS = HEADER + """
+LOCATIONS = (
+    HEADER
+    + """
 D = {"x": Range(1, 10)}
 
 @obligation(domain=D)
@@ -57,11 +61,19 @@ def raw_z3_term(x):
 def missing_attribute(x):
     return at_most(demand=x.numerator_of_a_float, capacity=100)
 """
+)
 
 
-@pytest.mark.parametrize("name, line", [
-    ("string_capacity", 8), ("list_times_int", 12), ("none_operand", 16), ("raw_z3_term", 21), ("missing_attribute", 25),
-])
+@pytest.mark.parametrize(
+    "name, line",
+    [
+        ("string_capacity", 8),
+        ("list_times_int", 12),
+        ("none_operand", 16),
+        ("raw_z3_term", 21),
+        ("missing_attribute", 25),
+    ],
+)
 def test_errors_name_the_spec_line_not_capproof_or_z3(spec_file, name, line):
     path = spec_file(LOCATIONS)
     _, r = decide(path, name)
@@ -115,7 +127,9 @@ def test_pinned_density_labels_the_pinned_parameter(project):
 
 # --- witnesses ---------------------------------------------------------------------------------
 
-WITNESS = HEADER + """
+WITNESS = (
+    HEADER
+    + """
 @obligation(domain={"width": Range(1, 100), "num_reqs": Range(1, 8), "padded": Range(1, 16)},
             assumptions={"padding only adds": lambda num_reqs, padded: padded >= num_reqs},
             witnesses={"raises": lambda num_reqs, padded: padded > num_reqs},
@@ -123,6 +137,7 @@ WITNESS = HEADER + """
 def widths_match(width, num_reqs, padded):
     return equal(W_buf=width - (width % 2), W_bt=width)
 """
+)
 
 
 def test_witness_lines_show_every_parameter(spec_file):
@@ -156,14 +171,17 @@ def test_a_witness_whose_minimisation_ran_out_is_labelled(spec_file, monkeypatch
 
 # --- bound ------------------------------------------------------------------------------------
 
+
 def test_bound_never_prints_minus_zero_percent(project):
-    (project / "spec" / "tight.py").write_text(textwrap.dedent("""
+    (project / "spec" / "tight.py").write_text(
+        textwrap.dedent("""
         from capproof import Range, obligation, at_most
 
         @obligation(domain={"x": Range(1, 10**6)}, expect="counterexample")
         def one_short(x):
             return at_most(demand=x, capacity=x - (x // 10**6))
-    """))
+    """)
+    )
     result = CliRunner().invoke(main, ["bound", "spec/tight.py"])
     assert "-0.00%" not in result.output
     assert "-0.0001%" in result.output, result.output
@@ -238,13 +256,20 @@ def test_module_state_shared_between_obligations_cannot_move_a_verdict(project, 
 
 # --- claims that can fail ------------------------------------------------------------------------
 
+
 def test_less_than_checks_the_lower_bound_of_an_index(spec_file):
     """main: column -1 passed ``less_than`` (only ``column < columns`` was checked)."""
-    ob, r = decide(spec_file(HEADER + """
+    ob, r = decide(
+        spec_file(
+            HEADER
+            + """
 @obligation(domain={"pos": Range(0, 100)}, expect="counterexample")
 def column_fits(pos):
     return less_than(column=pos - 1, columns=128)
-"""), "column_fits")
+"""
+        ),
+        "column_fits",
+    )
     assert r.verdict is Verdict.COUNTEREXAMPLE
     assert r.counterexample.values == {"column": -1, "columns": 128}
     assert r.relation == "0 <= column < columns"
@@ -254,13 +279,19 @@ def column_fits(pos):
 def test_an_assumption_that_restates_the_claim_is_reported(spec_file):
     """main: proved, with the assumption as the whole unsat core and nothing said. Engine facts can
     be equivalent to a claim (a scheduler's token budget), so it stays proved, labelled."""
-    _, r = decide(spec_file(HEADER + """
+    _, r = decide(
+        spec_file(
+            HEADER
+            + """
 from capproof import round_up
 @obligation(domain={"num_tokens": Range(1, 8192), "graph_size": Range(1, 8192)},
             assumptions={"graph covers the batch": lambda num_tokens, graph_size: round_up(num_tokens, 8) <= graph_size})
 def graph_fits(num_tokens, graph_size):
     return at_most(padded=round_up(num_tokens, 8), graph=graph_size)
-"""), "graph_fits")
+"""
+        ),
+        "graph_fits",
+    )
     assert r.verdict is Verdict.PROVED
     assert r.restating == ["graph covers the batch"]
     assert "assumption 'graph covers the batch' restates the claim" in r.message
@@ -269,19 +300,27 @@ def graph_fits(num_tokens, graph_size):
 def test_an_assumption_the_claim_follows_from_is_still_a_proof(spec_file):
     """The claim follows from the assumption through the formula (cdiv(2**20, 16) = 2**16), but
     the assumption says more than the claim: a proof, not a restatement."""
-    _, r = decide(spec_file(HEADER + """
+    _, r = decide(
+        spec_file(
+            HEADER
+            + """
 from capproof import cdiv
 @obligation(domain={"max_model_len": Range(1, 2**20), "block_size": Choice(16, 64), "width": Range(1, 2**17)},
             assumptions={"width for the longest context": lambda width: width >= 2**16})
 def blocks_fit(max_model_len, block_size, width):
     return at_most(blocks=cdiv(max_model_len, block_size), width=width)
-"""), "blocks_fit")
+"""
+        ),
+        "blocks_fit",
+    )
     assert r.verdict is Verdict.PROVED and r.restating == [], r.message
 
 
 # --- models defined inside a spec file are listed (proofs/ links them) -------------------------
 
-SPEC_LOCAL_MODEL = HEADER + """
+SPEC_LOCAL_MODEL = (
+    HEADER
+    + """
 from capproof import cdiv
 
 def blocks(n, block_size):
@@ -295,6 +334,7 @@ def _claim_of(n):
 def blocks_fit(n):
     return _claim_of(n)
 """
+)
 
 
 def test_models_defined_in_the_spec_file_are_listed_and_linked(spec_file):
@@ -336,7 +376,9 @@ def test_module_fingerprint_holds_data_next_to_spec_functions_without_importing_
 
 # --- the restating check is skipped once a counterexample is known (issue 12, eng16) -----------
 
-RESTATES_THEN_FAILS = HEADER + """
+RESTATES_THEN_FAILS = (
+    HEADER
+    + """
 from capproof import round_up
 @obligation(domain={"pad": Choice(8, 16), "num_tokens": Range(1, 8192), "graph_size": Range(1, 8192)},
             assumptions={"graph covers the batch": lambda num_tokens, graph_size: round_up(num_tokens, 8) <= graph_size})
@@ -345,6 +387,7 @@ def graph_fits(pad, num_tokens, graph_size):
         return at_most(padded=round_up(num_tokens, 8), graph=graph_size)
     return at_most(padded=round_up(num_tokens, pad), graph=graph_size)  # fails: 16 > 8
 """
+)
 
 
 def _counting_restating(monkeypatch):
@@ -374,7 +417,11 @@ def test_a_counterexample_known_before_a_proved_case_skips_its_restating_check(s
     assert len(calls) == 1 and "graph covers the batch" in calls[0]  # pad=8, before the failing case
     assert unprobed.restating == []  # a counterexample shows no restating assumption
     assert (unprobed.verdict, unprobed.counterexample.params, unprobed.assumptions_used, unprobed.message) == (
-        r.verdict, r.counterexample.params, r.assumptions_used, r.message)
+        r.verdict,
+        r.counterexample.params,
+        r.assumptions_used,
+        r.message,
+    )
 
 
 def test_an_error_after_a_skipped_restating_check_is_decided_again_with_it(spec_file, monkeypatch):
@@ -383,18 +430,25 @@ def test_an_error_after_a_skipped_restating_check_is_decided_again_with_it(spec_
     same result as with the skip disabled."""
     import capproof.prover as prover
 
-    source = RESTATES_THEN_FAILS.replace(
-        '"pad": Choice(8, 16)', '"pad": Choice(8, 16, 32)').replace(
+    source = RESTATES_THEN_FAILS.replace('"pad": Choice(8, 16)', '"pad": Choice(8, 16, 32)').replace(
         "    return at_most(padded=round_up(num_tokens, pad)",
-        "    if pad == 32:\n        raise ValueError('no kernel for pad 32')\n    return at_most(padded=round_up(num_tokens, pad)")
+        "    if pad == 32:\n        raise ValueError('no kernel for pad 32')\n    return at_most(padded=round_up(num_tokens, pad)",
+    )
     calls = _counting_restating(monkeypatch)
     path = spec_file(source)
     _, r = decide(path, "graph_fits")
     assert r.verdict is Verdict.ERROR and "no kernel for pad 32" in r.message, r.message
     assert r.restating == ["graph covers the batch"] and len(calls) == 1  # the second run only
     original = prover._prove_obligation
-    monkeypatch.setattr(prover, "_prove_obligation", lambda ob, options, first, restate_all=False:
-                        original(ob, options, first, restate_all=True))
+    monkeypatch.setattr(
+        prover,
+        "_prove_obligation",
+        lambda ob, options, first, restate_all=False: original(ob, options, first, restate_all=True),
+    )
     _, every = decide(path, "graph_fits")
     assert (every.verdict, every.message, every.restating, every.assumptions_used) == (
-        r.verdict, r.message, r.restating, r.assumptions_used)
+        r.verdict,
+        r.message,
+        r.restating,
+        r.assumptions_used,
+    )

@@ -8,9 +8,9 @@ E4 vllm-topk-indices-buffer-mtp-layout (vllm-project/vllm#47238).
 """
 
 import pytest
+from conftest import assert_counterexample, assert_proved, obligation_named, prove
 
 from capproof.prover import replay
-from conftest import assert_counterexample, assert_proved, obligation_named, prove
 from models.vllm.indexer_buffers import native_decode_view_rows, padded_decode_rows
 
 G = "spec/specdec_graphs.py"
@@ -26,6 +26,7 @@ def witness(result, name):
 
 
 # C1 ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("context_len, draft, src", [(163840, 2, 163842), (163840, 3, 163843), (202752, 2, 202754)])
 def test_c1_round0_request_at_context_len_gives_reported_widths(context_len, draft, src):
@@ -53,18 +54,35 @@ def test_c1_round2_proved_at_reported_config():
 
 # C2 ------------------------------------------------------------------------------------------
 
+
 def test_c2_ascend_saturated_batch_needs_241_of_240():
-    r = prove(G, "arange_covers_token_query_start_loc_before_16316", max_num_seqs=60, max_num_batched_tokens=240, num_speculative_tokens=3)
+    r = prove(
+        G,
+        "arange_covers_token_query_start_loc_before_16316",
+        max_num_seqs=60,
+        max_num_batched_tokens=240,
+        num_speculative_tokens=3,
+    )
     assert_counterexample(r, demand=241, capacity=240)
     assert r.counterexample.params["decode_lens"] == [4] * 60
 
 
 def test_c2_short_only_when_mnbt_exceeds_max_num_seqs():
-    assert_proved(prove(G, "arange_covers_token_query_start_loc_before_16316", max_num_seqs=60, max_num_batched_tokens=60))
+    assert_proved(
+        prove(G, "arange_covers_token_query_start_loc_before_16316", max_num_seqs=60, max_num_batched_tokens=60)
+    )
 
 
 def test_c2_fixed_and_0_33_request_slices_proved():
-    assert_proved(prove(G, "arange_covers_token_query_start_loc_16316", max_num_seqs=60, max_num_batched_tokens=240, num_speculative_tokens=3))
+    assert_proved(
+        prove(
+            G,
+            "arange_covers_token_query_start_loc_16316",
+            max_num_seqs=60,
+            max_num_batched_tokens=240,
+            num_speculative_tokens=3,
+        )
+    )
     r = prove(T, "proposer_arange_covers_request_query_start_loc")
     assert_proved(r)
     assert r.assumptions_used == ["num_reqs <= max_num_seqs"]
@@ -94,12 +112,19 @@ def test_c3_fixed_capacity_128_proved():
 
 
 def test_c3_pair_8208_vs_8200_and_fixed_pair():
-    r = prove(P, "slot_mapping_pair_equal_one_side_fixed", max_num_batched_tokens=8192, max_num_reqs=4, num_speculative_tokens=5)
+    r = prove(
+        P,
+        "slot_mapping_pair_equal_one_side_fixed",
+        max_num_batched_tokens=8192,
+        max_num_reqs=4,
+        num_speculative_tokens=5,
+    )
     assert_counterexample(r, block_table=8208, slot_mapping_group=8200)
     assert_proved(prove(P, "slot_mapping_pair_equal_both_fixed"))
 
 
 # C5, C6 --------------------------------------------------------------------------------------
+
 
 def test_c5_minus_one_column_and_fix():
     assert_counterexample(prove(P, "gdn_state_column_in_row", num_speculative_tokens=5), column=-1, last_column=5)
@@ -113,7 +138,11 @@ def test_c6a_114_entries_vs_5():
 
 
 def test_c6b_c6c_buggy_and_fixed():
-    assert_counterexample(prove(G, "graph_tokens_fit_max_num_tokens_before_5076", max_num_tokens=8, max_batch_size=8, max_draft_len=3), demand=32, capacity=8)
+    assert_counterexample(
+        prove(G, "graph_tokens_fit_max_num_tokens_before_5076", max_num_tokens=8, max_batch_size=8, max_draft_len=3),
+        demand=32,
+        capacity=8,
+    )
     assert_proved(prove(G, "graph_tokens_fit_max_num_tokens_fixed"))
     assert prove(P, "forward_fits_max_num_tokens_before_16101").verdict.value == "counterexample"
     assert_proved(prove(P, "forward_fits_max_num_tokens_16101"))
@@ -121,17 +150,33 @@ def test_c6b_c6c_buggy_and_fixed():
 
 # E2, E4 --------------------------------------------------------------------------------------
 
+
 def test_e2_bitmask_rows():
     assert_counterexample(prove(P, "bitmask_rows_equal_logits_rows_before_4456", num_reqs=10), bitmask_rows=10)
     assert_proved(prove(P, "bitmask_rows_equal_logits_rows_4456"))
-    assert_counterexample(prove(P, "trtllm_bitmask_rows_equal_logits_rows_before_15023", runtime_draft_len=0, max_draft_len=3, num_generation_requests=2),
-                          bitmask_rows=8, logits_rows=2)
+    assert_counterexample(
+        prove(
+            P,
+            "trtllm_bitmask_rows_equal_logits_rows_before_15023",
+            runtime_draft_len=0,
+            max_draft_len=3,
+            num_generation_requests=2,
+        ),
+        bitmask_rows=8,
+        logits_rows=2,
+    )
     assert_proved(prove(P, "trtllm_bitmask_rows_equal_logits_rows_15023"))
 
 
 @pytest.mark.parametrize("k, j", [(2, 0), (3, 1), (5, 3)])
 def test_e4_reader_row_j_needs_writer_row_j_times_1_plus_k_plus_k(k, j):
-    params = {"j": j, "num_speculative_tokens": k, "max_num_batched_tokens": 8192, "num_reqs": j + 1, "query_lens": [1 + k] * (j + 1)}
+    params = {
+        "j": j,
+        "num_speculative_tokens": k,
+        "max_num_batched_tokens": 8192,
+        "num_reqs": j + 1,
+        "query_lens": [1 + k] * (j + 1),
+    }
     holds, values, failed = replay(obligation_named(P, "mtp_reader_row_is_last_token_before_47238"), params)
     assert not failed and not holds and values == {"source_row": j, "needed_row": j * (1 + k) + k}
     holds, values, failed = replay(obligation_named(P, "mtp_reader_row_is_last_token_47238"), params)
@@ -148,6 +193,7 @@ def test_e4_fixed_proved_for_k3():
 
 # vLLM 0.33.0 today ---------------------------------------------------------------------------
 
+
 def test_padded_rows_sum_equals_engine_product():
     for n in range(0, 9):
         for m in range(0, 5):
@@ -159,7 +205,13 @@ def test_padded_rows_sum_equals_engine_product():
 def test_padded_decode_rows_need_the_uniform_split():
     r = prove(T, "padded_decode_rows_fit_without_uniform_split")
     assert_counterexample(r, padded_rows=4, decode_seq_lens_rows=3)
-    assert r.counterexample.params == {"max_num_seqs": 2, "max_num_batched_tokens": 3, "num_speculative_tokens": 1, "num_reqs": 2, "decode_lens": [1, 2]}
+    assert r.counterexample.params == {
+        "max_num_seqs": 2,
+        "max_num_batched_tokens": 3,
+        "num_speculative_tokens": 1,
+        "num_reqs": 2,
+        "decode_lens": [1, 2],
+    }
     assert not witness(r, "uniform decode lens (requires_padding False)").found
 
 
@@ -167,7 +219,13 @@ def test_padded_decode_rows_need_the_uniform_split():
 @pytest.mark.sweep
 def test_padded_decode_rows_counterexample_at_a_decode_instance_config():
     """max_num_seqs 64, mnbt 128, MTP 3: 33 decodes (one with 4 tokens) pad to 132 rows > 128."""
-    r = prove(T, "padded_decode_rows_fit_without_uniform_split", max_num_seqs=64, max_num_batched_tokens=128, num_speculative_tokens=3)
+    r = prove(
+        T,
+        "padded_decode_rows_fit_without_uniform_split",
+        max_num_seqs=64,
+        max_num_batched_tokens=128,
+        num_speculative_tokens=3,
+    )
     assert_counterexample(r, decode_seq_lens_rows=128)
     p = r.counterexample.params
     assert p["num_reqs"] * max(p["decode_lens"]) > 128 >= sum(p["decode_lens"])
@@ -189,11 +247,14 @@ def test_cudagraph_sizes_fit_mnbt():
     r = prove(T, "cudagraph_padded_tokens_fit_mnbt")
     assert_proved(r)
     # rounded <= max_cudagraph_capture_size, itself a default size, hence <= mnbt
-    assert {"max_size is a default capture size", "the rounded size is kept (<= max_cudagraph_capture_size)"} <= set(r.assumptions_used)
+    assert {"max_size is a default capture size", "the rounded size is kept (<= max_cudagraph_capture_size)"} <= set(
+        r.assumptions_used
+    )
     assert_proved(prove(T, "indexer_arange_buffer_covers_decode_slices"))
 
 
 # Session 15 (issue 10): obligations for functions no obligation called, and two-sided claims --
+
 
 def test_cudagraph_padding_is_the_smallest_capture_size_on_every_deployment():
     r = prove(T, "cudagraph_padding_is_the_smallest_capture_size")
@@ -211,7 +272,9 @@ def test_cudagraph_uniform_decode_padding_before_28207_five_requests_of_three_to
     in session 15: tests/test_real_engine.py::test_uniform_decode_padding_before_28207_on_vllm)."""
     r = prove(T, "cudagraph_uniform_decode_padding_unrounded_before_28207")
     assert_counterexample(r, padded_tokens=16, query_len=3, num_reqs=5, max_cudagraph_capture_size=240)
-    holds, values, _ = replay(obligation_named(T, "cudagraph_uniform_decode_padding_unrounded_before_28207"), r.counterexample.params)
+    holds, values, _ = replay(
+        obligation_named(T, "cudagraph_uniform_decode_padding_unrounded_before_28207"), r.counterexample.params
+    )
     assert not holds and values["padded_tokens"] == 16
 
 

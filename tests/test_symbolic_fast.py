@@ -14,13 +14,16 @@ import pytest
 import z3
 
 from capproof.arith import round_up, round_up_lemma, total
-from capproof.symbolic import SymInt, z3_and, ast_array, z3_ge, z3_implies, z3_le, division_lemma, to_z3_int, tracing
+from capproof.symbolic import SymInt, ast_array, division_lemma, to_z3_int, tracing, z3_and, z3_ge, z3_implies, z3_le
 
 
 def _division_lemma_before(a, q):
     """``division_lemma(a, c, q)`` for a constant ``c >= 1`` as capproof built it before the
     :class:`capproof.symbolic.RawTerms` builder (wrapped helpers)."""
-    return z3_and(z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))), z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))))
+    return z3_and(
+        z3_implies(z3_ge(a, 0), z3_and(z3_ge(q, 0), z3_le(q, a))),
+        z3_implies(z3_le(a, 0), z3_and(z3_ge(q, a), z3_le(q, 0))),
+    )
 
 
 def _round_up_lemma_before(x, y, r):
@@ -38,8 +41,14 @@ def _terms():
 OPERANDS = [0, 1, -1, 5, -7, 2**40, -(2**70)]
 
 ARITH = [(operator.add, lambda a, b: a + b), (operator.sub, lambda a, b: a - b), (operator.mul, lambda a, b: a * b)]
-COMPARE = [(operator.lt, lambda a, b: a < b), (operator.le, lambda a, b: a <= b), (operator.gt, lambda a, b: a > b),
-           (operator.ge, lambda a, b: a >= b), (operator.eq, lambda a, b: a == b), (operator.ne, lambda a, b: a != b)]
+COMPARE = [
+    (operator.lt, lambda a, b: a < b),
+    (operator.le, lambda a, b: a <= b),
+    (operator.gt, lambda a, b: a > b),
+    (operator.ge, lambda a, b: a >= b),
+    (operator.eq, lambda a, b: a == b),
+    (operator.ne, lambda a, b: a != b),
+]
 
 
 def _operands():
@@ -57,7 +66,11 @@ def test_fast_binary_operations_build_the_z3py_terms(op, z3op):
             # the reflected form: ``b op a`` with b an int (Python calls a's reflected method)
             if isinstance(b, int) and not isinstance(b, SymInt):
                 fast = op(b, a)
-                slow = z3.simplify(z3op(to_z3_int(b), a.term)) if op in (operator.add, operator.sub, operator.mul) else None
+                slow = (
+                    z3.simplify(z3op(to_z3_int(b), a.term))
+                    if op in (operator.add, operator.sub, operator.mul)
+                    else None
+                )
                 if slow is not None:
                     assert fast.term.eq(slow), (b, a, fast.term.sexpr(), slow.sexpr())
 
@@ -112,7 +125,10 @@ def test_repeated_roundings_record_the_same_lemmas():
         for c in counts[:k]:
             s = z3.simplify(z3.simplify(c.term + z3.IntVal(16)) - z3.IntVal(1))
             q = s / 16
-            expected += [_division_lemma_before(s, q), _round_up_lemma_before(c.term, 16, z3.simplify(z3.simplify(q) * z3.IntVal(16)))]
+            expected += [
+                _division_lemma_before(s, q),
+                _round_up_lemma_before(c.term, 16, z3.simplify(z3.simplify(q) * z3.IntVal(16))),
+            ]
     assert len(trace.lemmas) == len(expected) == 20
     assert all(a.eq(b) for a, b in zip(trace.lemmas, expected))
     assert sums[-1].term.eq(z3.simplify(z3.Sum([z3.simplify(z3.simplify((c.term + 15) / 16) * 16) for c in counts])))
@@ -186,8 +202,9 @@ def test_differs_from_builds_the_z3py_term_with_the_same_ids():
     s.add(x == 3)
     s.check()
     model = s.model()
-    assert differs_from(model, [x, x + 2]).eq(z3.And(x != model.eval(x, model_completion=True),
-                                                     x + 2 != model.eval(x + 2, model_completion=True)))
+    assert differs_from(model, [x, x + 2]).eq(
+        z3.And(x != model.eval(x, model_completion=True), x + 2 != model.eval(x + 2, model_completion=True))
+    )
 
 
 def test_differs_anywhere_builds_z3pys_or_with_the_same_ids():
@@ -205,7 +222,7 @@ def test_tracking_literals_are_read_by_name_as_printed():
     """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
     the literal's name is what ``str()`` prints, and a core's labels are those of
     ``[trackers[str(t)] for t in core if str(t) in trackers]``, in order."""
-    from capproof.encode import new_solver, core_labels, literal_name, track
+    from capproof.encode import core_labels, literal_name, new_solver, track
 
     x, y = z3.Int("x"), z3.Int("y")
     s, trackers = new_solver(10_000), {}
@@ -240,7 +257,7 @@ def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
     """``int_relation`` (the bounds of minimisation and density queries, session 19) is z3py's
     ``term <= value`` / ``term >= value`` / ``term == value``: the same AST, and the terms made
     after it get the same ids; asserted with ``assert_terms``, the solver holds the same query."""
-    from capproof.encode import new_solver, assert_terms
+    from capproof.encode import assert_terms, new_solver
     from capproof.symbolic import fresh_z3_context, int_relation
 
     z3op = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}[op]
@@ -308,7 +325,7 @@ def test_plain_is_true_only_when_every_entry_is_exactly_an_int_or_a_bool(n):
     assert all_plain(ints) and all_plain(tuple(ints)) and all_plain([True] * n)
     for odd in (SymInt(z3.Int("x")), 1.0, Sub(1)):
         for at in range(n):
-            assert not all_plain(ints[:at] + [odd] + ints[at + 1:]), (n, at, odd)
+            assert not all_plain(ints[:at] + [odd] + ints[at + 1 :]), (n, at, odd)
 
 
 def test_a_padded_batch_of_ints_remembers_its_aggregates_and_recomputes_when_its_shape_moves():
@@ -375,8 +392,7 @@ def test_uninterpreted_constants_walk_matches_z3pys_and_makes_no_term():
     def terms():
         x, y, n = z3.Ints("x y n")
         each = z3.Int("each(counts)#0")
-        return [z3.If(x > 3, (y + each) / 8, n * 2) <= x + 1, z3.And(y >= 0, n <= 64, z3.Bool("p")),
-                x - y == 5]
+        return [z3.If(x > 3, (y + each) / 8, n * 2) <= x + 1, z3.And(y >= 0, n <= 64, z3.Bool("p")), x - y == 5]
 
     for walk in (uninterpreted_constants, _uninterpreted_constants_z3py):
         assert walk([]) == {}

@@ -35,8 +35,9 @@ def uses_neither(n):
 
 
 def _prove(*args: str) -> dict:
-    result = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--density", "off", "-j", "1",
-                                       "--json", "-", *args])
+    result = CliRunner().invoke(
+        main, ["prove", "spec", "--no-contracts", "--density", "off", "-j", "1", "--json", "-", *args]
+    )
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.output)
 
@@ -68,7 +69,11 @@ def test_an_edit_to_one_model_re_decides_only_its_dependents(project, monkeypatc
 
     cold = _prove()
     assert {o["id"].split("::")[1]: o["verdict"] for o in cold["obligations"]} == {
-        "uses_a": "proved", "uses_b": "counterexample", "uses_both": "proved", "uses_neither": "proved"}
+        "uses_a": "proved",
+        "uses_b": "counterexample",
+        "uses_both": "proved",
+        "uses_neither": "proved",
+    }
     stored = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
     assert len(stored) == 4
 
@@ -80,9 +85,11 @@ def test_an_edit_to_one_model_re_decides_only_its_dependents(project, monkeypatc
     (project / "cachemodels" / "b.py").write_text("# rows of the table\ndef rows(n):\n    return 2 * n - 1\n")
     import importlib
     import sys
+
     for name in [m for m in sys.modules if m.startswith(("cachemodels", "capproof_spec"))]:
         del sys.modules[name]
     import capproof.loader
+
     capproof.loader._loaded.clear()
     importlib.invalidate_caches()
     edited = _prove()
@@ -100,7 +107,8 @@ def test_unknown_and_error_verdicts_are_not_stored(project, monkeypatch):
     (project / "spec" / "broken.py").write_text(
         "from capproof import Range, obligation, at_most\n"
         "@obligation(domain={'n': Range(1, 10)})\n"
-        "def raises(n):\n    raise RuntimeError('model bug')\n")
+        "def raises(n):\n    raise RuntimeError('model bug')\n"
+    )
     data = _prove_any()
     assert data["obligations"][0]["verdict"] == "error"
     assert not (project / ".capproof" / "verdicts").exists() or not list((project / ".capproof" / "verdicts").iterdir())
@@ -116,7 +124,8 @@ def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch)
     (project / "spec" / "env.py").write_text(
         "import os\nfrom capproof import Range, obligation, at_most\n"
         "@obligation(domain={'n': Range(1, 10)})\n"
-        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('CAPPROOF_TEST_EXTRA', '0')), capacity=10)\n")
+        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('CAPPROOF_TEST_EXTRA', '0')), capacity=10)\n"
+    )
     assert _prove_any()["obligations"][0]["verdict"] == "proved"
     monkeypatch.setenv("CAPPROOF_TEST_EXTRA", "1")
     assert _prove_any()["obligations"][0]["verdict"] == "counterexample"

@@ -2,18 +2,25 @@
 that indexes the batch (so the aggregate abstraction does not apply: the bounded encoding
 decides it). ``num_reqs`` a ``Range(1, 256)`` length, or a full 256-entry batch (``_full``).
 Run by benchmarks/encodings.py; see docs/performance.md."""
+
 from capproof import Choice, Range, Vector, at_most, obligation
 from capproof.arith import max_of, min_of, total
 
-D = {"mnbt": Range(1, 2**16), "k": Choice(1, 3), "num_reqs": Range(1, 256),
-     "decode_lens": Vector(256, Range(1, 8), length="num_reqs")}
+D = {
+    "mnbt": Range(1, 2**16),
+    "k": Choice(1, 3),
+    "num_reqs": Range(1, 256),
+    "decode_lens": Vector(256, Range(1, 8), length="num_reqs"),
+}
 FULL = {"mnbt": Range(1, 2**16), "k": Choice(1, 3), "decode_lens": Vector(256, Range(1, 8))}
 
 
 def _facts(uniform):
-    return {"uniform": uniform,
-            "budget": lambda decode_lens, mnbt: total(decode_lens) <= mnbt,
-            "decode": lambda decode_lens, k: max_of(decode_lens) <= 1 + k}
+    return {
+        "uniform": uniform,
+        "budget": lambda decode_lens, mnbt: total(decode_lens) <= mnbt,
+        "decode": lambda decode_lens, k: max_of(decode_lens) <= 1 + k,
+    }
 
 
 UNIFORM = _facts(lambda decode_lens: min_of(decode_lens) == max_of(decode_lens))

@@ -32,9 +32,22 @@ from .sglang.launch import LaunchConfig
 from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
 from .vllm.serve import ServeConfig, user_capture_sizes
 
-__all__ = ["CheckError", "parse_engine", "pins_for", "run_check", "CheckOutcome", "ModelFacts", "read_model_config",
-           "model_facts", "resolve_model", "KNOWN_MODELS",
-           "batch_defaults", "GPU_SMS", "SUPPORTED_VLLM", "SUPPORTED_VLLM_ASCEND"]
+__all__ = [
+    "CheckError",
+    "parse_engine",
+    "pins_for",
+    "run_check",
+    "CheckOutcome",
+    "ModelFacts",
+    "read_model_config",
+    "model_facts",
+    "resolve_model",
+    "KNOWN_MODELS",
+    "batch_defaults",
+    "GPU_SMS",
+    "SUPPORTED_VLLM",
+    "SUPPORTED_VLLM_ASCEND",
+]
 
 #: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
 #: 0.21.0, #50302 in 0.27.0, #50823 in 0.28.0).
@@ -46,9 +59,21 @@ SUPPORTED_VLLM_ASCEND = (Version("0.18.0"), Version("0.33.0"))
 #: Parameters that describe the deployment (pinned from flags when given); every other parameter
 #: of an obligation is part of the batch and stays symbolic.
 CONFIG_PARAMS = {
-    "max_model_len", "block_size", "dcp", "tp", "num_speculative_tokens", "max_num_seqs",
-    "max_num_batched_tokens", "kernel_block_size", "index_topk", "num_experts", "top_k", "hidden_size",
-    "max_cudagraph_capture_size", "method", "num_sms",
+    "max_model_len",
+    "block_size",
+    "dcp",
+    "tp",
+    "num_speculative_tokens",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kernel_block_size",
+    "index_topk",
+    "num_experts",
+    "top_k",
+    "hidden_size",
+    "max_cudagraph_capture_size",
+    "method",
+    "num_sms",
 }
 
 
@@ -116,7 +141,9 @@ def parse_engine(text: str) -> tuple[str, str]:
             raise CheckError(f"--engine {text!r}: capproof models sglang {SGLANG_VERSION} only")
         return name, version
     if name not in ("vllm", "vllm-ascend"):
-        raise CheckError(f"--engine {text!r}: supported are vllm[==VERSION], vllm-ascend==VERSION and sglang[=={SGLANG_VERSION}]")
+        raise CheckError(
+            f"--engine {text!r}: supported are vllm[==VERSION], vllm-ascend==VERSION and sglang[=={SGLANG_VERSION}]"
+        )
     if name == "vllm-ascend" and not sep:
         raise CheckError(f"--engine {text!r}: give the vLLM-Ascend release, e.g. vllm-ascend==0.25.0")
     version = version.strip() if sep else VLLM_VERSION
@@ -141,7 +168,13 @@ def parse_engine(text: str) -> tuple[str, str]:
 MODEL_FIELDS: dict[str, tuple[str, ...]] = {
     "num_experts": ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"),
     "top_k": ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "moe_topk", "moe_top_k", "top_k"),
-    "num_kv_heads": ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"),
+    "num_kv_heads": (
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "multi_query_group_num",
+        "num_attention_groups",
+    ),
     "num_attention_heads": ("num_attention_heads",),
     "hidden_size": ("hidden_size",),
     "index_topk": ("index_topk",),
@@ -169,8 +202,16 @@ class ModelFacts:
 #: ``config.json`` keys vLLM 0.33.0 takes the smallest of for the default ``max_model_len``
 #: besides ``max_position_embeddings`` (``derive_max_model_len_and_key``,
 #: ``vllm/transformers_utils/model_arch_config_convertor.py:374-402``).
-OTHER_MAX_LEN_KEYS = ("n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
-                      "max_sequence_length", "max_seq_length", "seq_len")
+OTHER_MAX_LEN_KEYS = (
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 #: RoPE types whose ``factor`` vLLM does not multiply into that default (``_get_and_verify_max_len``,
 #: ``vllm/config/model.py:2597-2634``); longrope defaults to ``original_max_position_embeddings``.
 ROPE_UNSCALED = ("su", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
@@ -188,7 +229,11 @@ def max_len_caveat(scope: dict, model_type: str = "") -> str:
         rope = scope.get(key)
         if not isinstance(rope, dict):
             continue
-        params = [p for p in rope.values() if isinstance(p, dict)] if rope and all(isinstance(p, dict) for p in rope.values()) else [rope]
+        params = (
+            [p for p in rope.values() if isinstance(p, dict)]
+            if rope and all(isinstance(p, dict) for p in rope.values())
+            else [rope]
+        )
         for p in params:
             kind = p.get("rope_type", p.get("type"))
             if kind == "longrope":
@@ -239,7 +284,12 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
             value = scope[key]
             if isinstance(value, list) and value and param in ("num_experts", "top_k"):
                 value = value[0] if param == "num_experts" else max(value)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (value == 0 and param not in ("num_experts", "top_k")):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < 0
+                or (value == 0 and param not in ("num_experts", "top_k"))
+            ):
                 raise CheckError(f"{label} {path}: {prefix}{key} must be a positive integer, got {value!r}")
             if value:
                 facts.values[param] = value
@@ -266,16 +316,35 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
 #: ``config.json`` on the Hugging Face Hub (the source URL is shown with the answer); only the keys
 #: :func:`read_model_config` reads. A local directory or ``--model-config`` wins over this table.
 _HF = "https://huggingface.co/{}/blob/main/config.json"
-_DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
-                "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
-                "num_experts_per_tok": 8, "max_position_embeddings": 163840,
-                "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}}
-_DEEPSEEK_V32 = {**_DEEPSEEK_V3, "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
-                 "index_topk": 2048}
-_GLM_52 = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "hidden_size": 6144,
-           "num_attention_heads": 64, "num_key_value_heads": 64, "n_routed_experts": 256, "num_experts_per_tok": 8,
-           "index_topk": 2048, "max_position_embeddings": 1048576,
-           "rope_parameters": {"rope_theta": 8000000, "rope_type": "default"}}
+_DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+    "max_position_embeddings": 163840,
+    "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+}
+_DEEPSEEK_V32 = {
+    **_DEEPSEEK_V3,
+    "architectures": ["DeepseekV32ForCausalLM"],
+    "model_type": "deepseek_v32",
+    "index_topk": 2048,
+}
+_GLM_52 = {
+    "architectures": ["GlmMoeDsaForCausalLM"],
+    "model_type": "glm_moe_dsa",
+    "hidden_size": 6144,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+    "index_topk": 2048,
+    "max_position_embeddings": 1048576,
+    "rope_parameters": {"rope_theta": 8000000, "rope_type": "default"},
+}
 KNOWN_MODELS: dict[str, dict] = {
     "zai-org/GLM-5.2": _GLM_52,
     "zai-org/GLM-5.2-FP8": _GLM_52,
@@ -288,34 +357,84 @@ KNOWN_MODELS: dict[str, dict] = {
     "deepseek-ai/DeepSeek-V3.1-Terminus": _DEEPSEEK_V3,
     "deepseek-ai/DeepSeek-R1": _DEEPSEEK_V3,
     "deepseek-ai/DeepSeek-R1-0528": _DEEPSEEK_V3,
-    "meta-llama/Llama-3.1-8B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
-                                         "num_key_value_heads": 8, "max_position_embeddings": 131072,
-                                         "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
-    "meta-llama/Llama-3.1-70B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 8192, "num_attention_heads": 64,
-                                          "num_key_value_heads": 8, "max_position_embeddings": 131072,
-                                          "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
-    "meta-llama/Llama-3.3-70B-Instruct": {"architectures": ["LlamaForCausalLM"], "hidden_size": 8192, "num_attention_heads": 64,
-                                          "num_key_value_heads": 8, "max_position_embeddings": 131072,
-                                          "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
-    "Qwen/Qwen3-8B": {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
-                      "num_key_value_heads": 8, "max_position_embeddings": 40960},
-    "Qwen/Qwen3-30B-A3B": {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "num_attention_heads": 32,
-                           "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
-                           "max_position_embeddings": 40960},
-    "Qwen/Qwen3-235B-A22B": {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 4096, "num_attention_heads": 64,
-                             "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
-                             "max_position_embeddings": 40960},
-    "mistralai/Mixtral-8x7B-Instruct-v0.1": {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
-                                             "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8,
-                                             "num_experts_per_tok": 2, "max_position_embeddings": 32768},
-    "openai/gpt-oss-120b": {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_attention_heads": 64,
-                            "num_key_value_heads": 8, "num_local_experts": 128,
-                            "num_experts_per_tok": 4, "max_position_embeddings": 131072,
-                            "rope_scaling": {"rope_type": "yarn", "factor": 32.0}},
-    "openai/gpt-oss-20b": {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_attention_heads": 64,
-                           "num_key_value_heads": 8, "num_local_experts": 32,
-                           "num_experts_per_tok": 4, "max_position_embeddings": 131072,
-                           "rope_scaling": {"rope_type": "yarn", "factor": 32.0}},
+    "meta-llama/Llama-3.1-8B-Instruct": {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0},
+    },
+    "meta-llama/Llama-3.1-70B-Instruct": {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 8192,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0},
+    },
+    "meta-llama/Llama-3.3-70B-Instruct": {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 8192,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0},
+    },
+    "Qwen/Qwen3-8B": {
+        "architectures": ["Qwen3ForCausalLM"],
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 40960,
+    },
+    "Qwen/Qwen3-30B-A3B": {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "max_position_embeddings": 40960,
+    },
+    "Qwen/Qwen3-235B-A22B": {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "hidden_size": 4096,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "max_position_embeddings": 40960,
+    },
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": {
+        "architectures": ["MixtralForCausalLM"],
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "max_position_embeddings": 32768,
+    },
+    "openai/gpt-oss-120b": {
+        "architectures": ["GptOssForCausalLM"],
+        "hidden_size": 2880,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "num_local_experts": 128,
+        "num_experts_per_tok": 4,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "yarn", "factor": 32.0},
+    },
+    "openai/gpt-oss-20b": {
+        "architectures": ["GptOssForCausalLM"],
+        "hidden_size": 2880,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "num_local_experts": 32,
+        "num_experts_per_tok": 4,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "yarn", "factor": 32.0},
+    },
 }
 _KNOWN_BY_KEY = {name.lower(): name for name in KNOWN_MODELS}
 
@@ -359,8 +478,12 @@ def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[s
     # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
     # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
     # run_check computes vLLM's value from the user's capture sizes
-    for name, value in (("max_model_len", max_len), ("block_size", cfg.block_size), ("max_num_seqs", cfg.max_num_seqs),
-                        ("max_num_batched_tokens", cfg.max_num_batched_tokens)):
+    for name, value in (
+        ("max_model_len", max_len),
+        ("block_size", cfg.block_size),
+        ("max_num_seqs", cfg.max_num_seqs),
+        ("max_num_batched_tokens", cfg.max_num_batched_tokens),
+    ):
         if value is not None:
             pins[name] = value
     if cfg.max_num_seqs is not None:
@@ -383,6 +506,7 @@ def _batch_bounds(ob: Obligation, seqs: int | None, tokens: int | None) -> dict:
 
 def _at_most(param: str, bound: int):
     """An assumption function taking exactly ``param`` (its signature names the parameter)."""
+
     def bounded(**values):
         return values[param] <= bound
 
@@ -415,8 +539,10 @@ class Checked:
 
 
 #: What to give for an obligation that may apply but needs a fact the line does not give.
-NEED_MODEL = ("--model-config CONFIG.json (the model's Hugging Face config.json, or MODEL as a local directory "
-              "holding it): the model is not in capproof's table of known models")
+NEED_MODEL = (
+    "--model-config CONFIG.json (the model's Hugging Face config.json, or MODEL as a local directory "
+    "holding it): the model is not in capproof's table of known models"
+)
 NEED_GPU = "--gpu NAME or --num-sms N (the GPU's SM count)"
 
 #: Kinds of obligations not applied: ``outside`` (a flag's value lies outside the domain: blocks
@@ -473,8 +599,11 @@ class CheckOutcome:
     @property
     def undecided(self) -> list[Checked]:
         """Unknown, vacuous or error, and proofs that cover smaller batches than the deployment's."""
-        return [c for c in self.applicable
-                if c.result.verdict not in (Verdict.PROVED, Verdict.COUNTEREXAMPLE) or c.bounded is not None]
+        return [
+            c
+            for c in self.applicable
+            if c.result.verdict not in (Verdict.PROVED, Verdict.COUNTEREXAMPLE) or c.bounded is not None
+        ]
 
     @property
     def out_of_domain(self) -> list[Checked]:
@@ -524,9 +653,14 @@ FLAG_PARAMS = {
     "--data-parallel-size": ("feature:extra_graph_padding",),
 }
 #: Model features a flag decides (its presence makes feature obligations apply or not).
-FLAG_FEATURES = {"--speculative-config": "spec_decode", "--spec-tokens": "spec_decode", "-sc": "spec_decode",
-                 "--spec-method": "spec_decode", "--spec-model": "spec_decode",
-                 "--kv-cache-dtype": "dsa_indexer"}
+FLAG_FEATURES = {
+    "--speculative-config": "spec_decode",
+    "--spec-tokens": "spec_decode",
+    "-sc": "spec_decode",
+    "--spec-method": "spec_decode",
+    "--spec-model": "spec_decode",
+    "--kv-cache-dtype": "dsa_indexer",
+}
 #: Flags that only steer parsing (nothing to check).
 _PARSING_FLAGS = {"--model", "--config"}
 
@@ -534,25 +668,43 @@ _PARSING_FLAGS = {"--model", "--config"}
 MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba"})
 
 #: What each model feature is, for the "not checked" lines.
-FEATURES = {"dsa_indexer": "DSA indexer (index_topk in config.json)", "moe": "routed experts",
-            "hybrid_mamba": "hybrid Mamba/linear-attention layers (config.json)",
-            "spec_decode": "speculative decoding (--speculative-algorithm)",
-            "dflash": "DFlash/DSpark speculative decoding (--speculative-config method dflash)",
-            "cudagraph_full": "FULL CUDA graphs for mixed batches (--compilation-config cudagraph_mode FULL)",
-            "drafting_slots": "an EAGLE/MTP/draft-model proposer named in --speculative-config (method)",
-            "extra_graph_padding": "padding beyond uniform decode sizes (--cudagraph-capture-sizes or --data-parallel-size > 1)",
-            "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)",
-            "ultraquant": "the UltraQuant KV cache (--kv-cache-dtype ultraquant_4bit, ROCm)"}
+FEATURES = {
+    "dsa_indexer": "DSA indexer (index_topk in config.json)",
+    "moe": "routed experts",
+    "hybrid_mamba": "hybrid Mamba/linear-attention layers (config.json)",
+    "spec_decode": "speculative decoding (--speculative-algorithm)",
+    "dflash": "DFlash/DSpark speculative decoding (--speculative-config method dflash)",
+    "cudagraph_full": "FULL CUDA graphs for mixed batches (--compilation-config cudagraph_mode FULL)",
+    "drafting_slots": "an EAGLE/MTP/draft-model proposer named in --speculative-config (method)",
+    "extra_graph_padding": "padding beyond uniform decode sizes (--cudagraph-capture-sizes or --data-parallel-size > 1)",
+    "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)",
+    "ultraquant": "the UltraQuant KV cache (--kv-cache-dtype ultraquant_4bit, ROCm)",
+}
 
 #: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang
 #: ``req_to_token`` width comes from the hybrid-Mamba pool (sglang 0.5.23
 #: ``kv_cache_configurator.py``; ``configs/model_config.py`` hybrid checks).
-HYBRID_MAMBA_ARCHITECTURES = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "NemotronHForCausalLM", "FalconH1ForCausalLM", "JambaForCausalLM", "KimiLinearForCausalLM",
-    "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM", "MiniMaxM1ForCausalLM",
-})
-HYBRID_MAMBA_KEYS = ("linear_num_value_heads", "mamba_d_state", "hybrid_override_pattern", "layers_block_type", "linear_conv_kernel_dim")
+HYBRID_MAMBA_ARCHITECTURES = frozenset(
+    {
+        "Qwen3NextForCausalLM",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForConditionalGeneration",
+        "NemotronHForCausalLM",
+        "FalconH1ForCausalLM",
+        "JambaForCausalLM",
+        "KimiLinearForCausalLM",
+        "GraniteMoeHybridForCausalLM",
+        "Lfm2ForCausalLM",
+        "MiniMaxM1ForCausalLM",
+    }
+)
+HYBRID_MAMBA_KEYS = (
+    "linear_num_value_heads",
+    "mamba_d_state",
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "linear_conv_kernel_dim",
+)
 
 
 #: vLLM 0.33.0 ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` (``vllm/config/scheduler.py:42``):
@@ -578,7 +730,11 @@ def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None)
         return out
     table = BATCH_DEFAULTS[version]
     rows = {gpu: table[gpu]} if gpu else table
-    where = f"{gpu}" if gpu else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
+    where = (
+        f"{gpu}"
+        if gpu
+        else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
+    )
     factor = 2 if cfg.performance_mode == "throughput" else 1
     length = cfg.max_model_len
     batched_dp = cfg.all2all_backend in BATCHED_DP_MOE_BACKENDS and cfg.enable_expert_parallel and cfg.dp > 1
@@ -596,15 +752,26 @@ def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None)
         if cfg.max_num_seqs is None:
             seqs.add(min(requests, budget) if budget is not None else requests)
     if cfg.max_num_batched_tokens is None and None not in tokens:
-        out.append(Default("max_num_batched_tokens", tuple(sorted(tokens)),
-                           f"not given: vLLM {version}'s default for vllm serve {where}"
-                           + (f", {BATCHED_DP_MOE_TOKENS} under batched DP MoE (--all2all-backend {cfg.all2all_backend}, "
-                              "--enable-expert-parallel, -dp > 1)" if batched_dp else "")
-                           + (", doubled by --performance-mode throughput" if factor == 2 else "")
-                           + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")
-                           + (", at most max_num_seqs * max_model_len" if length is not None else "")))
+        out.append(
+            Default(
+                "max_num_batched_tokens",
+                tuple(sorted(tokens)),
+                f"not given: vLLM {version}'s default for vllm serve {where}"
+                + (
+                    f", {BATCHED_DP_MOE_TOKENS} under batched DP MoE (--all2all-backend {cfg.all2all_backend}, "
+                    "--enable-expert-parallel, -dp > 1)"
+                    if batched_dp
+                    else ""
+                )
+                + (", doubled by --performance-mode throughput" if factor == 2 else "")
+                + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")
+                + (", at most max_num_seqs * max_model_len" if length is not None else ""),
+            )
+        )
     if cfg.max_num_seqs is None:
-        out.append(Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}"))
+        out.append(
+            Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}")
+        )
     return out
 
 
@@ -622,8 +789,18 @@ def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
     return out
 
 
-def _check_all(engine: str, version: str, pins: dict, choices: dict, features: set, model: ModelFacts | None,
-               seqs: int | None, tokens: int | None, paths, options: Options) -> tuple[list[Checked], set[str]]:
+def _check_all(
+    engine: str,
+    version: str,
+    pins: dict,
+    choices: dict,
+    features: set,
+    model: ModelFacts | None,
+    seqs: int | None,
+    tokens: int | None,
+    paths,
+    options: Options,
+) -> tuple[list[Checked], set[str]]:
     """Apply every obligation of ``paths`` about ``engine==version``: -> (checked, parameters used)."""
     items, errors = load(paths)
     if errors:
@@ -640,30 +817,61 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
         missing = [f for f in getattr(ob, "requires", ()) if f not in features]
         if "spec_decode" in missing:
             flag = "--speculative-algorithm" if engine == "sglang" else "--speculative-config"
-            checked.append(Checked(ob, None, False, f"does not apply: no speculative decoding ({flag} not given)", mine, free))
+            checked.append(
+                Checked(ob, None, False, f"does not apply: no speculative decoding ({flag} not given)", mine, free)
+            )
             continue
         if "default_capture_sizes" in missing:
-            checked.append(Checked(ob, None, False, "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
-                                   "are checked member by member (user_capture_sizes_fit_mnbt)", mine, free))
+            checked.append(
+                Checked(
+                    ob,
+                    None,
+                    False,
+                    "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
+                    "are checked member by member (user_capture_sizes_fit_mnbt)",
+                    mine,
+                    free,
+                )
+            )
             continue
         deployment = [f for f in missing if f not in MODEL_FEATURES]
         if deployment:
-            checked.append(Checked(ob, None, False, "does not apply to this deployment: it needs "
-                                   + " and ".join(FEATURES.get(f, f) for f in deployment), mine, free))
+            checked.append(
+                Checked(
+                    ob,
+                    None,
+                    False,
+                    "does not apply to this deployment: it needs "
+                    + " and ".join(FEATURES.get(f, f) for f in deployment),
+                    mine,
+                    free,
+                )
+            )
             continue
         if missing:
             if model is not None:
-                why = f"does not apply to this model: {model.path} shows no " + ", no ".join(FEATURES.get(f, f) for f in missing)
+                why = f"does not apply to this model: {model.path} shows no " + ", no ".join(
+                    FEATURES.get(f, f) for f in missing
+                )
             else:
-                why = ("applies only to models with a " + ", a ".join(FEATURES.get(f, f) for f in missing)
-                       + ": give --model-config to check it")
+                why = (
+                    "applies only to models with a "
+                    + ", a ".join(FEATURES.get(f, f) for f in missing)
+                    + ": give --model-config to check it"
+                )
             checked.append(Checked(ob, None, False, why, mine, free, needs="" if model is not None else NEED_MODEL))
             continue
         ob, resized = _resize_batch(ob, mine, multi)
-        outside = [f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" + _bounded_only(ob, k) for k, v in mine.items()
-                   if not ob.domain[k].contains(v) and k not in own_cases]
-        outside += [f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" + _bounded_only(ob, k) for k, vs in multi.items()
-                    if not all(ob.domain[k].contains(v) for v in vs)]
+        outside = [
+            f"{OUTSIDE}{k}={v} outside {ob.domain[k].describe()}" + _bounded_only(ob, k)
+            for k, v in mine.items()
+            if not ob.domain[k].contains(v) and k not in own_cases
+        ]
+        outside += [
+            f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" + _bounded_only(ob, k)
+            for k, vs in multi.items()
+            if not all(ob.domain[k].contains(v) for v in vs)
+        ]
         if outside:
             checked.append(Checked(ob, None, False, "; ".join(outside), mine, free, multi))
             continue
@@ -678,15 +886,26 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             checked.append(Checked(ob, None, False, why, mine, free, needs="" if model is not None else NEED_MODEL))
             continue
         if "num_sms" in ob.domain and "num_sms" not in mine and "num_sms" not in multi:
-            checked.append(Checked(ob, None, False, "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)", mine, free,
-                                   needs=NEED_GPU))
+            checked.append(
+                Checked(
+                    ob,
+                    None,
+                    False,
+                    "an SM-count-sized workspace: needs the GPU (--gpu NAME or --num-sms N)",
+                    mine,
+                    free,
+                    needs=NEED_GPU,
+                )
+            )
             continue
         domain = dict(ob.domain)
         for k in own_cases:
             domain[k] = Choice(mine[k])
         for k, vs in multi.items():
             domain[k] = Choice(*vs)
-        bounded = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, seqs, tokens)})
+        bounded = dataclasses.replace(
+            ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, seqs, tokens)}
+        )
         run_options = dataclasses.replace(options, pins=mine)
         if resized:  # the bounded encoding at the deployment's batch size would not end: abstraction only
             run_options = dataclasses.replace(run_options, max_bounded_vector=resized[1])
@@ -701,8 +920,18 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
             used.add("max_num_seqs")
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
-        entry = Checked(ob, result, True, "", mine, free, multi, resized[0] if resized else None,
-                        resized[2] if resized else "", _bounded_below(bounded, result, mine, seqs))
+        entry = Checked(
+            ob,
+            result,
+            True,
+            "",
+            mine,
+            free,
+            multi,
+            resized[0] if resized else None,
+            resized[2] if resized else "",
+            _bounded_below(bounded, result, mine, seqs),
+        )
         entry.decided = (bounded, run_options)
         checked.append(entry)
     return checked, used
@@ -711,7 +940,7 @@ def _check_all(engine: str, version: str, pins: dict, choices: dict, features: s
 #: A nearby ``--max-model-len`` is searched only for obligations decided within this many seconds.
 NEARBY_BUDGET_SECONDS = 2.0
 #: Roundings tried for a nearby ``--max-model-len`` (tokens): multiples of powers of two.
-_LENGTH_STEPS = tuple(2 ** k for k in range(4, 17))
+_LENGTH_STEPS = tuple(2**k for k in range(4, 17))
 
 
 def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
@@ -743,8 +972,14 @@ def _bounded_only(ob: Obligation, param: str) -> str:
     if param not in BATCH_LIMITS or ob.batch_axis:
         return ""
     d = ob.domain[param]
-    return (f" (spec/ proves this claim for batches of at most {d.hi} requests only, on the bounded encoding: "
-            "it is not declared batch-size generic, so larger batches are not decided)") if isinstance(d, Range) else ""
+    return (
+        (
+            f" (spec/ proves this claim for batches of at most {d.hi} requests only, on the bounded encoding: "
+            "it is not declared batch-size generic, so larger batches are not decided)"
+        )
+        if isinstance(d, Range)
+        else ""
+    )
 
 
 def _bounded_below(ob: Obligation, result: ObligationResult, mine: dict, seqs: int | None) -> int | None:
@@ -755,10 +990,13 @@ def _bounded_below(ob: Obligation, result: ObligationResult, mine: dict, seqs: i
         return None
     # the bounded encoding covers a vector's size; the aggregate abstraction ("all batch sizes")
     # every length its length parameter's domain admits, which may still be below the deployment's
-    sizes = [v.size if not result.encoding == "all batch sizes" or not isinstance(ob.domain.get(v.length), Range)
-             else ob.domain[v.length].hi
-             for v in ob.domain.values()
-             if isinstance(v, Vector) and v.length not in mine and v.length not in MODEL_PARAMS]
+    sizes = [
+        v.size
+        if not result.encoding == "all batch sizes" or not isinstance(ob.domain.get(v.length), Range)
+        else ob.domain[v.length].hi
+        for v in ob.domain.values()
+        if isinstance(v, Vector) and v.length not in mine and v.length not in MODEL_PARAMS
+    ]
     if not sizes:
         return None
     n = min(sizes)
@@ -791,9 +1029,16 @@ def _resize_batch(ob: Obligation, mine: dict, multi: dict) -> tuple[Obligation, 
     return dataclasses.replace(ob, domain=domain), (wanted, max(sizes, default=0), f"{limit} in {declared.describe()}")
 
 
-def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | dict | None = None,
-              paths=("spec",), options: Options | None = None, gpu: str | None = None,
-              num_sms: int | None = None) -> CheckOutcome:
+def run_check(
+    cfg: ServeConfig,
+    engine: str,
+    version: str,
+    model: ModelFacts | dict | None = None,
+    paths=("spec",),
+    options: Options | None = None,
+    gpu: str | None = None,
+    num_sms: int | None = None,
+) -> CheckOutcome:
     """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
 
     Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
@@ -810,9 +1055,13 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     default_len = default_max_model_len(cfg, model) if cfg.max_model_len is None else None
     if default_len is not None:
         cfg.max_model_len = default_len  # vLLM's default max_model_len
-        len_default = Default("max_model_len", (cfg.max_model_len,), f"not given: vLLM's default, {model.path} "
-                              f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
-                              "below it would lower it; give --max-model-len to check your own)")
+        len_default = Default(
+            "max_model_len",
+            (cfg.max_model_len,),
+            f"not given: vLLM's default, {model.path} "
+            f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
+            "below it would lower it; give --max-model-len to check your own)",
+        )
     pins = pins_for(cfg, model)
     gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
     defaults = batch_defaults(cfg, engine, version, gpu_row)
@@ -833,9 +1082,16 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         every = tuple(sorted({n for counts, _ in GPU_SMS.values() for n in counts}))
         choices["num_sms"] = every
         hardware = f"num_sms in {list(every)} (no --gpu: every GPU in capproof's table is checked)"
-        defaults.append(Default("num_sms", every, "not given: vLLM reads it from the GPU; every GPU in capproof's table "
-                                "(" + ", ".join(f"{g} {'/'.join(map(str, c))}" for g, (c, _) in GPU_SMS.items())
-                                + "); give --gpu NAME or --num-sms N to check yours"))
+        defaults.append(
+            Default(
+                "num_sms",
+                every,
+                "not given: vLLM reads it from the GPU; every GPU in capproof's table "
+                "("
+                + ", ".join(f"{g} {'/'.join(map(str, c))}" for g, (c, _) in GPU_SMS.items())
+                + "); give --gpu NAME or --num-sms N to check yours",
+            )
+        )
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     if cfg.cudagraph_capture_sizes:
@@ -843,7 +1099,9 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         # vLLM's max_cudagraph_capture_size is the largest size it keeps, which depends on the token
         # budget; pinned only when that is known (otherwise every value is checked)
         if cfg.max_num_batched_tokens is not None:
-            kept, _ = user_capture_sizes(cfg.cudagraph_capture_sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
+            kept, _ = user_capture_sizes(
+                cfg.cudagraph_capture_sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens
+            )
             if kept:
                 pins["max_cudagraph_capture_size"] = kept[-1]
     features = set(model.features) if model else set()
@@ -880,14 +1138,22 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
     if cfg.cudagraph_capture_sizes or cfg.dp > 1:
         features.add("extra_graph_padding")
     seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
-    tokens = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else max(choices.get("max_num_batched_tokens", (0,))) or None
+    tokens = (
+        cfg.max_num_batched_tokens
+        if cfg.max_num_batched_tokens is not None
+        else max(choices.get("max_num_batched_tokens", (0,))) or None
+    )
     checked, used = _check_all(engine, version, pins, choices, features, model, seqs, tokens, paths, options)
     unused = []
     for flag in cfg.origin:
         if flag in _PARSING_FLAGS or flag == "--max-model-len" and cfg.max_model_len_auto:
             continue
         params = FLAG_PARAMS.get(flag, ())
-        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in DSA_CACHE_DTYPES or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model"):
+        if (
+            flag == "--kv-cache-dtype"
+            and cfg.kv_cache_dtype in DSA_CACHE_DTYPES
+            or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model")
+        ):
             params = (*params, f"feature:{FLAG_FEATURES[flag]}")
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
             params = (*params, "feature:ultraquant")
@@ -906,10 +1172,13 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
         from ..inventory import releases
 
         have = [r for r in releases() if r.startswith("vllm-")]  # the vLLM inventories (not SGLang's)
-        note = (f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
-                f"buffers of {engine} {version} are not listed, so only the obligations above were checked")
-    outcome = CheckOutcome(engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware,
-                           needs, derived)
+        note = (
+            f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
+            f"buffers of {engine} {version} are not listed, so only the obligations above were checked"
+        )
+    outcome = CheckOutcome(
+        engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware, needs, derived
+    )
     if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
         for c in outcome.failures:
             c.nearby = nearby_max_model_len(c)
@@ -918,9 +1187,13 @@ def run_check(cfg: ServeConfig, engine: str, version: str, model: ModelFacts | d
 
 #: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
 #: and RoPE keys of vLLM's default ``max_model_len``, the hybrid-Mamba markers).
-READ_MODEL_KEYS = frozenset({k for names in MODEL_FIELDS.values() for k in names} | set(TEXT_CONFIG_KEYS)
-                            | set(OTHER_MAX_LEN_KEYS) | set(HYBRID_MAMBA_KEYS)
-                            | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"})
+READ_MODEL_KEYS = frozenset(
+    {k for names in MODEL_FIELDS.values() for k in names}
+    | set(TEXT_CONFIG_KEYS)
+    | set(OTHER_MAX_LEN_KEYS)
+    | set(HYBRID_MAMBA_KEYS)
+    | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"}
+)
 
 
 def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
@@ -938,9 +1211,11 @@ def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
             named += [k for k in item if k in READ_MODEL_KEYS]
             stack += list(item.values())
     if named:
-        raise CheckError(f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
-                         f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
-                         "and pass it with --model-config instead")
+        raise CheckError(
+            f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
+            f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
+            "and pass it with --model-config instead"
+        )
 
 
 def _inventory_path(engine: str, version: str, root: str = ".") -> str:
@@ -989,11 +1264,14 @@ def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str
     except (OSError, ValueError):
         return {}
     entries = data.get("entries", []) if isinstance(data, dict) else data
-    return {e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+    return {
+        e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)
+    }
 
 
-def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",),
-                     options: Options | None = None) -> CheckOutcome:
+def run_check_sglang(
+    cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",), options: Options | None = None
+) -> CheckOutcome:
     """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
 
     ``context_len`` defaults to the model's ``max_position_embeddings`` (SGLang's default context
@@ -1016,9 +1294,16 @@ def run_check_sglang(cfg: LaunchConfig, version: str, model: ModelFacts | None =
     checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
     if cfg.speculative_algorithm:
         used.add("feature:spec_decode")
-    params = {"--context-length": "context_len", "--page-size": "page_size", "--speculative-num-steps": "speculative_num_steps",
-              "--speculative-eagle-topk": "speculative_eagle_topk", "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
-              "--tp-size": "tp", "--speculative-algorithm": "feature:spec_decode", **USED_FLAGS}
+    params = {
+        "--context-length": "context_len",
+        "--page-size": "page_size",
+        "--speculative-num-steps": "speculative_num_steps",
+        "--speculative-eagle-topk": "speculative_eagle_topk",
+        "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
+        "--tp-size": "tp",
+        "--speculative-algorithm": "feature:spec_decode",
+        **USED_FLAGS,
+    }
     # a derived feature is used when an applied obligation requires it
     required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
     used.update(f"feature:{f}" for f in derived.features & required)
@@ -1046,13 +1331,17 @@ def scope_line(outcome: CheckOutcome) -> str:
     bounded = sum(1 for c in proved if c.result.encoding.startswith("batches"))
     short = sum(1 for c in outcome.applicable if c.bounded is not None)
     aggregate = len(every) - induction
-    how = ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else []) + (
-        [f"{induction} by induction over the batch, for every batch size"] if induction else []) + (
-        [f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
+    how = (
+        ([f"{aggregate} on the aggregate abstraction, for every batch size"] if aggregate else [])
+        + ([f"{induction} by induction over the batch, for every batch size"] if induction else [])
+        + ([f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
+    )
     shape = sum(1 for c in proved if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags)
-    parts = [f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
-             + (f" ({'; '.join(how)})" if how else "")
-             + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")]
+    parts = [
+        f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
+        + (f" ({'; '.join(how)})" if how else "")
+        + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")
+    ]
     if short:
         parts.append(f"{short} proved for smaller batches only (not counted)")
     missing = [f"{len(outcome.not_checked)} obligations not applied"] if outcome.not_checked else []
@@ -1064,7 +1353,9 @@ def scope_line(outcome: CheckOutcome) -> str:
         missing.append("no buffer inventory for this release")
     if outcome.defaults:
         missing.append("rests on " + ", ".join(f"{d.param} defaults" for d in outcome.defaults))
-    return "checked: " + "; ".join(parts) + (". NOT checked: " + ", ".join(missing) + " (listed below)" if missing else "")
+    return (
+        "checked: " + "; ".join(parts) + (". NOT checked: " + ", ".join(missing) + " (listed below)" if missing else "")
+    )
 
 
 def _encoding(r: ObligationResult) -> str:
@@ -1095,19 +1386,35 @@ def later_release(ob: Obligation, engine: str, version: str) -> str | None:
 def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
-    head = {"safe": "safe (for what was checked, next line; the rest is listed under 'not checked')" if (
-                outcome.not_checked or outcome.unused_flags or outcome.uncovered or outcome.inventory_note or outcome.defaults)
-            else "safe",
-            "will fail": "will fail", "undecided": "undecided (not proved safe)"}[outcome.status]
+    head = {
+        "safe": "safe (for what was checked, next line; the rest is listed under 'not checked')"
+        if (
+            outcome.not_checked
+            or outcome.unused_flags
+            or outcome.uncovered
+            or outcome.inventory_note
+            or outcome.defaults
+        )
+        else "safe",
+        "will fail": "will fail",
+        "undecided": "undecided (not proved safe)",
+    }[outcome.status]
     missing = outcome.missing_facts
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
     for need in missing:
         n = sum(1 for c in outcome.checked if c.needs == need)
-        lines.append(f"  give {need}" + (f" ({n} obligation{'s' if n != 1 else ''} may apply but could not be decided without it)"
-                                         if n else " (the obligations it selects could not be chosen without it)")
-                     if not need.startswith("the speculative method") else f"  give {need}")
+        lines.append(
+            f"  give {need}"
+            + (
+                f" ({n} obligation{'s' if n != 1 else ''} may apply but could not be decided without it)"
+                if n
+                else " (the obligations it selects could not be chosen without it)"
+            )
+            if not need.startswith("the speculative method")
+            else f"  give {need}"
+        )
     for line in outcome.derived:
         lines.append("  " + line)
     if cfg.config_file:
@@ -1117,10 +1424,17 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     if outcome.hardware:
         lines.append("  hardware: " + outcome.hardware)
     if outcome.model is not None and outcome.model.fields:
-        lines.append("  model config " + outcome.model.path + ": " + ", ".join(
-            f"{p}={outcome.model.values.get(p, 'yes')} (from {f})" for p, f in outcome.model.fields.items()))
-    inventory_proved = [c for c in outcome.applicable if "inventory" in c.obligation.tags
-                        and c.result.verdict is Verdict.PROVED and c.bounded is None]
+        lines.append(
+            "  model config "
+            + outcome.model.path
+            + ": "
+            + ", ".join(f"{p}={outcome.model.values.get(p, 'yes')} (from {f})" for p, f in outcome.model.fields.items())
+        )
+    inventory_proved = [
+        c
+        for c in outcome.applicable
+        if "inventory" in c.obligation.tags and c.result.verdict is Verdict.PROVED and c.bounded is None
+    ]
     for c in outcome.applicable:
         ob = c.obligation
         case = f" [{ob.case}]" if ob.case else ""
@@ -1128,16 +1442,22 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         if c in inventory_proved:
             continue
         over = "".join(f" for {k} in {list(v)}" for k, v in c.choices.items())
-        over += "".join(f" ({k}={c.pinned[k]} checked as its own case; spec/ declares {ob.domain[k].describe()})"
-                        for k in _model_cases(ob, c.pinned))
+        over += "".join(
+            f" ({k}={c.pinned[k]} checked as its own case; spec/ declares {ob.domain[k].describe()})"
+            for k in _model_cases(ob, c.pinned)
+        )
         if c.resized:
             over += f" (batches of up to {c.resized} requests; spec/ declares {c.declared_batch}, batch-size generic)"
         if r.verdict is Verdict.PROVED and c.bounded is not None:
-            how = ("aggregate abstraction over the declared batch lengths: " + r.encoding_note
-                   if r.encoding == "all batch sizes" else
-                   "bounded encoding; " + (r.encoding_note or "the aggregate abstraction did not apply"))
-            lines.append(f"  BOUNDED {ob.id}{case}: proved for batches of at most {c.bounded} requests only ({how}); "
-                         "this deployment's batches may be larger: not counted as safe")
+            how = (
+                "aggregate abstraction over the declared batch lengths: " + r.encoding_note
+                if r.encoding == "all batch sizes"
+                else "bounded encoding; " + (r.encoding_note or "the aggregate abstraction did not apply")
+            )
+            lines.append(
+                f"  BOUNDED {ob.id}{case}: proved for batches of at most {c.bounded} requests only ({how}); "
+                "this deployment's batches may be larger: not counted as safe"
+            )
         elif r.verdict is Verdict.PROVED:
             free = f" for every {', '.join(c.free)}" if c.free else ""
             lines.append(f"  safe    {ob.id}{case}: holds{free}{over}{_encoding(r)}")
@@ -1160,18 +1480,25 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 else:
                     lines.append(f"          no batch {w.name}: {w.message}")
             if config:
-                lines.append("          with values you did not give: " + ", ".join(f"{k}={v}" for k, v in config.items())
-                             + " (pin them with flags to check your own)")
+                lines.append(
+                    "          with values you did not give: "
+                    + ", ".join(f"{k}={v}" for k, v in config.items())
+                    + " (pin them with flags to check your own)"
+                )
             if ob.sources:
                 lines.append("          see " + ", ".join(ob.sources))
             nearby = getattr(c, "nearby", None)
             if nearby:
-                lines.append(f"          holds at --max-model-len {nearby} (the nearest rounding down that the solver proves for "
-                             "this obligation, other flags unchanged; re-run check-config with it for the rest)")
+                lines.append(
+                    f"          holds at --max-model-len {nearby} (the nearest rounding down that the solver proves for "
+                    "this obligation, other flags unchanged; re-run check-config with it for the rest)"
+                )
             later = later_release(ob, outcome.engine, outcome.version)
             if later:
-                lines.append(f"          this formula is modelled for {outcome.engine} {ob.versions} only: {later} changed it; "
-                             f"check the same line with --engine {outcome.engine}=={later}")
+                lines.append(
+                    f"          this formula is modelled for {outcome.engine} {ob.versions} only: {later} changed it; "
+                    f"check the same line with --engine {outcome.engine}=={later}"
+                )
         else:
             lines.append(f"  {r.verdict.value.upper():7s} {ob.id}{case}: {r.message} (not counted as safe)")
     if inventory_proved:
@@ -1181,11 +1508,14 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         verified = sorted(e for e in covered if kinds.get(e) == "verified")
         shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
         modelled = len(covered) - len(verified) - len(shape)
-        lines.append(f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
-                     f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
-                     f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
-                     "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
-                     "family: " + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1])))
+        lines.append(
+            f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
+            f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
+            f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+            "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
+            "family: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1]))
+        )
     if not outcome.applicable:
         lines.append("  no obligation of spec/ applies to these flags: nothing was proved")
     for d in outcome.defaults:
@@ -1193,25 +1523,41 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         values = f" in {list(d.values)}" if d.values else " (any value)"
         lines.append(f"  rests on a default: {d.param}{values} ({d.why})")
     free = {p for c in outcome.applicable for p in c.free}
-    for name, flag in (("context_len", "--context-length"), ("speculative_num_steps", "--speculative-num-steps"),
-                       ("speculative_eagle_topk", "--speculative-eagle-topk"),
-                       ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"), ("page_size", "--page-size")):
+    for name, flag in (
+        ("context_len", "--context-length"),
+        ("speculative_num_steps", "--speculative-num-steps"),
+        ("speculative_eagle_topk", "--speculative-eagle-topk"),
+        ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"),
+        ("page_size", "--page-size"),
+    ):
         if isinstance(cfg, LaunchConfig) and name in free:
             lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
     if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
-        why = ("--max-model-len auto: vLLM fits it to the GPU memory at startup" if getattr(cfg, "max_model_len_auto", False)
-               else f"--max-model-len not given and {outcome.model.max_len_caveat}"
-               if outcome.model is not None and outcome.model.max_len_caveat else "--max-model-len not given")
+        why = (
+            "--max-model-len auto: vLLM fits it to the GPU memory at startup"
+            if getattr(cfg, "max_model_len_auto", False)
+            else f"--max-model-len not given and {outcome.model.max_len_caveat}"
+            if outcome.model is not None and outcome.model.max_len_caveat
+            else "--max-model-len not given"
+        )
         lines.append(f"  rests on no max_model_len: {why}, left symbolic over each obligation's domain")
     sizes = getattr(cfg, "cudagraph_capture_sizes", None)
     if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
         kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
-        lines.append(f"  note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
-                     + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
-                     + (f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
-                        if cfg.num_speculative_tokens else "") + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}")
+        lines.append(
+            f"  note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
+            + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
+            + (
+                f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
+                if cfg.num_speculative_tokens
+                else ""
+            )
+            + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
+        )
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
-        lines.append(f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}")
+        lines.append(
+            f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}"
+        )
     if getattr(cfg, "block_size", 0) is None and "block_size" in free:
         lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
     not_checked = outcome.not_checked
@@ -1231,17 +1577,25 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         if len(cs) == 1:
             lines.append(f"  {'NEEDS' if cs[0].needs else 'n/a':7s} {cs[0].obligation.id}: {why}")
         else:
-            lines.append(f"  {'NEEDS' if cs[0].needs else 'n/a':7s} {file}: {len(cs)} {family}__* obligations ({', '.join(c.obligation.name.split('__', 1)[1] for c in cs)}): {why}")
+            lines.append(
+                f"  {'NEEDS' if cs[0].needs else 'n/a':7s} {file}: {len(cs)} {family}__* obligations ({', '.join(c.obligation.name.split('__', 1)[1] for c in cs)}): {why}"
+            )
     if outcome.unused_flags:
         lines.append("  flags no applied obligation reads: " + ", ".join(outcome.unused_flags))
     if outcome.env:
         lines.append("  environment not read: " + ", ".join(f"{k}={v}" for k, v in outcome.env.items()))
     if outcome.uncovered:
         shown = outcome.uncovered[:8]
-        more = f", … ({len(outcome.uncovered) - len(shown)} more: proofs/inventory/{outcome.engine}-{outcome.version}.json)" \
-            if len(outcome.uncovered) > len(shown) else ""
-        lines.append(f"  inventory buffers of {engine} {outcome.version} with no verdict ({len(outcome.uncovered)}): "
-                     + ", ".join(shown) + more)
+        more = (
+            f", … ({len(outcome.uncovered) - len(shown)} more: proofs/inventory/{outcome.engine}-{outcome.version}.json)"
+            if len(outcome.uncovered) > len(shown)
+            else ""
+        )
+        lines.append(
+            f"  inventory buffers of {engine} {outcome.version} with no verdict ({len(outcome.uncovered)}): "
+            + ", ".join(shown)
+            + more
+        )
     return lines
 
 
@@ -1262,12 +1616,18 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
     for c in outcome.applicable:
         r = c.result
         entry = {
-            "id": c.obligation.id, "case": c.obligation.case, "sources": list(c.obligation.sources),
-            "verdict": r.verdict.value, "kind": KIND_SHAPE if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags
+            "id": c.obligation.id,
+            "case": c.obligation.case,
+            "sources": list(c.obligation.sources),
+            "verdict": r.verdict.value,
+            "kind": KIND_SHAPE
+            if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags
             else KIND_VERIFIED,
-            "pinned": {k: v for k, v in c.pinned.items()}, "free": list(c.free),
+            "pinned": {k: v for k, v in c.pinned.items()},
+            "free": list(c.free),
             "checked_over": {k: list(v) for k, v in c.choices.items()},
-            "batches": r.encoding or None, "message": r.message,
+            "batches": r.encoding or None,
+            "message": r.message,
         }
         if c.bounded is not None:
             entry["counted"] = False
@@ -1285,17 +1645,29 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         "version": outcome.version,
         "deployment": cfg.describe(),
         "model": getattr(cfg, "model", None),
-        "model_config": None if model is None else {"source": model.path, "values": dict(model.values),
-                                                    "fields": dict(model.fields), "features": sorted(model.features)},
+        "model_config": None
+        if model is None
+        else {
+            "source": model.path,
+            "values": dict(model.values),
+            "fields": dict(model.fields),
+            "features": sorted(model.features),
+        },
         "give": outcome.missing_facts,
-        "verified": sum(1 for e in applied if e["kind"] == KIND_VERIFIED and e["verdict"] == "proved" and e.get("counted", True)),
-        "shape_checked": sum(1 for e in applied if e["kind"] == KIND_SHAPE and e["verdict"] == "proved" and e.get("counted", True)),
+        "verified": sum(
+            1 for e in applied if e["kind"] == KIND_VERIFIED and e["verdict"] == "proved" and e.get("counted", True)
+        ),
+        "shape_checked": sum(
+            1 for e in applied if e["kind"] == KIND_SHAPE and e["verdict"] == "proved" and e.get("counted", True)
+        ),
         "obligations": applied,
         "assumed": [{"param": d.param, "values": list(d.values), "why": d.why} for d in outcome.defaults]
-                   + [{"derived": line} for line in outcome.derived],
+        + [{"derived": line} for line in outcome.derived],
         "hardware": outcome.hardware,
-        "not_checked": [{"id": c.obligation.id, "case": c.obligation.case, "why": c.why_not, "give": c.needs or None}
-                        for c in outcome.not_checked],
+        "not_checked": [
+            {"id": c.obligation.id, "case": c.obligation.case, "why": c.why_not, "give": c.needs or None}
+            for c in outcome.not_checked
+        ],
         "unused_flags": list(outcome.unused_flags),
         "environment_not_read": dict(outcome.env),
         "inventory_buffers_without_obligation": list(outcome.uncovered),
@@ -1312,14 +1684,28 @@ def outcome_run_json(outcome: CheckOutcome) -> dict:
         ok = c.result.verdict is Verdict.PROVED and c.bounded is None
         data.update(expect="proved", ok=ok)
         obligations.append(data)
-    return {"obligations": obligations, "contracts": [], "usage_errors": [],
-            "summary": {"ok": outcome.status == "safe", "exit_code": outcome.exit_code}}
+    return {
+        "obligations": obligations,
+        "contracts": [],
+        "usage_errors": [],
+        "summary": {"ok": outcome.status == "safe", "exit_code": outcome.exit_code},
+    }
 
 
 #: check-config's own options: after ``--`` they belong to the engine's line, where vLLM's
 #: argparse would read a prefix of one of its own flags (``--gpu`` -> ``--gpu-memory-utilization``).
-CHECK_CONFIG_OPTIONS = ("--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif",
-                        "--quiet", "--verbose")
+CHECK_CONFIG_OPTIONS = (
+    "--engine",
+    "--model-config",
+    "--spec",
+    "--rlimit",
+    "--gpu",
+    "--num-sms",
+    "--json",
+    "--sarif",
+    "--quiet",
+    "--verbose",
+)
 
 
 def own_option_in_line(args: list[str], engine: str, version: str) -> str | None:
@@ -1340,8 +1726,14 @@ def own_option_in_line(args: list[str], engine: str, version: str) -> str | None
         if option in CHECK_CONFIG_OPTIONS and option not in flags:
             prefixed = sorted(f for f in flags if f.startswith(option))
             name = "SGLang" if engine == "sglang" else f"vLLM {version}"
-            read_as = (f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
-                       f"{prefixed[0]}" if len(prefixed) == 1 else f"it is not an option of {name}")
-            return (f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
-                    f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ...")
+            read_as = (
+                f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
+                f"{prefixed[0]}"
+                if len(prefixed) == 1
+                else f"it is not an option of {name}"
+            )
+            return (
+                f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
+                f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ..."
+            )
     return None

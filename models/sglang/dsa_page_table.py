@@ -53,12 +53,18 @@ def get_alloc_len_per_decode(speculative_num_draft_tokens, speculative_num_steps
     return maximum(num_new_pages_per_topk * page_size * speculative_eagle_topk, speculative_num_draft_tokens)
 
 
-def get_alloc_reserve_per_decode(speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
+def get_alloc_reserve_per_decode(
+    speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+):
     """``2 * get_alloc_len_per_decode()`` (SGLang 0.5.23; the overlap-mode double buffer)."""
-    return 2 * get_alloc_len_per_decode(speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    return 2 * get_alloc_len_per_decode(
+        speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+    )
 
 
-def get_req_to_token_extra_context_len(speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
+def get_req_to_token_extra_context_len(
+    speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+):
     """Row headroom beyond ``context_len`` with EAGLE on (not UNO), in tokens.
 
     SGLang 0.5.23 ``allocation_sizing.py::get_req_to_token_extra_context_len``, verbatim for a set
@@ -67,15 +73,24 @@ def get_req_to_token_extra_context_len(speculative_num_draft_tokens, speculative
     """
     extra = 4 + speculative_num_draft_tokens
     if page_size > 1:
-        extra = maximum(extra, get_alloc_reserve_per_decode(
-            speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size) + page_size - 1)
+        extra = maximum(
+            extra,
+            get_alloc_reserve_per_decode(
+                speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+            )
+            + page_size
+            - 1,
+        )
     return extra
 
 
-def req_to_token_width(context_len, speculative_num_draft_tokens, speculative_num_steps=1, speculative_eagle_topk=1, page_size=1):
+def req_to_token_width(
+    context_len, speculative_num_draft_tokens, speculative_num_steps=1, speculative_eagle_topk=1, page_size=1
+):
     """``req_to_token.shape[1] = context_len + get_req_to_token_extra_context_len()`` (tokens)."""
     return context_len + get_req_to_token_extra_context_len(
-        speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+        speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+    )
 
 
 def page_table_width_round0(context_len, speculative_num_draft_tokens):
@@ -109,7 +124,6 @@ def clamped_copy_widths(max_seqlen_k, dst_width, src_width):
     return minimum(max_seqlen_k, dst_width), minimum(max_seqlen_k, src_width)
 
 
-
 def hybrid_mamba_req_to_token_width(context_len, speculative_num_draft_tokens):
     """``req_to_token`` row width of SGLang 0.5.23's hybrid-Mamba shared-pool paths (tokens):
     ``context_len + 4 + speculative_num_draft_tokens``. The code says it mirrors
@@ -121,12 +135,21 @@ def hybrid_mamba_req_to_token_width(context_len, speculative_num_draft_tokens):
     return context_len + 4 + speculative_num_draft_tokens
 
 
-def decode_alloc_end(kv_committed_len, kv_allocated_len, speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size):
+def decode_alloc_end(
+    kv_committed_len,
+    kv_allocated_len,
+    speculative_num_draft_tokens,
+    speculative_num_steps,
+    speculative_eagle_topk,
+    page_size,
+):
     """``nxt``, the end of a request's ``req_to_token`` row written by one speculative decode step
     (tokens): ``max(kv_allocated_len, ceil_to_page(kv_committed_len + reserve))``.
 
     Source: SGLang 0.5.23 ``sglang/srt/mem_cache/allocation_sizing.py::page_aligned_decode_alloc_lens``
     with ``reserve = get_alloc_reserve_per_decode()``.
     """
-    reserve = get_alloc_reserve_per_decode(speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size)
+    reserve = get_alloc_reserve_per_decode(
+        speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
+    )
     return maximum(kv_allocated_len, (kv_committed_len + reserve + page_size - 1) // page_size * page_size)

@@ -131,7 +131,9 @@ def runner_block_table_width(max_model_len, block_size, dcp=1, max_encoder_len=0
     block_size)`` (``vllm/v1/worker/gpu_model_runner.py::may_reinitialize_input_batch``,
     ``vllm/v1/worker/block_table.py::MultiGroupBlockTable``) for an ``AttentionSpec``.
     """
-    return get_block_table_width(max_num_blocks_per_req(maximum(max_model_len, max_encoder_len), block_size, dcp), block_size)
+    return get_block_table_width(
+        max_num_blocks_per_req(maximum(max_model_len, max_encoder_len), block_size, dcp), block_size
+    )
 
 
 def indexer_block_table_width(max_model_len, block_size, dcp=1, kernel_block_size=None):

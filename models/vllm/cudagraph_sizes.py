@@ -62,7 +62,9 @@ def is_uniform_decode_size(size, n, max_num_seqs, num_speculative_tokens, defaul
     return all_of(size == max_num_seqs, max_num_seqs <= cap)
 
 
-def is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size):
+def is_default_capture_size(
+    size, n, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
+):
     """``size in cudagraph_capture_sizes`` after ``_set_cudagraph_sizes`` (default path).
 
     ``cap = min(max_num_batched_tokens, cap0)``; ``[1, 2, 4]`` up to ``cap``; ``range(8, min(cap +
@@ -76,8 +78,10 @@ def is_default_capture_size(size, n, max_num_seqs, num_speculative_tokens, max_n
         all_of(cap >= 8, size % 8 == 0, size >= 8, size < minimum(cap + 1, 256)),
         all_of(cap >= 256, size % 16 == 0, size >= 256, size <= cap),
         all_of(size == max_num_batched_tokens, max_num_batched_tokens <= cap),
-        all_of(is_uniform_decode_size(size, n, max_num_seqs, num_speculative_tokens, default_max_graph_size),
-               size <= max_num_batched_tokens),
+        all_of(
+            is_uniform_decode_size(size, n, max_num_seqs, num_speculative_tokens, default_max_graph_size),
+            size <= max_num_batched_tokens,
+        ),
     )
 
 

@@ -93,9 +93,16 @@ def uniform_decode_split(query_lens, num_reqs, num_speculative_tokens):
 
     def invariant(state, i, seen):
         leading, decodes, longest = state
-        return all_of(leading == (decodes == i), 0 <= decodes, decodes <= i, decodes <= num_reqs,
-                      0 <= longest, longest <= maximum(first, 0), implies(decodes >= 1, longest == first),
-                      any_of(decodes * longest <= total(seen), has_padding_request(seen, num_reqs)))
+        return all_of(
+            leading == (decodes == i),
+            0 <= decodes,
+            decodes <= i,
+            decodes <= num_reqs,
+            0 <= longest,
+            longest <= maximum(first, 0),
+            implies(decodes >= 1, longest == first),
+            any_of(decodes * longest <= total(seen), has_padding_request(seen, num_reqs)),
+        )
 
     _, decodes, longest = fold(step, (True, 0, 0), query_lens, invariant=invariant)
     return select(first > threshold, 0, decodes), select(first > threshold, 0, longest)

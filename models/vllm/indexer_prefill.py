@@ -87,9 +87,13 @@ def split_indexer_prefill_chunks(seq_lens, query_lens, workspace_size, max_logit
     :func:`group_prefill_requests`, shifted by ``request_offset``, once per query piece of
     :func:`cut_query_rows`. Concrete lists only (Python loops).
     """
-    return [((start + request_offset, stop + request_offset), piece)
-            for start, stop, chunk_m, chunk_n in group_prefill_requests(seq_lens, query_lens, workspace_size, max_logits_bytes)
-            for piece in cut_query_rows(chunk_m, chunk_n, max_logits_bytes)]
+    return [
+        ((start + request_offset, stop + request_offset), piece)
+        for start, stop, chunk_m, chunk_n in group_prefill_requests(
+            seq_lens, query_lens, workspace_size, max_logits_bytes
+        )
+        for piece in cut_query_rows(chunk_m, chunk_n, max_logits_bytes)
+    ]
 
 
 def split_prefill_chunks_first_revision(seq_lens, max_prefill_buffer_size):
@@ -146,7 +150,9 @@ def _max_chunk_seq(seq_lens, query_lens, workspace_size, max_logits_bytes):
     return most
 
 
-def chunks_fit_workspace(s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, workspace_size: int, max_logits_bytes: int) -> int:
+def chunks_fit_workspace(
+    s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, workspace_size: int, max_logits_bytes: int
+) -> int:
     """Contract of vLLM 0.33.0's splitter on a batch of three prefill requests (sequence lengths
     ``s0..s2`` and query lengths ``q0..q2``, tokens): the largest chunk's summed sequence length
     (the K-gather rows it needs) is at most ``workspace_size`` **provided every single request's
@@ -189,7 +195,9 @@ def query_pieces_fit_logits(chunk_m: int, chunk_n: int, max_logits_bytes: int) -
     return before == chunk_m
 
 
-def chunks_fit_workspace_any_request(s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, workspace_size: int, max_logits_bytes: int) -> int:
+def chunks_fit_workspace_any_request(
+    s0: int, s1: int, s2: int, q0: int, q1: int, q2: int, workspace_size: int, max_logits_bytes: int
+) -> int:
     """The same contract without the per-request precondition: a single request longer than the
     workspace is admitted whole (reference §5: ``seq = [5000]``, workspace 3500). CrossHair finds it.
 

@@ -60,13 +60,15 @@ def ultraquant_in_block_byte_offset(slot, kv_h, chunk_in_tok, half, num_kv_heads
     return slot * stride_cache_pos + kv_h * stride_cache_head + chunk_in_tok * 32 + half * 16 + 15
 
 
-def ultraquant_cache_byte_offset_unfolded(phys_block, slot, kv_h, chunk_in_tok, half, block_size, num_kv_heads,
-                                          padded_slot):
+def ultraquant_cache_byte_offset_unfolded(
+    phys_block, slot, kv_h, chunk_in_tok, half, block_size, num_kv_heads, padded_slot
+):
     """The same byte with the block base in the offset (the form the 0.33.0 comment says wraps):
     ``phys_block * _stride_cache_block + ultraquant_in_block_byte_offset(...)``, bytes from the
     start of the layer's cache view."""
-    return (phys_block * ultraquant_cache_block_stride(block_size, num_kv_heads, padded_slot)
-            + ultraquant_in_block_byte_offset(slot, kv_h, chunk_in_tok, half, num_kv_heads, padded_slot))
+    return phys_block * ultraquant_cache_block_stride(
+        block_size, num_kv_heads, padded_slot
+    ) + ultraquant_in_block_byte_offset(slot, kv_h, chunk_in_tok, half, num_kv_heads, padded_slot)
 
 
 def slot_mapping_row_offset(req_idx, block_table_stride):

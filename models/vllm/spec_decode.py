@@ -66,8 +66,12 @@ def query_start(query_lens, j):
     """``query_start_loc[j]`` for a symbolic ``j``: the sum of the query lengths before request
     ``j``, one walk over the batch (a running offset). Its invariant (entries >= 0, ``j`` a
     request of the batch): the offset is at most the tokens seen."""
-    return fold(lambda offset, i, q: offset + select(i < j, q, 0), 0, query_lens,
-                invariant=lambda offset, i, seen: offset <= total(seen))
+    return fold(
+        lambda offset, i, q: offset + select(i < j, q, 0),
+        0,
+        query_lens,
+        invariant=lambda offset, i, seen: offset <= total(seen),
+    )
 
 
 def last_token_row(query_lens, j):

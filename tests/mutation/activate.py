@@ -101,9 +101,8 @@ def callmap() -> None:
     ``stats`` trampolines (as ``mutmut run``'s call tracking, but each spec file loaded once: the
     helpers a spec file calls while loading count as called by every obligation of that file).
     Written to ``mutants/capproof-mutation-callmap.json`` (``{function: [test ids]}``)."""
-    import pytest
-
     import mutmut.mutation.trampoline as trampoline
+    import pytest
 
     os.chdir("mutants")
     hits: dict[str, set[str]] = defaultdict(set)
@@ -117,7 +116,9 @@ def callmap() -> None:
 
     class Plugin:
         def pytest_collection_finish(self, session):
-            mod = next(m for m in sys.modules.values() if hasattr(m, "test_verdict_is_as_expected") and hasattr(m, "_reload"))
+            mod = next(
+                m for m in sys.modules.values() if hasattr(m, "test_verdict_is_as_expected") and hasattr(m, "_reload")
+            )
             cache = {}
 
             def reload(path):
@@ -136,7 +137,9 @@ def callmap() -> None:
 
     os.environ["MUTANT_UNDER_TEST"] = "stats"
     os.environ["CAPPROOF_MUTATION_ORACLE"] = "all"
-    rc = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "mutation", "tests/mutation/test_prove_kills.py"], plugins=[Plugin()])
+    rc = pytest.main(
+        ["-q", "-p", "no:cacheprovider", "-m", "mutation", "tests/mutation/test_prove_kills.py"], plugins=[Plugin()]
+    )
     with open(CALLMAP, "w") as fh:
         json.dump({k: sorted(v) for k, v in sorted(hits.items())}, fh, indent=1)
     print(f"exit {rc}; {len(hits)} functions called by the obligations")
@@ -182,8 +185,17 @@ TESTMAP = "capproof-mutation-testmap.json"
 #: Test files the tests oracle leaves out: they need the real venv or files the mutated copy lacks.
 BAD = ["tests/test_real_engine.py", "tests/test_numpy_oracle.py", "tests/test_report_links.py"]
 #: pytest arguments of the one session the mutants run in: the fast tier and the prove oracle.
-SESSION = ["-m", "mutation or not (slow or real)", "-p", "no:cacheprovider", "-s", "-q",
-           *(f"--ignore={f}" for f in BAD), "tests/", "tests/mutation/test_prove_kills.py"]
+SESSION = [
+    "-m",
+    "mutation or not (slow or real)",
+    "-p",
+    "no:cacheprovider",
+    "-s",
+    "-q",
+    *(f"--ignore={f}" for f in BAD),
+    "tests/",
+    "tests/mutation/test_prove_kills.py",
+]
 
 
 def testmap() -> None:
@@ -195,9 +207,8 @@ def testmap() -> None:
     a call made while pytest collects does not (the mutant is not active then in a mutant's run
     either). Written to ``mutants/capproof-mutation-testmap.json``: ``{"functions": {function: [node
     ids]}, "seconds": {node id: s}, "failed": [node ids failing with no mutant active]}``."""
-    import pytest
-
     import mutmut.mutation.trampoline as trampoline
+    import pytest
 
     os.chdir("mutants")
     parent = os.getpid()
@@ -233,7 +244,9 @@ def testmap() -> None:
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item, nextitem):
             state["test"] = item.nodeid
-            uses[item.nodeid] = {f"fixture:{defs[-1].baseid}::{arg}" for arg, defs in item._fixtureinfo.name2fixturedefs.items() if defs}
+            uses[item.nodeid] = {
+                f"fixture:{defs[-1].baseid}::{arg}" for arg, defs in item._fixtureinfo.name2fixturedefs.items() if defs
+            }
             yield
             state["test"] = None
 
@@ -265,10 +278,19 @@ def testmap() -> None:
         tests |= {t for t, fs in uses.items() if fs & fixtures}
         functions[name] = sorted(t for t in tests if t not in failed)
     with open(TESTMAP, "w") as fh:
-        json.dump({"functions": dict(sorted(functions.items())), "seconds": {k: round(v, 3) for k, v in sorted(seconds.items())},
-                   "failed": sorted(failed)}, fh, indent=1)
-    print(f"exit {rc}; {len(functions)} functions called by {len({t for ts in functions.values() for t in ts})} tests; "
-          f"{len(failed)} tests fail with no mutant active")
+        json.dump(
+            {
+                "functions": dict(sorted(functions.items())),
+                "seconds": {k: round(v, 3) for k, v in sorted(seconds.items())},
+                "failed": sorted(failed),
+            },
+            fh,
+            indent=1,
+        )
+    print(
+        f"exit {rc}; {len(functions)} functions called by {len({t for ts in functions.values() for t in ts})} tests; "
+        f"{len(failed)} tests fail with no mutant active"
+    )
 
 
 FAILED = "capproof-mutation-failed-test.txt"
@@ -309,7 +331,10 @@ def verify_outcome(base: dict, now: dict) -> tuple[str | None, str]:
             return "report", now.get("error") or base.get("error") or "?"
         old, new = base["md"].splitlines(), now["md"].splitlines()
         i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-        return "report", f"line {i}: {old[i] if i < len(old) else '(none)'!r} -> {new[i] if i < len(new) else '(none)'!r}"
+        return (
+            "report",
+            f"line {i}: {old[i] if i < len(old) else '(none)'!r} -> {new[i] if i < len(new) else '(none)'!r}",
+        )
     if base.get("bound") == "certified" and now.get("bound") != "certified":
         return "bound", now.get("bound") or "no certificate"
     old, new = base.get("json") or {}, now.get("json") or {}
@@ -350,12 +375,17 @@ def verify_one(oracle, declared, bounds: dict, base: dict | None = None) -> dict
     if ob is None:
         return {"md": None, "error": f"{declared.id} is no longer declared"}
     if base is not None and base.get("json"):
-        q = prove_obligation(ob, Options(density="off", minimize=False, contracts=False, verdict_only=True, isolate=False))
+        q = prove_obligation(
+            ob, Options(density="off", minimize=False, contracts=False, verdict_only=True, isolate=False)
+        )
         was = (base["json"]["verdict"], base["json"].get("encoding", ""))
         if (q.verdict.value, q.encoding) != was:
             line = f"- verdict: **{q.verdict.value}{f' ({q.encoding})' if q.encoding else ''}** (verdict-only; {q.message[:200]})"
-            return {"json": {"verdict": q.verdict.value, "encoding": q.encoding}, "quick": True,
-                    "md": base["md"].replace(_verdict_line(base["md"]), line)}
+            return {
+                "json": {"verdict": q.verdict.value, "encoding": q.encoding},
+                "quick": True,
+                "md": base["md"].replace(_verdict_line(base["md"]), line),
+            }
     r = prove_obligation(ob, Options(isolate=False))
     result = comparable(r.to_json())
     out = {"json": result, "md": "\n".join(_obligation_md(result)), "seconds": round(r.seconds, 3)}
@@ -388,8 +418,11 @@ class _Mutants:
             self.vbase = json.load(open(VERIFY_BASELINE)) if os.path.exists(VERIFY_BASELINE) else {}
             with open(os.path.join("proofs", "bounds.json")) as fh:
                 data = json.load(fh)
-            self.bounds = {"bounds": {e["id"]: e for e in data["bounds"]}, "rlimit": data["rlimit"],
-                           "waste_threshold_pct": data["waste_threshold_pct"]}
+            self.bounds = {
+                "bounds": {e["id"]: e for e in data["bounds"]},
+                "rlimit": data["rlimit"],
+                "waste_threshold_pct": data["waste_threshold_pct"],
+            }
             for rec in done.values():
                 if rec.get("verify") == "killed":
                     self.kills[rec["mutant"].partition("__mutmut_")[0]][rec["verify_failed"]] += 1
@@ -462,7 +495,9 @@ class _Mutants:
             pass
         return os.waitstatus_to_exitcode(status)
 
-    def _verify_lines(self, name: str, items: list, seconds: float, compare: bool, alone: bool = False) -> tuple[int, list[dict]]:
+    def _verify_lines(
+        self, name: str, items: list, seconds: float, compare: bool, alone: bool = False
+    ) -> tuple[int, list[dict]]:
         """:func:`verify_one` of each of ``items`` (oracle items) in order under mutant ``name``, in
         one forked child (each spec file loaded once); one JSON line per obligation. ``compare``:
         each outcome compared with its baseline in the child (:func:`verify_outcome`; a line
@@ -474,8 +509,12 @@ class _Mutants:
 
         def work():
             for item in items:
-                now = verify_one(item.module, item.callspec.params["declared"], self.bounds,
-                                 self.vbase.get(("alone:" if alone else "") + item.nodeid) if name else None)
+                now = verify_one(
+                    item.module,
+                    item.callspec.params["declared"],
+                    self.bounds,
+                    self.vbase.get(("alone:" if alone else "") + item.nodeid) if name else None,
+                )
                 line = {"id": item.nodeid, **now}
                 kind = None
                 if compare:
@@ -501,7 +540,7 @@ class _Mutants:
         todo = [it for it in items if ("alone:" if alone else "") + it.nodeid not in self.vbase]
         if not todo:
             return
-        for group in ([[it] for it in todo] if alone else [todo]):
+        for group in [[it] for it in todo] if alone else [todo]:
             rc, lines = self._verify_lines("", group, 60 * VERIFY_SECONDS, compare=False, alone=alone)
             for line in lines:
                 self.vbase[("alone:" if alone else "") + line.pop("id")] = line
@@ -536,12 +575,19 @@ class _Mutants:
             rec["json_only"] = json_only[:3]
         kill = next((line for line in lines if line["kind"]), None)
         if kill is None:
-            rec["verify"] = "survived" if rc == 0 and len(lines) == len(items) else \
-                "timeout" if rc == -signal.SIGALRM else f"exit {rc}"
+            rec["verify"] = (
+                "survived"
+                if rc == 0 and len(lines) == len(items)
+                else "timeout"
+                if rc == -signal.SIGALRM
+                else f"exit {rc}"
+            )
             return rec
         item = next(it for it in items if it.nodeid == kill["id"])
         rec["verify_failed"], rec["verify_kind"], rec["why"] = item.nodeid, kill["kind"], kill["why"][:300]
-        if kill.get("quick"):  # a changed verdict or encoding on the verdict-only decision: a kill as the prove oracle counts one
+        if kill.get(
+            "quick"
+        ):  # a changed verdict or encoding on the verdict-only decision: a kill as the prove oracle counts one
             rec["quick"], rec["verify"] = True, "killed"
             self.kills[fn][item.nodeid] += 1
             return rec
@@ -577,8 +623,9 @@ class _Mutants:
             if self.mode == "verify-alone":
                 calls = _obligations_calling(name, self.cmap)
                 loads = {c[5:] for c in calls if c.startswith("load:")}
-                rec = self._verify_mutant(name, [it for it in oracle if it.nodeid in calls
-                                                 or it.callspec.params["declared"].file in loads])
+                rec = self._verify_mutant(
+                    name, [it for it in oracle if it.nodeid in calls or it.callspec.params["declared"].file in loads]
+                )
             elif self.mode == "prove-alone":
                 rec = {"mutant": name}
             elif name in self.done:  # the tests ran (--tests-only): prove now
@@ -587,13 +634,18 @@ class _Mutants:
                 # the tests that killed other mutants of the same function first (a kill comes sooner: a
                 # mutant can make an early, normally fast, test slow), then fastest first
                 hits = self.kills[fn]
-                ids = sorted((t for t in self.tmap["functions"].get(fn, []) if t in by_id),
-                             key=lambda t: (-hits[t], seconds.get(t, 0)))
+                ids = sorted(
+                    (t for t in self.tmap["functions"].get(fn, []) if t in by_id),
+                    key=lambda t: (-hits[t], seconds.get(t, 0)),
+                )
                 items = [by_id[t] for t in ids]
                 limit = min(TEST_SECONDS, max(60, 5 * sum(seconds.get(t, 0) for t in ids)))
                 rc, failed = self._child(name, items, limit) if items else (0, None)
-                rec = {"mutant": name, "selected_tests": len(items),
-                       "tests": {0: "survived", 1: "killed"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")}
+                rec = {
+                    "mutant": name,
+                    "selected_tests": len(items),
+                    "tests": {0: "survived", 1: "killed"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}"),
+                }
                 if not items:
                     rec["tests"] = "no test"
                 if rec["tests"] == "killed":
@@ -606,15 +658,19 @@ class _Mutants:
                 calls = _obligations_calling(name, self.cmap)
                 loads = {c[5:] for c in calls if c.startswith("load:")}
                 hits = self.kills[fn]
-                items = sorted((it for it in oracle if it.nodeid in calls or it.callspec.params["declared"].file in loads),
-                               key=lambda it: -hits[it.nodeid])  # then in declared order
+                items = sorted(
+                    (it for it in oracle if it.nodeid in calls or it.callspec.params["declared"].file in loads),
+                    key=lambda it: -hits[it.nodeid],
+                )  # then in declared order
                 rec["obligations"] = len(items)
                 if not items:
                     rec["prove"] = "no obligation"
                 else:
                     rc, failed = self._child(name, items, PROVE_SECONDS)
                     rec["prove_failed"] = failed
-                    rec["prove"] = {0: "survived", 1: "killed"}.get(rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}")
+                    rec["prove"] = {0: "survived", 1: "killed"}.get(
+                        rc, "timeout" if rc == -signal.SIGALRM else f"exit {rc}"
+                    )
                     if rec["prove"] == "killed" and (failed not in by_id or not self._passes_unmutated(by_id[failed])):
                         rec["prove"] = "fails unmutated"
                     elif rec["prove"] == "killed":
@@ -622,8 +678,10 @@ class _Mutants:
             rec["seconds"] = round(time.monotonic() - started, 1)
             with open(self.record, "a") as fh:
                 fh.write(json.dumps(rec) + "\n")
-            log(f"{rec.get('tests', '-'):8} {rec.get('prove', rec.get('verify', '-')):13} {rec.get('verify_kind', '')[:6]:6} "
-                f"{rec['seconds']:6} {name}")
+            log(
+                f"{rec.get('tests', '-'):8} {rec.get('prove', rec.get('verify', '-')):13} {rec.get('verify_kind', '')[:6]:6} "
+                f"{rec['seconds']:6} {name}"
+            )
         return True
 
 
@@ -643,7 +701,9 @@ def run(names: list[str], mode: str = "all") -> None:
     whatever the tests say; recorded apart, in ``capproof-mutation-prove-alone.jsonl``), ``verify-alone``
     (on the prove-alone survivors: :meth:`_Mutants._verify_mutant`; in ``capproof-mutation-verify-alone.jsonl``)."""
     equiv = equivalents()
-    record = os.path.abspath(os.path.join("mutants", {"prove-alone": PROVE_ALONE, "verify-alone": VERIFY_ALONE}.get(mode, RECORD)))
+    record = os.path.abspath(
+        os.path.join("mutants", {"prove-alone": PROVE_ALONE, "verify-alone": VERIFY_ALONE}.get(mode, RECORD))
+    )
     done = _done(record)
     if mode == "prove-alone":
         todo = [n for n in names if n not in equiv and n not in done]
@@ -653,8 +713,12 @@ def run(names: list[str], mode: str = "all") -> None:
         todo = [n for n in names if n not in equiv and n not in done and n in alive]
         todo.sort(key=lambda n: pa[n].get("seconds", 0))  # the cheapest first (stable: else in the given order)
     else:
-        todo = [n for n in names if n not in equiv and (n not in done or (mode == "all" and done[n]["tests"] != "killed"
-                                                                           and "prove" not in done[n]))]
+        todo = [
+            n
+            for n in names
+            if n not in equiv
+            and (n not in done or (mode == "all" and done[n]["tests"] != "killed" and "prove" not in done[n]))
+        ]
     tmap = {"functions": {}, "seconds": {}}
     if mode not in ("prove-alone", "verify-alone"):
         with open(os.path.join("mutants", TESTMAP)) as fh:
@@ -761,8 +825,20 @@ def _direct_kill(rec: dict | None, kinds: dict) -> bool | None:
     return rec.get("tests") == "killed" or (rec.get("prove") == "killed" and not _not_a_verdict(rec, kinds))
 
 
-VERIFY_COLS = ["mutants", "equivalent", "not run", "prove", "unknown", "missing", "report", "bound", "no obligation",
-               "timeout", "survived", "verify not run"]
+VERIFY_COLS = [
+    "mutants",
+    "equivalent",
+    "not run",
+    "prove",
+    "unknown",
+    "missing",
+    "report",
+    "bound",
+    "no obligation",
+    "timeout",
+    "survived",
+    "verify not run",
+]
 
 
 def verify_table(names: list[str], root: str = "mutants") -> None:
@@ -794,8 +870,14 @@ def verify_table(names: list[str], root: str = "mutants") -> None:
     total = sum(rows.values(), Counter())
     for f, row in [*sorted(rows.items()), ("**total**", total)]:
         run_ = row["mutants"] - row["equivalent"] - row["not run"]
-        pct = [f"{100 * k / d:.1f}" if d else "-" for k, d in (
-            (row["prove"], run_), (sum(row[c] for c in noticed), run_ - row["verify not run"]), (row["with tests"], row["both"]))]
+        pct = [
+            f"{100 * k / d:.1f}" if d else "-"
+            for k, d in (
+                (row["prove"], run_),
+                (sum(row[c] for c in noticed), run_ - row["verify not run"]),
+                (row["with tests"], row["both"]),
+            )
+        ]
         print(f"| {f} | " + " | ".join(str(row[c]) for c in VERIFY_COLS) + " | " + " | ".join(pct) + " |")
 
 
@@ -816,7 +898,9 @@ def save(dest: str) -> None:
     src = os.path.join("mutants", OUTCOMES)
     if os.path.exists(src):
         lines = []
-        if os.path.exists(os.path.join(dest, OUTCOMES)):  # a record not replaced here (e.g. the with-tests one) keeps its outcomes
+        if os.path.exists(
+            os.path.join(dest, OUTCOMES)
+        ):  # a record not replaced here (e.g. the with-tests one) keeps its outcomes
             with open(os.path.join(dest, OUTCOMES)) as fh:
                 lines = fh.read().splitlines()
         with open(src) as fh:
@@ -829,25 +913,51 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generate", action="store_true", help="make the mutated copy mutants/ (mutmut)")
     ap.add_argument("--files", nargs="*", default=["*"], help="source files to run (globs)")
-    ap.add_argument("--names", nargs="*", default=["*"], help="mutant names to run (globs, e.g. '*.x_max_write_position__*')")
+    ap.add_argument(
+        "--names", nargs="*", default=["*"], help="mutant names to run (globs, e.g. '*.x_max_write_position__*')"
+    )
     ap.add_argument("--sample", type=int, help="a seeded random sample of this many mutants")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th mutant from the i-th")
     ap.add_argument("--tests-only", action="store_true", help="the tests oracle alone (prove later, on the survivors)")
     ap.add_argument("--callmap", action="store_true", help="record which obligations call which function")
-    ap.add_argument("--testmap", action="store_true", help="record which fast tests call which function, and their durations")
-    ap.add_argument("--reverse", action="store_true", help="run the shard's mutants last first (a second process "
-                                                            "finishing a shard from its end; the record skips neither)")
-    ap.add_argument("--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say")
-    ap.add_argument("--verify-seconds", type=float, default=900, help="with --verify-alone: wall-clock limit "
-                                                                                 "of one mutant's obligations (timeout past it)")
-    ap.add_argument("--prove-seconds", type=float, default=PROVE_SECONDS, help="wall-clock limit of one mutant's "
-                    "obligations on the prove oracle (timeout past it; a mutant that makes a model loop forever)")
-    ap.add_argument("--verify-alone", action="store_true", help="on the prove-alone survivors: what make verify notices "
-                                                                "without the tests (report --check, bound --check)")
+    ap.add_argument(
+        "--testmap", action="store_true", help="record which fast tests call which function, and their durations"
+    )
+    ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="run the shard's mutants last first (a second process "
+        "finishing a shard from its end; the record skips neither)",
+    )
+    ap.add_argument(
+        "--prove-alone", action="store_true", help="the prove oracle on every mutant, whatever the tests say"
+    )
+    ap.add_argument(
+        "--verify-seconds",
+        type=float,
+        default=900,
+        help="with --verify-alone: wall-clock limit of one mutant's obligations (timeout past it)",
+    )
+    ap.add_argument(
+        "--prove-seconds",
+        type=float,
+        default=PROVE_SECONDS,
+        help="wall-clock limit of one mutant's "
+        "obligations on the prove oracle (timeout past it; a mutant that makes a model loop forever)",
+    )
+    ap.add_argument(
+        "--verify-alone",
+        action="store_true",
+        help="on the prove-alone survivors: what make verify notices without the tests (report --check, bound --check)",
+    )
     ap.add_argument("--table", action="store_true", help="print the per-file table of the record")
-    ap.add_argument("--records", default="mutants", help="with --table: the directory of the records (default the mutated copy; "
-                                                           "docs/mutation for the committed ones)")
+    ap.add_argument(
+        "--records",
+        default="mutants",
+        help="with --table: the directory of the records (default the mutated copy; "
+        "docs/mutation for the committed ones)",
+    )
     ap.add_argument("--save", metavar="DIR", help="keep the records of mutants/ in DIR (e.g. docs/mutation)")
     args = ap.parse_args()
     if args.generate:
@@ -864,10 +974,15 @@ def main() -> None:
     if args.save:
         save(args.save)
         return
-    names = [n for n in mutant_names(args.records if args.table else "mutants")
-             if any(fnmatch.fnmatch(source_of(n), g) for g in args.files) and any(fnmatch.fnmatch(n, g) for g in args.names)]
-    if args.sample is not None:  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
-        names = random.Random(args.seed).sample(names, len(names))[:args.sample]
+    names = [
+        n
+        for n in mutant_names(args.records if args.table else "mutants")
+        if any(fnmatch.fnmatch(source_of(n), g) for g in args.files) and any(fnmatch.fnmatch(n, g) for g in args.names)
+    ]
+    if (
+        args.sample is not None
+    ):  # the first N of a seeded permutation, run in that order (a prefix is a random sample too)
+        names = random.Random(args.seed).sample(names, len(names))[: args.sample]
     if args.table and args.verify_alone:
         verify_table(names, args.records)
         return
@@ -875,7 +990,15 @@ def main() -> None:
         table(names, args.prove_alone, args.records if args.table else "mutants")
         return
     i, n = map(int, args.shard.split("/"))
-    mode = "prove-alone" if args.prove_alone else "verify-alone" if args.verify_alone else "tests-only" if args.tests_only else "all"
+    mode = (
+        "prove-alone"
+        if args.prove_alone
+        else "verify-alone"
+        if args.verify_alone
+        else "tests-only"
+        if args.tests_only
+        else "all"
+    )
     run(names[i::n][::-1] if args.reverse else names[i::n], mode)
 
 

@@ -28,8 +28,20 @@ import sys
 import time
 from collections import Counter, defaultdict
 
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "timeout",
+    -24: "timeout",
+    24: "timeout",
+    152: "timeout",
+    255: "timeout",
+    None: "not checked",
+}
 #: A test file slower than this with no mutant active is left out of ``--run-tests`` (listed).
 SLOW_FILE_SECONDS = 90
 #: Wall-clock limit of one survivor's test run (``timeout``: counted apart, not as killed).
@@ -84,8 +96,11 @@ def function_of(mutant: str) -> str:
 
 #: Run for every survivor: the committed counterexamples replayed with their recorded values, and
 #: the models called on ints with reported values.
-ALWAYS = ["tests/regressions/test_capproof_counterexamples.py", "tests/test_model_defaults.py",
-          "tests/test_model_values.py"]
+ALWAYS = [
+    "tests/regressions/test_capproof_counterexamples.py",
+    "tests/test_model_defaults.py",
+    "tests/test_model_values.py",
+]
 
 
 def test_files_for(mutant: str) -> list[str]:
@@ -95,9 +110,16 @@ def test_files_for(mutant: str) -> list[str]:
     module = mutant.rsplit(".", 1)[0]
     package, short = module.rsplit(".", 1)
     name = function_of(mutant).split("ǁ")[0]
-    pattern = re.compile("|".join([re.escape(module), re.escape(source_of(mutant)),
-                                   rf"from {re.escape(package)} import [^\n]*\b{short}\b",
-                                   rf"\b{re.escape(name)}\b"]))
+    pattern = re.compile(
+        "|".join(
+            [
+                re.escape(module),
+                re.escape(source_of(mutant)),
+                rf"from {re.escape(package)} import [^\n]*\b{short}\b",
+                rf"\b{re.escape(name)}\b",
+            ]
+        )
+    )
     out = []
     for path in sorted(glob.glob("tests/test_*.py")):
         with open(path) as fh:
@@ -181,8 +203,10 @@ def main() -> None:
         print(f"warning: {n} is listed as equivalent but is {status[n]}", file=sys.stderr)
     record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
     # mutants an obligation calls first (prove ran them and they survived), then those no obligation calls
-    survivors = sorted((n for n, s in status.items() if s in ("survived", "no tests") and n not in equiv),
-                       key=lambda n: (status[n] == "no tests", n))
+    survivors = sorted(
+        (n for n, s in status.items() if s in ("survived", "no tests") and n not in equiv),
+        key=lambda n: (status[n] == "no tests", n),
+    )
     if args.run_tests:
         run_tests(survivors, record)
     by_tests = outcomes(record)
@@ -207,7 +231,18 @@ def main() -> None:
         else:
             row[s.replace(" ", "_")] += 1
     total = sum(rows.values(), Counter())
-    cols = ["mutants", "prove", "tests", "unknown", "missing", "timeout", "equivalent", "survived", "untested", "not_checked"]
+    cols = [
+        "mutants",
+        "prove",
+        "tests",
+        "unknown",
+        "missing",
+        "timeout",
+        "equivalent",
+        "survived",
+        "untested",
+        "not_checked",
+    ]
     print("| file | " + " | ".join(cols) + " | prove % | with tests % | of decided % |")
     print("|---|" + "---:|" * (len(cols) + 3))
     for f, row in [*sorted(rows.items()), ("**total**", total)]:
@@ -218,8 +253,11 @@ def main() -> None:
 
         decided = sum(row[c] for c in ("prove", "tests", "unknown", "missing", "timeout", "survived"))
         of_decided = f"{100 * (row['prove'] + row['tests']) / decided:.1f}" if decided else "-"
-        print(f"| {f} | " + " | ".join(str(row[c]) for c in cols)
-              + f" | {pct(row['prove'])} | {pct(row['prove'] + row['tests'])} | {of_decided} |")
+        print(
+            f"| {f} | "
+            + " | ".join(str(row[c]) for c in cols)
+            + f" | {pct(row['prove'])} | {pct(row['prove'] + row['tests'])} | {of_decided} |"
+        )
     if args.list:
         for n in survivors:
             print(f"{by_tests.get(n, 'untested'):9} {n}")

@@ -26,8 +26,7 @@ import os
 
 import pytest
 
-from capproof import Options
-from capproof import loader
+from capproof import Options, loader
 from capproof.loader import discover, ensure_project_on_path, load_file
 from capproof.obligation import Obligation
 from capproof.prover import prove_obligation
@@ -71,8 +70,12 @@ def _reload(path: str) -> list | loader.LoadError:
 
 def _record(kind: str, ob_id: str, detail: str) -> None:
     with open(OUTCOMES, "a") as out:
-        out.write(json.dumps({"mutant": os.environ.get("MUTANT_UNDER_TEST", ""), "kind": kind,
-                              "obligation": ob_id, "detail": detail}) + "\n")
+        out.write(
+            json.dumps(
+                {"mutant": os.environ.get("MUTANT_UNDER_TEST", ""), "kind": kind, "obligation": ob_id, "detail": detail}
+            )
+            + "\n"
+        )
 
 
 @pytest.mark.parametrize("declared", OBLIGATIONS, ids=[ob.id for ob in OBLIGATIONS])

@@ -29,8 +29,15 @@ VERSION = "0.5.23"
 RENAME = {
     "max_num_token": "max_num_tokens",
 }
-DTYPES = {"float": "float32", "long": "int64", "int": "int64", "half": "float16", "double": "float64",
-          "bfloat16": "bfloat16", "bool": "bool"}
+DTYPES = {
+    "float": "float32",
+    "long": "int64",
+    "int": "int64",
+    "half": "float16",
+    "double": "float64",
+    "bfloat16": "bfloat16",
+    "bool": "bool",
+}
 
 
 def paths(version: str, root: str = "") -> tuple[str, str]:
@@ -49,8 +56,10 @@ def _untraced_why(a: Allocation, traced_run: bool) -> str:
     from .trace import HARNESSES
 
     if a.owner in HARNESSES:
-        return (f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
-                "traced constructor/initialiser; static reading)")
+        return (
+            f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
+            "traced constructor/initialiser; static reading)"
+        )
     return f"no harness constructs {a.owner} yet (static reading of the allocation call)"
 
 
@@ -96,8 +105,9 @@ def version_of(spec: str) -> str:
     return m.group(1) or VERSION
 
 
-def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bool, out=print, err=None,
-                  trace: bool = True) -> int:
+def run_inventory(
+    engine_spec: str, json_out: str | None, write: bool, check: bool, out=print, err=None, trace: bool = True
+) -> int:
     """``capproof inventory --engine sglang==X``; exit 0 ok, 1 stale, 2 bad input, 3 the wheel or
     the real venv is unavailable."""
     from ..vllm import wheels
@@ -119,11 +129,9 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
         return wheels.EXIT_NO_WHEELS
     for p in built.trace_problems:
         err(f"warning: {p}")
-    return _command.finish("sglang", version, built.entries, json_out, write, check, built.allocations, built.seconds,
-                           out=out, err=err)
-
-
-
+    return _command.finish(
+        "sglang", version, built.entries, json_out, write, check, built.allocations, built.seconds, out=out, err=err
+    )
 
 
 def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
@@ -135,7 +143,9 @@ def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "inv.json")
-        cmd = [sys.executable, "-m", "capproof.engines.sglang.buffers", "build", version, out] + ([] if trace else ["--no-trace"])
+        cmd = [sys.executable, "-m", "capproof.engines.sglang.buffers", "build", version, out] + (
+            [] if trace else ["--no-trace"]
+        )
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(out):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -82,8 +82,10 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     docker_env, image, rest = strip_docker(argv)
     if image is not None:  # docker run … lmsysorg/sglang:TAG python3 -m sglang.launch_server …
         if not rest:
-            raise LaunchFlagError(f"docker image {image!r}: give the launch command after the image "
-                                  "(python3 -m sglang.launch_server --model-path M …)")
+            raise LaunchFlagError(
+                f"docker image {image!r}: give the launch command after the image "
+                "(python3 -m sglang.launch_server --model-path M …)"
+            )
         env, args = _strip_launcher(rest)
         return {**docker_env, **env}, args
     args = list(argv)
@@ -190,7 +192,7 @@ def parse_launch_args(argv: list[str]) -> LaunchConfig:
             raise LaunchFlagError("--config needs a file name")
         cfg.config_file = args[i + 1]
         file_args = _config_args(cfg.config_file)
-        args = args[:i] + args[i + 2:]
+        args = args[:i] + args[i + 2 :]
     values: dict[str, Any] = {}
     order: list[str] = []
     for source, tokens in ((cfg.config_file, file_args), ("command line", args)):

@@ -33,9 +33,13 @@ def scope_of(root: str) -> tuple[str, ...]:
     import os
 
     base = os.path.join(root, SRT)
-    items = sorted(f"{SRT}/{n}" for n in os.listdir(base)
-                   if (n.endswith(".py") or os.path.isdir(os.path.join(base, n))) and f"{SRT}/{n}" not in EXCLUDED
-                   and n != "__pycache__")
+    items = sorted(
+        f"{SRT}/{n}"
+        for n in os.listdir(base)
+        if (n.endswith(".py") or os.path.isdir(os.path.join(base, n)))
+        and f"{SRT}/{n}" not in EXCLUDED
+        and n != "__pycache__"
+    )
     return tuple(items) + (MOE_ALIGN,)
 
 
@@ -52,5 +56,6 @@ def scan_file(root: str, rel: str, locals_kept: bool = False) -> list[Allocation
 def scan(root: str, scope=None) -> list[Allocation]:
     """Every pre-allocation in ``scope`` (default :func:`scope_of`) under ``root`` (the extracted
     wheel), sorted by file and line."""
-    return _scan.scan(root, scope if scope is not None else scope_of(root), WRAPPERS, WRAPPER_DEFINITIONS,
-                      returned_fields=True)
+    return _scan.scan(
+        root, scope if scope is not None else scope_of(root), WRAPPERS, WRAPPER_DEFINITIONS, returned_fields=True
+    )

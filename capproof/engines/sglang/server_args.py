@@ -97,15 +97,33 @@ def sizing(values: dict[str, int], switches: set[str], strings: dict[str, str] |
         requested = values["max_running_requests"]
         per_worker = max(1, requested // dp) if dp_attention else requested
         out.pins["req_pool_size"] = per_worker
-        out.assumptions.append(("req_pool_size", (per_worker,), f"req_to_token_pool.size = min({per_worker}, token_capacity // 2) "
-                                "(kv_cache_configurator.py::resolve_max_num_reqs): assumed the memory-dependent "
-                                "token capacity does not lower it"))
+        out.assumptions.append(
+            (
+                "req_pool_size",
+                (per_worker,),
+                f"req_to_token_pool.size = min({per_worker}, token_capacity // 2) "
+                "(kv_cache_configurator.py::resolve_max_num_reqs): assumed the memory-dependent "
+                "token capacity does not lower it",
+            )
+        )
     else:
-        out.assumptions.append(("req_pool_size", (), "not given: SGLang 0.5.23 derives the running-request cap from "
-                                "the KV-cache token capacity (--mem-fraction-static, GPU memory); left free"))
+        out.assumptions.append(
+            (
+                "req_pool_size",
+                (),
+                "not given: SGLang 0.5.23 derives the running-request cap from "
+                "the KV-cache token capacity (--mem-fraction-static, GPU memory); left free",
+            )
+        )
     if "cuda_graph_max_bs" in values:
         out.pins["max_bs"] = values["cuda_graph_max_bs"]
     else:
-        out.assumptions.append(("max_bs", (), "not given: SGLang 0.5.23 chooses the decode graphs' largest batch from "
-                                "GPU memory (cuda_graph_max_bs_decode default None); left free"))
+        out.assumptions.append(
+            (
+                "max_bs",
+                (),
+                "not given: SGLang 0.5.23 chooses the decode graphs' largest batch from "
+                "GPU memory (cuda_graph_max_bs_decode default None); left free",
+            )
+        )
     return out

@@ -35,13 +35,51 @@ import types
 __all__ = ["STAND_IN_PACKAGES", "Anything", "activate"]
 
 #: Packages SGLang imports that have no CPU build here (or are not installed in the real venv).
-STAND_IN_PACKAGES = frozenset({
-    "triton", "orjson", "IPython", "torchvision", "sentencepiece", "compressed_tensors", "gguf", "sgl_kernel",
-    "flash_mla", "flashinfer", "deep_gemm", "flash_attn", "aiter", "cuda", "nvtx", "xgrammar", "outlines",
-    "sgl_fa4", "tilelang", "cutlass", "kt_kernel", "quack", "mooncake", "nixl", "mscclpp", "pynvml",
-    "decord", "soundfile", "av", "timm", "einops_exts", "numba", "cuda_bindings", "zmq_stub", "hf_transfer",
-    "openai_harmony", "partial_json_parser", "llguidance", "blobfile", "interegular", "modelscope",
-})
+STAND_IN_PACKAGES = frozenset(
+    {
+        "triton",
+        "orjson",
+        "IPython",
+        "torchvision",
+        "sentencepiece",
+        "compressed_tensors",
+        "gguf",
+        "sgl_kernel",
+        "flash_mla",
+        "flashinfer",
+        "deep_gemm",
+        "flash_attn",
+        "aiter",
+        "cuda",
+        "nvtx",
+        "xgrammar",
+        "outlines",
+        "sgl_fa4",
+        "tilelang",
+        "cutlass",
+        "kt_kernel",
+        "quack",
+        "mooncake",
+        "nixl",
+        "mscclpp",
+        "pynvml",
+        "decord",
+        "soundfile",
+        "av",
+        "timm",
+        "einops_exts",
+        "numba",
+        "cuda_bindings",
+        "zmq_stub",
+        "hf_transfer",
+        "openai_harmony",
+        "partial_json_parser",
+        "llguidance",
+        "blobfile",
+        "interegular",
+        "modelscope",
+    }
+)
 #: Packages SGLang's files must not import (another engine's sources share the extraction directory).
 BLOCKED = frozenset({"vllm"})
 
@@ -108,8 +146,15 @@ def _module(name: str) -> types.ModuleType:
         if attr.startswith("__"):
             raise AttributeError(attr)
         if attr[:1].isupper():
-            value = _StandInClass(attr, (), {"__init__": lambda self, *a, **k: None, "__module__": name,
-                                             "__getattr__": lambda self, a: Anything(a)})
+            value = _StandInClass(
+                attr,
+                (),
+                {
+                    "__init__": lambda self, *a, **k: None,
+                    "__module__": name,
+                    "__getattr__": lambda self, a: Anything(a),
+                },
+            )
         else:
             value = Anything(f"{name}.{attr}")
         setattr(module, attr, value)
@@ -145,8 +190,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         if spec.name.split(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"No module named {spec.name!r} (not importable from SGLang's sources here)",
-                                      name=spec.name)
+            raise ModuleNotFoundError(
+                f"No module named {spec.name!r} (not importable from SGLang's sources here)", name=spec.name
+            )
         return _module(spec.name)
 
     def exec_module(self, module):
@@ -175,6 +221,7 @@ def activate(root: str) -> None:
     import torch._inductor.codecache  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
     import torch.utils.flop_counter  # noqa: F401,E501
+
     try:
         import transformers.utils.import_utils as hf_imports
 

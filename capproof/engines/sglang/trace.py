@@ -44,14 +44,39 @@ from ...symbolic import SymInt
 from ..tracing import run as _run
 from ..tracing.interpret import Config, construct, run_statements
 
-__all__ = ["PACKAGE", "POSITIVE", "NONNEGATIVE", "HARNESSES", "config_values", "trace_all", "server",
-           "model_runner", "ENGINE"]
+__all__ = [
+    "PACKAGE",
+    "POSITIVE",
+    "NONNEGATIVE",
+    "HARNESSES",
+    "config_values",
+    "trace_all",
+    "server",
+    "model_runner",
+    "ENGINE",
+]
 
 PACKAGE = "sglang"
-POSITIVE = ("req_pool_size", "max_context_len", "context_len", "kv_pool_size", "page_size", "max_bs",
-            "captured_req_width", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-            "hidden_size", "vocab_size", "num_dp_ranks", "num_tokens", "top_k", "num_experts", "block_size_m",
-            "max_num_tokens")
+POSITIVE = (
+    "req_pool_size",
+    "max_context_len",
+    "context_len",
+    "kv_pool_size",
+    "page_size",
+    "max_bs",
+    "captured_req_width",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "hidden_size",
+    "vocab_size",
+    "num_dp_ranks",
+    "num_tokens",
+    "top_k",
+    "num_experts",
+    "block_size_m",
+    "max_num_tokens",
+)
 NONNEGATIVE: tuple = ()
 HARNESSES: dict = {}
 MODULES: dict = {}
@@ -76,10 +101,26 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
     """The names the harnesses read: SymInts named after themselves, or the ints of a real
     DeepSeek-V3.2-like deployment (256 requests, context 163840 + SGLang's extra 4, page 64,
     EAGLE 3 steps x top-k 1, 4 draft tokens, CUDA graphs up to 256 requests)."""
-    ints = dict(req_pool_size=256, max_context_len=163844, context_len=163840, kv_pool_size=1048576, page_size=64,
-                max_bs=256, captured_req_width=1, speculative_num_steps=3, speculative_eagle_topk=1,
-                speculative_num_draft_tokens=4, hidden_size=7168, vocab_size=129280, num_dp_ranks=1, num_tokens=8192,
-                top_k=8, num_experts=256, block_size_m=64, max_num_tokens=256)
+    ints = dict(
+        req_pool_size=256,
+        max_context_len=163844,
+        context_len=163840,
+        kv_pool_size=1048576,
+        page_size=64,
+        max_bs=256,
+        captured_req_width=1,
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+        hidden_size=7168,
+        vocab_size=129280,
+        num_dp_ranks=1,
+        num_tokens=8192,
+        top_k=8,
+        num_experts=256,
+        block_size_m=64,
+        max_num_tokens=256,
+    )
     ints.update(overrides)
     if not symbolic:
         return ints
@@ -94,16 +135,36 @@ def patches() -> list:
 def server(v: dict, spec: str | None = None) -> tuple:
     """The published configuration SGLang's runtime-context getters read (module docstring):
     ``(config bags by namespace, parallel context, flags)``."""
-    spec_cfg = Config(speculative_num_steps=v["speculative_num_steps"] if spec else None,
-                      speculative_eagle_topk=v["speculative_eagle_topk"] if spec else None,
-                      speculative_num_draft_tokens=v["speculative_num_draft_tokens"] if spec else None,
-                      speculative_algorithm=spec)
-    parallel = Config(attn_dcp_size=1, attn_dcp_rank=0, attn_tp_size=1, attn_tp_rank=0, tp_size=1, pp_size=1,
-                      attn_dp_size=1, dp_size=1, attn_cp_size=1, moe_ep_size=1, attn_dp_enabled=False,
-                      attn_cp_rank=0, attn_dp_rank=0, tp_rank=0, pp_rank=0)
+    spec_cfg = Config(
+        speculative_num_steps=v["speculative_num_steps"] if spec else None,
+        speculative_eagle_topk=v["speculative_eagle_topk"] if spec else None,
+        speculative_num_draft_tokens=v["speculative_num_draft_tokens"] if spec else None,
+        speculative_algorithm=spec,
+    )
+    parallel = Config(
+        attn_dcp_size=1,
+        attn_dcp_rank=0,
+        attn_tp_size=1,
+        attn_tp_rank=0,
+        tp_size=1,
+        pp_size=1,
+        attn_dp_size=1,
+        dp_size=1,
+        attn_cp_size=1,
+        moe_ep_size=1,
+        attn_dp_enabled=False,
+        attn_cp_rank=0,
+        attn_dp_rank=0,
+        tp_rank=0,
+        pp_rank=0,
+    )
     execution = Config(
-        kernel=Config(triton_attention_num_kv_splits=8, triton_attention_split_tile_size=None,
-                      triton_attention_reduce_in_fp32=False, enable_lean_attention=False),
+        kernel=Config(
+            triton_attention_num_kv_splits=8,
+            triton_attention_split_tile_size=None,
+            triton_attention_reduce_in_fp32=False,
+            enable_lean_attention=False,
+        ),
         moe=Config(moe_a2a_backend="none", moe_runner_backend="auto", enable_moe_gather=False),
         deterministic=Config(enable_deterministic_inference=False),
         graph=Config(disable_cuda_graph_padding=False, enable_profile_cuda_graph=False),
@@ -145,28 +206,58 @@ def model_runner(v: dict, device: str = "cpu", **extra) -> Config:
     import torch
 
     req_to_token = _fake_or_real((v["req_pool_size"], v["max_context_len"]), torch.int32)
-    model_config = Config(context_len=v["context_len"], hidden_size=v["hidden_size"], vocab_size=v["vocab_size"],
-                          is_encoder_decoder=False, dtype=torch.bfloat16, num_attention_heads=32,
-                          head_dim=128, v_head_dim=128, swa_v_head_dim=128, get_max_num_attention_heads=lambda: 32,
-                          get_num_kv_heads=lambda tp=1, dcp=1: 8, attention_arch=None, is_hybrid_swa=False,
-                          hf_config=Config(architectures=["LlamaForCausalLM"]),
-                          get_text_config=lambda: Config(), is_multimodal=False)
+    model_config = Config(
+        context_len=v["context_len"],
+        hidden_size=v["hidden_size"],
+        vocab_size=v["vocab_size"],
+        is_encoder_decoder=False,
+        dtype=torch.bfloat16,
+        num_attention_heads=32,
+        head_dim=128,
+        v_head_dim=128,
+        swa_v_head_dim=128,
+        get_max_num_attention_heads=lambda: 32,
+        get_num_kv_heads=lambda tp=1, dcp=1: 8,
+        attention_arch=None,
+        is_hybrid_swa=False,
+        hf_config=Config(architectures=["LlamaForCausalLM"]),
+        get_text_config=lambda: Config(),
+        is_multimodal=False,
+    )
     model_config.hf_text_config = model_config.hf_config
     runner = Config(
-        device=device, gpu_id=0, page_size=v["page_size"], sliding_window_size=None, is_draft_worker=False,
-        model_config=model_config, kv_cache_dtype=torch.bfloat16,
-        req_to_token_pool=Config(size=v["req_pool_size"], req_to_token=req_to_token,
-                                 max_context_len=v["max_context_len"]),
-        decode_num_tokens_per_req=lambda: 1, dtype=torch.bfloat16, kv_index_translator=None,
-        token_to_kv_pool=Config(size=v["kv_pool_size"], page_size=v["page_size"], start_layer=0,
-                                get_value_buffer=lambda layer: _fake_or_real((v["kv_pool_size"], 8, 128), torch.bfloat16),
-                                get_v_head_dim=lambda: 128),
+        device=device,
+        gpu_id=0,
+        page_size=v["page_size"],
+        sliding_window_size=None,
+        is_draft_worker=False,
+        model_config=model_config,
+        kv_cache_dtype=torch.bfloat16,
+        req_to_token_pool=Config(
+            size=v["req_pool_size"], req_to_token=req_to_token, max_context_len=v["max_context_len"]
+        ),
+        decode_num_tokens_per_req=lambda: 1,
+        dtype=torch.bfloat16,
+        kv_index_translator=None,
+        token_to_kv_pool=Config(
+            size=v["kv_pool_size"],
+            page_size=v["page_size"],
+            start_layer=0,
+            get_value_buffer=lambda layer: _fake_or_real((v["kv_pool_size"], 8, 128), torch.bfloat16),
+            get_v_head_dim=lambda: 128,
+        ),
         token_to_kv_pool_allocator=Config(size=v["kv_pool_size"], page_size=v["page_size"]),
-        is_multimodal=False, kv_cache_dtype_str="auto", is_local_attention_model=False,
-        prefill_attention_backend_str="flashinfer", decode_attention_backend_str="flashinfer",
-        spec_algorithm=Config(is_none=lambda: True, is_eagle=lambda: False, is_dspark=lambda: False,
-                              is_ngram=lambda: False),
-        hisparse_coordinator=None, lora_manager=None, attention_chunk_size=None,
+        is_multimodal=False,
+        kv_cache_dtype_str="auto",
+        is_local_attention_model=False,
+        prefill_attention_backend_str="flashinfer",
+        decode_attention_backend_str="flashinfer",
+        spec_algorithm=Config(
+            is_none=lambda: True, is_eagle=lambda: False, is_dspark=lambda: False, is_ngram=lambda: False
+        ),
+        hisparse_coordinator=None,
+        lora_manager=None,
+        attention_chunk_size=None,
     )
     for k, val in extra.items():
         setattr(runner, k, val)
@@ -202,13 +293,21 @@ def call(fn, owner, self_obj, overrides=None, **arguments):
 # harnesses
 
 
-@harness("ReqToTokenPool", "sglang.srt.mem_cache.memory_pool",
-         note="ReqToTokenPool(size, max_context_len, ...) as model_runner_components builds it")
+@harness(
+    "ReqToTokenPool",
+    "sglang.srt.mem_cache.memory_pool",
+    note="ReqToTokenPool(size, max_context_len, ...) as model_runner_components builds it",
+)
 def _req_to_token(v: dict, device: str):
     from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
 
-    return construct(ReqToTokenPool, size=v["req_pool_size"], max_context_len=v["max_context_len"], device=device,
-                     enable_memory_saver=False)
+    return construct(
+        ReqToTokenPool,
+        size=v["req_pool_size"],
+        max_context_len=v["max_context_len"],
+        device=device,
+        enable_memory_saver=False,
+    )
 
 
 @harness("PagedTokenToKVPoolAllocator", "sglang.srt.mem_cache.allocator.paged")
@@ -216,45 +315,74 @@ def _paged_allocator(v: dict, device: str):
     import torch
     from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
 
-    return construct(PagedTokenToKVPoolAllocator, size=v["kv_pool_size"], page_size=v["page_size"], dtype=torch.int64,
-                     device=device, kvcache=None, need_sort=False)
+    return construct(
+        PagedTokenToKVPoolAllocator,
+        size=v["kv_pool_size"],
+        page_size=v["page_size"],
+        dtype=torch.int64,
+        device=device,
+        kvcache=None,
+        need_sort=False,
+    )
 
 
 def _decode_buffers_args(v: dict, device: str, **extra):
     import torch
 
-    args = dict(device=device, max_bs=v["max_bs"],
-                # decode_cuda_graph_runner.py:424-428 (not ragged verify): max_bs * captured_req_width
-                max_num_token=v["max_bs"] * v["captured_req_width"], hidden_size=v["hidden_size"],
-                next_token_logits_buffer=None, dtype=torch.bfloat16, num_dp_ranks=v["num_dp_ranks"], pp_size=1,
-                is_encoder_decoder=False, require_mlp_tp_gather=False, seq_len_fill_value=1,
-                encoder_len_fill_value=0, num_tokens_per_req=v["captured_req_width"], cache_loc_dtype=torch.int64,
-                enable_mamba_track=False)
+    args = dict(
+        device=device,
+        max_bs=v["max_bs"],
+        # decode_cuda_graph_runner.py:424-428 (not ragged verify): max_bs * captured_req_width
+        max_num_token=v["max_bs"] * v["captured_req_width"],
+        hidden_size=v["hidden_size"],
+        next_token_logits_buffer=None,
+        dtype=torch.bfloat16,
+        num_dp_ranks=v["num_dp_ranks"],
+        pp_size=1,
+        is_encoder_decoder=False,
+        require_mlp_tp_gather=False,
+        seq_len_fill_value=1,
+        encoder_len_fill_value=0,
+        num_tokens_per_req=v["captured_req_width"],
+        cache_loc_dtype=torch.int64,
+        enable_mamba_track=False,
+    )
     args.update(extra)
     return args
 
 
-@harness("DecodeInputBuffers", "sglang.srt.model_executor.runner_utils.buffers",
-         note="DecodeInputBuffers.create as decode_cuda_graph_runner.py:470 calls it (max_num_token = max_bs * "
-              "captured_req_width, lines 424-428; seq_len_fill_value 1, the FlashInfer/Triton fill value)")
+@harness(
+    "DecodeInputBuffers",
+    "sglang.srt.model_executor.runner_utils.buffers",
+    note="DecodeInputBuffers.create as decode_cuda_graph_runner.py:470 calls it (max_num_token = max_bs * "
+    "captured_req_width, lines 424-428; seq_len_fill_value 1, the FlashInfer/Triton fill value)",
+)
 def _decode_buffers(v: dict, device: str):
     from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
 
-    return call(DecodeInputBuffers.create, DecodeInputBuffers, None, cls=DecodeInputBuffers,
-                **_decode_buffers_args(v, device))
+    return call(
+        DecodeInputBuffers.create, DecodeInputBuffers, None, cls=DecodeInputBuffers, **_decode_buffers_args(v, device)
+    )
 
 
 @harness("moe_align_block_size", "sglang.srt.layers.moe.moe_runner.triton_utils.moe_align_block_size")
 def _moe_align(v: dict, device: str):
     """SGLang's moe_align_block_size on a routing of ``num_tokens x top_k`` expert ids (its buffers
     are sized before the kernel runs)."""
-    import torch
     import importlib
+
+    import torch
 
     mod = importlib.import_module("sglang.srt.layers.moe.moe_runner.triton_utils.moe_align_block_size")
     topk_ids = _fake_or_real((v["num_tokens"], v["top_k"]), torch.int32)
-    return call(mod.moe_align_block_size, None, None, topk_ids=topk_ids, block_size=v["block_size_m"],
-                num_experts=v["num_experts"])
+    return call(
+        mod.moe_align_block_size,
+        None,
+        None,
+        topk_ids=topk_ids,
+        block_size=v["block_size_m"],
+        num_experts=v["num_experts"],
+    )
 
 
 def _backend(module: str, cls: str, multi_step: bool = False, **runner_extra):
@@ -262,19 +390,27 @@ def _backend(module: str, cls: str, multi_step: bool = False, **runner_extra):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
-        overrides = {"get_device_core_count": lambda *a, **k: _device_query("get_device_core_count"),
-                     "is_arch_support_pdl": lambda *a, **k: False}
+        overrides = {
+            "get_device_core_count": lambda *a, **k: _device_query("get_device_core_count"),
+            "is_arch_support_pdl": lambda *a, **k: False,
+        }
         # a multi-step draft backend: (model_runner, topk, speculative_num_steps), as the EAGLE
         # worker builds it from the speculative server arguments
-        extra = ((v["speculative_eagle_topk"], v["speculative_num_steps"]) if multi_step else ())
+        extra = (v["speculative_eagle_topk"], v["speculative_num_steps"]) if multi_step else ()
         with published(v, spec="EAGLE" if multi_step else None):
             obj, log = construct(klass, model_runner(v, device, **runner_extra), *extra, _overrides=overrides)
             # the decode CUDA-graph runner's call: attn_backend.init_cuda_graph_state(max_bs, max_num_token)
             # (decode_cuda_graph_runner.py:429), max_num_token = max_bs * captured_req_width
             init = getattr(klass, "init_cuda_graph_state", None)
             if init is not None:
-                _, log2 = call(init, klass, obj, overrides=overrides, max_bs=v["max_bs"],
-                               max_num_tokens=v["max_bs"] * v["captured_req_width"])
+                _, log2 = call(
+                    init,
+                    klass,
+                    obj,
+                    overrides=overrides,
+                    max_bs=v["max_bs"],
+                    max_num_tokens=v["max_bs"] * v["captured_req_width"],
+                )
         return [(obj, log), (obj, log2)] if init is not None else (obj, log)
 
     return run
@@ -286,17 +422,29 @@ def _device_query(name: str):
     raise CapproofError(f"device query {name} (a CPU cannot answer it for the deployment)")
 
 
-for _module, _cls in (("sglang.srt.layers.attention.triton_backend", "TritonAttnBackend"),
-                      ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferAttnBackend"),
-                      ("sglang.srt.layers.attention.flashattention_backend", "FlashAttentionBackend"),
-                      ("sglang.srt.layers.attention.flashmla_backend", "FlashMLABackend"),
-                      ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend")):
-    harness(_cls, _module, note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
-            "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it")(_backend(_module, _cls))
-for _module, _cls in (("sglang.srt.layers.attention.triton_backend", "TritonMultiStepDraftBackend"),
-                      ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferMultiStepDraftBackend")):
-    harness(_cls, _module, note="EAGLE draft backend (model_runner, speculative_eagle_topk, speculative_num_steps), "
-            "then init_cuda_graph_state(max_bs, max_bs * captured_req_width)")(_backend(_module, _cls, multi_step=True))
+for _module, _cls in (
+    ("sglang.srt.layers.attention.triton_backend", "TritonAttnBackend"),
+    ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferAttnBackend"),
+    ("sglang.srt.layers.attention.flashattention_backend", "FlashAttentionBackend"),
+    ("sglang.srt.layers.attention.flashmla_backend", "FlashMLABackend"),
+    ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
+):
+    harness(
+        _cls,
+        _module,
+        note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
+        "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it",
+    )(_backend(_module, _cls))
+for _module, _cls in (
+    ("sglang.srt.layers.attention.triton_backend", "TritonMultiStepDraftBackend"),
+    ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferMultiStepDraftBackend"),
+):
+    harness(
+        _cls,
+        _module,
+        note="EAGLE draft backend (model_runner, speculative_eagle_topk, speculative_num_steps), "
+        "then init_cuda_graph_state(max_bs, max_bs * captured_req_width)",
+    )(_backend(_module, _cls, multi_step=True))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -355,16 +503,23 @@ def _eagle_runner(module: str, cls: str):
 
         klass = getattr(importlib.import_module(module), cls)
         runner = model_runner(v, device)
-        worker = Config(model_runner=runner, draft_runner=runner, dsa_seed_topk_width=v["speculative_eagle_topk"],
-                        seed_dsa_topk_from_draft_extend=False, topk=v["speculative_eagle_topk"],
-                        speculative_num_steps=v["speculative_num_steps"])
+        worker = Config(
+            model_runner=runner,
+            draft_runner=runner,
+            dsa_seed_topk_width=v["speculative_eagle_topk"],
+            seed_dsa_topk_from_draft_extend=False,
+            topk=v["speculative_eagle_topk"],
+            speculative_num_steps=v["speculative_num_steps"],
+        )
         overrides = {
             # the runner's capture list, reduced to its maximum (max_bs = max(capture_bs))
             "get_batch_sizes_to_capture": lambda *a, **k: ([v["max_bs"]], []),
             "get_draft_recurrent_hidden_state_spec": lambda *a, **k: (v["hidden_size"], torch.bfloat16),
             # a TP-only deployment (no DP attention): SGLang's answers for it
-            "require_gathered_buffer": lambda *a, **k: False, "require_mlp_tp_gather": lambda *a, **k: False,
-            "require_mlp_sync": lambda *a, **k: False, "require_attn_tp_gather": lambda *a, **k: False,
+            "require_gathered_buffer": lambda *a, **k: False,
+            "require_mlp_tp_gather": lambda *a, **k: False,
+            "require_mlp_sync": lambda *a, **k: False,
+            "require_attn_tp_gather": lambda *a, **k: False,
             "deployment_attn_dp_size": lambda *a, **k: 1,
         }
         with published(v, spec="EAGLE"):
@@ -375,11 +530,17 @@ def _eagle_runner(module: str, cls: str):
     return run
 
 
-for _module, _cls in (("sglang.srt.speculative.eagle_draft_cuda_graph_runner", "EAGLEDraftCudaGraphRunner"),
-                      ("sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner", "EAGLEDraftExtendCudaGraphRunner")):
-    harness(_cls, _module, note="EAGLE (3 steps-like symbolic spec args) with a duck-typed worker; the capture list "
-            "stands for its maximum max_bs (get_batch_sizes_to_capture); the draft attention backend is a stand-in "
-            "(fill value 1)")(_eagle_runner(_module, _cls))
+for _module, _cls in (
+    ("sglang.srt.speculative.eagle_draft_cuda_graph_runner", "EAGLEDraftCudaGraphRunner"),
+    ("sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner", "EAGLEDraftExtendCudaGraphRunner"),
+):
+    harness(
+        _cls,
+        _module,
+        note="EAGLE (3 steps-like symbolic spec args) with a duck-typed worker; the capture list "
+        "stands for its maximum max_bs (get_batch_sizes_to_capture); the draft attention backend is a stand-in "
+        "(fill value 1)",
+    )(_eagle_runner(_module, _cls))
 
 
 #: this module is SGLang's :class:`capproof.engines.tracing.Engine`

@@ -15,8 +15,18 @@ import sys
 from typing import Callable, Mapping
 
 from ...errors import SpecError
-from ...inventory import (Entry, classify, diff, diff_lines, dump, dumps, expression_names, load, render_markdown,
-                          summary_line)
+from ...inventory import (
+    Entry,
+    classify,
+    diff,
+    diff_lines,
+    dump,
+    dumps,
+    expression_names,
+    load,
+    render_markdown,
+    summary_line,
+)
 from .scan import Allocation
 
 __all__ = ["INVENTORY_DIR", "paths", "normalise", "read_entry", "finish"]
@@ -67,18 +77,42 @@ def read_entry(a: Allocation, why: str, rename: Mapping[str, str], dtypes: Mappi
             params.update(expression_names(expr))
         except SpecError:
             try:
-                params.update(n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)
-                              and n.id not in ("len", "maximum", "minimum", "cdiv", "round_up", "int", "sum"))
+                params.update(
+                    n.id
+                    for n in ast.walk(ast.parse(expr, mode="eval"))
+                    if isinstance(n, ast.Name)
+                    and n.id not in ("len", "maximum", "minimum", "cdiv", "round_up", "int", "sum")
+                )
             except SyntaxError:
                 pass
-    return Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
-                 dtype=dtypes.get(a.dtype, a.dtype), shape=shape, how="read", why=why,
-                 sized_by=classify(params), params=sorted(params), verdicts={})
+    return Entry(
+        id=a.id,
+        file=a.file,
+        line=a.line,
+        owner=a.owner,
+        attribute=a.attribute,
+        dtype=dtypes.get(a.dtype, a.dtype),
+        shape=shape,
+        how="read",
+        why=why,
+        sized_by=classify(params),
+        params=sorted(params),
+        verdicts={},
+    )
 
 
-def finish(engine: str, version: str, entries: list[Entry], json_out: str | None, write: bool, check: bool,
-           scanned: int, seconds: float, out: Callable[[str], None] = print,
-           err: Callable[[str], None] | None = None) -> int:
+def finish(
+    engine: str,
+    version: str,
+    entries: list[Entry],
+    json_out: str | None,
+    write: bool,
+    check: bool,
+    scanned: int,
+    seconds: float,
+    out: Callable[[str], None] = print,
+    err: Callable[[str], None] | None = None,
+) -> int:
     """Keep the committed verdicts, then ``--json``/``--check``/``--write`` as the command says;
     print the summary line. Returns the exit code (0 ok, 1 stale, 2 bad output path)."""
     err = err or (lambda s: print(s, file=sys.stderr))

@@ -26,15 +26,24 @@ from typing import Callable, Iterator
 from ...errors import CapproofError
 from ...symbolic import SymInt
 
-__all__ = ["FakeShape", "FakeTensor", "Recorded", "Recorder", "recording", "active", "TORCH_FACTORIES",
-           "NUMPY_FACTORIES"]
+__all__ = [
+    "FakeShape",
+    "FakeTensor",
+    "Recorded",
+    "Recorder",
+    "recording",
+    "active",
+    "TORCH_FACTORIES",
+    "NUMPY_FACTORIES",
+]
+
 
 def _dtype_name(dtype) -> str:
     if dtype is None:
         return ""
     text = str(dtype)
     if text.startswith("torch."):
-        return text[len("torch."):]
+        return text[len("torch.") :]
     try:
         import numpy as np
 
@@ -132,9 +141,15 @@ class FakeTensor:
 
     def _elementwise(self, other):
         # ``arange(n) * k``, ``x + 1``: a scalar operand keeps the buffer's shape
-        if isinstance(other, (int, float, SymInt)) or other is self or (
-                isinstance(other, FakeTensor) and len(other.shape) == len(self.shape)
-                and all(_same_dim(a, b) for a, b in zip(self.shape, other.shape))):
+        if (
+            isinstance(other, (int, float, SymInt))
+            or other is self
+            or (
+                isinstance(other, FakeTensor)
+                and len(other.shape) == len(self.shape)
+                and all(_same_dim(a, b) for a, b in zip(self.shape, other.shape))
+            )
+        ):
             return FakeTensor(tuple(self.shape), self.dtype, self.device)
         return NotImplemented
 
@@ -148,6 +163,7 @@ class FakeTensor:
             raise TypeError("repeat: fewer sizes than dimensions")
         shape = tuple(sizes[:lead]) + tuple(d * k for d, k in zip(self.shape, sizes[lead:]))
         return FakeTensor(shape, self.dtype, self.device)
+
     fill_ = zero_ = copy_ = normal_ = uniform_ = masked_fill_ = index_fill_ = _same
     __iadd__ = __isub__ = __imul__ = _same
 
@@ -189,7 +205,7 @@ class FakeTensor:
         if caller is None:
             return
         root = os.path.abspath(_ACTIVE.root) + os.sep
-        where = (os.path.abspath(caller.f_code.co_filename)[len(root):].replace(os.sep, "/"), caller.f_lineno)
+        where = (os.path.abspath(caller.f_code.co_filename)[len(root) :].replace(os.sep, "/"), caller.f_lineno)
         items = key if isinstance(key, tuple) else (key,)
         dims = []
         for d, k in enumerate(items):
@@ -206,14 +222,30 @@ class FakeTensor:
         # a view: keep the buffer's trailing shape; slicing the first dimension keeps the fake
         if isinstance(key, tuple) and len(key) >= 1 and all(isinstance(k, slice) for k in key):
             return self
-        if isinstance(key, slice) and key.start is None and key.step is None and isinstance(key.stop, int) \
-                and key.stop < 0 and self.shape:
+        if (
+            isinstance(key, slice)
+            and key.start is None
+            and key.step is None
+            and isinstance(key.stop, int)
+            and key.stop < 0
+            and self.shape
+        ):
             # ``x[:-c]`` (e.g. ``query_start_loc[:-1]``): c fewer rows, never fewer than none
             from ...arith import maximum
 
             n = self.shape[0] + key.stop
-            return FakeTensor((maximum(n, 0) if isinstance(n, SymInt) and not _provably_nonnegative(n) else
-                               max(n, 0) if isinstance(n, int) else n,) + tuple(self.shape[1:]), self.dtype, self.device)
+            return FakeTensor(
+                (
+                    maximum(n, 0)
+                    if isinstance(n, SymInt) and not _provably_nonnegative(n)
+                    else max(n, 0)
+                    if isinstance(n, int)
+                    else n,
+                )
+                + tuple(self.shape[1:]),
+                self.dtype,
+                self.device,
+            )
         if isinstance(key, slice):
             return self
         if isinstance(key, int) and len(self.shape) > 1:
@@ -279,7 +311,6 @@ def _is_dtype(x) -> bool:
     return isinstance(x, type) and issubclass(x, np.generic) or isinstance(x, np.dtype)
 
 
-
 @dataclass
 class Recorded:
     """One recorded allocation: its shape (ints/SymInts), dtype name, the call, and the stack of
@@ -322,7 +353,7 @@ class Recorder:
         while f is not None:
             fn = os.path.abspath(f.f_code.co_filename)
             if fn.startswith(root):
-                out.append((fn[len(root):].replace(os.sep, "/"), f.f_lineno))
+                out.append((fn[len(root) :].replace(os.sep, "/"), f.f_lineno))
             f = f.f_back
         return out
 
@@ -333,8 +364,9 @@ class Recorder:
             if str(kwargs.get("device", "")).startswith("cuda"):
                 kwargs = {**kwargs, "device": "cpu"}  # a shape does not depend on the device
             result = real(*args, **kwargs)
-            self.records.append(Recorded(tuple(int(d) for d in result.shape), _dtype_name(result.dtype), call,
-                                         self._stack()))
+            self.records.append(
+                Recorded(tuple(int(d) for d in result.shape), _dtype_name(result.dtype), call, self._stack())
+            )
             self._remember(result)
             return result
         if dtype is None and like is not None:
@@ -471,12 +503,17 @@ def _symbolic_aware(real, which: str):
 
     def fn(*args, **kwargs):
         items = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
-        if not kwargs and len(items) >= 1 and any(isinstance(x, SymInt) for x in items) and all(
-                isinstance(x, (int, SymInt)) and not isinstance(x, bool) for x in items):
+        if (
+            not kwargs
+            and len(items) >= 1
+            and any(isinstance(x, SymInt) for x in items)
+            and all(isinstance(x, (int, SymInt)) and not isinstance(x, bool) for x in items)
+        ):
             return (maximum if which == "max" else minimum)(*items)
         return real(*args, **kwargs)
 
     return fn
+
 
 TORCH_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
 NUMPY_FACTORIES = ("zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_like", "full_like", "ones_like")
@@ -486,8 +523,9 @@ _ABSENT = object()
 
 
 @contextlib.contextmanager
-def recording(root: str, mode: str = "fake", patches: Callable[[], list] | None = None,
-              facts: Callable[[], list] | None = None) -> Iterator[Recorder]:
+def recording(
+    root: str, mode: str = "fake", patches: Callable[[], list] | None = None, facts: Callable[[], list] | None = None
+) -> Iterator[Recorder]:
     """Patch the allocation calls of torch and numpy with a :class:`Recorder` while the body runs.
 
     ``patches()`` returns the engine's stand-ins ``[(object, attribute, value)]``, set for the
@@ -510,7 +548,7 @@ def recording(root: str, mode: str = "fake", patches: Callable[[], list] | None 
         setattr(obj, name, value)
 
     try:
-        for target, attr, value in (patches() if patches is not None else []):
+        for target, attr, value in patches() if patches is not None else []:
             patch(target, attr, value)
         if mode == "fake":
             import builtins

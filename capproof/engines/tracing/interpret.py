@@ -20,11 +20,21 @@ from types import SimpleNamespace
 from ...errors import CapproofError
 from . import fake as _fake
 
-__all__ = ["Poisoned", "StepLog", "run_statements", "construct", "DeviceQuery", "Config", "CudaOnly",
-           "install_cuda_only", "ENGINE_PACKAGES"]
+__all__ = [
+    "Poisoned",
+    "StepLog",
+    "run_statements",
+    "construct",
+    "DeviceQuery",
+    "Config",
+    "CudaOnly",
+    "install_cuda_only",
+    "ENGINE_PACKAGES",
+]
 
 #: Top-level packages of the engines traced (their sources' root is the directory holding them).
 ENGINE_PACKAGES = ("vllm", "sglang")
+
 
 class Poisoned:
     """The value of a name whose defining statement could not run on symbolic values. Statements
@@ -45,8 +55,23 @@ class StepLog:
     skipped: list[tuple[str, int, int, str]] = field(default_factory=list)
 
 
-_MUTATORS = {"append", "extend", "insert", "update", "add", "pop", "popitem", "setdefault", "remove",
-             "discard", "clear", "sort", "reverse", "register", "register_warmup"}
+_MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "update",
+    "add",
+    "pop",
+    "popitem",
+    "setdefault",
+    "remove",
+    "discard",
+    "clear",
+    "sort",
+    "reverse",
+    "register",
+    "register_warmup",
+}
 
 
 def _stored_names(stmt: ast.stmt) -> tuple[set[str], set[str]]:
@@ -86,9 +111,12 @@ def _stored_names(stmt: ast.stmt) -> tuple[set[str], set[str]]:
             target(node.optional_vars)
         elif isinstance(node, ast.NamedExpr):
             target(node.target)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and (node.func.attr in _MUTATORS or node.func.attr.endswith("_"))):
-            target(node.func.value)   # x.append(...), self.buf.fill_(...): the receiver changes
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and (node.func.attr in _MUTATORS or node.func.attr.endswith("_"))
+        ):
+            target(node.func.value)  # x.append(...), self.buf.fill_(...): the receiver changes
     return names, attrs
 
 
@@ -128,8 +156,9 @@ class _ZeroArgSuper(ast.NodeTransformer):
         return node
 
 
-def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None = None,
-                   overrides: dict | None = None) -> StepLog:
+def run_statements(
+    fn, owner_cls, self_obj, arguments: dict, log: StepLog | None = None, overrides: dict | None = None
+) -> StepLog:
     """Run the body of ``fn`` (a method of ``owner_cls``, e.g. ``__init__``) one top-level statement
     at a time, in a namespace of its module's globals, ``self`` and ``arguments``.
 
@@ -167,7 +196,9 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             break
         reads, attr_reads = _loaded(stmt)
         # sorted: the same statement names the same poisoned input in every run (sets are unordered)
-        bad = sorted(n for n in reads if n in poisoned_names) + sorted(f"self.{a}" for a in attr_reads if a in poisoned_attrs)
+        bad = sorted(n for n in reads if n in poisoned_names) + sorted(
+            f"self.{a}" for a in attr_reads if a in poisoned_attrs
+        )
         why = None
         if bad:
             why = f"reads {bad[0]}, not traced ({(poisoned_names | {('self.' + k): v for k, v in poisoned_attrs.items()})[bad[0]]})"
@@ -177,8 +208,13 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             parent, parent_init = _parent_init(owner_cls)
             call = stmt.value
             try:
-                args_code = compile(ast.fix_missing_locations(ast.Expression(ast.Call(
-                    ast.Name("__capture__", ast.Load()), call.args, call.keywords))), filename, "eval")
+                args_code = compile(
+                    ast.fix_missing_locations(
+                        ast.Expression(ast.Call(ast.Name("__capture__", ast.Load()), call.args, call.keywords))
+                    ),
+                    filename,
+                    "eval",
+                )
                 ns["__capture__"] = lambda *a, **k: (a, k)
                 pargs, pkwargs = eval(args_code, ns)
                 sig = inspect.signature(parent_init)
@@ -194,8 +230,9 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
                     if isinstance(getattr(self_obj, a, None), Poisoned):
                         poisoned_attrs.setdefault(a, "skipped in the parent constructor")
         else:
-            module = ast.fix_missing_locations(ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))],
-                                                          type_ignores=[]))
+            module = ast.fix_missing_locations(
+                ast.Module([_Returns().visit(_ZeroArgSuper().visit(stmt))], type_ignores=[])
+            )
             ns["__capproof_return__"] = _ReturnSignal
             trace = getattr(trace_state, "trace", None)
             before = len(trace.misuse) if trace is not None else 0
@@ -226,7 +263,9 @@ def run_statements(fn, owner_cls, self_obj, arguments: dict, log: StepLog | None
             why = re.sub(r"\S*?((?:%s)/\S+\.py:\d+)" % "|".join(ENGINE_PACKAGES), r"\1", why)[:200]
             rel = os.path.relpath(filename, _root_of(filename)).replace(os.sep, "/")
             where = f"{rel}:{stmt.lineno}"
-            log.skipped.append((rel, stmt.lineno, stmt.end_lineno or stmt.lineno, f"statement at {where} not traced: {why}"))
+            log.skipped.append(
+                (rel, stmt.lineno, stmt.end_lineno or stmt.lineno, f"statement at {where} not traced: {why}")
+            )
             names, attrs = _stored_names(stmt)
             for n in names - {"self"}:
                 poisoned_names[n] = f"{where} skipped"
@@ -245,8 +284,14 @@ def _is_super_init(stmt: ast.stmt) -> bool:
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     f = stmt.value.func
-    return (isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call)
-            and isinstance(f.value.func, ast.Name) and f.value.func.id == "super" and not f.value.args)
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr == "__init__"
+        and isinstance(f.value, ast.Call)
+        and isinstance(f.value.func, ast.Name)
+        and f.value.func.id == "super"
+        and not f.value.args
+    )
 
 
 def _parent_init(owner_cls):
@@ -317,7 +362,6 @@ class DeviceQuery:
         raise CapproofError(f"device query current_platform.{name} (a CPU cannot answer it for the deployment)")
 
 
-
 class Config(SimpleNamespace):
     """A duck-typed vLLM config object: only the fields a harness gives; reading any other field
     raises AttributeError naming it (so the statement that reads it is reported, not guessed)."""
@@ -326,6 +370,7 @@ class Config(SimpleNamespace):
         if name.startswith("__"):
             raise AttributeError(name)
         raise AttributeError(f"duck-typed config has no field {name!r}")
+
 
 class CudaOnly:
     """A stand-in for a GPU-only package or any name imported from it: using it raises."""
@@ -371,5 +416,3 @@ def install_cuda_only(package: str) -> None:
 
     module.__getattr__ = attribute
     sys.modules[package] = module
-
-

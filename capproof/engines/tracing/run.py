@@ -19,6 +19,7 @@ from .interpret import StepLog, install_cuda_only
 
 __all__ = ["prepare", "one_run", "facts", "explore_harness", "condition_expression", "trace_all", "matches"]
 
+
 def prepare(engine, name: str) -> None:
     """Import harness ``name``'s engine modules (outside the recording); a GPU-only package they
     import (``engine.CUDA_ONLY_PACKAGES``) is replaced by a :class:`~.interpret.CudaOnly` module."""
@@ -36,6 +37,7 @@ def prepare(engine, name: str) -> None:
 
 # ------------------------------------------------------------------------------------------------
 # running
+
 
 def matches(rec: Recorded, sites: dict[tuple[str, int], object]):
     for frame in rec.stack:
@@ -58,8 +60,11 @@ def one_run(engine, name: str, root: str):
     try:
         with tracing(), record(engine, root, "fake") as rec:
             result = engine.HARNESSES[name](values, "cpu")
-        logs = [x[1] for x in (result if isinstance(result, list) else [result])
-                if isinstance(x, tuple) and isinstance(x[1], StepLog)]
+        logs = [
+            x[1]
+            for x in (result if isinstance(result, list) else [result])
+            if isinstance(x, tuple) and isinstance(x[1], StepLog)
+        ]
     except Exception as exc:  # noqa: BLE001 - a harness that cannot run leaves entries read
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         error = re.sub(r"\S*?(%s/\S+\.py:\d+)" % re.escape(engine.PACKAGE), r"\1", error)[:240]
@@ -70,7 +75,7 @@ def facts(engine):
     """What every config name satisfies (sizes >= 1, counts >= 0): prunes impossible branches."""
     import z3
 
-    return ([z3.Int(n) >= 1 for n in engine.POSITIVE] + [z3.Int(n) >= 0 for n in engine.NONNEGATIVE])
+    return [z3.Int(n) >= 1 for n in engine.POSITIVE] + [z3.Int(n) >= 0 for n in engine.NONNEGATIVE]
 
 
 def explore_harness(engine, name: str, root: str):
@@ -89,8 +94,9 @@ def explore_harness(engine, name: str, root: str):
     # without the prover's exception watch: the tracer skips a statement on which the engine caught a
     # capproof error, but an engine's own ``except TypeError`` (how it handles its arguments) would
     # poison whole constructors; a fallback it takes only on symbolic sizes is a known limit
-    exploration = explore(lambda: one_run(engine, name, root), budget=engine.FORK_BUDGET, assume=facts(engine),
-                          watch=False)
+    exploration = explore(
+        lambda: one_run(engine, name, root), budget=engine.FORK_BUDGET, assume=facts(engine), watch=False
+    )
     runs = []
     for path in exploration.paths:
         if path.error is not None:
@@ -132,7 +138,7 @@ def _simplest_equivalent(term, facts, rlimit: int = 200000):
     if len(atoms) <= 1 or len(atoms) > 24:
         return term
     literals = atoms + [z3.Not(a) for a in atoms]
-    candidates = literals + [z3.And(a, b) for i, a in enumerate(literals) for b in literals[i + 1:]]
+    candidates = literals + [z3.And(a, b) for i, a in enumerate(literals) for b in literals[i + 1 :]]
     for cand in candidates:
         solver = z3.Solver()
         solver.set("rlimit", rlimit)
@@ -191,7 +197,9 @@ def trace_all(engine, root: str, allocations, names: list[str] | None = None):
                 continue
             a = next(x for x in allocations if x.id == aid)
             if not complete:
-                reasons[aid] = f"fork budget ({engine.FORK_BUDGET} paths) exhausted before every branch of {name} was explored"
+                reasons[aid] = (
+                    f"fork budget ({engine.FORK_BUDGET} paths) exhausted before every branch of {name} was explored"
+                )
                 continue
             ranks = {len(r.shape) for _, r in hits}
             dtypes = {r.dtype for _, r in hits}
@@ -216,9 +224,21 @@ def trace_all(engine, root: str, allocations, names: list[str] | None = None):
             if engine.NOTES.get(name):
                 why = f"{why}; {engine.NOTES[name]}" if why else engine.NOTES[name]
             params = sorted({n for x in shape for n in expression_names(x)})
-            traced[aid] = Entry(id=a.id, file=a.file, line=a.line, owner=a.owner, attribute=a.attribute,
-                                dtype=dtypes.pop(), shape=shape, how="traced", why=why, sized_by=classify(params),
-                                params=params, verdicts={}, accesses=executed_accesses(engine, [r for _, r in hits]))
+            traced[aid] = Entry(
+                id=a.id,
+                file=a.file,
+                line=a.line,
+                owner=a.owner,
+                attribute=a.attribute,
+                dtype=dtypes.pop(),
+                shape=shape,
+                how="traced",
+                why=why,
+                sized_by=classify(params),
+                params=params,
+                verdicts={},
+                accesses=executed_accesses(engine, [r for _, r in hits]),
+            )
     return list(traced.values()), sorted(set(problems)), reasons
 
 
@@ -238,7 +258,13 @@ def executed_accesses(engine, records) -> list[dict]:
                         extent = to_expression(term, positive=engine.POSITIVE, nonnegative=engine.NONNEGATIVE)
                     except (SpecError, TypeError):
                         extent = "?"
-                item = {"file": file, "line": line, "dim": dim, "extent": extent, "op": f"{kind} {rw}", "how": "executed"}
+                item = {
+                    "file": file,
+                    "line": line,
+                    "dim": dim,
+                    "extent": extent,
+                    "op": f"{kind} {rw}",
+                    "how": "executed",
+                }
                 out.setdefault((file, line, dim, item["op"], extent), item)
     return sorted(out.values(), key=lambda a: (a["file"], a["line"], a["dim"], a["op"]))
-

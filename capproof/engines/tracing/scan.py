@@ -26,19 +26,20 @@ TORCH_ALLOC = {"zeros", "empty", "full", "ones", "arange", "zeros_like", "empty_
 NEW_ALLOC = {"new_zeros", "new_empty", "new_full", "new_ones"}
 MODULES = {"torch", "np", "numpy"}
 
+
 @dataclass
 class Allocation:
     """One allocation call kept across steps, as read from the source."""
 
-    file: str            # path inside the wheel, e.g. vllm/v1/worker/block_table.py
+    file: str  # path inside the wheel, e.g. vllm/v1/worker/block_table.py
     line: int
-    owner: str           # enclosing class, or the module-level function
-    attribute: str       # the self attribute (or the local name in an initialiser)
-    function: str        # the enclosing function
-    call: str            # the callee as written: torch.zeros, self._make_buffer, CpuGpuBuffer, ...
-    args: list[str] = field(default_factory=list)   # the shape arguments' source text
-    dtype: str = ""      # dtype keyword's text (torch.int32 -> int32), '' when not given
-    source: str = ""     # the full call's source text
+    owner: str  # enclosing class, or the module-level function
+    attribute: str  # the self attribute (or the local name in an initialiser)
+    function: str  # the enclosing function
+    call: str  # the callee as written: torch.zeros, self._make_buffer, CpuGpuBuffer, ...
+    args: list[str] = field(default_factory=list)  # the shape arguments' source text
+    dtype: str = ""  # dtype keyword's text (torch.int32 -> int32), '' when not given
+    source: str = ""  # the full call's source text
 
     @property
     def id(self) -> str:
@@ -95,7 +96,9 @@ def _target_name(t: ast.expr) -> tuple[str, bool] | None:
     suffix = ""
     while isinstance(base, ast.Subscript):
         key = base.slice
-        if isinstance(key, ast.Slice) or (isinstance(key, ast.Tuple) and any(isinstance(k, ast.Slice) for k in key.elts)):
+        if isinstance(key, ast.Slice) or (
+            isinstance(key, ast.Tuple) and any(isinstance(k, ast.Slice) for k in key.elts)
+        ):
             return None  # `buf[:n] = ...` copies into an existing buffer
         suffix = "[]" + suffix
         base = base.value
@@ -114,8 +117,15 @@ def _target_name(t: ast.expr) -> tuple[str, bool] | None:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, file: str, source: str, locals_kept: bool = False, wrappers=frozenset(),
-                 wrapper_definitions=frozenset(), returned_fields: bool = False):
+    def __init__(
+        self,
+        file: str,
+        source: str,
+        locals_kept: bool = False,
+        wrappers=frozenset(),
+        wrapper_definitions=frozenset(),
+        returned_fields: bool = False,
+    ):
         self.file = file
         self.returned_fields = returned_fields
         self.wrappers = wrappers
@@ -166,7 +176,7 @@ class _Visitor(ast.NodeVisitor):
             return
         names: list[tuple[str, bool]] = []
         for t in targets:
-            for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+            for e in t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]:
                 n = _target_name(e)
                 if n:
                     names.append(n)
@@ -191,11 +201,19 @@ class _Visitor(ast.NodeVisitor):
             if self.returned_fields and not pair:
                 name = name + _field_of(value, call)
             self.seen_calls.add(id(call))
-            self.found.append(Allocation(
-                file=self.file, line=call.lineno, owner=owner, attribute=name, function=function,
-                call=_callee(call, self.wrappers) or "", args=_shape_args(call, self.wrappers),
-                dtype=_dtype_text(call, self.wrappers),
-                source=ast.get_source_segment(self.source, call) or ast.unparse(call)))
+            self.found.append(
+                Allocation(
+                    file=self.file,
+                    line=call.lineno,
+                    owner=owner,
+                    attribute=name,
+                    function=function,
+                    call=_callee(call, self.wrappers) or "",
+                    args=_shape_args(call, self.wrappers),
+                    dtype=_dtype_text(call, self.wrappers),
+                    source=ast.get_source_segment(self.source, call) or ast.unparse(call),
+                )
+            )
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self._assign(node.targets, node.value)
@@ -224,8 +242,13 @@ def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
     -> ``input_ids``: a field of the buffers object the caller keeps)."""
     out: dict[str, str] = {}
     for node in ast.walk(fn):
-        if (returned_fields and isinstance(node, ast.Return) and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name) and node.value.func.id == "cls"):
+        if (
+            returned_fields
+            and isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "cls"
+        ):
             for kw in node.value.keywords:
                 if kw.arg and isinstance(kw.value, ast.Name):
                     out.setdefault(kw.value.id, kw.arg)
@@ -237,8 +260,13 @@ def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
                     for kw in node.value.keywords:
                         if kw.arg and isinstance(kw.value, ast.Name):
                             out.setdefault(kw.value.id, f"{t[0]}.{kw.arg}")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend")
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend")
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name)
+        ):
             t = _target_name(node.func.value)
             if t and t[1]:
                 out.setdefault(node.args[0].id, t[0] + "[]")
@@ -250,8 +278,14 @@ def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
     return out
 
 
-def scan_file(root: str, rel: str, locals_kept: bool = False, wrappers=frozenset(),
-              wrapper_definitions=frozenset(), returned_fields: bool = False) -> list[Allocation]:
+def scan_file(
+    root: str,
+    rel: str,
+    locals_kept: bool = False,
+    wrappers=frozenset(),
+    wrapper_definitions=frozenset(),
+    returned_fields: bool = False,
+) -> list[Allocation]:
     """The pre-allocations of one file (``rel`` is relative to ``root``, the wheel's source root);
     ``locals_kept``: also the allocations bound to local names (a file named in the scope itself);
     ``wrappers``/``wrapper_definitions``: the engine's buffer wrappers (module docstring);
@@ -271,8 +305,9 @@ def scan_file(root: str, rel: str, locals_kept: bool = False, wrappers=frozenset
     return sorted(v.found, key=lambda a: a.line)
 
 
-def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset(),
-         returned_fields: bool = False) -> list[Allocation]:
+def scan(
+    root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset(), returned_fields: bool = False
+) -> list[Allocation]:
     """Every pre-allocation in ``scope`` (directories and files relative to ``root``, the extracted
     wheel) under ``root``, sorted by file and line; a file named in ``scope`` itself also lists the
     allocations bound to local names."""
@@ -291,6 +326,14 @@ def scan(root: str, scope, wrappers=frozenset(), wrapper_definitions=frozenset()
     out: list[Allocation] = []
     for rel in sorted(set(f.replace(os.sep, "/") for f in files)):
         rel = rel.replace(os.sep, "/")
-        out.extend(scan_file(root, rel, locals_kept=rel in single, wrappers=wrappers,
-                             wrapper_definitions=wrapper_definitions, returned_fields=returned_fields))
+        out.extend(
+            scan_file(
+                root,
+                rel,
+                locals_kept=rel in single,
+                wrappers=wrappers,
+                wrapper_definitions=wrapper_definitions,
+                returned_fields=returned_fields,
+            )
+        )
     return out

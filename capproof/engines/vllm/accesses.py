@@ -37,9 +37,33 @@ __all__ = ["attribute_name", "accesses_in_file", "accesses_of", "annotate"]
 #: ``CpuGpuBuffer`` views whose subscripts index the buffer itself.
 VIEWS = {"np", "cpu", "gpu"}
 #: Calls of these methods on a buffer are recorded (others, e.g. ``.stride()`` or ``.dtype``, touch no element).
-METHODS = {"copy_", "index_select", "gather", "scatter_", "scatter", "scatter_add_", "index_copy_", "index_fill_",
-           "index_put_", "masked_fill_", "fill_", "zero_", "view", "reshape", "flatten", "unsqueeze", "narrow",
-           "copy_to_gpu", "copy_to_cpu", "to", "tolist", "numpy", "cumsum", "put_", "repeat_interleave"}
+METHODS = {
+    "copy_",
+    "index_select",
+    "gather",
+    "scatter_",
+    "scatter",
+    "scatter_add_",
+    "index_copy_",
+    "index_fill_",
+    "index_put_",
+    "masked_fill_",
+    "fill_",
+    "zero_",
+    "view",
+    "reshape",
+    "flatten",
+    "unsqueeze",
+    "narrow",
+    "copy_to_gpu",
+    "copy_to_cpu",
+    "to",
+    "tolist",
+    "numpy",
+    "cumsum",
+    "put_",
+    "repeat_interleave",
+}
 #: Cap on the accesses kept per entry (the first ones by line), so the inventory stays readable.
 MAX_PER_ENTRY = 40
 
@@ -105,22 +129,54 @@ def accesses_in_file(path: str, rel: str, name: str) -> list[dict]:
         if isinstance(parent, ast.Subscript) and parent.value is target:
             write = isinstance(parent.ctx, (ast.Store, ast.Del)) or _aug_target(parent, parents)
             for dim, extent, op in _key_accesses(parent.slice):
-                out.append({"file": rel, "line": line, "dim": dim, "extent": extent,
-                            "op": f"{op}{via}" + (" write" if write else " read"), "how": "ast"})
+                out.append(
+                    {
+                        "file": rel,
+                        "line": line,
+                        "dim": dim,
+                        "extent": extent,
+                        "op": f"{op}{via}" + (" write" if write else " read"),
+                        "how": "ast",
+                    }
+                )
         elif isinstance(parent, ast.Attribute) and parent.value is target and parent.attr in METHODS:
             call = parents.get(parent)
             if isinstance(call, ast.Call) and call.func is parent:
                 if parent.attr == "copy_to_gpu" and call.args:
-                    out.append({"file": rel, "line": line, "dim": 0, "extent": ast.unparse(call.args[0]),
-                                "op": "copy_to_gpu (slice)", "how": "ast"})
+                    out.append(
+                        {
+                            "file": rel,
+                            "line": line,
+                            "dim": 0,
+                            "extent": ast.unparse(call.args[0]),
+                            "op": "copy_to_gpu (slice)",
+                            "how": "ast",
+                        }
+                    )
                 else:
-                    out.append({"file": rel, "line": line, "dim": None, "extent": "whole",
-                                "op": f"{parent.attr}{via}", "how": "ast"})
+                    out.append(
+                        {
+                            "file": rel,
+                            "line": line,
+                            "dim": None,
+                            "extent": "whole",
+                            "op": f"{parent.attr}{via}",
+                            "how": "ast",
+                        }
+                    )
         elif isinstance(parent, (ast.Call, ast.keyword)):
             call = parent if isinstance(parent, ast.Call) else parents.get(parent)
             if isinstance(call, ast.Call) and call.func is not target:
-                out.append({"file": rel, "line": line, "dim": None, "extent": "whole",
-                            "op": f"passed to {_callee(call)}", "how": "ast"})
+                out.append(
+                    {
+                        "file": rel,
+                        "line": line,
+                        "dim": None,
+                        "extent": "whole",
+                        "op": f"passed to {_callee(call)}",
+                        "how": "ast",
+                    }
+                )
     out.sort(key=lambda a: (a["line"], -1 if a["dim"] is None else a["dim"], a["op"]))
     return out
 
@@ -153,6 +209,9 @@ def annotate(entries: Iterable, root: str) -> None:
     for e in entries:
         executed = [a for a in e.accesses if a.get("how") == "executed"]
         seen = {(a["file"], a["line"], a["dim"]) for a in executed}
-        read = [a for a in accesses_of(root, e.file, e.attribute)
-                if a["line"] != e.line and (a["file"], a["line"], a["dim"]) not in seen]
+        read = [
+            a
+            for a in accesses_of(root, e.file, e.attribute)
+            if a["line"] != e.line and (a["file"], a["line"], a["dim"]) not in seen
+        ]
         e.accesses = sorted(executed + read, key=lambda a: (a["line"], -1 if a["dim"] is None else a["dim"], a["op"]))

@@ -41,8 +41,15 @@ RENAME = {
     "dcp_size": "dcp",
     "num_spec_tokens": "num_speculative_tokens",
 }
-DTYPES = {"float": "float32", "long": "int64", "int": "int64", "half": "float16", "double": "float64",
-          "bfloat16": "bfloat16", "bool": "bool"}
+DTYPES = {
+    "float": "float32",
+    "long": "int64",
+    "int": "int64",
+    "half": "float16",
+    "double": "float64",
+    "bfloat16": "bfloat16",
+    "bool": "bool",
+}
 
 
 def paths(version: str, root: str = "") -> tuple[str, str]:
@@ -72,8 +79,10 @@ def _untraced_why(a: Allocation, traced_run: bool) -> str:
     if os.path.basename(a.file).startswith("rocm") and a.owner not in HARNESSES:
         return "ROCm-only backend: not executed on a CPU build (static reading of the allocation call)"
     if a.owner in HARNESSES:
-        return (f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
-                "constructor, e.g. in build() or a lazy getter; static reading)")
+        return (
+            f"{a.owner} was constructed but this allocation was not reached (allocated outside the "
+            "constructor, e.g. in build() or a lazy getter; static reading)"
+        )
     return f"no harness constructs {a.owner} yet (static reading of the allocation call)"
 
 
@@ -123,8 +132,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 
-def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bool, out=print, err=None,
-                  trace: bool = True) -> int:
+def run_inventory(
+    engine_spec: str, json_out: str | None, write: bool, check: bool, out=print, err=None, trace: bool = True
+) -> int:
     """The ``capproof inventory --engine`` command; returns the exit code (0 ok, 1 stale, 2 bad input,
     3 the wheel or the real venv is unavailable)."""
     from . import wheels
@@ -146,8 +156,9 @@ def run_inventory(engine_spec: str, json_out: str | None, write: bool, check: bo
         return wheels.EXIT_NO_WHEELS
     for p in built.trace_problems:
         err(f"warning: {p}")
-    return _command.finish("vllm", version, built.entries, json_out, write, check, built.allocations, built.seconds,
-                           out=out, err=err)
+    return _command.finish(
+        "vllm", version, built.entries, json_out, write, check, built.allocations, built.seconds, out=out, err=err
+    )
 
 
 def _version(spec: str) -> str:
@@ -170,7 +181,9 @@ def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "inv.json")
-        cmd = [sys.executable, "-m", "capproof.engines.vllm.buffers", "build", version, out] + ([] if trace else ["--no-trace"])
+        cmd = [sys.executable, "-m", "capproof.engines.vllm.buffers", "build", version, out] + (
+            [] if trace else ["--no-trace"]
+        )
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(out):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

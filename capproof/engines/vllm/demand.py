@@ -97,7 +97,11 @@ def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
     value = None
     stops: list[str] = []
     for path in reversed(exploration.paths):
-        cond = z3.And(*[c if taken else z3.Not(c) for _, c, taken in path.decisions]) if path.decisions else z3.BoolVal(True)
+        cond = (
+            z3.And(*[c if taken else z3.Not(c) for _, c, taken in path.decisions])
+            if path.decisions
+            else z3.BoolVal(True)
+        )
         if path.error is not None:
             if not isinstance(path.error, AssertionError):
                 raise RuntimeError(f"{type(path.error).__name__}: {path.error}"[:240])
@@ -108,7 +112,11 @@ def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
         value = term if value is None else z3.If(cond, term, value)
     if value is None:
         raise RuntimeError("no path returned a value")
-    notes = [f"{len(stops)} of {len(exploration.paths)} paths stop at an engine assert (extent 0: no access there)"] if stops else []
+    notes = (
+        [f"{len(stops)} of {len(exploration.paths)} paths stop at an engine assert (extent 0: no access there)"]
+        if stops
+        else []
+    )
     return value, notes
 
 
@@ -137,7 +145,6 @@ def block_table_columns(dcp_sharded: bool) -> tuple[str, str, list[str]]:
     the blocks ``allocate_new_blocks`` gives a request that needs ``num_tokens_need_slot`` slots
     (a fresh request: the row's last written column + 1), and the width the runner allocates."""
     import z3
-
     from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager
     from vllm.v1.kv_cache_interface import AttentionSpec
     from vllm.v1.worker import block_table as bt
@@ -157,7 +164,9 @@ def block_table_columns(dcp_sharded: bool) -> tuple[str, str, list[str]]:
     saved = bt.math
     bt.math = SimpleNamespace(gcd=symbolic_gcd)
     try:
-        width, wnotes = _paths(lambda: bt.get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs), assume)
+        width, wnotes = _paths(
+            lambda: bt.get_block_table_width(AttentionSpec.max_num_blocks_per_req(spec, cfg, L), bs), assume
+        )
     finally:
         bt.math = saved
     return _expr(demand), _expr(width), notes + wnotes
@@ -169,13 +178,17 @@ def padded_requests() -> tuple[str, list[str]]:
     under a FULL graph) selects the branch; ``num_tokens_padded`` is the capture size the batch's
     tokens are padded to and ``uniform_decode_query_len`` = 1 + num_speculative_tokens."""
     import z3
-
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
 
-    mnr, tp, q, full = (SymInt.var(x) for x in ("max_num_reqs", "num_tokens_padded", "uniform_decode_query_len",
-                                                 "full_uniform_decode"))
-    assume = [z3.Int("max_num_reqs") >= 1, z3.Int("num_tokens_padded") >= 1, z3.Int("uniform_decode_query_len") >= 1,
-              z3.Or(z3.Int("full_uniform_decode") == 0, z3.Int("full_uniform_decode") == 1)]
+    mnr, tp, q, full = (
+        SymInt.var(x) for x in ("max_num_reqs", "num_tokens_padded", "uniform_decode_query_len", "full_uniform_decode")
+    )
+    assume = [
+        z3.Int("max_num_reqs") >= 1,
+        z3.Int("num_tokens_padded") >= 1,
+        z3.Int("uniform_decode_query_len") >= 1,
+        z3.Or(z3.Int("full_uniform_decode") == 0, z3.Int("full_uniform_decode") == 1),
+    ]
 
     class _Sizes:
         def __getitem__(self, num_tokens):
@@ -185,8 +198,12 @@ def padded_requests() -> tuple[str, list[str]]:
         def has_mode(self, mode):
             return full == 1
 
-    me = SimpleNamespace(vllm_config=SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=mnr)),
-                         uniform_decode_query_len=q, _bs_to_padded_graph_size=_Sizes(), cudagraph_mode=_Mode())
+    me = SimpleNamespace(
+        vllm_config=SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=mnr)),
+        uniform_decode_query_len=q,
+        _bs_to_padded_graph_size=_Sizes(),
+        cudagraph_mode=_Mode(),
+    )
 
     def reqs():
         desc = CudagraphDispatcher._create_padded_batch_descriptor(me, tp, True, False, 0)
@@ -204,9 +221,14 @@ def _asserts_bound(root: str, file: str, function: str, name: str, bound: str) -
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == function:
             for sub in ast.walk(node):
-                if isinstance(sub, ast.Assert) and isinstance(sub.test, ast.Compare) and len(sub.test.ops) == 1 \
-                        and isinstance(sub.test.ops[0], ast.Lt) and ast.unparse(sub.test.left) == name \
-                        and ast.unparse(sub.test.comparators[0]) == f"self.{bound}":
+                if (
+                    isinstance(sub, ast.Assert)
+                    and isinstance(sub.test, ast.Compare)
+                    and len(sub.test.ops) == 1
+                    and isinstance(sub.test.ops[0], ast.Lt)
+                    and ast.unparse(sub.test.left) == name
+                    and ast.unparse(sub.test.comparators[0]) == f"self.{bound}"
+                ):
                     lines.append(sub.lineno)
     return lines
 
@@ -231,17 +253,28 @@ def _bounded_by_min(root: str, directory: str, method: str, bound: str) -> tuple
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 for call in ast.walk(fn):
-                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
-                            and len(call.args) >= 2):
+                    if not (
+                        isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == method
+                        and len(call.args) >= 2
+                    ):
                         continue
                     arg = call.args[1]
                     ok = False
                     if isinstance(arg, ast.Name):
-                        sets = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
-                                and any(isinstance(t, ast.Name) and t.id == arg.id for t in a.targets)]
+                        sets = [
+                            a
+                            for a in ast.walk(fn)
+                            if isinstance(a, ast.Assign)
+                            and any(isinstance(t, ast.Name) and t.id == arg.id for t in a.targets)
+                        ]
                         ok = bool(sets) and all(
-                            isinstance(a.value, ast.Call) and ast.unparse(a.value.func) == "min"
-                            and any(ast.unparse(x) == f"self.{bound}" for x in a.value.args) for a in sets)
+                            isinstance(a.value, ast.Call)
+                            and ast.unparse(a.value.func) == "min"
+                            and any(ast.unparse(x) == f"self.{bound}" for x in a.value.args)
+                            for a in sets
+                        )
                     (checked if ok else unchecked).append(f"{rel}:{call.lineno}")
     return checked, unchecked
 
@@ -284,13 +317,27 @@ def unpadded_requests_bound(root: str) -> dict:
     fn = _function(root, sched, "schedule", "Scheduler")
     asserts = [a for a in ast.walk(fn) if isinstance(a, ast.Assert)] if fn is not None else []
     running = [a.lineno for a in asserts if _src(a.test) == "len(self.running)<=self.max_num_running_reqs"]
-    scheduled = [a.lineno for a in asserts if _src(a.test).endswith("<=len(self.running)") and "scheduled_running_reqs" in _src(a.test)]
+    scheduled = [
+        a.lineno
+        for a in asserts
+        if _src(a.test).endswith("<=len(self.running)") and "scheduled_running_reqs" in _src(a.test)
+    ]
     init = _function(root, sched, "__init__", "Scheduler")
-    cap = [n.lineno for n in ast.walk(init) if isinstance(n, ast.Assign)
-           and _src(n.targets[0]) == "self.max_num_running_reqs" and _src(n.value) == "self.scheduler_config.max_num_seqs"] if init else []
+    cap = (
+        [
+            n.lineno
+            for n in ast.walk(init)
+            if isinstance(n, ast.Assign)
+            and _src(n.targets[0]) == "self.max_num_running_reqs"
+            and _src(n.value) == "self.scheduler_config.max_num_seqs"
+        ]
+        if init
+        else []
+    )
     (checked if running and scheduled and cap else unchecked).append(
         f"{sched}:{','.join(map(str, running + scheduled))} (assert len(running) <= max_num_running_reqs, scheduled <= "
-        f"len(running); max_num_running_reqs = max_num_seqs at :{','.join(map(str, cap))})")
+        f"len(running); max_num_running_reqs = max_num_seqs at :{','.join(map(str, cap))})"
+    )
     base = os.path.join(root, "vllm/v1/core/sched")
     for f in sorted(os.listdir(base)):
         if not f.endswith(".py") or f in ("scheduler.py", "interface.py"):
@@ -299,35 +346,57 @@ def unpadded_requests_bound(root: str) -> dict:
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name == "schedule":
                 calls = any(isinstance(c, ast.Call) and _src(c.func) == "super().schedule" for c in ast.walk(node))
-                (checked if calls else unchecked).append(f"vllm/v1/core/sched/{f}:{node.lineno} (schedule override "
-                                                          + ("calls super().schedule)" if calls else "does not call super().schedule)"))
+                (checked if calls else unchecked).append(
+                    f"vllm/v1/core/sched/{f}:{node.lineno} (schedule override "
+                    + ("calls super().schedule)" if calls else "does not call super().schedule)")
+                )
     runner = "vllm/v1/worker/gpu_model_runner.py"
     upd = _function(root, runner, "_update_states", "GPUModelRunner")
-    removes = [n.lineno for n in ast.walk(upd) if isinstance(n, ast.For) and _src(n.iter) == "unscheduled_req_ids"
-               and any(isinstance(c, ast.Call) and _src(c.func) == "self.input_batch.remove_request" for c in ast.walk(n))] if upd else []
-    (checked if removes else unchecked).append(f"{runner}:{','.join(map(str, removes)) or '?'} (_update_states removes "
-                                               "every unscheduled request from the persistent batch)")
+    removes = (
+        [
+            n.lineno
+            for n in ast.walk(upd)
+            if isinstance(n, ast.For)
+            and _src(n.iter) == "unscheduled_req_ids"
+            and any(isinstance(c, ast.Call) and _src(c.func) == "self.input_batch.remove_request" for c in ast.walk(n))
+        ]
+        if upd
+        else []
+    )
+    (checked if removes else unchecked).append(
+        f"{runner}:{','.join(map(str, removes)) or '?'} (_update_states removes "
+        "every unscheduled request from the persistent batch)"
+    )
     dummy = _function(root, runner, "_dummy_run", "GPUModelRunner")
     ok_lines, bad_lines = [], []
     if dummy is not None:
         assigns = [n for n in ast.walk(dummy) if isinstance(n, ast.Assign) and len(n.targets) == 1]
         mnr = [n for n in assigns if _src(n.targets[0]) == "max_num_reqs"]
         mnr_ok = bool(mnr) and all(_src(n.value) == "self.scheduler_config.max_num_seqs" for n in mnr)
-        decode_ok = all(_src(n.value).startswith("min(max_num_reqs-1,") for n in assigns
-                        if _src(n.targets[0]) == "num_decode_tokens")
+        decode_ok = all(
+            _src(n.value).startswith("min(max_num_reqs-1,")
+            for n in assigns
+            if _src(n.targets[0]) == "num_decode_tokens"
+        )
         for n in assigns:
             if _src(n.targets[0]) != "num_reqs":
                 continue
             v = _src(n.value)
-            good = mnr_ok and ((v.startswith("min(") and "max_num_reqs" in v.split("(", 1)[1].split(",")[0] + v.rsplit(",", 1)[-1])
-                               or (v == "num_decode_tokens+1" and decode_ok))
+            good = mnr_ok and (
+                (v.startswith("min(") and "max_num_reqs" in v.split("(", 1)[1].split(",")[0] + v.rsplit(",", 1)[-1])
+                or (v == "num_decode_tokens+1" and decode_ok)
+            )
             (ok_lines if good else bad_lines).append(n.lineno)
     (checked if ok_lines and not bad_lines else unchecked).append(
         f"{runner}:{','.join(map(str, ok_lines + bad_lines)) or '?'} (_dummy_run: num_reqs = min(..., max_num_reqs))"
-        + (f"; not of that form: {bad_lines}" if bad_lines else ""))
-    return {"fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
-            "checked": not unchecked, "engine_stops": "Python asserts (vLLM runs without -O)",
-            "paths": {"checked (ast)": checked, "not checked": unchecked}}
+        + (f"; not of that form: {bad_lines}" if bad_lines else "")
+    )
+    return {
+        "fact": "num_reqs <= max_num_reqs (unpadded batch: scheduler's running requests, dummy run)",
+        "checked": not unchecked,
+        "engine_stops": "Python asserts (vLLM runs without -O)",
+        "paths": {"checked (ast)": checked, "not checked": unchecked},
+    }
 
 
 def derive_block_table(root: str) -> list[dict]:
@@ -339,37 +408,60 @@ def derive_block_table(root: str) -> list[dict]:
     # the coordinator forwards its num_tokens to every group's manager: its own callers are the ones that bound it
     forwarded = [s for s in checked + unchecked if s.startswith("vllm/v1/core/kv_cache_coordinator.py")]
     callers = [s for s in checked if s not in forwarded]
-    fact_cols = {"fact": "num_tokens_need_slot <= max_model_len",
-                 "checked": bool(callers) and not [s for s in unchecked if s not in forwarded],
-                 "paths": {"checked (ast: min(..., self.max_model_len))": callers,
-                           "forwarded unchanged (coordinator)": forwarded,
-                           "not checked": [s for s in unchecked if s not in forwarded]
-                           + ["vllm/v1/core/kv_cache_manager.py allocate_new_computed_blocks (prefix-cache hits; "
-                              "blocks for computed tokens <= num_tokens_need_slot, not run)"]}}
+    fact_cols = {
+        "fact": "num_tokens_need_slot <= max_model_len",
+        "checked": bool(callers) and not [s for s in unchecked if s not in forwarded],
+        "paths": {
+            "checked (ast: min(..., self.max_model_len))": callers,
+            "forwarded unchanged (coordinator)": forwarded,
+            "not checked": [s for s in unchecked if s not in forwarded]
+            + [
+                "vllm/v1/core/kv_cache_manager.py allocate_new_computed_blocks (prefix-cache hits; "
+                "blocks for computed tokens <= num_tokens_need_slot, not run)"
+            ],
+        },
+    }
     rows, row_notes = padded_requests()
-    asserts = _asserts_bound(root, "vllm/v1/worker/gpu_input_batch.py", "_register_add_request", "new_req_index",
-                             "max_num_reqs")
+    asserts = _asserts_bound(
+        root, "vllm/v1/worker/gpu_input_batch.py", "_register_add_request", "new_req_index", "max_num_reqs"
+    )
     unpadded = unpadded_requests_bound(root)
     # a fact checked on every path that sets the unpadded count bounds it in the extent: beyond
     # max_num_reqs the engine has stopped at the scheduler's assert (and a dummy run never gets there)
     plain = "select(num_reqs <= max_num_reqs, num_reqs, 0)" if unpadded["checked"] else "num_reqs"
     return [
-        {"dim": 0, "how": "executed", "extent": f"select(padded == 1, {rows}, {plain})",
-         "index_bound": "max_num_reqs" if asserts else "",
-         "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)",
-                  *(f"vllm/v1/worker/gpu_input_batch.py:{ln} assert new_req_index < self.max_num_reqs (ast)" for ln in asserts),
-                  "vllm/v1/worker/gpu_model_runner.py:2305 get_device_tensor(num_reqs_padded), :5687 "
-                  "commit_block_table(num_reqs_padded), :1944 commit_block_table(num_reqs) (ast accesses)"],
-         "notes": row_notes,
-         "facts": [unpadded]},
-        {"dim": 1, "how": "executed", "extent": demand, "binds": {"block_table_width": width},
-         "from": ["vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
-                  "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
-                  "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
-                  "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)",
-                  "vllm/v1/worker/block_table.py:125 append_row writes [row, start:start + num_blocks] (ast access)"],
-         "notes": cols[True][2] + cols[False][2],
-         "facts": [fact_cols]},
+        {
+            "dim": 0,
+            "how": "executed",
+            "extent": f"select(padded == 1, {rows}, {plain})",
+            "index_bound": "max_num_reqs" if asserts else "",
+            "from": [
+                "vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)",
+                *(
+                    f"vllm/v1/worker/gpu_input_batch.py:{ln} assert new_req_index < self.max_num_reqs (ast)"
+                    for ln in asserts
+                ),
+                "vllm/v1/worker/gpu_model_runner.py:2305 get_device_tensor(num_reqs_padded), :5687 "
+                "commit_block_table(num_reqs_padded), :1944 commit_block_table(num_reqs) (ast accesses)",
+            ],
+            "notes": row_notes,
+            "facts": [unpadded],
+        },
+        {
+            "dim": 1,
+            "how": "executed",
+            "extent": demand,
+            "binds": {"block_table_width": width},
+            "from": [
+                "vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
+                "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
+                "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)",
+                "vllm/v1/worker/block_table.py:125 append_row writes [row, start:start + num_blocks] (ast access)",
+            ],
+            "notes": cols[True][2] + cols[False][2],
+            "facts": [fact_cols],
+        },
     ]
 
 
@@ -384,7 +476,9 @@ class _Recorded:
         self.calls: list = []
 
 
-def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: str = "columns") -> tuple[str, str, list[str]]:
+def kernel_block_table_columns(
+    group_sharded: bool, layer_sharded: bool, which: str = "columns"
+) -> tuple[str, str, list[str]]:
     """``(demand, width, notes)`` of ``AttentionGroup.kernel_block_table``'s columns when the KV
     cache group is a ``UniformTypeKVCacheSpecs`` of two layer specs (the DSA indexer and MLA layers
     of one group, vLLM #50823) whose DCP sharding is ``group_sharded``/``layer_sharded``:
@@ -402,14 +496,14 @@ def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: 
       broadcasts ``kernel_block_offsets`` over (``out.unflatten(1, (cols, -1))``: the slice's width
       over the runner's columns)."""
     import z3
-
     from vllm.v1.kv_cache_interface import AttentionSpec
     from vllm.v1.worker import block_table as bt
     from vllm.v1.worker import utils as wu
     from vllm.v1.worker.utils import AttentionGroup
 
-    bs, kbs, dcp, L, mnr = (SymInt.var(x) for x in ("block_size", "kernel_block_size", "dcp", "max_model_len",
-                                                     "max_num_reqs"))
+    bs, kbs, dcp, L, mnr = (
+        SymInt.var(x) for x in ("block_size", "kernel_block_size", "dcp", "max_model_len", "max_num_reqs")
+    )
     assume = [z3.Int(x) >= 1 for x in ("block_size", "kernel_block_size", "dcp", "max_model_len", "max_num_reqs")]
     assume.append(z3.Int("block_size") % z3.Int("kernel_block_size") == 0)
 
@@ -419,9 +513,11 @@ def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: 
         me.copy_with_new_block_size = lambda b: SimpleNamespace(block_size=b, dcp_sharded=sharded)
         return me
 
-    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=dcp),
-                          model_config=SimpleNamespace(max_model_len=L),
-                          scheduler_config=SimpleNamespace(max_num_seqs=mnr))
+    cfg = SimpleNamespace(
+        parallel_config=SimpleNamespace(decode_context_parallel_size=dcp),
+        model_config=SimpleNamespace(max_model_len=L),
+        scheduler_config=SimpleNamespace(max_num_seqs=mnr),
+    )
     group = SimpleNamespace(kv_cache_specs={"indexer": spec(layer_sharded), "mla": spec(group_sharded)})
 
     def width():
@@ -433,11 +529,16 @@ def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: 
             def __init__(self, *args, **kwargs):
                 zeros.calls.append(("builder", kwargs.get("block_table_width")))
 
-        me = SimpleNamespace(kv_cache_spec=spec(layer_sharded), kernel_block_size=kbs, layer_names=["indexer"],
-                             backend=SimpleNamespace(get_builder_cls=lambda: Builder))
+        me = SimpleNamespace(
+            kv_cache_spec=spec(layer_sharded),
+            kernel_block_size=kbs,
+            layer_names=["indexer"],
+            backend=SimpleNamespace(get_builder_cls=lambda: Builder),
+        )
         saved = wu.torch, bt.math, wu.get_block_table_width
-        wu.torch = SimpleNamespace(zeros=lambda *shape, **kw: zeros.calls.append(("zeros", shape)),
-                                   arange=lambda *a, **kw: None, int32=None)
+        wu.torch = SimpleNamespace(
+            zeros=lambda *shape, **kw: zeros.calls.append(("zeros", shape)), arange=lambda *a, **kw: None, int32=None
+        )
         bt.math = SimpleNamespace(gcd=symbolic_gcd)
         try:
             AttentionGroup.create_metadata_builders(me, cfg, "cpu", kbs, 1)
@@ -458,7 +559,9 @@ def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: 
             # as that method does, with its assert (members agree) as an engine stop
             widths = [m.max_num_blocks_per_req(cfg, L) for m in group.kv_cache_specs.values()]
             if any(w != widths[0] for w in widths[1:]):
-                raise AssertionError("All layers in the same KV cache group must need the same number of block table entries")
+                raise AssertionError(
+                    "All layers in the same KV cache group must need the same number of block table entries"
+                )
             cols = bt.get_block_table_width(widths[0], bs)
         finally:
             bt.math = saved
@@ -469,12 +572,19 @@ def kernel_block_table_columns(group_sharded: bool, layer_sharded: bool, which: 
                 seen.append(key)
                 return SimpleNamespace(unflatten=lambda *a: None)
 
-        me = SimpleNamespace(kernel_block_size=kbs, kernel_block_table=Table(), kernel_block_offsets=None,
-                             kv_cache_spec=spec(layer_sharded), kernel_block_stride=0)
+        me = SimpleNamespace(
+            kernel_block_size=kbs,
+            kernel_block_table=Table(),
+            kernel_block_offsets=None,
+            kv_cache_spec=spec(layer_sharded),
+            kernel_block_stride=0,
+        )
         saved = wu.torch
         wu.torch = SimpleNamespace(add=lambda *a, **kw: None)
         try:
-            AttentionGroup.map_to_kernel_block_table(me, SimpleNamespace(shape=(mnr, cols), unsqueeze=lambda d: None), 0)
+            AttentionGroup.map_to_kernel_block_table(
+                me, SimpleNamespace(shape=(mnr, cols), unsqueeze=lambda d: None), 0
+            )
         finally:
             wu.torch = saved
         return seen[0][2].stop if which == "columns" else seen[0][2].stop // cols  # unflatten(1, (cols, -1))
@@ -489,31 +599,48 @@ def derive_kernel_block_table(root: str) -> list[dict]:
     layers are both DCP-sharded or both not (``dcp_sharded``), and the engine's assert when they differ."""
     same = {flag: kernel_block_table_columns(flag, flag) for flag in (True, False)}
     mixed = kernel_block_table_columns(True, False)
-    return [{
-        "dim": 2, "how": "executed",
-        "extent": f"select(dcp_sharded == 1, {same[True][0]}, {same[False][0]})",
-        "binds": {"width": f"select(dcp_sharded == 1, {same[True][1]}, {same[False][1]})"},
-        "from": ["vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders (executed; kernel block "
-                 "size given, backend builder and torch.zeros stand-ins)",
-                 "vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in)",
-                 "vllm/v1/kv_cache_interface.py:1333-1345 UniformTypeKVCacheSpecs.max_num_blocks_per_req (members' "
-                 "method executed; the set of their widths and its assert restated: symbolic values cannot be hashed)",
-                 "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
-                 "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)"],
-        "notes": same[True][2] + same[False][2]
-        + [f"layers of one group with different DCP sharding: demand {mixed[0]} (the group spec asserts they agree)"],
-        "facts": [],
-    }]
+    return [
+        {
+            "dim": 2,
+            "how": "executed",
+            "extent": f"select(dcp_sharded == 1, {same[True][0]}, {same[False][0]})",
+            "binds": {"width": f"select(dcp_sharded == 1, {same[True][1]}, {same[False][1]})"},
+            "from": [
+                "vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders (executed; kernel block "
+                "size given, backend builder and torch.zeros stand-ins)",
+                "vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in)",
+                "vllm/v1/kv_cache_interface.py:1333-1345 UniformTypeKVCacheSpecs.max_num_blocks_per_req (members' "
+                "method executed; the set of their widths and its assert restated: symbolic values cannot be hashed)",
+                "vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed)",
+                "vllm/v1/worker/block_table.py:29-41 get_block_table_width (executed; math.gcd symbolic)",
+            ],
+            "notes": same[True][2]
+            + same[False][2]
+            + [
+                f"layers of one group with different DCP sharding: demand {mixed[0]} (the group spec asserts they agree)"
+            ],
+            "facts": [],
+        }
+    ]
 
 
 def derive_kernel_block_offsets(root: str) -> list[dict]:
     """The length ``map_to_kernel_block_table`` broadcasts ``AttentionGroup.kernel_block_offsets``
     over (dimension 0): kernel blocks per manager block, as that method computes it."""
     d, _, notes = kernel_block_table_columns(True, True, which="offsets")
-    return [{"dim": 0, "how": "executed", "extent": d,
-             "from": ["vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in; the "
-                      "broadcast length is the written slice's width over the runner's columns, torch's unflatten -1)"],
-             "notes": notes, "facts": []}]
+    return [
+        {
+            "dim": 0,
+            "how": "executed",
+            "extent": d,
+            "from": [
+                "vllm/v1/worker/utils.py:380-395 map_to_kernel_block_table (executed; torch.add stand-in; the "
+                "broadcast length is the written slice's width over the runner's columns, torch's unflatten -1)"
+            ],
+            "notes": notes,
+            "facts": [],
+        }
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,7 +687,9 @@ class _Rows:
             return "unpadded"
         if src == "self.num_reqs" and self.file.endswith("gpu_input_batch.py"):
             prop = _function_in(self.tree, "num_reqs", "InputBatch")
-            ok = prop is not None and any(_src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return))
+            ok = prop is not None and any(
+                _src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return)
+            )
             return "unpadded" if ok else None
         if isinstance(expr, ast.IfExp):
             a, b = self.kind(fn, expr.body, depth + 1), self.kind(fn, expr.orelse, depth + 1)
@@ -574,8 +703,15 @@ class _Rows:
     def name(self, fn, name: str, depth: int):
         if fn.name == "_dummy_run" and name == "num_reqs":
             return "unpadded"  # every assignment there is checked by unpadded_requests_bound
-        assigns = [a for a in ast.walk(fn) if isinstance(a, (ast.Assign, ast.AnnAssign))
-                   and any(isinstance(t, ast.Name) and t.id == name for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
+        assigns = [
+            a
+            for a in ast.walk(fn)
+            if isinstance(a, (ast.Assign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Name) and t.id == name
+                for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+            )
+        ]
         params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
         kinds = []
         fallback = None
@@ -583,8 +719,13 @@ class _Rows:
             v = a.value
             if v is None:
                 continue
-            if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) and len(v.values) == 2 \
-                    and _src(v.values[0]) == name and name in params:
+            if (
+                isinstance(v, ast.BoolOp)
+                and isinstance(v.op, ast.Or)
+                and len(v.values) == 2
+                and _src(v.values[0]) == name
+                and name in params
+            ):
                 fallback = self.kind(fn, v.values[1], depth + 1)
                 kinds.append(fallback)
                 continue
@@ -604,8 +745,12 @@ class _Rows:
         """The function ``fn`` is nested in (its closure's names are bound there), or None."""
         best = None
         for g in self.functions:
-            if g is not fn and g.lineno < fn.lineno and (fn.end_lineno or 0) <= (g.end_lineno or 0) \
-                    and (best is None or g.lineno > best.lineno):
+            if (
+                g is not fn
+                and g.lineno < fn.lineno
+                and (fn.end_lineno or 0) <= (g.end_lineno or 0)
+                and (best is None or g.lineno > best.lineno)
+            ):
                 best = g
         return best
 
@@ -657,14 +802,23 @@ def _copy_slice_ok(root: str) -> bool:
     with open(os.path.join(root, "vllm/v1/utils.py"), encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "copy_slice"), None)
-    return fn is not None and any(_src(r.value) == "to_tensor[:length].copy_(from_tensor[:length],non_blocking=True)"
-                                  for r in ast.walk(fn) if isinstance(r, ast.Return))
+    return fn is not None and any(
+        _src(r.value) == "to_tensor[:length].copy_(from_tensor[:length],non_blocking=True)"
+        for r in ast.walk(fn)
+        if isinstance(r, ast.Return)
+    )
 
 
 def _subscript_at(tree, attribute: str, line: int):
     """The slice or index of the one ``self.<attribute>[...]`` subscript on ``line`` (AST), or None."""
-    found = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and n.lineno == line
-             and _src(n.value) in (f"self.{attribute}", f"self.{attribute}.np", f"self.{attribute}.cpu", f"self.{attribute}.gpu")]
+    found = [
+        n.slice
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript)
+        and n.lineno == line
+        and _src(n.value)
+        in (f"self.{attribute}", f"self.{attribute}.np", f"self.{attribute}.cpu", f"self.{attribute}.gpu")
+    ]
     return found[0] if len(found) == 1 and not isinstance(found[0], ast.Tuple) else None
 
 
@@ -674,22 +828,32 @@ def _register_index(rt, fn, name: str) -> str | None:
     return of that name) is found in ``InputBatch`` (AST); else None."""
     if not name.isidentifier():
         return None
-    assigns = [a for a in ast.walk(fn) if isinstance(a, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
-    if not assigns or not all(isinstance(a.value, ast.Call) and _src(a.value.func) == "self._register_add_request"
-                              for a in assigns):
+    assigns = [
+        a
+        for a in ast.walk(fn)
+        if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
+    ]
+    if not assigns or not all(
+        isinstance(a.value, ast.Call) and _src(a.value.func) == "self._register_add_request" for a in assigns
+    ):
         return None
     reg = _function_in(rt.tree, "_register_add_request", "InputBatch")
     if reg is None:
         return None
-    asserts = [a.lineno for a in ast.walk(reg) if isinstance(a, ast.Assert) and _src(a.test) == "new_req_index<self.max_num_reqs"]
+    asserts = [
+        a.lineno
+        for a in ast.walk(reg)
+        if isinstance(a, ast.Assert) and _src(a.test) == "new_req_index<self.max_num_reqs"
+    ]
     returns = [r for r in ast.walk(reg) if isinstance(r, ast.Return)]
     if not asserts or not returns or not all(r.value is not None and _src(r.value) == "new_req_index" for r in returns):
         return None
     return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
 
 
-def request_rows_accesses(entry, root: str, rows: dict, reasons: dict | None = None) -> tuple[list[str], list[str]] | None:
+def request_rows_accesses(
+    entry, root: str, rows: dict, reasons: dict | None = None
+) -> tuple[list[str], list[str]] | None:
     """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
     is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
     not (an index by a name, an alias such as ``.numpy()``, a call other than ``copy_slice`` that
@@ -733,8 +897,17 @@ def request_rows_accesses(entry, root: str, rows: dict, reasons: dict | None = N
         if op == "passed to copy_slice":
             if copy_slice is None:
                 copy_slice = _copy_slice_ok(root)
-            call = next((c for c in ast.walk(rt.tree) if isinstance(c, ast.Call) and _src(c.func) == "copy_slice"
-                         and c.lineno <= line <= (c.end_lineno or c.lineno) and len(c.args) == 3), None)
+            call = next(
+                (
+                    c
+                    for c in ast.walk(rt.tree)
+                    if isinstance(c, ast.Call)
+                    and _src(c.func) == "copy_slice"
+                    and c.lineno <= line <= (c.end_lineno or c.lineno)
+                    and len(c.args) == 3
+                ),
+                None,
+            )
             if not copy_slice or call is None:
                 return _reject(reasons, entry, a)
             expr = call.args[2]
@@ -784,20 +957,32 @@ def derive_request_rows(entries: list, root: str) -> list[str]:
         if "indexed" in kinds:
             # an index the engine asserts below max_num_reqs touches at most max_num_reqs rows
             extent = f"maximum({extent}, max_num_reqs)" if kinds != ["indexed"] else "max_num_reqs"
-        e.demands = [{"dim": 0, "how": "ast", "family": "request rows", "extent": extent,
-                      "from": ["vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)"
-                               if "padded" in kinds else "the persistent batch's num_reqs (unpadded)",
-                               *sites],
-                      "notes": row_notes if "padded" in kinds else [],
-                      "facts": [unpadded]}]
+        e.demands = [
+            {
+                "dim": 0,
+                "how": "ast",
+                "family": "request rows",
+                "extent": extent,
+                "from": [
+                    "vllm/v1/cudagraph_dispatcher.py:133-152 _create_padded_batch_descriptor (executed, every path)"
+                    if "padded" in kinds
+                    else "the persistent batch's num_reqs (unpadded)",
+                    *sites,
+                ],
+                "notes": row_notes if "padded" in kinds else [],
+                "facts": [unpadded],
+            }
+        ]
         done.append(e.id)
     return done
 
 
 #: entry id -> derivation (``root -> demands``)
-DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {BLOCK_TABLE: derive_block_table,
-                                                      KERNEL_BLOCK_TABLE: derive_kernel_block_table,
-                                                      KERNEL_BLOCK_OFFSETS: derive_kernel_block_offsets}
+DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {
+    BLOCK_TABLE: derive_block_table,
+    KERNEL_BLOCK_TABLE: derive_kernel_block_table,
+    KERNEL_BLOCK_OFFSETS: derive_kernel_block_offsets,
+}
 
 
 def derive_all(entries: list, root: str) -> list[str]:

@@ -38,9 +38,19 @@ from .trace import Config, construct, harness, vllm_config
 __all__ = ["NAMES", "SWITCHES", "PLATFORM_ANSWERS", "switch"]
 
 #: Config names (sizes >= 1) the attention harnesses add to the tracer's vocabulary.
-NAMES = ("sliding_window", "rswa_window", "replayssm_buffer_len", "mamba_ngroups", "topk_width",
-         "kv_lora_rank", "num_kv_heads", "compress_ratio",
-         "candidate_block_size", "candidate_topk_blocks", "max_seq_len")
+NAMES = (
+    "sliding_window",
+    "rswa_window",
+    "replayssm_buffer_len",
+    "mamba_ngroups",
+    "topk_width",
+    "kv_lora_rank",
+    "num_kv_heads",
+    "compress_ratio",
+    "candidate_block_size",
+    "candidate_topk_blocks",
+    "max_seq_len",
+)
 #: Config switches (0/1) the harnesses fork on; shapes allocated on one side say ``<name> == 1``.
 SWITCHES = ("full_cudagraphs", "mm_prefix_lm", "use_replayssm", "flydsl", "nvfp4_fa2", "fa3", "sm120", "sm90", "sm100")
 
@@ -87,8 +97,23 @@ def int_value(name: str) -> int:
 
 
 #: int values for the real-tier comparison (a DeepSeek-/Gemma-like deployment)
-DEFAULTS = dict(nvfp4_fa2=0, max_seq_len=4096, candidate_block_size=64, candidate_topk_blocks=32, gcn_arch=950, compress_ratio=4, vision_n_layers=1, sliding_window=128, rswa_window=512, replayssm_buffer_len=8, mamba_ngroups=8, topk_width=2048,
-                kv_lora_rank=512, vision_max_n_token=1024, num_kv_heads=8)
+DEFAULTS = dict(
+    nvfp4_fa2=0,
+    max_seq_len=4096,
+    candidate_block_size=64,
+    candidate_topk_blocks=32,
+    gcn_arch=950,
+    compress_ratio=4,
+    vision_n_layers=1,
+    sliding_window=128,
+    rswa_window=512,
+    replayssm_buffer_len=8,
+    mamba_ngroups=8,
+    topk_width=2048,
+    kv_lora_rank=512,
+    vision_max_n_token=1024,
+    num_kv_heads=8,
+)
 
 
 class Platform:
@@ -109,8 +134,9 @@ class Platform:
 def cudagraph_mode(v: dict) -> Config:
     """``compilation_config.cudagraph_mode`` whose ``has_full_cudagraphs()`` is the switch
     ``full_cudagraphs``."""
-    return Config(has_full_cudagraphs=lambda: switch("full_cudagraphs", v),
-                  decode_mode=lambda: None, mixed_mode=lambda: None)
+    return Config(
+        has_full_cudagraphs=lambda: switch("full_cudagraphs", v), decode_mode=lambda: None, mixed_mode=lambda: None
+    )
 
 
 def attention_config(v: dict) -> Config:
@@ -132,16 +158,22 @@ def cuda_platform(v: dict) -> dict:
     ``num_compute_units()`` the name ``num_sms``, and a device-capability check the switch
     ``sm<major><minor>`` (``is_device_capability``: that exact capability; ``has_device_capability``:
     ``sm<major><minor>_or_newer``), so the tracer forks on it."""
+
     def cap(c):
         if isinstance(c, tuple):
             return f"{c[0]}{c[1]}"
         return str(c)
 
-    return {"is_cuda": lambda: True, "is_rocm": lambda: False, "is_xpu": lambda: False, "is_cpu": lambda: False,
-            "num_compute_units": lambda index=None: v["num_sms"],
-            "is_device_capability": lambda c, device_id=0: switch(f"sm{cap(c)}", v),
-            "is_device_capability_family": lambda c, device_id=0: switch(f"sm{cap(c)}_family", v),
-            "has_device_capability": lambda c, device_id=0: switch(f"sm{cap(c)}_or_newer", v)}
+    return {
+        "is_cuda": lambda: True,
+        "is_rocm": lambda: False,
+        "is_xpu": lambda: False,
+        "is_cpu": lambda: False,
+        "num_compute_units": lambda index=None: v["num_sms"],
+        "is_device_capability": lambda c, device_id=0: switch(f"sm{cap(c)}", v),
+        "is_device_capability_family": lambda c, device_id=0: switch(f"sm{cap(c)}_family", v),
+        "has_device_capability": lambda c, device_id=0: switch(f"sm{cap(c)}_or_newer", v),
+    }
 
 
 class TorchWithSymbolicTensor:
@@ -164,8 +196,17 @@ class TorchWithSymbolicTensor:
         return torch.tensor(data, *args, dtype=dtype, device=device, **kwargs)
 
 
-def _builder(module: str, cls: str, spec, cfg, v: dict, device: str, platform: dict | None = None,
-             overrides: dict | None = None, **kwargs):
+def _builder(
+    module: str,
+    cls: str,
+    spec,
+    cfg,
+    v: dict,
+    device: str,
+    platform: dict | None = None,
+    overrides: dict | None = None,
+    **kwargs,
+):
     import torch
 
     klass = getattr(importlib.import_module(module), cls)
@@ -173,8 +214,9 @@ def _builder(module: str, cls: str, spec, cfg, v: dict, device: str, platform: d
     if platform is not None:
         extra["current_platform"] = Platform(platform)
     extra.update(overrides or {})
-    return construct(klass, spec, ["model.layers.0.self_attn.attn"], cfg, torch.device(device), _overrides=extra,
-                     **kwargs)
+    return construct(
+        klass, spec, ["model.layers.0.self_attn.attn"], cfg, torch.device(device), _overrides=extra, **kwargs
+    )
 
 
 def _full_spec(v: dict):
@@ -222,6 +264,7 @@ def _hf_instance(cls, **fields):
 # ------------------------------------------------------------------------------------------------
 # DeepSeek-V4 sliding-window MLA (mla/sparse_swa.py:453-565)
 
+
 @harness("DeepseekSparseSWAMetadataBuilder", "vllm.v1.attention.backends.mla.sparse_swa", "vllm.v1.kv_cache_interface")
 def _sparse_swa(v: dict, device: str):
     """``hf_config.sliding_window`` is the name ``sliding_window`` (sparse_swa.py:480); the vision
@@ -232,16 +275,22 @@ def _sparse_swa(v: dict, device: str):
     cfg = attention_config(v)
     hf = cfg.model_config.hf_config
     cfg.model_config.hf_config = _hf_instance(
-        DeepseekV4Config, **{k: val for k, val in vars(hf).items()}, sliding_window=_value("sliding_window", v),
-        vision_n_layers=_value("vision_n_layers", v), vision_max_n_token=_value("vision_max_n_token", v),
-        compress_ratios=[4, 128])
+        DeepseekV4Config,
+        **{k: val for k, val in vars(hf).items()},
+        sliding_window=_value("sliding_window", v),
+        vision_n_layers=_value("vision_n_layers", v),
+        vision_max_n_token=_value("vision_max_n_token", v),
+        compress_ratios=[4, 128],
+    )
     cfg.speculative_config.use_dspark = lambda: False
-    return _builder("vllm.v1.attention.backends.mla.sparse_swa", "DeepseekSparseSWAMetadataBuilder", _mla_spec(v),
-                    cfg, v, device)
+    return _builder(
+        "vllm.v1.attention.backends.mla.sparse_swa", "DeepseekSparseSWAMetadataBuilder", _mla_spec(v), cfg, v, device
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # FlashInfer sparse MLA on SM90: the plan state (mla/flashinfer_mla_sparse_sm90.py:244-300)
+
 
 @harness("_SM90State", "vllm.v1.attention.backends.mla.flashinfer_mla_sparse_sm90")
 def _sm90_state(v: dict, device: str):
@@ -254,16 +303,30 @@ def _sm90_state(v: dict, device: str):
     from vllm.v1.attention.backends.mla.flashinfer_mla_sparse_sm90 import _SM90State
 
     with stand_ins("flashinfer", "flashinfer.mla"):
-        return construct(_SM90State, torch.device(device), v["num_heads"], torch.float8_e4m3fn,
-                         v["max_num_batched_tokens"], _value("topk_width", v), kv_lora_rank=512, qk_rope_head_dim=64,
-                         sm_scale=0.1, index_topk=v["index_topk"], index_kpool=1)
+        return construct(
+            _SM90State,
+            torch.device(device),
+            v["num_heads"],
+            torch.float8_e4m3fn,
+            v["max_num_batched_tokens"],
+            _value("topk_width", v),
+            kv_lora_rank=512,
+            qk_rope_head_dim=64,
+            sm_scale=0.1,
+            index_topk=v["index_topk"],
+            index_kpool=1,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
 # DSA indexer with KV compression (mla/indexer.py:1012-1016, 1130-1143)
 
-@harness("DeepseekV32IndexerMetadataBuilder[compress_ratio]", "vllm.v1.attention.backends.mla.indexer",
-         "vllm.v1.kv_cache_interface")
+
+@harness(
+    "DeepseekV32IndexerMetadataBuilder[compress_ratio]",
+    "vllm.v1.attention.backends.mla.indexer",
+    "vllm.v1.kv_cache_interface",
+)
 def _indexer_compressed(v: dict, device: str):
     """The indexer builder on an MLA spec whose ``tokens_per_state`` is the name ``compress_ratio``
     (DeepSeek-V4 compresses KV states; indexer.py:1013-1016): the compressed-slot buffers exist
@@ -272,18 +335,40 @@ def _indexer_compressed(v: dict, device: str):
     import torch
     from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
-    spec = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8,
-                            cache_dtype_str="fp8_ds_mla", tokens_per_state=_value("compress_ratio", v))
-    return _builder("vllm.v1.attention.backends.mla.indexer", "DeepseekV32IndexerMetadataBuilder", spec,
-                    attention_config(v), v, device, block_table_width=_tr.block_table_width_of(v))
+    spec = MLAAttentionSpec(
+        block_size=64,
+        num_kv_heads=1,
+        head_size=576,
+        dtype=torch.uint8,
+        cache_dtype_str="fp8_ds_mla",
+        tokens_per_state=_value("compress_ratio", v),
+    )
+    return _builder(
+        "vllm.v1.attention.backends.mla.indexer",
+        "DeepseekV32IndexerMetadataBuilder",
+        spec,
+        attention_config(v),
+        v,
+        device,
+        block_table_width=_tr.block_table_width_of(v),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # Builders whose constructor branches on config switches (the generic harness of trace.py gives
 # them none of these fields, so the switched buffers stayed read)
 
-def _switched_builder(module: str, cls: str, mla: bool, mutate=None, platform=None,
-                      stand_in: tuple[str, ...] = (), spec=None, overrides=None):
+
+def _switched_builder(
+    module: str,
+    cls: str,
+    mla: bool,
+    mutate=None,
+    platform=None,
+    stand_in: tuple[str, ...] = (),
+    spec=None,
+    overrides=None,
+):
     """A builder harness on :func:`attention_config` plus ``mutate(cfg, v)``."""
 
     def run(v: dict, device: str):
@@ -292,8 +377,16 @@ def _switched_builder(module: str, cls: str, mla: bool, mutate=None, platform=No
             mutate(cfg, v)
         kv_spec = spec(v) if spec is not None else (_mla_spec(v) if mla else _full_spec(v))
         with stand_ins(*stand_in):
-            return _builder(module, cls, kv_spec, cfg, v, device, platform=platform(v) if platform else None,
-                            overrides=overrides(v) if overrides else None)
+            return _builder(
+                module,
+                cls,
+                kv_spec,
+                cfg,
+                v,
+                device,
+                platform=platform(v) if platform else None,
+                overrides=overrides(v) if overrides else None,
+            )
 
     return run
 
@@ -311,8 +404,10 @@ def distributed(v: dict) -> dict:
     rank 0 (``get_dcp_world_size_and_rank``, vllm/distributed/parallel_state.py:1633-1638;
     ``get_dcp_group()``); shapes do not depend on the rank."""
     group = Config(world_size=v["dcp"], rank_in_group=0)
-    return {"get_dcp_world_size_and_rank": lambda enabled=True: (v["dcp"], 0) if enabled else (1, 0),
-            "get_dcp_group": lambda: group}
+    return {
+        "get_dcp_world_size_and_rank": lambda enabled=True: (v["dcp"], 0) if enabled else (1, 0),
+        "get_dcp_group": lambda: group,
+    }
 
 
 def _flash_attn_overrides(v: dict) -> dict:
@@ -323,16 +418,19 @@ def _flash_attn_overrides(v: dict) -> dict:
 
 
 for _module, _cls, _mla, _over in (
-        ("vllm.v1.attention.backends.mla.flashmla", "FlashMLAMetadataBuilder", True, distributed),
-        ("vllm.v1.attention.backends.flash_attn", "FlashAttentionMetadataBuilder", False, _flash_attn_overrides),
-        ("vllm.v1.attention.backends.triton_attn", "TritonAttentionMetadataBuilder", False, distributed),
-        ("vllm.v1.attention.backends.flex_attention", "FlexAttentionMetadataBuilder", False, distributed)):
-    harness(_cls, _module, "vllm.v1.kv_cache_interface")(_switched_builder(_module, _cls, _mla, _rswa_and_mm_prefix,
-                                                                           platform=cuda_platform, overrides=_over))
+    ("vllm.v1.attention.backends.mla.flashmla", "FlashMLAMetadataBuilder", True, distributed),
+    ("vllm.v1.attention.backends.flash_attn", "FlashAttentionMetadataBuilder", False, _flash_attn_overrides),
+    ("vllm.v1.attention.backends.triton_attn", "TritonAttentionMetadataBuilder", False, distributed),
+    ("vllm.v1.attention.backends.flex_attention", "FlexAttentionMetadataBuilder", False, distributed),
+):
+    harness(_cls, _module, "vllm.v1.kv_cache_interface")(
+        _switched_builder(_module, _cls, _mla, _rswa_and_mm_prefix, platform=cuda_platform, overrides=_over)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # Mamba builders with ReplaySSM (mamba_attn.py:94-190)
+
 
 def _mamba_spec(v: dict):
     """A ``MambaSpec`` whose B-cache shape (``shapes[4]``, read at mamba_attn.py:155) is
@@ -341,7 +439,13 @@ def _mamba_spec(v: dict):
     import torch
     from vllm.v1.kv_cache_interface import MambaSpec
 
-    shapes = ((4, 4096), (64, 64, 128), (64,), (64,), (_value("mamba_ngroups", v), _value("replayssm_buffer_len", v), 128))
+    shapes = (
+        (4, 4096),
+        (64, 64, 128),
+        (64,),
+        (64,),
+        (_value("mamba_ngroups", v), _value("replayssm_buffer_len", v), 128),
+    )
     return MambaSpec(block_size=v["block_size"], shapes=shapes, dtypes=(torch.bfloat16,) * 5)
 
 
@@ -356,8 +460,16 @@ def _replayssm(cfg, v):
 
 
 harness("BaseMambaAttentionMetadataBuilder", "vllm.v1.attention.backends.mamba_attn", "vllm.v1.kv_cache_interface")(
-    _switched_builder("vllm.v1.attention.backends.mamba_attn", "BaseMambaAttentionMetadataBuilder", False, _replayssm,
-                      platform=cuda_platform, spec=_mamba_spec, overrides=distributed))
+    _switched_builder(
+        "vllm.v1.attention.backends.mamba_attn",
+        "BaseMambaAttentionMetadataBuilder",
+        False,
+        _replayssm,
+        platform=cuda_platform,
+        spec=_mamba_spec,
+        overrides=distributed,
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -365,17 +477,31 @@ harness("BaseMambaAttentionMetadataBuilder", "vllm.v1.attention.backends.mamba_a
 # constructor bodies) is a CudaOnly stand-in: a statement calling into it is skipped and the
 # buffers it sizes (aiter's own metadata sizes) stay read.
 
+
 def rocm_platform(v: dict) -> dict:
     """``current_platform`` answers for a ROCm deployment: ``is_rocm()`` True, ``is_cuda()`` False,
     ``num_compute_units()`` the name ``num_sms`` (compute units); any other question is refused."""
-    return {"is_rocm": lambda: True, "is_cuda": lambda: False, "is_xpu": lambda: False, "is_cpu": lambda: False,
-            "num_compute_units": lambda index=None: v["num_sms"]}
+    return {
+        "is_rocm": lambda: True,
+        "is_cuda": lambda: False,
+        "is_xpu": lambda: False,
+        "is_cpu": lambda: False,
+        "num_compute_units": lambda index=None: v["num_sms"],
+    }
 
 
 #: AMD GPU architectures as codes of the config name ``gcn_arch`` (vllm/platforms/rocm.py:217-233
 #: derives the ``on_*`` answers from the GCN arch string)
-GCN_ARCH = {"gfx90a": 90, "gfx942": 942, "gfx950": 950, "gfx1100": 1100, "gfx1151": 1151, "gfx1200": 1200,
-            "gfx1201": 1201, "gfx1250": 1250}
+GCN_ARCH = {
+    "gfx90a": 90,
+    "gfx942": 942,
+    "gfx950": 950,
+    "gfx1100": 1100,
+    "gfx1151": 1151,
+    "gfx1200": 1200,
+    "gfx1201": 1201,
+    "gfx1250": 1250,
+}
 
 
 def _rocm_module(v: dict):
@@ -395,11 +521,19 @@ def _rocm_module(v: dict):
         return out
 
     preds = {
-        "on_gfx9": ("gfx90a", "gfx942", "gfx950"), "on_gfx90a": ("gfx90a",), "on_gfx942": ("gfx942",),
-        "on_gfx950": ("gfx950",), "on_mi3xx": ("gfx942", "gfx950"), "on_gfx1250": ("gfx1250",),
-        "on_cdna": ("gfx90a", "gfx942", "gfx950", "gfx1250"), "on_gfx11": ("gfx1100", "gfx1151"),
-        "on_gfx1100": ("gfx1100",), "on_gfx1151": ("gfx1151",), "on_gfx115x": ("gfx1151",),
-        "on_gfx12x": ("gfx1200", "gfx1201"), "on_rdna4": ("gfx1200", "gfx1201"),
+        "on_gfx9": ("gfx90a", "gfx942", "gfx950"),
+        "on_gfx90a": ("gfx90a",),
+        "on_gfx942": ("gfx942",),
+        "on_gfx950": ("gfx950",),
+        "on_mi3xx": ("gfx942", "gfx950"),
+        "on_gfx1250": ("gfx1250",),
+        "on_cdna": ("gfx90a", "gfx942", "gfx950", "gfx1250"),
+        "on_gfx11": ("gfx1100", "gfx1151"),
+        "on_gfx1100": ("gfx1100",),
+        "on_gfx1151": ("gfx1151",),
+        "on_gfx115x": ("gfx1151",),
+        "on_gfx12x": ("gfx1200", "gfx1201"),
+        "on_rdna4": ("gfx1200", "gfx1201"),
         "on_gfx1x": ("gfx1100", "gfx1151", "gfx1200", "gfx1201"),
         "on_rdna": ("gfx1100", "gfx1151", "gfx1200", "gfx1201"),
     }
@@ -432,8 +566,9 @@ def rocm_device(v: dict):
 
 
 def _rocm_builder(module: str, cls: str, mla: bool):
-    inner = _switched_builder(module, cls, mla, _rswa_and_mm_prefix, platform=rocm_platform, overrides=distributed,
-                              stand_in=("aiter",))
+    inner = _switched_builder(
+        module, cls, mla, _rswa_and_mm_prefix, platform=rocm_platform, overrides=distributed, stand_in=("aiter",)
+    )
 
     def run(v: dict, device: str):
         with rocm_device(v):
@@ -443,9 +578,10 @@ def _rocm_builder(module: str, cls: str, mla: bool):
 
 
 for _module, _cls, _mla in (
-        ("vllm.v1.attention.backends.mla.rocm_aiter_mla", "AiterMLAMetadataBuilder", True),
-        ("vllm.v1.attention.backends.mla.rocm_aiter_mla_sparse", "ROCMAiterMLASparseMetadataBuilder", True),
-        ("vllm.v1.attention.backends.rocm_octave_attn", "RocmOctaveMetadataBuilder", False)):
+    ("vllm.v1.attention.backends.mla.rocm_aiter_mla", "AiterMLAMetadataBuilder", True),
+    ("vllm.v1.attention.backends.mla.rocm_aiter_mla_sparse", "ROCMAiterMLASparseMetadataBuilder", True),
+    ("vllm.v1.attention.backends.rocm_octave_attn", "RocmOctaveMetadataBuilder", False),
+):
     harness(_cls, _module, "vllm.v1.kv_cache_interface")(_rocm_builder(_module, _cls, _mla))
 
 
@@ -473,13 +609,20 @@ def _aiter_fa_layer(cfg, v):
 
 def _rocm_fa_builder(v: dict, device: str):
     with rocm_device(v):
-        return _switched_builder("vllm.v1.attention.backends.rocm_aiter_fa", "AiterFlashAttentionMetadataBuilder", False,
-                                 _aiter_fa_layer, platform=rocm_platform, overrides=distributed,
-                                 stand_in=("aiter",))(v, device)
+        return _switched_builder(
+            "vllm.v1.attention.backends.rocm_aiter_fa",
+            "AiterFlashAttentionMetadataBuilder",
+            False,
+            _aiter_fa_layer,
+            platform=rocm_platform,
+            overrides=distributed,
+            stand_in=("aiter",),
+        )(v, device)
 
 
-harness("AiterFlashAttentionMetadataBuilder", "vllm.v1.attention.backends.rocm_aiter_fa",
-        "vllm.v1.kv_cache_interface")(_rocm_fa_builder)
+harness("AiterFlashAttentionMetadataBuilder", "vllm.v1.attention.backends.rocm_aiter_fa", "vllm.v1.kv_cache_interface")(
+    _rocm_fa_builder
+)
 
 
 def _mxfp4_indexer(v: dict, device: str):
@@ -493,48 +636,70 @@ def _mxfp4_indexer(v: dict, device: str):
     cfg = attention_config(v)
     cfg.model_config.hf_text_config.index_n_heads = 64
     cfg.model_config.hf_text_config.index_head_dim = 128
-    spec = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8,
-                            cache_dtype_str="fp8_ds_mla", tokens_per_state=_value("compress_ratio", v))
+    spec = MLAAttentionSpec(
+        block_size=64,
+        num_kv_heads=1,
+        head_size=576,
+        dtype=torch.uint8,
+        cache_dtype_str="fp8_ds_mla",
+        tokens_per_state=_value("compress_ratio", v),
+    )
     with rocm_device(v), stand_ins("aiter"):
-        return _builder("vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer", "RocmMxfp4IndexerMetadataBuilder",
-                        spec, cfg, v, device, platform=rocm_platform(v), overrides=distributed(v),
-                        block_table_width=_tr.block_table_width_of(v))
+        return _builder(
+            "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer",
+            "RocmMxfp4IndexerMetadataBuilder",
+            spec,
+            cfg,
+            v,
+            device,
+            platform=rocm_platform(v),
+            overrides=distributed(v),
+            block_table_width=_tr.block_table_width_of(v),
+        )
 
 
-harness("RocmMxfp4IndexerMetadataBuilder", "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer",
-        "vllm.v1.kv_cache_interface")(_mxfp4_indexer)
+harness(
+    "RocmMxfp4IndexerMetadataBuilder",
+    "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer",
+    "vllm.v1.kv_cache_interface",
+)(_mxfp4_indexer)
 
 
 # ------------------------------------------------------------------------------------------------
 # what each harness's traced shapes rest on (appended to the entries' ``why``)
 
-_ROCM = ("ROCm backend run on a CPU build: `aiter` stood in (statements calling into it are not run, the "
-         "buffers they size stay read), vllm.platforms.rocm's arch predicates are conditions on gcn_arch")
-_tr.NOTES.update({
-    "_SM90State": "flashinfer, flashinfer.mla stood in (no CPU build; the BatchMLAPagedAttentionWrapper call is not "
-                  "run); arguments as FlashInferMLASparseSM90Builder passes them (flashinfer_mla_sparse_sm90.py:459-470), "
-                  "topk_width = topk_indices_buffer.shape[1]",
-    "AiterMLAMetadataBuilder": _ROCM + "; speculative_config.enable_adaptive_verification off (the adaptive "
-                               "varlen-verify buffers are not reached; paged_kv_indices then has no draft pages)",
-    "ROCMAiterMLASparseMetadataBuilder": _ROCM,
-    "RocmOctaveMetadataBuilder": _ROCM,
-    "RocmMxfp4IndexerMetadataBuilder": _ROCM + "; index_n_heads 64, index_head_dim 128",
-    "AiterFlashAttentionMetadataBuilder": _ROCM + f"; one layer with sliding window {AITER_FA_WINDOW} (concrete: "
-                                          "the builder keeps windows in a set)",
-    "TurboQuantAttentionImpl": "Impl methods _ensure_on_device and _prefill_attention run statement by statement "
-                               "on an instance with _max_model_len and _soa_store (the switch flydsl) set; "
-                               "max_seq_len is the step's longest sequence",
-    "DeepseekV41SparseIndexerMetadataBuilder": "HF candidate_block_size, candidate_topk_blocks as names; the "
-                                               "constructor's capability checks (DeepGEMM, DeepSelect) are skipped",
-    "BaseMambaAttentionMetadataBuilder": "MambaSpec B-cache shape (mamba_ngroups, replayssm_buffer_len, 128); "
-                                         "ReplaySSM on the Triton backend",
-})
+_ROCM = (
+    "ROCm backend run on a CPU build: `aiter` stood in (statements calling into it are not run, the "
+    "buffers they size stay read), vllm.platforms.rocm's arch predicates are conditions on gcn_arch"
+)
+_tr.NOTES.update(
+    {
+        "_SM90State": "flashinfer, flashinfer.mla stood in (no CPU build; the BatchMLAPagedAttentionWrapper call is not "
+        "run); arguments as FlashInferMLASparseSM90Builder passes them (flashinfer_mla_sparse_sm90.py:459-470), "
+        "topk_width = topk_indices_buffer.shape[1]",
+        "AiterMLAMetadataBuilder": _ROCM + "; speculative_config.enable_adaptive_verification off (the adaptive "
+        "varlen-verify buffers are not reached; paged_kv_indices then has no draft pages)",
+        "ROCMAiterMLASparseMetadataBuilder": _ROCM,
+        "RocmOctaveMetadataBuilder": _ROCM,
+        "RocmMxfp4IndexerMetadataBuilder": _ROCM + "; index_n_heads 64, index_head_dim 128",
+        "AiterFlashAttentionMetadataBuilder": _ROCM + f"; one layer with sliding window {AITER_FA_WINDOW} (concrete: "
+        "the builder keeps windows in a set)",
+        "TurboQuantAttentionImpl": "Impl methods _ensure_on_device and _prefill_attention run statement by statement "
+        "on an instance with _max_model_len and _soa_store (the switch flydsl) set; "
+        "max_seq_len is the step's longest sequence",
+        "DeepseekV41SparseIndexerMetadataBuilder": "HF candidate_block_size, candidate_topk_blocks as names; the "
+        "constructor's capability checks (DeepGEMM, DeepSelect) are skipped",
+        "BaseMambaAttentionMetadataBuilder": "MambaSpec B-cache shape (mamba_ngroups, replayssm_buffer_len, 128); "
+        "ReplaySSM on the Triton backend",
+    }
+)
 for _cls in ("FlashAttentionMetadataBuilder", "TritonAttentionMetadataBuilder", "FlexAttentionMetadataBuilder"):
     _tr.NOTES[_cls] = "traced with model_config.rswa_window set (the name rswa_window)"
 
 
 # ------------------------------------------------------------------------------------------------
 # DeepSeek-V4.1 sparse-logits indexer (mla/sparse_indexer.py:91-175)
+
 
 def _sparse_indexer(v: dict, device: str):
     """``DeepseekV41SparseIndexerMetadataBuilder``: the DSA indexer builder (``block_table_width``
@@ -548,17 +713,29 @@ def _sparse_indexer(v: dict, device: str):
     hf = cfg.model_config.hf_text_config
     hf.candidate_block_size = _value("candidate_block_size", v)
     hf.candidate_topk_blocks = _value("candidate_topk_blocks", v)
-    return _builder("vllm.v1.attention.backends.mla.sparse_indexer", "DeepseekV41SparseIndexerMetadataBuilder",
-                    _mla_spec(v), cfg, v, device, platform=cuda_platform(v), overrides=distributed(v),
-                    block_table_width=_tr.block_table_width_of(v))
+    return _builder(
+        "vllm.v1.attention.backends.mla.sparse_indexer",
+        "DeepseekV41SparseIndexerMetadataBuilder",
+        _mla_spec(v),
+        cfg,
+        v,
+        device,
+        platform=cuda_platform(v),
+        overrides=distributed(v),
+        block_table_width=_tr.block_table_width_of(v),
+    )
 
 
-harness("DeepseekV41SparseIndexerMetadataBuilder", "vllm.v1.attention.backends.mla.sparse_indexer",
-        "vllm.v1.kv_cache_interface")(_sparse_indexer)
+harness(
+    "DeepseekV41SparseIndexerMetadataBuilder",
+    "vllm.v1.attention.backends.mla.sparse_indexer",
+    "vllm.v1.kv_cache_interface",
+)(_sparse_indexer)
 
 
 # ------------------------------------------------------------------------------------------------
 # TurboQuant attention: buffers its Impl allocates lazily (turboquant_attn.py:409-436, 775-784)
+
 
 def _turboquant(v: dict, device: str):
     """``TurboQuantAttentionImpl``'s lazily allocated buffers, by running the two methods that
@@ -577,8 +754,13 @@ def _turboquant(v: dict, device: str):
 
     logs = []
     obj = Impl.__new__(Impl)
-    obj.__dict__.update(_max_model_len=v["max_model_len"], _soa_store=switch("flydsl", v), head_size=128,
-                        num_heads=v["num_heads"], max_num_kv_splits=32)
+    obj.__dict__.update(
+        _max_model_len=v["max_model_len"],
+        _soa_store=switch("flydsl", v),
+        head_size=128,
+        num_heads=v["num_heads"],
+        max_num_kv_splits=32,
+    )
     layer = SimpleNamespace(_tq_cached=True)
     logs.append((obj, _tr.run_statements(Impl._ensure_on_device, Impl, obj, {"layer": layer, "device": device})))
 
@@ -587,12 +769,25 @@ def _turboquant(v: dict, device: str):
     n = v["max_num_batched_tokens"]
     query = _tr.FakeTensor((n, v["num_heads"], 128), torch.bfloat16, device)
     key = _tr.FakeTensor((n, 8, 128), torch.bfloat16, device)
-    meta = SimpleNamespace(max_query_len=n, max_seq_len=_value("max_seq_len", v),
-                           query_start_loc=_tr.FakeTensor((v["max_num_reqs"] + 1,), torch.int32, device),
-                           query_start_loc_cpu=None, seq_lens_cpu=None,
-                           seq_lens=_tr.FakeTensor((v["max_num_reqs"],), torch.int32, device))
-    args = dict(query=query, key=key, value=key, kv_cache=None, attn_metadata=meta, Pi=None, centroids=None,
-                PiT=None, layer=layer)
+    meta = SimpleNamespace(
+        max_query_len=n,
+        max_seq_len=_value("max_seq_len", v),
+        query_start_loc=_tr.FakeTensor((v["max_num_reqs"] + 1,), torch.int32, device),
+        query_start_loc_cpu=None,
+        seq_lens_cpu=None,
+        seq_lens=_tr.FakeTensor((v["max_num_reqs"],), torch.int32, device),
+    )
+    args = dict(
+        query=query,
+        key=key,
+        value=key,
+        kv_cache=None,
+        attn_metadata=meta,
+        Pi=None,
+        centroids=None,
+        PiT=None,
+        layer=layer,
+    )
     logs.append((obj2, _tr.run_statements(Impl._prefill_attention, Impl, obj2, args)))
     return logs
 
@@ -603,6 +798,7 @@ harness("TurboQuantAttentionImpl", "vllm.v1.attention.backends.turboquant_attn")
 # ------------------------------------------------------------------------------------------------
 # FlashInfer attention Impl: the NVFP4 FP8 output buffer (flashinfer.py:2013-2112)
 
+
 def _flashinfer_impl(v: dict, device: str):
     """``FlashInferImpl(num_heads, 128, scale, num_kv_heads, None, None, "nvfp4")`` with the current
     vLLM config (``get_current_vllm_config_or_none``) the duck-typed one. ``_nvfp4_kv_on_fa2()``
@@ -612,10 +808,22 @@ def _flashinfer_impl(v: dict, device: str):
 
     cfg = attention_config(v)
     cfg.attention_config.disable_flashinfer_q_quantization = False
-    return construct(FlashInferImpl, v["num_heads"], 128, 0.1, _value("num_kv_heads", v), None, None, "nvfp4",
-                     _overrides={"get_current_vllm_config_or_none": lambda: cfg,
-                                 "_nvfp4_kv_on_fa2": lambda: switch("nvfp4_fa2", v),
-                                 "current_platform": Platform(cuda_platform(v)), **distributed(v)})
+    return construct(
+        FlashInferImpl,
+        v["num_heads"],
+        128,
+        0.1,
+        _value("num_kv_heads", v),
+        None,
+        None,
+        "nvfp4",
+        _overrides={
+            "get_current_vllm_config_or_none": lambda: cfg,
+            "_nvfp4_kv_on_fa2": lambda: switch("nvfp4_fa2", v),
+            "current_platform": Platform(cuda_platform(v)),
+            **distributed(v),
+        },
+    )
 
 
 harness("FlashInferImpl", "vllm.v1.attention.backends.flashinfer")(_flashinfer_impl)

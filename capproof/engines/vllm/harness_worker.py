@@ -50,8 +50,14 @@ __all__ = ["StreamStandIn", "GroupStandIn", "extra_name", "worker_config", "EXTR
 
 #: names this module adds to the shape vocabulary, with the ints the real tier uses for them
 #: (``config_values`` gives the shared ones): all are sizes >= 1
-EXTRA_NAMES = {"mrope_num_dims": 3, "pcp": 2, "num_kv_cache_groups": 2, "num_ubatches": 2, "draft_vocab_size": 32000,
-               "candidate_top_k": 4}
+EXTRA_NAMES = {
+    "mrope_num_dims": 3,
+    "pcp": 2,
+    "num_kv_cache_groups": 2,
+    "num_ubatches": 2,
+    "draft_vocab_size": 32000,
+    "candidate_top_k": 4,
+}
 tr.POSITIVE = tuple(tr.POSITIVE) + tuple(n for n in EXTRA_NAMES if n not in tr.POSITIVE)
 tr.EXTRA_VALUES.update(EXTRA_NAMES)
 
@@ -64,6 +70,7 @@ def extra_name(v: dict, name: str):
 
 # ------------------------------------------------------------------------------------------------
 # stand-ins
+
 
 class StreamStandIn:
     """``torch.cuda.Stream()``/``Event()``/``current_stream()`` on a CPU: records nothing, waits
@@ -128,9 +135,12 @@ def _stream_patches():
         import torch
     except ImportError:  # pragma: no cover - numpy-only fast tier
         return []
-    out = [(torch.cuda, "Stream", StreamStandIn), (torch.cuda, "Event", StreamStandIn),
-           (torch.cuda, "current_stream", lambda *a, **k: StreamStandIn()),
-           (torch.cuda, "stream", lambda *a, **k: StreamStandIn())]
+    out = [
+        (torch.cuda, "Stream", StreamStandIn),
+        (torch.cuda, "Event", StreamStandIn),
+        (torch.cuda, "current_stream", lambda *a, **k: StreamStandIn()),
+        (torch.cuda, "stream", lambda *a, **k: StreamStandIn()),
+    ]
     if hasattr(torch, "Event"):
         out.append((torch, "Event", StreamStandIn))
     return out
@@ -174,8 +184,13 @@ tr.PATCH_PROVIDERS.append(_platform_device_patches)
 tr.PATCH_PROVIDERS.append(_buffer_utils_patches)
 
 #: module-level names replaced in the traced constructor bodies (see the module docstring)
-OVERRIDES = {"get_pp_group": _group, "get_dcp_group": _group, "get_tp_group": _group,
-             "_target_feeds_hc_residual": lambda vllm_config: False, "replace": _duck_replace}
+OVERRIDES = {
+    "get_pp_group": _group,
+    "get_dcp_group": _group,
+    "get_tp_group": _group,
+    "_target_feeds_hc_residual": lambda vllm_config: False,
+    "replace": _duck_replace,
+}
 
 
 def _construct(cls, *args, **kwargs):
@@ -184,6 +199,7 @@ def _construct(cls, *args, **kwargs):
 
 # ------------------------------------------------------------------------------------------------
 # configs
+
 
 def worker_config(v: dict, **extra):
     """:func:`.trace.vllm_config` plus the fields the worker/spec-decode constructors read."""
@@ -217,6 +233,7 @@ def _req_states(v: dict, device: str):
 # ------------------------------------------------------------------------------------------------
 # V2 runner: sampling and logits processors (vllm/v1/worker/gpu/sample/, structured_outputs.py)
 
+
 @harness("ThinkingBudgetState", "vllm.v1.worker.gpu.sample.thinking_budget")
 def _thinking_budget(v: dict, device: str):
     """``ThinkingBudgetState(req_states, vllm_config.reasoning_config)`` (gpu/sample/sampler.py:79)
@@ -224,8 +241,7 @@ def _thinking_budget(v: dict, device: str):
     nothing, thinking_budget.py:50)."""
     from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState
 
-    reasoning = Config(reasoning_start_token_ids=[1], reasoning_end_token_ids=[2],
-                       natural_reasoning_end_token_ids=[3])
+    reasoning = Config(reasoning_start_token_ids=[1], reasoning_end_token_ids=[2], natural_reasoning_end_token_ids=[3])
     return _construct(ThinkingBudgetState, _req_states(v, device), reasoning)
 
 
@@ -261,8 +277,13 @@ def _structured_outputs(v: dict, device: str):
     from vllm.v1.worker.gpu.structured_outputs import StructuredOutputsWorker
 
     decode_query_len = v["num_speculative_tokens"] + 1
-    return _construct(StructuredOutputsWorker, max_num_logits=v["max_num_reqs"] * decode_query_len,
-                      vocab_size=v["vocab_size"], device=device, mask_stride=decode_query_len)
+    return _construct(
+        StructuredOutputsWorker,
+        max_num_logits=v["max_num_reqs"] * decode_query_len,
+        vocab_size=v["vocab_size"],
+        device=device,
+        mask_stride=decode_query_len,
+    )
 
 
 @harness("Sampler", "vllm.v1.worker.gpu.sample.sampler")
@@ -271,12 +292,20 @@ def _sampler(v: dict, device: str):
     ``sampler_kwargs`` of gpu/model_runner.py:480-495)."""
     from vllm.v1.worker.gpu.sample.sampler import Sampler
 
-    return _construct(Sampler, worker_config(v), v["max_num_reqs"], v["vocab_size"], device, _req_states(v, device),
-                      num_speculative_tokens=v["num_speculative_tokens"])
+    return _construct(
+        Sampler,
+        worker_config(v),
+        v["max_num_reqs"],
+        v["vocab_size"],
+        device,
+        _req_states(v, device),
+        num_speculative_tokens=v["num_speculative_tokens"],
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # V2 runner: model states, LoRA, PP, M-RoPE, ubatching, fast prefill
+
 
 @harness("LoraState", "vllm.v1.worker.gpu.lora_utils")
 def _lora_state(v: dict, device: str):
@@ -291,8 +320,9 @@ def _pp_handler(v: dict, device: str):
     """``PPHandler(max_num_reqs, num_speculative_steps, device)`` (gpu/model_runner.py:334)."""
     from vllm.v1.worker.gpu.pp_utils import PPHandler
 
-    return _construct(PPHandler, max_num_reqs=v["max_num_reqs"], num_speculative_steps=v["num_speculative_tokens"],
-                      device=device)
+    return _construct(
+        PPHandler, max_num_reqs=v["max_num_reqs"], num_speculative_steps=v["num_speculative_tokens"], device=device
+    )
 
 
 @harness("RopeState", "vllm.v1.worker.gpu.mm.rope")
@@ -302,8 +332,14 @@ def _rope_state(v: dict, device: str):
     DefaultModelState with the scheduler's sizes, gpu/model_states/default.py:51)."""
     from vllm.v1.worker.gpu.mm.rope import RopeState
 
-    return _construct(RopeState, num_dims=extra_name(v, "mrope_num_dims"), max_num_reqs=v["max_num_reqs"],
-                      max_num_tokens=v["max_num_batched_tokens"], max_model_len=v["max_model_len"], device=device)
+    return _construct(
+        RopeState,
+        num_dims=extra_name(v, "mrope_num_dims"),
+        max_num_reqs=v["max_num_reqs"],
+        max_num_tokens=v["max_num_batched_tokens"],
+        max_model_len=v["max_model_len"],
+        device=device,
+    )
 
 
 @harness("FastPrefillHelper", "vllm.v1.worker.gpu.attn_utils")
@@ -349,12 +385,16 @@ class _Model:
 _MODEL = _Model()
 
 harness("DefaultModelState", "vllm.v1.worker.gpu.model_states.default")(
-    _model_state("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", prompt_embeds=True))
+    _model_state("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", prompt_embeds=True)
+)
 harness("MambaHybridModelState", "vllm.v1.worker.gpu.model_states.mamba_hybrid")(
-    _model_state("vllm.v1.worker.gpu.model_states.mamba_hybrid", "MambaHybridModelState"))
+    _model_state("vllm.v1.worker.gpu.model_states.mamba_hybrid", "MambaHybridModelState")
+)
 harness("EncoderDecoderModelState", "vllm.v1.worker.gpu.model_states.encoder_decoder")(
-    _model_state("vllm.v1.worker.gpu.model_states.encoder_decoder", "EncoderDecoderModelState",
-                 encoder_cache=SimpleNamespace()))
+    _model_state(
+        "vllm.v1.worker.gpu.model_states.encoder_decoder", "EncoderDecoderModelState", encoder_cache=SimpleNamespace()
+    )
+)
 
 
 @harness("UBatchRunner", "vllm.v1.worker.gpu.ubatch_utils")
@@ -371,6 +411,7 @@ def _ubatch_runner(v: dict, device: str):
 # ------------------------------------------------------------------------------------------------
 # V2 speculative decoding (vllm/v1/worker/gpu/spec_decode/)
 
+
 @harness("OnlineAcceptanceEstimator", "vllm.v1.worker.gpu.spec_decode.acceptance_estimator")
 def _acceptance_estimator(v: dict, device: str):
     """``OnlineAcceptanceEstimator(max_num_reqs, num_speculative_steps, device)``
@@ -380,8 +421,11 @@ def _acceptance_estimator(v: dict, device: str):
     return _construct(OnlineAcceptanceEstimator, v["max_num_reqs"], v["num_speculative_tokens"], device)
 
 
-@harness("AdaptiveVerificationManager", "vllm.v1.worker.gpu.spec_decode.adaptive_verification",
-         "vllm.v1.worker.gpu.input_batch")
+@harness(
+    "AdaptiveVerificationManager",
+    "vllm.v1.worker.gpu.spec_decode.adaptive_verification",
+    "vllm.v1.worker.gpu.input_batch",
+)
 def _adaptive_verification(v: dict, device: str):
     """``AdaptiveVerificationManager(req_states, query_start_loc, num_bonus_tokens, ...)``
     (gpu/spec_decode/adaptive_verification.py:546) with the runner's ``query_start_loc``, the
@@ -391,8 +435,14 @@ def _adaptive_verification(v: dict, device: str):
     from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 
     buffers = InputBuffers(max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device)
-    return _construct(AdaptiveVerificationManager, _req_states(v, device), buffers.query_start_loc, 1,
-                      max_total_logits=v["max_num_batched_tokens"], copy_admitted_drafts_to_host=True)
+    return _construct(
+        AdaptiveVerificationManager,
+        _req_states(v, device),
+        buffers.query_start_loc,
+        1,
+        max_total_logits=v["max_num_batched_tokens"],
+        copy_admitted_drafts_to_host=True,
+    )
 
 
 @harness("CandidateSampler", "vllm.v1.worker.gpu.spec_decode.dflash2.speculator")
@@ -402,8 +452,9 @@ def _candidate_sampler(v: dict, device: str):
     (the name ``candidate_top_k``)."""
     from vllm.v1.worker.gpu.spec_decode.dflash2.speculator import CandidateSampler
 
-    return _construct(CandidateSampler, v["max_num_reqs"], v["num_speculative_tokens"], extra_name(v, "candidate_top_k"),
-                      device)
+    return _construct(
+        CandidateSampler, v["max_num_reqs"], v["num_speculative_tokens"], extra_name(v, "candidate_top_k"), device
+    )
 
 
 def _speculator(module: str, cls: str, method: str = "eagle", **draft):
@@ -426,20 +477,22 @@ def _speculator(module: str, cls: str, method: str = "eagle", **draft):
 
 
 for _module, _cls, _method in (
-        ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle"),
-        ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
-        ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator", "draft_model"),
-        ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator", "dflash"),
-        ("vllm.v1.worker.gpu.spec_decode.dspark.speculator", "DSparkSpeculator", "dspark"),
-        ("vllm.v1.worker.gpu.spec_decode.dflash2.speculator", "DFlash2Speculator", "dflash2"),
-        ("vllm.v1.worker.gpu.spec_decode.lilicorr.speculator", "LiLiCorrSpeculator", "lilicorr"),
-        ("vllm.v1.worker.gpu.spec_decode.xpress.speculator", "XPressSpeculator", "xpress"),
-        ("vllm.v1.worker.gpu.spec_decode.ngram.speculator", "NgramGPUSpeculator", "ngram_gpu")):
+    ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle"),
+    ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
+    ("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator", "draft_model"),
+    ("vllm.v1.worker.gpu.spec_decode.dflash.speculator", "DFlashSpeculator", "dflash"),
+    ("vllm.v1.worker.gpu.spec_decode.dspark.speculator", "DSparkSpeculator", "dspark"),
+    ("vllm.v1.worker.gpu.spec_decode.dflash2.speculator", "DFlash2Speculator", "dflash2"),
+    ("vllm.v1.worker.gpu.spec_decode.lilicorr.speculator", "LiLiCorrSpeculator", "lilicorr"),
+    ("vllm.v1.worker.gpu.spec_decode.xpress.speculator", "XPressSpeculator", "xpress"),
+    ("vllm.v1.worker.gpu.spec_decode.ngram.speculator", "NgramGPUSpeculator", "ngram_gpu"),
+):
     harness(_cls, _module)(_speculator(_module, _cls, _method))
 
 
 # ------------------------------------------------------------------------------------------------
 # the V1 runner (vllm/v1/worker/gpu_model_runner.py)
+
 
 def _runner_config(v: dict, ngram_gpu: bool):
     cfg = worker_config(v)
@@ -484,12 +537,17 @@ def _gpu_model_runner_ngram(v: dict, device: str):
         def __init__(self, *args, **kwargs):
             pass
 
-    return construct(GPUModelRunner, _runner_config(v, ngram_gpu=True), torch.device(device),
-                     _overrides=dict(OVERRIDES, NgramProposerGPU=DrafterBuiltElsewhere))
+    return construct(
+        GPUModelRunner,
+        _runner_config(v, ngram_gpu=True),
+        torch.device(device),
+        _overrides=dict(OVERRIDES, NgramProposerGPU=DrafterBuiltElsewhere),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # branches the default configs do not take, and the buffers allocated after construction
+
 
 def _then(result, cls, method: str, arguments: dict, overrides: dict | None = None, **state):
     """Continue a constructed object ``(obj, log)``: set ``state`` (what the skipped engine step
@@ -527,8 +585,13 @@ def _ngram_gpu_speculator(v: dict, device: str):
     cfg.speculative_config.method = "ngram_gpu"
     cfg.speculative_config.prompt_lookup_min = 2
     cfg.speculative_config.prompt_lookup_max = 5
-    return construct(NgramGPUSpeculator, cfg, torch.device(device), _req_states(v, device),
-                     _overrides=dict(OVERRIDES, HAS_TRITON=True, triton=_triton_math()))
+    return construct(
+        NgramGPUSpeculator,
+        cfg,
+        torch.device(device),
+        _req_states(v, device),
+        _overrides=dict(OVERRIDES, HAS_TRITON=True, triton=_triton_math()),
+    )
 
 
 @harness("TargetDependentARSpeculator[probabilistic]", "vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator")
@@ -570,15 +633,22 @@ def _mm_load_model(module: str, cls: str, method: str):
 
         klass = getattr(importlib.import_module(module), cls)
         built = _speculator(module, cls, method)(v, device)
-        return _then(built, klass, "load_model", {"target_model": None}, overrides={"super": _LoaderSkipped},
-                     supports_mm_inputs=True)
+        return _then(
+            built,
+            klass,
+            "load_model",
+            {"target_model": None},
+            overrides={"super": _LoaderSkipped},
+            supports_mm_inputs=True,
+        )
 
     return run
 
 
 for _module, _cls, _method in (
-        ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
-        ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle")):
+    ("vllm.v1.worker.gpu.spec_decode.multi_module_mtp.speculator", "MultiModuleMTPSpeculator", "mtp"),
+    ("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator", "TargetDependentARSpeculator", "eagle"),
+):
     harness(f"{_cls}[load_model]", _module)(_mm_load_model(_module, _cls, _method))
 
 
@@ -598,8 +668,13 @@ def _dspark_load(v: dict, device: str):
     n = extra_name(v, "draft_vocab_size")
     d2t = tr.FakeTensor((n,), torch.int64, device) if isinstance(n, SymInt) else torch.zeros(n, dtype=torch.int64)
     model = SimpleNamespace(draft_id_to_target_id=d2t, model=SimpleNamespace(confidence_head=None))
-    return _then(built, DSparkSpeculator, "load_draft_model", {"target_model": None, "target_attn_layer_names": set()},
-                 overrides={"load_dspark_model": lambda target_model, vllm_config: model})
+    return _then(
+        built,
+        DSparkSpeculator,
+        "load_draft_model",
+        {"target_model": None, "target_attn_layer_names": set()},
+        overrides={"load_dspark_model": lambda target_model, vllm_config: model},
+    )
 
 
 @harness("EagleProposer[mrope]", "vllm.v1.spec_decode.eagle")
@@ -632,8 +707,11 @@ def _batched_moe_align(v: dict, device: str):
     import torch
     from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
 
-    ent = (tr.FakeTensor((v["num_experts"],), torch.int32, device) if isinstance(v["num_experts"], SymInt)
-           else torch.zeros(v["num_experts"], dtype=torch.int32))
+    ent = (
+        tr.FakeTensor((v["num_experts"],), torch.int32, device)
+        if isinstance(v["num_experts"], SymInt)
+        else torch.zeros(v["num_experts"], dtype=torch.int32)
+    )
     args = dict(max_tokens_per_batch=v["num_tokens"], block_size=v["block_size_m"], expert_num_tokens=ent)
     return (None, run_statements(mod.batched_moe_align_block_size, None, None, args))
 
@@ -699,10 +777,21 @@ def _input_batch_allowed_tokens(v: dict, device: str):
 
     built = tr.HARNESSES["InputBatch"](v, device)
     params = SamplingParams(temperature=0.0, allowed_token_ids=[1, 2])
-    request = SimpleNamespace(req_id="r0", prompt_token_ids=[1, 2, 3], prompt_embeds=None, output_token_ids=[],
-                              num_tokens=3, num_computed_tokens=0, block_ids=([],), sampling_params=params,
-                              pooling_params=None, generator=None, lora_request=None, mm_features=[],
-                              num_prompt_tokens=3)
+    request = SimpleNamespace(
+        req_id="r0",
+        prompt_token_ids=[1, 2, 3],
+        prompt_embeds=None,
+        output_token_ids=[],
+        num_tokens=3,
+        num_computed_tokens=0,
+        block_ids=([],),
+        sampling_params=params,
+        pooling_params=None,
+        generator=None,
+        lora_request=None,
+        mm_features=[],
+        num_prompt_tokens=3,
+    )
     return _then(built, InputBatch, "add_request", {"request": request})
 
 
@@ -713,12 +802,23 @@ def _standalone_set_attn(v: dict, device: str):
     cache group of the runner's ``BlockTables`` (``num_kv_cache_groups``)."""
     from vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator import StandaloneARSpeculator
 
-    built = _speculator("vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator",
-                        "draft_model")(v, device)
+    built = _speculator(
+        "vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator", "StandaloneARSpeculator", "draft_model"
+    )(v, device)
     block_tables = SimpleNamespace(num_kv_cache_groups=extra_name(v, "num_kv_cache_groups"))
-    return _then(built, StandaloneARSpeculator, "set_attn",
-                 {"model_state": None, "kv_cache_config": None, "block_tables": block_tables,
-                  "target_input_buffers": None, "target_attn_groups": []}, overrides={"super": _LoaderSkipped})
+    return _then(
+        built,
+        StandaloneARSpeculator,
+        "set_attn",
+        {
+            "model_state": None,
+            "kv_cache_config": None,
+            "block_tables": block_tables,
+            "target_input_buffers": None,
+            "target_attn_groups": [],
+        },
+        overrides={"super": _LoaderSkipped},
+    )
 
 
 @harness("EncoderRunner", "vllm.v1.worker.gpu.mm.encoder_runner")
@@ -729,9 +829,17 @@ def _encoder_runner(v: dict, device: str):
     import torch
     from vllm.v1.worker.gpu.mm.encoder_runner import EncoderRunner
 
-    return _construct(EncoderRunner, model=_MODEL, max_num_tokens=v["max_num_batched_tokens"],
-                      hidden_size=v["hidden_size"], encoder_cache=SimpleNamespace(), dtype=torch.bfloat16,
-                      device=torch.device(device), cudagraph_manager=None, enable_timing=False)
+    return _construct(
+        EncoderRunner,
+        model=_MODEL,
+        max_num_tokens=v["max_num_batched_tokens"],
+        hidden_size=v["hidden_size"],
+        encoder_cache=SimpleNamespace(),
+        dtype=torch.bfloat16,
+        device=torch.device(device),
+        cudagraph_manager=None,
+        enable_timing=False,
+    )
 
 
 #: PCPManager builds its own rank-local InputBuffers for 2 * max_num_reqs requests
@@ -751,11 +859,25 @@ def _pcp_manager(v: dict, device: str):
     from vllm.v1.worker.gpu.pcp_manager import PCPManager
 
     n, width = v["max_num_reqs"], v["max_num_blocks"]
-    table = (tr.FakeTensor((n, width), torch.int32, device) if isinstance(n, SymInt)
-             else torch.zeros((n, width), dtype=torch.int32))
-    block_tables = SimpleNamespace(cp_interleave=1, input_block_tables=[table],
-                                   num_kv_cache_groups=extra_name(v, "num_kv_cache_groups"))
-    return _construct(PCPManager, pcp_world_size=extra_name(v, "pcp"), pcp_rank=0, device=torch.device(device),
-                      shard_decode_requests=False, max_num_reqs=n, max_num_tokens=v["max_num_batched_tokens"],
-                      block_tables=block_tables, dcp_world_size=1, dcp_rank=0, cp_interleave=1,
-                      moe_gathers_tokens=True)
+    table = (
+        tr.FakeTensor((n, width), torch.int32, device)
+        if isinstance(n, SymInt)
+        else torch.zeros((n, width), dtype=torch.int32)
+    )
+    block_tables = SimpleNamespace(
+        cp_interleave=1, input_block_tables=[table], num_kv_cache_groups=extra_name(v, "num_kv_cache_groups")
+    )
+    return _construct(
+        PCPManager,
+        pcp_world_size=extra_name(v, "pcp"),
+        pcp_rank=0,
+        device=torch.device(device),
+        shard_decode_requests=False,
+        max_num_reqs=n,
+        max_num_tokens=v["max_num_batched_tokens"],
+        block_tables=block_tables,
+        dcp_world_size=1,
+        dcp_rank=0,
+        cp_interleave=1,
+        moe_gathers_tokens=True,
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 # In this order, as the tracer always loaded them: both extend the tracer's name tables (POSITIVE).
 from . import harness_worker  # noqa: F401 - imported for its registrations
 from . import harness_attention  # noqa: F401 - imported for its registrations
+
 # isort: on
 from .trace import HARNESSES, trace_all
 

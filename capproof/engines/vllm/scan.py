@@ -33,8 +33,15 @@ SCOPE = (
 
 WRAPPERS = {"CpuGpuBuffer", "_make_buffer", "UvaBuffer", "UvaBufferPool", "UvaBackedTensor", "StagedWriteTensor"}
 #: The wrappers' own definitions (their bodies allocate on behalf of the caller).
-WRAPPER_DEFINITIONS = {"CpuGpuBuffer", "_make_buffer", "UvaBuffer", "NonUvaBuffer", "UvaBufferPool",
-                       "UvaBackedTensor", "StagedWriteTensor"}
+WRAPPER_DEFINITIONS = {
+    "CpuGpuBuffer",
+    "_make_buffer",
+    "UvaBuffer",
+    "NonUvaBuffer",
+    "UvaBufferPool",
+    "UvaBackedTensor",
+    "StagedWriteTensor",
+}
 
 
 def scan_file(root: str, rel: str, locals_kept: bool = False) -> list[Allocation]:

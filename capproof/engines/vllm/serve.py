@@ -44,8 +44,15 @@ from .flags import (
     serve_flags,
 )
 
-__all__ = ["ServeFlagError", "ServeConfig", "parse_serve_args", "human_readable_int", "KV_CACHE_DTYPES", "SIZING_FLAGS",
-           "user_capture_sizes"]
+__all__ = [
+    "ServeFlagError",
+    "ServeConfig",
+    "parse_serve_args",
+    "human_readable_int",
+    "KV_CACHE_DTYPES",
+    "SIZING_FLAGS",
+    "user_capture_sizes",
+]
 
 #: ``CacheDType`` of the newest modelled vLLM (``vllm/config/cache.py``).
 KV_CACHE_DTYPES = frozenset(CACHE_DTYPES[VLLM_VERSION])
@@ -55,13 +62,31 @@ _OLD_FLAGS = {"--cuda-graph-sizes": "--cudagraph-capture-sizes"}
 
 #: Flags capproof reads (pinned or bounding the batch); every other flag is recorded as given but
 #: not used by an obligation (listed under "not checked" by check-config).
-SIZING_FLAGS = frozenset({
-    "--max-model-len", "--block-size", "--tensor-parallel-size", "--decode-context-parallel-size",
-    "--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--spec-tokens", "--spec-method", "--spec-model",
-    "--kv-cache-dtype", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--max-cudagraph-capture-size",
-    "--compilation-config", "--pipeline-parallel-size", "--model", "--config", "--enable-chunked-prefill",
-    "--performance-mode", "--data-parallel-size",
-})
+SIZING_FLAGS = frozenset(
+    {
+        "--max-model-len",
+        "--block-size",
+        "--tensor-parallel-size",
+        "--decode-context-parallel-size",
+        "--max-num-seqs",
+        "--max-num-batched-tokens",
+        "--speculative-config",
+        "--spec-tokens",
+        "--spec-method",
+        "--spec-model",
+        "--kv-cache-dtype",
+        "--cudagraph-capture-sizes",
+        "--cuda-graph-sizes",
+        "--max-cudagraph-capture-size",
+        "--compilation-config",
+        "--pipeline-parallel-size",
+        "--model",
+        "--config",
+        "--enable-chunked-prefill",
+        "--performance-mode",
+        "--data-parallel-size",
+    }
+)
 
 #: Module paths that start vLLM's OpenAI server with ``python -m``.
 _API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.launchers.api_server.entry"}
@@ -123,12 +148,20 @@ class ServeConfig:
     enable_expert_parallel: bool = False
 
     def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in (
-            ("max_model_len", self.max_model_len), ("block_size", self.block_size), ("tp", self.tp),
-            ("dcp", self.dcp), ("max_num_seqs", self.max_num_seqs),
-            ("max_num_batched_tokens", self.max_num_batched_tokens),
-            ("num_speculative_tokens", self.num_speculative_tokens), ("kv_cache_dtype", self.kv_cache_dtype),
-        ) if v is not None]
+        parts = [
+            f"{k}={v}"
+            for k, v in (
+                ("max_model_len", self.max_model_len),
+                ("block_size", self.block_size),
+                ("tp", self.tp),
+                ("dcp", self.dcp),
+                ("max_num_seqs", self.max_num_seqs),
+                ("max_num_batched_tokens", self.max_num_batched_tokens),
+                ("num_speculative_tokens", self.num_speculative_tokens),
+                ("kv_cache_dtype", self.kv_cache_dtype),
+            )
+            if v is not None
+        ]
         if self.cudagraph_capture_sizes is not None:
             parts.append(f"cudagraph_capture_sizes={self.cudagraph_capture_sizes}")
         if self.config_file:
@@ -145,7 +178,9 @@ def human_readable_int(flag: str, value: str) -> int:
         if suffix in "kmgt":
             return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
         if "." in number:
-            raise ServeFlagError(f"{flag} {value!r}: decimals are not allowed with binary suffix {suffix} (did you mean {number}{suffix.lower()}?)")
+            raise ServeFlagError(
+                f"{flag} {value!r}: decimals are not allowed with binary suffix {suffix} (did you mean {number}{suffix.lower()}?)"
+            )
         return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
     if re.fullmatch(r"[+-]?\d+", text):
         return int(text)
@@ -192,12 +227,50 @@ def _int_list(flag: str, values: list[object]) -> list[int]:
 # 1. launcher and environment
 
 #: ``docker run`` options that take a value as the next word (the rest are flags or ``--opt=value``).
-_DOCKER_VALUE_OPTIONS = frozenset({
-    "-v", "--volume", "-p", "--publish", "-e", "--env", "--env-file", "--name", "--gpus", "--ipc", "--shm-size",
-    "--runtime", "--network", "--net", "-w", "--workdir", "-u", "--user", "--entrypoint", "--mount", "--device",
-    "--ulimit", "--cpus", "-m", "--memory", "--label", "-l", "--cap-add", "--security-opt", "--platform", "--pull",
-    "--restart", "--hostname", "-h", "--add-host", "--group-add", "--pid", "--uts", "--log-driver", "--log-opt",
-})
+_DOCKER_VALUE_OPTIONS = frozenset(
+    {
+        "-v",
+        "--volume",
+        "-p",
+        "--publish",
+        "-e",
+        "--env",
+        "--env-file",
+        "--name",
+        "--gpus",
+        "--ipc",
+        "--shm-size",
+        "--runtime",
+        "--network",
+        "--net",
+        "-w",
+        "--workdir",
+        "-u",
+        "--user",
+        "--entrypoint",
+        "--mount",
+        "--device",
+        "--ulimit",
+        "--cpus",
+        "-m",
+        "--memory",
+        "--label",
+        "-l",
+        "--cap-add",
+        "--security-opt",
+        "--platform",
+        "--pull",
+        "--restart",
+        "--hostname",
+        "-h",
+        "--add-host",
+        "--group-add",
+        "--pid",
+        "--uts",
+        "--log-driver",
+        "--log-opt",
+    }
+)
 
 
 def strip_docker(argv: list[str]) -> tuple[dict[str, str], str | None, list[str]]:
@@ -210,7 +283,7 @@ def strip_docker(argv: list[str]) -> tuple[dict[str, str], str | None, list[str]
     while i < len(argv):
         arg = argv[i]
         if not arg.startswith("-") or arg == "-":
-            return env, arg, list(argv[i + 1:])
+            return env, arg, list(argv[i + 1 :])
         option, eq, value = arg.partition("=")
         if not eq and option in _DOCKER_VALUE_OPTIONS:
             value = argv[i + 1] if i + 1 < len(argv) else ""
@@ -238,15 +311,22 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
     docker_env, image, rest = strip_docker(argv)
     if image is not None:
         if not _VLLM_IMAGE.fullmatch(image):
-            if rest[:1] and (os.path.basename(rest[0]) in ("vllm", "env") or re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(rest[0]))):
+            if rest[:1] and (
+                os.path.basename(rest[0]) in ("vllm", "env")
+                or re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(rest[0]))
+            ):
                 env, args, style = _strip_launcher(rest)  # an image run with an explicit vllm command
                 return {**docker_env, **env}, args, style
-            raise ServeFlagError(f"docker image {image!r}: not vllm/vllm-openai[:TAG] and no vllm serve command after it")
+            raise ServeFlagError(
+                f"docker image {image!r}: not vllm/vllm-openai[:TAG] and no vllm serve command after it"
+            )
         if rest[:2] == ["vllm", "serve"]:
             rest = rest[2:]
         return docker_env, rest, True
     if os.path.basename(argv[0]) in ("docker", "podman") if argv else False:
-        raise ServeFlagError(f"{' '.join(argv[:2])!r}: expected docker run [OPTIONS] vllm/vllm-openai[:TAG] [MODEL] [FLAGS]")
+        raise ServeFlagError(
+            f"{' '.join(argv[:2])!r}: expected docker run [OPTIONS] vllm/vllm-openai[:TAG] [MODEL] [FLAGS]"
+        )
     args = list(argv)
     env: dict[str, str] = {}
     if args[:1] == ["env"]:
@@ -259,7 +339,9 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
     head = os.path.basename(args[0])
     if re.fullmatch(r"python(\d+(\.\d+)?)?", head):
         if len(args) < 3 or args[1] != "-m":
-            raise ServeFlagError(f"{' '.join(args[:3])!r}: expected python -m vllm.entrypoints.openai.api_server or python -m vllm.entrypoints.cli.main serve")
+            raise ServeFlagError(
+                f"{' '.join(args[:3])!r}: expected python -m vllm.entrypoints.openai.api_server or python -m vllm.entrypoints.cli.main serve"
+            )
         module, args = args[2], args[3:]
         if module in _API_SERVER_MODULES:
             return env, args, False
@@ -268,9 +350,13 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
                 raise ServeFlagError(f"python -m {module}: only the 'serve' subcommand is checked")
             return env, args[1:], True
         if module.split(".")[0] == "sglang":
-            raise ServeFlagError(f"python -m {module}: an SGLang launch line; give --engine sglang before '--' "
-                                 "(capproof check-config --engine sglang -- python -m sglang.launch_server …)")
-        raise ServeFlagError(f"python -m {module}: not a vLLM server entry point (expected vllm.entrypoints.openai.api_server)")
+            raise ServeFlagError(
+                f"python -m {module}: an SGLang launch line; give --engine sglang before '--' "
+                "(capproof check-config --engine sglang -- python -m sglang.launch_server …)"
+            )
+        raise ServeFlagError(
+            f"python -m {module}: not a vLLM server entry point (expected vllm.entrypoints.openai.api_server)"
+        )
     if head == "vllm":
         args = args[1:]
         if args[:1] != ["serve"]:
@@ -279,14 +365,19 @@ def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
     if args[0] == "serve":
         return env, args[1:], True
     if head == "sglang" or head.startswith("sglang."):
-        raise ServeFlagError(f"{args[0]!r}: not a vllm serve command line (for SGLang give --engine sglang before '--')")
+        raise ServeFlagError(
+            f"{args[0]!r}: not a vllm serve command line (for SGLang give --engine sglang before '--')"
+        )
     if head == "trtllm-serve":
-        raise ServeFlagError(f"{args[0]!r}: TensorRT-LLM is not modelled (capproof checks vLLM and SGLang launch lines)")
+        raise ServeFlagError(
+            f"{args[0]!r}: TensorRT-LLM is not modelled (capproof checks vLLM and SGLang launch lines)"
+        )
     return env, args, True
 
 
 # ---------------------------------------------------------------------------------------------
 # 2-3. --model and --config
+
 
 def _move_model(args: list[str]) -> list[str]:
     """``vllm serve … --model M …`` -> ``M …`` (vLLM warns and does the same)."""
@@ -295,8 +386,8 @@ def _move_model(args: list[str]) -> list[str]:
             if arg == "--model":
                 if i + 1 >= len(args):
                     raise ServeFlagError("--model needs a value")
-                return [args[i + 1], *args[:i], *args[i + 2:]]
-            return [arg.removeprefix("--model="), *args[:i], *args[i + 1:]]
+                return [args[i + 1], *args[:i], *args[i + 2 :]]
+            return [arg.removeprefix("--model="), *args[:i], *args[i + 1 :]]
     return args
 
 
@@ -318,7 +409,9 @@ def _load_config_file(path: str, flags: frozenset, subcommand: bool = True) -> l
     if config is None:
         return []
     if not isinstance(config, dict):
-        raise ServeFlagError(f"--config {path}: expected a mapping of flag names to values, got {type(config).__name__}")
+        raise ServeFlagError(
+            f"--config {path}: expected a mapping of flag names to values, got {type(config).__name__}"
+        )
     out: list[str] = []
     for key, value in config.items():
         key = str(key)
@@ -351,17 +444,19 @@ def _pull_config(args: list[str], serve_style: bool, flags: frozenset) -> tuple[
     if not hits:
         return args, None, 0
     if any(args[i] != "--config" for i in hits):  # vLLM pulls only the token "--config" (argparse_utils.py:371)
-        raise ServeFlagError(f"{args[hits[0]]}: vLLM reads a config file only as two words, --config FILE; "
-                             "with '=' it ignores the file (and serves its defaults)")
+        raise ServeFlagError(
+            f"{args[hits[0]]}: vLLM reads a config file only as two words, --config FILE; "
+            "with '=' it ignores the file (and serves its defaults)"
+        )
     if len(hits) > 1:
         raise ServeFlagError("more than one --config file given")
     index = hits[0]
     if args[index] == "--config":
         if index == len(args) - 1:
             raise ServeFlagError("--config needs a file name")
-        path, rest = args[index + 1], args[index + 2:]
+        path, rest = args[index + 1], args[index + 2 :]
     else:
-        path, rest = args[index].removeprefix("--config="), args[index + 1:]
+        path, rest = args[index].removeprefix("--config="), args[index + 1 :]
     config_args = _load_config_file(path, flags, subcommand=serve_style)
     before = args[:index]
     if serve_style and before and not before[0].startswith("-"):
@@ -373,6 +468,7 @@ def _pull_config(args: list[str], serve_style: bool, flags: frozenset) -> tuple[
 
 # ---------------------------------------------------------------------------------------------
 # 4-5. spelling and dotted keys
+
 
 def _spell(args: list[str]) -> list[str]:
     """Underscores to dashes in option names (up to the first '.'); ``-O`` forms to ``--optimization-level``."""
@@ -441,6 +537,7 @@ def _gather_dotted(args: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # 6. argparse
+
 
 def _resolve(option: str, flags: frozenset, version: str) -> str:
     """Exact option, short alias, ``--no-x``, ``--disable-x`` (0.33.0), or a unique prefix; else one error line."""
@@ -515,7 +612,9 @@ def _parse(tokens: list[str], flags: frozenset, version: str) -> tuple[dict[str,
         token = tokens[i]
         i += 1
         if not token.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", token):
-            raise ServeFlagError(f"unexpected argument {token!r} (only one positional MODEL is accepted, before the flags)")
+            raise ServeFlagError(
+                f"unexpected argument {token!r} (only one positional MODEL is accepted, before the flags)"
+            )
         option, eq, value = token.partition("=")
         flag = _resolve(option, flags, version)
         flag = _OLD_FLAGS.get(flag, flag)
@@ -592,7 +691,9 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
         elif flag == "--kv-cache-dtype":
             dtypes = CACHE_DTYPES.get(version, CACHE_DTYPES[VLLM_VERSION])
             if value not in dtypes:
-                raise ServeFlagError(f"--kv-cache-dtype {value!r}: not a vLLM {version} cache dtype ({', '.join(sorted(dtypes))})")
+                raise ServeFlagError(
+                    f"--kv-cache-dtype {value!r}: not a vLLM {version} cache dtype ({', '.join(sorted(dtypes))})"
+                )
             cfg.kv_cache_dtype = value
         elif flag == "--max-cudagraph-capture-size":
             cfg.max_cudagraph_capture_size = _int(flag, value)
@@ -605,7 +706,11 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.performance_mode = str(value)
     # EngineArgs.create_speculative_config (vllm/engine/arg_utils.py:2100-2139): the --spec-* flags
     # merged in, then every key's dashes read as underscores
-    for flag, key in (("--spec-method", "method"), ("--spec-model", "model"), ("--spec-tokens", "num_speculative_tokens")):
+    for flag, key in (
+        ("--spec-method", "method"),
+        ("--spec-model", "model"),
+        ("--spec-tokens", "num_speculative_tokens"),
+    ):
         if flag in values:
             if key in spec_json:
                 raise ServeFlagError(f"{flag} and --speculative-config['{key}'] are mutually exclusive")
@@ -615,9 +720,12 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
         if "num_speculative_tokens" not in spec_json:
             raise ServeFlagError(
                 "speculative decoding (--speculative-config, --spec-method or --spec-model) without num_speculative_tokens: vLLM takes it from the draft model's config "
-                "(n_predict, block_size) or the method's default, which capproof does not read; give num_speculative_tokens")
+                "(n_predict, block_size) or the method's default, which capproof does not read; give num_speculative_tokens"
+            )
         if "num_speculative_tokens" in spec_json:
-            cfg.num_speculative_tokens = _json_int("--speculative-config", "num_speculative_tokens", spec_json["num_speculative_tokens"], 1)
+            cfg.num_speculative_tokens = _json_int(
+                "--speculative-config", "num_speculative_tokens", spec_json["num_speculative_tokens"], 1
+            )
         method = spec_json.get("method")
         if method is not None and not isinstance(method, str):
             raise ServeFlagError(f"--speculative-config: method must be a string, got {method!r}")
@@ -627,7 +735,9 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             raise ServeFlagError(f"--speculative-config: model must be a string, got {draft!r}")
         cfg.speculative_model = draft
         if not isinstance(spec_json.get("parallel_drafting", False), bool):
-            raise ServeFlagError(f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}")
+            raise ServeFlagError(
+                f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}"
+            )
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
     if comp_json:
         cfg.cudagraph_mode = _cudagraph_mode(comp_json, values.get("--optimization-level"))
@@ -636,10 +746,14 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             if not isinstance(sizes, list):
                 raise ServeFlagError("--compilation-config: cudagraph_capture_sizes must be a JSON list of integers")
             if cfg.cudagraph_capture_sizes is not None:
-                raise ServeFlagError("--cudagraph-capture-sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive")
+                raise ServeFlagError(
+                    "--cudagraph-capture-sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive"
+                )
             cfg.cudagraph_capture_sizes = _int_list("--compilation-config", sizes)
         if comp_json.get("max_cudagraph_capture_size") is not None:
-            cfg.max_cudagraph_capture_size = _json_int("--compilation-config", "max_cudagraph_capture_size", comp_json["max_cudagraph_capture_size"], 1)
+            cfg.max_cudagraph_capture_size = _json_int(
+                "--compilation-config", "max_cudagraph_capture_size", comp_json["max_cudagraph_capture_size"], 1
+            )
 
 
 #: vLLM 0.33.0 ``CUDAGraphMode`` (``vllm/config/compilation.py:53-63``): names, and the values
@@ -665,8 +779,9 @@ def _cudagraph_mode(comp_json: dict[str, Any], level: object = None) -> str | No
     elif isinstance(mode, int) and not isinstance(mode, bool) and mode in CUDAGRAPH_MODES.values():
         mode = next(k for k, v in CUDAGRAPH_MODES.items() if v == mode)
     elif mode is not None:
-        raise ServeFlagError(f"--compilation-config: cudagraph_mode {mode!r} is not a vLLM cudagraph mode "
-                             f"({', '.join(CUDAGRAPH_MODES)})")
+        raise ServeFlagError(
+            f"--compilation-config: cudagraph_mode {mode!r} is not a vLLM cudagraph mode ({', '.join(CUDAGRAPH_MODES)})"
+        )
     pass_config = comp_json.get("pass_config")
     fused = isinstance(pass_config, dict) and pass_config.get("fuse_attn_quant") is True
     # both rules run under the VLLM_COMPILE compilation mode only (``set_splitting_ops_for_v1``
@@ -678,7 +793,9 @@ def _cudagraph_mode(comp_json: dict[str, Any], level: object = None) -> str | No
     return mode
 
 
-def user_capture_sizes(sizes: list[int], max_num_batched_tokens: int, num_speculative_tokens: int) -> tuple[list[int], list[int]]:
+def user_capture_sizes(
+    sizes: list[int], max_num_batched_tokens: int, num_speculative_tokens: int
+) -> tuple[list[int], list[int]]:
     """The CUDA-graph capture sizes vLLM 0.33.0 keeps from a user list -> (kept sizes, dropped sizes).
 
     ``VllmConfig._set_cudagraph_sizes`` (``vllm/config/vllm.py:2560-2610``) keeps the sizes

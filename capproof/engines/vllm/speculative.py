@@ -26,13 +26,38 @@ from dataclasses import dataclass
 __all__ = ["MTP_MODEL_TYPES", "InferredMethod", "infer_method"]
 
 #: ``MTPModelTypes`` of vLLM 0.33.0 (``vllm/config/speculative.py:38-67``).
-MTP_MODEL_TYPES = frozenset({
-    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp",
-    "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp",
-    "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
-    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp",
-    "glm5_next_mtp",
-})
+MTP_MODEL_TYPES = frozenset(
+    {
+        "deepseek_mtp",
+        "dots3_note_mtp",
+        "mimo_mtp",
+        "mimo_v2_mtp",
+        "glm4_moe_mtp",
+        "glm4_moe_lite_mtp",
+        "glm_ocr_mtp",
+        "ernie_mtp",
+        "nemotron_h_mtp",
+        "exaone_moe_mtp",
+        "exaone4_5_mtp",
+        "qwen3_next_mtp",
+        "qwen4_exp_mtp",
+        "qwen3_5_mtp",
+        "longcat_flash_mtp",
+        "bailing_hybrid_v3_mtp",
+        "minimax_m3_mtp",
+        "bailing_hybrid_mtp",
+        "mtp",
+        "kimi_k3_mtp",
+        "pangu_ultra_moe_mtp",
+        "step3p5_mtp",
+        "step5_mtp",
+        "hy_v3_mtp",
+        "hy_v4_mtp",
+        "gemma4_mtp",
+        "inkling_mtp",
+        "glm5_next_mtp",
+    }
+)
 #: Methods that need no draft model (``vllm/config/speculative.py:1297-1350``).
 _MODEL_FREE = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class", "extract_hidden_states"})
 #: Methods vLLM 0.33.0 accepts without a ``model``: the target's own layers (mtp, dspark) or no
@@ -84,7 +109,9 @@ def infer_method(method: str | None, model: str | None) -> InferredMethod:
     vLLM refuses at startup keeps the given method."""
     given = method
     if method is None and _is_custom_proposer_path(model):
-        return InferredMethod("custom_class", f"no method given: vLLM reads model {model!r} as a proposer class (custom_class)")
+        return InferredMethod(
+            "custom_class", f"no method given: vLLM reads model {model!r} as a proposer class (custom_class)"
+        )
     if method is None:
         method = "ngram" if model in ("ngram", "[ngram]") else "draft_model"
     if method in MTP_MODEL_TYPES:
@@ -94,16 +121,22 @@ def infer_method(method: str | None, model: str | None) -> InferredMethod:
     if model is None and method not in _TARGET_OR_NO_MODEL:
         # vllm/config/speculative.py:1252-1295: without "model" only these methods find one (the
         # target's own layers, or none needed); any other raises at startup
-        return InferredMethod(None, "a speculative model in --speculative-config (\"model\": the draft, or \"method\": \"mtp\" "
-                                    "for the model's own MTP layers): vLLM 0.33.0 refuses num_speculative_tokens without one "
-                                    f"for method {method}{'' if given else ' (what no method means)'} ('num_speculative_tokens "
-                                    "was provided but without speculative model')")
+        return InferredMethod(
+            None,
+            'a speculative model in --speculative-config ("model": the draft, or "method": "mtp" '
+            "for the model's own MTP layers): vLLM 0.33.0 refuses num_speculative_tokens without one "
+            f"for method {method}{'' if given else ' (what no method means)'} ('num_speculative_tokens "
+            "was provided but without speculative model')",
+        )
     if method in _MODEL_FREE or method in _KEPT or model is None:
         how = "as given" if given == method else f"vLLM reads {given or 'no method'} as {method}"
         return InferredMethod(method, how)
     name = model.lower()
-    prefix = f"no method given: vLLM 0.33.0 infers {{}} from the draft model {model!r}" if given is None else \
-        f"method {given}: vLLM 0.33.0 detects {{}} from the draft model {model!r}"
+    prefix = (
+        f"no method given: vLLM 0.33.0 infers {{}} from the draft model {model!r}"
+        if given is None
+        else f"method {given}: vLLM 0.33.0 detects {{}} from the draft model {model!r}"
+    )
     if "eagle-" in name:
         return InferredMethod("eagle", prefix.format("eagle") + " (its name contains 'eagle-')")
     if "eagle3" in name:
@@ -120,10 +153,13 @@ def infer_method(method: str | None, model: str | None) -> InferredMethod:
     if config is None:
         if method != "draft_model":  # an explicit mtp stays mtp (vLLM refuses a non-MTP draft at startup)
             return InferredMethod(method, "as given")
-        return InferredMethod(None, f"the speculative method: vLLM 0.33.0 infers it from the draft model {model!r}'s "
-                                    "config.json (architectures, model_type), which capproof cannot read; give \"method\" "
-                                    "in --speculative-config (draft_model, eagle, eagle3, mtp, dflash, dspark) or the draft "
-                                    "as a local directory")
+        return InferredMethod(
+            None,
+            f"the speculative method: vLLM 0.33.0 infers it from the draft model {model!r}'s "
+            'config.json (architectures, model_type), which capproof cannot read; give "method" '
+            "in --speculative-config (draft_model, eagle, eagle3, mtp, dflash, dspark) or the draft "
+            "as a local directory",
+        )
     model_type = config.get("model_type")
     if archs & _DSPARK_ARCHS or ("DSparkDraftModel" in archs and model_type == "qwen3"):
         return InferredMethod("dspark", prefix.format("dspark") + where + " architectures)")

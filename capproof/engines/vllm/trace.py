@@ -38,25 +38,69 @@ from typing import Callable
 from ...errors import CapproofError, SpecError  # noqa: F401 - harness modules use tr.CapproofError
 from ...symbolic import SymInt
 from ..tracing import run as _run
+
 # the engine-neutral machinery, re-exported under the names the harness modules and tests use
-from ..tracing.fake import (NUMPY_FACTORIES, TORCH_FACTORIES, FakeShape, FakeTensor, Recorded,  # noqa: F401
-                            Recorder)
-from ..tracing.interpret import (Config, CudaOnly, DeviceQuery, Poisoned, StepLog, install_cuda_only,  # noqa: F401
-                                 construct, run_statements)
+from ..tracing.fake import (  # noqa: F401 - re-exported for the harness modules
+    NUMPY_FACTORIES,
+    TORCH_FACTORIES,
+    FakeShape,
+    FakeTensor,
+    Recorded,
+    Recorder,
+)
+from ..tracing.interpret import (  # noqa: F401 - re-exported for the harness modules
+    Config,
+    CudaOnly,
+    DeviceQuery,
+    Poisoned,
+    StepLog,
+    construct,
+    install_cuda_only,
+    run_statements,
+)
 from ..tracing.run import matches as _matches  # noqa: F401
 
-__all__ = ["FakeTensor", "Recorded", "Recorder", "recording", "HARNESSES", "trace_all", "config_values",
-           "POSITIVE", "NONNEGATIVE"]
+__all__ = [
+    "FakeTensor",
+    "Recorded",
+    "Recorder",
+    "recording",
+    "HARNESSES",
+    "trace_all",
+    "config_values",
+    "POSITIVE",
+    "NONNEGATIVE",
+]
 
 #: the engine's top-level package (:class:`capproof.engines.tracing.Engine`)
 PACKAGE = "vllm"
 
 #: Config names that are sizes (>= 1) and names that may be 0, for the printer.
-POSITIVE = ("max_num_reqs", "max_num_batched_tokens", "max_model_len", "block_size", "dcp", "pcp",
-            "hidden_size", "vocab_size", "num_sms", "max_num_blocks", "num_experts", "top_k",
-            "block_size_m", "max_num_tokens", "num_heads", "head_size", "num_kv_heads",
-            "kernel_block_size", "index_topk", "cp_kv_cache_interleave_size", "block_table_width", "num_heads",
-            "max_cudagraph_capture_size")
+POSITIVE = (
+    "max_num_reqs",
+    "max_num_batched_tokens",
+    "max_model_len",
+    "block_size",
+    "dcp",
+    "pcp",
+    "hidden_size",
+    "vocab_size",
+    "num_sms",
+    "max_num_blocks",
+    "num_experts",
+    "top_k",
+    "block_size_m",
+    "max_num_tokens",
+    "num_heads",
+    "head_size",
+    "num_kv_heads",
+    "kernel_block_size",
+    "index_topk",
+    "cp_kv_cache_interleave_size",
+    "block_table_width",
+    "num_heads",
+    "max_cudagraph_capture_size",
+)
 NONNEGATIVE = ("num_speculative_tokens",)
 
 
@@ -95,7 +139,6 @@ def _engine_patches():
     return out
 
 
-
 # ------------------------------------------------------------------------------------------------
 # configs
 
@@ -107,10 +150,25 @@ EXTRA_VALUES: dict[str, int] = {}
 def config_values(symbolic: bool = True, **overrides) -> dict:
     """The config names the harnesses read: SymInts named after themselves, or ints (a real
     DeepSeek-V3.2-like deployment: 256 requests, 8192 batched tokens, 163840 tokens, block 64)."""
-    ints = dict(max_num_reqs=256, max_num_batched_tokens=8192, max_model_len=163840, block_size=64, dcp=1,
-                num_speculative_tokens=3, hidden_size=7168, vocab_size=129280, num_sms=132, max_num_blocks=2560,
-                num_heads=128, index_topk=2048, num_tokens=8192, top_k=8, num_experts=256, block_size_m=64,
-                max_cudagraph_capture_size=512)
+    ints = dict(
+        max_num_reqs=256,
+        max_num_batched_tokens=8192,
+        max_model_len=163840,
+        block_size=64,
+        dcp=1,
+        num_speculative_tokens=3,
+        hidden_size=7168,
+        vocab_size=129280,
+        num_sms=132,
+        max_num_blocks=2560,
+        num_heads=128,
+        index_topk=2048,
+        num_tokens=8192,
+        top_k=8,
+        num_experts=256,
+        block_size_m=64,
+        max_cudagraph_capture_size=512,
+    )
     ints.update({k: val for k, val in EXTRA_VALUES.items() if k not in ints})
     ints.update(overrides)
     if not symbolic:
@@ -215,71 +273,141 @@ def _v2_input_buffers(v: dict, device: str):
     from vllm.v1.worker.gpu.input_batch import InputBuffers
 
     # V2 runner: max_num_tokens = scheduler_config.max_num_batched_tokens (gpu/model_runner.py:231)
-    return construct(InputBuffers, max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device)
+    return construct(
+        InputBuffers, max_num_reqs=v["max_num_reqs"], max_num_tokens=v["max_num_batched_tokens"], device=device
+    )
 
 
 @harness("BlockTables", "vllm.v1.worker.gpu.block_table")
 def _v2_block_tables(v: dict, device: str):
     from vllm.v1.worker.gpu.block_table import BlockTables
 
-    return construct(BlockTables, block_sizes=[v["block_size"]], max_num_reqs=v["max_num_reqs"],
-                       max_num_batched_tokens=v["max_num_batched_tokens"], max_num_blocks_per_group=[v["max_num_blocks"]],
-                       device=device)
+    return construct(
+        BlockTables,
+        block_sizes=[v["block_size"]],
+        max_num_reqs=v["max_num_reqs"],
+        max_num_batched_tokens=v["max_num_batched_tokens"],
+        max_num_blocks_per_group=[v["max_num_blocks"]],
+        device=device,
+    )
 
 
 @harness("RequestState", "vllm.v1.worker.gpu.states")
 def _v2_request_state(v: dict, device: str):
     from vllm.v1.worker.gpu.states import RequestState
 
-    return construct(RequestState, max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
-                        max_num_batched_tokens=v["max_num_batched_tokens"],
-                        num_speculative_steps=v["num_speculative_tokens"], vocab_size=v["vocab_size"], device=device)
+    return construct(
+        RequestState,
+        max_num_reqs=v["max_num_reqs"],
+        max_model_len=v["max_model_len"],
+        max_num_batched_tokens=v["max_num_batched_tokens"],
+        num_speculative_steps=v["num_speculative_tokens"],
+        vocab_size=v["vocab_size"],
+        device=device,
+    )
 
 
 @harness("InputBatch", "vllm.v1.worker.gpu_input_batch")
 def _v1_input_batch(v: dict, device: str):
     from vllm.v1.worker.gpu_input_batch import InputBatch
 
-    return construct(InputBatch, max_num_reqs=v["max_num_reqs"], max_model_len=v["max_model_len"],
-                      max_num_batched_tokens=v["max_num_batched_tokens"], device=device, vocab_size=v["vocab_size"],
-                      block_sizes=[v["block_size"]], max_num_blocks_per_req=[v["max_num_blocks"]],
-                      num_spec_tokens=v["num_speculative_tokens"])
-
-
+    return construct(
+        InputBatch,
+        max_num_reqs=v["max_num_reqs"],
+        max_model_len=v["max_model_len"],
+        max_num_batched_tokens=v["max_num_batched_tokens"],
+        device=device,
+        vocab_size=v["vocab_size"],
+        block_sizes=[v["block_size"]],
+        max_num_blocks_per_req=[v["max_num_blocks"]],
+        num_spec_tokens=v["num_speculative_tokens"],
+    )
 
 
 def vllm_config(v: dict, **extra) -> Config:
     """The ``VllmConfig`` fields the traced constructors read, from config values ``v``."""
-    hf = Config(index_topk=v["index_topk"], num_attention_heads=v["num_heads"], hidden_size=v["hidden_size"],
-                vocab_size=v["vocab_size"], model_type="deepseek_v32")
-    draft = Config(get_hidden_size=lambda: v["hidden_size"], get_inputs_embeds_size=lambda: v["hidden_size"],
-                   get_vocab_size=lambda: v["vocab_size"], hf_config=hf, hf_text_config=hf, uses_mrope=False,
-                   uses_xdrope_dim=0, max_model_len=v["max_model_len"], dtype=None)
-    spec = Config(num_speculative_tokens=v["num_speculative_tokens"], method="eagle",
-                  enable_adaptive_verification=False, use_eagle=lambda: True, draft_model_config=draft,
-                  parallel_drafting=False, use_local_argmax_reduction=False, use_heterogeneous_vocab=False,
-                  disable_padded_drafter_batch=False, draft_tensor_parallel_size=1)
+    hf = Config(
+        index_topk=v["index_topk"],
+        num_attention_heads=v["num_heads"],
+        hidden_size=v["hidden_size"],
+        vocab_size=v["vocab_size"],
+        model_type="deepseek_v32",
+    )
+    draft = Config(
+        get_hidden_size=lambda: v["hidden_size"],
+        get_inputs_embeds_size=lambda: v["hidden_size"],
+        get_vocab_size=lambda: v["vocab_size"],
+        hf_config=hf,
+        hf_text_config=hf,
+        uses_mrope=False,
+        uses_xdrope_dim=0,
+        max_model_len=v["max_model_len"],
+        dtype=None,
+    )
+    spec = Config(
+        num_speculative_tokens=v["num_speculative_tokens"],
+        method="eagle",
+        enable_adaptive_verification=False,
+        use_eagle=lambda: True,
+        draft_model_config=draft,
+        parallel_drafting=False,
+        use_local_argmax_reduction=False,
+        use_heterogeneous_vocab=False,
+        disable_padded_drafter_batch=False,
+        draft_tensor_parallel_size=1,
+    )
     cfg = Config(
-        scheduler_config=Config(max_num_seqs=v["max_num_reqs"], max_num_batched_tokens=v["max_num_batched_tokens"],
-                                max_model_len=v["max_model_len"]),
-        model_config=Config(max_model_len=v["max_model_len"], get_hidden_size=lambda: v["hidden_size"],
-                            get_vocab_size=lambda: v["vocab_size"], dtype=None, use_mla=True,
-                            is_encoder_decoder=False, hf_text_config=hf, hf_config=hf,
-                            get_num_attention_heads=lambda parallel_config=None: v["num_heads"],
-                            get_head_size=lambda: 576, use_fp64_gumbel=False, supports_multimodal_inputs=False,
-                            uses_mrope=False, uses_xdrope_dim=0, get_vocab_size_=None),
+        scheduler_config=Config(
+            max_num_seqs=v["max_num_reqs"],
+            max_num_batched_tokens=v["max_num_batched_tokens"],
+            max_model_len=v["max_model_len"],
+        ),
+        model_config=Config(
+            max_model_len=v["max_model_len"],
+            get_hidden_size=lambda: v["hidden_size"],
+            get_vocab_size=lambda: v["vocab_size"],
+            dtype=None,
+            use_mla=True,
+            is_encoder_decoder=False,
+            hf_text_config=hf,
+            hf_config=hf,
+            get_num_attention_heads=lambda parallel_config=None: v["num_heads"],
+            get_head_size=lambda: 576,
+            use_fp64_gumbel=False,
+            supports_multimodal_inputs=False,
+            uses_mrope=False,
+            uses_xdrope_dim=0,
+            get_vocab_size_=None,
+        ),
         cache_config=Config(block_size=v["block_size"], cache_dtype="auto"),
-        parallel_config=Config(decode_context_parallel_size=v["dcp"], tensor_parallel_size=1,
-                               prefill_context_parallel_size=1, cp_kv_cache_interleave_size=1,
-                               data_parallel_size=1, pipeline_parallel_size=1, data_parallel_rank=0),
+        parallel_config=Config(
+            decode_context_parallel_size=v["dcp"],
+            tensor_parallel_size=1,
+            prefill_context_parallel_size=1,
+            cp_kv_cache_interleave_size=1,
+            data_parallel_size=1,
+            pipeline_parallel_size=1,
+            data_parallel_rank=0,
+        ),
         speculative_config=spec,
         num_speculative_tokens=v["num_speculative_tokens"],
-        attention_config=Config(sparse_mla_prefill_workspace_factor=5, hisparse_config=None,
-                                resolve_indexer_kv_dtype=lambda default: default),
-        compilation_config=Config(cudagraph_mode=None, max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
-                                  cudagraph_capture_sizes=[], static_forward_context={}),
-        offload_config=Config(), lora_config=None, load_config=Config(), observability_config=Config(),
-        kv_transfer_config=None, ec_transfer_config=None,
+        attention_config=Config(
+            sparse_mla_prefill_workspace_factor=5,
+            hisparse_config=None,
+            resolve_indexer_kv_dtype=lambda default: default,
+        ),
+        compilation_config=Config(
+            cudagraph_mode=None,
+            max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
+            cudagraph_capture_sizes=[],
+            static_forward_context={},
+        ),
+        offload_config=Config(),
+        lora_config=None,
+        load_config=Config(),
+        observability_config=Config(),
+        kv_transfer_config=None,
+        ec_transfer_config=None,
     )
     cfg.model_config.runner_type = "generate"
     cfg.model_config.enable_prompt_embeds = False
@@ -324,7 +452,9 @@ def mla_spec(v: dict):
     import torch
     from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
-    return MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8, cache_dtype_str="fp8_ds_mla")
+    return MLAAttentionSpec(
+        block_size=64, num_kv_heads=1, head_size=576, dtype=torch.uint8, cache_dtype_str="fp8_ds_mla"
+    )
 
 
 @harness("DeepseekV32IndexerMetadataBuilder", "vllm.v1.attention.backends.mla.indexer", "vllm.v1.kv_cache_interface")
@@ -332,18 +462,32 @@ def _indexer(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerMetadataBuilder as B
 
-    return construct(B, mla_spec(v), ["model.layers.0.self_attn.indexer"], vllm_config(v), torch.device(device),
-                     block_table_width=block_table_width_of(v),
-                     _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+    return construct(
+        B,
+        mla_spec(v),
+        ["model.layers.0.self_attn.indexer"],
+        vllm_config(v),
+        torch.device(device),
+        block_table_width=block_table_width_of(v),
+        _overrides={"num_compute_units": lambda index=None: v["num_sms"]},
+    )
 
 
-@harness("FlashMLASparseMetadataBuilder", "vllm.v1.attention.backends.mla.flashmla_sparse", "vllm.v1.kv_cache_interface")
+@harness(
+    "FlashMLASparseMetadataBuilder", "vllm.v1.attention.backends.mla.flashmla_sparse", "vllm.v1.kv_cache_interface"
+)
 def _flashmla_sparse(v: dict, device: str):
     import torch
     from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseMetadataBuilder as B
 
-    return construct(B, mla_spec(v), ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
-                     _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+    return construct(
+        B,
+        mla_spec(v),
+        ["model.layers.0.self_attn.attn"],
+        vllm_config(v),
+        torch.device(device),
+        _overrides={"num_compute_units": lambda index=None: v["num_sms"]},
+    )
 
 
 @harness("FlashInferMetadataBuilder", "vllm.v1.attention.backends.flashinfer", "vllm.v1.kv_cache_interface")
@@ -383,10 +527,20 @@ def _moe_align(v: dict, device: str):
     from vllm.model_executor.layers.fused_moe import moe_align_block_size as mod
 
     fn = mod.moe_align_block_size
-    topk_ids = (FakeTensor((v["num_tokens"], v["top_k"]), torch.int32, device)
-                if isinstance(v["num_tokens"], SymInt) else torch.zeros((v["num_tokens"], v["top_k"]), dtype=torch.int32))
-    args = dict(topk_ids=topk_ids, block_size=v["block_size_m"], num_experts=v["num_experts"], expert_map=None,
-                pad_sorted_ids=False, ignore_invalid_experts=False, return_scatter_idx=True)
+    topk_ids = (
+        FakeTensor((v["num_tokens"], v["top_k"]), torch.int32, device)
+        if isinstance(v["num_tokens"], SymInt)
+        else torch.zeros((v["num_tokens"], v["top_k"]), dtype=torch.int32)
+    )
+    args = dict(
+        topk_ids=topk_ids,
+        block_size=v["block_size_m"],
+        num_experts=v["num_experts"],
+        expert_map=None,
+        pad_sorted_ids=False,
+        ignore_invalid_experts=False,
+        return_scatter_idx=True,
+    )
     log = run_statements(fn, None, None, args)
     return (None, log)
 
@@ -396,9 +550,17 @@ def request_states(v: dict, device: str):
     import torch
 
     n = v["max_num_reqs"]
-    prompt_len = Config(np=FakeTensor((n,), torch.int32) if isinstance(n, SymInt) else torch.zeros(n, dtype=torch.int32).numpy())
-    return Config(max_num_reqs=n, device=torch.device(device), vocab_size=v["vocab_size"], prompt_len=prompt_len,
-                  max_model_len=v["max_model_len"], num_speculative_steps=v["num_speculative_tokens"])
+    prompt_len = Config(
+        np=FakeTensor((n,), torch.int32) if isinstance(n, SymInt) else torch.zeros(n, dtype=torch.int32).numpy()
+    )
+    return Config(
+        max_num_reqs=n,
+        device=torch.device(device),
+        vocab_size=v["vocab_size"],
+        prompt_len=prompt_len,
+        max_model_len=v["max_model_len"],
+        num_speculative_steps=v["num_speculative_tokens"],
+    )
 
 
 @harness("SamplingStates", "vllm.v1.worker.gpu.sample.states")
@@ -418,9 +580,11 @@ def _logits_processor(module: str, cls: str):
     return run
 
 
-for _module, _cls in (("vllm.v1.worker.gpu.sample.logit_bias", "LogitBiasState"),
-                      ("vllm.v1.worker.gpu.sample.penalties", "PenaltiesState"),
-                      ("vllm.v1.worker.gpu.sample.bad_words", "BadWordsState")):
+for _module, _cls in (
+    ("vllm.v1.worker.gpu.sample.logit_bias", "LogitBiasState"),
+    ("vllm.v1.worker.gpu.sample.penalties", "PenaltiesState"),
+    ("vllm.v1.worker.gpu.sample.bad_words", "BadWordsState"),
+):
     harness(_cls, _module)(_logits_processor(_module, _cls))
 
 
@@ -450,10 +614,19 @@ def _generic_builder(module: str, cls: str, mla: bool):
         from vllm.v1.kv_cache_interface import FullAttentionSpec
 
         klass = getattr(importlib.import_module(module), cls)
-        spec = mla_spec(v) if mla else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128,
-                                                          dtype=torch.bfloat16)
-        return construct(klass, spec, ["model.layers.0.self_attn.attn"], vllm_config(v), torch.device(device),
-                         _overrides={"num_compute_units": lambda index=None: v["num_sms"]})
+        spec = (
+            mla_spec(v)
+            if mla
+            else FullAttentionSpec(block_size=v["block_size"], num_kv_heads=8, head_size=128, dtype=torch.bfloat16)
+        )
+        return construct(
+            klass,
+            spec,
+            ["model.layers.0.self_attn.attn"],
+            vllm_config(v),
+            torch.device(device),
+            _overrides={"num_compute_units": lambda index=None: v["num_sms"]},
+        )
 
     return run
 
@@ -483,7 +656,8 @@ def register_generic(allocations) -> list[str]:
         if owner.endswith("MetadataBuilder") and "/attention/backends/" in file:
             harness(owner, module, "vllm.v1.kv_cache_interface")(_generic_builder(module, owner, "/mla/" in file))
         elif (owner.endswith("Speculator") and "/worker/gpu/spec_decode/" in file) or (
-                owner.endswith("Proposer") and "/v1/spec_decode/" in file):
+            owner.endswith("Proposer") and "/v1/spec_decode/" in file
+        ):
             harness(owner, module)(_generic_proposer(module, owner))
         else:
             continue

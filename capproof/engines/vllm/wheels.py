@@ -87,15 +87,26 @@ def fetch_version(name: str, version: str, download: bool = True) -> str:
     os.makedirs(os.path.join(cache_dir(), "wheels"), exist_ok=True)
     path = _wheel(name, version)
     if path is None and download:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"{name}=={version}",
-               "-d", os.path.join(cache_dir(), "wheels")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            f"{name}=={version}",
+            "-d",
+            os.path.join(cache_dir(), "wheels"),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         path = _wheel(name, version)
         if path is None:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise WheelsUnavailable(f"cannot fetch {name}=={version} with pip download --no-deps: {last}")
     if path is None:
-        raise WheelsUnavailable(f"{name}=={version} is not in {os.path.join(cache_dir(), 'wheels')} (run `make verify-real` online once)")
+        raise WheelsUnavailable(
+            f"{name}=={version} is not in {os.path.join(cache_dir(), 'wheels')} (run `make verify-real` online once)"
+        )
     root = source_root(name, version)
     marker = os.path.join(root, f".extracted-{name}-{version}")
     if not os.path.exists(marker):
@@ -119,7 +130,9 @@ def activate() -> str:
     """Put the extracted engine sources first on ``sys.path`` (no download); quiet their logs."""
     for name, version in PINNED.items():
         if not os.path.exists(_marker(name, version)):
-            raise WheelsUnavailable(f"{name}=={version} sources are not extracted: run `python -m capproof.engines.vllm.wheels fetch`")
+            raise WheelsUnavailable(
+                f"{name}=={version} sources are not extracted: run `python -m capproof.engines.vllm.wheels fetch`"
+            )
     src = _src()
     if src not in sys.path:
         sys.path.insert(0, src)
@@ -141,13 +154,13 @@ def vllm() -> SimpleNamespace:
     activate()
     import vllm as pkg
     from vllm.config.compilation import CompilationConfig
+    from vllm.model_executor.layers.fused_moe import moe_align_block_size as moe_align
     from vllm.utils import math_utils
     from vllm.utils.argparse_utils import human_readable_int, human_readable_int_or_auto
     from vllm.v1 import kv_cache_interface as kvi
     from vllm.v1.attention.backends.mla import indexer
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
     from vllm.v1.worker import block_table
-    from vllm.model_executor.layers.fused_moe import moe_align_block_size as moe_align
 
     return SimpleNamespace(
         package=pkg,
@@ -178,8 +191,9 @@ def mla_spec(block_size: int):
     """A real ``MLAAttentionSpec`` as DSA's MLA/indexer layers declare it (576-wide latent, 1 head)."""
     import torch
 
-    return vllm().kv.MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=576, dtype=torch.uint8,
-                                      cache_dtype_str="fp8_ds_mla")
+    return vllm().kv.MLAAttentionSpec(
+        block_size=block_size, num_kv_heads=1, head_size=576, dtype=torch.uint8, cache_dtype_str="fp8_ds_mla"
+    )
 
 
 def full_attention_spec(block_size: int):
@@ -197,7 +211,8 @@ def uniform_type_specs(block_size: int):
     specs = {
         "model.layers.0.self_attn.attn": mla_spec(block_size),
         "model.layers.0.self_attn.indexer.k_cache": kv.MLAAttentionSpec(
-            block_size=block_size, num_kv_heads=1, head_size=132, dtype=torch.uint8),
+            block_size=block_size, num_kv_heads=1, head_size=132, dtype=torch.uint8
+        ),
     }
     return kv.UniformTypeKVCacheSpecs(block_size=block_size, kv_cache_specs=specs)
 
@@ -211,7 +226,10 @@ def _main(argv: list[str]) -> int:
     except WheelsUnavailable as exc:
         print(f"capproof: real engine unavailable: {exc}", file=sys.stderr)
         return EXIT_NO_WHEELS
-    print("real engines ready: " + ", ".join(f"{n}=={PINNED[n]} ({os.path.getsize(p) // 2**20} MiB wheel)" for n, p in wheels.items()))
+    print(
+        "real engines ready: "
+        + ", ".join(f"{n}=={PINNED[n]} ({os.path.getsize(p) // 2**20} MiB wheel)" for n, p in wheels.items())
+    )
     return 0
 
 
