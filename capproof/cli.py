@@ -1136,6 +1136,17 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
         raise click.UsageError("--write and --check exclude each other")
     _enter_project(need_root=not from_json, optional=bool(from_json))
     inventory_path, from_json = _user_path(inventory_path), _user_path(from_json)
+    if from_json and not os.path.isfile(from_json):  # a missing input is a usage error (exit 4, as pytest's)
+        _errout().print(
+            f"error: --from {from_json}: no such file (give the JSON a `capproof prove --json FILE` run wrote)",
+            markup=False,
+            style="bold red",
+        )
+        sys.exit(EXIT_USAGE)
+    if from_json and inventory_path == DEFAULT_INVENTORY and not os.path.exists(inventory_path):
+        from .inventory import locate  # outside a project: the inventory shipped with capproof
+
+        inventory_path = locate(inventory_path)
     try:
         entries = read_inventory(inventory_path)
         with open(inventory_path, encoding="utf-8") as fh:
@@ -1272,6 +1283,9 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
         sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
+    if write or check:  # they write or compare the project's proofs/inventory/: run from its root
+        json_out = _user_path(json_out)
+        _enter_project(need_root=True)
     if (engine_spec or "").strip().startswith("sglang"):
         from .engines.sglang import buffers as sglang_buffers
 

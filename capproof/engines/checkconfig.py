@@ -177,6 +177,7 @@ MODEL_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "num_attention_heads": ("num_attention_heads",),
     "hidden_size": ("hidden_size",),
+    "head_dim": ("head_dim",),
     "index_topk": ("index_topk",),
     "max_position_embeddings": ("max_position_embeddings",),
 }
@@ -303,12 +304,62 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
         facts.features.add("moe")
     if "index_topk" in facts.values:
         facts.features.add("dsa_indexer")
+    text = next((sc for pre, sc in scopes if pre), data)  # vLLM's hf_text_config
+    if uses_mla(text):
+        facts.features.add("mla")
+        facts.fields["mla"] = "model_type " + str(text.get("model_type"))
     archs = set(data.get("architectures") or [])
     hybrid_key = next((k for _, scope in scopes for k in HYBRID_MAMBA_KEYS if k in scope), None)
     if archs & HYBRID_MAMBA_ARCHITECTURES or hybrid_key:
         facts.features.add("hybrid_mamba")
         facts.fields["hybrid_mamba"] = "architectures" if archs & HYBRID_MAMBA_ARCHITECTURES else hybrid_key
     return facts
+
+
+#: ``model_type`` values of the models vLLM 0.33.0 serves with MLA attention when their text config
+#: has ``kv_lora_rank`` (``ModelArchConfigConvertorBase.is_deepseek_mla``,
+#: ``vllm/transformers_utils/model_arch_config_convertor.py:294-330``); a real-engine test compares
+#: this list with the wheel's function.
+MLA_MODEL_TYPES = frozenset(
+    {
+        "axk1",
+        "deepseek_v2",
+        "deepseek_v3",
+        "deepseek_v32",
+        "deepseek_v4",
+        "deepseek_v41",
+        "dots3_note",
+        "deepseek_mtp",
+        "k3_dspark",
+        "glm5_next",
+        "glm5_next_text",
+        "glm_moe_dsa",
+        "glm4_moe_lite",
+        "glm4_moe_lite_mtp",
+        "kimi_k2",
+        "kimi_linear",
+        "longcat_flash",
+        "pangu_ultra_moe",
+        "pangu_ultra_moe_mtp",
+        "bailing_hybrid",
+        "bailing_hybrid_mtp",
+        "bailing_hybrid_v3_mtp",
+        "hy_v4",
+        "hy_v4_mtp",
+    }
+)
+
+
+def uses_mla(text_config: dict) -> bool:
+    """Whether vLLM 0.33.0 serves a model with this (text) ``config.json`` with MLA attention
+    (``ModelConfig.use_mla``): an MLA ``model_type`` (:data:`MLA_MODEL_TYPES`) with
+    ``kv_lora_rank`` (or, for DeepSeek-V4's compressed layers, ``compress_ratios`` and
+    ``head_dim``), and not a bidirectional (``is_causal: false``) variant."""
+    if text_config.get("model_type") not in MLA_MODEL_TYPES or text_config.get("is_causal", True) is False:
+        return False
+    if text_config.get("compress_ratios"):
+        return text_config.get("head_dim") is not None
+    return text_config.get("kv_lora_rank") is not None
 
 
 #: The ``config.json`` fields check-config reads, for models people serve by their Hugging Face
@@ -326,6 +377,7 @@ _DEEPSEEK_V3 = {
     "num_experts_per_tok": 8,
     "max_position_embeddings": 163840,
     "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+    "kv_lora_rank": 512,
 }
 _DEEPSEEK_V32 = {
     **_DEEPSEEK_V3,
@@ -342,6 +394,7 @@ _GLM_52 = {
     "n_routed_experts": 256,
     "num_experts_per_tok": 8,
     "index_topk": 2048,
+    "kv_lora_rank": 512,
     "max_position_embeddings": 1048576,
     "rope_parameters": {"rope_theta": 8000000, "rope_type": "default"},
 }
@@ -582,11 +635,22 @@ class CheckOutcome:
     needs: list[str] = field(default_factory=list)
     #: How facts capproof derived were found (the speculative method, ...), one line each.
     derived: list[str] = field(default_factory=list)
+    #: Deployment parameters the line does not give whose value vLLM picks at startup and capproof
+    #: could not derive: {param: what to give}. A counterexample that needs one of them is not a
+    #: "will fail" of this deployment (the user never chose that value): it makes the answer undecided.
+    undetermined: dict[str, str] = field(default_factory=dict)
+
+    def _unsettled(self, c: Checked) -> list[str]:
+        """The undetermined parameters a failing obligation's counterexample sets."""
+        cex = c.result.counterexample
+        params = cex.params if cex is not None else {}
+        return [p for p in self.undetermined if p in params and p not in c.pinned and p not in c.choices]
 
     @property
     def missing_facts(self) -> list[str]:
         """What to give so that every obligation that may apply is decided (no repeats)."""
-        return list(dict.fromkeys([c.needs for c in self.checked if c.needs] + self.needs))
+        unsettled = [self.undetermined[p] for c in self.unsettled_failures for p in self._unsettled(c)]
+        return list(dict.fromkeys([c.needs for c in self.checked if c.needs] + self.needs + unsettled))
 
     @property
     def applicable(self) -> list[Checked]:
@@ -594,7 +658,13 @@ class CheckOutcome:
 
     @property
     def failures(self) -> list[Checked]:
-        return [c for c in self.applicable if c.result.verdict is Verdict.COUNTEREXAMPLE]
+        """Counterexamples at values of this deployment (pinned, or a default vLLM picks)."""
+        return [c for c in self.applicable if c.result.verdict is Verdict.COUNTEREXAMPLE and not self._unsettled(c)]
+
+    @property
+    def unsettled_failures(self) -> list[Checked]:
+        """Counterexamples that need a value of an :attr:`undetermined` parameter: undecided."""
+        return [c for c in self.applicable if c.result.verdict is Verdict.COUNTEREXAMPLE and self._unsettled(c)]
 
     @property
     def undecided(self) -> list[Checked]:
@@ -619,7 +689,7 @@ class CheckOutcome:
     def status(self) -> str:
         if self.failures:
             return "will fail"
-        if self.undecided or not self.applicable or self.out_of_domain or self.missing_facts:
+        if self.undecided or self.unsettled_failures or not self.applicable or self.out_of_domain or self.missing_facts:
             return "undecided"
         return "safe"
 
@@ -665,13 +735,14 @@ FLAG_FEATURES = {
 _PARSING_FLAGS = {"--model", "--config"}
 
 #: Features a model's config.json shows (others come from the flags).
-MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba"})
+MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba", "mla"})
 
 #: What each model feature is, for the "not checked" lines.
 FEATURES = {
     "dsa_indexer": "DSA indexer (index_topk in config.json)",
     "moe": "routed experts",
     "hybrid_mamba": "hybrid Mamba/linear-attention layers (config.json)",
+    "mla": "MLA attention (an MLA model_type with kv_lora_rank in config.json)",
     "spec_decode": "speculative decoding (--speculative-algorithm)",
     "dflash": "DFlash/DSpark speculative decoding (--speculative-config method dflash)",
     "cudagraph_full": "FULL CUDA graphs for mixed batches (--compilation-config cudagraph_mode FULL)",
@@ -775,6 +846,77 @@ def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None)
     return out
 
 
+#: FLASH_ATTN prefers larger pages for some head sizes (vLLM 0.33.0
+#: ``vllm/v1/attention/backends/flash_attn.py:300-378``: 64 for SM90 FP8 KV at head size 512,
+#: ``FA4_HD256_PAGE_SIZE`` 128 for FA4's head-size-256 kernel), which depends on the FA version
+#: the GPU runs: both are added as candidates for those head sizes (and an unknown one).
+FLASH_ATTN_LARGE_PAGES = {256: (128,), 512: (64,)}
+
+
+def default_block_size(
+    engine: str, version: str, gpu: str | None, model: ModelFacts | None, cfg: ServeConfig
+) -> Default | str:
+    """The KV-cache block size(s) vLLM picks when ``--block-size`` is not given, or why capproof
+    cannot say (a string: the reason, for "give --block-size N").
+
+    vLLM 0.33.0 (``Platform.update_block_size_for_backend``, ``vllm/platforms/interface.py:750-794``)
+    starts from ``CacheConfig.DEFAULT_BLOCK_SIZE`` and takes the selected attention backend's
+    ``get_preferred_block_size``; the backend is the first of ``_get_backend_priorities`` (per GPU
+    and MLA/sparse/dense) that validates for the model, which capproof cannot decide on a CPU, so
+    every candidate's preferred size is returned (table :mod:`.vllm.block_defaults`, generated by
+    running those functions from the wheel). Not derived: other releases (only 0.33.0's wheel is
+    run), vLLM-Ascend (NPU backends), hybrid Mamba models (phase 2 aligns the block size to the
+    Mamba state), ``--kv-cache-dtype-skip-layers`` (phase 3)."""
+    from .vllm.block_defaults import PREFERRED_BLOCK_SIZES
+
+    if engine != "vllm" or version != VLLM_VERSION:
+        return (
+            f"vLLM's default block size is derived for vLLM {VLLM_VERSION} only, whose wheel capproof runs; "
+            f"{engine} {version} picks its own"
+        )
+    if model is not None and "hybrid_mamba" in model.features:
+        return "a hybrid Mamba model: vLLM aligns the block size to the Mamba state size at startup"
+    if "--kv-cache-dtype-skip-layers" in cfg.origin:
+        return "--kv-cache-dtype-skip-layers: vLLM aligns the block size across KV dtypes at startup"
+    if model is None:
+        kinds = ("dense", "mla", "mla_sparse")
+        what = "any attention (the model's config.json is not known)"
+    elif "mla" in model.features:
+        kinds = ("mla_sparse",) if "dsa_indexer" in model.features else ("mla",)
+        what = "sparse MLA (DSA)" if kinds == ("mla_sparse",) else "MLA"
+    else:
+        kinds, what = ("dense",), "standard attention"
+    gpus = [gpu] if gpu in PREFERRED_BLOCK_SIZES else list(PREFERRED_BLOCK_SIZES)
+    per_backend: dict[str, set[int]] = {}
+    for g in gpus:
+        for kind in kinds:
+            for backend, size in PREFERRED_BLOCK_SIZES[g][kind]:
+                if not isinstance(size, int):
+                    return f"the block size vLLM's {backend} backend prefers is not known on a CPU ({size})"
+                per_backend.setdefault(backend, set()).add(size)
+    head = None
+    if model is not None:
+        heads, hidden = model.values.get("num_attention_heads"), model.values.get("hidden_size")
+        head = model.values.get("head_dim") or (hidden // heads if heads and hidden else None)
+    if "dense" in kinds and "FLASH_ATTN" in per_backend:
+        extra = (
+            {s for sizes in FLASH_ATTN_LARGE_PAGES.values() for s in sizes}
+            if head is None
+            else set(FLASH_ATTN_LARGE_PAGES.get(head, ()))
+        )
+        per_backend["FLASH_ATTN"] |= extra
+    values = tuple(sorted({s for sizes in per_backend.values() for s in sizes}))
+    where = gpu if gpu in PREFERRED_BLOCK_SIZES else "any GPU (give --gpu to narrow)"
+    return Default(
+        "block_size",
+        values,
+        f"--block-size not given: vLLM {version}'s default for {what} on {where}, the block size each attention "
+        "backend it may select prefers ("
+        + ", ".join(f"{b} {'/'.join(map(str, sorted(v)))}" for b, v in per_backend.items())
+        + "; vllm/platforms/interface.py update_block_size_for_backend); give --block-size to check yours",
+    )
+
+
 def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
     """Model numbers (``num_experts``, ``top_k``, …) outside an obligation's finite cases that can be
     checked as a case of their own: the declared ``Choice`` lists the cases ``make verify``
@@ -868,7 +1010,13 @@ def _check_all(
             if not ob.domain[k].contains(v) and k not in own_cases
         ]
         outside += [
-            f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}" + _bounded_only(ob, k)
+            f"{OUTSIDE}{k} in {list(vs)} outside {ob.domain[k].describe()}"
+            + _bounded_only(ob, k)
+            + (
+                " (the default block sizes vLLM may pick; give --block-size N to check yours)"
+                if k == "block_size"
+                else ""
+            )
             for k, vs in multi.items()
             if not all(ob.domain[k].contains(v) for v in vs)
         ]
@@ -933,6 +1081,16 @@ def _check_all(
             _bounded_below(bounded, result, mine, seqs),
         )
         entry.decided = (bounded, run_options)
+
+        def at_seqs(n: int, ob=ob, domain=domain, mine=mine, run_options=run_options):
+            """The same check with the deployment's request limit ``n`` instead (nearby --max-num-seqs)."""
+            pins = {k: (n if k in BATCH_LIMITS else v) for k, v in mine.items()}
+            again = dataclasses.replace(
+                ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, n, tokens)}
+            )
+            return again, dataclasses.replace(run_options, pins=pins)
+
+        entry.at_seqs = at_seqs
         checked.append(entry)
     return checked, used
 
@@ -965,6 +1123,28 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
 
 #: Parameters that bound a batch's request count (``--max-num-seqs``).
 BATCH_LIMITS = ("max_num_seqs", "max_num_reqs")
+
+
+def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
+    """The largest ``--max-num-seqs`` below ``seqs`` (the user's), among its roundings down to
+    multiples of 8, 16, …, and its halvings, at which the failing obligation ``c`` is proved with
+    every other flag unchanged (each candidate a full proof of that obligation, at most
+    ``tries``); None when the obligation does not read the request limit, one proof costs more
+    than :data:`NEARBY_BUDGET_SECONDS`, or no candidate holds. Other obligations are not re-checked."""
+    at_seqs = getattr(c, "at_seqs", None)
+    reads = any(k in c.pinned for k in BATCH_LIMITS) or "num_decodes" in c.obligation.domain
+    if at_seqs is None or not reads or c.result.seconds > NEARBY_BUDGET_SECONDS:
+        return None
+    rounded = {(seqs // m) * m for m in (2**k for k in range(3, 13))}
+    halved = {seqs >> k for k in range(1, 12)}
+    candidates = sorted({n for n in rounded | halved if 0 < n < seqs}, reverse=True)
+    for n in candidates[:tries]:
+        ob, options = at_seqs(n)
+        if any(k in ob.domain and not ob.domain[k].contains(n) for k in BATCH_LIMITS if k in options.pins):
+            continue
+        if prove_obligation(ob, options).verdict is Verdict.PROVED:
+            return n
+    return None
 
 
 def _bounded_only(ob: Obligation, param: str) -> str:
@@ -1094,6 +1274,17 @@ def run_check(
         )
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
+    undetermined: dict[str, str] = {}
+    if cfg.block_size is None:
+        block = default_block_size(engine, version, gpu_row, model, cfg)
+        if isinstance(block, Default):
+            defaults.append(block)
+            if len(block.values) == 1:
+                pins["block_size"] = block.values[0]
+            else:
+                choices["block_size"] = block.values
+        else:
+            undetermined["block_size"] = f"--block-size N ({block})"
     if cfg.cudagraph_capture_sizes:
         choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
         # vLLM's max_cudagraph_capture_size is the largest size it keeps, which depends on the token
@@ -1105,6 +1296,8 @@ def run_check(
             if kept:
                 pins["max_cudagraph_capture_size"] = kept[-1]
     features = set(model.features) if model else set()
+    if _env_flag(cfg.env, "VLLM_MLA_DISABLE"):
+        features.discard("mla")  # vllm/config/model.py use_mla: the env switch turns MLA off
     if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
         features.add("dsa_indexer")
     if cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
@@ -1177,11 +1370,26 @@ def run_check(
             f"buffers of {engine} {version} are not listed, so only the obligations above were checked"
         )
     outcome = CheckOutcome(
-        engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware, needs, derived
+        engine,
+        version,
+        checked,
+        used_defaults,
+        unused,
+        {k: v for k, v in cfg.env.items() if k not in ENV_READ},
+        model,
+        uncovered,
+        note,
+        hardware,
+        needs,
+        derived,
+        undetermined,
     )
     if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
         for c in outcome.failures:
             c.nearby = nearby_max_model_len(c)
+    if cfg.max_num_seqs is not None:  # a request limit the user chose: a nearby one that holds
+        for c in outcome.failures:
+            c.nearby_seqs = nearby_max_num_seqs(c, cfg.max_num_seqs)
     return outcome
 
 
@@ -1193,7 +1401,21 @@ READ_MODEL_KEYS = frozenset(
     | set(OTHER_MAX_LEN_KEYS)
     | set(HYBRID_MAMBA_KEYS)
     | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"}
+    | {"model_type", "kv_lora_rank", "compress_ratios", "head_dim", "is_causal"}
 )
+
+
+#: Environment variables check-config interprets (the others are listed as not read).
+ENV_READ = ("VLLM_MLA_DISABLE",)
+
+
+def _env_flag(env: dict[str, str], name: str) -> bool:
+    """A vLLM boolean environment switch as vLLM 0.33.0 ``vllm/envs.py`` reads it
+    (``bool(int(value))``); a value that is not an integer is False here (vLLM refuses it)."""
+    try:
+        return bool(int(env.get(name, "0")))
+    except ValueError:
+        return False
 
 
 def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
@@ -1404,7 +1626,9 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
     for need in missing:
-        n = sum(1 for c in outcome.checked if c.needs == need)
+        n = sum(1 for c in outcome.checked if c.needs == need) + sum(
+            1 for c in outcome.unsettled_failures if any(outcome.undetermined[p] == need for p in outcome._unsettled(c))
+        )
         lines.append(
             f"  give {need}"
             + (
@@ -1467,7 +1691,8 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             trigger = {k: v for k, v in cex.params.items() if k not in c.pinned}
             batch = {k: v for k, v in trigger.items() if k not in CONFIG_PARAMS and k not in c.choices}
             config = {k: v for k, v in trigger.items() if k in CONFIG_PARAMS or k in c.choices}
-            lines.append(f"  FAILS   {ob.id}{case}: {r.relation or 'claim'} fails: {values}")
+            label = "MAYFAIL" if outcome._unsettled(c) else "FAILS  "
+            lines.append(f"  {label} {ob.id}{case}: {r.relation or 'claim'} fails: {values}")
             if batch and not r.witnesses:
                 label = "smallest triggering batch" if cex.minimized else "a triggering batch (not minimised)"
                 lines.append(f"          {label}: " + ", ".join(f"{k}={v}" for k, v in batch.items()))
@@ -1479,6 +1704,16 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                     lines.append(f"          smallest batch that {w.name}: {shown} ({values})")
                 else:
                     lines.append(f"          no batch {w.name}: {w.message}")
+            unsettled = outcome._unsettled(c)
+            if unsettled:
+                lines.append(
+                    "          not counted as will fail: it fails at "
+                    + ", ".join(f"{k}={cex.params[k]}" for k in unsettled)
+                    + ", a value you did not give and capproof cannot derive vLLM's default for; give "
+                    + " and ".join(outcome.undetermined[k].partition(" (")[0] for k in unsettled)
+                    + " to decide it"
+                )
+                config = {k: v for k, v in config.items() if k not in unsettled}
             if config:
                 lines.append(
                     "          with values you did not give: "
@@ -1492,6 +1727,12 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 lines.append(
                     f"          holds at --max-model-len {nearby} (the nearest rounding down that the solver proves for "
                     "this obligation, other flags unchanged; re-run check-config with it for the rest)"
+                )
+            nearby_seqs = getattr(c, "nearby_seqs", None)
+            if nearby_seqs:
+                lines.append(
+                    f"          holds at --max-num-seqs {nearby_seqs} (the largest rounding down or halving that the solver "
+                    "proves for this obligation, other flags unchanged; re-run check-config with it for the rest)"
                 )
             later = later_release(ob, outcome.engine, outcome.version)
             if later:
@@ -1559,7 +1800,12 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
             f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}"
         )
     if getattr(cfg, "block_size", 0) is None and "block_size" in free:
-        lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
+        why = outcome.undetermined.get("block_size", "")
+        lines.append(
+            "  note: --block-size not given"
+            + (f" and not derived ({why.partition('(')[2].rstrip(')')})" if why else "")
+            + ": every block size of each obligation's domain is checked; a failure at one is not counted as will fail"
+        )
     not_checked = outcome.not_checked
     if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered or outcome.inventory_note:
         lines.append("not checked for this deployment:")
@@ -1636,6 +1882,11 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
             entry["counterexample"] = r.counterexample.to_json()
             entry["formula_changed_in"] = later_release(c.obligation, outcome.engine, outcome.version)
             entry["holds_at_max_model_len"] = getattr(c, "nearby", None)
+            entry["holds_at_max_num_seqs"] = getattr(c, "nearby_seqs", None)
+            unsettled = outcome._unsettled(c)
+            if unsettled:  # fails only at a value vLLM may never pick for this line: not a will-fail
+                entry["counted"] = False
+                entry["fails_only_at_values_not_given"] = {k: r.counterexample.params[k] for k in unsettled}
         applied.append(entry)
     model = outcome.model
     return {

@@ -1,0 +1,139 @@
+"""check-config on values the line does not give: vLLM's default block size, a nearby safe
+``--max-num-seqs``, and usage errors of the project commands; through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+from test_cli_terminal import run_on_pty
+
+from capproof.cli import main
+from capproof.engines.checkconfig import Default, default_block_size, resolve_model
+from capproof.engines.vllm.block_defaults import DEFAULT_BLOCK_SIZE, PREFERRED_BLOCK_SIZES
+from capproof.engines.vllm.serve import parse_serve_args
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check-config", *args])
+
+
+# --- vLLM's default block size --------------------------------------------------------------
+
+
+def test_the_generated_table_holds_vllms_default_and_every_gpu():
+    assert DEFAULT_BLOCK_SIZE == 16
+    assert set(PREFERRED_BLOCK_SIZES) == {"A100", "L40S", "H100", "H200", "B200", "B300", "GB10"}
+    for rows in PREFERRED_BLOCK_SIZES.values():
+        assert all(isinstance(size, int) for kind in rows.values() for _, size in kind)
+
+
+@pytest.mark.parametrize(
+    "model, gpu, expected",
+    [
+        ("Qwen/Qwen3-8B", "H100", (16,)),  # FLASH_ATTN, FLASHINFER, ... all keep 16
+        ("Qwen/Qwen3-8B", None, (16,)),
+        ("deepseek-ai/DeepSeek-V3", "H100", (16, 32, 64)),  # FLASH_ATTN_MLA 16, FLASHMLA 64, FLASHINFER_MLA 32
+        ("deepseek-ai/DeepSeek-V3", "B200", (16, 32, 64, 128)),  # + CUTLASS_MLA 128
+        ("deepseek-ai/DeepSeek-V3", "GB10", (16,)),  # TRITON_MLA only
+        ("deepseek-ai/DeepSeek-V3.2", "H100", (64,)),  # sparse MLA backends prefer 64
+        ("deepseek-ai/DeepSeek-V3.2", "B200", (32, 64)),  # FLASHINFER_MLA_SPARSE 32
+    ],
+)
+def test_default_block_size_per_model_kind_and_gpu(model, gpu, expected):
+    cfg = parse_serve_args([model])
+    got = default_block_size("vllm", "0.33.0", gpu, resolve_model(model, None), cfg)
+    assert isinstance(got, Default) and got.values == expected, got
+
+
+def test_head_size_256_adds_flash_attentions_fa4_pages(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 4096, "num_attention_heads": 16}))
+    cfg = parse_serve_args(["m"])
+    got = default_block_size("vllm", "0.33.0", "B200", resolve_model(str(tmp_path), None), cfg)
+    assert got.values == (16, 128)  # FA4_HD256_PAGE_SIZE (flash_attn.py:329-354)
+
+
+def test_no_default_for_other_releases_and_hybrid_models(tmp_path):
+    cfg = parse_serve_args(["m"])
+    assert "0.33.0 only" in default_block_size("vllm", "0.23.0", None, None, cfg)
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen3NextForCausalLM"]}))
+    assert "Mamba" in default_block_size("vllm", "0.33.0", None, resolve_model(str(tmp_path), None), cfg)
+
+
+def test_assumed_default_block_size_is_shown_on_a_terminal():
+    spec = ["--spec", "spec/vllm_block_table.py", "--gpu", "H100"]
+    code, out = run_on_pty(
+        ["check-config", *spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"], ROOT
+    )
+    assert code == 0, out
+    text = " ".join(out.split())
+    assert "rests on a default: block_size in [16, 32, 64]" in text
+    assert "FLASHMLA 64" in text and "update_block_size_for_backend" in text
+    assert "safe spec/vllm_block_table.py::row_spans_128_tokens_v0_33" in text
+    assert "every block size of each obligation's domain is checked" not in text
+
+
+def test_a_block_size_never_chosen_is_not_a_will_fail():
+    """vLLM 0.23.0's default is not derived (no wheel run): block 48 fails #39324's alignment, but
+    the user gave no block size: undecided, naming --block-size, never will fail."""
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"]
+    result = check("--engine", "vllm==0.23.0", "--", *line)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided")
+    assert "give --block-size N" in result.output
+    assert "MAYFAIL spec/vllm_block_table.py::row_spans_128_tokens_39324_any_block_size" in result.output
+    assert "not counted as will fail: it fails at block_size=48" in result.output
+    data = json.loads(check("--engine", "vllm==0.23.0", "--json", "-", "--", *line).output)
+    assert data["verdict"] == "undecided" and any(g.startswith("--block-size N") for g in data["give"])
+    failing = [o for o in data["obligations"] if o["verdict"] == "counterexample"]
+    assert failing and failing[0]["counted"] is False
+    assert failing[0]["fails_only_at_values_not_given"] == {"block_size": 48}
+    # the same line with the block size given is decided
+    chosen = check("--engine", "vllm==0.23.0", "--", *line, "--block-size", "48")
+    assert chosen.exit_code == 1 and chosen.output.startswith("will fail"), chosen.output
+
+
+# --- a nearby --max-num-seqs ----------------------------------------------------------------
+
+ROWS = """
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"max_num_reqs": Range(1, 4096), "max_model_len": Range(1, 2**21)}, engine="vllm", versions=">=0.18")
+def request_rows_fit(max_num_reqs, max_model_len):
+    return at_most(demand=max_num_reqs * max_model_len, capacity=2**26)
+"""
+
+
+def test_nearby_max_num_seqs_is_found_by_the_solver(tmp_path):
+    spec = tmp_path / "rows.py"
+    spec.write_text(textwrap.dedent(ROWS))
+    line = ["vllm", "serve", "m", "--max-model-len", "32768", "--max-num-seqs", "3000"]
+    result = check("--spec", str(spec), "--", *line)
+    assert result.exit_code == 1, result.output
+    # 3000 * 32768 > 2**26; 2048 * 32768 == 2**26 holds: the largest rounding down that the solver proves
+    assert "holds at --max-num-seqs 2048" in result.output
+    data = json.loads(check("--spec", str(spec), "--json", "-", "--", *line).output)
+    assert data["obligations"][0]["holds_at_max_num_seqs"] == 2048
+
+
+# --- project commands: usage errors in one line ---------------------------------------------
+
+
+def test_coverage_from_a_missing_file_is_one_line_exit_4(tmp_path):
+    code, out = run_on_pty(["coverage", "--from", "missing.json"], str(tmp_path))
+    assert code == 4, out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--from missing.json: no such file" in lines[0]
+
+
+@pytest.mark.parametrize("args", [["inventory", "--write"], ["report"], ["coverage", "--write"], ["bound", "--write"]])
+def test_project_commands_outside_a_project_are_one_line(args, tmp_path):
+    code, out = run_on_pty(args, str(tmp_path))
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "no capproof project here or above" in lines[0], out
+    assert not (tmp_path / "proofs").exists()  # nothing written where it was started
