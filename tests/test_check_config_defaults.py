@@ -137,3 +137,30 @@ def test_project_commands_outside_a_project_are_one_line(args, tmp_path):
     lines = [line for line in out.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "no capproof project here or above" in lines[0], out
     assert not (tmp_path / "proofs").exists()  # nothing written where it was started
+
+
+# --- "undecided" names what blocks "safe" ---------------------------------------------------
+
+
+def test_a1_batch_obligation_covers_serving_without_drafts():
+    """The per-batch A1 obligation declared num_speculative_tokens in 1..5: a line without drafts
+    (0) was undecided although every applied obligation was proved. 0 is in its domain now."""
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--block-size", "64"]
+    safe = check("--engine", "vllm==0.23.0", "--", *line, "--max-model-len", "300000")
+    assert safe.exit_code == 0, safe.output
+    assert "safe    spec/vllm_dsa_indexer.py::ebt_width_matches_runner_for_every_batch_before_50302" in safe.output
+    fails = check("--engine", "vllm==0.23.0", "--", *line, "--max-model-len", "350000")
+    assert fails.exit_code == 1 and "W_buf=5469, W_bt=5470" in fails.output
+
+
+def test_undecided_names_each_obligation_that_blocks_safe():
+    result = check(
+        "--engine", "vllm==0.23.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--block-size", "512"
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("undecided")
+    assert (
+        "  not safe because spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302 was not decided: "
+        "block_size=512 outside {16, 32, 64, 128, 256}" in lines
+    )

@@ -1625,6 +1625,13 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
+    if outcome.status == "undecided":  # what blocks "safe", by obligation (the lines below give the detail)
+        blockers = [(c.obligation.id, c.why_not.removeprefix(OUTSIDE)) for c in outcome.out_of_domain]
+        blockers += [(c.obligation.id, c.result.verdict.value) for c in outcome.undecided]
+        for ident, why in blockers[:3]:
+            lines.append(f"  not safe because {ident} was not decided: {why}")
+        if len(blockers) > 3:
+            lines.append(f"  … and {len(blockers) - 3} more obligations not decided (listed below)")
     for need in missing:
         n = sum(1 for c in outcome.checked if c.needs == need) + sum(
             1 for c in outcome.unsettled_failures if any(outcome.undetermined[p] == need for p in outcome._unsettled(c))
