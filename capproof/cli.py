@@ -827,6 +827,12 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             raise CheckError(
                 "no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768"
             )
+        from .engines.sglang.launch import is_sglang_line
+
+        engine_given = click.get_current_context().get_parameter_source("engine_spec").name != "DEFAULT"
+        if not engine_given and is_sglang_line(args):  # sglang serve / python -m sglang.launch_server
+            engine, version = parse_engine("sglang")
+            derived_engine = f"engine SGLang {version}: from the launch command (give --engine to check another)"
         if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
             from .engines.vllm.serve import image_tag
 
@@ -881,7 +887,7 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         try:
             if engine == "sglang":
                 outcome = run_check_sglang(
-                    cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit)
+                    cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit), gpu=gpu
                 )
             else:
                 outcome = run_check(

@@ -164,3 +164,40 @@ def test_undecided_names_each_obligation_that_blocks_safe():
         "  not safe because spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302 was not decided: "
         "block_size=512 outside {16, 32, 64, 128, 256}" in lines
     )
+
+
+# --- plain SGLang lines: the default attention backend --------------------------------------
+
+
+def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
+    """SGLang 0.5.23 picks triton (among others) for standard attention without a GPU named: the
+    Triton decode-graph obligation applies, proved; on H100 the defaults are fa3/flashinfer/triton."""
+    for argv in (
+        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
+        ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"],
+    ):
+        result = check("--", *argv)
+        assert result.exit_code == 0, result.output
+        assert (
+            "sglang_decode_graph_kv_indices__TritonAttnBackend_cuda_graph_kv_indices"
+            not in result.output.split("not checked for this deployment")[1].split("inventory buffers")[0]
+        )
+        assert "rests on a default: attention_backend in ['fa3', 'fa4', 'flashinfer', 'triton', 'trtllm_mha']" in (
+            result.output
+        )
+    h100 = check("--gpu", "H100", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 0
+
+
+def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing_when_nothing_reaches_it():
+    """DeepSeek-V3 on B200: SGLang defaults MLA to flashinfer (no obligation of spec/); the MoE
+    alignment obligations read num_experts/top_k from the model config (they said 'gives no
+    num_experts' before)."""
+    result = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3")
+    assert result.exit_code == 0, result.output
+    assert "gives no num_experts" not in result.output
+    assert "3 inventory obligations (spec/sglang_0_5_23_buffers.py)" in result.output
+    dense = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    assert dense.exit_code == 2 and "no obligation of spec/ applies" in dense.output, dense.output
+    assert "what is missing: spec/ has SGLang obligations for the triton, flashmla attention backends" in dense.output
+    assert "(default attention backend fa4, trtllm_mha)" in dense.output

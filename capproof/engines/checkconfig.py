@@ -1491,17 +1491,52 @@ def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str
     }
 
 
+def sglang_default_backends(gpu: str | None, model: ModelFacts | None) -> Default:
+    """The attention backends SGLang 0.5.23 may pick without ``--attention-backend`` (its own
+    ``get_default_attn_backend``, run from the wheel into :mod:`.sglang.attention_defaults`), for
+    ``gpu`` (every GPU of the table when None) and the model kind: MLA when the model config shows
+    MLA attention, standard attention when it shows none, both when the model is not known."""
+    from .sglang.attention_defaults import DEFAULT_ATTENTION_BACKENDS as TABLE
+
+    gpus = [gpu] if gpu in TABLE else list(TABLE)
+    kinds = ("mha", "mla") if model is None else ("mla",) if "mla" in model.features else ("mha",)
+    backends = tuple(sorted({b for g in gpus for k in kinds for b in TABLE[g][k]}))
+    where = gpu if gpu in TABLE else "any GPU (give --gpu to narrow)"
+    what = {("mha", "mla"): "any attention (the model's config.json is not known)", ("mla",): "MLA"}.get(
+        kinds, "standard attention"
+    )
+    return Default(
+        "attention_backend",
+        backends,
+        f"--attention-backend not given: SGLang 0.5.23's default for {what} on {where} "
+        "(get_default_attn_backend, sglang/srt/arg_groups/model_override_base.py:277; every backend it may "
+        "pick is checked)",
+    )
+
+
+#: The SGLang attention backends whose buffers an obligation of spec/ is about.
+SGLANG_MODELLED_BACKENDS = ("triton", "flashmla")
+
+
 def run_check_sglang(
-    cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",), options: Options | None = None
+    cfg: LaunchConfig,
+    version: str,
+    model: ModelFacts | None = None,
+    paths=("spec",),
+    options: Options | None = None,
+    gpu: str | None = None,
 ) -> CheckOutcome:
     """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
 
     ``context_len`` defaults to the model's ``max_position_embeddings`` (SGLang's default context
     length); speculative parameters not given stay symbolic (SGLang chooses them per model) and
-    the answer says so.
+    the answer says so. Without ``--attention-backend`` every backend SGLang may pick by default
+    (:func:`sglang_default_backends`) is checked: its obligations apply.
     """
     options = options or Options()
     pins = dict(cfg.values)
+    if model is not None:  # the model's numbers (experts, top-k, ...), as for vLLM lines
+        pins.update({k: v for k, v in model.values.items() if k in MODEL_PARAMS and k not in pins})
     if "context_len" not in pins and model and "max_position_embeddings" in model.values:
         pins["context_len"] = model.values["max_position_embeddings"]
     features = set(model.features) if model else set()
@@ -1513,6 +1548,12 @@ def run_check_sglang(
     derived = sizing(cfg.values, cfg.switches, cfg.strings)
     pins.update(derived.pins)
     features |= derived.features
+    backend_default = None
+    if not any(f.startswith("sglang_attention_backend_") for f in derived.features):
+        if gpu is not None:
+            resolve_gpu(gpu, VLLM_VERSION)  # an unknown name is an error, as for vLLM lines
+        backend_default = sglang_default_backends(gpu.strip().upper() if gpu else None, model)
+        features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
     checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
     if cfg.speculative_algorithm:
         used.add("feature:spec_decode")
@@ -1533,7 +1574,21 @@ def run_check_sglang(
         used.add("feature:sglang_attention_backend")
     unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
     defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
-    return CheckOutcome("sglang", version, checked, defaults, unused, dict(cfg.env), model)
+    if backend_default is not None:
+        defaults.append(backend_default)
+    outcome = CheckOutcome(
+        "sglang", version, checked, defaults, unused, dict(cfg.env), model, uncovered_inventory("sglang", version)
+    )
+    if not outcome.applicable:
+        backends = backend_default.values if backend_default else ()
+        outcome.derived.append(
+            "what is missing: spec/ has SGLang obligations for the "
+            + ", ".join(SGLANG_MODELLED_BACKENDS)
+            + " attention backends' decode-graph buffers, MoE alignment (models with routed experts) and "
+            "req_to_token under speculative decoding (--speculative-algorithm); none reaches this line"
+            + (f" (default attention backend {', '.join(backends)})" if backends else "")
+        )
+    return outcome
 
 
 def _families(checked: list[Checked]) -> dict[str, int]:
