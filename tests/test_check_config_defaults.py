@@ -161,7 +161,7 @@ def test_undecided_names_each_obligation_that_blocks_safe():
     lines = result.output.splitlines()
     assert lines[0].startswith("undecided")
     assert (
-        "  not safe because spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302 was not decided: "
+        "  not safe because spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302 was not checked: "
         "block_size=512 outside {16, 32, 64, 128, 256}" in lines
     )
 
@@ -189,14 +189,18 @@ def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
     assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 0
 
 
-def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing_when_nothing_reaches_it():
-    """DeepSeek-V3 on B200: SGLang defaults MLA to flashinfer (no obligation of spec/); the MoE
+def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
+    """DeepSeek-V3: SGLang's model override for DeepseekV3ForCausalLM picks the attention backend
+    itself, so the backend obligations need --attention-backend (undecided, never safe); the MoE
     alignment obligations read num_experts/top_k from the model config (they said 'gives no
-    num_experts' before)."""
+    num_experts' before). A dense model on B200 (fa4/trtllm_mha): nothing of spec/ reaches it."""
     result = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
     assert "gives no num_experts" not in result.output
     assert "3 inventory obligations (spec/sglang_0_5_23_buffers.py)" in result.output
+    assert "give --attention-backend NAME (SGLang 0.5.23's model override for DeepseekV3ForCausalLM" in result.output
+    given = check("--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3", "--attention-backend", "fa3")
+    assert given.exit_code == 0, given.output
     dense = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
     assert dense.exit_code == 2 and "no obligation of spec/ applies" in dense.output, dense.output
     assert "what is missing: spec/ has SGLang obligations for the triton, flashmla attention backends" in dense.output

@@ -195,6 +195,8 @@ class ModelFacts:
     values: dict[str, int] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
     features: set[str] = field(default_factory=set)
+    #: ``architectures`` of the config (the engines pick per-architecture defaults from it).
+    architectures: tuple[str, ...] = ()
     #: Why ``max_position_embeddings`` is not vLLM's default ``max_model_len`` for this config (another
     #: length key or a RoPE factor changes it: :func:`max_len_caveat`); empty when it is.
     max_len_caveat: str = ""
@@ -309,6 +311,7 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
         facts.features.add("mla")
         facts.fields["mla"] = "model_type " + str(text.get("model_type"))
     archs = set(data.get("architectures") or [])
+    facts.architectures = tuple(a for a in data.get("architectures") or [] if isinstance(a, str))
     hybrid_key = next((k for _, scope in scopes for k in HYBRID_MAMBA_KEYS if k in scope), None)
     if archs & HYBRID_MAMBA_ARCHITECTURES or hybrid_key:
         facts.features.add("hybrid_mamba")
@@ -876,6 +879,9 @@ def default_block_size(
         )
     if model is not None and "hybrid_mamba" in model.features:
         return "a hybrid Mamba model: vLLM aligns the block size to the Mamba state size at startup"
+    chosen = [f for f in ("--attention-backend", "--attention-config") if f in cfg.origin]
+    if chosen:
+        return f"{chosen[0]} given: capproof's table holds the block sizes of the backends vLLM selects itself"
     if "--kv-cache-dtype-skip-layers" in cfg.origin:
         return "--kv-cache-dtype-skip-layers: vLLM aligns the block size across KV dtypes at startup"
     if model is None:
@@ -1548,13 +1554,43 @@ def run_check_sglang(
     derived = sizing(cfg.values, cfg.switches, cfg.strings)
     pins.update(derived.pins)
     features |= derived.features
-    backend_default = None
+    backend_default, backend_unknown = None, ""
     if not any(f.startswith("sglang_attention_backend_") for f in derived.features):
+        from .sglang.attention_defaults import BACKEND_OVERRIDING_ARCHITECTURES, BACKEND_OVERRIDING_SUBSTRINGS
+
         if gpu is not None:
             resolve_gpu(gpu, VLLM_VERSION)  # an unknown name is an error, as for vLLM lines
-        backend_default = sglang_default_backends(gpu.strip().upper() if gpu else None, model)
-        features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
+        archs = model.architectures if model is not None else ()
+        overriding = [
+            a
+            for a in archs
+            if a in BACKEND_OVERRIDING_ARCHITECTURES or any(sub in a for sub in BACKEND_OVERRIDING_SUBSTRINGS)
+        ]
+        if model is None or not archs:
+            backend_unknown = (
+                "--attention-backend NAME, or --model-config (SGLang 0.5.23 picks the default attention backend "
+                "from the model's architecture)"
+            )
+        elif overriding:
+            backend_unknown = (
+                f"--attention-backend NAME (SGLang 0.5.23's model override for {overriding[0]} chooses the "
+                "attention backend itself at startup)"
+            )
+        else:
+            backend_default = sglang_default_backends(gpu.strip().upper() if gpu else None, model)
+            features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
     checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
+    if backend_unknown:  # an obligation on one backend's buffers may apply: the backend is not known
+        for c in checked:
+            requires = set(getattr(c.obligation, "requires", ()))
+            backends = {r for r in requires if r.startswith("sglang_attention_backend_")}
+            if not c.applicable and backends and requires - backends <= features:
+                c.why_not = (
+                    "about one attention backend's buffers ("
+                    + ", ".join(sorted(b.removeprefix("sglang_attention_backend_") for b in backends))
+                    + "): the default backend is not known for this line"
+                )
+                c.needs = backend_unknown
     if cfg.speculative_algorithm:
         used.add("feature:spec_decode")
     params = {
@@ -1579,7 +1615,7 @@ def run_check_sglang(
     outcome = CheckOutcome(
         "sglang", version, checked, defaults, unused, dict(cfg.env), model, uncovered_inventory("sglang", version)
     )
-    if not outcome.applicable:
+    if not outcome.applicable and not outcome.missing_facts:
         backends = backend_default.values if backend_default else ()
         outcome.derived.append(
             "what is missing: spec/ has SGLang obligations for the "
@@ -1680,13 +1716,12 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
-    if outcome.status == "undecided":  # what blocks "safe", by obligation (the lines below give the detail)
+    if outcome.status == "undecided":  # obligations not checked at these flags block "safe": named first
         blockers = [(c.obligation.id, c.why_not.removeprefix(OUTSIDE)) for c in outcome.out_of_domain]
-        blockers += [(c.obligation.id, c.result.verdict.value) for c in outcome.undecided]
         for ident, why in blockers[:3]:
-            lines.append(f"  not safe because {ident} was not decided: {why}")
+            lines.append(f"  not safe because {ident} was not checked: {why}")
         if len(blockers) > 3:
-            lines.append(f"  … and {len(blockers) - 3} more obligations not decided (listed below)")
+            lines.append(f"  … and {len(blockers) - 3} more obligations not checked at these flags (listed below)")
     for need in missing:
         n = sum(1 for c in outcome.checked if c.needs == need) + sum(
             1 for c in outcome.unsettled_failures if any(outcome.undetermined[p] == need for p in outcome._unsettled(c))
