@@ -932,6 +932,17 @@ def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
     from .ci_formats import sarif_log
 
     log = sarif_log(run_json, __version__)
+    unsettled = {c.obligation.id: outcome._unsettled(c) for c in outcome.unsettled_failures}
+    for result in log["runs"][0].get("results", []):  # fails only at a value the line does not give
+        params = unsettled.get(result.get("properties", {}).get("id"))
+        if params:
+            cex = result["properties"].get("counterexample") or {}
+            result["level"] = "warning"
+            result["message"]["text"] += (
+                " (not counted as will fail: only at "
+                + ", ".join(f"{p}={cex.get('params', {}).get(p)}" for p in params)
+                + ", a value the line does not give)"
+            )
     notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     notes += [{"level": "warning", "message": {"text": f"undecided: give {need}"}} for need in outcome.missing_facts]
     text = json.dumps(log, indent=2) + "\n"

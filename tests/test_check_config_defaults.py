@@ -205,3 +205,13 @@ def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
     assert dense.exit_code == 2 and "no obligation of spec/ applies" in dense.output, dense.output
     assert "what is missing: spec/ has SGLang obligations for the triton, flashmla attention backends" in dense.output
     assert "(default attention backend fa4, trtllm_mha)" in dense.output
+
+
+def test_sarif_marks_a_failure_at_a_value_not_given_as_a_warning(tmp_path):
+    sarif = tmp_path / "check.sarif"
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"]
+    result = check("--engine", "vllm==0.23.0", "--sarif", str(sarif), "--", *line)
+    assert result.exit_code == 2, result.output
+    (finding,) = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert finding["level"] == "warning"
+    assert "not counted as will fail: only at block_size=48" in finding["message"]["text"]
