@@ -215,3 +215,13 @@ def test_sarif_marks_a_failure_at_a_value_not_given_as_a_warning(tmp_path):
     (finding,) = json.loads(sarif.read_text())["runs"][0]["results"]
     assert finding["level"] == "warning"
     assert "not counted as will fail: only at block_size=48" in finding["message"]["text"]
+
+
+def test_vllm_mla_disable_turns_the_mla_obligations_off():
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768", "--block-size", "48"]
+    on = check("--engine", "vllm==0.23.0", "--", *line)
+    assert on.exit_code == 1 and "row_spans_128_tokens_39324_any_block_size" in on.output, on.output
+    off = check("--engine", "vllm==0.23.0", "--", "VLLM_MLA_DISABLE=1", *line)
+    assert off.exit_code != 1, off.output
+    assert "turned off by the line's environment (VLLM_MLA_DISABLE=1)" in off.output
+    assert "environment not read" not in off.output

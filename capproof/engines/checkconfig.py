@@ -997,7 +997,13 @@ def _check_all(
             )
             continue
         if missing:
-            if model is not None:
+            if model is not None and set(missing) <= model.features:  # the line turns it off (VLLM_MLA_DISABLE)
+                why = (
+                    "does not apply to this deployment: the model has "
+                    + ", ".join(FEATURES.get(f, f) for f in missing)
+                    + ", turned off by the line's environment (VLLM_MLA_DISABLE=1)"
+                )
+            elif model is not None:
                 why = f"does not apply to this model: {model.path} shows no " + ", no ".join(
                     FEATURES.get(f, f) for f in missing
                 )
