@@ -870,6 +870,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
                 )
         model = resolve_model(cfg.model, model_config)
         spec_paths = tuple(_user_path(p) for p in spec_paths)
+        if spec_paths:  # a spec file's own project (its models/ package) is importable from anywhere
+            from .loader import ensure_project_on_path
+            from .project import find_root
+
+            for path in spec_paths:
+                root = find_root(os.path.dirname(os.path.abspath(path)))
+                if root is not None:
+                    ensure_project_on_path(root)
         if not spec_paths:  # the engine specs shipped with capproof, loaded from their own root
             from .project import bundled_root
 

@@ -225,3 +225,12 @@ def test_vllm_mla_disable_turns_the_mla_obligations_off():
     assert off.exit_code != 1, off.output
     assert "turned off by the line's environment (VLLM_MLA_DISABLE=1)" in off.output
     assert "environment not read" not in off.output
+
+
+def test_a_spec_file_of_the_project_checks_from_another_directory(tmp_path, monkeypatch):
+    """--spec /path/to/project/spec/x.py imports the project's models/ (it said 'No module named models')."""
+    monkeypatch.chdir(tmp_path)
+    spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
+    result = check("--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "4096")
+    assert result.exit_code == 0, result.output
+    assert "ModuleNotFoundError" not in result.output
