@@ -234,3 +234,16 @@ def test_a_spec_file_of_the_project_checks_from_another_directory(tmp_path, monk
     result = check("--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "4096")
     assert result.exit_code == 0, result.output
     assert "ModuleNotFoundError" not in result.output
+
+
+def test_a_failure_no_smaller_request_limit_fixes_says_so():
+    """C3 on vLLM-Ascend 0.25.0: K - 1 = 4 appended slots per request against a reserve of 2 per
+    request fail at every request limit; the answer lists the limits the solver tried."""
+    line = ["vllm", "serve", "m", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
+    result = check(
+        "--engine", "vllm-ascend==0.25.0", "--", *line, "-sc", '{"method": "mtp", "num_speculative_tokens": 5}'
+    )
+    assert result.exit_code == 1, result.output
+    assert "demand=105, capacity=104" in result.output
+    assert "fails at --max-num-seqs 8, 6, 3, 1 as well (each tried by the solver, down to 1" in result.output
+    assert "holds at --max-num-seqs" not in result.output

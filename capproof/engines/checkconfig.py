@@ -1137,7 +1137,7 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
 BATCH_LIMITS = ("max_num_seqs", "max_num_reqs")
 
 
-def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
+def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:  # noqa: C901 - one search
     """The largest ``--max-num-seqs`` below ``seqs`` (the user's), among its roundings down to
     multiples of 8, 16, …, and its halvings, at which the failing obligation ``c`` is proved with
     every other flag unchanged (each candidate a full proof of that obligation, at most
@@ -1150,12 +1150,17 @@ def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
     rounded = {(seqs // m) * m for m in (2**k for k in range(3, 13))}
     halved = {seqs >> k for k in range(1, 12)}
     candidates = sorted({n for n in rounded | halved if 0 < n < seqs}, reverse=True)
+    refuted = []
     for n in candidates[:tries]:
         ob, options = at_seqs(n)
         if any(k in ob.domain and not ob.domain[k].contains(n) for k in BATCH_LIMITS if k in options.pins):
             continue
-        if prove_obligation(ob, options).verdict is Verdict.PROVED:
+        verdict = prove_obligation(ob, options).verdict
+        if verdict is Verdict.PROVED:
             return n
+        if verdict is Verdict.COUNTEREXAMPLE:
+            refuted.append(n)
+    c.seqs_refuted = refuted  # every value tried also fails: a smaller request limit does not help
     return None
 
 
@@ -1832,10 +1837,16 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                     "this obligation, other flags unchanged; re-run check-config with it for the rest)"
                 )
             nearby_seqs = getattr(c, "nearby_seqs", None)
+            refuted = getattr(c, "seqs_refuted", [])
             if nearby_seqs:
                 lines.append(
                     f"          holds at --max-num-seqs {nearby_seqs} (the largest rounding down or halving that the solver "
                     "proves for this obligation, other flags unchanged; re-run check-config with it for the rest)"
+                )
+            elif refuted and 1 in refuted:
+                lines.append(
+                    f"          fails at --max-num-seqs {', '.join(map(str, refuted))} as well (each tried by the solver, "
+                    "down to 1, other flags unchanged)"
                 )
             later = later_release(ob, outcome.engine, outcome.version)
             if later:
