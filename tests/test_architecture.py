@@ -28,29 +28,8 @@ from conftest import ROOT
 PACKAGE = "capproof"
 
 #: (importing module, imported module) pairs of a core module importing an engine-specific one
-ENGINE_IMPORTS_ALLOWED = {
-    (
-        "capproof.cli",
-        "capproof.engines.sglang.launch",
-    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.serve",
-    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.flags",
-    ): "check-config's --engine help lists the vLLM releases of the flag tables",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.buffers",
-    ): "`capproof inventory` builds vLLM's inventory (the default engine of the command)",
-    (
-        "capproof.cli",
-        "capproof.engines.sglang.buffers",
-    ): "`capproof inventory --engine sglang==X` builds SGLang's inventory; the CLI picks the engine by name "
-    "until an engine registry exists",
-}
+#: (the command line reaches engines through capproof.engines.registry)
+ENGINE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 #: The layers of docs/architecture.md, lowest first: a module imports its own layer and those below.
 LAYERS = [
@@ -334,6 +313,57 @@ def test_core_modules_reach_engine_specific_code_only_where_allowed():
     assert pairs - set(ENGINE_IMPORTS_ALLOWED) == set()
     assert set(ENGINE_IMPORTS_ALLOWED) <= pairs, "stale ENGINE_IMPORTS_ALLOWED entries"
     assert all(reason for reason in ENGINE_IMPORTS_ALLOWED.values())
+
+
+#: Modules that reach an engine only through its adapter (capproof.engines.registry)
+ENGINE_BLIND = ("capproof/cli.py", "capproof/engines/checkconfig.py")
+
+
+def _engine_mentions(path: str, names: tuple[str, ...]) -> list[str]:
+    """Where the module at ``path`` names an engine: an import of an engine's package, an
+    identifier holding an engine's name (``VLLM_VERSION``, ``run_check_sglang``), or a string
+    holding it as the registry spells it (``"vllm"``, ``"sglang==0.5.23"``, ``"vllm serve MODEL"``).
+    Prose that cites an engine's behaviour by its written name (``vLLM``) is not a switch on it."""
+    import re
+
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    word = re.compile(r"(?<![A-Za-z])(" + "|".join(map(re.escape, names)) + r")(?![a-z])")
+    ident = re.compile("|".join(map(re.escape, names)), re.I)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")
+            if any(part in names for part in module) or any(a.name in names for a in node.names):
+                found.append(f"line {node.lineno}: import from {node.module}")
+        elif isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {a.name}" for a in node.names if set(a.name.split(".")) & set(names)]
+        elif isinstance(node, ast.Name) and ident.search(node.id):
+            found.append(f"line {node.lineno}: name {node.id}")
+        elif isinstance(node, ast.Attribute) and ident.search(node.attr):
+            found.append(f"line {node.lineno}: attribute {node.attr}")
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ident.search(node.name):
+            found.append(f"line {node.lineno}: definition {node.name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and word.search(node.value):
+            found.append(f"line {node.lineno}: string {node.value[:60]!r}")
+    return found
+
+
+def test_the_command_line_and_check_config_name_no_engine():
+    """cli.py and checkconfig.py use engines through their adapters only: adding an engine is an
+    adapter and a registry entry, not a branch in either."""
+    from capproof.engines.registry import engine_names
+
+    names = engine_names()
+    assert {"vllm", "sglang"} <= set(names)
+    assert {path: _engine_mentions(path, names) for path in ENGINE_BLIND} == {path: [] for path in ENGINE_BLIND}
+
+
+def test_the_engine_mention_finder_sees_a_switch_on_an_engine(tmp_path):
+    source = 'from .vllm.serve import parse_serve_args\nVLLM_VERSION = 1\nif engine == "sglang":\n    pass\n'
+    (tmp_path / "m.py").write_text(source + '"""vLLM reads config.json"""\n')
+    found = _engine_mentions(str(tmp_path / "m.py"), ("vllm", "sglang"))
+    assert [f.split(":")[0] for f in found] == ["line 1", "line 2", "line 3"]
 
 
 def _facade_violations(folder: str) -> dict[str, list[str]]:
