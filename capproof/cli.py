@@ -284,6 +284,7 @@ def _run(
         progress = lambda entry: _print(None, entry)  # noqa: E731
     live = _live_progress(not quiet if show_progress is None else show_progress)
     items, load_errors = load(paths or ("spec",), keyword)
+    _warn_parameter_names(items)
     if live is None:
         result = run_items(items, (), options, progress)
     else:
@@ -298,6 +299,17 @@ def _run(
         result.usage_errors = [e for e in result.usage_errors if not e.startswith("nothing selected")]
     result.load_errors = load_errors
     return result
+
+
+def _warn_parameter_names(items) -> None:
+    """A warning per obligation parameter that is a near miss of its engine's config name
+    (``max_model_length`` for ``max_model_len``): check-config would leave it unpinned."""
+    from .engines.registry import parameter_warnings
+
+    if _SESSION["verbosity"] <= -2:
+        return
+    for line in parameter_warnings(items):
+        _errout().print(f"warning: {line}", markup=False, style="yellow")
 
 
 def _exit_code(result: RunResult) -> int:
@@ -861,6 +873,7 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
                 status.stop()
         if derived_engine:
             outcome.derived.insert(0, derived_engine)
+        _warn_parameter_names([c.obligation for c in outcome.checked])
     except CheckError as exc:
         if json_out == "-":
             click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))

@@ -15,13 +15,67 @@ line is built): flag tables, parsers and the check itself are imported by the me
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Protocol
 
-__all__ = ["CheckError", "EngineAdapter"]
+__all__ = ["CheckError", "EngineAdapter", "near_miss"]
 
 
 class CheckError(ValueError):
     """Bad ``--engine``, launch line or ``--model-config`` (one line)."""
+
+
+def _typo(a: str, b: str) -> bool:
+    """One word mistyped as another: one a prefix of the other (``len``/``length``, ``seq``/``seqs``)
+    or one edit apart (a letter added, dropped, changed, or two neighbours swapped); both at least
+    three letters, so distinct short words (``m``/``n``) are not typos of each other."""
+    if a == b or min(len(a), len(b)) < 3:
+        return False
+    if a.startswith(b) or b.startswith(a):
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def near_miss(name: str, vocabulary: frozenset[str]) -> str | None:
+    """The vocabulary name ``name`` is most likely a misspelling of, or None (also when ``name``
+    is in the vocabulary).
+
+    A near miss is the same name written without (or with other) underscores or case
+    (``blocksize``, ``Max_Model_Len``), or the same words with one word mistyped or cut
+    (``max_model_length``, ``max_num_seq``). A name with a word more or less (``block_size_m``,
+    ``num_reqs`` beside ``max_num_reqs``) is another name, not a near miss. Ties: the first in
+    sorted order."""
+    if name in vocabulary:
+        return None
+    squashed, by_length = _index(vocabulary)
+    known = squashed.get(name.replace("_", "").lower())
+    if known is not None:
+        return known
+    words = name.lower().split("_")
+    for other in by_length.get(len(words), ()):
+        differ = [(a, b) for a, b in zip(words, other.split("_")) if a != b]
+        if len(differ) == 1 and _typo(*differ[0]):
+            return other
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _index(vocabulary: frozenset[str]) -> tuple[dict[str, str], dict[int, list[str]]]:
+    """``vocabulary`` without underscores and case -> its first name; names by their word count."""
+    squashed: dict[str, str] = {}
+    by_length: dict[int, list[str]] = {}
+    for known in sorted(vocabulary):
+        squashed.setdefault(known.replace("_", "").lower(), known)
+        by_length.setdefault(len(known.split("_")), []).append(known)
+    return squashed, by_length
 
 
 class EngineAdapter(Protocol):
@@ -35,6 +89,10 @@ class EngineAdapter(Protocol):
     command: str
     #: A complete example line for help and error texts.
     example_line: str
+
+    def usage(self) -> str:
+        """How ``--engine`` names this engine (``vllm[==VERSION], vllm-ascend==VERSION``)."""
+        ...
 
     def display(self, engine: str) -> str:
         """The engine's name as its project writes it (``vLLM``, ``vLLM-Ascend``, ``SGLang``)."""
@@ -75,6 +133,11 @@ class EngineAdapter(Protocol):
     def vocabulary(self) -> frozenset[str]:
         """Parameter names an obligation about this engine may use for a deployment value: the
         engine's config names (``max_model_len``, ``block_size``, …) and what check-config pins."""
+        ...
+
+    def did_you_mean(self, name: str) -> str | None:
+        """The :meth:`vocabulary` name an obligation parameter ``name`` is a near miss of
+        (:func:`near_miss`), or None."""
         ...
 
     def check(

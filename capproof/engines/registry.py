@@ -11,7 +11,15 @@ from .adapter import CheckError, EngineAdapter
 from .sglang.adapter import SGLANG
 from .vllm.adapter import VLLM
 
-__all__ = ["ADAPTERS", "DEFAULT", "adapter_for", "parse_engine", "inventory_adapter", "engine_names"]
+__all__ = [
+    "ADAPTERS",
+    "DEFAULT",
+    "adapter_for",
+    "parse_engine",
+    "inventory_adapter",
+    "engine_names",
+    "parameter_warnings",
+]
 
 #: Every engine adapter; the first is the default engine of ``check-config`` and ``inventory``.
 ADAPTERS: tuple[EngineAdapter, ...] = (VLLM, SGLANG)
@@ -56,3 +64,31 @@ def inventory_adapter(*specs: str | None) -> EngineAdapter:
         if specs and all(spec and adapter.owns_spec(spec) for spec in specs):
             return adapter
     return DEFAULT
+
+
+def parameter_warnings(items) -> list[str]:
+    """One line per parameter of an obligation about an engine that is a near miss of one of the
+    engine's config names (:meth:`EngineAdapter.did_you_mean`): ``max_model_length`` where
+    ``max_model_len`` was meant would stay unpinned under ``check-config`` and be checked over its
+    whole domain. ``items`` are the loaded obligations and contracts (those without an ``engine``
+    or with an engine capproof has no adapter for are skipped)."""
+    lines = []
+    vocabularies: dict[str, EngineAdapter] = {}
+    for item in items:
+        engine = getattr(item, "engine", None)
+        if not engine or not hasattr(item, "domain"):
+            continue
+        if engine not in vocabularies:
+            try:
+                vocabularies[engine] = adapter_for(engine)
+            except KeyError:
+                continue
+        adapter = vocabularies[engine]
+        for param in item.params:
+            meant = adapter.did_you_mean(param)
+            if meant is not None:
+                lines.append(
+                    f"{item.id}: parameter {param!r} is not a {adapter.display(engine)} config name; did you mean "
+                    f"{meant!r}? (check-config pins {meant}, so {param} would stay free over its whole domain)"
+                )
+    return lines

@@ -6,7 +6,7 @@ Everything heavy (flag tables, the parser, the check) is imported by the method 
 
 from __future__ import annotations
 
-from ..adapter import CheckError
+from ..adapter import CheckError, near_miss
 
 __all__ = ["SGLANG"]
 
@@ -66,6 +66,9 @@ class SglangAdapter:
         from .deployment import vocabulary
 
         return vocabulary()
+
+    def did_you_mean(self, name: str) -> str | None:
+        return near_miss(name, self.vocabulary())
 
     def check(self, cfg, engine, version, model, paths, options, gpu, num_sms):
         from .deployment import run_check

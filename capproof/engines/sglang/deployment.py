@@ -7,6 +7,8 @@ applicable ``engine="sglang"`` obligation through :func:`capproof.engines.checkc
 
 from __future__ import annotations
 
+import functools
+
 from ...verdict import Options
 from ..checkconfig import CheckOutcome, Default, ModelFacts, check_all
 from .flags import SGLANG_VERSION
@@ -87,6 +89,7 @@ def deployment_notes(outcome: CheckOutcome, cfg: LaunchConfig) -> list[str]:
     ]
 
 
+@functools.cache
 def vocabulary() -> frozenset[str]:
     """Parameter names of an SGLang deployment: what a launch line pins (``SIZING_FLAGS``), what
     :mod:`.server_args` derives, the ``ServerArgs`` fields it reads, and the config name of every

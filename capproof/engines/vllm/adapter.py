@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..adapter import CheckError
+from ..adapter import CheckError, near_miss
 
 __all__ = ["VLLM"]
 
@@ -102,6 +102,9 @@ class VllmAdapter:
         from .deployment import vocabulary
 
         return vocabulary()
+
+    def did_you_mean(self, name: str) -> str | None:
+        return near_miss(name, self.vocabulary())
 
     def check(self, cfg, engine, version, model, paths, options, gpu, num_sms):
         from .deployment import run_check

@@ -10,6 +10,7 @@ every applicable obligation through :func:`capproof.engines.checkconfig.check_al
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 
@@ -521,6 +522,7 @@ def deployment_notes(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
     return lines
 
 
+@functools.cache
 def vocabulary() -> frozenset[str]:
     """Parameter names of a vLLM deployment: what :func:`pins_for` and :func:`run_check` pin
     (:data:`~capproof.engines.checkconfig.CONFIG_PARAMS`, the parameters of :data:`FLAG_PARAMS`)
