@@ -148,6 +148,14 @@ class _Collector(ast.NodeVisitor):
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
 
+    def visit_If(self, node: ast.If) -> None:
+        """``if TYPE_CHECKING:`` blocks never run: their imports are for type checkers only."""
+        if isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             if a.name == PACKAGE or a.name.startswith(PACKAGE + "."):
@@ -437,3 +445,20 @@ def test_comments_cite_no_session_or_issue_number():
                 if re.search(r"\b(?:session|issue) \d+\b", line, re.I):
                     cited.append(f"{os.path.relpath(path, ROOT)}:{number}")
     assert cited == []
+
+
+def test_the_facade_gives_type_checkers_every_public_name():
+    """capproof/__init__.py's type-checking block (what mypy reads instead of ``__getattr__``)
+    imports every name of ``__all__`` from the module ``__getattr__`` loads it from."""
+    import capproof
+
+    with open(os.path.join(ROOT, PACKAGE, "__init__.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {
+        a.asname: ("." + node.module, a.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    assert typed == {name: capproof._WHERE[name] for name in capproof.__all__}
