@@ -173,6 +173,7 @@ def test_an_edit_to_one_model_re_bounds_only_its_dependents_and_proofs_match_a_n
     bounds = project / ".capproof" / "bounds"
     verdicts = project / ".capproof" / "verdicts"
 
+    _forget_models()  # (an earlier test's cachemodels)
     _verify()
     stored = {p.name: p.stat().st_mtime_ns for p in bounds.iterdir()}
     proved = {p.name: p.stat().st_mtime_ns for p in verdicts.iterdir()}
