@@ -952,7 +952,12 @@ def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
     f"recorded in {BOUNDS_DATA} (unsat queries, replay on ints) instead of optimising again; an obligation "
     "whose certificate fails, or all when the sources changed since --write, is bounded from scratch.",
 )
-def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Bound every obligation even when .capproof/bounds/ holds its bounds for the same sources and settings.",
+)
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check, no_cache) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
     from .bound import (
         recorded_bounds,
@@ -995,8 +1000,8 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             why = "missing"
         if recorded is None:
             _errout().print(
-                f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
-                "and commit it to make --check fast)",
+                f"{BOUNDS_DATA} {why}: bounding from scratch every obligation without bounds in .capproof/bounds/ "
+                "(`capproof bound --write` and commit it to make --check fast)",
                 markup=False,
                 style="yellow",
             )
@@ -1010,6 +1015,7 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         skip_vectors=not vectors,
         jobs=_setting(jobs, "jobs", default_jobs()),
         recorded=recorded,
+        cache=not no_cache,
     )
     if recorded is not None:
         redone = [r for r in run_.results if r.recomputed]

@@ -66,8 +66,8 @@ LAYERS = [
             "second_opinion",
         },
     ),
-    ("analyses", {"density", "bound", "inventory", "coverage"}),
-    ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin"}),
+    ("analyses", {"density", "inventory", "coverage"}),
+    ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin", "bound"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
     ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
     ("command line", {"cli", "__main__"}),
@@ -80,7 +80,6 @@ UPWARD_ALLOWED = {
         "capproof.contracts",
         "capproof.loader",
     ): "puts the project on sys.path before it imports the contract's model module",
-    ("capproof.bound", "capproof.loader"): "bound loads the spec tree itself",
     ("capproof.pytest_plugin", "capproof.report"): "a failing item shows the result lines `capproof prove` prints",
 }
 
