@@ -4,7 +4,8 @@ Short obligations share a process (capproof.runner.BATCH_ITEMS); after each, the
 fingerprint of the project modules the item reaches. The first item of each pair below changes
 state the fingerprint does not see, the second reads it: a project object that pickles as something
 else than it holds (``__reduce__``, ``__getstate__``), an attribute set on a standard-library module
-or class, a new ``sys.modules`` entry. Alone, the second is a counterexample (it is false at
+or class, a new ``sys.modules`` entry, an entry added to a library's existing registry (a logger,
+``copyreg.dispatch_table``). Alone, the second is a counterexample (it is false at
 ``a == 37`` in a fresh interpreter); batched, it was ``proved``, so the verdict depended on ``-k``.
 Each was so on the code this file was written against, hence ``xfail(strict=True)``.
 (``os.environ`` and a project function's attribute are caught: the last two cases, which pass.)
@@ -91,6 +92,16 @@ H = Holder()
         'sys.modules.setdefault("capproof_adversarial_flag", types.ModuleType("capproof_adversarial_flag"))',
         '"capproof_adversarial_flag" in sys.modules',
     ),
+    "logger-created-in-a-library-registry": (
+        "import logging\n",
+        'logging.getLogger("capproof_adversarial.flag")',
+        '"capproof_adversarial.flag" in logging.Logger.manager.loggerDict',
+    ),
+    "copyreg-dispatch-table-entry": (
+        "import copyreg\nclass K:\n    pass\n",
+        "copyreg.pickle(K, lambda k: (K, ()))",
+        "K in copyreg.dispatch_table",
+    ),
 }
 
 CAUGHT = {
@@ -122,6 +133,12 @@ def _cleanup():
         if hasattr(owner, "capproof_adversarial_seen"):
             delattr(owner, "capproof_adversarial_seen")
     sys.modules.pop("capproof_adversarial_flag", None)
+    import copyreg
+    import logging
+
+    logging.Logger.manager.loggerDict.pop("capproof_adversarial.flag", None)
+    for cls in [c for c in copyreg.dispatch_table if getattr(c, "__name__", "") == "K"]:
+        del copyreg.dispatch_table[cls]
 
 
 @pytest.mark.parametrize(

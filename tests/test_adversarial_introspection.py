@@ -214,6 +214,78 @@ def f(a):
     return a != 37
 """,
     ),
+    # the same classes by routes a list of names misses: identity through object's own slots, a
+    # name that is not a constant at the call, the standard library's getattr, pickling's C code
+    (
+        "object-eq-is-identity",
+        DD
+        + """
+def f(a, b):
+    if object.__eq__(a, b) == True:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "object-hash-is-identity",
+        DD
+        + """
+def f(a, b):
+    if object.__hash__(a) == object.__hash__(b):
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "getattr-with-a-name-held-in-a-global",
+        'NAME = "__module__"\n'
+        + D
+        + """
+def f(a):
+    if getattr(a, NAME, None) is None:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "operator-attrgetter",
+        'import operator\nNAME = "__module__"\n'
+        + D
+        + """
+def f(a):
+    try:
+        operator.attrgetter(NAME)(a)
+    except AttributeError:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "inspect-getattr-static",
+        "import inspect\n"
+        + D
+        + """
+def f(a):
+    try:
+        inspect.getattr_static(a, "__slots__")
+    except AttributeError:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "pickling-error-from-a-pickler-not-named-pickle",
+        "from multiprocessing.reduction import ForkingPickler\n"
+        + D
+        + """
+def f(a):
+    try:
+        ForkingPickler.dumps(a)
+    except Exception:
+        return True
+    return a != 37
+""",
+    ),
     # a side channel no static guard can see: symbolic arithmetic is orders of magnitude slower
     (
         "timing-side-channel",
