@@ -4,16 +4,19 @@ guard lists must not decide a proof.
 The static guard (capproof/guard.py) finds ``type()``, ``id()``, ``repr()``, ``is`` and
 ``hasattr``/``getattr`` of names only one side has; the exception watch records a ``TypeError``
 caught in a symbolic run. Everything below escapes both: a dunder attribute read directly
-(``a.__module__``, ``a.__slots__``, ``a.__doc__``, ``a.__repr__()``, ``a.__getstate__()``), the
-standard library's own introspection (``gc``, ``operator.is_``, ``object.__repr__``,
-``inspect.getmodule``, ``sys.getrefcount``), an exception other than ``TypeError`` raised only on a
-symbolic value (``AttributeError`` from ``SymInt.__init__``, ``pickle.PicklingError``,
-``marshal``'s ``ValueError``, a ``RecursionError`` at the recursion limit, where an int's ``+``
-needs no Python frame and a ``SymInt``'s does), a timing side channel, and a spec that patches
-capproof's symbolic class at import. Each model is false at one point (``a == 37``) the int probe
-and the second opinion do not sample; the harness brute forces it on ints, padded and alone
-(tests/_soundness_harness.py). Each was ``proved`` on the code this file was written against,
-hence ``xfail(strict=True)``: a fix flips it to a pass and the marker must then go.
+(``a.__module__``, ``a.__slots__``, ``a.__doc__``, ``a.__repr__()``, ``a.__getstate__()``); the
+standard library's introspection (``gc``, ``operator.is_``/``is_not``, ``object.__repr__``,
+``object.__str__``, ``object.__reduce_ex__``, ``inspect.getmodule``, ``sys.getrefcount``,
+``json``'s ``default=`` hook); identity through ``object.__eq__``/``__hash__``; ``getattr`` by a
+name held in a global, ``operator.attrgetter``, ``inspect.getattr_static``; an exception other
+than ``TypeError`` raised only on a symbolic value (``AttributeError`` from ``SymInt.__init__``,
+``PicklingError`` from ``pickle`` or ``ForkingPickler``, ``marshal``'s ``ValueError``, a
+``RecursionError`` at the recursion limit, where an int's ``+`` needs no Python frame and a
+``SymInt``'s does); a timing side channel; a spec that patches capproof's symbolic class at
+import. Each model is false at one point (``a == 37``) the int probe and the second opinion do
+not sample; the harness brute forces it on ints, padded and alone (tests/_soundness_harness.py).
+Each was ``proved`` on the code this file was written against, hence ``xfail(strict=True)``: a
+fix flips it to a pass and the marker must then go.
 """
 
 from __future__ import annotations
@@ -282,6 +285,48 @@ def f(a):
     try:
         ForkingPickler.dumps(a)
     except Exception:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "object-str-calls-the-real-types-repr",
+        D
+        + """
+def f(a):
+    if len(object.__str__(a)) <= 3:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "object-reduce-ex-names-the-real-type",
+        D
+        + """
+def f(a):
+    if object.__reduce_ex__(a, 2)[1][0] == int:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "json-default-called-for-the-real-type-only",
+        "import json\n"
+        + D
+        + """
+def f(a):
+    if json.dumps(a, default=lambda o: -1) == "-1":
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "operator-is-not-of-two-parameters",
+        "import operator\n"
+        + DD
+        + """
+def f(a, b):
+    if operator.is_not(a, b):
         return True
     return a != 37
 """,
