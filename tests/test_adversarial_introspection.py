@@ -7,7 +7,9 @@ caught in a symbolic run. Everything below escapes both: a dunder attribute read
 (``a.__module__``, ``a.__slots__``, ``a.__doc__``, ``a.__repr__()``, ``a.__getstate__()``); the
 standard library's introspection (``gc``, ``operator.is_``/``is_not``, ``object.__repr__``,
 ``object.__str__``, ``object.__reduce_ex__``, ``inspect.getmodule``, ``sys.getrefcount``,
-``json``'s ``default=`` hook); identity through ``object.__eq__``/``__hash__``; ``getattr`` by a
+``json``'s ``default=`` hook, ``abc``'s ``__subclasshook__``, capproof's class reached through
+``sys.modules`` by a computed name); identity through ``object.__eq__``/``__hash__`` and
+``builtins.id``; ``getattr`` by a
 name held in a global, ``operator.attrgetter``, ``inspect.getattr_static``; an exception other
 than ``TypeError`` raised only on a symbolic value (``AttributeError`` from ``SymInt.__init__``,
 ``PicklingError`` from ``pickle`` or ``ForkingPickler``, ``marshal``'s ``ValueError``, a
@@ -329,6 +331,46 @@ def f(a, b):
     if operator.is_not(a, b):
         return True
     return a != 37
+""",
+    ),
+    (
+        "capproofs-class-through-sys-modules-by-a-computed-name",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    mod = sys.modules["capproof." + "symbolic"]
+    if isinstance(a, getattr(mod, "Sym" + "Int")):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "abc-subclasshook-sees-the-real-type",
+        """
+import abc
+class Probe(abc.ABC):
+    @classmethod
+    def __subclasshook__(cls, C):
+        return C.__name__.startswith("Sym")
+"""
+        + D
+        + """
+def f(a):
+    if isinstance(a, Probe):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "id-reached-as-builtins-id",
+        "import builtins\n"
+        + DD
+        + """
+def f(a, b):
+    if builtins.id(a) == builtins.id(b):
+        return a != 37
+    return True
 """,
     ),
     # a side channel no static guard can see: symbolic arithmetic is orders of magnitude slower
