@@ -13,9 +13,12 @@ is split here into the paths that set a step's token count, each checked on vLLM
   (``gpu_model_runner.py:3684-3785``) run on every path on symbolic sizes, with vLLM's own
   ``CudagraphDispatcher.dispatch`` and ``_create_padded_batch_descriptor`` (every CUDA-graph mode),
   DP on and off. Stand-ins: the padding table (``_bs_to_padded_graph_size``, a capture size per
-  call), the DP all-reduce (``coordinate_batch_across_dp``: the rank's entry is the maximum of the
-  ranks' padded counts, as ``dp_utils.py:_post_process_dp_padding`` computes it, or the rank's own),
+  call), the DP all-reduce (see below),
   the dispatcher's key sets (membership a free flag) and ``int()`` of the synced count (the value).
+  DP: the other rank's count is padded by the same dispatch; the all-reduce is a stand-in tensor
+  holding each rank's padded count and mode (as ``dp_utils._run_ar`` writes them), and vLLM's own
+  ``_post_process_cudagraph_mode`` and ``_post_process_dp_padding`` run on it (two ranks: one
+  other rank stands for any number, the extent being the maximum over the ranks' values).
   The table and the capture sizes rest on :func:`capture_size_bound` (AST): every table entry is a
   capture size or ``max_cudagraph_capture_size + 1`` only past the largest capture size, which the
   compilation config asserts is ``max_cudagraph_capture_size``; that maximum is ``min(max_num_batched_tokens, …)``
@@ -332,6 +335,34 @@ def capture_size_bound(root: str) -> dict:
     }
 
 
+class _Row(list):
+    """One row of the DP all-reduced tensor (one value per rank): ``max``/``min``/``item``/``cpu``."""
+
+    def max(self):
+        from ...arith import maximum
+
+        return SimpleNamespace(item=lambda: maximum(*self))
+
+    def min(self):
+        return SimpleNamespace(item=lambda: min(self))
+
+    def cpu(self):
+        return self
+
+
+class _AllReduced:
+    """Stand-in for the ``[4, dp_size]`` tensor ``_run_ar`` all-reduces: ``t[row, :]`` is a :class:`_Row`."""
+
+    def __init__(self, rows: dict):
+        self.rows = rows
+
+    def __getitem__(self, key):
+        row, cols = key
+        if cols != slice(None):
+            raise TypeError(f"all-reduced tensor read as [{key!r}]")
+        return _Row(self.rows[row])
+
+
 class _Keys:
     """The dispatcher's key sets: membership is a free flag (``key_full``/``key_piecewise``)."""
 
@@ -350,6 +381,7 @@ def padded_tokens() -> tuple[str, list[str]]:
     import z3
     from vllm.config import CUDAGraphMode
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+    from vllm.v1.worker import dp_utils
     from vllm.v1.worker import gpu_model_runner as gmr
 
     v = {n: SymInt.var(n) for n in TOKEN_NAMES + FLAGS if n != "num_tokens_dummy"}
@@ -395,13 +427,26 @@ def padded_tokens() -> tuple[str, list[str]]:
             other = dispatcher(_Table(other_calls))
 
             def coordinate(num_tokens_unpadded, parallel_config, allow_microbatching, num_tokens_padded, **kw):
-                # the other rank pads its own count by the same dispatch (same configuration)
+                # the other rank pads its own count by the same dispatch (same configuration); the
+                # all-reduced tensor holds each rank's padded count (row 1) and runtime mode (row 3),
+                # as _run_ar writes them; vLLM's own post-processing then runs on it
                 other_mode, desc = other.dispatch(num_tokens=v["num_tokens_other_rank"], uniform_decode=False)
-                from ...arith import maximum, select
-
-                value = select(v["dp_pad"] == 1, maximum(num_tokens_padded, desc.num_tokens), num_tokens_padded)
-                synced = min(kw["cudagraph_mode"], other_mode.value)  # the all-reduce's min (dp_utils.py:114-119)
-                return False, [SimpleNamespace(item=lambda: value)], synced
+                reduced = _AllReduced(
+                    {1: [num_tokens_padded, desc.num_tokens], 3: [kw["cudagraph_mode"], other_mode.value]}
+                )
+                saved = dp_utils.torch, dp_utils.__dict__.get("int")
+                dp_utils.torch = SimpleNamespace(tensor=lambda data, **k: _Row(data), int32=None)
+                dp_utils.int = lambda x: x
+                try:
+                    synced = dp_utils._post_process_cudagraph_mode(reduced)
+                    across = dp_utils._post_process_dp_padding(reduced, v["dp_pad"] == 1)
+                finally:
+                    dp_utils.torch = saved[0]
+                    if saved[1] is None:
+                        del dp_utils.int
+                    else:
+                        dp_utils.int = saved[1]
+                return False, [SimpleNamespace(item=lambda x=x: x) for x in across], synced
 
             me = SimpleNamespace(
                 _is_uniform_decode=lambda **kw: v["uniform_decode"] == 1,
