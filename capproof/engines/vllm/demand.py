@@ -1005,7 +1005,13 @@ def derive_all(entries: list, root: str) -> list[str]:
         derive_request_rows(entries, root)
     except Exception as exc:  # noqa: BLE001 - one line: the request-row family is not derived
         problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
-    from .demand_requests import derive_more
-
-    problems += derive_more(entries, root)
     return problems
+
+
+# Public names of the helpers other derivations (``demand_requests.py``) build on.
+run_paths = _paths
+expression = _expr
+function_def = _function
+source_text = _src
+join_kinds = _join
+RowBinding = _Rows

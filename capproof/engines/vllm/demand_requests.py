@@ -47,7 +47,7 @@ import os
 from types import SimpleNamespace
 
 from ...symbolic import SymInt
-from .demand import _expr, _function, _paths, _Rows, _src
+from .demand import RowBinding, expression, function_def, join_kinds, run_paths, source_text
 
 __all__ = [
     "scheduled_tokens_bound",
@@ -77,7 +77,7 @@ FLAGS = ("dp", "uniform_decode", "encoder_output", "key_full", "key_piecewise", 
 
 
 def _scheduler_tree(root: str):
-    fn = _function(root, SCHED, "schedule", "Scheduler")
+    fn = function_def(root, SCHED, "schedule", "Scheduler")
     if fn is None:
         raise RuntimeError(f"{SCHED}: Scheduler.schedule not found")
     return fn
@@ -101,9 +101,9 @@ def scheduled_tokens_bound(root: str) -> dict:
     inits = [
         n
         for n in ast.walk(fn)
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _src(n.targets[0]) == "input_budget"
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and source_text(n.targets[0]) == "input_budget"
     ]
-    init_ok = len(inits) == 1 and _src(inits[0].value) == "self.scheduler_config.max_num_batched_tokens"
+    init_ok = len(inits) == 1 and source_text(inits[0].value) == "self.scheduler_config.max_num_batched_tokens"
     (checked if init_ok else unchecked).append(
         f"{SCHED}:{','.join(str(n.lineno) for n in inits) or '?'} (input_budget = max_num_batched_tokens)"
     )
@@ -115,17 +115,17 @@ def scheduled_tokens_bound(root: str) -> dict:
                 isinstance(s, ast.Assign)
                 and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Subscript)
-                and _src(s.targets[0].value) == "num_scheduled_tokens"
+                and source_text(s.targets[0].value) == "num_scheduled_tokens"
             ):
-                v = _src(s.value)
+                v = source_text(s.value)
                 after = stmts[i + 1 : i + 4]
                 ok = any(
                     isinstance(t, ast.AugAssign)
                     and isinstance(t.op, ast.Sub)
-                    and _src(t.target) == "input_budget"
-                    and _src(t.value) in (v, f"{v}+draft_slots")
+                    and source_text(t.target) == "input_budget"
+                    and source_text(t.value) in (v, f"{v}+draft_slots")
                     and not any(
-                        isinstance(u, (ast.Assign, ast.AugAssign)) and _src(getattr(u, "target", u)) == v
+                        isinstance(u, (ast.Assign, ast.AugAssign)) and source_text(getattr(u, "target", u)) == v
                         for u in after[: after.index(t)]
                     )
                     for t in after
@@ -134,18 +134,20 @@ def scheduled_tokens_bound(root: str) -> dict:
                     f"{SCHED}:{s.lineno} (num_scheduled_tokens[...] = {v}"
                     + (", taken out of input_budget)" if ok else ": not taken out of input_budget)")
                 )
-                takes |= {t.lineno for t in after if isinstance(t, ast.AugAssign) and _src(t.target) == "input_budget"}
+                takes |= {
+                    t.lineno for t in after if isinstance(t, ast.AugAssign) and source_text(t.target) == "input_budget"
+                }
     # every other change of input_budget: a give-back of exactly what a preemption removed
     for n in ast.walk(fn):
-        if isinstance(n, ast.AugAssign) and _src(n.target) == "input_budget" and n.lineno not in takes:
-            ok = isinstance(n.op, ast.Add) and _src(n.value) in ("restored+draft_slots", "restored")
+        if isinstance(n, ast.AugAssign) and source_text(n.target) == "input_budget" and n.lineno not in takes:
+            ok = isinstance(n.op, ast.Add) and source_text(n.value) in ("restored+draft_slots", "restored")
             pops = [
                 a
                 for a in ast.walk(fn)
                 if isinstance(a, ast.Assign)
                 and len(a.targets) == 1
-                and _src(a.targets[0]) == "restored"
-                and _src(a.value).startswith("num_scheduled_tokens.pop(")
+                and source_text(a.targets[0]) == "restored"
+                and source_text(a.value).startswith("num_scheduled_tokens.pop(")
             ]
             ok = ok and bool(pops) and all(0 < n.lineno - a.lineno <= 3 for a in pops)
             (checked if ok else unchecked).append(
@@ -157,7 +159,7 @@ def scheduled_tokens_bound(root: str) -> dict:
         for n in ast.walk(fn)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
-        and _src(n.func.value) == "num_scheduled_tokens"
+        and source_text(n.func.value) == "num_scheduled_tokens"
         and n.func.attr not in ("pop", "values", "get", "items", "keys")
     ]
     if others:
@@ -167,10 +169,10 @@ def scheduled_tokens_bound(root: str) -> dict:
         for n in ast.walk(fn)
         if isinstance(n, ast.Assign)
         and len(n.targets) == 1
-        and _src(n.targets[0]) == "total_num_scheduled_tokens"
-        and _src(n.value) == "sum(num_scheduled_tokens.values())"
+        and source_text(n.targets[0]) == "total_num_scheduled_tokens"
+        and source_text(n.value) == "sum(num_scheduled_tokens.values())"
     ]
-    final = [n.lineno for n in ast.walk(fn) if isinstance(n, ast.Assert) and _src(n.test) == "input_budget>=0"]
+    final = [n.lineno for n in ast.walk(fn) if isinstance(n, ast.Assert) and source_text(n.test) == "input_budget>=0"]
     ok = bool(total) and bool(final) and min(final) > max(takes | {0})
     (checked if ok else unchecked).append(
         f"{SCHED}:{','.join(map(str, total)) or '?'} total_num_scheduled_tokens = sum(...), "
@@ -180,15 +182,19 @@ def scheduled_tokens_bound(root: str) -> dict:
     drafts = [
         n
         for n in ast.walk(fn)
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _src(n.targets[0]) == "draft_slots"
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and source_text(n.targets[0]) == "draft_slots"
     ]
-    d_ok = len(drafts) == 1 and _src(drafts[0].value) == (
+    d_ok = len(drafts) == 1 and source_text(drafts[0].value) == (
         "spec.max_num_new_slots_for_drafting if spec is not None else 0".replace(" ", "")
     )
     spec_file = "vllm/config/speculative.py"
-    slots = _function(root, spec_file, "max_num_new_slots_for_drafting", "SpeculativeConfig")
+    slots = function_def(root, spec_file, "max_num_new_slots_for_drafting", "SpeculativeConfig")
     returns = sorted(
-        {_src(r.value) for r in ast.walk(slots or ast.Module(body=[], type_ignores=[])) if isinstance(r, ast.Return)}
+        {
+            source_text(r.value)
+            for r in ast.walk(slots or ast.Module(body=[], type_ignores=[]))
+            if isinstance(r, ast.Return)
+        }
     )
     d_ok = d_ok and set(returns) <= {"0", "1", "num_draft_tokens", "num_draft_tokens-1"}
     (checked if d_ok else unchecked).append(
@@ -220,7 +226,9 @@ def _schedule_overrides(root: str) -> list[tuple[str, bool]]:
             tree = ast.parse(fh.read())
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name == "schedule":
-                calls = any(isinstance(c, ast.Call) and _src(c.func) == "super().schedule" for c in ast.walk(node))
+                calls = any(
+                    isinstance(c, ast.Call) and source_text(c.func) == "super().schedule" for c in ast.walk(node)
+                )
                 out.append((f"vllm/v1/core/sched/{f}:{node.lineno}", calls))
     return out
 
@@ -237,19 +245,19 @@ def capture_size_bound(root: str) -> dict:
             return ast.parse(fh.read())
 
     disp = "vllm/v1/cudagraph_dispatcher.py"
-    fn = _function(root, disp, "_compute_bs_to_padded_graph_size", "CudagraphDispatcher")
+    fn = function_def(root, disp, "_compute_bs_to_padded_graph_size", "CudagraphDispatcher")
     loops = [
         n.lineno
         for n in ast.walk(fn or ast.Module(body=[], type_ignores=[]))
         if isinstance(n, ast.For)
-        and _src(n.iter) == "zip(capture_sizes+[max_size+1],[0]+capture_sizes)"
-        and _src(n.target) == "(end,start)"
+        and source_text(n.iter) == "zip(capture_sizes+[max_size+1],[0]+capture_sizes)"
+        and source_text(n.target) == "(end,start)"
     ]
     writes = sorted(
         {
-            _src(n.value)
+            source_text(n.value)
             for n in ast.walk(fn or ast.Module(body=[], type_ignores=[]))
-            if isinstance(n, ast.Assign) and _src(n.targets[0]) == "self._bs_to_padded_graph_size[bs]"
+            if isinstance(n, ast.Assign) and source_text(n.targets[0]) == "self._bs_to_padded_graph_size[bs]"
         }
     )
     ok = bool(loops) and writes == ["end", "start"]
@@ -262,18 +270,18 @@ def capture_size_bound(root: str) -> dict:
         n.lineno
         for n in ast.walk(tree(comp))
         if isinstance(n, ast.Assert)
-        and _src(n.test) == "self.cudagraph_capture_sizes[-1]==self.max_cudagraph_capture_size"
+        and source_text(n.test) == "self.cudagraph_capture_sizes[-1]==self.max_cudagraph_capture_size"
     ]
     (checked if last else unchecked).append(
         f"{comp}:{','.join(map(str, last)) or '?'} (assert largest capture size == max_cudagraph_capture_size)"
     )
-    adj = _function(root, comp, "adjust_cudagraph_sizes_for_spec_decode", "CompilationConfig")
+    adj = function_def(root, comp, "adjust_cudagraph_sizes_for_spec_decode", "CompilationConfig")
     kept = [
         n.lineno
         for n in ast.walk(adj or ast.Module(body=[], type_ignores=[]))
         if isinstance(n, (ast.SetComp, ast.GeneratorExp, ast.ListComp))
         and any(
-            _src(c) == "round_up(size,multiple_of)<=self.max_cudagraph_capture_size"
+            source_text(c) == "round_up(size,multiple_of)<=self.max_cudagraph_capture_size"
             for g in n.generators
             for c in g.ifs
         )
@@ -282,22 +290,24 @@ def capture_size_bound(root: str) -> dict:
         n.lineno
         for n in ast.walk(adj or ast.Module(body=[], type_ignores=[]))
         if isinstance(n, ast.Assign)
-        and _src(n.targets[0]) == "self.max_cudagraph_capture_size"
-        and _src(n.value) == "rounded_sizes[-1]"
+        and source_text(n.targets[0]) == "self.max_cudagraph_capture_size"
+        and source_text(n.value) == "rounded_sizes[-1]"
     ]
     fallback = [
         n.lineno
         for n in ast.walk(adj or ast.Module(body=[], type_ignores=[]))
-        if isinstance(n, ast.If) and "multiple_of<=self.max_cudagraph_capture_size" in _src(n.test)
+        if isinstance(n, ast.If) and "multiple_of<=self.max_cudagraph_capture_size" in source_text(n.test)
     ]
     (checked if kept and reset and fallback else unchecked).append(
         f"{comp}:{','.join(map(str, kept + fallback + reset)) or '?'} (speculative rounding keeps sizes <= "
         "max_cudagraph_capture_size, which becomes the largest kept)"
     )
     cfg = "vllm/config/vllm.py"
-    sizes = _function(root, cfg, "_set_cudagraph_sizes", "VllmConfig")
+    sizes = function_def(root, cfg, "_set_cudagraph_sizes", "VllmConfig")
     src = [
-        (n.lineno, _src(n)) for n in ast.walk(sizes or ast.Module(body=[], type_ignores=[])) if isinstance(n, ast.stmt)
+        (n.lineno, source_text(n))
+        for n in ast.walk(sizes or ast.Module(body=[], type_ignores=[]))
+        if isinstance(n, ast.stmt)
     ]
     cap = [ln for ln, s in src if s == "max_cudagraph_capture_size=min(max_num_tokens,max_cudagraph_capture_size)"]
     mnt = [ln for ln, s in src if s == "max_num_tokens=self.scheduler_config.max_num_batched_tokens"]
@@ -475,7 +485,7 @@ def padded_tokens() -> tuple[str, list[str]]:
                     gmr.int = saved[1]
             return out[1].num_tokens
 
-        term, n = _paths(run, assume, budget=2048)
+        term, n = run_paths(run, assume, budget=2048)
         terms.append((mode, term))
         notes += [f"cudagraph mode {mode.name}: {x}" for x in n]
     # the mode is a configuration: every mode's paths count. The recorded extent is the maximum
@@ -486,7 +496,7 @@ def padded_tokens() -> tuple[str, list[str]]:
             if not any(leaf.eq(x) for x in leaves):
                 leaves.append(leaf)
     # 0 (a path that stopped at an engine assert) is below every size (all >= 1): no access there
-    names = [_expr(leaf) for leaf in leaves if not (z3.is_int_value(leaf) and leaf.as_long() == 0)]
+    names = [expression(leaf) for leaf in leaves if not (z3.is_int_value(leaf) and leaf.as_long() == 0)]
     value = names[-1]
     for name in reversed(names[:-1]):
         value = f"maximum({name}, {value})"
@@ -511,7 +521,7 @@ def _leaves(term) -> list:
 # Token rows of the runner's one-dimensional token buffers.
 
 
-class _Tokens(_Rows):
+class _Tokens(RowBinding):
     """How a token-count name of ``gpu_model_runner.py`` is bound (AST): ``"unpadded"`` (the
     scheduler's ``total_num_scheduled_tokens``), ``"padded"`` (``batch_desc.num_tokens`` of a
     descriptor ``_determine_batch_execution_and_padding`` returned), ``"dummy"`` (a name of
@@ -525,7 +535,7 @@ class _Tokens(_Rows):
     def kind(self, fn, expr, depth: int = 0):
         if depth > 6:
             return None
-        src = _src(expr)
+        src = source_text(expr)
         if isinstance(expr, ast.Constant) and expr.value is None:
             return "none"
         if src in ("scheduler_output.total_num_scheduled_tokens",):
@@ -533,9 +543,7 @@ class _Tokens(_Rows):
         if src in ("batch_desc.num_tokens", "batch_descriptor.num_tokens") and self._from_padding(fn, src):
             return "padded"
         if isinstance(expr, ast.IfExp):
-            from .demand import _join
-
-            return _join(self.kind(fn, expr.body, depth + 1), self.kind(fn, expr.orelse, depth + 1))
+            return join_kinds(self.kind(fn, expr.body, depth + 1), self.kind(fn, expr.orelse, depth + 1))
         if isinstance(expr, ast.Name):
             if fn.name == "_dummy_run" and self._asserted(fn, expr.id):
                 return "dummy"
@@ -548,13 +556,13 @@ class _Tokens(_Rows):
         return super().name(fn, name, depth)
 
     def param(self, fn, name: str, depth: int):
-        """As :meth:`_Rows.param`, with each call site's line as the point an assert must precede."""
+        """As :meth:`RowBinding.param`, with each call site's line as the point an assert must precede."""
         index = [a.arg for a in fn.args.args].index(name) if name in [a.arg for a in fn.args.args] else None
         kinds = []
         saved = self.line
         for caller in self.functions:
             for call in ast.walk(caller):
-                if not (isinstance(call, ast.Call) and _src(call.func) == f"self.{fn.name}"):
+                if not (isinstance(call, ast.Call) and source_text(call.func) == f"self.{fn.name}"):
                     continue
                 arg = next((k.value for k in call.keywords if k.arg == name), None)
                 if arg is None and index is not None and 0 < index <= len(call.args):
@@ -565,15 +573,13 @@ class _Tokens(_Rows):
                 self.line = call.lineno
                 k = self.kind(caller, arg, depth + 1)
                 self.line = saved
-                self.why.append(f"{self.file}:{call.lineno} {fn.name}({name}={_src(arg)}) -> {k}")
+                self.why.append(f"{self.file}:{call.lineno} {fn.name}({name}={source_text(arg)}) -> {k}")
                 kinds.append(k)
         if not kinds:
             return None
-        from .demand import _join
-
         out = kinds[0]
         for k in kinds[1:]:
-            out = _join(out, k)
+            out = join_kinds(out, k)
         return out
 
     def _from_padding(self, fn, src: str) -> bool:
@@ -582,10 +588,10 @@ class _Tokens(_Rows):
             a
             for a in ast.walk(fn)
             if isinstance(a, ast.Assign)
-            and any(var in [_src(x) for x in (t.elts if isinstance(t, ast.Tuple) else [t])] for t in a.targets)
+            and any(var in [source_text(x) for x in (t.elts if isinstance(t, ast.Tuple) else [t])] for t in a.targets)
         ]
         return bool(sets) and all(
-            isinstance(a.value, ast.Call) and _src(a.value.func) == "self._determine_batch_execution_and_padding"
+            isinstance(a.value, ast.Call) and source_text(a.value.func) == "self._determine_batch_execution_and_padding"
             for a in sets
         )
 
@@ -594,7 +600,7 @@ class _Tokens(_Rows):
         asserts = [
             a.lineno
             for a in ast.walk(fn)
-            if isinstance(a, ast.Assert) and _src(a.test) == f"{name}<=self.max_num_tokens" and a.lineno < line
+            if isinstance(a, ast.Assert) and source_text(a.test) == f"{name}<=self.max_num_tokens" and a.lineno < line
         ]
         if not asserts:
             return False
@@ -602,7 +608,7 @@ class _Tokens(_Rows):
             a.lineno
             for a in ast.walk(fn)
             if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            and name in [_src(t) for t in (a.targets if isinstance(a, ast.Assign) else [a.target])]
+            and name in [source_text(t) for t in (a.targets if isinstance(a, ast.Assign) else [a.target])]
             and max(asserts) < a.lineno < line
         ]
         loops = [
@@ -615,13 +621,13 @@ class _Tokens(_Rows):
 
 def _max_num_tokens_ok(root: str) -> list[int]:
     """Lines of ``self.max_num_tokens = scheduler_config.max_num_batched_tokens`` in the runner's ``__init__``."""
-    init = _function(root, RUNNER, "__init__", "GPUModelRunner")
+    init = function_def(root, RUNNER, "__init__", "GPUModelRunner")
     return [
         n.lineno
         for n in ast.walk(init or ast.Module(body=[], type_ignores=[]))
         if isinstance(n, ast.Assign)
-        and _src(n.targets[0]) == "self.max_num_tokens"
-        and _src(n.value) == "scheduler_config.max_num_batched_tokens"
+        and source_text(n.targets[0]) == "self.max_num_tokens"
+        and source_text(n.value) == "scheduler_config.max_num_batched_tokens"
     ]
 
 
@@ -681,10 +687,10 @@ def token_extent(root: str) -> tuple[str, list[dict], list[str]]:
     dummy_asserts = [
         n.lineno
         for n in ast.walk(
-            _function(root, RUNNER, "_dummy_run", "GPUModelRunner") or ast.Module(body=[], type_ignores=[])
+            function_def(root, RUNNER, "_dummy_run", "GPUModelRunner") or ast.Module(body=[], type_ignores=[])
         )
         if isinstance(n, ast.Assert)
-        and _src(n.test) in ("num_tokens<=self.max_num_tokens", "num_tokens_padded<=self.max_num_tokens")
+        and source_text(n.test) in ("num_tokens<=self.max_num_tokens", "num_tokens_padded<=self.max_num_tokens")
     ]
     dummy = {
         "fact": "num_tokens_dummy <= max_num_batched_tokens (dummy, profile and capture runs)",
@@ -790,7 +796,7 @@ def _view_accesses(entry, root: str) -> list[dict] | None:
                 for n in ast.walk(tree)
                 if isinstance(n, ast.Subscript)
                 and n.lineno == line
-                and _src(n.value) == f"self.{name}.numpy()"
+                and source_text(n.value) == f"self.{name}.numpy()"
                 and isinstance(n.slice, ast.Slice)
                 and n.slice.lower is None
                 and n.slice.step is None
@@ -809,7 +815,7 @@ def _view_accesses(entry, root: str) -> list[dict] | None:
                 and isinstance(n.func, ast.Attribute)
                 and n.func.attr == "copy_"
                 and n.args
-                and _src(n.args[0]) == f"self.{name}"
+                and source_text(n.args[0]) == f"self.{name}"
             ]
             if len(calls) == 1:
                 out.append(dict(a, op="copy_", dim=None, extent="whole"))
