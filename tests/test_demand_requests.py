@@ -293,3 +293,14 @@ def test_committed_view_rows_are_what_the_engine_derives_now(vllm_code):
     for e in fresh:
         if e.id in done:
             assert e.demands == committed[e.id], e.id
+
+
+def test_dummy_run_bound_needs_the_one_assignment_of_max_num_tokens(tmp_path):
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    path = tmp_path / "vllm/v1/worker/gpu_model_runner.py"
+    path.write_text(_RUNNER.replace("DUMMY", "num_tokens"))
+    assert R._max_num_tokens_ok(str(tmp_path)) == [3]
+    path.write_text(
+        _RUNNER.replace("DUMMY", "num_tokens") + "\n    def grow(self):\n        self.max_num_tokens = 2**20\n"
+    )
+    assert R._max_num_tokens_ok(str(tmp_path)) == []

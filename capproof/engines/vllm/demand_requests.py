@@ -620,8 +620,19 @@ class _Tokens(RowBinding):
 
 
 def _max_num_tokens_ok(root: str) -> list[int]:
-    """Lines of ``self.max_num_tokens = scheduler_config.max_num_batched_tokens`` in the runner's ``__init__``."""
+    """Lines of ``self.max_num_tokens = scheduler_config.max_num_batched_tokens`` in the runner's
+    ``__init__``, when that is the only assignment of ``self.max_num_tokens`` in the file (else none)."""
+    with open(os.path.join(root, RUNNER), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    every = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Assign, ast.AugAssign))
+        and "self.max_num_tokens" in [source_text(t) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    ]
     init = function_def(root, RUNNER, "__init__", "GPUModelRunner")
+    if len(every) != 1:
+        return []  # set elsewhere too: the dummy run's assert is not against max_num_batched_tokens alone
     return [
         n.lineno
         for n in ast.walk(init or ast.Module(body=[], type_ignores=[]))
