@@ -1,5 +1,9 @@
 """The runner block table: the TRTLLM-gen MLA kernel's alignment precondition, and vLLM 0.33.0's
-three width derivations agreeing with each other and covering the slot-mapping reads."""
+three width derivations agreeing with each other and covering the slot-mapping reads.
+
+The alignment claims are about the TRTLLM-gen MLA decode kernel only (``requires=("mla",)``:
+``check-config`` applies them to models vLLM serves with MLA attention, ``ModelConfig.use_mla``);
+a model with ordinary attention never calls that kernel, whatever its block size."""
 
 from capproof import Choice, Range, all_of, claim, equal, less_than, obligation
 from models.vllm.block_table import (
@@ -26,6 +30,7 @@ KERNEL_BLOCK_SIZES = Choice(1, 16, 32, 64, 128, 256)
     expect="counterexample",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324", "flashinfer-ai/flashinfer#3915"],
+    requires=("mla",),
     engine="vllm",
     versions="<0.21",
 )
@@ -41,6 +46,7 @@ def trtllm_mla_block_num_aligned_before_39324(max_model_len, block_size, dcp):
     expect="proved",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324"],
+    requires=("mla",),
     engine="vllm",
     versions=">=0.21",
 )
@@ -55,6 +61,7 @@ def trtllm_mla_block_num_aligned_after_39324(max_model_len, block_size, dcp):
     expect="counterexample",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#39324", "vllm-project/vllm#50302"],
+    requires=("mla",),
     engine="vllm",
     versions=">=0.21,<0.27",
 )
@@ -70,6 +77,7 @@ def row_spans_128_tokens_39324_any_block_size(max_model_len, block_size, dcp):
     expect="proved",
     case="vllm-trtllm-mla-blocknum-align",
     sources=["vllm-project/vllm#50302", "vllm==0.33.0 vllm/v1/worker/block_table.py"],
+    requires=("mla",),
     engine="vllm",
     versions=">=0.27",
 )

@@ -6,7 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
-from capproof.engines.checkconfig import CheckError, parse_engine
+from capproof.engines.checkconfig import CheckError
+from capproof.engines.registry import parse_engine
 from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
 GLM_1M_DCP2 = [
@@ -129,13 +130,34 @@ def test_a4_smallest_triggering_batch_is_shown_and_bounded_by_max_num_seqs():
     assert "smallest batch that corrupts silently (uniform Triton copy): num_decodes=1" in result.output
 
 
-def test_pre_39324_trtllm_alignment_fails_for_kimi_numbers():
+#: The MLA fields of Kimi K2's config.json (moonshotai/Kimi-K2-Instruct: model_type kimi_k2, kv_lora_rank 512).
+KIMI_MLA = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "kv_lora_rank": 512}
+
+
+def test_pre_39324_trtllm_alignment_fails_for_kimi_numbers(tmp_path):
     # vllm-trtllm-mla-blocknum-align: Kimi K2.5, L=9416, bs=32 -> block_num 295
-    result = check(
-        "--engine", "vllm==0.20.0", "--", "vllm", "serve", "kimi", "--max-model-len", "9416", "--block-size", "32"
-    )
+    (tmp_path / "config.json").write_text(json.dumps(KIMI_MLA))
+    line = ["vllm", "serve", "kimi", "--max-model-len", "9416", "--block-size", "32"]
+    result = check("--engine", "vllm==0.20.0", "--model-config", str(tmp_path), "--", *line)
     assert result.exit_code == 1, result.output
     assert "block_num=295" in result.output
+    # the TRTLLM-gen MLA kernel is MLA models' only: without the config it is undecided, never "will fail"
+    unknown = check("--engine", "vllm==0.20.0", "--", *line)
+    assert unknown.exit_code == 2 and "give --model-config" in unknown.output, unknown.output
+
+
+@pytest.mark.parametrize("version", ["0.21.0", "0.23.0", "0.26.0"])
+def test_row_alignment_for_any_block_size_applies_to_mla_models_only(version, tmp_path):
+    """#39324's ``128 // block_size`` misaligns rows at block size 48 on 0.21-0.26, in the TRTLLM-gen
+    MLA kernel: a will-fail for an MLA model at --block-size 48, not applied for a dense model."""
+    (tmp_path / "config.json").write_text(json.dumps(KIMI_MLA))
+    line = ["vllm", "serve", "m", "--max-model-len", "32768", "--block-size", "48"]
+    mla = check("--engine", f"vllm=={version}", "--model-config", str(tmp_path), "--", *line)
+    assert mla.exit_code == 1 and "row_spans_128_tokens_39324_any_block_size" in mla.output, mla.output
+    dense = check("--engine", f"vllm=={version}", "--", "vllm", "serve", "Qwen/Qwen3-8B", *line[3:])
+    assert dense.exit_code != 1, dense.output
+    assert "row_spans_128_tokens_39324_any_block_size" in dense.output
+    assert "shows no MLA attention" in dense.output
 
 
 @pytest.mark.slow
@@ -510,11 +532,13 @@ def test_flags_are_those_of_the_selected_release():
         "--",
         "vllm",
         "serve",
-        "Qwen/Qwen3-8B",
+        "deepseek-ai/DeepSeek-V3",
         "--max-num-partial-prefills",
         "2",
         "--max-model-len",
         "4096",
+        "--block-size",
+        "64",
     )
     assert old.exit_code == 0, old.output
     assert "flags no applied obligation reads: --max-num-partial-prefills" in old.output
@@ -646,8 +670,10 @@ def test_dense_model_and_dsa_obligations_do_not_apply(tmp_path):
         "--block-size",
         "64",
     )
-    # 350k/64 is the #46074 DSA mismatch, but Llama has no DSA indexer: not a failure of this deployment
-    assert result.exit_code == 0, result.output
+    # 350k/64 is the #46074 DSA mismatch, but Llama has no DSA indexer (nor MLA): not a failure of
+    # this deployment; no obligation of 0.23.0 is about a dense model, so nothing is proved either
+    assert result.exit_code == 2, result.output
+    assert "no obligation of spec/ applies to these flags" in result.output
     assert (
         "ebt_width_matches_runner_before_50302 [vllm-dsa-ebt-128align]: does not apply to this model" in result.output
     )

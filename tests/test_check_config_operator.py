@@ -277,16 +277,19 @@ def test_sglang_launch_forms_are_read():
         ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
     ],
 )
-def test_sglang_line_without_engine_sglang_says_to_give_it(argv):
+def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
     result = check("--", *argv)
-    assert result.exit_code == 2, result.output
-    assert "give --engine sglang before '--'" in result.output
+    assert result.exit_code in (0, 2) and "SGLang 0.5.23" in result.output.splitlines()[0], result.output
+    assert "engine SGLang 0.5.23: from the launch command" in result.output
+    wrong = check("--engine", "vllm", "--", *argv)
+    assert wrong.exit_code == 2, wrong.output
+    assert "give --engine sglang before '--'" in wrong.output
 
 
 def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
     """No --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory."""
     result = check("--engine", "sglang", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
-    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert result.exit_code == 0 and result.output.startswith("safe"), result.output
     assert "rests on a default: req_pool_size (any value) (not given" in result.output
     assert " in []" not in result.output
 

@@ -716,3 +716,46 @@ def test_sglang_alloc_sizes_match_the_model(page, dcp, steps, topk, draft):
         m_dsa.decode_alloc_end(5, 40, draft, steps, topk, p),
     )
     same("SGLang allocation_sizing", state, model, engine)
+
+
+def _run_extractor(script: str) -> dict:
+    """Run a real/ extractor in a fresh interpreter (it stubs GPU-only modules) and read its table."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, script], capture_output=True, text=True, check=True, cwd=root)
+    namespace: dict = {}
+    exec(compile(out.stdout, script, "exec"), namespace)  # noqa: S102 - the generated table
+    return namespace
+
+
+def test_default_block_size_table_is_what_vllms_backends_prefer(real):
+    """capproof/engines/vllm/block_defaults.py is what vLLM 0.33.0's own backend selection code gives."""
+    from capproof.engines.vllm import block_defaults
+
+    real.fetch()
+    table = _run_extractor("real/extract_vllm_block_sizes.py")
+    assert table["PREFERRED_BLOCK_SIZES"] == block_defaults.PREFERRED_BLOCK_SIZES
+    assert table["DEFAULT_BLOCK_SIZE"] == block_defaults.DEFAULT_BLOCK_SIZE
+
+
+def test_sglang_default_attention_backends_are_sglangs(real):
+    """capproof/engines/sglang/attention_defaults.py is what SGLang 0.5.23's get_default_attn_backend returns."""
+    from capproof.engines.sglang import attention_defaults
+
+    real.fetch()
+    table = _run_extractor("real/extract_sglang_attention_backends.py")
+    assert table["DEFAULT_ATTENTION_BACKENDS"] == attention_defaults.DEFAULT_ATTENTION_BACKENDS
+
+
+def test_check_config_mla_model_types_are_vllms(real):
+    """MLA_MODEL_TYPES is the model_type tuple of vLLM 0.33.0's is_deepseek_mla."""
+    from capproof.engines.checkconfig import MLA_MODEL_TYPES
+
+    real.fetch()
+    path = os.path.join(real.cache_dir(), "src", "vllm", "transformers_utils", "model_arch_config_convertor.py")
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "is_deepseek_mla")
+    tuples = [ast.literal_eval(n) for n in ast.walk(fn) if isinstance(n, ast.Tuple) and len(n.elts) > 5]
+    assert set(tuples[0]) == MLA_MODEL_TYPES

@@ -76,6 +76,34 @@ class LaunchConfig:
         return ", ".join(parts) or "no sizing flags"
 
 
+def is_sglang_line(argv: list[str]) -> bool:
+    """Whether a launch line starts an SGLang server (``sglang serve``, ``python -m
+    sglang.launch_server`` / ``sglang.cli.main``, after ``VAR=value`` prefixes, ``env`` or a
+    ``docker run … IMAGE``), so check-config can pick the engine without ``--engine sglang``."""
+    from ..vllm.serve import strip_docker
+
+    try:
+        _, image, rest = strip_docker(list(argv))
+    except ValueError:
+        return False
+    args = list(rest if image is not None else argv)
+    if args[:1] == ["env"]:
+        args = args[1:]
+    while args and _ENV.fullmatch(args[0]) and not args[0].startswith("-"):
+        args.pop(0)
+    if not args:
+        return False
+    head = os.path.basename(args[0])
+    if head == "sglang":
+        return True
+    return (
+        bool(re.fullmatch(r"python(\d+(\.\d+)?)?", head))
+        and args[1:2] == ["-m"]
+        and args[2:3] != []
+        and (args[2] == "sglang" or args[2].startswith("sglang."))
+    )
+
+
 def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     from ..vllm.serve import strip_docker
 

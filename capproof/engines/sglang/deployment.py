@@ -1,0 +1,211 @@
+"""SGLang's side of ``capproof check-config``: what a launch line means for the obligations.
+
+:func:`run_check` pins a :class:`~capproof.engines.sglang.launch.LaunchConfig` (and the
+buffer-sizing server arguments SGLang derives from it, :mod:`.server_args`) and runs every
+applicable ``engine="sglang"`` obligation through :func:`capproof.engines.checkconfig.check_all`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ...verdict import Options
+from ..checkconfig import MODEL_PARAMS, CheckError, CheckOutcome, Default, ModelFacts, check_all, uncovered_inventory
+from .flags import SGLANG_VERSION
+from .launch import LaunchConfig
+
+__all__ = ["run_check", "deployment_notes", "default_backends"]
+
+#: Why an obligation that requires a feature the launch line leaves out does not apply.
+ABSENT = {"spec_decode": "does not apply: no speculative decoding (--speculative-algorithm not given)"}
+
+#: Parameters SGLang sizes from a flag that may be left free, and the flag that sets each.
+FREE_PARAM_FLAGS = (
+    ("context_len", "--context-length"),
+    ("speculative_num_steps", "--speculative-num-steps"),
+    ("speculative_eagle_topk", "--speculative-eagle-topk"),
+    ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"),
+    ("page_size", "--page-size"),
+)
+
+
+#: The attention backends whose buffers an obligation of spec/ is about.
+MODELLED_BACKENDS = ("triton", "flashmla")
+
+
+def default_backends(gpu: str | None, model: ModelFacts | None) -> Default:
+    """The attention backends SGLang 0.5.23 may pick without ``--attention-backend`` (its own
+    ``get_default_attn_backend``, run from the wheel into :mod:`.attention_defaults`), for ``gpu``
+    (every GPU of the table when None) and the model kind: MLA when the model config shows MLA
+    attention, standard attention when it shows none."""
+    from .attention_defaults import DEFAULT_ATTENTION_BACKENDS as TABLE
+
+    gpus = [gpu] if gpu in TABLE else list(TABLE)
+    kinds = ("mha", "mla") if model is None else ("mla",) if "mla" in model.features else ("mha",)
+    backends = tuple(sorted({b for g in gpus for k in kinds for b in TABLE[g][k]}))
+    where = gpu if gpu in TABLE else "any GPU (give --gpu to narrow)"
+    what = {("mha", "mla"): "any attention", ("mla",): "MLA"}.get(kinds, "standard attention")
+    return Default(
+        "attention_backend",
+        backends,
+        f"--attention-backend not given: SGLang 0.5.23's default for {what} on {where} "
+        "(get_default_attn_backend, sglang/srt/arg_groups/model_override_base.py:277; every backend it may "
+        "pick is checked)",
+    )
+
+
+def _gpu_row(gpu: str | None) -> str | None:
+    """``--gpu NAME`` -> its row of :data:`.attention_defaults.DEFAULT_ATTENTION_BACKENDS`
+    (case-insensitive; H100-PCIE/H100-SXM are H100); raises CheckError (one line) for another name."""
+    from .attention_defaults import DEFAULT_ATTENTION_BACKENDS as TABLE
+
+    if gpu is None:
+        return None
+    key = gpu.strip().upper()
+    key = {"H100-PCIE": "H100", "H100-SXM": "H100"}.get(key, key)
+    if key not in TABLE:
+        raise CheckError(f"--gpu {gpu!r}: unknown GPU (known: {', '.join(sorted(TABLE))}, H100-PCIE, H100-SXM)")
+    return key
+
+
+def _backend_unknown(model: ModelFacts | None) -> str:
+    """What to give when SGLang's default attention backend cannot be read from the table: the
+    model is not known, or its SGLang model override picks the backend itself ("" otherwise)."""
+    from .attention_defaults import BACKEND_OVERRIDING_ARCHITECTURES, BACKEND_OVERRIDING_SUBSTRINGS
+
+    archs = model.architectures if model is not None else ()
+    if not archs:
+        return (
+            "--attention-backend NAME, or --model-config (SGLang 0.5.23 picks the default attention backend "
+            "from the model's architecture)"
+        )
+    overriding = [
+        a for a in archs if a in BACKEND_OVERRIDING_ARCHITECTURES or any(s in a for s in BACKEND_OVERRIDING_SUBSTRINGS)
+    ]
+    if overriding:
+        return (
+            f"--attention-backend NAME (SGLang 0.5.23's model override for {overriding[0]} chooses the "
+            "attention backend itself at startup)"
+        )
+    return ""
+
+
+def run_check(
+    cfg: LaunchConfig,
+    version: str,
+    model: ModelFacts | None = None,
+    paths=("spec",),
+    options: Options | None = None,
+    gpu: str | None = None,
+) -> CheckOutcome:
+    """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
+
+    ``context_len`` defaults to the model's ``max_position_embeddings`` (SGLang's default context
+    length); speculative parameters not given stay symbolic (SGLang chooses them per model) and
+    the answer says so. Without ``--attention-backend`` every backend SGLang may pick by default
+    (:func:`default_backends`, for ``gpu`` when given) is checked: its obligations apply; when the
+    default is not in the table (unknown model, a model override that picks it) those obligations
+    need ``--attention-backend``.
+    """
+    options = options or Options()
+    pins = dict(cfg.values)
+    if model is not None:  # the model's numbers (experts, top-k, ...), as for vLLM lines
+        pins.update({k: v for k, v in model.values.items() if k in MODEL_PARAMS and k not in pins})
+    if "context_len" not in pins and model and "max_position_embeddings" in model.values:
+        pins["context_len"] = model.values["max_position_embeddings"]
+    features = set(model.features) if model else set()
+    if cfg.speculative_algorithm:
+        features.add("spec_decode")
+    # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
+    from .server_args import USED_FLAGS, sizing
+
+    derived = sizing(cfg.values, cfg.switches, cfg.strings)
+    pins.update(derived.pins)
+    features |= derived.features
+    backend_default, backend_unknown = None, ""
+    if not any(f.startswith("sglang_attention_backend_") for f in derived.features):
+        row = _gpu_row(gpu)
+        backend_unknown = _backend_unknown(model)
+        if not backend_unknown:
+            backend_default = default_backends(row, model)
+            features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
+    checked, used = check_all("sglang", version, pins, {}, features, model, None, None, paths, options, absent=ABSENT)
+    if backend_unknown:  # an obligation on one backend's buffers may apply: the backend is not known
+        for c in checked:
+            requires = set(getattr(c.obligation, "requires", ()))
+            backends = {r for r in requires if r.startswith("sglang_attention_backend_")}
+            if not c.applicable and backends and requires - backends <= features:
+                named = ", ".join(sorted(b.removeprefix("sglang_attention_backend_") for b in backends))
+                c.why_not = (
+                    f"about one attention backend's buffers ({named}): the default backend is not known for this line"
+                )
+                c.needs = backend_unknown
+    if cfg.speculative_algorithm:
+        used.add("feature:spec_decode")
+    params = {
+        "--context-length": "context_len",
+        "--page-size": "page_size",
+        "--speculative-num-steps": "speculative_num_steps",
+        "--speculative-eagle-topk": "speculative_eagle_topk",
+        "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
+        "--tp-size": "tp",
+        "--speculative-algorithm": "feature:spec_decode",
+        **USED_FLAGS,
+    }
+    # a derived feature is used when an applied obligation requires it
+    required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
+    used.update(f"feature:{f}" for f in derived.features & required)
+    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
+        used.add("feature:sglang_attention_backend")
+    unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
+    defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
+    if backend_default is not None:
+        defaults.append(backend_default)
+    outcome = CheckOutcome(
+        "sglang",
+        version,
+        checked,
+        defaults,
+        unused,
+        dict(cfg.env),
+        model,
+        uncovered_inventory("sglang", version),
+        display="SGLang",
+        releases=(SGLANG_VERSION,),
+    )
+    outcome.notes = deployment_notes(outcome, cfg)
+    if not outcome.applicable and not outcome.missing_facts:
+        backends = backend_default.values if backend_default else ()
+        outcome.derived.append(
+            "what is missing: spec/ has SGLang obligations for the "
+            + ", ".join(MODELLED_BACKENDS)
+            + " attention backends' decode-graph buffers, MoE alignment (models with routed experts) and "
+            "req_to_token under speculative decoding (--speculative-algorithm); none reaches this line"
+            + (f" (default attention backend {', '.join(backends)})" if backends else "")
+        )
+    return outcome
+
+
+def deployment_notes(outcome: CheckOutcome, cfg: LaunchConfig) -> list[str]:
+    """The sizing parameters the launch line left free (every value of each obligation's domain is
+    checked), one line each, without indentation."""
+    free = {p for c in outcome.applicable for p in c.free}
+    return [
+        f"rests on no {name}: {flag} not given, every value of each obligation's domain is checked"
+        for name, flag in FREE_PARAM_FLAGS
+        if name in free
+    ]
+
+
+@functools.cache
+def vocabulary() -> frozenset[str]:
+    """Parameter names of an SGLang deployment: what a launch line pins (``SIZING_FLAGS``), what
+    :mod:`.server_args` derives, the ``ServerArgs`` fields it reads, and the config name of every
+    launch flag (``--context-length`` -> ``context_length``)."""
+    from .flags import SGLANG_FLAGS
+    from .launch import SIZING_FLAGS
+    from .server_args import DEFAULTS, USED_FLAGS
+
+    derived = {p for p in USED_FLAGS.values() if not p.startswith("feature:")}
+    dests = {f.lstrip("-").replace("-", "_") for f in SGLANG_FLAGS if f.startswith("--")}
+    return frozenset(set(SIZING_FLAGS.values()) | derived | set(DEFAULTS) | dests)

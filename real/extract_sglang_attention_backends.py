@@ -1,0 +1,124 @@
+"""Regenerate capproof/engines/sglang/attention_defaults.py: the attention backend SGLang 0.5.23
+picks when a launch line gives no ``--attention-backend``, per GPU and model kind.
+
+Usage (in the real environment, the pinned wheels' sources extracted by
+``python -m capproof.engines.vllm.wheels fetch``):
+
+    .capproof/real-venv/bin/python real/extract_sglang_attention_backends.py > capproof/engines/sglang/attention_defaults.py
+
+What runs is SGLang's own ``get_default_attn_backend(server_args, use_mla_backend, model_config)``
+(``sglang/srt/arg_groups/model_override_base.py:277-351``, called by the
+``_attention_backend_default`` post-process of ``sglang/srt/arg_groups/overrides.py``), imported
+from the wheel with :mod:`capproof.engines.sglang.stand_ins`. What a CPU cannot answer is given
+every value and the union kept: the platform questions per GPU (``is_hopper_with_cuda_12_3`` both
+ways on Hopper: the CUDA version is not known; ``has_flashinfer`` both ways), the model's
+``has_attention_sinks`` and ``has_asymmetric_kv`` both ways; no speculative decoding.
+"""
+
+import itertools
+import sys
+from types import SimpleNamespace
+
+#: GPUs ``check-config --gpu`` names -> (Hopper, SM100 family) as SGLang's platform reports them.
+GPUS = {
+    "A100": (False, False),
+    "L40S": (False, False),
+    "H100": (True, False),
+    "H200": (True, False),
+    "B200": (False, True),
+    "B300": (False, True),
+    "GB10": (False, False),  # SM121: not the SM100 family
+}
+
+
+def extract(src: str) -> dict:
+    """{gpu: {"mha": backends, "mla": backends}} (sorted tuples) from SGLang's own function."""
+    from capproof.engines.sglang import stand_ins
+
+    stand_ins.activate(src)
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    import sglang.srt.arg_groups.model_override_base as m
+
+    m.current_platform = SimpleNamespace(is_out_of_tree=lambda: False)  # CUDA, not an out-of-tree platform
+    m.is_mps = lambda: False
+    m.resolving_view = m.resolved_view = lambda view: view
+    view = SimpleNamespace(speculative_algorithm=None, speculative_eagle_topk=None, tp_size=1, page_size=None)
+    out = {}
+    for gpu, (hopper, sm100) in GPUS.items():
+        rows = {"mha": set(), "mla": set()}
+        for cuda_12_3, flashinfer, sinks, asymmetric, kv_heads in itertools.product(
+            (True, False), (True, False), (True, False), (True, False), (8, 16, 128)
+        ):
+            platform = SimpleNamespace(
+                is_hopper_with_cuda_12_3=hopper and cuda_12_3, is_sm100=sm100, is_hip=False, has_flashinfer=flashinfer
+            )
+            m.get_platform = lambda platform=platform: platform
+            model = SimpleNamespace(
+                hf_config=SimpleNamespace(architectures=["LlamaForCausalLM"]),
+                has_asymmetric_kv=asymmetric,
+                has_attention_sinks=sinks,
+                get_num_kv_heads=lambda tp, kv_heads=kv_heads: kv_heads,
+            )
+            rows["mha"].add(m.get_default_attn_backend(view, False, model))
+            rows["mla"].add(m.get_default_attn_backend(view, True, model))
+        out[gpu] = {k: tuple(sorted(v)) for k, v in rows.items()}
+    return out
+
+
+def overriding_architectures(src: str) -> tuple[set[str], set[str]]:
+    """Architectures whose model override may set the attention backend itself (a provider
+    registered with ``_register_for``/``register_model_override`` whose body names
+    ``attention_backend``, in ``sglang/srt/arg_groups/model_overrides/*.py`` and
+    ``overrides.py``): (exact names, substrings of the predicate-registered ones)."""
+    import ast
+    import glob
+    import os
+
+    base = os.path.join(src, "sglang", "srt", "arg_groups")
+    exact: set[str] = set()
+    contains: set[str] = set()
+    for path in sorted(glob.glob(os.path.join(base, "model_overrides", "*.py")) + [os.path.join(base, "overrides.py")]):
+        text = open(path, encoding="utf-8").read()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, ast.FunctionDef) or "attention_backend" not in ast.get_source_segment(text, fn):
+                continue
+            for deco in fn.decorator_list:
+                if not isinstance(deco, ast.Call):
+                    continue
+                name = ast.unparse(deco.func)
+                strings = {n.value for n in ast.walk(deco) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                if name in ("_register_for", "register_model_override"):
+                    exact |= strings
+                elif name == "register_model_override_predicate":
+                    contains |= strings
+    return exact, contains
+
+
+def main() -> None:
+    import os
+
+    from capproof.engines.vllm.wheels import cache_dir
+
+    src = os.path.join(cache_dir(), "src")
+    table = extract(src)
+    exact, contains = overriding_architectures(src)
+    w = sys.stdout.write
+    w('"""The attention backend SGLang 0.5.23 picks without ``--attention-backend`` (generated by\n')
+    w("real/extract_sglang_attention_backends.py from the wheel's ``get_default_attn_backend``; do not edit).\n\n")
+    w("Per GPU (``check-config --gpu`` names) and model kind (``mha``; ``mla``: SGLang's MLA attention\n")
+    w("architecture): every backend it may pick over what a CPU cannot know (CUDA version, whether\n")
+    w("flashinfer imports, attention sinks, asymmetric K/V heads).\n")
+    w('"""\n\n')
+    w("DEFAULT_ATTENTION_BACKENDS = {\n")
+    for gpu, rows in table.items():
+        w(f"    {gpu!r}: {rows!r},\n")
+    w("}\n\n")
+    w("#: Architectures whose SGLang model override may choose the attention backend itself (so the\n")
+    w("#: table above is not its default): exact names, and substrings of predicate-registered ones.\n")
+    w(f"BACKEND_OVERRIDING_ARCHITECTURES = frozenset({sorted(exact)!r})\n")
+    w(f"BACKEND_OVERRIDING_SUBSTRINGS = frozenset({sorted(contains)!r})\n")
+
+
+if __name__ == "__main__":
+    main()

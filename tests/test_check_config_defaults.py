@@ -1,0 +1,250 @@
+"""check-config on values the line does not give: vLLM's default block size, a nearby safe
+``--max-num-seqs``, and usage errors of the project commands; through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+from test_cli_terminal import run_on_pty
+
+from capproof.cli import main
+from capproof.engines.checkconfig import Default, resolve_model
+from capproof.engines.vllm.block_defaults import DEFAULT_BLOCK_SIZE, PREFERRED_BLOCK_SIZES
+from capproof.engines.vllm.deployment import default_block_size
+from capproof.engines.vllm.serve import parse_serve_args
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check-config", *args])
+
+
+# --- vLLM's default block size --------------------------------------------------------------
+
+
+def test_the_generated_table_holds_vllms_default_and_every_gpu():
+    assert DEFAULT_BLOCK_SIZE == 16
+    assert set(PREFERRED_BLOCK_SIZES) == {"A100", "L40S", "H100", "H200", "B200", "B300", "GB10"}
+    for rows in PREFERRED_BLOCK_SIZES.values():
+        assert all(isinstance(size, int) for kind in rows.values() for _, size in kind)
+
+
+@pytest.mark.parametrize(
+    "model, gpu, expected",
+    [
+        ("Qwen/Qwen3-8B", "H100", (16,)),  # FLASH_ATTN, FLASHINFER, ... all keep 16
+        ("Qwen/Qwen3-8B", None, (16,)),
+        ("deepseek-ai/DeepSeek-V3", "H100", (16, 32, 64)),  # FLASH_ATTN_MLA 16, FLASHMLA 64, FLASHINFER_MLA 32
+        ("deepseek-ai/DeepSeek-V3", "B200", (16, 32, 64, 128)),  # + CUTLASS_MLA 128
+        ("deepseek-ai/DeepSeek-V3", "GB10", (16,)),  # TRITON_MLA only
+        ("deepseek-ai/DeepSeek-V3.2", "H100", (64,)),  # sparse MLA backends prefer 64
+        ("deepseek-ai/DeepSeek-V3.2", "B200", (32, 64)),  # FLASHINFER_MLA_SPARSE 32
+    ],
+)
+def test_default_block_size_per_model_kind_and_gpu(model, gpu, expected):
+    cfg = parse_serve_args([model])
+    got = default_block_size("vllm", "0.33.0", gpu, resolve_model(model, None), cfg)
+    assert isinstance(got, Default) and got.values == expected, got
+
+
+def test_head_size_256_adds_flash_attentions_fa4_pages(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 4096, "num_attention_heads": 16}))
+    cfg = parse_serve_args(["m"])
+    got = default_block_size("vllm", "0.33.0", "B200", resolve_model(str(tmp_path), None), cfg)
+    assert got.values == (16, 128)  # FA4_HD256_PAGE_SIZE (flash_attn.py:329-354)
+
+
+def test_no_default_for_other_releases_and_hybrid_models(tmp_path):
+    cfg = parse_serve_args(["m"])
+    assert "0.33.0 only" in default_block_size("vllm", "0.23.0", None, None, cfg)
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen3NextForCausalLM"]}))
+    assert "Mamba" in default_block_size("vllm", "0.33.0", None, resolve_model(str(tmp_path), None), cfg)
+
+
+def test_assumed_default_block_size_is_shown_on_a_terminal():
+    spec = ["--spec", "spec/vllm_block_table.py", "--gpu", "H100"]
+    code, out = run_on_pty(
+        ["check-config", *spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"], ROOT
+    )
+    assert code == 0, out
+    text = " ".join(out.split())
+    assert "rests on a default: block_size in [16, 32, 64]" in text
+    assert "FLASHMLA 64" in text and "update_block_size_for_backend" in text
+    assert "safe spec/vllm_block_table.py::row_spans_128_tokens_v0_33" in text
+    assert "every block size of each obligation's domain is checked" not in text
+
+
+def test_a_block_size_never_chosen_is_not_a_will_fail():
+    """vLLM 0.23.0's default is not derived (no wheel run): block 48 fails #39324's alignment, but
+    the user gave no block size: undecided, naming --block-size, never will fail."""
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"]
+    result = check("--engine", "vllm==0.23.0", "--", *line)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided")
+    assert "give --block-size N" in result.output
+    assert "MAYFAIL spec/vllm_block_table.py::row_spans_128_tokens_39324_any_block_size" in result.output
+    assert "not counted as will fail: it fails at block_size=48" in result.output
+    data = json.loads(check("--engine", "vllm==0.23.0", "--json", "-", "--", *line).output)
+    assert data["verdict"] == "undecided" and any(g.startswith("--block-size N") for g in data["give"])
+    failing = [o for o in data["obligations"] if o["verdict"] == "counterexample"]
+    assert failing and failing[0]["counted"] is False
+    assert failing[0]["fails_only_at_values_not_given"] == {"block_size": 48}
+    # the same line with the block size given is decided
+    chosen = check("--engine", "vllm==0.23.0", "--", *line, "--block-size", "48")
+    assert chosen.exit_code == 1 and chosen.output.startswith("will fail"), chosen.output
+
+
+# --- a nearby --max-num-seqs ----------------------------------------------------------------
+
+ROWS = """
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"max_num_reqs": Range(1, 4096), "max_model_len": Range(1, 2**21)}, engine="vllm", versions=">=0.18")
+def request_rows_fit(max_num_reqs, max_model_len):
+    return at_most(demand=max_num_reqs * max_model_len, capacity=2**26)
+"""
+
+
+def test_nearby_max_num_seqs_is_found_by_the_solver(tmp_path):
+    spec = tmp_path / "rows.py"
+    spec.write_text(textwrap.dedent(ROWS))
+    line = ["vllm", "serve", "m", "--max-model-len", "32768", "--max-num-seqs", "3000"]
+    result = check("--spec", str(spec), "--", *line)
+    assert result.exit_code == 1, result.output
+    # 3000 * 32768 > 2**26; 2048 * 32768 == 2**26 holds: the largest rounding down that the solver proves
+    assert "holds at --max-num-seqs 2048" in result.output
+    data = json.loads(check("--spec", str(spec), "--json", "-", "--", *line).output)
+    assert data["obligations"][0]["holds_at_max_num_seqs"] == 2048
+
+
+# --- project commands: usage errors in one line ---------------------------------------------
+
+
+def test_coverage_from_a_missing_file_is_one_line_exit_4(tmp_path):
+    code, out = run_on_pty(["coverage", "--from", "missing.json"], str(tmp_path))
+    assert code == 4, out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--from missing.json: no such file" in lines[0]
+
+
+@pytest.mark.parametrize("args", [["inventory", "--write"], ["report"], ["coverage", "--write"], ["bound", "--write"]])
+def test_project_commands_outside_a_project_are_one_line(args, tmp_path):
+    code, out = run_on_pty(args, str(tmp_path))
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "no capproof project here or above" in lines[0], out
+    assert not (tmp_path / "proofs").exists()  # nothing written where it was started
+
+
+# --- "undecided" names what blocks "safe" ---------------------------------------------------
+
+
+def test_a1_batch_obligation_covers_serving_without_drafts():
+    """The per-batch A1 obligation declared num_speculative_tokens in 1..5: a line without drafts
+    (0) was undecided although every applied obligation was proved. 0 is in its domain now."""
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--block-size", "64"]
+    safe = check("--engine", "vllm==0.23.0", "--", *line, "--max-model-len", "300000")
+    assert safe.exit_code == 0, safe.output
+    assert "safe    spec/vllm_dsa_indexer.py::ebt_width_matches_runner_for_every_batch_before_50302" in safe.output
+    fails = check("--engine", "vllm==0.23.0", "--", *line, "--max-model-len", "350000")
+    assert fails.exit_code == 1 and "W_buf=5469, W_bt=5470" in fails.output
+
+
+def test_undecided_names_each_obligation_that_blocks_safe():
+    result = check(
+        "--engine", "vllm==0.23.0", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--block-size", "512"
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("undecided")
+    assert (
+        "  not safe because spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302 was not checked: "
+        "block_size=512 outside {16, 32, 64, 128, 256}" in lines
+    )
+
+
+# --- plain SGLang lines: the default attention backend --------------------------------------
+
+
+def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
+    """SGLang 0.5.23 picks triton (among others) for standard attention without a GPU named: the
+    Triton decode-graph obligation applies, proved; on H100 the defaults are fa3/flashinfer/triton."""
+    for argv in (
+        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
+        ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"],
+    ):
+        result = check("--", *argv)
+        assert result.exit_code == 0, result.output
+        assert (
+            "sglang_decode_graph_kv_indices__TritonAttnBackend_cuda_graph_kv_indices"
+            not in result.output.split("not checked for this deployment")[1].split("inventory buffers")[0]
+        )
+        assert "rests on a default: attention_backend in ['fa3', 'fa4', 'flashinfer', 'triton', 'trtllm_mha']" in (
+            result.output
+        )
+    h100 = check("--gpu", "H100", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 0
+
+
+def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
+    """DeepSeek-V3: SGLang's model override for DeepseekV3ForCausalLM picks the attention backend
+    itself, so the backend obligations need --attention-backend (undecided, never safe); the MoE
+    alignment obligations read num_experts/top_k from the model config (they said 'gives no
+    num_experts' before). A dense model on B200 (fa4/trtllm_mha): nothing of spec/ reaches it."""
+    result = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3")
+    assert result.exit_code == 2, result.output
+    assert "gives no num_experts" not in result.output
+    assert "3 inventory obligations (spec/sglang_0_5_23_buffers.py)" in result.output
+    assert "give --attention-backend NAME (SGLang 0.5.23's model override for DeepseekV3ForCausalLM" in result.output
+    given = check("--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3", "--attention-backend", "fa3")
+    assert given.exit_code == 0, given.output
+    dense = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    assert dense.exit_code == 2 and "no obligation of spec/ applies" in dense.output, dense.output
+    assert "what is missing: spec/ has SGLang obligations for the triton, flashmla attention backends" in dense.output
+    assert "(default attention backend fa4, trtllm_mha)" in dense.output
+
+
+def test_sarif_marks_a_failure_at_a_value_not_given_as_a_warning(tmp_path):
+    sarif = tmp_path / "check.sarif"
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768"]
+    result = check("--engine", "vllm==0.23.0", "--sarif", str(sarif), "--", *line)
+    assert result.exit_code == 2, result.output
+    (finding,) = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert finding["level"] == "warning"
+    assert "not counted as will fail: only at block_size=48" in finding["message"]["text"]
+
+
+def test_vllm_mla_disable_turns_the_mla_obligations_off():
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "32768", "--block-size", "48"]
+    on = check("--engine", "vllm==0.23.0", "--", *line)
+    assert on.exit_code == 1 and "row_spans_128_tokens_39324_any_block_size" in on.output, on.output
+    off = check("--engine", "vllm==0.23.0", "--", "VLLM_MLA_DISABLE=1", *line)
+    assert off.exit_code != 1, off.output
+    assert "turned off by the line's environment" in off.output
+    assert "environment not read" not in off.output
+
+
+def test_a_spec_file_of_the_project_checks_from_another_directory(tmp_path, monkeypatch):
+    """--spec /path/to/project/spec/x.py imports the project's models/ (it said 'No module named models')."""
+    monkeypatch.chdir(tmp_path)
+    spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
+    result = check("--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "4096")
+    assert result.exit_code == 0, result.output
+    assert "ModuleNotFoundError" not in result.output
+
+
+def test_a_failure_no_smaller_request_limit_fixes_says_so():
+    """C3 on vLLM-Ascend 0.25.0: K - 1 = 4 appended slots per request against a reserve of 2 per
+    request fail at every request limit; the answer lists the limits the solver tried."""
+    line = ["vllm", "serve", "m", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
+    result = check(
+        "--engine", "vllm-ascend==0.25.0", "--", *line, "-sc", '{"method": "mtp", "num_speculative_tokens": 5}'
+    )
+    assert result.exit_code == 1, result.output
+    assert "demand=105, capacity=104" in result.output
+    assert "fails at --max-num-seqs 8, 6, 3, 1 as well (each tried by the solver, down to 1" in result.output
+    assert "holds at --max-num-seqs" not in result.output
