@@ -1,4 +1,4 @@
-"""Access sites (capproof/engines/vllm/accesses.py) and demands derived by running the engine's
+"""Access sites (capproof/engines/tracing/accesses.py) and demands derived by running the engine's
 code (capproof/engines/vllm/demand.py), with the inventory helpers that read them back.
 
 Fast tier: the AST reader on a small source, the symbolic gcd, ``capproof.inventory.demand`` and
@@ -15,7 +15,7 @@ import textwrap
 import pytest
 import z3
 
-from capproof.engines.vllm.accesses import accesses_in_file, attribute_name
+from capproof.engines.tracing.accesses import accesses_in_file, attribute_name
 from capproof.engines.vllm.demand import symbolic_gcd
 from capproof.errors import SpecError
 from capproof.inventory import bound_name, demand, derived, load
