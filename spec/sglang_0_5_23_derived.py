@@ -7,6 +7,11 @@ code where it can (``capproof/engines/sglang/demand.py``; ``capproof.inventory.d
 is written here. A fact the derivation checked on every path needs no assumption; a fact it did
 not check is a named assumption ``assumed: ...`` (listed in proofs/coverage.md with its paths).
 
+Family "backend graph rows": an attention backend's buffer allocated in ``init_cuda_graph_state(max_bs)``
+whose every use is ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method; that ``bs`` is the runner's
+graph batch is an assumed fact (the call chain crosses files), the padded batch it is compared
+with is SGLang's ``_pad_to_bucket``, run.
+
 Family "graph rows": the EAGLE draft and draft-extend CUDA-graph runners' static inputs, sliced
 by a captured size, the padded batch (SGLang's ``_pad_to_bucket``, run on every path) or the raw
 batch, times the captured width (SGLang's ``resolve_num_tokens_per_req``, run) and the draft
@@ -14,7 +19,7 @@ steps where the code says so. One obligation per entry and dimension.
 """
 
 from capproof import Choice, Range, any_of, at_most, obligation
-from capproof.inventory import capacity, demand, derived, expression_names, load
+from capproof.inventory import bound_name, capacity, demand, derived, expression_names, load
 
 INV = "proofs/inventory/sglang-0.5.23.json"
 _ENTRIES = load(INV)
@@ -35,6 +40,7 @@ DOMAIN = {
     "hidden_size": Range(1, 2**16),
     "vocab_size": Range(1, 2**18),
     "dsa_seed_topk_width": Range(1, 2**12),
+    "backend_bs": Range(1, 2**12),
 }
 
 DP_FACT = "raw_bs <= max_batch_size"
@@ -99,10 +105,70 @@ def _graph_rows(entry_id: str, dim: int):
     )(claim)
 
 
-def _derivable(entry) -> bool:
+def _backend_rows(entry_id: str, dim: int):
+    rec = derived(_ENTRIES, entry_id, dim)
+    entry = next(e for e in _ENTRIES if e.id == entry_id)
+    padded = (rec.get("binds") or {}).get("padded_bs")
+    names = set(expression_names(rec["extent"])) | set(expression_names(entry.shape[dim]))
+    facts = {}
+    if padded is not None:
+        names |= set(expression_names(padded))
+        pnames = sorted(expression_names(padded))
+        for f in rec.get("facts", []):
+            if f.get("checked"):
+                continue
+            if not f["fact"].startswith("backend_bs <= padded_bs"):
+                raise ValueError(f"{entry_id}[{dim}]: unchecked fact of an unknown form: {f['fact']}")
+
+            def fact(backend_bs, **kw):
+                return backend_bs <= bound_name(_ENTRIES, entry_id, dim, "padded_bs", **kw)
+
+            fact.__signature__ = _sig(["backend_bs", *pnames])
+            facts[f"assumed: {f['fact']}"] = fact
+    names = sorted(names)
+    attribute = entry_id.split("::", 1)[1]
+
+    def claim(**kw):
+        return at_most(
+            demand=demand(_ENTRIES, entry_id, dim, **kw),
+            capacity=capacity(_ENTRIES, entry_id, dim, **kw),
+        )
+
+    claim.__signature__ = _sig(names)
+    claim.__name__ = f"backend_graph_rows_fit__{attribute.replace('.', '_')}__dim{dim}"
+    claim.__qualname__ = claim.__name__
+    claim.__doc__ = (
+        f"Every slice of dimension {dim} of `{attribute}` in the backend's CUDA-graph methods (the graph batch, "
+        "at most the runner's padded batch) fits its `max_bs` allocation."
+    )
+    return obligation(
+        domain={n: DOMAIN[n] for n in names},
+        assumptions=facts,
+        expect="proved",
+        sources=[
+            f"inventory: {INV}::{entry_id}",
+            f"demand: {INV}::{entry_id}[{dim}]",
+            *(f"sglang==0.5.23 {s}" for s in rec["from"]),
+        ],
+        covers=[entry_id],
+        engine="sglang",
+        versions="==0.5.23",
+        tags=("inventory", "derived"),
+    )(claim)
+
+
+def _sig(names):
+    import inspect
+
+    return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+
+
+def _derivable(entry, family: str = "graph rows") -> bool:
     """Every name of every dimension's capacity and derived extent has a domain here."""
     for d in entry.demands:
-        if not isinstance(d, dict) or d.get("family") != "graph rows":
+        if not isinstance(d, dict) or d.get("family") != family:
+            return False
+        if "padded_bs" in (d.get("binds") or {}) and not set(expression_names(d["binds"]["padded_bs"])) <= set(DOMAIN):
             return False
         names = set(expression_names(d["extent"])) | set(expression_names(entry.shape[d["dim"]]))
         if not names <= set(DOMAIN):
@@ -111,3 +177,7 @@ def _derivable(entry) -> bool:
 
 
 GRAPH_ROWS = [_graph_rows(e.id, d["dim"]) for e in _ENTRIES if _derivable(e) for d in e.demands]
+
+BACKEND_ROWS = [
+    _backend_rows(e.id, d["dim"]) for e in _ENTRIES if _derivable(e, "backend graph rows") for d in e.demands
+]

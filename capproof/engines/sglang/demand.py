@@ -38,14 +38,23 @@ from typing import Callable
 from ...symbolic import SymInt
 from ..tracing.derive import all_paths, src, without_assert_messages
 
-__all__ = ["derive_all", "derive_graph_rows", "padded_batch", "GRAPH_FILES", "CAPTURE_LIST_LEN"]
+__all__ = [
+    "derive_all",
+    "derive_graph_rows",
+    "derive_backend_rows",
+    "padded_batch",
+    "GRAPH_FILES",
+    "CAPTURE_LIST_LEN",
+]
 
 #: Sizes of the symbolic capture list the padding is run on (the recorded extent), and the longest
 #: list it is also run and checked on (``padded <= max_bs`` and ``raw <= padded`` on every path).
 CAPTURE_LIST_LEN = 4
 CHECKED_LENGTHS = 8
 #: Names a derived expression may use beyond the tracer's (sizes >= 1; ``dp_gather`` a flag).
-EXTRA_POSITIVE = ("raw_bs", "max_batch_size") + tuple(f"capture_gap_{i}" for i in range(CAPTURE_LIST_LEN - 1))
+EXTRA_POSITIVE = ("raw_bs", "max_batch_size", "backend_bs", "padded_bs") + tuple(
+    f"capture_gap_{i}" for i in range(CAPTURE_LIST_LEN - 1)
+)
 
 RUNNER = "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py"
 EXTEND = "sglang/srt/speculative/eagle_draft_extend_cuda_graph_runner.py"
@@ -434,6 +443,207 @@ def derive_graph_rows(entries: list, root: str) -> list[str]:
     return done
 
 
+# ------------------------------------------------------------------------------------------------
+# attention backends' CUDA-graph metadata buffers
+
+ATTENTION = "sglang/srt/layers/attention/"
+#: a backend method whose ``bs`` is the graph batch the runner captures or replays
+GRAPH_METHOD_WORDS = ("cuda_graph", "out_graph", "in_graph", "capture", "replay")
+BACKEND_BS = {"bs", "forward_batch.batch_size"}
+
+
+def _allocated_in_graph_state(tree, line: int) -> bool:
+    """The allocation on ``line`` is in an ``init_cuda_graph_state(self, max_bs, ...)`` (so the
+    shape's ``max_bs`` is the runner's: ``attn_backend.init_cuda_graph_state(self.max_bs, ...)``)."""
+    fn = _enclosing(tree, line)
+    return (
+        fn is not None
+        and fn.name == "init_cuda_graph_state"
+        and [a.arg for a in fn.args.args][1:2] == ["max_bs"]
+        and not _assigns(fn, "max_bs")
+    )
+
+
+def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
+    """``bs`` in ``fn`` is the graph batch: ``bs`` is ``fn``'s parameter (never reassigned) or every
+    assignment of it is ``forward_batch.batch_size``, and ``fn`` is a CUDA-graph method
+    (:data:`GRAPH_METHOD_WORDS`) or a helper every call of which in the file (``self.<fn>(...)``)
+    is in such a method (two levels) and passes that method's graph-bound ``bs`` as ``bs``."""
+    if fn is None or depth > 2:
+        return False
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    assigns = _assigns(fn, "bs")
+    if "bs" in params:
+        if assigns:
+            return False
+    elif not assigns or not all(src(a.value) == "forward_batch.batch_size" for a in assigns):
+        return False
+    if any(w in fn.name for w in GRAPH_METHOD_WORDS):
+        return True
+    if tree is None or "bs" not in params:
+        return False
+    index = [a.arg for a in fn.args.args].index("bs") if "bs" in [a.arg for a in fn.args.args] else None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
+    if not calls:
+        return False
+    for c in calls:
+        arg = next((k.value for k in c.keywords if k.arg == "bs"), None)
+        if arg is None and index is not None and 0 < index <= len(c.args):
+            arg = c.args[index - 1]
+        if arg is None or src(arg) != "bs":
+            return False
+        caller = _enclosing(tree, c.lineno)
+        if caller is None or caller is fn or not _backend_bs(caller, tree, depth + 1):
+            return False
+    return True
+
+
+def backend_uses(tree, attribute: str, ndims: int, line0: int = 0) -> list[tuple[int, list[str | None]]]:
+    """Every use of ``self.<attribute>`` in the backend's file: ``[(line, [per-dim "rows"/"indptr"
+    or None for whole])]``. Raises :class:`_Reject` for any use other than a slice ``[:bs]`` /
+    ``[:bs + 1]`` in a CUDA-graph method (:func:`_backend_bs`), a whole-buffer
+    ``zero_``/``fill_``/``copy_`` or an ``is (not) None`` test."""
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == attribute and src(node.value) == "self"):
+            continue
+        parent = parents.get(node)
+        line = node.lineno
+        if isinstance(node.ctx, ast.Store):
+            stmt = parent
+            while stmt is not None and not isinstance(stmt, ast.stmt):
+                stmt = parents.get(stmt)
+            if stmt is not None and stmt.lineno <= line0 <= (stmt.end_lineno or stmt.lineno):
+                continue  # the allocation itself
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
+                continue  # "no buffer yet": nothing to index
+            raise _Reject(f"{line}: reassigned")
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice.elts if isinstance(parent.slice, ast.Tuple) else [parent.slice]
+            if len(key) > ndims:
+                raise _Reject(f"{line}: more indices than dimensions")
+            dims: list = []
+            for i, k in enumerate(key):
+                if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
+                    raise _Reject(f"{line}: {src(k)} is not a slice from 0")
+                if k.upper is None:
+                    dims.append(None)
+                    continue
+                if i != 0 or not _backend_bs(_enclosing(tree, line), tree):
+                    raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
+                stop = src(k.upper)
+                if stop == "bs":
+                    dims.append("rows")
+                elif stop == "bs+1":
+                    dims.append("indptr")
+                else:
+                    raise _Reject(f"{line}: stop {stop}")
+            dims += [None] * (ndims - len(dims))
+            out.append((line, dims))
+        elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in WHOLE_METHODS:
+            out.append((line, [None] * ndims))
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        else:
+            raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+def backend_bs_fact() -> dict:
+    """The runner hands its backend the graph batch: not checked (the call chain runner -> backend
+    crosses files and dispatchers)."""
+    return {
+        "fact": "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)",
+        "checked": False,
+        "paths": {
+            "not checked": [
+                f"{DECODE}:1359 capture_one_shape(bs) -> capture_prepare -> attn_backend.init_forward_metadata_out_graph "
+                "(forward batch of bs requests)",
+                f"{DECODE}:1728-1790 _init_replay_attn_metadata(raw_bs, bs) -> the backend's replay metadata (fb view "
+                "batch_size = bs)",
+            ]
+        },
+    }
+
+
+def graph_state_fact(root: str) -> dict:
+    """The decode runner gives every backend its own ``max_bs`` (AST)."""
+    tree = _tree(root, DECODE)
+    lines = [
+        c.lineno
+        for c in ast.walk(tree)
+        if isinstance(c, ast.Call)
+        and src(c.func) == "self.attn_backend.init_cuda_graph_state"
+        and c.args
+        and src(c.args[0]) == "self.max_bs"
+    ]
+    return {
+        "fact": "the backend's max_bs is the runner's (init_cuda_graph_state(self.max_bs, ...))",
+        "checked": bool(lines),
+        "paths": {("checked (ast)" if lines else "not checked"): [f"{DECODE}:{','.join(map(str, lines)) or '?'}"]},
+    }
+
+
+def derive_backend_rows(entries: list, root: str) -> list[str]:
+    """Set the ``demands`` of attention-backend buffers allocated in ``init_cuda_graph_state`` whose
+    every use in their file is a slice ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method or a
+    whole-buffer operation (:func:`backend_uses`): dimension 0's extent is ``backend_bs`` (+ 1), with
+    the assumed fact that it is at most the runner's padded batch (run: :func:`padded_batch`)."""
+    padded, notes = padded_batch()
+    bs_fact, state = backend_bs_fact(), graph_state_fact(root)
+    trees: dict = {}
+    done = []
+    for e in entries:
+        if not e.file.startswith(ATTENTION) or e.demands or not isinstance(e.shape, list) or not e.shape:
+            continue
+        if "max_bs" not in str(e.shape[0]) or not e.attribute.isidentifier():
+            continue  # a dict's or list's item (``x#2``, ``x[]``): its uses go through keys, not read here
+        tree = trees.setdefault(e.file, _tree(root, e.file))
+        if not _allocated_in_graph_state(tree, e.line):
+            continue
+        try:
+            uses = backend_uses(tree, e.attribute, len(e.shape), e.line)
+        except _Reject:
+            continue
+        kinds = {u[1][0] for u in uses if u[1][0] is not None}
+        if not kinds or any(dims[d] is not None for _, dims in uses for d in range(1, len(e.shape))):
+            continue
+        extent = "backend_bs + 1" if "indptr" in kinds else "backend_bs"
+        sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
+        demands = [
+            {
+                "dim": 0,
+                "how": "ast",
+                "family": "backend graph rows",
+                "extent": extent,
+                "binds": {"padded_bs": padded},
+                "from": [
+                    f"{e.file}:{e.line} allocated in init_cuda_graph_state(max_bs, ...) (ast)",
+                    *sites[:12],
+                    f"{BASE}:166-180 BaseCudaGraphRunner._pad_to_bucket (executed, every path: padded_bs)",
+                ],
+                "notes": notes,
+                "facts": [bs_fact, state],
+            }
+        ]
+        for d in range(1, len(e.shape)):
+            demands.append(
+                {
+                    "dim": d,
+                    "how": "ast",
+                    "family": "backend graph rows",
+                    "extent": e.shape[d],
+                    "from": [f"{e.file}: every use takes dimension {d} whole (ast)"],
+                    "notes": [],
+                    "facts": [],
+                }
+            )
+        e.demands = demands
+        done.append(e.id)
+    return done
+
+
 #: entry id -> derivation (``root -> demands``); the families below apply to many entries
 DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {}
 
@@ -442,8 +652,9 @@ def derive_all(entries: list, root: str) -> list[str]:
     """Set ``demands`` of the entries SGLang's derivations cover (the tracer activated SGLang's
     sources); one problem line per family that failed (its entries keep no derived demand)."""
     problems = []
-    try:
-        derive_graph_rows(entries, root)
-    except Exception as exc:  # noqa: BLE001 - one line: the family is not derived
-        problems.append(f"graph rows not derived: {type(exc).__name__}: {exc}"[:300])
+    for name, derive in (("graph rows", derive_graph_rows), ("backend graph rows", derive_backend_rows)):
+        try:
+            derive(entries, root)
+        except Exception as exc:  # noqa: BLE001 - one line: the family is not derived
+            problems.append(f"{name} not derived: {type(exc).__name__}: {exc}"[:300])
     return problems
