@@ -154,7 +154,15 @@ def _backend_rows(entry_id: str, dim: int):
         engine="sglang",
         versions="==0.5.23",
         tags=("inventory", "derived"),
+        requires=_backend_requires(entry.file),
     )(claim)
+
+
+def _backend_requires(file: str) -> tuple:
+    """The deployment feature a backend's buffers exist under: the hybrid Mamba/linear-attention
+    backend's for a model with such layers, any other backend's when the launch line names it."""
+    stem = file.rsplit("/", 1)[-1].removesuffix(".py").removesuffix("_backend")
+    return ("hybrid_mamba",) if stem == "hybrid_linear_attn" else (f"sglang_attention_backend_{stem}",)
 
 
 def _sig(names):
