@@ -1,4 +1,4 @@
-"""Access sites (capproof/engines/vllm/accesses.py) and demands derived by running the engine's
+"""Access sites (capproof/engines/tracing/accesses.py) and demands derived by running the engine's
 code (capproof/engines/vllm/demand.py), with the inventory helpers that read them back.
 
 Fast tier: the AST reader on a small source, the symbolic gcd, ``capproof.inventory.demand`` and
@@ -15,7 +15,7 @@ import textwrap
 import pytest
 import z3
 
-from capproof.engines.vllm.accesses import accesses_in_file, attribute_name
+from capproof.engines.tracing.accesses import accesses_in_file, attribute_name
 from capproof.engines.vllm.demand import symbolic_gcd
 from capproof.errors import SpecError
 from capproof.inventory import bound_name, demand, derived, load
@@ -391,3 +391,97 @@ def test_request_rows_index_bounded_only_by_the_engines_assert(tmp_path, line, d
     assert (got is not None) is derived_ok
     if derived_ok:
         assert got[0] == ["indexed"] and "assert at vllm/v1/worker/gpu_input_batch.py:4" in got[1][0]
+
+
+# ------------------------------------------------------------------------------------------------
+# engine-neutral derivation helpers and SGLang's graph-row classification (fast: no engine import)
+
+
+def _padded(raw_size, buckets):
+    assert raw_size <= buckets[-1], f"size {raw_size} exceeds max captured bucket {buckets[-1]}"
+    import bisect
+
+    return buckets[bisect.bisect_left(buckets, raw_size)]
+
+
+def test_without_assert_messages_runs_a_failing_assert_path_as_a_stop():
+    """An f-string assert message would format a symbolic size (NotConcreteError); recompiled
+    without it, the failing path is an AssertionError, which all_paths counts as extent 0."""
+    import z3
+
+    from capproof.engines.tracing.derive import all_paths, without_assert_messages
+    from capproof.symbolic import SymInt
+
+    raw, top = SymInt.var("raw"), SymInt.var("top")
+    assume = [z3.Int("raw") >= 1, z3.Int("top") >= 2]
+    with pytest.raises(RuntimeError, match="NotConcreteError"):
+        all_paths(lambda: _padded(raw, [1, top]), assume)
+    pad = without_assert_messages(_padded)
+    value, notes = all_paths(lambda: pad(raw, [1, top]), assume)
+    s = z3.Solver()
+    s.add(
+        *assume,
+        z3.Not(
+            z3.If(z3.Int("raw") > z3.Int("top"), value == 0, z3.And(value >= z3.Int("raw"), value <= z3.Int("top")))
+        ),
+    )
+    assert s.check() == z3.unsat
+    assert notes and "stop at an engine assert" in notes[0]
+
+
+RUNNER_SRC = """
+class R:
+    def capture_one_shape(self, size, forward):
+        num_seqs = size
+        buffers = self.buffers
+        num_tokens = num_seqs * self.captured_req_width
+        a = buffers.seq_lens[:num_seqs]
+        b = buffers.positions[:num_tokens]
+
+    def execute(self, forward_batch):
+        buffers = self.buffers
+        raw_bs = forward_batch.batch_size
+        raw_num_token = raw_bs * self.captured_req_width
+        bs = self._pad_to_bucket(raw_bs, self.capture_bs)
+        buffers.seq_lens.fill_(1)
+        buffers.seq_lens[:raw_bs].copy_(forward_batch.seq_lens)
+        buffers.positions[:raw_num_token].copy_(forward_batch.positions)
+        forward_batch.seq_lens = buffers.seq_lens[:bs]
+        if buffers.extra is not None:
+            buffers.extra[:bs].zero_()
+        buffers.bad[raw_bs] = 0
+"""
+
+
+def test_graph_rows_classify_every_use_of_a_runner_buffer():
+    import ast
+
+    from capproof.engines.sglang.demand import _Reject, graph_uses
+
+    tree = ast.parse(RUNNER_SRC)
+    uses = graph_uses(tree, "buffers.seq_lens", 1)
+    assert sorted(k for _, (k,) in uses if k) == [
+        ("rows", "captured", False),
+        ("rows", "padded", False),
+        ("rows", "raw", False),
+    ]
+    assert {k for _, (k,) in graph_uses(tree, "buffers.positions", 1)} == {
+        ("tokens", "captured", False),
+        ("tokens", "raw", False),
+    }
+    assert [k for _, (k,) in graph_uses(tree, "buffers.extra", 1)] == [("rows", "padded", False)]
+    with pytest.raises(_Reject, match="not a slice from 0"):
+        graph_uses(tree, "buffers.bad", 1)  # an index by the raw batch: not derived
+
+
+def test_graph_rows_reject_a_raw_slice_before_the_padding():
+    import ast
+
+    from capproof.engines.sglang.demand import _Reject, graph_uses
+
+    src = RUNNER_SRC.replace(
+        "        bs = self._pad_to_bucket(raw_bs, self.capture_bs)\n        buffers.seq_lens.fill_(1)\n",
+        "        buffers.seq_lens.fill_(1)\n        x = buffers.early[:raw_bs]\n        bs = self._pad_to_bucket(raw_bs, self.capture_bs)\n",
+    )
+    with pytest.raises(_Reject):
+        graph_uses(ast.parse(src), "buffers.early", 1)

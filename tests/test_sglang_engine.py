@@ -233,3 +233,54 @@ def test_traced_shapes_equal_sglangs_real_tensors(name):
 def test_committed_sglang_inventory_is_current():
     result = CliRunner().invoke(main, ["inventory", "--engine", "sglang==0.5.23", "--check"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.real
+def test_triton_indptr_finding_reproduces_on_cpu():
+    """docs/findings.md §8 through SGLang 0.5.23's own code on the CPU: with two-batch overlap
+    (capture alignment 2) and a request pool of 7, ``get_batch_sizes_to_capture`` adds a captured
+    batch of 8 (``ceil_align(7, 2)``); ``TritonAttnBackend``'s constructor gives ``kv_indptr`` 8
+    entries (pool + 1); capturing that batch, ``_fill_kv_indptr_and_indices`` takes
+    ``kv_indptr[: bs + 1]`` (8 entries, not 9) and writes ``cumsum(seq_lens)`` (8 values) into
+    its last 7: torch refuses (a RuntimeError at capture, before any kernel), where a batch of 7 passes."""
+    pytest.importorskip("torch")
+    import types
+
+    import torch
+
+    from capproof.engines.sglang import trace as tr
+    from capproof.engines.tracing.interpret import Config
+    from capproof.symbolic import tracing
+
+    root = _sglang_root()
+    tr.activate(root)
+    from sglang.srt import runtime_context as rc
+    from sglang.srt.layers.attention.triton_backend import TritonAttnBackend
+    from sglang.srt.model_executor.runner.base_cuda_graph_runner import get_batch_sizes_to_capture
+
+    ints = tr.config_values(symbolic=False, req_pool_size=7, max_bs=8)
+    with tr.published(ints):
+        ex = rc._CONTEXT.config_bag("exec")
+        ex.overlap = Config(enable_two_batch_overlap=True)  # --enable-two-batch-overlap
+        ex.graph.cuda_graph_config = Config(decode=Config(bs=[1, 2, 4, 8, 16, 24, 32]))
+        ex.graph.torch_compile_max_bs = 32
+        runner = Config(req_to_token_pool=Config(size=7), server_args=types.SimpleNamespace(dllm_algorithm=None))
+        # no DP attention: require_gathered_buffer() is False (its MoE/DP flags are not modelled)
+        capture_bs, _ = get_batch_sizes_to_capture(runner, gathered_buffer_required=False)
+    assert max(capture_bs) == 8 and capture_bs == [2, 4, 8]
+
+    tr.prepare("TritonAttnBackend")
+    with tracing(), tr.recording(root, "real"):
+        built = tr.HARNESSES["TritonAttnBackend"](ints, "cpu")
+    backend = built[0][0] if isinstance(built, list) else built[0]
+    assert tuple(backend.kv_indptr.shape) == (8,)
+
+    fake = types.SimpleNamespace(
+        kv_indptr=backend.kv_indptr,
+        kv_index_translator=types.SimpleNamespace(pack_read_stream=lambda *a, **k: None),
+    )
+    fill = TritonAttnBackend._fill_kv_indptr_and_indices
+    ok = fill(fake, None, 7, torch.ones(7, dtype=torch.int32), torch.zeros(7, dtype=torch.int64), None)
+    assert ok.shape[0] == 8
+    with pytest.raises(RuntimeError, match="size"):
+        fill(fake, None, 8, torch.ones(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int64), None)

@@ -9,7 +9,6 @@ vLLM's (:mod:`capproof.inventory`).
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -73,7 +72,9 @@ class Built:
 
 def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     """The inventory of SGLang ``version`` from its extracted sources under ``root``; with
-    ``trace``, :func:`capproof.engines.sglang.trace.trace_all`'s entries replace the read ones."""
+    ``trace``, :func:`capproof.engines.sglang.trace.trace_all`'s entries replace the read ones and
+    :func:`capproof.engines.sglang.demand.derive_all` derives the demands it can by running SGLang's
+    code. Every entry gets its access sites (:func:`capproof.engines.tracing.accesses.annotate`)."""
     from ..vllm import wheels
 
     t0 = time.perf_counter()
@@ -94,6 +95,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 entries[e.id] = e
             else:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
+    from ..tracing.accesses import annotate
+
+    annotate(entries.values(), root)
+    if trace:
+        from .demand import derive_all
+
+        problems += derive_all(list(entries.values()), root)
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 
@@ -134,48 +142,23 @@ def run_inventory(
     )
 
 
-def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
-    """Build ``version``'s inventory in a fresh interpreter (two SGLang releases cannot share one)."""
-    import subprocess
-    import tempfile
-
-    from ...inventory import load
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "inv.json")
-        cmd = [sys.executable, "-m", "capproof.engines.sglang.buffers", "build", version, out] + (
-            [] if trace else ["--no-trace"]
-        )
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not os.path.exists(out):
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SpecError(f"building the sglang=={version} inventory failed: {last}")
-        return load(out)
-
-
 def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = True) -> int:
     """``capproof inventory --diff sglang==A sglang==B``: buffers added, removed, shape changed (exit 0);
-    each release fetched (``pip download --no-deps``) and built in its own interpreter."""
-    from ...inventory import diff, diff_lines
+    each release fetched (``pip download --no-deps``) and built in its own interpreter
+    (:func:`capproof.engines.tracing.command.run_diff`)."""
     from ..vllm import wheels
 
-    err = err or (lambda s: print(s, file=sys.stderr))
-    built = []
-    try:
-        for spec in (old_spec, new_spec):
-            version = version_of(spec)
-            wheels.fetch_version("sglang", version, download=True)
-            built.append((version, _build_elsewhere(version, trace)))
-    except SpecError as exc:
-        err(f"error: {exc}")
-        return 2
-    except wheels.WheelsUnavailable as exc:
-        err(f"capproof: real engine unavailable: {exc}")
-        return wheels.EXIT_NO_WHEELS
-    (va, a), (vb, b) = built
-    for line in diff_lines(diff(a, b), f"sglang=={va}", f"sglang=={vb}"):
-        out(line)
-    return 0
+    return _command.run_diff(
+        "sglang",
+        (old_spec, new_spec),
+        version_of,
+        lambda version: wheels.fetch_version("sglang", version, download=True),
+        (wheels.WheelsUnavailable, wheels.EXIT_NO_WHEELS),
+        "capproof.engines.sglang.buffers",
+        out=out,
+        err=err,
+        trace=trace,
+    )
 
 
 def _main(argv: list[str]) -> int:

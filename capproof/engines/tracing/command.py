@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from ...errors import SpecError
 from ...inventory import (
@@ -29,7 +29,7 @@ from ...inventory import (
 )
 from .scan import Allocation
 
-__all__ = ["INVENTORY_DIR", "paths", "normalise", "read_entry", "finish"]
+__all__ = ["INVENTORY_DIR", "paths", "normalise", "read_entry", "finish", "build_elsewhere", "run_diff"]
 
 INVENTORY_DIR = os.path.join("proofs", "inventory")
 
@@ -166,3 +166,56 @@ def finish(
     if json_out != "-":
         out(summary_line(entries, engine, version) + f" ({scanned} allocations scanned, {seconds:.1f} s)")
     return code
+
+
+def build_elsewhere(engine: str, version: str, trace: bool, module: str) -> list[Entry]:
+    """``version``'s inventory of ``engine``, built in a fresh interpreter by ``python -m module
+    build VERSION OUT.json [--no-trace]`` (two releases of one engine cannot share an interpreter).
+    Raises :class:`SpecError` (one line: the child's last stderr line) when the build fails."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "inv.json")
+        cmd = [sys.executable, "-m", module, "build", version, out] + ([] if trace else ["--no-trace"])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(out):
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpecError(f"building the {engine}=={version} inventory failed: {last}")
+        return load(out)
+
+
+def run_diff(
+    engine: str,
+    specs: Sequence[str],
+    version_of: Callable[[str], str],
+    fetch: Callable[[str], object],
+    unavailable: tuple[type[BaseException], int],
+    module: str,
+    out: Callable[[str], None] = print,
+    err: Callable[[str], None] | None = None,
+    trace: bool = True,
+) -> int:
+    """``capproof inventory --diff ENGINE==A ENGINE==B``: buffers added, removed and whose shape
+    changed between two releases (exit 0). ``version_of`` turns a spec into a version (raises
+    :class:`SpecError`, exit 2); ``fetch(version)`` makes the release's wheel and sources available
+    (the engine's wheel cache; raises ``unavailable[0]``, exit ``unavailable[1]``); each release is
+    built in its own interpreter by ``python -m module`` (:func:`build_elsewhere`)."""
+    err = err or (lambda s: print(s, file=sys.stderr))
+    exc_type, exit_code = unavailable
+    built = []
+    try:
+        for spec in specs:
+            version = version_of(spec)
+            fetch(version)
+            built.append((version, build_elsewhere(engine, version, trace, module)))
+    except SpecError as exc:
+        err(f"error: {exc}")
+        return 2
+    except exc_type as exc:
+        err(f"capproof: real engine unavailable: {exc}")
+        return exit_code
+    (va, a), (vb, b) = built
+    for line in diff_lines(diff(a, b), f"{engine}=={va}", f"{engine}=={vb}"):
+        out(line)
+    return 0

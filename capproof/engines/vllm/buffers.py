@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from ...errors import SpecError
-from ...inventory import Entry, diff, diff_lines, dump, load
+from ...inventory import Entry, dump
 from ..tracing import command as _command
 from ..tracing.command import normalise
 from .scan import Allocation, scan
@@ -100,7 +100,7 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     With ``trace``, :func:`capproof.engines.vllm.harnesses.trace_all` runs the constructors (needs the
     real venv with torch); its entries replace the read ones with the same id, and
     :func:`capproof.engines.vllm.demand.derive_all` derives the demands it can by running the
-    engine's code. Every entry gets its access sites (:func:`capproof.engines.vllm.accesses.annotate`).
+    engine's code. Every entry gets its access sites (:func:`capproof.engines.tracing.accesses.annotate`).
     """
     from . import wheels
 
@@ -122,7 +122,7 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 entries[e.id] = e
             else:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
-    from .accesses import annotate
+    from ..tracing.accesses import annotate
 
     annotate(entries.values(), root)
     if trace:
@@ -176,47 +176,24 @@ def wheels_default() -> str:
     return PINNED["vllm"]
 
 
-def _build_elsewhere(version: str, trace: bool) -> list[Entry]:
-    """Build ``version``'s inventory in a fresh interpreter (two vLLM releases cannot share one)."""
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "inv.json")
-        cmd = [sys.executable, "-m", "capproof.engines.vllm.buffers", "build", version, out] + (
-            [] if trace else ["--no-trace"]
-        )
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not os.path.exists(out):
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SpecError(f"building the vllm=={version} inventory failed: {last}")
-        return load(out)
-
-
 def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = True) -> int:
     """``capproof inventory --diff vllm==A vllm==B``: buffers added, removed, shape changed (exit 0).
 
     Each release is fetched (``pip download --no-deps`` into the wheel cache) and built in its own
-    interpreter."""
+    interpreter (:func:`capproof.engines.tracing.command.run_diff`)."""
     from . import wheels
 
-    err = err or (lambda s: print(s, file=sys.stderr))
-    built = []
-    try:
-        for spec in (old_spec, new_spec):
-            version = _version(spec)
-            wheels.fetch_version("vllm", version, download=True)
-            built.append((version, _build_elsewhere(version, trace)))
-    except SpecError as exc:
-        err(f"error: {exc}")
-        return 2
-    except wheels.WheelsUnavailable as exc:
-        err(f"capproof: real engine unavailable: {exc}")
-        return wheels.EXIT_NO_WHEELS
-    (va, a), (vb, b) = built
-    for line in diff_lines(diff(a, b), f"vllm=={va}", f"vllm=={vb}"):
-        out(line)
-    return 0
+    return _command.run_diff(
+        "vllm",
+        (old_spec, new_spec),
+        _version,
+        lambda version: wheels.fetch_version("vllm", version, download=True),
+        (wheels.WheelsUnavailable, wheels.EXIT_NO_WHEELS),
+        "capproof.engines.vllm.buffers",
+        out=out,
+        err=err,
+        trace=trace,
+    )
 
 
 def _main(argv: list[str]) -> int:

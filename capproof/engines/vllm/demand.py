@@ -47,6 +47,9 @@ from types import SimpleNamespace
 from typing import Callable
 
 from ...symbolic import SymInt
+from ..tracing.derive import all_paths as _paths
+from ..tracing.derive import function as _function
+from ..tracing.derive import src as _src
 
 __all__ = ["derive_all", "derive_request_rows", "request_rows_accesses", "symbolic_gcd", "DERIVATIONS", "BLOCK_TABLE"]
 
@@ -80,44 +83,6 @@ def _positive() -> tuple[str, ...]:
     from .trace import POSITIVE
 
     return tuple(POSITIVE) + EXTRA_POSITIVE
-
-
-def _paths(fn: Callable[[], object], assume, budget: int | None = None) -> tuple[object, list[str]]:
-    """Run ``fn`` on every path (:func:`capproof.symbolic.explore`); the value as one Z3 term
-    (``If`` over the paths' conditions) and notes on paths that raised an ``AssertionError``
-    (the engine stops there: no access, extent 0 on that path's condition). Raises RuntimeError when the exploration is incomplete or
-    a path fails otherwise (never a demand from a partial run)."""
-    import z3
-
-    from ...symbolic import explore, to_z3_int
-
-    exploration = explore(fn, assume=assume) if budget is None else explore(fn, assume=assume, budget=budget)
-    if not exploration.complete:
-        raise RuntimeError(f"{exploration.unexplored} paths unexplored (budget {exploration.budget})")
-    value = None
-    stops: list[str] = []
-    for path in reversed(exploration.paths):
-        cond = (
-            z3.And(*[c if taken else z3.Not(c) for _, c, taken in path.decisions])
-            if path.decisions
-            else z3.BoolVal(True)
-        )
-        if path.error is not None:
-            if not isinstance(path.error, AssertionError):
-                raise RuntimeError(f"{type(path.error).__name__}: {path.error}"[:240])
-            stops.append(path.decisions[-1][0] if path.decisions else "?")
-            term = z3.IntVal(0)  # the engine stops at its assert: nothing is accessed on this path
-        else:
-            term = to_z3_int(path.value)
-        value = term if value is None else z3.If(cond, term, value)
-    if value is None:
-        raise RuntimeError("no path returned a value")
-    notes = (
-        [f"{len(stops)} of {len(exploration.paths)} paths stop at an engine assert (extent 0: no access there)"]
-        if stops
-        else []
-    )
-    return value, notes
 
 
 def _expr(term) -> str:
@@ -277,24 +242,6 @@ def _bounded_by_min(root: str, directory: str, method: str, bound: str) -> tuple
                         )
                     (checked if ok else unchecked).append(f"{rel}:{call.lineno}")
     return checked, unchecked
-
-
-def _function(root: str, file: str, name: str, cls: str | None = None):
-    """The ``def name`` (in class ``cls`` when given) of ``file`` under ``root``, or None."""
-    with open(os.path.join(root, file), encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and cls is not None and node.name != cls:
-            continue
-        scope = node.body if isinstance(node, ast.ClassDef) else (tree.body if node is tree else [])
-        for item in scope:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
-                return item
-    return None
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def unpadded_requests_bound(root: str) -> dict:

@@ -1,8 +1,11 @@
-"""Access sites of the inventory's buffers in vLLM's own source: where the code reads or writes each one.
+"""Access sites of the inventory's buffers in the engine's own source: where the code reads or writes each one.
+
+Engine-neutral (vLLM and SGLang inventories both use it): a reading of the extracted wheel's
+Python sources, no engine import.
 
 For an inventory entry (``file::Owner.attribute``) this finds, in the file that allocates it, every
 use of the attribute (``self.attribute`` or ``obj.attribute``; the ``.np``/``.cpu``/``.gpu``
-views of a ``CpuGpuBuffer`` followed through), and records per dimension what it touches:
+views of a vLLM ``CpuGpuBuffer`` followed through), and records per dimension what it touches:
 
 - a subscript ``buf[i, a:b]``: one access per dimension of the key, ``op`` ``index`` (extent: the
   index expression; the access needs ``index < capacity``) or ``slice`` (extent: the stop, the access
@@ -20,7 +23,8 @@ the access is of the whole buffer). This is a reading of the source (``how: ast`
 the attribute by name within its allocating file, not aliases held in locals, lists or other
 files. Subscripts made while the tracer ran the engine's code (the fake tensors record their
 own subscripts, followed through ``.to(device)`` and views) come first as ``how: executed``, in
-any file; :mod:`.demand` runs the engine's code where a demand is derived.
+any file; each engine's ``demand`` module (:mod:`capproof.engines.vllm.demand`,
+:mod:`capproof.engines.sglang.demand`) runs the engine's code where a demand is derived.
 Pure function of the extracted wheel sources; no torch needed.
 """
 

@@ -1,0 +1,660 @@
+"""Demands derived from SGLang 0.5.23's own code (the ``demands`` of the SGLang inventory).
+
+As for vLLM (:mod:`capproof.engines.vllm.demand`): where the code that computes an extent runs on
+a CPU it is run here, in the real venv, on capproof SymInts, once per path through its branches
+(:func:`capproof.engines.tracing.derive.all_paths`), and printed in the shape expression language
+into the entry's ``demands``; what is read instead of run is checked in SGLang's source (AST) and
+said so; a fact not checked on every path is recorded with ``checked: false`` (**assumed**, listed
+in proofs/coverage.md with its paths). ``make verify`` never imports SGLang: the obligations
+(``spec/sglang_0_5_23_derived.py``) evaluate the recorded expressions.
+
+Derived in SGLang 0.5.23: **the batch rows of the EAGLE draft and draft-extend CUDA-graph runners'
+static inputs** (:func:`derive_graph_rows`, :data:`GRAPH_FILES`). Every
+access of such a buffer in its file is a slice ``[:n]`` (or a whole-buffer ``zero_``/``fill_``/
+``copy_``, or ``is None``) whose stop is, by the assignments in the enclosing method (AST):
+
+- a captured size: ``capture_one_shape(size)`` (``num_seqs = size``), called by
+  ``DecodeCudaGraphRunner._capture_one_stream`` for ``bs`` in ``reversed(self.capture_bs)``;
+- the padded batch ``bs = self._pad_to_bucket(x, self.capture_bs)`` of ``execute``, ``x`` the raw
+  batch ``raw_bs = forward_batch.batch_size`` or, under DP gather (``require_mlp_tp_gather``), the
+  largest batch over the DP ranks: SGLang's ``BaseCudaGraphRunner._pad_to_bucket`` **run** on a
+  sorted capture list whose largest size is ``max_bs`` (the list's gaps ``capture_gap_i >= 1``
+  are symbolic; a path past its assert contributes 0);
+- the raw batch ``raw_bs`` (read after the padding call, so only on paths past its assert);
+- the token counts ``num_tokens = num_seqs|bs * self.captured_req_width`` and ``raw_num_token =
+  raw_bs * self.captured_req_width``, times ``self.speculative_num_steps`` where the code says so;
+  ``captured_req_width`` is SGLang's ``resolve_num_tokens_per_req(phase=...)`` (``draft_decode``,
+  ``draft_extend``), **run** on the published speculative arguments.
+
+A dimension no access subscripts is taken whole (every access reads at most the allocation).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Callable
+
+from ...symbolic import SymInt
+from ..tracing.derive import all_paths, src, without_assert_messages
+
+__all__ = [
+    "derive_all",
+    "derive_graph_rows",
+    "derive_backend_rows",
+    "padded_batch",
+    "GRAPH_FILES",
+    "CAPTURE_LIST_LEN",
+]
+
+#: Sizes of the symbolic capture list the padding is run on (the recorded extent), and the longest
+#: list it is also run and checked on (``padded <= max_bs`` and ``raw <= padded`` on every path).
+CAPTURE_LIST_LEN = 4
+CHECKED_LENGTHS = 8
+#: Names a derived expression may use beyond the tracer's (sizes >= 1; ``dp_gather`` a flag).
+EXTRA_POSITIVE = ("raw_bs", "max_batch_size", "backend_bs", "padded_bs") + tuple(
+    f"capture_gap_{i}" for i in range(CAPTURE_LIST_LEN - 1)
+)
+
+RUNNER = "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py"
+EXTEND = "sglang/srt/speculative/eagle_draft_extend_cuda_graph_runner.py"
+BASE = "sglang/srt/model_executor/runner/base_cuda_graph_runner.py"
+DECODE = "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py"
+#: file -> (runner class, the phase its captured_req_width is resolved for)
+GRAPH_FILES = {
+    RUNNER: ("EAGLEDraftCudaGraphRunner", "draft_decode"),
+    EXTEND: ("EAGLEDraftExtendCudaGraphRunner", "draft_extend"),
+}
+
+
+def _positive() -> tuple[str, ...]:
+    from .trace import POSITIVE
+
+    return tuple(POSITIVE) + EXTRA_POSITIVE
+
+
+def _expr(term) -> str:
+    from ...inventory import to_expression
+
+    return to_expression(term, _positive(), ("dp_gather",))
+
+
+def _buckets(n: int, max_bs, gaps) -> list:
+    """A sorted capture list of ``n`` distinct sizes ending at ``max_bs`` (gaps >= 1 between them)."""
+    out = [max_bs]
+    for g in gaps[: n - 1]:
+        out.insert(0, out[0] - g)
+    return out
+
+
+def padded_batch() -> tuple[str, list[str]]:
+    """``(extent, notes)``: the batch a replay pads to, SGLang's ``_pad_to_bucket`` run on every path
+    for the size ``select(dp_gather == 1, max_batch_size, raw_bs)`` and a sorted capture list of
+    :data:`CAPTURE_LIST_LEN` sizes ending at ``max_bs``; also run on lists of 1..:data:`CHECKED_LENGTHS`
+    sizes, where Z3 checks that every path past the assert returns ``raw <= padded <= max_bs``
+    (raises RuntimeError when it does not, or the exploration is incomplete)."""
+    import z3
+    from sglang.srt.model_executor.runner.base_cuda_graph_runner import BaseCudaGraphRunner
+
+    from ...arith import select
+
+    names = ("raw_bs", "max_batch_size", "max_bs") + tuple(f"capture_gap_{i}" for i in range(CHECKED_LENGTHS))
+    sym = {n: SymInt.var(n) for n in names + ("dp_gather",)}
+    assume = [z3.Int(n) >= 1 for n in names] + [z3.Or(z3.Int("dp_gather") == 0, z3.Int("dp_gather") == 1)]
+    gaps = [sym[f"capture_gap_{i}"] for i in range(CHECKED_LENGTHS)]
+    size = select(sym["dp_gather"] == 1, sym["max_batch_size"], sym["raw_bs"])
+    pad = without_assert_messages(BaseCudaGraphRunner._pad_to_bucket)
+    checked = []
+    for n in range(1, CHECKED_LENGTHS + 1):
+        value, _ = all_paths(lambda n=n: pad(size, _buckets(n, sym["max_bs"], gaps)), assume)
+        s = z3.Solver()
+        s.add(*assume)
+        raw = z3.If(z3.Int("dp_gather") == 1, z3.Int("max_batch_size"), z3.Int("raw_bs"))
+        ok = z3.Or(z3.And(value == 0, raw > z3.Int("max_bs")), z3.And(raw <= value, value <= z3.Int("max_bs")))
+        s.add(z3.Not(ok))
+        if s.check() != z3.unsat:
+            raise RuntimeError(f"_pad_to_bucket on {n} captured sizes: raw <= padded <= max_bs not proved")
+        checked.append(n)
+    value, notes = all_paths(lambda: pad(size, _buckets(CAPTURE_LIST_LEN, sym["max_bs"], gaps)), assume)
+    notes = notes + [
+        f"run on sorted capture lists of 1..{CHECKED_LENGTHS} sizes: on every path past the assert "
+        "raw <= padded <= max_bs (Z3); the extent is the run on "
+        f"{CAPTURE_LIST_LEN} sizes (bisect_left returns an element of the list, whatever its length)"
+    ]
+    return _expr(value), notes
+
+
+def captured_req_width(phase: str) -> str:
+    """SGLang's ``resolve_num_tokens_per_req(phase=phase)`` (``speculative/spec_utils.py``) run on the
+    published speculative arguments (:func:`capproof.engines.sglang.trace.published`)."""
+    from sglang.srt.speculative.spec_utils import resolve_num_tokens_per_req
+
+    from .trace import config_values, published
+
+    v = config_values()
+    with published(v, spec="EAGLE"):
+        width = resolve_num_tokens_per_req(phase=phase)
+    return _expr(width)
+
+
+# ------------------------------------------------------------------------------------------------
+# source facts (AST)
+
+
+def _tree(root: str, file: str):
+    with open(os.path.join(root, file), encoding="utf-8") as fh:
+        return ast.parse(fh.read())
+
+
+def _method(tree, cls: str, name: str):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == name:
+                    return item
+    return None
+
+
+def _assigns(fn, name: str) -> list:
+    return [
+        a
+        for a in ast.walk(fn)
+        if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
+    ]
+
+
+def capture_list_facts(root: str, file: str, cls: str, phase: str) -> dict:
+    """Whether the runner's capture list is sorted with ``max_bs`` its largest size and its captured
+    sizes come from it, checked in SGLang's source (AST), as a fact record."""
+    checked, unchecked = [], []
+    base = _tree(root, BASE)
+    fn = next((n for n in base.body if isinstance(n, ast.FunctionDef) and n.name == "get_batch_sizes_to_capture"), None)
+    sort = (
+        [a.lineno for a in _assigns(fn, "capture_bs") if src(a.value) == "list(sorted(set(capture_bs)))"] if fn else []
+    )
+    last = fn is not None and src(fn.body[-1]) == "return(capture_bs,compile_bs)" if fn else False
+    (checked if sort and last else unchecked).append(
+        f"{BASE}:{','.join(map(str, sort)) or '?'} (get_batch_sizes_to_capture returns list(sorted(set(capture_bs))))"
+    )
+    tree = _tree(root, file)
+    init = _method(tree, cls, "__init__")
+    body = [src(s) for s in ast.walk(init) if isinstance(s, ast.Assign)] if init else []
+    ok = (
+        "self.capture_bs,_=get_batch_sizes_to_capture(model_runner)" in body
+        and "self.max_bs=max(self.capture_bs)" in body
+        and f"self.captured_req_width=resolve_num_tokens_per_req(phase='{phase}')" in body
+    )
+    (checked if ok else unchecked).append(
+        f"{file}:{init.lineno if init else '?'} ({cls}.__init__: capture_bs from get_batch_sizes_to_capture, "
+        f"max_bs = max(capture_bs), captured_req_width = resolve_num_tokens_per_req('{phase}'))"
+    )
+    dec = _tree(root, DECODE)
+    cap = _method(dec, "DecodeCudaGraphRunner", "_capture_one_stream")
+    loop_ok = False
+    if cap is not None:
+        rng = _assigns(cap, "capture_range")
+        loops = [f for f in ast.walk(cap) if isinstance(f, ast.For) and src(f.iter) == "capture_range"]
+        calls = [
+            c
+            for f in loops
+            for c in ast.walk(f)
+            if isinstance(c, ast.Call) and src(c.func) == "self.capture_one_shape" and c.args and src(c.args[0]) == "bs"
+        ]
+        loop_ok = (
+            bool(rng)
+            and all("reversed(self.capture_bs)" in src(a.value) for a in rng)
+            and bool(loops)
+            and all(isinstance(f.target, ast.Name) and f.target.id == "bs" for f in loops)
+            and bool(calls)
+        )
+    (checked if loop_ok else unchecked).append(
+        f"{DECODE}:{cap.lineno if cap else '?'} (_capture_one_stream: capture_one_shape(bs) for bs in "
+        "reversed(self.capture_bs))"
+    )
+    return {
+        "fact": "captured sizes are the sorted capture list, max_bs its largest",
+        "checked": not unchecked,
+        "paths": {"checked (ast)": checked, "not checked": unchecked},
+    }
+
+
+def dp_gather_fact(root: str, file: str) -> dict:
+    """Under DP gather the runner pads the largest batch over the DP ranks; this rank's raw batch is
+    at most it because its own count is among ``global_num_tokens_cpu``: not checked (the gather
+    happens in the scheduler's DP synchronisation, not read here)."""
+    return {
+        "fact": "raw_bs <= max_batch_size (under DP gather: this rank's batch is among the gathered counts)",
+        "checked": False,
+        "paths": {
+            "not checked": [
+                f"{file} execute: max_batch_size = max(forward_batch.global_num_tokens_cpu) // captured_req_width "
+                "(the DP synchronisation that fills global_num_tokens_cpu is not read)"
+            ]
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# classifying accesses
+
+#: stop -> kind in the two methods of a graph runner; checked against the method's assignments
+_ROW_STOPS = {
+    "capture_one_shape": {"num_seqs": "captured", "bs": "captured"},
+    "execute": {"bs": "padded", "raw_bs": "raw"},
+}
+_TOKEN_STOPS = {
+    "capture_one_shape": {"num_tokens": "captured"},
+    "execute": {"num_tokens": "padded", "raw_num_token": "raw"},
+}
+#: the assignment each stop name must have (every one of them) in that method
+_BINDINGS = {
+    ("capture_one_shape", "num_seqs"): {"size"},
+    ("capture_one_shape", "bs"): {"size"},
+    ("capture_one_shape", "num_tokens"): {"num_seqs*self.captured_req_width", "bs*self.captured_req_width"},
+    ("execute", "bs"): {
+        "self._pad_to_bucket(int(max_batch_size),self.capture_bs)",
+        "self._pad_to_bucket(raw_bs,self.capture_bs)",
+    },
+    ("execute", "raw_bs"): {"forward_batch.batch_size"},
+    ("execute", "num_tokens"): {"bs*self.captured_req_width"},
+    ("execute", "raw_num_token"): {"raw_bs*self.captured_req_width"},
+    ("execute", "max_batch_size"): {
+        "max_num_tokens//self.captured_req_widthifself.model_runner.spec_algorithm.is_eagle()orself.model_runner.spec_algorithm.is_standalone()elsemax_num_tokens",
+        "max_num_tokens//self.captured_req_widthifself.model_runner.spec_algorithm.is_eagle()elsemax_num_tokens",
+    },
+}
+WHOLE_METHODS = {"zero_", "fill_", "copy_"}
+
+
+class _Reject(Exception):
+    pass
+
+
+def _enclosing(tree, line: int):
+    best = None
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+            if best is None or fn.lineno > best.lineno:
+                best = fn
+    return best
+
+
+def _bound(fn, name: str, line: int) -> bool:
+    """Every assignment of ``name`` in ``fn`` has the expected form and one comes before ``line``;
+    a raw size is only used after the padding (so past its assert)."""
+    want = _BINDINGS.get((fn.name, name))
+    assigns = _assigns(fn, name)
+    if not want or not assigns or any(src(a.value) not in want for a in assigns):
+        return False
+    if not any(a.lineno < line for a in assigns):
+        return False
+    if fn.name == "execute":
+        pads = _assigns(fn, "bs")
+        if (
+            not pads
+            or not all(src(a.value) in _BINDINGS[("execute", "bs")] for a in pads)
+            or not any(a.lineno < line for a in pads)
+        ):
+            return False
+        if name == "bs" and any(a.lineno > line for a in pads):
+            return False
+    return True
+
+
+def _stop_kind(fn, stop: ast.AST, line: int) -> tuple[str, str, bool]:
+    """``(unit, kind, steps)`` of a slice stop: unit ``rows``/``tokens``, kind ``captured``/``padded``/
+    ``raw``, ``steps`` when multiplied by ``self.speculative_num_steps``."""
+    steps = False
+    if (
+        isinstance(stop, ast.BinOp)
+        and isinstance(stop.op, ast.Mult)
+        and src(stop.right) == "self.speculative_num_steps"
+    ):
+        stop, steps = stop.left, True
+    if not isinstance(stop, ast.Name) or fn is None or fn.name not in _ROW_STOPS:
+        raise _Reject(f"stop {src(stop)}")
+    name = stop.id
+    for unit, table in (("rows", _ROW_STOPS), ("tokens", _TOKEN_STOPS)):
+        kind = table[fn.name].get(name)
+        if kind is not None:
+            if not _bound(fn, name, line):
+                raise _Reject(f"{name} not bound as expected in {fn.name}")
+            if steps and unit != "tokens":
+                raise _Reject("steps on rows")
+            if (
+                kind == "padded"
+                and fn.name == "execute"
+                and any(
+                    src(a.value) == "self._pad_to_bucket(int(max_batch_size),self.capture_bs)"
+                    for a in _assigns(fn, "bs")
+                )
+                and not _bound(fn, "max_batch_size", line)
+            ):
+                raise _Reject("max_batch_size not bound as expected")
+            return unit, kind, steps
+    raise _Reject(f"stop {name}")
+
+
+def graph_uses(tree, attribute: str, ndims: int) -> list[tuple[int, list[tuple[str, str, bool] | None]]]:
+    """Every use of the buffer in the runner's file (``buffers.X``/``self.buffers.X`` for a field of
+    the static-input dataclass, ``self.X`` for the runner's own): ``[(line, [per-dim (unit, kind,
+    steps) or None for whole])]``. Raises :class:`_Reject` for a use that is not a slice from 0 by a
+    bound stop, a whole-buffer ``zero_``/``fill_``/``copy_`` or an ``is (not) None`` test."""
+    field = attribute.split(".", 1)[1] if attribute.startswith("buffers.") else None
+    name = field or attribute
+    receivers = {"buffers", "self.buffers"} if field else {"self"}
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == name and src(node.value) in receivers):
+            continue
+        parent = parents.get(node)
+        line = node.lineno
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice.elts if isinstance(parent.slice, ast.Tuple) else [parent.slice]
+            if len(key) > ndims:
+                raise _Reject(f"{line}: more indices than dimensions")
+            dims: list = []
+            for k in key:
+                if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
+                    raise _Reject(f"{line}: {src(k)} is not a slice from 0")
+                dims.append(None if k.upper is None else _stop_kind(_enclosing(tree, line), k.upper, line))
+            dims += [None] * (ndims - len(dims))
+            out.append((line, dims))
+        elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in WHOLE_METHODS:
+            out.append((line, [None] * ndims))
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        else:
+            raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+def derive_graph_rows(entries: list, root: str) -> list[str]:
+    """Set the ``demands`` of every buffer of :data:`GRAPH_FILES` whose uses all classify
+    (:func:`graph_uses`); returns the ids derived. Needs SGLang importable (the tracer's stand-ins)."""
+    done = []
+    padded, notes = padded_batch()
+    for file, (cls, phase) in GRAPH_FILES.items():
+        tree = _tree(root, file)
+        width = captured_req_width(phase)
+        capture = capture_list_facts(root, file, cls, phase)
+        dp = dp_gather_fact(root, file)
+        for e in entries:
+            if e.file != file or not isinstance(e.shape, list) or e.demands:
+                continue
+            try:
+                uses = graph_uses(tree, e.attribute, len(e.shape))
+            except _Reject:
+                continue
+            if not uses:
+                continue
+            demands = []
+            for d in range(len(e.shape)):
+                kinds = {u[1][d] for u in uses if u[1][d] is not None}
+                sites = [f"{file}:{ln}" for ln, dims in uses if dims[d] is not None]
+                if not kinds:
+                    demands.append(
+                        {
+                            "dim": d,
+                            "how": "ast",
+                            "family": "graph rows",
+                            "extent": e.shape[d],
+                            "from": [f"{file}: every use takes dimension {d} whole (ast)"],
+                            "notes": [],
+                            "facts": [],
+                        }
+                    )
+                    continue
+                units = {k[0] for k in kinds}
+                if len(units) != 1:
+                    break
+                rows = []
+                if any(k[1] in ("captured", "padded") for k in kinds):
+                    rows.append(padded)
+                if any(k[1] == "raw" for k in kinds):
+                    # read after the padding call: only on paths past its assert
+                    rows.append("select(select(dp_gather == 1, max_batch_size, raw_bs) <= max_bs, raw_bs, 0)")
+                extent = rows[0] if len(rows) == 1 else f"maximum({rows[0]}, {rows[1]})"
+                if units == {"tokens"}:
+                    extent = f"({extent}) * {width}"
+                    if any(k[2] for k in kinds):  # with and without the steps factor: the larger (steps >= 1)
+                        extent = f"({extent}) * speculative_num_steps"
+                demands.append(
+                    {
+                        "dim": d,
+                        "how": "executed",
+                        "family": "graph rows",
+                        "extent": extent,
+                        "from": [
+                            f"{BASE}:166-180 BaseCudaGraphRunner._pad_to_bucket (executed, every path)",
+                            "sglang/srt/speculative/spec_utils.py:83-110 resolve_num_tokens_per_req (executed)"
+                            if units == {"tokens"}
+                            else f"{file} {cls}.execute/capture_one_shape (ast: stops bound by their assignments)",
+                            *sites[:12],
+                        ],
+                        "notes": notes,
+                        "facts": [capture] + ([dp] if any(k[1] in ("padded", "raw") for k in kinds) else []),
+                    }
+                )
+            else:
+                e.demands = demands
+                done.append(e.id)
+    return done
+
+
+# ------------------------------------------------------------------------------------------------
+# attention backends' CUDA-graph metadata buffers
+
+ATTENTION = "sglang/srt/layers/attention/"
+#: a backend method whose ``bs`` is the graph batch the runner captures or replays
+GRAPH_METHOD_WORDS = ("cuda_graph", "out_graph", "in_graph", "capture", "replay")
+BACKEND_BS = {"bs", "forward_batch.batch_size"}
+
+
+def _allocated_in_graph_state(tree, line: int) -> bool:
+    """The allocation on ``line`` is in an ``init_cuda_graph_state(self, max_bs, ...)`` (so the
+    shape's ``max_bs`` is the runner's: ``attn_backend.init_cuda_graph_state(self.max_bs, ...)``)."""
+    fn = _enclosing(tree, line)
+    return (
+        fn is not None
+        and fn.name == "init_cuda_graph_state"
+        and [a.arg for a in fn.args.args][1:2] == ["max_bs"]
+        and not _assigns(fn, "max_bs")
+    )
+
+
+def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
+    """``bs`` in ``fn`` is the graph batch: ``bs`` is ``fn``'s parameter (never reassigned) or every
+    assignment of it is ``forward_batch.batch_size``, and ``fn`` is a CUDA-graph method
+    (:data:`GRAPH_METHOD_WORDS`) or a helper every call of which in the file (``self.<fn>(...)``)
+    is in such a method (two levels) and passes that method's graph-bound ``bs`` as ``bs``."""
+    if fn is None or depth > 2:
+        return False
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    assigns = _assigns(fn, "bs")
+    if "bs" in params:
+        if assigns:
+            return False
+    elif not assigns or not all(src(a.value) == "forward_batch.batch_size" for a in assigns):
+        return False
+    if any(w in fn.name for w in GRAPH_METHOD_WORDS):
+        return True
+    if tree is None or "bs" not in params:
+        return False
+    index = [a.arg for a in fn.args.args].index("bs") if "bs" in [a.arg for a in fn.args.args] else None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
+    if not calls:
+        return False
+    for c in calls:
+        arg = next((k.value for k in c.keywords if k.arg == "bs"), None)
+        if arg is None and index is not None and 0 < index <= len(c.args):
+            arg = c.args[index - 1]
+        if arg is None or src(arg) != "bs":
+            return False
+        caller = _enclosing(tree, c.lineno)
+        if caller is None or caller is fn or not _backend_bs(caller, tree, depth + 1):
+            return False
+    return True
+
+
+def backend_uses(tree, attribute: str, ndims: int, line0: int = 0) -> list[tuple[int, list[str | None]]]:
+    """Every use of ``self.<attribute>`` in the backend's file: ``[(line, [per-dim "rows"/"indptr"
+    or None for whole])]``. Raises :class:`_Reject` for any use other than a slice ``[:bs]`` /
+    ``[:bs + 1]`` in a CUDA-graph method (:func:`_backend_bs`), a whole-buffer
+    ``zero_``/``fill_``/``copy_`` or an ``is (not) None`` test."""
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == attribute and src(node.value) == "self"):
+            continue
+        parent = parents.get(node)
+        line = node.lineno
+        if isinstance(node.ctx, ast.Store):
+            stmt = parent
+            while stmt is not None and not isinstance(stmt, ast.stmt):
+                stmt = parents.get(stmt)
+            if stmt is not None and stmt.lineno <= line0 <= (stmt.end_lineno or stmt.lineno):
+                continue  # the allocation itself
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
+                continue  # "no buffer yet": nothing to index
+            raise _Reject(f"{line}: reassigned")
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice.elts if isinstance(parent.slice, ast.Tuple) else [parent.slice]
+            if len(key) > ndims:
+                raise _Reject(f"{line}: more indices than dimensions")
+            dims: list = []
+            for i, k in enumerate(key):
+                if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
+                    raise _Reject(f"{line}: {src(k)} is not a slice from 0")
+                if k.upper is None:
+                    dims.append(None)
+                    continue
+                if i != 0 or not _backend_bs(_enclosing(tree, line), tree):
+                    raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
+                stop = src(k.upper)
+                if stop == "bs":
+                    dims.append("rows")
+                elif stop == "bs+1":
+                    dims.append("indptr")
+                else:
+                    raise _Reject(f"{line}: stop {stop}")
+            dims += [None] * (ndims - len(dims))
+            out.append((line, dims))
+        elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in WHOLE_METHODS:
+            out.append((line, [None] * ndims))
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        else:
+            raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+def backend_bs_fact() -> dict:
+    """The runner hands its backend the graph batch: not checked (the call chain runner -> backend
+    crosses files and dispatchers)."""
+    return {
+        "fact": "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)",
+        "checked": False,
+        "paths": {
+            "not checked": [
+                f"{DECODE}:1359 capture_one_shape(bs) -> capture_prepare -> attn_backend.init_forward_metadata_out_graph "
+                "(forward batch of bs requests)",
+                f"{DECODE}:1728-1790 _init_replay_attn_metadata(raw_bs, bs) -> the backend's replay metadata (fb view "
+                "batch_size = bs)",
+            ]
+        },
+    }
+
+
+def graph_state_fact(root: str) -> dict:
+    """The decode runner gives every backend its own ``max_bs`` (AST)."""
+    tree = _tree(root, DECODE)
+    lines = [
+        c.lineno
+        for c in ast.walk(tree)
+        if isinstance(c, ast.Call)
+        and src(c.func) == "self.attn_backend.init_cuda_graph_state"
+        and c.args
+        and src(c.args[0]) == "self.max_bs"
+    ]
+    return {
+        "fact": "the backend's max_bs is the runner's (init_cuda_graph_state(self.max_bs, ...))",
+        "checked": bool(lines),
+        "paths": {("checked (ast)" if lines else "not checked"): [f"{DECODE}:{','.join(map(str, lines)) or '?'}"]},
+    }
+
+
+def derive_backend_rows(entries: list, root: str) -> list[str]:
+    """Set the ``demands`` of attention-backend buffers allocated in ``init_cuda_graph_state`` whose
+    every use in their file is a slice ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method or a
+    whole-buffer operation (:func:`backend_uses`): dimension 0's extent is ``backend_bs`` (+ 1), with
+    the assumed fact that it is at most the runner's padded batch (run: :func:`padded_batch`)."""
+    padded, notes = padded_batch()
+    bs_fact, state = backend_bs_fact(), graph_state_fact(root)
+    trees: dict = {}
+    done = []
+    for e in entries:
+        if not e.file.startswith(ATTENTION) or e.demands or not isinstance(e.shape, list) or not e.shape:
+            continue
+        if "max_bs" not in str(e.shape[0]) or not e.attribute.isidentifier():
+            continue  # a dict's or list's item (``x#2``, ``x[]``): its uses go through keys, not read here
+        tree = trees.setdefault(e.file, _tree(root, e.file))
+        if not _allocated_in_graph_state(tree, e.line):
+            continue
+        try:
+            uses = backend_uses(tree, e.attribute, len(e.shape), e.line)
+        except _Reject:
+            continue
+        kinds = {u[1][0] for u in uses if u[1][0] is not None}
+        if not kinds or any(dims[d] is not None for _, dims in uses for d in range(1, len(e.shape))):
+            continue
+        extent = "backend_bs + 1" if "indptr" in kinds else "backend_bs"
+        sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
+        demands = [
+            {
+                "dim": 0,
+                "how": "ast",
+                "family": "backend graph rows",
+                "extent": extent,
+                "binds": {"padded_bs": padded},
+                "from": [
+                    f"{e.file}:{e.line} allocated in init_cuda_graph_state(max_bs, ...) (ast)",
+                    *sites[:12],
+                    f"{BASE}:166-180 BaseCudaGraphRunner._pad_to_bucket (executed, every path: padded_bs)",
+                ],
+                "notes": notes,
+                "facts": [bs_fact, state],
+            }
+        ]
+        for d in range(1, len(e.shape)):
+            demands.append(
+                {
+                    "dim": d,
+                    "how": "ast",
+                    "family": "backend graph rows",
+                    "extent": e.shape[d],
+                    "from": [f"{e.file}: every use takes dimension {d} whole (ast)"],
+                    "notes": [],
+                    "facts": [],
+                }
+            )
+        e.demands = demands
+        done.append(e.id)
+    return done
+
+
+#: entry id -> derivation (``root -> demands``); the families below apply to many entries
+DERIVATIONS: dict[str, Callable[[str], list[dict]]] = {}
+
+
+def derive_all(entries: list, root: str) -> list[str]:
+    """Set ``demands`` of the entries SGLang's derivations cover (the tracer activated SGLang's
+    sources); one problem line per family that failed (its entries keep no derived demand)."""
+    problems = []
+    for name, derive in (("graph rows", derive_graph_rows), ("backend graph rows", derive_backend_rows)):
+        try:
+            derive(entries, root)
+        except Exception as exc:  # noqa: BLE001 - one line: the family is not derived
+            problems.append(f"{name} not derived: {type(exc).__name__}: {exc}"[:300])
+    return problems
