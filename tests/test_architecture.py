@@ -112,6 +112,8 @@ FACADE_EXCEPTIONS = {
     "obligations from it, which needs Domain and obligation.function_source",
     "spec/vllm_0_33_derived.py": "reads the inventory's derived demands and capacities (capproof.inventory: "
     "load, derived, demand, bound_name, capacity)",
+    "spec/vllm_0_33_kernel_extents.py": "reads the inventory's derived kernel extents and guarded slices "
+    "(capproof.inventory: load, derived, demand, bound_name, capacity)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules
