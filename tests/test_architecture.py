@@ -94,6 +94,8 @@ FACADE_EXCEPTIONS = {
     "load, derived, demand, capacity, expression_names)",
     "spec/sglang_0_5_23_derived.py": "reads the SGLang inventory's derived demands and capacities "
     "(capproof.inventory: load, derived, demand, capacity, expression_names)",
+    "spec/vllm_0_33_kernel_extents.py": "reads the inventory's derived kernel extents and guarded slices "
+    "(capproof.inventory: load, derived, demand, bound_name, capacity)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules

@@ -952,6 +952,10 @@ def derive_all(entries: list, root: str) -> list[str]:
         derive_request_rows(entries, root)
     except Exception as exc:  # noqa: BLE001 - one line: the request-row family is not derived
         problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
+    from .demand_backends import derive_backends
+    from .demand_drafting import derive_drafting
+
+    problems += derive_drafting(entries, root) + derive_backends(entries, root)
     return problems
 
 
