@@ -1,0 +1,46 @@
+"""Adversarial catalogue: a cached verdict must not outlive an input the model reads.
+
+capproof prove reuses a stored verdict when nothing in its key changed (capproof/verdict_cache.py:
+the obligation, options, pins, the sources and data of the modules it reaches, and the ``CAPPROOF_*``
+variables). A model that reads any other variable of the environment (as vLLM's models read
+``vllm.envs``, the ``VLLM_*`` variables) depends on an input outside the key: proved under one value, the cached ``proved`` was reused under a value where the
+claim fails on ints. ``xfail(strict=True)`` until the key covers it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+
+SPEC = """
+import os
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"a": Range(0, 100)})
+def env_limit(a):
+    return at_most(demand=a, capacity=int(os.environ.get("VLLM_ADVERSARIAL_CAP", "100")))
+"""
+
+
+def _verdict(*args: str) -> str:
+    result = CliRunner().invoke(
+        main, ["prove", "spec", "--no-contracts", "--density", "off", "-j", "1", "--json", "-", *args]
+    )
+    assert result.exit_code in (0, 1), result.output
+    (ob,) = json.loads(result.output)["obligations"]
+    return ob["verdict"]
+
+
+@pytest.mark.xfail(strict=True, reason="the verdict cache's key does not cover the environment a model reads")
+def test_a_cached_proof_is_not_reused_after_the_environment_it_read_changed(project, monkeypatch):
+    (project / "spec" / "env_spec.py").write_text(SPEC)
+    monkeypatch.setenv("VLLM_ADVERSARIAL_CAP", "100")
+    assert _verdict() == "proved"  # a <= 100 holds on 0..100
+    monkeypatch.setenv("VLLM_ADVERSARIAL_CAP", "36")
+    cached = _verdict()
+    assert _verdict("--no-cache") == "counterexample"  # what ints say: fails from a == 37
+    assert cached == "counterexample"  # the cache must agree

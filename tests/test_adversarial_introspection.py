@@ -1,0 +1,463 @@
+"""Adversarial catalogue: what a model can observe of a symbolic value besides the names the static
+guard lists must not decide a proof.
+
+The static guard (capproof/guard.py) finds ``type()``, ``id()``, ``repr()``, ``is`` and
+``hasattr``/``getattr`` of names only one side has; the exception watch records a ``TypeError``
+caught in a symbolic run. Everything below escapes both: a dunder attribute read directly
+(``a.__module__``, ``a.__slots__``, ``a.__doc__``, ``a.__repr__()``, ``a.__getstate__()``); the
+standard library's introspection (``gc``, ``operator.is_``/``is_not``, ``object.__repr__``,
+``object.__str__``, ``object.__reduce_ex__``, ``inspect.getmodule``, ``sys.getrefcount``,
+``json``'s ``default=`` hook, ``abc``'s ``__subclasshook__``, capproof's class reached through
+``sys.modules`` by a computed name); identity through ``object.__eq__``/``__hash__`` and
+``builtins.id``; ``getattr`` by a
+name held in a global, ``operator.attrgetter``, ``inspect.getattr_static``; an exception other
+than ``TypeError`` raised only on a symbolic value (``AttributeError`` from ``SymInt.__init__``,
+``PicklingError`` from ``pickle`` or ``ForkingPickler``, ``marshal``'s ``ValueError``, a
+``RecursionError`` at the recursion limit, where an int's ``+`` needs no Python frame and a
+``SymInt``'s does); a timing side channel; a spec that patches capproof's symbolic class at
+import. Each model is false at one point (``a == 37``) the int probe and the second opinion do
+not sample; the harness brute forces it on ints, padded and alone (tests/_soundness_harness.py).
+Each was ``proved`` on the code this file was written against, hence ``xfail(strict=True)``: a
+fix flips it to a pass and the marker must then go.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import HEADER, check
+from click.testing import CliRunner
+
+from capproof.cli import main
+
+D = '@obligation(domain={"a": Range(0, 100)})\n'
+DD = '@obligation(domain={"a": Range(0, 100), "b": Range(0, 100)})\n'
+
+UNFIXED = pytest.mark.xfail(
+    strict=True, reason="proved though false at a == 37 on ints: the static guard and the exception watch miss it"
+)
+
+ATTEMPTS = [
+    # dunder attributes read directly (the guard looks at non-dunder own attributes and at
+    # hasattr/getattr only): none raises on a SymInt, so the exception watch sees nothing
+    (
+        "dunder-repr-called-directly",
+        D
+        + """
+def f(a):
+    if len(a.__repr__()) <= 3:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "dunder-module-attribute",
+        D
+        + """
+def f(a):
+    try:
+        a.__module__
+    except AttributeError:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "dunder-slots-attribute",
+        D
+        + """
+def f(a):
+    try:
+        a.__slots__
+        return True
+    except AttributeError:
+        return a != 37
+""",
+    ),
+    (
+        "dunder-doc-attribute",
+        D
+        + """
+def f(a):
+    if a.__doc__ == int.__doc__:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "dunder-getstate",
+        D
+        + """
+def f(a):
+    if a.__getstate__() is None:
+        return a != 37
+    return True
+""",
+    ),
+    # the standard library's introspection of the real object
+    (
+        "gc-is-tracked",
+        "import gc\n"
+        + D
+        + """
+def f(a):
+    if gc.is_tracked(a):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "gc-get-referents",
+        "import gc\n"
+        + D
+        + """
+def f(a):
+    if len(gc.get_referents(a)) == 0:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "operator-is-of-two-parameters",
+        "import operator\n"
+        + DD
+        + """
+def f(a, b):
+    if operator.is_(a, b):
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "object-repr-names-the-type",
+        D
+        + """
+def f(a):
+    if object.__repr__(a).startswith("<int"):
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "sys-getrefcount-of-an-immortal-small-int",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    if sys.getrefcount(a) > 1000:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "inspect-getmodule",
+        "import inspect\n"
+        + D
+        + """
+def f(a):
+    if inspect.getmodule(a) is None:
+        return a != 37
+    return True
+""",
+    ),
+    # exceptions other than TypeError, raised only on a symbolic value and caught by the model
+    (
+        "attribute-error-from-reinitialising-the-value",
+        D
+        + """
+def f(a):
+    try:
+        a.__init__(0)
+    except AttributeError:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "pickling-error-caught",
+        "import pickle\n"
+        + D
+        + """
+def f(a):
+    try:
+        pickle.dumps(a)
+    except pickle.PicklingError:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "marshal-value-error-caught",
+        "import marshal\n"
+        + D
+        + """
+def f(a):
+    try:
+        marshal.dumps(a)
+    except ValueError:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "recursion-error-at-the-limit",
+        """
+def probe(a):
+    try:
+        return probe(a)
+    except RecursionError:
+        try:
+            a + 1
+            return 0
+        except RecursionError:
+            return 1
+"""
+        + D
+        + """
+def f(a):
+    if probe(a) == 1:
+        return True
+    return a != 37
+""",
+    ),
+    # the same classes by routes a list of names misses: identity through object's own slots, a
+    # name that is not a constant at the call, the standard library's getattr, pickling's C code
+    (
+        "object-eq-is-identity",
+        DD
+        + """
+def f(a, b):
+    if object.__eq__(a, b) == True:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "object-hash-is-identity",
+        DD
+        + """
+def f(a, b):
+    if object.__hash__(a) == object.__hash__(b):
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "getattr-with-a-name-held-in-a-global",
+        'NAME = "__module__"\n'
+        + D
+        + """
+def f(a):
+    if getattr(a, NAME, None) is None:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "operator-attrgetter",
+        'import operator\nNAME = "__module__"\n'
+        + D
+        + """
+def f(a):
+    try:
+        operator.attrgetter(NAME)(a)
+    except AttributeError:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "inspect-getattr-static",
+        "import inspect\n"
+        + D
+        + """
+def f(a):
+    try:
+        inspect.getattr_static(a, "__slots__")
+    except AttributeError:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "pickling-error-from-a-pickler-not-named-pickle",
+        "from multiprocessing.reduction import ForkingPickler\n"
+        + D
+        + """
+def f(a):
+    try:
+        ForkingPickler.dumps(a)
+    except Exception:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "object-str-calls-the-real-types-repr",
+        D
+        + """
+def f(a):
+    if len(object.__str__(a)) <= 3:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "object-reduce-ex-names-the-real-type",
+        D
+        + """
+def f(a):
+    if object.__reduce_ex__(a, 2)[1][0] == int:
+        return a != 37
+    return True
+""",
+    ),
+    (
+        "json-default-called-for-the-real-type-only",
+        "import json\n"
+        + D
+        + """
+def f(a):
+    if json.dumps(a, default=lambda o: -1) == "-1":
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "operator-is-not-of-two-parameters",
+        "import operator\n"
+        + DD
+        + """
+def f(a, b):
+    if operator.is_not(a, b):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "capproofs-class-through-sys-modules-by-a-computed-name",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    mod = sys.modules["capproof." + "symbolic"]
+    if isinstance(a, getattr(mod, "Sym" + "Int")):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "abc-subclasshook-sees-the-real-type",
+        """
+import abc
+class Probe(abc.ABC):
+    @classmethod
+    def __subclasshook__(cls, C):
+        return C.__name__.startswith("Sym")
+"""
+        + D
+        + """
+def f(a):
+    if isinstance(a, Probe):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "id-reached-as-builtins-id",
+        "import builtins\n"
+        + DD
+        + """
+def f(a, b):
+    if builtins.id(a) == builtins.id(b):
+        return a != 37
+    return True
+""",
+    ),
+    # a side channel no static guard can see: symbolic arithmetic is orders of magnitude slower
+    (
+        "timing-side-channel",
+        "import time\n"
+        + D
+        + """
+def f(a):
+    t0 = time.perf_counter()
+    for _ in range(500):
+        a + 1
+    if time.perf_counter() - t0 > 0.005:
+        return True
+    return a != 37
+""",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, body", [pytest.param(*a, marks=UNFIXED) for a in ATTEMPTS], ids=[a[0] for a in ATTEMPTS]
+)
+def test_what_a_model_can_observe_of_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body, header=HEADER)
+
+
+@UNFIXED
+def test_a_spec_that_patches_the_symbolic_class_at_import_is_not_proved(spec_file):
+    """The guard scans the model's functions, not a spec module's top-level code."""
+    from capproof.symbolic import SymInt
+
+    saved = SymInt.__dict__["__ne__"]
+    try:
+        body = (
+            "import capproof.symbolic as _s\n_s.SymInt.__ne__ = lambda self, other: True\n"
+            + D
+            + "def f(a):\n    return a != 37\n"
+        )
+        check(spec_file, "patched-symbolic-class", body, header=HEADER)
+    finally:
+        SymInt.__ne__ = saved
+
+
+HOLE = """
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"max_model_len": Range(1, 65536), "a": Range(0, 100)}, engine="vllm", versions="==0.33.0")
+def hole_with_a_parameter_no_flag_sets(max_model_len, a):
+    try:
+        a.__module__
+    except AttributeError:
+        return a != 37
+    return True
+"""
+
+
+@UNFIXED
+def test_check_config_is_not_safe_through_a_dunder_read(tmp_path):
+    """check-config pins max_model_len from the flags; ``a`` stays symbolic, so the same hole gave
+    ``safe`` (exit 0) for a claim that fails at a == 37 whatever the deployment."""
+    path = tmp_path / "hole_spec.py"
+    path.write_text(HOLE)
+    result = CliRunner().invoke(
+        main, ["check-config", "--spec", str(path), "--", "vllm", "serve", "m", "--max-model-len", "4096"]
+    )
+    assert result.exit_code != 0, result.output
+
+
+BOUND = """
+from capproof import Range, obligation, at_most
+
+@obligation(domain={"a": Range(0, 100)})
+def bound_through_a_dunder_read(a):
+    try:
+        a.__module__
+        cap = 100
+    except AttributeError:
+        cap = 100 - (a == 37) * 200
+    return at_most(demand=a, capacity=cap)
+"""
+
+
+@UNFIXED
+def test_bound_does_not_report_sufficient_through_a_dunder_read(project):
+    """On ints the capacity at a == 37 is -100 (slack -137); ``bound`` reported a minimum slack of 0
+    and no insufficient case."""
+    (project / "spec" / "hole_bound.py").write_text(BOUND)
+    result = CliRunner().invoke(main, ["bound", "spec/hole_bound.py"])
+    assert result.exit_code != 0 or "-137" in result.output, result.output
