@@ -21,6 +21,7 @@ from ..checkconfig import (
     CONFIG_PARAMS,
     HYBRID_MAMBA_KEYS,
     MODEL_FIELDS,
+    NEED_GPU,
     OTHER_MAX_LEN_KEYS,
     TEXT_CONFIG_KEYS,
     CheckError,
@@ -448,6 +449,10 @@ def run_check(
         releases=VLLM_VERSIONS if engine == "vllm" else (),
         undetermined=undetermined,
     )
+    if gpu and not gpu_sms and num_sms is None:  # --gpu named, but capproof has no SM count for it
+        for c in outcome.checked:
+            if c.needs == NEED_GPU:
+                c.needs = f"--num-sms N ({gpu}'s SM count is not in capproof's table)"
     outcome.notes = deployment_notes(outcome, cfg)
     if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
         for c in outcome.failures:
