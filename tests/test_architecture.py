@@ -90,6 +90,8 @@ FACADE_EXCEPTIONS = {
     "obligations from it, which needs Domain and obligation.function_source",
     "spec/vllm_0_33_derived.py": "reads the inventory's derived demands and capacities (capproof.inventory: "
     "load, derived, demand, bound_name, capacity)",
+    "spec/vllm_0_33_facts.py": "reads the inventory's derived token rows and capacities (capproof.inventory: "
+    "load, derived, demand, capacity, expression_names)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules

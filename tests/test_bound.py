@@ -379,3 +379,38 @@ def test_bounding_in_process_leaves_the_callers_z3_context_alone(tmp_path):
     s = z3.Solver()
     s.add(x > 3)
     assert s.check() == z3.sat
+
+
+STATEFUL = """
+from capproof import Range, at_most, obligation
+import time
+
+SEEN = []
+
+@obligation(domain={"n": Range(1, 10)})
+def slow(n):
+    time.sleep(30)
+    return at_most(demand=n, capacity=10)
+
+@obligation(domain={"n": Range(1, 10)})
+def remembers(n):
+    SEEN.append(1)
+    return at_most(demand=n, capacity=10)
+
+@obligation(domain={"n": Range(1, 10)})
+def plain(n):
+    return at_most(demand=n, capacity=10)
+"""
+
+
+def test_bounding_gets_the_runners_time_limit_and_state_check(project):
+    """Bounds are computed in the runner's processes: an obligation over the time limit is an error
+    (its process killed), one that changes module state is an error, the others keep their bounds."""
+    from capproof.bound import _bound_all
+
+    (project / "spec" / "stateful.py").write_text(STATEFUL)
+    obs = [it for it in load_file("spec/stateful.py")]
+    results = {r.id.split("::")[1]: r for r in _bound_all(obs, {}, 20_000_000, 100.0, 2, timeout=2.0)}
+    assert results["slow"].status == "error" and "time limit" in results["slow"].message
+    assert results["remembers"].status == "error" and "module state changed" in results["remembers"].message
+    assert results["plain"].status == "bounded" and results["plain"].worst.max_demand == 10

@@ -127,8 +127,10 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     annotate(entries.values(), root)
     if trace:
         from .demand import derive_all
+        from .demand_requests import derive_more
 
         problems += derive_all(list(entries.values()), root)
+        problems += derive_more(list(entries.values()), root)
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 

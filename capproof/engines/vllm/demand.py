@@ -82,7 +82,7 @@ def _positive() -> tuple[str, ...]:
     return tuple(POSITIVE) + EXTRA_POSITIVE
 
 
-def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
+def _paths(fn: Callable[[], object], assume, budget: int | None = None) -> tuple[object, list[str]]:
     """Run ``fn`` on every path (:func:`capproof.symbolic.explore`); the value as one Z3 term
     (``If`` over the paths' conditions) and notes on paths that raised an ``AssertionError``
     (the engine stops there: no access, extent 0 on that path's condition). Raises RuntimeError when the exploration is incomplete or
@@ -91,7 +91,7 @@ def _paths(fn: Callable[[], object], assume) -> tuple[object, list[str]]:
 
     from ...symbolic import explore, to_z3_int
 
-    exploration = explore(fn, assume=assume)
+    exploration = explore(fn, assume=assume) if budget is None else explore(fn, assume=assume, budget=budget)
     if not exploration.complete:
         raise RuntimeError(f"{exploration.unexplored} paths unexplored (budget {exploration.budget})")
     value = None
@@ -1006,3 +1006,12 @@ def derive_all(entries: list, root: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - one line: the request-row family is not derived
         problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
     return problems
+
+
+# Public names of the helpers other derivations (``demand_requests.py``) build on.
+run_paths = _paths
+expression = _expr
+function_def = _function
+source_text = _src
+join_kinds = _join
+RowBinding = _Rows
