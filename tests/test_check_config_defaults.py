@@ -296,3 +296,18 @@ def test_check_config_leaves_no_hypothesis_directory_where_it_runs(tmp_path):
     )
     assert code == 0, out
     assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_a_length_vllm_refuses_at_startup_is_said_and_an_empty_model_directory_is_bad_input(tmp_path):
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "1M", "--block-size", "64"]
+    spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
+    result = check("--spec", spec, "--", *line)
+    assert "vLLM refuses --max-model-len 1048576 at startup: above the model's 163840" in " ".join(
+        result.output.split()
+    )
+    allowed = check("--spec", spec, "--", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", *line)
+    assert "refuses --max-model-len" not in allowed.output and "environment not read" not in allowed.output
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    bad = check("--", "vllm", "serve", str(empty))
+    assert bad.exit_code == 2 and "a local directory without config.json" in bad.output
