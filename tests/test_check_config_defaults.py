@@ -318,10 +318,3 @@ def test_an_image_tag_naming_no_release_is_not_checked_as_the_newest():
     line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:glm52-x86_64-cu129", "--model", "zai-org/GLM-5.2-FP8"]
     result = check("--", *line, "--max-model-len", "auto")
     assert result.exit_code == 2 and "the tag names no vLLM release; give --engine vllm==X" in result.output
-
-
-def test_a_failure_at_a_max_model_len_vllm_picks_is_not_a_will_fail():
-    line = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "auto", "--block-size", "64"]
-    result = check("--engine", "vllm==0.23.0", "--", *line, "--kv-cache-dtype", "fp8_ds_mla")
-    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
-    assert "MAYFAIL" in result.output and "give --max-model-len N" in result.output

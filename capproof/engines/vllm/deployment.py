@@ -336,8 +336,6 @@ def run_check(
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     undetermined: dict[str, str] = {}
-    if cfg.max_model_len is None:  # auto, or not derivable: vLLM picks it at startup
-        undetermined["max_model_len"] = "--max-model-len N (vLLM picks it at startup; capproof checked every value)"
     if cfg.block_size is None:
         block = default_block_size(engine, version, gpu_row, model, cfg)
         if isinstance(block, Default):
