@@ -26,7 +26,10 @@ obligation; measured on ``make verify`` in docs/performance.md.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import tempfile
 from dataclasses import dataclass
 
 # imported here, not at the first use: capproof prove forks each item's process from one that
@@ -207,7 +210,10 @@ def second_opinion(
         report_multiple_bugs=False,
     )
     try:
-        found = find(_strategy(ob, finite, ranges, vectors), lambda p: ev.contradicts(p) is not None, settings=config)
+        with _storage_outside_cwd():
+            found = find(
+                _strategy(ob, finite, ranges, vectors), lambda p: ev.contradicts(p) is not None, settings=config
+            )
     except NoSuchExample:
         return None
     except KeyboardInterrupt:
@@ -215,6 +221,24 @@ def second_opinion(
     except Exception:  # noqa: BLE001 - Hypothesis could not draw (e.g. an unsatisfiable filter): no opinion
         return None
     return Disagreement(found, ev.contradicts(found) or "padded", "Hypothesis", _what(verdict))
+
+
+@contextlib.contextmanager
+def _storage_outside_cwd():
+    """Hypothesis keeps caches (``.hypothesis/``) in the directory it was imported from even with
+    ``database=None``; an operator's ``capproof check-config`` must not leave one in their checkout.
+    While ``find`` runs, its home is a directory under the system's temporary directory, unless
+    the caller chose another home."""
+    from hypothesis import configuration
+
+    default = configuration.storage_directory(intent_to_write=False).home_directory.name == ".hypothesis"
+    if default:
+        configuration.set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "capproof-hypothesis"))
+    try:
+        yield
+    finally:
+        if default:
+            configuration.set_hypothesis_home_dir(None)
 
 
 def _what(verdict: str) -> str:

@@ -248,3 +248,73 @@ def test_a_failure_no_smaller_request_limit_fixes_says_so():
     assert "demand=105, capacity=104" in result.output
     assert "fails at --max-num-seqs 8, 6, 3, 1 as well (each tried by the solver, down to 1" in result.output
     assert "holds at --max-num-seqs" not in result.output
+
+
+# --- the newcomer round's findings ------------------------------------------------------------
+
+
+def test_sglang_failure_at_speculative_values_sglang_picks_is_not_a_will_fail():
+    """SGLang 0.5.23 picks --speculative-num-steps/--speculative-eagle-topk itself for DeepSeek
+    models: a req_to_token overflow found only at steps=2, topk=4 (never given) is MAYFAIL."""
+    line = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8"]
+    line += ["--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4", "--context-length", "163840"]
+    result = check("--engine", "sglang", "--", *line)
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "MAYFAIL spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
+    assert "give --speculative-eagle-topk N" in result.output
+
+
+SMS = """
+from capproof import Range, at_most, obligation
+
+@obligation(domain={"num_sms": Range(1, 256)}, engine="vllm", versions=">=0.18")
+def workspace_fits(num_sms):
+    return at_most(demand=num_sms, capacity=256)
+"""
+
+
+def test_a_gpu_without_an_sm_count_asks_for_num_sms_only(tmp_path):
+    spec = tmp_path / "sms.py"
+    spec.write_text(textwrap.dedent(SMS))
+    result = check("--spec", str(spec), "--gpu", "B300", "--", "vllm", "serve", "m", "--block-size", "16")
+    assert result.exit_code == 2, result.output
+    assert "give --num-sms N (B300's SM count is not in capproof's table)" in result.output
+    assert "give --gpu NAME" not in result.output
+
+
+def test_sglang_split_flag_names_its_successors():
+    result = check("--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--cuda-graph-max-bs", "8")
+    assert result.exit_code == 2
+    assert "SGLang 0.5.23 split it: use --cuda-graph-max-bs-decode and/or --cuda-graph-max-bs-prefill" in result.output
+
+
+def test_check_config_leaves_no_hypothesis_directory_where_it_runs(tmp_path):
+    spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
+    code, out = run_on_pty(
+        ["check-config", "--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--max-model-len", "4096"],
+        str(tmp_path),
+    )
+    assert code == 0, out
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_a_length_vllm_refuses_at_startup_is_said_and_an_empty_model_directory_is_bad_input(tmp_path):
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "1M", "--block-size", "64"]
+    spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
+    result = check("--spec", spec, "--", *line)
+    assert "vLLM refuses --max-model-len 1048576 at startup: above the model's 163840" in " ".join(
+        result.output.split()
+    )
+    allowed = check("--spec", spec, "--", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", *line)
+    assert "refuses --max-model-len" not in allowed.output and "environment not read" not in allowed.output
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    bad = check("--", "vllm", "serve", str(empty))
+    assert bad.exit_code == 2 and "a local directory without config.json" in bad.output
+
+
+def test_an_image_tag_naming_no_release_is_not_checked_as_the_newest():
+    """corpus F1: vllm/vllm-openai:glm52-x86_64-cu129 is a pre-0.27 build; checking it as 0.33.0 said safe."""
+    line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:glm52-x86_64-cu129", "--model", "zai-org/GLM-5.2-FP8"]
+    result = check("--", *line, "--max-model-len", "auto")
+    assert result.exit_code == 2 and "the tag names no vLLM release; give --engine vllm==X" in result.output

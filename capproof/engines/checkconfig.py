@@ -415,7 +415,10 @@ def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | N
     if os.path.isdir(model):
         if os.path.isfile(os.path.join(model, "config.json")):
             return read_model_config(model, "MODEL")
-        return None
+        raise CheckError(
+            f"MODEL {model}: a local directory without config.json (the engine refuses it); give the model's "
+            "directory, its Hugging Face name, or --model-config CONFIG.json"
+        )
     name = _KNOWN_BY_KEY.get(model.strip().rstrip("/").lower())
     if name is None:
         return None

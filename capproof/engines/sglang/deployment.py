@@ -173,6 +173,13 @@ def run_check(
         display="SGLang",
         releases=(SGLANG_VERSION,),
     )
+    # a value SGLang picks at startup (auto_choose_speculative_params, the page size per backend, the
+    # context length from the model): a failure only there is not a will-fail of this line
+    outcome.undetermined = {
+        name: f"{flag} N (not given: SGLang {version} picks it at startup; capproof checked every value)"
+        for name, flag in FREE_PARAM_FLAGS
+        if name not in pins
+    }
     outcome.notes = deployment_notes(outcome, cfg)
     if not outcome.applicable and not outcome.missing_facts:
         backends = backend_default.values if backend_default else ()

@@ -191,7 +191,11 @@ def _resolve(option: str) -> str:
         if len(targets) == 1:
             return targets.pop()
         if len(targets) > 1:
-            raise LaunchFlagError(f"ambiguous option {option}: could match {', '.join(matches[:6])}")
+            split = f"{option}-decode" in matches and f"{option}-prefill" in matches
+            raise LaunchFlagError(
+                f"ambiguous option {option}: could match {', '.join(matches[:6])}"
+                + (f" (SGLang 0.5.23 split it: use {option}-decode and/or {option}-prefill)" if split else "")
+            )
     close = difflib.get_close_matches(option, sorted(SGLANG_FLAGS), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise LaunchFlagError(f"unknown SGLang flag {option!r} (not an option of SGLang {SGLANG_VERSION}{hint})")

@@ -59,6 +59,12 @@ class VllmAdapter:
                     "give --engine vllm==X for the release to check"
                 ) from None
             return engine, version, f"engine vLLM {version}: from the image tag vllm/vllm-openai:{tag}"
+        if tag and tagged is None and not explicit and tag != "latest":
+            # a custom build (glm52-x86_64-cu129, nightly-<sha>): which release it is, is not on the line
+            raise CheckError(
+                f"image vllm/vllm-openai:{tag}: the tag names no vLLM release; give --engine vllm==X for the "
+                "release the image was built from"
+            )
         if tag and tagged is None:
             return (
                 engine,

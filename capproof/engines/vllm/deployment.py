@@ -21,6 +21,7 @@ from ..checkconfig import (
     CONFIG_PARAMS,
     HYBRID_MAMBA_KEYS,
     MODEL_FIELDS,
+    NEED_GPU,
     OTHER_MAX_LEN_KEYS,
     TEXT_CONFIG_KEYS,
     CheckError,
@@ -448,6 +449,10 @@ def run_check(
         releases=VLLM_VERSIONS if engine == "vllm" else (),
         undetermined=undetermined,
     )
+    if gpu and not gpu_sms and num_sms is None:  # --gpu named, but capproof has no SM count for it
+        for c in outcome.checked:
+            if c.needs == NEED_GPU:
+                c.needs = f"--num-sms N ({gpu}'s SM count is not in capproof's table)"
     outcome.notes = deployment_notes(outcome, cfg)
     if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
         for c in outcome.failures:
@@ -459,7 +464,7 @@ def run_check(
 
 
 #: Environment variables check-config interprets (the others are listed as not read).
-ENV_READ = ("VLLM_MLA_DISABLE",)
+ENV_READ = ("VLLM_MLA_DISABLE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
 
 
 def _env_flag(env: dict[str, str], name: str) -> bool:
@@ -620,6 +625,18 @@ def deployment_notes(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 else ""
             )
             + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
+        )
+    model = outcome.model
+    longest = model.values.get("max_position_embeddings") if model is not None and not model.max_len_caveat else None
+    if (
+        longest
+        and (cfg.max_model_len or 0) > longest
+        and cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() not in ("1", "true")
+    ):  # vllm/envs.py reads it as 1/true
+        lines.append(
+            f"note: vLLM refuses --max-model-len {cfg.max_model_len} at startup: above the model's "
+            f"{longest} ({model.fields.get('max_position_embeddings')}) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
+            "(vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len); the verdict is for the line as if it started"
         )
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(
