@@ -267,6 +267,69 @@ def _record_divisor(term: z3.ArithRef) -> None:
         trace.divisors.append((term, caller_location()))
 
 
+#: A symbolic value a model needs as a Python int (an index, a dict key, ``int()``) is split into
+#: one path per value when the path so far admits at most this many values (else misuse)
+CASE_SPLIT_LIMIT = 64
+
+_HANDLERS: dict = {}
+
+
+def _handler_ranges(code) -> list[tuple[int, int]]:
+    """The instruction offsets of ``code`` that an exception handler covers (``try``, ``with``)."""
+    known = _HANDLERS.get(code)
+    if known is None:
+        import dis
+
+        try:
+            entries = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a Python without exception tables: assume covered
+            entries = None
+        known = _HANDLERS[code] = [(0, 1 << 30)] if entries is None else [(e.start, e.end) for e in entries]
+    return known
+
+
+def _in_handler(base) -> bool:
+    """Whether a model frame between here and ``base`` (the fork exploration's frame) is inside a
+    ``try`` (or ``with``) block: a ``ZeroDivisionError`` raised here may be caught there, so a
+    zero divisor is a path to follow."""
+    frame = sys._getframe(2)
+    while frame is not None and frame is not base:
+        code = frame.f_code
+        if _is_model_code(code) and any(lo <= frame.f_lasti < hi for lo, hi in _handler_ranges(code)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _zero_divisor_path(divisor: z3.ArithRef) -> None:
+    """Inside a fork exploration, where a model may catch it: follow ``divisor == 0`` as a path
+    of its own that raises ``ZeroDivisionError`` as Python does (``try: a // b except
+    ZeroDivisionError:``); the other path goes on with ``divisor != 0`` among its decisions."""
+    explorer = getattr(trace_state, "explorer", None)
+    if explorer is None or not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
+        return
+    if explorer.decide(divisor == 0, caller_location()):
+        raise ZeroDivisionError("integer division or modulo by zero")
+
+
+def _case_split(term: z3.ArithRef) -> int | None:
+    """The value of ``term`` on this path, forking one path per value (``term == v`` a decision)
+    when the domain and the decisions so far admit at most :data:`CASE_SPLIT_LIMIT` values; None
+    outside a fork exploration, or when there are more (or Z3 cannot bound them)."""
+    explorer = getattr(trace_state, "explorer", None)
+    if explorer is None:
+        return None
+    bounds = explorer.bounds(term)
+    if bounds is None or bounds[1] - bounds[0] + 1 > CASE_SPLIT_LIMIT:
+        return None
+    where = caller_location()
+    for value in range(bounds[0], bounds[1]):
+        if explorer.decide(term == value, where):
+            return value
+    explorer.decide(term == bounds[1], where)  # the last value: every other one was decided against
+    return bounds[1]
+
+
 # Lemma terms are built straight through Z3's C API: the same ASTs as ``z3.And``/``z3.Implies``/
 # ``>=`` build (so the solver sees identical queries), without the Python layer's coercions,
 # which made the lemmas most of the cost of building a 1024-expert routing case.
@@ -844,6 +907,7 @@ def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
         _record_lemma(a, b, q)
         return q
     bt = to_z3_int(b)
+    _zero_divisor_path(bt)
     _record_divisor(bt)
     q = z3.If(bt > 0, a / bt, (-a) / (-bt))
     _record_lemma(a, bt, q)
@@ -917,11 +981,15 @@ class SymInt:
         raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        raise record_misuse(
-            NotConcreteError(
-                f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
+        value = _case_split(self.term)  # a dict or set lookup: one path per value the key can take
+        if value is None:
+            raise record_misuse(
+                NotConcreteError(
+                    f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare "
+                    f"symbolic values; more than {CASE_SPLIT_LIMIT} values to split)"
+                )
             )
-        )
+        return hash(value)
 
     def __format__(self, spec: str) -> str:
         raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
@@ -1207,10 +1275,16 @@ class SymInt:
         )
 
     def __index__(self) -> int:
-        self._concrete("an index, range() or math.gcd")
+        value = _case_split(self.term)
+        if value is None:
+            self._concrete("an index, range() or math.gcd")
+        return value  # type: ignore[return-value]
 
     def __int__(self) -> int:
-        self._concrete("int()")
+        value = _case_split(self.term)
+        if value is None:
+            self._concrete("int()")
+        return value  # type: ignore[return-value]
 
     def __float__(self) -> float:
         raise record_misuse(
@@ -1273,7 +1347,10 @@ class SymBool:
         )
 
     def __hash__(self) -> int:
-        raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
+        explorer = getattr(trace_state, "explorer", None)
+        if explorer is None:
+            raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
+        return hash(explorer.decide(self.term, caller_location()))  # hash(True) == 1, as an int key
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
@@ -1281,7 +1358,10 @@ class SymBool:
         raise record_misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
 
     def __int__(self) -> int:
-        raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+        explorer = getattr(trace_state, "explorer", None)
+        if explorer is None:
+            raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+        return int(explorer.decide(self.term, caller_location()))  # one path per truth value
 
     __index__ = __int__
 
@@ -1420,6 +1500,7 @@ class Quotient:
         if _concrete_int(den) and den == 0:
             raise ZeroDivisionError("division by zero")
         if isinstance(den, SymInt):
+            _zero_divisor_path(den.term)
             _record_divisor(den.term)
         self.num, self.den, self.where = num, den, caller_location()
 
@@ -1575,6 +1656,12 @@ class _Explorer:
         self.rlimit = rlimit
         self.infeasible = False
         self.diverged: str | None = None
+        #: the frame of :func:`explore` that runs the function (what the model's code is below)
+        self.base = None
+
+    def feasible(self, fact: z3.BoolRef) -> bool:
+        """Whether ``fact`` may hold on this path (True when feasibility is not checked)."""
+        return self._feasible(fact)
 
     def _feasible(self, fact: z3.BoolRef) -> bool:
         if not self.check:
@@ -1585,6 +1672,28 @@ class _Explorer:
         s.add(*[decision_literal(c, t) for _, c, t in self.decisions])
         s.add(fact)
         return s.check() != z3.unsat  # unknown: explore it (sound)
+
+    def bounds(self, term: z3.ArithRef) -> tuple[int, int] | None:
+        """The least and greatest value of ``term`` under ``assume`` and the decisions so far
+        (None when Z3 cannot tell, or it is unbounded). Deterministic: a re-execution asks the
+        same question at the same point of its prefix."""
+        simple = z3.simplify(term)
+        if z3.is_int_value(simple):
+            return simple.as_long(), simple.as_long()
+        out = []
+        for maximize in (False, True):
+            opt = z3.Optimize()
+            opt.set("rlimit", self.rlimit)
+            opt.add(*self.assume)
+            opt.add(*[decision_literal(c, t) for _, c, t in self.decisions])
+            handle = opt.maximize(term) if maximize else opt.minimize(term)
+            if opt.check() != z3.sat:
+                return None
+            value = handle.value()
+            if not z3.is_int_value(value):
+                return None
+            out.append(value.as_long())
+        return out[0], out[1]
 
     def decide(self, condition: z3.BoolRef, location: str) -> bool:
         simple = z3.simplify(condition)
@@ -1648,6 +1757,7 @@ def explore(
     while pending and len(paths) < budget:
         prefix = pending.pop()
         explorer = _Explorer(prefix, assume, check_feasible, rlimit)
+        explorer.base = sys._getframe()
         previous = getattr(trace_state, "explorer", None)
         outer = getattr(trace_state, "trace", None)
         trace_state.explorer = explorer
@@ -1662,6 +1772,7 @@ def explore(
                 error = exc
             finally:
                 trace_state.explorer = previous
+                explorer.base = None
         if outer is not None:
             outer.divisors += path_trace.divisors
             outer.misuse += path_trace.misuse
