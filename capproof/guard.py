@@ -61,6 +61,11 @@ def _symbolic_internals() -> dict[int, str]:
     }
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
+    import gc
+    import inspect
+    import marshal
+    import operator
+    import pickle
     import pprint
     import reprlib
     import threading
@@ -76,8 +81,20 @@ def _symbolic_internals() -> dict[int, str]:
             "pprint.pformat (a repr)": pprint.pformat,
             "pprint.saferepr (a repr)": pprint.saferepr,
             "pprint.pprint (a repr)": pprint.pprint,
+            # identity by another name, and what C code sees of the object itself (an int is
+            # immortal, untracked, refers to nothing, pickles and marshals; a symbolic value not)
+            "operator.is_ (identity)": operator.is_,
+            "operator.is_not (identity)": operator.is_not,
+            "sys.getrefcount (the object itself)": sys.getrefcount,
+            "inspect.getmodule (the object's class)": inspect.getmodule,
+            "pickle.dumps (the object itself)": pickle.dumps,
+            "pickle.dump (the object itself)": pickle.dump,
+            "marshal.dumps (the object itself)": marshal.dumps,
+            "marshal.dump (the object itself)": marshal.dump,
         }
     )
+    objs.update({f"gc.{name} (the object itself)": getattr(gc, name) for name in dir(gc) if not name.startswith("_")})
+    objs = {k: v for k, v in objs.items() if callable(v)}
     return {id(v): k for k, v in objs.items() if v is not None}
 
 
@@ -85,6 +102,19 @@ def _own_attributes() -> frozenset[str]:
     """Attribute names (not dunders) a SymInt or SymBool has and an int or bool lacks (``term``)."""
     names = (set(dir(SymInt)) - set(dir(int))) | (set(dir(SymBool)) - set(dir(bool)))
     return frozenset(n for n in names if not n.startswith("__"))
+
+
+#: dunders both have that answer differently on a symbolic value (its class's docstring, its
+#: slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
+#: the exception watch sees a symbolic value's own ``__init__`` failing)
+_DIFFERENT_DUNDERS = frozenset({"__doc__", "__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
+
+
+def _distinguishing_dunders() -> frozenset[str]:
+    """Dunder attribute names whose read can tell a symbolic value from an int: one has it and the
+    other lacks it (``__module__``, ``__slots__``), or both have it and answer differently."""
+    names = (set(dir(SymInt)) ^ set(dir(int))) | (set(dir(SymBool)) ^ set(dir(bool)))
+    return frozenset(n for n in names if n.startswith("__") and n.endswith("__")) | _DIFFERENT_DUNDERS
 
 
 def introspections(*funcs) -> list[str]:
@@ -163,6 +193,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     distinguishing = _distinguishing_names()
     internals = _symbolic_internals()
     own_attrs = _own_attributes()
+    dunders = _distinguishing_dunders()
     seen: set = set()
     stack = list(funcs)
     while stack:
@@ -238,6 +269,18 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     note = (
                         where,
                         f"reads attribute {ins.argval!r}, which capproof's symbolic values have and ints lack",
+                    )
+                    if note not in others:
+                        others.append(note)
+                if (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in dunders
+                    and not isinstance(previous, _MODULE)
+                ):
+                    note = (
+                        where,
+                        f"reads attribute {ins.argval!r}, which a symbolic value and an int do not both have "
+                        "or answer differently",
                     )
                     if note not in others:
                         others.append(note)

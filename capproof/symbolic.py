@@ -17,6 +17,7 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import operator
 import os
@@ -154,6 +155,7 @@ class Trace:
 
 
 trace_state = threading.local()
+_SYMBOLIC_FILE = os.path.abspath(__file__)
 
 # whose isinstance() sees a SymBool as SymBool, not bool (capproof's and Z3's code)
 _OWN_DIRS = (
@@ -184,7 +186,7 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous", "watch", "watching")
+    __slots__ = ("previous", "watch", "watching", "outer_watch")
 
     def __init__(self, watch: bool = False) -> None:
         #: watch the model's frames for exceptions raised on symbolic values (a symbolic run)
@@ -197,6 +199,8 @@ class tracing:
         # the outermost trace watches the model's frames for exceptions Python's C code raised on
         # a symbolic value (``int.__eq__(x, 3)``, an ``__index__`` returning one): see _watch_call
         self.watching = self.watch and sys.gettrace() is None
+        #: an enclosing symbolic run's watch is on: it must still be on when this one ends
+        self.outer_watch = self.watch and sys.gettrace() is _watch_call
         if self.watching:
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
@@ -204,6 +208,12 @@ class tracing:
         return trace
 
     def __exit__(self, *exc: object) -> None:
+        if (self.watching or self.outer_watch) and sys.gettrace() is not _watch_call:
+            # switched off: a model's settrace, or Python's own when the watch failed at the recursion limit
+            trace_state.trace.misuse.append(
+                "the exception watch was switched off during the symbolic run (sys.settrace, or the "
+                "recursion limit reached): what the model caught there is unknown"
+            )
         if self.watching:
             if sys.gettrace() is _watch_call:  # a model that set its own keeps it
                 sys.settrace(None)
@@ -233,12 +243,48 @@ def _is_model_code(code) -> bool:
     return known
 
 
+#: exceptions capproof raises on a symbolic value exactly where Python raises them on the int
+#: (``ZeroDivisionError``, a negative shift count): the exception watch lets a model catch these
+_PYTHON_RAISES: collections.deque = collections.deque(maxlen=64)
+
+
+def _as_python(error: BaseException) -> BaseException:
+    """``error``, raised by capproof's symbolic code as Python raises it on the int (not misuse)."""
+    _PYTHON_RAISES.append(error)
+    return error
+
+
+def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
+    """Whether ``error`` started in capproof's symbolic machinery or Z3 (not as Python raises it
+    on the int): a symbolic value's own method failing where an int's would not (``__init__``)."""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    if not (name == _SYMBOLIC_FILE or name.startswith(_OWN_DIRS[1])):
+        return False
+    return not any(e is error for e in _PYTHON_RAISES)
+
+
 def _watch_exception(frame, event: str, arg):
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
             return _watch_exception
         text = f"{type(error).__name__}: {error}"
+        # any exception that started in a symbolic value's own code (not one Python raises on the
+        # int too), and a RecursionError (a symbolic operation needs Python frames an int's does
+        # not: at the recursion limit they fail apart)
+        if isinstance(error, RecursionError) or (
+            not isinstance(error, TypeError) and arg[2] is not None and _raised_by_symbolic_code(error, arg[2])
+        ):
+            record_misuse(
+                NotConcreteError(
+                    f"{text} raised by capproof's symbolic value (not by Python on the int) at "
+                    f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                )
+            )
+            _mark_recorded(error)
+            return _watch_exception
         # every TypeError: Python's C code raises one on capproof's stand-in where it would not on
         # the int, and its message may name ``int`` (``json.dumps``: ``Object of type int is not
         # JSON serializable``). A ValueError or KeyError whose message shows the value's repr
@@ -309,7 +355,7 @@ def _zero_divisor_path(divisor: z3.ArithRef) -> None:
     if explorer is None or not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
         return
     if explorer.decide(divisor == 0, caller_location()):
-        raise ZeroDivisionError("integer division or modulo by zero")
+        raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
 
 
 def _case_split(term: z3.ArithRef) -> int | None:
@@ -901,7 +947,7 @@ def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise ZeroDivisionError("integer division or modulo by zero")
+            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
         # SMT-LIB div is floor division for a positive divisor.
         q = a / b if b > 0 else (-a) / (-b)
         _record_lemma(a, b, q)
@@ -918,7 +964,7 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a % b`` on a Z3 term (result has the sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise ZeroDivisionError("integer division or modulo by zero")
+            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
         if b > 0:
             return a % b  # SMT-LIB mod is in [0, b) for b > 0, as in Python
         return a - b * py_floordiv(a, b)
@@ -1061,7 +1107,7 @@ class SymInt:
         """``x >> k`` = ``x // 2**k`` (floor, also for negative ``x``)."""
         if _concrete_int(other):
             if other < 0:
-                raise ValueError("negative shift count")
+                raise _as_python(ValueError("negative shift count"))
             return self // (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
@@ -1074,7 +1120,7 @@ class SymInt:
         """``x << k`` = ``x * 2**k``."""
         if _concrete_int(other):
             if other < 0:
-                raise ValueError("negative shift count")
+                raise _as_python(ValueError("negative shift count"))
             return self * (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
@@ -1498,7 +1544,7 @@ class Quotient:
         if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
             raise record_misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
         if _concrete_int(den) and den == 0:
-            raise ZeroDivisionError("division by zero")
+            raise _as_python(ZeroDivisionError("division by zero"))
         if isinstance(den, SymInt):
             _zero_divisor_path(den.term)
             _record_divisor(den.term)

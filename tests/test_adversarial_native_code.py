@@ -210,6 +210,89 @@ def f(a):
         return a != 37
 """,
     ),
+    # dunders a symbolic value has and an int lacks, or answers differently (read directly, no
+    # hasattr/getattr): the static guard's list of attribute names
+    ("dunder-repr-method", D + "def f(a):\n    if len(a.__repr__()) <= 3:\n        return a != 37\n    return True\n"),
+    (
+        "dunder-module",
+        D
+        + "def f(a):\n    try:\n        a.__module__\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "dunder-slots",
+        D
+        + "def f(a):\n    try:\n        a.__slots__\n        return True\n    except AttributeError:\n        return a != 37\n",
+    ),
+    ("dunder-doc", D + "def f(a):\n    if a.__doc__ == int.__doc__:\n        return a != 37\n    return True\n"),
+    ("dunder-getstate", D + "def f(a):\n    if a.__getstate__() is None:\n        return a != 37\n    return True\n"),
+    (
+        "object-repr",
+        D + "def f(a):\n    if object.__repr__(a).startswith('<int'):\n        return a != 37\n    return True\n",
+    ),
+    # C functions that see the object itself: gc, identity by operator, refcount, module lookup,
+    # pickle and marshal
+    (
+        "gc-is-tracked",
+        "import gc\n" + D + "def f(a):\n    if gc.is_tracked(a):\n        return True\n    return a != 37\n",
+    ),
+    (
+        "gc-referents",
+        "import gc\n"
+        + D
+        + "def f(a):\n    if len(gc.get_referents(a)) == 0:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "operator-is",
+        "import operator\n"
+        + DD
+        + "def f(a, b):\n    if operator.is_(a, b):\n        return a != 37\n    return True\n",
+    ),
+    (
+        "refcount",
+        "import sys\n" + D + "def f(a):\n    if sys.getrefcount(a) > 1000:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "inspect-getmodule",
+        "import inspect\n"
+        + D
+        + "def f(a):\n    if inspect.getmodule(a) is None:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "pickle-error-caught",
+        "import pickle\n"
+        + D
+        + "def f(a):\n    try:\n        pickle.dumps(a)\n    except pickle.PicklingError:\n        return True\n    return a != 37\n",
+    ),
+    (
+        "marshal-error-caught",
+        "import marshal\n"
+        + D
+        + "def f(a):\n    try:\n        marshal.dumps(a)\n    except ValueError:\n        return True\n    return a != 37\n",
+    ),
+    # an exception other than TypeError that only the symbolic value's own code raises
+    (
+        "init-again-attribute-error",
+        D
+        + "def f(a):\n    try:\n        a.__init__(0)\n    except AttributeError:\n        return True\n    return a != 37\n",
+    ),
+    # at the recursion limit a symbolic operation needs frames an int's does not (and Python
+    # switches the exception watch off when it fails there)
+    (
+        "recursion-limit-side-channel",
+        """
+def probe(a):
+    try:
+        return probe(a)
+    except RecursionError:
+        try:
+            a + 1
+            return 0
+        except RecursionError:
+            return 1
+"""
+        + D
+        + "def f(a):\n    if probe(a) == 1:\n        return True\n    return a != 37\n",
+    ),
 ]
 
 
