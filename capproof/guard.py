@@ -110,6 +110,44 @@ def _own_attributes() -> frozenset[str]:
 _DIFFERENT_DUNDERS = frozenset({"__doc__", "__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
 
 
+#: slots of the builtin ``object``/``int``/``bool`` that, called directly (``object.__eq__(a, b)``:
+#: identity), see the object itself rather than the int it stands for
+_SLOT_CALLS = frozenset(
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__sizeof__",
+        "__dir__",
+        "__getstate__",
+    }
+)
+
+
+def _getattr_like() -> dict[int, str]:
+    """Functions that read an attribute by a name given as an argument, as ``getattr`` does."""
+    import inspect
+    import operator
+
+    return {
+        id(f): name
+        for name, f in {
+            "operator.attrgetter": operator.attrgetter,
+            "operator.methodcaller": operator.methodcaller,
+            "inspect.getattr_static": inspect.getattr_static,
+        }.items()
+    }
+
+
 def _distinguishing_dunders() -> frozenset[str]:
     """Dunder attribute names whose read can tell a symbolic value from an int: one has it and the
     other lacks it (``__module__``, ``__slots__``), or both have it and answer differently."""
@@ -194,6 +232,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     internals = _symbolic_internals()
     own_attrs = _own_attributes()
     dunders = _distinguishing_dunders()
+    getattr_like = _getattr_like()
     seen: set = set()
     stack = list(funcs)
     while stack:
@@ -229,6 +268,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             asking = False  # between a load of the builtin hasattr/getattr and the next call
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
             recent: list = [None, None]  # the two instructions before this one
+            builtin_type = None  # the builtin object/int/bool just loaded (``object.__eq__``)
             for ins in dis.get_instructions(c):
                 before, recent = recent, [recent[1], ins]
                 if ins.opname == "IS_OP" and any(
@@ -272,6 +312,15 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     )
                     if note not in others:
                         others.append(note)
+                if builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _SLOT_CALLS:
+                    note = (
+                        where,
+                        f"calls {builtin_type}.{ins.argval} directly, which sees the object itself (identity, its "
+                        "own slots), not the int a symbolic value stands for",
+                    )
+                    if note not in others:
+                        others.append(note)
+                builtin_type = None
                 if (
                     ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
                     and ins.argval in dunders
@@ -299,6 +348,15 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
+                    if name in ("object", "int", "bool") and name not in globs:
+                        builtin_type = name
+                    value = globs.get(name)
+                    if asking and isinstance(value, str) and (value in distinguishing or value in dunders):
+                        pair = (where, value)  # the attribute name held in a global: ``getattr(x, NAME)``
+                        if pair not in attrs:
+                            attrs.append(pair)
+                    if id(value) in getattr_like and value is not None:
+                        asking = True
                     if name == "type" and "type" not in globs and where not in found:
                         found.append(where)
                     if name in ("repr", "ascii") and name not in globs:
@@ -328,6 +386,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     continue
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if id(target) in getattr_like and target is not None:
+                        asking = True  # ``operator.attrgetter(name)(x)``: getattr by another name
                     if id(target) in internals and target is not None:
                         note = (
                             where,

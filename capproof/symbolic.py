@@ -1018,6 +1018,22 @@ class SymInt:
     def __repr__(self) -> str:
         return f"SymInt({self.term})"
 
+    def __copy__(self):  # an int is immutable: copy.copy(5) is 5
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(
+            NotConcreteError(
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+            )
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
     def __sizeof__(self) -> int:
         raise record_misuse(
             NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
@@ -1378,6 +1394,22 @@ class SymBool:
 
     def __repr__(self) -> str:
         return f"SymBool({self.term})"
+
+    def __copy__(self):  # an int is immutable: copy.copy(5) is 5
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(
+            NotConcreteError(
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+            )
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
 
     def __sizeof__(self) -> int:
         raise record_misuse(

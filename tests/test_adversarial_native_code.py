@@ -269,6 +269,41 @@ def f(a):
         + D
         + "def f(a):\n    try:\n        marshal.dumps(a)\n    except ValueError:\n        return True\n    return a != 37\n",
     ),
+    # the same classes by other routes: object's own slots, the attribute name in a global,
+    # getattr by another name, pickling by a pickler the guard does not name
+    (
+        "object-eq-identity",
+        DD + "def f(a, b):\n    if object.__eq__(a, b) == True:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "object-hash-identity",
+        DD
+        + "def f(a, b):\n    if object.__hash__(a) == object.__hash__(b):\n        return a != 37\n    return True\n",
+    ),
+    (
+        "getattr-by-global-name",
+        "NAME = '__module__'\n"
+        + D
+        + "def f(a):\n    if getattr(a, NAME, None) is None:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "attrgetter-by-global-name",
+        "import operator\nNAME = '__module__'\n"
+        + D
+        + "def f(a):\n    try:\n        operator.attrgetter(NAME)(a)\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "getattr-static-slots",
+        "import inspect\n"
+        + D
+        + "def f(a):\n    try:\n        inspect.getattr_static(a, '__slots__')\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "forking-pickler",
+        "from multiprocessing.reduction import ForkingPickler\n"
+        + D
+        + "def f(a):\n    try:\n        ForkingPickler.dumps(a)\n    except Exception:\n        return True\n    return a != 37\n",
+    ),
     # an exception other than TypeError that only the symbolic value's own code raises
     (
         "init-again-attribute-error",
