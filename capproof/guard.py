@@ -30,10 +30,17 @@ _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
 
+#: test harnesses that wrap a model's functions (mutmut's trampolines, its configuration): not the
+#: model's code, and their own introspection is not the model's
+_HARNESS_DIRS = tuple(os.sep + "site-packages" + os.sep + name + os.sep for name in ("mutmut",))
+
+
 def is_library_file(filename: str) -> bool:
     name = os.path.abspath(filename)
-    return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
+    return (
+        name.startswith((_PACKAGE_DIR, _Z3_DIR))
+        or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+        or any(h in name for h in _HARNESS_DIRS)
     )
 
 
@@ -104,10 +111,9 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(n for n in names if not n.startswith("__"))
 
 
-#: dunders both have that answer differently on a symbolic value (its class's docstring, its
-#: slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
+#: dunders both have that answer differently on a symbolic value (its slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
 #: the exception watch sees a symbolic value's own ``__init__`` failing)
-_DIFFERENT_DUNDERS = frozenset({"__doc__", "__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
+_DIFFERENT_DUNDERS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
 
 
 #: slots of the builtin ``object``/``int``/``bool`` that, called directly (``object.__eq__(a, b)``:
@@ -152,6 +158,9 @@ def _distinguishing_dunders() -> frozenset[str]:
     """Dunder attribute names whose read can tell a symbolic value from an int: one has it and the
     other lacks it (``__module__``, ``__slots__``), or both have it and answer differently."""
     names = (set(dir(SymInt)) ^ set(dir(int))) | (set(dir(SymBool)) ^ set(dir(bool)))
+    # answered as on the int at run time (capproof.symbolic._AsOnInt), and read on every function
+    # and class (a decorator's ``fn.__module__``): not flagged
+    names -= {"__module__", "__slots__", "__doc__"}
     return frozenset(n for n in names if n.startswith("__") and n.endswith("__")) | _DIFFERENT_DUNDERS
 
 

@@ -1557,6 +1557,32 @@ for _name in (
 del _name
 
 
+class _AsOnInt:
+    """A class attribute of SymInt/SymBool that an int instance answers otherwise: read on a
+    symbolic value it answers as the int does (``(5).__module__`` and ``(5).__slots__`` raise
+    AttributeError, then the class's ``__getattr__`` records the read as misuse; ``(5).__doc__``
+    is int's docstring); read on the class it is the class's own (``__module__`` is the descriptor
+    itself there: ``type`` reads that one from the class dict without ``__get__``)."""
+
+    __slots__ = ("name", "own", "missing")
+
+    def __init__(self, name: str, own: object, missing: bool):
+        self.name, self.own, self.missing = name, own, missing
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.own
+        if self.missing:
+            raise AttributeError(f"'int' object has no attribute '{self.name}'")
+        return getattr(int, self.name)
+
+
+for _cls in (SymInt, SymBool):
+    for _name, _missing in (("__module__", True), ("__slots__", True), ("__doc__", False)):
+        type.__setattr__(_cls, _name, _AsOnInt(_name, _cls.__dict__.get(_name), _missing))
+del _cls, _name, _missing
+
+
 class Quotient:
     """``a / b`` with an integer numerator and divisor, at least one symbolic.
 
