@@ -207,3 +207,44 @@ def per_rank(tokens, dp):
 def test_never_a_verdict_where_the_cases_are_many_or_the_error_is_not_caught(spec_file, name, body):
     result = _verdict(spec_file, name, body)
     assert result.verdict.value == "error", result.message
+
+
+MOE_ROWS = """
+T, K, E = {tokens}, 4, 8
+
+def distinct(ids):
+    return all_of(*(ids[t * K + i] != ids[t * K + j] for t in range(T) for i in range(K) for j in range(i + 1, K)))
+
+@obligation(
+    domain={{"ids": Vector(T * K, Range(0, E - 1)), "e": Range(0, E - 1)}},
+    assumptions={{"distinct experts per token": distinct}},
+    rlimit={rlimit},
+)
+def rows_per_expert(ids, e):
+    return at_most(rows=count(x == e for x in ids), tokens=T)
+"""
+
+
+def _moe_rows(spec_file, tokens: int, rlimit: int):
+    from capproof import Options
+    from capproof.loader import load_file
+    from capproof.prover import prove_obligation
+
+    header = "from capproof import Range, Vector, obligation, at_most, all_of, count\n"
+    (ob,) = load_file(spec_file(header + MOE_ROWS.format(tokens=tokens, rlimit=rlimit), f"moe_rows_{tokens}.py"))
+    return prove_obligation(ob, Options(density="off"))
+
+
+def test_per_expert_rows_with_distinct_experts_are_split_by_expert(spec_file):
+    """Every expert gets at most one row per token when each token's top-4 experts are pairwise
+    distinct: unknown with the expert ``e`` as one symbolic range (Z3 must relate ``x == e`` to
+    the count form of each token's group), proved with ``e`` split into its 8 values."""
+    r = _moe_rows(spec_file, 16, 3_000_000)
+    assert r.verdict.value == "proved", r.message
+    assert "split into its 8 values" in r.message, r.message
+
+
+@pytest.mark.slow
+def test_per_expert_rows_at_64_tokens_top_4(spec_file):
+    r = _moe_rows(spec_file, 64, 20_000_000)
+    assert r.verdict.value == "proved", r.message
