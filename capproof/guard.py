@@ -70,6 +70,7 @@ def _symbolic_internals() -> dict[int, str]:
     objs["_plain"] = getattr(arith, "_plain", None)
     import gc
     import inspect
+    import json
     import marshal
     import operator
     import pickle
@@ -98,6 +99,10 @@ def _symbolic_internals() -> dict[int, str]:
             "pickle.dump (the object itself)": pickle.dump,
             "marshal.dumps (the object itself)": marshal.dumps,
             "marshal.dump (the object itself)": marshal.dump,
+            # json's C encoder checks the real type: a symbolic value goes to ``default=``
+            "json.dumps (the object's type)": json.dumps,
+            "json.dump (the object's type)": json.dump,
+            "json.JSONEncoder (the object's type)": json.JSONEncoder,
         }
     )
     objs.update({f"gc.{name} (the object itself)": getattr(gc, name) for name in dir(gc) if not name.startswith("_")})

@@ -303,6 +303,23 @@ def f(a):
         + D
         + "def f(a):\n    try:\n        ForkingPickler.dumps(a)\n    except Exception:\n        return True\n    return a != 37\n",
     ),
+    ("object-str", D + "def f(a):\n    if len(object.__str__(a)) <= 3:\n        return a != 37\n    return True\n"),
+    (
+        "json-default",
+        "import json\n"
+        + D
+        + "def f(a):\n    if json.dumps(a, default=lambda o: -1) == '-1':\n        return True\n    return a != 37\n",
+    ),
+    (
+        "object-reduce-ex",
+        D + "def f(a):\n    if object.__reduce_ex__(a, 2)[1][0] == int:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "operator-is-not",
+        "import operator\n"
+        + DD
+        + "def f(a, b):\n    if operator.is_not(a, b):\n        return True\n    return a != 37\n",
+    ),
     # an exception other than TypeError that only the symbolic value's own code raises
     (
         "init-again-attribute-error",
