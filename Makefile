@@ -13,7 +13,7 @@ RUN    := .capproof/last-run.json
 # Other C libraries ignore it. A GLIBC_TUNABLES already set in the environment wins.
 export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 
-.PHONY: install lint verify verify-proofs verify-bounds test test-slow test-sweep report regressions bench clean verify-real real-install mutation mutation-direct
+.PHONY: install lint typecheck verify verify-proofs verify-bounds test test-slow test-sweep report regressions bench clean verify-real real-install mutation mutation-direct
 
 install: $(STAMP)
 
@@ -49,6 +49,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check capproof tests spec models benchmarks
 	$(BIN)/ruff format --check capproof tests spec models benchmarks
+
+# mypy on the public API ([tool.mypy] in pyproject.toml: the facade and tests/typing/spec_author.py)
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "slow and not sweep"

@@ -48,6 +48,58 @@ _WHERE = {name: (module, name) for module, names in _LAZY.items() for name in na
 
 __version__ = "0.1.0"
 
+# The same names for type checkers (mypy: `make typecheck`), which do not run __getattr__; a plain
+# False (not typing.TYPE_CHECKING) keeps `import typing` out of `import capproof`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .arith import all_of as all_of
+    from .arith import any_of as any_of
+    from .arith import cdiv as cdiv
+    from .arith import count as count
+    from .arith import divides as divides
+    from .arith import fold as fold
+    from .arith import gcd as gcd
+    from .arith import implies as implies
+    from .arith import int32 as int32
+    from .arith import int64 as int64
+    from .arith import max_of as max_of
+    from .arith import maximum as maximum
+    from .arith import min_of as min_of
+    from .arith import minimum as minimum
+    from .arith import not_ as not_
+    from .arith import prefix_sums as prefix_sums
+    from .arith import round_up as round_up
+    from .arith import select as select
+    from .arith import total as total
+    from .arith import uint32 as uint32
+    from .arith import wrap as wrap
+    from .domain import Choice as Choice
+    from .domain import PowersOfTwo as PowersOfTwo
+    from .domain import Range as Range
+    from .domain import Vector as Vector
+    from .errors import CapproofError as CapproofError
+    from .errors import DivisorMayBeZero as DivisorMayBeZero
+    from .errors import RealArithmeticError as RealArithmeticError
+    from .errors import SpecError as SpecError
+    from .errors import SymbolicBranchError as SymbolicBranchError
+    from .obligation import Claim as Claim
+    from .obligation import at_most as at_most
+    from .obligation import claim as claim
+    from .obligation import contract as contract
+    from .obligation import equal as equal
+    from .obligation import fits as fits
+    from .obligation import less_than as less_than
+    from .obligation import obligation as obligation
+    from .prover import prove_obligation as prove
+    from .runner import RunResult as RunResult
+    from .runner import run as run
+    from .symbolic import Exploration as Exploration
+    from .symbolic import Path as Path
+    from .symbolic import explore as explore
+    from .verdict import Options as Options
+    from .verdict import Verdict as Verdict
+del TYPE_CHECKING
+
 __all__ = [
     # declaring obligations
     "obligation",

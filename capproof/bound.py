@@ -161,6 +161,28 @@ class CaseBound:
     below_point: dict[str, Any] = field(default_factory=dict)
     demand_at_below_point: int | None = None
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CaseBound:
+        """The case whose :meth:`to_json` is ``data`` (vectors in points as lists)."""
+        return cls(
+            fixed=dict(data["case"]),
+            status=data["status"],
+            message=data["message"],
+            max_demand=data["max_demand"],
+            min_capacity=data["min_capacity"],
+            demand_point=dict(data["demand_point"]),
+            capacity_at_demand_point=data["capacity_at_demand_point"],
+            min_slack=data["min_slack"],
+            slack_point=dict(data["slack_point"]),
+            demand_at_slack_point=data["demand_at_slack_point"],
+            capacity_at_slack_point=data["capacity_at_slack_point"],
+            slack_pct=data["slack_pct"],
+            insufficient=data["insufficient"],
+            wasteful=data["wasteful"],
+            method=data.get("method", ""),
+            slack_exact=data.get("slack_exact", True),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "case": dict(self.fixed),
@@ -244,6 +266,25 @@ class ObligationBound:
         if self.status != "bounded":
             return False
         return (self.insufficient > 0) == (self.expect == "counterexample")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ObligationBound:
+        """The bounds whose :meth:`to_json` is ``data`` (the summary fields are recomputed from the cases)."""
+        return cls(
+            id=data["id"],
+            expect=data["expect"],
+            status=data["status"],
+            message=data["message"],
+            relation=data["relation"],
+            demand=data["demand"],
+            capacity=data["capacity"],
+            offset=data["capacity_offset"],
+            cases=[CaseBound.from_json(c) for c in data["cases"]],
+            waste_threshold=data["waste_threshold_pct"],
+            file=data["file"],
+            line=data["line"],
+            case_id=data["case"],
+        )
 
     def to_json(self) -> dict[str, Any]:
         worst, tight = self.worst, self.tightest
@@ -1032,31 +1073,20 @@ def _bound_fresh(ob: Obligation, pins: dict[str, int], rlimit: int, waste_thresh
         )
 
 
-def _bound_child(conn, chunk: list[tuple[int, Obligation]], work) -> None:
-    """Bound each obligation of ``chunk`` in this (forked) process with ``work`` (each from a fresh
-    Z3 context: :func:`_bound_fresh`, :func:`_checked_fresh`); send ``(index, result)`` as each is done."""
-    for i, ob in chunk:
-        conn.send((i, work(ob)))
-    conn.close()
+def _weight(ob: Obligation) -> float:
+    """How long bounding ``ob`` is expected to take, for the runner's pool (:func:`capproof.runner.run_tasks`):
+    the total size of its Vector parameters (seconds each: a process each, largest first); 0 for the
+    others (most are not capacity claims, or take milliseconds: bounded a few to a process, each still
+    from a fresh Z3 context)."""
+    return float(sum(getattr(d, "size", 0) or 0 for d in ob.domain.values()))
 
 
-#: Obligations without Vector parameters are bounded this many to a process (most are not capacity
-#: claims, or take milliseconds: a process each cost more than bounding them); each still from a
-#: fresh Z3 context. Vector obligations (seconds each) get a process each.
-CHUNK = 12
+def _error_bound(ob: Obligation, message: str) -> ObligationBound:
+    return ObligationBound(ob.id, ob.expect, "error", message, file=ob.file, line=ob.line, case_id=ob.case)
 
 
-def _chunks(obligations: list[Obligation]) -> list[list[int]]:
-    """Indices of ``obligations`` grouped into processes, largest first: each obligation with a
-    Vector parameter alone (by total vector size, then number of cases), then the others in
-    declared order, :data:`CHUNK` to a process."""
-
-    def size(ob: Obligation) -> int:
-        return sum(getattr(d, "size", 0) or 0 for d in ob.domain.values())
-
-    heavy = sorted((i for i, ob in enumerate(obligations) if size(ob)), key=lambda i: -size(obligations[i]))
-    light = [i for i, ob in enumerate(obligations) if not size(ob)]
-    return [[i] for i in heavy] + [light[k : k + CHUNK] for k in range(0, len(light), CHUNK)]
+#: Bound statuses safe to reuse from the cache (they do not depend on how fast the machine was)
+CACHEABLE = ("bounded", "skipped", "vacuous")
 
 
 def _bound_all(
@@ -1067,70 +1097,49 @@ def _bound_all(
     jobs: int,
     progress=None,
     work=None,
+    cache: bool = False,
+    timeout: float | None = None,
 ) -> list[ObligationBound]:
-    """Bound the obligations in forked processes (:func:`_chunks`), at most ``jobs`` at a time,
-    largest first (results in declared order). Without ``fork`` (Windows): in this process, in order.
-    ``work(ob)`` replaces :func:`_bound_fresh` (``--check``: :func:`_checked_fresh`)."""
-    import gc
-    import multiprocessing
-    from multiprocessing.connection import wait
+    """Bound the obligations in the runner's worker processes (:func:`capproof.runner.run_tasks`: its
+    time limit, fresh processes, fresh Z3 context and module-state checks), ``jobs`` at a time,
+    largest first (results in declared order). ``work(ob)`` replaces :func:`_bound_fresh`
+    (``--check``: :func:`_checked_fresh`). ``cache``: a result already stored in
+    ``.capproof/bounds/`` under the key of everything it depends on (:func:`capproof.verdict_cache.item_key`:
+    the obligation, the sources and data of the project modules it can reach, ``pins``, ``rlimit``,
+    ``waste_threshold``, capproof's sources, the Python and Z3 versions) is reused, and each new
+    ``bounded``, ``skipped`` or ``vacuous`` result is stored (never ``unknown`` or ``error``)."""
+    from . import verdict_cache
+    from .runner import Task, item_roots, project_modules, reaches, run_tasks
+    from .verdict import DEFAULT_TIMEOUT, Options
 
     if work is None:
         work = lambda ob: _bound_fresh(ob, pins, rlimit, waste_threshold)  # noqa: E731
-    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
-        results = []
-        for ob in obligations:
-            results.append(work(ob))
-            if progress and results[-1].status != "skipped":
-                progress(results[-1])
-        return results
-    ctx = multiprocessing.get_context("fork")
-    pending = _chunks(obligations)
+    reach_of = reaches([item_roots(ob) for ob in obligations])
     out: list[ObligationBound | None] = [None] * len(obligations)
-    running: dict[Any, tuple[list[int], Any]] = {}
-    shown = 0
-    gc.freeze()  # the loaded specs stay out of the collector's passes in the forked processes (fewer page copies)
-    try:
-        while pending or running:
-            while pending and len(running) < max(1, jobs):
-                chunk = pending.pop(0)
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(
-                    target=_bound_child, args=(send, [(i, obligations[i]) for i in chunk], work), daemon=True
-                )
-                proc.start()
-                send.close()
-                running[recv] = (list(chunk), proc)
-            for conn in wait(list(running)):
-                left, proc = running[conn]
+    keys: list[str | None] = [None] * len(obligations)
+    if cache:
+        settings = {"pins": pins, "rlimit": rlimit, "waste_threshold": waste_threshold}
+        project, memo, held = project_modules(), {}, {}
+        for i, ob in enumerate(obligations):
+            keys[i] = verdict_cache.item_key("capproof-bound-cache-v1", ob, settings, reach_of[i], project, memo, held)
+            data = verdict_cache.load_entry("bounds", keys[i]) if keys[i] else None
+            if data is not None and data.get("status") in CACHEABLE:
                 try:
-                    i, result = conn.recv()
-                    out[i] = result
-                    left.remove(i)
-                    if left:
-                        continue
-                except (EOFError, OSError):
-                    proc.join(5)
-                    for i in left:
-                        ob = obligations[i]
-                        out[i] = ObligationBound(
-                            ob.id,
-                            ob.expect,
-                            "error",
-                            f"the bounding process exited with code {proc.exitcode} without a result",
-                            file=ob.file,
-                            line=ob.line,
-                            case_id=ob.case,
-                        )
-                del running[conn]
-                conn.close()
-                proc.join(5)
-            while shown < len(out) and out[shown] is not None:
-                if progress and out[shown].status != "skipped":  # type: ignore[union-attr]
-                    progress(out[shown])
-                shown += 1
-    finally:
-        gc.unfreeze()
+                    out[i] = ObligationBound.from_json(data)
+                except (TypeError, KeyError, ValueError):
+                    out[i] = None
+    for r in out:
+        if r is not None and progress and r.status != "skipped":
+            progress(r)
+    todo = [i for i, r in enumerate(out) if r is None]
+    task = Task("bound", work, _error_bound, _weight)
+    options = Options(jobs=max(1, jobs), timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+    shown = (lambda r: progress(r) if r.status != "skipped" else None) if progress else None
+    done = run_tasks([obligations[i] for i in todo], task, options, shown, [reach_of[i] for i in todo])
+    for i, result in zip(todo, done):
+        out[i] = result
+        if keys[i] and result.status in CACHEABLE:
+            verdict_cache.store_entry("bounds", keys[i], result.to_json())  # type: ignore[arg-type]
     return out  # type: ignore[return-value]
 
 
@@ -1183,6 +1192,8 @@ def run_bounds(
     skip_vectors: bool = False,
     jobs: int = 1,
     recorded: dict[str, Any] | None = None,
+    cache: bool = False,
+    timeout: float | None = None,
 ) -> BoundRun:
     """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim, each in
     its own process, ``jobs`` at a time.
@@ -1195,6 +1206,13 @@ def run_bounds(
     as not a capacity claim are skipped without being built; the recorded bounds of the others are
     certified (:func:`check_obligation`), each obligation whose certificate fails is bounded from
     scratch (``ObligationBound.recomputed`` says why).
+
+    Each obligation is bounded in the runner's worker processes (:func:`_bound_all`), within
+    ``timeout`` seconds (default :data:`capproof.verdict.DEFAULT_TIMEOUT`; then an ``error``).
+    ``cache`` (on for ``capproof bound``, ``--no-cache``: off): reuse the results stored in
+    ``.capproof/bounds/`` under a key of everything each depends on (:func:`_bound_all`), so an edit
+    re-bounds exactly the obligations that can reach it. Off by default here: a key covers the code
+    on disk, not a model patched in memory.
     """
     from .loader import load
 
@@ -1207,25 +1225,23 @@ def run_bounds(
     skipped = [ob for ob in obligations if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values())]
     todo = [ob for ob in obligations if ob not in skipped]
     if recorded is not None and not pins:
-        known = {
-            ob.id: ObligationBound(
-                ob.id,
-                ob.expect,
-                "skipped",
-                "recorded as not an at_most/less_than capacity claim",
-                file=ob.file,
-                line=ob.line,
-                case_id=ob.case,
-            )
-            for ob in todo
-            if ob.id in recorded["skipped"] and _skip_confirmed(ob)
-        }
-        rest = [ob for ob in todo if ob.id not in known]
-        work = lambda ob: _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)  # noqa: E731
-        known.update((r.id, r) for r in _bound_all(rest, pins, rlimit, waste_threshold, jobs, progress, work))
-        run.results += [known[ob.id] for ob in todo]  # declared order
+
+        def work(ob: Obligation) -> ObligationBound:
+            if ob.id in recorded["skipped"] and _skip_confirmed(ob):
+                return ObligationBound(
+                    ob.id,
+                    ob.expect,
+                    "skipped",
+                    "recorded as not an at_most/less_than capacity claim",
+                    file=ob.file,
+                    line=ob.line,
+                    case_id=ob.case,
+                )
+            return _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)
+
+        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, work, cache, timeout)
     else:
-        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress)
+        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, None, cache, timeout)
     run.results += [
         ObligationBound(
             ob.id,

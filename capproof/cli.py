@@ -20,6 +20,8 @@ import click
 
 from . import __version__
 from .coverage import COVERAGE_REPORT, DEFAULT_INVENTORY, OTHER_INVENTORIES
+from .engines.registry import ADAPTERS as ENGINE_ADAPTERS
+from .engines.registry import DEFAULT as DEFAULT_ENGINE
 from .regressions import DEFAULT_OUT
 from .verdict import (
     BOUNDS_DATA,
@@ -282,6 +284,7 @@ def _run(
         progress = lambda entry: _print(None, entry)  # noqa: E731
     live = _live_progress(not quiet if show_progress is None else show_progress)
     items, load_errors = load(paths or ("spec",), keyword)
+    _warn_parameter_names(items)
     if live is None:
         result = run_items(items, (), options, progress)
     else:
@@ -296,6 +299,17 @@ def _run(
         result.usage_errors = [e for e in result.usage_errors if not e.startswith("nothing selected")]
     result.load_errors = load_errors
     return result
+
+
+def _warn_parameter_names(items) -> None:
+    """A warning per obligation parameter that is a near miss of its engine's config name
+    (``max_model_length`` for ``max_model_len``): check-config would leave it unpinned."""
+    from .engines.registry import parameter_warnings
+
+    if _SESSION["verbosity"] <= -2:
+        return
+    for line in parameter_warnings(items):
+        _errout().print(f"warning: {line}", markup=False, style="yellow")
 
 
 def _exit_code(result: RunResult) -> int:
@@ -737,10 +751,12 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
 @click.option(
     "--engine",
     "engine_spec",
-    default="vllm",
+    default=DEFAULT_ENGINE.name,
     show_default=True,
-    metavar="vllm[==VERSION]",
-    help="Engine and release whose formulas apply (default: the pinned vLLM 0.33.0).",
+    metavar="ENGINE[==VERSION]",
+    help="Engine and release whose formulas apply: "
+    + "; ".join(a.usage() for a in ENGINE_ADAPTERS)
+    + f" (default: {DEFAULT_ENGINE.name}, its newest modelled release).",
 )
 @click.option(
     "--model-config",
@@ -764,7 +780,8 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     "--gpu",
     default=None,
     metavar="NAME",
-    help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): vLLM's batch defaults for it and its SM count.",
+    help="The GPU (A100, L40S, H100, H100-PCIE, H100-SXM, H200, B200, B300, GB10): the engine's batch defaults for it "
+    "and its SM count.",
 )
 @click.option(
     "--num-sms", type=click.IntRange(min=1), default=None, help="Streaming multiprocessors per GPU (overrides --gpu's)."
@@ -787,7 +804,7 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
 )
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
 def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, json_out, sarif_out, serve_args) -> None:
-    """Check one deployment: capproof check-config [OPTIONS] -- <vllm serve | docker run vllm/vllm-openai | sglang launch line>.
+    """Check one deployment: capproof check-config [OPTIONS] -- <the engine's launch line>.
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
     not given: the answer says what to give; never safe).
@@ -798,13 +815,9 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         outcome_lines,
         outcome_run_json,
         own_option_in_line,
-        parse_engine,
         resolve_model,
-        run_check,
-        run_check_sglang,
     )
-    from .engines.sglang.launch import LaunchFlagError, parse_launch_args
-    from .engines.vllm.serve import ServeFlagError, parse_serve_args
+    from .engines.registry import adapter_for, parse_engine
     from .verdict import Options
 
     json_out, sarif_out = _user_path(json_out), _user_path(sarif_out)
@@ -816,52 +829,25 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
                 json_out = None if name == "--json" else json_out
                 raise CheckError(
                     f"{name} took '--' as its value: give {name} a value before '--' "
-                    f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- vllm serve MODEL …)"
+                    f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- {DEFAULT_ENGINE.command} …)"
                 )
         engine, version = parse_engine(engine_spec)
-        from .engines.vllm.flags import VLLM_VERSION, VLLM_VERSIONS
-
+        adapter = adapter_for(engine)
         args = list(serve_args)
-        derived_engine = ""
         if not any(a.strip() for a in args):  # nothing, or only empty words (`-- ''`, an unset shell variable)
             raise CheckError(
-                "no launch line: give it after '--', e.g. capproof check-config -- vllm serve MODEL --max-model-len 32768"
+                f"no launch line: give it after '--', e.g. capproof check-config -- {DEFAULT_ENGINE.example_line}"
             )
-        if engine == "vllm":  # docker run vllm/vllm-openai:vX.Y.Z: that release, unless --engine says otherwise
-            from .engines.vllm.serve import image_tag
-
-            tag = image_tag(args)
-            tagged = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag or "")
-            if tagged and click.get_current_context().get_parameter_source("engine_spec").name == "DEFAULT":
-                try:
-                    engine, version = parse_engine(f"vllm=={tagged.group(1)}")
-                except CheckError:
-                    raise CheckError(
-                        f"image vllm/vllm-openai:{tag}: capproof does not model that vLLM release; "
-                        "give --engine vllm==X for the release to check"
-                    ) from None
-                derived_engine = f"engine vLLM {version}: from the image tag vllm/vllm-openai:{tag}"
-            elif tag and tagged is None:
-                derived_engine = (
-                    f"engine vLLM {version}: the image tag {tag!r} names no release, so capproof's newest "
-                    "modelled vLLM is checked (give --engine vllm==X for yours)"
-                )
-        flags_version = version if version in VLLM_VERSIONS else VLLM_VERSION
-        own = own_option_in_line(args, engine, flags_version)
+        # a container image tag may name the release (unless --engine does)
+        explicit = click.get_current_context().get_parameter_source("engine_spec").name != "DEFAULT"
+        engine, version, derived_engine = adapter.engine_from_line(args, engine, version, explicit)
+        own = own_option_in_line(
+            args, adapter.flags(engine, version), adapter.parser_label(engine, version), adapter.command
+        )
         if own:
             raise CheckError(own)
         # the line, its --config file, MODEL and --model-config are read where capproof was started
-        if engine == "sglang":
-            cfg = parse_launch_args(args)
-            if not cfg.model:
-                raise CheckError("no model: SGLang needs --model-path MODEL")
-        else:
-            cfg = parse_serve_args(args, flags_version)
-            if not cfg.model:
-                raise CheckError(
-                    "no model: name it after 'vllm serve' (or --model, or model: in --config); "
-                    "capproof does not assume vLLM's default model"
-                )
+        cfg = adapter.parse_line(args, engine, version)
         model = resolve_model(cfg.model, model_config)
         spec_paths = tuple(_user_path(p) for p in spec_paths)
         if not spec_paths:  # the engine specs shipped with capproof, loaded from their own root
@@ -879,27 +865,16 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
-            if engine == "sglang":
-                outcome = run_check_sglang(
-                    cfg, version, model, paths=spec_paths or ("spec",), options=Options(rlimit=rlimit)
-                )
-            else:
-                outcome = run_check(
-                    cfg,
-                    engine,
-                    version,
-                    model,
-                    paths=spec_paths or ("spec",),
-                    options=Options(rlimit=rlimit),
-                    gpu=gpu,
-                    num_sms=num_sms,
-                )
+            outcome = adapter.check(
+                cfg, engine, version, model, spec_paths or ("spec",), Options(rlimit=rlimit), gpu, num_sms
+            )
         finally:
             if status is not None:
                 status.stop()
         if derived_engine:
             outcome.derived.insert(0, derived_engine)
-    except (ServeFlagError, CheckError, LaunchFlagError) as exc:
+        _warn_parameter_names([c.obligation for c in outcome.checked])
+    except CheckError as exc:
         if json_out == "-":
             click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))
         _errout().print(f"error: {exc}", markup=False, style="bold red")
@@ -977,7 +952,12 @@ def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
     f"recorded in {BOUNDS_DATA} (unsat queries, replay on ints) instead of optimising again; an obligation "
     "whose certificate fails, or all when the sources changed since --write, is bounded from scratch.",
 )
-def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check) -> None:
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Bound every obligation even when .capproof/bounds/ holds its bounds for the same sources and settings.",
+)
+def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs, write, check, no_cache) -> None:
     """Worst-case demand, minimal sufficient capacity and slack of every at_most/less_than claim."""
     from .bound import (
         recorded_bounds,
@@ -1020,8 +1000,8 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             why = "missing"
         if recorded is None:
             _errout().print(
-                f"{BOUNDS_DATA} {why}: bounding every obligation from scratch (`capproof bound --write` "
-                "and commit it to make --check fast)",
+                f"{BOUNDS_DATA} {why}: bounding from scratch every obligation without bounds in .capproof/bounds/ "
+                "(`capproof bound --write` and commit it to make --check fast)",
                 markup=False,
                 style="yellow",
             )
@@ -1035,6 +1015,7 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         skip_vectors=not vectors,
         jobs=_setting(jobs, "jobs", default_jobs()),
         recorded=recorded,
+        cache=not no_cache,
     )
     if recorded is not None:
         redone = [r for r in run_.results if r.recomputed]
@@ -1232,8 +1213,10 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     "--engine",
     "engine_spec",
     default=None,
-    metavar="vllm==VERSION|sglang==VERSION",
-    help="Engine release whose pre-allocated buffers to list (e.g. vllm==0.33.0, sglang==0.5.23).",
+    metavar="ENGINE==VERSION",
+    help="Engine release whose pre-allocated buffers to list: "
+    + ", ".join(f"{a.name}==VERSION" for a in ENGINE_ADAPTERS)
+    + f" (default: {DEFAULT_ENGINE.name}'s pinned release).",
 )
 @click.option(
     "--json",
@@ -1250,7 +1233,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     nargs=2,
     default=None,
     metavar="OLD NEW",
-    help="Buffers added, removed and whose shape changed between two releases, e.g. --diff vllm==0.32.0 vllm==0.33.0.",
+    help="Buffers added, removed and whose shape changed between two releases of one engine (ENGINE==A ENGINE==B).",
 )
 @click.option("--no-trace", is_flag=True, help="Static reading only (every entry 'read'); no engine code runs.")
 def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> None:
@@ -1258,29 +1241,18 @@ def inventory_cmd(engine_spec, json_out, write, check, diff_specs, no_trace) -> 
 
     Exit 0 ok, 1 stale committed inventory (--check), 2 bad input, 3 wheel or real venv unavailable.
     """
-    from .engines.vllm import buffers
+    from .engines.registry import inventory_adapter
 
     echo = lambda s: _out().print(s, markup=False)  # noqa: E731
     err = lambda s: _errout().print(s, markup=False, style="bold red")  # noqa: E731
     if diff_specs:
         if engine_spec or write or check or json_out:
             raise click.UsageError("--diff takes two releases and no --engine/--write/--check/--json")
-        if all(spec.strip().startswith("sglang") for spec in diff_specs):
-            from .engines.sglang import buffers as sglang_buffers
-
-            sys.exit(sglang_buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
-        sys.exit(buffers.run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
+        sys.exit(inventory_adapter(*diff_specs).run_diff(*diff_specs, out=echo, err=err, trace=not no_trace))
     if write and check:
         raise click.UsageError("--write and --check exclude each other")
-    if (engine_spec or "").strip().startswith("sglang"):
-        from .engines.sglang import buffers as sglang_buffers
-
-        sys.exit(
-            sglang_buffers.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace)
-        )
-    sys.exit(
-        buffers.run_inventory(engine_spec or "vllm", json_out, write, check, out=echo, err=err, trace=not no_trace)
-    )
+    adapter = inventory_adapter(engine_spec)
+    sys.exit(adapter.run_inventory(engine_spec, json_out, write, check, out=echo, err=err, trace=not no_trace))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,8 +17,12 @@ Verdict cache (``Options.crosshair_cache``, on by default; ``--no-cache`` turns 
 counterexample or vacuous verdict is stored in ``.capproof/crosshair/<key>.json`` under the
 working directory, keyed by the SHA-256 of everything that can change it: the target, the
 timeout, the working directory (messages name files relative to it), the Python, CrossHair and
-Z3 versions, and the bytes of every ``.py`` file of the target's top-level package (``models/``)
-and of capproof itself. Unknown and error verdicts (timeouts, load-dependent) are never cached.
+Z3 versions, the bytes of capproof's own sources, and the bytes (and paths) of the project's
+``.py`` files the target's module can import (:func:`reached_files`: its module, the modules it
+imports at module level or inside a function, transitively, and their packages' ``__init__.py``),
+so an edit to one model re-checks only the contracts whose modules can import it. A module that
+imports by a computed name (``importlib``, ``__import__``) makes the key cover every ``.py`` file
+of the target's top-level package (``models/``). Unknown and error verdicts (timeouts, load-dependent) are never cached.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from .loader import ensure_project_on_path
 from .obligation import Contract
 from .verdict import ContractResult, Options, Verdict
 
-__all__ = ["check_contract", "resolve_target"]
+__all__ = ["check_contract", "resolve_target", "reached_files"]
 
 
 def resolve_target(target: str):
@@ -85,6 +89,70 @@ def tree_hash(root: str) -> str:
     return h.hexdigest()
 
 
+#: Words in a model's source that import by a computed name: its imports cannot be listed statically.
+_DYNAMIC_IMPORT = ("importlib", "__import__", "import_module", "sys.modules", "exec(", "eval(")
+
+
+def _module_file(root: str, dotted: str) -> list[str]:
+    """The project files importing ``dotted`` (a module name) runs, under ``root``: each package's
+    ``__init__.py`` on the way, and the module's own file; [] when it is not a project module."""
+    parts = dotted.split(".")
+    files = []
+    for k in range(1, len(parts) + 1):
+        base = os.path.join(root, *parts[:k])
+        if os.path.isfile(os.path.join(base, "__init__.py")):
+            files.append(os.path.join(base, "__init__.py"))
+        elif k == len(parts) and os.path.isfile(base + ".py"):
+            files.append(base + ".py")
+        else:
+            return files if k > 1 else []
+    return files
+
+
+def reached_files(module_file: str, root: str) -> list[str] | None:
+    """The project ``.py`` files (under ``root``, the directory the project's packages are in)
+    that importing ``module_file`` can run, read statically: its packages' ``__init__.py``, and every ``import``/``from ... import``
+    of every file reached, at module level and inside functions, resolved to files under
+    ``root`` (a package's ``__init__.py`` too), transitively; sorted. None: some reached file
+    imports by a computed name (:data:`_DYNAMIC_IMPORT`) or cannot be parsed: not bounded."""
+    import ast
+
+    root = os.path.abspath(root)
+    dotted = os.path.relpath(os.path.abspath(module_file), root)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+    todo = [os.path.abspath(module_file), *_module_file(root, dotted)]  # (and its packages' __init__.py)
+    seen: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            tree = ast.parse(text, path)
+        except (OSError, SyntaxError, ValueError):
+            return None
+        if any(word in text for word in _DYNAMIC_IMPORT):
+            return None
+        rel = os.path.relpath(path, root)[:-3].split(os.sep)
+        package = rel[:-1]  # the package this file is in (for a package's __init__, the package itself)
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                    stem = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    stem = node.module or ""
+                names = [stem] + [f"{stem}.{a.name}" for a in node.names if a.name != "*"]
+            for name in names:
+                if name and not name.startswith("capproof"):
+                    todo += _module_file(root, name)
+    return sorted(seen)
+
+
 def cache_key(target: str, timeout: float) -> str:
     """The cache key of ``target`` checked with ``timeout`` (see the module docstring).
     Raises ImportError/LookupError as :func:`resolve_target` does."""
@@ -95,16 +163,22 @@ def cache_key(target: str, timeout: float) -> str:
     module = importlib.import_module(_module_name(target))
     top = sys.modules[module.__name__.split(".")[0]]
     top_dir = os.path.dirname(os.path.abspath(top.__file__ or ""))
+    package = top.__file__ and os.path.basename(top.__file__) == "__init__.py"
+    reached = reached_files(module.__file__, os.path.dirname(top_dir)) if package and module.__file__ else None
+    if reached is None:  # imports not listed statically: the whole top-level package
+        sources = [tree_hash(top_dir) if package else "", _file_hash(module.__file__ or "")]
+    else:
+        root = os.path.dirname(top_dir)
+        sources = [f"{os.path.relpath(f, root)}={_file_hash(f)}" for f in reached]
     parts = [
-        "capproof-crosshair-cache-v1",
+        "capproof-crosshair-cache-v2",
         target,
         repr(float(timeout)),
         os.getcwd(),
         sys.version,
         getattr(crosshair, "__version__", "?"),
         z3.get_version_string(),
-        tree_hash(top_dir) if top.__file__ and os.path.basename(top.__file__) == "__init__.py" else "",
-        _file_hash(module.__file__ or ""),
+        *sources,
         tree_hash(os.path.dirname(os.path.abspath(__file__))),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

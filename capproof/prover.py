@@ -25,7 +25,7 @@ import dataclasses
 import gc
 import itertools
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import z3
 
@@ -1073,7 +1073,8 @@ def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, ex
 
 
 def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_all: bool = False) -> ObligationResult:
-    """Decide ``ob`` in the current Z3 context (see :func:`prove_obligation`).
+    """Decide ``ob`` in the current Z3 context (see :func:`prove_obligation`): the first of
+    :data:`STRATEGIES` that decides it gives the verdict (the bounded encoding always decides).
 
     Once a counterexample is known (the int probe's, or a case's) the verdict is a counterexample
     or an error (:func:`prove_obligation`: a proof or an unknown with a counterexample on ints),
@@ -1082,64 +1083,119 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
     queries per core assumption) unless ``restate_all``; ``first.restating_skipped`` says whether
     one did (the caller then decides ``ob`` again with ``restate_all`` if the verdict is not a
     counterexample)."""
-    started = time.perf_counter()
-    rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
-    pins = {k: v for k, v in options.pins.items() if k in ob.domain} if options.pins else {}
-    domains = unstable = None
-    if options.probe:  # the first counterexample on ints, before any Z3 term is built (and before
-        # the result's set-up and reading the sources for the report: models_used parses them,
-        # ~10 ms in a fresh process)
+    run = ProofRun(ob, options, first, restate_all)
+    for strategy in STRATEGIES:
+        decided = strategy.attempt(run)
+        if decided is not None:
+            decided.seconds = time.perf_counter() - run.started
+            return decided
+    raise AssertionError("the bounded encoding decides every obligation")  # pragma: no cover
+
+
+class ProofRun:
+    """What the strategies deciding one obligation share: the obligation, the options, the first
+    counterexample found so far (:class:`_First`), the result being filled in (set up by the probe
+    step), and the obligation's domains under the pins (``finite`` case values, ``ranges``,
+    ``vectors``)."""
+
+    __slots__ = ("ob", "options", "first", "restate_all", "started", "rlimit", "pins", "result", "domains")
+
+    def __init__(self, ob: Obligation, options: Options, first: _First, restate_all: bool = False):
+        self.ob, self.options, self.first, self.restate_all = ob, options, first, restate_all
+        self.started = time.perf_counter()
+        self.rlimit = options.rlimit if ob.rlimit is None else ob.rlimit
+        self.pins = {k: v for k, v in options.pins.items() if k in ob.domain} if options.pins else {}
+        self.result: ObligationResult | None = None
+        #: (finite, ranges, vectors): :func:`capproof.encode.checked_domains` under the pins
+        self.domains: tuple[dict[str, list[int]], dict[str, Range], dict[str, Vector]] | None = None
+
+
+class Strategy(Protocol):
+    """One way to decide an obligation. ``attempt`` returns the verdict (``run.result`` filled in)
+    or None when the strategy does not apply or does not decide; it may record a counterexample
+    in ``run.first`` or a note in ``run.result.encoding_note`` for the strategies after it."""
+
+    name: str
+
+    def attempt(self, run: ProofRun) -> ObligationResult | None: ...
+
+
+class IntProbe:
+    """The model on ints at the structured points of the domain (:func:`capproof.probe.probe`),
+    before any Z3 term is built: a counterexample found is recorded as the first one (the verdict
+    still comes from the strategies after it). Then the run's result is set up; this step decides
+    only when the model is not a function of its parameters on ints or its domain does not check
+    (an error)."""
+
+    name = "int probe"
+
+    def attempt(self, run: ProofRun) -> ObligationResult | None:
+        ob, options, first, pins, rlimit = run.ob, run.options, run.first, run.pins, run.rlimit
+        domains = unstable = None
+        if options.probe:  # the first counterexample on ints, before any Z3 term is built (and before
+            # the result's set-up and reading the sources for the report: models_used parses them,
+            # ~10 ms in a fresh process)
+            try:
+                domains = checked_domains(ob, pins, rlimit)
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - reported below
+                domains = None
+            stats: dict[str, object] = {}
+            hit = probe(ob, *domains, stats=stats) if domains is not None else None
+            first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
+            if hit is not None:  # timed when the probe's re-check (without the memo) confirmed it: a
+                # hit is a counterexample from then on (the probe's clean-up after it is not counted)
+                first.record(hit.params, hit.values, "int probe", at=hit.rechecked_at)
+            unstable = stats.get("unstable")
+        first.resume_gc()
+        result = run.result = ObligationResult(
+            id=ob.id,
+            case=ob.case,
+            sources=ob.sources,
+            expect=ob.expect,
+            verdict=Verdict.ERROR,
+            message="",
+            domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()},
+            pins=pins,
+            assumptions=list(ob.assumptions),
+            doc=ob.doc,
+            file=ob.file,
+            line=ob.line,
+            rlimit=rlimit,
+            covers=list(ob.covers),
+        )
+        if unstable is not None:  # the probe's calls changed what the model computes: no verdict
+            result.message = (
+                f"the model is not a function of its parameters on ints: {unstable} (its calls "
+                "change module state it reads?); a verdict that depends on what ran before is no verdict"
+            )
+            return result
         try:
-            domains = checked_domains(ob, pins, rlimit)
+            result.models = ob.models_used()
+            result.claim_source = ob.claim_source() or ""
+            # the probe's domains when it had them (it reads them only), else checked here (and reported)
+            run.domains = domains if domains is not None else checked_domains(ob, pins, rlimit)
+            first.ob, first.domains = ob, run.domains  # to shrink the first counterexample (a seed)
         except KeyboardInterrupt:
             raise
-        except BaseException:  # noqa: BLE001 - reported below
-            domains = None
-        stats: dict[str, object] = {}
-        hit = probe(ob, *domains, stats=stats) if domains is not None else None
-        first.points = int(stats.get("points", 0))  # type: ignore[call-overload]
-        if hit is not None:  # timed when the probe's re-check (without the memo) confirmed it: a
-            # hit is a counterexample from then on (the probe's clean-up after it is not counted)
-            first.record(hit.params, hit.values, "int probe", at=hit.rechecked_at)
-        unstable = stats.get("unstable")
-    first.resume_gc()
-    result = ObligationResult(
-        id=ob.id,
-        case=ob.case,
-        sources=ob.sources,
-        expect=ob.expect,
-        verdict=Verdict.ERROR,
-        message="",
-        domain={k: (d.describe() if hasattr(d, "describe") else repr(d)) for k, d in ob.domain.items()},
-        pins=pins,
-        assumptions=list(ob.assumptions),
-        doc=ob.doc,
-        file=ob.file,
-        line=ob.line,
-        rlimit=rlimit,
-        covers=list(ob.covers),
-    )
-    if unstable is not None:  # the probe's calls changed what the model computes: no verdict
-        result.message = (
-            f"the model is not a function of its parameters on ints: {unstable} (its calls "
-            "change module state it reads?); a verdict that depends on what ran before is no verdict"
-        )
-        result.seconds = time.perf_counter() - started
-        return result
-    try:
-        result.models = ob.models_used()
-        result.claim_source = ob.claim_source() or ""
-        # the probe's domains when it had them (it reads them only), else checked here (and reported)
-        finite, ranges, vectors = domains if domains is not None else checked_domains(ob, pins, rlimit)
-        first.ob, first.domains = ob, (finite, ranges, vectors)  # to shrink the first counterexample (a seed)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:
-        result.message = describe_exception(exc)
-        result.seconds = time.perf_counter() - started
-        return result
+        except BaseException as exc:
+            result.message = describe_exception(exc)
+            return result
+        return None
 
-    if vectors and options.aggregate:
+
+class Aggregate:
+    """Batch obligations for every batch size on the aggregate abstraction of their vectors
+    (:mod:`capproof.aggregate`), in a Z3 context of its own."""
+
+    name = "aggregate"
+
+    def attempt(self, run: ProofRun) -> ObligationResult | None:
+        ob, options, first, result = run.ob, run.options, run.first, run.result
+        finite, ranges, vectors = run.domains
+        if not (vectors and options.aggregate):
+            return None
         # the aggregate and induction attempts run in a Z3 context of their own: when they do not
         # decide, the bounded encoding starts from a context they did not touch (after an abandoned
         # abstraction, core minimisation of wna16_reads_within_sorted_ids took 14 s instead of 0.5 s)
@@ -1148,170 +1204,203 @@ def _prove_obligation(ob: Obligation, options: Options, first: _First, restate_a
         # unless it proves every case, and then it is made again with its minimal cores
         cores = first.found is None or max(v.size for v in vectors.values()) > BOUNDED_CEX_LIMIT
         decided = _in_own_context(
-            _prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins, cores
+            _prove_by_aggregates, ob, finite, ranges, vectors, options, run.rlimit, result, run.pins, cores
         )
         if decided is not None and not cores:
-            decided = _in_own_context(_prove_by_aggregates, ob, finite, ranges, vectors, options, rlimit, result, pins)
-        if decided is not None:
-            if decided.counterexample is not None:
-                first.record(decided.counterexample.params, decided.counterexample.values, "solver")
-            decided.seconds = time.perf_counter() - started
-            return decided
-        if options.induction and not result.encoding_note.endswith("minimised on the bounded encoding"):
-            decided = _in_own_context(_prove_by_induction, ob, finite, ranges, vectors, rlimit, result, pins)
-            if decided is not None:
-                decided.seconds = time.perf_counter() - started
-                return decided
-    if vectors:
-        size = max(v.size for v in vectors.values())
-        result.encoding = f"batches <= {size}"
-        if options.max_bounded_vector is not None and size > options.max_bounded_vector:
-            result.verdict = Verdict.UNKNOWN
-            result.message = (
-                f"not decided for batches of {size}: the aggregate abstraction did not decide "
-                f"({result.encoding_note.removeprefix('aggregate abstraction ') or 'not tried'}) and the bounded "
-                f"encoding is not tried beyond {options.max_bounded_vector} entries"
+            decided = _in_own_context(
+                _prove_by_aggregates, ob, finite, ranges, vectors, options, run.rlimit, result, run.pins
             )
-            result.seconds = time.perf_counter() - started
-            return result
+        if decided is not None and decided.counterexample is not None:
+            first.record(decided.counterexample.params, decided.counterexample.values, "solver")
+        return decided
 
-    def run_cases(finite: dict[str, list[int]], ranges: dict[str, Range]) -> list[_CaseOutcome]:
-        names = list(finite)
+
+class Induction:
+    """Batch obligations for every batch size by induction over the batch
+    (:mod:`capproof.induction`), when the aggregate abstraction did not decide and found no
+    counterexample; in a Z3 context of its own."""
+
+    name = "induction"
+
+    def attempt(self, run: ProofRun) -> ObligationResult | None:
+        options, result = run.options, run.result
+        finite, ranges, vectors = run.domains
+        if not (vectors and options.aggregate and options.induction):
+            return None
+        if result.encoding_note.endswith("minimised on the bounded encoding"):
+            return None
+        return _in_own_context(_prove_by_induction, run.ob, finite, ranges, vectors, run.rlimit, result, run.pins)
+
+
+class Bounded:
+    """Every case (one combination of the finite parameters) on the bounded encoding: a batch is
+    its vectors' entries up to their declared size. Always decides (unknown when a case is)."""
+
+    name = "bounded"
+
+    def attempt(self, run: ProofRun) -> ObligationResult:
+        ob, options, first, restate_all, rlimit, pins, result = (
+            run.ob,
+            run.options,
+            run.first,
+            run.restate_all,
+            run.rlimit,
+            run.pins,
+            run.result,
+        )
+        finite, ranges, vectors = run.domains
+        if vectors:
+            size = max(v.size for v in vectors.values())
+            result.encoding = f"batches <= {size}"
+            if options.max_bounded_vector is not None and size > options.max_bounded_vector:
+                result.verdict = Verdict.UNKNOWN
+                result.message = (
+                    f"not decided for batches of {size}: the aggregate abstraction did not decide "
+                    f"({result.encoding_note.removeprefix('aggregate abstraction ') or 'not tried'}) and the bounded "
+                    f"encoding is not tried beyond {options.max_bounded_vector} entries"
+                )
+                return result
+
+        def run_cases(finite: dict[str, list[int]], ranges: dict[str, Range]) -> list[_CaseOutcome]:
+            names = list(finite)
+            outcomes: list[_CaseOutcome] = []
+            below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
+            failed = first.found is not None  # a counterexample is known: the verdict shows no restating assumption
+            first.restating_skipped = False
+            # a batch's symbolic entries and their domain bounds made once, shared by the cases
+            # (encode.SharedInputs); scalar-only obligations build theirs per case: a few terms, nothing
+            # to save (and sharing them moved the domain bounds shown for one counterexample's proved
+            # cases: Z3's unsat cores depend on term ids; docs/performance.md)
+            shared = SharedInputs() if vectors else None
+            for combo in itertools.product(*(finite[n] for n in names)):
+                fixed = dict(zip(names, combo))
+                outcome = _prove_case(
+                    ob,
+                    fixed,
+                    ranges,
+                    vectors,
+                    options,
+                    rlimit,
+                    None if vectors else below,
+                    first,
+                    restate_all or not failed,
+                    built,
+                    shared,
+                )
+                outcomes.append(outcome)
+                first.restating_skipped = first.restating_skipped or (failed and not restate_all)
+                if outcome.kind == "counterexample":
+                    failed = True
+                    # replayed (padding checked): the first counterexample when the solver's first
+                    # model was not one on the batch shown (see _First.solver_point)
+                    first.record(outcome.params, outcome.values, "solver")
+                    point = {p: outcome.params[p] for p in ob.params}
+                    if below is None or _order_key(point) < _order_key(below):
+                        below = point
+                result.relation = result.relation or outcome.relation
+            return outcomes
+
+        # each case's paths kept for the trigger witnesses' search (which decides again the cases of the
+        # counterexample's values): only with witnesses to search
+        built: dict[tuple, CasePaths] | None = {} if ob.witnesses and not options.verdict_only else None
         outcomes: list[_CaseOutcome] = []
-        below: dict[str, object] | None = None  # the least counterexample so far (scalar obligations)
-        failed = first.found is not None  # a counterexample is known: the verdict shows no restating assumption
-        first.restating_skipped = False
-        # a batch's symbolic entries and their domain bounds made once, shared by the cases
-        # (encode.SharedInputs); scalar-only obligations build theirs per case: a few terms, nothing
-        # to save (and sharing them moved the domain bounds shown for one counterexample's proved
-        # cases: Z3's unsat cores depend on term ids; docs/performance.md)
-        shared = SharedInputs() if vectors else None
-        for combo in itertools.product(*(finite[n] for n in names)):
-            fixed = dict(zip(names, combo))
-            outcome = _prove_case(
-                ob,
-                fixed,
-                ranges,
-                vectors,
-                options,
-                rlimit,
-                None if vectors else below,
-                first,
-                restate_all or not failed,
-                built,
-                shared,
-            )
-            outcomes.append(outcome)
-            first.restating_skipped = first.restating_skipped or (failed and not restate_all)
-            if outcome.kind == "counterexample":
-                failed = True
-                # replayed (padding checked): the first counterexample when the solver's first
-                # model was not one on the batch shown (see _First.solver_point)
-                first.record(outcome.params, outcome.values, "solver")
-                point = {p: outcome.params[p] for p in ob.params}
-                if below is None or _order_key(point) < _order_key(below):
-                    below = point
-            result.relation = result.relation or outcome.relation
-        return outcomes
+        length_notes: list[str] = []
+        as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
+        if as_range is not None:  # a Choice length decided as one symbolic Range
+            outcomes = run_cases(*as_range[:2])
+            if any(o.kind in ("error", "unknown") for o in outcomes):
+                outcomes, result.relation = [], ""  # decided case by case instead, as declared
+                if built is not None:
+                    built.clear()
+            else:
+                finite, ranges, length_notes = as_range
+        if not outcomes:
+            outcomes = run_cases(finite, ranges)
 
-    # each case's paths kept for the trigger witnesses' search (which decides again the cases of the
-    # counterexample's values): only with witnesses to search
-    built: dict[tuple, CasePaths] | None = {} if ob.witnesses and not options.verdict_only else None
-    outcomes: list[_CaseOutcome] = []
-    length_notes: list[str] = []
-    as_range = _lengths_as_ranges(ob, finite, ranges, vectors, pins)
-    if as_range is not None:  # a Choice length decided as one symbolic Range
-        outcomes = run_cases(*as_range[:2])
-        if any(o.kind in ("error", "unknown") for o in outcomes):
-            outcomes, result.relation = [], ""  # decided case by case instead, as declared
-            if built is not None:
-                built.clear()
+        result.cases = len(outcomes)
+        result.paths = sum(o.paths for o in outcomes)
+        if options.cross_check:
+            from .crosscheck import summarize
+
+            result.cross_check = summarize(outcomes, options.cross_check)
+        kinds = [o.kind for o in outcomes]
+        result.excluded = kinds.count("excluded")
+        result.failing_cases = kinds.count("counterexample")
+        result.unknown_cases = kinds.count("unknown")
+        used: list[str] = []
+        for o in outcomes:
+            if o.kind == "proved":
+                used.extend(c for c in o.core if c not in used)
+        order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
+        result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
+        errors = [o for o in outcomes if o.kind == "error"]
+        cexs = [o for o in outcomes if o.kind == "counterexample"]
+        # a counterexample verdict shows none (the cases after the first counterexample are not checked)
+        restating = {n for o in outcomes if o.kind == "proved" and (errors or not cexs) for n in o.restating}
+        result.restating = [n for n in ob.assumptions if n in restating]
+        unknowns = [o for o in outcomes if o.kind == "unknown"]
+        admitted = result.cases - result.excluded
+        if errors:
+            result.verdict = Verdict.ERROR
+            result.message = errors[0].message
+        elif cexs:
+            best = min(cexs, key=lambda o: _order_key({p: o.params[p] for p in ob.params}))
+            result.verdict = Verdict.COUNTEREXAMPLE
+            result.counterexample = Counterexample(best.params, best.values, best.minimized, best.path)
+            result.message = (
+                f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
+                + (f" (on path {best.path})" if best.path else "")
+                + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
+                + (
+                    ""
+                    if best.minimized
+                    else " (not minimised: a minimisation query ran out of rlimit)"
+                    if options.minimize
+                    else " (not minimised: minimisation off)"
+                )
+            )
+            if not options.verdict_only:
+                result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit, built)
+            if options.density != "off":
+                from .density import failure_density
+
+                result.density = failure_density(
+                    ob,
+                    best.params,
+                    len(cexs),
+                    admitted,
+                    full=options.density == "full",
+                    unknown_cases=len(unknowns),
+                    pinned=bool(pins),
+                    pins=sorted(pins),
+                )
+        elif unknowns:
+            result.verdict = Verdict.UNKNOWN
+            result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"
+        elif admitted == 0:
+            result.verdict = Verdict.VACUOUS
+            why = "the pins are excluded by the assumptions" if pins else "the assumptions admit no point of the domain"
+            result.message = f"vacuous: {why} ({result.excluded} of {result.cases} cases excluded)"
         else:
-            finite, ranges, length_notes = as_range
-    if not outcomes:
-        outcomes = run_cases(finite, ranges)
-
-    result.cases = len(outcomes)
-    result.paths = sum(o.paths for o in outcomes)
-    if options.cross_check:
-        from .crosscheck import summarize
-
-        result.cross_check = summarize(outcomes, options.cross_check)
-    kinds = [o.kind for o in outcomes]
-    result.excluded = kinds.count("excluded")
-    result.failing_cases = kinds.count("counterexample")
-    result.unknown_cases = kinds.count("unknown")
-    used: list[str] = []
-    for o in outcomes:
-        if o.kind == "proved":
-            used.extend(c for c in o.core if c not in used)
-    order = {name: i for i, name in enumerate([*ob.assumptions, *_bound_labels(ranges, vectors)])}
-    result.assumptions_used = sorted(used, key=lambda c: order.get(c, len(order)))
-    errors = [o for o in outcomes if o.kind == "error"]
-    cexs = [o for o in outcomes if o.kind == "counterexample"]
-    # a counterexample verdict shows none (the cases after the first counterexample are not checked)
-    restating = {n for o in outcomes if o.kind == "proved" and (errors or not cexs) for n in o.restating}
-    result.restating = [n for n in ob.assumptions if n in restating]
-    unknowns = [o for o in outcomes if o.kind == "unknown"]
-    admitted = result.cases - result.excluded
-    if errors:
-        result.verdict = Verdict.ERROR
-        result.message = errors[0].message
-    elif cexs:
-        best = min(cexs, key=lambda o: _order_key({p: o.params[p] for p in ob.params}))
-        result.verdict = Verdict.COUNTEREXAMPLE
-        result.counterexample = Counterexample(best.params, best.values, best.minimized, best.path)
-        result.message = (
-            f"{_violation(result.relation, best.values)}; fails in {len(cexs)} of {admitted} admitted cases"
-            + (f" (on path {best.path})" if best.path else "")
-            + (f" ({len(unknowns)} unknown: they may fail too)" if unknowns else "")
-            + (
-                ""
-                if best.minimized
-                else " (not minimised: a minimisation query ran out of rlimit)"
-                if options.minimize
-                else " (not minimised: minimisation off)"
+            result.verdict = Verdict.PROVED
+            result.message = (
+                f"unsat on {admitted} cases"
+                + (f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
+                + (f", {result.paths} paths" if result.paths > result.cases else "")
+                + "".join(
+                    f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
+                    "shows the claim only as far as that fact holds"
+                    for n in result.restating
+                )
             )
-        )
-        if not options.verdict_only:
-            result.witnesses = find_witnesses(ob, best.params, finite, ranges, vectors, options, rlimit, built)
-        if options.density != "off":
-            from .density import failure_density
+        result.normalised = length_notes + list(dict.fromkeys(n for o in outcomes for n in o.normalised))
+        if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
+            result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
+        return result
 
-            result.density = failure_density(
-                ob,
-                best.params,
-                len(cexs),
-                admitted,
-                full=options.density == "full",
-                unknown_cases=len(unknowns),
-                pinned=bool(pins),
-                pins=sorted(pins),
-            )
-    elif unknowns:
-        result.verdict = Verdict.UNKNOWN
-        result.message = f"{len(unknowns)} of {admitted} cases unknown (rlimit {rlimit}): {unknowns[0].message}"
-    elif admitted == 0:
-        result.verdict = Verdict.VACUOUS
-        why = "the pins are excluded by the assumptions" if pins else "the assumptions admit no point of the domain"
-        result.message = f"vacuous: {why} ({result.excluded} of {result.cases} cases excluded)"
-    else:
-        result.verdict = Verdict.PROVED
-        result.message = (
-            f"unsat on {admitted} cases"
-            + (f" ({result.excluded} excluded by assumptions)" if result.excluded else "")
-            + (f", {result.paths} paths" if result.paths > result.cases else "")
-            + "".join(
-                f"; assumption {n!r} restates the claim (each implies the other on the domain): the proof "
-                "shows the claim only as far as that fact holds"
-                for n in result.restating
-            )
-        )
-    result.normalised = length_notes + list(dict.fromkeys(n for o in outcomes for n in o.normalised))
-    if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
-        result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
-    result.seconds = time.perf_counter() - started
-    return result
+
+#: The strategies :func:`_prove_obligation` tries, in order; the first that decides gives the verdict.
+STRATEGIES: tuple[Strategy, ...] = (IntProbe(), Aggregate(), Induction(), Bounded())
 
 
 #: A vector's length declared as a ``Choice`` of at least this many consecutive ints is decided as

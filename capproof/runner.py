@@ -33,7 +33,21 @@ from .obligation import Contract, Obligation
 from .prover import prove_obligation
 from .verdict import EXIT_MISMATCH, EXIT_OK, EXIT_UNDECIDED, ContractResult, ObligationResult, Options, Verdict
 
-__all__ = ["RunResult", "Monitor", "run", "run_items", "default_jobs", "EXIT_OK", "EXIT_MISMATCH", "EXIT_UNDECIDED"]
+__all__ = [
+    "RunResult",
+    "Monitor",
+    "Task",
+    "run",
+    "run_items",
+    "run_tasks",
+    "project_modules",
+    "reaches",
+    "item_roots",
+    "default_jobs",
+    "EXIT_OK",
+    "EXIT_MISMATCH",
+    "EXIT_UNDECIDED",
+]
 
 #: Where ``make verify`` keeps the last full run (read for longest-first scheduling).
 LAST_RUN = os.path.join(".capproof", "last-run.json")
@@ -129,6 +143,35 @@ def _load_error_result(err: LoadError) -> ObligationResult:
     )
 
 
+@dataclass(frozen=True)
+class Task:
+    """Work other than proving that the runner's processes do for each obligation, with the same
+    time limit, fresh processes, fresh Z3 and module-state checks (``capproof bound``): ``decide(ob)``
+    returns the item's result (an object with ``status`` and ``message``; it should not raise),
+    ``error(ob, message)`` the result of an item that raised, ran over time or broke its process,
+    ``weight(ob)``: above 0, the item gets a process of its own (long work; heaviest first), else it
+    is batched with others (:data:`BATCH_ITEMS` to a process)."""
+
+    kind: str
+    decide: Callable[[Obligation], Any]
+    error: Callable[[Obligation, str], Any]
+    weight: Callable[[Obligation], float] = lambda ob: 0.0
+
+
+def _is_error(outcome) -> bool:
+    """Whether ``outcome`` (a verdict, or a :class:`Task`'s result with a ``status``) is an error."""
+    verdict = getattr(outcome, "verdict", None)
+    return verdict is Verdict.ERROR if verdict is not None else getattr(outcome, "status", None) == "error"
+
+
+def _mark_error(outcome, message: str) -> None:
+    if getattr(outcome, "verdict", None) is not None:
+        outcome.verdict = Verdict.ERROR
+    else:
+        outcome.status = "error"
+    outcome.message = message
+
+
 def _decide(kind: str, item: Obligation | Contract, options: Options):
     """Decide one item; an obligation in a fresh Z3 context (the previous one restored after), so
     its terms, rlimit use and unsat cores do not depend on what this process decided before (which
@@ -202,6 +245,12 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     directory such as ``.venv``, and not capproof's."""
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
     return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1 :] and not modname.startswith("capproof.")
+
+
+def project_modules() -> dict[str, types.ModuleType]:
+    """The project's own loaded modules by name (spec files, models, helpers: files under the working
+    directory, not in a hidden directory, not capproof's)."""
+    return _project_modules()
 
 
 def _project_modules() -> dict[str, types.ModuleType]:
@@ -722,7 +771,45 @@ def run_items(
     return result
 
 
-def _error_outcome(kind: str, item: Obligation | Contract, message: str) -> ObligationResult | ContractResult:
+def run_tasks(
+    obligations: list[Obligation],
+    task: Task,
+    options: Options,
+    progress: Callable[[Any], None] | None = None,
+    reach_of: list[frozenset[str] | None] | None = None,
+) -> list[Any]:
+    """``task.decide`` of each of ``obligations`` in the runner's worker processes (results in the
+    given order): the processes, batches, time limit (``options.timeout``), fresh Z3 context and
+    module-state checks of :func:`run_items`, ``options.jobs`` at a time; the items of positive
+    ``task.weight`` first, heaviest first, a process each, then the others in the given order. ``reach_of``: the project modules each can
+    reach (:func:`reaches`; computed when None). Without ``fork`` (Windows), or with
+    ``options.isolate`` off: in this process, in order, without a time limit."""
+    import multiprocessing
+
+    work: list[tuple[str, Obligation | Contract]] = [(task.kind, ob) for ob in obligations]
+    if not options.isolate or "fork" not in multiprocessing.get_all_start_methods():
+        outcomes = []
+        for ob in obligations:
+            outcomes.append(task.decide(ob))
+            if progress:
+                progress(outcomes[-1])
+        return outcomes
+    if reach_of is None:
+        reach_of = reaches([item_roots(ob) for ob in obligations])
+    order = _task_order(obligations, task)
+    return _run_isolated(work, order, {}, options, progress, None, {}, dict(enumerate(reach_of)), task)
+
+
+def _task_order(obligations: list[Obligation], task: Task) -> list[int]:
+    """Indices of ``obligations``: those of positive ``task.weight`` heaviest first, then the others in order."""
+    weights = [task.weight(ob) for ob in obligations]
+    heavy = sorted((i for i, w in enumerate(weights) if w > 0), key=lambda i: -weights[i])
+    return heavy + [i for i, w in enumerate(weights) if w <= 0]
+
+
+def _error_outcome(kind: str, item: Obligation | Contract, message: str, task: Task | None = None):
+    if task is not None and kind == task.kind:
+        return task.error(item, message)  # type: ignore[arg-type]
     if kind == "obligation":
         ob: Obligation = item  # type: ignore[assignment]
         return ObligationResult(
@@ -757,8 +844,9 @@ def _decide_isolated(
     modules: frozenset[str] | None = None,
     loaded: set[str] | None = None,
     later: frozenset[str] | None | bool = False,
+    task: Task | None = None,
 ):
-    """Decide one item in this (child) process: a fresh Z3 context, and the data of the project
+    """Decide one item in this (child) process (``task``: with ``task.decide`` when it is of its kind): a fresh Z3 context, and the data of the project
     modules it can reach (``modules``, :func:`reaches`; None: all) checked, with the project modules
     imported since the process started (``loaded``: the module names then). ``before``: the
     fingerprint (:func:`module_data`) the forking parent took of the state this process starts
@@ -768,23 +856,28 @@ def _decide_isolated(
     cannot be fingerprinted (the process then stops: fail closed)."""
     import z3
 
-    if kind == "obligation":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
+    if kind != "contract":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
         z3.z3._main_ctx = None  # (contracts keep it: CrossHair, imported by the parent, holds Z3 objects)
     if before is None:
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
-    outcome = prove_obligation(item, options) if kind == "obligation" else check_contract(item, options)  # type: ignore[arg-type]
+    if task is not None and kind == task.kind:
+        outcome = task.decide(item)  # type: ignore[arg-type]
+    elif kind == "obligation":
+        outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+    else:
+        outcome = check_contract(item, options)  # type: ignore[arg-type]
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
     after = module_data(watched)
     changed = changed_state(_flat(before, mine), _flat(after, mine))
-    if changed and outcome.verdict is not Verdict.ERROR:
-        outcome.verdict = Verdict.ERROR
-        outcome.message = (
+    if changed and not _is_error(outcome):
+        _mark_error(
+            outcome,
             f"module state changed while deciding it ({', '.join(changed[:3])}): a verdict that depends on "
-            "what ran before (-k, --jobs, case order) is no verdict; keep models and claims free of global state"
+            "what ran before (-k, --jobs, case order) is no verdict; keep models and claims free of global state",
         )
     clean = True
     if later is not False:
@@ -800,6 +893,7 @@ def _child(
     batch: list[tuple[int, str, Any, frozenset[str] | None]],
     options: Options,
     before: dict[str, dict[str, object]] | None = None,
+    task: Task | None = None,
 ) -> None:
     """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item, modules),
     ...]``; an item is ``(file, id)`` under ``spawn``; ``modules``: the project modules it can reach,
@@ -838,20 +932,20 @@ def _child(
                     conn.send(("done", index, _load_error_result(items)))
                     break
                 payload = next(it for it in items if it.id == ident)
-                outcome, clean = _decide_isolated(kind, payload, options, later=later)
+                outcome, clean = _decide_isolated(kind, payload, options, later=later, task=task)
             else:
-                outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later)
+                outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task)
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
             from .encode import describe_exception
 
             outcome = _error_outcome(
-                kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc)
+                kind, payload if not isinstance(payload, tuple) else _Stub(*payload), describe_exception(exc), task
             )  # type: ignore[arg-type]
         if os.getpid() != pid:  # a fork made by the model: only the process the parent started answers
             os._exit(0)
         conn.send(("done", index, outcome))
         if (
-            outcome.verdict is Verdict.ERROR
+            _is_error(outcome)
             or not clean
             or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params)))
         ):
@@ -885,24 +979,24 @@ def _units(
     previous: dict[str, float],
     batch: bool,
     alone: set[int] = frozenset(),
+    task: Task | None = None,
 ) -> list[list[int]]:  # type: ignore[assignment]
     """``order`` (longest first) cut into the lists of indices each process decides: a contract, an
     obligation estimated over :data:`BATCH_SECONDS`, declared outside the working directory or in
     ``alone`` (it can reach data that cannot be fingerprinted) alone, the others :data:`BATCH_ITEMS`
-    to a process in that order (all alone when not ``batch``)."""
+    to a process in that order (all alone when not ``batch``); a ``task``'s item alone when its
+    ``task.weight`` is positive, else batched."""
     units: list[list[int]] = []
     light: list[int] = []
     root = os.path.abspath(os.getcwd()) + os.sep
     for i in order:
         kind, it = work[i]
         # (a spec file outside the working directory: its module state is not fingerprinted, :func:`module_state`)
-        if (
-            batch
-            and kind == "obligation"
-            and i not in alone
-            and _estimate(kind, it, previous) <= BATCH_SECONDS
-            and os.path.abspath(it.file).startswith(root)
-        ):
+        if task is not None and kind == task.kind:
+            light_item = task.weight(it) <= 0  # type: ignore[arg-type]
+        else:
+            light_item = kind == "obligation" and _estimate(kind, it, previous) <= BATCH_SECONDS
+        if batch and light_item and i not in alone and os.path.abspath(it.file).startswith(root):
             light.append(i)
         else:
             units.append([i])
@@ -931,6 +1025,7 @@ def _run_isolated(
     monitor: Monitor | None = None,
     previous: dict[str, float] | None = None,
     reach_of: dict[int, frozenset[str] | None] | None = None,
+    task: Task | None = None,
 ):
     """Decide the items in worker processes (:func:`_units`: short obligations a few to a process),
     at most ``options.jobs`` processes at a time, each item within ``options.timeout`` seconds
@@ -972,7 +1067,7 @@ def _run_isolated(
     outcomes: list = [done.get(i) for i in range(len(work))]
     try:
         pending = _units(
-            work, order, previous or {}, by_reference, alone
+            work, order, previous or {}, by_reference, alone, task
         )  # longest first; results still reported in declared order
         running: dict[Any, _Running] = {}
         shown = 0
@@ -1004,7 +1099,7 @@ def _run_isolated(
                     )
                     for i in unit
                 ]
-                proc = ctx.Process(target=_child, args=(send, batch, options, before), daemon=True)
+                proc = ctx.Process(target=_child, args=(send, batch, options, before, task), daemon=True)
                 proc.start()
                 send.close()
                 running[recv] = _Running(proc, list(unit), time.monotonic(), alone=len(unit) == 1)
@@ -1029,6 +1124,7 @@ def _run_isolated(
                                     f"the process deciding it exited with code {code} before giving a verdict "
                                     "(os._exit, sys.exit or a crash in the model or the solver)"
                                 ),
+                                task,
                             ),
                         )
                         if run.proc.is_alive():
@@ -1070,6 +1166,7 @@ def _run_isolated(
                                     f"time limit: no verdict within {options.timeout:g} s (stopped; an endless loop in the model? "
                                     "raise --timeout if it is only slow)"
                                 ),
+                                task,
                             ),
                         )
             while shown < len(outcomes) and outcomes[shown] is not None:

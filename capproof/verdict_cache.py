@@ -38,7 +38,17 @@ from typing import Any
 
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
-__all__ = ["obligation_key", "obligation_keys", "load", "store", "result_from_json", "CACHEABLE"]
+__all__ = [
+    "obligation_key",
+    "obligation_keys",
+    "item_key",
+    "load",
+    "store",
+    "load_entry",
+    "store_entry",
+    "result_from_json",
+    "CACHEABLE",
+]
 
 #: Verdicts safe to reuse: they do not depend on how fast the machine was.
 CACHEABLE = ("proved", "counterexample", "vacuous")
@@ -181,6 +191,25 @@ def obligation_key(
     that cannot be pickled)."""
     if options.smt2_dir:
         return None
+    opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _SCHEDULING}
+    return item_key("capproof-verdict-cache-v1", ob, opts, modules, project, memo, held)
+
+
+def item_key(
+    kind: str,
+    ob: Any,
+    settings: dict[str, Any],
+    modules: frozenset[str] | None,
+    project: dict[str, types.ModuleType],
+    memo: dict[str, str | None] | None = None,
+    held: dict[int, tuple[object, str | None]] | None = None,
+) -> str | None:
+    """The key of what ``kind`` of work (a verdict, a bound) computes for obligation ``ob`` with
+    ``settings`` (the options that can change it, JSON-able or repr-able): the SHA-256 of the
+    obligation's declaration, the bytes and data of the project modules it can reach
+    (``modules``; None: every module of ``project``), the data its functions hold, capproof's
+    sources, the solvers' versions and the ``CAPPROOF_*`` settings. None: some of that data cannot
+    be pickled (not cacheable). ``memo``/``held``: per-run memos shared by the obligations of a run."""
     memo = {} if memo is None else memo
     names = [m for m in sorted(project if modules is None else modules) if m in project]
     sources = [
@@ -194,9 +223,8 @@ def obligation_key(
     data = [_held_digest(ob, {} if held is None else held), *(memo[m] for m in names)]
     if None in data:
         return None
-    opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _SCHEDULING}
     parts = [
-        "capproof-verdict-cache-v1",
+        kind,
         ob.id,
         ob.expect,
         repr(ob.case),
@@ -208,7 +236,7 @@ def obligation_key(
         repr(ob.file),
         repr(ob.line),
         os.getcwd(),
-        json.dumps(opts, sort_keys=True, default=repr),
+        json.dumps(settings, sort_keys=True, default=repr),
         *sources,
         *data,
         _environment(),
@@ -219,19 +247,38 @@ def obligation_key(
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _path(key: str) -> str:
-    return os.path.join(os.getcwd(), ".capproof", "verdicts", f"{key}.json")
+def load_entry(folder: str, key: str) -> dict[str, Any] | None:
+    """The JSON object stored under ``key`` in ``.capproof/<folder>/`` (None: none, or unreadable)."""
+    try:
+        with open(os.path.join(os.getcwd(), ".capproof", folder, f"{key}.json"), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def store_entry(folder: str, key: str, data: dict[str, Any]) -> None:
+    """Store the JSON object ``data`` under ``key`` in ``.capproof/<folder>/`` (written to a
+    temporary file, then renamed: a reader never sees half of it; a read-only checkout: not stored)."""
+    path = os.path.join(os.getcwd(), ".capproof", folder, f"{key}.json")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def load(key: str) -> ObligationResult | None:
     """The result stored under ``key`` (``cached`` set), or None."""
+    data = load_entry("verdicts", key)
+    if data is None or data.get("verdict") not in CACHEABLE:
+        return None
     try:
-        with open(_path(key), encoding="utf-8") as fh:
-            data = json.load(fh)
-        if data.get("verdict") not in CACHEABLE:
-            return None
         result = result_from_json(data)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
     result.cached = True
     return result
@@ -241,15 +288,7 @@ def store(key: str, result: ObligationResult) -> None:
     """Store ``result`` under ``key`` if its verdict is cacheable (a read-only checkout: not stored)."""
     if result.verdict.value not in CACHEABLE or getattr(result, "cached", False):
         return
-    path = _path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(result.to_json(), fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    store_entry("verdicts", key, result.to_json())
 
 
 def result_from_json(data: dict[str, Any]) -> ObligationResult:

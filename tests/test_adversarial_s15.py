@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
-from capproof.engines.checkconfig import CheckError, ModelFacts, read_model_config, run_check
+from capproof.engines.checkconfig import CheckError, ModelFacts, read_model_config
+from capproof.engines.vllm.deployment import run_check
 from capproof.engines.vllm.serve import ServeFlagError, parse_serve_args
 
 SPEC = """
@@ -494,6 +495,6 @@ def test_the_token_budget_without_chunked_prefill_and_no_length_is_left_free(tmp
 def test_an_engine_version_spelled_otherwise_is_the_release(text):
     """``--engine vllm==0.33`` named no flag table, batch defaults or inventory (keyed "0.33.0"):
     the defaults were dropped and the answer undecided; it is release 0.33.0."""
-    from capproof.engines.checkconfig import parse_engine
+    from capproof.engines.registry import parse_engine
 
     assert parse_engine(text) == ("vllm", "0.33.0")

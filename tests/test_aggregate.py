@@ -493,8 +493,8 @@ def test_an_attempt_on_the_aggregates_leaves_the_callers_z3_context_alone(spec_f
     """The aggregate/induction attempts run in a Z3 context of their own, and the caller's is
     restored: a term the caller built before stays usable."""
     obs = {it.name: it for it in load_file(spec_file(MOE.replace("SIZE", "8"), "moe_envelope_ctx.py"))}
+    x = z3.Int("x")  # creates the caller's main context when none exists yet (the test run alone)
     before = z3.z3._main_ctx
-    x = z3.Int("x")
     prove_obligation(obs["padded_fits"], Options(density="off"))
     assert z3.z3._main_ctx is before
     s = z3.Solver()

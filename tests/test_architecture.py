@@ -28,29 +28,8 @@ from conftest import ROOT
 PACKAGE = "capproof"
 
 #: (importing module, imported module) pairs of a core module importing an engine-specific one
-ENGINE_IMPORTS_ALLOWED = {
-    (
-        "capproof.cli",
-        "capproof.engines.sglang.launch",
-    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.serve",
-    ): "check-config's command line: the CLI picks the engine's parser by name until an engine registry exists",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.flags",
-    ): "check-config's --engine help lists the vLLM releases of the flag tables",
-    (
-        "capproof.cli",
-        "capproof.engines.vllm.buffers",
-    ): "`capproof inventory` builds vLLM's inventory (the default engine of the command)",
-    (
-        "capproof.cli",
-        "capproof.engines.sglang.buffers",
-    ): "`capproof inventory --engine sglang==X` builds SGLang's inventory; the CLI picks the engine by name "
-    "until an engine registry exists",
-}
+#: (the command line reaches engines through capproof.engines.registry)
+ENGINE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 #: The layers of docs/architecture.md, lowest first: a module imports its own layer and those below.
 LAYERS = [
@@ -87,8 +66,8 @@ LAYERS = [
             "second_opinion",
         },
     ),
-    ("analyses", {"density", "bound", "inventory", "coverage"}),
-    ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin"}),
+    ("analyses", {"density", "inventory", "coverage"}),
+    ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin", "bound"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
     ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
     ("command line", {"cli", "__main__"}),
@@ -101,7 +80,6 @@ UPWARD_ALLOWED = {
         "capproof.contracts",
         "capproof.loader",
     ): "puts the project on sys.path before it imports the contract's model module",
-    ("capproof.bound", "capproof.loader"): "bound loads the spec tree itself",
     ("capproof.pytest_plugin", "capproof.report"): "a failing item shows the result lines `capproof prove` prints",
 }
 
@@ -168,6 +146,14 @@ class _Collector(ast.NodeVisitor):
         self.depth -= 1
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def visit_If(self, node: ast.If) -> None:
+        """``if TYPE_CHECKING:`` blocks never run: their imports are for type checkers only."""
+        if isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
@@ -336,6 +322,57 @@ def test_core_modules_reach_engine_specific_code_only_where_allowed():
     assert all(reason for reason in ENGINE_IMPORTS_ALLOWED.values())
 
 
+#: Modules that reach an engine only through its adapter (capproof.engines.registry)
+ENGINE_BLIND = ("capproof/cli.py", "capproof/engines/checkconfig.py")
+
+
+def _engine_mentions(path: str, names: tuple[str, ...]) -> list[str]:
+    """Where the module at ``path`` names an engine: an import of an engine's package, an
+    identifier holding an engine's name (``VLLM_VERSION``, ``run_check_sglang``), or a string
+    holding it as the registry spells it (``"vllm"``, ``"sglang==0.5.23"``, ``"vllm serve MODEL"``).
+    Prose that cites an engine's behaviour by its written name (``vLLM``) is not a switch on it."""
+    import re
+
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    word = re.compile(r"(?<![A-Za-z])(" + "|".join(map(re.escape, names)) + r")(?![a-z])")
+    ident = re.compile("|".join(map(re.escape, names)), re.I)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")
+            if any(part in names for part in module) or any(a.name in names for a in node.names):
+                found.append(f"line {node.lineno}: import from {node.module}")
+        elif isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {a.name}" for a in node.names if set(a.name.split(".")) & set(names)]
+        elif isinstance(node, ast.Name) and ident.search(node.id):
+            found.append(f"line {node.lineno}: name {node.id}")
+        elif isinstance(node, ast.Attribute) and ident.search(node.attr):
+            found.append(f"line {node.lineno}: attribute {node.attr}")
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ident.search(node.name):
+            found.append(f"line {node.lineno}: definition {node.name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and word.search(node.value):
+            found.append(f"line {node.lineno}: string {node.value[:60]!r}")
+    return found
+
+
+def test_the_command_line_and_check_config_name_no_engine():
+    """cli.py and checkconfig.py use engines through their adapters only: adding an engine is an
+    adapter and a registry entry, not a branch in either."""
+    from capproof.engines.registry import engine_names
+
+    names = engine_names()
+    assert {"vllm", "sglang"} <= set(names)
+    assert {path: _engine_mentions(path, names) for path in ENGINE_BLIND} == {path: [] for path in ENGINE_BLIND}
+
+
+def test_the_engine_mention_finder_sees_a_switch_on_an_engine(tmp_path):
+    source = 'from .vllm.serve import parse_serve_args\nVLLM_VERSION = 1\nif engine == "sglang":\n    pass\n'
+    (tmp_path / "m.py").write_text(source + '"""vLLM reads config.json"""\n')
+    found = _engine_mentions(str(tmp_path / "m.py"), ("vllm", "sglang"))
+    assert [f.split(":")[0] for f in found] == ["line 1", "line 2", "line 3"]
+
+
 def _facade_violations(folder: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for base, _, files in os.walk(os.path.join(ROOT, folder)):
@@ -407,3 +444,20 @@ def test_comments_cite_no_session_or_issue_number():
                 if re.search(r"\b(?:session|issue) \d+\b", line, re.I):
                     cited.append(f"{os.path.relpath(path, ROOT)}:{number}")
     assert cited == []
+
+
+def test_the_facade_gives_type_checkers_every_public_name():
+    """capproof/__init__.py's type-checking block (what mypy reads instead of ``__getattr__``)
+    imports every name of ``__all__`` from the module ``__getattr__`` loads it from."""
+    import capproof
+
+    with open(os.path.join(ROOT, PACKAGE, "__init__.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {
+        a.asname: ("." + node.module, a.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    assert typed == {name: capproof._WHERE[name] for name in capproof.__all__}

@@ -299,14 +299,14 @@ def process_dies(n):
 
 
 def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_file):
-    """Obligations without vectors are bounded CHUNK to a process (each from a fresh Z3 context):
-    the bounds are those of each obligation bounded alone in a fresh context, for any -j."""
+    """Obligations without vectors are bounded several to a process (the runner's batches, each from a
+    fresh Z3 context): the bounds are those of each obligation bounded alone in a fresh context, for any -j."""
     import z3
 
-    from capproof.bound import CHUNK, _bound_all, _chunks
+    from capproof.bound import _bound_all, _weight
 
     obs = list(_spec(spec_file).values())
-    assert _chunks(obs) == [list(range(len(obs)))[k : k + CHUNK] for k in range(0, len(obs), CHUNK)]
+    assert [_weight(ob) for ob in obs] == [0.0] * len(obs)  # (no vector: batched)
     alone = []
     previous = z3.z3._main_ctx
     try:
@@ -330,20 +330,25 @@ def test_a_dying_bound_process_is_an_error_for_its_obligations_only(spec_file):
 
 
 def test_a_vector_obligation_gets_a_process_of_its_own():
-    """The routings over 1024 experts take seconds each: alone in a process, largest first."""
+    """The routings over 1024 experts take seconds each: alone in a process of the runner's pool,
+    largest first; the others batched."""
     import os
 
     from conftest import ROOT
 
-    from capproof.bound import _chunks
+    from capproof.bound import _bound_fresh, _error_bound, _weight
     from capproof.loader import ensure_project_on_path
     from capproof.obligation import Obligation
+    from capproof.runner import BATCH_ITEMS, Task, _task_order, _units
 
     os.chdir(ROOT)
     ensure_project_on_path()
     items = [it for it in load_file("spec/moe_align.py") if isinstance(it, Obligation)]
     vectors = [i for i, ob in enumerate(items) if any(getattr(d, "size", 0) for d in ob.domain.values())]
-    chunks = _chunks(items)
+    task = Task("bound", _bound_fresh, _error_bound, _weight)
+    work = [("bound", ob) for ob in items]
+    chunks = _units(work, _task_order(items, task), {}, True, set(), task)
+    assert all(len(c) <= BATCH_ITEMS for c in chunks)
     assert vectors and chunks[: len(vectors)] == [
         [i] for i in sorted(vectors, key=lambda i: -sum(getattr(d, "size", 0) for d in items[i].domain.values()))
     ]

@@ -6,7 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
-from capproof.engines.checkconfig import CheckError, parse_engine
+from capproof.engines.checkconfig import CheckError
+from capproof.engines.registry import parse_engine
 from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
 GLM_1M_DCP2 = [

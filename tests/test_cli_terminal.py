@@ -185,10 +185,10 @@ def test_check_config_internal_crash_exits_3_not_1(project, tmp_path):
     """A bug inside capproof is exit 3 with its traceback, never 1 (a verdict)."""
     (tmp_path / "sitecustomize.py").write_text(
         textwrap.dedent("""
-        import capproof.engines.checkconfig as cc
+        import capproof.engines.vllm.deployment as deployment
         def boom(*a, **k):
             raise RuntimeError("injected bug")
-        cc.run_check = boom
+        deployment.run_check = boom
     """)
     )
     master, slave = os.openpty()

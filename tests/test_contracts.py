@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -205,8 +206,41 @@ def test_cached_verdict_is_reused_only_for_the_same_sources_and_timeout(models_p
     assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
     fixed = check_contract(contract(target), Options(crosshair_timeout=10))
     assert fixed.verdict is Verdict.PROVED and not fixed.cached, fixed.message
-    (tmp_path / "ctmodels" / "helper.py").write_text("X = 1\n")  # even a file the target does not import
+    # a file the target's module cannot import is no new key; its package's __init__.py is
+    (tmp_path / "ctmodels" / "helper.py").write_text("X = 1\n")
+    assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True).cached
+    (tmp_path / "ctmodels" / "__init__.py").write_text("# edited\n")
     assert check_contract(contract(target), Options(crosshair_timeout=10), cache_only=True) is None
+
+
+def test_a_contract_key_covers_the_files_its_module_can_import(tmp_path):
+    """reached_files: the module, its packages' __init__.py, what it imports (at module level, inside
+    a function, relatively), transitively; not its siblings; None for an import by computed name."""
+    from capproof.contracts import reached_files
+
+    pkg = tmp_path / "rm"
+    (pkg / "sub").mkdir(parents=True)
+    for name, text in {
+        "__init__.py": "",
+        "sub/__init__.py": "",
+        "a.py": "from rm import b\n\ndef f():\n    from .sub import c\n    return c.g() + b.h()\n",
+        "b.py": "import rm.sub.d as d\n\ndef h():\n    return d.K\n",
+        "sub/c.py": "def g():\n    return 1\n",
+        "sub/d.py": "K = 2\n",
+        "e.py": "import math\n",
+        "dyn.py": "import importlib\nm = importlib.import_module('rm.e')\n",
+    }.items():
+        (pkg / name).write_text(text)
+    got = reached_files(str(pkg / "a.py"), str(tmp_path))
+    assert [os.path.relpath(f, pkg) for f in got] == [
+        "__init__.py",
+        "a.py",
+        "b.py",
+        os.path.join("sub", "__init__.py"),
+        os.path.join("sub", "c.py"),
+        os.path.join("sub", "d.py"),
+    ]
+    assert reached_files(str(pkg / "dyn.py"), str(tmp_path)) is None
 
 
 def test_errors_and_unknowns_are_not_cached(models_pkg, tmp_path):

@@ -134,3 +134,72 @@ def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch)
     pinned = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--set", "n=3", "--json", "-"])
     assert json.loads(pinned.output)["obligations"][0]["pins"] == {"n": 3}
     assert len(list((project / ".capproof" / "verdicts").iterdir())) == 3
+
+
+def _proofs(project) -> dict[str, bytes]:
+    return {str(p.relative_to(project)): p.read_bytes() for p in sorted((project / "proofs").rglob("*")) if p.is_file()}
+
+
+def _forget_models() -> None:
+    """Make the in-process CLI runs import the models and spec files again (as a new process would)."""
+    import importlib
+    import sys
+
+    import capproof.loader
+
+    for name in [m for m in sys.modules if m.startswith(("cachemodels", "capproof_spec"))]:
+        del sys.modules[name]
+    capproof.loader._loaded.clear()
+    importlib.invalidate_caches()
+
+
+def _verify(*flags: str) -> None:
+    """What `make verify` writes: the run, the reports from it, the bounds."""
+    run = CliRunner().invoke(
+        main, ["prove", "--no-contracts", "--density", "off", "-j", "1", "--json", ".capproof/run.json", *flags]
+    )
+    assert run.exit_code == 0, run.output
+    assert CliRunner().invoke(main, ["report", "--from", ".capproof/run.json"]).exit_code == 0
+    bounds = CliRunner().invoke(main, ["bound", "--write", "-j", "2", *flags])
+    assert bounds.exit_code == 0, bounds.output
+
+
+def test_an_edit_to_one_model_re_bounds_only_its_dependents_and_proofs_match_a_no_cache_run(project, monkeypatch):
+    (project / "cachemodels").mkdir()
+    (project / "cachemodels" / "__init__.py").write_text("")
+    (project / "cachemodels" / "a.py").write_text(MODEL_A)
+    (project / "cachemodels" / "b.py").write_text(MODEL_B)
+    (project / "spec" / "cached.py").write_text(SPEC)
+    monkeypatch.syspath_prepend(str(project))
+    bounds = project / ".capproof" / "bounds"
+    verdicts = project / ".capproof" / "verdicts"
+
+    _forget_models()  # (an earlier test's cachemodels)
+    _verify()
+    stored = {p.name: p.stat().st_mtime_ns for p in bounds.iterdir()}
+    proved = {p.name: p.stat().st_mtime_ns for p in verdicts.iterdir()}
+    assert len(stored) == 4 and len(proved) == 4
+    cold = _proofs(project)
+    _forget_models()
+    _verify()  # warm: nothing bounded or decided again, the same proofs/
+    assert {p.name: p.stat().st_mtime_ns for p in bounds.iterdir()} == stored
+    assert {p.name: p.stat().st_mtime_ns for p in verdicts.iterdir()} == proved
+    assert _proofs(project) == cold
+
+    # one model edited: its two dependents only are bounded and decided again
+    (project / "cachemodels" / "b.py").write_text("# rows of the table\ndef rows(n):\n    return 2 * n - 1\n")
+    _forget_models()
+    _verify()
+    now = {p.name: p.stat().st_mtime_ns for p in bounds.iterdir()}
+    assert len(set(now) - set(stored)) == 2  # uses_b and uses_both, under their new keys
+    assert all(now[k] == t for k, t in stored.items())  # the others were read, not rewritten
+    assert len(set(p.name for p in verdicts.iterdir()) - set(proved)) == 2
+    edited = _proofs(project)
+    assert edited != cold
+    bounds_md = (project / "proofs" / "bounds.md").read_text()
+    assert "| bounded | 199 | 199 | 150 | -49 |" in bounds_md  # uses_b after the edit: worst 2*100-1, slack 150-199
+
+    # byte-identical to a run that re-decides and re-bounds everything
+    _forget_models()
+    _verify("--no-cache")
+    assert _proofs(project) == edited

@@ -20,41 +20,30 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from ..domain import MAX_VECTOR_SIZE, Choice, Range, Vector
 from ..loader import load
 from ..obligation import Obligation
 from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
-from .sglang.flags import SGLANG_VERSION
-from .sglang.launch import LaunchConfig
-from .vllm.flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
-from .vllm.serve import ServeConfig, user_capture_sizes
+from .adapter import CheckError
 
 __all__ = [
     "CheckError",
-    "parse_engine",
-    "pins_for",
-    "run_check",
     "CheckOutcome",
     "ModelFacts",
     "read_model_config",
     "model_facts",
     "resolve_model",
     "KNOWN_MODELS",
-    "batch_defaults",
-    "GPU_SMS",
-    "SUPPORTED_VLLM",
-    "SUPPORTED_VLLM_ASCEND",
+    "check_all",
+    "outcome_lines",
+    "outcome_json",
+    "outcome_run_json",
+    "own_option_in_line",
 ]
 
-#: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
-#: 0.21.0, #50302 in 0.27.0, #50823 in 0.28.0).
-SUPPORTED_VLLM = (Version("0.18.0"), Version(VLLM_VERSION))
-#: vLLM-Ascend releases the corpus covers (C3: vllm-project/vllm-ascend#14024 on main, #14114 its
-#: v0.26.0rc backport).
-SUPPORTED_VLLM_ASCEND = (Version("0.18.0"), Version("0.33.0"))
 
 #: Parameters that describe the deployment (pinned from flags when given); every other parameter
 #: of an obligation is part of the batch and stays symbolic.
@@ -75,88 +64,6 @@ CONFIG_PARAMS = {
     "method",
     "num_sms",
 }
-
-
-#: ``--kv-cache-dtype`` values that select DSA's sparse MLA on CUDA, whose indexer backend supports
-#: kernel block size 64 only (vLLM 0.33.0 ``DeepseekV32IndexerBackend.get_supported_kernel_block_sizes``).
-DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
-DSA_CUDA_KERNEL_BLOCK_SIZE = 64
-
-#: ``--kv-cache-dtype`` values that select the UltraQuant 4-bit KV cache (ROCm), whose decode
-#: kernel computes 32-bit buffer offsets (vLLM 0.33.0 ``vllm/config/cache.py:61``,
-#: ``vllm/platforms/rocm.py:580-584`` ``_uses_ultraquant``).
-ULTRAQUANT_CACHE_DTYPES = frozenset({"ultraquant_4bit"})
-
-
-#: Streaming multiprocessors (``torch.cuda.get_device_properties().multi_processor_count``, what
-#: vLLM's ``num_sms`` is) per GPU an operator can name with ``--gpu``: (SM counts, source). A name
-#: covering several products (H100: PCIe and SXM5) gives every count, each checked. Counts are
-#: NVIDIA's published CUDA-core totals divided by the cores per SM of the architecture (64 on
-#: Ampere GA100, 128 on Ada/Hopper/Blackwell). B300's enabled SM count is not listed here (not
-#: confirmed from a data sheet): --gpu B300 picks vLLM's batch defaults, --num-sms N gives the count.
-GPU_SMS: dict[str, tuple[tuple[int, ...], str]] = {
-    "A100": ((108,), "NVIDIA A100 whitepaper: 6912 CUDA cores / 64 per SM (SXM4 and PCIe)"),
-    "L40S": ((142,), "NVIDIA L40S data sheet: 18176 CUDA cores / 128 per SM"),
-    "H100": ((114, 132), "NVIDIA H100 whitepaper: PCIe 14592 / 128 = 114, SXM5 16896 / 128 = 132"),
-    "H100-PCIE": ((114,), "NVIDIA H100 whitepaper: PCIe 14592 CUDA cores / 128 per SM"),
-    "H100-SXM": ((132,), "NVIDIA H100 whitepaper: SXM5 16896 CUDA cores / 128 per SM"),
-    "H200": ((132,), "NVIDIA H200 (GH100, as H100 SXM5): 16896 CUDA cores / 128 per SM"),
-    "B200": ((148,), "NVIDIA B200 (two dies of 74 SMs): 18944 CUDA cores / 128 per SM"),
-    "GB10": ((48,), "NVIDIA GB10 (DGX Spark): 6144 CUDA cores / 128 per SM"),
-}
-#: ``--gpu`` names that select a row of vLLM's batch-default table under another name.
-GPU_BATCH_ROW = {"H100-PCIE": "H100", "H100-SXM": "H100"}
-
-
-def resolve_gpu(name: str | None, version: str) -> tuple[str | None, tuple[int, ...], str]:
-    """``--gpu NAME`` -> (row of vLLM's batch-default table, SM counts, their source).
-
-    Case-insensitive; raises CheckError (one line) for a GPU capproof has neither an SM count nor
-    vLLM batch defaults for."""
-    if name is None:
-        return None, (), ""
-    key = name.strip().upper()
-    known = sorted(set(GPU_SMS) | {g for table in BATCH_DEFAULTS.values() for g in table})
-    if key not in known:
-        raise CheckError(f"--gpu {name!r}: unknown GPU (known: {', '.join(known)}); give --num-sms N for another GPU")
-    sms, source = GPU_SMS.get(key, ((), ""))
-    return GPU_BATCH_ROW.get(key, key), sms, source
-
-
-class CheckError(ValueError):
-    """Bad ``--engine`` or ``--model-config`` (one line)."""
-
-
-def parse_engine(text: str) -> tuple[str, str]:
-    """``vllm``, ``vllm==0.23.0`` or ``vllm-ascend==0.25.0`` -> (engine, version).
-
-    vLLM's default version is the pinned one; vLLM-Ascend (a plugin run by the same ``vllm serve``
-    command line) needs its version. Raises CheckError for anything else.
-    """
-    name, sep, version = text.partition("==")
-    name = name.strip().lower()
-    if name == "sglang":
-        version = version.strip() if sep else SGLANG_VERSION
-        if version != SGLANG_VERSION:
-            raise CheckError(f"--engine {text!r}: capproof models sglang {SGLANG_VERSION} only")
-        return name, version
-    if name not in ("vllm", "vllm-ascend"):
-        raise CheckError(
-            f"--engine {text!r}: supported are vllm[==VERSION], vllm-ascend==VERSION and sglang[=={SGLANG_VERSION}]"
-        )
-    if name == "vllm-ascend" and not sep:
-        raise CheckError(f"--engine {text!r}: give the vLLM-Ascend release, e.g. vllm-ascend==0.25.0")
-    version = version.strip() if sep else VLLM_VERSION
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        raise CheckError(f"--engine {text!r}: {version!r} is not a version") from None
-    lo, hi = SUPPORTED_VLLM if name == "vllm" else SUPPORTED_VLLM_ASCEND
-    if not (lo <= parsed <= hi):
-        raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
-    # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
-    # inventory are keyed by it
-    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
 
 
 #: The ``config.json`` keys vLLM reads for each value, in vLLM's order (the first present wins):
@@ -460,40 +367,6 @@ def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | N
     return facts
 
 
-def default_max_model_len(cfg: ServeConfig, model: ModelFacts | dict | None) -> int | None:
-    """vLLM 0.33.0's ``max_model_len`` (tokens) when ``--max-model-len`` is not given: the model
-    config's ``max_position_embeddings``, or None (left symbolic) without one, under ``--max-model-len
-    auto`` (fitted to the GPU at startup) or when :func:`max_len_caveat` says vLLM derives another."""
-    if getattr(cfg, "max_model_len_auto", False) or (isinstance(model, ModelFacts) and model.max_len_caveat):
-        return None
-    return (model.values if isinstance(model, ModelFacts) else (model or {})).get("max_position_embeddings")
-
-
-def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[str, int]:
-    """Parameter pins implied by the flags (and the model config)."""
-    values = dict(model.values if isinstance(model, ModelFacts) else (model or {}))
-    pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
-    max_len = cfg.max_model_len if cfg.max_model_len is not None else default_max_model_len(cfg, model)
-    values.pop("max_position_embeddings", None)
-    # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
-    # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
-    # run_check computes vLLM's value from the user's capture sizes
-    for name, value in (
-        ("max_model_len", max_len),
-        ("block_size", cfg.block_size),
-        ("max_num_seqs", cfg.max_num_seqs),
-        ("max_num_batched_tokens", cfg.max_num_batched_tokens),
-    ):
-        if value is not None:
-            pins[name] = value
-    if cfg.max_num_seqs is not None:
-        pins["max_num_reqs"] = cfg.max_num_seqs  # vLLM-Ascend's (and the runner's) name for it
-    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
-        pins["kernel_block_size"] = DSA_CUDA_KERNEL_BLOCK_SIZE
-    pins.update({k: v for k, v in values.items() if k in CONFIG_PARAMS})
-    return pins
-
-
 def _batch_bounds(ob: Obligation, seqs: int | None, tokens: int | None) -> dict:
     """Assumptions the deployment adds on the obligation's batch parameters."""
     extra = {}
@@ -582,6 +455,12 @@ class CheckOutcome:
     needs: list[str] = field(default_factory=list)
     #: How facts capproof derived were found (the speculative method, ...), one line each.
     derived: list[str] = field(default_factory=list)
+    #: The engine's name as its project writes it (``engine`` when empty).
+    display: str = ""
+    #: The engine's modelled releases, for "a later release changed this formula" (empty: none).
+    releases: tuple[str, ...] = ()
+    #: Engine-specific lines on what the answer rests on (values left free, how a flag was read).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def missing_facts(self) -> list[str]:
@@ -632,37 +511,6 @@ class CheckOutcome:
 #: about one model, so it is not applied without it.
 MODEL_PARAMS = ("num_experts", "top_k", "index_topk", "hidden_size")
 
-#: The parameters each sizing flag sets (a flag none of whose parameters an applied obligation has
-#: is listed as not used).
-FLAG_PARAMS = {
-    "--max-model-len": ("max_model_len",),
-    "--block-size": ("block_size",),
-    "--tensor-parallel-size": ("tp",),
-    "--decode-context-parallel-size": ("dcp",),
-    "--max-num-seqs": ("max_num_seqs", "max_num_reqs", "num_decodes"),
-    "--max-num-batched-tokens": ("max_num_batched_tokens", "num_decode_tokens"),
-    "--speculative-config": ("num_speculative_tokens",),
-    "--spec-tokens": ("num_speculative_tokens",),
-    "--spec-method": ("num_speculative_tokens",),
-    "--spec-model": ("num_speculative_tokens",),
-    "--kv-cache-dtype": ("kernel_block_size",),
-    "--cudagraph-capture-sizes": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
-    "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
-    "--compilation-config": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
-    "--pipeline-parallel-size": ("pp",),
-    "--data-parallel-size": ("feature:extra_graph_padding",),
-}
-#: Model features a flag decides (its presence makes feature obligations apply or not).
-FLAG_FEATURES = {
-    "--speculative-config": "spec_decode",
-    "--spec-tokens": "spec_decode",
-    "-sc": "spec_decode",
-    "--spec-method": "spec_decode",
-    "--spec-model": "spec_decode",
-    "--kv-cache-dtype": "dsa_indexer",
-}
-#: Flags that only steer parsing (nothing to check).
-_PARSING_FLAGS = {"--model", "--config"}
 
 #: Features a model's config.json shows (others come from the flags).
 MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba"})
@@ -707,74 +555,6 @@ HYBRID_MAMBA_KEYS = (
 )
 
 
-#: vLLM 0.33.0 ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` (``vllm/config/scheduler.py:42``):
-#: the default token budget under batched DP MoE (``ParallelConfig.use_batched_dp_moe``: a
-#: ``deepep_low_latency``/``nixl_ep`` all2all backend, expert parallelism and ``-dp`` > 1).
-BATCHED_DP_MOE_TOKENS = 256
-BATCHED_DP_MOE_BACKENDS = ("deepep_low_latency", "nixl_ep")
-
-
-def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None) -> list[Default]:
-    """The ``max_num_batched_tokens``/``max_num_seqs`` vLLM picks when the flags are not given.
-
-    vLLM ``EngineArgs.get_batch_defaults`` (executed per release and GPU in ``flags.py``) then
-    ``_set_default_max_num_seqs_and_batched_tokens_args`` (``vllm/engine/arg_utils.py:3151-3240``),
-    per GPU row: 256 tokens under batched DP MoE; doubled with ``--performance-mode throughput``;
-    without chunked prefill at least ``max_model_len``; then at most ``max_num_seqs *
-    max_model_len``; ``max_num_seqs`` at most the token budget. Without ``--gpu``, every GPU's
-    default is checked. A default that depends on a ``max_model_len`` not known here (chunked
-    prefill disabled) is not given: the parameter stays free. vLLM-Ascend: no table (NPU).
-    """
-    out: list[Default] = []
-    if engine not in ("vllm", "vllm-ascend") or version not in BATCH_DEFAULTS:
-        return out
-    table = BATCH_DEFAULTS[version]
-    rows = {gpu: table[gpu]} if gpu else table
-    where = (
-        f"{gpu}"
-        if gpu
-        else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
-    )
-    factor = 2 if cfg.performance_mode == "throughput" else 1
-    length = cfg.max_model_len
-    batched_dp = cfg.all2all_backend in BATCHED_DP_MOE_BACKENDS and cfg.enable_expert_parallel and cfg.dp > 1
-    tokens, seqs = set(), set()
-    for t, s in rows.values():
-        budget = cfg.max_num_batched_tokens
-        requests = cfg.max_num_seqs if cfg.max_num_seqs is not None else s * factor
-        if budget is None:
-            budget = (BATCHED_DP_MOE_TOKENS if batched_dp else t) * factor
-            if cfg.enable_chunked_prefill is False:
-                budget = max(budget, length) if length is not None else None
-            if budget is not None and length is not None:
-                budget = min(requests * length, budget)
-            tokens.add(budget)
-        if cfg.max_num_seqs is None:
-            seqs.add(min(requests, budget) if budget is not None else requests)
-    if cfg.max_num_batched_tokens is None and None not in tokens:
-        out.append(
-            Default(
-                "max_num_batched_tokens",
-                tuple(sorted(tokens)),
-                f"not given: vLLM {version}'s default for vllm serve {where}"
-                + (
-                    f", {BATCHED_DP_MOE_TOKENS} under batched DP MoE (--all2all-backend {cfg.all2all_backend}, "
-                    "--enable-expert-parallel, -dp > 1)"
-                    if batched_dp
-                    else ""
-                )
-                + (", doubled by --performance-mode throughput" if factor == 2 else "")
-                + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")
-                + (", at most max_num_seqs * max_model_len" if length is not None else ""),
-            )
-        )
-    if cfg.max_num_seqs is None:
-        out.append(
-            Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}")
-        )
-    return out
-
-
 def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
     """Model numbers (``num_experts``, ``top_k``, …) outside an obligation's finite cases that can be
     checked as a case of their own: the declared ``Choice`` lists the cases ``make verify``
@@ -789,7 +569,7 @@ def _model_cases(ob: Obligation, pins: dict[str, int]) -> list[str]:
     return out
 
 
-def _check_all(
+def check_all(
     engine: str,
     version: str,
     pins: dict,
@@ -800,8 +580,13 @@ def _check_all(
     tokens: int | None,
     paths,
     options: Options,
+    *,
+    absent: dict[str, str],
 ) -> tuple[list[Checked], set[str]]:
-    """Apply every obligation of ``paths`` about ``engine==version``: -> (checked, parameters used)."""
+    """Apply every obligation of ``paths`` about ``engine==version``: -> (checked, parameters used).
+
+    ``absent`` is the engine's word on features the line leaves out: {feature: why an obligation
+    that requires it does not apply}, the first feature missing (in ``absent``'s order) decides."""
     items, errors = load(paths)
     if errors:
         raise CheckError(errors[0].message)
@@ -815,24 +600,9 @@ def _check_all(
         multi = {k: v for k, v in choices.items() if k in ob.domain and k not in mine}
         free = [p for p in ob.params if p not in mine and p not in multi]
         missing = [f for f in getattr(ob, "requires", ()) if f not in features]
-        if "spec_decode" in missing:
-            flag = "--speculative-algorithm" if engine == "sglang" else "--speculative-config"
-            checked.append(
-                Checked(ob, None, False, f"does not apply: no speculative decoding ({flag} not given)", mine, free)
-            )
-            continue
-        if "default_capture_sizes" in missing:
-            checked.append(
-                Checked(
-                    ob,
-                    None,
-                    False,
-                    "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
-                    "are checked member by member (user_capture_sizes_fit_mnbt)",
-                    mine,
-                    free,
-                )
-            )
+        why_absent = next((why for feature, why in absent.items() if feature in missing), None)
+        if why_absent is not None:
+            checked.append(Checked(ob, None, False, why_absent, mine, free))
             continue
         deployment = [f for f in missing if f not in MODEL_FEATURES]
         if deployment:
@@ -1029,196 +799,7 @@ def _resize_batch(ob: Obligation, mine: dict, multi: dict) -> tuple[Obligation, 
     return dataclasses.replace(ob, domain=domain), (wanted, max(sizes, default=0), f"{limit} in {declared.describe()}")
 
 
-def run_check(
-    cfg: ServeConfig,
-    engine: str,
-    version: str,
-    model: ModelFacts | dict | None = None,
-    paths=("spec",),
-    options: Options | None = None,
-    gpu: str | None = None,
-    num_sms: int | None = None,
-) -> CheckOutcome:
-    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
-
-    Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
-    are checked over every default of that release (one per GPU tier, or the ``gpu``'s), and the
-    answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
-    """
-    options = options or Options()
-    if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
-        _refuse_overridden_fields(cfg.hf_overrides, model)
-    if isinstance(model, dict):
-        feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
-        model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
-    len_default = None
-    default_len = default_max_model_len(cfg, model) if cfg.max_model_len is None else None
-    if default_len is not None:
-        cfg.max_model_len = default_len  # vLLM's default max_model_len
-        len_default = Default(
-            "max_model_len",
-            (cfg.max_model_len,),
-            f"not given: vLLM's default, {model.path} "
-            f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
-            "below it would lower it; give --max-model-len to check your own)",
-        )
-    pins = pins_for(cfg, model)
-    gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
-    defaults = batch_defaults(cfg, engine, version, gpu_row)
-    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
-    hardware = ""
-    if num_sms is not None:
-        pins["num_sms"] = num_sms
-        hardware = f"num_sms={num_sms} (--num-sms)"
-    elif len(gpu_sms) == 1:
-        pins["num_sms"] = gpu_sms[0]
-        hardware = f"num_sms={gpu_sms[0]} ({gpu}: {sms_source})"
-    elif gpu_sms:
-        choices["num_sms"] = gpu_sms
-        hardware = f"num_sms in {list(gpu_sms)} ({gpu}: {sms_source}; each checked, --num-sms N picks one)"
-    elif gpu:
-        hardware = f"no SM count for {gpu} in capproof's table: SM-count-sized workspaces need --num-sms N"
-    else:  # vLLM reads the SM count from the device: every GPU of the table is checked, as for the batch defaults
-        every = tuple(sorted({n for counts, _ in GPU_SMS.values() for n in counts}))
-        choices["num_sms"] = every
-        hardware = f"num_sms in {list(every)} (no --gpu: every GPU in capproof's table is checked)"
-        defaults.append(
-            Default(
-                "num_sms",
-                every,
-                "not given: vLLM reads it from the GPU; every GPU in capproof's table "
-                "("
-                + ", ".join(f"{g} {'/'.join(map(str, c))}" for g, (c, _) in GPU_SMS.items())
-                + "); give --gpu NAME or --num-sms N to check yours",
-            )
-        )
-    if "max_num_seqs" in choices:
-        choices["max_num_reqs"] = choices["max_num_seqs"]
-    if cfg.cudagraph_capture_sizes:
-        choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
-        # vLLM's max_cudagraph_capture_size is the largest size it keeps, which depends on the token
-        # budget; pinned only when that is known (otherwise every value is checked)
-        if cfg.max_num_batched_tokens is not None:
-            kept, _ = user_capture_sizes(
-                cfg.cudagraph_capture_sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens
-            )
-            if kept:
-                pins["max_cudagraph_capture_size"] = kept[-1]
-    features = set(model.features) if model else set()
-    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
-        features.add("dsa_indexer")
-    if cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
-        features.add("ultraquant")
-    if cfg.num_speculative_tokens > 0:
-        features.add("spec_decode")
-    if not cfg.cudagraph_capture_sizes:
-        features.add("default_capture_sizes")
-    else:
-        features.add("user_capture_sizes")
-    needs: list[str] = []
-    derived: list[str] = []
-    if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
-        from .vllm.speculative import infer_method
-
-        inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
-        if inferred.method is None:
-            needs.append(inferred.how)
-        else:
-            if inferred.method != cfg.speculative_method:
-                derived.append(f"speculative method {inferred.method}: {inferred.how}")
-            cfg = dataclasses.replace(cfg, speculative_method=inferred.method)
-    method = _drafting_method(cfg)
-    if cfg.num_speculative_tokens > 0 and method is not None:
-        features.add("drafting_slots")
-        pins["method"] = method
-    if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
-        features.add("dflash")
-    if cfg.cudagraph_mode == "FULL":
-        features.add("cudagraph_full")
-    if cfg.cudagraph_capture_sizes or cfg.dp > 1:
-        features.add("extra_graph_padding")
-    seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
-    tokens = (
-        cfg.max_num_batched_tokens
-        if cfg.max_num_batched_tokens is not None
-        else max(choices.get("max_num_batched_tokens", (0,))) or None
-    )
-    checked, used = _check_all(engine, version, pins, choices, features, model, seqs, tokens, paths, options)
-    unused = []
-    for flag in cfg.origin:
-        if flag in _PARSING_FLAGS or flag == "--max-model-len" and cfg.max_model_len_auto:
-            continue
-        params = FLAG_PARAMS.get(flag, ())
-        if (
-            flag == "--kv-cache-dtype"
-            and cfg.kv_cache_dtype in DSA_CACHE_DTYPES
-            or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model")
-        ):
-            params = (*params, f"feature:{FLAG_FEATURES[flag]}")
-        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
-            params = (*params, "feature:ultraquant")
-        if flag in ("--speculative-config", "--spec-method", "--spec-model"):
-            params = (*params, "method", "feature:dflash", "feature:drafting_slots")
-        if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
-            params = (*params, "feature:cudagraph_full")
-        if flag == "--cudagraph-capture-sizes" or flag == "--compilation-config" and cfg.cudagraph_capture_sizes:
-            params = (*params, "feature:extra_graph_padding", "feature:user_capture_sizes")
-        if not any(p in used for p in params):
-            unused.append(flag)
-    used_defaults = [d for d in defaults + ([len_default] if len_default else []) if d.param in used]
-    uncovered = uncovered_inventory(engine, version)
-    note = ""
-    if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(_inventory_path(engine, version)):
-        from ..inventory import releases
-
-        have = [r for r in releases() if r.startswith("vllm-")]  # the vLLM inventories (not SGLang's)
-        note = (
-            f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
-            f"buffers of {engine} {version} are not listed, so only the obligations above were checked"
-        )
-    outcome = CheckOutcome(
-        engine, version, checked, used_defaults, unused, dict(cfg.env), model, uncovered, note, hardware, needs, derived
-    )
-    if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
-        for c in outcome.failures:
-            c.nearby = nearby_max_model_len(c)
-    return outcome
-
-
-#: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
-#: and RoPE keys of vLLM's default ``max_model_len``, the hybrid-Mamba markers).
-READ_MODEL_KEYS = frozenset(
-    {k for names in MODEL_FIELDS.values() for k in names}
-    | set(TEXT_CONFIG_KEYS)
-    | set(OTHER_MAX_LEN_KEYS)
-    | set(HYBRID_MAMBA_KEYS)
-    | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"}
-)
-
-
-def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
-    """``--hf-overrides`` that sets a config field check-config reads from ``--model-config``: vLLM
-    serves the overridden value, capproof would check the file's, so it is a CheckError (one line).
-    Text that is not a JSON object is left to vLLM (it refuses it at startup)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return
-    stack, named = [data], []
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            named += [k for k in item if k in READ_MODEL_KEYS]
-            stack += list(item.values())
-    if named:
-        raise CheckError(
-            f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
-            f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
-            "and pass it with --model-config instead"
-        )
-
-
-def _inventory_path(engine: str, version: str, root: str = ".") -> str:
+def inventory_path(engine: str, version: str, root: str = ".") -> str:
     """The project's ``proofs/inventory/<engine>-<version>.json``, else capproof's shipped copy
     (``capproof.inventory.locate``), so an installed check-config reads it from any directory."""
     from ..inventory import locate
@@ -1226,23 +807,10 @@ def _inventory_path(engine: str, version: str, root: str = ".") -> str:
     return locate(os.path.join(root, "proofs", "inventory", f"{engine}-{version}.json"))
 
 
-def _drafting_method(cfg: ServeConfig) -> int | None:
-    """The proposer kind of the inventory's drafting-slot families (spec/vllm_0_33_buffers.py
-    ``_net_slots``): 0 EAGLE/EAGLE3/MTP, 1 P-EAGLE (EAGLE with ``parallel_drafting``), 2 draft
-    model, 3 PARD (draft model with ``parallel_drafting``); None when the method is not given or is
-    another kind (vLLM 0.33.0 ``vllm/config/speculative.py``: ``EagleModelTypes``, ``MTPModelTypes``)."""
-    m = cfg.speculative_method
-    if m in ("eagle", "eagle3", "mtp") or (m or "").endswith("_mtp"):
-        return 1 if cfg.parallel_drafting else 0
-    if m == "draft_model":
-        return 3 if cfg.parallel_drafting else 2
-    return None
-
-
 def uncovered_inventory(engine: str, version: str, root: str = ".") -> list[str]:
     """Ids of the buffers in ``proofs/inventory/<engine>-<version>.json`` with no verdict (``verdicts``
     empty: no obligation proves or refutes their capacity); empty when there is no inventory."""
-    path = _inventory_path(engine, version, root)
+    path = inventory_path(engine, version, root)
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -1257,7 +825,7 @@ def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str
     field ``capproof coverage --write`` fills: ``verified``, ``shape-only``, ...); empty when there
     is no inventory. The kind comes from the full run, where the prover checks every proof for an
     assumption restating its claim."""
-    path = _inventory_path(engine, version, root)
+    path = inventory_path(engine, version, root)
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -1267,51 +835,6 @@ def inventory_kinds(engine: str, version: str, root: str = ".") -> dict[str, str
     return {
         e["id"]: str(e.get("coverage") or "") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)
     }
-
-
-def run_check_sglang(
-    cfg: LaunchConfig, version: str, model: ModelFacts | None = None, paths=("spec",), options: Options | None = None
-) -> CheckOutcome:
-    """Prove every ``engine="sglang"`` obligation of ``paths`` under an SGLang launch line's pins.
-
-    ``context_len`` defaults to the model's ``max_position_embeddings`` (SGLang's default context
-    length); speculative parameters not given stay symbolic (SGLang chooses them per model) and
-    the answer says so.
-    """
-    options = options or Options()
-    pins = dict(cfg.values)
-    if "context_len" not in pins and model and "max_position_embeddings" in model.values:
-        pins["context_len"] = model.values["max_position_embeddings"]
-    features = set(model.features) if model else set()
-    if cfg.speculative_algorithm:
-        features.add("spec_decode")
-    # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
-    from .sglang.server_args import USED_FLAGS, sizing
-
-    derived = sizing(cfg.values, cfg.switches, cfg.strings)
-    pins.update(derived.pins)
-    features |= derived.features
-    checked, used = _check_all("sglang", version, pins, {}, features, model, None, None, paths, options)
-    if cfg.speculative_algorithm:
-        used.add("feature:spec_decode")
-    params = {
-        "--context-length": "context_len",
-        "--page-size": "page_size",
-        "--speculative-num-steps": "speculative_num_steps",
-        "--speculative-eagle-topk": "speculative_eagle_topk",
-        "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
-        "--tp-size": "tp",
-        "--speculative-algorithm": "feature:spec_decode",
-        **USED_FLAGS,
-    }
-    # a derived feature is used when an applied obligation requires it
-    required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
-    used.update(f"feature:{f}" for f in derived.features & required)
-    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
-        used.add("feature:sglang_attention_backend")
-    unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
-    defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
-    return CheckOutcome("sglang", version, checked, defaults, unused, dict(cfg.env), model)
 
 
 def _families(checked: list[Checked]) -> dict[str, int]:
@@ -1368,22 +891,23 @@ def _encoding(r: ObligationResult) -> str:
     return ""
 
 
-def later_release(ob: Obligation, engine: str, version: str) -> str | None:
-    """The first modelled release after ``version`` outside the obligation's ``versions`` (the
-    release whose code changed the modelled formula), or None when it has no upper bound."""
-    if engine != "vllm" or not ob.versions:
+def later_release(ob: Obligation, releases: tuple[str, ...], version: str) -> str | None:
+    """The first of the modelled ``releases`` after ``version`` outside the obligation's
+    ``versions`` (the release whose code changed the modelled formula), or None when it has no
+    upper bound (or the engine lists no releases)."""
+    if not releases or not ob.versions:
         return None
     from packaging.specifiers import SpecifierSet
 
     spec = SpecifierSet(ob.versions)
     current = Version(version)
-    for v in sorted(VLLM_VERSIONS, key=Version):
+    for v in sorted(releases, key=Version):
         if Version(v) > current and not spec.contains(v, prereleases=True):
             return v
     return None
 
 
-def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
+def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
     """Human-readable report: the verdict first, then what was proved, then what was not checked."""
     lines: list[str] = []
     head = {
@@ -1400,7 +924,7 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         "undecided": "undecided (not proved safe)",
     }[outcome.status]
     missing = outcome.missing_facts
-    engine = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend", "sglang": "SGLang"}.get(outcome.engine, outcome.engine)
+    engine = outcome.display or outcome.engine
     lines.append(f"{head}: {engine} {outcome.version}, {cfg.describe()}")
     lines.append("  " + scope_line(outcome))
     for need in missing:
@@ -1493,7 +1017,7 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                     f"          holds at --max-model-len {nearby} (the nearest rounding down that the solver proves for "
                     "this obligation, other flags unchanged; re-run check-config with it for the rest)"
                 )
-            later = later_release(ob, outcome.engine, outcome.version)
+            later = later_release(ob, outcome.releases, outcome.version)
             if later:
                 lines.append(
                     f"          this formula is modelled for {outcome.engine} {ob.versions} only: {later} changed it; "
@@ -1522,44 +1046,7 @@ def outcome_lines(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
         # no values: the engine picks it at startup and every value is left free (not "in []")
         values = f" in {list(d.values)}" if d.values else " (any value)"
         lines.append(f"  rests on a default: {d.param}{values} ({d.why})")
-    free = {p for c in outcome.applicable for p in c.free}
-    for name, flag in (
-        ("context_len", "--context-length"),
-        ("speculative_num_steps", "--speculative-num-steps"),
-        ("speculative_eagle_topk", "--speculative-eagle-topk"),
-        ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"),
-        ("page_size", "--page-size"),
-    ):
-        if isinstance(cfg, LaunchConfig) and name in free:
-            lines.append(f"  rests on no {name}: {flag} not given, every value of each obligation's domain is checked")
-    if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
-        why = (
-            "--max-model-len auto: vLLM fits it to the GPU memory at startup"
-            if getattr(cfg, "max_model_len_auto", False)
-            else f"--max-model-len not given and {outcome.model.max_len_caveat}"
-            if outcome.model is not None and outcome.model.max_len_caveat
-            else "--max-model-len not given"
-        )
-        lines.append(f"  rests on no max_model_len: {why}, left symbolic over each obligation's domain")
-    sizes = getattr(cfg, "cudagraph_capture_sizes", None)
-    if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
-        kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
-        lines.append(
-            f"  note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
-            + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
-            + (
-                f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
-                if cfg.num_speculative_tokens
-                else ""
-            )
-            + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
-        )
-    if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
-        lines.append(
-            f"  note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}"
-        )
-    if getattr(cfg, "block_size", 0) is None and "block_size" in free:
-        lines.append("  note: --block-size not given: every block size of each obligation's domain is checked")
+    lines += ["  " + note for note in outcome.notes]
     not_checked = outcome.not_checked
     if not_checked or outcome.unused_flags or outcome.env or outcome.uncovered or outcome.inventory_note:
         lines.append("not checked for this deployment:")
@@ -1634,7 +1121,7 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
             entry["bounded_to_requests"] = c.bounded
         if r.counterexample is not None:
             entry["counterexample"] = r.counterexample.to_json()
-            entry["formula_changed_in"] = later_release(c.obligation, outcome.engine, outcome.version)
+            entry["formula_changed_in"] = later_release(c.obligation, outcome.releases, outcome.version)
             entry["holds_at_max_model_len"] = getattr(c, "nearby", None)
         applied.append(entry)
     model = outcome.model
@@ -1708,24 +1195,17 @@ CHECK_CONFIG_OPTIONS = (
 )
 
 
-def own_option_in_line(args: list[str], engine: str, version: str) -> str | None:
+def own_option_in_line(args: list[str], flags: frozenset[str] | None, name: str, command: str) -> str | None:
     """One error line when the engine line holds a check-config option that is not an option of
-    the engine itself (vLLM or SGLang would read it as an abbreviation of one of its flags, or
-    refuse it), else None."""
-    if engine == "sglang":
-        from .sglang.flags import SGLANG_FLAGS as flags
-    else:
-        from .vllm.flags import serve_flags
-
-        try:
-            flags = serve_flags(version)
-        except KeyError:
-            return None
+    the engine itself (``flags``: the engine's long options; ``name``: who parses the line, e.g.
+    ``vLLM 0.33.0``, which would read it as an abbreviation of one of its flags, or refuse it;
+    ``command``: the launch command for the example), else None (also when ``flags`` is None)."""
+    if flags is None:
+        return None
     for arg in args:
         option = arg.partition("=")[0]
         if option in CHECK_CONFIG_OPTIONS and option not in flags:
             prefixed = sorted(f for f in flags if f.startswith(option))
-            name = "SGLang" if engine == "sglang" else f"vLLM {version}"
             read_as = (
                 f"{name}'s parser accepts unique prefixes of its flags (argparse allow_abbrev), so it would read it as "
                 f"{prefixed[0]}"
@@ -1734,6 +1214,6 @@ def own_option_in_line(args: list[str], engine: str, version: str) -> str | None
             )
             return (
                 f"{option} is capproof's option, but it comes after '--' (or after the launch command), where {read_as}: "
-                f"put it before '--', e.g. capproof check-config {option} ... -- vllm serve MODEL ..."
+                f"put it before '--', e.g. capproof check-config {option} ... -- {command} ..."
             )
     return None

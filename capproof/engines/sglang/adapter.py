@@ -1,0 +1,93 @@
+"""The SGLang adapter (:class:`capproof.engines.adapter.EngineAdapter`): ``python -m
+sglang.launch_server`` / ``sglang serve`` lines.
+
+Everything heavy (flag tables, the parser, the check) is imported by the method that needs it.
+"""
+
+from __future__ import annotations
+
+from ..adapter import CheckError, near_miss
+
+__all__ = ["SGLANG"]
+
+
+class SglangAdapter:
+    name = "sglang"
+    engines = ("sglang",)
+    command = "python -m sglang.launch_server --model-path MODEL"
+    example_line = "python -m sglang.launch_server --model-path MODEL --context-length 32768"
+
+    def display(self, engine: str) -> str:
+        return "SGLang"
+
+    def versions(self) -> tuple[str, ...]:
+        from .flags import SGLANG_VERSION
+
+        return (SGLANG_VERSION,)
+
+    def default_version(self) -> str:
+        from .flags import SGLANG_VERSION
+
+        return SGLANG_VERSION
+
+    def usage(self) -> str:
+        return f"sglang[=={self.default_version()}]"
+
+    def resolve(self, engine: str, version: str | None, text: str) -> tuple[str, str]:
+        modelled = self.default_version()
+        version = version.strip() if version is not None else modelled
+        if version != modelled:
+            raise CheckError(f"--engine {text!r}: capproof models sglang {modelled} only")
+        return engine, version
+
+    def engine_from_line(self, args: list[str], engine: str, version: str, explicit: bool) -> tuple[str, str, str]:
+        return engine, version, ""
+
+    def flags(self, engine: str, version: str) -> frozenset[str] | None:
+        from .flags import SGLANG_FLAGS
+
+        return SGLANG_FLAGS
+
+    def parser_label(self, engine: str, version: str) -> str:
+        return "SGLang"
+
+    def parse_line(self, args: list[str], engine: str, version: str):
+        from .launch import LaunchFlagError, parse_launch_args
+
+        try:
+            cfg = parse_launch_args(args)
+        except LaunchFlagError as exc:
+            raise CheckError(str(exc)) from exc
+        if not cfg.model:
+            raise CheckError("no model: SGLang needs --model-path MODEL")
+        return cfg
+
+    def vocabulary(self) -> frozenset[str]:
+        from .deployment import vocabulary
+
+        return vocabulary()
+
+    def did_you_mean(self, name: str) -> str | None:
+        return near_miss(name, self.vocabulary())
+
+    def check(self, cfg, engine, version, model, paths, options, gpu, num_sms):
+        from .deployment import run_check
+
+        return run_check(cfg, version, model, paths=paths, options=options)
+
+    def owns_spec(self, text: str) -> bool:
+        return text.strip().startswith("sglang")
+
+    def run_inventory(self, spec, json_out, write, check, out, err, trace) -> int:
+        from . import buffers
+
+        return buffers.run_inventory(spec, json_out, write, check, out=out, err=err, trace=trace)
+
+    def run_diff(self, old, new, out, err, trace) -> int:
+        from . import buffers
+
+        return buffers.run_diff(old, new, out=out, err=err, trace=trace)
+
+
+#: The SGLang adapter.
+SGLANG = SglangAdapter()

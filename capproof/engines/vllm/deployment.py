@@ -1,0 +1,535 @@
+"""vLLM's side of ``capproof check-config``: what a ``vllm serve`` line means for the obligations.
+
+The releases modelled, the GPU table (SM counts, batch-default rows), the KV-cache dtypes that
+select a feature, the defaults vLLM picks for flags not given, which parameters each flag sets,
+and :func:`run_check`, which pins a :class:`~capproof.engines.vllm.serve.ServeConfig` and runs
+every applicable obligation through :func:`capproof.engines.checkconfig.check_all`. vLLM-Ascend
+(a plugin run by the same ``vllm serve`` command line) is checked here too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+
+from packaging.version import InvalidVersion, Version
+
+from ...verdict import Options
+from ..checkconfig import (
+    CONFIG_PARAMS,
+    HYBRID_MAMBA_KEYS,
+    MODEL_FIELDS,
+    OTHER_MAX_LEN_KEYS,
+    TEXT_CONFIG_KEYS,
+    CheckError,
+    CheckOutcome,
+    Default,
+    ModelFacts,
+    check_all,
+    inventory_path,
+    nearby_max_model_len,
+    uncovered_inventory,
+)
+from .flags import BATCH_DEFAULTS, VLLM_VERSION, VLLM_VERSIONS
+from .serve import ServeConfig, user_capture_sizes
+
+__all__ = [
+    "parse_version",
+    "pins_for",
+    "run_check",
+    "batch_defaults",
+    "resolve_gpu",
+    "GPU_SMS",
+    "SUPPORTED_VLLM",
+    "SUPPORTED_VLLM_ASCEND",
+]
+
+#: Why an obligation that requires a feature the ``vllm serve`` line leaves out does not apply.
+ABSENT = {
+    "spec_decode": "does not apply: no speculative decoding (--speculative-config not given)",
+    "default_capture_sizes": "about vLLM's default capture sizes; yours (--cudagraph-capture-sizes) "
+    "are checked member by member (user_capture_sizes_fit_mnbt)",
+}
+
+#: How the engines this module checks are written.
+DISPLAY = {"vllm": "vLLM", "vllm-ascend": "vLLM-Ascend"}
+
+#: vLLM releases whose sizing formulas spec/ describes (bisected on PyPI wheels: #39324 first in
+#: 0.21.0, #50302 in 0.27.0, #50823 in 0.28.0).
+SUPPORTED_VLLM = (Version("0.18.0"), Version(VLLM_VERSION))
+#: vLLM-Ascend releases the corpus covers (C3: vllm-project/vllm-ascend#14024 on main, #14114 its
+#: v0.26.0rc backport).
+SUPPORTED_VLLM_ASCEND = (Version("0.18.0"), Version("0.33.0"))
+
+
+def parse_version(name: str, version: str | None, text: str) -> tuple[str, str]:
+    """``--engine vllm[==VERSION]`` or ``vllm-ascend==VERSION`` (``text``, split into ``name`` and
+    ``version``, None when not given) -> (engine, version).
+
+    vLLM's default version is the pinned one; vLLM-Ascend (a plugin run by the same ``vllm serve``
+    command line) needs its version. Raises CheckError for a version outside the modelled range.
+    """
+    if name == "vllm-ascend" and version is None:
+        raise CheckError(f"--engine {text!r}: give the vLLM-Ascend release, e.g. vllm-ascend==0.25.0")
+    version = version.strip() if version is not None else VLLM_VERSION
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise CheckError(f"--engine {text!r}: {version!r} is not a version") from None
+    lo, hi = SUPPORTED_VLLM if name == "vllm" else SUPPORTED_VLLM_ASCEND
+    if not (lo <= parsed <= hi):
+        raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
+    # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
+    # inventory are keyed by it
+    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
+
+
+#: ``--kv-cache-dtype`` values that select DSA's sparse MLA on CUDA, whose indexer backend supports
+#: kernel block size 64 only (vLLM 0.33.0 ``DeepseekV32IndexerBackend.get_supported_kernel_block_sizes``).
+DSA_CACHE_DTYPES = frozenset({"fp8_ds_mla", "nvfp4_ds_mla"})
+DSA_CUDA_KERNEL_BLOCK_SIZE = 64
+
+#: ``--kv-cache-dtype`` values that select the UltraQuant 4-bit KV cache (ROCm), whose decode
+#: kernel computes 32-bit buffer offsets (vLLM 0.33.0 ``vllm/config/cache.py:61``,
+#: ``vllm/platforms/rocm.py:580-584`` ``_uses_ultraquant``).
+ULTRAQUANT_CACHE_DTYPES = frozenset({"ultraquant_4bit"})
+
+
+#: Streaming multiprocessors (``torch.cuda.get_device_properties().multi_processor_count``, what
+#: vLLM's ``num_sms`` is) per GPU an operator can name with ``--gpu``: (SM counts, source). A name
+#: covering several products (H100: PCIe and SXM5) gives every count, each checked. Counts are
+#: NVIDIA's published CUDA-core totals divided by the cores per SM of the architecture (64 on
+#: Ampere GA100, 128 on Ada/Hopper/Blackwell). B300's enabled SM count is not listed here (not
+#: confirmed from a data sheet): --gpu B300 picks vLLM's batch defaults, --num-sms N gives the count.
+GPU_SMS: dict[str, tuple[tuple[int, ...], str]] = {
+    "A100": ((108,), "NVIDIA A100 whitepaper: 6912 CUDA cores / 64 per SM (SXM4 and PCIe)"),
+    "L40S": ((142,), "NVIDIA L40S data sheet: 18176 CUDA cores / 128 per SM"),
+    "H100": ((114, 132), "NVIDIA H100 whitepaper: PCIe 14592 / 128 = 114, SXM5 16896 / 128 = 132"),
+    "H100-PCIE": ((114,), "NVIDIA H100 whitepaper: PCIe 14592 CUDA cores / 128 per SM"),
+    "H100-SXM": ((132,), "NVIDIA H100 whitepaper: SXM5 16896 CUDA cores / 128 per SM"),
+    "H200": ((132,), "NVIDIA H200 (GH100, as H100 SXM5): 16896 CUDA cores / 128 per SM"),
+    "B200": ((148,), "NVIDIA B200 (two dies of 74 SMs): 18944 CUDA cores / 128 per SM"),
+    "GB10": ((48,), "NVIDIA GB10 (DGX Spark): 6144 CUDA cores / 128 per SM"),
+}
+#: ``--gpu`` names that select a row of vLLM's batch-default table under another name.
+GPU_BATCH_ROW = {"H100-PCIE": "H100", "H100-SXM": "H100"}
+
+
+def resolve_gpu(name: str | None, version: str) -> tuple[str | None, tuple[int, ...], str]:
+    """``--gpu NAME`` -> (row of vLLM's batch-default table, SM counts, their source).
+
+    Case-insensitive; raises CheckError (one line) for a GPU capproof has neither an SM count nor
+    vLLM batch defaults for."""
+    if name is None:
+        return None, (), ""
+    key = name.strip().upper()
+    known = sorted(set(GPU_SMS) | {g for table in BATCH_DEFAULTS.values() for g in table})
+    if key not in known:
+        raise CheckError(f"--gpu {name!r}: unknown GPU (known: {', '.join(known)}); give --num-sms N for another GPU")
+    sms, source = GPU_SMS.get(key, ((), ""))
+    return GPU_BATCH_ROW.get(key, key), sms, source
+
+
+def default_max_model_len(cfg: ServeConfig, model: ModelFacts | dict | None) -> int | None:
+    """vLLM 0.33.0's ``max_model_len`` (tokens) when ``--max-model-len`` is not given: the model
+    config's ``max_position_embeddings``, or None (left symbolic) without one, under ``--max-model-len
+    auto`` (fitted to the GPU at startup) or when :func:`max_len_caveat` says vLLM derives another."""
+    if getattr(cfg, "max_model_len_auto", False) or (isinstance(model, ModelFacts) and model.max_len_caveat):
+        return None
+    return (model.values if isinstance(model, ModelFacts) else (model or {})).get("max_position_embeddings")
+
+
+def pins_for(cfg: ServeConfig, model: ModelFacts | dict | None = None) -> dict[str, int]:
+    """Parameter pins implied by the flags (and the model config)."""
+    values = dict(model.values if isinstance(model, ModelFacts) else (model or {}))
+    pins: dict[str, int] = {"dcp": cfg.dcp, "tp": cfg.tp, "num_speculative_tokens": cfg.num_speculative_tokens}
+    max_len = cfg.max_model_len if cfg.max_model_len is not None else default_max_model_len(cfg, model)
+    values.pop("max_position_embeddings", None)
+    # --max-cudagraph-capture-size is not pinned: vLLM lowers it to the largest capture size it
+    # keeps (vllm/config/vllm.py:2552-2631), so it stays free (every value is checked) unless
+    # run_check computes vLLM's value from the user's capture sizes
+    for name, value in (
+        ("max_model_len", max_len),
+        ("block_size", cfg.block_size),
+        ("max_num_seqs", cfg.max_num_seqs),
+        ("max_num_batched_tokens", cfg.max_num_batched_tokens),
+    ):
+        if value is not None:
+            pins[name] = value
+    if cfg.max_num_seqs is not None:
+        pins["max_num_reqs"] = cfg.max_num_seqs  # vLLM-Ascend's (and the runner's) name for it
+    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+        pins["kernel_block_size"] = DSA_CUDA_KERNEL_BLOCK_SIZE
+    pins.update({k: v for k, v in values.items() if k in CONFIG_PARAMS})
+    return pins
+
+
+#: The parameters each sizing flag sets (a flag none of whose parameters an applied obligation has
+#: is listed as not used).
+FLAG_PARAMS = {
+    "--max-model-len": ("max_model_len",),
+    "--block-size": ("block_size",),
+    "--tensor-parallel-size": ("tp",),
+    "--decode-context-parallel-size": ("dcp",),
+    "--max-num-seqs": ("max_num_seqs", "max_num_reqs", "num_decodes"),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", "num_decode_tokens"),
+    "--speculative-config": ("num_speculative_tokens",),
+    "--spec-tokens": ("num_speculative_tokens",),
+    "--spec-method": ("num_speculative_tokens",),
+    "--spec-model": ("num_speculative_tokens",),
+    "--kv-cache-dtype": ("kernel_block_size",),
+    "--cudagraph-capture-sizes": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
+    "--max-cudagraph-capture-size": ("max_cudagraph_capture_size",),
+    "--compilation-config": ("cudagraph_capture_size", "max_cudagraph_capture_size"),
+    "--pipeline-parallel-size": ("pp",),
+    "--data-parallel-size": ("feature:extra_graph_padding",),
+}
+#: Model features a flag decides (its presence makes feature obligations apply or not).
+FLAG_FEATURES = {
+    "--speculative-config": "spec_decode",
+    "--spec-tokens": "spec_decode",
+    "-sc": "spec_decode",
+    "--spec-method": "spec_decode",
+    "--spec-model": "spec_decode",
+    "--kv-cache-dtype": "dsa_indexer",
+}
+#: Flags that only steer parsing (nothing to check).
+_PARSING_FLAGS = {"--model", "--config"}
+
+
+#: vLLM 0.33.0 ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` (``vllm/config/scheduler.py:42``):
+#: the default token budget under batched DP MoE (``ParallelConfig.use_batched_dp_moe``: a
+#: ``deepep_low_latency``/``nixl_ep`` all2all backend, expert parallelism and ``-dp`` > 1).
+BATCHED_DP_MOE_TOKENS = 256
+BATCHED_DP_MOE_BACKENDS = ("deepep_low_latency", "nixl_ep")
+
+
+def batch_defaults(cfg: ServeConfig, engine: str, version: str, gpu: str | None) -> list[Default]:
+    """The ``max_num_batched_tokens``/``max_num_seqs`` vLLM picks when the flags are not given.
+
+    vLLM ``EngineArgs.get_batch_defaults`` (executed per release and GPU in ``flags.py``) then
+    ``_set_default_max_num_seqs_and_batched_tokens_args`` (``vllm/engine/arg_utils.py:3151-3240``),
+    per GPU row: 256 tokens under batched DP MoE; doubled with ``--performance-mode throughput``;
+    without chunked prefill at least ``max_model_len``; then at most ``max_num_seqs *
+    max_model_len``; ``max_num_seqs`` at most the token budget. Without ``--gpu``, every GPU's
+    default is checked. A default that depends on a ``max_model_len`` not known here (chunked
+    prefill disabled) is not given: the parameter stays free. vLLM-Ascend: no table (NPU).
+    """
+    out: list[Default] = []
+    if engine not in ("vllm", "vllm-ascend") or version not in BATCH_DEFAULTS:
+        return out
+    table = BATCH_DEFAULTS[version]
+    rows = {gpu: table[gpu]} if gpu else table
+    where = (
+        f"{gpu}"
+        if gpu
+        else "by GPU (" + ", ".join(f"{g} {t}/{s}" for g, (t, s) in table.items()) + "; give --gpu to pick one)"
+    )
+    factor = 2 if cfg.performance_mode == "throughput" else 1
+    length = cfg.max_model_len
+    batched_dp = cfg.all2all_backend in BATCHED_DP_MOE_BACKENDS and cfg.enable_expert_parallel and cfg.dp > 1
+    tokens, seqs = set(), set()
+    for t, s in rows.values():
+        budget = cfg.max_num_batched_tokens
+        requests = cfg.max_num_seqs if cfg.max_num_seqs is not None else s * factor
+        if budget is None:
+            budget = (BATCHED_DP_MOE_TOKENS if batched_dp else t) * factor
+            if cfg.enable_chunked_prefill is False:
+                budget = max(budget, length) if length is not None else None
+            if budget is not None and length is not None:
+                budget = min(requests * length, budget)
+            tokens.add(budget)
+        if cfg.max_num_seqs is None:
+            seqs.add(min(requests, budget) if budget is not None else requests)
+    if cfg.max_num_batched_tokens is None and None not in tokens:
+        out.append(
+            Default(
+                "max_num_batched_tokens",
+                tuple(sorted(tokens)),
+                f"not given: vLLM {version}'s default for vllm serve {where}"
+                + (
+                    f", {BATCHED_DP_MOE_TOKENS} under batched DP MoE (--all2all-backend {cfg.all2all_backend}, "
+                    "--enable-expert-parallel, -dp > 1)"
+                    if batched_dp
+                    else ""
+                )
+                + (", doubled by --performance-mode throughput" if factor == 2 else "")
+                + (", at least max_model_len without chunked prefill" if cfg.enable_chunked_prefill is False else "")
+                + (", at most max_num_seqs * max_model_len" if length is not None else ""),
+            )
+        )
+    if cfg.max_num_seqs is None:
+        out.append(
+            Default("max_num_seqs", tuple(sorted(seqs)), f"not given: vLLM {version}'s default for vllm serve {where}")
+        )
+    return out
+
+
+def run_check(
+    cfg: ServeConfig,
+    engine: str,
+    version: str,
+    model: ModelFacts | dict | None = None,
+    paths=("spec",),
+    options: Options | None = None,
+    gpu: str | None = None,
+    num_sms: int | None = None,
+) -> CheckOutcome:
+    """Prove every obligation of ``paths`` that applies to ``engine==version`` under the flags' pins.
+
+    Values the user did not give and vLLM defaults (``max_num_batched_tokens``, ``max_num_seqs``)
+    are checked over every default of that release (one per GPU tier, or the ``gpu``'s), and the
+    answer says so. A list-valued flag (``--cudagraph-capture-sizes``) is checked member by member.
+    """
+    options = options or Options()
+    if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
+        _refuse_overridden_fields(cfg.hf_overrides, model)
+    if isinstance(model, dict):
+        feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
+        model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
+    len_default = None
+    default_len = default_max_model_len(cfg, model) if cfg.max_model_len is None else None
+    if default_len is not None:
+        cfg.max_model_len = default_len  # vLLM's default max_model_len
+        len_default = Default(
+            "max_model_len",
+            (cfg.max_model_len,),
+            f"not given: vLLM's default, {model.path} "
+            f"{model.fields['max_position_embeddings']} (a tokenizer_config.json model_max_length "
+            "below it would lower it; give --max-model-len to check your own)",
+        )
+    pins = pins_for(cfg, model)
+    gpu_row, gpu_sms, sms_source = resolve_gpu(gpu, version)
+    defaults = batch_defaults(cfg, engine, version, gpu_row)
+    choices: dict[str, tuple[int, ...]] = {d.param: d.values for d in defaults}
+    hardware = ""
+    if num_sms is not None:
+        pins["num_sms"] = num_sms
+        hardware = f"num_sms={num_sms} (--num-sms)"
+    elif len(gpu_sms) == 1:
+        pins["num_sms"] = gpu_sms[0]
+        hardware = f"num_sms={gpu_sms[0]} ({gpu}: {sms_source})"
+    elif gpu_sms:
+        choices["num_sms"] = gpu_sms
+        hardware = f"num_sms in {list(gpu_sms)} ({gpu}: {sms_source}; each checked, --num-sms N picks one)"
+    elif gpu:
+        hardware = f"no SM count for {gpu} in capproof's table: SM-count-sized workspaces need --num-sms N"
+    else:  # vLLM reads the SM count from the device: every GPU of the table is checked, as for the batch defaults
+        every = tuple(sorted({n for counts, _ in GPU_SMS.values() for n in counts}))
+        choices["num_sms"] = every
+        hardware = f"num_sms in {list(every)} (no --gpu: every GPU in capproof's table is checked)"
+        defaults.append(
+            Default(
+                "num_sms",
+                every,
+                "not given: vLLM reads it from the GPU; every GPU in capproof's table "
+                "("
+                + ", ".join(f"{g} {'/'.join(map(str, c))}" for g, (c, _) in GPU_SMS.items())
+                + "); give --gpu NAME or --num-sms N to check yours",
+            )
+        )
+    if "max_num_seqs" in choices:
+        choices["max_num_reqs"] = choices["max_num_seqs"]
+    if cfg.cudagraph_capture_sizes:
+        choices["cudagraph_capture_size"] = tuple(cfg.cudagraph_capture_sizes)
+        # vLLM's max_cudagraph_capture_size is the largest size it keeps, which depends on the token
+        # budget; pinned only when that is known (otherwise every value is checked)
+        if cfg.max_num_batched_tokens is not None:
+            kept, _ = user_capture_sizes(
+                cfg.cudagraph_capture_sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens
+            )
+            if kept:
+                pins["max_cudagraph_capture_size"] = kept[-1]
+    features = set(model.features) if model else set()
+    if cfg.kv_cache_dtype in DSA_CACHE_DTYPES:
+        features.add("dsa_indexer")
+    if cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
+        features.add("ultraquant")
+    if cfg.num_speculative_tokens > 0:
+        features.add("spec_decode")
+    if not cfg.cudagraph_capture_sizes:
+        features.add("default_capture_sizes")
+    else:
+        features.add("user_capture_sizes")
+    needs: list[str] = []
+    derived: list[str] = []
+    if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
+        from .speculative import infer_method
+
+        inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
+        if inferred.method is None:
+            needs.append(inferred.how)
+        else:
+            if inferred.method != cfg.speculative_method:
+                derived.append(f"speculative method {inferred.method}: {inferred.how}")
+            cfg = dataclasses.replace(cfg, speculative_method=inferred.method)
+    method = _drafting_method(cfg)
+    if cfg.num_speculative_tokens > 0 and method is not None:
+        features.add("drafting_slots")
+        pins["method"] = method
+    if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
+        features.add("dflash")
+    if cfg.cudagraph_mode == "FULL":
+        features.add("cudagraph_full")
+    if cfg.cudagraph_capture_sizes or cfg.dp > 1:
+        features.add("extra_graph_padding")
+    seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
+    tokens = (
+        cfg.max_num_batched_tokens
+        if cfg.max_num_batched_tokens is not None
+        else max(choices.get("max_num_batched_tokens", (0,))) or None
+    )
+    checked, used = check_all(
+        engine, version, pins, choices, features, model, seqs, tokens, paths, options, absent=ABSENT
+    )
+    unused = []
+    for flag in cfg.origin:
+        if flag in _PARSING_FLAGS or flag == "--max-model-len" and cfg.max_model_len_auto:
+            continue
+        params = FLAG_PARAMS.get(flag, ())
+        if (
+            flag == "--kv-cache-dtype"
+            and cfg.kv_cache_dtype in DSA_CACHE_DTYPES
+            or flag in ("--speculative-config", "--spec-tokens", "--spec-method", "--spec-model")
+        ):
+            params = (*params, f"feature:{FLAG_FEATURES[flag]}")
+        if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
+            params = (*params, "feature:ultraquant")
+        if flag in ("--speculative-config", "--spec-method", "--spec-model"):
+            params = (*params, "method", "feature:dflash", "feature:drafting_slots")
+        if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
+            params = (*params, "feature:cudagraph_full")
+        if flag == "--cudagraph-capture-sizes" or flag == "--compilation-config" and cfg.cudagraph_capture_sizes:
+            params = (*params, "feature:extra_graph_padding", "feature:user_capture_sizes")
+        if not any(p in used for p in params):
+            unused.append(flag)
+    used_defaults = [d for d in defaults + ([len_default] if len_default else []) if d.param in used]
+    uncovered = uncovered_inventory(engine, version)
+    note = ""
+    if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(inventory_path(engine, version)):
+        from ...inventory import releases
+
+        have = [r for r in releases() if r.startswith("vllm-")]  # the vLLM inventories (not SGLang's)
+        note = (
+            f"capproof's buffer inventory is for {', '.join(have) or 'no release'} (proofs/inventory/): the pre-allocated "
+            f"buffers of {engine} {version} are not listed, so only the obligations above were checked"
+        )
+    outcome = CheckOutcome(
+        engine,
+        version,
+        checked,
+        used_defaults,
+        unused,
+        dict(cfg.env),
+        model,
+        uncovered,
+        note,
+        hardware,
+        needs,
+        derived,
+        display=DISPLAY.get(engine, engine),
+        releases=VLLM_VERSIONS if engine == "vllm" else (),
+    )
+    outcome.notes = deployment_notes(outcome, cfg)
+    if cfg.max_model_len is not None and not len_default:  # a length the user chose: suggest a nearby one that holds
+        for c in outcome.failures:
+            c.nearby = nearby_max_model_len(c)
+    return outcome
+
+
+#: ``config.json`` keys check-config reads (:data:`MODEL_FIELDS`, the composite scopes, the length
+#: and RoPE keys of vLLM's default ``max_model_len``, the hybrid-Mamba markers).
+READ_MODEL_KEYS = frozenset(
+    {k for names in MODEL_FIELDS.values() for k in names}
+    | set(TEXT_CONFIG_KEYS)
+    | set(OTHER_MAX_LEN_KEYS)
+    | set(HYBRID_MAMBA_KEYS)
+    | {"thinker_config", "rope_scaling", "rope_parameters", "architectures"}
+)
+
+
+def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
+    """``--hf-overrides`` that sets a config field check-config reads from ``--model-config``: vLLM
+    serves the overridden value, capproof would check the file's, so it is a CheckError (one line).
+    Text that is not a JSON object is left to vLLM (it refuses it at startup)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return
+    stack, named = [data], []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            named += [k for k in item if k in READ_MODEL_KEYS]
+            stack += list(item.values())
+    if named:
+        raise CheckError(
+            f"--hf-overrides sets {', '.join(sorted(set(named)))}, which capproof reads from the model config "
+            f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
+            "and pass it with --model-config instead"
+        )
+
+
+def _drafting_method(cfg: ServeConfig) -> int | None:
+    """The proposer kind of the inventory's drafting-slot families (spec/vllm_0_33_buffers.py
+    ``_net_slots``): 0 EAGLE/EAGLE3/MTP, 1 P-EAGLE (EAGLE with ``parallel_drafting``), 2 draft
+    model, 3 PARD (draft model with ``parallel_drafting``); None when the method is not given or is
+    another kind (vLLM 0.33.0 ``vllm/config/speculative.py``: ``EagleModelTypes``, ``MTPModelTypes``)."""
+    m = cfg.speculative_method
+    if m in ("eagle", "eagle3", "mtp") or (m or "").endswith("_mtp"):
+        return 1 if cfg.parallel_drafting else 0
+    if m == "draft_model":
+        return 3 if cfg.parallel_drafting else 2
+    return None
+
+
+def deployment_notes(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
+    """What the answer rests on that only the ``vllm serve`` line shows: ``max_model_len`` or
+    ``block_size`` left free, the CUDA-graph sizes vLLM keeps from the user's, the kernel block
+    size a DSA KV-cache dtype pins. One line each, without indentation."""
+    lines: list[str] = []
+    free = {p for c in outcome.applicable for p in c.free}
+    if getattr(cfg, "max_model_len", 0) is None and "max_model_len" in free:
+        why = (
+            "--max-model-len auto: vLLM fits it to the GPU memory at startup"
+            if getattr(cfg, "max_model_len_auto", False)
+            else f"--max-model-len not given and {outcome.model.max_len_caveat}"
+            if outcome.model is not None and outcome.model.max_len_caveat
+            else "--max-model-len not given"
+        )
+        lines.append(f"rests on no max_model_len: {why}, left symbolic over each obligation's domain")
+    sizes = getattr(cfg, "cudagraph_capture_sizes", None)
+    if sizes and getattr(cfg, "max_num_batched_tokens", None) is not None:
+        kept, dropped = user_capture_sizes(sizes, cfg.max_num_batched_tokens, cfg.num_speculative_tokens)
+        lines.append(
+            f"note: vLLM {outcome.version} captures CUDA graphs of {kept} tokens from your sizes {sizes}"
+            + (f" (drops {dropped}: above max_num_batched_tokens)" if dropped else "")
+            + (
+                f" (rounded up to multiples of 1 + num_speculative_tokens = {1 + cfg.num_speculative_tokens})"
+                if cfg.num_speculative_tokens
+                else ""
+            )
+            + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
+        )
+    if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
+        lines.append(
+            f"note: --kv-cache-dtype {cfg.kv_cache_dtype} (DSA on CUDA): kernel_block_size pinned to {DSA_CUDA_KERNEL_BLOCK_SIZE}"
+        )
+    if getattr(cfg, "block_size", 0) is None and "block_size" in free:
+        lines.append("note: --block-size not given: every block size of each obligation's domain is checked")
+    return lines
+
+
+@functools.cache
+def vocabulary() -> frozenset[str]:
+    """Parameter names of a vLLM deployment: what :func:`pins_for` and :func:`run_check` pin
+    (:data:`~capproof.engines.checkconfig.CONFIG_PARAMS`, the parameters of :data:`FLAG_PARAMS`)
+    and the config name of every ``vllm serve`` flag of the pinned release (``--max-model-len`` ->
+    ``max_model_len``)."""
+    from .flags import serve_flags
+
+    flagged = {p for params in FLAG_PARAMS.values() for p in params if not p.startswith("feature:")}
+    dests = {f.lstrip("-").replace("-", "_") for f in serve_flags(VLLM_VERSION) if f.startswith("--")}
+    return frozenset(CONFIG_PARAMS | flagged | dests | {"max_num_reqs"})
