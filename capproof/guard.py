@@ -163,9 +163,8 @@ def _distinguishing_dunders() -> frozenset[str]:
     """Dunder attribute names whose read can tell a symbolic value from an int: one has it and the
     other lacks it (``__module__``, ``__slots__``), or both have it and answer differently."""
     names = (set(dir(SymInt)) ^ set(dir(int))) | (set(dir(SymBool)) ^ set(dir(bool)))
-    # answered as on the int at run time (capproof.symbolic._AsOnInt), and read on every function
-    # and class (a decorator's ``fn.__module__``): not flagged
-    names -= {"__module__", "__slots__", "__doc__"}
+    # answered as on the int at run time (capproof.symbolic._AsOnInt): not flagged
+    names -= {"__slots__", "__doc__"}
     return frozenset(n for n in names if n.startswith("__") and n.endswith("__")) | _DIFFERENT_DUNDERS
 
 

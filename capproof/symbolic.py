@@ -1559,10 +1559,9 @@ del _name
 
 class _AsOnInt:
     """A class attribute of SymInt/SymBool that an int instance answers otherwise: read on a
-    symbolic value it answers as the int does (``(5).__module__`` and ``(5).__slots__`` raise
-    AttributeError, then the class's ``__getattr__`` records the read as misuse; ``(5).__doc__``
-    is int's docstring); read on the class it is the class's own (``__module__`` is the descriptor
-    itself there: ``type`` reads that one from the class dict without ``__get__``)."""
+    symbolic value it answers as the int does (``(5).__slots__`` raises AttributeError, then the
+    class's ``__getattr__`` records the read as misuse; ``(5).__doc__`` is int's docstring); read
+    on the class it is the class's own."""
 
     __slots__ = ("name", "own", "missing")
 
@@ -1578,7 +1577,9 @@ class _AsOnInt:
 
 
 for _cls in (SymInt, SymBool):
-    for _name, _missing in (("__module__", True), ("__slots__", True), ("__doc__", False)):
+    # not ``__module__``: ``type`` reads that one from the class dict without ``__get__``, and
+    # capproof reads ``type(x).__module__`` (the static guard flags a model's read of it)
+    for _name, _missing in (("__slots__", True), ("__doc__", False)):
         type.__setattr__(_cls, _name, _AsOnInt(_name, _cls.__dict__.get(_name), _missing))
 del _cls, _name, _missing
 
