@@ -103,6 +103,11 @@ def _symbolic_internals() -> dict[int, str]:
             "json.dumps (the object's type)": json.dumps,
             "json.dump (the object's type)": json.dump,
             "json.JSONEncoder (the object's type)": json.JSONEncoder,
+            # the builtins the guard matches by bare name, reached as ``builtins.id``
+            "builtins.id (identity)": id,
+            "builtins.type (the object's type)": type,
+            "builtins.repr (a repr)": repr,
+            "builtins.ascii (a repr)": ascii,
         }
     )
     objs.update({f"gc.{name} (the object itself)": getattr(gc, name) for name in dir(gc) if not name.startswith("_")})

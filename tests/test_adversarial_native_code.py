@@ -320,6 +320,12 @@ def f(a):
         + DD
         + "def f(a, b):\n    if operator.is_not(a, b):\n        return True\n    return a != 37\n",
     ),
+    (
+        "builtins-id",
+        "import builtins\n"
+        + DD
+        + "def f(a, b):\n    if builtins.id(a) == builtins.id(b):\n        return a != 37\n    return True\n",
+    ),
     # an exception other than TypeError that only the symbolic value's own code raises
     (
         "init-again-attribute-error",
