@@ -35,7 +35,7 @@ import z3
 
 from .aggregate import AbstractCase
 from .domain import Range, Vector
-from .encode import CaseProblem, build_case, checked_domains, concrete_args, describe_exception, evaluate, replay
+from .encode import CaseProblem, build_case, checked_domains, concrete_args, describe_exception, evaluate
 from .minimize import minimize_point, minimize_term
 from .obligation import Obligation
 from .symbolic import fresh_z3_context, to_z3_int
@@ -51,31 +51,79 @@ __all__ = [
 ]
 
 
-_RELATION = re.compile(r"^(?:0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
+_RELATION = re.compile(r"^(0 <= )?(\w+) (<=|<) (\w+)(?: in (\w+))?$")
 
 
-def capacity_relation(relation: str) -> tuple[str, str, int] | None:
-    """``(demand name, capacity name, offset)`` for ``"d <= c"`` (offset 0) or ``"d < c"`` (1).
+@dataclass(frozen=True)
+class Relation:
+    """One ``at_most``/``less_than`` relation as the claim states it.
 
-    The effective capacity is ``c - offset``. None for any other relation (``==``, custom claims).
-    """
+    ``demand <= capacity - offset`` (offset 1 for ``<``), and when the demand is computed in an
+    integer type (``in int32``) also ``demand <= limit``; ``floor`` is the relation's lower end
+    (0 for ``less_than``'s ``0 <=``, the dtype's least value, the greater of both; None for a
+    plain ``at_most``): a demand below it breaks the claim whatever the capacity."""
+
+    demand: str
+    capacity: str
+    offset: int
+    limit: int | None = None
+    floor: int | None = None
+
+    def effective(self, capacity: int) -> int:
+        """The effective capacity: ``capacity - offset``, at most ``limit``."""
+        return capacity - self.offset if self.limit is None else min(capacity - self.offset, self.limit)
+
+
+def parse_relation(relation: str) -> Relation | None:
+    """The :class:`Relation` of ``"d <= c"``, ``"0 <= d < c"``, ``"d <= c in uint32"``; None for
+    any other relation (``==``, custom claims, a model whose paths return different relations)."""
     m = _RELATION.match(relation or "")
     if not m:
         return None
-    return m.group(1), m.group(3), 1 if m.group(2) == "<" else 0
+    floor = 0 if m.group(1) else None
+    limit = None
+    if m.group(5):
+        from .arith import dtype_range
+
+        lo, limit = dtype_range(m.group(5))
+        floor = lo if floor is None else max(floor, lo)
+    return Relation(m.group(2), m.group(4), 1 if m.group(3) == "<" else 0, limit, floor)
+
+
+def path_relations(relation: str) -> list[Relation] | None:
+    """The relations of a claim whose paths return different ones (``"0 <= i < c or i <= c"``,
+    as :func:`capproof.encode.build_case` names a merged claim), each parsed; None unless every
+    part is a capacity relation of the same demand and capacity."""
+    parts = [parse_relation(part) for part in (relation or "").split(" or ")]
+    if not parts or any(p is None for p in parts):
+        return None
+    if len({(p.demand, p.capacity) for p in parts}) != 1:  # type: ignore[union-attr]
+        return None
+    return parts  # type: ignore[return-value]
+
+
+def capacity_relation(relation: str) -> tuple[str, str, int | None] | None:
+    """``(demand name, capacity name, offset)`` for ``"d <= c"`` (offset 0) or ``"d < c"`` (1).
+
+    The effective capacity is ``c - offset``; a claim whose paths return both (``"0 <= d < c or
+    d <= c"``) has offset None (each path its own). None for any other relation (``==``, custom
+    claims)."""
+    parts = path_relations(relation)
+    if parts is None:
+        return None
+    offsets = {p.offset for p in parts}
+    return parts[0].demand, parts[0].capacity, offsets.pop() if len(offsets) == 1 else None
 
 
 def relation_limit(relation: str) -> int | None:
     """The greatest value of the integer type the demand is computed in (``"0 <= index < capacity
     in int32"`` from ``less_than(..., dtype="int32")``: ``2**31 - 1``), else None. The claim then
     holds exactly when ``demand <= min(capacity - offset, limit)``: that minimum is the effective
-    capacity bounded here (the lower end of the type, like ``0 <=``, is prove's)."""
-    m = _RELATION.match(relation or "")
-    if not m or not m.group(4):
-        return None
-    from .arith import dtype_range
-
-    return dtype_range(m.group(4))[1]
+    capacity bounded here (the lower end, ``0 <=`` or the type's, is checked apart: a demand
+    below it makes the case insufficient, see :func:`_below_floor`)."""
+    parts = path_relations(relation)
+    limits = {p.limit for p in parts or []}
+    return limits.pop() if len(limits) == 1 else None
 
 
 @dataclass
@@ -107,6 +155,11 @@ class CaseBound:
     #: False when ``min_slack`` is only an upper bound (an insufficient case of the search: the
     #: slack of the smallest failing point, not minimised)
     slack_exact: bool = True
+    #: the smallest point whose demand is below the relation's lower end (``0 <=`` of
+    #: ``less_than``, the least value of an unsigned ``dtype``): no capacity suffices there, the
+    #: case is insufficient; empty when no admitted point is below it
+    below_point: dict[str, Any] = field(default_factory=dict)
+    demand_at_below_point: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseBound:
@@ -147,6 +200,11 @@ class CaseBound:
             "slack_pct": self.slack_pct,
             "insufficient": self.insufficient,
             "wasteful": self.wasteful,
+            **(
+                {"below_point": _jsonable(self.below_point), "demand_at_below_point": self.demand_at_below_point}
+                if self.below_point
+                else {}
+            ),
         }
 
 
@@ -167,7 +225,8 @@ class ObligationBound:
     relation: str = ""
     demand: str = ""
     capacity: str = ""
-    offset: int = 0
+    #: 1 for ``<``, 0 for ``<=``; None when the model's paths return both (each path its own)
+    offset: int | None = 0
     cases: list[CaseBound] = field(default_factory=list)
     waste_threshold: float = DEFAULT_WASTE_THRESHOLD
     file: str = ""
@@ -339,25 +398,136 @@ def _canonical_point(
     return case.point(model)
 
 
-def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int]:
-    """(demand, capacity) of ``point`` on plain ints; raises _Wrong if an assumption fails."""
-    _, values, failed = replay(ob, point)
-    if failed:
-        raise _Wrong(f"witness {point} violates assumptions {failed} on ints")
-    return values[demand], values[capacity]
+def _in_domain(ob: Obligation, point: dict[str, Any]) -> None:
+    """Raise _Wrong unless every parameter of ``point`` is in its domain (a batch as long as its
+    length parameter says)."""
+    for name, dom in ob.domain.items():
+        value = point.get(name)
+        if not dom.contains(value):  # type: ignore[arg-type]
+            raise _Wrong(f"point {format_point(point)}: {name}={value!r} is outside its domain {dom.describe()}")
+        length = getattr(dom, "length", None)
+        if length is not None and len(value) != point.get(length):  # type: ignore[arg-type]
+            raise _Wrong(f"point {format_point(point)}: {name} has {len(value)} entries, {length}={point.get(length)}")  # type: ignore[arg-type]
 
 
-def _objective_terms(
-    case, demand: str, capacity: str, offset: int, limit: int | None
-) -> tuple[z3.ArithRef, z3.ArithRef]:
-    """(demand, effective capacity) as Z3 terms of a case (bounded or aggregate)."""
+def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int, Relation]:
+    """(demand, capacity, the claim's relation) of ``point`` on plain ints, its batches padded and
+    alone; raises _Wrong if the point is outside the domain, an assumption fails, the claim there
+    is not a capacity relation of ``demand`` and ``capacity``, or padded and alone differ."""
+    _in_domain(ob, point)
+    seen = []
+    for padding in (True, False):
+        ev = evaluate(ob, concrete_args(ob, point, padding), witnesses=padding)
+        alone = "" if padding else " (its batches alone)"
+        failed = [n for n, v in ev.assumptions.items() if not v]
+        if failed:
+            raise _Wrong(f"witness {point} violates assumptions {failed} on ints{alone}")
+        rel = parse_relation(ev.claim.relation)
+        if rel is None or (rel.demand, rel.capacity) != (demand, capacity):
+            raise _Wrong(f"at {point} the claim is {ev.claim.relation!r}{alone}, not a bound of {demand} by {capacity}")
+        seen.append((int(ev.claim.values[demand]), int(ev.claim.values[capacity]), rel))
+    if seen[0] != seen[1]:
+        raise _Wrong(
+            f"at {point} {demand}, {capacity} = {seen[0][0]}, {seen[0][1]} padded but {seen[1][0]}, {seen[1][1]} alone"
+        )
+    return seen[0]
+
+
+@dataclass
+class _Objective:
+    """A case's quantities as Z3 terms, each path with its own relation (:func:`_objective_terms`)."""
+
+    d: z3.ArithRef  #: the demand
+    c_eff: z3.ArithRef  #: the effective capacity (``capacity - offset``, at most the dtype's limit)
+    need: z3.ArithRef  #: the capacity the demand needs (``demand + offset``)
+    fits: z3.BoolRef  #: the demand fits the dtype it is computed in
+    below: z3.BoolRef  #: the demand is below the relation's lower end
+    relations: list[Relation]
+
+
+def _case_relations(case) -> list[tuple[z3.BoolRef | None, Relation]]:
+    """Each path's condition and relation (one pair, condition None, when the model did not branch
+    or the case is the aggregate abstraction's). Raises _Wrong for a path's non-capacity claim."""
+    if isinstance(case, AbstractCase):
+        pairs: list = [(None, case.relation)]
+    else:
+        pairs = list(case.relations) or [(None, case.ev.claim.relation)]
+    out = []
+    for cond, text in pairs:
+        rel = parse_relation(text)
+        if rel is None:
+            raise _Wrong(f"a path's claim {text!r} is not an at_most/less_than capacity claim")
+        out.append((cond, rel))
+    return out
+
+
+def _objective_terms(case, demand: str, capacity: str) -> _Objective:
+    """The demand, effective capacity, needed capacity, fit and lower-end terms of a case (bounded
+    or aggregate), path by path when the model's paths return different relations (a claim
+    ``less_than`` on one branch and ``at_most`` on another: ``capacity - 1`` on the first only)."""
     values = case.values if isinstance(case, AbstractCase) else case.ev.claim.values
     term = lambda v: v if isinstance(v, z3.ExprRef) else to_z3_int(v)  # noqa: E731
-    d = term(values[demand])
-    c_eff = term(values[capacity]) - offset
-    if limit is not None:  # the demand is computed in a machine integer type: it must also fit
-        c_eff = z3.If(c_eff <= limit, c_eff, z3.IntVal(limit))
-    return d, c_eff
+    d, c = term(values[demand]), term(values[capacity])
+    pairs = _case_relations(case)
+
+    def chain(f):
+        out = f(pairs[-1][1])
+        for cond, rel in reversed(pairs[:-1]):
+            out = z3.If(cond, f(rel), out)
+        return out
+
+    def eff(rel: Relation) -> z3.ArithRef:
+        e = c - rel.offset
+        # the demand is computed in a machine integer type: it must also fit
+        return e if rel.limit is None else z3.If(e <= rel.limit, e, z3.IntVal(rel.limit))
+
+    return _Objective(
+        d,
+        chain(eff),
+        chain(lambda rel: d + rel.offset),
+        chain(lambda rel: z3.BoolVal(True) if rel.limit is None else d <= rel.limit),
+        chain(lambda rel: z3.BoolVal(False) if rel.floor is None else d < rel.floor),
+        [rel for _, rel in pairs],
+    )
+
+
+def _sat(case, cond: z3.BoolRef, rlimit: int, what: str) -> bool:
+    """Whether the case admits a point where ``cond`` holds; _Unknown when Z3 cannot tell."""
+    s, _ = case.solver(rlimit)
+    s.add(cond)
+    answer = s.check()
+    if answer == z3.unknown:
+        raise _Unknown(f"{what}: {s.reason_unknown()}")
+    return answer == z3.sat
+
+
+def _min_capacity(case, obj: _Objective, top: int, rlimit: int) -> int | None:
+    """The least constant capacity for which the claim holds on the whole case (worst demand
+    ``top``), ignoring the lower end; None when no capacity suffices (a demand that does not fit
+    its dtype)."""
+    if len(obj.relations) == 1 or len({(r.offset, r.limit) for r in obj.relations}) == 1:
+        rel = obj.relations[0]
+        return top + rel.offset if rel.limit is None or top <= rel.limit else None
+    if _sat(case, z3.Not(obj.fits), rlimit, "a demand beyond its dtype"):
+        return None
+    return _optimum(case, obj.need, True, rlimit)
+
+
+def _below_floor(
+    ob: Obligation, case, obj: _Objective, demand: str, capacity: str, rlimit: int, out: CaseBound, sums: bool
+) -> None:
+    """Mark ``out`` insufficient at the smallest point whose demand is below its relation's lower
+    end (``less_than``'s ``0 <=``, an unsigned dtype's 0), replayed on ints; nothing when no
+    admitted point is (one unsat query). The slack alone cannot say it: a demand of -3 against a
+    capacity of 10 has slack 13 and breaks the claim."""
+    if all(rel.floor is None for rel in obj.relations) or not _sat(case, obj.below, rlimit, "a demand below 0"):
+        return
+    point = _canonical_point(case, [obj.below], rlimit, vector_sums=sums)
+    rd, _, rel = _replayed(ob, point, demand, capacity)
+    if rel.floor is None or rd >= rel.floor:
+        raise _Wrong(f"replay of {point} gives {demand}={rd}, Z3 said it is below the relation's lower end")
+    out.below_point, out.demand_at_below_point = point, rd
+    out.insufficient, out.min_capacity = True, None
 
 
 #: Upper end of the exponential search for a positive minimum slack (the search is ``unknown``
@@ -386,7 +556,7 @@ def _entries_sorted(
             continue
         candidate = {**point, name: ordered}
         try:
-            if _replayed(ob, candidate, demand, capacity) == values:
+            if _replayed(ob, candidate, demand, capacity)[:2] == values:
                 point = candidate
         except _Wrong:
             pass
@@ -402,10 +572,8 @@ def _tightness_case(
     case: CaseProblem,
     demand: str,
     capacity: str,
-    offset: int,
     rlimit: int,
     threshold: float,
-    limit: int | None = None,
 ) -> CaseBound:
     """The minimum slack of one case of an obligation with Vector parameters, on the bounded
     encoding, with plain solver queries (no Optimize: over hundreds of per-request or per-expert
@@ -422,7 +590,8 @@ def _tightness_case(
     if case.false_assumptions:
         out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
         return out
-    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
+    obj = _objective_terms(case, demand, capacity)
+    d, c_eff = obj.d, obj.c_eff
     slack = c_eff - d
     s, _ = case.solver(rlimit)
 
@@ -477,13 +646,14 @@ def _tightness_case(
         if not done:
             raise _Unknown("witness minimisation ran out of rlimit")
         point = case.point(found)
-        rd, rc = _replayed(ob, point, demand, capacity)
-        rs = (rc - offset if limit is None else min(rc - offset, limit)) - rd
+        rd, rc, rel = _replayed(ob, point, demand, capacity)
+        rs = rel.effective(rc) - rd
         if out.slack_exact and rs != high:
             raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said {high}")
         if not out.slack_exact and rs >= 0:
             raise _Wrong(f"replay of {point} gives slack {rs}, Z3 said it is negative")
         point = _entries_sorted(ob, point, (rd, rc), demand, capacity)
+        _below_floor(ob, case, obj, demand, capacity, rlimit, out, sums=False)
     except _Unknown as exc:
         return CaseBound(dict(case.fixed), "unknown", message=str(exc), method="search")
     except _Wrong as exc:
@@ -494,7 +664,7 @@ def _tightness_case(
         return CaseBound(dict(case.fixed), "error", message=describe_exception(exc), method="search")
     out.min_slack, out.slack_point, out.demand_at_slack_point, out.capacity_at_slack_point = rs, point, rd, rc
     out.slack_pct = _slack_pct(rs, rd)
-    out.insufficient = rs < 0
+    out.insufficient = out.insufficient or rs < 0
     out.wasteful = out.slack_exact and out.slack_pct is not None and out.slack_pct > threshold
     return out
 
@@ -532,29 +702,24 @@ def _bound_case(
     case: CaseProblem,
     demand: str,
     capacity: str,
-    offset: int,
     rlimit: int,
     threshold: float,
-    limit: int | None = None,
 ) -> CaseBound:
     out = CaseBound(dict(case.fixed), "bounded")
     if case.false_assumptions:
         out.status, out.message = "excluded", f"assumption false: {case.false_assumptions[0]}"
         return out
-    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
-
-    def eff(c: int) -> int:
-        return c - offset if limit is None else min(c - offset, limit)
-
     try:
+        obj = _objective_terms(case, demand, capacity)
+        d, c_eff = obj.d, obj.c_eff
         top = _optimum(case, d, True, rlimit)
         if top is None:
             out.status, out.message = "excluded", "the assumptions admit no point of this case"
             return out
         # no capacity suffices when the demand does not fit the machine integer type it is computed in
-        out.max_demand, out.min_capacity = top, (top + offset if limit is None or top <= limit else None)
+        out.max_demand, out.min_capacity = top, _min_capacity(case, obj, top, rlimit)
         out.demand_point = _canonical_point(case, [d == top], rlimit)
-        rd, rc = _replayed(ob, out.demand_point, demand, capacity)
+        rd, rc, _ = _replayed(ob, out.demand_point, demand, capacity)
         if rd != top:
             raise _Wrong(f"replay of {out.demand_point} gives {demand}={rd}, Z3 said {top}")
         out.capacity_at_demand_point = rc
@@ -566,11 +731,12 @@ def _bound_case(
         assert d_star is not None
         out.min_slack = slack
         out.slack_point = _canonical_point(case, [c_eff - d == slack, d == d_star], rlimit)
-        rd, rc = _replayed(ob, out.slack_point, demand, capacity)
-        if eff(rc) - rd != slack or rd != d_star:
-            raise _Wrong(f"replay of {out.slack_point} gives slack {eff(rc) - rd}, Z3 said {slack}")
+        rd, rc, rel = _replayed(ob, out.slack_point, demand, capacity)
+        if rel.effective(rc) - rd != slack or rd != d_star:
+            raise _Wrong(f"replay of {out.slack_point} gives slack {rel.effective(rc) - rd}, Z3 said {slack}")
         out.demand_at_slack_point, out.capacity_at_slack_point = rd, rc
         out.slack_pct = _slack_pct(slack, rd)
+        _below_floor(ob, case, obj, demand, capacity, rlimit, out, sums=True)
     except _Unknown as exc:
         return CaseBound(dict(case.fixed), "unknown", message=str(exc))
     except _Wrong as exc:
@@ -579,7 +745,7 @@ def _bound_case(
         raise
     except BaseException as exc:  # a model raising on replay
         return CaseBound(dict(case.fixed), "error", message=describe_exception(exc))
-    out.insufficient = slack < 0
+    out.insufficient = out.insufficient or slack < 0
     out.wasteful = out.slack_pct is not None and out.slack_pct > threshold
     return out
 
@@ -628,18 +794,13 @@ def bound_obligation(
                 return result
             result.demand, result.capacity, result.offset = parsed
         elif relation != result.relation:
-            result.cases.append(CaseBound(fixed, "error", message=f"relation {relation!r} differs between cases"))
-            continue
-        args = (
-            ob,
-            case,
-            result.demand,
-            result.capacity,
-            result.offset,
-            rlimit,
-            waste_threshold,
-            relation_limit(result.relation),
-        )
+            union = " or ".join(dict.fromkeys([*result.relation.split(" or "), *relation.split(" or ")]))
+            parsed = capacity_relation(union)
+            if parsed is None or parsed[:2] != (result.demand, result.capacity):
+                result.cases.append(CaseBound(fixed, "error", message=f"relation {relation!r} differs between cases"))
+                continue
+            result.relation, result.offset = union, parsed[2]
+        args = (ob, case, result.demand, result.capacity, rlimit, waste_threshold)
         if abstract is not None:
             bounded = _bound_case(*args)
             bounded.method = "aggregate"
@@ -684,14 +845,19 @@ def _summarise(result: ObligationBound) -> ObligationBound:
             + f"min slack ({cap} - {result.demand}) {'=' if tight.slack_exact else '<='} {tight.min_slack}; "
             f"{result.insufficient} insufficient, {result.wasteful} wasteful of {len(result.admitted())} bounded cases"
             + (f" ({searched} on the bounded encoding: minimum slack only)" if searched else "")
+            + (
+                f"; {below} with {result.demand} below the relation's lower end (no capacity suffices)"
+                if (below := sum(bool(c.below_point) for c in result.cases))
+                else ""
+            )
         )
     return result
 
 
 def _effective(capacity: str, offset: int | None, relation: str) -> str:
     """The effective capacity in words: ``W_bt - 1``, or ``min(numel - 1, 2147483647)`` when the
-    demand is computed in int32."""
-    cap = f"{capacity} - 1" if offset else capacity
+    demand is computed in int32; ``W_bt (- 1 where <)`` when the model's paths return both."""
+    cap = f"{capacity} (- 1 where <)" if offset is None else f"{capacity} - 1" if offset else capacity
     limit = relation_limit(relation)
     return cap if limit is None else f"min({cap}, {limit})"
 
@@ -1247,11 +1413,26 @@ def _certified_point(case, rlimit: int, fixes: list[z3.BoolRef], point: object) 
     return found
 
 
-def _replayed_certified(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int]:
+def _replayed_certified(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int, Relation]:
     try:
         return _replayed(ob, point, demand, capacity)
     except _Wrong as exc:
         raise Uncertified(str(exc)) from None
+
+
+def _checked_objective(case, rec: dict[str, Any], demand: str, capacity: str, rlimit: int) -> _Objective:
+    """The case's terms, for a recorded case with no demand below the relation's lower end
+    (certified: one unsat query) and one relation on every path; else Uncertified (the caller
+    bounds from scratch)."""
+    try:
+        obj = _objective_terms(case, demand, capacity)
+    except _Wrong as exc:
+        raise Uncertified(str(exc)) from None
+    if len(obj.relations) != 1 or rec.get("below_point"):
+        raise Uncertified("paths with different relations, or a demand below the lower end: bounded from scratch")
+    if obj.relations[0].floor is not None:
+        _unsat_case(case, rlimit, obj.below, "a demand below the relation's lower end")
+    return obj
 
 
 def _check_excluded(case, rlimit: int, rec: dict[str, Any], out: CaseBound) -> CaseBound | None:
@@ -1276,10 +1457,8 @@ def _check_bound_case(
     rec: dict[str, Any],
     demand: str,
     capacity: str,
-    offset: int,
     rlimit: int,
     threshold: float,
-    limit: int | None = None,
 ) -> CaseBound:
     """The bounds of one case as :func:`_bound_case` computes them, from the recorded ones ``rec``
     (a :meth:`CaseBound.to_json`), certified instead of optimised: ``d > D`` unsat and the canonical
@@ -1290,16 +1469,18 @@ def _check_bound_case(
         return out
     if rec.get("status") != "bounded":
         raise Uncertified(f"recorded status {rec.get('status')!r}")
-    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
+    obj = _checked_objective(case, rec, demand, capacity, rlimit)
+    d, c_eff = obj.d, obj.c_eff
     top, slack, d_star = (
         _int(rec["max_demand"], "worst demand"),
         _int(rec["min_slack"], "slack"),
         _int(rec["demand_at_slack_point"], "demand at the slack point"),
     )
     _unsat_case(case, rlimit, d > top, f"a demand above the recorded worst {top}")
-    out.max_demand, out.min_capacity = top, (top + offset if limit is None or top <= limit else None)
+    rel = obj.relations[0]
+    out.max_demand, out.min_capacity = top, (top + rel.offset if rel.limit is None or top <= rel.limit else None)
     out.demand_point = _certified_point(case, rlimit, [d == top], rec["demand_point"])
-    rd, rc = _replayed_certified(ob, out.demand_point, demand, capacity)
+    rd, rc, _ = _replayed_certified(ob, out.demand_point, demand, capacity)
     if rd != top:
         raise Uncertified(f"replay of {out.demand_point} gives {demand}={rd}, recorded {top}")
     out.capacity_at_demand_point = rc
@@ -1307,8 +1488,8 @@ def _check_bound_case(
     _unsat_case(case, rlimit, z3.And(c_eff - d == slack, d > d_star), f"a demand above {d_star} at slack {slack}")
     out.min_slack = slack
     out.slack_point = _certified_point(case, rlimit, [c_eff - d == slack, d == d_star], rec["slack_point"])
-    rd, rc = _replayed_certified(ob, out.slack_point, demand, capacity)
-    eff = rc - offset if limit is None else min(rc - offset, limit)
+    rd, rc, rel = _replayed_certified(ob, out.slack_point, demand, capacity)
+    eff = rel.effective(rc)
     if eff - rd != slack or rd != d_star:
         raise Uncertified(
             f"replay of {out.slack_point} gives slack {eff - rd} and {demand}={rd}, recorded {slack} and {d_star}"
@@ -1326,10 +1507,8 @@ def _check_tightness_case(
     rec: dict[str, Any],
     demand: str,
     capacity: str,
-    offset: int,
     rlimit: int,
     threshold: float,
-    limit: int | None = None,
 ) -> CaseBound:
     """The minimum slack of one case as :func:`_tightness_case` finds it, certified from ``rec``:
     exact slack ``S >= 0``: ``slack <= S - 1`` unsat and the canonical point (scalars smallest under
@@ -1340,8 +1519,8 @@ def _check_tightness_case(
         return out
     if rec.get("status") != "bounded":
         raise Uncertified(f"recorded status {rec.get('status')!r}")
-    d, c_eff = _objective_terms(case, demand, capacity, offset, limit)
-    slack = c_eff - d
+    obj = _checked_objective(case, rec, demand, capacity, rlimit)
+    slack = obj.c_eff - obj.d
     recorded, exact = _int(rec["min_slack"], "slack"), rec.get("slack_exact")
     if exact is True and recorded >= 0:
         _unsat_case(case, rlimit, slack <= recorded - 1, f"a slack below the recorded minimum {recorded}")
@@ -1351,8 +1530,8 @@ def _check_tightness_case(
     else:
         raise Uncertified(f"recorded slack {recorded} with slack_exact={exact!r}")
     point = _certified_point(case, rlimit, [fix], rec["slack_point"])
-    rd, rc = _replayed_certified(ob, point, demand, capacity)
-    rs = (rc - offset if limit is None else min(rc - offset, limit)) - rd
+    rd, rc, rel = _replayed_certified(ob, point, demand, capacity)
+    rs = rel.effective(rc) - rd
     if rs != recorded:
         raise Uncertified(f"replay of {format_point(point)} gives slack {rs}, recorded {recorded}")
     out.slack_exact = exact
@@ -1391,11 +1570,16 @@ def check_obligation(
         raise Uncertified("the cases are not the recorded ones")
     relation = entry.get("relation")
     parsed = capacity_relation(relation or "")
-    if parsed is None or parsed != (entry.get("demand"), entry.get("capacity"), entry.get("capacity_offset")):
+    if (
+        parsed is None
+        or parsed[2] is None
+        or " or " in relation
+        or parsed != (entry.get("demand"), entry.get("capacity"), entry.get("capacity_offset"))
+    ):
         raise Uncertified(f"recorded relation {relation!r}")
     result.relation = relation
     result.demand, result.capacity, result.offset = parsed
-    args = (result.demand, result.capacity, result.offset, rlimit, waste_threshold, relation_limit(relation))
+    args = (result.demand, result.capacity, rlimit, waste_threshold)
     for fixed, rec in zip(combos, records):
         method = rec.get("method", "")
         if method == "aggregate" and vectors:

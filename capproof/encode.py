@@ -347,6 +347,10 @@ class CaseProblem:
     #: assumptions rewritten into an equivalent faster form (capproof.normalise), one line each
     #: (``"name: what"``), reported with the verdict
     normalised: list[str] = field(default_factory=list)
+    #: a merged case (:func:`build_case` of a model that branched): each path's condition and the
+    #: relation of the claim it returned (``less_than`` on one branch, ``at_most`` on another);
+    #: empty otherwise (``ev.claim.relation`` is the case's)
+    relations: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
 
     @property
     def path_text(self) -> str:
@@ -682,10 +686,11 @@ def _merge(cp: CasePaths) -> CaseProblem:
             "the claim names different quantities on different paths: "
             + "; ".join(f"{c.path_text}: {list(c.ev.claim.values)}" for c in cp.paths)
         )
+    distinct = list(dict.fromkeys(ev.claim.relation for ev in evs))
     claim = Claim(
         bool_chain([ev.claim.holds for ev in evs]),
         {n: int_chain([ev.claim.values[n] for ev in evs]) for n in names},
-        first.ev.claim.relation,
+        " or ".join(distinct),  # each path's own (capproof.bound reads them path by path)
     )
     assumptions = {n: bool_chain([ev.assumptions[n] for ev in evs]) for n in first.ev.assumptions}
     witnesses = {n: bool_chain([ev.witnesses[n] for ev in evs]) for n in first.ev.witnesses}
@@ -703,7 +708,10 @@ def _merge(cp: CasePaths) -> CaseProblem:
         if label not in first.ob.assumptions and not label.startswith("path: ")
     ]
     constraints = [*domain, *((n, v.term) for n, v in assumptions.items())]
-    return CaseProblem(first.ob, first.fixed, first.scalars, first.vectors, constraints, [], merged, None)
+    relations = [(cond, ev.claim.relation) for cond, ev in zip(conds, evs)]
+    return CaseProblem(
+        first.ob, first.fixed, first.scalars, first.vectors, constraints, [], merged, None, relations=relations
+    )
 
 
 def effective_domains(

@@ -30,10 +30,17 @@ _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
 
+#: test harnesses that wrap a model's functions (mutmut's trampolines, its configuration): not the
+#: model's code, and their own introspection is not the model's
+_HARNESS_DIRS = tuple(os.sep + "site-packages" + os.sep + name + os.sep for name in ("mutmut",))
+
+
 def is_library_file(filename: str) -> bool:
     name = os.path.abspath(filename)
-    return name.startswith((_PACKAGE_DIR, _Z3_DIR)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
+    return (
+        name.startswith((_PACKAGE_DIR, _Z3_DIR))
+        or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
+        or any(h in name for h in _HARNESS_DIRS)
     )
 
 
@@ -61,6 +68,12 @@ def _symbolic_internals() -> dict[int, str]:
     }
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
+    import gc
+    import inspect
+    import json
+    import marshal
+    import operator
+    import pickle
     import pprint
     import reprlib
     import threading
@@ -76,8 +89,29 @@ def _symbolic_internals() -> dict[int, str]:
             "pprint.pformat (a repr)": pprint.pformat,
             "pprint.saferepr (a repr)": pprint.saferepr,
             "pprint.pprint (a repr)": pprint.pprint,
+            # identity by another name, and what C code sees of the object itself (an int is
+            # immortal, untracked, refers to nothing, pickles and marshals; a symbolic value not)
+            "operator.is_ (identity)": operator.is_,
+            "operator.is_not (identity)": operator.is_not,
+            "sys.getrefcount (the object itself)": sys.getrefcount,
+            "inspect.getmodule (the object's class)": inspect.getmodule,
+            "pickle.dumps (the object itself)": pickle.dumps,
+            "pickle.dump (the object itself)": pickle.dump,
+            "marshal.dumps (the object itself)": marshal.dumps,
+            "marshal.dump (the object itself)": marshal.dump,
+            # json's C encoder checks the real type: a symbolic value goes to ``default=``
+            "json.dumps (the object's type)": json.dumps,
+            "json.dump (the object's type)": json.dump,
+            "json.JSONEncoder (the object's type)": json.JSONEncoder,
+            # the builtins the guard matches by bare name, reached as ``builtins.id``
+            "builtins.id (identity)": id,
+            "builtins.type (the object's type)": type,
+            "builtins.repr (a repr)": repr,
+            "builtins.ascii (a repr)": ascii,
         }
     )
+    objs.update({f"gc.{name} (the object itself)": getattr(gc, name) for name in dir(gc) if not name.startswith("_")})
+    objs = {k: v for k, v in objs.items() if callable(v)}
     return {id(v): k for k, v in objs.items() if v is not None}
 
 
@@ -85,6 +119,58 @@ def _own_attributes() -> frozenset[str]:
     """Attribute names (not dunders) a SymInt or SymBool has and an int or bool lacks (``term``)."""
     names = (set(dir(SymInt)) - set(dir(int))) | (set(dir(SymBool)) - set(dir(bool)))
     return frozenset(n for n in names if not n.startswith("__"))
+
+
+#: dunders both have that answer differently on a symbolic value (its slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
+#: the exception watch sees a symbolic value's own ``__init__`` failing)
+_DIFFERENT_DUNDERS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
+
+
+#: slots of the builtin ``object``/``int``/``bool`` that, called directly (``object.__eq__(a, b)``:
+#: identity), see the object itself rather than the int it stands for
+_SLOT_CALLS = frozenset(
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__sizeof__",
+        "__dir__",
+        "__getstate__",
+    }
+)
+
+
+def _getattr_like() -> dict[int, str]:
+    """Functions that read an attribute by a name given as an argument, as ``getattr`` does."""
+    import inspect
+    import operator
+
+    return {
+        id(f): name
+        for name, f in {
+            "operator.attrgetter": operator.attrgetter,
+            "operator.methodcaller": operator.methodcaller,
+            "inspect.getattr_static": inspect.getattr_static,
+        }.items()
+    }
+
+
+def _distinguishing_dunders() -> frozenset[str]:
+    """Dunder attribute names whose read can tell a symbolic value from an int: one has it and the
+    other lacks it (``__module__``, ``__slots__``), or both have it and answer differently."""
+    names = (set(dir(SymInt)) ^ set(dir(int))) | (set(dir(SymBool)) ^ set(dir(bool)))
+    # answered as on the int at run time (capproof.symbolic._AsOnInt): not flagged
+    names -= {"__slots__", "__doc__"}
+    return frozenset(n for n in names if n.startswith("__") and n.endswith("__")) | _DIFFERENT_DUNDERS
 
 
 def introspections(*funcs) -> list[str]:
@@ -163,6 +249,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     distinguishing = _distinguishing_names()
     internals = _symbolic_internals()
     own_attrs = _own_attributes()
+    dunders = _distinguishing_dunders()
+    getattr_like = _getattr_like()
     seen: set = set()
     stack = list(funcs)
     while stack:
@@ -198,6 +286,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             asking = False  # between a load of the builtin hasattr/getattr and the next call
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
             recent: list = [None, None]  # the two instructions before this one
+            builtin_type = None  # the builtin object/int/bool just loaded (``object.__eq__``)
             for ins in dis.get_instructions(c):
                 before, recent = recent, [recent[1], ins]
                 if ins.opname == "IS_OP" and any(
@@ -241,6 +330,27 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     )
                     if note not in others:
                         others.append(note)
+                if builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _SLOT_CALLS:
+                    note = (
+                        where,
+                        f"calls {builtin_type}.{ins.argval} directly, which sees the object itself (identity, its "
+                        "own slots), not the int a symbolic value stands for",
+                    )
+                    if note not in others:
+                        others.append(note)
+                builtin_type = None
+                if (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in dunders
+                    and not isinstance(previous, _MODULE)
+                ):
+                    note = (
+                        where,
+                        f"reads attribute {ins.argval!r}, which a symbolic value and an int do not both have "
+                        "or answer differently",
+                    )
+                    if note not in others:
+                        others.append(note)
                 if (
                     asking
                     and ins.opname == "LOAD_CONST"
@@ -256,6 +366,15 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
+                    if name in ("object", "int", "bool") and name not in globs:
+                        builtin_type = name
+                    value = globs.get(name)
+                    if asking and isinstance(value, str) and (value in distinguishing or value in dunders):
+                        pair = (where, value)  # the attribute name held in a global: ``getattr(x, NAME)``
+                        if pair not in attrs:
+                            attrs.append(pair)
+                    if id(value) in getattr_like and value is not None:
+                        asking = True
                     if name == "type" and "type" not in globs and where not in found:
                         found.append(where)
                     if name in ("repr", "ascii") and name not in globs:
@@ -285,6 +404,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     continue
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if id(target) in getattr_like and target is not None:
+                        asking = True  # ``operator.attrgetter(name)(x)``: getattr by another name
                     if id(target) in internals and target is not None:
                         note = (
                             where,

@@ -21,6 +21,7 @@ never a verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import itertools
 import time
@@ -965,7 +966,48 @@ def prove_obligation(ob: Obligation, options: Options | None = None) -> Obligati
     counterexample (not minimised: the probe's point shrunk on ints, :func:`capproof.shrink.shrink`,
     replayed). Decided in a fresh
     Z3 context, as ``capproof prove`` decides each obligation: the answer does not depend on what
-    the calling process did with Z3 before (in-process callers, tests)."""
+    the calling process did with Z3 before (in-process callers, tests). An ``unknown`` obligation
+    with a symbolic scalar of at most :data:`SPLIT_RANGE_VALUES` values is decided again with that
+    scalar split into one case per value (the message says so); an unknown retry keeps the first
+    answer."""
+    result = _prove_obligation_once(ob, options)
+    if result.verdict is Verdict.UNKNOWN:
+        split = _small_range_to_split(ob, options or Options())
+        if split is not None:  # one case per value of a small symbolic range: each query simpler
+            name, values = split
+            again = _prove_obligation_once(
+                dataclasses.replace(ob, domain={**ob.domain, name: Choice(*values)}), options
+            )
+            if again.verdict in (Verdict.PROVED, Verdict.COUNTEREXAMPLE, Verdict.VACUOUS):
+                again.message += f" (decided with {name} split into its {len(values)} values: unknown as one range)"
+                again.seconds += result.seconds
+                return again
+    return result
+
+
+#: an obligation unknown with a symbolic scalar of at most this many values is decided again with
+#: that scalar split into one case per value (``e`` an expert compared with every routed entry)
+SPLIT_RANGE_VALUES = 16
+
+
+def _small_range_to_split(ob: Obligation, options: Options) -> tuple[str, list[int]] | None:
+    """The unpinned scalar Range of ``ob`` with the fewest values, at most
+    :data:`SPLIT_RANGE_VALUES` and more than one; None when there is none."""
+    pins = options.pins or {}
+    small = [
+        (dom.hi - dom.lo + 1, name)
+        for name, dom in ob.domain.items()
+        if isinstance(dom, Range) and name not in pins and 1 < dom.hi - dom.lo + 1 <= SPLIT_RANGE_VALUES
+    ]
+    if not small:
+        return None
+    _, name = min(small)
+    dom = ob.domain[name]
+    return name, list(range(dom.lo, dom.hi + 1))  # type: ignore[attr-defined]
+
+
+def _prove_obligation_once(ob: Obligation, options: Options | None) -> ObligationResult:
+    """:func:`prove_obligation` with the domain as declared."""
     first = _First(time.process_time())
     try:
         with fresh_z3_context():  # as capproof prove decides it: the same answer whatever this process did before

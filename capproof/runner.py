@@ -558,6 +558,14 @@ def _leftovers(z3_params: list[int]) -> tuple:
                 for name, value in list(vars(module).items())
                 if callable(value) and not name.startswith("__")
             )
+            # the names a library module and its classes bind (``json.seen = True``, an attribute
+            # set on a library class): a model can leave a flag there for the next item
+            held[f"{modname} names"] = sorted(vars(module))
+            held.update(
+                (f"{modname}.{name} names", sorted(vars(value)))
+                for name, value in list(vars(module).items())
+                if isinstance(value, type) and not name.startswith("__")
+            )
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     handlers = [
         id(signal.getsignal(sig))
@@ -577,6 +585,7 @@ def _leftovers(z3_params: list[int]) -> tuple:
     return (
         bound,
         held,
+        sorted(sys.modules),  # a module the item imported or planted (``sys.modules[...] = ...``)
         dict(os.environ),
         os.getcwd(),
         list(sys.path),

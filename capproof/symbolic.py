@@ -17,6 +17,7 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import operator
 import os
@@ -154,6 +155,7 @@ class Trace:
 
 
 trace_state = threading.local()
+_SYMBOLIC_FILE = os.path.abspath(__file__)
 
 # whose isinstance() sees a SymBool as SymBool, not bool (capproof's and Z3's code)
 _OWN_DIRS = (
@@ -184,7 +186,7 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous", "watch", "watching")
+    __slots__ = ("previous", "watch", "watching", "outer_watch")
 
     def __init__(self, watch: bool = False) -> None:
         #: watch the model's frames for exceptions raised on symbolic values (a symbolic run)
@@ -197,6 +199,8 @@ class tracing:
         # the outermost trace watches the model's frames for exceptions Python's C code raised on
         # a symbolic value (``int.__eq__(x, 3)``, an ``__index__`` returning one): see _watch_call
         self.watching = self.watch and sys.gettrace() is None
+        #: an enclosing symbolic run's watch is on: it must still be on when this one ends
+        self.outer_watch = self.watch and sys.gettrace() is _watch_call
         if self.watching:
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
@@ -204,6 +208,12 @@ class tracing:
         return trace
 
     def __exit__(self, *exc: object) -> None:
+        if (self.watching or self.outer_watch) and sys.gettrace() is not _watch_call:
+            # switched off: a model's settrace, or Python's own when the watch failed at the recursion limit
+            trace_state.trace.misuse.append(
+                "the exception watch was switched off during the symbolic run (sys.settrace, or the "
+                "recursion limit reached): what the model caught there is unknown"
+            )
         if self.watching:
             if sys.gettrace() is _watch_call:  # a model that set its own keeps it
                 sys.settrace(None)
@@ -233,12 +243,48 @@ def _is_model_code(code) -> bool:
     return known
 
 
+#: exceptions capproof raises on a symbolic value exactly where Python raises them on the int
+#: (``ZeroDivisionError``, a negative shift count): the exception watch lets a model catch these
+_PYTHON_RAISES: collections.deque = collections.deque(maxlen=64)
+
+
+def _as_python(error: BaseException) -> BaseException:
+    """``error``, raised by capproof's symbolic code as Python raises it on the int (not misuse)."""
+    _PYTHON_RAISES.append(error)
+    return error
+
+
+def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
+    """Whether ``error`` started in capproof's symbolic machinery or Z3 (not as Python raises it
+    on the int): a symbolic value's own method failing where an int's would not (``__init__``)."""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    if not (name == _SYMBOLIC_FILE or name.startswith(_OWN_DIRS[1])):
+        return False
+    return not any(e is error for e in _PYTHON_RAISES)
+
+
 def _watch_exception(frame, event: str, arg):
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
             return _watch_exception
         text = f"{type(error).__name__}: {error}"
+        # any exception that started in a symbolic value's own code (not one Python raises on the
+        # int too), and a RecursionError (a symbolic operation needs Python frames an int's does
+        # not: at the recursion limit they fail apart)
+        if isinstance(error, RecursionError) or (
+            not isinstance(error, TypeError) and arg[2] is not None and _raised_by_symbolic_code(error, arg[2])
+        ):
+            record_misuse(
+                NotConcreteError(
+                    f"{text} raised by capproof's symbolic value (not by Python on the int) at "
+                    f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                )
+            )
+            _mark_recorded(error)
+            return _watch_exception
         # every TypeError: Python's C code raises one on capproof's stand-in where it would not on
         # the int, and its message may name ``int`` (``json.dumps``: ``Object of type int is not
         # JSON serializable``). A ValueError or KeyError whose message shows the value's repr
@@ -265,6 +311,69 @@ def _record_divisor(term: z3.ArithRef) -> None:
     trace = getattr(trace_state, "trace", None)
     if trace is not None:
         trace.divisors.append((term, caller_location()))
+
+
+#: A symbolic value a model needs as a Python int (an index, a dict key, ``int()``) is split into
+#: one path per value when the path so far admits at most this many values (else misuse)
+CASE_SPLIT_LIMIT = 64
+
+_HANDLERS: dict = {}
+
+
+def _handler_ranges(code) -> list[tuple[int, int]]:
+    """The instruction offsets of ``code`` that an exception handler covers (``try``, ``with``)."""
+    known = _HANDLERS.get(code)
+    if known is None:
+        import dis
+
+        try:
+            entries = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a Python without exception tables: assume covered
+            entries = None
+        known = _HANDLERS[code] = [(0, 1 << 30)] if entries is None else [(e.start, e.end) for e in entries]
+    return known
+
+
+def _in_handler(base) -> bool:
+    """Whether a model frame between here and ``base`` (the fork exploration's frame) is inside a
+    ``try`` (or ``with``) block: a ``ZeroDivisionError`` raised here may be caught there, so a
+    zero divisor is a path to follow."""
+    frame = sys._getframe(2)
+    while frame is not None and frame is not base:
+        code = frame.f_code
+        if _is_model_code(code) and any(lo <= frame.f_lasti < hi for lo, hi in _handler_ranges(code)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _zero_divisor_path(divisor: z3.ArithRef) -> None:
+    """Inside a fork exploration, where a model may catch it: follow ``divisor == 0`` as a path
+    of its own that raises ``ZeroDivisionError`` as Python does (``try: a // b except
+    ZeroDivisionError:``); the other path goes on with ``divisor != 0`` among its decisions."""
+    explorer = getattr(trace_state, "explorer", None)
+    if explorer is None or not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
+        return
+    if explorer.decide(divisor == 0, caller_location()):
+        raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+
+
+def _case_split(term: z3.ArithRef) -> int | None:
+    """The value of ``term`` on this path, forking one path per value (``term == v`` a decision)
+    when the domain and the decisions so far admit at most :data:`CASE_SPLIT_LIMIT` values; None
+    outside a fork exploration, or when there are more (or Z3 cannot bound them)."""
+    explorer = getattr(trace_state, "explorer", None)
+    if explorer is None:
+        return None
+    bounds = explorer.bounds(term)
+    if bounds is None or bounds[1] - bounds[0] + 1 > CASE_SPLIT_LIMIT:
+        return None
+    where = caller_location()
+    for value in range(bounds[0], bounds[1]):
+        if explorer.decide(term == value, where):
+            return value
+    explorer.decide(term == bounds[1], where)  # the last value: every other one was decided against
+    return bounds[1]
 
 
 # Lemma terms are built straight through Z3's C API: the same ASTs as ``z3.And``/``z3.Implies``/
@@ -838,12 +947,13 @@ def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise ZeroDivisionError("integer division or modulo by zero")
+            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
         # SMT-LIB div is floor division for a positive divisor.
         q = a / b if b > 0 else (-a) / (-b)
         _record_lemma(a, b, q)
         return q
     bt = to_z3_int(b)
+    _zero_divisor_path(bt)
     _record_divisor(bt)
     q = z3.If(bt > 0, a / bt, (-a) / (-bt))
     _record_lemma(a, bt, q)
@@ -854,7 +964,7 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a % b`` on a Z3 term (result has the sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise ZeroDivisionError("integer division or modulo by zero")
+            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
         if b > 0:
             return a % b  # SMT-LIB mod is in [0, b) for b > 0, as in Python
         return a - b * py_floordiv(a, b)
@@ -908,6 +1018,22 @@ class SymInt:
     def __repr__(self) -> str:
         return f"SymInt({self.term})"
 
+    def __copy__(self):  # an int is immutable: copy.copy(5) is 5
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(
+            NotConcreteError(
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+            )
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
     def __sizeof__(self) -> int:
         raise record_misuse(
             NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
@@ -917,11 +1043,15 @@ class SymInt:
         raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        raise record_misuse(
-            NotConcreteError(
-                f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare symbolic values)"
+        value = _case_split(self.term)  # a dict or set lookup: one path per value the key can take
+        if value is None:
+            raise record_misuse(
+                NotConcreteError(
+                    f"a symbolic integer in a set or dict key at {caller_location()} (hashing cannot compare "
+                    f"symbolic values; more than {CASE_SPLIT_LIMIT} values to split)"
+                )
             )
-        )
+        return hash(value)
 
     def __format__(self, spec: str) -> str:
         raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
@@ -993,7 +1123,7 @@ class SymInt:
         """``x >> k`` = ``x // 2**k`` (floor, also for negative ``x``)."""
         if _concrete_int(other):
             if other < 0:
-                raise ValueError("negative shift count")
+                raise _as_python(ValueError("negative shift count"))
             return self // (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
@@ -1006,7 +1136,7 @@ class SymInt:
         """``x << k`` = ``x * 2**k``."""
         if _concrete_int(other):
             if other < 0:
-                raise ValueError("negative shift count")
+                raise _as_python(ValueError("negative shift count"))
             return self * (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
@@ -1207,10 +1337,16 @@ class SymInt:
         )
 
     def __index__(self) -> int:
-        self._concrete("an index, range() or math.gcd")
+        value = _case_split(self.term)
+        if value is None:
+            self._concrete("an index, range() or math.gcd")
+        return value  # type: ignore[return-value]
 
     def __int__(self) -> int:
-        self._concrete("int()")
+        value = _case_split(self.term)
+        if value is None:
+            self._concrete("int()")
+        return value  # type: ignore[return-value]
 
     def __float__(self) -> float:
         raise record_misuse(
@@ -1259,6 +1395,22 @@ class SymBool:
     def __repr__(self) -> str:
         return f"SymBool({self.term})"
 
+    def __copy__(self):  # an int is immutable: copy.copy(5) is 5
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(
+            NotConcreteError(
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+            )
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
     def __sizeof__(self) -> int:
         raise record_misuse(
             NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
@@ -1273,7 +1425,10 @@ class SymBool:
         )
 
     def __hash__(self) -> int:
-        raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
+        explorer = getattr(trace_state, "explorer", None)
+        if explorer is None:
+            raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
+        return hash(explorer.decide(self.term, caller_location()))  # hash(True) == 1, as an int key
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
@@ -1281,7 +1436,10 @@ class SymBool:
         raise record_misuse(AttributeError(f"symbolic condition has no attribute {name!r} at {caller_location()}"))
 
     def __int__(self) -> int:
-        raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+        explorer = getattr(trace_state, "explorer", None)
+        if explorer is None:
+            raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
+        return int(explorer.decide(self.term, caller_location()))  # one path per truth value
 
     __index__ = __int__
 
@@ -1399,6 +1557,33 @@ for _name in (
 del _name
 
 
+class _AsOnInt:
+    """A class attribute of SymInt/SymBool that an int instance answers otherwise: read on a
+    symbolic value it answers as the int does (``(5).__slots__`` raises AttributeError, then the
+    class's ``__getattr__`` records the read as misuse; ``(5).__doc__`` is int's docstring); read
+    on the class it is the class's own."""
+
+    __slots__ = ("name", "own", "missing")
+
+    def __init__(self, name: str, own: object, missing: bool):
+        self.name, self.own, self.missing = name, own, missing
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.own
+        if self.missing:
+            raise AttributeError(f"'int' object has no attribute '{self.name}'")
+        return getattr(int, self.name)
+
+
+for _cls in (SymInt, SymBool):
+    # not ``__module__``: ``type`` reads that one from the class dict without ``__get__``, and
+    # capproof reads ``type(x).__module__`` (the static guard flags a model's read of it)
+    for _name, _missing in (("__slots__", True), ("__doc__", False)):
+        type.__setattr__(_cls, _name, _AsOnInt(_name, _cls.__dict__.get(_name), _missing))
+del _cls, _name, _missing
+
+
 class Quotient:
     """``a / b`` with an integer numerator and divisor, at least one symbolic.
 
@@ -1418,8 +1603,9 @@ class Quotient:
         if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
             raise record_misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
         if _concrete_int(den) and den == 0:
-            raise ZeroDivisionError("division by zero")
+            raise _as_python(ZeroDivisionError("division by zero"))
         if isinstance(den, SymInt):
+            _zero_divisor_path(den.term)
             _record_divisor(den.term)
         self.num, self.den, self.where = num, den, caller_location()
 
@@ -1575,6 +1761,12 @@ class _Explorer:
         self.rlimit = rlimit
         self.infeasible = False
         self.diverged: str | None = None
+        #: the frame of :func:`explore` that runs the function (what the model's code is below)
+        self.base = None
+
+    def feasible(self, fact: z3.BoolRef) -> bool:
+        """Whether ``fact`` may hold on this path (True when feasibility is not checked)."""
+        return self._feasible(fact)
 
     def _feasible(self, fact: z3.BoolRef) -> bool:
         if not self.check:
@@ -1585,6 +1777,28 @@ class _Explorer:
         s.add(*[decision_literal(c, t) for _, c, t in self.decisions])
         s.add(fact)
         return s.check() != z3.unsat  # unknown: explore it (sound)
+
+    def bounds(self, term: z3.ArithRef) -> tuple[int, int] | None:
+        """The least and greatest value of ``term`` under ``assume`` and the decisions so far
+        (None when Z3 cannot tell, or it is unbounded). Deterministic: a re-execution asks the
+        same question at the same point of its prefix."""
+        simple = z3.simplify(term)
+        if z3.is_int_value(simple):
+            return simple.as_long(), simple.as_long()
+        out = []
+        for maximize in (False, True):
+            opt = z3.Optimize()
+            opt.set("rlimit", self.rlimit)
+            opt.add(*self.assume)
+            opt.add(*[decision_literal(c, t) for _, c, t in self.decisions])
+            handle = opt.maximize(term) if maximize else opt.minimize(term)
+            if opt.check() != z3.sat:
+                return None
+            value = handle.value()
+            if not z3.is_int_value(value):
+                return None
+            out.append(value.as_long())
+        return out[0], out[1]
 
     def decide(self, condition: z3.BoolRef, location: str) -> bool:
         simple = z3.simplify(condition)
@@ -1648,6 +1862,7 @@ def explore(
     while pending and len(paths) < budget:
         prefix = pending.pop()
         explorer = _Explorer(prefix, assume, check_feasible, rlimit)
+        explorer.base = sys._getframe()
         previous = getattr(trace_state, "explorer", None)
         outer = getattr(trace_state, "trace", None)
         trace_state.explorer = explorer
@@ -1662,6 +1877,7 @@ def explore(
                 error = exc
             finally:
                 trace_state.explorer = previous
+                explorer.base = None
         if outer is not None:
             outer.divisors += path_trace.divisors
             outer.misuse += path_trace.misuse

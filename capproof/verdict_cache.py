@@ -14,8 +14,8 @@ without solving). The key is the SHA-256 of everything the verdict depends on:
   (:func:`capproof.runner.reaches`: its spec file, the models and helpers its claim, assumptions
   and witnesses call or read, transitively; every project module's when that cannot be bounded);
 - capproof's own sources, and the Python, Z3 and cvc5 versions;
-- the environment variables a spec or model may read while deciding (``CAPPROOF_*``, mutmut's
-  ``MUTANT_UNDER_TEST``).
+- the environment variables a spec or model may read while deciding: all of them but the few a
+  shell or pytest sets per session (``PWD``, ``SHLVL``, ``PYTEST_CURRENT_TEST``, ...).
 
 So an edit to one model re-decides exactly the obligations that can reach it. Unknown and error
 verdicts (time limits, load) are never stored; ``prove --no-cache`` re-decides everything (and
@@ -70,6 +70,23 @@ def _file_hash(path: str) -> str:
         with open(path, "rb") as fh:
             _FILE_HASHES[memo] = hashlib.sha256(fh.read()).hexdigest()
     return _FILE_HASHES[memo]
+
+
+#: environment variables a shell or pytest sets per session or per test, left out of the key (a
+#: model that reads one of these is re-used across sessions; every other variable is in the key)
+_SESSION_VARIABLES = frozenset(
+    {
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+        "COLUMNS",
+        "LINES",
+        "PYTEST_CURRENT_TEST",
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_TESTRUNUID",
+    }
+)
 
 
 def _environment() -> str:
@@ -223,8 +240,9 @@ def item_key(
         *sources,
         *data,
         _environment(),
-        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024; mutmut's active mutant)
-        repr(sorted((k, v) for k, v in os.environ.items() if k.startswith("CAPPROOF_") or k == "MUTANT_UNDER_TEST")),
+        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024, an engine's VLLM_*
+        # variables, mutmut's active mutant): the whole environment but what a shell sets per session
+        repr(sorted((k, v) for k, v in os.environ.items() if k not in _SESSION_VARIABLES)),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -210,6 +210,146 @@ def f(a):
         return a != 37
 """,
     ),
+    # dunders a symbolic value has and an int lacks, or answers differently (read directly, no
+    # hasattr/getattr): the static guard's list of attribute names
+    ("dunder-repr-method", D + "def f(a):\n    if len(a.__repr__()) <= 3:\n        return a != 37\n    return True\n"),
+    (
+        "dunder-module",
+        D
+        + "def f(a):\n    try:\n        a.__module__\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "dunder-slots",
+        D
+        + "def f(a):\n    try:\n        a.__slots__\n        return True\n    except AttributeError:\n        return a != 37\n",
+    ),
+    ("dunder-getstate", D + "def f(a):\n    if a.__getstate__() is None:\n        return a != 37\n    return True\n"),
+    (
+        "object-repr",
+        D + "def f(a):\n    if object.__repr__(a).startswith('<int'):\n        return a != 37\n    return True\n",
+    ),
+    # C functions that see the object itself: gc, identity by operator, refcount, module lookup,
+    # pickle and marshal
+    (
+        "gc-is-tracked",
+        "import gc\n" + D + "def f(a):\n    if gc.is_tracked(a):\n        return True\n    return a != 37\n",
+    ),
+    (
+        "gc-referents",
+        "import gc\n"
+        + D
+        + "def f(a):\n    if len(gc.get_referents(a)) == 0:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "operator-is",
+        "import operator\n"
+        + DD
+        + "def f(a, b):\n    if operator.is_(a, b):\n        return a != 37\n    return True\n",
+    ),
+    (
+        "refcount",
+        "import sys\n" + D + "def f(a):\n    if sys.getrefcount(a) > 1000:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "inspect-getmodule",
+        "import inspect\n"
+        + D
+        + "def f(a):\n    if inspect.getmodule(a) is None:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "pickle-error-caught",
+        "import pickle\n"
+        + D
+        + "def f(a):\n    try:\n        pickle.dumps(a)\n    except pickle.PicklingError:\n        return True\n    return a != 37\n",
+    ),
+    (
+        "marshal-error-caught",
+        "import marshal\n"
+        + D
+        + "def f(a):\n    try:\n        marshal.dumps(a)\n    except ValueError:\n        return True\n    return a != 37\n",
+    ),
+    # the same classes by other routes: object's own slots, the attribute name in a global,
+    # getattr by another name, pickling by a pickler the guard does not name
+    (
+        "object-eq-identity",
+        DD + "def f(a, b):\n    if object.__eq__(a, b) == True:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "object-hash-identity",
+        DD
+        + "def f(a, b):\n    if object.__hash__(a) == object.__hash__(b):\n        return a != 37\n    return True\n",
+    ),
+    (
+        "getattr-by-global-name",
+        "NAME = '__module__'\n"
+        + D
+        + "def f(a):\n    if getattr(a, NAME, None) is None:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "attrgetter-by-global-name",
+        "import operator\nNAME = '__module__'\n"
+        + D
+        + "def f(a):\n    try:\n        operator.attrgetter(NAME)(a)\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "getattr-static-slots",
+        "import inspect\n"
+        + D
+        + "def f(a):\n    try:\n        inspect.getattr_static(a, '__slots__')\n    except AttributeError:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "forking-pickler",
+        "from multiprocessing.reduction import ForkingPickler\n"
+        + D
+        + "def f(a):\n    try:\n        ForkingPickler.dumps(a)\n    except Exception:\n        return True\n    return a != 37\n",
+    ),
+    ("object-str", D + "def f(a):\n    if len(object.__str__(a)) <= 3:\n        return a != 37\n    return True\n"),
+    (
+        "json-default",
+        "import json\n"
+        + D
+        + "def f(a):\n    if json.dumps(a, default=lambda o: -1) == '-1':\n        return True\n    return a != 37\n",
+    ),
+    (
+        "object-reduce-ex",
+        D + "def f(a):\n    if object.__reduce_ex__(a, 2)[1][0] == int:\n        return a != 37\n    return True\n",
+    ),
+    (
+        "operator-is-not",
+        "import operator\n"
+        + DD
+        + "def f(a, b):\n    if operator.is_not(a, b):\n        return True\n    return a != 37\n",
+    ),
+    (
+        "builtins-id",
+        "import builtins\n"
+        + DD
+        + "def f(a, b):\n    if builtins.id(a) == builtins.id(b):\n        return a != 37\n    return True\n",
+    ),
+    # an exception other than TypeError that only the symbolic value's own code raises
+    (
+        "init-again-attribute-error",
+        D
+        + "def f(a):\n    try:\n        a.__init__(0)\n    except AttributeError:\n        return True\n    return a != 37\n",
+    ),
+    # at the recursion limit a symbolic operation needs frames an int's does not (and Python
+    # switches the exception watch off when it fails there)
+    (
+        "recursion-limit-side-channel",
+        """
+def probe(a):
+    try:
+        return probe(a)
+    except RecursionError:
+        try:
+            a + 1
+            return 0
+        except RecursionError:
+            return 1
+"""
+        + D
+        + "def f(a):\n    if probe(a) == 1:\n        return True\n    return a != 37\n",
+    ),
 ]
 
 
@@ -263,6 +403,14 @@ def f(a):
     result = check(spec_file, "list-index", body, header=HEADER)
     assert result.verdict.value == "counterexample", result.message
     assert result.counterexample.params == {"a": 37}
+
+
+def test_a_docstring_read_on_a_symbolic_value_is_the_ints(spec_file):
+    """``a.__doc__`` is int's docstring on a symbolic value too: the model takes the path the ints
+    take, and the claim false at 37 is a counterexample."""
+    body = D + "def f(a):\n    if a.__doc__ == int.__doc__:\n        return a != 37\n    return True\n"
+    result = check(spec_file, "dunder-doc", body, header=HEADER)
+    assert result.verdict.value == "counterexample" and result.counterexample.params == {"a": 37}, result.message
 
 
 @pytest.mark.parametrize("name, body", SOUND_USES, ids=[a[0] for a in SOUND_USES])

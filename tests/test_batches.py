@@ -200,17 +200,25 @@ def fits(n, xs):
     assert r.verdict is Verdict.ERROR and "pin its length (n)" in r.message
 
 
-def test_vector_entries_cannot_be_sliced_by_a_symbolic_length(spec_file):
+def test_vector_entries_sliced_by_a_symbolic_length_split_into_one_path_per_length(spec_file):
+    """``xs[:n]`` needs ``n`` as a Python int: with few lengths, one path per length (exact);
+    with more than a case split takes, an error naming it."""
     path = spec_file(
         HEADER
         + """
 @obligation(domain={"n": Range(0, 4), "xs": Vector(4, Range(0, 1), length="n")})
 def slices(n, xs):
-    return total(xs[:n]) <= 4
+    return total(xs[:n]) <= 3
+
+@obligation(domain={"n": Range(0, 100), "xs": Vector(100, Range(0, 1), length="n")})
+def wide(n, xs):
+    return total(xs[:n]) <= 100
 """
     )
-    ob = load_file(path)[0]
-    r = prove_obligation(ob, Options())
+    few, many = load_file(path)
+    r = prove_obligation(few, Options())
+    assert r.verdict is Verdict.COUNTEREXAMPLE and r.counterexample.params["n"] == 4, r.message
+    r = prove_obligation(many, Options())
     assert r.verdict is Verdict.ERROR and "concrete" in r.message
 
 

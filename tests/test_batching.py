@@ -43,6 +43,22 @@ LEFT_BEHIND = {
     # an interpreter hook left behind (a profile function: the trace function is capproof's own
     # exception watch during a symbolic run, and a model that sets it is an error)
     "profile_function": ("", "sys.setprofile(lambda *a: None)", "(5 if sys.getprofile() else 0)"),
+    # a name planted on a library module, on a library class, or a module planted in sys.modules
+    "library_module_attribute": (
+        "import json\n",
+        "json.capproof_test_seen = True",
+        "(5 if getattr(json, 'capproof_test_seen', False) else 0)",
+    ),
+    "library_class_attribute": (
+        "import fractions\n",
+        "fractions.Fraction.capproof_test_seen = True",
+        "(5 if getattr(fractions.Fraction, 'capproof_test_seen', False) else 0)",
+    ),
+    "sys_modules_entry": (
+        "import types\n",
+        "sys.modules.setdefault('capproof_test_planted', types.ModuleType('capproof_test_planted'))",
+        "(5 if 'capproof_test_planted' in sys.modules else 0)",
+    ),
 }
 
 

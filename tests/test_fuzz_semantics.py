@@ -28,6 +28,7 @@ import itertools
 import math
 import os
 import random
+from unittest import mock
 
 import pytest
 import z3
@@ -48,6 +49,7 @@ from test_semantics import (
     z3_int_at,
 )
 
+import capproof.prover as prover_module
 from capproof import Options, Range, Verdict, obligation
 from capproof.arith import (
     Padded,
@@ -86,7 +88,11 @@ COUNTS = {
     "engine_points": 0,
     "side_condition_points": 0,
     "forked": 0,
+    # proved claims whose verdict Hypothesis's second opinion (capproof.second_opinion) checked on ints
+    "second_opinion": 0,
 }
+#: the claim fuzzers prove with the second opinion on, at prove's default budget of examples
+FUZZ_OPTIONS = Options(density="off", second_opinion=10)
 #: how often each engine-vocabulary operator was drawn (reported with the total)
 OPS_SEEN: dict[str, int] = {}
 
@@ -305,7 +311,7 @@ def evaluate_engine(node, env):
         return BINOPS[tag](evaluate_engine(node[1], env), evaluate_engine(node[2], env))
     if tag == "select":
         return select(evaluate_engine_bool(node[1], env), evaluate_engine(node[2], env), evaluate_engine(node[3], env))
-    raise AssertionError(f"unknown node {node!r}")
+    raise AssertionError(f"unknown node {node}")
 
 
 def evaluate_engine_bool(node, env):
@@ -456,7 +462,11 @@ def _decided_as_brute_force(tree, holds_at, side_condition_errors: bool = False)
         return holds_at(x, y)
 
     ob = obligation(domain={"x": X_DOM, "y": Y_DOM})(claim)
-    r = prove_obligation(ob, Options(density="off"))
+    with mock.patch.object(prover_module, "second_opinion", wraps=prover_module.second_opinion) as opinion:
+        r = prove_obligation(ob, FUZZ_OPTIONS)
+    if r.verdict is Verdict.PROVED:  # every proof of the fuzzers was also tested on ints by Hypothesis
+        assert opinion.call_count == 1, f"{tree!r}: proved without the second opinion"
+        COUNTS["second_opinion"] += 1
     OUTCOMES[r.verdict.value] = OUTCOMES.get(r.verdict.value, 0) + 1
     try:
         truth = {(x, y): holds_at(x, y) for x, y in POINTS}
@@ -508,3 +518,5 @@ def test_at_least_100000_expressions_were_checked():
         assert set(OPS_SEEN) == set(ENGINE_OPS), set(ENGINE_OPS) - set(OPS_SEEN)
         assert COUNTS["engine"] >= 100_000 * min(1.0, SCALE)  # the engine vocabulary alone, too
     assert expressions_run >= 100_000 * min(1.0, SCALE)
+    if OUTCOMES.get("proved"):
+        assert COUNTS["second_opinion"] == OUTCOMES["proved"], (COUNTS["second_opinion"], OUTCOMES)

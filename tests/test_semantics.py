@@ -123,7 +123,7 @@ def evaluate(node, env):
     if tag == "select":
         # Arguments are evaluated before the call, concretely as symbolically: both branches run.
         return select(evaluate_bool(node[1], env), evaluate(node[2], env), evaluate(node[3], env))
-    raise AssertionError(f"unknown node {node!r}")
+    raise AssertionError(f"unknown node {node}")
 
 
 def evaluate_bool(node, env, term=None):
@@ -139,7 +139,7 @@ def evaluate_bool(node, env, term=None):
         return not_(evaluate_bool(node[1], env, term))
     combine = {"all": all_of, "any": any_of, "implies": implies}.get(tag)
     if combine is None:
-        raise AssertionError(f"unknown condition {node!r}")
+        raise AssertionError(f"unknown condition {node}")
     return combine(evaluate_bool(node[1], env, term), evaluate_bool(node[2], env, term))
 
 

@@ -120,16 +120,17 @@ def _prove_any() -> dict:
 
 
 def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch):
-    """A pin, an option or a CAPPROOF_* setting the model reads is part of the key: no stale hit."""
+    """A pin, an option or an environment variable the model reads (an engine's own, not only
+    CAPPROOF_*) is part of the key: no stale hit."""
     (project / "spec" / "env.py").write_text(
         "import os\nfrom capproof import Range, obligation, at_most\n"
         "@obligation(domain={'n': Range(1, 10)})\n"
-        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('CAPPROOF_TEST_EXTRA', '0')), capacity=10)\n"
+        "def reads_env(n):\n    return at_most(demand=n + int(os.environ.get('VLLM_TEST_EXTRA', '0')), capacity=10)\n"
     )
     assert _prove_any()["obligations"][0]["verdict"] == "proved"
-    monkeypatch.setenv("CAPPROOF_TEST_EXTRA", "1")
+    monkeypatch.setenv("VLLM_TEST_EXTRA", "1")
     assert _prove_any()["obligations"][0]["verdict"] == "counterexample"
-    monkeypatch.delenv("CAPPROOF_TEST_EXTRA")
+    monkeypatch.delenv("VLLM_TEST_EXTRA")
     pinned = CliRunner().invoke(main, ["prove", "spec", "--no-contracts", "--set", "n=3", "--json", "-"])
     assert json.loads(pinned.output)["obligations"][0]["pins"] == {"n": 3}
     assert len(list((project / ".capproof" / "verdicts").iterdir())) == 3
