@@ -7,7 +7,7 @@ else than it holds (``__reduce__``, ``__getstate__``), an attribute set on a sta
 or class, a new ``sys.modules`` entry, an entry added to a library's existing registry (a logger,
 ``copyreg.dispatch_table``). Alone, the second is a counterexample (it is false at
 ``a == 37`` in a fresh interpreter); batched, it was ``proved``, so the verdict depended on ``-k``.
-Each was so on the code this file was written against, hence ``xfail(strict=True)``.
+Each was so when written; the kinds still missed are ``xfail(strict=True)`` (``STILL_OPEN``).
 (``os.environ`` and a project function's attribute are caught: the last two cases, which pass.)
 """
 
@@ -24,6 +24,14 @@ from capproof.runner import run
 UNFIXED = pytest.mark.xfail(
     strict=True, reason="the state fingerprint misses it: proved in the batch, a counterexample alone"
 )
+
+#: Kinds the fingerprint still misses (limits stated in docs/soundness.md); the others end the batch.
+STILL_OPEN = {
+    "copyreg-dispatch-table-entry",
+    "lock-holder-whose-getstate-hides-a-flag",
+    "logger-created-in-a-library-registry",
+    "object-whose-reduce-pickles-it-empty",
+}
 
 HEADER = "from capproof import Range, obligation\n"
 
@@ -143,7 +151,7 @@ def _cleanup():
 
 @pytest.mark.parametrize(
     "kind",
-    [pytest.param(k, marks=UNFIXED) for k in sorted(PAIRS)] + sorted(CAUGHT),
+    [pytest.param(k, marks=[UNFIXED] if k in STILL_OPEN else []) for k in sorted(PAIRS)] + sorted(CAUGHT),
 )
 def test_state_left_by_one_item_does_not_prove_the_next(project, monkeypatch, kind):
     monkeypatch.delenv("CAPPROOF_ADVERSARIAL_SEEN", raising=False)

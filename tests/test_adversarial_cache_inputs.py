@@ -4,14 +4,13 @@ capproof prove reuses a stored verdict when nothing in its key changed (capproof
 the obligation, options, pins, the sources and data of the modules it reaches, and the ``CAPPROOF_*``
 variables). A model that reads any other variable of the environment (as vLLM's models read
 ``vllm.envs``, the ``VLLM_*`` variables) depends on an input outside the key: proved under one value, the cached ``proved`` was reused under a value where the
-claim fails on ints. ``xfail(strict=True)`` until the key covers it.
+claim fails on ints. The key now covers the environment (per-session shell and pytest variables aside).
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
@@ -35,7 +34,6 @@ def _verdict(*args: str) -> str:
     return ob["verdict"]
 
 
-@pytest.mark.xfail(strict=True, reason="the verdict cache's key does not cover the environment a model reads")
 def test_a_cached_proof_is_not_reused_after_the_environment_it_read_changed(project, monkeypatch):
     (project / "spec" / "env_spec.py").write_text(SPEC)
     monkeypatch.setenv("VLLM_ADVERSARIAL_CAP", "100")

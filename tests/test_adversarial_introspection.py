@@ -17,8 +17,8 @@ than ``TypeError`` raised only on a symbolic value (``AttributeError`` from ``Sy
 ``SymInt``'s does); a timing side channel; a spec that patches capproof's symbolic class at
 import. Each model is false at one point (``a == 37``) the int probe and the second opinion do
 not sample; the harness brute forces it on ints, padded and alone (tests/_soundness_harness.py).
-Each was ``proved`` on the code this file was written against, hence ``xfail(strict=True)``: a
-fix flips it to a pass and the marker must then go.
+Each was ``proved`` when written; the ones still proved are ``xfail(strict=True)`` (``STILL_OPEN``,
+limits stated in docs/soundness.md): a fix flips one to a pass and its marker must then go.
 """
 
 from __future__ import annotations
@@ -35,6 +35,19 @@ DD = '@obligation(domain={"a": Range(0, 100), "b": Range(0, 100)})\n'
 UNFIXED = pytest.mark.xfail(
     strict=True, reason="proved though false at a == 37 on ints: the static guard and the exception watch miss it"
 )
+#: A side channel on time: a limit of docs/soundness.md; whether it fools the run depends on the
+#: machine's load, so it is not a strict expectation either way.
+TIMING = pytest.mark.xfail(strict=False, reason="a timing side channel: outside the guarantee (docs/soundness.md)")
+
+#: Attempts still proved though false (limits stated in docs/soundness.md); the others are fixed.
+STILL_OPEN = {"abc-subclasshook-sees-the-real-type", "capproofs-class-through-sys-modules-by-a-computed-name"}
+
+
+def _marks(name: str):
+    if name == "timing-side-channel":
+        return [TIMING]
+    return [UNFIXED] if name in STILL_OPEN else []
+
 
 ATTEMPTS = [
     # dunder attributes read directly (the guard looks at non-dunder own attributes and at
@@ -392,7 +405,7 @@ def f(a):
 
 
 @pytest.mark.parametrize(
-    "name, body", [pytest.param(*a, marks=UNFIXED) for a in ATTEMPTS], ids=[a[0] for a in ATTEMPTS]
+    "name, body", [pytest.param(*a, marks=_marks(a[0])) for a in ATTEMPTS], ids=[a[0] for a in ATTEMPTS]
 )
 def test_what_a_model_can_observe_of_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
     check(spec_file, name, body, header=HEADER)
@@ -428,7 +441,6 @@ def hole_with_a_parameter_no_flag_sets(max_model_len, a):
 """
 
 
-@UNFIXED
 def test_check_config_is_not_safe_through_a_dunder_read(tmp_path):
     """check-config pins max_model_len from the flags; ``a`` stays symbolic, so the same hole gave
     ``safe`` (exit 0) for a claim that fails at a == 37 whatever the deployment."""
@@ -454,7 +466,6 @@ def bound_through_a_dunder_read(a):
 """
 
 
-@UNFIXED
 def test_bound_does_not_report_sufficient_through_a_dunder_read(project):
     """On ints the capacity at a == 37 is -100 (slack -137); ``bound`` reported a minimum slack of 0
     and no insufficient case."""
