@@ -204,6 +204,10 @@ _C2_FACTS = {
         "vllm-project/vllm#56375",
         "vllm==0.33.0 vllm/v1/spec_decode/llm_base_proposer.py",
     ],
+    # vLLM-Ascend inherits this proposer; #16316 fixed it there, in a release capproof cannot name
+    engine="vllm-ascend",
+    requires=("spec_decode",),
+    tags=("fix-release-unknown",),
 )
 def arange_covers_token_query_start_loc_before_16316(
     max_num_seqs, max_num_batched_tokens, num_speculative_tokens, num_reqs, decode_lens

@@ -17,7 +17,7 @@ _ENTRIES = load(INV)
 
 #: The domain of every name a kernel-extent expression may use.
 NAMES = {
-    "num_speculative_tokens": Range(1, 2**10),
+    "num_speculative_tokens": Range(0, 2**10),
     "max_num_reqs": Range(1, 2**12),
     "num_reqs": Range(1, 2**12),
     "num_tokens": Range(1, 2**17),

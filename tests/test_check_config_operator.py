@@ -416,3 +416,49 @@ def test_json_on_bad_input_is_still_json():
     assert result.exit_code == 2
     first = result.output[: result.output.index("}") + 1]
     assert json.loads(first)["verdict"] == "bad input"
+
+
+def test_ascend_ci_line_of_the_arange_report_is_undecided_naming_the_fix_not_safe():
+    """Corpus C2 (vllm-project/vllm-ascend#16316): the weekly Ascend CI job, max_num_seqs 60,
+    max_num_batched_tokens 240, MTP 3: 60 x 4 = 240 tokens need 241 entries of the proposer's
+    240-entry arange. Which vLLM-Ascend release first ships the fix is not known to capproof, so
+    the answer names that fact (undecided, exit 2) instead of "safe"; without speculative decoding
+    the obligation does not apply."""
+    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-dp", "16", "-tp", "1", "--max-num-seqs", "60"]
+    line += ["--max-num-batched-tokens", "240"]
+    spec = ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 3}']
+    result = check("--engine", "vllm-ascend==0.26.0", "--", *line, *spec)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided")
+    assert "vllm-project/vllm-ascend#16316" in result.output and "arange_covers_token_query_start_loc_before_16316" in (
+        result.output
+    )
+    plain = check("--engine", "vllm-ascend==0.26.0", "--", *line)
+    assert "arange_covers_token_query_start_loc_before_16316" not in plain.output.split("not checked")[0]
+
+
+def test_a_chosen_backend_whose_buffers_nothing_checks_is_not_safe():
+    """Corpus D2 (vllm-project/vllm#50781, open): GLM-5.2 on B200 with FLASHINFER_MLA_SPARSE and
+    DCP 8 overflows FlashInfer's 394 MiB workspace, a buffer no obligation checks. A line that
+    picks that backend is undecided, naming the buffers; a backend vLLM selects itself is not
+    held to this (its buffers are listed under 'not checked')."""
+    line = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "8", "--max-num-batched-tokens", "16384"]
+    result = check("--gpu", "B200", "--", *line, "--attention-backend", "FLASHINFER_MLA_SPARSE", "--block-size", "64")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("undecided")
+    assert "chosen --attention-backend FLASHINFER_MLA_SPARSE" in result.output
+    assert "flashinfer_mla_sparse.py::_get_workspace_buffer._fi_sparse_workspace" in result.output
+
+
+def test_backend_buffers_without_verdict_match_the_backend_module_and_its_arch_variant():
+    from capproof.engines.vllm.deployment import backend_buffers_without_verdict
+
+    uncovered = [
+        "vllm/v1/attention/backends/flashinfer.py::FlashInferMetadataBuilder._workspace_buffer",
+        "vllm/v1/attention/backends/mla/flashinfer_mla.py::_get_workspace_buffer._fi_workspace",
+        "vllm/v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py::_SM90State.workspace",
+        "vllm/model_executor/layers/fused_moe/moe_align_block_size.py::moe_align_block_size.scatter_idx",
+    ]
+    assert backend_buffers_without_verdict("FLASHINFER", uncovered) == uncovered[:1]
+    assert backend_buffers_without_verdict("flashinfer_mla_sparse", uncovered) == uncovered[2:3]
+    assert backend_buffers_without_verdict(None, uncovered) == []

@@ -583,6 +583,11 @@ class CheckOutcome:
         return {"safe": 0, "will fail": 1}.get(self.status, 2)
 
 
+#: Tag of an obligation whose formula a later engine release fixed, when which release first
+#: ships the fix is not known: its counterexample makes the answer undecided (give the release
+#: fact), never "will fail" of every release and never "safe".
+FIX_RELEASE_UNKNOWN = "fix-release-unknown"
+
 #: Parameters only a model's config.json gives (``--model-config``); an obligation over them is
 #: about one model, so it is not applied without it.
 MODEL_PARAMS = ("num_experts", "top_k", "index_topk", "hidden_size")
@@ -802,6 +807,20 @@ def check_all(
             return again, dataclasses.replace(run_options, pins=pins)
 
         entry.at_seqs = at_seqs
+        if FIX_RELEASE_UNKNOWN in ob.tags and result.verdict is Verdict.COUNTEREXAMPLE:
+            # the formula fails here, but which release first ships the fix is not known: whether
+            # this deployment runs the failing formula is a fact the line does not give
+            fixes = ", ".join(s for s in ob.sources if "#" in s) or "a later release"
+            entry = Checked(
+                ob,
+                None,
+                False,
+                f"fails with this line's values in the formula before {fixes}; capproof does not know "
+                f"which {engine} release first ships the fix",
+                mine,
+                free,
+                needs=f"whether {engine} {version} contains {fixes} (if not, this line fails)",
+            )
         checked.append(entry)
     return checked, used
 
@@ -1071,7 +1090,7 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
                 if n
                 else " (the obligations it selects could not be chosen without it)"
             )
-            if not need.startswith("the speculative method")
+            if not need.startswith(("the speculative method", "a verdict on"))
             else f"  give {need}"
         )
     for line in outcome.derived:

@@ -423,6 +423,14 @@ def run_check(
             unused.append(flag)
     used_defaults = [d for d in defaults + ([len_default] if len_default else []) if d.param in used]
     uncovered = uncovered_inventory(engine, version)
+    unjudged = backend_buffers_without_verdict(cfg.attention_backend, uncovered)
+    if unjudged:  # the user picked a backend whose own pre-allocated buffers nothing checks
+        needs.append(
+            f"a verdict on the {len(unjudged)} pre-allocated buffers of the chosen --attention-backend "
+            f"{cfg.attention_backend} that no obligation checks ({', '.join(unjudged[:3])}"
+            + (", …" if len(unjudged) > 3 else "")
+            + "): capproof cannot call this line safe"
+        )
     note = ""
     if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(inventory_path(engine, version)):
         from ...inventory import releases
@@ -461,6 +469,26 @@ def run_check(
         for c in outcome.failures:
             c.nearby_seqs = nearby_max_num_seqs(c, cfg.max_num_seqs)
     return outcome
+
+
+def backend_buffers_without_verdict(backend: str | None, uncovered: list[str]) -> list[str]:
+    """Inventory entries (``file::Owner.attr``) with no verdict that belong to the attention backend
+    ``backend`` names (vLLM's enum name; its module is the lower-cased name under
+    ``vllm/v1/attention/backends/``, ``mla/`` included, and its per-architecture variant such as
+    ``flashinfer_mla_sparse_sm90.py``). [] when no backend was chosen."""
+    if not backend:
+        return []
+    import re
+
+    own = re.compile(re.escape(backend.lower()) + r"(_sm\d+)?")
+    out = []
+    for entry in uncovered:
+        path = entry.split("::", 1)[0]
+        if path.startswith("vllm/v1/attention/backends/") and own.fullmatch(
+            path.rsplit("/", 1)[-1].removesuffix(".py")
+        ):
+            out.append(entry)
+    return out
 
 
 #: Environment variables check-config interprets (the others are listed as not read).

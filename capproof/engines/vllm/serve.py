@@ -132,6 +132,8 @@ class ServeConfig:
     parallel_drafting: bool = False
     #: ``--compilation-config``'s ``cudagraph_mode`` as given (``"FULL"``, ``"PIECEWISE"``, …; None = default)
     cudagraph_mode: str | None = None
+    #: ``--attention-backend`` as given (vLLM's backend enum name, e.g. ``FLASHINFER_MLA_SPARSE``; None = vLLM selects)
+    attention_backend: str | None = None
     #: Flags given but read by no obligation (long names, in order of appearance).
     ignored: list[str] = field(default_factory=list)
     #: ``VAR=value`` prefixes of the command line.
@@ -662,6 +664,8 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.all2all_backend = str(value)
         elif flag == "--enable-expert-parallel":
             cfg.enable_expert_parallel = bool(value)
+        elif flag == "--attention-backend":
+            cfg.attention_backend = str(value).strip().upper()
         if flag not in SIZING_FLAGS:
             cfg.ignored.append(flag)
             continue
