@@ -1,4 +1,4 @@
-"""capproof vs Hypothesis vs exhaustive enumeration, and scaling curves (capproof issue 12).
+"""capproof vs Hypothesis vs exhaustive enumeration, and scaling curves.
 
 Run with ``make bench`` (after ``bench.py``) or ``python benchmarks/compare.py [--quick]``; the parts
 can run separately or in parallel (``--part hypothesis --shard 0/4`` ...), each keeping its results

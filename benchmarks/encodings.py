@@ -1,4 +1,4 @@
-"""Issue 12 "robust encodings": CPU seconds and verdicts of the same facts written different ways
+"""Robust encodings: CPU seconds and verdicts of the same facts written different ways
 (benchmarks/encodings/*.py), one ``capproof prove`` process each, at growing sizes.
 
     python benchmarks/encodings.py [--sizes 4,16,64,256] [--batches 64,256,1024] [--rlimit N]

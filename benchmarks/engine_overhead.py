@@ -1,4 +1,4 @@
-"""Benchmark: engine overhead vs solver time on the heaviest obligations (capproof issue 12).
+"""Benchmark: engine overhead vs solver time on the heaviest obligations.
 
 The issue's target: "engine overhead (building terms, minimising, density) <= 30 % of solver time
 on the heaviest obligations". Each obligation below is decided in-process by
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"CPU seconds, median of {args.repeat} runs. solver: Z3 check/unsat_core/Optimize; engine: the rest; "
-        "ratio = engine / solver (issue 12 target: <= 30 %); api: the engine's time in Z3's other solver calls "
+        "ratio = engine / solver (target: <= 30 %); api: the engine's time in Z3's other solver calls "
         "(assert, push/pop, model, free); ratio2 = (engine - api) / (solver + api)"
     )
     if args.json:

@@ -1,11 +1,11 @@
-"""Check that two trees make Z3 do the same work on the heaviest obligations (issue 12).
+"""Check that two trees make Z3 do the same work on the heaviest obligations.
 
 For each obligation of ``benchmarks/engine_overhead.py`` (or those named), decided as that
 benchmark decides it (``prove_obligation`` from a fresh Z3 context), records every solver check's
 answer and Z3's resource counter (``rlimit count``, deterministic) after it, and the verdict,
 message and counterexample. Two trees whose files are equal asked Z3 the same queries and Z3 did
 the same work: an engine change that keeps them equal cannot have moved the solver's time (the
-issue's denominator) or any answer. Session 19 compared main and its branch this way after each
+target's denominator) or any answer. Compare main and a branch this way after each
 commit (docs/performance.md). Run from each tree::
 
     PYTHONPATH=$PWD python benchmarks/rlimit_trace.py OUT.json [IDS...]

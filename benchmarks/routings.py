@@ -1,4 +1,4 @@
-"""Issue 12 "decided at 1024 experts in <= 10 s": spec/moe_align.py's routing obligations
+"""Target "decided at 1024 experts in <= 10 s": spec/moe_align.py's routing obligations
 re-declared with ``num_experts`` in {8, E} and an E-entry routing vector (the spec declares 64
 or 1024), each decided in-process from a fresh Z3 context with the default options.
 

@@ -1,4 +1,4 @@
-"""CLI start-up (issue 12 target: <= 0.3 s): median wall and CPU seconds of ``capproof --help``,
+"""CLI start-up (target: <= 0.3 s): median wall and CPU seconds of ``capproof --help``,
 ``capproof --version`` and a one-obligation ``prove``, each a fresh process, and the modules
 ``import capproof.cli`` loads.
 

@@ -1,4 +1,4 @@
-"""The demand families of vLLM 0.33.0's pre-allocated buffers, each stated once (issue 9).
+"""The demand families of vLLM 0.33.0's pre-allocated buffers, each stated once.
 
 Each :class:`~spec._inventory.Family` is the largest extent a kind of writer touches, with the
 scheduler, CUDA-graph and dummy-run facts it rests on as named assumptions (they appear in each

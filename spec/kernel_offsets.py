@@ -1,4 +1,4 @@
-"""Machine integers: offsets GPU kernels compute in int32 / uint32 (capproof issue 10).
+"""Machine integers: offsets GPU kernels compute in int32 / uint32.
 
 Each obligation declares the width a kernel computes an offset in (``dtype=`` on the claim), so
 the claim is that the exact offset fits that type *and* stays inside its buffer; a counterexample

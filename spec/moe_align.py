@@ -329,7 +329,7 @@ def local_sizing_with_global_counts(numel, local_num_experts, ep_size, block_siz
     )
 
 
-# -- session 16: the closed forms no obligation called (moe_align_demand_bound, the older vLLM capacity,
+# -- the closed forms no obligation called (moe_align_demand_bound, the older vLLM capacity,
 # max_write_position), each checked against the kernel's walk or the current sizing. Pinned small
 # routings decided on ints: checks of the models, not of a deployment (no engine/versions: check-config
 # does not apply them). Imported here, not at the top, so that the line links above stay.

@@ -354,7 +354,7 @@ def mtp_reader_row_is_last_token_47238(j, num_speculative_tokens, max_num_batche
 
 
 # ---------------------------------------------------------------------------------------------
-# Session 15 (issue 10): two-sided claims and the MTP-off boundary for C3 and C5.
+# two-sided claims and the MTP-off boundary for C3 and C5.
 
 
 @obligation(
@@ -370,7 +370,7 @@ def mtp_reader_row_is_last_token_47238(j, num_speculative_tokens, max_num_batche
 def slot_mapping_mtp_off_is_the_token_budget_14024(
     max_num_reqs, max_num_batched_tokens, num_speculative_tokens, dcp, num_reqs, query_lens
 ):
-    """MTP off (``num_speculative_tokens = 0``, session 15: the domains above start at 1): the
+    """MTP off (``num_speculative_tokens = 0``: the domains above start at 1): the
     #14024 capacity is exactly ``max_num_batched_tokens`` (``max(K - 1, 0) = 0``: no reserve) and a
     step prepares exactly its scheduled tokens, with or without DCP (no appended position), so they
     fit."""
@@ -395,7 +395,7 @@ def slot_mapping_mtp_off_is_the_token_budget_14024(
     ],
 )
 def gdn_state_column_is_the_last_accepted_token_fixed(num_speculative_tokens, num_accepted_tokens):
-    """Two-sided (session 15; ``gdn_state_column_in_row_fixed`` only bounds the column): the column
+    """Two-sided (``gdn_state_column_in_row_fixed`` only bounds the column): the column
     read is exactly the last accepted token's, ``num_accepted - 1``, when a token was accepted, and
     column 0 (the request's first state slot) for a stale or padding row with none."""
     column = state_index_column_fixed(num_accepted_tokens)

@@ -138,7 +138,7 @@ def decode_alloc_fits_req_to_token_row(
     )
 
 
-# -- session 16: alloc page sizes the domains above skip (Choice(1, 64)): 2 is what a page-1 deployment
+# -- alloc page sizes the domains above skip (Choice(1, 64)): 2 is what a page-1 deployment
 # with attention DCP 2 pages by (get_alloc_page_size = schedule.page_size * attn_dcp_size), and 3 an odd
 # page; 2 speculative steps (page 2: the page count's rounding) and 13 draft tokens (more than
 # steps * topk + 1, outside _EAGLE: SGLang's functions do not assume it). Values recorded from SGLang

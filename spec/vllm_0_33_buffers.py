@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's pre-allocated buffers (the inventory) against the demand of their writers (issue 9).
+"""vLLM 0.33.0's pre-allocated buffers (the inventory) against the demand of their writers.
 
 Every obligation here takes its capacity from the committed inventory
 (``proofs/inventory/vllm-0.33.0.json``, ``capproof.inventory.capacity``): the shape string the
@@ -1788,7 +1788,7 @@ cover(
 
 # =============================================================================================
 # Worker / V2 runner / spec-decode entries traced by capproof/engines/vllm/harness_worker.py
-# (issue 9): each writer line below was read; the family's demand is what it touches.
+# Each writer line below was read; the family's demand is what it touches.
 
 _AE = "vllm/v1/worker/gpu/spec_decode/acceptance_estimator.py"
 SPEC_STEPS = Family(

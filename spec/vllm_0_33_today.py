@@ -344,7 +344,7 @@ def user_capture_sizes_fit_mnbt(
 
 
 # ---------------------------------------------------------------------------------------------
-# (v) The dispatcher's padding on vLLM's own capture list (session 15, issue 10: models/vllm/cudagraph.py
+# (v) The dispatcher's padding on vLLM's own capture list (models/vllm/cudagraph.py
 # had no obligation). Each case is one deployment: the default list (the membership predicate of
 # models/vllm/cudagraph_sizes.py enumerated on ints), rounded by adjust_cudagraph_sizes_for_spec_decode
 # as compilation.py:1502-1508 does for FULL decode graphs with 1 + K > 1, and the padding table the
@@ -530,7 +530,7 @@ def cudagraph_uniform_decode_padding_unrounded_before_28207(
 
 
 #: vLLM 0.33.0's default capture list (``VllmConfig._set_cudagraph_sizes``, default path, run on
-#: the engine's own code by tests/test_real_engine.py::vllm_default_capture_sizes in session 15) at
+#: the engine's own code by tests/test_real_engine.py::vllm_default_capture_sizes) at
 #: ``max_num_batched_tokens = 8192``: ``(max_num_seqs, num_speculative_tokens, default_max_graph_size)
 #: -> (members, sum of the members, largest member)``. Chosen where the uniform-decode sizes ``n * (1
 #: + K)`` fall off the 8/16 grid (K = 1 with an odd request count, K = 2), where the request counts
@@ -563,7 +563,7 @@ _RECORDED_DEFAULT_LISTS = {
 def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(
     max_num_seqs, num_speculative_tokens, max_num_batched_tokens, default_max_graph_size
 ):
-    """Two-sided (session 15; ``cudagraph_default_sizes_fit_mnbt`` only bounds the members): the
+    """Two-sided (``cudagraph_default_sizes_fit_mnbt`` only bounds the members): the
     sizes the membership predicates admit are as many as vLLM 0.33.0 lists, with the same sum and
     the same largest member (``max_cudagraph_capture_size``), at deployments where each clause of
     ``is_request_count``, ``is_uniform_decode_size`` and ``is_default_capture_size`` decides a
@@ -585,7 +585,7 @@ def cudagraph_default_list_is_vllm_0_33s_at_the_clause_boundaries(
     )
 
 
-# -- session 16: the DSA indexer's decode split on ints, two-sided (the claims above only bound its rows).
+# -- the DSA indexer's decode split on ints, two-sided (the claims above only bound its rows).
 # Enumerated small batches: a check of the model, not of a deployment (no engine/versions: check-config
 # does not apply it). Imported here, not at the top, so that the line links above stay.
 

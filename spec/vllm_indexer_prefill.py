@@ -82,7 +82,7 @@ def single_request_fits_prefill_workspace(max_model_len, compress_ratio, num_spe
     # two pinned lengths: a check of the model's factor step, not of a deployment (check-config does not apply it)
 )
 def prefill_workspace_at_the_256k_step(max_model_len):
-    """The default factor's step (session 15; the domains above cross it only inside a Range, where
+    """The default factor's step (the domains above cross it only inside a Range, where
     the one-sided claims do not bind): at ``max_model_len = 256 Ki`` the indexer prefill workspace
     is ``262144 * 8 * 5 = 10485760`` rows, at ``256 Ki + 1`` it is ``262145 * 8 * 2 = 4194320``
     rows: vLLM 0.33.0's values (``get_max_prefill_buffer_size`` with the factor the config sets)."""
@@ -91,7 +91,7 @@ def prefill_workspace_at_the_256k_step(max_model_len):
     return claim(rows == vllm_rows, workspace_rows=rows, vllm_0_33_rows=vllm_rows)
 
 
-# -- the splitter itself (session 16): what vLLM 0.33.0's _split_indexer_prefill_chunks guarantees ----------
+# -- the splitter itself: what vLLM 0.33.0's _split_indexer_prefill_chunks guarantees ----------
 # The splitter loops on the lengths' values, so it runs on ints: every batch of up to three prefill
 # requests over small lengths is enumerated inside the claim (a deployment is not in question: the
 # budgets are pinned, and check-config does not apply these obligations: no engine/versions tags).

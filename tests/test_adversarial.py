@@ -8,7 +8,7 @@ forced on plain ints over its whole (small) domain; the verdict is sound when:
 - a ``counterexample`` replays on ints: assumptions hold, the claim fails;
 - and, when the attempt names one, the verdict is the expected one (e.g. the smallest failing n).
 
-Issue 10 S1 (an ``except`` hiding an error raised on a symbolic int) and S2 (``isinstance`` /
+S1 (an ``except`` hiding an error raised on a symbolic int) and S2 (``isinstance`` /
 ``hasattr`` / ``type`` branches) each have attempts that give ``proved`` on the main branch before
 the fix. Add new attempts to ATTEMPTS: (id, spec body, expected verdict or None).
 """
@@ -304,7 +304,7 @@ def deep(n, s):
 """,
         ("counterexample", {"n": 31, "s": 1}),
     ),
-    # ---- the aggregate abstraction of batches (issue 12): one representative entry -----------
+    # ---- the aggregate abstraction of batches: one representative entry -----------
     (
         "agg-total-of-generator-under-all-of",
         """
@@ -956,7 +956,7 @@ def test_large_attempt_gets_a_sound_verdict(spec_file, name, body, failing, expe
     assert result.verdict.value == expected, result.message
 
 
-# ---- S3 (issue 10): Vector padding must be invisible, or the verdict an error -----------------
+# ---- S3: Vector padding must be invisible, or the verdict an error -----------------
 # (moved from tests/test_soundness.py; each failed on main before the fix)
 
 

@@ -1,4 +1,4 @@
-"""Adversarial checks of today's batch features (break12): every verdict compared with brute force.
+"""Adversarial checks of today's batch features: every verdict compared with brute force.
 
 - The aggregate abstraction's mapped totals ``total(f(d) for d in batch)`` (capproof/aggregate.py:
   monotone facts, ``affine_envelope``, ``common_residue``, ``_probe_real_batch``) with decreasing

@@ -201,7 +201,7 @@ def test_the_abstraction_refuses_what_it_cannot_capture(obs, name, why):
 
 
 def test_uniform_batch_as_min_equals_max_with_a_range_length_is_decided(spec_file):
-    """Issue 12: uniformity written `min_of(v) == max_of(v)` over a `Range(1, 256)` batch length
+    """uniformity written `min_of(v) == max_of(v)` over a `Range(1, 256)` batch length
     came back unknown on the bounded encoding; on the aggregates it is one shared value
     (min = max forces total = n * max), and the 2-request counterexample is found and replays."""
     (ob,) = load_file(
@@ -259,7 +259,7 @@ from capproof import Range, obligation, all_of, implies
 from capproof.domain import Vector
 
 @obligation(domain={"n": Range(1, 6), "v": Vector(6, Range(1, 8), length="n")}, expect="counterexample")
-def spread(n, v):  # masked by the length: the padding entries are not requests (issue 10, S3)
+def spread(n, v):  # masked by the length: the padding entries are not requests (S3)
     return all_of(*(implies(all_of(i < n, j < n), a - b <= 3) for i, a in enumerate(v) for j, b in enumerate(v)))
 """,
             "pairs_spec.py",
@@ -506,7 +506,7 @@ def test_shared_facts_decides_each_per_entry_fact_once_with_the_same_verdicts(sp
     """Within one aggregate attempt the cases share their per-entry term ``round_up(cnt, B)``:
     :func:`capproof.aggregate.shared_facts` decides its envelope (and monotonicity, residue) once
     per distinct ``B``, not once per case, and every verdict, message, core and counterexample is
-    the one deciding it in every case gives (issue 12, engine overhead)."""
+    the one deciding it in every case gives (engine overhead)."""
     import contextlib
 
     import capproof.aggregate as agg
@@ -584,7 +584,7 @@ def walked(n, v):
 
 def test_a_pinned_batch_length_is_not_reported_as_every_batch_size(obs):
     """``--set n=3``: the aggregate abstraction then decides batches of 3 requests only, so the
-    verdict must not say "every batch size" (break13's finding); unpinned it still does."""
+    verdict must not say "every batch size"; unpinned it still does."""
     ob = obs(6)["tokens_fit"]
     free = prove_obligation(ob, Options())
     pinned = prove_obligation(ob, Options(pins={"n": 3}))
@@ -598,7 +598,7 @@ def test_a_pinned_batch_length_is_not_reported_as_every_batch_size(obs):
 def test_real_batch_probe_evaluates_each_distinct_entry_once_with_the_same_verdicts(spec_file, monkeypatch):
     """The semantics probe of an inexact abstraction at a real batch (``_probe_real_batch``) pins
     each mapped total to its value on the realised batch, ``f`` evaluated once per distinct entry
-    (``_mapped_sum``) instead of once per entry (issue 12: on FlashInfer's 4,096-request pages the
+    (``_mapped_sum``) instead of once per entry (on FlashInfer's 4,096-request pages the
     entry-wise sums were ~0.7 s of engine time in the runs that probe there): every verdict,
     message, core and counterexample is the entry-wise one."""
     import capproof.aggregate as agg
@@ -728,7 +728,7 @@ def test_minimal_cores_of_an_attempt_that_cannot_be_shown_are_not_computed(obs, 
 
 
 def _facts_by_z3py(n, T, M, m, lo, hi, extremes):
-    """``aggregate_facts`` as written with z3py's operators before session 19 (the reference)."""
+    """``aggregate_facts`` as written with z3py's operators (the reference)."""
     facts = [n * lo <= T, T <= n * hi]
     if extremes:
         facts += [
@@ -744,7 +744,7 @@ def _facts_by_z3py(n, T, M, m, lo, hi, extremes):
 
 
 def _mapped_by_z3py(n, T, y_max, y_min):
-    """``mapped_facts`` as written with z3py's operators before session 19 (the reference)."""
+    """``mapped_facts`` as written with z3py's operators (the reference)."""
     return z3.And(
         z3.Implies(n == 1, z3.And(T == y_max, y_max == y_min)),
         z3.Implies(n >= 2, z3.And((n - 1) * y_min + y_max <= T, T <= y_min + (n - 1) * y_max)),
@@ -755,7 +755,7 @@ def _mapped_by_z3py(n, T, y_max, y_min):
 @pytest.mark.parametrize("n_kind", ["var", "numeral", "term"])
 @pytest.mark.parametrize("other_kind", ["var", "numeral"])
 def test_aggregate_and_mapped_facts_build_z3pys_terms_with_the_same_ids(extremes, n_kind, other_kind):
-    """``aggregate_facts``/``mapped_facts`` through ``_Built`` (session 19): the very terms z3py's
+    """``aggregate_facts``/``mapped_facts`` through ``_Built``: the very terms z3py's
     operators build (the reflected comparisons included: an int on the left, a numeral on the
     right), and the terms made after them get the same ids; a Real operand takes z3py's path."""
     from capproof.aggregate import mapped_facts

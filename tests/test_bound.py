@@ -164,7 +164,7 @@ def test_cli_bad_pin_and_nothing_to_bound_exit_2(project):
     assert none.exit_code == 2 and "nothing to bound" in none.output
 
 
-# --- one-sided claims over batches (Vector parameters): tightness (issue 10) -----------------------
+# --- one-sided claims over batches (Vector parameters): tightness -----------------------
 
 VECTOR_SPEC = """
 from capproof import Choice, Range, Vector, at_most, less_than, obligation

@@ -369,7 +369,7 @@ def test_ascend_needs_a_version():
 
 
 # ---------------------------------------------------------------------------------------------
-# Real command lines (issue 11): --config YAML, launchers, -O, per-release flags, model families.
+# Real command lines: --config YAML, launchers, -O, per-release flags, model families.
 
 GLM_YAML = """\
 tensor-parallel-size: 8

@@ -1,4 +1,4 @@
-"""`capproof check-config` at the batch limits deployments use (issue 11/12): batch-size generic
+"""`capproof check-config` at the batch limits deployments use: batch-size generic
 obligations raised to --max-num-seqs, bounded proofs not counted as safe, the inventory's
 obligations for vLLM 0.33.0, and the headline's scope line. Real command lines: DeepSeek-V3.2 with
 MTP (vLLM recipes), vLLM's H100 defaults (1024 requests) and a 65536-token budget."""

@@ -300,7 +300,7 @@ def test_model_config_that_is_not_utf8_is_one_line_exit_2(tmp_path):
 
 
 def test_help_and_the_facade_do_not_import_the_solver():
-    """Start-up (issue 12): `capproof --help` and `import capproof` load neither Z3 nor the prover;
+    """Start-up: `capproof --help` and `import capproof` load neither Z3 nor the prover;
     every public name of the facade still resolves, to the object of its module."""
     import subprocess
     import sys

@@ -196,7 +196,7 @@ def test_small_shares_are_exact_not_rounded_to_zero():
 
 
 def _period_candidate_by_wrappers(exprs):
-    """The z3py walk ``density._period_candidate`` made before session 19 (the reference)."""
+    """The z3py walk ``density._period_candidate`` made (the reference)."""
     import math
 
     import z3
@@ -228,7 +228,7 @@ def _period_candidate_by_wrappers(exprs):
 
 
 def test_period_candidate_walks_the_terms_as_the_z3py_walk_did():
-    """``_period_candidate`` through Z3's C API (session 19): the same candidate period as the
+    """``_period_candidate`` through Z3's C API: the same candidate period as the
     z3py walk on divisions, remainders, nested and shared terms, symbolic divisors and the cap."""
     import z3
 

@@ -150,7 +150,7 @@ def test_nondeterministic_function_is_an_error_not_a_path():
 def test_a_replayed_condition_equivalent_to_the_recorded_one_is_no_divergence():
     """A re-execution may rebuild the recorded condition in another form (``x >= 1`` for ``x > 0``;
     z3.simplify orders ``Or`` arguments by term ids): the same branch, decided by an unsat query of
-    their difference. The engine-vocabulary fuzz found the second form (issue 10, run 2)."""
+    their difference. The engine-vocabulary fuzz found the second form (run 2)."""
     x = SymInt.var("x")
     calls = []
 

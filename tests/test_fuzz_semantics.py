@@ -1,4 +1,4 @@
-"""Slow tier: semantic fuzzing of the Z3 encoding against Python, at scale (issue 10).
+"""Slow tier: semantic fuzzing of the Z3 encoding against Python, at scale.
 
 Random expression trees over the model vocabulary (``+ - * // %`` with negative operands,
 ``abs``, nested ``cdiv``/``round_up``, ``minimum``/``maximum``, ``select`` on random conditions;

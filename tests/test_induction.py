@@ -1,4 +1,4 @@
-"""Induction over the batch (capproof.induction, issue 12): the rule's validity (a claim true up to
+"""Induction over the batch (capproof.induction): the rule's validity (a claim true up to
 N entries but false at N + 1 is not proved for every size; a non-inductive invariant falls back to
 the bounded encoding), where it applies, the invariants on ints, and the DSA indexer's uniform
 split (vLLM 0.33.0 ``split_decodes_and_prefills(require_uniform=True)``) proved for every batch size."""

@@ -1,4 +1,4 @@
-"""Machine integers (issue 10): offsets declared int32/uint32/int64 are checked to fit, and a
+"""Machine integers: offsets declared int32/uint32/int64 are checked to fit, and a
 counterexample shows the value the kernel computes (two's complement, ``capproof.arith.wrap``).
 
 Real numbers: corpus B6 (``moe-int32-index-space``: DeepSeek-R1 hidden 7168, top-8, 56K-token

@@ -1,4 +1,4 @@
-"""Robust encodings (issue 12): capproof.normalise rewrites are exact, and they decide facts that
+"""Robust encodings: capproof.normalise rewrites are exact, and they decide facts that
 the pairwise / min-equals-max forms left unknown. Equivalence is checked with Z3 (unsat of the
 difference) and by brute force on small domains; verdicts by proving obligations as a user writes
 them, with every counterexample replayed on ints."""
@@ -143,7 +143,7 @@ def expert_rows_fit(topk_ids):
 
 
 def test_distinct_experts_per_token_written_pairwise_is_proved(spec_file):
-    """Issue 12: 16 tokens x top-4 of 8 experts, every expert gets at most one row per token.
+    """16 tokens x top-4 of 8 experts, every expert gets at most one row per token.
     Pairwise it was unknown at the default rlimit (also on main at 64 tokens); normalised it is
     proved, and the verdict says the assumption was re-encoded."""
     (ob,) = load_file(spec_file(DISTINCT.format(T=16, expect="proved", rows=16)))

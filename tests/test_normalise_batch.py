@@ -1,4 +1,4 @@
-"""Robust encodings (issue 12), batch forms: sortedness only where the claim and every assumption
+"""Robust encodings, batch forms: sortedness only where the claim and every assumption
 are invariant under permuting the batch (adversarial order-dependent cases first), uniformity
 ``min_of == max_of`` over a batch with a symbolic ``Range`` length and a claim that indexes it,
 and a ``Choice`` length decided like the ``Range`` of the same values. Verdicts are checked

@@ -248,7 +248,7 @@ def test_an_unknown_verdict_with_a_probe_counterexample_is_that_counterexample_n
 
 
 def test_a_replayed_solver_point_before_a_later_unknown_is_that_counterexample(spec_file, monkeypatch):
-    """break13's finding: the solver's first model of a failing case, replayed on ints, is recorded
+    """the solver's first model of a failing case, replayed on ints, is recorded
     as the first counterexample; if the run's verdict still ends ``unknown`` (a Choice length decided
     as a Range and then case by case, say), that replayed point is a counterexample like a probe
     point: reported, labelled not minimised. The later unknown is forced here (no spec obligation
@@ -711,7 +711,7 @@ def test_every_probe_point_lists_its_names_in_one_order(spec, monkeypatch):
 
 
 def _reference_plan(prober, failed, small):
-    """The moves' plan as session 18 wrote it (a set of the coordinates seen, a list per
+    """The moves' plan (a set of the coordinates seen, a list per
     parameter, the scalars sorted by key): the oracle of the test below."""
     vectors, params_of, axes = prober.vectors, prober.params_of, prober.axes
     tied, untied = [], []

@@ -587,7 +587,7 @@ def test_check_config_flag_table_matches_the_wheel(real):
 
 @pytest.mark.parametrize("config", [(40, 2, 8192, 512), (256, 3, 8192, 1024), (5, 1, 8192, 512), (256, 2, 8192, 512)])
 def test_dispatched_capture_list_and_the_28207_padding_on_vllm(config):
-    """spec/vllm_0_33_today.py's deployments (session 15): the default list and its rounding are vLLM
+    """spec/vllm_0_33_today.py's deployments: the default list and its rounding are vLLM
     0.33.0's, and on the unrounded list of 40 requests at K = 2 the dispatcher's own table pads 5
     requests x 3 tokens = 15 to 16 (the counterexample of
     ``cudagraph_uniform_decode_padding_unrounded_before_28207``; the assert at cudagraph_dispatcher.py:141)."""

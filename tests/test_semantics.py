@@ -448,7 +448,7 @@ def test_select_on_concrete_condition_returns_the_branch_itself():
 
 
 # --------------------------------------------------------------------------------------------
-# Engine-code vocabulary (issue 9): divmod, shifts, constant masks, ~, bit_length, math.ceil/floor
+# Engine-code vocabulary: divmod, shifts, constant masks, ~, bit_length, math.ceil/floor
 # of integer quotients, next/prev_power_of_2, and the builtins min/max/sum/abs under explore.
 # Each: the symbolic result at random points equals Python's on ints, and every side condition
 # recorded for exactness holds at those points (the prover checks it on the whole domain).

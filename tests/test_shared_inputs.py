@@ -1,5 +1,5 @@
 """The cases of one obligation share their symbolic inputs and memoised witness values
-(``encode.SharedInputs``, issue 12 engine overhead, session 17): the same verdicts, cores,
+(``encode.SharedInputs``, engine overhead): the same verdicts, cores,
 counterexamples and witnesses as cases built one by one."""
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def test_witness_memo_keys_on_the_argument_objects():
 
 
 def test_remembered_roundings_give_the_terms_and_lemmas_of_new_ones():
-    """``round_up`` of a shared input with a memo (``SharedInputs.derived``, session 18): in a
+    """``round_up`` of a shared input with a memo (``SharedInputs.derived``): in a
     second trace the same result and the same two lemmas (the very ASTs) as a rounding made anew,
     recorded in the same order; one entry per distinct (input, block)."""
     from capproof.arith import round_up, total
@@ -259,7 +259,7 @@ def test_wna16_cases_decide_the_same_with_remembered_roundings(monkeypatch):
 
 
 def test_remembered_extrema_give_the_term_and_record_of_new_ones():
-    """``max_of``/``min_of`` of a shared batch with a memo (``SharedInputs.derived``, session 18):
+    """``max_of``/``min_of`` of a shared batch with a memo (``SharedInputs.derived``):
     in a later case the same term and the same extremum record (``Trace.extrema``) as a maximum
     made anew; a batch whose length may be 0 gets its nonzero check recorded at every call, and a
     batch whose length object moved is computed again."""
@@ -312,8 +312,8 @@ def test_padded_decode_cases_decide_the_same_with_remembered_maxima():
 
 
 def test_remembered_totals_give_the_term_of_new_ones():
-    """``total`` of a shared batch of symbolic entries with a memo (``SharedInputs.derived``,
-    session 18): the term a new total gives, in every case; a batch of ints is not remembered
+    """``total`` of a shared batch of symbolic entries with a memo (``SharedInputs.derived``):
+    the term a new total gives, in every case; a batch of ints is not remembered
     there (its own ``Padded.remember`` holds it), and a moved length is summed anew."""
     from capproof.arith import Padded, total
 

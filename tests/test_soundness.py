@@ -1,4 +1,4 @@
-"""Holes in capproof's own soundness (issue 10), each an attempt to obtain a wrong verdict.
+"""Holes in capproof's own soundness, each an attempt to obtain a wrong verdict.
 
 Every test here failed on main before its fix: a silently accepted contradictory pin, a message
 pointing into capproof's or Z3's code, a witness or density line that says less than it seems to.
@@ -374,7 +374,7 @@ def test_module_fingerprint_holds_data_next_to_spec_functions_without_importing_
     assert _fingerprint({"a": module.f, "limits": [1, 2, 3]}) == after
 
 
-# --- the restating check is skipped once a counterexample is known (issue 12, eng16) -----------
+# --- the restating check is skipped once a counterexample is known (eng16) -----------
 
 RESTATES_THEN_FAILS = (
     HEADER

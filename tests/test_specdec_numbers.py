@@ -253,7 +253,7 @@ def test_cudagraph_sizes_fit_mnbt():
     assert_proved(prove(T, "indexer_arange_buffer_covers_decode_slices"))
 
 
-# Session 15 (issue 10): obligations for functions no obligation called, and two-sided claims --
+# obligations for functions no obligation called, and two-sided claims --
 
 
 def test_cudagraph_padding_is_the_smallest_capture_size_on_every_deployment():
@@ -268,8 +268,8 @@ def test_cudagraph_uniform_decode_padding_is_a_multiple_of_q_after_the_rounding(
 
 def test_cudagraph_uniform_decode_padding_before_28207_five_requests_of_three_tokens_pad_to_16():
     """Unrounded default list of 40 requests, K = 2: 5 requests x 3 tokens = 15 pad to 16 (vLLM
-    0.33.0's own _set_cudagraph_sizes and _compute_bs_to_padded_graph_size give the same, run once
-    in session 15: tests/test_real_engine.py::test_uniform_decode_padding_before_28207_on_vllm)."""
+     0.33.0's own _set_cudagraph_sizes and _compute_bs_to_padded_graph_size give the same, run once
+    : tests/test_real_engine.py::test_uniform_decode_padding_before_28207_on_vllm)."""
     r = prove(T, "cudagraph_uniform_decode_padding_unrounded_before_28207")
     assert_counterexample(r, padded_tokens=16, query_len=3, num_reqs=5, max_cudagraph_capture_size=240)
     holds, values, _ = replay(
@@ -293,7 +293,7 @@ def test_prefill_workspace_at_the_256k_step_is_vllms():
 
 def test_the_decode_batch_bound_is_the_per_request_bound():
     """``DECODE_BATCH_FACTS``'s per-request bound computes ``uniform_decode_query_len`` once per
-    call (session 19): on ints it is every request's ``d <= 1 + num_speculative_tokens``, on a
+    call: on ints it is every request's ``d <= 1 + num_speculative_tokens``, on a
     plain list as on a padded batch (proofs/ show the symbolic side unchanged)."""
     from capproof.arith import Padded
     from models.vllm.spec_decode import uniform_decode_query_len

@@ -1,4 +1,4 @@
-"""The C-API fast paths of SymInt (issue 12, engine overhead) build the very ASTs z3py builds.
+"""The C-API fast paths of SymInt (engine overhead) build the very ASTs z3py builds.
 
 Each operation is compared with what capproof built before the fast paths, written out here with
 z3py (``z3.simplify(a <op> to_z3_int(b))``), on terms of every wrapper class a SymInt holds
@@ -189,7 +189,7 @@ def _ids_after(build) -> tuple[list[int], object]:
 
 
 def test_differs_from_builds_the_z3py_term_with_the_same_ids():
-    """``differs_from`` (the semantics probe's second point, issue 12): the very AST of
+    """``differs_from`` (the semantics probe's second point): the very AST of
     ``z3.And(*[t != model.eval(t, model_completion=True) for t in terms])``, and the terms made
     after it get the same ids as after z3py's (Z3's later answers depend on them)."""
     from capproof.symbolic import differs_from
@@ -208,7 +208,7 @@ def test_differs_from_builds_the_z3py_term_with_the_same_ids():
 
 
 def test_differs_anywhere_builds_z3pys_or_with_the_same_ids():
-    """``differs_from(..., anywhere=True)`` (the aggregate path's second probe point, session 19)
+    """``differs_from(..., anywhere=True)`` (the aggregate path's second probe point)
     is ``z3.Or(*[t != model.eval(t, model_completion=True) for t in terms])``: the same AST, and
     the terms made after it get the same ids."""
     from capproof.symbolic import differs_from
@@ -219,7 +219,7 @@ def test_differs_anywhere_builds_z3pys_or_with_the_same_ids():
 
 
 def test_tracking_literals_are_read_by_name_as_printed():
-    """``encode.track``/``core_labels`` (issue 12: z3's printer was a tenth of the engine's time):
+    """``encode.track``/``core_labels`` (z3's printer was a tenth of the engine's time):
     the literal's name is what ``str()`` prints, and a core's labels are those of
     ``[trackers[str(t)] for t in core if str(t) in trackers]``, in order."""
     from capproof.encode import core_labels, literal_name, new_solver, track
@@ -239,7 +239,7 @@ def test_tracking_literals_are_read_by_name_as_printed():
 
 @pytest.mark.parametrize("value", [0, 7, -3, 2**70])
 def test_equal_int_builds_the_z3py_term_with_the_same_ids(value):
-    """``equal_int`` (``CaseProblem.fix``: pinning a batch to a point, session 17) is z3py's
+    """``equal_int`` (``CaseProblem.fix``: pinning a batch to a point) is z3py's
     ``term == value``: the same AST, and the terms made after it get the same ids."""
     from capproof.symbolic import equal_int
 
@@ -254,7 +254,7 @@ def test_equal_int_builds_the_z3py_term_with_the_same_ids(value):
 @pytest.mark.parametrize("op", ["<=", ">=", "=="])
 @pytest.mark.parametrize("value", [0, 9, -4, 2**70])
 def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
-    """``int_relation`` (the bounds of minimisation and density queries, session 19) is z3py's
+    """``int_relation`` (the bounds of minimisation and density queries) is z3py's
     ``term <= value`` / ``term >= value`` / ``term == value``: the same AST, and the terms made
     after it get the same ids; asserted with ``assert_terms``, the solver holds the same query."""
     from capproof.encode import assert_terms, new_solver
@@ -286,7 +286,7 @@ def test_int_relation_builds_the_z3py_term_with_the_same_ids(op, value):
 
 
 def test_track_makes_z3pys_calls_with_the_same_ids():
-    """``encode.track`` through the C API (session 17): the terms made after tracking get the ids
+    """``encode.track`` through the C API: the terms made after tracking get the ids
     they get after z3py's ``s.assert_and_track(cond, z3.Bool(name))``, and the query is the same
     (the solver's assertions print alike)."""
     from capproof.encode import new_solver, track
@@ -370,7 +370,7 @@ def test_maximum_and_minimum_of_two_symbolic_ints_stay_symbolic():
 
 @pytest.mark.parametrize("value", [0, 5, -5, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**70])
 def test_model_values_read_as_int64_or_text_are_the_numerals(value):
-    """``encode._value`` (a batch entry's value in a model, session 18) reads a numeral as a
+    """``encode._value`` (a batch entry's value in a model) reads a numeral as a
     64-bit int where it fits and as text otherwise: the model's value either way."""
     from capproof.encode import _value
 
@@ -384,7 +384,7 @@ def test_model_values_read_as_int64_or_text_are_the_numerals(value):
 
 
 def test_uninterpreted_constants_walk_matches_z3pys_and_makes_no_term():
-    """``uninterpreted_constants`` through Z3's C API (session 19): the names, in the order of
+    """``uninterpreted_constants`` through Z3's C API: the names, in the order of
     z3py's walk, and the decls of z3py's; no term is made (the ids of later terms are those after
     z3py's walk); a term under a quantifier takes z3py's walk."""
     from capproof.symbolic import _uninterpreted_constants_z3py, fresh_z3_context, uninterpreted_constants
@@ -443,7 +443,7 @@ def test_model_int_and_model_true_read_z3pys_values_with_the_same_ids(value):
 
 
 def test_a_symbolic_variable_is_z3pys_constant_with_the_same_ids():
-    """``SymInt.var`` through the C API (session 19) is ``SymInt(z3.Int(name))``: the same
+    """``SymInt.var`` through the C API is ``SymInt(z3.Int(name))``: the same
     constant, and the terms made after it get the same ids."""
     from capproof.symbolic import fresh_z3_context
 

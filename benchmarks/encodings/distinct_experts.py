@@ -1,4 +1,4 @@
-"""Issue 12 "robust encodings": 'distinct experts per token' written pairwise (as a user writes
+"""Robust encodings: 'distinct experts per token' written pairwise (as a user writes
 it) and as a count. ``REPRO_T`` tokens (default 16) of top-4 over 8 experts; the claim: every
 expert receives at most one row per token (a DeepEP-style per-expert buffer of ``T`` rows).
 Run by benchmarks/encodings.py; see docs/performance.md for the measured times."""

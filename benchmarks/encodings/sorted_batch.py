@@ -1,4 +1,4 @@
-"""Issue 12 "robust encodings": symmetry breaking. A claim and assumptions that see a batch only
+"""Robust encodings: symmetry breaking. A claim and assumptions that see a batch only
 order-independently (a count over every entry, a total) get the batch sorted in the bounded
 encoding; an order-dependent claim (``v[0] <= v[-1]``) does not. ``REPRO_N`` entries (default 64).
 Run by benchmarks/encodings.py; see docs/performance.md."""

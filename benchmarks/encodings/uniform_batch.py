@@ -1,4 +1,4 @@
-"""Issue 12 "robust encodings": a uniform batch written ``min_of(v) == max_of(v)`` with a claim
+"""Robust encodings: a uniform batch written ``min_of(v) == max_of(v)`` with a claim
 that indexes the batch (so the aggregate abstraction does not apply: the bounded encoding
 decides it). ``num_reqs`` a ``Range(1, 256)`` length, or a full 256-entry batch (``_full``).
 Run by benchmarks/encodings.py; see docs/performance.md."""

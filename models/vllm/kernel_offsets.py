@@ -1,4 +1,4 @@
-"""Offsets that GPU kernels compute in fixed-width integers (capproof issue 10, machine integers).
+"""Offsets that GPU kernels compute in fixed-width integers.
 
 A Triton or CUDA kernel forms an element or byte offset as ``stride * row + column`` in the
 integer type of its operands: int32 for Triton's program ids, loaded int32 index tensors and

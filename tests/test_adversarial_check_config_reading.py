@@ -1,4 +1,4 @@
-"""Adversarial checks of session 15 (break15): the operator's path, ``capproof check-config``.
+"""Adversarial checks of the operator's path: ``capproof check-config`` reading a launch line as vLLM does.
 
 Each test is a ``vllm serve`` line (or a config file the line names) that vLLM 0.33.0 reads one way
 and capproof read another, so that ``check-config`` answered ``safe`` (exit 0) for a deployment it

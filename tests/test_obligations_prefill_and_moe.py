@@ -1,4 +1,4 @@
-"""Session 16's obligations on the indexer prefill splitter, the MoE align closed forms and the
+"""Obligations on the indexer prefill splitter, the MoE align closed forms and the
 indexer's decode split (docs/soundness.md): each is proved on the models, and each side of each
 two-sided claim fails on a model broken on that side (the broken model is the real one with its
 inputs or output altered, not a rewrite), so the obligation kills such a mutant by its verdict."""
@@ -33,7 +33,7 @@ NEW = [
 @pytest.mark.parametrize("spec, name", NEW, ids=[n for _, n in NEW])
 def test_new_obligation_is_proved_and_untagged(spec, name):
     ob = obligation_named(spec, name)
-    # pinned budgets / enumerated batches: not applied by check-config (session 15's lesson)
+    # pinned budgets / enumerated batches: not applied by check-config (an earlier lesson)
     assert ob.engine is None and ob.versions is None
     assert_proved(prove_obligation(ob, Options(density="off")))
 

@@ -1,4 +1,4 @@
-"""Adversarial checks of session 13's features (break13): every verdict compared with brute force on ints.
+"""Adversarial checks of the int probe and shared per-entry facts: every verdict compared with brute force on ints.
 
 - The int probe (capproof/probe.py, wired in capproof/prover.py ``prove_obligation``): pins on a
   batch's length, Choice and PowersOfTwo gaps, huge (2**62) and negative ranges, vacuous domains,
@@ -558,7 +558,7 @@ def test_verdicts_are_the_same_with_one_and_two_jobs(spec_file):
 
 
 def test_a_hasattr_branch_off_the_probe_points_is_never_proved(spec_file):
-    """Issue 10 S2's residue (a strict xfail until session 14): a Python-only branch on
+    """Formerly a strict xfail: a Python-only branch on
     ``hasattr(x, "term")`` (capproof's own slot) at a point that is neither a structured probe point
     nor a semantics-probe point was proved. The static scan (``symbolic.introspections``) now sees
     hasattr/getattr asked for a name a symbolic value and an int do not both have: an error, never
