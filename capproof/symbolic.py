@@ -352,7 +352,9 @@ def _zero_divisor_path(divisor: z3.ArithRef) -> None:
     of its own that raises ``ZeroDivisionError`` as Python does (``try: a // b except
     ZeroDivisionError:``); the other path goes on with ``divisor != 0`` among its decisions."""
     explorer = getattr(trace_state, "explorer", None)
-    if explorer is None or not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
+    if explorer is None or not getattr(explorer, "split", True):
+        return
+    if not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
         return
     if explorer.decide(divisor == 0, caller_location()):
         raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
@@ -363,7 +365,7 @@ def _case_split(term: z3.ArithRef) -> int | None:
     when the domain and the decisions so far admit at most :data:`CASE_SPLIT_LIMIT` values; None
     outside a fork exploration, or when there are more (or Z3 cannot bound them)."""
     explorer = getattr(trace_state, "explorer", None)
-    if explorer is None:
+    if explorer is None or not getattr(explorer, "split", True):
         return None
     bounds = explorer.bounds(term)
     if bounds is None or bounds[1] - bounds[0] + 1 > CASE_SPLIT_LIMIT:
@@ -1833,6 +1835,7 @@ def explore(
     check_feasible: bool = True,
     rlimit: int = FEASIBILITY_RLIMIT,
     watch: bool = True,
+    split: bool = True,
 ) -> Exploration:
     """Run ``fn()`` once per path through its branches on symbolic values.
 
@@ -1853,6 +1856,10 @@ def explore(
     ``watch`` (a model's symbolic run) every TypeError ``fn``'s own frames catch is recorded as
     misuse (:func:`_watch_call`); the engine tracer runs an engine's constructors without it (an
     engine's own ``except TypeError`` would poison whole constructors; docs/soundness.md).
+    ``split`` (a model's symbolic run) forks a value needed as an int into one path per value
+    (:data:`CASE_SPLIT_LIMIT`) and a zero divisor under a ``try`` into a path of its own; the
+    engine tracer runs without it (an engine constructor's int() of a size would spend its fork
+    budget on values; the statement stays untraced instead).
     """
     if budget < 1:
         raise ValueError(f"fork budget must be at least 1, got {budget}")
@@ -1863,6 +1870,7 @@ def explore(
         prefix = pending.pop()
         explorer = _Explorer(prefix, assume, check_feasible, rlimit)
         explorer.base = sys._getframe()
+        explorer.split = split
         previous = getattr(trace_state, "explorer", None)
         outer = getattr(trace_state, "trace", None)
         trace_state.explorer = explorer

@@ -232,3 +232,19 @@ def test_each_path_keeps_its_own_trace_of_caught_errors_and_side_conditions():
     assert big.value == 0 and any("to_bytes" in m for m in big.trace.misuse)
     assert small.trace.misuse == [] and small.trace.side_conditions
     assert outer.misuse == big.trace.misuse  # also seen by a trace active around explore
+
+
+def test_the_engine_tracer_explores_without_splitting_values_into_paths():
+    """A size an engine constructor needs as an int (``range(n)``, an index) is split into one
+    path per value in a model's run; the engine tracer explores with ``split=False``, so such a
+    statement fails on its one path (and stays untraced) instead of spending the fork budget."""
+    n = SymInt.var("n")
+    bounds = [n.term >= 1, n.term <= 8]
+
+    def needs_an_int():
+        return len(list(range(n)))
+
+    split = explore(needs_an_int, assume=bounds)
+    assert split.complete and len(split.paths) == 8 and all(p.error is None for p in split.paths)
+    whole = explore(needs_an_int, assume=bounds, split=False)
+    assert len(whole.paths) == 1 and whole.paths[0].error is not None

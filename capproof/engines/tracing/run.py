@@ -95,7 +95,7 @@ def explore_harness(engine, name: str, root: str):
     # capproof error, but an engine's own ``except TypeError`` (how it handles its arguments) would
     # poison whole constructors; a fallback it takes only on symbolic sizes is a known limit
     exploration = explore(
-        lambda: one_run(engine, name, root), budget=engine.FORK_BUDGET, assume=facts(engine), watch=False
+        lambda: one_run(engine, name, root), budget=engine.FORK_BUDGET, assume=facts(engine), watch=False, split=False
     )
     runs = []
     for path in exploration.paths:
