@@ -23,6 +23,7 @@ import operator
 import os
 import sys
 import threading
+import types
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -202,6 +203,13 @@ class tracing:
         #: an enclosing symbolic run's watch is on: it must still be on when this one ends
         self.outer_watch = self.watch and sys.gettrace() is _watch_call
         if self.watching:
+            _guard_modules()
+            changed = machinery_changed()
+            if changed:
+                trace.misuse.append(
+                    f"capproof's symbolic machinery was changed after import ({', '.join(changed[:3])}): "
+                    "a spec or model that patches it decides nothing"
+                )
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
         _CURRENT[0] = trace
@@ -300,11 +308,139 @@ def _watch_exception(frame, event: str, arg):
 
 def _watch_call(frame, event: str, arg):
     """Global trace function of a symbolic run: model frames get :func:`_watch_exception` (no line
-    events), capproof's, Z3's and the standard library's none."""
+    events), capproof's, Z3's and the standard library's none. A model frame called with
+    capproof's symbolic class or module among its arguments (an ``abc`` ``__subclasshook__``, which
+    Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
     if event == "call" and _is_model_code(frame.f_code):
         frame.f_trace_lines = False
+        if frame.f_code.co_argcount or frame.f_code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
+            for value in list(frame.f_locals.values()):
+                if _hidden(value):
+                    record_misuse(
+                        NotConcreteError(
+                            f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
+                            f"capproof's {getattr(value, '__name__', value)!s}, the symbolic value's own type or module "
+                            "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
+                        )
+                    )
+                    break
         return _watch_exception
     return None
+
+
+def _hidden(value: object) -> bool:
+    """Whether ``value`` is what a model must never hold: the symbolic classes or this module."""
+    if isinstance(value, type):
+        return issubclass(value, (SymInt, SymBool))
+    return value is _THIS_MODULE
+
+
+class _GuardedModule(types.ModuleType):
+    """The class of capproof's modules during a symbolic run: model code (not capproof's, Z3's or
+    the standard library's on its behalf) that reads from one of them the symbolic classes, this
+    module, a name that is not public (``__all__``; none of this module's) or ``__dict__``, by any
+    route (``sys.modules[...]``, ``importlib``, ``getattr`` by a computed name), is misuse."""
+
+    def __getattribute__(self, name: str):
+        value = types.ModuleType.__getattribute__(self, name)
+        if sys.gettrace() is _watch_call and _from_model(sys._getframe(1)):
+            public = (
+                () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
+            )
+            if (
+                _hidden(value)
+                or name == "__dict__"
+                or (name not in public and not name.startswith("__"))
+                or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
+            ):
+                if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
+                    record_misuse(
+                        NotConcreteError(
+                            f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
+                            "during a symbolic run: it may tell a symbolic value from an int"
+                        )
+                    )
+        return value
+
+
+def _PUBLIC_PACKAGE_NAMES() -> frozenset:
+    package = sys.modules.get("capproof")
+    return frozenset(getattr(package, "_WHERE", ()))
+
+
+def _from_model(frame) -> bool:
+    """Whether the first frame from ``frame`` outward that is not the standard library's is a model's."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.path.abspath(name).startswith(_OWN_DIRS):
+            return False
+        if _is_model_code(frame.f_code):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _guard_modules() -> None:
+    """Give every loaded capproof module the class :class:`_GuardedModule` (once each)."""
+    if len(sys.modules) == _GUARDED[0]:
+        return
+    _GUARDED[0] = len(sys.modules)
+    for name, module in list(sys.modules.items()):
+        if (name == "capproof" or name.startswith("capproof.")) and type(module) is types.ModuleType:
+            module.__class__ = _GuardedModule
+
+
+_GUARDED = [0]
+_THIS_MODULE = sys.modules[__name__]
+
+#: what capproof's machinery bound once loaded, and changes found since (:func:`note_tampering`)
+_TAMPERED: list[tuple] = []
+
+
+def machinery_bindings() -> dict[tuple, int]:
+    """``{(module, name, attribute or None): id}`` of what capproof's loaded modules and the classes
+    they define bind (and Z3's expression classes): compared before and after a spec file is
+    imported (:func:`note_tampering`)."""
+    out: dict[tuple, int] = {}
+    for modname, module in list(sys.modules.items()):
+        if not (modname == "capproof" or modname.startswith("capproof.") or modname == "z3.z3"):
+            continue
+        for name, value in list(types.ModuleType.__getattribute__(module, "__dict__").items()):
+            out[(modname, name, None)] = id(value)
+            if isinstance(value, type) and value.__module__ == modname:
+                out.update(((modname, name, k), id(v)) for k, v in list(vars(value).items()))
+    return out
+
+
+def _bound_now(key: tuple) -> int | None:
+    modname, name, attr = key
+    held = getattr(sys.modules.get(modname), "__dict__", {})
+    if name not in held:
+        return None
+    value = held[name]
+    if attr is None:
+        return id(value)
+    return id(vars(value)[attr]) if isinstance(value, type) and attr in vars(value) else None
+
+
+def note_tampering(before: dict[tuple, int], what: str) -> list[str]:
+    """Compare :func:`machinery_bindings` with ``before`` (names bound since are new modules or
+    lazily computed values, not changes): a binding changed makes every later symbolic run misuse
+    while it stays changed (:func:`machinery_changed`). Returns the changed names."""
+    now = machinery_bindings()
+    changed = [(k, v) for k, v in before.items() if now.get(k, v) != v]
+    _TAMPERED.extend((k, v, what) for k, v in changed)
+    return [".".join(p for p in k if p) for k, _ in changed]
+
+
+def machinery_changed() -> list[str]:
+    """What was changed of capproof's symbolic classes since import, and what spec files changed
+    of capproof's or Z3's modules (:func:`note_tampering`)."""
+    found = [
+        f"{cls.__name__}.{k}" for cls, held in _CLASS_BINDINGS for k, v in held.items() if vars(cls).get(k) is not v
+    ]
+    found += [f"{cls.__name__}.{k}" for cls, held in _CLASS_BINDINGS for k in vars(cls).keys() - held.keys()]
+    return found + [f"{'.'.join(p for p in k if p)} by {what}" for k, v, what in _TAMPERED if _bound_now(k) != v]
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -1898,3 +2034,6 @@ def explore(
             value, error = None, SymbolicBranchError(explorer.diverged)
         paths.append(Path(explorer.decisions, value, error, path_trace))
     return Exploration(paths, complete=not pending, unexplored=len(pending), budget=budget)
+
+
+_CLASS_BINDINGS = [(cls, dict(vars(cls))) for cls in (SymInt, SymBool)]
