@@ -483,7 +483,17 @@ def _in_handler(base) -> bool:
     return False
 
 
-def _zero_divisor_path(divisor: z3.ArithRef) -> None:
+def _python_zero_division(op) -> ZeroDivisionError:
+    """The ``ZeroDivisionError`` Python raises for ``op`` (``operator.mod``, ...) by a zero int
+    divisor, message included (it differs between operators and Python versions)."""
+    try:
+        op(1, 0)
+    except ZeroDivisionError as exc:
+        return _as_python(ZeroDivisionError(*exc.args))  # type: ignore[return-value]
+    raise AssertionError(f"{op} by zero did not raise")  # pragma: no cover
+
+
+def _zero_divisor_path(divisor: z3.ArithRef, op=operator.floordiv) -> None:
     """Inside a fork exploration, where a model may catch it: follow ``divisor == 0`` as a path
     of its own that raises ``ZeroDivisionError`` as Python does (``try: a // b except
     ZeroDivisionError:``); the other path goes on with ``divisor != 0`` among its decisions."""
@@ -493,7 +503,7 @@ def _zero_divisor_path(divisor: z3.ArithRef) -> None:
     if not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
         return
     if explorer.decide(divisor == 0, caller_location()):
-        raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+        raise _python_zero_division(op)
 
 
 def _case_split(term: z3.ArithRef) -> int | None:
@@ -1081,17 +1091,18 @@ _REFLECTED.update(
 )
 
 
-def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
-    """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor)."""
+def py_floordiv(a: z3.ArithRef, b: IntLike, op=operator.floordiv) -> z3.ArithRef:
+    """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor); ``op``: the int
+    operator whose ``ZeroDivisionError`` a zero divisor raises."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+            raise _python_zero_division(op)
         # SMT-LIB div is floor division for a positive divisor.
         q = a / b if b > 0 else (-a) / (-b)
         _record_lemma(a, b, q)
         return q
     bt = to_z3_int(b)
-    _zero_divisor_path(bt)
+    _zero_divisor_path(bt, op)
     _record_divisor(bt)
     q = z3.If(bt > 0, a / bt, (-a) / (-bt))
     _record_lemma(a, bt, q)
@@ -1102,12 +1113,12 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a % b`` on a Z3 term (result has the sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+            raise _python_zero_division(operator.mod)
         if b > 0:
             return a % b  # SMT-LIB mod is in [0, b) for b > 0, as in Python
-        return a - b * py_floordiv(a, b)
+        return a - b * py_floordiv(a, b, operator.mod)
     bt = to_z3_int(b)
-    return a - bt * py_floordiv(a, b)
+    return a - bt * py_floordiv(a, b, operator.mod)
 
 
 class SymInt:
@@ -1741,9 +1752,9 @@ class Quotient:
         if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
             raise record_misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
         if _concrete_int(den) and den == 0:
-            raise _as_python(ZeroDivisionError("division by zero"))
+            raise _python_zero_division(operator.truediv)
         if isinstance(den, SymInt):
-            _zero_divisor_path(den.term)
+            _zero_divisor_path(den.term, operator.truediv)
             _record_divisor(den.term)
         self.num, self.den, self.where = num, den, caller_location()
 

@@ -168,6 +168,34 @@ def blocks(n, b):
 """,
             "proved",
         ),
+        # the ZeroDivisionError of a caught zero-divisor path is Python's own, message included
+        # (``%`` and ``/`` say other things than ``//``)
+        (
+            "modulo-by-zero-message-read",
+            """
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = tokens % (k - 37)
+    except ZeroDivisionError as e:
+        s = 100 + select(tokens == 50, 1, 0) * ("division" not in str(e))
+    return at_most(demand=s, capacity=100)
+""",
+            "counterexample",
+        ),
+        (
+            "true-division-by-zero-message-read",
+            """
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = math.ceil(tokens / (k - 37))
+    except ZeroDivisionError as e:
+        s = 100 + select(tokens == 50, 1, 0) * (str(e) == "division by zero")
+    return at_most(demand=s, capacity=100)
+""",
+            "counterexample",
+        ),
     ],
 )
 def test_a_verdict_where_the_cases_are_few(spec_file, name, body, verdict):
