@@ -77,6 +77,7 @@ def _symbolic_internals() -> dict[int, str]:
     import pprint
     import reprlib
     import threading
+    import warnings
 
     # the trace hooks (a model could switch off the exception watch of a symbolic run) and the
     # standard library's repr (not the int's digits on a symbolic value)
@@ -84,6 +85,14 @@ def _symbolic_internals() -> dict[int, str]:
         {
             "sys.settrace (the exception watch)": sys.settrace,
             "threading.settrace (the exception watch)": threading.settrace,
+            "sys.gettrace (the exception watch)": sys.gettrace,
+            "threading.gettrace (the exception watch)": threading.gettrace,
+            "sys.setprofile (the calls made on a symbolic value)": sys.setprofile,
+            "threading.setprofile (the calls made on a symbolic value)": threading.setprofile,
+            "sys.getprofile (the interpreter's hooks)": sys.getprofile,
+            "sys.addaudithook (the interpreter's hooks)": sys.addaudithook,
+            # the caller's frame, read in C (no audit event): the stack above a model is capproof's
+            "warnings.warn (the caller's frame)": warnings.warn,
             "reprlib.repr (a repr)": reprlib.repr,
             "reprlib.Repr (a repr)": reprlib.Repr,
             "pprint.pformat (a repr)": pprint.pformat,

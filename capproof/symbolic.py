@@ -314,16 +314,16 @@ def _watch_call(frame, event: str, arg):
     if event == "call" and _is_model_code(frame.f_code):
         frame.f_trace_lines = False
         if frame.f_code.co_argcount or frame.f_code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
-            for value in list(frame.f_locals.values()):
-                if _hidden(value):
-                    record_misuse(
-                        NotConcreteError(
-                            f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
-                            f"capproof's {getattr(value, '__name__', value)!s}, the symbolic value's own type or module "
-                            "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
-                        )
-                    )
-                    break
+            try:
+                hidden = [v for v in frame.f_locals.values() if _hidden(v)]
+            except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+                hidden = ["?"]
+            if hidden:
+                _misuse_here(
+                    f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
+                    f"capproof's {getattr(hidden[0], '__name__', hidden[0])!s}, the symbolic value's own type or module "
+                    "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
+                )
         return _watch_exception
     return None
 
@@ -380,8 +380,61 @@ def _from_model(frame) -> bool:
     return False
 
 
+#: audit events by which code reaches the frames of the stack it runs on (capproof's, above a
+#: model, differ between a symbolic and an int run) or the interpreter's hooks
+_FRAME_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "sys._getframemodulename",
+    }
+)
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_AUDITING = [False, False]  # [hook installed, inside the hook]
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Audit hook: in a symbolic run, model code that reaches a frame (``sys._getframe``,
+    ``inspect.stack``, ``traceback.extract_stack``, an exception's ``tb_frame``, a generator's
+    ``gi_frame``) or sets a trace or profile function is misuse: the stack above a model holds
+    capproof's frames in a symbolic run and others on ints."""
+    if _AUDITING[1] or not (
+        event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
+    ):
+        return
+    if sys.gettrace() is not _watch_call:
+        return
+    _AUDITING[1] = True
+    try:
+        if _from_model(sys._getframe(1)):
+            _misuse_here(
+                f"the model reaches the stack's frames or the interpreter's hooks ({event}"
+                f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
+                "capproof's frames, on ints others"
+            )
+    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+        _misuse_here(f"{event} in a symbolic run could not be checked")
+    finally:
+        _AUDITING[1] = False
+
+
+def _misuse_here(message: str) -> None:
+    """Record ``message`` as misuse in the active trace without a frame of its own (an audit hook
+    may run at the recursion limit)."""
+    trace = getattr(trace_state, "trace", None) or _CURRENT[0]
+    if trace is not None:
+        trace.misuse.append(message)
+
+
 def _guard_modules() -> None:
-    """Give every loaded capproof module the class :class:`_GuardedModule` (once each)."""
+    """Give every loaded capproof module the class :class:`_GuardedModule` (once each); install
+    :func:`_audit` (once)."""
+    if not _AUDITING[0]:
+        _AUDITING[0] = True
+        sys.addaudithook(_audit)
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)

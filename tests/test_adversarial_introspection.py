@@ -441,6 +441,87 @@ def f(a):
     return True
 """,
     ),
+    # the stack above the model (capproof's frames in a symbolic run, others on ints) and the
+    # interpreter's hooks
+    (
+        "profile-function-sees-capproof",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    calls = []
+    sys.setprofile(lambda fr, ev, arg: calls.append(fr.f_code.co_filename) if ev == "call" else None)
+    a + 1
+    sys.setprofile(None)
+    if any("capproof" in c for c in calls):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "traceback-extract-stack-names-capproofs-frames",
+        "import traceback\n"
+        + D
+        + """
+def f(a):
+    if any("explore" in fr.name for fr in traceback.extract_stack()):
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "caller-frame-through-sys-getframe",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    if "symbolic" in sys._getframe(2).f_code.co_filename:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "frames-walked-from-a-caught-exception",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    try:
+        raise ValueError
+    except ValueError:
+        frame, depth = sys.exc_info()[2].tb_frame, 0
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+    if depth > 25:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "trace-function-read-back",
+        "import sys\n"
+        + D
+        + """
+def f(a):
+    if sys.gettrace() is not None:
+        return True
+    return a != 37
+""",
+    ),
+    (
+        "warning-attributed-to-a-frame-above",
+        "import warnings\n"
+        + D
+        + """
+def f(a):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warnings.warn("x", stacklevel=4)
+    if "symbolic" in seen[0].filename or "explore" in seen[0].filename:
+        return True
+    return a != 37
+""",
+    ),
     # a side channel no static guard can see: symbolic arithmetic is orders of magnitude slower
     (
         "timing-side-channel",
