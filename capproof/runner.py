@@ -1005,6 +1005,11 @@ def _decide_isolated(
     watched = None if mine is None or later is None else {*mine, *(later or ())}
     after = module_data(watched)
     changed = changed_state(_flat(before, mine), _flat(after, mine))
+    # a value no fingerprint reads (a generator) may have changed between the model's own
+    # evaluations (the int probe's, the symbolic runs'): fail closed
+    changed += [
+        f"{name} (cannot be fingerprinted: a generator, a socket?)" for name in opaque_state(_flat(after, mine))
+    ]
     if changed and not _is_error(outcome):
         _mark_error(
             outcome,

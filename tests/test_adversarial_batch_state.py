@@ -97,6 +97,27 @@ H = Holder()
         "random.seed(37)",
         "random.random() == random.Random(37).random()",
     ),
+    "lru-cache-returning-a-dict": (
+        "import functools\n@functools.lru_cache(maxsize=None)\ndef table():\n    return {}\ntable()\n",
+        'table()["warm"] = True',
+        'table().get("warm", False)',
+    ),
+    "cached-config-getter": (
+        "import functools\nclass Cfg:\n    warm = False\n@functools.cache\ndef get_config():\n    return Cfg()\n"
+        "get_config()\n",
+        "get_config().warm = True",
+        "get_config().warm",
+    ),
+    "abc-register": (
+        "import abc\nclass Sized(abc.ABC):\n    pass\n",
+        "Sized.register(int)",
+        "isinstance(3, Sized)",
+    ),
+    "enum-member-attribute": (
+        "import enum\nclass Backend(enum.Enum):\n    FLASH = 1\n    TRITON = 2\n",
+        "Backend.FLASH.warm = True",
+        'getattr(Backend.FLASH, "warm", False)',
+    ),
     "attribute-set-on-a-stdlib-module": (
         "import json\n",
         "json.capproof_adversarial_seen = True",
@@ -182,3 +203,55 @@ def test_state_left_by_one_item_does_not_prove_the_next(project, monkeypatch, ki
         assert _verdicts(project, source, 12, monkeypatch) == alone
     finally:
         _cleanup()
+
+
+#: State one obligation's own evaluations share (the int probe's, then the symbolic runs'): a memo
+#: filled on the first int point is read by the symbolic run. Each is false at ``a == 37`` in a
+#: fresh interpreter; ``capproof prove`` must not say ``proved``.
+KEPT = {
+    "memo-keyed-by-block-size-only": """
+_BLOCKS = {}
+def per_req(a):
+    if 16 not in _BLOCKS:
+        _BLOCKS[16] = a
+    return _BLOCKS[16]
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    return per_req(a) != 37
+""",
+    "cached-getter-of-the-current-config": """
+import functools
+class Config:
+    def __init__(self, a):
+        self.a = a
+_CURRENT = [None]
+@functools.cache
+def current_a():
+    return _CURRENT[0].a
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    _CURRENT[0] = Config(a)
+    return current_a() != 37
+""",
+    "generator-consumed-across-evaluations": """
+def gen():
+    yield False
+    while True:
+        yield True
+G = gen()
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    return True if next(G) else a != 37
+""",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KEPT))
+def test_state_kept_between_one_obligations_own_evaluations_is_no_proof(project, monkeypatch, kind):
+    (project / "spec" / "kept.py").write_text(HEADER + KEPT[kind])
+    result = run(["spec/kept.py"], Options(jobs=1, contracts=False, density="off"))
+    (outcome,) = result.obligations
+    assert outcome.verdict.value in ("error", "counterexample"), outcome.message
