@@ -954,6 +954,9 @@ BIT_WIDTH = 64
 #: exact rational results when ``|a| < 2**53`` (then a non-integer quotient is at least ``1/|b|``,
 #: more than half an ulp of ``a/b``, away from every integer, so rounding cannot reach one).
 FLOAT_EXACT = 2**53
+#: ... and when ``|b| < 2**1000``: a nonzero quotient is then above the smallest subnormal float
+#: (``1 / 2**1076`` rounds to ``0.0``, whose ceiling is 0, not 1)
+FLOAT_DIVISOR = 2**1000
 
 
 def _pow2(k: z3.ArithRef) -> z3.ArithRef:
@@ -1791,7 +1794,8 @@ class Quotient:
 
     Python computes a float; capproof keeps the exact quotient and allows only what gives an
     integer again: ``math.floor`` (``a // b``), ``math.ceil`` (``-(-a // b)``) and ``math.trunc``.
-    These equal Python's float-based results when ``|a| < 2**53`` (recorded as a side condition).
+    These equal Python's float-based results when ``|a| < 2**53`` and ``|b| < 2**1000`` (recorded as
+    side conditions).
     Any other use (arithmetic, comparison, ``int()``, ``float()``) is a recorded
     :class:`RealArithmeticError`. A zero divisor raises ``ZeroDivisionError`` at ``/`` as in
     Python; a symbolic divisor is recorded for the prover's zero check.
@@ -1812,10 +1816,15 @@ class Quotient:
         self.num, self.den, self.where = num, den, caller_location()
 
     def _exact(self) -> None:
-        a = to_z3_int(self.num)
+        a, b = to_z3_int(self.num), to_z3_int(self.den)
         _side_condition(
             z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
             lambda: f"|{a}| < 2**53 so that Python's float quotient rounds exactly",
+        )
+        # and no underflow: a nonzero quotient below the smallest subnormal (2**-1074) rounds to 0.0
+        _side_condition(
+            z3.And(b > -FLOAT_DIVISOR, b < FLOAT_DIVISOR),
+            lambda: f"|{b}| < 2**1000 so that Python's float quotient does not underflow to 0.0",
         )
 
     def __floor__(self) -> IntLike:

@@ -168,6 +168,25 @@ def blocks(n, b):
 """,
             "proved",
         ),
+        # ``a / b`` underflows to 0.0 for a huge ``b``: its ceiling is 0 on ints
+        (
+            "ceil-of-a-quotient-that-underflows",
+            """
+@obligation(domain={"a": Range(1, 100), "b": Range(1, 2**1100)})
+def blocks(a, b):
+    return implies(b < 2**1080, math.ceil(a / b) >= 1)
+""",
+            "error",
+        ),
+        (
+            "floor-of-a-negative-quotient-that-underflows",
+            """
+@obligation(domain={"a": Range(-100, -1), "b": Range(1, 2**1100)})
+def blocks(a, b):
+    return implies(b < 2**1080, math.floor(a / b) <= -1)
+""",
+            "error",
+        ),
         # the ZeroDivisionError of a caught zero-divisor path is Python's own, message included
         # (``%`` and ``/`` say other things than ``//``)
         (
