@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -378,6 +379,10 @@ def _apply(options):
 EXIT_INTERNAL = 3
 #: Exit code of a usage error: a missing path or a spec file that does not load (as pytest's 4).
 EXIT_USAGE = 4
+#: Exit code of check-config on a launch line it cannot read or the engine would refuse (no line,
+#: no model, an unknown flag, GPU or release, a value out of range): the usage-error code, so CI
+#: tells "fix the line" from ``undecided`` (2, "give a fact").
+EXIT_BAD_INPUT = EXIT_USAGE
 #: Exit code of a run interrupted with Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
 
@@ -426,6 +431,10 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.UsageError as exc:  # check-config: an option it cannot read is bad input
+            if exc.ctx is not None and exc.ctx.info_name == "check-config":
+                exc.exit_code = EXIT_BAD_INPUT
+            raise
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
@@ -876,6 +885,14 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             json_out, sarif_out = (
                 p if p in (None, "-") else os.path.join(_SESSION["cwd"], p) for p in (json_out, sarif_out)
             )
+        if _SESSION["verbosity"] >= 1:  # -v: where the obligations come from
+            _errout().print(
+                f"capproof: root {os.getcwd()} ("
+                + (f"--spec {', '.join(spec_paths)}" if spec_paths else "the engine specs shipped with capproof")
+                + f"), launch line read as {engine} {version}",
+                markup=False,
+            )
+        started = time.perf_counter()
         status = None
         if _SESSION["verbosity"] >= 0 and json_out != "-" and _errout().is_terminal:
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
@@ -887,14 +904,20 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
         finally:
             if status is not None:
                 status.stop()
+        if _SESSION["verbosity"] >= 1:
+            decided = sum(1 for c in outcome.checked if c.result is not None)
+            _errout().print(
+                f"capproof: {decided} obligations decided of {len(outcome.checked)} in {time.perf_counter() - started:.1f} s",
+                markup=False,
+            )
         if derived_engine:
             outcome.derived.insert(0, derived_engine)
         _warn_parameter_names([c.obligation for c in outcome.checked])
     except CheckError as exc:
         if json_out == "-":
-            click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))
+            click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_BAD_INPUT, "error": str(exc)}, indent=2))
         _errout().print(f"error: {exc}", markup=False, style="bold red")
-        sys.exit(EXIT_UNDECIDED)
+        sys.exit(EXIT_BAD_INPUT)
     data = outcome_json(outcome, cfg)
     outputs = [("--sarif", sarif_out, lambda d, p: _write_check_sarif(outcome_run_json(outcome), outcome, p))]
     if json_out == "-":

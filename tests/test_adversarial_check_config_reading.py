@@ -64,7 +64,7 @@ def check(spec, *argv, model_config=None):
 
 
 def one_error_line(result, message):
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     lines = [l for l in result.output.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
 

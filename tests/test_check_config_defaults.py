@@ -284,7 +284,7 @@ def test_a_gpu_without_an_sm_count_asks_for_num_sms_only(tmp_path):
 
 def test_sglang_split_flag_names_its_successors():
     result = check("--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--cuda-graph-max-bs", "8")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert "SGLang 0.5.23 split it: use --cuda-graph-max-bs-decode and/or --cuda-graph-max-bs-prefill" in result.output
 
 
@@ -298,23 +298,45 @@ def test_check_config_leaves_no_hypothesis_directory_where_it_runs(tmp_path):
     assert not (tmp_path / ".hypothesis").exists()
 
 
-def test_a_length_vllm_refuses_at_startup_is_said_and_an_empty_model_directory_is_bad_input(tmp_path):
-    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "1M", "--block-size", "64"]
+def test_a_length_vllm_refuses_at_startup_is_bad_input_and_an_empty_model_directory_is_bad_input(tmp_path):
+    """vLLM 0.33.0 refuses --max-model-len above the model's length without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    (_get_and_verify_max_len); it was answered safe with a note below the verdict."""
+    line = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1M"]
     spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
     result = check("--spec", spec, "--", *line)
-    assert "vLLM refuses --max-model-len 1048576 at startup: above the model's 163840" in " ".join(
-        result.output.split()
-    )
+    assert result.exit_code == 4, result.output
+    text = " ".join(result.output.split())
+    assert text.startswith("error: --max-model-len 1048576 is above the model's length, 40960") and "safe" not in text
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text and "give --max-model-len 40960 or less" in text
     allowed = check("--spec", spec, "--", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", *line)
-    assert "refuses --max-model-len" not in allowed.output and "environment not read" not in allowed.output
+    assert allowed.exit_code == 0 and "max_model_len=1048576" in allowed.output
+    # DeepSeek-V3.2's 163840 is already YaRN-scaled: vLLM 0.33.0 does not multiply the factor in
+    deepseek = check("--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000")
+    assert deepseek.exit_code == 4 and "above the model's length, 163840" in deepseek.output
+    # releases before 0.33.0 derived a RoPE-scaled length by other rules: not refused there
+    older = check(
+        "--spec",
+        spec,
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "deepseek-ai/DeepSeek-V3.2",
+        "--max-model-len",
+        "350000",
+        "--block-size",
+        "64",
+    )
+    assert older.exit_code != 4 and "above the model's length" not in older.output
     empty = tmp_path / "emptydir"
     empty.mkdir()
     bad = check("--", "vllm", "serve", str(empty))
-    assert bad.exit_code == 2 and "a local directory without config.json" in bad.output
+    assert bad.exit_code == 4 and "a local directory without config.json" in bad.output
 
 
 def test_an_image_tag_naming_no_release_is_not_checked_as_the_newest():
     """corpus F1: vllm/vllm-openai:glm52-x86_64-cu129 is a pre-0.27 build; checking it as 0.33.0 said safe."""
     line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:glm52-x86_64-cu129", "--model", "zai-org/GLM-5.2-FP8"]
     result = check("--", *line, "--max-model-len", "auto")
-    assert result.exit_code == 2 and "the tag names no vLLM release; give --engine vllm==X" in result.output
+    assert result.exit_code == 4 and "the tag names no vLLM release; give --engine vllm==X" in result.output

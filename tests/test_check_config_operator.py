@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -23,37 +24,37 @@ def check(*args):
     return CliRunner().invoke(main, ["check-config", *args])
 
 
-# --- bad input: exit 2, one line ------------------------------------------------------------
+# --- bad input: exit 4, one line ------------------------------------------------------------
 
 
 def test_no_launch_line_is_bad_input_not_safe():
     result = check()
-    assert result.exit_code == 2 and "no launch line" in result.output
+    assert result.exit_code == 4 and "no launch line" in result.output
     result = check("--", "")  # an empty or unset shell variable as the whole line
-    assert result.exit_code == 2 and "no launch line" in result.output
+    assert result.exit_code == 4 and "no launch line" in result.output
 
 
 @pytest.mark.parametrize("argv", [["vllm", "serve"], ["vllm", "serve", "--max-model-len", "4096"]])
 def test_no_model_is_bad_input_not_safe(argv):
     result = check("--", *argv)
-    assert result.exit_code == 2 and "no model" in result.output
+    assert result.exit_code == 4 and "no model" in result.output
 
 
 def test_capproof_option_after_dashdash_is_an_error_with_the_abbreviation_hint():
     """vLLM's argparse reads ``--gpu H100`` as ``--gpu-memory-utilization H100`` (prefix abbreviation)."""
     result = check("--", "vllm", "serve", "m", "--gpu", "H100")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert "--gpu is capproof's option" in result.output and "--gpu-memory-utilization" in result.output
     assert "put it before '--'" in result.output
     result = check("--", "vllm", "serve", "m", "--json", "-")
-    assert result.exit_code == 2 and "--json is capproof's option" in result.output
+    assert result.exit_code == 4 and "--json is capproof's option" in result.output
 
 
 @pytest.mark.parametrize("option", ["--json", "--sarif", "--model-config"])
 def test_dashdash_taken_as_an_options_value_is_an_error_not_a_file_named_dashdash(option, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = check(option, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--block-size", "16")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     assert f"{option} took '--' as its value" in result.output
     assert not (tmp_path / "--").exists()
 
@@ -237,7 +238,7 @@ def test_docker_image_tag_selects_the_release_checked():
     assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
     assert "engine vLLM 0.26.0: from the image tag vllm/vllm-openai:v0.26.0" in result.output
     unknown = check("--", "docker", "run", "vllm/vllm-openai:v0.10.0", "m")
-    assert unknown.exit_code == 2 and "does not model that vLLM release" in unknown.output
+    assert unknown.exit_code == 4 and "does not model that vLLM release" in unknown.output
 
 
 def test_sglang_launch_forms_are_read():
@@ -282,7 +283,7 @@ def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
     assert result.exit_code in (0, 2) and "SGLang 0.5.23" in result.output.splitlines()[0], result.output
     assert "engine SGLang 0.5.23: from the launch command" in result.output
     wrong = check("--engine", "vllm", "--", *argv)
-    assert wrong.exit_code == 2, wrong.output
+    assert wrong.exit_code == 4, wrong.output
     assert "give --engine sglang before '--'" in wrong.output
 
 
@@ -411,9 +412,42 @@ def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
     assert "safe    " not in result.output and "n/a" not in result.output
 
 
+@pytest.mark.parametrize(
+    "tail, engine_word",
+    [
+        (["-q"], "vLLM 0.33.0's own -q needs a value"),  # vLLM's -q is --quantization
+        (["-v"], "vLLM 0.33.0 has no -v"),
+        (["-qq", "--block-size", "16"], "vLLM 0.33.0 has no -qq"),
+    ],
+)
+def test_quiet_or_verbose_after_dashdash_says_capproofs_goes_before(tail, engine_word):
+    """``check-config -- vllm serve M -q`` said only "-q needs a value"."""
+    result = check("--", "vllm", "serve", "Qwen/Qwen3-8B", *tail)
+    assert result.exit_code == 4, result.output
+    text = " ".join(result.output.split())
+    assert text.startswith(f"error: {tail[0]} after '--' belongs to the launch line, where {engine_word}")
+    assert "capproof's -q/-v go before '--'" in text
+    # vLLM's -q with a value is vLLM's (a quantization method), not capproof's
+    assert "capproof's -q/-v" not in check("--", "vllm", "serve", "Qwen/Qwen3-8B", "-q", "fp8", "-tp", "0").output
+
+
+def test_verbose_check_config_names_where_its_obligations_come_from_and_the_time(tmp_path):
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    result = CliRunner().invoke(
+        main, ["-v", "check-config", "--spec", spec, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "4096"]
+    )
+    assert result.exit_code in (0, 2), result.output
+    assert "capproof: root " in result.output and "--spec " in result.output and "read as vllm 0.33.0" in result.output
+    assert re.search(r"capproof: \d+ obligations decided of \d+ in \d+\.\d s", result.output), result.output
+    quiet = CliRunner().invoke(
+        main, ["check-config", "--spec", spec, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "4096"]
+    )
+    assert "capproof: root" not in quiet.output
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     first = result.output[: result.output.index("}") + 1]
     assert json.loads(first)["verdict"] == "bad input"
 

@@ -292,11 +292,11 @@ def raises_with_escape_codes(x):
     assert "\\x1b[31mred" in junit.read_text()
 
 
-def test_model_config_that_is_not_utf8_is_one_line_exit_2(tmp_path):
+def test_model_config_that_is_not_utf8_is_one_line_exit_4(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_bytes(b"\xff\xfe{")
     result = invoke("check-config", "--model-config", str(bad), "--", "vllm", "serve", "m")
-    assert result.exit_code == 2 and "not UTF-8" in result.output
+    assert result.exit_code == 4 and "not UTF-8" in result.output
 
 
 def test_help_and_the_facade_do_not_import_the_solver():

@@ -56,7 +56,7 @@ def test_unknown_argument_gets_a_did_you_mean():
     with pytest.raises(LaunchFlagError, match="did you mean --max-running-requests"):
         parse_launch_args(["sglang", "serve", "--max-runing-requests", "8"])
     result = check("--engine", "sglang", "--", "sglang", "serve", "--model-path", "m", "--enable-two-batch-overlp")
-    assert result.exit_code == 2 and "did you mean --enable-two-batch-overlap" in result.output
+    assert result.exit_code == 4 and "did you mean --enable-two-batch-overlap" in result.output
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import dataclasses
 import inspect
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from packaging.version import Version
@@ -107,6 +108,9 @@ class ModelFacts:
     #: Why ``max_position_embeddings`` is not vLLM's default ``max_model_len`` for this config (another
     #: length key or a RoPE factor changes it: :func:`max_len_caveat`); empty when it is.
     max_len_caveat: str = ""
+    #: The config's RoPE parameters carry a scaling ``factor`` (other than 1): releases before vLLM
+    #: 0.33.0 derived the default length from it by other rules (vllm-project/vllm#56446).
+    rope_factor: bool = False
 
 
 #: ``config.json`` keys vLLM 0.33.0 takes the smallest of for the default ``max_model_len``
@@ -209,6 +213,12 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
         prefix = facts.fields["max_position_embeddings"].rpartition(".")[0]
         scope = next(sc for pre, sc in scopes if pre == (prefix + "." if prefix else ""))
         facts.max_len_caveat = max_len_caveat(scope, str(data.get("model_type") or ""))
+        facts.rope_factor = any(
+            isinstance(p, dict) and p.get("factor") not in (None, 1, 1.0)
+            for key in ("rope_scaling", "rope_parameters")
+            if isinstance(scope.get(key), dict)
+            for p in (scope[key], *scope[key].values())
+        )
     if facts.values.get("num_experts"):
         facts.features.add("moe")
     if "index_topk" in facts.values:
@@ -1384,8 +1394,16 @@ def own_option_in_line(args: list[str], flags: frozenset[str] | None, name: str,
     ``command``: the launch command for the example), else None (also when ``flags`` is None)."""
     if flags is None:
         return None
-    for arg in args:
+    for i, arg in enumerate(args):
         option = arg.partition("=")[0]
+        if re.fullmatch(r"-(q+|v+)", arg) and (
+            arg not in flags or i + 1 == len(args) or args[i + 1].startswith("-")
+        ):  # capproof's -q/-v; the engine's own -q (vLLM's --quantization) takes a value
+            as_engine = f"{name}'s own {arg} needs a value" if arg in flags else f"{name} has no {arg}"
+            return (
+                f"{arg} after '--' belongs to the launch line, where {as_engine}: capproof's -q/-v go before '--', "
+                f"e.g. capproof check-config {arg} -- {command} ..."
+            )
         if option in CHECK_CONFIG_OPTIONS and option not in flags:
             prefixed = sorted(f for f in flags if f.startswith(option))
             read_as = (
