@@ -337,6 +337,14 @@ def run_check(
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     undetermined: dict[str, str] = {}
+    if cfg.max_model_len is None:  # a failure at a length capproof picked is not one of this line
+        undetermined["max_model_len"] = "--max-model-len N (" + (
+            "--max-model-len auto: vLLM fits it to the GPU memory at startup)"
+            if cfg.max_model_len_auto
+            else f"not given: vLLM derives it from the model config: {model.max_len_caveat})"
+            if isinstance(model, ModelFacts) and model.max_len_caveat
+            else "not given: vLLM takes the model's max_position_embeddings, not known to capproof; or --model-config)"
+        )
     if cfg.block_size is None:
         block = default_block_size(engine, version, gpu_row, model, cfg)
         if isinstance(block, Default):
