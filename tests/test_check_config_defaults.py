@@ -253,15 +253,107 @@ def test_a_failure_no_smaller_request_limit_fixes_says_so():
 # --- the newcomer round's findings ------------------------------------------------------------
 
 
-def test_sglang_failure_at_speculative_values_sglang_picks_is_not_a_will_fail():
-    """SGLang 0.5.23 picks --speculative-num-steps/--speculative-eagle-topk itself for DeepSeek
-    models: a req_to_token overflow found only at steps=2, topk=4 (never given) is MAYFAIL."""
+def test_sglang_speculative_values_sglang_picks_are_resolved_as_sglang_does():
+    """SGLang 0.5.23 picks --speculative-num-steps/-eagle-topk/-num-draft-tokens itself
+    (_auto_choose_speculative_params by architecture): a req_to_token overflow found at steps=1,
+    topk=4 (values SGLang never picks for DeepSeek) was MAYFAIL; now SGLang's (3, 1, 4) is checked."""
+    spec = os.path.join(ROOT, "spec", "sglang_req_to_token.py")
     line = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8"]
-    line += ["--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4", "--context-length", "163840"]
-    result = check("--engine", "sglang", "--", *line)
+    line += ["--speculative-algorithm", "EAGLE", "--context-length", "163840", "--attention-backend", "flashmla"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *line)
+    text = " ".join(result.output.split())
+    assert (
+        "speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4: SGLang 0.5.23's choice"
+        in text
+    )
+    assert "MAYFAIL" not in text and "give --speculative-eagle-topk" not in text, result.output
+    assert result.exit_code in (0, 2) and "req_to_token" in text
+    # a count without --speculative-num-steps: SGLang's assert stops it at startup
+    bad = check("--engine", "sglang", "--spec", spec, "--", *line, "--speculative-num-draft-tokens", "4")
+    assert bad.exit_code == 4 and "without --speculative-num-steps: SGLang 0.5.23 stops at startup" in bad.output
+    # an architecture capproof does not know: SGLang's choice is not known, a failure there is MAYFAIL
+    unknown = ["python", "-m", "sglang.launch_server", "--model-path", "my-org/unknown", "--tp", "8"]
+    unknown += ["--speculative-algorithm", "EAGLE", "--context-length", "163840"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *unknown)
+    assert result.exit_code == 2 and "FAILS" not in result.output, result.output
+
+
+@pytest.mark.parametrize("page", ["16", "32", "128"])
+def test_sglang_page_sizes_of_its_docs_are_checked_not_outside_the_domain(page):
+    """``--page-size 16`` (common in SGLang's docs) was undecided: the req_to_token obligations
+    declared page_size in {1, 64} only."""
+    spec = os.path.join(ROOT, "spec", "sglang_req_to_token.py")
+    line = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8"]
+    line += ["--page-size", page, "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3"]
+    line += ["--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *line)
+    assert "outside" not in result.output, result.output
+    assert "safe    spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
+    assert result.exit_code == 0 and result.output.startswith("safe"), result.output
+
+
+@pytest.mark.parametrize(
+    "values, architecture, expected",
+    [
+        (
+            {},
+            "LlamaForCausalLM",
+            {"speculative_num_steps": 5, "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8},
+        ),
+        (
+            {},
+            "Qwen3ForCausalLM",
+            {"speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
+        ),
+        ({}, None, {}),  # the model is not known: SGLang's choice is not either
+        (
+            {"speculative_num_steps": 2, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 8},
+            "LlamaForCausalLM",
+            {"speculative_num_draft_tokens": 3},  # topk 1: SGLang sets steps + 1
+        ),
+        ({"speculative_num_steps": 2, "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8}, "X", {}),
+    ],
+)
+def test_speculative_params_as_sglang_resolves_them(values, architecture, expected):
+    from capproof.engines.sglang.server_args import speculative_params
+
+    assert speculative_params("EAGLE", values, set(), architecture)[0] == expected
+    assert speculative_params("NGRAM", values, set(), architecture) == ({}, "")
+    assert speculative_params("EAGLE", values, {"--speculative-adaptive"}, architecture) == ({}, "")
+    if not values:
+        assert speculative_params("STANDALONE", {}, set(), "LlamaForCausalLM")[0]["speculative_num_steps"] == 3
+
+
+@pytest.mark.parametrize(
+    "length, model, why",
+    [
+        (["--max-model-len", "auto"], "deepseek-ai/DeepSeek-V3.2", "--max-model-len auto: vLLM fits it to the GPU"),
+        (["--max-model-len", "-1"], "deepseek-ai/DeepSeek-V3.2", "--max-model-len auto: vLLM fits it to the GPU"),
+        ([], "my-org/unknown", "not given: vLLM takes the model's max_position_embeddings, not known to capproof"),
+    ],
+)
+def test_a_failure_at_a_max_model_len_the_line_does_not_give_is_mayfail_not_will_fail(length, model, why):
+    """``--max-model-len auto`` on vLLM 0.26.0 was "will fail" at max_model_len=1, a length capproof
+    picked (vLLM fits it to the GPU memory at startup): undecided, naming --max-model-len."""
+    spec = os.path.join(ROOT, "spec", "vllm_dsa_indexer.py")
+    line = ["vllm", "serve", model, "-tp", "8", *length, "--block-size", "64", "--kv-cache-dtype", "fp8_ds_mla"]
+    extra = [] if model.startswith("deepseek") else ["--model-config", _dsa_config()]
+    result = check("--engine", "vllm==0.26.0", "--spec", spec, *extra, "--", *line)
     assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
-    assert "MAYFAIL spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
-    assert "give --speculative-eagle-topk N" in result.output
+    text = " ".join(result.output.split())
+    assert "MAYFAIL spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302" in text
+    assert "FAILS" not in text and f"give --max-model-len N ({why}" in text
+    given = check("--engine", "vllm==0.26.0", "--spec", spec, *extra, "--", *line[:5], "--max-model-len", "350000")
+    assert given.exit_code == 1 and "W_buf=5469, W_bt=5470" in given.output  # the length given decides it
+
+
+def _dsa_config() -> str:
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "config.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"model_type": "deepseek_v32", "index_topk": 2048, "kv_lora_rank": 512}, fh)
+    return path
 
 
 SMS = """
