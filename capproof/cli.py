@@ -390,7 +390,7 @@ EXIT_INTERRUPTED = 130
 _VERBOSITY = re.compile(r"-(q+|v+)|--quiet|--verbose")
 #: check-config options that take a value (the value is not the start of the launch line).
 _CHECK_VALUE_OPTIONS = frozenset(
-    {"--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif"}
+    {"--engine", "--model-config", "--spec", "--rlimit", "--jobs", "-j", "--gpu", "--num-sms", "--json", "--sarif"}
 )
 
 
@@ -786,6 +786,13 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     help="Deterministic Z3 resource budget per query.",
 )
 @click.option(
+    "--jobs",
+    "-j",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Worker processes deciding the obligations [default: the CPU cores available].",
+)
+@click.option(
     "--gpu",
     default=None,
     metavar="NAME",
@@ -812,7 +819,9 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.",
 )
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
-def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, json_out, sarif_out, serve_args) -> None:
+def check_config(
+    engine_spec, model_config, spec_paths, rlimit, jobs, gpu, num_sms, json_out, sarif_out, serve_args
+) -> None:
     """Check one deployment: capproof check-config [OPTIONS] -- <the engine's launch line>.
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
@@ -898,9 +907,10 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
-            outcome = adapter.check(
-                cfg, engine, version, model, spec_paths or ("spec",), Options(rlimit=rlimit), gpu, num_sms
-            )
+            from .runner import default_jobs
+
+            options = Options(rlimit=rlimit, jobs=jobs or default_jobs())
+            outcome = adapter.check(cfg, engine, version, model, spec_paths or ("spec",), options, gpu, num_sms)
         finally:
             if status is not None:
                 status.stop()

@@ -15,11 +15,13 @@ vacuous or in error is reported as undecided, never as safe.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.version import Version
 
@@ -684,6 +686,7 @@ def check_all(
         raise CheckError(errors[0].message)
     checked: list[Checked] = []
     used: set[str] = set()
+    pending: list[tuple[int, Obligation, Options, Any]] = []
     for ob in items:
         if not isinstance(ob, Obligation) or not ob.applies_to(engine, version):
             continue
@@ -783,7 +786,6 @@ def check_all(
         run_options = dataclasses.replace(options, pins=mine)
         if resized:  # the bounded encoding at the deployment's batch size would not end: abstraction only
             run_options = dataclasses.replace(run_options, max_bounded_vector=resized[1])
-        result = prove_obligation(bounded, run_options)
         used.update(mine)
         used.update(multi)
         if "num_decodes" in ob.domain and seqs is not None:
@@ -794,45 +796,118 @@ def check_all(
             used.add("max_num_seqs")
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
+        checked.append(None)  # type: ignore[arg-type] - decided below, with the others
+        pending.append(
+            (
+                len(checked) - 1,
+                bounded,
+                run_options,
+                functools.partial(
+                    _decided_entry,
+                    ob,
+                    bounded,
+                    run_options,
+                    domain,
+                    mine,
+                    free,
+                    multi,
+                    resized,
+                    seqs,
+                    tokens,
+                    engine,
+                    version,
+                ),
+            )
+        )
+    results = decide_obligations([(b, o) for _, b, o, _ in pending], options.jobs)
+    for (index, _, _, finish), result in zip(pending, results):
+        checked[index] = finish(result)
+    return checked, used
+
+
+def _decided_entry(
+    ob, bounded, run_options, domain, mine, free, multi, resized, seqs, tokens, engine, version, result
+) -> Checked:
+    """The :class:`Checked` of an applied obligation ``ob`` once ``result`` (its proof at these
+    flags, ``bounded`` under ``run_options``) is known."""
+    entry = Checked(
+        ob,
+        result,
+        True,
+        "",
+        mine,
+        free,
+        multi,
+        resized[0] if resized else None,
+        resized[2] if resized else "",
+        _bounded_below(bounded, result, mine, seqs),
+    )
+    entry.decided = (bounded, run_options)
+
+    def at_seqs(n: int, ob=ob, domain=domain, mine=mine, run_options=run_options):
+        """The same check with the deployment's request limit ``n`` instead (nearby --max-num-seqs)."""
+        pins = {k: (n if k in BATCH_LIMITS else v) for k, v in mine.items()}
+        again = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, n, tokens)})
+        return again, dataclasses.replace(run_options, pins=pins)
+
+    entry.at_seqs = at_seqs
+    if FIX_RELEASE_UNKNOWN in ob.tags and result.verdict is Verdict.COUNTEREXAMPLE:
+        # the formula fails here, but which release first ships the fix is not known: whether
+        # this deployment runs the failing formula is a fact the line does not give
+        fixes = ", ".join(s for s in ob.sources if "#" in s) or "a later release"
         entry = Checked(
             ob,
-            result,
-            True,
-            "",
+            None,
+            False,
+            f"fails with this line's values in the formula before {fixes}; capproof does not know "
+            f"which {engine} release first ships the fix",
             mine,
             free,
-            multi,
-            resized[0] if resized else None,
-            resized[2] if resized else "",
-            _bounded_below(bounded, result, mine, seqs),
+            needs=f"whether {engine} {version} contains {fixes} (if not, this line fails)",
         )
-        entry.decided = (bounded, run_options)
+    return entry
 
-        def at_seqs(n: int, ob=ob, domain=domain, mine=mine, run_options=run_options):
-            """The same check with the deployment's request limit ``n`` instead (nearby --max-num-seqs)."""
-            pins = {k: (n if k in BATCH_LIMITS else v) for k, v in mine.items()}
-            again = dataclasses.replace(
-                ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, n, tokens)}
-            )
-            return again, dataclasses.replace(run_options, pins=pins)
 
-        entry.at_seqs = at_seqs
-        if FIX_RELEASE_UNKNOWN in ob.tags and result.verdict is Verdict.COUNTEREXAMPLE:
-            # the formula fails here, but which release first ships the fix is not known: whether
-            # this deployment runs the failing formula is a fact the line does not give
-            fixes = ", ".join(s for s in ob.sources if "#" in s) or "a later release"
-            entry = Checked(
-                ob,
-                None,
-                False,
-                f"fails with this line's values in the formula before {fixes}; capproof does not know "
-                f"which {engine} release first ships the fix",
-                mine,
-                free,
-                needs=f"whether {engine} {version} contains {fixes} (if not, this line fails)",
-            )
-        checked.append(entry)
-    return checked, used
+def _decide_one(task: tuple[Obligation, Options]) -> ObligationResult:
+    """One obligation's proof in a fresh Z3 context (its verdict does not depend on what this
+    process decided before, nor on how the work was split among processes)."""
+    from ..symbolic import fresh_z3_context
+
+    ob, options = task
+    with fresh_z3_context():
+        return prove_obligation(ob, options)
+
+
+#: The obligations a forked worker decides: set in the parent before the fork, read by index.
+_TASKS: list[tuple[Obligation, Options]] = []
+
+
+def _decide_index(index: int) -> tuple[int, ObligationResult]:
+    import z3
+
+    z3.z3._main_ctx = None  # the parent's context is not this process's (as capproof.runner's workers)
+    return index, _decide_one(_TASKS[index])
+
+
+def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -> list[ObligationResult]:
+    """``prove_obligation`` of each ``(obligation, options)``, results in the given order:
+    ``jobs`` forked worker processes at a time (one obligation per message, as they finish), or in
+    this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is not available
+    (Windows). Each proof runs in a fresh Z3 context either way, so the verdicts are the same."""
+    import multiprocessing
+
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_decide_one(task) for task in tasks]
+    _TASKS[:] = tasks
+    try:
+        results: list[ObligationResult | None] = [None] * len(tasks)
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for index, result in pool.imap_unordered(_decide_index, range(len(tasks))):
+                results[index] = result
+        return results  # type: ignore[return-value]
+    finally:
+        _TASKS.clear()
 
 
 #: A nearby ``--max-model-len`` is searched only for obligations decided within this many seconds.
@@ -1378,6 +1453,7 @@ CHECK_CONFIG_OPTIONS = (
     "--model-config",
     "--spec",
     "--rlimit",
+    "--jobs",
     "--gpu",
     "--num-sms",
     "--json",
