@@ -445,6 +445,19 @@ def test_verbose_check_config_names_where_its_obligations_come_from_and_the_time
     assert "capproof: root" not in quiet.output
 
 
+def test_worker_processes_give_the_same_answer_as_one_process():
+    """check-config decides its obligations in -j forked processes: the answer does not depend on it."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    line = ["--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--block-size", "64"]
+    answers = []
+    for jobs in ("1", "2"):
+        result = check("-j", jobs, "--spec", spec, "--json", "-", *line)
+        data = json.loads(result.output)
+        verdicts = [(o["id"], o.get("verdict"), o.get("counterexample")) for o in data["obligations"]]
+        answers.append((result.exit_code, data["verdict"], verdicts))
+    assert len(answers[0][2]) > 2 and answers[0] == answers[1]
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4
