@@ -1179,7 +1179,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     inventory_path, from_json = _user_path(inventory_path), _user_path(from_json)
     if from_json and not os.path.isfile(from_json):  # a missing input is a usage error (exit 4, as pytest's)
         _errout().print(
-            f"error: --from {from_json}: no such file (give the JSON a `capproof prove --json FILE` run wrote)",
+            f"error: --from {from_json}: no such file: run `make verify` or `capproof prove --json {from_json}` first",
             markup=False,
             style="bold red",
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -128,8 +129,21 @@ def test_nearby_max_num_seqs_is_found_by_the_solver(tmp_path):
 def test_coverage_from_a_missing_file_is_one_line_exit_4(tmp_path):
     code, out = run_on_pty(["coverage", "--from", "missing.json"], str(tmp_path))
     assert code == 4, out
-    lines = [line for line in out.splitlines() if line.strip()]
-    assert len(lines) == 1 and "--from missing.json: no such file" in lines[0]
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", out).split())  # one error, wrapped to the terminal's width
+    assert text.count("error:") == 1 and "--from missing.json: no such file" in text
+    assert "run `make verify` or `capproof prove --json missing.json` first" in text
+    # the README's line in a fresh clone (a project without .capproof/): the same one error
+    code, out = run_on_pty(["coverage", "--from", ".capproof/last-run.json"], str(_project(tmp_path)))
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", out).split())
+    assert code == 4 and text.count("error:") == 1 and "capproof prove --json .capproof/last-run.json" in text, out
+
+
+def _project(tmp_path):
+    """A fresh project: pyproject.toml with [tool.capproof] and an empty spec/, no .capproof/."""
+    root = tmp_path / "clone"
+    (root / "spec").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.capproof]\n")
+    return root
 
 
 @pytest.mark.parametrize("args", [["inventory", "--write"], ["report"], ["coverage", "--write"], ["bound", "--write"]])
