@@ -849,6 +849,11 @@ def check_config(
                     f"{name} took '--' as its value: give {name} a value before '--' "
                     f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- {DEFAULT_ENGINE.command} …)"
                 )
+        for name, value in (("--json", json_out), ("--sarif", sarif_out)):  # before minutes of proving
+            problem = _unwritable(value)
+            if problem:
+                json_out = None if name == "--json" else json_out
+                raise CheckError(f"{name} {value}: cannot write: {problem}")
         engine, version = parse_engine(engine_spec)
         adapter = adapter_for(engine)
         args = list(serve_args)
@@ -942,6 +947,21 @@ def check_config(
             style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
             _out().print(line, style=style)
     sys.exit(outcome.exit_code if written else EXIT_UNDECIDED)
+
+
+def _unwritable(path: str | None) -> str:
+    """Why a new file ``path`` could not be written ("" when it can, or when ``path`` is None or
+    ``-``): its directory missing or not writable, or ``path`` a directory."""
+    if path in (None, "-"):
+        return ""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "it is a directory"
+    if not os.path.isdir(folder):
+        return f"no such directory {folder}"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return "permission denied"
+    return ""
 
 
 def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:

@@ -254,7 +254,7 @@ def test_a_spec_file_of_the_project_checks_from_another_directory(tmp_path, monk
 def test_a_failure_no_smaller_request_limit_fixes_says_so():
     """C3 on vLLM-Ascend 0.25.0: K - 1 = 4 appended slots per request against a reserve of 2 per
     request fail at every request limit; the answer lists the limits the solver tried."""
-    line = ["vllm", "serve", "m", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
+    line = ["vllm", "serve", "m", "-tp", "4", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
     result = check(
         "--engine", "vllm-ascend==0.25.0", "--", *line, "-sc", '{"method": "mtp", "num_speculative_tokens": 5}'
     )

@@ -458,6 +458,29 @@ def test_worker_processes_give_the_same_answer_as_one_process():
     assert len(answers[0][2]) > 2 and answers[0] == answers[1]
 
 
+@pytest.mark.parametrize("option", ["--json", "--sarif"])
+def test_an_output_file_that_cannot_be_written_is_refused_before_proving(option, tmp_path):
+    """``--json /nonexistent/dir/x.json`` ran the whole check (minutes), then failed to write."""
+    missing = str(tmp_path / "no-such-dir" / "x.json")
+    for path, why in ((missing, "no such directory"), (str(tmp_path), "it is a directory")):
+        result = check(option, path, "--", "vllm", "serve", "Qwen/Qwen3-8B")
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 4 and len(lines) == 1, result.output
+        assert lines[0].startswith(f"error: {option} {path}: cannot write: {why}")
+
+
+@pytest.mark.parametrize("tp, dcp", [("1", "4"), ("8", "16"), ("6", "4")])
+def test_a_dcp_that_does_not_divide_tp_is_refused_as_vllm_refuses_it(tp, dcp):
+    """vLLM's ParallelConfig raises ``tp_size=1 must be divisible by dcp_size=4`` at startup;
+    the line was checked as if it started (will fail, or undecided "dcp=16 outside")."""
+    line = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", tp, "-dcp", dcp, "--max-model-len", "480000"]
+    result = check("--engine", "vllm==0.26.0", "--", *line, "--block-size", "64")
+    assert result.exit_code == 4, result.output
+    assert result.output.startswith(f"error: -dcp {dcp} does not divide -tp {tp}: vLLM refuses the line at startup")
+    # with prefill context parallelism on, DCP may span it: not refused here
+    assert "does not divide" not in check("--engine", "vllm==0.26.0", "--", *line, "-pcp", "4").output
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4

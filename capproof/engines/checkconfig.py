@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -874,8 +875,11 @@ def _decide_one(task: tuple[Obligation, Options]) -> ObligationResult:
     from ..symbolic import fresh_z3_context
 
     ob, options = task
+    started = time.process_time()
     with fresh_z3_context():
-        return prove_obligation(ob, options)
+        result = prove_obligation(ob, options)
+    result.cpu_seconds = time.process_time() - started  # what a nearby search would cost, whatever the load
+    return result
 
 
 #: The obligations a forked worker decides: set in the parent before the fork, read by index.
@@ -910,8 +914,17 @@ def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -
         _TASKS.clear()
 
 
-#: A nearby ``--max-model-len`` is searched only for obligations decided within this many seconds.
+#: A nearby ``--max-model-len`` or ``--max-num-seqs`` is searched only for obligations decided within
+#: this many seconds of CPU.
 NEARBY_BUDGET_SECONDS = 2.0
+
+
+def _cost(c: Checked) -> float:
+    """Seconds of CPU the proof of ``c`` took (its wall-clock seconds when not measured): a
+    nearby search repeats that proof, and on a loaded machine the wall clock overstates it."""
+    return getattr(c.result, "cpu_seconds", c.result.seconds)
+
+
 #: Roundings tried for a nearby ``--max-model-len`` (tokens): multiples of powers of two.
 _LENGTH_STEPS = tuple(2**k for k in range(4, 17))
 
@@ -923,7 +936,7 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
     ``max_model_len`` was not pinned or no candidate holds. Other obligations are not re-checked."""
     decided = getattr(c, "decided", None)
     value = c.pinned.get("max_model_len")
-    if decided is None or value is None or c.result.seconds > NEARBY_BUDGET_SECONDS:
+    if decided is None or value is None or _cost(c) > NEARBY_BUDGET_SECONDS:
         return None  # not pinned, or one proof of it costs too much to try several
     ob, options = decided
     candidates = sorted({(value // m) * m for m in _LENGTH_STEPS if 0 < (value // m) * m < value}, reverse=True)
@@ -949,7 +962,7 @@ def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
     refuted). Other obligations are not re-checked."""
     at_seqs = getattr(c, "at_seqs", None)
     reads = any(k in c.pinned for k in BATCH_LIMITS) or "num_decodes" in c.obligation.domain
-    if at_seqs is None or not reads or c.result.seconds > NEARBY_BUDGET_SECONDS:
+    if at_seqs is None or not reads or _cost(c) > NEARBY_BUDGET_SECONDS:
         return None
     rounded = {(seqs // m) * m for m in (2**k for k in range(3, 13))}
     halved = {seqs >> k for k in range(1, 12)}

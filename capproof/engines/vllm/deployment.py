@@ -290,6 +290,13 @@ def run_check(
     if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
         _refuse_overridden_fields(cfg.hf_overrides, model)
     _refuse_too_long(cfg, model, engine, version)
+    if cfg.tp % cfg.dcp and "--prefill-context-parallel-size" not in cfg.origin:
+        # vllm/config/parallel.py (ParallelConfig validation): DCP reuses the TP ranks when PCP is off
+        raise CheckError(
+            f"-dcp {cfg.dcp} does not divide -tp {cfg.tp}: vLLM refuses the line at startup "
+            f"(tp_size={cfg.tp} must be divisible by dcp_size={cfg.dcp}, vllm/config/parallel.py); "
+            "decode context parallelism runs on the tensor-parallel ranks, give -tp a multiple of -dcp"
+        )
     if isinstance(model, dict):
         feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
         model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
