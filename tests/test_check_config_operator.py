@@ -72,6 +72,17 @@ def test_known_model_name_gives_its_config_fields_with_the_source():
     assert all(name.count("/") == 1 for name in KNOWN_MODELS)
 
 
+def test_an_old_hugging_face_name_the_hub_redirects_is_known():
+    """SGLang's quickstart names meta-llama/Meta-Llama-3.1-8B-Instruct (the Hub redirects it to
+    meta-llama/Llama-3.1-8B-Instruct): it was "not in capproof's table of known models"."""
+    facts = resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct", None)
+    assert facts.values == resolve_model("meta-llama/Llama-3.1-8B-Instruct", None).values
+    assert "the Hub's old name of meta-llama/Llama-3.1-8B-Instruct" in facts.path
+    result = check("--", "vllm", "serve", "meta-llama/Meta-Llama-3.1-8B-Instruct", "--max-model-len", "200000")
+    # the table's length is known under the old name too: vLLM 0.33.0 refuses 200000 (llama3 RoPE is not multiplied in)
+    assert result.exit_code == 4 and "above the model's length, 131072" in result.output
+
+
 def test_local_model_directory_and_model_config_directory(tmp_path, monkeypatch):
     model = tmp_path / "ckpt"
     model.mkdir()

@@ -413,6 +413,14 @@ KNOWN_MODELS: dict[str, dict] = {
     },
 }
 _KNOWN_BY_KEY = {name.lower(): name for name in KNOWN_MODELS}
+#: Old Hugging Face names the Hub redirects to an entry of :data:`KNOWN_MODELS` (Meta renamed its
+#: Llama 3.1 repositories; SGLang's and vLLM's quickstarts still use the old names): vLLM and
+#: SGLang download the same config.json under either name.
+MODEL_ALIASES = {
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct": "meta-llama/Llama-3.1-70B-Instruct",
+}
+_KNOWN_BY_KEY.update({alias.lower(): name for alias, name in MODEL_ALIASES.items()})
 
 
 def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | None:
@@ -435,8 +443,8 @@ def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | N
     name = _KNOWN_BY_KEY.get(model.strip().rstrip("/").lower())
     if name is None:
         return None
-    facts = model_facts(KNOWN_MODELS[name], f"{name} (capproof's table of known models, from {_HF.format(name)})")
-    return facts
+    alias = "" if name.lower() == model.strip().rstrip("/").lower() else f"; {model} is the Hub's old name of {name}"
+    return model_facts(KNOWN_MODELS[name], f"{name} (capproof's table of known models, from {_HF.format(name)}{alias})")
 
 
 def _batch_bounds(ob: Obligation, seqs: int | None, tokens: int | None) -> dict:
