@@ -115,19 +115,77 @@ def shrink(
                 bad = mid
         return moved
 
+    def together(name: str, lo: int) -> bool:
+        """Move ``name`` and every later scalar equal to it (a batch's length with its bound:
+        ``num_reqs == max_num_reqs``) down to ``lo`` at once, truncating their batches."""
+        now = cur[name]
+        later = [p for p in order[order.index(name) + 1 :] if p in ranges and p not in vectors and cur[p] == now]
+        if not later or lo >= now:  # type: ignore[operator]
+            return False
+        cand = dict(cur)
+        for p in (name, *later):
+            if not ranges[p].contains(lo):
+                return False
+            cand[p] = lo
+            vec = lengths.get(p)
+            if vec is not None:
+                cand[vec] = list(cur[vec][:lo])  # type: ignore[index]
+        if fails(cand):
+            cur.update(cand)
+            return True
+        return False
+
+    def shift(name: str, i: int, lo: int, hi: int) -> bool:
+        """Move entry ``i``'s excess over ``lo`` onto the batch's last entry (a sum the assumptions
+        fix stays the same: a routing's counts with ``total(counts) == numel``)."""
+        entries = cur[name]
+        last = len(entries) - 1  # type: ignore[arg-type]
+        excess = entries[i] - lo  # type: ignore[index]
+        if i >= last or excess <= 0 or entries[last] + excess > hi:  # type: ignore[index]
+            return False
+        moved = list(entries)  # type: ignore[call-overload]
+        moved[i], moved[last] = lo, moved[last] + excess
+        cand = dict(cur)
+        cand[name] = moved
+        if fails(cand):
+            cur.update(cand)
+            return True
+        return False
+
+    moves = [0]  # points moved to so far
+    settled: dict[tuple[str, int], int] = {}  # each coordinate: ``moves`` when its last attempt ended
+
+    def due(coord: tuple[str, int]) -> bool:
+        """Whether ``coord`` is to be tried: not if no move was made since its last attempt ended
+        (the same point, the same answers: the check is a function of the point)."""
+        return settled.get(coord) != moves[0]
+
     try:
         changed = True
         while changed:
             changed = False
             for name in order:
                 if name in vectors:
-                    lo = vectors[name].elem.lo  # type: ignore[attr-defined]
+                    lo, hi = vectors[name].elem.lo, vectors[name].elem.hi  # type: ignore[attr-defined]
                     for i in range(len(cur[name])):  # type: ignore[arg-type]
-                        changed |= lower(name, lo, cur[name][i], index=i)  # type: ignore[index]
+                        if i >= len(cur[name]) or not due((name, i)):  # type: ignore[arg-type]
+                            continue
+                        moved = lower(name, lo, cur[name][i], index=i) or shift(name, i, lo, hi)  # type: ignore[index]
+                        moves[0] += moved
+                        changed |= moved
+                        settled[(name, i)] = moves[0]
+                elif not due((name, -1)):
+                    continue
                 elif name in finite:
-                    changed |= lower(name, 0, cur[name], values=sorted(finite[name]))  # type: ignore[arg-type]
+                    moved = lower(name, 0, cur[name], values=sorted(finite[name]))  # type: ignore[arg-type]
+                    moves[0] += moved
+                    changed |= moved
+                    settled[(name, -1)] = moves[0]
                 elif name in ranges:
-                    changed |= lower(name, ranges[name].lo, cur[name])  # type: ignore[arg-type]
+                    moved = lower(name, ranges[name].lo, cur[name]) or together(name, ranges[name].lo)  # type: ignore[arg-type]
+                    moves[0] += moved
+                    changed |= moved
+                    settled[(name, -1)] = moves[0]
     except _Spent:
         pass
     return cur, spent[0]
