@@ -1094,7 +1094,8 @@ def _prove_obligation_once(ob: Obligation, options: Options | None) -> Obligatio
             (params, values), shrunk = seeded, ", shrunk on ints"
         result.message = (
             f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
-            f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})"
+            f"(every assumption holds; not minimised, not certified minimal: the solver's search was unknown: "
+            f"{result.message})"
         )
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(params, values, False)
@@ -1430,7 +1431,7 @@ class Bounded:
                 + (
                     ""
                     if best.minimized
-                    else " (not minimised: a minimisation query ran out of rlimit)"
+                    else " (not minimised: a minimisation query ran out of rlimit; not certified minimal)"
                     if options.minimize
                     else " (not minimised: minimisation off)"
                 )
