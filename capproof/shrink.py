@@ -98,15 +98,24 @@ def shrink(
         return False
 
     def lower(name: str, lo: int, now: int, index: int | None = None, values: list[int] | None = None) -> bool:
-        """Move ``name`` (entry ``index``) down from ``now``: the least value found by bisection."""
+        """Move ``name`` (entry ``index``) down from ``now``: the least value found by galloping
+        up from ``lo`` and bisecting."""
         if values is not None:  # a finite domain: its values below ``now``, least first
             return any(take(name, v, index) for v in values if v < now)
         if lo >= now:
             return False
         if take(name, lo, index):
             return True
-        bad, good = lo, now  # bisect: ``bad`` did not fail, ``good`` does (the current value)
-        moved = False
+        # gallop up from ``lo`` (lo + 1, lo + 2, lo + 4, ...) to the first value that fails, then
+        # bisect below it: ~2 log2 of the distance to the least value instead of log2 of the
+        # current one (least values lie near their bound: 129 from 2**21 in 15 checks, not 22)
+        bad, good, step, moved = lo, now, 1, False
+        while lo + step < now:
+            if take(name, lo + step, index):
+                good, moved = lo + step, True
+                break
+            bad, step = lo + step, 2 * step
+        # bisect: ``bad`` did not fail, ``good`` does (the current value)
         while good - bad > 1:
             mid = (bad + good) // 2
             if take(name, mid, index):
