@@ -59,6 +59,7 @@ from .shrink import shrink
 from .symbolic import (
     LazyText,
     SymInt,
+    Trace,
     differs_from,
     fresh_z3_context,
     model_int,
@@ -927,7 +928,8 @@ class _First:
             if self.found is None or self.ob is None or self.domains is None:
                 return None
             ob = self.ob
-            point, _ = shrink(list(ob.params), self.found.params, *self.domains, _quick_check(ob))
+            with tracing() as trace:
+                point, _ = shrink(list(ob.params), self.found.params, *self.domains, _quick_check(ob, trace))
             values = _failing_values(ob, point) if point != self.found.params else self.found.values
             if values is None:  # pragma: no cover - the quick check skips only the witness conditions
                 point, values = self.found.params, self.found.values
@@ -959,38 +961,60 @@ class _First:
             self.record(params, values, "solver")
 
 
-def _quick_check(ob: Obligation):
+def _quick_check(ob: Obligation, trace: Trace):
     """``fails(params)``: whether ``params`` is a counterexample on ints, as
     :func:`_failing_values` decides it (assumptions hold, claim false, on the batches alone as
-    with the padding) but with the assumptions in declaration order up to the first false one and
-    without the witness conditions: the shrinker's check (several times cheaper; the point it
-    keeps is replayed in full by :func:`_failing_values`). False when the model raises."""
-    calls = [(name, func, ob.assumption_params(name)) for name, func in ob.assumptions.items()]
-    short = [(p, d.size) for p, d in ob.domain.items() if isinstance(d, Vector)]
+    with the padding) but with the assumptions in declaration order up to the first false one,
+    each over scalars computed once per argument values, and without the witness conditions: the
+    shrinker's check (several times cheaper; the point it keeps is replayed in full by
+    :func:`_failing_values`). ``trace``: the :class:`~capproof.symbolic.Trace` the calls run
+    under (one for the whole shrink, as for the int probe; its misuse list is checked and
+    cleared after each point). False when the model raises or misuses capproof."""
+    vectors = {p for p, d in ob.domain.items() if isinstance(d, Vector)}
+    calls = []
+    for name, func in ob.assumptions.items():
+        names = ob.assumption_params(name)
+        calls.append((name, func, names, not vectors.intersection(names)))
+    short = [(p, ob.domain[p].size) for p in vectors]  # type: ignore[attr-defined]
+    memo: dict[tuple, bool] = {}  # scalar assumptions by their argument values
+    seen: dict[tuple, bool] = {}  # points checked (a pass may come back to one)
 
     def run(params: dict[str, object], padding: bool) -> tuple[bool, dict[str, int]] | None:
-        args = concrete_args(ob, params, padding)
-        with tracing() as trace:
-            for name, func, names in calls:
-                if not call_with_args(func, "assumption", name, names, args):
-                    return None
-            claim = as_claim(ob.func(**args), ob)
-        if trace.misuse:
-            return None
+        args = concrete_args(ob, params, padding) if vectors else params
+        for name, func, names, scalar in calls:
+            if scalar:
+                key = (name, *map(args.__getitem__, names))
+                holds = memo.get(key)
+                if holds is None:
+                    holds = memo[key] = bool(call_with_args(func, "assumption", name, names, args))
+            else:
+                holds = bool(call_with_args(func, "assumption", name, names, args))
+            if not holds:
+                return None
+        claim = as_claim(ob.func(**args), ob)
         return bool(claim.holds), {k: int(v) for k, v in claim.values.items()}  # type: ignore[call-overload]
 
-    def fails(params: dict[str, object]) -> bool:
+    def check(params: dict[str, object]) -> bool:
         try:
             padded = run(params, True)
-            if padded is None or padded[0]:
+            if padded is None or padded[0] or trace.misuse:
                 return False
             if any(len(params[p]) < size for p, size in short):  # type: ignore[arg-type]
-                return run(params, False) == padded
+                return run(params, False) == padded and not trace.misuse
             return True
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a point where the model raises is no counterexample
             return False
+        finally:
+            trace.misuse.clear()
+
+    def fails(params: dict[str, object]) -> bool:
+        key = tuple(tuple(v) if isinstance(v, list) else v for v in params.values())
+        out = seen.get(key)
+        if out is None:
+            out = seen[key] = check(params)
+        return out
 
     return fails
 

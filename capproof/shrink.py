@@ -6,18 +6,23 @@ query can cost seconds (``mtp_reader_row_is_last_token_before_47238``: one *sat*
 ``num_speculative_tokens <= 2`` took 9.6-12.6 s CPU). :func:`shrink` first lowers a known
 counterexample on plain ints, as Hypothesis shrinks an example: each parameter in declared order
 (a batch's length truncating the batch, then each active entry) is moved down to the smallest
-value a bisection finds at which the point still fails, in passes until a pass moves nothing.
-Every point it keeps was checked by ``is_counterexample`` (the prover's replay on ints: in the
+value a gallop up from its bound and a bisection find at which the point still fails, in passes
+until a pass moves nothing (a coordinate is not tried again until some move changed the point).
+Every point it keeps was checked by ``is_counterexample`` (the prover's check on ints: in the
 domain, every assumption true, the claim false with and without the batch's padding).
 
-Moves are single-coordinate: a point where every single move leaves the failing set (a saturated
-batch whose token budget equals its total: fewer tokens need a lower budget too) is kept as it is.
-The result is only a *seed*: a known failing point at or below the one given. The prover uses it
-to skip a minimisation query whose answer the seed already gives (a parameter at its domain's
-lower bound in a point consistent with every value fixed so far) and as the upper end of each
-binary search; the minimum, and whether it is one, still come from Z3's answers. The work is
-counted (:data:`SHRINK_EVALUATIONS` points, :data:`SHRINK_WORK` batch entries), not timed, so the
-seed does not depend on the machine's load.
+Besides single-coordinate moves, two joint ones: a scalar lowered to its bound together with every
+later scalar equal to it (a batch's length with its bound), and a batch entry's excess over its
+bound moved onto the batch's last entry (a sum an assumption fixes stays the same: a routing's
+``total(counts) == numel``). A point where no such move stays failing (a saturated batch whose token
+budget equals its total: fewer tokens need a lower budget too) is kept as it is.
+The result is only a *seed*: a known failing point at or below the one given. The prover
+certifies it with one query (no point of its case below it in the minimisation's order: the least
+point, no search) or else uses it to skip a minimisation query whose answer the seed already gives
+(a parameter at its domain's lower bound in a point consistent with every value fixed so far) and
+as the upper end of each binary search; the minimum, and whether it is one, still come from Z3's
+answers. The work is counted (:data:`SHRINK_EVALUATIONS` points, :data:`SHRINK_WORK` batch entries),
+not timed, so the seed does not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -169,11 +174,19 @@ def shrink(
         (the same point, the same answers: the check is a function of the point)."""
         return settled.get(coord) != moves[0]
 
+    # the first pass lowers the parameters of finite domains first (a few values each: a gallop
+    # over a wide range is then made once at their lowered values rather than before and after),
+    # then, without batches, the ranges last to first: a bound declared before what it bounds
+    # (``max_model_len`` before ``pos < max_model_len``) comes down only after it (55 checks -> 15
+    # on generic_slot_mapping_reads_kpool_tail_table); a batch's length stays before its entries
+    wide = [p for p in order if p not in finite]
+    first_pass = [p for p in order if p in finite] + (wide if vectors else wide[::-1])
     try:
-        changed = True
+        changed, passes = True, 0
         while changed:
             changed = False
-            for name in order:
+            passes += 1
+            for name in first_pass if passes == 1 else order:
                 if name in vectors:
                     lo, hi = vectors[name].elem.lo, vectors[name].elem.hi  # type: ignore[attr-defined]
                     for i in range(len(cur[name])):  # type: ignore[arg-type]
