@@ -182,8 +182,90 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
         return check_contract(item, options)  # type: ignore[arg-type]
     from .symbolic import fresh_z3_context
 
-    with fresh_z3_context():
-        return prove_obligation(item, options)  # type: ignore[arg-type]
+    with fresh_z3_context(), _FilesRead() as read:
+        outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+    return read.mark(outcome)
+
+
+class _FilesRead:
+    """While active, the files model code opens (Python's ``open`` audit event: ``open()``, ``io``,
+    ``os.open``, ``pathlib``; not capproof's own reads) outside Python's installation, capproof, Z3
+    and ``.capproof/``: a model reading an engine's config file at run time. :meth:`mark` sets ``uncacheable`` on an
+    outcome that read one: its verdict depends on a file no cache key covers, so it is not
+    stored (capproof.verdict_cache)."""
+
+    active: list = []
+    installed = [False]
+
+    def __enter__(self) -> "_FilesRead":
+        if not self.installed[0]:
+            self.installed[0] = True
+            sys.addaudithook(_FilesRead._audit)
+        self.opened: list[str] = []
+        _FilesRead.active.append(self.opened)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _FilesRead.active.remove(self.opened)
+
+    def mark(self, outcome):
+        if self.opened:
+            try:
+                outcome.uncacheable = f"read {self.opened[0]} while deciding it"
+            except AttributeError:  # (an outcome without a __dict__)
+                pass
+        return outcome
+
+    @staticmethod
+    def _audit(event: str, args: tuple) -> None:
+        if event != "open" or not _FilesRead.active or not args or args[0] is None:
+            return
+        try:
+            path = os.path.abspath(os.fsdecode(args[0]) if not isinstance(args[0], int) else f"/proc/self/fd/{args[0]}")
+        except Exception:  # noqa: BLE001 - a path that cannot be decoded: counted
+            path = repr(args[0])
+        if path.startswith(_NOT_INPUTS()) or path.endswith(".pyc"):
+            return
+        if not _opened_by_project_code(sys._getframe(1)):  # capproof's or a library's own reads
+            return
+        for opened in _FilesRead.active:
+            opened.append(path)
+
+
+def _opened_by_project_code(frame) -> bool:
+    """Whether the first frame from ``frame`` outward that is capproof's or the project's (a file
+    under the working directory, not in a hidden directory) is the project's: the standard
+    library's and installed libraries' frames are looked through."""
+    root = os.path.abspath(os.getcwd()) + os.sep
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if name.startswith(own):
+            return False
+        if name.startswith(root) and f"{os.sep}." not in name[len(root) - 1 :]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _NOT_INPUTS() -> tuple[str, ...]:
+    """Where opened files are no input of a verdict: Python's installation, capproof's and Z3's
+    code, the caches under ``.capproof/``, the kernel's pseudo files."""
+    import z3
+
+    return tuple(
+        os.path.join(os.path.abspath(p), "")
+        for p in (
+            sys.prefix,
+            sys.base_prefix,
+            os.path.dirname(os.path.abspath(__file__)),
+            os.path.dirname(os.path.abspath(z3.__file__)),
+            os.path.join(os.getcwd(), ".capproof"),
+            "/proc",
+            "/dev",
+            "/sys",
+        )
+    )
 
 
 def _work(kind: str, file: str, ident: str, options: Options):
@@ -994,12 +1076,14 @@ def _decide_isolated(
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
-    if task is not None and kind == task.kind:
-        outcome = task.decide(item)  # type: ignore[arg-type]
-    elif kind == "obligation":
-        outcome = prove_obligation(item, options)  # type: ignore[arg-type]
-    else:
-        outcome = check_contract(item, options)  # type: ignore[arg-type]
+    with _FilesRead() as read:
+        if task is not None and kind == task.kind:
+            outcome = task.decide(item)  # type: ignore[arg-type]
+        elif kind == "obligation":
+            outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+        else:
+            outcome = check_contract(item, options)  # type: ignore[arg-type]
+    read.mark(outcome)
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
