@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -209,11 +210,20 @@ class _FilesRead:
         _FilesRead.active.remove(self.opened)
 
     def mark(self, outcome):
+        """Set ``uncacheable`` on ``outcome`` when the model read a file; make it an error when it
+        wrote one (state its own later evaluations may read: a memo in a temporary file)."""
         if self.opened:
             try:
-                outcome.uncacheable = f"read {self.opened[0]} while deciding it"
+                outcome.uncacheable = f"read {self.opened[0][0]} while deciding it"
             except AttributeError:  # (an outcome without a __dict__)
                 pass
+        written = [path for path, writes in self.opened if writes]
+        if written and not _is_error(outcome):
+            _mark_error(
+                outcome,
+                f"the model wrote {written[0]} while deciding it: its own evaluations (the int probe's, the "
+                "symbolic runs') may read what an earlier one wrote",
+            )
         return outcome
 
     @staticmethod
@@ -224,12 +234,18 @@ class _FilesRead:
             path = os.path.abspath(os.fsdecode(args[0]) if not isinstance(args[0], int) else f"/proc/self/fd/{args[0]}")
         except Exception:  # noqa: BLE001 - a path that cannot be decoded: counted
             path = repr(args[0])
-        if path.startswith(_NOT_INPUTS()) or path.endswith(".pyc"):
+        if (path.startswith(_NOT_INPUTS()) or path.endswith(".pyc")) and not path.startswith(tempfile.gettempdir()):
             return
         if not _opened_by_project_code(sys._getframe(1)):  # capproof's or a library's own reads
             return
+        mode = args[1] if len(args) > 1 else "r"
+        writes = (
+            any(c in mode for c in "wax+")
+            if isinstance(mode, str)
+            else isinstance(mode, int) and bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
+        )
         for opened in _FilesRead.active:
-            opened.append(path)
+            opened.append((path, writes))
 
 
 def _opened_by_project_code(frame) -> bool:
@@ -841,6 +857,42 @@ def _left_behind(start: tuple, now: tuple) -> bool:
     )
 
 
+_LEFTOVER_PARTS = (
+    "bindings",
+    "data of functions, classes and tables",
+    "sys.modules",
+    "os.environ",
+    "the working directory",
+    "sys.path",
+    "threads",
+    "interval timers",
+    "signal handlers",
+    "interpreter limits, filters, streams or hooks",
+    "Z3's global parameters",
+)
+
+
+def changed_while_deciding(start: tuple, now: tuple) -> list[str]:
+    """What differs between :func:`_leftovers` ``start`` (before an item) and ``now`` (after it)
+    besides modules imported and names bound since: state the item's own evaluations (the int
+    probe's, then the symbolic runs') may have passed on to each other (a memo kept as a library
+    module's attribute, a class attribute, a closure cell), so its verdict is an error."""
+    (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
+    out = [k for k, v in bound0.items() if bound1.get(k, v) != v]
+    out += [k for k, v in held0.items() if held1.get(k, v) != v]
+    out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
+    return out
+
+
+def _mark_changed(outcome, changed: list[str]) -> None:
+    if changed and not _is_error(outcome):
+        _mark_error(
+            outcome,
+            f"state changed while deciding it ({', '.join(changed[:3])}): the model's own evaluations (the "
+            "int probe's, the symbolic runs') may have passed it on to each other; keep models and claims free of it",
+        )
+
+
 def _count_z3_param_calls() -> list[int]:
     """Count, in this process, the calls that set or reset Z3's global parameters (``z3.set_param``,
     ``z3.reset_params``): they outlive the Z3 context and cannot be listed back; ``[count]``."""
@@ -1167,7 +1219,10 @@ def _child(
                 payload = next(it for it in items if it.id == ident)
                 outcome, clean = _decide_isolated(kind, payload, options, later=later, task=task)
             else:
+                pre = start if start is not None else _leftovers(z3_params, classes)
                 outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task)
+                now = _leftovers(z3_params, classes)
+                _mark_changed(outcome, changed_while_deciding(pre, now))
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
             from .encode import describe_exception
 
@@ -1180,7 +1235,7 @@ def _child(
         if (
             _is_error(outcome)
             or not clean
-            or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params, classes)))
+            or (start is not None and index != batch[-1][0] and _left_behind(start, now))
         ):
             break
     conn.close()
@@ -1216,7 +1271,10 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
                 os._exit(1)
             me = os.getpid()
             try:
+                classes = getattr(modules, "classes", ())
+                pre = _leftovers([0], classes)
                 outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task)
+                _mark_changed(outcome, changed_while_deciding(pre, _leftovers([0], classes)))
             except BaseException as exc:  # noqa: BLE001 - reported as the item's error
                 from .encode import describe_exception
 
