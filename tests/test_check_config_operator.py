@@ -492,6 +492,18 @@ def test_a_dcp_that_does_not_divide_tp_is_refused_as_vllm_refuses_it(tp, dcp):
     assert "does not divide" not in check("--engine", "vllm==0.26.0", "--", *line, "-pcp", "4").output
 
 
+def test_the_summary_counts_obligations_as_the_inventory_line_counts_buffers():
+    """An SGLang line said "0 verified and 1 only shape-checked" above "0 verified, 1 on a demand
+    modelled in spec/, 0 shape-only" for the same obligation."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "sglang_0_5_23_buffers.py")
+    result = check("--spec", spec, "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    text = " ".join(result.output.split())
+    assert "of these 0 verified, 1 on a demand modelled in spec/ and 0 only shape-checked" in text, result.output
+    assert (
+        "0 verified (demand derived from the engine's accesses), 1 on a demand modelled in spec/, 0 shape-only" in text
+    )
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4

@@ -1111,11 +1111,28 @@ def scope_line(outcome: CheckOutcome) -> str:
         + ([f"{induction} by induction over the batch, for every batch size"] if induction else [])
         + ([f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
     )
-    shape = sum(1 for c in proved if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags)
+    # each proved inventory obligation by the coverage kind of the buffers it covers (as the
+    # "inventory obligations" line counts them): all shape-only -> only shape-checked; any demand
+    # modelled in spec/ -> modelled; else verified
+    kinds = inventory_kinds(outcome.engine, outcome.version)
+    shape = modelled = 0
+    for c in proved:
+        if "inventory" not in c.obligation.tags or "derived" in c.obligation.tags:
+            continue
+        covered = [kinds.get(e, "") for e in c.obligation.covers]
+        if not covered or all(k == "shape-only" for k in covered):
+            shape += 1
+        elif any(k != "verified" for k in covered):
+            modelled += 1
     parts = [
         f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
         + (f" ({'; '.join(how)})" if how else "")
-        + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")
+        + (
+            f"; of these {len(proved) - shape - modelled} verified, {modelled} on a demand modelled in spec/ and "
+            f"{shape} only shape-checked"
+            if shape or modelled
+            else ""
+        )
     ]
     if short:
         parts.append(f"{short} proved for smaller batches only (not counted)")
