@@ -915,9 +915,7 @@ def check_config(
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
-            from .runner import default_jobs
-
-            options = Options(rlimit=rlimit, jobs=jobs or default_jobs())
+            options = Options(rlimit=rlimit, jobs=jobs or 0)  # 0: the CPU cores (decide_obligations)
             outcome = adapter.check(cfg, engine, version, model, spec_paths or ("spec",), options, gpu, num_sms)
         finally:
             if status is not None:
