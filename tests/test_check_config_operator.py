@@ -504,6 +504,18 @@ def test_the_summary_counts_obligations_as_the_inventory_line_counts_buffers():
     )
 
 
+def test_sarif_to_stdout_leaves_stdout_to_the_sarif():
+    """``--sarif - … | jq`` failed: the human answer followed the SARIF on stdout."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_dsa_indexer.py")
+    line = ["--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000"]
+    result = check("--engine", "vllm==0.26.0", "--spec", spec, "--sarif", "-", *line, "--block-size", "64")
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["version"] == "2.1.0"
+    assert result.stderr.startswith("will fail")
+    both = check("--json", "-", "--sarif", "-", *line)
+    assert both.exit_code == 4 and "only one of them can have stdout" in both.output
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4
