@@ -516,6 +516,21 @@ def test_sarif_to_stdout_leaves_stdout_to_the_sarif():
     assert both.exit_code == 4 and "only one of them can have stdout" in both.output
 
 
+@pytest.mark.parametrize("version", ["0.26.1rc1", "0.27.0.dev3", "0.26.0.post1", "0.26.2"])
+def test_a_vllm_build_that_is_no_published_release_is_refused_not_checked_as_its_neighbour(version):
+    """Corpus A2's reported deployment on vLLM 0.26.1rc1 (after #50302, 8192 vs 16384) was answered
+    safe: the pre-release was checked with 0.26.x's formulas."""
+    line = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64"]
+    line += ["--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+    result = check("--engine", f"vllm=={version}", "--", *line)
+    assert result.exit_code == 4, result.output
+    assert f"{version} is not a published vLLM release capproof models" in result.output
+    assert "safe" not in result.output.partition("models (")[0]
+    assert check("--engine", "vllm==0.27", "--", "vllm", "serve", "m", "-tp", "0").output.startswith(
+        "error: --tensor-parallel-size"
+    )  # 0.27 is 0.27.0, a release
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4

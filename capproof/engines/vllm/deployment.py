@@ -86,7 +86,16 @@ def parse_version(name: str, version: str | None, text: str) -> tuple[str, str]:
         raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
     # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
     # inventory are keyed by it
-    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
+    release = next((v for v in VLLM_VERSIONS if Version(v) == parsed), None)
+    if name == "vllm" and release is None:
+        # a pre-release, dev or post build (0.26.1rc1) may already hold a fix of the next release
+        # (vllm-project/vllm#50302 is in 0.26.1rc1): checking it as its neighbour could say safe
+        raise CheckError(
+            f"--engine {text!r}: {version} is not a published vLLM release capproof models "
+            f"({', '.join(VLLM_VERSIONS)}); a pre-release, dev or post build may or may not hold the next "
+            "release's fixes: check the release it was cut from and the next one, both must be safe"
+        )
+    return name, release or version
 
 
 #: ``--kv-cache-dtype`` values that select DSA's sparse MLA on CUDA, whose indexer backend supports
