@@ -531,6 +531,24 @@ def test_a_vllm_build_that_is_no_published_release_is_refused_not_checked_as_its
     )  # 0.27 is 0.27.0, a release
 
 
+def test_a_gated_delta_net_model_with_speculative_decoding_is_not_safe(tmp_path, monkeypatch):
+    """Corpus C5 (vllm-project/vllm#50021, #48475 open): a Qwen3-Next GDN model from its local
+    directory with MTP 5 was safe; the GDN kernels read the state index at num_accepted_tokens - 1,
+    -1 on a row with no accepted token, and no obligation models it."""
+    model = tmp_path / "qwen3-next"
+    model.mkdir()
+    config = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "linear_num_value_heads": 32}
+    (model / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 262144}))
+    monkeypatch.chdir(tmp_path)
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    line = ["vllm", "serve", "./qwen3-next", "-tp", "4", "--max-model-len", "32768"]
+    mtp = ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+    result = check("--spec", spec, "--", *line, *mtp)
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "give a verdict on the gated-delta-net state index read at num_accepted_tokens - 1" in result.output
+    assert "gated-delta-net" not in check("--spec", spec, "--", *line).output  # no speculative decoding
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4
