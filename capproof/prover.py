@@ -310,16 +310,21 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
     )
 
 
-def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
+def _checks(case: CaseProblem, witnesses: bool = False) -> list[tuple[z3.BoolRef, int, str]]:
     """What must hold at every admitted point besides the claim, with the number of assumptions
-    it may use and the error to report: nonzero divisors and exactness side conditions."""
+    it may use and the error to report: nonzero divisors and exactness side conditions. With
+    ``witnesses``: instead those of the witness conditions, which restrict where a witness is
+    searched for (scope ``len(assumptions) + 1``)."""
+    total = len(case.ob.assumptions)
     out = [
         (term != 0, upto, LazyText(lambda term=term, where=where: f"divisor {term} at {where}"))
         for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)
+        if (upto > total) == witnesses
     ]
     out += [
         (fact, upto, LazyText(lambda what=what: f"side condition {what}"))
         for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)
+        if (upto > total) == witnesses
     ]
     return out
 
@@ -358,6 +363,31 @@ def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseO
             return _fail_check(what, f" (in assumption {name!r})", case.point(s.model()))
         if answer == z3.unknown:
             return _CaseOutcome("unknown", message=f"check of {what}: {s.reason_unknown()}")
+    return None
+
+
+def failed_check(case: CaseProblem, rlimit: int) -> str | None:
+    """Why ``case`` has an admitted point where a divisor (or a batch an aggregate needs nonempty)
+    may be zero or a side condition fails, or where that is undecided; None when none: what
+    ``prove`` checks before the claim, for the other commands that solve a built case (``bound``)."""
+    problem = _divisor_in_assumption_may_be_zero(case, rlimit)
+    if problem is not None:
+        return problem.message or problem.kind
+    checks = [(fact, what) for fact, upto, what in _checks(case) if upto >= len(case.ob.assumptions)]
+    if not checks:
+        return None
+    s, _ = case.solver(rlimit)
+    for fact, what in checks:
+        s.push()
+        s.add(z3.Not(fact))
+        answer = s.check()
+        if answer != z3.unsat:
+            point = case.point(s.model()) if answer == z3.sat else None
+            s.pop()
+            return (
+                _fail_check(what, "", point).message if point is not None else f"check of {what}: {s.reason_unknown()}"
+            )
+        s.pop()
     return None
 
 
@@ -784,6 +814,8 @@ def _witness_in_case(
         s.add(eq)
     s.add(z3.Not(case.claim))
     s.add(to_z3_bool(case.ev.witnesses[name]))
+    for fact, _, _ in _checks(case, witnesses=True):  # where the witness conditions are defined
+        s.add(fact)
     answer = s.check()
     if answer == z3.unsat:
         return None
