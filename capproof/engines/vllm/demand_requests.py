@@ -873,4 +873,10 @@ def derive_more(entries: list, root: str) -> list[str]:
         derive_request_rows_views(entries, root)
     except Exception as exc:  # noqa: BLE001 - one line: these request rows are not derived
         problems.append(f"request rows through views not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
+        from .demand_slots import derive_slot_rows
+
+        derive_slot_rows(entries, root)
+    except Exception as exc:  # noqa: BLE001 - one line: the V2 slot rows are not derived
+        problems.append(f"V2 request-slot rows not derived: {type(exc).__name__}: {exc}"[:300])
     return problems
