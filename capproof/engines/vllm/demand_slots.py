@@ -278,6 +278,41 @@ class _Slots:
                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             self.defines.setdefault(item.name, set()).add(n.name)
         self._owners: dict[str, set[str]] = {}
+        # name -> the classes (CamelCase callees) its assignments construct; None when some
+        # assignment of it is anything else (then it is not attributed by this map)
+        self.ctor_of: dict[str, set[str] | None] = {}
+        returns: dict[str, set[str]] = {}  # factory function -> classes its return annotation names
+        for _rel, tree, _parents in _files(root, "vllm/v1"):
+            for d in ast.walk(tree):
+                if isinstance(d, ast.FunctionDef) and d.returns is not None and d.name[:1].islower():
+                    names = {
+                        n.id if isinstance(n, ast.Name) else n.attr
+                        for n in ast.walk(d.returns)
+                        if isinstance(n, (ast.Name, ast.Attribute))
+                    }
+                    names = {x for x in names if x[:1].isupper() and x not in ("None", "Optional")}
+                    if names:
+                        returns.setdefault(d.name, set()).update(names)
+        for _rel, tree, _parents in self.files:
+            for n in ast.walk(tree):
+                if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+                    continue
+                t = n.targets[0]
+                name = t.attr if isinstance(t, ast.Attribute) else t.id if isinstance(t, ast.Name) else None
+                if name is None:
+                    continue
+                v = n.value
+                if isinstance(v, ast.Constant) and v.value is None:
+                    continue
+                callee = _src(v.func).rsplit(".", 1)[-1] if isinstance(v, ast.Call) else ""
+                if callee in returns:
+                    if self.ctor_of.get(name, set()) is not None:
+                        self.ctor_of.setdefault(name, set()).update(returns[callee])
+                elif callee[:1].isupper() and callee.lower() != callee:
+                    if self.ctor_of.get(name, set()) is not None:
+                        self.ctor_of.setdefault(name, set()).add(callee)
+                else:
+                    self.ctor_of[name] = None
 
     def family(self, cls: str) -> set[str]:
         """``cls``, its subclasses and its bases defined under ``vllm/v1/worker/gpu/`` (by name)."""
@@ -365,6 +400,9 @@ class _Slots:
             return "unknown"
         if any(name in self.owners(c) for c in candidates):
             return "yes"
+        made = self.ctor_of.get(name)
+        if made and not (made & candidates):
+            return "no"  # every assignment of that name constructs another class
         others = [c for c in self.classes if c not in candidates and name in self.owners(c)]
         return "no" if others else "unknown"
 
