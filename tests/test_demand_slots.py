@@ -68,7 +68,7 @@ def test_slot_fact_checked_and_rows_derived_through_every_call_site(tmp_path):
     fact = ds.slot_fact(root)
     assert fact["checked"], fact["paths"]["not checked"]
     e = _entry()
-    assert ds.derive_slot_rows([e], root) == [e.id]
+    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
     assert e.demands[0]["extent"] == "max_num_reqs" and e.demands[0]["facts"][0]["checked"]
     # the parameter `i` of touch() is a slot because its one call site passes req_id_to_index[...]
     assert any("[i] in touch (a slot)" in s for s in e.demands[0]["from"])
@@ -88,6 +88,47 @@ def test_another_writer_of_the_slot_map_breaks_the_fact_and_a_count_index_is_ref
     assert not fact["checked"]
     assert any("req_id_to_index[req_id]" in p for p in fact["paths"]["not checked"])
     e, reasons = _entry(), {}
-    assert ds.derive_slot_rows([e], root, reasons=reasons) == []
+    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
     assert not e.demands
-    assert reasons[e.id].endswith("index i is not a slot")  # touch(n): n is a parameter with no call site
+    # the reason names the call site whose argument is not a slot: hack() passes its own `n`
+    assert reasons[e.id].endswith("index i is not a slot (via vllm/v1/worker/gpu/model_runner.py:16 touch(i=n))")
+
+
+def _real_root():
+    import pytest
+
+    from capproof.engines.vllm import wheels
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.exists(os.path.join(root, "vllm/v1/worker/gpu/states.py")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    ds._files.cache_clear()
+    return root
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.real
+def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unchecked_paths():
+    """On vLLM 0.33.0 the slot invariant is checked; the V2 request-count fact is not, and the
+    paths it is not checked on are exactly these (batch sharding, PCP, micro-batching, the
+    decode warm-up's dict, the dummy sampler run's rows)."""
+    from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
+
+    root = _real_root()
+    assert ds.slot_fact(root)["checked"]
+    fact = v2_requests_fact(root)
+    assert not fact["checked"]
+    where = sorted(p.split(" ")[0] for p in fact["paths"]["not checked"])
+    assert where == [
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/model_runner.py:996",
+        "vllm/v1/worker/gpu/pcp_manager.py:688",
+        "vllm/v1/worker/gpu/sample/batch_shard.py:284",
+        "vllm/v1/worker/gpu/ubatch_utils.py:163",
+        "vllm/v1/worker/gpu/ubatch_utils.py:163",
+        "vllm/v1/worker/gpu/warmup.py:431",
+    ]
+    assert len(fact["paths"]["checked (ast)"]) >= 20

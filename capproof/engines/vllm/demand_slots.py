@@ -278,6 +278,9 @@ class _Slots:
                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             self.defines.setdefault(item.name, set()).add(n.name)
         self._owners: dict[str, set[str]] = {}
+        self._active: set = set()
+        self.why: list[str] = []
+        self.counts = None  # a count judge (demand_v2_requests._Counts) for `range(n)` loops
         # name -> the classes (CamelCase callees) its assignments construct; None when some
         # assignment of it is anything else (then it is not attributed by this map)
         self.ctor_of: dict[str, set[str] | None] = {}
@@ -450,6 +453,26 @@ class _Slots:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             }
         ]
+        if loops and judge == self.scalar and self.counts is not None:
+            # `for x in range(n)`: x < n <= max_num_reqs when the count judge bounds n
+            ranges = [
+                lp
+                for lp in loops
+                if isinstance(lp, ast.For)
+                and isinstance(lp.target, ast.Name)
+                and isinstance(lp.iter, ast.Call)
+                and _src(lp.iter.func) == "range"
+                and len(lp.iter.args) == 1
+            ]
+            if len(ranges) == len(loops) and all(
+                self.counts.scalar(rel, parents, fn, lp.iter.args[0], depth + 1) for lp in ranges
+            ):
+                if not assigns:
+                    return True
+                loops = []
+            elif len(ranges) == len(loops):
+                self.why.append(f"{rel}:{ranges[0].lineno} for {name} in {_src(ranges[0].iter)}: count not bounded")
+                return False
         if loops or any(isinstance(a, ast.AugAssign) for a in assigns):
             return False
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
@@ -462,6 +485,19 @@ class _Slots:
         return True
 
     def _param(self, rel, parents, fn, name, depth, judge) -> bool:
+        """Every call site of ``fn`` passes a value ``judge`` accepts for parameter ``name``. A
+        parameter already being judged up the stack (a cycle of calls) is taken as holding:
+        a cycle brings no value from outside it, so the values are those of the other sites."""
+        key = (id(fn), name, getattr(judge, "__name__", ""))
+        if key in self._active:
+            return True
+        self._active.add(key)
+        try:
+            return self._param_sites(rel, parents, fn, name, depth, judge)
+        finally:
+            self._active.discard(key)
+
+    def _param_sites(self, rel, parents, fn, name, depth, judge) -> bool:
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         method = _class_of(parents, fn) is not None and positional[:1] in (["self"], ["cls"])
         pos = positional.index(name) - (1 if method else 0) if name in positional else None
@@ -486,6 +522,7 @@ class _Slots:
                 return False  # a default value is not a slot
             caller = _enclosing(cparents, call)
             if not judge(crel, cparents, caller, arg, depth + 1):
+                self.why.append(f"{crel}:{call.lineno} {fn.name}({name}={_src(arg)[:40]})")
                 return False
         return True
 
@@ -625,6 +662,7 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
                 continue
             if isinstance(parent, ast.Subscript) and parent.value is target:
                 key = parent.slice
+                slots.why.clear()
                 if isinstance(key, ast.Slice) and key.lower is None and key.upper is None and key.step is None:
                     sites.append(f"{where} [:] (whole)")
                     continue
@@ -636,7 +674,9 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
                 if slots.array(rel, parents, fn, key):
                     sites.append(f"{where} [{_src(key)}] in {fn.name} (a slot array)")
                     continue
-                return reject(rel, node, f"index {_src(key)} is not a slot")
+                return reject(
+                    rel, node, f"index {_src(key)} is not a slot" + (f" (via {slots.why[0]})" if slots.why else "")
+                )
             if isinstance(parent, ast.Attribute) and parent.value is target:
                 call = parents.get(parent)
                 if not (isinstance(call, ast.Call) and call.func is parent):
@@ -665,16 +705,23 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
 
 
 def derive_slot_rows(
-    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None
+    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None, facts: list | None = None
 ) -> list[str]:
     """Set the dimension-0 ``demands`` (extent ``max_num_reqs``) of every one-dimensional
     ``[max_num_reqs]`` buffer of the V2 runner whose every use is slot-indexed or whole
     (:func:`slot_rows_uses`) **and** whose facts (:func:`slot_fact`, and :func:`slot_array_fact`
     when a use indexes by a slot array) are checked; an entry whose use needs a fact not checked
     gets no demand and its reason names the fact. Returns the ids derived."""
+    from .demand_v2_requests import _Counts, v2_requests_fact
+
     fact = slot_fact(root)
-    arrays = slot_array_fact(root, requests_fact)
+    requests = requests_fact if requests_fact is not None else v2_requests_fact(root)
+    arrays = slot_array_fact(root, requests)
     slots = _Slots(root, arrays_ok=True)
+    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
+    slots.counts = _Counts(root, sched, induction=bool(requests.get("checked")))
+    if facts is not None:
+        facts += [fact, requests, arrays]
     done = []
     for e in entries:
         if e.demands:

@@ -49,10 +49,13 @@ DESCRIPTORS = ("BatchExecutionDescriptor", "SpeculatorBatchDescriptor")
 class _Counts(_Slots):
     """``scalar`` here judges "a request count <= max_num_reqs" (see the module docstring)."""
 
-    def __init__(self, root: str, scheduler_checked: bool):
+    def __init__(self, root: str, scheduler_checked: bool, induction: bool = True):
         super().__init__(root, arrays_ok=False)
         self.root = root
         self.scheduler_checked = scheduler_checked
+        # descriptor and InputBatch counts are bounded by induction over their construction
+        # sites: sound only while collecting those sites or once every one of them is checked
+        self.induction = induction
         self.why: list[str] = []
         worker = _files(root, "vllm/v1/worker")
         self.uniform_ok = self._uniform_dummy_ok(worker)
@@ -175,14 +178,20 @@ class _Counts(_Slots):
         if s.endswith("scheduler_config.max_num_seqs"):
             return True
         if (
-            isinstance(expr, ast.Attribute)
+            self.induction
+            and isinstance(expr, ast.Attribute)
             and expr.attr in ("num_reqs", "num_reqs_after_padding")
             and self._input_batch(parents, fn, expr.value)
         ):
             return True  # by induction over the InputBatch construction sites (each a path)
         if s == "len(req_ids)" and self._scheduled_req_ids(rel, parents, fn):
             return True
-        if isinstance(expr, ast.Attribute) and expr.attr == "num_reqs" and self._descriptor(parents, fn, expr.value):
+        if (
+            self.induction
+            and isinstance(expr, ast.Attribute)
+            and expr.attr == "num_reqs"
+            and self._descriptor(parents, fn, expr.value)
+        ):
             return True  # by induction over the descriptor construction sites (each a path)
         if s == "len(scheduler_output.num_scheduled_tokens)":
             return self.scheduler_checked
@@ -376,7 +385,10 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
     if scheduler_fact is None:
         from .demand import unpadded_requests_bound
 
-        scheduler_fact = unpadded_requests_bound(root)
+        try:
+            scheduler_fact = unpadded_requests_bound(root)
+        except (OSError, SyntaxError) as exc:  # a tree without the scheduler: not checked
+            scheduler_fact = {"checked": False, "paths": {"not checked": [f"scheduler not read: {exc}"[:120]]}}
     counts = _Counts(root, bool(scheduler_fact.get("checked")))
     checked, unchecked = [], []
     for rel, tree, parents in counts.files:
