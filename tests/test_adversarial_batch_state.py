@@ -118,6 +118,16 @@ H = Holder()
         "Backend.FLASH.warm = True",
         'getattr(Backend.FLASH, "warm", False)',
     ),
+    "project-function-code-replaced": (
+        "def helper():\n    return False\n",
+        "helper.__code__ = (lambda: True).__code__",
+        "helper()",
+    ),
+    "project-class-dunder-attribute": (
+        'class Cfg:\n    """cold"""\n',
+        'Cfg.__doc__ = "warm"',
+        'Cfg.__doc__ == "warm"',
+    ),
     "attribute-set-on-a-stdlib-module": (
         "import json\n",
         "json.capproof_adversarial_seen = True",
