@@ -442,6 +442,18 @@ def test_quiet_or_verbose_after_dashdash_says_capproofs_goes_before(tail, engine
     assert "capproof's -q/-v" not in check("--", "vllm", "serve", "Qwen/Qwen3-8B", "-q", "fp8", "-tp", "0").output
 
 
+def test_dockers_own_v_before_the_image_is_dockers_volume_not_capproofs_verbose():
+    """vLLM's and SGLang's documented docker lines mount the Hugging Face cache with ``-v``: that
+    ``-v`` is docker's (before the image); only a ``-v`` among the engine's arguments is capproof's."""
+    docker = ["docker", "run", "--gpus", "all", "-v", "~/.cache/huggingface:/root/.cache/huggingface", "--ipc=host"]
+    line = [*docker, "vllm/vllm-openai:v0.33.0", "--model", "Qwen/Qwen3-8B"]
+    result = check("--", *line, "-tp", "0")  # -tp 0: vLLM refuses it, so the answer comes before proving
+    assert result.exit_code == 4, result.output
+    assert "capproof's -q/-v" not in result.output and "tensor" in result.output.lower()
+    after = check("--", *line, "-v")
+    assert after.exit_code == 4 and "capproof's -q/-v go before '--'" in " ".join(after.output.split())
+
+
 def test_verbose_check_config_names_where_its_obligations_come_from_and_the_time(tmp_path):
     spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
     result = CliRunner().invoke(

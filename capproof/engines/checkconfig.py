@@ -29,6 +29,7 @@ from packaging.version import Version
 from ..domain import MAX_VECTOR_SIZE, Choice, Range, Vector
 from ..verdict import ObligationResult, Options, Verdict
 from .adapter import CheckError
+from .docker import strip_docker
 
 if TYPE_CHECKING:  # the loader, obligations and the prover (Z3, Hypothesis) are imported where they are
     # used, so a launch line refused as bad input is answered before they load (~0.3 s of imports)
@@ -1522,6 +1523,9 @@ def own_option_in_line(args: list[str], flags: frozenset[str] | None, name: str,
     ``command``: the launch command for the example), else None (also when ``flags`` is None)."""
     if flags is None:
         return None
+    _, image, rest = strip_docker(args)
+    if image is not None:
+        args = rest  # docker's own options (-v mounts a volume) come before the image
     for i, arg in enumerate(args):
         option = arg.partition("=")[0]
         if re.fullmatch(r"-(q+|v+)", arg) and (
