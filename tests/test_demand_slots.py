@@ -4,6 +4,7 @@ import os
 import textwrap
 
 from capproof.engines.vllm import demand_slots as ds
+from capproof.engines.vllm.demand_v2_requests import derive_slot_rows
 from capproof.inventory import Entry
 
 STATES = """
@@ -47,7 +48,7 @@ def _tree(tmp_path, runner=RUNNER):
     os.makedirs(base)
     (base / "states.py").write_text(textwrap.dedent(STATES))
     (base / "model_runner.py").write_text(textwrap.dedent(runner))
-    ds._files.cache_clear()
+    ds.parsed_files.cache_clear()
     return str(tmp_path)
 
 
@@ -68,7 +69,7 @@ def test_slot_fact_checked_and_rows_derived_through_every_call_site(tmp_path):
     fact = ds.slot_fact(root)
     assert fact["checked"], fact["paths"]["not checked"]
     e = _entry()
-    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
     assert e.demands[0]["extent"] == "max_num_reqs" and e.demands[0]["facts"][0]["checked"]
     # the parameter `i` of touch() is a slot because its one call site passes req_id_to_index[...]
     assert any("[i] in touch (a slot)" in s for s in e.demands[0]["from"])
@@ -88,7 +89,7 @@ def test_another_writer_of_the_slot_map_breaks_the_fact_and_a_count_index_is_ref
     assert not fact["checked"]
     assert any("req_id_to_index[req_id]" in p for p in fact["paths"]["not checked"])
     e, reasons = _entry(), {}
-    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
     assert not e.demands
     # the reason names the call site whose argument is not a slot: hack() passes its own `n`
     assert reasons[e.id].endswith("index i is not a slot (via vllm/v1/worker/gpu/model_runner.py:16 touch(i=n))")
@@ -102,7 +103,7 @@ def _real_root():
     root = wheels.source_root("vllm", "0.33.0")
     if not os.path.exists(os.path.join(root, "vllm/v1/worker/gpu/states.py")):
         pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
-    ds._files.cache_clear()
+    ds.parsed_files.cache_clear()
     return root
 
 

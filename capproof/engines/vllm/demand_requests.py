@@ -874,7 +874,7 @@ def derive_more(entries: list, root: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - one line: these request rows are not derived
         problems.append(f"request rows through views not derived: {type(exc).__name__}: {exc}"[:300])
     try:
-        from .demand_slots import derive_slot_rows
+        from .demand_v2_requests import derive_slot_rows
 
         facts: list = []
         reasons: dict = {}

@@ -43,7 +43,18 @@ import ast
 import os
 from functools import lru_cache
 
-__all__ = ["GPU_DIR", "slot_fact", "slot_array_fact", "slot_rows_uses", "derive_slot_rows"]
+__all__ = [
+    "GPU_DIR",
+    "slot_fact",
+    "slot_array_fact",
+    "slot_rows_uses",
+    "SlotJudge",
+    "class_of",
+    "enclosing_function",
+    "parsed_files",
+    "source_text",
+    "STATES",
+]
 
 GPU_DIR = "vllm/v1/worker/gpu"
 STATES = f"{GPU_DIR}/states.py"
@@ -67,12 +78,12 @@ READERS = {"__getitem__", "get", "keys", "values", "items", "__contains__", "__l
 SLOT_ARRAYS = ("idx_mapping_np", "idx_mapping", "expanded_idx_mapping")
 
 
-def _src(node) -> str:
+def source_text(node) -> str:
     return "".join(ast.unparse(node).split())
 
 
 @lru_cache(maxsize=8)
-def _files(root: str, directory: str) -> tuple:
+def parsed_files(root: str, directory: str) -> tuple:
     """``((rel, tree, parents), ...)`` of every ``.py`` file under ``directory`` (sorted)."""
     out = []
     for dirpath, dirs, files in os.walk(os.path.join(root, directory)):
@@ -94,13 +105,13 @@ def _files(root: str, directory: str) -> tuple:
     return tuple(out)
 
 
-def _enclosing(parents, node):
+def enclosing_function(parents, node):
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         node = parents.get(node)
     return node
 
 
-def _class_of(parents, fn):
+def class_of(parents, fn):
     node = parents.get(fn)
     while node is not None and not isinstance(node, ast.ClassDef):
         node = parents.get(node)
@@ -117,22 +128,29 @@ def _mutations(rel, tree, parents, attr: str, owner_ok, read_only=lambda kw: Fal
     an assignment to the attribute, a mutating method, the container passed or aliased whole."""
     out = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Attribute) and node.attr == attr and owner_ok(_src(node.value))):
+        if not (isinstance(node, ast.Attribute) and node.attr == attr and owner_ok(source_text(node.value))):
             continue
         parent = parents.get(node)
         line = node.lineno
         if isinstance(node.ctx, (ast.Store, ast.Del)):
-            out.append((line, f"assigns {_src(node)}"))
+            out.append((line, f"assigns {source_text(node)}"))
         elif isinstance(parent, ast.Subscript) and parent.value is node:
             if isinstance(parent.ctx, (ast.Store, ast.Del)):
-                out.append((line, f"writes {_src(parent)}"))
+                out.append((line, f"writes {source_text(parent)}"))
         elif isinstance(parent, ast.Attribute) and parent.value is node:
             if parent.attr in MUTATORS:
                 call = parents.get(parent)
-                out.append((line, _src(call) if isinstance(call, ast.Call) else _src(parent)))
+                out.append((line, source_text(call) if isinstance(call, ast.Call) else source_text(parent)))
             elif parent.attr not in READERS:
-                out.append((line, f"uses {_src(parent)}"))
-        elif isinstance(parent, ast.Call) and _src(parent.func) in ("len", "list", "sorted", "iter", "set", "tuple"):
+                out.append((line, f"uses {source_text(parent)}"))
+        elif isinstance(parent, ast.Call) and source_text(parent.func) in (
+            "len",
+            "list",
+            "sorted",
+            "iter",
+            "set",
+            "tuple",
+        ):
             continue
         elif isinstance(parent, ast.Compare) and node in parent.comparators:
             continue  # `x in self.req_id_to_index`
@@ -141,7 +159,7 @@ def _mutations(rel, tree, parents, attr: str, owner_ok, read_only=lambda kw: Fal
         elif isinstance(parent, ast.keyword) and read_only(parent):
             continue
         else:
-            out.append((line, f"passes or aliases {_src(node)}"))
+            out.append((line, f"passes or aliases {source_text(node)}"))
     return out
 
 
@@ -155,7 +173,7 @@ def slot_fact(root: str) -> dict:
     elsewhere); the runner builds its ``RequestState`` with ``max_num_reqs=self.max_num_reqs``,
     ``self.max_num_reqs = self.scheduler_config.max_num_seqs``."""
     checked, unchecked = [], []
-    files = {rel: (tree, parents) for rel, tree, parents in _files(root, "vllm/v1")}
+    files = {rel: (tree, parents) for rel, tree, parents in parsed_files(root, "vllm/v1")}
     tree, parents = files.get(STATES, (None, None))
     cls = (
         next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "RequestState"), None)
@@ -165,7 +183,7 @@ def slot_fact(root: str) -> dict:
     methods = {f.name: f for f in (cls.body if cls else []) if isinstance(f, ast.FunctionDef)}
 
     def stmts(fn):
-        return {_src(s): s.lineno for s in ast.walk(fn) if isinstance(s, ast.stmt)} if fn else {}
+        return {source_text(s): s.lineno for s in ast.walk(fn) if isinstance(s, ast.stmt)} if fn else {}
 
     init, add, rem = (stmts(methods.get(m)) for m in ("__init__", "add_request", "remove_request"))
     need = [
@@ -173,7 +191,7 @@ def slot_fact(root: str) -> dict:
         (add, "req_idx=self.free_indices.pop()", "add_request"),
         (add, "self.req_id_to_index[req_id]=req_idx", "add_request"),
         (rem, "req_idx=self.req_id_to_index.pop(req_id,None)", "remove_request"),
-        (rem, "ifreq_idxisNone:returnNone", "remove_request"),  # whitespace removed by _src
+        (rem, "ifreq_idxisNone:returnNone", "remove_request"),  # whitespace removed by source_text
         (rem, "self.free_indices.append(req_idx)", "remove_request"),
     ]
     for table, text, where in need:
@@ -188,7 +206,7 @@ def slot_fact(root: str) -> dict:
         (init.get("self.free_indices=list(range(max_num_reqs))"), "assigns self.free_indices"),
     }
     defs: dict[str, list] = {}
-    for _rel, t, _p in _files(root, "vllm/v1"):
+    for _rel, t, _p in parsed_files(root, "vllm/v1"):
         for n in ast.walk(t):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 defs.setdefault(n.name, []).append(n)
@@ -196,7 +214,7 @@ def slot_fact(root: str) -> dict:
     def read_only(kw) -> bool:
         """``f(name=container)`` where every ``f`` defined in ``vllm/v1/`` only reads parameter ``name``."""
         call = None
-        for _rel, _tree, p in _files(root, "vllm/v1"):
+        for _rel, _tree, p in parsed_files(root, "vllm/v1"):
             call = p.get(kw) if kw in p else call
         if not isinstance(call, ast.Call):
             return False
@@ -237,10 +255,10 @@ def slot_fact(root: str) -> dict:
     rt = files.get(runner, (None, None))[0]
     ok_ctor = ok_cap = None
     for n in ast.walk(rt) if rt else []:
-        if isinstance(n, ast.Call) and _src(n.func) == "RequestState":
-            kw = {k.arg: _src(k.value) for k in n.keywords}
+        if isinstance(n, ast.Call) and source_text(n.func) == "RequestState":
+            kw = {k.arg: source_text(k.value) for k in n.keywords}
             ok_ctor = n.lineno if kw.get("max_num_reqs") == "self.max_num_reqs" else ok_ctor
-        if isinstance(n, ast.Assign) and _src(n) == "self.max_num_reqs=self.scheduler_config.max_num_seqs":
+        if isinstance(n, ast.Assign) and source_text(n) == "self.max_num_reqs=self.scheduler_config.max_num_seqs":
             ok_cap = n.lineno
     (checked if ok_ctor and ok_cap else unchecked).append(
         f"{runner}:{ok_ctor or '?'},{ok_cap or '?'} RequestState(max_num_reqs=self.max_num_reqs), "
@@ -257,11 +275,11 @@ def slot_fact(root: str) -> dict:
 # Slot expressions
 
 
-class _Slots:
+class SlotJudge:
     """Which expressions of the V2 runner's files are slots (scalars) or slot arrays (AST)."""
 
     def __init__(self, root: str, arrays_ok: bool):
-        self.files = _files(root, GPU_DIR)
+        self.files = parsed_files(root, GPU_DIR)
         self.arrays_ok = arrays_ok
         self.calls: dict[str, list] = {}
         self.classes: dict[str, list[str]] = {}  # class -> base names
@@ -273,19 +291,19 @@ class _Slots:
                     if name:
                         self.calls.setdefault(name, []).append((rel, parents, n))
                 if isinstance(n, ast.ClassDef):
-                    self.classes[n.name] = [_src(b).rsplit(".", 1)[-1] for b in n.bases]
+                    self.classes[n.name] = [source_text(b).rsplit(".", 1)[-1] for b in n.bases]
                     for item in n.body:
                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             self.defines.setdefault(item.name, set()).add(n.name)
         self._owners: dict[str, set[str]] = {}
         self._active: set = set()
         self.why: list[str] = []
-        self.counts = None  # a count judge (demand_v2_requests._Counts) for `range(n)` loops
+        self.counts = None  # a count judge (demand_v2_requests.CountJudge) for `range(n)` loops
         # name -> the classes (CamelCase callees) its assignments construct; None when some
         # assignment of it is anything else (then it is not attributed by this map)
         self.ctor_of: dict[str, set[str] | None] = {}
         returns: dict[str, set[str]] = {}  # factory function -> classes its return annotation names
-        for _rel, tree, _parents in _files(root, "vllm/v1"):
+        for _rel, tree, _parents in parsed_files(root, "vllm/v1"):
             for d in ast.walk(tree):
                 if isinstance(d, ast.FunctionDef) and d.returns is not None and d.name[:1].islower():
                     names = {
@@ -307,7 +325,7 @@ class _Slots:
                 v = n.value
                 if isinstance(v, ast.Constant) and v.value is None:
                     continue
-                callee = _src(v.func).rsplit(".", 1)[-1] if isinstance(v, ast.Call) else ""
+                callee = source_text(v.func).rsplit(".", 1)[-1] if isinstance(v, ast.Call) else ""
                 if callee in returns:
                     if self.ctor_of.get(name, set()) is not None:
                         self.ctor_of.setdefault(name, set()).update(returns[callee])
@@ -360,13 +378,13 @@ class _Slots:
                     if isinstance(n, ast.Assign):
                         pairs = [(t, n.value) for t in n.targets]
                     elif isinstance(n, ast.AnnAssign):
-                        ann = _src(n.annotation)
+                        ann = source_text(n.annotation)
                         if any(c in ann for c in fam):
                             pairs = [(n.target, None)]
                         elif n.value is not None:
                             pairs = [(n.target, n.value)]
                     elif isinstance(n, ast.arg) and n.annotation is not None:
-                        if any(c in _src(n.annotation) for c in fam) and n.arg not in names:
+                        if any(c in source_text(n.annotation) for c in fam) and n.arg not in names:
                             names.add(n.arg)
                             changed = True
                         continue
@@ -375,7 +393,7 @@ class _Slots:
                         if name is None or name in names:
                             continue
                         hit = v is None
-                        if isinstance(v, ast.Call) and _src(v.func).rsplit(".", 1)[-1] in fam:
+                        if isinstance(v, ast.Call) and source_text(v.func).rsplit(".", 1)[-1] in fam:
                             hit = True
                         if last(v) in names if v is not None else False:
                             hit = True
@@ -391,12 +409,12 @@ class _Slots:
         is ``self`` of another class or a name another class that has the same member is stored
         under, ``"unknown"`` otherwise."""
         recv = node.value
-        fn = _enclosing(parents, node)
-        if _src(recv) == "self" and fn is not None:
-            cls = _class_of(parents, fn)
+        fn = enclosing_function(parents, node)
+        if source_text(recv) == "self" and fn is not None:
+            cls = class_of(parents, fn)
             return "yes" if cls in candidates else "no"
-        if _src(recv) == "super()":
-            fn_cls = _class_of(parents, fn) if fn is not None else None
+        if source_text(recv) == "super()":
+            fn_cls = class_of(parents, fn) if fn is not None else None
             return "yes" if fn_cls in candidates else "unknown"
         name = recv.id if isinstance(recv, ast.Name) else recv.attr if isinstance(recv, ast.Attribute) else None
         if name is None:
@@ -412,10 +430,10 @@ class _Slots:
     def scalar(self, rel, parents, fn, expr, depth: int = 0) -> bool:
         if depth > 8 or fn is None:
             return False
-        s = _src(expr)
+        s = source_text(expr)
         if isinstance(expr, ast.Subscript) and (
-            _src(expr.value).endswith("req_states.req_id_to_index")
-            or (rel == STATES and _src(expr.value) == "self.req_id_to_index")
+            source_text(expr.value).endswith("req_states.req_id_to_index")
+            or (rel == STATES and source_text(expr.value) == "self.req_id_to_index")
         ):
             return True  # a KeyError (absent id) stops the engine
         if rel == STATES and s == "self.free_indices.pop()":
@@ -461,7 +479,7 @@ class _Slots:
                 if isinstance(lp, ast.For)
                 and isinstance(lp.target, ast.Name)
                 and isinstance(lp.iter, ast.Call)
-                and _src(lp.iter.func) == "range"
+                and source_text(lp.iter.func) == "range"
                 and len(lp.iter.args) == 1
             ]
             if len(ranges) == len(loops) and all(
@@ -471,7 +489,9 @@ class _Slots:
                     return True
                 loops = []
             elif len(ranges) == len(loops):
-                self.why.append(f"{rel}:{ranges[0].lineno} for {name} in {_src(ranges[0].iter)}: count not bounded")
+                self.why.append(
+                    f"{rel}:{ranges[0].lineno} for {name} in {source_text(ranges[0].iter)}: count not bounded"
+                )
                 return False
         if loops or any(isinstance(a, ast.AugAssign) for a in assigns):
             return False
@@ -499,9 +519,9 @@ class _Slots:
 
     def _param_sites(self, rel, parents, fn, name, depth, judge) -> bool:
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        method = _class_of(parents, fn) is not None and positional[:1] in (["self"], ["cls"])
+        method = class_of(parents, fn) is not None and positional[:1] in (["self"], ["cls"])
         pos = positional.index(name) - (1 if method else 0) if name in positional else None
-        cls = _class_of(parents, fn)
+        cls = class_of(parents, fn)
         sites = self.calls.get(fn.name, [])
         if cls is not None and method:
             fam = self.family(cls)
@@ -520,9 +540,9 @@ class _Slots:
                 arg = call.args[pos]
             if arg is None:
                 return False  # a default value is not a slot
-            caller = _enclosing(cparents, call)
+            caller = enclosing_function(cparents, call)
             if not judge(crel, cparents, caller, arg, depth + 1):
-                self.why.append(f"{crel}:{call.lineno} {fn.name}({name}={_src(arg)[:40]})")
+                self.why.append(f"{crel}:{call.lineno} {fn.name}({name}={source_text(arg)[:40]})")
                 return False
         return True
 
@@ -535,7 +555,7 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
     """``(holds slots, why)`` of value ``v`` (see :func:`slot_array_fact`); ``requests_fact`` None
     means the dummy batch's ``arange(num_reqs)`` is accepted as a slot array field (its store is
     judged by the fact itself)."""
-    s = _src(v)
+    s = source_text(v)
     if depth > 6:
         return False, "too deep"
     if isinstance(v, ast.Attribute) and v.attr in SLOT_ARRAYS:
@@ -543,7 +563,7 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
     if isinstance(v, ast.Subscript) and _array_value(rel, parents, fn, v.value, requests_fact, depth + 1)[0]:
         return True, "subset of a slot array"
     if isinstance(v, ast.Call):
-        f = _src(v.func)
+        f = source_text(v.func)
         if f == "np.fromiter" and v.args:
             a = v.args[0]
             if isinstance(a, ast.Name) and fn is not None:
@@ -553,18 +573,18 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
                     if isinstance(x, ast.Assign) and any(isinstance(t, ast.Name) and t.id == a.id for t in x.targets)
                 ]
                 a = sets[0] if len(sets) == 1 else a
-            if _src(a).startswith("map(self.req_states.req_id_to_index.__getitem__,"):
+            if source_text(a).startswith("map(self.req_states.req_id_to_index.__getitem__,"):
                 return True, "map(req_states.req_id_to_index.__getitem__, ...)"
         if f in ("async_tensor_h2d",) and v.args:
             return _array_value(rel, parents, fn, v.args[0], requests_fact, depth + 1)
         if f.endswith(".contiguous") and isinstance(v.func, ast.Attribute):
             return _array_value(rel, parents, fn, v.func.value, requests_fact, depth + 1)
-        if f == "np.where" and len(v.args) == 3 and _src(v.args[1]) == "-1":
+        if f == "np.where" and len(v.args) == 3 and source_text(v.args[1]) == "-1":
             return _array_value(rel, parents, fn, v.args[2], requests_fact, depth + 1)
         if (
             f in ("np.arange", "torch.arange")
             and v.args
-            and _src(v.args[0]) == "num_reqs"
+            and source_text(v.args[0]) == "num_reqs"
             and fn is not None
             and fn.name == "make_dummy"
         ):
@@ -600,7 +620,7 @@ def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
     (``-1`` indexes the last row: within the allocation), or ``arange(num_reqs)`` in the dummy
     batch (values < num_reqs, which ``requests_fact`` bounds by ``max_num_reqs``)."""
     checked, unchecked = [], []
-    slots = _Slots(root, arrays_ok=True)
+    slots = SlotJudge(root, arrays_ok=True)
 
     def ok(rel, parents, fn, v, depth=0):
         return _array_value(rel, parents, fn, v, requests_fact, depth)
@@ -615,9 +635,9 @@ def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
                     if isinstance(t, ast.Attribute) and t.attr in SLOT_ARRAYS and n.value is not None:
                         values.append((n.value, n.lineno))
             for v, line in values:
-                fn = _enclosing(parents, n)
+                fn = enclosing_function(parents, n)
                 good, why = ok(rel, parents, fn, v)
-                (checked if good else unchecked).append(f"{rel}:{line} {_src(v)[:80]} ({why})")
+                (checked if good else unchecked).append(f"{rel}:{line} {source_text(v)[:80]} ({why})")
     return {
         "fact": "every V2 slot array (idx_mapping_np, idx_mapping, expanded_idx_mapping) holds slots < max_num_reqs",
         "checked": not unchecked,
@@ -629,7 +649,7 @@ def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
 # Linking every use of a buffer to slots
 
 
-def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None) -> list[str] | None:
+def slot_rows_uses(entry, root: str, slots: SlotJudge, reasons: dict | None = None) -> list[str] | None:
     """The sites of every use of ``entry``'s attribute name under ``vllm/v1/worker/gpu/``, each
     judged (see the module docstring), or None when some use is not of a checked form."""
     if not entry.file.startswith(GPU_DIR + "/") or len(entry.shape) != 1 or entry.shape[0] != "max_num_reqs":
@@ -652,8 +672,8 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
             if isinstance(node.ctx, ast.Store):
                 if rel == entry.file and abs(node.lineno - entry.line) <= 3:
                     continue  # the allocation
-                return reject(rel, node, f"assigned: {_src(node)}")
-            fn = _enclosing(parents, node)
+                return reject(rel, node, f"assigned: {source_text(node)}")
+            fn = enclosing_function(parents, node)
             target, parent = node, parents.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is target and parent.attr in VIEWS:
                 target, parent = parent, parents.get(parent)
@@ -667,20 +687,22 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
                     sites.append(f"{where} [:] (whole)")
                     continue
                 if isinstance(key, ast.Slice) or isinstance(key, ast.Tuple):
-                    return reject(rel, node, f"subscript {_src(parent)}")
+                    return reject(rel, node, f"subscript {source_text(parent)}")
                 if slots.scalar(rel, parents, fn, key):
-                    sites.append(f"{where} [{_src(key)}] in {fn.name} (a slot)")
+                    sites.append(f"{where} [{source_text(key)}] in {fn.name} (a slot)")
                     continue
                 if slots.array(rel, parents, fn, key):
-                    sites.append(f"{where} [{_src(key)}] in {fn.name} (a slot array)")
+                    sites.append(f"{where} [{source_text(key)}] in {fn.name} (a slot array)")
                     continue
                 return reject(
-                    rel, node, f"index {_src(key)} is not a slot" + (f" (via {slots.why[0]})" if slots.why else "")
+                    rel,
+                    node,
+                    f"index {source_text(key)} is not a slot" + (f" (via {slots.why[0]})" if slots.why else ""),
                 )
             if isinstance(parent, ast.Attribute) and parent.value is target:
                 call = parents.get(parent)
                 if not (isinstance(call, ast.Call) and call.func is parent):
-                    return reject(rel, node, f"uses {_src(parent)}")
+                    return reject(rel, node, f"uses {source_text(parent)}")
                 if parent.attr in WHOLE_METHODS and not call.args and not call.keywords:
                     sites.append(f"{where} {parent.attr}() (whole)")
                     continue
@@ -692,62 +714,13 @@ def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None)
                     and len(call.args) == 2
                     and slots.scalar(rel, parents, fn, call.args[0])
                 ):
-                    sites.append(f"{where} stage_write_elem({_src(call.args[0])}) in {fn.name} (a slot)")
+                    sites.append(f"{where} stage_write_elem({source_text(call.args[0])}) in {fn.name} (a slot)")
                     continue
-                return reject(rel, node, f"call {_src(call)[:80]}")
+                return reject(rel, node, f"call {source_text(call)[:80]}")
             if isinstance(parent, (ast.Call, ast.keyword)):
                 call = parent if isinstance(parent, ast.Call) else parents.get(parent)
-                if isinstance(call, ast.Call) and _src(call.func) in ("np.minimum", "np.maximum"):
-                    sites.append(f"{where} {_src(call.func)} of whole arrays")
+                if isinstance(call, ast.Call) and source_text(call.func) in ("np.minimum", "np.maximum"):
+                    sites.append(f"{where} {source_text(call.func)} of whole arrays")
                     continue
-            return reject(rel, node, f"{type(parent).__name__}: {_src(parent)[:80]}")
+            return reject(rel, node, f"{type(parent).__name__}: {source_text(parent)[:80]}")
     return sites or None
-
-
-def derive_slot_rows(
-    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None, facts: list | None = None
-) -> list[str]:
-    """Set the dimension-0 ``demands`` (extent ``max_num_reqs``) of every one-dimensional
-    ``[max_num_reqs]`` buffer of the V2 runner whose every use is slot-indexed or whole
-    (:func:`slot_rows_uses`) **and** whose facts (:func:`slot_fact`, and :func:`slot_array_fact`
-    when a use indexes by a slot array) are checked; an entry whose use needs a fact not checked
-    gets no demand and its reason names the fact. Returns the ids derived."""
-    from .demand_v2_requests import _Counts, v2_requests_fact
-
-    fact = slot_fact(root)
-    requests = requests_fact if requests_fact is not None else v2_requests_fact(root)
-    arrays = slot_array_fact(root, requests)
-    slots = _Slots(root, arrays_ok=True)
-    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
-    slots.counts = _Counts(root, sched, induction=bool(requests.get("checked")))
-    if facts is not None:
-        facts += [fact, requests, arrays]
-    done = []
-    for e in entries:
-        if e.demands:
-            continue
-        sites = slot_rows_uses(e, root, slots, reasons)
-        if sites is None:
-            continue
-        facts = [fact] + ([arrays] if any("(a slot array)" in s for s in sites) else [])
-        missing = [f["fact"] for f in facts if not f["checked"]]
-        if missing:
-            if reasons is not None:
-                reasons[e.id] = "rests on a fact not checked: " + "; ".join(missing)
-            continue
-        e.demands = [
-            {
-                "dim": 0,
-                "how": "ast",
-                "family": "request rows",
-                "extent": "max_num_reqs",
-                "from": [
-                    f"{STATES} RequestState slots (free_indices = list(range(max_num_reqs)))",
-                    *sites,
-                ],
-                "notes": [],
-                "facts": facts,
-            }
-        ]
-        done.append(e.id)
-    return done

@@ -39,14 +39,25 @@ from __future__ import annotations
 
 import ast
 
-from .demand_slots import GPU_DIR, _class_of, _enclosing, _files, _Slots, _src
+from .demand_slots import (
+    GPU_DIR,
+    STATES,
+    SlotJudge,
+    class_of,
+    enclosing_function,
+    parsed_files,
+    slot_array_fact,
+    slot_fact,
+    slot_rows_uses,
+    source_text,
+)
 
-__all__ = ["v2_requests_fact"]
+__all__ = ["CountJudge", "v2_requests_fact", "derive_slot_rows"]
 
 DESCRIPTORS = ("BatchExecutionDescriptor", "SpeculatorBatchDescriptor")
 
 
-class _Counts(_Slots):
+class CountJudge(SlotJudge):
     """``scalar`` here judges "a request count <= max_num_reqs" (see the module docstring)."""
 
     def __init__(self, root: str, scheduler_checked: bool, induction: bool = True):
@@ -57,7 +68,7 @@ class _Counts(_Slots):
         # sites: sound only while collecting those sites or once every one of them is checked
         self.induction = induction
         self.why: list[str] = []
-        worker = _files(root, "vllm/v1/worker")
+        worker = parsed_files(root, "vllm/v1/worker")
         self.uniform_ok = self._uniform_dummy_ok(worker)
 
     def _uniform_dummy_ok(self, worker) -> bool:
@@ -66,9 +77,9 @@ class _Counts(_Slots):
                 return False
         for rel, tree, parents in worker:
             for call in ast.walk(tree):
-                if not (isinstance(call, ast.Call) and _src(call.func).endswith("._dummy_run")):
+                if not (isinstance(call, ast.Call) and source_text(call.func).endswith("._dummy_run")):
                     continue
-                if _src(call.func) == "self._dummy_run" and not rel.startswith(GPU_DIR + "/"):
+                if source_text(call.func) == "self._dummy_run" and not rel.startswith(GPU_DIR + "/"):
                     continue  # another runner's own method (the V1 runner), not the V2 one
                 kw = {k.arg: k.value for k in call.keywords}
                 if None in kw and not self._profile_batches_ok(worker, parents, call, kw[None]):
@@ -77,17 +88,18 @@ class _Counts(_Slots):
                 if u is None or (isinstance(u, ast.Constant) and u.value is False):
                     continue
                 first = call.args[0] if call.args else kw.get("num_tokens")
-                fn = _enclosing(parents, call)
+                fn = enclosing_function(parents, call)
                 sets = [
                     a.value
                     for a in ast.walk(fn)
                     if isinstance(a, ast.Assign)
                     and first is not None
-                    and any(isinstance(t, ast.Name) and t.id == _src(first) for t in a.targets)
+                    and any(isinstance(t, ast.Name) and t.id == source_text(first) for t in a.targets)
                 ]
                 if not (
                     len(sets) == 1
-                    and _src(sets[0]).replace("'", '"') == 'getattr(self.model_runner,"uniform_decode_query_len",1)'
+                    and source_text(sets[0]).replace("'", '"')
+                    == 'getattr(self.model_runner,"uniform_decode_query_len",1)'
                 ):
                     return False
         return True
@@ -97,13 +109,13 @@ class _Counts(_Slots):
         """``self._dummy_run(**batch)`` with ``batch`` a loop variable over
         ``*.batches_to_profile(...)``, whose every ``yield`` is a dict literal without a
         ``uniform_decode`` key (so the call runs without it)."""
-        fn = _enclosing(parents, call)
+        fn = enclosing_function(parents, call)
         loops = [
             lp
             for lp in ast.walk(fn)
             if isinstance(lp, ast.For)
-            and _src(lp.target) == _src(star)
-            and _src(lp.iter).split("(")[0].endswith(".batches_to_profile")
+            and source_text(lp.target) == source_text(star)
+            and source_text(lp.iter).split("(")[0].endswith(".batches_to_profile")
         ]
         if not loops:
             return False
@@ -122,7 +134,7 @@ class _Counts(_Slots):
         )
 
     def _max_num_reqs_attr(self, parents, fn) -> bool:
-        cls = _class_of(parents, fn)
+        cls = class_of(parents, fn)
         if cls is None:
             return False
         seen = False
@@ -131,10 +143,10 @@ class _Counts(_Slots):
                 if isinstance(node, ast.ClassDef) and node.name in self.family(cls):
                     for a in ast.walk(node):
                         if isinstance(a, (ast.Assign, ast.AnnAssign)) and any(
-                            _src(t) == "self.max_num_reqs"
+                            source_text(t) == "self.max_num_reqs"
                             for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
                         ):
-                            if a.value is None or not _src(a.value).endswith("scheduler_config.max_num_seqs"):
+                            if a.value is None or not source_text(a.value).endswith("scheduler_config.max_num_seqs"):
                                 return False
                             seen = True
         return seen
@@ -142,32 +154,36 @@ class _Counts(_Slots):
     def _descriptor(self, parents, fn, recv) -> bool:
         if isinstance(recv, ast.Name):
             for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
-                if a.arg == recv.id and a.annotation is not None and any(d in _src(a.annotation) for d in DESCRIPTORS):
+                if (
+                    a.arg == recv.id
+                    and a.annotation is not None
+                    and any(d in source_text(a.annotation) for d in DESCRIPTORS)
+                ):
                     return True
             for a in ast.walk(fn):
                 if isinstance(a, ast.Assign) and isinstance(a.value, ast.Call):
-                    f = _src(a.value.func)
+                    f = source_text(a.value.func)
                     names = [n.id for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
                     if recv.id in names and (f.endswith(".dispatch") or f.endswith("dispatch_cg_and_sync_dp")):
                         return True
             for a in ast.walk(fn):
-                if isinstance(a, (ast.For, ast.comprehension)) and _src(a.target) == recv.id:
-                    if "_capture_descs" in _src(a.iter) or "descs" in _src(a.iter):
+                if isinstance(a, (ast.For, ast.comprehension)) and source_text(a.target) == recv.id:
+                    if "_capture_descs" in source_text(a.iter) or "descs" in source_text(a.iter):
                         return True
         return False
 
     def scalar(self, rel, parents, fn, expr, depth: int = 0) -> bool:
         if depth > 10 or fn is None:
             return False
-        s = _src(expr)
+        s = source_text(expr)
         if isinstance(expr, ast.Constant) and type(expr.value) is int and expr.value in (0, 1):
             return True
         if isinstance(expr, ast.Constant) and expr.value is None:
             return True  # a descriptor without request padding: the caller falls back (`or`)
-        if isinstance(expr, ast.Call) and _src(expr.func) == "min":
+        if isinstance(expr, ast.Call) and source_text(expr.func) == "min":
             target = parents.get(expr)
             if isinstance(target, ast.Assign) and any(
-                isinstance(t, ast.Name) and any(_src(a) == t.id for a in expr.args) for t in target.targets
+                isinstance(t, ast.Name) and any(source_text(a) == t.id for a in expr.args) for t in target.targets
             ):
                 return True  # x = min(x, ...): no larger than x's other bindings, judged on their own
             return any(self.scalar(rel, parents, fn, a, depth + 1) for a in expr.args)
@@ -221,8 +237,8 @@ class _Counts(_Slots):
                 isinstance(t, ast.Compare)
                 and len(t.ops) == 1
                 and isinstance(t.ops[0], ast.Gt)
-                and _src(t.left) == name.id
-                and _src(t.comparators[0]).endswith(".max_num_reqs")
+                and source_text(t.left) == name.id
+                and source_text(t.comparators[0]).endswith(".max_num_reqs")
                 for t in tests
             )
             if not hit:
@@ -249,14 +265,16 @@ class _Counts(_Slots):
         fields annotated with it, or a name bound to ``InputBatch.make_dummy``/``prepare_inputs``."""
         if isinstance(recv, ast.Name):
             for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
-                if a.arg == recv.id and a.annotation is not None and "InputBatch" in _src(a.annotation):
-                    return "BatchReqState" not in _src(a.annotation)
+                if a.arg == recv.id and a.annotation is not None and "InputBatch" in source_text(a.annotation):
+                    return "BatchReqState" not in source_text(a.annotation)
             for a in ast.walk(fn):
-                if isinstance(a, ast.Assign) and any(_src(t) == recv.id for t in a.targets):
-                    v = _src(a.value)
+                if isinstance(a, ast.Assign) and any(source_text(t) == recv.id for t in a.targets):
+                    v = source_text(a.value)
                     if not (v.startswith("InputBatch.make_dummy(") or v.startswith("self.prepare_inputs(")):
                         return False
-            return any(isinstance(a, ast.Assign) and any(_src(t) == recv.id for t in a.targets) for a in ast.walk(fn))
+            return any(
+                isinstance(a, ast.Assign) and any(source_text(t) == recv.id for t in a.targets) for a in ast.walk(fn)
+            )
         return False
 
     def _scheduled_req_ids(self, rel, parents, fn) -> bool:
@@ -265,9 +283,9 @@ class _Counts(_Slots):
         ``num_tokens_per_req = scheduler_output.num_scheduled_tokens``, and ``sort_batch_req_ids``
         returns ``sorted(num_tokens_per_req, ...)`` (the scheduled requests, reordered)."""
         sets = [
-            _src(a.value)
+            source_text(a.value)
             for a in ast.walk(fn)
-            if isinstance(a, ast.Assign) and any(_src(t) == "req_ids" for t in a.targets)
+            if isinstance(a, ast.Assign) and any(source_text(t) == "req_ids" for t in a.targets)
         ]
         if sets != ["batch_req_state.req_ids"] or not self.scheduler_checked:
             return False
@@ -275,27 +293,29 @@ class _Counts(_Slots):
         for _rel, tree, _p in self.files:
             for n in ast.walk(tree):
                 if isinstance(n, ast.FunctionDef) and n.name == "sort_batch_req_ids":
-                    rets = [_src(r.value) for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None]
+                    rets = [
+                        source_text(r.value) for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None
+                    ]
                     first = n.args.args[0].arg if n.args.args else None
                     if not rets or not all(r.startswith(f"sorted({first},") or r == f"sorted({first})" for r in rets):
                         return False
-                if isinstance(n, ast.Call) and _src(n.func) == "BatchReqState":
+                if isinstance(n, ast.Call) and source_text(n.func) == "BatchReqState":
                     kw = {k.arg: k.value for k in n.keywords}
                     v = kw.get("req_ids")
-                    caller = _enclosing(_p, n)
+                    caller = enclosing_function(_p, n)
                     if v is None or caller is None:
                         return False
                     vs = [
                         a.value
                         for a in ast.walk(caller)
-                        if isinstance(a, ast.Assign) and any(_src(t) == _src(v) for t in a.targets)
+                        if isinstance(a, ast.Assign) and any(source_text(t) == source_text(v) for t in a.targets)
                     ]
-                    if len(vs) != 1 or not _src(vs[0]).startswith("sort_batch_req_ids(num_tokens_per_req,"):
+                    if len(vs) != 1 or not source_text(vs[0]).startswith("sort_batch_req_ids(num_tokens_per_req,"):
                         return False
                     nt = [
-                        _src(a.value)
+                        source_text(a.value)
                         for a in ast.walk(caller)
-                        if isinstance(a, ast.Assign) and any(_src(t) == "num_tokens_per_req" for t in a.targets)
+                        if isinstance(a, ast.Assign) and any(source_text(t) == "num_tokens_per_req" for t in a.targets)
                     ]
                     if nt != ["scheduler_output.num_scheduled_tokens"]:
                         return False
@@ -304,26 +324,26 @@ class _Counts(_Slots):
 
     def _dummy_num_reqs(self, rel, parents, fn, depth) -> bool:
         for a in ast.walk(fn):
-            if isinstance(a, ast.Assign) and any(_src(t) == "num_reqs" for t in a.targets):
+            if isinstance(a, ast.Assign) and any(source_text(t) == "num_reqs" for t in a.targets):
                 v = a.value
-                if _src(v) == "num_tokens//self.decode_query_len":
+                if source_text(v) == "num_tokens//self.decode_query_len":
                     if not self.uniform_ok:
                         self.why.append(f"{rel}:{a.lineno} uniform_decode num_reqs: a caller passes another count")
                         return False
                     continue
-                if isinstance(v, ast.Call) and _src(v.func) == "min":
+                if isinstance(v, ast.Call) and source_text(v.func) == "min":
                     if (
-                        any(_src(x) == "num_reqs" or self.scalar(rel, parents, fn, x, depth + 1) for x in v.args)
-                        and any(_src(x) != "num_reqs" for x in v.args)
+                        any(source_text(x) == "num_reqs" or self.scalar(rel, parents, fn, x, depth + 1) for x in v.args)
+                        and any(source_text(x) != "num_reqs" for x in v.args)
                         or any(self.scalar(rel, parents, fn, x, depth + 1) for x in v.args)
                     ):
                         continue
-                self.why.append(f"{rel}:{a.lineno} _dummy_run num_reqs = {_src(v)}")
+                self.why.append(f"{rel}:{a.lineno} _dummy_run num_reqs = {source_text(v)}")
                 return False
         return True
 
 
-def _scheduled_outputs(counts: _Counts) -> tuple[list[str], list[str]]:
+def _scheduled_outputs(counts: CountJudge) -> tuple[list[str], list[str]]:
     """Every store into ``<x>.num_scheduled_tokens`` under the V2 runner: its entry count bounded."""
     ok, bad = [], []
     for rel, tree, parents in counts.files:
@@ -332,9 +352,9 @@ def _scheduled_outputs(counts: _Counts) -> tuple[list[str], list[str]]:
                 continue
             if not any(isinstance(t, ast.Attribute) and t.attr == "num_scheduled_tokens" for t in node.targets):
                 continue
-            fn = _enclosing(parents, node)
+            fn = enclosing_function(parents, node)
             v = node.value
-            where = f"{rel}:{node.lineno} num_scheduled_tokens = {_src(v)[:60]}"
+            where = f"{rel}:{node.lineno} num_scheduled_tokens = {source_text(v)[:60]}"
             if isinstance(v, ast.Name) and fn is not None:
                 sets = [
                     a.value
@@ -355,17 +375,17 @@ def _scheduled_outputs(counts: _Counts) -> tuple[list[str], list[str]]:
 def _two_guard(fn) -> bool:
     """``fn`` returns early when ``max_num_reqs < 2`` (a 2-request warm-up)."""
     return fn is not None and any(
-        isinstance(n, ast.If) and "max_num_reqs<2" in _src(n.test) and isinstance(n.body[0], ast.Return)
+        isinstance(n, ast.If) and "max_num_reqs<2" in source_text(n.test) and isinstance(n.body[0], ast.Return)
         for n in ast.walk(fn)
     )
 
 
-def _count_of(counts: _Counts, rel, parents, fn, it) -> bool:
+def _count_of(counts: CountJudge, rel, parents, fn, it) -> bool:
     """The number of items ``it`` yields is bounded: ``range(n)``, ``enumerate(x)``/``zip`` of
     such, a list comprehension over one, or a name bound to one (AST)."""
-    if isinstance(it, ast.Call) and _src(it.func) == "range" and len(it.args) == 1:
+    if isinstance(it, ast.Call) and source_text(it.func) == "range" and len(it.args) == 1:
         return counts.scalar(rel, parents, fn, it.args[0])
-    if isinstance(it, ast.Call) and _src(it.func) in ("enumerate", "zip") and it.args:
+    if isinstance(it, ast.Call) and source_text(it.func) in ("enumerate", "zip") and it.args:
         return any(_count_of(counts, rel, parents, fn, a) for a in it.args)
     if isinstance(it, ast.ListComp) and len(it.generators) == 1:
         return _count_of(counts, rel, parents, fn, it.generators[0].iter)
@@ -389,21 +409,21 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
             scheduler_fact = unpadded_requests_bound(root)
         except (OSError, SyntaxError) as exc:  # a tree without the scheduler: not checked
             scheduler_fact = {"checked": False, "paths": {"not checked": [f"scheduler not read: {exc}"[:120]]}}
-    counts = _Counts(root, bool(scheduler_fact.get("checked")))
+    counts = CountJudge(root, bool(scheduler_fact.get("checked")))
     checked, unchecked = [], []
     for rel, tree, parents in counts.files:
         for call in ast.walk(tree):
             if not isinstance(call, ast.Call):
                 continue
-            f = _src(call.func)
-            fn = _enclosing(parents, call)
+            f = source_text(call.func)
+            fn = enclosing_function(parents, call)
             arg = None
             if f == "replace":
                 pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
                 if pad is not None:
                     counts.why.clear()
                     good = fn is not None and counts.scalar(rel, parents, fn, pad)
-                    site = f"{rel}:{call.lineno} replace(num_reqs_after_padding={_src(pad)[:50]})"
+                    site = f"{rel}:{call.lineno} replace(num_reqs_after_padding={source_text(pad)[:50]})"
                     (checked if good else unchecked).append(
                         site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
                     )
@@ -411,24 +431,28 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
                 arg = next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
                 if arg is None:
                     continue
-                what = f"{f.rsplit('.', 1)[-1]}(num_reqs={_src(arg)[:50]})"
+                what = f"{f.rsplit('.', 1)[-1]}(num_reqs={source_text(arg)[:50]})"
             elif f in ("InputBatch", "cls") and any(k.arg == "num_reqs" for k in call.keywords):
                 arg = next(k.value for k in call.keywords if k.arg == "num_reqs")
-                what = f"InputBatch(num_reqs={_src(arg)[:50]})"
+                what = f"InputBatch(num_reqs={source_text(arg)[:50]})"
                 pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
                 if pad is not None:
                     counts.why.clear()
                     good = fn is not None and counts.scalar(rel, parents, fn, pad)
-                    site = f"{rel}:{call.lineno} InputBatch(num_reqs_after_padding={_src(pad)[:50]})"
+                    site = f"{rel}:{call.lineno} InputBatch(num_reqs_after_padding={source_text(pad)[:50]})"
                     (checked if good else unchecked).append(
                         site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
                     )
             elif f.endswith("make_dummy") and (call.args or call.keywords):
                 arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
-                what = f"make_dummy({_src(arg)[:50] if arg is not None else '?'})"
+                what = f"make_dummy({source_text(arg)[:50] if arg is not None else '?'})"
             else:
                 continue
-            if f == "replace" and fn is not None and "batch" in _src(call.args[0] if call.args else call).lower():
+            if (
+                f == "replace"
+                and fn is not None
+                and "batch" in source_text(call.args[0] if call.args else call).lower()
+            ):
                 what = "replace(batch, num_reqs=...) " + what
             counts.why.clear()
             good = arg is not None and fn is not None and counts.scalar(rel, parents, fn, arg)
@@ -448,3 +472,50 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
         "checked": not unchecked,
         "paths": {"checked (ast)": checked, "not checked": unchecked},
     }
+
+
+def derive_slot_rows(
+    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None, facts: list | None = None
+) -> list[str]:
+    """Set the dimension-0 ``demands`` (extent ``max_num_reqs``) of every one-dimensional
+    ``[max_num_reqs]`` buffer of the V2 runner whose every use is slot-indexed or whole
+    (:func:`slot_rows_uses`) **and** whose facts (:func:`slot_fact`, and :func:`slot_array_fact`
+    when a use indexes by a slot array) are checked; an entry whose use needs a fact not checked
+    gets no demand and its reason names the fact. Returns the ids derived."""
+    fact = slot_fact(root)
+    requests = requests_fact if requests_fact is not None else v2_requests_fact(root)
+    arrays = slot_array_fact(root, requests)
+    slots = SlotJudge(root, arrays_ok=True)
+    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
+    slots.counts = CountJudge(root, sched, induction=bool(requests.get("checked")))
+    if facts is not None:
+        facts += [fact, requests, arrays]
+    done = []
+    for e in entries:
+        if e.demands:
+            continue
+        sites = slot_rows_uses(e, root, slots, reasons)
+        if sites is None:
+            continue
+        needed = [fact] + ([arrays] if any("(a slot array)" in s for s in sites) else [])
+        missing = [f["fact"] for f in needed if not f["checked"]]
+        if missing:
+            if reasons is not None:
+                reasons[e.id] = "rests on a fact not checked: " + "; ".join(missing)
+            continue
+        e.demands = [
+            {
+                "dim": 0,
+                "how": "ast",
+                "family": "request rows",
+                "extent": "max_num_reqs",
+                "from": [
+                    f"{STATES} RequestState slots (free_indices = list(range(max_num_reqs)))",
+                    *sites,
+                ],
+                "notes": [],
+                "facts": needed,
+            }
+        ]
+        done.append(e.id)
+    return done
