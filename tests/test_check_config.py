@@ -126,10 +126,10 @@ def test_0_33_block_tables_proved_batch_buffers_at_default_limits(engine, argv):
 def test_a4_smallest_triggering_batch_is_shown_and_bounded_by_max_num_seqs():
     result = check("--engine", "vllm==0.23.0", "--", *GLM_350K)
     assert (
-        "smallest batch that raises (variable-length flatten copy): num_decodes=1, min_decode_len=1, "
+        'smallest batch for "raises (variable-length flatten copy)": num_decodes=1, min_decode_len=1, '
         "max_decode_len=1, num_decode_tokens=2"
     ) in result.output
-    assert "smallest batch that corrupts silently (uniform Triton copy): num_decodes=1" in result.output
+    assert 'smallest batch for "corrupts silently (uniform Triton copy)": num_decodes=1' in result.output
 
 
 #: The MLA fields of Kimi K2's config.json (moonshotai/Kimi-K2-Instruct: model_type kimi_k2, kv_lora_rank 512).
@@ -329,7 +329,7 @@ def test_batch_limits_from_flags_become_assumptions():
     )
     assert result.exit_code == 1, result.output
     assert "ERROR" not in result.output and "KeyError" not in result.output
-    assert "smallest batch that raises (variable-length flatten copy): num_decodes=1" in result.output
+    assert 'smallest batch for "raises (variable-length flatten copy)": num_decodes=1' in result.output
 
 
 ASCEND_DCP4_MTP5 = [
@@ -356,7 +356,7 @@ def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():
     assert result.exit_code == 1, result.output
     assert "slot_mapping_fits_before_14024" in result.output and "demand=105, capacity=104" in result.output
     assert (
-        "every request a full MTP decode: num_reqs=11" in result.output
+        "every request a full MTP decode\": num_reqs=11" in result.output
         and "(demand=110, capacity=104)" in result.output
     )
 

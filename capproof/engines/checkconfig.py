@@ -1293,7 +1293,7 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
                     wbatch = {k: v for k, v in w.params.items() if k not in c.pinned and k not in CONFIG_PARAMS}
                     shown = ", ".join(f"{k}={v}" for k, v in wbatch.items())
                     values = ", ".join(f"{k}={v}" for k, v in w.values.items())
-                    lines.append(f"          smallest batch that {w.name}: {shown} ({values})")
+                    lines.append(f'          smallest batch for "{w.name}": {shown} ({values})')
                 else:
                     lines.append(f"          no batch {w.name}: {w.message}")
             unsettled = outcome._unsettled(c)
