@@ -80,7 +80,7 @@ def is_sglang_line(argv: list[str]) -> bool:
     """Whether a launch line starts an SGLang server (``sglang serve``, ``python -m
     sglang.launch_server`` / ``sglang.cli.main``, after ``VAR=value`` prefixes, ``env`` or a
     ``docker run … IMAGE``), so check-config can pick the engine without ``--engine sglang``."""
-    from ..vllm.serve import strip_docker
+    from ..docker import strip_docker
 
     try:
         _, image, rest = strip_docker(list(argv))
@@ -105,7 +105,7 @@ def is_sglang_line(argv: list[str]) -> bool:
 
 
 def _strip_launcher(argv: list[str]) -> tuple[dict[str, str], list[str]]:
-    from ..vllm.serve import strip_docker
+    from ..docker import strip_docker
 
     docker_env, image, rest = strip_docker(argv)
     if image is not None:  # docker run … lmsysorg/sglang:TAG python3 -m sglang.launch_server …
