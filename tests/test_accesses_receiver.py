@@ -76,3 +76,21 @@ def test_receiver_for_a_function_local_and_the_entry_api(tmp_path):
     assert _sites(found) == [(4, None, "whole", "passed to kernel"), (5, 0, "num_experts", "slice read")]
     # without the owner the other function's x.expert_ids counts too
     assert 8 in {a["line"] for a in accesses_of(str(tmp_path), "sglang/moe.py", "expert_ids")}
+
+
+def test_receiver_of_a_list_item_indexes_through_the_list(tmp_path):
+    (tmp_path / "sglang").mkdir()
+    (tmp_path / "sglang" / "fi.py").write_text(
+        textwrap.dedent("""
+        class FlashInfer:
+            def init_cuda_graph_state(self, max_bs, max_num_tokens):
+                kv = torch.zeros(max_num_tokens * self.max_context_len)
+                self.cuda_graph_kv_indices = [kv] + [kv.clone() for _ in range(self.num_wrappers - 1)]
+
+            def capture(self, i, n):
+                self.cuda_graph_kv_indices[i][0] = 0
+                update(self.cuda_graph_kv_indices[i], n)
+        """)
+    )
+    found = accesses_of(str(tmp_path), "sglang/fi.py", "cuda_graph_kv_indices[]", owner="FlashInfer")
+    assert _sites(found) == [(8, 0, "0", "index[i] write"), (9, None, "whole", "passed to update[i]")]

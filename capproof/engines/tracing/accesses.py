@@ -116,11 +116,14 @@ def _key_accesses(key: ast.AST) -> list[tuple[int | None, str, str]]:
     return out
 
 
-def accesses_in_file(path: str, rel: str, name: str, owner: str | None = None, holder: str = "") -> list[dict]:
+def accesses_in_file(
+    path: str, rel: str, name: str, owner: str | None = None, holder: str = "", item: bool = False
+) -> list[dict]:
     """Access sites of attribute ``name`` in the source file ``path`` (``rel`` its path inside the wheel).
 
     Without ``owner``, every ``<anything>.name`` in the file. With ``owner`` (the allocating class or
-    function, :func:`receiver_nodes`), only the uses whose receiver is that buffer."""
+    function, :func:`receiver_nodes`), only the uses whose receiver is that buffer. ``item``: the
+    entry is an element of a list or dict kept under ``name`` (``xs[]``): ``xs[k]`` is the buffer."""
     tree = _tree(path)
     if tree is None:
         return []
@@ -133,6 +136,10 @@ def accesses_in_file(path: str, rel: str, name: str, owner: str | None = None, h
     for node, alias in nodes:
         target, via = node, alias
         parent = parents.get(target)
+        if item and isinstance(parent, ast.Subscript) and parent.value is target:
+            alias += f"[{_src(parent.slice)}]"
+            target, via = parent, alias
+            parent = parents.get(target)
         if isinstance(parent, ast.Attribute) and parent.value is target and parent.attr in VIEWS:
             target, via = parent, via + "." + parent.attr
             parent = parents.get(target)
@@ -319,11 +326,13 @@ def accesses_of(root: str, file: str, attribute: str, owner: str | None = None) 
     allocation lines excluded, at most :data:`MAX_PER_ENTRY` (first by line). With ``owner`` (the
     entry's owning class or function) only the uses whose receiver is the buffer
     (:func:`receiver_nodes`); without, every attribute of that name in the file."""
-    holder = ""
+    holder, item = "", False
     if owner is not None:
-        path = re.sub(r"#\d+$", "", attribute).replace("[]", "").split(".")
+        bare = re.sub(r"#\d+$", "", attribute)
+        item = bare.endswith("[]")
+        path = bare.replace("[]", "").split(".")
         holder = ".".join(path[:-1])
-    found = accesses_in_file(os.path.join(root, file), file, attribute_name(attribute), owner, holder)
+    found = accesses_in_file(os.path.join(root, file), file, attribute_name(attribute), owner, holder, item)
     return found[:MAX_PER_ENTRY]
 
 
