@@ -90,6 +90,26 @@ def _backend_unknown(model: ModelFacts | None) -> str:
     return ""
 
 
+def _refuse_too_long(cfg: LaunchConfig, model: ModelFacts | None, version: str) -> None:
+    """A ``--context-length`` above the model's, which SGLang refuses at startup, is a CheckError
+    (one line): ``ModelConfig._derive_context_length`` (``sglang/srt/configs/model_config.py``)
+    raises ``ValueError`` unless ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN`` is true. The derived
+    length (``get_context_length``) is ``max_position_embeddings`` when the config has no other
+    length key and no RoPE factor; otherwise nothing is refused here."""
+    length = cfg.values.get("context_len")
+    if length is None or model is None or model.max_len_caveat or model.rope_factor:
+        return
+    longest = model.values.get("max_position_embeddings")
+    allowed = cfg.env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").strip().lower() in ("true", "1", "yes", "y")
+    if longest and length > longest and not allowed:
+        raise CheckError(
+            f"--context-length {length} is above the model's length, {longest} "
+            f"({model.fields.get('max_position_embeddings')} of {model.path}): SGLang {version} refuses the line at "
+            f"startup (_derive_context_length, sglang/srt/configs/model_config.py); give --context-length {longest} "
+            "or less, or prefix the line with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to run beyond it"
+        )
+
+
 def run_check(
     cfg: LaunchConfig,
     version: str,
@@ -108,6 +128,7 @@ def run_check(
     need ``--attention-backend``.
     """
     options = options or Options()
+    _refuse_too_long(cfg, model, version)
     pins = dict(cfg.values)
     if model is not None:  # the model's numbers (experts, top-k, ...), as for vLLM lines
         pins.update({k: v for k, v in model.values.items() if k in MODEL_PARAMS and k not in pins})
@@ -117,10 +138,16 @@ def run_check(
     if cfg.speculative_algorithm:
         features.add("spec_decode")
     # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
-    from .server_args import USED_FLAGS, sizing
+    from .server_args import USED_FLAGS, sizing, speculative_params
 
     derived = sizing(cfg.values, cfg.switches, cfg.strings)
     pins.update(derived.pins)
+    architecture = model.architectures[0] if model is not None and model.architectures else None
+    try:  # the speculative sizes SGLang picks (or adjusts) at startup for an EAGLE-family line
+        spec_pins, spec_why = speculative_params(cfg.speculative_algorithm, cfg.values, cfg.switches, architecture)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
+    pins.update(spec_pins)
     features |= derived.features
     backend_default, backend_unknown = None, ""
     if not any(f.startswith("sglang_attention_backend_") for f in derived.features):
@@ -173,6 +200,8 @@ def run_check(
         display="SGLang",
         releases=(SGLANG_VERSION,),
     )
+    if spec_why:
+        outcome.derived.append(spec_why)
     # a value SGLang picks at startup (auto_choose_speculative_params, the page size per backend, the
     # context length from the model): a failure only there is not a will-fail of this line
     outcome.undetermined = {

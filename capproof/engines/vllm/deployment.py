@@ -86,7 +86,16 @@ def parse_version(name: str, version: str | None, text: str) -> tuple[str, str]:
         raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
     # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
     # inventory are keyed by it
-    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
+    release = next((v for v in VLLM_VERSIONS if Version(v) == parsed), None)
+    if name == "vllm" and release is None:
+        # a pre-release, dev or post build (0.26.1rc1) may already hold a fix of the next release
+        # (vllm-project/vllm#50302 is in 0.26.1rc1): checking it as its neighbour could say safe
+        raise CheckError(
+            f"--engine {text!r}: {version} is not a published vLLM release capproof models "
+            f"({', '.join(VLLM_VERSIONS)}); a pre-release, dev or post build may or may not hold the next "
+            "release's fixes: check the release it was cut from and the next one, both must be safe"
+        )
+    return name, release or version
 
 
 #: ``--kv-cache-dtype`` values that select DSA's sparse MLA on CUDA, whose indexer backend supports
@@ -289,6 +298,14 @@ def run_check(
     options = options or Options()
     if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
         _refuse_overridden_fields(cfg.hf_overrides, model)
+    _refuse_too_long(cfg, model, engine, version)
+    if cfg.tp % cfg.dcp and "--prefill-context-parallel-size" not in cfg.origin:
+        # vllm/config/parallel.py (ParallelConfig validation): DCP reuses the TP ranks when PCP is off
+        raise CheckError(
+            f"-dcp {cfg.dcp} does not divide -tp {cfg.tp}: vLLM refuses the line at startup "
+            f"(tp_size={cfg.tp} must be divisible by dcp_size={cfg.dcp}, vllm/config/parallel.py); "
+            "decode context parallelism runs on the tensor-parallel ranks, give -tp a multiple of -dcp"
+        )
     if isinstance(model, dict):
         feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
         model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
@@ -336,6 +353,14 @@ def run_check(
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     undetermined: dict[str, str] = {}
+    if cfg.max_model_len is None:  # a failure at a length capproof picked is not one of this line
+        undetermined["max_model_len"] = "--max-model-len N (" + (
+            "--max-model-len auto: vLLM fits it to the GPU memory at startup)"
+            if cfg.max_model_len_auto
+            else f"not given: vLLM derives it from the model config: {model.max_len_caveat})"
+            if isinstance(model, ModelFacts) and model.max_len_caveat
+            else "not given: vLLM takes the model's max_position_embeddings, not known to capproof; or --model-config)"
+        )
     if cfg.block_size is None:
         block = default_block_size(engine, version, gpu_row, model, cfg)
         if isinstance(block, Default):
@@ -431,6 +456,16 @@ def run_check(
             + (", …" if len(unjudged) > 3 else "")
             + "): capproof cannot call this line safe"
         )
+    if cfg.num_speculative_tokens and _gated_delta_net(model):
+        # corpus C5: the GDN kernels read ssm_state_indices at num_accepted_tokens - 1, -1 on a padding
+        # or stale row with 0 accepted tokens; the fixes (vllm-project/vllm#50021, #48475) are not
+        # merged, and no obligation models the read
+        needs.append(
+            "a verdict on the gated-delta-net state index read at num_accepted_tokens - 1 under speculative "
+            "decoding (corpus C5: -1 on a row with no accepted token; vllm-project/vllm#50021 and #48475 not "
+            f"merged in {DISPLAY.get(engine, engine)} {version}; vllm/third_party/flash_linear_attention/ops/fused_recurrent.py in 0.33.0): "
+            "no obligation models it, so capproof cannot call this line safe"
+        )
     note = ""
     if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(inventory_path(engine, version)):
         from ...inventory import releases
@@ -469,6 +504,24 @@ def run_check(
         for c in outcome.failures:
             c.nearby_seqs = nearby_max_num_seqs(c, cfg.max_num_seqs)
     return outcome
+
+
+#: Architectures whose linear-attention layers are gated delta nets (vLLM's ``fla`` kernels), and
+#: the config keys that show one (Qwen3-Next, Qwen3.5).
+GATED_DELTA_NET_ARCHITECTURES = frozenset(
+    {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+)
+GATED_DELTA_NET_KEYS = ("linear_num_value_heads", "linear_conv_kernel_dim")
+
+
+def _gated_delta_net(model: ModelFacts | None) -> bool:
+    """The model config shows gated-delta-net layers (an architecture or a config key of
+    :data:`GATED_DELTA_NET_ARCHITECTURES` / :data:`GATED_DELTA_NET_KEYS`)."""
+    if model is None or "hybrid_mamba" not in model.features:
+        return False
+    return bool(set(model.architectures) & GATED_DELTA_NET_ARCHITECTURES) or (
+        model.fields.get("hybrid_mamba") in GATED_DELTA_NET_KEYS
+    )
 
 
 def backend_buffers_without_verdict(backend: str | None, uncovered: list[str]) -> list[str]:
@@ -591,6 +644,30 @@ READ_MODEL_KEYS = frozenset(
 )
 
 
+def _refuse_too_long(cfg: ServeConfig, model: ModelFacts | dict | None, engine: str, version: str) -> None:
+    """A ``--max-model-len`` above the model's length, which vLLM refuses at startup, is a
+    CheckError (one line): vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``, every
+    modelled release) raises ``ValueError: User-specified max_model_len (N) is greater than the
+    derived max_model_len`` unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is 1 or true (``vllm/envs.py``).
+    The derived length is ``max_position_embeddings`` unless :func:`max_len_caveat` names another
+    rule (a RoPE factor, another length key): then nothing is refused here, nor for a config with a
+    RoPE factor on releases before 0.33.0 (their rules for it differ). A length vLLM accepts
+    only with the variable set is checked as given when the line sets it."""
+    if not isinstance(model, ModelFacts) or model.max_len_caveat or cfg.max_model_len is None:
+        return
+    if model.rope_factor and not (engine == "vllm" and version == VLLM_VERSION):
+        return  # before vllm-project/vllm#56446 a RoPE factor could raise the derived length
+    longest = model.values.get("max_position_embeddings")
+    allowed = cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+    if longest and cfg.max_model_len > longest and not allowed:
+        raise CheckError(
+            f"--max-model-len {cfg.max_model_len} is above the model's length, {longest} "
+            f"({model.fields.get('max_position_embeddings')} of {model.path}): vLLM {version} refuses the line at "
+            f"startup (_get_and_verify_max_len, vllm/config/model.py); give --max-model-len {longest} or less, or "
+            "prefix the line with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to run beyond it"
+        )
+
+
 def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
     """``--hf-overrides`` that sets a config field check-config reads from ``--model-config``: vLLM
     serves the overridden value, capproof would check the file's, so it is a CheckError (one line).
@@ -653,18 +730,6 @@ def deployment_notes(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 else ""
             )
             + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
-        )
-    model = outcome.model
-    longest = model.values.get("max_position_embeddings") if model is not None and not model.max_len_caveat else None
-    if (
-        longest
-        and (cfg.max_model_len or 0) > longest
-        and cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() not in ("1", "true")
-    ):  # vllm/envs.py reads it as 1/true
-        lines.append(
-            f"note: vLLM refuses --max-model-len {cfg.max_model_len} at startup: above the model's "
-            f"{longest} ({model.fields.get('max_position_embeddings')}) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
-            "(vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len); the verdict is for the line as if it started"
         )
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(
