@@ -193,6 +193,8 @@ def _sglang_root():
         "moe_align_block_size",
         "TritonAttnBackend",
         "FlashMLABackend",
+        "FlashAttentionBackend[EAGLE]",
+        "TritonLoRABackend",
     ],
 )
 def test_traced_shapes_equal_sglangs_real_tensors(name):

@@ -97,7 +97,7 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                 problems.append(f"traced allocation {e.id} is not in the static scan")
     from ..tracing.accesses import annotate
 
-    annotate(entries.values(), root)
+    annotate(entries.values(), root, receiver=True)
     if trace:
         from .demand import derive_all
 

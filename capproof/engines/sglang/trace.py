@@ -31,7 +31,7 @@ model runner derives, ``max_running_requests`` when given), ``max_context_len`` 
 a graph captures: 1 for decode, ``speculative_num_draft_tokens`` for verify),
 ``speculative_num_steps``, ``speculative_eagle_topk``, ``speculative_num_draft_tokens``,
 ``hidden_size``, ``vocab_size``, ``num_dp_ranks``, ``num_tokens``/``top_k``/``num_experts``/
-``block_size_m`` (MoE alignment).
+``block_size_m`` (MoE alignment), ``max_loras_per_batch`` and ``max_lora_chunk_size`` (LoRA backends).
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ POSITIVE = (
     "num_experts",
     "block_size_m",
     "max_num_tokens",
+    "max_loras_per_batch",
+    "max_lora_chunk_size",
 )
 NONNEGATIVE: tuple = ()
 HARNESSES: dict = {}
@@ -120,6 +122,8 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
         num_experts=256,
         block_size_m=64,
         max_num_tokens=256,
+        max_loras_per_batch=8,
+        max_lora_chunk_size=16,
     )
     ints.update(overrides)
     if not symbolic:
@@ -174,8 +178,13 @@ def server(v: dict, spec: str | None = None) -> tuple:
     schedule = Config(page_size=v["page_size"], chunked_prefill_size=8192, max_running_requests=v["req_pool_size"])
     spec_cfg.speculative_use_rejection_sampling = False
     execution.graph.cuda_graph_config = Config()
-    flags = Config(capture=Config(enable_torch_compile=False))
-    bags = {"spec": spec_cfg, "exec": execution, "schedule": schedule}
+    # SGLang's own mutable runtime flags (runtime_context.Flags) with their defaults: no torch.compile,
+    # MoE backends not initialised yet (the accessors fall back to NONE/AUTO), no DP attention
+    from sglang.srt.runtime_context import Flags
+
+    flags = Flags()
+    lora = Config(max_lora_chunk_size=v["max_lora_chunk_size"])
+    bags = {"spec": spec_cfg, "exec": execution, "schedule": schedule, "lora": lora}
     return bags, parallel, flags
 
 
@@ -192,7 +201,11 @@ def published(v: dict, spec: str | None = None):
             raise ValueError(f"config namespace {name!r} not published (not modelled by the harness)")
         return bags[name]
 
-    context = Config(config_bag=bag, flags=flags, parallel=parallel)
+    from sglang.srt.runtime_context import Resources, RuntimeContext
+
+    context = Config(config_bag=bag, flags=flags, parallel=parallel, resources=Resources())
+    # named persistent buffers (workspaces): SGLang's own get-or-create
+    context.get_buffer = lambda name, factory: RuntimeContext.get_buffer(context, name, factory)
     saved = rc._CONTEXT, rc._PARALLEL
     rc._CONTEXT, rc._PARALLEL = context, parallel
     try:
@@ -360,9 +373,14 @@ def _decode_buffers_args(v: dict, device: str, **extra):
 def _decode_buffers(v: dict, device: str):
     from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
 
-    return call(
-        DecodeInputBuffers.create, DecodeInputBuffers, None, cls=DecodeInputBuffers, **_decode_buffers_args(v, device)
-    )
+    with published(v):
+        return call(
+            DecodeInputBuffers.create,
+            DecodeInputBuffers,
+            None,
+            cls=DecodeInputBuffers,
+            **_decode_buffers_args(v, device),
+        )
 
 
 @harness("moe_align_block_size", "sglang.srt.layers.moe.moe_runner.triton_utils.moe_align_block_size")
@@ -385,11 +403,15 @@ def _moe_align(v: dict, device: str):
     )
 
 
-def _backend(module: str, cls: str, multi_step: bool = False, **runner_extra):
+def _backend(module: str, cls: str, multi_step: bool = False, spec: str | None = None, **runner_extra):
     def run(v: dict, device: str):
         import importlib
 
         klass = getattr(importlib.import_module(module), cls)
+        if spec is not None:
+            from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+            runner_extra["spec_algorithm"] = SpeculativeAlgorithm.from_string(spec)
         overrides = {
             "get_device_core_count": lambda *a, **k: _device_query("get_device_core_count"),
             "is_arch_support_pdl": lambda *a, **k: False,
@@ -397,7 +419,7 @@ def _backend(module: str, cls: str, multi_step: bool = False, **runner_extra):
         # a multi-step draft backend: (model_runner, topk, speculative_num_steps), as the EAGLE
         # worker builds it from the speculative server arguments
         extra = (v["speculative_eagle_topk"], v["speculative_num_steps"]) if multi_step else ()
-        with published(v, spec="EAGLE" if multi_step else None):
+        with published(v, spec="EAGLE" if multi_step else spec):
             obj, log = construct(klass, model_runner(v, device, **runner_extra), *extra, _overrides=overrides)
             # the decode CUDA-graph runner's call: attn_backend.init_cuda_graph_state(max_bs, max_num_token)
             # (decode_cuda_graph_runner.py:429), max_num_token = max_bs * captured_req_width
@@ -435,6 +457,77 @@ for _module, _cls in (
         note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
         "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it",
     )(_backend(_module, _cls))
+#: more backends built the same way (``model_runner`` first); one that reads what the stand-in does
+#: not model keeps its buffers ``read``, each with the statement that stopped it. Not built: AITER
+#: (``torch.finfo`` of a stand-in dtype at import), DeepSeek-V4, the Inkling short-conv and the
+#: hybrid linear-attention (Mamba) backends (a stand-in package's ``__version__`` read at import),
+#: MiniCPM sparse (a helper needs ``use_flashinfer``, which the stand-in does not model)
+for _module, _cls in (
+    ("sglang.srt.layers.attention.trtllm_mha_backend", "TRTLLMHAAttnBackend"),
+    ("sglang.srt.layers.attention.trtllm_mla_backend", "TRTLLMMLABackend"),
+    ("sglang.srt.layers.attention.flashinfer_mla_backend", "FlashInferMLAAttnBackend"),
+    ("sglang.srt.layers.attention.wave_backend", "WaveAttnBackend"),
+    ("sglang.srt.layers.attention.xpu_backend", "XPUAttentionBackend"),
+    ("sglang.srt.layers.attention.qwen_sparse_attn_backend", "QwenSparseAttnBackend"),
+    ("sglang.srt.layers.attention.hpc_ops_backend", "HPCOpsAttnBackend"),
+):
+    harness(
+        _cls,
+        _module,
+        note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
+        "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it",
+    )(_backend(_module, _cls))
+#: the target model's backend under EAGLE (published speculative arguments, symbolic top-k): the
+#: verify and top-k > 1 graph metadata allocated only under speculative decoding
+for _module, _cls in (
+    ("sglang.srt.layers.attention.triton_backend", "TritonAttnBackend"),
+    ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferAttnBackend"),
+    ("sglang.srt.layers.attention.flashattention_backend", "FlashAttentionBackend"),
+    ("sglang.srt.layers.attention.flashmla_backend", "FlashMLABackend"),
+    ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
+):
+    harness(
+        f"{_cls}[EAGLE]",
+        _module,
+        note="the target backend under EAGLE (symbolic speculative_eagle_topk, speculative_num_steps, "
+        "speculative_num_draft_tokens), then init_cuda_graph_state(max_bs, max_bs * captured_req_width)",
+    )(_backend(_module, _cls, spec="EAGLE"))
+
+
+def _lora(module: str, cls: str):
+    def run(v: dict, device: str):
+        import importlib
+
+        klass = getattr(importlib.import_module(module), cls)
+        names = klass.__init__.__code__.co_varnames
+        kwargs = {"server_args": Config()} if "server_args" in names else {}
+        with published(v):
+            obj, log = construct(klass, v["max_loras_per_batch"], device, **kwargs)
+            # lora_manager.py:157 as decode_cuda_graph_runner.py:453 calls it
+            _, log2 = call(
+                klass.init_decode_cuda_graph_batch_info,
+                klass,
+                obj,
+                max_bs_in_cuda_graph=v["max_bs"],
+                num_tokens_per_req=v["captured_req_width"],
+            )
+        return [(obj, log), (obj, log2)]
+
+    return run
+
+
+for _module, _cls in (
+    ("sglang.srt.lora.backend.triton_backend", "TritonLoRABackend"),
+    ("sglang.srt.lora.backend.chunked_backend", "ChunkedSgmvLoRABackend"),
+    ("sglang.srt.lora.backend.torch_backend", "TorchNativeLoRABackend"),
+):
+    harness(
+        _cls,
+        _module,
+        note="LoRA backend (max_loras_per_batch, device), then init_decode_cuda_graph_batch_info(max_bs, "
+        "captured_req_width) as lora_manager.py:157 calls it for the decode graph runner",
+    )(_lora(_module, _cls))
+
 for _module, _cls in (
     ("sglang.srt.layers.attention.triton_backend", "TritonMultiStepDraftBackend"),
     ("sglang.srt.layers.attention.flashinfer_backend", "FlashInferMultiStepDraftBackend"),
@@ -502,8 +595,18 @@ def _eagle_runner(module: str, cls: str):
         import torch
 
         klass = getattr(importlib.import_module(module), cls)
-        runner = model_runner(v, device)
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        runner = model_runner(v, device, spec_algorithm=SpeculativeAlgorithm.EAGLE)
+        # standard EAGLE: the draft reads the target's hidden states, spec_hidden_size = hidden_size
+        # (eagle_utils.get_draft_input_from_target_hidden_dim)
+        runner.model_config.spec_hidden_size = v["hidden_size"]
+        # the logits rows shared by the graph runners (graph_shared_output.py; not this runner's buffer)
+        runner.graph_shared_output = Config(
+            get_logits_buffer=lambda vocab_size, rows: _fake_or_real((rows, vocab_size), torch.float32)
+        )
         worker = Config(
+            speculative_algorithm=SpeculativeAlgorithm.EAGLE,
             model_runner=runner,
             draft_runner=runner,
             dsa_seed_topk_width=v["speculative_eagle_topk"],

@@ -235,11 +235,21 @@ def _field_of(value: ast.expr, call: ast.Call) -> str:
     return ""
 
 
+def _list_head(value: ast.expr) -> str | None:
+    """The local name ``x`` of ``[x, ...]`` or ``[x] + ...``, else None."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        value = value.left
+    if isinstance(value, ast.List) and value.elts and isinstance(value.elts[0], ast.Name):
+        return value.elts[0].id
+    return None
+
+
 def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
     """Local names a function stores into ``self``: ``self.xs.append(x)`` / ``self.xs[k] = x`` /
     ``self.x = x`` (-> ``xs[]`` / ``xs[]`` / ``x``); with ``returned_fields``, also the locals a
     classmethod factory passes by keyword to the object it returns (``return cls(input_ids=input_ids, ...)``
-    -> ``input_ids``: a field of the buffers object the caller keeps)."""
+    -> ``input_ids``: a field of the buffers object the caller keeps) and a local stored as the
+    head of a list (``self.xs = [x] + [x.clone() ...]`` -> ``xs[]``)."""
     out: dict[str, str] = {}
     for node in ast.walk(fn):
         if (
@@ -270,6 +280,13 @@ def _escapes(fn: ast.AST, returned_fields: bool = False) -> dict[str, str]:
             t = _target_name(node.func.value)
             if t and t[1]:
                 out.setdefault(node.args[0].id, t[0] + "[]")
+        elif returned_fields and isinstance(node, ast.Assign) and _list_head(node.value) is not None:
+            # ``self.xs = [x] + [x.clone() for ...]`` -> ``xs[]`` (one buffer per wrapper, the
+            # first the allocation itself)
+            for tgt in node.targets:
+                t = _target_name(tgt)
+                if t and t[1]:
+                    out.setdefault(_list_head(node.value), t[0] + "[]")
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
             for tgt in node.targets:
                 t = _target_name(tgt)
