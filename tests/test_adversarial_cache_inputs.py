@@ -42,3 +42,30 @@ def test_a_cached_proof_is_not_reused_after_the_environment_it_read_changed(proj
     cached = _verdict()
     assert _verdict("--no-cache") == "counterexample"  # what ints say: fails from a == 37
     assert cached == "counterexample"  # the cache must agree
+
+
+FILE_SPEC = """
+import json, os
+from capproof import Range, obligation, at_most
+
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "caps.json")
+
+def capacity():
+    with open(_PATH) as f:  # the engine's config file, read when the model runs
+        return json.load(f)["max_num_batched_tokens"]
+
+@obligation(domain={"a": Range(0, 100)})
+def tokens_fit(a):
+    return at_most(demand=a, capacity=capacity())
+"""
+
+
+def test_a_proof_that_read_a_file_is_not_cached(project):
+    """The key covers module sources and data, not the files a model opens: a verdict that read
+    one (the ``open`` audit event from the project's code while deciding it) is not stored."""
+    (project / "spec" / "json_cap.py").write_text(FILE_SPEC)
+    caps = project / "spec" / "caps.json"
+    caps.write_text('{"max_num_batched_tokens": 100}')
+    assert _verdict() == "proved"
+    caps.write_text('{"max_num_batched_tokens": 36}')
+    assert _verdict() == "counterexample"  # what ints say: fails from a == 37

@@ -272,17 +272,6 @@ def test_smt2_into_a_file_path_is_one_line_exit_2(tmp_path):
     assert result.exit_code == 2 and "--smt2" in result.output and "cannot create" in result.output
 
 
-@pytest.mark.parametrize("option", ["--json", "--junit", "--sarif"])
-def test_prove_output_that_cannot_be_written_is_refused_before_proving(tmp_path, option):
-    """``prove … --junit /nonexistent/dir/x.xml`` proved everything, then failed to write."""
-    path = str(tmp_path / "missing" / "out")
-    result = invoke("prove", "spec/vllm_kpool_tail.py", "--no-contracts", option, path)
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code == 2 and lines == [
-        f"error: {option} {path}: cannot write: no such directory {tmp_path / 'missing'}"
-    ]
-
-
 def test_bound_json_to_an_unwritable_path_is_one_line_exit_2(tmp_path):
     result = invoke("bound", "spec/vllm_kpool_tail.py", "--json", str(tmp_path / "missing" / "b.json"))
     assert result.exit_code == 2 and "error: --json" in result.output
@@ -308,6 +297,34 @@ def test_model_config_that_is_not_utf8_is_one_line_exit_4(tmp_path):
     bad.write_bytes(b"\xff\xfe{")
     result = invoke("check-config", "--model-config", str(bad), "--", "vllm", "serve", "m")
     assert result.exit_code == 4 and "not UTF-8" in result.output
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        [],
+        ["--", "vllm", "serve"],
+        ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-modle-len", "4096"],
+        ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1M"],  # vLLM refuses it at startup
+        ["--", "vllm", "serve", "zai-org/GLM-5.2", "-dcp", "4"],
+    ],
+)
+def test_check_config_bad_input_is_answered_before_the_specs_and_the_solver_load(line):
+    """``capproof check-config`` with no launch line took ~20 s before its one-line error: bad
+    input is refused (exit 4) before spec/, the inventories, Z3 and Hypothesis are loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, capproof.cli\n"
+        "from click.testing import CliRunner\n"
+        f"r = CliRunner().invoke(capproof.cli.main, ['check-config', *{line!r}])\n"
+        "assert r.exit_code == 4 and r.output.startswith('error:') and len(r.output.splitlines()) == 1, r.output\n"
+        "loaded = ('z3', 'hypothesis', 'capproof.prover', 'capproof.loader', 'capproof.runner')\n"
+        "print(sorted(m for m in loaded if m in sys.modules or any(k.startswith('capproof_spec') for k in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr + out.stdout
 
 
 def test_help_and_the_facade_do_not_import_the_solver():
