@@ -19,11 +19,6 @@ from .symbolic import SymInt, int_relation, model_int
 
 __all__ = ["minimize_term", "minimize_point", "below_seed", "order_terms"]
 
-#: How the last :func:`minimize_point` call ended its certification query for a seed: "unsat"
-#: (the seed certified least, no search), "sat"/"unknown" (searched as without it) or "" (no seed
-#: admitted). Read by tests and benchmarks only.
-LAST_CERTIFICATE: list[str] = [""]
-
 
 def minimize_term(
     s: z3.Solver, model: z3.ModelRef, term: z3.ArithRef, lo: int, best: int | None = None
@@ -99,6 +94,7 @@ def minimize_point(
     seed: dict[str, object] | None = None,
     budget: int | None = None,
     rlimit: int | None = None,
+    certificate: list[str] | None = None,
 ) -> tuple[z3.ModelRef, bool]:
     """Lexicographically minimise ``names`` (declared order) by binary search on ``s``.
 
@@ -108,7 +104,9 @@ def minimize_point(
     ``seed``: a counterexample shrunk on ints (:func:`capproof.shrink.shrink`). When ``s`` admits
     it (one query with its values assumed), one more query asks for a point below it in this order
     (:func:`below_seed`): unsat certifies the seed least, fixed on ``s`` and returned as minimised
-    with no search (:data:`LAST_CERTIFICATE` records the answer). Sat or unknown: each search
+    with no search. ``certificate``, when given, gets that query's answer appended ("unsat",
+    "sat" or "unknown"; nothing when no seed is admitted): for tests and benchmarks, which
+    must not read module state a run changes. Sat or unknown: each search
     starts from the seed's value, and a value at
     the domain's lower bound is fixed with no query (the seed attains it with every value fixed
     before); once a search finds a value below the seed's, the seed is dropped. The least point
@@ -117,7 +115,6 @@ def minimize_point(
     (a counterexample at or below the solver's, not minimised).
     """
 
-    LAST_CERTIFICATE[0] = ""
     if seed is not None and s.check(*case.fix(seed, names)) != z3.sat:
         seed = None  # the seed lies in another case or path
     budgeted = seed is not None and budget is not None and rlimit is not None
@@ -131,7 +128,8 @@ def minimize_point(
         s.add(below_seed(terms))
         answer = s.check()
         s.pop()
-        LAST_CERTIFICATE[0] = str(answer)
+        if certificate is not None:
+            certificate.append(str(answer))
         if answer == z3.unsat:
             if budgeted:
                 s.set("rlimit", rlimit)

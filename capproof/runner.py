@@ -357,6 +357,8 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     """Whether ``module`` is one of the project's own: its file under ``root``, not in a hidden
     directory such as ``.venv``, and not capproof's."""
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
+    if modname.startswith("capproof_spec."):  # a spec file, wherever it is (given by its path)
+        return True
     return (
         path.startswith(root)
         and f"{os.sep}." not in path[len(root) - 1 :]
@@ -836,11 +838,17 @@ def _leftovers(z3_params: list[int], classes: Iterable[type] = ()) -> tuple:
 
 
 def _held_by(value: Any) -> list:
-    """Fingerprints of the data a function or class holds besides its code: a class's attributes; a
-    function's defaults, attributes, closure cells and ``lru_cache`` fill."""
+    """Fingerprints of what a function or class holds: a class's attributes (dunders included:
+    ``__doc__``); a function's code (by identity), defaults, attributes, closure cells and
+    ``lru_cache`` fill."""
     if isinstance(value, type):
-        return [(k, _fingerprint(v)) for k, v in vars(value).items() if not k.startswith("__")]
+        return [
+            (k, _abc_registry(value) if k == "_abc_impl" else _fingerprint(v))
+            for k, v in vars(value).items()
+            if k not in ("__dict__", "__weakref__")
+        ]
     parts = [
+        ("code", id(getattr(value, "__code__", None))),
         getattr(value, "__defaults__", None),
         getattr(value, "__kwdefaults__", None),
         getattr(value, "__dict__", None),
@@ -852,6 +860,17 @@ def _held_by(value: Any) -> list:
         except ValueError:  # an empty cell
             parts.append(None)
     return [_fingerprint(part) for part in parts]
+
+
+def _abc_registry(cls: type) -> object:
+    """An ABC's registered classes by identity (``register``), not its caches, which every
+    ``isinstance`` fills without changing an answer."""
+    import abc
+
+    try:
+        return sorted(id(ref()) for ref in abc._get_dump(cls)[0])  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not an ABC's data after all
+        return _fingerprint(vars(cls).get("_abc_impl"))
 
 
 def _left_behind(start: tuple, now: tuple) -> bool:
@@ -886,8 +905,10 @@ def changed_while_deciding(start: tuple, now: tuple) -> list[str]:
     probe's, then the symbolic runs') may have passed on to each other (a memo kept as a library
     module's attribute, a class attribute, a closure cell), so its verdict is an error."""
     (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
-    out = [k for k, v in bound0.items() if bound1.get(k, v) != v]
-    out += [k for k, v in held0.items() if held1.get(k, v) != v]
+    # (not capproof's own tables, which it fills while deciding: a model cannot reach them but as
+    # misuse, capproof.symbolic._GuardedModule)
+    out = [k for k, v in bound0.items() if bound1.get(k, v) != v and not _capproofs(k)]
+    out += [k for k, v in held0.items() if held1.get(k, v) != v and not _capproofs(k)]
     out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
     return out
 

@@ -118,6 +118,16 @@ H = Holder()
         "Backend.FLASH.warm = True",
         'getattr(Backend.FLASH, "warm", False)',
     ),
+    "project-function-code-replaced": (
+        "def helper():\n    return False\n",
+        "helper.__code__ = (lambda: True).__code__",
+        "helper()",
+    ),
+    "project-class-dunder-attribute": (
+        'class Cfg:\n    """cold"""\n',
+        'Cfg.__doc__ = "warm"',
+        'Cfg.__doc__ == "warm"',
+    ),
     "attribute-set-on-a-stdlib-module": (
         "import json\n",
         "json.capproof_adversarial_seen = True",
@@ -306,3 +316,11 @@ def test_state_kept_between_one_obligations_own_evaluations_is_no_proof(project,
 
     if hasattr(json, "capproof_adversarial_memo"):
         del json.capproof_adversarial_memo
+
+
+def test_state_kept_by_a_spec_file_outside_the_working_directory_is_no_proof(spec_file):
+    """A spec file given by a path outside the working directory (not under the project): its
+    module's data is compared too, so a memo it keeps between its own evaluations is an error."""
+    path = spec_file(HEADER + KEPT["memo-keyed-by-block-size-only"], "outside_kept.py")
+    (outcome,) = run([path], Options(jobs=1, contracts=False, density="off")).obligations
+    assert outcome.verdict.value in ("error", "counterexample"), outcome.message

@@ -215,6 +215,21 @@ def share(tokens, k):
 """,
             "counterexample",
         ),
+        (
+            "zero-division-traceback-depth-read",
+            """
+import traceback
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = tokens // (k - 37)
+    except ZeroDivisionError as e:
+        depth = len(traceback.extract_tb(e.__traceback__))
+        s = 100 + select(tokens == 50, 1, 0) * (depth == 1)
+    return at_most(demand=s, capacity=100)
+""",
+            "error",
+        ),
     ],
 )
 def test_a_verdict_where_the_cases_are_few(spec_file, name, body, verdict):
