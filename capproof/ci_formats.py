@@ -113,13 +113,13 @@ def junit_xml(run_json: dict[str, Any]) -> JUnitXml:
         name = _suite_of(entry)
         if name not in suites:
             suites[name] = TestSuite(name)
-        suites[name].add_testcase(_testcase(entry, kind))
+        suites[name].append(_testcase(entry, kind))  # counted once below (add_testcase recounts each time)
     if run_json.get("usage_errors"):
         suite = suites.setdefault("capproof", TestSuite("capproof"))
         for i, message in enumerate(run_json["usage_errors"]):
             case = TestCase(f"usage {i + 1}", classname="capproof", time=0.0)
             case.result = [Error(_xml_text(message), "usage")]
-            suite.add_testcase(case)
+            suite.append(case)
     xml = JUnitXml("capproof")
     for suite in suites.values():
         suite.update_statistics()

@@ -359,7 +359,15 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     path = os.path.abspath(getattr(module, "__file__", None) or "/")
     if modname.startswith("capproof_spec."):  # a spec file, wherever it is (given by its path)
         return True
-    return path.startswith(root) and f"{os.sep}." not in path[len(root) - 1 :] and not modname.startswith("capproof.")
+    return (
+        path.startswith(root)
+        and f"{os.sep}." not in path[len(root) - 1 :]
+        and not modname.startswith("capproof.")
+        and not path.startswith(_CAPPROOF_DIR)  # capproof's own, also as ``__main__`` (``python -m capproof``)
+    )
+
+
+_CAPPROOF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def project_modules() -> dict[str, types.ModuleType]:

@@ -15,7 +15,8 @@ without solving). The key is the SHA-256 of everything the verdict depends on:
   and witnesses call or read, transitively; every project module's when that cannot be bounded);
 - capproof's own sources, and the Python, Z3 and cvc5 versions;
 - the environment variables a spec or model may read while deciding: all of them but the few a
-  shell or pytest sets per session (``PWD``, ``SHLVL``, ``PYTEST_CURRENT_TEST``, ...).
+  shell, make or pytest sets per session (``PWD``, ``SHLVL``, ``MAKEFLAGS``, ``PYTEST_CURRENT_TEST``,
+  ...), so ``make verify`` and ``capproof prove`` share their verdicts.
 
 So an edit to one model re-decides exactly the obligations that can reach it. Unknown and error
 verdicts (time limits, load) are never stored; ``prove --no-cache`` re-decides everything (and
@@ -85,6 +86,17 @@ _SESSION_VARIABLES = frozenset(
         "PYTEST_CURRENT_TEST",
         "PYTEST_XDIST_WORKER",
         "PYTEST_XDIST_TESTRUNUID",
+        # what make passes to the commands of a recipe: its flags (the jobserver's file descriptors,
+        # which change with the descriptors its caller had open, and any VAR=value given on make's
+        # command line, e.g. BIN=) and its nesting level; a spec reads none of these
+        "MAKEFLAGS",
+        "MFLAGS",
+        "GNUMAKEFLAGS",
+        "MAKELEVEL",
+        "MAKEOVERRIDES",
+        "MAKE_TERMOUT",
+        "MAKE_TERMERR",
+        "MAKE_RESTARTS",
     }
 )
 

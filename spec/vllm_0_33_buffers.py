@@ -102,7 +102,7 @@ def table(file: str, family, entries: dict[str, str]) -> None:
     declared at the line of its key in the call."""
     import inspect
 
-    frame = inspect.stack()[1]
+    frame = inspect.getframeinfo(inspect.currentframe().f_back, 0)  # not stack(): it reads every frame's source
     source = open(frame.filename, encoding="utf-8").read().splitlines()
     for key, lines in entries.items():
         writers = [f"{_V}{file}:{ln}" for ln in lines.split()]

@@ -136,6 +136,27 @@ def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch)
     assert len(list((project / ".capproof" / "verdicts").iterdir())) == 3
 
 
+def test_make_and_a_shell_share_the_cache(project, monkeypatch):
+    """What make passes to a recipe (its jobserver descriptors, which follow the descriptors its
+    caller had open, a VAR=value of its command line, its level) is not in the key: `make verify`
+    reuses the verdicts of `capproof prove` and the other way round. A variable a model reads is."""
+    (project / "spec" / "env.py").write_text(
+        "from capproof import Range, obligation, at_most\n"
+        "@obligation(domain={'n': Range(1, 10)})\n"
+        "def fits(n):\n    return at_most(demand=n, capacity=10)\n"
+    )
+    assert _prove_any()["obligations"][0]["verdict"] == "proved"
+    stored = {p.name: p.stat().st_mtime_ns for p in (project / ".capproof" / "verdicts").iterdir()}
+    monkeypatch.setenv("MAKEFLAGS", " -j2 -Oline --jobserver-auth=4,5 --no-print-directory -- BIN=/tmp/bin")
+    monkeypatch.setenv("MAKELEVEL", "2")
+    monkeypatch.setenv("MAKEOVERRIDES", "${-*-command-variables-*-}")
+    assert _prove_any()["obligations"][0]["verdict"] == "proved"
+    assert {p.name: p.stat().st_mtime_ns for p in (project / ".capproof" / "verdicts").iterdir()} == stored
+    monkeypatch.setenv("CAPPROOF_BATCH", "1024")
+    _prove_any()
+    assert len(list((project / ".capproof" / "verdicts").iterdir())) == 2
+
+
 def _proofs(project) -> dict[str, bytes]:
     return {str(p.relative_to(project)): p.read_bytes() for p in sorted((project / "proofs").rglob("*")) if p.is_file()}
 
