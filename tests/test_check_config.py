@@ -356,7 +356,7 @@ def test_ascend_dcp4_mtp5_12_requests_fails_before_the_fix():
     assert result.exit_code == 1, result.output
     assert "slot_mapping_fits_before_14024" in result.output and "demand=105, capacity=104" in result.output
     assert (
-        "every request a full MTP decode\": num_reqs=11" in result.output
+        'every request a full MTP decode": num_reqs=11' in result.output
         and "(demand=110, capacity=104)" in result.output
     )
 
