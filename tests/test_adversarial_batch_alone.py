@@ -9,9 +9,11 @@ of them samples (``k == 37`` beside an empty or short batch) was proved:
 - ``max_of`` of an empty batch raises ``ValueError`` alone; on the padded tuple it returns the
   fill, so the model's ``except ValueError`` fallback runs only alone;
 - ``batch[0]`` of an empty batch raises ``IndexError`` alone (the fallback runs only alone);
-- ``batch[-1]`` is the fill padded, the last request alone;
-- a model that raises on the batch alone at an admitted point (``q[1]`` with one request): the
-  second opinion skips points where the model raises.
+- ``batch[-1]`` is the fill padded, the last request alone; ``len(batch)`` is the vector's size
+  padded, the batch length alone;
+- a model that raises on the batch alone at an admitted point (``q[1]`` with one request,
+  ``max_of`` of an empty batch without a fallback): the second opinion skips points where the
+  model raises.
 
 Each is compared with brute force on ints, padded and alone (``_soundness_harness.check``: raising
 at an admitted point refutes "proved"); ``xfail(strict=True)`` while the verdict is a false proof.
@@ -51,6 +53,16 @@ def first(k, n, lens):
 @obligation(domain={"k": Range(0, 100), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})
 def last(k, n, lens):
     return at_most(demand=select(k == 37, lens[-1], 0), capacity=0)
+""",
+    "len-of-the-batch-is-its-size-padded": """
+@obligation(domain={"k": Range(0, 100), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})
+def num_reqs(k, n, lens):
+    return at_most(demand=3, capacity=select(k == 37, len(lens), 3))
+""",
+    "max-of-an-empty-batch-raises-alone": """
+@obligation(domain={"n": Range(0, 2), "lens": Vector(2, Range(1, 3), length="n")})
+def longest_fits(n, lens):
+    return at_most(demand=max_of(lens), capacity=3)
 """,
     "raises-alone-at-an-admitted-point": """
 @obligation(domain={"n": Range(1, 3), "q": Vector(3, Range(0, 3), length="n")})
