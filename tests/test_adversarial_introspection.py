@@ -472,3 +472,24 @@ def test_bound_does_not_report_sufficient_through_a_dunder_read(project):
     (project / "spec" / "hole_bound.py").write_text(BOUND)
     result = CliRunner().invoke(main, ["bound", "spec/hole_bound.py"])
     assert result.exit_code != 0 or "-137" in result.output, result.output
+
+
+PROFILE = """
+import sys
+
+@obligation(domain={"a": Range(0, 100)})
+def profiled(a):
+    calls = []
+    sys.setprofile(lambda f, ev, arg: calls.append(f.f_code.co_filename) if ev == "call" else None)
+    y = a + 1
+    sys.setprofile(None)
+    symbolic = any("capproof" in c for c in calls)
+    return claim(implies(a == 37, symbolic), a=a, y=y)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="a profile function sees capproof's frames; the guard lists settrace only")
+def test_a_profile_function_does_not_tell_the_symbolic_run_apart(spec_file):
+    """``sys.setprofile`` sees the calls ``a + 1`` makes: capproof's on a symbolic value, none on an
+    int. Proved; on ints the claim fails at a == 37."""
+    check(spec_file, "profile-function", PROFILE, header=HEADER + "from capproof import claim\n")

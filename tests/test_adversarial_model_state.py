@@ -2,7 +2,8 @@
 
 capproof evaluates a model many times in one process (the int probe, the symbolic paths, the
 second opinion, replays). A model that keeps state between calls (a memo keyed by only some of
-its arguments, as engine helpers memoise per block size; a module-level generator) computes on
+its arguments, as engine helpers memoise per block size; a ``functools.cache``d getter of the
+current config, as vLLM's are; a module-level generator) computes on
 the symbolic run from what an earlier int evaluation left, not from its arguments. "On ints" a
 point means the model run at that point in a fresh interpreter: there each claim below fails at
 ``37``, and each was proved. ``xfail(strict=True)`` while open.
@@ -33,6 +34,30 @@ def fits(max_len, block_size):
     return at_most(demand=blocks_per_req(max_len, block_size) * block_size, capacity=32 + 64 * (max_len != 37))
 """,
         {"max_len": 37, "block_size": 16},
+    ),
+    "cached-getter-of-the-current-config": (
+        """
+import functools
+
+class ModelConfig:
+    def __init__(self, max_model_len):
+        self.max_model_len = max_model_len
+
+_CURRENT = [None]
+
+def set_current_config(cfg):
+    _CURRENT[0] = cfg
+
+@functools.cache
+def max_blocks_per_req():            # vLLM-style cached getter of the current config
+    return cdiv(_CURRENT[0].max_model_len, 16)
+
+@obligation(domain={"max_model_len": Range(1, 80)})
+def table_fits(max_model_len):
+    set_current_config(ModelConfig(max_model_len))
+    return at_most(demand=max_blocks_per_req() * 16, capacity=32 + 64 * (max_model_len != 37))
+""",
+        {"max_model_len": 37},
     ),
     "generator-consumed-across-evaluations": (
         """
