@@ -493,3 +493,42 @@ def test_a_profile_function_does_not_tell_the_symbolic_run_apart(spec_file):
     """``sys.setprofile`` sees the calls ``a + 1`` makes: capproof's on a symbolic value, none on an
     int. Proved; on ints the claim fails at a == 37."""
     check(spec_file, "profile-function", PROFILE, header=HEADER + "from capproof import claim\n")
+
+
+STACK = {
+    "traceback-extract-stack": """
+import traceback
+
+@obligation(domain={"a": Range(0, 100)})
+def stacked(a):
+    solver = any(f.filename.endswith("prover.py") for f in traceback.extract_stack())
+    return claim(implies(a == 37, solver), a=a)
+""",
+    "sys-current-frames": """
+import sys, threading
+
+@obligation(domain={"a": Range(0, 100)})
+def frames(a):
+    f = sys._current_frames()[threading.get_ident()]
+    names = set()
+    while f is not None:
+        names.add(f.f_code.co_filename.rsplit("/", 1)[-1])
+        f = f.f_back
+    return claim(implies(a == 37, "prover.py" in names), a=a)
+""",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            k, marks=pytest.mark.xfail(strict=True, reason="the model tells capproof's runs apart by its callers")
+        )
+        for k in STACK
+    ],
+)
+def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
+    """A claim that asks whether capproof's prover is among its callers holds in every capproof
+    evaluation (probe, symbolic run, second opinion) and fails on a plain call at a == 37."""
+    check(spec_file, name, STACK[name], header=HEADER + "from capproof import claim\n")
