@@ -250,8 +250,8 @@ def test_per_expert_rows_at_64_tokens_top_4(spec_file):
     assert r.verdict.value == "proved", r.message
 
 
-#: A zero-divisor path raises ZeroDivisionError as Python does, message included: a model may read
-#: it. Through ``select`` (one term, no fork) the path's solver point (``tokens == 0``) agrees, so
+#: A zero-divisor path raises ZeroDivisionError as Python does, message and traceback included: a
+#: model may read them. Through ``select`` (one term, no fork) the path's solver point (``tokens == 0``) agrees, so
 #: only the message at ``tokens == 50`` tells the runs apart.
 ZERO_DIVISOR_MESSAGES = {
     "modulo-by-zero-message": """
@@ -272,13 +272,30 @@ def share(tokens, k):
         s = 100 + select(tokens == 50, 1, 0) * (str(e) == "division by zero")
     return at_most(demand=s, capacity=100)
 """,
+    "traceback-of-the-zero-division": """
+import traceback
+
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = tokens // (k - 37)
+    except ZeroDivisionError as e:   # Python: one entry, the model's frame
+        depth = len(traceback.extract_tb(e.__traceback__))
+        s = 100 + select(tokens == 50, 1, 0) * (depth == 1)
+    return at_most(demand=s, capacity=100)
+""",
 }
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="the path's ZeroDivisionError has another message"))
+        pytest.param(
+            k,
+            marks=pytest.mark.xfail(
+                strict=True, reason="the path's ZeroDivisionError has another message or traceback"
+            ),
+        )
         for k in ZERO_DIVISOR_MESSAGES
     ],
 )
