@@ -537,19 +537,19 @@ def _balanced(pair, values: list) -> Int:
 
 
 def _batch(values, keep_all: bool, what: str) -> list:
-    """The entries of a :class:`Padded` vector an aggregate may look at. ``keep_all`` (the padding
-    cannot change the result: ``fill`` at most every entry for a maximum, at least for a minimum):
-    every entry, or the batch when the length is concrete (``[fill]`` for an empty one). Otherwise
-    the batch when the length is concrete, else every entry with padding replaced by the first
-    entry (the length must then be >= 1, checked like a divisor)."""
+    """The entries of a :class:`Padded` vector an aggregate may look at: the batch when the length
+    is concrete (none for an empty batch: ``max(())`` raises, as on the batch alone); else (the
+    length must be >= 1, checked like a divisor) every entry when ``keep_all`` (the padding cannot
+    change the result: ``fill`` at most every entry for a maximum, at least for a minimum), or every
+    entry with padding replaced by the first entry."""
     if not (isinstance(values, Padded) and values.padded()):
         return list(values)
     n = values.length
-    if keep_all:  # the padding never wins, and an empty batch gives the fill (as the padded tuple does)
-        return list(values) if isinstance(n, SymInt) else list(values[:n]) or [values.fill]
     if not isinstance(n, SymInt):
-        return list(values[:n])
+        return list(values[:n])  # (an empty batch raises ValueError, as the batch alone does)
     _require_nonempty(values, what)
+    if keep_all:  # the padding never wins
+        return list(values)
     return [values[0], *(select(i < n, v, values[0]) for i, v in enumerate(values) if i)]
 
 

@@ -784,6 +784,12 @@ def bound_obligation(
         except BaseException as exc:
             result.cases.append(CaseBound(fixed, "error", message=describe_exception(exc)))
             continue
+        from .prover import failed_check
+
+        problem = None if abstract is not None or case.false_assumptions else failed_check(case, rlimit)
+        if problem:  # a divisor (an empty batch's maximum) that may be zero: prove's error, no bound
+            result.cases.append(CaseBound(fixed, "error", message=problem))
+            continue
         relation = case.relation if abstract is not None else case.ev.claim.relation
         if not result.relation:
             result.relation = relation

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -378,6 +379,10 @@ def _apply(options):
 EXIT_INTERNAL = 3
 #: Exit code of a usage error: a missing path or a spec file that does not load (as pytest's 4).
 EXIT_USAGE = 4
+#: Exit code of check-config on a launch line it cannot read or the engine would refuse (no line,
+#: no model, an unknown flag, GPU or release, a value out of range): the usage-error code, so CI
+#: tells "fix the line" from ``undecided`` (2, "give a fact").
+EXIT_BAD_INPUT = EXIT_USAGE
 #: Exit code of a run interrupted with Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
 
@@ -385,7 +390,7 @@ EXIT_INTERRUPTED = 130
 _VERBOSITY = re.compile(r"-(q+|v+)|--quiet|--verbose")
 #: check-config options that take a value (the value is not the start of the launch line).
 _CHECK_VALUE_OPTIONS = frozenset(
-    {"--engine", "--model-config", "--spec", "--rlimit", "--gpu", "--num-sms", "--json", "--sarif"}
+    {"--engine", "--model-config", "--spec", "--rlimit", "--jobs", "-j", "--gpu", "--num-sms", "--json", "--sarif"}
 )
 
 
@@ -426,6 +431,10 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.UsageError as exc:  # check-config: an option it cannot read is bad input
+            if exc.ctx is not None and exc.ctx.info_name == "check-config":
+                exc.exit_code = EXIT_BAD_INPUT
+            raise
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
@@ -577,6 +586,9 @@ def prove(
     paths = _enter_project(paths)
     json_out, junit_out, sarif_out, smt2_dir = (_user_path(p) for p in (json_out, junit_out, sarif_out, smt2_dir))
     _preflight(smt2_dir, cross_check)
+    for name, value in (("--json", json_out), ("--junit", junit_out), ("--sarif", sarif_out)):
+        if _unwritable(value):  # before the minutes of proving, not after
+            _fail(f"{name} {value}: cannot write: {_unwritable(value)}")
     result = _run(
         paths,
         keyword,
@@ -777,6 +789,13 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     help="Deterministic Z3 resource budget per query.",
 )
 @click.option(
+    "--jobs",
+    "-j",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Worker processes deciding the obligations [default: the CPU cores available].",
+)
+@click.option(
     "--gpu",
     default=None,
     metavar="NAME",
@@ -803,7 +822,9 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.",
 )
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
-def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, json_out, sarif_out, serve_args) -> None:
+def check_config(
+    engine_spec, model_config, spec_paths, rlimit, jobs, gpu, num_sms, json_out, sarif_out, serve_args
+) -> None:
     """Check one deployment: capproof check-config [OPTIONS] -- <the engine's launch line>.
 
     Exit 0 safe, 1 will fail, 2 bad input or undecided (unknown/vacuous/error, or a fact it needs
@@ -831,6 +852,11 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
                     f"{name} took '--' as its value: give {name} a value before '--' "
                     f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- {DEFAULT_ENGINE.command} …)"
                 )
+        for name, value in (("--json", json_out), ("--sarif", sarif_out)):  # before minutes of proving
+            problem = _unwritable(value)
+            if problem:
+                json_out = None if name == "--json" else json_out
+                raise CheckError(f"{name} {value}: cannot write: {problem}")
         engine, version = parse_engine(engine_spec)
         adapter = adapter_for(engine)
         args = list(serve_args)
@@ -876,25 +902,40 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             json_out, sarif_out = (
                 p if p in (None, "-") else os.path.join(_SESSION["cwd"], p) for p in (json_out, sarif_out)
             )
+        if _SESSION["verbosity"] >= 1:  # -v: where the obligations come from
+            _errout().print(
+                f"capproof: root {os.getcwd()} ("
+                + (f"--spec {', '.join(spec_paths)}" if spec_paths else "the engine specs shipped with capproof")
+                + f"), launch line read as {engine} {version}",
+                markup=False,
+            )
+        started = time.perf_counter()
         status = None
         if _SESSION["verbosity"] >= 0 and json_out != "-" and _errout().is_terminal:
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
-            outcome = adapter.check(
-                cfg, engine, version, model, spec_paths or ("spec",), Options(rlimit=rlimit), gpu, num_sms
-            )
+            from .runner import default_jobs
+
+            options = Options(rlimit=rlimit, jobs=jobs or default_jobs())
+            outcome = adapter.check(cfg, engine, version, model, spec_paths or ("spec",), options, gpu, num_sms)
         finally:
             if status is not None:
                 status.stop()
+        if _SESSION["verbosity"] >= 1:
+            decided = sum(1 for c in outcome.checked if c.result is not None)
+            _errout().print(
+                f"capproof: {decided} obligations decided of {len(outcome.checked)} in {time.perf_counter() - started:.1f} s",
+                markup=False,
+            )
         if derived_engine:
             outcome.derived.insert(0, derived_engine)
         _warn_parameter_names([c.obligation for c in outcome.checked])
     except CheckError as exc:
         if json_out == "-":
-            click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_UNDECIDED, "error": str(exc)}, indent=2))
+            click.echo(json.dumps({"verdict": "bad input", "exit_code": EXIT_BAD_INPUT, "error": str(exc)}, indent=2))
         _errout().print(f"error: {exc}", markup=False, style="bold red")
-        sys.exit(EXIT_UNDECIDED)
+        sys.exit(EXIT_BAD_INPUT)
     data = outcome_json(outcome, cfg)
     outputs = [("--sarif", sarif_out, lambda d, p: _write_check_sarif(outcome_run_json(outcome), outcome, p))]
     if json_out == "-":
@@ -909,6 +950,21 @@ def check_config(engine_spec, model_config, spec_paths, rlimit, gpu, num_sms, js
             style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
             _out().print(line, style=style)
     sys.exit(outcome.exit_code if written else EXIT_UNDECIDED)
+
+
+def _unwritable(path: str | None) -> str:
+    """Why a new file ``path`` could not be written ("" when it can, or when ``path`` is None or
+    ``-``): its directory missing or not writable, or ``path`` a directory."""
+    if path in (None, "-"):
+        return ""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "it is a directory"
+    if not os.path.isdir(folder):
+        return f"no such directory {folder}"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return "permission denied"
+    return ""
 
 
 def _write_check_sarif(run_json: dict[str, Any], outcome, path: str) -> None:
@@ -1146,7 +1202,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
     inventory_path, from_json = _user_path(inventory_path), _user_path(from_json)
     if from_json and not os.path.isfile(from_json):  # a missing input is a usage error (exit 4, as pytest's)
         _errout().print(
-            f"error: --from {from_json}: no such file (give the JSON a `capproof prove --json FILE` run wrote)",
+            f"error: --from {from_json}: no such file: run `make verify` or `capproof prove --json {from_json}` first",
             markup=False,
             style="bold red",
         )

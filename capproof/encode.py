@@ -142,9 +142,13 @@ def evaluate(
             scope += [i] * (len(trace.divisors) - len(scope))
             side += [i] * (len(trace.side_conditions) - len(side))
         result = as_claim(ob.func(**args), ob)
-        witnesses = {n: _witness(ob, n, f, args, trace, memo) for n, f in ob.witnesses.items()} if witnesses else {}
         scope += [len(ob.assumptions)] * (len(trace.divisors) - len(scope))
         side += [len(ob.assumptions)] * (len(trace.side_conditions) - len(side))
+        # a witness condition's divisors (the maximum of a batch that may be empty) restrict where
+        # it is searched for, not the verdict: scope len(assumptions) + 1
+        witnesses = {n: _witness(ob, n, f, args, trace, memo) for n, f in ob.witnesses.items()} if witnesses else {}
+        scope += [len(ob.assumptions) + 1] * (len(trace.divisors) - len(scope))
+        side += [len(ob.assumptions) + 1] * (len(trace.side_conditions) - len(side))
     if trace.misuse:  # raised on a symbolic value, then caught by the model: never trust the result
         raise SpecError(
             f"the symbolic run cannot be trusted (the model caught or avoided capproof's error): {trace.misuse[0]}"

@@ -77,6 +77,7 @@ def _symbolic_internals() -> dict[int, str]:
     import pprint
     import reprlib
     import threading
+    import warnings
 
     # the trace hooks (a model could switch off the exception watch of a symbolic run) and the
     # standard library's repr (not the int's digits on a symbolic value)
@@ -84,6 +85,14 @@ def _symbolic_internals() -> dict[int, str]:
         {
             "sys.settrace (the exception watch)": sys.settrace,
             "threading.settrace (the exception watch)": threading.settrace,
+            "sys.gettrace (the exception watch)": sys.gettrace,
+            "threading.gettrace (the exception watch)": threading.gettrace,
+            "sys.setprofile (the calls made on a symbolic value)": sys.setprofile,
+            "threading.setprofile (the calls made on a symbolic value)": threading.setprofile,
+            "sys.getprofile (the interpreter's hooks)": sys.getprofile,
+            "sys.addaudithook (the interpreter's hooks)": sys.addaudithook,
+            # the caller's frame, read in C (no audit event): the stack above a model is capproof's
+            "warnings.warn (the caller's frame)": warnings.warn,
             "reprlib.repr (a repr)": reprlib.repr,
             "reprlib.Repr (a repr)": reprlib.Repr,
             "pprint.pformat (a repr)": pprint.pformat,
@@ -111,8 +120,46 @@ def _symbolic_internals() -> dict[int, str]:
         }
     )
     objs.update({f"gc.{name} (the object itself)": getattr(gc, name) for name in dir(gc) if not name.startswith("_")})
+    objs.update(_capproof_private())
     objs = {k: v for k, v in objs.items() if callable(v)}
     return {id(v): k for k, v in objs.items() if v is not None}
+
+
+#: capproof's modules a spec author writes models with (loaded first: their ``__all__`` is public API)
+_AUTHOR_MODULES = ("capproof.arith", "capproof.domain", "capproof.obligation", "capproof.errors")
+
+
+def _capproof_private() -> dict[str, object]:
+    """capproof's own functions and classes that are not its public API (the names ``import
+    capproof`` exports and the ``__all__`` of its modules but the symbolic one): any of them may tell
+    a symbolic value from an int (``capproof.arith.all_plain``), so a model that names one is misuse."""
+    import importlib
+
+    package = importlib.import_module("capproof")
+    public = {id(getattr(package, name)) for name in getattr(package, "_WHERE", {})}
+    for modname in _AUTHOR_MODULES:
+        importlib.import_module(modname)
+    for modname, module in list(sys.modules.items()):
+        if modname.startswith("capproof.") and modname != "capproof.symbolic":
+            held = types.ModuleType.__getattribute__(module, "__dict__")
+            public |= {id(held[name]) for name in held.get("__all__", ()) if name in held}
+    out: dict[str, object] = {}
+    for modname, module in list(sys.modules.items()):
+        if not modname.startswith("capproof."):
+            continue
+        for value in list(types.ModuleType.__getattribute__(module, "__dict__").values()):
+            if (
+                isinstance(value, (types.FunctionType, type))
+                and str(getattr(value, "__module__", "")).startswith("capproof.")
+                and id(value) not in public
+                and not issubclass_safe(value, BaseException)
+            ):
+                out.setdefault(f"capproof's {value.__module__}.{value.__qualname__} (not its public API)", value)
+    return out
+
+
+def issubclass_safe(value: object, base: type) -> bool:
+    return isinstance(value, type) and issubclass(value, base)
 
 
 def _own_attributes() -> frozenset[str]:

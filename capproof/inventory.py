@@ -34,6 +34,7 @@ evaluated: no attribute access, subscripts, other calls, ``/``, floats or string
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -385,19 +386,43 @@ def _eval(node: ast.AST, env: Mapping[str, object], expr: str):
     raise SpecError(f"shape expression {expr!r}: {type(node).__name__} is not allowed")  # pragma: no cover
 
 
+@functools.lru_cache(maxsize=4096)
+def _checked(expr: str) -> ast.Expression:
+    """``expr`` parsed and checked against the shape expression language (once per expression: an
+    obligation evaluates its shapes on every path and probe point; the tree is only read)."""
+    tree = _parse(expr)
+    _walk(tree.body, expr, None)
+    return tree
+
+
 def evaluate(expr: str, **names: Int) -> Int:
     """The value of shape expression ``expr`` with config ``names`` bound (ints or SymInts).
 
     Raises SpecError for an unknown name, a name bound to a non-integer, or syntax outside the
     language; ZeroDivisionError for a concrete zero divisor (as Python does).
     """
-    tree = _parse(expr)
-    _walk(tree.body, expr, None)
-    return _eval(tree.body, names, expr)
+    if not isinstance(expr, str):
+        raise SpecError(f"shape expression must be a string, got {expr!r}")
+    return _eval(_checked(expr).body, names, expr)
+
+
+#: id(entries list) -> (that list, its length then, {entry id: position of its first entry}):
+#: :func:`_entry`'s index (held, so the id is not reused).
+_POSITIONS: dict[int, tuple[list, int, dict[str, int]]] = {}
 
 
 def _entry(entries_or_path, entry_id: str) -> Entry:
     entries = load(entries_or_path) if isinstance(entries_or_path, (str, os.PathLike)) else entries_or_path
+    if isinstance(entries, list):  # an index per list, checked on use (a list of another length: rebuilt)
+        known = _POSITIONS.get(id(entries))
+        if known is None or known[0] is not entries or known[1] != len(entries):
+            positions: dict[str, int] = {}
+            for i, e in enumerate(entries):
+                positions.setdefault(e.id, i)
+            known = _POSITIONS[id(entries)] = (entries, len(entries), positions)
+        i = known[2].get(entry_id)
+        if i is not None and entries[i].id == entry_id:
+            return entries[i]
     for e in entries:
         if e.id == entry_id:
             return e

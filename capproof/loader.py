@@ -81,6 +81,9 @@ def load_file(path: str) -> list[Item] | LoadError:
     ensure_project_on_path()
     name = _module_name(path)
     mark = len(CREATED)
+    from .symbolic import machinery_bindings, note_tampering
+
+    bindings = machinery_bindings()
     try:
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -100,6 +103,9 @@ def load_file(path: str) -> list[Item] | LoadError:
         return LoadError(path, f"{path}{where}: {type(exc).__name__}: {exc}")
     # Everything this file declared (not what it imported from other spec files).
     items: list[Item] = [it for it in CREATED[mark:] if os.path.abspath(it.file) == key]
+    tampered = note_tampering(bindings, path)
+    for it in items if tampered else ():
+        it.problems.append(f"{path} changes capproof's own machinery at import ({', '.join(tampered[:3])})")
     items.sort(key=lambda it: it.line)
     seen: set[str] = set()
     for it in items:

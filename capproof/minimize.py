@@ -3,8 +3,10 @@
 :func:`minimize_point` minimises the parameters of a counterexample one by one (declared order,
 binary search with :func:`minimize_term`; a vector entry by entry, or by its sum when more than
 :data:`~capproof.encode.ENTRYWISE_LIMIT` entries are active) and fixes each value found on the
-solver. The prover (counterexamples and trigger witnesses), the aggregate strategy and the bound
-analysis use it.
+solver. Given a counterexample shrunk on ints (a *seed*) it first asks one query: is any point of
+the case below the seed in that order (:func:`below_seed`)? Unsat certifies the seed as the least
+point (no search); otherwise the searches run as without that query. The prover (counterexamples
+and trigger witnesses), the aggregate strategy and the bound analysis use it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from .domain import Range
 from .encode import ENTRYWISE_LIMIT, CaseProblem, assert_terms
 from .symbolic import SymInt, int_relation, model_int
 
-__all__ = ["minimize_term", "minimize_point"]
+__all__ = ["minimize_term", "minimize_point", "below_seed", "order_terms"]
+
+#: How the last :func:`minimize_point` call ended its certification query for a seed: "unsat"
+#: (the seed certified least, no search), "sat"/"unknown" (searched as without it) or "" (no seed
+#: admitted). Read by tests and benchmarks only.
+LAST_CERTIFICATE: list[str] = [""]
 
 
 def minimize_term(
@@ -49,6 +56,41 @@ def minimize_term(
     return model, True
 
 
+def order_terms(case: CaseProblem, names: list[str], point: dict[str, object]) -> list[tuple[z3.ArithRef, int]] | None:
+    """The terms :func:`minimize_point` minimises, in its order, each with its value at ``point``
+    (ints; a vector as its active entries): each scalar of ``names``; each vector's free active
+    entries one by one, or their sum when more than :data:`~capproof.encode.ENTRYWISE_LIMIT` are
+    free. None when a vector's length is not fixed before its entries (not in ``case.fixed`` and
+    not earlier in ``names``): the entries compared would not be the same ones."""
+    out: list[tuple[z3.ArithRef, int]] = []
+    seen: set[str] = set()
+    for name in names:
+        if name in case.scalars:
+            out.append((case.scalars[name].term, point[name]))  # type: ignore[arg-type]
+        elif name in case.vectors:
+            length = case.ob.domain[name].length  # type: ignore[attr-defined]
+            if length is not None and length not in case.fixed and length not in seen:
+                return None
+            values = list(point[name])  # type: ignore[call-overload]
+            entries = case.vectors[name][: len(values)]
+            free = [(e.term, values[i]) for i, e in enumerate(entries) if isinstance(e, SymInt)]
+            if len(free) <= ENTRYWISE_LIMIT:
+                out.extend(free)
+            elif free:
+                out.append((z3.Sum([t for t, _ in free]), sum(v for _, v in free)))
+        seen.add(name)
+    return out
+
+
+def below_seed(terms: list[tuple[z3.ArithRef, int]]) -> z3.BoolRef:
+    """The points lexicographically below the values of ``terms`` (:func:`order_terms`): some
+    term lower, every term before it equal."""
+    below: z3.BoolRef = z3.BoolVal(False)
+    for term, value in reversed(terms):
+        below = z3.Or(term < value, z3.And(term == value, below))
+    return below
+
+
 def minimize_point(
     case: CaseProblem,
     s: z3.Solver,
@@ -72,11 +114,28 @@ def minimize_point(
     (a counterexample at or below the solver's, not minimised).
     """
 
+    LAST_CERTIFICATE[0] = ""
     if seed is not None and s.check(*case.fix(seed, names)) != z3.sat:
         seed = None  # the seed lies in another case or path
     budgeted = seed is not None and budget is not None and rlimit is not None
     if budgeted:
         s.set("rlimit", budget)  # each query; an unknown leaves the seed, a counterexample no larger
+    terms = order_terms(case, names, seed) if seed is not None else None
+    if terms is not None:
+        # one query certifies the seed least: no point of this case below it in the order the
+        # searches use. Sat or unknown: the searches below, as without this query.
+        s.push()
+        s.add(below_seed(terms))
+        answer = s.check()
+        s.pop()
+        LAST_CERTIFICATE[0] = str(answer)
+        if answer == z3.unsat:
+            if budgeted:
+                s.set("rlimit", rlimit)
+            s.add(*case.fix(seed, names))  # type: ignore[arg-type]
+            if s.check() == z3.sat:
+                return s.model(), True
+            return model, False  # pragma: no cover - the seed was admitted above
 
     def seeded_point() -> tuple[z3.ModelRef, bool]:
         if budgeted:

@@ -35,8 +35,10 @@ from .encode import (  # noqa: F401 - evaluate/replay/effective_domains re-expor
     CaseProblem,
     PathFailure,
     SharedInputs,
+    as_claim,
     build_case,
     build_paths,
+    call_with_args,
     checked_domains,
     concrete_args,
     core_labels,
@@ -54,7 +56,18 @@ from .obligation import Obligation
 from .probe import probe
 from .second_opinion import second_opinion
 from .shrink import shrink
-from .symbolic import LazyText, SymInt, differs_from, fresh_z3_context, model_int, model_true, to_z3_bool, to_z3_int
+from .symbolic import (
+    LazyText,
+    SymInt,
+    Trace,
+    differs_from,
+    fresh_z3_context,
+    model_int,
+    model_true,
+    to_z3_bool,
+    to_z3_int,
+    tracing,
+)
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = ["prove_obligation", "evaluate", "replay", "build_case", "CaseProblem", "effective_domains", "concrete_args"]
@@ -297,16 +310,21 @@ def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> 
     )
 
 
-def _checks(case: CaseProblem) -> list[tuple[z3.BoolRef, int, str]]:
+def _checks(case: CaseProblem, witnesses: bool = False) -> list[tuple[z3.BoolRef, int, str]]:
     """What must hold at every admitted point besides the claim, with the number of assumptions
-    it may use and the error to report: nonzero divisors and exactness side conditions."""
+    it may use and the error to report: nonzero divisors and exactness side conditions. With
+    ``witnesses``: instead those of the witness conditions, which restrict where a witness is
+    searched for (scope ``len(assumptions) + 1``)."""
+    total = len(case.ob.assumptions)
     out = [
         (term != 0, upto, LazyText(lambda term=term, where=where: f"divisor {term} at {where}"))
         for (term, where), upto in zip(case.ev.divisors, case.ev.divisor_scope)
+        if (upto > total) == witnesses
     ]
     out += [
         (fact, upto, LazyText(lambda what=what: f"side condition {what}"))
         for (fact, what), upto in zip(case.ev.side_conditions, case.ev.side_scope)
+        if (upto > total) == witnesses
     ]
     return out
 
@@ -345,6 +363,31 @@ def _divisor_in_assumption_may_be_zero(case: CaseProblem, rlimit: int) -> _CaseO
             return _fail_check(what, f" (in assumption {name!r})", case.point(s.model()))
         if answer == z3.unknown:
             return _CaseOutcome("unknown", message=f"check of {what}: {s.reason_unknown()}")
+    return None
+
+
+def failed_check(case: CaseProblem, rlimit: int) -> str | None:
+    """Why ``case`` has an admitted point where a divisor (or a batch an aggregate needs nonempty)
+    may be zero or a side condition fails, or where that is undecided; None when none: what
+    ``prove`` checks before the claim, for the other commands that solve a built case (``bound``)."""
+    problem = _divisor_in_assumption_may_be_zero(case, rlimit)
+    if problem is not None:
+        return problem.message or problem.kind
+    checks = [(fact, what) for fact, upto, what in _checks(case) if upto >= len(case.ob.assumptions)]
+    if not checks:
+        return None
+    s, _ = case.solver(rlimit)
+    for fact, what in checks:
+        s.push()
+        s.add(z3.Not(fact))
+        answer = s.check()
+        if answer != z3.unsat:
+            point = case.point(s.model()) if answer == z3.sat else None
+            s.pop()
+            return (
+                _fail_check(what, "", point).message if point is not None else f"check of {what}: {s.reason_unknown()}"
+            )
+        s.pop()
     return None
 
 
@@ -771,6 +814,8 @@ def _witness_in_case(
         s.add(eq)
     s.add(z3.Not(case.claim))
     s.add(to_z3_bool(case.ev.witnesses[name]))
+    for fact, _, _ in _checks(case, witnesses=True):  # where the witness conditions are defined
+        s.add(fact)
     answer = s.check()
     if answer == z3.unsat:
         return None
@@ -877,7 +922,17 @@ class _First:
     """The first concrete counterexample of a run (:class:`FirstCounterexample`), timed in CPU
     seconds from ``cpu_started`` (the obligation's start, ``time.process_time``)."""
 
-    __slots__ = ("cpu_started", "found", "points", "gc_paused", "ob", "domains", "_seed", "restating_skipped")
+    __slots__ = (
+        "cpu_started",
+        "found",
+        "points",
+        "gc_paused",
+        "ob",
+        "domains",
+        "_seed",
+        "shrunk_at",
+        "restating_skipped",
+    )
 
     def __init__(self, cpu_started: float):
         self.cpu_started = cpu_started
@@ -886,6 +941,8 @@ class _First:
         self.ob: Obligation | None = None
         self.domains: tuple | None = None  # (finite, ranges, vectors) under the pins
         self._seed: tuple[dict[str, object], dict[str, int]] | None = None
+        #: CPU seconds from ``cpu_started`` to the end of the shrink (the seed in hand)
+        self.shrunk_at: float | None = None
         self.restating_skipped = False  # a proved case's restating check skipped (a counterexample was known)
         # the cyclic garbage collector paused until the int probe is done (resume_gc): a collection
         # due from the caller's earlier allocations (Z3 objects, another tool's run) otherwise
@@ -902,16 +959,14 @@ class _First:
         if self._seed is None:
             if self.found is None or self.ob is None or self.domains is None:
                 return None
-            ob, kept = self.ob, [self.found.values]
-
-            def fails(params: dict[str, object]) -> bool:
-                values = _failing_values(ob, params)
-                if values is not None:
-                    kept[0] = values  # the shrinker moves to each failing point it checks
-                return values is not None
-
-            point, _ = shrink(list(ob.params), self.found.params, *self.domains, fails)
-            self._seed = (point, kept[0])
+            ob = self.ob
+            with tracing() as trace:
+                point, _ = shrink(list(ob.params), self.found.params, *self.domains, _quick_check(ob, trace))
+            values = _failing_values(ob, point) if point != self.found.params else self.found.values
+            if values is None:  # pragma: no cover - the quick check skips only the witness conditions
+                point, values = self.found.params, self.found.values
+            self._seed = (point, values)
+            self.shrunk_at = time.process_time() - self.cpu_started
         return self._seed
 
     def resume_gc(self) -> None:
@@ -936,6 +991,64 @@ class _First:
         values = _failing_values(case.ob, params)
         if values is not None:
             self.record(params, values, "solver")
+
+
+def _quick_check(ob: Obligation, trace: Trace):
+    """``fails(params)``: whether ``params`` is a counterexample on ints, as
+    :func:`_failing_values` decides it (assumptions hold, claim false, on the batches alone as
+    with the padding) but with the assumptions in declaration order up to the first false one,
+    each over scalars computed once per argument values, and without the witness conditions: the
+    shrinker's check (several times cheaper; the point it keeps is replayed in full by
+    :func:`_failing_values`). ``trace``: the :class:`~capproof.symbolic.Trace` the calls run
+    under (one for the whole shrink, as for the int probe; its misuse list is checked and
+    cleared after each point). False when the model raises or misuses capproof."""
+    vectors = {p for p, d in ob.domain.items() if isinstance(d, Vector)}
+    calls = []
+    for name, func in ob.assumptions.items():
+        names = ob.assumption_params(name)
+        calls.append((name, func, names, not vectors.intersection(names)))
+    short = [(p, ob.domain[p].size) for p in vectors]  # type: ignore[attr-defined]
+    memo: dict[tuple, bool] = {}  # scalar assumptions by their argument values
+    seen: dict[tuple, bool] = {}  # points checked (a pass may come back to one)
+
+    def run(params: dict[str, object], padding: bool) -> tuple[bool, dict[str, int]] | None:
+        args = concrete_args(ob, params, padding) if vectors else params
+        for name, func, names, scalar in calls:
+            if scalar:
+                key = (name, *map(args.__getitem__, names))
+                holds = memo.get(key)
+                if holds is None:
+                    holds = memo[key] = bool(call_with_args(func, "assumption", name, names, args))
+            else:
+                holds = bool(call_with_args(func, "assumption", name, names, args))
+            if not holds:
+                return None
+        claim = as_claim(ob.func(**args), ob)
+        return bool(claim.holds), {k: int(v) for k, v in claim.values.items()}  # type: ignore[call-overload]
+
+    def check(params: dict[str, object]) -> bool:
+        try:
+            padded = run(params, True)
+            if padded is None or padded[0] or trace.misuse:
+                return False
+            if any(len(params[p]) < size for p, size in short):  # type: ignore[arg-type]
+                return run(params, False) == padded and not trace.misuse
+            return True
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a point where the model raises is no counterexample
+            return False
+        finally:
+            trace.misuse.clear()
+
+    def fails(params: dict[str, object]) -> bool:
+        key = tuple(tuple(v) if isinstance(v, list) else v for v in params.values())
+        out = seen.get(key)
+        if out is None:
+            out = seen[key] = check(params)
+        return out
+
+    return fails
 
 
 def _failing_values(ob: Obligation, params: dict[str, object]) -> dict[str, int] | None:
@@ -1022,6 +1135,7 @@ def _prove_obligation_once(ob: Obligation, options: Options | None) -> Obligatio
     finally:
         first.resume_gc()
     result.first_counterexample = first.found
+    result.smallest_seconds = _smallest_seconds(result, first)
     hit = first.found
     # every recorded first counterexample was replayed on ints (the probe's points; the solver's
     # models and the decided cases' points through replay and the padding check): a point of the
@@ -1036,7 +1150,8 @@ def _prove_obligation_once(ob: Obligation, options: Options | None) -> Obligatio
             (params, values), shrunk = seeded, ", shrunk on ints"
         result.message = (
             f"{_violation(result.relation, values)} at a point {found_by.get(hit.source, hit.source)} on ints{shrunk} "
-            f"(every assumption holds; not minimised: the solver's search was unknown: {result.message})"
+            f"(every assumption holds; not minimised, not certified minimal: the solver's search was unknown: "
+            f"{result.message})"
         )
         result.verdict = Verdict.COUNTEREXAMPLE
         result.counterexample = Counterexample(params, values, False)
@@ -1053,6 +1168,19 @@ def _prove_obligation_once(ob: Obligation, options: Options | None) -> Obligatio
     if result.verdict in (Verdict.PROVED, Verdict.VACUOUS) and opinion is not None and first.domains is not None:
         _second_opinion(ob, result, first.domains, opinion)
     return result
+
+
+def _smallest_seconds(result: ObligationResult, first: _First) -> float | None:
+    """CPU seconds from the start of the run to the moment the counterexample reported as the
+    least (``minimized``: certified by the solver) was in hand: the end of the int shrink when the
+    shrunk seed is that point, else the whole run. None without a minimised counterexample."""
+    cx = result.counterexample
+    if result.verdict is not Verdict.COUNTEREXAMPLE or cx is None or not cx.minimized:
+        return None
+    seeded = first._seed
+    if seeded is not None and first.shrunk_at is not None and seeded[0] == cx.params:
+        return first.shrunk_at
+    return time.process_time() - first.cpu_started
 
 
 def _second_opinion(ob: Obligation, result: ObligationResult, domains: tuple, examples: int) -> None:
@@ -1148,6 +1276,11 @@ class IntProbe:
                 # hit is a counterexample from then on (the probe's clean-up after it is not counted)
                 first.record(hit.params, hit.values, "int probe", at=hit.rechecked_at)
             unstable = stats.get("unstable")
+            if hit is not None and unstable is None and options.minimize:
+                # shrunk on ints at once (the seed the minimisation certifies or starts from), so
+                # the least point is in hand milliseconds after the first (ObligationResult.smallest_seconds)
+                first.ob, first.domains = ob, domains
+                first.seed()
         first.resume_gc()
         result = run.result = ObligationResult(
             id=ob.id,
@@ -1354,7 +1487,7 @@ class Bounded:
                 + (
                     ""
                     if best.minimized
-                    else " (not minimised: a minimisation query ran out of rlimit)"
+                    else " (not minimised: a minimisation query ran out of rlimit; not certified minimal)"
                     if options.minimize
                     else " (not minimised: minimisation off)"
                 )

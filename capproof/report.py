@@ -218,7 +218,9 @@ def _obligation_md(e: dict[str, Any]) -> list[str]:
     if cex:
         out += [
             "",
-            "Counterexample (smallest parameter values, replayed on plain ints):",
+            "Counterexample (smallest parameter values, replayed on plain ints):"
+            if cex.get("minimized", True)
+            else "Counterexample (not certified minimal: a failing point, replayed on plain ints):",
             "",
             "| name | value |",
             "|---|---|",

@@ -12,6 +12,7 @@ alone, and the items after it, or after an item that left anything behind in the
 
 from __future__ import annotations
 
+import builtins
 import collections.abc
 import gc
 import io
@@ -218,7 +219,21 @@ class _Fingerprint(pickle.Pickler):
     )
 
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
+            return ("lock", id(obj), repr(obj).split(" ", 1)[0])
         return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
+
+    def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        # an instance of a class defined in Python is fingerprinted by what it holds as the garbage
+        # collector sees it (its attributes' and items' values), never by its own ``__reduce__``,
+        # ``__getstate__``, ``__dict__`` or ``copyreg`` entry, which may leave out what it holds
+        if type(obj).__flags__ & (_MUTABLE_CLASS | _IMMUTABLE) == _MUTABLE_CLASS:
+            return (type(obj), tuple(gc.get_referents(obj)))
+        return NotImplemented
+
+
+#: ``Py_TPFLAGS_HEAPTYPE`` without ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose instances Python code defines
+_MUTABLE_CLASS, _IMMUTABLE = 1 << 9, 1 << 8
 
 
 class Opaque(tuple):
@@ -355,6 +370,12 @@ class _Reach:
         self.project = project
         self.by_dict = {id(vars(m)): name for name, m in project.items()}
         self.everything = False
+        #: set when the walk meets state outside the project's modules that no fingerprint
+        #: covers (a library's module, class, function or object; see :func:`_sealed_module`)
+        self.foreign = False
+        #: the library classes (written in Python) the walk met as values (``inspect.Parameter.empty``):
+        #: what they bind is compared after each item of a batch (:func:`_leftovers`)
+        self.classes: dict[int, type] = {}
         self.budget = budget
         #: id -> (the object, what it reaches) for the objects many items share (project functions
         #: and classes, larger containers), each walked once; the objects are held, so no id is reused
@@ -385,16 +406,19 @@ class _Reach:
             if names is None and depth < 40 and id(obj) not in self.busy and self._shared(obj):
                 if id(obj) not in self.memo:
                     self.busy.add(id(obj))
+                    outer, self.foreign = self.foreign, False
                     try:
                         mine: set[str] = set()
                         below = self._children(obj, None, mine)
                         mine |= self.walk(below, depth + 1)
                         if not self.everything:  # (a walk cut short is no record)
-                            self.memo[id(obj)] = (obj, frozenset(mine))
+                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign)
                     finally:
                         self.busy.discard(id(obj))
+                        self.foreign |= outer
                 if id(obj) in self.memo:
                     out |= self.memo[id(obj)][1]
+                    self.foreign |= self.memo[id(obj)][2]
             else:
                 stack.extend(self._children(obj, names, out))
         return out
@@ -404,6 +428,7 @@ class _Reach:
         it holds or its code names."""
         if isinstance(obj, types.ModuleType):
             if obj.__name__ not in self.project:
+                self.foreign |= not _sealed_module(obj, names)
                 return []
             out.add(obj.__name__)
             held = vars(obj)
@@ -412,6 +437,16 @@ class _Reach:
             fn = getattr(obj, "__func__", obj)
             found: list[tuple[object, frozenset[str] | None]] = [(getattr(obj, "__self__", None), None)]
             globs = getattr(fn, "__globals__", None)
+            if globs is not None and id(globs) not in self.by_dict and not _capproofs(globs.get("__name__")):
+                # a library's function: what it binds is compared after each item, the module data
+                # its code names must be what no item changes (not a registry: logging.getLogger)
+                library = sys.modules.get(globs.get("__name__"))
+                said = set()
+                _code_names(fn.__code__, said)
+                self.classes[id(fn)] = fn
+                self.foreign |= (
+                    library is None or vars(library) is not globs or not _sealed_module(library, frozenset(said))
+                )
             if globs is not None and id(globs) in self.by_dict:  # a project function: what its code names
                 modname = self.by_dict[id(globs)]
                 out.add(modname)
@@ -435,6 +470,12 @@ class _Reach:
             return found
         if isinstance(obj, type):
             if obj.__module__ not in self.project:  # capproof's or a library's class: its code is not read
+                if not (_capproofs(obj.__module__) or obj.__flags__ & _IMMUTABLE):
+                    # (a dunder's content can be changed only by code naming it, which reaches everything)
+                    if all(_inert_attribute(v) or k.startswith("__") and not callable(v) for k, v in vars(obj).items()):
+                        self.classes[id(obj)] = obj
+                    else:  # a registry held by a library class (logging.Logger.manager)
+                        self.foreign = True
                 return []
             out.add(obj.__module__)
             return [(c, None) for c in obj.__mro__[1:]] + [
@@ -446,6 +487,19 @@ class _Reach:
             return [(v, None) for kv in obj.items() for v in kv]
         if isinstance(obj, (list, tuple, set, frozenset)):
             return [(v, None) for v in obj]
+        if isinstance(obj, types.BuiltinFunctionType):  # (math.floor; random.random: a method of an object)
+            owner = getattr(obj, "__self__", None)
+            return (
+                []
+                if owner is None
+                or owner is builtins
+                or isinstance(owner, types.ModuleType)
+                and _sealed_module(owner, None)
+                else [(owner, None)]
+            )
+        # an object of a class Python code cannot change (a lock, a deque) may still hold state no
+        # fingerprint reads (whether the lock is held): only the plain containers are walked
+        self.foreign |= bool(type(obj).__flags__ & _IMMUTABLE) and not isinstance(obj, _PLAIN)
         found = [(type(obj), None)]  # an instance: its class's methods, then its data
         for attr in ("__dict__", "func", "args", "keywords"):  # (functools.partial: func/args/keywords)
             try:
@@ -472,6 +526,50 @@ class _Reach:
 _COMPUTED_NAMES = frozenset({"getattr", "__dict__", "__getattribute__", "attrgetter", "hasattr", "dir"})
 
 
+#: objects of classes Python code cannot change whose state the fingerprint reads whole
+_PLAIN = (dict, list, tuple, set, frozenset, bytes, types.CellType, types.MappingProxyType)
+
+
+def _capproofs(modname: object) -> bool:
+    return isinstance(modname, str) and (modname == "capproof" or modname.startswith("capproof."))
+
+
+def _inert_attribute(value: object) -> bool:
+    """A class attribute whose identity tells all a model can change of it: an atom, a function
+    without attributes, a descriptor of C code."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, types.FunctionType):
+        return all(isinstance(v, (types.FunctionType, *_ATOMS)) for v in value.__dict__.values())
+    return isinstance(value, _ATOMS) or type(value).__flags__ & _IMMUTABLE and not isinstance(value, _PLAIN[:5])
+
+
+def _sealed_module(module: types.ModuleType, names: frozenset[str] | None, depth: int = 0) -> bool:
+    """Whether code reading the attributes ``names`` (None: any) of a module that is not the project's
+    finds only what no item can change for the next: capproof's modules (their bindings and tables
+    are checked after each item, :func:`_leftovers`), or atoms and functions and classes written in C
+    (``math``, ``itertools``), not a library's functions, classes, objects or registries written in
+    Python (``logging``, ``copyreg``), which an item of a batch could change for the next."""
+    if _capproofs(module.__name__):
+        return True
+    held = vars(module)
+    for name in held if names is None else [n for n in names if n in held]:
+        value = held[name]
+        if name.startswith("__") or isinstance(value, _ATOMS):
+            continue
+        if isinstance(value, types.BuiltinFunctionType) and isinstance(
+            getattr(value, "__self__", None), types.ModuleType
+        ):
+            continue
+        if isinstance(value, type) and value.__flags__ & _IMMUTABLE:
+            continue
+        if isinstance(value, types.ModuleType) and value is not module and depth < 3:  # (``_thread.get_ident``)
+            if _sealed_module(value, names, depth + 1):
+                continue
+        return False
+    return True
+
+
 def _filled(cell) -> bool:
     try:
         cell.cell_contents  # noqa: B018 - reading an empty cell raises ValueError
@@ -492,10 +590,37 @@ def reaches(roots: Iterable[Iterable[object]]) -> list[frozenset[str] | None]:
     walker = _Reach(_project_modules())
     out: list[frozenset[str] | None] = []
     for group in roots:
-        walker.everything = False
+        walker.everything = walker.foreign = False
         found = walker.walk([(r, None) for r in group])
-        out.append(None if walker.everything else frozenset(found))
+        out.append(None if walker.everything else Reach(found, sealed=not walker.foreign))
+    classes = tuple(walker.classes.values())
+    for reach in out:
+        if reach is not None:
+            reach.classes = classes
     return out
+
+
+class Reach(frozenset):
+    """The project modules an item can reach (:func:`reaches`); ``sealed``: nothing else it reaches
+    can carry state to the next item of a process (else it is decided in a fork of its own)."""
+
+    sealed: bool = True
+    #: library classes the walk met, whose bindings :func:`_leftovers` compares
+    classes: tuple = ()
+
+    def __new__(cls, names: Iterable[str] = (), sealed: bool = True):  # noqa: D102
+        made = super().__new__(cls, names)
+        made.sealed = sealed
+        return made
+
+    def __reduce__(self):
+        return (_reach, (frozenset(self), self.sealed, self.classes))
+
+
+def _reach(names: frozenset[str], sealed: bool, classes: tuple) -> Reach:
+    made = Reach(names, sealed)
+    made.classes = classes
+    return made
 
 
 def item_roots(item: Obligation | Contract) -> list[object]:
@@ -508,7 +633,7 @@ def item_roots(item: Obligation | Contract) -> list[object]:
     return [sys.modules[mod]] if mod in sys.modules else []
 
 
-def _leftovers(z3_params: list[int]) -> tuple:
+def _leftovers(z3_params: list[int], classes: Iterable[type] = ()) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
     class each name of capproof's and the project's modules is bound to (a monkeypatched
@@ -566,6 +691,13 @@ def _leftovers(z3_params: list[int]) -> tuple:
                 for name, value in list(vars(module).items())
                 if isinstance(value, type) and not name.startswith("__")
             )
+    for cls in classes:  # the library classes and functions the items reach: what each binds, by identity
+        bindings = list(vars(cls).items()) if isinstance(cls, type) else [("", cls)]
+        held[f"library {cls.__module__}.{cls.__qualname__}"] = sorted(
+            (k, id(v), id(getattr(v, "__code__", None)), id(getattr(v, "__defaults__", None)))
+            + tuple(sorted((a, id(b)) for a, b in (getattr(v, "__dict__", None) or {}).items()))
+            for k, v in bindings
+        )
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     handlers = [
         id(signal.getsignal(sig))
@@ -873,6 +1005,11 @@ def _decide_isolated(
     watched = None if mine is None or later is None else {*mine, *(later or ())}
     after = module_data(watched)
     changed = changed_state(_flat(before, mine), _flat(after, mine))
+    # a value no fingerprint reads (a generator) may have changed between the model's own
+    # evaluations (the int probe's, the symbolic runs'): fail closed
+    changed += [
+        f"{name} (cannot be fingerprinted: a generator, a socket?)" for name in opaque_state(_flat(after, mine))
+    ]
     if changed and not _is_error(outcome):
         _mark_error(
             outcome,
@@ -894,6 +1031,7 @@ def _child(
     options: Options,
     before: dict[str, dict[str, object]] | None = None,
     task: Task | None = None,
+    forked: frozenset[int] = frozenset(),
 ) -> None:
     """Entry point of a process deciding the items of ``batch`` (``[(index, kind, item, modules),
     ...]``; an item is ``(file, id)`` under ``spawn``; ``modules``: the project modules it can reach,
@@ -909,13 +1047,24 @@ def _child(
     fingerprinted (fail closed), or left anything else behind (:func:`_leftovers`: a class
     attribute, ``os.environ``, a thread, a timer, a patched capproof function, Z3's global
     parameters). A copy of this process forked while deciding an item (by the model) exits without
-    sending anything."""
+    sending anything. An item in ``forked`` (indices) is decided in a fork of this process
+    (:func:`_decide_in_fork`), which leaves nothing behind here."""
     pid = os.getpid()
     loaded = set(sys.modules)
-    z3_params = _count_z3_param_calls() if len(batch) > 1 else [0]
-    start = _leftovers(z3_params) if len(batch) > 1 else None
+    forked = frozenset(forked) & {index for index, *_ in batch} if len(batch) > 1 else frozenset()
+    shared = any(index not in forked for index, *_ in batch[:-1])  # (an item decided here before another)
+    z3_params = _count_z3_param_calls() if shared else [0]
+    classes = {id(c): c for *_, m in batch for c in getattr(m, "classes", ())}.values()
+    start = _leftovers(z3_params, classes) if shared else None
     for k, (index, kind, payload, modules) in enumerate(batch):
         conn.send(("start", index))
+        if index in forked and not isinstance(payload, tuple):
+            # a fresh copy of this process decides it: nothing it changes (a library's registry, an
+            # object no fingerprint reads whole) reaches the next item
+            code = _decide_in_fork(conn, index, kind, payload, options, before, modules, loaded, task)
+            if code != 0:  # it ended without its verdict: this process ends the same way (the
+                os._exit(code or 1)  # parent charges the item, the rest get processes of their own)
+            continue
         clean = True
         rest = [m for *_, m in batch[k + 1 :]]
         later: frozenset[str] | None | bool = (
@@ -947,10 +1096,60 @@ def _child(
         if (
             _is_error(outcome)
             or not clean
-            or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params)))
+            or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params, classes)))
         ):
             break
     conn.close()
+
+
+def _can_fork_items() -> bool:
+    """Whether this process can decide each item of its batch in a fork of its own that dies with it
+    (Linux: ``os.fork`` and ``prctl(PR_SET_PDEATHSIG)``, so a time limit that kills this process
+    kills the item's too)."""
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return hasattr(ctypes.CDLL(None), "prctl")
+    except (ImportError, OSError):
+        return False
+
+
+def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, task) -> int:
+    """Decide ``item`` in a fork of this process, which sends ``("done", index, outcome)`` on
+    ``conn`` and exits; returns its exit status (0: it sent its verdict)."""
+    import ctypes
+    import signal
+
+    parent = os.getpid()
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: killed when this process is
+            if os.getppid() != parent:
+                os._exit(1)
+            me = os.getpid()
+            try:
+                outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task)
+            except BaseException as exc:  # noqa: BLE001 - reported as the item's error
+                from .encode import describe_exception
+
+                outcome = _error_outcome(kind, item, describe_exception(exc), task)
+            if os.getpid() != me:  # a fork made by the model: only this process answers
+                os._exit(0)
+            conn.send(("done", index, outcome))
+            code = 0
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:  # noqa: BLE001, S110 - a stream the model closed
+                    pass
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 @dataclass
@@ -1050,6 +1249,7 @@ def _run_isolated(
     # each process (nothing below changes it: this loop only starts processes and collects results)
     before = None
     alone: set[int] = set()
+    forked: frozenset[int] = frozenset()
     if by_reference:
         # the project modules each item can reach: the only ones its process fingerprints for it
         todo = [i for i in range(len(work)) if i not in done]
@@ -1062,6 +1262,12 @@ def _run_isolated(
         # of it reaches no other item
         opaque = {m for m, held in before.items() if any(isinstance(v, Opaque) for v in held.values())}
         alone = {i for i, r in reach_of.items() if opaque and (r is None or r & opaque)}
+        # and so is an item that can reach state outside the project's modules (a library's
+        # registry, a lock) or reach modules by a computed name: each in a fork of a batch's
+        # process (which itself never runs a model), or a process of its own
+        alone |= {i for i, r in reach_of.items() if r is None or not getattr(r, "sealed", True)}
+        if _can_fork_items():
+            forked, alone = frozenset(alone), set()
     if by_reference:  # the objects loaded so far stay out of the garbage collector's passes, which in each
         gc.freeze()  # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]
@@ -1099,7 +1305,7 @@ def _run_isolated(
                     )
                     for i in unit
                 ]
-                proc = ctx.Process(target=_child, args=(send, batch, options, before, task), daemon=True)
+                proc = ctx.Process(target=_child, args=(send, batch, options, before, task, forked), daemon=True)
                 proc.start()
                 send.close()
                 running[recv] = _Running(proc, list(unit), time.monotonic(), alone=len(unit) == 1)

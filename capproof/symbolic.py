@@ -23,6 +23,7 @@ import operator
 import os
 import sys
 import threading
+import types
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -202,6 +203,13 @@ class tracing:
         #: an enclosing symbolic run's watch is on: it must still be on when this one ends
         self.outer_watch = self.watch and sys.gettrace() is _watch_call
         if self.watching:
+            _guard_modules()
+            changed = machinery_changed()
+            if changed:
+                trace.misuse.append(
+                    f"capproof's symbolic machinery was changed after import ({', '.join(changed[:3])}): "
+                    "a spec or model that patches it decides nothing"
+                )
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
         _CURRENT[0] = trace
@@ -300,11 +308,192 @@ def _watch_exception(frame, event: str, arg):
 
 def _watch_call(frame, event: str, arg):
     """Global trace function of a symbolic run: model frames get :func:`_watch_exception` (no line
-    events), capproof's, Z3's and the standard library's none."""
+    events), capproof's, Z3's and the standard library's none. A model frame called with
+    capproof's symbolic class or module among its arguments (an ``abc`` ``__subclasshook__``, which
+    Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
     if event == "call" and _is_model_code(frame.f_code):
         frame.f_trace_lines = False
+        if frame.f_code.co_argcount or frame.f_code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
+            try:
+                hidden = [v for v in frame.f_locals.values() if _hidden(v)]
+            except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+                hidden = ["?"]
+            if hidden:
+                _misuse_here(
+                    f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
+                    f"capproof's {getattr(hidden[0], '__name__', hidden[0])!s}, the symbolic value's own type or module "
+                    "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
+                )
         return _watch_exception
     return None
+
+
+def _hidden(value: object) -> bool:
+    """Whether ``value`` is what a model must never hold: the symbolic classes or this module."""
+    if isinstance(value, type):
+        return issubclass(value, (SymInt, SymBool))
+    return value is _THIS_MODULE
+
+
+class _GuardedModule(types.ModuleType):
+    """The class of capproof's modules during a symbolic run: model code (not capproof's, Z3's or
+    the standard library's on its behalf) that reads from one of them the symbolic classes, this
+    module, a name that is not public (``__all__``; none of this module's) or ``__dict__``, by any
+    route (``sys.modules[...]``, ``importlib``, ``getattr`` by a computed name), is misuse."""
+
+    def __getattribute__(self, name: str):
+        value = types.ModuleType.__getattribute__(self, name)
+        if sys.gettrace() is _watch_call and _from_model(sys._getframe(1)):
+            public = (
+                () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
+            )
+            if (
+                _hidden(value)
+                or name == "__dict__"
+                or (name not in public and not name.startswith("__"))
+                or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
+            ):
+                if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
+                    record_misuse(
+                        NotConcreteError(
+                            f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
+                            "during a symbolic run: it may tell a symbolic value from an int"
+                        )
+                    )
+        return value
+
+
+def _PUBLIC_PACKAGE_NAMES() -> frozenset:
+    package = sys.modules.get("capproof")
+    return frozenset(getattr(package, "_WHERE", ()))
+
+
+def _from_model(frame) -> bool:
+    """Whether the first frame from ``frame`` outward that is not the standard library's is a model's."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.path.abspath(name).startswith(_OWN_DIRS):
+            return False
+        if _is_model_code(frame.f_code):
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: audit events by which code reaches the frames of the stack it runs on (capproof's, above a
+#: model, differ between a symbolic and an int run) or the interpreter's hooks
+_FRAME_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "sys._getframemodulename",
+    }
+)
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_AUDITING = [False, False]  # [hook installed, inside the hook]
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Audit hook: in a symbolic run, model code that reaches a frame (``sys._getframe``,
+    ``inspect.stack``, ``traceback.extract_stack``, an exception's ``tb_frame``, a generator's
+    ``gi_frame``) or sets a trace or profile function is misuse: the stack above a model holds
+    capproof's frames in a symbolic run and others on ints."""
+    if _AUDITING[1] or not (
+        event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
+    ):
+        return
+    if sys.gettrace() is not _watch_call:
+        return
+    _AUDITING[1] = True
+    try:
+        if _from_model(sys._getframe(1)):
+            _misuse_here(
+                f"the model reaches the stack's frames or the interpreter's hooks ({event}"
+                f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
+                "capproof's frames, on ints others"
+            )
+    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+        _misuse_here(f"{event} in a symbolic run could not be checked")
+    finally:
+        _AUDITING[1] = False
+
+
+def _misuse_here(message: str) -> None:
+    """Record ``message`` as misuse in the active trace without a frame of its own (an audit hook
+    may run at the recursion limit)."""
+    trace = getattr(trace_state, "trace", None) or _CURRENT[0]
+    if trace is not None:
+        trace.misuse.append(message)
+
+
+def _guard_modules() -> None:
+    """Give every loaded capproof module the class :class:`_GuardedModule` (once each); install
+    :func:`_audit` (once)."""
+    if not _AUDITING[0]:
+        _AUDITING[0] = True
+        sys.addaudithook(_audit)
+    if len(sys.modules) == _GUARDED[0]:
+        return
+    _GUARDED[0] = len(sys.modules)
+    for name, module in list(sys.modules.items()):
+        if (name == "capproof" or name.startswith("capproof.")) and type(module) is types.ModuleType:
+            module.__class__ = _GuardedModule
+
+
+_GUARDED = [0]
+_THIS_MODULE = sys.modules[__name__]
+
+#: what capproof's machinery bound once loaded, and changes found since (:func:`note_tampering`)
+_TAMPERED: list[tuple] = []
+
+
+def machinery_bindings() -> dict[tuple, int]:
+    """``{(module, name, attribute or None): id}`` of what capproof's loaded modules and the classes
+    they define bind (and Z3's expression classes): compared before and after a spec file is
+    imported (:func:`note_tampering`)."""
+    out: dict[tuple, int] = {}
+    for modname, module in list(sys.modules.items()):
+        if not (modname == "capproof" or modname.startswith("capproof.") or modname == "z3.z3"):
+            continue
+        for name, value in list(types.ModuleType.__getattribute__(module, "__dict__").items()):
+            out[(modname, name, None)] = id(value)
+            if isinstance(value, type) and value.__module__ == modname:
+                out.update(((modname, name, k), id(v)) for k, v in list(vars(value).items()))
+    return out
+
+
+def _bound_now(key: tuple) -> int | None:
+    modname, name, attr = key
+    held = getattr(sys.modules.get(modname), "__dict__", {})
+    if name not in held:
+        return None
+    value = held[name]
+    if attr is None:
+        return id(value)
+    return id(vars(value)[attr]) if isinstance(value, type) and attr in vars(value) else None
+
+
+def note_tampering(before: dict[tuple, int], what: str) -> list[str]:
+    """Compare :func:`machinery_bindings` with ``before`` (names bound since are new modules or
+    lazily computed values, not changes): a binding changed makes every later symbolic run misuse
+    while it stays changed (:func:`machinery_changed`). Returns the changed names."""
+    now = machinery_bindings()
+    changed = [(k, v) for k, v in before.items() if now.get(k, v) != v]
+    _TAMPERED.extend((k, v, what) for k, v in changed)
+    return [".".join(p for p in k if p) for k, _ in changed]
+
+
+def machinery_changed() -> list[str]:
+    """What was changed of capproof's symbolic classes since import, and what spec files changed
+    of capproof's or Z3's modules (:func:`note_tampering`)."""
+    found = [
+        f"{cls.__name__}.{k}" for cls, held in _CLASS_BINDINGS for k, v in held.items() if vars(cls).get(k) is not v
+    ]
+    found += [f"{cls.__name__}.{k}" for cls, held in _CLASS_BINDINGS for k in vars(cls).keys() - held.keys()]
+    return found + [f"{'.'.join(p for p in k if p)} by {what}" for k, v, what in _TAMPERED if _bound_now(k) != v]
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -347,7 +536,17 @@ def _in_handler(base) -> bool:
     return False
 
 
-def _zero_divisor_path(divisor: z3.ArithRef) -> None:
+def _python_zero_division(op) -> ZeroDivisionError:
+    """The ``ZeroDivisionError`` Python raises for ``op`` (``operator.mod``, ...) by a zero int
+    divisor, message included (it differs between operators and Python versions)."""
+    try:
+        op(1, 0)
+    except ZeroDivisionError as exc:
+        return _as_python(ZeroDivisionError(*exc.args))  # type: ignore[return-value]
+    raise AssertionError(f"{op} by zero did not raise")  # pragma: no cover
+
+
+def _zero_divisor_path(divisor: z3.ArithRef, op=operator.floordiv) -> None:
     """Inside a fork exploration, where a model may catch it: follow ``divisor == 0`` as a path
     of its own that raises ``ZeroDivisionError`` as Python does (``try: a // b except
     ZeroDivisionError:``); the other path goes on with ``divisor != 0`` among its decisions."""
@@ -357,7 +556,7 @@ def _zero_divisor_path(divisor: z3.ArithRef) -> None:
     if not _in_handler(explorer.base) or not explorer.feasible(divisor == 0):
         return
     if explorer.decide(divisor == 0, caller_location()):
-        raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+        raise _python_zero_division(op)
 
 
 def _case_split(term: z3.ArithRef) -> int | None:
@@ -755,6 +954,9 @@ BIT_WIDTH = 64
 #: exact rational results when ``|a| < 2**53`` (then a non-integer quotient is at least ``1/|b|``,
 #: more than half an ulp of ``a/b``, away from every integer, so rounding cannot reach one).
 FLOAT_EXACT = 2**53
+#: ... and when ``|b| < 2**1000``: a nonzero quotient is then above the smallest subnormal float
+#: (``1 / 2**1076`` rounds to ``0.0``, whose ceiling is 0, not 1)
+FLOAT_DIVISOR = 2**1000
 
 
 def _pow2(k: z3.ArithRef) -> z3.ArithRef:
@@ -945,17 +1147,18 @@ _REFLECTED.update(
 )
 
 
-def py_floordiv(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
-    """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor)."""
+def py_floordiv(a: z3.ArithRef, b: IntLike, op=operator.floordiv) -> z3.ArithRef:
+    """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor); ``op``: the int
+    operator whose ``ZeroDivisionError`` a zero divisor raises."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+            raise _python_zero_division(op)
         # SMT-LIB div is floor division for a positive divisor.
         q = a / b if b > 0 else (-a) / (-b)
         _record_lemma(a, b, q)
         return q
     bt = to_z3_int(b)
-    _zero_divisor_path(bt)
+    _zero_divisor_path(bt, op)
     _record_divisor(bt)
     q = z3.If(bt > 0, a / bt, (-a) / (-bt))
     _record_lemma(a, bt, q)
@@ -966,12 +1169,12 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a % b`` on a Z3 term (result has the sign of the divisor)."""
     if isinstance(b, int) and not isinstance(b, SymInt):
         if b == 0:
-            raise _as_python(ZeroDivisionError("integer division or modulo by zero"))
+            raise _python_zero_division(operator.mod)
         if b > 0:
             return a % b  # SMT-LIB mod is in [0, b) for b > 0, as in Python
-        return a - b * py_floordiv(a, b)
+        return a - b * py_floordiv(a, b, operator.mod)
     bt = to_z3_int(b)
-    return a - bt * py_floordiv(a, b)
+    return a - bt * py_floordiv(a, b, operator.mod)
 
 
 class SymInt:
@@ -1591,7 +1794,8 @@ class Quotient:
 
     Python computes a float; capproof keeps the exact quotient and allows only what gives an
     integer again: ``math.floor`` (``a // b``), ``math.ceil`` (``-(-a // b)``) and ``math.trunc``.
-    These equal Python's float-based results when ``|a| < 2**53`` (recorded as a side condition).
+    These equal Python's float-based results when ``|a| < 2**53`` and ``|b| < 2**1000`` (recorded as
+    side conditions).
     Any other use (arithmetic, comparison, ``int()``, ``float()``) is a recorded
     :class:`RealArithmeticError`. A zero divisor raises ``ZeroDivisionError`` at ``/`` as in
     Python; a symbolic divisor is recorded for the prover's zero check.
@@ -1605,17 +1809,22 @@ class Quotient:
         if not (isinstance(num, (int, SymInt)) and isinstance(den, (int, SymInt))):
             raise record_misuse(TypeError(f"unsupported `/` operands {num!r}, {den!r} at {caller_location()}"))
         if _concrete_int(den) and den == 0:
-            raise _as_python(ZeroDivisionError("division by zero"))
+            raise _python_zero_division(operator.truediv)
         if isinstance(den, SymInt):
-            _zero_divisor_path(den.term)
+            _zero_divisor_path(den.term, operator.truediv)
             _record_divisor(den.term)
         self.num, self.den, self.where = num, den, caller_location()
 
     def _exact(self) -> None:
-        a = to_z3_int(self.num)
+        a, b = to_z3_int(self.num), to_z3_int(self.den)
         _side_condition(
             z3.And(a > -FLOAT_EXACT, a < FLOAT_EXACT),
             lambda: f"|{a}| < 2**53 so that Python's float quotient rounds exactly",
+        )
+        # and no underflow: a nonzero quotient below the smallest subnormal (2**-1074) rounds to 0.0
+        _side_condition(
+            z3.And(b > -FLOAT_DIVISOR, b < FLOAT_DIVISOR),
+            lambda: f"|{b}| < 2**1000 so that Python's float quotient does not underflow to 0.0",
         )
 
     def __floor__(self) -> IntLike:
@@ -1898,3 +2107,6 @@ def explore(
             value, error = None, SymbolicBranchError(explorer.diverged)
         paths.append(Path(explorer.decisions, value, error, path_trace))
     return Exploration(paths, complete=not pending, unexplored=len(pending), budget=budget)
+
+
+_CLASS_BINDINGS = [(cls, dict(vars(cls))) for cls in (SymInt, SymBool)]

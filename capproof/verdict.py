@@ -241,6 +241,11 @@ class ObligationResult:
     first_counterexample: FirstCounterexample | None = None
     #: the result came from the verdict cache (capproof.verdict_cache), not from solving
     cached: bool = False
+    #: CPU seconds from the start of the run until the counterexample reported as the least (a
+    #: minimised one: certified by the solver) was in hand: the end of the int shrink when its point
+    #: is the one certified, else the whole run; None without a minimised counterexample. Not in
+    #: the JSON (in-process callers read it: benchmarks/compare.py)
+    smallest_seconds: float | None = None
 
     @property
     def ok(self) -> bool:

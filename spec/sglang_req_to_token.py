@@ -23,7 +23,7 @@ _SPEC = {
     "speculative_num_draft_tokens": Range(2, 16),
     "speculative_num_steps": Range(1, 8),
     "speculative_eagle_topk": Choice(1, 4),
-    "page_size": Choice(1, 64),
+    "page_size": Choice(1, 16, 32, 64, 128),
 }
 _EAGLE = {
     "draft tokens = steps * topk + 1 at most": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (

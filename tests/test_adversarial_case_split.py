@@ -168,6 +168,53 @@ def blocks(n, b):
 """,
             "proved",
         ),
+        # ``a / b`` underflows to 0.0 for a huge ``b``: its ceiling is 0 on ints
+        (
+            "ceil-of-a-quotient-that-underflows",
+            """
+@obligation(domain={"a": Range(1, 100), "b": Range(1, 2**1100)})
+def blocks(a, b):
+    return implies(b < 2**1080, math.ceil(a / b) >= 1)
+""",
+            "error",
+        ),
+        (
+            "floor-of-a-negative-quotient-that-underflows",
+            """
+@obligation(domain={"a": Range(-100, -1), "b": Range(1, 2**1100)})
+def blocks(a, b):
+    return implies(b < 2**1080, math.floor(a / b) <= -1)
+""",
+            "error",
+        ),
+        # the ZeroDivisionError of a caught zero-divisor path is Python's own, message included
+        # (``%`` and ``/`` say other things than ``//``)
+        (
+            "modulo-by-zero-message-read",
+            """
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = tokens % (k - 37)
+    except ZeroDivisionError as e:
+        s = 100 + select(tokens == 50, 1, 0) * ("division" not in str(e))
+    return at_most(demand=s, capacity=100)
+""",
+            "counterexample",
+        ),
+        (
+            "true-division-by-zero-message-read",
+            """
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = math.ceil(tokens / (k - 37))
+    except ZeroDivisionError as e:
+        s = 100 + select(tokens == 50, 1, 0) * (str(e) == "division by zero")
+    return at_most(demand=s, capacity=100)
+""",
+            "counterexample",
+        ),
     ],
 )
 def test_a_verdict_where_the_cases_are_few(spec_file, name, body, verdict):

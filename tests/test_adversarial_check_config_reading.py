@@ -64,7 +64,7 @@ def check(spec, *argv, model_config=None):
 
 
 def one_error_line(result, message):
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     lines = [l for l in result.output.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
 
@@ -179,10 +179,12 @@ def _config(tmp_path, data, name="config.json"):
 def test_max_model_len_auto_is_not_pinned_to_max_position_embeddings(spec, tmp_path, value):
     """Before: ``--max-model-len auto`` with --model-config pinned max_position_embeddings (4096,
     even: safe, exit 0); vLLM fits it to the GPU memory at startup (``_auto_fit_max_model_len``),
-    so any shorter length, odd ones too, can be served."""
+    so any shorter length, odd ones too, can be served. A failure at a length the line does not
+    give is MAYFAIL (undecided, exit 2, naming --max-model-len), never safe."""
     result = check(spec, "--max-model-len", value, model_config=_config(tmp_path, {"max_position_embeddings": 4096}))
-    assert result.exit_code == 1, result.output
-    assert "even_len" in result.output and "FAILS" in result.output
+    assert result.exit_code == 2, result.output
+    assert "MAYFAIL" in result.output and "even_len" in result.output and "FAILS" not in result.output
+    assert "give --max-model-len N (--max-model-len auto: vLLM fits it to the GPU memory at startup)" in result.output
     assert "rests on no max_model_len: --max-model-len auto: vLLM fits it to the GPU memory" in result.output
     assert "--max-model-len" not in result.output.partition("flags no applied obligation reads")[2]
 
@@ -208,11 +210,13 @@ def test_max_model_len_auto_is_not_pinned_to_max_position_embeddings(spec, tmp_p
 def test_default_max_model_len_that_is_not_max_position_embeddings_is_not_pinned(spec, tmp_path, extra, caveat):
     """Before: the default max_model_len was max_position_embeddings (4096) whatever the config
     said; vLLM 0.33.0 multiplies it by a linear/dynamic RoPE factor (16384 here: short_len fails)
-    or takes the smallest length key (``_get_and_verify_max_len``)."""
+    or takes the smallest length key (``_get_and_verify_max_len``). capproof does not derive that
+    length: a failure at one it picked is MAYFAIL (undecided, exit 2), never safe."""
     path = _config(tmp_path, {"max_position_embeddings": 4096, **extra})
     assert caveat in read_model_config(path).max_len_caveat
     result = check(spec, model_config=path)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2 and "MAYFAIL" in result.output, result.output
+    assert "give --max-model-len N (not given: vLLM derives it from the model config: config.json" in result.output
     assert "max_model_len=4096" not in result.output.splitlines()[0]
     assert "rests on no max_model_len: --max-model-len not given and config.json" in result.output
 

@@ -47,6 +47,8 @@ DCP4_480K = [
     "vllm",
     "serve",
     "zai-org/GLM-5.2-FP8",
+    "-tp",
+    "8",  # vLLM refuses a -dcp that does not divide -tp
     "-dcp",
     "4",
     "--max-model-len",
@@ -179,17 +181,17 @@ def test_pin_outside_domain_is_not_applicable_not_safe():
         (["-tp", "0"], "must be >= 1"),
     ],
 )
-def test_bad_flags_one_line_exit_2(argv, message):
+def test_bad_flags_one_line_exit_4(argv, message):
     result = check("--", *argv)
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     lines = [l for l in result.output.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
 
 
 @pytest.mark.parametrize("engine", ["sglang==0.4.0", "vllm==banana", "vllm==0.5.0", "vllm==1.0.0"])
-def test_bad_engine_exit_2(engine):
+def test_bad_engine_exit_4(engine):
     result = check("--engine", engine, "--", "--max-model-len", "1000")
-    assert result.exit_code == 2 and "error: --engine" in result.output
+    assert result.exit_code == 4 and "error: --engine" in result.output
 
 
 def test_human_readable_ints_match_vllm_doc_examples():
@@ -253,7 +255,7 @@ def test_model_config_pins_and_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"index_topk": -1}')
     result = check("--model-config", str(bad), "--", "m", "--block-size", "64")
-    assert result.exit_code == 2 and "index_topk must be a positive integer" in result.output
+    assert result.exit_code == 4 and "index_topk must be a positive integer" in result.output
     assert parse_engine("vllm") == ("vllm", "0.33.0")
     with pytest.raises(CheckError):
         parse_engine("vllm==0.1")
@@ -334,6 +336,8 @@ ASCEND_DCP4_MTP5 = [
     "vllm",
     "serve",
     "glm",
+    "-tp",
+    "4",
     "-dcp",
     "4",
     "--max-num-seqs",
@@ -365,7 +369,7 @@ def test_ascend_dcp4_mtp5_12_requests_safe_after_the_fix():
 
 def test_ascend_needs_a_version():
     result = check("--engine", "vllm-ascend", "--", *ASCEND_DCP4_MTP5)
-    assert result.exit_code == 2 and "give the vLLM-Ascend release" in result.output
+    assert result.exit_code == 4 and "give the vLLM-Ascend release" in result.output
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,7 +437,7 @@ def test_bad_config_file_is_one_line(tmp_path, name, text, message):
     path = tmp_path / name
     path.write_text(text)
     result = check("--", "vllm", "serve", "m", "--config", str(path))
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     lines = [l for l in result.output.splitlines() if l.strip()]
     assert len(lines) == 1 and message in lines[0], result.output
 
@@ -511,7 +515,7 @@ def test_command_lines_vllm_accepts_are_accepted(argv):
 
 def test_unknown_flag_suggests_the_closest():
     result = check("--", "vllm", "serve", "m", "--max-model-lenght", "4096")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert (
         "unknown vllm serve flag '--max-model-lenght' (not an option of vLLM 0.33.0; did you mean --max-model-len"
         in result.output
@@ -543,10 +547,10 @@ def test_flags_are_those_of_the_selected_release():
     assert old.exit_code == 0, old.output
     assert "flags no applied obligation reads: --max-num-partial-prefills" in old.output
     new = check("--engine", "vllm==0.33.0", "--", "vllm", "serve", "m", "--max-num-partial-prefills", "2")
-    assert new.exit_code == 2 and "not an option of vLLM 0.33.0" in new.output
+    assert new.exit_code == 4 and "not an option of vLLM 0.33.0" in new.output
     # --disable-log-requests is in none of 0.18.0-0.33.0 (checked in the wheels): named for the release asked
     gone = check("--engine", "vllm==0.20.0", "--", "vllm", "serve", "m", "--disable-log-requests")
-    assert gone.exit_code == 2 and "not an option of vLLM 0.20.0; did you mean --enable-log-requests" in gone.output
+    assert gone.exit_code == 4 and "not an option of vLLM 0.20.0; did you mean --enable-log-requests" in gone.output
     with pytest.raises(ServeFlagError, match="'-sc' .*vLLM 0.18.0"):
         parse_serve_args(["-sc", '{"num_speculative_tokens": 1}'], "0.18.0")
     assert parse_serve_args(["-sc", '{"num_speculative_tokens": 1}'], "0.19.0").num_speculative_tokens == 1
@@ -662,6 +666,7 @@ def test_dense_model_and_dsa_obligations_do_not_apply(tmp_path):
         "--model-config",
         str(path),
         "--",
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",  # above the model's 131072: vLLM refuses it without
         "vllm",
         "serve",
         "meta-llama/Llama-3.1-8B",
@@ -737,6 +742,8 @@ def test_answer_resting_on_a_default_says_so():
         "vllm",
         "serve",
         "glm",
+        "-tp",
+        "4",
         "-dcp",
         "4",
         "--max-num-seqs",
@@ -757,6 +764,8 @@ def test_answer_resting_on_a_default_says_so():
         "vllm",
         "serve",
         "glm",
+        "-tp",
+        "4",
         "-dcp",
         "4",
         "--max-num-seqs",
@@ -878,7 +887,7 @@ def test_sglang_config_file_and_bad_flags(tmp_path):
     with pytest.raises(LaunchFlagError, match="unknown SGLang flag '--context-lenght'.*did you mean --context-length"):
         parse_launch_args(["python", "-m", "sglang.launch_server", "--context-lenght", "4096"])
     result = check("--engine", "sglang", "--", "vllm", "serve", "m")
-    assert result.exit_code == 2 and "not an SGLang command line" in result.output
+    assert result.exit_code == 4 and "not an SGLang command line" in result.output
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -128,8 +129,21 @@ def test_nearby_max_num_seqs_is_found_by_the_solver(tmp_path):
 def test_coverage_from_a_missing_file_is_one_line_exit_4(tmp_path):
     code, out = run_on_pty(["coverage", "--from", "missing.json"], str(tmp_path))
     assert code == 4, out
-    lines = [line for line in out.splitlines() if line.strip()]
-    assert len(lines) == 1 and "--from missing.json: no such file" in lines[0]
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", out).split())  # one error, wrapped to the terminal's width
+    assert text.count("error:") == 1 and "--from missing.json: no such file" in text
+    assert "run `make verify` or `capproof prove --json missing.json` first" in text
+    # the README's line in a fresh clone (a project without .capproof/): the same one error
+    code, out = run_on_pty(["coverage", "--from", ".capproof/last-run.json"], str(_project(tmp_path)))
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", out).split())
+    assert code == 4 and text.count("error:") == 1 and "capproof prove --json .capproof/last-run.json" in text, out
+
+
+def _project(tmp_path):
+    """A fresh project: pyproject.toml with [tool.capproof] and an empty spec/, no .capproof/."""
+    root = tmp_path / "clone"
+    (root / "spec").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.capproof]\n")
+    return root
 
 
 @pytest.mark.parametrize("args", [["inventory", "--write"], ["report"], ["coverage", "--write"], ["bound", "--write"]])
@@ -240,7 +254,7 @@ def test_a_spec_file_of_the_project_checks_from_another_directory(tmp_path, monk
 def test_a_failure_no_smaller_request_limit_fixes_says_so():
     """C3 on vLLM-Ascend 0.25.0: K - 1 = 4 appended slots per request against a reserve of 2 per
     request fail at every request limit; the answer lists the limits the solver tried."""
-    line = ["vllm", "serve", "m", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
+    line = ["vllm", "serve", "m", "-tp", "4", "-dcp", "4", "--max-num-seqs", "12", "--max-num-batched-tokens", "80"]
     result = check(
         "--engine", "vllm-ascend==0.25.0", "--", *line, "-sc", '{"method": "mtp", "num_speculative_tokens": 5}'
     )
@@ -253,15 +267,107 @@ def test_a_failure_no_smaller_request_limit_fixes_says_so():
 # --- the newcomer round's findings ------------------------------------------------------------
 
 
-def test_sglang_failure_at_speculative_values_sglang_picks_is_not_a_will_fail():
-    """SGLang 0.5.23 picks --speculative-num-steps/--speculative-eagle-topk itself for DeepSeek
-    models: a req_to_token overflow found only at steps=2, topk=4 (never given) is MAYFAIL."""
+def test_sglang_speculative_values_sglang_picks_are_resolved_as_sglang_does():
+    """SGLang 0.5.23 picks --speculative-num-steps/-eagle-topk/-num-draft-tokens itself
+    (_auto_choose_speculative_params by architecture): a req_to_token overflow found at steps=1,
+    topk=4 (values SGLang never picks for DeepSeek) was MAYFAIL; now SGLang's (3, 1, 4) is checked."""
+    spec = os.path.join(ROOT, "spec", "sglang_req_to_token.py")
     line = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8"]
-    line += ["--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4", "--context-length", "163840"]
-    result = check("--engine", "sglang", "--", *line)
+    line += ["--speculative-algorithm", "EAGLE", "--context-length", "163840", "--attention-backend", "flashmla"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *line)
+    text = " ".join(result.output.split())
+    assert (
+        "speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4: SGLang 0.5.23's choice"
+        in text
+    )
+    assert "MAYFAIL" not in text and "give --speculative-eagle-topk" not in text, result.output
+    assert result.exit_code in (0, 2) and "req_to_token" in text
+    # a count without --speculative-num-steps: SGLang's assert stops it at startup
+    bad = check("--engine", "sglang", "--spec", spec, "--", *line, "--speculative-num-draft-tokens", "4")
+    assert bad.exit_code == 4 and "without --speculative-num-steps: SGLang 0.5.23 stops at startup" in bad.output
+    # an architecture capproof does not know: SGLang's choice is not known, a failure there is MAYFAIL
+    unknown = ["python", "-m", "sglang.launch_server", "--model-path", "my-org/unknown", "--tp", "8"]
+    unknown += ["--speculative-algorithm", "EAGLE", "--context-length", "163840"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *unknown)
+    assert result.exit_code == 2 and "FAILS" not in result.output, result.output
+
+
+@pytest.mark.parametrize("page", ["16", "32", "128"])
+def test_sglang_page_sizes_of_its_docs_are_checked_not_outside_the_domain(page):
+    """``--page-size 16`` (common in SGLang's docs) was undecided: the req_to_token obligations
+    declared page_size in {1, 64} only."""
+    spec = os.path.join(ROOT, "spec", "sglang_req_to_token.py")
+    line = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8"]
+    line += ["--page-size", page, "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3"]
+    line += ["--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    result = check("--engine", "sglang", "--spec", spec, "--", *line)
+    assert "outside" not in result.output, result.output
+    assert "safe    spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
+    assert result.exit_code == 0 and result.output.startswith("safe"), result.output
+
+
+@pytest.mark.parametrize(
+    "values, architecture, expected",
+    [
+        (
+            {},
+            "LlamaForCausalLM",
+            {"speculative_num_steps": 5, "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8},
+        ),
+        (
+            {},
+            "Qwen3ForCausalLM",
+            {"speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
+        ),
+        ({}, None, {}),  # the model is not known: SGLang's choice is not either
+        (
+            {"speculative_num_steps": 2, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 8},
+            "LlamaForCausalLM",
+            {"speculative_num_draft_tokens": 3},  # topk 1: SGLang sets steps + 1
+        ),
+        ({"speculative_num_steps": 2, "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8}, "X", {}),
+    ],
+)
+def test_speculative_params_as_sglang_resolves_them(values, architecture, expected):
+    from capproof.engines.sglang.server_args import speculative_params
+
+    assert speculative_params("EAGLE", values, set(), architecture)[0] == expected
+    assert speculative_params("NGRAM", values, set(), architecture) == ({}, "")
+    assert speculative_params("EAGLE", values, {"--speculative-adaptive"}, architecture) == ({}, "")
+    if not values:
+        assert speculative_params("STANDALONE", {}, set(), "LlamaForCausalLM")[0]["speculative_num_steps"] == 3
+
+
+@pytest.mark.parametrize(
+    "length, model, why",
+    [
+        (["--max-model-len", "auto"], "deepseek-ai/DeepSeek-V3.2", "--max-model-len auto: vLLM fits it to the GPU"),
+        (["--max-model-len", "-1"], "deepseek-ai/DeepSeek-V3.2", "--max-model-len auto: vLLM fits it to the GPU"),
+        ([], "my-org/unknown", "not given: vLLM takes the model's max_position_embeddings, not known to capproof"),
+    ],
+)
+def test_a_failure_at_a_max_model_len_the_line_does_not_give_is_mayfail_not_will_fail(length, model, why):
+    """``--max-model-len auto`` on vLLM 0.26.0 was "will fail" at max_model_len=1, a length capproof
+    picked (vLLM fits it to the GPU memory at startup): undecided, naming --max-model-len."""
+    spec = os.path.join(ROOT, "spec", "vllm_dsa_indexer.py")
+    line = ["vllm", "serve", model, "-tp", "8", *length, "--block-size", "64", "--kv-cache-dtype", "fp8_ds_mla"]
+    extra = [] if model.startswith("deepseek") else ["--model-config", _dsa_config()]
+    result = check("--engine", "vllm==0.26.0", "--spec", spec, *extra, "--", *line)
     assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
-    assert "MAYFAIL spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
-    assert "give --speculative-eagle-topk N" in result.output
+    text = " ".join(result.output.split())
+    assert "MAYFAIL spec/vllm_dsa_indexer.py::ebt_width_matches_runner_before_50302" in text
+    assert "FAILS" not in text and f"give --max-model-len N ({why}" in text
+    given = check("--engine", "vllm==0.26.0", "--spec", spec, *extra, "--", *line[:5], "--max-model-len", "350000")
+    assert given.exit_code == 1 and "W_buf=5469, W_bt=5470" in given.output  # the length given decides it
+
+
+def _dsa_config() -> str:
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "config.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"model_type": "deepseek_v32", "index_topk": 2048, "kv_lora_rank": 512}, fh)
+    return path
 
 
 SMS = """
@@ -284,7 +390,7 @@ def test_a_gpu_without_an_sm_count_asks_for_num_sms_only(tmp_path):
 
 def test_sglang_split_flag_names_its_successors():
     result = check("--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--cuda-graph-max-bs", "8")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert "SGLang 0.5.23 split it: use --cuda-graph-max-bs-decode and/or --cuda-graph-max-bs-prefill" in result.output
 
 
@@ -298,23 +404,45 @@ def test_check_config_leaves_no_hypothesis_directory_where_it_runs(tmp_path):
     assert not (tmp_path / ".hypothesis").exists()
 
 
-def test_a_length_vllm_refuses_at_startup_is_said_and_an_empty_model_directory_is_bad_input(tmp_path):
-    line = ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "1M", "--block-size", "64"]
+def test_a_length_vllm_refuses_at_startup_is_bad_input_and_an_empty_model_directory_is_bad_input(tmp_path):
+    """vLLM 0.33.0 refuses --max-model-len above the model's length without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    (_get_and_verify_max_len); it was answered safe with a note below the verdict."""
+    line = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1M"]
     spec = os.path.join(ROOT, "spec", "vllm_block_table.py")
     result = check("--spec", spec, "--", *line)
-    assert "vLLM refuses --max-model-len 1048576 at startup: above the model's 163840" in " ".join(
-        result.output.split()
-    )
+    assert result.exit_code == 4, result.output
+    text = " ".join(result.output.split())
+    assert text.startswith("error: --max-model-len 1048576 is above the model's length, 40960") and "safe" not in text
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text and "give --max-model-len 40960 or less" in text
     allowed = check("--spec", spec, "--", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", *line)
-    assert "refuses --max-model-len" not in allowed.output and "environment not read" not in allowed.output
+    assert allowed.exit_code == 0 and "max_model_len=1048576" in allowed.output
+    # DeepSeek-V3.2's 163840 is already YaRN-scaled: vLLM 0.33.0 does not multiply the factor in
+    deepseek = check("--spec", spec, "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--max-model-len", "350000")
+    assert deepseek.exit_code == 4 and "above the model's length, 163840" in deepseek.output
+    # releases before 0.33.0 derived a RoPE-scaled length by other rules: not refused there
+    older = check(
+        "--spec",
+        spec,
+        "--engine",
+        "vllm==0.26.0",
+        "--",
+        "vllm",
+        "serve",
+        "deepseek-ai/DeepSeek-V3.2",
+        "--max-model-len",
+        "350000",
+        "--block-size",
+        "64",
+    )
+    assert older.exit_code != 4 and "above the model's length" not in older.output
     empty = tmp_path / "emptydir"
     empty.mkdir()
     bad = check("--", "vllm", "serve", str(empty))
-    assert bad.exit_code == 2 and "a local directory without config.json" in bad.output
+    assert bad.exit_code == 4 and "a local directory without config.json" in bad.output
 
 
 def test_an_image_tag_naming_no_release_is_not_checked_as_the_newest():
     """corpus F1: vllm/vllm-openai:glm52-x86_64-cu129 is a pre-0.27 build; checking it as 0.33.0 said safe."""
     line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:glm52-x86_64-cu129", "--model", "zai-org/GLM-5.2-FP8"]
     result = check("--", *line, "--max-model-len", "auto")
-    assert result.exit_code == 2 and "the tag names no vLLM release; give --engine vllm==X" in result.output
+    assert result.exit_code == 4 and "the tag names no vLLM release; give --engine vllm==X" in result.output

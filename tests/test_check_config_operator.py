@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -23,37 +24,37 @@ def check(*args):
     return CliRunner().invoke(main, ["check-config", *args])
 
 
-# --- bad input: exit 2, one line ------------------------------------------------------------
+# --- bad input: exit 4, one line ------------------------------------------------------------
 
 
 def test_no_launch_line_is_bad_input_not_safe():
     result = check()
-    assert result.exit_code == 2 and "no launch line" in result.output
+    assert result.exit_code == 4 and "no launch line" in result.output
     result = check("--", "")  # an empty or unset shell variable as the whole line
-    assert result.exit_code == 2 and "no launch line" in result.output
+    assert result.exit_code == 4 and "no launch line" in result.output
 
 
 @pytest.mark.parametrize("argv", [["vllm", "serve"], ["vllm", "serve", "--max-model-len", "4096"]])
 def test_no_model_is_bad_input_not_safe(argv):
     result = check("--", *argv)
-    assert result.exit_code == 2 and "no model" in result.output
+    assert result.exit_code == 4 and "no model" in result.output
 
 
 def test_capproof_option_after_dashdash_is_an_error_with_the_abbreviation_hint():
     """vLLM's argparse reads ``--gpu H100`` as ``--gpu-memory-utilization H100`` (prefix abbreviation)."""
     result = check("--", "vllm", "serve", "m", "--gpu", "H100")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert "--gpu is capproof's option" in result.output and "--gpu-memory-utilization" in result.output
     assert "put it before '--'" in result.output
     result = check("--", "vllm", "serve", "m", "--json", "-")
-    assert result.exit_code == 2 and "--json is capproof's option" in result.output
+    assert result.exit_code == 4 and "--json is capproof's option" in result.output
 
 
 @pytest.mark.parametrize("option", ["--json", "--sarif", "--model-config"])
 def test_dashdash_taken_as_an_options_value_is_an_error_not_a_file_named_dashdash(option, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = check(option, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--block-size", "16")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     assert f"{option} took '--' as its value" in result.output
     assert not (tmp_path / "--").exists()
 
@@ -69,6 +70,17 @@ def test_known_model_name_gives_its_config_fields_with_the_source():
     assert resolve_model("DEEPSEEK-AI/deepseek-v3.2", None).values == facts.values  # Hub names are case-insensitive
     assert resolve_model("my-org/unknown", None) is None
     assert all(name.count("/") == 1 for name in KNOWN_MODELS)
+
+
+def test_an_old_hugging_face_name_the_hub_redirects_is_known():
+    """SGLang's quickstart names meta-llama/Meta-Llama-3.1-8B-Instruct (the Hub redirects it to
+    meta-llama/Llama-3.1-8B-Instruct): it was "not in capproof's table of known models"."""
+    facts = resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct", None)
+    assert facts.values == resolve_model("meta-llama/Llama-3.1-8B-Instruct", None).values
+    assert "the Hub's old name of meta-llama/Llama-3.1-8B-Instruct" in facts.path
+    result = check("--", "vllm", "serve", "meta-llama/Meta-Llama-3.1-8B-Instruct", "--max-model-len", "200000")
+    # the table's length is known under the old name too: vLLM 0.33.0 refuses 200000 (llama3 RoPE is not multiplied in)
+    assert result.exit_code == 4 and "above the model's length, 131072" in result.output
 
 
 def test_local_model_directory_and_model_config_directory(tmp_path, monkeypatch):
@@ -237,7 +249,7 @@ def test_docker_image_tag_selects_the_release_checked():
     assert result.exit_code == 1 and "W_buf=5469, W_bt=5470" in result.output, result.output
     assert "engine vLLM 0.26.0: from the image tag vllm/vllm-openai:v0.26.0" in result.output
     unknown = check("--", "docker", "run", "vllm/vllm-openai:v0.10.0", "m")
-    assert unknown.exit_code == 2 and "does not model that vLLM release" in unknown.output
+    assert unknown.exit_code == 4 and "does not model that vLLM release" in unknown.output
 
 
 def test_sglang_launch_forms_are_read():
@@ -282,7 +294,7 @@ def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
     assert result.exit_code in (0, 2) and "SGLang 0.5.23" in result.output.splitlines()[0], result.output
     assert "engine SGLang 0.5.23: from the launch command" in result.output
     wrong = check("--engine", "vllm", "--", *argv)
-    assert wrong.exit_code == 2, wrong.output
+    assert wrong.exit_code == 4, wrong.output
     assert "give --engine sglang before '--'" in wrong.output
 
 
@@ -411,9 +423,78 @@ def test_quiet_after_the_subcommand_prints_the_verdict_and_the_failure():
     assert "safe    " not in result.output and "n/a" not in result.output
 
 
+@pytest.mark.parametrize(
+    "tail, engine_word",
+    [
+        (["-q"], "vLLM 0.33.0's own -q needs a value"),  # vLLM's -q is --quantization
+        (["-v"], "vLLM 0.33.0 has no -v"),
+        (["-qq", "--block-size", "16"], "vLLM 0.33.0 has no -qq"),
+    ],
+)
+def test_quiet_or_verbose_after_dashdash_says_capproofs_goes_before(tail, engine_word):
+    """``check-config -- vllm serve M -q`` said only "-q needs a value"."""
+    result = check("--", "vllm", "serve", "Qwen/Qwen3-8B", *tail)
+    assert result.exit_code == 4, result.output
+    text = " ".join(result.output.split())
+    assert text.startswith(f"error: {tail[0]} after '--' belongs to the launch line, where {engine_word}")
+    assert "capproof's -q/-v go before '--'" in text
+    # vLLM's -q with a value is vLLM's (a quantization method), not capproof's
+    assert "capproof's -q/-v" not in check("--", "vllm", "serve", "Qwen/Qwen3-8B", "-q", "fp8", "-tp", "0").output
+
+
+def test_verbose_check_config_names_where_its_obligations_come_from_and_the_time(tmp_path):
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    result = CliRunner().invoke(
+        main, ["-v", "check-config", "--spec", spec, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "4096"]
+    )
+    assert result.exit_code in (0, 2), result.output
+    assert "capproof: root " in result.output and "--spec " in result.output and "read as vllm 0.33.0" in result.output
+    assert re.search(r"capproof: \d+ obligations decided of \d+ in \d+\.\d s", result.output), result.output
+    quiet = CliRunner().invoke(
+        main, ["check-config", "--spec", spec, "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "4096"]
+    )
+    assert "capproof: root" not in quiet.output
+
+
+def test_worker_processes_give_the_same_answer_as_one_process():
+    """check-config decides its obligations in -j forked processes: the answer does not depend on it."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    line = ["--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--block-size", "64"]
+    answers = []
+    for jobs in ("1", "2"):
+        result = check("-j", jobs, "--spec", spec, "--json", "-", *line)
+        data = json.loads(result.output)
+        verdicts = [(o["id"], o.get("verdict"), o.get("counterexample")) for o in data["obligations"]]
+        answers.append((result.exit_code, data["verdict"], verdicts))
+    assert len(answers[0][2]) > 2 and answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("option", ["--json", "--sarif"])
+def test_an_output_file_that_cannot_be_written_is_refused_before_proving(option, tmp_path):
+    """``--json /nonexistent/dir/x.json`` ran the whole check (minutes), then failed to write."""
+    missing = str(tmp_path / "no-such-dir" / "x.json")
+    for path, why in ((missing, "no such directory"), (str(tmp_path), "it is a directory")):
+        result = check(option, path, "--", "vllm", "serve", "Qwen/Qwen3-8B")
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 4 and len(lines) == 1, result.output
+        assert lines[0].startswith(f"error: {option} {path}: cannot write: {why}")
+
+
+@pytest.mark.parametrize("tp, dcp", [("1", "4"), ("8", "16"), ("6", "4")])
+def test_a_dcp_that_does_not_divide_tp_is_refused_as_vllm_refuses_it(tp, dcp):
+    """vLLM's ParallelConfig raises ``tp_size=1 must be divisible by dcp_size=4`` at startup;
+    the line was checked as if it started (will fail, or undecided "dcp=16 outside")."""
+    line = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", tp, "-dcp", dcp, "--max-model-len", "480000"]
+    result = check("--engine", "vllm==0.26.0", "--", *line, "--block-size", "64")
+    assert result.exit_code == 4, result.output
+    assert result.output.startswith(f"error: -dcp {dcp} does not divide -tp {tp}: vLLM refuses the line at startup")
+    # with prefill context parallelism on, DCP may span it: not refused here
+    assert "does not divide" not in check("--engine", "vllm==0.26.0", "--", *line, "-pcp", "4").output
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     first = result.output[: result.output.index("}") + 1]
     assert json.loads(first)["verdict"] == "bad input"
 

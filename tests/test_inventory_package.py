@@ -40,3 +40,25 @@ def test_pyproject_ships_proofs_inventory_as_package_data():
     assert "capproof._engine.inventory" in tool["packages"]
     assert tool["package-dir"]["capproof._engine.inventory"] == "proofs/inventory"
     assert "*.json" in tool["package-data"]["capproof._engine.inventory"]
+
+
+def test_inventory_without_torch_prints_one_line_naming_what_was_not_traced(monkeypatch):
+    """Outside the real venv every constructor fails on ``import torch``: ``capproof inventory``
+    printed one warning per constructor (88); now one line per missing module, saying how to trace."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+    from capproof.engines.vllm import buffers, wheels
+
+    problems = [f"Builder{i}: ModuleNotFoundError: No module named 'torch'" for i in range(88)]
+    problems += ["derive_acceptance_estimator failed: ModuleNotFoundError: No module named 'torch.nn'"]
+    problems += ["traced allocation x is not in the static scan"]
+    monkeypatch.setattr(wheels, "fetch_version", lambda *a, **k: None)
+    monkeypatch.setattr(buffers, "build", lambda version, trace=True: buffers.Built([], 410, 1.0, list(problems)))
+    monkeypatch.setattr(buffers._command, "finish", lambda *a, **k: 0)
+    result = CliRunner().invoke(main, ["inventory", "--engine", "vllm==0.33.0"])
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert result.exit_code == 0 and len(warnings) == 2, result.output
+    assert warnings[0] == "warning: traced allocation x is not in the static scan"
+    assert warnings[1].startswith("warning: 89 constructors and demand derivations not traced: no module named 'torch'")
+    assert "(Builder0, Builder1, Builder2, … (86 more))" in warnings[1] and "make real-install" in warnings[1]

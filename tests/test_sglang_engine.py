@@ -56,7 +56,7 @@ def test_unknown_argument_gets_a_did_you_mean():
     with pytest.raises(LaunchFlagError, match="did you mean --max-running-requests"):
         parse_launch_args(["sglang", "serve", "--max-runing-requests", "8"])
     result = check("--engine", "sglang", "--", "sglang", "serve", "--model-path", "m", "--enable-two-batch-overlp")
-    assert result.exit_code == 2 and "did you mean --enable-two-batch-overlap" in result.output
+    assert result.exit_code == 4 and "did you mean --enable-two-batch-overlap" in result.output
 
 
 @pytest.mark.parametrize(
@@ -284,3 +284,30 @@ def test_triton_indptr_finding_reproduces_on_cpu():
     assert ok.shape[0] == 8
     with pytest.raises(RuntimeError, match="size"):
         fill(fake, None, 8, torch.ones(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int64), None)
+
+
+@pytest.mark.real
+def test_auto_speculative_params_are_sglangs_own():
+    """capproof's table of SGLang 0.5.23's ``_auto_choose_speculative_params`` against the wheel's
+    function itself (read from its source and run with a stand-in ``server_args``), for every
+    architecture it names, one it does not, and STANDALONE."""
+    import ast
+    import types
+
+    from capproof.engines.sglang.server_args import AUTO_SPECULATIVE_DEFAULT, speculative_params
+
+    path = os.path.join(_sglang_root(), "sglang", "srt", "arg_groups", "speculative_hook.py")
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_auto_choose_speculative_params")
+    named = {c.value for c in ast.walk(fn) if isinstance(c, ast.Constant) and str(c.value).endswith("ForCausalLM")}
+    namespace = {"resolving_view": lambda args: args, "ServerArgs": object}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), namespace)
+    sglang_choice = namespace["_auto_choose_speculative_params"]
+    keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    for algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
+        for arch in sorted(named) + ["SomeOtherForCausalLM"]:
+            theirs = sglang_choice(types.SimpleNamespace(speculative_algorithm=algorithm), arch)
+            ours, _ = speculative_params(algorithm, {}, set(), arch)
+            assert tuple(ours[k] for k in keys) == tuple(theirs), (algorithm, arch)
+    assert AUTO_SPECULATIVE_DEFAULT == sglang_choice(types.SimpleNamespace(speculative_algorithm="EAGLE"), "X")

@@ -1,8 +1,9 @@
 """Shrinking the first counterexample on ints (capproof.shrink) and the seeded minimisation it
 feeds (capproof.minimize.minimize_point): every point the shrinker keeps replays as a counterexample, no
-coordinate rises, and the minimised counterexample is the one the unseeded minimisation finds;
-when the minimisation's queries run out of rlimit the point reported is the seed, replayed and
-labelled not minimised."""
+coordinate rises, and the minimised counterexample is the one the unseeded minimisation finds (on
+real corpus cases the seed is certified least by one unsat query); a seed some point lies below
+is not certified; when the minimisation's queries run out of rlimit the point reported is the
+seed, replayed and labelled not minimised, not certified minimal, and never called smallest."""
 
 from __future__ import annotations
 
@@ -205,3 +206,111 @@ def test_an_unknown_verdict_reports_the_probe_point_shrunk_on_ints(spec_file):
     assert not holds and not failed and values == cx.values
     off = prove_obligation(ob, Options(rlimit=1, density="off", minimize=False))
     assert off.counterexample.params == first and "shrunk" not in off.message
+
+
+# Least points as proofs/ shows them (per_batch_buffers.md, vllm_dsa_indexer.md, moe_align.md).
+CORPUS_LEAST = {
+    "spec/per_batch_buffers.py::gdn_state_column_in_row": {"num_speculative_tokens": 1, "num_accepted_tokens": 0},
+    "spec/per_batch_buffers.py::trtllm_bitmask_rows_equal_logits_rows_before_15023": {
+        "num_generation_requests": 1,
+        "max_draft_len": 1,
+        "runtime_draft_len": 0,
+    },
+    "spec/per_batch_buffers.py::mtp_reader_row_is_last_token_before_47238": {
+        "j": 0,
+        "num_speculative_tokens": 2,
+        "max_num_batched_tokens": 2,
+        "num_reqs": 1,
+        "query_lens": [2],
+    },
+    "spec/vllm_dsa_indexer.py::ebt_width_matches_runner_for_every_batch_before_50302": {
+        "max_model_len": 1,
+        "dcp": 1,
+        "num_speculative_tokens": 0,
+        "num_decodes": 1,
+        "min_decode_len": 1,
+        "max_decode_len": 1,
+        "num_decode_tokens": 1,
+    },
+}
+
+
+def _corpus(oid):
+    from capproof.loader import load
+
+    path, name = oid.split("::")
+    items, errors = load([path], name)
+    assert not errors
+    return next(ob for ob in items if ob.id == oid)
+
+
+def _certificates(monkeypatch):
+    """The answers of minimize_point's certification queries, one per call that had a seed."""
+    answers = []
+    real = prover.minimize_point
+
+    def recorded(*args, **kw):
+        out = real(*args, **kw)
+        answers.append(minimize.LAST_CERTIFICATE[0])
+        return out
+
+    monkeypatch.setattr(prover, "minimize_point", recorded)
+    return answers
+
+
+@pytest.mark.parametrize("oid", sorted(CORPUS_LEAST), ids=lambda oid: oid.split("::")[1])
+def test_certified_seed_is_the_least_point_the_search_finds_on_corpus_cases(monkeypatch, oid):
+    """On real corpus counterexamples the int-shrunk seed is certified least by one unsat query
+    (no binary search), and it is the point the unseeded minimisation finds and proofs/ shows."""
+    ob = _corpus(oid)
+    opts = Options(density="off", contracts=False)
+    answers = _certificates(monkeypatch)
+    certified = prove_obligation(ob, opts)
+    assert "unsat" in answers
+    _unseeded(monkeypatch)
+    searched = prove_obligation(ob, opts)
+    assert certified.counterexample.minimized and searched.counterexample.minimized
+    assert certified.counterexample.params == searched.counterexample.params == CORPUS_LEAST[oid]
+    assert certified.counterexample.values == searched.counterexample.values
+    assert certified.message == searched.message
+    # the least point was in hand when the shrink ended, before any Z3 work
+    assert certified.smallest_seconds is not None and certified.smallest_seconds < certified.seconds
+
+
+def test_a_seed_below_which_a_point_fails_is_not_certified(spec_file, monkeypatch):
+    """A seed that fails but is not the least: the certification query is sat, the searches run,
+    and the point reported is the least one (the seed is never called the smallest); the time
+    to it is the whole run, not the shrink's."""
+    ob = _only(spec_file(SPLIT))
+    seed = {"dcp": 1, "n": 950, "cap": 900}  # 950 > 903: fails, far above the least point (1, 5, 1)
+    assert _fails(ob)(seed)
+    monkeypatch.setattr(prover._First, "seed", lambda self: (dict(seed), {}))
+    answers = _certificates(monkeypatch)
+    seeded = prove_obligation(ob)
+    assert answers[0] == "sat"
+    cx = seeded.counterexample
+    assert cx.minimized and cx.params == {"dcp": 1, "n": 5, "cap": 1} != seed
+    assert seeded.smallest_seconds is not None  # the whole run: the seed was not the point certified
+    monkeypatch.setattr(prover._First, "seed", lambda self: None)
+    assert cx.params == prove_obligation(ob).counterexample.params
+
+
+def test_an_uncertified_seed_is_not_called_smallest(spec_file, monkeypatch):
+    """Every query out of rlimit: the certification is unknown and so is every search. The point
+    shown is the int-shrunk seed (a counterexample, replayed), labelled not certified minimal in
+    the message and in the report, with no time to a least point."""
+    from capproof.report import _obligation_md
+
+    ob = _only(spec_file(READER))
+    monkeypatch.setattr(prover, "SEEDED_MINIMISATION_SHARE", 10**9)
+    answers = _certificates(monkeypatch)
+    result = prove_obligation(ob)
+    assert "unknown" in answers and "unsat" not in answers
+    cx = result.counterexample
+    assert result.verdict is Verdict.COUNTEREXAMPLE and not cx.minimized
+    assert "not certified minimal" in result.message and result.smallest_seconds is None
+    holds, values, failed = replay(ob, cx.params)
+    assert not holds and not failed and values == cx.values
+    page = "\n".join(_obligation_md(result.to_json()))
+    assert "smallest" not in page.split("Counterexample")[1].splitlines()[0]
+    assert "not certified minimal" in page

@@ -15,10 +15,14 @@ vacuous or in error is reported as undecided, never as safe.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import os
+import re
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.version import Version
 
@@ -107,6 +111,9 @@ class ModelFacts:
     #: Why ``max_position_embeddings`` is not vLLM's default ``max_model_len`` for this config (another
     #: length key or a RoPE factor changes it: :func:`max_len_caveat`); empty when it is.
     max_len_caveat: str = ""
+    #: The config's RoPE parameters carry a scaling ``factor`` (other than 1): releases before vLLM
+    #: 0.33.0 derived the default length from it by other rules (vllm-project/vllm#56446).
+    rope_factor: bool = False
 
 
 #: ``config.json`` keys vLLM 0.33.0 takes the smallest of for the default ``max_model_len``
@@ -209,6 +216,12 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
         prefix = facts.fields["max_position_embeddings"].rpartition(".")[0]
         scope = next(sc for pre, sc in scopes if pre == (prefix + "." if prefix else ""))
         facts.max_len_caveat = max_len_caveat(scope, str(data.get("model_type") or ""))
+        facts.rope_factor = any(
+            isinstance(p, dict) and p.get("factor") not in (None, 1, 1.0)
+            for key in ("rope_scaling", "rope_parameters")
+            if isinstance(scope.get(key), dict)
+            for p in (scope[key], *scope[key].values())
+        )
     if facts.values.get("num_experts"):
         facts.features.add("moe")
     if "index_topk" in facts.values:
@@ -400,6 +413,14 @@ KNOWN_MODELS: dict[str, dict] = {
     },
 }
 _KNOWN_BY_KEY = {name.lower(): name for name in KNOWN_MODELS}
+#: Old Hugging Face names the Hub redirects to an entry of :data:`KNOWN_MODELS` (Meta renamed its
+#: Llama 3.1 repositories; SGLang's and vLLM's quickstarts still use the old names): vLLM and
+#: SGLang download the same config.json under either name.
+MODEL_ALIASES = {
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct": "meta-llama/Llama-3.1-70B-Instruct",
+}
+_KNOWN_BY_KEY.update({alias.lower(): name for alias, name in MODEL_ALIASES.items()})
 
 
 def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | None:
@@ -422,8 +443,8 @@ def resolve_model(model: str | None, model_config: str | None) -> ModelFacts | N
     name = _KNOWN_BY_KEY.get(model.strip().rstrip("/").lower())
     if name is None:
         return None
-    facts = model_facts(KNOWN_MODELS[name], f"{name} (capproof's table of known models, from {_HF.format(name)})")
-    return facts
+    alias = "" if name.lower() == model.strip().rstrip("/").lower() else f"; {model} is the Hub's old name of {name}"
+    return model_facts(KNOWN_MODELS[name], f"{name} (capproof's table of known models, from {_HF.format(name)}{alias})")
 
 
 def _batch_bounds(ob: Obligation, seqs: int | None, tokens: int | None) -> dict:
@@ -674,6 +695,7 @@ def check_all(
         raise CheckError(errors[0].message)
     checked: list[Checked] = []
     used: set[str] = set()
+    pending: list[tuple[int, Obligation, Options, Any]] = []
     for ob in items:
         if not isinstance(ob, Obligation) or not ob.applies_to(engine, version):
             continue
@@ -773,7 +795,6 @@ def check_all(
         run_options = dataclasses.replace(options, pins=mine)
         if resized:  # the bounded encoding at the deployment's batch size would not end: abstraction only
             run_options = dataclasses.replace(run_options, max_bounded_vector=resized[1])
-        result = prove_obligation(bounded, run_options)
         used.update(mine)
         used.update(multi)
         if "num_decodes" in ob.domain and seqs is not None:
@@ -784,49 +805,134 @@ def check_all(
             used.add("max_num_seqs")
         if ob.requires:
             used.update(f"feature:{f}" for f in ob.requires)
-        entry = Checked(
-            ob,
-            result,
-            True,
-            "",
-            mine,
-            free,
-            multi,
-            resized[0] if resized else None,
-            resized[2] if resized else "",
-            _bounded_below(bounded, result, mine, seqs),
+        checked.append(None)  # type: ignore[arg-type] - decided below, with the others
+        pending.append(
+            (
+                len(checked) - 1,
+                bounded,
+                run_options,
+                functools.partial(
+                    _decided_entry,
+                    ob,
+                    bounded,
+                    run_options,
+                    domain,
+                    mine,
+                    free,
+                    multi,
+                    resized,
+                    seqs,
+                    tokens,
+                    engine,
+                    version,
+                ),
+            )
         )
-        entry.decided = (bounded, run_options)
-
-        def at_seqs(n: int, ob=ob, domain=domain, mine=mine, run_options=run_options):
-            """The same check with the deployment's request limit ``n`` instead (nearby --max-num-seqs)."""
-            pins = {k: (n if k in BATCH_LIMITS else v) for k, v in mine.items()}
-            again = dataclasses.replace(
-                ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, n, tokens)}
-            )
-            return again, dataclasses.replace(run_options, pins=pins)
-
-        entry.at_seqs = at_seqs
-        if FIX_RELEASE_UNKNOWN in ob.tags and result.verdict is Verdict.COUNTEREXAMPLE:
-            # the formula fails here, but which release first ships the fix is not known: whether
-            # this deployment runs the failing formula is a fact the line does not give
-            fixes = ", ".join(s for s in ob.sources if "#" in s) or "a later release"
-            entry = Checked(
-                ob,
-                None,
-                False,
-                f"fails with this line's values in the formula before {fixes}; capproof does not know "
-                f"which {engine} release first ships the fix",
-                mine,
-                free,
-                needs=f"whether {engine} {version} contains {fixes} (if not, this line fails)",
-            )
-        checked.append(entry)
+    results = decide_obligations([(b, o) for _, b, o, _ in pending], options.jobs)
+    for (index, _, _, finish), result in zip(pending, results):
+        checked[index] = finish(result)
     return checked, used
 
 
-#: A nearby ``--max-model-len`` is searched only for obligations decided within this many seconds.
+def _decided_entry(
+    ob, bounded, run_options, domain, mine, free, multi, resized, seqs, tokens, engine, version, result
+) -> Checked:
+    """The :class:`Checked` of an applied obligation ``ob`` once ``result`` (its proof at these
+    flags, ``bounded`` under ``run_options``) is known."""
+    entry = Checked(
+        ob,
+        result,
+        True,
+        "",
+        mine,
+        free,
+        multi,
+        resized[0] if resized else None,
+        resized[2] if resized else "",
+        _bounded_below(bounded, result, mine, seqs),
+    )
+    entry.decided = (bounded, run_options)
+
+    def at_seqs(n: int, ob=ob, domain=domain, mine=mine, run_options=run_options):
+        """The same check with the deployment's request limit ``n`` instead (nearby --max-num-seqs)."""
+        pins = {k: (n if k in BATCH_LIMITS else v) for k, v in mine.items()}
+        again = dataclasses.replace(ob, domain=domain, assumptions={**ob.assumptions, **_batch_bounds(ob, n, tokens)})
+        return again, dataclasses.replace(run_options, pins=pins)
+
+    entry.at_seqs = at_seqs
+    if FIX_RELEASE_UNKNOWN in ob.tags and result.verdict is Verdict.COUNTEREXAMPLE:
+        # the formula fails here, but which release first ships the fix is not known: whether
+        # this deployment runs the failing formula is a fact the line does not give
+        fixes = ", ".join(s for s in ob.sources if "#" in s) or "a later release"
+        entry = Checked(
+            ob,
+            None,
+            False,
+            f"fails with this line's values in the formula before {fixes}; capproof does not know "
+            f"which {engine} release first ships the fix",
+            mine,
+            free,
+            needs=f"whether {engine} {version} contains {fixes} (if not, this line fails)",
+        )
+    return entry
+
+
+def _decide_one(task: tuple[Obligation, Options]) -> ObligationResult:
+    """One obligation's proof in a fresh Z3 context (its verdict does not depend on what this
+    process decided before, nor on how the work was split among processes)."""
+    from ..symbolic import fresh_z3_context
+
+    ob, options = task
+    started = time.process_time()
+    with fresh_z3_context():
+        result = prove_obligation(ob, options)
+    result.cpu_seconds = time.process_time() - started  # what a nearby search would cost, whatever the load
+    return result
+
+
+#: The obligations a forked worker decides: set in the parent before the fork, read by index.
+_TASKS: list[tuple[Obligation, Options]] = []
+
+
+def _decide_index(index: int) -> tuple[int, ObligationResult]:
+    import z3
+
+    z3.z3._main_ctx = None  # the parent's context is not this process's (as capproof.runner's workers)
+    return index, _decide_one(_TASKS[index])
+
+
+def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -> list[ObligationResult]:
+    """``prove_obligation`` of each ``(obligation, options)``, results in the given order:
+    ``jobs`` forked worker processes at a time (one obligation per message, as they finish), or in
+    this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is not available
+    (Windows). Each proof runs in a fresh Z3 context either way, so the verdicts are the same."""
+    import multiprocessing
+
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_decide_one(task) for task in tasks]
+    _TASKS[:] = tasks
+    try:
+        results: list[ObligationResult | None] = [None] * len(tasks)
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for index, result in pool.imap_unordered(_decide_index, range(len(tasks))):
+                results[index] = result
+        return results  # type: ignore[return-value]
+    finally:
+        _TASKS.clear()
+
+
+#: A nearby ``--max-model-len`` or ``--max-num-seqs`` is searched only for obligations decided within
+#: this many seconds of CPU.
 NEARBY_BUDGET_SECONDS = 2.0
+
+
+def _cost(c: Checked) -> float:
+    """Seconds of CPU the proof of ``c`` took (its wall-clock seconds when not measured): a
+    nearby search repeats that proof, and on a loaded machine the wall clock overstates it."""
+    return getattr(c.result, "cpu_seconds", c.result.seconds)
+
+
 #: Roundings tried for a nearby ``--max-model-len`` (tokens): multiples of powers of two.
 _LENGTH_STEPS = tuple(2**k for k in range(4, 17))
 
@@ -838,7 +944,7 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
     ``max_model_len`` was not pinned or no candidate holds. Other obligations are not re-checked."""
     decided = getattr(c, "decided", None)
     value = c.pinned.get("max_model_len")
-    if decided is None or value is None or c.result.seconds > NEARBY_BUDGET_SECONDS:
+    if decided is None or value is None or _cost(c) > NEARBY_BUDGET_SECONDS:
         return None  # not pinned, or one proof of it costs too much to try several
     ob, options = decided
     candidates = sorted({(value // m) * m for m in _LENGTH_STEPS if 0 < (value // m) * m < value}, reverse=True)
@@ -864,7 +970,7 @@ def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
     refuted). Other obligations are not re-checked."""
     at_seqs = getattr(c, "at_seqs", None)
     reads = any(k in c.pinned for k in BATCH_LIMITS) or "num_decodes" in c.obligation.domain
-    if at_seqs is None or not reads or c.result.seconds > NEARBY_BUDGET_SECONDS:
+    if at_seqs is None or not reads or _cost(c) > NEARBY_BUDGET_SECONDS:
         return None
     rounded = {(seqs // m) * m for m in (2**k for k in range(3, 13))}
     halved = {seqs >> k for k in range(1, 12)}
@@ -1368,6 +1474,7 @@ CHECK_CONFIG_OPTIONS = (
     "--model-config",
     "--spec",
     "--rlimit",
+    "--jobs",
     "--gpu",
     "--num-sms",
     "--json",
@@ -1384,8 +1491,16 @@ def own_option_in_line(args: list[str], flags: frozenset[str] | None, name: str,
     ``command``: the launch command for the example), else None (also when ``flags`` is None)."""
     if flags is None:
         return None
-    for arg in args:
+    for i, arg in enumerate(args):
         option = arg.partition("=")[0]
+        if re.fullmatch(r"-(q+|v+)", arg) and (
+            arg not in flags or i + 1 == len(args) or args[i + 1].startswith("-")
+        ):  # capproof's -q/-v; the engine's own -q (vLLM's --quantization) takes a value
+            as_engine = f"{name}'s own {arg} needs a value" if arg in flags else f"{name} has no {arg}"
+            return (
+                f"{arg} after '--' belongs to the launch line, where {as_engine}: capproof's -q/-v go before '--', "
+                f"e.g. capproof check-config {arg} -- {command} ..."
+            )
         if option in CHECK_CONFIG_OPTIONS and option not in flags:
             prefixed = sorted(f for f in flags if f.startswith(option))
             read_as = (

@@ -117,10 +117,16 @@ def run_check(
     if cfg.speculative_algorithm:
         features.add("spec_decode")
     # the buffer-sizing server arguments, as SGLang derives them (engines/sglang/server_args.py)
-    from .server_args import USED_FLAGS, sizing
+    from .server_args import USED_FLAGS, sizing, speculative_params
 
     derived = sizing(cfg.values, cfg.switches, cfg.strings)
     pins.update(derived.pins)
+    architecture = model.architectures[0] if model is not None and model.architectures else None
+    try:  # the speculative sizes SGLang picks (or adjusts) at startup for an EAGLE-family line
+        spec_pins, spec_why = speculative_params(cfg.speculative_algorithm, cfg.values, cfg.switches, architecture)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
+    pins.update(spec_pins)
     features |= derived.features
     backend_default, backend_unknown = None, ""
     if not any(f.startswith("sglang_attention_backend_") for f in derived.features):
@@ -173,6 +179,8 @@ def run_check(
         display="SGLang",
         releases=(SGLANG_VERSION,),
     )
+    if spec_why:
+        outcome.derived.append(spec_why)
     # a value SGLang picks at startup (auto_choose_speculative_params, the page size per backend, the
     # context length from the model): a failure only there is not a will-fail of this line
     outcome.undetermined = {

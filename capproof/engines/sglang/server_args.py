@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULTS", "Sizing", "sizing", "USED_FLAGS"]
+__all__ = ["DEFAULTS", "Sizing", "sizing", "USED_FLAGS", "speculative_params", "AUTO_SPECULATIVE_PARAMS"]
 
 #: ``ServerArgs`` field -> (declared default, declaring file) in SGLang 0.5.23.
 DEFAULTS = {
@@ -127,3 +127,69 @@ def sizing(values: dict[str, int], switches: set[str], strings: dict[str, str] |
             )
         )
     return out
+
+
+#: Speculative algorithms SGLang 0.5.23 resolves through ``_handle_eagle_family``
+#: (``sglang/srt/speculative/spec_info.py`` ``handle_server_args``: ``is_eagle() or
+#: is_standalone()``; NEXTN is an alias of EAGLE, ``_resolve_speculative_algorithm_alias``).
+#: FROZEN_KV_MTP (a Gemma 4 assistant draft promoted from EAGLE/NEXTN) has its own handler.
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+#: ``_auto_choose_speculative_params`` of SGLang 0.5.23
+#: (``sglang/srt/arg_groups/speculative_hook.py:1430``): architecture -> (steps, topk, draft
+#: tokens); every other architecture (3, 1, 4), and STANDALONE (3, 1, 4) whatever the model.
+#: Re-read from the wheel by ``tests/test_sglang_engine.py`` (marked ``real``).
+AUTO_SPECULATIVE_PARAMS = {
+    "LlamaForCausalLM": (5, 4, 8),
+    "Grok1ForCausalLM": (5, 4, 8),
+    "Grok1VForCausalLM": (5, 4, 8),
+}
+AUTO_SPECULATIVE_DEFAULT = (3, 1, 4)
+
+_SPEC_NAMES = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+
+
+def speculative_params(
+    algorithm: str | None, values: dict[str, int], switches: set[str], architecture: str | None
+) -> tuple[dict[str, int], str]:
+    """The speculative sizes SGLang 0.5.23 runs an EAGLE-family line with: ``({param: value}, why)``
+    for the values it picks or adjusts, ``({}, "")`` when it picks none or capproof cannot tell.
+
+    As ``_handle_eagle_family`` (``speculative_hook.py:1072-1266``): without
+    ``--speculative-num-steps`` (and not ``--speculative-adaptive``) it takes all three from
+    :data:`AUTO_SPECULATIVE_PARAMS` by the model's first architecture (``architecture``; None: not
+    known, nothing picked); with ``speculative_eagle_topk == 1`` it sets the draft tokens to
+    steps + 1. Raises ValueError (one line) when SGLang stops at startup: a top-k or draft-token
+    count without the step count (its ``assert``)."""
+    if not algorithm or algorithm.upper() not in EAGLE_FAMILY or "--speculative-adaptive" in switches:
+        return {}, ""
+    given = {k: values[k] for k in _SPEC_NAMES if k in values}
+    if "speculative_num_steps" not in given:
+        if given:
+            raise ValueError(
+                "--speculative-eagle-topk/--speculative-num-draft-tokens without --speculative-num-steps: "
+                "SGLang 0.5.23 stops at startup (an assert in _handle_eagle_family, speculative_hook.py:1162); "
+                "give all three, or none to let SGLang choose them"
+            )
+        if architecture is None or architecture.startswith("Gemma4"):  # unknown, or a FROZEN_KV_MTP draft
+            return {}, ""
+        chosen = AUTO_SPECULATIVE_DEFAULT
+        if algorithm.upper() != "STANDALONE":
+            chosen = AUTO_SPECULATIVE_PARAMS.get(architecture, AUTO_SPECULATIVE_DEFAULT)
+        steps, topk, draft = chosen
+        return (
+            dict(zip(_SPEC_NAMES, chosen)),
+            f"speculative_num_steps={steps}, speculative_eagle_topk={topk}, speculative_num_draft_tokens={draft}: "
+            f"SGLang 0.5.23's choice for {architecture} (_auto_choose_speculative_params, "
+            "sglang/srt/arg_groups/speculative_hook.py:1430)",
+        )
+    if given.get("speculative_eagle_topk") == 1 and "speculative_num_draft_tokens" in given:
+        steps = given["speculative_num_steps"]
+        if given["speculative_num_draft_tokens"] != steps + 1:
+            return (
+                {"speculative_num_draft_tokens": steps + 1},
+                f"speculative_num_draft_tokens={steps + 1}: SGLang 0.5.23 sets it to speculative_num_steps + 1 "
+                f"when speculative_eagle_topk == 1 (_handle_eagle_family, speculative_hook.py:1255), not the "
+                f"{given['speculative_num_draft_tokens']} given",
+            )
+    return {}, ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from typing import Callable, Mapping, Sequence
 
@@ -99,6 +100,33 @@ def read_entry(a: Allocation, why: str, rename: Mapping[str, str], dtypes: Mappi
         params=sorted(params),
         verdicts={},
     )
+
+
+#: A trace problem caused by a module missing from this Python (the engine's dependencies).
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'")
+
+
+def problem_lines(problems: Sequence[str]) -> list[str]:
+    """The warnings for a build's trace problems: one line per problem, except that the problems
+    caused by a module missing from this Python (``torch`` outside the real venv: every
+    constructor fails the same way) are one line per module, naming how many, the first few and
+    how to trace them."""
+    missing: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for p in problems:
+        m = _MISSING_MODULE.search(p)
+        if m is None:
+            lines.append(p)
+        else:
+            missing.setdefault(m.group(1).split(".")[0], []).append(p.partition(":")[0].removesuffix(" failed"))
+    for module, names in missing.items():
+        shown = ", ".join(names[:3]) + (f", … ({len(names) - 3} more)" if len(names) > 3 else "")
+        lines.append(
+            f"{len(names)} constructors and demand derivations not traced: no module named '{module}' in this "
+            f"Python ({shown}); their buffers are read from the allocation calls only. To trace them: make "
+            "real-install, then .capproof/real-venv/bin/capproof inventory (or give --no-trace to skip tracing)"
+        )
+    return lines
 
 
 def finish(

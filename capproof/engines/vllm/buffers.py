@@ -156,8 +156,8 @@ def run_inventory(
     except ImportError as exc:
         err(f"capproof: tracing needs the real venv (make real-install; run .capproof/real-venv/bin/capproof): {exc}")
         return wheels.EXIT_NO_WHEELS
-    for p in built.trace_problems:
-        err(f"warning: {p}")
+    for line in _command.problem_lines(built.trace_problems):
+        err(f"warning: {line}")
     return _command.finish(
         "vllm", version, built.entries, json_out, write, check, built.allocations, built.seconds, out=out, err=err
     )

@@ -289,6 +289,14 @@ def run_check(
     options = options or Options()
     if isinstance(model, ModelFacts) and cfg.hf_overrides is not None:
         _refuse_overridden_fields(cfg.hf_overrides, model)
+    _refuse_too_long(cfg, model, engine, version)
+    if cfg.tp % cfg.dcp and "--prefill-context-parallel-size" not in cfg.origin:
+        # vllm/config/parallel.py (ParallelConfig validation): DCP reuses the TP ranks when PCP is off
+        raise CheckError(
+            f"-dcp {cfg.dcp} does not divide -tp {cfg.tp}: vLLM refuses the line at startup "
+            f"(tp_size={cfg.tp} must be divisible by dcp_size={cfg.dcp}, vllm/config/parallel.py); "
+            "decode context parallelism runs on the tensor-parallel ranks, give -tp a multiple of -dcp"
+        )
     if isinstance(model, dict):
         feats = ({"moe"} if model.get("num_experts") else set()) | ({"dsa_indexer"} if "index_topk" in model else set())
         model = ModelFacts("<dict>", dict(model), {k: k for k in model}, feats)
@@ -336,6 +344,14 @@ def run_check(
     if "max_num_seqs" in choices:
         choices["max_num_reqs"] = choices["max_num_seqs"]
     undetermined: dict[str, str] = {}
+    if cfg.max_model_len is None:  # a failure at a length capproof picked is not one of this line
+        undetermined["max_model_len"] = "--max-model-len N (" + (
+            "--max-model-len auto: vLLM fits it to the GPU memory at startup)"
+            if cfg.max_model_len_auto
+            else f"not given: vLLM derives it from the model config: {model.max_len_caveat})"
+            if isinstance(model, ModelFacts) and model.max_len_caveat
+            else "not given: vLLM takes the model's max_position_embeddings, not known to capproof; or --model-config)"
+        )
     if cfg.block_size is None:
         block = default_block_size(engine, version, gpu_row, model, cfg)
         if isinstance(block, Default):
@@ -591,6 +607,30 @@ READ_MODEL_KEYS = frozenset(
 )
 
 
+def _refuse_too_long(cfg: ServeConfig, model: ModelFacts | dict | None, engine: str, version: str) -> None:
+    """A ``--max-model-len`` above the model's length, which vLLM refuses at startup, is a
+    CheckError (one line): vLLM's ``_get_and_verify_max_len`` (``vllm/config/model.py``, every
+    modelled release) raises ``ValueError: User-specified max_model_len (N) is greater than the
+    derived max_model_len`` unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is 1 or true (``vllm/envs.py``).
+    The derived length is ``max_position_embeddings`` unless :func:`max_len_caveat` names another
+    rule (a RoPE factor, another length key): then nothing is refused here, nor for a config with a
+    RoPE factor on releases before 0.33.0 (their rules for it differ). A length vLLM accepts
+    only with the variable set is checked as given when the line sets it."""
+    if not isinstance(model, ModelFacts) or model.max_len_caveat or cfg.max_model_len is None:
+        return
+    if model.rope_factor and not (engine == "vllm" and version == VLLM_VERSION):
+        return  # before vllm-project/vllm#56446 a RoPE factor could raise the derived length
+    longest = model.values.get("max_position_embeddings")
+    allowed = cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+    if longest and cfg.max_model_len > longest and not allowed:
+        raise CheckError(
+            f"--max-model-len {cfg.max_model_len} is above the model's length, {longest} "
+            f"({model.fields.get('max_position_embeddings')} of {model.path}): vLLM {version} refuses the line at "
+            f"startup (_get_and_verify_max_len, vllm/config/model.py); give --max-model-len {longest} or less, or "
+            "prefix the line with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to run beyond it"
+        )
+
+
 def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
     """``--hf-overrides`` that sets a config field check-config reads from ``--model-config``: vLLM
     serves the overridden value, capproof would check the file's, so it is a CheckError (one line).
@@ -653,18 +693,6 @@ def deployment_notes(outcome: CheckOutcome, cfg: ServeConfig) -> list[str]:
                 else ""
             )
             + f"; max_cudagraph_capture_size={kept[-1] if kept else 'none'}"
-        )
-    model = outcome.model
-    longest = model.values.get("max_position_embeddings") if model is not None and not model.max_len_caveat else None
-    if (
-        longest
-        and (cfg.max_model_len or 0) > longest
-        and cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() not in ("1", "true")
-    ):  # vllm/envs.py reads it as 1/true
-        lines.append(
-            f"note: vLLM refuses --max-model-len {cfg.max_model_len} at startup: above the model's "
-            f"{longest} ({model.fields.get('max_position_embeddings')}) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
-            "(vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len); the verdict is for the line as if it started"
         )
     if getattr(cfg, "kv_cache_dtype", None) in DSA_CACHE_DTYPES:
         lines.append(
