@@ -611,36 +611,7 @@ def test_bound_does_not_report_sufficient_through_a_dunder_read(project):
     assert result.exit_code != 0 or "-137" in result.output, result.output
 
 
-PROFILE = """
-import sys
-
-@obligation(domain={"a": Range(0, 100)})
-def profiled(a):
-    calls = []
-    sys.setprofile(lambda f, ev, arg: calls.append(f.f_code.co_filename) if ev == "call" else None)
-    y = a + 1
-    sys.setprofile(None)
-    symbolic = any("capproof" in c for c in calls)
-    return claim(implies(a == 37, symbolic), a=a, y=y)
-"""
-
-
-@pytest.mark.xfail(strict=True, reason="a profile function sees capproof's frames; the guard lists settrace only")
-def test_a_profile_function_does_not_tell_the_symbolic_run_apart(spec_file):
-    """``sys.setprofile`` sees the calls ``a + 1`` makes: capproof's on a symbolic value, none on an
-    int. Proved; on ints the claim fails at a == 37."""
-    check(spec_file, "profile-function", PROFILE, header=HEADER + "from capproof import claim\n")
-
-
 STACK = {
-    "traceback-extract-stack": """
-import traceback
-
-@obligation(domain={"a": Range(0, 100)})
-def stacked(a):
-    solver = any(f.filename.endswith("prover.py") for f in traceback.extract_stack())
-    return claim(implies(a == 37, solver), a=a)
-""",
     "sys-current-frames": """
 import sys, threading
 
@@ -656,16 +627,9 @@ def frames(a):
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            k, marks=pytest.mark.xfail(strict=True, reason="the model tells capproof's runs apart by its callers")
-        )
-        for k in STACK
-    ],
-)
+@pytest.mark.parametrize("name", sorted(STACK))
 def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
-    """A claim that asks whether capproof's prover is among its callers holds in every capproof
-    evaluation (probe, symbolic run, second opinion) and fails on a plain call at a == 37."""
+    """A claim that asks whether capproof's prover is among its callers (through
+    ``sys._current_frames``, not ``sys._getframe``) holds in every capproof evaluation (probe,
+    symbolic run, second opinion) and fails on a plain call at a == 37."""
     check(spec_file, name, STACK[name], header=HEADER + "from capproof import claim\n")
