@@ -118,6 +118,18 @@ H = Holder()
         "Backend.FLASH.warm = True",
         'getattr(Backend.FLASH, "warm", False)',
     ),
+    # a project function's code and a class's dunder attribute: the fingerprint of a function holds
+    # its defaults, ``__dict__``, closure cells and cache fill, that of a class its non-dunder attributes
+    "project-function-code-replaced": (
+        "def helper():\n    return False\n",
+        "helper.__code__ = (lambda: True).__code__",
+        "helper()",
+    ),
+    "class-dunder-attribute-set": (
+        'class Cfg:\n    """cold"""\n',
+        'Cfg.__doc__ = "warm"',
+        'Cfg.__doc__ == "warm"',
+    ),
     "attribute-set-on-a-stdlib-module": (
         "import json\n",
         "json.capproof_adversarial_seen = True",
@@ -187,9 +199,21 @@ def _cleanup():
         del copyreg.dispatch_table[cls]
 
 
+#: Kinds the fingerprint still misses: proved in the batch, a counterexample alone.
+STILL_OPEN = {"project-function-code-replaced", "class-dunder-attribute-set"}
+
+
 @pytest.mark.parametrize(
     "kind",
-    sorted(PAIRS) + sorted(CAUGHT),
+    [
+        pytest.param(
+            k,
+            marks=[pytest.mark.xfail(strict=True, reason="proved in the batch, a counterexample alone")]
+            if k in STILL_OPEN
+            else [],
+        )
+        for k in sorted(PAIRS) + sorted(CAUGHT)
+    ],
 )
 def test_state_left_by_one_item_does_not_prove_the_next(project, monkeypatch, kind):
     monkeypatch.delenv("CAPPROOF_ADVERSARIAL_SEEN", raising=False)
