@@ -6,7 +6,10 @@ its arguments, as engine helpers memoise per block size; a ``functools.cache``d 
 current config, as vLLM's are; a module-level generator) computes on
 the symbolic run from what an earlier int evaluation left, not from its arguments. "On ints" a
 point means the model run at that point in a fresh interpreter: there each claim below fails at
-``37``, and each was proved. ``xfail(strict=True)`` while open.
+``37``, and each was proved. ``capproof prove`` (the runner) now checks the project's module state
+around an item (tests/test_adversarial_batch_state.py, ``KEPT``); the Python API's
+``capproof.prove(obligation)`` decides it without that check, so these stay false proofs there.
+``xfail(strict=True)`` while open.
 """
 
 from __future__ import annotations
