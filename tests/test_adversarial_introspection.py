@@ -627,7 +627,32 @@ def frames(a):
 }
 
 
-@pytest.mark.parametrize("name", sorted(STACK))
+STACK["faulthandler-dump-traceback"] = """
+import faulthandler, tempfile
+
+@obligation(domain={"a": Range(0, 100)})
+def dumped(a):
+    with tempfile.TemporaryFile("w+") as f:
+        faulthandler.dump_traceback(file=f, all_threads=False)   # C code: no audit event
+        f.seek(0)
+        text = f.read()
+    return claim(implies(a == 37, "prover.py" in text), a=a)
+"""
+STACK_OPEN = {"faulthandler-dump-traceback"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            k,
+            marks=[pytest.mark.xfail(strict=True, reason="the model reads the stack without an audited call")]
+            if k in STACK_OPEN
+            else [],
+        )
+        for k in sorted(STACK)
+    ],
+)
 def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
     """A claim that asks whether capproof's prover is among its callers (through
     ``sys._current_frames``, not ``sys._getframe``) holds in every capproof evaluation (probe,
