@@ -436,6 +436,16 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else (f"{x:.3f}" if x < 10 else f"{x:.1f}")
 
 
+def _fmt_r(x: float | None) -> str:
+    """A ratio; under 0.01 with four decimals (not 0.000)."""
+    return "—" if x is None else f"{x:.4f}" if x < 0.01 else _fmt(x)
+
+
+def _fmt_s(x: float | None) -> str:
+    """CPU seconds; under 10 ms in milliseconds."""
+    return "—" if x is None else f"{x * 1e3:.2f} ms" if x < 0.01 else _fmt(x)
+
+
 def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: dict) -> None:
     os.makedirs(OUT, exist_ok=True)
     lines = [
@@ -491,9 +501,9 @@ def write(rows: list[dict], curves: dict[str, list[tuple[int, float]]], meta: di
             )
         )
         lines.append(
-            f"| `{r['id']}` | {first} | {_fmt(r['smallest'])} | {_fmt(r['capproof'])} | {gs} | {bs} | "
-            f"{_fmt(r.get('ratio_first'))} | {_fmt(r['ratio'])} | {_fmt(r.get('ratio_whole'))} | {_fmt(vs_generic)} | "
-            f"{_fmt(r['ratio_shrunk'])} | {met_first} | {met} | {ex_s} |"
+            f"| `{r['id']}` | {first} | {_fmt_s(r['smallest'])} | {_fmt_s(r['capproof'])} | {gs} | {bs} | "
+            f"{_fmt_r(r.get('ratio_first'))} | {_fmt_r(r['ratio'])} | {_fmt_r(r.get('ratio_whole'))} | "
+            f"{_fmt_r(vs_generic)} | {_fmt_r(r['ratio_shrunk'])} | {met_first} | {met} | {ex_s} |"
         )
     met = sum(1 for r in rows if r["ratio"] is not None and r["ratio"] <= 0.1)
     met_first = sum(1 for r in rows if r.get("ratio_first") is not None and r["ratio_first"] <= 0.1)

@@ -1144,7 +1144,7 @@ def _bound_all(
     done = run_tasks([obligations[i] for i in todo], task, options, shown, [reach_of[i] for i in todo])
     for i, result in zip(todo, done):
         out[i] = result
-        if keys[i] and result.status in CACHEABLE:
+        if keys[i] and result.status in CACHEABLE and not getattr(result, "uncacheable", None):
             verdict_cache.store_entry("bounds", keys[i], result.to_json())  # type: ignore[arg-type]
     return out  # type: ignore[return-value]
 

@@ -818,8 +818,9 @@ def report(paths, rlimit, jobs, crosshair_timeout, no_contracts, check, from_jso
     "sarif_out",
     type=click.Path(allow_dash=True),
     default=None,
-    metavar="FILE",
-    help="Write SARIF 2.1.0 to FILE: one result per applied obligation not proved.",
+    metavar="FILE|-",
+    help="Write SARIF 2.1.0 to FILE ('-' for stdout, then the answer goes to stderr): one result per applied "
+    "obligation not proved.",
 )
 @click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
 def check_config(
@@ -852,6 +853,9 @@ def check_config(
                     f"{name} took '--' as its value: give {name} a value before '--' "
                     f"(e.g. {name} {'-' if name == '--json' else 'FILE'} -- {DEFAULT_ENGINE.command} …)"
                 )
+        if json_out == "-" and sarif_out == "-":
+            json_out = None
+            raise CheckError("--json - and --sarif -: only one of them can have stdout; give the other a FILE")
         for name, value in (("--json", json_out), ("--sarif", sarif_out)):  # before minutes of proving
             problem = _unwritable(value)
             if problem:
@@ -915,9 +919,7 @@ def check_config(
             status = _errout().status(f"checking {cfg.model} against {engine} {version}'s obligations", spinner="dots")
             status.start()
         try:
-            from .runner import default_jobs
-
-            options = Options(rlimit=rlimit, jobs=jobs or default_jobs())
+            options = Options(rlimit=rlimit, jobs=jobs or 0)  # 0: the CPU cores (decide_obligations)
             outcome = adapter.check(cfg, engine, version, model, spec_paths or ("spec",), options, gpu, num_sms)
         finally:
             if status is not None:
@@ -944,11 +946,13 @@ def check_config(
     else:
         written = _write_outputs(data, [("--json", json_out, _write_json), *outputs])
         verbosity = _SESSION["verbosity"]
+        # --sarif -: stdout holds the SARIF alone (as --json -), the answer goes to stderr
+        console = _errout() if sarif_out == "-" else _out()
         for i, line in enumerate(outcome_lines(outcome, cfg)):
             if verbosity <= -1 and i > 0 and not line.startswith(("  give", "  FAILS", "          ")):
                 continue  # -q: the verdict, what to give and what fails
             style = None if i else {"safe": "green", "will fail": "bold red"}.get(outcome.status, "bold yellow")
-            _out().print(line, style=style)
+            console.print(line, style=style)
     sys.exit(outcome.exit_code if written else EXIT_UNDECIDED)
 
 

@@ -106,7 +106,10 @@ def minimize_point(
     (an unknown answer stops minimisation; the point found so far is still a counterexample).
 
     ``seed``: a counterexample shrunk on ints (:func:`capproof.shrink.shrink`). When ``s`` admits
-    it (one query with its values assumed), each search starts from its value, and a value at
+    it (one query with its values assumed), one more query asks for a point below it in this order
+    (:func:`below_seed`): unsat certifies the seed least, fixed on ``s`` and returned as minimised
+    with no search (:data:`LAST_CERTIFICATE` records the answer). Sat or unknown: each search
+    starts from the seed's value, and a value at
     the domain's lower bound is fixed with no query (the seed attains it with every value fixed
     before); once a search finds a value below the seed's, the seed is dropped. The least point
     found is the same; only queries whose answer the seed gives are skipped. When a search is

@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -182,8 +183,105 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
         return check_contract(item, options)  # type: ignore[arg-type]
     from .symbolic import fresh_z3_context
 
-    with fresh_z3_context():
-        return prove_obligation(item, options)  # type: ignore[arg-type]
+    with fresh_z3_context(), _FilesRead() as read:
+        outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+    return read.mark(outcome)
+
+
+class _FilesRead:
+    """While active, the files model code opens (Python's ``open`` audit event: ``open()``, ``io``,
+    ``os.open``, ``pathlib``; not capproof's own reads) outside Python's installation, capproof, Z3
+    and ``.capproof/``: a model reading an engine's config file at run time. :meth:`mark` sets ``uncacheable`` on an
+    outcome that read one: its verdict depends on a file no cache key covers, so it is not
+    stored (capproof.verdict_cache)."""
+
+    active: list = []
+    installed = [False]
+
+    def __enter__(self) -> "_FilesRead":
+        if not self.installed[0]:
+            self.installed[0] = True
+            sys.addaudithook(_FilesRead._audit)
+        self.opened: list[str] = []
+        _FilesRead.active.append(self.opened)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _FilesRead.active.remove(self.opened)
+
+    def mark(self, outcome):
+        """Set ``uncacheable`` on ``outcome`` when the model read a file; make it an error when it
+        wrote one (state its own later evaluations may read: a memo in a temporary file)."""
+        if self.opened:
+            try:
+                outcome.uncacheable = f"read {self.opened[0][0]} while deciding it"
+            except AttributeError:  # (an outcome without a __dict__)
+                pass
+        written = [path for path, writes in self.opened if writes]
+        if written and not _is_error(outcome):
+            _mark_error(
+                outcome,
+                f"the model wrote {written[0]} while deciding it: its own evaluations (the int probe's, the "
+                "symbolic runs') may read what an earlier one wrote",
+            )
+        return outcome
+
+    @staticmethod
+    def _audit(event: str, args: tuple) -> None:
+        if event != "open" or not _FilesRead.active or not args or args[0] is None:
+            return
+        try:
+            path = os.path.abspath(os.fsdecode(args[0]) if not isinstance(args[0], int) else f"/proc/self/fd/{args[0]}")
+        except Exception:  # noqa: BLE001 - a path that cannot be decoded: counted
+            path = repr(args[0])
+        if (path.startswith(_NOT_INPUTS()) or path.endswith(".pyc")) and not path.startswith(tempfile.gettempdir()):
+            return
+        if not _opened_by_project_code(sys._getframe(1)):  # capproof's or a library's own reads
+            return
+        mode = args[1] if len(args) > 1 else "r"
+        writes = (
+            any(c in mode for c in "wax+")
+            if isinstance(mode, str)
+            else isinstance(mode, int) and bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
+        )
+        for opened in _FilesRead.active:
+            opened.append((path, writes))
+
+
+def _opened_by_project_code(frame) -> bool:
+    """Whether the first frame from ``frame`` outward that is capproof's or the project's (a file
+    under the working directory, not in a hidden directory) is the project's: the standard
+    library's and installed libraries' frames are looked through."""
+    root = os.path.abspath(os.getcwd()) + os.sep
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if name.startswith(own):
+            return False
+        if name.startswith(root) and f"{os.sep}." not in name[len(root) - 1 :]:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _NOT_INPUTS() -> tuple[str, ...]:
+    """Where opened files are no input of a verdict: Python's installation, capproof's and Z3's
+    code, the caches under ``.capproof/``, the kernel's pseudo files."""
+    import z3
+
+    return tuple(
+        os.path.join(os.path.abspath(p), "")
+        for p in (
+            sys.prefix,
+            sys.base_prefix,
+            os.path.dirname(os.path.abspath(__file__)),
+            os.path.dirname(os.path.abspath(z3.__file__)),
+            os.path.join(os.getcwd(), ".capproof"),
+            "/proc",
+            "/dev",
+            "/sys",
+        )
+    )
 
 
 def _work(kind: str, file: str, ident: str, options: Options):
@@ -759,6 +857,42 @@ def _left_behind(start: tuple, now: tuple) -> bool:
     )
 
 
+_LEFTOVER_PARTS = (
+    "bindings",
+    "data of functions, classes and tables",
+    "sys.modules",
+    "os.environ",
+    "the working directory",
+    "sys.path",
+    "threads",
+    "interval timers",
+    "signal handlers",
+    "interpreter limits, filters, streams or hooks",
+    "Z3's global parameters",
+)
+
+
+def changed_while_deciding(start: tuple, now: tuple) -> list[str]:
+    """What differs between :func:`_leftovers` ``start`` (before an item) and ``now`` (after it)
+    besides modules imported and names bound since: state the item's own evaluations (the int
+    probe's, then the symbolic runs') may have passed on to each other (a memo kept as a library
+    module's attribute, a class attribute, a closure cell), so its verdict is an error."""
+    (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
+    out = [k for k, v in bound0.items() if bound1.get(k, v) != v]
+    out += [k for k, v in held0.items() if held1.get(k, v) != v]
+    out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
+    return out
+
+
+def _mark_changed(outcome, changed: list[str]) -> None:
+    if changed and not _is_error(outcome):
+        _mark_error(
+            outcome,
+            f"state changed while deciding it ({', '.join(changed[:3])}): the model's own evaluations (the "
+            "int probe's, the symbolic runs') may have passed it on to each other; keep models and claims free of it",
+        )
+
+
 def _count_z3_param_calls() -> list[int]:
     """Count, in this process, the calls that set or reset Z3's global parameters (``z3.set_param``,
     ``z3.reset_params``): they outlive the Z3 context and cannot be listed back; ``[count]``."""
@@ -994,12 +1128,14 @@ def _decide_isolated(
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
-    if task is not None and kind == task.kind:
-        outcome = task.decide(item)  # type: ignore[arg-type]
-    elif kind == "obligation":
-        outcome = prove_obligation(item, options)  # type: ignore[arg-type]
-    else:
-        outcome = check_contract(item, options)  # type: ignore[arg-type]
+    with _FilesRead() as read:
+        if task is not None and kind == task.kind:
+            outcome = task.decide(item)  # type: ignore[arg-type]
+        elif kind == "obligation":
+            outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+        else:
+            outcome = check_contract(item, options)  # type: ignore[arg-type]
+    read.mark(outcome)
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
@@ -1083,7 +1219,10 @@ def _child(
                 payload = next(it for it in items if it.id == ident)
                 outcome, clean = _decide_isolated(kind, payload, options, later=later, task=task)
             else:
+                pre = start if start is not None else _leftovers(z3_params, classes)
                 outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task)
+                now = _leftovers(z3_params, classes)
+                _mark_changed(outcome, changed_while_deciding(pre, now))
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
             from .encode import describe_exception
 
@@ -1096,7 +1235,7 @@ def _child(
         if (
             _is_error(outcome)
             or not clean
-            or (start is not None and index != batch[-1][0] and _left_behind(start, _leftovers(z3_params, classes)))
+            or (start is not None and index != batch[-1][0] and _left_behind(start, now))
         ):
             break
     conn.close()
@@ -1132,7 +1271,10 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
                 os._exit(1)
             me = os.getpid()
             try:
+                classes = getattr(modules, "classes", ())
+                pre = _leftovers([0], classes)
                 outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task)
+                _mark_changed(outcome, changed_while_deciding(pre, _leftovers([0], classes)))
             except BaseException as exc:  # noqa: BLE001 - reported as the item's error
                 from .encode import describe_exception
 

@@ -286,8 +286,12 @@ def load(key: str) -> ObligationResult | None:
 
 def store(key: str, result: ObligationResult) -> None:
     """Store ``result`` under ``key`` if its verdict is cacheable (a read-only checkout: not stored)."""
-    if result.verdict.value not in CACHEABLE or getattr(result, "cached", False):
-        return
+    if (
+        result.verdict.value not in CACHEABLE
+        or getattr(result, "cached", False)
+        or getattr(result, "uncacheable", None)
+    ):
+        return  # (uncacheable: the model read a file while deciding it, capproof.runner._FilesRead)
     store_entry("verdicts", key, result.to_json())
 
 

@@ -259,6 +259,53 @@ def kept(a):
     _CURRENT[0] = Config(a)
     return current_a() != 37
 """,
+    "memo-kept-as-a-library-module-attribute": """
+import json
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    if not hasattr(json, "capproof_adversarial_memo"):
+        json.capproof_adversarial_memo = a
+    return json.capproof_adversarial_memo != 37
+""",
+    "memo-kept-in-a-closure-cell": """
+def make():
+    seen = []
+    def per_req(a):
+        if not seen:
+            seen.append(a)
+        return seen[0]
+    return per_req
+per_req = make()
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    return per_req(a) != 37
+""",
+    "memo-kept-as-a-class-attribute": """
+class Memo:
+    value = None
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    if Memo.value is None:
+        Memo.value = a
+    return Memo.value != 37
+""",
+    "memo-kept-in-a-temporary-file": """
+import os, tempfile
+_PATH = os.path.join(tempfile.gettempdir(), "capproof_adversarial_memo.txt")
+if os.path.exists(_PATH):
+    os.remove(_PATH)
+
+@obligation(domain={"a": Range(0, 100)})
+def kept(a):
+    if not os.path.exists(_PATH):
+        with open(_PATH, "w") as fh:
+            fh.write("first")
+        return a != 37
+    return True
+""",
     "generator-consumed-across-evaluations": """
 def gen():
     yield False
@@ -333,3 +380,7 @@ def test_state_kept_between_one_obligations_own_evaluations_is_no_proof(project,
     result = run(["spec/kept.py"], Options(jobs=1, contracts=False, density="off"))
     (outcome,) = result.obligations
     assert outcome.verdict.value in ("error", "counterexample"), outcome.message
+    import json
+
+    if hasattr(json, "capproof_adversarial_memo"):
+        del json.capproof_adversarial_memo

@@ -90,7 +90,8 @@ def _verdicts(project, source: str, batch_items: int, monkeypatch, **options) ->
 def test_state_outside_module_data_does_not_reach_the_next_item_of_a_batch(project, monkeypatch, kind):
     source = _pair(*LEFT_BEHIND[kind])
     alone = _verdicts(project, source, 1, monkeypatch)
-    assert [v for _, v, _ in alone] == ["proved", "proved"]
+    # (setting or reading a profile function in a model is misuse: the stack above it differs)
+    assert [v for _, v, _ in alone] == (["error", "error"] if kind == "profile_function" else ["proved", "proved"])
     assert _verdicts(project, source, 12, monkeypatch) == alone
 
 
@@ -350,11 +351,13 @@ def test_batched_and_one_per_process_runs_agree_on_an_adversarial_tree(project, 
     """Items that change a model module's data in place (a dict through a function-level import, an
     object holding a lock, one holding a generator that cannot be fingerprinted, a list reached
     through ``sys.modules``, a dict by a computed name) each followed by one that reads it: the
-    readers are proved alone; batched, every result is the same as alone (the writers' too)."""
+    readers are proved alone, or an error where they reach the value that cannot be fingerprinted
+    (it may change between an item's own evaluations); batched, every result is the same as alone
+    (the writers' too)."""
     _adversarial_tree(project, "advmodels_agree")
     alone = _run_json(["spec"], 1, monkeypatch)
     verdicts = {r["id"].split("::")[1]: r["verdict"] for r in alone}
-    assert all(v == "proved" for name, v in verdicts.items() if "_reads" in name), verdicts
+    assert all(v in ("proved", "error") for name, v in verdicts.items() if "_reads" in name), verdicts
     # a change it can be seen to make is an error for the writer, alone as batched
     assert verdicts["a_imports_inside_and_writes"] == "error"
     assert verdicts["c_writes_the_lock_holder"] == "error"
@@ -363,13 +366,13 @@ def test_batched_and_one_per_process_runs_agree_on_an_adversarial_tree(project, 
 
 def test_an_in_place_change_to_state_that_cannot_be_fingerprinted_does_not_reach_the_next_item(project, monkeypatch):
     """An object holding a generator (pickle refuses it) changed in place by one item: its
-    fingerprint (identity and repr) does not move, so the change is no error; the runner fails
-    closed: an item that can reach it is decided in a process of its own, and the next item's
-    verdict is its verdict alone."""
+    fingerprint (identity and repr) does not move; the runner fails closed: an item that can reach
+    it is an error (the value may change between its own evaluations) and is decided in a process
+    of its own, so the next item's verdict is its verdict alone."""
     _adversarial_tree(project, "advmodels_opaque")
     keep = ("e_writes_the_opaque_object", "f_reads_the_opaque_object")
     alone = [r for r in _run_json(["spec"], 1, monkeypatch) if r["id"].split("::")[1] in keep]
-    assert [r["verdict"] for r in alone] == ["proved", "proved"]
+    assert [r["verdict"] for r in alone] == ["error", "error"]
     batched = [r for r in _run_json(["spec"], 12, monkeypatch) if r["id"].split("::")[1] in keep]
     assert batched == alone
     # and that is how: both items are kept out of any batch

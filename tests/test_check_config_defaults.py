@@ -441,6 +441,22 @@ def test_a_length_vllm_refuses_at_startup_is_bad_input_and_an_empty_model_direct
     assert bad.exit_code == 4 and "a local directory without config.json" in bad.output
 
 
+def test_an_sglang_context_length_sglang_refuses_at_startup_is_bad_input():
+    """SGLang 0.5.23 raises in _derive_context_length for --context-length above the model's
+    length unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set."""
+    spec = os.path.join(ROOT, "spec", "sglang_req_to_token.py")
+    line = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--context-length", "131072"]
+    result = check("--spec", spec, "--", *line)
+    assert result.exit_code == 4 and result.output.startswith(
+        "error: --context-length 131072 is above the model's length, 40960"
+    ), result.output
+    allowed = check("--spec", spec, "--", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", *line)
+    assert allowed.exit_code != 4 and "context_len=131072" in allowed.output
+    # DeepSeek's RoPE factor: SGLang's derived length is not capproof's to say; not refused
+    deepseek = ["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3.2"]
+    assert check("--spec", spec, "--", *deepseek, "--context-length", "200000").exit_code != 4
+
+
 def test_an_image_tag_naming_no_release_is_not_checked_as_the_newest():
     """corpus F1: vllm/vllm-openai:glm52-x86_64-cu129 is a pre-0.27 build; checking it as 0.33.0 said safe."""
     line = ["docker", "run", "--gpus", "all", "vllm/vllm-openai:glm52-x86_64-cu129", "--model", "zai-org/GLM-5.2-FP8"]

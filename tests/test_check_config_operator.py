@@ -492,6 +492,63 @@ def test_a_dcp_that_does_not_divide_tp_is_refused_as_vllm_refuses_it(tp, dcp):
     assert "does not divide" not in check("--engine", "vllm==0.26.0", "--", *line, "-pcp", "4").output
 
 
+def test_the_summary_counts_obligations_as_the_inventory_line_counts_buffers():
+    """An SGLang line said "0 verified and 1 only shape-checked" above "0 verified, 1 on a demand
+    modelled in spec/, 0 shape-only" for the same obligation."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "sglang_0_5_23_buffers.py")
+    result = check("--spec", spec, "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    text = " ".join(result.output.split())
+    assert "of these 0 verified, 1 on a demand modelled in spec/ and 0 only shape-checked" in text, result.output
+    assert (
+        "0 verified (demand derived from the engine's accesses), 1 on a demand modelled in spec/, 0 shape-only" in text
+    )
+
+
+def test_sarif_to_stdout_leaves_stdout_to_the_sarif():
+    """``--sarif - … | jq`` failed: the human answer followed the SARIF on stdout."""
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_dsa_indexer.py")
+    line = ["--", "vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "-tp", "8", "--max-model-len", "350000"]
+    result = check("--engine", "vllm==0.26.0", "--spec", spec, "--sarif", "-", *line, "--block-size", "64")
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["version"] == "2.1.0"
+    assert result.stderr.startswith("will fail")
+    both = check("--json", "-", "--sarif", "-", *line)
+    assert both.exit_code == 4 and "only one of them can have stdout" in both.output
+
+
+@pytest.mark.parametrize("version", ["0.26.1rc1", "0.27.0.dev3", "0.26.0.post1", "0.26.2"])
+def test_a_vllm_build_that_is_no_published_release_is_refused_not_checked_as_its_neighbour(version):
+    """Corpus A2's reported deployment on vLLM 0.26.1rc1 (after #50302, 8192 vs 16384) was answered
+    safe: the pre-release was checked with 0.26.x's formulas."""
+    line = ["vllm", "serve", "zai-org/GLM-5.2", "-tp", "8", "-dcp", "2", "--max-model-len", "1M", "--block-size", "64"]
+    line += ["--kv-cache-dtype", "fp8_ds_mla", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+    result = check("--engine", f"vllm=={version}", "--", *line)
+    assert result.exit_code == 4, result.output
+    assert f"{version} is not a published vLLM release capproof models" in result.output
+    assert "safe" not in result.output.partition("models (")[0]
+    assert check("--engine", "vllm==0.27", "--", "vllm", "serve", "m", "-tp", "0").output.startswith(
+        "error: --tensor-parallel-size"
+    )  # 0.27 is 0.27.0, a release
+
+
+def test_a_gated_delta_net_model_with_speculative_decoding_is_not_safe(tmp_path, monkeypatch):
+    """Corpus C5 (vllm-project/vllm#50021, #48475 open): a Qwen3-Next GDN model from its local
+    directory with MTP 5 was safe; the GDN kernels read the state index at num_accepted_tokens - 1,
+    -1 on a row with no accepted token, and no obligation models it."""
+    model = tmp_path / "qwen3-next"
+    model.mkdir()
+    config = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "linear_num_value_heads": 32}
+    (model / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 262144}))
+    monkeypatch.chdir(tmp_path)
+    spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "vllm_block_table.py")
+    line = ["vllm", "serve", "./qwen3-next", "-tp", "4", "--max-model-len", "32768"]
+    mtp = ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 5}']
+    result = check("--spec", spec, "--", *line, *mtp)
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "give a verdict on the gated-delta-net state index read at num_accepted_tokens - 1" in result.output
+    assert "gated-delta-net" not in check("--spec", spec, "--", *line).output  # no speculative decoding
+
+
 def test_json_on_bad_input_is_still_json():
     result = check("--json", "-", "--", "vllm", "serve")
     assert result.exit_code == 4

@@ -310,6 +310,34 @@ def test_model_config_that_is_not_utf8_is_one_line_exit_4(tmp_path):
     assert result.exit_code == 4 and "not UTF-8" in result.output
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        [],
+        ["--", "vllm", "serve"],
+        ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-modle-len", "4096"],
+        ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1M"],  # vLLM refuses it at startup
+        ["--", "vllm", "serve", "zai-org/GLM-5.2", "-dcp", "4"],
+    ],
+)
+def test_check_config_bad_input_is_answered_before_the_specs_and_the_solver_load(line):
+    """``capproof check-config`` with no launch line took ~20 s before its one-line error: bad
+    input is refused (exit 4) before spec/, the inventories, Z3 and Hypothesis are loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, capproof.cli\n"
+        "from click.testing import CliRunner\n"
+        f"r = CliRunner().invoke(capproof.cli.main, ['check-config', *{line!r}])\n"
+        "assert r.exit_code == 4 and r.output.startswith('error:') and len(r.output.splitlines()) == 1, r.output\n"
+        "loaded = ('z3', 'hypothesis', 'capproof.prover', 'capproof.loader', 'capproof.runner')\n"
+        "print(sorted(m for m in loaded if m in sys.modules or any(k.startswith('capproof_spec') for k in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr + out.stdout
+
+
 def test_help_and_the_facade_do_not_import_the_solver():
     """Start-up: `capproof --help` and `import capproof` load neither Z3 nor the prover;
     every public name of the facade still resolves, to the object of its module."""

@@ -18,7 +18,7 @@ import z3
 from capproof.engines.tracing.accesses import accesses_in_file, attribute_name
 from capproof.engines.vllm.demand import symbolic_gcd
 from capproof.errors import SpecError
-from capproof.inventory import bound_name, demand, derived, load
+from capproof.inventory import Entry, bound_name, demand, derived, load
 from capproof.symbolic import SymInt, to_z3_int
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -485,3 +485,66 @@ def test_graph_rows_reject_a_raw_slice_before_the_padding():
     )
     with pytest.raises(_Reject):
         graph_uses(ast.parse(src), "buffers.early", 1)
+
+
+_INPUT_BATCH = """
+class InputBatch:
+    def __init__(self, max_num_reqs):
+        self.max_num_reqs = max_num_reqs
+        self._req_ids: list = []
+        self.temperature_cpu_tensor = torch.empty((max_num_reqs,))
+        self.temperature_cpu = self.temperature_cpu_tensor.numpy()
+
+    def _register_add_request(self, request):
+        new_req_index = self.num_reqs
+        assert new_req_index < self.max_num_reqs
+        return new_req_index
+
+    def add_request(self, request):
+        req_index = self._register_add_request(request)
+        if req_index == len(self._req_ids):
+            self._req_ids.append(request.req_id)
+        else:
+            self._req_ids[req_index] = request.req_id
+        self.temperature_cpu[req_index] = request.temperature
+
+    def swap_states(self, i1, i2):
+        old = self._req_ids[i1], self._req_ids[i2]
+        GUARD
+        self.temperature_cpu[i1], self.temperature_cpu[i2] = self.temperature_cpu[i2], self.temperature_cpu[i1]
+"""
+
+
+@pytest.mark.parametrize(
+    "guard, derived",
+    [
+        ("pass", True),  # the list subscripts above raise IndexError before the buffer is touched
+        ("i1 = i1 + 1", False),  # reassigned after the guard: no longer bounded by the list
+        ("self._req_ids.extend(old)", False),  # the list grows otherwise: its length fact fails
+    ],
+)
+def test_request_rows_through_numpy_alias_and_list_guard(tmp_path, guard, derived):
+    """``self.x = self.x_tensor.numpy()`` is followed; ``buf[i]`` after ``self._req_ids[i]`` is
+    bounded by the list, whose only growth is the register-asserted append."""
+    from capproof.engines.tracing.accesses import accesses_in_file
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    f = "vllm/v1/worker/gpu_input_batch.py"
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / f).write_text(_INPUT_BATCH.replace("GUARD", guard))
+    e = Entry(
+        id=f"{f}::InputBatch.temperature_cpu_tensor",
+        file=f,
+        line=6,
+        owner="InputBatch",
+        attribute="temperature_cpu_tensor",
+        dtype="float32",
+        shape=["max_num_reqs"],
+        accesses=accesses_in_file(str(tmp_path / f), f, "temperature_cpu_tensor"),
+    )
+    reasons = {}
+    got = request_rows_accesses(e, str(tmp_path), {}, reasons)
+    assert (got is not None) is derived, reasons
+    if derived:
+        assert got[0] == ["indexed"]
+        assert any("IndexError past the list" in s and ".numpy()" in s for s in got[1])

@@ -22,16 +22,17 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from ..domain import MAX_VECTOR_SIZE, Choice, Range, Vector
-from ..loader import load
-from ..obligation import Obligation
-from ..prover import prove_obligation
 from ..verdict import ObligationResult, Options, Verdict
 from .adapter import CheckError
+
+if TYPE_CHECKING:  # the loader, obligations and the prover (Z3, Hypothesis) are imported where they are
+    # used, so a launch line refused as bad input is answered before they load (~0.3 s of imports)
+    from ..obligation import Obligation
 
 __all__ = [
     "CheckError",
@@ -690,6 +691,9 @@ def check_all(
 
     ``absent`` is the engine's word on features the line leaves out: {feature: why an obligation
     that requires it does not apply}, the first feature missing (in ``absent``'s order) decides."""
+    from ..loader import load
+    from ..obligation import Obligation
+
     items, errors = load(paths)
     if errors:
         raise CheckError(errors[0].message)
@@ -880,6 +884,7 @@ def _decided_entry(
 def _decide_one(task: tuple[Obligation, Options]) -> ObligationResult:
     """One obligation's proof in a fresh Z3 context (its verdict does not depend on what this
     process decided before, nor on how the work was split among processes)."""
+    from ..prover import prove_obligation
     from ..symbolic import fresh_z3_context
 
     ob, options = task
@@ -905,9 +910,14 @@ def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -
     """``prove_obligation`` of each ``(obligation, options)``, results in the given order:
     ``jobs`` forked worker processes at a time (one obligation per message, as they finish), or in
     this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is not available
-    (Windows). Each proof runs in a fresh Z3 context either way, so the verdicts are the same."""
+    (Windows); ``jobs`` 0: the CPU cores this process may use. Each proof runs in a fresh Z3
+    context either way, so the verdicts are the same."""
     import multiprocessing
 
+    if jobs <= 0:
+        from ..runner import default_jobs
+
+        jobs = default_jobs()
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [_decide_one(task) for task in tasks]
@@ -951,6 +961,8 @@ def nearby_max_model_len(c: Checked, tries: int = 8) -> int | None:
     for length in candidates[:tries]:
         if not ob.domain["max_model_len"].contains(length):
             continue
+        from ..prover import prove_obligation
+
         result = prove_obligation(ob, dataclasses.replace(options, pins={**options.pins, "max_model_len": length}))
         if result.verdict is Verdict.PROVED:
             return length
@@ -980,6 +992,8 @@ def nearby_max_num_seqs(c: Checked, seqs: int, tries: int = 8) -> int | None:
         ob, options = at_seqs(n)
         if any(k in ob.domain and not ob.domain[k].contains(n) for k in BATCH_LIMITS if k in options.pins):
             continue
+        from ..prover import prove_obligation
+
         verdict = prove_obligation(ob, options).verdict
         if verdict is Verdict.PROVED:
             return n
@@ -1111,11 +1125,28 @@ def scope_line(outcome: CheckOutcome) -> str:
         + ([f"{induction} by induction over the batch, for every batch size"] if induction else [])
         + ([f"{bounded} on bounded batch vectors that reach max_num_seqs"] if bounded else [])
     )
-    shape = sum(1 for c in proved if "inventory" in c.obligation.tags and "derived" not in c.obligation.tags)
+    # each proved inventory obligation by the coverage kind of the buffers it covers (as the
+    # "inventory obligations" line counts them): all shape-only -> only shape-checked; any demand
+    # modelled in spec/ -> modelled; else verified
+    kinds = inventory_kinds(outcome.engine, outcome.version)
+    shape = modelled = 0
+    for c in proved:
+        if "inventory" not in c.obligation.tags or "derived" in c.obligation.tags:
+            continue
+        covered = [kinds.get(e, "") for e in c.obligation.covers]
+        if not covered or all(k == "shape-only" for k in covered):
+            shape += 1
+        elif any(k != "verified" for k in covered):
+            modelled += 1
     parts = [
         f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
         + (f" ({'; '.join(how)})" if how else "")
-        + (f"; of these {len(proved) - shape} verified and {shape} only shape-checked" if shape else "")
+        + (
+            f"; of these {len(proved) - shape - modelled} verified, {modelled} on a demand modelled in spec/ and "
+            f"{shape} only shape-checked"
+            if shape or modelled
+            else ""
+        )
     ]
     if short:
         parts.append(f"{short} proved for smaller batches only (not counted)")

@@ -90,6 +90,26 @@ def _backend_unknown(model: ModelFacts | None) -> str:
     return ""
 
 
+def _refuse_too_long(cfg: LaunchConfig, model: ModelFacts | None, version: str) -> None:
+    """A ``--context-length`` above the model's, which SGLang refuses at startup, is a CheckError
+    (one line): ``ModelConfig._derive_context_length`` (``sglang/srt/configs/model_config.py``)
+    raises ``ValueError`` unless ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN`` is true. The derived
+    length (``get_context_length``) is ``max_position_embeddings`` when the config has no other
+    length key and no RoPE factor; otherwise nothing is refused here."""
+    length = cfg.values.get("context_len")
+    if length is None or model is None or model.max_len_caveat or model.rope_factor:
+        return
+    longest = model.values.get("max_position_embeddings")
+    allowed = cfg.env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").strip().lower() in ("true", "1", "yes", "y")
+    if longest and length > longest and not allowed:
+        raise CheckError(
+            f"--context-length {length} is above the model's length, {longest} "
+            f"({model.fields.get('max_position_embeddings')} of {model.path}): SGLang {version} refuses the line at "
+            f"startup (_derive_context_length, sglang/srt/configs/model_config.py); give --context-length {longest} "
+            "or less, or prefix the line with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to run beyond it"
+        )
+
+
 def run_check(
     cfg: LaunchConfig,
     version: str,
@@ -108,6 +128,7 @@ def run_check(
     need ``--attention-backend``.
     """
     options = options or Options()
+    _refuse_too_long(cfg, model, version)
     pins = dict(cfg.values)
     if model is not None:  # the model's numbers (experts, top-k, ...), as for vLLM lines
         pins.update({k: v for k, v in model.values.items() if k in MODEL_PARAMS and k not in pins})

@@ -43,6 +43,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+import re
 from types import SimpleNamespace
 from typing import Callable
 
@@ -798,8 +799,166 @@ def _register_index(rt, fn, name: str) -> str | None:
     return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
 
 
+def _req_ids_bounded(rt) -> str | None:
+    """Where ``len(InputBatch._req_ids) <= max_num_reqs`` is found (AST), or None: the list is
+    created empty, grows only by ``self._req_ids.append`` inside ``if req_index == len(self._req_ids)``
+    with ``req_index = self._register_add_request(...)`` (asserted ``< max_num_reqs``), is otherwise
+    only cleared or written by subscript, and no other file of ``vllm/v1/`` names ``_req_ids``."""
+    if not rt.file.endswith("gpu_input_batch.py"):
+        return None
+    cls = next((n for n in ast.walk(rt.tree) if isinstance(n, ast.ClassDef) and n.name == "InputBatch"), None)
+    reg = _function_in(rt.tree, "_register_add_request", "InputBatch")
+    if cls is None or reg is None:
+        return None
+    if not any(isinstance(a, ast.Assert) and _src(a.test) == "new_req_index<self.max_num_reqs" for a in ast.walk(reg)):
+        return None
+    rets = [r for r in ast.walk(reg) if isinstance(r, ast.Return)]
+    if not rets or not all(r.value is not None and _src(r.value) == "new_req_index" for r in rets):
+        return None
+    grows = []
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and _src(node.func.value) == "self._req_ids"
+        ):
+            if node.func.attr in ("insert", "extend", "__setitem__", "__iadd__"):
+                return None
+            if node.func.attr == "append":
+                grows.append(node)
+    if not grows:
+        return None
+    lines = []
+    for call in grows:
+        fn = rt.enclosing(call.lineno)
+        guard = next(
+            (
+                n
+                for n in ast.walk(fn)
+                if isinstance(n, ast.If)
+                and _src(n.test) == "req_index==len(self._req_ids)"
+                and any(c is call for b in n.body for c in ast.walk(b))
+            ),
+            None,
+        )
+        sets = [
+            a
+            for a in ast.walk(fn)
+            if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "req_index" for t in a.targets)
+        ]
+        if guard is None or not sets or not all(_src(a.value).startswith("self._register_add_request(") for a in sets):
+            return None
+        lines.append(call.lineno)
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if _src(t) == "self._req_ids":
+                    fn = rt.enclosing(node.lineno)
+                    if fn is None or fn.name != "__init__" or isinstance(node, ast.AugAssign):
+                        return None
+    return f"len(_req_ids) <= max_num_reqs: appended only at {rt.file}:{','.join(map(str, lines))} under req_index == len(_req_ids)"
+
+
+def _list_guarded(rt, fn, name: str, line: int) -> str | None:
+    """``name`` indexes the buffer after a statement of the same or an enclosing block of ``fn``
+    that subscripts ``self._req_ids[name]`` (a list: Python raises IndexError past its end, so
+    the engine stops before the buffer access), with no assignment of ``name`` in between (AST)."""
+    if not name.isidentifier():
+        return None
+    parents = {}
+    for n in ast.walk(fn):
+        for c in ast.iter_child_nodes(n):
+            parents[c] = n
+    holding = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.stmt) and n is not fn and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    target = max(holding, key=lambda n: n.lineno) if holding else None  # the innermost statement
+    node = target
+    while node is not None and node is not fn:
+        up = parents.get(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(up, field, None)
+            if isinstance(block, list) and node in block:
+                for prev in reversed(block[: block.index(node)]):
+                    if (
+                        isinstance(prev, ast.If)
+                        and not prev.orelse
+                        and isinstance(prev.body[-1], (ast.Continue, ast.Return, ast.Raise, ast.Break))
+                    ):
+                        continue  # a branch that never falls through to the access
+                    if any(
+                        isinstance(t, ast.Name) and t.id == name
+                        for a in ast.walk(prev)
+                        if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                        for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+                    ):
+                        return None  # reassigned between a guard and the access
+                    if isinstance(prev, (ast.Assign, ast.Expr, ast.AnnAssign)) and any(
+                        isinstance(sub, ast.Subscript)
+                        and _src(sub.value) == "self._req_ids"
+                        and _src(sub.slice) == name
+                        for sub in ast.walk(prev)
+                    ):
+                        return f"self._req_ids[{name}] at {rt.file}:{prev.lineno} (IndexError past the list)"
+        node = up
+    return None
+
+
+def _named_elsewhere(root: str, file: str, name: str) -> str | None:
+    """The first ``.py`` file of ``vllm/`` other than ``file`` that names attribute ``.name``, or None."""
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "vllm")):
+        for f in sorted(files):
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if f.endswith(".py") and rel != file:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if re.search(rf"\.{name}\b", fh.read()):
+                        return rel
+    return None
+
+
+def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[list[str], list[str]] | None:
+    """``self.<alias> = self.<attribute>.numpy()`` at ``line``: the alias shares the buffer's
+    memory, so every access of the alias in the allocating file is judged like the buffer's own,
+    and no other file of ``vllm/`` may name the alias (its uses there are not read: refused)."""
+    import dataclasses
+
+    from ..tracing.accesses import accesses_in_file
+
+    node = next(
+        (
+            n
+            for n in ast.walk(rt.tree)
+            if isinstance(n, ast.Assign)
+            and n.lineno == line
+            and len(n.targets) == 1
+            and _src(n.value) == f"self.{entry.attribute.rsplit('.', 1)[-1]}.numpy()"
+            and _src(n.targets[0]).startswith("self.")
+        ),
+        None,
+    )
+    if node is None:
+        return None
+    alias = _src(node.targets[0])[len("self.") :]
+    for name in (alias, entry.attribute.rsplit(".", 1)[-1]):
+        other = _named_elsewhere(root, entry.file, name)
+        if other is not None:
+            if reasons is not None:
+                reasons[entry.id] = f".{name} is also named in {other} (not read)"
+            return None
+    uses = [x for x in accesses_in_file(os.path.join(root, entry.file), entry.file, alias) if x["line"] != line]
+    twin = dataclasses.replace(entry, attribute=alias, accesses=uses)
+    found = request_rows_accesses(twin, root, rows, reasons, _alias_depth=1)
+    if found is None:
+        return None
+    return found[0], [f"{s} (through self.{alias} = .numpy() at {entry.file}:{line})" for s in found[1]]
+
+
 def request_rows_accesses(
-    entry, root: str, rows: dict, reasons: dict | None = None
+    entry, root: str, rows: dict, reasons: dict | None = None, _alias_depth: int = 0
 ) -> tuple[list[str], list[str]] | None:
     """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
     is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
@@ -816,6 +975,16 @@ def request_rows_accesses(
     for a in acc:
         op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
         op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
+        if op == "numpy" and ext == "whole" and not _alias_depth:
+            found = _numpy_alias(entry, root, rt, line, rows, reasons)
+            if found is None:
+                if reasons is not None and entry.id in reasons:
+                    reasons[entry.id] = f"through .numpy() alias: {reasons[entry.id]}"
+                    return None
+                return _reject(reasons, entry, a)
+            kinds |= set(found[0])
+            sites += found[1]
+            continue
         if ext == "whole" and (op in WHOLE_OPS or op in SLICE_OPS):
             sites.append(f"{entry.file}:{line} {op} (whole: at most the allocation)")
             continue
@@ -836,6 +1005,11 @@ def request_rows_accesses(
         if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0:
             fn = rt.enclosing(line)
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
+            if bound is None and fn is not None:
+                guard = _list_guarded(rt, fn, str(ext), line)
+                length = _req_ids_bounded(rt) if guard else None
+                other = _named_elsewhere(root, rt.file, entry.attribute.rsplit(".", 1)[-1]) if length else None
+                bound = f"{guard}; {length}" if guard and length and other is None else None
             if bound is None:
                 return _reject(reasons, entry, a)
             kinds.add("indexed")

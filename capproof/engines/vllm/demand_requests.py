@@ -873,4 +873,22 @@ def derive_more(entries: list, root: str) -> list[str]:
         derive_request_rows_views(entries, root)
     except Exception as exc:  # noqa: BLE001 - one line: these request rows are not derived
         problems.append(f"request rows through views not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
+        from .demand_slots import derive_slot_rows
+
+        facts: list = []
+        reasons: dict = {}
+        derive_slot_rows(entries, root, reasons=reasons, facts=facts)
+        for f in facts:
+            if not f["checked"]:
+                bad = f["paths"]["not checked"]
+                problems.append(f"assumed (not checked on {len(bad)} paths, e.g. {bad[0][:120]}): {f['fact']}"[:300])
+        blocked = sum(1 for r in reasons.values() if "not a slot" in r or "not checked" in r)
+        if blocked:
+            problems.append(
+                f"V2 request-slot rows: {blocked} [max_num_reqs] buffers left without a demand "
+                "(a slot or a fact not checked)"
+            )
+    except Exception as exc:  # noqa: BLE001 - one line: the V2 slot rows are not derived
+        problems.append(f"V2 request-slot rows not derived: {type(exc).__name__}: {exc}"[:300])
     return problems

@@ -86,7 +86,16 @@ def parse_version(name: str, version: str | None, text: str) -> tuple[str, str]:
         raise CheckError(f"--engine {text!r}: capproof models {name} {lo}..{hi}")
     # the release's own spelling (0.33 and v0.33.0 are 0.33.0): its flag table, batch defaults and
     # inventory are keyed by it
-    return name, next((v for v in VLLM_VERSIONS if Version(v) == parsed), version)
+    release = next((v for v in VLLM_VERSIONS if Version(v) == parsed), None)
+    if name == "vllm" and release is None:
+        # a pre-release, dev or post build (0.26.1rc1) may already hold a fix of the next release
+        # (vllm-project/vllm#50302 is in 0.26.1rc1): checking it as its neighbour could say safe
+        raise CheckError(
+            f"--engine {text!r}: {version} is not a published vLLM release capproof models "
+            f"({', '.join(VLLM_VERSIONS)}); a pre-release, dev or post build may or may not hold the next "
+            "release's fixes: check the release it was cut from and the next one, both must be safe"
+        )
+    return name, release or version
 
 
 #: ``--kv-cache-dtype`` values that select DSA's sparse MLA on CUDA, whose indexer backend supports
@@ -447,6 +456,16 @@ def run_check(
             + (", …" if len(unjudged) > 3 else "")
             + "): capproof cannot call this line safe"
         )
+    if cfg.num_speculative_tokens and _gated_delta_net(model):
+        # corpus C5: the GDN kernels read ssm_state_indices at num_accepted_tokens - 1, -1 on a padding
+        # or stale row with 0 accepted tokens; the fixes (vllm-project/vllm#50021, #48475) are not
+        # merged, and no obligation models the read
+        needs.append(
+            "a verdict on the gated-delta-net state index read at num_accepted_tokens - 1 under speculative "
+            "decoding (corpus C5: -1 on a row with no accepted token; vllm-project/vllm#50021 and #48475 not "
+            f"merged in {DISPLAY.get(engine, engine)} {version}; vllm/third_party/flash_linear_attention/ops/fused_recurrent.py in 0.33.0): "
+            "no obligation models it, so capproof cannot call this line safe"
+        )
     note = ""
     if not uncovered and engine in ("vllm", "vllm-ascend") and not os.path.exists(inventory_path(engine, version)):
         from ...inventory import releases
@@ -485,6 +504,24 @@ def run_check(
         for c in outcome.failures:
             c.nearby_seqs = nearby_max_num_seqs(c, cfg.max_num_seqs)
     return outcome
+
+
+#: Architectures whose linear-attention layers are gated delta nets (vLLM's ``fla`` kernels), and
+#: the config keys that show one (Qwen3-Next, Qwen3.5).
+GATED_DELTA_NET_ARCHITECTURES = frozenset(
+    {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+)
+GATED_DELTA_NET_KEYS = ("linear_num_value_heads", "linear_conv_kernel_dim")
+
+
+def _gated_delta_net(model: ModelFacts | None) -> bool:
+    """The model config shows gated-delta-net layers (an architecture or a config key of
+    :data:`GATED_DELTA_NET_ARCHITECTURES` / :data:`GATED_DELTA_NET_KEYS`)."""
+    if model is None or "hybrid_mamba" not in model.features:
+        return False
+    return bool(set(model.architectures) & GATED_DELTA_NET_ARCHITECTURES) or (
+        model.fields.get("hybrid_mamba") in GATED_DELTA_NET_KEYS
+    )
 
 
 def backend_buffers_without_verdict(backend: str | None, uncovered: list[str]) -> list[str]:

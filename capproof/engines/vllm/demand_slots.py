@@ -1,0 +1,753 @@
+"""Request-slot indices of vLLM's V2 runner (``vllm/v1/worker/gpu/``), read from the engine's code.
+
+The V2 runner keeps per-request state in ``[max_num_reqs]`` buffers indexed by a request's *slot*:
+``RequestState.add_request`` takes ``req_idx = self.free_indices.pop()`` from
+``self.free_indices = list(range(max_num_reqs))`` and records it in ``req_id_to_index``;
+``remove_request`` pops it from ``req_id_to_index`` and appends it back to ``free_indices``
+(``vllm/v1/worker/gpu/states.py``). So every slot is in ``[0, max_num_reqs)``, an inductive
+invariant that holds as long as nothing else writes either container. :func:`slot_fact` checks
+exactly that in the source (AST): the initialisation, the two writers, and that no other site of
+``vllm/v1/`` mutates ``free_indices`` or ``req_id_to_index`` of a ``RequestState``.
+
+The batch's slot arrays (``idx_mapping_np``, ``idx_mapping``, ``expanded_idx_mapping`` of the
+V2 ``InputBatch`` and the sampling context) hold slots: :func:`slot_array_fact` checks every value
+stored into a field or keyword of those names under ``vllm/v1/worker/gpu/`` (a ``map`` of
+``req_id_to_index.__getitem__``, a subset or copy of another slot array, a ``-1`` marker, or the
+dummy batch's ``arange(num_reqs)``, whose ``num_reqs`` is the V2 request-count fact of
+:mod:`.demand_v2_requests`).
+
+:func:`derive_slot_rows` gives a one-dimensional ``[max_num_reqs]`` buffer of the V2 runner the
+row extent ``max_num_reqs`` (an index below ``max_num_reqs`` touches at most that many rows) only
+when **every** use of its attribute name in every file under ``vllm/v1/worker/gpu/`` (not only
+the allocating file: uses through ``req_states.<name>`` in the runner count) is one of:
+
+- a subscript by a slot (a name bound, through assignments and every call site of its function
+  under ``vllm/v1/worker/gpu/``, to ``req_id_to_index[...]`` or ``free_indices.pop()``), or by a
+  slot array (under :func:`slot_array_fact`), directly or through a ``CpuGpuBuffer``/UVA view
+  (``.np``, ``.gpu``, ``.cpu``);
+- ``stage_write_elem(slot, value)``;
+- a whole-buffer operation (``[:]``, ``fill_``, ``zero_``, ``copy_to_uva()``, ``apply_write()``,
+  ``copy_to_gpu()`` with no count, ``np.minimum``/``np.maximum`` of whole arrays), or a read of
+  ``.shape``/``.dtype``/``.device``.
+
+Anything else (the buffer or a view handed to a kernel or helper, an alias in a local, a slice by a
+count) leaves the entry without a demand. Reading the source is ``how: ast``; name collisions
+(another class's attribute of the same name) only make the check stricter. Calls from outside
+``vllm/v1/worker/gpu/`` to a function whose parameter is a slot are not seen: the V2 states are
+created and driven by the V2 runner only.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from functools import lru_cache
+
+__all__ = ["GPU_DIR", "slot_fact", "slot_array_fact", "slot_rows_uses", "derive_slot_rows"]
+
+GPU_DIR = "vllm/v1/worker/gpu"
+STATES = f"{GPU_DIR}/states.py"
+VIEWS = {"np", "gpu", "cpu", "uva"}
+WHOLE_METHODS = {"fill_", "zero_", "copy_to_uva", "apply_write", "copy_to_gpu"}
+META = {"shape", "dtype", "device", "ndim"}
+MUTATORS = {
+    "pop",
+    "append",
+    "insert",
+    "extend",
+    "update",
+    "setdefault",
+    "clear",
+    "remove",
+    "popitem",
+    "sort",
+    "reverse",
+}
+READERS = {"__getitem__", "get", "keys", "values", "items", "__contains__", "__len__", "__iter__"}
+SLOT_ARRAYS = ("idx_mapping_np", "idx_mapping", "expanded_idx_mapping")
+
+
+def _src(node) -> str:
+    return "".join(ast.unparse(node).split())
+
+
+@lru_cache(maxsize=8)
+def _files(root: str, directory: str) -> tuple:
+    """``((rel, tree, parents), ...)`` of every ``.py`` file under ``directory`` (sorted)."""
+    out = []
+    for dirpath, dirs, files in os.walk(os.path.join(root, directory)):
+        dirs.sort()
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    tree = ast.parse(fh.read())
+            except (OSError, SyntaxError, UnicodeDecodeError):
+                continue
+            parents = {}
+            for n in ast.walk(tree):
+                for c in ast.iter_child_nodes(n):
+                    parents[c] = n
+            out.append((os.path.relpath(path, root).replace(os.sep, "/"), tree, parents))
+    return tuple(out)
+
+
+def _enclosing(parents, node):
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = parents.get(node)
+    return node
+
+
+def _class_of(parents, fn):
+    node = parents.get(fn)
+    while node is not None and not isinstance(node, ast.ClassDef):
+        node = parents.get(node)
+    return node.name if node is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The slot invariant
+
+
+def _mutations(rel, tree, parents, attr: str, owner_ok, read_only=lambda kw: False) -> list[tuple[int, str]]:
+    """``[(line, what)]`` of every site of ``<obj>.<attr>`` in ``tree`` (``owner_ok(obj_src)``
+    selects the objects that are a ``RequestState``) other than a read: a subscript store/delete,
+    an assignment to the attribute, a mutating method, the container passed or aliased whole."""
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == attr and owner_ok(_src(node.value))):
+            continue
+        parent = parents.get(node)
+        line = node.lineno
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.append((line, f"assigns {_src(node)}"))
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            if isinstance(parent.ctx, (ast.Store, ast.Del)):
+                out.append((line, f"writes {_src(parent)}"))
+        elif isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr in MUTATORS:
+                call = parents.get(parent)
+                out.append((line, _src(call) if isinstance(call, ast.Call) else _src(parent)))
+            elif parent.attr not in READERS:
+                out.append((line, f"uses {_src(parent)}"))
+        elif isinstance(parent, ast.Call) and _src(parent.func) in ("len", "list", "sorted", "iter", "set", "tuple"):
+            continue
+        elif isinstance(parent, ast.Compare) and node in parent.comparators:
+            continue  # `x in self.req_id_to_index`
+        elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            continue
+        elif isinstance(parent, ast.keyword) and read_only(parent):
+            continue
+        else:
+            out.append((line, f"passes or aliases {_src(node)}"))
+    return out
+
+
+def slot_fact(root: str) -> dict:
+    """The fact "every V2 request slot is < max_num_reqs", checked in the source (AST), as
+    ``{"fact", "checked", "paths"}``: ``RequestState.__init__`` sets ``self.free_indices =
+    list(range(max_num_reqs))``; ``add_request`` stores ``self.free_indices.pop()`` into
+    ``req_id_to_index``; ``remove_request`` appends back only what it popped from
+    ``req_id_to_index`` (after ``if req_idx is None: return``); no other site of ``vllm/v1/``
+    mutates either container of a ``RequestState`` (``self.`` in ``states.py``, ``*.req_states.``
+    elsewhere); the runner builds its ``RequestState`` with ``max_num_reqs=self.max_num_reqs``,
+    ``self.max_num_reqs = self.scheduler_config.max_num_seqs``."""
+    checked, unchecked = [], []
+    files = {rel: (tree, parents) for rel, tree, parents in _files(root, "vllm/v1")}
+    tree, parents = files.get(STATES, (None, None))
+    cls = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "RequestState"), None)
+        if tree
+        else None
+    )
+    methods = {f.name: f for f in (cls.body if cls else []) if isinstance(f, ast.FunctionDef)}
+
+    def stmts(fn):
+        return {_src(s): s.lineno for s in ast.walk(fn) if isinstance(s, ast.stmt)} if fn else {}
+
+    init, add, rem = (stmts(methods.get(m)) for m in ("__init__", "add_request", "remove_request"))
+    need = [
+        (init, "self.free_indices=list(range(max_num_reqs))", "__init__"),
+        (add, "req_idx=self.free_indices.pop()", "add_request"),
+        (add, "self.req_id_to_index[req_id]=req_idx", "add_request"),
+        (rem, "req_idx=self.req_id_to_index.pop(req_id,None)", "remove_request"),
+        (rem, "ifreq_idxisNone:returnNone", "remove_request"),  # whitespace removed by _src
+        (rem, "self.free_indices.append(req_idx)", "remove_request"),
+    ]
+    for table, text, where in need:
+        (checked if text in table else unchecked).append(
+            f"{STATES}:{table.get(text, '?')} {where}: {text}" + ("" if text in table else " (not found)")
+        )
+    allowed = {
+        (add.get("req_idx=self.free_indices.pop()"), "self.free_indices.pop()"),
+        (add.get("self.req_id_to_index[req_id]=req_idx"), "writes self.req_id_to_index[req_id]"),
+        (rem.get("req_idx=self.req_id_to_index.pop(req_id,None)"), "self.req_id_to_index.pop(req_id,None)"),
+        (rem.get("self.free_indices.append(req_idx)"), "self.free_indices.append(req_idx)"),
+        (init.get("self.free_indices=list(range(max_num_reqs))"), "assigns self.free_indices"),
+    }
+    defs: dict[str, list] = {}
+    for _rel, t, _p in _files(root, "vllm/v1"):
+        for n in ast.walk(t):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(n.name, []).append(n)
+
+    def read_only(kw) -> bool:
+        """``f(name=container)`` where every ``f`` defined in ``vllm/v1/`` only reads parameter ``name``."""
+        call = None
+        for _rel, _tree, p in _files(root, "vllm/v1"):
+            call = p.get(kw) if kw in p else call
+        if not isinstance(call, ast.Call):
+            return False
+        fname = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        found = defs.get(fname, [])
+        for fn in found:
+            params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+            if kw.arg not in params:
+                return False
+            fp = {c: n for n in ast.walk(fn) for c in ast.iter_child_nodes(n)}
+            for use in ast.walk(fn):
+                if isinstance(use, ast.Name) and use.id == kw.arg and isinstance(use.ctx, ast.Load):
+                    up = fp.get(use)
+                    if isinstance(up, ast.Attribute) and up.attr in READERS:
+                        continue
+                    if isinstance(up, ast.Subscript) and isinstance(up.ctx, ast.Load):
+                        continue
+                    if isinstance(up, ast.Compare) and use in up.comparators:
+                        continue
+                    return False
+        return bool(found)
+
+    init_fn = methods.get("__init__")
+    init_lines = range(init_fn.lineno, (init_fn.end_lineno or 0) + 1) if init_fn else range(0)
+    for rel, (t, p) in sorted(files.items()):
+        for attr in ("free_indices", "req_id_to_index"):
+            if rel == STATES:
+                sites = _mutations(rel, t, p, attr, lambda o: o == "self")
+            else:
+                sites = _mutations(rel, t, p, attr, lambda o: o.endswith("req_states"), read_only)
+            for line, what in sites:
+                if rel == STATES and (
+                    (line, what) in allowed or (what.startswith("assigns self.req_id_to_index") and line in init_lines)
+                ):
+                    continue
+                unchecked.append(f"{rel}:{line} {what}")
+    runner = f"{GPU_DIR}/model_runner.py"
+    rt = files.get(runner, (None, None))[0]
+    ok_ctor = ok_cap = None
+    for n in ast.walk(rt) if rt else []:
+        if isinstance(n, ast.Call) and _src(n.func) == "RequestState":
+            kw = {k.arg: _src(k.value) for k in n.keywords}
+            ok_ctor = n.lineno if kw.get("max_num_reqs") == "self.max_num_reqs" else ok_ctor
+        if isinstance(n, ast.Assign) and _src(n) == "self.max_num_reqs=self.scheduler_config.max_num_seqs":
+            ok_cap = n.lineno
+    (checked if ok_ctor and ok_cap else unchecked).append(
+        f"{runner}:{ok_ctor or '?'},{ok_cap or '?'} RequestState(max_num_reqs=self.max_num_reqs), "
+        "self.max_num_reqs = scheduler_config.max_num_seqs"
+    )
+    return {
+        "fact": "every V2 request slot (RequestState.req_id_to_index value) is < max_num_reqs",
+        "checked": not unchecked,
+        "paths": {"checked (ast)": checked, "not checked": unchecked},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Slot expressions
+
+
+class _Slots:
+    """Which expressions of the V2 runner's files are slots (scalars) or slot arrays (AST)."""
+
+    def __init__(self, root: str, arrays_ok: bool):
+        self.files = _files(root, GPU_DIR)
+        self.arrays_ok = arrays_ok
+        self.calls: dict[str, list] = {}
+        self.classes: dict[str, list[str]] = {}  # class -> base names
+        self.defines: dict[str, set[str]] = {}  # method name -> classes defining it
+        for rel, tree, parents in self.files:
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Call):
+                    name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                    if name:
+                        self.calls.setdefault(name, []).append((rel, parents, n))
+                if isinstance(n, ast.ClassDef):
+                    self.classes[n.name] = [_src(b).rsplit(".", 1)[-1] for b in n.bases]
+                    for item in n.body:
+                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            self.defines.setdefault(item.name, set()).add(n.name)
+        self._owners: dict[str, set[str]] = {}
+        self._active: set = set()
+        self.why: list[str] = []
+        self.counts = None  # a count judge (demand_v2_requests._Counts) for `range(n)` loops
+        # name -> the classes (CamelCase callees) its assignments construct; None when some
+        # assignment of it is anything else (then it is not attributed by this map)
+        self.ctor_of: dict[str, set[str] | None] = {}
+        returns: dict[str, set[str]] = {}  # factory function -> classes its return annotation names
+        for _rel, tree, _parents in _files(root, "vllm/v1"):
+            for d in ast.walk(tree):
+                if isinstance(d, ast.FunctionDef) and d.returns is not None and d.name[:1].islower():
+                    names = {
+                        n.id if isinstance(n, ast.Name) else n.attr
+                        for n in ast.walk(d.returns)
+                        if isinstance(n, (ast.Name, ast.Attribute))
+                    }
+                    names = {x for x in names if x[:1].isupper() and x not in ("None", "Optional")}
+                    if names:
+                        returns.setdefault(d.name, set()).update(names)
+        for _rel, tree, _parents in self.files:
+            for n in ast.walk(tree):
+                if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+                    continue
+                t = n.targets[0]
+                name = t.attr if isinstance(t, ast.Attribute) else t.id if isinstance(t, ast.Name) else None
+                if name is None:
+                    continue
+                v = n.value
+                if isinstance(v, ast.Constant) and v.value is None:
+                    continue
+                callee = _src(v.func).rsplit(".", 1)[-1] if isinstance(v, ast.Call) else ""
+                if callee in returns:
+                    if self.ctor_of.get(name, set()) is not None:
+                        self.ctor_of.setdefault(name, set()).update(returns[callee])
+                elif callee[:1].isupper() and callee.lower() != callee:
+                    if self.ctor_of.get(name, set()) is not None:
+                        self.ctor_of.setdefault(name, set()).add(callee)
+                else:
+                    self.ctor_of[name] = None
+
+    def family(self, cls: str) -> set[str]:
+        """``cls``, its subclasses and its bases defined under ``vllm/v1/worker/gpu/`` (by name)."""
+        out = {cls}
+        changed = True
+        while changed:
+            changed = False
+            for c, bases in self.classes.items():
+                if c not in out and any(b in out for b in bases):
+                    out.add(c)
+                    changed = True
+        return out | set(self.classes.get(cls, []))
+
+    def owners(self, cls: str) -> set[str]:
+        """Names an instance of ``cls`` (or a subclass) is stored under: targets of ``Cls(...)``,
+        parameters and fields annotated with the class, and aliases of those (fixpoint)."""
+        if cls in self._owners:
+            return self._owners[cls]
+        fam = self.family(cls)
+        names: set[str] = set()
+
+        def last(node) -> str | None:
+            if isinstance(node, ast.Name):
+                return node.id
+            if isinstance(node, ast.Attribute):
+                return node.attr
+            return None
+
+        if not hasattr(self, "_binders"):
+            self._binders = [
+                n
+                for _rel, tree, _parents in self.files
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.Assign, ast.AnnAssign, ast.arg))
+            ]
+        changed = True
+        while changed:
+            changed = False
+            if True:
+                for n in self._binders:
+                    pairs = []
+                    if isinstance(n, ast.Assign):
+                        pairs = [(t, n.value) for t in n.targets]
+                    elif isinstance(n, ast.AnnAssign):
+                        ann = _src(n.annotation)
+                        if any(c in ann for c in fam):
+                            pairs = [(n.target, None)]
+                        elif n.value is not None:
+                            pairs = [(n.target, n.value)]
+                    elif isinstance(n, ast.arg) and n.annotation is not None:
+                        if any(c in _src(n.annotation) for c in fam) and n.arg not in names:
+                            names.add(n.arg)
+                            changed = True
+                        continue
+                    for t, v in pairs:
+                        name = last(t)
+                        if name is None or name in names:
+                            continue
+                        hit = v is None
+                        if isinstance(v, ast.Call) and _src(v.func).rsplit(".", 1)[-1] in fam:
+                            hit = True
+                        if last(v) in names if v is not None else False:
+                            hit = True
+                        if hit:
+                            names.add(name)
+                            changed = True
+        self._owners[cls] = names
+        return names
+
+    def receiver_class(self, parents, node, candidates: set[str]) -> str:
+        """``"yes"`` when the receiver ``node`` (of ``node.attr``) is an instance of one of
+        ``candidates`` (``self`` in such a class, or a name it is stored under), ``"no"`` when it
+        is ``self`` of another class or a name another class that has the same member is stored
+        under, ``"unknown"`` otherwise."""
+        recv = node.value
+        fn = _enclosing(parents, node)
+        if _src(recv) == "self" and fn is not None:
+            cls = _class_of(parents, fn)
+            return "yes" if cls in candidates else "no"
+        if _src(recv) == "super()":
+            fn_cls = _class_of(parents, fn) if fn is not None else None
+            return "yes" if fn_cls in candidates else "unknown"
+        name = recv.id if isinstance(recv, ast.Name) else recv.attr if isinstance(recv, ast.Attribute) else None
+        if name is None:
+            return "unknown"
+        if any(name in self.owners(c) for c in candidates):
+            return "yes"
+        made = self.ctor_of.get(name)
+        if made and not (made & candidates):
+            return "no"  # every assignment of that name constructs another class
+        others = [c for c in self.classes if c not in candidates and name in self.owners(c)]
+        return "no" if others else "unknown"
+
+    def scalar(self, rel, parents, fn, expr, depth: int = 0) -> bool:
+        if depth > 8 or fn is None:
+            return False
+        s = _src(expr)
+        if isinstance(expr, ast.Subscript) and (
+            _src(expr.value).endswith("req_states.req_id_to_index")
+            or (rel == STATES and _src(expr.value) == "self.req_id_to_index")
+        ):
+            return True  # a KeyError (absent id) stops the engine
+        if rel == STATES and s == "self.free_indices.pop()":
+            return True
+        if isinstance(expr, ast.Name):
+            return self._name(rel, parents, fn, expr.id, depth, self.scalar)
+        return False
+
+    def array(self, rel, parents, fn, expr, depth: int = 0) -> bool:
+        """A slot array: a field named in :data:`SLOT_ARRAYS` (its stores are checked by
+        :func:`slot_array_fact`), or a local/parameter whose every binding is one (or a value
+        that fact accepts)."""
+        if not self.arrays_ok or depth > 8 or fn is None:
+            return False
+        return _array_value(rel, parents, fn, expr, None, depth)[0]
+
+    def _name(self, rel, parents, fn, name, depth, judge) -> bool:
+        assigns = [
+            a
+            for a in ast.walk(fn)
+            if isinstance(a, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
+            and any(
+                isinstance(t, ast.Name) and t.id == name
+                for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+            )
+        ]
+        loops = [
+            a
+            for a in ast.walk(fn)
+            if isinstance(a, (ast.For, ast.comprehension, ast.With))
+            and name
+            in {
+                n.id
+                for n in ast.walk(a.target if not isinstance(a, ast.With) else a)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+        ]
+        if loops and judge == self.scalar and self.counts is not None:
+            # `for x in range(n)`: x < n <= max_num_reqs when the count judge bounds n
+            ranges = [
+                lp
+                for lp in loops
+                if isinstance(lp, ast.For)
+                and isinstance(lp.target, ast.Name)
+                and isinstance(lp.iter, ast.Call)
+                and _src(lp.iter.func) == "range"
+                and len(lp.iter.args) == 1
+            ]
+            if len(ranges) == len(loops) and all(
+                self.counts.scalar(rel, parents, fn, lp.iter.args[0], depth + 1) for lp in ranges
+            ):
+                if not assigns:
+                    return True
+                loops = []
+            elif len(ranges) == len(loops):
+                self.why.append(f"{rel}:{ranges[0].lineno} for {name} in {_src(ranges[0].iter)}: count not bounded")
+                return False
+        if loops or any(isinstance(a, ast.AugAssign) for a in assigns):
+            return False
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        if not assigns and name not in params:
+            return False
+        if not all(a.value is not None and judge(rel, parents, fn, a.value, depth + 1) for a in assigns):
+            return False
+        if name in params:
+            return self._param(rel, parents, fn, name, depth, judge)
+        return True
+
+    def _param(self, rel, parents, fn, name, depth, judge) -> bool:
+        """Every call site of ``fn`` passes a value ``judge`` accepts for parameter ``name``. A
+        parameter already being judged up the stack (a cycle of calls) is taken as holding:
+        a cycle brings no value from outside it, so the values are those of the other sites."""
+        key = (id(fn), name, getattr(judge, "__name__", ""))
+        if key in self._active:
+            return True
+        self._active.add(key)
+        try:
+            return self._param_sites(rel, parents, fn, name, depth, judge)
+        finally:
+            self._active.discard(key)
+
+    def _param_sites(self, rel, parents, fn, name, depth, judge) -> bool:
+        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        method = _class_of(parents, fn) is not None and positional[:1] in (["self"], ["cls"])
+        pos = positional.index(name) - (1 if method else 0) if name in positional else None
+        cls = _class_of(parents, fn)
+        sites = self.calls.get(fn.name, [])
+        if cls is not None and method:
+            fam = self.family(cls)
+            sites = [
+                (crel, cparents, call)
+                for crel, cparents, call in sites
+                if not (isinstance(call.func, ast.Attribute) and self.receiver_class(cparents, call.func, fam) == "no")
+            ]
+        if not sites:
+            return False
+        for crel, cparents, call in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return False
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and pos is not None and 0 <= pos < len(call.args):
+                arg = call.args[pos]
+            if arg is None:
+                return False  # a default value is not a slot
+            caller = _enclosing(cparents, call)
+            if not judge(crel, cparents, caller, arg, depth + 1):
+                self.why.append(f"{crel}:{call.lineno} {fn.name}({name}={_src(arg)[:40]})")
+                return False
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Slot arrays
+
+
+def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str]:
+    """``(holds slots, why)`` of value ``v`` (see :func:`slot_array_fact`); ``requests_fact`` None
+    means the dummy batch's ``arange(num_reqs)`` is accepted as a slot array field (its store is
+    judged by the fact itself)."""
+    s = _src(v)
+    if depth > 6:
+        return False, "too deep"
+    if isinstance(v, ast.Attribute) and v.attr in SLOT_ARRAYS:
+        return True, "field of a slot array"
+    if isinstance(v, ast.Subscript) and _array_value(rel, parents, fn, v.value, requests_fact, depth + 1)[0]:
+        return True, "subset of a slot array"
+    if isinstance(v, ast.Call):
+        f = _src(v.func)
+        if f == "np.fromiter" and v.args:
+            a = v.args[0]
+            if isinstance(a, ast.Name) and fn is not None:
+                sets = [
+                    x.value
+                    for x in ast.walk(fn)
+                    if isinstance(x, ast.Assign) and any(isinstance(t, ast.Name) and t.id == a.id for t in x.targets)
+                ]
+                a = sets[0] if len(sets) == 1 else a
+            if _src(a).startswith("map(self.req_states.req_id_to_index.__getitem__,"):
+                return True, "map(req_states.req_id_to_index.__getitem__, ...)"
+        if f in ("async_tensor_h2d",) and v.args:
+            return _array_value(rel, parents, fn, v.args[0], requests_fact, depth + 1)
+        if f.endswith(".contiguous") and isinstance(v.func, ast.Attribute):
+            return _array_value(rel, parents, fn, v.func.value, requests_fact, depth + 1)
+        if f == "np.where" and len(v.args) == 3 and _src(v.args[1]) == "-1":
+            return _array_value(rel, parents, fn, v.args[2], requests_fact, depth + 1)
+        if (
+            f in ("np.arange", "torch.arange")
+            and v.args
+            and _src(v.args[0]) == "num_reqs"
+            and fn is not None
+            and fn.name == "make_dummy"
+        ):
+            good = requests_fact is None or bool(requests_fact.get("checked"))
+            return good, "arange(num_reqs) of the dummy batch" + ("" if good else " (request count not checked)")
+    if isinstance(v, ast.Name) and fn is not None:
+        sets = [
+            x.value
+            for x in ast.walk(fn)
+            if isinstance(x, (ast.Assign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Name) and t.id == v.id
+                for t in (x.targets if isinstance(x, ast.Assign) else [x.target])
+            )
+            and x.value is not None
+        ]
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        if v.id in SLOT_ARRAYS and v.id in params and not sets:
+            return True, "parameter of that name (its stores are checked where they are made)"
+        if sets:
+            results = [_array_value(rel, parents, fn, x, requests_fact, depth + 1) for x in sets]
+            if all(r[0] for r in results):
+                return True, "; ".join(sorted({r[1] for r in results}))
+            return False, "; ".join(r[1] for r in results if not r[0])
+    return False, f"not a slot array: {s}"
+
+
+def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
+    """Whether every value stored into a field or keyword named ``idx_mapping_np``,
+    ``idx_mapping`` or ``expanded_idx_mapping`` under ``vllm/v1/worker/gpu/`` holds slots (AST):
+    ``np.fromiter`` of ``map(req_states.req_id_to_index.__getitem__, ...)``, a subscript of
+    another slot array, ``async_tensor_h2d``/``.contiguous()`` of one, ``np.where(mask, -1, array)``
+    (``-1`` indexes the last row: within the allocation), or ``arange(num_reqs)`` in the dummy
+    batch (values < num_reqs, which ``requests_fact`` bounds by ``max_num_reqs``)."""
+    checked, unchecked = [], []
+    slots = _Slots(root, arrays_ok=True)
+
+    def ok(rel, parents, fn, v, depth=0):
+        return _array_value(rel, parents, fn, v, requests_fact, depth)
+
+    for rel, tree, parents in slots.files:
+        for n in ast.walk(tree):
+            values = []
+            if isinstance(n, ast.keyword) and n.arg in SLOT_ARRAYS:
+                values.append((n.value, n.value.lineno))
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                    if isinstance(t, ast.Attribute) and t.attr in SLOT_ARRAYS and n.value is not None:
+                        values.append((n.value, n.lineno))
+            for v, line in values:
+                fn = _enclosing(parents, n)
+                good, why = ok(rel, parents, fn, v)
+                (checked if good else unchecked).append(f"{rel}:{line} {_src(v)[:80]} ({why})")
+    return {
+        "fact": "every V2 slot array (idx_mapping_np, idx_mapping, expanded_idx_mapping) holds slots < max_num_reqs",
+        "checked": not unchecked,
+        "paths": {"checked (ast)": checked, "not checked": unchecked},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Linking every use of a buffer to slots
+
+
+def slot_rows_uses(entry, root: str, slots: _Slots, reasons: dict | None = None) -> list[str] | None:
+    """The sites of every use of ``entry``'s attribute name under ``vllm/v1/worker/gpu/``, each
+    judged (see the module docstring), or None when some use is not of a checked form."""
+    if not entry.file.startswith(GPU_DIR + "/") or len(entry.shape) != 1 or entry.shape[0] != "max_num_reqs":
+        return None
+    name = entry.attribute.rsplit(".", 1)[-1].replace("[]", "")
+    sites: list[str] = []
+
+    def reject(rel, node, why):
+        if reasons is not None:
+            reasons[entry.id] = f"{rel}:{node.lineno} {why}"
+        return None
+
+    owner_family = slots.family(entry.owner.split(".")[0])
+    for rel, tree, parents in slots.files:
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr == name):
+                continue
+            if slots.receiver_class(parents, node, owner_family) != "yes":
+                continue  # another object's attribute of the same name (see the module docstring)
+            if isinstance(node.ctx, ast.Store):
+                if rel == entry.file and abs(node.lineno - entry.line) <= 3:
+                    continue  # the allocation
+                return reject(rel, node, f"assigned: {_src(node)}")
+            fn = _enclosing(parents, node)
+            target, parent = node, parents.get(node)
+            if isinstance(parent, ast.Attribute) and parent.value is target and parent.attr in VIEWS:
+                target, parent = parent, parents.get(parent)
+            where = f"{rel}:{node.lineno}"
+            if isinstance(parent, ast.Attribute) and parent.value is target and parent.attr in META:
+                continue
+            if isinstance(parent, ast.Subscript) and parent.value is target:
+                key = parent.slice
+                slots.why.clear()
+                if isinstance(key, ast.Slice) and key.lower is None and key.upper is None and key.step is None:
+                    sites.append(f"{where} [:] (whole)")
+                    continue
+                if isinstance(key, ast.Slice) or isinstance(key, ast.Tuple):
+                    return reject(rel, node, f"subscript {_src(parent)}")
+                if slots.scalar(rel, parents, fn, key):
+                    sites.append(f"{where} [{_src(key)}] in {fn.name} (a slot)")
+                    continue
+                if slots.array(rel, parents, fn, key):
+                    sites.append(f"{where} [{_src(key)}] in {fn.name} (a slot array)")
+                    continue
+                return reject(
+                    rel, node, f"index {_src(key)} is not a slot" + (f" (via {slots.why[0]})" if slots.why else "")
+                )
+            if isinstance(parent, ast.Attribute) and parent.value is target:
+                call = parents.get(parent)
+                if not (isinstance(call, ast.Call) and call.func is parent):
+                    return reject(rel, node, f"uses {_src(parent)}")
+                if parent.attr in WHOLE_METHODS and not call.args and not call.keywords:
+                    sites.append(f"{where} {parent.attr}() (whole)")
+                    continue
+                if parent.attr in ("fill_",) and len(call.args) == 1:
+                    sites.append(f"{where} fill_ (whole)")
+                    continue
+                if (
+                    parent.attr == "stage_write_elem"
+                    and len(call.args) == 2
+                    and slots.scalar(rel, parents, fn, call.args[0])
+                ):
+                    sites.append(f"{where} stage_write_elem({_src(call.args[0])}) in {fn.name} (a slot)")
+                    continue
+                return reject(rel, node, f"call {_src(call)[:80]}")
+            if isinstance(parent, (ast.Call, ast.keyword)):
+                call = parent if isinstance(parent, ast.Call) else parents.get(parent)
+                if isinstance(call, ast.Call) and _src(call.func) in ("np.minimum", "np.maximum"):
+                    sites.append(f"{where} {_src(call.func)} of whole arrays")
+                    continue
+            return reject(rel, node, f"{type(parent).__name__}: {_src(parent)[:80]}")
+    return sites or None
+
+
+def derive_slot_rows(
+    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None, facts: list | None = None
+) -> list[str]:
+    """Set the dimension-0 ``demands`` (extent ``max_num_reqs``) of every one-dimensional
+    ``[max_num_reqs]`` buffer of the V2 runner whose every use is slot-indexed or whole
+    (:func:`slot_rows_uses`) **and** whose facts (:func:`slot_fact`, and :func:`slot_array_fact`
+    when a use indexes by a slot array) are checked; an entry whose use needs a fact not checked
+    gets no demand and its reason names the fact. Returns the ids derived."""
+    from .demand_v2_requests import _Counts, v2_requests_fact
+
+    fact = slot_fact(root)
+    requests = requests_fact if requests_fact is not None else v2_requests_fact(root)
+    arrays = slot_array_fact(root, requests)
+    slots = _Slots(root, arrays_ok=True)
+    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
+    slots.counts = _Counts(root, sched, induction=bool(requests.get("checked")))
+    if facts is not None:
+        facts += [fact, requests, arrays]
+    done = []
+    for e in entries:
+        if e.demands:
+            continue
+        sites = slot_rows_uses(e, root, slots, reasons)
+        if sites is None:
+            continue
+        facts = [fact] + ([arrays] if any("(a slot array)" in s for s in sites) else [])
+        missing = [f["fact"] for f in facts if not f["checked"]]
+        if missing:
+            if reasons is not None:
+                reasons[e.id] = "rests on a fact not checked: " + "; ".join(missing)
+            continue
+        e.demands = [
+            {
+                "dim": 0,
+                "how": "ast",
+                "family": "request rows",
+                "extent": "max_num_reqs",
+                "from": [
+                    f"{STATES} RequestState slots (free_indices = list(range(max_num_reqs)))",
+                    *sites,
+                ],
+                "notes": [],
+                "facts": facts,
+            }
+        ]
+        done.append(e.id)
+    return done

@@ -1,0 +1,450 @@
+"""The V2 runner's request counts, checked on every path that sets them (vLLM's code, AST).
+
+The V2 runner (``vllm/v1/worker/gpu/``) sizes a step's rows by request counts that come from
+several places: the scheduler output (``len(scheduler_output.num_scheduled_tokens)``), its own
+dummy runs (``_dummy_run``: profile, warm-up, DP dummy batches), the warm-up scheduler outputs
+(``warmup.py``), CUDA-graph descriptors (``CudaGraphManager._init_candidates`` and ``dispatch``,
+the speculators' managers), DP/micro-batch agreement (``dp_utils.py``) and the dummy batches of
+capture (``InputBatch.make_dummy``). :func:`v2_requests_fact` checks, for each **site that
+constructs a batch descriptor or a dummy batch** (every ``BatchExecutionDescriptor(...)``/
+``SpeculatorBatchDescriptor(...)`` with a ``num_reqs`` argument, every ``replace(..., num_reqs=...)``
+and every ``InputBatch.make_dummy(...)`` call under ``vllm/v1/worker/gpu/``), that the request
+count it passes is at most ``max_num_reqs``, following the count through assignments and through
+every call site of the enclosing function (the same reading as :mod:`.demand_slots`). Each site is
+one path of the fact, listed checked or not; the fact is checked only when every path is.
+
+What a count may be (each a leaf of the reading):
+
+- ``min(..., b)`` with some argument bounded; ``a or b`` with both bounded (``None``/``0`` falls back);
+- ``self.max_num_reqs`` of a class whose every assignment of it is ``...scheduler_config.max_num_seqs``;
+- a descriptor's ``.num_reqs`` (a parameter annotated with a descriptor class, or a name bound to
+  ``.dispatch(...)``/``dispatch_cg_and_sync_dp(...)``): bounded by this same fact, by induction on
+  the order descriptors are made (every construction site is a path checked here);
+- ``len(scheduler_output.num_scheduled_tokens)``: the scheduler's count (its asserts, the
+  ``schedule`` overrides: :func:`.demand.unpadded_requests_bound`) or a dummy or warm-up scheduler
+  output, whose every ``num_scheduled_tokens`` store under ``vllm/v1/worker/gpu/`` is checked as a
+  path (a comprehension over ``range(n)``/``enumerate`` of one, or a literal of at most 2 entries,
+  with ``n`` bounded, the 2-entry warm-up guarded by ``max_num_reqs < 2: return``);
+- ``_dummy_run``'s ``num_reqs``: its ``min`` assignments, and ``num_tokens // self.decode_query_len``
+  under ``uniform_decode`` when every ``_dummy_run(..., uniform_decode=True)`` call in
+  ``vllm/v1/worker/`` passes ``getattr(self.model_runner, "uniform_decode_query_len", 1)`` and no
+  file of ``vllm/v1/worker/gpu/`` names ``uniform_decode_query_len`` (so the count is
+  ``max(1, q) // q = 1``);
+- an integer literal ``0`` or ``1`` (``max_num_reqs >= 1``).
+
+Anything else leaves its path "not checked" with the expression named.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .demand_slots import GPU_DIR, _class_of, _enclosing, _files, _Slots, _src
+
+__all__ = ["v2_requests_fact"]
+
+DESCRIPTORS = ("BatchExecutionDescriptor", "SpeculatorBatchDescriptor")
+
+
+class _Counts(_Slots):
+    """``scalar`` here judges "a request count <= max_num_reqs" (see the module docstring)."""
+
+    def __init__(self, root: str, scheduler_checked: bool, induction: bool = True):
+        super().__init__(root, arrays_ok=False)
+        self.root = root
+        self.scheduler_checked = scheduler_checked
+        # descriptor and InputBatch counts are bounded by induction over their construction
+        # sites: sound only while collecting those sites or once every one of them is checked
+        self.induction = induction
+        self.why: list[str] = []
+        worker = _files(root, "vllm/v1/worker")
+        self.uniform_ok = self._uniform_dummy_ok(worker)
+
+    def _uniform_dummy_ok(self, worker) -> bool:
+        for rel, tree, _p in worker:
+            if rel.startswith(GPU_DIR + "/") and "uniform_decode_query_len" in ast.unparse(tree):
+                return False
+        for rel, tree, parents in worker:
+            for call in ast.walk(tree):
+                if not (isinstance(call, ast.Call) and _src(call.func).endswith("._dummy_run")):
+                    continue
+                if _src(call.func) == "self._dummy_run" and not rel.startswith(GPU_DIR + "/"):
+                    continue  # another runner's own method (the V1 runner), not the V2 one
+                kw = {k.arg: k.value for k in call.keywords}
+                if None in kw and not self._profile_batches_ok(worker, parents, call, kw[None]):
+                    return False
+                u = kw.get("uniform_decode")
+                if u is None or (isinstance(u, ast.Constant) and u.value is False):
+                    continue
+                first = call.args[0] if call.args else kw.get("num_tokens")
+                fn = _enclosing(parents, call)
+                sets = [
+                    a.value
+                    for a in ast.walk(fn)
+                    if isinstance(a, ast.Assign)
+                    and first is not None
+                    and any(isinstance(t, ast.Name) and t.id == _src(first) for t in a.targets)
+                ]
+                if not (
+                    len(sets) == 1
+                    and _src(sets[0]).replace("'", '"') == 'getattr(self.model_runner,"uniform_decode_query_len",1)'
+                ):
+                    return False
+        return True
+
+    @staticmethod
+    def _profile_batches_ok(worker, parents, call, star) -> bool:
+        """``self._dummy_run(**batch)`` with ``batch`` a loop variable over
+        ``*.batches_to_profile(...)``, whose every ``yield`` is a dict literal without a
+        ``uniform_decode`` key (so the call runs without it)."""
+        fn = _enclosing(parents, call)
+        loops = [
+            lp
+            for lp in ast.walk(fn)
+            if isinstance(lp, ast.For)
+            and _src(lp.target) == _src(star)
+            and _src(lp.iter).split("(")[0].endswith(".batches_to_profile")
+        ]
+        if not loops:
+            return False
+        yields = [
+            y
+            for _rel, tree, _p in worker
+            for d in ast.walk(tree)
+            if isinstance(d, ast.FunctionDef) and d.name == "batches_to_profile"
+            for y in ast.walk(d)
+            if isinstance(y, ast.Yield)
+        ]
+        return bool(yields) and all(
+            isinstance(y.value, ast.Dict)
+            and all(isinstance(k, ast.Constant) and k.value != "uniform_decode" for k in y.value.keys)
+            for y in yields
+        )
+
+    def _max_num_reqs_attr(self, parents, fn) -> bool:
+        cls = _class_of(parents, fn)
+        if cls is None:
+            return False
+        seen = False
+        for _rel, tree, _p in self.files:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name in self.family(cls):
+                    for a in ast.walk(node):
+                        if isinstance(a, (ast.Assign, ast.AnnAssign)) and any(
+                            _src(t) == "self.max_num_reqs"
+                            for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+                        ):
+                            if a.value is None or not _src(a.value).endswith("scheduler_config.max_num_seqs"):
+                                return False
+                            seen = True
+        return seen
+
+    def _descriptor(self, parents, fn, recv) -> bool:
+        if isinstance(recv, ast.Name):
+            for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+                if a.arg == recv.id and a.annotation is not None and any(d in _src(a.annotation) for d in DESCRIPTORS):
+                    return True
+            for a in ast.walk(fn):
+                if isinstance(a, ast.Assign) and isinstance(a.value, ast.Call):
+                    f = _src(a.value.func)
+                    names = [n.id for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                    if recv.id in names and (f.endswith(".dispatch") or f.endswith("dispatch_cg_and_sync_dp")):
+                        return True
+            for a in ast.walk(fn):
+                if isinstance(a, (ast.For, ast.comprehension)) and _src(a.target) == recv.id:
+                    if "_capture_descs" in _src(a.iter) or "descs" in _src(a.iter):
+                        return True
+        return False
+
+    def scalar(self, rel, parents, fn, expr, depth: int = 0) -> bool:
+        if depth > 10 or fn is None:
+            return False
+        s = _src(expr)
+        if isinstance(expr, ast.Constant) and type(expr.value) is int and expr.value in (0, 1):
+            return True
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return True  # a descriptor without request padding: the caller falls back (`or`)
+        if isinstance(expr, ast.Call) and _src(expr.func) == "min":
+            target = parents.get(expr)
+            if isinstance(target, ast.Assign) and any(
+                isinstance(t, ast.Name) and any(_src(a) == t.id for a in expr.args) for t in target.targets
+            ):
+                return True  # x = min(x, ...): no larger than x's other bindings, judged on their own
+            return any(self.scalar(rel, parents, fn, a, depth + 1) for a in expr.args)
+        if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):
+            return all(self.scalar(rel, parents, fn, v, depth + 1) for v in expr.values)
+        if s == "self.max_num_reqs":
+            return self._max_num_reqs_attr(parents, fn)
+        if s.endswith("scheduler_config.max_num_seqs"):
+            return True
+        if (
+            self.induction
+            and isinstance(expr, ast.Attribute)
+            and expr.attr in ("num_reqs", "num_reqs_after_padding")
+            and self._input_batch(parents, fn, expr.value)
+        ):
+            return True  # by induction over the InputBatch construction sites (each a path)
+        if s == "len(req_ids)" and self._scheduled_req_ids(rel, parents, fn):
+            return True
+        if (
+            self.induction
+            and isinstance(expr, ast.Attribute)
+            and expr.attr == "num_reqs"
+            and self._descriptor(parents, fn, expr.value)
+        ):
+            return True  # by induction over the descriptor construction sites (each a path)
+        if s == "len(scheduler_output.num_scheduled_tokens)":
+            return self.scheduler_checked
+        if isinstance(expr, ast.Name):
+            if fn.name == "_dummy_run" and expr.id == "num_reqs" and rel == f"{GPU_DIR}/model_runner.py":
+                return self._dummy_num_reqs(rel, parents, fn, depth)
+            if self._guarded(fn, expr):
+                return True
+            return self._name(rel, parents, fn, expr.id, depth, self.scalar)
+        self.why.append(f"{rel}:{getattr(expr, 'lineno', '?')} {s[:70]}")
+        return False
+
+    def _guarded(self, fn, name: ast.Name) -> bool:
+        """``name`` is used after ``if ... or name > self.max_num_reqs ...: continue`` in a loop
+        that encloses the use (the engine skips the construction), or after
+        ``if name > <x>.max_num_reqs: raise`` in the same function (the engine stops)."""
+        line = getattr(name, "lineno", 0)
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.If) or node.lineno >= line or not node.body:
+                continue
+            tests = (
+                node.test.values
+                if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.Or)
+                else [node.test]
+            )
+            hit = any(
+                isinstance(t, ast.Compare)
+                and len(t.ops) == 1
+                and isinstance(t.ops[0], ast.Gt)
+                and _src(t.left) == name.id
+                and _src(t.comparators[0]).endswith(".max_num_reqs")
+                for t in tests
+            )
+            if not hit:
+                continue
+            if isinstance(node.body[0], ast.Raise) and len(tests) == 1:
+                return True
+            if isinstance(node.body[0], ast.Continue):
+                loop = next(
+                    (
+                        lp
+                        for lp in ast.walk(fn)
+                        if isinstance(lp, (ast.For, ast.While))
+                        and node in ast.walk(lp)
+                        and lp.lineno < line <= (lp.end_lineno or 0)
+                    ),
+                    None,
+                )
+                if loop is not None:
+                    return True
+        return False
+
+    def _input_batch(self, parents, fn, recv) -> bool:
+        """``recv`` is a V2 ``InputBatch``: a parameter annotated with it, ``self.input_batch``-like
+        fields annotated with it, or a name bound to ``InputBatch.make_dummy``/``prepare_inputs``."""
+        if isinstance(recv, ast.Name):
+            for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+                if a.arg == recv.id and a.annotation is not None and "InputBatch" in _src(a.annotation):
+                    return "BatchReqState" not in _src(a.annotation)
+            for a in ast.walk(fn):
+                if isinstance(a, ast.Assign) and any(_src(t) == recv.id for t in a.targets):
+                    v = _src(a.value)
+                    if not (v.startswith("InputBatch.make_dummy(") or v.startswith("self.prepare_inputs(")):
+                        return False
+            return any(isinstance(a, ast.Assign) and any(_src(t) == recv.id for t in a.targets) for a in ast.walk(fn))
+        return False
+
+    def _scheduled_req_ids(self, rel, parents, fn) -> bool:
+        """``len(req_ids)`` in ``prepare_inputs``: ``req_ids = batch_req_state.req_ids``, every
+        ``BatchReqState(req_ids=...)`` passes ``sort_batch_req_ids(num_tokens_per_req, ...)`` with
+        ``num_tokens_per_req = scheduler_output.num_scheduled_tokens``, and ``sort_batch_req_ids``
+        returns ``sorted(num_tokens_per_req, ...)`` (the scheduled requests, reordered)."""
+        sets = [
+            _src(a.value)
+            for a in ast.walk(fn)
+            if isinstance(a, ast.Assign) and any(_src(t) == "req_ids" for t in a.targets)
+        ]
+        if sets != ["batch_req_state.req_ids"] or not self.scheduler_checked:
+            return False
+        ok = False
+        for _rel, tree, _p in self.files:
+            for n in ast.walk(tree):
+                if isinstance(n, ast.FunctionDef) and n.name == "sort_batch_req_ids":
+                    rets = [_src(r.value) for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None]
+                    first = n.args.args[0].arg if n.args.args else None
+                    if not rets or not all(r.startswith(f"sorted({first},") or r == f"sorted({first})" for r in rets):
+                        return False
+                if isinstance(n, ast.Call) and _src(n.func) == "BatchReqState":
+                    kw = {k.arg: k.value for k in n.keywords}
+                    v = kw.get("req_ids")
+                    caller = _enclosing(_p, n)
+                    if v is None or caller is None:
+                        return False
+                    vs = [
+                        a.value
+                        for a in ast.walk(caller)
+                        if isinstance(a, ast.Assign) and any(_src(t) == _src(v) for t in a.targets)
+                    ]
+                    if len(vs) != 1 or not _src(vs[0]).startswith("sort_batch_req_ids(num_tokens_per_req,"):
+                        return False
+                    nt = [
+                        _src(a.value)
+                        for a in ast.walk(caller)
+                        if isinstance(a, ast.Assign) and any(_src(t) == "num_tokens_per_req" for t in a.targets)
+                    ]
+                    if nt != ["scheduler_output.num_scheduled_tokens"]:
+                        return False
+                    ok = True
+        return ok
+
+    def _dummy_num_reqs(self, rel, parents, fn, depth) -> bool:
+        for a in ast.walk(fn):
+            if isinstance(a, ast.Assign) and any(_src(t) == "num_reqs" for t in a.targets):
+                v = a.value
+                if _src(v) == "num_tokens//self.decode_query_len":
+                    if not self.uniform_ok:
+                        self.why.append(f"{rel}:{a.lineno} uniform_decode num_reqs: a caller passes another count")
+                        return False
+                    continue
+                if isinstance(v, ast.Call) and _src(v.func) == "min":
+                    if (
+                        any(_src(x) == "num_reqs" or self.scalar(rel, parents, fn, x, depth + 1) for x in v.args)
+                        and any(_src(x) != "num_reqs" for x in v.args)
+                        or any(self.scalar(rel, parents, fn, x, depth + 1) for x in v.args)
+                    ):
+                        continue
+                self.why.append(f"{rel}:{a.lineno} _dummy_run num_reqs = {_src(v)}")
+                return False
+        return True
+
+
+def _scheduled_outputs(counts: _Counts) -> tuple[list[str], list[str]]:
+    """Every store into ``<x>.num_scheduled_tokens`` under the V2 runner: its entry count bounded."""
+    ok, bad = [], []
+    for rel, tree, parents in counts.files:
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            if not any(isinstance(t, ast.Attribute) and t.attr == "num_scheduled_tokens" for t in node.targets):
+                continue
+            fn = _enclosing(parents, node)
+            v = node.value
+            where = f"{rel}:{node.lineno} num_scheduled_tokens = {_src(v)[:60]}"
+            if isinstance(v, ast.Name) and fn is not None:
+                sets = [
+                    a.value
+                    for a in ast.walk(fn)
+                    if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == v.id for t in a.targets)
+                ]
+                v = sets[0] if len(sets) == 1 else v
+            good = False
+            if isinstance(v, ast.Dict):
+                good = len(v.keys) <= 2 and _two_guard(fn)
+            elif isinstance(v, ast.DictComp) and len(v.generators) == 1:
+                it = v.generators[0].iter
+                good = _count_of(counts, rel, parents, fn, it)
+            (ok if good else bad).append(where)
+    return ok, bad
+
+
+def _two_guard(fn) -> bool:
+    """``fn`` returns early when ``max_num_reqs < 2`` (a 2-request warm-up)."""
+    return fn is not None and any(
+        isinstance(n, ast.If) and "max_num_reqs<2" in _src(n.test) and isinstance(n.body[0], ast.Return)
+        for n in ast.walk(fn)
+    )
+
+
+def _count_of(counts: _Counts, rel, parents, fn, it) -> bool:
+    """The number of items ``it`` yields is bounded: ``range(n)``, ``enumerate(x)``/``zip`` of
+    such, a list comprehension over one, or a name bound to one (AST)."""
+    if isinstance(it, ast.Call) and _src(it.func) == "range" and len(it.args) == 1:
+        return counts.scalar(rel, parents, fn, it.args[0])
+    if isinstance(it, ast.Call) and _src(it.func) in ("enumerate", "zip") and it.args:
+        return any(_count_of(counts, rel, parents, fn, a) for a in it.args)
+    if isinstance(it, ast.ListComp) and len(it.generators) == 1:
+        return _count_of(counts, rel, parents, fn, it.generators[0].iter)
+    if isinstance(it, ast.Name) and fn is not None:
+        sets = [
+            a.value
+            for a in ast.walk(fn)
+            if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == it.id for t in a.targets)
+        ]
+        return bool(sets) and all(_count_of(counts, rel, parents, fn, s) for s in sets)
+    return False
+
+
+def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
+    """The fact "every V2 request count (descriptor, dummy batch) is <= max_num_reqs" as
+    ``{"fact", "checked", "paths"}``, one path per construction site (module docstring)."""
+    if scheduler_fact is None:
+        from .demand import unpadded_requests_bound
+
+        try:
+            scheduler_fact = unpadded_requests_bound(root)
+        except (OSError, SyntaxError) as exc:  # a tree without the scheduler: not checked
+            scheduler_fact = {"checked": False, "paths": {"not checked": [f"scheduler not read: {exc}"[:120]]}}
+    counts = _Counts(root, bool(scheduler_fact.get("checked")))
+    checked, unchecked = [], []
+    for rel, tree, parents in counts.files:
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            f = _src(call.func)
+            fn = _enclosing(parents, call)
+            arg = None
+            if f == "replace":
+                pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
+                if pad is not None:
+                    counts.why.clear()
+                    good = fn is not None and counts.scalar(rel, parents, fn, pad)
+                    site = f"{rel}:{call.lineno} replace(num_reqs_after_padding={_src(pad)[:50]})"
+                    (checked if good else unchecked).append(
+                        site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
+                    )
+            if f.rsplit(".", 1)[-1] in DESCRIPTORS or f == "replace":
+                arg = next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
+                if arg is None:
+                    continue
+                what = f"{f.rsplit('.', 1)[-1]}(num_reqs={_src(arg)[:50]})"
+            elif f in ("InputBatch", "cls") and any(k.arg == "num_reqs" for k in call.keywords):
+                arg = next(k.value for k in call.keywords if k.arg == "num_reqs")
+                what = f"InputBatch(num_reqs={_src(arg)[:50]})"
+                pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
+                if pad is not None:
+                    counts.why.clear()
+                    good = fn is not None and counts.scalar(rel, parents, fn, pad)
+                    site = f"{rel}:{call.lineno} InputBatch(num_reqs_after_padding={_src(pad)[:50]})"
+                    (checked if good else unchecked).append(
+                        site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
+                    )
+            elif f.endswith("make_dummy") and (call.args or call.keywords):
+                arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
+                what = f"make_dummy({_src(arg)[:50] if arg is not None else '?'})"
+            else:
+                continue
+            if f == "replace" and fn is not None and "batch" in _src(call.args[0] if call.args else call).lower():
+                what = "replace(batch, num_reqs=...) " + what
+            counts.why.clear()
+            good = arg is not None and fn is not None and counts.scalar(rel, parents, fn, arg)
+            site = f"{rel}:{call.lineno} {what}"
+            if good:
+                checked.append(site)
+            else:
+                unchecked.append(site + (f" (refused: {counts.why[-1]})" if counts.why else ""))
+    ok, bad = _scheduled_outputs(counts)
+    checked += ok
+    unchecked += bad
+    sched_paths = scheduler_fact.get("paths", {})
+    checked += [f"scheduler: {p}" for p in sched_paths.get("checked (ast)", [])]
+    unchecked += [f"scheduler: {p}" for p in sched_paths.get("not checked", [])]
+    return {
+        "fact": "every V2 request count (descriptors, dummy batches, scheduler outputs) is <= max_num_reqs",
+        "checked": not unchecked,
+        "paths": {"checked (ast)": checked, "not checked": unchecked},
+    }

@@ -1,0 +1,134 @@
+"""The V2 runner's request-slot invariant and slot-indexed rows, read from a small engine tree."""
+
+import os
+import textwrap
+
+from capproof.engines.vllm import demand_slots as ds
+from capproof.inventory import Entry
+
+STATES = """
+class RequestState:
+    def __init__(self, max_num_reqs):
+        self.max_num_reqs = max_num_reqs
+        self.req_id_to_index: dict[str, int] = {}
+        self.free_indices = list(range(max_num_reqs))
+        self.prompt_len = UvaBackedTensor(self.max_num_reqs)
+
+    def add_request(self, req_id, prompt_len):
+        req_idx = self.free_indices.pop()
+        self.req_id_to_index[req_id] = req_idx
+        self.prompt_len.np[req_idx] = prompt_len
+
+    def remove_request(self, req_id):
+        req_idx = self.req_id_to_index.pop(req_id, None)
+        if req_idx is None:
+            return None
+        self.free_indices.append(req_idx)
+        return req_idx
+"""
+
+RUNNER = """
+class GPUModelRunner:
+    def __init__(self):
+        self.max_num_reqs = self.scheduler_config.max_num_seqs
+        self.req_states = RequestState(max_num_reqs=self.max_num_reqs)
+
+    def update(self, req_id):
+        req_index = self.req_states.req_id_to_index[req_id]
+        self.touch(req_index)
+
+    def touch(self, i):
+        self.req_states.prompt_len.np[i] = 0
+"""
+
+
+def _tree(tmp_path, runner=RUNNER):
+    base = tmp_path / "vllm" / "v1" / "worker" / "gpu"
+    os.makedirs(base)
+    (base / "states.py").write_text(textwrap.dedent(STATES))
+    (base / "model_runner.py").write_text(textwrap.dedent(runner))
+    ds._files.cache_clear()
+    return str(tmp_path)
+
+
+def _entry():
+    return Entry(
+        id="vllm/v1/worker/gpu/states.py::RequestState.prompt_len",
+        file="vllm/v1/worker/gpu/states.py",
+        line=7,
+        owner="RequestState",
+        attribute="prompt_len",
+        dtype="int32",
+        shape=["max_num_reqs"],
+    )
+
+
+def test_slot_fact_checked_and_rows_derived_through_every_call_site(tmp_path):
+    root = _tree(tmp_path)
+    fact = ds.slot_fact(root)
+    assert fact["checked"], fact["paths"]["not checked"]
+    e = _entry()
+    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
+    assert e.demands[0]["extent"] == "max_num_reqs" and e.demands[0]["facts"][0]["checked"]
+    # the parameter `i` of touch() is a slot because its one call site passes req_id_to_index[...]
+    assert any("[i] in touch (a slot)" in s for s in e.demands[0]["from"])
+
+
+def test_another_writer_of_the_slot_map_breaks_the_fact_and_a_count_index_is_refused(tmp_path):
+    bad = RUNNER + textwrap.indent(
+        textwrap.dedent("""
+        def hack(self, req_id, n):
+            self.req_states.req_id_to_index[req_id] = n
+            self.touch(n)
+        """),
+        "    ",
+    )
+    root = _tree(tmp_path, bad)
+    fact = ds.slot_fact(root)
+    assert not fact["checked"]
+    assert any("req_id_to_index[req_id]" in p for p in fact["paths"]["not checked"])
+    e, reasons = _entry(), {}
+    assert ds.derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
+    assert not e.demands
+    # the reason names the call site whose argument is not a slot: hack() passes its own `n`
+    assert reasons[e.id].endswith("index i is not a slot (via vllm/v1/worker/gpu/model_runner.py:16 touch(i=n))")
+
+
+def _real_root():
+    import pytest
+
+    from capproof.engines.vllm import wheels
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.exists(os.path.join(root, "vllm/v1/worker/gpu/states.py")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    ds._files.cache_clear()
+    return root
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.real
+def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unchecked_paths():
+    """On vLLM 0.33.0 the slot invariant is checked; the V2 request-count fact is not, and the
+    paths it is not checked on are exactly these (batch sharding, PCP, micro-batching, the
+    decode warm-up's dict, the dummy sampler run's rows)."""
+    from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
+
+    root = _real_root()
+    assert ds.slot_fact(root)["checked"]
+    fact = v2_requests_fact(root)
+    assert not fact["checked"]
+    where = sorted(p.split(" ")[0] for p in fact["paths"]["not checked"])
+    assert where == [
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/model_runner.py:996",
+        "vllm/v1/worker/gpu/pcp_manager.py:688",
+        "vllm/v1/worker/gpu/sample/batch_shard.py:284",
+        "vllm/v1/worker/gpu/ubatch_utils.py:163",
+        "vllm/v1/worker/gpu/ubatch_utils.py:163",
+        "vllm/v1/worker/gpu/warmup.py:431",
+    ]
+    assert len(fact["paths"]["checked (ast)"]) >= 20
