@@ -586,9 +586,6 @@ def prove(
     paths = _enter_project(paths)
     json_out, junit_out, sarif_out, smt2_dir = (_user_path(p) for p in (json_out, junit_out, sarif_out, smt2_dir))
     _preflight(smt2_dir, cross_check)
-    for name, value in (("--json", json_out), ("--junit", junit_out), ("--sarif", sarif_out)):
-        if _unwritable(value):  # before the minutes of proving, not after
-            _fail(f"{name} {value}: cannot write: {_unwritable(value)}")
     result = _run(
         paths,
         keyword,
