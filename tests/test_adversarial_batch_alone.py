@@ -26,6 +26,11 @@ STILL_OPEN = {
     "last-request-by-negative-index",
     "len-of-the-batch",
     "raises-alone-at-an-admitted-point",
+    "newest-request-by-reversed",
+    "tail-slice-of-the-batch",
+    "count-of-the-fill",
+    "builtin-sum-with-a-nonzero-fill",
+    "next-of-an-empty-batch-with-a-default",
 }
 
 ATTEMPTS = [
@@ -97,6 +102,48 @@ def rows(k, n, lens):
         + """
 def second_request(n, q):
     return at_most(demand=q[0] + q[1], capacity=6)
+""",
+    ),
+    # the vector itself read other ways than an index or len(): each sees the fill padded
+    (
+        "newest-request-by-reversed",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})\n'
+        + """
+def newest(k, n, lens):
+    return at_most(demand=select(k == 37, next(reversed(lens)), 0), capacity=0)
+""",
+    ),
+    (
+        "tail-slice-of-the-batch",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})\n'
+        + """
+def tail(k, n, lens):
+    return at_most(demand=select(k == 37, total(lens[-1:]), 0), capacity=0)
+""",
+    ),
+    (
+        "count-of-the-fill",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})\n'
+        + """
+def zeros(k, n, lens):
+    return at_most(demand=select(k == 37, 1 - lens.count(0), 0), capacity=0)
+""",
+    ),
+    (
+        "builtin-sum-with-a-nonzero-fill",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n", fill=1)})\n'
+        + """
+def tokens(k, n, lens):
+    return at_most(demand=select(k == 37, total(lens) + (3 - n) - sum(lens), 0), capacity=0)
+""",
+    ),
+    (
+        "next-of-an-empty-batch-with-a-default",
+        V3
+        + """
+def first(k, n, lens):
+    f = next(iter(lens), 4 + (k == 37))
+    return at_most(demand=f, capacity=4)
 """,
     ),
 ]
