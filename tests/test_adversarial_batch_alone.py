@@ -21,7 +21,17 @@ from test_adversarial_bound import _bound, brute_check
 V3 = '@obligation(domain={"k": Range(0, 40), "n": Range(0, 3), "lens": Vector(3, Range(0, 4), length="n")})\n'
 
 #: The model reads the padding itself (an index, ``len()``): the batch alone is sampled, not proved.
-STILL_OPEN = {"first-request-index-error-caught", "last-request-by-negative-index", "len-of-the-batch"}
+STILL_OPEN = {
+    "first-request-index-error-caught",
+    "last-request-by-negative-index",
+    "len-of-the-batch",
+    "raises-alone-at-an-admitted-point",
+    "newest-request-by-reversed",
+    "tail-slice-of-the-batch",
+    "count-of-the-fill",
+    "builtin-sum-with-a-nonzero-fill",
+    "next-of-an-empty-batch-with-a-default",
+}
 
 ATTEMPTS = [
     (
@@ -82,6 +92,58 @@ def last(k, n, lens):
         + """
 def rows(k, n, lens):
     return at_most(demand=3, capacity=select(k == 37, len(lens), 3))
+""",
+    ),
+    (
+        # raises alone (IndexError: one request) at every admitted point with n == 1; the second
+        # opinion skips a point where the model raises
+        "raises-alone-at-an-admitted-point",
+        '@obligation(domain={"n": Range(1, 3), "q": Vector(3, Range(0, 3), length="n")})\n'
+        + """
+def second_request(n, q):
+    return at_most(demand=q[0] + q[1], capacity=6)
+""",
+    ),
+    # the vector itself read other ways than an index or len(): each sees the fill padded
+    (
+        "newest-request-by-reversed",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})\n'
+        + """
+def newest(k, n, lens):
+    return at_most(demand=select(k == 37, next(reversed(lens)), 0), capacity=0)
+""",
+    ),
+    (
+        "tail-slice-of-the-batch",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n")})\n'
+        + """
+def tail(k, n, lens):
+    return at_most(demand=select(k == 37, total(lens[-1:]), 0), capacity=0)
+""",
+    ),
+    (
+        "count-of-the-fill",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})\n'
+        + """
+def zeros(k, n, lens):
+    return at_most(demand=select(k == 37, 1 - lens.count(0), 0), capacity=0)
+""",
+    ),
+    (
+        "builtin-sum-with-a-nonzero-fill",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(0, 3), length="n", fill=1)})\n'
+        + """
+def tokens(k, n, lens):
+    return at_most(demand=select(k == 37, total(lens) + (3 - n) - sum(lens), 0), capacity=0)
+""",
+    ),
+    (
+        "next-of-an-empty-batch-with-a-default",
+        V3
+        + """
+def first(k, n, lens):
+    f = next(iter(lens), 4 + (k == 37))
+    return at_most(demand=f, capacity=4)
 """,
     ),
 ]

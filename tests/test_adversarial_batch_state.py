@@ -197,9 +197,21 @@ def _cleanup():
         del copyreg.dispatch_table[cls]
 
 
+#: Kinds the fingerprint still misses: proved in the batch, a counterexample alone.
+STILL_OPEN = {"project-function-code-replaced", "class-dunder-attribute-set"}
+
+
 @pytest.mark.parametrize(
     "kind",
-    sorted(PAIRS) + sorted(CAUGHT),
+    [
+        pytest.param(
+            k,
+            marks=[pytest.mark.xfail(strict=True, reason="proved in the batch, a counterexample alone")]
+            if k in STILL_OPEN
+            else [],
+        )
+        for k in sorted(PAIRS) + sorted(CAUGHT)
+    ],
 )
 def test_state_left_by_one_item_does_not_prove_the_next(project, monkeypatch, kind):
     monkeypatch.delenv("CAPPROOF_ADVERSARIAL_SEEN", raising=False)

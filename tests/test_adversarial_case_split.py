@@ -310,3 +310,24 @@ def test_per_expert_rows_with_distinct_experts_are_split_by_expert(spec_file):
 def test_per_expert_rows_at_64_tokens_top_4(spec_file):
     r = _moe_rows(spec_file, 64, 20_000_000)
     assert r.verdict.value == "proved", r.message
+
+
+#: A zero-divisor path raises ZeroDivisionError as Python does, traceback included: a model may read
+#: it. Through ``select`` (one term, no fork) the path's solver point (``tokens == 0``) agrees, so
+#: only the traceback's length at ``tokens == 50`` tells the runs apart (capproof's frames were in it).
+TRACEBACK_OF_A_ZERO_DIVISION = """
+import traceback
+
+@obligation(domain={"tokens": Range(0, 100), "k": Range(0, 100)})
+def share(tokens, k):
+    try:
+        s = tokens // (k - 37)
+    except ZeroDivisionError as e:   # Python: one entry, the model's frame
+        depth = len(traceback.extract_tb(e.__traceback__))
+        s = 100 + select(tokens == 50, 1, 0) * (depth == 1)
+    return at_most(demand=s, capacity=100)
+"""
+
+
+def test_a_zero_divisor_path_raises_with_python_s_traceback(spec_file):
+    _verdict(spec_file, "traceback-of-the-zero-division", TRACEBACK_OF_A_ZERO_DIVISION)

@@ -609,3 +609,52 @@ def test_bound_does_not_report_sufficient_through_a_dunder_read(project):
     (project / "spec" / "hole_bound.py").write_text(BOUND)
     result = CliRunner().invoke(main, ["bound", "spec/hole_bound.py"])
     assert result.exit_code != 0 or "-137" in result.output, result.output
+
+
+STACK = {
+    "sys-current-frames": """
+import sys, threading
+
+@obligation(domain={"a": Range(0, 100)})
+def frames(a):
+    f = sys._current_frames()[threading.get_ident()]
+    names = set()
+    while f is not None:
+        names.add(f.f_code.co_filename.rsplit("/", 1)[-1])
+        f = f.f_back
+    return claim(implies(a == 37, "prover.py" in names), a=a)
+""",
+}
+
+
+STACK["faulthandler-dump-traceback"] = """
+import faulthandler, tempfile
+
+@obligation(domain={"a": Range(0, 100)})
+def dumped(a):
+    with tempfile.TemporaryFile("w+") as f:
+        faulthandler.dump_traceback(file=f, all_threads=False)   # C code: no audit event
+        f.seek(0)
+        text = f.read()
+    return claim(implies(a == 37, "prover.py" in text), a=a)
+"""
+STACK_OPEN = {"faulthandler-dump-traceback"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            k,
+            marks=[pytest.mark.xfail(strict=True, reason="the model reads the stack without an audited call")]
+            if k in STACK_OPEN
+            else [],
+        )
+        for k in sorted(STACK)
+    ],
+)
+def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
+    """A claim that asks whether capproof's prover is among its callers (through
+    ``sys._current_frames``, not ``sys._getframe``) holds in every capproof evaluation (probe,
+    symbolic run, second opinion) and fails on a plain call at a == 37."""
+    check(spec_file, name, STACK[name], header=HEADER + "from capproof import claim\n")
