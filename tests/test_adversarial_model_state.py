@@ -14,6 +14,8 @@ around an item (tests/test_adversarial_batch_state.py, ``KEPT``); the Python API
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from _soundness_harness import HEADER, fails_on_ints
 
@@ -80,6 +82,17 @@ def reads(a):
         {"a": 37},
     ),
 }
+
+
+@pytest.fixture(autouse=True)
+def _forget_spec_modules():
+    """The spec modules these tests import stay out of ``sys.modules`` afterwards: a later test's
+    runner reaches every module through ``sys`` and would meet their generators and memos."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("capproof_spec."):
+            del sys.modules[name]
 
 
 def _fresh(path):
