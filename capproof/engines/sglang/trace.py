@@ -450,19 +450,11 @@ for _module, _cls in (
     ("sglang.srt.layers.attention.flashattention_backend", "FlashAttentionBackend"),
     ("sglang.srt.layers.attention.flashmla_backend", "FlashMLABackend"),
     ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
-):
-    harness(
-        _cls,
-        _module,
-        note="constructed from a duck-typed model_runner, then init_cuda_graph_state(max_bs, "
-        "max_bs * captured_req_width) as decode_cuda_graph_runner.py:429 calls it",
-    )(_backend(_module, _cls))
-#: more backends built the same way (``model_runner`` first); one that reads what the stand-in does
-#: not model keeps its buffers ``read``, each with the statement that stopped it. Not built: AITER
-#: (``torch.finfo`` of a stand-in dtype at import), DeepSeek-V4, the Inkling short-conv and the
-#: hybrid linear-attention (Mamba) backends (a stand-in package's ``__version__`` read at import),
-#: MiniCPM sparse (a helper needs ``use_flashinfer``, which the stand-in does not model)
-for _module, _cls in (
+    # more backends built the same way (``model_runner`` first); one that reads what the stand-in
+    # does not model keeps its buffers ``read``, each with the statement that stopped it. Not built:
+    # AITER (``torch.finfo`` of a stand-in dtype at import), DeepSeek-V4, the Inkling short-conv and
+    # the hybrid linear-attention (Mamba) backends (a stand-in package's ``__version__`` read at
+    # import), MiniCPM sparse (a helper needs ``use_flashinfer``, which the stand-in does not model)
     ("sglang.srt.layers.attention.trtllm_mha_backend", "TRTLLMHAAttnBackend"),
     ("sglang.srt.layers.attention.trtllm_mla_backend", "TRTLLMMLABackend"),
     ("sglang.srt.layers.attention.flashinfer_mla_backend", "FlashInferMLAAttnBackend"),
