@@ -303,7 +303,7 @@ def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
     reads from the GPU: without --gpu every GPU of capproof's table is checked (and the answer rests
     on that default); --gpu H100 checks both H100 products (PCIe 114, SXM5 132), --num-sms picks
     one; a GPU with no SM count in the table leaves them undecided (give --num-sms); an unknown GPU
-    is one error line (exit 2)."""
+    is one error line (exit 4, bad input)."""
     argv = [*DSV32_MTP, "--max-num-seqs", "256", "--max-num-batched-tokens", "8192"]
     without = check("--", *argv).output
     assert (
@@ -320,7 +320,7 @@ def test_gpu_gives_the_sm_count_for_sm_sized_workspaces():
     assert "no SM count for B300" in b300.output
     assert b300.exit_code == 2 and "give --num-sms N" in b300.output  # never safe without the SM count
     bad = check("--gpu", "X100", "--", *argv)
-    assert bad.exit_code == 2 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
+    assert bad.exit_code == 4 and bad.output.startswith("error: --gpu 'X100': unknown GPU (known: A100,")
 
 
 @pytest.mark.slow
