@@ -418,15 +418,21 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
             f = source_text(call.func)
             fn = enclosing_function(parents, call)
             arg = None
-            if f == "replace":
+
+            def padding(label: str) -> None:
+                """The call's num_reqs_after_padding, when given, is one more path of the fact."""
                 pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
-                if pad is not None:
-                    counts.why.clear()
-                    good = fn is not None and counts.scalar(rel, parents, fn, pad)
-                    site = f"{rel}:{call.lineno} replace(num_reqs_after_padding={source_text(pad)[:50]})"
-                    (checked if good else unchecked).append(
-                        site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
-                    )
+                if pad is None:
+                    return
+                counts.why.clear()
+                good = fn is not None and counts.scalar(rel, parents, fn, pad)
+                site = f"{rel}:{call.lineno} {label}(num_reqs_after_padding={source_text(pad)[:50]})"
+                (checked if good else unchecked).append(
+                    site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
+                )
+
+            if f == "replace":
+                padding("replace")
             if f.rsplit(".", 1)[-1] in DESCRIPTORS or f == "replace":
                 arg = next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
                 if arg is None:
@@ -435,14 +441,7 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
             elif f in ("InputBatch", "cls") and any(k.arg == "num_reqs" for k in call.keywords):
                 arg = next(k.value for k in call.keywords if k.arg == "num_reqs")
                 what = f"InputBatch(num_reqs={source_text(arg)[:50]})"
-                pad = next((k.value for k in call.keywords if k.arg == "num_reqs_after_padding"), None)
-                if pad is not None:
-                    counts.why.clear()
-                    good = fn is not None and counts.scalar(rel, parents, fn, pad)
-                    site = f"{rel}:{call.lineno} InputBatch(num_reqs_after_padding={source_text(pad)[:50]})"
-                    (checked if good else unchecked).append(
-                        site + ("" if good or not counts.why else f" (refused: {counts.why[-1]})")
-                    )
+                padding("InputBatch")
             elif f.endswith("make_dummy") and (call.args or call.keywords):
                 arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "num_reqs"), None)
                 what = f"make_dummy({source_text(arg)[:50] if arg is not None else '?'})"
