@@ -14,20 +14,22 @@ capproof's own frames and files), so the mutants are made here with :mod:`ast`:
   sample whatever part finishes).
 
 Each mutant is written over the file in a scratch copy of the working tree (``--copy``, a ``git
-worktree`` made by the caller) and the test files of ``--tests`` run there with ``pytest -x``
+worktree`` made by the caller) and its file's test files run there with ``pytest -x`` (the files'
+mutants in turn, so a run stopped early is a sample of each)
 (a failure = killed; a run past ``--timeout`` seconds = timeout, counted apart), after a
 baseline run of the same tests on the unmutated file as :func:`ast.unparse` writes it (site -1:
 it must pass, else the file is skipped). One JSON line per mutant in ``--out``. Run from the project root::
 
     git worktree add --detach /tmp/mut HEAD
-    nice -n 10 .venv/bin/python tests/mutation/sample_capproof.py --copy /tmp/mut \\
-        --file capproof/prover.py --sample 30 --seed 20261206 --tests tests/test_prover.py ...
+    nice -n 10 .venv/bin/python tests/mutation/sample_capproof.py --copy /tmp/mut --sample 30 \\
+        --file capproof/prover.py tests/test_prover.py ... --file capproof/runner.py tests/test_batching.py ...
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import os
 import random
@@ -114,77 +116,86 @@ def mutate(source: str, index: int, kind: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copy", required=True, help="scratch copy of the tree (a git worktree)")
-    parser.add_argument("--file", action="append", required=True, help="capproof file to mutate (repeatable)")
+    parser.add_argument(
+        "--file",
+        action="append",
+        nargs="+",
+        required=True,
+        metavar=("FILE", "TEST"),
+        help="a capproof file to mutate and the test files run on its mutants (repeatable)",
+    )
     parser.add_argument("--sample", type=int, default=30, help="mutants per file")
     parser.add_argument("--seed", type=int, default=20261206)
-    parser.add_argument("--tests", nargs="+", required=True, help="test files run on each mutant")
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--out", default="mutants-capproof.jsonl")
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args(argv)
+    args.tests = {group[0]: group[1:] for group in args.file}
+    args.file = list(args.tests)
     done = set()
     if os.path.exists(args.out):
         with open(args.out) as fh:
             done = {(r["file"], r["site"], r["kind"]) for r in map(json.loads, fh)}
-    for path in args.file:
-        with open(path) as fh:
-            original = fh.read()
-        plain = ast.unparse(ast.parse(original))  # the unmutated file as unparse writes it
-        chosen = sites(original)
+    originals = {path: open(path).read() for path in args.file}
+    plains = {path: ast.unparse(ast.parse(src)) for path, src in originals.items()}
+    queues = []
+    for path, src in originals.items():
+        chosen = sites(src)
         random.Random(f"{args.seed}:{path}").shuffle(chosen)
+        # first the baseline: the tests pass on the unmutated file as ast.unparse writes it
+        queues.append([(path, -1, "none", 0)] + [(path, *site) for site in chosen[: args.sample]])
+    order = [m for group in itertools.zip_longest(*queues) for m in group if m is not None]  # files in turn
+    broken: set[str] = set()
+    for path, index, kind, line in order:
+        if (path, index, kind) in done or path in broken:
+            continue
+        mutated = plains[path] if index < 0 else mutate(originals[path], index, kind)
+        if index >= 0 and mutated == plains[path]:
+            continue
         target = os.path.join(args.copy, path)
+        with open(target, "w") as fh:
+            fh.write(mutated)
+        started = time.monotonic()
         try:
-            # the baseline: the tests pass on the unmutated file as ast.unparse writes it
-            chosen = [(-1, "none", 0)] + chosen[: args.sample]
-            for index, kind, line in chosen:
-                if (path, index, kind) in done:
-                    continue
-                mutated = plain if index < 0 else mutate(original, index, kind)
-                if index >= 0 and mutated == plain:
-                    continue
-                with open(target, "w") as fh:
-                    fh.write(mutated)
-                started = time.monotonic()
-                try:
-                    run = subprocess.run(
-                        [
-                            args.python,
-                            "-m",
-                            "pytest",
-                            "-x",
-                            "-q",
-                            "-p",
-                            "no:randomly",
-                            "-p",
-                            "no:cacheprovider",
-                            *args.tests,
-                        ],
-                        cwd=args.copy,
-                        capture_output=True,
-                        text=True,
-                        timeout=args.timeout,
-                    )
-                    outcome = "survived" if run.returncode == 0 else "killed"
-                    tail = run.stdout.strip().splitlines()[-1:] if run.stdout else []
-                except subprocess.TimeoutExpired:
-                    outcome, tail = "timeout", []
-                record = {
-                    "file": path,
-                    "site": index,
-                    "kind": kind,
-                    "line": line,
-                    "outcome": outcome,
-                    "seconds": round(time.monotonic() - started, 1),
-                    "tail": tail,
-                }
-                with open(args.out, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                print(json.dumps(record), flush=True)
-                if index < 0 and outcome != "survived":  # the tests fail unmutated: no oracle
-                    break
+            run = subprocess.run(
+                [
+                    args.python,
+                    "-m",
+                    "pytest",
+                    "-x",
+                    "-q",
+                    "-p",
+                    "no:randomly",
+                    "-p",
+                    "no:cacheprovider",
+                    *args.tests[path],
+                ],
+                cwd=args.copy,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+            )
+            outcome = "survived" if run.returncode == 0 else "killed"
+            tail = run.stdout.strip().splitlines()[-1:] if run.stdout else []
+        except subprocess.TimeoutExpired:
+            outcome, tail = "timeout", []
         finally:
             with open(target, "w") as fh:
-                fh.write(original)
+                fh.write(originals[path])
+        record = {
+            "file": path,
+            "site": index,
+            "kind": kind,
+            "line": line,
+            "outcome": outcome,
+            "seconds": round(time.monotonic() - started, 1),
+            "tail": tail,
+        }
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        print(json.dumps(record), flush=True)
+        if index < 0 and outcome != "survived":  # the tests fail unmutated: no oracle for this file
+            broken.add(path)
     return 0
 
 
