@@ -539,6 +539,8 @@ class Padded(tuple):
             if not inside:
                 self.read_padding(f"slice [{start}:{stop}:{step}]")
             return tuple.__getitem__(self, slice(start, stop, step))
+        if not hasattr(type(index), "__index__"):  # tuple's own TypeError, its message
+            return tuple.__getitem__(self, index)
         index = operator.index(index)  # a symbolic index splits here into one path per value
         if index < 0 or index >= self.min_length:
             self.read_padding(f"entry [{index}]")

@@ -274,3 +274,49 @@ def test_too_many_batch_lengths_to_decide_alone_is_an_error(spec_file):
     result = check(spec_file, "too-many-lengths", body)
     assert result.verdict.value == "error", result.message
     assert "len() at" in result.message and "301 cases" in result.message, result.message
+
+
+def test_every_way_python_reads_a_tuple_is_watched_past_the_least_length():
+    """The vector a symbolic run gets (``Padded``, 3 entries, batch length 2) records each read
+    that may see its padding, and none that stays within the least length."""
+    import itertools
+    import operator
+
+    from capproof.arith import Padded, fold, prefix_sums, watching_padding
+
+    reads = {
+        "len": len,
+        "truth": bool,
+        "last": lambda v: v[-1],
+        "entry 2": lambda v: v[2],
+        "tail slice": lambda v: v[1:],
+        "whole slice": lambda v: v[:],
+        "iteration": list,
+        "sum": sum,
+        "unpacking": lambda v: [*v],
+        "reversed": lambda v: next(reversed(v)),
+        "in": lambda v: 7 in v,
+        "count": lambda v: v.count(0),
+        "index": lambda v: v.index(2),
+        "==": lambda v: v == (1, 2, 0),
+        "<": lambda v: v < (9,),
+        "hash": hash,
+        "+": lambda v: v + (1,),
+        "radd": lambda v: (1,) + v,
+        "*": lambda v: v * 2,
+        "repr": repr,
+        "itemgetter": operator.itemgetter(2),
+        "islice": lambda v: list(itertools.islice(v, 1, None)),
+        "zip": lambda v: list(zip(v, "abc")),
+        "fold": lambda v: fold(lambda s, i, x: s + 1, 0, v),
+        "prefix_sums": prefix_sums,
+    }
+    for name, read in reads.items():
+        with watching_padding() as seen:
+            read(Padded((1, 2, 0), 2))
+        assert seen, f"{name} read the padding unseen"
+    within = {"entry 1": lambda v: v[1], "head slice": lambda v: v[:2], "first two": lambda v: list(zip("ab", v))}
+    for name, read in within.items():
+        with watching_padding() as seen:
+            read(Padded((1, 2, 0), 2))
+        assert not seen, f"{name} stays within the batch: {seen}"
