@@ -39,7 +39,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Mapping, Union
+from typing import Iterable, Mapping, Protocol, Union
 
 import z3
 
@@ -71,6 +71,7 @@ __all__ = [
     "summary_line",
     "render_markdown",
     "InventoryDiff",
+    "Sources",
     "Change",
     "CHANGE_KINDS",
     "NOISE_KINDS",
@@ -805,7 +806,9 @@ NOISE_KINDS = (
     "traced in one release only",
     "why text",
     "access lines or order",
+    "accesses derived differently",
     "demand record",
+    "demand derived in one release only",
 )
 
 
@@ -885,12 +888,23 @@ def _same_shape(a: list[str], b: list[str]) -> bool:
 #: A dtype as a traced entry records it (a read entry may hold the call's text instead, or '').
 _DTYPE = re.compile(r"^(u?int\d+|float\d+|bfloat16|bool|complex\d+|float8\w*)$")
 
-_LINE_REF = re.compile(r"(?:\.py)?:\d+\b")
+_LINE_REF = re.compile(r"(?:\.py)?:\d+(?:,\d+)*\b")
 
 
 def _without_lines(text: str) -> str:
     """``text`` without its ``file.py:123`` / ``:123`` line references."""
     return _LINE_REF.sub(lambda m: ".py" if m.group(0).startswith(".py") else "", str(text))
+
+
+def _unlined(obj):
+    """``obj`` (a fact: strings, lists, dicts) with line references removed and lists sorted."""
+    if isinstance(obj, str):
+        return _without_lines(obj)
+    if isinstance(obj, dict):
+        return {k: _unlined(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return sorted((_unlined(x) for x in obj), key=lambda x: json.dumps(x, sort_keys=True))
+    return obj
 
 
 def _access_key(a: dict) -> tuple:
@@ -902,10 +916,12 @@ def _access_text(k: tuple) -> str:
 
 
 def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
-    """Lines naming what differs between two demand lists, dimension by dimension: the extent (as
-    an expression), the names it binds (each as an expression) and its facts (text without line
-    references, and whether each was checked). The derivation's provenance (``from``, ``notes``,
-    ``how``, ``family``) is not compared."""
+    """Lines naming what differs between two demand lists, for each dimension both derive: the extent (as
+    an expression), the names it binds (each as an expression) and its facts (every field: the
+    fact, whether it was checked, the paths it was checked or not checked on; texts without line
+    references, lists as sets). The derivation's provenance (``from``, ``notes``, ``how``,
+    ``family``) is not compared, nor a dimension derived in one release only (the derivation, not
+    the engine, reached it: a changed reader shows as a changed access)."""
 
     def by_dim(ds):
         out: dict = {}
@@ -915,10 +931,7 @@ def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
         return out
 
     def facts(d):
-        return sorted(
-            (_without_lines(f.get("fact", "")), bool(f.get("checked"))) if isinstance(f, dict) else (str(f), False)
-            for f in d.get("facts", []) or []
-        )
+        return sorted(json.dumps(_unlined(f), sort_keys=True) for f in d.get("facts", []) or [])
 
     def same(x, y):
         if not same_expression(str(x.get("extent", "")), str(y.get("extent", ""))):
@@ -930,7 +943,7 @@ def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
 
     out = []
     da, db = by_dim(a), by_dim(b)
-    for dim in sorted(set(da) | set(db), key=str):
+    for dim in sorted(set(da) & set(db), key=str):
         xs, ys = da.get(dim, []), db.get(dim, [])
         unmatched = list(ys)
         lost = []
@@ -957,14 +970,58 @@ def _multiset_changes(a: list, b: list) -> tuple[list, list]:
     from collections import Counter
 
     ca, cb = Counter(a), Counter(b)
-    return sorted((ca - cb).elements()), sorted((cb - ca).elements())
+    return sorted((ca - cb).elements(), key=repr), sorted((cb - ca).elements(), key=repr)
+
+
+class Sources(Protocol):
+    """One release's sources as :func:`diff` reads them
+    (:class:`capproof.engines.tracing.sizing.Release`)."""
+
+    def sizing(self, entry: Entry) -> tuple[str, ...] | None:
+        """The entry's sizing code: normalised statements (None: unreadable)."""
+
+    def statement(self, file: str, line: int) -> str | None:
+        """The normalised statement at ``file:line`` (None: unreadable)."""
+
+    def statements(self, file: str) -> frozenset[str]:
+        """Every normalised statement of ``file``."""
+
+
+def _access_changes(a: Entry, b: Entry, sa: Sources | None, sb: Sources | None) -> tuple[list[str], bool]:
+    """``(lines, derived_differently)``: the access sites gone and new between two releases, and
+    whether the derived access records differ beyond that. With sources, an access is gone only
+    when its statement is in no statement of the new release's file, new only when its statement
+    is in none of the old one's (a statement kept verbatim is the same reader, however its access
+    was derived); without, records are compared as (file, dimension, extent, operation)."""
+    gone, came = _multiset_changes([_access_key(x) for x in a.accesses], [_access_key(x) for x in b.accesses])
+    if not (gone or came):
+        return [], False
+    if sa is None or sb is None:
+        return [f"access gone: {_access_text(k)}" for k in gone] + [
+            f"access new: {_access_text(k)}" for k in came
+        ], False
+    lines: list[str] = []
+    for word, records, here, there in (("gone", a.accesses, sa, sb), ("new", b.accesses, sb, sa)):
+        shown: set[tuple[str, str]] = set()
+        for x in records:
+            file = x.get("file", "")
+            text = here.statement(file, x.get("line"))
+            if text is None:
+                key = _access_key(x)
+                if key in (gone if word == "gone" else came) and (file, str(key)) not in shown:
+                    shown.add((file, str(key)))
+                    lines.append(f"access {word}: {_access_text(key)}")
+            elif text not in there.statements(file) and (file, text) not in shown:
+                shown.add((file, text))
+                lines.append(f"access {word}: {file}:{x.get('line')} {text}")
+    return lines, not lines
 
 
 def diff(
     old: list[Entry],
     new: list[Entry],
-    old_code: Mapping[str, tuple[str, ...]] | None = None,
-    new_code: Mapping[str, tuple[str, ...]] | None = None,
+    old_src: Sources | None = None,
+    new_src: Sources | None = None,
 ) -> InventoryDiff:
     """Compare two inventories by entry id; an entry has **changed** only when what sizes or
     reads it did:
@@ -976,16 +1033,18 @@ def diff(
       shape the same way (both ``traced``, or both ``read``); a buffer traced in one release and
       read in the other is compared by its sizing code (the tracer, not the engine, differs);
       without sizing code, its shapes are compared as well;
-    - ``sizing code``: ``old_code``/``new_code`` (entry id -> the allocation statement and the
-      statements its size depends on, normalised: :func:`capproof.engines.tracing.sizing.sizing_code`)
-      differ;
-    - ``demand``: a derived demand's extent, the names it binds, or its facts differ (as
-      expressions; facts without their line references);
-    - ``accesses``: the access sites differ as a multiset of (file, dimension, extent, operation):
-      a reader or writer was added or removed, or reads another extent.
+    - ``sizing code``: given both releases' sources (``old_src``/``new_src``), the allocation
+      call and the statements its size depends on, normalised
+      (:func:`capproof.engines.tracing.sizing.sizing_code`), differ;
+    - ``demand``: for a dimension both releases derive, the extent, the names it binds, or its
+      facts differ (as expressions; facts without their line references);
+    - ``accesses``: a reader or writer was added or removed: with sources, an access whose
+      statement is in no statement of the other release's file (:func:`_access_changes`);
+      without, the access records differ as a multiset of (file, dimension, extent, operation).
 
-    Line moves, a different ``why``, the order of accesses, the lines and provenance of a
-    derivation, and equal shapes spelled differently are noise: such entries are listed in
+    Line moves, a different ``why``, the order of accesses, access records derived differently
+    from unchanged statements, a demand derived in one release only, the lines and provenance of
+    a derivation, and equal shapes spelled differently are noise: such entries are listed in
     ``noise`` with what differed, not in ``changed``."""
     o = {e.id: e for e in old}
     n = {e.id: e for e in new}
@@ -995,8 +1054,8 @@ def diff(
         a, b = o[i], n[i]
         what: list[str] = []
         details: list[str] = []
-        ca = old_code.get(i) if old_code is not None else None
-        cb = new_code.get(i) if new_code is not None else None
+        ca = old_src.sizing(a) if old_src is not None else None
+        cb = new_src.sizing(b) if new_src is not None else None
         code_known = ca is not None and cb is not None
         if a.dtype != b.dtype and (a.how == b.how or (_DTYPE.match(a.dtype) and _DTYPE.match(b.dtype))):
             what.append("dtype")
@@ -1010,11 +1069,10 @@ def diff(
         if dem:
             what.append("demand")
             details += dem
-        gone, came = _multiset_changes([_access_key(x) for x in a.accesses], [_access_key(x) for x in b.accesses])
-        if gone or came:
+        acc, derived_differently = _access_changes(a, b, old_src, new_src)
+        if acc:
             what.append("accesses")
-            details += [f"access gone: {_access_text(k)}" for k in gone]
-            details += [f"access new: {_access_text(k)}" for k in came]
+            details += acc
         if what:
             changed.append(Change(a, b, what, details))
             continue
@@ -1027,9 +1085,16 @@ def diff(
             kinds.append("shape spelling")
         if a.why != b.why:
             kinds.append("why text")
-        if a.accesses != b.accesses:
+        if derived_differently:
+            kinds.append("accesses derived differently")
+        elif a.accesses != b.accesses:
             kinds.append("access lines or order")
-        if a.demands != b.demands:
+        one_side = {d.get("dim") for d in a.demands if isinstance(d, dict)} ^ {
+            d.get("dim") for d in b.demands if isinstance(d, dict)
+        }
+        if one_side:
+            kinds.append("demand derived in one release only")
+        elif a.demands != b.demands:
             kinds.append("demand record")
         if kinds:
             noise.append((a, b, kinds))
@@ -1042,13 +1107,18 @@ def diff(
 
 
 def diff_lines(d: InventoryDiff, old_name: str, new_name: str) -> list[str]:
-    """The release-bump review: a count line; one line per added/removed buffer; per changed
+    """The release-bump review: a count line (changed buffers by what changed; one buffer may count
+    under several); one line per added/removed buffer; per changed
     buffer, what changed, the old and new shape with the line in each release, and the details
     (sizing statements only in one release, demands, access sites); last, one line counting the
     buffers whose records differ only in tracing noise, by kind."""
+    from collections import Counter
+
+    why = Counter(k for c in d.changed for k in c.what)
     out = [
         f"{old_name} -> {new_name}: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed"
-        + (f" ({len(d.noise)} more differ only in tracing noise)" if d.noise else "")
+        + (" (" + ", ".join(f"{why[k]} {k}" for k in CHANGE_KINDS if why[k]) + ")" if why else "")
+        + (f"; {len(d.noise)} more differ only in tracing noise" if d.noise else "")
     ]
     for e in d.added:
         out.append(f"+ {e.id}  [{', '.join(e.shape)}] {e.dtype}  ({e.file}:{e.line}, {e.how})")
@@ -1061,8 +1131,6 @@ def diff_lines(d: InventoryDiff, old_name: str, new_name: str) -> list[str]:
         out.append(f"    {new_name}: [{', '.join(b.shape)}] {b.dtype}  ({b.file}:{b.line}, {b.how})")
         out += [f"      {x}" for x in c.details]
     if d.noise:
-        from collections import Counter
-
         kinds = Counter(k for _, _, ks in d.noise for k in ks)
         out.append(
             f"not changed: {len(d.noise)} buffers differ only in tracing noise ("

@@ -16,10 +16,26 @@ import textwrap
 import pytest
 
 from capproof.engines.tracing import command
-from capproof.engines.tracing.sizing import sizing_code, sizing_codes
+from capproof.engines.tracing.sizing import Release, sizing_code
 from capproof.inventory import Entry, diff, diff_lines, same_expression
 
 FILE = "vllm/v1/attention/backends/mla/sparse_swa.py"
+
+
+class Sources:
+    """A release's sources as the diff reads them: sizing code per entry id, statements by file:line."""
+
+    def __init__(self, sizing=None, lines=None):
+        self.sizing_of, self.lines = sizing or {}, lines or {}
+
+    def sizing(self, e):
+        return self.sizing_of.get(e.id)
+
+    def statement(self, file, line):
+        return self.lines.get((file, line))
+
+    def statements(self, file):
+        return frozenset(t for (f, _), t in self.lines.items() if f == file)
 
 
 def entry(attr="span_indptr", line=535, shape=("max_num_reqs + 1",), how="read", **kw) -> Entry:
@@ -135,7 +151,7 @@ def test_traced_in_one_release_only_with_the_same_sizing_code_is_noise():
     old = entry("left_visible", 529, ["max_tokens"], "read", why="not reached")
     new = entry("left_visible", 539, ["max_num_batched_tokens"], "traced")
     code = {old.id: ("alloc torch.zeros(max_tokens, dtype=torch.int32)", "max_tokens = ...")}
-    d = diff([old], [new], code, dict(code))
+    d = diff([old], [new], Sources(code), Sources(code))
     assert d.changed == []
     assert set(d.noise[0][2]) == {"line moved", "traced in one release only", "why text"}
 
@@ -145,7 +161,29 @@ def test_a_read_dtype_against_a_traced_dtype_is_noise():
     old = entry("_cu_num_logits", 165, ["shape of query_start_loc"], "read", dtype="")
     new = entry("_cu_num_logits", 179, ["1 + max_num_reqs"], "traced", dtype="int32")
     code = {old.id: ("alloc torch.empty_like(self.query_start_loc)",)}
-    assert diff([old], [new], code, dict(code)).changed == []
+    assert diff([old], [new], Sources(code), Sources(code)).changed == []
+
+
+def test_an_access_derived_differently_from_an_unchanged_statement_is_noise():
+    # vLLM 0.33.0 reached AdaptiveVerificationManager's constructor and recorded its read of
+    # query_start_loc[:-1] (executed); 0.32.0's statement is the same, not executed
+    stmt = "self._num_non_draft_tokens = torch.empty_like(query_start_loc[:-1])"
+    av = "vllm/v1/worker/gpu/spec_decode/adaptive_verification.py"
+    read = {"file": av, "line": 178, "dim": 0, "extent": "-1", "op": "slice read", "how": "executed"}
+    d = diff(
+        [entry(line=28)],
+        [entry(line=32, accesses=[read])],
+        Sources(lines={(av, 164): stmt}),
+        Sources(lines={(av, 178): stmt}),
+    )
+    assert d.changed == []
+    assert d.noise[0][2] == ["line moved", "accesses derived differently"]
+
+
+def test_a_demand_derived_in_one_release_only_is_noise():
+    dem = {"dim": 0, "extent": "raw_bs", "facts": [], "how": "executed"}
+    d = diff([entry()], [entry(demands=[dem])])
+    assert d.changed == [] and d.noise[0][2] == ["demand derived in one release only"]
 
 
 # -- real changes: reported with both shapes and lines -----------------------------------------------
@@ -164,7 +202,7 @@ def test_a_traced_shape_that_differs_is_a_change_with_both_shapes_and_lines():
     d = diff([old], [new])
     assert [c.what for c in d.changed] == [["shape"]]
     lines = diff_lines(d, "vllm==0.32.0", "vllm==0.33.0")
-    assert lines[0] == "vllm==0.32.0 -> vllm==0.33.0: 0 added, 0 removed, 1 changed"
+    assert lines[0] == "vllm==0.32.0 -> vllm==0.33.0: 0 added, 0 removed, 1 changed (1 shape)"
     assert lines[1] == f"~ {old.id}  (shape)"
     assert lines[2] == f"    vllm==0.32.0: [{', '.join(SEGM_OLD)}] float32  ({FILE}:180, traced)"
     assert lines[3] == f"    vllm==0.33.0: [{', '.join(SEGM_NEW)}] float32  ({FILE}:201, traced)"
@@ -176,7 +214,7 @@ def test_sizing_code_change_is_a_change_even_with_the_same_traced_shape():
     new = entry("paged_kv_indices", 941, ["max_model_len * max_num_reqs"], "traced")
     a = ("alloc torch.zeros(max_num_pages, dtype=torch.int32)", "max_num_pages = max_num_reqs * max_model_len")
     b = a + ("if _adaptive_varlen_verify_enabled(vllm_config):", "max_num_pages += max_num_reqs * k")
-    d = diff([old], [new], {old.id: a}, {new.id: b})
+    d = diff([old], [new], Sources({old.id: a}), Sources({new.id: b}))
     assert [c.what for c in d.changed] == [["sizing code"]]
     assert d.changed[0].details == [
         "+ if _adaptive_varlen_verify_enabled(vllm_config):",
@@ -200,6 +238,19 @@ def test_dtype_demand_and_access_changes_are_changes():
     assert f"access new: {FILE} dim 0 slice write [num_reqs + 2]" in c.details
 
 
+def test_a_new_access_statement_is_a_change_shown_with_its_line():
+    # vLLM 0.33.0 block_table.py: the gather kernel's grid now covers dirty rows
+    bt = "vllm/v1/worker/gpu/block_table.py"
+    old_stmt = "_gather_block_tables_kernel[self.num_kv_cache_groups, num_reqs_padded](idx_mapping)"
+    new_stmt = "_gather_block_tables_kernel[self.num_kv_cache_groups, num_rows](idx_mapping)"
+    rec = {"file": bt, "dim": None, "extent": "whole", "how": "ast"}
+    old = entry(how="traced", accesses=[dict(rec, line=167, op=f"passed to {old_stmt.split('(')[0]}")])
+    new = entry(how="traced", accesses=[dict(rec, line=202, op=f"passed to {new_stmt.split('(')[0]}")])
+    (c,) = diff([old], [new], Sources(lines={(bt, 167): old_stmt}), Sources(lines={(bt, 202): new_stmt})).changed
+    assert c.what == ["accesses"]
+    assert c.details == [f"access gone: {bt}:167 {old_stmt}", f"access new: {bt}:202 {new_stmt}"]
+
+
 def test_a_fact_that_is_no_longer_checked_changes_the_demand():
     dem = {"dim": 0, "extent": "num_reqs", "facts": [{"fact": "num_reqs <= max_num_reqs", "checked": True}]}
     old, new = (
@@ -213,7 +264,7 @@ def test_added_and_removed_and_noise_summary_line():
     keep_old, keep_new = entry(line=1), entry(line=2)
     gone, came = entry("scale", 515), entry("_swa_seq_lens", 522, how="traced")
     lines = diff_lines(diff([keep_old, gone], [keep_new, came]), "A", "B")
-    assert lines[0] == "A -> B: 1 added, 1 removed, 0 changed (1 more differ only in tracing noise)"
+    assert lines[0] == "A -> B: 1 added, 1 removed, 0 changed; 1 more differ only in tracing noise"
     assert lines[1].startswith(f"+ {came.id}  [max_num_reqs + 1] int32  ({FILE}:522, traced)")
     assert lines[2].startswith(f"- {gone.id}  [max_num_reqs + 1] int32  ({FILE}:515, read)")
     assert lines[-1] == "not changed: 1 buffers differ only in tracing noise (1 line moved)"
@@ -299,7 +350,7 @@ def test_sizing_code_shows_a_changed_dependency(tmp_path):
         "self.max_num_reqs = 2 * max_num_reqs",
         "self.max_num_reqs = max_num_reqs",
     )
-    d = diff([e_old], [e_new], sizing_codes(old, [e_old]), sizing_codes(changed, [e_new]))
+    d = diff([e_old], [e_new], Release(old), Release(changed))
     assert [c.what for c in d.changed] == [["sizing code"]]
     assert "+ self.max_num_reqs = 2 * max_num_reqs" in d.changed[0].details
 
@@ -336,5 +387,5 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
     assert code == 0
     # left_visible: traced in 2 only, its shapes not comparable (a local name against a config
     # name), the same sizing code -> noise
-    assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed (2 more differ only in tracing noise)"
+    assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 2 more differ only in tracing noise"
     assert out[-1] == "not changed: 2 buffers differ only in tracing noise (2 line moved, 2 traced in one release only)"

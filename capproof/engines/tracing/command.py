@@ -232,8 +232,8 @@ def run_diff(
     ``pip download --no-deps``, nothing installed; raises ``unavailable[0]``, exit
     ``unavailable[1]``); each release is built in its own interpreter by ``python -m module``
     (:func:`build_elsewhere`). ``source_root(version)``, where the release's sources were
-    extracted, gives each entry's sizing code (:func:`.sizing.sizing_codes`) to compare."""
-    from .sizing import sizing_codes
+    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`)."""
+    from .sizing import Release
 
     err = err or (lambda s: print(s, file=sys.stderr))
     exc_type, exit_code = unavailable
@@ -250,9 +250,9 @@ def run_diff(
         err(f"capproof: real engine unavailable: {exc}")
         return exit_code
     (va, a), (vb, b) = built
-    codes = (None, None)
+    sources = (None, None)
     if source_root is not None:
-        codes = (sizing_codes(source_root(va), a), sizing_codes(source_root(vb), b))
-    for line in diff_lines(diff(a, b, *codes), f"{engine}=={va}", f"{engine}=={vb}"):
+        sources = (Release(source_root(va)), Release(source_root(vb)))
+    for line in diff_lines(diff(a, b, *sources), f"{engine}=={va}", f"{engine}=={vb}"):
         out(line)
     return 0

@@ -38,7 +38,7 @@ from typing import Iterable
 from ...inventory import Entry
 from .scan import MODULES, NEW_ALLOC, TORCH_ALLOC
 
-__all__ = ["PLACEMENT", "sizing_code", "sizing_codes"]
+__all__ = ["PLACEMENT", "Release", "sizing_code", "sizing_codes"]
 
 #: How many statements one entry's sizing code may hold (a runaway slice through a long
 #: function is cut; the result is still deterministic).
@@ -82,6 +82,14 @@ def _header(node: ast.AST) -> str:
         return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}:"
     if isinstance(node, (ast.With, ast.AsyncWith)):
         return "with " + ", ".join(ast.unparse(i) for i in node.items) + ":"
+    if isinstance(node, _FUNCS):
+        return f"def {node.name}({ast.unparse(node.args)}):"
+    if isinstance(node, ast.ClassDef):
+        return f"class {node.name}({', '.join(ast.unparse(b) for b in node.bases)}):"
+    if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+        return "try:"
+    if isinstance(node, ast.Match):
+        return f"match {ast.unparse(node.subject)}:"
     return ast.unparse(node)
 
 
@@ -422,3 +430,47 @@ def sizing_codes(root: str, entries: Iterable[Entry]) -> dict[str, tuple[str, ..
         if code is not None:
             out[e.id] = code
     return out
+
+
+def _statement_spanning(tree: ast.Module, line: int) -> ast.stmt | None:
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if isinstance(node, (*_FUNCS, ast.ClassDef)) and line > node.lineno:
+                continue  # inside a body: a nested statement holds the line
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    return best
+
+
+class Release:
+    """One release's extracted sources under ``root``, as :func:`capproof.inventory.diff` reads
+    them: an entry's sizing code, the statement at an access site, every statement of a file.
+    Statements are normalised (:func:`ast.unparse`; a compound statement: its header)."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def sizing(self, entry: Entry) -> tuple[str, ...] | None:
+        """:func:`sizing_code` of ``entry`` in this release."""
+        return sizing_code(self.root, entry)
+
+    def statement(self, file: str, line: int) -> str | None:
+        """The normalised statement holding ``file:line`` (its innermost one), or None."""
+        indexed = _indexed(os.path.join(self.root, file))
+        if indexed is None or not isinstance(line, int):
+            return None
+        node = _statement_spanning(indexed[0], line)
+        return None if node is None else _header(node)
+
+    def statements(self, file: str) -> frozenset[str]:
+        """Every normalised statement of ``file`` (empty when it cannot be read)."""
+        return _all_statements(os.path.join(self.root, file))
+
+
+@functools.lru_cache(maxsize=256)
+def _all_statements(path: str) -> frozenset[str]:
+    indexed = _indexed(path)
+    if indexed is None:
+        return frozenset()
+    return frozenset(_header(n) for n in ast.walk(indexed[0]) if isinstance(n, ast.stmt))
