@@ -799,6 +799,135 @@ def _register_index(rt, fn, name: str) -> str | None:
     return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
 
 
+_MAP_STORE = re.compile(
+    r"\b(input_batch|gpu_input_batch)\s*\.\s*req_id_to_index\s*(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault)\(|=(?!=))"
+)
+
+
+def _map_values_bounded(root: str, batch) -> str | None:
+    """Where every value of the V1 ``InputBatch.req_id_to_index`` is ``< max_num_reqs`` (AST), or
+    None. Every store of ``self.req_id_to_index`` in ``InputBatch`` is one of: a name every
+    assignment of which is ``self._register_add_request(...)`` (asserted ``< max_num_reqs``,
+    :func:`_register_index`); the swap of two of its own values (a permutation); a name ``x`` after
+    ``if x >= y: break`` in the same loop where ``y`` indexes ``self._req_ids`` before the store
+    (:func:`_list_guarded`, with ``len(_req_ids) <= max_num_reqs``, :func:`_req_ids_bounded`). The
+    map is created empty in ``__init__``, no other method rebinds it, and no other file of ``vllm/``
+    stores into an ``input_batch.req_id_to_index``. ``batch``: the :class:`_Rows` of
+    ``gpu_input_batch.py``."""
+    cls = next((n for n in ast.walk(batch.tree) if isinstance(n, ast.ClassDef) and n.name == "InputBatch"), None)
+    if cls is None or _req_ids_bounded(batch) is None:
+        return None
+    lines = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if _src(node.func.value) == "self.req_id_to_index" and node.func.attr in ("update", "setdefault"):
+                return None
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if _src(t) == "self.req_id_to_index":
+                fn = batch.enclosing(node.lineno)
+                if fn is None or fn.name != "__init__" or _src(node.value) != "{}":
+                    return None
+                continue
+            stores = t.elts if isinstance(t, ast.Tuple) else [t]
+            if not any(isinstance(x, ast.Subscript) and _src(x.value) == "self.req_id_to_index" for x in stores):
+                continue
+            fn = batch.enclosing(node.lineno)
+            v = node.value
+            if (
+                isinstance(t, ast.Tuple)
+                and isinstance(v, ast.Tuple)
+                and len(t.elts) == len(v.elts) == 2
+                and all(
+                    isinstance(x, ast.Subscript) and _src(x.value) == "self.req_id_to_index" for x in t.elts + v.elts
+                )
+                and {_src(x.slice) for x in t.elts} == {_src(x.slice) for x in v.elts}
+            ):
+                lines.append(f"{node.lineno} (swap)")
+                continue
+            if isinstance(t, ast.Tuple) or not isinstance(v, ast.Name) or fn is None:
+                return None
+            if _register_index(batch, fn, v.id) is not None:
+                lines.append(f"{node.lineno} (_register_add_request)")
+                continue
+            loop = next(
+                (
+                    w
+                    for w in ast.walk(fn)
+                    if isinstance(w, (ast.While, ast.For)) and any(c is node for b in w.body for c in ast.walk(b))
+                ),
+                None,
+            )
+            guard = None
+            if loop is not None:
+                for stmt in loop.body:
+                    if stmt.lineno >= node.lineno:
+                        break
+                    if (
+                        isinstance(stmt, ast.If)
+                        and isinstance(stmt.test, ast.Compare)
+                        and _src(stmt.test.left) == v.id
+                        and len(stmt.test.ops) == 1
+                        and isinstance(stmt.test.ops[0], ast.GtE)
+                        and isinstance(stmt.test.comparators[0], ast.Name)
+                        and isinstance(stmt.body[-1], (ast.Break, ast.Return, ast.Continue, ast.Raise))
+                    ):
+                        guard = stmt.test.comparators[0].id
+            if guard is None or _list_guarded(batch, fn, guard, node.lineno) is None:
+                return None
+            lines.append(f"{node.lineno} ({v.id} < {guard}, {guard} indexes _req_ids)")
+    if not lines:
+        return None
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "vllm")):
+        for f in sorted(files):
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if f.endswith(".py") and rel != batch.file and "/v1/worker/gpu/" not in rel:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if _MAP_STORE.search(fh.read()):
+                        return None
+    return f"req_id_to_index values < max_num_reqs: stores at {batch.file}:{', '.join(lines)}"
+
+
+def _map_index(root: str, rows: dict, rt, fn, name: str) -> str | None:
+    """Where index ``name`` of ``fn`` is a value of the V1 ``req_id_to_index`` (every assignment of
+    it in ``fn`` is ``self.input_batch.req_id_to_index[...]`` in the runner, ``self.req_id_to_index[...]``
+    or ``.pop(..., None)``/``.get(...)`` in ``InputBatch``; a ``None`` indexes a new axis, never past
+    the allocation) and :func:`_map_values_bounded` holds, or None."""
+    if not name.isidentifier():
+        return None
+    here = "self.input_batch.req_id_to_index" if rt.file.endswith("gpu_model_runner.py") else "self.req_id_to_index"
+    assigns = [
+        a
+        for a in ast.walk(fn)
+        if isinstance(a, (ast.Assign, ast.AnnAssign))
+        and any(
+            isinstance(t, ast.Name) and t.id == name for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+        )
+    ]
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+
+    def ok(v) -> bool:
+        if isinstance(v, ast.Subscript) and _src(v.value) == here:
+            return True
+        return (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and _src(v.func.value) == here
+            and (v.func.attr == "get" or (v.func.attr == "pop" and len(v.args) == 2 and _src(v.args[1]) == "None"))
+        )
+
+    if not assigns or name in params or not all(a.value is not None and ok(a.value) for a in assigns):
+        return None
+    key = "vllm/v1/worker/gpu_input_batch.py"
+    if "map" not in rows:
+        batch = rows.setdefault(key, _Rows(root, key))
+        rows["map"] = _map_values_bounded(root, batch)
+    return rows["map"]
+
+
 def _req_ids_bounded(rt) -> str | None:
     """Where ``len(InputBatch._req_ids) <= max_num_reqs`` is found (AST), or None: the list is
     created empty, grows only by ``self._req_ids.append`` inside ``if req_index == len(self._req_ids)``
@@ -1006,10 +1135,12 @@ def request_rows_accesses(
             fn = rt.enclosing(line)
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
             if bound is None and fn is not None:
+                bound = _map_index(root, rows, rt, fn, str(ext))
+            if bound is None and fn is not None:
                 guard = _list_guarded(rt, fn, str(ext), line)
                 length = _req_ids_bounded(rt) if guard else None
-                other = _named_elsewhere(root, rt.file, entry.attribute.rsplit(".", 1)[-1]) if length else None
-                bound = f"{guard}; {length}" if guard and length and other is None else None
+                # uses of the buffer in other files are judged by foreign_uses.check_foreign_uses
+                bound = f"{guard}; {length}" if guard and length else None
             if bound is None:
                 return _reject(reasons, entry, a)
             kinds.add("indexed")
@@ -1140,3 +1271,4 @@ function_def = _function
 source_text = _src
 join_kinds = _join
 RowBinding = _Rows
+map_index = _map_index

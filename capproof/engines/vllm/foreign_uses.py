@@ -23,7 +23,8 @@ A receiver is the buffer's holder when it is, in a file other than the allocatin
 A use is checked when it is a metadata read (``.shape``, ``.dtype``, ``.device``, ``.size()``,
 ...), a whole-buffer ``fill_``/``zero_``, or (request rows only) a slice ``[:n]`` of dimension 0
 whose stop is bound, in that file, to the step's request count by the same reading the allocating
-file gets (:class:`capproof.engines.vllm.demand.RowBinding`). Anything else (an index, a slice
+file gets (:class:`capproof.engines.vllm.demand.RowBinding`), or an index by a value of the V1
+``req_id_to_index`` (:func:`capproof.engines.vllm.demand.map_index`). Anything else (an index, a slice
 bound otherwise, the buffer handed to a call, stored in a local or returned) is **unchecked** and
 named with its file and line. Pure reading of the extracted wheel sources; no vLLM import.
 """
@@ -260,7 +261,7 @@ def _classify(rel: str, node, parents) -> dict:
             use.update(op=f"slice{via}" + (" write" if write else " read"), node=key.upper)
             use["extent"] = "whole" if key.upper is None else _src(key.upper)
         else:
-            use.update(op=f"index{via}" + (" write" if write else " read"), extent=_src(key))
+            use.update(op=f"index{via}" + (" write" if write else " read"), extent=_src(key), node=key)
     elif isinstance(parent, ast.Attribute) and parent.value is target:
         call = parents.get(parent)
         is_call = isinstance(call, ast.Call) and call.func is parent
@@ -289,14 +290,19 @@ def judge(root: str, entry, use: dict, family: str, tables: dict) -> str | None:
         return "no element beyond the allocation"
     if op.startswith("slice") and use["extent"] == "whole":
         return "the whole allocation"
-    if family == "request rows" and op.startswith("slice") and use["node"] is not None and len(entry.shape) == 1:
-        from .demand import RowBinding
+    if family == "request rows" and use["node"] is not None and len(entry.shape) == 1:
+        from .demand import RowBinding, map_index
 
         rt = tables.setdefault(use["file"], RowBinding(root, use["file"]))
         fn = rt.enclosing(use["line"])
-        kind = rt.kind(fn, use["node"]) if fn is not None else None
-        if kind in ("unpadded", "padded"):
-            return f"slice stop bound to the step's request count ({kind})"
+        if fn is None:
+            return None
+        if op.startswith("slice"):
+            kind = rt.kind(fn, use["node"])
+            if kind in ("unpadded", "padded"):
+                return f"slice stop bound to the step's request count ({kind})"
+        elif op.startswith("index") and isinstance(use["node"], ast.Name):
+            return map_index(root, tables, rt, fn, use["node"].id)
     return None
 
 
