@@ -127,3 +127,17 @@ def test_checked_uses_elsewhere_keep_the_demand(tmp_path):
     assert check_foreign_uses([e], root) == []
     assert "unchecked_uses" not in e.demands[0]
     assert derived_dims(e.to_dict()) == {0}
+
+
+def test_a_checked_use_elsewhere_must_be_covered_by_the_extent():
+    """A use bounded by the dispatcher's padded count is covered only by an extent with the padded
+    select; an index below max_num_reqs only by an extent that takes max_num_reqs."""
+    from capproof.engines.vllm.foreign_uses import covers
+
+    plain = "select(num_reqs <= max_num_reqs, num_reqs, 0)"
+    padded = f"select(padded == 1, rows, {plain})"
+    assert covers(plain, "unpadded") and covers(plain, "whole")
+    assert not covers(plain, "padded") and covers(padded, "padded")
+    assert not covers(padded, "indexed")
+    assert covers(f"maximum({padded}, max_num_reqs)", "indexed") and covers("max_num_reqs", "indexed")
+    assert not covers("max_num_reqs", "padded")

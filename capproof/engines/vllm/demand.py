@@ -1052,7 +1052,8 @@ def _named_elsewhere(root: str, file: str, name: str) -> str | None:
 def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[list[str], list[str]] | None:
     """``self.<alias> = self.<attribute>.numpy()`` at ``line``: the alias shares the buffer's
     memory, so every access of the alias in the allocating file is judged like the buffer's own,
-    and no other file of ``vllm/`` may name the alias (its uses there are not read: refused)."""
+    and so is every use of the alias in other files through the owner's holders
+    (:func:`capproof.engines.vllm.foreign_uses.judge`; one unchecked use refuses the entry)."""
     import dataclasses
 
     from ..tracing.accesses import accesses_in_file
@@ -1072,18 +1073,26 @@ def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[
     if node is None:
         return None
     alias = _src(node.targets[0])[len("self.") :]
-    for name in (alias, entry.attribute.rsplit(".", 1)[-1]):
-        other = _named_elsewhere(root, entry.file, name)
-        if other is not None:
-            if reasons is not None:
-                reasons[entry.id] = f".{name} is also named in {other} (not read)"
-            return None
+    from .foreign_uses import foreign_uses, judge
+
     uses = [x for x in accesses_in_file(os.path.join(root, entry.file), entry.file, alias) if x["line"] != line]
     twin = dataclasses.replace(entry, attribute=alias, accesses=uses)
+    # the alias's uses in other files (through the holders of the owner) are judged here; the
+    # tensor's own are judged for every derived entry afterwards (foreign_uses.check_foreign_uses)
+    elsewhere, kinds = [], set()
+    for u in foreign_uses(root, twin):
+        got = judge(root, twin, u, "request rows", rows)
+        if got is None:
+            if reasons is not None:
+                reasons[entry.id] = f".{alias} used at {u['file']}:{u['line']} {u['op']} (not checked)"
+            return None
+        elsewhere.append(f"{u['file']}:{u['line']} {u['op']} ({got[0]})")
+        kinds.add(got[1])
     found = request_rows_accesses(twin, root, rows, reasons, _alias_depth=1)
     if found is None:
         return None
-    return found[0], [f"{s} (through self.{alias} = .numpy() at {entry.file}:{line})" for s in found[1]]
+    kinds = sorted((set(found[0]) | kinds) - {"whole"})
+    return kinds, [f"{s} (through self.{alias} = .numpy() at {entry.file}:{line})" for s in found[1] + elsewhere]
 
 
 def request_rows_accesses(
@@ -1176,6 +1185,20 @@ def request_rows_accesses(
             return _reject(reasons, entry, a)
         kinds.add(k)
         sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}] in {fn.name} ({k})")
+    if not _alias_depth:
+        # uses of the buffer in other files, through the owner's holders: each must be checked, and
+        # its kind joins the extent (the post-pass foreign_uses.check_foreign_uses re-checks them)
+        from .foreign_uses import foreign_uses, judge
+
+        for u in foreign_uses(root, entry):
+            got = judge(root, entry, u, "request rows", rows)
+            if got is None:
+                if reasons is not None:
+                    reasons[entry.id] = f"used at {u['file']}:{u['line']} {u['op']} (not checked)"
+                return None
+            if got[1] != "whole":
+                kinds.add(got[1])
+            sites.append(f"{u['file']}:{u['line']} {u['op']} ({got[0]})")
     if not kinds:
         return _reject(reasons, entry, a)
     return sorted(kinds), sites

@@ -36,7 +36,7 @@ import os
 import re
 from functools import lru_cache
 
-__all__ = ["foreign_uses", "check_foreign_uses", "holder_names"]
+__all__ = ["foreign_uses", "check_foreign_uses", "holder_names", "judge", "covers"]
 
 #: Attribute reads that touch no element of the buffer.
 METADATA = {
@@ -283,13 +283,16 @@ def _classify(rel: str, node, parents) -> dict:
     return use
 
 
-def judge(root: str, entry, use: dict, family: str, tables: dict) -> str | None:
-    """Why ``use`` stays within the buffer's derived extent, or None (unchecked)."""
+def judge(root: str, entry, use: dict, family: str, tables: dict) -> tuple[str, str] | None:
+    """``(why, kind)`` when ``use`` is checked, else None (unchecked). ``kind`` is what bounds it:
+    ``whole`` (no element beyond the allocation), ``unpadded``/``padded`` (a slice by the step's
+    request count, unpadded or the dispatcher's padded one) or ``indexed`` (an index below
+    ``max_num_reqs``); the derived extent must cover that kind (:func:`covers`)."""
     op = use["op"]
     if op.startswith("metadata ") or op in ("fill_", "zero_", "fill_.gpu", "fill_.cpu", "fill_.np"):
-        return "no element beyond the allocation"
+        return "no element beyond the allocation", "whole"
     if op.startswith("slice") and use["extent"] == "whole":
-        return "the whole allocation"
+        return "the whole allocation", "whole"
     if family == "request rows" and use["node"] is not None and len(entry.shape) == 1:
         from .demand import RowBinding, map_index
 
@@ -300,10 +303,26 @@ def judge(root: str, entry, use: dict, family: str, tables: dict) -> str | None:
         if op.startswith("slice"):
             kind = rt.kind(fn, use["node"])
             if kind in ("unpadded", "padded"):
-                return f"slice stop bound to the step's request count ({kind})"
+                return f"slice stop bound to the step's request count ({kind})", kind
         elif op.startswith("index") and isinstance(use["node"], ast.Name):
-            return map_index(root, tables, rt, fn, use["node"].id)
+            why = map_index(root, tables, rt, fn, use["node"].id)
+            return (why, "indexed") if why else None
     return None
+
+
+def covers(extent: str, kind: str) -> bool:
+    """Whether a request-row ``extent`` (as :func:`capproof.engines.vllm.demand.derive_request_rows`
+    writes it) bounds a use of ``kind``: the padded count only under its ``padded == 1`` select,
+    an index only where the extent is (or takes the maximum with) ``max_num_reqs``, the unpadded
+    count always (it is the extent's own ``num_reqs``, or below ``max_num_reqs`` by the checked
+    fact)."""
+    if kind in ("whole", "unpadded"):
+        return True
+    if kind == "padded":
+        return "padded == 1" in extent
+    if kind == "indexed":
+        return extent == "max_num_reqs" or (extent.startswith("maximum(") and extent.endswith(", max_num_reqs)"))
+    return False
 
 
 def check_foreign_uses(entries: list, root: str) -> list[str]:
@@ -324,12 +343,13 @@ def check_foreign_uses(entries: list, root: str) -> list[str]:
             continue
         unchecked = []
         for u in uses:
-            why = None
+            ok = True
             for d in derived:
-                why = judge(root, e, u, d.get("family") or "", tables)
-                if why is None:
+                got = judge(root, e, u, d.get("family") or "", tables)
+                if got is None or not covers(str(d.get("extent")), got[1]):
+                    ok = False
                     break
-            if why is None:
+            if not ok:
                 unchecked.append(f"{u['file']}:{u['line']} {u['op']} {u['text'][:80]}")
         known = {(a.get("file"), a.get("line"), a.get("op")) for a in e.accesses}
         for u in uses:
