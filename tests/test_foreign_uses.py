@@ -105,7 +105,7 @@ def test_an_unchecked_use_elsewhere_takes_verified_away_and_is_listed(tmp_path):
     )
     e = _entry()
     lines = check_foreign_uses([e], root)
-    assert len(lines) == 1 and "1 uses outside" in lines[0]
+    assert len(lines) == 1 and "1 uses not checked" in lines[0]
     (d,) = e.demands
     # the slice by the batch's count and the .shape read are judged; the index by a parameter is not
     assert d["unchecked_uses_count"] == 1
@@ -141,3 +141,18 @@ def test_a_checked_use_elsewhere_must_be_covered_by_the_extent():
     assert not covers(padded, "indexed")
     assert covers(f"maximum({padded}, max_num_reqs)", "indexed") and covers("max_num_reqs", "indexed")
     assert not covers("max_num_reqs", "padded")
+
+
+def test_a_buffer_returned_or_aliased_in_its_own_file_is_not_verified(tmp_path):
+    """The access reader records subscripts and calls; a ``return self.buf`` or ``x = self.buf``
+    hands the buffer on unread, so the derived demand is marked."""
+    root = _tree(
+        tmp_path,
+        {
+            "vllm/v1/worker/gpu_input_batch.py": BATCH + "\n    def view(self):\n        return self.temperature\n",
+            "vllm/v1/worker/gpu_model_runner.py": RUNNER,
+        },
+    )
+    e = _entry()
+    (line,) = check_foreign_uses([e], root)
+    assert "return" in e.demands[0]["unchecked_uses"][0] and derived_dims(e.to_dict()) == set()
