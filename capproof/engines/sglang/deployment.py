@@ -63,6 +63,19 @@ INDEX_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "bool"})
 DECIDED_KINDS = frozenset({"verified", "proved, demand modelled"})
 
 
+def file_features(backends, mla: bool) -> set[str]:
+    """``sglang_attention_backend_<stem>`` for the file each backend runs (:data:`BACKEND_FILES`;
+    ``<stem>`` the file name without ``_backend.py``): the feature an obligation on that file's
+    buffers requires (``spec/sglang_0_5_23_derived.py``), so fa3 and fa4 both reach
+    ``flashattention_backend.py``'s and flashinfer on an MLA model ``flashinfer_mla_backend.py``'s."""
+    out = set()
+    for b in backends:
+        if b in BACKEND_FILES:
+            stem = BACKEND_FILES[b][1 if mla else 0].removesuffix(".py").removesuffix("_backend")
+            out.add(f"sglang_attention_backend_{stem}")
+    return out
+
+
 def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: str = ".") -> dict[str, list[str]]:
     """``{"attention backend NAME": [inventory ids]}``: the index buffers (:data:`INDEX_DTYPES`) of
     each backend's file (:data:`BACKEND_FILES`, the MLA column when ``mla``) in ``proofs/inventory/sglang-<version>.json`` that are
@@ -222,6 +235,11 @@ def run_check(
         if not backend_unknown:
             backend_default = default_backends(row, model)
             features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
+    mla = model is not None and "mla" in model.features
+    features |= file_features(
+        [f.removeprefix("sglang_attention_backend_") for f in features if f.startswith("sglang_attention_backend_")],
+        mla,
+    )
     checked, used = check_all("sglang", version, pins, {}, features, model, None, None, paths, options, absent=ABSENT)
     if backend_unknown:  # an obligation on one backend's buffers may apply: the backend is not known
         for c in checked:
@@ -248,7 +266,8 @@ def run_check(
     # a derived feature is used when an applied obligation requires it
     required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
     used.update(f"feature:{f}" for f in derived.features & required)
-    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
+    given = any(f.startswith("sglang_attention_backend_") for f in derived.features)
+    if given and any(f.startswith("sglang_attention_backend_") for f in features & required):
         used.add("feature:sglang_attention_backend")
     unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
     defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
@@ -282,9 +301,7 @@ def run_check(
         if f.startswith("sglang_attention_backend_")
     )
     backends = named or (list(backend_default.values) if backend_default else [])
-    outcome.undecided_buffers = undecided_backend_buffers(
-        backends, model is not None and "mla" in model.features, checked, version
-    )
+    outcome.undecided_buffers = undecided_backend_buffers(backends, mla, checked, version)
     if not outcome.applicable and not outcome.missing_facts:
         backends = backend_default.values if backend_default else ()
         outcome.derived.append(
