@@ -8,11 +8,16 @@ Fast tier: AST only (no SGLang import). What a reading refuses leaves the buffer
 from __future__ import annotations
 
 import ast
+import json
+import os
 import textwrap
 
 import pytest
 
 from capproof.engines.sglang import demand as D
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INV = os.path.join(ROOT, "proofs", "inventory", "sglang-0.5.23.json")
 
 # shaped after flashattention_backend.py: per-batch-size metadata dicts whose string keys hold the
 # buffers and whose int keys (bs) hold the metadata objects built on views of them
@@ -163,3 +168,40 @@ def test_metadata_rows_are_the_batch_or_the_captured_token_count():
     bad = ast.parse(QSA.replace("else forward_batch.batch_size", "else forward_batch.seq_lens.numel()"))
     with pytest.raises(D._Reject, match="num_tokens = forward_batch.seq_lens.numel()"):
         D.backend_uses(bad, "_graph_seq_lens", 1, _line(QSA, "self._graph_seq_lens = "))
+
+
+def _committed(entry_id: str) -> dict:
+    with open(INV, encoding="utf-8") as fh:
+        return next(e for e in json.load(fh)["entries"] if e["id"] == entry_id)
+
+
+@pytest.mark.parametrize(
+    "entry_id, extent, facts",
+    [
+        (
+            "sglang/srt/layers/attention/qwen_sparse_attn_backend.py::QwenSparseAttnBackend._graph_cu_seqlens_q",
+            "maximum(backend_bs, backend_num_tokens) + 1",
+            2,
+        ),
+        (
+            "sglang/srt/layers/attention/flashattention_backend.py::FlashAttentionBackend.decode_cuda_graph_metadata#2",
+            "backend_bs + 1",
+            1,
+        ),
+        (
+            "sglang/srt/layers/attention/flashattention_backend.py::"
+            "FlashAttentionBackend.target_verify_metadata_topk_expand",
+            "backend_bs * speculative_num_draft_tokens",
+            1,
+        ),
+    ],
+)
+def test_committed_backend_demands(entry_id, extent, facts):
+    """The regenerated inventory carries these demands, each with its unchecked facts named (the
+    graph batch, and for Qwen sparse the captured token count) and the runner's max_bs checked."""
+    entry = _committed(entry_id)
+    d0 = next(d for d in entry["demands"] if d["dim"] == 0)
+    assert d0["family"] == "backend graph rows" and d0["extent"] == extent
+    unchecked = [f for f in d0["facts"] if not f["checked"]]
+    assert len(unchecked) == facts and all(f["fact"].startswith("backend_") for f in unchecked)
+    assert any(f["checked"] and "init_cuda_graph_state(self.max_bs" in f["fact"] for f in d0["facts"])
