@@ -7,7 +7,7 @@ code may change anything besides its value (capproof/purity.py). A step whose ef
 a standard-library *function* that mutates its argument (``heapq.heappush``, ``bisect.insort``,
 ``operator.iadd``, ``struct.pack_into``), a mutating method the check does not list
 (``array.frombytes``), or a mutating method reached through an alias (``push = h.append``,
-``functools.partial(list.append, h)``) runs once where ints run it once per entry: a claim that
+``functools.partial(list.append, h)``, ``operator.methodcaller``, ``getattr``) runs once where ints run it once per entry: a claim that
 reads the effect (``len(h)``) was proved "[all batch sizes]" though false on ints at ``k == 37``
 with two requests. The same effects written as ``h.append(1)`` go to the bounded encoding (sound).
 
@@ -62,6 +62,16 @@ ATTEMPTS = [
         "fold-step-partial-of-list-append",
         _fold("push(1)", pre="    h = []\n    push = functools.partial(list.append, h)\n"),
         marks=OPEN,
+    ),
+    pytest.param("fold-step-methodcaller-append", _fold("operator.methodcaller('append', 1)(h)"), marks=OPEN),
+    pytest.param("fold-step-getattr-append", _fold("getattr(h, 'append')(1)"), marks=OPEN),
+    pytest.param(
+        "fold-step-aliased-set-add",
+        _fold("add(len(st))", pre="    st = set()\n    add = st.add\n", read="len(st)"),
+        marks=OPEN,
+    ),
+    pytest.param(
+        "fold-step-aliased-heappush", _fold("hp(h, 1)", pre="    h = []\n    hp = heapq.heappush\n"), marks=OPEN
     ),
     pytest.param(
         "aggregate-element-heappush",
