@@ -98,10 +98,18 @@ def _ndims(entry: dict[str, Any]) -> int:
 
 def derived_dims(entry: dict[str, Any]) -> set[int]:
     """Dimensions whose demand the inventory derived from the engine's access sites
-    (``demands``: a list of ``{"dim", "extent", "how", ...}``, how in :data:`DERIVED_HOW`)."""
+    (``demands``: a list of ``{"dim", "extent", "how", ...}``, how in :data:`DERIVED_HOW`). A demand
+    with ``unchecked_uses`` (uses of the buffer in other files its derivation did not judge) is not
+    counted: its extent misses those uses."""
     out = set()
     for d in entry.get("demands") or []:
-        if isinstance(d, dict) and d.get("how") in DERIVED_HOW and d.get("extent") and isinstance(d.get("dim"), int):
+        if (
+            isinstance(d, dict)
+            and d.get("how") in DERIVED_HOW
+            and d.get("extent")
+            and isinstance(d.get("dim"), int)
+            and not d.get("unchecked_uses")
+        ):
             out.add(d["dim"])
     return out
 

@@ -547,6 +547,11 @@ class CheckOutcome:
     #: capproof could not derive: {param: what to give}. A counterexample that needs one of them is
     #: not a "will fail" of this deployment (the user never chose that value): it is undecided.
     undetermined: dict[str, str] = field(default_factory=dict)
+    #: Index buffers this deployment runs that no proof decides, by what runs them
+    #: (``{"attention backend triton": [inventory ids]}``): the engine fills it when it knows which of
+    #: its inventory's buffers a line runs and which of them are neither verified nor proved. Any
+    #: makes the answer undecided: a "safe" on the few obligations that apply would hide them.
+    undecided_buffers: dict[str, list[str]] = field(default_factory=dict)
 
     def _unsettled(self, c: Checked) -> list[str]:
         """The undetermined parameters a failing obligation's counterexample sets."""
@@ -597,7 +602,14 @@ class CheckOutcome:
     def status(self) -> str:
         if self.failures:
             return "will fail"
-        if self.undecided or self.unsettled_failures or not self.applicable or self.out_of_domain or self.missing_facts:
+        if (
+            self.undecided
+            or self.unsettled_failures
+            or not self.applicable
+            or self.out_of_domain
+            or self.missing_facts
+            or any(self.undecided_buffers.values())
+        ):
             return "undecided"
         return "safe"
 
@@ -1217,6 +1229,15 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
             lines.append(f"  not safe because {ident} was not checked: {why}")
         if len(blockers) > 3:
             lines.append(f"  … and {len(blockers) - 3} more obligations not checked at these flags (listed below)")
+        for what, ids in outcome.undecided_buffers.items():
+            if ids:
+                shown = ", ".join(i.rsplit("::", 1)[-1] for i in ids[:4])
+                lines.append(
+                    f"  not safe because {len(ids)} index buffer{'s' if len(ids) != 1 else ''} of the {what} this line "
+                    f"runs {'are' if len(ids) != 1 else 'is'} not verified or proved ({shown}"
+                    + (f", … {len(ids) - 4} more" if len(ids) > 4 else "")
+                    + ")"
+                )
     for need in missing:
         n = sum(1 for c in outcome.checked if c.needs == need) + sum(
             1 for c in outcome.unsettled_failures if any(outcome.undetermined[p] == need for p in outcome._unsettled(c))
@@ -1478,6 +1499,7 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         "unused_flags": list(outcome.unused_flags),
         "environment_not_read": dict(outcome.env),
         "inventory_buffers_without_obligation": list(outcome.uncovered),
+        "undecided_buffers": {k: list(v) for k, v in outcome.undecided_buffers.items() if v},
         "inventory_note": outcome.inventory_note,
     }
 
