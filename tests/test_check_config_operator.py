@@ -646,6 +646,7 @@ def test_ascend_ci_line_of_the_arange_report_is_undecided_naming_the_fix_not_saf
     assert "arange_covers_token_query_start_loc_before_16316" not in plain.output.split("not checked")[0]
 
 
+@pytest.mark.slow  # a whole GLM-5.2 deployment; the next test checks the backend-buffer matching fast
 def test_a_chosen_backend_whose_buffers_nothing_checks_is_not_safe():
     """Corpus D2 (vllm-project/vllm#50781, open): GLM-5.2 on B200 with FLASHINFER_MLA_SPARSE and
     DCP 8 overflows FlashInfer's 394 MiB workspace, a buffer no obligation checks. A line that
