@@ -24,7 +24,7 @@ import hashlib
 import os
 from collections.abc import Iterable
 
-__all__ = ["DECIDING", "BOUNDING", "CHECKING", "closure", "capproof_sources", "imported_capproof"]
+__all__ = ["DECIDING", "BOUNDING", "CHECKING", "KEYING", "closure", "capproof_sources", "imported_capproof"]
 
 #: the modules that decide an obligation (the runner forks the workers, the prover decides)
 DECIDING = ("capproof.runner", "capproof.prover")
@@ -32,16 +32,25 @@ DECIDING = ("capproof.runner", "capproof.prover")
 BOUNDING = ("capproof.bound",)
 #: the module that checks a contract with CrossHair
 CHECKING = ("capproof.contracts",)
+#: the modules that compute keys and read and write the caches; what they compute is no verdict
+#: and no bound, so a record that does not depend on how a cache entry is read back (the keys of
+#: ``proofs/bounds.json``) leaves them out (``capproof_sources(..., keying=False)``)
+KEYING = frozenset({"capproof.verdict_cache", "capproof.own_sources"})
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _PARSED: dict[tuple[str, int, int], frozenset[str]] = {}
 _HASHED: dict[tuple[str, int, int], str] = {}
+_MODULES: dict[str, str] = {}
+_SOURCES: dict[tuple[frozenset[str], frozenset[str], bool], str] = {}
 
 
 def _modules() -> dict[str, str]:
-    """capproof's modules by dotted name -> file path (packages by their ``__init__.py``)."""
-    out: dict[str, str] = {}
+    """capproof's modules by dotted name -> file path (packages by their ``__init__.py``); listed
+    once per process (as capproof's modules are imported once)."""
+    if _MODULES:
+        return _MODULES
+    out = _MODULES
     for dirpath, dirnames, filenames in os.walk(_PACKAGE_DIR):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         rel = os.path.relpath(dirpath, os.path.dirname(_PACKAGE_DIR)).split(os.sep)
@@ -137,12 +146,21 @@ def _file_hash(path: str) -> str:
     return _HASHED[memo]
 
 
-def capproof_sources(roots: Iterable[str], files: Iterable[str] = ()) -> str:
+def capproof_sources(roots: Iterable[str], files: Iterable[str] = (), keying: bool = True) -> str:
     """SHA-256 over the relative paths and bytes of capproof's source files that ``roots`` (dotted
     module names, e.g. :data:`DECIDING`) and the project ``files`` (paths) can import
-    (:func:`closure`). The same in every checkout of the same sources."""
+    (:func:`closure`). The same in every checkout of the same sources. capproof's own files are read
+    once per process for each set of roots (as its modules are imported once); the project files'
+    imports are read again when a file changes. ``keying`` False: without :data:`KEYING`."""
+    memo = (frozenset(roots), imported_capproof(files), keying)
+    if memo not in _SOURCES:
+        _SOURCES[memo] = _sources(memo[0] | memo[1], keying)
+    return _SOURCES[memo]
+
+
+def _sources(roots: frozenset[str], keying: bool) -> str:
     known = _modules()
-    names = closure([*roots, *imported_capproof(files)])
+    names = closure(roots) - (frozenset() if keying else KEYING)
     top = os.path.dirname(_PACKAGE_DIR)
     h = hashlib.sha256()
     for name in sorted(names):

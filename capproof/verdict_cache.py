@@ -101,6 +101,8 @@ _SESSION_VARIABLES = frozenset(
         "MAKE_TERMOUT",
         "MAKE_TERMERR",
         "MAKE_RESTARTS",
+        # malloc tuning the Makefile exports (transparent huge pages): how fast, never what a value is
+        "GLIBC_TUNABLES",
     }
 )
 
@@ -299,19 +301,20 @@ def _key_parts(
     roots: tuple[str, ...],
     portable: bool,
 ) -> list[str] | None:
-    """What :func:`item_key` and :func:`portable_key` share (``portable``: paths relative to the
-    working directory); None: some data cannot be pickled."""
+    """What :func:`item_key` and :func:`portable_key` share: paths relative to the working directory
+    (:func:`item_key` adds the working directory itself), so the data of a module or a closure is
+    pickled once for both (``memo``, ``held``); ``portable`` says how the obligation's own file is
+    named. None: some data cannot be pickled."""
     memo = {} if memo is None else memo
     names = [m for m in sorted(project if modules is None else modules) if m in project]
     files = {m: os.path.abspath(project[m].__file__) for m in names if getattr(project[m], "__file__", None)}
     root = os.path.abspath(os.getcwd()) + os.sep
-    shown = {m: (os.path.relpath(f, root) if portable and f.startswith(root) else f) for m, f in files.items()}
+    shown = {m: (os.path.relpath(f, root) if f.startswith(root) else f) for m, f in files.items()}
     sources = [f"{m}:{shown[m]}={_file_hash(f)}" for m, f in files.items()]
-    tag = "portable" if portable else "local"
     for m in names:
-        if (tag, m) not in memo:
-            memo[(tag, m)] = _module_digest(project[m], portable)
-    data = [_held_digest(ob, {} if held is None else held, portable), *(memo[(tag, m)] for m in names)]
+        if m not in memo:
+            memo[m] = _module_digest(project[m], portable=True)
+    data = [_held_digest(ob, {} if held is None else held, portable=True), *(memo[m] for m in names)]
     if None in data:
         return None
     return [
@@ -329,7 +332,8 @@ def _key_parts(
         json.dumps(settings, sort_keys=True, default=repr),
         *sources,
         *data,  # type: ignore[list-item]
-        capproof_sources(roots, files.values()),
+        # (a portable key records bounds, read back by capproof.bound: the keying code is not in it)
+        capproof_sources(roots, files.values(), keying=not portable),
     ]
 
 

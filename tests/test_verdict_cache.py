@@ -139,7 +139,8 @@ def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch)
 
 def test_make_and_a_shell_share_the_cache(project, monkeypatch):
     """What make passes to a recipe (its jobserver descriptors, which follow the descriptors its
-    caller had open, a VAR=value of its command line, its level) is not in the key: `make verify`
+    caller had open, a VAR=value of its command line, its level, the Makefile's malloc tuning) is
+    not in the key: `make verify`
     reuses the verdicts of `capproof prove` and the other way round. A variable a model reads is."""
     (project / "spec" / "env.py").write_text(
         "from capproof import Range, obligation, at_most\n"
@@ -151,6 +152,7 @@ def test_make_and_a_shell_share_the_cache(project, monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", " -j2 -Oline --jobserver-auth=4,5 --no-print-directory -- BIN=/tmp/bin")
     monkeypatch.setenv("MAKELEVEL", "2")
     monkeypatch.setenv("MAKEOVERRIDES", "${-*-command-variables-*-}")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")  # the Makefile's export
     assert _prove_any()["obligations"][0]["verdict"] == "proved"
     assert {p.name: p.stat().st_mtime_ns for p in (project / ".capproof" / "verdicts").iterdir()} == stored
     monkeypatch.setenv("CAPPROOF_BATCH", "1024")
