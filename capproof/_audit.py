@@ -22,11 +22,12 @@ _ATTRIBUTES: dict[str, tuple[Handler, ...]] = {}
 _INSTALLED = [False]
 
 
-def _dispatch(event: str, args: tuple) -> None:
+def _dispatch(event: str, args: tuple, _events=_EVENTS, _attributes=_ATTRIBUTES) -> None:
+    # (called on every audit event of the process: the tables bound as defaults, no global lookups)
     if event == "object.__getattr__":
-        handlers = _ATTRIBUTES.get(args[1]) if len(args) > 1 and isinstance(args[1], str) else None
+        handlers = _attributes.get(args[1]) if len(args) > 1 else None
     else:
-        handlers = _EVENTS.get(event)
+        handlers = _events.get(event)
     if handlers:
         for handler in handlers:
             handler(event, args)
