@@ -65,6 +65,7 @@ LAYERS = [
             "smtlib",
             "crosscheck",
             "second_opinion",
+            "own_sources",
         },
     ),
     ("analyses", {"density", "inventory", "coverage"}),
