@@ -201,7 +201,9 @@ class _FilesRead:
     def __enter__(self) -> "_FilesRead":
         if not self.installed[0]:
             self.installed[0] = True
-            sys.addaudithook(_FilesRead._audit)
+            from ._audit import on
+
+            on(_FilesRead._audit, frozenset({"open"}))
         self.opened: list[str] = []
         _FilesRead.active.append(self.opened)
         return self
@@ -236,7 +238,7 @@ class _FilesRead:
             path = repr(args[0])
         if (path.startswith(_NOT_INPUTS()) or path.endswith(".pyc")) and not path.startswith(tempfile.gettempdir()):
             return
-        if not _opened_by_project_code(sys._getframe(1)):  # capproof's or a library's own reads
+        if not _opened_by_project_code(sys._getframe(2)):  # (1: capproof._audit) capproof's or a library's own reads
             return
         mode = args[1] if len(args) > 1 else "r"
         writes = (
