@@ -66,6 +66,14 @@ ATTEMPTS = [
         "fold-step-aliased-set-add",
         _fold("add(len(st))", pre="    st = set()\n    add = st.add\n", read="len(st)"),
     ),
+    pytest.param(
+        "fold-step-aliased-bytearray-extend",
+        _fold("ext(b'1')", pre="    a = bytearray()\n    ext = a.extend\n", read="len(a)"),
+    ),
+    pytest.param(
+        "fold-step-aliased-dict-update",
+        _fold("upd({len(d): 1})", pre="    d = {}\n    upd = d.update\n", read="len(d)"),
+    ),
     pytest.param("fold-step-aliased-heappush", _fold("hp(h, 1)", pre="    h = []\n    hp = heapq.heappush\n")),
     pytest.param(
         "aggregate-element-heappush",
