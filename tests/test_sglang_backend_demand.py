@@ -212,6 +212,11 @@ def _committed(entry_id: str) -> dict:
             1,
         ),
         (
+            "sglang/srt/layers/attention/trtllm_mha_backend.py::TRTLLMHAAttnBackend.decode_cuda_graph_metadata[]#2",
+            "backend_bs + 1",
+            1,
+        ),
+        (
             "sglang/srt/layers/attention/flashattention_backend.py::"
             "FlashAttentionBackend.target_verify_metadata_topk_expand",
             "backend_bs * speculative_num_draft_tokens",
