@@ -548,3 +548,66 @@ def test_request_rows_through_numpy_alias_and_list_guard(tmp_path, guard, derive
     if derived:
         assert got[0] == ["indexed"]
         assert any("IndexError past the list" in s and ".numpy()" in s for s in got[1])
+
+
+_MAP_BATCH = """
+class InputBatch:
+    def __init__(self, max_num_reqs):
+        self.max_num_reqs = max_num_reqs
+        self._req_ids: list = []
+        self.req_id_to_index = {}
+        self.lora = torch.empty((max_num_reqs,))
+
+    def _register_add_request(self, request):
+        new_req_index = self.num_reqs
+        assert new_req_index < self.max_num_reqs
+        return new_req_index
+
+    def add_request(self, request):
+        req_index = self._register_add_request(request)
+        if req_index == len(self._req_ids):
+            self._req_ids.append(request.req_id)
+        else:
+            self._req_ids[req_index] = request.req_id
+        self.req_id_to_index[request.req_id] = req_index
+
+    def remove_request(self, req_id):
+        req_index = self.req_id_to_index.pop(req_id, None)
+        self.lora[req_index] = 0
+
+    def condense(self, last_req_index, empty):
+        while empty:
+            empty_index = empty.pop()
+            if empty_index >= last_req_index:
+                break
+            req_id = self._req_ids[last_req_index]
+            self.req_id_to_index[req_id] = STORED
+"""
+
+
+@pytest.mark.parametrize("stored, derived", [("empty_index", True), ("last_req_index + 1", False)])
+def test_request_rows_index_by_a_req_id_to_index_value(tmp_path, stored, derived):
+    """``buf[self.req_id_to_index.pop(...)]`` is bounded when every store into the map is a
+    register-asserted index, a swap, or an index below a list-guarded one; any other store refuses."""
+    from capproof.engines.tracing.accesses import accesses_in_file
+    from capproof.engines.vllm.demand import request_rows_accesses
+
+    f = "vllm/v1/worker/gpu_input_batch.py"
+    (tmp_path / "vllm/v1/worker").mkdir(parents=True)
+    (tmp_path / f).write_text(_MAP_BATCH.replace("STORED", stored))
+    e = Entry(
+        id=f"{f}::InputBatch.lora",
+        file=f,
+        line=7,
+        owner="InputBatch",
+        attribute="lora",
+        dtype="int32",
+        shape=["max_num_reqs"],
+        accesses=[a for a in accesses_in_file(str(tmp_path / f), f, "lora") if a["line"] != 7],
+    )
+    reasons = {}
+    got = request_rows_accesses(e, str(tmp_path), {}, reasons)
+    assert (got is not None) is derived, reasons
+    if derived:
+        assert got[0] == ["indexed"]
+        assert any("req_id_to_index values < max_num_reqs" in s and "(swap)" not in s for s in got[1])

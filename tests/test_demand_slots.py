@@ -114,7 +114,7 @@ import pytest  # noqa: E402
 def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unchecked_paths():
     """On vLLM 0.33.0 the slot invariant is checked; the V2 request-count fact is not, and the
     paths it is not checked on are exactly these (batch sharding, PCP, micro-batching, the
-    decode warm-up's dict, the dummy sampler run's rows)."""
+    decode warm-up's dict). The dummy sampler run's rows are checked (``dummy_sampler_rows``)."""
     from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
 
     root = _real_root()
@@ -123,13 +123,51 @@ def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unc
     assert not fact["checked"]
     where = sorted(p.split(" ")[0] for p in fact["paths"]["not checked"])
     assert where == [
-        "vllm/v1/worker/gpu/input_batch.py:194",
-        "vllm/v1/worker/gpu/input_batch.py:194",
-        "vllm/v1/worker/gpu/model_runner.py:996",
         "vllm/v1/worker/gpu/pcp_manager.py:688",
         "vllm/v1/worker/gpu/sample/batch_shard.py:284",
         "vllm/v1/worker/gpu/ubatch_utils.py:163",
         "vllm/v1/worker/gpu/ubatch_utils.py:163",
         "vllm/v1/worker/gpu/warmup.py:431",
     ]
-    assert len(fact["paths"]["checked (ast)"]) >= 20
+    assert len(fact["paths"]["checked (ast)"]) >= 28
+    assert any(p.startswith("vllm/v1/worker/gpu/model_runner.py:996") for p in fact["paths"]["checked (ast)"])
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    "file, old, new, refusal",
+    [
+        (
+            "input_batch.py",
+            "logits_indices = query_start_loc[1:] - 1",
+            "logits_indices = input_buffers.positions[:num_tokens]",
+            "logits_indices is not query_start_loc",
+        ),
+        (
+            "model_runner.py",
+            "sample_hidden_states = hidden_states[input_batch.logits_indices]",
+            "sample_hidden_states = hidden_states",
+            "sample_hidden_states is not",
+        ),
+    ],
+)
+def test_dummy_sampler_rows_refuse_a_broken_link(tmp_path, file, old, new, refusal):
+    """The dummy sampler run's row bound is a chain read in the source: one changed link (the dummy
+    batch's logits indices, the rows ``_dummy_run`` hands back) and it is refused."""
+    import shutil
+
+    from capproof.engines.vllm.demand_v2_requests import CountJudge, dummy_sampler_rows
+
+    root = _real_root()
+    assert dummy_sampler_rows(CountJudge(root, True)) is None
+    shutil.copytree(os.path.join(root, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
+    path = tmp_path / "vllm/v1/worker/gpu" / file
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    ds.parsed_files.cache_clear()
+    try:
+        why = dummy_sampler_rows(CountJudge(str(tmp_path), True))
+    finally:
+        ds.parsed_files.cache_clear()
+    assert why is not None and refusal in why

@@ -131,6 +131,19 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
 
         problems += derive_all(list(entries.values()), root)
         problems += derive_more(list(entries.values()), root)
+        from .demand import judge_request_rows
+        from .foreign_uses import check_foreign_uses
+
+        try:
+            problems += [
+                f"not verified: {line}" for line in check_foreign_uses(list(entries.values()), root, judge_request_rows)
+            ]
+        except Exception as exc:  # noqa: BLE001 - one line; the demands stay, marked as not checked
+            for e in entries.values():
+                for d in e.demands:
+                    if isinstance(d, dict) and d.get("how") in ("executed", "ast"):
+                        d["unchecked_uses"] = [f"uses in other files not read: {type(exc).__name__}"]
+            problems.append(f"uses outside the allocating files not read: {type(exc).__name__}: {exc}"[:300])
     return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
 
 

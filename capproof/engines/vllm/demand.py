@@ -799,6 +799,135 @@ def _register_index(rt, fn, name: str) -> str | None:
     return f"index < max_num_reqs: assert at {rt.file}:{asserts[0]}"
 
 
+_MAP_STORE = re.compile(
+    r"\b(input_batch|gpu_input_batch)\s*\.\s*req_id_to_index\s*(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault)\(|=(?!=))"
+)
+
+
+def _map_values_bounded(root: str, batch) -> str | None:
+    """Where every value of the V1 ``InputBatch.req_id_to_index`` is ``< max_num_reqs`` (AST), or
+    None. Every store of ``self.req_id_to_index`` in ``InputBatch`` is one of: a name every
+    assignment of which is ``self._register_add_request(...)`` (asserted ``< max_num_reqs``,
+    :func:`_register_index`); the swap of two of its own values (a permutation); a name ``x`` after
+    ``if x >= y: break`` in the same loop where ``y`` indexes ``self._req_ids`` before the store
+    (:func:`_list_guarded`, with ``len(_req_ids) <= max_num_reqs``, :func:`_req_ids_bounded`). The
+    map is created empty in ``__init__``, no other method rebinds it, and no other file of ``vllm/``
+    stores into an ``input_batch.req_id_to_index``. ``batch``: the :class:`_Rows` of
+    ``gpu_input_batch.py``."""
+    cls = next((n for n in ast.walk(batch.tree) if isinstance(n, ast.ClassDef) and n.name == "InputBatch"), None)
+    if cls is None or _req_ids_bounded(batch) is None:
+        return None
+    lines = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if _src(node.func.value) == "self.req_id_to_index" and node.func.attr in ("update", "setdefault"):
+                return None
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if _src(t) == "self.req_id_to_index":
+                fn = batch.enclosing(node.lineno)
+                if fn is None or fn.name != "__init__" or _src(node.value) != "{}":
+                    return None
+                continue
+            stores = t.elts if isinstance(t, ast.Tuple) else [t]
+            if not any(isinstance(x, ast.Subscript) and _src(x.value) == "self.req_id_to_index" for x in stores):
+                continue
+            fn = batch.enclosing(node.lineno)
+            v = node.value
+            if (
+                isinstance(t, ast.Tuple)
+                and isinstance(v, ast.Tuple)
+                and len(t.elts) == len(v.elts) == 2
+                and all(
+                    isinstance(x, ast.Subscript) and _src(x.value) == "self.req_id_to_index" for x in t.elts + v.elts
+                )
+                and {_src(x.slice) for x in t.elts} == {_src(x.slice) for x in v.elts}
+            ):
+                lines.append(f"{node.lineno} (swap)")
+                continue
+            if isinstance(t, ast.Tuple) or not isinstance(v, ast.Name) or fn is None:
+                return None
+            if _register_index(batch, fn, v.id) is not None:
+                lines.append(f"{node.lineno} (_register_add_request)")
+                continue
+            loop = next(
+                (
+                    w
+                    for w in ast.walk(fn)
+                    if isinstance(w, (ast.While, ast.For)) and any(c is node for b in w.body for c in ast.walk(b))
+                ),
+                None,
+            )
+            guard = None
+            if loop is not None:
+                for stmt in loop.body:
+                    if stmt.lineno >= node.lineno:
+                        break
+                    if (
+                        isinstance(stmt, ast.If)
+                        and isinstance(stmt.test, ast.Compare)
+                        and _src(stmt.test.left) == v.id
+                        and len(stmt.test.ops) == 1
+                        and isinstance(stmt.test.ops[0], ast.GtE)
+                        and isinstance(stmt.test.comparators[0], ast.Name)
+                        and isinstance(stmt.body[-1], (ast.Break, ast.Return, ast.Continue, ast.Raise))
+                    ):
+                        guard = stmt.test.comparators[0].id
+            if guard is None or _list_guarded(batch, fn, guard, node.lineno) is None:
+                return None
+            lines.append(f"{node.lineno} ({v.id} < {guard}, {guard} indexes _req_ids)")
+    if not lines:
+        return None
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "vllm")):
+        for f in sorted(files):
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if f.endswith(".py") and rel != batch.file and "/v1/worker/gpu/" not in rel:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if _MAP_STORE.search(fh.read()):
+                        return None
+    return f"req_id_to_index values < max_num_reqs: stores at {batch.file}:{', '.join(lines)}"
+
+
+def _map_index(root: str, rows: dict, rt, fn, name: str) -> str | None:
+    """Where index ``name`` of ``fn`` is a value of the V1 ``req_id_to_index`` (every assignment of
+    it in ``fn`` is ``self.input_batch.req_id_to_index[...]`` in the runner, ``self.req_id_to_index[...]``
+    or ``.pop(..., None)``/``.get(...)`` in ``InputBatch``; a ``None`` indexes a new axis, never past
+    the allocation) and :func:`_map_values_bounded` holds, or None."""
+    if not name.isidentifier():
+        return None
+    here = "self.input_batch.req_id_to_index" if rt.file.endswith("gpu_model_runner.py") else "self.req_id_to_index"
+    assigns = [
+        a
+        for a in ast.walk(fn)
+        if isinstance(a, (ast.Assign, ast.AnnAssign))
+        and any(
+            isinstance(t, ast.Name) and t.id == name for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+        )
+    ]
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+
+    def ok(v) -> bool:
+        if isinstance(v, ast.Subscript) and _src(v.value) == here:
+            return True
+        return (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and _src(v.func.value) == here
+            and (v.func.attr == "get" or (v.func.attr == "pop" and len(v.args) == 2 and _src(v.args[1]) == "None"))
+        )
+
+    if not assigns or name in params or not all(a.value is not None and ok(a.value) for a in assigns):
+        return None
+    key = "vllm/v1/worker/gpu_input_batch.py"
+    if "map" not in rows:
+        batch = rows.setdefault(key, _Rows(root, key))
+        rows["map"] = _map_values_bounded(root, batch)
+    return rows["map"]
+
+
 def _req_ids_bounded(rt) -> str | None:
     """Where ``len(InputBatch._req_ids) <= max_num_reqs`` is found (AST), or None: the list is
     created empty, grows only by ``self._req_ids.append`` inside ``if req_index == len(self._req_ids)``
@@ -923,7 +1052,8 @@ def _named_elsewhere(root: str, file: str, name: str) -> str | None:
 def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[list[str], list[str]] | None:
     """``self.<alias> = self.<attribute>.numpy()`` at ``line``: the alias shares the buffer's
     memory, so every access of the alias in the allocating file is judged like the buffer's own,
-    and no other file of ``vllm/`` may name the alias (its uses there are not read: refused)."""
+    and so is every use of the alias in other files through the owner's holders
+    (:func:`capproof.engines.vllm.foreign_uses.judge`; one unchecked use refuses the entry)."""
     import dataclasses
 
     from ..tracing.accesses import accesses_in_file
@@ -943,18 +1073,26 @@ def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[
     if node is None:
         return None
     alias = _src(node.targets[0])[len("self.") :]
-    for name in (alias, entry.attribute.rsplit(".", 1)[-1]):
-        other = _named_elsewhere(root, entry.file, name)
-        if other is not None:
-            if reasons is not None:
-                reasons[entry.id] = f".{name} is also named in {other} (not read)"
-            return None
+    from .foreign_uses import foreign_uses, judge
+
     uses = [x for x in accesses_in_file(os.path.join(root, entry.file), entry.file, alias) if x["line"] != line]
     twin = dataclasses.replace(entry, attribute=alias, accesses=uses)
+    # the alias's uses in other files (through the holders of the owner) are judged here; the
+    # tensor's own are judged for every derived entry afterwards (foreign_uses.check_foreign_uses)
+    elsewhere, kinds = [], set()
+    for u in foreign_uses(root, twin):
+        got = judge(root, twin, u, "request rows", rows, judge_request_rows)
+        if got is None:
+            if reasons is not None:
+                reasons[entry.id] = f".{alias} used at {u['file']}:{u['line']} {u['op']} (not checked)"
+            return None
+        elsewhere.append(f"{u['file']}:{u['line']} {u['op']} ({got[0]})")
+        kinds.add(got[1])
     found = request_rows_accesses(twin, root, rows, reasons, _alias_depth=1)
     if found is None:
         return None
-    return found[0], [f"{s} (through self.{alias} = .numpy() at {entry.file}:{line})" for s in found[1]]
+    kinds = sorted((set(found[0]) | kinds) - {"whole"})
+    return kinds, [f"{s} (through self.{alias} = .numpy() at {entry.file}:{line})" for s in found[1] + elsewhere]
 
 
 def request_rows_accesses(
@@ -1006,10 +1144,12 @@ def request_rows_accesses(
             fn = rt.enclosing(line)
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
             if bound is None and fn is not None:
+                bound = _map_index(root, rows, rt, fn, str(ext))
+            if bound is None and fn is not None:
                 guard = _list_guarded(rt, fn, str(ext), line)
                 length = _req_ids_bounded(rt) if guard else None
-                other = _named_elsewhere(root, rt.file, entry.attribute.rsplit(".", 1)[-1]) if length else None
-                bound = f"{guard}; {length}" if guard and length and other is None else None
+                # uses of the buffer in other files are judged by foreign_uses.check_foreign_uses
+                bound = f"{guard}; {length}" if guard and length else None
             if bound is None:
                 return _reject(reasons, entry, a)
             kinds.add("indexed")
@@ -1045,6 +1185,20 @@ def request_rows_accesses(
             return _reject(reasons, entry, a)
         kinds.add(k)
         sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}] in {fn.name} ({k})")
+    if not _alias_depth:
+        # uses of the buffer in other files, through the owner's holders: each must be checked, and
+        # its kind joins the extent (the post-pass foreign_uses.check_foreign_uses re-checks them)
+        from .foreign_uses import foreign_uses, judge
+
+        for u in foreign_uses(root, entry):
+            got = judge(root, entry, u, "request rows", rows, judge_request_rows)
+            if got is None:
+                if reasons is not None:
+                    reasons[entry.id] = f"used at {u['file']}:{u['line']} {u['op']} (not checked)"
+                return None
+            if got[1] != "whole":
+                kinds.add(got[1])
+            sites.append(f"{u['file']}:{u['line']} {u['op']} ({got[0]})")
     if not kinds:
         return _reject(reasons, entry, a)
     return sorted(kinds), sites
@@ -1140,3 +1294,23 @@ function_def = _function
 source_text = _src
 join_kinds = _join
 RowBinding = _Rows
+map_index = _map_index
+
+
+def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | None:
+    """A use of a one-dimensional request-rows buffer in a file of the runner (``use`` as
+    :func:`capproof.engines.vllm.foreign_uses.foreign_uses` gives it; ``tables`` caches one
+    :class:`RowBinding` per file): ``(why, kind)`` for a slice bound to the step's request count
+    (``unpadded``/``padded``) or an index by a value below ``max_num_reqs`` (``indexed``), else None."""
+    rt = tables.setdefault(use["file"], _Rows(root, use["file"]))
+    fn = rt.enclosing(use["line"])
+    if fn is None:
+        return None
+    if use["op"].startswith("slice"):
+        kind = rt.kind(fn, use["node"])
+        if kind in ("unpadded", "padded"):
+            return f"slice stop bound to the step's request count ({kind})", kind
+    elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
+        why = _map_index(root, tables, rt, fn, use["node"].id)
+        return (why, "indexed") if why else None
+    return None

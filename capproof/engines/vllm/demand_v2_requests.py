@@ -211,6 +211,12 @@ class CountJudge(SlotJudge):
             return True  # by induction over the descriptor construction sites (each a path)
         if s == "len(scheduler_output.num_scheduled_tokens)":
             return self.scheduler_checked
+        if s == "hidden_states.shape[0]" and fn.name == "_dummy_sampler_run" and rel == f"{GPU_DIR}/model_runner.py":
+            why = dummy_sampler_rows(self)
+            if why is None:
+                return True
+            self.why.append(f"{rel}:{getattr(expr, 'lineno', '?')} {why}")
+            return False
         if isinstance(expr, ast.Name):
             if fn.name == "_dummy_run" and expr.id == "num_reqs" and rel == f"{GPU_DIR}/model_runner.py":
                 return self._dummy_num_reqs(rel, parents, fn, depth)
@@ -341,6 +347,235 @@ class CountJudge(SlotJudge):
                 self.why.append(f"{rel}:{a.lineno} _dummy_run num_reqs = {source_text(v)}")
                 return False
         return True
+
+
+def _fn(tree, name: str, cls: str | None = None):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and (cls is None or node.name == cls):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    return item
+    return None
+
+
+def _assigned(fn, name: str) -> list:
+    """The values assigned to the plain name ``name`` in ``fn`` (tuple targets give ``(index, value)``)."""
+    out = []
+    for a in ast.walk(fn):
+        if not isinstance(a, ast.Assign):
+            continue
+        for t in a.targets:
+            if isinstance(t, ast.Name) and t.id == name:
+                out.append((None, a.value))
+            elif isinstance(t, ast.Tuple):
+                for i, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name) and e.id == name:
+                        out.append((i, a.value))
+    return out
+
+
+def dummy_sampler_rows(counts: "CountJudge") -> str | None:
+    """None when ``hidden_states.shape[0]`` in the V2 ``_dummy_sampler_run`` is ``<= max_num_reqs``
+    by this chain read in the source, else the first link that does not hold:
+
+    1. every ``self._dummy_sampler_run(x)`` passes a name ``x`` bound only as the second value of
+       ``self._dummy_run(...)``;
+    2. ``_dummy_run`` returns ``(None, None)`` or ``(hidden_states, sample_hidden_states)``, with
+       ``sample_hidden_states = hidden_states[input_batch.logits_indices]`` and
+       ``input_batch = self.execute_model_state.input_batch`` (one row per logits index);
+    3. ``ExecuteModelState(...)`` is made only in ``execute_model``, from its ``input_batch``, which
+       the dummy branch (the ``else`` of ``if not dummy_run``) sets only to ``InputBatch.make_dummy(...)``
+       or ``self.pcp_manager.prepare_inputs_for_capture_or_profile(input_batch)``, and nothing
+       after that branch rebinds it, ``dummy_run`` or a ``.logits_indices``; ``_dummy_run`` calls
+       ``execute_model`` with ``dummy_run=True``;
+    4. ``prepare_inputs_for_capture_or_profile`` returns a ``replace`` of its batch that does not
+       pass ``logits_indices``;
+    5. ``make_dummy`` returns ``logits_indices = query_start_loc[1:] - 1`` with
+       ``query_start_loc = input_buffers.query_start_loc[: num_reqs + 1]``, and every
+       ``InputBuffers`` allocates ``self.query_start_loc`` with ``max_num_reqs + 1`` entries; the dummy
+       branch passes ``self.input_buffers``, which the runner assigns once, ``InputBuffers(max_num_reqs=
+       self.max_num_reqs, ...)``: a slice of that buffer has at most ``max_num_reqs + 1`` entries,
+       so at most ``max_num_reqs`` indices.
+    """
+    files = {rel: (tree, parents) for rel, tree, parents in counts.files}
+    mr = files.get(f"{GPU_DIR}/model_runner.py")
+    ib = files.get(f"{GPU_DIR}/input_batch.py")
+    pcp = files.get(f"{GPU_DIR}/pcp_manager.py")
+    if mr is None or ib is None:
+        return "model_runner.py or input_batch.py not found"
+    tree, parents = mr
+    # 1
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and source_text(c.func) == "self._dummy_sampler_run"]
+    if not calls:
+        return "no call of _dummy_sampler_run"
+    for c in calls:
+        caller = enclosing_function(parents, c)
+        if len(c.args) != 1 or c.keywords or not isinstance(c.args[0], ast.Name) or caller is None:
+            return f"_dummy_sampler_run call at :{c.lineno} is not of one name"
+        sets = _assigned(caller, c.args[0].id)
+        if not sets or not all(
+            i == 1 and isinstance(v, ast.Call) and source_text(v.func) == "self._dummy_run" for i, v in sets
+        ):
+            return f"{c.args[0].id} (:{c.lineno}) is not only the second value of self._dummy_run(...)"
+    # 2
+    dummy = _fn(tree, "_dummy_run")
+    if dummy is None:
+        return "_dummy_run not found"
+    for r in (n for n in ast.walk(dummy) if isinstance(n, ast.Return)):
+        v = r.value
+        if not (isinstance(v, ast.Tuple) and len(v.elts) == 2):
+            return f"_dummy_run return at :{r.lineno} is not a pair"
+        second = v.elts[1]
+        if isinstance(second, ast.Constant) and second.value is None:
+            continue
+        if source_text(second) != "sample_hidden_states":
+            return f"_dummy_run return at :{r.lineno} returns {source_text(second)}"
+    if [source_text(v) for _i, v in _assigned(dummy, "sample_hidden_states")] != [
+        "hidden_states[input_batch.logits_indices]"
+    ]:
+        return "sample_hidden_states is not hidden_states[input_batch.logits_indices]"
+    if [source_text(v) for _i, v in _assigned(dummy, "input_batch")] != ["self.execute_model_state.input_batch"]:
+        return "_dummy_run's input_batch is not self.execute_model_state.input_batch"
+    runs = [c for c in ast.walk(dummy) if isinstance(c, ast.Call) and source_text(c.func) == "self.execute_model"]
+    if not runs or not all(
+        any(k.arg == "dummy_run" and isinstance(k.value, ast.Constant) and k.value.value is True for k in c.keywords)
+        for c in runs
+    ):
+        return "_dummy_run does not call execute_model(dummy_run=True)"
+    # 3
+    makers = [
+        (rel, c)
+        for rel, (t, p) in files.items()
+        for c in ast.walk(t)
+        if isinstance(c, ast.Call) and source_text(c.func) == "ExecuteModelState"
+    ]
+    execute = _fn(tree, "execute_model")
+    if execute is None or not makers:
+        return "execute_model or ExecuteModelState(...) not found"
+    for rel, c in makers:
+        kw = {k.arg: k.value for k in c.keywords}
+        if rel != f"{GPU_DIR}/model_runner.py" or enclosing_function(parents, c) is not execute:
+            return f"ExecuteModelState made outside execute_model ({rel}:{c.lineno})"
+        if source_text(kw.get("input_batch", ast.Constant(None))) != "input_batch":
+            return f"ExecuteModelState at :{c.lineno} is not made from input_batch"
+    branch = next(
+        (
+            n
+            for n in ast.walk(execute)
+            if isinstance(n, ast.If)
+            and source_text(n.test) == "notdummy_run"
+            and n.orelse
+            and any(
+                isinstance(a, ast.Assign) and source_text(a.targets[0]) == "input_batch"
+                for b in n.body
+                for a in ast.walk(b)
+            )
+        ),
+        None,
+    )
+    if branch is None:
+        return "execute_model has no `if not dummy_run: ... else: ...` setting input_batch"
+    for a in ast.walk(execute):
+        targets = (
+            a.targets
+            if isinstance(a, ast.Assign)
+            else [a.target]
+            if isinstance(a, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        for t in targets:
+            if source_text(t) == "dummy_run" or source_text(t).endswith(".logits_indices"):
+                return f"execute_model rebinds {source_text(t)} at :{a.lineno}"
+    in_else = {id(a) for b in branch.orelse for a in ast.walk(b)}
+    in_body = {id(a) for b in branch.body for a in ast.walk(b)}
+    for a in ast.walk(execute):
+        if not (isinstance(a, ast.Assign) and any(source_text(t) == "input_batch" for t in a.targets)):
+            continue
+        v = source_text(a.value)
+        if id(a) in in_body and a.lineno < branch.end_lineno:
+            continue  # the real-step branch
+        if id(a) in in_else and (
+            v.startswith("InputBatch.make_dummy(")
+            or v == "self.pcp_manager.prepare_inputs_for_capture_or_profile(input_batch)"
+        ):
+            continue
+        return f"execute_model sets input_batch = {v[:60]} at :{a.lineno}"
+    # 4
+    if pcp is not None:
+        prep = _fn(pcp[0], "prepare_inputs_for_capture_or_profile")
+        if prep is None:
+            return "prepare_inputs_for_capture_or_profile not found"
+        for a in ast.walk(prep):
+            if isinstance(a, ast.Call) and source_text(a.func) == "replace":
+                if any(k.arg == "logits_indices" or k.arg is None for k in a.keywords):
+                    return "the PCP capture/profile batch replaces logits_indices"
+        rets = [r for r in ast.walk(prep) if isinstance(r, ast.Return)]
+        sets = _assigned(prep, "input_batch")
+        if (
+            not rets
+            or not all(source_text(r.value) == "input_batch" for r in rets)
+            or not all(isinstance(v, ast.Call) and source_text(v.func) == "replace" for _i, v in sets)
+        ):
+            return "prepare_inputs_for_capture_or_profile returns something else"
+    # 5
+    itree = ib[0]
+    make = _fn(itree, "make_dummy", "InputBatch")
+    if make is None:
+        return "InputBatch.make_dummy not found"
+    if [source_text(v) for _i, v in _assigned(make, "logits_indices")] != ["query_start_loc[1:]-1"]:
+        return "make_dummy's logits_indices is not query_start_loc[1:] - 1"
+    if [source_text(v) for _i, v in _assigned(make, "query_start_loc")] != [
+        "input_buffers.query_start_loc[:num_reqs+1]"
+    ]:
+        return "make_dummy's query_start_loc is not input_buffers.query_start_loc[: num_reqs + 1]"
+    init = _fn(itree, "__init__", "InputBuffers")
+    allocs = (
+        [
+            a.value
+            for a in ast.walk(init)
+            if isinstance(a, ast.Assign) and any(source_text(t) == "self.query_start_loc" for t in a.targets)
+        ]
+        if init is not None
+        else []
+    )
+    if len(allocs) != 1 or not (
+        isinstance(allocs[0], ast.Call)
+        and source_text(allocs[0].func) == "torch.zeros"
+        and allocs[0].args
+        and source_text(allocs[0].args[0]) == "max_num_reqs+1"
+    ):
+        return "InputBuffers.query_start_loc is not torch.zeros(max_num_reqs + 1, ...)"
+    if "max_num_reqs" not in [a.arg for a in init.args.args]:
+        return "InputBuffers takes no max_num_reqs"
+    # the dummy branch's make_dummy takes the runner's own buffers, allocated once with its max_num_reqs
+    for c in (n for b in branch.orelse for n in ast.walk(b)):
+        if isinstance(c, ast.Call) and source_text(c.func) == "InputBatch.make_dummy":
+            buf = (
+                c.args[2] if len(c.args) > 2 else next((k.value for k in c.keywords if k.arg == "input_buffers"), None)
+            )
+            if buf is None or source_text(buf) != "self.input_buffers":
+                return f"make_dummy at :{c.lineno} is not given self.input_buffers"
+    builds = [
+        a
+        for a in ast.walk(tree)
+        if isinstance(a, (ast.Assign, ast.AnnAssign))
+        and any(
+            source_text(t) == "self.input_buffers" for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+        )
+    ]
+    if len(builds) != 1 or not (
+        isinstance(builds[0].value, ast.Call) and source_text(builds[0].value.func) == "InputBuffers"
+    ):
+        return "the runner's self.input_buffers is not one InputBuffers(...)"
+    kw = {k.arg: k.value for k in builds[0].value.keywords}
+    fn = enclosing_function(parents, builds[0])
+    if (
+        "max_num_reqs" not in kw
+        or fn is None
+        or not counts.scalar(f"{GPU_DIR}/model_runner.py", parents, fn, kw["max_num_reqs"])
+    ):
+        return f"InputBuffers at :{builds[0].lineno} is not given a bounded max_num_reqs"
+    return None
 
 
 def _scheduled_outputs(counts: CountJudge) -> tuple[list[str], list[str]]:
