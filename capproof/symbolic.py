@@ -311,16 +311,17 @@ def _watch_call(frame, event: str, arg):
     events), capproof's, Z3's and the standard library's none. A model frame called with
     capproof's symbolic class or module among its arguments (an ``abc`` ``__subclasshook__``, which
     Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
-    if event == "call" and _is_model_code(frame.f_code):
+    code = frame.f_code  # (read once: each read of f_code is an audit event)
+    if event == "call" and _is_model_code(code):
         frame.f_trace_lines = False
-        if frame.f_code.co_argcount or frame.f_code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
+        if code.co_argcount or code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
             try:
                 hidden = [v for v in frame.f_locals.values() if _hidden(v)]
             except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
                 hidden = ["?"]
             if hidden:
                 _misuse_here(
-                    f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
+                    f"{code.co_name} at {code.co_filename}:{frame.f_lineno} is called with "
                     f"capproof's {getattr(hidden[0], '__name__', hidden[0])!s}, the symbolic value's own type or module "
                     "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
                 )
@@ -421,7 +422,7 @@ def _audit(event: str, args: tuple) -> None:
         return
     _AUDITING[1] = True
     try:
-        if _from_model(sys._getframe(1)):
+        if _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
             _misuse_here(
                 f"the model reaches the stack's frames or the interpreter's hooks ({event}"
                 f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
@@ -446,7 +447,9 @@ def _guard_modules() -> None:
     :func:`_audit` (once)."""
     if not _AUDITING[0]:
         _AUDITING[0] = True
-        sys.addaudithook(_audit)
+        from ._audit import on
+
+        on(_audit, _FRAME_EVENTS, _FRAME_ATTRIBUTES)
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)
