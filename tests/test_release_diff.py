@@ -389,3 +389,40 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
     # name), the same sizing code -> noise
     assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 2 more differ only in tracing noise"
     assert out[-1] == "not changed: 2 buffers differ only in tracing noise (2 line moved, 2 traced in one release only)"
+
+
+# -- the real wheels: SGLang 0.5.22 -> 0.5.23, static reading of three files (a few seconds) ------
+
+
+@pytest.mark.real
+def test_real_sglang_sizing_code_diff_names_the_resized_buffers_only():
+    """Read entries of three SGLang files scanned from both wheels (``pip download --no-deps``,
+    34-39 MB each, nothing installed) and diffed with each release's sizing code: the two buffers
+    whose allocation changed are the only changes (``HashTopK.tid2eid`` loses its
+    ``- num_fused_shared_experts``; the TRT-LLM MHA workspace grows by a semaphore area), the moved
+    rest is noise. The full traced diff (4-8 min per release) is run by hand:
+    docs/how-to/release-diff.md."""
+    from capproof.engines.sglang import buffers, scan
+    from capproof.engines.vllm import wheels
+
+    files = [
+        "sglang/srt/layers/moe/hash_topk.py",
+        "sglang/srt/layers/attention/trtllm_mha_backend.py",
+        "sglang/srt/layers/attention/triton_backend.py",
+    ]
+    built = {}
+    for version in ("0.5.22", "0.5.23"):
+        try:
+            wheels.fetch_version("sglang", version, download=True)
+        except wheels.WheelsUnavailable as exc:  # pragma: no cover - offline without the cache
+            pytest.skip(str(exc))
+        root = wheels.source_root("sglang", version)
+        entries = [buffers.read_entry(a, "static") for f in files for a in scan.scan_file(root, f)]
+        built[version] = (entries, Release(root))
+    (old, old_src), (new, new_src) = built["0.5.22"], built["0.5.23"]
+    d = diff(old, new, old_src, new_src)
+    assert {c.old.id.split("::")[1]: c.what for c in d.changed} == {
+        "HashTopK.tid2eid": ["shape", "sizing code"],
+        "TRTLLMHAAttnBackend.workspace_buffer": ["shape", "sizing code"],
+    }
+    assert len(d.noise) >= 10 and all("line moved" in k for _, _, k in d.noise)

@@ -17,13 +17,15 @@ arguments it follows, backwards, the names the size is computed from:
 - ``self.x``: its assignments in the function before the allocation, else every assignment of
   ``self.x`` (the attribute itself, not ``self.x.y = ...``) in the owner class's methods.
 
-A name read only as an object (``config.max_num_seqs``, ``self.input_batch.num_reqs``) is not
+A name whose only definition is an unguarded copy (``self.n = n``, ``n = self._n``, across the
+class's methods) is followed to the end of the chain and read under that name, the copies not
+listed: moving a size through attributes or locals is no change. A name read only as an object
+(``config.max_num_seqs``, ``self.input_batch.num_reqs``) or tested with ``is None`` is not
 followed: where the object came from does not size the buffer. The allocation call is taken
 without its placement keywords (:data:`PLACEMENT`: ``device``, ``pin_memory``, ...). The
 allocation's own guards (the ``if`` blocks and conditional expressions around it) decide whether
 it happens, not its size: they are not part of it, nor are they counted as guards of the
-dependencies they also hold. Each statement is normalised
-by :func:`ast.unparse` (comments, line breaks, parenthesisation and quotes do not count); a
+dependencies they also hold. Each statement is normalised by :func:`ast.unparse` (comments, line breaks, parenthesisation and quotes do not count); a
 compound statement contributes its header only. The result is sorted (order is not compared)
 and deduplicated. Bodies of called helper functions are not followed: for a ``traced`` entry the
 tracer ran them, and :func:`capproof.inventory.diff` compares the traced shapes too.
