@@ -39,12 +39,11 @@ _LAZY = {
     ".domain": ("Choice", "PowersOfTwo", "Range", "Vector"),
     ".errors": ("CapproofError", "DivisorMayBeZero", "RealArithmeticError", "SpecError", "SymbolicBranchError"),
     ".obligation": ("Claim", "at_most", "claim", "contract", "equal", "fits", "less_than", "obligation"),
-    ".runner": ("RunResult", "run"),
+    ".runner": ("RunResult", "run", "prove"),
     ".symbolic": ("Exploration", "Path", "explore"),
     ".verdict": ("Options", "Verdict"),
 }
-_RENAMED = {"prove": (".prover", "prove_obligation")}
-_WHERE = {name: (module, name) for module, names in _LAZY.items() for name in names} | _RENAMED
+_WHERE = {name: (module, name) for module, names in _LAZY.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -90,8 +89,8 @@ if TYPE_CHECKING:
     from .obligation import fits as fits
     from .obligation import less_than as less_than
     from .obligation import obligation as obligation
-    from .prover import prove_obligation as prove
     from .runner import RunResult as RunResult
+    from .runner import prove as prove
     from .runner import run as run
     from .symbolic import Exploration as Exploration
     from .symbolic import Path as Path

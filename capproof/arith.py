@@ -8,7 +8,10 @@ ints are ``int`` subclasses). ``cdiv`` and ``round_up`` are written exactly as i
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
+import os
 import sys
 from functools import reduce
 from typing import Union
@@ -425,32 +428,203 @@ def divides(divisor: Int, value: Int) -> Bool:
 # sequence of ints and symbolic ints).
 
 
+#: Where a watched symbolic run read a batch's padding (``"lens[-1] at models/x.py:12"``), or None
+#: when no run is watched. Set by :class:`watching_padding` (capproof.encode.build_paths): a model that
+#: reads its vector's padding itself is decided again on each batch alone (capproof.prover).
+_PADDING_READS: list[str] | None = None
+
+#: capproof's modules whose reads of a vector see its batch exactly (the aggregates, the encoding,
+#: the symbolic values): their own ``len()``/indexing/iteration is not the model's
+_EXACT_READERS = frozenset(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{m}.py")
+    for m in ("arith", "encode", "symbolic", "_iteration", "normalise", "guard", "prover", "probe")
+)
+
+
+class watching_padding:  # noqa: N801 - used as a context manager, like a function
+    """``with watching_padding() as reads:`` records in the list ``reads`` every read of a
+    :class:`Padded` vector's padding by code other than capproof's aggregates (see
+    :meth:`Padded.read_padding`); the enclosing watch is restored after."""
+
+    __slots__ = ("reads", "previous")
+
+    def __enter__(self) -> list[str]:
+        global _PADDING_READS
+        self.previous, self.reads = _PADDING_READS, []
+        _PADDING_READS = self.reads
+        return self.reads
+
+    def __exit__(self, *exc) -> None:
+        global _PADDING_READS
+        _PADDING_READS = self.previous
+
+
+class _Tail:
+    """The padding end of a watched iteration (:meth:`Padded.__iter__`): ``itertools.chain``
+    asks for its iterator only once the entries every batch has are used up."""
+
+    __slots__ = ("batch", "start", "where")
+
+    def __init__(self, batch: "Padded", start: int, where: str):
+        self.batch, self.start, self.where = batch, start, where
+
+    def __iter__(self):
+        self.batch.read_padding(f"iteration reaching entry {self.start}", self.where)
+        return tuple.__iter__(tuple.__getitem__(self.batch, slice(self.start, None)))
+
+
 class Padded(tuple):
     """A :class:`~capproof.domain.Vector` parameter as a model receives it: ``size`` entries of
     which the first ``length`` are the batch (``length`` an int or a symbolic int) and the rest
-    equal ``fill``; ``lo``/``hi`` bound the batch entries.
+    equal ``fill``; ``lo``/``hi`` bound the batch entries; ``min_length`` is the least batch length
+    the domain admits (``length`` itself when it is an int).
 
     :func:`total`, :func:`max_of` and :func:`min_of` of a ``Padded`` see the batch only (the
-    ``length`` leading entries), whatever ``fill`` is; ``len()``, iteration and indexing see every
-    entry, padding included, so a model that counts or takes a minimum with them disagrees with
-    its own run on the shown batch: the prover replays every reported point on the batch alone and
-    reports such a disagreement as an error.
+    ``length`` leading entries), whatever ``fill`` is; ``len()``, iteration, indexing, slicing,
+    ``count``, comparison, hashing and concatenation see every entry, padding included, as does
+    :func:`fold` and :func:`prefix_sums`. In a watched symbolic run (:class:`watching_padding`) each
+    such read that may reach past ``min_length`` is recorded (:meth:`read_padding`), and the
+    prover decides the obligation on each batch alone too (capproof.prover): a model that reads
+    its padding is proved only where it holds with the padding and without it.
     """
 
-    def __new__(cls, entries, length, fill: int = 0, lo: int | None = None, hi: int | None = None):
+    def __new__(cls, entries, length, fill: int = 0, lo: int | None = None, hi: int | None = None, min_length=None):
         self = tuple.__new__(cls, entries)  # not super(): made per probe batch (capproof.probe)
         self.length = length
         self.fill = fill
         self.lo = lo
         self.hi = hi
+        self.min_length = (length if not isinstance(length, SymInt) else 0) if min_length is None else min_length
         return self
 
     def __reduce__(self):
-        return (Padded, (tuple(self), self.length, self.fill, self.lo, self.hi))
+        return (Padded, (tuple.__iter__(self), self.length, self.fill, self.lo, self.hi, self.min_length))
 
     def padded(self) -> bool:
         """True when some entry may be padding (the length is symbolic or below the size)."""
-        return isinstance(self.length, SymInt) or self.length < len(self)
+        return isinstance(self.length, SymInt) or self.length < tuple.__len__(self)
+
+    def read_padding(self, what: str, where: str | None = None) -> None:
+        """Record (in a watched run, :class:`watching_padding`) that the caller's caller read
+        ``what`` of this vector, which may be its padding; capproof's exact readers excepted."""
+        reads = _PADDING_READS
+        if reads is None or not self.padded():
+            return
+        if where is None:
+            frame = sys._getframe(2)
+            if frame.f_code.co_filename in _EXACT_READERS:
+                return
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        reads.append(f"{what} at {where}")
+
+    # every way Python reads a tuple's entries or size, watched (a tuple's C code reads them directly)
+    def __len__(self) -> int:
+        if _PADDING_READS is not None:
+            self.read_padding("len()")
+        return tuple.__len__(self)
+
+    def __getitem__(self, index):
+        if _PADDING_READS is None:
+            return tuple.__getitem__(self, index)
+        if isinstance(index, slice):  # its bounds as ints first, as tuple's slicing takes them
+            step, start, stop = (
+                None if b is None else operator.index(b) for b in (index.step, index.start, index.stop)
+            )
+            inside = (
+                step in (None, 1)
+                and (start is None or start >= 0)
+                and stop is not None
+                and 0 <= stop <= self.min_length
+            )
+            if not inside:
+                self.read_padding(f"slice [{start}:{stop}:{step}]")
+            return tuple.__getitem__(self, slice(start, stop, step))
+        if not hasattr(type(index), "__index__"):  # tuple's own TypeError, its message
+            return tuple.__getitem__(self, index)
+        index = operator.index(index)  # a symbolic index splits here into one path per value
+        if index < 0 or index >= self.min_length:
+            self.read_padding(f"entry [{index}]")
+        return tuple.__getitem__(self, index)
+
+    def __iter__(self):
+        if _PADDING_READS is None or not self.padded():
+            return tuple.__iter__(self)
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename in _EXACT_READERS:
+            return tuple.__iter__(self)
+        start = self.min_length
+        where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        return itertools.chain(tuple.__getitem__(self, slice(0, start)), _Tail(self, start, where))
+
+    def __reversed__(self):
+        self.read_padding("reversed()")
+        return reversed(tuple(tuple.__iter__(self)))
+
+    def __contains__(self, value) -> bool:
+        self.read_padding("'in'")
+        return tuple.__contains__(self, value)
+
+    def count(self, value) -> int:
+        self.read_padding(".count()")
+        return tuple.count(self, value)
+
+    def index(self, value, *args) -> int:
+        self.read_padding(".index()")
+        return tuple.index(self, value, *args)
+
+    def __hash__(self) -> int:
+        self.read_padding("hash()")
+        return tuple.__hash__(self)
+
+    def __eq__(self, other):
+        self.read_padding("==")
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        self.read_padding("!=")
+        return tuple.__ne__(self, other)
+
+    def __lt__(self, other):
+        self.read_padding("<")
+        return tuple.__lt__(self, other)
+
+    def __le__(self, other):
+        self.read_padding("<=")
+        return tuple.__le__(self, other)
+
+    def __gt__(self, other):
+        self.read_padding(">")
+        return tuple.__gt__(self, other)
+
+    def __ge__(self, other):
+        self.read_padding(">=")
+        return tuple.__ge__(self, other)
+
+    def __add__(self, other):
+        self.read_padding("+")
+        return tuple.__add__(self, other)
+
+    def __radd__(self, other):
+        self.read_padding("+")
+        if isinstance(other, tuple):
+            return tuple.__add__(other, tuple(tuple.__iter__(self)))
+        return NotImplemented
+
+    def __mul__(self, other):
+        self.read_padding("*")
+        return tuple.__mul__(self, other)
+
+    def __rmul__(self, other):
+        self.read_padding("*")
+        return tuple.__mul__(self, other)
+
+    def __repr__(self) -> str:
+        self.read_padding("repr()")
+        return tuple.__repr__(self)
+
+    def __sizeof__(self) -> int:
+        self.read_padding("sys.getsizeof()")
+        return tuple.__sizeof__(self)
 
     def shape(self) -> tuple:
         """``(length, fill, lo, hi)``: what an aggregate of the batch depends on besides its
@@ -651,6 +825,8 @@ def min_of(values) -> Int:
 def prefix_sums(values) -> list:
     """``[0, v0, v0+v1, …]``: ``len(values) + 1`` entries, like vLLM's ``query_start_loc`` and
     FlashAttention's ``cu_seqlens`` (cumulative token offsets, in tokens)."""
+    if isinstance(values, Padded):  # one sum per entry, padding included: its batch alone has fewer
+        values.read_padding("prefix_sums()")
     out = [0]
     for v in values:
         _check_int(v)
@@ -716,6 +892,8 @@ def fold(step, init, values, invariant=None):
     hook = getattr(values, "_capproof_fold", None) if not isinstance(values, (tuple, list)) else None
     if hook is not None:
         return hook(step, init, invariant)
+    if isinstance(values, Padded):  # the walk steps over the padding too: its batch alone does not
+        values.read_padding("fold()")
     check = invariant is not None and _CHECK_INVARIANTS[0]
     state = init
     if check and not invariant(state, 0, _prefix(values, 0)):

@@ -1042,6 +1042,8 @@ class BoundRun:
 
     results: list[ObligationBound] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: obligation id -> its :func:`record_key` (``record_keys`` runs only; None: not keyable)
+    keys: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -1105,6 +1107,7 @@ def _bound_all(
     work=None,
     cache: bool = False,
     timeout: float | None = None,
+    reach_of: list[frozenset[str] | None] | None = None,
 ) -> list[ObligationBound]:
     """Bound the obligations in the runner's worker processes (:func:`capproof.runner.run_tasks`: its
     time limit, fresh processes, fresh Z3 context and module-state checks), ``jobs`` at a time,
@@ -1113,21 +1116,25 @@ def _bound_all(
     ``.capproof/bounds/`` under the key of everything it depends on (:func:`capproof.verdict_cache.item_key`:
     the obligation, the sources and data of the project modules it can reach, ``pins``, ``rlimit``,
     ``waste_threshold``, capproof's sources, the Python and Z3 versions) is reused, and each new
-    ``bounded``, ``skipped`` or ``vacuous`` result is stored (never ``unknown`` or ``error``)."""
+    ``bounded``, ``skipped`` or ``vacuous`` result is stored (never ``unknown`` or ``error``).
+    ``reach_of``: :func:`capproof.runner.reaches` of ``obligations`` when the caller has it."""
     from . import verdict_cache
     from .runner import Task, item_roots, project_modules, reaches, run_tasks
     from .verdict import DEFAULT_TIMEOUT, Options
 
     if work is None:
         work = lambda ob: _bound_fresh(ob, pins, rlimit, waste_threshold)  # noqa: E731
-    reach_of = reaches([item_roots(ob) for ob in obligations])
+    if reach_of is None:
+        reach_of = reaches([item_roots(ob) for ob in obligations])
     out: list[ObligationBound | None] = [None] * len(obligations)
     keys: list[str | None] = [None] * len(obligations)
     if cache:
         settings = {"pins": pins, "rlimit": rlimit, "waste_threshold": waste_threshold}
         project, memo, held = project_modules(), {}, {}
         for i, ob in enumerate(obligations):
-            keys[i] = verdict_cache.item_key("capproof-bound-cache-v1", ob, settings, reach_of[i], project, memo, held)
+            keys[i] = verdict_cache.item_key(
+                "capproof-bound-cache-v1", ob, settings, reach_of[i], project, memo, held, verdict_cache.BOUNDING
+            )
             data = verdict_cache.load_entry("bounds", keys[i]) if keys[i] else None
             if data is not None and data.get("status") in CACHEABLE:
                 try:
@@ -1159,7 +1166,7 @@ def _skip_confirmed(ob: Obligation) -> bool:
     :data:`SKIP_CHECK_CASES`) its claim's relation on ints, at the lower end of every Range and of
     every vector's entries, is not an ``at_most``/``less_than`` one. (A Range parameter cannot
     change the relation: the symbolic run would branch on it.) Never trusted from the record alone:
-    a record written before a model turned a claim into a capacity claim, its fingerprint forged,
+    a record written before a model turned a claim into a capacity claim, its key forged,
     would hide the obligation from proofs/bounds.md. False when some case's claim is a capacity
     claim or the model raises there; the obligation is then bounded from scratch."""
     finite = {p: dom.cases() for p, dom in ob.domain.items() if getattr(dom, "finite", False)}
@@ -1200,6 +1207,7 @@ def run_bounds(
     recorded: dict[str, Any] | None = None,
     cache: bool = False,
     timeout: float | None = None,
+    record_keys: bool = False,
 ) -> BoundRun:
     """Load ``paths`` (default spec/) and bound every obligation with a ``<=``/``<`` claim, each in
     its own process, ``jobs`` at a time.
@@ -1208,10 +1216,13 @@ def run_bounds(
     else by the minimum-slack search on the bounded encoding (:func:`_tightness_case`);
     ``skip_vectors`` records them as ``not_in_report`` instead (see :data:`REPORT_SKIPS_VECTORS`).
 
-    ``recorded`` (:func:`recorded_bounds`, unpinned runs only: ``bound --check``): obligations recorded
-    as not a capacity claim are skipped without being built; the recorded bounds of the others are
-    certified (:func:`check_obligation`), each obligation whose certificate fails is bounded from
-    scratch (``ObligationBound.recomputed`` says why).
+    ``record_keys`` (``bound --write``/``--check``): the run's ``keys`` hold each obligation's
+    :func:`record_key`. ``recorded`` (:func:`recorded_bounds`, unpinned runs only: ``bound --check``
+    and ``--write``): an obligation whose recorded key is its key now is not bounded again: recorded
+    as not a capacity claim, it is skipped without being built (once confirmed on ints); else its
+    recorded bounds are certified (:func:`check_obligation`). An obligation whose key changed (an
+    edit to its spec, a model it reaches, the capproof modules that bound it, Z3), or whose
+    certificate fails, is bounded from scratch (``ObligationBound.recomputed`` says why).
 
     Each obligation is bounded in the runner's worker processes (:func:`_bound_all`), within
     ``timeout`` seconds (default :data:`capproof.verdict.DEFAULT_TIMEOUT`; then an ``error``).
@@ -1230,9 +1241,24 @@ def run_bounds(
     run.errors += [f"--set {n}: no selected obligation has a parameter named {n!r}" for n in pins if n not in known]
     skipped = [ob for ob in obligations if skip_vectors and any(isinstance(d, Vector) for d in ob.domain.values())]
     todo = [ob for ob in obligations if ob not in skipped]
+    from .runner import item_roots, reaches
+
+    reach_of = reaches([item_roots(ob) for ob in todo])
+    if record_keys or recorded is not None:
+        keys = record_keys_of(todo, reach_of, rlimit, waste_threshold)
+        run.keys = {ob.id: keys[ob.id] for ob in obligations if ob.id in keys}
     if recorded is not None and not pins:
+        same = {ob.id for ob in todo if run.keys.get(ob.id) and recorded["keys"].get(ob.id) == run.keys[ob.id]}
 
         def work(ob: Obligation) -> ObligationBound:
+            if ob.id not in same:
+                result = _bound_fresh(ob, {}, rlimit, waste_threshold)
+                result.recomputed = (
+                    "recorded for other sources (its spec, a model it reaches, capproof or Z3 changed)"
+                    if ob.id in recorded["keys"]
+                    else "not in the recorded bounds"
+                )
+                return result
             if ob.id in recorded["skipped"] and _skip_confirmed(ob):
                 return ObligationBound(
                     ob.id,
@@ -1245,9 +1271,9 @@ def run_bounds(
                 )
             return _checked_fresh(ob, recorded["bounds"].get(ob.id), rlimit, waste_threshold)
 
-        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, work, cache, timeout)
+        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, work, cache, timeout, reach_of)
     else:
-        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, None, cache, timeout)
+        run.results += _bound_all(todo, pins, rlimit, waste_threshold, jobs, progress, None, cache, timeout, reach_of)
     run.results += [
         ObligationBound(
             ob.id,
@@ -1276,58 +1302,84 @@ class Uncertified(Exception):
     """A recorded bound that its certificate does not confirm (the obligation is then bounded from scratch)."""
 
 
-def sources_fingerprint(root: str = ".") -> str:
-    """SHA-256 of what a from-scratch bound depends on besides the recorded optimum: Z3's version
-    (the entries Z3 picks for a vector of a ``search`` witness), capproof's sources (the encodings,
-    the choice of method) and the project's ``spec/`` and ``models/`` trees under ``root``."""
-    import hashlib
-    import os
+def record_keys_of(
+    obligations: list[Obligation], reach_of: list[frozenset[str] | None], rlimit: int, waste_threshold: float
+) -> dict[str, str | None]:
+    """Each obligation's :func:`record_key`, by id (``reach_of``: :func:`capproof.runner.reaches` of them)."""
+    from . import verdict_cache
+    from .runner import project_modules
 
-    from .contracts import tree_hash
+    project, memo, held = project_modules(), {}, {}
+    settings = {"rlimit": rlimit, "waste_threshold": waste_threshold}
+    return {
+        ob.id: verdict_cache.portable_key(RECORD_KEY, ob, settings, reach, project, memo, held, verdict_cache.BOUNDING)
+        for ob, reach in zip(obligations, reach_of)
+    }
 
-    parts = ["capproof-bounds-v1", z3.get_full_version(), tree_hash(os.path.dirname(os.path.abspath(__file__)))]
-    parts += [
-        tree_hash(os.path.join(root, d)) if os.path.isdir(os.path.join(root, d)) else "" for d in ("spec", "models")
-    ]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+#: the kind of :func:`record_key` (changed when what a recorded entry holds changes)
+RECORD_KEY = "capproof-bounds-v2"
 
 
-def render_bounds_data(data: dict[str, Any], fingerprint: str, rlimit: int, waste_threshold: float) -> str:
-    """The text of ``proofs/bounds.json`` from :meth:`BoundRun.to_json`: the recorded bounds (one
-    obligation a line), the capacity-claim-free obligations, the settings and :func:`sources_fingerprint`."""
+def record_key(ob: Obligation, rlimit: int, waste_threshold: float) -> str | None:
+    """What ``proofs/bounds.json`` records with the bounds of ``ob`` (unpinned), the same in every
+    checkout of the same sources: the SHA-256 of the obligation's declaration, the bytes (relative
+    paths) and data of the project modules it can reach (:func:`capproof.runner.reaches`), the data
+    its functions hold, ``rlimit`` and ``waste_threshold``, the capproof sources that bound it
+    (:mod:`capproof.own_sources`) and Z3's full version (the entries Z3 picks for a ``search``
+    witness). :func:`capproof.verdict_cache.portable_key`. None: some data cannot be pickled."""
+    from .runner import item_roots, reaches
+
+    return record_keys_of([ob], reaches([item_roots(ob)]), rlimit, waste_threshold)[ob.id]
+
+
+def render_bounds_data(data: dict[str, Any], keys: dict[str, str | None], rlimit: int, waste_threshold: float) -> str:
+    """The text of ``proofs/bounds.json`` from :meth:`BoundRun.to_json` and :attr:`BoundRun.keys`:
+    the settings, then one line per obligation: the capacity-claim-free ones (``skipped``: id and
+    key) and the recorded bounds (each entry with its key first), in the run's order. An edit
+    changes the lines of the obligations that reach it only."""
     import json
 
     head = {
         "generated_by": "capproof bound --write; do not edit (capproof bound --check certifies it)",
-        "fingerprint": fingerprint,
         "rlimit": rlimit,
         "waste_threshold_pct": waste_threshold,
-        "skipped": data["skipped"],
     }
-    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + [' "bounds": [']
-    entries = [json.dumps(e, separators=(",", ":")) for e in data["bounds"]]
-    lines += [f"  {e}," for e in entries[:-1]] + [f"  {e}" for e in entries[-1:]]
-    return "\n".join(lines + [" ]", "}"]) + "\n"
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+
+    def listed(name: str, entries: list[str], last: bool) -> list[str]:
+        body = [f"  {e}," for e in entries[:-1]] + [f"  {e}" for e in entries[-1:]]
+        return [f' "{name}": ['] + body + [" ]" if last else " ],"]
+
+    skipped = [json.dumps({"id": i, "key": keys.get(i)}, separators=(",", ":")) for i in data["skipped"]]
+    bounds = [json.dumps({"key": keys.get(e["id"]), **e}, separators=(",", ":")) for e in data["bounds"]]
+    lines += listed("skipped", skipped, False) + listed("bounds", bounds, True)
+    return "\n".join(lines + ["}"]) + "\n"
 
 
-def recorded_bounds(
-    text: str, fingerprint: str, rlimit: int, waste_threshold: float
-) -> tuple[dict[str, Any] | None, str]:
-    """``({"bounds": {id: entry}, "skipped": set of ids}, "")`` from the text of ``proofs/bounds.json``
-    when it was written for these sources and settings, else ``(None, why not)``."""
+def recorded_bounds(text: str, rlimit: int, waste_threshold: float) -> tuple[dict[str, Any] | None, str]:
+    """``({"bounds": {id: entry}, "skipped": set of ids, "keys": {id: key}}, "")`` from the text of
+    ``proofs/bounds.json`` when it was written with these settings, else ``(None, why not)``. A file
+    written before keys were recorded per obligation has none (every obligation is bounded again)."""
     import json
 
     try:
         data = json.loads(text)
-        bounds = {e["id"]: e for e in data["bounds"]}
-        skipped = set(data["skipped"])
-    except (ValueError, TypeError, KeyError) as exc:
+        bounds = {e["id"]: {k: v for k, v in e.items() if k != "key"} for e in data["bounds"]}
+        keys = {e["id"]: e["key"] for e in data["bounds"] if isinstance(e.get("key"), str)}
+        skipped = set()
+        for e in data["skipped"]:
+            if isinstance(e, dict):
+                skipped.add(e["id"])
+                if isinstance(e.get("key"), str):
+                    keys[e["id"]] = e["key"]
+            else:
+                skipped.add(e)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return None, f"not readable ({exc})"
-    if data.get("fingerprint") != fingerprint:
-        return None, "written for other sources (capproof, spec/, models/ or Z3 changed since `capproof bound --write`)"
     if data.get("rlimit") != rlimit or data.get("waste_threshold_pct") != waste_threshold:
         return None, "written with another --rlimit or --waste-threshold"
-    return {"bounds": bounds, "skipped": skipped}, ""
+    return {"bounds": bounds, "skipped": skipped, "keys": keys}, ""
 
 
 def _int(value: object, what: str) -> int:
@@ -1558,7 +1610,7 @@ def check_obligation(
     number comes from an unsat query or a replay on ints, never from ``entry`` unchecked. The cases
     are enumerated again and must be the recorded ones; a case recorded ``aggregate`` is built on
     the aggregate abstraction (the recorded method is not re-derived: it is keyed by
-    :func:`sources_fingerprint`). Raises Uncertified when anything does not match or an answer is
+    :func:`record_key`). Raises Uncertified when anything does not match or an answer is
     unknown; the caller then bounds from scratch."""
     rlimit = rlimit if ob.rlimit is None else ob.rlimit
     if entry.get("status") != "bounded" or entry.get("waste_threshold_pct") != waste_threshold:

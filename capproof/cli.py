@@ -1048,7 +1048,6 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         render_bounds_data,
         render_bounds_report,
         run_bounds,
-        sources_fingerprint,
         terminal_bound_lines,
     )
     from .runner import default_jobs
@@ -1074,15 +1073,13 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         raise click.UsageError(f"--write/--check render {BOUNDS_REPORT} from a full run: drop --no-vectors")
     rlimit = _setting(rlimit, "rlimit", DEFAULT_RLIMIT)
     recorded = None
-    if write or check:
-        fingerprint = sources_fingerprint()
-    if check:  # certify the recorded bounds instead of optimising again (falls back per obligation)
+    if write or check:  # bound again only what changed since the record (certify the rest)
         try:
             with open(BOUNDS_DATA, encoding="utf-8") as fh:
-                recorded, why = recorded_bounds(fh.read(), fingerprint, rlimit, waste_threshold)
+                recorded, why = recorded_bounds(fh.read(), rlimit, waste_threshold)
         except FileNotFoundError:
             why = "missing"
-        if recorded is None:
+        if recorded is None and check:
             _errout().print(
                 f"{BOUNDS_DATA} {why}: bounding from scratch every obligation without bounds in .capproof/bounds/ "
                 "(`capproof bound --write` and commit it to make --check fast)",
@@ -1100,18 +1097,22 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
         jobs=_setting(jobs, "jobs", default_jobs()),
         recorded=recorded,
         cache=not no_cache,
+        record_keys=write or check,
     )
     if recorded is not None:
         redone = [r for r in run_.results if r.recomputed]
-        for r in redone:
-            _errout().print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
-        if redone:
+        if check:
+            for r in redone:
+                _errout().print(f"{r.id}: {r.recomputed}; bounded from scratch", markup=False, style="yellow")
+        if redone and check:
             _errout().print(
                 f"{BOUNDS_DATA}: {len(redone)} obligations not certified from it (`capproof bound --write` "
                 "and commit it if proofs/bounds.md is unchanged)",
                 markup=False,
                 style="yellow",
             )
+        elif redone:
+            _out().print(f"bounded again: {len(redone)} obligations (their sources changed)", markup=False)
     data = run_.to_json()
     for err in run_.errors:
         _errout().print(f"error: {err}", markup=False, style="bold red")
@@ -1139,7 +1140,7 @@ def bound(paths, keyword, pins, rlimit, waste_threshold, json_out, vectors, jobs
             with open(BOUNDS_REPORT, "w", encoding="utf-8") as fh:
                 fh.write(text)
             with open(BOUNDS_DATA, "w", encoding="utf-8") as fh:
-                fh.write(render_bounds_data(data, fingerprint, rlimit, waste_threshold))
+                fh.write(render_bounds_data(data, run_.keys, rlimit, waste_threshold))
             _out().print(
                 f"wrote {BOUNDS_REPORT} ({len(data['bounds'])} obligations; "
                 f"{'changed' if current != text else 'unchanged'})",

@@ -17,7 +17,8 @@ Verdict cache (``Options.crosshair_cache``, on by default; ``--no-cache`` turns 
 counterexample or vacuous verdict is stored in ``.capproof/crosshair/<key>.json`` under the
 working directory, keyed by the SHA-256 of everything that can change it: the target, the
 timeout, the working directory (messages name files relative to it), the Python, CrossHair and
-Z3 versions, the bytes of capproof's own sources, and the bytes (and paths) of the project's
+Z3 versions, the bytes of capproof's own sources that the check and the model can import
+(:mod:`capproof.own_sources`; all of them when the model's imports cannot be listed), and the bytes (and paths) of the project's
 ``.py`` files the target's module can import (:func:`reached_files`: its module, the modules it
 imports at module level or inside a function, transitively, and their packages' ``__init__.py``),
 so an edit to one model re-checks only the contracts whose modules can import it. A module that
@@ -165,11 +166,15 @@ def cache_key(target: str, timeout: float) -> str:
     top_dir = os.path.dirname(os.path.abspath(top.__file__ or ""))
     package = top.__file__ and os.path.basename(top.__file__) == "__init__.py"
     reached = reached_files(module.__file__, os.path.dirname(top_dir)) if package and module.__file__ else None
-    if reached is None:  # imports not listed statically: the whole top-level package
+    from .own_sources import CHECKING, capproof_sources
+
+    if reached is None:  # imports not listed statically: the whole top-level package, all of capproof
         sources = [tree_hash(top_dir) if package else "", _file_hash(module.__file__ or "")]
+        own = tree_hash(os.path.dirname(os.path.abspath(__file__)))
     else:
         root = os.path.dirname(top_dir)
         sources = [f"{os.path.relpath(f, root)}={_file_hash(f)}" for f in reached]
+        own = capproof_sources(CHECKING, reached)
     parts = [
         "capproof-crosshair-cache-v2",
         target,
@@ -179,7 +184,7 @@ def cache_key(target: str, timeout: float) -> str:
         getattr(crosshair, "__version__", "?"),
         z3.get_version_string(),
         *sources,
-        tree_hash(os.path.dirname(os.path.abspath(__file__))),
+        own,
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import z3
 import z3.z3core as _core
 
-from .arith import Padded, all_plain
+from .arith import Padded, all_plain, watching_padding
 from .domain import MAX_CASES, Range, Vector
 from .errors import CapproofError, ReplayError, SpecError
 from .guard import introspections
@@ -355,6 +355,8 @@ class CaseProblem:
     #: relation of the claim it returned (``less_than`` on one branch, ``at_most`` on another);
     #: empty otherwise (``ev.claim.relation`` is the case's)
     relations: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
+    #: each vector is its batch alone (no padding): the case checks a model that reads its padding
+    alone: bool = False
 
     @property
     def path_text(self) -> str:
@@ -460,15 +462,16 @@ def _padding_bound(i: int, n: z3.ArithRef, e: z3.ArithRef, fill: int) -> z3.Bool
     return raw.done(raw.implies(le, eq))
 
 
-def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
-    """Symbolic scalars and vectors for a case, with their labelled domain constraints."""
+def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int], alone: bool = False):
+    """Symbolic scalars and vectors for a case, with their labelled domain constraints; with
+    ``alone`` (every vector length in ``fixed``) each vector is its batch alone, no padding."""
     scalars, constraints = scalar_inputs(ranges)
     vecs: dict[str, tuple] = {}
     for name, dom in vectors.items():
         elem: Range = dom.elem  # type: ignore[assignment]
         if dom.length is not None and dom.length in fixed:
             n = fixed[dom.length]
-            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (dom.size - n)
+            entries = tuple(SymInt.var(f"{name}[{i}]") for i in range(n)) + (dom.fill,) * (0 if alone else dom.size - n)
             bounds = [z3_and(z3_ge(e.term, elem.lo), z3_le(e.term, elem.hi)) for e in entries[:n]]
             padding: list[z3.BoolRef] = []
         else:
@@ -486,7 +489,8 @@ def _symbolic_inputs(ranges: dict[str, Range], vectors: dict[str, Vector], fixed
         if padding:
             constraints.append((f"{name} entries from {dom.length} on are {dom.fill}", z3_and(*padding)))
         length = dom.size if dom.length is None else (fixed[dom.length] if dom.length in fixed else scalars[dom.length])
-        vecs[name] = Padded(entries, length, dom.fill, elem.lo, elem.hi)
+        least = ranges[dom.length].lo if dom.length in ranges else None  # the least length admitted
+        vecs[name] = Padded(entries, length, dom.fill, elem.lo, elem.hi, least)
     return scalars, constraints, vecs
 
 
@@ -529,6 +533,9 @@ class CasePaths:
     complete: bool
     unexplored: int
     budget: int
+    #: where the model read a vector's padding itself (:meth:`capproof.arith.Padded.read_padding`):
+    #: then its batches alone are decided too (capproof.prover)
+    padding_reads: list[str] = field(default_factory=list)
 
     @property
     def forked(self) -> bool:
@@ -569,11 +576,13 @@ class SharedInputs:
         #: batch, its shape)
         self.derived: dict[tuple, tuple] = {}
 
-    def symbolic_inputs(self, ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int]):
+    def symbolic_inputs(
+        self, ranges: dict[str, Range], vectors: dict[str, Vector], fixed: dict[str, int], alone: bool = False
+    ):
         """:func:`_symbolic_inputs` for ``fixed``, made at the first case with these batch lengths."""
-        key = tuple((dom.length, fixed[dom.length]) for dom in vectors.values() if dom.length in fixed)
+        key = (alone, *((dom.length, fixed[dom.length]) for dom in vectors.values() if dom.length in fixed))
         if key not in self.inputs:
-            self.inputs[key] = _symbolic_inputs(ranges, vectors, fixed)
+            self.inputs[key] = _symbolic_inputs(ranges, vectors, fixed, alone)
         return self.inputs[key]
 
 
@@ -584,6 +593,7 @@ def build_paths(
     vectors: dict[str, Vector],
     budget: int = DEFAULT_FORK_BUDGET,
     shared: SharedInputs | None = None,
+    alone: bool = False,
 ) -> CasePaths:
     """Run ``ob`` on symbolic values for ``ranges`` and ``vectors`` (``fixed`` elsewhere), forking
     at every branch on a symbolic value (:func:`capproof.symbolic.explore`, at most ``budget``
@@ -591,12 +601,14 @@ def build_paths(
     path that evaluated, with the path's decisions as labelled constraints; paths that raised are
     :class:`PathFailure`. Without branches: one problem, no path constraint (as before forking).
     ``shared``: inputs and witness values shared with the obligation's other cases (see
-    :class:`SharedInputs`); None: made for this case alone.
+    :class:`SharedInputs`); None: made for this case alone. ``alone``: each vector is its batch
+    alone (every length in ``fixed``; no padding, no witness conditions: they may read the
+    padding); else the reads of the padding by the model are recorded (``padding_reads``).
     """
     if shared is None:
-        scalars, domain, vecs = _symbolic_inputs(ranges, vectors, fixed)
+        scalars, domain, vecs = _symbolic_inputs(ranges, vectors, fixed, alone)
     else:
-        scalars, domain, vecs = shared.symbolic_inputs(ranges, vectors, fixed)
+        scalars, domain, vecs = shared.symbolic_inputs(ranges, vectors, fixed, alone)
     values: dict[str, object] = {**fixed, **scalars, **vecs}
     args = {p: values[p] for p in ob.params}
     memo = shared.witnesses if shared is not None else None
@@ -605,13 +617,14 @@ def build_paths(
     def run() -> object:
         assumed: dict[str, object] = {}
         try:
-            return evaluate(ob, args, assumed, memo=memo, derived=derived)
+            return evaluate(ob, args, assumed, witnesses=not alone, memo=memo, derived=derived)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - kept with its path
             return _Raised(exc, assumed)
 
-    ex = explore(run, budget=budget, assume=[c for _, c in domain])
+    with watching_padding() as reads:
+        ex = explore(run, budget=budget, assume=[c for _, c in domain])
     bounds = variable_bounds(ranges, vectors)
     problems: list[CaseProblem] = []
     failures: list[PathFailure] = []
@@ -636,8 +649,8 @@ def build_paths(
             norm = normalise(to_z3_bool(value), bounds, ev.extrema)
             notes += [f"{name}: {note}" for note in norm.notes]
             constraints.append((name, norm.term))
-        problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path, notes))
-    return CasePaths(problems, failures, ex.complete, ex.unexplored, budget)
+        problems.append(CaseProblem(ob, dict(fixed), scalars, vecs, constraints, false, ev, path, notes, alone=alone))
+    return CasePaths(problems, failures, ex.complete, ex.unexplored, budget, list(dict.fromkeys(reads)))
 
 
 def build_case(

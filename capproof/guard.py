@@ -68,6 +68,7 @@ def _symbolic_internals() -> dict[int, str]:
     }
     objs.update({name: getattr(z3, name) for name in ("ExprRef", "ArithRef", "BoolRef", "AstRef", "is_expr", "is_int")})
     objs["_plain"] = getattr(arith, "_plain", None)
+    import faulthandler
     import gc
     import inspect
     import json
@@ -93,6 +94,11 @@ def _symbolic_internals() -> dict[int, str]:
             "sys.addaudithook (the interpreter's hooks)": sys.addaudithook,
             # the caller's frame, read in C (no audit event): the stack above a model is capproof's
             "warnings.warn (the caller's frame)": warnings.warn,
+            # the stack written out by C code (no audit event)
+            "faulthandler.dump_traceback (the stack)": faulthandler.dump_traceback,
+            "faulthandler.dump_traceback_later (the stack)": faulthandler.dump_traceback_later,
+            "faulthandler.register (the stack, on a signal)": faulthandler.register,
+            "faulthandler.enable (the stack, on a fault)": faulthandler.enable,
             "reprlib.repr (a repr)": reprlib.repr,
             "reprlib.Repr (a repr)": reprlib.Repr,
             "pprint.pformat (a repr)": pprint.pformat,
@@ -171,6 +177,34 @@ def _own_attributes() -> frozenset[str]:
 #: dunders both have that answer differently on a symbolic value (its slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
 #: the exception watch sees a symbolic value's own ``__init__`` failing)
 _DIFFERENT_DUNDERS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
+
+
+#: what ``tuple``'s own methods read of a vector (a :class:`~capproof.arith.Padded`) when called
+#: directly (``tuple.__getitem__(lens, -1)``): its padding, past the methods that watch it
+_TUPLE_READS = frozenset(
+    {
+        "__getitem__",
+        "__len__",
+        "__iter__",
+        "__reversed__",
+        "__contains__",
+        "count",
+        "index",
+        "__hash__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__add__",
+        "__mul__",
+        "__rmul__",
+        "__repr__",
+        "__sizeof__",
+        "__getnewargs__",
+    }
+)
 
 
 #: slots of the builtin ``object``/``int``/``bool`` that, called directly (``object.__eq__(a, b)``:
@@ -377,7 +411,19 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     )
                     if note not in others:
                         others.append(note)
-                if builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _SLOT_CALLS:
+                if (
+                    builtin_type == "tuple"
+                    and ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in _TUPLE_READS
+                ):
+                    note = (
+                        where,
+                        f"calls tuple.{ins.argval} directly, which reads a vector's padding unseen (capproof "
+                        "decides the batch alone when the model reads it through the vector's own methods)",
+                    )
+                    if note not in others:
+                        others.append(note)
+                elif builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _SLOT_CALLS:
                     note = (
                         where,
                         f"calls {builtin_type}.{ins.argval} directly, which sees the object itself (identity, its "
@@ -413,7 +459,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
-                    if name in ("object", "int", "bool") and name not in globs:
+                    if name in ("object", "int", "bool", "tuple") and name not in globs:
                         builtin_type = name
                     value = globs.get(name)
                     if asking and isinstance(value, str) and (value in distinguishing or value in dunders):

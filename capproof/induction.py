@@ -236,6 +236,10 @@ class InductionBatch:
     def __getitem__(self, index):
         if not _concrete(index) or index < 0:
             raise _refused(f"batch {self.name} indexed by {index!r} (a constant position >= 0 only)")
+        if self.dom.length is not None and index >= self.n_lo:
+            # a batch of n <= index entries alone has no entry there (IndexError) where the padded
+            # vector has its fill; the conclusion covers only sizes above the index
+            raise _refused(f"batch {self.name} indexed at {index}, at or past its least length {self.n_lo}")
         if index not in self.heads:
             self.heads[index] = SymInt.var(f"{self.name}[{index}]")
         return self.heads[index]

@@ -37,8 +37,9 @@ import ast
 import functools
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Mapping, Union
+from typing import Iterable, Mapping, Protocol, Union
 
 import z3
 
@@ -70,6 +71,12 @@ __all__ = [
     "summary_line",
     "render_markdown",
     "InventoryDiff",
+    "Sources",
+    "Change",
+    "CHANGE_KINDS",
+    "NOISE_KINDS",
+    "canonical",
+    "same_expression",
     "diff",
     "diff_lines",
 ]
@@ -790,42 +797,344 @@ def render_markdown(entries: list[Entry], engine: str, version: str, generator: 
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+#: What a release diff may report as changed (:class:`Change`'s ``what``).
+CHANGE_KINDS = ("dtype", "shape", "sizing code", "demand", "accesses")
+#: What differs between two releases' records of one buffer without a change (tracing noise).
+NOISE_KINDS = (
+    "line moved",
+    "shape spelling",
+    "traced in one release only",
+    "why text",
+    "access lines or order",
+    "accesses derived differently",
+    "demand record",
+    "demand derived in one release only",
+)
+
+
+@dataclass
+class Change:
+    """One buffer that changed between two releases: ``what`` lists :data:`CHANGE_KINDS` items,
+    ``details`` the lines that show it (old and new sizing statements, demands, accesses)."""
+
+    old: Entry
+    new: Entry
+    what: list[str]
+    details: list[str] = field(default_factory=list)
+
+
 @dataclass
 class InventoryDiff:
-    """Buffers added, removed, and whose shape (or dtype) changed between two releases."""
+    """Buffers added, removed, and changed between two releases; ``noise`` the buffers whose
+    records differ only in tracing noise (``(old, new, kinds)``, kinds from :data:`NOISE_KINDS`)."""
 
     added: list[Entry]
     removed: list[Entry]
-    changed: list[tuple[Entry, Entry]]
+    changed: list[Change]
+    noise: list[tuple[Entry, Entry, list[str]]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
 
-def diff(old: list[Entry], new: list[Entry]) -> InventoryDiff:
-    """Compare two inventories by entry id; a change is a different shape expression list or dtype
-    (line moves alone are not changes)."""
+def canonical(text: str) -> str:
+    """``text`` as :func:`ast.unparse` prints it (spacing, redundant parentheses and quotes do not
+    count); when it is not a Python expression, its words joined by single spaces."""
+    try:
+        return ast.unparse(ast.parse(text.strip(), mode="eval"))
+    except (SyntaxError, ValueError, AttributeError):
+        return " ".join(str(text).split())
+
+
+def _divisors(t: z3.ExprRef, out: list) -> None:
+    if z3.is_app(t):
+        if t.decl().kind() in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM, z3.Z3_OP_DIV):
+            out.append(t.children()[1])
+        for c in t.children():
+            _divisors(c, out)
+
+
+@functools.lru_cache(maxsize=4096)
+def same_expression(a: str, b: str, timeout_ms: int = 2000) -> bool:
+    """Whether shape expressions ``a`` and ``b`` are equal: the same text after :func:`canonical`,
+    or, both in the shape expression language, equal on every assignment of non-negative integers
+    to their names at which no divisor is zero (Z3 proves ``a != b`` unsat; unknown is not equal).
+    A name is a config count (never negative); at a zero divisor Python raises, so no value there
+    can differ."""
+    if a == b or canonical(a) == canonical(b):
+        return True
+    try:
+        names = sorted(set(expression_names(a)) | set(expression_names(b)))
+        env = {n: SymInt.var(n) for n in names}
+        ta, tb = to_z3_int(evaluate(a, **env)), to_z3_int(evaluate(b, **env))
+    except (SpecError, ZeroDivisionError, TypeError, ArithmeticError):
+        return False
+    if z3.eq(z3.simplify(ta), z3.simplify(tb)):
+        return True
+    divisors: list = []
+    _divisors(ta, divisors)
+    _divisors(tb, divisors)
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*[z3.Int(n) >= 0 for n in names], *[d != 0 for d in divisors], ta != tb)
+    return solver.check() == z3.unsat
+
+
+def _same_shape(a: list[str], b: list[str]) -> bool:
+    return len(a) == len(b) and all(same_expression(x, y) for x, y in zip(a, b))
+
+
+#: A dtype as a traced entry records it (a read entry may hold the call's text instead, or '').
+_DTYPE = re.compile(r"^(u?int\d+|float\d+|bfloat16|bool|complex\d+|float8\w*)$")
+
+_LINE_REF = re.compile(r"(?:\.py)?:\d+(?:,\d+)*\b")
+
+
+def _without_lines(text: str) -> str:
+    """``text`` without its ``file.py:123`` / ``:123`` line references."""
+    return _LINE_REF.sub(lambda m: ".py" if m.group(0).startswith(".py") else "", str(text))
+
+
+def _unlined(obj):
+    """``obj`` (a fact: strings, lists, dicts) with line references removed and lists sorted."""
+    if isinstance(obj, str):
+        return _without_lines(obj)
+    if isinstance(obj, dict):
+        return {k: _unlined(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return sorted((_unlined(x) for x in obj), key=lambda x: json.dumps(x, sort_keys=True))
+    return obj
+
+
+def _access_key(a: dict) -> tuple:
+    return (a.get("file", ""), a.get("dim"), canonical(str(a.get("extent", ""))), a.get("op", ""))
+
+
+def _access_text(k: tuple) -> str:
+    return f"{k[0]} dim {k[1]} {k[3]} [{k[2]}]"
+
+
+def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
+    """Lines naming what differs between two demand lists, for each dimension both derive: the extent (as
+    an expression), the names it binds (each as an expression) and its facts (every field: the
+    fact, whether it was checked, the paths it was checked or not checked on; texts without line
+    references, lists as sets). The derivation's provenance (``from``, ``notes``, ``how``,
+    ``family``) is not compared, nor a dimension derived in one release only (the derivation, not
+    the engine, reached it: a changed reader shows as a changed access)."""
+
+    def by_dim(ds):
+        out: dict = {}
+        for d in ds:
+            if isinstance(d, dict):
+                out.setdefault(d.get("dim"), []).append(d)
+        return out
+
+    def facts(d):
+        return sorted(json.dumps(_unlined(f), sort_keys=True) for f in d.get("facts", []) or [])
+
+    def same(x, y):
+        if not same_expression(str(x.get("extent", "")), str(y.get("extent", ""))):
+            return False
+        bx, by = x.get("binds") or {}, y.get("binds") or {}
+        if set(bx) != set(by) or not all(same_expression(str(bx[k]), str(by[k])) for k in bx):
+            return False
+        return facts(x) == facts(y)
+
+    out = []
+    da, db = by_dim(a), by_dim(b)
+    for dim in sorted(set(da) & set(db), key=str):
+        xs, ys = da.get(dim, []), db.get(dim, [])
+        unmatched = list(ys)
+        lost = []
+        for x in xs:
+            hit = next((y for y in unmatched if same(x, y)), None)
+            if hit is None:
+                lost.append(x)
+            else:
+                unmatched.remove(hit)
+        for x in lost:
+            out.append(f"demand dim {dim} was {x.get('extent')}" + _binds_text(x))
+        for y in unmatched:
+            out.append(f"demand dim {dim} now {y.get('extent')}" + _binds_text(y))
+    return out
+
+
+def _binds_text(d: dict) -> str:
+    b = d.get("binds") or {}
+    return (" where " + ", ".join(f"{k} = {v}" for k, v in sorted(b.items()))) if b else ""
+
+
+def _multiset_changes(a: list, b: list) -> tuple[list, list]:
+    """``(only in a, only in b)`` of two lists compared as multisets."""
+    from collections import Counter
+
+    ca, cb = Counter(a), Counter(b)
+    return sorted((ca - cb).elements(), key=repr), sorted((cb - ca).elements(), key=repr)
+
+
+class Sources(Protocol):
+    """One release's sources as :func:`diff` reads them
+    (:class:`capproof.engines.tracing.sizing.Release`)."""
+
+    def sizing(self, entry: Entry) -> tuple[str, ...] | None:
+        """The entry's sizing code: normalised statements (None: unreadable)."""
+
+    def statement(self, file: str, line: int) -> str | None:
+        """The normalised statement at ``file:line`` (None: unreadable)."""
+
+    def statements(self, file: str) -> frozenset[str]:
+        """Every normalised statement of ``file``."""
+
+
+def _access_changes(a: Entry, b: Entry, sa: Sources | None, sb: Sources | None) -> tuple[list[str], bool]:
+    """``(lines, derived_differently)``: the access sites gone and new between two releases, and
+    whether the derived access records differ beyond that. With sources, an access is gone only
+    when its statement is in no statement of the new release's file, new only when its statement
+    is in none of the old one's (a statement kept verbatim is the same reader, however its access
+    was derived); without, records are compared as (file, dimension, extent, operation)."""
+    gone, came = _multiset_changes([_access_key(x) for x in a.accesses], [_access_key(x) for x in b.accesses])
+    if not (gone or came):
+        return [], False
+    if sa is None or sb is None:
+        return [f"access gone: {_access_text(k)}" for k in gone] + [
+            f"access new: {_access_text(k)}" for k in came
+        ], False
+    lines: list[str] = []
+    for word, records, here, there in (("gone", a.accesses, sa, sb), ("new", b.accesses, sb, sa)):
+        shown: set[tuple[str, str]] = set()
+        for x in records:
+            file = x.get("file", "")
+            text = here.statement(file, x.get("line"))
+            if text is None:
+                key = _access_key(x)
+                if key in (gone if word == "gone" else came) and (file, str(key)) not in shown:
+                    shown.add((file, str(key)))
+                    lines.append(f"access {word}: {_access_text(key)}")
+            elif text not in there.statements(file) and (file, text) not in shown:
+                shown.add((file, text))
+                lines.append(f"access {word}: {file}:{x.get('line')} {text}")
+    return lines, not lines
+
+
+def diff(
+    old: list[Entry],
+    new: list[Entry],
+    old_src: Sources | None = None,
+    new_src: Sources | None = None,
+) -> InventoryDiff:
+    """Compare two inventories by entry id; an entry has **changed** only when what sizes or
+    reads it did:
+
+    - ``dtype``: a different dtype (when one release traced the buffer and the other read it,
+      only two concrete dtype names are compared: a read entry may record the call's text or '');
+    - ``shape``: a dimension whose expressions are not equal (:func:`same_expression`: equal
+      spellings, e.g. ``1 + n`` and ``n + 1``, are the same shape) when both releases record the
+      shape the same way (both ``traced``, or both ``read``); a buffer traced in one release and
+      read in the other is compared by its sizing code (the tracer, not the engine, differs);
+      without sizing code, its shapes are compared as well;
+    - ``sizing code``: given both releases' sources (``old_src``/``new_src``), the allocation
+      call and the statements its size depends on, normalised
+      (:func:`capproof.engines.tracing.sizing.sizing_code`), differ;
+    - ``demand``: for a dimension both releases derive, the extent, the names it binds, or its
+      facts differ (as expressions; facts without their line references);
+    - ``accesses``: a reader or writer was added or removed: with sources, an access whose
+      statement is in no statement of the other release's file (:func:`_access_changes`);
+      without, the access records differ as a multiset of (file, dimension, extent, operation).
+
+    Line moves, a different ``why``, the order of accesses, access records derived differently
+    from unchanged statements, a demand derived in one release only, the lines and provenance of
+    a derivation, and equal shapes spelled differently are noise: such entries are listed in
+    ``noise`` with what differed, not in ``changed``."""
     o = {e.id: e for e in old}
     n = {e.id: e for e in new}
+    changed: list[Change] = []
+    noise: list[tuple[Entry, Entry, list[str]]] = []
+    for i in sorted(o.keys() & n.keys()):
+        a, b = o[i], n[i]
+        what: list[str] = []
+        details: list[str] = []
+        ca = old_src.sizing(a) if old_src is not None else None
+        cb = new_src.sizing(b) if new_src is not None else None
+        code_known = ca is not None and cb is not None
+        if a.dtype != b.dtype and (a.how == b.how or (_DTYPE.match(a.dtype) and _DTYPE.match(b.dtype))):
+            what.append("dtype")
+        if a.shape != b.shape and not _same_shape(a.shape, b.shape) and (a.how == b.how or not code_known):
+            what.append("shape")
+        if code_known and ca != cb:
+            what.append("sizing code")
+            gone, came = _multiset_changes(list(ca), list(cb))
+            details += [f"- {s}" for s in gone] + [f"+ {s}" for s in came]
+        dem = _demand_changes(a.demands, b.demands)
+        if dem:
+            what.append("demand")
+            details += dem
+        acc, derived_differently = _access_changes(a, b, old_src, new_src)
+        if acc:
+            what.append("accesses")
+            details += acc
+        if what:
+            changed.append(Change(a, b, what, details))
+            continue
+        kinds = []
+        if a.line != b.line:
+            kinds.append("line moved")
+        if a.how != b.how:
+            kinds.append("traced in one release only")
+        elif a.shape != b.shape:
+            kinds.append("shape spelling")
+        if a.why != b.why:
+            kinds.append("why text")
+        if derived_differently:
+            kinds.append("accesses derived differently")
+        elif a.accesses != b.accesses:
+            kinds.append("access lines or order")
+        one_side = {d.get("dim") for d in a.demands if isinstance(d, dict)} ^ {
+            d.get("dim") for d in b.demands if isinstance(d, dict)
+        }
+        if one_side:
+            kinds.append("demand derived in one release only")
+        elif a.demands != b.demands:
+            kinds.append("demand record")
+        if kinds:
+            noise.append((a, b, kinds))
     return InventoryDiff(
         added=[n[i] for i in sorted(n.keys() - o.keys())],
         removed=[o[i] for i in sorted(o.keys() - n.keys())],
-        changed=[
-            (o[i], n[i]) for i in sorted(o.keys() & n.keys()) if o[i].shape != n[i].shape or o[i].dtype != n[i].dtype
-        ],
+        changed=changed,
+        noise=noise,
     )
 
 
 def diff_lines(d: InventoryDiff, old_name: str, new_name: str) -> list[str]:
-    """The release-bump review: one line per added/removed buffer, two per changed shape."""
-    out = [f"{old_name} -> {new_name}: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed"]
+    """The release-bump review: a count line (changed buffers by what changed; one buffer may count
+    under several); one line per added/removed buffer; per changed
+    buffer, what changed, the old and new shape with the line in each release, and the details
+    (sizing statements only in one release, demands, access sites); last, one line counting the
+    buffers whose records differ only in tracing noise, by kind."""
+    from collections import Counter
+
+    why = Counter(k for c in d.changed for k in c.what)
+    out = [
+        f"{old_name} -> {new_name}: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed"
+        + (" (" + ", ".join(f"{why[k]} {k}" for k in CHANGE_KINDS if why[k]) + ")" if why else "")
+        + (f"; {len(d.noise)} more differ only in tracing noise" if d.noise else "")
+    ]
     for e in d.added:
         out.append(f"+ {e.id}  [{', '.join(e.shape)}] {e.dtype}  ({e.file}:{e.line}, {e.how})")
     for e in d.removed:
-        out.append(f"- {e.id}  [{', '.join(e.shape)}] {e.dtype}")
-    for a, b in d.changed:
-        out.append(f"~ {a.id}  ({b.file}:{b.line})")
-        out.append(f"    {old_name}: [{', '.join(a.shape)}] {a.dtype}")
-        out.append(f"    {new_name}: [{', '.join(b.shape)}] {b.dtype}")
+        out.append(f"- {e.id}  [{', '.join(e.shape)}] {e.dtype}  ({e.file}:{e.line}, {e.how})")
+    for c in d.changed:
+        a, b = c.old, c.new
+        out.append(f"~ {a.id}  ({', '.join(c.what)})")
+        out.append(f"    {old_name}: [{', '.join(a.shape)}] {a.dtype}  ({a.file}:{a.line}, {a.how})")
+        out.append(f"    {new_name}: [{', '.join(b.shape)}] {b.dtype}  ({b.file}:{b.line}, {b.how})")
+        out += [f"      {x}" for x in c.details]
+    if d.noise:
+        kinds = Counter(k for _, _, ks in d.noise for k in ks)
+        out.append(
+            f"not changed: {len(d.noise)} buffers differ only in tracing noise ("
+            + ", ".join(f"{kinds[k]} {k}" for k in NOISE_KINDS if kinds[k])
+            + ")"
+        )
     return out

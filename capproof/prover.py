@@ -88,6 +88,7 @@ class _CaseOutcome:
         "paths",
         "restating",
         "normalised",
+        "padding_reads",
     )
 
     def __init__(self, kind: str, **kw: Any):
@@ -106,6 +107,8 @@ class _CaseOutcome:
         self.restating: list[str] = kw.get("restating", [])
         #: assumptions rewritten into an equivalent faster form (capproof.normalise)
         self.normalised: list[str] = kw.get("normalised", [])
+        #: where the model read a vector's padding (:attr:`capproof.encode.CasePaths.padding_reads`)
+        self.padding_reads: list[str] = []
 
 
 def _concretely_false_assumptions(ob: Obligation, fixed: dict[str, int]) -> list[str]:
@@ -137,6 +140,7 @@ def _prove_case(
     restate: bool = True,
     built: dict[tuple, CasePaths] | None = None,
     shared: SharedInputs | None = None,
+    alone: bool = False,
 ) -> _CaseOutcome:
     """Decide one case: every execution path of the model is its own problem (its path
     condition labelled among the constraints); the case is proved only if every path is proved
@@ -145,10 +149,11 @@ def _prove_case(
     is recorded; ``restate``: whether a proved path's core is checked for assumptions restating
     the claim (:func:`_restating_assumptions`); ``built``: where the case's paths are kept, by
     its fixed values (for :func:`find_witnesses`); ``shared``: the symbolic inputs and witness
-    values shared with the obligation's other cases (:class:`~capproof.encode.SharedInputs`)."""
+    values shared with the obligation's other cases (:class:`~capproof.encode.SharedInputs`);
+    ``alone``: each vector is its batch alone (every length in ``fixed``: :func:`_alone_outcomes`)."""
     budget = ob.fork_budget if ob.fork_budget is not None else options.fork_budget
     try:
-        cp = build_paths(ob, fixed, ranges, vectors, budget, shared)
+        cp = build_paths(ob, fixed, ranges, vectors, budget, shared, alone)
         if built is not None:
             built[tuple(sorted(fixed.items()))] = cp
     except KeyboardInterrupt:
@@ -173,6 +178,7 @@ def _prove_case(
         outcomes.append(outcome)
     combined = _combine_paths(outcomes, cp)
     combined.fixed = dict(fixed)
+    combined.padding_reads = cp.padding_reads
     combined.normalised = list(dict.fromkeys(n for case in cp.paths for n in case.normalised))
     return combined
 
@@ -260,7 +266,7 @@ def _replay_check(
     claim's truth is ``symbolic_holds`` (False: a counterexample) and the named values agree;
     else why not."""
     try:
-        holds, values, failed = replay(case.ob, params)
+        holds, values, failed = replay(case.ob, params, padding=not case.alone)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
@@ -275,35 +281,46 @@ def _replay_check(
                 " (does the model branch on isinstance/type or other Python-only facts?)"
             )
         )
+    if case.alone:  # the batches alone: a counterexample there must fail with the padding too
+        return None if symbolic_holds else _padding_check(case.ob, params, (holds, values, failed), True)
     return _padding_check(case.ob, params, (holds, values, failed))
 
 
-def _padding_check(ob: Obligation, params: dict[str, object], padded: tuple) -> str | None:
+def _padding_check(ob: Obligation, params: dict[str, object], first: tuple, alone_first: bool = False) -> str | None:
     """None if the point replays the same on its batches alone (each Vector's active entries,
-    no padding) as with the padding; else why not. A counterexample shows the batch only, so a
+    no padding) as with the padding; else why not. ``first``: the replay already made, with the
+    padding (or alone, with ``alone_first``). A counterexample shows the batch only, so a
     model whose result moves with the padding (``len()``, ``min()``, a count over every entry,
-    padding above the entries) would report a batch that does not fail, or prove a false claim."""
+    padding above the entries) would report a batch that does not fail, or prove a false claim.
+    With ``alone_first`` (a counterexample of a case on the batches alone) only the claim's truth
+    and the false assumptions must agree: the values shown are the batch alone's."""
     short = [p for p, d in ob.domain.items() if isinstance(d, Vector) and len(params[p]) < d.size]  # type: ignore[arg-type]
     if not short:
         return None
     try:
-        alone = replay(ob, params, padding=False)
+        other = replay(ob, params, padding=alone_first)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        alone = f"raises {describe_exception(exc)}"
-    if alone == padded:
+        other = f"raises {describe_exception(exc)}"
+    padded, alone = (other, first) if alone_first else (first, other)
+    if alone == padded or (
+        alone_first and isinstance(padded, tuple) and padded[0] == alone[0] and padded[2] == alone[2]
+    ):
         return None
-    shown = (
-        alone
-        if isinstance(alone, str)
-        else f"gives claim {alone[0]} {alone[1]}" + (f" with assumptions {alone[2]} false" if alone[2] else "")
-    )
+
+    def shown(r) -> str:
+        return (
+            r
+            if isinstance(r, str)
+            else f"gives claim {r[0]} {r[1]}" + (f" with assumptions {r[2]} false" if r[2] else "")
+        )
+
     fills = ", ".join(f"{p}: {ob.domain[p].size - len(params[p])} entries equal to {ob.domain[p].fill}" for p in short)  # type: ignore[attr-defined]
     return str(
         ReplayError(
-            f"the model sees the padding of its batch at {params}: on the batch alone it {shown}, "
-            f"with the padding ({fills}) claim {padded[0]} {padded[1]}; len(), min(), a count or a loop "
+            f"the model sees the padding of its batch at {params}: on the batch alone it {shown(alone)}, "
+            f"with the padding ({fills}) it {shown(padded)}; len(), min(), a count or a loop "
             "over the whole vector includes the padding (use total/max_of/min_of of capproof.arith, "
             "or mask entries with the length parameter)"
         )
@@ -1449,6 +1466,15 @@ class Bounded:
                 finite, ranges, length_notes = as_range
         if not outcomes:
             outcomes = run_cases(finite, ranges)
+        reads = list(dict.fromkeys(r for o in outcomes for r in o.padding_reads))
+        alone_note = ""
+        if reads and all(o.kind in ("proved", "excluded") for o in outcomes):
+            alone = _alone_outcomes(ob, finite, ranges, vectors, options, rlimit, first, reads)
+            outcomes += alone
+            alone_note = (
+                f"the model reads its vectors' padding ({reads[0]}): decided on each batch alone too "
+                f"({len(alone)} more cases, one per batch length)"
+            )
 
         result.cases = len(outcomes)
         result.paths = sum(o.paths for o in outcomes)
@@ -1529,7 +1555,65 @@ class Bounded:
         result.normalised = length_notes + list(dict.fromkeys(n for o in outcomes for n in o.normalised))
         if result.normalised:  # never silently: the verdict says which assumptions were re-encoded
             result.message += "; encoded equivalently (capproof.normalise): " + "; ".join(result.normalised)
+        if alone_note and result.verdict in (Verdict.PROVED, Verdict.VACUOUS):
+            result.message += "; " + alone_note
         return result
+
+
+#: A model that reads its vectors' padding is decided again on each batch alone in at most this
+#: many more cases (one per combination of the case-split parameters and the batch lengths);
+#: beyond it the obligation is an ``error``.
+ALONE_CASES = 256
+
+
+def _alone_outcomes(
+    ob: Obligation,
+    finite: dict[str, list[int]],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    options: Options,
+    rlimit: int,
+    first: "_First",
+    reads: list[str],
+) -> list[_CaseOutcome]:
+    """The cases of ``ob`` with every vector its batch alone: each symbolic batch length split
+    into one case per value it admits (at most the vector's size), no padding entries at all, so
+    whatever the model reads of a vector (``len()``, ``lens[-1]``, a loop, a slice, a hash, C code
+    reading the tuple) is exactly what it reads on the batch alone. Run when the bounded
+    encoding's padded run read the padding (``reads``, :meth:`capproof.arith.Padded.read_padding`);
+    a point that fails alone but not with the padding is an ``error`` (:func:`_padding_check`).
+    More than :data:`ALONE_CASES` cases: one ``error`` outcome."""
+    axes = dict(finite)
+    for name in sorted({v.length for v in vectors.values() if v.length is not None}):
+        if name in ranges:
+            size = max(v.size for v in vectors.values() if v.length == name)
+            axes[name] = list(range(ranges[name].lo, min(ranges[name].hi, size) + 1))
+    rest = {k: v for k, v in ranges.items() if k not in axes}
+    count = 1
+    for values in axes.values():
+        count *= len(values)
+    if count > ALONE_CASES:
+        return [
+            _CaseOutcome(
+                "error",
+                message=(
+                    f"the model reads its vectors' padding ({reads[0]}), so its batches alone must be decided "
+                    f"too, in {count} cases (more than {ALONE_CASES}): read a batch through total/max_of/min_of/"
+                    "count/all_of or index it below the least length the domain admits, or pin the length (--set)"
+                ),
+            )
+        ]
+    names = list(axes)
+    shared = SharedInputs()
+    outcomes = []
+    for combo in itertools.product(*(axes[n] for n in names)):
+        outcome = _prove_case(
+            ob, dict(zip(names, combo)), rest, vectors, options, rlimit, None, first, False, None, shared, alone=True
+        )
+        if outcome.kind in ("error", "unknown") and not outcome.message.startswith("on the batch alone"):
+            outcome.message = f"on the batch alone ({dict(zip(names, combo))}): {outcome.message}"
+        outcomes.append(outcome)
+    return outcomes
 
 
 #: The strategies :func:`_prove_obligation` tries, in order; the first that decides gives the verdict.

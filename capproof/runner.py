@@ -1066,6 +1066,20 @@ def run_items(
     return result
 
 
+def prove(obligation: Obligation, options: Options | None = None) -> ObligationResult:
+    """Prove one loaded obligation as ``capproof prove`` does (the Python API's ``capproof.prove``):
+    in a worker process forked from this one, with its time limit and module-state checks (state
+    the model changes while deciding it, or cannot be fingerprinted, makes the verdict an
+    ``error``; nothing it changes reaches this process). With ``options.isolate`` off: in this
+    process, unchecked (:func:`capproof.prover.prove_obligation`). Never raises: a pin naming no
+    parameter of the obligation is left to :func:`~capproof.prover.prove_obligation` (in this
+    process: nothing of the model runs)."""
+    result = run_items([obligation], options=options)
+    if result.usage_errors:
+        return prove_obligation(obligation, options)
+    return result.obligations[0]
+
+
 def run_tasks(
     obligations: list[Obligation],
     task: Task,

@@ -343,23 +343,24 @@ class _GuardedModule(types.ModuleType):
 
     def __getattribute__(self, name: str):
         value = types.ModuleType.__getattribute__(self, name)
-        if sys.gettrace() is _watch_call and _from_model(sys._getframe(1)):
-            public = (
-                () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
-            )
-            if (
-                _hidden(value)
-                or name == "__dict__"
-                or (name not in public and not name.startswith("__"))
-                or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
-            ):
-                if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
-                    record_misuse(
-                        NotConcreteError(
-                            f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
-                            "during a symbolic run: it may tell a symbolic value from an int"
-                        )
+        # the cheap tests first: almost every read is capproof's own code reading a public name, and
+        # only a read that would be misuse is worth finding who reads it (a walk of the stack)
+        if sys.gettrace() is not _watch_call:
+            return value
+        public = () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
+        if (
+            _hidden(value)
+            or name == "__dict__"
+            or (name not in public and not name.startswith("__"))
+            or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
+        ) and _from_model(sys._getframe(1)):
+            if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
+                record_misuse(
+                    NotConcreteError(
+                        f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
+                        "during a symbolic run: it may tell a symbolic value from an int"
                     )
+                )
         return value
 
 
@@ -371,13 +372,24 @@ def _PUBLIC_PACKAGE_NAMES() -> frozenset:
 def _from_model(frame) -> bool:
     """Whether the first frame from ``frame`` outward that is not the standard library's is a model's."""
     while frame is not None:
-        name = frame.f_code.co_filename
-        if os.path.abspath(name).startswith(_OWN_DIRS):
+        code = frame.f_code
+        if _is_own_code(code):
             return False
-        if _is_model_code(frame.f_code):
+        if _is_model_code(code):
             return True
         frame = frame.f_back
     return False
+
+
+_OWN_CODE: dict = {}
+
+
+def _is_own_code(code) -> bool:
+    """Whether ``code`` is capproof's or Z3's (cached per code object, as :func:`_is_model_code`)."""
+    known = _OWN_CODE.get(code)
+    if known is None:
+        known = _OWN_CODE[code] = os.path.abspath(code.co_filename).startswith(_OWN_DIRS)
+    return known
 
 
 #: audit events by which code reaches the frames of the stack it runs on (capproof's, above a

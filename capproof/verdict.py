@@ -287,6 +287,7 @@ class ObligationResult:
             "line": self.line,
             "rlimit": self.rlimit,
             "seconds": round(self.seconds, 3),
+            "cached": self.cached,
         }
 
 

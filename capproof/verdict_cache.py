@@ -13,7 +13,9 @@ without solving). The key is the SHA-256 of everything the verdict depends on:
 - the bytes of the source file of every project module the obligation can reach
   (:func:`capproof.runner.reaches`: its spec file, the models and helpers its claim, assumptions
   and witnesses call or read, transitively; every project module's when that cannot be bounded);
-- capproof's own sources, and the Python, Z3 and cvc5 versions;
+- capproof's own sources that can decide it (:mod:`capproof.own_sources`: the runner's and the
+  prover's import closure and the capproof modules the reached project files import; not the
+  command line, the renderers, the engine adapters), and the Python, Z3 and cvc5 versions;
 - the environment variables a spec or model may read while deciding: all of them but the few a
   shell, make or pytest sets per session (``PWD``, ``SHLVL``, ``MAKEFLAGS``, ``PYTEST_CURRENT_TEST``,
   ...), so ``make verify`` and ``capproof prove`` share their verdicts.
@@ -37,12 +39,14 @@ import types
 from dataclasses import fields
 from typing import Any
 
+from .own_sources import BOUNDING, DECIDING, capproof_sources
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
 
 __all__ = [
     "obligation_key",
     "obligation_keys",
     "item_key",
+    "portable_key",
     "load",
     "store",
     "load_entry",
@@ -97,17 +101,17 @@ _SESSION_VARIABLES = frozenset(
         "MAKE_TERMOUT",
         "MAKE_TERMERR",
         "MAKE_RESTARTS",
+        # malloc tuning the Makefile exports (transparent huge pages): how fast, never what a value is
+        "GLIBC_TUNABLES",
     }
 )
 
 
 def _environment() -> str:
-    """capproof's sources and the Python, Z3 and cvc5 versions (once per process)."""
+    """The Python, Z3 and cvc5 versions (once per process)."""
     global _ENV
     if _ENV is None:
         import z3
-
-        from .contracts import tree_hash
 
         try:
             import cvc5  # noqa: F401
@@ -115,9 +119,7 @@ def _environment() -> str:
             cvc = getattr(sys.modules["cvc5"], "__version__", "?")
         except ImportError:
             cvc = "-"
-        _ENV = "\n".join(
-            [sys.version, z3.get_version_string(), cvc, tree_hash(os.path.dirname(os.path.abspath(__file__)))]
-        )
+        _ENV = "\n".join([sys.version, z3.get_version_string(), cvc])
     return _ENV
 
 
@@ -137,20 +139,45 @@ class _Stable(pickle.Pickler):
             return ("code", obj.co_filename, obj.co_firstlineno, obj.co_code)
         if type(obj).__name__ in ("lock", "RLock"):
             return ("lock",)
+        if isinstance(obj, (set, frozenset)) and obj:
+            # in a canonical order: a set of strings iterates in an order that changes with the
+            # process's hash seed
+            return ("set", type(obj).__name__, sorted(obj, key=repr))
         return None
 
 
-def _digest(value: object) -> str | None:
-    """SHA-256 of ``value`` pickled by :class:`_Stable`; None: it cannot be pickled."""
+class _Portable(_Stable):
+    """:class:`_Stable` with every path under the working directory made relative to it (a table
+    a spec memoises under its file's absolute path): the same digest in every checkout."""
+
+    root = ""
+
+    def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        if isinstance(obj, str) and self.root and obj.startswith(self.root):
+            return ("path", os.path.relpath(obj, self.root))
+        if isinstance(obj, types.CodeType):
+            return ("code", self._rel(obj.co_filename), obj.co_firstlineno, obj.co_code)
+        return super().persistent_id(obj)
+
+    def _rel(self, path: str) -> str:
+        return os.path.relpath(path, self.root) if self.root and path.startswith(self.root) else path
+
+
+def _digest(value: object, portable: bool = False) -> str | None:
+    """SHA-256 of ``value`` pickled by :class:`_Stable` (``portable``: :class:`_Portable`); None: it
+    cannot be pickled."""
     buf = io.BytesIO()
     try:
-        _Stable(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        pickler = (_Portable if portable else _Stable)(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        if portable:
+            pickler.root = os.path.abspath(os.getcwd()) + os.sep  # type: ignore[attr-defined]
+        pickler.dump(value)
     except Exception:  # noqa: BLE001 - not picklable: no key
         return None
     return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
-def _held_digest(ob: Any, memo: dict[int, tuple[object, str | None]]) -> str | None:
+def _held_digest(ob: Any, memo: dict[Any, tuple[object, str | None]], portable: bool = False) -> str | None:
     """The data the obligation's claim, assumptions and witnesses hold (closures, defaults); each
     object pickled once per run (``memo``: id -> (object, digest); generated obligations share them)."""
     parts: list[str | None] = []
@@ -163,20 +190,21 @@ def _held_digest(ob: Any, memo: dict[int, tuple[object, str | None]]) -> str | N
                 held.append(None)
         held += [getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
         for obj in held:
-            if id(obj) not in memo:
-                memo[id(obj)] = (obj, _digest(obj))
-            parts.append(memo[id(obj)][1])
+            if (id(obj), portable) not in memo:
+                memo[(id(obj), portable)] = (obj, _digest(obj, portable))
+            parts.append(memo[(id(obj), portable)][1])
     return None if None in parts else hashlib.sha256("".join(parts).encode()).hexdigest()  # type: ignore[arg-type]
 
 
-def _module_digest(module: types.ModuleType) -> str | None:
+def _module_digest(module: types.ModuleType, portable: bool = False) -> str | None:
     """A module's data (what a spec computed at import, a table read from a file, say)."""
     return _digest(
         sorted(
             (k, v)
             for k, v in vars(module).items()
             if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))
-        )
+        ),
+        portable,
     )
 
 
@@ -185,8 +213,8 @@ def obligation_keys(
 ) -> list[str | None]:
     """:func:`obligation_key` of each of ``obs`` (``reached``: the project modules each can reach;
     ``project``: the project's modules by name); each module's data is pickled once."""
-    memo: dict[str, str | None] = {}
-    held: dict[int, tuple[object, str | None]] = {}
+    memo: dict[Any, str | None] = {}
+    held: dict[Any, tuple[object, str | None]] = {}
     return [obligation_key(ob, options, modules, project, memo, held) for ob, modules in zip(obs, reached)]
 
 
@@ -195,8 +223,8 @@ def obligation_key(
     options: Options,
     modules: frozenset[str] | None,
     project: dict[str, types.ModuleType],
-    memo: dict[str, str | None] | None = None,
-    held: dict[int, tuple[object, str | None]] | None = None,
+    memo: dict[Any, str | None] | None = None,
+    held: dict[Any, tuple[object, str | None]] | None = None,
 ) -> str | None:
     """The cache key of obligation ``ob`` under ``options``; ``modules``: the project modules it can
     reach (None: every project module). None: not cacheable (queries written to ``--smt2``, data
@@ -213,29 +241,83 @@ def item_key(
     settings: dict[str, Any],
     modules: frozenset[str] | None,
     project: dict[str, types.ModuleType],
-    memo: dict[str, str | None] | None = None,
-    held: dict[int, tuple[object, str | None]] | None = None,
+    memo: dict[Any, str | None] | None = None,
+    held: dict[Any, tuple[object, str | None]] | None = None,
+    roots: tuple[str, ...] = DECIDING,
 ) -> str | None:
     """The key of what ``kind`` of work (a verdict, a bound) computes for obligation ``ob`` with
     ``settings`` (the options that can change it, JSON-able or repr-able): the SHA-256 of the
     obligation's declaration, the bytes and data of the project modules it can reach
     (``modules``; None: every module of ``project``), the data its functions hold, capproof's
-    sources, the solvers' versions and the ``CAPPROOF_*`` settings. None: some of that data cannot
-    be pickled (not cacheable). ``memo``/``held``: per-run memos shared by the obligations of a run."""
-    memo = {} if memo is None else memo
-    names = [m for m in sorted(project if modules is None else modules) if m in project]
-    sources = [
-        f"{m}={_file_hash(os.path.abspath(getattr(project[m], '__file__', '') or ''))}"
-        for m in names
-        if getattr(project[m], "__file__", None)
-    ]
-    for m in names:
-        if m not in memo:
-            memo[m] = _module_digest(project[m])
-    data = [_held_digest(ob, {} if held is None else held), *(memo[m] for m in names)]
-    if None in data:
+    sources that ``roots`` and those modules can import (:func:`capproof.own_sources.capproof_sources`),
+    the working directory, the Python and solvers' versions and the environment. None: some of that
+    data cannot be pickled (not cacheable). ``memo``/``held``: per-run memos shared by the
+    obligations of a run."""
+    core = _key_parts(kind, ob, settings, modules, project, memo, held, roots, portable=False)
+    if core is None:
         return None
     parts = [
+        *core,
+        os.getcwd(),
+        _environment(),
+        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024, an engine's VLLM_*
+        # variables, mutmut's active mutant): the whole environment but what a shell sets per session
+        repr(sorted((k, v) for k, v in os.environ.items() if k not in _SESSION_VARIABLES)),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def portable_key(
+    kind: str,
+    ob: Any,
+    settings: dict[str, Any],
+    modules: frozenset[str] | None,
+    project: dict[str, types.ModuleType],
+    memo: dict[Any, str | None] | None = None,
+    held: dict[Any, tuple[object, str | None]] | None = None,
+    roots: tuple[str, ...] = BOUNDING,
+) -> str | None:
+    """:func:`item_key` without what differs between checkouts of the same sources: paths are
+    relative to the working directory (the project's root), and neither the working directory, the
+    Python version nor the environment is in it; Z3's full version is. What ``proofs/bounds.json``
+    records per obligation (a key the same on a clean clone), so ``bound --check`` re-bounds only the
+    obligations whose key changed. None: some data cannot be pickled."""
+    import z3
+
+    core = _key_parts(kind, ob, settings, modules, project, memo, held, roots, portable=True)
+    if core is None:
+        return None
+    return hashlib.sha256("\n".join([*core, z3.get_full_version()]).encode()).hexdigest()
+
+
+def _key_parts(
+    kind: str,
+    ob: Any,
+    settings: dict[str, Any],
+    modules: frozenset[str] | None,
+    project: dict[str, types.ModuleType],
+    memo: dict[Any, str | None] | None,
+    held: dict[Any, tuple[object, str | None]] | None,
+    roots: tuple[str, ...],
+    portable: bool,
+) -> list[str] | None:
+    """What :func:`item_key` and :func:`portable_key` share: paths relative to the working directory
+    (:func:`item_key` adds the working directory itself), so the data of a module or a closure is
+    pickled once for both (``memo``, ``held``); ``portable`` says how the obligation's own file is
+    named. None: some data cannot be pickled."""
+    memo = {} if memo is None else memo
+    names = [m for m in sorted(project if modules is None else modules) if m in project]
+    files = {m: os.path.abspath(project[m].__file__) for m in names if getattr(project[m], "__file__", None)}
+    root = os.path.abspath(os.getcwd()) + os.sep
+    shown = {m: (os.path.relpath(f, root) if f.startswith(root) else f) for m, f in files.items()}
+    sources = [f"{m}:{shown[m]}={_file_hash(f)}" for m, f in files.items()]
+    for m in names:
+        if m not in memo:
+            memo[m] = _module_digest(project[m], portable=True)
+    data = [_held_digest(ob, {} if held is None else held, portable=True), *(memo[m] for m in names)]
+    if None in data:
+        return None
+    return [
         kind,
         ob.id,
         ob.expect,
@@ -245,18 +327,14 @@ def item_key(
         repr(sorted((k, repr(v)) for k, v in ob.domain.items())),
         repr(sorted(ob.assumptions)),
         repr(sorted(ob.witnesses)),
-        repr(ob.file),
+        repr(os.path.relpath(ob.file, root) if portable and os.path.isabs(ob.file) else ob.file),
         repr(ob.line),
-        os.getcwd(),
         json.dumps(settings, sort_keys=True, default=repr),
         *sources,
-        *data,
-        _environment(),
-        # settings a model or spec may read at run time (CAPPROOF_BATCH=1024, an engine's VLLM_*
-        # variables, mutmut's active mutant): the whole environment but what a shell sets per session
-        repr(sorted((k, v) for k, v in os.environ.items() if k not in _SESSION_VARIABLES)),
+        *data,  # type: ignore[list-item]
+        # (a portable key records bounds, read back by capproof.bound: the keying code is not in it)
+        capproof_sources(roots, files.values(), keying=not portable),
     ]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def load_entry(folder: str, key: str) -> dict[str, Any] | None:

@@ -8,9 +8,11 @@ is written here. A fact the derivation checked on every path needs no assumption
 not check is a named assumption ``assumed: ...`` (listed in proofs/coverage.md with its paths).
 
 Family "backend graph rows": an attention backend's buffer allocated in ``init_cuda_graph_state(max_bs)``
-whose every use is ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method; that ``bs`` is the runner's
-graph batch is an assumed fact (the call chain crosses files), the padded batch it is compared
-with is SGLang's ``_pad_to_bucket``, run.
+whose every use is ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method, or ``[:metadata_rows]`` (+ 1) where
+the capture method picks the batch or the captured token count (Qwen sparse attention); that ``bs``
+is the runner's graph batch, and the token count the captured batch's ``bs * captured_req_width``
+tokens, are assumed facts (the call chain crosses files), the padded batch they are compared with
+is SGLang's ``_pad_to_bucket``, run.
 
 Family "graph rows": the EAGLE draft and draft-extend CUDA-graph runners' static inputs, sliced
 by a captured size, the padded batch (SGLang's ``_pad_to_bucket``, run on every path) or the raw
@@ -41,6 +43,15 @@ DOMAIN = {
     "vocab_size": Range(1, 2**18),
     "dsa_seed_topk_width": Range(1, 2**12),
     "backend_bs": Range(1, 2**12),
+    "backend_num_tokens": Range(1, 2**16),
+    # a page table's columns (taken whole by every use: demand and capacity are the same expression)
+    "context_len": Range(1, 2**21),
+    "max_context_len": Range(1, 2**21),
+    "page_size": Range(1, 1024),
+    "max_num_pages": Range(1, 2**21),
+    # tokens per captured request (1 for plain decode; the draft tokens or top-k under speculative
+    # decoding): split into cases, so ``captured_req_width * max_bs`` stays linear
+    "captured_req_width": Choice(1, 2, 3, 4, 5, 6, 7, 8, 16),
 }
 
 DP_FACT = "raw_bs <= max_batch_size"
@@ -117,13 +128,23 @@ def _backend_rows(entry_id: str, dim: int):
         for f in rec.get("facts", []):
             if f.get("checked"):
                 continue
-            if not f["fact"].startswith("backend_bs <= padded_bs"):
+            if f["fact"].startswith("backend_bs <= padded_bs"):
+
+                def fact(backend_bs, **kw):
+                    return backend_bs <= bound_name(_ENTRIES, entry_id, dim, "padded_bs", **kw)
+
+                fact.__signature__ = _sig(["backend_bs", *pnames])
+            elif f["fact"].startswith("backend_num_tokens <= captured_req_width * padded_bs"):
+                names |= {"captured_req_width"}
+
+                def fact(backend_num_tokens, captured_req_width, **kw):
+                    return backend_num_tokens <= captured_req_width * bound_name(
+                        _ENTRIES, entry_id, dim, "padded_bs", **kw
+                    )
+
+                fact.__signature__ = _sig(["backend_num_tokens", "captured_req_width", *pnames])
+            else:
                 raise ValueError(f"{entry_id}[{dim}]: unchecked fact of an unknown form: {f['fact']}")
-
-            def fact(backend_bs, **kw):
-                return backend_bs <= bound_name(_ENTRIES, entry_id, dim, "padded_bs", **kw)
-
-            fact.__signature__ = _sig(["backend_bs", *pnames])
             facts[f"assumed: {f['fact']}"] = fact
     names = sorted(names)
     attribute = entry_id.split("::", 1)[1]
@@ -154,13 +175,21 @@ def _backend_rows(entry_id: str, dim: int):
         engine="sglang",
         versions="==0.5.23",
         tags=("inventory", "derived"),
-        requires=_backend_requires(entry.file),
+        requires=_backend_requires(entry.file) + _speculative(names),
     )(claim)
+
+
+def _speculative(names) -> tuple:
+    """``("spec_decode",)`` when the buffer's shape or demand names a speculative argument (the
+    draft/verify metadata exist only under speculative decoding), else ``()``."""
+    return ("spec_decode",) if any(n.startswith("speculative_") for n in names) else ()
 
 
 def _backend_requires(file: str) -> tuple:
     """The deployment feature a backend's buffers exist under: the hybrid Mamba/linear-attention
-    backend's for a model with such layers, any other backend's when the launch line names it."""
+    backend's for a model with such layers, any other backend's when the line runs that file
+    (``sglang_attention_backend_<stem>``, set by check-config from the backends the line names or
+    SGLang picks: fa3 and fa4 both run ``flashattention_backend.py``)."""
     stem = file.rsplit("/", 1)[-1].removesuffix(".py").removesuffix("_backend")
     return ("hybrid_mamba",) if stem == "hybrid_linear_attn" else (f"sglang_attention_backend_{stem}",)
 

@@ -638,7 +638,7 @@ def dumped(a):
         text = f.read()
     return claim(implies(a == 37, "prover.py" in text), a=a)
 """
-STACK_OPEN = {"faulthandler-dump-traceback"}
+STACK_OPEN: set[str] = set()
 
 
 @pytest.mark.parametrize(

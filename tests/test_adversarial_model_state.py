@@ -6,10 +6,10 @@ its arguments, as engine helpers memoise per block size; a ``functools.cache``d 
 current config, as vLLM's are; a module-level generator) computes on
 the symbolic run from what an earlier int evaluation left, not from its arguments. "On ints" a
 point means the model run at that point in a fresh interpreter: there each claim below fails at
-``37``, and each was proved. ``capproof prove`` (the runner) now checks the project's module state
+``37``, and each was proved. ``capproof prove`` (the runner) checks the project's module state
 around an item (tests/test_adversarial_batch_state.py, ``KEPT``); the Python API's
-``capproof.prove(obligation)`` decides it without that check, so these stay false proofs there.
-``xfail(strict=True)`` while open.
+``capproof.prove(obligation)`` decides it through the same runner code (it decided it in-process,
+unchecked, and proved each).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import pytest
 from _soundness_harness import HEADER, fails_on_ints
 
 import capproof.loader as loader
-from capproof import Options, Verdict
+from capproof import Options, Verdict, prove
 from capproof.loader import load_file
-from capproof.prover import prove_obligation
 
 CASES = {
     "memo-keyed-by-block-size-only": (
@@ -102,16 +101,10 @@ def _fresh(path):
     return ob
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="proved from state an earlier evaluation left"))
-        for k in CASES
-    ],
-)
+@pytest.mark.parametrize("name", list(CASES))
 def test_a_proof_holds_at_a_point_evaluated_in_a_fresh_module(spec_file, name):
     body, point = CASES[name]
     path = spec_file(HEADER + body, f"adv_state_{name.replace('-', '_')}.py")
-    result = prove_obligation(_fresh(path), Options(density="off"))
+    result = prove(_fresh(path), Options(density="off"))
     assert fails_on_ints(_fresh(path), point)  # what a fresh interpreter says at the point
     assert result.verdict is not Verdict.PROVED, f"proved, but fails at {point} evaluated fresh"

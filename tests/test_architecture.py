@@ -64,6 +64,7 @@ LAYERS = [
             "smtlib",
             "crosscheck",
             "second_opinion",
+            "own_sources",
         },
     ),
     ("analyses", {"density", "inventory", "coverage"}),

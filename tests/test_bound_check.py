@@ -20,9 +20,9 @@ from capproof.bound import (
     _checked_fresh,
     bound_obligation,
     check_obligation,
+    record_key,
     recorded_bounds,
     render_bounds_data,
-    sources_fingerprint,
 )
 from capproof.cli import main
 from capproof.loader import load_file
@@ -154,21 +154,67 @@ def test_a_failed_certificate_falls_back_to_a_fresh_bound(ties):
     assert _checked_fresh(ob, entry, 20_000_000, 100.0).recomputed == ""
 
 
-def test_recorded_bounds_are_keyed_by_sources_and_settings(tmp_path):
-    (tmp_path / "spec").mkdir()
-    (tmp_path / "models").mkdir()
-    (tmp_path / "models" / "m.py").write_text("def f(x):\n    return x\n")
-    before = sources_fingerprint(str(tmp_path))
-    data = {"bounds": [{"id": "spec/a.py::a"}], "skipped": ["spec/a.py::b"]}
-    text = render_bounds_data(data, before, 20_000_000, 100.0)
-    rec, why = recorded_bounds(text, before, 20_000_000, 100.0)
-    assert why == "" and set(rec["bounds"]) == {"spec/a.py::a"} and rec["skipped"] == {"spec/a.py::b"}
-    (tmp_path / "models" / "m.py").write_text("def f(x):\n    return x + 1\n")
-    after = sources_fingerprint(str(tmp_path))
-    assert after != before
-    assert recorded_bounds(text, after, 20_000_000, 100.0)[0] is None
-    assert recorded_bounds(text, before, 1_000, 100.0)[0] is None
-    assert recorded_bounds("{not json", before, 20_000_000, 100.0)[0] is None
+def test_recorded_bounds_are_keyed_per_obligation_and_by_settings():
+    data = {"bounds": [{"id": "spec/a.py::a", "status": "bounded"}], "skipped": ["spec/a.py::b"]}
+    keys = {"spec/a.py::a": "k1", "spec/a.py::b": "k2"}
+    text = render_bounds_data(data, keys, 20_000_000, 100.0)
+    assert '  {"key":"k1","id":"spec/a.py::a","status":"bounded"}\n' in text  # one obligation a line
+    rec, why = recorded_bounds(text, 20_000_000, 100.0)
+    assert why == "" and rec["bounds"] == {"spec/a.py::a": {"id": "spec/a.py::a", "status": "bounded"}}
+    assert rec["skipped"] == {"spec/a.py::b"} and rec["keys"] == keys
+    assert json.loads(text)["skipped"] == [{"id": "spec/a.py::b", "key": "k2"}]
+    assert recorded_bounds(text, 1_000, 100.0)[0] is None
+    assert recorded_bounds("{not json", 20_000_000, 100.0)[0] is None
+    # a file from before per-obligation keys: read, with no key (every obligation bounded again)
+    old = '{"fingerprint": "f", "rlimit": 20000000, "waste_threshold_pct": 100.0, "skipped": ["x"], "bounds": []}'
+    assert recorded_bounds(old, 20_000_000, 100.0)[0] == {"bounds": {}, "skipped": {"x"}, "keys": {}}
+
+
+KEYED = """
+from capproof import Range, at_most, obligation
+from keyedmodels import a, b
+
+@obligation(domain={"n": Range(1, 9)})
+def uses_a(n):
+    return at_most(demand=a.width(n), capacity=10)
+
+@obligation(domain={"n": Range(1, 9)})
+def uses_b(n):
+    return at_most(demand=b.rows(n), capacity=20)
+"""
+
+
+def test_the_record_key_covers_what_the_obligation_reaches_and_not_the_rest(project, monkeypatch):
+    """An edit to a model changes the keys of the obligations that reach it only; a change to
+    capproof's command line or renderers changes none; the key holds no absolute path."""
+    import sys
+
+    (project / "keyedmodels").mkdir()
+    (project / "keyedmodels" / "__init__.py").write_text("")
+    (project / "keyedmodels" / "a.py").write_text("def width(n):\n    return n + 1\n")
+    (project / "keyedmodels" / "b.py").write_text("def rows(n):\n    return 2 * n\n")
+    monkeypatch.syspath_prepend(str(project))
+
+    def keys() -> dict[str, str]:
+        for name in [m for m in sys.modules if m.startswith("keyedmodels")]:
+            del sys.modules[name]
+        loader._loaded.clear()
+        obs = load_file(str(project / "spec" / "keyed.py"))
+        return {ob.name: record_key(ob, 20_000_000, 100.0) for ob in obs}
+
+    (project / "spec" / "keyed.py").write_text(KEYED)
+    before = keys()
+    assert None not in before.values() and before == keys()
+    (project / "keyedmodels" / "b.py").write_text("def rows(n):\n    return 2 * n + 1\n")
+    after = keys()
+    assert after["uses_a"] == before["uses_a"] and after["uses_b"] != before["uses_b"]
+    # what bounds an obligation is capproof's deciding modules, not its command line or engine adapters
+    from capproof.own_sources import BOUNDING, closure
+
+    bounding = closure(BOUNDING)
+    assert {"capproof.bound", "capproof.encode", "capproof.symbolic", "capproof.aggregate"} <= bounding
+    assert not {"capproof.cli", "capproof.report", "capproof.coverage", "capproof.inventory"} & bounding
+    assert not any(m.startswith("capproof.engines") for m in bounding)
 
 
 def test_cli_check_certifies_falls_back_and_catches_changes(project):
@@ -188,11 +234,11 @@ def test_cli_check_certifies_falls_back_and_catches_changes(project):
     # (with the cache, the bounds computed for these very sources are reused: the record is not read)
     cached = runner.invoke(main, ["bound", "--check"])
     assert cached.exit_code == 0 and "certificate failed" not in cached.output, cached.output
-    # a changed model: every obligation from scratch, and the stale report is caught
+    # a changed spec: its obligations from scratch, and the stale report is caught
     spec.write_text(spec.read_text().replace("capacity=20", "capacity=200"))
     loader._loaded.clear()  # the in-process CLI runs would reuse the module loaded before
     stale = runner.invoke(main, ["bound", "--check"])
-    assert stale.exit_code == 1 and "written for other sources" in stale.output, stale.output
+    assert stale.exit_code == 1 and "recorded for other sources" in stale.output, stale.output
     assert runner.invoke(main, ["bound", "--write"]).exit_code == 0
     assert runner.invoke(main, ["bound", "--check"]).exit_code == 0
     data.unlink()  # no record: from scratch, as before proofs/bounds.json existed

@@ -865,7 +865,11 @@ def test_sglang_dense_model_without_hybrid_layers(tmp_path):
     # 163840 is above this config's 131072: SGLang runs it only with the variable set
     line = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", *SGLANG_EAGLE]
     result = check("--engine", "sglang", "--model-config", str(config), "--", *line)
-    assert result.exit_code == 0, result.output
+    # every applied obligation holds, but the default attention backends' index buffers are not
+    # decided: undecided, never safe on those few
+    assert result.exit_code == 2, result.output
+    assert "safe    spec/sglang_req_to_token.py::decode_alloc_fits_req_to_token_row" in result.output
+    assert "index buffers of the attention backend triton this line runs are not verified or proved" in result.output
     assert (
         "hybrid_mamba_width_mirrors_main_width [sglang-req-to-token-hybrid-mamba-mirror]: does not apply to this model"
         in result.output

@@ -192,7 +192,9 @@ def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
         ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"],
     ):
         result = check("--", *argv)
-        assert result.exit_code == 0, result.output
+        # the Triton obligation holds; the backends' other index buffers are not decided: undecided
+        assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+        assert "index buffers of the attention backends fa3, fa4 this line runs are not verified" in result.output
         assert (
             "sglang_decode_graph_kv_indices__TritonAttnBackend_cuda_graph_kv_indices"
             not in result.output.split("not checked for this deployment")[1].split("inventory buffers")[0]
@@ -201,7 +203,8 @@ def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
             result.output
         )
     h100 = check("--gpu", "H100", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
-    assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 0
+    assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 2
+    assert "attention backend trtllm_mha" not in h100.output
 
 
 def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
@@ -215,11 +218,16 @@ def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
     assert "3 inventory obligations (spec/sglang_0_5_23_buffers.py)" in result.output
     assert "give --attention-backend NAME (SGLang 0.5.23's model override for DeepseekV3ForCausalLM" in result.output
     given = check("--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3", "--attention-backend", "fa3")
-    assert given.exit_code == 0, given.output
+    assert given.exit_code == 2 and "give --attention-backend" not in given.output, given.output
+    assert "index buffers of the attention backend fa3 this line runs are not verified" in given.output
     dense = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
-    assert dense.exit_code == 2 and "no obligation of spec/ applies" in dense.output, dense.output
-    assert "what is missing: spec/ has SGLang obligations for the triton, flashmla attention backends" in dense.output
-    assert "(default attention backend fa4, trtllm_mha)" in dense.output
+    # fa4 runs flashattention_backend.py: its CUDA-graph metadata obligations apply (no speculative
+    # ones without --speculative-algorithm); its other index buffers and trtllm_mha's stay undecided
+    assert dense.exit_code == 2, dense.output
+    assert "(spec/sglang_0_5_23_derived.py) at these flags" in dense.output
+    assert "backend_graph_rows_fit__FlashAttentionBackend_target_verify" not in dense.output.split("not checked")[0]
+    assert "index buffers of the attention backend fa4 this line runs are not verified" in dense.output
+    assert "index buffers of the attention backend trtllm_mha this line runs are not verified" in dense.output
 
 
 def test_sarif_marks_a_failure_at_a_value_not_given_as_a_warning(tmp_path):

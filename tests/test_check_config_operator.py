@@ -301,9 +301,64 @@ def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
 def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
     """No --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory."""
     result = check("--engine", "sglang", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
-    assert result.exit_code == 0 and result.output.startswith("safe"), result.output
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
     assert "rests on a default: req_pool_size (any value) (not given" in result.output
     assert " in []" not in result.output
+
+
+def test_sglang_line_is_not_safe_while_its_backend_buffers_are_undecided(tmp_path):
+    """A plain Qwen3-8B line proves its one applied obligation, but the index buffers of the attention
+    backends it may run (SGLang's defaults, or the one named) have no verdict: the answer is
+    undecided (exit 2) and names them, in the text and in --json."""
+    out = tmp_path / "out.json"
+    result = check("--json", str(out), "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    assert result.exit_code == 2 and result.output.startswith("undecided (not proved safe)"), result.output
+    assert re.search(
+        r"not safe because \d+ index buffers of the attention backend triton this line runs", result.output
+    )
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "undecided" and data["exit_code"] == 2
+    groups = data["undecided_buffers"]
+    assert set(groups) == {
+        "attention backends fa3, fa4",
+        "attention backend flashinfer",
+        "attention backend triton",
+        "attention backend trtllm_mha",
+    }
+    assert (
+        "sglang/srt/layers/attention/flashinfer_backend.py::FlashInferAttnBackend.cuda_graph_kv_indices[]"
+        in (groups["attention backend flashinfer"])
+    )
+    # the obligation proved at this line (Triton's decode-graph KV indices) decides its buffer
+    assert not any(i.endswith("TritonAttnBackend.cuda_graph_kv_indices") for i in groups["attention backend triton"])
+    named = check("--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--attention-backend", "triton")
+    assert named.exit_code == 2 and "attention backend flashinfer" not in named.output, named.output
+    assert "index buffers of the attention backend triton this line runs" in named.output
+
+
+def test_sglang_undecided_backend_buffers_per_model_kind():
+    """flashinfer runs FlashInferMLAAttnBackend for an MLA model (SGLang's registry), and a buffer a
+    proved obligation covers at this line is decided."""
+    from types import SimpleNamespace
+
+    from capproof.engines.sglang.deployment import undecided_backend_buffers
+    from capproof.verdict import Verdict
+
+    mha = undecided_backend_buffers(["flashinfer"], False, [], "0.5.23")
+    mla = undecided_backend_buffers(["flashinfer"], True, [], "0.5.23")
+    assert all("/flashinfer_backend.py::" in i for i in mha["attention backend flashinfer"])
+    assert mla["attention backend flashinfer"] and all(
+        "/flashinfer_mla_backend.py::" in i for i in mla["attention backend flashinfer"]
+    )
+    first = mha["attention backend flashinfer"][0]
+    proved = SimpleNamespace(
+        applicable=True, result=SimpleNamespace(verdict=Verdict.PROVED), obligation=SimpleNamespace(covers=[first])
+    )
+    assert (
+        first
+        not in undecided_backend_buffers(["flashinfer"], False, [proved], "0.5.23")["attention backend flashinfer"]
+    )
+    assert undecided_backend_buffers(["no_such_backend"], False, [], "0.5.23") == {}
 
 
 # --- machine-readable output (one run shared) ----------------------------------------------------
@@ -510,9 +565,13 @@ def test_the_summary_counts_obligations_as_the_inventory_line_counts_buffers():
     spec = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spec", "sglang_0_5_23_buffers.py")
     result = check("--spec", spec, "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
     text = " ".join(result.output.split())
-    assert "of these 0 verified, 1 on a demand modelled in spec/ and 0 only shape-checked" in text, result.output
     assert (
-        "0 verified (demand derived from the engine's accesses), 1 on a demand modelled in spec/, 0 shape-only" in text
+        "of these 0 verified, 1 on a demand modelled in spec/, 0 on an assumed fact about the engine and "
+        "0 only shape-checked" in text
+    ), result.output
+    assert (
+        "0 verified (demand derived from the engine's accesses), 1 on a demand modelled in spec/, 0 on a derived "
+        "demand and an assumed (unchecked) fact about the engine, 0 shape-only" in text
     )
 
 
@@ -587,6 +646,7 @@ def test_ascend_ci_line_of_the_arange_report_is_undecided_naming_the_fix_not_saf
     assert "arange_covers_token_query_start_loc_before_16316" not in plain.output.split("not checked")[0]
 
 
+@pytest.mark.slow  # a whole GLM-5.2 deployment; the next test checks the backend-buffer matching fast
 def test_a_chosen_backend_whose_buffers_nothing_checks_is_not_safe():
     """Corpus D2 (vllm-project/vllm#50781, open): GLM-5.2 on B200 with FLASHINFER_MLA_SPARSE and
     DCP 8 overflows FlashInfer's 394 MiB workspace, a buffer no obligation checks. A line that

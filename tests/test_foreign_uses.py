@@ -6,6 +6,7 @@ reading, so no vLLM import is needed."""
 import textwrap
 
 from capproof.coverage import derived_dims
+from capproof.engines.vllm.demand import judge_request_rows
 from capproof.engines.vllm.foreign_uses import check_foreign_uses, foreign_uses, holder_names
 from capproof.inventory import Entry
 
@@ -104,7 +105,7 @@ def test_an_unchecked_use_elsewhere_takes_verified_away_and_is_listed(tmp_path):
         },
     )
     e = _entry()
-    lines = check_foreign_uses([e], root)
+    lines = check_foreign_uses([e], root, judge_request_rows)
     assert len(lines) == 1 and "1 uses not checked" in lines[0]
     (d,) = e.demands
     # the slice by the batch's count and the .shape read are judged; the index by a parameter is not
@@ -124,7 +125,7 @@ def test_checked_uses_elsewhere_keep_the_demand(tmp_path):
         },
     )
     e = _entry()
-    assert check_foreign_uses([e], root) == []
+    assert check_foreign_uses([e], root, judge_request_rows) == []
     assert "unchecked_uses" not in e.demands[0]
     assert derived_dims(e.to_dict()) == {0}
 
@@ -154,5 +155,5 @@ def test_a_buffer_returned_or_aliased_in_its_own_file_is_not_verified(tmp_path):
         },
     )
     e = _entry()
-    (line,) = check_foreign_uses([e], root)
+    (line,) = check_foreign_uses([e], root, judge_request_rows)
     assert "return" in e.demands[0]["unchecked_uses"][0] and derived_dims(e.to_dict()) == set()

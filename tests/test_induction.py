@@ -325,7 +325,9 @@ def test_moe_align_writes_invariant_is_inductive_at_a_size_the_bounded_encoding_
 def test_a_model_failing_on_the_small_witness_batch_falls_back_not_raises(spec_file):
     """prove_obligation never raises: a model reading ``xs[10]`` (fine on the declared 16 entries)
     raised IndexError out of the induction's non-vacuity search on its 1-entry batch (found by the
-    session-12 adversarial pass). Now no witness that size, and the bounded encoding decides."""
+    session-12 adversarial pass). Now the induction refuses a read at or past the least batch
+    length, and the bounded encoding decides: the padded vector has an entry 10, a batch of fewer
+    than 11 requests alone has none (IndexError), so an error, not a proof."""
     src = """
 from capproof import Range, obligation, at_most
 from capproof.arith import fold
@@ -338,7 +340,8 @@ def past_the_end(n, xs):
 """
     ob = load_file(spec_file(src, "past_the_end.py"))[0]
     r = prove_obligation(ob, Options(density="off"))
-    assert r.verdict is Verdict.PROVED and r.encoding == "batches <= 16", (r.verdict, r.encoding, r.encoding_note)
+    assert r.verdict is Verdict.ERROR and r.encoding == "batches <= 16", (r.verdict, r.encoding, r.encoding_note)
+    assert "on the batch alone" in r.message and "IndexError" in r.message, r.message
 
 
 def test_a_pinned_batch_length_is_not_reported_as_every_batch_size_by_induction(obs):

@@ -134,8 +134,10 @@ def test_check_config_dense_eagle_line_proves_the_graph_kv_indices(tmp_path):
         "--cuda-graph-max-bs-decode",
         "160",
     )
-    assert result.exit_code == 0, result.output
+    # proved, but Triton's other index buffers have no verdict: undecided, never safe on these
+    assert result.exit_code == 2, result.output
     assert "sglang_decode_graph_kv_indices 1" in result.output
+    assert "index buffers of the attention backend triton this line runs are not verified" in result.output
 
 
 TOY = textwrap.dedent("""
@@ -229,6 +231,34 @@ def test_traced_shapes_equal_sglangs_real_tensors(name):
             )
             compared += 1
     assert compared, f"{name}: no traced entry was allocated by the real run"
+
+
+@pytest.mark.real
+def test_backend_files_are_what_sglangs_registry_imports():
+    """check-config's table of the file each ``--attention-backend`` name runs (``BACKEND_FILES``)
+    against SGLang 0.5.23's ``attention_registry.py``: every listed file is a module the name's
+    registered function imports, and flashinfer's MLA file is imported under ``use_mla_backend``."""
+    import ast
+
+    from capproof.engines.sglang.deployment import BACKEND_FILES
+
+    path = os.path.join(_sglang_root(), "sglang", "srt", "layers", "attention", "attention_registry.py")
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    imports = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for d in fn.decorator_list:
+            if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "register_attention_backend":
+                imports[d.args[0].value] = {
+                    n.module.rsplit(".", 1)[-1] + ".py"
+                    for n in ast.walk(fn)
+                    if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("sglang.srt.layers.attention.")
+                }
+    for name, files in BACKEND_FILES.items():
+        assert set(files) <= imports[name], (name, files, imports.get(name))
+    assert BACKEND_FILES["flashinfer"] == ("flashinfer_backend.py", "flashinfer_mla_backend.py")
 
 
 @pytest.mark.real

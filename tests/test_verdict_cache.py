@@ -48,10 +48,11 @@ def _decided(data: dict) -> set[str]:
 
 
 def _without_seconds(data: dict) -> list[dict]:
-    """The results without the CPU times they took (not rendered into proofs/)."""
+    """The results without the CPU times they took and whether they came from the cache (neither
+    is rendered into proofs/)."""
     out = []
     for o in data["obligations"]:
-        o = {k: v for k, v in o.items() if k != "seconds"}
+        o = {k: v for k, v in o.items() if k not in ("seconds", "cached")}
         if o.get("first_counterexample"):
             o["first_counterexample"] = {k: v for k, v in o["first_counterexample"].items() if k != "seconds"}
         out.append(o)
@@ -138,7 +139,8 @@ def test_the_key_covers_options_pins_and_run_time_settings(project, monkeypatch)
 
 def test_make_and_a_shell_share_the_cache(project, monkeypatch):
     """What make passes to a recipe (its jobserver descriptors, which follow the descriptors its
-    caller had open, a VAR=value of its command line, its level) is not in the key: `make verify`
+    caller had open, a VAR=value of its command line, its level, the Makefile's malloc tuning) is
+    not in the key: `make verify`
     reuses the verdicts of `capproof prove` and the other way round. A variable a model reads is."""
     (project / "spec" / "env.py").write_text(
         "from capproof import Range, obligation, at_most\n"
@@ -150,6 +152,7 @@ def test_make_and_a_shell_share_the_cache(project, monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", " -j2 -Oline --jobserver-auth=4,5 --no-print-directory -- BIN=/tmp/bin")
     monkeypatch.setenv("MAKELEVEL", "2")
     monkeypatch.setenv("MAKEOVERRIDES", "${-*-command-variables-*-}")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")  # the Makefile's export
     assert _prove_any()["obligations"][0]["verdict"] == "proved"
     assert {p.name: p.stat().st_mtime_ns for p in (project / ".capproof" / "verdicts").iterdir()} == stored
     monkeypatch.setenv("CAPPROOF_BATCH", "1024")
@@ -215,6 +218,8 @@ def test_an_edit_to_one_model_re_bounds_only_its_dependents_and_proofs_match_a_n
     assert len(set(now) - set(stored)) == 2  # uses_b and uses_both, under their new keys
     assert all(now[k] == t for k, t in stored.items())  # the others were read, not rewritten
     assert len(set(p.name for p in verdicts.iterdir()) - set(proved)) == 2
+    run = json.loads((project / ".capproof" / "run.json").read_text())
+    assert {o["id"].split("::")[1] for o in run["obligations"] if not o["cached"]} == {"uses_b", "uses_both"}
     edited = _proofs(project)
     assert edited != cold
     bounds_md = (project / "proofs" / "bounds.md").read_text()
@@ -224,3 +229,56 @@ def test_an_edit_to_one_model_re_bounds_only_its_dependents_and_proofs_match_a_n
     _forget_models()
     _verify("--no-cache")
     assert _proofs(project) == edited
+
+
+def _bound(*flags: str):
+    result = CliRunner().invoke(main, ["bound", "-j", "1", *flags])
+    assert result.exit_code in (0, 1), result.output
+    return result
+
+
+def _record_lines(project) -> dict[str, str]:
+    """proofs/bounds.json's line of each obligation, by name."""
+    lines = (project / "proofs" / "bounds.json").read_text().splitlines()
+    return {json.loads(line.strip().rstrip(","))["id"].split("::")[1]: line for line in lines if '"id":' in line}
+
+
+def test_a_clean_checkout_re_bounds_only_the_edited_models_dependents(project, monkeypatch):
+    """proofs/bounds.json keys each obligation's record on what it reaches: with no .capproof/ (a
+    clean clone, CI), an edit to one model bounds its dependents from scratch and certifies the
+    others; `bound --write` then rewrites their lines only, byte-identical to a from-scratch run."""
+    import shutil
+
+    (project / "cachemodels").mkdir()
+    (project / "cachemodels" / "__init__.py").write_text("")
+    (project / "cachemodels" / "a.py").write_text(MODEL_A)
+    (project / "cachemodels" / "b.py").write_text(MODEL_B)
+    (project / "spec" / "cached.py").write_text(SPEC)
+    monkeypatch.syspath_prepend(str(project))
+    _forget_models()
+    _bound("--write", "--no-cache")
+    before = _record_lines(project)
+    assert set(before) == {"uses_a", "uses_b", "uses_both", "uses_neither"}
+    clean = _bound("--check", "--no-cache")
+    assert clean.exit_code == 0 and "from scratch" not in clean.output, clean.output
+
+    (project / "cachemodels" / "b.py").write_text("# rows of the table\ndef rows(n):\n    return 2 * n - 1\n")
+    _forget_models()
+    stale = _bound("--check", "--no-cache")
+    assert stale.exit_code == 1 and "stale proofs/bounds.md" in stale.output
+    redone = {line.split("::")[1].split(":")[0] for line in stale.output.splitlines() if "bounded from scratch" in line}
+    assert redone == {"uses_b", "uses_both"}, stale.output
+
+    _forget_models()
+    written = _bound("--write")
+    assert "bounded again: 2 obligations" in written.output, written.output
+    after = _record_lines(project)
+    assert {n for n in after if after[n] != before[n]} == {"uses_b", "uses_both"}
+    incremental = {p: (project / "proofs" / p).read_bytes() for p in ("bounds.json", "bounds.md")}
+
+    # from scratch: no record, no cache
+    (project / "proofs" / "bounds.json").unlink()
+    shutil.rmtree(project / ".capproof", ignore_errors=True)
+    _forget_models()
+    _bound("--write", "--no-cache")
+    assert {p: (project / "proofs" / p).read_bytes() for p in ("bounds.json", "bounds.md")} == incremental

@@ -547,6 +547,11 @@ class CheckOutcome:
     #: capproof could not derive: {param: what to give}. A counterexample that needs one of them is
     #: not a "will fail" of this deployment (the user never chose that value): it is undecided.
     undetermined: dict[str, str] = field(default_factory=dict)
+    #: Index buffers this deployment runs that no proof decides, by what runs them
+    #: (``{"attention backend triton": [inventory ids]}``): the engine fills it when it knows which of
+    #: its inventory's buffers a line runs and which of them are neither verified nor proved. Any
+    #: makes the answer undecided: a "safe" on the few obligations that apply would hide them.
+    undecided_buffers: dict[str, list[str]] = field(default_factory=dict)
 
     def _unsettled(self, c: Checked) -> list[str]:
         """The undetermined parameters a failing obligation's counterexample sets."""
@@ -597,7 +602,14 @@ class CheckOutcome:
     def status(self) -> str:
         if self.failures:
             return "will fail"
-        if self.undecided or self.unsettled_failures or not self.applicable or self.out_of_domain or self.missing_facts:
+        if (
+            self.undecided
+            or self.unsettled_failures
+            or not self.applicable
+            or self.out_of_domain
+            or self.missing_facts
+            or any(self.undecided_buffers.values())
+        ):
             return "undecided"
         return "safe"
 
@@ -1130,11 +1142,16 @@ def scope_line(outcome: CheckOutcome) -> str:
     # "inventory obligations" line counts them): all shape-only -> only shape-checked; any demand
     # modelled in spec/ -> modelled; else verified
     kinds = inventory_kinds(outcome.engine, outcome.version)
-    shape = modelled = 0
+    shape = modelled = assumed = 0
     for c in proved:
-        if "inventory" not in c.obligation.tags or "derived" in c.obligation.tags:
+        if "inventory" not in c.obligation.tags:
             continue
         covered = [kinds.get(e, "") for e in c.obligation.covers]
+        if "derived" in c.obligation.tags:
+            # a derived demand counts as verified only when no unchecked fact carries the proof
+            if any(k == "proved on an assumed fact" for k in covered):
+                assumed += 1
+            continue
         if not covered or all(k == "shape-only" for k in covered):
             shape += 1
         elif any(k != "verified" for k in covered):
@@ -1143,9 +1160,9 @@ def scope_line(outcome: CheckOutcome) -> str:
         f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
         + (f" ({'; '.join(how)})" if how else "")
         + (
-            f"; of these {len(proved) - shape - modelled} verified, {modelled} on a demand modelled in spec/ and "
-            f"{shape} only shape-checked"
-            if shape or modelled
+            f"; of these {len(proved) - shape - modelled - assumed} verified, {modelled} on a demand modelled in "
+            f"spec/, {assumed} on an assumed fact about the engine and {shape} only shape-checked"
+            if shape or modelled or assumed
             else ""
         )
     ]
@@ -1217,6 +1234,15 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
             lines.append(f"  not safe because {ident} was not checked: {why}")
         if len(blockers) > 3:
             lines.append(f"  … and {len(blockers) - 3} more obligations not checked at these flags (listed below)")
+        for what, ids in outcome.undecided_buffers.items():
+            if ids:
+                shown = ", ".join(i.rsplit("::", 1)[-1] for i in ids[:4])
+                lines.append(
+                    f"  not safe because {len(ids)} index buffer{'s' if len(ids) != 1 else ''} of the {what} this line "
+                    f"runs {'are' if len(ids) != 1 else 'is'} not verified or proved ({shown}"
+                    + (f", … {len(ids) - 4} more" if len(ids) > 4 else "")
+                    + ")"
+                )
     for need in missing:
         n = sum(1 for c in outcome.checked if c.needs == need) + sum(
             1 for c in outcome.unsettled_failures if any(outcome.undetermined[p] == need for p in outcome._unsettled(c))
@@ -1346,11 +1372,13 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
         kinds = inventory_kinds(outcome.engine, outcome.version)
         verified = sorted(e for e in covered if kinds.get(e) == "verified")
         shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
-        modelled = len(covered) - len(verified) - len(shape)
+        assumed = sorted(e for e in covered if kinds.get(e) == "proved on an assumed fact")
+        modelled = len(covered) - len(verified) - len(shape) - len(assumed)
         lines.append(
             f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
             f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
-            f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+            f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(assumed)} on a derived demand "
+            f"and an assumed (unchecked) fact about the engine, {len(shape)} shape-only "
             "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
             "family: "
             + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1]))
@@ -1478,6 +1506,7 @@ def outcome_json(outcome: CheckOutcome, cfg) -> dict:
         "unused_flags": list(outcome.unused_flags),
         "environment_not_read": dict(outcome.env),
         "inventory_buffers_without_obligation": list(outcome.uncovered),
+        "undecided_buffers": {k: list(v) for k, v in outcome.undecided_buffers.items() if v},
         "inventory_note": outcome.inventory_note,
     }
 

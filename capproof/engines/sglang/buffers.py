@@ -158,6 +158,7 @@ def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = Tr
         out=out,
         err=err,
         trace=trace,
+        source_root=lambda version: wheels.source_root("sglang", version),
     )
 
 

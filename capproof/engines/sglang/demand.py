@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Callable
 
 from ...symbolic import SymInt
@@ -52,7 +53,7 @@ __all__ = [
 CAPTURE_LIST_LEN = 4
 CHECKED_LENGTHS = 8
 #: Names a derived expression may use beyond the tracer's (sizes >= 1; ``dp_gather`` a flag).
-EXTRA_POSITIVE = ("raw_bs", "max_batch_size", "backend_bs", "padded_bs") + tuple(
+EXTRA_POSITIVE = ("raw_bs", "max_batch_size", "backend_bs", "backend_num_tokens", "padded_bs") + tuple(
     f"capture_gap_{i}" for i in range(CAPTURE_LIST_LEN - 1)
 )
 
@@ -480,8 +481,10 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
         return False
     if any(w in fn.name for w in GRAPH_METHOD_WORDS):
         return True
-    if tree is None or "bs" not in params:
+    if tree is None:
         return False
+    if "bs" not in params:
+        return _graph_forward_batch(fn, tree, depth)
     index = [a.arg for a in fn.args.args].index("bs") if "bs" in [a.arg for a in fn.args.args] else None
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
     if not calls:
@@ -495,6 +498,115 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
         caller = _enclosing(tree, c.lineno)
         if caller is None or caller is fn or not _backend_bs(caller, tree, depth + 1):
             return False
+    return True
+
+
+def _graph_forward_batch(fn, tree, depth: int) -> bool:
+    """``fn``'s ``forward_batch`` parameter (never reassigned) is a graph method's: every call
+    ``self.<fn>(...)`` in the file passes the caller's own ``forward_batch`` (never reassigned) first,
+    and the caller is a CUDA-graph method (:data:`GRAPH_METHOD_WORDS`) or such a helper (two
+    levels). So ``bs = forward_batch.batch_size`` in ``fn`` is the graph batch."""
+    if depth > 2:
+        return False
+    params = [a.arg for a in fn.args.args]
+    if params[1:2] != ["forward_batch"] or _assigns(fn, "forward_batch"):
+        return False
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
+    if not calls:
+        return False
+    for c in calls:
+        arg = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "forward_batch"), None)
+        if arg is None or src(arg) != "forward_batch":
+            return False
+        caller = _enclosing(tree, c.lineno)
+        if caller is None or caller is fn or _assigns(caller, "forward_batch"):
+            return False
+        if "forward_batch" not in [a.arg for a in caller.args.args]:
+            return False
+        if not any(w in caller.name for w in GRAPH_METHOD_WORDS) and not _graph_forward_batch(caller, tree, depth + 1):
+            return False
+    return True
+
+
+def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | None]:
+    """Per-dimension kind of a subscript of a backend buffer: ``rows`` (``[:bs]``), ``tokens``
+    (``[:metadata_rows]``, :func:`_metadata_rows`), with ``+1`` for ``[:x + 1]``, None for a
+    dimension taken whole (``:`` or not subscripted). Only dimension 0 may have a stop, and only in a
+    method whose ``bs`` is the graph batch (:func:`_backend_bs`). Raises :class:`_Reject` otherwise."""
+    key = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    if len(key) > ndims:
+        raise _Reject(f"{line}: more indices than dimensions")
+    dims: list = []
+    for i, k in enumerate(key):
+        if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
+            raise _Reject(f"{line}: {src(k)} is not a slice from 0")
+        if k.upper is None:
+            dims.append(None)
+            continue
+        fn = _enclosing(tree, line)
+        if i != 0 or not _backend_bs(fn, tree):
+            raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
+        stop, plus = k.upper, False
+        if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and src(stop.right) == "1":
+            stop, plus = stop.left, True
+        if src(stop) == "bs":
+            unit = "rows"
+        elif isinstance(stop, ast.Name) and stop.id == METADATA_ROWS:
+            unit = _metadata_rows(fn, tree, line)
+        elif (
+            isinstance(stop, ast.BinOp)
+            and isinstance(stop.op, ast.Mult)
+            and src(stop.left) == "bs"
+            and isinstance(stop.right, ast.Attribute)
+            and src(stop.right.value) == "self"
+        ):
+            unit = "scaled:" + src(stop.right)  # checked against the allocation by the caller
+        else:
+            raise _Reject(f"{line}: stop {src(k.upper)}")
+        dims.append(unit + ("+1" if plus else ""))
+    return dims + [None] * (ndims - len(dims))
+
+
+#: torch factories whose first argument (or its first element) is dimension 0's size.
+SIZE_FIRST = {"torch.zeros", "torch.empty", "torch.ones", "torch.full"}
+
+
+def allocation_rows(tree, line: int) -> str | None:
+    """The source (no spaces) of dimension 0's size in the allocation call on ``line``:
+    ``torch.zeros|empty|ones|full(size, ...)`` (``size`` or its first element) or
+    ``torch.arange(0, n)``/``torch.arange(n)`` without a step; None for anything else."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line):
+            continue
+        name = src(node.func)
+        if name in SIZE_FIRST and node.args:
+            first = node.args[0]
+            if isinstance(first, (ast.Tuple, ast.List)):
+                return src(first.elts[0]) if first.elts else None
+            return src(first)
+        if name == "torch.arange" and not any(k.arg == "step" for k in node.keywords):
+            if len(node.args) == 1:
+                return src(node.args[0])
+            if len(node.args) == 2 and src(node.args[0]) == "0":
+                return src(node.args[1])
+    return None
+
+
+def _set_once(tree, attribute: str) -> bool:
+    """``self.<attribute>`` is assigned only in ``__init__`` methods of the file (so a graph method
+    reads the value the allocation in ``init_cuda_graph_state`` used)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name != "__init__":
+            for a in ast.walk(node):
+                targets = (
+                    a.targets
+                    if isinstance(a, ast.Assign)
+                    else [a.target]
+                    if isinstance(a, (ast.AugAssign, ast.AnnAssign))
+                    else []
+                )
+                if any(src(t) == attribute for t in targets):
+                    return False
     return True
 
 
@@ -520,33 +632,251 @@ def backend_uses(tree, attribute: str, ndims: int, line0: int = 0) -> list[tuple
                 continue  # "no buffer yet": nothing to index
             raise _Reject(f"{line}: reassigned")
         if isinstance(parent, ast.Subscript) and parent.value is node:
-            key = parent.slice.elts if isinstance(parent.slice, ast.Tuple) else [parent.slice]
-            if len(key) > ndims:
-                raise _Reject(f"{line}: more indices than dimensions")
-            dims: list = []
-            for i, k in enumerate(key):
-                if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
-                    raise _Reject(f"{line}: {src(k)} is not a slice from 0")
-                if k.upper is None:
-                    dims.append(None)
-                    continue
-                if i != 0 or not _backend_bs(_enclosing(tree, line), tree):
-                    raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
-                stop = src(k.upper)
-                if stop == "bs":
-                    dims.append("rows")
-                elif stop == "bs+1":
-                    dims.append("indptr")
-                else:
-                    raise _Reject(f"{line}: stop {stop}")
-            dims += [None] * (ndims - len(dims))
-            out.append((line, dims))
+            out.append((line, _graph_slice(tree, parent, ndims, line)))
         elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in WHOLE_METHODS:
             out.append((line, [None] * ndims))
         elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
             continue
         else:
             raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+#: The local a backend's capture method slices its per-row buffers by (Qwen sparse attention:
+#: ``metadata_rows = num_tokens if speculative_paged else bs``).
+METADATA_ROWS = "metadata_rows"
+#: What a call may pass as a capture method's ``num_tokens``: the captured forward batch's token count
+#: (``forward_batch.input_ids.shape[0]``, the runner's ``input_ids[:bs * captured_req_width]``) or its
+#: batch size.
+TOKEN_COUNTS = {"forward_batch.input_ids.shape[0]": "tokens", "forward_batch.batch_size": "rows"}
+
+
+def _metadata_rows(fn, tree, line: int) -> str:
+    """The unit of ``metadata_rows`` in ``fn`` (``rows``: the graph batch ``bs``; ``tokens``: the
+    captured batch's token count), read from the source (AST). Every assignment of it in ``fn`` is
+    before ``line`` and is ``bs`` or ``num_tokens`` or a conditional of the two; ``num_tokens`` is a
+    parameter of ``fn`` never reassigned, and every call of ``fn`` in the file (``<x>.<fn>(...)``)
+    passes as ``num_tokens`` the same expression as its ``bs``, or a local of the caller whose every
+    assignment picks among :data:`TOKEN_COUNTS`. Raises :class:`_Reject` otherwise."""
+    assigns = _assigns(fn, METADATA_ROWS)
+    if not assigns or not all(a.lineno < line for a in assigns):
+        raise _Reject(f"{line}: {METADATA_ROWS} not assigned before its use in {fn.name}")
+    names: set[str] = set()
+    for a in assigns:
+        v = a.value
+        branches = [v.body, v.orelse] if isinstance(v, ast.IfExp) else [v]
+        if not all(isinstance(b, ast.Name) and b.id in ("bs", "num_tokens") for b in branches):
+            raise _Reject(f"{line}: {METADATA_ROWS} = {src(v)}")
+        names |= {b.id for b in branches}
+    if "num_tokens" not in names:
+        return "rows"
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    if "num_tokens" not in params or _assigns(fn, "num_tokens"):
+        raise _Reject(f"{line}: num_tokens is not {fn.name}'s own parameter")
+    calls = [
+        c
+        for c in ast.walk(tree)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == fn.name
+    ]
+    if not calls:
+        raise _Reject(f"{line}: {fn.name} has no call in the file")
+    unit = "rows"
+    for c in calls:
+        kw = {k.arg: k.value for k in c.keywords}
+        if "num_tokens" not in kw or "bs" not in kw:
+            raise _Reject(f"{c.lineno}: {fn.name} called without num_tokens=/bs= keywords")
+        arg = kw["num_tokens"]
+        if src(arg) == src(kw["bs"]):
+            continue
+        caller = _enclosing(tree, c.lineno)
+        if not isinstance(arg, ast.Name) or caller is None:
+            raise _Reject(f"{c.lineno}: num_tokens={src(arg)}")
+        values = _assigns(caller, arg.id)
+        if not values:
+            raise _Reject(f"{c.lineno}: num_tokens={src(arg)} not assigned in {caller.name}")
+        for a in values:
+            v = a.value
+            branches = [v.body, v.orelse] if isinstance(v, ast.IfExp) else [v]
+            for b in branches:
+                kind = TOKEN_COUNTS.get(src(b))
+                if kind is None:
+                    raise _Reject(f"{a.lineno}: num_tokens = {src(b)}")
+                if kind == "tokens":
+                    unit = "tokens"
+    return unit
+
+
+def backend_tokens_fact() -> dict:
+    """A capture method's token count is the captured batch's: not checked (the runner builds the
+    forward batch it captures with in another file)."""
+    return {
+        "fact": "backend_num_tokens <= captured_req_width * padded_bs (a backend capture method's token count is "
+        "the captured batch's input_ids, the runner's input_ids[:bs * captured_req_width])",
+        "checked": False,
+        "paths": {
+            "not checked": [
+                f"{DECODE}: capture_one_shape(bs) builds the forward batch with input_ids = buffers.input_ids[:num_tokens], "
+                "num_tokens = bs * captured_req_width -> attn_backend.init_forward_metadata_out_graph(forward_batch, "
+                "in_capture=True)",
+                f"{DECODE}:424-429 max_num_token = max_bs * captured_req_width when capture_num_tokens is None "
+                "(ragged verify, max(capture_num_tokens), is not this capacity)",
+            ]
+        },
+    }
+
+
+def dict_item_key(tree, attribute: str, line: int) -> str | None:
+    """The string key under which the allocation on ``line`` is kept in the dict ``self.<base>``
+    (``base``: ``attribute`` without the inventory's ``#n``/``[]`` suffixes): a value of the dict
+    literal assigned to ``self.<base>``, or ``self.<base>["key"] = <allocation>``; None otherwise."""
+    base = attribute.split("#", 1)[0].removesuffix("[]")
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Dict) and node in parent.values:
+            k = parent.keys[parent.values.index(node)]
+            stmt = parents.get(parent)
+            if (
+                isinstance(stmt, ast.Assign)
+                and [src(t) for t in stmt.targets] == [f"self.{base}"]
+                and isinstance(k, ast.Constant)
+                and isinstance(k.value, str)
+            ):
+                return k.value
+        if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+            t = parent.targets[0]
+            if (
+                isinstance(t, ast.Subscript)
+                and src(t.value) == f"self.{base}"
+                and isinstance(t.slice, ast.Constant)
+                and isinstance(t.slice.value, str)
+            ):
+                return t.slice.value
+    return None
+
+
+#: Keys under which a backend keeps per-batch metadata objects in the same dict as its buffers
+#: (``self.decode_cuda_graph_metadata[bs] = metadata``): an int, never a buffer's string key.
+METADATA_KEYS = {"bs", "forward_batch.batch_size"}
+
+
+def dict_item_uses(tree, attribute: str, key: str, ndims: int, line0: int) -> list[tuple[int, list[str | None]]]:
+    """Every use of the buffer kept as ``self.<base>[key]`` in the backend's file (as
+    :func:`backend_uses`): a subscript of ``self.<base>["key"]`` classified by :func:`_graph_slice`, a
+    whole-buffer ``zero_``/``fill_``/``copy_``. Other string keys are other buffers; a key in
+    :data:`METADATA_KEYS` is a metadata object. Raises :class:`_Reject` for any other use of the dict
+    (passed whole, iterated, ``.get``, another key expression, an alias of the item, the dict rebuilt
+    with this key elsewhere than the allocation on ``line0``)."""
+    base = attribute.split("#", 1)[0].removesuffix("[]")
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == base and src(node.value) == "self"):
+            continue
+        parent = parents.get(node)
+        line = node.lineno
+        if isinstance(node.ctx, ast.Store):
+            stmt = parents.get(node)
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ast.Dict):
+                keys = [k.value for k in value.keys if isinstance(k, ast.Constant)]
+                if len(keys) != len(value.keys):
+                    raise _Reject(f"{line}: dict with a computed key")
+                if key in keys and not (stmt.lineno <= line0 <= (stmt.end_lineno or stmt.lineno)):
+                    raise _Reject(f"{line}: {key!r} rebound")
+                continue
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            raise _Reject(f"{line}: reassigned")
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            k = parent.slice
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                if k.value != key:
+                    continue
+            elif src(k) in METADATA_KEYS:
+                continue
+            else:
+                raise _Reject(f"{line}: key {src(k)}")
+            outer = parents.get(parent)
+            if isinstance(parent.ctx, ast.Store):
+                if isinstance(outer, ast.Assign) and outer.lineno <= line0 <= (outer.end_lineno or outer.lineno):
+                    continue  # the allocation itself
+                raise _Reject(f"{line}: {key!r} rebound")
+            if isinstance(outer, ast.Subscript) and outer.value is parent:
+                out.append((line, _graph_slice(tree, outer, ndims, line)))
+            elif isinstance(outer, ast.Attribute) and outer.value is parent and outer.attr in WHOLE_METHODS:
+                out.append((line, [None] * ndims))
+            else:
+                raise _Reject(f"{line}: {type(outer).__name__} use of [{key!r}]")
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            out.extend(_key_helper_uses(tree, parent, parent.args.index(node), key, ndims))
+        else:
+            raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+def _key_helper_uses(tree, call: ast.Call, position: int, key: str, ndims: int) -> list:
+    """The uses of ``self.<dict>[key]`` inside ``self.<helper>(..., self.<dict>, "k", ..., bs)``
+    (TRT-LLM MHA's ``_bind_swa_page_table(metadata, source, key, bs)``): the helper (one ``def`` of
+    that name in the file) reads its dict parameter only as ``param.get(k)``/``param[k]`` for a
+    parameter ``k`` the call gives as a string constant, into one local whose uses are subscripts
+    (:func:`_graph_slice`, the helper's ``bs`` checked by :func:`_backend_bs`) or ``is (not) None``.
+    Another constant key reads another buffer: no use. Raises :class:`_Reject` otherwise."""
+    line = call.lineno
+    name = src(call.func)
+    defs = [
+        f
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and name.startswith("self.") and f.name == name.removeprefix("self.")
+    ]
+    if len(defs) != 1 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        raise _Reject(f"{line}: {name} receives the dict")
+    fn = defs[0]
+    params = [a.arg for a in fn.args.args][1:]
+    if len(params) != len(call.args):
+        raise _Reject(f"{line}: {name} receives the dict")
+    param = params[position]
+    parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    local = None
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == param):
+            continue
+        parent = parents.get(node)
+        read = None
+        if isinstance(parent, ast.Attribute) and parent.attr == "get":
+            callnode = parents.get(parent)
+            if isinstance(callnode, ast.Call) and len(callnode.args) == 1 and not callnode.keywords:
+                read, holder = callnode.args[0], callnode
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            read, holder = parent.slice, parent
+        if not isinstance(read, ast.Name) or read.id not in params or isinstance(node.ctx, ast.Store):
+            raise _Reject(f"{node.lineno}: {fn.name} uses {param} otherwise")
+        given = call.args[params.index(read.id)]
+        if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+            raise _Reject(f"{line}: {name} called with a key that is not a string constant")
+        if given.value != key:
+            return []  # another buffer of the dict
+        stmt = parents.get(holder)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            raise _Reject(f"{node.lineno}: {fn.name} does not keep {param}[{read.id}] in one local")
+        local = stmt.targets[0].id
+    if local is None or len(_assigns(fn, local)) != 1:
+        raise _Reject(f"{line}: {fn.name} reads no item of {param}")
+    out = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == local) or isinstance(node.ctx, ast.Store):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            out.append((node.lineno, _graph_slice(tree, parent, ndims, node.lineno)))
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        else:
+            raise _Reject(f"{node.lineno}: {type(parent).__name__} use of {local} in {fn.name}")
     return out
 
 
@@ -589,28 +919,58 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
     """Set the ``demands`` of attention-backend buffers allocated in ``init_cuda_graph_state`` whose
     every use in their file is a slice ``[:bs]``/``[:bs + 1]`` in a CUDA-graph method or a
     whole-buffer operation (:func:`backend_uses`): dimension 0's extent is ``backend_bs`` (+ 1), with
-    the assumed fact that it is at most the runner's padded batch (run: :func:`padded_batch`)."""
+    the assumed fact that it is at most the runner's padded batch (run: :func:`padded_batch`); where a
+    stop is ``metadata_rows`` (the batch or the captured token count, :func:`_metadata_rows`), the
+    larger of ``backend_bs`` and ``backend_num_tokens``, the latter with the assumed fact
+    :func:`backend_tokens_fact`."""
     padded, notes = padded_batch()
-    bs_fact, state = backend_bs_fact(), graph_state_fact(root)
+    bs_fact, tokens_fact, state = backend_bs_fact(), backend_tokens_fact(), graph_state_fact(root)
     trees: dict = {}
     done = []
     for e in entries:
         if not e.file.startswith(ATTENTION) or e.demands or not isinstance(e.shape, list) or not e.shape:
             continue
-        if "max_bs" not in str(e.shape[0]) or not e.attribute.isidentifier():
-            continue  # a dict's or list's item (``x#2``, ``x[]``): its uses go through keys, not read here
+        if "max_bs" not in str(e.shape[0]):
+            continue
         tree = trees.setdefault(e.file, _tree(root, e.file))
         if not _allocated_in_graph_state(tree, e.line):
             continue
+        key = dict_item_key(tree, e.attribute, e.line)
+        if key is None and not e.attribute.isidentifier():
+            continue  # a list's item (``x[]``): its uses go through indices, not read here
         try:
-            uses = backend_uses(tree, e.attribute, len(e.shape), e.line)
+            if key is not None:
+                uses = dict_item_uses(tree, e.attribute, key, len(e.shape), e.line)
+            else:
+                uses = backend_uses(tree, e.attribute, len(e.shape), e.line)
         except _Reject:
             continue
         kinds = {u[1][0] for u in uses if u[1][0] is not None}
         if not kinds or any(dims[d] is not None for _, dims in uses for d in range(1, len(e.shape))):
             continue
-        extent = "backend_bs + 1" if "indptr" in kinds else "backend_bs"
+        units = {k.removesuffix("+1") for k in kinds}
+        scaled = sorted(u for u in units if u.startswith("scaled:"))
+        if scaled:
+            # ``[:bs * self.F (+ 1)]`` of a buffer allocated ``max_bs * self.F (+ 1)`` rows, ``self.F`` set
+            # only in ``__init__``: the allocation's own size at the graph batch (its traced shape with
+            # ``max_bs`` -> ``backend_bs``)
+            factor = scaled[0].removeprefix("scaled:")
+            size = allocation_rows(tree, e.line)
+            plus = {k.endswith("+1") for k in kinds}
+            if (
+                len(units) != 1
+                or len(plus) != 1
+                or size != f"max_bs*{factor}" + ("+1" if plus == {True} else "")
+                or not _set_once(tree, factor)
+            ):
+                continue
+            extent = re.sub(r"\bmax_bs\b", "backend_bs", str(e.shape[0]))
+        else:
+            # a token-count stop (``metadata_rows``) is the batch or the token count: the larger of both
+            base = "maximum(backend_bs, backend_num_tokens)" if "tokens" in units else "backend_bs"
+            extent = f"{base} + 1" if any(k.endswith("+1") for k in kinds) else base
         sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
+        facts = [bs_fact] + ([tokens_fact] if "tokens" in units else []) + [state]
         demands = [
             {
                 "dim": 0,
@@ -624,7 +984,7 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
                     f"{BASE}:166-180 BaseCudaGraphRunner._pad_to_bucket (executed, every path: padded_bs)",
                 ],
                 "notes": notes,
-                "facts": [bs_fact, state],
+                "facts": facts,
             }
         ]
         for d in range(1, len(e.shape)):

@@ -32,6 +32,85 @@ FREE_PARAM_FLAGS = (
 #: The attention backends whose buffers an obligation of spec/ is about.
 MODELLED_BACKENDS = ("triton", "flashmla")
 
+ATTENTION = "sglang/srt/layers/attention/"
+#: ``--attention-backend`` name -> the file of the class SGLang 0.5.23's registry builds for it
+#: (``@register_attention_backend(name)`` in ``sglang/srt/layers/attention/attention_registry.py``:
+#: the module its function imports; checked against the wheel's source by the real tier), for a
+#: model without and with MLA attention (flashinfer builds ``FlashInferMLAAttnBackend`` for MLA).
+#: The main class only: fa4 runs the Triton backend for ``DiffusionGemmaForBlockDiffusion`` and
+#: trtllm_mla may run the CuTe DSL one, whose buffers are then not named here.
+BACKEND_FILES = {
+    "flashinfer": ("flashinfer_backend.py", "flashinfer_mla_backend.py"),
+    "triton": ("triton_backend.py", "triton_backend.py"),
+    "fa3": ("flashattention_backend.py", "flashattention_backend.py"),
+    "fa4": ("flashattention_backend.py", "flashattention_backend.py"),
+    "trtllm_mha": ("trtllm_mha_backend.py", "trtllm_mha_backend.py"),
+    "trtllm_mla": ("trtllm_mla_backend.py", "trtllm_mla_backend.py"),
+    "cutedsl_mla": ("cutedsl_mla_backend.py", "cutedsl_mla_backend.py"),
+    "flashmla": ("flashmla_backend.py", "flashmla_backend.py"),
+    "aiter": ("aiter_backend.py", "aiter_backend.py"),
+    "wave": ("wave_backend.py", "wave_backend.py"),
+    "dsa": ("dsa_backend.py", "dsa_backend.py"),
+    "qsa": ("qwen_sparse_attn_backend.py", "qwen_sparse_attn_backend.py"),
+    "torch_native": ("torch_native_backend.py", "torch_native_backend.py"),
+    "flex_attention": ("torch_flex_backend.py", "torch_flex_backend.py"),
+    "hpc_ops": ("hpc_ops_backend.py", "hpc_ops_backend.py"),
+    "intel_amx": ("intel_amx_backend.py", "intel_amx_backend.py"),
+}
+#: Element types of an index/size buffer (as the inventory records them).
+INDEX_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "bool"})
+#: Coverage kinds that decide a buffer whatever the line (``capproof coverage --write``).
+DECIDED_KINDS = frozenset({"verified", "proved, demand modelled", "proved on an assumed fact"})
+
+
+def file_features(backends, mla: bool) -> set[str]:
+    """``sglang_attention_backend_<stem>`` for the file each backend runs (:data:`BACKEND_FILES`;
+    ``<stem>`` the file name without ``_backend.py``): the feature an obligation on that file's
+    buffers requires (``spec/sglang_0_5_23_derived.py``), so fa3 and fa4 both reach
+    ``flashattention_backend.py``'s and flashinfer on an MLA model ``flashinfer_mla_backend.py``'s."""
+    out = set()
+    for b in backends:
+        if b in BACKEND_FILES:
+            stem = BACKEND_FILES[b][1 if mla else 0].removesuffix(".py").removesuffix("_backend")
+            out.add(f"sglang_attention_backend_{stem}")
+    return out
+
+
+def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: str = ".") -> dict[str, list[str]]:
+    """``{"attention backend NAME": [inventory ids]}``: the index buffers (:data:`INDEX_DTYPES`) of
+    each backend's file (:data:`BACKEND_FILES`, the MLA column when ``mla``) in ``proofs/inventory/sglang-<version>.json`` that are
+    neither decided by the committed coverage (:data:`DECIDED_KINDS`) nor covered by an obligation
+    ``checked`` proved at this line. A backend name outside the table is left out (its file is
+    not known here); backends sharing a file (fa3, fa4) are one group. Empty when there is no
+    inventory."""
+    import json
+
+    from ...verdict import Verdict
+    from ..checkconfig import inventory_path
+
+    try:
+        with open(inventory_path("sglang", version, root), encoding="utf-8") as fh:
+            entries = json.load(fh).get("entries", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    proved = {i for c in checked if c.applicable and c.result.verdict is Verdict.PROVED for i in c.obligation.covers}
+    by_file: dict[str, list[str]] = {}
+    for b in backends:
+        if b in BACKEND_FILES:
+            by_file.setdefault(ATTENTION + BACKEND_FILES[b][1 if mla else 0], []).append(b)
+    out: dict[str, list[str]] = {}
+    for file, names in by_file.items():
+        ids = sorted(
+            e["id"]
+            for e in entries
+            if e.get("file") == file
+            and e.get("dtype") in INDEX_DTYPES
+            and e.get("coverage") not in DECIDED_KINDS
+            and e["id"] not in proved
+        )
+        out[f"attention backend{'s' if len(names) > 1 else ''} {', '.join(names)}"] = ids
+    return out
+
 
 def default_backends(gpu: str | None, model: ModelFacts | None) -> Default:
     """The attention backends SGLang 0.5.23 may pick without ``--attention-backend`` (its own
@@ -156,6 +235,11 @@ def run_check(
         if not backend_unknown:
             backend_default = default_backends(row, model)
             features |= {f"sglang_attention_backend_{b}" for b in backend_default.values}
+    mla = model is not None and "mla" in model.features
+    features |= file_features(
+        [f.removeprefix("sglang_attention_backend_") for f in features if f.startswith("sglang_attention_backend_")],
+        mla,
+    )
     checked, used = check_all("sglang", version, pins, {}, features, model, None, None, paths, options, absent=ABSENT)
     if backend_unknown:  # an obligation on one backend's buffers may apply: the backend is not known
         for c in checked:
@@ -182,7 +266,8 @@ def run_check(
     # a derived feature is used when an applied obligation requires it
     required = {r for c in checked if c.applicable for r in getattr(c.obligation, "requires", ())}
     used.update(f"feature:{f}" for f in derived.features & required)
-    if any(f.startswith("sglang_attention_backend_") for f in derived.features & required):
+    given = any(f.startswith("sglang_attention_backend_") for f in derived.features)
+    if given and any(f.startswith("sglang_attention_backend_") for f in features & required):
         used.add("feature:sglang_attention_backend")
     unused = [f for f in cfg.origin if f not in ("--model-path", "--config") and params.get(f) not in used]
     defaults = [Default(param, values, why) for param, values, why in derived.assumptions]
@@ -210,6 +295,13 @@ def run_check(
         if name not in pins
     }
     outcome.notes = deployment_notes(outcome, cfg)
+    named = sorted(
+        f.removeprefix("sglang_attention_backend_")
+        for f in derived.features
+        if f.startswith("sglang_attention_backend_")
+    )
+    backends = named or (list(backend_default.values) if backend_default else [])
+    outcome.undecided_buffers = undecided_backend_buffers(backends, mla, checked, version)
     if not outcome.applicable and not outcome.missing_facts:
         backends = backend_default.values if backend_default else ()
         outcome.derived.append(

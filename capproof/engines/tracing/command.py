@@ -223,12 +223,18 @@ def run_diff(
     out: Callable[[str], None] = print,
     err: Callable[[str], None] | None = None,
     trace: bool = True,
+    source_root: Callable[[str], str] | None = None,
 ) -> int:
-    """``capproof inventory --diff ENGINE==A ENGINE==B``: buffers added, removed and whose shape
-    changed between two releases (exit 0). ``version_of`` turns a spec into a version (raises
-    :class:`SpecError`, exit 2); ``fetch(version)`` makes the release's wheel and sources available
-    (the engine's wheel cache; raises ``unavailable[0]``, exit ``unavailable[1]``); each release is
-    built in its own interpreter by ``python -m module`` (:func:`build_elsewhere`)."""
+    """``capproof inventory --diff ENGINE==A ENGINE==B``: buffers added, removed and changed between
+    two releases (exit 0; :func:`capproof.inventory.diff` says what counts as a change).
+    ``version_of`` turns a spec into a version (raises :class:`SpecError`, exit 2);
+    ``fetch(version)`` makes the release's wheel and sources available (the engine's wheel cache:
+    ``pip download --no-deps``, nothing installed; raises ``unavailable[0]``, exit
+    ``unavailable[1]``); each release is built in its own interpreter by ``python -m module``
+    (:func:`build_elsewhere`). ``source_root(version)``, where the release's sources were
+    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`)."""
+    from .sizing import Release
+
     err = err or (lambda s: print(s, file=sys.stderr))
     exc_type, exit_code = unavailable
     built = []
@@ -244,6 +250,9 @@ def run_diff(
         err(f"capproof: real engine unavailable: {exc}")
         return exit_code
     (va, a), (vb, b) = built
-    for line in diff_lines(diff(a, b), f"{engine}=={va}", f"{engine}=={vb}"):
+    sources = (None, None)
+    if source_root is not None:
+        sources = (Release(source_root(va)), Release(source_root(vb)))
+    for line in diff_lines(diff(a, b, *sources), f"{engine}=={va}", f"{engine}=={vb}"):
         out(line)
     return 0

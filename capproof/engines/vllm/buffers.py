@@ -131,10 +131,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
 
         problems += derive_all(list(entries.values()), root)
         problems += derive_more(list(entries.values()), root)
+        from .demand import judge_request_rows
         from .foreign_uses import check_foreign_uses
 
         try:
-            problems += [f"not verified: {line}" for line in check_foreign_uses(list(entries.values()), root)]
+            problems += [
+                f"not verified: {line}" for line in check_foreign_uses(list(entries.values()), root, judge_request_rows)
+            ]
         except Exception as exc:  # noqa: BLE001 - one line; the demands stay, marked as not checked
             for e in entries.values():
                 for d in e.demands:
@@ -203,6 +206,7 @@ def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = Tr
         out=out,
         err=err,
         trace=trace,
+        source_root=lambda version: wheels.source_root("vllm", version),
     )
 
 

@@ -1081,7 +1081,7 @@ def _numpy_alias(entry, root: str, rt, line: int, rows: dict, reasons) -> tuple[
     # tensor's own are judged for every derived entry afterwards (foreign_uses.check_foreign_uses)
     elsewhere, kinds = [], set()
     for u in foreign_uses(root, twin):
-        got = judge(root, twin, u, "request rows", rows)
+        got = judge(root, twin, u, "request rows", rows, judge_request_rows)
         if got is None:
             if reasons is not None:
                 reasons[entry.id] = f".{alias} used at {u['file']}:{u['line']} {u['op']} (not checked)"
@@ -1191,7 +1191,7 @@ def request_rows_accesses(
         from .foreign_uses import foreign_uses, judge
 
         for u in foreign_uses(root, entry):
-            got = judge(root, entry, u, "request rows", rows)
+            got = judge(root, entry, u, "request rows", rows, judge_request_rows)
             if got is None:
                 if reasons is not None:
                     reasons[entry.id] = f"used at {u['file']}:{u['line']} {u['op']} (not checked)"
@@ -1295,3 +1295,22 @@ source_text = _src
 join_kinds = _join
 RowBinding = _Rows
 map_index = _map_index
+
+
+def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | None:
+    """A use of a one-dimensional request-rows buffer in a file of the runner (``use`` as
+    :func:`capproof.engines.vllm.foreign_uses.foreign_uses` gives it; ``tables`` caches one
+    :class:`RowBinding` per file): ``(why, kind)`` for a slice bound to the step's request count
+    (``unpadded``/``padded``) or an index by a value below ``max_num_reqs`` (``indexed``), else None."""
+    rt = tables.setdefault(use["file"], _Rows(root, use["file"]))
+    fn = rt.enclosing(use["line"])
+    if fn is None:
+        return None
+    if use["op"].startswith("slice"):
+        kind = rt.kind(fn, use["node"])
+        if kind in ("unpadded", "padded"):
+            return f"slice stop bound to the step's request count ({kind})", kind
+    elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
+        why = _map_index(root, tables, rt, fn, use["node"].id)
+        return (why, "indexed") if why else None
+    return None

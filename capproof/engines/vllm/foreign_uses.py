@@ -283,30 +283,21 @@ def _classify(rel: str, node, parents) -> dict:
     return use
 
 
-def judge(root: str, entry, use: dict, family: str, tables: dict) -> tuple[str, str] | None:
+def judge(root: str, entry, use: dict, family: str, tables: dict, request_rows=None) -> tuple[str, str] | None:
     """``(why, kind)`` when ``use`` is checked, else None (unchecked). ``kind`` is what bounds it:
     ``whole`` (no element beyond the allocation), ``unpadded``/``padded`` (a slice by the step's
     request count, unpadded or the dispatcher's padded one) or ``indexed`` (an index below
-    ``max_num_reqs``); the derived extent must cover that kind (:func:`covers`)."""
+    ``max_num_reqs``); the derived extent must cover that kind (:func:`covers`). A use of a
+    one-dimensional ``request rows`` buffer is judged by ``request_rows(root, tables, use)``
+    (:func:`capproof.engines.vllm.demand.judge_request_rows`, which reads the runner's request-count
+    bindings; passed in so this module stays below the demand derivation), unchecked without it."""
     op = use["op"]
     if op.startswith("metadata ") or op in ("fill_", "zero_", "fill_.gpu", "fill_.cpu", "fill_.np"):
         return "no element beyond the allocation", "whole"
     if op.startswith("slice") and use["extent"] == "whole":
         return "the whole allocation", "whole"
-    if family == "request rows" and use["node"] is not None and len(entry.shape) == 1:
-        from .demand import RowBinding, map_index
-
-        rt = tables.setdefault(use["file"], RowBinding(root, use["file"]))
-        fn = rt.enclosing(use["line"])
-        if fn is None:
-            return None
-        if op.startswith("slice"):
-            kind = rt.kind(fn, use["node"])
-            if kind in ("unpadded", "padded"):
-                return f"slice stop bound to the step's request count ({kind})", kind
-        elif op.startswith("index") and isinstance(use["node"], ast.Name):
-            why = map_index(root, tables, rt, fn, use["node"].id)
-            return (why, "indexed") if why else None
+    if family == "request rows" and use["node"] is not None and len(entry.shape) == 1 and request_rows is not None:
+        return request_rows(root, tables, use)
     return None
 
 
@@ -348,14 +339,15 @@ def escapes_in_file(root: str, entry) -> list[dict]:
     return out
 
 
-def check_foreign_uses(entries: list, root: str) -> list[str]:
+def check_foreign_uses(entries: list, root: str, request_rows=None) -> list[str]:
     """For every entry with a derived demand, find its uses outside the allocating file
     (:func:`foreign_uses`) and add them to its ``accesses``; when some use is unchecked
     (:func:`judge`, or not covered by the extent, :func:`covers`) or the buffer escapes the access
     reader in its own file (:func:`escapes_in_file`), each derived demand keeps its extent (its obligation still compares it) and
     gets ``unchecked_uses`` (the sites, at most 20) and ``unchecked_uses_count``: the coverage
     (:func:`capproof.coverage.derived_dims`) then does not count that dimension as derived, so the
-    entry is not verified. Returns one line per such entry."""
+    entry is not verified. ``request_rows`` judges a request-rows use (:func:`judge`). Returns one
+    line per such entry."""
     lines = []
     tables: dict = {}
     for e in entries:
@@ -370,7 +362,7 @@ def check_foreign_uses(entries: list, root: str) -> list[str]:
         for u in uses:
             ok = True
             for d in derived:
-                got = judge(root, e, u, d.get("family") or "", tables)
+                got = judge(root, e, u, d.get("family") or "", tables, request_rows)
                 if got is None or not covers(str(d.get("extent")), got[1]):
                     ok = False
                     break
