@@ -588,8 +588,20 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
             and fn is not None
             and fn.name == "make_dummy"
         ):
-            good = requests_fact is None or bool(requests_fact.get("checked"))
-            return good, "arange(num_reqs) of the dummy batch" + ("" if good else " (request count not checked)")
+            # the values are < the num_reqs every make_dummy(...) call passes: those calls are paths
+            # of the request-count fact, so it is enough that each of them is checked
+            rebound = any(
+                isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and any(source_text(t) == "num_reqs" for t in (x.targets if isinstance(x, ast.Assign) else [x.target]))
+                for x in ast.walk(fn)
+            )
+            calls_checked = requests_fact is not None and not any(
+                "make_dummy(" in p for p in requests_fact.get("paths", {}).get("not checked", [])
+            )
+            good = requests_fact is None or bool(requests_fact.get("checked")) or (calls_checked and not rebound)
+            return good, "arange(num_reqs) of the dummy batch" + (
+                " (every make_dummy call's count checked)" if good else " (request count not checked)"
+            )
     if isinstance(v, ast.Name) and fn is not None:
         sets = [
             x.value
