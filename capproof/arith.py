@@ -469,7 +469,7 @@ class _Tail:
         self.batch, self.start, self.where = batch, start, where
 
     def __iter__(self):
-        self.batch.read_padding(f"iteration past entry {self.start - 1}", self.where)
+        self.batch.read_padding(f"iteration reaching entry {self.start}", self.where)
         return tuple.__iter__(tuple.__getitem__(self.batch, slice(self.start, None)))
 
 

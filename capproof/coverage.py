@@ -26,6 +26,10 @@ headline being ``verified``:
 - ``counterexample``: some covering obligation found one (a finding, not a verification);
 - ``proved, demand modelled``: proved, no restating assumption, but some dimension's demand is a
   spec-side model rather than derived from the engine's accesses;
+- ``proved on an assumed fact``: the demand is derived on every dimension, but each such proof
+  rests on a named assumption (in its unsat core) that no obligation over the engine's code
+  checked, e.g. ``assumed: backend_bs <= padded_bs`` where the call chain crosses files: an
+  unchecked fact never counts toward coverage;
 - ``shape-only``: every proof rests on an assumption that restates the claim: what was checked
   is the allocation's shape against a config value (capacity >= max_num_reqs, say), with the
   demand bound itself assumed;
@@ -65,6 +69,7 @@ __all__ = [
     "DEFAULT_INVENTORY",
     "COVERAGE_REPORT",
     "KINDS",
+    "assumed_facts",
     "kind_of",
     "DEMAND_SOURCE_PREFIX",
     "OTHER_INVENTORIES",
@@ -86,7 +91,15 @@ DEMAND_SOURCE_PREFIX = "demand: "
 DECIDED = ("proved", "counterexample")
 
 #: An entry's kind, best first (see the module docstring); only ``verified`` is the headline.
-KINDS = ("verified", "counterexample", "proved, demand modelled", "shape-only", "undecided", "uncovered")
+KINDS = (
+    "verified",
+    "counterexample",
+    "proved, demand modelled",
+    "proved on an assumed fact",
+    "shape-only",
+    "undecided",
+    "uncovered",
+)
 #: How a derived demand was found: by running the engine's code on symbolic sizes, or by reading it.
 DERIVED_HOW = ("executed", "ast")
 
@@ -142,10 +155,26 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
         return "shape-only"
     want = set(range(_ndims(entry)))
     derived = derived_dims(entry)
-    dims = set()
+    dims, dims_assumed = set(), set()
     for o in honest:
-        dims |= demand_dims(entry["id"], o.get("sources", [])) & derived
-    return "verified" if dims and want <= dims else "proved, demand modelled"
+        read = demand_dims(entry["id"], o.get("sources", [])) & derived
+        if assumed_facts(o):
+            dims_assumed |= read
+        else:
+            dims |= read
+    if dims and want <= dims:
+        return "verified"
+    if want <= dims | dims_assumed:
+        return "proved on an assumed fact"
+    return "proved, demand modelled"
+
+
+def assumed_facts(record: dict[str, Any]) -> list[str]:
+    """The named assumptions a proved obligation's unsat core used (``assumptions_used`` that are
+    among its ``assumptions``; the domain's own bounds are not named assumptions): facts about the
+    engine that no obligation checked, so its proof is not a verification."""
+    named = record.get("assumptions") or []
+    return [a for a in record.get("assumptions_used") or [] if a in named]
 
 
 #: What sizes a buffer, by the config or model name that appears in its shape (the
@@ -356,6 +385,7 @@ class Coverage:
             f"verified: {k['verified']}/{self.total} entries ({_pct(k['verified'], self.total)}: demand derived from "
             f"the engine's accesses on every dimension, no assumption restating the claim); "
             f"counterexample {k['counterexample']}; proved on a modelled demand {k['proved, demand modelled']}; "
+            f"proved on an assumed fact {k['proved on an assumed fact']} (a derived demand, an unchecked fact); "
             f"shape-only {k['shape-only']} (capacity >= a config value, demand bound assumed); "
             f"undecided {k['undecided']}; uncovered {k['uncovered']}"
         )
@@ -513,7 +543,8 @@ def render_markdown(cov: Coverage) -> str:
         "**Shape-only** entries are proved only by obligations whose assumption restates the claim (the capacity is "
         "checked against a config value; that the demand stays within it is assumed): they are not verified. "
         '"Proved, demand modelled" means proved without a restating assumption, on a demand written in spec/ '
-        "rather than derived from the engine. Covered = some obligation naming the entry is proved or finds a "
+        'rather than derived from the engine. "Proved on an assumed fact": the demand is derived, but the proof\'s unsat '
+        "core uses a named fact about the engine that nothing checked (listed below with its paths); not verified. Covered = some obligation naming the entry is proved or finds a "
         'counterexample; "capacity traced" = the inventory traced the shape from the engine\'s code and the '
         "obligation reads it from there.",
         "",

@@ -13,8 +13,16 @@ standard library, as :func:`capproof.symbolic.type_lookups` walks them):
   (``nonlocal``), to an attribute or through a subscript (``obj.x = ...``, ``d[k] = ...``, their
   ``del``);
 - a call of a method that changes its object (``append``, ``update``, ``pop``, ``add``, ...);
-- the builtins ``setattr``, ``delattr``, ``next``, ``exec``, ``eval``, ``globals``, ``vars``,
-  ``open``, ``input``, ``__import__``.
+- the builtins ``setattr``, ``delattr``, ``getattr``, ``next``, ``exec``, ``eval``, ``globals``, ``vars``,
+  ``open``, ``input``, ``__import__``;
+- any C function or bound method it reaches (through a global, a closure cell, a
+  ``functools.partial`` or a module attribute) that is not in :data:`PURE_BUILTINS` or a function of
+  ``math``/``operator`` that does not change an argument: ``heapq.heappush(h, x)``,
+  ``bisect.insort``, ``push = h.append`` and ``struct.pack_into`` change what they are given, and
+  their code cannot be read, so they are refused by default (a list of what is known pure, not of
+  what is known impure);
+- an attribute of a module other than ``math``, ``operator`` and capproof's own (whose Python code
+  may be library code this scan does not enter: ``random.shuffle``).
 
 The strategies then stand aside (the bounded encoding runs the model as the ints do). Conservative:
 a subscript store into a list the code made itself is also refused. Calls through objects passed
@@ -71,8 +79,126 @@ MUTATORS = frozenset(
     }
 )
 IMPURE_BUILTINS = frozenset(
-    {"setattr", "delattr", "next", "exec", "eval", "globals", "vars", "open", "input", "__import__", "locals"}
+    {
+        "setattr",
+        "delattr",
+        "getattr",
+        "next",
+        "exec",
+        "eval",
+        "globals",
+        "vars",
+        "open",
+        "input",
+        "__import__",
+        "locals",
+    }
 )
+#: C functions known to change nothing they are given (by identity; every other C callable a
+#: step or element function reaches is refused)
+PURE_BUILTINS = frozenset(
+    id(f)
+    for f in (
+        abs,
+        all,
+        any,
+        bool,
+        divmod,
+        enumerate,
+        filter,
+        float,
+        hash,
+        int,
+        isinstance,
+        issubclass,
+        len,
+        list,
+        map,
+        max,
+        min,
+        pow,
+        range,
+        repr,
+        reversed,
+        round,
+        sorted,
+        str,
+        sum,
+        tuple,
+        zip,
+        type,
+        dict,
+        set,
+        frozenset,
+        callable,
+        chr,
+        ord,
+        bin,
+        hex,
+        oct,
+        format,
+        slice,
+    )
+)
+#: ``operator`` functions that change an argument (the in-place ones and item stores)
+_OPERATOR_WRITERS = frozenset(
+    {
+        "setitem",
+        "delitem",
+        "iadd",
+        "iand",
+        "iconcat",
+        "ifloordiv",
+        "ilshift",
+        "imatmul",
+        "imod",
+        "imul",
+        "ior",
+        "ipow",
+        "irshift",
+        "isub",
+        "itruediv",
+        "ixor",
+        "methodcaller",
+    }
+)
+_C_CALLABLES = (
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+
+
+def _c_callable_impurity(obj) -> str | None:
+    """A sentence when ``obj`` is a C callable not known pure (:data:`PURE_BUILTINS`, ``math``,
+    ``operator`` without its writers), else None."""
+    if not isinstance(obj, _C_CALLABLES) or id(obj) in PURE_BUILTINS:
+        return None
+    module = getattr(obj, "__module__", None) or getattr(getattr(obj, "__objclass__", None), "__module__", None)
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", repr(obj))
+    owner = getattr(obj, "__self__", None)
+    bound = owner is not None and not isinstance(owner, _MODULE)
+    if not bound and module in ("math", "cmath"):
+        return None
+    if not bound and module in ("_operator", "operator") and getattr(obj, "__name__", "") not in _OPERATOR_WRITERS:
+        return None
+    return f"reaches {module + '.' if module and not bound else ''}{name}, a C function not known to leave its arguments unchanged"
+
+
+def _module_attribute_impurity(module, name: str) -> tuple[str | None, object]:
+    """(a sentence or None, the attribute's value) for ``module.name`` read by a step."""
+    mod = getattr(module, "__name__", "")
+    value = getattr(module, name, None)
+    if mod in ("math", "cmath") or mod.split(".")[0] == "capproof":
+        return None, value
+    if mod in ("operator", "_operator") and name not in _OPERATOR_WRITERS:
+        return None, value
+    return f"calls {mod}.{name}, from a module whose functions are not known pure", value
+
+
 _WRITES = {
     "STORE_GLOBAL": "writes the global {}",
     "DELETE_GLOBAL": "deletes the global {}",
@@ -120,7 +246,9 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
     def push_object(obj) -> None:
         kind = type(obj)
         if isinstance(
-            obj, (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod, property)
+            obj,
+            (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod, property)
+            + _C_CALLABLES,
         ):
             objects.append(obj)
         elif not kind.__module__.startswith(("builtins", "capproof", "z3")) and kind.__module__ not in _STDLIB_KINDS:
@@ -129,6 +257,11 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
     while stack or objects:
         if objects:
             obj = objects.pop()
+            c_impurity = _c_callable_impurity(obj)
+            if c_impurity is not None:
+                if c_impurity not in found:
+                    found.append(c_impurity)
+                continue
             if isinstance(obj, (staticmethod, classmethod)):
                 obj = obj.__func__
             if isinstance(obj, functools.partial):
@@ -162,10 +295,21 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
             push_object(value)
         where = f"{code.co_name} at {os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
         nested = [k for k in code.co_consts if isinstance(k, types.CodeType)]
+        module = None  # the module the previous instruction loaded, whose attribute may be read next
         for ins in dis.get_instructions(code):
             op = ins.opname
             what = None
-            if op in _WRITES:
+            loaded = module
+            module = None
+            if op in ("LOAD_ATTR", "LOAD_METHOD") and loaded is not None:
+                what, value = _module_attribute_impurity(loaded, ins.argval)
+                if what is None:
+                    if isinstance(value, _MODULE):
+                        module = value
+                    elif value is not None:
+                        push_object(value)
+                    continue
+            elif op in _WRITES:
                 what = _WRITES[op].format(ins.argval)
             elif op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_freevars:
                 what = f"writes the variable {ins.argval} of an enclosing function"
@@ -175,12 +319,17 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
                 name = ins.argval
                 if name in globs:
                     value = globs[name]
-                    if not isinstance(value, _MODULE):
+                    if isinstance(value, _MODULE):
+                        module = value
+                    else:
                         push_object(value)
                 elif name in IMPURE_BUILTINS:
                     what = f"calls {name}()"
             elif op in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in free:
-                push_object(free[ins.argval])
+                if isinstance(free[ins.argval], _MODULE):
+                    module = free[ins.argval]
+                else:
+                    push_object(free[ins.argval])
             if what is not None:
                 sentence = f"{where} {what}"
                 if sentence not in found:

@@ -190,18 +190,23 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
 
 class _FilesRead:
     """While active, the files model code opens (Python's ``open`` audit event: ``open()``, ``io``,
-    ``os.open``, ``pathlib``; not capproof's own reads) outside Python's installation, capproof, Z3
+    ``os.open``, ``pathlib``) or the directories it lists (``os.listdir``/``os.scandir``; not capproof's own reads) outside Python's installation, capproof, Z3
     and ``.capproof/``: a model reading an engine's config file at run time. :meth:`mark` sets ``uncacheable`` on an
     outcome that read one: its verdict depends on a file no cache key covers, so it is not
     stored (capproof.verdict_cache)."""
 
     active: list = []
     installed = [False]
+    #: the audit events of a read: a file opened, or a directory listed (``os.listdir``,
+    #: ``os.scandir``, and through them ``glob`` and ``pathlib``'s ``iterdir``)
+    EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
 
     def __enter__(self) -> "_FilesRead":
         if not self.installed[0]:
             self.installed[0] = True
-            sys.addaudithook(_FilesRead._audit)
+            from ._audit import on
+
+            on(_FilesRead._audit, _FilesRead.EVENTS)
         self.opened: list[str] = []
         _FilesRead.active.append(self.opened)
         return self
@@ -228,15 +233,19 @@ class _FilesRead:
 
     @staticmethod
     def _audit(event: str, args: tuple) -> None:
-        if event != "open" or not _FilesRead.active or not args or args[0] is None:
+        if event not in _FilesRead.EVENTS or not _FilesRead.active or not args:
             return
+        if args[0] is None:
+            if event == "open":
+                return
+            args = (".",)
         try:
             path = os.path.abspath(os.fsdecode(args[0]) if not isinstance(args[0], int) else f"/proc/self/fd/{args[0]}")
         except Exception:  # noqa: BLE001 - a path that cannot be decoded: counted
             path = repr(args[0])
         if (path.startswith(_NOT_INPUTS()) or path.endswith(".pyc")) and not path.startswith(tempfile.gettempdir()):
             return
-        if not _opened_by_project_code(sys._getframe(1)):  # capproof's or a library's own reads
+        if not _opened_by_project_code(sys._getframe(2)):  # (1: capproof._audit) capproof's or a library's own reads
             return
         mode = args[1] if len(args) > 1 else "r"
         writes = (
@@ -326,12 +335,36 @@ class _Fingerprint(pickle.Pickler):
         # collector sees it (its attributes' and items' values), never by its own ``__reduce__``,
         # ``__getstate__``, ``__dict__`` or ``copyreg`` entry, which may leave out what it holds
         if type(obj).__flags__ & (_MUTABLE_CLASS | _IMMUTABLE) == _MUTABLE_CLASS:
+            if _holds_c_state(type(obj)):
+                # a C base keeps state the garbage collector does not see (``random.Random``'s
+                # generator): what the object's own reduction gives is fingerprinted too
+                return (type(obj), (tuple(gc.get_referents(obj)), obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)))
             return (type(obj), tuple(gc.get_referents(obj)))
         return NotImplemented
 
 
 #: ``Py_TPFLAGS_HEAPTYPE`` without ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose instances Python code defines
 _MUTABLE_CLASS, _IMMUTABLE = 1 << 9, 1 << 8
+
+#: C classes whose instances' state the garbage collector sees (their items) or that hold none
+_TRANSPARENT_C = (object, list, dict, set, frozenset, tuple, int, float, complex, str, bytes, bytearray, BaseException)
+
+
+def _defined_in_c(cls: type) -> bool:
+    """Whether ``cls`` comes from a C module (a built-in one or an extension), not Python source."""
+    if cls.__flags__ & (_MUTABLE_CLASS | _IMMUTABLE) != _MUTABLE_CLASS:
+        return True
+    module = sys.modules.get(cls.__module__)
+    return module is None or not str(getattr(module, "__file__", "") or "").endswith(".py")
+
+
+def _holds_c_state(cls: type) -> bool:
+    """Whether a Python class has a C base (other than :data:`_TRANSPARENT_C`) whose instances keep
+    state outside their attributes: ``random.Random`` (``_random.Random``'s Mersenne Twister)."""
+    return any(
+        _defined_in_c(base) and base not in _TRANSPARENT_C and not issubclass(base, BaseException)
+        for base in cls.__mro__[1:]
+    )
 
 
 class Opaque(tuple):

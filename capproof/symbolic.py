@@ -311,16 +311,17 @@ def _watch_call(frame, event: str, arg):
     events), capproof's, Z3's and the standard library's none. A model frame called with
     capproof's symbolic class or module among its arguments (an ``abc`` ``__subclasshook__``, which
     Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
-    if event == "call" and _is_model_code(frame.f_code):
+    code = frame.f_code  # (read once: each read of f_code is an audit event)
+    if event == "call" and _is_model_code(code):
         frame.f_trace_lines = False
-        if frame.f_code.co_argcount or frame.f_code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
+        if code.co_argcount or code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
             try:
                 hidden = [v for v in frame.f_locals.values() if _hidden(v)]
             except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
                 hidden = ["?"]
             if hidden:
                 _misuse_here(
-                    f"{frame.f_code.co_name} at {frame.f_code.co_filename}:{frame.f_lineno} is called with "
+                    f"{code.co_name} at {code.co_filename}:{frame.f_lineno} is called with "
                     f"capproof's {getattr(hidden[0], '__name__', hidden[0])!s}, the symbolic value's own type or module "
                     "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
                 )
@@ -343,23 +344,24 @@ class _GuardedModule(types.ModuleType):
 
     def __getattribute__(self, name: str):
         value = types.ModuleType.__getattribute__(self, name)
-        if sys.gettrace() is _watch_call and _from_model(sys._getframe(1)):
-            public = (
-                () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
-            )
-            if (
-                _hidden(value)
-                or name == "__dict__"
-                or (name not in public and not name.startswith("__"))
-                or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
-            ):
-                if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
-                    record_misuse(
-                        NotConcreteError(
-                            f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
-                            "during a symbolic run: it may tell a symbolic value from an int"
-                        )
+        # the cheap tests first: almost every read is capproof's own code reading a public name, and
+        # only a read that would be misuse is worth finding who reads it (a walk of the stack)
+        if sys.gettrace() is not _watch_call:
+            return value
+        public = () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
+        if (
+            _hidden(value)
+            or name == "__dict__"
+            or (name not in public and not name.startswith("__"))
+            or (self is _THIS_MODULE and name not in ("__name__", "__spec__", "__loader__", "__path__", "__file__"))
+        ) and _from_model(sys._getframe(1)):
+            if not (self.__name__ == "capproof" and name in _PUBLIC_PACKAGE_NAMES()):
+                record_misuse(
+                    NotConcreteError(
+                        f"the model reads {self.__name__}.{name}, capproof's own machinery (not its public API), "
+                        "during a symbolic run: it may tell a symbolic value from an int"
                     )
+                )
         return value
 
 
@@ -371,13 +373,24 @@ def _PUBLIC_PACKAGE_NAMES() -> frozenset:
 def _from_model(frame) -> bool:
     """Whether the first frame from ``frame`` outward that is not the standard library's is a model's."""
     while frame is not None:
-        name = frame.f_code.co_filename
-        if os.path.abspath(name).startswith(_OWN_DIRS):
+        code = frame.f_code
+        if _is_own_code(code):
             return False
-        if _is_model_code(frame.f_code):
+        if _is_model_code(code):
             return True
         frame = frame.f_back
     return False
+
+
+_OWN_CODE: dict = {}
+
+
+def _is_own_code(code) -> bool:
+    """Whether ``code`` is capproof's or Z3's (cached per code object, as :func:`_is_model_code`)."""
+    known = _OWN_CODE.get(code)
+    if known is None:
+        known = _OWN_CODE[code] = os.path.abspath(code.co_filename).startswith(_OWN_DIRS)
+    return known
 
 
 #: audit events by which code reaches the frames of the stack it runs on (capproof's, above a
@@ -409,7 +422,7 @@ def _audit(event: str, args: tuple) -> None:
         return
     _AUDITING[1] = True
     try:
-        if _from_model(sys._getframe(1)):
+        if _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
             _misuse_here(
                 f"the model reaches the stack's frames or the interpreter's hooks ({event}"
                 f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
@@ -434,7 +447,9 @@ def _guard_modules() -> None:
     :func:`_audit` (once)."""
     if not _AUDITING[0]:
         _AUDITING[0] = True
-        sys.addaudithook(_audit)
+        from ._audit import on
+
+        on(_audit, _FRAME_EVENTS, _FRAME_ATTRIBUTES)
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)

@@ -25,7 +25,7 @@ from _brute import domain_points
 from click.testing import CliRunner
 
 from capproof import Options, Verdict
-from capproof.bound import Uncertified, bound_obligation, check_obligation, run_bounds, sources_fingerprint
+from capproof.bound import Uncertified, bound_obligation, check_obligation, record_key, run_bounds
 from capproof.encode import replay
 from capproof.loader import load_file
 from capproof.prover import prove_obligation
@@ -264,7 +264,7 @@ def test_an_obligation_recorded_as_skipped_is_bounded_when_it_is_a_capacity_clai
     left out of proofs/bounds.md without being built. Now the claim is looked at on ints first."""
     path = spec_file(CAPS, "adv_caps_skip.py")
     obs = {ob.name: ob for ob in load_file(path)}
-    recorded = {"bounds": {}, "skipped": {obs["ties"].id, obs["same"].id}}
+    recorded = {"bounds": {}, "skipped": {obs["ties"].id, obs["same"].id}, "keys": _keys_now(obs.values())}
     run = run_bounds([path], recorded=recorded)
     status = {r.id.split("::")[1]: r.status for r in run.results}
     assert status == {"ties": "bounded", "same": "skipped"}
@@ -272,7 +272,8 @@ def test_an_obligation_recorded_as_skipped_is_bounded_when_it_is_a_capacity_clai
 
 def test_cli_check_catches_a_capacity_claim_hidden_in_skipped(tmp_path, monkeypatch):
     """End to end: --write, then a model change that makes a claim a capacity claim, with the
-    fingerprint rewritten to match the new sources: --check must still find proofs/bounds.md stale."""
+    obligation's recorded key rewritten to match the new sources: --check must still find
+    proofs/bounds.md stale."""
     from capproof import loader
 
     (tmp_path / "spec").mkdir()
@@ -283,12 +284,23 @@ def test_cli_check_catches_a_capacity_claim_hidden_in_skipped(tmp_path, monkeypa
     assert runner.invoke(main_cli(), ["bound", "--write"]).exit_code == 0
     data = tmp_path / "proofs" / "bounds.json"
     before = json.loads(data.read_text())
-    assert any(s.endswith("::same") for s in before["skipped"])
+    assert any(s["id"].endswith("::same") for s in before["skipped"])
     spec.write_text(CAPS.replace("return equal(left=a, right=a)", "return at_most(demand=a, capacity=8)"))
     loader._loaded.clear()
-    data.write_text(data.read_text().replace(before["fingerprint"], sources_fingerprint()))
+    (same,) = [ob for ob in loader.load_file(str(spec)) if ob.name == "same"]
+    (old_key,) = [s["key"] for s in before["skipped"] if s["id"].endswith("::same")]
+    forged = record_key(same, before["rlimit"], before["waste_threshold_pct"])
+    assert forged and forged != old_key
+    data.write_text(data.read_text().replace(old_key, forged))
     result = runner.invoke(main_cli(), ["bound", "--check"])
     assert result.exit_code == 1 and "stale" in result.output, result.output
+
+
+def _keys_now(obligations) -> dict:
+    """Each obligation's bounds.json key for its sources now (as a forged record would carry it)."""
+    from capproof.bound import DEFAULT_WASTE_THRESHOLD
+
+    return {ob.id: record_key(ob, 20_000_000, DEFAULT_WASTE_THRESHOLD) for ob in obligations}
 
 
 def main_cli():
@@ -389,10 +401,19 @@ def test_a_real_capacity_obligation_moved_to_skipped_is_still_bounded():
     target = "spec/runtime_indexers.py::margin_capacity_covers_worst_case"
     bounds = {e["id"]: e for e in data["bounds"]}
     assert target in bounds
-    recorded = {"bounds": {k: v for k, v in bounds.items() if k != target}, "skipped": set(data["skipped"]) | {target}}
+    skipped = {e["id"] if isinstance(e, dict) else e for e in data["skipped"]}
+    keys = {e["id"]: e["key"] for e in [*data["bounds"], *data["skipped"]] if isinstance(e, dict) and "key" in e}
+    recorded = {
+        "bounds": {k: v for k, v in bounds.items() if k != target},
+        "skipped": skipped | {target},
+        "keys": keys,
+    }
     cwd = os.getcwd()
     try:
         os.chdir(root)
+        # the record is forged to match the sources as they are now
+        (ob,) = [ob for ob in load_file("spec/runtime_indexers.py") if ob.id == target]
+        keys.update(_keys_now([ob]))
         run = run_bounds(["spec/runtime_indexers.py"], keyword="margin_capacity_covers_worst_case", recorded=recorded)
     finally:
         os.chdir(cwd)
@@ -501,5 +522,5 @@ def test_a_skip_is_confirmed_in_every_case_not_only_the_first_value(spec_file):
     """The claim is a capacity claim only for mode 1 (Choice(2, 1): not its first listed value)."""
     path = spec_file(CASEWISE, "adv_casewise.py")
     (ob,) = load_file(path)
-    run = run_bounds([path], recorded={"bounds": {}, "skipped": {ob.id}})
+    run = run_bounds([path], recorded={"bounds": {}, "skipped": {ob.id}, "keys": _keys_now([ob])})
     assert [r.status for r in run.results] != ["skipped"]

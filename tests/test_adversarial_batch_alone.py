@@ -231,6 +231,47 @@ def walked(k, n, lens):
     return at_most(demand=select(k == 37, 3 - fold(lambda s, i, x: s + 1, 0, lens), 0), capacity=0)
 """,
     ),
+    # the padding read through the standard library's C code, another thread, or an assumption:
+    # each seen, the batch alone decided (an error naming the point)
+    (
+        "size-of-the-batch-by-getsizeof",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})\n'
+        + """
+def rows(k, n, lens):
+    import sys
+    x = (sys.getsizeof(lens) - sys.getsizeof(())) // 8
+    return at_most(demand=select(k == 37, 3 - x, 0), capacity=0)
+""",
+    ),
+    (
+        "len-of-the-batch-in-a-thread-pool",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})\n'
+        + """
+def rows(k, n, lens):
+    import concurrent.futures as cf
+    with cf.ThreadPoolExecutor(1) as ex:
+        x = ex.submit(len, lens).result()
+    return at_most(demand=select(k == 37, 3 - x, 0), capacity=0)
+""",
+    ),
+    (
+        "len-of-a-copy-of-the-batch",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})\n'
+        + """
+def rows(k, n, lens):
+    import copy
+    return at_most(demand=select(k == 37, 3 - len(copy.copy(lens)), 0), capacity=0)
+""",
+    ),
+    (
+        "an-assumption-reading-len",
+        '@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")},\n'
+        '            assumptions={"short batch or another step": lambda k, lens: len(lens) < 3 or k != 37})\n'
+        + """
+def rows(k, n, lens):
+    return at_most(demand=select(k == 37, 1, 0), capacity=0)
+""",
+    ),
 ]
 
 

@@ -196,3 +196,23 @@ def padded(n, xs):
 """,
     )
     assert r.status != "bounded" or all(c.demand_point == {} for c in r.cases), r.to_json()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="bound decides the padded vector only (a stated limit): sufficient where the batch alone fails"
+)
+def test_bound_of_a_model_reading_its_padding_is_not_sufficient_where_the_batch_alone_fails(spec_file):
+    """``len(lens)`` is the vector's size padded and the batch length alone: ``prove`` decides the
+    batch alone (an error), ``bound`` reported min slack 0, sufficient, where k=37, n=1 demands 2."""
+    ob, r = _bound(
+        spec_file,
+        "padding-len",
+        """
+from capproof import select
+
+@obligation(domain={"k": Range(0, 40), "n": Range(1, 2), "lens": Vector(3, Range(1, 3), length="n")})
+def b_len(k, n, lens):
+    return at_most(demand=select(k == 37, 3 - len(lens), 0), capacity=0)
+""",
+    )
+    assert r.status != "bounded" or brute_check(ob, r) is None, r.message

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
@@ -69,3 +70,30 @@ def test_a_proof_that_read_a_file_is_not_cached(project):
     assert _verdict() == "proved"
     caps.write_text('{"max_num_batched_tokens": 36}')
     assert _verdict() == "counterexample"  # what ints say: fails from a == 37
+
+
+LISTDIR_SPEC = """
+import os
+from capproof import Range, obligation, at_most, select
+
+_SHARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shards")
+
+@obligation(domain={"k": Range(0, 40)})
+def shard_count(k):
+    # a model counting checkpoint shards in a directory, as loaders glob *.safetensors
+    shards = len([f for f in os.listdir(_SHARDS) if f.endswith(".safetensors")])
+    return at_most(demand=select(k == 37, shards, 0), capacity=0)
+"""
+
+
+def test_a_proof_that_listed_a_directory_is_not_reused_after_the_directory_changed(project):
+    """``os.listdir`` reads the file system without opening a file: its audit event marks the
+    verdict uncacheable as a file read does, so a shard added afterwards gives the counterexample
+    ``--no-cache`` (and ints) give at 37, not a reused ``proved``."""
+    (project / "spec" / "listdir_spec.py").write_text(LISTDIR_SPEC)
+    (project / "spec" / "shards").mkdir()
+    assert _verdict() == "proved"
+    (project / "spec" / "shards" / "model-00001-of-00001.safetensors").write_text("")
+    cached = _verdict()
+    assert _verdict("--no-cache") == "counterexample"
+    assert cached == "counterexample"

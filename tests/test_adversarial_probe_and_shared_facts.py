@@ -524,6 +524,7 @@ def ob(x):
         assert r.verdict in ((Verdict.COUNTEREXAMPLE,) if short else (Verdict.PROVED, Verdict.UNKNOWN)), r.message
 
 
+@pytest.mark.slow  # proves the whole file twice; test_batching checks batched against alone in the fast tier
 def test_verdicts_are_the_same_with_one_and_two_jobs(spec_file):
     """Every probe attempt above (one-short capacities) in one file: ``-j 1`` and ``-j 2`` give the
     same verdicts, counterexamples and first counterexamples."""

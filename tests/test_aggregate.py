@@ -351,6 +351,7 @@ def test_mapped_total_counterexamples_are_realised_and_replay(pages, name):
     assert prove_obligation(pages(4)[name], Options(aggregate=False, density="off")).verdict is Verdict.COUNTEREXAMPLE
 
 
+@pytest.mark.slow  # a sweep over batches; test_mapped_total_proves_for_every_batch_size_and_agrees_with_the_bounded_encoding stays fast
 def test_mapped_facts_hold_for_every_batch():
     """Soundness of the mapped total's facts, by enumeration: every batch of 1..4 entries in 0..9
     satisfies them for f = cdiv(., 3) (rising) and f = 9 - x (falling)."""

@@ -37,6 +37,7 @@ LAYERS = [
         "language",
         {
             "capproof",
+            "_audit",
             "errors",
             "symbolic",
             "arith",

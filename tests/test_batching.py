@@ -350,6 +350,7 @@ def _run_json(paths, batch_items, monkeypatch, **options):
     return out
 
 
+@pytest.mark.slow  # proves the tree twice; the single-attack tests below stay in the fast tier
 def test_batched_and_one_per_process_runs_agree_on_an_adversarial_tree(project, monkeypatch):
     """Items that change a model module's data in place (a dict through a function-level import, an
     object holding a lock, one holding a generator that cannot be fingerprinted, a list reached

@@ -298,6 +298,7 @@ def process_dies(n):
 )
 
 
+@pytest.mark.slow  # bounds every obligation twice; test_batching checks batched against alone in the fast tier
 def test_obligations_bounded_several_to_a_process_equal_each_bounded_alone(spec_file):
     """Obligations without vectors are bounded several to a process (the runner's batches, each from a
     fresh Z3 context): the bounds are those of each obligation bounded alone in a fresh context, for any -j."""

@@ -97,6 +97,7 @@ def test_coverage_counts_from_the_fixture(fixture_run):
         "verified": 0,
         "counterexample": 0,
         "proved, demand modelled": 1,
+        "proved on an assumed fact": 0,
         "shape-only": 4,
         "undecided": 0,
         "uncovered": 2,
@@ -212,3 +213,32 @@ def test_cli_write_then_check(tmp_path, fixture_run, monkeypatch):
         main, ["coverage", "--inventory", str(tmp_path / "missing.json"), "--from", str(run_json), "--check"]
     )
     assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_a_proof_resting_on_an_unchecked_fact_is_not_a_verification():
+    """An SGLang backend buffer: the demand is derived from its accesses (``[:bs]`` in the CUDA-graph
+    methods) but the proof's unsat core uses ``assumed: backend_bs <= padded_bs`` (the call chain
+    crosses files, so nothing checked it): "proved on an assumed fact", never verified. A named
+    assumption the core did not use, or the domain's own bounds in the core, change nothing."""
+    from capproof.coverage import assumed_facts, kind_of
+
+    eid = "sglang/srt/layers/attention/hybrid_linear_attn_backend.py::MambaAttnBackendBase.mamba_track_indices_buf"
+    entry = {"id": eid, "shape": ["max_bs"], "demands": [{"dim": 0, "extent": "backend_bs", "how": "ast"}]}
+    fact = "assumed: backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)"
+    src = [f"demand: inv.json::{eid}[0]"]
+    resting = {
+        "verdict": "proved",
+        "sources": src,
+        "assumptions": [fact],
+        "assumptions_used": [fact, "backend_bs >= 1"],
+    }
+    assert assumed_facts(resting) == [fact]
+    assert kind_of(entry, [resting]) == "proved on an assumed fact"
+    unused = {**resting, "assumptions_used": ["backend_bs >= 1"]}
+    assert assumed_facts(unused) == []
+    assert kind_of(entry, [unused]) == "verified"
+    # a second proof of the same dimension without the fact verifies it
+    assert kind_of(entry, [resting, unused]) == "verified"
+    # a modelled demand stays modelled, with or without the fact
+    modelled = {**entry, "demands": [{**entry["demands"][0], "how": "model"}]}
+    assert kind_of(modelled, [resting]) == "proved, demand modelled"

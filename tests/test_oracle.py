@@ -106,13 +106,18 @@ SLOW_SLICES = (
 )
 
 
+#: the fast tier checks every FAST_EVERY-th obligation's small slice (every spec file keeps some:
+#: the obligations are listed file by file); the slow tier checks all of them
+FAST_EVERY = 4
+
+
 @pytest.mark.parametrize(
     "ob",
     [
         pytest.param(ob, marks=pytest.mark.slow, id=ob.name)
-        if ob.name.startswith(SLOW_SLICES)
+        if ob.name.startswith(SLOW_SLICES) or k % FAST_EVERY
         else pytest.param(ob, id=ob.name)
-        for ob in _obligations()
+        for k, ob in enumerate(_obligations())
     ],
 )
 def test_oracle_agrees_small_slice(ob):

@@ -53,7 +53,13 @@ DICTS = textwrap.dedent(
             metadata.page_table = self.decode_cuda_graph_metadata["page_table"][:bs, :]
             metadata.swa = self.decode_cuda_graph_metadata["swa_page_table"][:bs, :]
             metadata.expand = self.expand["cache_seqlens"][: bs * self.topk]
+            self._bind_swa(metadata, self.decode_cuda_graph_metadata, "swa_page_table", bs)
             self.decode_cuda_graph_metadata[bs] = metadata
+
+        def _bind_swa(self, metadata, source, key, bs):
+            buf = source.get(key)
+            if buf is not None:
+                metadata.swa2 = buf[:bs, :]
 
         def forward(self, n):
             strided = self.decode_cuda_graph_metadata["strided_indices"]
@@ -111,6 +117,23 @@ def test_dict_items_refuse_what_they_cannot_bound(change, reason):
     line = _line(source, '"cache_seqlens": torch.zeros')
     with pytest.raises(D._Reject, match=match):
         D.dict_item_uses(tree, "decode_cuda_graph_metadata", "cache_seqlens", 1, line)
+
+
+def test_a_helper_given_the_dict_and_a_key_reads_that_key_only():
+    """TRT-LLM MHA's ``_bind_swa_page_table(metadata, self.<dict>, "key", bs)``: the helper's slice
+    counts for that key's buffer, not for the dict's other buffers; a helper that reads the dict
+    otherwise refuses every buffer of it."""
+    tree = ast.parse(DICTS)
+    swa = _line(DICTS, '["swa_page_table"] = torch.zeros')
+    lines = [u[0] for u in D.dict_item_uses(tree, "decode_cuda_graph_metadata[]", "swa_page_table", 2, swa)]
+    assert _line(DICTS, "metadata.swa2 = buf[:bs, :]") in lines
+    cache = _line(DICTS, '"cache_seqlens": torch.zeros')
+    assert D.dict_item_uses(tree, "decode_cuda_graph_metadata", "cache_seqlens", 1, cache) == [
+        (_line(DICTS, '["cache_seqlens"][:bs]'), ["rows"])
+    ]
+    loose = ast.parse(DICTS.replace("buf = source.get(key)", "buf = source.get(key)\n        n = len(source)"))
+    with pytest.raises(D._Reject, match="uses source otherwise"):
+        D.dict_item_uses(loose, "decode_cuda_graph_metadata", "cache_seqlens", 1, cache)
 
 
 def test_a_stop_scaled_by_a_factor_is_checked_against_the_allocation():

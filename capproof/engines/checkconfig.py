@@ -1142,11 +1142,16 @@ def scope_line(outcome: CheckOutcome) -> str:
     # "inventory obligations" line counts them): all shape-only -> only shape-checked; any demand
     # modelled in spec/ -> modelled; else verified
     kinds = inventory_kinds(outcome.engine, outcome.version)
-    shape = modelled = 0
+    shape = modelled = assumed = 0
     for c in proved:
-        if "inventory" not in c.obligation.tags or "derived" in c.obligation.tags:
+        if "inventory" not in c.obligation.tags:
             continue
         covered = [kinds.get(e, "") for e in c.obligation.covers]
+        if "derived" in c.obligation.tags:
+            # a derived demand counts as verified only when no unchecked fact carries the proof
+            if any(k == "proved on an assumed fact" for k in covered):
+                assumed += 1
+            continue
         if not covered or all(k == "shape-only" for k in covered):
             shape += 1
         elif any(k != "verified" for k in covered):
@@ -1155,9 +1160,9 @@ def scope_line(outcome: CheckOutcome) -> str:
         f"{len(proved)} of {len(outcome.applicable)} applied obligations proved for this deployment"
         + (f" ({'; '.join(how)})" if how else "")
         + (
-            f"; of these {len(proved) - shape - modelled} verified, {modelled} on a demand modelled in spec/ and "
-            f"{shape} only shape-checked"
-            if shape or modelled
+            f"; of these {len(proved) - shape - modelled - assumed} verified, {modelled} on a demand modelled in "
+            f"spec/, {assumed} on an assumed fact about the engine and {shape} only shape-checked"
+            if shape or modelled or assumed
             else ""
         )
     ]
@@ -1367,11 +1372,13 @@ def outcome_lines(outcome: CheckOutcome, cfg) -> list[str]:
         kinds = inventory_kinds(outcome.engine, outcome.version)
         verified = sorted(e for e in covered if kinds.get(e) == "verified")
         shape = sorted(e for e in covered if kinds.get(e) == "shape-only")
-        modelled = len(covered) - len(verified) - len(shape)
+        assumed = sorted(e for e in covered if kinds.get(e) == "proved on an assumed fact")
+        modelled = len(covered) - len(verified) - len(shape) - len(assumed)
         lines.append(
             f"  {'proved' if verified else 'shape '}  {len(inventory_proved)} inventory obligations ({', '.join(files)}) at these flags, on "
             f"{len(covered)} buffers of {engine} {outcome.version}: {len(verified)} verified (demand derived from "
-            f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(shape)} shape-only "
+            f"the engine's accesses), {modelled} on a demand modelled in spec/, {len(assumed)} on a derived demand "
+            f"and an assumed (unchecked) fact about the engine, {len(shape)} shape-only "
             "(capacity >= a config value; that the demand stays within it is assumed, not checked); by demand "
             "family: "
             + ", ".join(f"{k} {v}" for k, v in sorted(_families(inventory_proved).items(), key=lambda kv: -kv[1]))

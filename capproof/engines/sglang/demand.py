@@ -812,8 +812,71 @@ def dict_item_uses(tree, attribute: str, key: str, ndims: int, line0: int) -> li
                 raise _Reject(f"{line}: {type(outer).__name__} use of [{key!r}]")
         elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
             continue
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            out.extend(_key_helper_uses(tree, parent, parent.args.index(node), key, ndims))
         else:
             raise _Reject(f"{line}: {type(parent).__name__} use")
+    return out
+
+
+def _key_helper_uses(tree, call: ast.Call, position: int, key: str, ndims: int) -> list:
+    """The uses of ``self.<dict>[key]`` inside ``self.<helper>(..., self.<dict>, "k", ..., bs)``
+    (TRT-LLM MHA's ``_bind_swa_page_table(metadata, source, key, bs)``): the helper (one ``def`` of
+    that name in the file) reads its dict parameter only as ``param.get(k)``/``param[k]`` for a
+    parameter ``k`` the call gives as a string constant, into one local whose uses are subscripts
+    (:func:`_graph_slice`, the helper's ``bs`` checked by :func:`_backend_bs`) or ``is (not) None``.
+    Another constant key reads another buffer: no use. Raises :class:`_Reject` otherwise."""
+    line = call.lineno
+    name = src(call.func)
+    defs = [
+        f
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and name.startswith("self.") and f.name == name.removeprefix("self.")
+    ]
+    if len(defs) != 1 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        raise _Reject(f"{line}: {name} receives the dict")
+    fn = defs[0]
+    params = [a.arg for a in fn.args.args][1:]
+    if len(params) != len(call.args):
+        raise _Reject(f"{line}: {name} receives the dict")
+    param = params[position]
+    parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    local = None
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == param):
+            continue
+        parent = parents.get(node)
+        read = None
+        if isinstance(parent, ast.Attribute) and parent.attr == "get":
+            callnode = parents.get(parent)
+            if isinstance(callnode, ast.Call) and len(callnode.args) == 1 and not callnode.keywords:
+                read, holder = callnode.args[0], callnode
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            read, holder = parent.slice, parent
+        if not isinstance(read, ast.Name) or read.id not in params or isinstance(node.ctx, ast.Store):
+            raise _Reject(f"{node.lineno}: {fn.name} uses {param} otherwise")
+        given = call.args[params.index(read.id)]
+        if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+            raise _Reject(f"{line}: {name} called with a key that is not a string constant")
+        if given.value != key:
+            return []  # another buffer of the dict
+        stmt = parents.get(holder)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            raise _Reject(f"{node.lineno}: {fn.name} does not keep {param}[{read.id}] in one local")
+        local = stmt.targets[0].id
+    if local is None or len(_assigns(fn, local)) != 1:
+        raise _Reject(f"{line}: {fn.name} reads no item of {param}")
+    out = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == local) or isinstance(node.ctx, ast.Store):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            out.append((node.lineno, _graph_slice(tree, parent, ndims, node.lineno)))
+        elif isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        else:
+            raise _Reject(f"{node.lineno}: {type(parent).__name__} use of {local} in {fn.name}")
     return out
 
 

@@ -60,7 +60,7 @@ BACKEND_FILES = {
 #: Element types of an index/size buffer (as the inventory records them).
 INDEX_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "bool"})
 #: Coverage kinds that decide a buffer whatever the line (``capproof coverage --write``).
-DECIDED_KINDS = frozenset({"verified", "proved, demand modelled"})
+DECIDED_KINDS = frozenset({"verified", "proved, demand modelled", "proved on an assumed fact"})
 
 
 def file_features(backends, mla: bool) -> set[str]:

@@ -19,8 +19,10 @@ arguments it follows, backwards, the names the size is computed from:
 
 A name read only as an object (``config.max_num_seqs``, ``self.input_batch.num_reqs``) is not
 followed: where the object came from does not size the buffer. The allocation call is taken
-without its placement keywords (:data:`PLACEMENT`: ``device``, ``pin_memory``, ...), with the
-tests of the conditional expressions around it in its statement. Each statement is normalised
+without its placement keywords (:data:`PLACEMENT`: ``device``, ``pin_memory``, ...). The
+allocation's own guards (the ``if`` blocks and conditional expressions around it) decide whether
+it happens, not its size: they are not part of it, nor are they counted as guards of the
+dependencies they also hold. Each statement is normalised
 by :func:`ast.unparse` (comments, line breaks, parenthesisation and quotes do not count); a
 compound statement contributes its header only. The result is sorted (order is not compared)
 and deduplicated. Bodies of called helper functions are not followed: for a ``traced`` entry the
@@ -365,8 +367,7 @@ def _text(node: ast.AST, renames: dict[str, str]) -> str:
 
 def sizing_code(root: str, entry: Entry) -> tuple[str, ...] | None:
     """The normalised, sorted statements that size ``entry`` in the sources under ``root``
-    (``root/entry.file``): ``alloc <call>``, ``when <test>`` for a conditional expression around
-    the call, the dependency statements and ``param ...`` lines. A dependency that only copies
+    (``root/entry.file``): ``alloc <call>``, the dependency statements and ``param ...`` lines. A dependency that only copies
     another name (``self.n = n``, ``n = self._n``) is not listed: reads through it are renamed to
     the end of the chain, so moving a size through attributes or locals is no change. None when
     the file cannot be read or holds no statement for the entry."""
@@ -384,13 +385,9 @@ def sizing_code(root: str, entry: Entry) -> tuple[str, ...] | None:
     texts: set[str] = set()
     # (statement or allocation, its function, its line, prefix) still to print and follow
     todo: list[tuple[ast.AST, object, int, str]] = [(node, fn, stmt.lineno, "alloc " if call is not None else "")]
-    if call is not None:
-        p = parents.get(call)
-        while p is not None and p is not stmt:
-            if isinstance(p, ast.IfExp):
-                todo.append((p.test, fn, stmt.lineno, "when "))
-            p = parents.get(p)
-    chosen: set[int] = {id(stmt)}
+    # the allocation's own guards decide whether it happens, not its size: a dependency inside
+    # them is not guarded by them (a guard around both does not choose between sizes)
+    chosen: set[int] = {id(stmt)} | {id(g) for g in _guards(stmt, fn, parents)}
     seen: set[tuple[str, int]] = set()
     while todo and len(texts) < MAX_STATEMENTS:
         s, f, line, prefix = todo.pop(0)
