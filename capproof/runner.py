@@ -932,16 +932,24 @@ _LEFTOVER_PARTS = (
 )
 
 
-def changed_while_deciding(start: tuple, now: tuple) -> list[str]:
+def changed_while_deciding(start: tuple, now: tuple, modules: Iterable[str] | None = None) -> list[str]:
     """What differs between :func:`_leftovers` ``start`` (before an item) and ``now`` (after it)
     besides modules imported and names bound since: state the item's own evaluations (the int
     probe's, then the symbolic runs') may have passed on to each other (a memo kept as a library
-    module's attribute, a class attribute, a closure cell), so its verdict is an error."""
+    module's attribute, a class attribute, a closure cell), so its verdict is an error.
+    ``modules``: the project modules the item can reach (:func:`reaches`; None: all); the functions
+    and classes of a project module it cannot reach are not its state (a test module's
+    Hypothesis-wrapped functions, say)."""
     (bound0, held0, *rest0), (bound1, held1, *rest1) = start, now
-    # (not capproof's own tables, which it fills while deciding: a model cannot reach them but as
-    # misuse, capproof.symbolic._GuardedModule)
-    out = [k for k, v in bound0.items() if bound1.get(k, v) != v and not _capproofs(k)]
-    out += [k for k, v in held0.items() if held1.get(k, v) != v and not _capproofs(k)]
+    unreached = () if modules is None else tuple(f"{m}." for m in _project_modules() if m not in set(modules))
+
+    def mine(key: str) -> bool:
+        # (not capproof's own tables, which it fills while deciding: a model cannot reach them but as
+        # misuse, capproof.symbolic._GuardedModule)
+        return not _capproofs(key) and not key.startswith(unreached)
+
+    out = [k for k, v in bound0.items() if bound1.get(k, v) != v and mine(k)]
+    out += [k for k, v in held0.items() if held1.get(k, v) != v and mine(k)]
     out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
     return out
 
@@ -1298,7 +1306,7 @@ def _child(
                 pre = start if start is not None else _leftovers(z3_params, classes)
                 outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task)
                 now = _leftovers(z3_params, classes)
-                _mark_changed(outcome, changed_while_deciding(pre, now))
+                _mark_changed(outcome, changed_while_deciding(pre, now, modules))
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
             from .encode import describe_exception
 
@@ -1350,7 +1358,7 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
                 classes = getattr(modules, "classes", ())
                 pre = _leftovers([0], classes)
                 outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task)
-                _mark_changed(outcome, changed_while_deciding(pre, _leftovers([0], classes)))
+                _mark_changed(outcome, changed_while_deciding(pre, _leftovers([0], classes), modules))
             except BaseException as exc:  # noqa: BLE001 - reported as the item's error
                 from .encode import describe_exception
 
