@@ -181,7 +181,7 @@ def test_inventory_obligations_apply_to_their_release_only():
     assert 0 < buffers <= len(covered)
     # what held is split by kind; shape-only proofs are not presented as safety
     kinds = {e["id"]: e.get("coverage") for e in entries}
-    shape = int(summary.split("modelled in spec/, ")[1].split(" shape-only")[0])
+    shape = int(summary.split("fact about the engine, ")[1].split(" shape-only")[0])
     assert summary.startswith("  proved  ") and " verified (demand derived" in summary
     assert 0 < shape <= sum(k == "shape-only" for k in kinds.values())
     uncovered = next(l for l in out.splitlines() if "inventory buffers of vLLM 0.33.0 with no verdict" in l)
