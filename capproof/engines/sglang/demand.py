@@ -37,7 +37,7 @@ import re
 from typing import Callable
 
 from ...symbolic import SymInt
-from ..tracing.derive import all_paths, src, without_assert_messages
+from ..tracing.derive import all_paths, assigned, src, without_assert_messages
 
 __all__ = [
     "derive_all",
@@ -598,14 +598,7 @@ def _set_once(tree, attribute: str) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name != "__init__":
             for a in ast.walk(node):
-                targets = (
-                    a.targets
-                    if isinstance(a, ast.Assign)
-                    else [a.target]
-                    if isinstance(a, (ast.AugAssign, ast.AnnAssign))
-                    else []
-                )
-                if any(src(t) == attribute for t in targets):
+                if any(src(t) == attribute for t in assigned(a)):
                     return False
     return True
 

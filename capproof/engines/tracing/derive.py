@@ -85,6 +85,16 @@ def without_assert_messages(fn: Callable) -> Callable:
     return namespace[node.name]
 
 
+def assigned(node) -> list:
+    """The targets ``node`` stores to when it is an assignment (``=``, ``+=``-style, annotated),
+    else ``[]``: the expressions as written (``self.x``, a tuple of names, a subscript)."""
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
+
+
 def src(node) -> str:
     """The source of an AST node without spaces (for exact comparisons with an expected form)."""
     return ast.unparse(node).replace(" ", "")

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 
+from ..tracing.derive import assigned
 from .demand_slots import (
     GPU_DIR,
     STATES,
@@ -476,14 +477,7 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
     if branch is None:
         return "execute_model has no `if not dummy_run: ... else: ...` setting input_batch"
     for a in ast.walk(execute):
-        targets = (
-            a.targets
-            if isinstance(a, ast.Assign)
-            else [a.target]
-            if isinstance(a, (ast.AugAssign, ast.AnnAssign))
-            else []
-        )
-        for t in targets:
+        for t in assigned(a):
             if source_text(t) == "dummy_run" or source_text(t).endswith(".logits_indices"):
                 return f"execute_model rebinds {source_text(t)} at :{a.lineno}"
     in_else = {id(a) for b in branch.orelse for a in ast.walk(b)}
