@@ -131,6 +131,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
 
         problems += derive_all(list(entries.values()), root)
         problems += derive_more(list(entries.values()), root)
+        from .demand_local_attention import derive_local_attention_rows
+
+        problems += derive_local_attention_rows(list(entries.values()), root)
         from .demand import judge_request_rows
         from .foreign_uses import check_foreign_uses
 

@@ -165,8 +165,6 @@ def drafter_padded_tokens() -> tuple[str, list[str]]:
     from vllm.v1.spec_decode import llm_base_proposer as lbp
     from vllm.v1.worker import dp_utils
 
-    from .demand_requests import _leaves
-
     v = {n: SymInt.var(n) for n in DRAFTER_NAMES + DRAFTER_FLAGS}
     assume = [z3.Int(n) >= 1 for n in DRAFTER_NAMES]
     assume += [z3.Or(z3.Int(f) == 0, z3.Int(f) == 1) for f in DRAFTER_FLAGS]
@@ -230,6 +228,20 @@ def drafter_padded_tokens() -> tuple[str, list[str]]:
     for name in reversed(names[:-1]):
         value = f"maximum({name}, {value})"
     return value, notes
+
+
+def _leaves(term) -> list:
+    """The values an ``If``-tree of path values can take (its leaves, conditions ignored)."""
+    import z3
+
+    out, todo = [], [term]
+    while todo:
+        t = todo.pop()
+        if z3.is_app_of(t, z3.Z3_OP_ITE):
+            todo += [t.arg(1), t.arg(2)]
+        elif not any(t.eq(x) for x in out):
+            out.append(t)
+    return out
 
 
 def _tree(root: str, file: str):
