@@ -435,6 +435,44 @@ def ubatch_padding(root: str) -> dict:
     }
 
 
+def vllm_capture_sizes(max_num_seqs: int, k: int, mnbt: int, user: list[int] | None = None) -> tuple[list[int], int]:
+    """``(capture sizes, max_cudagraph_capture_size)`` as vLLM 0.33.0 computes them: its own
+    ``VllmConfig._set_cudagraph_sizes`` and ``CompilationConfig.post_init_cudagraph_sizes`` on a
+    duck-typed config (FULL_AND_PIECEWISE, no dynamic speculative decoding, balanced mode, non-SM100),
+    then ``adjust_cudagraph_sizes_for_spec_decode`` for ``k`` draft tokens. ``user``: the sizes of
+    ``--cudagraph-capture-sizes``. Needs vLLM importable; raises what vLLM raises (ValueError when no
+    size survives the rounding)."""
+    from unittest import mock
+
+    import vllm.platforms as platforms
+    from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+    from vllm.config.vllm import VllmConfig
+
+    cc = SimpleNamespace(
+        max_cudagraph_capture_size=None,
+        cudagraph_capture_sizes=list(user) if user else None,
+        compile_sizes=None,
+        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+    )
+    cc.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(cc)
+    this = SimpleNamespace(
+        model_config=SimpleNamespace(enforce_eager=False),
+        compilation_config=cc,
+        uniform_decode_query_len=1 + k,
+        num_speculative_tokens=k,
+        speculative_config=None,
+        scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs, max_num_batched_tokens=mnbt),
+        performance_mode="balanced",
+    )
+    with mock.patch.object(
+        type(platforms.current_platform), "is_device_capability_family", lambda self, family, *a, **kw: False
+    ):
+        VllmConfig._set_cudagraph_sizes(this)
+    if k:
+        CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(cc, 1 + k)
+    return list(cc.cudagraph_capture_sizes or []), cc.max_cudagraph_capture_size or 0
+
+
 class _Recorded(Exception):
     """Raised by the recording all-reduce once a rank's column is kept."""
 
@@ -461,12 +499,20 @@ def v2_padded_tokens(configs: int = 48, seed: int = 0) -> dict:
         CUDAGraphMode.FULL_DECODE_ONLY,
         CUDAGraphMode.FULL_AND_PIECEWISE,
     ]
+    sizes_bad = []
     for i in range(configs):
         mnbt = rng.choice([8, 16, 32, 64, 100, 128, 257, 512])
-        max_cap = rng.randint(1, mnbt)
-        sizes = sorted({max_cap, *rng.sample(range(1, max_cap + 1), min(max_cap, rng.randint(1, 6)))})
         max_num_seqs = rng.randint(1, mnbt)
         q = rng.choice([1, 2, 3, 4])
+        user = sorted(rng.sample(range(1, 2 * mnbt), rng.randint(1, 5))) if rng.getrandbits(1) else None
+        try:
+            sizes, max_cap = vllm_capture_sizes(max_num_seqs, q - 1, mnbt, user)
+        except ValueError:
+            continue  # vLLM refuses the configuration (no capture size survives the rounding)
+        if sizes and (max(sizes) > mnbt or max_cap > mnbt or max(sizes) != max_cap):
+            sizes_bad.append(dict(mnbt=mnbt, max_num_seqs=max_num_seqs, k=q - 1, user=user, sizes=sizes))
+        if not sizes:
+            continue
         mode = modes[i % len(modes)]
         varlen = bool(rng.getrandbits(1))
         dbo = bool(rng.getrandbits(1))
@@ -555,7 +601,14 @@ def v2_padded_tokens(configs: int = 48, seed: int = 0) -> dict:
             "checked (executed, bounded)": [
                 f"vllm/v1/worker/gpu/cudagraph_utils.py _init_candidates, dispatch; vllm/v1/worker/gpu/dp_utils.py "
                 f"dispatch_cg_and_sync_dp (DP 2, DBO on/off): {configs} configurations, {runs} dispatches"
-                + (f"; exceeded: {bad}" if bad else ", none exceeded")
+                + (f"; exceeded: {bad}" if bad else ", none exceeded"),
+                "vllm/config/vllm.py _set_cudagraph_sizes, vllm/config/compilation.py post_init_cudagraph_sizes, "
+                "adjust_cudagraph_sizes_for_spec_decode (the capture sizes of those configurations, run): "
+                + (
+                    f"a size above max_num_batched_tokens: {sizes_bad[0]}"
+                    if sizes_bad
+                    else "every size <= max_num_batched_tokens"
+                ),
             ],
             "not checked": [
                 "vllm/v1/worker/gpu/model_runner.py:1396 num_tokens_after_padding (the bound holds on the bounded "
