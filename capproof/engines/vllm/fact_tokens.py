@@ -5,7 +5,7 @@ step's (padded) token count.
 capture sizes, AST; ``GPUModelRunner._determine_batch_execution_and_padding`` executed on symbolic
 sizes; the dummy run's asserts, AST). This module adds the other paths that set a token count a
 ``[max_num_batched_tokens]`` buffer is sliced by, and gathers every path into one fact record
-(:func:`padded_tokens_fact`), each path with how it was checked:
+(:func:`token_facts`), each path with how it was checked:
 
 - **V1 drafter padding** (:func:`drafter_padded_tokens`, executed): ``SpecDecodeBaseProposer.
   _determine_batch_execution_and_padding`` (``vllm/v1/spec_decode/llm_base_proposer.py:1773-1815``)
@@ -41,7 +41,8 @@ sizes; the dummy run's asserts, AST). This module adds the other paths that set 
   bounded)`` and the fact stays **not checked** on it.
 
 A path not checked keeps the fact assumed there (``paths["not checked"]``); an entry whose demand
-rests on such a path is not verified.
+rests on such a path is not verified. :func:`token_facts` gathers the paths into one engine fact
+per scope (the V1 runner, the V1 drafter, the V2 runner, attention builders and layers).
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ __all__ = [
     "drafter_input_tokens",
     "ubatch_padding",
     "v2_padded_tokens",
-    "padded_tokens_fact",
     "token_facts",
     "TOKENS_ASSUMPTION",
 ]
@@ -615,54 +615,6 @@ def v2_padded_tokens(configs: int = 48, seed: int = 0) -> dict:
                 "domain only: not a proof)"
             ],
         },
-    }
-
-
-def padded_tokens_fact(root: str, *, v2: bool = False) -> dict:
-    """One fact record for "padded tokens <= max_num_batched_tokens" over every path of vLLM
-    0.33.0 that sets a padded token count: the V1 runner's (from :func:`.demand_requests.token_extent`),
-    the V1 drafter's (:func:`drafter_padded_tokens` over :func:`drafter_input_tokens`), microbatching
-    (:func:`ubatch_padding`) and, when ``v2``, the V2 runner's (:func:`v2_padded_tokens`).
-    ``{"fact", "checked", "paths": {"checked (…)": [...], "not checked": [...]}, "parts": [records]}``;
-    ``checked`` only when every part is."""
-    from .demand_requests import token_extent
-
-    _, runner_facts, _ = token_extent(root)
-    parts = [*runner_facts, drafter_input_tokens(root), ubatch_padding(root)]
-    extent, notes = drafter_padded_tokens()
-    parts.append(
-        {
-            "fact": "drafter padded tokens <= max(num_tokens_draft, other rank's, capture sizes) (executed)",
-            "checked": True,
-            "extent": extent,
-            "paths": {
-                "checked (executed)": [
-                    f"{DRAFTER}:1773-1815 _determine_batch_execution_and_padding (every mode, CUDA graphs on/off, "
-                    f"DP on/off): {extent}",
-                    *notes,
-                ]
-            },
-        }
-    )
-    if v2:
-        parts.append(v2_padded_tokens())
-    else:
-        parts.append(
-            {
-                "fact": "V2 runner padded tokens (vllm/v1/worker/gpu)",
-                "checked": False,
-                "paths": {"not checked": ["vllm/v1/worker/gpu/model_runner.py:1396 (V2 runner not run)"]},
-            }
-        )
-    paths: dict = {}
-    for p in parts:
-        for how, items in p["paths"].items():
-            paths.setdefault(how, []).extend(items)
-    return {
-        "fact": "padded tokens <= max_num_batched_tokens (CUDA-graph and DP padding, dummy runs)",
-        "checked": all(p["checked"] for p in parts),
-        "paths": paths,
-        "parts": parts,
     }
 
 
