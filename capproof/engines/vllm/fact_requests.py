@@ -3,7 +3,7 @@
 ``spec/_families.py`` states the fact once, as a named assumption of every request-row family
 obligation ("padded requests <= max_num_reqs (scheduler, dispatcher padding, dummy runs)"); with a
 capacity of ``max_num_reqs`` it restates the claim. The same words name three different
-quantities in vLLM 0.33.0, so :func:`request_facts` gives three facts, each with its own scope
+quantities in vLLM 0.33.0, so :func:`request_facts` gives four facts, each with its own scope
 (the inventory entries whose obligations read that quantity) and its own paths
 (:mod:`capproof.facts`):
 
@@ -23,13 +23,13 @@ quantities in vLLM 0.33.0, so :func:`request_facts` gives three facts, each with
    - every binding of ``num_reqs_padded`` in the runner (assignment, keyword or positional
      argument; AST, :class:`.demand.RowBinding`): the dispatcher's count with the unpadded
      fallback, or the unpadded count; every ``batch_desc`` the runner reads comes from
-     ``_determine_batch_execution_and_padding`` (which returns the dispatcher's descriptors, DP
-     re-dispatch included);
+     ``_determine_batch_execution_and_padding`` or the dispatcher (which return the dispatcher's
+     descriptors, DP re-dispatch included);
    - the unpadded count (AST, :func:`.demand.unpadded_requests_bound`: the scheduler's asserts,
      ``schedule`` overrides, ``_update_states``, ``_dummy_run``'s ``min``s);
    - micro-batching (DBO), **executed**: vLLM's ``maybe_create_ubatch_slices`` over a domain of
-     batches (:func:`ubatch_sweep`): every micro-batch's request slice lies within
-     ``[0, num_reqs_padded]``.
+     batches the engine micro-batches (:func:`ubatch_sweep`): every micro-batch's request slice lies
+     within ``[0, num_reqs_padded]``.
 
 2. **Attention-metadata request count** (``CommonAttentionMetadata.num_reqs``; scope: the attention
    backends): every construction of ``CommonAttentionMetadata`` (AST), and the chunked-local
@@ -37,12 +37,14 @@ quantities in vLLM 0.33.0, so :func:`request_facts` gives three facts, each with
    request's tokens touch, more than ``max_num_reqs`` (:func:`local_attention_counterexample`):
    **refuted** (finding 9 in docs/findings.md).
 
-3. **V2 request count** (``vllm/v1/worker/gpu/``): the paths of
-   :func:`.demand_v2_requests.v2_requests_fact`, one per construction site.
+3. **V1 drafting request count** (scope: ``vllm/v1/spec_decode/``, :func:`drafting_paths`): the
+   metadata the runner hands a drafter (a copy of the step's, fact 1), the drafters' own dispatch
+   (token counts only) and every ``batch_size``/``num_reqs`` they compute (AST).
 
-Speculative drafting (``vllm/v1/spec_decode/``) reads the V1 runner's attention metadata and
-its own dispatcher (the same class, the same ``vllm_config``, run above); its buffers' obligations
-rest on the attention-metadata count, so they are in the second fact's scope.
+4. **V2 request count** (``vllm/v1/worker/gpu/``): the paths of
+   :func:`.demand_v2_requests.v2_requests_fact`, one per construction site; the PCP manager's
+   local count **executed** (:func:`pcp_local_requests`): up to ``2 * max_num_reqs``, **refuted**
+   (finding 10).
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ DISPATCHER = "vllm/v1/cudagraph_dispatcher.py"
 UBATCH = "vllm/v1/worker/ubatch_utils.py"
 #: Inventory files whose request rows are the V1 runner's step count.
 V1_SCOPE = (RUNNER, "vllm/v1/worker/gpu_input_batch.py", "vllm/v1/worker/block_table.py")
-ATTENTION_SCOPE = ("vllm/v1/attention/", "vllm/v1/spec_decode/")
+ATTENTION_SCOPE = ("vllm/v1/attention/",)
+SPEC_SCOPE = ("vllm/v1/spec_decode/",)
 V2_SCOPE = ("vllm/v1/worker/gpu/",)
 
 #: The configurations :func:`dispatcher_sweep` runs vLLM's dispatcher on.
@@ -605,11 +608,46 @@ def _unpadded_callers(root: str) -> tuple[bool, str]:
     return True, "every caller passes the step count: " + ", ".join(sites)
 
 
+PCP = "vllm/v1/worker/gpu/pcp_manager.py"
+
+
+def pcp_local_requests() -> dict | None:
+    """vLLM's ``PCPManager._get_rank_segments`` on the CPU (V2 runner, prefill context parallelism
+    2): one prefilling request of 8 scheduled tokens in a batch of ``max_num_reqs = 1``. Each rank
+    gets two chunks of every prefill (``_iter_rank_chunks``: chunks ``rank`` and ``2 * pcp - 1 -
+    rank``), one local request per chunk, so the local batch's ``num_reqs = len(local_segments)``
+    (``pcp_manager.py:506``) is 2. Returns the counterexample record, or None when it is not above
+    1. The stand-in ``self`` holds the manager's sizes and binds its own methods."""
+    import numpy as np
+    from vllm.v1.worker.gpu.pcp_manager import PCPManager
+
+    me = SimpleNamespace(pcp_world_size=2, dcp_world_size=1, shard_decode_requests=False)
+    for name in ("replicated_requests", "_iter_rank_chunks"):
+        setattr(me, name, getattr(PCPManager, name).__get__(me))
+    me._reorder_segments = PCPManager._reorder_segments
+    tokens, prefilling = np.array([8]), np.array([True])
+    segments = PCPManager._get_rank_segments(me, 0, tokens, prefilling, np.array([0, 8]))
+    if len(segments) <= 1:
+        return None
+    return {
+        "site": f"{PCP}:506 (num_local_reqs = len(local_segments)), replace(num_reqs=num_local_reqs) at :688",
+        "deployment": "V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1), prefill context parallel size 2 (an MLA model: "
+        "only MLA backends support PCP), max_num_seqs=1, one prefill of 8 tokens",
+        "values": {"max_num_reqs": 1, "num_reqs": len(segments)},
+        "reproduced": True,
+        "finding": "docs/findings.md, finding 10 (the PCP local batch holds up to 2 * max_num_reqs requests; "
+        "the manager sizes its own buffers for that, pcp_manager.py:98; whether a [max_num_reqs] buffer receives "
+        "the local batch is not confirmed)",
+    }
+
+
 def v2_paths(root: str) -> list[dict]:
-    """The V2 runner's paths (:func:`.demand_v2_requests.v2_requests_fact`), one per site."""
+    """The V2 runner's paths (:func:`.demand_v2_requests.v2_requests_fact`), one per site; the PCP
+    manager's local request count is run on the CPU (:func:`pcp_local_requests`)."""
     from .demand_v2_requests import v2_requests_fact
 
     fact = v2_requests_fact(root)
+    pcp = pcp_local_requests()
     out = []
     for key, result in (("checked (ast)", "checked"), ("not checked", "not checked")):
         for p in fact["paths"].get(key, []):
@@ -619,8 +657,154 @@ def v2_paths(root: str) -> list[dict]:
             if "(refused: " in what:
                 what, _, why = what.partition(" (refused: ")
                 why = why.rstrip(")")
+            if pcp and site == f"{PCP}:688" and "num_reqs=num_local_reqs" in what:
+                out.append(
+                    path_record(
+                        site,
+                        what[:120],
+                        "executed",
+                        "counterexample",
+                        f"PCPManager._get_rank_segments run on the CPU: {pcp['values']['num_reqs']} local requests "
+                        f"from a batch of max_num_reqs {pcp['values']['max_num_reqs']} (two chunks of a prefill per rank)",
+                    )
+                )
+                continue
             out.append(path_record(site, what[:120], "ast", result, why[:200]))
     return out
+
+
+_METADATA_NAMES = ("common_attn_metadata", "cad", "cm", "spec_decode_common_attn_metadata")
+
+
+def drafting_paths(root: str) -> list[dict]:
+    """The V1 drafters' request count (``vllm/v1/spec_decode/``), read from the source:
+
+    - the metadata the runner hands a drafter: every assignment of
+      ``spec_decode_common_attn_metadata`` in the runner is ``None``, ``cm`` (every ``cm`` a
+      ``copy(cm_base)``, every ``cm_base`` a ``CommonAttentionMetadata(num_reqs=num_reqs_padded)``:
+      the step count, fact 1) or ``.unpadded(num_tokens, num_reqs)`` of it; every
+      ``self.propose_draft_token_ids(...)`` call passes ``spec_decode_common_attn_metadata`` and every
+      ``self.drafter.propose(...)`` there passes its own parameter ``common_attn_metadata``;
+    - the drafters' own CUDA-graph dispatch: every ``batch_desc.<field>`` read in ``spec_decode/`` is
+      ``num_tokens`` (the drafters take no request count from a descriptor);
+    - every assignment of ``batch_size`` or ``num_reqs`` in ``spec_decode/``: a metadata's
+      ``batch_size()``/``num_reqs`` (the runner's, or a copy: fact 2's paths in ``spec_decode/``) or the
+      persistent batch's ``num_reqs`` (unpadded, fact 1) is checked; anything else is not."""
+    from .demand import RowBinding
+
+    out = []
+    rt = RowBinding(root, RUNNER)
+    build = next((f for f in rt.functions if f.name == "_build_attention_metadata"), None)
+    if build is None:
+        return [path_record(f"{RUNNER}:?", "_build_attention_metadata", "ast", "not checked", "not found")]
+
+    def sets(fn, name):
+        return [
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+        ]
+
+    cm_ok = all(_src(n.value) == "copy(cm_base)" for n in sets(build, "cm")) and sets(build, "cm")
+    base_ok = sets(build, "cm_base") and all(
+        isinstance(n.value, ast.Call)
+        and _src(n.value.func).endswith("CommonAttentionMetadata")
+        and any(k.arg == "num_reqs" and _src(k.value) == "num_reqs_padded" for k in n.value.keywords)
+        for n in sets(build, "cm_base")
+    )
+    for n in sets(build, "spec_decode_common_attn_metadata"):
+        v = n.value
+        if isinstance(v, ast.Constant) and v.value is None:
+            ok, why = True, "no metadata"
+        elif _src(v) == "cm":
+            ok, why = bool(cm_ok and base_ok), "a copy of cm_base, CommonAttentionMetadata(num_reqs=num_reqs_padded)"
+        elif isinstance(v, ast.Call) and _src(v.func).endswith(".unpadded") and len(v.args) > 1:
+            kind = rt.kind(build, v.args[1])
+            ok, why = kind in ("padded", "unpadded"), f"unpadded(..., {_src(v.args[1])}): the {kind} count"
+        else:
+            ok, why = False, "another metadata"
+        out.append(
+            path_record(
+                f"{RUNNER}:{n.lineno}",
+                f"spec_decode_common_attn_metadata = {_src(v)[:60]}",
+                "ast",
+                "checked" if ok else "not checked",
+                why,
+            )
+        )
+    prop = next((f for f in rt.functions if f.name == "propose_draft_token_ids"), None)
+    for fn in rt.functions:
+        for call in ast.walk(fn):
+            if not isinstance(call, ast.Call):
+                continue
+            f = _src(call.func)
+            if f == "self.propose_draft_token_ids":
+                arg = next((k.value for k in call.keywords if k.arg == "common_attn_metadata"), None)
+                if arg is None and len(call.args) >= 8:
+                    arg = call.args[7]
+                ok = arg is not None and _src(arg) == "spec_decode_common_attn_metadata"
+                out.append(
+                    path_record(
+                        f"{RUNNER}:{call.lineno}",
+                        f"propose_draft_token_ids(common_attn_metadata={_src(arg) if arg is not None else '?'})",
+                        "ast",
+                        "checked" if ok else "not checked",
+                        "the metadata built for the step" if ok else "another metadata",
+                    )
+                )
+            elif f == "self.drafter.propose" and fn is prop:
+                arg = next((k.value for k in call.keywords if k.arg == "common_attn_metadata"), None)
+                if arg is None:
+                    continue
+                ok = _src(arg) == "common_attn_metadata" and not sets(prop, "common_attn_metadata")
+                out.append(
+                    path_record(
+                        f"{RUNNER}:{call.lineno}",
+                        f"drafter.propose(common_attn_metadata={_src(arg)[:40]})",
+                        "ast",
+                        "checked" if ok else "not checked",
+                        "the parameter, never rebound" if ok else "another metadata",
+                    )
+                )
+    for rel, path in _py_files(root, "vllm/v1/spec_decode"):
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "batch_desc":
+                ok = node.attr == "num_tokens"
+                out.append(
+                    path_record(
+                        f"{rel}:{node.lineno}",
+                        f"batch_desc.{node.attr}",
+                        "ast",
+                        "checked" if ok else "not checked",
+                        "a token count only" if ok else "a descriptor field other than num_tokens",
+                    )
+                )
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            t = node.targets[0]
+            if not (isinstance(t, ast.Name) and t.id in ("batch_size", "num_reqs")):
+                continue
+            v = _src(node.value)
+            base = v.removesuffix(".batch_size()").removesuffix(".num_reqs")
+            if base != v and base in _METADATA_NAMES:
+                ok, why = True, "a metadata's count (the runner's step count or a copy)"
+            elif v in ("gpu_input_batch.num_reqs", "input_batch.num_reqs", "self.input_batch.num_reqs"):
+                ok, why = True, "the persistent batch's count (unpadded, fact 1)"
+            else:
+                ok, why = False, "not read"
+            out.append(
+                path_record(
+                    f"{rel}:{node.lineno}", f"{t.id} = {v[:60]}", "ast", "checked" if ok else "not checked", why
+                )
+            )
+    seen, unique = set(), []
+    for p in out:  # a call in a closure is met from the enclosing function too
+        if (p["site"], p["sets"]) not in seen:
+            seen.add((p["site"], p["sets"]))
+            unique.append(p)
+    return unique
 
 
 def request_facts(root: str) -> list[dict]:
@@ -643,9 +827,17 @@ def request_facts(root: str) -> list[dict]:
             cex,
         ),
         fact_record(
+            "V1 drafting request count (the metadata the runner hands a drafter, the drafters' own counts) "
+            "<= max_num_reqs",
+            [ASSUMPTION],
+            SPEC_SCOPE,
+            drafting_paths(root),
+        ),
+        fact_record(
             "V2 request count (descriptors, dummy batches, scheduler outputs) <= max_num_reqs",
             [ASSUMPTION],
             V2_SCOPE,
             v2_paths(root),
+            [c for c in [pcp_local_requests()] if c],
         ),
     ]

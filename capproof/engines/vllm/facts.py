@@ -36,6 +36,8 @@ def engine_facts(root: str, providers: tuple[str, ...] = PROVIDERS) -> tuple[lis
         if st != "checked":
             bad = unchecked_paths(f)
             problems.append(
-                f"{st} (not checked on {len(bad)} paths, e.g. {bad[0]['site'] if bad else '?'}): {f['fact']}"[:300]
+                f"{st} ({len(bad)} paths not checked or refuted, e.g. {bad[0]['site'] if bad else '?'}): {f['fact']}"[
+                    :300
+                ]
             )
     return facts, problems
