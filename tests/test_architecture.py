@@ -68,7 +68,7 @@ LAYERS = [
             "own_sources",
         },
     ),
-    ("analyses", {"density", "inventory", "coverage"}),
+    ("analyses", {"density", "inventory", "facts", "coverage"}),
     ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin", "bound"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
     ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
