@@ -623,8 +623,10 @@ TOKENS_ASSUMPTION = "padded tokens <= max_num_batched_tokens (CUDA-graph and DP 
 
 
 def _path(site: str, sets: str, how: str, result: str, why: str = "") -> dict:
-    """One path of a fact in the engine-facts form (``site``, ``sets``, ``how``, ``result``, ``why``)."""
-    return {"site": site, "sets": sets, "how": how, "result": result, "why": why}
+    """One path of a fact (:func:`capproof.facts.path_record`)."""
+    from ...facts import path_record
+
+    return path_record(site, sets, how, result, why)
 
 
 def _paths_of(record: dict, sets: str) -> list[dict]:
@@ -708,14 +710,10 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
             }
         )
 
+    from ...facts import fact_record
+
     def fact(what, scope, paths, cex=()):
-        return {
-            "fact": what,
-            "assumptions": [TOKENS_ASSUMPTION],
-            "scope": sorted(scope),
-            "paths": paths,
-            "counterexamples": list(cex),
-        }
+        return fact_record(what, [TOKENS_ASSUMPTION], scope, paths, cex)
 
     return [
         fact(

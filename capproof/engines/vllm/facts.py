@@ -15,7 +15,10 @@ import importlib
 __all__ = ["PROVIDERS", "engine_facts"]
 
 #: Fact providers, one per family of facts (one module each).
-PROVIDERS = ("capproof.engines.vllm.fact_requests:request_facts",)
+PROVIDERS = (
+    "capproof.engines.vllm.fact_requests:request_facts",
+    "capproof.engines.vllm.fact_tokens:token_facts",
+)
 
 
 def engine_facts(root: str, providers: tuple[str, ...] = PROVIDERS) -> tuple[list[dict], list[str]]:
