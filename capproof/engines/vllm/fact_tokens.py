@@ -63,6 +63,7 @@ __all__ = [
     "v2_padded_tokens",
     "token_facts",
     "TOKENS_ASSUMPTION",
+    "SLOTS_ASSUMPTION",
 ]
 
 DRAFTER = "vllm/v1/spec_decode/llm_base_proposer.py"
@@ -620,6 +621,8 @@ def v2_padded_tokens(configs: int = 48, seed: int = 0) -> dict:
 
 #: The family assumption of ``spec/_families.py`` these facts discharge where they are checked.
 TOKENS_ASSUMPTION = "padded tokens <= max_num_batched_tokens (CUDA-graph and DP padding, dummy runs)"
+#: The assumption of the drafter's first-pass buffers (``spec/vllm_0_33_buffers.py``, ``spec_slots``).
+SLOTS_ASSUMPTION = "scheduled tokens + draft slots of every request <= max_num_batched_tokens (scheduler budget)"
 
 
 def _path(site: str, sets: str, how: str, result: str, why: str = "") -> dict:
@@ -663,6 +666,7 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
 
     _, runner_records, _ = token_extent(root)
     sets = "the step's token count (num_tokens_padded)"
+    budget_paths = _paths_of(runner_records[0], "the scheduler's budget: scheduled tokens plus reserved drafting slots")
     runner_paths = [p for r in runner_records for p in _paths_of(r, sets)]
     runner_paths.append(
         _path(
@@ -676,7 +680,8 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
     )
     runner_paths += _paths_of(ubatch_padding(root), "microbatch token slices")
     extent, notes = drafter_padded_tokens()
-    drafter_paths = _paths_of(drafter_input_tokens(root), "the drafter's token count before padding")
+    drafter_inputs = _paths_of(drafter_input_tokens(root), "the drafter's token count before padding")
+    drafter_paths = list(drafter_inputs)
     drafter_paths.append(
         _path(
             f"{DRAFTER}:1773-1815",
@@ -725,6 +730,13 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
             "V1 drafter: every drafting pass's padded token count <= max_num_batched_tokens",
             ["vllm/v1/spec_decode/"],
             runner_paths + drafter_paths,
+        ),
+        fact_record(
+            "V1 drafter first pass: the target's scheduled tokens plus each request's drafting slots "
+            "(net_num_new_slots_per_request) <= max_num_batched_tokens",
+            [SLOTS_ASSUMPTION],
+            ["vllm/v1/spec_decode/"],
+            budget_paths + drafter_inputs,
         ),
         fact(
             "V2 runner: a step's padded token count <= max_num_batched_tokens",
