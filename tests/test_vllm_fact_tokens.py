@@ -136,3 +136,48 @@ def test_real_v2_padding_bounded_run_finds_no_overflow_and_stays_not_checked(vll
     rec = ft.v2_padded_tokens(configs=2)
     assert rec["counterexample"] is None
     assert rec["checked"] is False
+
+
+_PROCESSOR = """
+class InputProcessor:
+    def _validate_prompt_len(self, prompt_len, prompt_type):
+        model_config = self.model_config
+        max_prompt_len = model_config.max_model_len if prompt_type == "decoder" else self.mm_encoder_cache_size
+        if prompt_len > max_prompt_len:
+            raise VLLMValidationError("too long")
+"""
+_BATCH = """
+class InputBatch:
+    def add_request(self, request, req_index, num_prompt_tokens):
+        self.token_ids_cpu[req_index, :num_prompt_tokens] = request.prompt_token_ids
+"""
+_RUNNER = """
+class GPUModelRunner:
+    def _bookkeeping_sync(self, req_idx, start_idx, end_idx, sampled_ids):
+        assert end_idx <= self.max_model_len
+        self.input_batch.token_ids_cpu[req_idx, start_idx:end_idx] = sampled_ids
+"""
+
+
+def test_model_len_fact_checks_the_prompt_and_sampled_sites_and_leaves_the_rest_assumed(tmp_path):
+    root = _tree(tmp_path, {ft.INPUT_PROCESSOR: _PROCESSOR, ft.INPUT_BATCH: _BATCH, ft.RUNNER: _RUNNER})
+    fact = ft.model_len_fact(root)
+    got = {p["site"]: p["result"] for p in fact["paths"]}
+    assert got[f"{ft.INPUT_BATCH}:4"] == "checked"
+    assert got[f"{ft.RUNNER}:5"] == "checked"
+    assert [p["result"] for p in fact["paths"]].count("not checked") == 5  # resumed, draft, async-PP, swap, condense
+    assert fact["assumptions"] == [ft.MODEL_LEN_ASSUMPTION]
+
+
+def test_model_len_fact_without_the_prompt_check_is_not_checked_there(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            ft.INPUT_PROCESSOR: _PROCESSOR.replace("raise VLLMValidationError", "log"),
+            ft.INPUT_BATCH: _BATCH,
+            ft.RUNNER: _RUNNER.replace("assert end_idx <= self.max_model_len", "pass"),
+        },
+    )
+    got = {p["site"]: p["result"] for p in ft.model_len_fact(root)["paths"]}
+    assert got[f"{ft.INPUT_BATCH}:4"] == "not checked"
+    assert got[f"{ft.RUNNER}:?"] == "not checked"

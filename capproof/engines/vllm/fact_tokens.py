@@ -64,6 +64,8 @@ __all__ = [
     "token_facts",
     "TOKENS_ASSUMPTION",
     "SLOTS_ASSUMPTION",
+    "MODEL_LEN_ASSUMPTION",
+    "model_len_fact",
 ]
 
 DRAFTER = "vllm/v1/spec_decode/llm_base_proposer.py"
@@ -721,6 +723,7 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
         return fact_record(what, [TOKENS_ASSUMPTION], scope, paths, cex)
 
     return [
+        model_len_fact(root),
         fact(
             "V1 runner: a step's padded token count <= max_num_batched_tokens",
             [RUNNER],
@@ -751,3 +754,126 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
             counterexamples,
         ),
     ]
+
+
+#: The assumption of the per-request token columns (``spec/_families.py`` ``TOKEN_COLUMNS``).
+MODEL_LEN_ASSUMPTION = (
+    "a request's tokens end within max_model_len (scheduler caps num_new_tokens; sampled tokens asserted)"
+)
+INPUT_BATCH = "vllm/v1/worker/gpu_input_batch.py"
+INPUT_PROCESSOR = "vllm/v1/engine/input_processor.py"
+
+
+def model_len_fact(root: str) -> dict:
+    """The engine fact behind :data:`MODEL_LEN_ASSUMPTION` for the V1 runner and input batch: every
+    site that writes a request's tokens into ``token_ids_cpu``/``is_token_ids`` (columns
+    ``max_model_len``), with the end it writes to. AST only:
+
+    - the prompt (``gpu_input_batch.py``, ``[:num_prompt_tokens]``): checked when
+      ``InputProcessor._validate_prompt_len`` raises for a decoder prompt longer than
+      ``model_config.max_model_len``;
+    - sampled tokens (``gpu_model_runner.py``): checked when an ``assert end_idx <= self.max_model_len``
+      precedes the write in the same function;
+    - a resumed request's output tokens, draft tokens, the async-PP append, and the row moves of
+      ``swap_states``/``condense``: **not checked** (their ends rest on the scheduler's per-token stop
+      check and its cap of ``num_new_tokens``, which are not read here).
+
+    Raises nothing on a missing site: the path is then recorded not checked."""
+    from ...facts import fact_record
+
+    paths = []
+    sets = "the end column of a request's tokens in token_ids_cpu / is_token_ids"
+    fn = function_def(root, INPUT_PROCESSOR, "_validate_prompt_len", "InputProcessor")
+    ok = fn is not None and any(
+        isinstance(n, ast.If)
+        and source_text(n.test) == "prompt_len>max_prompt_len"
+        and any(isinstance(b, ast.Raise) for b in ast.walk(n))
+        for n in ast.walk(fn)
+    )
+    ok = ok and any(
+        isinstance(n, ast.Assign)
+        and source_text(n.targets[0]) == "max_prompt_len"
+        and "model_config.max_model_len" in source_text(n.value)
+        for n in ast.walk(fn)
+    )
+    prompt_lines = [
+        n.lineno
+        for n in ast.walk(_tree(root, INPUT_BATCH))
+        if isinstance(n, ast.Assign)
+        and source_text(n.targets[0]).startswith("self.token_ids_cpu[req_index,:num_prompt_tokens]")
+    ]
+    paths.append(
+        _path(
+            f"{INPUT_BATCH}:{','.join(map(str, prompt_lines)) or '?'}",
+            sets,
+            "ast",
+            "checked" if ok and prompt_lines else "not checked",
+            f"prompt tokens [:num_prompt_tokens]; {INPUT_PROCESSOR} _validate_prompt_len raises when a decoder "
+            "prompt is longer than model_config.max_model_len" + ("" if ok else " (not found)"),
+        )
+    )
+    runner = _tree(root, RUNNER)
+    asserted = []
+    for f in ast.walk(runner):
+        if not isinstance(f, ast.FunctionDef):
+            continue
+        asserts = [
+            a.lineno
+            for a in ast.walk(f)
+            if isinstance(a, ast.Assert) and source_text(a.test) == "end_idx<=self.max_model_len"
+        ]
+        writes = [
+            a.lineno
+            for a in ast.walk(f)
+            if isinstance(a, ast.Assign)
+            and source_text(a.targets[0]) == "self.input_batch.token_ids_cpu[req_idx,start_idx:end_idx]"
+        ]
+        if asserts and writes and min(asserts) < min(writes):
+            asserted += writes
+    paths.append(
+        _path(
+            f"{RUNNER}:{','.join(map(str, asserted)) or '?'}",
+            sets,
+            "ast",
+            "checked" if asserted else "not checked",
+            "sampled tokens [start_idx:end_idx] after assert end_idx <= self.max_model_len (vLLM runs without -O)",
+        )
+    )
+    batch = _tree(root, INPUT_BATCH)
+
+    def lines(tree, target: str) -> str:
+        found = [
+            n.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and source_text(n.targets[0]).replace(" ", "") == target
+        ]
+        return ",".join(map(str, found)) or "?"
+
+    for file, tree, target, what in (
+        (INPUT_BATCH, batch, "self.token_ids_cpu[req_index,start_idx:end_idx]", "a resumed request's output tokens"),
+        (INPUT_BATCH, batch, "self.token_ids_cpu[req_index,start_index:end_token_index]", "draft tokens"),
+        (
+            RUNNER,
+            runner,
+            "self.input_batch.token_ids_cpu[req_index,start_token_index:end_token_index]",
+            "the async-PP append",
+        ),
+        (INPUT_BATCH, batch, "self.token_ids_cpu[i1,:max_active_token_count]", "swap_states' row move"),
+        (INPUT_BATCH, batch, "self.token_ids_cpu[empty_index,:num_tokens]", "condense's row move"),
+    ):
+        paths.append(
+            _path(
+                f"{file}:{lines(tree, target)}",
+                sets,
+                "ast",
+                "not checked",
+                f"{what}: rests on the scheduler's cap of num_new_tokens (scheduler.py:852-857) and its per-token "
+                "stop check (core/sched/utils.py check_stop), not read here",
+            )
+        )
+    return fact_record(
+        "V1 input batch: a request's token columns end within max_model_len",
+        [MODEL_LEN_ASSUMPTION],
+        [INPUT_BATCH, RUNNER],
+        paths,
+    )
