@@ -181,3 +181,25 @@ def test_model_len_fact_without_the_prompt_check_is_not_checked_there(tmp_path):
     got = {p["site"]: p["result"] for p in ft.model_len_fact(root)["paths"]}
     assert got[f"{ft.INPUT_BATCH}:4"] == "not checked"
     assert got[f"{ft.RUNNER}:?"] == "not checked"
+
+
+def test_committed_token_facts_say_where_they_are_checked():
+    """The token facts of vLLM 0.33.0 as `capproof inventory` wrote them (proofs/inventory/
+    vllm-0.33.0.facts.json): the V1 runner's is checked on every path; the drafter's two stay
+    assumed on DFlash's own first pass only; V2 stays assumed (bounded run, speculators not run)."""
+    import json
+    import os
+
+    from capproof import facts as F
+
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "proofs", "inventory", "vllm-0.33.0.facts.json")
+    with open(path, encoding="utf-8") as fh:
+        facts = {f["fact"].split(":")[0]: f for f in json.load(fh)["facts"]}
+    runner = facts["V1 runner"]
+    assert F.status(runner) == "checked" and runner["scope"] == [ft.RUNNER]
+    assert any(p["how"] == "executed" for p in runner["paths"])
+    for name in ("V1 drafter", "V1 drafter first pass"):
+        assert F.status(facts[name]) == "assumed"
+        assert [p["site"] for p in F.unchecked_paths(facts[name])] == ["vllm/v1/spec_decode/dflash.py"]
+    assert F.status(facts["V2 runner"]) == "assumed"
+    assert F.status(facts["V1 input batch"]) == "assumed"
