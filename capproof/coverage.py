@@ -586,7 +586,7 @@ def _engine_fact_lines(cov: Coverage) -> list[str]:
         "engine's code (`executed`) or reading its source (`ast`). A **checked** fact no longer counts as an "
         "assumption for the entries in its scope; an **assumed** or **refuted** one still does.",
         "",
-        "| fact | status | scope | paths checked (executed / ast) | not checked | counterexamples | entries resting on it |",
+        "| fact | status | scope | paths checked (executed / ast) | not checked or refuted | counterexamples | entries resting on it |",
         "|---|---|---|---|---|---|---|",
     ]
     for i, f in enumerate(cov.facts):

@@ -144,3 +144,31 @@ def test_committed_facts_are_what_the_engine_gives_now(vllm_code):
     by_name = {f["fact"]: f for f in committed}
     for fresh in R.request_facts(_src()):
         assert by_name.get(fresh["fact"]) == fresh, fresh["fact"]
+
+
+_WARMUP = """\
+def warm(model_runner):
+    num_reqs = min(model_runner.scheduler_config.max_num_seqs, 100)
+    num_reqs = min(num_reqs, 7)
+    req_ids = [str(i) for i in range(num_reqs)]
+
+    def step(indices):
+        out = SchedulerOutput()
+        counts: dict[str, int] = {}
+        for i in indices:
+            counts[req_ids[i]] = 1
+        out.num_scheduled_tokens = counts
+{extra}
+"""
+
+
+def test_a_dict_keyed_by_a_bounded_lists_elements_is_bounded(tmp_path):
+    rel = "vllm/v1/worker/gpu/warmup.py"
+    root = _tree(tmp_path, {rel: _WARMUP.replace("{extra}", "")})
+    assert "keys are elements of req_ids" in R.dict_of_list_keys(root, rel, 11)
+    # another way in (update), a key not from the list, or an unbounded list: not checked
+    for extra in ("        counts.update(other)", "        counts['x'] = 2"):
+        root = _tree(tmp_path, {rel: _WARMUP.replace("{extra}", extra)})
+        assert R.dict_of_list_keys(root, rel, 11) is None, extra
+    root = _tree(tmp_path, {rel: _WARMUP.replace("{extra}", "").replace("max_num_seqs, 100", "max_model_len, 100")})
+    assert R.dict_of_list_keys(root, rel, 11) is None

@@ -641,6 +641,87 @@ def pcp_local_requests() -> dict | None:
     }
 
 
+def _bounded_by_min(fn, name: str, bound: str) -> bool:
+    """Every assignment of ``name`` in ``fn`` is ``min(...)`` with ``bound`` or ``name`` itself (an
+    already bounded value) among its arguments, and there is one that names ``bound``."""
+    sets = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(_src(t) == name for t in n.targets)]
+    args = [
+        [_src(a) for a in n.value.args] if isinstance(n.value, ast.Call) and _src(n.value.func) == "min" else None
+        for n in sets
+    ]
+    return (
+        bool(sets) and all(a is not None and (bound in a or name in a) for a in args) and any(bound in a for a in args)
+    )
+
+
+def dict_of_list_keys(root: str, rel: str, line: int) -> str | None:
+    """Why the dict stored as a scheduler output's ``num_scheduled_tokens`` at ``rel:line`` holds at
+    most ``max_num_seqs`` entries, or None (AST): the stored name is created empty (``{}``) in its
+    function, its only stores are ``d[L[i]] = ...`` with one list ``L`` (an index past the list
+    raises ``IndexError`` first), no ``update``/``setdefault``/``|=``; ``L`` is bound in an enclosing
+    function to ``[... for i in range(n)]`` with every assignment of ``n`` a ``min`` with
+    ``*.scheduler_config.max_num_seqs`` (the V2 runner's ``max_num_reqs``)."""
+    tree = _tree(root, rel)
+    fns = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    site = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == line and isinstance(n.value, ast.Name)),
+        None,
+    )
+    if site is None:
+        return None
+    name = site.value.id
+    inner = [f for f in fns if f.lineno <= line <= (f.end_lineno or 0)]
+    if not inner:
+        return None
+    fn = max(inner, key=lambda f: f.lineno)
+    made = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and any(_src(t) == name for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+    ]
+    if len(made) != 1 or not (isinstance(made[0].value, ast.Dict) and not made[0].value.keys):
+        return None
+    lists = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.AugAssign) and _src(n.target) == name:
+            return None
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if n.attr not in ("values", "keys", "items", "get"):
+                return None
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if isinstance(n.ctx, ast.Store):
+                if not (isinstance(n.slice, ast.Subscript) and isinstance(n.slice.value, ast.Name)):
+                    return None
+                lists.add(n.slice.value.id)
+            elif isinstance(n.ctx, ast.Del):
+                continue
+    if len(lists) != 1:
+        return None
+    (lst,) = lists
+    if any(isinstance(n, ast.Assign) and any(_src(t) == lst for t in n.targets) for n in ast.walk(fn)):
+        return None
+    outer = [f for f in fns if f is not fn and f.lineno < fn.lineno and (fn.end_lineno or 0) <= (f.end_lineno or 0)]
+    if not outer:
+        return None
+    g = max(outer, key=lambda f: f.lineno)
+    made = [n for n in ast.walk(g) if isinstance(n, ast.Assign) and any(_src(t) == lst for t in n.targets)]
+    if len(made) != 1 or not isinstance(made[0].value, ast.ListComp):
+        return None
+    gen = made[0].value.generators
+    if len(gen) != 1 or gen[0].ifs or not (isinstance(gen[0].iter, ast.Call) and _src(gen[0].iter.func) == "range"):
+        return None
+    if len(gen[0].iter.args) != 1 or not isinstance(gen[0].iter.args[0], ast.Name):
+        return None
+    n = gen[0].iter.args[0].id
+    if not _bounded_by_min(g, n, "model_runner.scheduler_config.max_num_seqs"):
+        return None
+    return (
+        f"keys are elements of {lst} ({rel}:{made[0].lineno}, [... for i in range({n})], {n} = min(max_num_seqs, ...)); "
+        f"{name} created empty, stored only as {name}[{lst}[...]]"
+    )
+
+
 def v2_paths(root: str) -> list[dict]:
     """The V2 runner's paths (:func:`.demand_v2_requests.v2_requests_fact`), one per site; the PCP
     manager's local request count is run on the CPU (:func:`pcp_local_requests`)."""
@@ -669,6 +750,12 @@ def v2_paths(root: str) -> list[dict]:
                     )
                 )
                 continue
+            if result == "not checked" and what.startswith("num_scheduled_tokens = "):
+                rel, _, line = site.rpartition(":")
+                bound = dict_of_list_keys(root, rel, int(line)) if line.isdigit() else None
+                if bound:
+                    out.append(path_record(site, what[:120], "ast", "checked", bound[:200]))
+                    continue
             out.append(path_record(site, what[:120], "ast", result, why[:200]))
     return out
 
