@@ -183,8 +183,10 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
         return check_contract(item, options)  # type: ignore[arg-type]
     from .symbolic import fresh_z3_context
 
+    drawn = _global_generators()
     with fresh_z3_context(), _FilesRead() as read:
         outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+    _mark_changed(outcome, _drawn_from(drawn))
     return read.mark(outcome)
 
 
@@ -328,9 +330,19 @@ class _Fingerprint(pickle.Pickler):
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
         if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
             return ("lock", id(obj), repr(obj).split(" ", 1)[0])
+        if _bound_to_data(obj):  # its object by value (reducer_override)
+            return None
         return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
 
     def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        if _bound_to_data(obj):
+            # a method bound to an object (``it.__next__``, ``memo.append``): the function by identity,
+            # the object by what it holds, which the method may change
+            return (
+                (getattr, (obj.__self__, obj.__name__))
+                if isinstance(obj, types.BuiltinMethodType)
+                else (types.MethodType, (obj.__func__, obj.__self__))
+            )
         # an instance of a class defined in Python is fingerprinted by what it holds as the garbage
         # collector sees it (its attributes' and items' values), never by its own ``__reduce__``,
         # ``__getstate__``, ``__dict__`` or ``copyreg`` entry, which may leave out what it holds
@@ -341,6 +353,14 @@ class _Fingerprint(pickle.Pickler):
                 return (type(obj), (tuple(gc.get_referents(obj)), obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)))
             return (type(obj), tuple(gc.get_referents(obj)))
         return NotImplemented
+
+
+def _bound_to_data(obj: object) -> bool:
+    """Whether ``obj`` is a method bound to an object that is neither a module nor a class."""
+    if not isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
+        return False
+    owner = getattr(obj, "__self__", None)
+    return owner is not None and not isinstance(owner, (types.ModuleType, type))
 
 
 #: ``Py_TPFLAGS_HEAPTYPE`` without ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose instances Python code defines
@@ -430,9 +450,24 @@ def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, obj
         out[modname] = {
             name: _fingerprint(value)
             for name, value in list(vars(project[modname]).items())
-            if not (name.startswith("__") or callable(value) or isinstance(value, types.ModuleType))
+            if not (name.startswith("__") or _code(value) or isinstance(value, types.ModuleType))
         }
     return out
+
+
+def _code(value: object) -> bool:
+    """Whether a module's ``value`` is code, compared by identity and what it holds
+    (:func:`_leftovers`), not data: a function, a class, a C function of a module, a project
+    function's ``lru_cache`` wrapper. Any other callable is data, fingerprinted by what it holds: a
+    bound method's object (``itertools.count().__next__``), a ``functools.partial``'s arguments, a
+    ``sqlite3`` connection (which pickle refuses: fails closed)."""
+    if isinstance(value, (types.FunctionType, type)):
+        return True
+    if isinstance(value, types.BuiltinFunctionType):
+        return value.__self__ is None or isinstance(value.__self__, types.ModuleType)
+    return callable(getattr(value, "cache_info", None)) and isinstance(
+        getattr(value, "__wrapped__", None), types.FunctionType
+    )
 
 
 def module_state(modules: Iterable[str] | None = None) -> dict[str, object]:
@@ -982,6 +1017,43 @@ def _count_z3_param_calls() -> list[int]:
     return calls
 
 
+def _global_generators() -> dict[str, object]:
+    """The state of each pseudo-random generator a model can draw from without holding it: the
+    ``random`` module's own (``random.random()``, ``from random import randint``), NumPy's global
+    one (``numpy.random.rand``) and PyTorch's CPU default generator (``torch.rand``), the last two
+    when loaded. Each model evaluation (the int probe's, the symbolic runs', the second opinion's)
+    that draws from one sees the state the previous one left, where a fresh interpreter's first
+    call sees the state after import: :func:`_drawn_from` makes such a verdict an error.
+    capproof's own code draws from none while deciding (Hypothesis restores what it seeds)."""
+    import random
+
+    out: dict[str, object] = {"the random module's global generator": random.getstate()}
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        try:
+            name, keys, *rest = numpy_random.get_state(legacy=True)
+            out["numpy.random's global generator"] = (name, keys.tobytes(), *rest)
+        except Exception as exc:  # noqa: BLE001 - a partly imported numpy: what it says, compared
+            out["numpy.random's global generator"] = repr(exc)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            out["torch's default generator"] = bytes(torch.random.get_rng_state().numpy())
+        except Exception as exc:  # noqa: BLE001 - a partly imported torch
+            out["torch's default generator"] = repr(exc)
+    return out
+
+
+def _drawn_from(before: dict[str, object]) -> list[str]:
+    """The generators of :func:`_global_generators` whose state differs from ``before``."""
+    now = _global_generators()
+    return [
+        f"{name} (drawn from: make a random.Random(seed) inside the model)"
+        for name, v in before.items()
+        if now.get(name) != v
+    ]
+
+
 def changed_state(before: dict[str, object], after: dict[str, object]) -> list[str]:
     """Names whose fingerprint differs (or that appeared or vanished)."""
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
@@ -1212,6 +1284,7 @@ def _decide_isolated(
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
+    drawn = _global_generators() if kind != "contract" else None
     with _FilesRead() as read:
         if task is not None and kind == task.kind:
             outcome = task.decide(item)  # type: ignore[arg-type]
@@ -1230,6 +1303,8 @@ def _decide_isolated(
     changed += [
         f"{name} (cannot be fingerprinted: a generator, a socket?)" for name in opaque_state(_flat(after, mine))
     ]
+    if drawn is not None:
+        changed += _drawn_from(drawn)
     if changed and not _is_error(outcome):
         _mark_error(
             outcome,
