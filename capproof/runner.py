@@ -448,11 +448,43 @@ def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, obj
     out: dict[str, dict[str, object]] = {}
     for modname in names:
         out[modname] = {
-            name: _fingerprint(value)
+            name: _fingerprint(_made_module_data(value) if isinstance(value, types.ModuleType) else value)
             for name, value in list(vars(project[modname]).items())
-            if not (name.startswith("__") or _code(value) or isinstance(value, types.ModuleType))
+            if name not in _MODULE_DUNDERS and not _code(value) and not _imported(value)
         }
     return out
+
+
+#: What Python sets on every module (the rest of a module's names, dunders included, is its data)
+_MODULE_DUNDERS = frozenset(
+    {
+        "__name__",
+        "__doc__",
+        "__package__",
+        "__loader__",
+        "__spec__",
+        "__file__",
+        "__cached__",
+        "__builtins__",
+        "__path__",
+    }
+)
+
+
+def _imported(value: object) -> bool:
+    """A module imported (in ``sys.modules`` under its name, with an import spec): its data is
+    fingerprinted as a project module's, or is a library's; a module object made by code
+    (``types.ModuleType``, even put into ``sys.modules``) is data."""
+    return (
+        isinstance(value, types.ModuleType)
+        and sys.modules.get(value.__name__) is value
+        and getattr(value, "__spec__", None) is not None
+    )
+
+
+def _made_module_data(module: types.ModuleType) -> dict[str, object]:
+    """The data a module object made by code holds, as a module's data is fingerprinted."""
+    return {k: v for k, v in list(vars(module).items()) if k not in _MODULE_DUNDERS and not _code(v)}
 
 
 def _code(value: object) -> bool:
@@ -557,6 +589,9 @@ class _Reach:
         #: and classes, larger containers), each walked once; the objects are held, so no id is reused
         self.memo: dict[int, tuple[object, frozenset[str]]] = {}
         self.busy: set[int] = set()
+        #: the modules outside the project the walk met (a module, a library function's or class's):
+        #: inputs the verdict cache keys or refuses (capproof.verdict_cache)
+        self.libraries: set[str] = set()
 
     def _shared(self, obj: object) -> bool:
         if isinstance(obj, types.FunctionType):
@@ -583,18 +618,21 @@ class _Reach:
                 if id(obj) not in self.memo:
                     self.busy.add(id(obj))
                     outer, self.foreign = self.foreign, False
+                    outer_libraries, self.libraries = self.libraries, set()
                     try:
                         mine: set[str] = set()
                         below = self._children(obj, None, mine)
                         mine |= self.walk(below, depth + 1)
                         if not self.everything:  # (a walk cut short is no record)
-                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign)
+                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign, frozenset(self.libraries))
                     finally:
                         self.busy.discard(id(obj))
                         self.foreign |= outer
+                        self.libraries |= outer_libraries
                 if id(obj) in self.memo:
                     out |= self.memo[id(obj)][1]
                     self.foreign |= self.memo[id(obj)][2]
+                    self.libraries |= self.memo[id(obj)][3]
             else:
                 stack.extend(self._children(obj, names, out))
         return out
@@ -605,6 +643,10 @@ class _Reach:
         if isinstance(obj, types.ModuleType):
             if obj.__name__ not in self.project:
                 self.foreign |= not _sealed_module(obj, names)
+                # ``module:attribute`` for each attribute the code reads of it (``os:environ``)
+                held = vars(obj)
+                read = [n for n in names if n in held] if names is not None else []
+                self.libraries.update([f"{obj.__name__}:{n}" for n in read] or [obj.__name__])
                 return []
             out.add(obj.__name__)
             held = vars(obj)
@@ -617,6 +659,7 @@ class _Reach:
                 # a library's function: what it binds is compared after each item, the module data
                 # its code names must be what no item changes (not a registry: logging.getLogger)
                 library = sys.modules.get(globs.get("__name__"))
+                self.libraries.add(str(globs.get("__name__")))
                 said = set()
                 _code_names(fn.__code__, said)
                 self.classes[id(fn)] = fn
@@ -646,6 +689,7 @@ class _Reach:
             return found
         if isinstance(obj, type):
             if obj.__module__ not in self.project:  # capproof's or a library's class: its code is not read
+                self.libraries.add(obj.__module__)
                 if not (_capproofs(obj.__module__) or obj.__flags__ & _IMMUTABLE):
                     # (a dunder's content can be changed only by code naming it, which reaches everything)
                     if all(_inert_attribute(v) or k.startswith("__") and not callable(v) for k, v in vars(obj).items()):
@@ -767,8 +811,12 @@ def reaches(roots: Iterable[Iterable[object]]) -> list[frozenset[str] | None]:
     out: list[frozenset[str] | None] = []
     for group in roots:
         walker.everything = walker.foreign = False
+        walker.libraries = set()
         found = walker.walk([(r, None) for r in group])
-        out.append(None if walker.everything else Reach(found, sealed=not walker.foreign))
+        reach = None if walker.everything else Reach(found, sealed=not walker.foreign)
+        if reach is not None:
+            reach.libraries = frozenset(m for m in walker.libraries if not _capproofs(m))
+        out.append(reach)
     classes = tuple(walker.classes.values())
     for reach in out:
         if reach is not None:
@@ -783,6 +831,9 @@ class Reach(frozenset):
     sealed: bool = True
     #: library classes the walk met, whose bindings :func:`_leftovers` compares
     classes: tuple = ()
+    #: the modules outside the project the walk met (capproof's left out): keyed or refused by the
+    #: verdict cache (:func:`capproof.verdict_cache.library_inputs`)
+    libraries: frozenset = frozenset()
 
     def __new__(cls, names: Iterable[str] = (), sealed: bool = True):  # noqa: D102
         made = super().__new__(cls, names)
@@ -790,12 +841,13 @@ class Reach(frozenset):
         return made
 
     def __reduce__(self):
-        return (_reach, (frozenset(self), self.sealed, self.classes))
+        return (_reach, (frozenset(self), self.sealed, self.classes, self.libraries))
 
 
-def _reach(names: frozenset[str], sealed: bool, classes: tuple) -> Reach:
+def _reach(names: frozenset[str], sealed: bool, classes: tuple, libraries: frozenset = frozenset()) -> Reach:
     made = Reach(names, sealed)
     made.classes = classes
+    made.libraries = libraries
     return made
 
 
@@ -986,6 +1038,13 @@ def changed_while_deciding(start: tuple, now: tuple, modules: Iterable[str] | No
     out = [k for k, v in bound0.items() if bound1.get(k, v) != v and mine(k)]
     out += [k for k, v in held0.items() if held1.get(k, v) != v and mine(k)]
     out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
+    # a module imported while deciding is imported afresh in a process of its own too; one that code
+    # made and put there (no import spec) is state the model's later evaluations read
+    out += [
+        f"sys.modules[{name!r}] (a module made while deciding, not imported)"
+        for name in sorted(set(rest1[0]) - set(rest0[0]))
+        if name in sys.modules and getattr(sys.modules[name], "__spec__", None) is None
+    ]
     return out
 
 
