@@ -378,11 +378,9 @@ def _own_parameters(code: types.CodeType, instructions: list) -> set[str]:
 
 def _stdlib_code(code: object) -> bool:
     """Whether ``code`` is the standard library's Python code (not capproof's, not Z3's)."""
-    from .guard import _PACKAGE_DIR, _Z3_DIR, is_library_file
+    from .guard import is_stdlib_file
 
-    if not isinstance(code, types.CodeType) or not is_library_file(code.co_filename):
-        return False
-    return not os.path.abspath(code.co_filename).startswith((_PACKAGE_DIR, _Z3_DIR))
+    return isinstance(code, types.CodeType) and is_stdlib_file(code.co_filename)
 
 
 def _library_class(cls: type) -> bool:
