@@ -48,7 +48,7 @@ VIEW_BUILDERS = {
     "build_replay_fb_view": "sglang.srt.model_executor.runner.decode_cuda_graph_runner",
     "build_inner_fb_view": "sglang.srt.model_executor.forward_batch_info",
 }
-MAX_DEPTH = 16
+MAX_DEPTH = 40
 WIDTH = "self.captured_req_width"
 #: A parameter is followed to the calls of its function when there are at most this many.
 MAX_CALLERS = 12
@@ -333,6 +333,13 @@ class _Tracer:
                     k = self.ix.enclosing_class(r, c)
                     if k is None or k.name not in related:
                         continue
+                if recv is not None and src(recv) != "self" and not isinstance(recv, ast.Call):
+                    # ``self.X.name(...)`` where every binding of ``self.X`` constructs an unrelated class
+                    k = self.ix.enclosing_class(r, c)
+                    attr = _receiver_attr(c, self.ix.enclosing(r, c))
+                    held = _holds(self.ix, r, k, attr) if k is not None and attr is not None else None
+                    if held is not None and not (held & related):
+                        continue
                 if isinstance(recv, ast.Call) and src(recv.func) == "super":
                     # ``super().name(...)`` dispatches to a base of the calling class
                     k = self.ix.enclosing_class(r, c)
@@ -444,6 +451,9 @@ class _Tracer:
                         r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
                     )
                 return
+        if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
+            yield from self._self_attribute(node, rel, fn, depth, chain, kind="tok")
+            return
         # any other count: ``n // captured_req_width <= n`` (the width is >= 1), so ``n`` itself an
         # element of the capture list bounds the quotient
         yield from self.expr(node, rel, fn, depth + 1, chain + [f"{where} {src(node)} (n // width <= n)"])
@@ -549,6 +559,49 @@ class _Tracer:
             yield from self.fb(node, rel, outer, depth + 1, chain + [f"{rel}:{fn.lineno} closure over {name}"])
             return
         yield ("unchecked", chain + [f"{rel}:{node.lineno} {name} unbound"])
+
+    def _self_attribute(self, node, rel: str, fn, depth: int, chain: list, kind: str = "bs"):
+        """``self.A``: every store ``X.A = v`` in srt must be ``self.A = v`` in a class related to
+        the reading class (so no other object writes it); the origins of every ``v``."""
+        attr = node.attr
+        cls = self.ix.enclosing_class(rel, fn)
+        where = f"{rel}:{node.lineno} self.{attr}"
+        if cls is None:
+            yield ("unchecked", chain + [f"{where} outside a class"])
+            return
+        related = _related(self.ix, cls.name)
+        pattern = re.compile(r"\." + re.escape(attr) + r"\s*(?:\[[^\]]*\])?\s*(?:[-+*/]?=)(?!=)")
+        stores = []
+        for frel in self.ix.files:
+            text = self.ix.text(frel)
+            if attr not in text or not pattern.search(text):
+                continue
+            t = self.ix.tree(frel)
+            if t is None:
+                yield ("unchecked", chain + [f"{where}: {frel} does not parse"])
+                return
+            for n in ast.walk(t):
+                if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    stores.append((frel, n))
+        if not stores:
+            yield ("unchecked", chain + [f"{where} never assigned"])
+            return
+        for frel, n in stores:
+            owner = self.ix.enclosing_class(frel, n)
+            stmt = self.ix.parents(frel).get(n)
+            if (
+                src(n.value) != "self"
+                or owner is None
+                or owner.name not in related
+                or not isinstance(stmt, ast.Assign)
+                or len(stmt.targets) != 1
+                or stmt.targets[0] is not n
+            ):
+                yield ("unchecked", chain + [f"{frel}:{n.lineno} {src(n)} stored otherwise"])
+                continue
+            yield from self._kind(kind)(
+                stmt.value, frel, self.ix.enclosing(frel, n), depth + 1, chain + [f"{frel}:{n.lineno} self.{attr} ="]
+            )
 
     def _guarded_set(self, n, rel: str, fn, name: str) -> bool:
         """``n`` (``v.batch_size = x``) is directly under ``if x != raw:`` (or ``raw != x``) where
@@ -679,6 +732,12 @@ class _Tracer:
                             r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
                         )
                     return
+        if isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool):
+            yield ("checked", chain + [f"{where} 0"])
+            return
+        if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
+            yield from self._self_attribute(node, rel, fn, depth, chain)
+            return
         if isinstance(node, ast.IfExp):
             yield from self.expr(node.body, rel, fn, depth, chain)
             yield from self.expr(node.orelse, rel, fn, depth, chain)
