@@ -120,3 +120,51 @@ def test_a_runner_without_its_max_bs_handed_to_the_backend_is_unchecked(tmp_path
     assert sites["checked"] == []
     assert len(sites["not checked"]) == 2
     assert all("init_cuda_graph_state" in s for s in sites["not checked"])
+
+
+ATTR_RUNNER = """
+class Runner:
+    def __init__(self, attn_backend):
+        self.attn_backend = attn_backend
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)
+        self.bs = 0
+
+    def load_batch(self, forward_batch):
+        raw_bs = forward_batch.batch_size
+        bs = self._pad_to_bucket(raw_bs, self.capture_bs)
+        if bs != raw_bs:
+            forward_batch.batch_size = bs
+        self.attn_backend.init_forward_metadata_out_graph(forward_batch)
+        forward_batch.batch_size = raw_bs
+        self.bs = bs
+
+    def replay_again(self):
+        self.attn_backend.init_forward_metadata_out_graph(SimpleNamespace(batch_size=self.bs))
+"""
+
+FOREIGN_STORE = """
+def tweak(runner):
+    runner.bs = 4096
+"""
+
+
+def test_a_padded_set_and_a_self_attribute_are_followed(tmp_path):
+    root = _tree(tmp_path, {"layers/attention/my_backend.py": BACKEND, "runner.py": ATTR_RUNNER})
+    sites = backend_bs_sites(root, "MyBackend")
+    # load_batch: batch_size set to the padded bs under `if bs != raw_bs` (else it already is bs),
+    # the restore after the call does not reach it; replay_again: self.bs, stored only as 0 or bs
+    assert sites["not checked"] == []
+    assert len(sites["checked"]) == 2
+
+
+def test_a_store_of_the_attribute_elsewhere_leaves_it_unchecked(tmp_path):
+    root = _tree(
+        tmp_path,
+        {"layers/attention/my_backend.py": BACKEND, "runner.py": ATTR_RUNNER, "tweak.py": FOREIGN_STORE},
+    )
+    sites = backend_bs_sites(root, "MyBackend")
+    assert len(sites["checked"]) == 1
+    (line,) = sites["not checked"]
+    assert line.startswith("sglang/srt/runner.py:20 replay_again") and "tweak.py:3" in line
