@@ -233,3 +233,39 @@ def test_committed_backend_demands(entry_id, extent, facts):
     unchecked = [f for f in d0["facts"] if not f["checked"]]
     assert len(unchecked) == facts and all(f["fact"].startswith("backend_") for f in unchecked)
     assert any(f["checked"] and "init_cuda_graph_state(self.max_bs" in f["fact"] for f in d0["facts"])
+
+
+# shaped after flashmla_backend.py: the graph method hands its helper the batch size of the forward
+# batch it was given (``bs=forward_batch.batch_size``), not a local ``bs``
+FLASHMLA = textwrap.dedent(
+    """
+    class Backend:
+        def init_cuda_graph_state(self, max_bs, max_num_tokens):
+            self.cuda_graph_num_splits = torch.empty(1 + max_bs, dtype=torch.int32)
+
+        def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+            self._apply(bs=forward_batch.batch_size, seq_lens=forward_batch.seq_lens)
+
+        def _apply(self, bs, seq_lens):
+            self.cuda_graph_num_splits[: bs + 1].copy_(seq_lens)
+
+        def forward_extend(self, forward_batch):
+            fb = other_batch()
+            self._apply(bs=fb.batch_size, seq_lens=fb.seq_lens)
+    """
+)
+
+
+def test_a_helper_given_the_graph_methods_forward_batch_size_is_bound_to_the_graph_batch():
+    line = _line(FLASHMLA, "self.cuda_graph_num_splits = ")
+    good = ast.parse(FLASHMLA.split("    def forward_extend")[0])
+    assert [u[1] for u in D.backend_uses(good, "cuda_graph_num_splits", 1, line)] == [["rows+1"]]
+    # another call site hands it a batch that is not the graph method's: refused
+    with pytest.raises(D._Reject, match="outside a graph method's batch"):
+        D.backend_uses(ast.parse(FLASHMLA), "cuda_graph_num_splits", 1, line)
+    # the graph method rebinds its forward batch first: refused
+    rebound = FLASHMLA.split("    def forward_extend")[0].replace(
+        "        self._apply(bs=", "        forward_batch = other()\n        self._apply(bs="
+    )
+    with pytest.raises(D._Reject, match="outside a graph method's batch"):
+        D.backend_uses(ast.parse(rebound), "cuda_graph_num_splits", 1, line)

@@ -469,7 +469,10 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
     """``bs`` in ``fn`` is the graph batch: ``bs`` is ``fn``'s parameter (never reassigned) or every
     assignment of it is ``forward_batch.batch_size``, and ``fn`` is a CUDA-graph method
     (:data:`GRAPH_METHOD_WORDS`) or a helper every call of which in the file (``self.<fn>(...)``)
-    is in such a method (two levels) and passes that method's graph-bound ``bs`` as ``bs``."""
+    is in such a method (two levels) and passes as ``bs`` that method's graph-bound ``bs``, or the
+    ``forward_batch.batch_size`` of the forward batch such a method was handed (its own parameter,
+    never reassigned: FlashMLA's ``init_forward_metadata_out_graph`` ->
+    ``_apply_decode_target_verify_metadata(bs=forward_batch.batch_size, ...)``)."""
     if fn is None or depth > 2:
         return False
     params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
@@ -493,10 +496,20 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
         arg = next((k.value for k in c.keywords if k.arg == "bs"), None)
         if arg is None and index is not None and 0 < index <= len(c.args):
             arg = c.args[index - 1]
-        if arg is None or src(arg) != "bs":
-            return False
         caller = _enclosing(tree, c.lineno)
-        if caller is None or caller is fn or not _backend_bs(caller, tree, depth + 1):
+        if caller is None or caller is fn or arg is None:
+            return False
+        if src(arg) == "forward_batch.batch_size":
+            # the caller's own forward batch (a parameter never reassigned) of a CUDA-graph method
+            # or of a helper only such methods reach with theirs
+            if "forward_batch" not in [a.arg for a in caller.args.args] or _assigns(caller, "forward_batch"):
+                return False
+            if not any(w in caller.name for w in GRAPH_METHOD_WORDS) and not _graph_forward_batch(
+                caller, tree, depth + 1
+            ):
+                return False
+            continue
+        if src(arg) != "bs" or not _backend_bs(caller, tree, depth + 1):
             return False
     return True
 
