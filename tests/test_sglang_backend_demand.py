@@ -269,3 +269,41 @@ def test_a_helper_given_the_graph_methods_forward_batch_size_is_bound_to_the_gra
     )
     with pytest.raises(D._Reject, match="outside a graph method's batch"):
         D.backend_uses(ast.parse(rebound), "cuda_graph_num_splits", 1, line)
+
+
+# shaped after trtllm_mha_backend.py and flashinfer_backend.py: the SWA write-location buffer is
+# sliced by the graph batch's token count, read from the forward batch a CUDA-graph method was handed
+SWA = textwrap.dedent(
+    """
+    class Backend:
+        def init_cuda_graph_state(self, max_bs, max_num_tokens):
+            self.cuda_graph_swa_out_cache_loc = torch.zeros(max_num_tokens, dtype=torch.int64)
+
+        def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+            bs = forward_batch.batch_size
+            if in_capture:
+                num_tokens = forward_batch.positions.numel()
+                self._build(bs, num_tokens)
+            n = forward_batch.out_cache_loc.shape[0]
+            self.cuda_graph_swa_out_cache_loc[n:].zero_()
+            self.cuda_graph_swa_out_cache_loc[:n].copy_(forward_batch.out_cache_loc)
+
+        def _build(self, bs, num_tokens):
+            metadata.swa_out_cache_loc = self.cuda_graph_swa_out_cache_loc[:num_tokens]
+    """
+)
+
+
+def test_a_stop_bound_to_the_graph_batchs_token_count_is_a_token_extent():
+    line = _line(SWA, "self.cuda_graph_swa_out_cache_loc = ")
+    uses = D.backend_uses(ast.parse(SWA), "cuda_graph_swa_out_cache_loc", 1, line)
+    # [n:] never passes the end (whole); [:n] and the helper's [:num_tokens] are token counts
+    assert sorted(str(u[1][0]) for u in uses) == ["None", "tokens", "tokens"]
+    # a count read from something else than the graph batch's tokens: refused
+    other = SWA.replace("n = forward_batch.out_cache_loc.shape[0]", "n = self.max_tokens")
+    with pytest.raises(D._Reject, match="stop n"):
+        D.backend_uses(ast.parse(other), "cuda_graph_swa_out_cache_loc", 1, line)
+    # the helper also called with another count: refused
+    twice = SWA + "\n    def forward_extend(self, forward_batch):\n        self._build(1, self.n)\n"
+    with pytest.raises(D._Reject, match="stop num_tokens"):
+        D.backend_uses(ast.parse(twice), "cuda_graph_swa_out_cache_loc", 1, line)

@@ -551,17 +551,20 @@ def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | 
         raise _Reject(f"{line}: more indices than dimensions")
     dims: list = []
     for i, k in enumerate(key):
+        if isinstance(k, ast.Slice) and k.upper is None and k.step is None:
+            dims.append(None)  # ``[:]`` or ``[start:]``: never past the allocation's end
+            continue
         if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
             raise _Reject(f"{line}: {src(k)} is not a slice from 0")
-        if k.upper is None:
-            dims.append(None)
-            continue
         fn = _enclosing(tree, line)
-        if i != 0 or not _backend_bs(fn, tree):
-            raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
         stop, plus = k.upper, False
         if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and src(stop.right) == "1":
             stop, plus = stop.left, True
+        if i == 0 and isinstance(stop, ast.Name) and stop.id != "bs" and _token_count(fn, tree, stop.id):
+            dims.append("tokens" + ("+1" if plus else ""))
+            continue
+        if i != 0 or not _backend_bs(fn, tree):
+            raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
         if src(stop) == "bs":
             unit = "rows"
         elif isinstance(stop, ast.Name) and stop.id == METADATA_ROWS:
@@ -578,6 +581,52 @@ def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | 
             raise _Reject(f"{line}: stop {src(k.upper)}")
         dims.append(unit + ("+1" if plus else ""))
     return dims + [None] * (ndims - len(dims))
+
+
+#: What a CUDA-graph method's forward batch says its token count is: the captured (or replayed)
+#: batch's tokens, at most ``captured_req_width * padded_bs`` (:func:`backend_tokens_fact`).
+GRAPH_TOKEN_COUNTS = {
+    "forward_batch.out_cache_loc.shape[0]",
+    "forward_batch.positions.numel()",
+    "forward_batch.input_ids.shape[0]",
+}
+
+
+def _token_count(fn, tree, name: str, depth: int = 0) -> bool:
+    """``name`` in ``fn`` is the token count of the forward batch a CUDA-graph method was handed:
+    every assignment of it in ``fn`` is one of :data:`GRAPH_TOKEN_COUNTS` and ``fn``'s
+    ``forward_batch`` is its own parameter (never reassigned) of a CUDA-graph method
+    (:data:`GRAPH_METHOD_WORDS`) or of a helper only such methods reach with theirs
+    (:func:`_graph_forward_batch`); or ``name`` is ``fn``'s parameter (never reassigned) and every
+    call ``self.<fn>(...)`` in the file passes, at its position or by keyword, a local of the caller
+    that is such a count (two levels: TRT-LLM MHA's ``_build_cuda_graph_metadata(bs, num_tokens,
+    ...)`` from ``init_forward_metadata_out_graph``'s ``num_tokens = forward_batch.positions.numel()``)."""
+    if fn is None or depth > 2:
+        return False
+    params = [a.arg for a in fn.args.args]
+    assigns = _assigns(fn, name)
+    if assigns:
+        if name in params or not all(src(a.value) in GRAPH_TOKEN_COUNTS for a in assigns):
+            return False
+        if "forward_batch" not in params or _assigns(fn, "forward_batch"):
+            return False
+        return any(w in fn.name for w in GRAPH_METHOD_WORDS) or _graph_forward_batch(fn, tree, depth)
+    if name not in params or name in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    index = params.index(name)
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
+    if not calls:
+        return False
+    for c in calls:
+        arg = next((kw.value for kw in c.keywords if kw.arg == name), None)
+        if arg is None and 0 < index <= len(c.args):
+            arg = c.args[index - 1]
+        caller = _enclosing(tree, c.lineno)
+        if not isinstance(arg, ast.Name) or caller is None or caller is fn:
+            return False
+        if not _token_count(caller, tree, arg.id, depth + 1):
+            return False
+    return True
 
 
 #: torch factories whose first argument (or its first element) is dimension 0's size.
