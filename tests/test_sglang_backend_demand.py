@@ -144,6 +144,11 @@ def test_a_stop_scaled_by_a_factor_is_checked_against_the_allocation():
     assert D.allocation_rows(tree, line) == "max_bs*self.topk"
     assert D.allocation_rows(tree, _line(DICTS, '"cu_seqlens_q": torch.arange')) == "max_bs+1"
     assert D.allocation_rows(tree, _line(DICTS, '"strided_indices"')) is None  # arange with a start
+    # FlashAttention's draft-decode expand cu_seqlens_q: arange(0, X * s + 1, step=s) has X + 1 entries
+    stepped = ast.parse("x = torch.arange(0, max_bs * self.topk * decode_length + 1, step=decode_length)")
+    assert D.allocation_rows(stepped, 1) == "max_bs*self.topk+1"
+    other = ast.parse("x = torch.arange(0, max_bs * self.topk * decode_length + 1, step=2)")
+    assert D.allocation_rows(other, 1) is None  # a step other than the factor: length not read
     assert D._set_once(tree, "self.topk")
     moved = ast.parse(
         DICTS.replace(

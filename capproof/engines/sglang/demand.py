@@ -636,7 +636,8 @@ SIZE_FIRST = {"torch.zeros", "torch.empty", "torch.ones", "torch.full"}
 def allocation_rows(tree, line: int) -> str | None:
     """The source (no spaces) of dimension 0's size in the allocation call on ``line``:
     ``torch.zeros|empty|ones|full(size, ...)`` (``size`` or its first element) or
-    ``torch.arange(0, n)``/``torch.arange(n)`` without a step; None for anything else."""
+    ``torch.arange(0, n)``/``torch.arange(n)`` without a step, ``X+1`` for ``torch.arange(0, X * s + 1,
+    step=s)``; None for anything else."""
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.lineno == line):
             continue
@@ -646,11 +647,24 @@ def allocation_rows(tree, line: int) -> str | None:
             if isinstance(first, (ast.Tuple, ast.List)):
                 return src(first.elts[0]) if first.elts else None
             return src(first)
-        if name == "torch.arange" and not any(k.arg == "step" for k in node.keywords):
+        step = next((k.value for k in node.keywords if k.arg == "step"), None)
+        if name == "torch.arange" and step is None:
             if len(node.args) == 1:
                 return src(node.args[0])
             if len(node.args) == 2 and src(node.args[0]) == "0":
                 return src(node.args[1])
+        if name == "torch.arange" and len(node.args) == 2 and src(node.args[0]) == "0":
+            # ``arange(0, X * s + 1, step=s)`` has X + 1 entries (s >= 1: a step of 0 raises)
+            end = node.args[1]
+            if (
+                isinstance(end, ast.BinOp)
+                and isinstance(end.op, ast.Add)
+                and src(end.right) == "1"
+                and isinstance(end.left, ast.BinOp)
+                and isinstance(end.left.op, ast.Mult)
+                and src(end.left.right) == src(step)
+            ):
+                return src(end.left.left) + "+1"
     return None
 
 
