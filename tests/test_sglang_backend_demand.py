@@ -303,7 +303,7 @@ def test_a_stop_bound_to_the_graph_batchs_token_count_is_a_token_extent():
     line = _line(SWA, "self.cuda_graph_swa_out_cache_loc = ")
     uses = D.backend_uses(ast.parse(SWA), "cuda_graph_swa_out_cache_loc", 1, line)
     # [n:] never passes the end (whole); [:n] and the helper's [:num_tokens] are token counts
-    assert sorted(str(u[1][0]) for u in uses) == ["None", "tokens", "tokens"]
+    assert sorted(str(u[1][0]) for u in uses) == ["None", "count", "count"]
     # a count read from something else than the graph batch's tokens: refused
     other = SWA.replace("n = forward_batch.out_cache_loc.shape[0]", "n = self.max_tokens")
     with pytest.raises(D._Reject, match="stop n"):

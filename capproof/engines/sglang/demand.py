@@ -561,7 +561,7 @@ def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | 
         if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and src(stop.right) == "1":
             stop, plus = stop.left, True
         if i == 0 and isinstance(stop, ast.Name) and stop.id != "bs" and _token_count(fn, tree, stop.id):
-            dims.append("tokens" + ("+1" if plus else ""))
+            dims.append("count" + ("+1" if plus else ""))
             continue
         if i != 0 or not _backend_bs(fn, tree):
             raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
@@ -1018,6 +1018,14 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
         if not kinds or any(dims[d] is not None for _, dims in uses for d in range(1, len(e.shape))):
             continue
         units = {k.removesuffix("+1") for k in kinds}
+        if "count" in units:
+            # a stop read from the forward batch's token count bounds a buffer sized in tokens only;
+            # on a buffer of max_bs rows it needs the mode's width (FlashInfer-MLA's decode
+            # kv_len_arr[:num_tokens] is width 1 because its draft backend refuses topk > 1): not derived
+            if not re.search(r"\b(captured_req_width|max_num_tokens)\b", str(e.shape[0])):
+                continue
+            units = {"tokens" if u == "count" else u for u in units}
+            kinds = {k.replace("count", "tokens") for k in kinds}
         scaled = sorted(u for u in units if u.startswith("scaled:"))
         if scaled:
             # ``[:bs * self.F (+ 1)]`` of a buffer allocated ``max_bs * self.F (+ 1)`` rows, ``self.F`` set
