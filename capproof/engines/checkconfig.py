@@ -1163,8 +1163,9 @@ def scope_line(outcome: CheckOutcome) -> str:
             continue
         covered = [kinds.get(e, "") for e in c.obligation.covers]
         if "derived" in c.obligation.tags:
-            # a derived demand counts as verified only when no unchecked fact carries the proof
-            if any(k == "proved on an assumed fact" for k in covered):
+            # a derived demand counts as verified only when the committed coverage says so for every
+            # buffer it covers (a kind not yet regenerated is not a verification either)
+            if not covered or any(k != "verified" for k in covered):
                 assumed += 1
             continue
         if not covered or all(k == "shape-only" for k in covered):
