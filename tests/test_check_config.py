@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from capproof.cli import main
 from capproof.engines.checkconfig import CheckError
 from capproof.engines.registry import parse_engine
+from capproof.engines.sglang.launch import parse_launch_args
 from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
 GLM_1M_DCP2 = [
@@ -201,6 +202,17 @@ def test_human_readable_ints_match_vllm_doc_examples():
     assert human_readable_int("f", "350k") == 350000
     assert human_readable_int("f", "1M") == 1048576
     assert human_readable_int("f", "1m") == 1000000
+
+
+@pytest.mark.parametrize("text", ["16_384", " 16384 ", "+16384"])
+def test_integer_flags_read_as_python_int_reads_them(text):
+    """vLLM's ``human_readable_int`` and argparse's ``type=int`` fall back to Python's ``int``
+    (vllm/utils/argparse_utils.py, 0.33.0), so ``--max-model-len 16_384`` is 16384 there and here."""
+    assert parse_serve_args(["--max-model-len", text]).max_model_len == 16384
+    assert parse_serve_args(["--max-num-seqs", text]).max_num_seqs == 16384
+    assert (
+        parse_launch_args(["--model-path", "m", "--max-running-requests", text]).values["max_running_requests"] == 16384
+    )
 
 
 def test_flag_forms():

@@ -202,9 +202,11 @@ def _resolve(option: str) -> str:
 
 
 def _int(flag: str, value: str, minimum: int = 1) -> int:
-    if not re.fullmatch(r"[+-]?\d+", str(value).strip()):
-        raise LaunchFlagError(f"{flag} {value!r}: not an integer")
-    number = int(value)
+    try:
+        # argparse's ``type=int``: Python's ``int``, so ``16_384`` is 16384 as SGLang reads it.
+        number = int(value)
+    except ValueError:
+        raise LaunchFlagError(f"{flag} {value!r}: not an integer") from None
     if number < minimum:
         raise LaunchFlagError(f"{flag} {value!r}: must be >= {minimum}")
     return number

@@ -185,17 +185,21 @@ def human_readable_int(flag: str, value: str) -> int:
                 f"{flag} {value!r}: decimals are not allowed with binary suffix {suffix} (did you mean {number}{suffix.lower()}?)"
             )
         return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    if re.fullmatch(r"[+-]?\d+", text):
+    try:
+        # vLLM falls back to Python's ``int``: ``16_384`` and surrounding spaces are accepted.
         return int(text)
-    raise ServeFlagError(f"{flag} {value!r}: not an integer (accepted: 350000, 350k, 1M)")
+    except ValueError:
+        raise ServeFlagError(f"{flag} {value!r}: not an integer (accepted: 350000, 350k, 1M)") from None
 
 
 def _int(flag: str, value: str, *, minimum: int = 1, human: bool = False) -> int:
     number = human_readable_int(flag, value) if human else None
     if number is None:
-        if not re.fullmatch(r"[+-]?\d+", str(value).strip()):
-            raise ServeFlagError(f"{flag} {value!r}: not an integer")
-        number = int(value)
+        try:
+            # argparse's ``type=int``: Python's ``int``, so ``16_384`` is 16384 as vLLM reads it.
+            number = int(value)
+        except ValueError:
+            raise ServeFlagError(f"{flag} {value!r}: not an integer") from None
     if number < minimum:
         raise ServeFlagError(f"{flag} {value!r}: must be >= {minimum}")
     return number
