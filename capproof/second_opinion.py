@@ -155,23 +155,40 @@ def _batches(entries: list[int], lengths: list[int] | None, size: int):
 
 
 def _strategy(ob: Obligation, finite, ranges, vectors: dict[str, Vector]):
+    # the strategies are built once per obligation, not in each example: Hypothesis computes the
+    # properties of every new strategy object (emptiness, labels) when it first draws from it, which
+    # was about half the cost of an example (the draws, and so the examples, are the same)
+    scalar = {}
+    for name in ob.params:
+        if name in finite:
+            scalar[name] = st.sampled_from(finite[name])
+        elif name in ranges:
+            r = ranges[name]
+            scalar[name] = st.one_of(st.sampled_from(_bounds(r.lo, r.hi)), st.integers(r.lo, r.hi))
+    entries = {}
+    for name, dom in vectors.items():
+        elem: Range = dom.elem  # type: ignore[assignment]
+        entries[name] = st.one_of(
+            st.sampled_from(_bounds(elem.lo, elem.hi, (dom.fill,))), st.integers(elem.lo, elem.hi)
+        )
+    heads = {name: st.lists(entry, min_size=0, max_size=_DRAWN_ENTRIES) for name, entry in entries.items()}
+    fixed: dict[tuple[str, int], object] = {}  # (vector, length) -> lists of exactly that length
+
     @st.composite
     def points(draw):
         point: dict[str, object] = {}
-        for name in ob.params:
-            if name in finite:
-                point[name] = draw(st.sampled_from(finite[name]))
-            elif name in ranges:
-                r = ranges[name]
-                point[name] = draw(st.one_of(st.sampled_from(_bounds(r.lo, r.hi)), st.integers(r.lo, r.hi)))
+        for name, strategy in scalar.items():
+            point[name] = draw(strategy)
         for name, dom in vectors.items():
-            elem: Range = dom.elem  # type: ignore[assignment]
             n = point[dom.length] if dom.length is not None else dom.size
-            entry = st.one_of(st.sampled_from(_bounds(elem.lo, elem.hi, (dom.fill,))), st.integers(elem.lo, elem.hi))
+            entry = entries[name]
             if n <= _DRAWN_ENTRIES:
-                point[name] = draw(st.lists(entry, min_size=n, max_size=n))
+                exact = fixed.get((name, n))
+                if exact is None:
+                    exact = fixed[(name, n)] = st.lists(entry, min_size=n, max_size=n)
+                point[name] = draw(exact)
             else:
-                head = draw(st.lists(entry, min_size=0, max_size=_DRAWN_ENTRIES))
+                head = draw(heads[name])
                 point[name] = head + [draw(entry)] * (n - len(head))
         return {p: point[p] for p in ob.params}
 

@@ -252,7 +252,7 @@ def _committed_expressions() -> list[str]:
     found: set[str] = set()
     for path in glob.glob(os.path.join(root, "proofs", "inventory", "*.json")):
         with open(path, encoding="utf-8") as fh:
-            for entry in json.load(fh)["entries"]:
+            for entry in json.load(fh).get("entries", []):  # (not the facts files)
                 found.update(entry.get("shape", []))
                 for d in entry.get("demands") or []:
                     if isinstance(d, dict):
