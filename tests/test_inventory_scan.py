@@ -87,3 +87,41 @@ def test_scan_finds_kept_allocations_only(tmp_path):
     assert e.sized_by == ["requests"]
     e = read_entry(bt, "static")
     assert e.shape == ["max_num_reqs", "max_num_blocks"] and e.sized_by == ["blocks", "requests"]
+
+
+def test_arange_with_a_start_is_one_dimension_of_its_length(tmp_path):
+    """``torch.arange(start, end[, step])`` allocates one dimension of ``end - start`` elements
+    (``cdiv`` with a step), not a dimension per argument: SGLang 0.5.23's
+    ``flashinfer_mla_backend.py:278`` ``torch.arange(0, max_bs + 1, ...)`` was read as ``[0, max_bs + 1]``."""
+    pkg = tmp_path / "vllm" / "v1" / "worker"
+    pkg.mkdir(parents=True)
+    (pkg / "ar.py").write_text(
+        textwrap.dedent("""
+            import torch
+
+            class B:
+                def __init__(self, max_bs, size, n, page_size, lo, hi):
+                    self.q_indptr = torch.arange(0, max_bs + 1, dtype=torch.int32)
+                    self.free_pages = torch.arange(1, size + 1, dtype=torch.int64)
+                    self.cu = torch.arange(0, max_bs * n + 1, step=n, dtype=torch.int32)
+                    self.strided = torch.arange(0, size, page_size)
+                    self.ids = torch.arange(lo, hi)
+                    self.parents = torch.arange(-1, n - 1)
+                    self.plain = torch.arange(n)
+            """)
+    )
+    found = {a.id.split("::")[1]: read_entry(a, "static").shape for a in scan(str(tmp_path), scope=("vllm/v1/worker",))}
+    assert found == {
+        "B.q_indptr": ["max_bs + 1"],
+        "B.free_pages": ["size"],
+        "B.cu": ["cdiv(max_bs * n + 1, n)"],
+        "B.strided": ["cdiv(size, page_size)"],
+        "B.ids": ["hi - lo"],
+        "B.parents": ["n - 1 - -1"],
+        "B.plain": ["n"],
+    }
+    from capproof.inventory import evaluate
+
+    # the lengths torch gives (arange(0, max_bs * n + 1, step=n) has max_bs + 1 entries)
+    assert evaluate(found["B.cu"][0], max_bs=7, n=3) == 8
+    assert evaluate(found["B.parents"][0], n=5) == 5

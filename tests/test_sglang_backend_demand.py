@@ -144,6 +144,11 @@ def test_a_stop_scaled_by_a_factor_is_checked_against_the_allocation():
     assert D.allocation_rows(tree, line) == "max_bs*self.topk"
     assert D.allocation_rows(tree, _line(DICTS, '"cu_seqlens_q": torch.arange')) == "max_bs+1"
     assert D.allocation_rows(tree, _line(DICTS, '"strided_indices"')) is None  # arange with a start
+    # FlashAttention's draft-decode expand cu_seqlens_q: arange(0, X * s + 1, step=s) has X + 1 entries
+    stepped = ast.parse("x = torch.arange(0, max_bs * self.topk * decode_length + 1, step=decode_length)")
+    assert D.allocation_rows(stepped, 1) == "max_bs*self.topk+1"
+    other = ast.parse("x = torch.arange(0, max_bs * self.topk * decode_length + 1, step=2)")
+    assert D.allocation_rows(other, 1) is None  # a step other than the factor: length not read
     assert D._set_once(tree, "self.topk")
     moved = ast.parse(
         DICTS.replace(
@@ -233,3 +238,77 @@ def test_committed_backend_demands(entry_id, extent, facts):
     unchecked = [f for f in d0["facts"] if not f["checked"]]
     assert len(unchecked) == facts and all(f["fact"].startswith("backend_") for f in unchecked)
     assert any(f["checked"] and "init_cuda_graph_state(self.max_bs" in f["fact"] for f in d0["facts"])
+
+
+# shaped after flashmla_backend.py: the graph method hands its helper the batch size of the forward
+# batch it was given (``bs=forward_batch.batch_size``), not a local ``bs``
+FLASHMLA = textwrap.dedent(
+    """
+    class Backend:
+        def init_cuda_graph_state(self, max_bs, max_num_tokens):
+            self.cuda_graph_num_splits = torch.empty(1 + max_bs, dtype=torch.int32)
+
+        def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+            self._apply(bs=forward_batch.batch_size, seq_lens=forward_batch.seq_lens)
+
+        def _apply(self, bs, seq_lens):
+            self.cuda_graph_num_splits[: bs + 1].copy_(seq_lens)
+
+        def forward_extend(self, forward_batch):
+            fb = other_batch()
+            self._apply(bs=fb.batch_size, seq_lens=fb.seq_lens)
+    """
+)
+
+
+def test_a_helper_given_the_graph_methods_forward_batch_size_is_bound_to_the_graph_batch():
+    line = _line(FLASHMLA, "self.cuda_graph_num_splits = ")
+    good = ast.parse(FLASHMLA.split("    def forward_extend")[0])
+    assert [u[1] for u in D.backend_uses(good, "cuda_graph_num_splits", 1, line)] == [["rows+1"]]
+    # another call site hands it a batch that is not the graph method's: refused
+    with pytest.raises(D._Reject, match="outside a graph method's batch"):
+        D.backend_uses(ast.parse(FLASHMLA), "cuda_graph_num_splits", 1, line)
+    # the graph method rebinds its forward batch first: refused
+    rebound = FLASHMLA.split("    def forward_extend")[0].replace(
+        "        self._apply(bs=", "        forward_batch = other()\n        self._apply(bs="
+    )
+    with pytest.raises(D._Reject, match="outside a graph method's batch"):
+        D.backend_uses(ast.parse(rebound), "cuda_graph_num_splits", 1, line)
+
+
+# shaped after trtllm_mha_backend.py and flashinfer_backend.py: the SWA write-location buffer is
+# sliced by the graph batch's token count, read from the forward batch a CUDA-graph method was handed
+SWA = textwrap.dedent(
+    """
+    class Backend:
+        def init_cuda_graph_state(self, max_bs, max_num_tokens):
+            self.cuda_graph_swa_out_cache_loc = torch.zeros(max_num_tokens, dtype=torch.int64)
+
+        def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+            bs = forward_batch.batch_size
+            if in_capture:
+                num_tokens = forward_batch.positions.numel()
+                self._build(bs, num_tokens)
+            n = forward_batch.out_cache_loc.shape[0]
+            self.cuda_graph_swa_out_cache_loc[n:].zero_()
+            self.cuda_graph_swa_out_cache_loc[:n].copy_(forward_batch.out_cache_loc)
+
+        def _build(self, bs, num_tokens):
+            metadata.swa_out_cache_loc = self.cuda_graph_swa_out_cache_loc[:num_tokens]
+    """
+)
+
+
+def test_a_stop_bound_to_the_graph_batchs_token_count_is_a_token_extent():
+    line = _line(SWA, "self.cuda_graph_swa_out_cache_loc = ")
+    uses = D.backend_uses(ast.parse(SWA), "cuda_graph_swa_out_cache_loc", 1, line)
+    # [n:] never passes the end (whole); [:n] and the helper's [:num_tokens] are token counts
+    assert sorted(str(u[1][0]) for u in uses) == ["None", "count", "count"]
+    # a count read from something else than the graph batch's tokens: refused
+    other = SWA.replace("n = forward_batch.out_cache_loc.shape[0]", "n = self.max_tokens")
+    with pytest.raises(D._Reject, match="stop n"):
+        D.backend_uses(ast.parse(other), "cuda_graph_swa_out_cache_loc", 1, line)
+    # the helper also called with another count: refused
+    twice = SWA + "\n    def forward_extend(self, forward_batch):\n        self._build(1, self.n)\n"
+    with pytest.raises(D._Reject, match="stop num_tokens"):
+        D.backend_uses(ast.parse(twice), "cuda_graph_swa_out_cache_loc", 1, line)

@@ -469,7 +469,10 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
     """``bs`` in ``fn`` is the graph batch: ``bs`` is ``fn``'s parameter (never reassigned) or every
     assignment of it is ``forward_batch.batch_size``, and ``fn`` is a CUDA-graph method
     (:data:`GRAPH_METHOD_WORDS`) or a helper every call of which in the file (``self.<fn>(...)``)
-    is in such a method (two levels) and passes that method's graph-bound ``bs`` as ``bs``."""
+    is in such a method (two levels) and passes as ``bs`` that method's graph-bound ``bs``, or the
+    ``forward_batch.batch_size`` of the forward batch such a method was handed (its own parameter,
+    never reassigned: FlashMLA's ``init_forward_metadata_out_graph`` ->
+    ``_apply_decode_target_verify_metadata(bs=forward_batch.batch_size, ...)``)."""
     if fn is None or depth > 2:
         return False
     params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
@@ -493,10 +496,20 @@ def _backend_bs(fn, tree=None, depth: int = 0) -> bool:
         arg = next((k.value for k in c.keywords if k.arg == "bs"), None)
         if arg is None and index is not None and 0 < index <= len(c.args):
             arg = c.args[index - 1]
-        if arg is None or src(arg) != "bs":
-            return False
         caller = _enclosing(tree, c.lineno)
-        if caller is None or caller is fn or not _backend_bs(caller, tree, depth + 1):
+        if caller is None or caller is fn or arg is None:
+            return False
+        if src(arg) == "forward_batch.batch_size":
+            # the caller's own forward batch (a parameter never reassigned) of a CUDA-graph method
+            # or of a helper only such methods reach with theirs
+            if "forward_batch" not in [a.arg for a in caller.args.args] or _assigns(caller, "forward_batch"):
+                return False
+            if not any(w in caller.name for w in GRAPH_METHOD_WORDS) and not _graph_forward_batch(
+                caller, tree, depth + 1
+            ):
+                return False
+            continue
+        if src(arg) != "bs" or not _backend_bs(caller, tree, depth + 1):
             return False
     return True
 
@@ -538,17 +551,20 @@ def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | 
         raise _Reject(f"{line}: more indices than dimensions")
     dims: list = []
     for i, k in enumerate(key):
+        if isinstance(k, ast.Slice) and k.upper is None and k.step is None:
+            dims.append(None)  # ``[:]`` or ``[start:]``: never past the allocation's end
+            continue
         if not isinstance(k, ast.Slice) or k.lower is not None or k.step is not None:
             raise _Reject(f"{line}: {src(k)} is not a slice from 0")
-        if k.upper is None:
-            dims.append(None)
-            continue
         fn = _enclosing(tree, line)
-        if i != 0 or not _backend_bs(fn, tree):
-            raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
         stop, plus = k.upper, False
         if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and src(stop.right) == "1":
             stop, plus = stop.left, True
+        if i == 0 and isinstance(stop, ast.Name) and stop.id != "bs" and _token_count(fn, tree, stop.id):
+            dims.append("count" + ("+1" if plus else ""))
+            continue
+        if i != 0 or not _backend_bs(fn, tree):
+            raise _Reject(f"{line}: stop {src(k.upper)} outside a graph method's batch")
         if src(stop) == "bs":
             unit = "rows"
         elif isinstance(stop, ast.Name) and stop.id == METADATA_ROWS:
@@ -567,6 +583,52 @@ def _graph_slice(tree, sub: ast.Subscript, ndims: int, line: int) -> list[str | 
     return dims + [None] * (ndims - len(dims))
 
 
+#: What a CUDA-graph method's forward batch says its token count is: the captured (or replayed)
+#: batch's tokens, at most ``captured_req_width * padded_bs`` (:func:`backend_tokens_fact`).
+GRAPH_TOKEN_COUNTS = {
+    "forward_batch.out_cache_loc.shape[0]",
+    "forward_batch.positions.numel()",
+    "forward_batch.input_ids.shape[0]",
+}
+
+
+def _token_count(fn, tree, name: str, depth: int = 0) -> bool:
+    """``name`` in ``fn`` is the token count of the forward batch a CUDA-graph method was handed:
+    every assignment of it in ``fn`` is one of :data:`GRAPH_TOKEN_COUNTS` and ``fn``'s
+    ``forward_batch`` is its own parameter (never reassigned) of a CUDA-graph method
+    (:data:`GRAPH_METHOD_WORDS`) or of a helper only such methods reach with theirs
+    (:func:`_graph_forward_batch`); or ``name`` is ``fn``'s parameter (never reassigned) and every
+    call ``self.<fn>(...)`` in the file passes, at its position or by keyword, a local of the caller
+    that is such a count (two levels: TRT-LLM MHA's ``_build_cuda_graph_metadata(bs, num_tokens,
+    ...)`` from ``init_forward_metadata_out_graph``'s ``num_tokens = forward_batch.positions.numel()``)."""
+    if fn is None or depth > 2:
+        return False
+    params = [a.arg for a in fn.args.args]
+    assigns = _assigns(fn, name)
+    if assigns:
+        if name in params or not all(src(a.value) in GRAPH_TOKEN_COUNTS for a in assigns):
+            return False
+        if "forward_batch" not in params or _assigns(fn, "forward_batch"):
+            return False
+        return any(w in fn.name for w in GRAPH_METHOD_WORDS) or _graph_forward_batch(fn, tree, depth)
+    if name not in params or name in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    index = params.index(name)
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and src(c.func) == f"self.{fn.name}"]
+    if not calls:
+        return False
+    for c in calls:
+        arg = next((kw.value for kw in c.keywords if kw.arg == name), None)
+        if arg is None and 0 < index <= len(c.args):
+            arg = c.args[index - 1]
+        caller = _enclosing(tree, c.lineno)
+        if not isinstance(arg, ast.Name) or caller is None or caller is fn:
+            return False
+        if not _token_count(caller, tree, arg.id, depth + 1):
+            return False
+    return True
+
+
 #: torch factories whose first argument (or its first element) is dimension 0's size.
 SIZE_FIRST = {"torch.zeros", "torch.empty", "torch.ones", "torch.full"}
 
@@ -574,7 +636,8 @@ SIZE_FIRST = {"torch.zeros", "torch.empty", "torch.ones", "torch.full"}
 def allocation_rows(tree, line: int) -> str | None:
     """The source (no spaces) of dimension 0's size in the allocation call on ``line``:
     ``torch.zeros|empty|ones|full(size, ...)`` (``size`` or its first element) or
-    ``torch.arange(0, n)``/``torch.arange(n)`` without a step; None for anything else."""
+    ``torch.arange(0, n)``/``torch.arange(n)`` without a step, ``X+1`` for ``torch.arange(0, X * s + 1,
+    step=s)``; None for anything else."""
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.lineno == line):
             continue
@@ -584,11 +647,24 @@ def allocation_rows(tree, line: int) -> str | None:
             if isinstance(first, (ast.Tuple, ast.List)):
                 return src(first.elts[0]) if first.elts else None
             return src(first)
-        if name == "torch.arange" and not any(k.arg == "step" for k in node.keywords):
+        step = next((k.value for k in node.keywords if k.arg == "step"), None)
+        if name == "torch.arange" and step is None:
             if len(node.args) == 1:
                 return src(node.args[0])
             if len(node.args) == 2 and src(node.args[0]) == "0":
                 return src(node.args[1])
+        if name == "torch.arange" and len(node.args) == 2 and src(node.args[0]) == "0":
+            # ``arange(0, X * s + 1, step=s)`` has X + 1 entries (s >= 1: a step of 0 raises)
+            end = node.args[1]
+            if (
+                isinstance(end, ast.BinOp)
+                and isinstance(end.op, ast.Add)
+                and src(end.right) == "1"
+                and isinstance(end.left, ast.BinOp)
+                and isinstance(end.left.op, ast.Mult)
+                and src(end.left.right) == src(step)
+            ):
+                return src(end.left.left) + "+1"
     return None
 
 
@@ -601,6 +677,16 @@ def _set_once(tree, attribute: str) -> bool:
                 if any(src(t) == attribute for t in assigned(a)):
                     return False
     return True
+
+
+def _owner_class(tree, line: int) -> str | None:
+    """The name of the class whose body holds ``line`` (innermost)."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return best.name if best else None
 
 
 def backend_uses(tree, attribute: str, ndims: int, line0: int = 0) -> list[tuple[int, list[str | None]]]:
@@ -873,11 +959,30 @@ def _key_helper_uses(tree, call: ast.Call, position: int, key: str, ndims: int) 
     return out
 
 
-def backend_bs_fact() -> dict:
-    """The runner hands its backend the graph batch: not checked (the call chain runner -> backend
-    crosses files and dispatchers)."""
+def backend_bs_fact(root: str | None = None, cls: str | None = None) -> dict:
+    """The runner hands backend class ``cls`` the graph batch: checked at every call site of the
+    backend's CUDA-graph entry methods that may reach it (:func:`capproof.engines.sglang.graph_calls.backend_bs_sites`:
+    each call's forward batch followed back, AST, view builders run, to an element of the runner's
+    capture list); ``checked`` only when every site is. Without ``root``/``cls`` (or when the walk
+    fails) the fact is recorded unchecked with the two runner chains it rests on."""
+    fact = "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)"
+    if root is not None and cls is not None:
+        try:
+            from .graph_calls import backend_bs_sites
+
+            sites = backend_bs_sites(root, cls)
+        except Exception as exc:  # noqa: BLE001 - then unchecked, with the reason
+            sites = {"checked": [], "not checked": [f"call sites not walked: {type(exc).__name__}: {exc}"[:200]]}
+        return {
+            "fact": fact,
+            "checked": not sites["not checked"] and bool(sites["checked"]),
+            "paths": {
+                "checked (ast; build_replay_fb_view, build_inner_fb_view and round_up_grid run)": sites["checked"],
+                "not checked": sites["not checked"],
+            },
+        }
     return {
-        "fact": "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)",
+        "fact": fact,
         "checked": False,
         "paths": {
             "not checked": [
@@ -917,7 +1022,8 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
     larger of ``backend_bs`` and ``backend_num_tokens``, the latter with the assumed fact
     :func:`backend_tokens_fact`."""
     padded, notes = padded_batch()
-    bs_fact, tokens_fact, state = backend_bs_fact(), backend_tokens_fact(), graph_state_fact(root)
+    tokens_fact, state = backend_tokens_fact(), graph_state_fact(root)
+    bs_facts: dict = {}
     trees: dict = {}
     done = []
     for e in entries:
@@ -942,6 +1048,14 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
         if not kinds or any(dims[d] is not None for _, dims in uses for d in range(1, len(e.shape))):
             continue
         units = {k.removesuffix("+1") for k in kinds}
+        if "count" in units:
+            # a stop read from the forward batch's token count bounds a buffer sized in tokens only;
+            # on a buffer of max_bs rows it needs the mode's width (FlashInfer-MLA's decode
+            # kv_len_arr[:num_tokens] is width 1 because its draft backend refuses topk > 1): not derived
+            if not re.search(r"\b(captured_req_width|max_num_tokens)\b", str(e.shape[0])):
+                continue
+            units = {"tokens" if u == "count" else u for u in units}
+            kinds = {k.replace("count", "tokens") for k in kinds}
         scaled = sorted(u for u in units if u.startswith("scaled:"))
         if scaled:
             # ``[:bs * self.F (+ 1)]`` of a buffer allocated ``max_bs * self.F (+ 1)`` rows, ``self.F`` set
@@ -963,6 +1077,14 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
             base = "maximum(backend_bs, backend_num_tokens)" if "tokens" in units else "backend_bs"
             extent = f"{base} + 1" if any(k.endswith("+1") for k in kinds) else base
         sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
+        cls = _owner_class(tree, e.line)
+        if cls not in bs_facts:
+            bs_facts[cls] = backend_bs_fact(root, cls)
+        bs_fact = bs_facts[cls]
+        if bs_fact["checked"]:
+            # every call site gives the backend an element of the capture list: the demand is the
+            # padded batch itself (no assumption left)
+            extent = re.sub(r"\bbackend_bs\b", f"({padded})", extent)
         facts = [bs_fact] + ([tokens_fact] if "tokens" in units else []) + [state]
         demands = [
             {

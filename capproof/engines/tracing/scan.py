@@ -82,12 +82,34 @@ def _shape_args(call: ast.Call, wrappers=frozenset()) -> list[str]:
         return [f"shape of {ast.unparse(args[0])}"] if args else []
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
         return [ast.unparse(a) for a in args[0].elts]
+    if name.endswith("arange") and len(args) >= 2:
+        step = next((k.value for k in call.keywords if k.arg == "step"), None)
+        return [_arange_length(*args[:3]) if step is None or len(args) > 2 else _arange_length(*args[:2], step)]
     out = [ast.unparse(a) for a in args]
     if not out:
         for kw in call.keywords:
             if kw.arg in ("size", "shape", "end"):
                 out = [ast.unparse(kw.value)]
     return out
+
+
+def _arange_length(start: ast.expr, end: ast.expr, step: ast.expr | None = None) -> str:
+    """The one dimension of ``arange(start, end[, step])`` (``torch.arange``/``np.arange``): ``end``
+    when ``start`` is 0, ``X`` for ``arange(k, X + k)`` or ``arange(k, k + X)``, else ``end - (start)``; with a step,
+    ``cdiv(length, step)`` (the shape language's ceiling division; a positive step assumed, as
+    every allocation of the scanned engines uses). Elements, not the arguments as dimensions."""
+    a, b = ast.unparse(start), ast.unparse(end)
+    if a == "0":
+        length = b
+    elif isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add) and ast.unparse(end.right) == a:
+        length = ast.unparse(end.left)
+    elif isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add) and ast.unparse(end.left) == a:
+        length = ast.unparse(end.right)
+    else:
+        length = f"{b} - {a}" if isinstance(start, ast.Name) else f"{b} - ({a})"
+    if step is None or ast.unparse(step) == "1":
+        return length
+    return f"cdiv({length}, {ast.unparse(step)})"
 
 
 def _target_name(t: ast.expr) -> tuple[str, bool] | None:
