@@ -262,6 +262,11 @@ def _state_held(obj: object, depth: int = 0, budget: list | None = None) -> str:
     return ""
 
 
+def _ours(kind: type) -> bool:
+    """A class of capproof or Z3 (a symbolic value: callable, pure)."""
+    return _capproofs(kind.__module__) or kind.__module__.split(".")[0] == "z3"
+
+
 def _capproofs(modname: str) -> bool:
     """capproof's own modules (not ``capproof_spec.*``, the spec files the loader imports)."""
     return modname == "capproof" or modname.startswith("capproof.")
@@ -430,7 +435,7 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
             # a C wrapper (``functools.lru_cache``) around a Python function: its cache is state too
             note(f"calls a {kind.__name__} object, which keeps state of its own")
             objects.append(obj.__wrapped__)
-        elif callable(obj) and not _project_class(kind):
+        elif callable(obj) and not _project_class(kind) and not _ours(kind):
             # an object of a library class whose calls are not read (``operator.methodcaller``)
             note(f"reaches a {kind.__module__}.{kind.__qualname__} object, whose calls are not known pure")
         elif _project_class(kind) or (

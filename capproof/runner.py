@@ -1076,6 +1076,44 @@ def _count_z3_param_calls() -> list[int]:
     return calls
 
 
+def _files_held_open() -> dict[int, tuple[int, int, int, int]]:
+    """The regular files this process holds open (not its standard streams), by descriptor:
+    ``(device, inode, size, modification time)``. A model writing through a descriptor it opened
+    at import (``os.write``: no audit event) changes one."""
+    import stat
+
+    out: dict[int, tuple[int, int, int, int]] = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # (not Linux: not checked)
+        return out
+    streams = set()
+    for std in (0, 1, 2):
+        try:
+            st = os.fstat(std)
+            streams.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    for name in names:
+        try:
+            st = os.fstat(int(name))
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in streams:
+            out[int(name)] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _written_while_open(before: dict[int, tuple[int, int, int, int]]) -> list[str]:
+    """The files of :func:`_files_held_open` ``before`` that changed since (same descriptor, same file)."""
+    now = _files_held_open()
+    return [
+        f"a file held open at descriptor {fd} (written while deciding)"
+        for fd, was in before.items()
+        if fd in now and now[fd][:2] == was[:2] and now[fd] != was
+    ]
+
+
 def _global_generators() -> dict[str, object]:
     """The state of each pseudo-random generator a model can draw from without holding it: the
     ``random`` module's own (``random.random()``, ``from random import randint``), NumPy's global
@@ -1344,6 +1382,7 @@ def _decide_isolated(
         before = module_data(modules)
         loaded = set(sys.modules)
     drawn = _global_generators() if kind != "contract" else None
+    held_open = _files_held_open()
     with _FilesRead() as read:
         if task is not None and kind == task.kind:
             outcome = task.decide(item)  # type: ignore[arg-type]
@@ -1364,6 +1403,7 @@ def _decide_isolated(
     ]
     if drawn is not None:
         changed += _drawn_from(drawn)
+    changed += _written_while_open(held_open)
     if changed and not _is_error(outcome):
         _mark_error(
             outcome,

@@ -197,15 +197,33 @@ def _held_digest(ob: Any, memo: dict[Any, tuple[object, str | None]], portable: 
 
 
 def _module_digest(module: types.ModuleType, portable: bool = False) -> str | None:
-    """A module's data (what a spec computed at import, a table read from a file, say)."""
-    return _digest(
-        sorted(
-            (k, v)
-            for k, v in vars(module).items()
-            if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))
-        ),
-        portable,
+    """A module's data (what a spec computed at import, a table read from a file, say), with what
+    its own classes and functions hold: class attributes and default arguments computed at import
+    (an engine config read into ``Limits.MAX_NUM_SEQS`` or ``def cap(limit=_load(...))``)."""
+    held = vars(module)
+    data = sorted(
+        (k, v) for k, v in held.items() if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))
     )
+    own = []
+    for k, v in sorted(held.items()):
+        if getattr(v, "__module__", None) != module.__name__ or k.startswith("__"):
+            continue
+        if isinstance(v, type):
+            own.append(
+                (
+                    k,
+                    sorted(
+                        (a, b)
+                        for a, b in vars(v).items()
+                        if not (
+                            a.startswith("__") or callable(b) or isinstance(b, (staticmethod, classmethod, property))
+                        )
+                    ),
+                )
+            )
+        elif isinstance(v, types.FunctionType):
+            own.append((k, v.__defaults__, v.__kwdefaults__))
+    return _digest((data, own), portable)
 
 
 def obligation_keys(
@@ -253,6 +271,8 @@ def item_key(
     the working directory, the Python and solvers' versions and the environment. None: some of that
     data cannot be pickled (not cacheable). ``memo``/``held``: per-run memos shared by the
     obligations of a run."""
+    if modules is None:  # code naming sys, eval, importlib...: what it reads is not bounded (sys.argv)
+        return None
     core = _key_parts(kind, ob, settings, modules, project, memo, held, roots, portable=False)
     if core is None:
         return None

@@ -12,11 +12,8 @@ inputs a model reads are outside it:
   event, so a model asking whether a checkpoint's ``added_tokens.json`` exists keeps its cached
   ``proved`` after the file appears.
 
-Each was: proved, the input changed, the cached verdict still ``proved`` while ``--no-cache`` (and
-ints, at ``k == 37``) give a counterexample. The key now holds the size and modification time of
-each loaded module file of a package outside the standard library the obligation reaches, and a
-verdict whose model reaches a standard-library module that may read the machine (``os``, ``time``)
-is not cached.
+Each: proved, the input changed, the cached verdict still ``proved`` while ``--no-cache`` (and
+ints, at ``k == 37``) give a counterexample.
 """
 
 from __future__ import annotations
@@ -116,3 +113,66 @@ def test_a_cached_proof_is_not_reused_under_a_narrower_cpu_affinity(project):
     fresh = _verdicts("--no-cache", preexec=lambda: os.sched_setaffinity(0, one_cpu))
     assert fresh == {"omp_threads": "counterexample"}  # ints on one CPU: demand 1 > 0 at k == 37
     assert cached == {"omp_threads": "counterexample"}
+
+
+ARGV_SPEC = """
+import sys
+from capproof import Range, obligation, at_most, select
+
+@obligation(domain={"k": Range(0, 40)})
+def argv_slots(k):
+    selected = 1 if "-k" in sys.argv else 0      # a spec reading its command line
+    return at_most(demand=select(k == 37, selected, 0), capacity=0)
+"""
+
+
+def test_a_cached_proof_is_not_reused_under_another_command_line(project):
+    (project / "spec" / "argv_spec.py").write_text(ARGV_SPEC)
+    assert _verdicts() == {"argv_slots": "proved"}
+    cached = _verdicts("-k", "argv")
+    assert _verdicts("--no-cache", "-k", "argv") == {"argv_slots": "counterexample"}
+    assert cached == {"argv_slots": "counterexample"}
+
+
+CLASS_DATA_SPEC = """
+import json, os
+from capproof import Range, obligation, at_most
+
+_CFG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine.json")
+
+
+def _load(key):
+    with open(_CFG) as f:
+        return json.load(f)[key]
+
+
+class Limits:
+    MAX_NUM_SEQS = _load("max_num_seqs")      # read once at import, as engine configs are
+
+
+def seqs_capacity(limit=_load("max_num_seqs")):
+    return limit
+
+
+@obligation(domain={"k": Range(0, 40)})
+def class_attr_limit(k):
+    return at_most(demand=k, capacity=Limits.MAX_NUM_SEQS)
+
+
+@obligation(domain={"k": Range(0, 40)})
+def helper_default_limit(k):
+    return at_most(demand=k, capacity=seqs_capacity())
+"""
+
+
+def test_a_cached_proof_is_not_reused_after_data_read_at_import_into_a_class_changed(project):
+    """The key pickles module globals (callables aside) and the claim's own closures and defaults:
+    a file read at import into a class attribute or a helper's default argument is in neither."""
+    (project / "spec" / "engine.json").write_text('{"max_num_seqs": 40}')
+    (project / "spec" / "class_data_spec.py").write_text(CLASS_DATA_SPEC)
+    assert _verdicts() == {"class_attr_limit": "proved", "helper_default_limit": "proved"}
+    (project / "spec" / "engine.json").write_text('{"max_num_seqs": 36}')
+    cached = _verdicts()
+    both = {"class_attr_limit": "counterexample", "helper_default_limit": "counterexample"}
+    assert _verdicts("--no-cache") == both  # ints: k = 37 > 36
+    assert cached == both

@@ -29,6 +29,7 @@ import capproof.loader as loader
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
+C_FUNCTIONS = pytest.mark.xfail(strict=True, reason="process state set through C functions is not compared")
 UNSEEN = pytest.mark.xfail(
     strict=True, reason="a standard-library registry filled through its API: the within-item check does not read it"
 )
@@ -105,6 +106,32 @@ ATTEMPTS = [
             "(sys.modules.setdefault('_adv_fake_mod', types.ModuleType('_adv_fake_mod'))"
             ".__dict__.setdefault('n', []).append(1), len(sys.modules['_adv_fake_mod'].n) == 1)[1]",
         ),
+    ),
+    pytest.param(
+        "file-written-through-a-descriptor-opened-at-import",
+        _model(
+            "import os, tempfile\nFD, _PATH = tempfile.mkstemp()",
+            "(os.fstat(FD).st_size == 0, os.write(FD, b'x'))[0]",
+        ),
+    ),
+    # process state set through C functions (a documented limit: not compared)
+    pytest.param(
+        "decimal-context-precision",
+        _model("import decimal", "(decimal.getcontext().prec == 28, setattr(decimal.getcontext(), 'prec', 29))[0]"),
+        marks=C_FUNCTIONS,
+    ),
+    pytest.param(
+        "switch-interval",
+        _model("", "(sys.getswitchinterval() == 0.005, sys.setswitchinterval(0.006))[0]"),
+        marks=C_FUNCTIONS,
+    ),
+    pytest.param(
+        "atexit-callbacks",
+        _model(
+            "import atexit\n_BASE = atexit._ncallbacks()",
+            "(atexit.register(print), atexit._ncallbacks() == _BASE + 1)[1]",
+        ),
+        marks=C_FUNCTIONS,
     ),
     # seen by the state check (an error): a list global, a function attribute
     pytest.param("list-global", _model("STATE = []", "(STATE.append(1), len(STATE) == 1)[1]")),
