@@ -168,3 +168,34 @@ def test_a_store_of_the_attribute_elsewhere_leaves_it_unchecked(tmp_path):
     assert len(sites["checked"]) == 1
     (line,) = sites["not checked"]
     assert line.startswith("sglang/srt/runner.py:20 replay_again") and "tweak.py:3" in line
+
+
+EAGER_BASE = """
+class AttentionBackend:
+    def init_forward_metadata(self, forward_batch):
+        self.init_forward_metadata_out_graph(forward_batch)
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        pass
+
+
+class MyBackend(AttentionBackend):
+    def init_cuda_graph_state(self, max_bs, max_num_tokens):
+        self.buf = torch.zeros(max_bs)
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        bs = forward_batch.batch_size
+        self.buf[:bs].zero_()
+"""
+
+
+def test_the_base_class_eager_entry_is_a_site_unless_overridden(tmp_path):
+    root = _tree(tmp_path, {"layers/attention/my_backend.py": EAGER_BASE, "runner.py": RUNNER})
+    kept = {(rel, call.lineno) for rel, call, _ in relevant_sites(root, "MyBackend", "init_forward_metadata_out_graph")}
+    assert ("sglang/srt/layers/attention/my_backend.py", 4) in kept
+    overridden = EAGER_BASE + "\n    def init_forward_metadata(self, forward_batch):\n        pass\n"
+    root2 = _tree(tmp_path / "b", {"layers/attention/my_backend.py": overridden, "runner.py": RUNNER})
+    kept2 = {
+        (rel, call.lineno) for rel, call, _ in relevant_sites(root2, "MyBackend", "init_forward_metadata_out_graph")
+    }
+    assert ("sglang/srt/layers/attention/my_backend.py", 4) not in kept2

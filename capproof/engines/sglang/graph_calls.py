@@ -859,6 +859,33 @@ def _related(ix: _Index, cls: str) -> set[str]:
     return up | _subclasses(ix, cls)
 
 
+def _ancestors(ix: _Index, cls: str) -> set[str]:
+    """The bases of ``cls``, transitively (by name)."""
+    bases = ix.bases()
+    up, todo = set(), [cls]
+    while todo:
+        for b in bases.get(todo.pop(), ()):
+            if b not in up:
+                up.add(b)
+                todo.append(b)
+    return up
+
+
+def _defines(ix: _Index, cls: str, method: str) -> bool:
+    """Every class named ``cls`` in srt defines ``method`` in its own body."""
+    found = False
+    for rel in ix.files:
+        if f"class {cls}" not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        for n in ast.walk(t) if t else []:
+            if isinstance(n, ast.ClassDef) and n.name == cls:
+                found = True
+                if not any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == method for b in n.body):
+                    return False
+    return found
+
+
 def _subclasses(ix: _Index, cls: str) -> set[str]:
     bases = ix.bases()
     out = {cls}
@@ -948,6 +975,11 @@ def relevant_sites(root: str, cls: str, method: str) -> list[tuple[str, ast.Call
             continue
         if src(recv) == "self":
             if owner is not None and owner.name not in mine:
+                # a base class's ``self.method(...)`` reaches ``cls`` unless ``cls`` overrides the
+                # calling method itself (an intermediate override is not looked for: kept)
+                if owner.name not in _ancestors(ix, cls) or (fn is not None and _defines(ix, cls, fn.name)):
+                    continue
+                out.append((rel, call, "self in a base class"))
                 continue
             out.append((rel, call, "self"))
             continue
