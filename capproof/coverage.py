@@ -52,6 +52,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from . import facts as _facts
 from .errors import CapproofError
 
 __all__ = [
@@ -138,10 +139,13 @@ def demand_dims(entry_id: str, sources: Iterable[str]) -> set[int]:
     return out
 
 
-def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str:
+def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]], discharged: Iterable[str] = ()) -> str:
     """The entry's kind (:data:`KINDS`) from the run records of the obligations covering it (each
-    with ``verdict``, ``restating_assumptions`` and ``sources``). Also used by ``check-config`` on
-    the obligations it applied at a deployment's flags."""
+    with ``verdict``, ``restating_assumptions`` and ``sources``). ``discharged``: named assumptions
+    that are engine facts checked on every path for this entry (:func:`capproof.facts.discharged`):
+    they neither restate a claim nor count as assumed. Also used by ``check-config`` on the
+    obligations it applied at a deployment's flags."""
+    done = set(discharged)
     obs = list(obligations)
     if not obs:
         return "uncovered"
@@ -150,7 +154,7 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
     proved = [o for o in obs if o.get("verdict") == "proved"]
     if not proved:
         return "undecided"
-    honest = [o for o in proved if not o.get("restating_assumptions")]
+    honest = [o for o in proved if not [a for a in o.get("restating_assumptions") or [] if a not in done]]
     if not honest:
         return "shape-only"
     want = set(range(_ndims(entry)))
@@ -158,7 +162,7 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
     dims, dims_assumed = set(), set()
     for o in honest:
         read = demand_dims(entry["id"], o.get("sources", [])) & derived
-        if assumed_facts(o):
+        if assumed_facts(o, done):
             dims_assumed |= read
         else:
             dims |= read
@@ -169,12 +173,14 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]]) -> str
     return "proved, demand modelled"
 
 
-def assumed_facts(record: dict[str, Any]) -> list[str]:
+def assumed_facts(record: dict[str, Any], discharged: Iterable[str] = ()) -> list[str]:
     """The named assumptions a proved obligation's unsat core used (``assumptions_used`` that are
-    among its ``assumptions``; the domain's own bounds are not named assumptions): facts about the
-    engine that no obligation checked, so its proof is not a verification."""
+    among its ``assumptions``; the domain's own bounds are not named assumptions) and that are not
+    in ``discharged`` (engine facts checked on every path): facts about the engine that nothing
+    checked, so its proof is not a verification."""
     named = record.get("assumptions") or []
-    return [a for a in record.get("assumptions_used") or [] if a in named]
+    done = set(discharged)
+    return [a for a in record.get("assumptions_used") or [] if a in named and a not in done]
 
 
 #: What sizes a buffer, by the config or model name that appears in its shape (the
@@ -245,6 +251,8 @@ class EntryCoverage:
 
     entry: dict[str, Any]
     obligations: list[dict[str, Any]] = field(default_factory=list)
+    #: named assumptions that are engine facts checked on every path for this entry
+    discharged: frozenset = frozenset()
 
     @property
     def id(self) -> str:
@@ -286,7 +294,7 @@ class EntryCoverage:
     @property
     def kind(self) -> str:
         """One of :data:`KINDS` (:func:`kind_of`)."""
-        return kind_of(self.entry, self.obligations)
+        return kind_of(self.entry, self.obligations, self.discharged)
 
 
 @dataclass
@@ -295,6 +303,8 @@ class Coverage:
     entries: list[EntryCoverage]
     #: covers= ids of the run that name no entry of this inventory: {obligation id: [ids]}
     unknown_ids: dict[str, list[str]] = field(default_factory=dict)
+    #: the engine facts of this inventory (:mod:`capproof.facts`), checked or not
+    facts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -330,9 +340,14 @@ class Coverage:
                 if o.get("verdict") != "proved":
                     continue
                 for a in o.get("assumptions_used", []):
-                    if a not in o.get("assumptions", []):
+                    if a not in o.get("assumptions", []) or a in e.discharged:
                         continue
                     row = facts.setdefault(a, {"entries": set(), "restates": False, "paths": []})
+                    for f in _facts.facts_for(self.facts, a, _entry_file(e.entry)):
+                        for p in _facts.unchecked_paths(f):
+                            item = f"{p['site']} [{p['result']}: {p['why'][:80]}]" if p.get("why") else p["site"]
+                            if item not in row["paths"]:
+                                row["paths"].insert(0, item)
                     row["entries"].add(e.id)
                     row["restates"] |= a in (o.get("restating_assumptions") or [])
                     for s in o.get("sources", []):
@@ -353,6 +368,17 @@ class Coverage:
                                 row["paths"].append(item)
         ordered = sorted(facts.items(), key=lambda kv: (-len(kv[1]["entries"]), kv[0]))
         return OrderedDict((k, {**v, "entries": len(v["entries"])}) for k, v in ordered)
+
+    def fact_entries(self) -> dict[int, set[str]]:
+        """``{index of a fact in self.facts: ids of the entries whose proofs name one of its
+        assumptions and are in its scope}``."""
+        out: dict[int, set[str]] = {i: set() for i in range(len(self.facts))}
+        for e in self.entries:
+            used = {a for o in e.obligations if o.get("verdict") == "proved" for a in o.get("assumptions_used", [])}
+            for i, f in enumerate(self.facts):
+                if used & set(f.get("assumptions") or []) and _facts.in_scope(f, _entry_file(e.entry)):
+                    out[i].add(e.id)
+        return out
 
     def by_kind(self, key) -> dict[str, tuple[int, int]]:
         """``{group: (verified, shape-only)}``; ``key(entry) -> [groups]``."""
@@ -419,6 +445,10 @@ def categories_of(entry: dict[str, Any]) -> list[str]:
     return sorted(found, key=CATEGORIES.index) or ["other"]
 
 
+def _entry_file(entry: dict[str, Any]) -> str:
+    return entry.get("file") or entry["id"].split("::")[0]
+
+
 def directory_of(entry: dict[str, Any]) -> list[str]:
     return [os.path.dirname(entry.get("file") or entry["id"].split("::")[0])]
 
@@ -462,9 +492,26 @@ def read_run(path: str) -> dict[str, Any]:
     return data
 
 
-def compute(entries: Iterable[dict[str, Any]], run_json: dict[str, Any], inventory_path: str = "") -> Coverage:
-    """Join inventory entries with the run's obligations by ``covers`` (see the module docstring)."""
-    cov = Coverage(inventory_path, [EntryCoverage(dict(e)) for e in entries])
+def compute(
+    entries: Iterable[dict[str, Any]],
+    run_json: dict[str, Any],
+    inventory_path: str = "",
+    facts: list[dict[str, Any]] | None = None,
+) -> Coverage:
+    """Join inventory entries with the run's obligations by ``covers`` (see the module docstring).
+    ``facts``: the engine facts (:mod:`capproof.facts`); by default read from the file next to
+    ``inventory_path`` (:func:`capproof.facts.facts_path`, none when it does not exist).
+    Raises :class:`CoverageInputError` for a facts file of the wrong form."""
+    if facts is None:
+        try:
+            facts = _facts.read(_facts.facts_path(inventory_path)) if inventory_path else []
+        except _facts.FactsInputError as exc:
+            raise CoverageInputError(str(exc)) from None
+    cov = Coverage(
+        inventory_path,
+        [EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e)))) for e in entries],
+        facts=list(facts),
+    )
     index = {e.id: e for e in cov.entries}
     for ob in run_json.get("obligations", []):
         stray = []
@@ -526,6 +573,35 @@ def _shape(entry: dict[str, Any]) -> str:
     if isinstance(shape, list):
         return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
     return str(shape)
+
+
+def _engine_fact_lines(cov: Coverage) -> list[str]:
+    """The "Engine facts" section: each fact with its status, scope, paths and counterexamples."""
+    per = cov.fact_entries()
+    lines = [
+        f"## Engine facts ({len(cov.facts)})",
+        "",
+        "Named assumptions checked as obligations over the engine's code (`capproof inventory`, "
+        f"`{_facts.facts_path(cov.inventory_path)}`): one path per site that sets the quantity, judged by running the "
+        "engine's code (`executed`) or reading its source (`ast`). A **checked** fact no longer counts as an "
+        "assumption for the entries in its scope; an **assumed** or **refuted** one still does.",
+        "",
+        "| fact | status | scope | paths checked (executed / ast) | not checked or refuted | counterexamples | entries resting on it |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, f in enumerate(cov.facts):
+        paths = f.get("paths") or []
+        ok = [p for p in paths if p.get("result") == "checked"]
+        ex = sum(p.get("how") == "executed" for p in ok)
+        bad = _facts.unchecked_paths(f)
+        shown = "; ".join(p["site"] for p in bad[:6]) + (f"; … {len(bad) - 6} more" if len(bad) > 6 else "")
+        lines.append(
+            f"| {_md_cell(f['fact'])} | {_facts.status(f)} | {_md_cell(', '.join(f.get('scope') or []))} | "
+            f"{len(ok)} ({ex} / {len(ok) - ex}) | {len(bad)}{': ' + _md_cell(shown) if bad else ''} | "
+            f"{len(f.get('counterexamples') or [])} | {len(per.get(i, ()))} |"
+        )
+    lines.append("")
+    return lines
 
 
 def render_markdown(cov: Coverage) -> str:
@@ -595,12 +671,15 @@ def render_markdown(cov: Coverage) -> str:
             v, so = ver.get(g, (0, 0))
             lines.append(f"| {_md_cell(g)} | {v} | {so} | {c} ({_pct(c, n)}) | {t} | {n} |")
         lines.append("")
+    if cov.facts:
+        lines += _engine_fact_lines(cov)
     facts = cov.assumed()
     lines += [
         f"## Assumed facts ({len(facts)})",
         "",
-        "Named facts the proofs rest on (in the unsat core of a proved obligation). None is checked by an "
-        "obligation over the engine's code: each is **assumed**, on the engine paths its proofs cite (not checked).",
+        "Named facts the proofs rest on (in the unsat core of a proved obligation) that no obligation over the "
+        "engine's code checked on every path, for the entries counted: each is **assumed**. Where an engine fact "
+        "names the assumption, its paths not checked (or refuted) come first, then the engine paths the proofs cite.",
         "",
         "| fact | entries resting on it | restates a claim | paths cited, not checked |",
         "|---|---|---|---|",
@@ -642,9 +721,13 @@ def render_markdown(cov: Coverage) -> str:
             lines.append(
                 f"  - {link}: **{o['verdict']}**{mark}" + (f", claim `{o['relation']}`" if o.get("relation") else "")
             )
-            named = [a for a in o.get("assumptions_used", []) if a in o.get("assumptions", [])]
+            named = [
+                a + (" [checked engine fact]" if a in e.discharged else "")
+                for a in o.get("assumptions_used", [])
+                if a in o.get("assumptions", [])
+            ]
             bounds = [a for a in o.get("assumptions_used", []) if a not in o.get("assumptions", [])]
-            restating = o.get("restating_assumptions") or []
+            restating = [a for a in o.get("restating_assumptions") or [] if a not in e.discharged]
             if o["verdict"] == "proved" and restating:
                 lines.append("    - shape-only: the assumption " + "; ".join(restating) + " restates the claim")
             if o["verdict"] == "proved":

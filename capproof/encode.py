@@ -357,6 +357,8 @@ class CaseProblem:
     relations: list[tuple[z3.BoolRef, str]] = field(default_factory=list)
     #: each vector is its batch alone (no padding): the case checks a model that reads its padding
     alone: bool = False
+    #: where the model read a vector's padding (:func:`build_case`; :attr:`CasePaths.padding_reads`)
+    padding_reads: list[str] = field(default_factory=list)
 
     @property
     def path_text(self) -> str:
@@ -674,9 +676,9 @@ def build_case(
         raise cp.failures[0].error
     if not cp.complete:
         raise SpecError(f"fork budget of {budget} paths exceeded ({cp.unexplored} paths unexplored)")
-    if len(cp.paths) == 1:
-        return cp.paths[0]
-    return _merge(cp)
+    case = cp.paths[0] if len(cp.paths) == 1 else _merge(cp)
+    case.padding_reads = cp.padding_reads
+    return case
 
 
 def _merge(cp: CasePaths) -> CaseProblem:

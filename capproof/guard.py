@@ -44,6 +44,17 @@ def is_library_file(filename: str) -> bool:
     )
 
 
+def is_stdlib_file(filename: str) -> bool:
+    """Whether ``filename`` is the standard library's Python source (not an installed package's,
+    capproof's or Z3's)."""
+    name = os.path.abspath(filename)
+    return (
+        name.startswith(_STDLIB_DIR)
+        and os.sep + "site-packages" + os.sep not in name
+        and not name.startswith((_PACKAGE_DIR, _Z3_DIR))
+    )
+
+
 def type_lookups(*funcs) -> list[str]:
     """Functions reachable from ``funcs`` that look up the builtin ``type``.
 

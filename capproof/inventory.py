@@ -295,6 +295,8 @@ _CMPOPS = {
 
 
 def _bool_op(a, b, op: str):
+    if a.__class__ is bool and b.__class__ is bool:  # (the int probe's case: no check needed)
+        return (a and b) if op == "&" else (a or b)
     for v in (a, b):
         if not isinstance(v, (bool, SymBool)):
             raise SpecError(f"shape expression: `{op}` joins conditions only, got {v!r}")
@@ -402,6 +404,65 @@ def _checked(expr: str) -> ast.Expression:
     return tree
 
 
+def _chain(ops: tuple[str, ...], *values):
+    """A chained comparison as :func:`_eval` computes it: every comparison, joined with ``&``."""
+    result = None
+    for op, left, right in zip(ops, values, values[1:]):
+        r = _CMPOPS[_CMP_BY_NAME[op]](left, right)
+        result = r if result is None else _bool_op(result, r, "&")
+    return result
+
+
+_CMP_BY_NAME = {t.__name__: t for t in _CMPOPS}
+_CMP_TEXT = {"Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=", "Eq": "==", "NotEq": "!="}
+_BINOP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_COMPILED_GLOBALS = {"__builtins__": {}, "_bool_op": _bool_op, "_chain": _chain}
+_COMPILED_GLOBALS.update({f"_f_{name}": fn for name, fn in FUNCTIONS.items()})
+
+
+def _python(node: ast.AST, params: dict[str, str]) -> str:
+    """Python source computing ``node`` exactly as :func:`_eval` does (same operations, same
+    left-to-right order), config names read from the parameters ``params`` maps them to."""
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    if isinstance(node, ast.Name):
+        return params.setdefault(node.id, f"_v{len(params)}")
+    if isinstance(node, ast.BinOp):
+        left, right = _python(node.left, params), _python(node.right, params)
+        if type(node.op) in _BINOP_TEXT:
+            return f"({left} {_BINOP_TEXT[type(node.op)]} {right})"
+        return f"_bool_op({left}, {right}, {'&' if isinstance(node.op, ast.BitAnd) else '|'!r})"
+    if isinstance(node, ast.UnaryOp):
+        operand = _python(node.operand, params)
+        return f"(-{operand})" if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Compare):
+        ops = tuple(type(op).__name__ for op in node.ops)
+        values = [_python(v, params) for v in (node.left, *node.comparators)]
+        if len(ops) == 1:
+            return f"({values[0]} {_CMP_TEXT[ops[0]]} {values[1]})"
+        return f"_chain({ops!r}, {', '.join(values)})"
+    if isinstance(node, ast.Call):
+        return f"_f_{node.func.id}({', '.join(_python(a, params) for a in node.args)})"
+    raise SpecError(f"shape expression: {type(node).__name__} is not allowed")  # pragma: no cover
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(expr: str):
+    """``expr`` (checked by :func:`_checked`) as a Python function of its config names, and those
+    names in the order of its parameters; None when it cannot be compiled (nested too deeply for
+    Python's compiler): :func:`_eval` walks its tree then. The int probe and the symbolic runs
+    evaluate the same derived demands at every point, and walking the tree node by node was most of
+    their time (a ``check-config`` of an SGLang line: 3.2 million calls of :func:`_eval`)."""
+    tree = _checked(expr)
+    params: dict[str, str] = {}
+    try:
+        body = _python(tree.body, params)
+        code = compile(f"lambda {', '.join(params.values())}: {body}", "<shape expression>", "eval")
+        return eval(code, dict(_COMPILED_GLOBALS)), tuple(params)  # noqa: S307 - built from a checked tree
+    except (RecursionError, MemoryError, SyntaxError, ValueError):  # pragma: no cover - very deep nesting
+        return None
+
+
 def evaluate(expr: str, **names: Int) -> Int:
     """The value of shape expression ``expr`` with config ``names`` bound (ints or SymInts).
 
@@ -410,6 +471,17 @@ def evaluate(expr: str, **names: Int) -> Int:
     """
     if not isinstance(expr, str):
         raise SpecError(f"shape expression must be a string, got {expr!r}")
+    compiled = _compiled(expr)
+    if compiled is not None:
+        fn, used = compiled
+        args = []
+        for name in used:
+            value = names.get(name)
+            if value.__class__ is not int and not isinstance(value, SymInt):
+                break  # missing, a bool or not an int: the tree walk raises the error in its order
+            args.append(value)
+        else:
+            return fn(*args)
     return _eval(_checked(expr).body, names, expr)
 
 

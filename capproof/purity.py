@@ -12,7 +12,17 @@ standard library, as :func:`capproof.symbolic.type_lookups` walks them):
 - a write to a global (``global x; x = ...``), to a closure cell of an enclosing function
   (``nonlocal``), to an attribute or through a subscript (``obj.x = ...``, ``d[k] = ...``, their
   ``del``);
-- a call of a method that changes its object (``append``, ``update``, ``pop``, ``add``, ...);
+- a call of a method that changes its object (``append``, ``update``, ``pop``, ``add``, ...), any
+  method read or called by a name a builtin or standard-library container has and that is not
+  known pure (``__ior__``, ``__imul__``, ``__init__``, ``Counter.subtract``, ``__next__``:
+  :data:`IMPURE_ATTRIBUTES`), and any method called by a name neither known pure
+  (:data:`PURE_METHODS`) nor defined by a project class the code reaches;
+- an augmented assignment (``a += x``) to anything but a parameter the code never rebinds: ``a``
+  may be a list, set or dict changed in place;
+- holding an iterator or generator (in a closure cell, a global, or a few levels inside one):
+  ``any``, ``sum``, ``zip``, ``list`` are pure on a fresh iterable but advance a held one;
+- standard-library Python code it reaches (not scanned): a method bound to an object other than
+  by a known-pure name, a function;
 - the builtins ``setattr``, ``delattr``, ``getattr``, ``next``, ``exec``, ``eval``, ``globals``, ``vars``,
   ``open``, ``input``, ``__import__``;
 - any C function or bound method it reaches (through a global, a closure cell, a
@@ -140,6 +150,129 @@ PURE_BUILTINS = frozenset(
         slice,
     )
 )
+#: Method names known to leave their object unchanged: every method of the immutable builtins
+#: (``tuple``, ``frozenset``, ``int``, ``float``, ``str``, ``bytes``) but those that set up or
+#: change an object (``__init__`` refills a list in place), and the read-only methods of the
+#: mutable ones. A method called by any other name is refused unless a project class the code
+#: reaches defines it (its code is scanned) and no builtin or standard-library container has it
+#: (``Counter.subtract``, ``dict.__ior__``, ``list.__imul__``, ``it.__next__``).
+PURE_METHODS = frozenset(
+    name
+    for kind in (tuple, frozenset, int, float, str, bytes, bool, complex, range, slice)
+    for name in dir(kind)
+    if name not in ("__init__", "__new__", "__setattr__", "__delattr__", "__init_subclass__", "__setstate__")
+) | frozenset(
+    {"get", "keys", "values", "items", "copy", "most_common", "elements", "total", "fromkeys", "tolist", "tobytes"}
+)
+
+
+def _container_kinds() -> tuple[type, ...]:
+    import array
+    import collections
+    import io
+
+    return (
+        list,
+        dict,
+        set,
+        bytearray,
+        memoryview,
+        collections.deque,
+        collections.Counter,
+        collections.OrderedDict,
+        collections.defaultdict,
+        collections.ChainMap,
+        array.array,
+        io.StringIO,
+        io.BytesIO,
+        types.SimpleNamespace,
+        type(iter([])),
+        type(iter({})),
+        types.GeneratorType,
+    )
+
+
+#: The attributes of the builtin and standard-library containers and iterators that are not known
+#: pure: reading one, to call it then or later (``g = c.subtract``), is refused.
+IMPURE_ATTRIBUTES = (
+    frozenset(name for kind in _container_kinds() for name in dir(kind))
+    - PURE_METHODS
+    - frozenset(  # data a model reads (a shape, a size), not methods
+        {
+            "shape",
+            "ndim",
+            "itemsize",
+            "nbytes",
+            "strides",
+            "suboffsets",
+            "readonly",
+            "c_contiguous",
+            "f_contiguous",
+            "contiguous",
+            "typecode",
+            "maxlen",
+            "closed",
+            "encoding",
+            "errors",
+            "newlines",
+            "default_factory",
+            "parents",
+            "obj",
+            "__name__",
+            "__module__",
+            "__qualname__",
+            "__slots__",
+            "__abstractmethods__",
+            "__weakref__",
+            "_abc_impl",
+        }
+    )
+)
+
+
+def _state_held(obj: object, depth: int = 0, budget: list | None = None) -> str:
+    """What ``obj`` is or holds in its items or attributes (a few levels down) that a read changes:
+    an iterator or generator (``any``, ``sum``, ``zip``, ``list`` are pure on a fresh iterable but
+    advance a held one), a mapping whose missing keys a subscript inserts (``defaultdict``,
+    ``__missing__``); '' when none."""
+    budget = [2000] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 4 or isinstance(obj, (int, float, str, bytes, bool, type(None), range, type)):
+        return ""
+    kind = type(obj)
+    if _capproofs(kind.__module__) or kind.__module__.split(".")[0] == "z3":  # (a batch vector: reads are watched)
+        return ""
+    if callable(getattr(kind, "__next__", None)):
+        return f"an iterator ({kind.__name__}), which a call consuming it advances"
+    if isinstance(obj, dict) and callable(getattr(kind, "__missing__", None)):
+        return f"a {kind.__name__}, whose subscript inserts a missing key"
+    if isinstance(obj, (types.FunctionType, types.ModuleType, types.CodeType)):
+        return ""
+    if isinstance(obj, dict):
+        parts = [v for kv in list(obj.items()) for v in kv]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        parts = list(obj)
+    else:
+        held = getattr(obj, "__dict__", None)
+        parts = [held] if isinstance(held, dict) else []
+    for part in parts:
+        found = _state_held(part, depth + 1, budget)
+        if found:
+            return found
+    return ""
+
+
+def _capproofs(modname: str) -> bool:
+    """capproof's own modules (not ``capproof_spec.*``, the spec files the loader imports)."""
+    return modname == "capproof" or modname.startswith("capproof.")
+
+
+def _project_class(cls: type) -> bool:
+    """A class written in Python outside capproof, Z3 and the standard library (a spec file's or a
+    model's): its methods are scanned."""
+    return cls.__flags__ & (1 << 9) != 0 and not _library_class(cls)
+
+
 #: ``operator`` functions that change an argument (the in-place ones and item stores)
 _OPERATOR_WRITERS = frozenset(
     {
@@ -229,6 +362,37 @@ _STDLIB_KINDS = frozenset(
 )
 
 
+_COMPARISONS = frozenset({"==", "!=", "<=", ">="})
+
+
+def _own_parameters(code: types.CodeType, instructions: list) -> set[str]:
+    """The parameters of ``code`` it never rebinds but with an augmented assignment: an in-place
+    operator on one changes only what the caller passed (the fold's state or entry)."""
+    params = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    for before, ins in zip([None, *instructions], instructions):
+        augmented = before is not None and before.opname == "BINARY_OP" and before.argrepr.endswith("=")
+        if ins.opname in ("STORE_FAST", "DELETE_FAST") and not augmented:
+            params.discard(ins.argval)
+    return params
+
+
+def _stdlib_code(code: object) -> bool:
+    """Whether ``code`` is the standard library's Python code (not capproof's, not Z3's)."""
+    from .guard import is_stdlib_file
+
+    return isinstance(code, types.CodeType) and is_stdlib_file(code.co_filename)
+
+
+def _library_class(cls: type) -> bool:
+    """A class of capproof, Z3 or the standard library: its methods are not scanned; a call of one
+    by a name not known pure is refused (:data:`PURE_METHODS`)."""
+    module = __import__("sys").modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    from .guard import is_library_file
+
+    return isinstance(filename, str) and is_library_file(filename)
+
+
 def _generic(code: types.CodeType) -> bool:
     from .guard import is_library_file
 
@@ -242,16 +406,38 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
     seen: set = set()
     stack = list(start)
     objects: list = []
+    #: method names the code calls that are not known pure, and where
+    called: list[tuple[str, str]] = []
+    #: the methods of the project classes the code reaches (their code is scanned)
+    scanned_methods: set[str] = set()
+
+    def note(what: str) -> None:
+        if what not in found:
+            found.append(what)
 
     def push_object(obj) -> None:
         kind = type(obj)
+        held = _state_held(obj)
+        if held:
+            note(f"holds {held}")
         if isinstance(
             obj,
             (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod, property)
             + _C_CALLABLES,
         ):
             objects.append(obj)
-        elif not kind.__module__.startswith(("builtins", "capproof", "z3")) and kind.__module__ not in _STDLIB_KINDS:
+        elif isinstance(getattr(obj, "__wrapped__", None), types.FunctionType) and not _project_class(kind):
+            # a C wrapper (``functools.lru_cache``) around a Python function: its cache is state too
+            note(f"calls a {kind.__name__} object, which keeps state of its own")
+            objects.append(obj.__wrapped__)
+        elif callable(obj) and not _project_class(kind):
+            # an object of a library class whose calls are not read (``operator.methodcaller``)
+            note(f"reaches a {kind.__module__}.{kind.__qualname__} object, whose calls are not known pure")
+        elif _project_class(kind) or (
+            not _capproofs(kind.__module__)
+            and not kind.__module__.startswith(("builtins", "z3"))
+            and kind.__module__ not in _STDLIB_KINDS
+        ):
             objects.append(kind)  # an object the code calls methods of: its class's methods
 
     while stack or objects:
@@ -271,13 +457,29 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
                 objects.extend(f for f in (obj.fget,) if f is not None)
                 continue
             if isinstance(obj, type):
-                if id(obj) not in seen and obj.__module__ != "builtins":
+                if id(obj) not in seen and obj.__module__ != "builtins" and not _library_class(obj):
                     seen.add(id(obj))
                     objects.extend(vars(obj).values())
+                    for name, value in vars(obj).items():
+                        fn = getattr(value, "__func__", value)
+                        if isinstance(fn, types.FunctionType) and not _generic(fn.__code__):
+                            scanned_methods.add(name)
+                continue
+            stdlib = _stdlib_code(getattr(getattr(obj, "__func__", obj), "__code__", None))
+            if stdlib and not (isinstance(obj, types.MethodType) and obj.__name__ in PURE_METHODS):
+                # standard-library Python code is not scanned: a method bound to an object
+                # (``c.subtract``, ``random.shuffle``) or a function given one may change it
+                what = f"reaches {getattr(obj, '__qualname__', obj)}, standard-library code not known pure"
+                if what not in found:
+                    found.append(what)
                 continue
             if isinstance(obj, types.MethodType):
                 obj = obj.__func__
             code = getattr(obj, "__code__", None) if isinstance(obj, types.FunctionType) else None
+            if isinstance(code, types.CodeType) and not _generic(code):
+                # what its default arguments hold (``push=h.append``) is reached as its cells are
+                for value in [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]:
+                    push_object(value)
             if isinstance(code, types.CodeType):
                 free = {}
                 for name, cell in zip(code.co_freevars, getattr(obj, "__closure__", None) or ()):
@@ -296,12 +498,20 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
         where = f"{code.co_name} at {os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
         nested = [k for k in code.co_consts if isinstance(k, types.CodeType)]
         module = None  # the module the previous instruction loaded, whose attribute may be read next
-        for ins in dis.get_instructions(code):
+        instructions = list(dis.get_instructions(code))
+        owned = _own_parameters(code, instructions)
+        for at, ins in enumerate(instructions):
             op = ins.opname
             what = None
             loaded = module
             module = None
-            if op in ("LOAD_ATTR", "LOAD_METHOD") and loaded is not None:
+            if op == "BINARY_OP" and ins.argrepr.endswith("=") and ins.argrepr not in _COMPARISONS:
+                # ``a += x`` changes a list, set or dict ``a`` in place: only a parameter the code
+                # never rebinds (the fold's state and entry: ints, tuples) is known not to be one
+                after = instructions[at + 1] if at + 1 < len(instructions) else None
+                if after is None or after.opname != "STORE_FAST" or after.argval not in owned:
+                    what = f"applies {ins.argrepr} to a value that may be a container it changes in place"
+            elif op in ("LOAD_ATTR", "LOAD_METHOD") and loaded is not None:
                 what, value = _module_attribute_impurity(loaded, ins.argval)
                 if what is None:
                     if isinstance(value, _MODULE):
@@ -309,12 +519,22 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
                     elif value is not None:
                         push_object(value)
                     continue
+            elif op == "IMPORT_NAME":
+                top = str(ins.argval).split(".")[0]
+                if top not in ("math", "cmath", "operator", "capproof"):
+                    what = f"imports {ins.argval}, whose functions are not known pure"
+            elif op == "IMPORT_FROM" and ins.argval in _OPERATOR_WRITERS:
+                what = f"imports {ins.argval}, which changes an argument"
             elif op in _WRITES:
                 what = _WRITES[op].format(ins.argval)
             elif op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_freevars:
                 what = f"writes the variable {ins.argval} of an enclosing function"
             elif op in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in MUTATORS:
                 what = f"calls .{ins.argval}(), which changes its object"
+            elif op in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in IMPURE_ATTRIBUTES:
+                what = f"reads .{ins.argval}, a method of a builtin container not known to leave it unchanged"
+            elif op == "LOAD_METHOD" and ins.argval not in PURE_METHODS:
+                called.append((ins.argval, where))
             elif op in ("LOAD_GLOBAL", "LOAD_NAME"):
                 name = ins.argval
                 if name in globs:
@@ -337,6 +557,10 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
         # nested code (lambdas, comprehensions) shares the globals; its free variables are this
         # code's cells or free variables, whose values are not known statically: scan the code
         stack.extend((k, globs, free) for k in nested)
+    for name, where in called:  # (after the walk: the project classes it reaches are known)
+        sentence = f"{where} calls .{name}(), a method no project class it reaches defines: not known pure"
+        if name not in scanned_methods and sentence not in found:
+            found.append(sentence)
     return found
 
 
@@ -358,6 +582,9 @@ def function_impurities(fn) -> list[str]:
             free[name] = cell.cell_contents
         except ValueError:
             pass
+    # what its default arguments hold (``push=h.append``) is reached as its cells are
+    defaults = [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
+    free.update((f" default {i}", value) for i, value in enumerate(defaults))
     return _scan([(code, getattr(fn, "__globals__", {}), free)])
 
 

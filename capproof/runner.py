@@ -183,8 +183,10 @@ def _decide(kind: str, item: Obligation | Contract, options: Options):
         return check_contract(item, options)  # type: ignore[arg-type]
     from .symbolic import fresh_z3_context
 
+    drawn = _global_generators()
     with fresh_z3_context(), _FilesRead() as read:
         outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+    _mark_changed(outcome, _drawn_from(drawn))
     return read.mark(outcome)
 
 
@@ -328,9 +330,19 @@ class _Fingerprint(pickle.Pickler):
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
         if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
             return ("lock", id(obj), repr(obj).split(" ", 1)[0])
+        if _bound_to_data(obj):  # its object by value (reducer_override)
+            return None
         return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
 
     def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        if _bound_to_data(obj):
+            # a method bound to an object (``it.__next__``, ``memo.append``): the function by identity,
+            # the object by what it holds, which the method may change
+            return (
+                (getattr, (obj.__self__, obj.__name__))
+                if isinstance(obj, types.BuiltinMethodType)
+                else (types.MethodType, (obj.__func__, obj.__self__))
+            )
         # an instance of a class defined in Python is fingerprinted by what it holds as the garbage
         # collector sees it (its attributes' and items' values), never by its own ``__reduce__``,
         # ``__getstate__``, ``__dict__`` or ``copyreg`` entry, which may leave out what it holds
@@ -341,6 +353,14 @@ class _Fingerprint(pickle.Pickler):
                 return (type(obj), (tuple(gc.get_referents(obj)), obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)))
             return (type(obj), tuple(gc.get_referents(obj)))
         return NotImplemented
+
+
+def _bound_to_data(obj: object) -> bool:
+    """Whether ``obj`` is a method bound to an object that is neither a module nor a class."""
+    if not isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
+        return False
+    owner = getattr(obj, "__self__", None)
+    return owner is not None and not isinstance(owner, (types.ModuleType, type))
 
 
 #: ``Py_TPFLAGS_HEAPTYPE`` without ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose instances Python code defines
@@ -428,11 +448,58 @@ def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, obj
     out: dict[str, dict[str, object]] = {}
     for modname in names:
         out[modname] = {
-            name: _fingerprint(value)
+            name: _fingerprint(_made_module_data(value) if isinstance(value, types.ModuleType) else value)
             for name, value in list(vars(project[modname]).items())
-            if not (name.startswith("__") or callable(value) or isinstance(value, types.ModuleType))
+            if name not in _MODULE_DUNDERS and not _code(value) and not _imported(value)
         }
     return out
+
+
+#: What Python sets on every module (the rest of a module's names, dunders included, is its data)
+_MODULE_DUNDERS = frozenset(
+    {
+        "__name__",
+        "__doc__",
+        "__package__",
+        "__loader__",
+        "__spec__",
+        "__file__",
+        "__cached__",
+        "__builtins__",
+        "__path__",
+    }
+)
+
+
+def _imported(value: object) -> bool:
+    """A module imported (in ``sys.modules`` under its name, with an import spec): its data is
+    fingerprinted as a project module's, or is a library's; a module object made by code
+    (``types.ModuleType``, even put into ``sys.modules``) is data."""
+    return (
+        isinstance(value, types.ModuleType)
+        and sys.modules.get(value.__name__) is value
+        and getattr(value, "__spec__", None) is not None
+    )
+
+
+def _made_module_data(module: types.ModuleType) -> dict[str, object]:
+    """The data a module object made by code holds, as a module's data is fingerprinted."""
+    return {k: v for k, v in list(vars(module).items()) if k not in _MODULE_DUNDERS and not _code(v)}
+
+
+def _code(value: object) -> bool:
+    """Whether a module's ``value`` is code, compared by identity and what it holds
+    (:func:`_leftovers`), not data: a function, a class, a C function of a module, a project
+    function's ``lru_cache`` wrapper. Any other callable is data, fingerprinted by what it holds: a
+    bound method's object (``itertools.count().__next__``), a ``functools.partial``'s arguments, a
+    ``sqlite3`` connection (which pickle refuses: fails closed)."""
+    if isinstance(value, (types.FunctionType, type)):
+        return True
+    if isinstance(value, types.BuiltinFunctionType):
+        return value.__self__ is None or isinstance(value.__self__, types.ModuleType)
+    return callable(getattr(value, "cache_info", None)) and isinstance(
+        getattr(value, "__wrapped__", None), types.FunctionType
+    )
 
 
 def module_state(modules: Iterable[str] | None = None) -> dict[str, object]:
@@ -522,6 +589,9 @@ class _Reach:
         #: and classes, larger containers), each walked once; the objects are held, so no id is reused
         self.memo: dict[int, tuple[object, frozenset[str]]] = {}
         self.busy: set[int] = set()
+        #: the modules outside the project the walk met (a module, a library function's or class's):
+        #: inputs the verdict cache keys or refuses (capproof.verdict_cache)
+        self.libraries: set[str] = set()
 
     def _shared(self, obj: object) -> bool:
         if isinstance(obj, types.FunctionType):
@@ -548,18 +618,21 @@ class _Reach:
                 if id(obj) not in self.memo:
                     self.busy.add(id(obj))
                     outer, self.foreign = self.foreign, False
+                    outer_libraries, self.libraries = self.libraries, set()
                     try:
                         mine: set[str] = set()
                         below = self._children(obj, None, mine)
                         mine |= self.walk(below, depth + 1)
                         if not self.everything:  # (a walk cut short is no record)
-                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign)
+                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign, frozenset(self.libraries))
                     finally:
                         self.busy.discard(id(obj))
                         self.foreign |= outer
+                        self.libraries |= outer_libraries
                 if id(obj) in self.memo:
                     out |= self.memo[id(obj)][1]
                     self.foreign |= self.memo[id(obj)][2]
+                    self.libraries |= self.memo[id(obj)][3]
             else:
                 stack.extend(self._children(obj, names, out))
         return out
@@ -570,6 +643,10 @@ class _Reach:
         if isinstance(obj, types.ModuleType):
             if obj.__name__ not in self.project:
                 self.foreign |= not _sealed_module(obj, names)
+                # ``module:attribute`` for each attribute the code reads of it (``os:environ``)
+                held = vars(obj)
+                read = [n for n in names if n in held] if names is not None else []
+                self.libraries.update([f"{obj.__name__}:{n}" for n in read] or [obj.__name__])
                 return []
             out.add(obj.__name__)
             held = vars(obj)
@@ -582,6 +659,7 @@ class _Reach:
                 # a library's function: what it binds is compared after each item, the module data
                 # its code names must be what no item changes (not a registry: logging.getLogger)
                 library = sys.modules.get(globs.get("__name__"))
+                self.libraries.add(str(globs.get("__name__")))
                 said = set()
                 _code_names(fn.__code__, said)
                 self.classes[id(fn)] = fn
@@ -611,6 +689,7 @@ class _Reach:
             return found
         if isinstance(obj, type):
             if obj.__module__ not in self.project:  # capproof's or a library's class: its code is not read
+                self.libraries.add(obj.__module__)
                 if not (_capproofs(obj.__module__) or obj.__flags__ & _IMMUTABLE):
                     # (a dunder's content can be changed only by code naming it, which reaches everything)
                     if all(_inert_attribute(v) or k.startswith("__") and not callable(v) for k, v in vars(obj).items()):
@@ -732,8 +811,12 @@ def reaches(roots: Iterable[Iterable[object]]) -> list[frozenset[str] | None]:
     out: list[frozenset[str] | None] = []
     for group in roots:
         walker.everything = walker.foreign = False
+        walker.libraries = set()
         found = walker.walk([(r, None) for r in group])
-        out.append(None if walker.everything else Reach(found, sealed=not walker.foreign))
+        reach = None if walker.everything else Reach(found, sealed=not walker.foreign)
+        if reach is not None:
+            reach.libraries = frozenset(m for m in walker.libraries if not _capproofs(m))
+        out.append(reach)
     classes = tuple(walker.classes.values())
     for reach in out:
         if reach is not None:
@@ -748,6 +831,9 @@ class Reach(frozenset):
     sealed: bool = True
     #: library classes the walk met, whose bindings :func:`_leftovers` compares
     classes: tuple = ()
+    #: the modules outside the project the walk met (capproof's left out): keyed or refused by the
+    #: verdict cache (:func:`capproof.verdict_cache.library_inputs`)
+    libraries: frozenset = frozenset()
 
     def __new__(cls, names: Iterable[str] = (), sealed: bool = True):  # noqa: D102
         made = super().__new__(cls, names)
@@ -755,12 +841,13 @@ class Reach(frozenset):
         return made
 
     def __reduce__(self):
-        return (_reach, (frozenset(self), self.sealed, self.classes))
+        return (_reach, (frozenset(self), self.sealed, self.classes, self.libraries))
 
 
-def _reach(names: frozenset[str], sealed: bool, classes: tuple) -> Reach:
+def _reach(names: frozenset[str], sealed: bool, classes: tuple, libraries: frozenset = frozenset()) -> Reach:
     made = Reach(names, sealed)
     made.classes = classes
+    made.libraries = libraries
     return made
 
 
@@ -951,6 +1038,13 @@ def changed_while_deciding(start: tuple, now: tuple, modules: Iterable[str] | No
     out = [k for k, v in bound0.items() if bound1.get(k, v) != v and mine(k)]
     out += [k for k, v in held0.items() if held1.get(k, v) != v and mine(k)]
     out += [part for part, a, b in zip(_LEFTOVER_PARTS[2:], rest0, rest1) if a != b and part != "sys.modules"]
+    # a module imported while deciding is imported afresh in a process of its own too; one that code
+    # made and put there (no import spec) is state the model's later evaluations read
+    out += [
+        f"sys.modules[{name!r}] (a module made while deciding, not imported)"
+        for name in sorted(set(rest1[0]) - set(rest0[0]))
+        if name in sys.modules and getattr(sys.modules[name], "__spec__", None) is None
+    ]
     return out
 
 
@@ -980,6 +1074,43 @@ def _count_z3_param_calls() -> list[int]:
         setattr(z3.z3, name, counted)
         setattr(z3.z3core, name, counted)
     return calls
+
+
+def _global_generators() -> dict[str, object]:
+    """The state of each pseudo-random generator a model can draw from without holding it: the
+    ``random`` module's own (``random.random()``, ``from random import randint``), NumPy's global
+    one (``numpy.random.rand``) and PyTorch's CPU default generator (``torch.rand``), the last two
+    when loaded. Each model evaluation (the int probe's, the symbolic runs', the second opinion's)
+    that draws from one sees the state the previous one left, where a fresh interpreter's first
+    call sees the state after import: :func:`_drawn_from` makes such a verdict an error.
+    capproof's own code draws from none while deciding (Hypothesis restores what it seeds)."""
+    import random
+
+    out: dict[str, object] = {"the random module's global generator": random.getstate()}
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        try:
+            name, keys, *rest = numpy_random.get_state(legacy=True)
+            out["numpy.random's global generator"] = (name, keys.tobytes(), *rest)
+        except Exception as exc:  # noqa: BLE001 - a partly imported numpy: what it says, compared
+            out["numpy.random's global generator"] = repr(exc)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            out["torch's default generator"] = bytes(torch.random.get_rng_state().numpy())
+        except Exception as exc:  # noqa: BLE001 - a partly imported torch
+            out["torch's default generator"] = repr(exc)
+    return out
+
+
+def _drawn_from(before: dict[str, object]) -> list[str]:
+    """The generators of :func:`_global_generators` whose state differs from ``before``."""
+    now = _global_generators()
+    return [
+        f"{name} (drawn from: make a random.Random(seed) inside the model)"
+        for name, v in before.items()
+        if now.get(name) != v
+    ]
 
 
 def changed_state(before: dict[str, object], after: dict[str, object]) -> list[str]:
@@ -1212,6 +1343,7 @@ def _decide_isolated(
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
+    drawn = _global_generators() if kind != "contract" else None
     with _FilesRead() as read:
         if task is not None and kind == task.kind:
             outcome = task.decide(item)  # type: ignore[arg-type]
@@ -1230,6 +1362,8 @@ def _decide_isolated(
     changed += [
         f"{name} (cannot be fingerprinted: a generator, a socket?)" for name in opaque_state(_flat(after, mine))
     ]
+    if drawn is not None:
+        changed += _drawn_from(drawn)
     if changed and not _is_error(outcome):
         _mark_error(
             outcome,

@@ -37,7 +37,7 @@ import pickle
 import sys
 import types
 from dataclasses import fields
-from typing import Any
+from typing import Any, Iterable
 
 from .own_sources import BOUNDING, DECIDING, capproof_sources
 from .verdict import Counterexample, FirstCounterexample, ObligationResult, Options, Verdict, Witness
@@ -290,6 +290,82 @@ def portable_key(
     return hashlib.sha256("\n".join([*core, z3.get_full_version()]).encode()).hexdigest()
 
 
+#: Standard-library modules whose functions compute from their arguments only (no file system,
+#: clock, process or machine state; a file they open raises the ``open`` audit event, which makes a
+#: verdict uncacheable already). A model reaching any other standard-library module (``os``,
+#: ``time``, ``platform``, ``socket``...) may read the machine: its verdict is not cached.
+_DETERMINISTIC = frozenset(
+    {
+        "builtins",
+        "abc",
+        "array",
+        "bisect",
+        "cmath",
+        "collections",
+        "collections_abc",
+        "contextlib",
+        "copy",
+        "copyreg",
+        "dataclasses",
+        "decimal",
+        "enum",
+        "fractions",
+        "functools",
+        "heapq",
+        "inspect",
+        "itertools",
+        "json",
+        "keyword",
+        "math",
+        "numbers",
+        "operator",
+        "re",
+        "statistics",
+        "string",
+        "struct",
+        "textwrap",
+        "types",
+        "typing",
+        "warnings",
+        "weakref",
+    }
+)
+
+
+#: Reads of a machine-reading module that the key covers otherwise (the environment is in it)
+_KEYED_READS = frozenset({"os:environ", "os:getenv", "os:environb"})
+
+
+def library_inputs(libraries: Iterable[str], portable: bool = False) -> list[str] | None:
+    """The part of a cache key for the modules outside the project an obligation reaches
+    (:attr:`capproof.runner.Reach.libraries`): for a package outside the standard library (an
+    engine, a vendored helper on ``sys.path``), each of its loaded module files with its size and
+    modification time (``portable``: its size alone), so an edited or upgraded package keys anew.
+    None (not cacheable) when one is a standard-library module not in :data:`_DETERMINISTIC`: what
+    it reads (``os.stat``, the CPU affinity, the clock) raises no audit event."""
+    packages: set[str] = set()
+    for name in libraries:  # a module, or ``module:attribute`` read of it
+        raw = name.partition(":")[0].split(".")[0]
+        if raw in sys.stdlib_module_names or raw == "builtins":
+            if raw.lstrip("_") not in _DETERMINISTIC and raw not in _DETERMINISTIC and name not in _KEYED_READS:
+                return None
+            continue
+        packages.add(raw)
+    out: list[str] = []
+    for top in sorted(packages):
+        for modname, module in sorted(list(sys.modules.items()), key=lambda kv: kv[0]):
+            path = getattr(module, "__file__", None)
+            if not (modname == top or modname.startswith(top + ".")) or not isinstance(path, str):
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                out.append(f"{modname}: missing")
+                continue
+            out.append(f"{modname}:{st.st_size}" if portable else f"{modname}:{path}:{st.st_size}:{st.st_mtime_ns}")
+    return out
+
+
 def _key_parts(
     kind: str,
     ob: Any,
@@ -317,6 +393,9 @@ def _key_parts(
     data = [_held_digest(ob, {} if held is None else held, portable=True), *(memo[m] for m in names)]
     if None in data:
         return None
+    libraries = library_inputs(getattr(modules, "libraries", ()), portable)
+    if libraries is None:
+        return None
     return [
         kind,
         ob.id,
@@ -332,6 +411,7 @@ def _key_parts(
         json.dumps(settings, sort_keys=True, default=repr),
         *sources,
         *data,  # type: ignore[list-item]
+        *libraries,
         # (a portable key records bounds, read back by capproof.bound: the keying code is not in it)
         capproof_sources(roots, files.values(), keying=not portable),
     ]

@@ -110,15 +110,12 @@ def test_a_proof_holds_at_a_point_evaluated_in_a_fresh_module(spec_file, name):
     assert result.verdict is not Verdict.PROVED, f"proved, but fails at {point} evaluated fresh"
 
 
-C_STATE_OPEN = pytest.mark.xfail(
-    strict=True, reason="state held in C (a random generator, sqlite): no fingerprint reads it"
-)
-
 # State a model keeps inside a C object: the first evaluation in a fresh interpreter sees one value,
 # every later one (the symbolic run, after the int probe) another. The runner's module-state check
 # catches iterators, hashlib, queues, StringIO, locks, arrays, bytearrays, deques and a
-# ``random.Random`` instance (a C base's state, through the object's own reduction): an error; the
-# ``random`` module's own generator and an in-memory sqlite3 database are not seen.
+# ``random.Random`` instance (a C base's state, through the object's own reduction); a callable
+# object is data too (a sqlite3 connection, a bound method's object, a partial's arguments), and a
+# draw from a global generator (``random``'s, NumPy's) while deciding is seen: each an error.
 C_STATE = [
     pytest.param(
         "random-instance",
@@ -143,7 +140,54 @@ def m(k):
     v = random.getrandbits(32) == FIRST
     return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
 """,
-        marks=C_STATE_OPEN,
+    ),
+    pytest.param(
+        "random-module-function-imported-by-name",
+        """
+import random
+from random import randrange
+random.seed(0)
+FIRST = random.Random(0).randrange(1000)
+@obligation(domain={"k": Range(0, 40)})
+def m(k):
+    v = randrange(1000) == FIRST
+    return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
+""",
+    ),
+    pytest.param(
+        "numpy-global-generator",
+        """
+import numpy as np
+np.random.seed(0)
+FIRST = int(np.random.RandomState(0).randint(1000))
+@obligation(domain={"k": Range(0, 40)})
+def m(k):
+    v = int(np.random.randint(1000)) == FIRST
+    return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
+""",
+    ),
+    pytest.param(
+        "bound-method-of-an-iterator",
+        """
+import itertools
+NEXT = itertools.count().__next__       # a callable: not skipped as code
+@obligation(domain={"k": Range(0, 40)})
+def m(k):
+    v = NEXT() == 0
+    return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
+""",
+    ),
+    pytest.param(
+        "partial-holding-a-list",
+        """
+import functools
+ADD = functools.partial(list.append, [])
+@obligation(domain={"k": Range(0, 40)})
+def m(k):
+    v = len(ADD.args[0]) == 0
+    ADD(1)
+    return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
+""",
     ),
     pytest.param(
         "sqlite-in-memory",
@@ -157,7 +201,6 @@ def m(k):
     DB.execute("insert into t values (1)")
     return at_most(demand=select(all_of(k == 37, v), 1, 0), capacity=0)
 """,
-        marks=C_STATE_OPEN,
     ),
     pytest.param(
         "hashlib-object",

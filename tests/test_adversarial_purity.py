@@ -27,7 +27,7 @@ from capproof.loader import load_file
 from capproof.prover import prove_obligation
 
 HEADER = (
-    "import array, bisect, functools, heapq, operator, struct\n"
+    "import array, bisect, collections, functools, heapq, operator, struct, types\n"
     "from capproof import Range, Vector, obligation, at_most, select, total, max_of\n"
     "from capproof.arith import fold\n"
 )
@@ -80,6 +80,83 @@ ATTEMPTS = [
         D64
         + "def m(k, n, lens):\n    h = []\n    t = total((heapq.heappush(h, 1), x)[1] for x in lens)\n"
         + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    # a mutating dunder or a method no list names, called on a builtin or standard-library container
+    pytest.param("fold-step-dict-ior", _fold("d.__ior__({len(d): 1})", pre="    d = {0: 1}\n", read="len(d) - 1")),
+    pytest.param("fold-step-set-ior", _fold("st.__ior__({len(st)})", pre="    st = {0}\n", read="len(st) - 1")),
+    pytest.param(
+        "fold-step-counter-subtract",
+        _fold("c.subtract({'a': 1})", pre="    c = collections.Counter(a=10)\n", read="10 - c['a']"),
+    ),
+    pytest.param(
+        "fold-step-list-imul", _fold("h.__imul__(2 if len(h) < 4 else 1)", pre="    h = [1]\n", read="len(h) - 1")
+    ),
+    pytest.param(
+        "fold-step-deque-imul",
+        _fold("q.__imul__(2 if len(q) < 4 else 1)", pre="    q = collections.deque([1])\n", read="len(q) - 1"),
+    ),
+    pytest.param("fold-step-list-init-refills", _fold("h.__init__(h + [1])", pre="    h = [1]\n", read="len(h) - 1")),
+    pytest.param(
+        "fold-step-namespace-dict-ior",
+        _fold(
+            "ns.__dict__.__ior__({str(len(ns.__dict__)): 1})",
+            pre="    ns = types.SimpleNamespace(a=1)\n",
+            read="len(vars(ns)) - 1",
+        ),
+    ),
+    pytest.param(
+        "fold-step-aliased-counter-subtract",
+        _fold("sub({'a': 1})", pre="    c = collections.Counter(a=10)\n    sub = c.subtract\n", read="10 - c['a']"),
+    ),
+    pytest.param(
+        "aggregate-element-list-imul",
+        D64
+        + "def m(k, n, lens):\n    h = [1]\n    t = total((h.__imul__(2 if len(h) < 4 else 1), x)[1] for x in lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h) - 1, 1), capacity=1)\n",
+    ),
+    # an iterator the step holds, advanced by a builtin that is pure on a fresh iterable
+    pytest.param(
+        "fold-step-any-of-a-held-iterator",
+        _fold("any(it)", pre="    it = iter([1] * 100)\n", read="100 - len(list(it))"),
+    ),
+    pytest.param(
+        "fold-step-iterator-dunder-next",
+        _fold("it.__next__()", pre="    it = iter(range(100))\n", read="100 - len(list(it))"),
+    ),
+    pytest.param(
+        "fold-step-zip-pulls-a-held-iterator",
+        _fold("sum(zip(it, (0,)), ())", pre="    it = iter(range(100))\n", read="100 - len(list(it))"),
+    ),
+    pytest.param(
+        "fold-step-iterator-inside-a-list",
+        _fold("any(holder[0])", pre="    holder = [iter([1] * 100)]\n", read="100 - len(list(holder[0]))"),
+    ),
+    pytest.param(
+        "aggregate-element-any-of-a-held-iterator",
+        D64
+        + "def m(k, n, lens):\n    it = iter([1] * 100)\n    t = total((any(it), x)[1] for x in lens)\n"
+        + "    return at_most(demand=select(k == 37, 100 - len(list(it)), 1), capacity=1)\n",
+    ),
+    # an augmented assignment changes a list in place through a local alias or the fold's state
+    pytest.param(
+        "fold-step-augmented-assignment-on-an-alias",
+        D64
+        + "def m(k, n, lens):\n    h = [1]\n    def step(s, i, x):\n        a = h\n        a += [1]\n"
+        + "        return s + x\n    s = fold(step, 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h) - 1, 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "fold-step-augmented-assignment-on-a-rebound-parameter",
+        D64
+        + "def m(k, n, lens):\n    h = [1]\n    def step(s, i, x):\n        s2 = s\n        x = h\n        x += [1]\n"
+        + "        return s2 + 1\n    s = fold(step, 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h) - 1, 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "fold-state-a-list-the-claim-reads",
+        D64
+        + "def m(k, n, lens):\n    h = [1]\n    def step(s, i, x):\n        s += [1]\n        return s\n"
+        + "    fold(step, h, lens)\n    return at_most(demand=select(k == 37, len(h) - 1, 1), capacity=1)\n",
     ),
     # the same effects written so the check sees them: the bounded encoding decides (sound)
     pytest.param("fold-step-direct-append", _fold("h.append(1)")),

@@ -68,7 +68,7 @@ LAYERS = [
             "own_sources",
         },
     ),
-    ("analyses", {"density", "inventory", "coverage"}),
+    ("analyses", {"density", "inventory", "facts", "coverage"}),
     ("many obligations", {"loader", "runner", "verdict_cache", "project", "pytest_plugin", "bound"}),
     ("outputs", {"report", "ci_formats", "regressions", "locate"}),
     ("engines", {"engines"}),  # capproof/engines/** beside the pipeline, above what it uses
@@ -98,6 +98,8 @@ FACADE_EXCEPTIONS = {
     "(capproof.inventory: load, derived, demand, capacity, expression_names)",
     "spec/vllm_0_33_kernel_extents.py": "reads the inventory's derived kernel extents and guarded slices "
     "(capproof.inventory: load, derived, demand, bound_name, capacity)",
+    "spec/vllm_0_33_local_attention.py": "reads the inventory's derived chunked-local-attention rows and "
+    "capacities (capproof.inventory: load, derived, evaluate, capacity)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules

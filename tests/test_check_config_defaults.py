@@ -184,24 +184,32 @@ def test_undecided_names_each_obligation_that_blocks_safe():
 # --- plain SGLang lines: the default attention backend --------------------------------------
 
 
+def _default_backends_apply(argv: list[str]) -> None:
+    """The Triton obligation holds; the backends' other index buffers are not decided: undecided."""
+    result = check("--", *argv)
+    assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
+    assert "index buffers of the attention backends fa3, fa4 this line runs are not verified" in result.output
+    assert (
+        "sglang_decode_graph_kv_indices__TritonAttnBackend_cuda_graph_kv_indices"
+        not in result.output.split("not checked for this deployment")[1].split("inventory buffers")[0]
+    )
+    assert "rests on a default: attention_backend in ['fa3', 'fa4', 'flashinfer', 'triton', 'trtllm_mha']" in (
+        result.output
+    )
+
+
 def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
     """SGLang 0.5.23 picks triton (among others) for standard attention without a GPU named: the
-    Triton decode-graph obligation applies, proved; on H100 the defaults are fa3/flashinfer/triton."""
-    for argv in (
-        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
-        ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"],
-    ):
-        result = check("--", *argv)
-        # the Triton obligation holds; the backends' other index buffers are not decided: undecided
-        assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
-        assert "index buffers of the attention backends fa3, fa4 this line runs are not verified" in result.output
-        assert (
-            "sglang_decode_graph_kv_indices__TritonAttnBackend_cuda_graph_kv_indices"
-            not in result.output.split("not checked for this deployment")[1].split("inventory buffers")[0]
-        )
-        assert "rests on a default: attention_backend in ['fa3', 'fa4', 'flashinfer', 'triton', 'trtllm_mha']" in (
-            result.output
-        )
+    Triton decode-graph obligation applies, proved."""
+    _default_backends_apply(["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"])
+
+
+@pytest.mark.slow  # two more whole SGLang deployments: the previous test is the fast one
+def test_plain_sglang_launch_line_and_h100_defaults():
+    """The same on a `python -m sglang.launch_server` line; on H100 the defaults are fa3/flashinfer/triton."""
+    _default_backends_apply(
+        ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"]
+    )
     h100 = check("--gpu", "H100", "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
     assert "attention_backend in ['fa3', 'flashinfer', 'triton']" in h100.output and h100.exit_code == 2
     assert "attention backend trtllm_mha" not in h100.output
@@ -211,12 +219,18 @@ def test_sglang_moe_model_reads_its_experts_and_says_what_is_missing():
     """DeepSeek-V3: SGLang's model override for DeepseekV3ForCausalLM picks the attention backend
     itself, so the backend obligations need --attention-backend (undecided, never safe); the MoE
     alignment obligations read num_experts/top_k from the model config (they said 'gives no
-    num_experts' before). A dense model on B200 (fa4/trtllm_mha): nothing of spec/ reaches it."""
+    num_experts' before)."""
     result = check("--gpu", "B200", "--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3")
     assert result.exit_code == 2, result.output
     assert "gives no num_experts" not in result.output
     assert "3 inventory obligations (spec/sglang_0_5_23_buffers.py)" in result.output
     assert "give --attention-backend NAME (SGLang 0.5.23's model override for DeepseekV3ForCausalLM" in result.output
+
+
+@pytest.mark.slow  # two more whole SGLang deployments: the previous test is the fast one
+def test_sglang_moe_model_with_its_backend_given_and_a_dense_model_on_b200():
+    """DeepSeek-V3 with --attention-backend fa3: no longer asks for it, still undecided on fa3's other
+    buffers. A dense model on B200 (fa4/trtllm_mha): nothing of spec/ reaches it."""
     given = check("--", "sglang", "serve", "--model-path", "deepseek-ai/DeepSeek-V3", "--attention-backend", "fa3")
     assert given.exit_code == 2 and "give --attention-backend" not in given.output, given.output
     assert "index buffers of the attention backend fa3 this line runs are not verified" in given.output

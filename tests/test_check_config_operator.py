@@ -289,15 +289,27 @@ def test_sglang_launch_forms_are_read():
         ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
     ],
 )
-def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
-    result = check("--", *argv)
-    assert result.exit_code in (0, 2) and "SGLang 0.5.23" in result.output.splitlines()[0], result.output
-    assert "engine SGLang 0.5.23: from the launch command" in result.output
+def test_sglang_line_is_refused_with_another_engine(argv):
     wrong = check("--engine", "vllm", "--", *argv)
     assert wrong.exit_code == 4, wrong.output
     assert "give --engine sglang before '--'" in wrong.output
 
 
+@pytest.mark.slow  # two whole SGLang deployments; the fast tier picks the engine of a `sglang serve` line below
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "2"],
+        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
+    ],
+)
+def test_sglang_line_picks_the_engine_unless_engine_says_otherwise(argv):
+    result = check("--", *argv)
+    assert result.exit_code in (0, 2) and "SGLang 0.5.23" in result.output.splitlines()[0], result.output
+    assert "engine SGLang 0.5.23: from the launch command" in result.output
+
+
+@pytest.mark.slow  # a whole SGLang deployment; the next test checks the same defaults on a `sglang serve` line fast
 def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
     """No --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory."""
     result = check("--engine", "sglang", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
@@ -313,6 +325,11 @@ def test_sglang_line_is_not_safe_while_its_backend_buffers_are_undecided(tmp_pat
     out = tmp_path / "out.json"
     result = check("--json", str(out), "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
     assert result.exit_code == 2 and result.output.startswith("undecided (not proved safe)"), result.output
+    assert "SGLang 0.5.23" in result.output.splitlines()[0]
+    assert "engine SGLang 0.5.23: from the launch command" in result.output  # no --engine given
+    # no --max-running-requests / --cuda-graph-max-bs: SGLang picks them from GPU memory
+    assert "rests on a default: req_pool_size (any value) (not given" in result.output
+    assert " in []" not in result.output
     assert re.search(
         r"not safe because \d+ index buffers of the attention backend triton this line runs", result.output
     )

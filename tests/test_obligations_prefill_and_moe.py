@@ -60,8 +60,13 @@ SPLIT = m_pf.split_indexer_prefill_chunks
         (lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, 4 * 10**6, off), "batches_over_budget"),
         # a smaller workspace than given: the greedy stops before the constraint binds
         (lambda s, q, ws, mlb, off=0: SPLIT(s, q, max(ws - 1, 1), mlb, off), "batches_not_maximal"),
-        # a smaller logits budget than given: pieces smaller than the budget allows
-        (lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, max(mlb - 4, 4), off), "batches_not_maximal"),
+        # a smaller logits budget than given: pieces smaller than the budget allows (the same side
+        # as the smaller workspace above: slow tier)
+        pytest.param(
+            lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, max(mlb - 4, 4), off),
+            "batches_not_maximal",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_splitter_obligation_fails_on_each_side(monkeypatch, broken, count):

@@ -107,3 +107,37 @@ def test_decodes_add_no_virtual_requests(vllm_code, monkeypatch):
     chunk boundary adds rows, so a full batch of decodes plus one such prefill is what overflows."""
     local = _virtual_batches(monkeypatch, [9000, 300, 20000], [1, 1, 1], chunk=8192, block=16)
     assert local.num_reqs == 3
+
+
+def test_derived_rows_match_vllms_virtual_batches(vllm_code, monkeypatch):
+    """The demand the inventory records (vLLM's two statements run on symbolic sizes,
+    capproof/engines/vllm/demand_local_attention.py) equals the ``num_reqs`` vLLM's own
+    ``make_local_attention_virtual_batches`` returns, on batches of one long request and
+    ``num_reqs - 1`` one-token requests, across chunk boundaries."""
+    from capproof.engines.vllm import wheels
+    from capproof.engines.vllm.demand_local_attention import ENTRIES, derive_local_attention_rows
+    from capproof.inventory import Entry, evaluate
+
+    entries = [
+        Entry(
+            id=i,
+            file=i.split("::")[0],
+            line=1,
+            owner="FlashInferMetadataBuilder",
+            attribute=i.split(".")[-1],
+            shape=["max_num_reqs"],
+            dtype="int32",
+        )
+        for i in ENTRIES
+    ]
+    assert derive_local_attention_rows(entries, wheels.source_root("vllm", "0.33.0")) == []
+    rows = {e.id: e.demands[0]["extent"] for e in entries}
+    for chunk, block in ((8192, 16), (64, 16)):
+        for seq_len, query_len in ((10000, 5000), (8193, 2), (8192, 2), (3 * chunk + 5, 2 * chunk + 3), (17, 17)):
+            for others in (0, 2):
+                local = _virtual_batches(
+                    monkeypatch, [seq_len] + [chunk + 7] * others, [query_len] + [1] * others, chunk=chunk, block=block
+                )
+                names = dict(num_reqs=1 + others, query_len=query_len, seq_len=seq_len, attention_chunk_size=chunk)
+                for ident, extra in ENTRIES.items():
+                    assert evaluate(rows[ident], **names) == local.num_reqs + extra, (ident, names)

@@ -232,6 +232,19 @@ def model_facts(data: object, path: str, label: str = "--model-config") -> Model
     if uses_mla(text):
         facts.features.add("mla")
         facts.fields["mla"] = "model_type " + str(text.get("model_type"))
+    chunk = next(
+        (
+            pre + "attention_chunk_size"
+            for pre, sc in scopes
+            if isinstance(sc.get("attention_chunk_size"), int)
+            and not isinstance(sc.get("attention_chunk_size"), bool)
+            and sc["attention_chunk_size"] > 0
+        ),
+        None,
+    )
+    if chunk is not None:  # vLLM 0.33.0 llama4.py: its attention layers use chunked local attention
+        facts.features.add("chunked_local_attention")
+        facts.fields["chunked_local_attention"] = chunk
     archs = set(data.get("architectures") or [])
     facts.architectures = tuple(a for a in data.get("architectures") or [] if isinstance(a, str))
     hybrid_key = next((k for _, scope in scopes for k in HYBRID_MAMBA_KEYS if k in scope), None)
@@ -629,7 +642,7 @@ MODEL_PARAMS = ("num_experts", "top_k", "index_topk", "hidden_size")
 
 
 #: Features a model's config.json shows (others come from the flags).
-MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba", "mla"})
+MODEL_FEATURES = frozenset({"dsa_indexer", "moe", "hybrid_mamba", "mla", "chunked_local_attention"})
 
 #: What each model feature is, for the "not checked" lines.
 FEATURES = {
@@ -644,6 +657,8 @@ FEATURES = {
     "extra_graph_padding": "padding beyond uniform decode sizes (--cudagraph-capture-sizes or --data-parallel-size > 1)",
     "user_capture_sizes": "user CUDA-graph capture sizes (--cudagraph-capture-sizes)",
     "ultraquant": "the UltraQuant KV cache (--kv-cache-dtype ultraquant_4bit, ROCm)",
+    "chunked_local_attention": "chunked local attention (attention_chunk_size in config.json, e.g. Llama 4)",
+    "flashinfer_backend": "the FlashInfer attention backend chosen (--attention-backend FLASHINFER)",
 }
 
 #: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang

@@ -194,7 +194,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-tests", action="store_true", help="run the prove survivors against the fast tests")
     ap.add_argument("--list", action="store_true", help="list the survivors (prove, and with tests if run)")
+    ap.add_argument(
+        "--sample",
+        type=int,
+        help="the tests oracle on the first N of a seeded permutation of EVERY mutant of mutants/ (made by "
+        "activate.py --generate; no mutmut run needed), recorded in mutants/capproof-mutation-sample.jsonl",
+    )
+    ap.add_argument("--seed", type=int, default=20261206)
+    ap.add_argument(
+        "--seconds",
+        type=int,
+        default=MUTANT_SECONDS,
+        help="wall-clock limit of one run (and the slowest test file kept): raise it on a loaded machine",
+    )
     args = ap.parse_args()
+    globals()["MUTANT_SECONDS"] = args.seconds
+    globals()["SLOW_FILE_SECONDS"] = max(SLOW_FILE_SECONDS, args.seconds)
+    if args.sample is not None:
+        import random
+
+        from activate import mutant_names
+
+        names = [n for n in mutant_names() if n not in equivalents()]
+        picked = random.Random(args.seed).sample(names, len(names))[: args.sample]
+        print(f"{len(picked)} of {len(names)} mutants (seed {args.seed})", flush=True)
+        run_tests(picked, os.path.join("mutants", "capproof-mutation-sample.jsonl"))
+        return
     status = results()
     extra = outcomes(os.path.join("mutants", "capproof-mutation-outcomes.jsonl"))
     equiv = equivalents()

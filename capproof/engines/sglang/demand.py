@@ -679,6 +679,16 @@ def _set_once(tree, attribute: str) -> bool:
     return True
 
 
+def _owner_class(tree, line: int) -> str | None:
+    """The name of the class whose body holds ``line`` (innermost)."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return best.name if best else None
+
+
 def backend_uses(tree, attribute: str, ndims: int, line0: int = 0) -> list[tuple[int, list[str | None]]]:
     """Every use of ``self.<attribute>`` in the backend's file: ``[(line, [per-dim "rows"/"indptr"
     or None for whole])]``. Raises :class:`_Reject` for any use other than a slice ``[:bs]`` /
@@ -949,11 +959,30 @@ def _key_helper_uses(tree, call: ast.Call, position: int, key: str, ndims: int) 
     return out
 
 
-def backend_bs_fact() -> dict:
-    """The runner hands its backend the graph batch: not checked (the call chain runner -> backend
-    crosses files and dispatchers)."""
+def backend_bs_fact(root: str | None = None, cls: str | None = None) -> dict:
+    """The runner hands backend class ``cls`` the graph batch: checked at every call site of the
+    backend's CUDA-graph entry methods that may reach it (:func:`capproof.engines.sglang.graph_calls.backend_bs_sites`:
+    each call's forward batch followed back, AST, view builders run, to an element of the runner's
+    capture list); ``checked`` only when every site is. Without ``root``/``cls`` (or when the walk
+    fails) the fact is recorded unchecked with the two runner chains it rests on."""
+    fact = "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)"
+    if root is not None and cls is not None:
+        try:
+            from .graph_calls import backend_bs_sites
+
+            sites = backend_bs_sites(root, cls)
+        except Exception as exc:  # noqa: BLE001 - then unchecked, with the reason
+            sites = {"checked": [], "not checked": [f"call sites not walked: {type(exc).__name__}: {exc}"[:200]]}
+        return {
+            "fact": fact,
+            "checked": not sites["not checked"] and bool(sites["checked"]),
+            "paths": {
+                "checked (ast; build_replay_fb_view, build_inner_fb_view and round_up_grid run)": sites["checked"],
+                "not checked": sites["not checked"],
+            },
+        }
     return {
-        "fact": "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)",
+        "fact": fact,
         "checked": False,
         "paths": {
             "not checked": [
@@ -993,7 +1022,8 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
     larger of ``backend_bs`` and ``backend_num_tokens``, the latter with the assumed fact
     :func:`backend_tokens_fact`."""
     padded, notes = padded_batch()
-    bs_fact, tokens_fact, state = backend_bs_fact(), backend_tokens_fact(), graph_state_fact(root)
+    tokens_fact, state = backend_tokens_fact(), graph_state_fact(root)
+    bs_facts: dict = {}
     trees: dict = {}
     done = []
     for e in entries:
@@ -1047,6 +1077,14 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
             base = "maximum(backend_bs, backend_num_tokens)" if "tokens" in units else "backend_bs"
             extent = f"{base} + 1" if any(k.endswith("+1") for k in kinds) else base
         sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
+        cls = _owner_class(tree, e.line)
+        if cls not in bs_facts:
+            bs_facts[cls] = backend_bs_fact(root, cls)
+        bs_fact = bs_facts[cls]
+        if bs_fact["checked"]:
+            # every call site gives the backend an element of the capture list: the demand is the
+            # padded batch itself (no assumption left)
+            extent = re.sub(r"\bbackend_bs\b", f"({padded})", extent)
         facts = [bs_fact] + ([tokens_fact] if "tokens" in units else []) + [state]
         demands = [
             {

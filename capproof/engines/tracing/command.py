@@ -140,9 +140,12 @@ def finish(
     seconds: float,
     out: Callable[[str], None] = print,
     err: Callable[[str], None] | None = None,
+    facts: list | None = None,
 ) -> int:
     """Keep the committed verdicts, then ``--json``/``--check``/``--write`` as the command says;
-    print the summary line. Returns the exit code (0 ok, 1 stale, 2 bad output path)."""
+    print the summary line. ``facts``: the engine facts checked over the release's code
+    (:mod:`capproof.facts`), written and checked next to the inventory; None: the engine has none
+    (no facts file is written or checked). Returns the exit code (0 ok, 1 stale, 2 bad output path)."""
     err = err or (lambda s: print(s, file=sys.stderr))
     jpath, mpath = paths(engine, version)
     # the verdicts are the coverage tooling's (capproof coverage --write): keep the committed ones
@@ -156,6 +159,11 @@ def finish(
             e.verdicts, e.coverage = dict(verdicts), kind or "uncovered"
     text = dumps(entries, engine, version)
     md = render_markdown(entries, engine, version, generator=f"capproof inventory --engine {engine}=={version} --write")
+    generated = [(jpath, text), (mpath, md)]
+    if facts is not None:
+        from ... import facts as _facts
+
+        generated.append((_facts.facts_path(jpath), _facts.dumps(facts, engine, version)))
     code = 0
     if json_out == "-":
         sys.stdout.write(text)
@@ -167,7 +175,7 @@ def finish(
             return 2
     if check:
         stale = []
-        for path, want in ((jpath, text), (mpath, md)):
+        for path, want in generated:
             try:
                 with open(path, encoding="utf-8") as fh:
                     have = fh.read()
@@ -186,11 +194,11 @@ def finish(
                     err(str(exc))
             code = 1
     if write:
-        for path, want in ((jpath, text), (mpath, md)):
+        for path, want in generated:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(want)
-        out(f"wrote {jpath} and {mpath}")
+        out(f"wrote {', '.join(p for p, _ in generated[:-1])} and {generated[-1][0]}")
     if json_out != "-":
         out(summary_line(entries, engine, version) + f" ({scanned} allocations scanned, {seconds:.1f} s)")
     return code

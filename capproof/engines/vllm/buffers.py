@@ -92,6 +92,8 @@ class Built:
     allocations: int
     seconds: float
     trace_problems: list[str]
+    #: engine facts checked over this release's code (:mod:`capproof.facts`); None when not traced
+    facts: list | None = None
 
 
 def build(version: str, root: str | None = None, trace: bool = True) -> Built:
@@ -131,6 +133,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
 
         problems += derive_all(list(entries.values()), root)
         problems += derive_more(list(entries.values()), root)
+        from .demand_local_attention import derive_local_attention_rows
+
+        problems += derive_local_attention_rows(list(entries.values()), root)
         from .demand import judge_request_rows
         from .foreign_uses import check_foreign_uses
 
@@ -144,7 +149,15 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
                     if isinstance(d, dict) and d.get("how") in ("executed", "ast"):
                         d["unchecked_uses"] = [f"uses in other files not read: {type(exc).__name__}"]
             problems.append(f"uses outside the allocating files not read: {type(exc).__name__}: {exc}"[:300])
-    return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
+    facts = None
+    if trace:
+        from .facts import engine_facts
+
+        facts, fact_problems = engine_facts(root)
+        problems += fact_problems
+    return Built(
+        sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems, facts
+    )
 
 
 def run_inventory(
@@ -172,7 +185,17 @@ def run_inventory(
     for line in _command.problem_lines(built.trace_problems):
         err(f"warning: {line}")
     return _command.finish(
-        "vllm", version, built.entries, json_out, write, check, built.allocations, built.seconds, out=out, err=err
+        "vllm",
+        version,
+        built.entries,
+        json_out,
+        write,
+        check,
+        built.allocations,
+        built.seconds,
+        out=out,
+        err=err,
+        facts=built.facts,
     )
 
 

@@ -414,6 +414,8 @@ def run_check(
         features.add("dflash")
     if cfg.cudagraph_mode == "FULL":
         features.add("cudagraph_full")
+    if cfg.attention_backend == "FLASHINFER":
+        features.add("flashinfer_backend")
     if cfg.cudagraph_capture_sizes or cfg.dp > 1:
         features.add("extra_graph_padding")
     seqs = cfg.max_num_seqs if cfg.max_num_seqs is not None else max(choices.get("max_num_seqs", (0,))) or None
@@ -442,6 +444,8 @@ def run_check(
             params = (*params, "method", "feature:dflash", "feature:drafting_slots")
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
             params = (*params, "feature:cudagraph_full")
+        if flag == "--attention-backend" and cfg.attention_backend == "FLASHINFER":
+            params = (*params, "feature:flashinfer_backend")
         if flag == "--cudagraph-capture-sizes" or flag == "--compilation-config" and cfg.cudagraph_capture_sizes:
             params = (*params, "feature:extra_graph_padding", "feature:user_capture_sizes")
         if not any(p in used for p in params):

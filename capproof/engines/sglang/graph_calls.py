@@ -1,0 +1,1009 @@
+"""Which batch reaches an SGLang attention backend's CUDA-graph methods: the fact
+``backend_bs <= padded_bs`` checked at every call site (SGLang 0.5.23).
+
+The derivation of the "backend graph rows" family (:func:`capproof.engines.sglang.demand.derive_backend_rows`)
+reads a backend buffer's slices ``[:bs]`` in the backend's CUDA-graph methods, ``bs`` being the
+method's ``bs`` parameter or ``forward_batch.batch_size``. That ``bs`` is at most the batch the
+runner captures or replays is a fact about the *callers*, in other files. Here every call of
+such a method in ``sglang/srt`` (by name: dynamic dispatch is not resolved, so every call of the
+name counts unless its receiver provably holds another class) is followed backwards (AST) to
+where its batch comes from:
+
+- a view builder (``build_replay_fb_view``, ``build_inner_fb_view``) is **run** on a stand-in
+  forward batch with a symbolic ``bs``; its ``batch_size`` must be that ``bs``;
+- ``ForwardBatch(batch_size=x)`` / ``SimpleNamespace(batch_size=x)``, ``v.batch_size = x``,
+  ``SimpleNamespace(**vars(fb))``, a tuple returned by a ``self.`` helper, a parameter (then every
+  call of the enclosing function by name, the argument at that position or keyword), a closure's
+  free variable (the enclosing function's binding);
+- it ends **checked** at ``self._pad_to_bucket(..., self.capture_bs)`` (an element of the runner's
+  capture list: run and checked by :func:`capproof.engines.sglang.demand.padded_batch`), a loop
+  variable over ``self.capture_bs`` (``reversed(...)``, ``tqdm(list(...))``), or
+  ``min(..., self.max_bs)``, in a runner file that gives its backend
+  ``init_cuda_graph_state(self.max_bs, ...)`` with ``self.max_bs = max(self.capture_bs)`` (AST);
+- anything else ends **not checked**, with the chain of call sites that led there.
+
+A fact checked on every chain is recorded ``checked: True`` (the proofs then take the padded
+batch as the demand, no assumption); otherwise the unchecked chains are listed (proofs/coverage.md,
+"Assumed facts"). Errors: none raised for unreadable files (a file that does not parse is skipped
+only if it does not mention the method; otherwise its sites are unchecked).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from functools import lru_cache
+
+from ..tracing.derive import src
+
+__all__ = ["backend_bs_sites", "relevant_sites", "ENTRY_METHODS", "view_builders_checked"]
+
+SRT = "sglang/srt"
+_CLASS = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.M)
+#: The backend methods the runners call (the ABC's out-of-graph and in-graph metadata prep).
+ENTRY_METHODS = ("init_forward_metadata_out_graph", "init_forward_metadata_in_graph")
+#: View builders run here: name -> module
+VIEW_BUILDERS = {
+    "build_replay_fb_view": "sglang.srt.model_executor.runner.decode_cuda_graph_runner",
+    "build_inner_fb_view": "sglang.srt.model_executor.forward_batch_info",
+}
+MAX_DEPTH = 40
+WIDTH = "self.captured_req_width"
+#: A parameter is followed to the calls of its function when there are at most this many.
+MAX_CALLERS = 12
+
+
+class _Index:
+    """Parsed ``sglang/srt`` files (lazily, by a text filter), their functions and calls."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.files: list[str] = []
+        base = os.path.join(root, SRT)
+        for dp, _, fs in os.walk(base):
+            for f in fs:
+                if f.endswith(".py"):
+                    self.files.append(os.path.relpath(os.path.join(dp, f), root))
+        self.files.sort()
+        self._text: dict[str, str] = {}
+        self._tree: dict[str, ast.AST | None] = {}
+        self._parents: dict[str, dict] = {}
+        self._bases: dict[str, set[str]] | None = None
+
+    def text(self, rel: str) -> str:
+        if rel not in self._text:
+            with open(os.path.join(self.root, rel), encoding="utf-8", errors="replace") as fh:
+                self._text[rel] = fh.read()
+        return self._text[rel]
+
+    def tree(self, rel: str):
+        if rel not in self._tree:
+            try:
+                self._tree[rel] = ast.parse(self.text(rel))
+            except SyntaxError:
+                self._tree[rel] = None
+        return self._tree[rel]
+
+    def parents(self, rel: str) -> dict:
+        if rel not in self._parents:
+            t = self.tree(rel)
+            self._parents[rel] = {c: p for p in ast.walk(t) for c in ast.iter_child_nodes(p)} if t else {}
+        return self._parents[rel]
+
+    def calls(self, name: str) -> list[tuple[str, ast.Call]]:
+        """Every call ``<x>.name(...)`` or ``name(...)`` in srt."""
+        out = []
+        pattern = re.compile(r"(?<![\w])" + re.escape(name) + r"\s*\(")
+        for rel in self.files:
+            if name not in self.text(rel) or not pattern.search(self.text(rel)):
+                continue
+            t = self.tree(rel)
+            if t is None:
+                continue
+            for c in ast.walk(t):
+                if isinstance(c, ast.Call):
+                    f = c.func
+                    if (isinstance(f, ast.Attribute) and f.attr == name) or (isinstance(f, ast.Name) and f.id == name):
+                        out.append((rel, c))
+        return out
+
+    def enclosing(self, rel: str, node):
+        p = self.parents(rel).get(node)
+        while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            p = self.parents(rel).get(p)
+        return p
+
+    def enclosing_class(self, rel: str, node):
+        p = self.parents(rel).get(node)
+        while p is not None and not isinstance(p, ast.ClassDef):
+            p = self.parents(rel).get(p)
+        return p
+
+    def bases(self) -> dict[str, set[str]]:
+        """``{class name: names of its bases}`` over srt, read by a regular expression over the
+        ``class Name(bases):`` headers (last dotted component of each base; a header split over
+        lines is read up to its closing parenthesis)."""
+        if self._bases is None:
+            self._bases = {}
+            for rel in self.files:
+                for m in _CLASS.finditer(self.text(rel)):
+                    names = {b.strip().split("[", 1)[0].rsplit(".", 1)[-1] for b in m.group(2).split(",")}
+                    self._bases.setdefault(m.group(1), set()).update(n for n in names if n and "=" not in n)
+        return self._bases
+
+
+@lru_cache(maxsize=4)
+def _index(root: str) -> _Index:
+    return _Index(root)
+
+
+# ------------------------------------------------------------------------------------------------
+# view builders, run
+
+
+class _Any:
+    """A stand-in for a tensor or a batch field: every attribute, item, call and arithmetic is
+    another stand-in (so a view builder runs without torch tensors)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Any()
+
+    def __getitem__(self, key):
+        return _Any()
+
+    def __call__(self, *a, **k):
+        return _Any()
+
+    def __add__(self, other):
+        return _Any()
+
+    __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __add__
+
+
+@lru_cache(maxsize=1)
+def view_builders_checked() -> dict[str, str]:
+    """``{builder: ""}`` for a view builder whose result's ``batch_size`` is its ``bs`` argument
+    (SGLang's function **run** on a stand-in forward batch, ``bs`` a capproof SymInt), or
+    ``{builder: reason}`` when it is not (or does not run). Needs SGLang importable."""
+    import importlib
+
+    from ...symbolic import SymInt
+
+    out = {}
+    for name, module in VIEW_BUILDERS.items():
+        try:
+            fn = getattr(importlib.import_module(module), name)
+            bs = SymInt.var("backend_view_bs")
+            fb = _Any()
+            for field in ("seq_lens_sum", "seq_lens_cpu", "lora_ids", "encoder_lens"):
+                fb.__dict__[field] = None
+            if name == "build_replay_fb_view":
+                view = fn(
+                    forward_batch=fb,
+                    buffers=_Any(),
+                    bs=bs,
+                    raw_bs=SymInt.var("backend_view_raw_bs"),
+                    num_tokens=SymInt.var("backend_view_num_tokens"),
+                    global_num_tokens_cpu=None,
+                    seq_len_fill_value=1,
+                    capture_forward_mode=_Any(),
+                    is_encoder_decoder=False,
+                )
+            else:
+                view = fn(fb, bs=bs, forward_mode=_Any(), encoder_lens=None)
+            out[name] = "" if view.batch_size is bs else f"{name}: batch_size is not its bs argument"
+        except Exception as exc:  # noqa: BLE001 - the builder is then not checked
+            out[name] = f"{name} did not run: {type(exc).__name__}: {exc}"[:200]
+    return out
+
+
+@lru_cache(maxsize=1)
+def round_up_grid_checked(max_len: int = 6) -> str:
+    """Empty when SGLang's ``round_up_grid(total, grid)`` (``speculative/ragged_verify.py``),
+    **run** on every path for a symbolic total and sorted symbolic grids of 1..``max_len`` tiers,
+    returns one of the grid's tiers on every path past its ``ValueError`` (the caller rejects that
+    batch; taken as a stop, value 0) (Z3); else the reason."""
+    try:
+        import z3
+        from sglang.srt.speculative.ragged_verify import round_up_grid
+
+        from ...symbolic import SymInt
+        from ..tracing.derive import all_paths
+
+        def fn(total, grid):
+            try:
+                return round_up_grid(total, grid)
+            except ValueError as exc:  # the caller rejects the batch: no replay on this path
+                raise AssertionError from exc
+
+        for n in range(1, max_len + 1):
+            names = ["tier_total"] + [f"tier_{i}" for i in range(n)]
+            assume = [z3.Int(x) >= 1 for x in names] + [
+                z3.Int(f"tier_{i}") < z3.Int(f"tier_{i + 1}") for i in range(n - 1)
+            ]
+            grid = [SymInt.var(f"tier_{i}") for i in range(n)]
+            value, _ = all_paths(lambda grid=grid: fn(SymInt.var("tier_total"), grid), assume)
+            s = z3.Solver()
+            s.add(*assume)
+            ok = z3.Or(value == 0, *[value == z3.Int(f"tier_{i}") for i in range(n)])
+            s.add(z3.Not(ok))
+            if s.check() != z3.unsat:
+                return f"round_up_grid on {n} tiers may return a value outside the grid"
+        return ""
+    except Exception as exc:  # noqa: BLE001 - then the tier is not checked
+        return f"round_up_grid did not run: {type(exc).__name__}: {exc}"[:200]
+
+
+# ------------------------------------------------------------------------------------------------
+# backward tracing
+
+
+class _Tracer:
+    def __init__(self, root: str):
+        self.ix = _index(root)
+        self.views = view_builders_checked()
+        self.runner_ok: dict[str, bool] = {}
+        self.memo: dict = {}
+        self.active: set = set()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _fn_name(self, fn) -> str:
+        return getattr(fn, "name", "<lambda>")
+
+    def _where(self, rel: str, node) -> str:
+        fn = self.ix.enclosing(rel, node)
+        return f"{rel}:{node.lineno} ({self._fn_name(fn) if fn else 'module'})"
+
+    def _assigns(self, fn, name: str):
+        """``[(value, index)]``: every binding of ``name`` in ``fn`` (not in nested functions);
+        index is the tuple position for ``a, b = value``; ``("for", iter)`` for a loop target."""
+        out = []
+        for node in _walk_own(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id == name:
+                        out.append((node.value if not isinstance(node, ast.AugAssign) else None, None))
+                    elif isinstance(t, (ast.Tuple, ast.List)):
+                        for i, el in enumerate(t.elts):
+                            if isinstance(el, ast.Name) and el.id == name:
+                                out.append((node.value, i))
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                t = node.target
+                if isinstance(t, ast.Name) and t.id == name:
+                    out.append((("for", node.iter), None))
+            elif isinstance(node, (ast.With,)):
+                for item in node.items:
+                    v = item.optional_vars
+                    if isinstance(v, ast.Name) and v.id == name:
+                        out.append((None, None))
+            elif isinstance(node, ast.NamedExpr) and node.target.id == name:
+                out.append((node.value, None))
+        return out
+
+    def _params(self, fn) -> list[str]:
+        a = fn.args
+        return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+    def _runner_gives_max_bs(self, rel: str) -> bool:
+        """The runner file sets ``self.max_bs = max(self.capture_bs)`` and gives a backend
+        ``init_cuda_graph_state(self.max_bs, ...)``."""
+        if rel not in self.runner_ok:
+            t = self.ix.tree(rel)
+            ok_max = ok_state = False
+            for n in ast.walk(t) if t else []:
+                if isinstance(n, ast.Assign) and src(n.value) == "max(self.capture_bs)":
+                    ok_max |= any(src(x) == "self.max_bs" for x in n.targets)
+                if (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "init_cuda_graph_state"
+                    and n.args
+                    and src(n.args[0]) == "self.max_bs"
+                ):
+                    ok_state = True
+            self.runner_ok[rel] = ok_max and ok_state
+        return self.runner_ok[rel]
+
+    def _callers(self, fn, rel: str, param: str, depth: int, chain: list, kind: str = "bs"):
+        """Resolve a parameter of ``fn``: the argument every call of ``fn``'s name passes (a forward
+        batch when ``kind == "fb"``). A parameter of an entry method (:data:`ENTRY_METHODS`) is
+        ``("forwarded", class)``: that method's own call sites are checked for its class."""
+        name = self._fn_name(fn)
+        if name in ENTRY_METHODS:
+            owner = self.ix.enclosing_class(rel, fn)
+            yield ("forwarded", chain + [f"{rel}:{fn.lineno} {owner.name if owner else '?'}.{name}"])
+            return
+        params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
+        method = bool(params) and params[0] in ("self", "cls")
+        pos = params.index(param) - (1 if method else 0) if param in params else None
+        calls = self.ix.calls(name)
+        owner = self.ix.enclosing_class(rel, fn) if method else None
+        if owner is not None:
+            # ``self.name(...)`` reaches this method only from a class related to its owner
+            related = _related(self.ix, owner.name)
+            kept = []
+            below = _subclasses(self.ix, owner.name)
+            for r, c in calls:
+                recv = c.func.value if isinstance(c.func, ast.Attribute) else None
+                if recv is not None and src(recv) == "self":
+                    k = self.ix.enclosing_class(r, c)
+                    if k is None or k.name not in related:
+                        continue
+                if recv is not None and src(recv) != "self" and not isinstance(recv, ast.Call):
+                    # ``self.X.name(...)`` where every binding of ``self.X`` constructs an unrelated class
+                    k = self.ix.enclosing_class(r, c)
+                    attr = _receiver_attr(c, self.ix.enclosing(r, c))
+                    held = _holds(self.ix, r, k, attr) if k is not None and attr is not None else None
+                    if held is not None and not (held & related):
+                        continue
+                if isinstance(recv, ast.Call) and src(recv.func) == "super":
+                    # ``super().name(...)`` dispatches to a base of the calling class
+                    k = self.ix.enclosing_class(r, c)
+                    if k is None or k.name not in below or k.name == owner.name:
+                        continue
+                kept.append((r, c))
+            calls = kept
+        calls = [(r, c) for r, c in calls if _bindable(fn, c, method)]
+        if len(calls) > MAX_CALLERS:
+            yield ("unchecked", chain + [f"{rel}:{fn.lineno} {name}: {len(calls)} calls of the name (not followed)"])
+            return
+        if not calls:
+            yield ("unchecked", chain + [f"{rel}:{fn.lineno} {name}({param}): no call of {name} in srt"])
+            return
+        for crel, call in calls:
+            arg = next((k.value for k in call.keywords if k.arg == param), None)
+            if arg is None and pos is not None and 0 <= pos < len(call.args):
+                if any(isinstance(a, ast.Starred) for a in call.args[: pos + 1]):
+                    arg = None
+                else:
+                    arg = call.args[pos]
+            step = chain + [f"{self._where(crel, call)} passes {param}"]
+            if arg is None:
+                if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                    yield ("unchecked", step + ["passed through *args/**kwargs"])
+                else:
+                    yield ("unchecked", step + [f"{param} not passed (default)"])
+                continue
+            caller = self.ix.enclosing(crel, call)
+            yield from self._kind(kind)(arg, crel, caller, depth + 1, step)
+
+    # -- the tracer ------------------------------------------------------------------------------
+    def batch(self, node, rel: str, fn, depth: int, chain: list, want: str = "fb"):
+        """Yield ``(status, chain)`` for every origin of the batch size of ``node`` (a forward batch
+        when ``want == "fb"``, an int when ``"bs"``)."""
+        yield from (self.fb(node, rel, fn, depth, chain) if want == "fb" else self.expr(node, rel, fn, depth, chain))
+
+    def fb(self, node, rel: str, fn, depth: int, chain: list):
+        """Origins of ``node.batch_size`` for a forward-batch expression ``node`` (memoised)."""
+        yield from self._memo("fb", node, rel, fn, depth, chain)
+
+    def expr(self, node, rel: str, fn, depth: int, chain: list):
+        """Origins of an int batch size ``node`` (memoised)."""
+        yield from self._memo("bs", node, rel, fn, depth, chain)
+
+    def tokens(self, node, rel: str, fn, depth: int, chain: list):
+        """Origins of a token count that a caller divides by ``self.captured_req_width``
+        (memoised): ``x * self.captured_req_width`` (then the origins of the batch ``x``), or a
+        ragged-verify tier ``self._ragged_graph_num_tokens(...)`` (:meth:`_tier_ok`)."""
+        yield from self._memo("tok", node, rel, fn, depth, chain)
+
+    def _kind(self, kind: str):
+        return {"fb": self.fb, "bs": self.expr, "tok": self.tokens}[kind]
+
+    def _tokens(self, node, rel: str, fn, depth: int, chain: list):
+        if depth > MAX_DEPTH:
+            yield ("unchecked", chain + ["call chain longer than followed"])
+            return
+        where = f"{rel}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and src(node.right) == WIDTH:
+            yield from self.expr(node.left, rel, fn, depth + 1, chain + [f"{where} {src(node)}"])
+            return
+        if isinstance(node, ast.Call) and src(node.func) == "self._ragged_graph_num_tokens":
+            reason = self._tier_ok(rel, fn)
+            if reason:
+                yield ("unchecked", chain + [f"{where} {src(node)}: {reason}"])
+            else:
+                yield self._terminal(
+                    rel,
+                    chain
+                    + [
+                        f"{where} {src(node)} (round_up_grid run: an element of capture_num_tokens = "
+                        "{bs * captured_req_width for bs in capture_bs})"
+                    ],
+                )
+            return
+        if isinstance(node, ast.Name) and fn is not None:
+            binds = self._assigns(fn, node.id)
+            if binds:
+                for value, index in binds:
+                    step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {node.id} bound"]
+                    if value is None or isinstance(value, tuple) or index is not None:
+                        yield ("unchecked", step + [f"{node.id} bound by a with/for/tuple assignment"])
+                    else:
+                        yield from self.tokens(value, rel, fn, depth + 1, step)
+                return
+            if node.id in self._params(fn):
+                yield from self._callers(fn, rel, node.id, depth, chain, kind="tok")
+                return
+        if isinstance(node, ast.IfExp):
+            yield from self.tokens(node.body, rel, fn, depth, chain)
+            yield from self.tokens(node.orelse, rel, fn, depth, chain)
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and src(node.func.value) == "self":
+            cls = self.ix.enclosing_class(rel, fn) if fn is not None else None
+            defs = [
+                n
+                for n in (cls.body if cls else [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == node.func.attr
+            ]
+            rets = (
+                [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
+                if len(defs) == 1
+                else []
+            )
+            if rets:
+                for r in rets:
+                    yield from self.tokens(
+                        r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                    )
+                return
+        if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
+            yield from self._self_attribute(node, rel, fn, depth, chain, kind="tok")
+            return
+        # any other count: ``n // captured_req_width <= n`` (the width is >= 1), so ``n`` itself an
+        # element of the capture list bounds the quotient
+        yield from self.expr(node, rel, fn, depth + 1, chain + [f"{where} {src(node)} (n // width <= n)"])
+
+    def _tier_ok(self, rel: str, fn) -> str:
+        """Empty when the runner's ragged tiers are ``{bs * captured_req_width for bs in
+        capture_bs}`` and ``_ragged_graph_num_tokens`` returns ``round_up_grid(x,
+        self.capture_num_tokens)`` (AST), ``round_up_grid`` returning an element of its grid on
+        every path (run); else the reason."""
+        cls = self.ix.enclosing_class(rel, fn)
+        if cls is None:
+            return "no class"
+        meths = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        h = meths.get("_ragged_graph_num_tokens")
+        b = meths.get("_build_ragged_verify_token_buckets")
+        if h is None or b is None:
+            return "tier helpers not in the class"
+        rets = [src(r.value) for r in _walk_own(h) if isinstance(r, ast.Return)]
+        if rets != ["round_up_grid(total_verify_tokens,self.capture_num_tokens)"]:
+            return f"_ragged_graph_num_tokens returns {rets}"
+        built = [src(a.value) for a in _walk_own(b) if isinstance(a, ast.Assign) and src(a.targets[0]) == "buckets"]
+        if built != ["sorted({bs*self.captured_req_widthforbsinself.capture_bs})"]:
+            return f"tiers built as {built}"
+        binds = [
+            src(n.value)
+            for n in ast.walk(cls)
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            and any(
+                src(t) == "self.capture_num_tokens" for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            )
+        ]
+        if not binds or any(
+            v not in ("self._build_ragged_verify_token_buckets()ifself.ragged_verify_modeelseNone", "None")
+            for v in binds
+        ):
+            return f"capture_num_tokens bound as {binds}"
+        return round_up_grid_checked()
+
+    def _memo(self, kind, node, rel, fn, depth, chain):
+        key = (kind, rel, id(fn), id(node))
+        if key in self.active:
+            # a cycle of bindings (flow-insensitive: two branches feeding each other) adds no value
+            # of its own: every value on it comes, by a finite derivation, from an origin off the
+            # cycle, and every rule here keeps "an element of the capture list"
+            return
+        if key not in self.memo:
+            self.active.add(key)
+            try:
+                impl = {"fb": self._fb, "bs": self._expr, "tok": self._tokens}[kind]
+                self.memo[key] = [(st, ch) for st, ch in impl(node, rel, fn, depth, [])]
+            finally:
+                self.active.discard(key)
+        for st, ch in self.memo[key]:
+            yield st, chain + ch
+
+    def _fb(self, node, rel: str, fn, depth: int, chain: list):
+        if depth > MAX_DEPTH:
+            yield ("unchecked", chain + ["call chain longer than followed"])
+            return
+        if isinstance(node, ast.Call):
+            yield from self._built(node, rel, fn, depth, chain)
+            return
+        if not isinstance(node, ast.Name) or fn is None:
+            yield ("unchecked", chain + [f"{rel}:{getattr(node, 'lineno', '?')} batch {src(node)}"])
+            return
+        name = node.id
+        # ``v.batch_size = x`` in the same function overrides whatever ``v`` is
+        sets = [
+            n
+            for n in _walk_own(fn)
+            if isinstance(n, ast.Assign) and any(src(t) == f"{name}.batch_size" for t in n.targets)
+        ]
+        # flow-insensitive: the set values and the original binding are all origins, except that
+        # a set after the use (no loop around both) does not reach it, and a set guarded by
+        # ``if x != raw:`` with ``raw = v.batch_size`` leaves the batch ``x`` on both branches
+        use = getattr(node, "lineno", 0)
+        if not _in_loop(self.ix, rel, node, fn):
+            sets = [n for n in sets if n.lineno < use]
+        for n in sets:
+            yield from self.expr(n.value, rel, fn, depth, chain + [f"{rel}:{n.lineno} {name}.batch_size ="])
+        if sets and all(self._guarded_set(n, rel, fn, name) for n in sets):
+            return
+        binds = self._assigns(fn, name)
+        if binds:
+            for value, index in binds:
+                step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
+                if value is None or isinstance(value, tuple):
+                    yield ("unchecked", step + [f"{name} bound by a with/for/augmented assignment"])
+                elif index is not None:
+                    yield from self._tuple_element(value, index, rel, fn, depth, step)
+                elif isinstance(value, ast.Call) and src(value.func) in ("copy.copy", "copy"):
+                    yield from (
+                        self.fb(value.args[0], rel, fn, depth + 1, step) if value.args else iter([("unchecked", step)])
+                    )
+                else:
+                    yield from self.fb(value, rel, fn, depth + 1, step)
+            return
+        if name in self._params(fn):
+            yield from self._callers_fb(fn, rel, name, depth, chain)
+            return
+        outer = self.ix.enclosing(rel, fn)
+        if outer is not None:
+            yield from self.fb(node, rel, outer, depth + 1, chain + [f"{rel}:{fn.lineno} closure over {name}"])
+            return
+        yield ("unchecked", chain + [f"{rel}:{node.lineno} {name} unbound"])
+
+    def _self_attribute(self, node, rel: str, fn, depth: int, chain: list, kind: str = "bs"):
+        """``self.A``: every store ``X.A = v`` in srt must be ``self.A = v`` in a class related to
+        the reading class (so no other object writes it); the origins of every ``v``."""
+        attr = node.attr
+        cls = self.ix.enclosing_class(rel, fn)
+        where = f"{rel}:{node.lineno} self.{attr}"
+        if cls is None:
+            yield ("unchecked", chain + [f"{where} outside a class"])
+            return
+        related = _related(self.ix, cls.name)
+        pattern = re.compile(r"\." + re.escape(attr) + r"\s*(?:\[[^\]]*\])?\s*(?:[-+*/]?=)(?!=)")
+        stores = []
+        for frel in self.ix.files:
+            text = self.ix.text(frel)
+            if attr not in text or not pattern.search(text):
+                continue
+            t = self.ix.tree(frel)
+            if t is None:
+                yield ("unchecked", chain + [f"{where}: {frel} does not parse"])
+                return
+            for n in ast.walk(t):
+                if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    stores.append((frel, n))
+        if not stores:
+            yield ("unchecked", chain + [f"{where} never assigned"])
+            return
+        for frel, n in stores:
+            owner = self.ix.enclosing_class(frel, n)
+            stmt = self.ix.parents(frel).get(n)
+            if (
+                src(n.value) != "self"
+                or owner is None
+                or owner.name not in related
+                or not isinstance(stmt, ast.Assign)
+                or len(stmt.targets) != 1
+                or stmt.targets[0] is not n
+            ):
+                yield ("unchecked", chain + [f"{frel}:{n.lineno} {src(n)} stored otherwise"])
+                continue
+            yield from self._kind(kind)(
+                stmt.value, frel, self.ix.enclosing(frel, n), depth + 1, chain + [f"{frel}:{n.lineno} self.{attr} ="]
+            )
+
+    def _guarded_set(self, n, rel: str, fn, name: str) -> bool:
+        """``n`` (``v.batch_size = x``) is directly under ``if x != raw:`` (or ``raw != x``) where
+        every binding of ``raw`` in ``fn`` is ``v.batch_size``: after it ``v.batch_size == x``
+        whichever branch ran (x is a Name)."""
+        parent = self.ix.parents(rel).get(n)
+        if not (isinstance(parent, ast.If) and n in parent.body and isinstance(n.value, ast.Name)):
+            return False
+        t = parent.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotEq)):
+            return False
+        sides = {src(t.left), src(t.comparators[0])}
+        x = n.value.id
+        if x not in sides or len(sides) != 2:
+            return False
+        (raw,) = sides - {x}
+        binds = self._assigns(fn, raw)
+        return bool(binds) and all(
+            i is None and not isinstance(v, tuple) and v is not None and src(v) == f"{name}.batch_size"
+            for v, i in binds
+        )
+
+    def _callers_fb(self, fn, rel, param, depth, chain):
+        yield from self._callers(fn, rel, param, depth, chain, kind="fb")
+
+    def _built(self, call: ast.Call, rel: str, fn, depth: int, chain: list):
+        """A forward batch built by a call."""
+        name = src(call.func).rsplit(".", 1)[-1]
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        if name in VIEW_BUILDERS:
+            reason = self.views.get(name, "not run")
+            if reason:
+                yield ("unchecked", chain + [f"{rel}:{call.lineno} {reason}"])
+                return
+            step = chain + [f"{rel}:{call.lineno} {name}(bs=...) (run: batch_size is bs)"]
+            yield from (
+                self.expr(kw["bs"], rel, fn, depth + 1, step)
+                if "bs" in kw
+                else iter([("unchecked", step + ["bs not a keyword"])])
+            )
+            return
+        if name in ("ForwardBatch", "SimpleNamespace"):
+            if "batch_size" in kw:
+                yield from self.expr(
+                    kw["batch_size"], rel, fn, depth + 1, chain + [f"{rel}:{call.lineno} {name}(batch_size=...)"]
+                )
+                return
+            star = [k.value for k in call.keywords if k.arg is None]
+            if (
+                name == "SimpleNamespace"
+                and len(star) == 1
+                and isinstance(star[0], ast.Call)
+                and src(star[0].func) == "vars"
+                and star[0].args
+            ):
+                yield from self.fb(
+                    star[0].args[0], rel, fn, depth + 1, chain + [f"{rel}:{call.lineno} SimpleNamespace(**vars(...))"]
+                )
+                return
+        yield ("unchecked", chain + [f"{rel}:{call.lineno} batch built by {src(call.func)}"])
+
+    def _tuple_element(self, value, index: int, rel: str, fn, depth: int, chain: list):
+        """Element ``index`` of what ``self.<helper>(...)`` returns (every return a tuple)."""
+        if not (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and src(value.func.value) == "self"
+        ):
+            yield ("unchecked", chain + [f"{rel}:{value.lineno} tuple from {src(value)[:60]}"])
+            return
+        helper = value.func.attr
+        cls = self.ix.enclosing_class(rel, fn)
+        defs = [
+            n
+            for n in (cls.body if cls else [])
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == helper
+        ]
+        if len(defs) != 1:
+            yield ("unchecked", chain + [f"{rel}:{value.lineno} {helper} not one method of the class"])
+            return
+        h = defs[0]
+        rets = [r for r in _walk_own(h) if isinstance(r, ast.Return)]
+        if not rets:
+            yield ("unchecked", chain + [f"{rel}:{h.lineno} {helper} returns nothing"])
+            return
+        for r in rets:
+            if not (isinstance(r.value, ast.Tuple) and index < len(r.value.elts)):
+                yield ("unchecked", chain + [f"{rel}:{r.lineno} {helper} returns {src(r.value)[:60]}"])
+                continue
+            el = r.value.elts[index]
+            step = chain + [f"{rel}:{r.lineno} {helper} returns"]
+            # the helper's own parameters are the call's arguments
+            yield from self._bind_call(h, value, el, rel, fn, depth, step)
+
+    def _bind_call(self, h, call, el, rel, caller, depth, chain):
+        """``el`` in helper ``h`` called by ``call`` in ``caller``: trace in ``h``; a parameter of
+        ``h`` maps to that call's argument (this call only)."""
+        for status, ch in self.fb(el, rel, h, depth + 1, chain):
+            yield status, ch
+
+    def _expr(self, node, rel: str, fn, depth: int, chain: list):
+        if depth > MAX_DEPTH:
+            yield ("unchecked", chain + ["call chain longer than followed"])
+            return
+        s = src(node)
+        where = f"{rel}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Call) and s.startswith("self._pad_to_bucket(") and s.endswith(",self.capture_bs)"):
+            yield self._terminal(rel, chain + [f"{where} {s} (an element of the capture list)"])
+            return
+        if isinstance(node, ast.Call) and src(node.func) == "min" and any(src(a) == "self.max_bs" for a in node.args):
+            yield self._terminal(rel, chain + [f"{where} {s}"])
+            return
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and src(node.right) == WIDTH:
+            # ``n // captured_req_width``: ``n`` a multiple of the width by a batch, or a ragged tier
+            yield from self.tokens(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"])
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and src(node.func.value) == "self":
+            # an int returned by a method of the class: the origins of every return
+            cls = self.ix.enclosing_class(rel, fn) if fn is not None else None
+            defs = [
+                n
+                for n in (cls.body if cls else [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == node.func.attr
+            ]
+            if len(defs) == 1:
+                rets = [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
+                if rets:
+                    for r in rets:
+                        yield from self.expr(
+                            r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                        )
+                    return
+        if isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool):
+            yield ("checked", chain + [f"{where} 0"])
+            return
+        if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
+            yield from self._self_attribute(node, rel, fn, depth, chain)
+            return
+        if isinstance(node, ast.IfExp):
+            yield from self.expr(node.body, rel, fn, depth, chain)
+            yield from self.expr(node.orelse, rel, fn, depth, chain)
+            return
+        if isinstance(node, ast.Attribute) and node.attr == "batch_size":
+            yield from self.fb(node.value, rel, fn, depth + 1, chain + [f"{where} {s}"])
+            return
+        if not isinstance(node, ast.Name) or fn is None:
+            yield ("unchecked", chain + [f"{where} {s}"])
+            return
+        name = node.id
+        binds = self._assigns(fn, name)
+        if binds:
+            for value, index in binds:
+                step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
+                if isinstance(value, tuple) and value[0] == "for":
+                    it = value[1]
+                    origins = [it]
+                    if isinstance(it, ast.Name):
+                        origins = [v for v, i in self._assigns(fn, it.id) if i is None and not isinstance(v, tuple)]
+                        for v in list(origins):
+                            if isinstance(v, ast.IfExp):
+                                origins.remove(v)
+                                origins += [v.body, v.orelse]
+                    ok = bool(origins) and all(
+                        src(o)
+                        in (
+                            "self.capture_bs",
+                            "reversed(self.capture_bs)",
+                            "tqdm.tqdm(list(reversed(self.capture_bs)))",
+                        )
+                        for o in origins
+                    )
+                    if ok:
+                        yield self._terminal(
+                            rel, step + [f"{rel}:{it.lineno} for {name} in {src(it)} (a captured size)"]
+                        )
+                    else:
+                        yield ("unchecked", step + [f"{rel}:{it.lineno} for {name} in {src(it)}"])
+                elif value is None or isinstance(value, tuple) or index is not None:
+                    yield ("unchecked", step + [f"{name} bound by a with/augmented/tuple assignment"])
+                else:
+                    yield from self.expr(value, rel, fn, depth + 1, step)
+            return
+        if name in self._params(fn):
+            yield from self._callers(fn, rel, name, depth, chain)
+            return
+        outer = self.ix.enclosing(rel, fn)
+        if outer is not None:
+            yield from self.expr(node, rel, outer, depth + 1, chain + [f"{rel}:{fn.lineno} closure over {name}"])
+            return
+        yield ("unchecked", chain + [f"{where} {name} unbound"])
+
+    def _terminal(self, rel: str, chain: list):
+        if self._runner_gives_max_bs(rel):
+            return ("checked", chain)
+        return ("unchecked", chain + [f"{rel}: no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"])
+
+
+def _bindable(fn, call: ast.Call, method: bool) -> bool:
+    """The call's arguments can bind to ``fn``'s signature (else calling it raises TypeError before
+    its body runs, so the call does not reach it). A call with ``*``/``**`` arguments is kept."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args][1 if method else 0 :]
+    if len(call.args) > len(positional) and a.vararg is None:
+        return False
+    names = set(positional[len(call.args) :]) | {p.arg for p in a.kwonlyargs}
+    given = {k.arg for k in call.keywords}
+    if a.kwarg is None and not given <= names:
+        return False
+    n_def = len(a.defaults)
+    required = positional[len(call.args) : len(positional) - n_def] if n_def else positional[len(call.args) :]
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    return set(required) <= given
+
+
+def _in_loop(ix: _Index, rel: str, node, fn) -> bool:
+    """``node`` is inside a ``for``/``while`` of ``fn``."""
+    p = ix.parents(rel).get(node)
+    while p is not None and p is not fn:
+        if isinstance(p, (ast.For, ast.While, ast.AsyncFor)):
+            return True
+        p = ix.parents(rel).get(p)
+    return False
+
+
+@lru_cache(maxsize=4)
+def _tracer(root: str) -> _Tracer:
+    return _Tracer(root)
+
+
+def _walk_own(fn):
+    """``ast.walk`` of ``fn`` without descending into nested functions/lambdas/classes."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+
+
+# ------------------------------------------------------------------------------------------------
+# which call sites may reach a backend class
+
+
+def _related(ix: _Index, cls: str) -> set[str]:
+    """``cls``, its subclasses and its bases (transitively, by name): the classes whose
+    ``self.m(...)`` may dispatch to ``cls.m``."""
+    bases = ix.bases()
+    up, todo = {cls}, [cls]
+    while todo:
+        for b in bases.get(todo.pop(), ()):
+            if b not in up:
+                up.add(b)
+                todo.append(b)
+    return up | _subclasses(ix, cls)
+
+
+def _subclasses(ix: _Index, cls: str) -> set[str]:
+    bases = ix.bases()
+    out = {cls}
+    changed = True
+    while changed:
+        changed = False
+        for name, bs in bases.items():
+            if name not in out and bs & out:
+                out.add(name)
+                changed = True
+    return out
+
+
+def _holds(ix: _Index, rel: str, cls_node, attr: str) -> set[str] | None:
+    """Class names ``self.<attr>`` may hold in ``cls_node`` (constructors assigned or appended in
+    the class), or None when some binding is not a constructor of a named class."""
+    found: set[str] = set()
+    any_bind = False
+
+    def ctor(v):
+        if isinstance(v, ast.Call) and isinstance(v.func, (ast.Name, ast.Attribute)):
+            name = src(v.func).rsplit(".", 1)[-1]
+            if name[:1].isupper():
+                return name
+        return None
+
+    for n in ast.walk(cls_node):
+        vals = []
+        if isinstance(n, ast.Assign) and any(src(t) == f"self.{attr}" for t in n.targets):
+            v = n.value
+            if isinstance(v, (ast.List, ast.Tuple)):
+                vals = list(v.elts)
+                if not vals:
+                    any_bind = True
+                    continue
+            elif isinstance(v, ast.ListComp):
+                vals = [v.elt]
+            else:
+                vals = [v]
+        elif isinstance(n, ast.Call) and src(n.func) == f"self.{attr}.append" and n.args:
+            vals = [n.args[0]]
+        for v in vals:
+            any_bind = True
+            c = ctor(v)
+            if c is None:
+                return None
+            found.add(c)
+    return found if any_bind else None
+
+
+def _receiver_attr(call: ast.Call, fn) -> str | None:
+    """``X`` for a receiver ``self.X``, ``self.X[i]``, or a loop variable over ``self.X``."""
+    r = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if r is None:
+        return None
+    if isinstance(r, ast.Subscript):
+        r = r.value
+    if isinstance(r, ast.Attribute) and src(r.value) == "self":
+        return r.attr
+    if isinstance(r, ast.Name) and fn is not None:
+        for n in _walk_own(fn):
+            if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == r.id:
+                it = n.iter
+                if isinstance(it, ast.Attribute) and src(it.value) == "self":
+                    return it.attr
+    return None
+
+
+def relevant_sites(root: str, cls: str, method: str) -> list[tuple[str, ast.Call, str]]:
+    """Every call of ``method`` in srt that may dispatch to class ``cls`` (or a subclass): all calls
+    of the name except those whose receiver provably holds other classes (``super()`` in a class
+    not derived from it; ``self.X`` whose every binding in its class constructs another class).
+    ``[(file, call, why kept)]``."""
+    ix = _index(root)
+    mine = _subclasses(ix, cls)
+    out = []
+    for rel, call in ix.calls(method):
+        if not isinstance(call.func, ast.Attribute):
+            continue
+        fn = ix.enclosing(rel, call)
+        owner = ix.enclosing_class(rel, call)
+        recv = call.func.value
+        if isinstance(recv, ast.Call) and src(recv.func) == "super":
+            if owner is not None and not any(src(b).rsplit(".", 1)[-1] in mine for b in owner.bases):
+                continue
+            out.append((rel, call, "super() of a subclass"))
+            continue
+        if src(recv) == "self":
+            if owner is not None and owner.name not in mine:
+                continue
+            out.append((rel, call, "self"))
+            continue
+        attr = _receiver_attr(call, fn)
+        if attr is not None and owner is not None:
+            held = _holds(ix, rel, owner, attr)
+            if held is not None and not (held & mine):
+                continue
+        out.append((rel, call, "receiver may hold it"))
+    return out
+
+
+def backend_bs_sites(root: str, cls: str) -> dict:
+    """The fact ``backend_bs <= padded_bs`` for backend class ``cls``, checked at every call of its
+    CUDA-graph entry methods (:data:`ENTRY_METHODS`) that may reach it, and of every wrapper class
+    that forwards its own forward batch to such a call (closed over): ``{"checked": [...], "not
+    checked": [...]}``, one line per call site (for an unchecked one, the end of its first
+    unchecked chain)."""
+    tracer = _tracer(root)
+    checked, unchecked = [], []
+    seen_sites: set = set()
+    todo, done = [cls], set()
+    while todo:
+        c = todo.pop()
+        if c in done:
+            continue
+        done.add(c)
+        for method in ENTRY_METHODS:
+            for rel, call, _why in relevant_sites(root, c, method):
+                if (rel, call.lineno) in seen_sites:
+                    continue
+                seen_sites.add((rel, call.lineno))
+                fn = tracer.ix.enclosing(rel, call)
+                arg = (
+                    call.args[0]
+                    if call.args
+                    else next((k.value for k in call.keywords if k.arg == "forward_batch"), None)
+                )
+                site = f"{rel}:{call.lineno} {tracer._fn_name(fn) if fn else 'module'} -> {method}"
+                if arg is None:
+                    unchecked.append(f"{site}: no forward batch argument")
+                    continue
+                origins = list(tracer.fb(arg, rel, fn, 0, []))
+                for st, ch in origins:
+                    if st == "forwarded":
+                        todo.append(ch[-1].rsplit(" ", 1)[-1].split(".", 1)[0])
+                bad = [ch for st, ch in origins if st == "unchecked"]
+                if origins and not bad:
+                    fw = sum(st == "forwarded" for st, _ in origins)
+                    checked.append(
+                        f"{site} (every origin an element of the capture list"
+                        + (f"; forwarded from its own caller, checked as a call of {method}" if fw else "")
+                        + ")"
+                    )
+                else:
+                    first = bad[0] if bad else ["no origin"]
+                    more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+                    unchecked.append(f"{site}: " + " <- ".join(first[-4:]) + more)
+    return {"checked": checked, "not checked": unchecked, "classes": sorted(done)}

@@ -1,0 +1,207 @@
+"""Adversarial catalogue: effects a fold step or per-entry function has through names the purity
+check does not list.
+
+capproof/purity.py judges a method called on a builtin or standard-library container (``list``,
+``dict``, ``set``, ``deque``, ``Counter``, a ``SimpleNamespace``'s ``__dict__``) by its name against a
+list of mutating methods. In-place dunders (``__ior__``, ``__imul__``, ``__init__``) and methods of
+the standard library's Python classes (``Counter.subtract``) are not on it; builtins on the list of
+known-pure functions (``any``, ``sum``, ``zip``) advance an iterator they are given, as
+``it.__next__()`` does. Induction runs such a step once and the aggregate abstraction an element
+function once where ints run it once per entry: a claim reading the effect is proved "[all batch
+sizes]" though false on ints at ``k == 37`` with two requests (padded and alone). The check now
+calls a method pure only by a list of known-pure names (or a project class it scans), refuses
+held iterators and ``defaultdict``s, scans default arguments, ``lru_cache``'d functions and the
+spec file's own classes, and refuses imports and standard-library Python code inside a step.
+
+A 64-entry vector is needed for the batch-wide strategies; each attempt is checked at its failing
+point on ints, padded and alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import fails_on_ints
+
+from capproof import Options, Verdict
+from capproof.loader import load_file
+from capproof.prover import prove_obligation
+
+HEADER = (
+    "import collections, dataclasses, functools, types\n"
+    "from capproof import Range, Vector, obligation, at_most, select, total\n"
+    "from capproof.arith import fold\n"
+)
+D64 = '@obligation(domain={"k": Range(0, 40), "n": Range(1, 64), "lens": Vector(64, Range(1, 3), length="n")})\n'
+POINT = {"k": 37, "n": 2, "lens": [1, 1]}  # two requests: the effect happens twice on ints
+
+
+def _fold(effect: str, pre: str, read: str, cap: int) -> str:
+    return (
+        D64
+        + f"def m(k, n, lens):\n{pre}    s = fold(lambda s, i, x: ({effect}, s + x)[1], 0, lens)\n"
+        + f"    return at_most(demand=select(k == 37, {read}, 1), capacity={cap})\n"
+    )
+
+
+def _total(effect: str, pre: str, read: str, cap: int) -> str:
+    return (
+        D64
+        + f"def m(k, n, lens):\n{pre}    t = total(({effect}, x)[1] for x in lens)\n"
+        + f"    return at_most(demand=select(k == 37, {read}, 1), capacity={cap})\n"
+    )
+
+
+ATTEMPTS = [
+    pytest.param("dict-ior", _fold("d.__ior__({len(d): 1})", "    d = {0: 1}\n", "len(d)", 2)),
+    pytest.param("set-ior", _fold("st.__ior__({len(st)})", "    st = {0}\n", "len(st)", 2)),
+    pytest.param(
+        "counter-subtract",
+        _fold("c.subtract({'a': 1})", "    c = collections.Counter(a=10)\n", "10 - c['a']", 1),
+    ),
+    pytest.param("list-imul", _fold("h.__imul__(2 if len(h) < 4 else 1)", "    h = [1]\n", "len(h)", 2)),
+    pytest.param(
+        "deque-imul",
+        _fold("q.__imul__(2 if len(q) < 4 else 1)", "    q = collections.deque([1])\n", "len(q)", 2),
+    ),
+    pytest.param("list-init", _fold("h.__init__(h + [1])", "    h = [1]\n", "len(h)", 2)),
+    pytest.param(
+        "namespace-dict-ior",
+        _fold(
+            "ns.__dict__.__ior__({str(len(ns.__dict__)): 1})",
+            "    ns = types.SimpleNamespace(a=1)\n",
+            "len(vars(ns))",
+            2,
+        ),
+    ),
+    pytest.param(
+        "total-element-list-imul",
+        _total("h.__imul__(2 if len(h) < 4 else 1)", "    h = [1]\n", "len(h)", 2),
+    ),
+    pytest.param(
+        "iterator-dunder-next",
+        _fold("it.__next__()", "    it = iter(range(100))\n", "100 - len(list(it))", 1),
+    ),
+    pytest.param(
+        "any-consumes-iterator",
+        _fold("any(it)", "    it = iter([1] * 100)\n", "100 - len(list(it))", 1),
+    ),
+    pytest.param(
+        "sum-of-zip-consumes-iterator",
+        _fold("sum(zip(it, (0,)), ())", "    it = iter(range(100))\n", "100 - len(list(it))", 2),
+    ),
+    pytest.param(
+        "total-element-any-consumes-iterator",
+        _total("any(it)", "    it = iter([1] * 100)\n", "100 - len(list(it))", 1),
+    ),
+    pytest.param(
+        "defaultdict-read-inserts",
+        _fold("dd[len(dd)]", "    dd = collections.defaultdict(int)\n", "len(dd)", 1),
+    ),
+    pytest.param(
+        "total-element-defaultdict-read-inserts",
+        _total("dd[len(dd)]", "    dd = collections.defaultdict(int)\n", "len(dd)", 1),
+    ),
+    pytest.param(
+        "lru-cache-wrapper-hides-append",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    @functools.lru_cache(maxsize=0)\n    def note():\n"
+        + "        h.append(1)\n        return 0\n    s = fold(lambda s, i, x: s + x + note(), 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "total-element-lru-cache-wrapper-hides-append",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    @functools.lru_cache(maxsize=0)\n    def note():\n"
+        + "        h.append(1)\n        return 0\n    t = total(x + note() for x in lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "method-of-a-dataclass-defined-in-the-spec",
+        "@dataclasses.dataclass\nclass Sched:\n    slots: list\n\n    def admit(self, x):\n"
+        + "        self.slots += [x]\n        return x\n\n"
+        + D64
+        + "def m(k, n, lens):\n    sch = Sched([])\n    s = fold(lambda s, i, x: s + sch.admit(x), 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(sch.slots), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "default-argument-bound-method",
+        D64
+        + "def m(k, n, lens):\n    h = []\n"
+        + "    s = fold(lambda s, i, x, push=h.append: (push(1), s + x)[1], 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "total-element-default-argument-bound-method",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    f = lambda x, push=h.append: (push(1), x)[1]\n"
+        + "    t = total(f(x) for x in lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "import-inside-the-step",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    def step(s, i, x):\n        from heapq import heappush\n"
+        + "        heappush(h, 1)\n        return s + x\n    s = fold(step, 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "module-imported-as-a-local-in-the-step",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    def step(s, i, x):\n        import heapq as hq\n"
+        + "        hq.heappush(h, 1)\n        return s + x\n    s = fold(step, 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "sched-scheduler-enter",
+        _fold("ev.enter(0, 1, int)", "    import sched\n    ev = sched.scheduler()\n", "len(ev.queue)", 1),
+    ),
+    pytest.param(
+        "total-element-sched-scheduler-enter",
+        _total("ev.enter(0, 1, int)", "    import sched\n    ev = sched.scheduler()\n", "len(ev.queue)", 1),
+    ),
+    pytest.param(
+        "semaphore-release",
+        D64
+        + "def m(k, n, lens):\n    import threading\n    sem = threading.Semaphore(0)\n"
+        + "    s = fold(lambda s, i, x: (sem.release(), s + x)[1], 0, lens)\n    c = 0\n"
+        + "    while sem.acquire(blocking=False):\n        c += 1\n"
+        + "    return at_most(demand=select(k == 37, c, 1), capacity=1)\n",
+    ),
+    pytest.param(
+        "logger-add-handler",
+        _fold(
+            "lg.addHandler(hs[len(lg.handlers)])",
+            "    import logging\n    lg = logging.Logger('adv_local')\n"
+            "    hs = [logging.NullHandler() for _ in range(100)]\n",
+            "len(lg.handlers)",
+            1,
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS)
+def test_an_unlisted_effect_of_a_step_or_element_function_is_not_run_once_for_all_entries(spec_file, name, body):
+    (ob,) = load_file(spec_file(HEADER + body, f"adv_unlisted_{name.replace('-', '_')}.py"))
+    assert fails_on_ints(ob, POINT, padding=False) and fails_on_ints(ob, POINT, padding=True)
+    result = prove_obligation(ob, Options(density="off"))
+    assert result.verdict is not Verdict.PROVED, f"proved ({result.encoding}), but fails on ints at {POINT}"
+
+
+def test_bound_through_an_unlisted_in_place_dunder_is_not_sufficient(spec_file):
+    """``capproof bound`` on the aggregate abstraction calls the element function once: ``len(d)``
+    after ``d.__ior__`` per entry is 65 on ints at n=64, not 2. It reported worst demand 194,
+    min slack 0, sufficient, where k=37, n=64, lens=[3]*64 demands 257 of 194."""
+    from capproof.bound import bound_obligation
+
+    body = (
+        D64
+        + "def m(k, n, lens):\n    d = {0: 1}\n    t = total((d.__ior__({len(d): 1}), x)[1] for x in lens)\n"
+        + "    return at_most(demand=t + select(k == 37, len(d), 2), capacity=3 * n + 2)\n"
+    )
+    (ob,) = load_file(spec_file(HEADER + body, "adv_unlisted_bound_dict_ior.py"))
+    point = {"k": 37, "n": 64, "lens": [3] * 64}
+    assert fails_on_ints(ob, point, padding=False) and fails_on_ints(ob, point, padding=True)
+    r = bound_obligation(ob)
+    sufficient = r.status == "bounded" and not any(c.insufficient for c in r.cases)
+    assert not sufficient, f"bounded sufficient (worst demand {[c.max_demand for c in r.cases]}), but {point} fails"

@@ -1,0 +1,170 @@
+"""The call-site check of ``backend_bs <= padded_bs`` (capproof/engines/sglang/graph_calls.py) on small
+source trees laid out as SGLang's (``sglang/srt/...``): a batch from the capture list is checked, a
+batch from anywhere else is listed unchecked with its site, and a receiver that provably holds
+another class is not a site of the backend."""
+
+from __future__ import annotations
+
+import textwrap
+
+from capproof.engines.sglang.graph_calls import backend_bs_sites, relevant_sites
+
+BACKEND = """
+class AttentionBackend:
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        pass
+
+
+class MyBackend(AttentionBackend):
+    def init_cuda_graph_state(self, max_bs, max_num_tokens):
+        self.buf = torch.zeros(max_bs)
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        bs = forward_batch.batch_size
+        self.buf[:bs].zero_()
+
+
+class OtherBackend(AttentionBackend):
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        pass
+"""
+
+RUNNER = """
+class Runner:
+    def __init__(self, attn_backend):
+        self.attn_backend = attn_backend
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)
+
+    def capture(self):
+        for bs in reversed(self.capture_bs):
+            self.capture_one_shape(bs)
+
+    def capture_one_shape(self, size):
+        forward_batch = ForwardBatch(batch_size=size)
+        self.attn_backend.init_forward_metadata_out_graph(forward_batch, in_capture=True)
+
+    def replay(self, forward_batch):
+        raw_bs = forward_batch.batch_size
+        bs = self._pad_to_bucket(raw_bs, self.capture_bs)
+        view = SimpleNamespace(batch_size=bs)
+        self.attn_backend.init_forward_metadata_out_graph(view)
+"""
+
+EAGER = """
+class EagerCaller:
+    def __init__(self, backend):
+        self.backend = backend
+
+    def run_eager(self, forward_batch):
+        view = SimpleNamespace(batch_size=forward_batch.batch_size)
+        self.backend.init_forward_metadata_out_graph(view)
+"""
+
+OTHER_WRAPPER = """
+class Wrapper:
+    def __init__(self):
+        self.inner = OtherBackend()
+
+    def go(self, forward_batch):
+        self.inner.init_forward_metadata_out_graph(SimpleNamespace(batch_size=forward_batch.batch_size))
+"""
+
+
+def _tree(tmp_path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        path = tmp_path / "sglang" / "srt" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return str(tmp_path)
+
+
+def test_capture_and_padded_replay_are_checked(tmp_path):
+    root = _tree(tmp_path, {"layers/attention/my_backend.py": BACKEND, "runner.py": RUNNER})
+    sites = backend_bs_sites(root, "MyBackend")
+    assert sites["not checked"] == []
+    assert len(sites["checked"]) == 2
+    assert any("runner.py:15 capture_one_shape" in s for s in sites["checked"])
+    assert any("runner.py:21 replay" in s for s in sites["checked"])
+
+
+def test_an_eager_batch_is_an_unchecked_site(tmp_path):
+    root = _tree(
+        tmp_path,
+        {"layers/attention/my_backend.py": BACKEND, "runner.py": RUNNER, "eager.py": EAGER},
+    )
+    sites = backend_bs_sites(root, "MyBackend")
+    assert len(sites["checked"]) == 2
+    assert len(sites["not checked"]) == 1
+    (line,) = sites["not checked"]
+    assert line.startswith("sglang/srt/eager.py:8 run_eager -> init_forward_metadata_out_graph")
+    assert "no call of run_eager" in line
+
+
+def test_a_receiver_holding_another_class_is_not_a_site(tmp_path):
+    root = _tree(
+        tmp_path,
+        {"layers/attention/my_backend.py": BACKEND, "runner.py": RUNNER, "wrapper.py": OTHER_WRAPPER},
+    )
+    kept = {(rel, call.lineno) for rel, call, _ in relevant_sites(root, "MyBackend", "init_forward_metadata_out_graph")}
+    assert ("sglang/srt/wrapper.py", 7) not in kept
+    assert ("sglang/srt/runner.py", 15) in kept
+    assert backend_bs_sites(root, "MyBackend")["not checked"] == []
+
+
+def test_a_runner_without_its_max_bs_handed_to_the_backend_is_unchecked(tmp_path):
+    runner = RUNNER.replace("self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)", "pass")
+    root = _tree(tmp_path, {"layers/attention/my_backend.py": BACKEND, "runner.py": runner})
+    sites = backend_bs_sites(root, "MyBackend")
+    assert sites["checked"] == []
+    assert len(sites["not checked"]) == 2
+    assert all("init_cuda_graph_state" in s for s in sites["not checked"])
+
+
+ATTR_RUNNER = """
+class Runner:
+    def __init__(self, attn_backend):
+        self.attn_backend = attn_backend
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)
+        self.bs = 0
+
+    def load_batch(self, forward_batch):
+        raw_bs = forward_batch.batch_size
+        bs = self._pad_to_bucket(raw_bs, self.capture_bs)
+        if bs != raw_bs:
+            forward_batch.batch_size = bs
+        self.attn_backend.init_forward_metadata_out_graph(forward_batch)
+        forward_batch.batch_size = raw_bs
+        self.bs = bs
+
+    def replay_again(self):
+        self.attn_backend.init_forward_metadata_out_graph(SimpleNamespace(batch_size=self.bs))
+"""
+
+FOREIGN_STORE = """
+def tweak(runner):
+    runner.bs = 4096
+"""
+
+
+def test_a_padded_set_and_a_self_attribute_are_followed(tmp_path):
+    root = _tree(tmp_path, {"layers/attention/my_backend.py": BACKEND, "runner.py": ATTR_RUNNER})
+    sites = backend_bs_sites(root, "MyBackend")
+    # load_batch: batch_size set to the padded bs under `if bs != raw_bs` (else it already is bs),
+    # the restore after the call does not reach it; replay_again: self.bs, stored only as 0 or bs
+    assert sites["not checked"] == []
+    assert len(sites["checked"]) == 2
+
+
+def test_a_store_of_the_attribute_elsewhere_leaves_it_unchecked(tmp_path):
+    root = _tree(
+        tmp_path,
+        {"layers/attention/my_backend.py": BACKEND, "runner.py": ATTR_RUNNER, "tweak.py": FOREIGN_STORE},
+    )
+    sites = backend_bs_sites(root, "MyBackend")
+    assert len(sites["checked"]) == 1
+    (line,) = sites["not checked"]
+    assert line.startswith("sglang/srt/runner.py:20 replay_again") and "tweak.py:3" in line
