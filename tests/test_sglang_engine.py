@@ -157,6 +157,28 @@ def test_check_config_flashmla_line_applies_the_backends_derived_graph_rows():
     assert "FlashMLABackend_cuda_graph_num_splits" not in triton.output.split("not checked for this deployment:")[0]
 
 
+def test_check_config_sglang_serve_flashinfer_applies_the_swa_write_locations():
+    """``sglang serve`` on FlashInfer applies the obligation on FlashInfer's SWA write-location buffer
+    (sliced by the graph batch's token count, sized ``captured_req_width * max_bs``): proved on the
+    named facts, never counted as verified; FlashInfer's other 14 index buffers keep it undecided."""
+    result = check(
+        "--engine",
+        "sglang",
+        "--",
+        "sglang",
+        "serve",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--attention-backend",
+        "flashinfer",
+    )
+    assert result.exit_code == 2, result.output
+    head = result.output.split("not checked for this deployment:")[0]
+    assert "1 of 1 applied obligations proved" in head
+    assert "0 verified, 0 on a demand modelled in spec/, 1 on an assumed fact about the engine" in head
+    assert "14 index buffers of the attention backend flashinfer this line runs are not verified" in head
+
+
 TOY = textwrap.dedent("""
     import torch
 
