@@ -1,0 +1,116 @@
+"""Adversarial catalogue: effects a fold step or per-entry function has through names the purity
+check does not list.
+
+capproof/purity.py judges a method called on a builtin or standard-library container (``list``,
+``dict``, ``set``, ``deque``, ``Counter``, a ``SimpleNamespace``'s ``__dict__``) by its name against a
+list of mutating methods. In-place dunders (``__ior__``, ``__imul__``, ``__init__``) and methods of
+the standard library's Python classes (``Counter.subtract``) are not on it; builtins on the list of
+known-pure functions (``any``, ``sum``, ``zip``) advance an iterator they are given, as
+``it.__next__()`` does. Induction runs such a step once and the aggregate abstraction an element
+function once where ints run it once per entry: a claim reading the effect is proved "[all batch
+sizes]" though false on ints at ``k == 37`` with two requests (padded and alone).
+
+A 64-entry vector is needed for the batch-wide strategies; each attempt is checked at its failing
+point on ints, padded and alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import fails_on_ints
+
+from capproof import Options, Verdict
+from capproof.loader import load_file
+from capproof.prover import prove_obligation
+
+HEADER = (
+    "import collections, types\n"
+    "from capproof import Range, Vector, obligation, at_most, select, total\n"
+    "from capproof.arith import fold\n"
+)
+D64 = '@obligation(domain={"k": Range(0, 40), "n": Range(1, 64), "lens": Vector(64, Range(1, 3), length="n")})\n'
+POINT = {"k": 37, "n": 2, "lens": [1, 1]}  # two requests: the effect happens twice on ints
+
+UNLISTED = pytest.mark.xfail(
+    strict=True, reason="purity.py judges builtin/stdlib container methods by a list of mutating names"
+)
+CONSUMES = pytest.mark.xfail(strict=True, reason="purity.py: builtins on its pure list advance an iterator argument")
+
+
+def _fold(effect: str, pre: str, read: str, cap: int) -> str:
+    return (
+        D64
+        + f"def m(k, n, lens):\n{pre}    s = fold(lambda s, i, x: ({effect}, s + x)[1], 0, lens)\n"
+        + f"    return at_most(demand=select(k == 37, {read}, 1), capacity={cap})\n"
+    )
+
+
+def _total(effect: str, pre: str, read: str, cap: int) -> str:
+    return (
+        D64
+        + f"def m(k, n, lens):\n{pre}    t = total(({effect}, x)[1] for x in lens)\n"
+        + f"    return at_most(demand=select(k == 37, {read}, 1), capacity={cap})\n"
+    )
+
+
+ATTEMPTS = [
+    pytest.param("dict-ior", _fold("d.__ior__({len(d): 1})", "    d = {0: 1}\n", "len(d)", 2), marks=UNLISTED),
+    pytest.param("set-ior", _fold("st.__ior__({len(st)})", "    st = {0}\n", "len(st)", 2), marks=UNLISTED),
+    pytest.param(
+        "counter-subtract",
+        _fold("c.subtract({'a': 1})", "    c = collections.Counter(a=10)\n", "10 - c['a']", 1),
+        marks=UNLISTED,
+    ),
+    pytest.param(
+        "list-imul", _fold("h.__imul__(2 if len(h) < 4 else 1)", "    h = [1]\n", "len(h)", 2), marks=UNLISTED
+    ),
+    pytest.param(
+        "deque-imul",
+        _fold("q.__imul__(2 if len(q) < 4 else 1)", "    q = collections.deque([1])\n", "len(q)", 2),
+        marks=UNLISTED,
+    ),
+    pytest.param("list-init", _fold("h.__init__(h + [1])", "    h = [1]\n", "len(h)", 2), marks=UNLISTED),
+    pytest.param(
+        "namespace-dict-ior",
+        _fold(
+            "ns.__dict__.__ior__({str(len(ns.__dict__)): 1})",
+            "    ns = types.SimpleNamespace(a=1)\n",
+            "len(vars(ns))",
+            2,
+        ),
+        marks=UNLISTED,
+    ),
+    pytest.param(
+        "total-element-list-imul",
+        _total("h.__imul__(2 if len(h) < 4 else 1)", "    h = [1]\n", "len(h)", 2),
+        marks=UNLISTED,
+    ),
+    pytest.param(
+        "iterator-dunder-next",
+        _fold("it.__next__()", "    it = iter(range(100))\n", "100 - len(list(it))", 1),
+        marks=CONSUMES,
+    ),
+    pytest.param(
+        "any-consumes-iterator",
+        _fold("any(it)", "    it = iter([1] * 100)\n", "100 - len(list(it))", 1),
+        marks=CONSUMES,
+    ),
+    pytest.param(
+        "sum-of-zip-consumes-iterator",
+        _fold("sum(zip(it, (0,)), ())", "    it = iter(range(100))\n", "100 - len(list(it))", 2),
+        marks=CONSUMES,
+    ),
+    pytest.param(
+        "total-element-any-consumes-iterator",
+        _total("any(it)", "    it = iter([1] * 100)\n", "100 - len(list(it))", 1),
+        marks=CONSUMES,
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS)
+def test_an_unlisted_effect_of_a_step_or_element_function_is_not_run_once_for_all_entries(spec_file, name, body):
+    (ob,) = load_file(spec_file(HEADER + body, f"adv_unlisted_{name.replace('-', '_')}.py"))
+    assert fails_on_ints(ob, POINT, padding=False) and fails_on_ints(ob, POINT, padding=True)
+    result = prove_obligation(ob, Options(density="off"))
+    assert result.verdict is not Verdict.PROVED, f"proved ({result.encoding}), but fails on ints at {POINT}"
