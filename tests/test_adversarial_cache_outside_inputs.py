@@ -1,0 +1,94 @@
+"""Adversarial catalogue: a cached ``proved`` outliving an input outside the verdict cache's key.
+
+The key (capproof/verdict_cache.py) covers the bytes of the *project's* modules an obligation
+reaches (files under the working directory, not in a hidden directory), the environment, and
+marks a verdict uncacheable when its model opens a file or lists a directory (audit events). Two
+inputs a model reads are outside it:
+
+- code outside the project: an engine package or a vendored helper on ``sys.path`` (the engine's
+  own code, which the project's rule says to run rather than copy; here in a hidden ``.vendor``
+  directory, as the real venv lives in ``.capproof/``): edited or upgraded, the cached verdict stays;
+- the file system read without opening or listing: ``os.path.isfile``/``os.stat`` raise no audit
+  event, so a model asking whether a checkpoint's ``added_tokens.json`` exists keeps its cached
+  ``proved`` after the file appears.
+
+Each: proved, the input changed, the cached verdict still ``proved`` while ``--no-cache`` (and
+ints, at ``k == 37``) give a counterexample.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from capproof.cli import main
+
+
+def _verdicts(*args: str) -> dict[str, str]:
+    result = CliRunner().invoke(
+        main, ["prove", "spec", "--no-contracts", "--density", "off", "-j", "1", "--json", "-", *args]
+    )
+    assert result.exit_code in (0, 1), result.output
+    return {ob["id"].split("::")[-1]: ob["verdict"] for ob in json.loads(result.output)["obligations"]}
+
+
+VENDORED_SPEC = """
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".vendor"))
+from adv_enginelib import extra_slots
+from capproof import Range, obligation, at_most, select
+
+@obligation(domain={"k": Range(0, 40)})
+def vendored_slots(k):
+    return at_most(demand=select(k == 37, extra_slots(), 0), capacity=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="verdict cache key: library code outside the project is not in it")
+def test_a_cached_proof_is_not_reused_after_the_library_code_it_ran_changed(project, monkeypatch):
+    (project / ".vendor").mkdir()
+    lib = project / ".vendor" / "adv_enginelib.py"
+    lib.write_text("def extra_slots():\n    return 0\n")
+    (project / "spec" / "vendored_spec.py").write_text(VENDORED_SPEC)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert _verdicts() == {"vendored_slots": "proved"}
+    lib.write_text("def extra_slots():\n    return 1  # the engine's new release\n")
+    sys.modules.pop("adv_enginelib", None)
+    cached = _verdicts()
+    sys.modules.pop("adv_enginelib", None)
+    assert _verdicts("--no-cache") == {"vendored_slots": "counterexample"}  # ints: 1 > 0 at k == 37
+    assert cached == {"vendored_slots": "counterexample"}
+
+
+STAT_SPEC = """
+import os
+from capproof import Range, obligation, at_most, select
+
+TOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "added_tokens.json")
+
+@obligation(domain={"k": Range(0, 40)})
+def tokenizer_slots(k):
+    extra = 1 if os.path.isfile(TOK) else 0      # a checkpoint with added tokens needs one more slot
+    return at_most(demand=select(k == 37, extra, 0), capacity=0)
+
+@obligation(domain={"k": Range(0, 40)})
+def tokenizer_size(k):
+    try:
+        extra = os.stat(TOK).st_size
+    except OSError:
+        extra = 0
+    return at_most(demand=select(k == 37, extra, 0), capacity=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="verdict cache: os.stat/os.path.isfile raise no audit event")
+def test_a_cached_proof_is_not_reused_after_a_file_it_stat_ed_appeared(project):
+    (project / "spec" / "stat_spec.py").write_text(STAT_SPEC)
+    assert _verdicts() == {"tokenizer_slots": "proved", "tokenizer_size": "proved"}
+    (project / "spec" / "added_tokens.json").write_text('{"<extra>": 1}')
+    cached = _verdicts()
+    assert _verdicts("--no-cache") == {"tokenizer_slots": "counterexample", "tokenizer_size": "counterexample"}
+    assert cached == {"tokenizer_slots": "counterexample", "tokenizer_size": "counterexample"}
