@@ -114,3 +114,23 @@ def test_an_unlisted_effect_of_a_step_or_element_function_is_not_run_once_for_al
     assert fails_on_ints(ob, POINT, padding=False) and fails_on_ints(ob, POINT, padding=True)
     result = prove_obligation(ob, Options(density="off"))
     assert result.verdict is not Verdict.PROVED, f"proved ({result.encoding}), but fails on ints at {POINT}"
+
+
+@UNLISTED
+def test_bound_through_an_unlisted_in_place_dunder_is_not_sufficient(spec_file):
+    """``capproof bound`` on the aggregate abstraction calls the element function once: ``len(d)``
+    after ``d.__ior__`` per entry is 65 on ints at n=64, not 2. It reported worst demand 194,
+    min slack 0, sufficient, where k=37, n=64, lens=[3]*64 demands 257 of 194."""
+    from capproof.bound import bound_obligation
+
+    body = (
+        D64
+        + "def m(k, n, lens):\n    d = {0: 1}\n    t = total((d.__ior__({len(d): 1}), x)[1] for x in lens)\n"
+        + "    return at_most(demand=t + select(k == 37, len(d), 2), capacity=3 * n + 2)\n"
+    )
+    (ob,) = load_file(spec_file(HEADER + body, "adv_unlisted_bound_dict_ior.py"))
+    point = {"k": 37, "n": 64, "lens": [3] * 64}
+    assert fails_on_ints(ob, point, padding=False) and fails_on_ints(ob, point, padding=True)
+    r = bound_obligation(ob)
+    sufficient = r.status == "bounded" and not any(c.insufficient for c in r.cases)
+    assert not sufficient, f"bounded sufficient (worst demand {[c.max_demand for c in r.cases]}), but {point} fails"
