@@ -19,16 +19,19 @@ ints, at ``k == 37``) give a counterexample.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 
-def _verdicts(*args: str) -> dict[str, str]:
+def _verdicts(*args: str, preexec=None) -> dict[str, str]:
     """``capproof prove spec`` in a fresh interpreter (as a user runs it twice: modules loaded anew)."""
     cmd = [sys.executable, "-m", "capproof", "prove", "spec", "--no-contracts", "--density", "off", "-j", "1"]
-    result = subprocess.run([*cmd, "--json", "-", *args], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [*cmd, "--json", "-", *args], capture_output=True, text=True, check=False, preexec_fn=preexec
+    )
     assert result.returncode in (0, 1), result.stdout + result.stderr
     return {ob["id"].split("::")[-1]: ob["verdict"] for ob in json.loads(result.stdout)["obligations"]}
 
@@ -87,3 +90,29 @@ def test_a_cached_proof_is_not_reused_after_a_file_it_stat_ed_appeared(project):
     cached = _verdicts()
     assert _verdicts("--no-cache") == {"tokenizer_slots": "counterexample", "tokenizer_size": "counterexample"}
     assert cached == {"tokenizer_slots": "counterexample", "tokenizer_size": "counterexample"}
+
+
+AFFINITY_SPEC = """
+import os
+from capproof import Range, obligation, at_most, select
+
+@obligation(domain={"k": Range(0, 40)})
+def omp_threads(k):
+    # a CPU backend sizing per-thread staging by the process's affinity mask
+    threads = len(os.sched_getaffinity(0))
+    return at_most(demand=select(k == 37, 2 - min(threads, 2), 0), capacity=0)
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to narrow"
+)
+@pytest.mark.xfail(strict=True, reason="verdict cache key: the process's CPU affinity (machine state) is not in it")
+def test_a_cached_proof_is_not_reused_under_a_narrower_cpu_affinity(project):
+    (project / "spec" / "affinity_spec.py").write_text(AFFINITY_SPEC)
+    assert _verdicts() == {"omp_threads": "proved"}
+    one_cpu = {min(os.sched_getaffinity(0))}
+    cached = _verdicts(preexec=lambda: os.sched_setaffinity(0, one_cpu))
+    fresh = _verdicts("--no-cache", preexec=lambda: os.sched_setaffinity(0, one_cpu))
+    assert fresh == {"omp_threads": "counterexample"}  # ints on one CPU: demand 1 > 0 at k == 37
+    assert cached == {"omp_threads": "counterexample"}
