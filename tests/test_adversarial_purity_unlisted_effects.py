@@ -246,3 +246,47 @@ def test_bound_through_an_unlisted_in_place_dunder_is_not_sufficient(spec_file):
     r = bound_obligation(ob)
     sufficient = r.status == "bounded" and not any(c.insufficient for c in r.cases)
     assert not sufficient, f"bounded sufficient (worst demand {[c.max_demand for c in r.cases]}), but {point} fails"
+
+
+SCHED_SPEC = """
+import dataclasses
+from capproof import Range, Vector, obligation, at_most, select, all_of
+from capproof.arith import fold
+
+
+@dataclasses.dataclass
+class Sched:
+    slots: list
+
+    def admit(self, x):
+        self.slots += [x]
+        return x
+
+
+@obligation(domain={"max_model_len": Range(1, 16384), "k": Range(0, 40), "n": Range(1, 64),
+                    "lens": Vector(64, Range(1, 3), length="n")},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def staging_rows(max_model_len, k, n, lens):
+    sch = Sched([])
+    s = fold(lambda s, i, x: s + sch.admit(x), 0, lens)
+    return at_most(demand=select(all_of(max_model_len == 4097, k == 37), len(sch.slots), 1), capacity=1)
+"""
+
+
+@SPEC_CLASS
+def test_check_config_is_not_safe_through_a_step_calling_a_spec_class_method(tmp_path):
+    """``check-config --spec`` with the deployment's batch bound (``--max-num-seqs 64``) counted the
+    induction proof and answered ``safe`` (exit 0), though the obligation fails on ints at
+    max_model_len=4097 (the line's value), k=37, n=2."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    path = tmp_path / "sched_spec.py"
+    path.write_text(SCHED_SPEC)
+    (ob,) = load_file(str(path))
+    point = {"max_model_len": 4097, "k": 37, "n": 2, "lens": [1, 1]}
+    assert fails_on_ints(ob, point, padding=False) and fails_on_ints(ob, point, padding=True)
+    argv = ["vllm", "serve", "m", "--max-model-len", "4097", "--max-num-seqs", "64"]
+    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
+    assert result.exit_code != 0, result.output
