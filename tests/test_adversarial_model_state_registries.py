@@ -29,6 +29,7 @@ import capproof.loader as loader
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
+C_FUNCTIONS = pytest.mark.xfail(strict=True, reason="process state set through C functions is not compared")
 UNSEEN = pytest.mark.xfail(strict=True, reason="state the runner's within-item check does not fingerprint")
 
 
@@ -114,6 +115,25 @@ ATTEMPTS = [
             "(os.fstat(FD).st_size == 0, os.write(FD, b'x'))[0]",
         ),
         marks=pytest.mark.xfail(strict=True, reason="os.write to a descriptor opened at import raises no audit event"),
+    ),
+    # process state set through C functions (a documented limit: not compared)
+    pytest.param(
+        "decimal-context-precision",
+        _model("import decimal", "(decimal.getcontext().prec == 28, setattr(decimal.getcontext(), 'prec', 29))[0]"),
+        marks=C_FUNCTIONS,
+    ),
+    pytest.param(
+        "switch-interval",
+        _model("", "(sys.getswitchinterval() == 0.005, sys.setswitchinterval(0.006))[0]"),
+        marks=C_FUNCTIONS,
+    ),
+    pytest.param(
+        "atexit-callbacks",
+        _model(
+            "import atexit\n_BASE = atexit._ncallbacks()",
+            "(atexit.register(print), atexit._ncallbacks() == _BASE + 1)[1]",
+        ),
+        marks=C_FUNCTIONS,
     ),
     # seen by the state check (an error): a list global, a function attribute
     pytest.param("list-global", _model("STATE = []", "(STATE.append(1), len(STATE) == 1)[1]")),
