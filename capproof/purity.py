@@ -431,6 +431,10 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
             + _C_CALLABLES,
         ):
             objects.append(obj)
+        elif _ours(kind):
+            # a symbolic value or capproof's own helper: pure (and reading an attribute of a
+            # symbolic value, even through getattr with a default, records a misuse of it)
+            pass
         elif isinstance(getattr(obj, "__wrapped__", None), types.FunctionType) and not _project_class(kind):
             # a C wrapper (``functools.lru_cache``) around a Python function: its cache is state too
             note(f"calls a {kind.__name__} object, which keeps state of its own")
