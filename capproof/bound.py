@@ -787,13 +787,6 @@ def bound_obligation(
         from .prover import failed_check
 
         problem = None if abstract is not None or case.false_assumptions else failed_check(case, rlimit)
-        if abstract is None and case.padding_reads and not problem:
-            # a bound is over the padded vectors only: where the model reads the padding, its batch
-            # alone (what the engine holds) may demand more (``capproof prove`` decides it alone)
-            problem = (
-                f"the model reads its vectors' padding ({case.padding_reads[0]}): bound decides the padded "
-                "vectors only, and its batches alone may demand more (capproof prove decides them)"
-            )
         if problem:  # a divisor (an empty batch's maximum) that may be zero: prove's error, no bound
             result.cases.append(CaseBound(fixed, "error", message=problem))
             continue
