@@ -306,6 +306,18 @@ WITNESSES = [
         id='spec.vllm_0_33_buffers.spec_slots_full_graph__SpecDecodeBaseProposer_positions',
     ),
     pytest.param(
+        'spec/vllm_0_33_local_attention.py', 'chunked_local_rows_fit_paged_kv_indptr',
+        {'attention_chunk_size': 8192, 'max_model_len': 8193, 'max_num_batched_tokens': 2, 'max_num_seqs': 1, 'num_reqs': 1, 'query_len': 2, 'seq_len': 8193},
+        {'capacity': 2, 'rows': 3},
+        id='spec.vllm_0_33_local_attention.chunked_local_rows_fit_paged_kv_indptr',
+    ),
+    pytest.param(
+        'spec/vllm_0_33_local_attention.py', 'chunked_local_rows_fit_paged_kv_last_page_len',
+        {'attention_chunk_size': 8192, 'max_model_len': 8193, 'max_num_batched_tokens': 2, 'max_num_seqs': 1, 'num_reqs': 1, 'query_len': 2, 'seq_len': 8193},
+        {'capacity': 1, 'rows': 2},
+        id='spec.vllm_0_33_local_attention.chunked_local_rows_fit_paged_kv_last_page_len',
+    ),
+    pytest.param(
         'spec/vllm_0_33_today.py', 'cudagraph_uniform_decode_padding_unrounded_before_28207',
         {'default_max_graph_size': 512, 'max_num_batched_tokens': 8192, 'max_num_seqs': 40, 'num_reqs': 5, 'num_speculative_tokens': 2},
         {'max_cudagraph_capture_size': 240, 'num_reqs': 5, 'padded_tokens': 16, 'query_len': 3},
