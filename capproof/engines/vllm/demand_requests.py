@@ -345,7 +345,7 @@ def capture_size_bound(root: str) -> dict:
     }
 
 
-class _Row(list):
+class DPRow(list):
     """One row of the DP all-reduced tensor (one value per rank): ``max``/``min``/``item``/``cpu``."""
 
     def max(self):
@@ -360,8 +360,8 @@ class _Row(list):
         return self
 
 
-class _AllReduced:
-    """Stand-in for the ``[4, dp_size]`` tensor ``_run_ar`` all-reduces: ``t[row, :]`` is a :class:`_Row`."""
+class DPAllReduced:
+    """Stand-in for the ``[4, dp_size]`` tensor ``_run_ar`` all-reduces: ``t[row, :]`` is a :class:`DPRow`."""
 
     def __init__(self, rows: dict):
         self.rows = rows
@@ -370,7 +370,7 @@ class _AllReduced:
         row, cols = key
         if cols != slice(None):
             raise TypeError(f"all-reduced tensor read as [{key!r}]")
-        return _Row(self.rows[row])
+        return DPRow(self.rows[row])
 
 
 class _Keys:
@@ -441,11 +441,11 @@ def padded_tokens() -> tuple[str, list[str]]:
                 # all-reduced tensor holds each rank's padded count (row 1) and runtime mode (row 3),
                 # as _run_ar writes them; vLLM's own post-processing then runs on it
                 other_mode, desc = other.dispatch(num_tokens=v["num_tokens_other_rank"], uniform_decode=False)
-                reduced = _AllReduced(
+                reduced = DPAllReduced(
                     {1: [num_tokens_padded, desc.num_tokens], 3: [kw["cudagraph_mode"], other_mode.value]}
                 )
                 saved = dp_utils.torch, dp_utils.__dict__.get("int")
-                dp_utils.torch = SimpleNamespace(tensor=lambda data, **k: _Row(data), int32=None)
+                dp_utils.torch = SimpleNamespace(tensor=lambda data, **k: DPRow(data), int32=None)
                 dp_utils.int = lambda x: x
                 try:
                     synced = dp_utils._post_process_cudagraph_mode(reduced)

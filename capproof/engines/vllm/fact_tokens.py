@@ -53,6 +53,7 @@ from types import SimpleNamespace
 
 from ...symbolic import SymInt
 from .demand import expression, function_def, run_paths, source_text
+from .demand_requests import DPAllReduced, DPRow
 
 __all__ = [
     "DRAFTER",
@@ -106,34 +107,6 @@ class _Keys:
         return self.flag == 1
 
 
-class _Row(list):
-    """One row of the DP all-reduced tensor (one value per rank)."""
-
-    def max(self):
-        from ...arith import maximum
-
-        return SimpleNamespace(item=lambda: maximum(*self))
-
-    def min(self):
-        return SimpleNamespace(item=lambda: min(self))
-
-    def cpu(self):
-        return self
-
-
-class _AllReduced:
-    """Stand-in for the tensor ``_run_ar`` all-reduces: ``t[row, :]`` is a :class:`_Row`."""
-
-    def __init__(self, rows: dict):
-        self.rows = rows
-
-    def __getitem__(self, key):
-        row, cols = key
-        if cols != slice(None):
-            raise TypeError(f"all-reduced tensor read as [{key!r}]")
-        return _Row(self.rows[row])
-
-
 def _dispatcher(mode, table, v):
     """A ``CudagraphDispatcher`` whose ``dispatch`` and ``_create_padded_batch_descriptor`` are
     vLLM's own, over the stand-in table and key sets."""
@@ -184,11 +157,11 @@ def drafter_padded_tokens() -> tuple[str, list[str]]:
                 if allow_microbatching:
                     raise TypeError("the drafter asked for microbatching")
                 other_mode, desc = other.dispatch(v["num_tokens_draft_other_rank"])
-                reduced = _AllReduced(
+                reduced = DPAllReduced(
                     {1: [num_tokens_padded, desc.num_tokens], 3: [kw["cudagraph_mode"], other_mode.value]}
                 )
                 saved = dp_utils.torch, dp_utils.__dict__.get("int")
-                dp_utils.torch = SimpleNamespace(tensor=lambda data, **k: _Row(data), int32=None)
+                dp_utils.torch = SimpleNamespace(tensor=lambda data, **k: DPRow(data), int32=None)
                 dp_utils.int = lambda x: x
                 try:
                     synced = dp_utils._post_process_cudagraph_mode(reduced)
@@ -199,7 +172,7 @@ def drafter_padded_tokens() -> tuple[str, list[str]]:
                         del dp_utils.int
                     else:
                         dp_utils.int = saved[1]
-                return False, _Row(SimpleNamespace(item=lambda x=x: x) for x in across), synced
+                return False, DPRow(SimpleNamespace(item=lambda x=x: x) for x in across), synced
 
             me = SimpleNamespace(
                 cudagraph_dispatcher=own,
