@@ -1076,10 +1076,35 @@ def _count_z3_param_calls() -> list[int]:
     return calls
 
 
+def _regular_files_open() -> dict[int, os.stat_result]:
+    """The regular files this process holds open, by descriptor (Linux; elsewhere none)."""
+    import stat
+
+    out: dict[int, os.stat_result] = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            st = os.fstat(int(name))
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out[int(name)] = st
+    return out
+
+
+#: The files held open before any spec or model was imported: the caller's redirections and the
+#: copies of them a test runner keeps (pytest's saved standard streams; a log file another process
+#: appends to changes while an item decides, without the model writing to it).
+_OPEN_BEFORE_MODELS = frozenset((st.st_dev, st.st_ino) for st in _regular_files_open().values())
+
+
 def _files_held_open() -> dict[int, tuple[int, int, int, int]]:
-    """The regular files this process holds open (not its standard streams), by descriptor:
-    ``(device, inode, size, modification time)``. A model writing through a descriptor it opened
-    at import (``os.write``: no audit event) changes one."""
+    """The regular files this process holds open (not its standard streams, nor those open before
+    capproof loaded any model), by descriptor: ``(device, inode, size, modification time)``. A model
+    writing through a descriptor it opened at import (``os.write``: no audit event) changes one."""
     import stat
 
     out: dict[int, tuple[int, int, int, int]] = {}
@@ -1099,7 +1124,7 @@ def _files_held_open() -> dict[int, tuple[int, int, int, int]]:
             st = os.fstat(int(name))
         except (OSError, ValueError):
             continue
-        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in streams:
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in streams | _OPEN_BEFORE_MODELS:
             out[int(name)] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     return out
 
