@@ -29,9 +29,12 @@ import capproof.loader as loader
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
-C_FUNCTIONS = pytest.mark.xfail(strict=True, reason="process state set through C functions is not compared")
+# Not strict: whether the state reaches a later evaluation depends on which of the probe, the
+# symbolic run and the replays evaluates the model first in a process, which varies with the load;
+# a strict marker made the fast tier fail at random (two of these passed on a clean clone).
+C_FUNCTIONS = pytest.mark.xfail(strict=False, reason="process state set through C functions is not compared")
 UNSEEN = pytest.mark.xfail(
-    strict=True, reason="a standard-library registry filled through its API: the within-item check does not read it"
+    strict=False, reason="a standard-library registry filled through its API: the within-item check does not read it"
 )
 
 
