@@ -114,7 +114,7 @@ def test_leaves_are_every_value_an_if_tree_returns():
 
     a, b, c = z3.Ints("a b c")
     t = z3.If(a > b, z3.If(b > c, a, z3.IntVal(0)), c)
-    assert sorted(str(x) for x in R._leaves(t)) == ["0", "a", "c"]
+    assert sorted(str(x) for x in R.path_leaves(t)) == ["0", "a", "c"]
 
 
 _RUNNER = """\

@@ -492,18 +492,25 @@ def padded_tokens() -> tuple[str, list[str]]:
     # of the values the paths return (the If-tree's leaves): an upper bound of every path's value.
     leaves: list = []
     for _, t in terms:
-        for leaf in _leaves(t):
+        for leaf in path_leaves(t):
             if not any(leaf.eq(x) for x in leaves):
                 leaves.append(leaf)
     # 0 (a path that stopped at an engine assert) is below every size (all >= 1): no access there
+    return maximum_expression(leaves), notes
+
+
+def maximum_expression(leaves: list) -> str:
+    """``maximum(a, maximum(b, c))`` over the inventory expressions of the non-zero ``leaves``."""
+    import z3
+
     names = [expression(leaf) for leaf in leaves if not (z3.is_int_value(leaf) and leaf.as_long() == 0)]
     value = names[-1]
     for name in reversed(names[:-1]):
         value = f"maximum({name}, {value})"
-    return value, notes
+    return value
 
 
-def _leaves(term) -> list:
+def path_leaves(term) -> list:
     """The values an ``If``-tree of path values can take (its leaves, conditions ignored)."""
     import z3
 

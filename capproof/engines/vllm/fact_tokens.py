@@ -52,8 +52,8 @@ import os
 from types import SimpleNamespace
 
 from ...symbolic import SymInt
-from .demand import expression, function_def, run_paths, source_text
-from .demand_requests import DPAllReduced, DPRow
+from .demand import function_def, run_paths, source_text
+from .demand_requests import DPAllReduced, DPRow, maximum_expression, path_leaves
 
 __all__ = [
     "DRAFTER",
@@ -196,28 +196,10 @@ def drafter_padded_tokens() -> tuple[str, list[str]]:
 
         term, n = run_paths(run, assume, budget=2048)
         notes += [f"drafter, cudagraph mode {mode.name}: {x}" for x in n]
-        for leaf in _leaves(term):
+        for leaf in path_leaves(term):
             if not any(leaf.eq(x) for x in leaves):
                 leaves.append(leaf)
-    names = [expression(leaf) for leaf in leaves if not (z3.is_int_value(leaf) and leaf.as_long() == 0)]
-    value = names[-1]
-    for name in reversed(names[:-1]):
-        value = f"maximum({name}, {value})"
-    return value, notes
-
-
-def _leaves(term) -> list:
-    """The values an ``If``-tree of path values can take (its leaves, conditions ignored)."""
-    import z3
-
-    out, todo = [], [term]
-    while todo:
-        t = todo.pop()
-        if z3.is_app_of(t, z3.Z3_OP_ITE):
-            todo += [t.arg(1), t.arg(2)]
-        elif not any(t.eq(x) for x in out):
-            out.append(t)
-    return out
+    return maximum_expression(leaves), notes
 
 
 def _tree(root: str, file: str):
