@@ -210,7 +210,10 @@ def releases(root: str = ".") -> list[str]:
         os.path.join(os.path.dirname(here), "proofs", "inventory"),
     ):
         if os.path.isdir(d):
-            names.update(f.removesuffix(".json") for f in os.listdir(d) if f.endswith(".json"))
+            # an inventory's facts file (``<release>.facts.json``) sits beside it and is not a release
+            names.update(
+                f.removesuffix(".json") for f in os.listdir(d) if f.endswith(".json") and not f.endswith(".facts.json")
+            )
     return sorted(names)
 
 
