@@ -931,6 +931,14 @@ def _map_index(root: str, rows: dict, rt, fn, name: str) -> str | None:
     return rows["map"]
 
 
+def _map_fact(root: str, rows: dict) -> str | None:
+    """:func:`_map_values_bounded` of the input batch, cached in ``rows`` (as :func:`_map_index` does)."""
+    key = "vllm/v1/worker/gpu_input_batch.py"
+    if "map" not in rows:
+        rows["map"] = _map_values_bounded(root, rows.setdefault(key, _Rows(root, key)))
+    return rows["map"]
+
+
 def _req_ids_bounded(rt) -> str | None:
     """Where ``len(InputBatch._req_ids) <= max_num_reqs`` is found (AST), or None: the list is
     created empty, grows only by ``self._req_ids.append`` inside ``if req_index == len(self._req_ids)``
@@ -1204,7 +1212,7 @@ def request_rows_accesses(
             # a Python helper receiving the buffer: its own accesses, judged at this call site
             from .demand_helpers import judge_passed
 
-            got, helper_sites, why = judge_passed(root, rt, entry, line, rows)
+            got, helper_sites, why = judge_passed(root, rt, entry, line, lambda: _map_fact(root, rows))
             over = [k for k in got if k.startswith("plus") and int(k[4:]) > plus_ok]
             if not got or over:
                 if reasons is not None:

@@ -196,8 +196,8 @@ def _bind(fn, call: ast.Call) -> dict | None:
 class _Judge:
     """Judges one call site of the runner (``rt``: its :class:`RowBinding`; ``caller``: the method)."""
 
-    def __init__(self, root: str, rt, caller, rows: dict):
-        self.root, self.rt, self.caller, self.rows = root, rt, caller, rows
+    def __init__(self, root: str, rt, caller, map_fact):
+        self.root, self.rt, self.caller, self.map_fact = root, rt, caller, map_fact
         self.sites: list[str] = []
         self.kinds: set[str] = set()
         self.why = ""
@@ -244,15 +244,19 @@ class _Judge:
         return None
 
     def _num_reqs_is_len_map(self) -> bool:
-        from .demand import _function_in
-
-        key = "vllm/v1/worker/gpu_input_batch.py"
-        tree = _parsed(os.path.join(self.root, key))
-        prop = _function_in(tree, "num_reqs", "InputBatch") if tree is not None else None
-        return prop is not None and any(
-            isinstance(r, ast.Return) and r.value is not None and _src(r.value) == "len(self.req_id_to_index)"
-            for r in ast.walk(prop)
-        )
+        """``InputBatch.num_reqs`` returns ``len(self.req_id_to_index)`` (read in its source)."""
+        tree = _parsed(os.path.join(self.root, "vllm/v1/worker/gpu_input_batch.py"))
+        for cls in ast.walk(tree) if tree is not None else []:
+            if isinstance(cls, ast.ClassDef) and cls.name == "InputBatch":
+                for fn in cls.body:
+                    if isinstance(fn, ast.FunctionDef) and fn.name == "num_reqs":
+                        return any(
+                            isinstance(r, ast.Return)
+                            and r.value is not None
+                            and _src(r.value) == "len(self.req_id_to_index)"
+                            for r in ast.walk(fn)
+                        )
+        return False
 
     def count_kind(self, expr) -> str | None:
         """The runner's kind of a resolved count expression (module docstring), or None."""
@@ -308,12 +312,7 @@ class _Judge:
             resolved = self.resolve(frame, base)
             if resolved is None or _src(resolved) != f"{INPUT_BATCH}.req_id_to_index":
                 return None
-        from .demand import _map_values_bounded, _Rows
-
-        key = "vllm/v1/worker/gpu_input_batch.py"
-        if "map" not in self.rows:
-            self.rows["map"] = _map_values_bounded(self.root, self.rows.setdefault(key, _Rows(self.root, key)))
-        return self.rows["map"]
+        return self.map_fact()
 
     # -- uses of the parameter -------------------------------------------------------------
     def param_uses(self, frame: _Frame, name: str, depth: int) -> bool:
@@ -436,12 +435,13 @@ class _Judge:
         return ok
 
 
-def judge_passed(root: str, rt, entry, line: int, rows: dict) -> tuple[set[str], list[str], str]:
+def judge_passed(root: str, rt, entry, line: int, map_fact) -> tuple[set[str], list[str], str]:
     """``(kinds, sites, why not)`` for the call at ``line`` of the allocating file that hands
     ``self.<attribute>`` (or a view ``.np``/``.cpu``/``.gpu`` of it) to a helper: kinds and sites
     of the helper's accesses when every one is judged (module docstring), else an empty kinds set
-    and the reason. ``rt``: the file's :class:`capproof.engines.vllm.demand.RowBinding`; ``rows`` the
-    derivation's cache (shared with :func:`capproof.engines.vllm.demand.request_rows_accesses`)."""
+    and the reason. ``rt``: the file's :class:`capproof.engines.vllm.demand.RowBinding`;
+    ``map_fact()``: where the runner's ``req_id_to_index`` values are checked below ``max_num_reqs``,
+    or None (the caller's check, cached by it)."""
     attr = entry.attribute.rsplit(".", 1)[-1]
     forms = {f"self.{attr}"} | {f"self.{attr}.{v}" for v in VIEWS}
     calls = []
@@ -459,7 +459,7 @@ def judge_passed(root: str, rt, entry, line: int, rows: dict) -> tuple[set[str],
         return set(), [], f"{entry.file}:{line}: not in a function"
     if isinstance(call.func, ast.Name) and _Frame("", caller, {}, None).stores.get(call.func.id):
         return set(), [], f"{entry.file}:{line}: {call.func.id} is rebound in {caller.name}"
-    j = _Judge(root, rt, caller, rows)
+    j = _Judge(root, rt, caller, map_fact)
     if not j.enter(resolve_callee(root, entry.file, call.func), call, arg, None, 0):
         return set(), [], j.why
     return j.kinds or {"whole"}, j.sites, ""
