@@ -355,6 +355,19 @@ class _Fingerprint(pickle.Pickler):
         return NotImplemented
 
 
+class _TermsByText(_Fingerprint):
+    """:class:`_Fingerprint` with a Z3 term (an ``AstRef``: immutable, but holding a ctypes pointer
+    and its context, which pickle refuses) taken as its class, its S-expression and any other
+    attribute set on it. Used only for an :class:`Opaque` value's contents."""
+
+    def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        z3 = sys.modules.get("z3")
+        if z3 is not None and isinstance(obj, z3.AstRef):
+            extra = {k: v for k, v in vars(obj).items() if k not in ("ast", "ctx")}
+            return (tuple, ((type(obj), obj.sexpr(), extra),))
+        return super().reducer_override(obj)
+
+
 def _bound_to_data(obj: object) -> bool:
     """Whether ``obj`` is a method bound to an object that is neither a module nor a class."""
     if not isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
@@ -389,7 +402,8 @@ def _holds_c_state(cls: type) -> bool:
 
 class Opaque(tuple):
     """The fingerprint of a value pickle refuses (a generator, a socket, an object whose
-    ``__reduce__`` raises): its identity and repr, which an in-place change need not alter. The
+    ``__reduce__`` raises): its identity and contents (:func:`_opaque_contents`: a repr, which an
+    in-place change need not alter, unless only Z3 terms were refused). The
     runner fails closed on it: an item that can reach one is decided in a process of its own."""
 
 
@@ -398,12 +412,25 @@ def _fingerprint(value: object) -> object:
     try:
         _Fingerprint(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         return buf.getvalue()
-    except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr (and fail closed)
+    except Exception:  # noqa: BLE001 - not picklable: compare by identity and contents (and fail closed)
+        return Opaque((id(value), _opaque_contents(value)))
+
+
+def _opaque_contents(value: object) -> object:
+    """What an :class:`Opaque` value is compared by besides its identity: its pickle with each Z3
+    term taken by its S-expression (:class:`_TermsByText`) when that is the only thing pickle
+    refused, else its repr (the first 10,000 characters). A Z3 term's repr is Z3's Python
+    pretty-printer, which took seconds for the terms a test module keeps (50 s of one fast-tier
+    test's 100 s) and elides deep subterms; its S-expression is Z3's own printer, whole."""
+    buf = io.BytesIO()
+    try:
+        _TermsByText(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        return buf.getvalue()
+    except Exception:  # noqa: BLE001 - something else pickle refuses (a generator, a socket)
         try:
-            shown = repr(value)[:10_000]
+            return repr(value)[:10_000]
         except Exception:  # noqa: BLE001
-            shown = "?"
-        return Opaque((id(value), shown))
+            return "?"
 
 
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
