@@ -817,8 +817,74 @@ def bound_obligation(
         else:
             bounded = _bound_case(*args)
         result.cases.append(bounded)
+        if abstract is None and vectors and case.padding_reads:
+            # the padded vectors are not what the engine holds where the model reads the padding
+            # (``len(lens)``): each batch length is bounded again on its batch alone, as prove decides it
+            result.cases.extend(_alone_bounds(ob, fixed, ranges, vectors, result, rlimit, waste_threshold, case))
 
     return _summarise(result)
+
+
+def _alone_bounds(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    result: ObligationBound,
+    rlimit: int,
+    threshold: float,
+    padded: CaseProblem,
+) -> list[CaseBound]:
+    """The minimum slack of case ``fixed`` of ``ob`` with every vector its batch alone: each
+    symbolic batch length split into one case per value it admits (at most the vector's size), no
+    padding entries (capproof.prover's ``_alone_outcomes``: what ``prove`` decides for a model
+    that reads its padding, ``padded.padding_reads``). More than ``capproof.prover.ALONE_CASES``
+    cases: one ``error`` case. Each is a :func:`_tightness_case` whose points are replayed padded
+    and alone (a point where they differ is an ``error``)."""
+    from .prover import ALONE_CASES, failed_check
+
+    axes: dict[str, list[int]] = {}
+    for name in sorted({v.length for v in vectors.values() if v.length is not None}):
+        if name in ranges:
+            size = max(v.size for v in vectors.values() if v.length == name)
+            axes[name] = list(range(ranges[name].lo, min(ranges[name].hi, size) + 1))
+    rest = {k: v for k, v in ranges.items() if k not in axes}
+    count = 1
+    for values in axes.values():
+        count *= len(values)
+    if count > ALONE_CASES:
+        return [
+            CaseBound(
+                dict(fixed),
+                "error",
+                message=f"the model reads its vectors' padding ({padded.padding_reads[0]}), so its batches alone "
+                f"must be bounded too, in {count} cases (more than {ALONE_CASES}): read a batch through "
+                "total/max_of/min_of/count/all_of, or pin the length (--set)",
+            )
+        ]
+    out: list[CaseBound] = []
+    for combo in itertools.product(*axes.values()):
+        where = {**fixed, **dict(zip(axes, combo))}
+        try:
+            case = build_case(ob, where, rest, vectors, alone=True)
+            problem = None if case.false_assumptions else failed_check(case, rlimit)
+            parsed = capacity_relation(case.ev.claim.relation) if not problem else None
+            if not problem and (parsed is None or parsed[:2] != (result.demand, result.capacity)):
+                problem = f"relation {case.ev.claim.relation!r} differs from the padded vectors' {result.relation!r}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            problem = describe_exception(exc)
+        if problem:
+            out.append(CaseBound(where, "error", message=f"on the batch alone ({where}): {problem}"))
+            continue
+        bounded = _tightness_case(ob, case, result.demand, result.capacity, rlimit, threshold)
+        if bounded.status == "bounded":
+            bounded.message = "on the batch alone (the model reads its padding)" + (
+                f"; {bounded.message}" if bounded.message else ""
+            )
+        out.append(bounded)
+    return out
 
 
 def _summarise(result: ObligationBound) -> ObligationBound:

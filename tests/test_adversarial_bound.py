@@ -198,14 +198,10 @@ def padded(n, xs):
     assert r.status != "bounded" or all(c.demand_point == {} for c in r.cases), r.to_json()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bound decides the padded vectors only (a stated limit): sufficient where the batch alone fails; "
-    "refusing every padding read made the MoE routings' and FlashInfer's page-total bounds errors",
-)
 def test_bound_of_a_model_reading_its_padding_is_not_sufficient_where_the_batch_alone_fails(spec_file):
     """``len(lens)`` is the vector's size padded and the batch length alone: ``prove`` decides the
-    batch alone (an error), ``bound`` reported min slack 0, sufficient, where k=37, n=1 demands 2."""
+    batch alone (an error), ``bound`` reported min slack 0, sufficient, where k=37, n=1 demands 2
+    (it bounded the padded vectors only). Now each batch length is bounded alone too."""
     ob, r = _bound(
         spec_file,
         "padding-len",
@@ -218,3 +214,26 @@ def b_len(k, n, lens):
 """,
     )
     assert r.status != "bounded" or brute_check(ob, r) is None, r.message
+
+
+def test_bound_of_a_model_reading_its_padding_where_it_does_not_matter_is_still_bounded(spec_file):
+    """A loop over the whole vector masked by the length reads the padding without changing a
+    value (as the MoE routings and FlashInfer's page total do): bounded, each batch length alone
+    too, and every case agrees with the ints padded and alone."""
+    ob, r = _bound(
+        spec_file,
+        "padding-masked",
+        """
+from capproof import select
+
+@obligation(domain={"n": Range(1, 4), "lens": Vector(4, Range(1, 3), length="n")})
+def b_masked(n, lens):
+    t = 0
+    for i, x in enumerate(lens):
+        t = t + select(i < n, x, 0)
+    return at_most(demand=t, capacity=3 * n)
+""",
+    )
+    assert r.status == "bounded", r.message
+    assert [c.fixed for c in r.cases] == [{}, {"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]
+    assert brute_check(ob, r) is None
