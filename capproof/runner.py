@@ -1407,7 +1407,7 @@ def _decide_isolated(
         before = module_data(modules)
         loaded = set(sys.modules)
     # (first, before this process evaluates the model: see _FreshCopy)
-    fresh = _FreshCopy.start() if kind == "obligation" and (task is None or task.kind != kind) else None
+    fresh = _FreshCopy.start(item, options) if kind == "obligation" and (task is None or task.kind != kind) else None
     drawn = _global_generators() if kind != "contract" else None
     held_open = _files_held_open()
     try:
@@ -1420,11 +1420,11 @@ def _decide_isolated(
                 outcome = check_contract(item, options)  # type: ignore[arg-type]
     except BaseException:
         if fresh is not None:
-            fresh.check(item, options, None)  # nothing to check: the copy exits
+            fresh.check(None)  # nothing to check: the copy exits
         raise
     read.mark(outcome)
     if fresh is not None:
-        fresh.check(item, options, outcome)  # type: ignore[arg-type]
+        fresh.check(outcome)
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
@@ -1612,7 +1612,8 @@ class _FreshCopy:
         self.conn, self.pid = conn, pid
 
     @classmethod
-    def start(cls) -> "_FreshCopy | None":
+    def start(cls, item: Obligation, options: Options) -> "_FreshCopy | None":
+        """Fork the copy (it holds ``item`` and ``options``: only the verdict crosses the pipe)."""
         if not _can_fork_items():
             return None
         import ctypes
@@ -1629,7 +1630,7 @@ class _FreshCopy:
                     mine.close()
                     job = theirs.recv()
                     if job is not None:
-                        theirs.send(cls._check(*job))
+                        theirs.send(cls._check(item, options, *job))
                     code = 0
             except BaseException:  # noqa: BLE001, S110 - the item's process reads a missing answer as a failed check
                 pass
@@ -1675,7 +1676,7 @@ class _FreshCopy:
         shown = f" at {again.counterexample.params}" if again.counterexample is not None else ""
         return f"decided again with the symbolic run as the model's first evaluation: {again.verdict.value}{shown}"
 
-    def check(self, item: Obligation, options: Options, outcome) -> None:
+    def check(self, outcome) -> None:
         """Send the copy ``outcome``'s verdict to check (or nothing to check), reap it, and make
         ``outcome`` an error when the first evaluation disagrees (or the copy gave no answer)."""
         verdict = getattr(outcome, "verdict", None)
@@ -1684,7 +1685,7 @@ class _FreshCopy:
             verdict is Verdict.COUNTEREXAMPLE and getattr(outcome, "counterexample", None) is not None
         ):
             params = outcome.counterexample.params if verdict is Verdict.COUNTEREXAMPLE else None
-            job = (item, options, verdict.value, params)
+            job = (verdict.value, params)
         try:
             self.conn.send(job)
             found = self.conn.recv() if job is not None else None
