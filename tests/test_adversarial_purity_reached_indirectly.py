@@ -20,6 +20,10 @@ false on ints at ``k == 37`` with two requests (padded and alone):
 
 Through the same holes, ``check-config --spec`` answered ``safe`` (exit 0) and ``capproof bound``
 "sufficient" where ints refute. Each attempt is checked on ints at its failing point first.
+Each failed before capproof/purity.py looked into containers, library descriptors, project
+objects' attributes and class attributes of every kind, refused library-class instances, names
+that fetch a method at run time (``attrgetter``, ``__getattribute__``) and augmented assignment
+to a defaulted parameter.
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ HEADER = (
 D64 = '@obligation(domain={"k": Range(0, 40), "n": Range(1, 64), "lens": Vector(64, Range(1, 3), length="n")})\n'
 POINT = {"k": 37, "n": 2, "lens": [1, 1]}  # two requests: the effect happens twice on ints
 CLAIM = "    return at_most(demand=select(k == 37, len(h), 1), capacity=1)\n"
-OPEN = pytest.mark.xfail(strict=True, reason="purity check does not reach this effect (open)")
 
 
 def _model(pre: str, use: str) -> str:
@@ -114,7 +117,6 @@ ATTEMPTS = [
 ]
 
 
-@OPEN
 @pytest.mark.parametrize("name, body", ATTEMPTS)
 def test_an_effect_reached_indirectly_is_not_run_once_for_all_entries(spec_file, name, body):
     (ob,) = load_file(spec_file(HEADER + body, f"adv_indirect_{name.replace('-', '_')}.py"))
@@ -123,7 +125,6 @@ def test_an_effect_reached_indirectly_is_not_run_once_for_all_entries(spec_file,
     assert result.verdict is not Verdict.PROVED, f"proved ({result.encoding}), but fails on ints at {POINT}"
 
 
-@OPEN
 def test_bound_through_a_method_fetched_by_name_is_not_sufficient(spec_file):
     """The aggregate abstraction runs the element function once: ``len(h)`` is 64 on ints at n=64,
     not 1. ``capproof bound`` reported worst demand 194, min slack 0, sufficient, where k=37, n=64,
@@ -159,7 +160,6 @@ def staging_rows_dispatch(max_model_len, k, n, lens):
 """
 
 
-@OPEN
 def test_check_config_is_not_safe_through_a_step_calling_a_dispatch_table(tmp_path):
     """``check-config --spec`` counted the induction proof and answered ``safe`` (exit 0) though
     the obligation fails on ints at max_model_len=4097 (the line's value), k=37, n=2."""
