@@ -101,6 +101,10 @@ ATTEMPTS = [
         _fold("    def step(s, i, x, acc=h):\n        acc += [1]\n        return s + x\n", "step"),
     ),
     pytest.param(
+        "keyword-only-default-augmented",
+        _fold("    def step(s, i, x, *, acc=h):\n        acc += [1]\n        return s + x\n", "step"),
+    ),
+    pytest.param(
         "total-default-parameter-augmented",
         _total("    def per_req(x, acc=h):\n        acc += [1]\n        return x\n", "per_req(x)"),
     ),
