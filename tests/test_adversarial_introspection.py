@@ -658,3 +658,25 @@ def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
     ``sys._current_frames``, not ``sys._getframe``) holds in every capproof evaluation (probe,
     symbolic run, second opinion) and fails on a plain call at a == 37."""
     check(spec_file, name, STACK[name], header=HEADER + "from capproof import claim\n")
+
+
+#: ``callable()`` of a symbolic value is True (a ``SymInt`` is callable), of an int False: a model
+#: that takes a config value "or a zero-argument factory" branches differently on the symbolic run.
+CALLABLE_ATTEMPTS = [
+    (
+        "callable-value-or-factory",
+        D + "def f(a):\n    extra = 0 if callable(a) else select(a == 37, 1, 0)\n"
+        "    return at_most(demand=extra, capacity=0)\n",
+    ),
+    (
+        "callable-probe",
+        D + "def f(a):\n    on_ints = callable(a) == False  # noqa: E712\n"
+        "    return at_most(demand=select(all_of(a == 37, on_ints), 1, 0), capacity=0)\n",
+    ),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="callable() of a symbolic int is True, of an int False (open)")
+@pytest.mark.parametrize("name, body", CALLABLE_ATTEMPTS, ids=[a[0] for a in CALLABLE_ATTEMPTS])
+def test_callable_of_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body, header=HEADER)

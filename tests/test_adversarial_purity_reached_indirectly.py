@@ -15,6 +15,9 @@ false on ints at ``k == 37`` with two requests (padded and alone):
   ``operator.attrgetter("append")(h)``, ``h.__getattribute__("append")``,
   ``object.__getattribute__(h, "append")``, ``queue.Queue.get`` (``get`` is known pure because
   ``dict.get`` is);
+- **a library object's method fetched with ``LOAD_ATTR`` and then called** (``draw = rng.random;
+  draw()`` on a local ``random.Random``, ``add = lg.addHandler``): the check of unknown method names
+  reads ``LOAD_METHOD`` only, and a standard-library class's methods are not scanned;
 - **an augmented assignment to a parameter with a default** (``def step(s, i, x, acc=h): acc +=
   [1]``): parameters are exempt as the caller's own value, but a default is a held object.
 
@@ -36,7 +39,7 @@ from capproof.loader import load_file
 from capproof.prover import prove_obligation
 
 HEADER = (
-    "import functools, operator, queue, types\n"
+    "import functools, logging, operator, queue, random, types\n"
     "from capproof import Range, Vector, obligation, at_most, select, total, all_of\n"
     "from capproof.arith import fold\n"
 )
@@ -104,8 +107,41 @@ ATTEMPTS = [
         _fold("    def step(s, i, x, acc=h):\n        acc += [1]\n        return s + x\n", "step"),
     ),
     pytest.param(
+        "keyword-only-default-augmented",
+        _fold("    def step(s, i, x, *, acc=h):\n        acc += [1]\n        return s + x\n", "step"),
+    ),
+    pytest.param(
         "total-default-parameter-augmented",
         _total("    def per_req(x, acc=h):\n        acc += [1]\n        return x\n", "per_req(x)"),
+    ),
+    # a library object's method fetched with LOAD_ATTR, then called (the unknown-name check reads
+    # LOAD_METHOD only): a local generator's draw, a logger's handler list
+    pytest.param(
+        "fetched-random-instance-draw",
+        D64
+        + "def m(k, n, lens):\n    rng = random.Random(0)\n"
+        + "    def step(s, i, x):\n        draw = rng.random\n        draw()\n        return s + x\n"
+        + "    s = fold(step, 0, lens)\n    gen = random.Random(0)\n    gen.random()\n"
+        + "    one_draw = rng.random() == gen.random()\n"
+        + "    return at_most(demand=select(k == 37, 0 if one_draw else 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "total-fetched-random-instance-draw",
+        D64
+        + "def m(k, n, lens):\n    rng = random.Random(0)\n"
+        + "    def per_req(x):\n        draw = rng.random\n        draw()\n        return x\n"
+        + "    t = total(per_req(x) for x in lens)\n    gen = random.Random(0)\n    gen.random()\n"
+        + "    one_draw = rng.random() == gen.random()\n"
+        + "    return at_most(demand=select(k == 37, 0 if one_draw else 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "fetched-logger-add-handler",
+        D64
+        + "def m(k, n, lens):\n    lg = logging.Logger('adv_local')\n"
+        + "    hs = [logging.NullHandler() for _ in range(70)]\n"
+        + "    def step(s, i, x):\n        add = lg.addHandler\n        add(hs[len(lg.handlers)])\n        return s + x\n"
+        + "    s = fold(step, 0, lens)\n"
+        + "    return at_most(demand=select(k == 37, len(lg.handlers), 1), capacity=1)\n",
     ),
     pytest.param(
         "queue-get",  # Queue.get drains the queue; `get` is known pure as dict.get
