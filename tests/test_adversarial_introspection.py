@@ -676,7 +676,6 @@ CALLABLE_ATTEMPTS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="callable() of a symbolic int is True, of an int False (open)")
 @pytest.mark.parametrize("name, body", CALLABLE_ATTEMPTS, ids=[a[0] for a in CALLABLE_ATTEMPTS])
 def test_callable_of_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
     check(spec_file, name, body, header=HEADER)
