@@ -166,6 +166,16 @@ ATTEMPTS = [
         + "    t = total(f(x) for x in lens)\n"
         + CLAIM,
     ),
+    # a fold's invariant runs on the symbolic walk only (ints never call it): its effect through a
+    # dispatch dict makes the claim true there
+    pytest.param(
+        "invariant-dispatch-dict",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    note = {'n': lambda: (h.append(1), True)[1]}\n"
+        + "    def inv(s, i, seen):\n        return note['n']() and s == total(seen)\n"
+        + "    s = fold(lambda s, i, x: s + x, 0, lens, invariant=inv)\n"
+        + "    return at_most(demand=select(k == 37, 1, 0), capacity=len(h))\n",
+    ),
     pytest.param(
         "queue-get",  # Queue.get drains the queue; `get` is known pure as dict.get
         D64
