@@ -191,7 +191,7 @@ def _load(key):
 """
 #: data read at import that the key's pickle of the module does not hold: a closure of a function
 #: made at import, a ``functools.partial`` global (callable: skipped), a nested class's attribute,
-#: an object whose ``__reduce__`` pickles it as "load again from this path", an ``lru_cache``'d
+#: an object whose ``__reduce__`` pickles it as "load again from this path", a function attribute, an ``lru_cache``'d
 #: loader warmed at import (its cache is not data of the module). One module each: a module's data
 #: is keyed as a whole.
 HELD_AT_IMPORT = {
@@ -204,6 +204,8 @@ HELD_AT_IMPORT = {
     "        with open(path) as f:\n            self.max_num_seqs = json.load(f)['max_num_seqs']\n\n"
     "    def __reduce__(self):\n        return (EngineConfig, (self.path,))\n\n\nCONFIG = EngineConfig(_CFG)\n"
     "CAP = 'CONFIG.max_num_seqs'\n",
+    "function_attribute": "def seqs_limit():\n    return seqs_limit.value\n\n\n"
+    "seqs_limit.value = _load('max_num_seqs')\nCAP = 'seqs_limit()'\n",
     "lru_cache_loader": "@functools.lru_cache(maxsize=None)\ndef limits():\n    with open(_CFG) as f:\n"
     "        return json.load(f)\n\n\n_WARM = limits() is not None\nCAP = \"limits()['max_num_batched_tokens']\"\n",
 }
