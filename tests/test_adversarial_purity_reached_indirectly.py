@@ -18,8 +18,10 @@ false on ints at ``k == 37`` with two requests (padded and alone):
 - **a library object's method fetched with ``LOAD_ATTR`` and then called** (``draw = rng.random;
   draw()`` on a local ``random.Random``, ``add = lg.addHandler``): the check of unknown method names
   reads ``LOAD_METHOD`` only, and a standard-library class's methods are not scanned;
-- **an augmented assignment to a parameter with a default** (``def step(s, i, x, acc=h): acc +=
-  [1]``): parameters are exempt as the caller's own value, but a default is a held object.
+- **an augmented assignment to a parameter** given a held list (a default ``acc=h``, a
+  ``functools.partial`` binding, a helper ``_stage(s, i, x, rows)`` a lambda calls with the model's
+  list): parameters are exempt as "the caller's own value", which is only the fold's own state and
+  entry.
 
 Through the same holes, ``check-config --spec`` answered ``safe`` (exit 0) and ``capproof bound``
 "sufficient" where ints refute. Each attempt is checked on ints at its failing point first.
@@ -142,6 +144,40 @@ ATTEMPTS = [
         + "    def step(s, i, x):\n        add = lg.addHandler\n        add(hs[len(lg.handlers)])\n        return s + x\n"
         + "    s = fold(step, 0, lens)\n"
         + "    return at_most(demand=select(k == 37, len(lg.handlers), 1), capacity=1)\n",
+    ),
+    # a helper's parameter given the model's list (``rows += [x]`` on a parameter is exempt as "the
+    # caller's own value", but a helper's caller passes a held list): from a lambda, a partial, a method
+    pytest.param(
+        "helper-extends-a-passed-list",
+        "def _stage(s, i, x, rows):\n    rows += [x]\n    return s + x\n"
+        + D64
+        + "def m(k, n, lens):\n    h = []\n    s = fold(lambda s, i, x: _stage(s, i, x, h), 0, lens)\n"
+        + CLAIM,
+    ),
+    pytest.param(
+        "partial-binds-a-list-parameter",
+        "def _stage(s, i, x, rows):\n    rows += [x]\n    return s + x\n"
+        + D64
+        + "def m(k, n, lens):\n    h = []\n    s = fold(functools.partial(_stage, rows=h), 0, lens)\n"
+        + CLAIM,
+    ),
+    pytest.param(
+        "total-partial-binds-a-list-parameter",
+        "def _per_req(x, rows):\n    rows += [x]\n    return x\n"
+        + D64
+        + "def m(k, n, lens):\n    h = []\n    f = functools.partial(_per_req, rows=h)\n"
+        + "    t = total(f(x) for x in lens)\n"
+        + CLAIM,
+    ),
+    # a fold's invariant runs on the symbolic walk only (ints never call it): its effect through a
+    # dispatch dict makes the claim true there
+    pytest.param(
+        "invariant-dispatch-dict",
+        D64
+        + "def m(k, n, lens):\n    h = []\n    note = {'n': lambda: (h.append(1), True)[1]}\n"
+        + "    def inv(s, i, seen):\n        return note['n']() and s == total(seen)\n"
+        + "    s = fold(lambda s, i, x: s + x, 0, lens, invariant=inv)\n"
+        + "    return at_most(demand=select(k == 37, 1, 0), capacity=len(h))\n",
     ),
     pytest.param(
         "queue-get",  # Queue.get drains the queue; `get` is known pure as dict.get
