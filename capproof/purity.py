@@ -438,6 +438,7 @@ def _scan(
     scanned_methods: set[str] = set()
     #: the parameters with a default of each code reached: an object it holds, not the caller's
     defaulted: dict[types.CodeType, set[str]] = dict(defaults or {})
+    top = {code for code, *_ in start}
 
     def note(what: str) -> None:
         if what not in found:
@@ -574,7 +575,9 @@ def _scan(
         nested = [k for k in code.co_consts if isinstance(k, types.CodeType)]
         module = None  # the module the previous instruction loaded, whose attribute may be read next
         instructions = list(dis.get_instructions(code))
-        owned = _own_parameters(code, instructions) - defaulted.get(code, set())
+        # (only the code run as the step or element function has the fold's own state and entry as
+        # parameters; a helper it calls may be given a list the model holds: ``_stage(s, x, h)``)
+        owned = _own_parameters(code, instructions) - defaulted.get(code, set()) if code in top else set()
         for at, ins in enumerate(instructions):
             op = ins.opname
             what = None
@@ -642,8 +645,21 @@ def _scan(
 def function_impurities(fn) -> list[str]:
     """What ``fn`` (a function, a functools.partial, a callable object) or the functions it
     reaches may change besides returning its value (see the module docstring); [] when pure."""
+    bound: set[str] = set()
+    held: list = []
     if isinstance(fn, functools.partial):
-        return function_impurities(fn.func)
+        # the arguments a partial binds are objects it holds, not the fold's state or entry
+        inner = fn.func
+        while isinstance(inner, functools.partial):
+            inner = inner.func
+        held = [*fn.args, *fn.keywords.values()]
+        code = getattr(inner, "__code__", None)
+        skip = 1 if isinstance(inner, types.MethodType) else 0  # (a bound method's self)
+        if skip:
+            held.append(inner.__self__)
+        if isinstance(code, types.CodeType):
+            bound = set(code.co_varnames[skip : min(skip + len(fn.args), code.co_argcount)]) | set(fn.keywords)
+        fn = inner
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType):
         call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, for its code
@@ -660,7 +676,8 @@ def function_impurities(fn) -> list[str]:
     # what its default arguments hold (``push=h.append``) is reached as its cells are
     defaults = [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
     free.update((f" default {i}", value) for i, value in enumerate(defaults))
-    own = _defaulted(fn) if isinstance(fn, types.FunctionType) else set()
+    own = (_defaulted(fn) if isinstance(fn, types.FunctionType) else set()) | bound
+    free.update((f" bound {i}", value) for i, value in enumerate(held))
     return _scan([(code, getattr(fn, "__globals__", {}), free)], {code: own})
 
 

@@ -702,7 +702,6 @@ CONTAINER_ATTEMPTS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the static guard does not read code held in a container (open)")
 @pytest.mark.parametrize("name, body", CONTAINER_ATTEMPTS, ids=[a[0] for a in CONTAINER_ATTEMPTS])
 def test_a_type_test_held_in_a_container_does_not_decide_a_proof(spec_file, name, body):
     check(spec_file, name, body, header=HEADER)
