@@ -115,8 +115,9 @@ def _ndims(entry: dict[str, Any]) -> int:
 def derived_dims(entry: dict[str, Any]) -> set[int]:
     """Dimensions whose demand the inventory derived from the engine's access sites
     (``demands``: a list of ``{"dim", "extent", "how", ...}``, how in :data:`DERIVED_HOW`). A demand
-    with ``unchecked_uses`` (uses of the buffer in other files its derivation did not judge) is not
-    counted: its extent misses those uses."""
+    with ``unchecked_uses`` (uses of the buffer in other files its derivation did not judge) or
+    ``not_derived_for`` (configurations its derivation did not run, e.g. a kind of KV cache group)
+    is not counted: its extent misses those uses or configurations."""
     out = set()
     for d in entry.get("demands") or []:
         if (
@@ -125,6 +126,7 @@ def derived_dims(entry: dict[str, Any]) -> set[int]:
             and d.get("extent")
             and isinstance(d.get("dim"), int)
             and not d.get("unchecked_uses")
+            and not d.get("not_derived_for")
         ):
             out.add(d["dim"])
     return out

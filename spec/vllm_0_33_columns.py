@@ -29,6 +29,8 @@ EBT = "vllm/v1/attention/backends/mla/indexer.py::DeepseekV32IndexerMetadataBuil
 BLOCK_SIZES = Choice(range(16, 257, 16))
 DCP = Choice(1, 2, 4, 8)
 FLAG = Choice(0, 1)
+#: A flag kept symbolic (one query covers both values).
+BIT = Range(0, 1)
 LEN = Range(1, 2**21)
 
 
@@ -63,6 +65,9 @@ def _assumed(entry_id: str) -> dict:
         "block_size": BLOCK_SIZES,
         "dcp": DCP,
         "dcp_sharded": FLAG,
+        # the KV cache group's spec: full attention (and MLA), sliding window, chunked local, circular
+        # buffer (a Range: one query covers the four kinds)
+        "kv_spec": Range(0, 3),
     },
     assumptions=_assumed(V2_TABLES),
     expect="proved",
@@ -72,13 +77,14 @@ def _assumed(entry_id: str) -> dict:
     versions="==0.33.0",
     tags=("inventory", "derived", "columns"),
 )
-def v2_block_table_columns_fit(max_model_len, num_tokens_need_slot, block_size, dcp, dcp_sharded):
-    """The blocks the KV cache manager gives a request (``allocate_new_blocks``, run), which
-    ``BlockTables.append_block_ids`` writes into the request's row, fit the V2 runner's width
-    (``initialize_kv_cache``'s ``max_num_blocks_per_req`` + ``get_block_table_width`` with the
-    spec's alignment, run). Beyond it the engine raises (``exceeds row capacity``): a crash, so the
-    claim is still that it never happens."""
-    names = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, dcp_sharded=dcp_sharded)
+def v2_block_table_columns_fit(max_model_len, num_tokens_need_slot, block_size, dcp, dcp_sharded, kv_spec):
+    """The blocks the group's KV cache manager gives a request (its ``allocate_new_blocks``, run),
+    which ``BlockTables.append_block_ids`` writes into the request's row, fit the V2 runner's width
+    for that group (``initialize_kv_cache``'s ``max_num_blocks_per_req`` + ``get_block_table_width``
+    with the spec's alignment, run on a real spec object). Beyond it the engine raises (``exceeds
+    row capacity``): a crash, so the claim is that it never happens. Mamba and HiSparse groups and
+    encoder-decoder models are not derived (the record's ``not_derived_for``)."""
+    names = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, dcp_sharded=dcp_sharded, kv_spec=kv_spec)
     width = bound_name(_ENTRIES, V2_TABLES, 1, "max_num_blocks", **names)
     return at_most(
         blocks=demand(_ENTRIES, V2_TABLES, 1, num_tokens_need_slot=num_tokens_need_slot, **names),
@@ -89,22 +95,20 @@ def v2_block_table_columns_fit(max_model_len, num_tokens_need_slot, block_size, 
 def _gathered(entry_id: str, what: str):
     attribute = entry_id.split("::", 1)[1].replace(".", "_")
 
-    def claim(max_model_len, block_size, dcp, dcp_sharded):
-        names = dict(max_model_len=max_model_len, block_size=block_size, dcp=dcp, dcp_sharded=dcp_sharded)
-        width = bound_name(_ENTRIES, entry_id, 1, "max_num_blocks", **names)
+    def claim(max_num_blocks):
         return equal(
-            kernel_columns=demand(_ENTRIES, entry_id, 1, **names),
-            width=capacity(_ENTRIES, entry_id, 1, max_num_blocks=width),
+            kernel_columns=demand(_ENTRIES, entry_id, 1, max_num_blocks=max_num_blocks),
+            width=capacity(_ENTRIES, entry_id, 1, max_num_blocks=max_num_blocks),
         )
 
     claim.__name__ = f"gathered_columns_match__{attribute}"
     claim.__doc__ = (
         f"``_gather_block_tables_kernel`` writes each row of {what} with the source table's row "
         "stride as its column count (``max_num_blocks = stride``): the destination's width (its "
-        "constructor, run) must equal that stride (``block_table_strides``, run)."
+        "constructor, run) equals that stride (``block_table_strides``, run), for every group width."
     )
     return obligation(
-        domain={"max_model_len": LEN, "block_size": BLOCK_SIZES, "dcp": DCP, "dcp_sharded": FLAG},
+        domain={"max_num_blocks": Range(1, 2**21)},
         assumptions=_assumed(entry_id),
         expect="proved",
         sources=_sources(entry_id),
@@ -127,8 +131,8 @@ GATHERED = [
         "block_size": BLOCK_SIZES,
         "kernel_block_size": Choice(16, 32, 64),
         "dcp": DCP,
-        "dcp_sharded": FLAG,
-        "v2_runner": FLAG,
+        "dcp_sharded": BIT,
+        "v2_runner": BIT,
     },
     assumptions=_assumed(EBT),
     expect="proved",

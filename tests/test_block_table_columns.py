@@ -42,19 +42,27 @@ def test_indexer_buffer_width_equals_its_source_at_the_reported_configurations(L
     assert derived(ents, EBT, 1)["claim"] == "equal"
 
 
-def test_v2_tables_hold_a_full_length_request_and_gather_whole_rows():
+@pytest.mark.parametrize("kv_spec", [0, 1, 2])
+def test_v2_tables_hold_a_full_length_request(kv_spec):
     ents = load(INV)
-    names = dict(max_model_len=350_000, block_size=64, dcp=1, dcp_sharded=1)
-    width = bound_name(ents, V2_TABLES, 1, "max_num_blocks", **names)
-    assert width == 5470
+    names = dict(max_model_len=350_000, block_size=64, dcp=1, dcp_sharded=1, kv_spec=kv_spec)
+    assert bound_name(ents, V2_TABLES, 1, "max_num_blocks", **names) == 5470
     assert demand(ents, V2_TABLES, 1, num_tokens_need_slot=350_000, **names) == 5469
-    for ident in (V2_INPUT, PCP_LOCAL):
-        assert bound_name(ents, ident, 1, "max_num_blocks", **names) == width
-        assert demand(ents, ident, 1, **names) == width
     # unsharded: the DCP divisor does not apply (dcp 4, 1M tokens, block size 16)
-    un = dict(max_model_len=2**20, block_size=16, dcp=4, dcp_sharded=0)
+    un = dict(max_model_len=2**20, block_size=16, dcp=4, dcp_sharded=0, kv_spec=kv_spec)
     assert bound_name(ents, V2_TABLES, 1, "max_num_blocks", **un) == 2**16
     assert demand(ents, V2_TABLES, 1, num_tokens_need_slot=2**20, **un) == 2**16
+    assert derived(ents, V2_TABLES, 1)["not_derived_for"]  # Mamba, HiSparse, encoder-decoder: said, not guessed
+
+
+def test_v2_circular_buffer_group_is_one_column_and_gathered_rows_are_whole():
+    ents = load(INV)
+    ring = dict(max_model_len=2**20, block_size=64, dcp=2, dcp_sharded=1, kv_spec=3)
+    assert bound_name(ents, V2_TABLES, 1, "max_num_blocks", **ring) == 1
+    assert demand(ents, V2_TABLES, 1, num_tokens_need_slot=2**20, **ring) == 1
+    for ident in (V2_INPUT, PCP_LOCAL):
+        assert derived(ents, ident, 1)["extent"] == "max_num_blocks"
+        assert demand(ents, ident, 1, max_num_blocks=5470) == capacity(ents, ident, 1, max_num_blocks=5470)
 
 
 def _entry(ident="a.py::T.block_table", shape=("max_num_reqs", "w"), demands=()):
@@ -85,9 +93,10 @@ def test_dimension_kinds_say_how_far_each_dimension_is_checked():
     # a checked engine fact discharges the assumption
     assert dimension_kinds(e, [_ob(1, used=["assumed: n <= L"])], discharged=["assumed: n <= L"])[1] == "verified"
     assert dimension_kinds(e, [_ob(0), _ob(1, restating=["r"], used=["r"])])[1] == "derived, not proved"
-    # a use in another file nobody judged: that dimension is not derived
-    unchecked = dict(d1, unchecked_uses=["x.py:1 return"])
-    assert dimension_kinds(_entry(demands=[d0, unchecked]), [_ob(0), _ob(1)]) == {0: "verified", 1: "not derived"}
+    # a use in another file nobody judged, or a configuration not run: that dimension is not derived
+    for mark in ({"unchecked_uses": ["x.py:1 return"]}, {"not_derived_for": ["Mamba groups"]}):
+        partial = dict(d1, **mark)
+        assert dimension_kinds(_entry(demands=[d0, partial]), [_ob(0), _ob(1)]) == {0: "verified", 1: "not derived"}
 
 
 def test_block_table_entries_and_their_columns_section(tmp_path):
@@ -150,5 +159,5 @@ def test_v2_width_agrees_with_vllm_on_ints(vllm_code, sharded):
         want = get_block_table_width(
             spec.max_num_blocks_per_req(cfg, L), spec.block_size, token_alignment=spec.block_table_token_alignment
         )
-        names = dict(max_model_len=L, block_size=bs, dcp=dcp, dcp_sharded=int(sharded))
+        names = dict(max_model_len=L, block_size=bs, dcp=dcp, dcp_sharded=int(sharded), kv_spec=0)
         assert bound_name(ents, V2_TABLES, 1, "max_num_blocks", **names) == want

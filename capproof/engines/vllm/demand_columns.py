@@ -4,36 +4,38 @@ and readers touch, both derived by running vLLM's own code on symbolic sizes.
 The runner's table (``BlockTable.block_table``) and the kernel block table have their column
 demand in :mod:`capproof.engines.vllm.demand`. This module adds the other block tables of the
 vLLM 0.33.0 inventory, each as a ``demands`` record of its column dimension (dimension 1; family
-``block-table columns``), so an entry is verified only when its columns are:
+``block-table columns``; ``claim`` says whether the obligation is ``at most`` or ``equal``), so an
+entry is verified only when its columns are:
 
 - ``BlockTables.block_tables[]`` (the V2 runner's per-group table): width = the statements of
   ``GPUModelRunner.initialize_kv_cache`` (``vllm/v1/worker/gpu/model_runner.py``) that compute
   ``max_num_blocks_per_group`` (``spec.max_num_blocks_per_req`` then ``get_block_table_width`` with
-  the spec's own ``block_table_token_alignment``), **executed** on a real ``FullAttentionSpec`` whose
-  block size is symbolic; demand = the blocks the KV cache manager gives one request
-  (``FullAttentionManager.allocate_new_blocks``, executed: the same scheduler code as the V1
-  runner's, :func:`capproof.engines.vllm.demand.block_table_columns`), which ``append_block_ids``
-  writes at columns ``[start, start + len(block_ids))`` of the request's row.
-- ``BlockTables.input_block_tables`` and ``PCPManager._local_block_tables``: width = their
-  constructors (``torch.zeros_like(b.gpu)``; ``table.new_zeros((2 * max_num_reqs,
-  table.shape[1]))``) executed with recording stand-ins on the V2 width above; demand = the columns
-  ``_gather_block_tables_kernel`` writes into a destination row: the source's row stride, read from
-  the ``block_table_strides`` list the constructor builds (executed) and used by the kernel as the
-  destination's column count (``max_num_blocks = stride``, read from the kernel's source). The claim
-  is equality (the kernel indexes destination rows with the source's stride).
+  the spec's own ``block_table_token_alignment``), **executed** on a real spec object of each kind
+  in :data:`SPEC_KINDS` with a symbolic block size; demand = the blocks that kind's KV cache
+  manager gives one request (its ``allocate_new_blocks``, executed with a recording block pool),
+  which ``append_block_ids`` writes at columns ``[start, start + len(block_ids))`` of the row.
+  Kinds not run (Mamba, HiSparse, encoder-decoder cross attention) are listed in the record's
+  ``not_derived_for``: the coverage does not count such a dimension as derived.
+- ``BlockTables.input_block_tables`` and ``PCPManager._local_block_tables``: their constructors
+  (``torch.zeros_like(b.gpu)``; ``table.new_zeros((2 * max_num_reqs, table.shape[1]))``) and
+  ``init_block_table_layout_tensors`` (``block_table_strides``) executed with recording stand-ins on
+  an opaque group width ``max_num_blocks``; demand = the columns ``_gather_block_tables_kernel``
+  writes into a destination row, the source's row stride (``max_num_blocks = stride`` in the
+  kernel, read from its source). The claim is equality, for every group width.
 - ``DeepseekV32IndexerMetadataBuilder.expanded_block_table_buffer`` (the DSA indexer, vLLM
   #50302/#50823): width = the ``block_table_width`` ``AttentionGroup.create_metadata_builders`` hands
   the builder (executed); demand = the width of the block table the builder receives: the runner's
-  table (V1: the same run as the runner table's width; V2: the statements above) through
-  ``AttentionGroup.map_to_kernel_block_table`` (executed). ``_prepare_decode_tensors`` copies
-  ``expanded_bt_stride`` columns of each source row in the uniform path (a wider destination reads
-  past the source row) and assigns ``repeat_interleave(block_table)`` in the variable path (torch
-  requires equal widths): the claim is equality.
+  table (V1: :func:`capproof.engines.vllm.demand.kernel_block_table_columns`; V2: the statements
+  above on an MLA spec) through ``AttentionGroup.map_to_kernel_block_table`` (executed).
+  ``_prepare_decode_tensors`` copies ``expanded_bt_stride`` columns of each source row in the
+  uniform path (a wider destination reads past the source row) and assigns
+  ``repeat_interleave(block_table)`` in the variable path (torch requires equal widths): the claim
+  is equality.
 
-Not derived here (said in the report, never guessed): the encoder-decoder widths (the V2 runner
-widens them to the encoder length; the cross-attention demand is the encoder's), the slot-mapping
-kernels' column reads (their column is ``position // (block_size * dcp)``, a loaded position: a
-fact about positions, not run), the dummy one-column tables and the ROCm tables.
+Not derived here (listed in the records and docs/explanation/block-table-columns.md, never
+guessed): the slot-mapping kernels' column reads (``position // (block_size * dcp)`` of a loaded
+position), the one-column dummy tables (a kernel ignores them when sparse indices are given: a
+CUDA kernel's behaviour, not modelled), the ROCm tables.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from types import SimpleNamespace
 from ...symbolic import SymInt
 from .demand import (
     BLOCK_TABLE,
-    block_table_columns,
+    _BlockPool,
     expression,
     function_def,
     kernel_block_table_columns,
@@ -58,7 +60,10 @@ __all__ = [
     "V2_INPUT",
     "PCP_LOCAL",
     "EBT",
-    "v2_widths",
+    "SPEC_KINDS",
+    "gathered_columns",
+    "v2_width",
+    "v2_columns",
     "derive_columns",
 ]
 
@@ -102,13 +107,40 @@ def _width_statements(root: str) -> tuple[ast.Module, list[int]]:
     return module, [stmts[0].lineno, stmts[-1].end_lineno]
 
 
-def _spec(dcp_sharded: bool, bs):
-    """A real ``FullAttentionSpec`` (the class of MLA and full-attention layers' widths) with a
-    symbolic block size; its methods are vLLM's."""
-    import torch
-    from vllm.v1.kv_cache_interface import FullAttentionSpec
+#: KV cache spec kinds whose V2 table columns are derived: (selector value, spec class, manager
+#: class, extra spec fields). The managers are the ones ``register_all_kvcache_specs``
+#: (``single_type_kv_cache_manager.py``) registers for these spec classes.
+SPEC_KINDS = (
+    (0, "FullAttentionSpec", "FullAttentionManager", ()),
+    (1, "SlidingWindowSpec", "SlidingWindowManager", ("sliding_window",)),
+    (2, "ChunkedLocalAttentionSpec", "ChunkedLocalAttentionManager", ("attention_chunk_size",)),
+    (3, "CircularBufferSpec", "CircularBufferManager", ()),
+)
+#: What the V2 table's column derivation does not run (the dimension then does not count as derived).
+NOT_DERIVED_FOR = (
+    "MambaSpec groups (width cdiv(L, block_size) + speculative blocks, or the state's pages; "
+    "MambaManager.allocate_new_blocks not run)",
+    "HiSparse groups (HiSparseHotSpec/HiSparseResidentSpec widths and managers not run)",
+    "encoder-decoder models (the width grows to the encoder length; the cross-attention demand is the "
+    "encoder's, not run)",
+)
 
-    return FullAttentionSpec(block_size=bs, num_kv_heads=1, head_size=64, dtype=torch.float16, dcp_sharded=dcp_sharded)
+
+def _spec(kind: str, dcp_sharded: bool, extra: tuple = ()):
+    """A real vLLM spec object of class ``kind`` with a symbolic ``block_size`` (and symbolic
+    ``extra`` fields); its methods are vLLM's."""
+    import torch
+    from vllm.v1 import kv_cache_interface as ki
+
+    fields = {f: SymInt.var(f) for f in extra}
+    return getattr(ki, kind)(
+        block_size=SymInt.var("block_size"),
+        num_kv_heads=1,
+        head_size=64,
+        dtype=torch.float16,
+        dcp_sharded=dcp_sharded,
+        **fields,
+    )
 
 
 class _Fake:
@@ -131,51 +163,38 @@ class _Fake:
         return _Fake(shape)
 
 
-def v2_widths(root: str, dcp_sharded: bool) -> dict:
-    """Run the V2 runner's width statements, ``BlockTables.__init__`` and
-    ``PCPManager.set_block_tables`` on symbolic sizes (one KV cache group, a ``FullAttentionSpec``
-    with ``dcp_sharded``): ``{"width", "input", "stride", "local", "lines", "notes"}`` as expressions
-    (``width``: the group's ``max_num_blocks``; ``input``/``local``: the column count of
-    ``input_block_tables[0]``/``_local_block_tables[0]``; ``stride``: ``block_table_strides[0]``, the
-    gather kernel's column count). Needs vLLM importable."""
-    import z3
+def gathered_columns() -> dict:
+    """Run ``BlockTables.__init__`` (with ``init_block_table_layout_tensors``) and
+    ``PCPManager.set_block_tables`` with recording stand-ins on one group of an opaque width
+    ``max_num_blocks``: ``{"input", "local", "stride"}`` as expressions (the column counts of
+    ``input_block_tables[0]`` and ``_local_block_tables[0]``; ``block_table_strides[0]``, the
+    gather kernel's column count; ``stride`` None when the constructor built no strides)."""
     from vllm.v1.worker.gpu import block_table as v2bt
     from vllm.v1.worker.gpu import pcp_manager as pcp
 
-    _, lines = _width_statements(root)
-    v = {n: SymInt.var(n) for n in NAMES}
-    assume = [z3.Int(n) >= 1 for n in NAMES]
-
-    w, notes = run_paths(lambda: _v2_width_value(root, dcp_sharded), assume)
-    w_expr = expression(w)
-    # the constructors on that width (one path: nothing branches on it)
-    recorded: dict = {}
+    v = {n: SymInt.var(n) for n in (*NAMES, "max_num_blocks")}
+    recorded: list = []
 
     def stand_tensor(data, **_):
-        recorded.setdefault("tensor", []).append(data)
+        recorded.append(data)
         return _Fake((len(data),) if isinstance(data, list) else ())
+
+    def shape_of(shape):
+        return shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
 
     fake_torch = SimpleNamespace(
         tensor=stand_tensor,
-        zeros=lambda *shape, **kw: _Fake(shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape),
+        zeros=lambda *shape, **kw: _Fake(shape_of(shape)),
         zeros_like=lambda t, **kw: _Fake(t.shape),
-        ones=lambda *shape, **kw: _Fake(shape),
-        empty=lambda *shape, **kw: _Fake(shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape),
+        ones=lambda *shape, **kw: _Fake(shape_of(shape)),
+        empty=lambda *shape, **kw: _Fake(shape_of(shape)),
         int32="int32",
         int64="int64",
         uint64="uint64",
         bool="bool",
-        device=lambda *a, **k: "cpu",
     )
-    width_term = SymInt.var("block_table_width_v2")
-    saved = {
-        m: {
-            k: getattr(m, k)
-            for k in ("torch", "StagedWriteTensor", "UvaBackedTensor", "FusedStagedWriter", "InputBuffers")
-            if hasattr(m, k)
-        }
-        for m in (v2bt, pcp)
-    }
+    names = ("torch", "StagedWriteTensor", "UvaBackedTensor", "FusedStagedWriter", "InputBuffers")
+    saved = {m: {k: getattr(m, k) for k in names if hasattr(m, k)} for m in (v2bt, pcp)}
     v2bt.torch = pcp.torch = fake_torch
     v2bt.StagedWriteTensor = lambda size, **kw: _Fake(size)
     v2bt.UvaBackedTensor = lambda size, **kw: _Fake(size)
@@ -187,7 +206,7 @@ def v2_widths(root: str, dcp_sharded: bool) -> dict:
             block_sizes=[v["block_size"]],
             max_num_reqs=v["max_num_reqs"],
             max_num_batched_tokens=v["max_num_batched_tokens"],
-            max_num_blocks_per_group=[width_term],
+            max_num_blocks_per_group=[v["max_num_blocks"]],
             device="cpu",
             cp_size=v["dcp"],
         )
@@ -202,22 +221,64 @@ def v2_widths(root: str, dcp_sharded: bool) -> dict:
         for m, attrs in saved.items():
             for k, val in attrs.items():
                 setattr(m, k, val)
-    strides = [t for t in recorded.get("tensor", []) if isinstance(t, list) and t and isinstance(t[0], SymInt)]
-
-    def sub(x):
-        if not isinstance(x, SymInt):
-            return str(x)
-        text = expression(x)
-        return text.replace("block_table_width_v2", f"({w_expr})")
-
+    strides = [t for t in recorded if isinstance(t, list) and t and isinstance(t[0], SymInt)]
     return {
-        "width": w_expr,
-        "input": sub(tables.input_block_tables[0].shape[1]),
-        "local": sub(me._local_block_tables[0].shape[1]),
-        "stride": sub(strides[0][0]) if strides else None,
-        "lines": lines,
-        "notes": notes,
+        "input": expression(tables.input_block_tables[0].shape[1]),
+        "local": expression(me._local_block_tables[0].shape[1]),
+        "stride": expression(strides[0][0]) if strides else None,
     }
+
+
+def v2_width(root: str, spec):
+    """The V2 runner's width for one KV cache group of ``spec`` (a SymInt term; call inside a run):
+    its own statements (:func:`_width_statements`) executed with ``math.gcd`` symbolic, decoder-only
+    (``is_encoder_decoder`` False), ``max_model_len`` and ``dcp`` symbolic."""
+    from vllm.v1.worker import block_table as v1bt
+    from vllm.v1.worker.gpu import model_runner as mr
+
+    module, _ = _width_statements(root)
+    code = compile(ast.fix_missing_locations(module), V2_RUNNER, "exec")
+    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=SymInt.var("dcp")))
+    me = SimpleNamespace(max_model_len=SymInt.var("max_model_len"), is_encoder_decoder=False, vllm_config=cfg)
+    scope = {"self": me, "kv_cache_config": SimpleNamespace(kv_cache_groups=[SimpleNamespace(kv_cache_spec=spec)])}
+    saved = v1bt.math
+    v1bt.math = SimpleNamespace(gcd=symbolic_gcd)
+    try:
+        exec(code, dict(mr.__dict__), scope)  # noqa: S102 - vLLM's own statements
+    finally:
+        v1bt.math = saved
+    return scope["max_num_blocks_per_group"][0]
+
+
+def v2_columns(root: str, kind: str, manager: str, extra: tuple, dcp_sharded: bool) -> tuple[str, str, list[str]]:
+    """``(demand, width, notes)`` of a V2 table for a group of spec class ``kind``: the blocks
+    ``manager.allocate_new_blocks`` gives a request needing ``num_tokens_need_slot`` slots (a fresh
+    request; the row's end column), and :func:`v2_width`; each run on every path."""
+    import z3
+    from vllm.v1.core import single_type_kv_cache_manager as sm
+
+    names = ("block_size", "dcp", "max_model_len", "num_tokens_need_slot", *extra)
+    assume = [z3.Int(n) >= 1 for n in names]
+    n = SymInt.var("num_tokens_need_slot")
+
+    def blocks():
+        pool = _BlockPool()
+        spec = _spec(kind, dcp_sharded, extra)
+        mgr = getattr(sm, manager)(
+            spec,
+            block_pool=pool,
+            enable_caching=False,
+            kv_cache_group_id=0,
+            scheduler_block_size=spec.block_size,
+            dcp_world_size=SymInt.var("dcp"),
+            pcp_world_size=1,
+        )
+        mgr.allocate_new_blocks("r", n, n)
+        return len(mgr.req_to_blocks["r"]) + pool.asked
+
+    d, notes = run_paths(blocks, assume)
+    w, wnotes = run_paths(lambda: v2_width(root, _spec(kind, dcp_sharded, extra)), assume)
+    return expression(d), expression(w), notes + wnotes
 
 
 def _kernel_stride_line(root: str) -> int | None:
@@ -278,21 +339,32 @@ def _mapped_columns(cols_of, flag: bool) -> str:
 
 
 def _record(extent: str, binds: dict, sources: list[str], notes: list[str], facts: list[dict], claim: str) -> dict:
-    return {
+    out = {
         "dim": 1,
         "how": "executed",
         "family": FAMILY,
         "claim": claim,
         "extent": extent,
-        "binds": binds,
         "from": sources,
         "notes": notes,
         "facts": facts,
     }
+    if binds:
+        out["binds"] = binds
+    return out
 
 
 def _sel(flag: str, a: str, b: str) -> str:
     return a if a == b else f"select({flag} == 1, {a}, {b})"
+
+
+def _by_kind(values: dict) -> str:
+    """One expression over the selector ``kv_spec`` (:data:`SPEC_KINDS`) of per-kind expressions."""
+    kinds = sorted(values)
+    out = values[kinds[-1]]
+    for k in reversed(kinds[:-1]):
+        out = f"select(kv_spec == {k}, {values[k]}, {out})"
+    return out
 
 
 def derive_columns(entries: list, root: str) -> list[str]:
@@ -315,80 +387,105 @@ def derive_columns(entries: list, root: str) -> list[str]:
     )
     problems: list[str] = []
     out: dict[str, dict] = {}
+    lines = None
     try:
-        v2 = {flag: v2_widths(root, flag) for flag in (True, False)}
-        lines = v2[True]["lines"]
-        kernel_line = _kernel_stride_line(root)
-        width = _sel("dcp_sharded", v2[True]["width"], v2[False]["width"])
-        blocks = {flag: block_table_columns(flag)[0] for flag in (True, False)}
-        run_width = f"{V2_RUNNER}:{lines[0]}-{lines[1]} GPUModelRunner.initialize_kv_cache: block_table_max_model_len, max_num_blocks_per_req, get_block_table_width(token_alignment=spec.block_table_token_alignment) (executed on a FullAttentionSpec with a symbolic block size; math.gcd symbolic; decoder-only)"
-        out[V2_TABLES] = _record(
-            _sel("dcp_sharded", blocks[True], blocks[False]),
-            {"max_num_blocks": width},
+        _, lines = _width_statements(root)
+        run_width = (
+            f"{V2_RUNNER}:{lines[0]}-{lines[1]} GPUModelRunner.initialize_kv_cache: block_table_max_model_len, "
+            "max_num_blocks_per_req, get_block_table_width(token_alignment=spec.block_table_token_alignment) "
+            "(executed on real spec objects with a symbolic block size; math.gcd symbolic; decoder-only)"
+        )
+        cols = {
+            (k, flag): v2_columns(root, kind, manager, extra, flag)
+            for k, kind, manager, extra in SPEC_KINDS
+            for flag in (True, False)
+        }
+        demand_of = {k: _sel("dcp_sharded", cols[k, True][0], cols[k, False][0]) for k, *_ in SPEC_KINDS}
+        width_of = {k: _sel("dcp_sharded", cols[k, True][1], cols[k, False][1]) for k, *_ in SPEC_KINDS}
+        rec = _record(
+            _by_kind(demand_of),
+            {"max_num_blocks": _by_kind(width_of)},
             [
                 run_width,
-                "vllm/v1/core/single_type_kv_cache_manager.py:69-110 FullAttentionManager.__init__ (executed)",
-                "vllm/v1/core/single_type_kv_cache_manager.py:370-410 allocate_new_blocks (executed, every path)",
-                f"{V2_BT}:118-137 append_block_ids writes [req, start:start + len(block_ids)] and raises past the row capacity (ast)",
+                "vllm/v1/core/single_type_kv_cache_manager.py:69-110 SingleTypeKVCacheManager.__init__ "
+                "(block size times dcp for a DCP-sharded spec; executed)",
+                "vllm/v1/core/single_type_kv_cache_manager.py:370-410,1216-1219 allocate_new_blocks of "
+                + ", ".join(f"{m} (kv_spec {k}: {s})" for k, s, m, _ in SPEC_KINDS)
+                + " (executed, every path; a recording block pool)",
+                f"{V2_BT}:118-137 append_block_ids writes [req, start:start + len(block_ids)] and raises past "
+                "the row capacity (ast)",
             ],
-            v2[True]["notes"] + v2[False]["notes"],
+            [n for v in cols.values() for n in v[2]],
             [dict(tokens_fact)] if tokens_fact else [],
             "at most",
         )
+        rec["not_derived_for"] = list(NOT_DERIVED_FOR)
+        out[V2_TABLES] = rec
+    except Exception as exc:  # noqa: BLE001 - one line: this entry is not derived
+        problems.append(f"demand of {V2_TABLES} not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
+        kernel_line = _kernel_stride_line(root)
         if kernel_line is None:
-            problems.append(
-                f"demand of {V2_INPUT}, {PCP_LOCAL}: {V2_BT} _gather_block_tables_kernel has no max_num_blocks = stride"
+            raise RuntimeError(f"{V2_BT}: _gather_block_tables_kernel has no max_num_blocks = stride")
+        got = gathered_columns()
+        if got["stride"] is None:
+            raise RuntimeError("BlockTables.__init__ built no block_table_strides")
+        for ident, key, ctor in (
+            (
+                V2_INPUT,
+                "input",
+                f"{V2_BT}:84-87 BlockTables.__init__ torch.zeros_like(b.gpu) (executed, stand-in torch)",
+            ),
+            (
+                PCP_LOCAL,
+                "local",
+                "vllm/v1/worker/gpu/pcp_manager.py:111-125 PCPManager.set_block_tables table.new_zeros("
+                "(max_num_local_reqs, table.shape[1])) (executed, stand-in torch)",
+            ),
+        ):
+            if got[key] != "max_num_blocks":
+                raise RuntimeError(f"{ident}: width {got[key]}, not the group's max_num_blocks")
+            out[ident] = _record(
+                got["stride"],
+                {},
+                [
+                    f"{V2_BT}:105-112 init_block_table_layout_tensors: block_table_strides = [b.gpu.stride(0) ...] "
+                    "(executed, stand-in torch, an opaque group width max_num_blocks)",
+                    ctor,
+                    f"{V2_BT}:{kernel_line} _gather_block_tables_kernel: max_num_blocks = stride; stores to "
+                    "dst_row_ptr + batch_idx * stride + [0, max_num_blocks) (ast)",
+                ],
+                [],
+                [],
+                "equal",
             )
-        else:
-            for ident, key, ctor in (
-                (
-                    V2_INPUT,
-                    "input",
-                    f"{V2_BT}:84-87 BlockTables.__init__ torch.zeros_like(b.gpu) (executed, stand-in torch)",
-                ),
-                (
-                    PCP_LOCAL,
-                    "local",
-                    "vllm/v1/worker/gpu/pcp_manager.py:111-125 PCPManager.set_block_tables table.new_zeros((max_num_local_reqs, table.shape[1])) (executed, stand-in torch)",
-                ),
-            ):
-                if any(v2[f]["stride"] is None for f in v2):
-                    problems.append(f"demand of {ident} not derived: BlockTables.__init__ built no block_table_strides")
-                    continue
-                out[ident] = _record(
-                    _sel("dcp_sharded", v2[True]["stride"], v2[False]["stride"]),
-                    {"max_num_blocks": _sel("dcp_sharded", v2[True][key], v2[False][key])},
-                    [
-                        run_width,
-                        f"{V2_BT}:105-112 init_block_table_layout_tensors: block_table_strides = [b.gpu.stride(0) ...] (executed, stand-in torch)",
-                        ctor,
-                        f"{V2_BT}:{kernel_line} _gather_block_tables_kernel: max_num_blocks = stride, stores dst_row_ptr + batch_idx * stride + [0, max_num_blocks) (ast)",
-                    ],
-                    [],
-                    [],
-                    "equal",
-                )
-    except Exception as exc:  # noqa: BLE001 - one line: these entries are not derived
-        problems.append(f"V2 block-table columns not derived: {type(exc).__name__}: {exc}"[:300])
-        v2 = None
+    except Exception as exc:  # noqa: BLE001
+        problems.append(f"demand of {V2_INPUT}, {PCP_LOCAL} not derived: {type(exc).__name__}: {exc}"[:300])
     try:
         v1 = {flag: kernel_block_table_columns(flag, flag, which="builder") for flag in (True, False)}
         srcs = [
-            "vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders: block_table_width handed to the builder (executed; kernel block size given, backend builder and torch.zeros stand-ins)",
-            "vllm/v1/worker/utils.py:368-395 _with_kernel_block_table / map_to_kernel_block_table: the table the builder receives (executed; torch.add stand-in)",
-            "vllm/v1/worker/block_table.py:29-41 get_block_table_width, vllm/v1/kv_cache_interface.py:610-615 AttentionSpec.max_num_blocks_per_req (executed; V1 runner width)",
-            "vllm/v1/attention/backends/mla/indexer.py:1195-1203 _PREPARE_UNIFORM_DECODE_KERNEL copies expanded_bt_stride columns of each source row; :1238-1242 repeat_interleave(block_table) assigned to [:actual_expanded] (ast)",
+            "vllm/v1/worker/utils.py:284-336 AttentionGroup.create_metadata_builders: block_table_width handed to "
+            "the builder (executed; kernel block size given, backend builder and torch.zeros stand-ins)",
+            "vllm/v1/worker/utils.py:368-395 _with_kernel_block_table / map_to_kernel_block_table: the table the "
+            "builder receives (executed; torch.add stand-in)",
+            "vllm/v1/worker/block_table.py:29-41 get_block_table_width, vllm/v1/kv_cache_interface.py:610-615 "
+            "AttentionSpec.max_num_blocks_per_req (executed; V1 runner width, decoder-only)",
+            "vllm/v1/attention/backends/mla/indexer.py:1195-1203 _PREPARE_UNIFORM_DECODE_KERNEL copies "
+            "expanded_bt_stride columns of each source row; :1238-1242 repeat_interleave(block_table) assigned to "
+            "[:actual_expanded] (ast)",
         ]
         demand_v1 = _sel("dcp_sharded", v1[True][0], v1[False][0])
-        extent = demand_v1
-        if v2 is not None:
-            v2cols = {flag: _mapped_columns(lambda f=flag: _v2_width_value(root, f), flag) for flag in (True, False)}
-            extent = f"select(v2_runner == 1, {_sel('dcp_sharded', v2cols[True], v2cols[False])}, {demand_v1})"
-            srcs.insert(2, run_width)
+        v2cols = {
+            flag: _mapped_columns(lambda f=flag: v2_width(root, _spec("MLAAttentionSpec", f)), flag)
+            for flag in (True, False)
+        }
+        srcs.insert(
+            2, f"{V2_RUNNER}:{lines[0]}-{lines[1]} V2 runner width on an MLAAttentionSpec (executed)" if lines else ""
+        )
         out[EBT] = _record(
-            extent,
+            f"select(v2_runner == 1, {_sel('dcp_sharded', v2cols[True], v2cols[False])}, {demand_v1})",
             {"block_table_width": _sel("dcp_sharded", v1[True][1], v1[False][1])},
-            srcs,
+            [s for s in srcs if s],
             v1[True][2] + v1[False][2],
             [],
             "equal",
@@ -402,27 +499,3 @@ def derive_columns(entries: list, root: str) -> list[str]:
             continue
         entry.demands = [d for d in entry.demands if not (isinstance(d, dict) and d.get("family") == FAMILY)] + [rec]
     return problems
-
-
-def _v2_width_value(root: str, dcp_sharded: bool):
-    """The V2 runner's width as a SymInt (the width statements executed once; used inside a run)."""
-    from vllm.v1.worker import block_table as v1bt
-    from vllm.v1.worker.gpu import model_runner as mr
-
-    module, _ = _width_statements(root)
-    code = compile(ast.fix_missing_locations(module), V2_RUNNER, "exec")
-    cfg = SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=SymInt.var("dcp")))
-    me = SimpleNamespace(max_model_len=SymInt.var("max_model_len"), is_encoder_decoder=False, vllm_config=cfg)
-    scope = {
-        "self": me,
-        "kv_cache_config": SimpleNamespace(
-            kv_cache_groups=[SimpleNamespace(kv_cache_spec=_spec(dcp_sharded, SymInt.var("block_size")))]
-        ),
-    }
-    saved = v1bt.math
-    v1bt.math = SimpleNamespace(gcd=symbolic_gcd)
-    try:
-        exec(code, dict(mr.__dict__), scope)  # noqa: S102 - vLLM's own statements
-    finally:
-        v1bt.math = saved
-    return scope["max_num_blocks_per_group"][0]
