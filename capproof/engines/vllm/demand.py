@@ -1287,13 +1287,11 @@ def derive_all(entries: list, root: str) -> list[str]:
     from .demand_drafting import derive_drafting
 
     problems += derive_drafting(entries, root) + derive_backends(entries, root)
-    from .demand_columns import derive_columns
-
-    problems += derive_columns(entries, root)
     return problems
 
 
-# Public names of the helpers other derivations (``demand_requests.py``) build on.
+# Public names of the helpers other derivations (``demand_requests.py``, ``demand_columns.py``) build on.
+RecordingBlockPool = _BlockPool
 run_paths = _paths
 expression = _expr
 function_def = _function

@@ -46,7 +46,7 @@ from types import SimpleNamespace
 from ...symbolic import SymInt
 from .demand import (
     BLOCK_TABLE,
-    _BlockPool,
+    RecordingBlockPool,
     expression,
     function_def,
     kernel_block_table_columns,
@@ -262,7 +262,7 @@ def v2_columns(root: str, kind: str, manager: str, extra: tuple, dcp_sharded: bo
     n = SymInt.var("num_tokens_need_slot")
 
     def blocks():
-        pool = _BlockPool()
+        pool = RecordingBlockPool()
         spec = _spec(kind, dcp_sharded, extra)
         mgr = getattr(sm, manager)(
             spec,
