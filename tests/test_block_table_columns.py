@@ -1,5 +1,5 @@
 """Block-table columns: the derived column demands of the block-table-like entries
-(capproof/engines/vllm/demand_columns.py), their obligations (spec/vllm_0_33_columns.py) and the
+(capproof/engines/vllm/demand_columns.py), their obligations (spec/vllm_0_33_derived_columns.py) and the
 per-dimension coverage view (capproof/coverage.py: dimension_kinds, the block-table columns section).
 
 Fast tier: the committed records read back at the configurations of the real reports (vLLM
