@@ -41,6 +41,7 @@ __all__ = ["backend_bs_sites", "relevant_sites", "ENTRY_METHODS", "view_builders
 
 SRT = "sglang/srt"
 _CLASS = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.M)
+_CLASS_NAME = re.compile(r"^\s*class\s+(\w+)\b", re.M)
 #: The backend methods the runners call (the ABC's out-of-graph and in-graph metadata prep).
 ENTRY_METHODS = ("init_forward_metadata_out_graph", "init_forward_metadata_in_graph")
 #: View builders run here: name -> module
@@ -70,6 +71,7 @@ class _Index:
         self._tree: dict[str, ast.AST | None] = {}
         self._parents: dict[str, dict] = {}
         self._bases: dict[str, set[str]] | None = None
+        self._classes: set[str] | None = None
 
     def text(self, rel: str) -> str:
         if rel not in self._text:
@@ -119,6 +121,12 @@ class _Index:
         while p is not None and not isinstance(p, ast.ClassDef):
             p = self.parents(rel).get(p)
         return p
+
+    def class_names(self) -> set[str]:
+        """Every class name defined in srt (``class Name`` headers, with or without bases)."""
+        if self._classes is None:
+            self._classes = {m.group(1) for rel in self.files for m in _CLASS_NAME.finditer(self.text(rel))}
+        return self._classes
 
     def bases(self) -> dict[str, set[str]]:
         """``{class name: names of its bases}`` over srt, read by a regular expression over the
@@ -211,11 +219,14 @@ def round_up_grid_checked(max_len: int = 6) -> str:
         from sglang.srt.speculative.ragged_verify import round_up_grid
 
         from ...symbolic import SymInt
-        from ..tracing.derive import all_paths
+        from ..tracing.derive import all_paths, without_assert_messages
+
+        # the ValueError's f-string message would format the symbolic total: dropped, same paths
+        tier = without_assert_messages(round_up_grid, raises=True)
 
         def fn(total, grid):
             try:
-                return round_up_grid(total, grid)
+                return tier(total, grid)
             except ValueError as exc:  # the caller rejects the batch: no replay on this path
                 raise AssertionError from exc
 
@@ -586,9 +597,12 @@ class _Tracer:
         if not stores:
             yield ("unchecked", chain + [f"{where} never assigned"])
             return
+        may_be = _instance_classes(self.ix, cls.name)
         for frel, n in stores:
             owner = self.ix.enclosing_class(frel, n)
             stmt = self.ix.parents(frel).get(n)
+            if self._other_object(frel, n, owner, may_be):
+                continue  # a store into an object that is not an instance of the reading class
             if (
                 src(n.value) != "self"
                 or owner is None
@@ -602,6 +616,75 @@ class _Tracer:
             yield from self._kind(kind)(
                 stmt.value, frel, self.ix.enclosing(frel, n), depth + 1, chain + [f"{frel}:{n.lineno} self.{attr} ="]
             )
+
+    def _attribute_stores(self, attr: str) -> list:
+        """Every ``X.attr = ...`` / ``del X.attr`` in srt: ``[(file, Attribute node)]``."""
+        key = ("stores", attr)
+        if key not in self.memo:
+            pattern = re.compile(r"\." + re.escape(attr) + r"\s*(?:\[[^\]]*\])?\s*(?:[-+*/]?=)(?!=)")
+            out = []
+            for frel in self.ix.files:
+                text = self.ix.text(frel)
+                if attr not in text or not pattern.search(text):
+                    continue
+                t = self.ix.tree(frel)
+                for n in ast.walk(t) if t else []:
+                    if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, (ast.Store, ast.Del)):
+                        out.append((frel, n))
+            self.memo[key] = out
+        return self.memo[key]
+
+    def _other_object(self, rel: str, n: ast.Attribute, owner, may_be: set[str]) -> bool:
+        """The store ``X.A`` at ``n`` writes an object whose class is known and is none of
+        ``may_be`` (:func:`_instance_classes`): ``self.A`` in a class outside ``may_be``; ``self.Y.A``
+        or ``X.A`` where every binding of ``self.Y`` in its class (:func:`_holds`), or of the local
+        ``X`` in its function, constructs a class of srt (or a ``SimpleNamespace``) outside
+        ``may_be``. Anything else (a parameter, an attribute of another object) is not known."""
+        recv = n.value
+        if src(recv) == "self":
+            return owner is not None and owner.name not in may_be
+        known = self.ix.class_names() | {"SimpleNamespace"}
+
+        def ctor(v) -> str | None:
+            if isinstance(v, ast.Call) and isinstance(v.func, (ast.Name, ast.Attribute)):
+                name = src(v.func).rsplit(".", 1)[-1]
+                return name if name in known else None
+            return None
+
+        def held(attr: str) -> set[str] | None:
+            # every store of ``.attr`` in srt is in this class (so ``_holds`` saw every binding)
+            if owner is None or any(
+                self.ix.enclosing_class(r, m) is not owner for r, m in self._attribute_stores(attr)
+            ):
+                return None
+            return _holds(self.ix, rel, owner, attr)
+
+        if isinstance(recv, ast.Attribute) and src(recv.value) == "self":
+            h = held(recv.attr)
+            return bool(h) and h <= known and not (h & may_be)
+        if not isinstance(recv, ast.Name):
+            return False
+        fn = self.ix.enclosing(rel, n)
+        if fn is None or isinstance(fn, ast.Lambda) or recv.id in self._params(fn):
+            return False
+        binds = self._assigns(fn, recv.id)
+        if not binds:
+            return False
+        for value, index in binds:
+            if index is not None or value is None or isinstance(value, tuple):
+                return False
+            c = ctor(value)
+            if c is not None:
+                if c in may_be:
+                    return False
+                continue
+            if isinstance(value, ast.Attribute) and src(value.value) == "self":
+                h = held(value.attr)
+                if not (h and h <= known and not (h & may_be)):
+                    return False
+                continue
+            return False
+        return True
 
     def _guarded_set(self, n, rel: str, fn, name: str) -> bool:
         """``n`` (``v.batch_size = x``) is directly under ``if x != raw:`` (or ``raw != x``) where
@@ -869,6 +952,15 @@ def _ancestors(ix: _Index, cls: str) -> set[str]:
                 up.add(b)
                 todo.append(b)
     return up
+
+
+def _instance_classes(ix: _Index, cls: str) -> set[str]:
+    """The classes whose methods may run on an instance of ``cls`` (by name): ``cls``, its bases,
+    its subclasses and every base of a subclass (a mixin of a subclass writes that instance too)."""
+    out = {cls} | _ancestors(ix, cls)
+    for sub in _subclasses(ix, cls):
+        out |= {sub} | _ancestors(ix, sub)
+    return out
 
 
 def _defines(ix: _Index, cls: str, method: str) -> bool:
