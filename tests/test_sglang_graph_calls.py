@@ -186,9 +186,13 @@ class Holder:
 
     def refresh(self, n):
         info = self.info
+        info = self._touch(info)  # returns its argument: still self.info's Record
         info.bs = n  # self.info only ever holds a Record
         rec = Record()
         rec.bs = n
+
+    def _touch(self, info):
+        return info
 """
 
 MIXIN = """
@@ -215,6 +219,16 @@ def test_stores_into_objects_of_other_classes_do_not_block_a_self_attribute(tmp_
     sites = backend_bs_sites(_tree(tmp_path / "c", {**files, "tweak.py": FOREIGN_STORE}), "MyBackend")
     (line,) = sites["not checked"]
     assert "tweak.py:3" in line
+    # a struct field of that name may be set from a constructor: self.info is then not known
+    struct = "class Slot:\n    info: object = None\n"
+    sites = backend_bs_sites(_tree(tmp_path / "d", {**files, "struct.py": struct}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "other.py:18 info.bs stored otherwise" in line
+    # a helper that may return another object: the local is not known
+    other = OTHER_OBJECTS.replace("        return info", "        return self.runner")
+    sites = backend_bs_sites(_tree(tmp_path / "e", {**files, "other.py": other}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "other.py:18 info.bs stored otherwise" in line
 
 
 EAGER_BASE = """

@@ -634,12 +634,43 @@ class _Tracer:
             self.memo[key] = out
         return self.memo[key]
 
+    def _field_elsewhere(self, attr: str) -> bool:
+        """``attr`` may be set other than by an attribute store: a class-body field named ``attr``
+        (a dataclass or struct sets it from its constructor) or a call with a keyword ``attr=``."""
+        key = ("field", attr)
+        if key not in self.memo:
+            hit = False
+            pattern = re.compile(r"\b" + re.escape(attr) + r"\s*[:=]")
+            for frel in self.ix.files:
+                text = self.ix.text(frel)
+                if attr not in text or not pattern.search(text):
+                    continue
+                t = self.ix.tree(frel)
+                if t is None:
+                    hit = True
+                    break
+                for n in ast.walk(t):
+                    if isinstance(n, ast.keyword) and n.arg == attr:
+                        hit = True
+                    elif isinstance(n, ast.ClassDef):
+                        for b in n.body:
+                            targets = b.targets if isinstance(b, ast.Assign) else [getattr(b, "target", None)]
+                            if isinstance(b, (ast.Assign, ast.AnnAssign)) and any(
+                                isinstance(x, ast.Name) and x.id == attr for x in targets
+                            ):
+                                hit = True
+                if hit:
+                    break
+            self.memo[key] = hit
+        return self.memo[key]
+
     def _other_object(self, rel: str, n: ast.Attribute, owner, may_be: set[str]) -> bool:
         """The store ``X.A`` at ``n`` writes an object whose class is known and is none of
         ``may_be`` (:func:`_instance_classes`): ``self.A`` in a class outside ``may_be``; ``self.Y.A``
-        or ``X.A`` where every binding of ``self.Y`` in its class (:func:`_holds`), or of the local
-        ``X`` in its function, constructs a class of srt (or a ``SimpleNamespace``) outside
-        ``may_be``. Anything else (a parameter, an attribute of another object) is not known."""
+        or ``X.A`` where every store of ``.Y`` in srt (on any object), or every binding of the local
+        ``X`` in its function, is ``None`` or constructs a class of srt (or a ``SimpleNamespace``)
+        outside ``may_be`` (a local may also be bound to such a ``self.Y``). Anything else (a
+        parameter, an attribute stored otherwise) is not known."""
         recv = n.value
         if src(recv) == "self":
             return owner is not None and owner.name not in may_be
@@ -652,12 +683,22 @@ class _Tracer:
             return None
 
         def held(attr: str) -> set[str] | None:
-            # every store of ``.attr`` in srt is in this class (so ``_holds`` saw every binding)
-            if owner is None or any(
-                self.ix.enclosing_class(r, m) is not owner for r, m in self._attribute_stores(attr)
-            ):
+            # every store of ``.attr`` anywhere in srt, on any object, is a constructor or None
+            if self._field_elsewhere(attr):
                 return None
-            return _holds(self.ix, rel, owner, attr)
+            found: set[str] = set()
+            for r, m in self._attribute_stores(attr):
+                stmt = self.ix.parents(r).get(m)
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is m):
+                    return None
+                v = stmt.value
+                if isinstance(v, ast.Constant) and v.value is None:
+                    continue
+                c = ctor(v)
+                if c is None:
+                    return None
+                found.add(c)
+            return found or None
 
         if isinstance(recv, ast.Attribute) and src(recv.value) == "self":
             h = held(recv.attr)
@@ -683,7 +724,42 @@ class _Tracer:
                 if not (h and h <= known and not (h & may_be)):
                     return False
                 continue
+            if isinstance(value, ast.Call) and self._passes_through(rel, owner, value, recv.id):
+                continue  # ``X = self.m(..., X, ...)`` returning X: the other bindings decide
             return False
+        return True
+
+    def _passes_through(self, rel: str, owner, call: ast.Call, name: str) -> bool:
+        """``call`` is ``self.m(...)`` and every ``def m`` of a class related to ``owner`` (its
+        bases and subclasses, by name, anywhere in srt) returns only the parameter to which
+        ``call`` passes the local ``name`` (so the call's value is that local's own object)."""
+        f = call.func
+        if owner is None or not (isinstance(f, ast.Attribute) and src(f.value) == "self"):
+            return False
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        related = _related(self.ix, owner.name)
+        defs = []
+        for frel in self.ix.files:
+            if f"def {f.attr}" not in self.ix.text(frel):
+                continue
+            t = self.ix.tree(frel)
+            for c in ast.walk(t) if t else []:
+                if isinstance(c, ast.ClassDef) and c.name in related:
+                    defs += [
+                        d for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr
+                    ]
+        if not defs:
+            return False
+        for d in defs:
+            params = [a.arg for a in d.args.posonlyargs + d.args.args][1:]
+            passed = {p for p, a in zip(params, call.args) if isinstance(a, ast.Name) and a.id == name}
+            passed |= {k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == name}
+            rets = [r for r in _walk_own(d) if isinstance(r, ast.Return)]
+            if not rets or not all(isinstance(r.value, ast.Name) and r.value.id in passed for r in rets):
+                return False
+            if any(isinstance(x, ast.Name) and x.id in passed and isinstance(x.ctx, ast.Store) for x in _walk_own(d)):
+                return False  # the parameter rebound inside
         return True
 
     def _guarded_set(self, n, rel: str, fn, name: str) -> bool:
