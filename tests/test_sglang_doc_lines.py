@@ -7,7 +7,8 @@ The EAGLE-2 line is the docs' speculative-decoding example (steps 3, top-k 4, 16
 accepts). Its 16 draft tokens exceed ``steps * topk + 1`` (13): the request-row obligations must
 still apply to it (SGLang picks the draft tokens among ``topk + (steps - 1) * topk^2`` candidates,
 ``speculative/eagle_utils.py::organize_draft_results``), and they reach the known req_to_token
-finding (docs/findings.md) at page size 1."""
+finding (docs/findings.md) at page size 1. The whole-deployment runs are in the slow tier; the bad
+input answers at argument parsing (fast)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def _check(*line: str) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # a whole-deployment check-config run in a subprocess
 def test_docs_eagle2_line_reaches_the_request_row_obligations():
     code, out = _check(*EAGLE2)
     assert code == 2, out
@@ -59,6 +61,7 @@ def test_docs_eagle2_line_reaches_the_request_row_obligations():
     assert "give --page-size N" in out
 
 
+@pytest.mark.slow  # a whole-deployment check-config run in a subprocess
 def test_docs_eagle2_line_at_page_size_1_will_fail():
     code, out = _check(*EAGLE2, "--page-size", "1")
     assert code == 1, out
@@ -66,6 +69,7 @@ def test_docs_eagle2_line_at_page_size_1_will_fail():
     assert "nxt=131093, req_to_token[1]=131092" in out
 
 
+@pytest.mark.slow  # a whole-deployment check-config run in a subprocess
 def test_docs_tp_line_with_sglang_serve_is_undecided_not_safe():
     code, out = _check("sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--tp", "2", "--port", "30000")
     assert code == 2, out
