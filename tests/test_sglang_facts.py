@@ -23,7 +23,12 @@ def test_a_fact_with_an_unchecked_site_is_assumed_and_names_the_obligations_assu
         "checked": False,
         "paths": {
             "checked (ast; build_replay_fb_view run)": ["sglang/srt/runner.py:15 capture_one_shape -> x (ok)"],
-            "not checked": ["sglang/srt/eager.py:8 run_eager -> x: no call of run_eager"],
+            "not checked": [
+                "sglang/srt/eager.py:8 run_eager -> x: no call of run_eager",
+                "sglang/srt/dp.py execute: max_batch_size = max(...) (not read)",
+                "sglang/srt/runner.py: capture_one_shape(bs) ...",
+                "the scheduler's gather (not read)",
+            ],
         },
     }
     (rec,) = engine_facts([_entry(FILE, fact), _entry(FILE, fact)])  # the same fact twice: one record
@@ -32,7 +37,11 @@ def test_a_fact_with_an_unchecked_site_is_assumed_and_names_the_obligations_assu
     assert [(p["site"], p["how"], p["result"]) for p in rec["paths"]] == [
         ("sglang/srt/runner.py:15", "ast", "checked"),
         ("sglang/srt/eager.py:8", "ast", "not checked"),
+        ("sglang/srt/dp.py", "ast", "not checked"),
+        ("sglang/srt/runner.py", "ast", "not checked"),
+        ("?", "ast", "not checked"),
     ]
+    assert rec["paths"][-1]["sets"] == "the scheduler's gather (not read)"
     assert status(rec) == "assumed"
     assert discharged([rec], FILE) == set()
 

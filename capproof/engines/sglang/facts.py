@@ -19,6 +19,7 @@ The assumption a fact discharges is the name the SGLang obligations give an unch
 from __future__ import annotations
 
 import json
+import re
 
 from ...facts import fact_record, path_record
 
@@ -35,7 +36,9 @@ def _paths(paths: dict) -> list[dict]:
         how = "executed" if "executed" in key else "ast"
         for text in sites or []:
             head, _, rest = str(text).partition(" ")
-            site = head if ":" in head else "?"
+            head = head.rstrip(":")
+            # a site is ``file.py`` or ``file.py:line[s]``; a path without one keeps its whole text
+            site = head if re.fullmatch(r"\S+\.py(?::[\d,-]+)?", head) else "?"
             out.append(path_record(site, (rest if site != "?" else str(text))[:200], how, result, key))
     return out
 
