@@ -442,7 +442,8 @@ def kernel_block_table_columns(
       method states them) widened by ``get_block_table_width``; the extent is the column stop of
       the slice it writes. ``which="offsets"``: the kernel blocks per manager block the same call
       broadcasts ``kernel_block_offsets`` over (``out.unflatten(1, (cols, -1))``: the slice's width
-      over the runner's columns)."""
+      over the runner's columns). ``which="builder"``: the columns, against the
+      ``block_table_width`` the same call hands the backend's builder (the DSA indexer's buffer)."""
     import z3
     from vllm.v1.kv_cache_interface import AttentionSpec
     from vllm.v1.worker import block_table as bt
@@ -496,7 +497,7 @@ def kernel_block_table_columns(
         built = [c[1] for c in zeros.calls if c[0] == "builder"]
         if not shapes or not built:
             raise RuntimeError("create_metadata_builders allocated no kernel block table")
-        return shapes[0][2]
+        return built[0] if which == "builder" else shapes[0][2]
 
     def demand():
         saved = bt.math
@@ -535,7 +536,9 @@ def kernel_block_table_columns(
             )
         finally:
             wu.torch = saved
-        return seen[0][2].stop if which == "columns" else seen[0][2].stop // cols  # unflatten(1, (cols, -1))
+        return (
+            seen[0][2].stop if which in ("columns", "builder") else seen[0][2].stop // cols
+        )  # unflatten(1, (cols, -1))
 
     w, wnotes = _paths(width, assume)
     d, dnotes = _paths(demand, assume)
@@ -1335,7 +1338,8 @@ def derive_all(entries: list, root: str) -> list[str]:
     return problems
 
 
-# Public names of the helpers other derivations (``demand_requests.py``) build on.
+# Public names of the helpers other derivations (``demand_requests.py``, ``demand_columns.py``) build on.
+RecordingBlockPool = _BlockPool
 run_paths = _paths
 expression = _expr
 function_def = _function
