@@ -71,8 +71,11 @@ REQ_TO_TOKEN_ROW = Family(
                 speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk, page_size
             )
         ),
-        "draft tokens = steps * topk + 1 at most (EAGLE)": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
-            speculative_num_draft_tokens <= speculative_num_steps * speculative_eagle_topk + 1
+        # organize_draft_results (speculative/eagle_utils.py:106-110) picks draft - 1 tokens among
+        # topk + (steps - 1) * topk^2 candidates; topk 1 forces draft = steps + 1
+        "draft tokens - 1 <= topk + (steps - 1) * topk^2 (EAGLE candidates)": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
+            speculative_num_draft_tokens - 1
+            <= speculative_eagle_topk + (speculative_num_steps - 1) * speculative_eagle_topk * speculative_eagle_topk
         ),
         "kv_committed_len <= context_len - 1 (a running request has room for one more token)": lambda kv_committed_len, context_len: (
             kv_committed_len <= context_len - 1

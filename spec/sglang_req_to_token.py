@@ -26,8 +26,13 @@ _SPEC = {
     "page_size": Choice(1, 16, 32, 64, 128),
 }
 _EAGLE = {
-    "draft tokens = steps * topk + 1 at most": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
-        speculative_num_draft_tokens <= speculative_num_steps * speculative_eagle_topk + 1
+    # SGLang picks the draft tokens after the root among the topk + (steps - 1) * topk^2 scored
+    # candidates (speculative/eagle_utils.py:106-110, organize_draft_results: torch.topk(score_list,
+    # num_draft_token - 1)); with topk 1 it sets draft = steps + 1 (arg_groups/speculative_hook.py:1257).
+    # The docs' EAGLE-2 line (steps 3, topk 4, draft 16) is inside it.
+    "draft tokens - 1 <= topk + (steps - 1) * topk^2 (EAGLE candidates)": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
+        speculative_num_draft_tokens - 1
+        <= speculative_eagle_topk + (speculative_num_steps - 1) * speculative_eagle_topk * speculative_eagle_topk
     ),
 }
 _LAST_STEP = {
@@ -141,7 +146,7 @@ def decode_alloc_fits_req_to_token_row(
 # -- alloc page sizes the domains above skip (Choice(1, 64)): 2 is what a page-1 deployment
 # with attention DCP 2 pages by (get_alloc_page_size = schedule.page_size * attn_dcp_size), and 3 an odd
 # page; 2 speculative steps (page 2: the page count's rounding) and 13 draft tokens (more than
-# steps * topk + 1, outside _EAGLE: SGLang's functions do not assume it). Values recorded from SGLang
+# steps * topk + 1: SGLang's sizing functions assume no bound on it). Values recorded from SGLang
 # 0.5.23's own allocation_sizing.py (EAGLE: has_draft_kv, not UNO; kv_committed_len 5), recomputed from
 # the wheel by tests/test_real_engine.py (real tier). Pinned points: a check of the model, not of a
 # deployment (no engine/versions: check-config does not apply it). Imported here, not at the top, so

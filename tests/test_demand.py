@@ -434,6 +434,31 @@ def test_without_assert_messages_runs_a_failing_assert_path_as_a_stop():
     assert notes and "stop at an engine assert" in notes[0]
 
 
+def _grid_tier(total, grid):
+    if total > grid[-1]:
+        raise ValueError(f"total {total} exceeds max grid tier {grid[-1]}")
+    import bisect
+
+    return grid[bisect.bisect_left(grid, total)]
+
+
+def test_without_assert_messages_drops_raise_messages_when_asked():
+    """SGLang's round_up_grid raises ValueError(f"total {total} ..."): with ``raises`` the message is
+    dropped, the same class is raised on the same path, and the other path still returns a tier."""
+    from capproof.engines.tracing.derive import without_assert_messages
+    from capproof.errors import NotConcreteError
+    from capproof.symbolic import SymInt
+
+    with pytest.raises(NotConcreteError):
+        f"{SymInt.var('total')}"  # formatting a symbolic size is refused, hence the option
+    tier = without_assert_messages(_grid_tier, raises=True)
+    with pytest.raises(ValueError) as exc:
+        tier(9, [2, 4])
+    assert exc.value.args == ()
+    assert tier(3, [2, 4]) == 4
+    assert without_assert_messages(_grid_tier)(3, [2, 4]) == 4
+
+
 RUNNER_SRC = """
 class R:
     def capture_one_shape(self, size, forward):

@@ -170,6 +170,67 @@ def test_a_store_of_the_attribute_elsewhere_leaves_it_unchecked(tmp_path):
     assert line.startswith("sglang/srt/runner.py:20 replay_again") and "tweak.py:3" in line
 
 
+OTHER_OBJECTS = """
+class Record:
+    pass
+
+
+class Cache:
+    def __init__(self):
+        self.bs = 8192  # another class's own attribute
+
+
+class Holder:
+    def __init__(self):
+        self.info = Record()
+
+    def refresh(self, n):
+        info = self.info
+        info = self._touch(info)  # returns its argument: still self.info's Record
+        info.bs = n  # self.info only ever holds a Record
+        rec = Record()
+        rec.bs = n
+
+    def _touch(self, info):
+        return info
+"""
+
+MIXIN = """
+class SizeMixin:
+    def resize(self):
+        self.bs = 4096
+
+
+class MixedRunner(SizeMixin, Runner):
+    pass
+"""
+
+
+def test_stores_into_objects_of_other_classes_do_not_block_a_self_attribute(tmp_path):
+    """``X.bs = ...`` where X is known to be another class's object (``self`` of an unrelated class,
+    a local or ``self.Y`` bound only to another class's constructor) cannot write the runner's
+    ``self.bs``; a mixin of a subclass of the runner can, and a parameter is not known."""
+    files = {"layers/attention/my_backend.py": BACKEND, "runner.py": ATTR_RUNNER, "other.py": OTHER_OBJECTS}
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert sites["not checked"] == [] and len(sites["checked"]) == 2
+    sites = backend_bs_sites(_tree(tmp_path / "b", {**files, "mixin.py": MIXIN}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "mixin.py:4 self.bs stored otherwise" in line
+    sites = backend_bs_sites(_tree(tmp_path / "c", {**files, "tweak.py": FOREIGN_STORE}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "tweak.py:3" in line
+    # a struct field of that name may be set from a constructor: self.info is then not known
+    struct = "class Slot:\n    info: object = None\n"
+    sites = backend_bs_sites(_tree(tmp_path / "d", {**files, "struct.py": struct}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "other.py:18 info.bs stored otherwise" in line
+    # a helper that may return another object: the local is not known
+    other = OTHER_OBJECTS.replace("        return info", "        return self.runner")
+    sites = backend_bs_sites(_tree(tmp_path / "e", {**files, "other.py": other}), "MyBackend")
+    (line,) = sites["not checked"]
+    assert "other.py:18 info.bs stored otherwise" in line
+
+
 EAGER_BASE = """
 class AttentionBackend:
     def init_forward_metadata(self, forward_batch):

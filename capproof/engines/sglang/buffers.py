@@ -68,6 +68,8 @@ class Built:
     allocations: int
     seconds: float
     trace_problems: list[str]
+    #: engine facts of the derivations (:mod:`capproof.engines.sglang.facts`); None when not traced
+    facts: list | None = None
 
 
 def build(version: str, root: str | None = None, trace: bool = True) -> Built:
@@ -102,7 +104,14 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
         from .demand import derive_all
 
         problems += derive_all(list(entries.values()), root)
-    return Built(sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems)
+    facts = None
+    if trace:
+        from .facts import engine_facts
+
+        facts = engine_facts(sorted(entries.values(), key=lambda e: e.id))
+    return Built(
+        sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems, facts
+    )
 
 
 def version_of(spec: str) -> str:
@@ -138,7 +147,17 @@ def run_inventory(
     for line in _command.problem_lines(built.trace_problems):
         err(f"warning: {line}")
     return _command.finish(
-        "sglang", version, built.entries, json_out, write, check, built.allocations, built.seconds, out=out, err=err
+        "sglang",
+        version,
+        built.entries,
+        json_out,
+        write,
+        check,
+        built.allocations,
+        built.seconds,
+        out=out,
+        err=err,
+        facts=built.facts,
     )
 
 

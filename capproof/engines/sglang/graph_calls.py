@@ -41,6 +41,7 @@ __all__ = ["backend_bs_sites", "relevant_sites", "ENTRY_METHODS", "view_builders
 
 SRT = "sglang/srt"
 _CLASS = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.M)
+_CLASS_NAME = re.compile(r"^\s*class\s+(\w+)\b", re.M)
 #: The backend methods the runners call (the ABC's out-of-graph and in-graph metadata prep).
 ENTRY_METHODS = ("init_forward_metadata_out_graph", "init_forward_metadata_in_graph")
 #: View builders run here: name -> module
@@ -70,6 +71,7 @@ class _Index:
         self._tree: dict[str, ast.AST | None] = {}
         self._parents: dict[str, dict] = {}
         self._bases: dict[str, set[str]] | None = None
+        self._classes: set[str] | None = None
 
     def text(self, rel: str) -> str:
         if rel not in self._text:
@@ -119,6 +121,12 @@ class _Index:
         while p is not None and not isinstance(p, ast.ClassDef):
             p = self.parents(rel).get(p)
         return p
+
+    def class_names(self) -> set[str]:
+        """Every class name defined in srt (``class Name`` headers, with or without bases)."""
+        if self._classes is None:
+            self._classes = {m.group(1) for rel in self.files for m in _CLASS_NAME.finditer(self.text(rel))}
+        return self._classes
 
     def bases(self) -> dict[str, set[str]]:
         """``{class name: names of its bases}`` over srt, read by a regular expression over the
@@ -211,11 +219,14 @@ def round_up_grid_checked(max_len: int = 6) -> str:
         from sglang.srt.speculative.ragged_verify import round_up_grid
 
         from ...symbolic import SymInt
-        from ..tracing.derive import all_paths
+        from ..tracing.derive import all_paths, without_assert_messages
+
+        # the ValueError's f-string message would format the symbolic total: dropped, same paths
+        tier = without_assert_messages(round_up_grid, raises=True)
 
         def fn(total, grid):
             try:
-                return round_up_grid(total, grid)
+                return tier(total, grid)
             except ValueError as exc:  # the caller rejects the batch: no replay on this path
                 raise AssertionError from exc
 
@@ -586,9 +597,12 @@ class _Tracer:
         if not stores:
             yield ("unchecked", chain + [f"{where} never assigned"])
             return
+        may_be = _instance_classes(self.ix, cls.name)
         for frel, n in stores:
             owner = self.ix.enclosing_class(frel, n)
             stmt = self.ix.parents(frel).get(n)
+            if self._other_object(frel, n, owner, may_be):
+                continue  # a store into an object that is not an instance of the reading class
             if (
                 src(n.value) != "self"
                 or owner is None
@@ -602,6 +616,151 @@ class _Tracer:
             yield from self._kind(kind)(
                 stmt.value, frel, self.ix.enclosing(frel, n), depth + 1, chain + [f"{frel}:{n.lineno} self.{attr} ="]
             )
+
+    def _attribute_stores(self, attr: str) -> list:
+        """Every ``X.attr = ...`` / ``del X.attr`` in srt: ``[(file, Attribute node)]``."""
+        key = ("stores", attr)
+        if key not in self.memo:
+            pattern = re.compile(r"\." + re.escape(attr) + r"\s*(?:\[[^\]]*\])?\s*(?:[-+*/]?=)(?!=)")
+            out = []
+            for frel in self.ix.files:
+                text = self.ix.text(frel)
+                if attr not in text or not pattern.search(text):
+                    continue
+                t = self.ix.tree(frel)
+                for n in ast.walk(t) if t else []:
+                    if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, (ast.Store, ast.Del)):
+                        out.append((frel, n))
+            self.memo[key] = out
+        return self.memo[key]
+
+    def _field_elsewhere(self, attr: str) -> bool:
+        """``attr`` may be set other than by an attribute store: a class-body field named ``attr``
+        (a dataclass or struct sets it from its constructor) or a call with a keyword ``attr=``."""
+        key = ("field", attr)
+        if key not in self.memo:
+            hit = False
+            pattern = re.compile(r"\b" + re.escape(attr) + r"\s*[:=]")
+            for frel in self.ix.files:
+                text = self.ix.text(frel)
+                if attr not in text or not pattern.search(text):
+                    continue
+                t = self.ix.tree(frel)
+                if t is None:
+                    hit = True
+                    break
+                for n in ast.walk(t):
+                    if isinstance(n, ast.keyword) and n.arg == attr:
+                        hit = True
+                    elif isinstance(n, ast.ClassDef):
+                        for b in n.body:
+                            targets = b.targets if isinstance(b, ast.Assign) else [getattr(b, "target", None)]
+                            if isinstance(b, (ast.Assign, ast.AnnAssign)) and any(
+                                isinstance(x, ast.Name) and x.id == attr for x in targets
+                            ):
+                                hit = True
+                if hit:
+                    break
+            self.memo[key] = hit
+        return self.memo[key]
+
+    def _other_object(self, rel: str, n: ast.Attribute, owner, may_be: set[str]) -> bool:
+        """The store ``X.A`` at ``n`` writes an object whose class is known and is none of
+        ``may_be`` (:func:`_instance_classes`): ``self.A`` in a class outside ``may_be``; ``self.Y.A``
+        or ``X.A`` where every store of ``.Y`` in srt (on any object), or every binding of the local
+        ``X`` in its function, is ``None`` or constructs a class of srt (or a ``SimpleNamespace``)
+        outside ``may_be`` (a local may also be bound to such a ``self.Y``). Anything else (a
+        parameter, an attribute stored otherwise) is not known."""
+        recv = n.value
+        if src(recv) == "self":
+            return owner is not None and owner.name not in may_be
+        known = self.ix.class_names() | {"SimpleNamespace"}
+
+        def ctor(v) -> str | None:
+            if isinstance(v, ast.Call) and isinstance(v.func, (ast.Name, ast.Attribute)):
+                name = src(v.func).rsplit(".", 1)[-1]
+                return name if name in known else None
+            return None
+
+        def held(attr: str) -> set[str] | None:
+            # every store of ``.attr`` anywhere in srt, on any object, is a constructor or None
+            if self._field_elsewhere(attr):
+                return None
+            found: set[str] = set()
+            for r, m in self._attribute_stores(attr):
+                stmt = self.ix.parents(r).get(m)
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is m):
+                    return None
+                v = stmt.value
+                if isinstance(v, ast.Constant) and v.value is None:
+                    continue
+                c = ctor(v)
+                if c is None:
+                    return None
+                found.add(c)
+            return found or None
+
+        if isinstance(recv, ast.Attribute) and src(recv.value) == "self":
+            h = held(recv.attr)
+            return bool(h) and h <= known and not (h & may_be)
+        if not isinstance(recv, ast.Name):
+            return False
+        fn = self.ix.enclosing(rel, n)
+        if fn is None or isinstance(fn, ast.Lambda) or recv.id in self._params(fn):
+            return False
+        binds = self._assigns(fn, recv.id)
+        if not binds:
+            return False
+        for value, index in binds:
+            if index is not None or value is None or isinstance(value, tuple):
+                return False
+            c = ctor(value)
+            if c is not None:
+                if c in may_be:
+                    return False
+                continue
+            if isinstance(value, ast.Attribute) and src(value.value) == "self":
+                h = held(value.attr)
+                if not (h and h <= known and not (h & may_be)):
+                    return False
+                continue
+            if isinstance(value, ast.Call) and self._passes_through(rel, owner, value, recv.id):
+                continue  # ``X = self.m(..., X, ...)`` returning X: the other bindings decide
+            return False
+        return True
+
+    def _passes_through(self, rel: str, owner, call: ast.Call, name: str) -> bool:
+        """``call`` is ``self.m(...)`` and every ``def m`` of a class related to ``owner`` (its
+        bases and subclasses, by name, anywhere in srt) returns only the parameter to which
+        ``call`` passes the local ``name`` (so the call's value is that local's own object)."""
+        f = call.func
+        if owner is None or not (isinstance(f, ast.Attribute) and src(f.value) == "self"):
+            return False
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        related = _related(self.ix, owner.name)
+        defs = []
+        for frel in self.ix.files:
+            if f"def {f.attr}" not in self.ix.text(frel):
+                continue
+            t = self.ix.tree(frel)
+            for c in ast.walk(t) if t else []:
+                if isinstance(c, ast.ClassDef) and c.name in related:
+                    defs += [
+                        d for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr
+                    ]
+        if not defs:
+            return False
+        for d in defs:
+            params = [a.arg for a in d.args.posonlyargs + d.args.args][1:]
+            passed = {p for p, a in zip(params, call.args) if isinstance(a, ast.Name) and a.id == name}
+            passed |= {k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == name}
+            rets = [r for r in _walk_own(d) if isinstance(r, ast.Return)]
+            if not rets or not all(isinstance(r.value, ast.Name) and r.value.id in passed for r in rets):
+                return False
+            if any(isinstance(x, ast.Name) and x.id in passed and isinstance(x.ctx, ast.Store) for x in _walk_own(d)):
+                return False  # the parameter rebound inside
+        return True
 
     def _guarded_set(self, n, rel: str, fn, name: str) -> bool:
         """``n`` (``v.batch_size = x``) is directly under ``if x != raw:`` (or ``raw != x``) where
@@ -869,6 +1028,15 @@ def _ancestors(ix: _Index, cls: str) -> set[str]:
                 up.add(b)
                 todo.append(b)
     return up
+
+
+def _instance_classes(ix: _Index, cls: str) -> set[str]:
+    """The classes whose methods may run on an instance of ``cls`` (by name): ``cls``, its bases,
+    its subclasses and every base of a subclass (a mixin of a subclass writes that instance too)."""
+    out = {cls} | _ancestors(ix, cls)
+    for sub in _subclasses(ix, cls):
+        out |= {sub} | _ancestors(ix, sub)
+    return out
 
 
 def _defines(ix: _Index, cls: str, method: str) -> bool:

@@ -58,12 +58,14 @@ def all_paths(fn: Callable[[], object], assume, budget: int | None = None) -> tu
     return value, notes
 
 
-def without_assert_messages(fn: Callable) -> Callable:
+def without_assert_messages(fn: Callable, raises: bool = False) -> Callable:
     """``fn`` (a plain function or staticmethod of the engine) recompiled from its own source with
     the messages of its ``assert`` statements dropped, in its own module's globals: the same code
     on every path that passes its asserts, and an ``AssertionError`` on every path that fails one
-    (an f-string message would otherwise format a symbolic size and fail differently). Raises
-    TypeError for a function whose source cannot be read or that closes over variables."""
+    (an f-string message would otherwise format a symbolic size and fail differently). With
+    ``raises``, the arguments of ``raise X(...)`` are dropped as well (``raise X``: the same
+    exception class on the same paths, without its message). Raises TypeError for a function whose
+    source cannot be read or that closes over variables."""
     import inspect
     import textwrap
 
@@ -79,6 +81,8 @@ def without_assert_messages(fn: Callable) -> Callable:
     for a in ast.walk(node):
         if isinstance(a, ast.Assert):
             a.msg = None
+        elif raises and isinstance(a, ast.Raise) and isinstance(a.exc, ast.Call):
+            a.exc = a.exc.func
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - node.lineno)
     namespace: dict = {}
     exec(compile(tree, fn.__code__.co_filename, "exec"), fn.__globals__, namespace)  # noqa: S102 - the engine's own code

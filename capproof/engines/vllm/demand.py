@@ -602,6 +602,9 @@ ROW_FILES = ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu_input_bat
 #: Ops of an access that touch at most the allocation (a slice with no stop, a whole-buffer copy).
 WHOLE_OPS = ("copy_to_gpu", "fill_", "fill_.gpu", "fill_.cpu", "copy_", "copy_.gpu", "copy_.cpu", "zero_", "zero_.gpu")
 SLICE_OPS = ("slice", "slice.np", "slice.cpu", "slice.gpu", "copy_to_gpu (slice)")
+#: Shapes of the one-dimensional request-row buffers, each with the constant its slice stops may
+#: add to a request count (``[1 + max_num_reqs]`` offsets rows are sliced ``[: num_reqs + 1]``).
+ROW_SHAPES = {"max_num_reqs": 0, "1 + max_num_reqs": 1}
 
 
 class _Rows:
@@ -1104,9 +1107,12 @@ def request_rows_accesses(
     """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
     is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
     not (an index by a name, an alias such as ``.numpy()``, a call other than ``copy_slice`` that
-    receives the buffer, a slice by a name bound otherwise): that entry gets no derived rows."""
-    if entry.file not in ROW_FILES or len(entry.shape) != 1 or entry.shape[0] != "max_num_reqs":
+    receives the buffer, a slice by a name bound otherwise): that entry gets no derived rows.
+    A ``[1 + max_num_reqs]`` buffer (a cumulative-offsets row) may also be sliced ``[a : n + 1]``
+    by a request count ``n`` (kind ``plus1``); an index by the literal ``0`` is kind ``index0``."""
+    if entry.file not in ROW_FILES or len(entry.shape) != 1 or entry.shape[0] not in ROW_SHAPES:
         return None
+    plus_ok = ROW_SHAPES[entry.shape[0]]
     acc = [a for a in (entry.accesses or []) if isinstance(a, dict)]
     if not acc:
         return None
@@ -1116,6 +1122,7 @@ def request_rows_accesses(
     for a in acc:
         op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
         op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
+        shown = ""  # the constant a stop adds to the request count, as the site shows it
         if op == "numpy" and ext == "whole" and not _alias_depth:
             found = _numpy_alias(entry, root, rt, line, rows, reasons)
             if found is None:
@@ -1143,6 +1150,10 @@ def request_rows_accesses(
             if ext == "whole":
                 sites.append(f"{entry.file}:{line} slice (whole: at most the allocation)")
                 continue
+        if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0 and str(ext) == "0":
+            kinds.add("index0")  # the first row: every allocation has one (max_num_reqs >= 1)
+            sites.append(f"{entry.file}:{line} {op} [0] (the first row)")
+            continue
         if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0:
             fn = rt.enclosing(line)
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
@@ -1177,9 +1188,34 @@ def request_rows_accesses(
             expr = call.args[2]
         elif op in SLICE_OPS and a.get("dim") == 0:
             try:
-                expr = ast.parse(str(ext), mode="eval").body
+                # a start does not move the stop: ``[a : n]`` touches rows below n
+                expr = ast.parse(str(ext).rsplit(":", 1)[-1], mode="eval").body
             except SyntaxError:
                 return _reject(reasons, entry, a)
+            if (
+                plus_ok
+                and isinstance(expr, ast.BinOp)
+                and isinstance(expr.op, ast.Add)
+                and isinstance(expr.right, ast.Constant)
+                and type(expr.right.value) is int
+                and 0 < expr.right.value <= plus_ok
+            ):
+                kinds.add(f"plus{expr.right.value}")
+                shown = f" + {expr.right.value}"
+                expr = expr.left
+        elif op.startswith("passed to ") and ext == "whole":
+            # a Python helper receiving the buffer: its own accesses, judged at this call site
+            from .demand_helpers import judge_passed
+
+            got, helper_sites, why = judge_passed(root, rt, entry, line, rows)
+            over = [k for k in got if k.startswith("plus") and int(k[4:]) > plus_ok]
+            if not got or over:
+                if reasons is not None:
+                    reasons[entry.id] = f"{line} {op}: {why or 'a helper slices past the request count: ' + over[0]}"
+                return None
+            kinds |= got - {"whole"}
+            sites += helper_sites
+            continue
         else:
             return _reject(reasons, entry, a)
         fn = rt.enclosing(line)
@@ -1187,7 +1223,7 @@ def request_rows_accesses(
         if k not in ("unpadded", "padded"):
             return _reject(reasons, entry, a)
         kinds.add(k)
-        sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}] in {fn.name} ({k})")
+        sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}{shown}] in {fn.name} ({k})")
     if not _alias_depth:
         # uses of the buffer in other files, through the owner's holders: each must be checked, and
         # its kind joins the extent (the post-pass foreign_uses.check_foreign_uses re-checks them)
@@ -1235,6 +1271,10 @@ def derive_request_rows(entries: list, root: str) -> list[str]:
         if "indexed" in kinds:
             # an index the engine asserts below max_num_reqs touches at most max_num_reqs rows
             extent = f"maximum({extent}, max_num_reqs)" if kinds != ["indexed"] else "max_num_reqs"
+        if "plus1" in kinds:
+            extent = f"1 + {extent}"  # a [a : n + 1] slice of the offsets row
+        if "index0" in kinds:
+            extent = f"maximum({extent}, 1)"  # row 0 is read or written
         e.demands = [
             {
                 "dim": 0,
