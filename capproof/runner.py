@@ -327,7 +327,12 @@ class _Fingerprint(pickle.Pickler):
         type(threading.RLock()),
     )
 
+    #: built-in value types (exactly these, not subclasses): never taken by identity
+    _PLAIN = frozenset({int, float, complex, bool, str, bytes, type(None), tuple, list, dict, set, frozenset})
+
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
+        if type(obj) in self._PLAIN:  # (called for every object pickled: the common case first)
+            return None
         if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
             return ("lock", id(obj), repr(obj).split(" ", 1)[0])
         if _bound_to_data(obj):  # its object by value (reducer_override)
