@@ -160,6 +160,9 @@ class CaseBound:
     #: case is insufficient; empty when no admitted point is below it
     below_point: dict[str, Any] = field(default_factory=dict)
     demand_at_below_point: int | None = None
+    #: a case with every vector its batch alone (its lengths in ``fixed``): bounded because the
+    #: model reads its padding (:func:`_alone_bounds`)
+    alone: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseBound:
@@ -181,6 +184,7 @@ class CaseBound:
             wasteful=data["wasteful"],
             method=data.get("method", ""),
             slack_exact=data.get("slack_exact", True),
+            alone=data.get("alone", False),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -189,6 +193,7 @@ class CaseBound:
             "status": self.status,
             "message": self.message,
             **({"method": self.method, "slack_exact": self.slack_exact} if self.method else {}),
+            **({"alone": True} if self.alone else {}),
             "max_demand": self.max_demand,
             "min_capacity": self.min_capacity,
             "demand_point": _jsonable(self.demand_point),
@@ -410,13 +415,19 @@ def _in_domain(ob: Obligation, point: dict[str, Any]) -> None:
             raise _Wrong(f"point {format_point(point)}: {name} has {len(value)} entries, {length}={point.get(length)}")  # type: ignore[arg-type]
 
 
+#: While set (:func:`_alone_bounds`, a case of batches alone): :func:`_replayed` replays the
+#: batches alone only (what the case's terms are; the padded cases bound the padded vectors).
+_ALONE_ONLY = [False]
+
+
 def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str) -> tuple[int, int, Relation]:
     """(demand, capacity, the claim's relation) of ``point`` on plain ints, its batches padded and
-    alone; raises _Wrong if the point is outside the domain, an assumption fails, the claim there
-    is not a capacity relation of ``demand`` and ``capacity``, or padded and alone differ."""
+    alone (alone only while :data:`_ALONE_ONLY`); raises _Wrong if the point is outside the domain,
+    an assumption fails, the claim there is not a capacity relation of ``demand`` and
+    ``capacity``, or padded and alone differ."""
     _in_domain(ob, point)
     seen = []
-    for padding in (True, False):
+    for padding in (False,) if _ALONE_ONLY[0] else (True, False):
         ev = evaluate(ob, concrete_args(ob, point, padding), witnesses=padding)
         alone = "" if padding else " (its batches alone)"
         failed = [n for n, v in ev.assumptions.items() if not v]
@@ -426,7 +437,7 @@ def _replayed(ob: Obligation, point: dict[str, Any], demand: str, capacity: str)
         if rel is None or (rel.demand, rel.capacity) != (demand, capacity):
             raise _Wrong(f"at {point} the claim is {ev.claim.relation!r}{alone}, not a bound of {demand} by {capacity}")
         seen.append((int(ev.claim.values[demand]), int(ev.claim.values[capacity]), rel))
-    if seen[0] != seen[1]:
+    if seen[0] != seen[-1]:
         raise _Wrong(
             f"at {point} {demand}, {capacity} = {seen[0][0]}, {seen[0][1]} padded but {seen[1][0]}, {seen[1][1]} alone"
         )
@@ -817,8 +828,99 @@ def bound_obligation(
         else:
             bounded = _bound_case(*args)
         result.cases.append(bounded)
+        if abstract is None and vectors and case.padding_reads:
+            # the padded vectors are not what the engine holds where the model reads the padding
+            # (``len(lens)``): each batch length is bounded again on its batch alone, as prove decides it
+            result.cases.extend(_alone_bounds(ob, fixed, ranges, vectors, result, rlimit, waste_threshold, case))
 
     return _summarise(result)
+
+
+def _alone_cases(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    relation: tuple[str, str],
+    rlimit: int,
+) -> tuple[int, list[tuple[dict[str, int], CaseProblem | str]]]:
+    """Case ``fixed`` of ``ob`` with every vector its batch alone: each symbolic batch length
+    split into one case per value it admits (at most the vector's size), no padding entries
+    (capproof.prover's ``_alone_outcomes``: what ``prove`` decides for a model that reads its
+    padding). Returns (the number of cases, ``[(case, problem or why not), ...]``); the list is
+    empty when the number exceeds ``capproof.prover.ALONE_CASES``. ``relation``: the padded
+    cases' (demand, capacity), which each case must bound."""
+    from .prover import ALONE_CASES, failed_check
+
+    axes: dict[str, list[int]] = {}
+    for name in sorted({v.length for v in vectors.values() if v.length is not None}):
+        if name in ranges:
+            size = max(v.size for v in vectors.values() if v.length == name)
+            axes[name] = list(range(ranges[name].lo, min(ranges[name].hi, size) + 1))
+    rest = {k: v for k, v in ranges.items() if k not in axes}
+    count = 1
+    for values in axes.values():
+        count *= len(values)
+    if count > ALONE_CASES:
+        return count, []
+    out: list[tuple[dict[str, int], CaseProblem | str]] = []
+    for combo in itertools.product(*axes.values()):
+        where = {**fixed, **dict(zip(axes, combo))}
+        try:
+            case = build_case(ob, where, rest, vectors, alone=True)
+            problem = None if case.false_assumptions else failed_check(case, rlimit)
+            parsed = capacity_relation(case.ev.claim.relation) if not problem else None
+            if not problem and (parsed is None or parsed[:2] != relation):
+                problem = f"relation {case.ev.claim.relation!r} is not a bound of {relation[0]} by {relation[1]}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            problem = describe_exception(exc)
+        out.append((where, f"on the batch alone ({where}): {problem}" if problem else case))
+    return count, out
+
+
+def _alone_bounds(
+    ob: Obligation,
+    fixed: dict[str, int],
+    ranges: dict[str, Range],
+    vectors: dict[str, Vector],
+    result: ObligationBound,
+    rlimit: int,
+    threshold: float,
+    padded: CaseProblem,
+) -> list[CaseBound]:
+    """The minimum slack of each case of :func:`_alone_cases` (a :func:`_tightness_case` whose
+    points are replayed on the batches alone, what its terms are), for a model whose padded run
+    read the padding (``padded.padding_reads``). More than
+    ``capproof.prover.ALONE_CASES`` cases: one ``error`` case."""
+    from .prover import ALONE_CASES
+
+    count, cases = _alone_cases(ob, fixed, ranges, vectors, (result.demand, result.capacity), rlimit)
+    if not cases:
+        return [
+            CaseBound(
+                dict(fixed),
+                "error",
+                message=f"the model reads its vectors' padding ({padded.padding_reads[0]}), so its batches alone "
+                f"must be bounded too, in {count} cases (more than {ALONE_CASES}): read a batch through "
+                "total/max_of/min_of/count/all_of, or pin the length (--set)",
+                alone=True,
+            )
+        ]
+    out: list[CaseBound] = []
+    for where, case in cases:
+        if isinstance(case, str):
+            out.append(CaseBound(where, "error", message=case, alone=True))
+            continue
+        _ALONE_ONLY[0] = True
+        try:
+            bounded = _tightness_case(ob, case, result.demand, result.capacity, rlimit, threshold)
+        finally:
+            _ALONE_ONLY[0] = False
+        bounded.alone = True
+        out.append(bounded)
+    return out
 
 
 def _summarise(result: ObligationBound) -> ObligationBound:
@@ -1624,7 +1726,7 @@ def check_obligation(
     names = list(finite)
     combos = [dict(zip(names, combo)) for combo in itertools.product(*(finite[n] for n in names))]
     records = entry.get("cases") or []
-    if [r.get("case") for r in records] != combos:
+    if [r.get("case") for r in records if not r.get("alone")] != combos:
         raise Uncertified("the cases are not the recorded ones")
     relation = entry.get("relation")
     parsed = capacity_relation(relation or "")
@@ -1638,7 +1740,9 @@ def check_obligation(
     result.relation = relation
     result.demand, result.capacity, result.offset = parsed
     args = (result.demand, result.capacity, rlimit, waste_threshold)
-    for fixed, rec in zip(combos, records):
+    padded_records = [r for r in records if not r.get("alone")]
+    alone_records = [r for r in records if r.get("alone")]
+    for fixed, rec in zip(combos, padded_records):
         method = rec.get("method", "")
         if method == "aggregate" and vectors:
             try:
@@ -1661,6 +1765,23 @@ def check_obligation(
             bounded = _check_bound_case(ob, case, rec, *args)
             bounded.method = method
         result.cases.append(bounded)
+        if method == "search" and case.padding_reads:  # each batch length alone, as bound_obligation did
+            _, alone = _alone_cases(ob, fixed, ranges, vectors, (result.demand, result.capacity), rlimit)
+            for where, alone_case in alone:
+                rec = alone_records.pop(0) if alone_records else {}
+                if isinstance(alone_case, str) or rec.get("case") != where:
+                    raise Uncertified(f"the batch-alone case {where} is not the recorded one")
+                _ALONE_ONLY[0] = True
+                try:
+                    bounded = _check_tightness_case(ob, alone_case, rec, *args)
+                finally:
+                    _ALONE_ONLY[0] = False
+                bounded.alone = True
+                result.cases.append(bounded)
+    if alone_records:
+        raise Uncertified("recorded batch-alone cases the model no longer needs")
+    if [c.fixed for c in result.cases] != [r.get("case") for r in records]:
+        raise Uncertified("the cases are not the recorded ones (order)")
     return _summarise(result)
 
 

@@ -66,6 +66,8 @@ __all__ = [
     "fill_verdicts",
     "inventory_text",
     "categories_of",
+    "dimension_kinds",
+    "is_block_table",
     "INVENTORY_SOURCE_PREFIX",
     "DEFAULT_INVENTORY",
     "COVERAGE_REPORT",
@@ -113,8 +115,9 @@ def _ndims(entry: dict[str, Any]) -> int:
 def derived_dims(entry: dict[str, Any]) -> set[int]:
     """Dimensions whose demand the inventory derived from the engine's access sites
     (``demands``: a list of ``{"dim", "extent", "how", ...}``, how in :data:`DERIVED_HOW`). A demand
-    with ``unchecked_uses`` (uses of the buffer in other files its derivation did not judge) is not
-    counted: its extent misses those uses."""
+    with ``unchecked_uses`` (uses of the buffer in other files its derivation did not judge) or
+    ``not_derived_for`` (configurations its derivation did not run, e.g. a kind of KV cache group)
+    is not counted: its extent misses those uses or configurations."""
     out = set()
     for d in entry.get("demands") or []:
         if (
@@ -123,6 +126,7 @@ def derived_dims(entry: dict[str, Any]) -> set[int]:
             and d.get("extent")
             and isinstance(d.get("dim"), int)
             and not d.get("unchecked_uses")
+            and not d.get("not_derived_for")
         ):
             out.add(d["dim"])
     return out
@@ -171,6 +175,50 @@ def kind_of(entry: dict[str, Any], obligations: Iterable[dict[str, Any]], discha
     if want <= dims | dims_assumed:
         return "proved on an assumed fact"
     return "proved, demand modelled"
+
+
+def dimension_kinds(
+    entry: dict[str, Any], obligations: Iterable[dict[str, Any]], discharged: Iterable[str] = ()
+) -> dict[int, str]:
+    """Per dimension of the entry's shape, how far its demand is checked (the per-dimension view of
+    :func:`kind_of`): ``verified`` (a proved obligation with no restating or assumed fact reads the
+    dimension's derived demand), ``on an assumed fact`` (the same, but the proof rests on a fact
+    nothing checked), ``derived, not proved`` (the inventory derived the demand; no such proof reads
+    it) or ``not derived`` (no demand from the engine's code for that dimension)."""
+    done = set(discharged)
+    derived = derived_dims(entry)
+    dims, dims_assumed = set(), set()
+    for o in obligations:
+        if o.get("verdict") != "proved":
+            continue
+        if [a for a in o.get("restating_assumptions") or [] if a not in done]:
+            continue
+        read = demand_dims(entry["id"], o.get("sources", [])) & derived
+        (dims_assumed if assumed_facts(o, done) else dims).update(read)
+    out = {}
+    for d in range(_ndims(entry)):
+        if d in dims:
+            out[d] = "verified"
+        elif d in dims_assumed:
+            out[d] = "on an assumed fact"
+        elif d in derived:
+            out[d] = "derived, not proved"
+        else:
+            out[d] = "not derived"
+    return out
+
+
+#: Block tables whose attribute does not say so: the field of a buffer dataclass the inventory
+#: numbers (``AiterMLADCPVerifyMetadata(block_table=torch.zeros((rows, max_local_pages)))``).
+BLOCK_TABLE_IDS = ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py::AiterMLAMetadataBuilder._dcp_verify_buffers#2",)
+
+
+def is_block_table(entry: dict[str, Any]) -> bool:
+    """A block-table-like entry: a table of block ids per request (its attribute names a block
+    table, or it is in :data:`BLOCK_TABLE_IDS`) with at least two dimensions; its last dimension
+    is its columns."""
+    attribute = entry["id"].rpartition("::")[2].rpartition(".")[2]
+    return ("block_table" in attribute or entry["id"] in BLOCK_TABLE_IDS) and _ndims(entry) >= 2
 
 
 def assumed_facts(record: dict[str, Any], discharged: Iterable[str] = ()) -> list[str]:
@@ -604,6 +652,46 @@ def _engine_fact_lines(cov: Coverage) -> list[str]:
     return lines
 
 
+def _column_lines(cov: Coverage) -> list[str]:
+    """The block-table columns section: each block-table-like entry, its width, whether some
+    obligation claims its columns and how far that dimension is checked."""
+    rows = [e for e in cov.entries if is_block_table(e.entry)]
+    if not rows:
+        return []
+    claimed = verified = 0
+    body = []
+    for e in rows:
+        col = _ndims(e.entry) - 1
+        kinds = dimension_kinds(e.entry, e.obligations, e.discharged)
+        claims = [
+            o["id"].split("::")[-1]
+            for o in e.obligations
+            if o.get("verdict") in DECIDED and col in demand_dims(e.id, o.get("sources", []))
+        ]
+        claimed += bool(claims)
+        verified += e.kind == "verified"
+        width = (e.entry.get("shape") or ["?"])[col]
+        body.append(
+            f"| `{e.id.rpartition('::')[2]}` | `{_md_cell(width)}` | "
+            + (", ".join(f"`{c}`" for c in claims) or "none")
+            + f" | {kinds[col]} | "
+            + ", ".join(f"{d}: {k}" for d, k in kinds.items() if d != col)
+            + f" | {e.kind} |"
+        )
+    return [
+        f"## Block-table columns ({len(rows)} entries)",
+        "",
+        f"Entries holding block ids per request (the attribute names a block table, two or more dimensions; the last is "
+        f"the columns). A column claim is an obligation reading the column dimension's derived demand. With a column "
+        f"claim: {claimed}/{len(rows)}; verified on every dimension: {verified}/{len(rows)}.",
+        "",
+        "| entry | width | column claim | columns | other dimensions | kind |",
+        "|---|---|---|---|---|---|",
+        *body,
+        "",
+    ]
+
+
 def render_markdown(cov: Coverage) -> str:
     """The text of ``proofs/coverage.md``: summary, tables by category and directory, then every
     entry with its obligations, verdicts and the facts each proof rests on, or **uncovered**."""
@@ -671,6 +759,7 @@ def render_markdown(cov: Coverage) -> str:
             v, so = ver.get(g, (0, 0))
             lines.append(f"| {_md_cell(g)} | {v} | {so} | {c} ({_pct(c, n)}) | {t} | {n} |")
         lines.append("")
+    lines += _column_lines(cov)
     if cov.facts:
         lines += _engine_fact_lines(cov)
     facts = cov.assumed()
@@ -713,6 +802,10 @@ def render_markdown(cov: Coverage) -> str:
             continue
         lines.append(
             f"- status: **{e.status}**, kind **{e.kind}**" + ("; capacity traced" if e.traced_capacity else "")
+        )
+        lines.append(
+            "- dimensions: "
+            + "; ".join(f"{d} {k}" for d, k in dimension_kinds(ent, e.obligations, e.discharged).items())
         )
         for o in e.obligations:
             name = o["id"].split("::")[-1]

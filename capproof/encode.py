@@ -661,9 +661,11 @@ def build_case(
     ranges: dict[str, Range],
     vectors: dict[str, Vector],
     budget: int = DEFAULT_FORK_BUDGET,
+    alone: bool = False,
 ) -> CaseProblem:
     """Run ``ob`` once on symbolic values for ``ranges`` and ``vectors``, ``fixed`` elsewhere:
     one problem for the whole case (the analyses' view; the prover decides path by path with
+    :func:`build_paths`). ``alone``: each vector its batch alone (every length in ``fixed``; see
     :func:`build_paths`).
 
     A model that branches on symbolic values gives one problem whose assumptions, claim, named
@@ -671,7 +673,7 @@ def build_case(
     paths partition the domain). Raises whatever the model raises on a path (the caller turns
     it into an ``error`` verdict) and SpecError when the fork budget ran out.
     """
-    cp = build_paths(ob, fixed, ranges, vectors, budget)
+    cp = build_paths(ob, fixed, ranges, vectors, budget, alone=alone)
     if cp.failures:
         raise cp.failures[0].error
     if not cp.complete:

@@ -160,7 +160,17 @@ PURE_METHODS = frozenset(
     name
     for kind in (tuple, frozenset, int, float, str, bytes, bool, complex, range, slice)
     for name in dir(kind)
-    if name not in ("__init__", "__new__", "__setattr__", "__delattr__", "__init_subclass__", "__setstate__")
+    # (not ``__getattribute__``: it fetches any attribute by a runtime name, ``h.__getattribute__("append")``)
+    if name
+    not in (
+        "__init__",
+        "__new__",
+        "__setattr__",
+        "__delattr__",
+        "__init_subclass__",
+        "__setstate__",
+        "__getattribute__",
+    )
 ) | frozenset(
     {"get", "keys", "values", "items", "copy", "most_common", "elements", "total", "fromkeys", "tolist", "tobytes"}
 )
@@ -298,6 +308,7 @@ _OPERATOR_WRITERS = frozenset(
         "itruediv",
         "ixor",
         "methodcaller",
+        "attrgetter",  # fetches a method by a runtime name (``attrgetter("append")(h)``): the name lists cannot see it
     }
 )
 _C_CALLABLES = (
@@ -404,7 +415,17 @@ def _generic(code: types.CodeType) -> bool:
     return is_library_file(code.co_filename)
 
 
-def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
+def _defaulted(fn) -> set[str]:
+    """The parameters of function ``fn`` that have a default value (``acc=h``)."""
+    code = fn.__code__
+    positional = code.co_varnames[: code.co_argcount]
+    out = set(positional[len(positional) - len(fn.__defaults__ or ()) :])
+    return out | set(fn.__kwdefaults__ or {})
+
+
+def _scan(
+    start: list[tuple[types.CodeType, dict, dict]], defaults: dict[types.CodeType, set[str]] | None = None
+) -> list[str]:
     """``start``: (code, globals, free variable values by name) to scan; every function reached is
     scanned too. One sentence per effect found."""
     found: list[str] = []
@@ -415,16 +436,37 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
     called: list[tuple[str, str]] = []
     #: the methods of the project classes the code reaches (their code is scanned)
     scanned_methods: set[str] = set()
+    #: the parameters with a default of each code reached: an object it holds, not the caller's
+    defaulted: dict[types.CodeType, set[str]] = dict(defaults or {})
+    top = {code for code, *_ in start}
 
     def note(what: str) -> None:
         if what not in found:
             found.append(what)
 
-    def push_object(obj) -> None:
+    budget = [20_000]  # container items looked into per scan; past it, fail closed
+
+    def push_object(obj, depth: int = 0) -> None:
         kind = type(obj)
-        held = _state_held(obj)
-        if held:
-            note(f"holds {held}")
+        if depth == 0:
+            held = _state_held(obj)
+            if held:
+                note(f"holds {held}")
+        if kind in (int, bool, float, str, bytes, complex, type(None), range):
+            return
+        if kind in (tuple, list, set, frozenset, dict, types.SimpleNamespace):
+            # a callable reached through a container is called as surely as one held directly
+            # (a backend dispatch table ``handlers["flash"](x)``, a tuple of hooks)
+            items = list(vars(obj).values()) if kind is types.SimpleNamespace else list(obj)
+            if kind is dict:
+                items += list(obj.values())
+            budget[0] -= len(items)
+            if budget[0] < 0 or depth > 8:
+                note("reaches containers too large or deep to scan for the callables they hold")
+                return
+            for item in items:
+                push_object(item, depth + 1)
+            return
         if isinstance(
             obj,
             (type, types.FunctionType, types.MethodType, functools.partial, staticmethod, classmethod, property)
@@ -442,12 +484,32 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
         elif callable(obj) and not _project_class(kind) and not _ours(kind):
             # an object of a library class whose calls are not read (``operator.methodcaller``)
             note(f"reaches a {kind.__module__}.{kind.__qualname__} object, whose calls are not known pure")
+        elif hasattr(kind, "__get__") and not _project_class(kind) and not _ours(kind):
+            # a library descriptor (``functools.cached_property``): its getter runs on an attribute read
+            for part in ("func", "fget", "fset", "fdel", "__func__"):
+                inner = getattr(obj, part, None)
+                if inner is not None:
+                    push_object(inner, depth + 1)
+        elif (
+            not _project_class(kind)
+            and not _ours(kind)
+            and kind.__module__ not in ("builtins", "enum", "fractions", "decimal")
+            and isinstance(getattr(obj, "__dict__", None), dict)
+        ):
+            # an instance of a library class (``queue.Queue``): its methods are not scanned, and a
+            # method with a read-only name elsewhere (``get``) may change it (``Queue.get``)
+            note(
+                f"reaches a {kind.__module__}.{kind.__qualname__} object, a library class whose methods are not scanned"
+            )
         elif _project_class(kind) or (
             not _capproofs(kind.__module__)
             and not kind.__module__.startswith(("builtins", "z3"))
             and kind.__module__ not in _STDLIB_KINDS
         ):
             objects.append(kind)  # an object the code calls methods of: its class's methods
+            held_attrs = getattr(obj, "__dict__", None)
+            if isinstance(held_attrs, dict) and _project_class(kind):
+                push_object(dict(held_attrs), depth + 1)  # and the callables its attributes hold
 
     while stack or objects:
         if objects:
@@ -468,7 +530,11 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
             if isinstance(obj, type):
                 if id(obj) not in seen and obj.__module__ != "builtins" and not _library_class(obj):
                     seen.add(id(obj))
-                    objects.extend(vars(obj).values())
+                    for value in list(vars(obj).values()):  # (descriptors, lists of functions: push_object)
+                        if isinstance(value, (types.FunctionType, staticmethod, classmethod, property, type)):
+                            objects.append(value)
+                        else:
+                            push_object(value, 1)
                     for name, value in vars(obj).items():
                         fn = getattr(value, "__func__", value)
                         if isinstance(fn, types.FunctionType) and not _generic(fn.__code__):
@@ -489,6 +555,7 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
                 # what its default arguments hold (``push=h.append``) is reached as its cells are
                 for value in [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]:
                     push_object(value)
+                defaulted.setdefault(code, set()).update(_defaulted(obj))
             if isinstance(code, types.CodeType):
                 free = {}
                 for name, cell in zip(code.co_freevars, getattr(obj, "__closure__", None) or ()):
@@ -508,7 +575,9 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
         nested = [k for k in code.co_consts if isinstance(k, types.CodeType)]
         module = None  # the module the previous instruction loaded, whose attribute may be read next
         instructions = list(dis.get_instructions(code))
-        owned = _own_parameters(code, instructions)
+        # (only the code run as the step or element function has the fold's own state and entry as
+        # parameters; a helper it calls may be given a list the model holds: ``_stage(s, x, h)``)
+        owned = _own_parameters(code, instructions) - defaulted.get(code, set()) if code in top else set()
         for at, ins in enumerate(instructions):
             op = ins.opname
             what = None
@@ -576,8 +645,21 @@ def _scan(start: list[tuple[types.CodeType, dict, dict]]) -> list[str]:
 def function_impurities(fn) -> list[str]:
     """What ``fn`` (a function, a functools.partial, a callable object) or the functions it
     reaches may change besides returning its value (see the module docstring); [] when pure."""
+    bound: set[str] = set()
+    held: list = []
     if isinstance(fn, functools.partial):
-        return function_impurities(fn.func)
+        # the arguments a partial binds are objects it holds, not the fold's state or entry
+        inner = fn.func
+        while isinstance(inner, functools.partial):
+            inner = inner.func
+        held = [*fn.args, *fn.keywords.values()]
+        code = getattr(inner, "__code__", None)
+        skip = 1 if isinstance(inner, types.MethodType) else 0  # (a bound method's self)
+        if skip:
+            held.append(inner.__self__)
+        if isinstance(code, types.CodeType):
+            bound = set(code.co_varnames[skip : min(skip + len(fn.args), code.co_argcount)]) | set(fn.keywords)
+        fn = inner
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType):
         call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, for its code
@@ -594,7 +676,9 @@ def function_impurities(fn) -> list[str]:
     # what its default arguments hold (``push=h.append``) is reached as its cells are
     defaults = [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
     free.update((f" default {i}", value) for i, value in enumerate(defaults))
-    return _scan([(code, getattr(fn, "__globals__", {}), free)])
+    own = (_defaulted(fn) if isinstance(fn, types.FunctionType) else set()) | bound
+    free.update((f" bound {i}", value) for i, value in enumerate(held))
+    return _scan([(code, getattr(fn, "__globals__", {}), free)], {code: own})
 
 
 def genexpr_impurities(frame: types.FrameType) -> list[str]:

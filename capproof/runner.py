@@ -355,6 +355,19 @@ class _Fingerprint(pickle.Pickler):
         return NotImplemented
 
 
+class _TermsByText(_Fingerprint):
+    """:class:`_Fingerprint` with a Z3 term (an ``AstRef``: immutable, but holding a ctypes pointer
+    and its context, which pickle refuses) taken as its class, its S-expression and any other
+    attribute set on it. Used only for an :class:`Opaque` value's contents."""
+
+    def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        z3 = sys.modules.get("z3")
+        if z3 is not None and isinstance(obj, z3.AstRef):
+            extra = {k: v for k, v in vars(obj).items() if k not in ("ast", "ctx")}
+            return (tuple, ((type(obj), obj.sexpr(), extra),))
+        return super().reducer_override(obj)
+
+
 def _bound_to_data(obj: object) -> bool:
     """Whether ``obj`` is a method bound to an object that is neither a module nor a class."""
     if not isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
@@ -389,7 +402,8 @@ def _holds_c_state(cls: type) -> bool:
 
 class Opaque(tuple):
     """The fingerprint of a value pickle refuses (a generator, a socket, an object whose
-    ``__reduce__`` raises): its identity and repr, which an in-place change need not alter. The
+    ``__reduce__`` raises): its identity and contents (:func:`_opaque_contents`: a repr, which an
+    in-place change need not alter, unless only Z3 terms were refused). The
     runner fails closed on it: an item that can reach one is decided in a process of its own."""
 
 
@@ -398,12 +412,25 @@ def _fingerprint(value: object) -> object:
     try:
         _Fingerprint(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         return buf.getvalue()
-    except Exception:  # noqa: BLE001 - not picklable: compare by identity and repr (and fail closed)
+    except Exception:  # noqa: BLE001 - not picklable: compare by identity and contents (and fail closed)
+        return Opaque((id(value), _opaque_contents(value)))
+
+
+def _opaque_contents(value: object) -> object:
+    """What an :class:`Opaque` value is compared by besides its identity: its pickle with each Z3
+    term taken by its S-expression (:class:`_TermsByText`) when that is the only thing pickle
+    refused, else its repr (the first 10,000 characters). A Z3 term's repr is Z3's Python
+    pretty-printer, which took seconds for the terms a test module keeps (50 s of one fast-tier
+    test's 100 s) and elides deep subterms; its S-expression is Z3's own printer, whole."""
+    buf = io.BytesIO()
+    try:
+        _TermsByText(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        return buf.getvalue()
+    except Exception:  # noqa: BLE001 - something else pickle refuses (a generator, a socket)
         try:
-            shown = repr(value)[:10_000]
+            return repr(value)[:10_000]
         except Exception:  # noqa: BLE001
-            shown = "?"
-        return Opaque((id(value), shown))
+            return "?"
 
 
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
@@ -1406,16 +1433,25 @@ def _decide_isolated(
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
+    # (first, before this process evaluates the model: see _FreshCopy)
+    fresh = _FreshCopy.start(item, options) if kind == "obligation" and (task is None or task.kind != kind) else None
     drawn = _global_generators() if kind != "contract" else None
     held_open = _files_held_open()
-    with _FilesRead() as read:
-        if task is not None and kind == task.kind:
-            outcome = task.decide(item)  # type: ignore[arg-type]
-        elif kind == "obligation":
-            outcome = prove_obligation(item, options)  # type: ignore[arg-type]
-        else:
-            outcome = check_contract(item, options)  # type: ignore[arg-type]
+    try:
+        with _FilesRead() as read:
+            if task is not None and kind == task.kind:
+                outcome = task.decide(item)  # type: ignore[arg-type]
+            elif kind == "obligation":
+                outcome = prove_obligation(item, options)  # type: ignore[arg-type]
+            else:
+                outcome = check_contract(item, options)  # type: ignore[arg-type]
+    except BaseException:
+        if fresh is not None:
+            fresh.check(None)  # nothing to check: the copy exits
+        raise
     read.mark(outcome)
+    if fresh is not None:
+        fresh.check(outcome)
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
@@ -1574,6 +1610,143 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
                     pass
             os._exit(code)
     _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+class _FreshCopy:
+    """A copy of this process forked before an item is decided, which waits: after the item's
+    verdict, the copy evaluates the model again starting from the state the item started from,
+    so that the model's FIRST evaluation in a process is what that verdict is checked against.
+
+    Deciding evaluates a model many times in one process (the int probe first, then the symbolic
+    runs, the replays, the second opinion); an evaluation can leave state behind that no
+    fingerprint reads (a logger created lazily, ``decimal``'s context, ``sys.setswitchinterval``,
+    an ``atexit`` callback, a registry inside a library or in C), so the symbolic run a proof
+    rests on may see what an earlier evaluation left, where a fresh interpreter's first
+    evaluation would not. Rather than list such state (every C module keeps some), the verdict is
+    checked in another ORDER from the same starting state:
+
+    - ``proved``/``vacuous``: decided again in the copy with the symbolic run first (no int
+      probe, no second opinion): any other verdict (a counterexample that the first evaluation
+      shows, an error, unknown) makes it an ``error``;
+    - ``counterexample``: its point is evaluated on ints as the FIRST evaluation of a fresh copy,
+      padded and alone (one copy each): the claim must fail there, every assumption holding.
+
+    Linux only (``fork`` and ``PR_SET_PDEATHSIG``: the copy dies with the item's process, so the
+    item's time limit covers it); elsewhere :meth:`start` returns None and nothing is checked."""
+
+    def __init__(self, conn, pid: int):
+        self.conn, self.pid = conn, pid
+
+    @classmethod
+    def start(cls, item: Obligation, options: Options) -> "_FreshCopy | None":
+        """Fork the copy (it holds ``item`` and ``options``: only the verdict crosses the pipe)."""
+        if not _can_fork_items():
+            return None
+        import ctypes
+        import signal
+
+        mine, theirs = multiprocessing.Pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the copy: waits for the verdict, checks it, exits (never returns)
+            code = 1
+            try:
+                ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the item's process
+                if os.getppid() == parent:
+                    mine.close()
+                    job = theirs.recv()
+                    if job is not None:
+                        theirs.send(cls._check(item, options, *job))
+                    code = 0
+            except BaseException:  # noqa: BLE001, S110 - the item's process reads a missing answer as a failed check
+                pass
+            finally:
+                os._exit(code)
+        theirs.close()
+        return cls(mine, pid)
+
+    @staticmethod
+    def _check(item: Obligation, options: Options, verdict: str, params: dict | None) -> str | None:
+        """In the copy: None if the first evaluation agrees with ``verdict``; else what it found."""
+        import dataclasses
+
+        if verdict == Verdict.COUNTEREXAMPLE.value:
+            vectors = any(isinstance(v, (list, tuple)) for v in (params or {}).values())
+            for padding in (True, False) if vectors else (True,):
+                code = _first_evaluation_fails(item, params or {}, padding)
+                if code != 0:
+                    how = "padded" if padding else "alone"
+                    return (
+                        f"the counterexample {params} does not fail on the model's first evaluation in a fresh "
+                        f"process ({how}: "
+                        + {1: "the claim holds there", 2: "an assumption is false there"}.get(code, "it raised there")
+                        + ")"
+                    )
+            return None
+        again = prove_obligation(
+            item,
+            dataclasses.replace(
+                options,
+                probe=False,
+                second_opinion=None,
+                verdict_only=True,
+                minimize=False,
+                density="off",
+                verdict_cache=False,
+                smt2_dir=None,
+                cross_check=None,
+            ),
+        )
+        if again.verdict.value == verdict:
+            return None
+        shown = f" at {again.counterexample.params}" if again.counterexample is not None else ""
+        return f"decided again with the symbolic run as the model's first evaluation: {again.verdict.value}{shown}"
+
+    def check(self, outcome) -> None:
+        """Send the copy ``outcome``'s verdict to check (or nothing to check), reap it, and make
+        ``outcome`` an error when the first evaluation disagrees (or the copy gave no answer)."""
+        verdict = getattr(outcome, "verdict", None)
+        job = None
+        if verdict in (Verdict.PROVED, Verdict.VACUOUS) or (
+            verdict is Verdict.COUNTEREXAMPLE and getattr(outcome, "counterexample", None) is not None
+        ):
+            params = outcome.counterexample.params if verdict is Verdict.COUNTEREXAMPLE else None
+            job = (verdict.value, params)
+        try:
+            self.conn.send(job)
+            found = self.conn.recv() if job is not None else None
+        except (EOFError, OSError) as exc:
+            found = f"the fresh copy gave no answer ({exc!r})"
+        finally:
+            self.conn.close()
+            os.waitpid(self.pid, 0)
+        if found is not None and not _is_error(outcome):
+            _mark_error(
+                outcome,
+                f"{verdict.value if verdict else 'the verdict'} in this process, but {found}: the model keeps "
+                "state between its evaluations that the runner cannot read (a registry filled through a library's "
+                "API, process state set through C functions); keep models free of it",
+            )
+
+
+def _first_evaluation_fails(item: Obligation, params: dict, padding: bool) -> int:
+    """Evaluate ``item`` at ``params`` on ints as the first evaluation of a fresh fork of this
+    process: 0 when the claim fails with every assumption holding; 1 when the claim holds, 2 when
+    an assumption is false, 3 when it raised (or the fork ended otherwise)."""
+    from .encode import replay
+
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            holds, _, failed = replay(item, params, padding=padding)
+            code = 2 if failed else (1 if holds else 0)
+        except BaseException:  # noqa: BLE001, S110 - a point where the model raises
+            pass
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
 

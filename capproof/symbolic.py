@@ -1441,8 +1441,8 @@ class SymInt:
     def __getitem__(self, key: object):
         self._unsupported(key, "[]")
 
-    def __call__(self, *args: object, **kwargs: object):
-        self._unsupported(None, "call")
+    # (no ``__call__``: an int is not callable, so ``callable(x)`` is False and ``x()`` raises
+    # Python's own TypeError, as on the int it stands for)
 
     def __contains__(self, item: object):
         self._unsupported(item, "in")

@@ -198,6 +198,7 @@ def _row_facts(entry_id: str) -> dict:
 
 def _request_rows(entry_id: str):
     attribute = entry_id.split("::", 1)[1]
+    rows_shape = next(e.shape[0] for e in _ENTRIES if e.id == entry_id)
 
     def claim(max_num_reqs, num_reqs, num_tokens_padded, uniform_decode_query_len, full_uniform_decode, padded):
         rows = demand(
@@ -216,7 +217,7 @@ def _request_rows(entry_id: str):
     claim.__name__ = "request_rows_fit__" + attribute.replace(".", "_")
     claim.__doc__ = (
         f"The rows every recorded access of `{attribute}` slices (the step's request count: "
-        "unpadded, or the dispatcher's padded count, derived) fit its `max_num_reqs` rows."
+        f"unpadded, or the dispatcher's padded count, derived) fit its `{rows_shape}` rows."
     )
     return obligation(
         domain=ROW_DOMAIN,

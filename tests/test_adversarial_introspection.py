@@ -658,3 +658,50 @@ def test_a_model_reading_its_call_stack_is_not_proved(spec_file, name):
     ``sys._current_frames``, not ``sys._getframe``) holds in every capproof evaluation (probe,
     symbolic run, second opinion) and fails on a plain call at a == 37."""
     check(spec_file, name, STACK[name], header=HEADER + "from capproof import claim\n")
+
+
+#: ``callable()`` of a symbolic value is True (a ``SymInt`` is callable), of an int False: a model
+#: that takes a config value "or a zero-argument factory" branches differently on the symbolic run.
+CALLABLE_ATTEMPTS = [
+    (
+        "callable-value-or-factory",
+        D + "def f(a):\n    extra = 0 if callable(a) else select(a == 37, 1, 0)\n"
+        "    return at_most(demand=extra, capacity=0)\n",
+    ),
+    (
+        "callable-probe",
+        D + "def f(a):\n    on_ints = callable(a) == False  # noqa: E712\n"
+        "    return at_most(demand=select(all_of(a == 37, on_ints), 1, 0), capacity=0)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", CALLABLE_ATTEMPTS, ids=[a[0] for a in CALLABLE_ATTEMPTS])
+def test_callable_of_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body, header=HEADER)
+
+
+#: The static guard reads the code a model reaches through globals, closures and classes' methods:
+#: ``type(v) is int`` in a lambda held in a validator table (a dict, a class attribute's list) is
+#: never read, and on the symbolic run ``type`` of a symbolic int is not ``int``.
+CONTAINER_ATTEMPTS = [
+    (
+        "type-test-in-a-validator-dict",
+        "CHECKS = {'plain_int': lambda v: type(v) is int}\n"
+        + D
+        + "def f(a):\n    extra = select(a == 37, 1, 0) if CHECKS['plain_int'](a) else 0\n"
+        "    return at_most(demand=extra, capacity=0)\n",
+    ),
+    (
+        "type-test-in-a-class-attribute-list",
+        "class Validators:\n    RULES = [lambda v: type(v) is int]\n\n\n"
+        + D
+        + "def f(a):\n    extra = select(a == 37, 1, 0) if Validators.RULES[0](a) else 0\n"
+        "    return at_most(demand=extra, capacity=0)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", CONTAINER_ATTEMPTS, ids=[a[0] for a in CONTAINER_ATTEMPTS])
+def test_a_type_test_held_in_a_container_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body, header=HEADER)

@@ -224,3 +224,45 @@ def test_state_kept_in_a_c_object_does_not_carry_between_evaluations(spec_file, 
     assert fails_on_ints(_fresh(path), {"k": 37})  # the first evaluation in a fresh interpreter
     result = prove(_fresh(path), Options(density="off"))
     assert result.verdict is not Verdict.PROVED, "proved, but fails at k=37 evaluated fresh"
+
+
+STATE_SPEC = """
+from capproof import Range, obligation, at_most, select, all_of
+
+_SEEN = []  # requests already planned in this process (a per-process memo)
+
+
+@obligation(domain={"max_model_len": Range(1, 16384), "k": Range(0, 40)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def staging_first_plan(max_model_len, k):
+    first = len(_SEEN) == 0
+    _SEEN.append(1)
+    return at_most(demand=select(all_of(max_model_len == 4097, k == 37, first), 1, 0), capacity=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="check-config does not check a model's state around an item (open)")
+def test_check_config_is_not_safe_for_a_model_keeping_state_between_its_evaluations(tmp_path):
+    """``capproof prove`` makes this an error (module state changed while deciding it); ``check-config
+    --spec`` answered ``safe`` (exit 0): the int probe's earlier evaluations filled ``_SEEN``, so the
+    symbolic run never saw a first evaluation, which fails in a fresh interpreter at
+    max_model_len=4097 (the line's value), k=37."""
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    path = tmp_path / "state_spec.py"
+    path.write_text(STATE_SPEC)
+    code = (
+        f"import sys; sys.path.insert(0, {str(__file__).rsplit('/', 1)[0]!r})\n"
+        "from _soundness_harness import fails_on_ints\nfrom capproof.loader import load_file\n"
+        f"(ob,) = load_file({str(path)!r})\n"
+        "print(fails_on_ints(ob, {'max_model_len': 4097, 'k': 37}, True))\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert fresh.stdout.strip() == "True", fresh.stdout + fresh.stderr  # a fresh interpreter's first evaluation
+    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
+    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
+    assert result.exit_code != 0, result.output

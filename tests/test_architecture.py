@@ -92,6 +92,8 @@ FACADE_EXCEPTIONS = {
     "obligations from it, which needs Domain and obligation.function_source",
     "spec/vllm_0_33_derived.py": "reads the inventory's derived demands and capacities (capproof.inventory: "
     "load, derived, demand, bound_name, capacity)",
+    "spec/vllm_0_33_derived_columns.py": "reads the inventory's derived block-table column demands and widths "
+    "(capproof.inventory: load, derived, demand, bound_name, capacity)",
     "spec/vllm_0_33_facts.py": "reads the inventory's derived token rows and capacities (capproof.inventory: "
     "load, derived, demand, capacity, expression_names)",
     "spec/sglang_0_5_23_derived.py": "reads the SGLang inventory's derived demands and capacities "

@@ -374,6 +374,30 @@ def test_module_fingerprint_holds_data_next_to_spec_functions_without_importing_
     assert _fingerprint({"a": module.f, "limits": [1, 2, 3]}) == after
 
 
+def test_a_value_holding_z3_terms_stays_opaque_and_is_compared_without_z3s_pretty_printer(monkeypatch):
+    """Pickle refuses a Z3 term (a ctypes pointer): a value holding one is :class:`Opaque` (an item
+    reaching it is decided alone), compared by each term's S-expression, not by ``repr`` (Z3's
+    pretty-printer: seconds for a large term, and it elides deep subterms). An in-place change is seen."""
+    import z3
+
+    from capproof.runner import Opaque, _fingerprint
+
+    x = z3.Int("x")
+    deep = x
+    for k in range(40):  # deeper than the pretty-printer's max_depth
+        deep = deep * 2 + k
+    held = {"terms": [deep + 1], "n": 1}
+    monkeypatch.setattr(z3.AstRef, "__repr__", lambda self: pytest.fail("repr of a Z3 term"))
+    before = _fingerprint(held)
+    assert isinstance(before, Opaque)
+    assert _fingerprint(held) == before
+    held["terms"][0] = deep + 2  # differs only below the pretty-printer's depth
+    assert isinstance(_fingerprint(held), Opaque) and _fingerprint(held) != before
+    held["terms"][0] = deep + 1
+    held["n"] = 2
+    assert _fingerprint(held) != before
+
+
 # --- the restating check is skipped once a counterexample is known (eng16) -----------
 
 RESTATES_THEN_FAILS = (

@@ -136,6 +136,9 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
         from .demand_local_attention import derive_local_attention_rows
 
         problems += derive_local_attention_rows(list(entries.values()), root)
+        from .demand_columns import derive_columns
+
+        problems += derive_columns(list(entries.values()), root)
         from .demand import judge_request_rows
         from .foreign_uses import check_foreign_uses
 

@@ -442,7 +442,8 @@ def kernel_block_table_columns(
       method states them) widened by ``get_block_table_width``; the extent is the column stop of
       the slice it writes. ``which="offsets"``: the kernel blocks per manager block the same call
       broadcasts ``kernel_block_offsets`` over (``out.unflatten(1, (cols, -1))``: the slice's width
-      over the runner's columns)."""
+      over the runner's columns). ``which="builder"``: the columns, against the
+      ``block_table_width`` the same call hands the backend's builder (the DSA indexer's buffer)."""
     import z3
     from vllm.v1.kv_cache_interface import AttentionSpec
     from vllm.v1.worker import block_table as bt
@@ -496,7 +497,7 @@ def kernel_block_table_columns(
         built = [c[1] for c in zeros.calls if c[0] == "builder"]
         if not shapes or not built:
             raise RuntimeError("create_metadata_builders allocated no kernel block table")
-        return shapes[0][2]
+        return built[0] if which == "builder" else shapes[0][2]
 
     def demand():
         saved = bt.math
@@ -535,7 +536,9 @@ def kernel_block_table_columns(
             )
         finally:
             wu.torch = saved
-        return seen[0][2].stop if which == "columns" else seen[0][2].stop // cols  # unflatten(1, (cols, -1))
+        return (
+            seen[0][2].stop if which in ("columns", "builder") else seen[0][2].stop // cols
+        )  # unflatten(1, (cols, -1))
 
     w, wnotes = _paths(width, assume)
     d, dnotes = _paths(demand, assume)
@@ -599,6 +602,9 @@ ROW_FILES = ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu_input_bat
 #: Ops of an access that touch at most the allocation (a slice with no stop, a whole-buffer copy).
 WHOLE_OPS = ("copy_to_gpu", "fill_", "fill_.gpu", "fill_.cpu", "copy_", "copy_.gpu", "copy_.cpu", "zero_", "zero_.gpu")
 SLICE_OPS = ("slice", "slice.np", "slice.cpu", "slice.gpu", "copy_to_gpu (slice)")
+#: Shapes of the one-dimensional request-row buffers, each with the constant its slice stops may
+#: add to a request count (``[1 + max_num_reqs]`` offsets rows are sliced ``[: num_reqs + 1]``).
+ROW_SHAPES = {"max_num_reqs": 0, "1 + max_num_reqs": 1}
 
 
 class _Rows:
@@ -1101,9 +1107,12 @@ def request_rows_accesses(
     """Whether every recorded access of a one-dimensional per-request buffer of :data:`ROW_FILES`
     is bounded by the step's request count: ``(kinds seen, sites)``, or None when some access is
     not (an index by a name, an alias such as ``.numpy()``, a call other than ``copy_slice`` that
-    receives the buffer, a slice by a name bound otherwise): that entry gets no derived rows."""
-    if entry.file not in ROW_FILES or len(entry.shape) != 1 or entry.shape[0] != "max_num_reqs":
+    receives the buffer, a slice by a name bound otherwise): that entry gets no derived rows.
+    A ``[1 + max_num_reqs]`` buffer (a cumulative-offsets row) may also be sliced ``[a : n + 1]``
+    by a request count ``n`` (kind ``plus1``); an index by the literal ``0`` is kind ``index0``."""
+    if entry.file not in ROW_FILES or len(entry.shape) != 1 or entry.shape[0] not in ROW_SHAPES:
         return None
+    plus_ok = ROW_SHAPES[entry.shape[0]]
     acc = [a for a in (entry.accesses or []) if isinstance(a, dict)]
     if not acc:
         return None
@@ -1113,6 +1122,7 @@ def request_rows_accesses(
     for a in acc:
         op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
         op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
+        shown = ""  # the constant a stop adds to the request count, as the site shows it
         if op == "numpy" and ext == "whole" and not _alias_depth:
             found = _numpy_alias(entry, root, rt, line, rows, reasons)
             if found is None:
@@ -1140,6 +1150,10 @@ def request_rows_accesses(
             if ext == "whole":
                 sites.append(f"{entry.file}:{line} slice (whole: at most the allocation)")
                 continue
+        if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0 and str(ext) == "0":
+            kinds.add("index0")  # the first row: every allocation has one (max_num_reqs >= 1)
+            sites.append(f"{entry.file}:{line} {op} [0] (the first row)")
+            continue
         if op in ("index", "index.np", "index.cpu", "index.gpu") and a.get("dim") == 0:
             fn = rt.enclosing(line)
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
@@ -1174,9 +1188,34 @@ def request_rows_accesses(
             expr = call.args[2]
         elif op in SLICE_OPS and a.get("dim") == 0:
             try:
-                expr = ast.parse(str(ext), mode="eval").body
+                # a start does not move the stop: ``[a : n]`` touches rows below n
+                expr = ast.parse(str(ext).rsplit(":", 1)[-1], mode="eval").body
             except SyntaxError:
                 return _reject(reasons, entry, a)
+            if (
+                plus_ok
+                and isinstance(expr, ast.BinOp)
+                and isinstance(expr.op, ast.Add)
+                and isinstance(expr.right, ast.Constant)
+                and type(expr.right.value) is int
+                and 0 < expr.right.value <= plus_ok
+            ):
+                kinds.add(f"plus{expr.right.value}")
+                shown = f" + {expr.right.value}"
+                expr = expr.left
+        elif op.startswith("passed to ") and ext == "whole":
+            # a Python helper receiving the buffer: its own accesses, judged at this call site
+            from .demand_helpers import judge_passed
+
+            got, helper_sites, why = judge_passed(root, rt, entry, line, rows)
+            over = [k for k in got if k.startswith("plus") and int(k[4:]) > plus_ok]
+            if not got or over:
+                if reasons is not None:
+                    reasons[entry.id] = f"{line} {op}: {why or 'a helper slices past the request count: ' + over[0]}"
+                return None
+            kinds |= got - {"whole"}
+            sites += helper_sites
+            continue
         else:
             return _reject(reasons, entry, a)
         fn = rt.enclosing(line)
@@ -1184,7 +1223,7 @@ def request_rows_accesses(
         if k not in ("unpadded", "padded"):
             return _reject(reasons, entry, a)
         kinds.add(k)
-        sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}] in {fn.name} ({k})")
+        sites.append(f"{entry.file}:{line} {op} [:{_src(expr)}{shown}] in {fn.name} ({k})")
     if not _alias_depth:
         # uses of the buffer in other files, through the owner's holders: each must be checked, and
         # its kind joins the extent (the post-pass foreign_uses.check_foreign_uses re-checks them)
@@ -1232,6 +1271,10 @@ def derive_request_rows(entries: list, root: str) -> list[str]:
         if "indexed" in kinds:
             # an index the engine asserts below max_num_reqs touches at most max_num_reqs rows
             extent = f"maximum({extent}, max_num_reqs)" if kinds != ["indexed"] else "max_num_reqs"
+        if "plus1" in kinds:
+            extent = f"1 + {extent}"  # a [a : n + 1] slice of the offsets row
+        if "index0" in kinds:
+            extent = f"maximum({extent}, 1)"  # row 0 is read or written
         e.demands = [
             {
                 "dim": 0,
@@ -1287,7 +1330,8 @@ def derive_all(entries: list, root: str) -> list[str]:
     return problems
 
 
-# Public names of the helpers other derivations (``demand_requests.py``) build on.
+# Public names of the helpers other derivations (``demand_requests.py``, ``demand_columns.py``) build on.
+RecordingBlockPool = _BlockPool
 run_paths = _paths
 expression = _expr
 function_def = _function
