@@ -26,13 +26,8 @@ _SPEC = {
     "page_size": Choice(1, 16, 32, 64, 128),
 }
 _EAGLE = {
-    # SGLang picks the draft tokens after the root among the topk + (steps - 1) * topk^2 scored
-    # candidates (speculative/eagle_utils.py:106-110, organize_draft_results: torch.topk(score_list,
-    # num_draft_token - 1)); with topk 1 it sets draft = steps + 1 (arg_groups/speculative_hook.py:1257).
-    # The docs' EAGLE-2 line (steps 3, topk 4, draft 16) is inside it.
     "draft tokens - 1 <= topk + (steps - 1) * topk^2 (EAGLE candidates)": lambda speculative_num_draft_tokens, speculative_num_steps, speculative_eagle_topk: (
-        speculative_num_draft_tokens - 1
-        <= speculative_eagle_topk + (speculative_num_steps - 1) * speculative_eagle_topk * speculative_eagle_topk
+        speculative_num_draft_tokens - 1 <= _eagle_candidates(speculative_num_steps, speculative_eagle_topk)
     ),
 }
 _LAST_STEP = {
@@ -256,3 +251,12 @@ def dsa_alloc_sizes_at_small_pages_are_sglang_0_5_23s(
         decode_end_allocated_40=nxt_40,
         sglang_decode_end_allocated_40=sg_nxt_40,
     )
+
+
+def _eagle_candidates(steps, topk):
+    """The scored candidates SGLang picks the draft tokens after the root from: ``topk + (steps - 1) *
+    topk^2`` (``speculative/eagle_utils.py:106-110``, ``organize_draft_results``:
+    ``torch.topk(score_list, num_draft_token - 1)``); with topk 1 SGLang sets draft = steps + 1
+    (``arg_groups/speculative_hook.py:1257``). The docs' EAGLE-2 line (steps 3, topk 4, draft 16)
+    is within it."""
+    return topk + (steps - 1) * topk * topk
