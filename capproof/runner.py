@@ -893,6 +893,15 @@ def item_roots(item: Obligation | Contract) -> list[object]:
     return [sys.modules[mod]] if mod in sys.modules else []
 
 
+def _import_what_the_second_opinion_seeds() -> None:
+    """Hypothesis (the second opinion) seeds NumPy's global generator when ``numpy`` is loaded,
+    importing ``numpy.random`` on its first example: were that inside an item, the module it binds
+    on ``numpy`` and the Cython modules it makes would be state changed while deciding. So it is
+    imported before the state an item starts from is read."""
+    if "numpy" in sys.modules and "numpy.random" not in sys.modules:
+        import numpy.random  # noqa: F401
+
+
 def _leftovers(z3_params: list[int], classes: Iterable[type] = ()) -> tuple:
     """What an item could leave behind for the next item of its batch besides the data
     :func:`module_state` fingerprints (a change there is an error verdict already): which function or
@@ -1435,6 +1444,7 @@ def _decide_isolated(
     if kind != "contract":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
         z3.z3._main_ctx = None  # (contracts keep it: CrossHair, imported by the parent, holds Z3 objects)
     if before is None:
+        _import_what_the_second_opinion_seeds()
         modules = reaches([item_roots(item)])[0]
         before = module_data(modules)
         loaded = set(sys.modules)
@@ -1850,6 +1860,7 @@ def _run_isolated(
     by_reference = ctx.get_start_method() == "fork"
     # a forked process starts from this process's module state: fingerprint it once here, not in
     # each process (nothing below changes it: this loop only starts processes and collects results)
+    _import_what_the_second_opinion_seeds()
     before = None
     alone: set[int] = set()
     forked: frozenset[int] = frozenset()

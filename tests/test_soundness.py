@@ -476,3 +476,40 @@ def test_an_error_after_a_skipped_restating_check_is_decided_again_with_it(spec_
         r.restating,
         r.assumptions_used,
     )
+
+
+def test_a_process_that_imported_numpy_decides_a_plain_model(tmp_path):
+    """Hypothesis (the second opinion) imports ``numpy.random`` on its first example when ``numpy``
+    is loaded, as in a test process or an engine's. The runner imports it before reading the state an
+    item starts from, so that import is not "state changed while deciding" (an error verdict on a
+    model that reads only the environment, seen in the fast tier)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "env_spec.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            from capproof import Range, obligation, at_most
+
+            @obligation(domain={"a": Range(0, 100)})
+            def env_limit(a):
+                return at_most(demand=a, capacity=int(os.environ.get("VLLM_ADVERSARIAL_CAP", "100")))
+            """
+        )
+    )
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy  # loaded, numpy.random not yet
+        assert "numpy.random" not in sys.modules
+        from capproof import Options, run
+        r = run(["spec/env_spec.py"], Options(jobs=1, contracts=False, density="off"))
+        print(*[f"{o.verdict.value}: {o.message}" for o in r.obligations])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.startswith("proved:"), done.stdout + done.stderr
