@@ -923,41 +923,38 @@ def _decide_one(task: tuple[Obligation, Options]) -> ObligationResult:
     return result
 
 
-#: The obligations a forked worker decides: set in the parent before the fork, read by index.
-_TASKS: list[tuple[Obligation, Options]] = []
-
-
-def _decide_index(index: int) -> tuple[int, ObligationResult]:
-    import z3
-
-    z3.z3._main_ctx = None  # the parent's context is not this process's (as capproof.runner's workers)
-    return index, _decide_one(_TASKS[index])
-
-
 def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -> list[ObligationResult]:
-    """``prove_obligation`` of each ``(obligation, options)``, results in the given order:
-    ``jobs`` forked worker processes at a time (one obligation per message, as they finish), or in
-    this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is not available
-    (Windows); ``jobs`` 0: the CPU cores this process may use. Each proof runs in a fresh Z3
-    context either way, so the verdicts are the same."""
-    import multiprocessing
+    """``prove_obligation`` of each ``(obligation, options)``, results in the given order, through
+    the runner's worker processes as ``capproof prove`` decides (:func:`capproof.runner.run_tasks`):
+    ``jobs`` processes at a time (0: the CPU cores this process may use), each obligation within
+    its options' ``timeout`` seconds, in a fresh Z3 context, with the module-state checks (state
+    the model changes while deciding it, or that cannot be fingerprinted, files it writes) and the
+    first-evaluation check of a fresh copy: a model that keeps state between its own evaluations
+    gets an ``error`` verdict (undecided, never safe), not the verdict its later evaluations give.
+    With the first task's ``isolate`` off: in this process, unchecked."""
+    from ..runner import Task, _error_outcome, default_jobs, run_tasks
 
+    if not tasks:
+        return []
     if jobs <= 0:
-        from ..runner import default_jobs
-
         jobs = default_jobs()
-    jobs = min(jobs, len(tasks))
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [_decide_one(task) for task in tasks]
-    _TASKS[:] = tasks
-    try:
-        results: list[ObligationResult | None] = [None] * len(tasks)
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for index, result in pool.imap_unordered(_decide_index, range(len(tasks))):
-                results[index] = result
-        return results  # type: ignore[return-value]
-    finally:
-        _TASKS.clear()
+    seen: set[int] = set()
+    obligations: list[Obligation] = []
+    own: dict[int, Options] = {}
+    for ob, options in tasks:
+        if id(ob) in seen:  # the same obligation under other pins: an object of its own
+            ob = dataclasses.replace(ob)
+        seen.add(id(ob))
+        obligations.append(ob)
+        own[id(ob)] = options
+    task = Task(
+        kind="obligation",
+        decide=lambda ob: _decide_one((ob, own[id(ob)])),
+        error=lambda ob, message: _error_outcome("obligation", ob, message),
+        options=lambda ob: own[id(ob)],
+    )
+    runner_options = dataclasses.replace(tasks[0][1], jobs=max(1, min(jobs, len(tasks))))
+    return run_tasks(obligations, task, runner_options)
 
 
 #: A nearby ``--max-model-len`` or ``--max-num-seqs`` is searched only for obligations decided within
