@@ -1387,6 +1387,11 @@ def _task_order(obligations: list[Obligation], task: Task) -> list[int]:
     return heavy + [i for i, w in enumerate(weights) if w <= 0]
 
 
+def obligation_error(ob: Obligation, message: str) -> ObligationResult:
+    """The ``error`` result of ``ob`` with ``message`` (an item that raised, ran over time or broke its process)."""
+    return _error_outcome("obligation", ob, message)
+
+
 def _error_outcome(kind: str, item: Obligation | Contract, message: str, task: Task | None = None):
     if task is not None and kind == task.kind:
         return task.error(item, message)  # type: ignore[arg-type]

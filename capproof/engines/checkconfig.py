@@ -932,7 +932,7 @@ def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -
     first-evaluation check of a fresh copy: a model that keeps state between its own evaluations
     gets an ``error`` verdict (undecided, never safe), not the verdict its later evaluations give.
     With the first task's ``isolate`` off: in this process, unchecked."""
-    from ..runner import Task, _error_outcome, default_jobs, run_tasks
+    from ..runner import Task, default_jobs, obligation_error, run_tasks
 
     if not tasks:
         return []
@@ -950,7 +950,7 @@ def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -
     task = Task(
         kind="obligation",
         decide=lambda ob: _decide_one((ob, own[id(ob)])),
-        error=lambda ob, message: _error_outcome("obligation", ob, message),
+        error=obligation_error,
         options=lambda ob: own[id(ob)],
     )
     runner_options = dataclasses.replace(tasks[0][1], jobs=max(1, min(jobs, len(tasks))))
