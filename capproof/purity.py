@@ -42,9 +42,14 @@ values, which have no such methods.
 
 from __future__ import annotations
 
+import collections
+import decimal
 import dis
+import enum
+import fractions
 import functools
 import os
+import sys
 import types
 
 __all__ = ["function_impurities", "genexpr_impurities"]
@@ -409,6 +414,53 @@ def _library_class(cls: type) -> bool:
     return isinstance(filename, str) and is_library_file(filename)
 
 
+#: Containers whose items (and a mapping's values) the scan walks for the callables they hold,
+#: subclasses included.
+_WALKED_CONTAINERS = (
+    tuple,
+    list,
+    set,
+    frozenset,
+    dict,
+    types.SimpleNamespace,
+    collections.deque,
+    types.MappingProxyType,
+)
+
+#: Classes of the standard library or of C whose objects the code may hold without a scan:
+#: immutable values with no state a method could change. An object of any other standard-library
+#: or C class (not a container walked, a callable or a descriptor) makes the code not known pure.
+_INERT_KINDS = frozenset(
+    {
+        int,
+        bool,
+        float,
+        complex,
+        str,
+        bytes,
+        type(None),
+        range,
+        slice,
+        object,
+        type(Ellipsis),
+        type(NotImplemented),
+        fractions.Fraction,
+        decimal.Decimal,
+    }
+)
+
+
+def _standard_class(cls: type) -> bool:
+    """A class of the standard library, of C built into Python, or of capproof/Z3 (its methods are
+    not scanned): not a project's or an installed third-party package's."""
+    return (
+        _library_class(cls)
+        or _ours(cls)
+        or cls.__module__.split(".")[0] in sys.stdlib_module_names
+        or cls.__module__ in ("builtins", "__builtin__")
+    )
+
+
 def _generic(code: types.CodeType) -> bool:
     from .guard import is_library_file
 
@@ -454,11 +506,12 @@ def _scan(
                 note(f"holds {held}")
         if kind in (int, bool, float, str, bytes, complex, type(None), range):
             return
-        if kind in (tuple, list, set, frozenset, dict, types.SimpleNamespace):
+        if isinstance(obj, _WALKED_CONTAINERS):
             # a callable reached through a container is called as surely as one held directly
-            # (a backend dispatch table ``handlers["flash"](x)``, a tuple of hooks)
-            items = list(vars(obj).values()) if kind is types.SimpleNamespace else list(obj)
-            if kind is dict:
+            # (a backend dispatch table ``handlers["flash"](x)``, a tuple of hooks), whatever
+            # the container's class (a ``dict`` subclass, a ``deque``, a read-only mapping view)
+            items = list(vars(obj).values()) if isinstance(obj, types.SimpleNamespace) else list(obj)
+            if isinstance(obj, (dict, types.MappingProxyType)):
                 items += list(obj.values())
             budget[0] -= len(items)
             if budget[0] < 0 or depth > 8:
@@ -466,6 +519,11 @@ def _scan(
                 return
             for item in items:
                 push_object(item, depth + 1)
+            if _project_class(kind):  # a project's subclass: its methods (``__missing__``) and attributes too
+                objects.append(kind)
+                held_attrs = getattr(obj, "__dict__", None)
+                if isinstance(held_attrs, dict):
+                    push_object(dict(held_attrs), depth + 1)
             return
         if isinstance(
             obj,
@@ -501,15 +559,16 @@ def _scan(
             note(
                 f"reaches a {kind.__module__}.{kind.__qualname__} object, a library class whose methods are not scanned"
             )
-        elif _project_class(kind) or (
-            not _capproofs(kind.__module__)
-            and not kind.__module__.startswith(("builtins", "z3"))
-            and kind.__module__ not in _STDLIB_KINDS
-        ):
+        elif _project_class(kind) or not _standard_class(kind):
             objects.append(kind)  # an object the code calls methods of: its class's methods
             held_attrs = getattr(obj, "__dict__", None)
             if isinstance(held_attrs, dict) and _project_class(kind):
                 push_object(dict(held_attrs), depth + 1)  # and the callables its attributes hold
+        elif not (kind in _INERT_KINDS or isinstance(obj, enum.Enum)):
+            # known pure, not listed bad: an object of a standard-library or C class the code may
+            # call methods of (``queue.SimpleQueue().get``, ``_random.Random().random`` fetched
+            # into a name), which are not scanned and may change it
+            note(f"reaches a {kind.__module__}.{kind.__qualname__} object, whose methods are not known pure")
 
     while stack or objects:
         if objects:

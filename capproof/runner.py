@@ -152,12 +152,16 @@ class Task:
     returns the item's result (an object with ``status`` and ``message``; it should not raise),
     ``error(ob, message)`` the result of an item that raised, ran over time or broke its process,
     ``weight(ob)``: above 0, the item gets a process of its own (long work; heaviest first), else it
-    is batched with others (:data:`BATCH_ITEMS` to a process)."""
+    is batched with others (:data:`BATCH_ITEMS` to a process). ``options(ob)``: set (with ``kind``
+    ``"obligation"``), ``decide(ob)`` is a proof of ``ob`` under these options (``capproof
+    check-config``'s pins), and its verdict is checked as ``capproof prove``'s is (the fresh copy:
+    the model's first evaluation in a process, :class:`_FreshCopy`)."""
 
     kind: str
     decide: Callable[[Obligation], Any]
     error: Callable[[Obligation, str], Any]
     weight: Callable[[Obligation], float] = lambda ob: 0.0
+    options: Callable[[Obligation], Options] | None = None
 
 
 def _is_error(outcome) -> bool:
@@ -1392,6 +1396,11 @@ def _task_order(obligations: list[Obligation], task: Task) -> list[int]:
     return heavy + [i for i, w in enumerate(weights) if w <= 0]
 
 
+def obligation_error(ob: Obligation, message: str) -> ObligationResult:
+    """The ``error`` result of ``ob`` with ``message`` (an item that raised, ran over time or broke its process)."""
+    return _error_outcome("obligation", ob, message)
+
+
 def _error_outcome(kind: str, item: Obligation | Contract, message: str, task: Task | None = None):
     if task is not None and kind == task.kind:
         return task.error(item, message)  # type: ignore[arg-type]
@@ -1449,7 +1458,13 @@ def _decide_isolated(
         before = module_data(modules)
         loaded = set(sys.modules)
     # (first, before this process evaluates the model: see _FreshCopy)
-    fresh = _FreshCopy.start(item, options) if kind == "obligation" and (task is None or task.kind != kind) else None
+    own = task is not None and kind == task.kind
+    proves = own and task.options is not None  # type: ignore[union-attr]
+    fresh = (
+        _FreshCopy.start(item, task.options(item) if proves else options)  # type: ignore[union-attr, arg-type]
+        if kind == "obligation" and (not own or proves)
+        else None
+    )
     drawn = _global_generators() if kind != "contract" else None
     held_open = _files_held_open()
     try:

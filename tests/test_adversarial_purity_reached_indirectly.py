@@ -288,7 +288,6 @@ STILL_REACHED_INDIRECTLY = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="a container or C library object the purity walk does not know (open)")
 @pytest.mark.parametrize("name, body", STILL_REACHED_INDIRECTLY)
 def test_an_effect_through_an_unknown_container_or_c_object_is_not_run_once(spec_file, name, body):
     (ob,) = load_file(spec_file(HEADER + body, f"adv_unknown_{name.replace('-', '_')}.py"))
