@@ -345,26 +345,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     getattr_like = _getattr_like()
     seen: set = set()
     stack = list(funcs)
-    budget = 1_000_000  # container items looked into; past it, fail closed
     while stack:
         obj = stack.pop()
-        if type(obj) in (dict, list, tuple, set, frozenset, types.SimpleNamespace):
-            # code held in a container is called as surely as code held directly (a validator
-            # table ``CHECKS["plain_int"](k)``, a class attribute list of rules)
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            items = list(vars(obj).values()) if type(obj) is types.SimpleNamespace else list(obj)
-            if type(obj) is dict:
-                items += list(obj.values())
-            budget -= len(items)
-            if budget < 0:
-                note = ("(the model's reach)", "holds containers too large to scan for the code they hold")
-                if note not in others:
-                    others.append(note)
-                continue
-            stack += [v for v in items if type(v) not in (int, bool, float, str, bytes, type(None))]
-            continue
         if isinstance(obj, (staticmethod, classmethod)):
             obj = obj.__func__
         if isinstance(obj, property):
@@ -377,6 +359,10 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             continue
         if isinstance(obj, functools.partial):
             stack.append(obj.func)
+            continue
+        if isinstance(obj, types.ModuleType):
+            # a module held in a closure has no code of its own to call; reading an attribute it
+            # lacks runs its ``__getattr__`` (transformers' lazy modules import there)
             continue
         code = getattr(obj, "__code__", None)
         if not isinstance(code, types.CodeType) or code in seen or is_library_file(code.co_filename):
