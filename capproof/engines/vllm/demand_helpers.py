@@ -33,24 +33,12 @@ import ast
 import os
 from functools import lru_cache
 
+from .foreign_uses import METADATA as FOREIGN_METADATA
+
 __all__ = ["judge_passed", "resolve_callee"]
 
 #: Attribute reads of a parameter that touch no element.
-METADATA = {
-    "shape",
-    "dtype",
-    "device",
-    "size",
-    "stride",
-    "numel",
-    "dim",
-    "ndim",
-    "is_cuda",
-    "nbytes",
-    "element_size",
-    "is_contiguous",
-    "data_ptr",
-}
+METADATA = FOREIGN_METADATA | {"data_ptr"}  # (a read of the address, no element)
 #: Whole-buffer methods: at most the allocation.
 WHOLE = {"fill_", "zero_", "fill", "copy_"}
 VIEWS = {"np", "cpu", "gpu"}
