@@ -186,7 +186,11 @@ def last(x):
     # (forks sets an attribute of sys while deciding it: an error, as at a process each)
     assert [(name, v) for name, v, _ in alone][1:] == [("next_one", "proved"), ("last", "counterexample")]
     assert alone[0][1] in ("proved", "error")
-    assert _verdicts(project, source, 12, monkeypatch) == alone
+    batched = _verdicts(project, source, 12, monkeypatch)
+    # (forks may be caught by either check, whichever runs first: the sys attribute it sets, or
+    # the fresh copy whose own fork closes the answer pipe; the verdict is the same, the reason may differ)
+    assert [(name, v) for name, v, _ in batched] == [(name, v) for name, v, _ in alone]
+    assert batched[1:] == alone[1:]
 
 
 def test_a_spec_file_outside_the_working_directory_is_not_batched(spec_file, monkeypatch):
