@@ -259,6 +259,9 @@ class _Tracer:
         self.runner_ok: dict[str, bool] = {}
         self.memo: dict = {}
         self.active: set = set()
+        #: ``{id(function): {parameter: (argument, calling function, note)}}`` while a return of that
+        #: function is traced for one call (:meth:`_returned`)
+        self.bind: dict = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def _fn_name(self, fn) -> str:
@@ -295,6 +298,33 @@ class _Tracer:
                 out.append((node.value, None))
         return out
 
+    def _reaching(self, rel: str, fn, binds: list, use) -> list:
+        """The bindings of :meth:`_assigns` that may reach ``use``: a binding inside the body (or
+        ``else``) of an ``if`` of ``fn`` that ends in ``return``/``raise`` and has no ``break``/
+        ``continue`` does not reach a use after that ``if`` (control leaves ``fn`` first)."""
+        uline = getattr(use, "lineno", None)
+        if uline is None:
+            return binds
+        parents = self.ix.parents(rel)
+        out = []
+        for value, index in binds:
+            node = value[1] if isinstance(value, tuple) else value
+            blocked = False
+            p, child = (parents.get(node), node) if node is not None else (None, None)
+            while p is not None and p is not fn and not blocked:
+                if isinstance(p, ast.If) and (p.end_lineno or p.lineno) < uline:
+                    block = p.body if child in p.body else (p.orelse if child in p.orelse else None)
+                    if (
+                        block
+                        and isinstance(block[-1], (ast.Return, ast.Raise))
+                        and not any(isinstance(x, (ast.Break, ast.Continue)) for b in block for x in [b, *_walk_own(b)])
+                    ):
+                        blocked = True
+                p, child = parents.get(p), p
+            if not blocked:
+                out.append((value, index))
+        return out
+
     def _params(self, fn) -> list[str]:
         a = fn.args
         return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
@@ -324,6 +354,17 @@ class _Tracer:
         batch when ``kind == "fb"``). A parameter of an entry method (:data:`ENTRY_METHODS`) is
         ``("forwarded", class)``: that method's own call sites are checked for its class."""
         name = self._fn_name(fn)
+        hit = self.bind.get(id(fn), {}).get(param)
+        if hit is not None:
+            # the argument is traced in the caller with this binding lifted (it holds only inside
+            # this invocation of fn)
+            arg, caller, note = hit
+            held = self.bind.pop(id(fn))
+            try:
+                yield from self._kind(kind)(arg, rel, caller, depth + 1, chain + [note])
+            finally:
+                self.bind[id(fn)] = held
+            return
         if name in ENTRY_METHODS:
             owner = self.ix.enclosing_class(rel, fn)
             yield ("forwarded", chain + [f"{rel}:{fn.lineno} {owner.name if owner else '?'}.{name}"])
@@ -358,6 +399,10 @@ class _Tracer:
                         continue
                 kept.append((r, c))
             calls = kept
+        if owner is not None:
+            holders = _instance_receivers(self.ix, owner.name)
+            if holders is not None:
+                calls = [(r, c) for r, c in calls if _may_hold(self.ix, r, c, owner.name, holders)]
         calls = [(r, c) for r, c in calls if _bindable(fn, c, method)]
         if len(calls) > MAX_CALLERS:
             yield ("unchecked", chain + [f"{rel}:{fn.lineno} {name}: {len(calls)} calls of the name (not followed)"])
@@ -428,7 +473,7 @@ class _Tracer:
                 )
             return
         if isinstance(node, ast.Name) and fn is not None:
-            binds = self._assigns(fn, node.id)
+            binds = self._reaching(rel, fn, self._assigns(fn, node.id), node)
             if binds:
                 for value, index in binds:
                     step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {node.id} bound"]
@@ -458,8 +503,15 @@ class _Tracer:
             )
             if rets:
                 for r in rets:
-                    yield from self.tokens(
-                        r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                    yield from self._returned(
+                        "tok",
+                        r.value,
+                        node,
+                        defs[0],
+                        rel,
+                        fn,
+                        depth + 1,
+                        chain + [f"{rel}:{r.lineno} {node.func.attr} returns"],
                     )
                 return
         if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
@@ -503,8 +555,42 @@ class _Tracer:
             return f"capture_num_tokens bound as {binds}"
         return round_up_grid_checked()
 
+    def _returned(self, kind: str, value, call: ast.Call, defn, rel: str, caller, depth: int, chain: list):
+        """Origins of ``value``, an expression ``defn`` returns, for the call ``call`` of ``defn`` in
+        ``caller`` (same file): while it is traced, every parameter of ``defn`` that ``defn`` never
+        rebinds and that this call passes is *this* call's argument (traced in the caller), not the
+        argument of every call of the name (:meth:`_callers`); a parameter left to its default is
+        followed to every call as before."""
+        params = [p.arg for p in defn.args.posonlyargs + defn.args.args]
+        method = bool(params) and params[0] in ("self", "cls")
+        starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        bound = {}
+        for name in params[(1 if method else 0) :] + [p.arg for p in defn.args.kwonlyargs]:
+            if starred or self._assigns(defn, name):
+                continue
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and name in params:
+                pos = params.index(name) - (1 if method else 0)
+                if 0 <= pos < len(call.args):
+                    arg = call.args[pos]
+            if arg is not None:
+                bound[name] = (arg, caller, f"{rel}:{call.lineno} {name} is this call's argument")
+        saved = self.bind.get(id(defn))
+        self.bind[id(defn)] = bound
+        try:
+            yield from self._kind(kind)(value, rel, defn, depth, chain)
+        finally:
+            if saved is None:
+                del self.bind[id(defn)]
+            else:
+                self.bind[id(defn)] = saved
+
+    def _context(self) -> tuple:
+        """The parameter bindings in force (:meth:`_returned`), as a memo key."""
+        return tuple(sorted((d, n, id(a)) for d, names in self.bind.items() for n, (a, _c, _w) in names.items()))
+
     def _memo(self, kind, node, rel, fn, depth, chain):
-        key = (kind, rel, id(fn), id(node))
+        key = (kind, rel, id(fn), id(node), self._context())
         if key in self.active:
             # a cycle of bindings (flow-insensitive: two branches feeding each other) adds no value
             # of its own: every value on it comes, by a finite derivation, from an origin off the
@@ -547,7 +633,7 @@ class _Tracer:
             yield from self.expr(n.value, rel, fn, depth, chain + [f"{rel}:{n.lineno} {name}.batch_size ="])
         if sets and all(self._guarded_set(n, rel, fn, name) for n in sets):
             return
-        binds = self._assigns(fn, name)
+        binds = self._reaching(rel, fn, self._assigns(fn, name), node)
         if binds:
             for value, index in binds:
                 step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
@@ -887,8 +973,15 @@ class _Tracer:
                 rets = [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
                 if rets:
                     for r in rets:
-                        yield from self.expr(
-                            r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                        yield from self._returned(
+                            "bs",
+                            r.value,
+                            node,
+                            defs[0],
+                            rel,
+                            fn,
+                            depth + 1,
+                            chain + [f"{rel}:{r.lineno} {node.func.attr} returns"],
                         )
                     return
         if isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool):
@@ -908,7 +1001,7 @@ class _Tracer:
             yield ("unchecked", chain + [f"{where} {s}"])
             return
         name = node.id
-        binds = self._assigns(fn, name)
+        binds = self._reaching(rel, fn, self._assigns(fn, name), node)
         if binds:
             for value, index in binds:
                 step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
@@ -954,6 +1047,189 @@ class _Tracer:
         if self._runner_gives_max_bs(rel):
             return ("checked", chain)
         return ("unchecked", chain + [f"{rel}: no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"])
+
+
+def _instance_receivers(ix: _Index, cls: str):
+    """Where an instance of ``cls`` can be held, when that is known from srt's source (AST), as
+    ``{"attrs": {A, ...}, "params": {(file, function line, p), ...}}``; None when not known.
+
+    Known when ``cls`` has no subclass in srt, every mention of its name is an import, an
+    ``isinstance`` test, an annotation or a construction ``cls(...)``, every construction is
+    assigned (directly or as a branch of a conditional expression) to ``self.A``, and every read of
+    an attribute ``.A`` anywhere in srt is an attribute access on it (``x.A.m``), an ``is``/``is
+    not`` comparison, an ``isinstance`` argument, a truth test, or an argument ``f(A=x.A)`` /
+    ``f(x.A)`` to a function ``f`` every definition of which uses that parameter only for attribute
+    accesses and ``is`` comparisons. A method call ``recv.m(...)`` can then run ``cls.m`` only when
+    ``recv`` is such an ``x.A`` or such a parameter (or ``self`` inside ``cls``)."""
+    if _subclasses(ix, cls) != {cls}:
+        return None
+    attrs: set[str] = set()
+    for rel in ix.files:
+        if cls not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        if t is None:
+            return None
+        par = ix.parents(rel)
+        for n in ast.walk(t):
+            if not (isinstance(n, ast.Name) and n.id == cls) and not (
+                isinstance(n, ast.Attribute) and n.attr == cls and isinstance(n.ctx, ast.Load)
+            ):
+                continue
+            up = par.get(n)
+            if isinstance(up, ast.Call) and up.func is n:
+                v, stmt = up, par.get(up)
+                while isinstance(stmt, ast.IfExp) and v is not stmt.test:
+                    v, stmt = stmt, par.get(stmt)
+                if not (
+                    isinstance(stmt, ast.Assign)
+                    and stmt.value is v
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Attribute)
+                    and src(stmt.targets[0].value) == "self"
+                ):
+                    return None
+                attrs.add(stmt.targets[0].attr)
+            elif isinstance(up, ast.Call) and src(up.func) == "isinstance":
+                continue
+            elif isinstance(up, (ast.arg, ast.AnnAssign)) or (
+                isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is n
+            ):
+                continue  # an annotation
+            elif isinstance(up, (ast.Subscript, ast.BinOp, ast.Tuple)) and _in_annotation(par, up):
+                continue
+            else:
+                return None
+    if not attrs:
+        return None
+    params: set = set()
+    for attr in attrs:
+        for rel in ix.files:
+            if attr not in ix.text(rel):
+                continue
+            t = ix.tree(rel)
+            if t is None:
+                return None
+            par = ix.parents(rel)
+            for n in ast.walk(t):
+                if not (isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)):
+                    continue
+                use = _harmless_use(par, n)
+                if use is True:
+                    continue
+                if use is None:
+                    return None
+                callee, param = use
+                if callee == "=":
+                    # a local alias: every read of it in its function must be harmless too
+                    fn = ix.enclosing(rel, n)
+                    if fn is None or isinstance(fn, ast.Lambda):
+                        return None
+                    for x in _walk_own(fn):
+                        if isinstance(x, ast.Name) and x.id == param and isinstance(x.ctx, ast.Load):
+                            if _harmless_use(par, x) is not True:
+                                return None
+                    params.add((rel, fn.lineno, param))
+                    continue
+                defs = [
+                    (r, d)
+                    for r in ix.files
+                    if f"def {callee}" in ix.text(r)
+                    for d in ast.walk(ix.tree(r) or ast.Module(body=[], type_ignores=[]))
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == callee
+                ]
+                if not defs:
+                    return None
+                for r, d in defs:
+                    names = [a.arg for a in d.args.posonlyargs + d.args.args + d.args.kwonlyargs]
+                    if isinstance(param, int):
+                        offset = 1 if names[:1] in (["self"], ["cls"]) else 0
+                        if param + offset >= len(names):
+                            return None
+                        pname = names[param + offset]
+                    else:
+                        pname = param
+                    if pname not in names:
+                        continue
+                    dpar = ix.parents(r)
+                    for x in _walk_own(d):
+                        if isinstance(x, ast.Name) and x.id == pname:
+                            if isinstance(x.ctx, ast.Store) or _harmless_use(dpar, x) is not True:
+                                return None
+                    params.add((r, d.lineno, pname))
+    return {"attrs": attrs, "params": params}
+
+
+def _in_annotation(par: dict, node) -> bool:
+    """``node`` sits in an annotation (of an argument, a return or an annotated assignment)."""
+    p, child = par.get(node), node
+    while p is not None:
+        if isinstance(p, ast.arg) and p.annotation is child:
+            return True
+        if isinstance(p, ast.AnnAssign) and p.annotation is child:
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.returns is child:
+            return True
+        if isinstance(p, (ast.stmt, ast.Call)):
+            return False
+        p, child = par.get(p), p
+    return False
+
+
+def _harmless_use(par: dict, n):
+    """How a read ``n`` of a value is used: True when it cannot hand the value on (an attribute
+    access on it, an ``is`` comparison, an ``isinstance`` argument, a truth test); ``(function name,
+    position or keyword)`` when it is an argument of a call of a named function; ``("=", local)``
+    when it is assigned to a local; None otherwise."""
+    up = par.get(n)
+    if isinstance(up, ast.Attribute) and up.value is n:
+        return True
+    if isinstance(up, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in up.ops):
+        return True
+    if isinstance(up, ast.Call) and src(up.func) == "isinstance":
+        return True
+    if isinstance(up, (ast.If, ast.While, ast.IfExp)) and up.test is n:
+        return True
+    if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+        return True
+    if isinstance(up, ast.BoolOp) and isinstance(par.get(up), (ast.If, ast.While)) and par.get(up).test is up:
+        return True
+    if isinstance(up, ast.Assign) and up.value is n and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+        return ("=", up.targets[0].id)
+    call, key = None, None
+    if isinstance(up, ast.keyword) and isinstance(par.get(up), ast.Call):
+        call, key = par.get(up), up.arg
+    elif isinstance(up, ast.Call) and n in up.args:
+        call, key = up, up.args.index(n)
+        if any(isinstance(a, ast.Starred) for a in up.args[: key + 1]):
+            return None
+    if call is None or key is None:
+        return None
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return (name, key) if name else None
+
+
+def _may_hold(ix: _Index, rel: str, call: ast.Call, cls: str, holders: dict) -> bool:
+    """Whether the receiver of ``call`` (``recv.m(...)``) may be an instance of ``cls`` given where
+    its instances can be held (:func:`_instance_receivers`)."""
+    f = call.func
+    if not isinstance(f, ast.Attribute):
+        return False  # a plain function call, not a method of cls
+    recv = f.value
+    if src(recv) == "self":
+        k = ix.enclosing_class(rel, call)
+        return k is None or k.name == cls
+    if isinstance(recv, ast.Attribute):
+        return recv.attr in holders["attrs"]
+    if isinstance(recv, ast.Name):
+        fn = ix.enclosing(rel, call)
+        while fn is not None:
+            if (rel, getattr(fn, "lineno", -1), recv.id) in holders["params"]:
+                return True
+            fn = ix.enclosing(rel, fn)
+        return False
+    return False
 
 
 def _bindable(fn, call: ast.Call, method: bool) -> bool:
