@@ -50,6 +50,8 @@ VIEW_BUILDERS = {
     "build_inner_fb_view": "sglang.srt.model_executor.forward_batch_info",
 }
 MAX_DEPTH = 40
+#: why an element of a runner's capture list is not within its backend's ``max_bs``
+NO_MAX_BS = "no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"
 WIDTH = "self.captured_req_width"
 #: A parameter is followed to the calls of its function when there are at most this many.
 MAX_CALLERS = 12
@@ -348,6 +350,41 @@ class _Tracer:
                     ok_state = True
             self.runner_ok[rel] = ok_max and ok_state
         return self.runner_ok[rel]
+
+    def _scaled_runner(self, rel: str) -> str:
+        """Empty when the runner file ``rel`` sets ``self.max_bs = max(self.capture_bs)``, gives its
+        backend ``init_cuda_graph_state(self.max_bs * self.topk, ...)`` with ``self.topk =
+        get_spec().speculative_eagle_topk`` and ``self.captured_req_width =
+        resolve_num_tokens_per_req(phase="draft_decode")``, which SGLang's function returns as
+        ``speculative_eagle_topk`` (run on the published arguments): then a captured or padded
+        batch times the width is within the backend's ``max_bs``. Else the reason (AST)."""
+        key = ("scaled", rel)
+        if key not in self.memo:
+            t = self.ix.tree(rel)
+            body = {src(n) for n in ast.walk(t)} if t else set()
+            need = (
+                "self.max_bs=max(self.capture_bs)",
+                "self.topk=get_spec().speculative_eagle_topk",
+                "self.captured_req_width=resolve_num_tokens_per_req(phase='draft_decode')",
+            )
+            missing = [x for x in need if x not in body]
+            state = any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "init_cuda_graph_state"
+                and n.args
+                and src(n.args[0]) == "self.max_bs*self.topk"
+                for n in (ast.walk(t) if t else [])
+            )
+            reason = ""
+            if missing or not state:
+                reason = "no init_cuda_graph_state(self.max_bs * self.topk) with the top-k width: " + ", ".join(
+                    missing or ["init_cuda_graph_state"]
+                )
+            else:
+                reason = _draft_decode_width_is_topk()
+            self.memo[key] = reason
+        return self.memo[key]
 
     def _callers(self, fn, rel: str, param: str, depth: int, chain: list, kind: str = "bs"):
         """Resolve a parameter of ``fn``: the argument every call of ``fn``'s name passes (a forward
@@ -957,6 +994,21 @@ class _Tracer:
         if isinstance(node, ast.Call) and src(node.func) == "min" and any(src(a) == "self.max_bs" for a in node.args):
             yield self._terminal(rel, chain + [f"{where} {s}"])
             return
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and src(node.right) == WIDTH:
+            # ``x * captured_req_width``, x an element of the capture list: within the backend's
+            # ``max_bs * topk`` where the runner gives its backend that and its width is the top-k
+            origins = list(self.expr(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"]))
+            reason = self._scaled_runner(rel)
+            for st, ch in origins:
+                if st == "unchecked" and ch and ch[-1] == f"{rel}: {NO_MAX_BS}" and not reason:
+                    st = "checked"  # an element of this runner's own capture list
+                if st == "checked" and reason:
+                    yield ("unchecked", ch + [f"{rel}: {reason}"])
+                elif st == "checked":
+                    yield ("checked", ch + [f"{rel}: x * captured_req_width <= max_bs * topk, the backend's max_bs"])
+                else:
+                    yield (st, ch)
+            return
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and src(node.right) == WIDTH:
             # ``n // captured_req_width``: ``n`` a multiple of the width by a batch, or a ragged tier
             yield from self.tokens(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"])
@@ -1046,7 +1098,7 @@ class _Tracer:
     def _terminal(self, rel: str, chain: list):
         if self._runner_gives_max_bs(rel):
             return ("checked", chain)
-        return ("unchecked", chain + [f"{rel}: no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"])
+        return ("unchecked", chain + [f"{rel}: {NO_MAX_BS}"])
 
 
 def _instance_receivers(ix: _Index, cls: str):
@@ -1230,6 +1282,61 @@ def _may_hold(ix: _Index, rel: str, call: ast.Call, cls: str, holders: dict) -> 
             fn = ix.enclosing(rel, fn)
         return False
     return False
+
+
+#: The directory of the non-CUDA device code (Ascend NPU, Apple MLX); outside the inventory's scope
+HARDWARE = SRT + "/hardware_backend/"
+#: Tests that hold only on an NPU device
+NPU_TESTS = ("_is_npu", "is_npu()")
+
+
+def _not_on_cuda(ix: _Index, rel: str, cls: str) -> str:
+    """Why class ``cls`` (defined in ``rel``) is never constructed on a CUDA device, or "" when that
+    is not shown (AST): ``rel`` is under :data:`HARDWARE`, no class outside it derives from ``cls``,
+    and every mention of the name outside it is an import, a value of a dict display under a string
+    key other than ``"cuda"`` (the runner table indexed by the device, ``cuda_graph_setup.py``), or
+    the first branch of a conditional expression testing :data:`NPU_TESTS`."""
+    if not rel.startswith(HARDWARE):
+        return ""
+    for sub in _subclasses(ix, cls) - {cls}:
+        for r in ix.files:
+            if not r.startswith(HARDWARE) and re.search(r"^\s*class\s+" + re.escape(sub) + r"\b", ix.text(r), re.M):
+                return ""
+    keys = set()
+    for r in ix.files:
+        if r.startswith(HARDWARE) or cls not in ix.text(r):
+            continue
+        t = ix.tree(r)
+        if t is None:
+            return ""
+        par = ix.parents(r)
+        for n in ast.walk(t):
+            if not (isinstance(n, ast.Name) and n.id == cls):
+                continue
+            up = par.get(n)
+            if isinstance(up, ast.Dict) and n in up.values:
+                k = up.keys[up.values.index(n)]
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value != "cuda":
+                    keys.add(f"{r}:{n.lineno} under {k.value!r}")
+                    continue
+            if isinstance(up, ast.IfExp) and up.body is n and src(up.test) in NPU_TESTS:
+                keys.add(f"{r}:{n.lineno} if {src(up.test)}")
+                continue
+            return ""
+    return f"{cls} is under hardware_backend/ and chosen only off CUDA (" + "; ".join(sorted(keys)) + ")"
+
+
+@lru_cache(maxsize=1)
+def _draft_decode_width_is_topk() -> str:
+    """Empty when SGLang's ``resolve_num_tokens_per_req(phase="draft_decode")`` (run on the published
+    speculative arguments) is ``speculative_eagle_topk``; else the reason."""
+    try:
+        from .demand import captured_req_width
+
+        width = captured_req_width("draft_decode")
+    except Exception as exc:  # noqa: BLE001 - then not checked, with the reason
+        return f"resolve_num_tokens_per_req did not run: {type(exc).__name__}: {exc}"[:200]
+    return "" if width == "speculative_eagle_topk" else f"draft_decode width is {width}, not the top-k"
 
 
 def _bindable(fn, call: ast.Call, method: bool) -> bool:
@@ -1463,6 +1570,11 @@ def backend_bs_sites(root: str, cls: str) -> dict:
                     else next((k.value for k in call.keywords if k.arg == "forward_batch"), None)
                 )
                 site = f"{rel}:{call.lineno} {tracer._fn_name(fn) if fn else 'module'} -> {method}"
+                owner = tracer.ix.enclosing_class(rel, call)
+                why_not = _not_on_cuda(tracer.ix, rel, owner.name) if owner is not None else ""
+                if why_not:
+                    checked.append(f"{site} (not run on a CUDA device: {why_not})")
+                    continue
                 if arg is None:
                     unchecked.append(f"{site}: no forward batch argument")
                     continue
