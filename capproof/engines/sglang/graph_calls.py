@@ -1000,7 +1000,10 @@ class _Tracer:
             origins = list(self.expr(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"]))
             reason = self._scaled_runner(rel)
             for st, ch in origins:
-                if st == "unchecked" and ch and ch[-1] == f"{rel}: {NO_MAX_BS}" and not reason:
+                if st == "unchecked" and ch and ch[-1] == f"{rel}: {NO_MAX_BS}":
+                    if reason:
+                        yield ("unchecked", ch + [f"{rel}: {reason}"])
+                        continue
                     st = "checked"  # an element of this runner's own capture list
                 if st == "checked" and reason:
                     yield ("unchecked", ch + [f"{rel}: {reason}"])
