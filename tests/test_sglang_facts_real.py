@@ -6,7 +6,6 @@ real venv."""
 from __future__ import annotations
 
 import pytest
-
 from test_sglang_engine import _sglang_root
 
 pytestmark = pytest.mark.real
