@@ -302,8 +302,9 @@ class _Tracer:
 
     def _reaching(self, rel: str, fn, binds: list, use) -> list:
         """The bindings of :meth:`_assigns` that may reach ``use``: a binding inside the body (or
-        ``else``) of an ``if`` of ``fn`` that ends in ``return``/``raise`` and has no ``break``/
-        ``continue`` does not reach a use after that ``if`` (control leaves ``fn`` first)."""
+        ``else``) of an ``if`` of ``fn`` that ends in ``return``/``raise``, has no ``break``/
+        ``continue`` and is in no ``try`` of ``fn`` does not reach a use after that ``if`` (control
+        leaves ``fn`` first)."""
         uline = getattr(use, "lineno", None)
         if uline is None:
             return binds
@@ -314,7 +315,7 @@ class _Tracer:
             blocked = False
             p, child = (parents.get(node), node) if node is not None else (None, None)
             while p is not None and p is not fn and not blocked:
-                if isinstance(p, ast.If) and (p.end_lineno or p.lineno) < uline:
+                if isinstance(p, ast.If) and (p.end_lineno or p.lineno) < uline and not self._in_try(rel, p, fn):
                     block = p.body if child in p.body else (p.orelse if child in p.orelse else None)
                     if (
                         block
@@ -326,6 +327,16 @@ class _Tracer:
             if not blocked:
                 out.append((value, index))
         return out
+
+    def _in_try(self, rel: str, node, fn) -> bool:
+        """``node`` is inside a ``try`` of ``fn`` (an exception raised in it may be caught and control
+        go on after the ``try``)."""
+        p = self.ix.parents(rel).get(node)
+        while p is not None and p is not fn:
+            if isinstance(p, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                return True
+            p = self.ix.parents(rel).get(p)
+        return False
 
     def _params(self, fn) -> list[str]:
         a = fn.args
@@ -598,6 +609,12 @@ class _Tracer:
         rebinds and that this call passes is *this* call's argument (traced in the caller), not the
         argument of every call of the name (:meth:`_callers`); a parameter left to its default is
         followed to every call as before."""
+        owner = self.ix.enclosing_class(rel, defn)
+        if owner is not None and any(
+            _defines_own(self.ix, sub, defn.name) for sub in _subclasses(self.ix, owner.name) - {owner.name}
+        ):
+            yield ("unchecked", chain + [f"{rel}:{defn.lineno} {defn.name} is overridden in a subclass"])
+            return
         params = [p.arg for p in defn.args.posonlyargs + defn.args.args]
         method = bool(params) and params[0] in ("self", "cls")
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
@@ -1157,6 +1174,21 @@ def _instance_receivers(ix: _Index, cls: str):
                 return None
     if not attrs:
         return None
+    # the instance's own methods must not hand ``self`` on (only ``self.x`` reads and stores)
+    for rel in ix.files:
+        if f"class {cls}" not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        par = ix.parents(rel)
+        for k in ast.walk(t) if t else []:
+            if isinstance(k, ast.ClassDef) and k.name == cls:
+                for x in ast.walk(k):
+                    if (
+                        isinstance(x, ast.Name)
+                        and x.id == "self"
+                        and not (isinstance(par.get(x), ast.Attribute) and par.get(x).value is x)
+                    ):
+                        return None
     params: set = set()
     for attr in attrs:
         for rel in ix.files:
@@ -1167,6 +1199,8 @@ def _instance_receivers(ix: _Index, cls: str):
                 return None
             par = ix.parents(rel)
             for n in ast.walk(t):
+                if isinstance(n, ast.Constant) and n.value == attr:
+                    return None  # read by name (getattr, vars): not followed
                 if not (isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)):
                     continue
                 use = _harmless_use(par, n)
@@ -1295,25 +1329,29 @@ NPU_TESTS = ("_is_npu", "is_npu()")
 
 def _not_on_cuda(ix: _Index, rel: str, cls: str) -> str:
     """Why class ``cls`` (defined in ``rel``) is never constructed on a CUDA device, or "" when that
-    is not shown (AST): ``rel`` is under :data:`HARDWARE`, no class outside it derives from ``cls``,
-    and every mention of the name outside it is an import, a value of a dict display under a string
-    key other than ``"cuda"`` (the runner table indexed by the device, ``cuda_graph_setup.py``), or
-    the first branch of a conditional expression testing :data:`NPU_TESTS`."""
+    is not shown (AST): ``rel`` is under :data:`HARDWARE`, every subclass of ``cls`` is such a class
+    too, and every mention of the name in srt outside ``rel`` is an import, a value of a dict display
+    under a string key other than ``"cuda"`` (the runner table indexed by the device,
+    ``cuda_graph_setup.py``), or the first branch of a conditional expression testing
+    :data:`NPU_TESTS` (a module attribute ``m.cls`` or the name as a string refuses)."""
     if not rel.startswith(HARDWARE):
         return ""
     for sub in _subclasses(ix, cls) - {cls}:
-        for r in ix.files:
-            if not r.startswith(HARDWARE) and re.search(r"^\s*class\s+" + re.escape(sub) + r"\b", ix.text(r), re.M):
-                return ""
+        # an instance of a subclass runs this class's methods too: it must be chosen only off CUDA as well
+        homes = [r for r in ix.files if re.search(r"^\s*class\s+" + re.escape(sub) + r"\b", ix.text(r), re.M)]
+        if not homes or any(not _not_on_cuda(ix, r, sub) for r in homes):
+            return ""
     keys = set()
     for r in ix.files:
-        if r.startswith(HARDWARE) or cls not in ix.text(r):
+        if r == rel or cls not in ix.text(r):
             continue
         t = ix.tree(r)
         if t is None:
             return ""
         par = ix.parents(r)
         for n in ast.walk(t):
+            if (isinstance(n, ast.Attribute) and n.attr == cls) or (isinstance(n, ast.Constant) and n.value == cls):
+                return ""  # reached as a module attribute or by name
             if not (isinstance(n, ast.Name) and n.id == cls):
                 continue
             up = par.get(n)
@@ -1438,6 +1476,19 @@ def _defines(ix: _Index, cls: str, method: str) -> bool:
                 if not any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == method for b in n.body):
                     return False
     return found
+
+
+def _defines_own(ix: _Index, cls: str, method: str) -> bool:
+    """Some class named ``cls`` in srt defines ``method`` in its own body."""
+    for rel in ix.files:
+        if f"class {cls}" not in ix.text(rel) or f"def {method}" not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        for n in ast.walk(t) if t else []:
+            if isinstance(n, ast.ClassDef) and n.name == cls:
+                if any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == method for b in n.body):
+                    return True
+    return False
 
 
 def _subclasses(ix: _Index, cls: str) -> set[str]:
