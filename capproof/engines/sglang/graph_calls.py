@@ -1164,8 +1164,10 @@ def _instance_receivers(ix: _Index, cls: str):
                 attrs.add(stmt.targets[0].attr)
             elif isinstance(up, ast.Call) and src(up.func) == "isinstance":
                 continue
-            elif isinstance(up, (ast.arg, ast.AnnAssign)) or (
-                isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is n
+            elif (
+                isinstance(up, ast.arg)
+                or (isinstance(up, ast.AnnAssign) and up.annotation is n)
+                or (isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is n)
             ):
                 continue  # an annotation
             elif isinstance(up, (ast.Subscript, ast.BinOp, ast.Tuple)) and _in_annotation(par, up):
