@@ -1176,6 +1176,7 @@ def _instance_receivers(ix: _Index, cls: str):
                 return None
     if not attrs:
         return None
+    methods: set[str] = set()
     # the instance's own methods must not hand ``self`` on (only ``self.x`` reads and stores)
     for rel in ix.files:
         if f"class {cls}" not in ix.text(rel):
@@ -1184,13 +1185,15 @@ def _instance_receivers(ix: _Index, cls: str):
         par = ix.parents(rel)
         for k in ast.walk(t) if t else []:
             if isinstance(k, ast.ClassDef) and k.name == cls:
+                methods |= {b.name for b in k.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
                 for x in ast.walk(k):
                     if (
                         isinstance(x, ast.Name)
                         and x.id == "self"
-                        and not (isinstance(par.get(x), ast.Attribute) and par.get(x).value is x)
+                        and _harmless_use(par, x, frozenset(methods)) is not True
                     ):
                         return None
+    frozen = frozenset(methods)
     params: set = set()
     for attr in attrs:
         for rel in ix.files:
@@ -1205,7 +1208,7 @@ def _instance_receivers(ix: _Index, cls: str):
                     return None  # read by name (getattr, vars): not followed
                 if not (isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)):
                     continue
-                use = _harmless_use(par, n)
+                use = _harmless_use(par, n, frozen)
                 if use is True:
                     continue
                 if use is None:
@@ -1218,7 +1221,7 @@ def _instance_receivers(ix: _Index, cls: str):
                         return None
                     for x in _walk_own(fn):
                         if isinstance(x, ast.Name) and x.id == param and isinstance(x.ctx, ast.Load):
-                            if _harmless_use(par, x) is not True:
+                            if _harmless_use(par, x, frozen) is not True:
                                 return None
                     params.add((rel, fn.lineno, param))
                     continue
@@ -1245,7 +1248,7 @@ def _instance_receivers(ix: _Index, cls: str):
                     dpar = ix.parents(r)
                     for x in _walk_own(d):
                         if isinstance(x, ast.Name) and x.id == pname:
-                            if isinstance(x.ctx, ast.Store) or _harmless_use(dpar, x) is not True:
+                            if isinstance(x.ctx, ast.Store) or _harmless_use(dpar, x, frozen) is not True:
                                 return None
                     params.add((r, d.lineno, pname))
     return {"attrs": attrs, "params": params}
@@ -1267,14 +1270,17 @@ def _in_annotation(par: dict, node) -> bool:
     return False
 
 
-def _harmless_use(par: dict, n):
+def _harmless_use(par: dict, n, methods: frozenset = frozenset()):
     """How a read ``n`` of a value is used: True when it cannot hand the value on (an attribute
-    access on it, an ``is`` comparison, an ``isinstance`` argument, a truth test); ``(function name,
+    access on it, other than one of ``methods`` not called at once; an ``is`` comparison, an
+    ``isinstance`` argument, a truth test); ``(function name,
     position or keyword)`` when it is an argument of a call of a named function; ``("=", local)``
     when it is assigned to a local; None otherwise."""
     up = par.get(n)
     if isinstance(up, ast.Attribute) and up.value is n:
-        return True
+        # a method of the class taken without calling it hands a bound method (and the instance) on
+        called = isinstance(par.get(up), ast.Call) and par.get(up).func is up
+        return True if called or up.attr not in methods else None
     if isinstance(up, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in up.ops):
         return True
     if isinstance(up, ast.Call) and src(up.func) == "isinstance":
