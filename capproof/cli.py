@@ -156,7 +156,7 @@ _SESSION: dict[str, Any] = {"cwd": None, "root": None, "settings": {}, "verbosit
 
 def _headline_dtypes(inventory_path: str):
     """The dtypes of the index buffers the coverage headline of this inventory is over (its engine's
-    ``headline_dtypes``; the engine is the file name's prefix, ``sglang-0.5.23.json``), or None
+    ``headline_dtypes``; the engine is the file name's prefix, ``<engine>-<version>.json``), or None
     (all entries) for an engine without one or a file named after no engine."""
     engine = os.path.basename(inventory_path).split("-")[0]
     adapter = next((a for a in ENGINE_ADAPTERS if engine in a.engines), None)

@@ -1380,12 +1380,18 @@ def _draft_decode_width_is_topk() -> str:
     """Empty when SGLang's ``resolve_num_tokens_per_req(phase="draft_decode")`` (run on the published
     speculative arguments) is ``speculative_eagle_topk``; else the reason."""
     try:
-        from .demand import captured_req_width
+        from sglang.srt.speculative.spec_utils import resolve_num_tokens_per_req
 
-        width = captured_req_width("draft_decode")
+        from ...symbolic import SymInt
+        from .trace import config_values, published
+
+        with published(config_values(), spec="EAGLE"):
+            width = resolve_num_tokens_per_req(phase="draft_decode")
     except Exception as exc:  # noqa: BLE001 - then not checked, with the reason
         return f"resolve_num_tokens_per_req did not run: {type(exc).__name__}: {exc}"[:200]
-    return "" if width == "speculative_eagle_topk" else f"draft_decode width is {width}, not the top-k"
+    topk = SymInt.var("speculative_eagle_topk")
+    same = isinstance(width, SymInt) and width.term.eq(topk.term)
+    return "" if same else f"draft_decode width is {width}, not the top-k"
 
 
 def _bindable(fn, call: ast.Call, method: bool) -> bool:
