@@ -898,12 +898,33 @@ def item_roots(item: Obligation | Contract) -> list[object]:
 
 
 def _import_what_the_second_opinion_seeds() -> None:
-    """Hypothesis (the second opinion) seeds NumPy's global generator when ``numpy`` is loaded,
-    importing ``numpy.random`` on its first example: were that inside an item, the module it binds
-    on ``numpy`` and the Cython modules it makes would be state changed while deciding. So it is
-    imported before the state an item starts from is read."""
+    """Do here, once, what deciding the first item of a process would otherwise do in every
+    process, before the state an item starts from is read:
+
+    - import what deciding imports on first use: Hypothesis (the second opinion) seeds NumPy's
+      global generator when ``numpy`` is loaded, importing ``numpy.random`` on its first example;
+      the file-read check imports ``capproof._audit``; the guard imports ``faulthandler``. A module
+      imported inside an item is a new ``sys.modules`` entry, which ends its batch (each item after
+      it then gets a process of its own) and, for ``numpy.random``, binds ``numpy.random`` and makes
+      Cython modules: state changed while deciding;
+    - compute Hypothesis's constants of the local modules (its generator draws them into the second
+      opinion's examples): it reads and parses the source of every loaded module outside
+      site-packages on its first example in a process, and again in each forked process when not
+      done before the fork (the same modules, so the same constants and the same examples).
+
+    Measured in docs/performance.md."""
     if "numpy" in sys.modules and "numpy.random" not in sys.modules:
         import numpy.random  # noqa: F401
+    import faulthandler  # noqa: F401
+
+    from ._audit import on  # noqa: F401
+
+    try:  # (a private function of Hypothesis: its cache fills on first use whatever this does)
+        from hypothesis.internal.conjecture.providers import _get_local_constants
+
+        _get_local_constants()
+    except Exception:  # noqa: BLE001, S110 - only a cost: each process computes them itself
+        pass
 
 
 def _leftovers(z3_params: list[int], classes: Iterable[type] = ()) -> tuple:
