@@ -21,6 +21,12 @@ D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
     pytest.param(
+        "str-of-a-list-of-a-condition",
+        D + "def f(a):\n    s = str([a == 37])\n"
+        '    return at_most(demand=select(all_of(a == 37, s == "[True]"), 1, 0), capacity=0)\n',
+        marks=[OPEN],
+    ),
+    pytest.param(
         "str-of-a-list",
         D + 'def f(a):\n    digits = str([a]).startswith("[S")\n'
         "    return at_most(demand=select(all_of(a == 37, not digits), 1, 0), capacity=0)\n",
