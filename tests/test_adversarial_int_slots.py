@@ -4,7 +4,9 @@
 for an int ``x`` and ``NotImplemented`` for a symbolic one, without an exception for the watch to
 record. The static guard finds ``int.__eq__(x, 3)`` through the class; a bound method of an int
 object (a constant's ``__mul__``, ``__eq__``; ``filter((0).__lt__, lens)`` is an idiom) is not
-found. Each model below takes its ``NotImplemented`` fallback only on symbolic values and is false at
+found. Likewise ``complex.__eq__`` with a symbolic value and the symbolic value's ``__eq__`` with a
+complex both return ``NotImplemented``, so ``a == complex(37, 0)`` is identity (False) where the
+int says True. Each model below takes its ``NotImplemented`` fallback only on symbolic values and is false at
 ``a == 37`` on ints; each was ``proved``. Brute forced on ints by tests/_soundness_harness.py.
 """
 
@@ -15,9 +17,28 @@ from _soundness_harness import check
 
 OPEN = pytest.mark.xfail(strict=True, reason="an int's bound dunder returns NotImplemented on a symbolic value (open)")
 
+OPEN_EQ = pytest.mark.xfail(
+    strict=True, reason="== with a complex: NotImplemented on both sides, identity answers False (open)"
+)
+
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
+    pytest.param(
+        "eq-with-a-complex-number",
+        D + "def f(a):\n    hit = a == complex(37, 0)\n    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
+        marks=[OPEN_EQ],
+    ),
+    pytest.param(
+        "in-a-list-of-complex-numbers",
+        D + "def f(a):\n    return at_most(demand=select(a in [complex(37, 0)], 1, 0), capacity=0)\n",
+        marks=[OPEN_EQ],
+    ),
+    pytest.param(
+        "condition-eq-with-a-complex-number",
+        D + "def f(a):\n    c = a == 37\n    return at_most(demand=select(c == complex(1, 0), 1, 0), capacity=0)\n",
+        marks=[OPEN_EQ],
+    ),
     pytest.param(
         "unbound-int-mul-with-an-int-first",
         D + "def f(a):\n    x = int.__mul__(16, a)\n"
