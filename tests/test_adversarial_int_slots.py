@@ -6,7 +6,9 @@ record. The static guard finds ``int.__eq__(x, 3)`` through the class; a bound m
 object (a constant's ``__mul__``, ``__eq__``; ``filter((0).__lt__, lens)`` is an idiom) is not
 found. Likewise ``complex.__eq__`` with a symbolic value and the symbolic value's ``__eq__`` with a
 complex both return ``NotImplemented``, so ``a == complex(37, 0)`` is identity (False) where the
-int says True. Each model below takes its ``NotImplemented`` fallback only on symbolic values and is false at
+int says True. And an ``int`` subclass that overrides a reflected operator or ``__eq__`` is called
+first on ints (Python's subclass rule) but never against a symbolic value (not an int to
+Python's dispatch). Each model below takes its ``NotImplemented`` fallback only on symbolic values and is false at
 ``a == 37`` on ints; each was ``proved``. Brute forced on ints by tests/_soundness_harness.py.
 """
 
@@ -21,9 +23,28 @@ OPEN_EQ = pytest.mark.xfail(
     strict=True, reason="== with a complex: NotImplemented on both sides, identity answers False (open)"
 )
 
+OPEN_SUBCLASS = pytest.mark.xfail(
+    strict=True, reason="an int subclass's reflected operator runs first on ints, never on a symbolic value (open)"
+)
+
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
+    pytest.param(
+        "int-subclass-reflected-add",
+        "class Saturating(int):\n    def __radd__(self, other):\n        return min(other + int(self), 40)\n\n\n"
+        + D
+        + "def f(a):\n    x = a + Saturating(5)\n    return at_most(demand=select(a == 37, 42 - x, 0), capacity=0)\n",
+        marks=[OPEN_SUBCLASS],
+    ),
+    pytest.param(
+        "int-subclass-eq-override",
+        "class AnyLen(int):\n    def __eq__(self, other):\n        return True\n\n    __hash__ = int.__hash__\n\n\n"
+        + D
+        + "def f(a):\n    hit = a == AnyLen(0)\n"
+        "    return at_most(demand=select(all_of(a == 37, hit), 1, 0), capacity=0)\n",
+        marks=[OPEN_SUBCLASS],
+    ),
     pytest.param(
         "eq-with-a-complex-number",
         D + "def f(a):\n    hit = a == complex(37, 0)\n    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
