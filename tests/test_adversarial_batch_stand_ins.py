@@ -109,6 +109,35 @@ def f(n, lens):
         POINT,
         marks=[OPEN_SLOTS],
     ),
+    pytest.param(
+        "aggregate-format-of-the-batch",
+        """
+@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})
+def f(n, lens):
+    s = total(lens)
+    shown = format(lens, "").startswith("(")
+    return at_most(demand=select(all_of(s == 137, shown), 1, 0), capacity=0)
+""",
+        POINT,
+        marks=[OPEN_SLOTS],
+    ),
+    pytest.param(
+        "aggregate-weak-reference-to-the-batch",
+        """
+import weakref
+@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})
+def f(n, lens):
+    s = total(lens)
+    try:
+        weakref.ref(lens)
+        weak = True
+    except TypeError:
+        weak = False
+    return at_most(demand=select(all_of(s == 137, not weak), 1, 0), capacity=0)
+""",
+        POINT,
+        marks=[OPEN_SLOTS],
+    ),
 ]
 
 
