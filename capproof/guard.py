@@ -9,11 +9,13 @@ the functions reachable from the model) and cached.
 
 from __future__ import annotations
 
+import collections
 import dis
 import functools
 import os
 import sys
 import types
+import weakref
 
 import z3
 
@@ -330,6 +332,129 @@ _CALLS = frozenset(
 )
 
 
+#: containers whose items the scan walks when the project's code holds them
+_CONTAINERS = frozenset({dict, list, tuple, set, frozenset, types.SimpleNamespace, types.MappingProxyType})
+_CONTAINER_BASES = (dict, list, tuple, set, frozenset, collections.deque)
+#: values that hold no code
+_ATOMS = frozenset({int, bool, float, complex, str, bytes, type(None)})
+#: container items looked into per scan; past it the scan fails closed (a note, so an error)
+_CONTAINER_BUDGET = 1_000_000
+
+
+def _items(obj: object) -> list:
+    """The values a container holds (a dict's keys and values, a namespace's attributes)."""
+    if isinstance(obj, types.SimpleNamespace):
+        return list(vars(obj).values())
+    try:
+        items = list(obj.items()) if isinstance(obj, (dict, types.MappingProxyType)) else list(obj)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a container subclass that cannot be listed: nothing found in it
+        return []
+    return [v for kv in items for v in kv] if isinstance(obj, (dict, types.MappingProxyType)) else items
+
+
+_SITE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def _installed_file(filename: str) -> bool:
+    """Whether ``filename`` is an installed package's, not the project's: under a ``site-packages``
+    directory, or in a hidden directory under the working directory (``.venv``, an engine's
+    sources checked out into ``.capproof/``), as :mod:`capproof.runner` tells the project's modules."""
+    return _installed_under(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=65536)
+def _installed_under(filename: str, cwd: str) -> bool:
+    if any(d in filename for d in _SITE_DIRS):
+        return True
+    root = os.path.abspath(cwd) + os.sep
+    path = os.path.abspath(filename)
+    return path.startswith(root) and f"{os.sep}." in os.sep + path[len(root) :]
+
+
+def _installed_code(value: object) -> bool:
+    """Whether ``value`` is a function, method or class an installed package defines."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, type):
+        return _installed(value) and value.__module__ != "builtins"
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    return isinstance(code, types.CodeType) and _installed_file(code.co_filename)
+
+
+def _installed(cls: type) -> bool:
+    """Whether class ``cls`` comes from an installed package (or from C, or the standard library)."""
+    cwd = os.getcwd()
+    try:
+        where, found = _CLASSES[cls]
+        if where == cwd:
+            return found
+    except (KeyError, TypeError):
+        pass
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    found = not isinstance(path, str) or _installed_under(path, cwd) or is_library_file(path)
+    try:
+        _CLASSES[cls] = (cwd, found)
+    except TypeError:  # a class that cannot be a key
+        pass
+    return found
+
+
+#: :func:`_installed` of the classes met, with the working directory it was told under
+_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+#: the methods ``dataclasses`` writes for a class (compiled from its own text: ``<string>``)
+_DATACLASS_METHODS = frozenset(
+    {"__init__", "__repr__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__setattr__", "__delattr__"}
+)
+
+
+def _dataclass_made(cls: type, name: str, value: object) -> bool:
+    """Whether ``value``, ``cls``'s attribute ``name``, is a method ``dataclasses`` wrote (its
+    ``__init__`` compares defaults with its sentinels by identity, never a model's values)."""
+    code = getattr(value, "__code__", None)
+    return (
+        name in _DATACLASS_METHODS
+        and "__dataclass_fields__" in vars(cls)
+        and isinstance(code, types.CodeType)
+        and code.co_filename == "<string>"
+    )
+
+
+def _project_object(obj: object) -> bool:
+    """Whether ``obj`` is an object (with attributes) of a class the project defines."""
+    cls = type(obj)
+    if isinstance(obj, type) or _installed(cls):
+        return False
+    try:
+        return isinstance(object.__getattribute__(obj, "__dict__"), dict)
+    except Exception:  # noqa: BLE001 - no attributes of its own
+        return False
+
+
+_TABLES: tuple[int, frozenset[int]] = (-1, frozenset())
+
+
+def _installed_tables() -> frozenset[int]:
+    """The ids of the containers installed packages' modules hold as globals (``from engine.x import
+    TABLE`` in a spec binds one): their provenance is the package's, and they are not walked."""
+    global _TABLES
+    if _TABLES[0] != len(sys.modules):
+        found: set[int] = set()
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if not isinstance(path, str) or not _installed_file(path):
+                continue
+            try:
+                held = types.ModuleType.__getattribute__(module, "__dict__")
+            except Exception:  # noqa: BLE001 - an odd module object
+                continue
+            found.update(id(v) for v in list(held.values()) if type(v) in _CONTAINERS)
+        _TABLES = (len(sys.modules), frozenset(found))
+    return _TABLES[1]
+
+
 def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
     key = tuple(funcs)
     if key in _TYPE_LOOKUPS:
@@ -344,36 +469,66 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     dunders = _distinguishing_dunders()
     getattr_like = _getattr_like()
     seen: set = set()
-    stack = list(funcs)
+    # (object, whether the project's own code holds it): code held in a container is called as
+    # surely as code held directly (a validator table ``CHECKS["plain_int"](k)``, a class attribute
+    # list of rules), so the containers the project's code and classes hold are walked; those an
+    # installed package's code holds (its registries, regex's pattern cache) are not
+    stack: list[tuple[object, bool]] = [(f, True) for f in funcs]
+    budget = _CONTAINER_BUDGET
     while stack:
-        obj = stack.pop()
+        obj, own = stack.pop()
+        if type(obj) in _CONTAINERS or isinstance(obj, _CONTAINER_BASES):
+            if not own or id(obj) in seen or id(obj) in _installed_tables():
+                continue
+            seen.add(id(obj))
+            items = _items(obj)
+            budget -= len(items)
+            if budget < 0:
+                note = ("(the model's reach)", "holds containers too large to scan for the code they hold")
+                if note not in others:
+                    others.append(note)
+                continue
+            # what an installed package defines (an engine's functions and classes a table of the
+            # project lists) is the package's code, not the project's: not scanned from here
+            stack += [(v, True) for v in items if type(v) not in _ATOMS and not _installed_code(v)]
+            continue
         if isinstance(obj, (staticmethod, classmethod)):
             obj = obj.__func__
         if isinstance(obj, property):
-            stack += [f for f in (obj.fget, obj.fset) if f is not None]
+            stack += [(f, own) for f in (obj.fget, obj.fset) if f is not None]
             continue
         if isinstance(obj, type):
             if id(obj) not in seen and obj.__module__ != "builtins":
                 seen.add(id(obj))
-                stack += list(vars(obj).values())
+                mine = not _installed(obj)
+                stack += [(v, mine) for k, v in vars(obj).items() if not _dataclass_made(obj, k, v)]
             continue
         if isinstance(obj, functools.partial):
-            stack.append(obj.func)
+            stack += [(obj.func, own), *((v, own) for v in obj.args), *((v, own) for v in obj.keywords.values())]
             continue
         if isinstance(obj, types.ModuleType):
             # a module held in a closure has no code of its own to call; reading an attribute it
             # lacks runs its ``__getattr__`` (transformers' lazy modules import there)
             continue
         code = getattr(obj, "__code__", None)
-        if not isinstance(code, types.CodeType) or code in seen or is_library_file(code.co_filename):
+        if not isinstance(code, types.CodeType):
+            if own and id(obj) not in seen and _project_object(obj):
+                # an object of a project class (a table of rules as an object): its class's methods
+                # and what it holds
+                seen.add(id(obj))
+                stack += [(type(obj), True), (object.__getattribute__(obj, "__dict__"), True)]
+            continue
+        if code in seen or is_library_file(code.co_filename):
             continue
         seen.add(code)
+        own = not _installed_file(code.co_filename)
         globs = getattr(obj, "__globals__", {})
         for cell in getattr(obj, "__closure__", None) or ():
             try:
-                stack.append(cell.cell_contents)
+                stack.append((cell.cell_contents, own))
             except ValueError:  # an empty cell
                 pass
+        stack += [(v, own) for v in (getattr(obj, "__dict__", None) or {}).values()]
         codes = [code]
         while codes:
             c = codes.pop()
@@ -508,7 +663,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         if note not in others:
                             others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
-                        stack.append(previous)
+                        stack.append((previous, own))
                     continue
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
@@ -525,7 +680,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         previous = target
                         continue
                     if target is not None:
-                        stack.append(target)
+                        stack.append((target, own))
                 previous = None
     _TYPE_LOOKUPS[key] = (found, attrs, others)
     return found, attrs, others
