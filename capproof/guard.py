@@ -287,7 +287,10 @@ def introspections(*funcs) -> list[str]:
             "may take a branch the ints do not"
             for where, name in attrs
         ]
-        + [f"{where} {what}: it may take a branch the ints do not" for where, what in others]
+        + [
+            f"{where} {what}" + ("" if "interpreter" in what else ": it may take a branch the ints do not")
+            for where, what in others
+        ]
     )
 
 
@@ -455,6 +458,54 @@ def _installed_tables() -> frozenset[int]:
     return _TABLES[1]
 
 
+#: builtins whose result does not depend on the order a set iterates in
+_ORDER_FREE_FUNCS = frozenset({"len", "sorted", "set", "frozenset", "min", "max", "any", "all", "bool"})
+#: set methods whose result does not depend on the order it iterates in
+_ORDER_FREE_METHODS = frozenset({"issubset", "issuperset", "isdisjoint", "__contains__", "__len__"})
+_NUMBERS = (int, float, bool, type(None))
+
+
+def _seed_ordered(value: object) -> bool:
+    """Whether ``value`` is a set or frozenset whose iteration order may change with the string hash
+    seed: one holding anything but numbers (strings, bytes, enum members, tuples of them)."""
+    return isinstance(value, (set, frozenset)) and any(not isinstance(v, _NUMBERS) for v in value)
+
+
+def _order_free_call(ins, globs: dict) -> bool:
+    """Whether instruction ``ins`` (the one before a set's load) loads an order-free builtin (``len``)."""
+    return (
+        ins is not None
+        and ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        and ins.argval in _ORDER_FREE_FUNCS
+        and ins.argval not in globs
+    )
+
+
+def _class_attribute(cls: type, name: str) -> object:
+    """``cls``'s attribute ``name`` as stored (no descriptor or metaclass code run); None: none."""
+    for klass in cls.__mro__:
+        held = vars(klass)
+        if name in held:
+            return held[name]
+    return None
+
+
+def _interpreter_values() -> dict[int, str]:
+    """Functions whose value differs between two interpreters running the same code (the process
+    and thread ids), by id."""
+    import _thread
+    import threading
+
+    named = {
+        "os.getpid (the process id)": os.getpid,
+        "os.getppid (the parent's process id)": os.getppid,
+        "threading.get_ident (the thread id)": threading.get_ident,
+        "threading.get_native_id (the thread id)": threading.get_native_id,
+        "_thread.get_ident (the thread id)": _thread.get_ident,
+    }
+    return {id(f): name for name, f in named.items()}
+
+
 def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
     key = tuple(funcs)
     if key in _TYPE_LOOKUPS:
@@ -468,6 +519,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     own_attrs = _own_attributes()
     dunders = _distinguishing_dunders()
     getattr_like = _getattr_like()
+    interpreter = _interpreter_values()
     seen: set = set()
     # (object, whether the project's own code holds it): code held in a container is called as
     # surely as code held directly (a validator table ``CHECKS["plain_int"](k)``, a class attribute
@@ -538,8 +590,24 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
             recent: list = [None, None]  # the two instructions before this one
             builtin_type = None  # the builtin object/int/bool just loaded (``object.__eq__``)
+            seeded = None  # a set just loaded whose order depends on the hash seed: (name, order-free call?)
             for ins in dis.get_instructions(c):
                 before, recent = recent, [recent[1], ins]
+                if seeded is not None:
+                    if not (
+                        ins.opname in ("CONTAINS_OP", "COMPARE_OP")
+                        or (seeded[1] and ins.opname in ("PRECALL", "CALL"))
+                        or (ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _ORDER_FREE_METHODS)
+                    ):
+                        note = (
+                            where,
+                            f"iterates or passes on the set {seeded[0]!r}, whose order changes with the "
+                            "interpreter's string hash seed (PYTHONHASHSEED): a fresh interpreter may take "
+                            "another path (iterate sorted(...))",
+                        )
+                        if note not in others:
+                            others.append(note)
+                    seeded = None
                 if ins.opname == "IS_OP" and any(
                     b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool) for b in before
                 ):
@@ -654,7 +722,21 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             others.append(note)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
+                    if name == "hash" and name not in globs:
+                        note = (
+                            where,
+                            "calls hash(), whose value for a string changes with the interpreter's hash seed "
+                            "(PYTHONHASHSEED): a fresh interpreter may take another path",
+                        )
+                        if note not in others:
+                            others.append(note)
                     previous = globs.get(name)
+                    if _seed_ordered(previous):
+                        seeded = (name, _order_free_call(before[1], globs))
+                    if id(previous) in interpreter and previous is not None:
+                        note = (where, f"reads {interpreter[id(previous)]}, which differs between interpreters")
+                        if note not in others:
+                            others.append(note)
                     if id(previous) in internals and previous is not None:
                         note = (
                             where,
@@ -665,8 +747,18 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     if previous is not None and not isinstance(previous, _MODULE):
                         stack.append((previous, own))
                     continue
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, type):
+                    held = _class_attribute(previous, ins.argval)
+                    if _seed_ordered(held):
+                        seeded = (f"{previous.__name__}.{ins.argval}", False)
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if _seed_ordered(target):
+                        seeded = (f"{previous.__name__}.{ins.argval}", False)
+                    if id(target) in interpreter and target is not None:
+                        note = (where, f"reads {interpreter[id(target)]}, which differs between interpreters")
+                        if note not in others:
+                            others.append(note)
                     if id(target) in getattr_like and target is not None:
                         asking = True  # ``operator.attrgetter(name)(x)``: getattr by another name
                     if id(target) in internals and target is not None:
