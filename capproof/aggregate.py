@@ -884,6 +884,8 @@ def build_abstract_case(
     divisors = [t for t, _ in trace.divisors]
     if divisors:  # the bounded encoding checks each divisor under the assumptions before it
         raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
+    if trace.side_conditions:  # an encoding exact only where a condition holds: checked there too
+        raise NotAggregate(f"side condition {trace.side_conditions[0][1]} (checked on the bounded encoding)")
     return AbstractCase(
         ob,
         dict(fixed),

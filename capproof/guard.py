@@ -243,6 +243,30 @@ _SLOT_CALLS = frozenset(
 )
 
 
+#: ``int``'s (and ``bool``'s) binary slots: called directly on an int (``(16).__mul__(n)``,
+#: ``int.__mul__(16, n)``, ``True.__and__(c)``), each tests its other operand's real type and
+#: returns ``NotImplemented`` for a symbolic value where the operator would dispatch to it
+_BINARY_SLOTS = frozenset(
+    f"__{r}{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "floordiv",
+        "truediv",
+        "mod",
+        "divmod",
+        "pow",
+        "lshift",
+        "rshift",
+        "and",
+        "or",
+        "xor",
+    )
+    for r in ("", "r")
+) | frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
+
+
 def _getattr_like() -> dict[int, str]:
     """Functions that read an attribute by a name given as an argument, as ``getattr`` does."""
     import inspect
@@ -670,6 +694,30 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     if note not in others:
                         others.append(note)
                 builtin_type = None
+                if (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in _BINARY_SLOTS
+                    and c.co_name != ins.argval  # an operator method delegating to its own kind
+                ) or (asking and ins.opname == "LOAD_CONST" and ins.argval in _BINARY_SLOTS):
+                    note = (
+                        where,
+                        f"calls the operator method {ins.argval} directly: an int's returns NotImplemented for "
+                        "a symbolic operand where the operator itself would compute",
+                    )
+                    if note not in others:
+                        others.append(note)
+                if (
+                    ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                    and ins.argval == "NotImplemented"
+                    and not (c.co_name.startswith("__") and c.co_name.endswith("__"))
+                ):
+                    note = (
+                        where,
+                        "reads NotImplemented outside an operator method: an int's operator method gives it for a "
+                        "symbolic operand only",
+                    )
+                    if note not in others:
+                        others.append(note)
                 if (
                     ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
                     and ins.argval in dunders

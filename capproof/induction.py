@@ -338,6 +338,8 @@ def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
         raise _refused(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
     if trace.divisors:
         raise _refused(f"symbolic divisor {trace.divisors[0][0]} (checked on the bounded encoding)")
+    if trace.side_conditions:  # an encoding exact only where a condition holds: checked there
+        raise _refused(f"side condition {trace.side_conditions[0][1]} (checked on the bounded encoding)")
     trace_lemmas.extend(trace.lemmas)
     return value
 

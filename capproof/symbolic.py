@@ -216,6 +216,8 @@ class tracing:
         return trace
 
     def __exit__(self, *exc: object) -> None:
+        if _PENDING_REPRS:
+            _settle_reprs(None)
         if (self.watching or self.outer_watch) and sys.gettrace() is not _watch_call:
             # switched off: a model's settrace, or Python's own when the watch failed at the recursion limit
             trace_state.trace.misuse.append(
@@ -274,6 +276,8 @@ def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
 
 
 def _watch_exception(frame, event: str, arg):
+    if _PENDING_REPRS:
+        _settle_reprs(arg[1] if event == "exception" else None)
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
@@ -313,6 +317,8 @@ def _watch_call(frame, event: str, arg):
     Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
     code = frame.f_code  # (read once: each read of f_code is an audit event)
     if event == "call" and _is_model_code(code):
+        if _PENDING_REPRS:
+            _settle_reprs(None)
         frame.f_trace_lines = False
         if code.co_argcount or code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
             try:
@@ -511,8 +517,137 @@ def machinery_changed() -> list[str]:
     return found + [f"{'.'.join(p for p in k if p)} by {what}" for k, v, what in _TAMPERED if _bound_now(k) != v]
 
 
+def active_trace() -> "Trace | None":
+    """The trace this thread records into: its own, or, in a thread the model started during a
+    symbolic run (which has none), the process's innermost one, so that a divisor or side
+    condition met there is checked as in the model's own thread."""
+    return getattr(trace_state, "trace", None) or _CURRENT[0]
+
+
+#: reprs of symbolic values asked for by code not capproof's or Z3's during a watched symbolic run,
+#: not yet settled: (trace, text, where)
+_PENDING_REPRS: list = []
+
+
+def _repr_outside_capproof(term) -> None:
+    """Note that a symbolic value's repr was asked for, during a watched symbolic run, by code not
+    capproof's or Z3's: a model's ``str([n])``, ``"%s" % (n,)``, a dataclass's or namedtuple's repr,
+    an error message Python formats in C (``list.index``'s ``"%R is not in list"``). Each gives
+    the int's digits on ints. The next event of a model frame settles it (:func:`_settle_reprs`):
+    an exception whose message holds the text carries it on, readable only as misuse; anything else
+    is misuse."""
+    trace = active_trace()
+    if trace is None or sys.gettrace() is not _watch_call:
+        return
+    if sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+        return
+    _PENDING_REPRS.append((trace, f"{term}", caller_location()))
+
+
+def _settle_reprs(error: BaseException | None) -> None:
+    """Settle the pending reprs (:func:`_repr_outside_capproof`): when ``error`` (an exception just
+    raised into a model frame) has a message holding every one, its text arguments become
+    :class:`_ReprText` (reading them in a symbolic run is misuse); otherwise each is misuse now."""
+    pending = list(_PENDING_REPRS)
+    _PENDING_REPRS.clear()
+    if error is not None and pending:
+        args = getattr(error, "args", ())
+        texts = [a for a in args if isinstance(a, str)]
+        if texts and all(any(t in a for a in texts) for _, t, _ in pending):
+            try:
+                error.args = tuple(_ReprText(a) if isinstance(a, str) else a for a in args)
+                return
+            except BaseException:  # noqa: BLE001 - args that cannot be replaced: misuse below
+                pass
+    for trace, text, where in pending:
+        trace.misuse.append(f"repr() of symbolic {text} (the int's digits on ints) read at {where}")
+
+
+class _ReprText(str):
+    """An exception message Python formatted in C with a symbolic value's repr: reading it during a
+    symbolic run, by code not capproof's, is misuse (on ints it shows the int's digits)."""
+
+    __slots__ = ()
+
+    def _read(self, how: str) -> None:
+        if active_trace() is not None and not sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+            raise record_misuse(
+                NotConcreteError(f"{how} of an error message that shows a symbolic value's repr at {caller_location()}")
+            )
+
+
+def _repr_text_method(name: str):
+    base = getattr(str, name)
+
+    def method(self, *args, **kwargs):
+        self._read(f"str.{name}")
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__str__",
+    "__repr__",
+    "__format__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__len__",
+    "__contains__",
+    "__getitem__",
+    "__iter__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+    "__mod__",
+    "__rmod__",
+    "__bool__",
+    "startswith",
+    "endswith",
+    "find",
+    "rfind",
+    "index",
+    "rindex",
+    "count",
+    "split",
+    "rsplit",
+    "partition",
+    "rpartition",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "replace",
+    "lower",
+    "upper",
+    "casefold",
+    "encode",
+    "format",
+    "isdigit",
+    "isdecimal",
+    "isnumeric",
+    "join",
+    "splitlines",
+    "removeprefix",
+    "removesuffix",
+    "translate",
+    "zfill",
+    "ljust",
+    "rjust",
+    "center",
+):
+    if hasattr(str, _name):
+        setattr(_ReprText, _name, _repr_text_method(_name))
+del _name
+
+
 def _record_divisor(term: z3.ArithRef) -> None:
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         trace.divisors.append((term, caller_location()))
 
@@ -891,7 +1026,7 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
 
 def record_nonzero(term: z3.ArithRef, where: str) -> None:
     """Record a symbolic value that must not be zero (checked as divisors are; ``where`` says why)."""
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         trace.divisors.append((term, where))
 
@@ -952,7 +1087,7 @@ def _side_condition(condition: z3.BoolRef, what) -> None:
     condition = z3.simplify(condition)
     if z3.is_true(condition):
         return
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         where = caller_location()
         text = what if isinstance(what, str) else None
@@ -1236,6 +1371,7 @@ class SymInt:
         return out
 
     def __repr__(self) -> str:
+        _repr_outside_capproof(self.term)
         return f"SymInt({self.term})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
@@ -1613,6 +1749,7 @@ class SymBool:
         self.term = term
 
     def __repr__(self) -> str:
+        _repr_outside_capproof(self.term)
         return f"SymBool({self.term})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5

@@ -17,7 +17,6 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-OPEN = pytest.mark.xfail(strict=True, reason="an int's bound dunder returns NotImplemented on a symbolic value (open)")
 
 OPEN_EQ = pytest.mark.xfail(
     strict=True, reason="== with a complex: NotImplemented on both sides, identity answers False (open)"
@@ -65,33 +64,28 @@ ATTEMPTS = [
         D + "def f(a):\n    x = int.__mul__(16, a)\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "reduce-by-int-mul",
         "import functools\n\n" + D + "def f(a):\n    x = functools.reduce(int.__mul__, [16, a])\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "bool-and-dunder-of-a-condition",
         D + "def f(a):\n    r = True.__and__(a == 37)\n    hit = r if r != NotImplemented else False\n"
         "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "constant-mul-dunder",
         D + "def f(a):\n    x = (16).__mul__(a)\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "constant-eq-dunder",
         D + "def f(a):\n    r = (37).__eq__(a)\n    hit = r if r != NotImplemented else False\n"
         "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
-        marks=[OPEN],
     ),
 ]
 
