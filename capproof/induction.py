@@ -63,7 +63,7 @@ from .encode import (
 )
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, refuse_object_slots, to_z3_bool, to_z3_int, tracing
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
 
@@ -152,10 +152,14 @@ def _key(init: Any, cur: Any, nxt: list[z3.ExprRef]) -> tuple:
 _OWN_FILES = {__file__}
 
 
+@refuse_object_slots(lambda why: _refused(why))
 class InductionBatch:
     """The batch for every size: walks return symbolic final states; ``total``/``max_of``/
     ``min_of`` are walks; ``batch[k]`` (a constant ``k >= 0``) is a symbolic entry. Anything
     else (``len``, iteration, a symbolic index, attributes) raises :class:`NotInductive`."""
+
+    #: attributes, but no weak reference (a weak reference to the ints' tuple fails: TypeError)
+    __slots__ = ("__dict__",)
 
     def __getattribute__(self, name: str):
         if name != "__class__":

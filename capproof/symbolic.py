@@ -412,6 +412,9 @@ _FRAME_EVENTS = frozenset(
     }
 )
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+#: audit events of a process the model makes in a symbolic run: a forked child holds copies of the
+#: run's explorer and trace, so its branch decisions, divisors and misuse stay in the child
+_PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system"})
 _AUDITING = [False, False]  # [hook installed, inside the hook]
 
 
@@ -421,14 +424,21 @@ def _audit(event: str, args: tuple) -> None:
     ``gi_frame``) or sets a trace or profile function is misuse: the stack above a model holds
     capproof's frames in a symbolic run and others on ints."""
     if _AUDITING[1] or not (
-        event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
+        event in _FRAME_EVENTS
+        or event in _PROCESS_EVENTS
+        or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
     ):
         return
     if sys.gettrace() is not _watch_call:
         return
     _AUDITING[1] = True
     try:
-        if _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
+        if event in _PROCESS_EVENTS and _from_model(sys._getframe(2)):
+            _misuse_here(
+                f"the model starts a process ({event}) in a symbolic run: a forked child's branch decisions, "
+                "divisors and checks stay in the child"
+            )
+        elif _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
             _misuse_here(
                 f"the model reaches the stack's frames or the interpreter's hooks ({event}"
                 f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
@@ -455,7 +465,7 @@ def _guard_modules() -> None:
         _AUDITING[0] = True
         from ._audit import on
 
-        on(_audit, _FRAME_EVENTS, _FRAME_ATTRIBUTES)
+        on(_audit, _FRAME_EVENTS | _PROCESS_EVENTS, _FRAME_ATTRIBUTES)
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)
@@ -2262,3 +2272,47 @@ def explore(
 
 
 _CLASS_BINDINGS = [(cls, dict(vars(cls))) for cls in (SymInt, SymBool)]
+
+
+#: the object slots Python calls on the type (past ``__getattribute__``) that answer for any object:
+#: on a batch stand-in they would answer where the ints' tuple compares, hashes or prints its entries
+_OBJECT_SLOTS = (
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__repr__",
+    "__str__",
+    "__format__",
+    "__sizeof__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__getstate__",
+    "__dir__",
+    "__copy__",
+    "__deepcopy__",
+)
+
+
+def refuse_object_slots(refuse):
+    """Class decorator for a batch stand-in (the aggregate abstraction's, induction's): every object
+    slot of :data:`_OBJECT_SLOTS` raises ``refuse(why)`` (an exception recorded as misuse), and the
+    class is a registered ``Sequence`` so a ``match`` sequence pattern tests it as it tests the
+    ints' tuple (then asks its ``len()``, which the stand-in refuses)."""
+    import collections.abc
+
+    def decorate(cls):
+        for slot in _OBJECT_SLOTS:
+
+            def method(self, *args, _slot=slot, **kwargs):
+                raise refuse(f"{_slot} of batch {object.__getattribute__(self, 'name')}")
+
+            method.__name__ = slot
+            setattr(cls, slot, method)
+        collections.abc.Sequence.register(cls)
+        return cls
+
+    return decorate

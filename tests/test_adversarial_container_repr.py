@@ -15,7 +15,6 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [

@@ -17,7 +17,6 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-
 OPEN_EQ = pytest.mark.xfail(
     strict=True, reason="== with a complex: NotImplemented on both sides, identity answers False (open)"
 )

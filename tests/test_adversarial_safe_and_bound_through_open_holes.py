@@ -19,7 +19,6 @@ from capproof.bound import bound_obligation
 from capproof.cli import main
 from capproof.loader import load_file
 
-
 CHECK_CONFIG = [
     pytest.param(
         "container-repr",

@@ -17,7 +17,6 @@ from _soundness_harness import HEADER, fails_on_ints
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
-
 ATTEMPTS = [
     pytest.param(
         "aggregate-ceil-of-a-quotient-past-2-53",

@@ -20,11 +20,6 @@ from _soundness_harness import HEADER, fails_on_ints
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
-
-OPEN_FORK = pytest.mark.xfail(
-    strict=True, reason="a forked child's branch decisions stay in the child; its answer comes back concrete (open)"
-)
-
 ATTEMPTS = [
     pytest.param(
         "thread-floordiv-divisor",
@@ -99,7 +94,6 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_FORK],
     ),
     pytest.param(
         # the same quotient in the model's own thread: the side condition is reported (an error)
