@@ -1168,11 +1168,51 @@ def to_z3_int(value: object) -> z3.ArithRef:
     if isinstance(value, bool):
         return z3.IntVal(int(value))
     if isinstance(value, int):
+        if type(value) is not int and _overrides_operators(type(value)):
+            raise record_misuse(
+                NotConcreteError(
+                    f"an operand of {type(value).__name__}, an int subclass with its own operators, at "
+                    f"{caller_location()}: Python calls them first against an int, never against a symbolic value"
+                )
+            )
         return z3.IntVal(value)
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
         return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
     raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
+
+
+#: the operators of ``int`` that an int subclass may override (reflected ones included): Python
+#: calls a subclass's override first when the other operand is an int (``37 + Saturating(5)`` runs
+#: ``Saturating.__radd__``), but a symbolic value is no int to that rule
+_INT_OPERATORS = tuple(
+    f"__{r}{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "floordiv",
+        "truediv",
+        "mod",
+        "divmod",
+        "pow",
+        "lshift",
+        "rshift",
+        "and",
+        "or",
+        "xor",
+    )
+    for r in ("", "r")
+) + ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
+_OVERRIDES: dict[type, bool] = {}
+
+
+def _overrides_operators(kind: type) -> bool:
+    """Whether int subclass ``kind`` defines any of :data:`_INT_OPERATORS` itself."""
+    known = _OVERRIDES.get(kind)
+    if known is None:
+        known = _OVERRIDES[kind] = any(getattr(kind, n, None) is not getattr(int, n) for n in _INT_OPERATORS)
+    return known
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:
@@ -1670,13 +1710,13 @@ class SymInt:
     # comparisons ----------------------------------------------------------------------------
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
-            return NotImplemented  # as int == "a": False, by identity
+            return _foreign_equality(self, other, "==")  # as int == "a": False, by identity
         out = _fast_compare(_core.Z3_mk_eq, self.term, other)
         return out if out is not None else SymBool(z3.simplify(self.term == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
-            return NotImplemented
+            return _foreign_equality(self, other, "!=")
         out = _fast_compare(_core.Z3_mk_distinct, self.term, other)
         return out if out is not None else SymBool(z3.simplify(self.term != to_z3_int(other)))
 
@@ -1862,14 +1902,35 @@ class SymBool:
             return SymBool(z3.simplify(self.term == to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() == other
-        return NotImplemented  # as True == "a": False, by identity
+        return _foreign_equality(self, other, "==")  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
             return SymBool(z3.simplify(self.term != to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() != other
-        return NotImplemented
+        return _foreign_equality(self, other, "!=")
+
+
+def _foreign_equality(value: "SymInt | SymBool", other: object, op: str):
+    """``value == other`` (``op``) for an ``other`` that is no int, float or symbolic value, as
+    Python continues on an int: ``other``'s own reflected comparison. Where that answers for an int
+    but not for the symbolic value (``complex.__eq__``: NotImplemented for a non-int, then identity:
+    ``37 == 37+0j`` is True, the symbolic one False) the comparison is misuse, not a silent False."""
+    method = type(other).__eq__ if op == "==" else type(other).__ne__
+    if method is object.__eq__ or method is object.__ne__:
+        return NotImplemented  # identity on both sides
+    answer = method(other, value)
+    if answer is NotImplemented:
+        if method(other, 0) is NotImplemented:
+            return NotImplemented  # (a str, a list, a dataclass of another class: identity on ints too)
+        raise record_misuse(
+            NotConcreteError(
+                f"{op} of a symbolic value with {type(other).__name__} at {caller_location()}: its own comparison "
+                "answers for an int and not for a symbolic value"
+            )
+        )
+    return answer
 
 
 def _is_boolean(value: object) -> bool:
