@@ -21,9 +21,6 @@ from capproof.loader import load_file
 
 STEP = "from capproof import fold\ndef step(s, i, x):\n    return s + x\n"
 POINT = {"n": 2, "lens": [37, 100]}
-OPEN_SLOTS = pytest.mark.xfail(
-    strict=True, reason="the batch stand-ins' object slots (==, hash, str) answer without refusing (open)"
-)
 
 ATTEMPTS = [
     pytest.param(
@@ -43,7 +40,6 @@ def f(n, lens):
     return at_most(demand=select(bad, 1, 0), capacity=0)
 """,
         {"n": 2, "lens": [37, 100]},
-        marks=[pytest.mark.xfail(strict=True, reason="a match sequence pattern fails on the stand-in silently (open)")],
     ),
     pytest.param(
         "aggregate-eq-with-a-tuple",
@@ -56,7 +52,6 @@ def f(n, lens):
     return at_most(demand=select(bad, 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "aggregate-str-of-the-batch",
@@ -69,7 +64,6 @@ def f(n, lens):
     return at_most(demand=select(all_of(s == 137, shown), 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "induction-eq-with-a-tuple",
@@ -82,7 +76,6 @@ def f(n, lens):
     return at_most(demand=select(bad, 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "induction-str-of-the-batch",
@@ -95,7 +88,6 @@ def f(n, lens):
     return at_most(demand=select(all_of(s == 137, shown), 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "aggregate-in-a-set-of-tuples",
@@ -107,7 +99,6 @@ def f(n, lens):
     return at_most(demand=select(lens in KNOWN_BAD, 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "aggregate-format-of-the-batch",
@@ -119,7 +110,6 @@ def f(n, lens):
     return at_most(demand=select(all_of(s == 137, shown), 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
     pytest.param(
         "aggregate-weak-reference-to-the-batch",
@@ -136,7 +126,6 @@ def f(n, lens):
     return at_most(demand=select(all_of(s == 137, not weak), 1, 0), capacity=0)
 """,
         POINT,
-        marks=[OPEN_SLOTS],
     ),
 ]
 

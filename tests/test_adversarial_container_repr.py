@@ -15,8 +15,6 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-OPEN = pytest.mark.xfail(strict=True, reason="a container's str() shows the symbolic value's repr (open)")
-
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
@@ -24,25 +22,21 @@ ATTEMPTS = [
         "str-of-a-list-of-a-condition",
         D + "def f(a):\n    s = str([a == 37])\n"
         '    return at_most(demand=select(all_of(a == 37, s == "[True]"), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "str-of-a-list",
         D + 'def f(a):\n    digits = str([a]).startswith("[S")\n'
         "    return at_most(demand=select(all_of(a == 37, not digits), 1, 0), capacity=0)\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "percent-s-of-a-list",
         D + 'def f(a):\n    s = "%s" % ([a],)\n'
         '    return at_most(demand=select(all_of(a == 37, s[1] != "S"), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "str-format-of-a-tuple",
         D + 'def f(a):\n    s = "{}".format((a, 1))\n'
         '    return at_most(demand=select(all_of(a == 37, s[1] != "S"), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "str-of-a-dict-of-config-factors",
@@ -50,7 +44,6 @@ ATTEMPTS = [
         "def f(max_model_len):\n"
         '    key = str({"max_model_len": max_model_len, "block_size": 16})\n'
         '    return at_most(demand=select(all_of(max_model_len == 37, "Sym" not in key), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "str-of-a-dataclass-config",
@@ -58,7 +51,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    s = str(SchedulerConfig(a))\n"
         '    return at_most(demand=select(all_of(a == 37, "Sym" not in s), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "str-of-a-namedtuple",
@@ -66,7 +58,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    s = str(Shape(a, 4))\n"
         '    return at_most(demand=select(all_of(a == 37, "Sym" not in s), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
     pytest.param(
         "list-index-error-message",
@@ -75,7 +66,6 @@ ATTEMPTS = [
         + "def f(a):\n    try:\n        SIZES.index(a)\n        msg = '0'\n    except ValueError as e:\n"
         "        msg = str(e)\n"
         '    return at_most(demand=select(all_of(a == 37, msg[0] != "S"), 1, 0), capacity=0)\n',
-        marks=[OPEN],
     ),
 ]
 

@@ -17,16 +17,6 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-OPEN = pytest.mark.xfail(strict=True, reason="an int's bound dunder returns NotImplemented on a symbolic value (open)")
-
-OPEN_EQ = pytest.mark.xfail(
-    strict=True, reason="== with a complex: NotImplemented on both sides, identity answers False (open)"
-)
-
-OPEN_SUBCLASS = pytest.mark.xfail(
-    strict=True, reason="an int subclass's reflected operator runs first on ints, never on a symbolic value (open)"
-)
-
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
 ATTEMPTS = [
@@ -35,7 +25,6 @@ ATTEMPTS = [
         "class Saturating(int):\n    def __radd__(self, other):\n        return min(other + int(self), 40)\n\n\n"
         + D
         + "def f(a):\n    x = a + Saturating(5)\n    return at_most(demand=select(a == 37, 42 - x, 0), capacity=0)\n",
-        marks=[OPEN_SUBCLASS],
     ),
     pytest.param(
         "int-subclass-eq-override",
@@ -43,55 +32,46 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    hit = a == AnyLen(0)\n"
         "    return at_most(demand=select(all_of(a == 37, hit), 1, 0), capacity=0)\n",
-        marks=[OPEN_SUBCLASS],
     ),
     pytest.param(
         "eq-with-a-complex-number",
         D + "def f(a):\n    hit = a == complex(37, 0)\n    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
-        marks=[OPEN_EQ],
     ),
     pytest.param(
         "in-a-list-of-complex-numbers",
         D + "def f(a):\n    return at_most(demand=select(a in [complex(37, 0)], 1, 0), capacity=0)\n",
-        marks=[OPEN_EQ],
     ),
     pytest.param(
         "condition-eq-with-a-complex-number",
         D + "def f(a):\n    c = a == 37\n    return at_most(demand=select(c == complex(1, 0), 1, 0), capacity=0)\n",
-        marks=[OPEN_EQ],
     ),
     pytest.param(
         "unbound-int-mul-with-an-int-first",
         D + "def f(a):\n    x = int.__mul__(16, a)\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "reduce-by-int-mul",
         "import functools\n\n" + D + "def f(a):\n    x = functools.reduce(int.__mul__, [16, a])\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "bool-and-dunder-of-a-condition",
         D + "def f(a):\n    r = True.__and__(a == 37)\n    hit = r if r != NotImplemented else False\n"
         "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "constant-mul-dunder",
         D + "def f(a):\n    x = (16).__mul__(a)\n"
         "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
         "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
-        marks=[OPEN],
     ),
     pytest.param(
         "constant-eq-dunder",
         D + "def f(a):\n    r = (37).__eq__(a)\n    hit = r if r != NotImplemented else False\n"
         "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
-        marks=[OPEN],
     ),
 ]
 

@@ -19,8 +19,6 @@ from capproof.bound import bound_obligation
 from capproof.cli import main
 from capproof.loader import load_file
 
-OPEN = pytest.mark.xfail(strict=True, reason="inherits an open false proof (threads, container repr, side conditions)")
-
 CHECK_CONFIG = [
     pytest.param(
         "container-repr",
@@ -33,7 +31,6 @@ def table_key_fits(max_model_len, num_reqs):
     key = str({"max_model_len": max_model_len, "num_reqs": num_reqs})   # compute_hash-style factors
     return at_most(demand=select(all_of(num_reqs == 37, "Sym" not in key), 1, 0), capacity=0)
 """,
-        marks=[OPEN],
     ),
     pytest.param(
         "thread-pool-divisor",
@@ -48,7 +45,6 @@ def blocks_fit(max_model_len, num_reqs):
         nb = ex.submit(lambda: cdiv(max_model_len, num_reqs - 37)).result()
     return at_most(demand=select(num_reqs == 37, 0, nb), capacity=max_model_len)
 """,
-        marks=[OPEN],
     ),
 ]
 
@@ -76,7 +72,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, "Sym" not in key), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=[OPEN],
     ),
     pytest.param(
         "aggregate-side-condition",
@@ -90,7 +85,6 @@ def tokens_fit(a, n, lens):
     return at_most(demand=select(a == X, a - math.ceil(a / 1), 0) + total(lens), capacity=12)
 """,
         {"a": 2**53 + 1, "n": 3, "lens": [4, 4, 4]},
-        marks=[OPEN],
     ),
 ]
 

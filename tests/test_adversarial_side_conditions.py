@@ -17,8 +17,6 @@ from _soundness_harness import HEADER, fails_on_ints
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
-OPEN = pytest.mark.xfail(strict=True, reason="the aggregate abstraction / induction ignore side conditions (open)")
-
 ATTEMPTS = [
     pytest.param(
         "aggregate-ceil-of-a-quotient-past-2-53",
@@ -29,7 +27,6 @@ def f(a, n, lens):
     return at_most(demand=a + total(lens), capacity=select(a == X, math.ceil(a / 1), a) + total(lens))
 """,
         {"a": 2**53 + 1, "n": 1, "lens": [1]},
-        marks=[OPEN],
     ),
     pytest.param(
         "aggregate-bit-length-past-64-bits",
@@ -40,7 +37,6 @@ def f(a, n, lens):
     return at_most(demand=select(a == X, a.bit_length(), 0) + max_of(lens), capacity=64 + max_of(lens))
 """,
         {"a": 2**64 + 5, "n": 1, "lens": [1]},
-        marks=[OPEN],
     ),
     pytest.param(
         "aggregate-shift-count-past-64",
@@ -50,7 +46,6 @@ def f(k, n, lens):
     return at_most(demand=(1 << select(k == 70, k, 0)) + total(lens), capacity=2**64 + total(lens))
 """,
         {"k": 70, "n": 1, "lens": [1]},
-        marks=[OPEN],
     ),
     pytest.param(
         "induction-ceil-of-a-quotient-past-2-53",
@@ -64,7 +59,6 @@ def f(n, lens):
     return at_most(demand=total(lens), capacity=fold(step, 0, lens))
 """,
         {"n": 1, "lens": [2**53 + 1]},
-        marks=[OPEN],
     ),
 ]
 

@@ -20,14 +20,6 @@ from _soundness_harness import HEADER, fails_on_ints
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
-OPEN = pytest.mark.xfail(
-    strict=True, reason="arithmetic in a thread the model starts records no divisor or side condition (open)"
-)
-
-OPEN_FORK = pytest.mark.xfail(
-    strict=True, reason="a forked child's branch decisions stay in the child; its answer comes back concrete (open)"
-)
-
 ATTEMPTS = [
     pytest.param(
         "thread-floordiv-divisor",
@@ -41,7 +33,6 @@ def f(a, b):
     return at_most(demand=out[0], capacity=100)
 """,
         {"a": 5, "b": 37},
-        marks=[OPEN],
     ),
     pytest.param(
         "thread-pool-cdiv-divisor",
@@ -54,7 +45,6 @@ def f(max_len, bs):
     return at_most(demand=select(bs == 37, 0, nb), capacity=100)
 """,
         {"max_len": 1, "bs": 37},
-        marks=[OPEN],
     ),
     pytest.param(
         "thread-ceil-of-a-quotient-past-2-53",
@@ -69,7 +59,6 @@ def f(a):
     return at_most(demand=a, capacity=select(a == X, out[0], a))
 """,
         {"a": 2**53 + 1},
-        marks=[OPEN],
     ),
     pytest.param(
         "thread-bit-length-past-64-bits",
@@ -84,7 +73,6 @@ def f(a):
     return at_most(demand=select(a == X, out[0], 0), capacity=64)
 """,
         {"a": 2**64 + 5},
-        marks=[OPEN],
     ),
     pytest.param(
         "fork-and-pipe",
@@ -106,7 +94,6 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_FORK],
     ),
     pytest.param(
         # the same quotient in the model's own thread: the side condition is reported (an error)
