@@ -250,3 +250,30 @@ def test_a_kernel_filled_slot_array_is_judged_by_the_run_that_executed_it(tmp_pa
     )
     failed = {"vllm/v1/worker/gpu/speculator.py:20": (False, "executed (concrete): 1 of 4 runs failed")}
     assert not ds.slot_array_fact(root, None, failed)["checked"]
+
+
+def test_the_slot_remove_request_frees_is_a_slot(tmp_path):
+    """``req_idx = self.req_states.remove_request(req_id)`` is a slot (or None): every return of
+    ``remove_request`` is ``None`` or the value popped from ``req_id_to_index``."""
+    runner = RUNNER + textwrap.indent(
+        textwrap.dedent("""
+        def finish(self, req_id):
+            req_idx = self.req_states.remove_request(req_id)
+            if req_idx is None:
+                return
+            self.touch(req_idx)
+        """),
+        "    ",
+    )
+    root = _tree(tmp_path, runner)
+    e = _entry()
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
+    bad = STATES.replace("        return req_idx\n", "        return req_idx + 1\n")
+    assert bad != STATES
+    base = tmp_path / "b"
+    root = _tree(base, runner)
+    (base / "vllm/v1/worker/gpu/states.py").write_text(textwrap.dedent(bad))
+    ds.parsed_files.cache_clear()
+    e, reasons = _entry(), {}
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
+    assert "index i is not a slot" in reasons[e.id]

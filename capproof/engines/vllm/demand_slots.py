@@ -335,6 +335,46 @@ class SlotJudge:
                 else:
                     self.ctor_of[name] = None
 
+    def remove_returns_slot(self) -> bool:
+        """``RequestState.remove_request`` returns only ``None`` or a name bound only to
+        ``self.req_id_to_index.pop(..., None)`` (a slot: :func:`slot_fact`)."""
+        if not hasattr(self, "_remove_ok"):
+            self._remove_ok = False
+            for rel, tree, _parents in self.files:
+                if rel != STATES:
+                    continue
+                for cls in ast.walk(tree):
+                    if not (isinstance(cls, ast.ClassDef) and cls.name == "RequestState"):
+                        continue
+                    fn = next(
+                        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "remove_request"), None
+                    )
+                    if fn is None:
+                        continue
+                    rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return)]
+                    names = {r.id for r in rets if isinstance(r, ast.Name)}
+                    plain = all(r is None or source_text(r) == "None" or isinstance(r, ast.Name) for r in rets)
+                    binds = [
+                        a
+                        for a in ast.walk(fn)
+                        if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For))
+                        and any(
+                            isinstance(t, ast.Name) and t.id in names
+                            for t in ast.walk(a.targets[0] if isinstance(a, ast.Assign) else a.target)
+                        )
+                    ]
+                    self._remove_ok = (
+                        plain
+                        and bool(binds)
+                        and all(
+                            isinstance(a, ast.Assign)
+                            and len(a.targets) == 1
+                            and source_text(a.value).startswith("self.req_id_to_index.pop(")
+                            for a in binds
+                        )
+                    )
+        return self._remove_ok
+
     def family(self, cls: str) -> set[str]:
         """``cls``, its subclasses and its bases defined under ``vllm/v1/worker/gpu/`` (by name)."""
         out = {cls}
@@ -438,6 +478,15 @@ class SlotJudge:
             return True  # a KeyError (absent id) stops the engine
         if rel == STATES and s == "self.free_indices.pop()":
             return True
+        if (
+            isinstance(expr, ast.Call)
+            and (
+                source_text(expr.func).endswith("req_states.remove_request")
+                or (rel == STATES and source_text(expr.func) == "self.remove_request")
+            )
+            and self.remove_returns_slot()
+        ):
+            return True  # the freed slot, or None (an index by None adds an axis: no row past the end)
         if isinstance(expr, ast.Name):
             return self._name(rel, parents, fn, expr.id, depth, self.scalar)
         return False
