@@ -14,7 +14,9 @@ V2 ``InputBatch`` and the sampling context) hold slots: :func:`slot_array_fact` 
 stored into a field or keyword of those names under ``vllm/v1/worker/gpu/`` (a ``map`` of
 ``req_id_to_index.__getitem__``, a subset or copy of another slot array, a ``-1`` marker, or the
 dummy batch's ``arange(num_reqs)``, whose ``num_reqs`` is the V2 request-count fact of
-:mod:`.demand_v2_requests`).
+:mod:`.demand_v2_requests`, or ``zeros``), and every in-place write of such a name (markers ``-1``
+and ``0``, ``copy_`` of a slot array); stores a Triton kernel fills are judged by running the
+engine's code (:func:`.fact_slots.shard_paths`), passed in.
 
 :func:`derive_slot_rows` gives a one-dimensional ``[max_num_reqs]`` buffer of the V2 runner the
 row extent ``max_num_reqs`` (an index below ``max_num_reqs`` touches at most that many rows) only
@@ -22,7 +24,8 @@ when **every** use of its attribute name in every file under ``vllm/v1/worker/gp
 the allocating file: uses through ``req_states.<name>`` in the runner count) is one of:
 
 - a subscript by a slot (a name bound, through assignments and every call site of its function
-  under ``vllm/v1/worker/gpu/``, to ``req_id_to_index[...]`` or ``free_indices.pop()``), or by a
+  under ``vllm/v1/worker/gpu/``, to ``req_id_to_index[...]``, ``free_indices.pop()`` or
+  ``req_states.remove_request(...)`` (:meth:`SlotJudge.remove_returns_slot`)), or by a
   slot array (under :func:`slot_array_fact`), directly or through a ``CpuGpuBuffer``/UVA view
   (``.np``, ``.gpu``, ``.cpu``);
 - ``stage_write_elem(slot, value)``;
