@@ -885,7 +885,14 @@ def derive_more(entries: list, root: str) -> list[str]:
 
         facts: list = []
         reasons: dict = {}
-        derive_slot_rows(entries, root, reasons=reasons, facts=facts)
+        try:
+            from .fact_slots import shard_paths
+
+            executed = shard_paths(root)
+        except Exception as exc:  # noqa: BLE001 - one line: the sharded slot arrays stay not checked
+            executed = None
+            problems.append(f"batch sharder not run: {type(exc).__name__}: {exc}"[:300])
+        derive_slot_rows(entries, root, reasons=reasons, facts=facts, executed=executed)
         for f in facts:
             if not f["checked"]:
                 bad = f["paths"]["not checked"]
