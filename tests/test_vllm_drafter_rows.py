@@ -1,10 +1,12 @@
 """Request rows of the V1 drafters' staging buffers (capproof/engines/vllm/demand_drafter_rows.py).
 
 Fast tier: the source reader on small trees in the shape of vLLM 0.33.0's lines
-(``vllm/v1/spec_decode/extract_hidden_states.py:328-336``); the unpadded-count fact is vLLM's own
+(``vllm/v1/spec_decode/extract_hidden_states.py:330-336``); the unpadded-count fact is vLLM's own
 reading (``demand.unpadded_requests_bound``) in the real tier, replaced here by its record form."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -104,3 +106,27 @@ def test_an_unchecked_unpadded_fact_leaves_the_count_free(tmp_path, monkeypatch)
     e = _entry(GOOD)
     R.derive_drafter_rows([e], _root(tmp_path))
     assert e.demands[0]["extent"] == "num_reqs"
+
+
+@pytest.mark.real
+def test_vllms_drafter_staging_rows_and_their_uses():
+    """On vLLM 0.33.0's sources: both drafters' `backup_next_token_ids` get request rows from their
+    accesses; the extract-hidden-states one has no unchecked use, the base proposer's keeps its
+    local `.gpu` alias (handed whole to a Triton kernel) unchecked."""
+    from capproof.engines.vllm import wheels
+    from capproof.engines.vllm.foreign_uses import check_foreign_uses
+    from capproof.inventory import load
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.isdir(os.path.join(root, "vllm", "v1", "spec_decode")):
+        pytest.skip("vLLM 0.33.0's sources are not extracted")
+    ents = [e for e in load("proofs/inventory/vllm-0.33.0.json") if e.file in R.DRAFTER_FILES]
+    for e in ents:
+        e.demands = []
+        e.accesses = [a for a in e.accesses if a.get("file") in (None, e.file)]
+    done = R.derive_drafter_rows(ents, root)
+    extract = f"{R.DRAFTER_FILES[0]}::ExtractHiddenStatesProposer.backup_next_token_ids"
+    base = f"{R.DRAFTER_FILES[1]}::SpecDecodeBaseProposer.backup_next_token_ids"
+    assert {extract, base} <= set(done)
+    lines = check_foreign_uses([e for e in ents if e.id in done], root, D.judge_request_rows)
+    assert [ln.split(":")[0] for ln in lines] == [base.split(":")[0]] and "backup_tokens_gpu" in lines[0]

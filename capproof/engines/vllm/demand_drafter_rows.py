@@ -2,7 +2,7 @@
 
 A drafter (``vllm/v1/spec_decode/``, vLLM 0.33.0) keeps ``[max_num_seqs]`` CPU/GPU buffers it fills
 per request of the runner's persistent batch, e.g. ``prepare_next_token_ids_padded``
-(``extract_hidden_states.py:328-336``, ``llm_base_proposer.py:1061-1068``)::
+(``extract_hidden_states.py:330-336``, ``llm_base_proposer.py:1062-1068``)::
 
     num_reqs = gpu_input_batch.num_reqs
     for i in range(num_reqs):
