@@ -16,7 +16,8 @@ the builders it can reach are those of backends selectable for a non-MLA, non-sp
   with an underlying backend bound only to ``get_attn_backend(...)`` with at most three positional
   arguments and no ``use_mla``/``use_sparse`` keyword;
 - **executed**: ``get_attn_backend``'s defaults (``inspect.signature``); for every member of
-  vLLM's ``AttentionBackendEnum`` whose class imports on this CPU, ``is_mla()``, the builder class
+  vLLM's ``AttentionBackendEnum`` whose class imports on this CPU (GPU-only packages replaced by
+  the tracer's raising stand-ins, so the class's own code loads), ``is_mla()``, the builder class
   (``get_builder_cls()``) and its MRO, ``supports_pcp()``, and ``validate_configuration(use_mla=False,
   ...)`` at compute capabilities 8.0, 9.0, 10.0 and 12.0: an MLA backend is rejected ("non-MLA not
   supported"), which is how CUDA and ROCm selection (``--attention-backend`` or by priority) refuse
@@ -47,6 +48,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import sys
 
 from ...facts import fact_record, path_record
 
@@ -265,7 +267,7 @@ def backend_classes(root: str) -> list[dict]:
             out.append(rec)
             continue
         try:
-            cls = member.get_class()
+            cls = _import_class(member)
         except Exception as exc:  # noqa: BLE001 - the class needs a kernel library this CPU lacks
             rec["note"] = f"does not import here ({type(exc).__name__})"
             module = rec["path"].rpartition(".")[0]
@@ -299,7 +301,7 @@ def backend_classes(root: str) -> list[dict]:
         rec.update(supports_pcp=None, files=[], note="", state_space=True)
         try:
             rec["path"] = member.get_path()
-            cls = member.get_class()
+            cls = _import_class(member)
         except Exception as exc:  # noqa: BLE001 - not importable here: its files stay in the reached scope
             rec["note"] = f"does not import here ({type(exc).__name__})"
             out.append(rec)
@@ -317,6 +319,24 @@ def backend_classes(root: str) -> list[dict]:
             if mla:
                 rec.update(how="ast", mla=True, rejects_non_mla=True, note=why)
     return out
+
+
+def _import_class(member):
+    """``member.get_class()``, with a GPU-only package the module imports (``trace.CUDA_ONLY_PACKAGES``:
+    FlashInfer, FlashAttention, ...) replaced by a module whose every use raises, as the tracer
+    does: the result does not depend on what an earlier harness installed."""
+    from ..tracing.interpret import install_cuda_only
+    from .trace import CUDA_ONLY_PACKAGES
+
+    for _ in range(16):
+        try:
+            return member.get_class()
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if missing.split(".")[0] not in CUDA_ONLY_PACKAGES or missing in sys.modules:
+                raise
+            install_cuda_only(missing)
+    return member.get_class()
 
 
 def _base_validate():
