@@ -135,3 +135,19 @@ def test_vllms_backends_split_into_wrappable_and_mla(vllm_root):
     assert "vllm/v1/attention/backends/mla/flashmla.py" in reach["other_files"]
     # the wrapper also hands its metadata to the underlying implementation: its module is reached
     assert "vllm/v1/attention/backends/flash_attn_diffkv.py" in reach["reachable_files"]
+
+
+def test_a_scope_names_a_directory_only_when_all_its_files_are_in_it():
+    every = [
+        "vllm/v1/attention/backend.py",
+        "vllm/v1/attention/ops/a.py",
+        "vllm/v1/attention/ops/b/c.py",
+        "vllm/v1/attention/backends/mla/m.py",
+        "vllm/v1/attention/backends/f.py",
+    ]
+    reached = ["vllm/v1/attention/backend.py", "vllm/v1/attention/ops/a.py", "vllm/v1/attention/ops/b/c.py"]
+    assert A.compact(reached, every) == ["vllm/v1/attention/backend.py", "vllm/v1/attention/ops/"]
+    assert A.compact(["vllm/v1/attention/backends/mla/m.py"], every) == ["vllm/v1/attention/backends/mla/"]
+    assert A.compact(every, every) == ["vllm/v1/attention/"]  # never wider than the attention directory
+    assert F.in_scope({"scope": A.compact(reached, every)}, "vllm/v1/attention/ops/b/c.py")
+    assert not F.in_scope({"scope": A.compact(reached, every)}, "vllm/v1/attention/backends/f.py")

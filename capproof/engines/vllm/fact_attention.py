@@ -59,6 +59,7 @@ __all__ = [
     "backend_classes",
     "local_reach",
     "attention_files",
+    "compact",
     "v2_attention_paths",
     "attention_facts",
 ]
@@ -443,6 +444,28 @@ def local_reach(root: str) -> dict:
     }
 
 
+def compact(files: list[str], every: list[str], base: str = ATTENTION_DIR) -> list[str]:
+    """``files`` with each directory under ``base`` (``base`` included) all of whose files (in
+    ``every``) are in ``files`` written as its prefix (``dir/``, as :func:`capproof.facts.in_scope`
+    reads it), outermost first."""
+    chosen, out = set(files), []
+    dirs = sorted(p for f in every for p in _parents(f) if p.startswith(base))
+    covered: set[str] = set()
+    for d in dirs:
+        if any(d.startswith(c) for c in out):
+            continue
+        inside = [f for f in every if f.startswith(d)]
+        if inside and all(f in chosen for f in inside):
+            out.append(d)
+            covered.update(inside)
+    return sorted(out + [f for f in files if f not in covered])
+
+
+def _parents(f: str) -> list[str]:
+    parts = f.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
+
+
 def attention_files(root: str) -> list[str]:
     """Every ``.py`` file under ``vllm/v1/attention/`` (the request-count facts' scopes)."""
     return [rel for rel, _ in _py_files(root, ATTENTION_DIR.rstrip("/"))]
@@ -516,6 +539,7 @@ def attention_facts(
     the builders it reaches (a counterexample); ``local_cex`` its record."""
     reach = local_reach(root)
     backends = reach["backends"]
+    every = attention_files(root)
     pcp_files = {f for b in backends if b["supports_pcp"] for f in b["files"]}
     mla = sorted(f for f in reach["other_files"] if f in pcp_files)
     ssm = sorted(f for f in reach["other_files"] if f not in pcp_files)
@@ -533,7 +557,7 @@ def attention_facts(
         fact_record(
             head + "builders the chunked-local wrapper can reach",
             [assumption],
-            reach["reachable_files"],
+            compact(reach["reachable_files"], every),
             [*v1_paths, local_path, *v2_attention_paths(root, v2_status, pcp, pcp_in_reach)],
             [c for c in [local_cex] if c] + (cexs if pcp_in_reach else []),
         )
@@ -543,7 +567,7 @@ def attention_facts(
             fact_record(
                 head + "builders the chunked-local wrapper cannot reach that run under PCP (MLA backends)",
                 [assumption],
-                mla,
+                compact(mla, every),
                 [*v1_paths, not_reached, *v2_attention_paths(root, v2_status, pcp, True)],
                 cexs,
             )
@@ -553,7 +577,7 @@ def attention_facts(
             fact_record(
                 head + "builders the chunked-local wrapper cannot reach and PCP does not run (state-space backends)",
                 [assumption],
-                ssm,
+                compact(ssm, every),
                 [*v1_paths, not_reached, *v2_attention_paths(root, v2_status, pcp, False)],
             )
         )
