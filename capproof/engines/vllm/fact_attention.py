@@ -22,7 +22,7 @@ the builders it can reach are those of backends selectable for a non-MLA, non-sp
   ...)`` at compute capabilities 8.0, 9.0, 10.0 and 12.0: an MLA backend is rejected ("non-MLA not
   supported"), which is how CUDA and ROCm selection (``--attention-backend`` or by priority) refuse
   it for a non-MLA layer; the CPU platform's ``get_attn_backend_cls`` run for every member;
-- **read** for members whose class does not import here (FlashInfer, CUTLASS, FA MLA ...): a class
+- **read** for members whose class does not import here (CUTLASS MLA, FA MLA, ...): a class
   whose base, resolved through its module's imports, is an executed MLA backend class and that does
   not override ``is_mla``/``validate_configuration`` is MLA; any other is counted as reachable
   (conservative: its module stays in the chunked-local scope).
