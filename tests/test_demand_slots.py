@@ -171,3 +171,109 @@ def test_dummy_sampler_rows_refuse_a_broken_link(tmp_path, file, old, new, refus
     finally:
         ds.parsed_files.cache_clear()
     assert why is not None and refusal in why
+
+
+SPECULATOR = """
+import torch
+
+
+class Speculator:
+    def __init__(self, max_num_reqs):
+        self.idx_mapping = torch.zeros(max_num_reqs, dtype=torch.int64)
+
+    def copy_inputs(self, num_reqs, idx_mapping, dummy_run=False):
+        if dummy_run:
+            self.idx_mapping.fill_(-1)
+        else:
+            self.idx_mapping[:num_reqs].copy_(idx_mapping)
+            self.idx_mapping[num_reqs:].fill_(-1)
+
+    def propose(self, input_batch, num_reqs):
+        self.copy_inputs(num_reqs, {arg})
+"""
+
+
+def _slot_array_tree(tmp_path, arg="input_batch.idx_mapping", extra=""):
+    root = _tree(tmp_path)
+    base = tmp_path / "vllm" / "v1" / "worker" / "gpu"
+    (base / "speculator.py").write_text(textwrap.dedent(SPECULATOR.format(arg=arg)) + textwrap.dedent(extra))
+    ds.parsed_files.cache_clear()
+    return root
+
+
+def _not_checked(fact):
+    return [
+        p.split(" ")[0].rsplit("/", 1)[-1] + " " + p.split(" (")[0].split(" ", 1)[1]
+        for p in fact["paths"]["not checked"]
+    ]
+
+
+def test_in_place_writes_of_a_slot_array_are_paths_of_the_fact(tmp_path):
+    """``torch.zeros``, ``fill_(-1)`` and ``copy_`` of the batch's slot array (the parameter judged
+    at its one call site) are checked; a copy of something else, an in-place add and an
+    augmented assignment are not."""
+    fact = ds.slot_array_fact(_slot_array_tree(tmp_path), None)
+    assert fact["checked"], fact["paths"]["not checked"]
+    assert any("in-place copy_ of self.idx_mapping from idx_mapping" in p for p in fact["paths"]["checked (ast)"])
+
+    fact = ds.slot_array_fact(_slot_array_tree(tmp_path / "b", arg="torch.arange(num_reqs)"), None)
+    assert _not_checked(fact) == ["speculator.py:13 in-place copy_ of self.idx_mapping from idx_mapping"]
+
+    extra = """
+    def bump(self):
+        self.idx_mapping.add_(1)
+        self.idx_mapping += 1
+    """
+    fact = ds.slot_array_fact(_slot_array_tree(tmp_path / "c", extra=textwrap.indent(extra, "    ")), None)
+    assert sorted(p.split(" (")[0] for p in _not_checked(fact)) == [
+        "speculator.py:20 in-place add_ of self.idx_mapping",
+        "speculator.py:21 in-place augmented assignment of self.idx_mapping",
+    ]
+
+
+def test_a_kernel_filled_slot_array_is_judged_by_the_run_that_executed_it(tmp_path):
+    """``new_empty`` filled by a kernel is no slot array in the source; the store is checked only
+    through ``executed`` (the engine's code run), keyed by the line that makes the tensor."""
+    extra = """
+    def shard(input_batch, n):
+        local = input_batch.idx_mapping.new_empty(n)
+        return replace(input_batch, idx_mapping=local)
+    """
+    root = _slot_array_tree(tmp_path, extra=extra)
+    fact = ds.slot_array_fact(root, None)
+    assert _not_checked(fact) == ["speculator.py:21 local"]
+    ran = {"vllm/v1/worker/gpu/speculator.py:20": (True, "executed (concrete): every element stored")}
+    fact = ds.slot_array_fact(root, None, ran)
+    assert fact["checked"]
+    assert any(
+        p.startswith("vllm/v1/worker/gpu/speculator.py:21 local (executed") for p in fact["paths"]["checked (ast)"]
+    )
+    failed = {"vllm/v1/worker/gpu/speculator.py:20": (False, "executed (concrete): 1 of 4 runs failed")}
+    assert not ds.slot_array_fact(root, None, failed)["checked"]
+
+
+def test_the_slot_remove_request_frees_is_a_slot(tmp_path):
+    """``req_idx = self.req_states.remove_request(req_id)`` is a slot (or None): every return of
+    ``remove_request`` is ``None`` or the value popped from ``req_id_to_index``."""
+    runner = RUNNER + textwrap.indent(
+        textwrap.dedent("""
+        def finish(self, req_id):
+            req_idx = self.req_states.remove_request(req_id)
+            if req_idx is None:
+                return
+            self.touch(req_idx)
+        """),
+        "    ",
+    )
+    root = _tree(tmp_path, runner)
+    e = _entry()
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}) == [e.id]
+    bad = STATES.replace("        return req_idx\n", "        return req_idx + 1\n")
+    assert bad != STATES
+    base = tmp_path / "b"
+    root = _tree(base, runner)
+    (base / "vllm/v1/worker/gpu/states.py").write_text(textwrap.dedent(bad))
+    ds.parsed_files.cache_clear()
+    e, reasons = _entry(), {}
+    assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
+    assert "index i is not a slot" in reasons[e.id]

@@ -157,3 +157,35 @@ def test_a_buffer_returned_or_aliased_in_its_own_file_is_not_verified(tmp_path):
     e = _entry()
     (line,) = check_foreign_uses([e], root, judge_request_rows)
     assert "return" in e.demands[0]["unchecked_uses"][0] and derived_dims(e.to_dict()) == set()
+
+
+def test_a_use_the_derivation_judged_itself_is_checked_once_per_judged_use(tmp_path):
+    """The V2 slot rows judge every use under ``vllm/v1/worker/gpu/`` themselves and list them in
+    ``judged_uses``; a use at such a site is then checked here, but a second use on the same line
+    (or a site not listed) is not."""
+    root = _tree(
+        tmp_path,
+        {
+            "vllm/v1/worker/gpu_input_batch.py": BATCH,
+            "vllm/v1/worker/gpu_model_runner.py": RUNNER,
+            "vllm/v1/spec_decode/proposer.py": PROPOSER,
+        },
+    )
+    e = _entry()
+    e.demands[0]["judged_uses"] = ["vllm/v1/spec_decode/proposer.py:6"]
+    assert check_foreign_uses([e], root, judge_request_rows) == []
+    assert derived_dims(e.to_dict()) == {0}
+
+    twice = PROPOSER.replace("ib.temperature[req_index] = 0.0", "ib.temperature[req_index] = ib.temperature[0]")
+    root = _tree(
+        tmp_path / "b",
+        {
+            "vllm/v1/worker/gpu_input_batch.py": BATCH,
+            "vllm/v1/worker/gpu_model_runner.py": RUNNER,
+            "vllm/v1/spec_decode/proposer.py": twice,
+        },
+    )
+    e = _entry()
+    e.demands[0]["judged_uses"] = ["vllm/v1/spec_decode/proposer.py:6"]
+    assert len(check_foreign_uses([e], root, judge_request_rows)) == 1
+    assert derived_dims(e.to_dict()) == set()

@@ -881,11 +881,24 @@ def derive_more(entries: list, root: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - one line: these request rows are not derived
         problems.append(f"request rows through views not derived: {type(exc).__name__}: {exc}"[:300])
     try:
+        from .demand_drafter_rows import derive_drafter_rows
+
+        derive_drafter_rows(entries, root)
+    except Exception as exc:  # noqa: BLE001 - one line: the drafters' request rows are not derived
+        problems.append(f"drafter request rows not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
         from .demand_v2_requests import derive_slot_rows
 
         facts: list = []
         reasons: dict = {}
-        derive_slot_rows(entries, root, reasons=reasons, facts=facts)
+        try:
+            from .fact_slots import shard_paths
+
+            executed = shard_paths(root)
+        except Exception as exc:  # noqa: BLE001 - one line: the sharded slot arrays stay not checked
+            executed = None
+            problems.append(f"batch sharder not run: {type(exc).__name__}: {exc}"[:300])
+        derive_slot_rows(entries, root, reasons=reasons, facts=facts, executed=executed)
         for f in facts:
             if not f["checked"]:
                 bad = f["paths"]["not checked"]

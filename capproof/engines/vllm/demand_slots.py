@@ -14,7 +14,9 @@ V2 ``InputBatch`` and the sampling context) hold slots: :func:`slot_array_fact` 
 stored into a field or keyword of those names under ``vllm/v1/worker/gpu/`` (a ``map`` of
 ``req_id_to_index.__getitem__``, a subset or copy of another slot array, a ``-1`` marker, or the
 dummy batch's ``arange(num_reqs)``, whose ``num_reqs`` is the V2 request-count fact of
-:mod:`.demand_v2_requests`).
+:mod:`.demand_v2_requests`, or ``zeros``), and every in-place write of such a name (markers ``-1``
+and ``0``, ``copy_`` of a slot array); stores a Triton kernel fills are judged by running the
+engine's code (:func:`.fact_slots.shard_paths`), passed in.
 
 :func:`derive_slot_rows` gives a one-dimensional ``[max_num_reqs]`` buffer of the V2 runner the
 row extent ``max_num_reqs`` (an index below ``max_num_reqs`` touches at most that many rows) only
@@ -22,13 +24,14 @@ when **every** use of its attribute name in every file under ``vllm/v1/worker/gp
 the allocating file: uses through ``req_states.<name>`` in the runner count) is one of:
 
 - a subscript by a slot (a name bound, through assignments and every call site of its function
-  under ``vllm/v1/worker/gpu/``, to ``req_id_to_index[...]`` or ``free_indices.pop()``), or by a
+  under ``vllm/v1/worker/gpu/``, to ``req_id_to_index[...]``, ``free_indices.pop()`` or
+  ``req_states.remove_request(...)`` (:meth:`SlotJudge.remove_returns_slot`)), or by a
   slot array (under :func:`slot_array_fact`), directly or through a ``CpuGpuBuffer``/UVA view
   (``.np``, ``.gpu``, ``.cpu``);
 - ``stage_write_elem(slot, value)``;
-- a whole-buffer operation (``[:]``, ``fill_``, ``zero_``, ``copy_to_uva()``, ``apply_write()``,
-  ``copy_to_gpu()`` with no count, ``np.minimum``/``np.maximum`` of whole arrays), or a read of
-  ``.shape``/``.dtype``/``.device``.
+- a whole-buffer operation (``[:]``, ``fill_``/numpy's ``fill``, ``zero_``, ``copy_(src)`` into
+  the whole buffer, ``copy_to_uva()``, ``apply_write()``, ``copy_to_gpu()`` with no count,
+  ``np.minimum``/``np.maximum`` of whole arrays), or a read of ``.shape``/``.dtype``/``.device``.
 
 Anything else (the buffer or a view handed to a kernel or helper, an alias in a local, a slice by a
 count) leaves the entry without a demand. Reading the source is ``how: ast``; name collisions
@@ -335,6 +338,46 @@ class SlotJudge:
                 else:
                     self.ctor_of[name] = None
 
+    def remove_returns_slot(self) -> bool:
+        """``RequestState.remove_request`` returns only ``None`` or a name bound only to
+        ``self.req_id_to_index.pop(..., None)`` (a slot: :func:`slot_fact`)."""
+        if not hasattr(self, "_remove_ok"):
+            self._remove_ok = False
+            for rel, tree, _parents in self.files:
+                if rel != STATES:
+                    continue
+                for cls in ast.walk(tree):
+                    if not (isinstance(cls, ast.ClassDef) and cls.name == "RequestState"):
+                        continue
+                    fn = next(
+                        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "remove_request"), None
+                    )
+                    if fn is None:
+                        continue
+                    rets = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return)]
+                    names = {r.id for r in rets if isinstance(r, ast.Name)}
+                    plain = all(r is None or source_text(r) == "None" or isinstance(r, ast.Name) for r in rets)
+                    binds = [
+                        a
+                        for a in ast.walk(fn)
+                        if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For))
+                        and any(
+                            isinstance(t, ast.Name) and t.id in names
+                            for t in ast.walk(a.targets[0] if isinstance(a, ast.Assign) else a.target)
+                        )
+                    ]
+                    self._remove_ok = (
+                        plain
+                        and bool(binds)
+                        and all(
+                            isinstance(a, ast.Assign)
+                            and len(a.targets) == 1
+                            and source_text(a.value).startswith("self.req_id_to_index.pop(")
+                            for a in binds
+                        )
+                    )
+        return self._remove_ok
+
     def family(self, cls: str) -> set[str]:
         """``cls``, its subclasses and its bases defined under ``vllm/v1/worker/gpu/`` (by name)."""
         out = {cls}
@@ -438,6 +481,15 @@ class SlotJudge:
             return True  # a KeyError (absent id) stops the engine
         if rel == STATES and s == "self.free_indices.pop()":
             return True
+        if (
+            isinstance(expr, ast.Call)
+            and (
+                source_text(expr.func).endswith("req_states.remove_request")
+                or (rel == STATES and source_text(expr.func) == "self.remove_request")
+            )
+            and self.remove_returns_slot()
+        ):
+            return True  # the freed slot, or None (an index by None adds an axis: no row past the end)
         if isinstance(expr, ast.Name):
             return self._name(rel, parents, fn, expr.id, depth, self.scalar)
         return False
@@ -581,6 +633,9 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
             return _array_value(rel, parents, fn, v.func.value, requests_fact, depth + 1)
         if f == "np.where" and len(v.args) == 3 and source_text(v.args[1]) == "-1":
             return _array_value(rel, parents, fn, v.args[2], requests_fact, depth + 1)
+        if f in ("torch.zeros", "np.zeros"):
+            # every element 0, a slot (max_num_reqs >= 1); later in-place writes are paths of their own
+            return True, "zeros (slot 0)"
         if (
             f in ("np.arange", "torch.arange")
             and v.args
@@ -624,18 +679,98 @@ def _array_value(rel, parents, fn, v, requests_fact, depth=0) -> tuple[bool, str
     return False, f"not a slot array: {s}"
 
 
-def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
+#: Values an in-place write may put into a slot array: ``-1`` (a marker; a Python index wraps to
+#: the last row, within the allocation) and ``0`` (a slot: ``max_num_reqs >= 1``).
+MARKERS = ("-1", "0")
+
+
+def _in_place_writes(rel, tree, parents):
+    """``[(node, line, kind, value)]`` of every in-place write of a name or attribute named in
+    :data:`SLOT_ARRAYS` (directly or through a subscript): a subscript store (``value`` the stored
+    expression), a call of a method ending in ``_`` (torch's in-place methods: ``kind`` its name,
+    ``value`` the call), or the array passed as ``out=`` (``kind`` ``"out="``)."""
+    out = []
+    for n in ast.walk(tree):
+        named = (isinstance(n, ast.Attribute) and n.attr in SLOT_ARRAYS) or (
+            isinstance(n, ast.Name) and n.id in SLOT_ARRAYS
+        )
+        if not named:
+            continue
+        if isinstance(getattr(n, "ctx", None), ast.Store):
+            if isinstance(parents.get(n), ast.AugAssign):
+                out.append((n, n.lineno, "augmented assignment", None))
+            continue
+        target, parent = n, parents.get(n)
+        if isinstance(parent, ast.Subscript) and parent.value is target:
+            if isinstance(parent.ctx, ast.Store):
+                stmt = parents.get(parent)
+                value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign)) else None
+                out.append((n, n.lineno, "store", value if isinstance(stmt, ast.Assign) else None))
+                continue
+            target, parent = parent, parents.get(parent)
+        if isinstance(parent, ast.Attribute) and parent.value is target and parent.attr.endswith("_"):
+            call = parents.get(parent)
+            out.append((n, n.lineno, parent.attr, call if isinstance(call, ast.Call) else None))
+        elif isinstance(parent, ast.keyword) and parent.arg == "out":
+            out.append((n, n.lineno, "out=", None))
+    return out
+
+
+def slot_array_fact(root: str, requests_fact: dict | None, executed: dict | None = None) -> dict:
     """Whether every value stored into a field or keyword named ``idx_mapping_np``,
     ``idx_mapping`` or ``expanded_idx_mapping`` under ``vllm/v1/worker/gpu/`` holds slots (AST):
     ``np.fromiter`` of ``map(req_states.req_id_to_index.__getitem__, ...)``, a subscript of
     another slot array, ``async_tensor_h2d``/``.contiguous()`` of one, ``np.where(mask, -1, array)``
-    (``-1`` indexes the last row: within the allocation), or ``arange(num_reqs)`` in the dummy
-    batch (values < num_reqs, which ``requests_fact`` bounds by ``max_num_reqs``)."""
+    (``-1`` indexes the last row: within the allocation), ``torch.zeros``/``np.zeros`` (slot 0),
+    or ``arange(num_reqs)`` in the dummy batch (values < num_reqs, which ``requests_fact`` bounds
+    by ``max_num_reqs``). A store a kernel fills is judged by ``executed`` (``{"<file>:<line>":
+    (checked, why)}``, the engine's code run: :func:`.fact_slots.shard_paths`), not read here.
+
+    Every **in-place write** of such a name (a subscript store, a torch in-place method, ``out=``)
+    is a path too: ``fill_``/a store of a marker (:data:`MARKERS`), ``zero_()``, or ``copy_`` of a
+    slot array (a parameter: every call site's argument, through :class:`SlotJudge`); anything
+    else is not checked."""
     checked, unchecked = [], []
     slots = SlotJudge(root, arrays_ok=True)
+    executed = executed or {}
 
     def ok(rel, parents, fn, v, depth=0):
         return _array_value(rel, parents, fn, v, requests_fact, depth)
+
+    def source_ok(rel, parents, fn, v) -> tuple[bool, str]:
+        good, why = ok(rel, parents, fn, v)
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs] if fn else []
+        if isinstance(v, ast.Name) and v.id in params:
+            # a parameter: judged at every call site (not by its name)
+            def judge(crel, cparents, caller, arg, depth):
+                return caller is not None and ok(crel, cparents, caller, arg, depth)[0]
+
+            slots.why.clear()
+            good = slots._param(rel, parents, fn, v.id, 0, judge)
+            why = (
+                "every call site passes a slot array"
+                if good
+                else "a call site passes " + (slots.why[-1] if slots.why else "no slot array")
+            )
+        return good, why
+
+    for rel, tree, parents in slots.files:
+        for n, line, kind, value in _in_place_writes(rel, tree, parents):
+            fn = enclosing_function(parents, n)
+            what = f"{rel}:{line} in-place {kind} of {source_text(n)}"
+            args = value.args if isinstance(value, ast.Call) else []
+            if kind == "zero_" and not args:
+                checked.append(f"{what} (zero: slot 0)")
+            elif kind == "fill_" and len(args) == 1 and source_text(args[0]) in MARKERS:
+                checked.append(f"{what} (fill_({source_text(args[0])}): a marker)")
+            elif kind == "store" and value is not None and source_text(value) in MARKERS:
+                checked.append(f"{what} (stores {source_text(value)}: a marker)")
+            elif kind in ("copy_", "store") and fn is not None and (args or value is not None):
+                src = args[0] if kind == "copy_" else value
+                good, why = source_ok(rel, parents, fn, src)
+                (checked if good else unchecked).append(f"{what} from {source_text(src)[:60]} ({why})")
+            else:
+                unchecked.append(f"{what} (not a marker, a zero or a copy of a slot array)")
 
     for rel, tree, parents in slots.files:
         for n in ast.walk(tree):
@@ -648,6 +783,18 @@ def slot_array_fact(root: str, requests_fact: dict | None) -> dict:
                         values.append((n.value, n.lineno))
             for v, line in values:
                 fn = enclosing_function(parents, n)
+                lines = [line]
+                if isinstance(v, ast.Name) and fn is not None:  # a local: where it is made
+                    lines += [
+                        x.lineno
+                        for x in ast.walk(fn)
+                        if isinstance(x, ast.Assign) and any(source_text(t) == v.id for t in x.targets)
+                    ]
+                hit = next((f"{rel}:{x}" for x in lines if f"{rel}:{x}" in executed), None)
+                if hit is not None and len(lines) <= 2:
+                    good, why = executed[hit]
+                    (checked if good else unchecked).append(f"{rel}:{line} {source_text(v)[:80]} ({why})")
+                    continue
                 good, why = ok(rel, parents, fn, v)
                 (checked if good else unchecked).append(f"{rel}:{line} {source_text(v)[:80]} ({why})")
     return {
@@ -718,8 +865,14 @@ def slot_rows_uses(entry, root: str, slots: SlotJudge, reasons: dict | None = No
                 if parent.attr in WHOLE_METHODS and not call.args and not call.keywords:
                     sites.append(f"{where} {parent.attr}() (whole)")
                     continue
-                if parent.attr in ("fill_",) and len(call.args) == 1:
-                    sites.append(f"{where} fill_ (whole)")
+                if parent.attr in ("fill_", "fill") and len(call.args) == 1 and not call.keywords:
+                    # torch's fill_, numpy's fill: every element, none beyond the allocation
+                    sites.append(f"{where} {parent.attr} (whole)")
+                    continue
+                if parent.attr == "copy_" and len(call.args) == 1 and not call.keywords:
+                    # the whole buffer as copy_'s destination: torch raises unless the source
+                    # broadcasts to its shape, so no element beyond the allocation is written
+                    sites.append(f"{where} copy_ into the whole buffer")
                     continue
                 if (
                     parent.attr == "stage_write_elem"

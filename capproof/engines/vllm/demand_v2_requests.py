@@ -703,16 +703,22 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
 
 
 def derive_slot_rows(
-    entries: list, root: str, requests_fact: dict | None = None, reasons: dict | None = None, facts: list | None = None
+    entries: list,
+    root: str,
+    requests_fact: dict | None = None,
+    reasons: dict | None = None,
+    facts: list | None = None,
+    executed: dict | None = None,
 ) -> list[str]:
     """Set the dimension-0 ``demands`` (extent ``max_num_reqs``) of every one-dimensional
     ``[max_num_reqs]`` buffer of the V2 runner whose every use is slot-indexed or whole
     (:func:`slot_rows_uses`) **and** whose facts (:func:`slot_fact`, and :func:`slot_array_fact`
     when a use indexes by a slot array) are checked; an entry whose use needs a fact not checked
-    gets no demand and its reason names the fact. Returns the ids derived."""
+    gets no demand and its reason names the fact. ``executed``: the slot-array stores judged by
+    running the engine's code (:func:`.fact_slots.shard_paths`). Returns the ids derived."""
     fact = slot_fact(root)
     requests = requests_fact if requests_fact is not None else v2_requests_fact(root)
-    arrays = slot_array_fact(root, requests)
+    arrays = slot_array_fact(root, requests, executed)
     slots = SlotJudge(root, arrays_ok=True)
     sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
     slots.counts = CountJudge(root, sched, induction=bool(requests.get("checked")))
@@ -743,6 +749,9 @@ def derive_slot_rows(
                 ],
                 "notes": [],
                 "facts": needed,
+                # every use judged above, one "<file>:<line>" per use (foreign_uses.check_foreign_uses
+                # takes these as checked and judges any other use it finds in another file)
+                "judged_uses": [s.split(" ", 1)[0] for s in sites],
             }
         ]
         done.append(e.id)

@@ -18,6 +18,7 @@ __all__ = ["PROVIDERS", "engine_facts"]
 PROVIDERS = (
     "capproof.engines.vllm.fact_requests:request_facts",
     "capproof.engines.vllm.fact_tokens:token_facts",
+    "capproof.engines.vllm.fact_slots:slot_facts",
 )
 
 

@@ -346,8 +346,10 @@ def check_foreign_uses(entries: list, root: str, request_rows=None) -> list[str]
     reader in its own file (:func:`escapes_in_file`), each derived demand keeps its extent (its obligation still compares it) and
     gets ``unchecked_uses`` (the sites, at most 20) and ``unchecked_uses_count``: the coverage
     (:func:`capproof.coverage.derived_dims`) then does not count that dimension as derived, so the
-    entry is not verified. ``request_rows`` judges a request-rows use (:func:`judge`). Returns one
-    line per such entry."""
+    entry is not verified. ``request_rows`` judges a request-rows use (:func:`judge`). A use at a
+    site the derivation judged itself (the demand's ``judged_uses``, one ``"<file>:<line>"`` per
+    use it judged there, e.g. the V2 runner's slot-indexed uses) is checked when the line holds no
+    more uses than that. Returns one line per such entry."""
     lines = []
     tables: dict = {}
     for e in entries:
@@ -359,9 +361,18 @@ def check_foreign_uses(entries: list, root: str, request_rows=None) -> list[str]
         if not uses and not escapes:
             continue
         unchecked = [f"{u['file']}:{u['line']} {u['op']} {u['text'][:80]}" for u in escapes]
+        per_line: dict[str, int] = {}
+        for u in uses:
+            per_line[f"{u['file']}:{u['line']}"] = per_line.get(f"{u['file']}:{u['line']}", 0) + 1
         for u in uses:
             ok = True
             for d in derived:
+                # a use the derivation itself judged (``judged_uses``: "<file>:<line>" once per use
+                # it judged there); a line with more uses than it judged is not taken
+                site = f"{u['file']}:{u['line']}"
+                judged = d.get("judged_uses") or []
+                if site in judged and per_line[site] <= judged.count(site):
+                    continue
                 got = judge(root, e, u, d.get("family") or "", tables, request_rows)
                 if got is None or not covers(str(d.get("extent")), got[1]):
                     ok = False
