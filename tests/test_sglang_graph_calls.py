@@ -297,6 +297,14 @@ def test_a_helper_return_is_this_calls_argument_and_a_returning_branch_does_not_
     root = _tree(tmp_path / "b", {"layers/attention/my_backend.py": BACKEND, "runner.py": leaky})
     (line,) = backend_bs_sites(root, "MyBackend")["not checked"]
     assert "replay_helper" in line and "self.stale" in line
+    # inside a ``with`` (or ``try``) an exception may be swallowed and control go on past the ``if``
+    guarded = HELPER_RUNNER.replace(
+        "        if forward_batch.preplanned:\n            bs = self._size(bs=self.stale, num_tokens=0)\n            return",
+        "        with suppress(KeyError):\n            if forward_batch.preplanned:\n                bs = self.stale\n                return",
+    )
+    assert guarded != HELPER_RUNNER
+    root = _tree(tmp_path / "c", {"layers/attention/my_backend.py": BACKEND, "runner.py": guarded})
+    assert len(backend_bs_sites(root, "MyBackend")["not checked"]) == 1
 
 
 GLUE = """

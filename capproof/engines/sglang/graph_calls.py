@@ -303,7 +303,7 @@ class _Tracer:
     def _reaching(self, rel: str, fn, binds: list, use) -> list:
         """The bindings of :meth:`_assigns` that may reach ``use``: a binding inside the body (or
         ``else``) of an ``if`` of ``fn`` that ends in ``return``/``raise``, has no ``break``/
-        ``continue`` and is in no ``try`` of ``fn`` does not reach a use after that ``if`` (control
+        ``continue`` and is in no ``try`` or ``with`` of ``fn`` does not reach a use after that ``if`` (control
         leaves ``fn`` first)."""
         uline = getattr(use, "lineno", None)
         if uline is None:
@@ -329,11 +329,11 @@ class _Tracer:
         return out
 
     def _in_try(self, rel: str, node, fn) -> bool:
-        """``node`` is inside a ``try`` of ``fn`` (an exception raised in it may be caught and control
-        go on after the ``try``)."""
+        """``node`` is inside a ``try`` or a ``with`` of ``fn`` (an exception raised in it may be
+        caught, or suppressed by the context manager, and control go on after it)."""
         p = self.ix.parents(rel).get(node)
         while p is not None and p is not fn:
-            if isinstance(p, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            if isinstance(p, (ast.Try, getattr(ast, "TryStar", ast.Try), ast.With, ast.AsyncWith)):
                 return True
             p = self.ix.parents(rel).get(p)
         return False
