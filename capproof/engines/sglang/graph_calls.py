@@ -1185,6 +1185,8 @@ def _instance_receivers(ix: _Index, cls: str):
         par = ix.parents(rel)
         for k in ast.walk(t) if t else []:
             if isinstance(k, ast.ClassDef) and k.name == cls:
+                if k.decorator_list or k.keywords:
+                    return None  # a decorator or metaclass may register the class elsewhere
                 methods |= {b.name for b in k.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
                 for x in ast.walk(k):
                     if (
