@@ -63,7 +63,18 @@ from .encode import (
 from .errors import CapproofError
 from .minimize import minimize_term
 from .obligation import Obligation
-from .symbolic import RawTerms, SymBool, SymInt, differs_from, model_int, model_true, to_z3_bool, to_z3_int, tracing
+from .symbolic import (
+    RawTerms,
+    SymBool,
+    SymInt,
+    differs_from,
+    model_int,
+    model_true,
+    refuse_object_slots,
+    to_z3_bool,
+    to_z3_int,
+    tracing,
+)
 
 __all__ = [
     "AggregateBatch",
@@ -80,10 +91,14 @@ class NotAggregate(CapproofError):
     """The model uses a batch in a way the aggregate abstraction does not capture exactly."""
 
 
+@refuse_object_slots(lambda why: _refused(why))
 class AggregateBatch:
     """A Vector parameter as its aggregates (see the module docstring). Not a sequence: only
     ``total``/``max_of``/``min_of`` and direct iteration by a ``for`` or a comprehension (one
     representative entry, eliminated by ``all_of``) are allowed."""
+
+    #: attributes, but no weak reference (a weak reference to the ints' tuple fails: TypeError)
+    __slots__ = ("__dict__",)
 
     @property
     def __class__(self):  # noqa: D105 - isinstance(batch, tuple) is True, as on the ints' tuple
@@ -884,6 +899,8 @@ def build_abstract_case(
     divisors = [t for t, _ in trace.divisors]
     if divisors:  # the bounded encoding checks each divisor under the assumptions before it
         raise NotAggregate(f"symbolic divisor {divisors[0]} (checked on the bounded encoding)")
+    if trace.side_conditions:  # an encoding exact only where a condition holds: checked there too
+        raise NotAggregate(f"side condition {trace.side_conditions[0][1]} (checked on the bounded encoding)")
     return AbstractCase(
         ob,
         dict(fixed),

@@ -154,6 +154,15 @@ def _summary(result: RunResult) -> None:
 _SESSION: dict[str, Any] = {"cwd": None, "root": None, "settings": {}, "verbosity": 0}
 
 
+def _headline_dtypes(inventory_path: str):
+    """The dtypes of the index buffers the coverage headline of this inventory is over (its engine's
+    ``headline_dtypes``; the engine is the file name's prefix, ``<engine>-<version>.json``), or None
+    (all entries) for an engine without one or a file named after no engine."""
+    engine = os.path.basename(inventory_path).split("-")[0]
+    adapter = next((a for a in ENGINE_ADAPTERS if engine in a.engines), None)
+    return getattr(adapter, "headline_dtypes", None) if adapter is not None else None
+
+
 def _user_path(path: str | None) -> str | None:
     """A path the user typed (relative to where capproof started) as an absolute path."""
     if path is None or path == "-":
@@ -1247,7 +1256,7 @@ def coverage(inventory_path, from_json, write, check, rlimit) -> None:
 
     texts, updates = [], []
     for path, ents, orig in sections:
-        cov = compute_coverage(ents, for_section(path), path)
+        cov = compute_coverage(ents, for_section(path), path, headline_dtypes=_headline_dtypes(path))
         texts.append(render_coverage(cov))
         updates.append((path, orig, inventory_text(orig, fill_verdicts(ents, cov))))
         _out().print(f"{path}: {cov.summary_line()}", markup=False, style="bold")

@@ -35,6 +35,11 @@ headline being ``verified``:
   demand bound itself assumed;
 - ``undecided`` / ``uncovered`` as above.
 
+An engine may report its headline over its **index buffers** (``headline_dtypes``: the element
+types of an index/size buffer, e.g. SGLang's integer and bool buffers): the summary line then
+starts with the verified share of the entries of those dtypes and keeps the all-entries counts
+after it; without ``headline_dtypes`` (vLLM) the headline is over all entries.
+
 Facts a proof rests on (its named assumptions in the unsat core) are listed as **assumed**, with
 the engine paths their sources cite and that no obligation checked (:meth:`Coverage.assumed`).
 
@@ -353,6 +358,8 @@ class Coverage:
     unknown_ids: dict[str, list[str]] = field(default_factory=dict)
     #: the engine facts of this inventory (:mod:`capproof.facts`), checked or not
     facts: list[dict[str, Any]] = field(default_factory=list)
+    #: element types of the engine's index buffers when its headline is over them (else None: all entries)
+    headline_dtypes: frozenset | None = None
 
     @property
     def total(self) -> int:
@@ -366,12 +373,18 @@ class Coverage:
     def traced(self) -> int:
         return sum(e.traced_capacity for e in self.entries)
 
-    def kinds(self) -> "OrderedDict[str, int]":
-        """``{kind: number of entries}`` for every kind of :data:`KINDS`, in that order."""
+    def kinds(self, entries: "Iterable[EntryCoverage] | None" = None) -> "OrderedDict[str, int]":
+        """``{kind: number of entries}`` for every kind of :data:`KINDS`, in that order (over
+        ``entries``, by default all)."""
         out = OrderedDict((k, 0) for k in KINDS)
-        for e in self.entries:
+        for e in self.entries if entries is None else entries:
             out[e.kind] += 1
         return out
+
+    def index_buffers(self) -> list[EntryCoverage]:
+        """The entries whose dtype is one of :attr:`headline_dtypes` (``[]`` when it is None)."""
+        dtypes = self.headline_dtypes or frozenset()
+        return [e for e in self.entries if e.entry.get("dtype") in dtypes]
 
     @property
     def verified(self) -> int:
@@ -454,8 +467,19 @@ class Coverage:
         return OrderedDict((g, tuple(out[g])) for g in sorted(out, key=_group_order))
 
     def summary_line(self) -> str:
+        """The headline: over the index buffers first when :attr:`headline_dtypes` is set, then
+        over all entries."""
         k = self.kinds()
-        return (
+        head = ""
+        if self.headline_dtypes is not None:
+            idx = self.index_buffers()
+            ki = self.kinds(idx)
+            head = (
+                f"verified: {ki['verified']}/{len(idx)} index buffers ({_pct(ki['verified'], len(idx))}; dtype "
+                f"{', '.join(sorted(self.headline_dtypes))}); proved on an assumed fact {ki['proved on an assumed fact']}; "
+                f"uncovered {ki['uncovered']}. All entries: "
+            )
+        return head + (
             f"verified: {k['verified']}/{self.total} entries ({_pct(k['verified'], self.total)}: demand derived from "
             f"the engine's accesses on every dimension, no assumption restating the claim); "
             f"counterexample {k['counterexample']}; proved on a modelled demand {k['proved, demand modelled']}; "
@@ -545,10 +569,13 @@ def compute(
     run_json: dict[str, Any],
     inventory_path: str = "",
     facts: list[dict[str, Any]] | None = None,
+    headline_dtypes: Iterable[str] | None = None,
 ) -> Coverage:
     """Join inventory entries with the run's obligations by ``covers`` (see the module docstring).
     ``facts``: the engine facts (:mod:`capproof.facts`); by default read from the file next to
     ``inventory_path`` (:func:`capproof.facts.facts_path`, none when it does not exist).
+    ``headline_dtypes``: report the headline over the entries of these dtypes (the engine's index
+    buffers) before the all-entries counts; None keeps it over all entries.
     Raises :class:`CoverageInputError` for a facts file of the wrong form."""
     if facts is None:
         try:
@@ -559,6 +586,7 @@ def compute(
         inventory_path,
         [EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e)))) for e in entries],
         facts=list(facts),
+        headline_dtypes=frozenset(headline_dtypes) if headline_dtypes is not None else None,
     )
     index = {e.id: e for e in cov.entries}
     for ob in run_json.get("obligations", []):
@@ -692,6 +720,22 @@ def _column_lines(cov: Coverage) -> list[str]:
     ]
 
 
+def _index_lines(cov: Coverage) -> list[str]:
+    """The kinds over the index buffers (:attr:`Coverage.headline_dtypes`), when the headline is over them."""
+    if cov.headline_dtypes is None:
+        return []
+    idx = cov.index_buffers()
+    return [
+        f"Index buffers (the headline; dtype {', '.join(sorted(cov.headline_dtypes))}): {len(idx)} of the "
+        f"{cov.total} entries.",
+        "",
+        "| kind | index buffers | share |",
+        "|---|---|---|",
+        *(f"| {k} | {n} | {_pct(n, len(idx))} |" for k, n in cov.kinds(idx).items()),
+        "",
+    ]
+
+
 def render_markdown(cov: Coverage) -> str:
     """The text of ``proofs/coverage.md``: summary, tables by category and directory, then every
     entry with its obligations, verdicts and the facts each proof rests on, or **uncovered**."""
@@ -718,6 +762,7 @@ def render_markdown(cov: Coverage) -> str:
         "|---|---|---|",
         *(f"| {k} | {n} | {_pct(n, cov.total)} |" for k, n in kinds.items()),
         "",
+        *_index_lines(cov),
         f"Covered (any decided verdict, the old headline): {cov.covered}/{cov.total}; capacity traced: "
         f"{cov.traced}/{cov.total}.",
         "",

@@ -9,11 +9,13 @@ the functions reachable from the model) and cached.
 
 from __future__ import annotations
 
+import collections
 import dis
 import functools
 import os
 import sys
 import types
+import weakref
 
 import z3
 
@@ -241,6 +243,30 @@ _SLOT_CALLS = frozenset(
 )
 
 
+#: ``int``'s (and ``bool``'s) binary slots: called directly on an int (``(16).__mul__(n)``,
+#: ``int.__mul__(16, n)``, ``True.__and__(c)``), each tests its other operand's real type and
+#: returns ``NotImplemented`` for a symbolic value where the operator would dispatch to it
+_BINARY_SLOTS = frozenset(
+    f"__{r}{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "floordiv",
+        "truediv",
+        "mod",
+        "divmod",
+        "pow",
+        "lshift",
+        "rshift",
+        "and",
+        "or",
+        "xor",
+    )
+    for r in ("", "r")
+) | frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
+
+
 def _getattr_like() -> dict[int, str]:
     """Functions that read an attribute by a name given as an argument, as ``getattr`` does."""
     import inspect
@@ -285,7 +311,10 @@ def introspections(*funcs) -> list[str]:
             "may take a branch the ints do not"
             for where, name in attrs
         ]
-        + [f"{where} {what}: it may take a branch the ints do not" for where, what in others]
+        + [
+            f"{where} {what}" + ("" if "interpreter" in what else ": it may take a branch the ints do not")
+            for where, what in others
+        ]
     )
 
 
@@ -330,6 +359,177 @@ _CALLS = frozenset(
 )
 
 
+#: containers whose items the scan walks when the project's code holds them
+_CONTAINERS = frozenset({dict, list, tuple, set, frozenset, types.SimpleNamespace, types.MappingProxyType})
+_CONTAINER_BASES = (dict, list, tuple, set, frozenset, collections.deque)
+#: values that hold no code
+_ATOMS = frozenset({int, bool, float, complex, str, bytes, type(None)})
+#: container items looked into per scan; past it the scan fails closed (a note, so an error)
+_CONTAINER_BUDGET = 1_000_000
+
+
+def _items(obj: object) -> list:
+    """The values a container holds (a dict's keys and values, a namespace's attributes)."""
+    if isinstance(obj, types.SimpleNamespace):
+        return list(vars(obj).values())
+    try:
+        items = list(obj.items()) if isinstance(obj, (dict, types.MappingProxyType)) else list(obj)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a container subclass that cannot be listed: nothing found in it
+        return []
+    return [v for kv in items for v in kv] if isinstance(obj, (dict, types.MappingProxyType)) else items
+
+
+_SITE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def _installed_file(filename: str) -> bool:
+    """Whether ``filename`` is an installed package's, not the project's: under a ``site-packages``
+    directory, or in a hidden directory under the working directory (``.venv``, an engine's
+    sources checked out into ``.capproof/``), as :mod:`capproof.runner` tells the project's modules."""
+    return _installed_under(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=65536)
+def _installed_under(filename: str, cwd: str) -> bool:
+    if any(d in filename for d in _SITE_DIRS):
+        return True
+    root = os.path.abspath(cwd) + os.sep
+    path = os.path.abspath(filename)
+    return path.startswith(root) and f"{os.sep}." in os.sep + path[len(root) :]
+
+
+def _installed_code(value: object) -> bool:
+    """Whether ``value`` is a function, method or class an installed package defines."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, type):
+        return _installed(value) and value.__module__ != "builtins"
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    return isinstance(code, types.CodeType) and _installed_file(code.co_filename)
+
+
+def _installed(cls: type) -> bool:
+    """Whether class ``cls`` comes from an installed package (or from C, or the standard library)."""
+    cwd = os.getcwd()
+    try:
+        where, found = _CLASSES[cls]
+        if where == cwd:
+            return found
+    except (KeyError, TypeError):
+        pass
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    found = not isinstance(path, str) or _installed_under(path, cwd) or is_library_file(path)
+    try:
+        _CLASSES[cls] = (cwd, found)
+    except TypeError:  # a class that cannot be a key
+        pass
+    return found
+
+
+#: :func:`_installed` of the classes met, with the working directory it was told under
+_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+#: the methods ``dataclasses`` writes for a class (compiled from its own text: ``<string>``)
+_DATACLASS_METHODS = frozenset(
+    {"__init__", "__repr__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__setattr__", "__delattr__"}
+)
+
+
+def _dataclass_made(cls: type, name: str, value: object) -> bool:
+    """Whether ``value``, ``cls``'s attribute ``name``, is a method ``dataclasses`` wrote (its
+    ``__init__`` compares defaults with its sentinels by identity, never a model's values)."""
+    code = getattr(value, "__code__", None)
+    return (
+        name in _DATACLASS_METHODS
+        and "__dataclass_fields__" in vars(cls)
+        and isinstance(code, types.CodeType)
+        and code.co_filename == "<string>"
+    )
+
+
+def _project_object(obj: object) -> bool:
+    """Whether ``obj`` is an object (with attributes) of a class the project defines."""
+    cls = type(obj)
+    if isinstance(obj, type) or _installed(cls):
+        return False
+    try:
+        return isinstance(object.__getattribute__(obj, "__dict__"), dict)
+    except Exception:  # noqa: BLE001 - no attributes of its own
+        return False
+
+
+_TABLES: tuple[int, frozenset[int]] = (-1, frozenset())
+
+
+def _installed_tables() -> frozenset[int]:
+    """The ids of the containers installed packages' modules hold as globals (``from engine.x import
+    TABLE`` in a spec binds one): their provenance is the package's, and they are not walked."""
+    global _TABLES
+    if _TABLES[0] != len(sys.modules):
+        found: set[int] = set()
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if not isinstance(path, str) or not _installed_file(path):
+                continue
+            try:
+                held = types.ModuleType.__getattribute__(module, "__dict__")
+            except Exception:  # noqa: BLE001 - an odd module object
+                continue
+            found.update(id(v) for v in list(held.values()) if type(v) in _CONTAINERS)
+        _TABLES = (len(sys.modules), frozenset(found))
+    return _TABLES[1]
+
+
+#: builtins whose result does not depend on the order a set iterates in
+_ORDER_FREE_FUNCS = frozenset({"len", "sorted", "set", "frozenset", "min", "max", "any", "all", "bool"})
+#: set methods whose result does not depend on the order it iterates in
+_ORDER_FREE_METHODS = frozenset({"issubset", "issuperset", "isdisjoint", "__contains__", "__len__"})
+_NUMBERS = (int, float, bool, type(None))
+
+
+def _seed_ordered(value: object) -> bool:
+    """Whether ``value`` is a set or frozenset whose iteration order may change with the string hash
+    seed: one holding anything but numbers (strings, bytes, enum members, tuples of them)."""
+    return isinstance(value, (set, frozenset)) and any(not isinstance(v, _NUMBERS) for v in value)
+
+
+def _order_free_call(ins, globs: dict) -> bool:
+    """Whether instruction ``ins`` (the one before a set's load) loads an order-free builtin (``len``)."""
+    return (
+        ins is not None
+        and ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        and ins.argval in _ORDER_FREE_FUNCS
+        and ins.argval not in globs
+    )
+
+
+def _class_attribute(cls: type, name: str) -> object:
+    """``cls``'s attribute ``name`` as stored (no descriptor or metaclass code run); None: none."""
+    for klass in cls.__mro__:
+        held = vars(klass)
+        if name in held:
+            return held[name]
+    return None
+
+
+def _interpreter_values() -> dict[int, str]:
+    """Functions whose value differs between two interpreters running the same code (the process
+    and thread ids), by id."""
+    import _thread
+    import threading
+
+    named = {
+        "os.getpid (the process id)": os.getpid,
+        "os.getppid (the parent's process id)": os.getppid,
+        "threading.get_ident (the thread id)": threading.get_ident,
+        "threading.get_native_id (the thread id)": threading.get_native_id,
+        "_thread.get_ident (the thread id)": _thread.get_ident,
+    }
+    return {id(f): name for name, f in named.items()}
+
+
 def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
     key = tuple(funcs)
     if key in _TYPE_LOOKUPS:
@@ -343,37 +543,68 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     own_attrs = _own_attributes()
     dunders = _distinguishing_dunders()
     getattr_like = _getattr_like()
+    interpreter = _interpreter_values()
     seen: set = set()
-    stack = list(funcs)
+    # (object, whether the project's own code holds it): code held in a container is called as
+    # surely as code held directly (a validator table ``CHECKS["plain_int"](k)``, a class attribute
+    # list of rules), so the containers the project's code and classes hold are walked; those an
+    # installed package's code holds (its registries, regex's pattern cache) are not
+    stack: list[tuple[object, bool]] = [(f, True) for f in funcs]
+    budget = _CONTAINER_BUDGET
     while stack:
-        obj = stack.pop()
+        obj, own = stack.pop()
+        if type(obj) in _CONTAINERS or isinstance(obj, _CONTAINER_BASES):
+            if not own or id(obj) in seen or id(obj) in _installed_tables():
+                continue
+            seen.add(id(obj))
+            items = _items(obj)
+            budget -= len(items)
+            if budget < 0:
+                note = ("(the model's reach)", "holds containers too large to scan for the code they hold")
+                if note not in others:
+                    others.append(note)
+                continue
+            # what an installed package defines (an engine's functions and classes a table of the
+            # project lists) is the package's code, not the project's: not scanned from here
+            stack += [(v, True) for v in items if type(v) not in _ATOMS and not _installed_code(v)]
+            continue
         if isinstance(obj, (staticmethod, classmethod)):
             obj = obj.__func__
         if isinstance(obj, property):
-            stack += [f for f in (obj.fget, obj.fset) if f is not None]
+            stack += [(f, own) for f in (obj.fget, obj.fset) if f is not None]
             continue
         if isinstance(obj, type):
             if id(obj) not in seen and obj.__module__ != "builtins":
                 seen.add(id(obj))
-                stack += list(vars(obj).values())
+                mine = not _installed(obj)
+                stack += [(v, mine) for k, v in vars(obj).items() if not _dataclass_made(obj, k, v)]
             continue
         if isinstance(obj, functools.partial):
-            stack.append(obj.func)
+            stack += [(obj.func, own), *((v, own) for v in obj.args), *((v, own) for v in obj.keywords.values())]
             continue
         if isinstance(obj, types.ModuleType):
             # a module held in a closure has no code of its own to call; reading an attribute it
             # lacks runs its ``__getattr__`` (transformers' lazy modules import there)
             continue
         code = getattr(obj, "__code__", None)
-        if not isinstance(code, types.CodeType) or code in seen or is_library_file(code.co_filename):
+        if not isinstance(code, types.CodeType):
+            if own and id(obj) not in seen and _project_object(obj):
+                # an object of a project class (a table of rules as an object): its class's methods
+                # and what it holds
+                seen.add(id(obj))
+                stack += [(type(obj), True), (object.__getattribute__(obj, "__dict__"), True)]
+            continue
+        if code in seen or is_library_file(code.co_filename):
             continue
         seen.add(code)
+        own = not _installed_file(code.co_filename)
         globs = getattr(obj, "__globals__", {})
         for cell in getattr(obj, "__closure__", None) or ():
             try:
-                stack.append(cell.cell_contents)
+                stack.append((cell.cell_contents, own))
             except ValueError:  # an empty cell
                 pass
+        stack += [(v, own) for v in (getattr(obj, "__dict__", None) or {}).values()]
         codes = [code]
         while codes:
             c = codes.pop()
@@ -383,8 +614,24 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             where = f"{c.co_name} at {os.path.relpath(c.co_filename)}:{c.co_firstlineno}"
             recent: list = [None, None]  # the two instructions before this one
             builtin_type = None  # the builtin object/int/bool just loaded (``object.__eq__``)
+            seeded = None  # a set just loaded whose order depends on the hash seed: (name, order-free call?)
             for ins in dis.get_instructions(c):
                 before, recent = recent, [recent[1], ins]
+                if seeded is not None:
+                    if not (
+                        ins.opname in ("CONTAINS_OP", "COMPARE_OP")
+                        or (seeded[1] and ins.opname in ("PRECALL", "CALL"))
+                        or (ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _ORDER_FREE_METHODS)
+                    ):
+                        note = (
+                            where,
+                            f"iterates or passes on the set {seeded[0]!r}, whose order changes with the "
+                            "interpreter's string hash seed (PYTHONHASHSEED): a fresh interpreter may take "
+                            "another path (iterate sorted(...))",
+                        )
+                        if note not in others:
+                            others.append(note)
+                    seeded = None
                 if ins.opname == "IS_OP" and any(
                     b is not None and b.opname == "LOAD_CONST" and isinstance(b.argval, bool) for b in before
                 ):
@@ -449,6 +696,30 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                 builtin_type = None
                 if (
                     ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval in _BINARY_SLOTS
+                    and c.co_name != ins.argval  # an operator method delegating to its own kind
+                ) or (asking and ins.opname == "LOAD_CONST" and ins.argval in _BINARY_SLOTS):
+                    note = (
+                        where,
+                        f"calls the operator method {ins.argval} directly: an int's returns NotImplemented for "
+                        "a symbolic operand where the operator itself would compute",
+                    )
+                    if note not in others:
+                        others.append(note)
+                if (
+                    ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                    and ins.argval == "NotImplemented"
+                    and not (c.co_name.startswith("__") and c.co_name.endswith("__"))
+                ):
+                    note = (
+                        where,
+                        "reads NotImplemented outside an operator method: an int's operator method gives it for a "
+                        "symbolic operand only",
+                    )
+                    if note not in others:
+                        others.append(note)
+                if (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
                     and ins.argval in dunders
                     and not isinstance(previous, _MODULE)
                 ):
@@ -499,7 +770,21 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             others.append(note)
                     if name in ("hasattr", "getattr") and name not in globs:
                         asking = True
+                    if name == "hash" and name not in globs:
+                        note = (
+                            where,
+                            "calls hash(), whose value for a string changes with the interpreter's hash seed "
+                            "(PYTHONHASHSEED): a fresh interpreter may take another path",
+                        )
+                        if note not in others:
+                            others.append(note)
                     previous = globs.get(name)
+                    if _seed_ordered(previous):
+                        seeded = (name, _order_free_call(before[1], globs))
+                    if id(previous) in interpreter and previous is not None:
+                        note = (where, f"reads {interpreter[id(previous)]}, which differs between interpreters")
+                        if note not in others:
+                            others.append(note)
                     if id(previous) in internals and previous is not None:
                         note = (
                             where,
@@ -508,10 +793,20 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         if note not in others:
                             others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
-                        stack.append(previous)
+                        stack.append((previous, own))
                     continue
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, type):
+                    held = _class_attribute(previous, ins.argval)
+                    if _seed_ordered(held):
+                        seeded = (f"{previous.__name__}.{ins.argval}", False)
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(previous, _MODULE):
                     target = getattr(previous, ins.argval, None)
+                    if _seed_ordered(target):
+                        seeded = (f"{previous.__name__}.{ins.argval}", False)
+                    if id(target) in interpreter and target is not None:
+                        note = (where, f"reads {interpreter[id(target)]}, which differs between interpreters")
+                        if note not in others:
+                            others.append(note)
                     if id(target) in getattr_like and target is not None:
                         asking = True  # ``operator.attrgetter(name)(x)``: getattr by another name
                     if id(target) in internals and target is not None:
@@ -525,7 +820,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         previous = target
                         continue
                     if target is not None:
-                        stack.append(target)
+                        stack.append((target, own))
                 previous = None
     _TYPE_LOOKUPS[key] = (found, attrs, others)
     return found, attrs, others

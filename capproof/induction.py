@@ -63,7 +63,7 @@ from .encode import (
 )
 from .errors import CapproofError
 from .obligation import Obligation
-from .symbolic import SymBool, SymInt, to_z3_bool, to_z3_int, tracing
+from .symbolic import SymBool, SymInt, refuse_object_slots, to_z3_bool, to_z3_int, tracing
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
 
@@ -152,10 +152,14 @@ def _key(init: Any, cur: Any, nxt: list[z3.ExprRef]) -> tuple:
 _OWN_FILES = {__file__}
 
 
+@refuse_object_slots(lambda why: _refused(why))
 class InductionBatch:
     """The batch for every size: walks return symbolic final states; ``total``/``max_of``/
     ``min_of`` are walks; ``batch[k]`` (a constant ``k >= 0``) is a symbolic entry. Anything
     else (``len``, iteration, a symbolic index, attributes) raises :class:`NotInductive`."""
+
+    #: attributes, but no weak reference (a weak reference to the ints' tuple fails: TypeError)
+    __slots__ = ("__dict__",)
 
     def __getattribute__(self, name: str):
         if name != "__class__":
@@ -338,6 +342,8 @@ def _run(trace_lemmas: list, fn, *args, batch: InductionBatch | None = None):
         raise _refused(f"the model misused a symbolic value or the batch: {trace.misuse[0]}")
     if trace.divisors:
         raise _refused(f"symbolic divisor {trace.divisors[0][0]} (checked on the bounded encoding)")
+    if trace.side_conditions:  # an encoding exact only where a condition holds: checked there
+        raise _refused(f"side condition {trace.side_conditions[0][1]} (checked on the bounded encoding)")
     trace_lemmas.extend(trace.lemmas)
     return value
 

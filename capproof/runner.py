@@ -898,12 +898,36 @@ def item_roots(item: Obligation | Contract) -> list[object]:
 
 
 def _import_what_the_second_opinion_seeds() -> None:
-    """Hypothesis (the second opinion) seeds NumPy's global generator when ``numpy`` is loaded,
-    importing ``numpy.random`` on its first example: were that inside an item, the module it binds
-    on ``numpy`` and the Cython modules it makes would be state changed while deciding. So it is
-    imported before the state an item starts from is read."""
+    """Do here, once, what deciding the first item of a process would otherwise do in every
+    process, before the state an item starts from is read:
+
+    - import what deciding imports on first use: Hypothesis (the second opinion) seeds NumPy's
+      global generator when ``numpy`` is loaded, importing ``numpy.random`` on its first example;
+      the file-read check imports ``capproof._audit``; the guard imports ``faulthandler``; the
+      prover imports the aggregate, induction, purity and density modules when an obligation needs
+      them. A module imported inside an item is a new ``sys.modules`` entry, which ends its batch (each item after
+      it then gets a process of its own) and, for ``numpy.random``, binds ``numpy.random`` and makes
+      Cython modules: state changed while deciding;
+    - compute Hypothesis's constants of the local modules (its generator draws them into the second
+      opinion's examples): it reads and parses the source of every loaded module outside
+      site-packages on its first example in a process, and again in each forked process when not
+      done before the fork (the same modules, so the same constants and the same examples).
+
+    Measured in docs/performance.md."""
     if "numpy" in sys.modules and "numpy.random" not in sys.modules:
         import numpy.random  # noqa: F401
+    import dis  # noqa: F401
+    import faulthandler  # noqa: F401
+
+    from . import aggregate, density, guard, induction, purity  # noqa: F401
+    from ._audit import on  # noqa: F401
+
+    try:  # (a private function of Hypothesis: its cache fills on first use whatever this does)
+        from hypothesis.internal.conjecture.providers import _get_local_constants
+
+        _get_local_constants()
+    except Exception:  # noqa: BLE001, S110 - only a cost: each process computes them itself
+        pass
 
 
 def _leftovers(z3_params: list[int], classes: Iterable[type] = ()) -> tuple:
@@ -1430,6 +1454,13 @@ def _error_outcome(kind: str, item: Obligation | Contract, message: str, task: T
     )
 
 
+def _checked_fresh(kind: str, task: Task | None) -> bool:
+    """Whether an item of ``kind`` has its verdict checked by a :class:`_FreshCopy`: an obligation
+    proved (by ``capproof prove``, or a ``task`` of that kind with ``options``)."""
+    own = task is not None and kind == task.kind
+    return kind == "obligation" and (not own or task.options is not None)  # type: ignore[union-attr]
+
+
 def _decide_isolated(
     kind: str,
     item: Obligation | Contract,
@@ -1439,6 +1470,7 @@ def _decide_isolated(
     loaded: set[str] | None = None,
     later: frozenset[str] | None | bool = False,
     task: Task | None = None,
+    fresh: tuple[_FreshCopy, int] | None = None,
 ):
     """Decide one item in this (child) process (``task``: with ``task.decide`` when it is of its kind): a fresh Z3 context, and the data of the project
     modules it can reach (``modules``, :func:`reaches`; None: all) checked, with the project modules
@@ -1447,7 +1479,9 @@ def _decide_isolated(
     from; None: taken here, and ``modules`` computed here. ``later``: the modules the items after it
     in this process can reach (None: all; False: no item after it). Returns ``(outcome, clean)``:
     ``clean`` is False when what the later items can reach changed too, or holds a value that
-    cannot be fingerprinted (the process then stops: fail closed)."""
+    cannot be fingerprinted (the process then stops: fail closed). ``fresh``: the copy of the
+    process (:class:`_FreshCopy`) and the item's index there, which checks an obligation's verdict
+    against the model's first evaluation; None: a copy is forked here for it."""
     import z3
 
     if kind != "contract":  # its Z3 terms, rlimit use and unsat cores do not depend on what ran before
@@ -1458,13 +1492,11 @@ def _decide_isolated(
         before = module_data(modules)
         loaded = set(sys.modules)
     # (first, before this process evaluates the model: see _FreshCopy)
-    own = task is not None and kind == task.kind
-    proves = own and task.options is not None  # type: ignore[union-attr]
-    fresh = (
-        _FreshCopy.start(item, task.options(item) if proves else options)  # type: ignore[union-attr, arg-type]
-        if kind == "obligation" and (not own or proves)
-        else None
-    )
+    own_copy = None
+    if fresh is None and _checked_fresh(kind, task):
+        own_copy = _FreshCopy.start({0: item}, options, task)  # type: ignore[dict-item]
+        fresh = (own_copy, 0) if own_copy is not None else None
+    deciding = os.getpid()
     drawn = _global_generators() if kind != "contract" else None
     held_open = _files_held_open()
     try:
@@ -1476,12 +1508,14 @@ def _decide_isolated(
             else:
                 outcome = check_contract(item, options)  # type: ignore[arg-type]
     except BaseException:
-        if fresh is not None:
-            fresh.check(None)  # nothing to check: the copy exits
+        if own_copy is not None and os.getpid() == deciding:
+            own_copy.close()  # nothing to check: the copy exits
         raise
     read.mark(outcome)
-    if fresh is not None:
-        fresh.check(outcome)
+    if fresh is not None and os.getpid() == deciding:  # (not in a copy of this process the model forked)
+        fresh[0].check(fresh[1], outcome)
+    if own_copy is not None and os.getpid() == deciding:
+        own_copy.close()
     new = [m for m in _project_modules() if loaded is not None and m not in loaded]
     mine = None if modules is None else {*modules, *new}
     watched = None if mine is None or later is None else {*mine, *(later or ())}
@@ -1541,12 +1575,24 @@ def _child(
     z3_params = _count_z3_param_calls() if shared else [0]
     classes = {id(c): c for *_, m in batch for c in getattr(m, "classes", ())}.values()
     start = _leftovers(z3_params, classes) if shared else None
+    # one copy of this process, forked before any item, checks each obligation's verdict (_FreshCopy)
+    checked = {
+        index: payload
+        for index, kind, payload, _ in batch
+        if not isinstance(payload, tuple) and _checked_fresh(kind, task)
+    }
+    copy = _FreshCopy.start(checked, options, task) if checked else None
     for k, (index, kind, payload, modules) in enumerate(batch):
+        if copy is not None and not copy.alive():
+            # (a model ended it from one of its forks: a new one, from the state this item starts from)
+            copy.close()
+            copy = _FreshCopy.start(checked, options, task)
+        fresh = (copy, index) if copy is not None and index in checked else None
         conn.send(("start", index))
         if index in forked and not isinstance(payload, tuple):
             # a fresh copy of this process decides it: nothing it changes (a library's registry, an
             # object no fingerprint reads whole) reaches the next item
-            code = _decide_in_fork(conn, index, kind, payload, options, before, modules, loaded, task)
+            code = _decide_in_fork(conn, index, kind, payload, options, before, modules, loaded, task, fresh)
             if code != 0:  # it ended without its verdict: this process ends the same way (the
                 os._exit(code or 1)  # parent charges the item, the rest get processes of their own)
             continue
@@ -1569,7 +1615,7 @@ def _child(
                 outcome, clean = _decide_isolated(kind, payload, options, later=later, task=task)
             else:
                 pre = start if start is not None else _leftovers(z3_params, classes)
-                outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task)
+                outcome, clean = _decide_isolated(kind, payload, options, before, modules, loaded, later, task, fresh)
                 now = _leftovers(z3_params, classes)
                 _mark_changed(outcome, changed_while_deciding(pre, now, modules))
         except BaseException as exc:  # noqa: BLE001 - reported as the item's error
@@ -1587,6 +1633,8 @@ def _child(
             or (start is not None and index != batch[-1][0] and _left_behind(start, now))
         ):
             break
+    if copy is not None:
+        copy.close()
     conn.close()
 
 
@@ -1604,9 +1652,10 @@ def _can_fork_items() -> bool:
         return False
 
 
-def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, task) -> int:
+def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, task, fresh=None) -> int:
     """Decide ``item`` in a fork of this process, which sends ``("done", index, outcome)`` on
-    ``conn`` and exits; returns its exit status (0: it sent its verdict)."""
+    ``conn`` and exits; returns its exit status (0: it sent its verdict). ``fresh``: as for
+    :func:`_decide_isolated`."""
     import ctypes
     import signal
 
@@ -1622,7 +1671,7 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
             try:
                 classes = getattr(modules, "classes", ())
                 pre = _leftovers([0], classes)
-                outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task)
+                outcome, _ = _decide_isolated(kind, item, options, before, modules, loaded, False, task, fresh)
                 _mark_changed(outcome, changed_while_deciding(pre, _leftovers([0], classes), modules))
             except BaseException as exc:  # noqa: BLE001 - reported as the item's error
                 from .encode import describe_exception
@@ -1644,9 +1693,10 @@ def _decide_in_fork(conn, index, kind, item, options, before, modules, loaded, t
 
 
 class _FreshCopy:
-    """A copy of this process forked before an item is decided, which waits: after the item's
-    verdict, the copy evaluates the model again starting from the state the item started from,
-    so that the model's FIRST evaluation in a process is what that verdict is checked against.
+    """A copy of an item process forked before it decides anything, which waits: after each
+    item's verdict, a fork of the copy evaluates the model again starting from the state the
+    process started from (the runner's parent's, before any item of the batch ran), so that the
+    model's FIRST evaluation in a process is what that verdict is checked against.
 
     Deciding evaluates a model many times in one process (the int probe first, then the symbolic
     runs, the replays, the second opinion); an evaluation can leave state behind that no
@@ -1662,32 +1712,35 @@ class _FreshCopy:
     - ``counterexample``: its point is evaluated on ints as the FIRST evaluation of a fresh copy,
       padded and alone (one copy each): the claim must fail there, every assumption holding.
 
-    Linux only (``fork`` and ``PR_SET_PDEATHSIG``: the copy dies with the item's process, so the
-    item's time limit covers it); elsewhere :meth:`start` returns None and nothing is checked."""
+    One copy serves every item of a batch (:meth:`check` forks it once per verdict): an item after
+    the first starts from the state the items before it left, which the runner checks as far as
+    fingerprints go; the copy starts from the state before all of them, so what they left where no
+    fingerprint reads is not in the state the verdict is checked against either. Only the process
+    that started deciding an item asks (a copy of it that the model forked does not).
+
+    Linux only (``fork`` and ``PR_SET_PDEATHSIG``: the copy dies with the item's process, and its
+    forks with it, so the item's time limit covers them); elsewhere :meth:`start` returns None and
+    nothing is checked."""
 
     def __init__(self, conn, pid: int):
         self.conn, self.pid = conn, pid
 
     @classmethod
-    def start(cls, item: Obligation, options: Options) -> "_FreshCopy | None":
-        """Fork the copy (it holds ``item`` and ``options``: only the verdict crosses the pipe)."""
+    def start(cls, items: dict[int, Obligation], options: Options, task: Task | None = None) -> "_FreshCopy | None":
+        """Fork the copy; it holds ``items`` (by index), ``options`` and ``task`` (an item of
+        ``task.kind`` is proved under ``task.options(item)``): only indices and verdicts cross the pipe."""
         if not _can_fork_items():
             return None
-        import ctypes
-        import signal
-
         mine, theirs = multiprocessing.Pipe()
         parent = os.getpid()
         pid = os.fork()
-        if pid == 0:  # the copy: waits for the verdict, checks it, exits (never returns)
+        if pid == 0:  # the copy: serves the checks until the pipe closes, exits (never returns)
             code = 1
             try:
-                ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the item's process
+                _die_with_parent()
                 if os.getppid() == parent:
                     mine.close()
-                    job = theirs.recv()
-                    if job is not None:
-                        theirs.send(cls._check(item, options, *job))
+                    cls._serve(theirs, items, options, task)
                     code = 0
             except BaseException:  # noqa: BLE001, S110 - the item's process reads a missing answer as a failed check
                 pass
@@ -1695,6 +1748,50 @@ class _FreshCopy:
                 os._exit(code)
         theirs.close()
         return cls(mine, pid)
+
+    @classmethod
+    def _serve(cls, conn, items: dict[int, Obligation], options: Options, task: Task | None) -> None:
+        """In the copy: for each ``(index, verdict, params)`` received, fork, check there, and send
+        the answer (:meth:`_check`; the fork's state is this process's, never changed by a check)."""
+        me = os.getpid()
+        while True:
+            try:
+                job = conn.recv()
+            except (EOFError, OSError):
+                return
+            if job is None:
+                return
+            index, verdict, params = job
+            item = items[index]
+            proves = task is not None and task.kind == "obligation" and task.options is not None
+            opts = task.options(item) if proves else options  # type: ignore[union-attr, misc]
+            answers, into = multiprocessing.Pipe(duplex=False)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    _die_with_parent()
+                    if os.getppid() == me:
+                        answers.close()
+                        import z3
+
+                        z3.z3._main_ctx = None  # (as the item's process: a fresh Z3 context)
+                        found = cls._check(item, opts, verdict, params)
+                        if os.getppid() == me:  # (not a fork the model made)
+                            into.send(("found", found))
+                        code = 0
+                except BaseException:  # noqa: BLE001, S110 - no answer: a failed check
+                    pass
+                finally:
+                    os._exit(code)
+            into.close()
+            try:
+                kind, found = answers.recv()
+            except (EOFError, OSError) as exc:
+                found = f"the fresh copy gave no answer ({exc!r})"
+            answers.close()
+            os.waitpid(pid, 0)
+            conn.send(found)
 
     @staticmethod
     def _check(item: Obligation, options: Options, verdict: str, params: dict | None) -> str | None:
@@ -1733,31 +1830,58 @@ class _FreshCopy:
         shown = f" at {again.counterexample.params}" if again.counterexample is not None else ""
         return f"decided again with the symbolic run as the model's first evaluation: {again.verdict.value}{shown}"
 
-    def check(self, outcome) -> None:
-        """Send the copy ``outcome``'s verdict to check (or nothing to check), reap it, and make
-        ``outcome`` an error when the first evaluation disagrees (or the copy gave no answer)."""
+    def check(self, index: int, outcome) -> None:
+        """Have a fork of the copy check ``outcome``'s verdict for item ``index`` (nothing to check
+        for another verdict), and make ``outcome`` an error when the first evaluation disagrees (or
+        the copy gave no answer)."""
         verdict = getattr(outcome, "verdict", None)
-        job = None
-        if verdict in (Verdict.PROVED, Verdict.VACUOUS) or (
-            verdict is Verdict.COUNTEREXAMPLE and getattr(outcome, "counterexample", None) is not None
+        if not (
+            verdict in (Verdict.PROVED, Verdict.VACUOUS)
+            or (verdict is Verdict.COUNTEREXAMPLE and getattr(outcome, "counterexample", None) is not None)
         ):
-            params = outcome.counterexample.params if verdict is Verdict.COUNTEREXAMPLE else None
-            job = (verdict.value, params)
+            return
+        params = outcome.counterexample.params if verdict is Verdict.COUNTEREXAMPLE else None
         try:
-            self.conn.send(job)
-            found = self.conn.recv() if job is not None else None
+            self.conn.send((index, verdict.value, params))
+            found = self.conn.recv()
         except (EOFError, OSError) as exc:
             found = f"the fresh copy gave no answer ({exc!r})"
-        finally:
-            self.conn.close()
-            os.waitpid(self.pid, 0)
+        except Exception as exc:  # noqa: BLE001 - an answer that does not read (the pipe written to by another)
+            found = f"the fresh copy's answer does not read ({exc!r})"
         if found is not None and not _is_error(outcome):
             _mark_error(
                 outcome,
-                f"{verdict.value if verdict else 'the verdict'} in this process, but {found}: the model keeps "
+                f"{verdict.value} in this process, but {found}: the model keeps "
                 "state between its evaluations that the runner cannot read (a registry filled through a library's "
                 "API, process state set through C functions); keep models free of it",
             )
+
+    def alive(self) -> bool:
+        """Whether the copy still runs (in the process that started it)."""
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
+    def close(self) -> None:
+        """End the copy (in the process that started it, after its last item) and reap it."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.conn.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _die_with_parent() -> None:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)``: this (forked) process is killed when its parent ends."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
 
 
 def _first_evaluation_fails(item: Obligation, params: dict, padding: bool) -> int:

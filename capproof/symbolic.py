@@ -216,6 +216,8 @@ class tracing:
         return trace
 
     def __exit__(self, *exc: object) -> None:
+        if _PENDING_REPRS:
+            _settle_reprs(None)
         if (self.watching or self.outer_watch) and sys.gettrace() is not _watch_call:
             # switched off: a model's settrace, or Python's own when the watch failed at the recursion limit
             trace_state.trace.misuse.append(
@@ -274,6 +276,8 @@ def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
 
 
 def _watch_exception(frame, event: str, arg):
+    if _PENDING_REPRS:
+        _settle_reprs(arg[1] if event == "exception" else None)
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
@@ -313,6 +317,8 @@ def _watch_call(frame, event: str, arg):
     Python calls with the real type of a value) is misuse: it tells a symbolic value from an int."""
     code = frame.f_code  # (read once: each read of f_code is an audit event)
     if event == "call" and _is_model_code(code):
+        if _PENDING_REPRS:
+            _settle_reprs(None)
         frame.f_trace_lines = False
         if code.co_argcount or code.co_flags & 0x0C:  # (arguments, *args, **kwargs)
             try:
@@ -406,6 +412,9 @@ _FRAME_EVENTS = frozenset(
     }
 )
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+#: audit events of a process the model makes in a symbolic run: a forked child holds copies of the
+#: run's explorer and trace, so its branch decisions, divisors and misuse stay in the child
+_PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system"})
 _AUDITING = [False, False]  # [hook installed, inside the hook]
 
 
@@ -415,14 +424,21 @@ def _audit(event: str, args: tuple) -> None:
     ``gi_frame``) or sets a trace or profile function is misuse: the stack above a model holds
     capproof's frames in a symbolic run and others on ints."""
     if _AUDITING[1] or not (
-        event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
+        event in _FRAME_EVENTS
+        or event in _PROCESS_EVENTS
+        or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
     ):
         return
     if sys.gettrace() is not _watch_call:
         return
     _AUDITING[1] = True
     try:
-        if _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
+        if event in _PROCESS_EVENTS and _from_model(sys._getframe(2)):
+            _misuse_here(
+                f"the model starts a process ({event}) in a symbolic run: a forked child's branch decisions, "
+                "divisors and checks stay in the child"
+            )
+        elif _from_model(sys._getframe(2)):  # (1: the dispatching hook, capproof._audit)
             _misuse_here(
                 f"the model reaches the stack's frames or the interpreter's hooks ({event}"
                 f"{' ' + str(args[1]) if event == 'object.__getattr__' else ''}) in a symbolic run: above it are "
@@ -449,7 +465,7 @@ def _guard_modules() -> None:
         _AUDITING[0] = True
         from ._audit import on
 
-        on(_audit, _FRAME_EVENTS, _FRAME_ATTRIBUTES)
+        on(_audit, _FRAME_EVENTS | _PROCESS_EVENTS, _FRAME_ATTRIBUTES)
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)
@@ -511,8 +527,137 @@ def machinery_changed() -> list[str]:
     return found + [f"{'.'.join(p for p in k if p)} by {what}" for k, v, what in _TAMPERED if _bound_now(k) != v]
 
 
+def active_trace() -> "Trace | None":
+    """The trace this thread records into: its own, or, in a thread the model started during a
+    symbolic run (which has none), the process's innermost one, so that a divisor or side
+    condition met there is checked as in the model's own thread."""
+    return getattr(trace_state, "trace", None) or _CURRENT[0]
+
+
+#: reprs of symbolic values asked for by code not capproof's or Z3's during a watched symbolic run,
+#: not yet settled: (trace, text, where)
+_PENDING_REPRS: list = []
+
+
+def _repr_outside_capproof(term) -> None:
+    """Note that a symbolic value's repr was asked for, during a watched symbolic run, by code not
+    capproof's or Z3's: a model's ``str([n])``, ``"%s" % (n,)``, a dataclass's or namedtuple's repr,
+    an error message Python formats in C (``list.index``'s ``"%R is not in list"``). Each gives
+    the int's digits on ints. The next event of a model frame settles it (:func:`_settle_reprs`):
+    an exception whose message holds the text carries it on, readable only as misuse; anything else
+    is misuse."""
+    trace = active_trace()
+    if trace is None or sys.gettrace() is not _watch_call:
+        return
+    if sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+        return
+    _PENDING_REPRS.append((trace, f"{term}", caller_location()))
+
+
+def _settle_reprs(error: BaseException | None) -> None:
+    """Settle the pending reprs (:func:`_repr_outside_capproof`): when ``error`` (an exception just
+    raised into a model frame) has a message holding every one, its text arguments become
+    :class:`_ReprText` (reading them in a symbolic run is misuse); otherwise each is misuse now."""
+    pending = list(_PENDING_REPRS)
+    _PENDING_REPRS.clear()
+    if error is not None and pending:
+        args = getattr(error, "args", ())
+        texts = [a for a in args if isinstance(a, str)]
+        if texts and all(any(t in a for a in texts) for _, t, _ in pending):
+            try:
+                error.args = tuple(_ReprText(a) if isinstance(a, str) else a for a in args)
+                return
+            except BaseException:  # noqa: BLE001 - args that cannot be replaced: misuse below
+                pass
+    for trace, text, where in pending:
+        trace.misuse.append(f"repr() of symbolic {text} (the int's digits on ints) read at {where}")
+
+
+class _ReprText(str):
+    """An exception message Python formatted in C with a symbolic value's repr: reading it during a
+    symbolic run, by code not capproof's, is misuse (on ints it shows the int's digits)."""
+
+    __slots__ = ()
+
+    def _read(self, how: str) -> None:
+        if active_trace() is not None and not sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+            raise record_misuse(
+                NotConcreteError(f"{how} of an error message that shows a symbolic value's repr at {caller_location()}")
+            )
+
+
+def _repr_text_method(name: str):
+    base = getattr(str, name)
+
+    def method(self, *args, **kwargs):
+        self._read(f"str.{name}")
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__str__",
+    "__repr__",
+    "__format__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__len__",
+    "__contains__",
+    "__getitem__",
+    "__iter__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+    "__mod__",
+    "__rmod__",
+    "__bool__",
+    "startswith",
+    "endswith",
+    "find",
+    "rfind",
+    "index",
+    "rindex",
+    "count",
+    "split",
+    "rsplit",
+    "partition",
+    "rpartition",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "replace",
+    "lower",
+    "upper",
+    "casefold",
+    "encode",
+    "format",
+    "isdigit",
+    "isdecimal",
+    "isnumeric",
+    "join",
+    "splitlines",
+    "removeprefix",
+    "removesuffix",
+    "translate",
+    "zfill",
+    "ljust",
+    "rjust",
+    "center",
+):
+    if hasattr(str, _name):
+        setattr(_ReprText, _name, _repr_text_method(_name))
+del _name
+
+
 def _record_divisor(term: z3.ArithRef) -> None:
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         trace.divisors.append((term, caller_location()))
 
@@ -891,7 +1036,7 @@ def division_lemma(a: z3.ArithRef, b: z3.ArithRef | int, q: z3.ArithRef) -> z3.B
 
 def record_nonzero(term: z3.ArithRef, where: str) -> None:
     """Record a symbolic value that must not be zero (checked as divisors are; ``where`` says why)."""
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         trace.divisors.append((term, where))
 
@@ -952,7 +1097,7 @@ def _side_condition(condition: z3.BoolRef, what) -> None:
     condition = z3.simplify(condition)
     if z3.is_true(condition):
         return
-    trace = getattr(trace_state, "trace", None)
+    trace = active_trace()
     if trace is not None:
         where = caller_location()
         text = what if isinstance(what, str) else None
@@ -1023,11 +1168,51 @@ def to_z3_int(value: object) -> z3.ArithRef:
     if isinstance(value, bool):
         return z3.IntVal(int(value))
     if isinstance(value, int):
+        if type(value) is not int and _overrides_operators(type(value)):
+            raise record_misuse(
+                NotConcreteError(
+                    f"an operand of {type(value).__name__}, an int subclass with its own operators, at "
+                    f"{caller_location()}: Python calls them first against an int, never against a symbolic value"
+                )
+            )
         return z3.IntVal(value)
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
         return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
     raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
+
+
+#: the operators of ``int`` that an int subclass may override (reflected ones included): Python
+#: calls a subclass's override first when the other operand is an int (``37 + Saturating(5)`` runs
+#: ``Saturating.__radd__``), but a symbolic value is no int to that rule
+_INT_OPERATORS = tuple(
+    f"__{r}{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "floordiv",
+        "truediv",
+        "mod",
+        "divmod",
+        "pow",
+        "lshift",
+        "rshift",
+        "and",
+        "or",
+        "xor",
+    )
+    for r in ("", "r")
+) + ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
+_OVERRIDES: dict[type, bool] = {}
+
+
+def _overrides_operators(kind: type) -> bool:
+    """Whether int subclass ``kind`` defines any of :data:`_INT_OPERATORS` itself."""
+    known = _OVERRIDES.get(kind)
+    if known is None:
+        known = _OVERRIDES[kind] = any(getattr(kind, n, None) is not getattr(int, n) for n in _INT_OPERATORS)
+    return known
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:
@@ -1236,6 +1421,7 @@ class SymInt:
         return out
 
     def __repr__(self) -> str:
+        _repr_outside_capproof(self.term)
         return f"SymInt({self.term})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
@@ -1524,13 +1710,13 @@ class SymInt:
     # comparisons ----------------------------------------------------------------------------
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
-            return NotImplemented  # as int == "a": False, by identity
+            return _foreign_equality(self, other, "==")  # as int == "a": False, by identity
         out = _fast_compare(_core.Z3_mk_eq, self.term, other)
         return out if out is not None else SymBool(z3.simplify(self.term == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
-            return NotImplemented
+            return _foreign_equality(self, other, "!=")
         out = _fast_compare(_core.Z3_mk_distinct, self.term, other)
         return out if out is not None else SymBool(z3.simplify(self.term != to_z3_int(other)))
 
@@ -1613,6 +1799,7 @@ class SymBool:
         self.term = term
 
     def __repr__(self) -> str:
+        _repr_outside_capproof(self.term)
         return f"SymBool({self.term})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
@@ -1715,14 +1902,35 @@ class SymBool:
             return SymBool(z3.simplify(self.term == to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() == other
-        return NotImplemented  # as True == "a": False, by identity
+        return _foreign_equality(self, other, "==")  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
             return SymBool(z3.simplify(self.term != to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() != other
-        return NotImplemented
+        return _foreign_equality(self, other, "!=")
+
+
+def _foreign_equality(value: "SymInt | SymBool", other: object, op: str):
+    """``value == other`` (``op``) for an ``other`` that is no int, float or symbolic value, as
+    Python continues on an int: ``other``'s own reflected comparison. Where that answers for an int
+    but not for the symbolic value (``complex.__eq__``: NotImplemented for a non-int, then identity:
+    ``37 == 37+0j`` is True, the symbolic one False) the comparison is misuse, not a silent False."""
+    method = type(other).__eq__ if op == "==" else type(other).__ne__
+    if method is object.__eq__ or method is object.__ne__:
+        return NotImplemented  # identity on both sides
+    answer = method(other, value)
+    if answer is NotImplemented:
+        if method(other, 0) is NotImplemented:
+            return NotImplemented  # (a str, a list, a dataclass of another class: identity on ints too)
+        raise record_misuse(
+            NotConcreteError(
+                f"{op} of a symbolic value with {type(other).__name__} at {caller_location()}: its own comparison "
+                "answers for an int and not for a symbolic value"
+            )
+        )
+    return answer
 
 
 def _is_boolean(value: object) -> bool:
@@ -2125,3 +2333,47 @@ def explore(
 
 
 _CLASS_BINDINGS = [(cls, dict(vars(cls))) for cls in (SymInt, SymBool)]
+
+
+#: the object slots Python calls on the type (past ``__getattribute__``) that answer for any object:
+#: on a batch stand-in they would answer where the ints' tuple compares, hashes or prints its entries
+_OBJECT_SLOTS = (
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__repr__",
+    "__str__",
+    "__format__",
+    "__sizeof__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__getstate__",
+    "__dir__",
+    "__copy__",
+    "__deepcopy__",
+)
+
+
+def refuse_object_slots(refuse):
+    """Class decorator for a batch stand-in (the aggregate abstraction's, induction's): every object
+    slot of :data:`_OBJECT_SLOTS` raises ``refuse(why)`` (an exception recorded as misuse), and the
+    class is a registered ``Sequence`` so a ``match`` sequence pattern tests it as it tests the
+    ints' tuple (then asks its ``len()``, which the stand-in refuses)."""
+    import collections.abc
+
+    def decorate(cls):
+        for slot in _OBJECT_SLOTS:
+
+            def method(self, *args, _slot=slot, **kwargs):
+                raise refuse(f"{_slot} of batch {object.__getattribute__(self, 'name')}")
+
+            method.__name__ = slot
+            setattr(cls, slot, method)
+        collections.abc.Sequence.register(cls)
+        return cls
+
+    return decorate

@@ -29,6 +29,8 @@ for :func:`capproof.runner.run` (``Options.verdict_cache``).
 
 from __future__ import annotations
 
+import collections
+import gc
 import hashlib
 import io
 import json
@@ -126,24 +128,173 @@ def _environment() -> str:
 _ENV: str | None = None
 
 
+def _reduction_of(*_args):  # noqa: D401 - the callable a key's reductions name; keys are never unpickled
+    """Never called: the function a key's pickle names for a value it takes apart itself."""
+    raise TypeError("a cache key is not unpickled")
+
+
+#: built-in value types (exactly these): pickled as they are, never taken apart
+_VALUES = frozenset({int, float, complex, bool, str, bytes, type(None)})
+
+#: ``Py_TPFLAGS_HEAPTYPE`` without ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose instances Python code defines
+_MUTABLE_CLASS, _IMMUTABLE = 1 << 9, 1 << 8
+
+#: class attributes not keyed: what Python makes for every class, and ``abc``'s C registry
+_CLASS_SKIPPED = frozenset({"__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "_abc_impl"})
+
+#: a container with more items than this is digested once per run and named by its digest
+_SHARED_SIZE = 32
+
+
+class _Walk:
+    """What the pickles of one run share: the project's modules (``project``, by name), the digest
+    of each project function, class and object and of each larger container (``done``: id ->
+    (object, digest); the objects are held, so no id is reused), the objects being digested
+    (``busy``) and, per digest under way, the busy objects it met again (``hits``: a digest that
+    met a cycle through an object outside it is not complete on its own and is not kept)."""
+
+    def __init__(self, project: dict[str, types.ModuleType] | None, portable: bool):
+        self.project = project or {}
+        self.dicts = {id(vars(m)) for m in self.project.values()}
+        self.portable = portable
+        self.done: dict[int, tuple[object, str]] = {}
+        self.busy: set[int] = set()
+        self.hits: list[set[int]] = [set()]
+
+    def digest(self, value: object, top: object = None) -> str:
+        """SHA-256 of ``value`` pickled by :class:`_Stable` (raises what pickle raises)."""
+        buf = io.BytesIO()
+        pickler = (_Portable if self.portable else _Stable)(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.walk, pickler.top = self, top
+        if self.portable:
+            pickler.root = os.path.abspath(os.getcwd()) + os.sep  # type: ignore[attr-defined]
+        pickler.dump(value)
+        return hashlib.sha256(buf.getvalue()).hexdigest()
+
+    def shared(self, obj: object, held) -> str:
+        """The digest of ``obj`` by what ``held()`` returns, once per run."""
+        key = id(obj)
+        if key in self.done:
+            return self.done[key][1]
+        if key in self.busy:  # a cycle: what it holds is in the digest under way
+            self.hits[-1].add(key)
+            return "cycle"
+        self.busy.add(key)
+        self.hits.append(set())
+        try:
+            made = self.digest(held(), top=obj)
+        finally:
+            self.busy.discard(key)
+            hits = self.hits.pop()
+        hits.discard(key)
+        if hits:
+            self.hits[-1] |= hits
+        else:
+            self.done[key] = (obj, made)
+        return made
+
+
 class _Stable(pickle.Pickler):
-    """Pickles data by value and functions, classes, modules and code by their names (the same in
-    every process, unlike :mod:`capproof.runner`'s identities), locks as "a lock"."""
+    """Pickles data by value, and what the project's own code holds (its functions' closures,
+    defaults, attributes and code; its classes' attributes, nested classes and methods; its objects'
+    attributes as the garbage collector sees them, never their own ``__reduce__``; a ``partial``'s
+    arguments; a bound method's object) by value too: a table read from a file at import may be held
+    in any of them. A function, class or module outside the project is named (the same in every
+    process; its code is keyed by its file, :func:`library_inputs`), a lock as "a lock". Refuses
+    (not cacheable) a filled ``lru_cache`` of a project function: what it holds cannot be read.
+    Project code and larger containers are digested once per run (:class:`_Walk`)."""
+
+    walk: _Walk
+    top: object = None
+
+    def _own(self, obj: object) -> bool:
+        """Whether ``obj`` (a function or class) is the project's own code."""
+        if isinstance(obj, types.FunctionType):
+            return id(obj.__globals__) in self.walk.dicts or obj.__module__ in self.walk.project
+        return getattr(obj, "__module__", None) in self.walk.project
 
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
-        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
-            return ("named", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+        kind = type(obj)
+        if kind in _VALUES:  # (called for every object pickled: the common case first)
+            return None
+        if kind in (list, dict, tuple):
+            if len(obj) > _SHARED_SIZE and obj is not self.top:
+                return ("shared", self.walk.shared(obj, lambda: obj))
+            return None
+        if kind is types.FunctionType or isinstance(obj, type):
+            if not self._own(obj):
+                return ("named", getattr(obj, "__module__", None), obj.__qualname__)
+            if obj is not self.top:
+                return ("shared", self.walk.shared(obj, lambda: obj))
+            return None
+        if kind is types.BuiltinFunctionType and (obj.__self__ is None or isinstance(obj.__self__, types.ModuleType)):
+            return ("named", getattr(obj, "__module__", None), obj.__qualname__)
         if isinstance(obj, types.ModuleType):
             return ("module", obj.__name__)
-        if isinstance(obj, types.CodeType):
-            return ("code", obj.co_filename, obj.co_firstlineno, obj.co_code)
-        if type(obj).__name__ in ("lock", "RLock"):
+        if kind.__name__ in ("lock", "RLock"):
             return ("lock",)
         if isinstance(obj, (set, frozenset)) and obj:
             # in a canonical order: a set of strings iterates in an order that changes with the
-            # process's hash seed
-            return ("set", type(obj).__name__, sorted(obj, key=repr))
+            # process's hash seed (elements by their own digest: a repr may hold an address)
+            return ("set", kind.__name__, sorted(self.walk.digest(v) for v in obj))
+        if obj is not self.top and kind.__flags__ & (_MUTABLE_CLASS | _IMMUTABLE) == _MUTABLE_CLASS and self._own(kind):
+            return ("shared", self.walk.shared(obj, lambda: obj))
         return None
+
+    def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        kind = type(obj)
+        if kind is types.FunctionType:  # a project function (others are named): what it holds
+            cells = []
+            for cell in obj.__closure__ or ():
+                try:
+                    cells.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    cells.append(_reduction_of)
+            held = (obj.__code__, obj.__defaults__, obj.__kwdefaults__, tuple(cells), obj.__dict__)
+            return (_reduction_of, ("function", obj.__module__, obj.__qualname__), held)
+        if isinstance(obj, type):  # a project class: its bases and attributes, nested classes included
+            attrs = sorted(
+                (k, v)
+                for k, v in vars(obj).items()
+                if k not in _CLASS_SKIPPED
+                and (
+                    not k.startswith("__")
+                    or isinstance(v, (types.FunctionType, staticmethod, classmethod, property, type))
+                )
+            )
+            return (_reduction_of, ("class", obj.__module__, obj.__qualname__), (obj.__bases__, attrs))
+        if kind is types.CodeType:  # its constants too (code made by ``exec`` of a string read at import)
+            name = self._path(obj.co_filename)
+            return (_reduction_of, ("code", name, obj.co_firstlineno, obj.co_code, obj.co_names), obj.co_consts)
+        if kind is types.MethodType:
+            return (_reduction_of, ("method",), (obj.__func__, obj.__self__))
+        if kind is types.BuiltinMethodType:  # bound to data (``TABLE.get``): its object
+            return (_reduction_of, ("method", obj.__name__), obj.__self__)
+        if kind in (staticmethod, classmethod):
+            return (_reduction_of, (kind.__name__,), obj.__func__)
+        if kind is property:
+            return (_reduction_of, ("property",), (obj.fget, obj.fset, obj.fdel))
+        wrapped = getattr(obj, "__wrapped__", None) if callable(getattr(obj, "cache_info", None)) else None
+        if wrapped is not None:  # an lru_cache wrapper
+            if obj.cache_info().currsize and self._own(wrapped):
+                raise pickle.PicklingError("an lru_cache filled at import: what it holds cannot be read")
+            return (_reduction_of, ("lru_cache",), vars(obj))
+        if kind.__flags__ & (_MUTABLE_CLASS | _IMMUTABLE) == _MUTABLE_CLASS and self._own(kind):
+            # an object of a project class: what it holds as the garbage collector sees it (its
+            # attributes' values, slots), never its own ``__reduce__``/``__getstate__`` (which may
+            # name a path to load again rather than what was loaded), with its items if a container
+            items: object = ()
+            if isinstance(obj, dict):
+                items = dict(obj)
+            elif isinstance(obj, (set, frozenset)):
+                items = set(obj)
+            elif isinstance(obj, (list, tuple, collections.deque)):
+                items = list(obj)
+            return (_reduction_of, ("instance",), (kind, tuple(gc.get_referents(obj)), items))
+        return NotImplemented
+
+    def _path(self, path: str) -> str:
+        return path
 
 
 class _Portable(_Stable):
@@ -155,75 +306,61 @@ class _Portable(_Stable):
     def persistent_id(self, obj):  # noqa: D102 - pickle's hook
         if isinstance(obj, str) and self.root and obj.startswith(self.root):
             return ("path", os.path.relpath(obj, self.root))
-        if isinstance(obj, types.CodeType):
-            return ("code", self._rel(obj.co_filename), obj.co_firstlineno, obj.co_code)
         return super().persistent_id(obj)
 
-    def _rel(self, path: str) -> str:
+    def _path(self, path: str) -> str:
         return os.path.relpath(path, self.root) if self.root and path.startswith(self.root) else path
 
 
-def _digest(value: object, portable: bool = False) -> str | None:
-    """SHA-256 of ``value`` pickled by :class:`_Stable` (``portable``: :class:`_Portable`); None: it
-    cannot be pickled."""
-    buf = io.BytesIO()
+def _digest(value: object, walk: _Walk) -> str | None:
+    """SHA-256 of ``value`` pickled by :class:`_Stable` within ``walk``; None: it cannot be pickled."""
     try:
-        pickler = (_Portable if portable else _Stable)(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        if portable:
-            pickler.root = os.path.abspath(os.getcwd()) + os.sep  # type: ignore[attr-defined]
-        pickler.dump(value)
-    except Exception:  # noqa: BLE001 - not picklable: no key
+        return walk.digest(value)
+    except Exception:  # noqa: BLE001 - not picklable (or too deep): no key
+        walk.hits[-1].clear()
         return None
-    return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
-def _held_digest(ob: Any, memo: dict[Any, tuple[object, str | None]], portable: bool = False) -> str | None:
-    """The data the obligation's claim, assumptions and witnesses hold (closures, defaults); each
-    object pickled once per run (``memo``: id -> (object, digest); generated obligations share them)."""
-    parts: list[str | None] = []
-    for fn in [ob.func, *ob.assumptions.values(), *ob.witnesses.values()]:
-        held: list[object] = []
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                held.append(cell.cell_contents)
-            except ValueError:
-                held.append(None)
-        held += [getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)]
-        for obj in held:
-            if (id(obj), portable) not in memo:
-                memo[(id(obj), portable)] = (obj, _digest(obj, portable))
-            parts.append(memo[(id(obj), portable)][1])
+def _walk(held: dict[Any, Any] | None, project: dict[str, types.ModuleType], portable: bool) -> _Walk:
+    """The run's :class:`_Walk` (kept in the per-run memo ``held``)."""
+    held = {} if held is None else held
+    key = ("walk", portable)
+    if key not in held or held[key].project is not project:
+        held[key] = _Walk(project, portable)
+    return held[key]
+
+
+def _held_digest(ob: Any, walk: _Walk) -> str | None:
+    """What the obligation's claim, assumptions and witnesses hold (closures, defaults, attributes,
+    code: :class:`_Stable`), each digested once per run (generated obligations share them)."""
+    parts = [_digest(fn, walk) for fn in [ob.func, *ob.assumptions.values(), *ob.witnesses.values()]]
     return None if None in parts else hashlib.sha256("".join(parts).encode()).hexdigest()  # type: ignore[arg-type]
 
 
-def _module_digest(module: types.ModuleType, portable: bool = False) -> str | None:
-    """A module's data (what a spec computed at import, a table read from a file, say), with what
-    its own classes and functions hold: class attributes and default arguments computed at import
-    (an engine config read into ``Limits.MAX_NUM_SEQS`` or ``def cap(limit=_load(...))``)."""
-    held = vars(module)
-    data = sorted(
-        (k, v) for k, v in held.items() if not (k.startswith("__") or callable(v) or isinstance(v, types.ModuleType))
-    )
-    own = []
-    for k, v in sorted(held.items()):
-        if getattr(v, "__module__", None) != module.__name__ or k.startswith("__"):
-            continue
-        if isinstance(v, type):
-            own.append(
-                (
-                    k,
-                    sorted(
-                        (a, b)
-                        for a, b in vars(v).items()
-                        if not (
-                            a.startswith("__") or callable(b) or isinstance(b, (staticmethod, classmethod, property))
-                        )
-                    ),
-                )
-            )
-        elif isinstance(v, types.FunctionType):
-            own.append((k, v.__defaults__, v.__kwdefaults__))
-    return _digest((data, own), portable)
+#: What Python sets on every module (the rest of a module's names, dunders included, is keyed)
+_MODULE_DUNDERS = frozenset(
+    {
+        "__name__",
+        "__doc__",
+        "__package__",
+        "__loader__",
+        "__spec__",
+        "__file__",
+        "__cached__",
+        "__builtins__",
+        "__path__",
+    }
+)
+
+
+def _module_digest(module: types.ModuleType, walk: _Walk) -> str | None:
+    """Everything a module holds (:class:`_Stable`): its data (a table a spec read from a file at
+    import) and what its own functions and classes hold (closures, defaults, function attributes,
+    class attributes of nested classes, objects, ``partial`` arguments: an engine config read into
+    ``Limits.MAX_NUM_SEQS``, ``def cap(limit=_load(...))`` or ``lambda: v``). None: some of it
+    cannot be read (not cacheable)."""
+    held = sorted((k, v) for k, v in list(vars(module).items()) if k not in _MODULE_DUNDERS)
+    return _digest(held, walk)
 
 
 def obligation_keys(
@@ -407,10 +544,11 @@ def _key_parts(
     root = os.path.abspath(os.getcwd()) + os.sep
     shown = {m: (os.path.relpath(f, root) if f.startswith(root) else f) for m, f in files.items()}
     sources = [f"{m}:{shown[m]}={_file_hash(f)}" for m, f in files.items()]
+    walk = _walk(held, project, portable=True)
     for m in names:
         if m not in memo:
-            memo[m] = _module_digest(project[m], portable=True)
-    data = [_held_digest(ob, {} if held is None else held, portable=True), *(memo[m] for m in names)]
+            memo[m] = _module_digest(project[m], walk)
+    data = [_held_digest(ob, walk), *(memo[m] for m in names)]
     if None in data:
         return None
     libraries = library_inputs(getattr(modules, "libraries", ()), portable)

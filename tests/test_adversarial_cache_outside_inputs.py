@@ -211,10 +211,6 @@ HELD_AT_IMPORT = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="data read at import into a closure, partial, nested class, __reduce__ or lru_cache is not in the key (open)",
-)
 def test_a_cached_proof_is_not_reused_after_data_held_at_import_outside_module_data_changed(project):
     """Each obligation's capacity is the engine config read at import; the config changes from 40 to
     36: ``--no-cache`` (and ints at k = 37) give a counterexample, the cache kept ``proved``."""
@@ -231,7 +227,6 @@ def test_a_cached_proof_is_not_reused_after_data_held_at_import_outside_module_d
     assert cached == dict.fromkeys(HELD_AT_IMPORT, "counterexample")
 
 
-@pytest.mark.xfail(strict=True, reason="the bounds cache keys module data as the verdict cache does (open)")
 def test_a_cached_bound_is_not_sufficient_after_data_held_in_a_closure_at_import_changed(project):
     """``capproof bound`` keeps its bounds in ``.capproof/bounds/`` under the same key: after the
     config read at import into a getter's closure changed from 40 to 36, it still reported min slack

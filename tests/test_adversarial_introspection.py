@@ -702,11 +702,6 @@ CONTAINER_ATTEMPTS = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the static guard does not read code held in containers (open: walking every container also "
-    "walked installed packages' tables, regex's among them, and made the real vLLM obligations errors)",
-)
 @pytest.mark.parametrize("name, body", CONTAINER_ATTEMPTS, ids=[a[0] for a in CONTAINER_ATTEMPTS])
 def test_a_type_test_held_in_a_container_does_not_decide_a_proof(spec_file, name, body):
     check(spec_file, name, body, header=HEADER)

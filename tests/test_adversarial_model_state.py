@@ -241,7 +241,6 @@ def staging_first_plan(max_model_len, k):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="check-config does not check a model's state around an item (open)")
 def test_check_config_is_not_safe_for_a_model_keeping_state_between_its_evaluations(tmp_path):
     """``capproof prove`` makes this an error (module state changed while deciding it); ``check-config
     --spec`` answered ``safe`` (exit 0): the int probe's earlier evaluations filled ``_SEEN``, so the

@@ -242,3 +242,42 @@ def test_a_proof_resting_on_an_unchecked_fact_is_not_a_verification():
     # a modelled demand stays modelled, with or without the fact
     modelled = {**entry, "demands": [{**entry["demands"][0], "how": "model"}]}
     assert kind_of(modelled, [resting]) == "proved, demand modelled"
+
+
+def test_an_engine_headline_over_its_index_buffers_keeps_the_all_entries_counts():
+    """SGLang's headline is over its index buffers (its adapter's ``headline_dtypes``): a verified
+    int32 buffer is 1 of 2 index buffers, the float buffer counts only in the all-entries line; vLLM
+    (no ``headline_dtypes``) keeps the all-entries headline unchanged."""
+    from capproof.cli import _headline_dtypes
+
+    eid = "sglang/srt/x.py::R.{}"
+    entries = [
+        {
+            "id": eid.format("a"),
+            "dtype": "int32",
+            "shape": ["max_bs"],
+            "demands": [{"dim": 0, "extent": "max_bs", "how": "ast"}],
+        },
+        {"id": eid.format("b"), "dtype": "int64", "shape": ["max_bs"]},
+        {"id": eid.format("c"), "dtype": "float32", "shape": ["max_bs"]},
+    ]
+    run_json = {
+        "obligations": [
+            {
+                "id": "o",
+                "verdict": "proved",
+                "covers": [eid.format("a")],
+                "sources": [f"demand: inv.json::{eid.format('a')}[0]"],
+            }
+        ]
+    }
+    dtypes = _headline_dtypes("proofs/inventory/sglang-0.5.23.json")
+    assert {"int32", "int64", "bool"} <= dtypes and "float32" not in dtypes
+    assert _headline_dtypes("proofs/inventory/vllm-0.33.0.json") is None
+    cov = compute(entries, run_json, "sglang-x.json", facts=[], headline_dtypes=dtypes)
+    line = cov.summary_line()
+    assert line.startswith("verified: 1/2 index buffers (50.0%") and "All entries: verified: 1/3 entries" in line
+    md = render_markdown(cov)
+    assert "| verified | 1 | 50.0% |" in md and "| uncovered | 1 | 50.0% |" in md and "| verified | 1 | 33.3% |" in md
+    plain = compute(entries, run_json, "vllm-x.json", facts=[])
+    assert plain.summary_line().startswith("verified: 1/3 entries") and "index buffers" not in render_markdown(plain)

@@ -260,3 +260,140 @@ def test_the_base_class_eager_entry_is_a_site_unless_overridden(tmp_path):
         (rel, call.lineno) for rel, call, _ in relevant_sites(root2, "MyBackend", "init_forward_metadata_out_graph")
     }
     assert ("sglang/srt/layers/attention/my_backend.py", 4) not in kept2
+
+
+# -- a helper's return for this call, a binding behind a returning if, receivers, off-CUDA, top-k --
+
+HELPER_RUNNER = (
+    RUNNER
+    + """
+    def _size(self, *, bs, num_tokens):
+        return num_tokens if self.ragged else bs
+
+    def replay_helper(self, forward_batch):
+        if forward_batch.preplanned:
+            bs = self._size(bs=self.stale, num_tokens=0)
+            return
+        bs = self._pad_to_bucket(forward_batch.batch_size, self.capture_bs)
+        key = self._size(bs=bs, num_tokens=0)
+        self.attn_backend.init_forward_metadata_out_graph(SimpleNamespace(batch_size=key))
+
+    def elsewhere(self):
+        return self._size(bs=self.stale, num_tokens=0)
+"""
+)
+
+
+def test_a_helper_return_is_this_calls_argument_and_a_returning_branch_does_not_reach(tmp_path):
+    """``_size(bs=..., num_tokens=0)`` returns one of its arguments: the site's batch is the argument
+    of *that* call (a padded size or 0), not ``self.stale`` passed by other calls; the ``bs`` bound in
+    the ``if`` that returns does not reach the use after it. Without the ``return`` it does."""
+    root = _tree(tmp_path / "a", {"layers/attention/my_backend.py": BACKEND, "runner.py": HELPER_RUNNER})
+    sites = backend_bs_sites(root, "MyBackend")
+    assert sites["not checked"] == [] and len(sites["checked"]) == 3
+    leaky = HELPER_RUNNER.replace(
+        "bs = self._size(bs=self.stale, num_tokens=0)\n            return", "bs = self.stale"
+    ).replace("key = self._size(bs=bs, num_tokens=0)", "key = bs")
+    root = _tree(tmp_path / "b", {"layers/attention/my_backend.py": BACKEND, "runner.py": leaky})
+    (line,) = backend_bs_sites(root, "MyBackend")["not checked"]
+    assert "replay_helper" in line and "self.stale" in line
+
+
+GLUE = """
+class Glue:
+    def run(self, attn_backend, fb_view, key):
+        attn_backend.init_forward_metadata_out_graph(fb_view)
+"""
+
+GLUE_RUNNER = (
+    RUNNER
+    + """
+        self._glue = Glue() if self.use_glue else None
+
+    def replay_glue(self, forward_batch):
+        bs = self._pad_to_bucket(forward_batch.batch_size, self.capture_bs)
+        if self._glue is not None:
+            self._glue.run(self.attn_backend, SimpleNamespace(batch_size=bs), bs)
+"""
+)
+
+#: calls of a method named ``run`` with three arguments on receivers that never hold a Glue
+OTHER_RUNS = "\n".join(f"def f{i}(x, y):\n    x.run(y, y, y)\n" for i in range(14))
+
+
+def test_a_method_call_is_a_site_only_where_its_receiver_may_hold_the_instance(tmp_path):
+    """A ``Glue`` is only ever built into ``self._glue`` and ``._glue`` is only read for attribute
+    access and ``is None`` tests: of the 15 calls named ``run``, only ``self._glue.run(...)`` can run
+    ``Glue.run``, so the chain is followed (and checked). Once the instance escapes (returned), every
+    call of the name counts again and there are too many to follow."""
+    files = {
+        "layers/attention/my_backend.py": BACKEND,
+        "glue.py": GLUE,
+        "runner.py": GLUE_RUNNER.replace(
+            "        self._glue = Glue()", "    def attach(self):\n        self._glue = Glue()"
+        ),
+        "others.py": OTHER_RUNS,
+    }
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert sites["not checked"] == [] and any(s.startswith("sglang/srt/glue.py:4 run") for s in sites["checked"])
+    escaped = {**files, "leak.py": "class Leak:\n    def get(self, r):\n        return r._glue\n"}
+    (line,) = backend_bs_sites(_tree(tmp_path / "b", escaped), "MyBackend")["not checked"]
+    assert line.startswith("sglang/srt/glue.py:4 run") and "calls of the name (not followed)" in line
+
+
+NPU_RUNNER = """
+class NpuRunner:
+    def execute(self, forward_batch):
+        self.attn_backend.init_forward_metadata_out_graph(SimpleNamespace(batch_size=self.bs))
+"""
+
+
+def test_a_runner_under_hardware_backend_chosen_only_off_cuda_is_not_a_cuda_site(tmp_path):
+    """A runner class under ``hardware_backend/`` that srt names only as the ``"npu"`` entry of the
+    device table or under ``_is_npu`` is not run on a CUDA device: its call is checked as such. Named
+    anywhere else (built directly), its site stays unchecked."""
+    table = "RUNNERS = {'npu': NpuRunner, 'cpu': CpuRunner}\nR = NpuRunner if _is_npu else Other\n"
+    files = {
+        "layers/attention/my_backend.py": BACKEND,
+        "runner.py": RUNNER,
+        "hardware_backend/npu/npu_runner.py": NPU_RUNNER,
+        "setup.py": table,
+    }
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert sites["not checked"] == []
+    assert any("npu_runner.py:4 execute" in s and "not run on a CUDA device" in s for s in sites["checked"])
+    direct = {**files, "setup.py": table + "r = NpuRunner()\n"}
+    (line,) = backend_bs_sites(_tree(tmp_path / "b", direct), "MyBackend")["not checked"]
+    assert "npu_runner.py:4 execute" in line
+
+
+TOPK_RUNNER = """
+class TopkRunner:
+    def __init__(self, draft_attn_backend):
+        self.draft_attn_backend = draft_attn_backend
+        self.topk = get_spec().speculative_eagle_topk
+        self.captured_req_width = resolve_num_tokens_per_req(phase="draft_decode")
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.draft_attn_backend.init_cuda_graph_state(self.max_bs * self.topk, self.max_bs)
+
+    def execute(self, forward_batch):
+        bs = self._pad_to_bucket(forward_batch.batch_size, self.capture_bs)
+        expanded_bs = bs * self.captured_req_width
+        self.draft_attn_backend.init_forward_metadata_out_graph(SimpleNamespace(batch_size=expanded_bs))
+"""
+
+
+def test_a_top_k_expanded_batch_is_within_the_backends_max_bs_times_top_k(tmp_path, monkeypatch):
+    """The frozen-KV MTP runner's form: its backend gets ``max_bs * topk`` and a batch ``bs *
+    captured_req_width``; with the width the top-k (SGLang's ``resolve_num_tokens_per_req`` run in
+    the real tier; taken as shown here) the site is checked. A top-k read from elsewhere is not."""
+    from capproof.engines.sglang import graph_calls
+
+    monkeypatch.setattr(graph_calls, "_draft_decode_width_is_topk", lambda: "")
+    files = {"layers/attention/my_backend.py": BACKEND, "topk_runner.py": TOPK_RUNNER}
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert sites["not checked"] == [] and any("topk_runner.py:14 execute" in s for s in sites["checked"])
+    other = TOPK_RUNNER.replace("get_spec().speculative_eagle_topk", "4")
+    (line,) = backend_bs_sites(_tree(tmp_path / "b", {**files, "topk_runner.py": other}), "MyBackend")["not checked"]
+    assert "max_bs * self.topk" in line

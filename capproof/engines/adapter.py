@@ -89,6 +89,9 @@ class EngineAdapter(Protocol):
     command: str
     #: A complete example line for help and error texts.
     example_line: str
+    # Optional (read with ``getattr(adapter, "headline_dtypes", None)``): the element types of the
+    # engine's index buffers when its coverage headline is over them (``capproof coverage``);
+    # absent, the headline is over all inventory entries.
 
     def usage(self) -> str:
         """How ``--engine`` names this engine (``vllm[==VERSION], vllm-ascend==VERSION``)."""

@@ -935,11 +935,71 @@ def _decide_index(index: int) -> tuple[int, ObligationResult]:
 
 
 def decide_obligations(tasks: list[tuple[Obligation, Options]], jobs: int = 1) -> list[ObligationResult]:
-    """``prove_obligation`` of each ``(obligation, options)``, results in the given order:
-    ``jobs`` forked worker processes at a time (one obligation per message, as they finish), or in
-    this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is not available
-    (Windows); ``jobs`` 0: the CPU cores this process may use. Each proof runs in a fresh Z3
-    context either way, so the verdicts are the same."""
+    """``prove_obligation`` of each ``(obligation, options)``, results in the given order, ``jobs``
+    processes at a time (0: the CPU cores this process may use), each in a fresh Z3 context.
+
+    An obligation of a spec the user gave (``--spec``) is decided as ``capproof prove`` decides it
+    (:func:`_decide_checked`: the runner's module-state checks and the fresh copy's first
+    evaluation), so a model keeping state between its own evaluations is an error, never safe. The
+    engine specs shipped with capproof are decided in plain forked workers (:func:`_decide_plain`):
+    ``make verify`` decides them through the runner's checks, and those checks cost about five
+    times the CPU of a whole-deployment check."""
+    shipped = _shipped_spec_dir()
+    users = [i for i, (ob, _) in enumerate(tasks) if shipped is None or not _under(ob.file, shipped)]
+    results: list[ObligationResult | None] = [None] * len(tasks)
+    for i, result in zip(users, _decide_checked([tasks[i] for i in users], jobs)):
+        results[i] = result
+    plain = [i for i in range(len(tasks)) if results[i] is None]
+    for i, result in zip(plain, _decide_plain([tasks[i] for i in plain], jobs)):
+        results[i] = result
+    return results  # type: ignore[return-value]
+
+
+def _shipped_spec_dir() -> str | None:
+    """The directory of the engine specs shipped with capproof (None: none installed)."""
+    from ..project import bundled_root
+
+    root = bundled_root()
+    return None if root is None else os.path.join(os.path.realpath(root), "spec") + os.sep
+
+
+def _under(path: str, folder: str) -> bool:
+    return os.path.realpath(os.path.abspath(path)).startswith(folder)
+
+
+def _decide_checked(tasks: list[tuple[Obligation, Options]], jobs: int) -> list[ObligationResult]:
+    """The tasks decided through the runner's worker processes (:func:`capproof.runner.run_tasks`),
+    each under its own options (pins) with ``capproof prove``'s checks."""
+    from ..runner import Task, default_jobs, obligation_error, run_tasks
+
+    if not tasks:
+        return []
+    if jobs <= 0:
+        jobs = default_jobs()
+    seen: set[int] = set()
+    obligations: list[Obligation] = []
+    own: dict[int, Options] = {}
+    for ob, options in tasks:
+        if id(ob) in seen:  # the same obligation under other pins: an object of its own
+            ob = dataclasses.replace(ob)
+        seen.add(id(ob))
+        obligations.append(ob)
+        own[id(ob)] = options
+    task = Task(
+        kind="obligation",
+        decide=lambda ob: _decide_one((ob, own[id(ob)])),
+        error=obligation_error,
+        options=lambda ob: own[id(ob)],
+    )
+    runner_options = dataclasses.replace(tasks[0][1], jobs=max(1, min(jobs, len(tasks))))
+    return run_tasks(obligations, task, runner_options)
+
+
+def _decide_plain(tasks: list[tuple[Obligation, Options]], jobs: int) -> list[ObligationResult]:
+    """The tasks decided in ``jobs`` forked worker processes (one obligation per message, as they
+    finish), or in this process when ``jobs`` is 1, there are fewer than two tasks, or ``fork`` is
+    not available (Windows). Each proof runs in a fresh Z3 context either way, so the verdicts
+    are the same."""
     import multiprocessing
 
     if jobs <= 0:

@@ -20,6 +20,14 @@ class SglangAdapter:
     def display(self, engine: str) -> str:
         return "SGLang"
 
+    @property
+    def headline_dtypes(self) -> frozenset[str]:
+        """SGLang's coverage headline is over its index buffers (the issue's goal: a share of SGLang's
+        index buffers verified): the element types of :data:`.deployment.INDEX_DTYPES`."""
+        from .deployment import INDEX_DTYPES
+
+        return INDEX_DTYPES
+
     def versions(self) -> tuple[str, ...]:
         from .flags import SGLANG_VERSION
 

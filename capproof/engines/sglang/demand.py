@@ -219,18 +219,94 @@ def capture_list_facts(root: str, file: str, cls: str, phase: str) -> dict:
     }
 
 
+FORWARD_BATCH = "sglang/srt/model_executor/forward_batch_info.py"
+SPEC_INFO = "sglang/srt/speculative/spec_info.py"
+
+
+def _spec_scale_checked() -> str:
+    """Empty when SGLang's ``spec_scale_global_num_tokens`` (``speculative/spec_info.py``), **run** on
+    symbolic per-rank counts and a symbolic ``num_tokens_per_req``, returns each count times the
+    width (Z3); else the reason."""
+    try:
+        from types import SimpleNamespace
+
+        import z3
+        from sglang.srt.speculative.spec_info import spec_scale_global_num_tokens
+
+        counts = [SymInt.var(f"dp_count_{i}") for i in range(3)]
+        width = SymInt.var("dp_width")
+        scaled, _ = spec_scale_global_num_tokens(
+            SimpleNamespace(num_tokens_per_req=width, num_tokens_for_logprob_per_req=width), counts, counts
+        )
+        s = z3.Solver()
+        s.add(z3.Or(*[z3.Int(f"dp_count_{i}") * z3.Int("dp_width") != v.term for i, v in enumerate(scaled)]))
+        return "" if len(scaled) == len(counts) and s.check() == z3.unsat else "scaled counts differ"
+    except Exception as exc:  # noqa: BLE001 - then not checked, with the reason
+        return f"spec_scale_global_num_tokens did not run: {type(exc).__name__}: {exc}"[:200]
+
+
 def dp_gather_fact(root: str, file: str) -> dict:
-    """Under DP gather the runner pads the largest batch over the DP ranks; this rank's raw batch is
-    at most it because its own count is among ``global_num_tokens_cpu``: not checked (the gather
-    happens in the scheduler's DP synchronisation, not read here)."""
+    """Under DP gather the runner pads the largest batch over the DP ranks, ``max_batch_size =
+    max(forward_batch.global_num_tokens_cpu) // captured_req_width``; this rank's raw batch is at
+    most it when its own batch is among the gathered counts. The links read or run here, and the
+    ones not checked:
+
+    - checked (AST): the runner's ``max_batch_size`` is that quotient (:data:`_BINDINGS`);
+    - checked (AST): ``ForwardBatch.prepare_mlp_sync_batch`` sets ``global_num_tokens_cpu`` to the
+      padded counts and, on its speculative decode-family branches, ``batch_size = num_tokens //
+      spec_info.num_tokens_per_req`` with ``num_tokens`` this rank's entry of those counts
+      (``global_num_tokens[dp_slot_in(global_num_tokens)]``), so there ``raw_bs <= max // width``
+      when the width is the runner's;
+    - checked (executed): ``spec_scale_global_num_tokens`` scales every gathered count by the
+      batch's ``num_tokens_per_req`` (run on symbolic counts);
+    - not checked: that the gathered counts hold this rank's own batch at its slot (the scheduler's
+      all-gather, ``managers/scheduler_components/dp_attn.py``: distributed, not run), that the
+      batch's ``num_tokens_per_req`` is the runner's ``captured_req_width`` (``can_run_graph``
+      admits an unset width), and the branches of ``prepare_mlp_sync_batch`` that keep the raw
+      batch (hybrid-SSM verify, a dummy extend) or batches that do not pass through it."""
+    checked, unchecked = [], []
+    try:
+        fb = _tree(root, FORWARD_BATCH)
+        prep = _method(fb, "ForwardBatch", "prepare_mlp_sync_batch")
+    except (OSError, SyntaxError):
+        prep = None
+    stmts = {src(n): n.lineno for n in ast.walk(prep) if isinstance(n, ast.Assign)} if prep else {}
+    need = (
+        "num_tokens=global_num_tokens[dp_slot_in(global_num_tokens)]",
+        "self.global_num_tokens_cpu=global_num_tokens",
+        "bs=self.batch_size=num_tokens//self.spec_info.num_tokens_per_req",
+    )
+    if all(x in stmts for x in need):
+        checked.append(
+            f"{FORWARD_BATCH}:{','.join(str(stmts[x]) for x in need)} prepare_mlp_sync_batch: this rank's batch "
+            "is its own entry of global_num_tokens_cpu // num_tokens_per_req on the speculative decode branches"
+        )
+    else:
+        unchecked.append(f"{FORWARD_BATCH} prepare_mlp_sync_batch: its own-entry batch not found as read")
+    scale = _spec_scale_checked()
+    (unchecked if scale else checked).append(
+        f"{SPEC_INFO} spec_scale_global_num_tokens: every gathered count times num_tokens_per_req"
+        + (f" ({scale})" if scale else "")
+    )
+    checked.append(
+        f"{file} execute: max_batch_size = max(forward_batch.global_num_tokens_cpu) // captured_req_width "
+        "(every binding, ast)"
+    )
+    unchecked += [
+        "sglang/srt/managers/scheduler_components/dp_attn.py all_gather: the gathered counts hold this rank's "
+        "own batch at its DP slot (distributed exchange, not run)",
+        f"{file} can_run_graph: the draft batch's num_tokens_per_req is captured_req_width (an unset width 0 "
+        "is admitted)",
+        f"{FORWARD_BATCH} prepare_mlp_sync_batch: the hybrid-SSM verify and dummy-extend branches keep the raw "
+        "batch; batches that skip it",
+    ]
     return {
         "fact": "raw_bs <= max_batch_size (under DP gather: this rank's batch is among the gathered counts)",
         "checked": False,
         "paths": {
-            "not checked": [
-                f"{file} execute: max_batch_size = max(forward_batch.global_num_tokens_cpu) // captured_req_width "
-                "(the DP synchronisation that fills global_num_tokens_cpu is not read)"
-            ]
+            "checked (ast)": [c for c in checked if "spec_scale" not in c],
+            "checked (executed)": [c for c in checked if "spec_scale" in c],
+            "not checked": unchecked,
         },
     }
 

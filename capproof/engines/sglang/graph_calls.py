@@ -50,6 +50,8 @@ VIEW_BUILDERS = {
     "build_inner_fb_view": "sglang.srt.model_executor.forward_batch_info",
 }
 MAX_DEPTH = 40
+#: why an element of a runner's capture list is not within its backend's ``max_bs``
+NO_MAX_BS = "no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"
 WIDTH = "self.captured_req_width"
 #: A parameter is followed to the calls of its function when there are at most this many.
 MAX_CALLERS = 12
@@ -259,6 +261,9 @@ class _Tracer:
         self.runner_ok: dict[str, bool] = {}
         self.memo: dict = {}
         self.active: set = set()
+        #: ``{id(function): {parameter: (argument, calling function, note)}}`` while a return of that
+        #: function is traced for one call (:meth:`_returned`)
+        self.bind: dict = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def _fn_name(self, fn) -> str:
@@ -295,6 +300,44 @@ class _Tracer:
                 out.append((node.value, None))
         return out
 
+    def _reaching(self, rel: str, fn, binds: list, use) -> list:
+        """The bindings of :meth:`_assigns` that may reach ``use``: a binding inside the body (or
+        ``else``) of an ``if`` of ``fn`` that ends in ``return``/``raise``, has no ``break``/
+        ``continue`` and is in no ``try`` of ``fn`` does not reach a use after that ``if`` (control
+        leaves ``fn`` first)."""
+        uline = getattr(use, "lineno", None)
+        if uline is None:
+            return binds
+        parents = self.ix.parents(rel)
+        out = []
+        for value, index in binds:
+            node = value[1] if isinstance(value, tuple) else value
+            blocked = False
+            p, child = (parents.get(node), node) if node is not None else (None, None)
+            while p is not None and p is not fn and not blocked:
+                if isinstance(p, ast.If) and (p.end_lineno or p.lineno) < uline and not self._in_try(rel, p, fn):
+                    block = p.body if child in p.body else (p.orelse if child in p.orelse else None)
+                    if (
+                        block
+                        and isinstance(block[-1], (ast.Return, ast.Raise))
+                        and not any(isinstance(x, (ast.Break, ast.Continue)) for b in block for x in [b, *_walk_own(b)])
+                    ):
+                        blocked = True
+                p, child = parents.get(p), p
+            if not blocked:
+                out.append((value, index))
+        return out
+
+    def _in_try(self, rel: str, node, fn) -> bool:
+        """``node`` is inside a ``try`` of ``fn`` (an exception raised in it may be caught and control
+        go on after the ``try``)."""
+        p = self.ix.parents(rel).get(node)
+        while p is not None and p is not fn:
+            if isinstance(p, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                return True
+            p = self.ix.parents(rel).get(p)
+        return False
+
     def _params(self, fn) -> list[str]:
         a = fn.args
         return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
@@ -319,11 +362,57 @@ class _Tracer:
             self.runner_ok[rel] = ok_max and ok_state
         return self.runner_ok[rel]
 
+    def _scaled_runner(self, rel: str) -> str:
+        """Empty when the runner file ``rel`` sets ``self.max_bs = max(self.capture_bs)``, gives its
+        backend ``init_cuda_graph_state(self.max_bs * self.topk, ...)`` with ``self.topk =
+        get_spec().speculative_eagle_topk`` and ``self.captured_req_width =
+        resolve_num_tokens_per_req(phase="draft_decode")``, which SGLang's function returns as
+        ``speculative_eagle_topk`` (run on the published arguments): then a captured or padded
+        batch times the width is within the backend's ``max_bs``. Else the reason (AST)."""
+        key = ("scaled", rel)
+        if key not in self.memo:
+            t = self.ix.tree(rel)
+            body = {src(n) for n in ast.walk(t)} if t else set()
+            need = (
+                "self.max_bs=max(self.capture_bs)",
+                "self.topk=get_spec().speculative_eagle_topk",
+                "self.captured_req_width=resolve_num_tokens_per_req(phase='draft_decode')",
+            )
+            missing = [x for x in need if x not in body]
+            state = any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "init_cuda_graph_state"
+                and n.args
+                and src(n.args[0]) == "self.max_bs*self.topk"
+                for n in (ast.walk(t) if t else [])
+            )
+            reason = ""
+            if missing or not state:
+                reason = "no init_cuda_graph_state(self.max_bs * self.topk) with the top-k width: " + ", ".join(
+                    missing or ["init_cuda_graph_state"]
+                )
+            else:
+                reason = _draft_decode_width_is_topk()
+            self.memo[key] = reason
+        return self.memo[key]
+
     def _callers(self, fn, rel: str, param: str, depth: int, chain: list, kind: str = "bs"):
         """Resolve a parameter of ``fn``: the argument every call of ``fn``'s name passes (a forward
         batch when ``kind == "fb"``). A parameter of an entry method (:data:`ENTRY_METHODS`) is
         ``("forwarded", class)``: that method's own call sites are checked for its class."""
         name = self._fn_name(fn)
+        hit = self.bind.get(id(fn), {}).get(param)
+        if hit is not None:
+            # the argument is traced in the caller with this binding lifted (it holds only inside
+            # this invocation of fn)
+            arg, caller, note = hit
+            held = self.bind.pop(id(fn))
+            try:
+                yield from self._kind(kind)(arg, rel, caller, depth + 1, chain + [note])
+            finally:
+                self.bind[id(fn)] = held
+            return
         if name in ENTRY_METHODS:
             owner = self.ix.enclosing_class(rel, fn)
             yield ("forwarded", chain + [f"{rel}:{fn.lineno} {owner.name if owner else '?'}.{name}"])
@@ -358,6 +447,10 @@ class _Tracer:
                         continue
                 kept.append((r, c))
             calls = kept
+        if owner is not None:
+            holders = _instance_receivers(self.ix, owner.name)
+            if holders is not None:
+                calls = [(r, c) for r, c in calls if _may_hold(self.ix, r, c, owner.name, holders)]
         calls = [(r, c) for r, c in calls if _bindable(fn, c, method)]
         if len(calls) > MAX_CALLERS:
             yield ("unchecked", chain + [f"{rel}:{fn.lineno} {name}: {len(calls)} calls of the name (not followed)"])
@@ -428,7 +521,7 @@ class _Tracer:
                 )
             return
         if isinstance(node, ast.Name) and fn is not None:
-            binds = self._assigns(fn, node.id)
+            binds = self._reaching(rel, fn, self._assigns(fn, node.id), node)
             if binds:
                 for value, index in binds:
                     step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {node.id} bound"]
@@ -458,8 +551,15 @@ class _Tracer:
             )
             if rets:
                 for r in rets:
-                    yield from self.tokens(
-                        r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                    yield from self._returned(
+                        "tok",
+                        r.value,
+                        node,
+                        defs[0],
+                        rel,
+                        fn,
+                        depth + 1,
+                        chain + [f"{rel}:{r.lineno} {node.func.attr} returns"],
                     )
                 return
         if isinstance(node, ast.Attribute) and src(node.value) == "self" and fn is not None:
@@ -503,8 +603,48 @@ class _Tracer:
             return f"capture_num_tokens bound as {binds}"
         return round_up_grid_checked()
 
+    def _returned(self, kind: str, value, call: ast.Call, defn, rel: str, caller, depth: int, chain: list):
+        """Origins of ``value``, an expression ``defn`` returns, for the call ``call`` of ``defn`` in
+        ``caller`` (same file): while it is traced, every parameter of ``defn`` that ``defn`` never
+        rebinds and that this call passes is *this* call's argument (traced in the caller), not the
+        argument of every call of the name (:meth:`_callers`); a parameter left to its default is
+        followed to every call as before."""
+        owner = self.ix.enclosing_class(rel, defn)
+        if owner is not None and any(
+            _defines_own(self.ix, sub, defn.name) for sub in _subclasses(self.ix, owner.name) - {owner.name}
+        ):
+            yield ("unchecked", chain + [f"{rel}:{defn.lineno} {defn.name} is overridden in a subclass"])
+            return
+        params = [p.arg for p in defn.args.posonlyargs + defn.args.args]
+        method = bool(params) and params[0] in ("self", "cls")
+        starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        bound = {}
+        for name in params[(1 if method else 0) :] + [p.arg for p in defn.args.kwonlyargs]:
+            if starred or self._assigns(defn, name):
+                continue
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and name in params:
+                pos = params.index(name) - (1 if method else 0)
+                if 0 <= pos < len(call.args):
+                    arg = call.args[pos]
+            if arg is not None:
+                bound[name] = (arg, caller, f"{rel}:{call.lineno} {name} is this call's argument")
+        saved = self.bind.get(id(defn))
+        self.bind[id(defn)] = bound
+        try:
+            yield from self._kind(kind)(value, rel, defn, depth, chain)
+        finally:
+            if saved is None:
+                del self.bind[id(defn)]
+            else:
+                self.bind[id(defn)] = saved
+
+    def _context(self) -> tuple:
+        """The parameter bindings in force (:meth:`_returned`), as a memo key."""
+        return tuple(sorted((d, n, id(a)) for d, names in self.bind.items() for n, (a, _c, _w) in names.items()))
+
     def _memo(self, kind, node, rel, fn, depth, chain):
-        key = (kind, rel, id(fn), id(node))
+        key = (kind, rel, id(fn), id(node), self._context())
         if key in self.active:
             # a cycle of bindings (flow-insensitive: two branches feeding each other) adds no value
             # of its own: every value on it comes, by a finite derivation, from an origin off the
@@ -547,7 +687,7 @@ class _Tracer:
             yield from self.expr(n.value, rel, fn, depth, chain + [f"{rel}:{n.lineno} {name}.batch_size ="])
         if sets and all(self._guarded_set(n, rel, fn, name) for n in sets):
             return
-        binds = self._assigns(fn, name)
+        binds = self._reaching(rel, fn, self._assigns(fn, name), node)
         if binds:
             for value, index in binds:
                 step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
@@ -871,6 +1011,24 @@ class _Tracer:
         if isinstance(node, ast.Call) and src(node.func) == "min" and any(src(a) == "self.max_bs" for a in node.args):
             yield self._terminal(rel, chain + [f"{where} {s}"])
             return
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and src(node.right) == WIDTH:
+            # ``x * captured_req_width``, x an element of the capture list: within the backend's
+            # ``max_bs * topk`` where the runner gives its backend that and its width is the top-k
+            origins = list(self.expr(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"]))
+            reason = self._scaled_runner(rel)
+            for st, ch in origins:
+                if st == "unchecked" and ch and ch[-1] == f"{rel}: {NO_MAX_BS}":
+                    if reason:
+                        yield ("unchecked", ch + [f"{rel}: {reason}"])
+                        continue
+                    st = "checked"  # an element of this runner's own capture list
+                if st == "checked" and reason:
+                    yield ("unchecked", ch + [f"{rel}: {reason}"])
+                elif st == "checked":
+                    yield ("checked", ch + [f"{rel}: x * captured_req_width <= max_bs * topk, the backend's max_bs"])
+                else:
+                    yield (st, ch)
+            return
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and src(node.right) == WIDTH:
             # ``n // captured_req_width``: ``n`` a multiple of the width by a batch, or a ragged tier
             yield from self.tokens(node.left, rel, fn, depth + 1, chain + [f"{where} {s}"])
@@ -887,8 +1045,15 @@ class _Tracer:
                 rets = [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
                 if rets:
                     for r in rets:
-                        yield from self.expr(
-                            r.value, rel, defs[0], depth + 1, chain + [f"{rel}:{r.lineno} {node.func.attr} returns"]
+                        yield from self._returned(
+                            "bs",
+                            r.value,
+                            node,
+                            defs[0],
+                            rel,
+                            fn,
+                            depth + 1,
+                            chain + [f"{rel}:{r.lineno} {node.func.attr} returns"],
                         )
                     return
         if isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool):
@@ -908,7 +1073,7 @@ class _Tracer:
             yield ("unchecked", chain + [f"{where} {s}"])
             return
         name = node.id
-        binds = self._assigns(fn, name)
+        binds = self._reaching(rel, fn, self._assigns(fn, name), node)
         if binds:
             for value, index in binds:
                 step = chain + [f"{rel}:{fn.lineno} {self._fn_name(fn)}: {name} bound"]
@@ -953,7 +1118,280 @@ class _Tracer:
     def _terminal(self, rel: str, chain: list):
         if self._runner_gives_max_bs(rel):
             return ("checked", chain)
-        return ("unchecked", chain + [f"{rel}: no self.max_bs = max(self.capture_bs) given to init_cuda_graph_state"])
+        return ("unchecked", chain + [f"{rel}: {NO_MAX_BS}"])
+
+
+def _instance_receivers(ix: _Index, cls: str):
+    """Where an instance of ``cls`` can be held, when that is known from srt's source (AST), as
+    ``{"attrs": {A, ...}, "params": {(file, function line, p), ...}}``; None when not known.
+
+    Known when ``cls`` has no subclass in srt, every mention of its name is an import, an
+    ``isinstance`` test, an annotation or a construction ``cls(...)``, every construction is
+    assigned (directly or as a branch of a conditional expression) to ``self.A``, and every read of
+    an attribute ``.A`` anywhere in srt is an attribute access on it (``x.A.m``), an ``is``/``is
+    not`` comparison, an ``isinstance`` argument, a truth test, or an argument ``f(A=x.A)`` /
+    ``f(x.A)`` to a function ``f`` every definition of which uses that parameter only for attribute
+    accesses and ``is`` comparisons. A method call ``recv.m(...)`` can then run ``cls.m`` only when
+    ``recv`` is such an ``x.A`` or such a parameter (or ``self`` inside ``cls``)."""
+    if _subclasses(ix, cls) != {cls}:
+        return None
+    attrs: set[str] = set()
+    for rel in ix.files:
+        if cls not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        if t is None:
+            return None
+        par = ix.parents(rel)
+        for n in ast.walk(t):
+            if not (isinstance(n, ast.Name) and n.id == cls) and not (
+                isinstance(n, ast.Attribute) and n.attr == cls and isinstance(n.ctx, ast.Load)
+            ):
+                continue
+            up = par.get(n)
+            if isinstance(up, ast.Call) and up.func is n:
+                v, stmt = up, par.get(up)
+                while isinstance(stmt, ast.IfExp) and v is not stmt.test:
+                    v, stmt = stmt, par.get(stmt)
+                if not (
+                    isinstance(stmt, ast.Assign)
+                    and stmt.value is v
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Attribute)
+                    and src(stmt.targets[0].value) == "self"
+                ):
+                    return None
+                attrs.add(stmt.targets[0].attr)
+            elif isinstance(up, ast.Call) and src(up.func) == "isinstance":
+                continue
+            elif (
+                isinstance(up, ast.arg)
+                or (isinstance(up, ast.AnnAssign) and up.annotation is n)
+                or (isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is n)
+            ):
+                continue  # an annotation
+            elif isinstance(up, (ast.Subscript, ast.BinOp, ast.Tuple)) and _in_annotation(par, up):
+                continue
+            else:
+                return None
+    if not attrs:
+        return None
+    methods: set[str] = set()
+    # the instance's own methods must not hand ``self`` on (only ``self.x`` reads and stores)
+    for rel in ix.files:
+        if f"class {cls}" not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        par = ix.parents(rel)
+        for k in ast.walk(t) if t else []:
+            if isinstance(k, ast.ClassDef) and k.name == cls:
+                methods |= {b.name for b in k.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                for x in ast.walk(k):
+                    if (
+                        isinstance(x, ast.Name)
+                        and x.id == "self"
+                        and _harmless_use(par, x, frozenset(methods)) is not True
+                    ):
+                        return None
+    frozen = frozenset(methods)
+    params: set = set()
+    for attr in attrs:
+        for rel in ix.files:
+            if attr not in ix.text(rel):
+                continue
+            t = ix.tree(rel)
+            if t is None:
+                return None
+            par = ix.parents(rel)
+            for n in ast.walk(t):
+                if isinstance(n, ast.Constant) and n.value == attr:
+                    return None  # read by name (getattr, vars): not followed
+                if not (isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)):
+                    continue
+                use = _harmless_use(par, n, frozen)
+                if use is True:
+                    continue
+                if use is None:
+                    return None
+                callee, param = use
+                if callee == "=":
+                    # a local alias: every read of it in its function must be harmless too
+                    fn = ix.enclosing(rel, n)
+                    if fn is None or isinstance(fn, ast.Lambda):
+                        return None
+                    for x in _walk_own(fn):
+                        if isinstance(x, ast.Name) and x.id == param and isinstance(x.ctx, ast.Load):
+                            if _harmless_use(par, x, frozen) is not True:
+                                return None
+                    params.add((rel, fn.lineno, param))
+                    continue
+                defs = [
+                    (r, d)
+                    for r in ix.files
+                    if f"def {callee}" in ix.text(r)
+                    for d in ast.walk(ix.tree(r) or ast.Module(body=[], type_ignores=[]))
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == callee
+                ]
+                if not defs:
+                    return None
+                for r, d in defs:
+                    names = [a.arg for a in d.args.posonlyargs + d.args.args + d.args.kwonlyargs]
+                    if isinstance(param, int):
+                        offset = 1 if names[:1] in (["self"], ["cls"]) else 0
+                        if param + offset >= len(names):
+                            return None
+                        pname = names[param + offset]
+                    else:
+                        pname = param
+                    if pname not in names:
+                        continue
+                    dpar = ix.parents(r)
+                    for x in _walk_own(d):
+                        if isinstance(x, ast.Name) and x.id == pname:
+                            if isinstance(x.ctx, ast.Store) or _harmless_use(dpar, x, frozen) is not True:
+                                return None
+                    params.add((r, d.lineno, pname))
+    return {"attrs": attrs, "params": params}
+
+
+def _in_annotation(par: dict, node) -> bool:
+    """``node`` sits in an annotation (of an argument, a return or an annotated assignment)."""
+    p, child = par.get(node), node
+    while p is not None:
+        if isinstance(p, ast.arg) and p.annotation is child:
+            return True
+        if isinstance(p, ast.AnnAssign) and p.annotation is child:
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.returns is child:
+            return True
+        if isinstance(p, (ast.stmt, ast.Call)):
+            return False
+        p, child = par.get(p), p
+    return False
+
+
+def _harmless_use(par: dict, n, methods: frozenset = frozenset()):
+    """How a read ``n`` of a value is used: True when it cannot hand the value on (an attribute
+    access on it, other than one of ``methods`` not called at once; an ``is`` comparison, an
+    ``isinstance`` argument, a truth test); ``(function name,
+    position or keyword)`` when it is an argument of a call of a named function; ``("=", local)``
+    when it is assigned to a local; None otherwise."""
+    up = par.get(n)
+    if isinstance(up, ast.Attribute) and up.value is n:
+        # a method of the class taken without calling it hands a bound method (and the instance) on
+        called = isinstance(par.get(up), ast.Call) and par.get(up).func is up
+        return True if called or up.attr not in methods else None
+    if isinstance(up, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in up.ops):
+        return True
+    if isinstance(up, ast.Call) and src(up.func) == "isinstance":
+        return True
+    if isinstance(up, (ast.If, ast.While, ast.IfExp)) and up.test is n:
+        return True
+    if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+        return True
+    if isinstance(up, ast.BoolOp) and isinstance(par.get(up), (ast.If, ast.While)) and par.get(up).test is up:
+        return True
+    if isinstance(up, ast.Assign) and up.value is n and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+        return ("=", up.targets[0].id)
+    call, key = None, None
+    if isinstance(up, ast.keyword) and isinstance(par.get(up), ast.Call):
+        call, key = par.get(up), up.arg
+    elif isinstance(up, ast.Call) and n in up.args:
+        call, key = up, up.args.index(n)
+        if any(isinstance(a, ast.Starred) for a in up.args[: key + 1]):
+            return None
+    if call is None or key is None:
+        return None
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return (name, key) if name else None
+
+
+def _may_hold(ix: _Index, rel: str, call: ast.Call, cls: str, holders: dict) -> bool:
+    """Whether the receiver of ``call`` (``recv.m(...)``) may be an instance of ``cls`` given where
+    its instances can be held (:func:`_instance_receivers`)."""
+    f = call.func
+    if not isinstance(f, ast.Attribute):
+        return False  # a plain function call, not a method of cls
+    recv = f.value
+    if src(recv) == "self":
+        k = ix.enclosing_class(rel, call)
+        return k is None or k.name == cls
+    if isinstance(recv, ast.Attribute):
+        return recv.attr in holders["attrs"]
+    if isinstance(recv, ast.Name):
+        fn = ix.enclosing(rel, call)
+        while fn is not None:
+            if (rel, getattr(fn, "lineno", -1), recv.id) in holders["params"]:
+                return True
+            fn = ix.enclosing(rel, fn)
+        return False
+    return False
+
+
+#: The directory of the non-CUDA device code (Ascend NPU, Apple MLX); outside the inventory's scope
+HARDWARE = SRT + "/hardware_backend/"
+#: Tests that hold only on an NPU device
+NPU_TESTS = ("_is_npu", "is_npu()")
+
+
+def _not_on_cuda(ix: _Index, rel: str, cls: str) -> str:
+    """Why class ``cls`` (defined in ``rel``) is never constructed on a CUDA device, or "" when that
+    is not shown (AST): ``rel`` is under :data:`HARDWARE`, every subclass of ``cls`` is such a class
+    too, and every mention of the name in srt outside ``rel`` is an import, a value of a dict display
+    under a string key other than ``"cuda"`` (the runner table indexed by the device,
+    ``cuda_graph_setup.py``), or the first branch of a conditional expression testing
+    :data:`NPU_TESTS` (a module attribute ``m.cls`` or the name as a string refuses)."""
+    if not rel.startswith(HARDWARE):
+        return ""
+    for sub in _subclasses(ix, cls) - {cls}:
+        # an instance of a subclass runs this class's methods too: it must be chosen only off CUDA as well
+        homes = [r for r in ix.files if re.search(r"^\s*class\s+" + re.escape(sub) + r"\b", ix.text(r), re.M)]
+        if not homes or any(not _not_on_cuda(ix, r, sub) for r in homes):
+            return ""
+    keys = set()
+    for r in ix.files:
+        if r == rel or cls not in ix.text(r):
+            continue
+        t = ix.tree(r)
+        if t is None:
+            return ""
+        par = ix.parents(r)
+        for n in ast.walk(t):
+            if (isinstance(n, ast.Attribute) and n.attr == cls) or (isinstance(n, ast.Constant) and n.value == cls):
+                return ""  # reached as a module attribute or by name
+            if not (isinstance(n, ast.Name) and n.id == cls):
+                continue
+            up = par.get(n)
+            if isinstance(up, ast.Dict) and n in up.values:
+                k = up.keys[up.values.index(n)]
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value != "cuda":
+                    keys.add(f"{r}:{n.lineno} under {k.value!r}")
+                    continue
+            if isinstance(up, ast.IfExp) and up.body is n and src(up.test) in NPU_TESTS:
+                keys.add(f"{r}:{n.lineno} if {src(up.test)}")
+                continue
+            return ""
+    return f"{cls} is under hardware_backend/ and chosen only off CUDA (" + "; ".join(sorted(keys)) + ")"
+
+
+@lru_cache(maxsize=1)
+def _draft_decode_width_is_topk() -> str:
+    """Empty when SGLang's ``resolve_num_tokens_per_req(phase="draft_decode")`` (run on the published
+    speculative arguments) is ``speculative_eagle_topk``; else the reason."""
+    try:
+        from sglang.srt.speculative.spec_utils import resolve_num_tokens_per_req
+
+        from ...symbolic import SymInt
+        from .trace import config_values, published
+
+        with published(config_values(), spec="EAGLE"):
+            width = resolve_num_tokens_per_req(phase="draft_decode")
+    except Exception as exc:  # noqa: BLE001 - then not checked, with the reason
+        return f"resolve_num_tokens_per_req did not run: {type(exc).__name__}: {exc}"[:200]
+    topk = SymInt.var("speculative_eagle_topk")
+    same = isinstance(width, SymInt) and width.term.eq(topk.term)
+    return "" if same else f"draft_decode width is {width}, not the top-k"
 
 
 def _bindable(fn, call: ast.Call, method: bool) -> bool:
@@ -1052,6 +1490,19 @@ def _defines(ix: _Index, cls: str, method: str) -> bool:
                 if not any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == method for b in n.body):
                     return False
     return found
+
+
+def _defines_own(ix: _Index, cls: str, method: str) -> bool:
+    """Some class named ``cls`` in srt defines ``method`` in its own body."""
+    for rel in ix.files:
+        if f"class {cls}" not in ix.text(rel) or f"def {method}" not in ix.text(rel):
+            continue
+        t = ix.tree(rel)
+        for n in ast.walk(t) if t else []:
+            if isinstance(n, ast.ClassDef) and n.name == cls:
+                if any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == method for b in n.body):
+                    return True
+    return False
 
 
 def _subclasses(ix: _Index, cls: str) -> set[str]:
@@ -1187,6 +1638,11 @@ def backend_bs_sites(root: str, cls: str) -> dict:
                     else next((k.value for k in call.keywords if k.arg == "forward_batch"), None)
                 )
                 site = f"{rel}:{call.lineno} {tracer._fn_name(fn) if fn else 'module'} -> {method}"
+                owner = tracer.ix.enclosing_class(rel, call)
+                why_not = _not_on_cuda(tracer.ix, rel, owner.name) if owner is not None else ""
+                if why_not:
+                    checked.append(f"{site} (not run on a CUDA device: {why_not})")
+                    continue
                 if arg is None:
                     unchecked.append(f"{site}: no forward batch argument")
                     continue

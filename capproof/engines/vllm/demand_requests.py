@@ -881,6 +881,12 @@ def derive_more(entries: list, root: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - one line: these request rows are not derived
         problems.append(f"request rows through views not derived: {type(exc).__name__}: {exc}"[:300])
     try:
+        from .demand_drafter_rows import derive_drafter_rows
+
+        derive_drafter_rows(entries, root)
+    except Exception as exc:  # noqa: BLE001 - one line: the drafters' request rows are not derived
+        problems.append(f"drafter request rows not derived: {type(exc).__name__}: {exc}"[:300])
+    try:
         from .demand_v2_requests import derive_slot_rows
 
         facts: list = []

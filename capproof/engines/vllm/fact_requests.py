@@ -897,7 +897,38 @@ def drafting_paths(root: str) -> list[dict]:
 def request_facts(root: str) -> list[dict]:
     """The three request-count facts (module docstring) over the sources under ``root`` (vLLM
     importable: the tracer activated it)."""
+    from ...facts import status
+    from .fact_attention import attention_facts
+
     att, cex = attention_metadata_paths(root)
+    local = [p for p in att if "make_local_attention_virtual_batches" in p["sets"]]
+    v2 = fact_record(
+        "V2 request count (descriptors, dummy batches, scheduler outputs) <= max_num_reqs",
+        [ASSUMPTION],
+        V2_SCOPE,
+        v2_paths(root),
+        [c for c in [pcp_local_requests()] if c],
+    )
+    if len(local) == 1:
+        attention = attention_facts(
+            root,
+            [p for p in att if p is not local[0]],
+            local[0],
+            cex[0] if cex else None,
+            status(v2),
+            (v2["counterexamples"] or [None])[0],
+            ASSUMPTION,
+        )
+    else:  # the chunked-local construction was not found: one fact over the whole directory
+        attention = [
+            fact_record(
+                "attention-metadata request count CommonAttentionMetadata.num_reqs <= max_num_reqs",
+                [ASSUMPTION],
+                ATTENTION_SCOPE,
+                att + [path_record("vllm/v1/attention/", "the chunked-local construction", "ast", "not checked")],
+                cex,
+            )
+        ]
     return [
         fact_record(
             "V1 step request count num_reqs_padded <= max_num_reqs (dispatcher padding, DP, dummy runs, "
@@ -906,13 +937,7 @@ def request_facts(root: str) -> list[dict]:
             V1_SCOPE,
             v1_step_paths(root),
         ),
-        fact_record(
-            "attention-metadata request count CommonAttentionMetadata.num_reqs <= max_num_reqs",
-            [ASSUMPTION],
-            ATTENTION_SCOPE,
-            att,
-            cex,
-        ),
+        *attention,
         fact_record(
             "V1 drafting request count (the metadata the runner hands a drafter, the drafters' own counts) "
             "<= max_num_reqs",
@@ -920,11 +945,5 @@ def request_facts(root: str) -> list[dict]:
             SPEC_SCOPE,
             drafting_paths(root),
         ),
-        fact_record(
-            "V2 request count (descriptors, dummy batches, scheduler outputs) <= max_num_reqs",
-            [ASSUMPTION],
-            V2_SCOPE,
-            v2_paths(root),
-            [c for c in [pcp_local_requests()] if c],
-        ),
+        v2,
     ]

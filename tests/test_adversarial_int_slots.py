@@ -1,0 +1,81 @@
+"""Adversarial catalogue: an int's own dunder methods called with a symbolic argument.
+
+``int``'s C slots test the real type of their other operand: ``(16).__mul__(x)`` is the product
+for an int ``x`` and ``NotImplemented`` for a symbolic one, without an exception for the watch to
+record. The static guard finds ``int.__eq__(x, 3)`` through the class; a bound method of an int
+object (a constant's ``__mul__``, ``__eq__``; ``filter((0).__lt__, lens)`` is an idiom) is not
+found. Likewise ``complex.__eq__`` with a symbolic value and the symbolic value's ``__eq__`` with a
+complex both return ``NotImplemented``, so ``a == complex(37, 0)`` is identity (False) where the
+int says True. And an ``int`` subclass that overrides a reflected operator or ``__eq__`` is called
+first on ints (Python's subclass rule) but never against a symbolic value (not an int to
+Python's dispatch). Each model below takes its ``NotImplemented`` fallback only on symbolic values and is false at
+``a == 37`` on ints; each was ``proved``. Brute forced on ints by tests/_soundness_harness.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import check
+
+D = '@obligation(domain={"a": Range(0, 100)})\n'
+
+ATTEMPTS = [
+    pytest.param(
+        "int-subclass-reflected-add",
+        "class Saturating(int):\n    def __radd__(self, other):\n        return min(other + int(self), 40)\n\n\n"
+        + D
+        + "def f(a):\n    x = a + Saturating(5)\n    return at_most(demand=select(a == 37, 42 - x, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "int-subclass-eq-override",
+        "class AnyLen(int):\n    def __eq__(self, other):\n        return True\n\n    __hash__ = int.__hash__\n\n\n"
+        + D
+        + "def f(a):\n    hit = a == AnyLen(0)\n"
+        "    return at_most(demand=select(all_of(a == 37, hit), 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "eq-with-a-complex-number",
+        D + "def f(a):\n    hit = a == complex(37, 0)\n    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "in-a-list-of-complex-numbers",
+        D + "def f(a):\n    return at_most(demand=select(a in [complex(37, 0)], 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "condition-eq-with-a-complex-number",
+        D + "def f(a):\n    c = a == 37\n    return at_most(demand=select(c == complex(1, 0), 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "unbound-int-mul-with-an-int-first",
+        D + "def f(a):\n    x = int.__mul__(16, a)\n"
+        "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
+        "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
+    ),
+    pytest.param(
+        "reduce-by-int-mul",
+        "import functools\n\n" + D + "def f(a):\n    x = functools.reduce(int.__mul__, [16, a])\n"
+        "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
+        "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
+    ),
+    pytest.param(
+        "bool-and-dunder-of-a-condition",
+        D + "def f(a):\n    r = True.__and__(a == 37)\n    hit = r if r != NotImplemented else False\n"
+        "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "constant-mul-dunder",
+        D + "def f(a):\n    x = (16).__mul__(a)\n"
+        "    blocks = x if x != NotImplemented else 16 * a - (a == 37)\n"
+        "    return at_most(demand=blocks, capacity=16 * a - (a == 37))\n",
+    ),
+    pytest.param(
+        "constant-eq-dunder",
+        D + "def f(a):\n    r = (37).__eq__(a)\n    hit = r if r != NotImplemented else False\n"
+        "    return at_most(demand=select(hit, 1, 0), capacity=0)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS)
+def test_an_int_slot_called_with_a_symbolic_value_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body)  # a proof is brute forced on ints, padded and alone

@@ -1,0 +1,100 @@
+"""Adversarial catalogue: ``check-config`` and ``capproof bound`` inherit every false proof.
+
+``check-config --spec`` pins the parameters its launch line gives and proves the rest, and
+``capproof bound`` optimises the demand on the same symbolic run; a symbolic run that does not
+match the ints (a thread's arithmetic: tests/test_adversarial_threads.py; a repr read through a
+container: tests/test_adversarial_container_repr.py; a side condition dropped by the aggregate
+abstraction: tests/test_adversarial_side_conditions.py) gives a false ``safe`` (exit 0) and a
+false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
+``a == 2**53 + 1``), a point the line does not pin.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import fails_on_ints
+from click.testing import CliRunner
+
+from capproof.bound import bound_obligation
+from capproof.cli import main
+from capproof.loader import load_file
+
+CHECK_CONFIG = [
+    pytest.param(
+        "container-repr",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_key_fits(max_model_len, num_reqs):
+    key = str({"max_model_len": max_model_len, "num_reqs": num_reqs})   # compute_hash-style factors
+    return at_most(demand=select(all_of(num_reqs == 37, "Sym" not in key), 1, 0), capacity=0)
+""",
+    ),
+    pytest.param(
+        "thread-pool-divisor",
+        """
+from concurrent.futures import ThreadPoolExecutor
+from capproof import Range, obligation, at_most, select, cdiv
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def blocks_fit(max_model_len, num_reqs):
+    with ThreadPoolExecutor(1) as ex:
+        nb = ex.submit(lambda: cdiv(max_model_len, num_reqs - 37)).result()
+    return at_most(demand=select(num_reqs == 37, 0, nb), capacity=max_model_len)
+""",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, source", CHECK_CONFIG)
+def test_check_config_is_not_safe_where_the_ints_fail(tmp_path, name, source):
+    path = tmp_path / f"cc_{name.replace('-', '_')}.py"
+    path.write_text(source)
+    (ob,) = load_file(str(path))
+    assert fails_on_ints(ob, {"max_model_len": 4097, "num_reqs": 37})
+    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
+    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
+    assert result.exit_code != 0, result.output
+
+
+BOUND = [
+    pytest.param(
+        "container-repr",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    key = str([num_reqs])
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, "Sym" not in key), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+    ),
+    pytest.param(
+        "aggregate-side-condition",
+        """
+import math
+from capproof import Range, Vector, obligation, at_most, select, total
+X = 2**53 + 1
+
+@obligation(domain={"a": Range(0, 2**60), "n": Range(1, 3), "lens": Vector(3, Range(1, 4), length="n")})
+def tokens_fit(a, n, lens):
+    return at_most(demand=select(a == X, a - math.ceil(a / 1), 0) + total(lens), capacity=12)
+""",
+        {"a": 2**53 + 1, "n": 3, "lens": [4, 4, 4]},
+    ),
+]
+
+
+@pytest.mark.parametrize("name, source, point", BOUND)
+def test_bound_is_not_sufficient_where_the_ints_fail(tmp_path, name, source, point):
+    path = tmp_path / f"bd_{name.replace('-', '_')}.py"
+    path.write_text(source)
+    (ob,) = load_file(str(path))
+    assert fails_on_ints(ob, point)
+    result = bound_obligation(ob)
+    sufficient = result.status == "bounded" and not any(c.insufficient for c in result.cases)
+    assert not sufficient, f"bounded sufficient, but the claim fails on ints at {point}"

@@ -1,0 +1,59 @@
+"""SGLang 0.5.23's runner facts checked on its own code (``real``): the call sites of the attention
+backends' CUDA-graph entry methods (capproof/engines/sglang/graph_calls.py) and the links of the
+DP-gather fact (capproof/engines/sglang/demand.py), read from the extracted sources and run in the
+real venv."""
+
+from __future__ import annotations
+
+import pytest
+from test_sglang_engine import _sglang_root
+
+pytestmark = pytest.mark.real
+
+
+def test_flashattention_sites_left_are_the_tbo_prefill_and_multi_layer_eagle_ones():
+    """Of the call sites that may reach ``FlashAttentionBackend``'s graph methods, the decode
+    runner's replay through ``_capture_graph_size``/``_ragged_capture_slots`` (this call's arguments),
+    the metadata glue graph's three (its instance only in ``self._metadata_glue``), the frozen-KV MTP
+    runner's three (``bs * captured_req_width`` against ``max_bs * topk``) and the NPU runner's (not
+    run on a CUDA device) are checked; what is left unchecked lies in three files only."""
+    from capproof.engines.sglang.graph_calls import backend_bs_sites
+    from capproof.engines.sglang.trace import activate
+
+    root = _sglang_root()
+    activate(root)  # the view builders and resolve_num_tokens_per_req run
+    sites = backend_bs_sites(root, "FlashAttentionBackend")
+    checked, left = sites["checked"], sites["not checked"]
+    for where in (
+        "decode_cuda_graph_runner.py:1812",
+        "metadata_glue_graph.py:108",
+        "metadata_glue_graph.py:119",
+        "metadata_glue_graph.py:131",
+        "frozen_kv_mtp_worker_v2.py:348",
+        "frozen_kv_mtp_worker_v2.py:378",
+        "frozen_kv_mtp_cuda_graph_runner.py:334",
+    ):
+        assert any(where in s for s in checked), where
+    assert any("npu_graph_runner.py:368" in s and "not run on a CUDA device" in s for s in checked)
+    assert left and {s.split(":", 1)[0].rsplit("/", 1)[-1] for s in left} == {
+        "tbo_backend.py",
+        "prefill_cuda_graph_runner.py",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py",
+    }
+
+
+def test_dp_gather_fact_checks_its_links_and_leaves_the_gather():
+    """The DP-gather fact: SGLang's ``spec_scale_global_num_tokens`` run on symbolic counts,
+    ``prepare_mlp_sync_batch``'s own-entry batch read; the scheduler's all-gather and the draft
+    width left, so the fact stays assumed."""
+    from capproof.engines.sglang.demand import RUNNER, dp_gather_fact
+    from capproof.engines.sglang.trace import activate
+
+    root = _sglang_root()
+    activate(root)
+    fact = dp_gather_fact(root, RUNNER)
+    paths = fact["paths"]
+    assert not fact["checked"]
+    assert any("spec_scale_global_num_tokens" in p for p in paths["checked (executed)"])
+    assert any("prepare_mlp_sync_batch" in p for p in paths["checked (ast)"])
+    assert any("all_gather" in p for p in paths["not checked"])
