@@ -22,8 +22,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import types
-
-import numpy as np
+from functools import lru_cache
 
 __all__ = ["KernelOutOfBounds", "Ptr", "ConcreteTL", "Launcher"]
 
@@ -32,16 +31,23 @@ class KernelOutOfBounds(IndexError):
     """A load or store lane outside its tensor."""
 
 
-class _V(np.ndarray):
-    """A numpy value with Triton's ``.to(dtype)`` (the value is kept: the kernels run here cast
-    counts and indices that fit either type)."""
+@lru_cache(maxsize=1)
+def _value_type():
+    """A numpy array type with Triton's ``.to(dtype)`` (the value is kept: the kernels run here cast
+    counts and indices that fit either type). Built on first use: numpy is the real tier's."""
+    import numpy as np
 
-    def to(self, *a, **k):
-        return self
+    class V(np.ndarray):
+        def to(self, *a, **k):
+            return self
+
+    return V
 
 
 def _v(x):
-    return np.asarray(x).view(_V)
+    import numpy as np
+
+    return np.asarray(x).view(_value_type())
 
 
 class Ptr:
@@ -51,6 +57,8 @@ class Ptr:
         self.arr, self.off, self.name = arr, off, name
 
     def __add__(self, other):
+        import numpy as np
+
         return Ptr(self.arr, self.off + np.asarray(other), self.name)
 
     __radd__ = __add__
@@ -73,9 +81,13 @@ class ConcreteTL:
         return self.pid[axis] if axis < len(self.pid) else 0
 
     def arange(self, lo, hi):
+        import numpy as np
+
         return _v(np.arange(int(lo), int(hi)))
 
     def _lanes(self, ptr, mask, kind):
+        import numpy as np
+
         off = np.asarray(ptr.off, dtype=np.int64)
         m = np.ones(off.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         off, m = np.broadcast_arrays(off, m)
@@ -85,26 +97,38 @@ class ConcreteTL:
         return off, m
 
     def load(self, ptr, mask=None, other=0, **kw):
+        import numpy as np
+
         off, m = self._lanes(ptr, mask, "load")
         vals = ptr.arr[np.where(m, off, 0)] if ptr.arr.size else np.zeros(off.shape, dtype=ptr.arr.dtype)
         return _v(np.where(m, vals, other))
 
     def store(self, ptr, value, mask=None, **kw):
+        import numpy as np
+
         off, m = self._lanes(ptr, mask, "store")
         val = np.broadcast_to(np.asarray(value), off.shape)
         ptr.arr[off[m]] = val[m]
         self.written.setdefault(ptr.name, set()).update(int(i) for i in off[m].ravel())
 
     def sum(self, x, axis=None, **k):
+        import numpy as np
+
         return _v(np.sum(x, axis=axis))
 
     def where(self, c, a, b):
+        import numpy as np
+
         return _v(np.where(c, a, b))
 
     def maximum(self, a, b, **k):
+        import numpy as np
+
         return _v(np.maximum(a, b))
 
     def minimum(self, a, b, **k):
+        import numpy as np
+
         return _v(np.minimum(a, b))
 
     def cdiv(self, a, b):
@@ -124,6 +148,8 @@ class Launcher:
         grid = grid if isinstance(grid, tuple) else (grid,)
 
         def launch(*args, **kw):
+            import numpy as np
+
             self.launches += 1
             self.written = {}
             sig = inspect.signature(self.fn)
