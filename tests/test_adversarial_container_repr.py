@@ -17,7 +17,39 @@ from _soundness_harness import check
 
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 
+OPEN_MESSAGE = pytest.mark.xfail(
+    strict=True,
+    reason="an error message holding a symbolic repr is read through str operations its wrapper lacks (open)",
+)
+
 ATTEMPTS = [
+    pytest.param(
+        "list-index-error-message-concatenated",
+        "SIZES = [1, 2, 4, 8]\n\n"
+        + D
+        + "def f(a):\n    try:\n        SIZES.index(a)\n        msg = '0'\n    except ValueError as e:\n"
+        '        msg = "" + e.args[0]\n'
+        '    return at_most(demand=select(all_of(a == 37, msg[0] != "S"), 1, 0), capacity=0)\n',
+        marks=[OPEN_MESSAGE],
+    ),
+    pytest.param(
+        "list-index-error-message-capitalized",
+        "SIZES = [1, 2, 4, 8]\n\n"
+        + D
+        + "def f(a):\n    try:\n        SIZES.index(a)\n        msg = '0'\n    except ValueError as e:\n"
+        "        msg = e.args[0].capitalize()\n"
+        '    return at_most(demand=select(all_of(a == 37, msg[0] != "S"), 1, 0), capacity=0)\n',
+        marks=[OPEN_MESSAGE],
+    ),
+    pytest.param(
+        "list-index-error-message-unbound-startswith",
+        "SIZES = [1, 2, 4, 8]\n\n"
+        + D
+        + "def f(a):\n    try:\n        SIZES.index(a)\n        sym = False\n    except ValueError as e:\n"
+        '        sym = str.startswith(e.args[0], "S")\n'
+        "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=[OPEN_MESSAGE],
+    ),
     pytest.param(
         "str-of-a-list-of-a-condition",
         D + "def f(a):\n    s = str([a == 37])\n"
