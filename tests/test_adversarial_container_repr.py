@@ -22,7 +22,19 @@ OPEN_MESSAGE = pytest.mark.xfail(
     reason="an error message holding a symbolic repr is read through str operations its wrapper lacks (open)",
 )
 
+OPEN_PADDED = pytest.mark.xfail(
+    strict=True, reason="a Vector's repr is capproof's frame, so its entries' reprs are exempt (open)"
+)
+
 ATTEMPTS = [
+    pytest.param(
+        "str-of-a-vector",
+        '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
+        "def f(n, lens):\n"
+        '    sym = "Sym" in str(lens)\n'
+        "    return at_most(demand=select(all_of(total(lens) == 137, not sym), 1, 0), capacity=0)\n",
+        marks=[OPEN_PADDED],
+    ),
     pytest.param(
         "list-index-error-message-concatenated",
         "SIZES = [1, 2, 4, 8]\n\n"
