@@ -24,7 +24,19 @@ OPEN_REACHED = pytest.mark.xfail(
 )
 OPEN_STR = pytest.mark.xfail(strict=True, reason="Z3's numeral of an int subclass is parsed from its str() (open)")
 
+OPEN_FOREIGN_CALLS = pytest.mark.xfail(
+    strict=True, reason="a foreign __eq__ runs three times against a symbolic value, once against an int (open)"
+)
+
 ATTEMPTS = [
+    pytest.param(
+        "foreign-eq-with-an-effect-runs-once",
+        D + "def f(a):\n    calls = []\n\n    class Probe:\n        def __eq__(self, other):\n"
+        "            calls.append(1)\n            return NotImplemented\n\n"
+        "        def __hash__(self):\n            return 0\n\n"
+        "    _ = a == Probe()\n    return at_most(demand=select(a == 37, 2 - len(calls), 0), capacity=0)\n",
+        marks=[OPEN_FOREIGN_CALLS],
+    ),
     pytest.param(
         "helper-function-named-like-the-slot",
         "def __mul__(x, y):\n    r = x.__mul__(y)\n    return r if r != NotImplemented else 16 * y - (y == 37)\n\n\n"
