@@ -28,7 +28,31 @@ OPEN_FOREIGN_CALLS = pytest.mark.xfail(
     strict=True, reason="a foreign __eq__ runs three times against a symbolic value, once against an int (open)"
 )
 
+OPEN_DYNAMIC = pytest.mark.xfail(
+    strict=True, reason="a symbolic value's own attributes are read by a name built at run time (open)"
+)
+
 ATTEMPTS = [
+    pytest.param(
+        "dynamic-hasattr-of-a-symbolic-values-own-attribute",
+        D + 'def f(a):\n    sym = hasattr(a, "".join(["v", "ar"]))\n'
+        "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=[OPEN_DYNAMIC],
+    ),
+    pytest.param(
+        "dynamic-getattr-of-a-symbolic-values-own-attribute",
+        D + 'def f(a):\n    name = "".join(["te", "rm"])\n    try:\n        getattr(a, name)\n        sym = True\n'
+        "    except AttributeError:\n        sym = False\n"
+        "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=[OPEN_DYNAMIC],
+    ),
+    pytest.param(
+        "dynamic-object-getattribute-of-a-symbolic-values-own-attribute",
+        D + 'def f(a):\n    name = "".join(["te", "rm"])\n    try:\n        object.__getattribute__(a, name)\n'
+        "        sym = True\n    except AttributeError:\n        sym = False\n"
+        "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=[OPEN_DYNAMIC],
+    ),
     pytest.param(
         "foreign-eq-with-an-effect-runs-once",
         D + "def f(a):\n    calls = []\n\n    class Probe:\n        def __eq__(self, other):\n"
