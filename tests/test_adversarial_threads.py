@@ -75,7 +75,14 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_UNSEEN_FORK],
+        # proved when run alone or with this file (-n 2 too); in one full fast-tier worker, after other
+        # tests, it was not: order-dependent, so not strict (the Popen attempt above is)
+        marks=[
+            pytest.mark.xfail(
+                strict=False,
+                reason="ctypes' fork keeps its decisions in the child (open; order-dependent in the full tier)",
+            )
+        ],
     ),
     pytest.param(
         "raw-thread-repr-of-a-list",
