@@ -22,6 +22,10 @@ from capproof.loader import load_file
 STEP = "from capproof import fold\ndef step(s, i, x):\n    return s + x\n"
 POINT = {"n": 2, "lens": [37, 100]}
 
+OPEN_GETATTRIBUTE = pytest.mark.xfail(
+    strict=True, reason="object.__getattribute__ reads the batch stand-in's own attributes past its guard (open)"
+)
+
 ATTEMPTS = [
     pytest.param(
         "match-sequence-pattern-on-the-batch",
@@ -126,6 +130,39 @@ def f(n, lens):
     return at_most(demand=select(all_of(s == 137, not weak), 1, 0), capacity=0)
 """,
         POINT,
+    ),
+    pytest.param(
+        "aggregate-object-getattribute-of-the-batch",
+        """
+@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})
+def f(n, lens):
+    s = total(lens)
+    try:
+        object.__getattribute__(lens, "iterations")
+        stand_in = True
+    except AttributeError:
+        stand_in = False
+    return at_most(demand=select(all_of(s == 137, not stand_in), 1, 0), capacity=0)
+""",
+        POINT,
+        marks=[OPEN_GETATTRIBUTE],
+    ),
+    pytest.param(
+        "induction-object-getattribute-of-the-batch",
+        STEP
+        + """
+@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})
+def f(n, lens):
+    s = fold(step, 0, lens)
+    try:
+        object.__getattribute__(lens, "walks")
+        stand_in = True
+    except AttributeError:
+        stand_in = False
+    return at_most(demand=select(all_of(s == 137, not stand_in), 1, 0), capacity=0)
+""",
+        POINT,
+        marks=[OPEN_GETATTRIBUTE],
     ),
 ]
 

@@ -9,7 +9,9 @@ its zero check and ``math.ceil(a / 1)`` past 2**53 as if exact. Each claim below
 one point (a zero divisor at 37, or a value past the float or bit-width limit) that the int probe
 and the second opinion do not sample; each was ``proved``. A process the model forks is the same
 hole wider: the child's branch decisions (and misuse, divisors) stay in the child's copy of the run,
-and what it sends back through a pipe is a concrete answer taken on one direction only.
+and what it sends back through a pipe is a concrete answer taken on one direction only. A thread
+started by ``_thread.start_new_thread`` (not ``threading``) runs without the symbolic run's trace
+function: the checks keyed on it (a repr read, a fork) are skipped there.
 """
 
 from __future__ import annotations
@@ -20,7 +22,122 @@ from _soundness_harness import HEADER, fails_on_ints
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
 
+OPEN_RAW = pytest.mark.xfail(
+    strict=True, reason="a _thread thread has no exception watch: the repr and fork checks are skipped there (open)"
+)
+
+OPEN_UNSEEN_FORK = pytest.mark.xfail(
+    strict=True,
+    reason="a fork without the audited events (Popen's preexec_fn, ctypes' fork) keeps its decisions in the child (open)",
+)
+
 ATTEMPTS = [
+    pytest.param(
+        "popen-preexec-fn-decides-in-the-child",
+        """
+import os, subprocess
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    def child():
+        try:
+            code = 1 if a != 37 else 0
+        except BaseException:
+            code = 1
+        os._exit(code)
+    p = subprocess.Popen(["/bin/true"], preexec_fn=child)
+    flag = p.wait()
+    return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
+""",
+        {"a": 37},
+        marks=[OPEN_UNSEEN_FORK],
+    ),
+    pytest.param(
+        "ctypes-fork-and-pipe",
+        """
+import os, ctypes
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    r, w = os.pipe()
+    pid = ctypes.CDLL(None).fork()
+    if pid == 0:
+        try:
+            try:
+                ok = b"1" if a != 37 else b"0"
+            except BaseException:
+                ok = b"1"
+            os.write(w, ok)
+        finally:
+            os._exit(0)
+    os.close(w)
+    flag = int(os.read(r, 1))
+    os.close(r)
+    os.waitpid(pid, 0)
+    return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
+""",
+        {"a": 37},
+        # proved when run alone or with this file (-n 2 too); in one full fast-tier worker, after other
+        # tests, it was not: order-dependent, so not strict (the Popen attempt above is)
+        marks=[
+            pytest.mark.xfail(
+                strict=False,
+                reason="ctypes' fork keeps its decisions in the child (open; order-dependent in the full tier)",
+            )
+        ],
+    ),
+    pytest.param(
+        "raw-thread-repr-of-a-list",
+        """
+import _thread
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    out = []
+    done = _thread.allocate_lock(); done.acquire()
+    def work():
+        try:
+            out.append(str([a]).startswith("[S"))
+        finally:
+            done.release()
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    return at_most(demand=select(all_of(a == 37, not out[0]), 1, 0), capacity=0)
+""",
+        {"a": 37},
+        marks=[OPEN_RAW],
+    ),
+    pytest.param(
+        "raw-thread-fork-and-pipe",
+        """
+import _thread, os
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    out = []
+    done = _thread.allocate_lock(); done.acquire()
+    def work():
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    try:
+                        ok = b"1" if a != 37 else b"0"
+                    except BaseException:
+                        ok = b"1"
+                    os.write(w, ok)
+                finally:
+                    os._exit(0)
+            os.close(w)
+            out.append(int(os.read(r, 1)))
+            os.close(r)
+            os.waitpid(pid, 0)
+        finally:
+            done.release()
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    return at_most(demand=select(a == 37, 1 - out[0], 0), capacity=0)
+""",
+        {"a": 37},
+        marks=[OPEN_RAW],
+    ),
     pytest.param(
         "thread-floordiv-divisor",
         """
