@@ -290,6 +290,10 @@ class _Stable(pickle.Pickler):
                 items = set(obj)
             elif isinstance(obj, (list, tuple, collections.deque)):
                 items = list(obj)
+            try:  # (its attributes as a dict: the same referents whether or not they were read as one)
+                object.__getattribute__(obj, "__dict__")
+            except AttributeError:
+                pass
             return (_reduction_of, ("instance",), (kind, tuple(gc.get_referents(obj)), items))
         return NotImplemented
 
