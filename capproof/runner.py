@@ -1999,7 +1999,8 @@ def _run_isolated(
     by_reference = ctx.get_start_method() == "fork"
     # a forked process starts from this process's module state: fingerprint it once here, not in
     # each process (nothing below changes it: this loop only starts processes and collects results)
-    _import_what_the_second_opinion_seeds()
+    if order:  # (a run answered from the caches starts none)
+        _import_what_the_second_opinion_seeds()
     before = None
     alone: set[int] = set()
     forked: frozenset[int] = frozenset()
