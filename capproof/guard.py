@@ -463,6 +463,12 @@ def _project_object(obj: object) -> bool:
 _TABLES: tuple[int, frozenset[int]] = (-1, frozenset())
 
 
+def installed_tables() -> frozenset[int]:
+    """The ids of the containers installed packages' modules hold as globals, computed when
+    ``sys.modules`` changed size (the runner fills this before it forks, so its processes share it)."""
+    return _installed_tables()
+
+
 def _installed_tables() -> frozenset[int]:
     """The ids of the containers installed packages' modules hold as globals (``from engine.x import
     TABLE`` in a spec binds one): their provenance is the package's, and they are not walked."""

@@ -1574,6 +1574,9 @@ def _child(
     shared = any(index not in forked for index, *_ in batch[:-1])  # (an item decided here before another)
     z3_params = _count_z3_param_calls() if shared else [0]
     classes = {id(c): c for *_, m in batch for c in getattr(m, "classes", ())}.values()
+    from .guard import installed_tables
+
+    installed_tables()  # (the guard's cache, rebound when sys.modules changed size: not inside the first item)
     start = _leftovers(z3_params, classes) if shared else None
     # one copy of this process, forked before any item, checks each obligation's verdict (_FreshCopy)
     checked = {
@@ -1999,7 +2002,8 @@ def _run_isolated(
     by_reference = ctx.get_start_method() == "fork"
     # a forked process starts from this process's module state: fingerprint it once here, not in
     # each process (nothing below changes it: this loop only starts processes and collects results)
-    _import_what_the_second_opinion_seeds()
+    if order:  # (a run answered from the caches starts none)
+        _import_what_the_second_opinion_seeds()
     before = None
     alone: set[int] = set()
     forked: frozenset[int] = frozenset()
