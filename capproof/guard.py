@@ -20,7 +20,7 @@ import weakref
 import z3
 
 from .arith import Padded
-from .symbolic import SymBool, SymInt
+from .symbolic import INT_OPERATORS, SymBool, SymInt
 
 __all__ = ["type_lookups", "introspections"]
 
@@ -243,28 +243,9 @@ _SLOT_CALLS = frozenset(
 )
 
 
-#: ``int``'s (and ``bool``'s) binary slots: called directly on an int (``(16).__mul__(n)``,
-#: ``int.__mul__(16, n)``, ``True.__and__(c)``), each tests its other operand's real type and
-#: returns ``NotImplemented`` for a symbolic value where the operator would dispatch to it
-_BINARY_SLOTS = frozenset(
-    f"__{r}{op}__"
-    for op in (
-        "add",
-        "sub",
-        "mul",
-        "floordiv",
-        "truediv",
-        "mod",
-        "divmod",
-        "pow",
-        "lshift",
-        "rshift",
-        "and",
-        "or",
-        "xor",
-    )
-    for r in ("", "r")
-) | frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
+#: ``int``'s (and ``bool``'s) binary operators: called directly on an int (``(16).__mul__(n)``,
+#: ``int.__mul__(16, n)``, ``True.__and__(c)``), one returns ``NotImplemented`` for a symbolic operand
+_BINARY_SLOTS = frozenset(INT_OPERATORS)
 
 
 def _getattr_like() -> dict[int, str]:

@@ -1182,10 +1182,12 @@ def to_z3_int(value: object) -> z3.ArithRef:
     raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
 
-#: the operators of ``int`` that an int subclass may override (reflected ones included): Python
+#: ``int``'s binary operators, reflected ones included. An int subclass may override them: Python
 #: calls a subclass's override first when the other operand is an int (``37 + Saturating(5)`` runs
-#: ``Saturating.__radd__``), but a symbolic value is no int to that rule
-_INT_OPERATORS = tuple(
+#: ``Saturating.__radd__``), but a symbolic value is no int to that rule. Called directly on an int
+#: (``(16).__mul__(n)``), each tests its other operand's real type and returns ``NotImplemented``
+#: for a symbolic value (:mod:`capproof.guard` finds such calls)
+INT_OPERATORS = tuple(
     f"__{r}{op}__"
     for op in (
         "add",
@@ -1208,10 +1210,10 @@ _OVERRIDES: dict[type, bool] = {}
 
 
 def _overrides_operators(kind: type) -> bool:
-    """Whether int subclass ``kind`` defines any of :data:`_INT_OPERATORS` itself."""
+    """Whether int subclass ``kind`` defines any of :data:`INT_OPERATORS` itself."""
     known = _OVERRIDES.get(kind)
     if known is None:
-        known = _OVERRIDES[kind] = any(getattr(kind, n, None) is not getattr(int, n) for n in _INT_OPERATORS)
+        known = _OVERRIDES[kind] = any(getattr(kind, n, None) is not getattr(int, n) for n in INT_OPERATORS)
     return known
 
 
