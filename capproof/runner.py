@@ -34,6 +34,7 @@ from .loader import LoadError, load, load_file
 from .obligation import Contract, Obligation
 from .prover import prove_obligation
 from .verdict import EXIT_MISMATCH, EXIT_OK, EXIT_UNDECIDED, ContractResult, ObligationResult, Options, Verdict
+from .verdict_cache import MODULE_DUNDERS
 
 __all__ = [
     "RunResult",
@@ -486,25 +487,9 @@ def module_data(modules: Iterable[str] | None = None) -> dict[str, dict[str, obj
         out[modname] = {
             name: _fingerprint(_made_module_data(value) if isinstance(value, types.ModuleType) else value)
             for name, value in list(vars(project[modname]).items())
-            if name not in _MODULE_DUNDERS and not _code(value) and not _imported(value)
+            if name not in MODULE_DUNDERS and not _code(value) and not _imported(value)
         }
     return out
-
-
-#: What Python sets on every module (the rest of a module's names, dunders included, is its data)
-_MODULE_DUNDERS = frozenset(
-    {
-        "__name__",
-        "__doc__",
-        "__package__",
-        "__loader__",
-        "__spec__",
-        "__file__",
-        "__cached__",
-        "__builtins__",
-        "__path__",
-    }
-)
 
 
 def _imported(value: object) -> bool:
@@ -520,7 +505,7 @@ def _imported(value: object) -> bool:
 
 def _made_module_data(module: types.ModuleType) -> dict[str, object]:
     """The data a module object made by code holds, as a module's data is fingerprinted."""
-    return {k: v for k, v in list(vars(module).items()) if k not in _MODULE_DUNDERS and not _code(v)}
+    return {k: v for k, v in list(vars(module).items()) if k not in MODULE_DUNDERS and not _code(v)}
 
 
 def _code(value: object) -> bool:

@@ -341,8 +341,9 @@ def _held_digest(ob: Any, walk: _Walk) -> str | None:
     return None if None in parts else hashlib.sha256("".join(parts).encode()).hexdigest()  # type: ignore[arg-type]
 
 
-#: What Python sets on every module (the rest of a module's names, dunders included, is keyed)
-_MODULE_DUNDERS = frozenset(
+#: What Python sets on every module (the rest of a module's names, dunders included, is keyed here
+#: and fingerprinted by :mod:`capproof.runner`)
+MODULE_DUNDERS = frozenset(
     {
         "__name__",
         "__doc__",
@@ -363,7 +364,7 @@ def _module_digest(module: types.ModuleType, walk: _Walk) -> str | None:
     class attributes of nested classes, objects, ``partial`` arguments: an engine config read into
     ``Limits.MAX_NUM_SEQS``, ``def cap(limit=_load(...))`` or ``lambda: v``). None: some of it
     cannot be read (not cacheable)."""
-    held = sorted((k, v) for k, v in list(vars(module).items()) if k not in _MODULE_DUNDERS)
+    held = sorted((k, v) for k, v in list(vars(module).items()) if k not in MODULE_DUNDERS)
     return _digest(held, walk)
 
 
