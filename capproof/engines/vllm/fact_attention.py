@@ -51,6 +51,7 @@ import os
 import sys
 
 from ...facts import fact_record, path_record
+from .wheels import py_files
 
 __all__ = [
     "LOCAL_LAYER",
@@ -73,15 +74,6 @@ CAPABILITIES = ((8, 0), (9, 0), (10, 0), (12, 0))
 
 def _src(node) -> str:
     return ast.unparse(node).replace(" ", "")
-
-
-def _py_files(root: str, top: str = "vllm"):
-    for dirpath, dirs, files in os.walk(os.path.join(root, top)):
-        dirs.sort()
-        for f in sorted(files):
-            if f.endswith(".py"):
-                path = os.path.join(dirpath, f)
-                yield os.path.relpath(path, root).replace(os.sep, "/"), path
 
 
 def _enclosing(tree, lineno: int):
@@ -119,7 +111,7 @@ def wrapper_sites_read(root: str) -> tuple[list[str], list[str]]:
     with at most three positional arguments and no ``use_mla``/``use_sparse``/``**`` keyword."""
     notes, bad = [], []
     virtual, wrapper = [], []
-    for rel, path in _py_files(root):
+    for rel, path in py_files(root):
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         if (
@@ -468,7 +460,7 @@ def _parents(f: str) -> list[str]:
 
 def attention_files(root: str) -> list[str]:
     """Every ``.py`` file under ``vllm/v1/attention/`` (the request-count facts' scopes)."""
-    return [rel for rel, _ in _py_files(root, ATTENTION_DIR.rstrip("/"))]
+    return [rel for rel, _ in py_files(root, ATTENTION_DIR.rstrip("/"))]
 
 
 def v2_attention_paths(root: str, v2_status: str, pcp: dict | None, scope_supports_pcp: bool) -> list[dict]:

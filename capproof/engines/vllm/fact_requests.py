@@ -55,6 +55,7 @@ import os
 from types import SimpleNamespace
 
 from ...facts import fact_record, path_record
+from .wheels import py_files
 
 __all__ = [
     "ASSUMPTION",
@@ -102,15 +103,6 @@ def _src(node) -> str:
 def _tree(root: str, rel: str):
     with open(os.path.join(root, rel), encoding="utf-8") as fh:
         return ast.parse(fh.read())
-
-
-def _py_files(root: str, top: str = "vllm"):
-    for dirpath, dirs, files in os.walk(os.path.join(root, top)):
-        dirs.sort()
-        for f in sorted(files):
-            if f.endswith(".py"):
-                path = os.path.join(dirpath, f)
-                yield os.path.relpath(path, root).replace(os.sep, "/"), path
 
 
 # ------------------------------------------------------------------------------------------------
@@ -296,7 +288,7 @@ def _descriptor_sites(root: str) -> list[dict]:
     runner: ``num_reqs`` given only by the dispatcher's padded descriptor (checked by execution),
     ``None`` or absent elsewhere (the runner's fallback is then the unpadded count)."""
     out = []
-    for rel, path in _py_files(root):
+    for rel, path in py_files(root):
         if rel.startswith("vllm/v1/worker/gpu/"):
             continue
         try:
@@ -505,7 +497,7 @@ def attention_metadata_paths(root: str) -> tuple[list[dict], list[dict]]:
     a micro-batch's (fact 1's sweep); the chunked-local path executed (a counterexample)."""
     paths, cex = [], []
     local = local_attention_counterexample()
-    for rel, path in _py_files(root):
+    for rel, path in py_files(root):
         if rel.startswith("vllm/v1/worker/gpu/"):
             continue
         with open(path, encoding="utf-8") as fh:
@@ -592,7 +584,7 @@ def _unpadded_callers(root: str) -> tuple[bool, str]:
 
     sites, bad = [], []
     rt = RowBinding(root, RUNNER)
-    for rel, path in _py_files(root):
+    for rel, path in py_files(root):
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         if ".unpadded(" not in text:
@@ -853,7 +845,7 @@ def drafting_paths(root: str) -> list[dict]:
                         "the parameter, never rebound" if ok else "another metadata",
                     )
                 )
-    for rel, path in _py_files(root, "vllm/v1/spec_decode"):
+    for rel, path in py_files(root, "vllm/v1/spec_decode"):
         with open(path, encoding="utf-8") as fh:
             tree = ast.parse(fh.read())
         for node in ast.walk(tree):

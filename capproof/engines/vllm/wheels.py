@@ -235,3 +235,14 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(_main(sys.argv[1:]))
+
+
+def py_files(root: str, top: str = "vllm"):
+    """Every ``.py`` file under ``root/top`` (an unpacked wheel's source tree), in a stable order:
+    ``(path relative to root with "/", absolute path)`` pairs."""
+    for dirpath, dirs, files in os.walk(os.path.join(root, top)):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                yield os.path.relpath(path, root).replace(os.sep, "/"), path
