@@ -255,3 +255,47 @@ def test_verify_table_counts_each_oracle_once(tmp_path, monkeypatch, capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| models/vllm/gdn.py")]
     # mutants equiv notrun prove unknown missing report bound noobl timeout survived verify-not-run | prove% verify% tests%
     assert rows == ["| models/vllm/gdn.py | 8 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 14.3 | 66.7 | 100.0 |"]
+
+
+def _summary():
+    spec = importlib.util.spec_from_file_location(
+        "capproof_mutation_summary", os.path.join(ROOT, "tests", "mutation", "summary.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_wilson_interval_matches_the_published_values():
+    """Wilson score interval at 95 % (z = 1.96): 95 of 100 gives 88.8-97.8 %, 0 of 10 gives 0-27.8 %
+    (the values any statistics package gives); all or none keeps the interval inside [0, 1]."""
+    summary = _summary()
+    low, high = summary.wilson(95, 100)
+    assert round(100 * low, 1) == 88.8 and round(100 * high, 1) == 97.8
+    assert summary.wilson(0, 10)[0] == 0.0 and round(summary.wilson(0, 10)[1], 3) == 0.278
+    assert round(summary.wilson(10, 10)[0], 3) == 0.722 and summary.wilson(10, 10)[1] <= 1.0
+
+
+def test_sample_figure_counts_prove_then_the_tests_on_its_survivors():
+    """A prove kill counts once; a prove survivor counts as killed only when the tests killed it; an
+    equivalent or untested mutant is left out of the denominator; a timeout is not a kill."""
+    summary = _summary()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}".format
+    prove = {
+        m(1): {"prove": "killed"},
+        m(2): {"prove": "survived"},
+        m(3): {"prove": "no obligation"},
+        m(4): {"prove": "survived"},
+        m(5): {"prove": "survived"},
+        m(6): {"prove": "survived"},
+        m(7): {"prove": "timeout"},
+    }
+    tests = {
+        m(2): {"kind": "killed"},
+        m(3): {"kind": "killed"},
+        m(4): {"kind": "survived"},
+        m(7): {"kind": "timeout"},
+    }
+    line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"})
+    assert line.startswith("3 of 5 killed (60.0 %, Wilson 95 % 23.1-88.2 %)")
+    assert "prove 1, tests 2, survived 1, timeout 1; equivalent 1, untested 1" in line

@@ -190,6 +190,58 @@ def run_tests(survivors: list[str], record: str) -> None:
     os.chdir("..")
 
 
+def _records(path: str) -> dict[str, dict]:
+    """``{mutant: record}`` of a JSON-lines record (the last line of a mutant wins), in file order."""
+    out: dict[str, dict] = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                out[rec["mutant"]] = rec
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval ``(low, high)`` (fractions) of ``k`` successes in ``n`` trials; z = 1.96:
+    95 %. ``(0.0, 1.0)`` for ``n == 0``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def sample_figure(prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str]) -> str:
+    """The kill rate of a sample run by both oracles, one line: ``prove`` (activate.py
+    ``--prove-alone`` records: ``{"prove": "killed" | "survived" | "no obligation" | "timeout"}``),
+    then the fast tests on its survivors (:func:`run_tests` records: ``{"kind": ...}``). A mutant
+    listed in ``equiv`` is left out of the denominator; so is one whose survivor test run is missing
+    (counted as ``untested``). Timeouts count as not killed."""
+    counts: Counter = Counter()
+    for name, rec in prove.items():
+        if name in equiv:
+            counts["equivalent"] += 1
+        elif rec.get("prove") == "killed":
+            counts["prove"] += 1
+        elif name not in tests:
+            counts["untested"] += 1
+        elif tests[name]["kind"] == "killed":
+            counts["tests"] += 1
+        elif tests[name]["kind"] == "timeout" or rec.get("prove") == "timeout":
+            counts["timeout"] += 1
+        else:
+            counts["survived"] += 1
+    n = counts["prove"] + counts["tests"] + counts["timeout"] + counts["survived"]
+    killed = counts["prove"] + counts["tests"]
+    low, high = wilson(killed, n)
+    return (
+        f"{killed} of {n} killed ({100 * killed / n if n else 0:.1f} %, Wilson 95 % {100 * low:.1f}-{100 * high:.1f} %): "
+        f"prove {counts['prove']}, tests {counts['tests']}, survived {counts['survived']}, "
+        f"timeout {counts['timeout']}; equivalent {counts['equivalent']}, untested {counts['untested']}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-tests", action="store_true", help="run the prove survivors against the fast tests")
@@ -213,7 +265,21 @@ def main() -> None:
         help="with --sample: the oracle is the files every mutant runs (ALWAYS: the committed counterexamples, "
         "the models' reported values), not the files naming it: a lower bound that fits a loaded machine",
     )
+    ap.add_argument(
+        "--prove-survivors",
+        action="store_true",
+        help="the tests oracle on the mutants the prove oracle left alive in mutants/capproof-mutation-prove-alone.jsonl "
+        "(activate.py --prove-alone, e.g. on a --sample), in its order; then the two oracles' figure (sample_figure)",
+    )
     args = ap.parse_args()
+    if args.prove_survivors:
+        globals()["MUTANT_SECONDS"] = args.seconds
+        globals()["SLOW_FILE_SECONDS"] = max(SLOW_FILE_SECONDS, args.seconds)
+        prove = _records(os.path.join("mutants", "capproof-mutation-prove-alone.jsonl"))
+        record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
+        run_tests([n for n, rec in prove.items() if rec.get("prove") != "killed"], record)
+        print(sample_figure(prove, _records(record), equivalents()), flush=True)
+        return
     if args.always_only:
         globals()["test_files_for"] = lambda mutant: list(ALWAYS)
     globals()["MUTANT_SECONDS"] = args.seconds
