@@ -299,3 +299,17 @@ def test_sample_figure_counts_prove_then_the_tests_on_its_survivors():
     line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"})
     assert line.startswith("3 of 5 killed (60.0 %, Wilson 95 % 23.1-88.2 %)")
     assert "prove 1, tests 2, survived 1, timeout 1; equivalent 1, untested 1" in line
+
+
+def test_complete_prefix_stops_at_the_first_mutant_not_yet_decided():
+    """A mutant counts once prove killed it, the tests ran on it as a prove survivor, or it is listed
+    as equivalent; the prefix ends at the first one that is none of these (a shard skipped past it)."""
+    summary = _summary()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}".format
+    order = [m(i) for i in range(1, 7)]
+    prove = {m(1): {"prove": "killed"}, m(2): {"prove": "survived"}, m(4): {"prove": "survived"}}
+    prove[m(6)] = {"prove": "killed"}
+    tests = {m(2): {"kind": "survived"}}
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3)]
+    tests[m(4)] = {"kind": "killed"}
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3), m(4)]

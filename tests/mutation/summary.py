@@ -128,8 +128,10 @@ def test_files_for(mutant: str) -> list[str]:
     return [*ALWAYS, *(p for p in out if p not in ALWAYS)]
 
 
-def _run_one(name: str, files: list[str]) -> int:
-    """pytest exit code of ``files`` under mutant ``name``, in a child forked from this process."""
+def _run_one(name: str, files: list[str], deselect: list[str] = (), failed_to: str | None = None) -> int:
+    """pytest exit code of ``files`` under mutant ``name``, in a child forked from this process,
+    without the tests ``deselect`` (node ids); with ``failed_to``, the node ids of the failing tests
+    are written there (one a line; the run then goes on past a failure)."""
     pid = os.fork()
     if pid == 0:  # child: the trampolines read MUTANT_UNDER_TEST at each call
         code = 3
@@ -138,9 +140,23 @@ def _run_one(name: str, files: list[str]) -> int:
 
             signal.alarm(MUTANT_SECONDS)  # an endless loop under the mutant: SIGALRM ends the child
 
+            class Failures:
+                def __init__(self):
+                    self.ids: list[str] = []
+
+                def pytest_runtest_logreport(self, report):
+                    if report.failed:
+                        self.ids.append(report.nodeid)
+
+            failures = Failures()
             os.environ["MUTANT_UNDER_TEST"] = name
             sys.stdout = sys.stderr = open(os.devnull, "w")
-            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not real", *files]))
+            args = [*([] if failed_to else ["-x"]), "-q", "-p", "no:cacheprovider", "-m", "not slow and not real"]
+            args += [f"--deselect={node}" for node in deselect]
+            code = int(pytest.main([*args, *files], plugins=[failures]))
+            if failed_to:
+                with open(failed_to, "w") as fh:
+                    fh.write("".join(node + "\n" for node in dict.fromkeys(failures.ids)))
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -170,19 +186,29 @@ def run_tests(survivors: list[str], record: str) -> None:
             finally:
                 sys.stdout = out
     for f in every:
-        if not isinstance(baseline.get(f), dict):
+        if not isinstance(baseline.get(f), dict) or "failed" not in baseline[f]:
             started = time.monotonic()
-            rc = _run_one("baseline (no mutant)", [f])
-            baseline[f] = {"rc": rc, "seconds": round(time.monotonic() - started, 1)}
+            failed_to = f"capproof-mutation-baseline-failed-{os.getpid()}.txt"
+            rc = _run_one("baseline (no mutant)", [f], failed_to=failed_to)
+            failed = open(failed_to).read().split() if os.path.exists(failed_to) else []
+            if os.path.exists(failed_to):
+                os.remove(failed_to)
+            if rc == 1 and failed:  # the file without its failing tests: they must pass then
+                rc = _run_one("baseline (no mutant)", [f], deselect=failed)
+            baseline[f] = {"rc": rc, "seconds": round(time.monotonic() - started, 1), "failed": failed}
             with open(baseline_path, "w") as fh:
                 json.dump(baseline, fh, indent=1)
     usable = {f for f in every if baseline[f]["rc"] == 0 and baseline[f]["seconds"] <= SLOW_FILE_SECONDS}
     for f in sorted(set(every) - usable):
         why = f"exit {baseline[f]['rc']}" if baseline[f]["rc"] else f"{baseline[f]['seconds']} s"
         print(f"left out: {f} ({why} with no mutant active in the copy)", flush=True)
+    for f in sorted(usable):
+        for node in baseline[f]["failed"]:
+            print(f"left out: {node} (fails with no mutant active in the copy)", flush=True)
     for name, files in todo:
         files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
-        rc = _run_one(name, files) if files else 0
+        deselect = [node for f in files for node in baseline[f]["failed"]]
+        rc = _run_one(name, files, deselect=deselect) if files else 0
         kind = {0: "survived", 1: "killed", 5: "survived", -signal.SIGALRM: "timeout"}.get(rc, f"exit {rc}")
         with open(os.path.join("..", record), "a") as out:
             out.write(json.dumps({"mutant": name, "kind": kind, "tests": files}) + "\n")
@@ -210,6 +236,22 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def complete_prefix(
+    order: list[str], prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str]
+) -> list[str]:
+    """The longest prefix of ``order`` (a seeded permutation of the mutants) in which every mutant
+    is decided: equivalent, killed by prove, or a prove survivor the tests ran on. A run stopped
+    early is a random sample over this prefix only: mutants after a gap were reached by skipping
+    slower ones, and slow mutants are not a random subset."""
+    out = []
+    for name in order:
+        rec = prove.get(name)
+        if not (name in equiv or (rec is not None and (rec.get("prove") == "killed" or name in tests))):
+            break
+        out.append(name)
+    return out
 
 
 def sample_figure(prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str]) -> str:
@@ -271,6 +313,12 @@ def main() -> None:
         help="the tests oracle on the mutants the prove oracle left alive in mutants/capproof-mutation-prove-alone.jsonl "
         "(activate.py --prove-alone, e.g. on a --sample), in its order; then the two oracles' figure (sample_figure)",
     )
+    ap.add_argument(
+        "--prefix-seed",
+        type=int,
+        help="with --prove-survivors: also the figure over the longest prefix of activate.py's seeded permutation "
+        "(its --seed) that both oracles finished (complete_prefix)",
+    )
     args = ap.parse_args()
     if args.prove_survivors:
         globals()["MUTANT_SECONDS"] = args.seconds
@@ -278,7 +326,21 @@ def main() -> None:
         prove = _records(os.path.join("mutants", "capproof-mutation-prove-alone.jsonl"))
         record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
         run_tests([n for n, rec in prove.items() if rec.get("prove") != "killed"], record)
-        print(sample_figure(prove, _records(record), equivalents()), flush=True)
+        tests, equiv = _records(record), equivalents()
+        print(f"every mutant run: {sample_figure(prove, tests, equiv)}", flush=True)
+        if args.prefix_seed is not None:
+            import random
+
+            from activate import mutant_names
+
+            names = mutant_names()
+            order = random.Random(args.prefix_seed).sample(names, len(names))
+            prefix = complete_prefix(order, prove, tests, equiv)
+            print(
+                f"the first {len(prefix)} of the permutation (seed {args.prefix_seed}), all run: "
+                + sample_figure({n: prove[n] for n in prefix if n in prove}, tests, equiv),
+                flush=True,
+            )
         return
     if args.always_only:
         globals()["test_files_for"] = lambda mutant: list(ALWAYS)
