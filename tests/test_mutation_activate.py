@@ -299,6 +299,9 @@ def test_sample_figure_counts_prove_then_the_tests_on_its_survivors():
     line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"})
     assert line.startswith("3 of 5 killed (60.0 %, Wilson 95 % 23.1-88.2 %)")
     assert "prove 1, tests 2, survived 1, timeout 1; equivalent 1, untested 1" in line
+    # a prove failure that is not a changed verdict (missing, unknown) is no kill: the tests decide it
+    line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"}, frozenset({m(1)}))
+    assert line.startswith("2 of 4 killed") and "prove 0, tests 2" in line and "untested 2" in line
 
 
 def test_complete_prefix_stops_at_the_first_mutant_not_yet_decided():
@@ -313,3 +316,22 @@ def test_complete_prefix_stops_at_the_first_mutant_not_yet_decided():
     assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3)]
     tests[m(4)] = {"kind": "killed"}
     assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3), m(4)]
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}, frozenset({m(1)})) == []
+
+
+def test_prove_not_kills_are_the_failures_recorded_as_unknown_or_missing(tmp_path):
+    """A prove kill whose failing obligation the oracle recorded as ``missing``/``unknown`` is not a
+    kill; a kill by another obligation of the same mutant's record is (values from the 2026-12-07
+    sample: ``cover`` mutants that drop an SGLang obligation)."""
+    summary = _summary()
+    ob = "spec/sglang_0_5_23_buffers.py::sglang_decode_alloc_row__ReqToTokenPool_req_to_token"
+    (tmp_path / "capproof-mutation-outcomes.jsonl").write_text(
+        json.dumps({"mutant": "spec._inventory.x_cover__mutmut_62", "kind": "missing", "obligation": ob, "detail": ""})
+        + "\n"
+    )
+    prove = {
+        "spec._inventory.x_cover__mutmut_62": {"prove": "killed", "prove_failed": ORACLE.format(ob)},
+        "spec._inventory.x_cover__mutmut_27": {"prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
+        "spec._inventory.x_cover__mutmut_44": {"prove": "survived", "prove_failed": None},
+    }
+    assert summary.prove_not_kills(prove, str(tmp_path)) == {"spec._inventory.x_cover__mutmut_62"}

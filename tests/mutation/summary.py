@@ -238,33 +238,62 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def prove_not_kills(prove: dict[str, dict], root: str = "mutants") -> frozenset[str]:
+    """The mutants of a prove-alone record whose prove failure is not a changed verdict (the
+    obligation ran out of rlimit, ``unknown``, or is no longer declared, ``missing``: recorded in
+    ``root``/capproof-mutation-outcomes.jsonl by the oracle), so not killed by prove."""
+    kinds = set()
+    path = os.path.join(root, "capproof-mutation-outcomes.jsonl")
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                kinds.add((rec["mutant"], rec["obligation"]))
+    out = set()
+    for name, rec in prove.items():
+        failed = re.search(r"\[(.*)\]$", rec.get("prove_failed") or "")
+        if rec.get("prove") == "killed" and failed and (name, failed.group(1)) in kinds:
+            out.add(name)
+    return frozenset(out)
+
+
 def complete_prefix(
-    order: list[str], prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str]
+    order: list[str],
+    prove: dict[str, dict],
+    tests: dict[str, dict],
+    equiv: dict[str, str],
+    not_kills: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The longest prefix of ``order`` (a seeded permutation of the mutants) in which every mutant
-    is decided: equivalent, killed by prove, or a prove survivor the tests ran on. A run stopped
+    is decided: equivalent, killed by prove (not in ``not_kills``), or a prove survivor the tests
+    ran on. A run stopped
     early is a random sample over this prefix only: mutants after a gap were reached by skipping
     slower ones, and slow mutants are not a random subset."""
     out = []
     for name in order:
         rec = prove.get(name)
-        if not (name in equiv or (rec is not None and (rec.get("prove") == "killed" or name in tests))):
+        killed = rec is not None and rec.get("prove") == "killed" and name not in not_kills
+        if not (name in equiv or killed or (rec is not None and name in tests)):
             break
         out.append(name)
     return out
 
 
-def sample_figure(prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str]) -> str:
+def sample_figure(
+    prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str], not_kills: frozenset[str] = frozenset()
+) -> str:
     """The kill rate of a sample run by both oracles, one line: ``prove`` (activate.py
     ``--prove-alone`` records: ``{"prove": "killed" | "survived" | "no obligation" | "timeout"}``),
     then the fast tests on its survivors (:func:`run_tests` records: ``{"kind": ...}``). A mutant
     listed in ``equiv`` is left out of the denominator; so is one whose survivor test run is missing
-    (counted as ``untested``). Timeouts count as not killed."""
+    (counted as ``untested``). Timeouts count as not killed, and so does a prove failure that is
+    not a changed verdict (``not_kills``: ``unknown``/``missing``, :func:`prove_not_kills`): such a
+    mutant counts as the tests found it."""
     counts: Counter = Counter()
     for name, rec in prove.items():
         if name in equiv:
             counts["equivalent"] += 1
-        elif rec.get("prove") == "killed":
+        elif rec.get("prove") == "killed" and name not in not_kills:
             counts["prove"] += 1
         elif name not in tests:
             counts["untested"] += 1
@@ -325,9 +354,10 @@ def main() -> None:
         globals()["SLOW_FILE_SECONDS"] = max(SLOW_FILE_SECONDS, args.seconds)
         prove = _records(os.path.join("mutants", "capproof-mutation-prove-alone.jsonl"))
         record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
-        run_tests([n for n, rec in prove.items() if rec.get("prove") != "killed"], record)
+        not_kills = prove_not_kills(prove)
+        run_tests([n for n, rec in prove.items() if rec.get("prove") != "killed" or n in not_kills], record)
         tests, equiv = _records(record), equivalents()
-        print(f"every mutant run: {sample_figure(prove, tests, equiv)}", flush=True)
+        print(f"every mutant run: {sample_figure(prove, tests, equiv, not_kills)}", flush=True)
         if args.prefix_seed is not None:
             import random
 
@@ -335,10 +365,10 @@ def main() -> None:
 
             names = mutant_names()
             order = random.Random(args.prefix_seed).sample(names, len(names))
-            prefix = complete_prefix(order, prove, tests, equiv)
+            prefix = complete_prefix(order, prove, tests, equiv, not_kills)
             print(
                 f"the first {len(prefix)} of the permutation (seed {args.prefix_seed}), all run: "
-                + sample_figure({n: prove[n] for n in prefix if n in prove}, tests, equiv),
+                + sample_figure({n: prove[n] for n in prefix if n in prove}, tests, equiv, not_kills),
                 flush=True,
             )
         return
