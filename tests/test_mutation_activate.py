@@ -335,3 +335,18 @@ def test_prove_not_kills_are_the_failures_recorded_as_unknown_or_missing(tmp_pat
         "spec._inventory.x_cover__mutmut_44": {"prove": "survived", "prove_failed": None},
     }
     assert summary.prove_not_kills(prove, str(tmp_path)) == {"spec._inventory.x_cover__mutmut_62"}
+
+
+def test_earlier_kills_are_the_killing_tests_of_a_record(tmp_path):
+    """The hints of the tests oracle: each mutant the tests killed in an earlier record, with the test
+    that killed it; a mutant prove killed or one that survived gives no hint."""
+    summary = _summary()
+    m = "spec._inventory.x_cover__mutmut_{}".format
+    recs = [
+        {"mutant": m(44), "tests": "killed", "killed_by": "tests/test_inventory_obligations.py::test_x"},
+        {"mutant": m(45), "tests": "survived", "prove": "killed"},
+        {"mutant": m(46), "tests": "survived"},
+    ]
+    path = tmp_path / "capproof-mutation-direct.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert summary.earlier_kills(str(path)) == {m(44): "tests/test_inventory_obligations.py::test_x"}

@@ -163,12 +163,15 @@ def _run_one(name: str, files: list[str], deselect: list[str] = (), failed_to: s
     return os.waitstatus_to_exitcode(status)
 
 
-def run_tests(survivors: list[str], record: str) -> None:
+def run_tests(survivors: list[str], record: str, hints: dict[str, str] | None = None) -> None:
     """Each survivor against the fast test files naming it (see the module docstring), forked from
     one process that has collected them once (as mutmut does), in the mutated copy. A test file
     that fails with no mutant active there (it reads files the copy does not have, e.g. proofs/*.md)
     is left out, and so is one slower than :data:`SLOW_FILE_SECONDS` there (listed); files run
-    fastest first, so that a kill comes early (``-x``)."""
+    fastest first, so that a kill comes early (``-x``). ``hints``: ``{mutant: test node id}``, a test
+    that killed the mutant in an earlier record (:func:`earlier_kills`), run alone first when its
+    file is among the mutant's usable files and it passes there with no mutant active: a failure
+    under the mutant is then a kill (recorded with ``"killed_by"``), else all its files run."""
     import pytest
 
     done = outcomes(record)
@@ -205,15 +208,37 @@ def run_tests(survivors: list[str], record: str) -> None:
     for f in sorted(usable):
         for node in baseline[f]["failed"]:
             print(f"left out: {node} (fails with no mutant active in the copy)", flush=True)
+    hint_passes: dict[str, bool] = {}
     for name, files in todo:
         files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
         deselect = [node for f in files for node in baseline[f]["failed"]]
+        hint = (hints or {}).get(name)
+        if hint and hint.split("::")[0] in files and hint not in deselect:
+            if hint not in hint_passes:
+                hint_passes[hint] = _run_one("baseline (no mutant)", [hint]) == 0
+            if hint_passes[hint] and _run_one(name, [hint]) == 1:
+                with open(os.path.join("..", record), "a") as out:
+                    out.write(json.dumps({"mutant": name, "kind": "killed", "tests": [hint], "killed_by": hint}) + "\n")
+                print(f"killed    {name}  (by {hint}, an earlier record's kill)", flush=True)
+                continue
         rc = _run_one(name, files, deselect=deselect) if files else 0
         kind = {0: "survived", 1: "killed", 5: "survived", -signal.SIGALRM: "timeout"}.get(rc, f"exit {rc}")
         with open(os.path.join("..", record), "a") as out:
             out.write(json.dumps({"mutant": name, "kind": kind, "tests": files}) + "\n")
         print(f"{kind:9} {name}  ({len(files)} test files)", flush=True)
     os.chdir("..")
+
+
+def earlier_kills(
+    path: str = os.path.join(HERE, "..", "..", "docs", "mutation", "capproof-mutation-direct.jsonl"),
+) -> dict[str, str]:
+    """``{mutant: test node id}``: the test that killed each mutant in a committed record of
+    ``activate.py`` (``killed_by``), for :func:`run_tests`'s ``hints``."""
+    return {
+        n: rec["killed_by"]
+        for n, rec in _records(path).items()
+        if rec.get("tests") == "killed" and rec.get("killed_by")
+    }
 
 
 def _records(path: str) -> dict[str, dict]:
@@ -355,7 +380,8 @@ def main() -> None:
         prove = _records(os.path.join("mutants", "capproof-mutation-prove-alone.jsonl"))
         record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
         not_kills = prove_not_kills(prove)
-        run_tests([n for n, rec in prove.items() if rec.get("prove") != "killed" or n in not_kills], record)
+        survivors = [n for n, rec in prove.items() if rec.get("prove") != "killed" or n in not_kills]
+        run_tests(survivors, record, earlier_kills())
         tests, equiv = _records(record), equivalents()
         print(f"every mutant run: {sample_figure(prove, tests, equiv, not_kills)}", flush=True)
         if args.prefix_seed is not None:
