@@ -511,3 +511,54 @@ def test_splitter_run_on_every_path_and_mode(monkeypatch):
     none = GOOD_SPLIT.replace("def split", "def no_split").replace("child.init_forward", "child.other")
     _split_module(monkeypatch, "no_split", none)
     assert "no child call" in graph_calls.splitter_checked("no_split")
+
+
+BATCH_HELPER_RUNNER = """
+class HelperRunner:
+    def __init__(self, attn_backend):
+        self.attn_backend = attn_backend
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)
+
+    def capture(self):
+        for bs in reversed(self.capture_bs):
+            self.capture_one_shape(bs)
+
+    def get_forward_batch(self, bs):
+        forward_batch = ForwardBatch(batch_size=bs)
+        return forward_batch
+
+    def _postprocess_forward_batch(self, forward_batch, bs):
+        return forward_batch
+
+    def capture_one_shape(self, size):
+        bs = size
+        forward_batch = self.get_forward_batch(bs)
+        forward_batch = self._postprocess_forward_batch(forward_batch, bs)
+        self.attn_backend.init_forward_metadata_out_graph(forward_batch, in_capture=True)
+
+    def eager(self, n):
+        self.attn_backend.init_forward_metadata_out_graph(self.get_forward_batch(n))
+"""
+
+
+def test_a_batch_returned_by_a_helper_is_traced_with_this_calls_arguments(tmp_path):
+    """``self.get_forward_batch(bs)`` (returning ``ForwardBatch(batch_size=bs)``) and a hook
+    returning the batch it is given are followed with each call's own arguments: the capture
+    call is checked, a call with a size from elsewhere is not; a helper a subclass overrides is
+    not followed."""
+    files = {"layers/attention/my_backend.py": BACKEND, "helper_runner.py": BATCH_HELPER_RUNNER}
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert any("capture_one_shape" in s for s in sites["checked"]), sites
+    (line,) = sites["not checked"]
+    assert "helper_runner.py:27 eager" in line and "no call of eager" in line
+    sub = BATCH_HELPER_RUNNER + textwrap.dedent(
+        """
+        class Sub(HelperRunner):
+            def _postprocess_forward_batch(self, forward_batch, bs):
+                return make_other()
+        """
+    )
+    sites = backend_bs_sites(_tree(tmp_path / "b", {**files, "helper_runner.py": sub}), "MyBackend")
+    assert any("capture_one_shape" in s and "overridden in a subclass" in s for s in sites["not checked"])

@@ -1086,6 +1086,33 @@ class _Tracer:
                     star[0].args[0], rel, fn, depth + 1, chain + [f"{rel}:{call.lineno} SimpleNamespace(**vars(...))"]
                 )
                 return
+        if isinstance(call.func, ast.Attribute) and src(call.func.value) == "self" and fn is not None:
+            # a batch returned by a method of the class (``self.get_forward_batch(bs)``, a hook
+            # returning the batch it is given): every return, with this call's arguments
+            cls = self.ix.enclosing_class(rel, fn)
+            defs = [
+                n
+                for n in (cls.body if cls else [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == call.func.attr
+            ]
+            rets = (
+                [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
+                if len(defs) == 1
+                else []
+            )
+            if rets:
+                for r in rets:
+                    yield from self._returned(
+                        "fb",
+                        r.value,
+                        call,
+                        defs[0],
+                        rel,
+                        fn,
+                        depth + 1,
+                        chain + [f"{rel}:{r.lineno} {call.func.attr} returns"],
+                    )
+                return
         yield ("unchecked", chain + [f"{rel}:{call.lineno} batch built by {src(call.func)}"])
 
     def _tuple_element(self, value, index: int, rel: str, fn, depth: int, chain: list):
