@@ -37,7 +37,14 @@ from functools import lru_cache
 
 from ..tracing.derive import src
 
-__all__ = ["backend_bs_sites", "relevant_sites", "ENTRY_METHODS", "view_builders_checked", "splitter_checked"]
+__all__ = [
+    "backend_bs_sites",
+    "relevant_sites",
+    "ENTRY_METHODS",
+    "view_builders_checked",
+    "splitter_checked",
+    "children_get_max_bs",
+]
 
 SRT = "sglang/srt"
 _CLASS = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.M)
@@ -788,7 +795,7 @@ class _Tracer:
         if self._fn_name(fn) in SPLITTERS and name not in self._params(fn):
             # a child's batch inside a splitter run here: within the parent batch (its first
             # parameter), whose origins are traced in turn
-            reason = splitter_checked(self._fn_name(fn)) or _children_get_max_bs(self.ix.enclosing_class(rel, fn))
+            reason = splitter_checked(self._fn_name(fn)) or children_get_max_bs(self.ix.enclosing_class(rel, fn))
             where = f"{rel}:{node.lineno} {self._fn_name(fn)}"
             params = [p for p in self._params(fn) if p not in ("self", "cls")]
             if reason or not params:
@@ -1549,7 +1556,7 @@ def _draft_decode_width_is_topk() -> str:
     return "" if same else f"draft_decode width is {width}, not the top-k"
 
 
-def _children_get_max_bs(cls) -> str:
+def children_get_max_bs(cls) -> str:
     """Empty when class ``cls`` (a splitter's wrapper backend) gives every child backend its own
     ``max_bs``: its ``init_cuda_graph_state(self, max_bs, ...)`` calls
     ``X.init_cuda_graph_state(max_bs=max_bs, ...)`` (or with ``max_bs`` first) in a loop ``for X in
