@@ -891,6 +891,7 @@ def request_facts(root: str) -> list[dict]:
     importable: the tracer activated it)."""
     from ...facts import status
     from .fact_attention import attention_facts
+    from .fact_v2_reach import split_by_reach
 
     att, cex = attention_metadata_paths(root)
     local = [p for p in att if "make_local_attention_virtual_batches" in p["sets"]]
@@ -937,5 +938,5 @@ def request_facts(root: str) -> list[dict]:
             SPEC_SCOPE,
             drafting_paths(root),
         ),
-        v2,
+        *split_by_reach(root, v2),
     ]
