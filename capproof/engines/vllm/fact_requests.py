@@ -714,6 +714,36 @@ def dict_of_list_keys(root: str, rel: str, line: int) -> str | None:
     )
 
 
+UBATCH_V2 = "vllm/v1/worker/gpu/ubatch_utils.py"
+
+
+def _ubatch_judgement(root: str) -> tuple[str, str] | None:
+    """``(result, why)`` of the V2 micro-batch counts (:mod:`.fact_v2_ubatch`), None when the
+    module does not run here."""
+    from .fact_v2_ubatch import lemmas, ubatch_counts
+
+    read, missing = lemmas(root)
+    try:
+        run = ubatch_counts(root)
+    except (ImportError, RuntimeError, TypeError, StopIteration) as exc:
+        return "not checked", f"micro-batch counts not run: {exc}"[:200]
+    padded, unpadded = run["empty"]
+    if not run["proved"]:
+        return (
+            "not checked",
+            "create_ubatch_slices + _slice_input_batch run on symbolic sizes: not proved <= max_num_reqs",
+        )
+    if missing:
+        return "not checked", f"proved given hypotheses not found in the source: {'; '.join(missing)}"[:400]
+    return (
+        "checked",
+        "vLLM's create_ubatch_slices and _slice_input_batch's count statements run on symbolic sizes, every path "
+        "(slice start >= 0, 1 <= num_reqs <= num_reqs_after_padding <= max_num_reqs): both counts <= max_num_reqs "
+        f"(Z3 unsat); hypotheses read ({len(read)} statements, fact_v2_ubatch.lemmas); a batch without a request "
+        f"would give {padded} rows for 2",
+    )
+
+
 def v2_paths(root: str) -> list[dict]:
     """The V2 runner's paths (:func:`.demand_v2_requests.v2_requests_fact`), one per site; the PCP
     manager's local request count is run on the CPU (:func:`pcp_local_requests`)."""
@@ -721,6 +751,7 @@ def v2_paths(root: str) -> list[dict]:
 
     fact = v2_requests_fact(root)
     pcp = pcp_local_requests()
+    ubatch = _ubatch_judgement(root)
     out = []
     for key, result in (("checked (ast)", "checked"), ("not checked", "not checked")):
         for p in fact["paths"].get(key, []):
@@ -741,6 +772,9 @@ def v2_paths(root: str) -> list[dict]:
                         f"from a batch of max_num_reqs {pcp['values']['max_num_reqs']} (two chunks of a prefill per rank)",
                     )
                 )
+                continue
+            if result == "not checked" and site.startswith(f"{UBATCH_V2}:") and ubatch is not None:
+                out.append(path_record(site, what[:120], "executed", ubatch[0], ubatch[1][:400]))
                 continue
             if result == "not checked" and what.startswith("num_scheduled_tokens = "):
                 rel, _, line = site.rpartition(":")
