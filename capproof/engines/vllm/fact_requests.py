@@ -55,6 +55,7 @@ import os
 from types import SimpleNamespace
 
 from ...facts import fact_record, path_record
+from ..tracing.derive import function as _function
 from .wheels import py_files
 
 __all__ = [
@@ -715,6 +716,26 @@ def dict_of_list_keys(root: str, rel: str, line: int) -> str | None:
 
 
 UBATCH_V2 = "vllm/v1/worker/gpu/ubatch_utils.py"
+SHARD = "vllm/v1/worker/gpu/sample/batch_shard.py"
+#: The statements of ``BatchSharder.shard_sampler_inputs`` that bound the shard's count by its input's slot array.
+SHARD_COUNT = (
+    "req_owner_np=input_batch.idx_mapping_np%tp_size",
+    "local_req_indices_np=np.flatnonzero(req_owner_np==tp_rank)",
+    "num_local_reqs=local_req_indices_np.shape[0]",
+)
+
+
+def _shard_reading(root: str) -> str | None:
+    """Where the reading of the batch shard's count stops (AST), or None when its statements differ."""
+    fn = _function(root, SHARD, "shard_sampler_inputs", "BatchSharder")
+    have = {_src(n) for n in ast.walk(fn)} if fn is not None else set()
+    if not all(s in have for s in SHARD_COUNT):
+        return None
+    return (
+        "num_local_reqs = np.flatnonzero(input_batch.idx_mapping_np % tp_size == tp_rank).shape[0] "
+        "<= len(input_batch.idx_mapping_np) (read); not read: that the slot array's length is the input "
+        "batch's count (every idx_mapping_np= of the V2 runner), so not checked"
+    )
 
 
 def _ubatch_judgement(root: str) -> tuple[str, str] | None:
@@ -782,7 +803,9 @@ def v2_paths(root: str) -> list[dict]:
                 if bound:
                     out.append(path_record(site, what[:120], "ast", "checked", bound[:200]))
                     continue
-            out.append(path_record(site, what[:120], "ast", result, why[:200]))
+            if result == "not checked" and site.startswith(f"{SHARD}:"):
+                why = _shard_reading(root) or why
+            out.append(path_record(site, what[:120], "ast", result, why[:300]))
     return out
 
 
