@@ -125,6 +125,7 @@ class _Index:
         self.known: set[int] = set()
         self.uses: dict[int, tuple[set[str], set[str]]] = {}
         self._resolved: dict[tuple[int, int], list[_Fn]] = {}
+        self._related: dict[frozenset, set[str]] = {}
         assigned: list[tuple[str, ast.Call]] = []
         for rel, path in py_files(root, V2_DIR.rstrip("/")):
             with open(path, encoding="utf-8") as fh:
@@ -172,6 +173,12 @@ class _Index:
 
     def related(self, classes: set[str]) -> set[str]:
         """``classes`` with their base and derived classes defined in the directory."""
+        key = frozenset(classes)
+        if key not in self._related:
+            self._related[key] = self._related_of(key)
+        return self._related[key]
+
+    def _related_of(self, classes: frozenset) -> set[str]:
         out, todo = set(), [c for c in classes if c in self.classes]
         while todo:
             c = todo.pop()
@@ -276,20 +283,36 @@ class _Flow:
         self.why: dict[int, str] = {}
         self.where = ""
         self.fn: _Fn | None = None
+        self._attr_cache: dict[tuple, bool] = {}
 
     # -- expressions --
     def _attr_followed(self, chain: str) -> bool:
+        """Whether reading ``self.<chain>`` in the current function reads a followed store: one
+        made in a related class on a prefix of ``chain``, or, for ``self.a.<rest>``, one made by a
+        class of attribute ``a`` on a prefix of ``rest``."""
         fn = self.fn
+        if fn is None or fn.cls is None:
+            return False
+        key = (fn.cls, chain, len(self.attrs))
+        if key in self._attr_cache:
+            return self._attr_cache[key]
         head, _, rest = chain.partition(".")
+        by_head = {}
         for owner, ch in self.attrs:
-            if owner is None or fn is None or fn.cls is None:
-                continue
-            if fn.cls in self.ix.related({owner}) and (chain == ch or chain.startswith(ch + ".")):
-                return True
-            if rest and owner in self.ix.related(self.ix.attr_classes.get(head, set())):
-                if rest == ch or rest.startswith(ch + "."):
-                    return True
-        return False
+            if owner is not None:
+                by_head.setdefault(ch.partition(".")[0], []).append((owner, ch))
+        got = any(
+            fn.cls in self.ix.related({owner}) and (chain == ch or chain.startswith(ch + "."))
+            for owner, ch in by_head.get(head, [])
+        )
+        if not got and rest:
+            holders = self.ix.related(self.ix.attr_classes.get(head, set()))
+            got = any(
+                owner in holders and (rest == ch or rest.startswith(ch + "."))
+                for owner, ch in by_head.get(rest.partition(".")[0], [])
+            )
+        self._attr_cache[key] = got
+        return got
 
     def _returned(self, fn_call: ast.Call, live: set[str], index: int | None) -> bool:
         """Whether the value a call of the directory's code returns (or its element ``index``) is followed."""
@@ -471,11 +494,9 @@ class _Flow:
 
     def exprs(self, fn: _Fn, node, live: set[str]) -> None:
         """Calls under ``node`` (not into nested statements' bodies) that hand on a followed value."""
+        if any(self.mentions(n, live) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))):
+            self.enter(fn)
         for n in ast.walk(node):
-            if n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and self.mentions(n, live):
-                self.enter(fn)
             if not isinstance(n, ast.Call):
                 continue
             if (
