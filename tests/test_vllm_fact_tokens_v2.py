@@ -214,3 +214,18 @@ def test_real_runner_counts_checked_and_three_speculator_dispatches_not(vllm_roo
         "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:258",
         "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:334",
     ]
+
+
+def test_a_config_built_with_a_capture_size_keyword_is_a_path_not_checked(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "vllm/config/vllm.py": "",
+            "vllm/x.py": """
+                def make(n):
+                    return CompilationConfig(cudagraph_capture_sizes=[n])
+            """,
+        },
+    )
+    got = [(p["site"], p["result"]) for p in v2.capture_size_sites(root)]
+    assert got == [("vllm/x.py:3", "not checked")]

@@ -340,6 +340,18 @@ def judge_capture_size_write(tree, node, parents) -> tuple[str, str]:
     return "not checked", f"{target} = {text[:80]}: no bound by max_num_batched_tokens found in {fn.name}"
 
 
+def _config_keywords(tree):
+    """Calls that build or copy a compilation config with a capture-size keyword
+    (``CompilationConfig(cudagraph_capture_sizes=…)``, ``replace(cc, max_cudagraph_capture_size=…)``)."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and (source_text(node.func).endswith("CompilationConfig") or source_text(node.func).endswith("replace"))
+            and any(k.arg in SIZE_ATTRS for k in node.keywords)
+        ):
+            yield node
+
+
 def _size_writes(tree):
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
@@ -417,7 +429,8 @@ def _input_site(root: str, rel: str, tree, node, parents) -> str | None:
 
 def capture_size_sites(root: str) -> list[dict]:
     """One path record per write of ``cudagraph_capture_sizes``/``max_cudagraph_capture_size``
-    in ``vllm/`` (AST; module docstring, step 1)."""
+    in ``vllm/`` (AST; module docstring, step 1), and one (not checked) per compilation config built
+    or copied with such a keyword."""
     from .wheels import py_files
 
     out = []
@@ -434,6 +447,16 @@ def capture_size_sites(root: str) -> list[dict]:
             if why is None:
                 result, why = judge_capture_size_write(tree, node, parents)
             out.append(_path(f"{rel}:{node.lineno}", "a CUDA-graph capture size (V1 and V2)", "ast", result, why))
+        for node in _config_keywords(tree):
+            out.append(
+                _path(
+                    f"{rel}:{node.lineno}",
+                    "a CUDA-graph capture size (V1 and V2)",
+                    "ast",
+                    "not checked",
+                    f"a compilation config built with a capture-size keyword ({source_text(node.func)}): not read",
+                )
+            )
     return out
 
 
