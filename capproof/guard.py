@@ -777,7 +777,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     if note not in others:
                         others.append(note)
                 elif (
-                    builtin_type == "object"
+                    own
+                    and builtin_type == "object"
                     and ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
                     and ins.argval == "__getattribute__"
                     and c.co_name not in _ATTRIBUTE_METHODS

@@ -143,6 +143,29 @@ def f(a):
         {"a": 37},
     ),
     pytest.param(
+        # C code's TypeError on the symbolic value, caught in a raw thread: recorded by the watch there
+        "raw-thread-catches-a-type-error",
+        """
+import _thread
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    out = []
+    done = _thread.allocate_lock(); done.acquire()
+    def work():
+        try:
+            try:
+                out.append(int.bit_count(a) == 0)
+            except TypeError:
+                out.append(True)
+        finally:
+            done.release()
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    return at_most(demand=select(all_of(a == 37, not out[0]), 1, 0), capacity=0)
+""",
+        {"a": 37},
+    ),
+    pytest.param(
         "raw-thread-fork-and-pipe",
         """
 import _thread, os
