@@ -4,7 +4,7 @@ For ``x op y`` Python calls ``y``'s reflected method first when ``type(y)`` is a
 ``type(x)`` that overrides it: on ints ``37 ** W(1)`` calls ``W.__rpow__``. Against a symbolic
 ``a`` the left type is not int, so ``SymInt``'s own operator takes ``W(1)`` as the plain int 1.
 capproof refuses such an operand for the operators it lists (``__radd__``, comparisons, ``__eq__``,
-``__rdivmod__``), but not for ``**``, ``>>``, ``<<``, ``&``, ``|``, ``^``: each model
+``__rdivmod__``), but not for ``**``, ``>>``, ``<<``, ``&``, ``|``, ``^``, ``//``: each model
 is false at ``a == 37`` on ints and was ``proved``. Brute forced on ints by
 tests/_soundness_harness.py.
 """
@@ -37,6 +37,7 @@ ATTEMPTS = [
     pytest.param("reflected-lshift", _reflected("__rlshift__", "<<"), marks=OPEN),
     pytest.param("reflected-or", _reflected("__ror__", "|"), marks=OPEN),
     pytest.param("reflected-xor", _reflected("__rxor__", "^"), marks=OPEN),
+    pytest.param("reflected-floordiv", _reflected("__rfloordiv__", "//"), marks=OPEN),
 ]
 
 
