@@ -42,6 +42,26 @@ ATTEMPTS = [
     pytest.param("reflected-mod", _reflected("__rmod__", "%"), marks=OPEN),
 ]
 
+# the same through the batch strategies: W's operator differs from the int's only for an entry 37
+DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
+ATTEMPTS += [
+    pytest.param(
+        "reflected-pow-in-an-induction-step",
+        "from capproof import fold\n\n\nclass W(int):\n    def __rpow__(self, other, *rest):\n"
+        "        return other if other != 37 else -1000\n\n\ndef step(s, i, x):\n    return s + x ** W(1)\n\n\n"
+        + DV
+        + "def f(n, lens):\n    return at_most(demand=total(lens), capacity=fold(step, 0, lens))\n",
+        marks=[OPEN, pytest.mark.slow],
+    ),
+    pytest.param(
+        "reflected-rshift-in-an-aggregate",
+        "class W(int):\n    def __rrshift__(self, other, *rest):\n        return other if other != 37 else -1000\n\n\n"
+        + DV
+        + "def f(n, lens):\n    s = total(x >> W(0) for x in lens)\n    return at_most(demand=total(lens), capacity=s)\n",
+        marks=OPEN,
+    ),
+]
+
 
 @pytest.mark.parametrize("name, body", ATTEMPTS)
 def test_an_int_subclass_reflected_operator_does_not_decide_a_proof(spec_file, name, body):
