@@ -40,6 +40,22 @@ ATTEMPTS = [
     pytest.param("reflected-xor", _reflected("__rxor__", "^"), marks=OPEN),
     pytest.param("reflected-floordiv", _reflected("__rfloordiv__", "//"), marks=OPEN),
     pytest.param("reflected-mod", _reflected("__rmod__", "%"), marks=OPEN),
+    pytest.param(
+        "reflected-lshift-through-operator-lshift",
+        "import operator\n\n\nclass W(int):\n    def __rlshift__(self, other, *rest):\n        return -1\n\n\n"
+        + D
+        + "def f(a):\n    x = operator.lshift(a, W(1))\n"
+        + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
+        marks=OPEN,
+    ),
+    pytest.param(
+        "reflected-and-through-a-reduce",
+        "import functools\nimport operator\n\n\nclass W(int):\n    def __rand__(self, other, *rest):\n        return -1\n\n\n"
+        + D
+        + "def f(a):\n    x = functools.reduce(operator.and_, [a, W(1)])\n"
+        + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
+        marks=OPEN,
+    ),
 ]
 
 # the same through the batch strategies: W's operator differs from the int's only for an entry 37
