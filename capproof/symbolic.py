@@ -1279,7 +1279,27 @@ def _pow2(k: z3.ArithRef) -> z3.ArithRef:
 
 
 def _concrete_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, SymInt)
+    """Whether ``value`` is a concrete int operand (bools included); an int subclass with its own
+    operators is refused (:func:`_refuse_own_operators`)."""
+    if isinstance(value, int) and not isinstance(value, SymInt):
+        _refuse_own_operators(value)
+        return True
+    return False
+
+
+def _refuse_own_operators(value: int) -> None:
+    """Raise (recorded) when ``value`` is of an int subclass that defines any of
+    :data:`INT_OPERATORS` itself: against an int Python calls the subclass's reflected operator
+    first (``37 ** W(1)`` runs ``W.__rpow__``), never against a symbolic value, so every operator of
+    a symbolic value asks this before it reads a concrete operand as the int it holds."""
+    kind = type(value)
+    if kind is not int and kind is not bool and kind is not SymBool and _overrides_operators(kind):
+        raise record_misuse(
+            NotConcreteError(
+                f"an operand of {kind.__name__}, an int subclass with its own operators, at "
+                f"{caller_location()}: Python calls them first against an int, never against a symbolic value"
+            )
+        )
 
 
 def record_misuse(error: Exception) -> Exception:
@@ -1322,13 +1342,7 @@ def to_z3_int(value: object) -> z3.ArithRef:
     if isinstance(value, bool):
         return z3.IntVal(int(value))
     if isinstance(value, int):
-        if type(value) is not int and _overrides_operators(type(value)):
-            raise record_misuse(
-                NotConcreteError(
-                    f"an operand of {type(value).__name__}, an int subclass with its own operators, at "
-                    f"{caller_location()}: Python calls them first against an int, never against a symbolic value"
-                )
-            )
+        _refuse_own_operators(value)
         # z3.IntVal parses str(value): an int subclass's own __str__ could show another number, so
         # its value is read by int's own slot (an exact int, whatever the subclass overrides)
         return z3.IntVal(value if type(value) is int else int.__int__(value))
@@ -1508,7 +1522,7 @@ _REFLECTED.update(
 def py_floordiv(a: z3.ArithRef, b: IntLike, op=operator.floordiv) -> z3.ArithRef:
     """Python's ``a // b`` on a Z3 term (floor division, sign of the divisor); ``op``: the int
     operator whose ``ZeroDivisionError`` a zero divisor raises."""
-    if isinstance(b, int) and not isinstance(b, SymInt):
+    if _concrete_int(b):
         if b == 0:
             raise _python_zero_division(op)
         # SMT-LIB div is floor division for a positive divisor.
@@ -1525,7 +1539,7 @@ def py_floordiv(a: z3.ArithRef, b: IntLike, op=operator.floordiv) -> z3.ArithRef
 
 def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     """Python's ``a % b`` on a Z3 term (result has the sign of the divisor)."""
-    if isinstance(b, int) and not isinstance(b, SymInt):
+    if _concrete_int(b):
         if b == 0:
             raise _python_zero_division(operator.mod)
         if b > 0:
@@ -1837,7 +1851,7 @@ class SymInt:
         return _wrap_int(z3.If(self.term >= 0, self.term, -self.term))
 
     def __pow__(self, other: object, modulo: object = None) -> "SymInt":
-        if modulo is None and isinstance(other, int) and not isinstance(other, SymInt) and other >= 0:
+        if modulo is None and _concrete_int(other) and other >= 0:
             result: z3.ArithRef = z3.IntVal(1)
             for _ in range(other):
                 result = result * self.term

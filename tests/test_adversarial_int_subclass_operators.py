@@ -16,9 +16,6 @@ import pytest
 from _soundness_harness import check
 
 D = '@obligation(domain={"a": Range(0, 100)})\n'
-OPEN = pytest.mark.xfail(
-    strict=True, reason="an int subclass's reflected operator is bypassed by a symbolic left operand"
-)
 
 
 def _reflected(dunder: str, op: str) -> str:
@@ -32,21 +29,34 @@ def _reflected(dunder: str, op: str) -> str:
 
 
 ATTEMPTS = [
-    pytest.param("reflected-pow", _reflected("__rpow__", "**"), marks=OPEN),
-    pytest.param("reflected-rshift", _reflected("__rrshift__", ">>"), marks=OPEN),
-    pytest.param("reflected-and", _reflected("__rand__", "&"), marks=OPEN),
-    pytest.param("reflected-lshift", _reflected("__rlshift__", "<<"), marks=OPEN),
-    pytest.param("reflected-or", _reflected("__ror__", "|"), marks=OPEN),
-    pytest.param("reflected-xor", _reflected("__rxor__", "^"), marks=OPEN),
-    pytest.param("reflected-floordiv", _reflected("__rfloordiv__", "//"), marks=OPEN),
-    pytest.param("reflected-mod", _reflected("__rmod__", "%"), marks=OPEN),
+    pytest.param("reflected-pow", _reflected("__rpow__", "**")),
+    pytest.param("reflected-rshift", _reflected("__rrshift__", ">>")),
+    pytest.param("reflected-and", _reflected("__rand__", "&")),
+    pytest.param("reflected-lshift", _reflected("__rlshift__", "<<")),
+    pytest.param("reflected-or", _reflected("__ror__", "|")),
+    pytest.param("reflected-xor", _reflected("__rxor__", "^")),
+    pytest.param("reflected-floordiv", _reflected("__rfloordiv__", "//")),
+    pytest.param("reflected-mod", _reflected("__rmod__", "%")),
+    pytest.param(
+        "reflected-pow-through-builtin-pow",
+        "class W(int):\n    def __rpow__(self, other, *rest):\n        return -1\n\n\n"
+        + D
+        + "def f(a):\n    x = pow(a, W(1))\n"
+        + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
+    ),
+    pytest.param(
+        "reflected-and-of-a-symbolic-bool",
+        "class W(int):\n    def __rand__(self, other, *rest):\n        return -1\n\n\n"
+        + D
+        + "def f(a):\n    x = (a == 37) & W(1)\n"
+        + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
+    ),
     pytest.param(
         "reflected-lshift-through-operator-lshift",
         "import operator\n\n\nclass W(int):\n    def __rlshift__(self, other, *rest):\n        return -1\n\n\n"
         + D
         + "def f(a):\n    x = operator.lshift(a, W(1))\n"
         + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "reflected-and-through-a-reduce",
@@ -54,7 +64,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    x = functools.reduce(operator.and_, [a, W(1)])\n"
         + "    return at_most(demand=select(all_of(a == 37, x < 0), 1, 0), capacity=0)\n",
-        marks=OPEN,
     ),
 ]
 
@@ -67,14 +76,13 @@ ATTEMPTS += [
         "        return other if other != 37 else -1000\n\n\ndef step(s, i, x):\n    return s + x ** W(1)\n\n\n"
         + DV
         + "def f(n, lens):\n    return at_most(demand=total(lens), capacity=fold(step, 0, lens))\n",
-        marks=[OPEN, pytest.mark.slow],
+        marks=pytest.mark.slow,
     ),
     pytest.param(
         "reflected-rshift-in-an-aggregate",
         "class W(int):\n    def __rrshift__(self, other, *rest):\n        return other if other != 37 else -1000\n\n\n"
         + DV
         + "def f(n, lens):\n    s = total(x >> W(0) for x in lens)\n    return at_most(demand=total(lens), capacity=s)\n",
-        marks=OPEN,
     ),
 ]
 

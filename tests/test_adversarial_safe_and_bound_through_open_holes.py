@@ -62,9 +62,6 @@ def table_fits(max_model_len, num_reqs):
     x = num_reqs ** W(1)
     return at_most(demand=select(all_of(num_reqs == 37, x < 0), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="an int subclass's reflected ** is bypassed by a symbolic operand: false safe"
-        ),
     ),
 ]
 
