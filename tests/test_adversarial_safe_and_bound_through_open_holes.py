@@ -4,7 +4,8 @@
 ``capproof bound`` optimises the demand on the same symbolic run; a symbolic run that does not
 match the ints (a thread's arithmetic: tests/test_adversarial_threads.py; a repr read through a
 container: tests/test_adversarial_container_repr.py; a side condition dropped by the aggregate
-abstraction: tests/test_adversarial_side_conditions.py) gives a false ``safe`` (exit 0) and a
+abstraction: tests/test_adversarial_side_conditions.py; an int subclass's reflected operator:
+tests/test_adversarial_int_subclass_operators.py) gives a false ``safe`` (exit 0) and a
 false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
 ``a == 2**53 + 1``), a point the line does not pin.
 """
@@ -45,6 +46,25 @@ def blocks_fit(max_model_len, num_reqs):
         nb = ex.submit(lambda: cdiv(max_model_len, num_reqs - 37)).result()
     return at_most(demand=select(num_reqs == 37, 0, nb), capacity=max_model_len)
 """,
+    ),
+    pytest.param(
+        "int-subclass-reflected-pow",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+class W(int):
+    def __rpow__(self, other, *rest):   # Python calls it first for num_reqs ** W(1) on ints
+        return -1
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    x = num_reqs ** W(1)
+    return at_most(demand=select(all_of(num_reqs == 37, x < 0), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(
+            strict=True, reason="an int subclass's reflected ** is bypassed by a symbolic operand: false safe"
+        ),
     ),
 ]
 
