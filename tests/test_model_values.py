@@ -304,6 +304,31 @@ def test_indexer_prefill_chunks_by_hand():
     assert split([2, 2], [2, 3], 100, 80) == [((0, 2), (0, 5))]
 
 
+def test_indexer_prefill_query_cut_contract_on_ints(monkeypatch):
+    """query_pieces_fit_logits (the query cut's CrossHair contract) on ints: true for vLLM 0.33.0's
+    cut at every point of its declared domain and at corpus N1's cuts above (one-row pieces
+    included), false for each wrong cut of corpus N1's ``[10]``/``[7]`` request shape."""
+    import models.vllm.indexer_prefill as pf
+
+    for chunk_m in range(1, 7):
+        for chunk_n in range(0, 49):
+            for max_logits_bytes in range(4, 257):
+                assert pf.query_pieces_fit_logits(chunk_m, chunk_n, max_logits_bytes)
+    assert pf.query_pieces_fit_logits(7, 10, 80)  # split([10], [7], 100, 80): pieces of 2 rows
+    assert pf.query_pieces_fit_logits(5, 1, 8)  # split([1], [5], 6, 8): budget 2 // seq 1
+    assert pf.cut_query_rows(3, 16, 80) == [(0, 1), (1, 2), (2, 3)]  # one row a piece: budget 20 // 16
+    assert pf.query_pieces_fit_logits(3, 16, 80)
+    for wrong in (
+        [(0, 2), (2, 4), (4, 6), (6, 8)],  # the last piece past the slice's 7 rows
+        [(0, 3), (3, 6), (6, 7)],  # 3 rows * 10 > budget 20
+        [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)],  # one row where two fit
+        [(0, 2), (3, 5), (5, 7)],  # a row skipped
+        [(0, 2), (2, 2), (2, 4), (4, 6), (6, 7)],  # an empty piece
+    ):
+        monkeypatch.setattr(pf, "cut_query_rows", lambda m, n, b, wrong=wrong: wrong)
+        assert not pf.query_pieces_fit_logits(7, 10, 80), wrong
+
+
 def test_indexer_prefill_oversized_request_after_others_is_its_own_chunk():
     # Corpus N1's 5000-token request against a 3500 workspace, after a 1000-token request and
     # before a 200-token one (vllm==0.33.0's default 512 MiB logits budget): the oversized request

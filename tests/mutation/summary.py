@@ -169,9 +169,10 @@ def run_tests(survivors: list[str], record: str, hints: dict[str, str] | None = 
     that fails with no mutant active there (it reads files the copy does not have, e.g. proofs/*.md)
     is left out, and so is one slower than :data:`SLOW_FILE_SECONDS` there (listed); files run
     fastest first, so that a kill comes early (``-x``). ``hints``: ``{mutant: test node id}``, a test
-    that killed the mutant in an earlier record (:func:`earlier_kills`), run alone first when its
-    file is among the mutant's usable files and it passes there with no mutant active: a failure
-    under the mutant is then a kill (recorded with ``"killed_by"``), else all its files run."""
+    that killed the mutant in an earlier record (:func:`earlier_kills`: chosen there by which tests
+    call the function, so its file need not name it), run alone first when it passes in the copy
+    with no mutant active: a failure under the mutant is then a kill (recorded with
+    ``"killed_by"``), else all its files run."""
     import pytest
 
     done = outcomes(record)
@@ -213,7 +214,7 @@ def run_tests(survivors: list[str], record: str, hints: dict[str, str] | None = 
         files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
         deselect = [node for f in files for node in baseline[f]["failed"]]
         hint = (hints or {}).get(name)
-        if hint and hint.split("::")[0] in files and hint not in deselect:
+        if hint and not any(hint in baseline[f]["failed"] for f in baseline if isinstance(baseline[f], dict)):
             if hint not in hint_passes:
                 hint_passes[hint] = _run_one("baseline (no mutant)", [hint]) == 0
             if hint_passes[hint] and _run_one(name, [hint]) == 1:
