@@ -55,6 +55,7 @@ import os
 from types import SimpleNamespace
 
 from ...facts import fact_record, path_record
+from ..tracing.derive import function as _function
 from .wheels import py_files
 
 __all__ = [
@@ -714,6 +715,56 @@ def dict_of_list_keys(root: str, rel: str, line: int) -> str | None:
     )
 
 
+UBATCH_V2 = "vllm/v1/worker/gpu/ubatch_utils.py"
+SHARD = "vllm/v1/worker/gpu/sample/batch_shard.py"
+#: The statements of ``BatchSharder.shard_sampler_inputs`` that bound the shard's count by its input's slot array.
+SHARD_COUNT = (
+    "req_owner_np=input_batch.idx_mapping_np%tp_size",
+    "local_req_indices_np=np.flatnonzero(req_owner_np==tp_rank)",
+    "num_local_reqs=local_req_indices_np.shape[0]",
+)
+
+
+def _shard_reading(root: str) -> str | None:
+    """Where the reading of the batch shard's count stops (AST), or None when its statements differ."""
+    fn = _function(root, SHARD, "shard_sampler_inputs", "BatchSharder")
+    have = {_src(n) for n in ast.walk(fn)} if fn is not None else set()
+    if not all(s in have for s in SHARD_COUNT):
+        return None
+    return (
+        "num_local_reqs = np.flatnonzero(input_batch.idx_mapping_np % tp_size == tp_rank).shape[0] "
+        "<= len(input_batch.idx_mapping_np) (read); not read: that the slot array's length is the input "
+        "batch's count (every idx_mapping_np= of the V2 runner), so not checked"
+    )
+
+
+def _ubatch_judgement(root: str) -> tuple[str, str] | None:
+    """``(result, why)`` of the V2 micro-batch counts (:mod:`.fact_v2_ubatch`), None when the
+    module does not run here."""
+    from .fact_v2_ubatch import lemmas, ubatch_counts
+
+    read, missing = lemmas(root)
+    try:
+        run = ubatch_counts(root)
+    except (ImportError, RuntimeError, TypeError, StopIteration) as exc:
+        return "not checked", f"micro-batch counts not run: {exc}"[:200]
+    padded, unpadded = run["empty"]
+    if not run["proved"]:
+        return (
+            "not checked",
+            "create_ubatch_slices + _slice_input_batch run on symbolic sizes: not proved <= max_num_reqs",
+        )
+    if missing:
+        return "not checked", f"proved given hypotheses not found in the source: {'; '.join(missing)}"[:400]
+    return (
+        "checked",
+        "vLLM's create_ubatch_slices and _slice_input_batch's count statements run on symbolic sizes, every path "
+        "(slice start >= 0, 1 <= num_reqs <= num_reqs_after_padding <= max_num_reqs): both counts <= max_num_reqs "
+        f"(Z3 unsat); hypotheses read ({len(read)} statements, fact_v2_ubatch.lemmas); a batch without a request "
+        f"would give {padded} rows for 2",
+    )
+
+
 def v2_paths(root: str) -> list[dict]:
     """The V2 runner's paths (:func:`.demand_v2_requests.v2_requests_fact`), one per site; the PCP
     manager's local request count is run on the CPU (:func:`pcp_local_requests`)."""
@@ -721,6 +772,7 @@ def v2_paths(root: str) -> list[dict]:
 
     fact = v2_requests_fact(root)
     pcp = pcp_local_requests()
+    ubatch = _ubatch_judgement(root)
     out = []
     for key, result in (("checked (ast)", "checked"), ("not checked", "not checked")):
         for p in fact["paths"].get(key, []):
@@ -742,13 +794,18 @@ def v2_paths(root: str) -> list[dict]:
                     )
                 )
                 continue
+            if result == "not checked" and site.startswith(f"{UBATCH_V2}:") and ubatch is not None:
+                out.append(path_record(site, what[:120], "executed", ubatch[0], ubatch[1][:400]))
+                continue
             if result == "not checked" and what.startswith("num_scheduled_tokens = "):
                 rel, _, line = site.rpartition(":")
                 bound = dict_of_list_keys(root, rel, int(line)) if line.isdigit() else None
                 if bound:
                     out.append(path_record(site, what[:120], "ast", "checked", bound[:200]))
                     continue
-            out.append(path_record(site, what[:120], "ast", result, why[:200]))
+            if result == "not checked" and site.startswith(f"{SHARD}:"):
+                why = _shard_reading(root) or why
+            out.append(path_record(site, what[:120], "ast", result, why[:300]))
     return out
 
 
@@ -891,6 +948,7 @@ def request_facts(root: str) -> list[dict]:
     importable: the tracer activated it)."""
     from ...facts import status
     from .fact_attention import attention_facts
+    from .fact_v2_reach import split_by_reach
 
     att, cex = attention_metadata_paths(root)
     local = [p for p in att if "make_local_attention_virtual_batches" in p["sets"]]
@@ -937,5 +995,5 @@ def request_facts(root: str) -> list[dict]:
             SPEC_SCOPE,
             drafting_paths(root),
         ),
-        v2,
+        *split_by_reach(root, v2),
     ]

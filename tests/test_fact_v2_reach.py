@@ -1,0 +1,146 @@
+"""The may-reach reading of a V2 batch-building site (capproof/engines/vllm/fact_v2_reach.py), on a
+stand-in source tree shaped like vLLM's V2 runner: a PCP-like manager builds a rank-local batch with
+``replace``, the runner hands it to attention preparation, and rebinds the global batch before
+sampling."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from capproof.engines.vllm.fact_v2_reach import reach, split_by_reach
+from capproof.facts import fact_record, path_record, status
+
+GPU = "vllm/v1/worker/gpu"
+
+FILES = {
+    "pcp_manager.py": """
+        from dataclasses import replace
+
+        class PCPManager:
+            def partition_batch(self, input_batch):
+                self._global_batch = input_batch
+                local = replace(input_batch, num_reqs=2 * input_batch.num_reqs)
+                self._local_batch = local
+                return local
+
+            @property
+            def global_batch(self):
+                return self._global_batch
+    """,
+    "model_states/default.py": """
+        class ModelState:
+            def prepare_attn(self, input_batch):
+                return build(input_batch.num_reqs)
+
+        def build(n):
+            return n
+    """,
+    "sample/sampler.py": """
+        class Sampler:
+            def __call__(self, input_batch):
+                return self.rows[: input_batch.num_reqs]
+    """,
+    "model_runner.py": """
+        from vllm.v1.worker.gpu.model_states import init_model_state
+
+        class ExecuteModelState:
+            pass
+
+        class GPUModelRunner:
+            def __init__(self):
+                self.pcp_manager = PCPManager()
+                self.sampler = Sampler()
+                self.model_state: ModelState = init_model_state()
+
+            def prepare_inputs(self, so):
+                input_batch = make(so)
+                if self.pcp_manager is not None:
+                    input_batch = self.pcp_manager.partition_batch(input_batch)
+                return input_batch
+
+            def execute_model(self, so):
+                input_batch = self.prepare_inputs(so)
+                meta = self.model_state.prepare_attn(input_batch)
+                hidden = self.model(input_batch.input_ids)
+                self.state = ExecuteModelState(input_batch=input_batch, hidden=hidden, meta=meta)
+
+            def sample_tokens(self):
+                input_batch = self.state.input_batch
+                hidden = self.state.hidden
+                if self.pcp_manager is not None:
+                    input_batch = self.pcp_manager.global_batch
+                return self.sampler(input_batch)
+    """,
+}
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    for rel, text in FILES.items():
+        path = tmp_path / GPU / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return str(tmp_path)
+
+
+def _line(root, rel, text):
+    with open(f"{root}/{GPU}/{rel}") as fh:
+        return next(i for i, line in enumerate(fh, 1) if text in line)
+
+
+def test_local_batch_reaches_attention_not_the_sampler(tree):
+    line = _line(tree, "pcp_manager.py", "replace(")
+    r = reach(tree, f"{GPU}/pcp_manager.py", line)
+    assert r is not None
+    assert f"{GPU}/model_states/default.py" in r.files  # prepare_attn receives the local batch
+    assert f"{GPU}/model_runner.py" in r.files
+    # sample_tokens rebinds the global batch under PCP before calling the sampler
+    assert f"{GPU}/sample/sampler.py" not in r.files
+
+
+def test_without_the_rebind_the_sampler_is_reached(tree):
+    path = f"{tree}/{GPU}/model_runner.py"
+    text = open(path).read().replace("input_batch = self.pcp_manager.global_batch", "pass")
+    open(path, "w").write(text)
+    line = _line(tree, "pcp_manager.py", "replace(")
+    r = reach(tree, f"{GPU}/pcp_manager.py", line)
+    assert f"{GPU}/sample/sampler.py" in r.files
+
+
+def test_model_output_does_not_carry_the_batch(tree):
+    """The forward's output (``self.model(...)``) is per token: reading ``state.hidden`` in the
+    sampled step does not make the sampler reached."""
+    path = f"{tree}/{GPU}/model_runner.py"
+    text = open(path).read().replace("return self.sampler(input_batch)", "return self.sampler(hidden)")
+    open(path, "w").write(text)
+    line = _line(tree, "pcp_manager.py", "replace(")
+    r = reach(tree, f"{GPU}/pcp_manager.py", line)
+    assert f"{GPU}/sample/sampler.py" not in r.files
+
+
+def test_split_gives_the_unreached_files_a_fact_without_the_site(tree):
+    line = _line(tree, "pcp_manager.py", "replace(")
+    site = f"{GPU}/pcp_manager.py:{line}"
+    fact = fact_record(
+        "V2 request count <= max_num_reqs",
+        ["padded requests <= max_num_reqs"],
+        [f"{GPU}/"],
+        [
+            path_record(f"{GPU}/model_runner.py:1", "make(so)", "ast", "checked"),
+            path_record(site, "replace(batch, num_reqs=...) replace(num_reqs=2 * n)", "executed", "counterexample"),
+        ],
+        [{"site": f"{GPU}/pcp_manager.py:{line}", "deployment": "PCP 2", "values": {}, "reproduced": True}],
+    )
+    facts = split_by_reach(tree, fact)
+    assert len(facts) == 2
+    by_scope = {f"{GPU}/sample/sampler.py" in f["scope"]: f for f in facts}
+    sampler, forward = by_scope[True], by_scope[False]
+    assert status(forward) == "refuted"
+    assert f"{GPU}/model_states/default.py" in forward["scope"]
+    assert status(sampler) == "checked"
+    assert [p["result"] for p in sampler["paths"] if p["site"] == site] == ["checked"]
+    assert site in sampler["reach"]
+    # the two scopes cover the directory without overlap
+    assert not set(sampler["scope"]) & set(forward["scope"])
