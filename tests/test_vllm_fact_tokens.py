@@ -186,7 +186,7 @@ def test_model_len_fact_without_the_prompt_check_is_not_checked_there(tmp_path):
 def test_committed_token_facts_say_where_they_are_checked():
     """The token facts of vLLM 0.33.0 as `capproof inventory` wrote them (proofs/inventory/
     vllm-0.33.0.facts.json): the V1 runner's is checked on every path; the drafter's two stay
-    assumed on DFlash's own first pass only; V2 stays assumed (bounded run, speculators not run)."""
+    assumed on DFlash's own first pass only; V2 stays assumed on three speculator dispatches only."""
     import json
     import os
 
@@ -202,4 +202,10 @@ def test_committed_token_facts_say_where_they_are_checked():
         assert F.status(facts[name]) == "assumed"
         assert [p["site"] for p in F.unchecked_paths(facts[name])] == ["vllm/v1/spec_decode/dflash.py"]
     assert F.status(facts["V2 runner"]) == "assumed"
+    assert [p["site"] for p in F.unchecked_paths(facts["V2 runner"])] == [
+        "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py:565",
+        "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:258",
+        "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:334",
+    ]
+    assert {p["how"] for p in facts["V2 runner"]["paths"] if p["result"] == "checked"} == {"ast", "executed"}
     assert F.status(facts["V1 input batch"]) == "assumed"
