@@ -129,7 +129,8 @@ bench: $(STAMP)
 # verify-real: the real vLLM 0.33.0 / SGLang 0.5.23 code on the CPU (in .ci/run after verify; ~1.8 GB,
 # ~6 min cold, see docs/performance.md): re-traces the inventory, re-records the access sites and re-derives the
 # demands by running vLLM's code (capproof/engines/vllm/demand.py, ~30 s of the inventory's time), and checks the
-# committed inventory and coverage are fresh (a stale derived demand fails here). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
+# committed inventory and coverage are fresh (a stale derived demand fails here; each engine's inventory is
+# re-traced once, here, not again by a real test). Separate venv (CPU torch 2.13.0 + the light import deps); wheels cached in
 # .capproof/wheels, so it works offline after the first run. Exit 3: the wheels cannot be had.
 REAL_VENV  := .capproof/real-venv
 REAL_BIN   := $(REAL_VENV)/bin

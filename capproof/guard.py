@@ -248,6 +248,84 @@ _SLOT_CALLS = frozenset(
 _BINARY_SLOTS = frozenset(INT_OPERATORS)
 
 
+def _slot_objects() -> dict[int, str]:
+    """The builtin slots a model must not hold, by identity (however it came to hold them: module
+    data, a closure, a default, a container), with what they are: ``int``'s and ``bool``'s binary
+    operators (each returns ``NotImplemented`` for a symbolic operand, where the operator computes),
+    ``NotImplemented`` itself, and ``object.__getattribute__`` (reads capproof's own attributes
+    past their guards)."""
+    out = {id(NotImplemented): "NotImplemented (an int's operator method gives it for a symbolic operand only)"}
+    for kind in (int, bool):
+        for name in INT_OPERATORS:
+            slot = vars(kind).get(name)
+            if slot is not None:
+                out[id(slot)] = (
+                    f"{kind.__name__}.{name}, whose call returns NotImplemented for a symbolic operand where "
+                    "the operator itself would compute"
+                )
+    out[id(object.__getattribute__)] = (
+        "object.__getattribute__, which reads a symbolic value's or a batch stand-in's own attributes past "
+        "their guard (an int or a tuple has none of them)"
+    )
+    return out
+
+
+def _inherited_slot(name: str, value: object) -> bool:
+    """Whether a class binds ``name`` to int's or bool's own slot of that name (``__eq__ =
+    int.__eq__`` in an int subclass: int's operator, not a call of it)."""
+    return value is vars(int).get(name) or value is vars(bool).get(name)
+
+
+def _is_method_named(code: types.CodeType, name: str) -> bool:
+    """Whether ``code`` is a class's method named ``name`` (not a function merely named so)."""
+    parts = code.co_qualname.split(".")
+    return code.co_name == name and len(parts) >= 2 and parts[-2] != "<locals>"
+
+
+def _is_dunder_method(code: types.CodeType) -> bool:
+    name = code.co_name
+    return name.startswith("__") and name.endswith("__") and _is_method_named(code, name)
+
+
+#: methods of a class that may call ``object.__getattribute__`` on their own instance
+_ATTRIBUTE_METHODS = frozenset({"__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__dir__"})
+
+
+def _name_argument_is_constant(instructions: list, start: int, k: int, globs: dict) -> bool:
+    """Whether the ``k``-th argument (from 1) of the call whose callable was loaded just before
+    ``instructions[start]`` is a constant string (a literal, or a global holding a str): a name
+    computed at run time may be any attribute's. False when the arguments cannot be told apart
+    (a jump among them)."""
+    depth, depths = 0, []
+    for ins in instructions[start:]:
+        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+            return False
+        try:
+            depth += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None, jump=False)
+        except ValueError:
+            return False
+        if depth < k and len(depths) and max(depths) >= k:
+            break  # the call itself consumed the arguments
+        depths.append(depth)
+    else:
+        return False
+    # the k-th argument: after the last point at depth k - 1, up to the last point at depth k
+    ends = [i for i, d in enumerate(depths) if d == k]
+    begins = [i for i, d in enumerate(depths) if d == k - 1]
+    if not ends:
+        return False
+    end = ends[-1]
+    begin = max((i for i in begins if i < end), default=-1) + 1
+    if begin != end:
+        return False
+    ins = instructions[start + end]
+    if ins.opname == "LOAD_CONST":
+        return isinstance(ins.argval, str)
+    if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return isinstance(globs.get(ins.argval), str)
+    return False
+
+
 def _getattr_like() -> dict[int, str]:
     """Functions that read an attribute by a name given as an argument, as ``getattr`` does."""
     import inspect
@@ -333,6 +411,10 @@ def _identity_is_meaningful(ins, globs: dict) -> bool:
     if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
         return ins.argval in globs and not isinstance(globs[ins.argval], int)
     return False
+
+
+#: builtin types whose own slots, called directly, see the object itself or test its real type
+_BUILTIN_TYPES = ("object", "int", "bool", "tuple", "complex", "float")
 
 
 _CALLS = frozenset(
@@ -530,6 +612,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     own_attrs = _own_attributes()
     dunders = _distinguishing_dunders()
     getattr_like = _getattr_like()
+    slot_objects = _slot_objects()
     interpreter = _interpreter_values()
     seen: set = set()
     # (object, whether the project's own code holds it): code held in a container is called as
@@ -540,6 +623,11 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     budget = _CONTAINER_BUDGET
     while stack:
         obj, own = stack.pop()
+        if own and id(obj) in slot_objects:
+            note = ("(the model's reach)", f"holds {slot_objects[id(obj)]}")
+            if note not in others:
+                others.append(note)
+            continue
         if type(obj) in _CONTAINERS or isinstance(obj, _CONTAINER_BASES):
             if not own or id(obj) in seen or id(obj) in _installed_tables():
                 continue
@@ -564,7 +652,11 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             if id(obj) not in seen and obj.__module__ != "builtins":
                 seen.add(id(obj))
                 mine = not _installed(obj)
-                stack += [(v, mine) for k, v in vars(obj).items() if not _dataclass_made(obj, k, v)]
+                stack += [
+                    (v, mine)
+                    for k, v in vars(obj).items()
+                    if not _dataclass_made(obj, k, v) and not _inherited_slot(k, v)
+                ]
             continue
         if isinstance(obj, functools.partial):
             stack += [(obj.func, own), *((v, own) for v in obj.args), *((v, own) for v in obj.keywords.values())]
@@ -592,6 +684,8 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             except ValueError:  # an empty cell
                 pass
         stack += [(v, own) for v in (getattr(obj, "__dict__", None) or {}).values()]
+        stack += [(v, own) for v in getattr(obj, "__defaults__", None) or ()]
+        stack += [(v, own) for v in (getattr(obj, "__kwdefaults__", None) or {}).values()]
         codes = [code]
         while codes:
             c = codes.pop()
@@ -602,8 +696,18 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             recent: list = [None, None]  # the two instructions before this one
             builtin_type = None  # the builtin object/int/bool just loaded (``object.__eq__``)
             seeded = None  # a set just loaded whose order depends on the hash seed: (name, order-free call?)
-            for ins in dis.get_instructions(c):
+            instructions = list(dis.get_instructions(c))
+            reading_vars = False  # just after a load of the builtin vars
+            for index, ins in enumerate(instructions):
                 before, recent = recent, [recent[1], ins]
+                if reading_vars and ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _BUILTIN_TYPES:
+                    if ins.argval not in globs:
+                        note = (where, f"reads vars({ins.argval}), the builtin {ins.argval}'s own slots by name")
+                        if note not in others:
+                            others.append(note)
+                reading_vars = (
+                    ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "vars" and "vars" not in globs
+                )
                 if seeded is not None:
                     if not (
                         ins.opname in ("CONTAINS_OP", "COMPARE_OP")
@@ -672,6 +776,24 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     )
                     if note not in others:
                         others.append(note)
+                elif (
+                    own
+                    and builtin_type == "object"
+                    and ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and ins.argval == "__getattribute__"
+                    and c.co_name not in _ATTRIBUTE_METHODS
+                ):
+                    note = (
+                        where,
+                        "calls object.__getattribute__ directly, which reads a symbolic value's or a batch "
+                        "stand-in's own attributes past their guard (an int or a tuple has none of them)",
+                    )
+                    if note not in others:
+                        others.append(note)
+                elif builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval == "__dict__":
+                    note = (where, f"reads {builtin_type}.__dict__, the builtin {builtin_type}'s own slots by name")
+                    if note not in others:
+                        others.append(note)
                 elif builtin_type and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _SLOT_CALLS:
                     note = (
                         where,
@@ -684,7 +806,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                 if (
                     ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
                     and ins.argval in _BINARY_SLOTS
-                    and c.co_name != ins.argval  # an operator method delegating to its own kind
+                    and not _is_method_named(c, ins.argval)  # an operator method delegating to its own kind
                 ) or (asking and ins.opname == "LOAD_CONST" and ins.argval in _BINARY_SLOTS):
                     note = (
                         where,
@@ -696,7 +818,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                 if (
                     ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
                     and ins.argval == "NotImplemented"
-                    and not (c.co_name.startswith("__") and c.co_name.endswith("__"))
+                    and not _is_dunder_method(c)
                 ):
                     note = (
                         where,
@@ -732,7 +854,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
-                    if name in ("object", "int", "bool", "tuple") and name not in globs:
+                    if name in _BUILTIN_TYPES and name not in globs:
                         builtin_type = name
                     value = globs.get(name)
                     if asking and isinstance(value, str) and (value in distinguishing or value in dunders):
@@ -755,8 +877,21 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         )
                         if note not in others:
                             others.append(note)
-                    if name in ("hasattr", "getattr") and name not in globs:
+                    builtin_getattr = (name in ("hasattr", "getattr") and name not in globs) or (
+                        value is not None and (value is getattr or value is hasattr)
+                    )
+                    if builtin_getattr:
                         asking = True
+                    if (builtin_getattr or id(value) in getattr_like and value is not None) and own:
+                        k = 1 if value is not None and getattr_like.get(id(value), "").startswith("operator.") else 2
+                        if not _name_argument_is_constant(instructions, index + 1, k, globs):
+                            note = (
+                                where,
+                                f"asks {name} for an attribute by a name computed at run time, which may be one "
+                                "a symbolic value and an int do not both have (capproof's own)",
+                            )
+                            if note not in others:
+                                others.append(note)
                     if name == "hash" and name not in globs:
                         note = (
                             where,
@@ -796,6 +931,15 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                             others.append(note)
                     if id(target) in getattr_like and target is not None:
                         asking = True  # ``operator.attrgetter(name)(x)``: getattr by another name
+                        k = 1 if getattr_like[id(target)].startswith("operator.") else 2
+                        if own and not _name_argument_is_constant(instructions, index + 1, k, globs):
+                            note = (
+                                where,
+                                f"asks {getattr_like[id(target)]} for an attribute by a name computed at run time, "
+                                "which may be one a symbolic value and an int do not both have (capproof's own)",
+                            )
+                            if note not in others:
+                                others.append(note)
                     if id(target) in internals and target is not None:
                         note = (
                             where,

@@ -314,12 +314,25 @@ def _work(kind: str, file: str, ident: str, options: Options):
     raise LookupError(f"{ident} vanished from {file}")
 
 
+def _by_identity(*key: object) -> object:
+    """What a fingerprint records for an object taken by identity (:class:`_Fingerprint`): the
+    callable of its reduction, never called (a fingerprint is compared, not loaded)."""
+    raise TypeError("a fingerprint is not loaded")
+
+
 class _Fingerprint(pickle.Pickler):
     """Pickles data by value and functions, classes, modules and code by identity: a function of
     a spec module is not importable under its module's name (``capproof_spec.…``), and pickling
     it by reference made pickle search ``sys.path`` for that module (stat calls) on every value
     holding one, ~20 ms per fingerprint; the data it holds is now fingerprinted too. Locks, which
-    pickle refuses, are taken by identity too, so an object holding one is still pickled by value."""
+    pickle refuses, are taken by identity too, so an object holding one is still pickled by value.
+
+    All of it is decided in ``reducer_override``, which pickle's C code does not call for the
+    exact ``str``, ``bytes``, ``int``, ``float``, ``bool`` and ``None`` values: a
+    ``persistent_id`` hook is called for every object, and those calls were most of a
+    fingerprint of the inventory entries a spec module keeps (5.3 -> 2.3 ms of CPU,
+    docs/performance.md). An object taken by identity is reduced to :func:`_by_identity` of its
+    key (``("identity", id)``, or ``("lock", id, whether held)``)."""
 
     _BY_IDENTITY = (
         types.FunctionType,
@@ -335,16 +348,11 @@ class _Fingerprint(pickle.Pickler):
     #: built-in value types (exactly these, not subclasses): never taken by identity
     _PLAIN = frozenset({int, float, complex, bool, str, bytes, type(None), tuple, list, dict, set, frozenset})
 
-    def persistent_id(self, obj):  # noqa: D102 - pickle's hook
-        if type(obj) in self._PLAIN:  # (called for every object pickled: the common case first)
-            return None
-        if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
-            return ("lock", id(obj), repr(obj).split(" ", 1)[0])
-        if _bound_to_data(obj):  # its object by value (reducer_override)
-            return None
-        return ("identity", id(obj)) if isinstance(obj, self._BY_IDENTITY) else None
-
     def reducer_override(self, obj):  # noqa: D102 - pickle's hook
+        if type(obj) in self._PLAIN:  # (called for every container: the common case first)
+            return NotImplemented
+        if isinstance(obj, self._BY_IDENTITY[-2:]):  # a lock: its identity and whether it is held
+            return (_by_identity, ("lock", id(obj), repr(obj).split(" ", 1)[0]))
         if _bound_to_data(obj):
             # a method bound to an object (``it.__next__``, ``memo.append``): the function by identity,
             # the object by what it holds, which the method may change
@@ -353,6 +361,9 @@ class _Fingerprint(pickle.Pickler):
                 if isinstance(obj, types.BuiltinMethodType)
                 else (types.MethodType, (obj.__func__, obj.__self__))
             )
+        if isinstance(obj, self._BY_IDENTITY):
+            # (the reduction's own callable by reference, as pickle saves a global)
+            return NotImplemented if obj is _by_identity else (_by_identity, ("identity", id(obj)))
         # an instance of a class defined in Python is fingerprinted by what it holds as the garbage
         # collector sees it (its attributes' and items' values), never by its own ``__reduce__``,
         # ``__getstate__``, ``__dict__`` or ``copyreg`` entry, which may leave out what it holds

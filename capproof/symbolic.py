@@ -17,6 +17,7 @@ zero is reported (:class:`DivisorMayBeZero`), never modelled away.
 
 from __future__ import annotations
 
+import _thread
 import collections
 import ctypes
 import operator
@@ -187,7 +188,7 @@ class tracing:
     A class, not a ``contextlib.contextmanager`` generator, for the int probe's sake (see
     :class:`fresh_z3_context`)."""
 
-    __slots__ = ("previous", "watch", "watching", "outer_watch")
+    __slots__ = ("previous", "watch", "watching", "outer_watch", "outer_run")
 
     def __init__(self, watch: bool = False) -> None:
         #: watch the model's frames for exceptions raised on symbolic values (a symbolic run)
@@ -212,6 +213,8 @@ class tracing:
                 )
             sys.settrace(_watch_call)
             threading.settrace(_watch_call)  # a thread the model starts is watched too
+            self.outer_run = _WATCHED_RUN[0]
+            _WATCHED_RUN[0] = _WatchedRun()
         _CURRENT[0] = trace
         return trace
 
@@ -224,16 +227,130 @@ class tracing:
                 "the exception watch was switched off during the symbolic run (sys.settrace, or the "
                 "recursion limit reached): what the model caught there is unknown"
             )
+        run = _WATCHED_RUN[0]
+        if run is not None and (self.watching or self.outer_watch) and run.forked():
+            trace_state.trace.misuse.append(
+                "a process forked during the symbolic run (past every audited call: ctypes, C code) "
+                "decided on symbolic values: its decisions stayed in the child"
+            )
         if self.watching:
             if sys.gettrace() is _watch_call:  # a model that set its own keeps it
                 sys.settrace(None)
             threading.settrace(None)
+            _WATCHED_RUN[0] = self.outer_run
+            run.close()
         trace_state.trace = _CURRENT[0] = self.previous
 
 
 #: the innermost active trace of the process: where a thread the model started (which has no
 #: trace of its own) records misuse
 _CURRENT: list = [None]
+
+
+class _WatchedRun:
+    """The watched symbolic run active in this process: the thread that runs it, the process's id
+    and a pipe through which a forked child reports that it went on deciding the run (a fork no
+    audit event or fork hook shows: ctypes' ``fork()``, C code). Its decisions stay in the child;
+    the child writes to the pipe at its first symbolic decision or misuse, before it can pass
+    on an answer, and the end of each trace inside the run reads the pipe (:meth:`forked`)."""
+
+    __slots__ = ("thread", "pid", "read", "write", "reported", "heard")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.pid = os.getpid()
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.read, False)
+        self.reported = False  # (in a child: it has written to the pipe)
+        self.heard = False  # (in the run's process: a child wrote to the pipe)
+
+    def in_child(self) -> bool:
+        """Whether this is a process forked from the run's: reported once through the pipe."""
+        if os.getpid() == self.pid:
+            return False
+        if not self.reported:
+            self.reported = True
+            try:
+                os.write(self.write, b"f")
+            except OSError:  # (the model closed the descriptor: the run's end finds it closed)
+                pass
+        return True
+
+    def forked(self) -> bool:
+        """Whether a forked child has reported so far (or the pipe was tampered with: closed)."""
+        if not self.heard:
+            try:
+                self.heard = bool(os.read(self.read, 1))
+            except BlockingIOError:
+                pass
+            except OSError:  # closed or replaced by the model: fail closed
+                self.heard = True
+        return self.heard
+
+    def close(self) -> None:
+        for fd in (self.read, self.write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+#: the watched symbolic run active in this process (:class:`_WatchedRun`), or None
+_WATCHED_RUN: list = [None]
+
+
+def _watched() -> bool:
+    """Whether code in this thread runs inside a watched symbolic run: the run's own thread and
+    the threads started through ``threading`` during it carry the watch as their trace function;
+    any other thread while a run is active (one ``_thread.start_new_thread`` started, a pool's
+    worker started before the run) carries none and is treated as watched too."""
+    if sys.gettrace() is _watch_call:
+        return True
+    run = _WATCHED_RUN[0]
+    return run is not None and threading.get_ident() != run.thread
+
+
+def _forked_child() -> bool:
+    """Whether this process is a child forked during the watched run (reported to the run)."""
+    run = _WATCHED_RUN[0]
+    return run is not None and run.in_child()
+
+
+def _before_fork() -> None:
+    """``os.register_at_fork`` hook (os.fork, multiprocessing, subprocess's ``preexec_fn``): a
+    fork the model makes during a watched symbolic run is misuse."""
+    if _WATCHED_RUN[0] is not None and _from_model(sys._getframe(1)):
+        _misuse_here(
+            "the model forks the process in a symbolic run: a forked child's branch decisions, divisors "
+            "and checks stay in the child"
+        )
+
+
+os.register_at_fork(before=_before_fork)
+
+
+def _start_thread(function, args, kwargs=None, _start=_thread.start_new_thread):
+    """``_thread.start_new_thread`` (also ``_thread.start_new`` and ``threading``'s own binding of
+    it): a thread started during a watched symbolic run runs under the run's exception watch from
+    its first frame, as ``threading`` does for its threads (Python 3.11 raises no audit event for
+    a raw thread, and without the watch an ``except TypeError`` there would go unrecorded)."""
+    if _WATCHED_RUN[0] is None:
+        return _start(function, args) if kwargs is None else _start(function, args, kwargs)
+
+    def watched(*a, **k):
+        sys.settrace(_watch_call)
+        return function(*a, **k)
+
+    return _start(watched, args) if kwargs is None else _start(watched, args, kwargs)
+
+
+# it stands for _thread's function wherever a model finds it (and names none of capproof's machinery)
+_start_thread.__module__, _start_thread.__name__, _start_thread.__qualname__ = (
+    "_thread",
+    "start_new_thread",
+    "start_new_thread",
+)
+_thread.start_new_thread = _thread.start_new = threading._start_new_thread = _start_thread  # type: ignore[attr-defined]
 
 
 _MODEL_CODE: dict = {}
@@ -352,7 +469,7 @@ class _GuardedModule(types.ModuleType):
         value = types.ModuleType.__getattribute__(self, name)
         # the cheap tests first: almost every read is capproof's own code reading a public name, and
         # only a read that would be misuse is worth finding who reads it (a walk of the stack)
-        if sys.gettrace() is not _watch_call:
+        if not _watched():
             return value
         public = () if self is _THIS_MODULE else types.ModuleType.__getattribute__(self, "__dict__").get("__all__", ())
         if (
@@ -414,7 +531,22 @@ _FRAME_EVENTS = frozenset(
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 #: audit events of a process the model makes in a symbolic run: a forked child holds copies of the
 #: run's explorer and trace, so its branch decisions, divisors and misuse stay in the child
-_PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system"})
+_PROCESS_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.exec",
+        "os.system",
+        # _posixsubprocess forks in C and runs a ``preexec_fn`` in the child
+        "subprocess.Popen",
+        # C functions loaded by name (libc's ``fork()``) run past every Python-level check
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.dlsym/handle",
+    }
+)
 _AUDITING = [False, False]  # [hook installed, inside the hook]
 
 
@@ -429,7 +561,7 @@ def _audit(event: str, args: tuple) -> None:
         or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
     ):
         return
-    if sys.gettrace() is not _watch_call:
+    if not _watched():
         return
     _AUDITING[1] = True
     try:
@@ -547,11 +679,20 @@ def _repr_outside_capproof(term) -> None:
     an exception whose message holds the text carries it on, readable only as misuse; anything else
     is misuse."""
     trace = active_trace()
-    if trace is None or sys.gettrace() is not _watch_call:
+    if trace is None or not _watched():
         return
-    if sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+    frame = sys._getframe(2)
+    # a repr capproof makes on the caller's behalf (a Vector's ``Padded.__repr__`` runs tuple's
+    # C repr of its entries) is read by whoever asked for that repr
+    while frame is not None and frame.f_code.co_name in _FORMATTERS and _is_own_code(frame.f_code):
+        frame = frame.f_back
+    if frame is None or frame.f_code.co_filename.startswith(_OWN_DIRS):
         return
     _PENDING_REPRS.append((trace, f"{term}", caller_location()))
+
+
+#: the methods by which an object of capproof's is shown as text
+_FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 
 
 def _settle_reprs(error: BaseException | None) -> None:
@@ -573,31 +714,53 @@ def _settle_reprs(error: BaseException | None) -> None:
         trace.misuse.append(f"repr() of symbolic {text} (the int's digits on ints) read at {where}")
 
 
-class _ReprText(str):
-    """An exception message Python formatted in C with a symbolic value's repr: reading it during a
-    symbolic run, by code not capproof's, is misuse (on ints it shows the int's digits)."""
+class _ReprText:
+    """An exception message Python formatted in C with a symbolic value's repr, in place of the
+    text: reporting ``str`` as its class (``isinstance(msg, str)`` as on ints), and no str at all
+    to C code. Every read of it during a symbolic run by code not capproof's (an attribute, a
+    method, an operator, ``str()``, C code taking it as a str: a TypeError the exception watch
+    records) is misuse: on ints it shows the int's digits. capproof's own code reads the text."""
 
-    __slots__ = ()
+    __slots__ = ("text",)
 
-    def _read(self, how: str) -> None:
-        if active_trace() is not None and not sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
-            raise record_misuse(
-                NotConcreteError(f"{how} of an error message that shows a symbolic value's repr at {caller_location()}")
-            )
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "text", text)
+
+    @property
+    def __class__(self):  # noqa: D105 - isinstance(msg, str) is True, as on ints
+        return str
+
+    def __getattribute__(self, name: str):
+        if name != "__class__":
+            _repr_text_read(f"attribute {name!r}")
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _repr_text_read(f"setting attribute {name!r}")
+        object.__setattr__(self, name, value)
+
+
+def _repr_text_read(how: str) -> None:
+    """A :class:`_ReprText` read ``how`` by the caller of its method: misuse during a symbolic run
+    unless the reader is capproof's (or Z3's) code."""
+    if active_trace() is not None and not sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+        raise record_misuse(
+            NotConcreteError(f"{how} of an error message that shows a symbolic value's repr at {caller_location()}")
+        )
 
 
 def _repr_text_method(name: str):
     base = getattr(str, name)
 
     def method(self, *args, **kwargs):
-        self._read(f"str.{name}")
-        return base(self, *args, **kwargs)
+        _repr_text_read(f"str.{name}")
+        return base(object.__getattribute__(self, "text"), *args, **kwargs)
 
     method.__name__ = name
     return method
 
 
-for _name in (
+_REPR_TEXT_SLOTS = (
     "__str__",
     "__repr__",
     "__format__",
@@ -617,43 +780,31 @@ for _name in (
     "__rmul__",
     "__mod__",
     "__rmod__",
-    "__bool__",
-    "startswith",
-    "endswith",
-    "find",
-    "rfind",
-    "index",
-    "rindex",
-    "count",
-    "split",
-    "rsplit",
-    "partition",
-    "rpartition",
-    "strip",
-    "lstrip",
-    "rstrip",
-    "replace",
-    "lower",
-    "upper",
-    "casefold",
-    "encode",
-    "format",
-    "isdigit",
-    "isdecimal",
-    "isnumeric",
-    "join",
-    "splitlines",
-    "removeprefix",
-    "removesuffix",
-    "translate",
-    "zfill",
-    "ljust",
-    "rjust",
-    "center",
-):
-    if hasattr(str, _name):
-        setattr(_ReprText, _name, _repr_text_method(_name))
+    "__sizeof__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__getnewargs__",
+    "__dir__",
+)
+for _name in _REPR_TEXT_SLOTS:
+    setattr(_ReprText, _name, _repr_text_method(_name))
 del _name
+
+
+def _repr_text_radd(self, other):
+    _repr_text_read("str.__add__")
+    return other + object.__getattribute__(self, "text")
+
+
+_ReprText.__radd__ = _repr_text_radd  # (str has no __radd__: ``"" + msg`` reaches this one)
+
+
+def _repr_text_bool(self) -> bool:
+    _repr_text_read("bool()")
+    return bool(object.__getattribute__(self, "text"))
+
+
+_ReprText.__bool__ = _repr_text_bool
 
 
 def _record_divisor(term: z3.ArithRef) -> None:
@@ -1133,6 +1284,9 @@ def _concrete_int(value: object) -> bool:
 
 def record_misuse(error: Exception) -> Exception:
     """Record ``error`` in the active trace (a model's ``except`` cannot hide it), return it."""
+    run = _WATCHED_RUN[0]
+    if run is not None and run.pid != os.getpid():  # (no frame of its own: the recursion limit)
+        run.in_child()
     trace = getattr(trace_state, "trace", None) or _CURRENT[0]
     if trace is not None:
         trace.misuse.append(str(error))
@@ -1175,7 +1329,9 @@ def to_z3_int(value: object) -> z3.ArithRef:
                     f"{caller_location()}: Python calls them first against an int, never against a symbolic value"
                 )
             )
-        return z3.IntVal(value)
+        # z3.IntVal parses str(value): an int subclass's own __str__ could show another number, so
+        # its value is read by int's own slot (an exact int, whatever the subclass overrides)
+        return z3.IntVal(value if type(value) is int else int.__int__(value))
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
         return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
@@ -1916,12 +2072,17 @@ class SymBool:
 
 def _foreign_equality(value: "SymInt | SymBool", other: object, op: str):
     """``value == other`` (``op``) for an ``other`` that is no int, float or symbolic value, as
-    Python continues on an int: ``other``'s own reflected comparison. Where that answers for an int
+    Python continues on an int: ``other``'s own reflected comparison (one written in Python is left
+    to Python, which calls it once, as on the int). Where a C one answers for an int
     but not for the symbolic value (``complex.__eq__``: NotImplemented for a non-int, then identity:
     ``37 == 37+0j`` is True, the symbolic one False) the comparison is misuse, not a silent False."""
     method = type(other).__eq__ if op == "==" else type(other).__ne__
     if method is object.__eq__ or method is object.__ne__:
         return NotImplemented  # identity on both sides
+    if not isinstance(method, _C_METHODS):
+        # a comparison written in Python is the model's own code, run on the symbolic value as on
+        # the int: Python calls it (reflected) exactly once after this NotImplemented, as after int's
+        return NotImplemented
     answer = method(other, value)
     if answer is NotImplemented:
         if method(other, 0) is NotImplemented:
@@ -1933,6 +2094,16 @@ def _foreign_equality(value: "SymInt | SymBool", other: object, op: str):
             )
         )
     return answer
+
+
+#: the types of a comparison implemented in C (a slot of a builtin or extension type): called here
+#: with the symbolic value and with 0, without an effect a model could count
+_C_METHODS = (
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+)
 
 
 def _is_boolean(value: object) -> bool:
@@ -2237,6 +2408,7 @@ class _Explorer:
         return out[0], out[1]
 
     def decide(self, condition: z3.BoolRef, location: str) -> bool:
+        _forked_child()  # a child forked past every audited call reports its first decision
         simple = z3.simplify(condition)
         if z3.is_true(simple):
             return True

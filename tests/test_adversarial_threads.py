@@ -10,8 +10,10 @@ one point (a zero divisor at 37, or a value past the float or bit-width limit) t
 and the second opinion do not sample; each was ``proved``. A process the model forks is the same
 hole wider: the child's branch decisions (and misuse, divisors) stay in the child's copy of the run,
 and what it sends back through a pipe is a concrete answer taken on one direction only. A thread
-started by ``_thread.start_new_thread`` (not ``threading``) runs without the symbolic run's trace
-function: the checks keyed on it (a repr read, a fork) are skipped there.
+started by ``_thread.start_new_thread`` (not ``threading``), or by a ``threading.Thread`` whose
+bootstrap the model replaced, runs without the symbolic run's trace function: the checks keyed on
+it (a repr read, a fork) must hold there too. A fork no audit event shows (libc's ``fork()``
+through ctypes, looked up before the run) is reported by the child's first symbolic decision.
 """
 
 from __future__ import annotations
@@ -21,15 +23,6 @@ from _soundness_harness import HEADER, fails_on_ints
 
 from capproof import Options, Verdict, prove
 from capproof.loader import load_file
-
-OPEN_RAW = pytest.mark.xfail(
-    strict=True, reason="a _thread thread has no exception watch: the repr and fork checks are skipped there (open)"
-)
-
-OPEN_UNSEEN_FORK = pytest.mark.xfail(
-    strict=True,
-    reason="a fork without the audited events (Popen's preexec_fn, ctypes' fork) keeps its decisions in the child (open)",
-)
 
 ATTEMPTS = [
     pytest.param(
@@ -49,7 +42,6 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_UNSEEN_FORK],
     ),
     pytest.param(
         "ctypes-fork-and-pipe",
@@ -75,14 +67,35 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
 """,
         {"a": 37},
-        # proved when run alone or with this file (-n 2 too); in one full fast-tier worker, after other
-        # tests, it was not: order-dependent, so not strict (the Popen attempt above is)
-        marks=[
-            pytest.mark.xfail(
-                strict=False,
-                reason="ctypes' fork keeps its decisions in the child (open; order-dependent in the full tier)",
-            )
-        ],
+    ),
+    pytest.param(
+        # libc's fork() looked up when the spec is imported: no audit event (dlsym) in the run, no
+        # fork hook; the child reports its first decision to the run
+        "ctypes-fork-looked-up-before-the-run",
+        """
+import os, ctypes
+def fork(_libc_fork=ctypes.CDLL(None).fork):
+    return _libc_fork()
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    r, w = os.pipe()
+    pid = fork()
+    if pid == 0:
+        try:
+            try:
+                ok = b"1" if a != 37 else b"0"
+            except BaseException:
+                ok = b"1"
+            os.write(w, ok)
+        finally:
+            os._exit(0)
+    os.close(w)
+    flag = int(os.read(r, 1) or b"1")
+    os.close(r)
+    os.waitpid(pid, 0)
+    return at_most(demand=select(a == 37, 1 - flag, 0), capacity=0)
+""",
+        {"a": 37},
     ),
     pytest.param(
         "raw-thread-repr-of-a-list",
@@ -102,7 +115,55 @@ def f(a):
     return at_most(demand=select(all_of(a == 37, not out[0]), 1, 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_RAW],
+    ),
+    pytest.param(
+        # a threading.Thread whose bootstrap (which installs the trace hook) the model replaces
+        "thread-without-its-bootstrap-repr-of-a-list",
+        """
+import threading
+class Bare(threading.Thread):
+    def _bootstrap_inner(self):
+        try:
+            self._set_ident()
+            self._set_tstate_lock()
+            self._started.set()
+            with threading._active_limbo_lock:
+                threading._active[self._ident] = self
+                del threading._limbo[self]
+            self.run()
+        finally:
+            self._delete()
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    out = []
+    t = Bare(target=lambda: out.append(str([a]).startswith("[S")))
+    t.start(); t.join()
+    return at_most(demand=select(all_of(a == 37, not out[0]), 1, 0), capacity=0)
+""",
+        {"a": 37},
+    ),
+    pytest.param(
+        # C code's TypeError on the symbolic value, caught in a raw thread: recorded by the watch there
+        "raw-thread-catches-a-type-error",
+        """
+import _thread
+@obligation(domain={"a": Range(0, 100)})
+def f(a):
+    out = []
+    done = _thread.allocate_lock(); done.acquire()
+    def work():
+        try:
+            try:
+                out.append(int.bit_count(a) == 0)
+            except TypeError:
+                out.append(True)
+        finally:
+            done.release()
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    return at_most(demand=select(all_of(a == 37, not out[0]), 1, 0), capacity=0)
+""",
+        {"a": 37},
     ),
     pytest.param(
         "raw-thread-fork-and-pipe",
@@ -136,7 +197,6 @@ def f(a):
     return at_most(demand=select(a == 37, 1 - out[0], 0), capacity=0)
 """,
         {"a": 37},
-        marks=[OPEN_RAW],
     ),
     pytest.param(
         "thread-floordiv-divisor",

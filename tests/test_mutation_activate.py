@@ -255,3 +255,98 @@ def test_verify_table_counts_each_oracle_once(tmp_path, monkeypatch, capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| models/vllm/gdn.py")]
     # mutants equiv notrun prove unknown missing report bound noobl timeout survived verify-not-run | prove% verify% tests%
     assert rows == ["| models/vllm/gdn.py | 8 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 1 | 0 | 1 | 1 | 14.3 | 66.7 | 100.0 |"]
+
+
+def _summary():
+    spec = importlib.util.spec_from_file_location(
+        "capproof_mutation_summary", os.path.join(ROOT, "tests", "mutation", "summary.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_wilson_interval_matches_the_published_values():
+    """Wilson score interval at 95 % (z = 1.96): 95 of 100 gives 88.8-97.8 %, 0 of 10 gives 0-27.8 %
+    (the values any statistics package gives); all or none keeps the interval inside [0, 1]."""
+    summary = _summary()
+    low, high = summary.wilson(95, 100)
+    assert round(100 * low, 1) == 88.8 and round(100 * high, 1) == 97.8
+    assert summary.wilson(0, 10)[0] == 0.0 and round(summary.wilson(0, 10)[1], 3) == 0.278
+    assert round(summary.wilson(10, 10)[0], 3) == 0.722 and summary.wilson(10, 10)[1] <= 1.0
+
+
+def test_sample_figure_counts_prove_then_the_tests_on_its_survivors():
+    """A prove kill counts once; a prove survivor counts as killed only when the tests killed it; an
+    equivalent or untested mutant is left out of the denominator; a timeout is not a kill."""
+    summary = _summary()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}".format
+    prove = {
+        m(1): {"prove": "killed"},
+        m(2): {"prove": "survived"},
+        m(3): {"prove": "no obligation"},
+        m(4): {"prove": "survived"},
+        m(5): {"prove": "survived"},
+        m(6): {"prove": "survived"},
+        m(7): {"prove": "timeout"},
+    }
+    tests = {
+        m(2): {"kind": "killed"},
+        m(3): {"kind": "killed"},
+        m(4): {"kind": "survived"},
+        m(7): {"kind": "timeout"},
+    }
+    line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"})
+    assert line.startswith("3 of 5 killed (60.0 %, Wilson 95 % 23.1-88.2 %)")
+    assert "prove 1, tests 2, survived 1, timeout 1; equivalent 1, untested 1" in line
+    # a prove failure that is not a changed verdict (missing, unknown) is no kill: the tests decide it
+    line = summary.sample_figure(prove, tests, {m(5): "equivalent: reason"}, frozenset({m(1)}))
+    assert line.startswith("2 of 4 killed") and "prove 0, tests 2" in line and "untested 2" in line
+
+
+def test_complete_prefix_stops_at_the_first_mutant_not_yet_decided():
+    """A mutant counts once prove killed it, the tests ran on it as a prove survivor, or it is listed
+    as equivalent; the prefix ends at the first one that is none of these (a shard skipped past it)."""
+    summary = _summary()
+    m = "models.vllm.gdn.x_state_index_column__mutmut_{}".format
+    order = [m(i) for i in range(1, 7)]
+    prove = {m(1): {"prove": "killed"}, m(2): {"prove": "survived"}, m(4): {"prove": "survived"}}
+    prove[m(6)] = {"prove": "killed"}
+    tests = {m(2): {"kind": "survived"}}
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3)]
+    tests[m(4)] = {"kind": "killed"}
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}) == [m(1), m(2), m(3), m(4)]
+    assert summary.complete_prefix(order, prove, tests, {m(3): "reason"}, frozenset({m(1)})) == []
+
+
+def test_prove_not_kills_are_the_failures_recorded_as_unknown_or_missing(tmp_path):
+    """A prove kill whose failing obligation the oracle recorded as ``missing``/``unknown`` is not a
+    kill; a kill by another obligation of the same mutant's record is (values from the 2026-12-07
+    sample: ``cover`` mutants that drop an SGLang obligation)."""
+    summary = _summary()
+    ob = "spec/sglang_0_5_23_buffers.py::sglang_decode_alloc_row__ReqToTokenPool_req_to_token"
+    (tmp_path / "capproof-mutation-outcomes.jsonl").write_text(
+        json.dumps({"mutant": "spec._inventory.x_cover__mutmut_62", "kind": "missing", "obligation": ob, "detail": ""})
+        + "\n"
+    )
+    prove = {
+        "spec._inventory.x_cover__mutmut_62": {"prove": "killed", "prove_failed": ORACLE.format(ob)},
+        "spec._inventory.x_cover__mutmut_27": {"prove": "killed", "prove_failed": ORACLE.format("spec/a.py::ob1")},
+        "spec._inventory.x_cover__mutmut_44": {"prove": "survived", "prove_failed": None},
+    }
+    assert summary.prove_not_kills(prove, str(tmp_path)) == {"spec._inventory.x_cover__mutmut_62"}
+
+
+def test_earlier_kills_are_the_killing_tests_of_a_record(tmp_path):
+    """The hints of the tests oracle: each mutant the tests killed in an earlier record, with the test
+    that killed it; a mutant prove killed or one that survived gives no hint."""
+    summary = _summary()
+    m = "spec._inventory.x_cover__mutmut_{}".format
+    recs = [
+        {"mutant": m(44), "tests": "killed", "killed_by": "tests/test_inventory_obligations.py::test_x"},
+        {"mutant": m(45), "tests": "survived", "prove": "killed"},
+        {"mutant": m(46), "tests": "survived"},
+    ]
+    path = tmp_path / "capproof-mutation-direct.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert summary.earlier_kills(str(path)) == {m(44): "tests/test_inventory_obligations.py::test_x"}

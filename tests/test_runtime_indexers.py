@@ -23,6 +23,7 @@ from models.runtime_indexers import (
     UncheckedIndexer,
     checked_row,
     grown_capacity,
+    grown_write_kept,
     margin_capacity,
     unchecked_row,
     write_growing,
@@ -166,6 +167,26 @@ def test_write_growing_loses_and_misplaces_nothing(rows, index, value):
         if i != index:
             assert out[i] == old
     assert all(v == 0 for i, v in enumerate(out) if i >= len(before) and i != index)
+
+
+@pytest.mark.parametrize(
+    "rows, index, value, out, kept",
+    [
+        ([1, 2, 3], 5, 9, [1, 2, 3, 0, 0, 9], True),  # write_growing's own results
+        ([1, 2, 3], 1, 7, [1, 7, 3], True),
+        ([1, 2, 3], 3, 4, [1, 2, 3, 4, 0, 0], True),
+        ([1, 2, 3], 3, 4, [1, 2, 3], False),  # the write does not fit (out[index] would raise)
+        ([1, 2, 3], 3, 4, [1, 2, 3, 4, 0, 0, 0, 0, 0], False),  # grown past twice the index
+        ([1, 2, 3], 1, 7, [1, 2, 3], False),  # the write is lost, every other row kept
+        ([1, 2, 3], 3, 4, [1, 2, 3, 0, 0, 0], False),  # lost after growing
+        ([1, 2, 3], 1, 7, [7, 7, 3], False),  # a row before the index changed
+        ([1, 2, 3], 1, 7, [1, 7, 7], False),  # a row after it changed
+    ],
+)
+def test_grown_write_kept_refutes_each_wrong_result(rows, index, value, out, kept):
+    """write_growing's postcondition on ints: each of its facts alone refutes a result (a lost write
+    with every other row kept included), and a result that fits no row is refuted, not raised."""
+    assert grown_write_kept(rows, index, value, out) is kept
 
 
 # --------------------------------------------------------------------------------------------

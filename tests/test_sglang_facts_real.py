@@ -15,8 +15,10 @@ def test_flashattention_sites_left_are_the_tbo_prefill_and_multi_layer_eagle_one
     """Of the call sites that may reach ``FlashAttentionBackend``'s graph methods, the decode
     runner's replay through ``_capture_graph_size``/``_ragged_capture_slots`` (this call's arguments),
     the metadata glue graph's three (its instance only in ``self._metadata_glue``), the frozen-KV MTP
-    runner's three (``bs * captured_req_width`` against ``max_bs * topk``) and the NPU runner's (not
-    run on a CUDA device) are checked; what is left unchecked lies in three files only."""
+    runner's three (``bs * captured_req_width`` against ``max_bs * topk``), the NPU runner's (not
+    run on a CUDA device), two-batch overlap's replay split (its splitter run) and the multi-layer
+    EAGLE draft-extend runner's per-step capture (``get_forward_batch(bs)`` followed with that
+    call's ``bs``) are checked; what is left unchecked lies in three files only."""
     from capproof.engines.sglang.graph_calls import backend_bs_sites
     from capproof.engines.sglang.trace import activate
 
@@ -32,6 +34,9 @@ def test_flashattention_sites_left_are_the_tbo_prefill_and_multi_layer_eagle_one
         "frozen_kv_mtp_worker_v2.py:348",
         "frozen_kv_mtp_worker_v2.py:378",
         "frozen_kv_mtp_cuda_graph_runner.py:334",
+        "tbo_backend.py:132",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:462",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:468",
     ):
         assert any(where in s for s in checked), where
     assert any("npu_graph_runner.py:368" in s and "not run on a CUDA device" in s for s in checked)
@@ -57,3 +62,21 @@ def test_dp_gather_fact_checks_its_links_and_leaves_the_gather():
     assert any("spec_scale_global_num_tokens" in p for p in paths["checked (executed)"])
     assert any("prepare_mlp_sync_batch" in p for p in paths["checked (ast)"])
     assert any("all_gather" in p for p in paths["not checked"])
+
+
+def test_two_batch_overlap_replay_split_keeps_children_within_the_parent():
+    """SGLang's ``TboAttnBackend._dispatch_children_from_replay_view`` run on a symbolic parent batch
+    in every forward mode: each child backend gets a batch between 0 and the parent's, and the
+    wrapper gives every child its own ``max_bs``."""
+    import ast
+
+    from capproof.engines.sglang.graph_calls import children_get_max_bs, splitter_checked
+    from capproof.engines.sglang.trace import activate
+
+    root = _sglang_root()
+    activate(root)
+    assert splitter_checked("_dispatch_children_from_replay_view") == ""
+    with open(f"{root}/sglang/srt/layers/attention/tbo_backend.py", encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    (cls,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TboAttnBackend"]
+    assert children_get_max_bs(cls) == ""

@@ -405,3 +405,160 @@ def test_a_top_k_expanded_batch_is_within_the_backends_max_bs_times_top_k(tmp_pa
     other = TOPK_RUNNER.replace("get_spec().speculative_eagle_topk", "4")
     (line,) = backend_bs_sites(_tree(tmp_path / "b", {**files, "topk_runner.py": other}), "MyBackend")["not checked"]
     assert "max_bs * self.topk" in line
+
+
+SPLIT_WRAPPER = """
+class SplitBackend(AttentionBackend):
+    def __init__(self, primary, children):
+        self.primary = primary
+        self.children = children
+
+    def init_cuda_graph_state(self, max_bs, max_num_tokens):
+        self.primary.init_cuda_graph_state(max_bs=max_bs, max_num_tokens=max_num_tokens)
+        for item in self.children:
+            item.init_cuda_graph_state(max_bs=max_bs, max_num_tokens=max_num_tokens)
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        self.primary.init_forward_metadata_out_graph(forward_batch=forward_batch, in_capture=in_capture)
+        self._dispatch_children_from_replay_view(forward_batch)
+
+    def _dispatch_children_from_replay_view(self, fb_view):
+        half = fb_view.batch_size // 2
+        for child, child_bs in ((self.children[0], half), (self.children[1], fb_view.batch_size - half)):
+            child_view = SimpleNamespace(batch_size=child_bs)
+            child.init_forward_metadata_out_graph(forward_batch=child_view)
+"""
+
+SPLIT_RUNNER = RUNNER.replace("class Runner:", "class SplitRunner:").replace(
+    "self.attn_backend = attn_backend", "self.attn_backend = SplitBackend(attn_backend, [attn_backend])"
+)
+
+
+def test_a_splitters_children_are_checked_through_the_parent_batch(tmp_path, monkeypatch):
+    """A child batch made by a splitter (two-batch overlap's replay split, run in the real tier;
+    taken as shown here) is checked when the parent batch is and the wrapper gives every child its
+    own ``max_bs``; a failed run, or children given another ``max_bs``, leave the site unchecked."""
+    from capproof.engines.sglang import graph_calls
+
+    monkeypatch.setattr(graph_calls, "splitter_checked", lambda name: "")
+    files = {"layers/attention/my_backend.py": BACKEND + SPLIT_WRAPPER, "runner.py": SPLIT_RUNNER}
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert sites["not checked"] == [], sites["not checked"]
+    assert any("_dispatch_children_from_replay_view" in s for s in sites["checked"])
+    smaller = {
+        **files,
+        "layers/attention/my_backend.py": BACKEND
+        + SPLIT_WRAPPER.replace("(max_bs=max_bs, max_num", "(max_bs=1, max_num"),
+    }
+    (line,) = backend_bs_sites(_tree(tmp_path / "b", smaller), "MyBackend")["not checked"]
+    assert "does not give each of self.children its max_bs" in line
+    monkeypatch.setattr(graph_calls, "splitter_checked", lambda name: f"{name}: a child batch may lie outside")
+    (line,) = backend_bs_sites(_tree(tmp_path / "c", files), "MyBackend")["not checked"]
+    assert "may lie outside" in line
+
+
+def _split_module(monkeypatch, name: str, body: str):
+    """A module ``name`` with class ``Wrapper`` whose ``split(self, fb_view)`` is ``body``, and a
+    stand-in ``ForwardMode`` enum, registered for :func:`splitter_checked`."""
+    import enum
+    import sys
+    import types
+
+    from capproof.engines.sglang import graph_calls
+
+    class ForwardMode(enum.Enum):
+        DECODE = 1
+        TARGET_VERIFY = 2
+
+        def is_target_verify(self):
+            return self is ForwardMode.TARGET_VERIFY
+
+    fbi = types.ModuleType("fake_forward_batch_info")
+    fbi.ForwardMode = ForwardMode
+    mod = types.ModuleType(name)
+    exec(textwrap.dedent(body), mod.__dict__)
+    monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setitem(sys.modules, "sglang.srt.model_executor.forward_batch_info", fbi)
+    monkeypatch.setitem(graph_calls.SPLITTERS, name, (name, "Wrapper"))
+    graph_calls.splitter_checked.cache_clear()
+
+
+GOOD_SPLIT = """
+class Wrapper:
+    def split(self, fb_view):
+        bs = fb_view.batch_size
+        per = fb_view.spec_info.draft_token_num if fb_view.forward_mode.is_target_verify() else 1
+        left = (bs * per // per) // 2
+        for child, child_bs in ((self.children[0], left), (self.children[1], bs - left)):
+            if child_bs == 0:
+                continue
+            child.init_forward_metadata_out_graph(type("V", (), {"batch_size": child_bs})())
+"""
+
+
+def test_splitter_run_on_every_path_and_mode(monkeypatch):
+    """:func:`splitter_checked` runs the splitter on a symbolic parent batch in every forward mode
+    (target verify with each draft-token count): halves are within the parent; a child of
+    ``bs // 2 + 2`` on a one-request batch is not (Z3 finds bs = 1), and a splitter making no child
+    call at all is not taken as checked."""
+    from capproof.engines.sglang import graph_calls
+
+    _split_module(monkeypatch, "good_split", GOOD_SPLIT.replace("def split", "def good_split"))
+    assert graph_calls.splitter_checked("good_split") == ""
+    bad = GOOD_SPLIT.replace("def split", "def bad_split").replace("// 2", "// 2 + 2")
+    _split_module(monkeypatch, "bad_split", bad)
+    assert "outside [0, parent batch]" in graph_calls.splitter_checked("bad_split")
+    none = GOOD_SPLIT.replace("def split", "def no_split").replace("child.init_forward", "child.other")
+    _split_module(monkeypatch, "no_split", none)
+    assert "no child call" in graph_calls.splitter_checked("no_split")
+
+
+BATCH_HELPER_RUNNER = """
+class HelperRunner:
+    def __init__(self, attn_backend):
+        self.attn_backend = attn_backend
+        self.capture_bs = [1, 2, 4]
+        self.max_bs = max(self.capture_bs)
+        self.attn_backend.init_cuda_graph_state(self.max_bs, self.max_bs)
+
+    def capture(self):
+        for bs in reversed(self.capture_bs):
+            self.capture_one_shape(bs)
+
+    def get_forward_batch(self, bs):
+        forward_batch = ForwardBatch(batch_size=bs)
+        return forward_batch
+
+    def _postprocess_forward_batch(self, forward_batch, bs):
+        return forward_batch
+
+    def capture_one_shape(self, size):
+        bs = size
+        forward_batch = self.get_forward_batch(bs)
+        forward_batch = self._postprocess_forward_batch(forward_batch, bs)
+        self.attn_backend.init_forward_metadata_out_graph(forward_batch, in_capture=True)
+
+    def eager(self, n):
+        self.attn_backend.init_forward_metadata_out_graph(self.get_forward_batch(n))
+"""
+
+
+def test_a_batch_returned_by_a_helper_is_traced_with_this_calls_arguments(tmp_path):
+    """``self.get_forward_batch(bs)`` (returning ``ForwardBatch(batch_size=bs)``) and a hook
+    returning the batch it is given are followed with each call's own arguments: the capture
+    call is checked, a call with a size from elsewhere is not; a helper a subclass overrides is
+    not followed."""
+    files = {"layers/attention/my_backend.py": BACKEND, "helper_runner.py": BATCH_HELPER_RUNNER}
+    sites = backend_bs_sites(_tree(tmp_path / "a", files), "MyBackend")
+    assert any("capture_one_shape" in s for s in sites["checked"]), sites
+    (line,) = sites["not checked"]
+    assert "helper_runner.py:27 eager" in line and "no call of eager" in line
+    sub = BATCH_HELPER_RUNNER + textwrap.dedent(
+        """
+        class Sub(HelperRunner):
+            def _postprocess_forward_batch(self, forward_batch, bs):
+                return make_other()
+        """
+    )
+    sites = backend_bs_sites(_tree(tmp_path / "b", {**files, "helper_runner.py": sub}), "MyBackend")
+    assert any("capture_one_shape" in s and "overridden in a subclass" in s for s in sites["not checked"])

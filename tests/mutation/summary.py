@@ -128,8 +128,10 @@ def test_files_for(mutant: str) -> list[str]:
     return [*ALWAYS, *(p for p in out if p not in ALWAYS)]
 
 
-def _run_one(name: str, files: list[str]) -> int:
-    """pytest exit code of ``files`` under mutant ``name``, in a child forked from this process."""
+def _run_one(name: str, files: list[str], deselect: list[str] = (), failed_to: str | None = None) -> int:
+    """pytest exit code of ``files`` under mutant ``name``, in a child forked from this process,
+    without the tests ``deselect`` (node ids); with ``failed_to``, the node ids of the failing tests
+    are written there (one a line; the run then goes on past a failure)."""
     pid = os.fork()
     if pid == 0:  # child: the trampolines read MUTANT_UNDER_TEST at each call
         code = 3
@@ -138,21 +140,38 @@ def _run_one(name: str, files: list[str]) -> int:
 
             signal.alarm(MUTANT_SECONDS)  # an endless loop under the mutant: SIGALRM ends the child
 
+            class Failures:
+                def __init__(self):
+                    self.ids: list[str] = []
+
+                def pytest_runtest_logreport(self, report):
+                    if report.failed:
+                        self.ids.append(report.nodeid)
+
+            failures = Failures()
             os.environ["MUTANT_UNDER_TEST"] = name
             sys.stdout = sys.stderr = open(os.devnull, "w")
-            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not real", *files]))
+            args = [*([] if failed_to else ["-x"]), "-q", "-p", "no:cacheprovider", "-m", "not slow and not real"]
+            args += [f"--deselect={node}" for node in deselect]
+            code = int(pytest.main([*args, *files], plugins=[failures]))
+            if failed_to:
+                with open(failed_to, "w") as fh:
+                    fh.write("".join(node + "\n" for node in dict.fromkeys(failures.ids)))
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
 
-def run_tests(survivors: list[str], record: str) -> None:
+def run_tests(survivors: list[str], record: str, hints: dict[str, str] | None = None) -> None:
     """Each survivor against the fast test files naming it (see the module docstring), forked from
     one process that has collected them once (as mutmut does), in the mutated copy. A test file
     that fails with no mutant active there (it reads files the copy does not have, e.g. proofs/*.md)
     is left out, and so is one slower than :data:`SLOW_FILE_SECONDS` there (listed); files run
-    fastest first, so that a kill comes early (``-x``)."""
+    fastest first, so that a kill comes early (``-x``). ``hints``: ``{mutant: test node id}``, a test
+    that killed the mutant in an earlier record (:func:`earlier_kills`), run alone first when its
+    file is among the mutant's usable files and it passes there with no mutant active: a failure
+    under the mutant is then a kill (recorded with ``"killed_by"``), else all its files run."""
     import pytest
 
     done = outcomes(record)
@@ -170,24 +189,153 @@ def run_tests(survivors: list[str], record: str) -> None:
             finally:
                 sys.stdout = out
     for f in every:
-        if not isinstance(baseline.get(f), dict):
+        if not isinstance(baseline.get(f), dict) or "failed" not in baseline[f]:
             started = time.monotonic()
-            rc = _run_one("baseline (no mutant)", [f])
-            baseline[f] = {"rc": rc, "seconds": round(time.monotonic() - started, 1)}
+            failed_to = f"capproof-mutation-baseline-failed-{os.getpid()}.txt"
+            rc = _run_one("baseline (no mutant)", [f], failed_to=failed_to)
+            failed = open(failed_to).read().split() if os.path.exists(failed_to) else []
+            if os.path.exists(failed_to):
+                os.remove(failed_to)
+            if rc == 1 and failed:  # the file without its failing tests: they must pass then
+                rc = _run_one("baseline (no mutant)", [f], deselect=failed)
+            baseline[f] = {"rc": rc, "seconds": round(time.monotonic() - started, 1), "failed": failed}
             with open(baseline_path, "w") as fh:
                 json.dump(baseline, fh, indent=1)
     usable = {f for f in every if baseline[f]["rc"] == 0 and baseline[f]["seconds"] <= SLOW_FILE_SECONDS}
     for f in sorted(set(every) - usable):
         why = f"exit {baseline[f]['rc']}" if baseline[f]["rc"] else f"{baseline[f]['seconds']} s"
         print(f"left out: {f} ({why} with no mutant active in the copy)", flush=True)
+    for f in sorted(usable):
+        for node in baseline[f]["failed"]:
+            print(f"left out: {node} (fails with no mutant active in the copy)", flush=True)
+    hint_passes: dict[str, bool] = {}
     for name, files in todo:
         files = sorted((f for f in files if f in usable), key=lambda f: baseline[f]["seconds"])
-        rc = _run_one(name, files) if files else 0
+        deselect = [node for f in files for node in baseline[f]["failed"]]
+        hint = (hints or {}).get(name)
+        if hint and hint.split("::")[0] in files and hint not in deselect:
+            if hint not in hint_passes:
+                hint_passes[hint] = _run_one("baseline (no mutant)", [hint]) == 0
+            if hint_passes[hint] and _run_one(name, [hint]) == 1:
+                with open(os.path.join("..", record), "a") as out:
+                    out.write(json.dumps({"mutant": name, "kind": "killed", "tests": [hint], "killed_by": hint}) + "\n")
+                print(f"killed    {name}  (by {hint}, an earlier record's kill)", flush=True)
+                continue
+        rc = _run_one(name, files, deselect=deselect) if files else 0
         kind = {0: "survived", 1: "killed", 5: "survived", -signal.SIGALRM: "timeout"}.get(rc, f"exit {rc}")
         with open(os.path.join("..", record), "a") as out:
             out.write(json.dumps({"mutant": name, "kind": kind, "tests": files}) + "\n")
         print(f"{kind:9} {name}  ({len(files)} test files)", flush=True)
     os.chdir("..")
+
+
+def earlier_kills(
+    path: str = os.path.join(HERE, "..", "..", "docs", "mutation", "capproof-mutation-direct.jsonl"),
+) -> dict[str, str]:
+    """``{mutant: test node id}``: the test that killed each mutant in a committed record of
+    ``activate.py`` (``killed_by``), for :func:`run_tests`'s ``hints``."""
+    return {
+        n: rec["killed_by"]
+        for n, rec in _records(path).items()
+        if rec.get("tests") == "killed" and rec.get("killed_by")
+    }
+
+
+def _records(path: str) -> dict[str, dict]:
+    """``{mutant: record}`` of a JSON-lines record (the last line of a mutant wins), in file order."""
+    out: dict[str, dict] = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                out[rec["mutant"]] = rec
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval ``(low, high)`` (fractions) of ``k`` successes in ``n`` trials; z = 1.96:
+    95 %. ``(0.0, 1.0)`` for ``n == 0``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def prove_not_kills(prove: dict[str, dict], root: str = "mutants") -> frozenset[str]:
+    """The mutants of a prove-alone record whose prove failure is not a changed verdict (the
+    obligation ran out of rlimit, ``unknown``, or is no longer declared, ``missing``: recorded in
+    ``root``/capproof-mutation-outcomes.jsonl by the oracle), so not killed by prove."""
+    kinds = set()
+    path = os.path.join(root, "capproof-mutation-outcomes.jsonl")
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                kinds.add((rec["mutant"], rec["obligation"]))
+    out = set()
+    for name, rec in prove.items():
+        failed = re.search(r"\[(.*)\]$", rec.get("prove_failed") or "")
+        if rec.get("prove") == "killed" and failed and (name, failed.group(1)) in kinds:
+            out.add(name)
+    return frozenset(out)
+
+
+def complete_prefix(
+    order: list[str],
+    prove: dict[str, dict],
+    tests: dict[str, dict],
+    equiv: dict[str, str],
+    not_kills: frozenset[str] = frozenset(),
+) -> list[str]:
+    """The longest prefix of ``order`` (a seeded permutation of the mutants) in which every mutant
+    is decided: equivalent, killed by prove (not in ``not_kills``), or a prove survivor the tests
+    ran on. A run stopped
+    early is a random sample over this prefix only: mutants after a gap were reached by skipping
+    slower ones, and slow mutants are not a random subset."""
+    out = []
+    for name in order:
+        rec = prove.get(name)
+        killed = rec is not None and rec.get("prove") == "killed" and name not in not_kills
+        if not (name in equiv or killed or (rec is not None and name in tests)):
+            break
+        out.append(name)
+    return out
+
+
+def sample_figure(
+    prove: dict[str, dict], tests: dict[str, dict], equiv: dict[str, str], not_kills: frozenset[str] = frozenset()
+) -> str:
+    """The kill rate of a sample run by both oracles, one line: ``prove`` (activate.py
+    ``--prove-alone`` records: ``{"prove": "killed" | "survived" | "no obligation" | "timeout"}``),
+    then the fast tests on its survivors (:func:`run_tests` records: ``{"kind": ...}``). A mutant
+    listed in ``equiv`` is left out of the denominator; so is one whose survivor test run is missing
+    (counted as ``untested``). Timeouts count as not killed, and so does a prove failure that is
+    not a changed verdict (``not_kills``: ``unknown``/``missing``, :func:`prove_not_kills`): such a
+    mutant counts as the tests found it."""
+    counts: Counter = Counter()
+    for name, rec in prove.items():
+        if name in equiv:
+            counts["equivalent"] += 1
+        elif rec.get("prove") == "killed" and name not in not_kills:
+            counts["prove"] += 1
+        elif name not in tests:
+            counts["untested"] += 1
+        elif tests[name]["kind"] == "killed":
+            counts["tests"] += 1
+        elif tests[name]["kind"] == "timeout" or rec.get("prove") == "timeout":
+            counts["timeout"] += 1
+        else:
+            counts["survived"] += 1
+    n = counts["prove"] + counts["tests"] + counts["timeout"] + counts["survived"]
+    killed = counts["prove"] + counts["tests"]
+    low, high = wilson(killed, n)
+    return (
+        f"{killed} of {n} killed ({100 * killed / n if n else 0:.1f} %, Wilson 95 % {100 * low:.1f}-{100 * high:.1f} %): "
+        f"prove {counts['prove']}, tests {counts['tests']}, survived {counts['survived']}, "
+        f"timeout {counts['timeout']}; equivalent {counts['equivalent']}, untested {counts['untested']}"
+    )
 
 
 def main() -> None:
@@ -213,7 +361,43 @@ def main() -> None:
         help="with --sample: the oracle is the files every mutant runs (ALWAYS: the committed counterexamples, "
         "the models' reported values), not the files naming it: a lower bound that fits a loaded machine",
     )
+    ap.add_argument(
+        "--prove-survivors",
+        action="store_true",
+        help="the tests oracle on the mutants the prove oracle left alive in mutants/capproof-mutation-prove-alone.jsonl "
+        "(activate.py --prove-alone, e.g. on a --sample), in its order; then the two oracles' figure (sample_figure)",
+    )
+    ap.add_argument(
+        "--prefix-seed",
+        type=int,
+        help="with --prove-survivors: also the figure over the longest prefix of activate.py's seeded permutation "
+        "(its --seed) that both oracles finished (complete_prefix)",
+    )
     args = ap.parse_args()
+    if args.prove_survivors:
+        globals()["MUTANT_SECONDS"] = args.seconds
+        globals()["SLOW_FILE_SECONDS"] = max(SLOW_FILE_SECONDS, args.seconds)
+        prove = _records(os.path.join("mutants", "capproof-mutation-prove-alone.jsonl"))
+        record = os.path.join("mutants", "capproof-mutation-tests.jsonl")
+        not_kills = prove_not_kills(prove)
+        survivors = [n for n, rec in prove.items() if rec.get("prove") != "killed" or n in not_kills]
+        run_tests(survivors, record, earlier_kills())
+        tests, equiv = _records(record), equivalents()
+        print(f"every mutant run: {sample_figure(prove, tests, equiv, not_kills)}", flush=True)
+        if args.prefix_seed is not None:
+            import random
+
+            from activate import mutant_names
+
+            names = mutant_names()
+            order = random.Random(args.prefix_seed).sample(names, len(names))
+            prefix = complete_prefix(order, prove, tests, equiv, not_kills)
+            print(
+                f"the first {len(prefix)} of the permutation (seed {args.prefix_seed}), all run: "
+                + sample_figure({n: prove[n] for n in prefix if n in prove}, tests, equiv, not_kills),
+                flush=True,
+            )
+        return
     if args.always_only:
         globals()["test_files_for"] = lambda mutant: list(ALWAYS)
     globals()["MUTANT_SECONDS"] = args.seconds

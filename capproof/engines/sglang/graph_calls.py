@@ -37,7 +37,14 @@ from functools import lru_cache
 
 from ..tracing.derive import src
 
-__all__ = ["backend_bs_sites", "relevant_sites", "ENTRY_METHODS", "view_builders_checked"]
+__all__ = [
+    "backend_bs_sites",
+    "relevant_sites",
+    "ENTRY_METHODS",
+    "view_builders_checked",
+    "splitter_checked",
+    "children_get_max_bs",
+]
 
 SRT = "sglang/srt"
 _CLASS = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.M)
@@ -248,6 +255,120 @@ def round_up_grid_checked(max_len: int = 6) -> str:
         return ""
     except Exception as exc:  # noqa: BLE001 - then the tier is not checked
         return f"round_up_grid did not run: {type(exc).__name__}: {exc}"[:200]
+
+
+#: Methods that hand each of a wrapper's child backends a part of their own batch, run here:
+#: name -> (module, class). The method's first parameter is the parent batch; every child call it
+#: makes must get a ``batch_size`` between 0 and the parent's (:func:`splitter_checked`).
+SPLITTERS = {
+    "_dispatch_children_from_replay_view": ("sglang.srt.layers.attention.tbo_backend", "TboAttnBackend"),
+}
+#: ``speculative_num_draft_tokens`` values the split is run with (a target-verify batch's tokens per
+#: request; the same case split as the SGLang obligations')
+SPLIT_DRAFT_TOKENS = (1, 2, 3, 4, 5, 8, 16)
+
+
+class _Rows:
+    """A stand-in for a per-request CPU tensor of a batch view: any slice is another stand-in, its
+    ``sum()`` one whose ``int()`` is 0 (the children's ``seq_lens_sum``, which no batch size reads)."""
+
+    def __getitem__(self, key):
+        return _Rows()
+
+    def sum(self):
+        return _Rows()
+
+    def __int__(self):
+        return 0
+
+
+@lru_cache(maxsize=4)
+def splitter_checked(name: str) -> str:
+    """Empty when SGLang's splitter ``name`` (:data:`SPLITTERS`), **run** on every path for a parent
+    batch view of symbolic ``batch_size >= 1`` in every ``ForwardMode`` (target verify with each of
+    :data:`SPLIT_DRAFT_TOKENS` draft tokens per request), hands each child backend a batch whose
+    ``batch_size`` is between 0 and the parent's (Z3, per path); else the reason. A path that raises
+    makes no child call after the exception (the calls made before it are still checked). The
+    view's per-request tensors are stand-ins (:class:`_Rows`) and its speculative input a dataclass
+    with the draft-token count and no tensors: they feed the children's tensor slices and
+    ``seq_lens_sum``, not their ``batch_size``. Needs SGLang importable."""
+    try:
+        import dataclasses
+        import importlib
+        from types import SimpleNamespace
+
+        import z3
+
+        from ...symbolic import SymInt, explore, to_z3_int
+
+        module, cls_name = SPLITTERS[name]
+        method = getattr(getattr(importlib.import_module(module), cls_name), name)
+        modes = importlib.import_module("sglang.srt.model_executor.forward_batch_info").ForwardMode
+
+        @dataclasses.dataclass
+        class Spec:
+            draft_token_num: int
+            draft_token: object = None
+            custom_mask: object = None
+            positions: object = None
+            retrieve_index: object = None
+            retrieve_next_token: object = None
+            retrieve_next_sibling: object = None
+            retrieve_cum_len: object = None
+            seq_lens_cpu: object = None
+            seq_lens_sum: object = None
+
+        bs = SymInt.var("split_parent_bs")
+        calls = 0
+        for mode in modes:
+            for draft in SPLIT_DRAFT_TOKENS if mode.is_target_verify() else (None,):
+                seen: list = []
+
+                class Child:
+                    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+                        seen.append(forward_batch.batch_size)
+
+                    init_forward_metadata_in_graph = init_forward_metadata_out_graph
+
+                def run(mode=mode, draft=draft):
+                    seen.clear()
+                    me = SimpleNamespace(children=[Child(), Child()])
+                    view = SimpleNamespace(
+                        batch_size=bs,
+                        forward_mode=mode,
+                        spec_info=Spec(draft_token_num=draft) if draft is not None else None,
+                        seq_lens_cpu=_Rows(),
+                        seq_lens=_Rows(),
+                        req_pool_indices=_Rows(),
+                        input_ids=None,
+                        out_cache_loc=None,
+                        encoder_lens=None,
+                        max_seq_len_override=None,
+                    )
+                    try:
+                        method(me, view)
+                    except Exception:  # noqa: BLE001 - SGLang raises: no child call after it
+                        pass
+                    return list(seen)
+
+                exploration = explore(run, assume=[bs.term >= 1], watch=False)
+                if not exploration.complete:
+                    return f"{name}: {exploration.unexplored} paths unexplored in {mode.name}"
+                for path in exploration.paths:
+                    if path.error is not None:
+                        return f"{name} in {mode.name}: {type(path.error).__name__}: {path.error}"[:200]
+                    cond = [c if taken else z3.Not(c) for _, c, taken in path.decisions]
+                    for b in path.value:
+                        calls += 1
+                        s = z3.Solver()
+                        s.add(bs.term >= 1, *cond)
+                        term = to_z3_int(b)
+                        s.add(z3.Not(z3.And(term >= 0, term <= bs.term)))
+                        if s.check() != z3.unsat:
+                            return f"{name} in {mode.name}: a child batch may lie outside [0, parent batch]"
+        return "" if calls else f"{name}: no child call on any path"
+    except Exception as exc:  # noqa: BLE001 - then the split is not checked
+        return f"{name} did not run: {type(exc).__name__}: {exc}"[:200]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -671,6 +792,18 @@ class _Tracer:
             yield ("unchecked", chain + [f"{rel}:{getattr(node, 'lineno', '?')} batch {src(node)}"])
             return
         name = node.id
+        if self._fn_name(fn) in SPLITTERS and name not in self._params(fn):
+            # a child's batch inside a splitter run here: within the parent batch (its first
+            # parameter), whose origins are traced in turn
+            reason = splitter_checked(self._fn_name(fn)) or children_get_max_bs(self.ix.enclosing_class(rel, fn))
+            where = f"{rel}:{node.lineno} {self._fn_name(fn)}"
+            params = [p for p in self._params(fn) if p not in ("self", "cls")]
+            if reason or not params:
+                yield ("unchecked", chain + [f"{where}: {reason or 'no parent batch parameter'}"])
+                return
+            step = chain + [f"{where}: {name} is a child of {params[0]} (run: 0 <= child batch <= parent batch)"]
+            yield from self._callers_fb(fn, rel, params[0], depth, step)
+            return
         # ``v.batch_size = x`` in the same function overrides whatever ``v`` is
         sets = [
             n
@@ -959,6 +1092,33 @@ class _Tracer:
                 yield from self.fb(
                     star[0].args[0], rel, fn, depth + 1, chain + [f"{rel}:{call.lineno} SimpleNamespace(**vars(...))"]
                 )
+                return
+        if isinstance(call.func, ast.Attribute) and src(call.func.value) == "self" and fn is not None:
+            # a batch returned by a method of the class (``self.get_forward_batch(bs)``, a hook
+            # returning the batch it is given): every return, with this call's arguments
+            cls = self.ix.enclosing_class(rel, fn)
+            defs = [
+                n
+                for n in (cls.body if cls else [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == call.func.attr
+            ]
+            rets = (
+                [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
+                if len(defs) == 1
+                else []
+            )
+            if rets:
+                for r in rets:
+                    yield from self._returned(
+                        "fb",
+                        r.value,
+                        call,
+                        defs[0],
+                        rel,
+                        fn,
+                        depth + 1,
+                        chain + [f"{rel}:{r.lineno} {call.func.attr} returns"],
+                    )
                 return
         yield ("unchecked", chain + [f"{rel}:{call.lineno} batch built by {src(call.func)}"])
 
@@ -1394,6 +1554,40 @@ def _draft_decode_width_is_topk() -> str:
     topk = SymInt.var("speculative_eagle_topk")
     same = isinstance(width, SymInt) and width.term.eq(topk.term)
     return "" if same else f"draft_decode width is {width}, not the top-k"
+
+
+def children_get_max_bs(cls) -> str:
+    """Empty when class ``cls`` (a splitter's wrapper backend) gives every child backend its own
+    ``max_bs``: its ``init_cuda_graph_state(self, max_bs, ...)`` calls
+    ``X.init_cuda_graph_state(max_bs=max_bs, ...)`` (or with ``max_bs`` first) in a loop ``for X in
+    self.children`` (AST), so a child batch within the parent's is within the child's ``max_bs``;
+    else the reason."""
+    if cls is None:
+        return "the splitter is not a method"
+    for d in cls.body:
+        if not (isinstance(d, ast.FunctionDef) and d.name == "init_cuda_graph_state"):
+            continue
+        params = [a.arg for a in d.args.args]
+        if params[1:2] != ["max_bs"] or any(
+            isinstance(n, ast.Name) and n.id == "max_bs" and isinstance(n.ctx, ast.Store) for n in ast.walk(d)
+        ):
+            return f"{cls.name}.init_cuda_graph_state does not keep its max_bs"
+        for loop in ast.walk(d):
+            if not (
+                isinstance(loop, ast.For) and src(loop.iter) == "self.children" and isinstance(loop.target, ast.Name)
+            ):
+                continue
+            for c in ast.walk(loop):
+                if (
+                    isinstance(c, ast.Call)
+                    and src(c.func) == f"{loop.target.id}.init_cuda_graph_state"
+                    and (
+                        any(k.arg == "max_bs" and src(k.value) == "max_bs" for k in c.keywords)
+                        or (c.args and src(c.args[0]) == "max_bs")
+                    )
+                ):
+                    return ""
+    return f"{cls.name} does not give each of self.children its max_bs (init_cuda_graph_state)"
 
 
 def _bindable(fn, call: ast.Call, method: bool) -> bool:

@@ -29,16 +29,11 @@ sizes; the dummy run's asserts, AST). This module adds the other paths that set 
 - **ubatching (DBO)** (AST): ``maybe_create_ubatch_slices`` pads the last microbatch out to the
   padded token count (``_pad_out_ubatch_slices(…, num_total_tokens=num_tokens_padded, …)``):
   microbatching splits the padded count, never raises it.
-- **V2 runner** (:func:`v2_padded_tokens`, executed on a bounded domain): the V2 runner runs
-  ``num_tokens_after_padding = max(num_tokens, batch_desc.num_tokens)`` with ``batch_desc`` from
-  ``dispatch_cg_and_sync_dp`` (``vllm/v1/worker/gpu/dp_utils.py``) over a ``CudaGraphManager``
-  whose candidates ``_init_candidates`` builds (``vllm/v1/worker/gpu/cudagraph_utils.py:256-395``).
-  vLLM's own ``_init_candidates``, ``dispatch`` and ``sync_cudagraph_and_dp_padding`` (two DP
-  ranks, the all-reduce a stand-in) run for every configuration of a bounded domain (capture-size
-  lists, modes, decode query lengths, max_num_seqs, LoRA cases, DBO) and every token count up to
-  the budget; the count returned must be at most ``max(num_tokens, max_cudagraph_capture_size)``
-  on every rank. A bounded run is a test, not a proof: the path is recorded ``checked (executed,
-  bounded)`` and the fact stays **not checked** on it.
+- **V2 runner** (:mod:`.fact_tokens_v2`): the capture sizes (every write in ``vllm/``, AST), the
+  manager's candidates (``_init_candidates`` run on a symbolic capture size), the dispatch and DP
+  sync (``dispatch_cg_and_sync_dp`` run on symbolic sizes), the runner's unpadded counts and the
+  speculators' dispatches. :func:`v2_padded_tokens` runs vLLM's manager on a bounded domain of
+  concrete configurations: a cross-check of that proof in the real tier, not a path of the fact.
 
 A path not checked keeps the fact assumed there (``paths["not checked"]``); an entry whose demand
 rests on such a path is not verified. :func:`token_facts` gathers the paths into one engine fact
@@ -606,7 +601,7 @@ def _paths_of(record: dict, sets: str) -> list[dict]:
     return out
 
 
-def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
+def token_facts(root: str) -> list[dict]:
     """The engine facts (one per scope) behind the family assumption :data:`TOKENS_ASSUMPTION`,
     each with every path that sets the token count its scope's buffers are sliced by:
 
@@ -614,7 +609,8 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
       ``_determine_batch_execution_and_padding`` executed, dummy-run asserts, microbatching);
     - ``vllm/v1/spec_decode/``: the V1 drafter's passes (its input counts and padding) on top of
       the runner's;
-    - ``vllm/v1/worker/gpu/``: the V2 runner's padding (bounded run only: not checked);
+    - ``vllm/v1/worker/gpu/``: the V2 runner's padding (:mod:`.fact_tokens_v2`: capture sizes,
+      candidates, dispatch and DP sync, its unpadded counts, the speculators' dispatches);
     - ``vllm/v1/attention/``, ``vllm/model_executor/``: every runner and drafter that builds their
       metadata or runs their layers (all of the above).
 
@@ -649,28 +645,10 @@ def token_facts(root: str, *, v2_configs: int = 24) -> list[dict]:
             + "; ".join(notes),
         )
     )
-    v2 = v2_padded_tokens(configs=v2_configs)
-    v2_paths = _paths_of(v2, "the V2 runner's padded token count")
-    v2_paths.append(
-        _path(
-            "vllm/v1/worker/gpu/spec_decode/",
-            "the V2 speculators' token counts (dispatch_cg_and_sync_dp over their own managers)",
-            "ast",
-            "not checked",
-            "not run",
-        )
-    )
-    counterexamples = []
-    if v2.get("counterexample"):
-        counterexamples.append(
-            {
-                "site": "vllm/v1/worker/gpu/dp_utils.py",
-                "deployment": str(v2["counterexample"]),
-                "values": v2["counterexample"],
-                "reproduced": True,
-                "finding": "",
-            }
-        )
+    from .fact_tokens_v2 import v2_token_paths
+
+    v2_paths = budget_paths + v2_token_paths(root)
+    counterexamples: list[dict] = []
 
     from ...facts import fact_record
 
