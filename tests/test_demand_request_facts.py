@@ -100,8 +100,18 @@ def test_committed_facts_name_the_family_assumption_and_their_status():
     assert len(attention) == 3 and "checked" not in {F.status(f) for f in attention}
     drafting = facts["V1 drafting"]
     assert F.status(drafting) == "assumed" and all(p["how"] == "ast" for p in F.unchecked_paths(drafting))
-    assert F.status(facts["V2 request"]) == "refuted"
-    assert [c["values"] for c in facts["V2 request"]["counterexamples"]] == [{"max_num_reqs": 1, "num_reqs": 2}]
+    # split by what the PCP local, micro-batch and shard batches reach (capproof/engines/vllm/fact_v2_reach.py):
+    # disjoint scopes; every group the PCP local batch reaches is refuted by it (finding 10)
+    v2 = [f for f in named if f["fact"].startswith("V2 request count")]
+    scopes = [set(f["scope"]) for f in v2]
+    assert sum(len(s) for s in scopes) == len(set().union(*scopes))
+    pcp = [f for f in v2 if "pcp_manager.py" in f["fact"]]
+    assert pcp and all(F.status(f) == "refuted" for f in pcp)
+    for f in pcp:
+        assert [c["values"] for c in f["counterexamples"]] == [{"max_num_reqs": 1, "num_reqs": 2}]
+    ubatch = [p for f in v2 for p in f["paths"] if p["site"].startswith("vllm/v1/worker/gpu/ubatch_utils.py")]
+    assert ubatch and {p["result"] for p in ubatch} == {"checked"}
+    assert ("executed", "checked") in {(p["how"], p["result"]) for p in ubatch}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from capproof.engines.vllm.fact_v2_reach import reach, split_by_reach
-from capproof.facts import fact_record, path_record, status
+from capproof.facts import fact_record, in_scope, path_record, status
 
 GPU = "vllm/v1/worker/gpu"
 
@@ -135,12 +135,14 @@ def test_split_gives_the_unreached_files_a_fact_without_the_site(tree):
     )
     facts = split_by_reach(tree, fact)
     assert len(facts) == 2
-    by_scope = {f"{GPU}/sample/sampler.py" in f["scope"]: f for f in facts}
+    by_scope = {in_scope(f, f"{GPU}/sample/sampler.py"): f for f in facts}
     sampler, forward = by_scope[True], by_scope[False]
     assert status(forward) == "refuted"
-    assert f"{GPU}/model_states/default.py" in forward["scope"]
+    assert in_scope(forward, f"{GPU}/model_states/default.py")
     assert status(sampler) == "checked"
     assert [p["result"] for p in sampler["paths"] if p["site"] == site] == ["checked"]
     assert site in sampler["reach"]
-    # the two scopes cover the directory without overlap
-    assert not set(sampler["scope"]) & set(forward["scope"])
+    # the two scopes cover the directory without overlap (a whole directory written as its prefix)
+    assert in_scope(sampler, f"{GPU}/sample/sampler.py") and sampler["scope"] == [f"{GPU}/sample/"]
+    for rel in FILES:
+        assert in_scope(sampler, f"{GPU}/{rel}") != in_scope(forward, f"{GPU}/{rel}")

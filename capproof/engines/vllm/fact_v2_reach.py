@@ -637,6 +637,7 @@ def split_by_reach(root: str, fact: dict) -> list[dict]:
     saying so. With one group the fact is returned as it is. Every returned fact carries
     ``reach``: per site, the files its batch reaches (the reading's outcome)."""
     from ...facts import fact_record, path_record
+    from .fact_attention import compact
 
     sites = _local_sites(fact)
     if not sites:
@@ -672,7 +673,7 @@ def split_by_reach(root: str, fact: dict) -> list[dict]:
         rec = fact_record(
             f"{fact['fact']}; files reached by the batches of: {label}",
             fact["assumptions"],
-            files,
+            compact(files, every, V2_DIR),
             paths,
             [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)],
         )
