@@ -659,17 +659,7 @@ class _Tracer:
             yield from self.tokens(node.orelse, rel, fn, depth, chain)
             return
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and src(node.func.value) == "self":
-            cls = self.ix.enclosing_class(rel, fn) if fn is not None else None
-            defs = [
-                n
-                for n in (cls.body if cls else [])
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == node.func.attr
-            ]
-            rets = (
-                [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
-                if len(defs) == 1
-                else []
-            )
+            defs, rets = self._method_returns(rel, fn, node.func.attr) if fn is not None else ([], [])
             if rets:
                 for r in rets:
                     yield from self._returned(
@@ -1096,17 +1086,7 @@ class _Tracer:
         if isinstance(call.func, ast.Attribute) and src(call.func.value) == "self" and fn is not None:
             # a batch returned by a method of the class (``self.get_forward_batch(bs)``, a hook
             # returning the batch it is given): every return, with this call's arguments
-            cls = self.ix.enclosing_class(rel, fn)
-            defs = [
-                n
-                for n in (cls.body if cls else [])
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == call.func.attr
-            ]
-            rets = (
-                [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
-                if len(defs) == 1
-                else []
-            )
+            defs, rets = self._method_returns(rel, fn, call.func.attr)
             if rets:
                 for r in rets:
                     yield from self._returned(
@@ -1122,6 +1102,23 @@ class _Tracer:
                 return
         yield ("unchecked", chain + [f"{rel}:{call.lineno} batch built by {src(call.func)}"])
 
+    def _methods(self, rel: str, fn, name: str) -> list:
+        """The methods named ``name`` defined in the class that encloses ``fn`` of file ``rel``."""
+        cls = self.ix.enclosing_class(rel, fn)
+        return [
+            n
+            for n in (cls.body if cls else [])
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+        ]
+
+    def _method_returns(self, rel: str, fn, name: str) -> tuple[list, list]:
+        """The class's methods named ``name`` and, when there is exactly one, its own ``return
+        <value>`` statements (none otherwise)."""
+        defs = self._methods(rel, fn, name)
+        if len(defs) != 1:
+            return defs, []
+        return defs, [r for r in _walk_own(defs[0]) if isinstance(r, ast.Return) and r.value is not None]
+
     def _tuple_element(self, value, index: int, rel: str, fn, depth: int, chain: list):
         """Element ``index`` of what ``self.<helper>(...)`` returns (every return a tuple)."""
         if not (
@@ -1130,12 +1127,7 @@ class _Tracer:
             yield ("unchecked", chain + [f"{rel}:{value.lineno} tuple from {src(value)[:60]}"])
             return
         helper = value.func.attr
-        cls = self.ix.enclosing_class(rel, fn)
-        defs = [
-            n
-            for n in (cls.body if cls else [])
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == helper
-        ]
+        defs = self._methods(rel, fn, helper)
         if len(defs) != 1:
             yield ("unchecked", chain + [f"{rel}:{value.lineno} {helper} not one method of the class"])
             return
