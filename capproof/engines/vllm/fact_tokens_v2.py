@@ -162,17 +162,21 @@ class _Bounds:
         while at in self.parents and at is not self.fn:
             parent = self.parents[at]
             if isinstance(parent, ast.If) and at in parent.body:
-                for cmp in ast.walk(parent.test):
-                    if (
-                        isinstance(cmp, ast.Compare)
-                        and len(cmp.ops) == 1
-                        and isinstance(cmp.ops[0], ast.LtE)
-                        and source_text(cmp.left) == text
-                        and self.bound(cmp.comparators[0])
-                    ):
-                        return True
+                if self.tests_at_most(parent.test, text):
+                    return True
             at = parent
         return False
+
+    def tests_at_most(self, test, text: str) -> bool:
+        """``test`` holds a comparison ``<text> <= <a bounded expression>``."""
+        return any(
+            isinstance(cmp, ast.Compare)
+            and len(cmp.ops) == 1
+            and isinstance(cmp.ops[0], ast.LtE)
+            and source_text(cmp.left) == text
+            and self.bound(cmp.comparators[0])
+            for cmp in ast.walk(test)
+        )
 
     def elements(self, expr) -> bool:
         """Every element of ``expr`` (a list of ints) is at most the budget."""
@@ -181,16 +185,8 @@ class _Bounds:
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             elt = source_text(expr.elt)
             for gen in expr.generators:
-                for cond in gen.ifs:
-                    for cmp in ast.walk(cond):
-                        if (
-                            isinstance(cmp, ast.Compare)
-                            and len(cmp.ops) == 1
-                            and isinstance(cmp.ops[0], ast.LtE)
-                            and source_text(cmp.left) == elt
-                            and self.bound(cmp.comparators[0])
-                        ):
-                            return True
+                if any(self.tests_at_most(cond, elt) for cond in gen.ifs):
+                    return True
             return False
         if isinstance(expr, ast.Call):
             f = source_text(expr.func)
