@@ -89,6 +89,19 @@ def _path(site: str, sets: str, how: str, result: str, why: str = "") -> dict:
 # 1. Capture sizes (AST)
 
 
+def _exceeds(assume: list, term, bound, timeout_ms: int | None = None) -> tuple:
+    """Z3's answer to "can ``term`` exceed ``bound`` under ``assume``" (unsat: it cannot) and the
+    solver, whose model shows the values where it is sat."""
+    import z3
+
+    s = z3.Solver()
+    if timeout_ms is not None:
+        s.set("timeout", timeout_ms)
+    s.add(*assume)
+    s.add(term > bound)
+    return s.check(), s
+
+
 def _parents(tree) -> dict:
     out = {}
     for node in ast.walk(tree):
@@ -583,10 +596,7 @@ def candidate_tokens(root: str) -> dict:
                 return worst
 
             term, notes = run_paths(run, assume, budget=4096)
-            s = z3.Solver()
-            s.add(*assume)
-            s.add(term > bound)
-            verdict = s.check()
+            verdict, s = _exceeds(assume, term, bound)
             if verdict != z3.unsat:
                 return _path(
                     CUDAGRAPH_UTILS,
@@ -837,10 +847,7 @@ def dispatch_tokens() -> dict:
             return worst
 
         term, notes = run_paths(run, assume, budget=4096)
-        s = z3.Solver()
-        s.add(*assume)
-        s.add(term > bound)
-        verdict = s.check()
+        verdict, s = _exceeds(assume, term, bound)
         runs += 1
         if verdict != z3.unsat:
             return _path(
@@ -1002,11 +1009,7 @@ def _pcp_count(root: str) -> dict:
         term, _ = run_paths(run, assume, budget=512)
     except RuntimeError as exc:
         return _path(rel, "PCP's rank-local token count", "executed", "not checked", f"run failed: {exc}")
-    s = z3.Solver()
-    s.set("timeout", 20000)
-    s.add(*assume)
-    s.add(term > q)
-    verdict = s.check()
+    verdict, _ = _exceeds(assume, term, q, timeout_ms=20000)
     fn = function_def(root, rel, "get_num_tokens_for_dispatch", "PCPManager")
     body = source_text(fn.body[-1]) if fn is not None else ""
     shape = body == (
