@@ -5,7 +5,8 @@ capproof tells a model's code from the standard library's, capproof's and Z3's b
 int slot called directly or a thread's work are refused in a model's function. A function the
 model compiles itself (``compile(source, <a stdlib path>, "exec")``, ``code.replace(co_filename=
 ...)``) carries whatever file name it is given, and its introspection runs unaudited: each model
-below reads "symbolic" on the symbolic run only and is false at ``a == 37`` on ints. Brute forced
+below reads "symbolic" on the symbolic run only and is false at ``a == 37`` on ints
+(``lens == [37, 100]`` for the induction step). Brute forced
 on ints by tests/_soundness_harness.py.
 """
 
@@ -60,6 +61,37 @@ ATTEMPTS = [
             "    t.start(); t.join()\n    return out[0]\n"
         ),
         marks=OPEN,
+    ),
+    pytest.param(
+        "type-test-in-code-compiled-as-capproof",
+        HEAD.replace(
+            "STD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')",
+            "import capproof.symbolic\n\nSTD = capproof.symbolic.__file__",
+        )
+        + "ns = {}\nexec(compile('def probe(a):\\n    return type(a) is not int\\n', STD, 'exec'), ns)\nprobe = ns['probe']\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "type-test-in-code-compiled-as-z3",
+        HEAD.replace("STD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')", "import z3\n\nSTD = z3.__file__")
+        + "ns = {}\nexec(compile('def probe(a):\\n    return type(a) is not int\\n', STD, 'exec'), ns)\nprobe = ns['probe']\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "type-test-in-an-induction-step-compiled-as-stdlib",
+        "from capproof import fold\n\n"
+        + HEAD
+        + "ns = {}\nexec(compile('def step(s, i, x):\\n    return s + x - (type(x) is int and x == 37)\\n', STD, 'exec'), ns)\n"
+        + "step = ns['step']\n\n\n"
+        + '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
+        + "def f(n, lens):\n    return at_most(demand=total(lens), capacity=fold(step, 0, lens))\n",
+        marks=[OPEN, pytest.mark.slow],
     ),
 ]
 
