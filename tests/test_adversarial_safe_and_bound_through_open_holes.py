@@ -5,7 +5,9 @@
 match the ints (a thread's arithmetic: tests/test_adversarial_threads.py; a repr read through a
 container: tests/test_adversarial_container_repr.py; a side condition dropped by the aggregate
 abstraction: tests/test_adversarial_side_conditions.py; an int subclass's reflected operator:
-tests/test_adversarial_int_subclass_operators.py) gives a false ``safe`` (exit 0) and a
+tests/test_adversarial_int_subclass_operators.py; the same check remembered per class:
+tests/test_adversarial_int_subclass_check_cached.py; a model's code compiled under a library
+file's name: tests/test_adversarial_code_named_as_library.py) gives a false ``safe`` (exit 0) and a
 false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
 ``a == 2**53 + 1``), a point the line does not pin.
 """
@@ -63,6 +65,41 @@ def table_fits(max_model_len, num_reqs):
     return at_most(demand=select(all_of(num_reqs == 37, x < 0), 1, 0), capacity=0)
 """,
     ),
+    pytest.param(
+        "int-subclass-gains-rpow-after-its-check",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    class W(int):
+        pass
+    _ = num_reqs ** W(1)          # checked once: W has no operator of its own
+    W.__rpow__ = lambda self, other, *rest: -1   # Python calls it first for num_reqs ** W(1) on ints
+    x = num_reqs ** W(1)
+    return at_most(demand=select(all_of(num_reqs == 37, x < 0), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(strict=True, reason="the int-subclass check is remembered per class"),
+    ),
+    pytest.param(
+        "code-compiled-as-stdlib",
+        """
+import os
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile("def probe(v):\\n    return type(v) is not int\\n",
+             os.path.join(os.path.dirname(os.__file__), "bisect.py"), "exec"), ns)   # unaudited: "stdlib"
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = ns["probe"](num_reqs)   # True on the symbolic run only
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(strict=True, reason="a model's code compiled under a library file's name"),
+    ),
 ]
 
 
@@ -102,6 +139,41 @@ def tokens_fit(a, n, lens):
     return at_most(demand=select(a == X, a - math.ceil(a / 1), 0) + total(lens), capacity=12)
 """,
         {"a": 2**53 + 1, "n": 3, "lens": [4, 4, 4]},
+    ),
+    pytest.param(
+        "int-subclass-gains-rpow-after-its-check",
+        """
+from capproof import Range, obligation, at_most, select
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    class W(int):
+        pass
+    _ = num_reqs ** W(1)
+    W.__rpow__ = lambda self, other, *rest: 0
+    x = num_reqs ** W(1)          # ints: 0; the symbolic run: num_reqs (worst demand 100 at 100)
+    return at_most(demand=num_reqs + select(num_reqs == 37, 64 - x, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(strict=True, reason="the int-subclass check is remembered per class"),
+    ),
+    pytest.param(
+        "code-compiled-as-stdlib",
+        """
+import os
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile("def probe(v):\\n    return type(v) is not int\\n",
+             os.path.join(os.path.dirname(os.__file__), "bisect.py"), "exec"), ns)   # unaudited: "stdlib"
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = ns["probe"](num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(strict=True, reason="a model's code compiled under a library file's name"),
     ),
 ]
 
