@@ -1376,15 +1376,20 @@ INT_OPERATORS = tuple(
     )
     for r in ("", "r")
 ) + ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
-_OVERRIDES: dict[type, bool] = {}
 
 
 def _overrides_operators(kind: type) -> bool:
-    """Whether int subclass ``kind`` defines any of :data:`INT_OPERATORS` itself."""
-    known = _OVERRIDES.get(kind)
-    if known is None:
-        known = _OVERRIDES[kind] = any(getattr(kind, n, None) is not getattr(int, n) for n in INT_OPERATORS)
-    return known
+    """Whether int subclass ``kind`` defines any of :data:`INT_OPERATORS` itself, read at each
+    operand: a class can gain or lose an operator between two uses, and a metaclass can make two
+    classes compare and hash equal, so no answer is remembered per class. Looked up on the type's
+    own ``__mro__`` dicts (a metaclass ``__getattribute__`` cannot answer for it)."""
+    for klass in type.__getattribute__(kind, "__mro__"):
+        if klass is int:
+            return False
+        held = type.__getattribute__(klass, "__dict__")
+        if any(n in held for n in INT_OPERATORS):
+            return True
+    return False
 
 
 def to_z3_bool(value: object) -> z3.BoolRef:

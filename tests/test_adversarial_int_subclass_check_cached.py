@@ -1,8 +1,8 @@
-"""Adversarial catalogue: the int-subclass operator check, remembered per class, after the class changes.
+"""Adversarial catalogue: the int-subclass operator check after the class changes (read at each operand, never remembered per class).
 
 Every operator of a symbolic value refuses a concrete operand of an int subclass that defines an
 int operator itself (Python calls the subclass's reflected method first against an int: ``37 **
-W(1)`` runs ``W.__rpow__``). The answer is remembered per class in a dict: a class that gains
+W(1)`` runs ``W.__rpow__``). The answer was remembered per class in a dict: a class that gains
 such a method after its first use (``W.__rpow__ = ...``), or a second class that compares and
 hashes equal to the first (a metaclass ``__eq__``/``__hash__``), is read again as having none, and
 the symbolic run takes ``W(1)`` as the plain int 1. On ints the model is false at ``a == 37``
@@ -17,7 +17,6 @@ from _soundness_harness import check
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
 CLAIM = "    return at_most(demand=select(a == 37, x - 37, 0), capacity=0)\n"
-OPEN = pytest.mark.xfail(strict=True, reason="the int-subclass check is remembered per class, not per operand")
 
 
 def _gains_method(dunder: str, op: str, operand: int) -> str:
@@ -34,8 +33,8 @@ def _gains_method(dunder: str, op: str, operand: int) -> str:
 
 
 ATTEMPTS = [
-    pytest.param("class-gains-rpow-after-first-use", _gains_method("__rpow__", "**", 1), marks=OPEN),
-    pytest.param("class-gains-rand-after-first-use", _gains_method("__rand__", "&", 255), marks=OPEN),
+    pytest.param("class-gains-rpow-after-first-use", _gains_method("__rpow__", "**", 1)),
+    pytest.param("class-gains-rand-after-first-use", _gains_method("__rand__", "&", 255)),
     pytest.param(
         "module-class-gains-rlshift-then-loses-it",
         "class W(int):\n    pass\n\n\n"
@@ -43,7 +42,6 @@ ATTEMPTS = [
         + "def f(a):\n    _ = a << W(0)\n    W.__rlshift__ = lambda self, other: 99\n"
         + "    try:\n        x = a << W(0)\n    finally:\n        del W.__rlshift__\n"
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "metaclass-equal-classes-share-the-answer",
@@ -53,7 +51,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    _ = a ** P(1)\n    x = a ** W(1)\n"
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "class-gains-rpow-in-an-induction-step",
@@ -63,7 +60,7 @@ ATTEMPTS = [
         + "    W.__rpow__ = lambda self, other, *rest: other - (other == 37)\n\n"
         + "    def step(s, i, x):\n        return s + x ** W(1)\n\n"
         + "    return at_most(demand=total(lens), capacity=fold(step, 0, lens))\n",
-        marks=[OPEN, pytest.mark.slow],
+        marks=pytest.mark.slow,
     ),
     pytest.param(
         "class-gains-rrshift-in-an-aggregate",
@@ -71,7 +68,7 @@ ATTEMPTS = [
         + "def f(n, lens):\n    class W(int):\n        pass\n\n    _ = lens[0] >> W(0)\n"
         + "    W.__rrshift__ = lambda self, other: other - (other == 37)\n"
         + "    return at_most(demand=total(lens), capacity=total(x >> W(0) for x in lens))\n",
-        marks=[OPEN, pytest.mark.slow],
+        marks=pytest.mark.slow,
     ),
 ]
 

@@ -80,7 +80,6 @@ def table_fits(max_model_len, num_reqs):
     x = num_reqs ** W(1)
     return at_most(demand=select(all_of(num_reqs == 37, x < 0), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(strict=True, reason="the int-subclass check is remembered per class"),
     ),
     pytest.param(
         "code-compiled-as-stdlib",
@@ -155,7 +154,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(num_reqs == 37, 64 - x, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(strict=True, reason="the int-subclass check is remembered per class"),
     ),
     pytest.param(
         "code-compiled-as-stdlib",
