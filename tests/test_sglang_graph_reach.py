@@ -181,3 +181,29 @@ def test_call_sites_that_cannot_reach_the_buffer_drop_out_of_its_fact(tmp_path):
     assert contexts[(runner, capture)] == (OUT, True, {"DECODE"})
     assert contexts[(runner, eager[0])] == (OUT, True, {"EXTEND"})
     assert contexts[(runner, eager[1])] == (OUT, "default", None)
+
+
+def test_decorated_methods_and_callbacks():
+    """A static method not handed the instance is not followed, a property's getter is walked where
+    it is read, a method taken as a value (it may run later, in another context) or a class method
+    makes the walk unknown."""
+    base = BACKEND.replace(
+        "    def __init__(self):", "    @staticmethod\n    def _host(x):\n        return x\n\n    def __init__(self):"
+    )
+    text = base.replace("self._kernel(bs)", "self._kernel(self._host(bs))")
+    assert _walk(text, "MyBackend")[0] is not None
+    text = base.replace("self._kernel(bs)", "self._kernel(self._host(self))")
+    assert _walk(text, "MyBackend")[0] is None
+    prop = BACKEND.replace(
+        "    def __init__(self):",
+        "    @property\n    def flag(self):\n        self.prop_rows[:1].zero_()  # PROP_USE\n        return True\n\n"
+        "    def __init__(self):",
+    ).replace("self._kernel(bs)", "self._kernel(self.flag)")
+    table, _ = _walk(prop, "MyBackend")
+    uses = R.use_contexts([table], "f.py", [_line(prop, "PROP_USE")])
+    assert uses[_line(prop, "PROP_USE")] == {(OUT, False, "DECODE"), (OUT, False, "TARGET_VERIFY")}
+    assert _walk(BACKEND.replace("self._kernel(bs)", "self._kernel(self._bind)"), "MyBackend")[0] is None
+    classm = BACKEND.replace(
+        "    def _bind(self, bs, forward_mode):", "    @classmethod\n    def _bind(cls, bs, forward_mode):"
+    )
+    assert _walk(classm, "MyBackend")[0] is None

@@ -2026,6 +2026,9 @@ def reach_drop(root: str, cls: str, lines) -> tuple:
     defaults = {d for _, d in walks}
     default = defaults.pop() if len(defaults) == 1 else None
     uses = graph_reach.use_contexts([t for t, _ in walks], files[0], list(lines))
+    if not all(uses.values()):
+        # a slice no entry context reaches is reached some other way: its callers are not these sites
+        return None, f"{cls}: a slicing line no entry method reaches"
     reach: dict = {cls: ("uses", uses, default)}
 
     def info(c: str):

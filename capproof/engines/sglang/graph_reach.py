@@ -14,6 +14,9 @@ in_capture, mode)``, and records the lines each context reaches:
   **run** on each member (:func:`mode_table`); any other test takes both branches;
 - a ``return``/``raise`` ends the path; loops, ``try``, ``with`` and nested functions are walked
   whole and never end it;
+- a method taken as a value (a callback that may run later, in another context), a call through
+  ``super()`` of a non-entry method, or a decorated method (property, static, cached) makes the walk
+  unknown;
 - a call ``self.m(...)`` walks ``m`` of the backend class (or a base in the same file) with the
   arguments bound: a literal ``True``/``False``, the caller's ``in_capture`` or the forward batch and
   its mode are passed on, a parameter the call does not give takes its literal default; anything
@@ -91,6 +94,23 @@ def class_methods(mro: list) -> tuple[dict, frozenset]:
                     if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name not in methods:
                         methods[b.name] = (b, key)
     return methods, _external(nodes, methods)
+
+
+def _decorators(fn) -> str:
+    return ", ".join("@" + src(d) for d in fn.decorator_list) or "method"
+
+
+def _kind(fn) -> str:
+    """``plain`` (no decorator, or only ``torch.no_grad()``-style ones), ``contextmanager`` (runs its
+    body with the call's arguments), ``property`` (``property``/``cached_property``: the getter runs
+    on attribute access), ``static``, or ``other`` (a class method, a cache or wrapper, which may take
+    its arguments otherwise)."""
+    names = {src(d).split("(", 1)[0].rsplit(".", 1)[-1] for d in fn.decorator_list} - {"no_grad", "inference_mode"}
+    if not names:
+        return "plain"
+    kinds = {"contextmanager": "contextmanager", "property": "property", "cached_property": "property"}
+    kinds["staticmethod"] = "static"
+    return kinds.get(names.pop(), "other") if len(names) == 1 else "other"
 
 
 def _const(node):
@@ -199,9 +219,25 @@ class _Walk:
         return None
 
     def _mark(self, node, file: str, env: dict, mode: str, depth: int):
+        called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
         for n in ast.walk(node):
             if hasattr(n, "lineno"):
                 self.lines.add((file, n.lineno))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and src(n.func.value) == "super()":
+                if n.func.attr not in (OUT_GRAPH, IN_GRAPH):
+                    raise _Unknown(f"super().{n.func.attr}(...) at {n.lineno}: not followed")
+            if (
+                isinstance(n, ast.Attribute)
+                and id(n) not in called
+                and src(n.value) == "self"
+                and n.attr in self.methods
+                and isinstance(n.ctx, ast.Load)
+            ):
+                fn, where = self.methods[n.attr]
+                if _kind(fn) != "property":
+                    # a method taken as a value (a callback) may run later, in another context
+                    raise _Unknown(f"self.{n.attr} at {n.lineno}: a method taken as a value")
+                self.run(fn, where, {}, mode, depth + 1)  # a property's getter runs here
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and src(n.func.value) == "self":
                 if n.func.attr not in (OUT_GRAPH, IN_GRAPH) or n.func.attr in self.methods:
                     self._call(n, env, mode, depth)
@@ -237,6 +273,11 @@ class _Walk:
     def _call(self, call: ast.Call, env: dict, mode: str, depth: int):
         name = call.func.attr
         fn, file = self.methods.get(name, (None, None))
+        kind = _kind(fn) if fn is not None else "plain"
+        if kind == "static" and not any(src(a) == "self" for a in [*call.args, *(k.value for k in call.keywords)]):
+            return  # no instance in it: nothing of ``self`` is touched
+        if kind not in ("plain", "contextmanager"):
+            raise _Unknown(f"self.{name}(...) at {call.lineno}: a {_decorators(fn)}")
         if fn is None and name in self.external and not any(src(a) == "self" for a in call.args):
             return  # a callable kept on the instance, never one of its methods, not handed the instance
         if fn is None:
