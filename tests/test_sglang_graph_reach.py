@@ -185,7 +185,7 @@ def test_call_sites_that_cannot_reach_the_buffer_drop_out_of_its_fact(tmp_path):
 
 def test_decorated_methods_and_callbacks():
     """A static method not handed the instance is not followed, a property's getter is walked where
-    it is read, a method taken as a value (it may run later, in another context) or a class method
+    it is read, a method taken as a value (it may run later, in another context) or a cached one
     makes the walk unknown."""
     base = BACKEND.replace(
         "    def __init__(self):", "    @staticmethod\n    def _host(x):\n        return x\n\n    def __init__(self):"
@@ -203,7 +203,29 @@ def test_decorated_methods_and_callbacks():
     uses = R.use_contexts([table], "f.py", [_line(prop, "PROP_USE")])
     assert uses[_line(prop, "PROP_USE")] == {(OUT, False, "DECODE"), (OUT, False, "TARGET_VERIFY")}
     assert _walk(BACKEND.replace("self._kernel(bs)", "self._kernel(self._bind)"), "MyBackend")[0] is None
-    classm = BACKEND.replace(
-        "    def _bind(self, bs, forward_mode):", "    @classmethod\n    def _bind(cls, bs, forward_mode):"
+    cached = BACKEND.replace(
+        "    def _bind(self, bs, forward_mode):", "    @functools.cache\n    def _bind(self, bs, forward_mode):"
     )
-    assert _walk(classm, "MyBackend")[0] is None
+    assert _walk(cached, "MyBackend")[0] is None
+
+
+SUB = """
+class Sub(MyBackend):
+    def _decode(self, forward_batch, in_capture):
+        self.sub_rows[: forward_batch.batch_size].zero_()  # SUB_USE
+        super()._decode(forward_batch, in_capture)
+"""
+
+
+def test_super_calls_walk_the_next_definition_in_the_order():
+    text = BACKEND + SUB
+    tree = ast.parse(text)
+    methods, external = R.class_methods([("f.py", tree, "Sub"), ("f.py", tree, "MyBackend")])
+    table = R.walk_contexts(methods, external, MODES, pred)
+    lines = [_line(text, "SUB_USE"), _line(text, "DECODE_USE")]
+    uses = R.use_contexts([table], "f.py", lines)
+    assert uses[lines[0]] == {(OUT, c, m) for c in (True, False) for m in ("DECODE", "TARGET_VERIFY")}
+    assert uses[lines[1]] == {(OUT, True, "DECODE")}
+    # with no definition after the class, the walk is unknown
+    methods, external = R.class_methods([("f.py", tree, "Sub")])
+    assert R.walk_contexts(methods, external, MODES, pred) is None

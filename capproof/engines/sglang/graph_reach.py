@@ -14,9 +14,10 @@ in_capture, mode)``, and records the lines each context reaches:
   **run** on each member (:func:`mode_table`); any other test takes both branches;
 - a ``return``/``raise`` ends the path; loops, ``try``, ``with`` and nested functions are walked
   whole and never end it;
-- a method taken as a value (a callback that may run later, in another context), a call through
-  ``super()`` of a non-entry method, or a decorated method (property, static, cached) makes the walk
-  unknown;
+- ``super().m(...)`` walks the next definition of ``m`` in the order; a static or class method not
+  handed ``self`` is not followed (it cannot reach the instance's buffers), a property's getter is
+  walked where it is read; a method taken as a value (a callback that may run later, in another
+  context) or another decorated method makes the walk unknown;
 - a call ``self.m(...)`` walks ``m`` of the backend class (or a base in the same file) with the
   arguments bound: a literal ``True``/``False``, the caller's ``in_capture`` or the forward batch and
   its mode are passed on, a parameter the call does not give takes its literal default; anything
@@ -86,14 +87,24 @@ def class_methods(mro: list) -> tuple[dict, frozenset]:
     hold ``self`` or an attribute of it (:func:`_external`)."""
     methods: dict = {}
     nodes = []
-    for key, tree, name in mro:
+    #: for ``super().m(...)``: the place in the order of every definition, and each name's definitions
+    place: dict = {}
+    defs: dict = {}
+    for i, (key, tree, name) in enumerate(mro):
         for n in ast.walk(tree):
             if isinstance(n, ast.ClassDef) and n.name == name:
                 nodes.append(n)
                 for b in n.body:
-                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name not in methods:
-                        methods[b.name] = (b, key)
+                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        place[id(b)] = i
+                        defs.setdefault(b.name, []).append((i, b, key))
+                        methods.setdefault(b.name, (b, key))
+    methods[_SUPER] = (place, defs)
     return methods, _external(nodes, methods)
+
+
+#: the key of :func:`class_methods`' table for ``super()`` calls
+_SUPER = ("super",)
 
 
 def _decorators(fn) -> str:
@@ -103,13 +114,13 @@ def _decorators(fn) -> str:
 def _kind(fn) -> str:
     """``plain`` (no decorator, or only ``torch.no_grad()``-style ones), ``contextmanager`` (runs its
     body with the call's arguments), ``property`` (``property``/``cached_property``: the getter runs
-    on attribute access), ``static``, or ``other`` (a class method, a cache or wrapper, which may take
-    its arguments otherwise)."""
+    on attribute access), ``static``, ``class`` (neither sees the instance unless handed it), or
+    ``other`` (a cache or wrapper, which may take its arguments otherwise)."""
     names = {src(d).split("(", 1)[0].rsplit(".", 1)[-1] for d in fn.decorator_list} - {"no_grad", "inference_mode"}
     if not names:
         return "plain"
     kinds = {"contextmanager": "contextmanager", "property": "property", "cached_property": "property"}
-    kinds["staticmethod"] = "static"
+    kinds.update(staticmethod="static", classmethod="class")
     return kinds.get(names.pop(), "other") if len(names) == 1 else "other"
 
 
@@ -126,6 +137,8 @@ class _Walk:
         self.external = external
         #: contexts handed on by entry-method calls on other objects (a wrapper's children)
         self.forwards: set = set()
+        #: the methods being walked, innermost last
+        self.stack: list = []
         #: ``(file key, line)`` reached
         self.lines: set[tuple] = set()
         self.active: set = set()
@@ -139,10 +152,12 @@ class _Walk:
         if depth > MAX_DEPTH:
             raise _Unknown(f"deeper than {MAX_DEPTH} calls")
         self.active.add(key)
+        self.stack.append(fn)
         try:
             self._block(fn.body, file, self._locals(fn, env), mode, depth)
         finally:
             self.active.discard(key)
+            self.stack.pop()
         self.done.add(key)
 
     def _locals(self, fn, env: dict) -> dict:
@@ -224,8 +239,7 @@ class _Walk:
             if hasattr(n, "lineno"):
                 self.lines.add((file, n.lineno))
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and src(n.func.value) == "super()":
-                if n.func.attr not in (OUT_GRAPH, IN_GRAPH):
-                    raise _Unknown(f"super().{n.func.attr}(...) at {n.lineno}: not followed")
+                self._super(n, env, mode, depth)
             if (
                 isinstance(n, ast.Attribute)
                 and id(n) not in called
@@ -270,11 +284,25 @@ class _Walk:
         same = isinstance(fb, ast.Name) and env.get(fb.id) == ("fb",)
         return method, cap, (mode if same else None)
 
-    def _call(self, call: ast.Call, env: dict, mode: str, depth: int):
+    def _super(self, call: ast.Call, env: dict, mode: str, depth: int):
+        """``super().m(...)`` in the method being walked: the first definition of ``m`` after that
+        method's class in the order."""
+        place, defs = self.methods.get(_SUPER, ({}, {}))
+        here = place.get(id(self.stack[-1])) if self.stack else None
+        after = [d for d in defs.get(call.func.attr, []) if here is not None and d[0] > here]
+        if not after:
+            if call.func.attr in (OUT_GRAPH, IN_GRAPH):
+                return  # handed on (recorded by _forward) to a base outside srt's order
+            raise _Unknown(f"super().{call.func.attr}(...) at {call.lineno}: no definition after its class")
+        self._call(call, env, mode, depth, target=after[0][1:])
+
+    def _call(self, call: ast.Call, env: dict, mode: str, depth: int, target=None):
         name = call.func.attr
-        fn, file = self.methods.get(name, (None, None))
+        fn, file = target or self.methods.get(name, (None, None))
         kind = _kind(fn) if fn is not None else "plain"
-        if kind == "static" and not any(src(a) == "self" for a in [*call.args, *(k.value for k in call.keywords)]):
+        if kind in ("static", "class") and not any(
+            src(a) == "self" for a in [*call.args, *(k.value for k in call.keywords)]
+        ):
             return  # no instance in it: nothing of ``self`` is touched
         if kind not in ("plain", "contextmanager"):
             raise _Unknown(f"self.{name}(...) at {call.lineno}: a {_decorators(fn)}")
