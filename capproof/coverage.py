@@ -404,7 +404,7 @@ class Coverage:
                     if a not in o.get("assumptions", []) or a in e.discharged:
                         continue
                     row = facts.setdefault(a, {"entries": set(), "restates": False, "paths": []})
-                    for f in _facts.facts_for(self.facts, a, _entry_file(e.entry)):
+                    for f in _facts.facts_for(self.facts, a, _entry_file(e.entry), e.id):
                         for p in _facts.unchecked_paths(f):
                             item = f"{p['site']} [{p['result']}: {p['why'][:80]}]" if p.get("why") else p["site"]
                             if item not in row["paths"]:
@@ -437,7 +437,7 @@ class Coverage:
         for e in self.entries:
             used = {a for o in e.obligations if o.get("verdict") == "proved" for a in o.get("assumptions_used", [])}
             for i, f in enumerate(self.facts):
-                if used & set(f.get("assumptions") or []) and _facts.in_scope(f, _entry_file(e.entry)):
+                if used & set(f.get("assumptions") or []) and _facts.in_scope(f, _entry_file(e.entry), e.id):
                     out[i].add(e.id)
         return out
 
@@ -584,7 +584,10 @@ def compute(
             raise CoverageInputError(str(exc)) from None
     cov = Coverage(
         inventory_path,
-        [EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e)))) for e in entries],
+        [
+            EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e), e.get("id"))))
+            for e in entries
+        ],
         facts=list(facts),
         headline_dtypes=frozenset(headline_dtypes) if headline_dtypes is not None else None,
     )
