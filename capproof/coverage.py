@@ -654,6 +654,17 @@ def _shape(entry: dict[str, Any]) -> str:
     return str(shape)
 
 
+def _scope_text(fact: dict[str, Any]) -> str:
+    """A fact's scope for the table: its files and directories, and its entry ids as a count per file."""
+    scope = fact.get("scope") or []
+    files = [s for s in scope if "::" not in s]
+    ids: dict[str, int] = {}
+    for s in scope:
+        if "::" in s:
+            ids[s.split("::", 1)[0]] = ids.get(s.split("::", 1)[0], 0) + 1
+    return ", ".join(files + [f"{n} entries of {f}" for f, n in sorted(ids.items())])
+
+
 def _engine_fact_lines(cov: Coverage) -> list[str]:
     """The "Engine facts" section: each fact with its status, scope, paths and counterexamples."""
     per = cov.fact_entries()
@@ -675,7 +686,7 @@ def _engine_fact_lines(cov: Coverage) -> list[str]:
         bad = _facts.unchecked_paths(f)
         shown = "; ".join(p["site"] for p in bad[:6]) + (f"; … {len(bad) - 6} more" if len(bad) > 6 else "")
         lines.append(
-            f"| {_md_cell(f['fact'])} | {_facts.status(f)} | {_md_cell(', '.join(f.get('scope') or []))} | "
+            f"| {_md_cell(f['fact'])} | {_facts.status(f)} | {_md_cell(_scope_text(f))} | "
             f"{len(ok)} ({ex} / {len(ok) - ex}) | {len(bad)}{': ' + _md_cell(shown) if bad else ''} | "
             f"{len(f.get('counterexamples') or [])} | {len(per.get(i, ()))} |"
         )

@@ -159,7 +159,8 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
         facts, fact_problems = engine_facts(
             root,
             entries=[
-                {"id": e.id, "file": e.file, "owner": e.owner, "attribute": e.attribute} for e in entries.values()
+                {"id": e.id, "file": e.file, "owner": e.owner, "attribute": e.attribute, "shape": e.shape}
+                for e in entries.values()
             ],
         )
         problems += fact_problems

@@ -641,7 +641,7 @@ _LIBRARIES = ("torch", "numpy", "triton", "math", "itertools", "functools", "ope
 _META = frozenset(("shape", "dtype", "device", "ndim", "is_cuda", "numel", "size", "stride", "data_ptr", "dim"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 #: Depth of aliases and callee parameters followed before the reading gives up (then: reached).
-_DEPTH = 6
+_DEPTH = 8
 
 
 def _parents(tree) -> dict:
@@ -661,6 +661,7 @@ class _Uses:
         self.ix = ix
         self.flow = flow
         self._outside: set[str] | None = None
+        self.ndim = 0
         self.parents = {rel: _parents(t) for rel, t in ix.trees.items()}
         self.by_attr: dict[str, list[tuple[str, ast.Attribute]]] = {}
         for rel, tree in ix.trees.items():
@@ -709,8 +710,11 @@ class _Uses:
                     return not named or bool(named & kin) or bool(named & {"Any", "object"})
         return True
 
-    def judge(self, owner: str, attr: str) -> tuple[bool, str, int]:
-        """``(reached, why, uses)`` for the attribute ``attr`` of instances of ``owner``."""
+    def judge(self, owner: str, attr: str, ndim: int = 0) -> tuple[bool, str, int]:
+        """``(reached, why, uses)`` for the attribute ``attr`` of instances of ``owner``; ``ndim``
+        the buffer's number of dimensions when known (1: an index that is not a slice reads an
+        element or a copy, never a view)."""
+        self.ndim = ndim
         owners = self.ix.related({owner}) or {owner}
         uses = [(rel, n) for rel, n in self.by_attr.get(attr, []) if self._receiver_ok(rel, n, owners)]
         for rel, n in uses:
@@ -744,7 +748,11 @@ class _Uses:
                 cur = parent
                 continue
             if isinstance(parent, ast.Subscript) and parent.value is cur:
-                cur = parent  # an element or a view, indexed by values the batch does not reach
+                if self.ndim == 1 and not isinstance(parent.slice, (ast.Slice, ast.Tuple)):
+                    # a one-dimensional buffer indexed by an int or an index array: an element or
+                    # a copy, never a view of the buffer (its index is judged by this statement)
+                    return None
+                cur = parent  # a view, indexed by values the batch does not reach
                 continue
             if isinstance(parent, (ast.keyword, ast.Starred)) or (isinstance(parent, ast.Call) and cur in parent.args):
                 call = parent if isinstance(parent, ast.Call) else p.get(parent)
@@ -755,7 +763,9 @@ class _Uses:
                     return why
                 cur = call  # the call's result may be (a view of) the buffer
                 continue
-            if isinstance(parent, (ast.Tuple, ast.List, ast.Set, ast.IfExp, ast.BoolOp, ast.Await)):
+            if isinstance(
+                parent, (ast.Tuple, ast.List, ast.Set, ast.IfExp, ast.BoolOp, ast.Await, ast.ListComp, ast.GeneratorExp)
+            ):
                 cur = parent
                 continue
             if isinstance(parent, ast.Dict):
@@ -841,6 +851,8 @@ class _Uses:
         name = _callee(call)
         defs = self.ix.by_name.get(name or "", [])
         if not defs:
+            if name in self.ix.classes:
+                return f"{where} stored into a {name} (a field of another object): not followed"
             if self._library(rel, call):
                 return None
             return f"{where} handed to {_src(call.func)[:60]} (vLLM code outside {V2_DIR}): not followed"
@@ -868,7 +880,8 @@ class _Uses:
 
 
 def entry_reach(ix: _Index, flow: _Flow, entries) -> dict[str, tuple[bool, str]]:
-    """Per inventory entry of ``vllm/v1/worker/gpu/`` (``id``, ``owner``, ``attribute``), whether
+    """Per inventory entry of ``vllm/v1/worker/gpu/`` (``id``, ``owner``, ``attribute``, optionally
+    ``shape``), whether
     the batch of ``flow`` can meet its buffer, and why (``file:line`` of the first use that can, or
     the number of uses judged).
 
@@ -887,7 +900,8 @@ def entry_reach(ix: _Index, flow: _Flow, entries) -> dict[str, tuple[bool, str]]
     for e in entries:
         attr = e["attribute"].rsplit(".", 1)[-1].replace("[]", "").split("#")[0]
         owner = (e.get("owner") or "").split(".")[0]
-        hit, why, _n = uses.judge(owner, attr)
+        shape = e.get("shape")
+        hit, why, _n = uses.judge(owner, attr, len(shape) if isinstance(shape, list) else 0)
         out[e["id"]] = (hit, why)
     return out
 
