@@ -273,3 +273,55 @@ def test_split_per_entry_scopes_entries_not_files(tree):
     assert clean["reach_entries"][fixed][site].startswith("does not meet")
     assert bad["reach_entries"][seq][site].startswith("meets")
     assert [p["result"] for p in clean["paths"] if p["site"] == site] == ["checked"]
+
+
+def test_an_element_of_a_one_dimensional_buffer_is_not_the_buffer(tree):
+    """``x = self.fixed_rows[i]`` reads an element of a one-dimensional buffer (or a copy): a later
+    index with the batch into ``x`` is not a use of the buffer; of a two-dimensional one it is a row
+    view, followed."""
+    path = f"{tree}/{GPU}/model_states/default.py"
+    text = (
+        open(path)
+        .read()
+        .replace("self.fixed_rows[:1] = 3", "row = self.fixed_rows[0]\n        row[: input_batch.num_reqs] = 3")
+    )
+    open(path, "w").write(text)
+    ix = _Index(tree)
+    flow = _flow(ix, f"{GPU}/pcp_manager.py", _line(tree, "pcp_manager.py", "replace("))
+    one = {**_entries()[3], "shape": ["max_num_reqs"]}
+    two = {**_entries()[3], "shape": ["max_num_reqs", "k"]}
+    assert not entry_reach(ix, flow, [one])[one["id"]][0]
+    assert entry_reach(ix, flow, [two])[two["id"]][0]
+
+
+# ------------------------------------------------------------------------------------------------
+# real tier
+
+
+@pytest.mark.real
+def test_vllm_0_33_the_pcp_local_batch_meets_all_but_the_slot_indexed_v2_entries():
+    """On vLLM 0.33.0's source: the PCP local batch (pcp_manager.py:688) meets every V2 inventory
+    entry except five indexed only by slots or slot arrays, each with the use that meets it."""
+    import json
+    import os
+
+    from capproof.engines.vllm import wheels
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.exists(os.path.join(root, f"{GPU}/pcp_manager.py")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    inv = os.path.join(os.path.dirname(__file__), "..", "proofs", "inventory", "vllm-0.33.0.json")
+    with open(inv, encoding="utf-8") as fh:
+        entries = [e for e in json.load(fh)["entries"] if e["file"].startswith(f"{GPU}/")]
+    ix = _Index(root)
+    line = _line(root, "pcp_manager.py", "self._local_batch = replace(")
+    met = entry_reach(ix, _flow(ix, f"{GPU}/pcp_manager.py", line), entries)
+    clear = sorted(k.rsplit("::", 1)[1] for k, (hit, _why) in met.items() if not hit)
+    assert clear == [
+        "PPHandler.req_idx_gen_np",
+        "PromptLogprobsWorker.num_prompt_logprobs",
+        "PromptLogprobsWorker.uses_prompt_logprobs",
+        "RequestState.max_seq_len",
+        "RequestState.num_computed_prefill_tokens",
+    ]
+    assert all(why.startswith(GPU) for hit, why in met.values() if hit)
