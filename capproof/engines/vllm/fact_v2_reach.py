@@ -990,9 +990,10 @@ def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]
                         f"under {V2_DIR} followed; the batch enters {len(files[s])} files)",
                     )
                 )
-        label = ", ".join(s.rsplit("/", 1)[-1] for s in sorted(key)) or "none"
+        label = ", ".join(s.rsplit("/", 1)[-1] for s in sorted(key))
         rec = fact_record(
-            f"{fact['fact']}; entries the batches of {label} can meet",
+            f"{fact['fact']}; "
+            + (f"entries the batches of {label} can meet" if key else "entries no such batch meets"),
             fact["assumptions"],
             ids,
             paths,
