@@ -10,6 +10,12 @@ import types as _types
 # Domains and counterexamples may hold integers past Python's 4300-digit str() limit.
 _sys.set_int_max_str_digits(0)
 
+# Code a model makes under a library file's name is told from the library's own from here on
+# (capproof.provenance): installed before any spec or model module is imported.
+from .provenance import install as _install_provenance  # noqa: E402
+
+_install_provenance()
+
 # Start-up: the names below are imported on first use (PEP 562 module ``__getattr__``),
 # so ``import capproof`` (and the command line's ``--help``) does not load Z3 and the prover.
 _LAZY = {

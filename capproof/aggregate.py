@@ -63,6 +63,7 @@ from .encode import (
 from .errors import CapproofError
 from .minimize import minimize_term
 from .obligation import Obligation
+from .provenance import trusted_filename
 from .symbolic import (
     RawTerms,
     SymBool,
@@ -108,7 +109,7 @@ class AggregateBatch:
         # the model sees a tuple: any attribute it looks up (hasattr(batch, "count"), batch.index,
         # or this class's own fields) would differ from the ints' run; capproof's code may
         if name != "__class__":
-            caller = sys._getframe(1).f_code.co_filename
+            caller = trusted_filename(sys._getframe(1).f_code)
             if caller not in _OWN_FILES:
                 raise _refused(f"attribute {name!r} of batch {object.__getattribute__(self, 'name')}")
         return object.__getattribute__(self, name)

@@ -21,6 +21,7 @@ import z3.z3core as _core
 
 from . import symbolic as _symbolic
 from .errors import NotConcreteError, RealArithmeticError, caller_location
+from .provenance import trusted_filename
 from .symbolic import (
     RawTerms,
     SymBool,
@@ -512,7 +513,7 @@ class Padded(tuple):
             return
         if where is None:
             frame = sys._getframe(2)
-            if frame.f_code.co_filename in _EXACT_READERS:
+            if trusted_filename(frame.f_code) in _EXACT_READERS:
                 return
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
         reads.append(f"{what} at {where}")
@@ -550,7 +551,7 @@ class Padded(tuple):
         if _PADDING_READS is None or not self.padded():
             return tuple.__iter__(self)
         frame = sys._getframe(1)
-        if frame.f_code.co_filename in _EXACT_READERS:
+        if trusted_filename(frame.f_code) in _EXACT_READERS:
             return tuple.__iter__(self)
         start = self.min_length
         where = f"{frame.f_code.co_filename}:{frame.f_lineno}"

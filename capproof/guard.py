@@ -20,6 +20,7 @@ import weakref
 import z3
 
 from .arith import Padded
+from .provenance import dataclass_code, trusted_filename
 from .symbolic import INT_OPERATORS, SymBool, SymInt
 
 __all__ = ["type_lookups", "introspections"]
@@ -468,7 +469,7 @@ def _installed_code(value: object) -> bool:
     if isinstance(value, type):
         return _installed(value) and value.__module__ != "builtins"
     code = getattr(getattr(value, "__func__", value), "__code__", None)
-    return isinstance(code, types.CodeType) and _installed_file(code.co_filename)
+    return isinstance(code, types.CodeType) and _installed_file(trusted_filename(code))
 
 
 def _installed(cls: type) -> bool:
@@ -502,13 +503,12 @@ _DATACLASS_METHODS = frozenset(
 
 def _dataclass_made(cls: type, name: str, value: object) -> bool:
     """Whether ``value``, ``cls``'s attribute ``name``, is a method ``dataclasses`` wrote (its
-    ``__init__`` compares defaults with its sentinels by identity, never a model's values)."""
-    code = getattr(value, "__code__", None)
+    ``__init__`` compares defaults with its sentinels by identity, never a model's values): code
+    ``dataclasses`` executed itself, not code that only names ``<string>`` as it does."""
     return (
         name in _DATACLASS_METHODS
         and "__dataclass_fields__" in vars(cls)
-        and isinstance(code, types.CodeType)
-        and code.co_filename == "<string>"
+        and dataclass_code(getattr(value, "__code__", None))
     )
 
 
@@ -673,10 +673,11 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                 seen.add(id(obj))
                 stack += [(type(obj), True), (object.__getattribute__(obj, "__dict__"), True)]
             continue
-        if code in seen or is_library_file(code.co_filename):
+        filename = trusted_filename(code)
+        if code in seen or is_library_file(filename):
             continue
         seen.add(code)
-        own = not _installed_file(code.co_filename)
+        own = not _installed_file(filename)
         globs = getattr(obj, "__globals__", {})
         for cell in getattr(obj, "__closure__", None) or ():
             try:

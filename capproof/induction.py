@@ -47,6 +47,7 @@ from typing import Any
 
 import z3
 
+from . import arith as _arith
 from ._iteration import all_of_site, at_get_iter, called_from_all_of_site, free_consts, user_location
 from ._iteration import concrete as _concrete
 from .domain import Range, Vector
@@ -63,6 +64,7 @@ from .encode import (
 )
 from .errors import CapproofError
 from .obligation import Obligation
+from .provenance import trusted_filename
 from .symbolic import SymBool, SymInt, refuse_object_slots, to_z3_bool, to_z3_int, tracing
 
 __all__ = ["NotInductive", "InductionBatch", "InductionOutcome", "prove_by_induction"]
@@ -163,8 +165,8 @@ class InductionBatch:
 
     def __getattribute__(self, name: str):
         if name != "__class__":
-            caller = sys._getframe(1).f_code.co_filename
-            if caller not in _OWN_FILES and not caller.endswith(("arith.py",)):
+            caller = trusted_filename(sys._getframe(1).f_code)
+            if caller not in _OWN_FILES and caller != _arith.__file__:
                 raise _refused(f"attribute {name!r} of batch {object.__getattribute__(self, 'name')}")
         return object.__getattribute__(self, name)
 

@@ -400,8 +400,9 @@ def _own_parameters(code: types.CodeType, instructions: list) -> set[str]:
 def _stdlib_code(code: object) -> bool:
     """Whether ``code`` is the standard library's Python code (not capproof's, not Z3's)."""
     from .guard import is_stdlib_file
+    from .provenance import trusted_filename
 
-    return isinstance(code, types.CodeType) and is_stdlib_file(code.co_filename)
+    return isinstance(code, types.CodeType) and is_stdlib_file(trusted_filename(code))
 
 
 def _library_class(cls: type) -> bool:
@@ -463,8 +464,9 @@ def _standard_class(cls: type) -> bool:
 
 def _generic(code: types.CodeType) -> bool:
     from .guard import is_library_file
+    from .provenance import trusted_filename
 
-    return is_library_file(code.co_filename)
+    return is_library_file(trusted_filename(code))
 
 
 def _defaulted(fn) -> set[str]:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable
 from .contracts import check_contract
 from .loader import LoadError, load, load_file
 from .obligation import Contract, Obligation
+from .provenance import trusted_filename
 from .prover import prove_obligation
 from .verdict import EXIT_MISMATCH, EXIT_OK, EXIT_UNDECIDED, ContractResult, ObligationResult, Options, Verdict
 from .verdict_cache import MODULE_DUNDERS
@@ -271,7 +272,7 @@ def _opened_by_project_code(frame) -> bool:
     root = os.path.abspath(os.getcwd()) + os.sep
     own = os.path.dirname(os.path.abspath(__file__)) + os.sep
     while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
+        name = os.path.abspath(trusted_filename(frame.f_code))
         if name.startswith(own):
             return False
         if name.startswith(root) and f"{os.sep}." not in name[len(root) - 1 :]:

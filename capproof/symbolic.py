@@ -31,6 +31,7 @@ from typing import Union
 import z3
 
 from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
+from .provenance import genuine, trusted_filename
 
 __all__ = [
     "SymInt",
@@ -366,7 +367,7 @@ def _is_model_code(code) -> bool:
             name.startswith(_OWN_DIRS)
             or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
             or name.startswith("<frozen")
-        )
+        ) or not genuine(code)
     return known
 
 
@@ -386,7 +387,7 @@ def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
     on the int): a symbolic value's own method failing where an int's would not (``__init__``)."""
     while tb.tb_next is not None:
         tb = tb.tb_next
-    name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    name = os.path.abspath(trusted_filename(tb.tb_frame.f_code))
     if not (name == _SYMBOLIC_FILE or name.startswith(_OWN_DIRS[1])):
         return False
     return not any(e is error for e in _PYTHON_RAISES)
@@ -512,7 +513,7 @@ def _is_own_code(code) -> bool:
     """Whether ``code`` is capproof's or Z3's (cached per code object, as :func:`_is_model_code`)."""
     known = _OWN_CODE.get(code)
     if known is None:
-        known = _OWN_CODE[code] = os.path.abspath(code.co_filename).startswith(_OWN_DIRS)
+        known = _OWN_CODE[code] = os.path.abspath(code.co_filename).startswith(_OWN_DIRS) and genuine(code)
     return known
 
 
@@ -686,7 +687,7 @@ def _repr_outside_capproof(term) -> None:
     # C repr of its entries) is read by whoever asked for that repr
     while frame is not None and frame.f_code.co_name in _FORMATTERS and _is_own_code(frame.f_code):
         frame = frame.f_back
-    if frame is None or frame.f_code.co_filename.startswith(_OWN_DIRS):
+    if frame is None or (frame.f_code.co_filename.startswith(_OWN_DIRS) and genuine(frame.f_code)):
         return
     _PENDING_REPRS.append((trace, f"{term}", caller_location()))
 
@@ -743,7 +744,8 @@ class _ReprText:
 def _repr_text_read(how: str) -> None:
     """A :class:`_ReprText` read ``how`` by the caller of its method: misuse during a symbolic run
     unless the reader is capproof's (or Z3's) code."""
-    if active_trace() is not None and not sys._getframe(2).f_code.co_filename.startswith(_OWN_DIRS):
+    code = sys._getframe(2).f_code
+    if active_trace() is not None and not (code.co_filename.startswith(_OWN_DIRS) and genuine(code)):
         raise record_misuse(
             NotConcreteError(f"{how} of an error message that shows a symbolic value's repr at {caller_location()}")
         )
@@ -1967,8 +1969,8 @@ class SymBool:
 
     @property  # type: ignore[misc]
     def __class__(self):  # noqa: D105 - a bool in a model's eyes, SymBool in capproof's and Z3's
-        caller = sys._getframe(1).f_code.co_filename
-        if caller.startswith(_OWN_DIRS):
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.startswith(_OWN_DIRS) and genuine(caller):
             return SymBool
         return bool
 

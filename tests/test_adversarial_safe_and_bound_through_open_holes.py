@@ -97,7 +97,6 @@ def table_fits(max_model_len, num_reqs):
     sym = ns["probe"](num_reqs)   # True on the symbolic run only
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(strict=True, reason="a model's code compiled under a library file's name"),
     ),
 ]
 
@@ -171,7 +170,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(strict=True, reason="a model's code compiled under a library file's name"),
     ),
 ]
 

@@ -38,6 +38,7 @@ LAYERS = [
         {
             "capproof",
             "_audit",
+            "provenance",
             "errors",
             "symbolic",
             "arith",
