@@ -1,0 +1,123 @@
+"""Adversarial catalogue: library code that tells a symbolic value from an int on the model's behalf.
+
+capproof audits a model's own code (``type(a) is not int`` in a model's function is refused) and
+trusts the standard library's, capproof's and Z3's. Each spec below gets code the audit trusts to
+do the model's introspection, or to hand the model its result:
+
+- ``dataclasses._create_fn`` executes a body the model gives it: the function it returns is
+  recorded as a method ``dataclasses`` wrote, so the model's ``type(self.x) is not int`` runs
+  unaudited as a dataclass's ``__eq__``;
+- ``reprlib.Repr.repr`` dispatches on ``type(x).__name__`` (``repr_int`` for an int, the
+  instance fallback for capproof's stand-in) into methods the model's subclass defines;
+- a timing side channel (the stated limit of docs/soundness.md);
+- a library function's genuine code given the model's globals
+  (``types.FunctionType(dataclasses.is_dataclass.__code__, {..., "_FIELDS": "term"})``: the stated
+  limit of docs/soundness.md, listed so the catalogue shows it);
+- a module the spec writes into Z3's package directory at import, then imports: its code is the
+  file's own (no ``compile`` of a library name with other text), under a trusted directory.
+
+Each model reads "symbolic" on the symbolic run only and is false at ``a == 37`` on ints.
+Brute forced on ints by tests/_soundness_harness.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from _soundness_harness import check
+
+D = '@obligation(domain={"a": Range(0, 100)})\n'
+CLAIM = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
+
+#: a module name no other test uses, written into Z3's package directory by the spec itself
+_PROBE_MODULE = f"capproof_adv_probe_{os.getpid()}"
+
+
+ATTEMPTS = [
+    pytest.param(
+        "model-body-executed-by-dataclasses-create-fn-as-eq",
+        "import dataclasses\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass C:\n    x: int\n\n\n"
+        + "C.__eq__ = dataclasses._create_fn(\n"
+        + "    '__eq__', ('self', 'other'), ['return type(self.x) is not int'], globals=globals()\n)\n\n\n"
+        + D
+        + "def f(a):\n    sym = C(a) == C(a)\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="code dataclasses._create_fn executed counts as dataclasses', whoever gave its body"
+        ),
+    ),
+    pytest.param(
+        "reprlib-dispatch-on-the-type-name-into-the-models-methods",
+        "import reprlib\n\n\nclass R(reprlib.Repr):\n"
+        + "    def repr_int(self, x, level):\n        return 'i'\n\n"
+        + "    def repr_instance(self, x, level):\n        return 's'\n\n\n"
+        + D
+        + "def f(a):\n    sym = R().repr(a) == 's'\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
+        ),
+    ),
+    pytest.param(
+        "reprlib-attribute-lookup-by-the-type-name-into-the-models-getattr",
+        "import reprlib\n\n\nclass R(reprlib.Repr):\n"
+        + "    def __getattr__(self, name):\n        if name.startswith('repr_'):\n"
+        + "            return lambda x, level: name\n        raise AttributeError(name)\n\n\n"
+        + D
+        + "def f(a):\n    sym = R().repr(a) == 'repr_SymInt'\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="reprlib asks the model's __getattr__ for 'repr_' + type(x).__name__"
+        ),
+    ),
+    pytest.param(
+        "timing-of-arithmetic",
+        "import time\n\n\n"
+        + D
+        + "def f(a):\n    t0 = time.perf_counter()\n    for _ in range(2000):\n        a + 1\n"
+        + "    sym = time.perf_counter() - t0 > 0.005\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="stated limit: a timing side channel (2000 symbolic additions take far over 5 ms)"
+        ),
+    ),
+    pytest.param(
+        "library-function-code-given-the-models-globals",
+        "import dataclasses\nimport types\n\n"
+        + "probe = types.FunctionType(dataclasses.is_dataclass.__code__, {**vars(dataclasses), '_FIELDS': 'term'})\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="stated limit: a library's genuine code given a model's globals is trusted"
+        ),
+    ),
+    pytest.param(
+        "model-module-written-into-z3s-package-directory",
+        "import importlib\nimport os\n\nimport z3\n\n"
+        + f"_path = os.path.join(os.path.dirname(z3.__file__), '{_PROBE_MODULE}.py')\n"
+        + "with open(_path, 'w') as _f:\n    _f.write('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + f"probe = importlib.import_module('z3.{_PROBE_MODULE}').probe\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(strict=True, reason="a file under Z3's directory is trusted by where it is"),
+    ),
+]
+
+
+@pytest.fixture
+def _no_probe_module_left():
+    yield
+    import z3
+
+    for name in (f"{_PROBE_MODULE}.py",):
+        path = os.path.join(os.path.dirname(z3.__file__), name)
+        if os.path.exists(path):
+            os.remove(path)
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS)
+def test_library_code_does_not_tell_the_model_what_it_holds(spec_file, _no_probe_module_left, name, body):
+    check(spec_file, name, body)  # a proof is brute forced on ints, padded and alone
