@@ -121,3 +121,57 @@ def _no_probe_module_left():
 @pytest.mark.parametrize("name, body", ATTEMPTS)
 def test_library_code_does_not_tell_the_model_what_it_holds(spec_file, _no_probe_module_left, name, body):
     check(spec_file, name, body)  # a proof is brute forced on ints, padded and alone
+
+
+BATCH = """
+import dataclasses
+import reprlib
+from dataclasses import dataclass
+
+from capproof import Range, obligation, at_most, select, all_of, cdiv
+
+
+@dataclass
+class C:
+    x: int
+
+
+C.__eq__ = dataclasses._create_fn("__eq__", ("self", "other"), ["return type(self.x) is not int"], globals=globals())
+
+
+class R(reprlib.Repr):
+    def repr_int(self, x, level):
+        return "i"
+
+    def repr_instance(self, x, level):
+        return "s"
+
+
+@obligation(domain={"a": Range(0, 100)})
+def blocks_fit(a):
+    return at_most(demand=cdiv(a, 16), capacity=7)
+
+
+@obligation(domain={"a": Range(0, 100)})
+def through_dataclass_eq(a):
+    sym = C(a) == C(a)
+    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)
+
+
+@obligation(domain={"a": Range(0, 100)})
+def through_reprlib(a):
+    sym = R().repr(a) == "s"
+    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="the batched runner inherits both holes above")
+def test_the_batched_runner_does_not_prove_library_code_introspection(spec_file):
+    from capproof import Options
+    from capproof.runner import run
+
+    path = spec_file(BATCH, "adv_batch_library_code.py")
+    outcomes = run([path], Options(contracts=False, density="off")).obligations
+    verdicts = {o.id.rsplit(":", 1)[-1]: o.verdict.value for o in outcomes}
+    assert verdicts["blocks_fit"] == "proved"
+    assert verdicts["through_dataclass_eq"] != "proved" and verdicts["through_reprlib"] != "proved", verdicts

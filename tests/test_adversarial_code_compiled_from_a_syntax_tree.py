@@ -1,0 +1,59 @@
+"""Adversarial catalogue: a model's code compiled from a syntax tree under a library file's name.
+
+capproof/provenance.py sees code made under a library file's name through Python's audit events
+(``compile``, ``code.__new__``, ``marshal.loads``). ``compile()`` of an ``ast`` tree raises no
+``compile`` event (CPython 3.11 audits only source text), so ``compile(ast.parse(source), <a
+stdlib or Z3 file>, ...)`` gives code that names the library file and passes as its own:
+``type(a) is not int`` in it runs unaudited. (The plain function is in
+tests/test_adversarial_code_named_as_library.py, ``...-compiled-from-a-syntax-tree-as-stdlib``.)
+Below: the same code as an aggregate's element function, in a loop over the batch, and as a
+lambda under Z3's file name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
+forced on ints by tests/_soundness_harness.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _soundness_harness import check
+
+PROBE = (
+    "import ast\nimport os\n\nSTD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')\nns = {}\n"
+    "exec(compile(ast.parse('def probe(a):\\n    return type(a) is not int\\n'), STD, 'exec'), ns)\n"
+    "probe = ns['probe']\n\n\n"
+)
+DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
+REASON = "compile() of a syntax tree raises no audit event: code under a library name unseen"
+
+ATTEMPTS = [
+    pytest.param(
+        "element-function-of-an-aggregate",
+        PROBE
+        + DV
+        + "def f(n, lens):\n"
+        + "    return at_most(demand=total(select(all_of(x == 37, not probe(x)), 1, 0) for x in lens), capacity=0)\n",
+        marks=pytest.mark.xfail(strict=True, reason=REASON),
+    ),
+    pytest.param(
+        "loop-over-the-batch",
+        PROBE
+        + DV
+        + "def f(n, lens):\n    s = 0\n    for x in lens:\n"
+        + "        s += select(all_of(x == 37, not probe(x)), 500, x)\n"
+        + "    return at_most(demand=s, capacity=300)\n",
+        marks=pytest.mark.xfail(strict=True, reason=REASON),
+    ),
+    pytest.param(
+        "lambda-under-z3s-file-name",
+        "import ast\n\nimport z3\n\n"
+        + "probe = eval(compile(ast.parse('lambda a: type(a) is not int', mode='eval'), z3.__file__, 'eval'))\n\n\n"
+        + '@obligation(domain={"a": Range(0, 100)})\n'
+        + "def f(a):\n    sym = probe(a)\n"
+        + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=pytest.mark.xfail(strict=True, reason=REASON),
+    ),
+]
+
+
+@pytest.mark.parametrize("name, body", ATTEMPTS)
+def test_code_compiled_from_a_syntax_tree_does_not_decide_a_proof(spec_file, name, body):
+    check(spec_file, name, body)  # a proof is brute forced on ints, padded and alone
