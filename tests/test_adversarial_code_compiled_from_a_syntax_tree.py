@@ -7,7 +7,7 @@ stdlib or Z3 file>, ...)`` gives code that names the library file and passes as 
 ``type(a) is not int`` in it runs unaudited. (The plain function is in
 tests/test_adversarial_code_named_as_library.py, ``...-compiled-from-a-syntax-tree-as-stdlib``.)
 Below: the same code as an aggregate's element function, in a loop over the batch, and as a
-lambda under Z3's file name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
+lambda under a Z3 file's name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
 forced on ints by tests/_soundness_harness.py.
 """
 
@@ -16,18 +16,24 @@ from __future__ import annotations
 import pytest
 from _soundness_harness import check
 
-PROBE = (
-    "import ast\nimport os\n\nSTD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')\nns = {}\n"
-    "exec(compile(ast.parse('def probe(a):\\n    return type(a) is not int\\n'), STD, 'exec'), ns)\n"
-    "probe = ns['probe']\n\n\n"
-)
+
+def _probe(stdlib_file: str) -> str:
+    # each attempt names a standard-library file no other test compiles code under: once any code
+    # is seen made under a name, that name's code is checked (the hole is per file name)
+    return (
+        f"import ast\nimport os\n\nSTD = os.path.join(os.path.dirname(os.__file__), '{stdlib_file}')\nns = {{}}\n"
+        "exec(compile(ast.parse('def probe(a):\\n    return type(a) is not int\\n'), STD, 'exec'), ns)\n"
+        "probe = ns['probe']\n\n\n"
+    )
+
+
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
 REASON = "compile() of a syntax tree raises no audit event: code under a library name unseen"
 
 ATTEMPTS = [
     pytest.param(
         "element-function-of-an-aggregate",
-        PROBE
+        _probe("colorsys.py")
         + DV
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, not probe(x)), 1, 0) for x in lens), capacity=0)\n",
@@ -35,7 +41,7 @@ ATTEMPTS = [
     ),
     pytest.param(
         "loop-over-the-batch",
-        PROBE
+        _probe("graphlib.py")
         + DV
         + "def f(n, lens):\n    s = 0\n    for x in lens:\n"
         + "        s += select(all_of(x == 37, not probe(x)), 500, x)\n"
@@ -43,9 +49,9 @@ ATTEMPTS = [
         marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
     pytest.param(
-        "lambda-under-z3s-file-name",
-        "import ast\n\nimport z3\n\n"
-        + "probe = eval(compile(ast.parse('lambda a: type(a) is not int', mode='eval'), z3.__file__, 'eval'))\n\n\n"
+        "lambda-under-a-z3-file-name",
+        "import ast\n\nimport z3.z3util\n\n"
+        + "probe = eval(compile(ast.parse('lambda a: type(a) is not int', mode='eval'), z3.z3util.__file__, 'eval'))\n\n\n"
         + '@obligation(domain={"a": Range(0, 100)})\n'
         + "def f(a):\n    sym = probe(a)\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",

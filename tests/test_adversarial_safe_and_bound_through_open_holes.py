@@ -153,7 +153,7 @@ from capproof import Range, obligation, at_most, select, all_of
 
 ns = {}
 exec(compile(ast.parse("def probe(v):\\n    return type(v) is not int\\n"),
-             os.path.join(os.path.dirname(os.__file__), "bisect.py"), "exec"), ns)
+             os.path.join(os.path.dirname(os.__file__), "sched.py"), "exec"), ns)
 
 @obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
             engine="vllm", versions="==0.33.0", expect="proved")
@@ -291,7 +291,7 @@ from capproof import Range, obligation, at_most, select, all_of
 
 ns = {}
 exec(compile(ast.parse("def probe(v):\\n    return type(v) is not int\\n"),
-             os.path.join(os.path.dirname(os.__file__), "bisect.py"), "exec"), ns)
+             os.path.join(os.path.dirname(os.__file__), "tabnanny.py"), "exec"), ns)
 
 @obligation(domain={"num_reqs": Range(1, 100)})
 def slots_fit(num_reqs):
