@@ -6,8 +6,8 @@ capproof/provenance.py sees code made under a library file's name through Python
 stdlib or Z3 file>, ...)`` gives code that names the library file and passes as its own:
 ``type(a) is not int`` in it runs unaudited. (The plain function is in
 tests/test_adversarial_code_named_as_library.py, ``...-compiled-from-a-syntax-tree-as-stdlib``.)
-Below: the same code as an aggregate's element function, in a loop over the batch, and as a
-lambda under a Z3 file's name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
+Below: the same code as an aggregate's element function, in a loop over the batch, as a lambda
+under a Z3 file's name, reading ``object.__repr__``, and under capproof's own file name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
 forced on ints by tests/_soundness_harness.py.
 """
 
@@ -52,6 +52,26 @@ ATTEMPTS = [
         "lambda-under-a-z3-file-name",
         "import ast\n\nimport z3.z3util\n\n"
         + "probe = eval(compile(ast.parse('lambda a: type(a) is not int', mode='eval'), z3.z3util.__file__, 'eval'))\n\n\n"
+        + '@obligation(domain={"a": Range(0, 100)})\n'
+        + "def f(a):\n    sym = probe(a)\n"
+        + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=pytest.mark.xfail(strict=True, reason=REASON),
+    ),
+    pytest.param(
+        "object-repr-under-a-stdlib-file-name",
+        "import ast\nimport os\n\nSTD = os.path.join(os.path.dirname(os.__file__), 'textwrap.py')\nns = {}\n"
+        + "exec(compile(ast.parse('def probe(a):\\n    return \"ymInt\" in object.__repr__(a)\\n'), STD, 'exec'), ns)\n"
+        + "probe = ns['probe']\n\n\n"
+        + '@obligation(domain={"a": Range(0, 100)})\n'
+        + "def f(a):\n    sym = probe(a)\n"
+        + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
+        marks=pytest.mark.xfail(strict=True, reason=REASON),
+    ),
+    pytest.param(
+        "type-test-under-capproofs-own-file-name",
+        "import ast\n\nimport capproof\n\nns = {}\n"
+        + "exec(compile(ast.parse('def probe(a):\\n    return type(a) is not int\\n'), capproof.__file__, 'exec'), ns)\n"
+        + "probe = ns['probe']\n\n\n"
         + '@obligation(domain={"a": Range(0, 100)})\n'
         + "def f(a):\n    sym = probe(a)\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",

@@ -7,6 +7,10 @@ do the model's introspection, or to hand the model its result:
 - ``dataclasses._create_fn`` executes a body the model gives it: the function it returns is
   recorded as a method ``dataclasses`` wrote, so the model's ``type(self.x) is not int`` runs
   unaudited as a dataclass's ``__eq__``;
+- ``dataclasses``' own generated ``__eq__`` splices field names into its text: a field named
+  ``x)if(type(self.x)is not int)else()and(self.x`` makes that genuine code test the type;
+- a function compiled as the standard library's bisect.py by ``py_compile`` in another process,
+  loaded from its ``.pyc`` by importlib (the unmarshalling is exempt as an import's);
 - ``reprlib.Repr.repr`` dispatches on ``type(x).__name__`` (``repr_int`` for an int, the
   instance fallback for capproof's stand-in) into methods the model's subclass defines;
 - a timing side channel (the stated limit of docs/soundness.md);
@@ -45,6 +49,43 @@ ATTEMPTS = [
         + CLAIM,
         marks=pytest.mark.xfail(
             strict=True, reason="code dataclasses._create_fn executed counts as dataclasses', whoever gave its body"
+        ),
+    ),
+    pytest.param(
+        "field-name-spliced-into-the-eq-dataclasses-writes",
+        # dataclasses writes ``return (self.x,self.<name>,)==(other.x,other.<name>,)`` from the
+        # field names: a name that is no identifier makes its own (genuine) code test the type
+        "from dataclasses import dataclass, field\n\n"
+        + "N = 'x)if(type(self.x)is not int)else()and(self.x'\n\n\n"
+        + "def _init(self, x):\n    self.x = x\n\n\n"
+        + "C = dataclass(init=False, repr=False)(\n"
+        + "    type('C', (), {'__init__': _init, '__annotations__': {'x': int, N: int}, N: field(init=False, repr=False)})\n"
+        + ")\n\n\n"
+        + D
+        + "def f(a):\n    sym = bool(C(a) == C(a))\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="dataclasses' own generated code runs unaudited, whatever text a field name splices in"
+        ),
+    ),
+    pytest.param(
+        "code-loaded-from-a-pyc-by-importlib-compiled-elsewhere-as-stdlib",
+        # py_compile in another process (this one never sees the compile); importlib's own
+        # _compile_bytecode unmarshals the .pyc, which is exempt as an import reading its cache
+        "import importlib.util\nimport os\nimport subprocess\nimport sys\nimport tempfile\n\n"
+        + "_d = tempfile.mkdtemp()\n_src = os.path.join(_d, 'p.py')\n"
+        + "with open(_src, 'w') as _f:\n    _f.write('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + "STD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')\n"
+        + "_pyc = os.path.join(_d, 'adv_probe_from_pyc.pyc')\n"
+        + "_cmd = f'import py_compile; py_compile.compile({_src!r}, cfile={_pyc!r}, dfile={STD!r})'\n"
+        + "subprocess.run([sys.executable, '-c', _cmd], check=True)\n"
+        + "_spec = importlib.util.spec_from_file_location('adv_probe_from_pyc', _pyc)\n"
+        + "_m = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_m)\nprobe = _m.probe\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="marshal.loads inside importlib's _compile_bytecode is trusted as an import's"
         ),
     ),
     pytest.param(
