@@ -8,11 +8,13 @@ do the model's introspection, or to hand the model its result:
   recorded as a method ``dataclasses`` wrote, so the model's ``type(self.x) is not int`` runs
   unaudited as a dataclass's ``__eq__``;
 - ``dataclasses``' own generated ``__eq__`` splices field names into its text: a field named
-  ``x)if(type(self.x)is not int)else()and(self.x`` makes that genuine code test the type;
+  ``x)if(type(self.x)is not int)else()and(self.x`` makes that genuine code test the type (also in
+  the ``__lt__`` of ``order=True``);
 - a function compiled as the standard library's bisect.py by ``py_compile`` in another process,
   loaded from its ``.pyc`` by importlib (the unmarshalling is exempt as an import's);
 - ``reprlib.Repr.repr`` dispatches on ``type(x).__name__`` (``repr_int`` for an int, the
-  instance fallback for capproof's stand-in) into methods the model's subclass defines;
+  instance fallback for capproof's stand-in) into methods the model's subclass defines, and
+  ``pprint.PrettyPrinter`` looks ``type(x).__repr__`` up in a table the model fills;
 - a timing side channel (the stated limit of docs/soundness.md);
 - a library function's genuine code given the model's globals
   (``types.FunctionType(dataclasses.is_dataclass.__code__, {..., "_FIELDS": "term"})``: the stated
@@ -69,6 +71,21 @@ ATTEMPTS = [
         ),
     ),
     pytest.param(
+        "field-name-spliced-into-the-lt-dataclasses-writes",
+        "from dataclasses import dataclass, field\n\n"
+        + "N = 'x)if(type(self.x)is not int)else()and(self.x'\n\n\n"
+        + "def _init(self, x):\n    self.x = x\n\n\n"
+        + "C = dataclass(init=False, repr=False, order=True)(\n"
+        + "    type('C', (), {'__init__': _init, '__annotations__': {'x': int, N: int}, N: field(init=False, repr=False)})\n"
+        + ")\n\n\n"
+        + D
+        + "def f(a):\n    sym = bool(C(a) < C(a))\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(
+            strict=True, reason="dataclasses' own generated code runs unaudited, whatever text a field name splices in"
+        ),
+    ),
+    pytest.param(
         "code-loaded-from-a-pyc-by-importlib-compiled-elsewhere-as-stdlib",
         # py_compile in another process (this one never sees the compile); importlib's own
         # _compile_bytecode unmarshals the .pyc, which is exempt as an import reading its cache
@@ -111,6 +128,19 @@ ATTEMPTS = [
         marks=pytest.mark.xfail(
             strict=True, reason="reprlib asks the model's __getattr__ for 'repr_' + type(x).__name__"
         ),
+    ),
+    pytest.param(
+        "pprint-dispatch-on-the-types-repr-into-the-models-function",
+        # PrettyPrinter looks up type(x).__repr__ in its _dispatch table: int.__repr__ is there (the
+        # model's function) for an int, capproof's class's is not
+        "import pprint\n\n\nclass P(pprint.PrettyPrinter):\n"
+        + "    def format(self, object, context, maxlevels, level):\n        return ('z' * 200, True, False)\n\n\n"
+        + "P._dispatch = dict(pprint.PrettyPrinter._dispatch)\n"
+        + "P._dispatch[int.__repr__] = lambda self, object, stream, indent, allowance, context, level: stream.write('i')\n\n\n"
+        + D
+        + "def f(a):\n    sym = P(width=10).pformat(a) != 'i'\n"
+        + CLAIM,
+        marks=pytest.mark.xfail(strict=True, reason="pprint looks up type(x).__repr__ and calls the model's function"),
     ),
     pytest.param(
         "timing-of-arithmetic",
