@@ -1,14 +1,12 @@
 """Adversarial catalogue: a model's code compiled from a syntax tree under a library file's name.
 
-capproof/provenance.py sees code made under a library file's name through Python's audit events
-(``compile``, ``code.__new__``, ``marshal.loads``). ``compile()`` of an ``ast`` tree raises no
-``compile`` event (CPython 3.11 audits only source text), so ``compile(ast.parse(source), <a
-stdlib or Z3 file>, ...)`` gives code that names the library file and passes as its own:
-``type(a) is not int`` in it runs unaudited. (The plain function is in
-tests/test_adversarial_code_named_as_library.py, ``...-compiled-from-a-syntax-tree-as-stdlib``.)
-Below: the same code as an aggregate's element function, in a loop over the batch, as a lambda
-under a Z3 file's name, reading ``object.__repr__``, and under capproof's own file name. Each is false on ints at ``a == 37`` (``lens == [37, 100]``); brute
-forced on ints by tests/_soundness_harness.py.
+``compile()`` of an ``ast`` tree raises no ``compile`` audit event (CPython 3.11 audits only
+source text), so ``compile(ast.parse(source), <a stdlib or Z3 file>, ...)`` gives code that names
+the library file without any event: capproof/provenance.py counts a library-named code object as the
+library's only when the import system executed it from that file. Below: the code as an aggregate's
+element function, in a loop over the batch, as a lambda under a Z3 file's name, reading
+``object.__repr__``, and under capproof's own file name. Each is false on ints at ``a == 37``
+(``lens == [37, 100]``); brute forced on ints by tests/_soundness_harness.py.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ def _probe(stdlib_file: str) -> str:
 
 
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
-REASON = "compile() of a syntax tree raises no audit event: code under a library name unseen"
 
 ATTEMPTS = [
     pytest.param(
@@ -37,7 +34,6 @@ ATTEMPTS = [
         + DV
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, not probe(x)), 1, 0) for x in lens), capacity=0)\n",
-        marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
     pytest.param(
         "loop-over-the-batch",
@@ -46,7 +42,6 @@ ATTEMPTS = [
         + "def f(n, lens):\n    s = 0\n    for x in lens:\n"
         + "        s += select(all_of(x == 37, not probe(x)), 500, x)\n"
         + "    return at_most(demand=s, capacity=300)\n",
-        marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
     pytest.param(
         "lambda-under-a-z3-file-name",
@@ -55,7 +50,6 @@ ATTEMPTS = [
         + '@obligation(domain={"a": Range(0, 100)})\n'
         + "def f(a):\n    sym = probe(a)\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
     pytest.param(
         "object-repr-under-a-stdlib-file-name",
@@ -65,7 +59,6 @@ ATTEMPTS = [
         + '@obligation(domain={"a": Range(0, 100)})\n'
         + "def f(a):\n    sym = probe(a)\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
     pytest.param(
         "type-test-under-capproofs-own-file-name",
@@ -75,7 +68,6 @@ ATTEMPTS = [
         + '@obligation(domain={"a": Range(0, 100)})\n'
         + "def f(a):\n    sym = probe(a)\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=pytest.mark.xfail(strict=True, reason=REASON),
     ),
 ]
 

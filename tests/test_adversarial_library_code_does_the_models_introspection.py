@@ -49,9 +49,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = C(a) == C(a)\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="code dataclasses._create_fn executed counts as dataclasses', whoever gave its body"
-        ),
     ),
     pytest.param(
         "field-name-spliced-into-the-eq-dataclasses-writes",
@@ -66,9 +63,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = bool(C(a) == C(a))\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="dataclasses' own generated code runs unaudited, whatever text a field name splices in"
-        ),
     ),
     pytest.param(
         "field-name-spliced-into-the-lt-dataclasses-writes",
@@ -81,9 +75,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = bool(C(a) < C(a))\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="dataclasses' own generated code runs unaudited, whatever text a field name splices in"
-        ),
     ),
     pytest.param(
         "code-loaded-from-a-pyc-by-importlib-compiled-elsewhere-as-stdlib",
@@ -101,9 +92,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = probe(a)\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="marshal.loads inside importlib's _compile_bytecode is trusted as an import's"
-        ),
     ),
     pytest.param(
         "reprlib-dispatch-on-the-type-name-into-the-models-methods",

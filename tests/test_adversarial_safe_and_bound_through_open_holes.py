@@ -119,9 +119,6 @@ def table_fits(max_model_len, num_reqs):
     sym = C(num_reqs) == C(num_reqs)
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="code dataclasses._create_fn executed counts as dataclasses', whoever gave its body"
-        ),
     ),
     pytest.param(
         "reprlib-type-name-dispatch",
@@ -161,9 +158,6 @@ def table_fits(max_model_len, num_reqs):
     sym = ns["probe"](num_reqs)
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="compile() of a syntax tree raises no audit event: code under a library name unseen"
-        ),
     ),
 ]
 
@@ -279,9 +273,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(
-            strict=True, reason="code dataclasses._create_fn executed counts as dataclasses', whoever gave its body"
-        ),
     ),
     pytest.param(
         "code-compiled-from-a-syntax-tree-as-stdlib",
@@ -299,9 +290,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(
-            strict=True, reason="compile() of a syntax tree raises no audit event: code under a library name unseen"
-        ),
     ),
 ]
 
