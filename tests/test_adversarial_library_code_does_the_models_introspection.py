@@ -10,7 +10,7 @@ do the model's introspection, or to hand the model its result:
 - ``dataclasses``' own generated ``__eq__`` splices field names into its text: a field named
   ``x)if(type(self.x)is not int)else()and(self.x`` makes that genuine code test the type (also in
   the ``__lt__`` of ``order=True``);
-- a function compiled as the standard library's bisect.py by ``py_compile`` in another process,
+- a function compiled as the standard library's stringprep.py by ``py_compile`` in another process,
   loaded from its ``.pyc`` by importlib (the unmarshalling is exempt as an import's);
 - ``reprlib.Repr.repr`` dispatches on ``type(x).__name__`` (``repr_int`` for an int, the
   instance fallback for capproof's stand-in) into methods the model's subclass defines, and
@@ -80,15 +80,15 @@ ATTEMPTS = [
         "code-loaded-from-a-pyc-by-importlib-compiled-elsewhere-as-stdlib",
         # py_compile in another process (this one never sees the compile); importlib's own
         # _compile_bytecode unmarshals the .pyc, which is exempt as an import reading its cache
-        "import importlib.util\nimport os\nimport subprocess\nimport sys\nimport tempfile\n\n"
+        "import importlib.util\nimport os\nimport pathlib\nimport subprocess\nimport sys\nimport tempfile\n\n"
         + "_d = tempfile.mkdtemp()\n_src = os.path.join(_d, 'p.py')\n"
-        + "with open(_src, 'w') as _f:\n    _f.write('def probe(a):\\n    return type(a) is not int\\n')\n"
-        + "STD = os.path.join(os.path.dirname(os.__file__), 'bisect.py')\n"
+        + "pathlib.Path(_src).write_text('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + "STD = os.path.join(os.path.dirname(os.__file__), 'stringprep.py')\n"
         + "_pyc = os.path.join(_d, 'adv_probe_from_pyc.pyc')\n"
         + "_cmd = f'import py_compile; py_compile.compile({_src!r}, cfile={_pyc!r}, dfile={STD!r})'\n"
         + "subprocess.run([sys.executable, '-c', _cmd], check=True)\n"
         + "_spec = importlib.util.spec_from_file_location('adv_probe_from_pyc', _pyc)\n"
-        + "_m = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_m)\nprobe = _m.probe\n\n\n"
+        + "_m = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_m)\nprobe = _m.probe\ndel _spec, _m\n\n\n"
         + D
         + "def f(a):\n    sym = probe(a)\n"
         + CLAIM,
@@ -154,9 +154,9 @@ ATTEMPTS = [
     ),
     pytest.param(
         "model-module-written-into-z3s-package-directory",
-        "import importlib\nimport os\n\nimport z3\n\n"
+        "import importlib\nimport os\nimport pathlib\n\nimport z3\n\n"
         + f"_path = os.path.join(os.path.dirname(z3.__file__), '{_PROBE_MODULE}.py')\n"
-        + "with open(_path, 'w') as _f:\n    _f.write('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + "pathlib.Path(_path).write_text('def probe(a):\\n    return type(a) is not int\\n')\n"
         + f"probe = importlib.import_module('z3.{_PROBE_MODULE}').probe\n\n\n"
         + D
         + "def f(a):\n    sym = probe(a)\n"
