@@ -66,10 +66,24 @@ def _tree(tmp_path, files):
     return str(tmp_path)
 
 
-def _root(tmp_path, scheduler=SCHEDULER, config=CONFIG):
+PROPOSER = """
+class DFlashProposer:
+    def set_inputs_first_pass(self, cad):
+        batch_size = cad.batch_size()
+        num_query_per_req = 1 + self.num_speculative_tokens
+"""
+
+
+def _root(tmp_path, scheduler=SCHEDULER, config=CONFIG, proposer=PROPOSER):
     return _tree(
         tmp_path,
-        {fd.VLLM_CONFIG: config, fd.SCHEDULER: scheduler, fd.V2_RUNNER: V2, fd.V1_RUNNER: V1},
+        {
+            fd.VLLM_CONFIG: config,
+            fd.SCHEDULER: scheduler,
+            fd.V2_RUNNER: V2,
+            fd.V1_RUNNER: V1,
+            fd.DFLASH_V1: proposer,
+        },
     )
 
 
@@ -114,6 +128,12 @@ def test_admission_without_the_guard_is_not_checked(tmp_path, old, new):
     assert {p["result"] for p in paths} == {"not checked"}
 
 
+def test_v1_query_rows_other_than_one_plus_k_are_not_checked(tmp_path):
+    proposer = PROPOSER.replace("1 + self.num_speculative_tokens", "2 + self.num_speculative_tokens")
+    paths = fd.admission_path(_root(tmp_path, proposer=proposer))
+    assert [p["result"] for p in paths] == ["checked", "not checked"]
+
+
 def test_without_the_dflash_override_a_real_step_is_not_checked(tmp_path):
     config = CONFIG.replace("max_num_batched_tokens // self.num_lookahead_tokens", "max_num_batched_tokens")
     paths = fd.admission_path(_root(tmp_path, config=config))
@@ -156,8 +176,11 @@ def test_real_post_capture_dummy_run_exceeds_the_budget(vllm_root):
     dispatch_cg_and_sync_dp: DSpark K=8, max_num_seqs 256, max_num_batched_tokens 1024."""
     from vllm.config.compilation import CUDAGraphMode
 
+    from capproof.engines.vllm.fact_tokens import vllm_capture_sizes
+
+    sizes = vllm_capture_sizes(256, 8, 1024)
     for mode in (CUDAGraphMode.FULL, CUDAGraphMode.FULL_AND_PIECEWISE):
-        hit = fd.dummy_query_rows(256, 1024, 8, 8, mode, varlen=True)
+        hit = fd.dummy_query_rows(*sizes, 256, 1024, 8, 8, mode, varlen=True)
         assert hit == {
             "capture_size": 135,
             "num_reqs": 128,
@@ -167,8 +190,8 @@ def test_real_post_capture_dummy_run_exceeds_the_budget(vllm_root):
             "query_tokens": 1080,
         }
     # without the varlen decode graphs of adaptive verification the default mode pads no requests
-    assert fd.dummy_query_rows(256, 1024, 8, 8, CUDAGraphMode.FULL_AND_PIECEWISE, varlen=False) is None
-    path, cex = fd.dummy_run_counterexample(vllm_root)
+    assert fd.dummy_query_rows(*sizes, 256, 1024, 8, 8, CUDAGraphMode.FULL_AND_PIECEWISE, varlen=False) is None
+    path, cex = fd.dummy_run_counterexample(vllm_root, vllm_capture_sizes)
     assert path["result"] == "counterexample"
     assert cex and all(
         c["reproduced"] and c["values"]["query_tokens"] > c["values"]["max_num_batched_tokens"] for c in cex

@@ -633,9 +633,9 @@ def token_facts(root: str) -> list[dict]:
     )
     runner_paths += _paths_of(ubatch_padding(root), "microbatch token slices")
     extent, notes = drafter_padded_tokens()
-    from .fact_tokens_dflash import DFLASH_V1, DFLASH_V2, query_paths
+    from .fact_tokens_dflash import DFLASH_ADMISSION, DFLASH_V1, DFLASH_V2, query_paths
 
-    dflash_paths, dflash_cex = query_paths(root)
+    dflash_paths, dflash_cex = query_paths(root, vllm_capture_sizes)
     v1_dflash = [p for p in dflash_paths if p["site"].startswith(DFLASH_V1)]
     v2_dflash = [p for p in dflash_paths if not p["site"].startswith(DFLASH_V1)]
     # DFlash's own first pass (its query rows) is judged by :mod:`.fact_tokens_dflash`
@@ -683,6 +683,12 @@ def token_facts(root: str) -> list[dict]:
             [SLOTS_ASSUMPTION],
             ["vllm/v1/spec_decode/"],
             budget_paths + drafter_inputs,
+        ),
+        fact_record(
+            "V1 DFlash first pass: num_reqs <= max_num_batched_tokens // (1 + K) (the admission cap)",
+            [DFLASH_ADMISSION],
+            ["vllm/v1/spec_decode/"],
+            [p for p in dflash_paths if p["site"].startswith((DFLASH_V1, "vllm/config/"))],
         ),
         fact(
             "V2 runner: a step's padded token count <= max_num_batched_tokens",

@@ -56,6 +56,7 @@ __all__ = [
     "DFLASH_V2",
     "DFLASH_V1",
     "QUERY_FACT",
+    "DFLASH_ADMISSION",
     "lookahead_path",
     "admission_path",
     "capture_path",
@@ -72,6 +73,8 @@ SCHEDULER = "vllm/v1/core/sched/scheduler.py"
 V2_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 CUDAGRAPH_UTILS = "vllm/v1/worker/gpu/cudagraph_utils.py"
+#: The assumption of ``spec/vllm_0_33_buffers.py``'s DFlash query-row family (V1 proposer).
+DFLASH_ADMISSION = "num_reqs <= max_num_active_seqs = max_num_batched_tokens // (1 + K) (DFlash override; admission)"
 QUERY_FACT = "a DFlash/DSpark query pass's token count num_reqs * num_query_per_req <= max_num_batched_tokens"
 SETS = "the DFlash/DSpark query pass's request count (num_reqs)"
 
@@ -257,6 +260,13 @@ def admission_path(root: str) -> list[dict]:
         for ln, v in _assigns(v1_tree, "spec_decode_common_attn_metadata")
         if v == "spec_decode_common_attn_metadata.unpadded(num_tokens,num_reqs)"
     ]
+    v1_rows = [
+        ln
+        for ln, v in _assigns(_tree(root, DFLASH_V1), "num_query_per_req")
+        if v in ("1+self.num_speculative_tokens", "self.num_speculative_tokens+1")
+    ]
+    if not v1_rows:
+        v1 = []
     cap = (
         f"{VLLM_CONFIG}:{','.join(map(str, over))} (max_num_active_seqs <= max_num_batched_tokens // "
         f"num_lookahead_tokens) and {SCHEDULER}:{','.join(map(str, adm))} (admission into RUNNING stops at "
@@ -280,7 +290,8 @@ def admission_path(root: str) -> list[dict]:
             "ast",
             "checked" if ok and v1 else "not checked",
             (f"{problems[0]}; " if problems else "")
-            + f"DFlashProposer.set_inputs_first_pass: batch_size = cad.batch_size(), the unpadded step count "
+            + f"DFlashProposer.set_inputs_first_pass: num_query_per_req = 1 + K ({DFLASH_V1}:{','.join(map(str, v1_rows)) or '?'}, "
+            "DFlash's num_lookahead_tokens), batch_size = cad.batch_size(), the unpadded step count "
             f"({V1_RUNNER}:{','.join(map(str, v1)) or '?'}: .unpadded(num_tokens, num_reqs)); only propose calls it, "
             f"the proposer's dummy_run takes min(num_tokens, max_query_tokens); {cap}",
         )
@@ -398,19 +409,20 @@ class _Stop(Exception):
     """Raised by the stand-in ``execute_model``: the dummy scheduler output is built."""
 
 
-def dummy_query_rows(max_num_seqs: int, mnbt: int, k: int, q: int, mode, varlen: bool) -> dict | None:
+def dummy_query_rows(
+    sizes: list[int], mcs: int, max_num_seqs: int, mnbt: int, k: int, q: int, mode, varlen: bool
+) -> dict | None:
     """Run the target's post-capture dummy runs (one per capture size, not uniform decode, no DP)
     through vLLM's code (module docstring) and return the first whose drafter query count
     ``dummy_num_reqs * q`` exceeds ``mnbt``: ``{"capture_size", "num_reqs", "num_tokens",
     "desc_num_reqs", "query_tokens"}``; None when none does. ``k``: draft tokens (the runner's
-    ``decode_query_len`` is ``k + 1``), ``q``: the speculator's ``num_query_per_req``."""
+    ``decode_query_len`` is ``k + 1``), ``q``: the speculator's ``num_query_per_req``; ``sizes``,
+    ``mcs``: the capture sizes and their largest, as vLLM computes them for the deployment
+    (:func:`.fact_tokens.vllm_capture_sizes`)."""
     from vllm.v1.worker.gpu import cudagraph_utils as cgu
     from vllm.v1.worker.gpu import dp_utils
     from vllm.v1.worker.gpu import model_runner as mr
 
-    from .fact_tokens import vllm_capture_sizes
-
-    sizes, mcs = vllm_capture_sizes(max_num_seqs, k, mnbt)
     m = cgu.CudaGraphManager.__new__(cgu.CudaGraphManager)
     m.vllm_config = SimpleNamespace(
         speculative_config=None,
@@ -476,13 +488,14 @@ def dummy_query_rows(max_num_seqs: int, mnbt: int, k: int, q: int, mode, varlen:
 DEPLOYMENTS = ((256, 1024, 8), (8, 16, 1), (4, 8, 1), (2, 4, 1), (4, 8, 3), (2, 4, 3))
 
 
-def dummy_run_counterexample(root: str) -> tuple[dict, list[dict]]:
+def dummy_run_counterexample(root: str, capture_sizes) -> tuple[dict, list[dict]]:
     """``(path, counterexamples)``: the target's post-capture dummy runs (module docstring) on the
     deployments of :data:`DEPLOYMENTS`, DSpark (anchor sampling, ``q = K``) and DFlash (``q = K +
     1``), target ``cudagraph_mode`` FULL and FULL_AND_PIECEWISE (the default), with the varlen
     decode graphs adaptive verification turns on (``model_runner.py:772``; the profiling runs
     exist only with it, ``:1139``). A found case is a counterexample
-    (reproduced through vLLM's code on the CPU)."""
+    (reproduced through vLLM's code on the CPU). ``capture_sizes(max_num_seqs, k, mnbt)``: vLLM's
+    ``(sizes, largest)`` for a deployment (:func:`.fact_tokens.vllm_capture_sizes`)."""
     from vllm.config.compilation import CUDAGraphMode
 
     rows = speculator_query_rows(root)
@@ -496,7 +509,7 @@ def dummy_run_counterexample(root: str) -> tuple[dict, list[dict]]:
             # the profiling runs exist only with adaptive verification, which turns varlen decode on
             for mode, varlen in ((CUDAGraphMode.FULL, True), (CUDAGraphMode.FULL_AND_PIECEWISE, True)):
                 tried += 1
-                hit = dummy_query_rows(mnr, mnbt, k, q, mode, varlen)
+                hit = dummy_query_rows(*capture_sizes(mnr, k, mnbt), mnr, mnbt, k, q, mode, varlen)
                 if hit:
                     flags = (
                         f'--speculative-config \'{{"method": "{method}", "num_speculative_tokens": {k}, '
@@ -536,10 +549,11 @@ def dummy_run_counterexample(root: str) -> tuple[dict, list[dict]]:
     )
 
 
-def query_paths(root: str) -> tuple[list[dict], list[dict]]:
+def query_paths(root: str, capture_sizes) -> tuple[list[dict], list[dict]]:
     """``(paths, counterexamples)`` of :data:`QUERY_FACT` (module docstring), in order: lookahead,
-    a real step (V2, V1), the drafter's capture, the target's dummy runs. Needs vLLM importable;
+    a real step (V2, V1), the drafter's capture, the target's dummy runs (``capture_sizes``: as for
+    :func:`dummy_run_counterexample`). Needs vLLM importable;
     raises what a run raises."""
     paths = [lookahead_path(root)] + admission_path(root) + [capture_path(root)]
-    dummy, cex = dummy_run_counterexample(root)
+    dummy, cex = dummy_run_counterexample(root, capture_sizes)
     return paths + [dummy], cex
