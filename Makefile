@@ -13,7 +13,7 @@ RUN    := .capproof/last-run.json
 # Other C libraries ignore it. A GLIBC_TUNABLES already set in the environment wins.
 export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 
-.PHONY: install lint typecheck verify verify-proofs verify-bounds test test-slow test-sweep report regressions bench clean verify-real real-install mutation mutation-direct
+.PHONY: install lint typecheck verify verify-proofs verify-bounds test test-slow test-sweep report regressions bench clean verify-real verify-real-vllm verify-real-sglang real-install mutation mutation-direct
 
 install: $(STAMP)
 
@@ -147,11 +147,17 @@ $(REAL_STAMP): pyproject.toml real/requirements.txt
 
 verify-real: $(REAL_STAMP)
 	@$(REAL_BIN)/python -m capproof.engines.vllm.wheels fetch
-	$(REAL_BIN)/python -m pytest -m real -q -W ignore::DeprecationWarning
+	$(REAL_BIN)/python -m pytest -m real -q -n $(TEST_JOBS) -W ignore::DeprecationWarning
+	@$(MAKE) --no-print-directory -j2 --output-sync=target verify-real-vllm verify-real-sglang
+	$(REAL_BIN)/capproof coverage --check
+
+# the two engines' re-derivations are independent: verify-real runs them side by side
+verify-real-vllm: $(REAL_STAMP)
 	$(REAL_BIN)/capproof prove spec_real --no-contracts
 	$(REAL_BIN)/capproof inventory --engine vllm==0.33.0 --check
+
+verify-real-sglang: $(REAL_STAMP)
 	$(REAL_BIN)/capproof inventory --engine sglang==0.5.23 --check
-	$(REAL_BIN)/capproof coverage --check
 
 clean:
 	rm -rf .capproof .pytest_cache .hypothesis mutants

@@ -404,7 +404,7 @@ class Coverage:
                     if a not in o.get("assumptions", []) or a in e.discharged:
                         continue
                     row = facts.setdefault(a, {"entries": set(), "restates": False, "paths": []})
-                    for f in _facts.facts_for(self.facts, a, _entry_file(e.entry)):
+                    for f in _facts.facts_for(self.facts, a, _entry_file(e.entry), e.id):
                         for p in _facts.unchecked_paths(f):
                             item = f"{p['site']} [{p['result']}: {p['why'][:80]}]" if p.get("why") else p["site"]
                             if item not in row["paths"]:
@@ -437,7 +437,7 @@ class Coverage:
         for e in self.entries:
             used = {a for o in e.obligations if o.get("verdict") == "proved" for a in o.get("assumptions_used", [])}
             for i, f in enumerate(self.facts):
-                if used & set(f.get("assumptions") or []) and _facts.in_scope(f, _entry_file(e.entry)):
+                if used & set(f.get("assumptions") or []) and _facts.in_scope(f, _entry_file(e.entry), e.id):
                     out[i].add(e.id)
         return out
 
@@ -584,7 +584,10 @@ def compute(
             raise CoverageInputError(str(exc)) from None
     cov = Coverage(
         inventory_path,
-        [EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e)))) for e in entries],
+        [
+            EntryCoverage(dict(e), discharged=frozenset(_facts.discharged(facts, _entry_file(e), e.get("id"))))
+            for e in entries
+        ],
         facts=list(facts),
         headline_dtypes=frozenset(headline_dtypes) if headline_dtypes is not None else None,
     )
@@ -651,6 +654,17 @@ def _shape(entry: dict[str, Any]) -> str:
     return str(shape)
 
 
+def _scope_text(fact: dict[str, Any]) -> str:
+    """A fact's scope for the table: its files and directories, and its entry ids as a count per file."""
+    scope = fact.get("scope") or []
+    files = [s for s in scope if "::" not in s]
+    ids: dict[str, int] = {}
+    for s in scope:
+        if "::" in s:
+            ids[s.split("::", 1)[0]] = ids.get(s.split("::", 1)[0], 0) + 1
+    return ", ".join(files + [f"{n} entries of {f}" for f, n in sorted(ids.items())])
+
+
 def _engine_fact_lines(cov: Coverage) -> list[str]:
     """The "Engine facts" section: each fact with its status, scope, paths and counterexamples."""
     per = cov.fact_entries()
@@ -672,7 +686,7 @@ def _engine_fact_lines(cov: Coverage) -> list[str]:
         bad = _facts.unchecked_paths(f)
         shown = "; ".join(p["site"] for p in bad[:6]) + (f"; … {len(bad) - 6} more" if len(bad) > 6 else "")
         lines.append(
-            f"| {_md_cell(f['fact'])} | {_facts.status(f)} | {_md_cell(', '.join(f.get('scope') or []))} | "
+            f"| {_md_cell(f['fact'])} | {_facts.status(f)} | {_md_cell(_scope_text(f))} | "
             f"{len(ok)} ({ex} / {len(ok) - ex}) | {len(bad)}{': ' + _md_cell(shown) if bad else ''} | "
             f"{len(f.get('counterexamples') or [])} | {len(per.get(i, ()))} |"
         )

@@ -27,7 +27,7 @@ The document (JSON, sorted keys, no timestamps)::
     {"engine": "vllm", "version": "0.33.0", "facts": [
       {"fact": "<what is claimed, one line>",
        "assumptions": ["<named assumption of spec/ obligations it discharges>", ...],
-       "scope": ["<file or directory prefix of the inventory entries it is about>", ...],
+       "scope": ["<file or directory prefix, or id, of the inventory entries it is about>", ...],
        "paths": [{"site": "<file>:<line>", "sets": "<what that site computes>",
                   "how": "executed" | "ast", "result": "checked" | "not checked" | "counterexample",
                   "why": "<why it holds, or where the reading stopped>"}, ...],
@@ -158,23 +158,33 @@ def read(path: str) -> list[dict[str, Any]]:
     return data["facts"]
 
 
-def in_scope(fact: dict[str, Any], entry_file: str) -> bool:
-    """Whether an inventory entry allocated in ``entry_file`` is in the fact's scope (a prefix match
-    on a file or a directory; a directory prefix ends with ``/``)."""
-    return any(entry_file == s or (s.endswith("/") and entry_file.startswith(s)) for s in fact.get("scope") or [])
+def in_scope(fact: dict[str, Any], entry_file: str, entry_id: str | None = None) -> bool:
+    """Whether an inventory entry allocated in ``entry_file`` (id ``entry_id``) is in the fact's
+    scope: a prefix match on a file or a directory (a directory prefix ends with ``/``), or an
+    entry id (a scope item holding ``::``) equal to ``entry_id``."""
+    for s in fact.get("scope") or []:
+        if "::" in s:
+            if s == entry_id:
+                return True
+        elif entry_file == s or (s.endswith("/") and entry_file.startswith(s)):
+            return True
+    return False
 
 
-def discharged(facts: Iterable[dict[str, Any]], entry_file: str) -> set[str]:
-    """The named assumptions that are checked facts for an entry allocated in ``entry_file``: some
-    fact in scope names the assumption and is checked, and no fact in scope naming it is not."""
+def discharged(facts: Iterable[dict[str, Any]], entry_file: str, entry_id: str | None = None) -> set[str]:
+    """The named assumptions that are checked facts for an entry allocated in ``entry_file`` (id
+    ``entry_id``): some fact in scope names the assumption and is checked, and no fact in scope
+    naming it is not."""
     named: dict[str, list[str]] = {}
     for f in facts:
-        if in_scope(f, entry_file):
+        if in_scope(f, entry_file, entry_id):
             for a in f.get("assumptions") or []:
                 named.setdefault(a, []).append(status(f))
     return {a for a, st in named.items() if st and all(s == "checked" for s in st)}
 
 
-def facts_for(facts: Iterable[dict[str, Any]], assumption: str, entry_file: str) -> list[dict[str, Any]]:
-    """The facts naming ``assumption`` whose scope holds ``entry_file``."""
-    return [f for f in facts if assumption in (f.get("assumptions") or []) and in_scope(f, entry_file)]
+def facts_for(
+    facts: Iterable[dict[str, Any]], assumption: str, entry_file: str, entry_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The facts naming ``assumption`` whose scope holds the entry (``entry_file``, ``entry_id``)."""
+    return [f for f in facts if assumption in (f.get("assumptions") or []) and in_scope(f, entry_file, entry_id)]

@@ -504,10 +504,13 @@ _DATACLASS_METHODS = frozenset(
 def _dataclass_made(cls: type, name: str, value: object) -> bool:
     """Whether ``value``, ``cls``'s attribute ``name``, is a method ``dataclasses`` wrote (its
     ``__init__`` compares defaults with its sentinels by identity, never a model's values): code
-    ``dataclasses`` executed itself, not code that only names ``<string>`` as it does."""
+    ``dataclasses`` executed itself, not code that only names ``<string>`` as it does, for fields
+    whose names are identifiers (``dataclasses`` writes each name into the method's text)."""
+    fields = vars(cls).get("__dataclass_fields__")
     return (
         name in _DATACLASS_METHODS
-        and "__dataclass_fields__" in vars(cls)
+        and isinstance(fields, dict)
+        and all(type(k) is str and k.isidentifier() for k in fields)
         and dataclass_code(getattr(value, "__code__", None))
     )
 

@@ -1,21 +1,22 @@
 """Whether a code object is really a library file's: code made under a library file's name.
 
-capproof tells its own code, Z3's, the standard library's and installed packages' from a model's
-by the file a code object names (``co_filename``): the model's code is audited (``type(a) is int``,
-an int slot called directly, a thread it starts), the libraries' is not. A model can make code
-under any file name: ``compile(source, <stdlib>/bisect.py, "exec")``, ``code.replace(co_filename=
-...)``, ``types.CodeType(...)``, ``marshal.loads`` of code it dumped. Python raises an audit event
-for each (``compile``, ``code.__new__``, ``marshal.loads``): :func:`install` records every
-library-named file they name — except a ``compile`` of the file's own text (an import compiling
-its source) — and for those files only, :func:`genuine` tells the file's own code (equal to the
-code compiled from the file's text) from code made under its name, which counts as the model's.
+capproof tells its own code, Z3's and the standard library's from a model's by the file a code
+object names (``co_filename``): the model's code is audited (``type(a) is int``, an int slot called
+directly, a thread it starts), the libraries' is not. A model can make code under any file name:
+``compile(source, <stdlib>/bisect.py, "exec")``, ``compile`` of a syntax tree (no audit event),
+``code.replace(co_filename=...)``, ``marshal.loads``, a ``.pyc`` imported from elsewhere. So a
+library-named code object is the library's only when it is known to be: its module was executed
+by the import system from that very file (the ``exec`` audit event seen from importlib's or
+runpy's frame, the module's ``__file__`` equal to the code's file), or, for the modules loaded
+before capproof (:func:`install` runs at ``import capproof``), it equals code compiled from the
+file's own text. Any other code naming a library file is a model's.
 
 Likewise ``dataclasses`` writes a class's methods from its own text under the name ``<string>``;
-:func:`dataclass_code` is true only of code ``dataclasses._create_fn`` executed (seen by the
-``exec`` audit event), not of any code that names ``<string>``.
+:func:`dataclass_code` is true only of code ``dataclasses._create_fn`` executed when called by
+``dataclasses``' own code, not of any code that names ``<string>``.
 
-Not seen: code made in C past the audit events (ctypes), and a library's genuine code given a
-model's globals (``types.FunctionType(lib.__code__, globals)``): docs/soundness.md.
+Not seen: a library's genuine code given a model's globals (``types.FunctionType(lib.__code__,
+globals)``), a file a spec writes into a library's directory and imports: docs/soundness.md.
 """
 
 from __future__ import annotations
@@ -31,16 +32,18 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: capproof's directory and Z3's (found without importing Z3: ``import capproof`` does not load it)
 _OWN_DIRS = (_PACKAGE_DIR, *(os.path.join(p, "z3") + os.sep for p in sys.path if p.endswith("-packages")))
 
-#: ``{co_filename as given: the file's own code objects, or None until first asked}`` for every
-#: library-named file that code was made under by other than its import
-_NAMED: dict[str, frozenset | None] = {}
-#: a code object made where its file name could not be seen (``marshal.load`` from a model):
-#: every library-named code object is then checked
-_ANY = [False]
-#: code objects ``dataclasses._create_fn`` executed, and the code nested in them
-_DATACLASS_CODE: set = set()
-_STATE = [False, False]  # [installed, inside a handler]
-_MISSING = object()
+#: ``{id: code}`` of the library-named code objects the import system executed from their own file
+#: (and the code nested in them), or reachable from a module loaded before :func:`install`
+_REGISTERED: dict[int, types.CodeType] = {}
+#: ``co_filename`` of the library-named modules loaded before :func:`install`: code naming them that
+#: is not registered is compared with the file's own compiled code (``_OWN``, on first need)
+_PRELOADED: set[str] = set()
+_OWN: dict[str, frozenset] = {}
+#: ``{id: (code, genuine?)}``: :func:`genuine`'s answers (the code kept, so an id is never reused)
+_GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
+#: ``{id: code}`` of the code ``dataclasses._create_fn`` executed for ``dataclasses`` itself
+_DATACLASS_CODE: dict[int, types.CodeType] = {}
+_STATE = [False, False]  # [installed, inside the handler]
 
 
 def _library_named(filename: str) -> bool:
@@ -56,31 +59,6 @@ def _library_named(filename: str) -> bool:
     )
 
 
-def _file_text(filename: str) -> bytes | None:
-    try:
-        with open(filename, "rb") as f:
-            return f.read()
-    except (OSError, ValueError):
-        return None
-
-
-def _is_file_text(source: object, filename: str) -> bool:
-    """Whether ``source`` (what ``compile`` was given) is the text of ``filename`` itself."""
-    text = _file_text(filename)
-    if text is None:
-        return False
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source) == text
-    if isinstance(source, str):
-        try:
-            import importlib.util
-
-            return source == importlib.util.decode_source(text)
-        except (SyntaxError, UnicodeDecodeError, LookupError):
-            return False
-    return False  # an AST: its code cannot be compared with the file's text here
-
-
 def _codes(code: types.CodeType) -> list:
     out, stack = [], [code]
     while stack:
@@ -92,94 +70,113 @@ def _codes(code: types.CodeType) -> list:
 
 def _own_codes(filename: str) -> frozenset:
     """The code objects compiled from ``filename``'s text (none when it cannot be read or compiled)."""
-    text = _file_text(filename)
-    if text is None:
-        return frozenset()
     try:
+        with open(filename, "rb") as f:
+            text = f.read()
         return frozenset(_codes(compile(text, filename, "exec", dont_inherit=True)))
-    except (SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError):
         return frozenset()
 
 
-def _mark(filename: object) -> None:
-    if isinstance(filename, str) and filename not in _NAMED and _library_named(filename):
-        _NAMED[filename] = None
+def _register_module(module: types.ModuleType) -> None:
+    """Register the code reachable from ``module``'s functions and classes (a module loaded before
+    the audit hook: its module code ran unseen)."""
+    for value in list(vars(module).values()):
+        for item in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+            if isinstance(item, (staticmethod, classmethod)):
+                item = item.__func__
+            if isinstance(item, property):
+                item = item.fget
+            code = getattr(item, "__code__", None)
+            if isinstance(code, types.CodeType) and code.co_filename in _PRELOADED:
+                for c in _codes(code):
+                    _REGISTERED[id(c)] = c
 
 
-def _caller_is(frame, func_path: tuple[str, str]) -> bool:
-    """Whether ``frame`` runs the function ``module.name`` (its own code object, by identity)."""
-    module = sys.modules.get(func_path[0])
-    func = getattr(module, func_path[1], None) if module is not None else None
+def _runs(frame, module: str, name: str) -> bool:
+    """Whether ``frame`` runs the function ``module.name`` (``Class.method`` for a method; its own
+    code object, by identity)."""
+    func = sys.modules.get(module)
+    for part in name.split("."):
+        func = getattr(func, part, None)
     return frame is not None and getattr(func, "__code__", None) is frame.f_code
 
 
 def _audit(event: str, args: tuple) -> None:
-    if _STATE[1]:
+    if _STATE[1] or not args or not isinstance(args[0], types.CodeType):
         return
     _STATE[1] = True
     try:
-        if event == "exec":
-            if (
-                args
-                and isinstance(args[0], types.CodeType)
-                and _caller_is(sys._getframe(2), ("dataclasses", "_create_fn"))
-            ):
-                _DATACLASS_CODE.update(_codes(args[0]))
-        elif event == "compile":
-            if (
-                len(args) > 1
-                and _library_named(args[1])
-                and args[1] not in _NAMED
-                and not _is_file_text(args[0], args[1])
-            ):
-                _mark(args[1])
-        elif event == "code.__new__":
-            if len(args) > 1:
-                _mark(args[1])
-        elif not _caller_is(sys._getframe(2), ("_frozen_importlib_external", "_compile_bytecode")):
-            # ``marshal.loads``/``marshal.load`` other than an import reading a cached .pyc
-            if event == "marshal.loads" and args and isinstance(args[0], (bytes, bytearray, memoryview)):
-                import marshal
-
-                try:
-                    made = marshal.loads(bytes(args[0]))
-                except Exception:  # noqa: BLE001 - Python raises the same error to the caller
-                    made = None
-                for c in _codes(made) if isinstance(made, types.CodeType) else ():
-                    _mark(c.co_filename)
-            else:
-                _ANY[0] = True
-    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
-        _ANY[0] = True
+        code = args[0]
+        frame = sys._getframe(2)  # (1: the dispatching hook) the frame that called exec
+        if _runs(frame, "_frozen_importlib", "_call_with_frames_removed"):
+            # an import executing a module's code: ``_call_with_frames_removed(exec, code, module.__dict__)``
+            held = frame.f_locals.get("args", ())
+            namespace = held[1] if len(held) > 1 and isinstance(held[1], dict) else {}
+            _register(code, namespace)
+        elif _runs(frame, "runpy", "_run_code"):
+            _register(code, frame.f_locals.get("run_globals") or {})
+        elif _runs(frame, "_pytest.assertion.rewrite", "AssertionRewritingHook.exec_module"):
+            # pytest rewrites the asserts of the packages registered as its plugins (capproof's own
+            # modules in a test process): the file's code as pytest compiled it
+            module = frame.f_locals.get("module")
+            _register(code, getattr(module, "__dict__", {}))
+        elif _runs(frame, "dataclasses", "_create_fn"):
+            caller = sys._getframe(3).f_code
+            dataclasses = sys.modules.get("dataclasses")
+            if caller.co_filename == getattr(dataclasses, "__file__", None) and genuine(caller):
+                for c in _codes(code):
+                    _DATACLASS_CODE[id(c)] = c
     finally:
         _STATE[1] = False
 
 
-def install() -> None:
-    """Watch code being made (once per process; capproof's package import calls it, before any
-    model's module is imported)."""
-    if not _STATE[0]:
-        _STATE[0] = True
-        from ._audit import on
+def _register(code: types.CodeType, namespace: dict) -> None:
+    """Register ``code`` (a module's, executed by the import system) when it names the file its
+    module was loaded from."""
+    if namespace.get("__file__") == code.co_filename and _library_named(code.co_filename):
+        for c in _codes(code):
+            _REGISTERED[id(c)] = c
 
-        on(_audit, frozenset({"compile", "code.__new__", "marshal.loads", "marshal.load", "exec"}))
+
+def install() -> None:
+    """Watch modules being executed (once per process; capproof's package import calls it, before
+    any model's module is imported)."""
+    if _STATE[0]:
+        return
+    _STATE[0] = True
+    from ._audit import on
+
+    on(_audit, frozenset({"exec"}))
+    modules = [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)]
+    _PRELOADED.update(m.__file__ for m in modules if _library_named(m.__file__))
+    for module in modules:
+        if module.__file__ in _PRELOADED:
+            try:
+                _register_module(module)
+            except Exception:  # noqa: BLE001 - an odd module: its code takes the slow path
+                pass
 
 
 def genuine(code: types.CodeType) -> bool:
-    """Whether ``code`` is its file's own code: true unless code was made under a library file's
-    name by other than its import and ``code`` is not among the code compiled from that file's
-    text (then it is a model's code, whatever file it names)."""
-    if not _NAMED and not _ANY[0]:
-        return True
+    """Whether ``code`` is its file's own code: true when it names no standard-library, capproof
+    or Z3 file, or the import system executed it from that file (or, for a module loaded before
+    capproof, it equals code compiled from the file's text); else it is a model's code."""
+    entry = _GENUINE.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
     name = code.co_filename
-    own = _NAMED.get(name, _MISSING)
-    if own is _MISSING:
-        if not _ANY[0] or not _library_named(name):
-            return True
-        own = None
-    if own is None:
-        own = _NAMED[name] = _own_codes(name)
-    return code in own
+    if _REGISTERED.get(id(code)) is code or not _library_named(name):
+        known = True
+    elif name in _PRELOADED:
+        own = _OWN.get(name)
+        if own is None:
+            own = _OWN[name] = _own_codes(name)
+        known = code in own
+    else:
+        known = False
+    _GENUINE[id(code)] = (code, known)
+    return known
 
 
 def trusted_filename(code: types.CodeType) -> str:
@@ -191,6 +188,7 @@ def trusted_filename(code: types.CodeType) -> str:
 
 
 def dataclass_code(code: object) -> bool:
-    """Whether ``code`` is a method ``dataclasses`` wrote for a class (seen executed by
-    ``dataclasses._create_fn``), not code that merely names ``<string>``."""
-    return isinstance(code, types.CodeType) and code in _DATACLASS_CODE
+    """Whether ``code`` is a method ``dataclasses`` wrote for a class (executed by
+    ``dataclasses._create_fn`` when ``dataclasses``' own code called it), not code that merely
+    names ``<string>``."""
+    return isinstance(code, types.CodeType) and _DATACLASS_CODE.get(id(code)) is code

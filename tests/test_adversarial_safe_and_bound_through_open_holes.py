@@ -7,8 +7,10 @@ container: tests/test_adversarial_container_repr.py; a side condition dropped by
 abstraction: tests/test_adversarial_side_conditions.py; an int subclass's reflected operator:
 tests/test_adversarial_int_subclass_operators.py; the same check remembered per class:
 tests/test_adversarial_int_subclass_check_cached.py; a model's code compiled under a library
-file's name: tests/test_adversarial_code_named_as_library.py) gives a false ``safe`` (exit 0) and a
-false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
+file's name: tests/test_adversarial_code_named_as_library.py and
+tests/test_adversarial_code_compiled_from_a_syntax_tree.py; library code doing the model's
+introspection: tests/test_adversarial_library_code_does_the_models_introspection.py) gives a
+false ``safe`` (exit 0) and a false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
 ``a == 2**53 + 1``), a point the line does not pin.
 """
 
@@ -98,6 +100,65 @@ def table_fits(max_model_len, num_reqs):
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
     ),
+    pytest.param(
+        "dataclass-eq-from-a-model-body",
+        """
+import dataclasses
+from dataclasses import dataclass
+from capproof import Range, obligation, at_most, select, all_of
+
+@dataclass
+class C:
+    x: int
+
+C.__eq__ = dataclasses._create_fn("__eq__", ("self", "other"), ["return type(self.x) is not int"], globals=globals())
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = C(num_reqs) == C(num_reqs)
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+    ),
+    pytest.param(
+        "reprlib-type-name-dispatch",
+        """
+import reprlib
+from capproof import Range, obligation, at_most, select, all_of
+
+class R(reprlib.Repr):
+    def repr_int(self, x, level):
+        return "i"
+    def repr_instance(self, x, level):
+        return "s"
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = R().repr(num_reqs) == "s"
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(
+            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
+        ),
+    ),
+    pytest.param(
+        "code-compiled-from-a-syntax-tree-as-stdlib",
+        """
+import ast, os
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile(ast.parse("def probe(v):\\n    return type(v) is not int\\n"),
+             os.path.join(os.path.dirname(os.__file__), "sched.py"), "exec"), ns)
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = ns["probe"](num_reqs)
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+    ),
 ]
 
 
@@ -163,6 +224,65 @@ from capproof import Range, obligation, at_most, select, all_of
 ns = {}
 exec(compile("def probe(v):\\n    return type(v) is not int\\n",
              os.path.join(os.path.dirname(os.__file__), "bisect.py"), "exec"), ns)   # unaudited: "stdlib"
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = ns["probe"](num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+    ),
+    pytest.param(
+        "reprlib-type-name-dispatch",
+        """
+import reprlib
+from capproof import Range, obligation, at_most, select, all_of
+
+class R(reprlib.Repr):
+    def repr_int(self, x, level):
+        return "i"
+    def repr_instance(self, x, level):
+        return "s"
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = R().repr(num_reqs) == "s"
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(
+            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
+        ),
+    ),
+    pytest.param(
+        "dataclass-eq-from-a-model-body",
+        """
+import dataclasses
+from dataclasses import dataclass
+from capproof import Range, obligation, at_most, select, all_of
+
+@dataclass
+class C:
+    x: int
+
+C.__eq__ = dataclasses._create_fn("__eq__", ("self", "other"), ["return type(self.x) is not int"], globals=globals())
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = C(num_reqs) == C(num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+    ),
+    pytest.param(
+        "code-compiled-from-a-syntax-tree-as-stdlib",
+        """
+import ast, os
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile(ast.parse("def probe(v):\\n    return type(v) is not int\\n"),
+             os.path.join(os.path.dirname(os.__file__), "tabnanny.py"), "exec"), ns)
 
 @obligation(domain={"num_reqs": Range(1, 100)})
 def slots_fit(num_reqs):

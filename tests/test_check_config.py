@@ -858,12 +858,19 @@ SGLANG_EAGLE = [
 ]
 
 
-def test_sglang_launch_line_hybrid_mamba_reference_numbers(tmp_path):
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(("--spec", "spec/sglang_req_to_token.py"), id="req-to-token-spec"),
+        pytest.param((), id="whole-spec", marks=pytest.mark.slow),  # a whole SGLang deployment
+    ],
+)
+def test_sglang_launch_line_hybrid_mamba_reference_numbers(tmp_path, spec):
     """SGLang 0.5.23 reference §11.1: the hybrid-Mamba width 163852 vs the main 164927 at context
     163840, page 64, 3 steps, topk 4, 8 draft tokens (a finding under stated assumptions)."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps(QWEN3_NEXT))
-    result = check("--engine", "sglang==0.5.23", "--model-config", str(config), "--", *SGLANG_EAGLE)
+    result = check("--engine", "sglang==0.5.23", *spec, "--model-config", str(config), "--", *SGLANG_EAGLE)
     assert result.exit_code == 1, result.output
     assert "W_hybrid_mamba=163852, W_req_to_token=164927" in result.output
     assert "hybrid_mamba=yes (from architectures)" in result.output
@@ -871,12 +878,20 @@ def test_sglang_launch_line_hybrid_mamba_reference_numbers(tmp_path):
     assert "flags no applied obligation reads: --tp-size, --mem-fraction-static" in result.output
 
 
-def test_sglang_dense_model_without_hybrid_layers(tmp_path):
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(("--spec", "spec/sglang_req_to_token.py"), id="req-to-token-spec"),
+        # the whole spec/ at this line: 96 obligations applied, a whole SGLang deployment
+        pytest.param((), id="whole-spec", marks=pytest.mark.slow),
+    ],
+)
+def test_sglang_dense_model_without_hybrid_layers(tmp_path, spec):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(LLAMA))
     # 163840 is above this config's 131072: SGLang runs it only with the variable set
     line = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", *SGLANG_EAGLE]
-    result = check("--engine", "sglang", "--model-config", str(config), "--", *line)
+    result = check("--engine", "sglang", *spec, "--model-config", str(config), "--", *line)
     # every applied obligation holds, but the default attention backends' index buffers are not
     # decided: undecided, never safe on those few
     assert result.exit_code == 2, result.output

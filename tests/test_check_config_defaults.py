@@ -184,9 +184,9 @@ def test_undecided_names_each_obligation_that_blocks_safe():
 # --- plain SGLang lines: the default attention backend --------------------------------------
 
 
-def _default_backends_apply(argv: list[str]) -> None:
+def _default_backends_apply(argv: list[str], spec: tuple[str, ...] = ()) -> None:
     """The Triton obligation holds; the backends' other index buffers are not decided: undecided."""
-    result = check("--", *argv)
+    result = check(*spec, "--", *argv)
     assert result.exit_code == 2 and result.output.startswith("undecided"), result.output
     assert "index buffers of the attention backends fa3, fa4 this line runs are not verified" in result.output
     assert (
@@ -200,13 +200,17 @@ def _default_backends_apply(argv: list[str]) -> None:
 
 def test_plain_sglang_lines_apply_the_obligations_of_the_default_backends():
     """SGLang 0.5.23 picks triton (among others) for standard attention without a GPU named: the
-    Triton decode-graph obligation applies, proved."""
-    _default_backends_apply(["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"])
+    Triton decode-graph obligation (spec/sglang_0_5_23_buffers.py) applies, proved."""
+    _default_backends_apply(
+        ["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"], ("--spec", "spec/sglang_0_5_23_buffers.py")
+    )
 
 
-@pytest.mark.slow  # two more whole SGLang deployments: the previous test is the fast one
+@pytest.mark.slow  # three whole SGLang deployments: the previous test is the fast one (one spec file)
 def test_plain_sglang_launch_line_and_h100_defaults():
-    """The same on a `python -m sglang.launch_server` line; on H100 the defaults are fa3/flashinfer/triton."""
+    """The same over the whole spec/, and on a `python -m sglang.launch_server` line; on H100 the
+    defaults are fa3/flashinfer/triton."""
+    _default_backends_apply(["sglang", "serve", "--model-path", "Qwen/Qwen3-8B"])
     _default_backends_apply(
         ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp", "2"]
     )

@@ -318,12 +318,20 @@ def test_sglang_defaults_it_leaves_free_are_not_printed_as_an_empty_list():
     assert " in []" not in result.output
 
 
-def test_sglang_line_is_not_safe_while_its_backend_buffers_are_undecided(tmp_path):
-    """A plain Qwen3-8B line proves its one applied obligation, but the index buffers of the attention
-    backends it may run (SGLang's defaults, or the one named) have no verdict: the answer is
-    undecided (exit 2) and names them, in the text and in --json."""
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(("--spec", "spec/sglang_0_5_23_buffers.py"), id="buffers-spec"),
+        # the whole spec/ at this line: 51 obligations, a whole SGLang deployment
+        pytest.param((), id="whole-spec", marks=pytest.mark.slow),
+    ],
+)
+def test_sglang_line_is_not_safe_while_its_backend_buffers_are_undecided(tmp_path, spec):
+    """A plain Qwen3-8B line proves its applied obligations (Triton's decode-graph KV indices among
+    them), but the index buffers of the attention backends it may run (SGLang's defaults, or the one
+    named) have no verdict: the answer is undecided (exit 2) and names them, in the text and in --json."""
     out = tmp_path / "out.json"
-    result = check("--json", str(out), "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
+    result = check(*spec, "--json", str(out), "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B")
     assert result.exit_code == 2 and result.output.startswith("undecided (not proved safe)"), result.output
     assert "SGLang 0.5.23" in result.output.splitlines()[0]
     assert "engine SGLang 0.5.23: from the launch command" in result.output  # no --engine given
@@ -348,7 +356,7 @@ def test_sglang_line_is_not_safe_while_its_backend_buffers_are_undecided(tmp_pat
     )
     # the obligation proved at this line (Triton's decode-graph KV indices) decides its buffer
     assert not any(i.endswith("TritonAttnBackend.cuda_graph_kv_indices") for i in groups["attention backend triton"])
-    named = check("--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--attention-backend", "triton")
+    named = check(*spec, "--", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B", "--attention-backend", "triton")
     assert named.exit_code == 2 and "attention backend flashinfer" not in named.output, named.output
     assert "index buffers of the attention backend triton this line runs" in named.output
 

@@ -56,6 +56,22 @@ def test_discharged_only_in_scope_and_only_when_every_fact_naming_it_is_checked(
     assert F.discharged([ok, refuted], RUNNER) == set()
 
 
+def test_a_scope_of_entry_ids_discharges_those_entries_only():
+    """A fact split per entry (the V2 request count, by what the PCP local batch meets) names
+    entry ids: two entries of the same file get different verdicts, and the file itself is not in
+    scope."""
+    a, b = f"{RUNNER}::GPUModelRunner.a", f"{RUNNER}::GPUModelRunner.b"
+    clean, met = _fact([a], ["checked"]), _fact([b], ["counterexample"])
+    assert F.in_scope(clean, RUNNER, a) and not F.in_scope(clean, RUNNER, b) and not F.in_scope(clean, RUNNER)
+    assert F.discharged([clean, met], RUNNER, a) == {FACT}
+    assert F.discharged([clean, met], RUNNER, b) == set()
+    entries = [{"id": i, "file": RUNNER, "shape": ["max_num_reqs"]} for i in (a, b)]
+    run = {"obligations": [_shape_only_record(a), {**_shape_only_record(b), "id": "spec/x.py::b"}]}
+    cov = compute(entries, run, facts=[clean, met])
+    assert [e.kind for e in cov.entries] == ["proved, demand modelled", "shape-only"]
+    assert "1 entries of vllm/v1/worker/gpu_model_runner.py" in render_markdown(cov)
+
+
 def test_coverage_counts_a_checked_fact_as_no_assumption(tmp_path):
     """Shape-only with the fact assumed; "proved, demand modelled" once the fact is checked (the
     demand is the family's, not derived); verified only with a derived demand on every dimension."""

@@ -100,13 +100,20 @@ def test_committed_facts_name_the_family_assumption_and_their_status():
     assert len(attention) == 3 and "checked" not in {F.status(f) for f in attention}
     drafting = facts["V1 drafting"]
     assert F.status(drafting) == "assumed" and all(p["how"] == "ast" for p in F.unchecked_paths(drafting))
-    # split by what the PCP local, micro-batch and shard batches reach (capproof/engines/vllm/fact_v2_reach.py):
-    # disjoint scopes; every group the PCP local batch reaches is refuted by it (finding 10)
+    # split per inventory entry by what the PCP local batch can meet (capproof/engines/vllm/fact_v2_reach.py):
+    # disjoint scopes; every group the PCP local batch meets is refuted by it (finding 10), each entry
+    # with the reason; the sampler shard's count is checked (a subset of its input batch, fact_v2_shard.py)
     v2 = [f for f in named if f["fact"].startswith("V2 request count")]
     scopes = [set(f["scope"]) for f in v2]
     assert sum(len(s) for s in scopes) == len(set().union(*scopes))
-    pcp = [f for f in v2 if "pcp_manager.py" in f["fact"]]
+    pcp = [f for f in v2 if any(p["result"] == "counterexample" for p in f["paths"])]
     assert pcp and all(F.status(f) == "refuted" for f in pcp)
+    for f in pcp:
+        assert f["reach_entries"] and all(
+            w.startswith("meets: ") for why in f["reach_entries"].values() for w in why.values()
+        )
+    shard = [p for f in v2 for p in f["paths"] if p["site"].startswith("vllm/v1/worker/gpu/sample/batch_shard.py")]
+    assert shard and all(p["result"] == "checked" and "a subset" in p["why"] for p in shard)
     for f in pcp:
         assert [c["values"] for c in f["counterexamples"]] == [{"max_num_reqs": 1, "num_reqs": 2}]
     ubatch = [p for f in v2 for p in f["paths"] if p["site"].startswith("vllm/v1/worker/gpu/ubatch_utils.py")]
@@ -158,7 +165,9 @@ def test_committed_facts_are_what_the_engine_gives_now(vllm_code):
     with open(FACTS, encoding="utf-8") as fh:
         committed = json.load(fh)["facts"]
     by_name = {f["fact"]: f for f in committed}
-    for fresh in R.request_facts(_src()):
+    with open(FACTS.replace(".facts.json", ".json"), encoding="utf-8") as fh:
+        entries = [{k: e[k] for k in ("id", "file", "owner", "attribute", "shape")} for e in json.load(fh)["entries"]]
+    for fresh in R.request_facts(_src(), entries):
         assert by_name.get(fresh["fact"]) == fresh, fresh["fact"]
 
 

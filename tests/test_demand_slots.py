@@ -1,5 +1,6 @@
 """The V2 runner's request-slot invariant and slot-indexed rows, read from a small engine tree."""
 
+import ast
 import os
 import textwrap
 
@@ -277,3 +278,45 @@ def test_the_slot_remove_request_frees_is_a_slot(tmp_path):
     e, reasons = _entry(), {}
     assert derive_slot_rows([e], root, requests_fact={"checked": False, "paths": {}}, reasons=reasons) == []
     assert "index i is not a slot" in reasons[e.id]
+
+
+def test_call_sites_that_cannot_bind_or_belong_to_an_unrelated_class_are_not_the_methods(tmp_path):
+    """A slot parameter is judged at every call site of its method; a call that leaves a required
+    parameter unbound (Python raises before the body runs) and a ``super()`` call in a class with
+    no inheritance link to the owner are not call sites of it, so their arguments do not count."""
+    runner = RUNNER + textwrap.dedent(
+        """
+        class Base:
+            def touch(self, i):
+                pass
+
+        class Other(Base):
+            def touch(self, i):
+                super().touch(self.num_tokens)
+
+        def also(obj, n):
+            obj.touch()  # no argument for i: not a call of GPUModelRunner.touch
+        """
+    )
+    root = _tree(tmp_path, runner)
+    slots = ds.SlotJudge(root, arrays_ok=False)
+    rel, tree, parents = next(f for f in slots.files if f[0].endswith("model_runner.py"))
+    fn = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name == "touch" and ds.class_of(parents, n) == "GPUModelRunner"
+    )
+    assert slots.scalar(rel, parents, fn, ast.Name(id="i", ctx=ast.Load()))
+    assert not ds._binds(fn, True, ast.parse("obj.touch()").body[0].value)
+    assert ds._binds(fn, True, ast.parse("obj.touch(1)").body[0].value)
+    assert ds._binds(fn, True, ast.parse("GPUModelRunner.touch(obj, 1)").body[0].value)  # self explicit
+    # the same super() call from a subclass of the owner is one of its call sites: refused
+    root = _tree(tmp_path / "b", runner.replace("class Base:", "class Base(GPUModelRunner):"))
+    slots = ds.SlotJudge(root, arrays_ok=False)
+    rel, tree, parents = next(f for f in slots.files if f[0].endswith("model_runner.py"))
+    fn = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name == "touch" and ds.class_of(parents, n) == "GPUModelRunner"
+    )
+    assert not slots.scalar(rel, parents, fn, ast.Name(id="i", ctx=ast.Load()))

@@ -109,6 +109,9 @@ def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
         "vllm/v1/worker/gpu/sample/states.py::SamplingStates.seeds_set",
         "vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.use_thinking_budget",
         "vllm/v1/worker/gpu/pp_utils.py::PPHandler.req_idx_gen_np",
+        # call sites that cannot bind add_request(req_id, req_idx, ...) or are another class's are not its
+        "vllm/v1/worker/gpu/sample/prompt_logprob.py::PromptLogprobsWorker.num_prompt_logprobs",
+        "vllm/v1/worker/gpu/sample/prompt_logprob.py::PromptLogprobsWorker.uses_prompt_logprobs",
     } <= set(done)
     d = next(e for e in entries if e.id.endswith("PPHandler.req_idx_gen_np")).demands[0]
     assert d["extent"] == "max_num_reqs" and "vllm/v1/worker/gpu/pp_utils.py:102" in d["judged_uses"]

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from capproof.engines.vllm.fact_v2_reach import reach, split_by_reach
+from capproof.engines.vllm.fact_v2_reach import _flow, _Index, entry_reach, reach, split_by_reach
 from capproof.facts import fact_record, in_scope, path_record, status
 
 GPU = "vllm/v1/worker/gpu"
@@ -30,15 +30,35 @@ FILES = {
                 return self._global_batch
     """,
     "model_states/default.py": """
+        import torch
+
         class ModelState:
+            def __init__(self, max_num_reqs):
+                self.seq_rows = torch.zeros(max_num_reqs)
+                self.alias_rows = torch.zeros(max_num_reqs)
+                self.helper_rows = torch.zeros(max_num_reqs)
+                self.fixed_rows = torch.zeros(max_num_reqs)
+
             def prepare_attn(self, input_batch):
+                self.seq_rows[: input_batch.num_reqs] = 1
+                rows = self.alias_rows
+                n = input_batch.num_reqs
+                rows[:n] = 2
+                fill(self.helper_rows, input_batch)
+                self.fixed_rows[:1] = 3
                 return build(input_batch.num_reqs)
 
         def build(n):
             return n
+
+        def fill(buf, batch):
+            buf[: batch.num_reqs] = 0
     """,
     "sample/sampler.py": """
         class Sampler:
+            def __init__(self, max_num_reqs):
+                self.rows = torch.zeros(max_num_reqs)
+
             def __call__(self, input_batch):
                 return self.rows[: input_batch.num_reqs]
     """,
@@ -146,3 +166,162 @@ def test_split_gives_the_unreached_files_a_fact_without_the_site(tree):
     assert in_scope(sampler, f"{GPU}/sample/sampler.py") and sampler["scope"] == [f"{GPU}/sample/"]
     for rel in FILES:
         assert in_scope(sampler, f"{GPU}/{rel}") != in_scope(forward, f"{GPU}/{rel}")
+
+
+# ------------------------------------------------------------------------------------------------
+# per entry: does the batch meet the entry's buffer (its uses), not only its file
+
+
+def _entries():
+    return [
+        {
+            "id": f"{GPU}/model_states/default.py::ModelState.{a}",
+            "file": f"{GPU}/model_states/default.py",
+            "owner": "ModelState",
+            "attribute": a,
+        }
+        for a in ("seq_rows", "alias_rows", "helper_rows", "fixed_rows")
+    ] + [
+        {
+            "id": f"{GPU}/sample/sampler.py::Sampler.rows",
+            "file": f"{GPU}/sample/sampler.py",
+            "owner": "Sampler",
+            "attribute": "rows",
+        }
+    ]
+
+
+def _met(tree):
+    ix = _Index(tree)
+    flow = _flow(ix, f"{GPU}/pcp_manager.py", _line(tree, "pcp_manager.py", "replace("))
+    return {k.rsplit(".", 1)[1]: v for k, v in entry_reach(ix, flow, _entries()).items()}
+
+
+def test_the_local_batch_meets_buffers_it_indexes_directly_through_an_alias_and_a_callee(tree):
+    met = _met(tree)
+    assert met["seq_rows"][0] and "default.py" in met["seq_rows"][1]
+    assert met["alias_rows"][0]  # rows = self.alias_rows; rows[:n] with n from the local batch
+    assert met["helper_rows"][0]  # fill(self.helper_rows, input_batch): the batch goes along
+    # a buffer of the same file sliced by a constant: the file is reached, the buffer is not
+    assert not met["fixed_rows"][0] and "uses" in met["fixed_rows"][1]
+    # the sampler is handed the global batch (rebound under PCP)
+    assert not met["rows"][0]
+
+
+def test_a_returned_buffer_is_followed_to_its_callers(tree):
+    """``return self.fixed_rows`` hands the buffer to ``execute_model``, whose statement reads the batch."""
+    path = f"{tree}/{GPU}/model_states/default.py"
+    text = open(path).read().replace("self.fixed_rows[:1] = 3", "return self.fixed_rows")
+    open(path, "w").write(text)
+    met = _met(tree)
+    assert met["fixed_rows"][0] and "model_runner.py" in met["fixed_rows"][1]
+
+
+def test_a_buffer_stored_into_another_object_counts_as_met(tree):
+    """Where the reading cannot follow the buffer (stored into another object), it counts as met."""
+    path = f"{tree}/{GPU}/model_states/default.py"
+    text = open(path).read().replace("self.fixed_rows[:1] = 3", "self.saved = [self.fixed_rows]")
+    open(path, "w").write(text)
+    met = _met(tree)
+    assert met["fixed_rows"][0] and "not followed" in met["fixed_rows"][1]
+
+
+def test_a_use_through_another_class_is_not_the_entrys(tree):
+    """``other.rows`` with ``other`` annotated with a class unrelated to the owner is not a use of
+    ``Sampler.rows``."""
+    path = f"{tree}/{GPU}/model_states/default.py"
+    text = (
+        open(path).read()
+        + textwrap.dedent("""
+        class Other:
+            pass
+
+        def unrelated(other: Other, input_batch):
+            other.rows[: input_batch.num_reqs] = 0
+    """)
+    ).replace("self.fixed_rows[:1] = 3", "unrelated(self, input_batch)")
+    open(path, "w").write(text)
+    assert not _met(tree)["rows"][0]
+    open(path, "w").write(text.replace("other: Other", "other"))  # unknown receiver: counted
+    assert _met(tree)["rows"][0]
+
+
+def test_split_per_entry_scopes_entries_not_files(tree):
+    line = _line(tree, "pcp_manager.py", "replace(")
+    site = f"{GPU}/pcp_manager.py:{line}"
+    fact = fact_record(
+        "V2 request count <= max_num_reqs",
+        ["padded requests <= max_num_reqs"],
+        [f"{GPU}/"],
+        [
+            path_record(f"{GPU}/model_runner.py:1", "make(so)", "ast", "checked"),
+            path_record(site, "replace(batch, num_reqs=...) replace(num_reqs=2 * n)", "executed", "counterexample"),
+        ],
+        [{"site": site, "deployment": "PCP 2", "values": {}, "reproduced": True}],
+    )
+    facts = split_by_reach(tree, fact, _entries())
+    assert len(facts) == 2
+    clean = next(f for f in facts if status(f) == "checked")
+    bad = next(f for f in facts if status(f) == "refuted")
+    fixed = f"{GPU}/model_states/default.py::ModelState.fixed_rows"
+    seq = f"{GPU}/model_states/default.py::ModelState.seq_rows"
+    # same file, different verdicts: the scope names entries
+    assert in_scope(clean, f"{GPU}/model_states/default.py", fixed)
+    assert not in_scope(clean, f"{GPU}/model_states/default.py", seq)
+    assert in_scope(bad, f"{GPU}/model_states/default.py", seq)
+    assert not in_scope(clean, f"{GPU}/model_states/default.py")  # no file-level scope
+    assert clean["reach_entries"][fixed][site].startswith("does not meet")
+    assert bad["reach_entries"][seq][site].startswith("meets")
+    assert [p["result"] for p in clean["paths"] if p["site"] == site] == ["checked"]
+
+
+def test_an_element_of_a_one_dimensional_buffer_is_not_the_buffer(tree):
+    """``x = self.fixed_rows[i]`` reads an element of a one-dimensional buffer (or a copy): a later
+    index with the batch into ``x`` is not a use of the buffer; of a two-dimensional one it is a row
+    view, followed."""
+    path = f"{tree}/{GPU}/model_states/default.py"
+    text = (
+        open(path)
+        .read()
+        .replace("self.fixed_rows[:1] = 3", "row = self.fixed_rows[0]\n        row[: input_batch.num_reqs] = 3")
+    )
+    open(path, "w").write(text)
+    ix = _Index(tree)
+    flow = _flow(ix, f"{GPU}/pcp_manager.py", _line(tree, "pcp_manager.py", "replace("))
+    one = {**_entries()[3], "shape": ["max_num_reqs"]}
+    two = {**_entries()[3], "shape": ["max_num_reqs", "k"]}
+    assert not entry_reach(ix, flow, [one])[one["id"]][0]
+    assert entry_reach(ix, flow, [two])[two["id"]][0]
+
+
+# ------------------------------------------------------------------------------------------------
+# real tier
+
+
+@pytest.mark.real
+def test_vllm_0_33_the_pcp_local_batch_meets_all_but_the_slot_indexed_v2_entries():
+    """On vLLM 0.33.0's source: the PCP local batch (pcp_manager.py:688) meets every V2 inventory
+    entry except five indexed only by slots or slot arrays, each with the use that meets it."""
+    import json
+    import os
+
+    from capproof.engines.vllm import wheels
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.exists(os.path.join(root, f"{GPU}/pcp_manager.py")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    inv = os.path.join(os.path.dirname(__file__), "..", "proofs", "inventory", "vllm-0.33.0.json")
+    with open(inv, encoding="utf-8") as fh:
+        entries = [e for e in json.load(fh)["entries"] if e["file"].startswith(f"{GPU}/")]
+    ix = _Index(root)
+    line = _line(root, "pcp_manager.py", "self._local_batch = replace(")
+    met = entry_reach(ix, _flow(ix, f"{GPU}/pcp_manager.py", line), entries)
+    clear = sorted(k.rsplit("::", 1)[1] for k, (hit, _why) in met.items() if not hit)
+    assert clear == [
+        "PPHandler.req_idx_gen_np",
+        "PromptLogprobsWorker.num_prompt_logprobs",
+        "PromptLogprobsWorker.uses_prompt_logprobs",
+        "RequestState.max_seq_len",
+        "RequestState.num_computed_prefill_tokens",
+    ]
+    assert all(why.startswith(GPU) for hit, why in met.values() if hit)

@@ -80,3 +80,47 @@ def test_two_batch_overlap_replay_split_keeps_children_within_the_parent():
         tree = ast.parse(fh.read())
     (cls,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TboAttnBackend"]
     assert children_get_max_bs(cls) == ""
+
+
+def test_flashattention_capture_only_slices_leave_three_capture_sites():
+    """``FlashAttentionBackend`` slices its decode metadata (``decode_cuda_graph_metadata
+    ["cache_seqlens"][:bs]``) only when the out-of-graph entry runs with ``in_capture=True`` on a
+    decode or idle batch (walked in SGLang's source, its ``ForwardMode`` run). Every replay site,
+    every in-graph site and the prefill runner's replay drop out of that buffer's fact; left are the
+    capture calls whose batch's mode is not read: two-batch overlap's children, the full prefill
+    graph's capture and the multi-layer EAGLE one-graph capture."""
+    import os
+
+    from capproof.engines.sglang.graph_calls import backend_bs_sites, reach_drop
+    from capproof.engines.sglang.trace import activate
+
+    root = _sglang_root()
+    activate(root)
+    rel = os.path.join(root, "sglang/srt/layers/attention/flashattention_backend.py")
+    text = open(rel, encoding="utf-8").read().splitlines()
+    # the lines subscripting self.decode_cuda_graph_metadata["cache_seqlens"] by [:bs]
+    lines = [i for i, ln in enumerate(text, 1) if 'self.decode_cuda_graph_metadata["cache_seqlens"][:bs]' in ln]
+    lines += [
+        i
+        for i, ln in enumerate(text, 1)
+        if ln.strip().endswith("= self.decode_cuda_graph_metadata[") and text[i].strip() == '"cache_seqlens"'
+    ]
+    assert lines
+    drop, note = reach_drop(root, "FlashAttentionBackend", lines)
+    assert drop is not None, note
+    sites = backend_bs_sites(root, "FlashAttentionBackend", drop=drop)
+    dropped = [s for s in sites["checked"] if "cannot reach the buffer's slices" in s]
+    for where in (
+        "prefill_cuda_graph_runner.py:1293",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:530",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:819",
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:1066",
+        "tbo_backend.py:151",
+    ):
+        assert any(where in s for s in dropped), where
+    left = sorted(s.split(" ", 1)[0].rsplit("/", 1)[-1] for s in sites["not checked"])
+    assert left == [
+        "multi_layer_eagle_draft_extend_cuda_graph_runner.py:1057",
+        "prefill_cuda_graph_runner.py:1786",
+        "tbo_backend.py:80",
+    ]

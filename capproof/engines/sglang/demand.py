@@ -1035,28 +1035,30 @@ def _key_helper_uses(tree, call: ast.Call, position: int, key: str, ndims: int) 
     return out
 
 
-def backend_bs_fact(root: str | None = None, cls: str | None = None) -> dict:
+def backend_bs_fact(root: str | None = None, cls: str | None = None, lines=None) -> dict:
     """The runner hands backend class ``cls`` the graph batch: checked at every call site of the
     backend's CUDA-graph entry methods that may reach it (:func:`capproof.engines.sglang.graph_calls.backend_bs_sites`:
     each call's forward batch followed back, AST, view builders run, to an element of the runner's
-    capture list); ``checked`` only when every site is. Without ``root``/``cls`` (or when the walk
-    fails) the fact is recorded unchecked with the two runner chains it rests on."""
+    capture list); ``checked`` only when every site is. With ``lines`` (the lines of the backend's
+    file that slice the buffer by the batch), a site whose forward mode and capture phase reach none
+    of them is checked on that ground (:func:`capproof.engines.sglang.graph_calls.reach_drop`).
+    Without ``root``/``cls`` (or when the walk fails) the fact is recorded unchecked with the two
+    runner chains it rests on."""
     fact = "backend_bs <= padded_bs (a backend graph method's bs is the batch the runner captures or replays)"
     if root is not None and cls is not None:
+        key = "checked (ast; build_replay_fb_view, build_inner_fb_view and round_up_grid run)"
         try:
-            from .graph_calls import backend_bs_sites
+            from .graph_calls import backend_bs_sites, reach_drop
 
-            sites = backend_bs_sites(root, cls)
+            drop = reach_drop(root, cls, lines)[0] if lines else None
+            sites = backend_bs_sites(root, cls, drop=drop)
         except Exception as exc:  # noqa: BLE001 - then unchecked, with the reason
             sites = {"checked": [], "not checked": [f"call sites not walked: {type(exc).__name__}: {exc}"[:200]]}
-        return {
-            "fact": fact,
-            "checked": not sites["not checked"] and bool(sites["checked"]),
-            "paths": {
-                "checked (ast; build_replay_fb_view, build_inner_fb_view and round_up_grid run)": sites["checked"],
-                "not checked": sites["not checked"],
-            },
-        }
+        reach = [c for c in sites["checked"] if "cannot reach the buffer's slices" in c]
+        paths = {key: [c for c in sites["checked"] if c not in reach], "not checked": sites["not checked"]}
+        if reach:
+            paths["checked (ast, ForwardMode run: the call's forward mode and in_capture reach no slice)"] = reach
+        return {"fact": fact, "checked": not sites["not checked"] and bool(sites["checked"]), "paths": paths}
     return {
         "fact": fact,
         "checked": False,
@@ -1154,9 +1156,12 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
             extent = f"{base} + 1" if any(k.endswith("+1") for k in kinds) else base
         sites = [f"{e.file}:{ln}" for ln, dims in uses if dims[0] is not None]
         cls = _owner_class(tree, e.line)
-        if cls not in bs_facts:
-            bs_facts[cls] = backend_bs_fact(root, cls)
-        bs_fact = bs_facts[cls]
+        # the fact per class and set of slicing lines: a call site that cannot reach those lines
+        # (its forward mode, its capture phase) is no path of this buffer's fact
+        sliced = tuple(sorted({ln for ln, dims in uses if dims[0] is not None}))
+        if (cls, sliced) not in bs_facts:
+            bs_facts[(cls, sliced)] = backend_bs_fact(root, cls, sliced)
+        bs_fact = bs_facts[(cls, sliced)]
         if bs_fact["checked"]:
             # every call site gives the backend an element of the capture list: the demand is the
             # padded batch itself (no assumption left)

@@ -83,14 +83,11 @@ def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: 
     ``checked`` proved at this line. A backend name outside the table is left out (its file is
     not known here); backends sharing a file (fa3, fa4) are one group. Empty when there is no
     inventory."""
-    import json
-
     from ...verdict import Verdict
-    from ..checkconfig import inventory_path
+    from ..checkconfig import inventory_data, inventory_path
 
     try:
-        with open(inventory_path("sglang", version, root), encoding="utf-8") as fh:
-            entries = json.load(fh).get("entries", [])
+        entries = inventory_data(inventory_path("sglang", version, root)).get("entries", [])  # type: ignore[attr-defined]
     except (OSError, ValueError, AttributeError):
         return {}
     proved = {i for c in checked if c.applicable and c.result.verdict is Verdict.PROVED for i in c.obligation.covers}

@@ -36,6 +36,7 @@ import re
 from functools import lru_cache
 
 from ..tracing.derive import src
+from . import graph_reach
 
 __all__ = [
     "backend_bs_sites",
@@ -44,6 +45,8 @@ __all__ = [
     "view_builders_checked",
     "splitter_checked",
     "children_get_max_bs",
+    "site_context",
+    "reach_drop",
 ]
 
 SRT = "sglang/srt"
@@ -1799,14 +1802,40 @@ def relevant_sites(root: str, cls: str, method: str) -> list[tuple[str, ast.Call
     return out
 
 
-def backend_bs_sites(root: str, cls: str) -> dict:
+def backend_bs_sites(root: str, cls: str, drop=None) -> dict:
     """The fact ``backend_bs <= padded_bs`` for backend class ``cls``, checked at every call of its
     CUDA-graph entry methods (:data:`ENTRY_METHODS`) that may reach it, and of every wrapper class
     that forwards its own forward batch to such a call (closed over): ``{"checked": [...], "not
     checked": [...]}``, one line per call site (for an unchecked one, the end of its first
-    unchecked chain)."""
+    unchecked chain). ``drop(tracer, rel, call, method, classes)``, when given, returns a reason a
+    call cannot reach what the caller asks about through any of ``classes`` (``cls`` and the
+    wrappers forwarding to it; :mod:`.graph_reach`), or ""; such a call is listed checked with that
+    reason instead of its batch's judgement."""
+    tracer = _tracer(root)
+    checked, unchecked, calls, done = _sites(root, cls)
+    checked, unchecked = list(checked), list(unchecked)
+    if drop is not None:
+        # a call whose context reaches no slice of the buffer through any class it may dispatch to
+        # (``cls`` or a wrapper forwarding to it) is checked whatever its batch
+        moved = {}
+        for rel, call, method in calls:
+            reason = drop(tracer, rel, call, method, sorted(done))
+            if reason:
+                fn = tracer.ix.enclosing(rel, call)
+                moved[f"{rel}:{call.lineno} {tracer._fn_name(fn) if fn else 'module'} -> {method}"] = reason
+        unchecked = [u for u in unchecked if not any(u.startswith(m + ":") for m in moved)]
+        checked = [c for c in checked if not any(c.startswith(m + " (") for m in moved)]
+        checked += [f"{m} (cannot reach the buffer's slices: {r})" for m, r in moved.items()]
+    return {"checked": checked, "not checked": unchecked, "classes": sorted(done)}
+
+
+@lru_cache(maxsize=64)
+def _sites(root: str, cls: str) -> tuple:
+    """``(checked, not checked, calls, classes)`` of :func:`backend_bs_sites` before any drop;
+    ``calls`` the ``(file, call, method)`` judged."""
     tracer = _tracer(root)
     checked, unchecked = [], []
+    calls: list = []
     seen_sites: set = set()
     todo, done = [cls], set()
     while todo:
@@ -1818,8 +1847,9 @@ def backend_bs_sites(root: str, cls: str) -> dict:
             for rel, call, _why in relevant_sites(root, c, method):
                 if (rel, call.lineno) in seen_sites:
                     continue
-                seen_sites.add((rel, call.lineno))
                 fn = tracer.ix.enclosing(rel, call)
+                seen_sites.add((rel, call.lineno))
+                calls.append((rel, call, method))
                 arg = (
                     call.args[0]
                     if call.args
@@ -1850,4 +1880,175 @@ def backend_bs_sites(root: str, cls: str) -> dict:
                     first = bad[0] if bad else ["no origin"]
                     more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
                     unchecked.append(f"{site}: " + " <- ".join(first[-4:]) + more)
-    return {"checked": checked, "not checked": unchecked, "classes": sorted(done)}
+    return tuple(checked), tuple(unchecked), tuple(calls), frozenset(done)
+
+
+# ------------------------------------------------------------------------------------------------
+# which call sites cannot reach a buffer's slices (forward mode, capture phase)
+
+
+def _mode_of(ix, rel: str, node, stores) -> set | None:
+    """Member names a mode expression may hold, or None (any)."""
+    if isinstance(node, ast.Attribute) and src(node.value) == "ForwardMode":
+        return {node.attr}
+    if isinstance(node, ast.Attribute) and src(node.value) == "self":
+        found = stores(node.attr)
+        if not found:
+            return None
+        out: set = set()
+        for frel, n in found:
+            stmt = ix.parents(frel).get(n)
+            if frel != rel or src(n.value) != "self" or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                return None
+            v = stmt.value
+            if isinstance(v, ast.Attribute) and src(v.value) == "ForwardMode":
+                out.add(v.attr)
+            else:
+                return None
+        return out
+    return None
+
+
+def site_context(tracer: _Tracer, rel: str, call: ast.Call, method: str) -> tuple:
+    """``(method, in_capture, modes)`` of a call site: ``in_capture`` True/False for a literal,
+    ``"default"`` when not given, None when unknown (in-graph: None); ``modes`` a set of
+    ``ForwardMode`` member names, or None for any mode."""
+    ix = tracer.ix
+    fn = ix.enclosing(rel, call)
+    cap = None
+    if method == graph_reach.OUT_GRAPH:
+        arg = (
+            call.args[1]
+            if len(call.args) > 1
+            else next((k.value for k in call.keywords if k.arg == "in_capture"), None)
+        )
+        if arg is None:
+            cap = "default"
+        elif isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+            cap = arg.value
+    fb = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "forward_batch"), None)
+    modes = None
+    if isinstance(fb, ast.Name) and fn is not None:
+        sets = [
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and any(
+                src(t).startswith(f"{fb.id}.forward_mode") for t in getattr(n, "targets", [getattr(n, "target", None)])
+            )
+        ]
+        binds = tracer._reaching(rel, fn, tracer._assigns(fn, fb.id), fb)
+        if binds and not sets:
+            modes = set()
+            for value, index in binds:
+                kw = (
+                    {k.arg: k.value for k in value.keywords if k.arg}
+                    if isinstance(value, ast.Call) and index is None
+                    else {}
+                )
+                m = _mode_of(ix, rel, kw["forward_mode"], tracer._attribute_stores) if "forward_mode" in kw else None
+                if m is None:
+                    modes = None
+                    break
+                modes |= m
+    return method, cap, modes
+
+
+def _class_files(ix: _Index, cls: str) -> list[str]:
+    """The files of srt defining a class named ``cls``."""
+    pattern = re.compile(r"^\s*class\s+" + re.escape(cls) + r"\b", re.M)
+    return [rel for rel in ix.files if f"class {cls}" in ix.text(rel) and pattern.search(ix.text(rel))]
+
+
+def _mros(ix: _Index, cls: str, first: str, depth: int = 0) -> list[list]:
+    """Every resolution order ``[(file, tree, class name)]`` of the class ``cls`` defined in
+    ``first``: the class, then each base's order in turn (depth first, a class kept at its first
+    place), the bases read from that definition's own header; a base defined in several files
+    gives one order per definition, a base not defined in srt (``ABC``) is left out."""
+    tree = ix.tree(first)
+    node = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    if node is None or depth > 12:
+        return []
+    orders: list[list] = [[(first, tree, cls)]]
+    for b in node.bases:
+        name = src(b).split("[", 1)[0].rsplit(".", 1)[-1]
+        alts = [m for f in _class_files(ix, name) for m in _mros(ix, name, f, depth + 1)]
+        if not alts:
+            continue
+        orders = [o + [x for x in alt if (x[0], x[2]) not in {(y[0], y[2]) for y in o}] for o in orders for alt in alts]
+    return orders
+
+
+_WALKS: dict = {}
+
+
+def _walks(ix: _Index, cls: str, modes: tuple, pred) -> list | None:
+    key = (id(ix), cls)
+    if key not in _WALKS:
+        _WALKS[key] = _walks_of(ix, cls, modes, pred)
+    return _WALKS[key]
+
+
+def _walks_of(ix: _Index, cls: str, modes: tuple, pred) -> list | None:
+    """:func:`graph_reach.walk_contexts` of ``cls`` and of every subclass (each with its own method
+    resolution), or None when one is unknown."""
+    out = []
+    for k in sorted(_subclasses(ix, cls)):
+        # a class name defined in several files, or with such a base: each definition walked
+        mros = [m for f in _class_files(ix, k) for m in _mros(ix, k, f)]
+        if not mros:
+            return None
+        for mro in mros:
+            methods, external = graph_reach.class_methods(mro)
+            table = graph_reach.walk_contexts(methods, external, modes, pred)
+            if table is None:
+                return None
+            out.append((table, graph_reach.entry_default(methods)))
+    return out
+
+
+def reach_drop(root: str, cls: str, lines) -> tuple:
+    """``(drop, note)``: ``drop`` for :func:`backend_bs_sites` when the buffer of class ``cls`` is
+    sliced by the batch on ``lines`` of its file: a call site is dropped when its context
+    (:func:`site_context`) reaches none of those lines through ``cls`` or a wrapper forwarding to it
+    (:func:`capproof.engines.sglang.graph_reach.may_reach`; SGLang's ``ForwardMode`` run). ``drop`` is
+    None (``note`` the reason) when SGLang's ``ForwardMode`` does not import or the walk of ``cls``
+    is unknown."""
+    try:
+        modes, pred = graph_reach.mode_table()
+    except Exception as exc:  # noqa: BLE001 - then nothing is dropped
+        return None, f"ForwardMode not run: {type(exc).__name__}: {exc}"[:200]
+    ix = _index(root)
+    files = _class_files(ix, cls)
+    walks = _walks(ix, cls, modes, pred)
+    if len(files) != 1 or walks is None:
+        return None, f"the walk of {cls}'s graph methods is unknown"
+    defaults = {d for _, d in walks}
+    default = defaults.pop() if len(defaults) == 1 else None
+    uses = graph_reach.use_contexts([t for t, _ in walks], files[0], list(lines))
+    if not all(uses.values()):
+        # a slice no entry context reaches is reached some other way: its callers are not these sites
+        return None, f"{cls}: a slicing line no entry method reaches"
+    reach: dict = {cls: ("uses", uses, default)}
+
+    def info(c: str):
+        if c not in reach:
+            ws = _walks(ix, c, modes, pred)
+            ds = {d for _, d in ws or []}
+            reach[c] = (
+                None
+                if ws is None
+                else ("wrapper", graph_reach.forwarded_contexts([t for t, _ in ws]), ds.pop() if len(ds) == 1 else None)
+            )
+        return reach[c]
+
+    def drop(tracer, rel, call, method, classes) -> str:
+        table = {c: info(c) for c in classes}
+        ctx = site_context(tracer, rel, call, method)
+        if graph_reach.may_reach(ctx, table):
+            return ""
+        cap = {True: "in_capture=True", False: "in_capture=False", "default": "in_capture default", None: ""}[ctx[1]]
+        mode = "any mode" if ctx[2] is None else "mode " + "/".join(sorted(ctx[2]))
+        return f"{method} with {', '.join(x for x in (cap, mode) if x)} reaches no slice of it (ast; ForwardMode run)"
+
+    return drop, ""

@@ -156,7 +156,13 @@ def build(version: str, root: str | None = None, trace: bool = True) -> Built:
     if trace:
         from .facts import engine_facts
 
-        facts, fact_problems = engine_facts(root)
+        facts, fact_problems = engine_facts(
+            root,
+            entries=[
+                {"id": e.id, "file": e.file, "owner": e.owner, "attribute": e.attribute, "shape": e.shape}
+                for e in entries.values()
+            ],
+        )
         problems += fact_problems
     return Built(
         sorted(entries.values(), key=lambda e: e.id), len(allocations), time.perf_counter() - t0, problems, facts

@@ -108,6 +108,46 @@ def parsed_files(root: str, directory: str) -> tuple:
     return tuple(out)
 
 
+def _binds(fn, method: bool, call: ast.Call) -> bool:
+    """Whether ``call`` can bind ``fn``'s parameters: False when it leaves a required parameter
+    unbound or passes more positional arguments than ``fn`` takes (Python raises ``TypeError``
+    before the body runs, so the call is not one of ``fn``'s). A ``*``/``**`` argument binds anything."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if method and (recv is None or (isinstance(recv, ast.Name) and recv.id[:1].isupper())):
+        return True  # ``Cls.f(obj, ...)`` or a bare name: self may be passed explicitly
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args][1 if method else 0 :]
+    n_default = len(a.defaults)
+    required = positional[: len(positional) - n_default] if n_default else positional
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    given = set(positional[: len(call.args)]) | {k.arg for k in call.keywords}
+    if len(call.args) > len(positional) and a.vararg is None:
+        return False
+    return all(r in given for r in required)
+
+
+def _annotated_param(parents, node, value) -> set[str]:
+    """The classes (CamelCase names) a parameter ``value`` of the function enclosing ``node`` is
+    annotated with; empty when ``value`` is not such a parameter (``None``/``Optional`` dropped)."""
+    if not isinstance(value, ast.Name):
+        return set()
+    fn = enclosing_function(parents, node)
+    if fn is None:
+        return set()
+    a = fn.args
+    for p in a.posonlyargs + a.args + a.kwonlyargs:
+        if p.arg == value.id and p.annotation is not None:
+            names = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(p.annotation)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            }
+            return {x for x in names if x[:1].isupper() and x not in ("None", "Optional", "Any")}
+    return set()
+
+
 def enclosing_function(parents, node):
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         node = parents.get(node)
@@ -328,6 +368,11 @@ class SlotJudge:
                 v = n.value
                 if isinstance(v, ast.Constant) and v.value is None:
                     continue
+                held = _annotated_param(_parents, n, v)
+                if held:  # self.x = x with x a parameter annotated with classes: an instance of one of them
+                    if self.ctor_of.get(name, set()) is not None:
+                        self.ctor_of.setdefault(name, set()).update(held)
+                    continue
                 callee = source_text(v.func).rsplit(".", 1)[-1] if isinstance(v, ast.Call) else ""
                 if callee in returns:
                     if self.ctor_of.get(name, set()) is not None:
@@ -389,6 +434,19 @@ class SlotJudge:
                     out.add(c)
                     changed = True
         return out | set(self.classes.get(cls, []))
+
+    def _component(self, cls: str) -> set[str]:
+        """Every class name connected to ``cls`` by inheritance under the directory (bases,
+        subclasses, their bases, ...)."""
+        out, todo = set(), [cls]
+        while todo:
+            c = todo.pop()
+            if c in out:
+                continue
+            out.add(c)
+            todo += self.classes.get(c, [])
+            todo += [s for s, bases in self.classes.items() if c in bases]
+        return out
 
     def owners(self, cls: str) -> set[str]:
         """Names an instance of ``cls`` (or a subclass) is stored under: targets of ``Cls(...)``,
@@ -458,7 +516,13 @@ class SlotJudge:
             return "yes" if cls in candidates else "no"
         if source_text(recv) == "super()":
             fn_cls = class_of(parents, fn) if fn is not None else None
-            return "yes" if fn_cls in candidates else "unknown"
+            if fn_cls in candidates:
+                return "yes"
+            # super() is an instance of the enclosing class: with no candidate connected to that
+            # class by inheritance (bases, subclasses, their other bases), it is none of them
+            if fn_cls is not None and not (self._component(fn_cls) & set(candidates)):
+                return "no"
+            return "unknown"
         name = recv.id if isinstance(recv, ast.Name) else recv.attr if isinstance(recv, ast.Attribute) else None
         if name is None:
             return "unknown"
@@ -582,6 +646,7 @@ class SlotJudge:
                 for crel, cparents, call in sites
                 if not (isinstance(call.func, ast.Attribute) and self.receiver_class(cparents, call.func, fam) == "no")
             ]
+        sites = [site for site in sites if _binds(fn, method, site[2])]
         if not sites:
             return False
         for crel, cparents, call in sites:

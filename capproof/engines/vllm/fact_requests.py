@@ -774,6 +774,7 @@ def v2_paths(root: str) -> list[dict]:
     pcp = pcp_local_requests()
     ubatch = _ubatch_judgement(root)
     out = []
+    shard = None
     for key, result in (("checked (ast)", "checked"), ("not checked", "not checked")):
         for p in fact["paths"].get(key, []):
             p = p.removeprefix("scheduler: ")
@@ -804,7 +805,17 @@ def v2_paths(root: str) -> list[dict]:
                     out.append(path_record(site, what[:120], "ast", "checked", bound[:200]))
                     continue
             if result == "not checked" and site.startswith(f"{SHARD}:"):
-                why = _shard_reading(root) or why
+                if shard is None:
+                    from .fact_v2_shard import shard_count
+
+                    good = [q.split(" ", 1)[0] for q in fact["paths"].get("checked (ast)", [])]
+                    shard = shard_count(root, good)
+                if shard[0] == "checked":
+                    result, why = shard
+                else:
+                    why = (_shard_reading(root) or why) + f" ({shard[1]})"
+                out.append(path_record(site, what[:120], "ast", result, why[:600]))
+                continue
             out.append(path_record(site, what[:120], "ast", result, why[:300]))
     return out
 
@@ -943,9 +954,11 @@ def drafting_paths(root: str) -> list[dict]:
     return unique
 
 
-def request_facts(root: str) -> list[dict]:
+def request_facts(root: str, entries: list[dict] | None = None) -> list[dict]:
     """The three request-count facts (module docstring) over the sources under ``root`` (vLLM
-    importable: the tracer activated it)."""
+    importable: the tracer activated it). ``entries`` (inventory entries: ``id``, ``file``,
+    ``owner``, ``attribute``): the V2 fact is split per entry by what each batch can meet
+    (:func:`.fact_v2_reach.split_by_reach`); without them, per file."""
     from ...facts import status
     from .fact_attention import attention_facts
     from .fact_v2_reach import split_by_reach
@@ -995,5 +1008,5 @@ def request_facts(root: str) -> list[dict]:
             SPEC_SCOPE,
             drafting_paths(root),
         ),
-        *split_by_reach(root, v2),
+        *split_by_reach(root, v2, entries),
     ]

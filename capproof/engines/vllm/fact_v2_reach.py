@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 
 from .wheels import py_files
 
-__all__ = ["V2_DIR", "Reach", "reach", "reach_sites"]
+__all__ = ["V2_DIR", "Reach", "reach", "reach_sites", "entry_reach", "split_by_reach"]
 
 V2_DIR = "vllm/v1/worker/gpu/"
 #: The model's forward: its output rows are the input tokens it was given, not requests.
@@ -116,6 +117,7 @@ class _Index:
     or a factory annotated to return a class, or annotated), a parameter's annotation."""
 
     def __init__(self, root: str):
+        self.root = root
         self.fns: list[_Fn] = []
         self.by_name: dict[str, list[_Fn]] = {}
         self.classes: dict[str, list[tuple[str, ast.ClassDef]]] = {}
@@ -123,6 +125,9 @@ class _Index:
         self.attr_classes: dict[str, set[str]] = {}
         self.returns_class: dict[str, set[str]] = {}
         self.known: set[int] = set()
+        self.trees: dict[str, ast.Module] = {}
+        #: per file, the names it imports and the module each comes from
+        self.imports: dict[str, dict[str, str]] = {}
         self.uses: dict[int, tuple[set[str], set[str]]] = {}
         self._resolved: dict[tuple[int, int], list[_Fn]] = {}
         self._related: dict[frozenset, set[str]] = {}
@@ -130,6 +135,15 @@ class _Index:
         for rel, path in py_files(root, V2_DIR.rstrip("/")):
             with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read())
+            self.trees[rel] = tree
+            names = self.imports.setdefault(rel, {})
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Import):
+                    for a in n.names:
+                        names[(a.asname or a.name).split(".")[0]] = a.name
+                elif isinstance(n, ast.ImportFrom):
+                    for a in n.names:
+                        names[a.asname or a.name] = "." * n.level + (n.module or "")
             for n in ast.walk(tree):
                 if isinstance(n, ast.ClassDef):
                     self.classes.setdefault(n.name, []).append((rel, n))
@@ -279,6 +293,8 @@ class _Flow:
         self.returns_if: dict[int, set[int | None]] = {}
         self.attrs: set[tuple[str | None, str]] = set()  # (owner class, attribute chain without self.)
         self.entered: dict[int, _Fn] = {}
+        #: per file, the lines of statements (or compound statements' headers) that read a followed value
+        self.touched: dict[str, set[int]] = {}
         self.without_params = False
         self.why: dict[int, str] = {}
         self.where = ""
@@ -493,9 +509,12 @@ class _Flow:
         return live
 
     def exprs(self, fn: _Fn, node, live: set[str]) -> None:
-        """Calls under ``node`` (not into nested statements' bodies) that hand on a followed value."""
-        if any(self.mentions(n, live) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))):
+        """Calls under ``node`` (not into nested statements' bodies) that hand on a followed value;
+        the lines of ``node`` are **touched** when it reads a followed value (a name, an attribute
+        or the result of a call)."""
+        if any(self.mentions(n, live) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute, ast.Call))):
             self.enter(fn)
+            self.touched.setdefault(fn.rel, set()).update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         for n in ast.walk(node):
             if not isinstance(n, ast.Call):
                 continue
@@ -587,10 +606,9 @@ class _Flow:
         )
 
 
-def reach(root: str, rel: str, line: int, callee: str = "replace", index: _Index | None = None) -> Reach | None:
-    """Where the batch built by the ``callee(...)`` call at ``rel:line`` can go (module docstring);
-    None when the site is not found or a call on the way is unresolved."""
-    ix = index or _Index(root)
+def _flow(ix: _Index, rel: str, line: int, callee: str = "replace") -> _Flow | None:
+    """The reading of the batch built by the ``callee(...)`` call at ``rel:line``, run; None when
+    the site is not found."""
     fn = ix.at(rel, line)
     if fn is None:
         return None
@@ -603,8 +621,289 @@ def reach(root: str, rel: str, line: int, callee: str = "replace", index: _Index
         return None
     flow = _Flow(ix, seeds[0], pcp=os.path.basename(rel) == "pcp_manager.py")
     flow.run(fn)
+    return flow
+
+
+def reach(root: str, rel: str, line: int, callee: str = "replace", index: _Index | None = None) -> Reach | None:
+    """Where the batch built by the ``callee(...)`` call at ``rel:line`` can go (module docstring);
+    None when the site is not found or a call on the way is unresolved."""
+    flow = _flow(index or _Index(root), rel, line, callee)
+    if flow is None:
+        return None
     fns = sorted({f"{f.rel}:{f.cls + '.' if f.cls else ''}{f.node.name}" for f in flow.entered.values()})
     return Reach(sorted({f.rel for f in flow.entered.values()}), fns)
+
+
+#: Modules whose functions hold no engine state: a buffer handed to them meets no batch there
+#: (their result may still be a view of it, and is followed).
+_LIBRARIES = ("torch", "numpy", "triton", "math", "itertools", "functools", "operator", "builtins", "typing")
+#: Attribute reads that give the buffer's metadata, not its elements.
+_META = frozenset(("shape", "dtype", "device", "ndim", "is_cuda", "numel", "size", "stride", "data_ptr", "dim"))
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+#: Depth of aliases and callee parameters followed before the reading gives up (then: reached).
+_DEPTH = 8
+
+
+def _parents(tree) -> dict:
+    out = {}
+    for n in ast.walk(tree):
+        for c in ast.iter_child_nodes(n):
+            out[c] = n
+    return out
+
+
+class _Uses:
+    """Whether a batch's reading (:class:`_Flow`, run) meets the buffer of an inventory entry:
+    :meth:`judge` follows every use of the entry's attribute under ``vllm/v1/worker/gpu/`` (module
+    docstring of :func:`entry_reach`)."""
+
+    def __init__(self, ix: _Index, flow: _Flow):
+        self.ix = ix
+        self.flow = flow
+        self._outside: set[str] | None = None
+        self.ndim = 0
+        self.parents = {rel: _parents(t) for rel, t in ix.trees.items()}
+        self.by_attr: dict[str, list[tuple[str, ast.Attribute]]] = {}
+        for rel, tree in ix.trees.items():
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Attribute):
+                    self.by_attr.setdefault(n.attr, []).append((rel, n))
+
+    def _fn(self, rel: str, node) -> _Fn | None:
+        p = self.parents[rel]
+        while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node = p.get(node)
+        if node is None:
+            return None
+        return next((f for f in self.ix.by_name.get(node.name, []) if f.node is node), None)
+
+    def _touched(self, rel: str, node) -> bool:
+        lines = self.flow.touched.get(rel, ())
+        return any(n in lines for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
+
+    def _library(self, rel: str, call: ast.Call) -> bool:
+        """The call enters no code of vLLM: a builtin, a method of a library object, or a
+        function of an imported library module (:data:`_LIBRARIES`)."""
+        r = _root(call.func)
+        mod = self.ix.imports.get(rel, {}).get(r or "")
+        if mod is None:
+            return True  # a builtin, a local or a method of a library value (the buffer's own methods)
+        return mod.split(".")[0] in _LIBRARIES or mod.startswith("vllm.triton_utils")
+
+    def _receiver_ok(self, rel: str, node: ast.Attribute, owners: set[str]) -> bool:
+        """Whether ``node`` (``<recv>.<attr>``) may read the entry's attribute: not when its
+        receiver is known to be an instance of an unrelated class (a parameter annotated only
+        with classes unrelated to the owner, e.g. ``sampling_params: SamplingParams``)."""
+        fn = self._fn(rel, node)
+        if fn is None:
+            return True
+        classes = self.ix.receiver_classes(fn, node.value)
+        if classes is not None:
+            return bool(classes & owners)
+        if isinstance(node.value, ast.Name):
+            a = fn.node.args
+            for p in a.posonlyargs + a.args + a.kwonlyargs:
+                if p.arg == node.value.id and p.annotation is not None:
+                    named = _names(p.annotation) - {"None", "Optional", "Union"}
+                    # the owner's classes and every base they name (an outside base may be annotated)
+                    kin = set(owners) | {b for c in owners for b in self.ix.bases.get(c, ())}
+                    return not named or bool(named & kin) or bool(named & {"Any", "object"})
+        return True
+
+    def judge(self, owner: str, attr: str, ndim: int = 0) -> tuple[bool, str, int]:
+        """``(reached, why, uses)`` for the attribute ``attr`` of instances of ``owner``; ``ndim``
+        the buffer's number of dimensions when known (1: an index that is not a slice reads an
+        element or a copy, never a view)."""
+        self.ndim = ndim
+        owners = self.ix.related({owner}) or {owner}
+        uses = [(rel, n) for rel, n in self.by_attr.get(attr, []) if self._receiver_ok(rel, n, owners)]
+        for rel, n in uses:
+            why = self._value(rel, n, 0)
+            if why:
+                return True, why, len(uses)
+        return False, f"none of its {len(uses)} uses under {V2_DIR} meets the batch", len(uses)
+
+    def _value(self, rel: str, node, depth: int) -> str | None:
+        """Why the value at ``node`` (the buffer, a view or an alias) can meet the batch; None when it cannot."""
+        if depth > _DEPTH:
+            return f"{rel}:{node.lineno} not followed further (depth)"
+        if self._touched(rel, node):
+            return f"{rel}:{node.lineno} used in a statement that reads the batch"
+        p = self.parents[rel]
+        cur = node
+        while True:
+            parent = p.get(cur)
+            where = f"{rel}:{getattr(parent, 'lineno', node.lineno)}"
+            if isinstance(parent, ast.Attribute) and parent.value is cur:
+                if parent.attr in _META:
+                    return None
+                call = p.get(parent)
+                if isinstance(call, ast.Call) and call.func is parent:
+                    for d in self.ix.by_name.get(parent.attr, []):
+                        if d.cls is not None and id(d.node) in self.flow.entered:
+                            return f"{where} its method {d.cls}.{d.node.name} reads the batch"
+                cur = parent  # a view (.gpu, .np) or a method of the buffer: its result may be the buffer
+                continue
+            if isinstance(parent, ast.Call) and parent.func is cur:
+                cur = parent
+                continue
+            if isinstance(parent, ast.Subscript) and parent.value is cur:
+                if self.ndim == 1 and not isinstance(parent.slice, (ast.Slice, ast.Tuple)):
+                    # a one-dimensional buffer indexed by an int or an index array: an element or
+                    # a copy, never a view of the buffer (its index is judged by this statement)
+                    return None
+                cur = parent  # a view, indexed by values the batch does not reach
+                continue
+            if isinstance(parent, (ast.keyword, ast.Starred)) or (isinstance(parent, ast.Call) and cur in parent.args):
+                call = parent if isinstance(parent, ast.Call) else p.get(parent)
+                if isinstance(parent, ast.Starred):
+                    return f"{where} unpacked into a call: not followed"
+                why = self._handed(rel, call, cur, parent, depth)
+                if why:
+                    return why
+                cur = call  # the call's result may be (a view of) the buffer
+                continue
+            if isinstance(
+                parent, (ast.Tuple, ast.List, ast.Set, ast.IfExp, ast.BoolOp, ast.Await, ast.ListComp, ast.GeneratorExp)
+            ):
+                cur = parent
+                continue
+            if isinstance(parent, ast.Dict):
+                cur = parent
+                continue
+            if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.JoinedStr, ast.FormattedValue)):
+                return None  # a new value computed from the buffer's elements
+            if isinstance(parent, (ast.Expr, ast.Delete, ast.If, ast.While, ast.Assert)):
+                return None
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                if parent.value is not cur:
+                    return None  # the buffer is stored to (its own binding or an element)
+                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+                return self._aliases(rel, targets, node, depth)
+            if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is cur:
+                return self._aliases(rel, [parent.target], node, depth)
+            if isinstance(parent, ast.Return):
+                return self._returned(rel, node, depth)
+            if isinstance(parent, (ast.With, ast.withitem)):
+                return f"{where} a context manager: not followed"
+            return f"{where} {type(parent).__name__}: not followed (returned or stored)"
+
+    def _outside_names(self) -> set[str]:
+        """Every identifier named in a ``.py`` file of ``vllm/`` outside the directory (read once)."""
+        if self._outside is None:
+            names: set[str] = set()
+            base = os.path.join(self.ix.root, "vllm")
+            for dirpath, _dirs, fs in os.walk(base):
+                rel = os.path.relpath(dirpath, self.ix.root).replace(os.sep, "/") + "/"
+                if rel.startswith(V2_DIR):
+                    continue
+                for f in fs:
+                    if f.endswith(".py"):
+                        with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                            names.update(_IDENT.findall(fh.read()))
+            self._outside = names
+        return self._outside
+
+    def _returned(self, rel: str, node, depth: int) -> str | None:
+        """Follow a returned buffer to the value of every call of its function in the directory;
+        met when vLLM code outside the directory may call it (its name, or for ``__call__``/
+        ``forward`` an attribute holding its class, appears there)."""
+        fn = self._fn(rel, node)
+        where = f"{rel}:{node.lineno}"
+        if fn is None:
+            return f"{where} returned outside a function: not followed"
+        names = {fn.node.name}
+        if fn.node.name in ("__call__", "forward") and fn.cls:
+            names = {a for a, cs in self.ix.attr_classes.items() if fn.cls in self.ix.related(cs)}
+        if names & self._outside_names():
+            return f"{where} returned by {fn.node.name}, which vLLM code outside {V2_DIR} may call: not followed"
+        for crel, tree in self.ix.trees.items():
+            for call in ast.walk(tree):
+                if not isinstance(call, ast.Call):
+                    continue
+                caller = self._fn(crel, call)
+                if caller is None or fn not in self.ix.targets(caller, call):
+                    continue
+                why = self._value(crel, call, depth + 1)
+                if why:
+                    return why
+        return None
+
+    def _aliases(self, rel: str, targets, node, depth: int) -> str | None:
+        fn = self._fn(rel, node)
+        for t in targets:
+            for e in ast.walk(t):
+                if isinstance(e, (ast.Attribute, ast.Subscript)) and isinstance(e.ctx, ast.Store):
+                    return f"{rel}:{node.lineno} stored as {_src(e)}: not followed"
+        names = {e.id for t in targets for e in ast.walk(t) if isinstance(e, ast.Name)}
+        if fn is None:
+            return f"{rel}:{node.lineno} bound outside a function: not followed"
+        for n in ast.walk(fn.node):
+            if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load):
+                why = self._value(rel, n, depth + 1)
+                if why:
+                    return why
+        return None
+
+    def _handed(self, rel: str, call: ast.Call, arg, holder, depth: int) -> str | None:
+        """Why handing the buffer (``arg``, an argument of ``call``) can meet the batch in the callee."""
+        where = f"{rel}:{call.lineno}"
+        name = _callee(call)
+        defs = self.ix.by_name.get(name or "", [])
+        if not defs:
+            if name in self.ix.classes:
+                return f"{where} stored into a {name} (a field of another object): not followed"
+            if self._library(rel, call):
+                return None
+            return f"{where} handed to {_src(call.func)[:60]} (vLLM code outside {V2_DIR}): not followed"
+        for d in defs:
+            if id(d.node) in self.flow.entered:
+                return f"{where} handed to {d.rel}:{d.node.name}, which the batch enters"
+            names = d.params
+            method = d.cls is not None and names[:1] in (["self"], ["cls"])
+            off = 1 if method and (isinstance(call.func, ast.Attribute) or _is_init(d.node)) else 0
+            if name in self.ix.classes:
+                off = 1
+            if isinstance(holder, ast.keyword):
+                param = holder.arg
+            else:
+                i = call.args.index(arg)
+                param = names[off + i] if off + i < len(names) else None
+            if param is None:
+                return f"{where} handed to {d.node.name} as *args/**kwargs: not followed"
+            for n in ast.walk(d.node):
+                if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load):
+                    why = self._value(d.rel, n, depth + 1)
+                    if why:
+                        return why
+        return None
+
+
+def entry_reach(ix: _Index, flow: _Flow, entries) -> dict[str, tuple[bool, str]]:
+    """Per inventory entry of ``vllm/v1/worker/gpu/`` (``id``, ``owner``, ``attribute``, optionally
+    ``shape``), whether
+    the batch of ``flow`` can meet its buffer, and why (``file:line`` of the first use that can, or
+    the number of uses judged).
+
+    Every read of the attribute's name under the directory is a use, unless its receiver is known
+    to be an instance of a class unrelated to the owner. A use meets the batch when its statement is
+    **touched** (reads a followed value: an index, an extent, a value stored or a call argument
+    from the batch). Otherwise its value is followed: a view (``.gpu``, ``.np``, a slice, a method's
+    result), a local alias (every read of the name in the function), a callee's parameter (every
+    read in every function of that name; a callee the batch enters counts as met), a container
+    holding it; a metadata read (``.shape``) or arithmetic on its elements ends the use. Anything
+    else (returned, stored into an attribute or container of another object, handed to vLLM code
+    outside the directory, ``*args``, a context manager, beyond :data:`_DEPTH` links) **cannot be
+    told** and counts as met (the sound side)."""
+    uses = _Uses(ix, flow)
+    out = {}
+    for e in entries:
+        attr = e["attribute"].rsplit(".", 1)[-1].replace("[]", "").split("#")[0]
+        owner = (e.get("owner") or "").split(".")[0]
+        shape = e.get("shape")
+        hit, why, _n = uses.judge(owner, attr, len(shape) if isinstance(shape, list) else 0)
+        out[e["id"]] = (hit, why)
+    return out
 
 
 def reach_sites(root: str, sites: list[str]) -> dict[str, Reach | None]:
@@ -627,22 +926,89 @@ def _local_sites(fact: dict) -> list[str]:
     return out
 
 
-def split_by_reach(root: str, fact: dict) -> list[dict]:
+def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None) -> list[dict]:
     """The V2 request-count ``fact`` split by what its unchecked batch-building sites reach.
 
-    Every ``.py`` file under ``vllm/v1/worker/gpu/`` is grouped by the set of those sites whose
-    batch (:func:`reach`) enters it; a site whose reach is not read counts as reaching every
-    file. Each group gives one fact over its files (scope): the paths of the sites that reach it,
-    the fact's other paths, and for each site that does not reach it a path ``checked`` (``ast``)
-    saying so. With one group the fact is returned as it is. Every returned fact carries
-    ``reach``: per site, the files its batch reaches (the reading's outcome)."""
-    from ...facts import fact_record, path_record
-    from .fact_attention import compact
-
+    With ``entries`` (inventory entries: ``id``, ``file``, ``owner``, ``attribute``), the entries
+    allocated under ``vllm/v1/worker/gpu/`` are grouped by the set of those sites whose batch can
+    meet the entry's buffer (:func:`entry_reach`: its uses, not its file); each group gives one
+    fact whose scope is its entry ids, with ``reach_entries``: per entry, per site, why the batch
+    does or does not meet it. Without ``entries``, every ``.py`` file of the directory is grouped
+    by the sites whose batch (:func:`reach`) enters it. A site whose reading fails counts as
+    reaching everything. Each group's fact holds the paths of the sites that reach it, the fact's
+    other paths, and for each site that does not reach it a path ``checked`` (``ast``) saying so.
+    With one group the fact is returned with its original scope. Every returned fact carries
+    ``reach``: per site, the files its batch enters (the reading's outcome)."""
     sites = _local_sites(fact)
     if not sites:
         return [fact]
     ix = _Index(root)
+    if entries is not None:
+        return _split_entries(ix, fact, sites, [e for e in entries if e["file"].startswith(V2_DIR)])
+    return _split_files(root, ix, fact, sites)
+
+
+def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]) -> list[dict]:
+    from ...facts import fact_record, path_record
+
+    every = sorted(ix.trees)
+    reached: dict[str, dict[str, tuple[bool, str]]] = {}
+    files: dict[str, list[str]] = {}
+    for s in sites:
+        rel, _, line = s.rpartition(":")
+        flow = _flow(ix, rel, int(line)) if line.isdigit() else None
+        if flow is None:
+            reached[s] = {e["id"]: (True, "the site's reading failed: counts as reaching") for e in entries}
+            files[s] = every
+            continue
+        reached[s] = entry_reach(ix, flow, entries)
+        files[s] = sorted({f.rel for f in flow.entered.values()} | {rel})
+    groups: dict[frozenset, list[str]] = {}
+    for e in entries:
+        groups.setdefault(frozenset(s for s in sites if reached[s][e["id"]][0]), []).append(e["id"])
+
+    def why(ids) -> dict:
+        return {
+            i: {s: ("meets: " if reached[s][i][0] else "does not meet: ") + reached[s][i][1] for s in sites}
+            for i in sorted(ids)
+        }
+
+    if len(groups) <= 1:
+        return [{**fact, "reach": {s: files[s] for s in sites}, "reach_entries": why(next(iter(groups.values()), []))}]
+    out = []
+    for key, ids in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
+        paths = [p for p in fact["paths"] if p["site"] not in sites or p["site"] in key]
+        for s in sites:
+            if s not in key:
+                paths.append(
+                    path_record(
+                        s,
+                        "the batch built here",
+                        "ast",
+                        "checked",
+                        f"meets none of these {len(ids)} entries' buffers (fact_v2_reach.entry_reach: every use "
+                        f"under {V2_DIR} followed; the batch enters {len(files[s])} files)",
+                    )
+                )
+        label = ", ".join(s.rsplit("/", 1)[-1] for s in sorted(key))
+        rec = fact_record(
+            f"{fact['fact']}; "
+            + (f"entries the batches of {label} can meet" if key else "entries no such batch meets"),
+            fact["assumptions"],
+            ids,
+            paths,
+            [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)],
+        )
+        rec["reach"] = {s: files[s] for s in sites}
+        rec["reach_entries"] = why(ids)
+        out.append(rec)
+    return out
+
+
+def _split_files(root: str, ix: _Index, fact: dict, sites: list[str]) -> list[dict]:
+    from ...facts import fact_record, path_record
+    from .fact_attention import compact
+
     every = sorted(rel for rel, _ in py_files(root, V2_DIR.rstrip("/")))
     reached: dict[str, set[str]] = {}
     for s in sites:

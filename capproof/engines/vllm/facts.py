@@ -11,6 +11,7 @@ its assumptions then stay assumed (never a fact from a guess).
 from __future__ import annotations
 
 import importlib
+import inspect
 
 __all__ = ["PROVIDERS", "engine_facts"]
 
@@ -22,15 +23,23 @@ PROVIDERS = (
 )
 
 
-def engine_facts(root: str, providers: tuple[str, ...] = PROVIDERS) -> tuple[list[dict], list[str]]:
+def engine_facts(
+    root: str, providers: tuple[str, ...] = PROVIDERS, entries: list[dict] | None = None
+) -> tuple[list[dict], list[str]]:
     """``(facts, problems)``: every provider's facts over the sources under ``root``, in order,
-    and one line per provider that failed (``ImportError`` included: not checked)."""
+    and one line per provider that failed (``ImportError`` included: not checked). ``entries``
+    (inventory entries as dicts: ``id``, ``file``, ``owner``, ``attribute``) go to the providers
+    that take an ``entries`` parameter (a fact scoped per entry)."""
     facts: list[dict] = []
     problems: list[str] = []
     for spec in providers:
         module, _, name = spec.partition(":")
         try:
-            facts += getattr(importlib.import_module(module), name)(root)
+            provider = getattr(importlib.import_module(module), name)
+            if entries is not None and "entries" in inspect.signature(provider).parameters:
+                facts += provider(root, entries=entries)
+            else:
+                facts += provider(root)
         except Exception as exc:  # noqa: BLE001 - one line per provider; its facts stay assumed
             problems.append(f"engine facts of {spec} not checked: {type(exc).__name__}: {exc}"[:300])
     from ...facts import status, unchecked_paths
