@@ -185,8 +185,9 @@ def test_model_len_fact_without_the_prompt_check_is_not_checked_there(tmp_path):
 
 def test_committed_token_facts_say_where_they_are_checked():
     """The token facts of vLLM 0.33.0 as `capproof inventory` wrote them (proofs/inventory/
-    vllm-0.33.0.facts.json): the V1 runner's is checked on every path; the drafter's two stay
-    assumed on DFlash's own first pass only; V2 stays assumed on three speculator dispatches only."""
+    vllm-0.33.0.facts.json): the V1 runner's, the drafter's two and the DFlash admission fact are
+    checked on every path; V2 is refuted by the DFlash/DSpark query pass after the target's
+    post-capture dummy runs (finding 11) and not checked on two target-dependent dispatches."""
     import json
     import os
 
@@ -198,14 +199,16 @@ def test_committed_token_facts_say_where_they_are_checked():
     runner = facts["V1 runner"]
     assert F.status(runner) == "checked" and runner["scope"] == [ft.RUNNER]
     assert any(p["how"] == "executed" for p in runner["paths"])
-    for name in ("V1 drafter", "V1 drafter first pass"):
-        assert F.status(facts[name]) == "assumed"
-        assert [p["site"] for p in F.unchecked_paths(facts[name])] == ["vllm/v1/spec_decode/dflash.py"]
-    assert F.status(facts["V2 runner"]) == "assumed"
+    for name in ("V1 drafter", "V1 drafter first pass", "V1 DFlash first pass"):
+        assert F.status(facts[name]) == "checked", name
+    assert "vllm/v1/spec_decode/dflash.py:124-127" in {p["site"] for p in facts["V1 drafter"]["paths"]}
+    assert F.status(facts["V2 runner"]) == "refuted"
     assert [p["site"] for p in F.unchecked_paths(facts["V2 runner"])] == [
-        "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py:565",
         "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:258",
         "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py:334",
+        "vllm/v1/worker/gpu/model_runner.py:1141-1145",
     ]
+    cex = facts["V2 runner"]["counterexamples"]
+    assert cex and all(c["reproduced"] and c["finding"] == "docs/findings.md, finding 11" for c in cex)
     assert {p["how"] for p in facts["V2 runner"]["paths"] if p["result"] == "checked"} == {"ast", "executed"}
     assert F.status(facts["V1 input batch"]) == "assumed"

@@ -633,7 +633,17 @@ def token_facts(root: str) -> list[dict]:
     )
     runner_paths += _paths_of(ubatch_padding(root), "microbatch token slices")
     extent, notes = drafter_padded_tokens()
-    drafter_inputs = _paths_of(drafter_input_tokens(root), "the drafter's token count before padding")
+    from .fact_tokens_dflash import DFLASH_ADMISSION, DFLASH_V1, DFLASH_V2, query_paths
+
+    dflash_paths, dflash_cex = query_paths(root, vllm_capture_sizes)
+    v1_dflash = [p for p in dflash_paths if p["site"].startswith(DFLASH_V1)]
+    v2_dflash = [p for p in dflash_paths if not p["site"].startswith(DFLASH_V1)]
+    # DFlash's own first pass (its query rows) is judged by :mod:`.fact_tokens_dflash`
+    drafter_inputs = [
+        p
+        for p in _paths_of(drafter_input_tokens(root), "the drafter's token count before padding")
+        if not (p["site"] == DFLASH_V1 and p["result"] != "checked")
+    ] + v1_dflash
     drafter_paths = list(drafter_inputs)
     drafter_paths.append(
         _path(
@@ -647,8 +657,8 @@ def token_facts(root: str) -> list[dict]:
     )
     from .fact_tokens_v2 import v2_token_paths
 
-    v2_paths = budget_paths + v2_token_paths(root)
-    counterexamples: list[dict] = []
+    v2_paths = [p for p in budget_paths + v2_token_paths(root) if not p["site"].startswith(DFLASH_V2)] + v2_dflash
+    counterexamples: list[dict] = list(dflash_cex)
 
     from ...facts import fact_record
 
@@ -673,6 +683,12 @@ def token_facts(root: str) -> list[dict]:
             [SLOTS_ASSUMPTION],
             ["vllm/v1/spec_decode/"],
             budget_paths + drafter_inputs,
+        ),
+        fact_record(
+            "V1 DFlash first pass: num_reqs <= max_num_batched_tokens // (1 + K) (the admission cap)",
+            [DFLASH_ADMISSION],
+            ["vllm/v1/spec_decode/"],
+            [p for p in dflash_paths if p["site"].startswith((DFLASH_V1, "vllm/config/"))],
         ),
         fact(
             "V2 runner: a step's padded token count <= max_num_batched_tokens",
