@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from capproof.engines.tracing.accesses import parent_map
 from capproof.engines.vllm import fact_tokens_v2 as v2
 
 # The shape of vLLM 0.33.0's VllmConfig._set_cudagraph_sizes (vllm/config/vllm.py), cut down.
@@ -66,7 +67,7 @@ class DecoderReplayCudaGraphManager:
 
 def _judge(text: str) -> dict[int, str]:
     tree = ast.parse(textwrap.dedent(text))
-    parents = v2._parents(tree)
+    parents = parent_map(tree)
     return {n.lineno: v2.judge_capture_size_write(tree, n, parents)[0] for n in v2._size_writes(tree)}
 
 

@@ -81,7 +81,8 @@ def attribute_name(attribute: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """``{node: its parent}`` for every node of ``tree`` below its root."""
     out: dict[ast.AST, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -127,7 +128,7 @@ def accesses_in_file(
     tree = _tree(path)
     if tree is None:
         return []
-    parents = _parents(tree)
+    parents = parent_map(tree)
     if owner is None:
         nodes = [(n, "") for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == name]
     else:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import os
 
+from ..tracing.accesses import parent_map
+
 __all__ = ["INDEXER_OFFSETS", "derive_indexer_offsets", "derive_backends"]
 
 INDEXER = "vllm/v1/attention/backends/mla/indexer.py"
@@ -33,14 +35,6 @@ INDEXER_OFFSETS = f"{INDEXER}::{_CLS}.offsets_buffer"
 
 def _src(node) -> str:
     return ast.unparse(node).replace(" ", "")
-
-
-def _parents(tree) -> dict:
-    out = {}
-    for n in ast.walk(tree):
-        for c in ast.iter_child_nodes(n):
-            out[c] = n
-    return out
 
 
 def _assigns(fn, name: str) -> list:
@@ -67,7 +61,7 @@ def derive_indexer_offsets(root: str) -> tuple[list[dict], str]:
     """``(demands, why not)`` of ``offsets_buffer`` (module docstring): demands empty and a reason
     when some link of the chain is not found."""
     tree = ast.parse(open(os.path.join(root, INDEXER), encoding="utf-8").read())
-    parents = _parents(tree)
+    parents = parent_map(tree)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == _CLS), None)
     if cls is None:
         return [], f"no class {_CLS}"
@@ -545,7 +539,7 @@ def _guarded_staging(tree, file, cls_name, fn_name, pre, buffers, checked, split
     """The demands of ``buffers`` staged in ``cls_name.fn_name`` of ``file`` under the guard
     ``{pre}num_prefills == 0 and {pre}num_decodes <= self.decode_cudagraph_max_bs`` with
     ``padded_bs = {pre}num_reqs`` (AST; see :func:`derive_mamba_guarded`)."""
-    parents = _parents(tree)
+    parents = parent_map(tree)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
     if cls is None:
         return {}, [f"no class {cls_name}"]

@@ -33,6 +33,7 @@ import ast
 import os
 from functools import lru_cache
 
+from ..tracing.accesses import parent_map
 from .foreign_uses import METADATA as FOREIGN_METADATA
 
 __all__ = ["judge_passed", "resolve_callee"]
@@ -63,14 +64,6 @@ def _parsed(path: str):
             return ast.parse(fh.read())
     except (OSError, SyntaxError, UnicodeDecodeError):
         return None
-
-
-def _parents(tree) -> dict:
-    out = {}
-    for n in ast.walk(tree):
-        for c in ast.iter_child_nodes(n):
-            out[c] = n
-    return out
 
 
 def _module_bindings(tree, name: str) -> list:
@@ -308,7 +301,7 @@ class _Judge:
         if frame.stores.get(name):
             self.why = f"{frame.file}:{frame.fn.lineno} {frame.fn.name} reassigns {name}"
             return False
-        parents = _parents(frame.fn)
+        parents = parent_map(frame.fn)
         for node in ast.walk(frame.fn):
             if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
                 continue

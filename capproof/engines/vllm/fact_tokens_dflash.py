@@ -308,6 +308,8 @@ def capture_path(root: str) -> dict:
     from vllm.config.compilation import CUDAGraphMode
     from vllm.v1.worker.gpu import cudagraph_utils as cgu
 
+    from .fact_tokens_v2 import capture_descriptors
+
     tree = _tree(root, DFLASH_V2)
     made = [
         n
@@ -370,24 +372,12 @@ def capture_path(root: str) -> dict:
         m.lora_capture_cases = [0]
         m._candidates, m._capture_descs = {}, {}
 
-        def stop(*a, **k):
-            raise _Stop
-
-        saved = cgu.groupby
-        cgu.groupby = stop  # stop where the lookup table is filled from these descriptors
-        try:
-            m._init_candidates()
-        except _Stop:
-            pass
-        finally:
-            cgu.groupby = saved
         worst = 0
-        for descs in m._capture_descs.values():
-            for d in descs:
-                if d.num_reqs is None:
-                    return 1 << 40  # a descriptor without a request count: not bounded here
-                rows = d.num_reqs * v["q"]
-                worst = rows if rows > worst else worst
+        for d in capture_descriptors(cgu, m):
+            if d.num_reqs is None:
+                return 1 << 40  # a descriptor without a request count: not bounded here
+            rows = d.num_reqs * v["q"]
+            worst = rows if rows > worst else worst
         return worst
 
     term, notes = run_paths(run, assume, budget=4096)

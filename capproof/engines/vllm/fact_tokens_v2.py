@@ -51,6 +51,7 @@ import os
 from types import SimpleNamespace
 
 from ...symbolic import SymInt
+from ..tracing.accesses import parent_map
 from .demand import function_def, run_paths, source_text
 
 __all__ = [
@@ -100,14 +101,6 @@ def _exceeds(assume: list, term, bound, timeout_ms: int | None = None) -> tuple:
     s.add(*assume)
     s.add(term > bound)
     return s.check(), s
-
-
-def _parents(tree) -> dict:
-    out = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            out[child] = node
-    return out
 
 
 def _enclosing(node, parents, kinds):
@@ -393,7 +386,7 @@ def _post_init_order(root: str) -> tuple[int, int] | None:
     if len(lines) != 2:
         return None
     # without the call (no static graph mode), the same if's else turns CUDA graphs off
-    parents = _parents(fn)
+    parents = parent_map(fn)
     call = next(
         n for n in ast.walk(fn) if isinstance(n, ast.Call) and source_text(n.func) == "self._set_cudagraph_sizes"
     )
@@ -449,7 +442,7 @@ def capture_size_sites(root: str) -> list[dict]:
         if "cudagraph_capture_size" not in text:
             continue
         tree = ast.parse(text)
-        parents = _parents(tree)
+        parents = parent_map(tree)
         for node in sorted(_size_writes(tree), key=lambda n: n.lineno):
             why = _input_site(root, rel, tree, node, parents)
             result = "checked" if why else None
@@ -475,6 +468,25 @@ def capture_size_sites(root: str) -> list[dict]:
 
 class _StopAtTable(Exception):
     """Raised where ``_init_candidates`` starts filling its token-count table (a ``range``)."""
+
+
+def capture_descriptors(cgu, manager) -> list:
+    """The CUDA-graph capture descriptors vLLM's own ``CudaGraphManager._init_candidates`` builds
+    for ``manager`` (vllm/v1/worker/gpu/cudagraph_utils.py), run up to where it fills its lookup
+    table from them (``groupby``, which a symbolic size cannot drive). ``cgu`` is that module."""
+
+    def stop(*a, **k):
+        raise _StopAtTable
+
+    saved = cgu.groupby
+    cgu.groupby = stop
+    try:
+        manager._init_candidates()
+    except _StopAtTable:
+        pass
+    finally:
+        cgu.groupby = saved
+    return [d for descs in manager._capture_descs.values() for d in descs]
 
 
 CANDIDATE_NAMES = (
@@ -578,21 +590,9 @@ def candidate_tokens(root: str) -> dict:
                 m.lora_capture_cases = [0, 1]
                 m._candidates, m._capture_descs = {}, {}
 
-                def stop(*a, **k):
-                    raise _StopAtTable
-
-                saved = cgu.groupby
-                cgu.groupby = stop
-                try:
-                    m._init_candidates()
-                except _StopAtTable:
-                    pass
-                finally:
-                    cgu.groupby = saved
                 worst = 0
-                for descs in m._capture_descs.values():
-                    for d in descs:
-                        worst = d.num_tokens if d.num_tokens > worst else worst
+                for d in capture_descriptors(cgu, m):
+                    worst = d.num_tokens if d.num_tokens > worst else worst
                 return worst
 
             term, notes = run_paths(run, assume, budget=4096)

@@ -43,6 +43,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..tracing.accesses import parent_map
 from .wheels import py_files
 
 __all__ = ["V2_DIR", "Reach", "reach", "reach_sites", "entry_reach", "split_by_reach"]
@@ -644,14 +645,6 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _DEPTH = 8
 
 
-def _parents(tree) -> dict:
-    out = {}
-    for n in ast.walk(tree):
-        for c in ast.iter_child_nodes(n):
-            out[c] = n
-    return out
-
-
 class _Uses:
     """Whether a batch's reading (:class:`_Flow`, run) meets the buffer of an inventory entry:
     :meth:`judge` follows every use of the entry's attribute under ``vllm/v1/worker/gpu/`` (module
@@ -662,7 +655,7 @@ class _Uses:
         self.flow = flow
         self._outside: set[str] | None = None
         self.ndim = 0
-        self.parents = {rel: _parents(t) for rel, t in ix.trees.items()}
+        self.parents = {rel: parent_map(t) for rel, t in ix.trees.items()}
         self.by_attr: dict[str, list[tuple[str, ast.Attribute]]] = {}
         for rel, tree in ix.trees.items():
             for n in ast.walk(tree):
@@ -948,8 +941,24 @@ def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None) -> 
     return _split_files(root, ix, fact, sites)
 
 
+def _group_paths(fact: dict, sites: list[str], key: frozenset, why_not_met) -> list[dict]:
+    """The paths of ``fact`` for the group of entries (or files) the batches of ``key`` meet: the
+    fact's own paths but those of the sites not in ``key``, which are checked for the group, for the
+    reason ``why_not_met(site)``."""
+    from ...facts import path_record
+
+    paths = [p for p in fact["paths"] if p["site"] not in sites or p["site"] in key]
+    paths += [path_record(s, "the batch built here", "ast", "checked", why_not_met(s)) for s in sites if s not in key]
+    return paths
+
+
+def _group_counterexamples(fact: dict, key: frozenset) -> list[dict]:
+    """The counterexamples of ``fact`` found at the sites in ``key``."""
+    return [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)]
+
+
 def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]) -> list[dict]:
-    from ...facts import fact_record, path_record
+    from ...facts import fact_record
 
     every = sorted(ix.trees)
     reached: dict[str, dict[str, tuple[bool, str]]] = {}
@@ -977,19 +986,15 @@ def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]
         return [{**fact, "reach": {s: files[s] for s in sites}, "reach_entries": why(next(iter(groups.values()), []))}]
     out = []
     for key, ids in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
-        paths = [p for p in fact["paths"] if p["site"] not in sites or p["site"] in key]
-        for s in sites:
-            if s not in key:
-                paths.append(
-                    path_record(
-                        s,
-                        "the batch built here",
-                        "ast",
-                        "checked",
-                        f"meets none of these {len(ids)} entries' buffers (fact_v2_reach.entry_reach: every use "
-                        f"under {V2_DIR} followed; the batch enters {len(files[s])} files)",
-                    )
-                )
+        paths = _group_paths(
+            fact,
+            sites,
+            key,
+            lambda s: (
+                f"meets none of these {len(ids)} entries' buffers (fact_v2_reach.entry_reach: every use "
+                f"under {V2_DIR} followed; the batch enters {len(files[s])} files)"
+            ),
+        )
         label = ", ".join(s.rsplit("/", 1)[-1] for s in sorted(key))
         rec = fact_record(
             f"{fact['fact']}; "
@@ -997,7 +1002,7 @@ def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]
             fact["assumptions"],
             ids,
             paths,
-            [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)],
+            _group_counterexamples(fact, key),
         )
         rec["reach"] = {s: files[s] for s in sites}
         rec["reach_entries"] = why(ids)
@@ -1006,7 +1011,7 @@ def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]
 
 
 def _split_files(root: str, ix: _Index, fact: dict, sites: list[str]) -> list[dict]:
-    from ...facts import fact_record, path_record
+    from ...facts import fact_record
     from .fact_attention import compact
 
     every = sorted(rel for rel, _ in py_files(root, V2_DIR.rstrip("/")))
@@ -1023,25 +1028,19 @@ def _split_files(root: str, ix: _Index, fact: dict, sites: list[str]) -> list[di
         return [{**fact, "reach": record}]
     out = []
     for key, files in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
-        paths = [p for p in fact["paths"] if p["site"] not in sites or p["site"] in key]
-        for s in sites:
-            if s not in key:
-                paths.append(
-                    path_record(
-                        s,
-                        "the batch built here",
-                        "ast",
-                        "checked",
-                        f"does not reach this scope (fact_v2_reach: reaches {len(reached[s])} files of {V2_DIR})",
-                    )
-                )
+        paths = _group_paths(
+            fact,
+            sites,
+            key,
+            lambda s: f"does not reach this scope (fact_v2_reach: reaches {len(reached[s])} files of {V2_DIR})",
+        )
         label = ", ".join(s.rsplit("/", 1)[-1] for s in sorted(key)) or "none"
         rec = fact_record(
             f"{fact['fact']}; files reached by the batches of: {label}",
             fact["assumptions"],
             compact(files, every, V2_DIR),
             paths,
-            [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)],
+            _group_counterexamples(fact, key),
         )
         out.append({**rec, "reach": record})
     return out

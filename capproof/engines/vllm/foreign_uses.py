@@ -36,6 +36,8 @@ import os
 import re
 from functools import lru_cache
 
+from ..tracing.accesses import parent_map
+
 __all__ = ["foreign_uses", "check_foreign_uses", "holder_names", "judge", "covers"]
 
 #: Attribute reads that touch no element of the buffer.
@@ -178,14 +180,6 @@ def _family_classes(root: str, owner_file: str, cls: str) -> dict[str, set[str]]
     return out
 
 
-def _parents(tree) -> dict:
-    out = {}
-    for n in ast.walk(tree):
-        for c in ast.iter_child_nodes(n):
-            out[c] = n
-    return out
-
-
 def foreign_uses(root: str, entry) -> list[dict]:
     """Every use of ``entry``'s buffer outside its allocating file: ``[{"file", "line", "op",
     "extent", "node", "fn"}]`` (``op`` as the access reader spells it; ``node`` the subscript key or
@@ -223,7 +217,7 @@ def foreign_uses(root: str, entry) -> list[dict]:
             last = recv.attr if isinstance(recv, ast.Attribute) else recv.id if isinstance(recv, ast.Name) else ""
             if not (last in local or id(recv) in selfs):
                 continue
-            parents = parents or _parents(tree)
+            parents = parents or parent_map(tree)
             out.append(_classify(rel, n, parents))
     return out
 
@@ -332,7 +326,7 @@ def escapes_in_file(root: str, entry) -> list[dict]:
     out = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.value, ast.Name) and n.value.id == "self":
-            parents = parents or _parents(tree)
+            parents = parents or parent_map(tree)
             use = _classify(entry.file, n, parents)
             if use["op"].startswith(ESCAPES):
                 out.append(use)
