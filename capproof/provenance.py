@@ -25,7 +25,7 @@ import os
 import sys
 import types
 
-__all__ = ["install", "genuine", "trusted_filename", "dataclass_code"]
+__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_code"]
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -46,9 +46,9 @@ _DATACLASS_CODE: dict[int, types.CodeType] = {}
 _STATE = [False, False]  # [installed, inside the handler]
 
 
-def _library_named(filename: str) -> bool:
-    """Whether the symbolic run trusts code naming ``filename`` as not the model's: the standard
-    library, capproof or Z3 (an installed package's code is audited as the model's there)."""
+def library_named(filename: str) -> bool:
+    """Whether code naming ``filename`` is trusted as not a model's (when :func:`genuine`): the
+    standard library's, capproof's or Z3's; an installed package's code is audited as the model's."""
     if not isinstance(filename, str) or filename.startswith("<"):
         return False
     name = os.path.abspath(filename)
@@ -134,7 +134,7 @@ def _audit(event: str, args: tuple) -> None:
 def _register(code: types.CodeType, namespace: dict) -> None:
     """Register ``code`` (a module's, executed by the import system) when it names the file its
     module was loaded from."""
-    if namespace.get("__file__") == code.co_filename and _library_named(code.co_filename):
+    if namespace.get("__file__") == code.co_filename and library_named(code.co_filename):
         for c in _codes(code):
             _REGISTERED[id(c)] = c
 
@@ -149,7 +149,7 @@ def install() -> None:
 
     on(_audit, frozenset({"exec"}))
     modules = [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)]
-    _PRELOADED.update(m.__file__ for m in modules if _library_named(m.__file__))
+    _PRELOADED.update(m.__file__ for m in modules if library_named(m.__file__))
     for module in modules:
         if module.__file__ in _PRELOADED:
             try:
@@ -166,7 +166,7 @@ def genuine(code: types.CodeType) -> bool:
     if entry is not None and entry[0] is code:
         return entry[1]
     name = code.co_filename
-    if _REGISTERED.get(id(code)) is code or not _library_named(name):
+    if _REGISTERED.get(id(code)) is code or not library_named(name):
         known = True
     elif name in _PRELOADED:
         own = _OWN.get(name)

@@ -31,7 +31,7 @@ from typing import Union
 import z3
 
 from .errors import NotAnIntegerError, NotConcreteError, RealArithmeticError, SymbolicBranchError, caller_location
-from .provenance import genuine, trusted_filename
+from .provenance import genuine, library_named, trusted_filename
 
 __all__ = [
     "SymInt",
@@ -355,19 +355,13 @@ _thread.start_new_thread = _thread.start_new = threading._start_new_thread = _st
 
 
 _MODEL_CODE: dict = {}
-_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 
 
 def _is_model_code(code) -> bool:
     """Whether ``code`` is a model's (outside capproof, Z3 and the standard library), cached."""
     known = _MODEL_CODE.get(code)
     if known is None:
-        name = os.path.abspath(code.co_filename)
-        known = _MODEL_CODE[code] = not (
-            name.startswith(_OWN_DIRS)
-            or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
-            or name.startswith("<frozen")
-        ) or not genuine(code)
+        known = _MODEL_CODE[code] = not (library_named(code.co_filename) and genuine(code))
     return known
 
 
