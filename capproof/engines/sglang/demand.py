@@ -962,11 +962,7 @@ def backend_tokens_fact(cls: str | None = None) -> dict:
         ]
     }
     if cls == "FlashInferAttnBackend":
-        site = (
-            f"{PREFILL}:1786 capture_one_shape(num_tokens) -> init_forward_metadata_out_graph(forward_batch, "
-            "in_capture=True): a full prefill graph's batch of num_tokens prefill tokens (a capture bucket), "
-            f"{FLASHINFER}:907-920 slices cuda_graph_swa_out_cache_loc[:num_tokens]"
-        )
+        site = f"{PREFILL}:1786 capture_one_shape(num_tokens) -> init_forward_metadata_out_graph(in_capture=True)"
         try:
             w = flashinfer_swa_prefill_witness()
             refuted = w["capture_rows"] < 64 and "size" in w["replay_error"] and w["small_replay_ok"]
@@ -974,8 +970,9 @@ def backend_tokens_fact(cls: str | None = None) -> dict:
             refuted, w = False, {"error": f"{type(exc).__name__}: {exc}"[:120]}
         if refuted:
             paths["counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 9)"] = [
-                f"{site}; max_num_tokens 8, 64 tokens: capture binds {w['capture_rows']} write locations, "
-                f"replay raises ({w['replay_error'][:80]})"
+                f"{PREFILL}:1786 64 prefill tokens vs 8 entries (max_bs * captured_req_width): capture binds "
+                f"{w['capture_rows']} write locations, replay raises RuntimeError; {site.split(' ', 1)[1]}, "
+                f"{FLASHINFER}:907-920"
             ]
         else:
             paths["not checked"].append(f"{site} ({w.get('error', 'witness not reproduced')})")
