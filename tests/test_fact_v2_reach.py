@@ -299,13 +299,18 @@ def test_an_element_of_a_one_dimensional_buffer_is_not_the_buffer(tree):
 
 
 @pytest.mark.real
-def test_vllm_0_33_the_pcp_local_batch_meets_all_but_the_slot_indexed_v2_entries():
-    """On vLLM 0.33.0's source: the PCP local batch (pcp_manager.py:688) meets every V2 inventory
-    entry except five indexed only by slots or slot arrays, each with the use that meets it."""
+def test_vllm_0_33_the_pcp_local_count_meets_an_entry_it_indexes_and_not_one_indexed_by_slots():
+    """On vLLM 0.33.0's source, the PCP local batch (pcp_manager.py:688): its request count is
+    followed into the extents and indices of each V2 entry's uses. It meets the target-dependent
+    speculator's ``sample_src_positions`` (sliced by the ``num_reqs`` of the batch it is handed,
+    the local one on the PCP draft prefill or on a stale state ``_dummy_run`` may read), and none
+    of the uses of ``RequestState.max_seq_len`` (indexed by slots) or of the acceptance
+    estimator's statistics (kernels given the global batch's slots)."""
     import json
     import os
 
     from capproof.engines.vllm import wheels
+    from capproof.engines.vllm.fact_v2_reach import site_fields
 
     root = wheels.source_root("vllm", "0.33.0")
     if not os.path.exists(os.path.join(root, f"{GPU}/pcp_manager.py")):
@@ -315,15 +320,29 @@ def test_vllm_0_33_the_pcp_local_batch_meets_all_but_the_slot_indexed_v2_entries
         entries = [e for e in json.load(fh)["entries"] if e["file"].startswith(f"{GPU}/")]
     ix = _Index(root)
     line = _line(root, "pcp_manager.py", "self._local_batch = replace(")
-    met = entry_reach(ix, _flow(ix, f"{GPU}/pcp_manager.py", line), entries)
+    flow = _flow(ix, f"{GPU}/pcp_manager.py", line)
+    # the site's fields that carry the count: the request rows, not the token buffers it slices
+    fn = ix.at(f"{GPU}/pcp_manager.py", line)
+    fields = site_fields(fn.node, flow.seed)
+    assert {"num_reqs", "num_reqs_after_padding", "idx_mapping", "query_start_loc", "seq_lens"} <= fields
+    assert not {"num_tokens_after_padding", "prompt_lens", "max_seq_len_np", "dcp_local_seq_lens"} & fields
+    met = entry_reach(ix, flow, entries)
+    by_name = {k.rsplit("::", 1)[1]: v for k, v in met.items()}
+    hit, why = by_name["TargetDependentARSpeculator.sample_src_positions"]
+    assert hit and "target_dependent_ar/speculator.py" in why and "may hold the local count" in why
+    for name in ("RequestState.max_seq_len", "OnlineAcceptanceEstimator.features"):
+        hit, why = by_name[name]
+        assert not hit and why.startswith("none of its") and "meets the batch" in why
     clear = sorted(k.rsplit("::", 1)[1] for k, (hit, _why) in met.items() if not hit)
-    assert clear == [
+    # the five slot-indexed entries the object-level reading already cleared are still clear
+    assert {
         "PPHandler.req_idx_gen_np",
         "PromptLogprobsWorker.num_prompt_logprobs",
         "PromptLogprobsWorker.uses_prompt_logprobs",
         "RequestState.max_seq_len",
         "RequestState.num_computed_prefill_tokens",
-    ]
+    } <= set(clear)
+    assert len(clear) >= 17
     assert all(why.startswith(GPU) for hit, why in met.values() if hit)
 
 

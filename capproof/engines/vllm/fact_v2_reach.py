@@ -1035,12 +1035,24 @@ class _Uses:
         return None
 
     def _method_reads(self, d: _Fn, seen: set[int]) -> bool:
-        """Whether the local count may be used in ``d`` or a function it calls that the reading entered."""
+        """Whether ``d``, called with arguments that hold no local count, may still use one: a
+        value it reads that the reading followed and that names none of its parameters (an
+        attribute that holds the count, a call whose result is followed whatever its arguments),
+        in ``d`` or in a function of the directory it calls that the reading entered. Values
+        computed from its parameters are the call's arguments, judged at the call."""
         if id(d.node) in seen:
             return False
         seen.add(id(d.node))
-        if any(id(n) in self.flow.hot or id(n) in self.flow.whole for n in ast.walk(d.node)):
-            return True
+        params = set(d.params) - {"self", "cls"}
+        a = d.node.args
+        params |= {x.arg for x in a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        for n in ast.walk(d.node):
+            if id(n) not in self.flow.hot and id(n) not in self.flow.whole:
+                continue
+            if not {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} & params:
+                return True
+            if isinstance(n, ast.Call) and any(id(t.node) in self.flow.returns for t in self.ix.targets(d, n)):
+                return True
         for c in ast.walk(d.node):
             if isinstance(c, ast.Call):
                 for t in self.ix.targets(d, c):
