@@ -536,3 +536,20 @@ def test_a_path_given_another_sites_count_is_checked_where_that_site_meets_nothi
     assert clean["scope"] == [entries[1]["id"]] and bad["scope"] == [entries[0]["id"]]
     assert [p["result"] for p in clean["paths"] if p["site"] == dep["site"]] == ["checked"]
     assert [p["result"] for p in bad["paths"] if p["site"] == dep["site"]] == ["not checked"]
+
+
+def test_a_counter_a_loop_runs_by_the_count_holds_the_count(precise):
+    """``while i < input_batch.num_reqs: ...; i += 1``: ``i`` is bounded by the count through the
+    loop's condition, not a value computed from it; it is followed as one."""
+    path = f"{precise}/{GPU}/model_states/default.py"
+    text = (
+        open(path)
+        .read()
+        .replace(
+            "        fill(self.helper, input_batch)\n",
+            "        i = 0\n        while i < input_batch.num_reqs:\n            self.helper[i] = 0\n            i += 1\n",
+        )
+    )
+    open(path, "w").write(text)
+    _flow_, met = _precise_met(precise)
+    assert met["helper"][0] and "indexed by i" in met["helper"][1]

@@ -476,7 +476,13 @@ class _Flow:
             cur = set(live)
             if isinstance(st, (ast.For, ast.AsyncFor)):
                 cur = self.bind(fn, st.target, VAL if self.mentions(head, live) else None, cur)
+            stored = {
+                n.id for b in st.body for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
             for _ in range(2):
+                if isinstance(st, ast.While) and self.mentions(st.test, cur):
+                    # how often the body runs depends on a followed value: so may what it counts
+                    cur |= stored | {"!" + n for n in stored}
                 after, _through = self.block(fn, st.body, set(cur))
                 cur |= after
             after, _ = self.block(fn, st.orelse, set(cur))
