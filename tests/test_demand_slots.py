@@ -115,7 +115,8 @@ import pytest  # noqa: E402
 def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unchecked_paths():
     """On vLLM 0.33.0 the slot invariant is checked; the V2 request-count fact is not, and the
     paths it is not checked on are exactly these (batch sharding, PCP, micro-batching, the
-    decode warm-up's dict). The dummy sampler run's rows are checked (``dummy_sampler_rows``)."""
+    decode warm-up's dict, and the dummy sampler run with the dummy batch it sizes: ``execute_model``
+    can return before storing its state, so ``_dummy_run`` may read an earlier step's)."""
     from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
 
     root = _real_root()
@@ -124,14 +125,24 @@ def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unc
     assert not fact["checked"]
     where = sorted(p.split(" ")[0] for p in fact["paths"]["not checked"])
     assert where == [
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/input_batch.py:194",
+        "vllm/v1/worker/gpu/model_runner.py:996",
         "vllm/v1/worker/gpu/pcp_manager.py:688",
         "vllm/v1/worker/gpu/sample/batch_shard.py:284",
         "vllm/v1/worker/gpu/ubatch_utils.py:163",
         "vllm/v1/worker/gpu/ubatch_utils.py:163",
         "vllm/v1/worker/gpu/warmup.py:431",
     ]
-    assert len(fact["paths"]["checked (ast)"]) >= 28
-    assert any(p.startswith("vllm/v1/worker/gpu/model_runner.py:996") for p in fact["paths"]["checked (ast)"])
+    assert len(fact["paths"]["checked (ast)"]) >= 25
+    dummy = next(p for p in fact["paths"]["not checked"] if p.startswith("vllm/v1/worker/gpu/model_runner.py:996"))
+    assert "execute_model returns at :1853 before storing ExecuteModelState" in dummy
+    # taken as reading its own state, the chain holds, and so do the dummy batches it sizes
+    own = v2_requests_fact(root, own_state=True)
+    assert not any(
+        p.startswith(("vllm/v1/worker/gpu/model_runner.py:996", "vllm/v1/worker/gpu/input_batch.py"))
+        for p in own["paths"]["not checked"]
+    )
 
 
 @pytest.mark.real
@@ -160,7 +171,8 @@ def test_dummy_sampler_rows_refuse_a_broken_link(tmp_path, file, old, new, refus
     from capproof.engines.vllm.demand_v2_requests import CountJudge, dummy_sampler_rows
 
     root = _real_root()
-    assert dummy_sampler_rows(CountJudge(root, True)) is None
+    assert "returns at :1853" in dummy_sampler_rows(CountJudge(root, True))
+    assert dummy_sampler_rows(CountJudge(root, True, own_state=True)) is None
     shutil.copytree(os.path.join(root, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
     path = tmp_path / "vllm/v1/worker/gpu" / file
     text = path.read_text()
@@ -168,10 +180,32 @@ def test_dummy_sampler_rows_refuse_a_broken_link(tmp_path, file, old, new, refus
     path.write_text(text.replace(old, new))
     ds.parsed_files.cache_clear()
     try:
-        why = dummy_sampler_rows(CountJudge(str(tmp_path), True))
+        why = dummy_sampler_rows(CountJudge(str(tmp_path), True, own_state=True))
     finally:
         ds.parsed_files.cache_clear()
     assert why is not None and refusal in why
+
+
+@pytest.mark.real
+def test_dummy_sampler_rows_hold_without_the_early_return(tmp_path):
+    """The chain is refused only for ``execute_model``'s return before it stores its state
+    (``batch_desc.num_tokens == 0``, :1851-1853): with that return gone, it holds."""
+    import shutil
+
+    from capproof.engines.vllm.demand_v2_requests import CountJudge, dummy_sampler_rows
+
+    root = _real_root()
+    shutil.copytree(os.path.join(root, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
+    path = tmp_path / "vllm/v1/worker/gpu/model_runner.py"
+    old = "            return self._merge_ec_connector_no_forward(scheduler_output, empty_output)\n"
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, "            pass\n"))
+    ds.parsed_files.cache_clear()
+    try:
+        assert dummy_sampler_rows(CountJudge(str(tmp_path), True)) is None
+    finally:
+        ds.parsed_files.cache_clear()
 
 
 SPECULATOR = """

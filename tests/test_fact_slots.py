@@ -81,9 +81,12 @@ def test_the_sharding_kernel_leaves_slots_unwritten_when_the_batch_outgrows_its_
 
 
 def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
-    """With the sharder run, both slot facts are checked on every path, and the per-request
-    buffers whose every use is a slot or slot-array index get rows ``max_num_reqs``."""
-    from capproof.engines.vllm.demand_v2_requests import derive_slot_rows
+    """With the sharder run, the slot fact is checked on every path; the slot-array fact is not
+    checked on the dummy batch's ``arange(num_reqs)`` alone (``input_batch.py:198-200``: one
+    ``make_dummy`` count, the dummy sampler run's, is not checked). With that chain taken as reading
+    its own state, both facts are checked and the per-request buffers whose every use is a slot or
+    slot-array index get rows ``max_num_reqs``."""
+    from capproof.engines.vllm.demand_v2_requests import derive_slot_rows, v2_requests_fact
     from capproof.engines.vllm.fact_slots import shard_paths
     from capproof.inventory import load
 
@@ -98,16 +101,17 @@ def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
     for e in entries:
         e.demands = []
     facts: list = []
-    done = derive_slot_rows(entries, root, facts=facts, executed=ran)
-    assert [f["checked"] for f in facts] == [True, False, True]  # slots, V2 request count, slot arrays
+    assert derive_slot_rows(entries, root, facts=facts, executed=ran) == []
+    assert [f["checked"] for f in facts] == [True, False, False]  # slots, V2 request count, slot arrays
+    bad = facts[2]["paths"]["not checked"]
+    assert len(bad) == 3 and all(p.startswith("vllm/v1/worker/gpu/input_batch.py:") and "dummy" in p for p in bad)
+    facts = []
+    own = v2_requests_fact(root, own_state=True)
+    done = derive_slot_rows(entries, root, requests_fact=own, facts=facts, executed=ran)
+    assert [f["checked"] for f in facts] == [True, False, True]
     assert {
         "vllm/v1/worker/gpu/states.py::RequestState.max_seq_len",
         "vllm/v1/worker/gpu/states.py::RequestState.num_computed_prefill_tokens",
-        "vllm/v1/worker/gpu/sample/penalties.py::PenaltiesState.use_penalty",
-        "vllm/v1/worker/gpu/sample/logit_bias.py::LogitBiasState.use_logit_bias",
-        "vllm/v1/worker/gpu/sample/sampler.py::Sampler.needs_logits_processing",
-        "vllm/v1/worker/gpu/sample/states.py::SamplingStates.seeds_set",
-        "vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.use_thinking_budget",
         "vllm/v1/worker/gpu/pp_utils.py::PPHandler.req_idx_gen_np",
         # call sites that cannot bind add_request(req_id, req_idx, ...) or are another class's are not its
         "vllm/v1/worker/gpu/sample/prompt_logprob.py::PromptLogprobsWorker.num_prompt_logprobs",

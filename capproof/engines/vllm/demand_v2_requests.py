@@ -61,10 +61,14 @@ DESCRIPTORS = ("BatchExecutionDescriptor", "SpeculatorBatchDescriptor")
 class CountJudge(SlotJudge):
     """``scalar`` here judges "a request count <= max_num_reqs" (see the module docstring)."""
 
-    def __init__(self, root: str, scheduler_checked: bool, induction: bool = True):
+    def __init__(self, root: str, scheduler_checked: bool, induction: bool = True, own_state: bool = False):
         super().__init__(root, arrays_ok=False)
         self.root = root
         self.scheduler_checked = scheduler_checked
+        # the dummy sampler run's chain taken as if ``_dummy_run`` read the state its own
+        # ``execute_model`` stored (an early return not excluded): only to tell which other paths
+        # hold given that count, never a check of its own
+        self.own_state = own_state
         # descriptor and InputBatch counts are bounded by induction over their construction
         # sites: sound only while collecting those sites or once every one of them is checked
         self.induction = induction
@@ -384,7 +388,9 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
     2. ``_dummy_run`` returns ``(None, None)`` or ``(hidden_states, sample_hidden_states)``, with
        ``sample_hidden_states = hidden_states[input_batch.logits_indices]`` and
        ``input_batch = self.execute_model_state.input_batch`` (one row per logits index);
-    3. ``ExecuteModelState(...)`` is made only in ``execute_model``, from its ``input_batch``, which
+    3. ``ExecuteModelState(...)`` is made only in ``execute_model``, which has no ``return`` before
+       it outside ``if not dummy_run:`` (else a dummy run may leave the state an earlier step
+       stored, and ``_dummy_run`` reads that step's batch), from its ``input_batch``, which
        the dummy branch (the ``else`` of ``if not dummy_run``) sets only to ``InputBatch.make_dummy(...)``
        or ``self.pcp_manager.prepare_inputs_for_capture_or_profile(input_batch)``, and nothing
        after that branch rebinds it, ``dummy_run`` or a ``.logits_indices``; ``_dummy_run`` calls
@@ -476,6 +482,25 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
     )
     if branch is None:
         return "execute_model has no `if not dummy_run: ... else: ...` setting input_batch"
+    # a return a dummy run can take before the state is stored leaves an earlier step's state
+    store = min(c.lineno for rel, c in makers)
+    real_only = {
+        id(n)
+        for i in ast.walk(execute)
+        if isinstance(i, ast.If) and source_text(i.test) == "notdummy_run"
+        for b in i.body
+        for n in ast.walk(b)
+    }
+    early = [
+        r
+        for r in ast.walk(execute)
+        if isinstance(r, (ast.Return, ast.Yield)) and r.lineno < store and id(r) not in real_only
+    ]
+    if early and not counts.own_state:
+        return (
+            f"execute_model returns at :{early[0].lineno} before storing ExecuteModelState (:{store}) on a path a "
+            "dummy run can take: _dummy_run may then read the state an earlier step stored (its batch, its logits)"
+        )
     for a in ast.walk(execute):
         for t in assigned(a):
             if source_text(t) == "dummy_run" or source_text(t).endswith(".logits_indices"):
@@ -628,9 +653,11 @@ def _count_of(counts: CountJudge, rel, parents, fn, it) -> bool:
     return False
 
 
-def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
+def v2_requests_fact(root: str, scheduler_fact: dict | None = None, own_state: bool = False) -> dict:
     """The fact "every V2 request count (descriptor, dummy batch) is <= max_num_reqs" as
-    ``{"fact", "checked", "paths"}``, one path per construction site (module docstring)."""
+    ``{"fact", "checked", "paths"}``, one path per construction site (module docstring).
+    ``own_state``: judge the dummy sampler run as if ``_dummy_run`` read its own state
+    (:class:`CountJudge`), to tell which paths hold given that one count."""
     if scheduler_fact is None:
         from .demand import unpadded_requests_bound
 
@@ -638,7 +665,7 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None) -> dict:
             scheduler_fact = unpadded_requests_bound(root)
         except (OSError, SyntaxError) as exc:  # a tree without the scheduler: not checked
             scheduler_fact = {"checked": False, "paths": {"not checked": [f"scheduler not read: {exc}"[:120]]}}
-    counts = CountJudge(root, bool(scheduler_fact.get("checked")))
+    counts = CountJudge(root, bool(scheduler_fact.get("checked")), own_state=own_state)
     checked, unchecked = [], []
     for rel, tree, parents in counts.files:
         for call in ast.walk(tree):

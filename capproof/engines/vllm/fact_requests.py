@@ -775,6 +775,13 @@ def v2_paths(root: str) -> list[dict]:
     ubatch = _ubatch_judgement(root)
     out = []
     shard = None
+    # the dummy sampler run's count (its chain refused: _dummy_run may read an earlier step's
+    # state); the paths that hold once it is taken as the dummy's own hold unless that count
+    # exceeds, and carry it as ``given`` (fact_v2_reach follows that count, not theirs)
+    dummy = next((p for p in fact["paths"].get("not checked", []) if "before storing ExecuteModelState" in p), None)
+    own = v2_requests_fact(root, own_state=True) if dummy else None
+    own_ok = {p.split(" (refused: ")[0] for p in own["paths"].get("checked (ast)", [])} if own else set()
+    given = dummy.split(" ", 1)[0] if dummy else ""
     for key, result in (("checked (ast)", "checked"), ("not checked", "not checked")):
         for p in fact["paths"].get(key, []):
             p = p.removeprefix("scheduler: ")
@@ -810,13 +817,23 @@ def v2_paths(root: str) -> list[dict]:
 
                     good = [q.split(" ", 1)[0] for q in fact["paths"].get("checked (ast)", [])]
                     shard = shard_count(root, good)
+                    if shard[0] != "checked" and own:
+                        good_own = [q.split(" ", 1)[0] for q in own["paths"].get("checked (ast)", [])]
+                        if shard_count(root, good_own)[0] == "checked":
+                            shard = ("given", shard[1])
                 if shard[0] == "checked":
                     result, why = shard
                 else:
                     why = (_shard_reading(root) or why) + f" ({shard[1]})"
-                out.append(path_record(site, what[:120], "ast", result, why[:600]))
+                rec = path_record(site, what[:120], "ast", result, why[:600])
+                if shard[0] == "given":
+                    rec["given"] = given
+                out.append(rec)
                 continue
-            out.append(path_record(site, what[:120], "ast", result, why[:300]))
+            rec = path_record(site, what[:120], "ast", result, why[:300])
+            if result == "not checked" and given and site != given and f"{site} {what}" in own_ok:
+                rec["given"] = given  # holds given the dummy sampler run's count
+            out.append(rec)
     return out
 
 

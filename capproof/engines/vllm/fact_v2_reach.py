@@ -51,6 +51,16 @@ __all__ = ["V2_DIR", "Reach", "reach", "reach_sites", "entry_reach", "split_by_r
 V2_DIR = "vllm/v1/worker/gpu/"
 #: The model's forward: its output rows are the input tokens it was given, not requests.
 _MODEL_CALLS = frozenset(("self.model", "model"))
+#: Kinds of a followed value: the batch object itself (a field read gives the field's kind), or a
+#: value computed from the local request count (or from anything that may hold it).
+BATCH, VAL = "batch", "val"
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    """The kind of a value that may be ``a`` or ``b``: VAL over BATCH over None."""
+    return VAL if VAL in (a, b) else (a or b)
+
+
 #: Methods that put their argument into the receiver (a container then holds the value).
 _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"))
 
@@ -283,16 +293,26 @@ def _is_init(m) -> bool:
 class _Flow:
     """The may-reach reading of one site (module docstring)."""
 
-    def __init__(self, index: _Index, seed: ast.AST, pcp: bool):
+    def __init__(self, index: _Index, seed: ast.AST, pcp: bool, fields: set[str] | None = None, kind: str = "batch"):
         self.ix = index
         self.seed = seed
+        #: id of each seed expression -> the kind it gives (the batch built at the site, or a count)
+        self.seeds: dict[int, str] = {id(seed): kind}
         self.pcp = pcp
-        self.params: dict[int, set[str]] = {}  # id(fn node) -> followed parameter names
+        #: the batch's fields that carry the local request count (None: every field)
+        self.fields = None if fields is None else set(fields)
+        # id(fn node) -> followed parameter names (``!name``: the parameter may be a value, not the batch)
+        self.params: dict[int, set[str]] = {}
         # functions (id of node) whose return (None) or tuple element (index) is followed whatever
-        # the arguments, and given followed arguments
-        self.returns: dict[int, set[int | None]] = {}
-        self.returns_if: dict[int, set[int | None]] = {}
+        # the arguments, and given followed arguments, with the kind followed
+        self.returns: dict[int, dict[int | None, str]] = {}
+        self.returns_if: dict[int, dict[int | None, str]] = {}
         self.attrs: set[tuple[str | None, str]] = set()  # (owner class, attribute chain without self.)
+        self.val_attrs: set[tuple[str | None, str]] = set()  # those of attrs that may hold a value, not the batch
+        #: ids of expression nodes that may hold a value computed from the local count (VAL), and
+        #: of those that may be the batch object itself (BATCH)
+        self.hot: set[int] = set()
+        self.whole: set[int] = set()
         self.entered: dict[int, _Fn] = {}
         #: per file, the lines of statements (or compound statements' headers) that read a followed value
         self.touched: dict[str, set[int]] = {}
@@ -303,14 +323,15 @@ class _Flow:
         self._attr_cache: dict[tuple, bool] = {}
 
     # -- expressions --
-    def _attr_followed(self, chain: str) -> bool:
-        """Whether reading ``self.<chain>`` in the current function reads a followed store: one
-        made in a related class on a prefix of ``chain``, or, for ``self.a.<rest>``, one made by a
-        class of attribute ``a`` on a prefix of ``rest``."""
+    def _attr_followed(self, chain: str) -> str | None:
+        """The kind of the followed store that reading ``self.<chain>`` in the current function
+        reads, None when none: one made in a related class on ``chain`` or a prefix of it, or, for
+        ``self.a.<rest>``, one made by a class of attribute ``a`` on ``rest`` or a prefix. A prefix
+        that holds the batch object gives the kind of the field read after it."""
         fn = self.fn
         if fn is None or fn.cls is None:
-            return False
-        key = (fn.cls, chain, len(self.attrs))
+            return None
+        key = (fn.cls, chain, len(self.attrs), len(self.val_attrs), None if self.fields is None else len(self.fields))
         if key in self._attr_cache:
             return self._attr_cache[key]
         head, _, rest = chain.partition(".")
@@ -318,65 +339,109 @@ class _Flow:
         for owner, ch in self.attrs:
             if owner is not None:
                 by_head.setdefault(ch.partition(".")[0], []).append((owner, ch))
-        got = any(
-            fn.cls in self.ix.related({owner}) and (chain == ch or chain.startswith(ch + "."))
-            for owner, ch in by_head.get(head, [])
-        )
-        if not got and rest:
+
+        def kind(owner, ch, read):
+            if (owner, ch) in self.val_attrs:
+                return VAL
+            if read == ch:
+                return BATCH
+            return self._field(read[len(ch) + 1 :].partition(".")[0])
+
+        got = None
+        for owner, ch in by_head.get(head, []):
+            if fn.cls in self.ix.related({owner}) and (chain == ch or chain.startswith(ch + ".")):
+                got = _join(got, kind(owner, ch, chain))
+        if rest:
             holders = self.ix.related(self.ix.attr_classes.get(head, set()))
-            got = any(
-                owner in holders and (rest == ch or rest.startswith(ch + "."))
-                for owner, ch in by_head.get(rest.partition(".")[0], [])
-            )
+            for owner, ch in by_head.get(rest.partition(".")[0], []):
+                if owner in holders and (rest == ch or rest.startswith(ch + ".")):
+                    got = _join(got, kind(owner, ch, rest))
         self._attr_cache[key] = got
         return got
 
-    def _returned(self, fn_call: ast.Call, live: set[str], index: int | None) -> bool:
-        """Whether the value a call of the directory's code returns (or its element ``index``) is followed."""
+    def _returned(self, fn_call: ast.Call, live: set[str], index: int | None) -> str | None:
+        """The kind (:data:`BATCH`/:data:`VAL`) of the value a call of the directory's code returns
+        (or its element ``index``), None when it is not followed."""
         targets = self.ix.targets(self.fn, fn_call) if self.fn is not None else []
         if not targets:
-            return False
+            return None
         args = list(fn_call.args) + [k.value for k in fn_call.keywords]
         if isinstance(fn_call.func, ast.Attribute):
             args.append(fn_call.func.value)
         given = any(self.mentions(x, live) for x in args)
+        out = None
         for t in targets:
             for table, need in ((self.returns, False), (self.returns_if, True)):
-                got = table.get(id(t.node), set())
-                if (not need or given) and (None in got or index in got or (index is None and got)):
-                    return True
-        return False
+                got = table.get(id(t.node), {})
+                if need and not given:
+                    continue
+                if index is None:
+                    k = got.get(None, VAL if got else None)
+                else:
+                    k = got.get(index) or (VAL if None in got else None)
+                out = _join(out, k)
+        return out
 
-    def mentions(self, expr, live: set[str], index: int | None = None) -> bool:
-        """Whether ``expr`` (its element ``index`` when unpacked) holds a followed value."""
+    def _field(self, attr: str) -> str | None:
+        """The kind of ``<batch>.<attr>``: :data:`VAL` for a field that carries the local request
+        count (:attr:`fields`) or a name the directory defines as a function (a method or a
+        property computes from any field), else None (a field the site left as the step's)."""
+        if self.fields is None or attr in self.fields or attr in self.ix.by_name:
+            return VAL
+        return None
+
+    def mentions(self, expr, live: set[str], index: int | None = None) -> str | None:
+        """Whether ``expr`` (its element ``index`` when unpacked) holds a followed value, and its
+        kind: :data:`BATCH` (the batch object itself: a field read gives the field's kind) or
+        :data:`VAL` (anything else computed from it); None when it holds none."""
         if expr is None:
-            return False
-        if expr is self.seed:
-            return True
+            return None
+        if id(expr) in self.seeds:
+            return self.seeds[id(expr)]
         if isinstance(expr, ast.Name):
-            return expr.id in live
+            if expr.id not in live:
+                return None
+            return VAL if "!" + expr.id in live else BATCH
         if isinstance(expr, ast.Attribute):
             if isinstance(expr.ctx, ast.Load) and self.attrs:
                 ch = _chain(expr)
-                if ch and self._attr_followed(ch):
-                    return True
-            return self.mentions(expr.value, live)
+                if ch:
+                    k = self._attr_followed(ch)
+                    if k:
+                        return k
+            k = self.mentions(expr.value, live)
+            return self._field(expr.attr) if k == BATCH else k
         if isinstance(expr, (ast.Tuple, ast.List)) and index is not None and index < len(expr.elts):
             return self.mentions(expr.elts[index], live)
         if isinstance(expr, ast.Call):
             if _src(expr.func) in _MODEL_CALLS:
-                return False
+                return None
             targets = self.ix.targets(self.fn, expr) if self.fn is not None else []
             if targets:
                 return self._returned(expr, live, index)
             # library code (or code outside the directory): its result carries what it was given
+            if _callee(expr) == "replace" and expr.args and self.mentions(expr.args[0], live) == BATCH:
+                # dataclasses.replace of the batch: the batch, with the fields it is given followed
+                for k in expr.keywords:
+                    if k.arg is None:
+                        self.fields = None
+                    elif self.mentions(k.value, live) and self.fields is not None:
+                        self.fields.add(k.arg)
+                return BATCH if len(expr.args) == 1 else VAL
             parts = list(expr.args) + [k.value for k in expr.keywords]
             if isinstance(expr.func, ast.Attribute):
                 parts.append(expr.func.value)
-            return any(self.mentions(x, live) for x in parts)
+            return VAL if any(self.mentions(x, live) for x in parts) else None
         if isinstance(expr, (ast.Lambda, ast.FunctionDef)):
-            return False
-        return any(self.mentions(c, live) for c in ast.iter_child_nodes(expr))
+            return None
+        kinds = [self.mentions(c, live) for c in ast.iter_child_nodes(expr)]
+        if VAL in kinds:
+            return VAL
+        if BATCH in kinds:
+            # ``a or batch``, ``x if c else batch``, ``await``: the batch itself; any other
+            # expression holding it (a tuple, a subscript) is followed without its field filter
+            return BATCH if isinstance(expr, (ast.IfExp, ast.BoolOp, ast.Await, ast.NamedExpr)) else VAL
+        return None
 
     def _pcp_arm(self, test) -> bool | None:
         """True/False for the arm a PCP reading takes at ``if test``, None for both."""
@@ -410,8 +475,14 @@ class _Flow:
             self.exprs(fn, head, live)
             cur = set(live)
             if isinstance(st, (ast.For, ast.AsyncFor)):
-                cur = self.bind(fn, st.target, self.mentions(head, live), cur)
+                cur = self.bind(fn, st.target, VAL if self.mentions(head, live) else None, cur)
+            stored = {
+                n.id for b in st.body for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
             for _ in range(2):
+                if isinstance(st, ast.While) and self.mentions(st.test, cur):
+                    # how often the body runs depends on a followed value: so may what it counts
+                    cur |= stored | {"!" + n for n in stored}
                 after, _through = self.block(fn, st.body, set(cur))
                 cur |= after
             after, _ = self.block(fn, st.orelse, set(cur))
@@ -420,7 +491,9 @@ class _Flow:
             for item in st.items:
                 self.exprs(fn, item.context_expr, live)
                 if item.optional_vars is not None:
-                    live = self.bind(fn, item.optional_vars, self.mentions(item.context_expr, live), live)
+                    live = self.bind(
+                        fn, item.optional_vars, VAL if self.mentions(item.context_expr, live) else None, live
+                    )
             return self.block(fn, st.body, live)
         if isinstance(st, ast.Try):
             a, ta = self.block(fn, st.body, set(live))
@@ -446,15 +519,18 @@ class _Flow:
         if isinstance(st, ast.Return):
             v = st.value
             which = (
-                [i for i, e in enumerate(v.elts) if self.mentions(e, live)]
+                {i: self.mentions(e, live) for i, e in enumerate(v.elts)}
                 if isinstance(v, ast.Tuple)
-                else ([None] if self.mentions(v, live) else [])
+                else {None: self.mentions(v, live)}
             )
+            which = {i: k for i, k in which.items() if k}
             if which:
                 self.enter(fn)
                 # followed whatever the arguments (every caller gets it), or given followed arguments
                 table = self.returns if self.without_params else self.returns_if
-                table.setdefault(id(fn.node), set()).update(which)
+                have = table.setdefault(id(fn.node), {})
+                for i, k in which.items():
+                    have[i] = _join(have.get(i), k)
             return live, False
         if isinstance(st, ast.Raise):
             return live, False
@@ -470,68 +546,92 @@ class _Flow:
             return self.bind(fn, st.target, self.mentions(st.value, live), live, st.value), True
         if isinstance(st, ast.AugAssign):
             if self.mentions(st.value, live):
-                live = self.bind(fn, st.target, True, live, st.value)
+                live = self.bind(fn, st.target, VAL, live, st.value)
             return live, True
         return live, True
 
-    def bind(self, fn: _Fn, target, followed: bool, live: set[str], value=None) -> set[str]:
+    def bind(self, fn: _Fn, target, followed: str | None, live: set[str], value=None) -> set[str]:
+        """``live`` after storing a value of kind ``followed`` (None: not followed) into ``target``."""
         live = set(live)
         if isinstance(target, (ast.Tuple, ast.List)):
             for t in target.elts:
-                live = self.bind(fn, t, followed, live)
+                live = self.bind(fn, t, followed and VAL, live)
             return live
         if isinstance(target, ast.Starred):
-            return self.bind(fn, target.value, followed, live)
+            return self.bind(fn, target.value, followed and VAL, live)
         if isinstance(target, ast.Name):
             (live.add if followed else live.discard)(target.id)
+            (live.add if followed == VAL else live.discard)("!" + target.id)
             return live
         if isinstance(target, (ast.Attribute, ast.Subscript)) and followed:
             self.enter(fn)
             r = _root(target)
             if r is not None and r not in ("self", "cls"):  # a store into a local object: it holds the value
-                live.add(r)
+                if isinstance(target, ast.Attribute) and self.mentions(target.value, live) == BATCH:
+                    # a field of the batch set after the site: the field carries what it is given
+                    if self.fields is not None:
+                        self.fields.add(target.attr)
+                    return live
+                live |= {r, "!" + r}
                 return live
             node = target
             while isinstance(node, ast.Subscript):  # self.x[i] = v: x holds the value
                 node = node.value
             ch = _chain(node)
             if ch:
+                if isinstance(node, ast.Attribute) and node is target:
+                    holder = self.mentions(node.value, live) if isinstance(node.value, ast.Attribute) else None
+                    if holder == BATCH and self.fields is not None:  # self.x.field = v, self.x the batch
+                        self.fields.add(node.attr)
+                kind = followed if node is target else VAL
                 if (
                     isinstance(value, ast.Call)
                     and _callee(value) in self.ix.classes
-                    and value is not self.seed
+                    and id(value) not in self.seeds
                     and not any(self.mentions(a, live) for a in value.args)
                 ):
                     for k in value.keywords:
-                        if k.arg is None or self.mentions(k.value, live):
-                            self.attrs.add((fn.cls, ch if k.arg is None else f"{ch}.{k.arg}"))
+                        kk = self.mentions(k.value, live) if k.arg is not None else VAL
+                        if kk:
+                            self._store(fn.cls, ch if k.arg is None else f"{ch}.{k.arg}", kk)
                 else:
-                    self.attrs.add((fn.cls, ch))
+                    self._store(fn.cls, ch, kind)
         return live
+
+    def _store(self, owner: str | None, chain: str, kind: str) -> None:
+        self.attrs.add((owner, chain))
+        if kind == VAL:
+            self.val_attrs.add((owner, chain))
 
     def exprs(self, fn: _Fn, node, live: set[str]) -> None:
         """Calls under ``node`` (not into nested statements' bodies) that hand on a followed value;
-        the lines of ``node`` are **touched** when it reads a followed value (a name, an attribute
-        or the result of a call)."""
-        if any(self.mentions(n, live) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute, ast.Call))):
+        the nodes of ``node`` that hold a followed value are recorded (:attr:`hot`, :attr:`whole`)
+        and their lines **touched**."""
+        self._record(fn, node, live)
+        if any(id(n) in self.hot or id(n) in self.whole for n in ast.walk(node)):
             self.enter(fn)
             self.touched.setdefault(fn.rel, set()).update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         for n in ast.walk(node):
             if not isinstance(n, ast.Call):
                 continue
+            margs = list(n.args) + [k.value for k in n.keywords]
             if (
                 isinstance(n.func, ast.Attribute)
                 and n.func.attr in _MUTATORS
-                and any(self.mentions(a, live) for a in list(n.args) + [k.value for k in n.keywords])
+                and any(self.mentions(a, live) for a in margs)
             ):
                 r = _root(n.func.value)
                 if r and r not in ("self", "cls"):
-                    live.add(r)
+                    live |= {r, "!" + r}
                 elif r in ("self", "cls") and _chain(n.func.value):
-                    self.attrs.add((fn.cls, _chain(n.func.value)))
-            pos = [i for i, a in enumerate(n.args) if self.mentions(a, live)]
-            kws = [k.arg for k in n.keywords if self.mentions(k.value, live)]
-            recv = isinstance(n.func, ast.Attribute) and self.mentions(n.func.value, live)
+                    self._store(fn.cls, _chain(n.func.value), VAL)
+            if any(self.mentions(a, live) for a in margs) and not self.ix.targets(fn, n):
+                self._mutated(fn, n, live)
+            pos = {i: self.mentions(a, live) for i, a in enumerate(n.args)}
+            pos = {i: k for i, k in pos.items() if k}
+            kws = {k.arg: self.mentions(k.value, live) for k in n.keywords}
+            kws = {a: k for a, k in kws.items() if k}
+            recv = self.mentions(n.func.value, live) if isinstance(n.func, ast.Attribute) else None
             if not (pos or kws or recv):
                 continue
             for t in self.ix.targets(fn, n):
@@ -540,28 +640,92 @@ class _Flow:
                 off = 1 if method and isinstance(n.func, ast.Attribute) and not _is_init(t.node) else 0
                 if _is_init(t.node):
                     off = 1
-                got = set()
-                for i in pos:
+                got: dict[str, str] = {}
+
+                def give(name, kind):
+                    got[name] = _join(got.get(name), kind)
+
+                for i, kind in pos.items():
                     if isinstance(n.args[i], ast.Starred):
-                        got |= set(names[off:])
+                        for x in names[off:]:
+                            give(x, VAL)
                     elif off + i < len(names):
-                        got.add(names[off + i])
+                        give(names[off + i], kind)
                     elif t.node.args.vararg is not None:
-                        got.add(t.node.args.vararg.arg)
-                for k in kws:
+                        give(t.node.args.vararg.arg, VAL)
+                for k, kind in kws.items():
                     if k is None:
-                        got |= set(names[off:]) | {a.arg for a in t.node.args.kwonlyargs}
+                        for x in names[off:] + [a.arg for a in t.node.args.kwonlyargs]:
+                            give(x, VAL)
                     elif k in names or k in {a.arg for a in t.node.args.kwonlyargs}:
-                        got.add(k)
+                        give(k, kind)
                     elif t.node.args.kwarg is not None:
-                        got.add(t.node.args.kwarg.arg)
+                        give(t.node.args.kwarg.arg, VAL)
                 if recv and method:
-                    got.add(names[0])
-                if got:
+                    give(names[0], recv)
+                add = set(got) | {"!" + x for x, kind in got.items() if kind == VAL}
+                if add:
                     have = self.params.setdefault(id(t.node), set())
-                    if not got <= have:
-                        have |= got
+                    if not add <= have:
+                        have |= add
                         self.enter(t, f"{fn.rel}:{n.lineno} {fn.node.name} -> {t.node.name}({sorted(got)})")
+
+    def _mutated(self, fn: _Fn, call: ast.Call, live: set[str]) -> None:
+        """A library call given a followed value writes it where it writes: its ``out=`` and, for an
+        in-place method (``x.copy_(v)``, a name ending in ``_``), its receiver. A field of the batch
+        written so carries the value."""
+        dests = [k.value for k in call.keywords if k.arg == "out"]
+        if isinstance(call.func, ast.Attribute) and call.func.attr.endswith("_") and not call.func.attr.startswith("_"):
+            dests.append(call.func.value)
+        if _callee(call) in ("setattr", "__setattr__") and call.args and self.mentions(call.args[0], live) == BATCH:
+            self.fields = None
+        for d in dests:
+            node = d
+            while isinstance(node, (ast.Subscript, ast.Call)):  # x[...], x.view(...): x
+                if isinstance(node, ast.Subscript):
+                    node = node.value
+                elif isinstance(node.func, ast.Attribute):
+                    node = node.func.value
+                else:
+                    break
+            if isinstance(node, ast.Attribute) and self.mentions(node.value, live) == BATCH:
+                if self.fields is not None:
+                    self.fields.add(node.attr)
+            elif isinstance(node, ast.Attribute) and _root(node) in ("self", "cls") and _chain(node):
+                self._store(fn.cls, _chain(node), VAL)
+            elif isinstance(node, ast.Name):
+                live |= {node.id, "!" + node.id}
+
+    def _record(self, fn: _Fn, node, live: set[str]) -> None:
+        """Record the kind of every expression under ``node`` (names a comprehension binds from a
+        followed iterable, and a lambda's parameters, are values)."""
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(live)
+            for g in node.generators:
+                self._record(fn, g.iter, inner)
+                inner = self.bind(fn, g.target, VAL if self.mentions(g.iter, inner) else None, inner)
+                for c in g.ifs:
+                    self._record(fn, c, inner)
+            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                self._record(fn, part, inner)
+            k = self.mentions(node, live)
+            if k == VAL:
+                self.hot.add(id(node))
+            return
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            inner = set(live) | {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+            inner |= {"!" + p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+            self._record(fn, node.body, inner)
+            return
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Starred)):
+            k = self.mentions(node, live)
+            if k == VAL:
+                self.hot.add(id(node))
+            elif k == BATCH:
+                self.whole.add(id(node))
+        for c in ast.iter_child_nodes(node):
+            self._record(fn, c, live)
 
     def enter(self, fn: _Fn, why: str = "") -> None:
         if id(fn.node) not in self.entered:
@@ -571,7 +735,7 @@ class _Flow:
     def _candidates(self, start: _Fn) -> list[_Fn]:
         """Functions the reading can change: the start, those with followed parameters, those
         calling a function whose return is followed or reading a followed attribute."""
-        attrs = {a.rsplit(".", 1)[-1] for _, a in self.attrs}
+        attrs = {a.rsplit(".", 1)[-1] for _, a in self.attrs} | set(self.fields or ())
         names = {f.node.name for f in self.ix.fns if id(f.node) in self.returns}
         out = [start]
         for fn in self.ix.fns:
@@ -599,17 +763,166 @@ class _Flow:
 
     def _state(self):
         return (
-            frozenset((k, frozenset(v)) for k, v in self.returns.items()),
-            frozenset((k, frozenset(v)) for k, v in self.returns_if.items()),
+            frozenset((k, frozenset(v.items())) for k, v in self.returns.items()),
+            frozenset((k, frozenset(v.items())) for k, v in self.returns_if.items()),
             frozenset(self.attrs),
+            frozenset(self.val_attrs),
+            None if self.fields is None else frozenset(self.fields),
             frozenset((k, frozenset(v)) for k, v in self.params.items()),
             frozenset(self.entered),
         )
 
 
+def _full_chain(node) -> str | None:
+    """``a.b.c`` of a name or an attribute read, the root included (``self.x``), else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _base(node) -> str | None:
+    """The chain a store or a view writes through: ``x`` of ``x[...]``, ``x.view(...)``, ``x.attr``."""
+    while isinstance(node, (ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
+    return _full_chain(node)
+
+
+#: Tensor and array methods whose result shares the receiver's memory (torch and numpy semantics).
+_VIEWS = frozenset(
+    (
+        "view",
+        "view_as",
+        "reshape",
+        "flatten",
+        "unflatten",
+        "narrow",
+        "numpy",
+        "as_strided",
+        "t",
+        "transpose",
+        "permute",
+        "expand",
+        "expand_as",
+        "squeeze",
+        "unsqueeze",
+        "ravel",
+        "contiguous",
+        "detach",
+        "unbind",
+        "split",
+        "chunk",
+        "select",
+        "diagonal",
+        "movedim",
+        "swapaxes",
+        "swapdims",
+        "T",
+    )
+)
+
+
+def _view_of(v) -> str | None:
+    """The chain ``v`` may share memory with: ``x`` of ``x``, ``x[...]`` or ``x.<view method>(...)``."""
+    if isinstance(v, (ast.Name, ast.Attribute)):
+        return _full_chain(v)
+    if isinstance(v, ast.Subscript):
+        return _view_of(v.value)
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _VIEWS:
+        return _view_of(v.func.value)
+    return None
+
+
+def site_fields(fn: ast.AST, seed: ast.Call) -> set[str] | None:
+    """The fields of the batch built by ``seed`` (``replace(batch, num_reqs=..., ...)`` in the
+    function ``fn``) whose value may depend on its request count; None when that cannot be told
+    (no ``num_reqs=``, a ``**`` argument, or the batch replaced is itself such a value).
+
+    Read in ``fn`` only, flow-insensitively, over names and attribute chains (``x``,
+    ``input_buffers.query_start_loc``): the count's names (those of ``num_reqs=``) and, for a count
+    bound as ``n = len(x)``, the sequence ``x`` (its extent is the count) start the set; then a
+    target of an assignment (or a ``for``/comprehension target) whose value names one of the set,
+    the destination of a call given one of the set (``out=``, the receiver of an in-place method
+    ``x.copy_(...)``, ``x[...] = v``), and the base of a view so written (``a = b[...]``: writing
+    ``a`` writes ``b``) join it, until nothing changes. A keyword of ``seed`` whose value names one
+    of the set is such a field; the fields ``seed`` does not pass keep the batch's own values."""
+    kw = {k.arg: k.value for k in seed.keywords}
+    if None in kw or "num_reqs" not in kw or any(isinstance(a, ast.Starred) for a in seed.args):
+        return None
+    hot: set[str] = set()
+
+    def chains(expr) -> set[str]:
+        return {c for c in (_full_chain(n) for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute))) if c}
+
+    def named(expr) -> bool:
+        return any(c in hot or any(c.startswith(h + ".") for h in hot) for c in chains(expr))
+
+    hot |= chains(kw["num_reqs"])
+    if any(named(a) for a in seed.args):
+        return None
+    pairs: list[tuple[ast.AST, ast.AST]] = []
+    views: dict[str, str] = {}
+    calls: list[ast.Call] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            pairs += [(t, n.value) for t in n.targets]
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and n.value is not None:
+            pairs.append((n.target, n.value))
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+            pairs.append((n.target, n.iter))
+        elif isinstance(n, ast.Call):
+            calls.append(n)
+    for t, v in pairs:
+        if isinstance(t, ast.Name) and _view_of(v):
+            views[t.id] = _view_of(v)
+    while True:
+        before = len(hot)
+
+        def written(chain: str | None) -> None:
+            seen = set()
+            while chain and chain not in seen:  # the chain and every base it is a view of
+                seen.add(chain)
+                hot.add(chain)
+                chain = views.get(chain)
+
+        for t, v in pairs:
+            if isinstance(v, ast.Call) and _callee(v) == "len" and v.args and named(t) and _full_chain(v.args[0]):
+                hot.add(_full_chain(v.args[0]))  # the sequence whose extent is the count
+            if named(v):
+                for e in ast.walk(t):
+                    if isinstance(e, ast.Name) and isinstance(e.ctx, ast.Store):
+                        hot.add(e.id)
+                    elif isinstance(e, (ast.Subscript, ast.Attribute)) and isinstance(e.ctx, ast.Store):
+                        written(_base(e))
+        for c in calls:
+            if not any(named(a) for a in list(c.args) + [k.value for k in c.keywords]) and not (
+                isinstance(c.func, ast.Attribute) and named(c.func.value)
+            ):
+                continue
+            for k in c.keywords:
+                if k.arg == "out":
+                    written(_base(k.value))
+            if isinstance(c.func, ast.Attribute) and c.func.attr.endswith("_") and not c.func.attr.startswith("_"):
+                written(_base(c.func.value))
+        if len(hot) == before:
+            break
+    return {k for k, v in kw.items() if named(v)} | {"num_reqs"}
+
+
 def _flow(ix: _Index, rel: str, line: int, callee: str = "replace") -> _Flow | None:
-    """The reading of the batch built by the ``callee(...)`` call at ``rel:line``, run; None when
-    the site is not found."""
+    """The reading of what the ``callee(...)`` call at ``rel:line`` is given or builds, run; None
+    when the site is not found. For ``replace`` the value followed is the batch it builds (its
+    fields filtered by :func:`site_fields`); for any other callee it is the count the call is
+    given: every value bound, in the call's function, to a name among its arguments (kind VAL)."""
     fn = ix.at(rel, line)
     if fn is None:
         return None
@@ -620,7 +933,36 @@ def _flow(ix: _Index, rel: str, line: int, callee: str = "replace") -> _Flow | N
     ]
     if not seeds:
         return None
-    flow = _Flow(ix, seeds[0], pcp=os.path.basename(rel) == "pcp_manager.py")
+    if callee == "replace":
+        fields = site_fields(fn.node, seeds[0])
+        flow = _Flow(ix, seeds[0], pcp=os.path.basename(rel) == "pcp_manager.py", fields=fields)
+    else:
+        given = list(seeds[0].args) + [k.value for k in seeds[0].keywords]
+        inner = {id(x.value) for a in given for x in ast.walk(a) if isinstance(x, ast.Attribute)}
+        names = {
+            n.id
+            for a in given
+            for n in ast.walk(a)
+            if isinstance(n, ast.Name) and id(n) not in inner and n.id not in ("self", "cls")
+        }
+        values = [
+            st.value
+            for st in ast.walk(fn.node)
+            if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            and st.value is not None
+            and any(
+                isinstance(t, ast.Name) and t.id in names
+                for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+            )
+        ]
+        params = [p for p in fn.params if p in names]
+        if not values and not params:
+            return None
+        flow = _Flow(ix, values[0] if values else seeds[0], pcp=False, fields=None, kind=VAL)
+        for v in values:
+            flow.seeds[id(v)] = VAL
+        if params:
+            flow.params[id(fn.node)] = set(params) | {"!" + p for p in params}
     flow.run(fn)
     return flow
 
@@ -670,9 +1012,59 @@ class _Uses:
             return None
         return next((f for f in self.ix.by_name.get(node.name, []) if f.node is node), None)
 
-    def _touched(self, rel: str, node) -> bool:
-        lines = self.flow.touched.get(rel, ())
-        return any(n in lines for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    def _count_in(self, rel: str, expr) -> str | None:
+        """The source of the first part of ``expr`` that may hold the local count (a value the
+        reading recorded, or the batch object used whole, not through a field), None when none."""
+        if expr is None:
+            return None
+        p = self.parents[rel]
+        for n in ast.walk(expr):
+            if id(n) in self.flow.hot:
+                return _src(n)[:60]
+            if id(n) in self.flow.whole:
+                up = p.get(n)
+                if not (isinstance(up, ast.Attribute) and up.value is n):
+                    return _src(n)[:60]
+        return None
+
+    def _call_count(self, rel: str, call: ast.Call, but=None) -> str | None:
+        """The first argument (or receiver) of ``call`` other than ``but`` that may hold the local count."""
+        parts = list(call.args) + [k.value for k in call.keywords]
+        if isinstance(call.func, ast.Attribute):
+            parts.append(call.func.value)
+        for a in parts:
+            if a is but:
+                continue
+            got = self._count_in(rel, a)
+            if got:
+                return got
+        return None
+
+    def _method_reads(self, d: _Fn, seen: set[int]) -> bool:
+        """Whether ``d``, called with arguments that hold no local count, may still use one: a
+        value it reads that the reading followed and that names none of its parameters (an
+        attribute that holds the count, a call whose result is followed whatever its arguments),
+        in ``d`` or in a function of the directory it calls that the reading entered. Values
+        computed from its parameters are the call's arguments, judged at the call."""
+        if id(d.node) in seen:
+            return False
+        seen.add(id(d.node))
+        params = set(d.params) - {"self", "cls"}
+        a = d.node.args
+        params |= {x.arg for x in a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        for n in ast.walk(d.node):
+            if id(n) not in self.flow.hot and id(n) not in self.flow.whole:
+                continue
+            if not {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} & params:
+                return True
+            if isinstance(n, ast.Call) and any(id(t.node) in self.flow.returns for t in self.ix.targets(d, n)):
+                return True
+        for c in ast.walk(d.node):
+            if isinstance(c, ast.Call):
+                for t in self.ix.targets(d, c):
+                    if id(t.node) in self.flow.entered and self._method_reads(t, seen):
+                        return True
+        return False
 
     def _library(self, rel: str, call: ast.Call) -> bool:
         """The call enters no code of vLLM: a builtin, a method of a library object, or a
@@ -720,8 +1112,6 @@ class _Uses:
         """Why the value at ``node`` (the buffer, a view or an alias) can meet the batch; None when it cannot."""
         if depth > _DEPTH:
             return f"{rel}:{node.lineno} not followed further (depth)"
-        if self._touched(rel, node):
-            return f"{rel}:{node.lineno} used in a statement that reads the batch"
         p = self.parents[rel]
         cur = node
         while True:
@@ -733,14 +1123,23 @@ class _Uses:
                 call = p.get(parent)
                 if isinstance(call, ast.Call) and call.func is parent:
                     for d in self.ix.by_name.get(parent.attr, []):
-                        if d.cls is not None and id(d.node) in self.flow.entered:
-                            return f"{where} its method {d.cls}.{d.node.name} reads the batch"
+                        if d.cls is not None and id(d.node) in self.flow.entered and self._method_reads(d, set()):
+                            return f"{where} its method {d.cls}.{d.node.name} may use the local count"
                 cur = parent  # a view (.gpu, .np) or a method of the buffer: its result may be the buffer
                 continue
             if isinstance(parent, ast.Call) and parent.func is cur:
+                # a method of the buffer (or of a view): its arguments may index it
+                got = self._call_count(rel, parent, but=cur.value if isinstance(cur, ast.Attribute) else None)
+                if got:
+                    return f"{where} {_src(parent.func)[:50]}(...) given {got}, which may hold the local count"
                 cur = parent
                 continue
+            if isinstance(parent, ast.Subscript) and parent.slice is cur:
+                return None  # the buffer indexes another one: its own elements are read, not past its end
             if isinstance(parent, ast.Subscript) and parent.value is cur:
+                got = self._count_in(rel, parent.slice)
+                if got:
+                    return f"{where} indexed by {got}, which may hold the local count"
                 if self.ndim == 1 and not isinstance(parent.slice, (ast.Slice, ast.Tuple)):
                     # a one-dimensional buffer indexed by an int or an index array: an element or
                     # a copy, never a view of the buffer (its index is judged by this statement)
@@ -751,17 +1150,36 @@ class _Uses:
                 call = parent if isinstance(parent, ast.Call) else p.get(parent)
                 if isinstance(parent, ast.Starred):
                     return f"{where} unpacked into a call: not followed"
+                if not self.ix.by_name.get(_callee(call) or ""):
+                    # library code or code outside the directory: it may index the buffer by its other arguments
+                    got = self._call_count(rel, call, but=cur)
+                    if got:
+                        return f"{where} handed to {_src(call.func)[:50]} with {got}, which may hold the local count"
                 why = self._handed(rel, call, cur, parent, depth)
                 if why:
                     return why
                 cur = call  # the call's result may be (a view of) the buffer
                 continue
             if isinstance(
-                parent, (ast.Tuple, ast.List, ast.Set, ast.IfExp, ast.BoolOp, ast.Await, ast.ListComp, ast.GeneratorExp)
+                parent,
+                (
+                    ast.Tuple,
+                    ast.List,
+                    ast.Set,
+                    ast.Dict,
+                    ast.IfExp,
+                    ast.BoolOp,
+                    ast.Await,
+                    ast.ListComp,
+                    ast.GeneratorExp,
+                ),
             ):
-                cur = parent
-                continue
-            if isinstance(parent, ast.Dict):
+                if isinstance(parent, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                    # held with other values: where the container goes, they go along
+                    for other in ast.iter_child_nodes(parent):
+                        got = None if other is cur else self._count_in(rel, other)
+                        if got:
+                            return f"{where} held with {got}, which may hold the local count"
                 cur = parent
                 continue
             if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.JoinedStr, ast.FormattedValue)):
@@ -850,8 +1268,6 @@ class _Uses:
                 return None
             return f"{where} handed to {_src(call.func)[:60]} (vLLM code outside {V2_DIR}): not followed"
         for d in defs:
-            if id(d.node) in self.flow.entered:
-                return f"{where} handed to {d.rel}:{d.node.name}, which the batch enters"
             names = d.params
             method = d.cls is not None and names[:1] in (["self"], ["cls"])
             off = 1 if method and (isinstance(call.func, ast.Attribute) or _is_init(d.node)) else 0
@@ -909,13 +1325,19 @@ def reach_sites(root: str, sites: list[str]) -> dict[str, Reach | None]:
     return out
 
 
-def _local_sites(fact: dict) -> list[str]:
-    """``file:line`` of the paths of ``fact`` that are not checked and build a batch with ``replace``."""
-    out = []
+def _local_sites(fact: dict) -> dict[str, str]:
+    """``file:line`` -> callee of the paths of ``fact`` under the directory that are not checked and
+    set the count through a call (``replace(...)`` building a batch, ``make_dummy(num_reqs)``
+    given one); in the order of the paths."""
+    out: dict[str, str] = {}
     for p in fact["paths"]:
-        if p["result"] != "checked" and p["site"].startswith(V2_DIR) and "replace(" in p["sets"]:
-            if p["site"] not in out:
-                out.append(p["site"])
+        if p["result"] == "checked" or not p["site"].startswith(V2_DIR) or p.get("given"):
+            continue
+        m = re.match(r"\s*(?:[\w.]+\.)?(\w+)\(", p["sets"])
+        if "replace(" in p["sets"]:
+            out.setdefault(p["site"], "replace")
+        elif m:
+            out.setdefault(p["site"], m.group(1))
     return out
 
 
@@ -932,13 +1354,14 @@ def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None) -> 
     other paths, and for each site that does not reach it a path ``checked`` (``ast``) saying so.
     With one group the fact is returned with its original scope. Every returned fact carries
     ``reach``: per site, the files its batch enters (the reading's outcome)."""
-    sites = _local_sites(fact)
+    callees = _local_sites(fact)
+    sites = list(callees)
     if not sites:
         return [fact]
     ix = _Index(root)
     if entries is not None:
-        return _split_entries(ix, fact, sites, [e for e in entries if e["file"].startswith(V2_DIR)])
-    return _split_files(root, ix, fact, sites)
+        return _split_entries(ix, fact, callees, [e for e in entries if e["file"].startswith(V2_DIR)])
+    return _split_files(root, ix, fact, callees)
 
 
 def _group_paths(fact: dict, sites: list[str], key: frozenset, why_not_met) -> list[dict]:
@@ -947,7 +1370,14 @@ def _group_paths(fact: dict, sites: list[str], key: frozenset, why_not_met) -> l
     reason ``why_not_met(site)``."""
     from ...facts import path_record
 
-    paths = [p for p in fact["paths"] if p["site"] not in sites or p["site"] in key]
+    paths = []
+    for p in fact["paths"]:
+        g = p.get("given")
+        if p["result"] != "checked" and g in sites and g not in key:
+            # holds once the count given at g is bounded, and that count meets none of these entries
+            paths.append(path_record(p["site"], p["sets"], "ast", "checked", f"given {g}: " + why_not_met(g)))
+        elif p["site"] not in sites or p["site"] in key:
+            paths.append(p)
     paths += [path_record(s, "the batch built here", "ast", "checked", why_not_met(s)) for s in sites if s not in key]
     return paths
 
@@ -957,15 +1387,16 @@ def _group_counterexamples(fact: dict, key: frozenset) -> list[dict]:
     return [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)]
 
 
-def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]) -> list[dict]:
+def _split_entries(ix: _Index, fact: dict, callees: dict[str, str], entries: list[dict]) -> list[dict]:
     from ...facts import fact_record
 
+    sites = list(callees)
     every = sorted(ix.trees)
     reached: dict[str, dict[str, tuple[bool, str]]] = {}
     files: dict[str, list[str]] = {}
     for s in sites:
         rel, _, line = s.rpartition(":")
-        flow = _flow(ix, rel, int(line)) if line.isdigit() else None
+        flow = _flow(ix, rel, int(line), callees[s]) if line.isdigit() else None
         if flow is None:
             reached[s] = {e["id"]: (True, "the site's reading failed: counts as reaching") for e in entries}
             files[s] = every
@@ -1010,15 +1441,16 @@ def _split_entries(ix: _Index, fact: dict, sites: list[str], entries: list[dict]
     return out
 
 
-def _split_files(root: str, ix: _Index, fact: dict, sites: list[str]) -> list[dict]:
+def _split_files(root: str, ix: _Index, fact: dict, callees: dict[str, str]) -> list[dict]:
     from ...facts import fact_record
     from .fact_attention import compact
 
+    sites = list(callees)
     every = sorted(rel for rel, _ in py_files(root, V2_DIR.rstrip("/")))
     reached: dict[str, set[str]] = {}
     for s in sites:
         rel, _, line = s.rpartition(":")
-        r = reach(root, rel, int(line), index=ix) if line.isdigit() else None
+        r = reach(root, rel, int(line), callees[s], index=ix) if line.isdigit() else None
         reached[s] = set(every) if r is None else set(r.files) | {rel}
     record = {s: sorted(reached[s]) for s in sites}
     groups: dict[frozenset, list[str]] = {}
