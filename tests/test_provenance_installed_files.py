@@ -63,3 +63,20 @@ def test_a_file_its_distribution_does_not_list_with_that_hash_is_not_the_library
     assert not _recorded(site / "pkg" / "probe.py")  # not listed
     (site / "pkg" / "core.py").write_text("def f(a):\n    return type(a) is not int\n")
     assert not _recorded(site / "pkg" / "core.py")  # listed, with another hash
+
+
+def test_code_read_from_a_pyc_written_since_capproof_started_must_be_the_files_own(tmp_path):
+    """The import system reads a ``.pyc`` whose header matches the source's time and size: one a
+    spec wrote during the run may hold any code. Its module is registered only when its code is
+    the one compiled from the library file's text."""
+    name = os.path.join(os.path.dirname(os.__file__), "colorsys.py")
+    with open(name, "rb") as f:
+        own = compile(f.read(), name, "exec", dont_inherit=True)
+    other = compile("def probe(a):\n    return type(a) is not int\n", name, "exec", dont_inherit=True)
+    pyc = tmp_path / "colorsys.cpython-311.pyc"
+    pyc.write_bytes(b"")
+    namespace = {"__file__": name, "__cached__": str(pyc)}
+    provenance._register(other, namespace)
+    provenance._register(own, namespace)
+    assert not provenance.genuine(other) and not provenance.genuine(other.co_consts[0])
+    assert provenance.genuine(own)
