@@ -15,17 +15,27 @@ Likewise ``dataclasses`` writes a class's methods from its own text under the na
 :func:`dataclass_code` is true only of code ``dataclasses._create_fn`` executed when called by
 ``dataclasses``' own code, not of any code that names ``<string>``.
 
+A library file is the library's only as it was installed (:func:`unchanged`): a file created or
+changed after capproof started (its status-change time, which no call sets back) is the run's, not
+the library's, whatever directory it is in; under an installed distribution that lists its files
+(Z3's ``RECORD``), the file must be listed there with the hash it has; a ``.pyc`` the import
+system read that was written after capproof started must hold the code compiled from the file's
+text. So a module a spec writes into Z3's or the standard library's directory and imports is the
+model's code.
+
 Not seen: a library's genuine code given a model's globals (``types.FunctionType(lib.__code__,
-globals)``), a file a spec writes into a library's directory and imports: docs/soundness.md.
+globals)``), a standard-library or capproof file changed by an earlier run (no list of their
+files to compare with): docs/soundness.md.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import types
 
-__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_code"]
+__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_code", "unchanged"]
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -44,6 +54,13 @@ _GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
 #: ``{id: code}`` of the code ``dataclasses._create_fn`` executed for ``dataclasses`` itself
 _DATACLASS_CODE: dict[int, types.CodeType] = {}
 _STATE = [False, False]  # [installed, inside the handler]
+#: files whose status changed after this are not the library's: capproof's start, less a second
+#: (file times come from the kernel's coarse clock, which may lag the process's by a tick)
+_START_NS = time.time_ns() - 1_000_000_000
+#: ``{site directory: {path relative to it: RECORD's sha256, or None}}`` of its distributions
+_RECORDS: dict[str, dict[str, str | None]] = {}
+#: ``{(path, ctime, size): listed with its hash}``: :func:`_as_recorded`'s answers
+_RECORDED: dict[tuple, bool] = {}
 
 
 def library_named(filename: str) -> bool:
@@ -59,6 +76,111 @@ def library_named(filename: str) -> bool:
     )
 
 
+def unchanged(filename: str) -> bool:
+    """Whether ``filename`` is as its library installed it: its status (content, name, mode) last
+    changed before capproof started, and, under a site directory whose distributions list its
+    package's files (``*.dist-info/RECORD``), it is listed there with the sha256 its text has.
+    False when it cannot be read. A file a spec writes (or rewrites) during the run is not."""
+    try:
+        stat = os.stat(filename)
+    except (OSError, ValueError, TypeError):
+        return False
+    if stat.st_ctime_ns >= _START_NS:
+        return False
+    return _as_recorded(os.path.abspath(filename), stat)
+
+
+def _written_since_start(filename: str) -> bool:
+    """Whether ``filename`` exists and was created or changed after capproof started (a ``.pyc``:
+    RECORD lists no hash for one)."""
+    try:
+        return os.stat(filename).st_ctime_ns >= _START_NS
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _as_recorded(path: str, stat: os.stat_result) -> bool:
+    """Whether ``path`` (under a site directory) is listed with its hash by the distribution that
+    installed its package; True outside site directories and for a package no ``RECORD`` lists."""
+    marker = os.sep + "site-packages" + os.sep
+    if marker not in path:
+        return True
+    site = path[: path.rindex(marker) + len(marker)]
+    relative = path[len(site) :].replace(os.sep, "/")
+    key = (path, stat.st_ctime_ns, stat.st_size)
+    known = _RECORDED.get(key)
+    if known is None:
+        top = relative.split("/", 1)[0]
+        records = _RECORDS.get(site + top)
+        if records is None:
+            records = _RECORDS[site + top] = _records_of(site, top)
+        if relative in records:
+            expected = records[relative]
+            known = expected is not None and _sha256(path) == expected
+        else:
+            # a package a distribution lists files of: a file it does not list is not the package's
+            known = not records
+        _RECORDED[key] = known
+    return known
+
+
+def _records_of(site: str, top: str) -> dict[str, str | None]:
+    """The ``RECORD`` entries under ``top`` (a top-level package or module) of the distributions
+    installed in ``site``: path -> sha256 (urlsafe base64, unpadded, as RECORD writes it) or None.
+    The distributions named like ``top`` or listing it in ``top_level.txt`` are read first; the
+    others only when none of those lists it."""
+    try:
+        names = sorted(n for n in os.listdir(site) if n.endswith(".dist-info"))
+    except OSError:
+        return {}
+    key = top.lower().replace("-", "_").split(".", 1)[0]
+
+    def likely(name: str) -> bool:
+        if name.lower().replace("-", "_").startswith(key):
+            return True
+        try:
+            with open(os.path.join(site, name, "top_level.txt")) as f:
+                return key in f.read().split()
+        except OSError:
+            return False
+
+    first = [n for n in names if likely(n)]
+    out = _read_records(site, first, top)
+    return out or _read_records(site, [n for n in names if n not in first], top)
+
+
+def _read_records(site: str, names: list[str], top: str) -> dict[str, str | None]:
+    import csv
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            with open(os.path.join(site, name, "RECORD"), newline="") as f:
+                rows = list(csv.reader(f))
+        except OSError:
+            continue
+        for row in rows:
+            if not row or not row[0]:
+                continue
+            entry = os.path.normpath(row[0]).replace(os.sep, "/")
+            if entry == top or entry.startswith(top + "/") or entry.startswith(top + "."):
+                digest = row[1] if len(row) > 1 else ""
+                out[entry] = digest.split("=", 1)[1] if digest.startswith("sha256=") else None
+    return out
+
+
+def _sha256(path: str) -> str | None:
+    import base64
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).digest()
+    except OSError:
+        return None
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
 def _codes(code: types.CodeType) -> list:
     out, stack = [], [code]
     while stack:
@@ -69,7 +191,10 @@ def _codes(code: types.CodeType) -> list:
 
 
 def _own_codes(filename: str) -> frozenset:
-    """The code objects compiled from ``filename``'s text (none when it cannot be read or compiled)."""
+    """The code objects compiled from ``filename``'s text (none when it cannot be read or compiled,
+    or is not as its library installed it: :func:`unchanged`)."""
+    if not unchanged(filename):
+        return frozenset()
     try:
         with open(filename, "rb") as f:
             text = f.read()
@@ -118,9 +243,10 @@ def _audit(event: str, args: tuple) -> None:
             _register(code, frame.f_locals.get("run_globals") or {})
         elif _runs(frame, "_pytest.assertion.rewrite", "AssertionRewritingHook.exec_module"):
             # pytest rewrites the asserts of the packages registered as its plugins (capproof's own
-            # modules in a test process): the file's code as pytest compiled it
+            # modules in a test process): the file's code as pytest compiled it (from the file's
+            # text; its cache is pytest's, not the import system's)
             module = frame.f_locals.get("module")
-            _register(code, getattr(module, "__dict__", {}))
+            _register(code, getattr(module, "__dict__", {}), cached=False)
         elif _runs(frame, "dataclasses", "_create_fn"):
             caller = sys._getframe(3).f_code
             dataclasses = sys.modules.get("dataclasses")
@@ -131,12 +257,19 @@ def _audit(event: str, args: tuple) -> None:
         _STATE[1] = False
 
 
-def _register(code: types.CodeType, namespace: dict) -> None:
+def _register(code: types.CodeType, namespace: dict, cached: bool = True) -> None:
     """Register ``code`` (a module's, executed by the import system) when it names the file its
-    module was loaded from."""
-    if namespace.get("__file__") == code.co_filename and library_named(code.co_filename):
-        for c in _codes(code):
-            _REGISTERED[id(c)] = c
+    module was loaded from, that file is as its library installed it (:func:`unchanged`), and
+    the ``.pyc`` the import system may have read it from was written before capproof started or
+    holds the code compiled from the file's text."""
+    name = code.co_filename
+    if namespace.get("__file__") != name or not library_named(name) or not unchanged(name):
+        return
+    pyc = namespace.get("__cached__") if cached else None
+    if isinstance(pyc, str) and _written_since_start(pyc) and code not in _own_codes(name):
+        return
+    for c in _codes(code):
+        _REGISTERED[id(c)] = c
 
 
 def install() -> None:

@@ -1550,7 +1550,124 @@ def py_mod(a: z3.ArithRef, b: IntLike) -> z3.ArithRef:
     return a - bt * py_floordiv(a, b, operator.mod)
 
 
-class SymInt:
+class _SymbolicType(type):
+    """The metaclass of :class:`SymInt` and :class:`SymBool`: their own type, which ``type(x)``
+    gives where ``x.__class__`` says ``int`` (or ``bool``), observed during a watched symbolic run
+    by code on the model's behalf (:func:`_from_model`: the model's own code, or the standard
+    library's it called) is misuse unless the observation answers as for ``int`` (``bool``).
+    Library code that dispatches on ``type(x)`` (its name: ``reprlib``; an attribute: ``pprint``'s
+    ``type(x).__repr__``; a table keyed by it: ``copy``'s, a model's ``functools`` registry) decides
+    for an int and its stand-in differently and may call the model's code for one only. Trust is
+    the executing code's, never its caller's: a model's function a library calls is audited as the
+    model's (:func:`_watch_call`), and a library's read of the real type on a model's behalf is the
+    model's read. An attribute read both types answer alike (``hasattr(type(x),
+    "__dataclass_fields__")``: neither has it) and ``copy``'s dispatch with its own tables (an int
+    and its stand-in both copy as themselves) are not misuse. An identity test (``type(x) is int``)
+    calls no method and is not seen (docs/soundness.md)."""
+
+    def __getattribute__(cls, name: str):
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, f"type(x).{name}", name)
+        return type.__getattribute__(cls, name)
+
+    def __hash__(cls) -> int:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "hash(type(x)) (a lookup keyed by the type)")
+        return type.__hash__(cls)
+
+    def __eq__(cls, other: object):
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "type(x) == ... (a comparison of the type)")
+        return type.__eq__(cls, other)
+
+    def __ne__(cls, other: object):
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "type(x) != ... (a comparison of the type)")
+        return type.__ne__(cls, other)
+
+    def __repr__(cls) -> str:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "repr(type(x))")
+        return type.__repr__(cls)
+
+
+_OBSERVING = [False]
+_ABSENT = object()
+
+
+def _type_observed(cls: type, what: str, attribute: str | None = None) -> None:
+    """Record as misuse that code on the model's behalf (the caller's caller, and outward past the
+    standard library's frames) observed ``cls``, a symbolic value's own type, by ``what`` (reading
+    ``attribute`` of it), unless ``int`` (``bool``) answers alike or ``copy`` dispatches as for int."""
+    if _OBSERVING[0] or not _watched():
+        return
+    _OBSERVING[0] = True
+    try:
+        frame = sys._getframe(2)
+        if _from_model(frame) and not _copy_dispatch(frame.f_code):
+            if attribute is not None and _answers_alike(cls, attribute):
+                return
+            code = frame.f_code
+            _misuse_here(
+                f"{code.co_name} at {code.co_filename}:{frame.f_lineno} reads {what} of a symbolic value "
+                f"on the model's behalf: the type is capproof's {type.__getattribute__(cls, '__name__')}, "
+                "not int or bool, and a dispatch on it may take a path (or call the model's code) the ints do not"
+            )
+    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+        _misuse_here(f"{what} of a symbolic value in a symbolic run could not be checked")
+    finally:
+        _OBSERVING[0] = False
+
+
+def _answers_alike(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` and the same attribute of the int type it stands for are one object,
+    or both missing."""
+    try:
+        own = type.__getattribute__(cls, name)
+    except AttributeError:
+        own = _ABSENT
+    try:
+        theirs = getattr(bool if cls is SymBool else int, name)
+    except AttributeError:
+        theirs = _ABSENT
+    return own is theirs
+
+
+def _copy_tables() -> tuple:
+    """``copy``'s functions and the atomic copiers its tables map ``int`` and ``bool`` to, with
+    their code, as loaded before any model (``dataclasses`` imports ``copy`` before capproof's
+    symbolic module runs)."""
+    import copy
+
+    atomic = (copy._copy_immutable, copy._deepcopy_atomic)  # type: ignore[attr-defined]
+    return (
+        frozenset({copy.copy.__code__, copy.deepcopy.__code__}),
+        copy,
+        atomic,
+        tuple(f.__code__ for f in atomic),
+    )
+
+
+_COPY = _copy_tables()
+
+
+def _copy_dispatch(code) -> bool:
+    """Whether ``code`` is ``copy.copy``'s or ``copy.deepcopy``'s own while ``copy``'s tables map
+    ``int`` and ``bool`` to its own atomic copiers: they copy an int as itself, and its stand-in
+    (no table entry) as itself too (``SymInt.__copy__``/``__deepcopy__``)."""
+    codes, copy, (immutable, atomic), (immutable_code, atomic_code) = _COPY
+    if code not in codes:
+        return False
+    shallow = vars(copy).get("_copy_dispatch", {})
+    deep = vars(copy).get("_deepcopy_dispatch", {})
+    return (
+        immutable.__code__ is immutable_code
+        and atomic.__code__ is atomic_code
+        and all(shallow.get(t) is immutable and deep.get(t) is atomic for t in (int, bool))
+    )
+
+
+class SymInt(metaclass=_SymbolicType):
     """A symbolic integer (a Z3 ``Int`` term) with Python ``int`` semantics.
 
     ``isinstance(x, int)`` is True (``__class__`` reports ``int``, as CrossHair's proxies do), so
@@ -1944,7 +2061,7 @@ class SymInt:
         )
 
 
-class SymBool:
+class SymBool(metaclass=_SymbolicType):
     """A symbolic condition (a Z3 ``Bool`` term) with Python ``bool`` semantics.
 
     Combine conditions with ``&``, ``|``, ``^`` (or :func:`capproof.all_of`/``any_of``/``not_``),

@@ -13,14 +13,24 @@ do the model's introspection, or to hand the model its result:
 - a function compiled as the standard library's stringprep.py by ``py_compile`` in another process,
   loaded from its ``.pyc`` by importlib (the unmarshalling is exempt as an import's);
 - ``reprlib.Repr.repr`` dispatches on ``type(x).__name__`` (``repr_int`` for an int, the
-  instance fallback for capproof's stand-in) into methods the model's subclass defines, and
-  ``pprint.PrettyPrinter`` looks ``type(x).__repr__`` up in a table the model fills;
+  instance fallback for capproof's stand-in) into methods the model's subclass defines,
+  ``pprint.PrettyPrinter`` looks ``type(x).__repr__`` up in a table the model fills, and ``copy``
+  looks ``type(x)`` up in its dispatch tables, where the model put its own copier for ``int``
+  (called on ints only: nothing of the model's runs in the symbolic run);
 - a timing side channel (the stated limit of docs/soundness.md);
 - a library function's genuine code given the model's globals
-  (``types.FunctionType(dataclasses.is_dataclass.__code__, {..., "_FIELDS": "term"})``: the stated
-  limit of docs/soundness.md, listed so the catalogue shows it);
-- a module the spec writes into Z3's package directory at import, then imports: its code is the
-  file's own (no ``compile`` of a library name with other text), under a trusted directory.
+  (``types.FunctionType(dataclasses.is_dataclass.__code__, {..., "_FIELDS": "term"})``: a stated
+  limit of docs/soundness.md; this one is caught because the code reads an attribute of
+  ``type(x)`` that a symbolic value's type and ``int`` answer differently);
+- a module the spec writes into Z3's package directory, the standard library's directory or a
+  standard-library package at import, then imports: its code is the file's own (no ``compile`` of
+  a library name with other text), under a trusted directory.
+
+Every read of a symbolic value's own type by code on the model's behalf (the model's, or the
+standard library's it called) that ``int`` would answer otherwise is misuse (capproof/symbolic.py,
+``_SymbolicType``); a library file created or changed after capproof started, or not listed with
+its hash by the distribution that installed its package, is not the library's
+(capproof/provenance.py, ``unchanged``).
 
 Each model reads "symbolic" on the symbolic run only and is false at ``a == 37`` on ints.
 Brute forced on ints by tests/_soundness_harness.py.
@@ -28,6 +38,7 @@ Brute forced on ints by tests/_soundness_harness.py.
 
 from __future__ import annotations
 
+import glob
 import os
 
 import pytest
@@ -101,9 +112,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = R().repr(a) == 's'\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
-        ),
     ),
     pytest.param(
         "reprlib-attribute-lookup-by-the-type-name-into-the-models-getattr",
@@ -113,9 +121,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = R().repr(a) == 'repr_SymInt'\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="reprlib asks the model's __getattr__ for 'repr_' + type(x).__name__"
-        ),
     ),
     pytest.param(
         "pprint-dispatch-on-the-types-repr-into-the-models-function",
@@ -128,7 +133,30 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = P(width=10).pformat(a) != 'i'\n"
         + CLAIM,
-        marks=pytest.mark.xfail(strict=True, reason="pprint looks up type(x).__repr__ and calls the model's function"),
+    ),
+    pytest.param(
+        "copy-dispatch-table-keyed-by-the-type-gets-the-models-int-copier",
+        # copy.copy looks type(x) up in _copy_dispatch: the model's copier for int runs on ints only
+        # (the stand-in copies as itself), so no code of the model's sees a symbolic value
+        "import copy\n\ncopy._copy_dispatch[int] = lambda x: x + 1\n\n\n"
+        + D
+        + "def f(a):\n    sym = copy.copy(a) == a\n"
+        + CLAIM,
+    ),
+    pytest.param(
+        "deepcopy-dispatch-table-keyed-by-the-type-gets-the-models-int-copier",
+        "import copy\n\ncopy._deepcopy_dispatch[int] = lambda x, memo: x + 1\n\n\n"
+        + D
+        + "def f(a):\n    sym = copy.deepcopy([a])[0] == a\n"
+        + CLAIM,
+    ),
+    pytest.param(
+        "reprlib-subclass-dispatch-on-a-symbolic-bool",
+        "import reprlib\n\n\nclass R(reprlib.Repr):\n"
+        + "    def repr_bool(self, x, level):\n        return 'b'\n\n\n"
+        + D
+        + "def f(a):\n    sym = R().repr(a > 200) != 'b'\n"
+        + CLAIM,
     ),
     pytest.param(
         "timing-of-arithmetic",
@@ -148,9 +176,6 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = probe(a)\n"
         + CLAIM,
-        marks=pytest.mark.xfail(
-            strict=True, reason="stated limit: a library's genuine code given a model's globals is trusted"
-        ),
     ),
     pytest.param(
         "model-module-written-into-z3s-package-directory",
@@ -161,20 +186,55 @@ ATTEMPTS = [
         + D
         + "def f(a):\n    sym = probe(a)\n"
         + CLAIM,
-        marks=pytest.mark.xfail(strict=True, reason="a file under Z3's directory is trusted by where it is"),
+    ),
+    pytest.param(
+        "model-module-written-into-the-standard-librarys-directory",
+        "import importlib\nimport os\nimport pathlib\n\n"
+        + f"_path = os.path.join(os.path.dirname(os.__file__), '{_PROBE_MODULE}.py')\n"
+        + "pathlib.Path(_path).write_text('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + f"probe = importlib.import_module('{_PROBE_MODULE}').probe\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
+    ),
+    pytest.param(
+        "model-module-written-into-a-standard-library-package",
+        "import importlib\nimport json\nimport os\nimport pathlib\n\n"
+        + f"_path = os.path.join(os.path.dirname(json.__file__), '{_PROBE_MODULE}.py')\n"
+        + "pathlib.Path(_path).write_text('def probe(a):\\n    return type(a) is not int\\n')\n"
+        + f"probe = importlib.import_module('json.{_PROBE_MODULE}').probe\n\n\n"
+        + D
+        + "def f(a):\n    sym = probe(a)\n"
+        + CLAIM,
     ),
 ]
 
 
 @pytest.fixture
 def _no_probe_module_left():
-    yield
+    """Remove the modules the specs write into installed directories (and their bytecode), and
+    put back ``copy``'s dispatch tables."""
+    import copy
+    import json
+    import sys
+
     import z3
 
-    for name in (f"{_PROBE_MODULE}.py",):
-        path = os.path.join(os.path.dirname(z3.__file__), name)
-        if os.path.exists(path):
-            os.remove(path)
+    tables = [(t, dict(t)) for t in (copy._copy_dispatch, copy._deepcopy_dispatch)]
+    yield
+    for table, saved in tables:
+        table.clear()
+        table.update(saved)
+    for directory, module in (
+        (os.path.dirname(z3.__file__), f"z3.{_PROBE_MODULE}"),
+        (os.path.dirname(os.__file__), _PROBE_MODULE),
+        (os.path.dirname(json.__file__), f"json.{_PROBE_MODULE}"),
+    ):
+        sys.modules.pop(module, None)
+        cached = glob.glob(os.path.join(glob.escape(directory), "__pycache__", f"{_PROBE_MODULE}.*"))
+        for path in [os.path.join(directory, f"{_PROBE_MODULE}.py"), *cached]:
+            if os.path.exists(path):
+                os.remove(path)
 
 
 @pytest.mark.parametrize("name, body", ATTEMPTS)
@@ -224,7 +284,6 @@ def through_reprlib(a):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the batched runner inherits both holes above")
 def test_the_batched_runner_does_not_prove_library_code_introspection(spec_file):
     from capproof import Options
     from capproof.runner import run

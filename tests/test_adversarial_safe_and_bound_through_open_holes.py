@@ -138,9 +138,6 @@ def table_fits(max_model_len, num_reqs):
     sym = R().repr(num_reqs) == "s"
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
-        ),
     ),
     pytest.param(
         "code-compiled-from-a-syntax-tree-as-stdlib",
@@ -250,9 +247,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(
-            strict=True, reason="reprlib reads type(x).__name__ and calls the model's repr_int only for an int"
-        ),
     ),
     pytest.param(
         "dataclass-eq-from-a-model-body",

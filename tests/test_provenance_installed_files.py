@@ -1,0 +1,82 @@
+"""A library file is the library's only as installed: capproof/provenance.py's ``unchanged``.
+
+A file created or changed after capproof started is not (whatever directory it is in), and a file
+under a site directory whose package a distribution's ``RECORD`` lists must be listed there with
+the hash its text has. The site directory below is a temporary copy laid out as pip lays one out;
+nothing is written into an installed directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+
+import z3
+
+from capproof import provenance
+
+
+def _sha(text: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
+
+
+def _site(tmp_path):
+    """A site directory holding ``pkg`` (its ``__init__.py`` and ``core.py`` listed with their
+    hashes by ``pkg-1.0.dist-info/RECORD``) and ``loose`` (no distribution lists it)."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "loose").mkdir()
+    (site / "pkg-1.0.dist-info").mkdir()
+    files = {"pkg/__init__.py": b"", "pkg/core.py": b"def f(a):\n    return a\n"}
+    for name, text in files.items():
+        (site / name).write_bytes(text)
+    (site / "loose" / "__init__.py").write_bytes(b"")
+    record = "".join(f"{n},sha256={_sha(t)},{len(t)}\n" for n, t in files.items())
+    (site / "pkg-1.0.dist-info" / "RECORD").write_text(record + "pkg-1.0.dist-info/RECORD,,\n")
+    return site
+
+
+def _recorded(path) -> bool:
+    return provenance._as_recorded(os.path.abspath(path), os.stat(path))
+
+
+def test_installed_library_files_are_unchanged():
+    assert provenance.unchanged(os.__file__)
+    assert provenance.unchanged(z3.__file__)
+    assert provenance.unchanged(os.path.join(os.path.dirname(z3.__file__), "z3.py"))
+
+
+def test_a_file_written_after_capproof_started_is_not_the_librarys(tmp_path):
+    path = tmp_path / "lib" / "python3.11" / "site-packages" / "z3" / "helper.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("def probe(a):\n    return a\n")
+    assert not provenance.unchanged(str(path))
+    assert not provenance.unchanged(str(tmp_path / "missing.py"))
+
+
+def test_a_file_its_distribution_does_not_list_with_that_hash_is_not_the_librarys(tmp_path):
+    site = _site(tmp_path)
+    assert _recorded(site / "pkg" / "core.py")
+    assert _recorded(site / "loose" / "__init__.py")  # no RECORD lists the package: the time decides
+    (site / "pkg" / "probe.py").write_text("def probe(a):\n    return type(a) is not int\n")
+    assert not _recorded(site / "pkg" / "probe.py")  # not listed
+    (site / "pkg" / "core.py").write_text("def f(a):\n    return type(a) is not int\n")
+    assert not _recorded(site / "pkg" / "core.py")  # listed, with another hash
+
+
+def test_code_read_from_a_pyc_written_since_capproof_started_must_be_the_files_own(tmp_path):
+    """The import system reads a ``.pyc`` whose header matches the source's time and size: one a
+    spec wrote during the run may hold any code. Its module is registered only when its code is
+    the one compiled from the library file's text."""
+    name = os.path.join(os.path.dirname(os.__file__), "colorsys.py")
+    with open(name, "rb") as f:
+        own = compile(f.read(), name, "exec", dont_inherit=True)
+    other = compile("def probe(a):\n    return type(a) is not int\n", name, "exec", dont_inherit=True)
+    pyc = tmp_path / "colorsys.cpython-311.pyc"
+    pyc.write_bytes(b"")
+    namespace = {"__file__": name, "__cached__": str(pyc)}
+    provenance._register(other, namespace)
+    provenance._register(own, namespace)
+    assert not provenance.genuine(other) and not provenance.genuine(other.co_consts[0])
+    assert provenance.genuine(own)
