@@ -136,9 +136,73 @@ def patches() -> list:
     return []
 
 
+class Published(Config):
+    """One published config namespace (``exec``, ``exec.graph``, ``parallel``, ...): the fields
+    the harness gives, then SGLang 0.5.23's declared default of a switch the harness does not
+    model (:func:`declared_switches`), then a sub-namespace; reading any other field raises
+    AttributeError naming it, so the statement reading it is skipped, not guessed."""
+
+    def __init__(self, _path: str, **fields):
+        super().__init__(**fields)
+        object.__setattr__(self, "_path", _path)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        path = object.__getattribute__(self, "_path")
+        switches = declared_switches()
+        if name in switches.get(path, {}):
+            return switches[path][name]
+        sub = f"{path}.{name}" if path else name
+        if any(p == sub or p.startswith(sub + ".") for p in switches):
+            value = Published(sub)
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"duck-typed config has no field {name!r} (namespace {path!r})")
+
+
+def _published(path: str, cfg) -> Published:
+    """``cfg`` (a :class:`Config` and its nested Configs) as :class:`Published` namespaces."""
+    fields = {
+        k: _published(f"{path}.{k}" if path else k, x) if type(x) is Config else x for k, x in vars(cfg).items()
+    }
+    return Published(path, **fields)
+
+
+_SWITCHES: dict = {}
+
+
+def declared_switches() -> dict:
+    """``{namespace path: {field: default}}``: the input fields SGLang 0.5.23 declares
+    (``ServerArgs._NAMESPACES``, msgspec structs with ``_NS_PATH``, ``sglang/srt/arg_groups/fields``)
+    whose default is a switch (``bool``, ``None``, a string or an enum member) and that config
+    resolution may not rewrite (not in SGLang's ``resolvable_fields`` whitelist): what a launch line
+    that does not give the flag publishes. Integer and float defaults are left out (they may size a
+    buffer: a harness gives those symbolically or not at all)."""
+    if _SWITCHES:
+        return _SWITCHES
+    import enum
+
+    import msgspec.structs
+    from sglang.srt.arg_groups.arg_utils import resolvable_fields
+    from sglang.srt.server_args import ServerArgs
+
+    resolvable = resolvable_fields(ServerArgs)
+    for source in ServerArgs._NAMESPACES:
+        path = source._NS_PATH
+        for field in msgspec.structs.fields(source):
+            d = field.default
+            if field.name in resolvable or d is msgspec.NODEFAULT:
+                continue
+            if d is None or isinstance(d, (bool, str, enum.Enum)):
+                _SWITCHES.setdefault(path, {})[field.name] = d
+    return _SWITCHES
+
+
 def server(v: dict, spec: str | None = None) -> tuple:
     """The published configuration SGLang's runtime-context getters read (module docstring):
-    ``(config bags by namespace, parallel context, flags)``."""
+    ``(config bags by namespace, parallel context, flags)``; a namespace falls back to SGLang's
+    declared switch defaults (:class:`Published`)."""
     spec_cfg = Config(
         speculative_num_steps=v["speculative_num_steps"] if spec else None,
         speculative_eagle_topk=v["speculative_eagle_topk"] if spec else None,
@@ -161,6 +225,9 @@ def server(v: dict, spec: str | None = None) -> tuple:
         attn_dp_rank=0,
         tp_rank=0,
         pp_rank=0,
+        # resolvable, but resolved to 1 only under DWDP and DeepSeek-V4 (arg_groups/parallel_hook.py:483,
+        # deepseek_v4_hook.py:215): a TP-only deployment publishes the declared None
+        moe_dense_tp_size=None,
     )
     execution = Config(
         kernel=Config(
@@ -184,8 +251,15 @@ def server(v: dict, spec: str | None = None) -> tuple:
 
     flags = Flags()
     lora = Config(max_lora_chunk_size=v["max_lora_chunk_size"])
-    bags = {"spec": spec_cfg, "exec": execution, "schedule": schedule, "lora": lora}
-    return bags, parallel, flags
+    bags = {
+        name: _published(name, cfg)
+        for name, cfg in {"spec": spec_cfg, "exec": execution, "schedule": schedule, "lora": lora}.items()
+    }
+    for name in declared_switches():
+        top = name.split(".")[0]
+        if top != "parallel" and top not in bags:
+            bags[top] = Published(top)
+    return bags, _published("parallel", parallel), flags
 
 
 @contextlib.contextmanager
