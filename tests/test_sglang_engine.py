@@ -236,6 +236,12 @@ def _sglang_root():
         "FlashMLABackend",
         "FlashAttentionBackend[EAGLE]",
         "TritonLoRABackend",
+        "FlashInferAttnBackend",
+        "FlashInferMLAAttnBackend",
+        "TokenToKVPoolAllocator",
+        "MambaSlotAllocator",
+        "DecodeInputBuffers[switches]",
+        "PrefillInputBuffers",
     ],
 )
 def test_traced_shapes_equal_sglangs_real_tensors(name):
@@ -270,6 +276,29 @@ def test_traced_shapes_equal_sglangs_real_tensors(name):
             )
             compared += 1
     assert compared, f"{name}: no traced entry was allocated by the real run"
+
+
+@pytest.mark.real
+def test_published_namespaces_fall_back_to_sglangs_declared_switches():
+    """A namespace the harnesses publish answers a switch it does not give with SGLang 0.5.23's
+    declared default, never a field config resolution may rewrite, and raises on anything else."""
+    pytest.importorskip("torch")
+    from capproof.engines.sglang import trace as tr
+
+    tr.activate(_sglang_root())
+    switches = tr.declared_switches()
+    assert switches["parallel"]["disable_attn_tp_gather"] is False
+    assert switches["exec.overlap"]["enable_two_batch_overlap"] is False
+    # resolvable (rewritten at launch by SGLang's resolution hooks): not a default to trust
+    assert "moe_dense_tp_size" not in switches["parallel"]
+    assert "dp_size" not in switches["parallel"]
+    # integer defaults may size a buffer: left out
+    assert all(not isinstance(x, int) or isinstance(x, bool) for ns in switches.values() for x in ns.values())
+    bags, parallel, _ = tr.server(tr.config_values(symbolic=False))
+    assert bags["exec"].overlap.enable_two_batch_overlap is False
+    assert bags["exec"].kernel.triton_attention_num_kv_splits == 8  # given by the harness
+    with pytest.raises(AttributeError, match="no field 'nnodes'"):
+        parallel.nnodes  # an int default: not published
 
 
 @pytest.mark.real

@@ -31,7 +31,8 @@ model runner derives, ``max_running_requests`` when given), ``max_context_len`` 
 a graph captures: 1 for decode, ``speculative_num_draft_tokens`` for verify),
 ``speculative_num_steps``, ``speculative_eagle_topk``, ``speculative_num_draft_tokens``,
 ``hidden_size``, ``vocab_size``, ``num_dp_ranks``, ``num_tokens``/``top_k``/``num_experts``/
-``block_size_m`` (MoE alignment), ``max_loras_per_batch`` and ``max_lora_chunk_size`` (LoRA backends).
+``block_size_m`` (MoE alignment), ``max_loras_per_batch`` and ``max_lora_chunk_size`` (LoRA backends), ``mamba_pool_size`` (slots of
+the Mamba state pool, ``HybridReqToTokenPool``'s ``mamba_size``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ POSITIVE = (
     "max_num_tokens",
     "max_loras_per_batch",
     "max_lora_chunk_size",
+    "mamba_pool_size",
 )
 NONNEGATIVE: tuple = ()
 HARNESSES: dict = {}
@@ -124,6 +126,7 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
         max_num_tokens=256,
         max_loras_per_batch=8,
         max_lora_chunk_size=16,
+        mamba_pool_size=512,
     )
     ints.update(overrides)
     if not symbolic:
@@ -413,6 +416,31 @@ def _paged_allocator(v: dict, device: str):
     )
 
 
+@harness(
+    "TokenToKVPoolAllocator",
+    "sglang.srt.mem_cache.allocator.token",
+    note="TokenToKVPoolAllocator(size, dtype, device, kvcache, need_sort), the page-size-1 allocator",
+)
+def _token_allocator(v: dict, device: str):
+    import torch
+    from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
+
+    return construct(
+        TokenToKVPoolAllocator, size=v["kv_pool_size"], dtype=torch.int64, device=device, kvcache=None, need_sort=False
+    )
+
+
+@harness(
+    "MambaSlotAllocator",
+    "sglang.srt.mem_cache.allocator.mamba",
+    note="MambaSlotAllocator(size=mamba_size, device) as HybridReqToTokenPool builds it (memory_pool.py:1459)",
+)
+def _mamba_slots(v: dict, device: str):
+    from sglang.srt.mem_cache.allocator.mamba import MambaSlotAllocator
+
+    return construct(MambaSlotAllocator, size=v["mamba_pool_size"], device=device)
+
+
 def _decode_buffers_args(v: dict, device: str, **extra):
     import torch
 
@@ -454,6 +482,53 @@ def _decode_buffers(v: dict, device: str):
             None,
             cls=DecodeInputBuffers,
             **_decode_buffers_args(v, device),
+        )
+
+
+@harness(
+    "DecodeInputBuffers[switches]",
+    "sglang.srt.model_executor.runner_utils.buffers",
+    note="DecodeInputBuffers.create as decode_cuda_graph_runner.py:470 calls it with the switches that add "
+    "buffers on: DP-attention MLP gather (num_dp_ranks rows), Mamba tracking, an encoder-decoder model",
+)
+def _decode_buffers_switches(v: dict, device: str):
+    from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
+
+    with published(v):
+        return call(
+            DecodeInputBuffers.create,
+            DecodeInputBuffers,
+            None,
+            cls=DecodeInputBuffers,
+            **_decode_buffers_args(v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True),
+        )
+
+
+@harness(
+    "PrefillInputBuffers",
+    "sglang.srt.model_executor.runner_utils.buffers",
+    note="PrefillInputBuffers.create as prefill_cuda_graph_runner.py:436 calls it (max_bs its captured request "
+    "slots, max_num_tokens its captured tokens), a multimodal model with Mamba tracking (every optional buffer)",
+)
+def _prefill_buffers(v: dict, device: str):
+    import torch
+    from sglang.srt.model_executor.runner_utils.buffers import PrefillInputBuffers
+
+    with published(v):
+        return call(
+            PrefillInputBuffers.create,
+            PrefillInputBuffers,
+            None,
+            cls=PrefillInputBuffers,
+            device=device,
+            max_bs=v["max_bs"],
+            max_num_tokens=v["max_num_tokens"],
+            cache_loc_dtype=torch.int64,
+            is_multimodal=True,
+            hidden_size=v["hidden_size"],
+            dtype=torch.bfloat16,
+            enable_mamba_track=True,
+            pp_size=1,
         )
 
 
