@@ -166,9 +166,7 @@ class Published(Config):
 
 def _published(path: str, cfg) -> Published:
     """``cfg`` (a :class:`Config` and its nested Configs) as :class:`Published` namespaces."""
-    fields = {
-        k: _published(f"{path}.{k}" if path else k, x) if type(x) is Config else x for k, x in vars(cfg).items()
-    }
+    fields = {k: _published(f"{path}.{k}" if path else k, x) if type(x) is Config else x for k, x in vars(cfg).items()}
     return Published(path, **fields)
 
 
@@ -500,7 +498,9 @@ def _decode_buffers_switches(v: dict, device: str):
             DecodeInputBuffers,
             None,
             cls=DecodeInputBuffers,
-            **_decode_buffers_args(v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True),
+            **_decode_buffers_args(
+                v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True
+            ),
         )
 
 
