@@ -214,6 +214,52 @@ def test_scan_sees_fields_of_returned_and_kept_buffer_objects(tmp_path):
 # real tier: SGLang 0.5.23's own code
 
 
+def test_an_import_sglang_guards_gets_no_stand_in(tmp_path):
+    """Only the body of a ``try`` whose handlers catch ImportError/ModuleNotFoundError is guarded (as in
+    SGLang 0.5.23's ``aiter_backend.py:47-72``); an import outside it, or under another handler, is not."""
+    from capproof.engines.sglang.stand_ins import guarded
+
+    src = tmp_path / "mod.py"
+    src.write_text(
+        textwrap.dedent(
+            """\
+            import triton
+            try:
+                from aiter import (
+                    mla_decode_fwd,
+                )
+            except ImportError:
+                print("aiter is AMD specific")
+            try:
+                import flashinfer
+            except (ValueError, ModuleNotFoundError):
+                pass
+            try:
+                import sgl_kernel
+            except RuntimeError:
+                pass
+            """
+        )
+    )
+    assert [guarded(str(src), line) for line in range(1, 16)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
+
+
 def _sglang_root():
     from capproof.engines.vllm import wheels
 
@@ -242,6 +288,7 @@ def _sglang_root():
         "MambaSlotAllocator",
         "DecodeInputBuffers[switches]",
         "PrefillInputBuffers",
+        "AiterAttnBackend",
     ],
 )
 def test_traced_shapes_equal_sglangs_real_tensors(name):

@@ -601,9 +601,11 @@ for _module, _cls in (
     ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
     # more backends built the same way (``model_runner`` first); one that reads what the stand-in
     # does not model keeps its buffers ``read``, each with the statement that stopped it. Not built:
-    # AITER (``torch.finfo`` of a stand-in dtype at import), DeepSeek-V4, the Inkling short-conv and
-    # the hybrid linear-attention (Mamba) backends (a stand-in package's ``__version__`` read at
-    # import), MiniCPM sparse (a helper needs ``use_flashinfer``, which the stand-in does not model)
+    # DeepSeek-V4, the Inkling short-conv and the hybrid linear-attention (Mamba) backends (a stand-in
+    # package's ``__version__`` read at import), MiniCPM sparse (a helper needs ``use_flashinfer``,
+    # which the stand-in does not model). AITER imports as on a machine without ``aiter`` (its own
+    # ``except ImportError``, :mod:`.stand_ins`)
+    ("sglang.srt.layers.attention.aiter_backend", "AiterAttnBackend"),
     ("sglang.srt.layers.attention.trtllm_mha_backend", "TRTLLMHAAttnBackend"),
     ("sglang.srt.layers.attention.trtllm_mla_backend", "TRTLLMMLABackend"),
     ("sglang.srt.layers.attention.flashinfer_mla_backend", "FlashInferMLAAttnBackend"),
