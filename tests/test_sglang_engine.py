@@ -214,6 +214,52 @@ def test_scan_sees_fields_of_returned_and_kept_buffer_objects(tmp_path):
 # real tier: SGLang 0.5.23's own code
 
 
+def test_an_import_sglang_guards_gets_no_stand_in(tmp_path):
+    """Only the body of a ``try`` whose handlers catch ImportError/ModuleNotFoundError is guarded (as in
+    SGLang 0.5.23's ``aiter_backend.py:47-72``); an import outside it, or under another handler, is not."""
+    from capproof.engines.sglang.stand_ins import guarded
+
+    src = tmp_path / "mod.py"
+    src.write_text(
+        textwrap.dedent(
+            """\
+            import triton
+            try:
+                from aiter import (
+                    mla_decode_fwd,
+                )
+            except ImportError:
+                print("aiter is AMD specific")
+            try:
+                import flashinfer
+            except (ValueError, ModuleNotFoundError):
+                pass
+            try:
+                import sgl_kernel
+            except RuntimeError:
+                pass
+            """
+        )
+    )
+    assert [guarded(str(src), line) for line in range(1, 16)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
+
+
 def _sglang_root():
     from capproof.engines.vllm import wheels
 
@@ -236,6 +282,13 @@ def _sglang_root():
         "FlashMLABackend",
         "FlashAttentionBackend[EAGLE]",
         "TritonLoRABackend",
+        "FlashInferAttnBackend",
+        "FlashInferMLAAttnBackend",
+        "TokenToKVPoolAllocator",
+        "MambaSlotAllocator",
+        "DecodeInputBuffers[switches]",
+        "PrefillInputBuffers",
+        "AiterAttnBackend",
     ],
 )
 def test_traced_shapes_equal_sglangs_real_tensors(name):
@@ -270,6 +323,29 @@ def test_traced_shapes_equal_sglangs_real_tensors(name):
             )
             compared += 1
     assert compared, f"{name}: no traced entry was allocated by the real run"
+
+
+@pytest.mark.real
+def test_published_namespaces_fall_back_to_sglangs_declared_switches():
+    """A namespace the harnesses publish answers a switch it does not give with SGLang 0.5.23's
+    declared default, never a field config resolution may rewrite, and raises on anything else."""
+    pytest.importorskip("torch")
+    from capproof.engines.sglang import trace as tr
+
+    tr.activate(_sglang_root())
+    switches = tr.declared_switches()
+    assert switches["parallel"]["disable_attn_tp_gather"] is False
+    assert switches["exec.overlap"]["enable_two_batch_overlap"] is False
+    # resolvable (rewritten at launch by SGLang's resolution hooks): not a default to trust
+    assert "moe_dense_tp_size" not in switches["parallel"]
+    assert "dp_size" not in switches["parallel"]
+    # integer defaults may size a buffer: left out
+    assert all(not isinstance(x, int) or isinstance(x, bool) for ns in switches.values() for x in ns.values())
+    bags, parallel, _ = tr.server(tr.config_values(symbolic=False))
+    assert bags["exec"].overlap.enable_two_batch_overlap is False
+    assert bags["exec"].kernel.triton_attention_num_kv_splits == 8  # given by the harness
+    with pytest.raises(AttributeError, match="no field 'nnodes'"):
+        getattr(parallel, "nnodes")  # noqa: B009 - an int default: not published
 
 
 @pytest.mark.real

@@ -15,6 +15,9 @@ sizes a buffer. :func:`activate` makes them importable **for SGLang's own module
   ``@triton.jit`` leaves the Python function; a call returns another stand-in). Calling a stand-in
   kernel in a traced statement does nothing: the statement's allocations are still the engine's
   own, and its kernels never run;
+- an import SGLang guards itself (in the body of a ``try`` with an ``except ImportError``, such as
+  ``aiter_backend.py``'s ``from aiter import ...``) gets no stand-in: it fails as on a machine
+  without the package and SGLang takes its own fallback (:func:`guarded`);
 - ``dill`` is :mod:`pickle` under that name (SGLang's custom logit processors serialise classes
   at import time);
 - ``vllm`` is not importable from SGLang's files (the extracted vLLM sources share the directory;
@@ -32,7 +35,7 @@ import pickle
 import sys
 import types
 
-__all__ = ["STAND_IN_PACKAGES", "Anything", "activate"]
+__all__ = ["STAND_IN_PACKAGES", "Anything", "activate", "guarded"]
 
 #: Packages SGLang imports that have no CPU build here (or are not installed in the real venv).
 STAND_IN_PACKAGES = frozenset(
@@ -172,18 +175,25 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, root: str):
         self.root = os.path.abspath(root) + os.sep
 
-    def _from_sglang(self) -> bool:
+    def _importer(self):
+        """The frame of the file that runs the import statement (past importlib's own frames)."""
         f = sys._getframe(2)
         while f is not None and ("importlib" in f.f_code.co_filename or f.f_code.co_filename.startswith("<frozen")):
             f = f.f_back
+        return f
+
+    def _from_sglang(self, f) -> bool:
         return f is not None and os.path.abspath(f.f_code.co_filename).startswith(self.root + "sglang" + os.sep)
 
     def find_spec(self, name, path, target=None):
         top = name.split(".")[0]
         if top not in STAND_IN_PACKAGES and top not in BLOCKED:
             return None
-        if not self._from_sglang():
+        f = self._importer()
+        if not self._from_sglang(f):
             return None
+        if top not in BLOCKED and guarded(f.f_code.co_filename, f.f_lineno):
+            return None  # SGLang handles the package's absence itself (``except ImportError``): let it
         if top not in BLOCKED and "." not in name and importlib.machinery.PathFinder.find_spec(name) is not None:
             return None  # installed: the real package
         return importlib.machinery.ModuleSpec(name, self, is_package=True)
@@ -200,6 +210,36 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _ACTIVE: "_Finder | None" = None
+_GUARDED: dict = {}
+
+
+def guarded(filename: str, line: int) -> bool:
+    """Whether line ``line`` of ``filename`` is in the body of a ``try`` with an ``except ImportError``
+    (or ``ModuleNotFoundError``) handler: SGLang's own fallback for a machine without the package
+    (``aiter_backend.py``'s ``try: from aiter import ... except ImportError``), taken as on such a
+    machine rather than answered with a stand-in."""
+    spans = _GUARDED.get(filename)
+    if spans is None:
+        import ast
+
+        spans = []
+        try:
+            with open(filename, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if not isinstance(node, ast.Try) or not node.body:
+                continue
+            caught = set()
+            for h in node.handlers:
+                for t in h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]:
+                    if isinstance(t, ast.Name):
+                        caught.add(t.id)
+            if caught & {"ImportError", "ModuleNotFoundError"}:
+                spans.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
+        _GUARDED[filename] = spans
+    return any(lo <= line <= hi for lo, hi in spans)
 
 
 def activate(root: str) -> None:

@@ -31,7 +31,8 @@ model runner derives, ``max_running_requests`` when given), ``max_context_len`` 
 a graph captures: 1 for decode, ``speculative_num_draft_tokens`` for verify),
 ``speculative_num_steps``, ``speculative_eagle_topk``, ``speculative_num_draft_tokens``,
 ``hidden_size``, ``vocab_size``, ``num_dp_ranks``, ``num_tokens``/``top_k``/``num_experts``/
-``block_size_m`` (MoE alignment), ``max_loras_per_batch`` and ``max_lora_chunk_size`` (LoRA backends).
+``block_size_m`` (MoE alignment), ``max_loras_per_batch`` and ``max_lora_chunk_size`` (LoRA backends), ``mamba_pool_size`` (slots of
+the Mamba state pool, ``HybridReqToTokenPool``'s ``mamba_size``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ POSITIVE = (
     "max_num_tokens",
     "max_loras_per_batch",
     "max_lora_chunk_size",
+    "mamba_pool_size",
 )
 NONNEGATIVE: tuple = ()
 HARNESSES: dict = {}
@@ -124,6 +126,7 @@ def config_values(symbolic: bool = True, **overrides) -> dict:
         max_num_tokens=256,
         max_loras_per_batch=8,
         max_lora_chunk_size=16,
+        mamba_pool_size=512,
     )
     ints.update(overrides)
     if not symbolic:
@@ -136,9 +139,71 @@ def patches() -> list:
     return []
 
 
+class Published(Config):
+    """One published config namespace (``exec``, ``exec.graph``, ``parallel``, ...): the fields
+    the harness gives, then SGLang 0.5.23's declared default of a switch the harness does not
+    model (:func:`declared_switches`), then a sub-namespace; reading any other field raises
+    AttributeError naming it, so the statement reading it is skipped, not guessed."""
+
+    def __init__(self, _path: str, **fields):
+        super().__init__(**fields)
+        object.__setattr__(self, "_path", _path)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        path = object.__getattribute__(self, "_path")
+        switches = declared_switches()
+        if name in switches.get(path, {}):
+            return switches[path][name]
+        sub = f"{path}.{name}" if path else name
+        if any(p == sub or p.startswith(sub + ".") for p in switches):
+            value = Published(sub)
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"duck-typed config has no field {name!r} (namespace {path!r})")
+
+
+def _published(path: str, cfg) -> Published:
+    """``cfg`` (a :class:`Config` and its nested Configs) as :class:`Published` namespaces."""
+    fields = {k: _published(f"{path}.{k}" if path else k, x) if type(x) is Config else x for k, x in vars(cfg).items()}
+    return Published(path, **fields)
+
+
+_SWITCHES: dict = {}
+
+
+def declared_switches() -> dict:
+    """``{namespace path: {field: default}}``: the input fields SGLang 0.5.23 declares
+    (``ServerArgs._NAMESPACES``, msgspec structs with ``_NS_PATH``, ``sglang/srt/arg_groups/fields``)
+    whose default is a switch (``bool``, ``None``, a string or an enum member) and that config
+    resolution may not rewrite (not in SGLang's ``resolvable_fields`` whitelist): what a launch line
+    that does not give the flag publishes. Integer and float defaults are left out (they may size a
+    buffer: a harness gives those symbolically or not at all)."""
+    if _SWITCHES:
+        return _SWITCHES
+    import enum
+
+    import msgspec.structs
+    from sglang.srt.arg_groups.arg_utils import resolvable_fields
+    from sglang.srt.server_args import ServerArgs
+
+    resolvable = resolvable_fields(ServerArgs)
+    for source in ServerArgs._NAMESPACES:
+        path = source._NS_PATH
+        for field in msgspec.structs.fields(source):
+            d = field.default
+            if field.name in resolvable or d is msgspec.NODEFAULT:
+                continue
+            if d is None or isinstance(d, (bool, str, enum.Enum)):
+                _SWITCHES.setdefault(path, {})[field.name] = d
+    return _SWITCHES
+
+
 def server(v: dict, spec: str | None = None) -> tuple:
     """The published configuration SGLang's runtime-context getters read (module docstring):
-    ``(config bags by namespace, parallel context, flags)``."""
+    ``(config bags by namespace, parallel context, flags)``; a namespace falls back to SGLang's
+    declared switch defaults (:class:`Published`)."""
     spec_cfg = Config(
         speculative_num_steps=v["speculative_num_steps"] if spec else None,
         speculative_eagle_topk=v["speculative_eagle_topk"] if spec else None,
@@ -161,6 +226,9 @@ def server(v: dict, spec: str | None = None) -> tuple:
         attn_dp_rank=0,
         tp_rank=0,
         pp_rank=0,
+        # resolvable, but resolved to 1 only under DWDP and DeepSeek-V4 (arg_groups/parallel_hook.py:483,
+        # deepseek_v4_hook.py:215): a TP-only deployment publishes the declared None
+        moe_dense_tp_size=None,
     )
     execution = Config(
         kernel=Config(
@@ -184,8 +252,15 @@ def server(v: dict, spec: str | None = None) -> tuple:
 
     flags = Flags()
     lora = Config(max_lora_chunk_size=v["max_lora_chunk_size"])
-    bags = {"spec": spec_cfg, "exec": execution, "schedule": schedule, "lora": lora}
-    return bags, parallel, flags
+    bags = {
+        name: _published(name, cfg)
+        for name, cfg in {"spec": spec_cfg, "exec": execution, "schedule": schedule, "lora": lora}.items()
+    }
+    for name in declared_switches():
+        top = name.split(".")[0]
+        if top != "parallel" and top not in bags:
+            bags[top] = Published(top)
+    return bags, _published("parallel", parallel), flags
 
 
 @contextlib.contextmanager
@@ -339,6 +414,31 @@ def _paged_allocator(v: dict, device: str):
     )
 
 
+@harness(
+    "TokenToKVPoolAllocator",
+    "sglang.srt.mem_cache.allocator.token",
+    note="TokenToKVPoolAllocator(size, dtype, device, kvcache, need_sort), the page-size-1 allocator",
+)
+def _token_allocator(v: dict, device: str):
+    import torch
+    from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
+
+    return construct(
+        TokenToKVPoolAllocator, size=v["kv_pool_size"], dtype=torch.int64, device=device, kvcache=None, need_sort=False
+    )
+
+
+@harness(
+    "MambaSlotAllocator",
+    "sglang.srt.mem_cache.allocator.mamba",
+    note="MambaSlotAllocator(size=mamba_size, device) as HybridReqToTokenPool builds it (memory_pool.py:1459)",
+)
+def _mamba_slots(v: dict, device: str):
+    from sglang.srt.mem_cache.allocator.mamba import MambaSlotAllocator
+
+    return construct(MambaSlotAllocator, size=v["mamba_pool_size"], device=device)
+
+
 def _decode_buffers_args(v: dict, device: str, **extra):
     import torch
 
@@ -380,6 +480,55 @@ def _decode_buffers(v: dict, device: str):
             None,
             cls=DecodeInputBuffers,
             **_decode_buffers_args(v, device),
+        )
+
+
+@harness(
+    "DecodeInputBuffers[switches]",
+    "sglang.srt.model_executor.runner_utils.buffers",
+    note="DecodeInputBuffers.create as decode_cuda_graph_runner.py:470 calls it with the switches that add "
+    "buffers on: DP-attention MLP gather (num_dp_ranks rows), Mamba tracking, an encoder-decoder model",
+)
+def _decode_buffers_switches(v: dict, device: str):
+    from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
+
+    with published(v):
+        return call(
+            DecodeInputBuffers.create,
+            DecodeInputBuffers,
+            None,
+            cls=DecodeInputBuffers,
+            **_decode_buffers_args(
+                v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True
+            ),
+        )
+
+
+@harness(
+    "PrefillInputBuffers",
+    "sglang.srt.model_executor.runner_utils.buffers",
+    note="PrefillInputBuffers.create as prefill_cuda_graph_runner.py:436 calls it (max_bs its captured request "
+    "slots, max_num_tokens its captured tokens), a multimodal model with Mamba tracking (every optional buffer)",
+)
+def _prefill_buffers(v: dict, device: str):
+    import torch
+    from sglang.srt.model_executor.runner_utils.buffers import PrefillInputBuffers
+
+    with published(v):
+        return call(
+            PrefillInputBuffers.create,
+            PrefillInputBuffers,
+            None,
+            cls=PrefillInputBuffers,
+            device=device,
+            max_bs=v["max_bs"],
+            max_num_tokens=v["max_num_tokens"],
+            cache_loc_dtype=torch.int64,
+            is_multimodal=True,
+            hidden_size=v["hidden_size"],
+            dtype=torch.bfloat16,
+            enable_mamba_track=True,
+            pp_size=1,
         )
 
 
@@ -452,9 +601,11 @@ for _module, _cls in (
     ("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
     # more backends built the same way (``model_runner`` first); one that reads what the stand-in
     # does not model keeps its buffers ``read``, each with the statement that stopped it. Not built:
-    # AITER (``torch.finfo`` of a stand-in dtype at import), DeepSeek-V4, the Inkling short-conv and
-    # the hybrid linear-attention (Mamba) backends (a stand-in package's ``__version__`` read at
-    # import), MiniCPM sparse (a helper needs ``use_flashinfer``, which the stand-in does not model)
+    # DeepSeek-V4, the Inkling short-conv and the hybrid linear-attention (Mamba) backends (a stand-in
+    # package's ``__version__`` read at import), MiniCPM sparse (a helper needs ``use_flashinfer``,
+    # which the stand-in does not model). AITER imports as on a machine without ``aiter`` (its own
+    # ``except ImportError``, :mod:`.stand_ins`)
+    ("sglang.srt.layers.attention.aiter_backend", "AiterAttnBackend"),
     ("sglang.srt.layers.attention.trtllm_mha_backend", "TRTLLMHAAttnBackend"),
     ("sglang.srt.layers.attention.trtllm_mla_backend", "TRTLLMMLABackend"),
     ("sglang.srt.layers.attention.flashinfer_mla_backend", "FlashInferMLAAttnBackend"),
