@@ -8,7 +8,8 @@ file's name and have it executed from those frames. Below:
 
 - ``_frozen_importlib._call_with_frames_removed(exec, code, {"__file__": STD})`` called directly
   (a standard-library name and a Z3 file name);
-- ``runpy._run_code(code, {}, script_name=STD)``;
+- ``runpy._run_code(code, {}, script_name=STD)``, and the model's own function put in
+  ``sys.modules["runpy"]`` as ``_run_code`` (the frame is found by the name it is looked up under);
 - an ``importlib.abc.SourceLoader`` whose ``get_data`` returns the model's text, its spec located at
   a standard-library file (``spec_from_file_location(name, STD, loader=...)``), executed by
   ``exec_module`` and, through a ``sys.meta_path`` finder, by a plain ``import`` statement;
@@ -133,6 +134,19 @@ ATTEMPTS = [
         + "    spec = importlib.util.spec_from_file_location('adv_import_pyc', STD, loader=loader)\n"
         + "    mod = importlib.util.module_from_spec(spec)\n    spec.loader.exec_module(mod)\n"
         + "    return mod.probe\n\n\nprobe = _load()\n\n\n"
+        + A
+        + CLAIM,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "a-model-function-installed-as-runpys-run-code",
+        _std("cgitb.py")
+        + "import sys\nimport types\n\n\ndef _run_code(code, run_globals):\n    exec(code, run_globals)\n    return run_globals\n\n\n"
+        + "_real = sys.modules.get('runpy')\nsys.modules['runpy'] = types.SimpleNamespace(_run_code=_run_code)\n"
+        + "ns = _run_code(compile("
+        + PROBE
+        + ", STD, 'exec'), {'__file__': STD})\n"
+        + "if _real is None:\n    del sys.modules['runpy']\nelse:\n    sys.modules['runpy'] = _real\nprobe = ns['probe']\n\n\n"
         + A
         + CLAIM,
         marks=OPEN,
