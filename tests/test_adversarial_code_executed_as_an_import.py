@@ -19,6 +19,10 @@ file's name and have it executed from those frames. Below:
   ``__file__`` set to the library file);
 - the same code as an induction fold step.
 
+Under capproof's own file name (``symbolic.py``) such code reads capproof's machinery
+(``active_trace()``, set on the symbolic runs and on capproof's own int replay, ``encode.evaluate``):
+only a plain call of the function (``ob.func``) shows the failure.
+
 Each model reads "symbolic" on the symbolic run only and is false at ``a == 37`` on ints (``lens ==
 [37, 100]``). Brute forced on ints by tests/_soundness_harness.py.
 """
@@ -259,3 +263,31 @@ def test_the_batched_runner_does_not_prove_code_executed_as_an_import(spec_file)
     assert verdicts["blocks_fit"] == "proved", verdicts
     false = [name for name in verdicts if name.startswith("through_") and verdicts[name] == "proved"]
     assert not false, verdicts
+
+
+CAPPROOFS_OWN_NAME = (
+    "import os\nimport sys\n\nimport capproof\n\n"
+    "OWN = os.path.join(os.path.dirname(capproof.__file__), 'symbolic.py')\nns = {'__file__': OWN}\n"
+    "sys.modules['_frozen_importlib']._call_with_frames_removed(exec, compile("
+    "'import sys\\ndef probe(a):\\n    return sys.modules[\"capproof.symbolic\"].active_trace() is not None\\n', "
+    "OWN, 'exec'), ns)\nprobe = ns['probe']\n\n\n" + A + CLAIM
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="code executed as an import under capproof's own file name may read capproof's machinery "
+    "(a trace is active on the symbolic runs and on capproof's own int replay, not on a plain call)",
+)
+def test_code_executed_as_an_import_under_capproofs_name_does_not_read_its_machinery(spec_file):
+    from _soundness_harness import HEADER
+
+    from capproof import Options, Verdict
+    from capproof.loader import load_file
+    from capproof.prover import prove_obligation
+
+    (ob,) = load_file(spec_file(HEADER + CAPPROOFS_OWN_NAME, "adv_import_capproofs_own_name.py"))
+    plain = ob.func(37)  # the model called as Python calls it, outside any capproof run
+    assert not plain.holds
+    result = prove_obligation(ob, Options(density="off"))
+    assert result.verdict is not Verdict.PROVED, "proved, but a plain call fails at a == 37"
