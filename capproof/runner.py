@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import functools
 import gc
 import io
 import json
@@ -593,6 +594,7 @@ _DYNAMIC_NAMES = frozenset(
 )
 
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), range, slice)
+_ATOM_TYPES = frozenset(_ATOMS)
 
 
 def _code_names(code: types.CodeType, out: set[str]) -> None:
@@ -631,7 +633,11 @@ class _Reach:
             return id(getattr(obj, "__globals__", None)) in self.by_dict
         if isinstance(obj, type):
             return obj.__module__ in self.project
-        return isinstance(obj, (dict, list, tuple, set, frozenset)) and len(obj) > 8
+        if isinstance(obj, (dict, list, tuple, set, frozenset)):
+            return len(obj) > 8
+        # a dataclass instance (an inventory entry, a family of obligations) is held by many items'
+        # closures and tables: walked once (what it reaches does not depend on the path to it)
+        return _is_dataclass_instance(type(obj))
 
     def walk(self, roots: Iterable[tuple[object, frozenset[str] | None]], depth: int = 0) -> set[str]:
         """The project modules the ``(object, names)`` pairs ``roots`` reach."""
@@ -644,12 +650,17 @@ class _Reach:
                 self.everything = True  # too much to walk: fail closed (every module)
                 break
             obj, names = stack.pop()
-            if isinstance(obj, _ATOMS) or (id(obj), id(names)) in seen:
+            if isinstance(obj, _ATOMS):
                 continue
-            seen.add((id(obj), id(names)))
-            if names is None and depth < 40 and id(obj) not in self.busy and self._shared(obj):
-                if id(obj) not in self.memo:
-                    self.busy.add(id(obj))
+            oid = id(obj)
+            key = (oid, id(names))
+            if key in seen:
+                continue
+            seen.add(key)
+            if names is None and depth < 40 and oid not in self.busy and self._shared(obj):
+                record = self.memo.get(oid)
+                if record is None:
+                    self.busy.add(oid)
                     outer, self.foreign = self.foreign, False
                     outer_libraries, self.libraries = self.libraries, set()
                     try:
@@ -657,15 +668,15 @@ class _Reach:
                         below = self._children(obj, None, mine)
                         mine |= self.walk(below, depth + 1)
                         if not self.everything:  # (a walk cut short is no record)
-                            self.memo[id(obj)] = (obj, frozenset(mine), self.foreign, frozenset(self.libraries))
+                            record = self.memo[oid] = (obj, frozenset(mine), self.foreign, frozenset(self.libraries))
                     finally:
-                        self.busy.discard(id(obj))
+                        self.busy.discard(oid)
                         self.foreign |= outer
                         self.libraries |= outer_libraries
-                if id(obj) in self.memo:
-                    out |= self.memo[id(obj)][1]
-                    self.foreign |= self.memo[id(obj)][2]
-                    self.libraries |= self.memo[id(obj)][3]
+                if record is not None:
+                    out |= record[1]
+                    self.foreign |= record[2]
+                    self.libraries |= record[3]
             else:
                 stack.extend(self._children(obj, names, out))
         return out
@@ -736,10 +747,12 @@ class _Reach:
             ]
         if isinstance(obj, (staticmethod, classmethod, property)):
             return [(getattr(obj, a, None), None) for a in ("__func__", "fget", "fset", "fdel")]
+        # (an element of an atom's exact type reaches nothing: :meth:`walk` skips every atom, these
+        # are left out before the stack, the bulk of an inventory's entries)
         if isinstance(obj, dict):
-            return [(v, None) for kv in obj.items() for v in kv]
+            return [(v, None) for kv in obj.items() for v in kv if type(v) not in _ATOM_TYPES]
         if isinstance(obj, (list, tuple, set, frozenset)):
-            return [(v, None) for v in obj]
+            return [(v, None) for v in obj if type(v) not in _ATOM_TYPES]
         if isinstance(obj, types.BuiltinFunctionType):  # (math.floor; random.random: a method of an object)
             owner = getattr(obj, "__self__", None)
             return (
@@ -781,6 +794,13 @@ _COMPUTED_NAMES = frozenset({"getattr", "__dict__", "__getattribute__", "attrget
 
 #: objects of classes Python code cannot change whose state the fingerprint reads whole
 _PLAIN = (dict, list, tuple, set, frozenset, bytes, types.CellType, types.MappingProxyType)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_dataclass_instance(cls: type) -> bool:
+    """Whether objects of ``cls`` are dataclass instances (a class in whose MRO dataclasses put
+    ``__dataclass_fields__``), read from the classes' own dicts (no attribute lookup runs code)."""
+    return any("__dataclass_fields__" in vars(c) for c in cls.__mro__ if c is not object)
 
 
 def _capproofs(modname: object) -> bool:

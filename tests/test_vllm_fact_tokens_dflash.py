@@ -197,3 +197,47 @@ def test_real_post_capture_dummy_run_exceeds_the_budget(vllm_root):
         c["reproduced"] and c["values"]["query_tokens"] > c["values"]["max_num_batched_tokens"] for c in cex
     )
     assert os.path.exists(os.path.join(vllm_root, fd.DFLASH_V2))
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("query_extra", [0, 1])
+def test_real_dummy_run_obligation_agrees_with_vllms_own_code(vllm_root, query_extra):
+    """spec/vllm_0_33_dflash_dummy_runs.py against vLLM 0.33.0's own post-capture dummy runs
+    (``dummy_query_rows``: ``_dummy_run``, ``_init_candidates``, ``dispatch_cg_and_sync_dp`` on the
+    capture sizes ``_set_cudagraph_sizes`` computes; FULL_AND_PIECEWISE with adaptive
+    verification's varlen decode graphs, non-SM100): on every deployment of a small grid the
+    obligation finds a counterexample exactly when vLLM's code overruns the token budget."""
+    from vllm.config.compilation import CUDAGraphMode
+
+    from capproof import Verdict
+    from capproof.engines.vllm.fact_tokens import vllm_capture_sizes
+    from tests.conftest import prove
+
+    compared = 0
+    for k in (1, 2, 3, 8):
+        for seqs in (1, 2, 3, 5, 16, 128, 256):
+            for mnbt in (k + 2, 2 * k + 3, 16, 100, 1024):
+                if mnbt < seqs or mnbt <= k + query_extra:
+                    continue  # rejected by vLLM's config (scheduler.py, vllm.py:2371-2377)
+                try:
+                    sizes = vllm_capture_sizes(seqs, k, mnbt)
+                except ValueError:
+                    continue  # no capture size survives the rounding: vLLM refuses the deployment
+                hit = fd.dummy_query_rows(
+                    *sizes, seqs, mnbt, k, k + query_extra, CUDAGraphMode.FULL_AND_PIECEWISE, varlen=True
+                )
+                r = prove(
+                    "spec/vllm_0_33_dflash_dummy_runs.py",
+                    "dflash_dummy_run_query_rows_fit_input_ids",
+                    max_num_seqs=seqs,
+                    max_num_batched_tokens=mnbt,
+                    num_speculative_tokens=k,
+                    query_extra=query_extra,
+                    default_max_graph_size=512,
+                )
+                expected = Verdict.COUNTEREXAMPLE if hit is not None else Verdict.PROVED
+                assert r.verdict is expected, (k, seqs, mnbt, query_extra, hit, r.message)
+                if hit is not None:
+                    assert r.counterexample.values["query_rows"] > mnbt
+                compared += 1
+    assert compared > 40

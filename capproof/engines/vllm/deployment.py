@@ -412,6 +412,16 @@ def run_check(
         pins["method"] = method
     if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
         features.add("dflash")
+        # the drafter's query rows per request are K + query_extra (spec/vllm_0_33_dflash_dummy_runs.py)
+        if cfg.speculative_method == "dflash":
+            pins["query_extra"] = 1
+        else:
+            undetermined["query_extra"] = (
+                "the DSpark draft model's sample_from_anchor (its config.json; True: K query rows per "
+                "request, False: 1 + K): give a DFlash method or check the draft's config"
+            )
+        if _adaptive_profiling_runs(cfg):
+            features.add("adaptive_verification")
     if cfg.cudagraph_mode == "FULL":
         features.add("cudagraph_full")
     if cfg.attention_backend == "FLASHINFER":
@@ -441,7 +451,14 @@ def run_check(
         if flag == "--kv-cache-dtype" and cfg.kv_cache_dtype in ULTRAQUANT_CACHE_DTYPES:
             params = (*params, "feature:ultraquant")
         if flag in ("--speculative-config", "--spec-method", "--spec-model"):
-            params = (*params, "method", "feature:dflash", "feature:drafting_slots")
+            params = (
+                *params,
+                "method",
+                "query_extra",
+                "feature:dflash",
+                "feature:drafting_slots",
+                "feature:adaptive_verification",
+            )
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
             params = (*params, "feature:cudagraph_full")
         if flag == "--attention-backend" and cfg.attention_backend == "FLASHINFER":
@@ -692,6 +709,24 @@ def _refuse_overridden_fields(text: str, model: ModelFacts) -> None:
             f"{model.path}: vLLM would serve the overridden value; apply the override to a config.json "
             "and pass it with --model-config instead"
         )
+
+
+def _adaptive_profiling_runs(cfg: ServeConfig) -> bool:
+    """Whether vLLM 0.33.0's V2 runner makes adaptive verification's profiling dummy runs after
+    CUDA-graph capture for this line (docs/findings.md, finding 11): ``enable_adaptive_verification``
+    on, graphs captured (no ``--enforce-eager``, ``cudagraph_mode`` not ``NONE``), one data-parallel
+    rank (with more, ``dp_sync_state.num_reqs`` bounds the drafter's requests: not modelled), and
+    the V2 model runner not turned off by ``VLLM_USE_V2_MODEL_RUNNER`` (``vllm/config/vllm.py:748-767``;
+    its other reasons to fall back to V1 are not read: the obligation then says more than the line
+    reaches)."""
+    v2_off = str(cfg.env.get("VLLM_USE_V2_MODEL_RUNNER", "")).strip().lower() in ("0", "false")
+    return (
+        cfg.adaptive_verification
+        and not cfg.enforce_eager
+        and (cfg.cudagraph_mode or "").upper() != "NONE"
+        and cfg.dp == 1
+        and not v2_off
+    )
 
 
 def _drafting_method(cfg: ServeConfig) -> int | None:

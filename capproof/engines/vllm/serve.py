@@ -149,6 +149,11 @@ class ServeConfig:
     #: backend vLLM uses batched DP MoE and another default token budget (``batch_defaults``)
     all2all_backend: str | None = None
     enable_expert_parallel: bool = False
+    #: ``--speculative-config``'s ``enable_adaptive_verification`` (off by default in vLLM 0.33.0,
+    #: ``vllm/config/speculative.py``): the V2 runner's post-capture profiling dummy runs
+    adaptive_verification: bool = False
+    #: ``--enforce-eager``: no CUDA graph is captured
+    enforce_eager: bool = False
 
     def describe(self) -> str:
         parts = [
@@ -602,6 +607,8 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.enable_expert_parallel = bool(value)
         elif flag == "--attention-backend":
             cfg.attention_backend = str(value).strip().upper()
+        elif flag == "--enforce-eager":
+            cfg.enforce_eager = bool(value)
         if flag not in SIZING_FLAGS:
             cfg.ignored.append(flag)
             continue
@@ -679,6 +686,12 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
                 f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}"
             )
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
+        if not isinstance(spec_json.get("enable_adaptive_verification", False), bool):
+            raise ServeFlagError(
+                "--speculative-config: enable_adaptive_verification must be true or false, got "
+                f"{spec_json['enable_adaptive_verification']!r}"
+            )
+        cfg.adaptive_verification = spec_json.get("enable_adaptive_verification", False)
     if comp_json:
         cfg.cudagraph_mode = _cudagraph_mode(comp_json, values.get("--optimization-level"))
         sizes = comp_json.get("cudagraph_capture_sizes")
