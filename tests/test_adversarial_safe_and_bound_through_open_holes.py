@@ -9,7 +9,10 @@ tests/test_adversarial_int_subclass_operators.py; the same check remembered per 
 tests/test_adversarial_int_subclass_check_cached.py; a model's code compiled under a library
 file's name: tests/test_adversarial_code_named_as_library.py and
 tests/test_adversarial_code_compiled_from_a_syntax_tree.py; library code doing the model's
-introspection: tests/test_adversarial_library_code_does_the_models_introspection.py) gives a
+introspection: tests/test_adversarial_library_code_does_the_models_introspection.py; the model's code
+executed as an import: tests/test_adversarial_code_executed_as_an_import.py; named under a test harness's
+directory: tests/test_adversarial_code_named_under_a_harness_directory.py; a dataclass method moved
+to another class: tests/test_adversarial_dataclass_method_moved_to_another_class.py) gives a
 false ``safe`` (exit 0) and a false minimal sufficient capacity. Each spec below fails on ints at ``num_reqs == 37`` (or at
 ``a == 2**53 + 1``), a point the line does not pin.
 """
@@ -156,6 +159,98 @@ def table_fits(max_model_len, num_reqs):
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
     ),
+    pytest.param(
+        "code-executed-by-a-source-loader-as-stdlib",
+        """
+import importlib.abc, importlib.util, os
+from capproof import Range, obligation, at_most, select, all_of
+
+STD = os.path.join(os.path.dirname(os.__file__), "telnetlib.py")
+
+class _Loader(importlib.abc.SourceLoader):
+    def get_filename(self, fullname):
+        return STD
+    def get_data(self, path):
+        return b"def probe(v):\\n    return type(v) is not int\\n"
+
+_spec = importlib.util.spec_from_file_location("adv_cc_loader", STD, loader=_Loader())
+_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+probe = _mod.probe
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(
+            strict=True, reason="code executed from importlib's frames under a library name is trusted"
+        ),
+    ),
+    pytest.param(
+        "code-executed-by-runpys-run-code-as-stdlib",
+        """
+import os, runpy
+from capproof import Range, obligation, at_most, select, all_of
+
+STD = os.path.join(os.path.dirname(os.__file__), "cgitb.py")
+probe = runpy._run_code(compile("def probe(v):\\n    return type(v) is not int\\n", STD, "exec"), {}, script_name=STD)["probe"]
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(strict=True, reason="code executed from runpy's frame under a library name is trusted"),
+    ),
+    pytest.param(
+        "code-named-under-a-harness-directory",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile("def probe(v):\\n    return type(v) is not int\\n", "/tmp/adv/site-packages/mutmut/cc.py", "exec"), ns)
+probe = ns["probe"]
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(
+            strict=True, reason="guard.is_library_file trusts any path containing /site-packages/mutmut/"
+        ),
+    ),
+    pytest.param(
+        "dataclass-eq-moved-from-a-class-with-a-spliced-field-name",
+        """
+from dataclasses import dataclass, field
+from capproof import Range, obligation, at_most, select, all_of
+
+N = "x)if(type(self.x)is not int)else()and(self.x"
+def _init(self, x):
+    self.x = x
+C0 = dataclass(init=False, repr=False)(type("C0", (), {"__init__": _init, "__annotations__": {"x": int, N: int}, N: field(init=False, repr=False)}))
+
+@dataclass
+class K:
+    x: int
+
+K.__eq__ = C0.__eq__
+
+@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},
+            engine="vllm", versions="==0.33.0", expect="proved")
+def table_fits(max_model_len, num_reqs):
+    sym = bool(K(num_reqs) == K(num_reqs))
+    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
+""",
+        marks=pytest.mark.xfail(
+            strict=True, reason="a dataclass method's field names are checked on the class it is set on"
+        ),
+    ),
 ]
 
 
@@ -284,6 +379,71 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
+    ),
+    pytest.param(
+        "code-executed-by-a-source-loader-as-stdlib",
+        """
+import importlib.abc, importlib.util, os
+from capproof import Range, obligation, at_most, select, all_of
+
+STD = os.path.join(os.path.dirname(os.__file__), "pipes.py")
+
+class _Loader(importlib.abc.SourceLoader):
+    def get_filename(self, fullname):
+        return STD
+    def get_data(self, path):
+        return b"def probe(v):\\n    return type(v) is not int\\n"
+
+_spec = importlib.util.spec_from_file_location("adv_bound_loader", STD, loader=_Loader())
+_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+probe = _mod.probe
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(
+            strict=True, reason="code executed from importlib's frames under a library name is trusted"
+        ),
+    ),
+    pytest.param(
+        "code-executed-by-runpys-run-code-as-stdlib",
+        """
+import os, runpy
+from capproof import Range, obligation, at_most, select, all_of
+
+STD = os.path.join(os.path.dirname(os.__file__), "uu.py")
+probe = runpy._run_code(compile("def probe(v):\\n    return type(v) is not int\\n", STD, "exec"), {}, script_name=STD)["probe"]
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(strict=True, reason="code executed from runpy's frame under a library name is trusted"),
+    ),
+    pytest.param(
+        "code-named-under-a-harness-directory",
+        """
+from capproof import Range, obligation, at_most, select, all_of
+
+ns = {}
+exec(compile("def probe(v):\\n    return type(v) is not int\\n", "/tmp/adv/site-packages/mutmut/bd.py", "exec"), ns)
+probe = ns["probe"]
+
+@obligation(domain={"num_reqs": Range(1, 100)})
+def slots_fit(num_reqs):
+    sym = probe(num_reqs)
+    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
+""",
+        {"num_reqs": 37},
+        marks=pytest.mark.xfail(
+            strict=True, reason="guard.is_library_file trusts any path containing /site-packages/mutmut/"
+        ),
     ),
 ]
 
