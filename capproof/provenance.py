@@ -4,27 +4,28 @@ capproof tells its own code, Z3's and the standard library's from a model's by t
 object names (``co_filename``): the model's code is audited (``type(a) is int``, an int slot called
 directly, a thread it starts), the libraries' is not. A model can make code under any file name:
 ``compile(source, <stdlib>/bisect.py, "exec")``, ``compile`` of a syntax tree (no audit event),
-``code.replace(co_filename=...)``, ``marshal.loads``, a ``.pyc`` imported from elsewhere. So a
-library-named code object is the library's only when it is known to be: its module was executed
-by the import system from that very file (the ``exec`` audit event seen from importlib's or
-runpy's frame, the module's ``__file__`` equal to the code's file), or, for the modules loaded
-before capproof (:func:`install` runs at ``import capproof``), it equals code compiled from the
-file's own text. Any other code naming a library file is a model's.
+``code.replace(co_filename=...)``, ``marshal.loads``, a ``.pyc``, a loader whose ``get_data`` returns
+its text, ``runpy`` or importlib's own functions called with a namespace naming the file. So a
+library-named code object is the library's only when it *is* that file's code: equal (code
+equality, nested code included) to the code of the file's installed text (:func:`genuine`; read
+once per file per process), or reachable from a module loaded before capproof (:func:`install`
+runs at ``import capproof``). Who executed the code, and the namespace it ran in, decide nothing.
+In a pytest process, capproof's own files are also compared with pytest's rewriting of their text.
 
-Likewise ``dataclasses`` writes a class's methods from its own text under the name ``<string>``;
-:func:`dataclass_code` is true only of code ``dataclasses._create_fn`` executed when called by
-``dataclasses``' own code, not of any code that names ``<string>``.
+``dataclasses`` writes a class's methods from text built from the field names (``<string>``);
+:func:`dataclass_method` trusts one only when its code equals what a private copy of
+``dataclasses`` writes for the fields and options of the class it is found on, every field name a
+plain identifier.
 
 A library file is the library's only as it was installed (:func:`unchanged`): a file created or
 changed after capproof started (its status-change time, which no call sets back) is the run's, not
 the library's, whatever directory it is in; under an installed distribution that lists its files
-(Z3's ``RECORD``), the file must be listed there with the hash it has; a ``.pyc`` the import
-system read that was written after capproof started must hold the code compiled from the file's
-text. So a module a spec writes into Z3's or the standard library's directory and imports is the
+(Z3's ``RECORD``), the file must be listed there with the hash it has; a ``.pyc`` written after
+capproof started is not read (the text is compiled instead). So a module a spec writes into Z3's or the standard library's directory and imports is the
 model's code.
 
-Not seen: a library's genuine code given a model's globals (``types.FunctionType(lib.__code__,
-globals)``), a standard-library or capproof file changed by an earlier run (no list of their
+Not seen: a library's genuine code given a model's globals or closure
+(``types.FunctionType(lib.__code__, globals)``), a standard-library or capproof file changed by an earlier run (no list of their
 files to compare with): docs/soundness.md.
 """
 
@@ -375,9 +376,13 @@ def _dataclass_signature(cls: type) -> tuple | None:
         if name.startswith(("_dflt_", "_type_", "__dataclass_")):
             return None
         kind = getattr(getattr(f, "_field_type", None), "name", None)
-        flags = (f.init, f.repr, f.compare, f.kw_only)
+        kw_only = None if kind == "_FIELD_CLASSVAR" and f.kw_only is _dataclasses_missing() else f.kw_only
+        flags = (f.init, f.repr, f.compare)
         if kind not in ("_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR") or any(type(x) is not bool for x in flags):
             return None
+        if kw_only is not None and type(kw_only) is not bool:
+            return None
+        flags = (*flags, kw_only)
         if f.hash is not None and type(f.hash) is not bool:
             return None
         default = "factory" if f.default_factory is not _dataclasses_missing() else "default"
@@ -434,7 +439,9 @@ def _dataclass_written(signature: tuple) -> dict:
     for name, kind, default, hash_, init, repr_, compare, kw_only in rows:
         namespace["__annotations__"][name] = kinds[kind]
         given = {"default": 0} if default == "default" else {"default_factory": int} if default else {}
-        namespace[name] = copy["field"](**given, init=init, repr=repr_, hash=hash_, compare=compare, kw_only=kw_only)
+        if kw_only is not None:
+            given["kw_only"] = kw_only
+        namespace[name] = copy["field"](**given, init=init, repr=repr_, hash=hash_, compare=compare)
     if post_init:
         namespace["__post_init__"] = lambda self, *args: None
     init, repr_, eq, order, unsafe_hash, frozen = options
