@@ -36,6 +36,8 @@ import sys
 import time
 import types
 
+from ._audit import quiet
+
 __all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_method", "unchanged"]
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
@@ -302,13 +304,15 @@ def genuine(code: types.CodeType) -> bool:
     else:
         own = _OWN.get(name)
         if own is None:
-            own = _OWN[name] = _own_codes(name)
+            with quiet():
+                own = _OWN[name] = _own_codes(name)
         known = code in own
         if not known and os.path.abspath(name).startswith(_PACKAGE_DIR) and _PYTEST_REWRITE[0] is not None:
             key = "pytest:" + name
             rewritten = _OWN.get(key)
             if rewritten is None:
-                rewritten = _OWN[key] = _rewritten_codes(name)
+                with quiet():
+                    rewritten = _OWN[key] = _rewritten_codes(name)
             known = code in rewritten
     _GENUINE[id(code)] = (code, known)
     return known
@@ -349,7 +353,8 @@ def dataclass_method(cls: type, name: str, value: object) -> bool:
     written = _DATACLASS_WRITTEN.get(signature)
     if written is None:
         try:
-            written = _dataclass_written(signature)
+            with quiet():
+                written = _dataclass_written(signature)
         except Exception:  # noqa: BLE001 - not regenerated: not known to be dataclasses' method
             written = {}
         _DATACLASS_WRITTEN[signature] = written
@@ -362,12 +367,15 @@ def _dataclass_signature(cls: type) -> tuple | None:
     when a name is not a plain identifier or a flag not a plain bool (or None for hash)."""
     own = vars(cls)
     fields, params = own.get("__dataclass_fields__"), own.get("__dataclass_params__")
-    if type(fields) is not dict or params is None:
+    real = _stdlib_module("dataclasses")
+    if real is None or type(fields) is not dict or type(params) is not getattr(real, "_DataclassParams", None):
         return None
     import keyword
 
     rows = []
     for key, f in fields.items():
+        if type(f) is not real.Field:
+            return None
         name = f.name
         if not (type(key) is str and type(name) is str and key == name):
             return None
