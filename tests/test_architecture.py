@@ -103,6 +103,8 @@ FACADE_EXCEPTIONS = {
     "(capproof.inventory: load, derived, demand, bound_name, capacity)",
     "spec/vllm_0_33_local_attention.py": "reads the inventory's derived chunked-local-attention rows and "
     "capacities (capproof.inventory: load, derived, evaluate, capacity)",
+    "spec/vllm_0_33_dflash_dummy_runs.py": "reads the inventory's traced capacity of the speculator's input "
+    "buffers (capproof.inventory: load, capacity)",
 }
 
 #: (importing module, owning module, name) of private names still imported across modules

@@ -352,6 +352,58 @@ def test_triton_indptr_finding_reproduces_on_cpu():
 
 
 @pytest.mark.real
+def test_flashinfer_swa_write_locations_finding_reproduces_on_cpu():
+    """docs/findings.md §9 through SGLang 0.5.23's own code on the CPU: ``FlashInferAttnBackend``'s
+    constructor and ``init_cuda_graph_state(max_bs=8, max_num_tokens=8)`` (the decode runner's call at
+    width 1) give ``cuda_graph_swa_out_cache_loc`` 8 entries; its ``init_forward_metadata_out_graph``
+    on a full prefill graph's extend batch of 64 tokens binds an 8-row view as the batch's SWA write
+    locations at capture and raises at replay (size mismatch), where 8 tokens replay. The token-count
+    fact of FlashInfer's entry is recorded refuted on the prefill runner's capture, its decode-runner
+    paths still not checked."""
+    pytest.importorskip("torch")
+    from capproof.engines.sglang import trace as tr
+    from capproof.engines.sglang.demand import backend_tokens_fact, flashinfer_swa_prefill_witness
+    from capproof.engines.sglang.facts import engine_facts
+    from capproof.facts import status
+    from capproof.symbolic import tracing
+
+    root = _sglang_root()
+    tr.activate(root)
+    ints = tr.config_values(symbolic=False, max_bs=8, captured_req_width=1)
+    tr.prepare("FlashInferAttnBackend")
+    with tracing(), tr.recording(root, "real"):
+        built = tr.HARNESSES["FlashInferAttnBackend"](ints, "cpu")
+    backend = built[0][0] if isinstance(built, list) else built[0]
+    assert tuple(backend.cuda_graph_swa_out_cache_loc.shape) == (8,)
+
+    witness = flashinfer_swa_prefill_witness(max_num_tokens=8, num_tokens=64)
+    assert witness["capture_rows"] == 8  # 8 write locations bound for 64 tokens
+    assert "size of tensor a (8) must match the size of tensor b (64)" in witness["replay_error"]
+    assert witness["small_replay_ok"]
+    fits = flashinfer_swa_prefill_witness(max_num_tokens=64, num_tokens=64)
+    assert fits["capture_rows"] == 64 and fits["replay_error"] == ""
+
+    import types
+
+    (rec,) = engine_facts(
+        [
+            types.SimpleNamespace(
+                file=FLASHINFER_FILE, demands=[{"dim": 0, "facts": [backend_tokens_fact("FlashInferAttnBackend")]}]
+            )
+        ]
+    )
+    assert status(rec) == "refuted"
+    assert [c["site"] for c in rec["counterexamples"]] == [
+        "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py:1786"
+    ]
+    other = backend_tokens_fact("QwenSparseAttnBackend")
+    assert list(other["paths"]) == ["not checked"]
+
+
+FLASHINFER_FILE = "sglang/srt/layers/attention/flashinfer_backend.py"
+
+
+@pytest.mark.real
 def test_auto_speculative_params_are_sglangs_own():
     """capproof's table of SGLang 0.5.23's ``_auto_choose_speculative_params`` against the wheel's
     function itself (read from its source and run with a stand-in ``server_args``), for every

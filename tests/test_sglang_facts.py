@@ -54,3 +54,29 @@ def test_every_site_checked_discharges_only_in_its_file_and_no_path_stays_assume
     assert status(by["state"]) == "checked" and status(by["bare"]) == "assumed"
     assert discharged(recs, FILE) == {"assumed: state"}
     assert discharged(recs, "sglang/srt/other.py") == set()
+
+
+def test_a_path_under_a_counterexample_key_refutes_the_fact_and_is_recorded_as_found():
+    """A derivation that ran a counterexample lists the path under a ``counterexample (how ...)``
+    key: the path's result is ``counterexample`` (how ``executed`` when the key says so), the fact is
+    refuted with one counterexample naming its site and finding, and nothing is discharged."""
+    fact = {
+        "fact": "tokens",
+        "checked": False,
+        "paths": {
+            "not checked": ["sglang/srt/decode.py: capture_one_shape(bs) ..."],
+            "counterexample (executed: X.m run, finding 9)": ["sglang/srt/prefill.py:1786 capture -> m: 64 > 8"],
+        },
+    }
+    (rec,) = engine_facts([_entry(FILE, fact)])
+    validate(rec)
+    by_site = {p["site"]: p for p in rec["paths"]}
+    assert (by_site["sglang/srt/prefill.py:1786"]["result"], by_site["sglang/srt/prefill.py:1786"]["how"]) == (
+        "counterexample",
+        "executed",
+    )
+    assert by_site["sglang/srt/decode.py"]["result"] == "not checked"
+    assert status(rec) == "refuted"
+    (found,) = rec["counterexamples"]
+    assert found["site"] == "sglang/srt/prefill.py:1786" and found["finding"] == "finding 9" and found["reproduced"]
+    assert discharged([rec], FILE) == set()

@@ -44,6 +44,8 @@ __all__ = [
     "derive_graph_rows",
     "derive_backend_rows",
     "padded_batch",
+    "backend_tokens_fact",
+    "flashinfer_swa_prefill_witness",
     "GRAPH_FILES",
     "CAPTURE_LIST_LEN",
 ]
@@ -861,22 +863,124 @@ def _metadata_rows(fn, tree, line: int) -> str:
     return unit
 
 
-def backend_tokens_fact() -> dict:
-    """A capture method's token count is the captured batch's: not checked (the runner builds the
-    forward batch it captures with in another file)."""
+PREFILL = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"
+FLASHINFER = "sglang/srt/layers/attention/flashinfer_backend.py"
+
+
+def flashinfer_swa_prefill_witness(max_num_tokens: int = 8, num_tokens: int = 64) -> dict:
+    """SGLang 0.5.23's ``FlashInferAttnBackend.init_forward_metadata_out_graph`` **run** (real torch, CPU)
+    on a full prefill CUDA graph's batch (``ForwardMode.EXTEND``, ``num_tokens`` new tokens, two
+    requests) with a sliding-window KV pool, its SWA write-location buffer
+    ``cuda_graph_swa_out_cache_loc`` of ``max_num_tokens`` entries (what the decode runner's
+    ``init_cuda_graph_state(max_bs, max_bs * captured_req_width)`` allocates; the prefill runner never
+    calls it) and stand-ins for the FlashInfer planners (``indices_updater_prefill.update``, the capture
+    metadata) and the KV index translator (``write_ids``: one location per token). The method
+    slices the buffer ``[:n]`` with ``n = forward_batch.out_cache_loc.shape[0]``
+    (``flashinfer_backend.py:907-920``), with no bound check (FlashAttention's twin asserts
+    ``assert_buffer_fits``, ``flashattention_backend.py:615-622``).
+
+    Returns ``{"capture_rows", "replay_error", "small_replay_ok"}``: the rows of the view the capture
+    binds as the batch's SWA write locations, the replay refill's exception text ("" if none), and
+    whether a batch of ``max_num_tokens`` tokens replays. Needs SGLang importable (raises
+    ImportError otherwise)."""
+    import types
+
+    import torch
+    from sglang.srt.layers.attention.flashinfer_backend import FlashInferAttnBackend
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    class Planner:
+        def update(self, *args, **kwargs):
+            return None
+
+    def backend():
+        return types.SimpleNamespace(
+            indices_updater_prefill=Planner(),
+            indices_updater_decode=Planner(),
+            _prepare_cuda_graph_metadata=lambda *args, **kwargs: None,
+            full_cg_prefill_wrappers=[],
+            prefill_backend="fa2",
+            dispatch_reason=None,
+            flashinfer_kv_cache_dtype=torch.bfloat16,
+            use_sliding_window_kv_pool=True,
+            cuda_graph_swa_out_cache_loc=torch.zeros(max_num_tokens, dtype=torch.int64),
+            kv_index_translator=types.SimpleNamespace(
+                write_ids=lambda fb, kind: torch.arange(fb.out_cache_loc.shape[0], dtype=torch.int64)
+            ),
+            forward_metadata=types.SimpleNamespace(),
+        )
+
+    def batch(n: int):
+        half = n // 2
+        return types.SimpleNamespace(
+            batch_size=2,
+            req_pool_indices=torch.arange(2),
+            seq_lens=torch.tensor([half, n - half]),
+            seq_lens_cpu=torch.tensor([half, n - half]),
+            seq_lens_sum=n,
+            encoder_lens=None,
+            forward_mode=ForwardMode.EXTEND,
+            spec_info=None,
+            positions=torch.arange(n),
+            extend_prefix_lens=torch.zeros(2, dtype=torch.int64),
+            kv_loc_plan=None,
+            out_cache_loc=torch.arange(n),
+        )
+
+    method = FlashInferAttnBackend.init_forward_metadata_out_graph
+    captured = backend()
+    method(captured, batch(num_tokens), in_capture=True)
+    try:
+        method(backend(), batch(num_tokens), in_capture=False)
+        error = ""
+    except RuntimeError as exc:
+        error = str(exc)
+    small = backend()
+    method(small, batch(max_num_tokens), in_capture=False)
+    return {
+        "capture_rows": int(captured.forward_metadata.swa_out_cache_loc.shape[0]),
+        "replay_error": error,
+        "small_replay_ok": bool(
+            small.cuda_graph_swa_out_cache_loc[:max_num_tokens].equal(torch.arange(max_num_tokens))
+        ),
+    }
+
+
+def backend_tokens_fact(cls: str | None = None) -> dict:
+    """A capture method's token count is the captured batch's: not checked at the decode runner (it
+    builds the forward batch it captures with in another file). For ``FlashInferAttnBackend`` the full
+    prefill graph's capture (``prefill_cuda_graph_runner.py:1786``, a bucket of prefill tokens, not
+    ``max_bs * captured_req_width``) is a counterexample, run by :func:`flashinfer_swa_prefill_witness`
+    (docs/findings.md, finding 9) when SGLang imports; otherwise that path is listed not checked."""
+    paths: dict = {
+        "not checked": [
+            f"{DECODE}: capture_one_shape(bs) builds the forward batch with input_ids = buffers.input_ids[:num_tokens], "
+            "num_tokens = bs * captured_req_width -> attn_backend.init_forward_metadata_out_graph(forward_batch, "
+            "in_capture=True)",
+            f"{DECODE}:424-429 max_num_token = max_bs * captured_req_width when capture_num_tokens is None "
+            "(ragged verify, max(capture_num_tokens), is not this capacity)",
+        ]
+    }
+    if cls == "FlashInferAttnBackend":
+        site = f"{PREFILL}:1786 capture_one_shape(num_tokens) -> init_forward_metadata_out_graph(in_capture=True)"
+        try:
+            w = flashinfer_swa_prefill_witness()
+            refuted = w["capture_rows"] < 64 and "size" in w["replay_error"] and w["small_replay_ok"]
+        except Exception as exc:  # noqa: BLE001 - then the path is listed, not checked
+            refuted, w = False, {"error": f"{type(exc).__name__}: {exc}"[:120]}
+        if refuted:
+            paths["counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 9)"] = [
+                f"{PREFILL}:1786 64 prefill tokens vs 8 entries (max_bs * captured_req_width): capture binds "
+                f"{w['capture_rows']} write locations, replay raises RuntimeError; {site.split(' ', 1)[1]}, "
+                f"{FLASHINFER}:907-920"
+            ]
+        else:
+            paths["not checked"].append(f"{site} ({w.get('error', 'witness not reproduced')})")
     return {
         "fact": "backend_num_tokens <= captured_req_width * padded_bs (a backend capture method's token count is "
         "the captured batch's input_ids, the runner's input_ids[:bs * captured_req_width])",
         "checked": False,
-        "paths": {
-            "not checked": [
-                f"{DECODE}: capture_one_shape(bs) builds the forward batch with input_ids = buffers.input_ids[:num_tokens], "
-                "num_tokens = bs * captured_req_width -> attn_backend.init_forward_metadata_out_graph(forward_batch, "
-                "in_capture=True)",
-                f"{DECODE}:424-429 max_num_token = max_bs * captured_req_width when capture_num_tokens is None "
-                "(ragged verify, max(capture_num_tokens), is not this capacity)",
-            ]
-        },
+        "paths": paths,
     }
 
 
@@ -1100,7 +1204,8 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
     larger of ``backend_bs`` and ``backend_num_tokens``, the latter with the assumed fact
     :func:`backend_tokens_fact`."""
     padded, notes = padded_batch()
-    tokens_fact, state = backend_tokens_fact(), graph_state_fact(root)
+    state = graph_state_fact(root)
+    tokens_facts: dict = {}
     bs_facts: dict = {}
     trees: dict = {}
     done = []
@@ -1166,7 +1271,9 @@ def derive_backend_rows(entries: list, root: str) -> list[str]:
             # every call site gives the backend an element of the capture list: the demand is the
             # padded batch itself (no assumption left)
             extent = re.sub(r"\bbackend_bs\b", f"({padded})", extent)
-        facts = [bs_fact] + ([tokens_fact] if "tokens" in units else []) + [state]
+        if "tokens" in units and cls not in tokens_facts:
+            tokens_facts[cls] = backend_tokens_fact(cls)
+        facts = [bs_fact] + ([tokens_facts[cls]] if "tokens" in units else []) + [state]
         demands = [
             {
                 "dim": 0,

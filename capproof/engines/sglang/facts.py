@@ -7,8 +7,10 @@ it rests on (``demands[].facts``: ``fact``, ``checked``, ``paths`` as ``{"checke
 CUDA-graph entry methods, :mod:`capproof.engines.sglang.graph_calls`), the captured token count,
 the DP-gather batch, the backend's ``max_bs``, the capture list. :func:`engine_facts` turns them
 into fact records, nothing re-judged: a path listed under a ``checked`` key is ``checked`` (how
-``executed`` when the key says ``executed``, else ``ast``), a path under ``not
-checked`` is ``not checked``; a fact the derivation recorded with no path at all stays assumed.
+``executed`` when the key says ``executed``, else ``ast``), a path under a ``counterexample`` key
+is a ``counterexample`` (the fact is **refuted**; the key names the run that showed it), a path
+under ``not checked`` is ``not checked``; a fact the derivation recorded with no path at all stays
+assumed.
 The assumption a fact discharges is the name the SGLang obligations give an unchecked fact
 (``spec/sglang_0_5_23_derived.py``: ``assumed: <fact>``); its scope is the allocating file.
 
@@ -32,7 +34,11 @@ ASSUMED = "assumed: "
 def _paths(paths: dict) -> list[dict]:
     out = []
     for key, sites in sorted((paths or {}).items()):
-        result = "checked" if key.startswith("checked") else "not checked"
+        result = (
+            "checked"
+            if key.startswith("checked")
+            else ("counterexample" if key.startswith("counterexample") else "not checked")
+        )
         how = "executed" if "executed" in key else "ast"
         for text in sites or []:
             head, _, rest = str(text).partition(" ")
@@ -58,5 +64,17 @@ def engine_facts(entries) -> list[dict]:
                 if key in seen:
                     continue
                 # status from the paths alone (a fact recorded checked without a path stays assumed)
-                seen[key] = fact_record(f["fact"], [ASSUMED + f["fact"]], [e.file], _paths(paths))
+                recs = _paths(paths)
+                found = [
+                    {
+                        "site": p["site"],
+                        "deployment": p["why"],
+                        "values": p["sets"],
+                        "reproduced": p["how"] == "executed",
+                        "finding": (re.findall(r"finding \d+", p["why"]) or [""])[0],
+                    }
+                    for p in recs
+                    if p["result"] == "counterexample"
+                ]
+                seen[key] = fact_record(f["fact"], [ASSUMED + f["fact"]], [e.file], recs, found)
     return [seen[k] for k in sorted(seen)]
