@@ -20,10 +20,25 @@ _EVENTS: dict[str, tuple[Handler, ...]] = {}
 #: ``{attribute name: [handler, ...]}`` for ``object.__getattr__`` (the frame and traceback reads)
 _ATTRIBUTES: dict[str, tuple[Handler, ...]] = {}
 _INSTALLED = [False]
+#: > 0 while capproof reads a library file's own text to tell its code (no handler is called)
+_QUIET = [0]
 
 
-def _dispatch(event: str, args: tuple, _events=_EVENTS, _attributes=_ATTRIBUTES) -> None:
+class quiet:
+    """``with quiet():`` hands no event to a handler: for capproof's own reads of a library file
+    (capproof/provenance.py), whose handlers would ask provenance again about the reading frames."""
+
+    def __enter__(self) -> None:
+        _QUIET[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        _QUIET[0] -= 1
+
+
+def _dispatch(event: str, args: tuple, _events=_EVENTS, _attributes=_ATTRIBUTES, _quiet=_QUIET) -> None:
     # (called on every audit event of the process: the tables bound as defaults, no global lookups)
+    if _quiet[0]:
+        return
     if event == "object.__getattr__":
         handlers = _attributes.get(args[1]) if len(args) > 1 else None
     else:

@@ -20,7 +20,7 @@ import weakref
 import z3
 
 from .arith import Padded
-from .provenance import dataclass_code, trusted_filename
+from .provenance import dataclass_method, library_named, trusted_filename
 from .symbolic import INT_OPERATORS, SymBool, SymInt
 
 __all__ = ["type_lookups", "introspections"]
@@ -33,18 +33,11 @@ _TYPE_LOOKUPS: dict = {}
 _MODULE = type(os)
 
 
-#: test harnesses that wrap a model's functions (mutmut's trampolines, its configuration): not the
-#: model's code, and their own introspection is not the model's
-_HARNESS_DIRS = tuple(os.sep + "site-packages" + os.sep + name + os.sep for name in ("mutmut",))
-
-
 def is_library_file(filename: str) -> bool:
-    name = os.path.abspath(filename)
-    return (
-        name.startswith((_PACKAGE_DIR, _Z3_DIR))
-        or (name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name)
-        or any(h in name for h in _HARNESS_DIRS)
-    )
+    """Whether code naming ``filename`` is a library's, not a model's (capproof's, Z3's, the
+    standard library's, the mutation harness's installed one): :func:`capproof.provenance.library_named`,
+    the one rule; callers pass :func:`capproof.provenance.trusted_filename` of a code object."""
+    return library_named(filename)
 
 
 def is_stdlib_file(filename: str) -> bool:
@@ -495,24 +488,16 @@ def _installed(cls: type) -> bool:
 _CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-#: the methods ``dataclasses`` writes for a class (compiled from its own text: ``<string>``)
-_DATACLASS_METHODS = frozenset(
-    {"__init__", "__repr__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__setattr__", "__delattr__"}
-)
-
-
-def _dataclass_made(cls: type, name: str, value: object) -> bool:
-    """Whether ``value``, ``cls``'s attribute ``name``, is a method ``dataclasses`` wrote (its
-    ``__init__`` compares defaults with its sentinels by identity, never a model's values): code
-    ``dataclasses`` executed itself, not code that only names ``<string>`` as it does, for fields
-    whose names are identifiers (``dataclasses`` writes each name into the method's text)."""
-    fields = vars(cls).get("__dataclass_fields__")
-    return (
-        name in _DATACLASS_METHODS
-        and isinstance(fields, dict)
-        and all(type(k) is str and k.isidentifier() for k in fields)
-        and dataclass_code(getattr(value, "__code__", None))
-    )
+def _held(func: object) -> list:
+    """What a function holds: its closure's contents and its default values."""
+    out = list(getattr(func, "__defaults__", None) or ())
+    out += list((getattr(func, "__kwdefaults__", None) or {}).values())
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return out
 
 
 def _project_object(obj: object) -> bool:
@@ -655,11 +640,15 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
             if id(obj) not in seen and obj.__module__ != "builtins":
                 seen.add(id(obj))
                 mine = not _installed(obj)
-                stack += [
-                    (v, mine)
-                    for k, v in vars(obj).items()
-                    if not _dataclass_made(obj, k, v) and not _inherited_slot(k, v)
-                ]
+                for k, v in vars(obj).items():
+                    if _inherited_slot(k, v):
+                        continue
+                    if dataclass_method(obj, k, v):
+                        # dataclasses' own text for the class's fields: not scanned (``__init__``
+                        # compares defaults with its sentinels by identity); what it holds is
+                        stack += [(h, mine) for h in _held(v)]
+                    else:
+                        stack.append((v, mine))
             continue
         if isinstance(obj, functools.partial):
             stack += [(obj.func, own), *((v, own) for v in obj.args), *((v, own) for v in obj.keywords.values())]

@@ -4,27 +4,28 @@ capproof tells its own code, Z3's and the standard library's from a model's by t
 object names (``co_filename``): the model's code is audited (``type(a) is int``, an int slot called
 directly, a thread it starts), the libraries' is not. A model can make code under any file name:
 ``compile(source, <stdlib>/bisect.py, "exec")``, ``compile`` of a syntax tree (no audit event),
-``code.replace(co_filename=...)``, ``marshal.loads``, a ``.pyc`` imported from elsewhere. So a
-library-named code object is the library's only when it is known to be: its module was executed
-by the import system from that very file (the ``exec`` audit event seen from importlib's or
-runpy's frame, the module's ``__file__`` equal to the code's file), or, for the modules loaded
-before capproof (:func:`install` runs at ``import capproof``), it equals code compiled from the
-file's own text. Any other code naming a library file is a model's.
+``code.replace(co_filename=...)``, ``marshal.loads``, a ``.pyc``, a loader whose ``get_data`` returns
+its text, ``runpy`` or importlib's own functions called with a namespace naming the file. So a
+library-named code object is the library's only when it *is* that file's code: equal (code
+equality, nested code included) to the code of the file's installed text (:func:`genuine`; read
+once per file per process), or reachable from a module loaded before capproof (:func:`install`
+runs at ``import capproof``). Who executed the code, and the namespace it ran in, decide nothing.
+In a pytest process, capproof's own files are also compared with pytest's rewriting of their text.
 
-Likewise ``dataclasses`` writes a class's methods from its own text under the name ``<string>``;
-:func:`dataclass_code` is true only of code ``dataclasses._create_fn`` executed when called by
-``dataclasses``' own code, not of any code that names ``<string>``.
+``dataclasses`` writes a class's methods from text built from the field names (``<string>``);
+:func:`dataclass_method` trusts one only when its code equals what a private copy of
+``dataclasses`` writes for the fields and options of the class it is found on, every field name a
+plain identifier.
 
 A library file is the library's only as it was installed (:func:`unchanged`): a file created or
 changed after capproof started (its status-change time, which no call sets back) is the run's, not
 the library's, whatever directory it is in; under an installed distribution that lists its files
-(Z3's ``RECORD``), the file must be listed there with the hash it has; a ``.pyc`` the import
-system read that was written after capproof started must hold the code compiled from the file's
-text. So a module a spec writes into Z3's or the standard library's directory and imports is the
+(Z3's ``RECORD``), the file must be listed there with the hash it has; a ``.pyc`` written after
+capproof started is not read (the text is compiled instead). So a module a spec writes into Z3's or the standard library's directory and imports is the
 model's code.
 
-Not seen: a library's genuine code given a model's globals (``types.FunctionType(lib.__code__,
-globals)``), a standard-library or capproof file changed by an earlier run (no list of their
+Not seen: a library's genuine code given a model's globals or closure
+(``types.FunctionType(lib.__code__, globals)``), a standard-library or capproof file changed by an earlier run (no list of their
 files to compare with): docs/soundness.md.
 """
 
@@ -35,25 +36,32 @@ import sys
 import time
 import types
 
-__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_code", "unchanged"]
+from ._audit import quiet
+
+__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_method", "unchanged"]
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: capproof's directory and Z3's (found without importing Z3: ``import capproof`` does not load it)
 _OWN_DIRS = (_PACKAGE_DIR, *(os.path.join(p, "z3") + os.sep for p in sys.path if p.endswith("-packages")))
 
-#: ``{id: code}`` of the library-named code objects the import system executed from their own file
-#: (and the code nested in them), or reachable from a module loaded before :func:`install`
+#: ``{id: code}`` of the code reachable from a library module loaded before :func:`install`
 _REGISTERED: dict[int, types.CodeType] = {}
-#: ``co_filename`` of the library-named modules loaded before :func:`install`: code naming them that
-#: is not registered is compared with the file's own compiled code (``_OWN``, on first need)
+#: ``co_filename`` of the library-named modules loaded before :func:`install`
 _PRELOADED: set[str] = set()
+#: ``{file: its installed code objects}`` (``"pytest:" + file``: as pytest's assertion rewriting makes them)
 _OWN: dict[str, frozenset] = {}
 #: ``{id: (code, genuine?)}``: :func:`genuine`'s answers (the code kept, so an id is never reused)
 _GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
-#: ``{id: code}`` of the code ``dataclasses._create_fn`` executed for ``dataclasses`` itself
-_DATACLASS_CODE: dict[int, types.CodeType] = {}
-_STATE = [False, False]  # [installed, inside the handler]
+_STATE = [False]  # [installed]
+#: taken at :func:`install`, before any model ran: the builtins, the ``typing`` and ``dataclasses``
+#: modules, pytest's ``rewrite_asserts`` (in a pytest process)
+_BUILTINS: dict = {}
+_MODULES: dict = {}
+_PYTEST_REWRITE: list = [None]
+#: the mutation harness's own directory in the site directories capproof started with (mutmut's
+#: trampolines call into it): trusted as a library's only for files its distribution lists
+_HARNESS_DIRS = tuple(os.path.join(p, "mutmut") + os.sep for p in sys.path if p.endswith("-packages"))
 #: files whose status changed after this are not the library's: capproof's start, less a second
 #: (file times come from the kernel's coarse clock, which may lag the process's by a tick)
 _START_NS = time.time_ns() - 1_000_000_000
@@ -65,13 +73,14 @@ _RECORDED: dict[tuple, bool] = {}
 
 def library_named(filename: str) -> bool:
     """Whether code naming ``filename`` is trusted as not a model's (when :func:`genuine`): the
-    standard library's, capproof's or Z3's; an installed package's code is audited as the model's."""
+    standard library's, capproof's, Z3's, or the mutation harness's installed in the site
+    directories capproof started with; an installed package's code is audited as the model's."""
     if not isinstance(filename, str) or filename.startswith("<"):
         return False
     name = os.path.abspath(filename)
     z3 = sys.modules.get("z3")
     z3_dir = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep if getattr(z3, "__file__", None) else _PACKAGE_DIR
-    return name.startswith((*_OWN_DIRS, z3_dir)) or (
+    return name.startswith((*_OWN_DIRS, z3_dir, *_HARNESS_DIRS)) or (
         name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
     )
 
@@ -88,15 +97,6 @@ def unchanged(filename: str) -> bool:
     if stat.st_ctime_ns >= _START_NS:
         return False
     return _as_recorded(os.path.abspath(filename), stat)
-
-
-def _written_since_start(filename: str) -> bool:
-    """Whether ``filename`` exists and was created or changed after capproof started (a ``.pyc``:
-    RECORD lists no hash for one)."""
-    try:
-        return os.stat(filename).st_ctime_ns >= _START_NS
-    except (OSError, ValueError, TypeError):
-        return False
 
 
 def _as_recorded(path: str, stat: os.stat_result) -> bool:
@@ -190,22 +190,68 @@ def _codes(code: types.CodeType) -> list:
     return out
 
 
-def _own_codes(filename: str) -> frozenset:
-    """The code objects compiled from ``filename``'s text (none when it cannot be read or compiled,
-    or is not as its library installed it: :func:`unchanged`)."""
+def _file_code(filename: str) -> types.CodeType | None:
+    """The module code of ``filename`` as its library installed it: read from the ``.pyc`` the
+    import system keeps for it when that was written before capproof started and matches the
+    file's time and size, else compiled from the file's text; None when the file is not as
+    installed (:func:`unchanged`) or cannot be read or compiled."""
     if not unchanged(filename):
+        return None
+    import importlib.util
+    import marshal
+
+    try:
+        stat = os.stat(filename)
+        pyc = importlib.util.cache_from_source(filename)
+        with open(pyc, "rb") as f:
+            header = f.read(16)
+            if (
+                os.fstat(f.fileno()).st_ctime_ns < _START_NS
+                and header[:4] == importlib.util.MAGIC_NUMBER
+                and int.from_bytes(header[4:8], "little") == 0
+                and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF
+            ):
+                code = marshal.loads(f.read())
+                if isinstance(code, types.CodeType):
+                    return code
+    except (OSError, ValueError, EOFError, TypeError, NotImplementedError):
+        pass
+    try:
+        with open(filename, "rb") as f:
+            return compile(f.read(), filename, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _own_codes(filename: str) -> frozenset:
+    """The code objects compiled from ``filename``'s installed text (none when it is not as its
+    library installed it: :func:`unchanged`)."""
+    code = _file_code(filename)
+    return frozenset(_codes(code)) if code is not None else frozenset()
+
+
+def _rewritten_codes(filename: str) -> frozenset:
+    """In a pytest process, the code pytest's assertion rewriting makes from ``filename``'s
+    installed text (pytest rewrites the asserts of its plugins' modules: capproof's own)."""
+    rewrite = _PYTEST_REWRITE[0]
+    if rewrite is None or not unchanged(filename):
         return frozenset()
+    import ast
+
     try:
         with open(filename, "rb") as f:
             text = f.read()
-        return frozenset(_codes(compile(text, filename, "exec", dont_inherit=True)))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(text, filename)
+        rewrite(tree, text, filename, None)
+        return frozenset(_codes(compile(tree, filename, "exec", dont_inherit=True)))
+    except Exception:  # noqa: BLE001 - not rewritable: the code is not known to be the file's
         return frozenset()
 
 
 def _register_module(module: types.ModuleType) -> None:
     """Register the code reachable from ``module``'s functions and classes (a module loaded before
-    the audit hook: its module code ran unseen)."""
+    capproof: no model has run yet)."""
     for value in list(vars(module).values()):
         for item in [value, *(vars(value).values() if isinstance(value, type) else ())]:
             if isinstance(item, (staticmethod, classmethod)):
@@ -218,69 +264,22 @@ def _register_module(module: types.ModuleType) -> None:
                     _REGISTERED[id(c)] = c
 
 
-def _runs(frame, module: str, name: str) -> bool:
-    """Whether ``frame`` runs the function ``module.name`` (``Class.method`` for a method; its own
-    code object, by identity)."""
-    func = sys.modules.get(module)
-    for part in name.split("."):
-        func = getattr(func, part, None)
-    return frame is not None and getattr(func, "__code__", None) is frame.f_code
-
-
-def _audit(event: str, args: tuple) -> None:
-    if _STATE[1] or not args or not isinstance(args[0], types.CodeType):
-        return
-    _STATE[1] = True
-    try:
-        code = args[0]
-        frame = sys._getframe(2)  # (1: the dispatching hook) the frame that called exec
-        if _runs(frame, "_frozen_importlib", "_call_with_frames_removed"):
-            # an import executing a module's code: ``_call_with_frames_removed(exec, code, module.__dict__)``
-            held = frame.f_locals.get("args", ())
-            namespace = held[1] if len(held) > 1 and isinstance(held[1], dict) else {}
-            _register(code, namespace)
-        elif _runs(frame, "runpy", "_run_code"):
-            _register(code, frame.f_locals.get("run_globals") or {})
-        elif _runs(frame, "_pytest.assertion.rewrite", "AssertionRewritingHook.exec_module"):
-            # pytest rewrites the asserts of the packages registered as its plugins (capproof's own
-            # modules in a test process): the file's code as pytest compiled it (from the file's
-            # text; its cache is pytest's, not the import system's)
-            module = frame.f_locals.get("module")
-            _register(code, getattr(module, "__dict__", {}), cached=False)
-        elif _runs(frame, "dataclasses", "_create_fn"):
-            caller = sys._getframe(3).f_code
-            dataclasses = sys.modules.get("dataclasses")
-            if caller.co_filename == getattr(dataclasses, "__file__", None) and genuine(caller):
-                for c in _codes(code):
-                    _DATACLASS_CODE[id(c)] = c
-    finally:
-        _STATE[1] = False
-
-
-def _register(code: types.CodeType, namespace: dict, cached: bool = True) -> None:
-    """Register ``code`` (a module's, executed by the import system) when it names the file its
-    module was loaded from, that file is as its library installed it (:func:`unchanged`), and
-    the ``.pyc`` the import system may have read it from was written before capproof started or
-    holds the code compiled from the file's text."""
-    name = code.co_filename
-    if namespace.get("__file__") != name or not library_named(name) or not unchanged(name):
-        return
-    pyc = namespace.get("__cached__") if cached else None
-    if isinstance(pyc, str) and _written_since_start(pyc) and code not in _own_codes(name):
-        return
-    for c in _codes(code):
-        _REGISTERED[id(c)] = c
-
-
 def install() -> None:
-    """Watch modules being executed (once per process; capproof's package import calls it, before
-    any model's module is imported)."""
+    """Register the library code loaded before capproof (once per process; capproof's package
+    import calls it, before any model's module is imported) and keep what later checks must not
+    take from a model's reach (pytest's assertion rewriter, the builtins)."""
     if _STATE[0]:
         return
     _STATE[0] = True
-    from ._audit import on
+    import builtins
 
-    on(_audit, frozenset({"exec"}))
+    _BUILTINS.update(vars(builtins))
+    for name in ("typing", "dataclasses"):
+        if name in sys.modules:
+            _MODULES[name] = sys.modules[name]
+    rewriter = sys.modules.get("_pytest.assertion.rewrite")
+    if callable(getattr(rewriter, "rewrite_asserts", None)):
+        _PYTEST_REWRITE[0] = rewriter.rewrite_asserts
     modules = [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)]
     _PRELOADED.update(m.__file__ for m in modules if library_named(m.__file__))
     for module in modules:
@@ -292,22 +291,29 @@ def install() -> None:
 
 
 def genuine(code: types.CodeType) -> bool:
-    """Whether ``code`` is its file's own code: true when it names no standard-library, capproof
-    or Z3 file, or the import system executed it from that file (or, for a module loaded before
-    capproof, it equals code compiled from the file's text); else it is a model's code."""
+    """Whether ``code`` is its file's own code: true when it names no library file
+    (:func:`library_named`), or it equals (code equality, nested code included) code compiled
+    from that file's installed text (:func:`unchanged`), or it was loaded before capproof; else
+    it is a model's code, however it was executed (by an import, a loader, ``runpy``)."""
     entry = _GENUINE.get(id(code))
     if entry is not None and entry[0] is code:
         return entry[1]
     name = code.co_filename
     if _REGISTERED.get(id(code)) is code or not library_named(name):
         known = True
-    elif name in _PRELOADED:
+    else:
         own = _OWN.get(name)
         if own is None:
-            own = _OWN[name] = _own_codes(name)
+            with quiet():
+                own = _OWN[name] = _own_codes(name)
         known = code in own
-    else:
-        known = False
+        if not known and os.path.abspath(name).startswith(_PACKAGE_DIR) and _PYTEST_REWRITE[0] is not None:
+            key = "pytest:" + name
+            rewritten = _OWN.get(key)
+            if rewritten is None:
+                with quiet():
+                    rewritten = _OWN[key] = _rewritten_codes(name)
+            known = code in rewritten
     _GENUINE[id(code)] = (code, known)
     return known
 
@@ -320,8 +326,138 @@ def trusted_filename(code: types.CodeType) -> str:
     return f"<{os.path.basename(name)} as made by a model>"
 
 
-def dataclass_code(code: object) -> bool:
-    """Whether ``code`` is a method ``dataclasses`` wrote for a class (executed by
-    ``dataclasses._create_fn`` when ``dataclasses``' own code called it), not code that merely
-    names ``<string>``."""
-    return isinstance(code, types.CodeType) and _DATACLASS_CODE.get(id(code)) is code
+#: names ``dataclasses`` gives the generated methods' own locals: a field so named would make the
+#: text compare the model's values (``x is _HAS_DEFAULT_FACTORY`` against a parameter)
+_DATACLASS_LOCALS = frozenset({"MISSING", "_HAS_DEFAULT_FACTORY", "_return_type", "BUILTINS", "__create_fn__"})
+#: ``{signature: {method name: code}}``: what :func:`_dataclass_written` generated
+_DATACLASS_WRITTEN: dict[tuple, dict] = {}
+_DATACLASSES: list = [None]  # the private copy of ``dataclasses`` (its globals out of a model's reach)
+
+
+def dataclass_method(cls: type, name: str, value: object) -> bool:
+    """Whether ``value``, ``cls``'s own attribute ``name``, is a method whose code equals the code
+    ``dataclasses`` writes for ``cls``'s fields (``__dataclass_fields__``: names, each an exact
+    ``str`` identifier, and flags) and class options (``__dataclass_params__``): regenerated by a
+    private copy of ``dataclasses`` compiled from its installed text, so a method written for other
+    fields (a name spliced into its text), moved from another class, or kept after the fields
+    were re-keyed is not one, whoever executed it."""
+    code = getattr(value, "__code__", None)
+    if not isinstance(code, types.CodeType) or code.co_filename != "<string>":
+        return False
+    try:
+        signature = _dataclass_signature(cls)
+    except Exception:  # noqa: BLE001 - fields or options not as dataclasses writes them
+        return False
+    if signature is None:
+        return False
+    written = _DATACLASS_WRITTEN.get(signature)
+    if written is None:
+        try:
+            with quiet():
+                written = _dataclass_written(signature)
+        except Exception:  # noqa: BLE001 - not regenerated: not known to be dataclasses' method
+            written = {}
+        _DATACLASS_WRITTEN[signature] = written
+    return written.get(name) == code
+
+
+def _dataclass_signature(cls: type) -> tuple | None:
+    """What the code ``dataclasses`` writes for ``cls`` depends on: per field (name, kind, default
+    or factory, init, repr, hash, compare, kw_only), the class options, a ``__post_init__``; None
+    when a name is not a plain identifier or a flag not a plain bool (or None for hash)."""
+    own = vars(cls)
+    fields, params = own.get("__dataclass_fields__"), own.get("__dataclass_params__")
+    real = _stdlib_module("dataclasses")
+    if real is None or type(fields) is not dict or type(params) is not getattr(real, "_DataclassParams", None):
+        return None
+    import keyword
+
+    rows = []
+    for key, f in fields.items():
+        if type(f) is not real.Field:
+            return None
+        name = f.name
+        if not (type(key) is str and type(name) is str and key == name):
+            return None
+        if not name.isidentifier() or keyword.iskeyword(name) or name in _DATACLASS_LOCALS:
+            return None
+        if name.startswith(("_dflt_", "_type_", "__dataclass_")):
+            return None
+        kind = getattr(getattr(f, "_field_type", None), "name", None)
+        kw_only = None if kind == "_FIELD_CLASSVAR" and f.kw_only is _dataclasses_missing() else f.kw_only
+        flags = (f.init, f.repr, f.compare)
+        if kind not in ("_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR") or any(type(x) is not bool for x in flags):
+            return None
+        if kw_only is not None and type(kw_only) is not bool:
+            return None
+        flags = (*flags, kw_only)
+        if f.hash is not None and type(f.hash) is not bool:
+            return None
+        default = "factory" if f.default_factory is not _dataclasses_missing() else "default"
+        if default == "default" and f.default is _dataclasses_missing():
+            default = None
+        rows.append((name, kind, default, f.hash, *flags))
+    options = tuple(getattr(params, k) for k in ("init", "repr", "eq", "order", "unsafe_hash", "frozen"))
+    if any(type(x) is not bool for x in options):
+        return None
+    return (tuple(rows), options, hasattr(cls, "__post_init__"))
+
+
+def _stdlib_module(name: str) -> types.ModuleType | None:
+    """The standard library's module ``name`` as loaded (the one :func:`install` saw, if it was
+    loaded then), or None when ``sys.modules`` holds something else under its name."""
+    module = sys.modules.get(name)
+    if type(module) is not types.ModuleType or _MODULES.get(name, module) is not module:
+        return None
+    if getattr(module, "__file__", None) != os.path.join(_STDLIB_DIR, name + ".py"):
+        return None
+    return module
+
+
+def _dataclasses_missing() -> object:
+    module = sys.modules.get("dataclasses")
+    return getattr(module, "MISSING", None)
+
+
+def _dataclass_written(signature: tuple) -> dict:
+    """``{method name: code}`` the private copy of ``dataclasses`` writes for ``signature``'s fields
+    and options (the code objects taken as ``_create_fn`` makes them)."""
+    rows, options, post_init = signature
+    typing, real = _stdlib_module("typing"), _stdlib_module("dataclasses")
+    if typing is None or real is None or not (type(real.InitVar) is type and genuine(real.InitVar.__init__.__code__)):
+        return {}
+    copy = _DATACLASSES[0]
+    if copy is None:
+        module_code = _file_code(real.__file__)
+        if module_code is None:
+            return {}
+        copy = {"__name__": "dataclasses", "__builtins__": dict(_BUILTINS)}
+        exec(module_code, copy)
+        _DATACLASSES[0] = copy
+    made: dict = {}
+    create = copy["_create_fn"]
+
+    def record(name, args, body, **kwargs):
+        fn = create(name, args, body, **kwargs)
+        made.setdefault(name, fn.__code__)
+        return fn
+
+    kinds = {"_FIELD": int, "_FIELD_CLASSVAR": typing.ClassVar[int], "_FIELD_INITVAR": real.InitVar(int)}
+    namespace: dict = {"__annotations__": {}, "__doc__": "regenerated", "__module__": __name__}
+    for name, kind, default, hash_, init, repr_, compare, kw_only in rows:
+        namespace["__annotations__"][name] = kinds[kind]
+        given = {"default": 0} if default == "default" else {"default_factory": int} if default else {}
+        if kw_only is not None:
+            given["kw_only"] = kw_only
+        namespace[name] = copy["field"](**given, init=init, repr=repr_, hash=hash_, compare=compare)
+    if post_init:
+        namespace["__post_init__"] = lambda self, *args: None
+    init, repr_, eq, order, unsafe_hash, frozen = options
+    copy["_create_fn"] = record
+    try:
+        copy["dataclass"](init=init, repr=repr_, eq=eq, order=order, unsafe_hash=unsafe_hash, frozen=frozen)(
+            type("Regenerated", (), namespace)
+        )
+    finally:
+        copy["_create_fn"] = create
+    return made

@@ -36,11 +36,6 @@ PROBE = "'def probe(a):\\n    return type(a) is not int\\n'"
 A = '@obligation(domain={"a": Range(0, 100)})\n'
 CLAIM = "def f(a):\n    sym = probe(a)\n    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="provenance trusts the frames and the namespace an import uses, not the file's text: "
-    "the model's code executed from them under a library file's name is the library's",
-)
 
 
 def _std(name: str) -> str:
@@ -63,7 +58,6 @@ ATTEMPTS = [
         + ", STD, 'exec'), ns)\nprobe = ns['probe']\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "importlibs-call-with-frames-removed-under-a-z3-file-name",
@@ -74,7 +68,6 @@ ATTEMPTS = [
         + ", Z, 'exec'), ns)\nprobe = ns['probe']\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "runpys-run-code-with-a-library-script-name",
@@ -84,7 +77,6 @@ ATTEMPTS = [
         + ", STD, 'exec'), {}, script_name=STD)['probe']\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "source-loader-returning-the-models-text-for-a-library-file",
@@ -94,7 +86,6 @@ ATTEMPTS = [
         + "mod = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(mod)\nprobe = mod.probe\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "import-statement-through-a-meta-path-finder",
@@ -109,7 +100,6 @@ ATTEMPTS = [
         + "del sys.modules['adv_import_statement_probe']\nprobe = adv_import_statement_probe.probe\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "public-source-file-loader-with-get-data-overridden",
@@ -124,7 +114,6 @@ ATTEMPTS = [
         + "mod = importlib.util.module_from_spec(spec)\nloader.exec_module(mod)\nprobe = mod.probe\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "pyc-named-as-a-library-file-loaded-under-the-library-files-origin",
@@ -140,7 +129,6 @@ ATTEMPTS = [
         + "    return mod.probe\n\n\nprobe = _load()\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "a-model-function-installed-as-runpys-run-code",
@@ -153,7 +141,6 @@ ATTEMPTS = [
         + "if _real is None:\n    del sys.modules['runpy']\nelse:\n    sys.modules['runpy'] = _real\nprobe = ns['probe']\n\n\n"
         + A
         + CLAIM,
-        marks=OPEN,
     ),
     pytest.param(
         "fold-step-executed-as-an-import",
@@ -250,9 +237,6 @@ def through_a_moved_dataclass_eq(a):
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the batched runner inherits the holes above (import frames, harness name, moved method)"
-)
 def test_the_batched_runner_does_not_prove_code_executed_as_an_import(spec_file):
     from capproof import Options
     from capproof.runner import run
@@ -274,11 +258,6 @@ CAPPROOFS_OWN_NAME = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="code executed as an import under capproof's own file name may read capproof's machinery "
-    "(a trace is active on the symbolic runs and on capproof's own int replay, not on a plain call)",
-)
 def test_code_executed_as_an_import_under_capproofs_name_does_not_read_its_machinery(spec_file):
     from _soundness_harness import HEADER
 

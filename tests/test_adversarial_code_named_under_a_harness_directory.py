@@ -22,11 +22,6 @@ PROBE = "'def probe(a):\\n    return type(a) is not int\\n'"
 A = '@obligation(domain={"a": Range(0, 100)})\n'
 CLAIM = "def f(a):\n    sym = probe(a)\n    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="guard.is_library_file trusts any path containing /site-packages/mutmut/; "
-    "provenance.library_named does not list it, so the model's code under such a name is unaudited",
-)
 
 
 def _named(path: str) -> str:
@@ -34,14 +29,13 @@ def _named(path: str) -> str:
 
 
 ATTEMPTS = [
-    pytest.param("scalar-model", _named("'/tmp/adv/site-packages/mutmut/probe.py'") + A + CLAIM, marks=OPEN),
+    pytest.param("scalar-model", _named("'/tmp/adv/site-packages/mutmut/probe.py'") + A + CLAIM),
     pytest.param(
         "element-function-of-an-aggregate",
         _named("'/tmp/adv/site-packages/mutmut/element.py'")
         + DV
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, not probe(x)), 1, 0) for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param("installed-package-name-is-audited", _named("'/tmp/adv/site-packages/probe.py'") + A + CLAIM),
     pytest.param(

@@ -29,12 +29,6 @@ SPLICED = (
     ")\n\n\n@dataclass\nclass K:\n    x: int\n\n\n"
 )
 A = '@obligation(domain={"a": Range(0, 100)})\n'
-MOVED = pytest.mark.xfail(
-    strict=True,
-    reason="the field names checked are those of the class the method is found on, "
-    "not of the class dataclasses wrote it for",
-)
-
 ATTEMPTS = [
     pytest.param(
         "spliced-eq-set-on-a-clean-dataclass",
@@ -43,7 +37,6 @@ ATTEMPTS = [
         + A
         + "def f(a):\n    sym = bool(K(a) == K(a))\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=MOVED,
     ),
     pytest.param(
         "fields-re-keyed-to-identifiers-after-the-method-was-written",
@@ -52,7 +45,6 @@ ATTEMPTS = [
         + A
         + "def f(a):\n    sym = bool(C0(a) == C0(a))\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=MOVED,
     ),
     pytest.param(
         "spliced-eq-on-a-plain-class-with-an-empty-fields-dict",
@@ -61,7 +53,6 @@ ATTEMPTS = [
         + A
         + "def f(a):\n    sym = bool(P(a) == P(a))\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=MOVED,
     ),
     pytest.param(
         "spliced-eq-in-the-namespace-of-make-dataclass",
@@ -71,7 +62,6 @@ ATTEMPTS = [
         + A
         + "def f(a):\n    sym = bool(M(a) == M(a))\n"
         + "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n",
-        marks=MOVED,
     ),
     pytest.param(
         "spliced-eq-set-on-a-subclass-is-audited",

@@ -184,9 +184,6 @@ def table_fits(max_model_len, num_reqs):
     sym = probe(num_reqs)
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="code executed from importlib's frames under a library name is trusted"
-        ),
     ),
     pytest.param(
         "code-executed-by-runpys-run-code-as-stdlib",
@@ -203,7 +200,6 @@ def table_fits(max_model_len, num_reqs):
     sym = probe(num_reqs)
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(strict=True, reason="code executed from runpy's frame under a library name is trusted"),
     ),
     pytest.param(
         "code-named-under-a-harness-directory",
@@ -220,9 +216,6 @@ def table_fits(max_model_len, num_reqs):
     sym = probe(num_reqs)
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="guard.is_library_file trusts any path containing /site-packages/mutmut/"
-        ),
     ),
     pytest.param(
         "dataclass-eq-moved-from-a-class-with-a-spliced-field-name",
@@ -247,9 +240,6 @@ def table_fits(max_model_len, num_reqs):
     sym = bool(K(num_reqs) == K(num_reqs))
     return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)
 """,
-        marks=pytest.mark.xfail(
-            strict=True, reason="a dataclass method's field names are checked on the class it is set on"
-        ),
     ),
 ]
 
@@ -405,9 +395,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(
-            strict=True, reason="code executed from importlib's frames under a library name is trusted"
-        ),
     ),
     pytest.param(
         "code-executed-by-runpys-run-code-as-stdlib",
@@ -424,7 +411,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(strict=True, reason="code executed from runpy's frame under a library name is trusted"),
     ),
     pytest.param(
         "code-named-under-a-harness-directory",
@@ -441,9 +427,6 @@ def slots_fit(num_reqs):
     return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)
 """,
         {"num_reqs": 37},
-        marks=pytest.mark.xfail(
-            strict=True, reason="guard.is_library_file trusts any path containing /site-packages/mutmut/"
-        ),
     ),
 ]
 

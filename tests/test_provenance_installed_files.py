@@ -65,18 +65,23 @@ def test_a_file_its_distribution_does_not_list_with_that_hash_is_not_the_library
     assert not _recorded(site / "pkg" / "core.py")  # listed, with another hash
 
 
-def test_code_read_from_a_pyc_written_since_capproof_started_must_be_the_files_own(tmp_path):
-    """The import system reads a ``.pyc`` whose header matches the source's time and size: one a
-    spec wrote during the run may hold any code. Its module is registered only when its code is
-    the one compiled from the library file's text."""
+def test_library_named_code_is_the_librarys_only_when_it_is_the_files_own_code():
+    """Code naming a library file is the library's when it equals the code compiled from the
+    file's installed text (nested code included), however it was executed: the import system's
+    frames, a loader or a ``.pyc`` decide nothing."""
     name = os.path.join(os.path.dirname(os.__file__), "colorsys.py")
     with open(name, "rb") as f:
         own = compile(f.read(), name, "exec", dont_inherit=True)
     other = compile("def probe(a):\n    return type(a) is not int\n", name, "exec", dont_inherit=True)
-    pyc = tmp_path / "colorsys.cpython-311.pyc"
-    pyc.write_bytes(b"")
-    namespace = {"__file__": name, "__cached__": str(pyc)}
-    provenance._register(other, namespace)
-    provenance._register(own, namespace)
+    namespace = {"__file__": name}
+    exec(other, namespace)
+    exec(own, namespace)
     assert not provenance.genuine(other) and not provenance.genuine(other.co_consts[0])
     assert provenance.genuine(own)
+    assert all(provenance.genuine(c) for c in own.co_consts if isinstance(c, type(own)))
+
+
+def test_a_file_name_under_a_harness_directory_elsewhere_is_not_a_librarys():
+    """The mutation harness's directory is trusted only in the site directories capproof started
+    with; the same name anywhere else is a model's file."""
+    assert not provenance.library_named("/tmp/adv/site-packages/mutmut/probe.py")
