@@ -13,6 +13,10 @@ request only, ``:703-776``) into its ``InputBuffers`` of ``max_num_batched_token
 for DFlash (``dflash/speculator.py:65``) and for DSpark without ``sample_from_anchor``, ``K`` for
 DSpark with it (its default, ``dspark/speculator.py:49-55``): ``K + query_extra`` here.
 
+``num_speculative_tokens`` is a finite choice (1-16, the draft blocks DFlash and DSpark ship), one
+case per value, so that every case is linear and ``capproof bound`` can bound it; a line with more
+draft tokens is outside the domain (check-config: undecided, never safe).
+
 The captured sizes are vLLM's default list after the spec-decode rounding
 (``models/vllm/cudagraph_sizes.py``, the predicates spec/vllm_0_33_today.py proves; non-SM100
 ``default_max_graph_size`` 512 or SM100's 1024). The real tier checks this obligation's verdict
@@ -37,7 +41,7 @@ _BUFFERS = "vllm/v1/worker/gpu/input_batch.py::InputBuffers"
 DOMAIN = {
     "max_num_seqs": Range(1, 1024),
     "max_num_batched_tokens": Range(1, 2**16),
-    "num_speculative_tokens": Range(1, 32),
+    "num_speculative_tokens": Choice(*range(1, 17)),
     "query_extra": Choice(0, 1),
     "default_max_graph_size": Choice(512, 1024),
     "size": Range(1, 2**16),
