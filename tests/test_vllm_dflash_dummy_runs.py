@@ -52,20 +52,13 @@ def _spec_config(**extra) -> str:
     return json.dumps({"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 8, **extra})
 
 
+#: ``vllm serve`` for Qwen3-8B at the DFlash admission cap of K = 8 (1024 // 8 = 128 requests)
+SERVE = ("vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "128", "--max-num-batched-tokens", "1024")
+
+
 @pytest.mark.slow
 def test_check_config_says_will_fail_on_a_dflash_line_with_adaptive_verification():
-    line = (
-        "vllm",
-        "serve",
-        "Qwen/Qwen3-8B",
-        "--max-num-seqs",
-        "128",
-        "--max-num-batched-tokens",
-        "1024",
-        "--speculative-config",
-        _spec_config(enable_adaptive_verification=True),
-    )
-    done = _check_config(*line)
+    done = _check_config(*SERVE, "--speculative-config", _spec_config(enable_adaptive_verification=True))
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"] == "will fail"
@@ -78,9 +71,7 @@ def test_check_config_does_not_apply_it_without_adaptive_verification_or_graphs(
         ("--speculative-config", _spec_config()),
         ("--speculative-config", _spec_config(enable_adaptive_verification=True), "--enforce-eager"),
     ):
-        done = _check_config(
-            "vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "128", "--max-num-batched-tokens", "1024", *line
-        )
+        done = _check_config(*SERVE, *line)
         report = json.loads(done.stdout)
         applied = [c["id"] for c in report["obligations"]]
         assert not any(NAME in i for i in applied), (line, applied)
@@ -92,15 +83,7 @@ def test_check_config_leaves_dspark_undecided_without_the_drafts_layout():
     # DSpark's rows per request (K or 1 + K) come from the draft's config.json, which the line
     # does not give: a failure at 1 + K is not this deployment's "will fail"
     done = _check_config(
-        "vllm",
-        "serve",
-        "Qwen/Qwen3-8B",
-        "--max-num-seqs",
-        "128",
-        "--max-num-batched-tokens",
-        "1024",
-        "--speculative-config",
-        _spec_config(method="dspark", enable_adaptive_verification=True),
+        *SERVE, "--speculative-config", _spec_config(method="dspark", enable_adaptive_verification=True)
     )
     report = json.loads(done.stdout)
     assert report["verdict"] == "undecided", report["verdict"]

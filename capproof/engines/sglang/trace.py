@@ -471,6 +471,11 @@ def _decode_buffers_args(v: dict, device: str, **extra):
     "captured_req_width, lines 424-428; seq_len_fill_value 1, the FlashInfer/Triton fill value)",
 )
 def _decode_buffers(v: dict, device: str):
+    return _create_decode_buffers(v, device)
+
+
+def _create_decode_buffers(v: dict, device: str, **switches):
+    """``DecodeInputBuffers.create`` with :func:`_decode_buffers_args` (``switches`` turned on)."""
     from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
 
     with published(v):
@@ -479,7 +484,7 @@ def _decode_buffers(v: dict, device: str):
             DecodeInputBuffers,
             None,
             cls=DecodeInputBuffers,
-            **_decode_buffers_args(v, device),
+            **_decode_buffers_args(v, device, **switches),
         )
 
 
@@ -490,18 +495,9 @@ def _decode_buffers(v: dict, device: str):
     "buffers on: DP-attention MLP gather (num_dp_ranks rows), Mamba tracking, an encoder-decoder model",
 )
 def _decode_buffers_switches(v: dict, device: str):
-    from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
-
-    with published(v):
-        return call(
-            DecodeInputBuffers.create,
-            DecodeInputBuffers,
-            None,
-            cls=DecodeInputBuffers,
-            **_decode_buffers_args(
-                v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True
-            ),
-        )
+    return _create_decode_buffers(
+        v, device, require_mlp_tp_gather=True, enable_mamba_track=True, is_encoder_decoder=True
+    )
 
 
 @harness(
