@@ -1,15 +1,18 @@
-"""Adversarial catalogue: ``object``'s own slots reached through ``super(int, x)``.
+"""Adversarial catalogue: ``object``'s own slots called on a symbolic value (``super(int, x)``, ``int.__base__``).
 
 ``super(int, x)`` accepts a symbolic value (its ``__class__`` says ``int``) and binds the methods
 found after ``int`` in int's MRO, ``object``'s, to the value itself. ``object.__sizeof__`` reads
 the size of the value's real type: 28 for the int 37, another number for a symbolic int. capproof
 refuses ``object.__repr__(x)``, ``sys.getsizeof(x)``, ``x.__sizeof__()`` and a read of
-``__repr__``/``__dir__``; ``super(int, x).__sizeof__()`` is none of these. Below:
+``__repr__``/``__dir__``, and ``object.__sizeof__(x)`` when ``object`` is named; ``object`` reached
+another way (``int.__mro__[-1]``, ``int.__base__``, ``super``) is not. Below:
 
 - ``super(int, a).__sizeof__()`` in the model's own code, with ``int`` reached as ``bool.__base__``,
   and called by C (``map``);
+- ``int.__mro__[-1].__sizeof__(a)``, ``getattr(int.__base__, <computed name>)(a)``, a module global
+  holding ``object.__sizeof__`` called from a helper;
 - as an aggregate element ("proved [all batch sizes]");
-- ``super(int, a).__repr__()`` / ``__dir__()`` (refused), ``super(int, a).__hash__()`` and
+- ``object.__sizeof__(a)`` named, ``super(int, a).__repr__()`` / ``__dir__()`` (refused), ``super(int, a).__hash__()`` and
   ``__setattr__`` (a correct counterexample): passing.
 
 Each model is false at ``a == 37`` on ints (``lens == [37, 100]``) and reads "symbolic" on the
@@ -51,6 +54,25 @@ ATTEMPTS = [
         + " for x in lens), capacity=0)\n",
         marks=OPEN,
     ),
+    pytest.param(
+        "object-reached-as-ints-last-mro-entry-sizeof",
+        A + "    sym = int.__mro__[-1].__sizeof__(a) != 28\n" + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "object-sizeof-by-a-computed-name",
+        A + "    sym = getattr(int.__base__, '__size' + 'of__')(a) != 28\n" + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "object-sizeof-held-by-a-module-global",
+        "SIZEOF = int.__mro__[-1].__sizeof__\n\n\ndef bytes_of(x):\n    return SIZEOF(x)\n\n\n"
+        + A
+        + "    sym = bytes_of(a) != 28\n"
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param("object-sizeof-named", A + "    sym = object.__sizeof__(a) != 28\n" + TAIL),
     pytest.param("super-int-repr", A + '    sym = "<int object" not in super(int, a).__repr__()\n' + TAIL),
     pytest.param("super-int-dir", A + '    sym = "term" in super(int, a).__dir__()\n' + TAIL),
     pytest.param("super-int-hash", A + "    sym = super(int, a).__hash__() == a\n" + TAIL),
