@@ -8,6 +8,8 @@ for each member, so ``isinstance(a, HasTerm)`` is False on ints and True on the 
 
 - a data-member Protocol named ``term``, one named ``var``;
 - the same as the element of a sum over the batch;
+- ``string.Formatter().get_field("0.term", (a,), {})`` (``string.py``'s ``getattr`` with a name
+  parsed from a format string);
 - a ``__len__`` method Protocol: proved by :func:`capproof.prover.prove_obligation`; ``capproof
   prove`` (the runner) makes it an error only because the ABC caches changed ("state changed");
 - the model's own ``hasattr(a, "term")`` (refused): passing.
@@ -57,6 +59,15 @@ ATTEMPTS = [
         + "    return at_most(demand=total(select(all_of(x == 37, not isinstance(x, HasTerm)), 1, 0) for x in lens),"
         + " capacity=0)\n",
         marks=OPEN,
+    ),
+    pytest.param(
+        "string-formatters-get-field-of-capproofs-slot",
+        "import string\n\n\ndef _t(a):\n    try:\n        string.Formatter().get_field('0.term', (a,), {})\n"
+        + "        return True\n    except AttributeError:\n        return False\n\n\n"
+        + A
+        + "    sym = _t(a)\n"
+        + TAIL,
+        marks=pytest.mark.xfail(strict=True, reason="string.Formatter's getattr with a name from the format string"),
     ),
     pytest.param(
         "protocol-with-a-len-method",
