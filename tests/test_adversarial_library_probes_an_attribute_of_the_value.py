@@ -10,6 +10,8 @@ for each member, so ``isinstance(a, HasTerm)`` is False on ints and True on the 
 - the same as the element of a sum over the batch;
 - ``string.Formatter().get_field("0.term", (a,), {})`` (``string.py``'s ``getattr`` with a name
   parsed from a format string);
+- ``pickle.whichmodule(a, "x")``: ``getattr(obj, "__module__", None)`` (an int instance has no
+  ``__module__``; a symbolic one has its class's);
 - a ``__len__`` method Protocol: proved by :func:`capproof.prover.prove_obligation`; ``capproof
   prove`` (the runner) makes it an error only because the ABC caches changed ("state changed");
 - the model's own ``hasattr(a, "term")`` (refused): passing.
@@ -68,6 +70,11 @@ ATTEMPTS = [
         + "    sym = _t(a)\n"
         + TAIL,
         marks=pytest.mark.xfail(strict=True, reason="string.Formatter's getattr with a name from the format string"),
+    ),
+    pytest.param(
+        "pickles-whichmodule-reads-dunder-module",
+        "import pickle\n\n\n" + A + "    sym = pickle.whichmodule(a, 'x') != '__main__'\n" + TAIL,
+        marks=pytest.mark.xfail(strict=True, reason="getattr(obj, '__module__', None): an int instance has none"),
     ),
     pytest.param(
         "protocol-with-a-len-method",
