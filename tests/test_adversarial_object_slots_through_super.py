@@ -12,6 +12,8 @@ another way (``int.__mro__[-1]``, ``int.__base__``, ``super``) is not. Below:
 - ``int.__mro__[-1].__sizeof__(a)``, ``getattr(int.__base__, <computed name>)(a)``, a module global
   holding ``object.__sizeof__`` called from a helper;
 - ``int.__base__.__setattr__(a, "x", 1)``: the ``AttributeError`` names the real type;
+- ``int.__base__.__dict__["__class__"].__get__(a)``: ``object``'s own ``__class__`` descriptor, the
+  real type (``type(a)`` without naming ``type``);
 - as an aggregate element ("proved [all batch sizes]");
 - ``object.__sizeof__(a)`` named, ``super(int, a).__repr__()`` / ``__dir__()`` (refused), ``super(int, a).__hash__()`` and
   ``__setattr__`` (a correct counterexample): passing.
@@ -81,6 +83,11 @@ ATTEMPTS = [
         + "    sym = _t(a)\n"
         + TAIL,
         marks=pytest.mark.xfail(strict=True, reason="object.__setattr__'s message names the real type"),
+    ),
+    pytest.param(
+        "objects-class-descriptor-gives-the-real-type",
+        A + "    sym = not issubclass(int.__base__.__dict__['__cl' + 'ass__'].__get__(a), int)\n" + TAIL,
+        marks=pytest.mark.xfail(strict=True, reason="object's __class__ getset descriptor reads Py_TYPE"),
     ),
     pytest.param("object-sizeof-named", A + "    sym = object.__sizeof__(a) != 28\n" + TAIL),
     pytest.param("super-int-repr", A + '    sym = "<int object" not in super(int, a).__repr__()\n' + TAIL),
