@@ -220,3 +220,35 @@ def test_bound_is_not_sufficient_through_a_link(tmp_path):
         _remove(links)
     sufficient = result.status == "bounded" and not any(c.insufficient for c in result.cases)
     assert not sufficient, "bounded sufficient, but the claim fails on ints at num_reqs == 37"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="trusted code through a link reads capproof's trace, active in its int replay too"
+)
+def test_a_counterexample_through_a_link_fails_on_a_plain_call(spec_file):
+    """Trusted (linked) code asks ``capproof.symbolic.active_trace()``: set on the symbolic runs and
+    on capproof's own int replay (``encode.evaluate``), so the counterexample "replays"; a plain
+    call of the model, as Python runs it, holds everywhere."""
+    from _soundness_harness import HEADER
+
+    from capproof import Options, Verdict
+    from capproof.prover import prove_obligation
+
+    link = os.path.join(PACKAGE, f"_adv_linked_inside_{os.getpid()}.py")
+    links = [("symlink", os.path.join(PAYLOADS, "inside.py"), link)]
+    body = (
+        _read()
+        + _loaded(repr(link), "inside", "inside")
+        + A
+        + "def f(a):\n    return at_most(demand=select(all_of(a == 37, inside()), 1, 0), capacity=0)\n"
+    )
+    try:
+        _make(links)
+        (ob,) = load_file(spec_file(HEADER + body, "adv_counterexample_through_a_link.py"))
+        result = prove_obligation(ob, Options(density="off"))
+        assert all(ob.func(a).holds for a in range(101))  # the model called as Python calls it
+    finally:
+        _remove(links)
+    assert result.verdict is not Verdict.COUNTEREXAMPLE, (
+        f"counterexample {result.counterexample.params}, a plain call holds"
+    )
