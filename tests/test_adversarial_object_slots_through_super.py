@@ -97,9 +97,7 @@ ATTEMPTS = [
     ),
     pytest.param(
         "symint-class-found-among-objects-subclasses",
-        A
-        + "    sym = any(isinstance(a, c) for c in int.__base__.__subclasses__() if c.__name__ == 'SymInt')\n"
-        + TAIL,
+        A + "    sym = any(isinstance(a, c) for c in int.__base__.__subclasses__() if c.__name__ == 'SymInt')\n" + TAIL,
     ),
     pytest.param("super-int-repr", A + '    sym = "<int object" not in super(int, a).__repr__()\n' + TAIL),
     pytest.param("super-int-dir", A + '    sym = "term" in super(int, a).__dir__()\n' + TAIL),
