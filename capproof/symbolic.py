@@ -1908,20 +1908,10 @@ class SymInt(metaclass=_SymbolicType):
             return self
         self._unsupported(ndigits, "round() to a negative number of digits")
 
-    def __len__(self):
-        self._unsupported(None, "len()")
-
-    def __iter__(self):
-        self._unsupported(None, "iteration")
-
-    def __getitem__(self, key: object):
-        self._unsupported(key, "[]")
-
-    # (no ``__call__``: an int is not callable, so ``callable(x)`` is False and ``x()`` raises
-    # Python's own TypeError, as on the int it stands for)
-
-    def __contains__(self, item: object):
-        self._unsupported(item, "in")
+    # No ``__len__``, ``__iter__``, ``__getitem__``, ``__contains__`` or ``__call__``: an int has
+    # none, and C code tests for the slot without calling it (``"%s" % x`` asks whether ``x`` is a
+    # mapping, ``callable(x)`` whether it can be called): ``len(x)``, ``x[0]``, ``x()`` raise
+    # Python's own TypeError, as on the int, which the exception watch records as misuse.
 
     def __invert__(self) -> "SymInt":
         """``~x`` = ``-x - 1``."""

@@ -79,9 +79,6 @@ ATTEMPTS = [
     pytest.param(
         "protocol-with-a-len-method",
         _protocol("SupportsLen", "def __len__(self) -> int: ...") + A + "    sym = isinstance(a, SupportsLen)\n" + TAIL,
-        marks=pytest.mark.xfail(
-            strict=True, reason="prove_obligation proves it; only the runner's state check (ABC caches) errs"
-        ),
     ),
     pytest.param("the-models-own-hasattr", A + '    sym = hasattr(a, "term")\n' + TAIL),
 ]
