@@ -3,9 +3,11 @@
 capproof/provenance.py trusts library-named code (capproof's, Z3's, the standard library's
 directory) when it equals the code of the file's installed text, and a file is installed when its
 status-change time precedes capproof's start and, under a site directory, its distribution's
-``RECORD`` lists it with its hash (:func:`capproof.provenance.unchanged`). The name is judged
-lexically (``os.path.abspath``), the file through the operating system (``os.stat``, ``open``),
-which follows links:
+``RECORD`` lists it with its hash (:func:`capproof.provenance.unchanged`). Judging the name
+lexically (``os.path.abspath``) and the file through the operating system (``os.stat``, ``open``,
+which follow links) let these through; the file is now judged at the path the system resolves
+(``os.path.realpath``), and a name whose written and resolved forms disagree on being a library's
+is the model's:
 
 - a file link made in capproof's package directory to a file of the model's written before the
   run: ``os.stat`` reports the target's old time, so the model's text is "installed" code;
@@ -77,23 +79,16 @@ def _attempts():
             "file-link-in-capproofs-package-directory",
             [("symlink", os.path.join(PAYLOADS, "probe.py"), file_link)],
             _read() + _loaded(repr(file_link), "probe", "probe") + A + CLAIM,
-            marks=pytest.mark.xfail(strict=True, reason="provenance stats the link's target: its old time"),
         ),
         pytest.param(
             "dotdot-through-a-directory-link-naming-z3s-listed-file",
             [("symlink", inner, z3_dir_link)],
             _read() + _loaded(repr(z3_dir_link + "/../z3util.py"), "probe", "probe") + A + CLAIM,
-            marks=pytest.mark.xfail(
-                strict=True, reason="RECORD's hash is taken on the lexical path, the text read through the link"
-            ),
         ),
         pytest.param(
             "dotdot-through-a-directory-link-under-capproofs-directory",
             [("symlink", inner, own_dir_link)],
             _read() + _loaded(repr(own_dir_link + "/../probe.py"), "probe", "probe") + A + CLAIM,
-            marks=pytest.mark.xfail(
-                strict=True, reason="the name is judged lexically, the file opened through the link"
-            ),
         ),
         pytest.param(
             "aggregate-element-through-a-directory-link",
@@ -102,13 +97,11 @@ def _attempts():
             + _loaded(repr(own_dir_link2 + "/../element.py"), "element", "element")
             + DV
             + "def f(n, lens):\n    return at_most(demand=total(element(x) for x in lens), capacity=0)\n",
-            marks=pytest.mark.xfail(strict=True, reason="proved [all batch sizes] through the same link"),
         ),
         pytest.param(
             "the-harness-directory-made-a-link-to-the-models-directory",
             [("symlink", PAYLOADS, harness)],
             _read() + _loaded(repr(os.path.join(harness, "probe.py")), "probe", "probe") + A + CLAIM,
-            marks=pytest.mark.xfail(strict=True, reason="no RECORD lists mutmut: an unlisted package passes"),
         ),
         pytest.param(
             "hard-link-in-capproofs-package-directory",
@@ -150,7 +143,6 @@ def _spec_through_a_file_link(link: str, claim: str) -> str:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="provenance stats the link's target: its old time")
 def test_the_batched_runner_does_not_prove_code_reached_through_a_link(spec_file):
     from capproof import Options
     from capproof.runner import run
@@ -180,7 +172,6 @@ def test_the_batched_runner_does_not_prove_code_reached_through_a_link(spec_file
     assert not false, verdicts
 
 
-@pytest.mark.xfail(strict=True, reason="check-config inherits the false proof through a file link")
 def test_check_config_is_not_safe_through_a_link(tmp_path):
     link = os.path.join(PACKAGE, f"_adv_cc_probe_{os.getpid()}.link")
     links = [("symlink", os.path.join(PAYLOADS, "probe.py"), link)]
@@ -203,7 +194,6 @@ def test_check_config_is_not_safe_through_a_link(tmp_path):
     assert result.exit_code != 0, result.output
 
 
-@pytest.mark.xfail(strict=True, reason="bound inherits the false proof through a file link")
 def test_bound_is_not_sufficient_through_a_link(tmp_path):
     link = os.path.join(PACKAGE, f"_adv_bd_probe_{os.getpid()}.link")
     links = [("symlink", os.path.join(PAYLOADS, "probe.py"), link)]
@@ -224,9 +214,6 @@ def test_bound_is_not_sufficient_through_a_link(tmp_path):
     assert not sufficient, "bounded sufficient, but the claim fails on ints at num_reqs == 37"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="trusted code through a link reads capproof's trace, active in its int replay too"
-)
 def test_a_counterexample_through_a_link_fails_on_a_plain_call(spec_file):
     """Trusted (linked) code asks ``capproof.symbolic.active_trace()``: set on the symbolic runs and
     on capproof's own int replay (``encode.evaluate``), so the counterexample "replays"; a plain

@@ -5,7 +5,9 @@ found after ``int`` in int's MRO, ``object``'s, to the value itself. ``object.__
 the size of the value's real type: 28 for the int 37, another number for a symbolic int. capproof
 refuses ``object.__repr__(x)``, ``sys.getsizeof(x)``, ``x.__sizeof__()`` and a read of
 ``__repr__``/``__dir__``, and ``object.__sizeof__(x)`` when ``object`` is named; ``object`` reached
-another way (``int.__mro__[-1]``, ``int.__base__``, ``super``) is not. Below:
+another way (``int.__mro__[-1]``, ``int.__base__``, ``super``) was not. The guard now refuses a
+read of a class's bases, MRO or subclasses, ``super`` other than ``super()`` in a method, and
+``object``'s slots held by the model (capproof/guard.py). Below:
 
 - ``super(int, a).__sizeof__()`` in the model's own code, with ``int`` reached as ``bool.__base__``,
   and called by C (``map``);
@@ -35,19 +37,16 @@ from capproof.loader import load_file
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
-OPEN = pytest.mark.xfail(strict=True, reason="object.__sizeof__ bound through super() reads the real type's size")
 
 ATTEMPTS = [
-    pytest.param("super-int-sizeof", A + "    sym = super(int, a).__sizeof__() != 28\n" + TAIL, marks=OPEN),
+    pytest.param("super-int-sizeof", A + "    sym = super(int, a).__sizeof__() != 28\n" + TAIL),
     pytest.param(
         "super-int-reached-as-bools-base-sizeof",
         A + "    sym = super(bool.__base__, a).__sizeof__() != 28\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "super-int-sizeof-called-by-map",
         A + "    sym = list(map(lambda s: s.__sizeof__(), [super(int, a)]))[0] != 28\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "super-int-sizeof-as-an-aggregate-element",
@@ -55,17 +54,14 @@ ATTEMPTS = [
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, super(int, x).__sizeof__() == 28), 1, 0)"
         + " for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "object-reached-as-ints-last-mro-entry-sizeof",
         A + "    sym = int.__mro__[-1].__sizeof__(a) != 28\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-a-computed-name",
         A + "    sym = getattr(int.__base__, '__size' + 'of__')(a) != 28\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-held-by-a-module-global",
@@ -73,7 +69,6 @@ ATTEMPTS = [
         + A
         + "    sym = bytes_of(a) != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-setattr-error-message-names-the-real-type",
@@ -82,14 +77,28 @@ ATTEMPTS = [
         + A
         + "    sym = _t(a)\n"
         + TAIL,
-        marks=pytest.mark.xfail(strict=True, reason="object.__setattr__'s message names the real type"),
     ),
     pytest.param(
         "objects-class-descriptor-gives-the-real-type",
         A + "    sym = not issubclass(int.__base__.__dict__['__cl' + 'ass__'].__get__(a), int)\n" + TAIL,
-        marks=pytest.mark.xfail(strict=True, reason="object's __class__ getset descriptor reads Py_TYPE"),
     ),
     pytest.param("object-sizeof-named", A + "    sym = object.__sizeof__(a) != 28\n" + TAIL),
+    pytest.param(
+        "object-reached-by-inspect-getmro",
+        "import inspect\n\n\n" + A + "    sym = inspect.getmro(int)[-1].__sizeof__(a) != 28\n" + TAIL,
+    ),
+    pytest.param(
+        "object-setattr-named-error-message",
+        "def _t(a):\n    try:\n        object.__setattr__(a, 'x', 1)\n        return True\n"
+        + "    except AttributeError as e:\n        return 'int' not in str(e)\n\n\n"
+        + A
+        + "    sym = _t(a)\n"
+        + TAIL,
+    ),
+    pytest.param(
+        "symint-class-found-among-objects-subclasses",
+        A + "    sym = any(isinstance(a, c) for c in int.__base__.__subclasses__() if c.__name__ == 'SymInt')\n" + TAIL,
+    ),
     pytest.param("super-int-repr", A + '    sym = "<int object" not in super(int, a).__repr__()\n' + TAIL),
     pytest.param("super-int-dir", A + '    sym = "term" in super(int, a).__dir__()\n' + TAIL),
     pytest.param("super-int-hash", A + "    sym = super(int, a).__hash__() == a\n" + TAIL),
@@ -116,7 +125,6 @@ def through_super_sizeof(a):
 """
 
 
-@OPEN
 def test_the_batched_runner_does_not_prove_through_super(spec_file):
     from capproof import Options
     from capproof.runner import run
@@ -128,7 +136,6 @@ def test_the_batched_runner_does_not_prove_through_super(spec_file):
     assert verdicts["through_super_sizeof"] != "proved", verdicts
 
 
-@OPEN
 def test_check_config_is_not_safe_through_super(tmp_path):
     path = tmp_path / "cc_object_slots_through_super.py"
     path.write_text(
@@ -146,7 +153,6 @@ def test_check_config_is_not_safe_through_super(tmp_path):
     assert result.exit_code != 0, result.output
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_super(tmp_path):
     path = tmp_path / "bd_object_slots_through_super.py"
     path.write_text(
