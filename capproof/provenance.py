@@ -66,6 +66,8 @@ _PRELOADED: set[str] = set()
 _OWN: dict[str, frozenset] = {}
 #: ``{key of _OWN: pid}``: the process that read the entry, or found the file still unchanged since
 _OWN_PID: dict[str, int] = {}
+#: the module files :func:`read_loaded_files` has looked at (read, or found not a library's)
+_LOOKED_AT: set[str] = set()
 #: ``{id: (code, genuine?)}``: :func:`genuine`'s answers (the code kept, so an id is never reused)
 _GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
 _STATE = [False]  # [installed]
@@ -376,10 +378,11 @@ def read_loaded_files() -> None:
     rewriter = _PYTEST_REWRITE[0] is not None
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
-        if not isinstance(name, str) or not name.endswith(".py") or not library_named(name):
+        if not isinstance(name, str) or name in _LOOKED_AT or not name.endswith(".py"):
             continue
-        if not _named_as_resolved(name):
-            continue  # (never the library's: genuine reads nothing for it)
+        _LOOKED_AT.add(name)
+        if not library_named(name) or not _named_as_resolved(name):
+            continue  # (not the library's: genuine reads nothing for it)
         _installed(name, name, _own_codes)
         loader = getattr(module, "__loader__", None)
         if (
