@@ -395,7 +395,9 @@ def _names_a_symbolic_class(error: BaseException) -> bool:
         args = BaseException.__getattribute__(error, "args")
     except Exception:  # noqa: BLE001 - an exception without args: nothing named
         return False
-    return any(isinstance(a, str) and ("SymInt" in a or "SymBool" in a) for a in args)
+    # plain strings only (a message holding the value's repr is a stand-in, read only by its
+    # reader), and the type's name as C quotes it, not the repr ``SymInt(...)``
+    return any(type(a) is str and ("'SymInt'" in a or "'SymBool'" in a) for a in args)
 
 
 def _watch_exception(frame, event: str, arg):
