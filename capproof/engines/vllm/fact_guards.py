@@ -287,9 +287,7 @@ def staging_paths(
             paths.append(path_record(site, sets, how, result, why))
             continue
         shape = (
-            f"m.{buf}.shape[0]"
-            if len(sets_of) == 1 and _src(sets_of[0].value).endswith(f".{buf}.shape[0]")
-            else None
+            f"m.{buf}.shape[0]" if len(sets_of) == 1 and _src(sets_of[0].value).endswith(f".{buf}.shape[0]") else None
         )
         if shape and guards and _staged_view(cls, buf, guards[0][0], methods):
             paths.append(
@@ -367,9 +365,7 @@ def assert_guard_paths(tree: ast.Module, file: str, buf: str) -> list[dict]:
         if not (isinstance(u, ast.Attribute) and _src(u) == f"self.{buf}"):
             continue
         p = parents.get(u)
-        if isinstance(p, (ast.Assign, ast.AnnAssign)) and u in (
-            p.targets if isinstance(p, ast.Assign) else [p.target]
-        ):
+        if isinstance(p, (ast.Assign, ast.AnnAssign)) and u in (p.targets if isinstance(p, ast.Assign) else [p.target]):
             continue
         if isinstance(p, ast.Compare) and _src(p).endswith(("isnotNone", "isNone")):
             continue
@@ -558,7 +554,14 @@ def _fact(ident: str, paths: list[dict]) -> dict:
 
 def _derived_facts(root: str) -> list[dict]:
     """Facts for the Mamba and Bailing staging from :mod:`.demand_backends`' checked chain."""
-    from .demand_backends import LINEAR, LINEAR_GUARDED, MAMBA, MAMBA_GUARDED, derive_linear_guarded, derive_mamba_guarded
+    from .demand_backends import (
+        LINEAR,
+        LINEAR_GUARDED,
+        MAMBA,
+        MAMBA_GUARDED,
+        derive_linear_guarded,
+        derive_mamba_guarded,
+    )
 
     facts = []
     for derive, file, cls_name, bufs in (
