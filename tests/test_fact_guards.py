@@ -135,6 +135,55 @@ def test_the_capacity_must_be_the_allocation_s_own_attribute():
     assert paths == [] and "not allocated" in why
 
 
+# A subclass in another file staging under a bound by another buffer's rows (the shape of
+# KimiK3KDAMetadataBuilder.build, models/kimi_k3/nvidia/kda_metadata.py:624-664).
+SUB = """
+    class S(B):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            if cfg.recover:
+                self.rows = torch.empty((cfg.max_num_seqs, 1), dtype=torch.int32)
+
+        def build(self, m, src, loc):
+            batch_size = m.num_reqs
+            if self.use_full_cuda_graph and batch_size <= self.rows.shape[0]:
+                stage(staged=self.rows[:batch_size], loc=self.offsets[: batch_size + 1])
+"""
+
+
+def _sub(src: str, buf: str):
+    base = ast.parse(textwrap.dedent(BUILDER)).body[0]
+    return staging_paths(ast.parse(textwrap.dedent(src)), "sub.py", "S", buf, {}, base=base)
+
+
+def test_a_subclass_bound_by_the_buffer_s_own_rows_is_checked():
+    paths, why = _sub(SUB, "rows")
+    assert why == "" and _results(paths) == {("self.rows[:batch_size]", "ast"): "checked"}
+
+
+def test_a_bound_by_a_reallocated_buffer_does_not_bound_another():
+    """``self.rows`` reallocated with other rows in the subclass: its shape no longer bounds ``offsets``;
+    without the reallocation it does (both are ``decode_cudagraph_max_bs`` rows)."""
+    paths, _ = _sub(SUB, "offsets")
+    assert _results(paths) == {("self.offsets[:batch_size + 1]", "ast"): "not checked"}
+    assert "reallocated" in paths[0]["why"]
+    same = SUB.replace(
+        "            if cfg.recover:\n                self.rows = torch.empty((cfg.max_num_seqs, 1), dtype=torch.int32)\n",
+        "",
+    )
+    assert same != SUB
+    paths, _ = _sub(same, "offsets")
+    assert _results(paths) == {("self.offsets[:batch_size + 1]", "ast"): "checked"}
+
+
+def test_a_subclass_storing_the_capacity_again_has_no_path():
+    paths, why = _sub(
+        SUB.replace("super().__init__(cfg)", "super().__init__(cfg)\n            self.decode_cudagraph_max_bs = 9"),
+        "rows",
+    )
+    assert paths == [] and "stores self.decode_cudagraph_max_bs" in why
+
+
 FLASHMLA = """
     class M:
         def build(self, t):
@@ -257,6 +306,14 @@ def test_guard_facts_on_vllm_0_33():
         "PleShortConvAttentionMetadataBuilder.spec_query_start_loc",
         "PleShortConvAttentionMetadataBuilder.num_accepted_tokens",
     }
+    # Kimi K3's KDA builder (a GDN subclass in another file) is read too: its decode staging is
+    # checked by its own classification, run; its spec staging of the offsets is not (RecoverSSM
+    # reallocates spec_state_indices_tensor, whose rows bound that staging)
+    kda = "vllm/models/kimi_k3/nvidia/kda_metadata.py"
+    non_spec = facts["GDNAttentionMetadataBuilder.non_spec_state_indices_tensor"]["paths"]
+    assert {p["how"] for p in non_spec if p["site"].startswith(kda)} == {"ast", "executed"}
+    offsets = facts["GDNAttentionMetadataBuilder.spec_query_start_loc"]["paths"]
+    assert any(p["site"].startswith(kda) and "reallocated" in p["why"] for p in offsets)
     spec = facts["GDNAttentionMetadataBuilder.spec_state_indices_tensor"]["paths"]
     bad = [p for p in spec if p["result"] != "checked"]
     assert [p["sets"] for p in bad] == ["self.spec_state_indices_tensor[:batch_size]"]

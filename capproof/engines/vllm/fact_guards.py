@@ -102,10 +102,13 @@ STAGED = {
     ),
 }
 _CAP = "self.decode_cudagraph_max_bs"
+#: Attributes of a tensor whose reading touches no element.
+_METADATA = ("shape", "size", "dtype", "device", "ndim", "dim", "numel", "stride", "is_cuda")
 
 #: The non-spec GDN batches :func:`gdn_decode_count_sweep` runs: request counts, query lengths per
-#: request, whether a request has prior state (seq_len > query_len), is_prefilling None or per request.
-GDN_SWEEP = {"num_reqs": (1, 2, 3, 4), "query_len": (0, 1, 2), "prior": (False, True)}
+#: request, whether a request has prior state (seq_len > query_len), is_prefilling None or per
+#: request (every combination up to ``is_prefilling_each_up_to`` requests; beyond, all False or all True).
+GDN_SWEEP = {"num_reqs": (1, 2, 3, 4), "query_len": (0, 1, 2), "prior": (False, True), "is_prefilling_each_up_to": 3}
 
 
 def _src(node) -> str:
@@ -217,32 +220,53 @@ def _capacity(cls, buf: str) -> tuple[int | None, str]:
 
 
 def staging_paths(
-    tree: ast.Module, file: str, cls_name: str, buf: str, judged: dict | None = None
+    tree: ast.Module,
+    file: str,
+    cls_name: str,
+    buf: str,
+    judged: dict | None = None,
+    base: ast.ClassDef | None = None,
 ) -> tuple[list[dict], str]:
     """``(paths, "")``: one :func:`capproof.facts.path_record` per use of ``self.<buf>`` in
     ``file`` (the module docstring's rules), or ``([], why)`` when the allocation is not of the
     guarded form. ``judged`` maps a stop's binding (``"<function>:batch_size=<value>"``, spaces
     removed) to ``(result, how, why, conjuncts)`` decided elsewhere (:func:`gdn_decode_count_sweep`),
-    used where the enclosing guards have every one of ``conjuncts``."""
+    used where the enclosing guards have every one of ``conjuncts``. With ``base`` (the allocating
+    class, from another file), ``cls_name`` is a subclass of it in ``file``: only the uses in that
+    class are read, the capacity is ``base``'s allocation, and ``self._stage_*`` helpers resolve to
+    the subclass's methods, then ``base``'s."""
     judged = judged or {}
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
     if cls is None:
         return [], f"no class {cls_name} in {file}"
-    plus, why = _capacity(cls, buf)
+    alloc_cls = base if base is not None else cls
+    plus, why = _capacity(alloc_cls, buf)
     if plus is None:
         return [], why
-    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+    methods = {f.name: f for f in alloc_cls.body if isinstance(f, ast.FunctionDef)}
+    if base is not None:
+        methods.update({f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)})
+        restored = [s.lineno for f in cls.body if isinstance(f, ast.FunctionDef) for s in _stores(f, _CAP)]
+        if restored:
+            return [], f"{cls_name} stores {_CAP} again (:{restored[0]})"
     parents = parent_map(tree)
-    init = methods["__init__"]
+    init = next((f for f in alloc_cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
     allocs = {id(t) for a in _stores(init, f"self.{buf}") for t in ast.walk(a)}
+    if base is not None:
+        own_init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        allocs |= {id(t) for a in (_stores(own_init, f"self.{buf}") if own_init else []) for t in ast.walk(a)}
+    realloc = _reallocated(cls) if base is not None else {}
+    scope = cls if base is not None else tree
     paths = []
-    for u in ast.walk(tree):
+    for u in ast.walk(scope):
         if not (isinstance(u, ast.Attribute) and _src(u) == f"self.{buf}") or id(u) in allocs:
             continue
         p = parents.get(u)
         site = f"{file}:{u.lineno}"
         if isinstance(p, ast.Compare) and _src(p).endswith(("isnotNone", "isNone")):
             continue  # a presence test, no access
+        if isinstance(p, ast.Attribute) and p.attr in _METADATA:
+            continue  # a metadata read (the bound of a guard), no access
         if not (isinstance(p, ast.Subscript) and p.value is u and isinstance(p.slice, ast.Slice)):
             paths.append(path_record(site, f"self.{buf} ({_src(p)[:60]})", "ast", "not checked", "not a slice"))
             continue
@@ -252,21 +276,48 @@ def staging_paths(
             paths.append(path_record(site, sets, "ast", "not checked", "a slice without a stop, or with a step"))
             continue
         stop_src = _src(stop)
-        base, extra = stop_src, 0
+        stop_base, extra = stop_src, 0
         if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and _src(stop.right) == "1":
-            base, extra = _src(stop.left), 1
+            stop_base, extra = _src(stop.left), 1
         if extra > plus:
-            paths.append(path_record(site, sets, "ast", "not checked", f"stop {stop_src} reaches past {base}"))
+            paths.append(path_record(site, sets, "ast", "not checked", f"stop {stop_src} reaches past {stop_base}"))
             continue
         guards = _guards_of(p, parents, methods)
         fn = _enclosing_function(p, parents)
-        bounded = [(g, c) for g, cs in guards for c in cs if c == f"{base}<={_CAP}"]
+        bounded = [(g, c) for g, cs in guards for c in cs if c == f"{stop_base}<={_CAP}"]
+        by_shape = [
+            (g, c) for g, cs in guards for c in cs if c.startswith(f"{stop_base}<=self.") and c.endswith(".shape[0]")
+        ]
+        own, shape_why = None, []
+        for g, c in by_shape:
+            other = c[len(f"{stop_base}<=self.") : -len(".shape[0]")]
+            if other == buf and not extra:
+                own = f"under `{c}` (:{g.lineno}): the buffer's own rows"
+                break
+            if other in realloc:
+                shape_why.append(
+                    f"`{c}` (:{g.lineno}): self.{other} is reallocated in {cls_name}.__init__ (:{realloc[other]}) "
+                    f"with another size, so it does not bound self.{buf}'s rows"
+                )
+            elif other != buf and _capacity(alloc_cls, other)[0] == 0:
+                bounded = [(g, f"{stop_base}<={_CAP}")]
+                break
+            else:
+                shape_why.append(f"`{c}` (:{g.lineno}) does not bound self.{buf}'s rows")
+        if own:
+            paths.append(path_record(site, sets, "ast", "checked", own))
+            continue
+        if shape_why and not bounded:
+            paths.append(path_record(site, sets, "ast", "not checked", "; ".join(shape_why)))
+            continue
         if bounded:
             g = bounded[0][0]
-            rebound = [s.lineno for s in ast.walk(ast.Module(body=g.body, type_ignores=[])) if s in _stores(fn, base)]
+            rebound = [
+                s.lineno for s in ast.walk(ast.Module(body=g.body, type_ignores=[])) if s in _stores(fn, stop_base)
+            ]
             rebound = [n for n in rebound if n < p.lineno]
             if rebound:
-                paths.append(path_record(site, sets, "ast", "not checked", f"{base} is rebound at :{rebound[0]}"))
+                paths.append(path_record(site, sets, "ast", "not checked", f"{stop_base} is rebound at :{rebound[0]}"))
             else:
                 paths.append(
                     path_record(
@@ -274,13 +325,13 @@ def staging_paths(
                         sets,
                         "ast",
                         "checked",
-                        f"under `{base} <= decode_cudagraph_max_bs` (:{g.lineno}), allocated "
+                        f"under `{stop_base} <= decode_cudagraph_max_bs` (:{g.lineno}), allocated "
                         f"decode_cudagraph_max_bs{' + 1' if plus else ''} rows",
                     )
                 )
             continue
-        sets_of = _reaching(fn, base, p, guards) if fn is not None else []
-        key = f"{fn.name if fn else '?'}:{base}={_src(sets_of[0].value) if len(sets_of) == 1 else '?'}"
+        sets_of = _reaching(fn, stop_base, p, guards) if fn is not None else []
+        key = f"{fn.name if fn else '?'}:{stop_base}={_src(sets_of[0].value) if len(sets_of) == 1 else '?'}"
         conj = sorted({c for _, cs in guards for c in cs})
         if len(sets_of) == 1 and key in judged and set(judged[key][3]) <= set(conj):
             result, how, why, _ = judged[key]
@@ -296,12 +347,12 @@ def staging_paths(
                     sets,
                     "ast",
                     "checked",
-                    f"{base} = {_src(sets_of[0].value)} (:{sets_of[0].lineno}): under the same guard build "
+                    f"{stop_base} = {_src(sets_of[0].value)} (:{sets_of[0].lineno}): under the same guard build "
                     f"stores a slice self.{buf}[:...] in that field, so its rows are at most the allocation's",
                 )
             )
             continue
-        bound = f"{base} = {_src(sets_of[0].value)} (:{sets_of[0].lineno})" if len(sets_of) == 1 else base
+        bound = f"{stop_base} = {_src(sets_of[0].value)} (:{sets_of[0].lineno})" if len(sets_of) == 1 else stop_base
         why = f"{bound}: no guard conjunct bounds it (guard: {' and '.join(conj)})"
         if len(sets_of) == 1 and _src(sets_of[0].value) == "m.num_reqs":
             why += (
@@ -310,6 +361,67 @@ def staging_paths(
             )
         paths.append(path_record(site, sets, "ast", "not checked", why))
     return paths, ""
+
+
+_SUBCLASSES: dict = {}
+
+
+def subclasses(root: str, cls_name: str) -> list[tuple[str, ast.Module, ast.ClassDef]]:
+    """Every class of ``root/vllm`` deriving, directly or through others found here, from a class
+    named ``cls_name`` (bases read by name: ``X`` or ``module.X``): ``(file, tree, class)``."""
+    key = (root, cls_name)
+    if key in _SUBCLASSES:
+        return _SUBCLASSES[key]
+    from .wheels import py_files
+
+    texts = {}
+    for rel, path in py_files(root):
+        try:
+            texts[rel] = open(path, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError):
+            continue
+    names, out, trees = {cls_name}, [], {}
+    while True:
+        found = False
+        for rel, text in texts.items():
+            if not any(n in text for n in names):
+                continue
+            if rel not in trees:
+                try:
+                    trees[rel] = ast.parse(text)
+                except SyntaxError:
+                    continue
+            for node in ast.walk(trees[rel]):
+                if (
+                    isinstance(node, ast.ClassDef)
+                    and node.name not in names
+                    and any(
+                        (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in names for b in node.bases
+                    )
+                ):
+                    names.add(node.name)
+                    out.append((rel, trees[rel], node))
+                    found = True
+        if not found:
+            break
+    _SUBCLASSES[key] = out
+    return out
+
+
+def _reallocated(cls) -> dict:
+    """``{attribute: line}`` of the ``self.<attribute> = torch.<factory>(...)`` stores of ``cls.__init__``."""
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    out = {}
+    for a in ast.walk(init) if init else []:
+        if (
+            isinstance(a, (ast.Assign, ast.AnnAssign))
+            and isinstance(a.value, ast.Call)
+            and _src(a.value.func).startswith("torch.")
+        ):
+            t = a.targets[0] if isinstance(a, ast.Assign) else a.target
+            if isinstance(t, ast.Attribute) and _src(t.value) == "self":
+                out.setdefault(t.attr, a.lineno)
+    return out
 
 
 def _reaching(fn, name: str, use, guards) -> list:
@@ -416,46 +528,91 @@ def assert_guard_paths(tree: ast.Module, file: str, buf: str) -> list[dict]:
     return paths
 
 
-def _non_spec_block(tree: ast.Module):
-    """The ``if spec_sequence_masks is None:`` block of ``GDNAttentionMetadataBuilder.build``."""
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GDNAttentionMetadataBuilder"), None)
+def _non_spec_block(tree: ast.Module, cls_name: str = "GDNAttentionMetadataBuilder"):
+    """``(build, block, why not)``: the non-spec classification of ``cls_name.build`` (an ``if
+    spec_sequence_masks is None:`` or ``if num_spec_decodes == 0:`` block calling
+    ``split_decodes_and_prefills``), when it is the one that ran whenever ``num_spec_decodes == 0``
+    (:func:`_runs_without_spec`)."""
+    cls = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
     build = next((f for f in (cls.body if cls else []) if isinstance(f, ast.FunctionDef) and f.name == "build"), None)
     if build is None:
-        return None, None
-    return build, next(
-        (n for n in ast.walk(build) if isinstance(n, ast.If) and _src(n.test) == "spec_sequence_masksisNone"), None
+        return None, None, f"no {cls_name}.build"
+    block = next(
+        (
+            n
+            for n in ast.walk(build)
+            if isinstance(n, ast.If)
+            and _src(n.test) in ("spec_sequence_masksisNone", "num_spec_decodes==0")
+            and any(
+                isinstance(c, ast.Call) and _src(c.func) == "split_decodes_and_prefills"
+                for s in n.body
+                for c in ast.walk(s)
+            )
+        ),
+        None,
     )
+    if block is None:
+        return build, None, f"no non-spec classification block in {cls_name}.build"
+    return build, block, _runs_without_spec(build, block)
+
+
+def _runs_without_spec(build, block) -> str:
+    """ "" when ``num_spec_decodes == 0`` at the staging means ``block`` ran: ``num_spec_decodes`` is
+    not stored after the block's test, and for a test ``spec_sequence_masks is None`` every store of a
+    value other than ``None`` into ``spec_sequence_masks`` before it is in the ``else`` of an ``if
+    num_spec_decodes == 0:``; else why not."""
+    late = [s.lineno for s in _stores(build, "num_spec_decodes") if s.lineno > block.lineno]
+    if late:
+        return f"num_spec_decodes is stored after the classification (:{late[0]})"
+    if _src(block.test) == "num_spec_decodes==0":
+        return ""
+    parents = parent_map(build)
+    for s in _stores(build, "spec_sequence_masks"):
+        if s.lineno >= block.lineno or (isinstance(s, ast.Assign) and _src(s.value) == "None"):
+            continue
+        node, ok = s, False
+        while node in parents:
+            p = parents[node]
+            if isinstance(p, ast.If) and _src(p.test) == "num_spec_decodes==0" and any(node is x for x in p.orelse):
+                ok = True
+                break
+            node = p
+        if not ok:
+            return f"spec_sequence_masks is set at :{s.lineno} outside the else of `if num_spec_decodes == 0`"
+    return ""
 
 
 _SWEEPS: dict = {}
 
 
-def gdn_decode_count_sweep(root: str, domain: dict | None = None) -> tuple[bool, str, int]:
-    """Run GDN's classification of a non-spec batch (the ``if spec_sequence_masks is None:`` block of
-    ``build``, compiled from the file under ``root``, with vLLM's own ``split_decodes_and_prefills``
-    and CPU tensors) on every batch of ``domain`` (:data:`GDN_SWEEP`): ``(num_prefills == 0 implies
-    num_decodes == num_reqs on every batch, the first counterexample or "", batches run)``. The
-    block must bind ``num_decodes`` and ``num_prefills``; a block that raises on a batch counts as
-    not holding. Needs torch and vLLM importable."""
-    key = (root, repr(domain))
+def gdn_decode_count_sweep(
+    root: str, domain: dict | None = None, file: str = GDN, cls_name: str = "GDNAttentionMetadataBuilder"
+) -> tuple[bool, str, int]:
+    """Run the non-spec classification of a GDN builder (``cls_name.build`` in ``file``: the block
+    :func:`_non_spec_block` finds, compiled from the file under ``root``, with vLLM's own
+    ``split_decodes_and_prefills`` and CPU tensors) on every batch of ``domain`` (:data:`GDN_SWEEP`):
+    ``(num_prefills == 0 implies num_decodes == num_reqs on every batch, the first counterexample or
+    why not run, batches run)``. The block must bind ``num_decodes`` and ``num_prefills``; a block
+    that raises on a batch counts as not holding. Needs torch and vLLM importable."""
+    key = (root, repr(domain), file, cls_name)
     if key not in _SWEEPS:
-        _SWEEPS[key] = _sweep(root, domain or GDN_SWEEP)
+        _SWEEPS[key] = _sweep(root, domain or GDN_SWEEP, file, cls_name)
     return _SWEEPS[key]
 
 
-def _sweep(root: str, domain: dict) -> tuple[bool, str, int]:
+def _sweep(root: str, domain: dict, file: str, cls_name: str) -> tuple[bool, str, int]:
     import torch
     from vllm.v1.attention.backends.utils import split_decodes_and_prefills
 
-    tree = ast.parse(open(os.path.join(root, GDN), encoding="utf-8").read())
-    build, block = _non_spec_block(tree)
-    if block is None:
-        return False, "no `if spec_sequence_masks is None:` block in GDNAttentionMetadataBuilder.build", 0
+    tree = ast.parse(open(os.path.join(root, file), encoding="utf-8").read())
+    build, block, why = _non_spec_block(tree, cls_name)
+    if block is None or why:
+        return False, why, 0
     mod = ast.parse("def _classify(m, query_start_loc, query_start_loc_cpu, block_table_tensor):\n    pass\n")
     mod.body[0].body = [*block.body, ast.parse("return num_decodes, num_prefills").body[0]]
     mod = ast.fix_missing_locations(mod)
     ns = {"torch": torch, "split_decodes_and_prefills": split_decodes_and_prefills}
-    exec(compile(mod, f"<{GDN}:{block.lineno}>", "exec"), ns)  # noqa: S102 - vLLM's own statements
+    exec(compile(mod, f"<{file}:{block.lineno}>", "exec"), ns)  # noqa: S102 - vLLM's own statements
     classify = ns["_classify"]
 
     class Meta:
@@ -477,7 +634,11 @@ def _sweep(root: str, domain: dict) -> tuple[bool, str, int]:
     for n in domain["num_reqs"]:
         for q in itertools.product(domain["query_len"], repeat=n):
             for prior in itertools.product(domain["prior"], repeat=n):
-                for pf in [None, *itertools.product((False, True), repeat=n)]:
+                if n <= domain.get("is_prefilling_each_up_to", n):
+                    choices = list(itertools.product((False, True), repeat=n))
+                else:
+                    choices = [(False,) * n, (True,) * n]
+                for pf in [None, *choices]:
                     prefilling = None if pf is None else torch.tensor(pf)
                     m = Meta(q, prior, prefilling)
                     runs += 1
@@ -499,27 +660,53 @@ def _sweep(root: str, domain: dict) -> tuple[bool, str, int]:
 _DECODE_GUARD = ("num_prefills==0", "num_spec_decodes==0", "num_decodes<=self.decode_cudagraph_max_bs")
 
 
-def _gdn_judged(root: str) -> tuple[dict, list[str]]:
-    """The stops of GDN's ``build`` judged by running its code (:func:`gdn_decode_count_sweep`)."""
-    ok, cex, runs = gdn_decode_count_sweep(root)
-    tree = ast.parse(open(os.path.join(root, GDN), encoding="utf-8").read())
-    _, block = _non_spec_block(tree)
-    where = f"{GDN}:{block.lineno}" if block is not None else GDN
-    if ok:
-        res = (
-            "checked",
-            "executed",
-            f"batch_size = m.num_reqs; GDN's non-spec classification ({where}) run with vLLM's "
-            f"split_decodes_and_prefills on {runs} batches (up to {max(GDN_SWEEP['num_reqs'])} requests, query "
-            "lengths 0-2, any prior state and is_prefilling): num_prefills == 0 gives num_decodes == num_reqs, "
-            "so the guard's num_decodes <= decode_cudagraph_max_bs bounds it (bounded run; num_spec_decodes == 0 "
-            "only on that block: build sets spec_sequence_masks only when num_spec_decodes != 0)",
-            _DECODE_GUARD,
-        )
-    else:
-        res = ("not checked", "executed", f"batch_size = m.num_reqs: {cex or 'the run failed'}", _DECODE_GUARD)
-    # only the decode staging's guard (no spec decodes): the spec staging's stop is not judged
-    return {"build:batch_size=m.num_reqs@decode": res}, [f"{where}: {runs} batches"]
+def _gdn_judged(root: str) -> dict:
+    """``{file: {"build:batch_size=m.num_reqs": (result, how, why, conjuncts)}}`` for GDN's builder and
+    every subclass with its own ``build``: the decode staging's ``batch_size`` judged by running that
+    builder's classification (:func:`gdn_decode_count_sweep`)."""
+    out = {}
+    todo = [(GDN, "GDNAttentionMetadataBuilder")]
+    todo += [(rel, c.name) for rel, _, c in subclasses(root, "GDNAttentionMetadataBuilder")]
+    for file, cls_name in todo:
+        tree = ast.parse(open(os.path.join(root, file), encoding="utf-8").read())
+        _, block, why = _non_spec_block(tree, cls_name)
+        if block is None and file != GDN:
+            continue  # no classification of its own (inherits build, or stages nothing of it)
+        try:
+            ok, cex, runs = gdn_decode_count_sweep(root, None, file, cls_name)
+        except Exception as exc:  # noqa: BLE001 - the run failed: the path stays not checked
+            ok, cex, runs = False, f"not run: {type(exc).__name__}: {exc}"[:300], 0
+        where = f"{file}:{block.lineno}" if block is not None else file
+        if ok:
+            res = (
+                "checked",
+                "executed",
+                f"batch_size = m.num_reqs; {cls_name}'s non-spec classification ({where}) run with vLLM's "
+                f"split_decodes_and_prefills on {runs} batches (up to {max(GDN_SWEEP['num_reqs'])} requests, "
+                "query lengths 0-2, any prior state, is_prefilling None or any per request up to 3 requests): "
+                "num_prefills == 0 gives num_decodes == "
+                "num_reqs, so the guard's num_decodes <= decode_cudagraph_max_bs bounds it (bounded run; the "
+                "block is the one run when num_spec_decodes == 0, read in the source)",
+                _DECODE_GUARD,
+            )
+        else:
+            res = ("not checked", "executed", f"batch_size = m.num_reqs: {cex or 'the run failed'}", _DECODE_GUARD)
+        out[file] = {"build:batch_size=m.num_reqs": res}
+    return out
+
+
+def _subclass_paths(root: str, tree: ast.Module, cls_name: str, buf: str, judged: dict) -> list[dict]:
+    """The paths of ``self.<buf>`` in the subclasses of ``cls_name`` outside its file (their own
+    guards; the capacity the base's allocation). A subclass whose reading fails gives one path not
+    checked."""
+    base = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name)
+    out = []
+    for rel, sub_tree, sub in subclasses(root, cls_name):
+        if not any(isinstance(n, ast.Attribute) and _src(n) == f"self.{buf}" for n in ast.walk(sub)):
+            continue
+        paths, why = staging_paths(sub_tree, rel, sub.name, buf, judged.get(rel, {}), base=base)
+        out += paths or [path_record(f"{rel}:{sub.lineno}", f"{sub.name}: self.{buf}", "ast", "not checked", why)]
+    return out
 
 
 def _staging_facts(root: str, judged_gdn: dict) -> list[dict]:
@@ -532,10 +719,9 @@ def _staging_facts(root: str, judged_gdn: dict) -> list[dict]:
             if tree is None:
                 paths, why = [], f"{file} not found"
             else:
-                judged = {}
-                if file == GDN and buf.startswith("non_spec_"):
-                    judged = {"build:batch_size=m.num_reqs": judged_gdn["build:batch_size=m.num_reqs@decode"]}
-                paths, why = staging_paths(tree, file, cls_name, buf, judged)
+                paths, why = staging_paths(tree, file, cls_name, buf, judged_gdn.get(file, {}))
+                if paths:
+                    paths += _subclass_paths(root, tree, cls_name, buf, judged_gdn)
             if not paths:
                 paths = [path_record(file, f"self.{buf}", "ast", "not checked", why or "no access found")]
             facts.append(_fact(ident, paths))
@@ -612,7 +798,7 @@ def derive_gdn_decode(entries: list, root: str) -> list[str]:
     by_id = {e.id: e for e in entries}
     problems = []
     try:
-        judged, _ = _gdn_judged(root)
+        judged = _gdn_judged(root)
     except Exception as exc:  # noqa: BLE001 - one line: not derived
         return [f"GDN decode staging not derived: {type(exc).__name__}: {exc}"[:300]]
     tree = ast.parse(open(os.path.join(root, GDN), encoding="utf-8").read())
@@ -622,13 +808,9 @@ def derive_gdn_decode(entries: list, root: str) -> list[str]:
         if e is None:
             problems.append(f"demand: {ident} is not in the inventory")
             continue
-        paths, why = staging_paths(
-            tree,
-            GDN,
-            "GDNAttentionMetadataBuilder",
-            buf,
-            {"build:batch_size=m.num_reqs": judged["build:batch_size=m.num_reqs@decode"]},
-        )
+        paths, why = staging_paths(tree, GDN, "GDNAttentionMetadataBuilder", buf, judged.get(GDN, {}))
+        if paths:
+            paths += _subclass_paths(root, tree, "GDNAttentionMetadataBuilder", buf, judged)
         fact = _fact(ident, paths) if paths else None
         if fact is None or status(fact) != "checked":
             bad = [p["site"] for p in paths if p["result"] != "checked"]
@@ -670,15 +852,17 @@ def guard_facts(root: str) -> list[dict]:
     """The guard facts (module docstring) over the sources under ``root`` (vLLM importable for the
     executed paths; without it those paths are "not checked")."""
     try:
-        judged, _ = _gdn_judged(root)
-    except Exception as exc:  # noqa: BLE001 - the run failed: the path stays not checked
+        judged = _gdn_judged(root)
+    except Exception as exc:  # noqa: BLE001 - the run failed: the paths stay not checked
         judged = {
-            "build:batch_size=m.num_reqs@decode": (
-                "not checked",
-                "executed",
-                f"GDN's classification not run: {type(exc).__name__}: {exc}"[:300],
-                _DECODE_GUARD,
-            )
+            GDN: {
+                "build:batch_size=m.num_reqs": (
+                    "not checked",
+                    "executed",
+                    f"GDN's classification not run: {type(exc).__name__}: {exc}"[:300],
+                    _DECODE_GUARD,
+                )
+            }
         }
     facts = _derived_facts(root) + _staging_facts(root, judged)
     path = os.path.join(root, FLASH_MLA_FILE)
