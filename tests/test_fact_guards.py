@@ -320,3 +320,46 @@ def test_guard_facts_on_vllm_0_33():
     assert "zero-length" in bad[0]["why"]
     # update_block_table's slice by the staged view's own rows is checked
     assert any(p["site"].endswith(":771") and p["result"] == "checked" for p in spec)
+
+
+FACTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "proofs", "inventory", "vllm-0.33.0.facts.json")
+
+
+def _committed():
+    from capproof import facts as F
+
+    if not os.path.exists(FACTS):
+        pytest.skip("no committed facts file")
+    from capproof.engines.vllm.fact_guards import FLASHMLA, OFFSETS, ROWS
+
+    return [f for f in F.read(FACTS) if set(f["assumptions"]) & {ROWS, OFFSETS, FLASHMLA}]
+
+
+def test_committed_guard_facts_are_one_per_entry_and_discharge_only_where_checked():
+    """The committed facts file (``capproof inventory --write``): one guard fact per entry (its id the
+    scope); the entries the coverage discharges are the checked ones, each path of an assumed one
+    has its line and a reason."""
+    from capproof import facts as F
+
+    guard = _committed()
+    assert len(guard) == 21
+    assert all(len(f["scope"]) == 1 and "::" in f["scope"][0] for f in guard)
+    assert len({f["scope"][0] for f in guard}) == 21
+    checked = {f["scope"][0].split("::")[1] for f in guard if F.status(f) == "checked"}
+    assert "GDNAttentionMetadataBuilder.non_spec_state_indices_tensor" in checked
+    assert "FlashMLAMetadataBuilder.cg_buf_tile_scheduler_metadata" in checked
+    assert "GDNAttentionMetadataBuilder.spec_state_indices_tensor" not in checked
+    for f in guard:
+        for p in F.unchecked_paths(f):
+            assert ".py" in p["site"] and p["why"]
+        ident = f["scope"][0]
+        discharged = F.discharged(guard, ident.split("::")[0], ident)
+        assert bool(discharged) == (F.status(f) == "checked")
+
+
+@pytest.mark.real
+def test_committed_guard_facts_are_what_the_engine_gives_now():
+    from capproof.engines.vllm.fact_guards import guard_facts
+
+    fresh = guard_facts(_root())
+    assert _committed() == fresh

@@ -832,6 +832,8 @@ def derive_gdn_decode(entries: list, root: str) -> list[str]:
                     "decode_cudagraph_max_bs": f"({e.shape[0]}) - 1" if alloc_plus else e.shape[0],
                 },
                 "from": [f"{p['site']} {p['sets']} ({p['how']})" for p in paths],
+                # every use read here, subclasses' in other files included (one per path)
+                "judged_uses": [p["site"] for p in paths],
                 "notes": [
                     "under the guard num_prefills == 0 (so num_decodes + num_prefills == num_decodes); "
                     + "; ".join(p["why"] for p in paths if p["how"] == "executed")
