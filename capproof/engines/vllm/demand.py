@@ -1333,8 +1333,9 @@ def derive_all(entries: list, root: str) -> list[str]:
         problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
     from .demand_backends import derive_backends
     from .demand_drafting import derive_drafting
+    from .fact_guards import derive_gdn_decode
 
-    problems += derive_drafting(entries, root) + derive_backends(entries, root)
+    problems += derive_drafting(entries, root) + derive_backends(entries, root) + derive_gdn_decode(entries, root)
     return problems
 
 
