@@ -1003,6 +1003,29 @@ def _req_ids_bounded(rt) -> str | None:
     return f"len(_req_ids) <= max_num_reqs: appended only at {rt.file}:{','.join(map(str, lines))} under req_index == len(_req_ids)"
 
 
+def _range_index(rt, fn, name: str, line: int) -> tuple[str | None, str | None]:
+    """``(why, kind)`` when index ``name`` at ``line`` is the loop index of ``for name in range(n)``
+    (its only binding in ``fn``; the loop's body holds ``line``) with ``n`` bound to the step's
+    request count (:class:`_Rows`, kind ``unpadded``/``padded``): the index is below ``n``. Else
+    ``(None, None)``."""
+    from .batch_reads import bindings
+
+    if not name.isidentifier():
+        return None, None
+    sets = bindings(fn, name)
+    if len(sets) != 1 or not isinstance(sets[0], ast.For) or not isinstance(sets[0].target, ast.Name):
+        return None, None
+    loop, it = sets[0], sets[0].iter
+    if not (isinstance(it, ast.Call) and _src(it.func) == "range" and len(it.args) == 1 and not it.keywords):
+        return None, None
+    if not any(b.lineno <= line <= (b.end_lineno or b.lineno) for b in loop.body):
+        return None, None
+    k = rt.kind(fn, it.args[0])
+    if k not in ("unpadded", "padded"):
+        return None, None
+    return f"for {name} in range({_src(it.args[0])}) at :{loop.lineno}, {k}", k
+
+
 def _list_guarded(rt, fn, name: str, line: int) -> str | None:
     """``name`` indexes the buffer after a statement of the same or an enclosing block of ``fn``
     that subscripts ``self._req_ids[name]`` (a list: Python raises IndexError past its end, so
@@ -1167,6 +1190,12 @@ def request_rows_accesses(
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
             if bound is None and fn is not None:
                 bound = _map_index(root, rows, rt, fn, str(ext))
+            if bound is None and fn is not None:
+                bound, k = _range_index(rt, fn, str(ext), line)
+                if bound is not None:
+                    kinds.add(k)
+                    sites.append(f"{entry.file}:{line} {op} [{ext}] in {fn.name} ({bound})")
+                    continue
             if bound is None and fn is not None:
                 guard = _list_guarded(rt, fn, str(ext), line)
                 length = _req_ids_bounded(rt) if guard else None
@@ -1362,7 +1391,66 @@ def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | 
         kind = rt.kind(fn, use["node"])
         if kind in ("unpadded", "padded"):
             return f"slice stop bound to the step's request count ({kind})", kind
+        return _batch_read(root, tables, rt, fn, use)
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
         why = _map_index(root, tables, rt, fn, use["node"].id)
-        return (why, "indexed") if why else None
+        return (why, "indexed") if why else _batch_read(root, tables, rt, fn, use)
+    elif use["op"].startswith("index") and isinstance(use["node"], ast.Tuple):
+        # ``[:n, None]``: rows below n, then a new axis (no element of the buffer)
+        first, *rest = use["node"].elts
+        if (
+            isinstance(first, ast.Slice)
+            and first.lower is None
+            and first.step is None
+            and first.upper is not None
+            and rest
+            and all(isinstance(x, ast.Constant) and x.value is None for x in rest)
+        ):
+            got = judge_request_rows(root, tables, dict(use, op="slice" + use["op"][len("index") :], node=first.upper))
+            return (f"{got[0]} (then new axes)", got[1]) if got else None
+    return None
+
+
+def _batch_read(root: str, tables: dict, rt, fn, use: dict) -> tuple[str, str] | None:
+    """A use in a function that receives the persistent batch as a parameter annotated
+    ``InputBatch`` (:mod:`.batch_reads`, AST): a slice whose stop is ``<p>.num_reqs`` (``unpadded``:
+    the property is ``len(self.req_id_to_index)``, read in its source) or ``len(<p>.req_ids)``
+    (``indexed``: at most ``max_num_reqs``, by :func:`_req_ids_bounded`; the property returns
+    ``self._req_ids``), or an index by ``i`` of ``for i in range(<p>.num_reqs)`` whose body holds
+    the use (``unpadded``). Anything else: None."""
+    from .batch_reads import batch_count, enumerate_index, loop_index_bounded, map_value, req_ids_length
+
+    node = use["node"]
+    batch = tables.setdefault("vllm/v1/worker/gpu_input_batch.py", _Rows(root, "vllm/v1/worker/gpu_input_batch.py"))
+    prop = _function_in(batch.tree, "num_reqs", "InputBatch")
+    counts = prop is not None and all(
+        _src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return)
+    )
+    if use["op"].startswith("slice"):
+        why = batch_count(rt.tree, fn, node) if counts else None
+        if why:
+            return f"slice stop {why}", "unpadded"
+        why = req_ids_length(rt.tree, fn, node)
+        ids = _function_in(batch.tree, "req_ids", "InputBatch")
+        returns = [r for r in ast.walk(ids) if isinstance(r, ast.Return)] if ids is not None else []
+        own = bool(returns) and all(
+            r.value is not None and _src(r.value) in ("self._req_ids", "cast(list[str],self._req_ids)") for r in returns
+        )
+        length = _req_ids_bounded(batch) if why and own else None
+        if length:
+            return f"slice stop {why}; {length}", "indexed"
+        return None
+    if isinstance(node, ast.Name) and counts:
+        why = loop_index_bounded(rt.tree, fn, node.id, use["line"])
+        if why:
+            return f"index {why}", "unpadded"
+    if isinstance(node, ast.Name):
+        why = map_value(rt.tree, fn, node.id)
+        fact = _map_fact(root, tables) if why else None
+        if fact:
+            return f"index {why}; {fact}", "indexed"
+        why = enumerate_index(rt.tree, fn, node.id, use["line"])
+        length = _req_ids_bounded(batch) if why else None
+        if length:
+            return f"index {why}; {length}", "indexed"
     return None
