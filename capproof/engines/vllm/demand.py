@@ -1003,6 +1003,89 @@ def _req_ids_bounded(rt) -> str | None:
     return f"len(_req_ids) <= max_num_reqs: appended only at {rt.file}:{','.join(map(str, lines))} under req_index == len(_req_ids)"
 
 
+#: Annotation words of a field that may hold a tensor (such a field is never judged another object's).
+_TENSOR_WORDS = ("Tensor", "ndarray", "CpuGpuBuffer", "Any", "object", "Buffer")
+
+
+def _other_object(root: str, rt, entry, line: int) -> str | None:
+    """Why every ``<x>.<attribute>`` on ``line`` of the allocating file is another object's
+    attribute of the same name (the access reader matches the name only), or None: each receiver is
+    a parameter ``p`` of the enclosing function, never rebound, annotated with a class ``C`` other
+    than the owner, found in this file or imported ``from m import C`` from a file of ``vllm/``, whose
+    body declares ``<attribute>: T`` with ``T`` naming no tensor type (``dict[str, int]``, say): such
+    a field never holds the buffer. ``self.<attribute>`` on the line: None (AST)."""
+    from .batch_reads import bindings
+
+    name = entry.attribute.rsplit(".", 1)[-1]
+    fn = rt.enclosing(line)
+    if fn is None:
+        return None
+    found = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == name and n.lineno == line]
+    if not found:
+        return None
+    whys = set()
+    for n in found:
+        if not isinstance(n.value, ast.Name) or n.value.id == "self":
+            return None
+        p = n.value.id
+        arg = next((a for a in fn.args.args + fn.args.kwonlyargs if a.arg == p), None)
+        if (
+            arg is None
+            or arg.annotation is None
+            or not all(b is fn or _same_type(rt.tree, b, p) for b in bindings(fn, p))
+        ):
+            return None
+        cls = _src(arg.annotation).strip("'\"")
+        if not cls.isidentifier() or cls == entry.owner:
+            return None
+        field = _declared_field(root, rt.tree, entry.file, cls, name)
+        if field is None or any(w in field for w in _TENSOR_WORDS):
+            return None
+        whys.add(f"{p}: {cls}, which declares {name}: {field}")
+    return "; ".join(sorted(whys))
+
+
+def _same_type(tree, node, p: str) -> bool:
+    """``node`` is ``p = replace(p, ...)`` with ``replace`` imported ``from dataclasses``: a copy of
+    the same dataclass (the type stays ``p``'s)."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, ast.Call)
+        and _src(node.value.func) == "replace"
+        and bool(node.value.args)
+        and _src(node.value.args[0]) == p
+        and any(
+            isinstance(n, ast.ImportFrom)
+            and n.module == "dataclasses"
+            and any(a.name == "replace" and a.asname is None for a in n.names)
+            for n in ast.walk(tree)
+        )
+    )
+
+
+def _declared_field(root: str, tree, file: str, cls: str, name: str) -> str | None:
+    """The annotation of ``name`` declared in the body of class ``cls`` (defined in ``tree`` or
+    imported into it ``from vllm... import cls``), as source text; None when not found."""
+    where = [(file, tree)]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("vllm."):
+            if any(a.name == cls and a.asname in (None, cls) for a in n.names):
+                rel = n.module.replace(".", "/") + ".py"
+                try:
+                    with open(os.path.join(root, rel), encoding="utf-8") as fh:
+                        where.append((rel, ast.parse(fh.read())))
+                except (OSError, SyntaxError):
+                    return None
+    for _rel, t in where:
+        for c in ast.walk(t):
+            if isinstance(c, ast.ClassDef) and c.name == cls:
+                for item in c.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == name:
+                        return _src(item.annotation)
+    return None
+
+
 def _range_index(rt, fn, name: str, line: int) -> tuple[str | None, str | None]:
     """``(why, kind)`` when index ``name`` at ``line`` is the loop index of ``for name in range(n)``
     (its only binding in ``fn``; the loop's body holds ``line``) with ``n`` bound to the step's
@@ -1154,6 +1237,10 @@ def request_rows_accesses(
         op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
         op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
         shown = ""  # the constant a stop adds to the request count, as the site shows it
+        other = _other_object(root, rt, entry, line)
+        if other is not None:
+            sites.append(f"{entry.file}:{line} {op}: not this buffer ({other})")
+            continue
         if op == "numpy" and ext == "whole" and not _alias_depth:
             found = _numpy_alias(entry, root, rt, line, rows, reasons)
             if found is None:
