@@ -74,7 +74,7 @@ def batch_count(tree, fn, expr) -> str | None:
             return None
         p = v.value.id
         arg = next((a for a in fn.args.args + fn.args.kwonlyargs if a.arg == p), None)
-        if arg is None or arg.annotation is None or _src(arg.annotation) != "InputBatch":
+        if arg is None or arg.annotation is None or _src(arg.annotation).strip("'\"") != "InputBatch":
             return None
         if bindings(fn, p) != [fn]:
             return None
