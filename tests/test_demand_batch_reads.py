@@ -185,3 +185,36 @@ def test_the_source_snippets_parse():
     """The wheels above are Python (a typo would make every case refuse for the wrong reason)."""
     for src in (_BATCH_SRC, _RUNNER_SRC.replace("STOP", "n"), _USER_SRC.replace("BODY", "pass")):
         ast.parse(src)
+
+
+_ARANGE_RUNNER = """\
+class GPUModelRunner:
+    def __init__(self, max_num_reqs):
+        self.arange_np = np.arange(max_num_reqs + 1)
+
+    def _prepare_inputs(self, counts):
+        num_reqs = self.input_batch.num_reqs
+        req_indices = np.repeat(self.arange_np[:STOP], counts)
+        x = self.input_batch.buf[req_indices]
+        WRITE
+"""
+
+
+@pytest.mark.parametrize(
+    "stop, write, kind",
+    [
+        ("num_reqs", "pass", "unpadded"),
+        ("num_reqs + 1", "pass", None),  # one entry past the count
+        ("num_reqs", "self.arange_np[0] = 7", None),  # the entries are no longer their index
+        ("num_reqs", "f(self.arange_np)", None),  # handed on: not read here
+    ],
+)
+def test_a_repeat_of_the_arange_prefix_indexes_below_the_count(tmp_path, stop, write, kind):
+    """``buf[np.repeat(self.arange_np[:num_reqs], counts)]`` indexes rows below ``num_reqs`` while
+    the runner's ``arange_np`` is ``np.arange`` and nothing writes it or hands it on."""
+    e = _batch_wheel(tmp_path, "pass")
+    (tmp_path / RUNNER).write_text(_ARANGE_RUNNER.replace("STOP", stop).replace("WRITE", write))
+    uses = [u for u in foreign_uses(str(tmp_path), e) if u["file"] == RUNNER]
+    assert len(uses) == 1
+    got = judge(str(tmp_path), e, uses[0], "request rows", {}, judge_request_rows)
+    assert (got[1] if got else None) == kind

@@ -48,6 +48,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from ...symbolic import SymInt
+from ..tracing.accesses import parent_map
 from ..tracing.derive import all_paths as _paths
 from ..tracing.derive import function as _function
 from ..tracing.derive import src as _src
@@ -1481,7 +1482,10 @@ def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | 
         return _batch_read(root, tables, rt, fn, use)
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
         why = _map_index(root, tables, rt, fn, use["node"].id)
-        return (why, "indexed") if why else _batch_read(root, tables, rt, fn, use)
+        if why:
+            return why, "indexed"
+        why, kind = _arange_values(root, rt, fn, use["node"].id)
+        return (why, kind) if why else _batch_read(root, tables, rt, fn, use)
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Tuple):
         # ``[:n, None]``: rows below n, then a new axis (no element of the buffer)
         first, *rest = use["node"].elts
@@ -1496,6 +1500,81 @@ def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | 
             got = judge_request_rows(root, tables, dict(use, op="slice" + use["op"][len("index") :], node=first.upper))
             return (f"{got[0]} (then new axes)", got[1]) if got else None
     return None
+
+
+def _arange_values(root: str, rt, fn, name: str) -> tuple[str | None, str | None]:
+    """``(why, kind)`` when index array ``name`` of ``fn`` in the runner holds values below a
+    request count ``n``: its only binding is ``np.repeat(self.arange_np[:n], ...)`` (a repeat of the
+    first ``n`` entries) with ``n`` bound to the step's request count (:class:`_Rows`), and the
+    runner's ``arange_np`` is ``np.arange(...)``, assigned once (``__init__``) and never written
+    by subscript in ``vllm/`` (so entry ``k`` is ``k``). Else ``(None, None)`` (AST)."""
+    from .batch_reads import bindings
+
+    if not rt.file.endswith("gpu_model_runner.py"):
+        return None, None
+    sets = bindings(fn, name)
+    if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or len(sets[0].targets) != 1:
+        return None, None
+    v = sets[0].value
+    if not (isinstance(v, ast.Call) and _src(v.func) == "np.repeat" and v.args):
+        return None, None
+    head = v.args[0]
+    if not (
+        isinstance(head, ast.Subscript)
+        and _src(head.value) == "self.arange_np"
+        and isinstance(head.slice, ast.Slice)
+        and head.slice.lower is None
+        and head.slice.step is None
+        and head.slice.upper is not None
+    ):
+        return None, None
+    kind = rt.kind(fn, head.slice.upper)
+    if kind not in ("unpadded", "padded"):
+        return None, None
+    inits = [
+        a
+        for a in ast.walk(rt.tree)
+        if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and "self.arange_np" in [_src(t) for t in (a.targets if isinstance(a, ast.Assign) else [a.target])]
+    ]
+    init = inits[0] if len(inits) == 1 else None
+    owner_fn = rt.enclosing(init.lineno) if init is not None else None
+    if (
+        init is None
+        or owner_fn is None
+        or owner_fn.name != "__init__"
+        or not isinstance(init.value, ast.Call)
+        or _src(init.value.func) != "np.arange"
+    ):
+        return None, None
+    for _dirpath, _dirs, files in os.walk(os.path.join(root, "vllm")):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            with open(os.path.join(_dirpath, f), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if ".arange_np" not in text:
+                continue
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                return None, None
+            parents = parent_map(tree)
+            for n in ast.walk(tree):
+                if not (isinstance(n, ast.Attribute) and n.attr == "arange_np"):
+                    continue
+                up = parents.get(n)
+                if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.ctx, ast.Load):
+                    continue  # a read of some entries
+                if isinstance(n.ctx, ast.Store) and isinstance(up, ast.Assign) and isinstance(up.value, ast.Call):
+                    if _src(up.value.func) == "np.arange":
+                        continue  # an allocation (the runner's is the one above)
+                return None, None  # written, passed on or aliased: its entries are not read here
+    return (
+        f"{name} = np.repeat(self.arange_np[:{_src(head.slice.upper)}], ...) (:{sets[0].lineno}): values below "
+        f"the count; arange_np = np.arange(...) at {rt.file}:{init.lineno}, never written",
+        kind,
+    )
 
 
 def _batch_read(root: str, tables: dict, rt, fn, use: dict) -> tuple[str, str] | None:
