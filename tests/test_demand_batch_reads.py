@@ -12,6 +12,7 @@ are re-derived from the real wheel by ``tests/test_demand.py`` (real tier).
 from __future__ import annotations
 
 import ast
+import os
 
 import pytest
 
@@ -22,6 +23,9 @@ from capproof.inventory import Entry
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 BATCH = "vllm/v1/worker/gpu_input_batch.py"
+INV = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "proofs", "inventory", "vllm-0.33.0.json"
+)
 
 _BATCH_SRC = """\
 class InputBatch:
@@ -218,3 +222,45 @@ def test_a_repeat_of_the_arange_prefix_indexes_below_the_count(tmp_path, stop, w
     assert len(uses) == 1
     got = judge(str(tmp_path), e, uses[0], "request rows", {}, judge_request_rows)
     assert (got[1] if got else None) == kind
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    "attribute, kinds, site",
+    [
+        (
+            "gpu_model_runner.py::GPUModelRunner.num_scheduled_tokens",
+            ["unpadded"],
+            "vllm/v1/worker/gpu_model_runner.py:2549 index: not this buffer (scheduler_output: SchedulerOutput, "
+            "which declares num_scheduled_tokens: dict[str,int])",
+        ),
+        (
+            "gpu_input_batch.py::InputBatch.num_computed_tokens_cpu_tensor",
+            ["indexed", "padded", "unpadded"],
+            "vllm/v1/worker/gpu_model_runner.py:1958 index read (req_indices = np.repeat(self.arange_np[:num_reqs]",
+        ),
+        (
+            "gpu_input_batch.py::InputBatch.num_prompt_tokens_cpu_tensor",
+            ["indexed", "padded", "unpadded"],
+            "vllm/v1/spec_decode/suffix_decoding.py:68 index read (index index = input_batch.req_id_to_index[req_id]",
+        ),
+    ],
+)
+def test_the_wheel_s_runner_and_batch_rows_derive_through_these_reads(attribute, kinds, site):
+    """On vLLM 0.33.0's own source, the three V1 entries these readings unlock derive request rows
+    with every recorded access (and every use in other files) judged, the site that refused each
+    before among them."""
+    from capproof.engines.vllm import wheels
+    from capproof.inventory import load
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.isdir(os.path.join(root, "vllm", "v1", "worker")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    e = next(x for x in load(INV) if x.id == f"vllm/v1/worker/{attribute}")
+    e.demands = []
+    e.accesses = [a for a in e.accesses if a.get("file") in (None, e.file)]
+    reasons: dict = {}
+    got = request_rows_accesses(e, root, {}, reasons)
+    assert got is not None, reasons.get(e.id)
+    assert got[0] == kinds
+    assert any(s.startswith(site) for s in got[1]), got[1]
