@@ -33,6 +33,11 @@ Derived in vLLM 0.33.0 (each function below cites what it runs):
   access the inventory recorded for it is a slice whose stop is bound (AST, through assignments,
   parameters at every call site in the file, closures) to the step's request count, an index the
   engine asserts below ``max_num_reqs``, or a whole-buffer operation (:func:`request_rows_accesses`).
+  Also judged: an in-file ``for i in range(n)`` index with ``n`` such a count; an access of another
+  object's non-tensor field of the same name (:func:`_other_object`: not the buffer); in other files,
+  reads through an ``InputBatch`` parameter (its ``num_reqs``, ``len(req_ids)``, ``req_id_to_index``
+  values, loop indexes over them, :mod:`.batch_reads`) and the runner's
+  ``np.repeat(self.arange_np[:n], ...)`` index arrays (:func:`_arange_values`).
 
 What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
 paths it was not checked on; ``capproof coverage`` lists it.
