@@ -38,12 +38,25 @@ import types
 
 from ._audit import quiet
 
-__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_method", "unchanged"]
+__all__ = [
+    "install",
+    "library_named",
+    "genuine",
+    "trusted_filename",
+    "dataclass_method",
+    "unchanged",
+    "read_loaded_files",
+]
 
+# Library directories as named (``abspath``) and as the file system resolves them (``realpath``):
+# a file is judged by the path the operating system opens, and a name whose two forms disagree
+# (a symbolic link in or out of a library directory) is not the library's (:func:`genuine`)
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: capproof's directory and Z3's (found without importing Z3: ``import capproof`` does not load it)
 _OWN_DIRS = (_PACKAGE_DIR, *(os.path.join(p, "z3") + os.sep for p in sys.path if p.endswith("-packages")))
+_REAL_STDLIB_DIR = os.path.realpath(_STDLIB_DIR) + os.sep
+_REAL_OWN_DIRS = tuple(os.path.realpath(d) + os.sep for d in _OWN_DIRS)
 
 #: ``{id: code}`` of the code reachable from a library module loaded before :func:`install`
 _REGISTERED: dict[int, types.CodeType] = {}
@@ -51,6 +64,10 @@ _REGISTERED: dict[int, types.CodeType] = {}
 _PRELOADED: set[str] = set()
 #: ``{file: its installed code objects}`` (``"pytest:" + file``: as pytest's assertion rewriting makes them)
 _OWN: dict[str, frozenset] = {}
+#: ``{key of _OWN: pid}``: the process that read the entry, or found the file still unchanged since
+_OWN_PID: dict[str, int] = {}
+#: the module files :func:`read_loaded_files` has looked at (read, or found not a library's)
+_LOOKED_AT: set[str] = set()
 #: ``{id: (code, genuine?)}``: :func:`genuine`'s answers (the code kept, so an id is never reused)
 _GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
 _STATE = [False]  # [installed]
@@ -62,6 +79,7 @@ _PYTEST_REWRITE: list = [None]
 #: the mutation harness's own directory in the site directories capproof started with (mutmut's
 #: trampolines call into it): trusted as a library's only for files its distribution lists
 _HARNESS_DIRS = tuple(os.path.join(p, "mutmut") + os.sep for p in sys.path if p.endswith("-packages"))
+_REAL_HARNESS_DIRS = tuple(os.path.realpath(d) + os.sep for d in _HARNESS_DIRS)
 #: files whose status changed after this are not the library's: capproof's start, less a second
 #: (file times come from the kernel's coarse clock, which may lag the process's by a tick)
 _START_NS = time.time_ns() - 1_000_000_000
@@ -77,12 +95,27 @@ def library_named(filename: str) -> bool:
     directories capproof started with; an installed package's code is audited as the model's."""
     if not isinstance(filename, str) or filename.startswith("<"):
         return False
-    name = os.path.abspath(filename)
+    return _under_library(os.path.realpath(filename), real=True)
+
+
+def _under_library(name: str, real: bool) -> bool:
+    """Whether the absolute path ``name`` lies in a library directory (``real``: the directories
+    resolved, for a resolved ``name``; else as named)."""
     z3 = sys.modules.get("z3")
-    z3_dir = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep if getattr(z3, "__file__", None) else _PACKAGE_DIR
-    return name.startswith((*_OWN_DIRS, z3_dir, *_HARNESS_DIRS)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
-    )
+    z3_file = getattr(z3, "__file__", None)
+    if real:
+        z3_dir = os.path.dirname(os.path.realpath(z3_file)) + os.sep if z3_file else _REAL_OWN_DIRS[0]
+        dirs, stdlib = (*_REAL_OWN_DIRS, z3_dir, *_REAL_HARNESS_DIRS), _REAL_STDLIB_DIR
+    else:
+        z3_dir = os.path.dirname(os.path.abspath(z3_file)) + os.sep if z3_file else _PACKAGE_DIR
+        dirs, stdlib = (*_OWN_DIRS, z3_dir, *_HARNESS_DIRS), _STDLIB_DIR
+    return name.startswith(dirs) or (name.startswith(stdlib) and os.sep + "site-packages" + os.sep not in name)
+
+
+def _named_as_resolved(filename: str) -> bool:
+    """Whether ``filename`` names a library directory exactly when the file it resolves to lies in
+    one: a symbolic link in a library directory to a model's file (or the other way round) is not."""
+    return _under_library(os.path.abspath(filename), real=False) == library_named(filename)
 
 
 def unchanged(filename: str) -> bool:
@@ -91,12 +124,13 @@ def unchanged(filename: str) -> bool:
     package's files (``*.dist-info/RECORD``), it is listed there with the sha256 its text has.
     False when it cannot be read. A file a spec writes (or rewrites) during the run is not."""
     try:
-        stat = os.stat(filename)
+        real = os.path.realpath(filename)  # the file the operating system opens, judged as itself
+        stat = os.stat(real)
     except (OSError, ValueError, TypeError):
         return False
     if stat.st_ctime_ns >= _START_NS:
         return False
-    return _as_recorded(os.path.abspath(filename), stat)
+    return _as_recorded(real, stat)
 
 
 def _as_recorded(path: str, stat: os.stat_result) -> bool:
@@ -200,9 +234,10 @@ def _file_code(filename: str) -> types.CodeType | None:
     import importlib.util
     import marshal
 
+    real = os.path.realpath(filename)
     try:
-        stat = os.stat(filename)
-        pyc = importlib.util.cache_from_source(filename)
+        stat = os.stat(real)
+        pyc = importlib.util.cache_from_source(real)
         with open(pyc, "rb") as f:
             header = f.read(16)
             if (
@@ -218,7 +253,7 @@ def _file_code(filename: str) -> types.CodeType | None:
     except (OSError, ValueError, EOFError, TypeError, NotImplementedError):
         pass
     try:
-        with open(filename, "rb") as f:
+        with open(real, "rb") as f:
             return compile(f.read(), filename, "exec", dont_inherit=True)
     except (OSError, SyntaxError, ValueError):
         return None
@@ -240,7 +275,7 @@ def _rewritten_codes(filename: str) -> frozenset:
     import ast
 
     try:
-        with open(filename, "rb") as f:
+        with open(os.path.realpath(filename), "rb") as f:
             text = f.read()
         tree = ast.parse(text, filename)
         rewrite(tree, text, filename, None)
@@ -294,28 +329,79 @@ def genuine(code: types.CodeType) -> bool:
     """Whether ``code`` is its file's own code: true when it names no library file
     (:func:`library_named`), or it equals (code equality, nested code included) code compiled
     from that file's installed text (:func:`unchanged`), or it was loaded before capproof; else
-    it is a model's code, however it was executed (by an import, a loader, ``runpy``)."""
+    it is a model's code, however it was executed (by an import, a loader, ``runpy``). A name
+    whose form as written and resolved disagree on being a library's (a symbolic link) is not."""
     entry = _GENUINE.get(id(code))
     if entry is not None and entry[0] is code:
         return entry[1]
     name = code.co_filename
-    if _REGISTERED.get(id(code)) is code or not library_named(name):
+    if _REGISTERED.get(id(code)) is code:
+        known = True
+    elif not _named_as_resolved(name):
+        known = False  # a library's name for another file, or a model's name for a library's file
+    elif not library_named(name):
         known = True
     else:
-        own = _OWN.get(name)
-        if own is None:
-            with quiet():
-                own = _OWN[name] = _own_codes(name)
-        known = code in own
-        if not known and os.path.abspath(name).startswith(_PACKAGE_DIR) and _PYTEST_REWRITE[0] is not None:
-            key = "pytest:" + name
-            rewritten = _OWN.get(key)
-            if rewritten is None:
-                with quiet():
-                    rewritten = _OWN[key] = _rewritten_codes(name)
-            known = code in rewritten
+        known = code in _installed(name, name, _own_codes)
+        if not known and os.path.realpath(name).startswith(_REAL_OWN_DIRS[0]) and _PYTEST_REWRITE[0] is not None:
+            known = code in _installed("pytest:" + name, name, _rewritten_codes)
     _GENUINE[id(code)] = (code, known)
     return known
+
+
+def _installed(key: str, filename: str, read) -> frozenset:
+    """``_OWN[key]``: ``read(filename)``, once per file per process. An entry this process
+    inherited (read before a fork: :func:`read_loaded_files`) holds only while the file is still
+    :func:`unchanged`, checked on its first use here: a file changed after capproof started is
+    not the library's, whenever that was."""
+    own = _OWN.get(key)
+    pid = os.getpid()
+    if own is None:
+        with quiet():
+            own = _OWN[key] = read(filename)
+        _OWN_PID[key] = pid
+    elif _OWN_PID.get(key) != pid:
+        with quiet():
+            if not unchanged(filename):
+                own = _OWN[key] = frozenset()
+        _OWN_PID[key] = pid
+    return own
+
+
+def read_loaded_files() -> None:
+    """Read now what :func:`genuine` compares with for every library-named ``.py`` file a loaded
+    module names (its installed code; in a pytest process, also pytest's rewriting of capproof's
+    files that pytest rewrote and that hold an ``assert``), so that processes forked from this one
+    start with it rather than each reading the same files again (the runner calls this before it
+    forks). Files already read are skipped; the answers are those reading on first use gives, and
+    a forked process still checks each inherited file is :func:`unchanged` before using it."""
+    rewriter = _PYTEST_REWRITE[0] is not None
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if not isinstance(name, str) or name in _LOOKED_AT or not name.endswith(".py"):
+            continue
+        _LOOKED_AT.add(name)
+        if not library_named(name) or not _named_as_resolved(name):
+            continue  # (not the library's: genuine reads nothing for it)
+        _installed(name, name, _own_codes)
+        loader = getattr(module, "__loader__", None)
+        if (
+            rewriter
+            and os.path.realpath(name).startswith(_REAL_OWN_DIRS[0])
+            and type(loader).__name__ == "AssertionRewritingHook"
+            and _has_assert(name)
+        ):
+            _installed("pytest:" + name, name, _rewritten_codes)
+
+
+def _has_assert(filename: str) -> bool:
+    """Whether ``filename``'s text has the word ``assert`` (else pytest's rewriting leaves every
+    function's code as compiling the text makes it, and only the module's own code differs)."""
+    try:
+        with quiet(), open(filename, "rb") as f:
+            return b"assert" in f.read()
+    except OSError:
+        return False
 
 
 def trusted_filename(code: types.CodeType) -> str:

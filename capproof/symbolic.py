@@ -20,6 +20,7 @@ from __future__ import annotations
 import _thread
 import collections
 import ctypes
+import functools
 import operator
 import os
 import sys
@@ -387,6 +388,18 @@ def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
     return not any(e is error for e in _PYTHON_RAISES)
 
 
+def _names_a_symbolic_class(error: BaseException) -> bool:
+    """Whether ``error``'s arguments name capproof's symbolic classes (as C code formats a type's
+    name: ``'SymInt' object has no attribute 'x'``)."""
+    try:
+        args = BaseException.__getattribute__(error, "args")
+    except Exception:  # noqa: BLE001 - an exception without args: nothing named
+        return False
+    # plain strings only (a message holding the value's repr is a stand-in, read only by its
+    # reader), and the type's name as C quotes it, not the repr ``SymInt(...)``
+    return any(type(a) is str and ("'SymInt'" in a or "'SymBool'" in a) for a in args)
+
+
 def _watch_exception(frame, event: str, arg):
     if _PENDING_REPRS:
         _settle_reprs(arg[1] if event == "exception" else None)
@@ -419,6 +432,16 @@ def _watch_exception(frame, event: str, arg):
                 NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}")
             )
             _mark_recorded(error)
+        elif _names_a_symbolic_class(error):
+            # C code formatting the value's real type into a message (``object.__setattr__``'s
+            # "'SymInt' object has no attribute"): on the int the message names ``int``
+            record_misuse(
+                NotConcreteError(
+                    f"{type(error).__name__} naming capproof's symbolic class at "
+                    f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                )
+            )
+            _mark_recorded(error)
     return _watch_exception
 
 
@@ -444,7 +467,48 @@ def _watch_call(frame, event: str, arg):
                     "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
                 )
         return _watch_exception
+    if event == "call" and id(code) in _probing_codes():
+        try:
+            probed = any(_holds_symbolic(v) for v in frame.f_locals.values())
+        except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+            probed = True
+        if probed:
+            _misuse_here(
+                f"the library's {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) asks a symbolic value "
+                "for attributes by a name it was given (a runtime Protocol's members, a format field, pickle's module "
+                "lookup), which may be one capproof's value has and an int lacks"
+            )
     return None
+
+
+def _holds_symbolic(value: object) -> bool:
+    """Whether ``value`` is a symbolic value, or a tuple, list or dict holding one directly."""
+    kind = type(value)
+    if kind is SymInt or kind is SymBool:
+        return True
+    if kind in (tuple, list):
+        return any(type(v) is SymInt or type(v) is SymBool for v in value)
+    if kind is dict:
+        return any(type(v) is SymInt or type(v) is SymBool for v in value.values())
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def _probing_codes() -> frozenset[int]:
+    """Ids of the standard library's functions that ask a value for attributes by names they are
+    given rather than the model's code (typing's runtime ``Protocol`` check, ``string.Formatter``'s
+    field lookup, ``pickle.whichmodule``): called with a symbolic value during a run, misuse. The
+    functions stay alive (module attributes), so the ids stay theirs."""
+    import pickle
+    import string
+    import typing
+
+    funcs = [
+        getattr(getattr(typing, "_ProtocolMeta", None), "__instancecheck__", None),
+        getattr(string.Formatter, "get_field", None),
+        getattr(pickle, "whichmodule", None),
+    ]
+    return frozenset(id(f.__code__) for f in funcs if isinstance(getattr(f, "__code__", None), types.CodeType))
 
 
 def _hidden(value: object) -> bool:
@@ -1908,20 +1972,10 @@ class SymInt(metaclass=_SymbolicType):
             return self
         self._unsupported(ndigits, "round() to a negative number of digits")
 
-    def __len__(self):
-        self._unsupported(None, "len()")
-
-    def __iter__(self):
-        self._unsupported(None, "iteration")
-
-    def __getitem__(self, key: object):
-        self._unsupported(key, "[]")
-
-    # (no ``__call__``: an int is not callable, so ``callable(x)`` is False and ``x()`` raises
-    # Python's own TypeError, as on the int it stands for)
-
-    def __contains__(self, item: object):
-        self._unsupported(item, "in")
+    # No ``__len__``, ``__iter__``, ``__getitem__``, ``__contains__`` or ``__call__``: an int has
+    # none, and C code tests for the slot without calling it (``"%s" % x`` asks whether ``x`` is a
+    # mapping, ``callable(x)`` whether it can be called): ``len(x)``, ``x[0]``, ``x()`` raise
+    # Python's own TypeError, as on the int, which the exception watch records as misuse.
 
     def __invert__(self) -> "SymInt":
         """``~x`` = ``-x - 1``."""
