@@ -377,10 +377,18 @@ def dp_gather_fact(root: str, file: str) -> dict:
         "(every binding, ast)"
     )
     eager = eager_only_sync(root)
+    try:
+        lines = sorted(
+            n.lineno
+            for n in ast.walk(_tree(root, MODEL_RUNNER))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == _EAGER_SYNC[2]
+        )
+    except (OSError, SyntaxError):
+        lines = []
     (unchecked if eager else checked).append(
-        f"{MODEL_RUNNER} _prepare_eager_forward_batch: the only caller of ForwardBatch.prepare_mlp_sync_batch, "
-        "called after ModelRunner's CUDA-graph branch returns (so its reset of batch_size to this rank's "
-        "entry is no link of this fact)" + (f" ({eager})" if eager else "")
+        f"{MODEL_RUNNER}{':' + ','.join(map(str, lines)) if lines else ''} _prepare_eager_forward_batch: the one "
+        "caller of ForwardBatch.prepare_mlp_sync_batch, after ModelRunner's graph branch returns (its own-entry "
+        "batch_size is off the graph path)" + (f" ({eager})" if eager else "")
     )
     unchecked += [
         "sglang/srt/managers/scheduler_components/dp_attn.py all_gather: the gathered counts hold this rank's "
