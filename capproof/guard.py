@@ -183,7 +183,7 @@ def _own_attributes() -> frozenset[str]:
 
 #: dunders both have that answer differently on a symbolic value (its slots' state, capproof's repr); ``__init__`` is left out (``super().__init__()`` is everywhere:
 #: the exception watch sees a symbolic value's own ``__init__`` failing)
-_DIFFERENT_DUNDERS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__"})
+_DIFFERENT_DUNDERS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__", "__repr__", "__dir__", "__sizeof__"})
 
 
 #: what ``tuple``'s own methods read of a vector (a :class:`~capproof.arith.Padded`) when called
@@ -261,6 +261,10 @@ def _slot_objects() -> dict[int, str]:
         "object.__getattribute__, which reads a symbolic value's or a batch stand-in's own attributes past "
         "their guard (an int or a tuple has none of them)"
     )
+    for name in sorted(_SLOT_CALLS | {"__setattr__", "__delattr__", "__class__", "__subclasshook__"}):
+        slot = vars(object).get(name)
+        if slot is not None:
+            out[id(slot)] = f"object.{name}, which sees a symbolic value itself (its real type, size, identity)"
     return out
 
 
@@ -410,6 +414,10 @@ def _identity_is_meaningful(ins, globs: dict) -> bool:
 #: builtin types whose own slots, called directly, see the object itself or test its real type
 _BUILTIN_TYPES = ("object", "int", "bool", "tuple", "complex", "float")
 
+#: attributes that walk the class tree from a type: ``int.__base__`` is ``object``, whose slots
+#: called on a symbolic value see the value itself; ``object.__subclasses__()`` lists capproof's
+_CLASS_TREE = frozenset({"__base__", "__bases__", "__mro__", "mro", "__subclasses__"})
+
 
 _CALLS = frozenset(
     {"CALL", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_KW", "CALL_METHOD"}
@@ -448,10 +456,10 @@ def _installed_file(filename: str) -> bool:
 
 @functools.lru_cache(maxsize=65536)
 def _installed_under(filename: str, cwd: str) -> bool:
-    if any(d in filename for d in _SITE_DIRS):
+    path = os.path.realpath(filename)  # the file itself, not a link's name (an installed package's by name only)
+    if any(d in path for d in _SITE_DIRS):
         return True
-    root = os.path.abspath(cwd) + os.sep
-    path = os.path.abspath(filename)
+    root = os.path.realpath(cwd) + os.sep
     return path.startswith(root) and f"{os.sep}." in os.sep + path[len(root) :]
 
 
@@ -587,6 +595,16 @@ def _interpreter_values() -> dict[int, str]:
     return {id(f): name for name, f in named.items()}
 
 
+def _class_walkers() -> dict[int, str]:
+    """Library functions that hand the model a class's bases or members (``inspect.getmro(int)[-1]``
+    is ``object``; ``inspect.getmembers(bool)`` holds ``object.__dir__``), by id: ``object``'s
+    slots called on a symbolic value see the value itself."""
+    import inspect
+
+    names = ("getmro", "getmembers", "getmembers_static", "classify_class_attrs", "getattr_static")
+    return {id(getattr(inspect, n)): f"inspect.{n}" for n in names if hasattr(inspect, n)}
+
+
 def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
     key = tuple(funcs)
     if key in _TYPE_LOOKUPS:
@@ -602,6 +620,7 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
     getattr_like = _getattr_like()
     slot_objects = _slot_objects()
     interpreter = _interpreter_values()
+    walkers = _class_walkers()
     seen: set = set()
     # (object, whether the project's own code holds it): code held in a container is called as
     # surely as code held directly (a validator table ``CHECKS["plain_int"](k)``, a class attribute
@@ -845,6 +864,30 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                     asking = False
                 if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in ("__getattribute__", "__getattr__"):
                     asking = True  # ``object.__getattribute__(x, "term")``: getattr by another name
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _CLASS_TREE:
+                    note = (
+                        where,
+                        f"reads {ins.argval}, a class's bases or subclasses: object's own slots reached there "
+                        "(object.__sizeof__, its __class__ descriptor) see a symbolic value itself, and capproof's "
+                        "classes are among object's subclasses",
+                    )
+                    if note not in others:
+                        others.append(note)
+                if (
+                    (ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "super" and "super" not in globs)
+                    and not (
+                        index + 1 < len(instructions)
+                        and instructions[index + 1].opname in ("PRECALL", "CALL")
+                        and instructions[index + 1].arg == 0
+                    )
+                ) or (ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_CONST") and ins.argval == "super"):
+                    note = (
+                        where,
+                        "uses super other than as super() with no arguments: super(int, x) binds object's own "
+                        "slots to a symbolic value itself (write super() in a method)",
+                    )
+                    if note not in others:
+                        others.append(note)
                 if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                     name = ins.argval
                     if name in _BUILTIN_TYPES and name not in globs:
@@ -907,6 +950,14 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         )
                         if note not in others:
                             others.append(note)
+                    if id(previous) in walkers and previous is not None:
+                        note = (
+                            where,
+                            f"calls {walkers[id(previous)]}, which hands on a class's bases or members "
+                            "(object's own slots, which see a symbolic value itself)",
+                        )
+                        if note not in others:
+                            others.append(note)
                     if previous is not None and not isinstance(previous, _MODULE):
                         stack.append((previous, own))
                     continue
@@ -937,6 +988,14 @@ def _scan(funcs: tuple) -> tuple[list[str], list[tuple[str, str]], list[tuple[st
                         note = (
                             where,
                             f"names capproof's {internals[id(target)]}, which tells a symbolic value from an int",
+                        )
+                        if note not in others:
+                            others.append(note)
+                    if id(target) in walkers and target is not None:
+                        note = (
+                            where,
+                            f"calls {walkers[id(target)]}, which hands on a class's bases or members "
+                            "(object's own slots, which see a symbolic value itself)",
                         )
                         if note not in others:
                             others.append(note)

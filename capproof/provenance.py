@@ -40,10 +40,15 @@ from ._audit import quiet
 
 __all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_method", "unchanged"]
 
+# Library directories as named (``abspath``) and as the file system resolves them (``realpath``):
+# a file is judged by the path the operating system opens, and a name whose two forms disagree
+# (a symbolic link in or out of a library directory) is not the library's (:func:`genuine`)
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: capproof's directory and Z3's (found without importing Z3: ``import capproof`` does not load it)
 _OWN_DIRS = (_PACKAGE_DIR, *(os.path.join(p, "z3") + os.sep for p in sys.path if p.endswith("-packages")))
+_REAL_STDLIB_DIR = os.path.realpath(_STDLIB_DIR) + os.sep
+_REAL_OWN_DIRS = tuple(os.path.realpath(d) + os.sep for d in _OWN_DIRS)
 
 #: ``{id: code}`` of the code reachable from a library module loaded before :func:`install`
 _REGISTERED: dict[int, types.CodeType] = {}
@@ -62,6 +67,7 @@ _PYTEST_REWRITE: list = [None]
 #: the mutation harness's own directory in the site directories capproof started with (mutmut's
 #: trampolines call into it): trusted as a library's only for files its distribution lists
 _HARNESS_DIRS = tuple(os.path.join(p, "mutmut") + os.sep for p in sys.path if p.endswith("-packages"))
+_REAL_HARNESS_DIRS = tuple(os.path.realpath(d) + os.sep for d in _HARNESS_DIRS)
 #: files whose status changed after this are not the library's: capproof's start, less a second
 #: (file times come from the kernel's coarse clock, which may lag the process's by a tick)
 _START_NS = time.time_ns() - 1_000_000_000
@@ -77,12 +83,27 @@ def library_named(filename: str) -> bool:
     directories capproof started with; an installed package's code is audited as the model's."""
     if not isinstance(filename, str) or filename.startswith("<"):
         return False
-    name = os.path.abspath(filename)
+    return _under_library(os.path.realpath(filename), real=True)
+
+
+def _under_library(name: str, real: bool) -> bool:
+    """Whether the absolute path ``name`` lies in a library directory (``real``: the directories
+    resolved, for a resolved ``name``; else as named)."""
     z3 = sys.modules.get("z3")
-    z3_dir = os.path.dirname(os.path.abspath(z3.__file__)) + os.sep if getattr(z3, "__file__", None) else _PACKAGE_DIR
-    return name.startswith((*_OWN_DIRS, z3_dir, *_HARNESS_DIRS)) or (
-        name.startswith(_STDLIB_DIR) and os.sep + "site-packages" + os.sep not in name
-    )
+    z3_file = getattr(z3, "__file__", None)
+    if real:
+        z3_dir = os.path.dirname(os.path.realpath(z3_file)) + os.sep if z3_file else _REAL_OWN_DIRS[0]
+        dirs, stdlib = (*_REAL_OWN_DIRS, z3_dir, *_REAL_HARNESS_DIRS), _REAL_STDLIB_DIR
+    else:
+        z3_dir = os.path.dirname(os.path.abspath(z3_file)) + os.sep if z3_file else _PACKAGE_DIR
+        dirs, stdlib = (*_OWN_DIRS, z3_dir, *_HARNESS_DIRS), _STDLIB_DIR
+    return name.startswith(dirs) or (name.startswith(stdlib) and os.sep + "site-packages" + os.sep not in name)
+
+
+def _named_as_resolved(filename: str) -> bool:
+    """Whether ``filename`` names a library directory exactly when the file it resolves to lies in
+    one: a symbolic link in a library directory to a model's file (or the other way round) is not."""
+    return _under_library(os.path.abspath(filename), real=False) == library_named(filename)
 
 
 def unchanged(filename: str) -> bool:
@@ -91,12 +112,13 @@ def unchanged(filename: str) -> bool:
     package's files (``*.dist-info/RECORD``), it is listed there with the sha256 its text has.
     False when it cannot be read. A file a spec writes (or rewrites) during the run is not."""
     try:
-        stat = os.stat(filename)
+        real = os.path.realpath(filename)  # the file the operating system opens, judged as itself
+        stat = os.stat(real)
     except (OSError, ValueError, TypeError):
         return False
     if stat.st_ctime_ns >= _START_NS:
         return False
-    return _as_recorded(os.path.abspath(filename), stat)
+    return _as_recorded(real, stat)
 
 
 def _as_recorded(path: str, stat: os.stat_result) -> bool:
@@ -200,9 +222,10 @@ def _file_code(filename: str) -> types.CodeType | None:
     import importlib.util
     import marshal
 
+    real = os.path.realpath(filename)
     try:
-        stat = os.stat(filename)
-        pyc = importlib.util.cache_from_source(filename)
+        stat = os.stat(real)
+        pyc = importlib.util.cache_from_source(real)
         with open(pyc, "rb") as f:
             header = f.read(16)
             if (
@@ -218,7 +241,7 @@ def _file_code(filename: str) -> types.CodeType | None:
     except (OSError, ValueError, EOFError, TypeError, NotImplementedError):
         pass
     try:
-        with open(filename, "rb") as f:
+        with open(real, "rb") as f:
             return compile(f.read(), filename, "exec", dont_inherit=True)
     except (OSError, SyntaxError, ValueError):
         return None
@@ -240,7 +263,7 @@ def _rewritten_codes(filename: str) -> frozenset:
     import ast
 
     try:
-        with open(filename, "rb") as f:
+        with open(os.path.realpath(filename), "rb") as f:
             text = f.read()
         tree = ast.parse(text, filename)
         rewrite(tree, text, filename, None)
@@ -294,12 +317,17 @@ def genuine(code: types.CodeType) -> bool:
     """Whether ``code`` is its file's own code: true when it names no library file
     (:func:`library_named`), or it equals (code equality, nested code included) code compiled
     from that file's installed text (:func:`unchanged`), or it was loaded before capproof; else
-    it is a model's code, however it was executed (by an import, a loader, ``runpy``)."""
+    it is a model's code, however it was executed (by an import, a loader, ``runpy``). A name
+    whose form as written and resolved disagree on being a library's (a symbolic link) is not."""
     entry = _GENUINE.get(id(code))
     if entry is not None and entry[0] is code:
         return entry[1]
     name = code.co_filename
-    if _REGISTERED.get(id(code)) is code or not library_named(name):
+    if _REGISTERED.get(id(code)) is code:
+        known = True
+    elif not _named_as_resolved(name):
+        known = False  # a library's name for another file, or a model's name for a library's file
+    elif not library_named(name):
         known = True
     else:
         own = _OWN.get(name)
@@ -307,7 +335,7 @@ def genuine(code: types.CodeType) -> bool:
             with quiet():
                 own = _OWN[name] = _own_codes(name)
         known = code in own
-        if not known and os.path.abspath(name).startswith(_PACKAGE_DIR) and _PYTEST_REWRITE[0] is not None:
+        if not known and os.path.realpath(name).startswith(_REAL_OWN_DIRS[0]) and _PYTEST_REWRITE[0] is not None:
             key = "pytest:" + name
             rewritten = _OWN.get(key)
             if rewritten is None:

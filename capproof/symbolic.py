@@ -387,6 +387,16 @@ def _raised_by_symbolic_code(error: BaseException, tb) -> bool:
     return not any(e is error for e in _PYTHON_RAISES)
 
 
+def _names_a_symbolic_class(error: BaseException) -> bool:
+    """Whether ``error``'s arguments name capproof's symbolic classes (as C code formats a type's
+    name: ``'SymInt' object has no attribute 'x'``)."""
+    try:
+        args = BaseException.__getattribute__(error, "args")
+    except Exception:  # noqa: BLE001 - an exception without args: nothing named
+        return False
+    return any(isinstance(a, str) and ("SymInt" in a or "SymBool" in a) for a in args)
+
+
 def _watch_exception(frame, event: str, arg):
     if _PENDING_REPRS:
         _settle_reprs(arg[1] if event == "exception" else None)
@@ -417,6 +427,16 @@ def _watch_exception(frame, event: str, arg):
             # a model's ``except`` would take a fallback the ints may not take
             record_misuse(
                 NotConcreteError(f"{text} on a symbolic value at {frame.f_code.co_filename}:{frame.f_lineno}")
+            )
+            _mark_recorded(error)
+        elif _names_a_symbolic_class(error):
+            # C code formatting the value's real type into a message (``object.__setattr__``'s
+            # "'SymInt' object has no attribute"): on the int the message names ``int``
+            record_misuse(
+                NotConcreteError(
+                    f"{type(error).__name__} naming capproof's symbolic class at "
+                    f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                )
             )
             _mark_recorded(error)
     return _watch_exception
@@ -1908,20 +1928,10 @@ class SymInt(metaclass=_SymbolicType):
             return self
         self._unsupported(ndigits, "round() to a negative number of digits")
 
-    def __len__(self):
-        self._unsupported(None, "len()")
-
-    def __iter__(self):
-        self._unsupported(None, "iteration")
-
-    def __getitem__(self, key: object):
-        self._unsupported(key, "[]")
-
-    # (no ``__call__``: an int is not callable, so ``callable(x)`` is False and ``x()`` raises
-    # Python's own TypeError, as on the int it stands for)
-
-    def __contains__(self, item: object):
-        self._unsupported(item, "in")
+    # No ``__len__``, ``__iter__``, ``__getitem__``, ``__contains__`` or ``__call__``: an int has
+    # none, and C code tests for the slot without calling it (``"%s" % x`` asks whether ``x`` is a
+    # mapping, ``callable(x)`` whether it can be called): ``len(x)``, ``x[0]``, ``x()`` raise
+    # Python's own TypeError, as on the int, which the exception watch records as misuse.
 
     def __invert__(self) -> "SymInt":
         """``~x`` = ``-x - 1``."""

@@ -1132,7 +1132,7 @@ DFLASH_QUERY_FULL = Family(
     "min(padded_tokens, max_num_seqs), which the max_num_active_seqs cap does not bound. A finding candidate, "
     "conditional on cudagraph_mode=FULL with DFlash (docs/findings.md).",
     demand_name="query_ids",
-    requires=("dflash", "cudagraph_full"),
+    requires=("dflash", "cudagraph_full", "v1_runner"),
 )
 cover(
     INVENTORY,

@@ -9,6 +9,7 @@ from capproof.cli import main
 from capproof.engines.checkconfig import CheckError
 from capproof.engines.registry import parse_engine
 from capproof.engines.sglang.launch import parse_launch_args
+from capproof.engines.vllm.deployment import v1_runner_possible
 from capproof.engines.vllm.serve import ServeFlagError, human_readable_int, parse_serve_args
 
 GLM_1M_DCP2 = [
@@ -213,6 +214,40 @@ def test_integer_flags_read_as_python_int_reads_them(text):
     assert (
         parse_launch_args(["--model-path", "m", "--max-running-requests", text]).values["max_running_requests"] == 16384
     )
+
+
+@pytest.mark.parametrize(
+    "env, args, v1",
+    [
+        ({}, ["--speculative-config", '{"method": "dflash", "num_speculative_tokens": 15}'], False),
+        (
+            {"VLLM_USE_V2_MODEL_RUNNER": "0"},
+            ["--speculative-config", '{"method": "dflash", "num_speculative_tokens": 15}'],
+            True,
+        ),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, ["--enable-dbo"], False),
+        ({}, ["--enable-dbo"], True),
+        ({}, ["--distributed-executor-backend", "external_launcher", "-pp", "2"], True),
+        ({}, ["--distributed-executor-backend", "external_launcher"], False),
+        ({}, ["--speculative-config", '{"method": "suffix", "num_speculative_tokens": 4}'], True),
+        (
+            {},
+            ["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 4, "parallel_drafting": true}'],
+            True,
+        ),
+        (
+            {},
+            ["--speculative-config", '{"method": "dspark", "num_speculative_tokens": 4, "parallel_drafting": true}'],
+            False,
+        ),
+    ],
+)
+def test_which_model_runner_a_line_may_run(env, args, v1):
+    """vLLM 0.33.0 ``VllmConfig.use_v2_model_runner``: the variable decides when set; unset, V1 runs
+    only for a feature the V2 runner lacks (``_get_v2_model_runner_unsupported_features``)."""
+    cfg = parse_serve_args(args)
+    cfg.env = env
+    assert v1_runner_possible(cfg) is v1
 
 
 def test_flag_forms():

@@ -196,8 +196,9 @@ def test_inventory_obligations_apply_to_their_release_only():
 
 @pytest.mark.slow
 def test_configuration_conditional_findings_apply_only_to_their_configuration():
-    """The DFlash FULL-graph query rows (an expected counterexample) apply only with DFlash and
-    cudagraph_mode FULL; with both, the answer is `will fail` on that buffer."""
+    """The DFlash FULL-graph query rows (an expected counterexample on the V1 runner's path) apply
+    only with DFlash, cudagraph_mode FULL and the V1 model runner: vLLM 0.33.0 runs DFlash on the V2
+    runner unless VLLM_USE_V2_MODEL_RUNNER=0; with all three, the answer is `will fail` on that buffer."""
     argv = [
         "vllm",
         "serve",
@@ -216,19 +217,22 @@ def test_configuration_conditional_findings_apply_only_to_their_configuration():
         "dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids: does not apply to this deployment: it needs "
         "DFlash/DSpark speculative decoding"
     ) in plain
-    dflash = check(
-        "--",
-        *argv,
+    dflash_full = (
         "--speculative-config",
         '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}',
         "-cc",
         '{"cudagraph_mode": "FULL"}',
     )
-    assert dflash.exit_code == 1, dflash.output
+    fails = "FAILS   spec/vllm_0_33_buffers.py::dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids"
+    v2 = check("--", *argv, *dflash_full).output
+    assert fails not in v2
     assert (
-        "FAILS   spec/vllm_0_33_buffers.py::dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids"
-        in dflash.output
-    )
+        "dflash_query_ids_full_graph_mixed__SpecDecodeBaseProposer_input_ids: does not apply to this deployment: "
+        "it needs the V1 model runner"
+    ) in v2
+    dflash = check("--", "VLLM_USE_V2_MODEL_RUNNER=0", *argv, *dflash_full)
+    assert dflash.exit_code == 1, dflash.output
+    assert fails in dflash.output
 
 
 def test_user_capture_sizes_as_vllm_keeps_them():

@@ -316,6 +316,43 @@ def blocks_fit(max_model_len, block_size, width):
     assert r.verdict is Verdict.PROVED and r.restating == [], r.message
 
 
+def test_an_assumption_z3_cannot_separate_from_the_claim_is_listed_as_restating(spec_file, monkeypatch):
+    """The same proof with the restating check's queries starved (a resource limit of 1): Z3 answers
+    unknown, and an unknown answer must not clear the assumption (coverage would count the proof
+    as verified on an assumption nothing showed to say more than the claim)."""
+    import z3
+
+    import capproof.prover as prover
+
+    answers = []
+    original = prover._sat
+
+    def starved(s, extra):
+        s.set("rlimit", 1)
+        s.push()
+        s.add(extra)
+        answers.append(s.check())
+        s.pop()
+        return original(s, extra)
+
+    monkeypatch.setattr(prover, "_sat", starved)
+    _, r = decide(
+        spec_file(
+            HEADER
+            + """
+from capproof import cdiv
+@obligation(domain={"max_model_len": Range(1, 2**20), "block_size": Choice(16, 64), "width": Range(1, 2**17)},
+            assumptions={"width for the longest context": lambda width: width >= 2**16})
+def blocks_fit(max_model_len, block_size, width):
+    return at_most(blocks=cdiv(max_model_len, block_size), width=width)
+"""
+        ),
+        "blocks_fit",
+    )
+    assert answers and all(a == z3.unknown for a in answers), answers
+    assert r.verdict is Verdict.PROVED and r.restating == ["width for the longest context"], r.message
+
+
 # --- models defined inside a spec file are listed (proofs/ links them) -------------------------
 
 SPEC_LOCAL_MODEL = (

@@ -659,6 +659,8 @@ FEATURES = {
     "ultraquant": "the UltraQuant KV cache (--kv-cache-dtype ultraquant_4bit, ROCm)",
     "chunked_local_attention": "chunked local attention (attention_chunk_size in config.json, e.g. Llama 4)",
     "flashinfer_backend": "the FlashInfer attention backend chosen (--attention-backend FLASHINFER)",
+    "v1_runner": "the V1 model runner (the environment turns the V2 runner off, or the line uses a feature "
+    "the V2 runner lacks)",
 }
 
 #: Architectures (and config keys) of hybrid Mamba / linear-attention models, whose SGLang

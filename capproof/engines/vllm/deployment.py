@@ -47,6 +47,7 @@ __all__ = [
     "SUPPORTED_VLLM",
     "SUPPORTED_VLLM_ASCEND",
     "default_block_size",
+    "v1_runner_possible",
 ]
 
 #: Why an obligation that requires a feature the ``vllm serve`` line leaves out does not apply.
@@ -424,6 +425,8 @@ def run_check(
             features.add("adaptive_verification")
     if cfg.cudagraph_mode == "FULL":
         features.add("cudagraph_full")
+    if v1_runner_possible(cfg):
+        features.add("v1_runner")
     if cfg.attention_backend == "FLASHINFER":
         features.add("flashinfer_backend")
     if cfg.cudagraph_capture_sizes or cfg.dp > 1:
@@ -461,6 +464,12 @@ def run_check(
             )
         if flag == "--compilation-config" and cfg.cudagraph_mode == "FULL":
             params = (*params, "feature:cudagraph_full")
+        if flag == "--enforce-eager":
+            params = (*params, "feature:adaptive_verification")
+        if flag in ("--enable-dbo", "--distributed-executor-backend", "--pipeline-parallel-size"):
+            params = (*params, "feature:v1_runner")
+        if flag in ("--speculative-config", "--spec-method", "--spec-model"):
+            params = (*params, "feature:v1_runner")
         if flag == "--attention-backend" and cfg.attention_backend == "FLASHINFER":
             params = (*params, "feature:flashinfer_backend")
         if flag == "--cudagraph-capture-sizes" or flag == "--compilation-config" and cfg.cudagraph_capture_sizes:
@@ -726,6 +735,30 @@ def _adaptive_profiling_runs(cfg: ServeConfig) -> bool:
         and (cfg.cudagraph_mode or "").upper() != "NONE"
         and cfg.dp == 1
         and not v2_off
+    )
+
+
+def v1_runner_possible(cfg: ServeConfig) -> bool:
+    """Whether vLLM 0.33.0 may run this line on the V1 model runner (``VllmConfig.use_v2_model_runner``,
+    ``vllm/config/vllm.py:730-767``, and ``_get_v2_model_runner_unsupported_features`` ``:3053-3087``).
+    ``VLLM_USE_V2_MODEL_RUNNER`` set decides (``bool(int(value))``); unset, V1 runs when the line has
+    a feature the V2 runner lacks: pipeline parallelism under the ``external_launcher`` backend, the
+    ``suffix``/``custom_class`` speculative methods, parallel drafting outside DFlash/DSpark, a
+    draft model (its heterogeneous-vocabulary option is not read: counted as possible), or dual
+    batch overlap (``--enable-dbo``: unsupported while the variable is unset). What forces V2
+    (HiSparse, watermarking) is not read: V1 then counts as possible, so more obligations apply."""
+    given = cfg.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if given is not None:
+        try:
+            return not bool(int(given))
+        except ValueError:
+            return True  # vLLM refuses the value at startup; counted as possible
+    method = cfg.speculative_method if cfg.num_speculative_tokens > 0 else None
+    return bool(
+        (cfg.distributed_executor_backend == "external_launcher" and cfg.pp > 1)
+        or method in ("suffix", "custom_class", "draft_model")
+        or (cfg.parallel_drafting and method not in ("dflash", "dspark"))
+        or cfg.enable_dbo
     )
 
 

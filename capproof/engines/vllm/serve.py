@@ -154,6 +154,11 @@ class ServeConfig:
     adaptive_verification: bool = False
     #: ``--enforce-eager``: no CUDA graph is captured
     enforce_eager: bool = False
+    #: ``--enable-dbo`` (dual batch overlap: micro-batching, which the V2 runner does not run
+    #: unless ``VLLM_USE_V2_MODEL_RUNNER`` is set)
+    enable_dbo: bool = False
+    #: ``--distributed-executor-backend`` as given (None: vLLM selects)
+    distributed_executor_backend: str | None = None
 
     def describe(self) -> str:
         parts = [
@@ -609,6 +614,10 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
             cfg.attention_backend = str(value).strip().upper()
         elif flag == "--enforce-eager":
             cfg.enforce_eager = bool(value)
+        elif flag == "--enable-dbo":
+            cfg.enable_dbo = bool(value)
+        elif flag == "--distributed-executor-backend":
+            cfg.distributed_executor_backend = str(value).strip()
         if flag not in SIZING_FLAGS:
             cfg.ignored.append(flag)
             continue
