@@ -269,9 +269,10 @@ def _slot_objects() -> dict[int, str]:
 
 
 def _inherited_slot(name: str, value: object) -> bool:
-    """Whether a class binds ``name`` to int's or bool's own slot of that name (``__eq__ =
-    int.__eq__`` in an int subclass: int's operator, not a call of it)."""
-    return value is vars(int).get(name) or value is vars(bool).get(name)
+    """Whether a class binds ``name`` to int's, bool's or object's own slot of that name (``__eq__ =
+    int.__eq__`` in an int subclass: int's operator, not a call of it; ``__hash__ = object.__hash__``
+    beside an ``__eq__``: its instances' hash)."""
+    return value is vars(int).get(name) or value is vars(bool).get(name) or value is vars(object).get(name)
 
 
 def _is_method_named(code: types.CodeType, name: str) -> bool:

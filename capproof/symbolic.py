@@ -20,6 +20,7 @@ from __future__ import annotations
 import _thread
 import collections
 import ctypes
+import functools
 import operator
 import os
 import sys
@@ -394,7 +395,9 @@ def _names_a_symbolic_class(error: BaseException) -> bool:
         args = BaseException.__getattribute__(error, "args")
     except Exception:  # noqa: BLE001 - an exception without args: nothing named
         return False
-    return any(isinstance(a, str) and ("SymInt" in a or "SymBool" in a) for a in args)
+    # plain strings only (a message holding the value's repr is a stand-in, read only by its
+    # reader), and the type's name as C quotes it, not the repr ``SymInt(...)``
+    return any(type(a) is str and ("'SymInt'" in a or "'SymBool'" in a) for a in args)
 
 
 def _watch_exception(frame, event: str, arg):
@@ -464,7 +467,48 @@ def _watch_call(frame, event: str, arg):
                     "(an abc __subclasshook__ sees it where an int's is int): it may take a branch the ints do not"
                 )
         return _watch_exception
+    if event == "call" and id(code) in _probing_codes():
+        try:
+            probed = any(_holds_symbolic(v) for v in frame.f_locals.values())
+        except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+            probed = True
+        if probed:
+            _misuse_here(
+                f"the library's {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) asks a symbolic value "
+                "for attributes by a name it was given (a runtime Protocol's members, a format field, pickle's module "
+                "lookup), which may be one capproof's value has and an int lacks"
+            )
     return None
+
+
+def _holds_symbolic(value: object) -> bool:
+    """Whether ``value`` is a symbolic value, or a tuple, list or dict holding one directly."""
+    kind = type(value)
+    if kind is SymInt or kind is SymBool:
+        return True
+    if kind in (tuple, list):
+        return any(type(v) is SymInt or type(v) is SymBool for v in value)
+    if kind is dict:
+        return any(type(v) is SymInt or type(v) is SymBool for v in value.values())
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def _probing_codes() -> frozenset[int]:
+    """Ids of the standard library's functions that ask a value for attributes by names they are
+    given rather than the model's code (typing's runtime ``Protocol`` check, ``string.Formatter``'s
+    field lookup, ``pickle.whichmodule``): called with a symbolic value during a run, misuse. The
+    functions stay alive (module attributes), so the ids stay theirs."""
+    import pickle
+    import string
+    import typing
+
+    funcs = [
+        getattr(getattr(typing, "_ProtocolMeta", None), "__instancecheck__", None),
+        getattr(string.Formatter, "get_field", None),
+        getattr(pickle, "whichmodule", None),
+    ]
+    return frozenset(id(f.__code__) for f in funcs if isinstance(getattr(f, "__code__", None), types.CodeType))
 
 
 def _hidden(value: object) -> bool:

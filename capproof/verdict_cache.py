@@ -194,6 +194,18 @@ class _Walk:
         return made
 
 
+def _keyed_by_module(obj: object) -> bool:
+    """Whether a function or class outside the project is its loaded module's, whose file
+    :func:`library_inputs` keys: the module named by ``__module__`` is in ``sys.modules`` and holds
+    the function's globals (a class: the module is loaded; builtins and C types included)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None:
+        return False
+    if isinstance(obj, types.FunctionType):
+        return obj.__globals__ is getattr(module, "__dict__", None)
+    return True
+
+
 class _Stable(pickle.Pickler):
     """Pickles data by value, and what the project's own code holds (its functions' closures,
     defaults, attributes and code; its classes' attributes, nested classes and methods; its objects'
@@ -223,6 +235,10 @@ class _Stable(pickle.Pickler):
             return None
         if kind is types.FunctionType or isinstance(obj, type):
             if not self._own(obj):
+                if not _keyed_by_module(obj):
+                    # code run from a file without a module left in sys.modules (runpy.run_path,
+                    # exec in a fresh namespace): neither its name nor a module's file keys it
+                    raise pickle.PicklingError(f"{obj.__qualname__} belongs to no loaded module: its code is not keyed")
                 return ("named", getattr(obj, "__module__", None), obj.__qualname__)
             if obj is not self.top:
                 return ("shared", self.walk.shared(obj, lambda: obj))
