@@ -23,7 +23,9 @@ is the model's:
 The model's files are tests/data/linked_payloads/ (in the checkout before the test process
 started, as a spec's own files are before ``capproof prove``). Each model reads "symbolic" on the
 symbolic run only and is false at ``a == 37`` on ints (``lens == [37, 100]``). Brute forced on ints
-by tests/_soundness_harness.py. Each test removes the links it made.
+by tests/_soundness_harness.py. Each test removes the links it made; the links in capproof's package
+directory are not named ``*.py`` (the name's suffix decides nothing), so a test walking capproof's
+modules meanwhile never meets one.
 """
 
 from __future__ import annotations
@@ -65,11 +67,11 @@ DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), len
 def _attempts():
     """(name, links to make as (target, link path), body, false verdict?)"""
     pid = os.getpid()
-    file_link = os.path.join(PACKAGE, f"_adv_linked_probe_{pid}.py")
+    file_link = os.path.join(PACKAGE, f"_adv_linked_probe_{pid}.link")
     z3_dir_link = os.path.join(_z3_dir(), f"_adv_linked_dir_{pid}")
     own_dir_link = os.path.join(PACKAGE, f"_adv_linked_dir_{pid}")
     own_dir_link2 = os.path.join(PACKAGE, f"_adv_linked_elem_dir_{pid}")
-    hard_link = os.path.join(PACKAGE, f"_adv_hard_linked_probe_{pid}.py")
+    hard_link = os.path.join(PACKAGE, f"_adv_hard_linked_probe_{pid}.link")
     harness = os.path.join(os.path.dirname(_z3_dir()), "mutmut")
     inner = os.path.join(PAYLOADS, "inner")
     return [
@@ -146,7 +148,7 @@ def test_the_batched_runner_does_not_prove_code_reached_through_a_link(spec_file
     from capproof.runner import run
 
     links = [
-        ("symlink", os.path.join(PAYLOADS, "probe.py"), os.path.join(PACKAGE, f"_adv_batch_probe_{os.getpid()}.py")),
+        ("symlink", os.path.join(PAYLOADS, "probe.py"), os.path.join(PACKAGE, f"_adv_batch_probe_{os.getpid()}.link")),
         ("symlink", os.path.join(PAYLOADS, "inner"), os.path.join(_z3_dir(), f"_adv_batch_dir_{os.getpid()}")),
     ]
     body = (
@@ -171,7 +173,7 @@ def test_the_batched_runner_does_not_prove_code_reached_through_a_link(spec_file
 
 
 def test_check_config_is_not_safe_through_a_link(tmp_path):
-    link = os.path.join(PACKAGE, f"_adv_cc_probe_{os.getpid()}.py")
+    link = os.path.join(PACKAGE, f"_adv_cc_probe_{os.getpid()}.link")
     links = [("symlink", os.path.join(PAYLOADS, "probe.py"), link)]
     claim = (
         '@obligation(domain={"max_model_len": Range(1, 16384), "num_reqs": Range(1, 100)},\n'
@@ -193,7 +195,7 @@ def test_check_config_is_not_safe_through_a_link(tmp_path):
 
 
 def test_bound_is_not_sufficient_through_a_link(tmp_path):
-    link = os.path.join(PACKAGE, f"_adv_bd_probe_{os.getpid()}.py")
+    link = os.path.join(PACKAGE, f"_adv_bd_probe_{os.getpid()}.link")
     links = [("symlink", os.path.join(PAYLOADS, "probe.py"), link)]
     claim = (
         '@obligation(domain={"num_reqs": Range(1, 100)})\ndef slots_fit(num_reqs):\n    sym = probe(num_reqs)\n'
@@ -221,7 +223,7 @@ def test_a_counterexample_through_a_link_fails_on_a_plain_call(spec_file):
     from capproof import Options, Verdict
     from capproof.prover import prove_obligation
 
-    link = os.path.join(PACKAGE, f"_adv_linked_inside_{os.getpid()}.py")
+    link = os.path.join(PACKAGE, f"_adv_linked_inside_{os.getpid()}.link")
     links = [("symlink", os.path.join(PAYLOADS, "inside.py"), link)]
     body = (
         _read()
