@@ -382,7 +382,7 @@ def capture_path(root: str) -> dict:
 
     term, notes = run_paths(run, assume, budget=4096)
     s = z3.Solver()
-    s.set("timeout", 60000)
+    s.set("rlimit", 500_000_000)  # deterministic: never a wall-clock timeout (load must not change the answer)
     s.add(*assume, term > z3.Int("max_cudagraph_capture_size"))
     verdict = s.check()
     return _path(

@@ -90,14 +90,15 @@ def _path(site: str, sets: str, how: str, result: str, why: str = "") -> dict:
 # 1. Capture sizes (AST)
 
 
-def _exceeds(assume: list, term, bound, timeout_ms: int | None = None) -> tuple:
+def _exceeds(assume: list, term, bound, rlimit: int | None = None) -> tuple:
     """Z3's answer to "can ``term`` exceed ``bound`` under ``assume``" (unsat: it cannot) and the
-    solver, whose model shows the values where it is sat."""
+    solver, whose model shows the values where it is sat. ``rlimit``: Z3's deterministic resource
+    budget (never a wall-clock timeout: the answer must not depend on the machine's load)."""
     import z3
 
     s = z3.Solver()
-    if timeout_ms is not None:
-        s.set("timeout", timeout_ms)
+    if rlimit is not None:
+        s.set("rlimit", rlimit)
     s.add(*assume)
     s.add(term > bound)
     return s.check(), s
@@ -1009,7 +1010,7 @@ def _pcp_count(root: str) -> dict:
         term, _ = run_paths(run, assume, budget=512)
     except RuntimeError as exc:
         return _path(rel, "PCP's rank-local token count", "executed", "not checked", f"run failed: {exc}")
-    verdict, _ = _exceeds(assume, term, q, timeout_ms=20000)
+    verdict, _ = _exceeds(assume, term, q, rlimit=200_000_000)
     fn = function_def(root, rel, "get_num_tokens_for_dispatch", "PCPManager")
     body = source_text(fn.body[-1]) if fn is not None else ""
     shape = body == (
