@@ -14,7 +14,9 @@ run that the ints never take. Below:
 - the slot called in the model, by ``dict.get`` with keys built by ``str.join``, found by a
   comprehension over the dictionaries' items, in a thread pool, called by C (``map``), with
   ``object`` reached from ``type``'s own ``__dict__['__mro__']`` getter; as an aggregate element
-  and as an induction fold step ("proved [batches <= N]");
+  and as an induction fold step ("proved [batches <= N]"); the real type from ``object``'s
+  ``__class__`` descriptor and its name from ``type``'s own ``__name__`` descriptor (fetched the same
+  way: the metaclass's attribute guard is not asked);
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient) through the same route;
 - passing: the slot read as an attribute of ``object`` fetched the same way (the attribute-name
@@ -42,10 +44,7 @@ OPEN = pytest.mark.xfail(
 )
 
 SLOT = (
-    "import builtins\n\n\n"
-    "def _slot(name):\n"
-    "    o = builtins.__dict__['obj' + 'ect']\n"
-    "    return o.__dict__[name]\n\n\n"
+    "import builtins\n\n\ndef _slot(name):\n    o = builtins.__dict__['obj' + 'ect']\n    return o.__dict__[name]\n\n\n"
 )
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -125,12 +124,29 @@ ATTEMPTS = [
         marks=OPEN,
     ),
     pytest.param(
+        "real-type-by-objects-class-getset-its-name-by-types-name-getset",
+        "import builtins\n\n\n"
+        + A
+        + "    o = builtins.__dict__['obj' + 'ect']\n"
+        + "    t = o.__dict__['__cla' + 'ss__'].__get__(a)\n"
+        + "    nm = (1).__class__.__class__.__dict__['__na' + 'me__'].__get__(t)\n"
+        + "    sym = nm != 'int'\n"
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
         "object-fetched-by-computed-key-slot-read-as-attribute",
-        "import builtins\n\nOBJ = builtins.__dict__['obj' + 'ect']\n\n\n" + A + "    sym = OBJ.__sizeof__(a) != 28\n" + TAIL,
+        "import builtins\n\nOBJ = builtins.__dict__['obj' + 'ect']\n\n\n"
+        + A
+        + "    sym = OBJ.__sizeof__(a) != 28\n"
+        + TAIL,
     ),
     pytest.param(
         "object-sizeof-fetched-by-key-held-at-load",
-        "import builtins\n\nSZ = vars(builtins)['object'].__dict__['__sizeof__']\n\n\n" + A + "    sym = SZ(a) != 28\n" + TAIL,
+        "import builtins\n\nSZ = vars(builtins)['object'].__dict__['__sizeof__']\n\n\n"
+        + A
+        + "    sym = SZ(a) != 28\n"
+        + TAIL,
     ),
     pytest.param(
         "objects-class-descriptor-by-computed-key-compared",
