@@ -38,7 +38,15 @@ import types
 
 from ._audit import quiet
 
-__all__ = ["install", "library_named", "genuine", "trusted_filename", "dataclass_method", "unchanged"]
+__all__ = [
+    "install",
+    "library_named",
+    "genuine",
+    "trusted_filename",
+    "dataclass_method",
+    "unchanged",
+    "read_loaded_files",
+]
 
 # Library directories as named (``abspath``) and as the file system resolves them (``realpath``):
 # a file is judged by the path the operating system opens, and a name whose two forms disagree
@@ -56,6 +64,10 @@ _REGISTERED: dict[int, types.CodeType] = {}
 _PRELOADED: set[str] = set()
 #: ``{file: its installed code objects}`` (``"pytest:" + file``: as pytest's assertion rewriting makes them)
 _OWN: dict[str, frozenset] = {}
+#: ``{key of _OWN: pid}``: the process that read the entry, or found the file still unchanged since
+_OWN_PID: dict[str, int] = {}
+#: the module files :func:`read_loaded_files` has looked at (read, or found not a library's)
+_LOOKED_AT: set[str] = set()
 #: ``{id: (code, genuine?)}``: :func:`genuine`'s answers (the code kept, so an id is never reused)
 _GENUINE: dict[int, tuple[types.CodeType, bool]] = {}
 _STATE = [False]  # [installed]
@@ -330,20 +342,66 @@ def genuine(code: types.CodeType) -> bool:
     elif not library_named(name):
         known = True
     else:
-        own = _OWN.get(name)
-        if own is None:
-            with quiet():
-                own = _OWN[name] = _own_codes(name)
-        known = code in own
+        known = code in _installed(name, name, _own_codes)
         if not known and os.path.realpath(name).startswith(_REAL_OWN_DIRS[0]) and _PYTEST_REWRITE[0] is not None:
-            key = "pytest:" + name
-            rewritten = _OWN.get(key)
-            if rewritten is None:
-                with quiet():
-                    rewritten = _OWN[key] = _rewritten_codes(name)
-            known = code in rewritten
+            known = code in _installed("pytest:" + name, name, _rewritten_codes)
     _GENUINE[id(code)] = (code, known)
     return known
+
+
+def _installed(key: str, filename: str, read) -> frozenset:
+    """``_OWN[key]``: ``read(filename)``, once per file per process. An entry this process
+    inherited (read before a fork: :func:`read_loaded_files`) holds only while the file is still
+    :func:`unchanged`, checked on its first use here: a file changed after capproof started is
+    not the library's, whenever that was."""
+    own = _OWN.get(key)
+    pid = os.getpid()
+    if own is None:
+        with quiet():
+            own = _OWN[key] = read(filename)
+        _OWN_PID[key] = pid
+    elif _OWN_PID.get(key) != pid:
+        with quiet():
+            if not unchanged(filename):
+                own = _OWN[key] = frozenset()
+        _OWN_PID[key] = pid
+    return own
+
+
+def read_loaded_files() -> None:
+    """Read now what :func:`genuine` compares with for every library-named ``.py`` file a loaded
+    module names (its installed code; in a pytest process, also pytest's rewriting of capproof's
+    files that pytest rewrote and that hold an ``assert``), so that processes forked from this one
+    start with it rather than each reading the same files again (the runner calls this before it
+    forks). Files already read are skipped; the answers are those reading on first use gives, and
+    a forked process still checks each inherited file is :func:`unchanged` before using it."""
+    rewriter = _PYTEST_REWRITE[0] is not None
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if not isinstance(name, str) or name in _LOOKED_AT or not name.endswith(".py"):
+            continue
+        _LOOKED_AT.add(name)
+        if not library_named(name) or not _named_as_resolved(name):
+            continue  # (not the library's: genuine reads nothing for it)
+        _installed(name, name, _own_codes)
+        loader = getattr(module, "__loader__", None)
+        if (
+            rewriter
+            and os.path.realpath(name).startswith(_REAL_OWN_DIRS[0])
+            and type(loader).__name__ == "AssertionRewritingHook"
+            and _has_assert(name)
+        ):
+            _installed("pytest:" + name, name, _rewritten_codes)
+
+
+def _has_assert(filename: str) -> bool:
+    """Whether ``filename``'s text has the word ``assert`` (else pytest's rewriting leaves every
+    function's code as compiling the text makes it, and only the module's own code differs)."""
+    try:
+        with quiet(), open(filename, "rb") as f:
+            return b"assert" in f.read()
+    except OSError:
+        return False
 
 
 def trusted_filename(code: types.CodeType) -> str:

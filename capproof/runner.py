@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 from .contracts import check_contract
 from .loader import LoadError, load, load_file
 from .obligation import Contract, Obligation
-from .provenance import trusted_filename
+from .provenance import read_loaded_files, trusted_filename
 from .prover import prove_obligation
 from .verdict import EXIT_MISMATCH, EXIT_OK, EXIT_UNDECIDED, ContractResult, ObligationResult, Options, Verdict
 from .verdict_cache import MODULE_DUNDERS
@@ -2027,6 +2027,9 @@ def _run_isolated(
     # each process (nothing below changes it: this loop only starts processes and collects results)
     if order:  # (a run answered from the caches starts none)
         _import_what_the_second_opinion_seeds()
+        # the installed code of the library files the items' processes compare code with (the
+        # library-code check): read once here, not again in each forked process
+        read_loaded_files()
     before = None
     alone: set[int] = set()
     forked: frozenset[int] = frozenset()

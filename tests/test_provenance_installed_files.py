@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import time
 
 import z3
 
@@ -85,3 +86,49 @@ def test_a_file_name_under_a_harness_directory_elsewhere_is_not_a_librarys():
     """The mutation harness's directory is trusted only in the site directories capproof started
     with; the same name anywhere else is a model's file."""
     assert not provenance.library_named("/tmp/adv/site-packages/mutmut/probe.py")
+
+
+def _in_a_fork(check) -> bool:
+    """``check()`` in a forked process (as the runner's item processes are): its answer."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = check()
+        finally:
+            os._exit(0 if ok else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def test_code_read_before_a_fork_is_trusted_there_only_while_its_file_is_unchanged(tmp_path, monkeypatch):
+    """The runner reads the library files' code before it forks (``read_loaded_files``); a forked
+    process checks on first use that each file it inherited is still as installed, so a file
+    changed after the fork (by a model, say) is not the library's there."""
+    path = tmp_path / "helper.py"
+    path.write_text("def probe(a):\n    return a\n")
+    time.sleep(0.05)  # (file times come from a coarse clock)
+    monkeypatch.setattr(provenance, "_START_NS", time.time_ns())
+    time.sleep(0.05)
+    name = str(path)
+    try:
+        read = provenance._installed(name, name, provenance._own_codes)
+        assert read and read == provenance._own_codes(name)
+
+        def changed() -> bool:
+            path.write_text("def probe(a):\n    return type(a) is not int\n")
+            return provenance._installed(name, name, provenance._own_codes) == frozenset()
+
+        assert _in_a_fork(lambda: provenance._installed(name, name, provenance._own_codes) == read)
+        assert _in_a_fork(changed)
+    finally:
+        provenance._OWN.pop(name, None)
+        provenance._OWN_PID.pop(name, None)
+
+
+def test_the_loaded_library_files_are_read_before_a_fork_as_on_first_use():
+    provenance.read_loaded_files()
+    some = [m.__file__ for m in (os, z3, provenance) if m.__file__ in provenance._OWN]
+    assert len(some) == 3
+    for name in some:
+        assert provenance._OWN[name] == provenance._own_codes(name)
+    assert provenance._OWN[provenance.__file__]  # capproof's own file, as installed

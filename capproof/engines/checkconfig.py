@@ -1011,6 +1011,9 @@ def _decide_plain(tasks: list[tuple[Obligation, Options]], jobs: int) -> list[Ob
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [_decide_one(task) for task in tasks]
+    from ..provenance import read_loaded_files
+
+    read_loaded_files()  # (the library code each worker compares code with: read once, before the fork)
     _TASKS[:] = tasks
     try:
         results: list[ObligationResult | None] = [None] * len(tasks)
