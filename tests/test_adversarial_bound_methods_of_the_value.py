@@ -95,6 +95,14 @@ ATTEMPTS = [
         + "    return at_most(demand=acc, capacity=0)\n",
         marks=OPEN,
     ),
+    pytest.param(
+        "bool-method-func-of-a-symbolic-bool", _try("(a == 37).__bool__.__func__\n        sym = True"), marks=OPEN
+    ),
+    pytest.param(
+        "numerator-bit-length-qualname",
+        A + "    sym = a.numerator.bit_length.__qualname__ != 'int.bit_length'\n" + TAIL,
+        marks=OPEN,
+    ),
     pytest.param("bit-length-module", A + "    sym = a.bit_length.__module__ is not None\n" + TAIL),
     pytest.param("add-qualname-read-directly", A + "    sym = a.__add__.__qualname__ != 'int.__add__'\n" + TAIL),
     pytest.param("index-self-is-the-value", A + "    sym = a.__index__.__self__ is a\n" + TAIL),

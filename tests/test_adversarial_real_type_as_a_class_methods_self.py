@@ -76,6 +76,11 @@ ATTEMPTS = [
         marks=OPEN,
     ),
     pytest.param(
+        "a-symbolic-bools-real-type-is-no-int-subclass",
+        A + "    sym = not issubclass((a == 37).__init_subclass__.__self__, int)\n" + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
         "types-dict-of-init-subclass-self",
         A + "    sym = 'term' in a.__init_subclass__.__self__.__dict__\n" + TAIL,
     ),

@@ -75,6 +75,7 @@ ATTEMPTS = [
         + "    return at_most(demand=total(select(all_of(x == 37, not _has_term(x)), 1, 0) for x in lens), capacity=0)\n",
         marks=OPEN,
     ),
+    pytest.param("format-field-term-of-a-symbolic-bool", _probe("'{0.term}'.format(a == 37)"), marks=OPEN),
     pytest.param("format-field-slots-missing-on-both", _probe("'{0.__slots__}'.format(a)")),
     pytest.param("format-field-var", _probe("'{0.var}'.format(a)")),
     pytest.param("format-field-index", _probe("'{0[0]}'.format(a)", "TypeError")),
