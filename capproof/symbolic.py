@@ -2692,6 +2692,11 @@ def explore(
     return Exploration(paths, complete=not pending, unexplored=len(pending), budget=budget)
 
 
+# Python makes a class's ``__annotations__`` on its first read (``typing``'s Protocol check reads
+# it on every class of an MRO): made here, so that read changes nothing checked below
+for _cls in (SymInt, SymBool):
+    _cls.__annotations__ = {}
+del _cls
 _CLASS_BINDINGS = [(cls, dict(vars(cls))) for cls in (SymInt, SymBool)]
 
 

@@ -29,6 +29,17 @@ from capproof.runner import run
 HEADER = "from capproof import Range, obligation\n"
 
 
+@pytest.fixture(autouse=True)
+def _forget_spec_modules():
+    """The spec modules these tests import stay out of ``sys.modules`` afterwards: a later test's
+    runner reaches every module through ``sys`` and would meet their generators and memos."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("capproof_spec."):
+            del sys.modules[name]
+
+
 def _pair(setup: str, leave: str, seen: str) -> str:
     return (
         HEADER

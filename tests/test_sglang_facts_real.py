@@ -48,20 +48,26 @@ def test_flashattention_sites_left_are_the_tbo_prefill_and_multi_layer_eagle_one
 
 
 def test_dp_gather_fact_checks_its_links_and_leaves_the_gather():
-    """The DP-gather fact: SGLang's ``spec_scale_global_num_tokens`` run on symbolic counts,
-    ``prepare_mlp_sync_batch``'s own-entry batch read; the scheduler's all-gather and the draft
-    width left, so the fact stays assumed."""
-    from capproof.engines.sglang.demand import RUNNER, dp_gather_fact
+    """The DP-gather fact: SGLang's ``spec_scale_global_num_tokens`` run on symbolic counts, the
+    counts ``init_mlp_sync_metadata`` stores read, and ``prepare_mlp_sync_batch`` (whose own-entry
+    ``batch_size`` is no link) found off the CUDA-graph path; the scheduler's all-gather and the
+    draft width left, so the fact stays assumed."""
+    from capproof.engines.sglang.demand import EXTEND, RUNNER, dp_gather_fact, eager_only_sync
     from capproof.engines.sglang.trace import activate
 
     root = _sglang_root()
     activate(root)
-    fact = dp_gather_fact(root, RUNNER)
-    paths = fact["paths"]
-    assert not fact["checked"]
-    assert any("spec_scale_global_num_tokens" in p for p in paths["checked (executed)"])
-    assert any("prepare_mlp_sync_batch" in p for p in paths["checked (ast)"])
-    assert any("all_gather" in p for p in paths["not checked"])
+    assert eager_only_sync(root) == ""
+    for file in (RUNNER, EXTEND):
+        fact = dp_gather_fact(root, file)
+        paths = fact["paths"]
+        assert not fact["checked"]
+        assert any("spec_scale_global_num_tokens" in p for p in paths["checked (executed)"])
+        assert any("init_mlp_sync_metadata" in p for p in paths["checked (ast)"])
+        assert any("_prepare_eager_forward_batch" in p for p in paths["checked (ast)"])
+        assert not any("own entry" in p for p in paths["checked (ast)"])
+        assert any("all_gather" in p for p in paths["not checked"])
+        assert any("can_run_graph" in p for p in paths["not checked"])
 
 
 def test_two_batch_overlap_replay_split_keeps_children_within_the_parent():

@@ -247,46 +247,128 @@ def _spec_scale_checked() -> str:
         return f"spec_scale_global_num_tokens did not run: {type(exc).__name__}: {exc}"[:200]
 
 
+MODEL_RUNNER = "sglang/srt/model_executor/model_runner.py"
+#: the forms ``ForwardBatch.init_mlp_sync_metadata`` gives the counts a graph runner's ``max`` reads
+_INIT_SCALED = (
+    "global_num_tokens,global_num_tokens_for_logprob=spec_scale_global_num_tokens(self.spec_info,"
+    "global_num_tokens_source,global_num_tokens_for_logprob_source)"
+)
+_INIT_STORE = "self.global_num_tokens_cpu=global_num_tokens"
+#: the one method allowed to call ``ForwardBatch.prepare_mlp_sync_batch`` (file, class, method)
+_EAGER_SYNC = (MODEL_RUNNER, "ModelRunner", "_prepare_eager_forward_batch")
+
+
+def _returns_after_execute(stmt) -> bool:
+    """``stmt`` is an ``if`` whose body calls ``.execute(`` and ends in ``return``."""
+    return (
+        isinstance(stmt, ast.If)
+        and bool(stmt.body)
+        and isinstance(stmt.body[-1], ast.Return)
+        and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "execute"
+            for b in stmt.body
+            for n in ast.walk(b)
+        )
+    )
+
+
+def eager_only_sync(root: str) -> str:
+    """Empty when ``ForwardBatch.prepare_mlp_sync_batch`` (whose decode-family branches reset
+    ``batch_size`` from the gathered counts) is off every CUDA-graph runner's path, read in SGLang's
+    source (AST): every call of ``.prepare_mlp_sync_batch(`` in ``sglang/srt`` (``hardware_backend/``
+    left out) is ``ModelRunner._prepare_eager_forward_batch``'s or the scheduler DP adapter's call of
+    its own method (``self.`` in a class defining it), and every call of
+    ``_prepare_eager_forward_batch`` follows, in its statement list, an ``if`` that calls
+    ``.execute(`` and returns (the graph branch). Else the first exception found."""
+    srt = os.path.join(root, "sglang", "srt")
+    eager_calls = []
+    for dirpath, _, files in os.walk(srt):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir.startswith(os.path.join("sglang", "srt", "hardware_backend")):
+            continue
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if "prepare_mlp_sync_batch" not in text and "_prepare_eager_forward_batch" not in text:
+                continue
+            rel = os.path.relpath(path, root)
+            tree = ast.parse(text)
+            for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+                own = {i.name for i in cls.body if isinstance(i, ast.FunctionDef)}
+                for fn in [i for i in cls.body if isinstance(i, ast.FunctionDef)]:
+                    for node in ast.walk(fn):
+                        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                            continue
+                        attr, recv = node.func.attr, src(node.func.value)
+                        if attr == "prepare_mlp_sync_batch":
+                            if recv == "self" and "prepare_mlp_sync_batch" in own and cls.name != "ForwardBatch":
+                                continue
+                            if (rel, cls.name, fn.name) != _EAGER_SYNC:
+                                return f"{rel}:{node.lineno} {cls.name}.{fn.name} calls {recv}.prepare_mlp_sync_batch"
+                        elif attr == "_prepare_eager_forward_batch":
+                            eager_calls.append((rel, fn, node))
+    if not eager_calls:
+        return "no call of _prepare_eager_forward_batch found"
+    for rel, fn, call in eager_calls:
+        if not _after_graph_branch(fn, call):
+            return f"{rel}:{call.lineno} {fn.name}: _prepare_eager_forward_batch not after a returning graph branch"
+    return ""
+
+
+def _after_graph_branch(fn, call) -> bool:
+    """``call`` is (in) a statement preceded, in the same statement list, by an ``if`` that calls
+    ``.execute(`` and returns."""
+    for node in ast.walk(fn):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if not isinstance(stmts, list):
+                continue
+            for i, stmt in enumerate(stmts):
+                if isinstance(stmt, ast.stmt) and any(n is call for n in ast.walk(stmt)):
+                    if any(_returns_after_execute(s) for s in stmts[:i]):
+                        return True
+    return False
+
+
 def dp_gather_fact(root: str, file: str) -> dict:
     """Under DP gather the runner pads the largest batch over the DP ranks, ``max_batch_size =
-    max(forward_batch.global_num_tokens_cpu) // captured_req_width``; this rank's raw batch is at
-    most it when its own batch is among the gathered counts. The links read or run here, and the
-    ones not checked:
+    max(forward_batch.global_num_tokens_cpu) // captured_req_width``; this rank's raw batch
+    ``forward_batch.batch_size`` is at most it when its own batch is among the gathered counts. The
+    links read or run here, and the ones not checked:
 
     - checked (AST): the runner's ``max_batch_size`` is that quotient (:data:`_BINDINGS`);
-    - checked (AST): ``ForwardBatch.prepare_mlp_sync_batch`` sets ``global_num_tokens_cpu`` to the
-      padded counts and, on its speculative decode-family branches, ``batch_size = num_tokens //
-      spec_info.num_tokens_per_req`` with ``num_tokens`` this rank's entry of those counts
-      (``global_num_tokens[dp_slot_in(global_num_tokens)]``), so there ``raw_bs <= max // width``
-      when the width is the runner's;
+    - checked (AST): ``ForwardBatch.init_mlp_sync_metadata`` (the batch's construction) sets
+      ``global_num_tokens_cpu`` to the gathered source scaled by ``spec_scale_global_num_tokens``;
     - checked (executed): ``spec_scale_global_num_tokens`` scales every gathered count by the
       batch's ``num_tokens_per_req`` (run on symbolic counts);
-    - not checked: that the gathered counts hold this rank's own batch at its slot (the scheduler's
-      all-gather, ``managers/scheduler_components/dp_attn.py``: distributed, not run), that the
-      batch's ``num_tokens_per_req`` is the runner's ``captured_req_width`` (``can_run_graph``
-      admits an unset width), and the branches of ``prepare_mlp_sync_batch`` that keep the raw
-      batch (hybrid-SSM verify, a dummy extend) or batches that do not pass through it."""
-    checked, unchecked = [], []
+    - checked (AST, :func:`eager_only_sync`): ``ForwardBatch.prepare_mlp_sync_batch``, which resets
+      ``batch_size`` to this rank's entry of the counts, runs only on the eager path, so a graph
+      runner reads the batch size and counts the construction gave (that reset is no link of this
+      fact);
+    - not checked: that the gathered source holds this rank's batch size at its slot and the batch
+      keeps that size until the runner reads it (the scheduler's all-gather,
+      ``managers/scheduler_components/dp_attn.py``: distributed, not run), that the batch's
+      ``num_tokens_per_req`` is the runner's ``captured_req_width`` (``can_run_graph`` admits an
+      unset width), and the counts ``init_mlp_sync_metadata`` leaves unscaled (DP spec/prefill
+      coordination applied, or no ``spec_info``)."""
+    checked, executed, unchecked = [], [], []
     try:
-        fb = _tree(root, FORWARD_BATCH)
-        prep = _method(fb, "ForwardBatch", "prepare_mlp_sync_batch")
+        init = _method(_tree(root, FORWARD_BATCH), "ForwardBatch", "init_mlp_sync_metadata")
     except (OSError, SyntaxError):
-        prep = None
-    stmts = {src(n): n.lineno for n in ast.walk(prep) if isinstance(n, ast.Assign)} if prep else {}
-    need = (
-        "num_tokens=global_num_tokens[dp_slot_in(global_num_tokens)]",
-        "self.global_num_tokens_cpu=global_num_tokens",
-        "bs=self.batch_size=num_tokens//self.spec_info.num_tokens_per_req",
-    )
-    if all(x in stmts for x in need):
+        init = None
+    stmts = {src(n): n.lineno for n in ast.walk(init) if isinstance(n, ast.Assign)} if init else {}
+    if _INIT_SCALED in stmts and _INIT_STORE in stmts:
         checked.append(
-            f"{FORWARD_BATCH}:{','.join(str(stmts[x]) for x in need)} prepare_mlp_sync_batch: this rank's batch "
-            "is its own entry of global_num_tokens_cpu // num_tokens_per_req on the speculative decode branches"
+            f"{FORWARD_BATCH}:{stmts[_INIT_SCALED]},{stmts[_INIT_STORE]} init_mlp_sync_metadata: global_num_tokens_cpu "
+            "is the gathered source times the batch's width"
         )
     else:
-        unchecked.append(f"{FORWARD_BATCH} prepare_mlp_sync_batch: its own-entry batch not found as read")
+        unchecked.append(f"{FORWARD_BATCH} init_mlp_sync_metadata: the scaled counts not found as read")
     scale = _spec_scale_checked()
-    (unchecked if scale else checked).append(
+    (unchecked if scale else executed).append(
         f"{SPEC_INFO} spec_scale_global_num_tokens: every gathered count times num_tokens_per_req"
         + (f" ({scale})" if scale else "")
     )
@@ -294,20 +376,35 @@ def dp_gather_fact(root: str, file: str) -> dict:
         f"{file} execute: max_batch_size = max(forward_batch.global_num_tokens_cpu) // captured_req_width "
         "(every binding, ast)"
     )
+    eager = eager_only_sync(root)
+    try:
+        lines = sorted(
+            n.lineno
+            for n in ast.walk(_tree(root, MODEL_RUNNER))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == _EAGER_SYNC[2]
+        )
+    except (OSError, SyntaxError):
+        lines = []
+    (unchecked if eager else checked).append(
+        f"{MODEL_RUNNER}{':' + ','.join(map(str, lines)) if lines else ''} _prepare_eager_forward_batch: the one "
+        "caller of ForwardBatch.prepare_mlp_sync_batch, after ModelRunner's graph branch returns (its own-entry "
+        "batch_size is off the graph path)" + (f" ({eager})" if eager else "")
+    )
     unchecked += [
         "sglang/srt/managers/scheduler_components/dp_attn.py all_gather: the gathered counts hold this rank's "
-        "own batch at its DP slot (distributed exchange, not run)",
+        "batch size at its DP slot, and the batch keeps that size until the runner reads it (distributed "
+        "exchange, not run)",
         f"{file} can_run_graph: the draft batch's num_tokens_per_req is captured_req_width (an unset width 0 "
         "is admitted)",
-        f"{FORWARD_BATCH} prepare_mlp_sync_batch: the hybrid-SSM verify and dummy-extend branches keep the raw "
-        "batch; batches that skip it",
+        f"{FORWARD_BATCH} init_mlp_sync_metadata: the counts left unscaled (DP spec/prefill coordination "
+        "applied, or no spec_info)",
     ]
     return {
         "fact": "raw_bs <= max_batch_size (under DP gather: this rank's batch is among the gathered counts)",
         "checked": False,
         "paths": {
-            "checked (ast)": [c for c in checked if "spec_scale" not in c],
-            "checked (executed)": [c for c in checked if "spec_scale" in c],
+            "checked (ast)": checked,
+            "checked (executed)": executed,
             "not checked": unchecked,
         },
     }

@@ -33,6 +33,11 @@ Derived in vLLM 0.33.0 (each function below cites what it runs):
   access the inventory recorded for it is a slice whose stop is bound (AST, through assignments,
   parameters at every call site in the file, closures) to the step's request count, an index the
   engine asserts below ``max_num_reqs``, or a whole-buffer operation (:func:`request_rows_accesses`).
+  Also judged: an in-file ``for i in range(n)`` index with ``n`` such a count; an access of another
+  object's non-tensor field of the same name (:func:`_other_object`: not the buffer); in other files,
+  reads through an ``InputBatch`` parameter (its ``num_reqs``, ``len(req_ids)``, ``req_id_to_index``
+  values, loop indexes over them, :mod:`.batch_reads`) and the runner's
+  ``np.repeat(self.arange_np[:n], ...)`` index arrays (:func:`_arange_values`).
 
 What is not run is said in ``facts``: a fact with ``checked: false`` is **assumed**, with the
 paths it was not checked on; ``capproof coverage`` lists it.
@@ -48,6 +53,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from ...symbolic import SymInt
+from ..tracing.accesses import parent_map
 from ..tracing.derive import all_paths as _paths
 from ..tracing.derive import function as _function
 from ..tracing.derive import src as _src
@@ -1003,6 +1009,112 @@ def _req_ids_bounded(rt) -> str | None:
     return f"len(_req_ids) <= max_num_reqs: appended only at {rt.file}:{','.join(map(str, lines))} under req_index == len(_req_ids)"
 
 
+#: Annotation words of a field that may hold a tensor (such a field is never judged another object's).
+_TENSOR_WORDS = ("Tensor", "ndarray", "CpuGpuBuffer", "Any", "object", "Buffer")
+
+
+def _other_object(root: str, rt, entry, line: int) -> str | None:
+    """Why every ``<x>.<attribute>`` on ``line`` of the allocating file is another object's
+    attribute of the same name (the access reader matches the name only), or None: each receiver is
+    a parameter ``p`` of the enclosing function, never rebound, annotated with a class ``C`` other
+    than the owner, found in this file or imported ``from m import C`` from a file of ``vllm/``, whose
+    body declares ``<attribute>: T`` with ``T`` naming no tensor type (``dict[str, int]``, say): such
+    a field never holds the buffer. ``self.<attribute>`` on the line: None (AST)."""
+    from .batch_reads import bindings
+
+    name = entry.attribute.rsplit(".", 1)[-1]
+    fn = rt.enclosing(line)
+    if fn is None:
+        return None
+    found = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == name and n.lineno == line]
+    if not found:
+        return None
+    whys = set()
+    for n in found:
+        if not isinstance(n.value, ast.Name) or n.value.id == "self":
+            return None
+        p = n.value.id
+        arg = next((a for a in fn.args.args + fn.args.kwonlyargs if a.arg == p), None)
+        if (
+            arg is None
+            or arg.annotation is None
+            or not all(b is fn or _same_type(rt.tree, b, p) for b in bindings(fn, p))
+        ):
+            return None
+        cls = _src(arg.annotation).strip("'\"")
+        if not cls.isidentifier() or cls == entry.owner:
+            return None
+        field = _declared_field(root, rt.tree, entry.file, cls, name)
+        if field is None or any(w in field for w in _TENSOR_WORDS):
+            return None
+        whys.add(f"{p}: {cls}, which declares {name}: {field}")
+    return "; ".join(sorted(whys))
+
+
+def _same_type(tree, node, p: str) -> bool:
+    """``node`` is ``p = replace(p, ...)`` with ``replace`` imported ``from dataclasses``: a copy of
+    the same dataclass (the type stays ``p``'s)."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, ast.Call)
+        and _src(node.value.func) == "replace"
+        and bool(node.value.args)
+        and _src(node.value.args[0]) == p
+        and any(
+            isinstance(n, ast.ImportFrom)
+            and n.module == "dataclasses"
+            and any(a.name == "replace" and a.asname is None for a in n.names)
+            for n in ast.walk(tree)
+        )
+    )
+
+
+def _declared_field(root: str, tree, file: str, cls: str, name: str) -> str | None:
+    """The annotation of ``name`` declared in the body of class ``cls`` (defined in ``tree`` or
+    imported into it ``from vllm... import cls``), as source text; None when not found."""
+    where = [(file, tree)]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("vllm."):
+            if any(a.name == cls and a.asname in (None, cls) for a in n.names):
+                rel = n.module.replace(".", "/") + ".py"
+                try:
+                    with open(os.path.join(root, rel), encoding="utf-8") as fh:
+                        where.append((rel, ast.parse(fh.read())))
+                except (OSError, SyntaxError):
+                    return None
+    for _rel, t in where:
+        for c in ast.walk(t):
+            if isinstance(c, ast.ClassDef) and c.name == cls:
+                for item in c.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == name:
+                        return _src(item.annotation)
+    return None
+
+
+def _range_index(rt, fn, name: str, line: int) -> tuple[str | None, str | None]:
+    """``(why, kind)`` when index ``name`` at ``line`` is the loop index of ``for name in range(n)``
+    (its only binding in ``fn``; the loop's body holds ``line``) with ``n`` bound to the step's
+    request count (:class:`_Rows`, kind ``unpadded``/``padded``): the index is below ``n``. Else
+    ``(None, None)``."""
+    from .batch_reads import bindings
+
+    if not name.isidentifier():
+        return None, None
+    sets = bindings(fn, name)
+    if len(sets) != 1 or not isinstance(sets[0], ast.For) or not isinstance(sets[0].target, ast.Name):
+        return None, None
+    loop, it = sets[0], sets[0].iter
+    if not (isinstance(it, ast.Call) and _src(it.func) == "range" and len(it.args) == 1 and not it.keywords):
+        return None, None
+    if not any(b.lineno <= line <= (b.end_lineno or b.lineno) for b in loop.body):
+        return None, None
+    k = rt.kind(fn, it.args[0])
+    if k not in ("unpadded", "padded"):
+        return None, None
+    return f"for {name} in range({_src(it.args[0])}) at :{loop.lineno}, {k}", k
+
+
 def _list_guarded(rt, fn, name: str, line: int) -> str | None:
     """``name`` indexes the buffer after a statement of the same or an enclosing block of ``fn``
     that subscripts ``self._req_ids[name]`` (a list: Python raises IndexError past its end, so
@@ -1131,6 +1243,10 @@ def request_rows_accesses(
         op, ext, line = a.get("op", ""), a.get("extent", ""), int(a.get("line") or 0)
         op = op.rsplit(" ", 1)[0] if op.endswith((" read", " write")) else op
         shown = ""  # the constant a stop adds to the request count, as the site shows it
+        other = _other_object(root, rt, entry, line)
+        if other is not None:
+            sites.append(f"{entry.file}:{line} {op}: not this buffer ({other})")
+            continue
         if op == "numpy" and ext == "whole" and not _alias_depth:
             found = _numpy_alias(entry, root, rt, line, rows, reasons)
             if found is None:
@@ -1167,6 +1283,12 @@ def request_rows_accesses(
             bound = _register_index(rt, fn, str(ext)) if fn is not None else None
             if bound is None and fn is not None:
                 bound = _map_index(root, rows, rt, fn, str(ext))
+            if bound is None and fn is not None:
+                bound, k = _range_index(rt, fn, str(ext), line)
+                if bound is not None:
+                    kinds.add(k)
+                    sites.append(f"{entry.file}:{line} {op} [{ext}] in {fn.name} ({bound})")
+                    continue
             if bound is None and fn is not None:
                 guard = _list_guarded(rt, fn, str(ext), line)
                 length = _req_ids_bounded(rt) if guard else None
@@ -1333,8 +1455,9 @@ def derive_all(entries: list, root: str) -> list[str]:
         problems.append(f"request rows not derived: {type(exc).__name__}: {exc}"[:300])
     from .demand_backends import derive_backends
     from .demand_drafting import derive_drafting
+    from .fact_guards import derive_gdn_decode
 
-    problems += derive_drafting(entries, root) + derive_backends(entries, root)
+    problems += derive_drafting(entries, root) + derive_backends(entries, root) + derive_gdn_decode(entries, root)
     return problems
 
 
@@ -1362,7 +1485,144 @@ def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | 
         kind = rt.kind(fn, use["node"])
         if kind in ("unpadded", "padded"):
             return f"slice stop bound to the step's request count ({kind})", kind
+        return _batch_read(root, tables, rt, fn, use)
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
         why = _map_index(root, tables, rt, fn, use["node"].id)
-        return (why, "indexed") if why else None
+        if why:
+            return why, "indexed"
+        why, kind = _arange_values(root, rt, fn, use["node"].id)
+        return (why, kind) if why else _batch_read(root, tables, rt, fn, use)
+    elif use["op"].startswith("index") and isinstance(use["node"], ast.Tuple):
+        # ``[:n, None]``: rows below n, then a new axis (no element of the buffer)
+        first, *rest = use["node"].elts
+        if (
+            isinstance(first, ast.Slice)
+            and first.lower is None
+            and first.step is None
+            and first.upper is not None
+            and rest
+            and all(isinstance(x, ast.Constant) and x.value is None for x in rest)
+        ):
+            got = judge_request_rows(root, tables, dict(use, op="slice" + use["op"][len("index") :], node=first.upper))
+            return (f"{got[0]} (then new axes)", got[1]) if got else None
+    return None
+
+
+def _arange_values(root: str, rt, fn, name: str) -> tuple[str | None, str | None]:
+    """``(why, kind)`` when index array ``name`` of ``fn`` in the runner holds values below a
+    request count ``n``: its only binding is ``np.repeat(self.arange_np[:n], ...)`` (a repeat of the
+    first ``n`` entries) with ``n`` bound to the step's request count (:class:`_Rows`), and the
+    runner's ``arange_np`` is ``np.arange(...)``, assigned once (``__init__``) and never written
+    by subscript in ``vllm/`` (so entry ``k`` is ``k``). Else ``(None, None)`` (AST)."""
+    from .batch_reads import bindings
+
+    if not rt.file.endswith("gpu_model_runner.py"):
+        return None, None
+    sets = bindings(fn, name)
+    if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or len(sets[0].targets) != 1:
+        return None, None
+    v = sets[0].value
+    if not (isinstance(v, ast.Call) and _src(v.func) == "np.repeat" and v.args):
+        return None, None
+    head = v.args[0]
+    if not (
+        isinstance(head, ast.Subscript)
+        and _src(head.value) == "self.arange_np"
+        and isinstance(head.slice, ast.Slice)
+        and head.slice.lower is None
+        and head.slice.step is None
+        and head.slice.upper is not None
+    ):
+        return None, None
+    kind = rt.kind(fn, head.slice.upper)
+    if kind not in ("unpadded", "padded"):
+        return None, None
+    inits = [
+        a
+        for a in ast.walk(rt.tree)
+        if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and "self.arange_np" in [_src(t) for t in (a.targets if isinstance(a, ast.Assign) else [a.target])]
+    ]
+    init = inits[0] if len(inits) == 1 else None
+    owner_fn = rt.enclosing(init.lineno) if init is not None else None
+    if (
+        init is None
+        or owner_fn is None
+        or owner_fn.name != "__init__"
+        or not isinstance(init.value, ast.Call)
+        or _src(init.value.func) != "np.arange"
+    ):
+        return None, None
+    for _dirpath, _dirs, files in os.walk(os.path.join(root, "vllm")):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            with open(os.path.join(_dirpath, f), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if ".arange_np" not in text:
+                continue
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                return None, None
+            parents = parent_map(tree)
+            for n in ast.walk(tree):
+                if not (isinstance(n, ast.Attribute) and n.attr == "arange_np"):
+                    continue
+                up = parents.get(n)
+                if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.ctx, ast.Load):
+                    continue  # a read of some entries
+                if isinstance(n.ctx, ast.Store) and isinstance(up, ast.Assign) and isinstance(up.value, ast.Call):
+                    if _src(up.value.func) == "np.arange":
+                        continue  # an allocation (the runner's is the one above)
+                return None, None  # written, passed on or aliased: its entries are not read here
+    return (
+        f"{name} = np.repeat(self.arange_np[:{_src(head.slice.upper)}], ...) (:{sets[0].lineno}): values below "
+        f"the count; arange_np = np.arange(...) at {rt.file}:{init.lineno}, never written",
+        kind,
+    )
+
+
+def _batch_read(root: str, tables: dict, rt, fn, use: dict) -> tuple[str, str] | None:
+    """A use in a function that receives the persistent batch as a parameter annotated
+    ``InputBatch`` (:mod:`.batch_reads`, AST): a slice whose stop is ``<p>.num_reqs`` (``unpadded``:
+    the property is ``len(self.req_id_to_index)``, read in its source) or ``len(<p>.req_ids)``
+    (``indexed``: at most ``max_num_reqs``, by :func:`_req_ids_bounded`; the property returns
+    ``self._req_ids``), or an index by ``i`` of ``for i in range(<p>.num_reqs)`` whose body holds
+    the use (``unpadded``). Anything else: None."""
+    from .batch_reads import batch_count, enumerate_index, loop_index_bounded, map_value, req_ids_length
+
+    node = use["node"]
+    batch = tables.setdefault("vllm/v1/worker/gpu_input_batch.py", _Rows(root, "vllm/v1/worker/gpu_input_batch.py"))
+    prop = _function_in(batch.tree, "num_reqs", "InputBatch")
+    counts = prop is not None and all(
+        _src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return)
+    )
+    if use["op"].startswith("slice"):
+        why = batch_count(rt.tree, fn, node) if counts else None
+        if why:
+            return f"slice stop {why}", "unpadded"
+        why = req_ids_length(rt.tree, fn, node)
+        ids = _function_in(batch.tree, "req_ids", "InputBatch")
+        returns = [r for r in ast.walk(ids) if isinstance(r, ast.Return)] if ids is not None else []
+        own = bool(returns) and all(
+            r.value is not None and _src(r.value) in ("self._req_ids", "cast(list[str],self._req_ids)") for r in returns
+        )
+        length = _req_ids_bounded(batch) if why and own else None
+        if length:
+            return f"slice stop {why}; {length}", "indexed"
+        return None
+    if isinstance(node, ast.Name) and counts:
+        why = loop_index_bounded(rt.tree, fn, node.id, use["line"])
+        if why:
+            return f"index {why}", "unpadded"
+    if isinstance(node, ast.Name):
+        why = map_value(rt.tree, fn, node.id)
+        fact = _map_fact(root, tables) if why else None
+        if fact:
+            return f"index {why}; {fact}", "indexed"
+        why = enumerate_index(rt.tree, fn, node.id, use["line"])
+        length = _req_ids_bounded(batch) if why else None
+        if length:
+            return f"index {why}; {length}", "indexed"
     return None

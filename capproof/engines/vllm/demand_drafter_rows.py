@@ -36,6 +36,8 @@ from __future__ import annotations
 import ast
 import os
 
+from .batch_reads import batch_count, loop_index_bounded
+
 __all__ = ["DRAFTER_FILES", "derive_drafter_rows", "batch_count", "loop_index_bounded"]
 
 #: The drafter files whose ``[max_num_reqs]`` buffers are read here.
@@ -61,15 +63,6 @@ def _enclosing(tree, line: int):
     return best
 
 
-def _imports_input_batch(tree) -> bool:
-    return any(
-        isinstance(n, ast.ImportFrom)
-        and n.module == "vllm.v1.worker.gpu_input_batch"
-        and any(a.name == "InputBatch" and a.asname in (None, "InputBatch") for a in n.names)
-        for n in ast.walk(tree)
-    )
-
-
 def _num_reqs_is_batch_length(root: str) -> bool:
     """``InputBatch.num_reqs`` returns ``len(self.req_id_to_index)`` (``gpu_input_batch.py``)."""
     with open(os.path.join(root, INPUT_BATCH), encoding="utf-8") as fh:
@@ -79,81 +72,6 @@ def _num_reqs_is_batch_length(root: str) -> bool:
     return prop is not None and all(
         _src(r.value) == "len(self.req_id_to_index)" for r in ast.walk(prop) if isinstance(r, ast.Return)
     )
-
-
-def _bindings(fn, name: str) -> list:
-    """Every node of ``fn`` that binds ``name``: assignments, loop and comprehension targets, ``with
-    ... as``, walrus, and a parameter (the function node itself)."""
-    out = []
-    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]
-    if name in params:
-        out.append(fn)
-    for n in ast.walk(fn):
-        targets = []
-        if isinstance(n, ast.Assign):
-            targets = n.targets
-        elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)):
-            targets = [n.target]
-        elif isinstance(n, ast.withitem) and n.optional_vars is not None:
-            targets = [n.optional_vars]
-        elif isinstance(n, ast.NamedExpr):
-            targets = [n.target]
-        for t in targets:
-            if any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in ast.walk(t)):
-                out.append(n)
-    return out
-
-
-def batch_count(tree, fn, expr) -> str | None:
-    """Why ``expr`` in ``fn`` is the persistent batch's request count, or None: a name assigned only
-    ``<p>.num_reqs`` (``p`` a parameter of ``fn`` annotated ``InputBatch``, imported from
-    ``vllm.v1.worker.gpu_input_batch``, never rebound), or such an expression itself."""
-    if not _imports_input_batch(tree):
-        return None
-
-    def direct(v) -> str | None:
-        if not (isinstance(v, ast.Attribute) and v.attr == "num_reqs" and isinstance(v.value, ast.Name)):
-            return None
-        p = v.value.id
-        arg = next((a for a in fn.args.args + fn.args.kwonlyargs if a.arg == p), None)
-        if arg is None or arg.annotation is None or _src(arg.annotation) != "InputBatch":
-            return None
-        if _bindings(fn, p) != [fn]:
-            return None
-        return f"{p}.num_reqs ({p}: InputBatch, the persistent batch)"
-
-    got = direct(expr)
-    if got or not isinstance(expr, ast.Name):
-        return got
-    sets = _bindings(fn, expr.id)
-    if not sets or any(not isinstance(s, ast.Assign) or len(s.targets) != 1 for s in sets):
-        return None
-    whys = [direct(s.value) for s in sets]
-    if any(w is None for w in whys):
-        return None
-    return f"{expr.id} = " + "; ".join(f"{w} (:{s.lineno})" for w, s in zip(whys, sets))
-
-
-def loop_index_bounded(tree, fn, name: str, line: int) -> str | None:
-    """Why index ``name`` at ``line`` is below a batch count, or None: the only binding of ``name``
-    in ``fn`` is ``for name in range(n)`` whose body holds ``line``, ``n`` a :func:`batch_count`."""
-    sets = _bindings(fn, name)
-    if len(sets) != 1 or not isinstance(sets[0], ast.For):
-        return None
-    loop = sets[0]
-    it = loop.iter
-    if not (
-        isinstance(loop.target, ast.Name)
-        and isinstance(it, ast.Call)
-        and _src(it.func) == "range"
-        and len(it.args) == 1
-        and not it.keywords
-    ):
-        return None
-    if not any(b.lineno <= line <= (b.end_lineno or b.lineno) for b in loop.body):
-        return None
-    why = batch_count(tree, fn, it.args[0])
-    return f"for {name} in range({_src(it.args[0])}) (:{loop.lineno}); {why}" if why else None
 
 
 def derive_drafter_rows(entries: list, root: str, reasons: dict | None = None) -> list[str]:

@@ -52,6 +52,7 @@ from .demand_slots import (
     slot_rows_uses,
     source_text,
 )
+from .fact_v2_dummy_tokens import dummy_return_fact, zero_returns
 
 __all__ = ["CountJudge", "v2_requests_fact", "derive_slot_rows"]
 
@@ -389,8 +390,10 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
        ``sample_hidden_states = hidden_states[input_batch.logits_indices]`` and
        ``input_batch = self.execute_model_state.input_batch`` (one row per logits index);
     3. ``ExecuteModelState(...)`` is made only in ``execute_model``, which has no ``return`` before
-       it outside ``if not dummy_run:`` (else a dummy run may leave the state an earlier step
-       stored, and ``_dummy_run`` reads that step's batch), from its ``input_batch``, which
+       it outside ``if not dummy_run:`` other than under ``if batch_desc.num_tokens == 0:`` when
+       :func:`.fact_v2_dummy_tokens.dummy_return_fact` shows no dummy run takes that one (else a
+       dummy run may leave the state an earlier step stored, and ``_dummy_run`` reads that step's
+       batch), from its ``input_batch``, which
        the dummy branch (the ``else`` of ``if not dummy_run``) sets only to ``InputBatch.make_dummy(...)``
        or ``self.pcp_manager.prepare_inputs_for_capture_or_profile(input_batch)``, and nothing
        after that branch rebinds it, ``dummy_run`` or a ``.logits_indices``; ``_dummy_run`` calls
@@ -497,10 +500,20 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
         if isinstance(r, (ast.Return, ast.Yield)) and r.lineno < store and id(r) not in real_only
     ]
     if early and not counts.own_state:
-        return (
-            f"execute_model returns at :{early[0].lineno} before storing ExecuteModelState (:{store}) on a path a "
-            "dummy run can take: _dummy_run may then read the state an earlier step stored (its batch, its logits)"
-        )
+        # the zero-token return is excluded when no dummy run can take it (fact_v2_dummy_tokens)
+        zero, _other = zero_returns(counts.root, store)
+        taken = [r for r in early if r.lineno not in zero]
+        fact = None
+        if not taken:
+            fact = dummy_return_fact(counts.root)
+            taken = [] if fact["checked"] else early
+        if taken:
+            because = f" ({fact['why']})" if fact is not None else ""
+            return (
+                f"execute_model returns at :{taken[0].lineno} before storing ExecuteModelState (:{store}) on a path a "
+                f"dummy run can take{because}: _dummy_run may then read the state an earlier step stored (its batch, "
+                "its logits)"
+            )
     for a in ast.walk(execute):
         for t in assigned(a):
             if source_text(t) == "dummy_run" or source_text(t).endswith(".logits_indices"):

@@ -20,6 +20,7 @@ PROVIDERS = (
     "capproof.engines.vllm.fact_requests:request_facts",
     "capproof.engines.vllm.fact_tokens:token_facts",
     "capproof.engines.vllm.fact_slots:slot_facts",
+    "capproof.engines.vllm.fact_guards:guard_facts",
 )
 
 
