@@ -81,6 +81,12 @@ def attribute_name(attribute: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def compact_source(node: ast.AST) -> str:
+    """``node``'s source as ``ast.unparse`` writes it, without spaces: the form the engine
+    readers compare expressions in (``self.max_num_reqs+1``)."""
+    return ast.unparse(node).replace(" ", "")
+
+
 def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     """``{node: its parent}`` for every node of ``tree`` below its root."""
     out: dict[ast.AST, ast.AST] = {}

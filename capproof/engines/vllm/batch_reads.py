@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 
+from ..tracing.accesses import compact_source as _src
+
 __all__ = [
     "bindings",
     "imports_input_batch",
@@ -24,10 +26,6 @@ __all__ = [
     "map_value",
     "enumerate_index",
 ]
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def imports_input_batch(tree) -> bool:

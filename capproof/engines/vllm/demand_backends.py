@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import os
 
+from ..tracing.accesses import compact_source as _src
 from ..tracing.accesses import parent_map
 
 __all__ = ["INDEXER_OFFSETS", "derive_indexer_offsets", "derive_backends"]
@@ -31,10 +32,6 @@ __all__ = ["INDEXER_OFFSETS", "derive_indexer_offsets", "derive_backends"]
 INDEXER = "vllm/v1/attention/backends/mla/indexer.py"
 _CLS = "DeepseekV32IndexerMetadataBuilder"
 INDEXER_OFFSETS = f"{INDEXER}::{_CLS}.offsets_buffer"
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _assigns(fn, name: str) -> list:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import os
 
+from ..tracing.accesses import compact_source as _src
 from .batch_reads import batch_count, loop_index_bounded
 
 __all__ = ["DRAFTER_FILES", "derive_drafter_rows", "batch_count", "loop_index_bounded"]
@@ -48,10 +49,6 @@ DRAFTER_FILES = (
 INPUT_BATCH = "vllm/v1/worker/gpu_input_batch.py"
 _SLICES = ("slice", "slice.np", "slice.cpu", "slice.gpu", "copy_to_gpu (slice)")
 _WHOLE = ("copy_to_gpu", "fill_", "fill_.gpu", "fill_.cpu", "zero_", "copy_", "copy_.gpu", "copy_.cpu")
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _enclosing(tree, line: int):

@@ -728,14 +728,26 @@ def _adaptive_profiling_runs(cfg: ServeConfig) -> bool:
     the V2 model runner not turned off by ``VLLM_USE_V2_MODEL_RUNNER`` (``vllm/config/vllm.py:748-767``;
     its other reasons to fall back to V1 are not read: the obligation then says more than the line
     reaches)."""
-    v2_off = str(cfg.env.get("VLLM_USE_V2_MODEL_RUNNER", "")).strip().lower() in ("0", "false")
     return (
         cfg.adaptive_verification
         and not cfg.enforce_eager
         and (cfg.cudagraph_mode or "").upper() != "NONE"
         and cfg.dp == 1
-        and not v2_off
+        and not _v2_runner_turned_off(cfg)
     )
+
+
+def _v2_runner_turned_off(cfg: ServeConfig) -> bool:
+    """Whether ``VLLM_USE_V2_MODEL_RUNNER`` is given and not true as vLLM 0.33.0 reads it
+    (``vllm/envs.py`` ``maybe_convert_bool``: ``bool(int(value))``): ``0``, or a value vLLM refuses
+    (``false``: not an integer)."""
+    given = cfg.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if given is None:
+        return False
+    try:
+        return not bool(int(given))
+    except ValueError:
+        return True
 
 
 def v1_runner_possible(cfg: ServeConfig) -> bool:
@@ -747,12 +759,8 @@ def v1_runner_possible(cfg: ServeConfig) -> bool:
     draft model (its heterogeneous-vocabulary option is not read: counted as possible), or dual
     batch overlap (``--enable-dbo``: unsupported while the variable is unset). What forces V2
     (HiSparse, watermarking) is not read: V1 then counts as possible, so more obligations apply."""
-    given = cfg.env.get("VLLM_USE_V2_MODEL_RUNNER")
-    if given is not None:
-        try:
-            return not bool(int(given))
-        except ValueError:
-            return True  # vLLM refuses the value at startup; counted as possible
+    if cfg.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None:
+        return _v2_runner_turned_off(cfg)  # (a value vLLM refuses at startup counts as possible)
     method = cfg.speculative_method if cfg.num_speculative_tokens > 0 else None
     return bool(
         (cfg.distributed_executor_backend == "external_launcher" and cfg.pp > 1)

@@ -51,6 +51,7 @@ import os
 import sys
 
 from ...facts import fact_record, path_record
+from ..tracing.accesses import compact_source as _src
 from .wheels import py_files
 
 __all__ = [
@@ -70,10 +71,6 @@ ATTENTION_DIR = "vllm/v1/attention/"
 V2_SITES = ("vllm/v1/worker/gpu/attn_utils.py", "vllm/v1/worker/gpu/model_states/encoder_only.py")
 #: Compute capabilities the validation is run at (Ampere, Hopper, Blackwell, consumer Blackwell).
 CAPABILITIES = ((8, 0), (9, 0), (10, 0), (12, 0))
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _enclosing(tree, lineno: int):

@@ -52,6 +52,7 @@ import os
 import re
 
 from ...facts import fact_record, path_record
+from ..tracing.accesses import compact_source as _src
 from ..tracing.accesses import parent_map
 
 __all__ = [
@@ -109,10 +110,6 @@ _METADATA = ("shape", "size", "dtype", "device", "ndim", "dim", "numel", "stride
 #: request, whether a request has prior state (seq_len > query_len), is_prefilling None or per
 #: request (every combination up to ``is_prefilling_each_up_to`` requests; beyond, all False or all True).
 GDN_SWEEP = {"num_reqs": (1, 2, 3, 4), "query_len": (0, 1, 2), "prior": (False, True), "is_prefilling_each_up_to": 3}
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _conjuncts(node) -> list:

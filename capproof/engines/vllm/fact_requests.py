@@ -55,6 +55,7 @@ import os
 from types import SimpleNamespace
 
 from ...facts import fact_record, path_record
+from ..tracing.accesses import compact_source as _src
 from ..tracing.derive import function as _function
 from .wheels import py_files
 
@@ -95,10 +96,6 @@ DISPATCH_DOMAIN = {
     ),
     "lora": (False, True),
 }
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _tree(root: str, rel: str):

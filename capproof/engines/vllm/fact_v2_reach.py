@@ -43,6 +43,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..tracing.accesses import compact_source as _src
 from ..tracing.accesses import parent_map
 from .wheels import py_files
 
@@ -63,10 +64,6 @@ def _join(a: str | None, b: str | None) -> str | None:
 
 #: Methods that put their argument into the receiver (a container then holds the value).
 _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"))
-
-
-def _src(node) -> str:
-    return ast.unparse(node).replace(" ", "")
 
 
 def _callee(call: ast.Call) -> str | None:
