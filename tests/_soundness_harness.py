@@ -52,3 +52,38 @@ def check(spec_file, name: str, body: str, header: str = HEADER, options: Option
             holds, _, failed = replay(ob, shown, padding)
             assert not holds and not failed, f"counterexample {shown} does not replay ({padding=})"
     return result
+
+
+def batched_verdicts(path: str) -> dict[str, str]:
+    """``{obligation name: verdict}`` of the spec file ``path`` decided by the runner as ``capproof
+    prove`` does (several items to a process, default jobs)."""
+    from capproof.runner import run
+
+    outcomes = run([path], Options(contracts=False, density="off")).obligations
+    return {o.id.rsplit(":", 1)[-1]: o.verdict.value for o in outcomes}
+
+
+def assert_check_config_not_safe(path, point: dict) -> None:
+    """The one obligation of ``path`` fails on ints at ``point``; ``check-config --spec path`` on a
+    vLLM line with ``--max-model-len 4097`` must not answer safe."""
+    from click.testing import CliRunner
+
+    from capproof.cli import main
+
+    (ob,) = load_file(str(path))
+    assert fails_on_ints(ob, point)
+    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
+    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
+    assert result.exit_code != 0, result.output
+
+
+def assert_bound_not_sufficient(path, point: dict) -> None:
+    """The one obligation of ``path`` fails on ints at ``point``; ``capproof bound`` must not call
+    its capacity sufficient."""
+    from capproof.bound import bound_obligation
+
+    (ob,) = load_file(str(path))
+    assert fails_on_ints(ob, point)
+    result = bound_obligation(ob)
+    sufficient = result.status == "bounded" and not any(c.insufficient for c in result.cases)
+    assert not sufficient, f"bounded sufficient, but the claim fails on ints at {point}"

@@ -30,7 +30,7 @@ Each model reads "symbolic" on the symbolic run only and is false at ``a == 37``
 from __future__ import annotations
 
 import pytest
-from _soundness_harness import check
+from _soundness_harness import batched_verdicts, check
 
 PROBE = "'def probe(a):\\n    return type(a) is not int\\n'"
 A = '@obligation(domain={"a": Range(0, 100)})\n'
@@ -238,12 +238,7 @@ def through_a_moved_dataclass_eq(a):
 
 
 def test_the_batched_runner_does_not_prove_code_executed_as_an_import(spec_file):
-    from capproof import Options
-    from capproof.runner import run
-
-    path = spec_file(BATCH, "adv_batch_code_executed_as_an_import.py")
-    outcomes = run([path], Options(contracts=False, density="off")).obligations
-    verdicts = {o.id.rsplit(":", 1)[-1]: o.verdict.value for o in outcomes}
+    verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_code_executed_as_an_import.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     false = [name for name in verdicts if name.startswith("through_") and verdicts[name] == "proved"]
     assert not false, verdicts

@@ -42,7 +42,7 @@ import glob
 import os
 
 import pytest
-from _soundness_harness import check
+from _soundness_harness import batched_verdicts, check
 
 D = '@obligation(domain={"a": Range(0, 100)})\n'
 CLAIM = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -285,11 +285,6 @@ def through_reprlib(a):
 
 
 def test_the_batched_runner_does_not_prove_library_code_introspection(spec_file):
-    from capproof import Options
-    from capproof.runner import run
-
-    path = spec_file(BATCH, "adv_batch_library_code.py")
-    outcomes = run([path], Options(contracts=False, density="off")).obligations
-    verdicts = {o.id.rsplit(":", 1)[-1]: o.verdict.value for o in outcomes}
+    verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_library_code.py"))
     assert verdicts["blocks_fit"] == "proved"
     assert verdicts["through_dataclass_eq"] != "proved" and verdicts["through_reprlib"] != "proved", verdicts

@@ -26,11 +26,7 @@ tests/_soundness_harness.py.
 from __future__ import annotations
 
 import pytest
-from _soundness_harness import check, fails_on_ints
-from click.testing import CliRunner
-
-from capproof.cli import main
-from capproof.loader import load_file
+from _soundness_harness import assert_check_config_not_safe, check
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -97,8 +93,4 @@ def test_check_config_is_not_safe_through_a_protocol_check(tmp_path):
         + "    sym = isinstance(num_reqs, HasTerm)\n"
         + "    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)\n"
     )
-    (ob,) = load_file(str(path))
-    assert fails_on_ints(ob, {"max_model_len": 4097, "num_reqs": 37})
-    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
-    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
-    assert result.exit_code != 0, result.output
+    assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})

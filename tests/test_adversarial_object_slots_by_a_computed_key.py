@@ -30,12 +30,12 @@ forced on ints by tests/_soundness_harness.py.
 from __future__ import annotations
 
 import pytest
-from _soundness_harness import check, fails_on_ints
-from click.testing import CliRunner
-
-from capproof.bound import bound_obligation
-from capproof.cli import main
-from capproof.loader import load_file
+from _soundness_harness import (
+    assert_bound_not_sufficient,
+    assert_check_config_not_safe,
+    batched_verdicts,
+    check,
+)
 
 OPEN = pytest.mark.xfail(
     strict=True,
@@ -190,12 +190,7 @@ def through_a_computed_key(a):
 
 @OPEN_IN_THIS_FILE
 def test_the_batched_runner_does_not_prove_through_a_computed_key(spec_file):
-    from capproof import Options
-    from capproof.runner import run
-
-    path = spec_file(BATCH, "adv_batch_object_slots_by_a_computed_key.py")
-    outcomes = run([path], Options(contracts=False, density="off")).obligations
-    verdicts = {o.id.rsplit(":", 1)[-1]: o.verdict.value for o in outcomes}
+    verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_object_slots_by_a_computed_key.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_computed_key"] != "proved", verdicts
 
@@ -211,11 +206,7 @@ def test_check_config_is_not_safe_through_a_computed_key(tmp_path):
         "    sym = _slot('__size' + 'of__')(num_reqs) != 28\n"
         "    return at_most(demand=select(all_of(num_reqs == 37, not sym), 1, 0), capacity=0)\n"
     )
-    (ob,) = load_file(str(path))
-    assert fails_on_ints(ob, {"max_model_len": 4097, "num_reqs": 37})
-    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
-    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
-    assert result.exit_code != 0, result.output
+    assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
 @OPEN
@@ -228,8 +219,4 @@ def test_bound_is_not_sufficient_through_a_computed_key(tmp_path):
         "    sym = _slot('__size' + 'of__')(num_reqs) != 28\n"
         "    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)\n"
     )
-    (ob,) = load_file(str(path))
-    assert fails_on_ints(ob, {"num_reqs": 37})
-    result = bound_obligation(ob)
-    sufficient = result.status == "bounded" and not any(c.insufficient for c in result.cases)
-    assert not sufficient, "bounded sufficient, but the claim fails on ints at num_reqs == 37"
+    assert_bound_not_sufficient(path, {"num_reqs": 37})

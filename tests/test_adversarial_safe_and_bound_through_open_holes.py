@@ -20,11 +20,9 @@ false ``safe`` (exit 0) and a false minimal sufficient capacity. Each spec below
 from __future__ import annotations
 
 import pytest
-from _soundness_harness import fails_on_ints
-from click.testing import CliRunner
+from _soundness_harness import assert_check_config_not_safe, fails_on_ints
 
 from capproof.bound import bound_obligation
-from capproof.cli import main
 from capproof.loader import load_file
 
 CHECK_CONFIG = [
@@ -248,11 +246,7 @@ def table_fits(max_model_len, num_reqs):
 def test_check_config_is_not_safe_where_the_ints_fail(tmp_path, name, source):
     path = tmp_path / f"cc_{name.replace('-', '_')}.py"
     path.write_text(source)
-    (ob,) = load_file(str(path))
-    assert fails_on_ints(ob, {"max_model_len": 4097, "num_reqs": 37})
-    argv = ["vllm", "serve", "m", "--max-model-len", "4097"]
-    result = CliRunner().invoke(main, ["check-config", "-j", "1", "--spec", str(path), "--", *argv])
-    assert result.exit_code != 0, result.output
+    assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
 BOUND = [
