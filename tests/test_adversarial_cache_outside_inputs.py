@@ -36,6 +36,11 @@ def _verdicts(*args: str, preexec=None) -> dict[str, str]:
     return {ob["id"].split("::")[-1]: ob["verdict"] for ob in json.loads(result.stdout)["obligations"]}
 
 
+#: Each test runs ``capproof prove`` three or four times in a fresh interpreter (3-6 s of CPU): the
+#: fast tier keeps the command-line one, the others run in the slow tier.
+SLOW = pytest.mark.slow
+
+
 VENDORED_SPEC = """
 import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".vendor"))
@@ -48,6 +53,7 @@ def vendored_slots(k):
 """
 
 
+@SLOW
 def test_a_cached_proof_is_not_reused_after_the_library_code_it_ran_changed(project):
     (project / ".vendor").mkdir()
     lib = project / ".vendor" / "adv_enginelib.py"
@@ -81,6 +87,7 @@ def tokenizer_size(k):
 """
 
 
+@SLOW
 def test_a_cached_proof_is_not_reused_after_a_file_it_stat_ed_appeared(project):
     (project / "spec" / "stat_spec.py").write_text(STAT_SPEC)
     assert _verdicts() == {"tokenizer_slots": "proved", "tokenizer_size": "proved"}
@@ -105,6 +112,7 @@ def omp_threads(k):
 @pytest.mark.skipif(
     not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to narrow"
 )
+@SLOW
 def test_a_cached_proof_is_not_reused_under_a_narrower_cpu_affinity(project):
     (project / "spec" / "affinity_spec.py").write_text(AFFINITY_SPEC)
     assert _verdicts() == {"omp_threads": "proved"}
@@ -165,6 +173,7 @@ def helper_default_limit(k):
 """
 
 
+@SLOW
 def test_a_cached_proof_is_not_reused_after_data_read_at_import_into_a_class_changed(project):
     """The key pickles module globals (callables aside) and the claim's own closures and defaults:
     a file read at import into a class attribute or a helper's default argument is in neither."""
@@ -211,6 +220,7 @@ HELD_AT_IMPORT = {
 }
 
 
+@SLOW
 def test_a_cached_proof_is_not_reused_after_data_held_at_import_outside_module_data_changed(project):
     """Each obligation's capacity is the engine config read at import; the config changes from 40 to
     36: ``--no-cache`` (and ints at k = 37) give a counterexample, the cache kept ``proved``."""
@@ -227,6 +237,7 @@ def test_a_cached_proof_is_not_reused_after_data_held_at_import_outside_module_d
     assert cached == dict.fromkeys(HELD_AT_IMPORT, "counterexample")
 
 
+@SLOW
 def test_a_cached_bound_is_not_sufficient_after_data_held_in_a_closure_at_import_changed(project):
     """``capproof bound`` keeps its bounds in ``.capproof/bounds/`` under the same key: after the
     config read at import into a getter's closure changed from 40 to 36, it still reported min slack
