@@ -370,6 +370,7 @@ def spread(n, xs):
 """
 
 
+@pytest.mark.slow  # the bounded encoding at 100 entries (4-6 s); the spread test below keeps PHANTOM fast
 def test_assumptions_only_the_abstraction_admits_are_not_a_proof(spec_file):
     """Three entries of f(d) = 2d + [d > 0] (values 0, 3, 5, 7, ...) never sum to 4, but the mapped
     facts and the affine envelope admit it (min 0, max 1, total 2): the probe's real batch [0, 1, 1]

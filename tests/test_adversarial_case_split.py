@@ -297,6 +297,7 @@ def _moe_rows(spec_file, tokens: int, rlimit: int):
     return prove_obligation(ob, Options(density="off"))
 
 
+@pytest.mark.slow  # 2-3 s of solving; the case split over few values stays fast (test_a_verdict_where_the_cases_are_few)
 def test_per_expert_rows_with_distinct_experts_are_split_by_expert(spec_file):
     """Every expert gets at most one row per token when each token's top-4 experts are pairwise
     distinct: unknown with the expert ``e`` as one symbolic range (Z3 must relate ``x == e`` to

@@ -31,6 +31,7 @@ import textwrap
 
 import pytest
 from _soundness_harness import HEADER
+from _tiers import fast_few
 
 import capproof.loader as loader
 from capproof import Options, Verdict, prove
@@ -165,7 +166,17 @@ def _forget_spec_modules():
             del sys.modules[name]
 
 
-@pytest.mark.parametrize("name, body", ATTEMPTS)
+#: The registries the fast tier keeps (one path each, ~0.5-1 s: the others run in the slow tier).
+FAST_ATTEMPTS = {
+    "abc-virtual-subclass",
+    "decimal-context-precision",
+    "list-global",
+    "logging-logger-created-lazily",
+    "mimetypes-add-type",
+}
+
+
+@pytest.mark.parametrize("name, body", fast_few(ATTEMPTS, FAST_ATTEMPTS))
 def test_state_outside_the_fingerprint_does_not_carry_between_evaluations(spec_file, name, body):
     path = spec_file(HEADER + body, f"adv_registry_{name.replace('-', '_')}.py")
     loader._loaded.pop(path, None)
@@ -215,7 +226,7 @@ HOLDS_FRESH = FRESH.replace(
 )
 
 
-@pytest.mark.parametrize("name, body", LATER_ONLY)
+@pytest.mark.parametrize("name, body", fast_few(LATER_ONLY, {"logging-logger-created-lazily"}))
 def test_a_counterexample_the_first_evaluation_does_not_show_is_not_reported(spec_file, name, body):
     path = spec_file(HEADER + body, f"adv_registry_cex_{name.replace('-', '_')}.py")
     loader._loaded.pop(path, None)

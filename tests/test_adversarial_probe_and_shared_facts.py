@@ -26,6 +26,7 @@ import json
 
 import pytest
 from _brute import domain_points
+from _tiers import fast_few
 from click.testing import CliRunner
 
 from capproof import Options, Verdict
@@ -373,7 +374,7 @@ def _worst_demand(ob) -> int:
     return best
 
 
-@pytest.mark.parametrize("name", sorted(SHARED_CASES))
+@pytest.mark.parametrize("name", fast_few(sorted(SHARED_CASES), {"fill_differs", "sign_by_case"}))  # others: slow tier
 def test_shared_facts_give_the_verdicts_of_deciding_every_case_afresh(spec_file, monkeypatch, name):
     import capproof.aggregate as aggregate
 
