@@ -627,6 +627,7 @@ def test_a_vllm_build_that_is_no_published_release_is_refused_not_checked_as_its
     )  # 0.27 is 0.27.0, a release
 
 
+@pytest.mark.slow  # two check-config runs (2-3 s); the undecided-naming-the-gap answer stays fast (the Ascend CI line below)
 def test_a_gated_delta_net_model_with_speculative_decoding_is_not_safe(tmp_path, monkeypatch):
     """Corpus C5 (vllm-project/vllm#50021, #48475 open): a Qwen3-Next GDN model from its local
     directory with MTP 5 was safe; the GDN kernels read the state index at num_accepted_tokens - 1,

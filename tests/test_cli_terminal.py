@@ -155,6 +155,8 @@ def test_file_line_prints_literally_not_as_emoji_or_markup(project, tmp_path):
     assert "see model.py:100: [bold]x[/bold] :smile:" in out
 
 
+@pytest.mark.slow  # a whole check-config on a terminal (2-3 s); the terminal rendering of the other commands
+# stays fast, and the 5469 vs 5470 answer is checked fast in test_check_config.py (the GLM-5.2 line)
 def test_check_config_on_a_terminal_reported_crash_is_will_fail(project):
     """The reported DeepSeek-V3.2 line on vLLM 0.26.0: the model's index_topk comes from capproof's
     table of known models, so the DSA obligations apply: will fail (5469 vs 5470), never safe."""

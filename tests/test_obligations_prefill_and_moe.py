@@ -61,11 +61,18 @@ SPLIT = m_pf.split_indexer_prefill_chunks
     "broken, count",
     [
         # the last piece dropped: a query row (or a request) is never scored
-        (lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, mlb, off)[:-1], "batches_not_covered"),
+        # (each side 1.5-2 s: the fast tier keeps the budget side, the others run in the slow tier)
+        pytest.param(
+            lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, mlb, off)[:-1], "batches_not_covered", marks=pytest.mark.slow
+        ),
         # the logits budget ignored: a chunk's M x N logits past it
         (lambda s, q, ws, mlb, off=0: SPLIT(s, q, ws, 4 * 10**6, off), "batches_over_budget"),
         # a smaller workspace than given: the greedy stops before the constraint binds
-        (lambda s, q, ws, mlb, off=0: SPLIT(s, q, max(ws - 1, 1), mlb, off), "batches_not_maximal"),
+        pytest.param(
+            lambda s, q, ws, mlb, off=0: SPLIT(s, q, max(ws - 1, 1), mlb, off),
+            "batches_not_maximal",
+            marks=pytest.mark.slow,
+        ),
         # a smaller logits budget than given: pieces smaller than the budget allows (the same side
         # as the smaller workspace above: slow tier)
         pytest.param(

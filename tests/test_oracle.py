@@ -98,11 +98,15 @@ def _fast_pins(ob: Obligation) -> dict[str, int]:
     return {n: values[0] for n, values in finite.items()}
 
 
-#: the slices that take longest (every capture size of a padding table): the slow tier checks them
+#: the slices that take longest (every capture size of a padding table; the block-table columns
+#: and the DFlash dummy rows, 2-3 s each on an idle machine): the slow tier checks them
 SLOW_SLICES = (
     "cudagraph_padding_is_the_smallest_capture_size",
     "cudagraph_uniform_decode_padding_is_a_multiple_of_q",
     "decode_rows__BaseMambaAttentionMetadataBuilder_decode_is_flush_d",
+    "kernel_block_table_columns_fit",
+    "v2_block_table_columns_fit",
+    "dflash_dummy_run_query_rows_fit_input_ids",
 )
 
 

@@ -93,6 +93,7 @@ def test_capproof_flag_adds_every_obligation_and_fails_the_unexpected_one(team):
     assert "Traceback" not in text  # the verdict, not the plugin's internals
 
 
+@pytest.mark.slow  # a pytest run in a subprocess (2-3 s): the fast tier keeps the --capproof run, the flagless ones and -m/-k
 def test_spec_dir_under_the_collected_directory_is_collected_once(team):
     """Without testpaths pytest walks the whole project, spec/ included: each obligation once."""
     (team.path / "tox.ini").unlink()
@@ -112,6 +113,7 @@ def test_marker_and_k_select_obligations_like_tests(team):
     skipped.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow  # a pytest run in a subprocess (2-3 s); the --capproof run stays fast
 def test_a_spec_path_on_the_command_line_collects_only_that_file(team):
     (team.path / "spec" / "other.py").write_text(
         textwrap.dedent("""
@@ -136,6 +138,7 @@ def test_a_spec_file_that_does_not_import_is_one_failing_item(team):
     )
 
 
+@pytest.mark.slow  # two pytest runs in subprocesses (2-3 s); the --capproof run stays fast
 def test_ini_option_and_tool_capproof_paths(pytester):
     """`capproof = true` in the ini enables it; [tool.capproof] paths says where the specs are."""
     pytester.makepyprojecttoml(

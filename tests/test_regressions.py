@@ -97,6 +97,7 @@ def test_generated_tests_pass_on_the_buggy_formula_and_fail_on_the_fixed_one(tmp
     assert code == 1 and len(outcomes) == 2 and set(outcomes.values()) == {"failed"}, outcomes
 
 
+@pytest.mark.slow  # two whole runs (2-4 s); the round-trip and generated-test checks stay fast
 def test_same_run_twice_gives_byte_identical_files(tmp_path):
     out = tmp_path / "cx"
     first = invoke("counterexamples", "spec/vllm_dsa_indexer.py", "-k", "before_50302", "--out", str(out))
