@@ -170,6 +170,7 @@ def test_moe_obligations_fail_on_a_loose_or_low_bound(monkeypatch):
     assert shifted["misplaced_runs"] > 0, shifted
 
 
+@pytest.mark.slow  # 2-3 s of mutants; the splitter, largest-chunk and MoE mutants stay fast
 def test_decode_split_obligation_fails_on_a_short_run_or_a_wrong_flag(monkeypatch):
     def one_short(ql, n, k):
         decodes, longest = m_ib.uniform_decode_split(ql, n, k)

@@ -107,6 +107,7 @@ SLOW_SLICES = (
     "kernel_block_table_columns_fit",
     "v2_block_table_columns_fit",
     "dflash_dummy_run_query_rows_fit_input_ids",
+    "chunked_local_rows_fit_paged_kv_indptr",
 )
 
 

@@ -302,6 +302,7 @@ def test_remembered_extrema_give_the_term_and_record_of_new_ones():
         assert moved.term.eq(m.term)  # the padding never wins, so the maximum does not read the length)
 
 
+@pytest.mark.slow  # 1.5-2.5 s; the remembered-extrema test and the slot-mapping cases stay fast
 def test_padded_decode_cases_decide_the_same_with_remembered_maxima():
     """The 7 cases of ``padded_decode_rows_fit_without_uniform_split`` take the maximum of the same
     64-request batch: the same kind, core, counterexample point and values case by case with the
