@@ -399,12 +399,14 @@ def run_check(
         features.add("user_capture_sizes")
     needs: list[str] = []
     derived: list[str] = []
+    method_unknown: str | None = None
     if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
         from .speculative import infer_method
 
         inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
         if inferred.method is None:
             needs.append(inferred.how)
+            method_unknown = inferred.how
         else:
             if inferred.method != cfg.speculative_method:
                 derived.append(f"speculative method {inferred.method}: {inferred.how}")
@@ -412,9 +414,9 @@ def run_check(
     method = _drafting_method(cfg)
     if cfg.num_speculative_tokens > 0 and method is not None:
         features.add("drafting_slots")
-        if needs:
+        if method_unknown is not None:
             # the given method is what vLLM may replace by one it detects from the draft's config
-            undetermined["method"] = needs[-1]
+            undetermined["method"] = method_unknown
         else:
             pins["method"] = method
     if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
