@@ -514,7 +514,7 @@ def _probing_codes() -> frozenset[int]:
 def _hidden(value: object) -> bool:
     """Whether ``value`` is what a model must never hold: the symbolic classes or this module."""
     if isinstance(value, type):
-        return issubclass(value, (SymInt, SymBool))
+        return issubclass(value, (SymInt, SymBool, _IntMethod))
     return value is _THIS_MODULE
 
 
@@ -1654,6 +1654,16 @@ class _SymbolicType(type):
             _type_observed(cls, "repr(type(x))")
         return type.__repr__(cls)
 
+    def __instancecheck__(cls, instance: object) -> bool:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "isinstance(..., type(x)) (a type test against the type)")
+        return type.__instancecheck__(cls, instance)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "issubclass(..., type(x)) (a type test against the type)")
+        return type.__subclasscheck__(cls, subclass)
+
 
 _OBSERVING = [False]
 _ABSENT = object()
@@ -1691,7 +1701,7 @@ def _answers_alike(cls: type, name: str) -> bool:
     except AttributeError:
         own = _ABSENT
     try:
-        theirs = getattr(bool if cls is SymBool else int, name)
+        theirs = getattr(bool if cls is SymBool else types.BuiltinMethodType if cls is _IntMethod else int, name)
     except AttributeError:
         theirs = _ABSENT
     return own is theirs
@@ -2369,6 +2379,154 @@ for _cls in (SymInt, SymBool):
     for _name, _missing in (("__slots__", True), ("__doc__", False)):
         type.__setattr__(_cls, _name, _AsOnInt(_name, _cls.__dict__.get(_name), _missing))
 del _cls, _name, _missing
+
+
+# --------------------------------------------------------------------------------------------
+# What a model reads from a symbolic value: only what an int (a bool) has, of the same kind.
+# --------------------------------------------------------------------------------------------
+
+
+def _int_attribute_kinds(example: int) -> dict[str, str]:
+    """``{name: "method" | "data"}`` for every attribute an instance of ``type(example)`` has: a
+    method is what an int gives as a C method (``builtin_function_or_method``, ``method-wrapper``)."""
+    kinds = {}
+    for name in dir(example):
+        value = getattr(example, name)
+        kinds[name] = "method" if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)) else "data"
+    return kinds
+
+
+#: per type a symbolic value stands for, the kind of each attribute its instances have
+_INT_KINDS = {int: _int_attribute_kinds(5), bool: _int_attribute_kinds(True)}
+
+_GENERIC_READ = object.__getattribute__
+
+
+def _read_by_model(frame) -> bool:
+    """Whether an attribute read whose caller is ``frame`` (C code's caller when C reads it: a
+    ``str.format`` field, ``operator.attrgetter``, ``hasattr``) is on the model's behalf."""
+    if frame is not None and frame.f_code is _METHOD_CALL_CODE:
+        frame = frame.f_back  # a method of the value the model called (``a.__getattribute__(...)``)
+    return _from_model(frame)
+
+
+def _model_read(value: "SymInt | SymBool", name: str, found: object):
+    """What a model's read of ``name`` of a symbolic value gives: the attributes an int (a bool)
+    has as data (``numerator``, ``real``, ``__class__``, ``__doc__``) as on the int, the methods it
+    has as a C method (``bit_length``, ``__floor__``) as a :class:`_IntMethod` whose own attributes
+    are misuse; everything else (an attribute an int lacks: ``term``; an int's C method that is
+    ``object``'s own slot here: ``__init_subclass__``, ``__setattr__``) is recorded misuse."""
+    stands_for = bool if type(value) is SymBool else int
+    kind = _INT_KINDS[stands_for].get(name)
+    if kind == "data":
+        if name == "__class__":
+            return stands_for
+        if type(found) in (SymInt, SymBool, int, bool, str):
+            return found
+    elif kind == "method" and type(found) is types.MethodType:
+        func = found.__func__
+        if (
+            found.__self__ is not None
+            and type(func) is types.FunctionType
+            and func.__code__.co_filename == _SYMBOLIC_FILE
+            and type(found.__self__) in (SymInt, SymBool)
+        ):
+            return _IntMethod(found)
+    raise record_misuse(
+        AttributeError(
+            f"the model reads attribute {name!r} of a symbolic value at {caller_location()}: an int "
+            + ("has no such attribute" if kind is None else "has it as another kind of object")
+            + " (capproof allows an int's own data attributes and calling its methods)"
+        )
+    )
+
+
+def _sym_int_getattribute(self, name: str):
+    found = _GENERIC_READ(self, name)
+    if _WATCHED_RUN[0] is None and sys.gettrace() is not _watch_call:
+        return found
+    if not _read_by_model(sys._getframe(1)):
+        return found
+    return _model_read(self, name, found)
+
+
+def _sym_bool_getattribute(self, name: str):
+    if name == "__class__":  # a bool in a model's eyes, SymBool in capproof's and Z3's
+        frame = sys._getframe(1)
+        if frame.f_code is _METHOD_CALL_CODE:
+            frame = frame.f_back
+        caller = frame.f_code
+        return SymBool if caller.co_filename.startswith(_OWN_DIRS) and genuine(caller) else bool
+    if _WATCHED_RUN[0] is None and sys.gettrace() is not _watch_call:
+        return _GENERIC_READ(self, name)
+    if not _read_by_model(sys._getframe(1)):
+        return _GENERIC_READ(self, name)
+    try:
+        found = _GENERIC_READ(self, name)
+    except AttributeError:
+        if name.startswith("_") or name not in _INT_KINDS[bool]:
+            raise  # (the class's __getattr__: misuse)
+        found = getattr(self._as_int(), name)  # bit_length, numerator: the int 0 or 1's
+    return _model_read(self, name, found)
+
+
+class _IntMethod(metaclass=_SymbolicType):
+    """A method of a symbolic value as a model reads it (``a.bit_length``, ``c.__bool__``): an
+    int's is a C method, a symbolic value's a bound Python function, so their attributes differ
+    (``__func__``, ``__code__``, ``__qualname__``, ``__text_signature__``, ``inspect.signature``,
+    a ``str.format`` field ``{0.bit_length.__qualname__}``). Calling it calls the method; any other
+    use of it by the model (an attribute, its repr, a comparison, a hash) is recorded misuse."""
+
+    __slots__ = ("_method",)
+
+    def __init__(self, method: types.MethodType) -> None:
+        _METHOD_SLOT.__set__(self, method)
+
+    def __call__(self, *args, **kwargs):
+        return _METHOD_SLOT.__get__(self)(*args, **kwargs)
+
+    def __getattribute__(self, name: str):
+        if _watched() and _from_model(sys._getframe(1)):
+            raise record_misuse(
+                AttributeError(
+                    f"the model reads attribute {name!r} of a symbolic value's method at {caller_location()}: "
+                    "an int's methods are C methods, a symbolic value's are not (call it, do not inspect it)"
+                )
+            )
+        return object.__getattribute__(self, name)
+
+    def _misused(self, what: str) -> None:
+        if _watched() and _from_model(sys._getframe(2)):
+            raise record_misuse(
+                NotConcreteError(
+                    f"{what} of a symbolic value's method at {caller_location()} (call it, do not inspect it)"
+                )
+            )
+
+    def __repr__(self) -> str:
+        self._misused("repr()")
+        return f"_IntMethod({_METHOD_SLOT.__get__(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        self._misused("a comparison")
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        self._misused("a comparison")
+        return self is not other
+
+    def __hash__(self) -> int:
+        self._misused("hash()")
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(NotConcreteError(f"pickling a symbolic value's method at {caller_location()}"))
+
+
+_METHOD_SLOT = _IntMethod.__dict__["_method"]
+_METHOD_CALL_CODE = _IntMethod.__call__.__code__
+type.__setattr__(SymInt, "__getattribute__", _sym_int_getattribute)
+type.__setattr__(SymBool, "__getattribute__", _sym_bool_getattribute)
 
 
 class Quotient:
