@@ -400,9 +400,64 @@ def _names_a_symbolic_class(error: BaseException) -> bool:
     return any(type(a) is str and ("'SymInt'" in a or "'SymBool'" in a) for a in args)
 
 
+def _object_slots() -> frozenset[int]:
+    """Ids of ``object`` and ``type`` and of what their own ``__dict__`` holds (their slot
+    wrappers, method and getset descriptors): called on a symbolic value (or its type) they see
+    the value itself, its real type and layout (``object.__sizeof__``, ``object``'s ``__class__``
+    getset, ``type``'s ``__mro__`` and ``__name__`` getsets), not the int it stands for. The
+    classes and their dicts live as long as the interpreter, so the ids stay theirs."""
+    ids = {id(object), id(type)}
+    for owner in (object, type):
+        ids.update(id(v) for v in vars(owner).values() if type(v) is not str)
+    return frozenset(ids)
+
+
+_OBJECT_SLOT_IDS = _object_slots()
+
+
+def _holds_object_slot(value: object) -> bool:
+    """Whether ``value`` is ``object``, ``type`` or one of their own slots (:func:`_object_slots`),
+    or a tuple, list, set or dict holding one directly."""
+    if id(value) in _OBJECT_SLOT_IDS:
+        return True
+    kind = type(value)
+    if kind is dict:
+        value = value.values()
+    elif kind not in (tuple, list, set, frozenset):
+        return False
+    try:
+        return any(id(v) in _OBJECT_SLOT_IDS for v in value)
+    except RuntimeError:  # (changed by another thread while read: not checked, fail closed)
+        return True
+
+
+def _object_slot_held(frame, event: str, arg) -> None:
+    """Record as misuse a model frame that holds, when called or when it returns, ``object``,
+    ``type`` or one of their own slots, however it reached them (a name, a lookup by a computed
+    key in ``builtins.__dict__`` or a class's ``__dict__``, a comprehension over its items): the
+    slot is decided by the object's identity, not by how the model named it. The closure names
+    ``dataclasses`` gives the methods it writes (``__dataclass_builtins_object__``: a frozen
+    class's ``object.__setattr__``; a field's type) are not the model's holding."""
+    try:
+        held = (event == "return" and _holds_object_slot(arg)) or any(
+            _holds_object_slot(v) for k, v in frame.f_locals.items() if not k.startswith("__dataclass_")
+        )
+    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+        held = True
+    if held:
+        code = frame.f_code
+        _misuse_here(
+            f"{code.co_name} at {code.co_filename}:{frame.f_lineno} holds object or type or one of their own slots "
+            "in a symbolic run (object.__sizeof__, its __class__ descriptor, type's __mro__/__name__ getsets): "
+            "called on a symbolic value they see the value itself, not the int it stands for"
+        )
+
+
 def _watch_exception(frame, event: str, arg):
     if _PENDING_REPRS:
         _settle_reprs(arg[1] if event == "exception" else None)
+    if event == "return":
+        _object_slot_held(frame, event, arg)
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
@@ -460,6 +515,8 @@ def _watch_call(frame, event: str, arg):
                 hidden = [v for v in frame.f_locals.values() if _hidden(v)]
             except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
                 hidden = ["?"]
+            if not hidden:
+                _object_slot_held(frame, event, arg)
             if hidden:
                 _misuse_here(
                     f"{code.co_name} at {code.co_filename}:{frame.f_lineno} is called with "

@@ -43,6 +43,7 @@ def _try(expr: str, error: str = "AttributeError", caught: str = "False") -> str
 
 
 ATTEMPTS = [
+    pytest.param("floor-name", A + "    sym = a.__floor__.__name__ != '__floor__'\n" + TAIL),
     pytest.param("bit-length-qualname", A + "    sym = a.bit_length.__qualname__ != 'int.bit_length'\n" + TAIL),
     pytest.param("floor-func", _try("a.__floor__.__func__\n        sym = True")),
     pytest.param(

@@ -37,18 +37,6 @@ from _soundness_harness import (
     check,
 )
 
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="object's slot looked up at run time by a computed key in builtins' and object's __dict__: "
-    "neither the attribute-name guard nor the load-time reach scan sees it",
-)
-#: the batched runner and check-config prove it when run alone or with this file, but are refused after some other
-#: tests in the same process (the full fast tier): not strict until the order dependence is understood
-OPEN_IN_THIS_FILE = pytest.mark.xfail(
-    strict=False,
-    reason="proved alone and with this file (a false verdict); refused after other tests in one process",
-)
-
 SLOT = (
     "import builtins\n\n\ndef _slot(name):\n    o = builtins.__dict__['obj' + 'ect']\n    return o.__dict__[name]\n\n\n"
 )
@@ -58,13 +46,20 @@ DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), len
 
 ATTEMPTS = [
     pytest.param(
+        "objects-getattribute-slot-by-computed-key-reads-the-term",
+        "import builtins\n\n\n"
+        + A
+        + "    g = builtins.__dict__['obj' + 'ect'].__dict__['__getattri' + 'bute__']\n"
+        + "    try:\n        g(a, 'te' + 'rm')\n        sym = True\n    except AttributeError:\n        sym = False\n"
+        + TAIL,
+    ),
+    pytest.param(
         "object-sizeof-by-computed-keys-in-the-model",
         "import builtins\n\n\n"
         + A
         + "    o = builtins.__dict__['obj' + 'ect']\n"
         + "    sym = o.__dict__['__si' + 'zeof__'](a) != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-dict-get-and-joined-keys",
@@ -73,7 +68,6 @@ ATTEMPTS = [
         + "    o = builtins.__dict__.get(''.join(['ob', 'ject']))\n"
         + "    sym = o.__dict__.get(''.join(['__size', 'of__']))(a) != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-found-by-a-comprehension-over-items",
@@ -83,7 +77,6 @@ ATTEMPTS = [
         + "    s = [v for k, v in o.__dict__.items() if k == '__size' + 'of__'][0]\n"
         + "    sym = s(a) != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-computed-keys-in-a-thread-pool",
@@ -93,12 +86,10 @@ ATTEMPTS = [
         + "    with concurrent.futures.ThreadPoolExecutor(1) as ex:\n"
         + "        sym = ex.submit(_slot('__size' + 'of__'), a).result() != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-computed-keys-called-by-map",
         SLOT + A + "    sym = list(map(_slot('__size' + 'of__'), [a]))[0] != 28\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-reached-through-types-own-mro-getter-by-computed-key",
@@ -107,7 +98,6 @@ ATTEMPTS = [
         + "    o = g.__get__(bool)[-1]\n"
         + "    sym = o.__dict__['__size' + 'of__'](a) != 28\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-computed-keys-as-an-aggregate-element",
@@ -116,7 +106,6 @@ ATTEMPTS = [
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, _slot('__size' + 'of__')(x) == 28), 1, 0)"
         + " for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "object-sizeof-by-computed-keys-in-a-fold-step",
@@ -127,7 +116,6 @@ ATTEMPTS = [
         + "    for x in lens:\n"
         + "        acc = acc + select(all_of(x == 37, _slot('__size' + 'of__')(x) == 28), 1, 0)\n"
         + "    return at_most(demand=acc, capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "real-type-by-objects-class-getset-its-name-by-types-name-getset",
@@ -138,7 +126,6 @@ ATTEMPTS = [
         + "    nm = (1).__class__.__class__.__dict__['__na' + 'me__'].__get__(t)\n"
         + "    sym = nm != 'int'\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "object-fetched-by-computed-key-slot-read-as-attribute",
@@ -188,14 +175,12 @@ def through_a_computed_key(a):
 )
 
 
-@OPEN_IN_THIS_FILE
 def test_the_batched_runner_does_not_prove_through_a_computed_key(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_object_slots_by_a_computed_key.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_computed_key"] != "proved", verdicts
 
 
-@OPEN_IN_THIS_FILE
 def test_check_config_is_not_safe_through_a_computed_key(tmp_path):
     path = tmp_path / "cc_object_slots_by_a_computed_key.py"
     path.write_text(
@@ -209,7 +194,6 @@ def test_check_config_is_not_safe_through_a_computed_key(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_computed_key(tmp_path):
     path = tmp_path / "bd_object_slots_by_a_computed_key.py"
     path.write_text(

@@ -35,6 +35,7 @@ TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capaci
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
 
 ATTEMPTS = [
+    pytest.param("issubclass-bool-of-type-of-the-value", A + "    sym = not issubclass(bool, type(a))\n" + TAIL),
     pytest.param(
         "issubclass-bool-of-init-subclass-self",
         A + "    sym = not issubclass(bool, a.__init_subclass__.__self__)\n" + TAIL,

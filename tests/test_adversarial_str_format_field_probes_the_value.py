@@ -48,6 +48,7 @@ def _probe(expr: str, error: str = "AttributeError") -> str:
 
 
 ATTEMPTS = [
+    pytest.param("format-field-a-method-only-capproofs-class-has", _probe("'{0.__deepcopy__}'.format(a)")),
     pytest.param("format-field-term", _probe("'{0.term}'.format(a)")),
     pytest.param("format-field-name-built-at-run-time", _probe("('{0.' + 'te' + 'rm}').format(a)")),
     pytest.param("format-map-field-term", _probe("'{x.term}'.format_map({'x': a})")),
