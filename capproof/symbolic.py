@@ -1455,7 +1455,7 @@ def _reject_float(value: object) -> None:
 def to_z3_int(value: object) -> z3.ArithRef:
     """The Z3 Int term for an int or SymInt. Raises RealArithmeticError for floats."""
     if isinstance(value, SymInt):
-        return value.term
+        return _int_term(value)
     if isinstance(value, bool):
         return z3.IntVal(int(value))
     if isinstance(value, int):
@@ -1464,7 +1464,7 @@ def to_z3_int(value: object) -> z3.ArithRef:
         # its value is read by int's own slot (an exact int, whatever the subclass overrides)
         return z3.IntVal(value if type(value) is int else int.__int__(value))
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
-        return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
+        return z3.If(_bool_term(value), z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
     raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
@@ -1512,7 +1512,7 @@ def _overrides_operators(kind: type) -> bool:
 def to_z3_bool(value: object) -> z3.BoolRef:
     """The Z3 Bool term for a bool or SymBool."""
     if isinstance(value, SymBool):
-        return value.term
+        return _bool_term(value)
     if isinstance(value, bool):
         return z3.BoolVal(value)
     raise record_misuse(NotAnIntegerError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
@@ -1544,8 +1544,8 @@ def _operand(ctx: z3.Context, other: object):
     if kind is int:
         ref = ctx.ref()
         return _checked(ref, _int_numeral(ref, other))
-    if kind is SymInt and other.term.ctx is ctx:
-        return other.term.ast
+    if kind is SymInt and _int_term(other).ctx is ctx:
+        return _int_term(other).ast
     return None
 
 
@@ -1842,8 +1842,8 @@ class SymInt(metaclass=_SymbolicType):
         return out
 
     def __repr__(self) -> str:
-        _repr_outside_capproof(self.term)
-        return f"SymInt({self.term})"
+        _repr_outside_capproof(_int_term(self))
+        return f"SymInt({_int_term(self)})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
         return self
@@ -1854,7 +1854,7 @@ class SymInt(metaclass=_SymbolicType):
     def __reduce_ex__(self, protocol):
         raise record_misuse(
             NotConcreteError(
-                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {_int_term(self)} at {caller_location()}"
             )
         )
 
@@ -1863,14 +1863,14 @@ class SymInt(metaclass=_SymbolicType):
 
     def __sizeof__(self) -> int:
         raise record_misuse(
-            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {_int_term(self)} at {caller_location()}")
         )
 
     def __str__(self) -> str:
-        raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str() of symbolic {_int_term(self)} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        value = _case_split(self.term)  # a dict or set lookup: one path per value the key can take
+        value = _case_split(_int_term(self))  # a dict or set lookup: one path per value the key can take
         if value is None:
             raise record_misuse(
                 NotConcreteError(
@@ -1881,45 +1881,47 @@ class SymInt(metaclass=_SymbolicType):
         return hash(value)
 
     def __format__(self, spec: str) -> str:
-        raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str()/format() of symbolic {_int_term(self)} at {caller_location()}"))
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_add, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term + to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_add, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) + to_z3_int(other))
 
     def __radd__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_add, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) + self.term)
+        out = _fast_nary(_core.Z3_mk_add, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) + _int_term(self))
 
     def __sub__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_sub, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term - to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_sub, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) - to_z3_int(other))
 
     def __rsub__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_sub, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) - self.term)
+        out = _fast_nary(_core.Z3_mk_sub, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) - _int_term(self))
 
     def __mul__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_mul, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term * to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_mul, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) * to_z3_int(other))
 
     def __rmul__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_mul, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) * self.term)
+        out = _fast_nary(_core.Z3_mk_mul, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) * _int_term(self))
 
     def __floordiv__(self, other: IntLike) -> "SymInt":
         if type(other) is int and other > 0:  # py_floordiv's calls for a positive constant, through the C API
-            ctx = self.term.ctx
+            ctx = _int_term(self).ctx
             ref = ctx.ref()
             q = _sym_int(
-                _core.Z3_mk_div(ref, self.term.ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))),
+                _core.Z3_mk_div(
+                    ref, _int_term(self).ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))
+                ),
                 ctx,
             ).term
-            _record_lemma(self.term, other, q)
+            _record_lemma(_int_term(self), other, q)
             return _sym_int(_core.Z3_simplify(ref, q.ast), ctx)
         _reject_float(other)
-        return _wrap_int(py_floordiv(self.term, other))
+        return _wrap_int(py_floordiv(_int_term(self), other))
 
     def __rfloordiv__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
@@ -1927,7 +1929,7 @@ class SymInt(metaclass=_SymbolicType):
 
     def __mod__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
-        return _wrap_int(py_mod(self.term, other))
+        return _wrap_int(py_mod(_int_term(self), other))
 
     def __rmod__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
@@ -1954,7 +1956,7 @@ class SymInt(metaclass=_SymbolicType):
             return self // (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
-        return _wrap_int(self.term / _pow2(k))  # SMT-LIB div floors for a positive divisor
+        return _wrap_int(_int_term(self) / _pow2(k))  # SMT-LIB div floors for a positive divisor
 
     def __rrshift__(self, other: IntLike) -> "SymInt":
         return SymInt(to_z3_int(other)) >> self
@@ -1967,7 +1969,7 @@ class SymInt(metaclass=_SymbolicType):
             return self * (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
-        return _wrap_int(self.term * _pow2(k))
+        return _wrap_int(_int_term(self) * _pow2(k))
 
     def __rlshift__(self, other: IntLike) -> "SymInt":
         return SymInt(to_z3_int(other)) << self
@@ -2004,15 +2006,15 @@ class SymInt(metaclass=_SymbolicType):
                 )
             )
         bits = z3.Sum(
-            [z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2) for i in range(kept.bit_length()) if kept >> i & 1]
+            [z3.IntVal(1 << i) * ((_int_term(self) / (1 << i)) % 2) for i in range(kept.bit_length()) if kept >> i & 1]
         )
         # SMT-LIB div/mod by a positive constant floor, as Python's // and % do
-        return _wrap_int(bits if m >= 0 else self.term - bits)
+        return _wrap_int(bits if m >= 0 else _int_term(self) - bits)
 
     def __or__(self, other: object) -> "SymInt":
         """``x | c`` for a constant int ``c``: ``x + c - (x & c)`` (exact for every sign)."""
         if _concrete_int(other):
-            return _wrap_int(self.term + int(other) - self._mask(int(other), "|").term)
+            return _wrap_int(_int_term(self) + int(other) - self._mask(int(other), "|").term)
         self._unsupported(other, "|")
 
     __ror__ = __or__
@@ -2020,7 +2022,7 @@ class SymInt(metaclass=_SymbolicType):
     def __xor__(self, other: object) -> "SymInt":
         """``x ^ c`` for a constant int ``c``: ``x + c - 2 * (x & c)`` (exact for every sign)."""
         if _concrete_int(other):
-            return _wrap_int(self.term + int(other) - 2 * self._mask(int(other), "^").term)
+            return _wrap_int(_int_term(self) + int(other) - 2 * self._mask(int(other), "^").term)
         self._unsupported(other, "^")
 
     __rxor__ = __xor__
@@ -2046,13 +2048,13 @@ class SymInt(metaclass=_SymbolicType):
 
     def __invert__(self) -> "SymInt":
         """``~x`` = ``-x - 1``."""
-        return _wrap_int(-self.term - 1)
+        return _wrap_int(-_int_term(self) - 1)
 
     def bit_length(self) -> "SymInt":
         """``int.bit_length``: bits of ``abs(x)`` (0 for 0), exact for ``|x| < 2**BIT_WIDTH``
         (a recorded side condition)."""
-        a = z3.If(self.term >= 0, self.term, -self.term)
-        _side_condition(a < 2**BIT_WIDTH, lambda: f"|{self.term}| < 2**{BIT_WIDTH} for bit_length()")
+        a = z3.If(_int_term(self) >= 0, _int_term(self), -_int_term(self))
+        _side_condition(a < 2**BIT_WIDTH, lambda: f"|{_int_term(self)}| < 2**{BIT_WIDTH} for bit_length()")
         return _wrap_int(z3.Sum([z3.If(a >= 2**i, z3.IntVal(1), z3.IntVal(0)) for i in range(BIT_WIDTH)]))
 
     def __trunc__(self) -> "SymInt":
@@ -2079,21 +2081,21 @@ class SymInt(metaclass=_SymbolicType):
         return self
 
     def __neg__(self) -> "SymInt":
-        ctx = self.term.ctx
+        ctx = _int_term(self).ctx
         ref = ctx.ref()
-        return simplified(ref, _core.Z3_mk_unary_minus(ref, self.term.ast), ctx)
+        return simplified(ref, _core.Z3_mk_unary_minus(ref, _int_term(self).ast), ctx)
 
     def __pos__(self) -> "SymInt":
         return self
 
     def __abs__(self) -> "SymInt":
-        return _wrap_int(z3.If(self.term >= 0, self.term, -self.term))
+        return _wrap_int(z3.If(_int_term(self) >= 0, _int_term(self), -_int_term(self)))
 
     def __pow__(self, other: object, modulo: object = None) -> "SymInt":
         if modulo is None and _concrete_int(other) and other >= 0:
             result: z3.ArithRef = z3.IntVal(1)
             for _ in range(other):
-                result = result * self.term
+                result = result * _int_term(self)
             return _wrap_int(result)
         raise record_misuse(
             NotConcreteError(
@@ -2105,7 +2107,7 @@ class SymInt(metaclass=_SymbolicType):
         """``b ** k`` for a concrete int base and a symbolic exponent ``k`` in ``0..BIT_WIDTH``
         (a recorded side condition; a negative ``k`` gives a float in Python)."""
         if modulo is None and _concrete_int(other) and not isinstance(other, bool):
-            k = self.term
+            k = _int_term(self)
             _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"exponent {k} in 0..{BIT_WIDTH}")
             out: z3.ArithRef = z3.IntVal(other**BIT_WIDTH)
             for i in reversed(range(BIT_WIDTH)):
@@ -2122,45 +2124,45 @@ class SymInt(metaclass=_SymbolicType):
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return _foreign_equality(self, other, "==")  # as int == "a": False, by identity
-        out = _fast_compare(_core.Z3_mk_eq, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term == to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_eq, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return _foreign_equality(self, other, "!=")
-        out = _fast_compare(_core.Z3_mk_distinct, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term != to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_distinct, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) != to_z3_int(other)))
 
     def __lt__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_lt, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term < to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_lt, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) < to_z3_int(other)))
 
     def __le__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_le, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term <= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_le, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) <= to_z3_int(other)))
 
     def __gt__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_gt, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term > to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_gt, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) > to_z3_int(other)))
 
     def __ge__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_ge, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term >= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_ge, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) >= to_z3_int(other)))
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):
         raise record_misuse(
-            NotConcreteError(f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"{what} needs a concrete int, got symbolic {_int_term(self)} at {caller_location()}")
         )
 
     def __index__(self) -> int:
-        value = _case_split(self.term)
+        value = _case_split(_int_term(self))
         if value is None:
             self._concrete("an index, range() or math.gcd")
         return value  # type: ignore[return-value]
 
     def __int__(self) -> int:
-        value = _case_split(self.term)
+        value = _case_split(_int_term(self))
         if value is None:
             self._concrete("int()")
         return value  # type: ignore[return-value]
@@ -2173,10 +2175,10 @@ class SymInt(metaclass=_SymbolicType):
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:  # ``if n:`` means ``n != 0``
-            return explorer.decide(self.term != 0, caller_location())
+            return explorer.decide(_int_term(self) != 0, caller_location())
         raise record_misuse(
             SymbolicBranchError(
-                f"branch on symbolic value {self.term} at {caller_location()} "
+                f"branch on symbolic value {_int_term(self)} at {caller_location()} "
                 "(use capproof.select for branches on symbolic values)"
             )
         )
@@ -2210,8 +2212,8 @@ class SymBool(metaclass=_SymbolicType):
         self.term = term
 
     def __repr__(self) -> str:
-        _repr_outside_capproof(self.term)
-        return f"SymBool({self.term})"
+        _repr_outside_capproof(_bool_term(self))
+        return f"SymBool({_bool_term(self)})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
         return self
@@ -2222,7 +2224,7 @@ class SymBool(metaclass=_SymbolicType):
     def __reduce_ex__(self, protocol):
         raise record_misuse(
             NotConcreteError(
-                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {_bool_term(self)} at {caller_location()}"
             )
         )
 
@@ -2231,22 +2233,24 @@ class SymBool(metaclass=_SymbolicType):
 
     def __sizeof__(self) -> int:
         raise record_misuse(
-            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {_bool_term(self)} at {caller_location()}")
         )
 
     def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
-        raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
+        raise record_misuse(
+            NotConcreteError(f"str() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
+        )
 
     def __format__(self, spec: str) -> str:
         raise record_misuse(
-            NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}")
+            NotConcreteError(f"str()/format() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
         )
 
     def __hash__(self) -> int:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is None:
             raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
-        return hash(explorer.decide(self.term, caller_location()))  # hash(True) == 1, as an int key
+        return hash(explorer.decide(_bool_term(self), caller_location()))  # hash(True) == 1, as an int key
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
@@ -2256,8 +2260,10 @@ class SymBool(metaclass=_SymbolicType):
     def __int__(self) -> int:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is None:
-            raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
-        return int(explorer.decide(self.term, caller_location()))  # one path per truth value
+            raise record_misuse(
+                NotConcreteError(f"int() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
+            )
+        return int(explorer.decide(_bool_term(self), caller_location()))  # one path per truth value
 
     __index__ = __int__
 
@@ -2268,15 +2274,15 @@ class SymBool(metaclass=_SymbolicType):
 
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
-        return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
+        return SymInt(z3.If(_bool_term(self), z3.IntVal(1), z3.IntVal(0)))
 
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:
-            return explorer.decide(self.term, caller_location())
+            return explorer.decide(_bool_term(self), caller_location())
         raise record_misuse(
             SymbolicBranchError(
-                f"branch on symbolic condition ({self.term}) at {caller_location()} "
+                f"branch on symbolic condition ({_bool_term(self)}) at {caller_location()} "
                 "(use capproof.select for branches on symbolic values)"
             )
         )
@@ -2284,21 +2290,21 @@ class SymBool(metaclass=_SymbolicType):
     # bool op bool is a bool; bool op int is an int (``True & 3 == 1``)
     def __and__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.And(_bool_term(self), to_z3_bool(other))))
         return self._as_int() & other
 
     __rand__ = __and__
 
     def __or__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.Or(_bool_term(self), to_z3_bool(other))))
         return self._as_int() | other
 
     __ror__ = __or__
 
     def __xor__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.Xor(_bool_term(self), to_z3_bool(other))))
         return self._as_int() ^ other
 
     __rxor__ = __xor__
@@ -2310,14 +2316,14 @@ class SymBool(metaclass=_SymbolicType):
 
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
-            return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+            return SymBool(z3.simplify(_bool_term(self) == to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() == other
         return _foreign_equality(self, other, "==")  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
-            return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+            return SymBool(z3.simplify(_bool_term(self) != to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() != other
         return _foreign_equality(self, other, "!=")
@@ -2580,6 +2586,9 @@ class _IntMethod(metaclass=_SymbolicType):
         raise record_misuse(NotConcreteError(f"pickling a symbolic value's method at {caller_location()}"))
 
 
+#: a symbolic value's own term read past its ``__getattribute__`` (capproof's hot path: every operation)
+_int_term = SymInt.__dict__["term"].__get__
+_bool_term = SymBool.__dict__["term"].__get__
 _METHOD_SLOT = _IntMethod.__dict__["_method"]
 _METHOD_CALL_CODE = _IntMethod.__call__.__code__
 type.__setattr__(SymInt, "__getattribute__", _sym_int_getattribute)

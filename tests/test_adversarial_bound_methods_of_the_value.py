@@ -6,16 +6,17 @@ symbolic int's are bound Python functions, and *their* attributes differ: ``__fu
 ``__code__`` exist only on the symbolic one, ``__qualname__`` says ``int.bit_length`` only on the
 int, ``__text_signature__`` exists only on the builtin, ``inspect.signature`` reads the signature
 differently. capproof refuses ``__module__`` read this way (the attribute-name guard) and calling
-an operator method directly (``a.__add__``); the other attributes are read without any check. Below:
+an operator method directly (``a.__add__``); so a method of the value a model reads is an opaque callable: calling it calls the method, any
+attribute of it (or its repr, a comparison, a hash) is misuse. Below, each refused:
 
 - ``a.bit_length.__qualname__``, ``a.__floor__.__func__`` (directly, and by ``hasattr`` in a
   helper), ``a.conjugate.__code__``, ``a.bit_length.__text_signature__``,
-  ``inspect.signature(a.bit_length)``; through ``str.format`` fields
+  ``inspect.signature(a.bit_length)``, ``a.__floor__.__name__``; through ``str.format`` fields
   (``'{0.__add__.__qualname__}'``, ``'{0.__init__.__qualname__}'``); as an aggregate element
   ("proved [all batch sizes]") and as a fold step;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient);
-- passing: ``a.bit_length.__module__`` (refused by name), ``a.__add__.__qualname__`` (an operator
+- also: ``a.bit_length.__module__`` (refused by name), ``a.__add__.__qualname__`` (an operator
   method called or read directly: refused), ``a.__index__.__self__ is a`` (true on both: a
   sound verdict whatever it is).
 

@@ -9,8 +9,12 @@ keys computed at run time, in two dictionaries: ``builtins.__dict__['obj' + 'ect
 ``object`` is loaded) and then ``o.__dict__['__size' + 'of__']`` (a subscript, not an attribute
 read, not ``getattr``). ``object.__sizeof__`` bound to the value reads the size of its real type:
 28 for the int 37, another number for a symbolic int, so the model takes a branch on the symbolic
-run that the ints never take. Below:
+run that the ints never take. The attribute-name guard and the load-time reach scan do not see
+such a lookup; the symbolic run does: a model frame that holds ``object``, ``type`` or one of
+their own slots (by identity: however it reached them) when it is called or returns is misuse.
+Below, each refused:
 
+- ``object``'s ``__getattribute__`` slot by a computed key, reading the term past the value's guard;
 - the slot called in the model, by ``dict.get`` with keys built by ``str.join``, found by a
   comprehension over the dictionaries' items, in a thread pool, called by C (``map``), with
   ``object`` reached from ``type``'s own ``__dict__['__mro__']`` getter; as an aggregate element
@@ -19,7 +23,7 @@ run that the ints never take. Below:
   way: the metaclass's attribute guard is not asked);
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient) through the same route;
-- passing: the slot read as an attribute of ``object`` fetched the same way (the attribute-name
+- also: the slot read as an attribute of ``object`` fetched the same way (the attribute-name
   guard), the slot held at load (a module global, a ``partial``), ``object``'s ``__class__``
   descriptor fetched the same way and compared (the type comparison is misuse).
 

@@ -6,13 +6,15 @@ capproof's ``SymInt`` for a symbolic int, reached without naming ``type`` or rea
 (which says ``int``). SymInt's metaclass refuses reading that type's attributes, hashing it and
 comparing it (``__name__``, ``__dict__``, ``==``), but not passing it to ``issubclass``/``isinstance``
 as the class tested against: ``issubclass(bool, a.__init_subclass__.__self__)`` is true for an int
-and false for a symbolic int. Below:
+and false for a symbolic int. Both halves are closed: the value's ``__init_subclass__`` (an
+``object`` slot where an int has its own C method) is misuse to read, and ``isinstance``/``issubclass``
+against the symbolic type reached by any route (``type(a)`` too) is misuse. Below, each refused:
 
-- ``issubclass(bool, ...)``, ``isinstance(True, ...)``, ``isinstance(5, a.__subclasshook__.__self__)``,
+- ``issubclass(bool, type(a))``, ``issubclass(bool, ...)``, ``isinstance(True, ...)``, ``isinstance(5, a.__subclasshook__.__self__)``,
   in a thread, as an aggregate element ("proved [all batch sizes]");
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient);
-- passing: the type's ``__dict__`` or ``__name__`` read, the type compared with ``!=`` (the
+- also: the type's ``__dict__`` or ``__name__`` read, the type compared with ``!=`` (the
   metaclass refuses them), ``isinstance(a, ...)`` (true on both: a correct counterexample), the
   type called (``SymInt(5)`` fails: an error).
 

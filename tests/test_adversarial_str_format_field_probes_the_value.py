@@ -6,14 +6,16 @@ format succeeds, on ints it raises ``AttributeError``, so a model that catches t
 branch the ints never take. capproof refuses the same probe through ``string.Formatter.get_field``
 (Python code it intercepts), ``operator.attrgetter`` or ``getattr`` by a computed name (the static
 guard), and a missing attribute (``{0.__slots__}``: capproof's error); ``str.format``,
-``str.format_map`` and a field name built at run time reach the attribute without any of them. Below:
+``str.format_map`` and a field name built at run time reach the attribute without any of them. So
+a model's read of a symbolic value's attribute, by any route (Python's or C's), gives only what an
+int has, as the int has it: anything else is misuse. Below, each refused:
 
 - the probe in the model, with a field name built at run time, through ``format_map``, as a
   keyword field of a log-like message, in a helper run by a thread pool, as an aggregate element
   ("proved [all batch sizes]");
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient) through the same probe;
-- passing: ``{0.__slots__}`` (no such attribute on either: capproof's error), ``{0.var}`` (the
+- a method only capproof's class has (``{0.__deepcopy__}``); ``{0.__slots__}`` (no such attribute on either: capproof's error), ``{0.var}`` (the
   property reads the type's repr: misuse), ``{0[0]}`` (neither is subscriptable).
 
 Each model is false at ``a == 37`` on ints and reads "symbolic" on the symbolic run only. Brute
