@@ -12,7 +12,8 @@ read, not ``getattr``). ``object.__sizeof__`` bound to the value reads the size 
 run that the ints never take. The attribute-name guard and the load-time reach scan do not see
 such a lookup; the symbolic run does: a model frame that holds ``object``, ``type`` or one of
 their own slots (by identity: however it reached them) when it is called or returns is misuse.
-Below, each refused:
+Below, each refused (open, a strict xfail: the slot fetched and called in one expression, held by
+no frame):
 
 - ``object``'s ``__getattribute__`` slot by a computed key, reading the term past the value's guard;
 - the slot called in the model, by ``dict.get`` with keys built by ``str.join``, found by a
@@ -41,6 +42,14 @@ from _soundness_harness import (
     check,
 )
 
+#: a slot fetched and called within one expression, never held by a frame when a model function is
+#: called or returns: the symbolic run has no hook on a C call (a profile function would see a method
+#: descriptor called from bytecode, not one called by C: ``map``)
+OPEN = pytest.mark.xfail(
+    strict=True,
+    reason="object's slot fetched and called in one expression: no frame holds it at a call or return",
+)
+
 SLOT = (
     "import builtins\n\n\ndef _slot(name):\n    o = builtins.__dict__['obj' + 'ect']\n    return o.__dict__[name]\n\n\n"
 )
@@ -49,6 +58,14 @@ TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capaci
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
 
 ATTEMPTS = [
+    pytest.param(
+        "object-sizeof-fetched-and-called-in-one-expression",
+        "import builtins\n\n\n"
+        + A
+        + "    sym = builtins.__dict__['obj' + 'ect'].__dict__['__si' + 'zeof__'](a) != 28\n"
+        + TAIL,
+        marks=OPEN,
+    ),
     pytest.param(
         "objects-getattribute-slot-by-computed-key-reads-the-term",
         "import builtins\n\n\n"
