@@ -431,6 +431,36 @@ def _holds_object_slot(value: object) -> bool:
         return True
 
 
+_FROZEN_CODE: dict = {}
+
+
+def _frozen_stdlib_code(code) -> bool:
+    """Whether ``code`` is a frozen standard-library module's own (``<frozen _collections_abc>``:
+    a function of that module or of a class it defines, or code nested in one), by identity
+    with what the loaded module holds (a model compiling text under that name holds none of it)."""
+    known = _FROZEN_CODE.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    name = code.co_filename
+    found = False
+    module = sys.modules.get(name[len("<frozen ") : -1]) if name.startswith("<frozen ") and name.endswith(">") else None
+    if module is not None:
+        stack = []
+        for value in list(vars(module).values()):
+            values = list(vars(value).values()) if isinstance(value, type) else [value]
+            for v in values:
+                v = getattr(v, "__func__", v)
+                c = getattr(v, "__code__", None)
+                if isinstance(c, types.CodeType):
+                    stack.append(c)
+        while stack and not found:
+            c = stack.pop()
+            found = c is code
+            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    _FROZEN_CODE[id(code)] = (code, found)
+    return found
+
+
 def _object_slot_held(frame, event: str, arg) -> None:
     """Record as misuse a model frame that holds, when called or when it returns, ``object``,
     ``type`` or one of their own slots, however it reached them (a name, a lookup by a computed
@@ -446,6 +476,8 @@ def _object_slot_held(frame, event: str, arg) -> None:
         held = True
     if held:
         code = frame.f_code
+        if _frozen_stdlib_code(code):  # (``_collections_abc`` walking a class's MRO to ``object``)
+            return
         _misuse_here(
             f"{code.co_name} at {code.co_filename}:{frame.f_lineno} holds object or type or one of their own slots "
             "in a symbolic run (object.__sizeof__, its __class__ descriptor, type's __mro__/__name__ getsets): "
