@@ -60,6 +60,18 @@ BACKEND_FILES = {
     "intel_xpu": ("xpu_backend.py", "xpu_backend.py"),
     "llada2_cfg_flashinfer": ("llada2_cfg_flashinfer_backend.py", "llada2_cfg_flashinfer_backend.py"),
 }
+#: Backend files whose main class subclasses another file's backend and calls its ``__init__``, so
+#: the parent's buffers are allocated too (SGLang 0.5.23's class statements: ``class
+#: CuteDslMLABackend(TRTLLMMLABackend)``, ``TRTLLMMLABackend(FlashInferMLAAttnBackend)``,
+#: ``TRTLLMHAAttnBackend(FlashInferAttnBackend)``, ``FlashMLABackend(FlashInferMLAAttnBackend)``,
+#: ``LLaDA2CFGFlashInferAttnBackend(FlashInferAttnBackend)``; checked by the real tier).
+BASE_FILES = {
+    "cutedsl_mla_backend.py": "trtllm_mla_backend.py",
+    "trtllm_mla_backend.py": "flashinfer_mla_backend.py",
+    "trtllm_mha_backend.py": "flashinfer_backend.py",
+    "flashmla_backend.py": "flashinfer_mla_backend.py",
+    "llada2_cfg_flashinfer_backend.py": "flashinfer_backend.py",
+}
 #: Element types of an index/size buffer (as the inventory records them).
 INDEX_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "bool"})
 #: Coverage kinds that decide a buffer whatever the line (``capproof coverage --write``).
@@ -83,7 +95,8 @@ def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: 
     """``{"attention backend NAME": [inventory ids]}``: the index buffers (:data:`INDEX_DTYPES`) of
     each backend's file (:data:`BACKEND_FILES`, the MLA column when ``mla``) in ``proofs/inventory/sglang-<version>.json`` that are
     neither decided by the committed coverage (:data:`DECIDED_KINDS`) nor covered by an obligation
-    ``checked`` proved at this line. A backend name outside the table (``dsv4``, whose class
+    ``checked`` proved at this line, with those of the files its class inherits from
+    (:data:`BASE_FILES`). A backend name outside the table (``dsv4``, whose class
     depends on the platform, ``ascend``, ``minicpm_*``: its file is not known here) is a group of
     its own with one entry saying so, since none of its buffers is checked; backends sharing a file
     (fa3, fa4) are one group. Empty when there is no inventory."""
@@ -107,10 +120,14 @@ def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: 
         for b in unmapped
     }
     for file, names in by_file.items():
+        files, name = {file}, file.removeprefix(ATTENTION)
+        while name in BASE_FILES:  # the parent classes' buffers are the backend's too
+            name = BASE_FILES[name]
+            files.add(ATTENTION + name)
         ids = sorted(
             e["id"]
             for e in entries
-            if e.get("file") == file
+            if e.get("file") in files
             and e.get("dtype") in INDEX_DTYPES
             and e.get("coverage") not in DECIDED_KINDS
             and e["id"] not in proved

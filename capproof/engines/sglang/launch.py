@@ -185,6 +185,13 @@ def _config_args(path: str) -> list[str]:
     out: list[str] = []
     for key, value in data.items():
         key = str(key)
+        norm = key.replace("-", "_")
+        if f"--{norm.replace('_', '-')}" in VALUELESS_FLAGS and norm not in STORE_TRUE_DESTS:
+            # ``ConfigArgumentMerger.__init__``: only store_true and one-value actions are supported
+            raise LaunchFlagError(
+                f"--config {path}: SGLang {SGLANG_VERSION} refuses the key {key!r} in a config file "
+                "(Unsupported config option: not a store_true flag); give it on the command line"
+            )
         if isinstance(value, bool):
             if key.replace("-", "_") in STORE_TRUE_DESTS:
                 if value:
