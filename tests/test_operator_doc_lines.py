@@ -45,37 +45,80 @@ QWEN = (*SG, "--model-path", "Qwen/Qwen3-8B")
     "line, message",
     [
         (
-            ("--engine", "sglang==0.4.0", "--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"),
+            (
+                "--engine",
+                "sglang==0.4.0",
+                "--",
+                "python",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                "Qwen/Qwen3-8B",
+            ),
             "error: --engine 'sglang==0.4.0': capproof models sglang 0.5.23 only",
         ),
-        (
-            ("--engine", "vllm==0.4.0", "--", "vllm", "serve", "Qwen/Qwen3-8B"),
-            "error: --engine 'vllm==0.4.0': capproof models vllm 0.18.0..0.33.0",
-        ),
-        (("--", *QWEN, "--speculative-algoritm", "EAGLE"), "did you mean --speculative-algorithm"),
-        (("--", *QWEN, "--max-num-seqs", "256"), "unknown SGLang flag '--max-num-seqs'"),
-        (("--", *QWEN, "--attention-backend", "fa5"), "--attention-backend 'fa5': invalid choice for SGLang 0.5.23"),
-        (("--", *QWEN, "--tp", "eight"), "--tp-size 'eight': not an integer"),
-        (("--", *QWEN, "--json-model-override-args", "{rope_scaling: 1}"), "--json-model-override-args: malformed JSON"),
-        (
-            ("--", "vllm", "serve", "Qwen/Qwen3-8B", "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3'),
-            "--speculative-config: malformed JSON",
-        ),
-        (("--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-length", "4096"), "did you mean --max-model-len"),
-        (
-            ("--", *QWEN, "--context-length", "1000000"),
-            "--context-length 1000000 is above the model's length, 40960",
-        ),
-        (
-            (
-                "--",
-                *QWEN,
-                "--json-model-override-args",
-                '{"rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}}',
-                "--context-length",
-                "131072",
+        pytest.param(
+            *(
+                ("--engine", "vllm==0.4.0", "--", "vllm", "serve", "Qwen/Qwen3-8B"),
+                "error: --engine 'vllm==0.4.0': capproof models vllm 0.18.0..0.33.0",
             ),
-            "--context-length 131072 is above the model's length, 40960",
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        pytest.param(
+            *(("--", *QWEN, "--speculative-algoritm", "EAGLE"), "did you mean --speculative-algorithm"),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        pytest.param(
+            *(("--", *QWEN, "--max-num-seqs", "256"), "unknown SGLang flag '--max-num-seqs'"),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        (("--", *QWEN, "--attention-backend", "fa5"), "--attention-backend 'fa5': invalid choice for SGLang 0.5.23"),
+        pytest.param(
+            *(("--", *QWEN, "--tp", "eight"), "--tp-size 'eight': not an integer"),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        (
+            ("--", *QWEN, "--json-model-override-args", "{rope_scaling: 1}"),
+            "--json-model-override-args: malformed JSON",
+        ),
+        pytest.param(
+            *(
+                (
+                    "--",
+                    "vllm",
+                    "serve",
+                    "Qwen/Qwen3-8B",
+                    "--speculative-config",
+                    '{"method": "eagle3", "num_speculative_tokens": 3',
+                ),
+                "--speculative-config: malformed JSON",
+            ),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        pytest.param(
+            *(("--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-length", "4096"), "did you mean --max-model-len"),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        pytest.param(
+            *(
+                ("--", *QWEN, "--context-length", "1000000"),
+                "--context-length 1000000 is above the model's length, 40960",
+            ),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
+        ),
+        pytest.param(
+            *(
+                (
+                    "--",
+                    *QWEN,
+                    "--json-model-override-args",
+                    '{"rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}}',
+                    "--context-length",
+                    "131072",
+                ),
+                "--context-length 131072 is above the model's length, 40960",
+            ),
+            marks=pytest.mark.slow,  # the whole CLI start-up, ~2-4 s under load
         ),
         (
             (
@@ -103,6 +146,7 @@ def test_bad_lines_are_one_line_of_bad_input(line, message):
     assert out.count("\n") <= 2  # one line, no traceback
 
 
+@pytest.mark.slow  # the whole CLI start-up, ~2-4 s under load
 def test_a_config_file_key_sglang_refuses_is_bad_input(tmp_path):
     config = tmp_path / "sglang.yaml"
     config.write_text("model-path: deepseek-ai/DeepSeek-V3.2\ntp-size: 8\ndp-size: 8\nenable-dp-attention: true\n")
@@ -214,7 +258,17 @@ def test_the_deprecated_nsa_backend_is_the_dsa_backend_not_safe():
         ),
         # the docker quickstart with a release tag: that release, said so
         (
-            ("docker", "run", "--gpus", "all", "--ipc=host", "lmsysorg/sglang:v0.5.23-cu129", *QWEN, "--attention-backend", "fa3"),
+            (
+                "docker",
+                "run",
+                "--gpus",
+                "all",
+                "--ipc=host",
+                "lmsysorg/sglang:v0.5.23-cu129",
+                *QWEN,
+                "--attention-backend",
+                "fa3",
+            ),
             "undecided (not proved safe): SGLang 0.5.23, no sizing flags",
             "engine SGLang 0.5.23: from the image tag lmsysorg/sglang:v0.5.23-cu129",
         ),
@@ -255,3 +309,35 @@ def test_docs_eagle_flashinfer_line_at_page_size_1_will_fail():
     assert code == 1, out
     assert out.startswith("will fail: SGLang 0.5.23, speculative_num_steps=3, speculative_eagle_topk=4")
     assert "nxt=131093, req_to_token[1]=131092" in out
+
+
+@pytest.mark.real
+def test_backend_parent_files_are_the_wheels_class_statements():
+    """``BASE_FILES``: each file's main backend class subclasses a class of the parent file and its
+    ``__init__`` calls ``super().__init__`` (so the parent's buffers are allocated), read from
+    SGLang 0.5.23's source."""
+    import ast
+    import os
+
+    from capproof.engines.sglang.deployment import ATTENTION, BACKEND_FILES, BASE_FILES
+    from capproof.engines.vllm import wheels
+
+    try:
+        wheels.fetch_version("sglang", "0.5.23", download=False)
+    except wheels.WheelsUnavailable as exc:
+        pytest.skip(str(exc))
+    root = os.path.join(wheels.source_root("sglang", "0.5.23"), *ATTENTION.split("/"))
+
+    def classes(name):
+        with open(os.path.join(root, name), encoding="utf-8") as fh:
+            return [n for n in ast.parse(fh.read()).body if isinstance(n, ast.ClassDef)]
+
+    for child, parent in BASE_FILES.items():
+        parents = {c.name for c in classes(parent)}
+        mains = [c for c in classes(child) if c.name.endswith("Backend") and "Draft" not in c.name]
+        main = mains[0]
+        assert any(getattr(b, "id", None) in parents for b in main.bases), (child, main.name)
+        init = next(f for f in main.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+        assert "super().__init__" in ast.unparse(init), child
+    files = {f for pair in BACKEND_FILES.values() for f in pair}
+    assert set(BASE_FILES) <= files | set(BASE_FILES.values())

@@ -345,6 +345,7 @@ def run_check(
         "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
         "--tp-size": "tp",
         "--speculative-algorithm": "feature:spec_decode",
+        "--attn-dp-size": "mul_base",
         **USED_FLAGS,
     }
     # a derived feature is used when an applied obligation requires it

@@ -334,4 +334,11 @@ def parse_launch_args(argv: list[str]) -> LaunchConfig:
             if value is True:
                 cfg.switches.add(flag)
             cfg.ignored.append(flag)
+    if "--attn-dp-size" in values and "--enable-dp-attention" not in cfg.switches:
+        # SGLang 0.5.23 turns ``--dp-size N --enable-dp-attention`` into ``--attn-dp-size N``
+        # (``arg_groups/parallel_hook.py::_handle_deprecated_dp_attention``): read as that pair
+        width = _int("--attn-dp-size", values["--attn-dp-size"])
+        if width > 1:
+            cfg.values["dp_size"] = width
+            cfg.switches.add("--enable-dp-attention")
     return cfg
