@@ -151,9 +151,8 @@ def test_two_batch_overlap_children_are_within_their_parent_when_the_split_is():
     activate(root)
     assert tbo_children_checked() == ""
     split = tbo_split_checked(_index(root))
-    assert "two_batch_overlap.py:354 (capture_one_batch_size)" in split
-    assert "dp_attn.py" in split
+    assert split == "split index not checked at two_batch_overlap.py:354, dp_attn.py:658"
     left = backend_bs_sites(root, "FlashAttentionBackend")["not checked"]
     tbo = [s for s in left if s.startswith("sglang/srt/layers/attention/tbo_backend.py")]
     assert [s.split(" ", 1)[0].rsplit("/", 1)[-1] for s in tbo] == ["tbo_backend.py:80", "tbo_backend.py:151"]
-    assert all("is a child of forward_batch.tbo_children: split index within the batch not checked" in s for s in tbo)
+    assert all("forward_batch_child <- forward_batch.tbo_children: split index not checked at" in s for s in tbo)

@@ -625,7 +625,7 @@ def _tbo_child_parent(fn, name: str) -> str | None:
 def tbo_split_checked(ix: _Index) -> str:
     """The reason the two-batch-overlap split index is not known to lie within its batch
     (``0 <= s <= batch_size``, :func:`tbo_children_checked`'s precondition), naming where it is
-    stored (AST: ``.tbo_split_seq_index`` as an assignment target, also inside a tuple target, or
+    stored as ``file.py:line`` (AST: ``.tbo_split_seq_index`` as an assignment target, also inside a tuple target, or
     a ``tbo_split_seq_index=`` keyword; ``None`` and copies of another batch's index left out).
     No store is judged yet, so the answer is never empty: the capture-time split
     (``capture_one_batch_size``: ``compute_split_seq_index`` of the runner's ``num_tokens`` over
@@ -653,9 +653,8 @@ def tbo_split_checked(ix: _Index) -> str:
                 continue
             if isinstance(value, ast.Attribute) and value.attr == "tbo_split_seq_index":
                 continue  # a copy: the index is judged where the copied batch's was stored
-            fn = ix.enclosing(rel, n)
-            found.append(f"{rel}:{getattr(value, 'lineno', '?')} ({getattr(fn, 'name', 'module')})")
-    return "split index within the batch not checked" + (" at " + ", ".join(found) if found else "")
+            found.append(f"{os.path.basename(rel)}:{getattr(value, 'lineno', '?')}")
+    return "split index not checked" + (" at " + ", ".join(found) if found else "")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1118,7 +1117,7 @@ class _Tracer:
         parent = _tbo_child_parent(fn, name)
         if parent is not None:
             # a two-batch-overlap child of the entry's own batch: within it when the split is
-            where = f"{rel}:{node.lineno} {self._fn_name(fn)}: {name} is a child of {parent}.tbo_children"
+            where = f"{name} <- {parent}.tbo_children"  # the site's own line: kept short for the facts file
             reason = tbo_children_checked() or tbo_split_checked(self.ix)
             if reason:
                 yield ("unchecked", chain + [f"{where}: {reason}"])
