@@ -318,6 +318,12 @@ def slot_fact(root: str) -> dict:
 # Slot expressions
 
 
+def _stores(fn, name: str) -> int:
+    """How many times ``fn``'s body binds the plain name ``name`` (any store: assignment, loop
+    target, ``with ... as``, walrus, augmented assignment)."""
+    return sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+
+
 class SlotJudge:
     """Which expressions of the V2 runner's files are slots (scalars) or slot arrays (AST)."""
 
@@ -586,9 +592,10 @@ class SlotJudge:
           parameter bound to ``arg`` is used only as an argument of launches ``K[grid](...)`` of
           ``@triton.jit`` kernels of ``f``'s module, or for ``.stride``/``.shape``/``.dtype``;
         - in each ``K``, that parameter ``P`` appears only as ``tl.load(P + r, ...)`` or
-          ``tl.store(P + r, ...)``, with ``r`` assigned once, to ``tl.load(M + i)`` (no mask; a
-          ``.to(...)`` cast allowed), ``M`` a kernel parameter launched with a parameter of ``f``
-          that ``call`` passes a slot array (:meth:`array`).
+          ``tl.store(P + r, ...)``, with ``r`` bound once, by ``r = tl.load(M + i)`` (no mask; a
+          ``.to(...)`` cast allowed), ``M`` a kernel parameter ``K`` never rebinds, launched with
+          a parameter of ``f`` that ``f`` never rebinds (nor the buffer's) and that ``call``
+          passes a slot array (:meth:`array`).
 
         So every element the kernel touches is at a row that is a value of a slot array, below
         ``max_num_reqs`` under :func:`slot_array_fact`. Which element of the slot array is read
@@ -658,18 +665,13 @@ class SlotJudge:
                 sets = [
                     a.value
                     for a in ast.walk(k)
-                    if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                    and any(
-                        isinstance(t, ast.Name) and t.id == r.id
-                        for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
-                    )
+                    if isinstance(a, ast.Assign)
+                    and len(a.targets) == 1
+                    and isinstance(a.targets[0], ast.Name)
+                    and a.targets[0].id == r.id
                 ]
-                loops = [
-                    x
-                    for x in ast.walk(k)
-                    if isinstance(x, ast.For) and r.id in {t.id for t in ast.walk(x.target) if isinstance(t, ast.Name)}
-                ]
-                if len(sets) != 1 or loops:
+                # bound exactly once, by that assignment (no loop, tuple, walrus or augmented store)
+                if len(sets) != 1 or _stores(k, r.id) != 1:
                     return None
                 v = sets[0]
                 if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "to":
@@ -686,7 +688,14 @@ class SlotJudge:
                     return None
                 m = v.args[0].left.id
                 margin = host.get(m)
-                if not (isinstance(margin, ast.Name) and margin.id in bound):
+                if not (
+                    m in kparams
+                    and not _stores(k, m)
+                    and isinstance(margin, ast.Name)
+                    and margin.id in bound
+                    and not _stores(f, margin.id)
+                    and not _stores(f, param)
+                ):
                     return None
                 if not self.array(rel, parents, fn, bound[margin.id]):
                     return None
