@@ -593,11 +593,17 @@ def to_expression(term, positive: Iterable[str] = (), nonnegative: Iterable[str]
     return printer.show(z3.simplify(printer.resolve(term, [])))[0]
 
 
+#: Z3's resource limit for the printer's and :func:`same_expression`'s queries (a count of solver
+#: steps, so the answer, and the printed text, is the same on a loaded machine as on an idle one).
+PRINT_RLIMIT = 5_000_000
+
+
 class ExpressionPrinter:
     def __init__(self, facts: list[z3.BoolRef]):
         self.facts = facts
         self.solver = z3.Solver()
-        self.solver.set("timeout", 2000)
+        # a resource limit, not a wall-clock timeout: the printed text must not depend on load
+        self.solver.set("rlimit", PRINT_RLIMIT)
         self.solver.add(*facts)
 
     def implied(self, path: list[z3.BoolRef], cond: z3.BoolRef) -> bool:
@@ -931,10 +937,11 @@ def _divisors(t: z3.ExprRef, out: list) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def same_expression(a: str, b: str, timeout_ms: int = 2000) -> bool:
+def same_expression(a: str, b: str, rlimit: int | None = None) -> bool:
     """Whether shape expressions ``a`` and ``b`` are equal: the same text after :func:`canonical`,
     or, both in the shape expression language, equal on every assignment of non-negative integers
-    to their names at which no divisor is zero (Z3 proves ``a != b`` unsat; unknown is not equal).
+    to their names at which no divisor is zero (Z3 proves ``a != b`` unsat within ``rlimit``,
+    default :data:`PRINT_RLIMIT`; unknown is not equal).
     A name is a config count (never negative); at a zero divisor Python raises, so no value there
     can differ."""
     if a == b or canonical(a) == canonical(b):
@@ -951,7 +958,7 @@ def same_expression(a: str, b: str, timeout_ms: int = 2000) -> bool:
     _divisors(ta, divisors)
     _divisors(tb, divisors)
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", PRINT_RLIMIT if rlimit is None else rlimit)
     solver.add(*[z3.Int(n) >= 0 for n in names], *[d != 0 for d in divisors], ta != tb)
     return solver.check() == z3.unsat
 

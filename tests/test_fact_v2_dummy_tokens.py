@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
@@ -327,3 +328,31 @@ def test_vllm_0_33_dummy_sampler_link_holds_without_the_extra_slot(vllm_code, tm
         assert dummy_sampler_rows(CountJudge(str(tmp_path), True)) is None
     finally:
         ds.parsed_files.cache_clear()
+
+
+@pytest.mark.real
+def test_the_specs_dummy_run_model_is_vllms_statements_on_ints(vllm_code):
+    """models/vllm/dummy_run.py (check-config's obligation for finding 12) against vLLM 0.33.0's
+    own ``_dummy_run`` count statements, run on ints with every V2 speculator's query rows, on a
+    grid of budgets around equality (non-uniform, as profile_run calls it)."""
+    from models.vllm.dummy_run import speculator_dummy_counts
+
+    counts, _ = F.count_prefix(vllm_code)
+    kinds = {(s["num_query_per_req"], s["num_extra_query_per_req"]) for s in F.speculators(vllm_code)}
+    kinds = {k for k in kinds if None not in k}
+    assert (1, 1) in kinds  # the standalone draft model
+    compared = 0
+    for q, x in sorted(kinds):
+        for max_num_reqs in (1, 2, 3, 4, 7, 256):
+            for max_num_tokens in range(max_num_reqs, 2 * max_num_reqs + 3):
+                for num_tokens in (1, max_num_reqs, max_num_tokens):
+                    me = SimpleNamespace(
+                        max_num_reqs=max_num_reqs,
+                        max_num_tokens=max_num_tokens,
+                        decode_query_len=1,
+                        speculator=SimpleNamespace(num_query_per_req=q, num_extra_query_per_req=x),
+                    )
+                    tokens, reqs = counts(me, num_tokens, uniform_decode=False)
+                    assert speculator_dummy_counts(num_tokens, max_num_reqs, max_num_tokens, q, x) == (reqs, tokens)
+                    compared += 1
+    assert compared > 500

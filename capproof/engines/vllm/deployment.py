@@ -48,6 +48,8 @@ __all__ = [
     "SUPPORTED_VLLM_ASCEND",
     "default_block_size",
     "v1_runner_possible",
+    "v2_runner_pin",
+    "v2_runner_unsupported",
 ]
 
 #: Why an obligation that requires a feature the ``vllm serve`` line leaves out does not apply.
@@ -397,12 +399,14 @@ def run_check(
         features.add("user_capture_sizes")
     needs: list[str] = []
     derived: list[str] = []
+    method_unknown: str | None = None
     if cfg.num_speculative_tokens > 0 and engine in ("vllm", "vllm-ascend"):
         from .speculative import infer_method
 
         inferred = infer_method(cfg.speculative_method, cfg.speculative_model)
         if inferred.method is None:
             needs.append(inferred.how)
+            method_unknown = inferred.how
         else:
             if inferred.method != cfg.speculative_method:
                 derived.append(f"speculative method {inferred.method}: {inferred.how}")
@@ -410,7 +414,11 @@ def run_check(
     method = _drafting_method(cfg)
     if cfg.num_speculative_tokens > 0 and method is not None:
         features.add("drafting_slots")
-        pins["method"] = method
+        if method_unknown is not None:
+            # the given method is what vLLM may replace by one it detects from the draft's config
+            undetermined["method"] = method_unknown
+        else:
+            pins["method"] = method
     if cfg.num_speculative_tokens > 0 and cfg.speculative_method in ("dflash", "dspark"):
         features.add("dflash")
         # the drafter's query rows per request are K + query_extra (spec/vllm_0_33_dflash_dummy_runs.py)
@@ -425,6 +433,11 @@ def run_check(
             features.add("adaptive_verification")
     if cfg.cudagraph_mode == "FULL":
         features.add("cudagraph_full")
+    v2_runner, why_runner = v2_runner_pin(cfg)
+    if v2_runner is None:
+        undetermined["v2_runner"] = f"VLLM_USE_V2_MODEL_RUNNER=1 or 0 (which model runner vLLM picks: {why_runner})"
+    else:
+        pins["v2_runner"] = v2_runner
     if v1_runner_possible(cfg):
         features.add("v1_runner")
     if cfg.attention_backend == "FLASHINFER":
@@ -575,7 +588,7 @@ def backend_buffers_without_verdict(backend: str | None, uncovered: list[str]) -
 
 
 #: Environment variables check-config interprets (the others are listed as not read).
-ENV_READ = ("VLLM_MLA_DISABLE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+ENV_READ = ("VLLM_MLA_DISABLE", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_V2_MODEL_RUNNER")
 
 
 def _env_flag(env: dict[str, str], name: str) -> bool:
@@ -750,24 +763,70 @@ def _v2_runner_turned_off(cfg: ServeConfig) -> bool:
         return True
 
 
+def v2_runner_unsupported(cfg: ServeConfig) -> list[str]:
+    """The features of this line the V2 model runner lacks, as vLLM 0.33.0 lists them
+    (``VllmConfig._get_v2_model_runner_unsupported_features``, ``vllm/config/vllm.py:3053-3087``):
+    pipeline parallelism under the ``external_launcher`` backend, the ``suffix``/``custom_class``
+    speculative methods, parallel drafting outside DFlash/DSpark, a heterogeneous-vocabulary draft
+    model, dual batch overlap (``--enable-dbo``)."""
+    method = cfg.speculative_method if cfg.num_speculative_tokens > 0 else None
+    found = []
+    if cfg.distributed_executor_backend == "external_launcher" and cfg.pp > 1:
+        found.append("pipeline parallelism with external_launcher")
+    if method in ("suffix", "custom_class"):
+        found.append(f"speculative method '{method}'")
+    if method is not None and cfg.parallel_drafting and method not in ("dflash", "dspark"):
+        found.append("parallel drafting for EAGLE speculative decoding")
+    if method is not None and cfg.heterogeneous_vocab:
+        found.append("heterogeneous-vocabulary draft models")
+    if cfg.enable_dbo:
+        found.append("dual batch overlap")
+    return found
+
+
+def _forces_v2(cfg: ServeConfig) -> bool:
+    """Whether the line gives a feature that makes vLLM 0.33.0 run the V2 runner whatever
+    ``VLLM_USE_V2_MODEL_RUNNER`` says (watermarking; HiSparse, ``vllm/config/vllm.py:731-745``).
+    HiSparse is an attention-config field capproof does not parse: a line with
+    ``--attention-config`` counts as possibly forcing it."""
+    return any(f in cfg.origin for f in ("--watermark", "--watermark-config", "--attention-config"))
+
+
 def v1_runner_possible(cfg: ServeConfig) -> bool:
     """Whether vLLM 0.33.0 may run this line on the V1 model runner (``VllmConfig.use_v2_model_runner``,
-    ``vllm/config/vllm.py:730-767``, and ``_get_v2_model_runner_unsupported_features`` ``:3053-3087``).
-    ``VLLM_USE_V2_MODEL_RUNNER`` set decides (``bool(int(value))``); unset, V1 runs when the line has
-    a feature the V2 runner lacks: pipeline parallelism under the ``external_launcher`` backend, the
-    ``suffix``/``custom_class`` speculative methods, parallel drafting outside DFlash/DSpark, a
-    draft model (its heterogeneous-vocabulary option is not read: counted as possible), or dual
-    batch overlap (``--enable-dbo``: unsupported while the variable is unset). What forces V2
-    (HiSparse, watermarking) is not read: V1 then counts as possible, so more obligations apply."""
+    ``vllm/config/vllm.py:730-767``). ``VLLM_USE_V2_MODEL_RUNNER`` set decides (``bool(int(value))``);
+    unset, V1 runs when the line has a feature the V2 runner lacks (:func:`v2_runner_unsupported`).
+    What forces V2 (HiSparse, watermarking) is not taken into account here: V1 then counts as
+    possible, so more obligations apply."""
     if cfg.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None:
         return _v2_runner_turned_off(cfg)  # (a value vLLM refuses at startup counts as possible)
-    method = cfg.speculative_method if cfg.num_speculative_tokens > 0 else None
-    return bool(
-        (cfg.distributed_executor_backend == "external_launcher" and cfg.pp > 1)
-        or method in ("suffix", "custom_class", "draft_model")
-        or (cfg.parallel_drafting and method not in ("dflash", "dspark"))
-        or cfg.enable_dbo
-    )
+    return bool(v2_runner_unsupported(cfg))
+
+
+def v2_runner_pin(cfg: ServeConfig) -> tuple[int | None, str]:
+    """``(1, why)`` when vLLM 0.33.0 runs this line on the V2 model runner, ``(0, why)`` when on V1,
+    ``(None, why)`` when the line does not decide it (``vllm/config/vllm.py:730-767``): the variable
+    ``VLLM_USE_V2_MODEL_RUNNER`` decides when set, except that watermarking and HiSparse force V2;
+    unset, V2 runs unless the line has a feature it lacks. Triton is taken as present (a CUDA
+    platform): without it vLLM runs V1."""
+    if cfg.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None:
+        if not _v2_runner_turned_off(cfg):
+            return 1, "VLLM_USE_V2_MODEL_RUNNER is set true"
+        if _forces_v2(cfg):
+            return None, (
+                "whether the line turns on watermarking or HiSparse, which run the V2 model runner "
+                "despite VLLM_USE_V2_MODEL_RUNNER=0"
+            )
+        return 0, "VLLM_USE_V2_MODEL_RUNNER is set false"
+    unsupported = v2_runner_unsupported(cfg)
+    if unsupported and not _forces_v2(cfg):
+        return 0, "the V2 model runner lacks " + ", ".join(unsupported)
+    if unsupported:
+        return None, (
+            "whether the line turns on watermarking or HiSparse (the V2 model runner) or runs V1 for "
+            + ", ".join(unsupported)
+        )
+    return 1, "vLLM 0.33.0's default model runner on CUDA (VLLM_USE_V2_MODEL_RUNNER unset)"
 
 
 def _drafting_method(cfg: ServeConfig) -> int | None:

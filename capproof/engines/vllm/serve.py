@@ -131,6 +131,9 @@ class ServeConfig:
     dp: int = 1
     #: ``--speculative-config``'s ``parallel_drafting`` (P-EAGLE, PARD)
     parallel_drafting: bool = False
+    #: ``--speculative-config``'s ``use_heterogeneous_vocab`` (a draft model with another vocabulary:
+    #: vLLM 0.33.0 runs it on the V1 model runner)
+    heterogeneous_vocab: bool = False
     #: ``--compilation-config``'s ``cudagraph_mode`` as given (``"FULL"``, ``"PIECEWISE"``, …; None = default)
     cudagraph_mode: str | None = None
     #: ``--attention-backend`` as given (vLLM's backend enum name, e.g. ``FLASHINFER_MLA_SPARSE``; None = vLLM selects)
@@ -695,6 +698,12 @@ def _interpret(cfg: ServeConfig, values: dict[str, Any], order: list[str]) -> No
                 f"--speculative-config: parallel_drafting must be true or false, got {spec_json['parallel_drafting']!r}"
             )
         cfg.parallel_drafting = spec_json.get("parallel_drafting", False)
+        if not isinstance(spec_json.get("use_heterogeneous_vocab", False), bool):
+            raise ServeFlagError(
+                "--speculative-config: use_heterogeneous_vocab must be true or false, got "
+                f"{spec_json['use_heterogeneous_vocab']!r}"
+            )
+        cfg.heterogeneous_vocab = spec_json.get("use_heterogeneous_vocab", False)
         if not isinstance(spec_json.get("enable_adaptive_verification", False), bool):
             raise ServeFlagError(
                 "--speculative-config: enable_adaptive_verification must be true or false, got "
