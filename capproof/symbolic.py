@@ -400,9 +400,96 @@ def _names_a_symbolic_class(error: BaseException) -> bool:
     return any(type(a) is str and ("'SymInt'" in a or "'SymBool'" in a) for a in args)
 
 
+def _object_slots() -> frozenset[int]:
+    """Ids of ``object`` and ``type`` and of what their own ``__dict__`` holds (their slot
+    wrappers, method and getset descriptors): called on a symbolic value (or its type) they see
+    the value itself, its real type and layout (``object.__sizeof__``, ``object``'s ``__class__``
+    getset, ``type``'s ``__mro__`` and ``__name__`` getsets), not the int it stands for. The
+    classes and their dicts live as long as the interpreter, so the ids stay theirs."""
+    ids = {id(object), id(type)}
+    for owner in (object, type):
+        ids.update(id(v) for v in vars(owner).values() if type(v) is not str)
+    return frozenset(ids)
+
+
+_OBJECT_SLOT_IDS = _object_slots()
+
+
+def _holds_object_slot(value: object) -> bool:
+    """Whether ``value`` is ``object``, ``type`` or one of their own slots (:func:`_object_slots`),
+    or a tuple, list, set or dict holding one directly."""
+    if id(value) in _OBJECT_SLOT_IDS:
+        return True
+    kind = type(value)
+    if kind is dict:
+        value = value.values()
+    elif kind not in (tuple, list, set, frozenset):
+        return False
+    try:
+        return any(id(v) in _OBJECT_SLOT_IDS for v in value)
+    except RuntimeError:  # (changed by another thread while read: not checked, fail closed)
+        return True
+
+
+_FROZEN_CODE: dict = {}
+
+
+def _frozen_stdlib_code(code) -> bool:
+    """Whether ``code`` is a frozen standard-library module's own (``<frozen _collections_abc>``:
+    a function of that module or of a class it defines, or code nested in one), by identity
+    with what the loaded module holds (a model compiling text under that name holds none of it)."""
+    known = _FROZEN_CODE.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    name = code.co_filename
+    found = False
+    module = sys.modules.get(name[len("<frozen ") : -1]) if name.startswith("<frozen ") and name.endswith(">") else None
+    if module is not None:
+        stack = []
+        for value in list(vars(module).values()):
+            values = list(vars(value).values()) if isinstance(value, type) else [value]
+            for v in values:
+                v = getattr(v, "__func__", v)
+                c = getattr(v, "__code__", None)
+                if isinstance(c, types.CodeType):
+                    stack.append(c)
+        while stack and not found:
+            c = stack.pop()
+            found = c is code
+            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    _FROZEN_CODE[id(code)] = (code, found)
+    return found
+
+
+def _object_slot_held(frame, event: str, arg) -> None:
+    """Record as misuse a model frame that holds, when called or when it returns, ``object``,
+    ``type`` or one of their own slots, however it reached them (a name, a lookup by a computed
+    key in ``builtins.__dict__`` or a class's ``__dict__``, a comprehension over its items): the
+    slot is decided by the object's identity, not by how the model named it. The closure names
+    ``dataclasses`` gives the methods it writes (``__dataclass_builtins_object__``: a frozen
+    class's ``object.__setattr__``; a field's type) are not the model's holding."""
+    try:
+        held = (event == "return" and _holds_object_slot(arg)) or any(
+            _holds_object_slot(v) for k, v in frame.f_locals.items() if not k.startswith("__dataclass_")
+        )
+    except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
+        held = True
+    if held:
+        code = frame.f_code
+        if _frozen_stdlib_code(code):  # (``_collections_abc`` walking a class's MRO to ``object``)
+            return
+        _misuse_here(
+            f"{code.co_name} at {code.co_filename}:{frame.f_lineno} holds object or type or one of their own slots "
+            "in a symbolic run (object.__sizeof__, its __class__ descriptor, type's __mro__/__name__ getsets): "
+            "called on a symbolic value they see the value itself, not the int it stands for"
+        )
+
+
 def _watch_exception(frame, event: str, arg):
     if _PENDING_REPRS:
         _settle_reprs(arg[1] if event == "exception" else None)
+    if event == "return":
+        _object_slot_held(frame, event, arg)
     if event == "exception":
         error = arg[1]
         if getattr(error, "_capproof_recorded", False):  # recorded where raised, or in an inner frame
@@ -460,6 +547,8 @@ def _watch_call(frame, event: str, arg):
                 hidden = [v for v in frame.f_locals.values() if _hidden(v)]
             except BaseException:  # noqa: BLE001 - not checked (the recursion limit): fail closed
                 hidden = ["?"]
+            if not hidden:
+                _object_slot_held(frame, event, arg)
             if hidden:
                 _misuse_here(
                     f"{code.co_name} at {code.co_filename}:{frame.f_lineno} is called with "
@@ -514,7 +603,7 @@ def _probing_codes() -> frozenset[int]:
 def _hidden(value: object) -> bool:
     """Whether ``value`` is what a model must never hold: the symbolic classes or this module."""
     if isinstance(value, type):
-        return issubclass(value, (SymInt, SymBool))
+        return issubclass(value, (SymInt, SymBool, _IntMethod))
     return value is _THIS_MODULE
 
 
@@ -1398,7 +1487,7 @@ def _reject_float(value: object) -> None:
 def to_z3_int(value: object) -> z3.ArithRef:
     """The Z3 Int term for an int or SymInt. Raises RealArithmeticError for floats."""
     if isinstance(value, SymInt):
-        return value.term
+        return _int_term(value)
     if isinstance(value, bool):
         return z3.IntVal(int(value))
     if isinstance(value, int):
@@ -1407,7 +1496,7 @@ def to_z3_int(value: object) -> z3.ArithRef:
         # its value is read by int's own slot (an exact int, whatever the subclass overrides)
         return z3.IntVal(value if type(value) is int else int.__int__(value))
     if isinstance(value, SymBool):  # True + 1 == 2: a bool is an int in Python
-        return z3.If(value.term, z3.IntVal(1), z3.IntVal(0))
+        return z3.If(_bool_term(value), z3.IntVal(1), z3.IntVal(0))
     _reject_float(value)
     raise record_misuse(NotAnIntegerError(f"not an integer: {value!r} ({type(value).__name__}) at {caller_location()}"))
 
@@ -1455,7 +1544,7 @@ def _overrides_operators(kind: type) -> bool:
 def to_z3_bool(value: object) -> z3.BoolRef:
     """The Z3 Bool term for a bool or SymBool."""
     if isinstance(value, SymBool):
-        return value.term
+        return _bool_term(value)
     if isinstance(value, bool):
         return z3.BoolVal(value)
     raise record_misuse(NotAnIntegerError(f"not a boolean: {value!r} ({type(value).__name__}) at {caller_location()}"))
@@ -1487,8 +1576,8 @@ def _operand(ctx: z3.Context, other: object):
     if kind is int:
         ref = ctx.ref()
         return _checked(ref, _int_numeral(ref, other))
-    if kind is SymInt and other.term.ctx is ctx:
-        return other.term.ast
+    if kind is SymInt and _int_term(other).ctx is ctx:
+        return _int_term(other).ast
     return None
 
 
@@ -1654,6 +1743,16 @@ class _SymbolicType(type):
             _type_observed(cls, "repr(type(x))")
         return type.__repr__(cls)
 
+    def __instancecheck__(cls, instance: object) -> bool:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "isinstance(..., type(x)) (a type test against the type)")
+        return type.__instancecheck__(cls, instance)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        if _WATCHED_RUN[0] is not None or sys.gettrace() is _watch_call:
+            _type_observed(cls, "issubclass(..., type(x)) (a type test against the type)")
+        return type.__subclasscheck__(cls, subclass)
+
 
 _OBSERVING = [False]
 _ABSENT = object()
@@ -1691,7 +1790,7 @@ def _answers_alike(cls: type, name: str) -> bool:
     except AttributeError:
         own = _ABSENT
     try:
-        theirs = getattr(bool if cls is SymBool else int, name)
+        theirs = getattr(bool if cls is SymBool else types.BuiltinMethodType if cls is _IntMethod else int, name)
     except AttributeError:
         theirs = _ABSENT
     return own is theirs
@@ -1775,8 +1874,8 @@ class SymInt(metaclass=_SymbolicType):
         return out
 
     def __repr__(self) -> str:
-        _repr_outside_capproof(self.term)
-        return f"SymInt({self.term})"
+        _repr_outside_capproof(_int_term(self))
+        return f"SymInt({_int_term(self)})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
         return self
@@ -1787,7 +1886,7 @@ class SymInt(metaclass=_SymbolicType):
     def __reduce_ex__(self, protocol):
         raise record_misuse(
             NotConcreteError(
-                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {_int_term(self)} at {caller_location()}"
             )
         )
 
@@ -1796,14 +1895,14 @@ class SymInt(metaclass=_SymbolicType):
 
     def __sizeof__(self) -> int:
         raise record_misuse(
-            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {_int_term(self)} at {caller_location()}")
         )
 
     def __str__(self) -> str:
-        raise record_misuse(NotConcreteError(f"str() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str() of symbolic {_int_term(self)} at {caller_location()}"))
 
     def __hash__(self) -> int:
-        value = _case_split(self.term)  # a dict or set lookup: one path per value the key can take
+        value = _case_split(_int_term(self))  # a dict or set lookup: one path per value the key can take
         if value is None:
             raise record_misuse(
                 NotConcreteError(
@@ -1814,45 +1913,47 @@ class SymInt(metaclass=_SymbolicType):
         return hash(value)
 
     def __format__(self, spec: str) -> str:
-        raise record_misuse(NotConcreteError(f"str()/format() of symbolic {self.term} at {caller_location()}"))
+        raise record_misuse(NotConcreteError(f"str()/format() of symbolic {_int_term(self)} at {caller_location()}"))
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_add, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term + to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_add, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) + to_z3_int(other))
 
     def __radd__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_add, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) + self.term)
+        out = _fast_nary(_core.Z3_mk_add, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) + _int_term(self))
 
     def __sub__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_sub, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term - to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_sub, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) - to_z3_int(other))
 
     def __rsub__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_sub, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) - self.term)
+        out = _fast_nary(_core.Z3_mk_sub, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) - _int_term(self))
 
     def __mul__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_mul, self.term, other, False)
-        return out if out is not None else _wrap_int(self.term * to_z3_int(other))
+        out = _fast_nary(_core.Z3_mk_mul, _int_term(self), other, False)
+        return out if out is not None else _wrap_int(_int_term(self) * to_z3_int(other))
 
     def __rmul__(self, other: IntLike) -> "SymInt":
-        out = _fast_nary(_core.Z3_mk_mul, self.term, other, True)
-        return out if out is not None else _wrap_int(to_z3_int(other) * self.term)
+        out = _fast_nary(_core.Z3_mk_mul, _int_term(self), other, True)
+        return out if out is not None else _wrap_int(to_z3_int(other) * _int_term(self))
 
     def __floordiv__(self, other: IntLike) -> "SymInt":
         if type(other) is int and other > 0:  # py_floordiv's calls for a positive constant, through the C API
-            ctx = self.term.ctx
+            ctx = _int_term(self).ctx
             ref = ctx.ref()
             q = _sym_int(
-                _core.Z3_mk_div(ref, self.term.ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))),
+                _core.Z3_mk_div(
+                    ref, _int_term(self).ast, _core.Z3_mk_numeral(ref, str(other), _core.Z3_mk_int_sort(ref))
+                ),
                 ctx,
             ).term
-            _record_lemma(self.term, other, q)
+            _record_lemma(_int_term(self), other, q)
             return _sym_int(_core.Z3_simplify(ref, q.ast), ctx)
         _reject_float(other)
-        return _wrap_int(py_floordiv(self.term, other))
+        return _wrap_int(py_floordiv(_int_term(self), other))
 
     def __rfloordiv__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
@@ -1860,7 +1961,7 @@ class SymInt(metaclass=_SymbolicType):
 
     def __mod__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
-        return _wrap_int(py_mod(self.term, other))
+        return _wrap_int(py_mod(_int_term(self), other))
 
     def __rmod__(self, other: IntLike) -> "SymInt":
         _reject_float(other)
@@ -1887,7 +1988,7 @@ class SymInt(metaclass=_SymbolicType):
             return self // (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
-        return _wrap_int(self.term / _pow2(k))  # SMT-LIB div floors for a positive divisor
+        return _wrap_int(_int_term(self) / _pow2(k))  # SMT-LIB div floors for a positive divisor
 
     def __rrshift__(self, other: IntLike) -> "SymInt":
         return SymInt(to_z3_int(other)) >> self
@@ -1900,7 +2001,7 @@ class SymInt(metaclass=_SymbolicType):
             return self * (2**other)
         k = to_z3_int(other)
         _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"shift count {k} in 0..{BIT_WIDTH}")
-        return _wrap_int(self.term * _pow2(k))
+        return _wrap_int(_int_term(self) * _pow2(k))
 
     def __rlshift__(self, other: IntLike) -> "SymInt":
         return SymInt(to_z3_int(other)) << self
@@ -1937,15 +2038,15 @@ class SymInt(metaclass=_SymbolicType):
                 )
             )
         bits = z3.Sum(
-            [z3.IntVal(1 << i) * ((self.term / (1 << i)) % 2) for i in range(kept.bit_length()) if kept >> i & 1]
+            [z3.IntVal(1 << i) * ((_int_term(self) / (1 << i)) % 2) for i in range(kept.bit_length()) if kept >> i & 1]
         )
         # SMT-LIB div/mod by a positive constant floor, as Python's // and % do
-        return _wrap_int(bits if m >= 0 else self.term - bits)
+        return _wrap_int(bits if m >= 0 else _int_term(self) - bits)
 
     def __or__(self, other: object) -> "SymInt":
         """``x | c`` for a constant int ``c``: ``x + c - (x & c)`` (exact for every sign)."""
         if _concrete_int(other):
-            return _wrap_int(self.term + int(other) - self._mask(int(other), "|").term)
+            return _wrap_int(_int_term(self) + int(other) - self._mask(int(other), "|").term)
         self._unsupported(other, "|")
 
     __ror__ = __or__
@@ -1953,7 +2054,7 @@ class SymInt(metaclass=_SymbolicType):
     def __xor__(self, other: object) -> "SymInt":
         """``x ^ c`` for a constant int ``c``: ``x + c - 2 * (x & c)`` (exact for every sign)."""
         if _concrete_int(other):
-            return _wrap_int(self.term + int(other) - 2 * self._mask(int(other), "^").term)
+            return _wrap_int(_int_term(self) + int(other) - 2 * self._mask(int(other), "^").term)
         self._unsupported(other, "^")
 
     __rxor__ = __xor__
@@ -1979,13 +2080,13 @@ class SymInt(metaclass=_SymbolicType):
 
     def __invert__(self) -> "SymInt":
         """``~x`` = ``-x - 1``."""
-        return _wrap_int(-self.term - 1)
+        return _wrap_int(-_int_term(self) - 1)
 
     def bit_length(self) -> "SymInt":
         """``int.bit_length``: bits of ``abs(x)`` (0 for 0), exact for ``|x| < 2**BIT_WIDTH``
         (a recorded side condition)."""
-        a = z3.If(self.term >= 0, self.term, -self.term)
-        _side_condition(a < 2**BIT_WIDTH, lambda: f"|{self.term}| < 2**{BIT_WIDTH} for bit_length()")
+        a = z3.If(_int_term(self) >= 0, _int_term(self), -_int_term(self))
+        _side_condition(a < 2**BIT_WIDTH, lambda: f"|{_int_term(self)}| < 2**{BIT_WIDTH} for bit_length()")
         return _wrap_int(z3.Sum([z3.If(a >= 2**i, z3.IntVal(1), z3.IntVal(0)) for i in range(BIT_WIDTH)]))
 
     def __trunc__(self) -> "SymInt":
@@ -2012,21 +2113,21 @@ class SymInt(metaclass=_SymbolicType):
         return self
 
     def __neg__(self) -> "SymInt":
-        ctx = self.term.ctx
+        ctx = _int_term(self).ctx
         ref = ctx.ref()
-        return simplified(ref, _core.Z3_mk_unary_minus(ref, self.term.ast), ctx)
+        return simplified(ref, _core.Z3_mk_unary_minus(ref, _int_term(self).ast), ctx)
 
     def __pos__(self) -> "SymInt":
         return self
 
     def __abs__(self) -> "SymInt":
-        return _wrap_int(z3.If(self.term >= 0, self.term, -self.term))
+        return _wrap_int(z3.If(_int_term(self) >= 0, _int_term(self), -_int_term(self)))
 
     def __pow__(self, other: object, modulo: object = None) -> "SymInt":
         if modulo is None and _concrete_int(other) and other >= 0:
             result: z3.ArithRef = z3.IntVal(1)
             for _ in range(other):
-                result = result * self.term
+                result = result * _int_term(self)
             return _wrap_int(result)
         raise record_misuse(
             NotConcreteError(
@@ -2038,7 +2139,7 @@ class SymInt(metaclass=_SymbolicType):
         """``b ** k`` for a concrete int base and a symbolic exponent ``k`` in ``0..BIT_WIDTH``
         (a recorded side condition; a negative ``k`` gives a float in Python)."""
         if modulo is None and _concrete_int(other) and not isinstance(other, bool):
-            k = self.term
+            k = _int_term(self)
             _side_condition(z3.And(k >= 0, k <= BIT_WIDTH), lambda: f"exponent {k} in 0..{BIT_WIDTH}")
             out: z3.ArithRef = z3.IntVal(other**BIT_WIDTH)
             for i in reversed(range(BIT_WIDTH)):
@@ -2055,45 +2156,45 @@ class SymInt(metaclass=_SymbolicType):
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return _foreign_equality(self, other, "==")  # as int == "a": False, by identity
-        out = _fast_compare(_core.Z3_mk_eq, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term == to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_eq, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) == to_z3_int(other)))
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if not isinstance(other, (int, float, SymInt, SymBool)):
             return _foreign_equality(self, other, "!=")
-        out = _fast_compare(_core.Z3_mk_distinct, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term != to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_distinct, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) != to_z3_int(other)))
 
     def __lt__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_lt, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term < to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_lt, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) < to_z3_int(other)))
 
     def __le__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_le, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term <= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_le, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) <= to_z3_int(other)))
 
     def __gt__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_gt, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term > to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_gt, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) > to_z3_int(other)))
 
     def __ge__(self, other: IntLike) -> "SymBool":
-        out = _fast_compare(_core.Z3_mk_ge, self.term, other)
-        return out if out is not None else SymBool(z3.simplify(self.term >= to_z3_int(other)))
+        out = _fast_compare(_core.Z3_mk_ge, _int_term(self), other)
+        return out if out is not None else SymBool(z3.simplify(_int_term(self) >= to_z3_int(other)))
 
     # things that need a concrete value --------------------------------------------------------
     def _concrete(self, what: str):
         raise record_misuse(
-            NotConcreteError(f"{what} needs a concrete int, got symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"{what} needs a concrete int, got symbolic {_int_term(self)} at {caller_location()}")
         )
 
     def __index__(self) -> int:
-        value = _case_split(self.term)
+        value = _case_split(_int_term(self))
         if value is None:
             self._concrete("an index, range() or math.gcd")
         return value  # type: ignore[return-value]
 
     def __int__(self) -> int:
-        value = _case_split(self.term)
+        value = _case_split(_int_term(self))
         if value is None:
             self._concrete("int()")
         return value  # type: ignore[return-value]
@@ -2106,10 +2207,10 @@ class SymInt(metaclass=_SymbolicType):
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:  # ``if n:`` means ``n != 0``
-            return explorer.decide(self.term != 0, caller_location())
+            return explorer.decide(_int_term(self) != 0, caller_location())
         raise record_misuse(
             SymbolicBranchError(
-                f"branch on symbolic value {self.term} at {caller_location()} "
+                f"branch on symbolic value {_int_term(self)} at {caller_location()} "
                 "(use capproof.select for branches on symbolic values)"
             )
         )
@@ -2143,8 +2244,8 @@ class SymBool(metaclass=_SymbolicType):
         self.term = term
 
     def __repr__(self) -> str:
-        _repr_outside_capproof(self.term)
-        return f"SymBool({self.term})"
+        _repr_outside_capproof(_bool_term(self))
+        return f"SymBool({_bool_term(self)})"
 
     def __copy__(self):  # an int is immutable: copy.copy(5) is 5
         return self
@@ -2155,7 +2256,7 @@ class SymBool(metaclass=_SymbolicType):
     def __reduce_ex__(self, protocol):
         raise record_misuse(
             NotConcreteError(
-                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {self.term} at {caller_location()}"
+                f"pickling (pickle, copyreg, a ForkingPickler) of symbolic {_bool_term(self)} at {caller_location()}"
             )
         )
 
@@ -2164,22 +2265,24 @@ class SymBool(metaclass=_SymbolicType):
 
     def __sizeof__(self) -> int:
         raise record_misuse(
-            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {self.term} at {caller_location()}")
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of symbolic {_bool_term(self)} at {caller_location()}")
         )
 
     def __str__(self) -> str:  # "True"/"False" on a bool: not matchable
-        raise record_misuse(NotConcreteError(f"str() of symbolic condition ({self.term}) at {caller_location()}"))
+        raise record_misuse(
+            NotConcreteError(f"str() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
+        )
 
     def __format__(self, spec: str) -> str:
         raise record_misuse(
-            NotConcreteError(f"str()/format() of symbolic condition ({self.term}) at {caller_location()}")
+            NotConcreteError(f"str()/format() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
         )
 
     def __hash__(self) -> int:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is None:
             raise record_misuse(NotConcreteError(f"a symbolic condition in a set or dict key at {caller_location()}"))
-        return hash(explorer.decide(self.term, caller_location()))  # hash(True) == 1, as an int key
+        return hash(explorer.decide(_bool_term(self), caller_location()))  # hash(True) == 1, as an int key
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(int, name):  # bit_length(), numerator, real, ...: as on ints
@@ -2189,8 +2292,10 @@ class SymBool(metaclass=_SymbolicType):
     def __int__(self) -> int:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is None:
-            raise record_misuse(NotConcreteError(f"int() of symbolic condition ({self.term}) at {caller_location()}"))
-        return int(explorer.decide(self.term, caller_location()))  # one path per truth value
+            raise record_misuse(
+                NotConcreteError(f"int() of symbolic condition ({_bool_term(self)}) at {caller_location()}")
+            )
+        return int(explorer.decide(_bool_term(self), caller_location()))  # one path per truth value
 
     __index__ = __int__
 
@@ -2201,15 +2306,15 @@ class SymBool(metaclass=_SymbolicType):
 
     # a bool is the int 0 or 1 in arithmetic (``sum(x > 0 for x in xs)`` counts)
     def _as_int(self) -> "SymInt":
-        return SymInt(z3.If(self.term, z3.IntVal(1), z3.IntVal(0)))
+        return SymInt(z3.If(_bool_term(self), z3.IntVal(1), z3.IntVal(0)))
 
     def __bool__(self) -> bool:
         explorer = getattr(trace_state, "explorer", None)
         if explorer is not None:
-            return explorer.decide(self.term, caller_location())
+            return explorer.decide(_bool_term(self), caller_location())
         raise record_misuse(
             SymbolicBranchError(
-                f"branch on symbolic condition ({self.term}) at {caller_location()} "
+                f"branch on symbolic condition ({_bool_term(self)}) at {caller_location()} "
                 "(use capproof.select for branches on symbolic values)"
             )
         )
@@ -2217,21 +2322,21 @@ class SymBool(metaclass=_SymbolicType):
     # bool op bool is a bool; bool op int is an int (``True & 3 == 1``)
     def __and__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.And(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.And(_bool_term(self), to_z3_bool(other))))
         return self._as_int() & other
 
     __rand__ = __and__
 
     def __or__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.Or(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.Or(_bool_term(self), to_z3_bool(other))))
         return self._as_int() | other
 
     __ror__ = __or__
 
     def __xor__(self, other: object) -> "SymBool | SymInt":
         if _is_boolean(other):
-            return SymBool(z3.simplify(z3.Xor(self.term, to_z3_bool(other))))
+            return SymBool(z3.simplify(z3.Xor(_bool_term(self), to_z3_bool(other))))
         return self._as_int() ^ other
 
     __rxor__ = __xor__
@@ -2243,14 +2348,14 @@ class SymBool(metaclass=_SymbolicType):
 
     def __eq__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
-            return SymBool(z3.simplify(self.term == to_z3_bool(other)))
+            return SymBool(z3.simplify(_bool_term(self) == to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() == other
         return _foreign_equality(self, other, "==")  # as True == "a": False, by identity
 
     def __ne__(self, other: object) -> "SymBool":  # type: ignore[override]
         if _is_boolean(other):
-            return SymBool(z3.simplify(self.term != to_z3_bool(other)))
+            return SymBool(z3.simplify(_bool_term(self) != to_z3_bool(other)))
         if isinstance(other, (int, float, SymInt)):
             return self._as_int() != other
         return _foreign_equality(self, other, "!=")
@@ -2369,6 +2474,157 @@ for _cls in (SymInt, SymBool):
     for _name, _missing in (("__slots__", True), ("__doc__", False)):
         type.__setattr__(_cls, _name, _AsOnInt(_name, _cls.__dict__.get(_name), _missing))
 del _cls, _name, _missing
+
+
+# --------------------------------------------------------------------------------------------
+# What a model reads from a symbolic value: only what an int (a bool) has, of the same kind.
+# --------------------------------------------------------------------------------------------
+
+
+def _int_attribute_kinds(example: int) -> dict[str, str]:
+    """``{name: "method" | "data"}`` for every attribute an instance of ``type(example)`` has: a
+    method is what an int gives as a C method (``builtin_function_or_method``, ``method-wrapper``)."""
+    kinds = {}
+    for name in dir(example):
+        value = getattr(example, name)
+        kinds[name] = "method" if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)) else "data"
+    return kinds
+
+
+#: per type a symbolic value stands for, the kind of each attribute its instances have
+_INT_KINDS = {int: _int_attribute_kinds(5), bool: _int_attribute_kinds(True)}
+
+_GENERIC_READ = object.__getattribute__
+
+
+def _read_by_model(frame) -> bool:
+    """Whether an attribute read whose caller is ``frame`` (C code's caller when C reads it: a
+    ``str.format`` field, ``operator.attrgetter``, ``hasattr``) is on the model's behalf."""
+    if frame is not None and frame.f_code is _METHOD_CALL_CODE:
+        frame = frame.f_back  # a method of the value the model called (``a.__getattribute__(...)``)
+    return _from_model(frame)
+
+
+def _model_read(value: "SymInt | SymBool", name: str, found: object):
+    """What a model's read of ``name`` of a symbolic value gives: the attributes an int (a bool)
+    has as data (``numerator``, ``real``, ``__class__``, ``__doc__``) as on the int, the methods it
+    has as a C method (``bit_length``, ``__floor__``) as a :class:`_IntMethod` whose own attributes
+    are misuse; everything else (an attribute an int lacks: ``term``; an int's C method that is
+    ``object``'s own slot here: ``__init_subclass__``, ``__setattr__``) is recorded misuse."""
+    stands_for = bool if type(value) is SymBool else int
+    kind = _INT_KINDS[stands_for].get(name)
+    if kind == "data":
+        if name == "__class__":
+            return stands_for
+        if type(found) in (SymInt, SymBool, int, bool, str):
+            return found
+    elif kind == "method" and type(found) is types.MethodType:
+        func = found.__func__
+        if (
+            found.__self__ is not None
+            and type(func) is types.FunctionType
+            and func.__code__.co_filename == _SYMBOLIC_FILE
+            and type(found.__self__) in (SymInt, SymBool)
+        ):
+            return _IntMethod(found)
+    raise record_misuse(
+        AttributeError(
+            f"the model reads attribute {name!r} of a symbolic value at {caller_location()}: an int "
+            + ("has no such attribute" if kind is None else "has it as another kind of object")
+            + " (capproof allows an int's own data attributes and calling its methods)"
+        )
+    )
+
+
+def _sym_int_getattribute(self, name: str):
+    found = _GENERIC_READ(self, name)
+    if _WATCHED_RUN[0] is None and sys.gettrace() is not _watch_call:
+        return found
+    if not _read_by_model(sys._getframe(1)):
+        return found
+    return _model_read(self, name, found)
+
+
+def _sym_bool_getattribute(self, name: str):
+    if name == "__class__":  # a bool in a model's eyes, SymBool in capproof's and Z3's
+        frame = sys._getframe(1)
+        if frame.f_code is _METHOD_CALL_CODE:
+            frame = frame.f_back
+        caller = frame.f_code
+        return SymBool if caller.co_filename.startswith(_OWN_DIRS) and genuine(caller) else bool
+    if _WATCHED_RUN[0] is None and sys.gettrace() is not _watch_call:
+        return _GENERIC_READ(self, name)
+    if not _read_by_model(sys._getframe(1)):
+        return _GENERIC_READ(self, name)
+    try:
+        found = _GENERIC_READ(self, name)
+    except AttributeError:
+        if name.startswith("_") or name not in _INT_KINDS[bool]:
+            raise  # (the class's __getattr__: misuse)
+        found = getattr(self._as_int(), name)  # bit_length, numerator: the int 0 or 1's
+    return _model_read(self, name, found)
+
+
+class _IntMethod(metaclass=_SymbolicType):
+    """A method of a symbolic value as a model reads it (``a.bit_length``, ``c.__bool__``): an
+    int's is a C method, a symbolic value's a bound Python function, so their attributes differ
+    (``__func__``, ``__code__``, ``__qualname__``, ``__text_signature__``, ``inspect.signature``,
+    a ``str.format`` field ``{0.bit_length.__qualname__}``). Calling it calls the method; any other
+    use of it by the model (an attribute, its repr, a comparison, a hash) is recorded misuse."""
+
+    __slots__ = ("_method",)
+
+    def __init__(self, method: types.MethodType) -> None:
+        _METHOD_SLOT.__set__(self, method)
+
+    def __call__(self, *args, **kwargs):
+        return _METHOD_SLOT.__get__(self)(*args, **kwargs)
+
+    def __getattribute__(self, name: str):
+        if _watched() and _from_model(sys._getframe(1)):
+            raise record_misuse(
+                AttributeError(
+                    f"the model reads attribute {name!r} of a symbolic value's method at {caller_location()}: "
+                    "an int's methods are C methods, a symbolic value's are not (call it, do not inspect it)"
+                )
+            )
+        return object.__getattribute__(self, name)
+
+    def _misused(self, what: str) -> None:
+        if _watched() and _from_model(sys._getframe(2)):
+            raise record_misuse(
+                NotConcreteError(
+                    f"{what} of a symbolic value's method at {caller_location()} (call it, do not inspect it)"
+                )
+            )
+
+    def __repr__(self) -> str:
+        self._misused("repr()")
+        return f"_IntMethod({_METHOD_SLOT.__get__(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        self._misused("a comparison")
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        self._misused("a comparison")
+        return self is not other
+
+    def __hash__(self) -> int:
+        self._misused("hash()")
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        raise record_misuse(NotConcreteError(f"pickling a symbolic value's method at {caller_location()}"))
+
+
+#: a symbolic value's own term read past its ``__getattribute__`` (capproof's hot path: every operation)
+_int_term = SymInt.__dict__["term"].__get__
+_bool_term = SymBool.__dict__["term"].__get__
+_METHOD_SLOT = _IntMethod.__dict__["_method"]
+_METHOD_CALL_CODE = _IntMethod.__call__.__code__
+type.__setattr__(SymInt, "__getattribute__", _sym_int_getattribute)
+type.__setattr__(SymBool, "__getattribute__", _sym_bool_getattribute)
 
 
 class Quotient:

@@ -31,6 +31,7 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 parser = argparse.ArgumentParser(prog="sglang serve")
 ServerArgs.add_cli_args(parser)
 flags, valueless, lists, optional, aliases, store_true = set(), set(), set(), set(), {}, set()
+choices = {}
 for action in parser._actions:
     names = list(action.option_strings)
     if not names:
@@ -40,6 +41,13 @@ for action in parser._actions:
     for n in names[1:] if longs and names[0] == longs[0] else names:
         if longs and n != longs[0]:
             aliases[n] = longs[0]
+    if (
+        action.choices is not None
+        and action.nargs is None
+        and action.type in (None, str)
+        and all(isinstance(c, str) for c in action.choices)
+    ):
+        choices[longs[0] if longs else names[0]] = tuple(action.choices)
     if action.nargs == 0:
         valueless.update(names)
         if isinstance(action, argparse._StoreTrueAction):
@@ -65,3 +73,5 @@ w(f"#: Flags that take an optional value (nargs '?').\n")
 w(f"OPTIONAL_FLAGS = frozenset({tuple(sorted(optional))!r})\n")
 w(f"#: Other option strings and the first long one of the same argument.\n")
 w(f"ALIASES = {dict(sorted(aliases.items()))!r}\n")
+w("#: Flags whose value argparse checks against a list of text choices (``choices=``), keyed by the\n#: first long option string: a value outside it is argparse's \"invalid choice\" error at startup.\n")
+w(f"CHOICES = {dict(sorted(choices.items()))!r}\n")

@@ -6,16 +6,17 @@ symbolic int's are bound Python functions, and *their* attributes differ: ``__fu
 ``__code__`` exist only on the symbolic one, ``__qualname__`` says ``int.bit_length`` only on the
 int, ``__text_signature__`` exists only on the builtin, ``inspect.signature`` reads the signature
 differently. capproof refuses ``__module__`` read this way (the attribute-name guard) and calling
-an operator method directly (``a.__add__``); the other attributes are read without any check. Below:
+an operator method directly (``a.__add__``); so a method of the value a model reads is an opaque callable: calling it calls the method, any
+attribute of it (or its repr, a comparison, a hash) is misuse. Below, each refused:
 
 - ``a.bit_length.__qualname__``, ``a.__floor__.__func__`` (directly, and by ``hasattr`` in a
   helper), ``a.conjugate.__code__``, ``a.bit_length.__text_signature__``,
-  ``inspect.signature(a.bit_length)``; through ``str.format`` fields
+  ``inspect.signature(a.bit_length)``, ``a.__floor__.__name__``; through ``str.format`` fields
   (``'{0.__add__.__qualname__}'``, ``'{0.__init__.__qualname__}'``); as an aggregate element
   ("proved [all batch sizes]") and as a fold step;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient);
-- passing: ``a.bit_length.__module__`` (refused by name), ``a.__add__.__qualname__`` (an operator
+- also: ``a.bit_length.__module__`` (refused by name), ``a.__add__.__qualname__`` (an operator
   method called or read directly: refused), ``a.__index__.__self__ is a`` (true on both: a
   sound verdict whatever it is).
 
@@ -33,12 +34,6 @@ from _soundness_harness import (
     check,
 )
 
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="a symbolic int's methods are bound Python functions: their __func__/__code__/__qualname__ differ from "
-    "an int's C methods, and no guard asks",
-)
-
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
@@ -49,33 +44,25 @@ def _try(expr: str, error: str = "AttributeError", caught: str = "False") -> str
 
 
 ATTEMPTS = [
-    pytest.param(
-        "bit-length-qualname", A + "    sym = a.bit_length.__qualname__ != 'int.bit_length'\n" + TAIL, marks=OPEN
-    ),
-    pytest.param("floor-func", _try("a.__floor__.__func__\n        sym = True"), marks=OPEN),
+    pytest.param("floor-name", A + "    sym = a.__floor__.__name__ != '__floor__'\n" + TAIL),
+    pytest.param("bit-length-qualname", A + "    sym = a.bit_length.__qualname__ != 'int.bit_length'\n" + TAIL),
+    pytest.param("floor-func", _try("a.__floor__.__func__\n        sym = True")),
     pytest.param(
         "floor-func-by-hasattr-in-a-helper",
         "def _pyfunc(m):\n    return hasattr(m, '__func__')\n\n\n" + A + "    sym = _pyfunc(a.__floor__)\n" + TAIL,
-        marks=OPEN,
     ),
-    pytest.param("conjugate-code", _try("sym = a.conjugate.__code__.co_argcount >= 0"), marks=OPEN),
-    pytest.param(
-        "bit-length-text-signature", _try("sym = a.bit_length.__text_signature__ is None", caught="True"), marks=OPEN
-    ),
+    pytest.param("conjugate-code", _try("sym = a.conjugate.__code__.co_argcount >= 0")),
+    pytest.param("bit-length-text-signature", _try("sym = a.bit_length.__text_signature__ is None", caught="True")),
     pytest.param(
         "inspect-signature-of-bit-length",
         "import inspect\n\n\n" + _try("sym = str(inspect.signature(a.bit_length)) != '()'", "ValueError", "True"),
-        marks=OPEN,
     ),
     pytest.param(
-        "format-field-add-qualname",
-        A + "    sym = '{0.__add__.__qualname__}'.format(a) != 'int.__add__'\n" + TAIL,
-        marks=OPEN,
+        "format-field-add-qualname", A + "    sym = '{0.__add__.__qualname__}'.format(a) != 'int.__add__'\n" + TAIL
     ),
     pytest.param(
         "format-field-init-qualname",
         A + "    sym = '{0.__init__.__qualname__}'.format(a) != 'object.__init__'\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "floor-func-as-an-aggregate-element",
@@ -83,7 +70,6 @@ ATTEMPTS = [
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, not hasattr(x.__floor__, '__func__')), 1, 0)"
         + " for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "bit-length-qualname-in-a-fold-step",
@@ -93,15 +79,11 @@ ATTEMPTS = [
         + "    for x in lens:\n"
         + "        acc = acc + select(all_of(x == 37, x.bit_length.__qualname__ == 'int.bit_length'), 1, 0)\n"
         + "    return at_most(demand=acc, capacity=0)\n",
-        marks=OPEN,
     ),
-    pytest.param(
-        "bool-method-func-of-a-symbolic-bool", _try("(a == 37).__bool__.__func__\n        sym = True"), marks=OPEN
-    ),
+    pytest.param("bool-method-func-of-a-symbolic-bool", _try("(a == 37).__bool__.__func__\n        sym = True")),
     pytest.param(
         "numerator-bit-length-qualname",
         A + "    sym = a.numerator.bit_length.__qualname__ != 'int.bit_length'\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param("bit-length-module", A + "    sym = a.bit_length.__module__ is not None\n" + TAIL),
     pytest.param("add-qualname-read-directly", A + "    sym = a.__add__.__qualname__ != 'int.__add__'\n" + TAIL),
@@ -129,14 +111,12 @@ def through_a_bound_method(a):
 """
 
 
-@OPEN
 def test_the_batched_runner_does_not_prove_through_a_bound_method(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_bound_methods_of_the_value.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_bound_method"] != "proved", verdicts
 
 
-@OPEN
 def test_check_config_is_not_safe_through_a_bound_method(tmp_path):
     path = tmp_path / "cc_bound_methods_of_the_value.py"
     path.write_text(
@@ -150,7 +130,6 @@ def test_check_config_is_not_safe_through_a_bound_method(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_bound_method(tmp_path):
     path = tmp_path / "bd_bound_methods_of_the_value.py"
     path.write_text(

@@ -6,13 +6,15 @@ capproof's ``SymInt`` for a symbolic int, reached without naming ``type`` or rea
 (which says ``int``). SymInt's metaclass refuses reading that type's attributes, hashing it and
 comparing it (``__name__``, ``__dict__``, ``==``), but not passing it to ``issubclass``/``isinstance``
 as the class tested against: ``issubclass(bool, a.__init_subclass__.__self__)`` is true for an int
-and false for a symbolic int. Below:
+and false for a symbolic int. Both halves are closed: the value's ``__init_subclass__`` (an
+``object`` slot where an int has its own C method) is misuse to read, and ``isinstance``/``issubclass``
+against the symbolic type reached by any route (``type(a)`` too) is misuse. Below, each refused:
 
-- ``issubclass(bool, ...)``, ``isinstance(True, ...)``, ``isinstance(5, a.__subclasshook__.__self__)``,
+- ``issubclass(bool, type(a))``, ``issubclass(bool, ...)``, ``isinstance(True, ...)``, ``isinstance(5, a.__subclasshook__.__self__)``,
   in a thread, as an aggregate element ("proved [all batch sizes]");
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient);
-- passing: the type's ``__dict__`` or ``__name__`` read, the type compared with ``!=`` (the
+- also: the type's ``__dict__`` or ``__name__`` read, the type compared with ``!=`` (the
   metaclass refuses them), ``isinstance(a, ...)`` (true on both: a correct counterexample), the
   type called (``SymInt(5)`` fails: an error).
 
@@ -30,30 +32,22 @@ from _soundness_harness import (
     check,
 )
 
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="the real type as a bound class method's __self__, tested by issubclass/isinstance: the metaclass is not asked",
-)
-
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), length="n")})\n'
 
 ATTEMPTS = [
+    pytest.param("issubclass-bool-of-type-of-the-value", A + "    sym = not issubclass(bool, type(a))\n" + TAIL),
     pytest.param(
         "issubclass-bool-of-init-subclass-self",
         A + "    sym = not issubclass(bool, a.__init_subclass__.__self__)\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "isinstance-true-of-init-subclass-self",
         A + "    sym = not isinstance(True, a.__init_subclass__.__self__)\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
-        "isinstance-five-of-subclasshook-self",
-        A + "    sym = not isinstance(5, a.__subclasshook__.__self__)\n" + TAIL,
-        marks=OPEN,
+        "isinstance-five-of-subclasshook-self", A + "    sym = not isinstance(5, a.__subclasshook__.__self__)\n" + TAIL
     ),
     pytest.param(
         "issubclass-in-a-thread",
@@ -65,7 +59,6 @@ ATTEMPTS = [
         + "    t.join()\n"
         + "    sym = not out[0]\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "issubclass-as-an-aggregate-element",
@@ -73,12 +66,10 @@ ATTEMPTS = [
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, issubclass(bool, x.__init_subclass__.__self__)), 1, 0)"
         + " for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param(
         "a-symbolic-bools-real-type-is-no-int-subclass",
         A + "    sym = not issubclass((a == 37).__init_subclass__.__self__, int)\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "types-dict-of-init-subclass-self",
@@ -121,14 +112,12 @@ def through_a_class_methods_self(a):
 """
 
 
-@OPEN
 def test_the_batched_runner_does_not_prove_through_a_class_methods_self(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_real_type_as_a_class_methods_self.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_class_methods_self"] != "proved", verdicts
 
 
-@OPEN
 def test_check_config_is_not_safe_through_a_class_methods_self(tmp_path):
     path = tmp_path / "cc_real_type_as_a_class_methods_self.py"
     path.write_text(
@@ -142,7 +131,6 @@ def test_check_config_is_not_safe_through_a_class_methods_self(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_class_methods_self(tmp_path):
     path = tmp_path / "bd_real_type_as_a_class_methods_self.py"
     path.write_text(

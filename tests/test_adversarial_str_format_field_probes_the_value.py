@@ -6,14 +6,16 @@ format succeeds, on ints it raises ``AttributeError``, so a model that catches t
 branch the ints never take. capproof refuses the same probe through ``string.Formatter.get_field``
 (Python code it intercepts), ``operator.attrgetter`` or ``getattr`` by a computed name (the static
 guard), and a missing attribute (``{0.__slots__}``: capproof's error); ``str.format``,
-``str.format_map`` and a field name built at run time reach the attribute without any of them. Below:
+``str.format_map`` and a field name built at run time reach the attribute without any of them. So
+a model's read of a symbolic value's attribute, by any route (Python's or C's), gives only what an
+int has, as the int has it: anything else is misuse. Below, each refused:
 
 - the probe in the model, with a field name built at run time, through ``format_map``, as a
   keyword field of a log-like message, in a helper run by a thread pool, as an aggregate element
   ("proved [all batch sizes]");
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient) through the same probe;
-- passing: ``{0.__slots__}`` (no such attribute on either: capproof's error), ``{0.var}`` (the
+- a method only capproof's class has (``{0.__deepcopy__}``); ``{0.__slots__}`` (no such attribute on either: capproof's error), ``{0.var}`` (the
   property reads the type's repr: misuse), ``{0[0]}`` (neither is subscriptable).
 
 Each model is false at ``a == 37`` on ints and reads "symbolic" on the symbolic run only. Brute
@@ -28,11 +30,6 @@ from _soundness_harness import (
     assert_check_config_not_safe,
     batched_verdicts,
     check,
-)
-
-OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="str.format's C field lookup reads an attribute only a symbolic value has (its term): no guard sees it",
 )
 
 HAS_TERM = (
@@ -53,10 +50,11 @@ def _probe(expr: str, error: str = "AttributeError") -> str:
 
 
 ATTEMPTS = [
-    pytest.param("format-field-term", _probe("'{0.term}'.format(a)"), marks=OPEN),
-    pytest.param("format-field-name-built-at-run-time", _probe("('{0.' + 'te' + 'rm}').format(a)"), marks=OPEN),
-    pytest.param("format-map-field-term", _probe("'{x.term}'.format_map({'x': a})"), marks=OPEN),
-    pytest.param("format-keyword-field-in-a-message", _probe("'padded {n.term} requests'.format(n=a)"), marks=OPEN),
+    pytest.param("format-field-a-method-only-capproofs-class-has", _probe("'{0.__deepcopy__}'.format(a)")),
+    pytest.param("format-field-term", _probe("'{0.term}'.format(a)")),
+    pytest.param("format-field-name-built-at-run-time", _probe("('{0.' + 'te' + 'rm}').format(a)")),
+    pytest.param("format-map-field-term", _probe("'{x.term}'.format_map({'x': a})")),
+    pytest.param("format-keyword-field-in-a-message", _probe("'padded {n.term} requests'.format(n=a)")),
     pytest.param(
         "format-field-term-in-a-thread-pool",
         HAS_TERM
@@ -65,7 +63,6 @@ ATTEMPTS = [
         + "    with concurrent.futures.ThreadPoolExecutor(1) as ex:\n"
         + "        sym = ex.submit(_has_term, a).result()\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "format-field-term-as-an-aggregate-element",
@@ -73,9 +70,8 @@ ATTEMPTS = [
         + DV
         + "def f(n, lens):\n"
         + "    return at_most(demand=total(select(all_of(x == 37, not _has_term(x)), 1, 0) for x in lens), capacity=0)\n",
-        marks=OPEN,
     ),
-    pytest.param("format-field-term-of-a-symbolic-bool", _probe("'{0.term}'.format(a == 37)"), marks=OPEN),
+    pytest.param("format-field-term-of-a-symbolic-bool", _probe("'{0.term}'.format(a == 37)")),
     pytest.param("format-field-slots-missing-on-both", _probe("'{0.__slots__}'.format(a)")),
     pytest.param("format-field-var", _probe("'{0.var}'.format(a)")),
     pytest.param("format-field-index", _probe("'{0[0]}'.format(a)", "TypeError")),
@@ -102,14 +98,12 @@ def through_a_format_field(a):
 )
 
 
-@OPEN
 def test_the_batched_runner_does_not_prove_through_a_format_field(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_str_format_field.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_format_field"] != "proved", verdicts
 
 
-@OPEN
 def test_check_config_is_not_safe_through_a_format_field(tmp_path):
     path = tmp_path / "cc_str_format_field.py"
     path.write_text(
@@ -122,7 +116,6 @@ def test_check_config_is_not_safe_through_a_format_field(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_format_field(tmp_path):
     path = tmp_path / "bd_str_format_field.py"
     path.write_text(

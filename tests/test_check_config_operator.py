@@ -383,7 +383,15 @@ def test_sglang_undecided_backend_buffers_per_model_kind():
         first
         not in undecided_backend_buffers(["flashinfer"], False, [proved], "0.5.23")["attention backend flashinfer"]
     )
-    assert undecided_backend_buffers(["no_such_backend"], False, [], "0.5.23") == {}
+    # a backend without a file in the table: none of its buffers is checked, so it blocks "safe"
+    unmapped = undecided_backend_buffers(["dsv4"], True, [], "0.5.23")
+    assert list(unmapped) == ["attention backend dsv4"] and "no table" in unmapped["attention backend dsv4"][0]
+    # a backend class's parent-class buffers are its own: trtllm_mla runs FlashInferMLAAttnBackend.__init__
+    trtllm = undecided_backend_buffers(["trtllm_mla"], True, [], "0.5.23")["attention backend trtllm_mla"]
+    assert {i.split("::")[0].rsplit("/", 1)[-1] for i in trtllm} == {
+        "trtllm_mla_backend.py",
+        "flashinfer_mla_backend.py",
+    }
 
 
 # --- machine-readable output (one run shared) ----------------------------------------------------

@@ -115,8 +115,8 @@ import pytest  # noqa: E402
 def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unchecked_paths():
     """On vLLM 0.33.0 the slot invariant is checked; the V2 request-count fact is not, and the
     paths it is not checked on are exactly these (batch sharding, PCP, micro-batching, the
-    decode warm-up's dict, and the dummy sampler run with the dummy batch it sizes: ``execute_model``
-    can return before storing its state, so ``_dummy_run`` may read an earlier step's)."""
+    decode warm-up's dict). The dummy sampler run and the dummy batch it sizes are checked: its
+    zero-token return ends at ``_dummy_run``'s assert (no state pending at a profile run)."""
     from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
 
     root = _real_root()
@@ -125,9 +125,6 @@ def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unc
     assert not fact["checked"]
     where = sorted(p.split(" ")[0] for p in fact["paths"]["not checked"])
     assert where == [
-        "vllm/v1/worker/gpu/input_batch.py:194",
-        "vllm/v1/worker/gpu/input_batch.py:194",
-        "vllm/v1/worker/gpu/model_runner.py:996",
         "vllm/v1/worker/gpu/pcp_manager.py:688",
         "vllm/v1/worker/gpu/sample/batch_shard.py:284",
         "vllm/v1/worker/gpu/ubatch_utils.py:163",
@@ -135,8 +132,10 @@ def test_vllm_0_33_slot_invariant_holds_and_the_request_count_fact_names_its_unc
         "vllm/v1/worker/gpu/warmup.py:431",
     ]
     assert len(fact["paths"]["checked (ast)"]) >= 25
-    dummy = next(p for p in fact["paths"]["not checked"] if p.startswith("vllm/v1/worker/gpu/model_runner.py:996"))
-    assert "execute_model returns at :1853 before storing ExecuteModelState" in dummy
+    # the dummy sampler run's count holds: execute_model's zero-token return is taken by a dummy
+    # run, but no state is pending when a profile run starts (fact_v2_profile_state)
+    dummy = next(p for p in fact["paths"]["checked (ast)"] if p.startswith("vllm/v1/worker/gpu/model_runner.py:996"))
+    assert "zero-token return (:1853)" in dummy and "no state is pending when a profile run starts" in dummy
     # taken as reading its own state, the chain holds, and so do the dummy batches it sizes
     own = v2_requests_fact(root, own_state=True)
     assert not any(
@@ -171,7 +170,7 @@ def test_dummy_sampler_rows_refuse_a_broken_link(tmp_path, file, old, new, refus
     from capproof.engines.vllm.demand_v2_requests import CountJudge, dummy_sampler_rows
 
     root = _real_root()
-    assert "returns at :1853" in dummy_sampler_rows(CountJudge(root, True))
+    assert dummy_sampler_rows(CountJudge(root, True)) is None  # through fact_v2_profile_state
     assert dummy_sampler_rows(CountJudge(root, True, own_state=True)) is None
     shutil.copytree(os.path.join(root, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
     path = tmp_path / "vllm/v1/worker/gpu" / file

@@ -81,12 +81,11 @@ def test_the_sharding_kernel_leaves_slots_unwritten_when_the_batch_outgrows_its_
 
 
 def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
-    """With the sharder run, the slot fact is checked on every path; the slot-array fact is not
-    checked on the dummy batch's ``arange(num_reqs)`` alone (``input_batch.py:198-200``: one
-    ``make_dummy`` count, the dummy sampler run's, is not checked). With that chain taken as reading
-    its own state, both facts are checked and the per-request buffers whose every use is a slot or
-    slot-array index get rows ``max_num_reqs``."""
-    from capproof.engines.vllm.demand_v2_requests import derive_slot_rows, v2_requests_fact
+    """With the sharder run, the slot fact and the slot-array fact are checked on every path (the
+    dummy batch's ``arange(num_reqs)``, ``input_batch.py:198-200``, through every ``make_dummy``
+    count, the dummy sampler run's included), and the per-request buffers whose every use is a
+    slot or slot-array index (a Triton kernel's loaded slot included) get rows ``max_num_reqs``."""
+    from capproof.engines.vllm.demand_v2_requests import derive_slot_rows
     from capproof.engines.vllm.fact_slots import shard_paths
     from capproof.inventory import load
 
@@ -101,14 +100,10 @@ def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
     for e in entries:
         e.demands = []
     facts: list = []
-    assert derive_slot_rows(entries, root, facts=facts, executed=ran) == []
-    assert [f["checked"] for f in facts] == [True, False, False]  # slots, V2 request count, slot arrays
-    bad = facts[2]["paths"]["not checked"]
-    assert len(bad) == 3 and all(p.startswith("vllm/v1/worker/gpu/input_batch.py:") and "dummy" in p for p in bad)
-    facts = []
-    own = v2_requests_fact(root, own_state=True)
-    done = derive_slot_rows(entries, root, requests_fact=own, facts=facts, executed=ran)
-    assert [f["checked"] for f in facts] == [True, False, True]
+    done = derive_slot_rows(entries, root, facts=facts, executed=ran)
+    assert [f["checked"] for f in facts] == [True, False, True]  # slots, V2 request count, slot arrays
+    dummy = [p for p in facts[2]["paths"]["checked (ast)"] if p.startswith("vllm/v1/worker/gpu/input_batch.py:")]
+    assert len(dummy) == 3 and all("every make_dummy call's count checked" in p for p in dummy)
     assert {
         "vllm/v1/worker/gpu/states.py::RequestState.max_seq_len",
         "vllm/v1/worker/gpu/states.py::RequestState.num_computed_prefill_tokens",
@@ -116,6 +111,10 @@ def test_the_slot_facts_are_checked_and_derive_the_slot_indexed_rows():
         # call sites that cannot bind add_request(req_id, req_idx, ...) or are another class's are not its
         "vllm/v1/worker/gpu/sample/prompt_logprob.py::PromptLogprobsWorker.num_prompt_logprobs",
         "vllm/v1/worker/gpu/sample/prompt_logprob.py::PromptLogprobsWorker.uses_prompt_logprobs",
+        # written by add_request (the dummy sampler run's range(num_reqs) included), read by a kernel
+        "vllm/v1/worker/gpu/sample/penalties.py::PenaltiesState.repetition_penalty",
     } <= set(done)
+    rep = next(e for e in entries if e.id.endswith("PenaltiesState.repetition_penalty")).demands[0]
+    assert any("_penalties_kernel: repetition_penalty_ptr[req_state_idx]" in s for s in rep["from"])
     d = next(e for e in entries if e.id.endswith("PPHandler.req_idx_gen_np")).demands[0]
     assert d["extent"] == "max_num_reqs" and "vllm/v1/worker/gpu/pp_utils.py:102" in d["judged_uses"]

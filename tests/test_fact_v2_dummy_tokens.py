@@ -302,13 +302,21 @@ def test_vllm_0_33_profile_run_fails_its_state_assert_after_the_zero_token_retur
 
 @pytest.mark.real
 def test_vllm_0_33_dummy_sampler_link_holds_without_the_extra_slot(vllm_code, tmp_path):
-    """On vLLM 0.33.0's source the dummy sampler chain is refused at the zero-token return, naming
-    the standalone draft model; with its extra slot removed (a mutated copy) the chain holds."""
+    """On vLLM 0.33.0's source the dummy sampler chain holds (the zero-token return ends at the
+    assert: no state pending at a profile run); on a copy without the engine core it is refused
+    at that return, naming the standalone draft model; with its extra slot removed it holds."""
     from capproof.engines.vllm.demand_v2_requests import CountJudge, dummy_sampler_rows
 
-    why = dummy_sampler_rows(CountJudge(vllm_code, True))
-    assert "returns at :1853 before storing ExecuteModelState" in why and "StandaloneARSpeculator" in why
+    # on the whole source the chain holds: the zero-token return ends at _dummy_run's assert
+    assert dummy_sampler_rows(CountJudge(vllm_code, True)) is None
     shutil.copytree(os.path.join(vllm_code, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
+    ds.parsed_files.cache_clear()
+    try:
+        # without the engine core (vllm/v1/engine/) the profile run's pending state cannot be read
+        why = dummy_sampler_rows(CountJudge(str(tmp_path), True))
+    finally:
+        ds.parsed_files.cache_clear()
+    assert "returns at :1853 before storing ExecuteModelState" in why and "StandaloneARSpeculator" in why
     os.makedirs(tmp_path / "vllm/config")
     shutil.copy(os.path.join(vllm_code, F.SCHEDULER_CONFIG), tmp_path / F.SCHEDULER_CONFIG)
     path = tmp_path / F.SPEC_DIR / "standalone_ar/speculator.py"

@@ -144,14 +144,15 @@ def test_check_config_flashmla_line_applies_the_backends_derived_graph_rows():
     """A DeepSeek-V3 line on FlashMLA (as SGLang's DeepSeek docs write it) applies the FlashMLA
     graph-rows obligations whose batch reaches a helper as ``bs=forward_batch.batch_size``; both are
     proved (on the named graph-batch fact), and the FlashMLA index buffers left without a verdict
-    drop from 5 to 3. A Triton line does not apply them."""
+    drop from 5 to 3, next to the 12 of FlashInferMLAAttnBackend, whose ``__init__`` FlashMLA's
+    runs (its parent class). A Triton line does not apply them."""
     line = ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8"]
     line += ["--trust-remote-code"]
     result = check("--engine", "sglang==0.5.23", "--", *line, "--attention-backend", "flashmla")
     assert result.exit_code == 2, result.output
     head = result.output.split("not checked for this deployment:")[0]
     assert "2 on a derived demand and an assumed (unchecked) fact about the engine" in head
-    assert "3 index buffers of the attention backend flashmla this line runs are not verified" in head
+    assert "15 index buffers of the attention backend flashmla this line runs are not verified" in head
     assert "FlashMLABackend.cuda_graph_num_splits" not in head.split("not safe because")[1].split("\n")[0]
     triton = check("--engine", "sglang==0.5.23", "--", *line, "--attention-backend", "triton")
     assert "FlashMLABackend_cuda_graph_num_splits" not in triton.output.split("not checked for this deployment:")[0]

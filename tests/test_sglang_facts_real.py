@@ -130,3 +130,29 @@ def test_flashattention_capture_only_slices_leave_three_capture_sites():
         "prefill_cuda_graph_runner.py:1786",
         "tbo_backend.py:80",
     ]
+
+
+def test_two_batch_overlap_children_are_within_their_parent_when_the_split_is():
+    """SGLang's ``TboForwardBatchPreparer.prepare_raw`` run on a symbolic parent batch and split index
+    in every forward mode, two-chunk split on and off: each child's ``batch_size`` (``filter_batch``:
+    ``end_seq_index - start_seq_index``) is within the parent's when the split index is (the
+    two-chunk child takes one request more). The split index itself is not judged: the
+    capture-time and the scheduler's stores are named, so two-batch overlap's child sites
+    (``tbo_backend.py:80``, ``:151``) stay unchecked with the split as their reason."""
+    from capproof.engines.sglang.graph_calls import (
+        _index,
+        backend_bs_sites,
+        tbo_children_checked,
+        tbo_split_checked,
+    )
+    from capproof.engines.sglang.trace import activate
+
+    root = _sglang_root()
+    activate(root)
+    assert tbo_children_checked() == ""
+    split = tbo_split_checked(_index(root))
+    assert split == "split index not checked at two_batch_overlap.py:354, dp_attn.py:658"
+    left = backend_bs_sites(root, "FlashAttentionBackend")["not checked"]
+    tbo = [s for s in left if s.startswith("sglang/srt/layers/attention/tbo_backend.py")]
+    assert [s.split(" ", 1)[0].rsplit("/", 1)[-1] for s in tbo] == ["tbo_backend.py:80", "tbo_backend.py:151"]
+    assert all("forward_batch_child <- forward_batch.tbo_children: split index not checked at" in s for s in tbo)

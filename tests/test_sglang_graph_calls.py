@@ -562,3 +562,82 @@ def test_a_batch_returned_by_a_helper_is_traced_with_this_calls_arguments(tmp_pa
     )
     sites = backend_bs_sites(_tree(tmp_path / "b", {**files, "helper_runner.py": sub}), "MyBackend")
     assert any("capture_one_shape" in s and "overridden in a subclass" in s for s in sites["not checked"])
+
+
+TBO_WRAPPER = """
+class TboLike(MyBackend):
+    def __init__(self, children):
+        self.children = children
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        tbo_children = getattr(forward_batch, "tbo_children", None)
+        if tbo_children is not None:
+            for child, forward_batch_child in zip(self.children, tbo_children, strict=True):
+                child.init_forward_metadata_out_graph(forward_batch=forward_batch_child, in_capture=in_capture)
+"""
+
+SPLIT_STORES = """
+class Prep:
+    def capture(self, batch, num_tokens):
+        batch.tbo_split_seq_index = num_tokens // 2
+
+    def gather(self, info, out):
+        info.tbo_split_seq_index, info.mode = out
+        info.other = None
+
+    def child(self, batch):
+        return dict(tbo_split_seq_index=None, other=batch.tbo_split_seq_index)
+
+    def copy(self, batch, src):
+        batch.tbo_split_seq_index = src.tbo_split_seq_index
+"""
+
+
+def _fn(text: str, name: str):
+    import ast
+
+    tree = ast.parse(textwrap.dedent(text))
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def test_a_tbo_child_is_recognised_from_the_loop_over_its_parents_children():
+    """``for _, c in zip(self.children, getattr(fb, "tbo_children", None))``: ``c`` is a child of the
+    parameter ``fb``; another loop, a rebinding of the holder or of the parent is not recognised."""
+    from capproof.engines.sglang.graph_calls import _tbo_child_parent
+
+    fn = _fn(TBO_WRAPPER, "init_forward_metadata_out_graph")
+    assert _tbo_child_parent(fn, "forward_batch_child") == "forward_batch"
+    assert _tbo_child_parent(fn, "child") is None
+    rebound = TBO_WRAPPER.replace("        if tbo_children", "        forward_batch = other\n        if tbo_children")
+    assert _tbo_child_parent(_fn(rebound, "init_forward_metadata_out_graph"), "forward_batch_child") is None
+    other_zip = TBO_WRAPPER.replace("zip(self.children,", "zip(self.wrappers,")
+    assert _tbo_child_parent(_fn(other_zip, "init_forward_metadata_out_graph"), "forward_batch_child") is None
+    holder = TBO_WRAPPER.replace('getattr(forward_batch, "tbo_children", None)', "forward_batch.children_of()")
+    assert _tbo_child_parent(_fn(holder, "init_forward_metadata_out_graph"), "forward_batch_child") is None
+
+
+def test_the_split_index_stores_are_listed_and_never_judged_checked(tmp_path):
+    """Every store of ``.tbo_split_seq_index`` (also inside a tuple target) is named; ``None`` and a
+    copy of another batch's index are not stores of their own; with no store the answer is still a
+    reason (nothing judged the index)."""
+    from capproof.engines.sglang.graph_calls import _index, tbo_split_checked
+
+    root = _tree(tmp_path, {"batch_overlap/prep.py": SPLIT_STORES})
+    reason = tbo_split_checked(_index(root))
+    assert reason == "split index not checked at prep.py:4, prep.py:7"
+    empty = _tree(tmp_path / "empty", {"other.py": "x = 1\n"})
+    assert tbo_split_checked(_index(empty)) == "split index not checked"
+
+
+def test_a_tbo_child_site_ends_at_the_split_not_at_an_unbound_name(tmp_path):
+    """The children's call site of a two-batch-overlap wrapper is left unchecked with the split as its
+    reason (here SGLang does not import, or the split index is not judged), not as an unbound name."""
+    root = _tree(
+        tmp_path,
+        {"layers/attention/my_backend.py": BACKEND + TBO_WRAPPER, "runner.py": RUNNER},
+    )
+    sites = backend_bs_sites(root, "MyBackend")
+    child = [s for s in sites["not checked"] if "forward_batch_child" in s]
+    assert child, sites
+    assert all("forward_batch_child <- forward_batch.tbo_children: " in s for s in child)
+    assert not any("unbound" in s for s in sites["not checked"])

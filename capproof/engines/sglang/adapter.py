@@ -49,7 +49,36 @@ class SglangAdapter:
         return engine, version
 
     def engine_from_line(self, args: list[str], engine: str, version: str, explicit: bool) -> tuple[str, str, str]:
-        return engine, version, ""
+        """``docker run lmsysorg/sglang:vX.Y.Z[-SUFFIX]`` (``v0.5.23-cu129``, ``v0.5.8-rocm700-mi35x``):
+        the image runs SGLang X.Y.Z, refused unless it is the modelled release or ``--engine`` says
+        which release to check; a tag naming no release (``latest``, ``dev``) is checked as the
+        modelled release, and the answer says so."""
+        import re
+
+        from ..docker import strip_docker
+
+        try:
+            _, image, _ = strip_docker(list(args))
+        except ValueError:
+            return engine, version, ""
+        found = re.fullmatch(r"(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang(?::([\w.+-]+))?(?:@sha256:\w+)?", image or "")
+        if found is None or explicit:
+            return engine, version, ""
+        tag = found.group(1) or "latest"
+        release = re.match(r"v?(\d+\.\d+\.\d+)(?![\w.])", tag)
+        if release is None:
+            return (
+                engine,
+                version,
+                f"engine SGLang {version}: the image tag {tag!r} names no release, so capproof's modelled "
+                f"SGLang {version} is checked (give --engine sglang==X for yours)",
+            )
+        if release.group(1) != version:
+            raise CheckError(
+                f"image lmsysorg/sglang:{tag}: runs SGLang {release.group(1)}; capproof models sglang {version} "
+                f"only (give --engine sglang=={version} to check the line as {version})"
+            )
+        return engine, version, f"engine SGLang {version}: from the image tag lmsysorg/sglang:{tag}"
 
     def owns_line(self, args: list[str]) -> bool:
         from .launch import is_sglang_line

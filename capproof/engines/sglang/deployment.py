@@ -7,6 +7,7 @@ applicable ``engine="sglang"`` obligation through :func:`capproof.engines.checkc
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from ...verdict import Options
@@ -56,6 +57,20 @@ BACKEND_FILES = {
     "flex_attention": ("torch_flex_backend.py", "torch_flex_backend.py"),
     "hpc_ops": ("hpc_ops_backend.py", "hpc_ops_backend.py"),
     "intel_amx": ("intel_amx_backend.py", "intel_amx_backend.py"),
+    "intel_xpu": ("xpu_backend.py", "xpu_backend.py"),
+    "llada2_cfg_flashinfer": ("llada2_cfg_flashinfer_backend.py", "llada2_cfg_flashinfer_backend.py"),
+}
+#: Backend files whose main class subclasses another file's backend and calls its ``__init__``, so
+#: the parent's buffers are allocated too (SGLang 0.5.23's class statements: ``class
+#: CuteDslMLABackend(TRTLLMMLABackend)``, ``TRTLLMMLABackend(FlashInferMLAAttnBackend)``,
+#: ``TRTLLMHAAttnBackend(FlashInferAttnBackend)``, ``FlashMLABackend(FlashInferMLAAttnBackend)``,
+#: ``LLaDA2CFGFlashInferAttnBackend(FlashInferAttnBackend)``; checked by the real tier).
+BASE_FILES = {
+    "cutedsl_mla_backend.py": "trtllm_mla_backend.py",
+    "trtllm_mla_backend.py": "flashinfer_mla_backend.py",
+    "trtllm_mha_backend.py": "flashinfer_backend.py",
+    "flashmla_backend.py": "flashinfer_mla_backend.py",
+    "llada2_cfg_flashinfer_backend.py": "flashinfer_backend.py",
 }
 #: Element types of an index/size buffer (as the inventory records them).
 INDEX_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "bool"})
@@ -80,9 +95,11 @@ def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: 
     """``{"attention backend NAME": [inventory ids]}``: the index buffers (:data:`INDEX_DTYPES`) of
     each backend's file (:data:`BACKEND_FILES`, the MLA column when ``mla``) in ``proofs/inventory/sglang-<version>.json`` that are
     neither decided by the committed coverage (:data:`DECIDED_KINDS`) nor covered by an obligation
-    ``checked`` proved at this line. A backend name outside the table is left out (its file is
-    not known here); backends sharing a file (fa3, fa4) are one group. Empty when there is no
-    inventory."""
+    ``checked`` proved at this line, with those of the files its class inherits from
+    (:data:`BASE_FILES`). A backend name outside the table (``dsv4``, whose class
+    depends on the platform, ``ascend``, ``minicpm_*``: its file is not known here) is a group of
+    its own with one entry saying so, since none of its buffers is checked; backends sharing a file
+    (fa3, fa4) are one group. Empty when there is no inventory."""
     from ...verdict import Verdict
     from ..checkconfig import inventory_data, inventory_path
 
@@ -92,15 +109,25 @@ def undecided_backend_buffers(backends, mla: bool, checked, version: str, root: 
         return {}
     proved = {i for c in checked if c.applicable and c.result.verdict is Verdict.PROVED for i in c.obligation.covers}
     by_file: dict[str, list[str]] = {}
+    unmapped = []
     for b in backends:
         if b in BACKEND_FILES:
             by_file.setdefault(ATTENTION + BACKEND_FILES[b][1 if mla else 0], []).append(b)
-    out: dict[str, list[str]] = {}
+        else:
+            unmapped.append(b)
+    out: dict[str, list[str]] = {
+        f"attention backend {b}": [f"{b}: its buffers (capproof has no table of the file SGLang {version} runs for it)"]
+        for b in unmapped
+    }
     for file, names in by_file.items():
+        files, name = {file}, file.removeprefix(ATTENTION)
+        while name in BASE_FILES:  # the parent classes' buffers are the backend's too
+            name = BASE_FILES[name]
+            files.add(ATTENTION + name)
         ids = sorted(
             e["id"]
             for e in entries
-            if e.get("file") == file
+            if e.get("file") in files
             and e.get("dtype") in INDEX_DTYPES
             and e.get("coverage") not in DECIDED_KINDS
             and e["id"] not in proved
@@ -166,6 +193,65 @@ def _backend_unknown(model: ModelFacts | None) -> str:
     return ""
 
 
+#: ``get_context_length``'s keys and the RoPE scaling it multiplies in (SGLang 0.5.23,
+#: ``sglang/srt/utils/hf_transformers/common.py``): overriding one changes the derived length.
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+
+
+def _derived_length(model: ModelFacts, overrides: dict) -> int | None:
+    """``get_context_length`` of SGLang 0.5.23 on the model's config with ``overrides`` set on it,
+    when the config's own derived length is its ``max_position_embeddings`` (no other length key,
+    no RoPE factor); None when capproof does not know the config well enough to tell."""
+    if model.max_len_caveat or model.rope_factor:
+        return None
+    base = next((overrides[k] for k in CONTEXT_LENGTH_KEYS if k in overrides), None)
+    if base is None:
+        base = model.values.get("max_position_embeddings")
+    rope = overrides.get("rope_scaling")
+    factor = 1
+    if isinstance(rope, dict):
+        factor = rope.get("factor", 1)
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    elif rope is not None:
+        return None
+    try:
+        return int(factor * base) if base is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _without_overridden(model: ModelFacts | None, overrides: dict) -> ModelFacts | None:
+    """The model's facts as SGLang reads them after ``--json-model-override-args``: SGLang sets
+    those keys on the Hugging Face config before reading it (``ModelConfig.__init__``). A length key
+    or ``rope_scaling`` gives the length ``get_context_length`` derives (:func:`_derived_length`),
+    or leaves it free when that is not known here; any other parameter read from an overridden key
+    is left free (every value checked)."""
+    if model is None or not overrides:
+        return model
+    keys = set(overrides)
+    values = {k: v for k, v in model.values.items() if model.fields.get(k, "").rsplit(".", 1)[-1] not in keys}
+    if keys & (set(CONTEXT_LENGTH_KEYS) | {"rope_scaling"}):
+        values.pop("max_position_embeddings", None)
+        derived = _derived_length(model, overrides)
+        if derived is not None:
+            values["max_position_embeddings"] = derived
+    if values == model.values:
+        return model
+    fields = {k: v for k, v in model.fields.items() if k in values}
+    if "max_position_embeddings" in values and values["max_position_embeddings"] != model.values.get(
+        "max_position_embeddings"
+    ):
+        fields["max_position_embeddings"] = "get_context_length after --json-model-override-args"
+    return dataclasses.replace(model, values=values, fields=fields)
+
+
 def _refuse_too_long(cfg: LaunchConfig, model: ModelFacts | None, version: str) -> None:
     """A ``--context-length`` above the model's, which SGLang refuses at startup, is a CheckError
     (one line): ``ModelConfig._derive_context_length`` (``sglang/srt/configs/model_config.py``)
@@ -204,6 +290,7 @@ def run_check(
     need ``--attention-backend``.
     """
     options = options or Options()
+    model = _without_overridden(model, cfg.model_overrides)
     _refuse_too_long(cfg, model, version)
     pins = dict(cfg.values)
     if model is not None:  # the model's numbers (experts, top-k, ...), as for vLLM lines
@@ -258,6 +345,7 @@ def run_check(
         "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
         "--tp-size": "tp",
         "--speculative-algorithm": "feature:spec_decode",
+        "--attn-dp-size": "mul_base",
         **USED_FLAGS,
     }
     # a derived feature is used when an applied obligation requires it

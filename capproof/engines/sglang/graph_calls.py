@@ -47,6 +47,8 @@ __all__ = [
     "children_get_max_bs",
     "site_context",
     "reach_drop",
+    "tbo_children_checked",
+    "tbo_split_checked",
 ]
 
 SRT = "sglang/srt"
@@ -372,6 +374,287 @@ def splitter_checked(name: str) -> str:
         return "" if calls else f"{name}: no child call on any path"
     except Exception as exc:  # noqa: BLE001 - then the split is not checked
         return f"{name} did not run: {type(exc).__name__}: {exc}"[:200]
+
+
+#: Where two-batch overlap splits a forward batch into its children (module, class, method): the
+#: only non-``None`` store of ``.tbo_children`` in srt must be in this method (:func:`tbo_children_checked`).
+TBO_PREPARER = ("sglang.srt.batch_overlap.two_batch_overlap", "TboForwardBatchPreparer", "prepare_raw")
+TBO_FILE = SRT + "/batch_overlap/two_batch_overlap.py"
+#: the child's batch size as ``filter_batch`` builds the child (``ForwardBatch(**output_dict)``)
+TBO_CHILD_SIZE = "end_seq_index-start_seq_index"
+
+
+def _tbo_children_stores(ix: _Index) -> list[str]:
+    """Every store of ``.tbo_children`` (attribute store or ``tbo_children=`` keyword) in srt that is
+    not ``None`` and not in :data:`TBO_PREPARER`'s method: ``["file:line"]`` (AST)."""
+    out = []
+    for rel in ix.files:
+        text = ix.text(rel)
+        if "tbo_children" not in text:
+            continue
+        tree = ix.tree(rel)
+        if tree is None:
+            out.append(f"{rel}: does not parse")
+            continue
+        for n in ast.walk(tree):
+            value = None
+            if isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and t.attr == "tbo_children" for t in n.targets
+            ):
+                value = n.value
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and getattr(n.target, "attr", None) == "tbo_children":
+                value = n.value if n.value is not None else n
+            elif isinstance(n, ast.keyword) and n.arg == "tbo_children":
+                value = n.value
+            elif (
+                isinstance(n, ast.Call)
+                and src(n.func) in ("setattr", "object.__setattr__")
+                and "tbo_children" in src(n)
+            ):
+                value = n
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                continue
+            fn = ix.enclosing(rel, n)
+            owner = ix.enclosing_class(rel, n)
+            if (
+                rel == TBO_FILE
+                and fn is not None
+                and owner is not None
+                and (owner.name, getattr(fn, "name", "")) == TBO_PREPARER[1:]
+            ):
+                continue
+            out.append(f"{rel}:{getattr(n, 'lineno', '?')}")
+    return out
+
+
+def _tbo_child_size_read(ix: _Index) -> str:
+    """Empty when ``filter_batch`` of :data:`TBO_PREPARER`'s class builds a child whose
+    ``batch_size`` is ``end_seq_index - start_seq_index`` (one ``batch_size=`` keyword, no
+    ``.batch_size`` store, both index parameters never rebound) and the two-chunk field update
+    (``derive_fields_related_to_seq_len_for_two_chunk``) stores no ``batch_size`` (AST); else the
+    reason."""
+    tree = ix.tree(TBO_FILE)
+    cls = (
+        next(
+            (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == TBO_PREPARER[1]),
+            None,
+        )
+        if tree is not None
+        else None
+    )
+    if cls is None:
+        return f"{TBO_PREPARER[1]} not in {TBO_FILE}"
+    meths = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    fb = meths.get("filter_batch")
+    two = meths.get("derive_fields_related_to_seq_len_for_two_chunk")
+    if fb is None or two is None:
+        return "filter_batch or the two-chunk update is not in the class"
+    sizes = [src(k.value) for k in ast.walk(fb) if isinstance(k, ast.keyword) and k.arg == "batch_size"]
+    if sizes != [TBO_CHILD_SIZE]:
+        return f"filter_batch builds batch_size as {sizes}"
+    for m in (fb, two):
+        for n in ast.walk(m):
+            if isinstance(n, ast.Attribute) and n.attr == "batch_size" and isinstance(n.ctx, ast.Store):
+                return f"{m.name} stores .batch_size at line {n.lineno}"
+            if (
+                isinstance(n, ast.Name)
+                and n.id in ("start_seq_index", "end_seq_index")
+                and isinstance(n.ctx, ast.Store)
+            ):
+                return f"{m.name} rebinds {n.id} at line {n.lineno}"
+    return ""
+
+
+@lru_cache(maxsize=1)
+def tbo_children_checked() -> str:
+    """Empty when SGLang's two-batch-overlap split (:data:`TBO_PREPARER`, ``prepare_raw``), **run**
+    on a parent batch of symbolic ``batch_size >= 0`` and symbolic split index ``s`` in every
+    ``ForwardMode``, with the two-chunk split on and off, hands each child a batch of size between 0
+    and the parent's whenever ``0 <= s <= batch_size`` (two-chunk: ``s < batch_size``, the index of
+    one of the parent's requests) (Z3, per path); the child's size is ``filter_batch``'s
+    ``end_seq_index - start_seq_index`` (AST, :func:`_tbo_child_size_read`), and no other code of srt
+    stores a non-``None`` ``.tbo_children`` (AST). Else the reason. ``filter_batch``,
+    ``_compute_split_token_index`` and the two-chunk field update are stand-ins recording the
+    sequence range (they build tensors, not the size); ``get_attn_backend`` returns a bare
+    ``TboAttnBackend`` for the method's sanity assert. That ``s`` is within the parent is the
+    split index's own fact, judged where it is stored (:func:`tbo_split_stores`). Needs SGLang
+    importable."""
+    try:
+        import importlib
+        from types import SimpleNamespace
+
+        import z3
+
+        from ...symbolic import SymInt, explore, to_z3_int
+
+        ix_root = importlib.import_module("sglang").__file__
+        root = os.path.dirname(os.path.dirname(ix_root))
+        ix = _index(root)
+        others = _tbo_children_stores(ix)
+        if others:
+            return "tbo_children stored outside the split: " + ", ".join(others[:4])
+        size = _tbo_child_size_read(ix)
+        if size:
+            return size
+        module, cls_name, meth = TBO_PREPARER
+        mod = importlib.import_module(module)
+        raw = getattr(getattr(mod, cls_name), meth).__func__
+        modes = importlib.import_module("sglang.srt.model_executor.forward_batch_info").ForwardMode
+        backend_cls = importlib.import_module("sglang.srt.layers.attention.tbo_backend").TboAttnBackend
+        bs = SymInt.var("tbo_parent_bs")
+        split = SymInt.var("tbo_split_seq_index")
+        seen: list = []
+
+        class StandIn:
+            @classmethod
+            def _compute_split_token_index(cls, batch):
+                return SymInt.var("tbo_split_token_index")
+
+            @classmethod
+            def filter_batch(cls, batch, *, start_seq_index, end_seq_index, **_):
+                seen.append((start_seq_index, end_seq_index))
+                return SimpleNamespace()
+
+            @classmethod
+            def derive_fields_related_to_seq_len_for_two_chunk(cls, batch, **_):
+                return None
+
+        saved = {k: getattr(mod, k) for k in ("get_attn_backend", "_is_two_chunk_split_enabled")}
+        calls = 0
+        try:
+            mod.get_attn_backend = lambda: object.__new__(backend_cls)
+            for two_chunk in (False, True):
+                mod._is_two_chunk_split_enabled = lambda _lens, on=two_chunk: on
+                bound = split.term < bs.term if two_chunk else split.term <= bs.term
+                assume = [bs.term >= 0, split.term >= 0, bound]
+                for mode in modes:
+
+                    def run(mode=mode):
+                        seen.clear()
+                        batch = SimpleNamespace(
+                            batch_size=bs,
+                            tbo_split_seq_index=split,
+                            forward_mode=mode,
+                            extend_seq_lens_cpu=None,
+                            input_ids=_Any(),
+                            tbo_children=None,
+                        )
+                        raw(StandIn, batch, tbo_children_num_token_non_padded=(_Any(), _Any()))
+                        return list(seen)
+
+                    exploration = explore(run, assume=assume, watch=False)
+                    if not exploration.complete:
+                        return f"{meth}: {exploration.unexplored} paths unexplored in {mode.name}"
+                    for path in exploration.paths:
+                        if path.error is not None:
+                            return f"{meth} in {mode.name}: {type(path.error).__name__}: {path.error}"[:200]
+                        cond = [c if taken else z3.Not(c) for _, c, taken in path.decisions]
+                        if len(path.value) != 2:
+                            return f"{meth} in {mode.name}: {len(path.value)} children"
+                        for start, end in path.value:
+                            calls += 1
+                            child = to_z3_int(end) - to_z3_int(start)
+                            s = z3.Solver()
+                            s.add(*assume, *cond, z3.Not(z3.And(child >= 0, child <= bs.term)))
+                            if s.check() != z3.unsat:
+                                return f"{meth} in {mode.name}: a child batch may lie outside [0, parent batch]"
+        finally:
+            for k, v in saved.items():
+                setattr(mod, k, v)
+        return "" if calls else f"{meth}: no child on any path"
+    except Exception as exc:  # noqa: BLE001 - then the split is not checked
+        return f"{TBO_PREPARER[2]} did not run: {type(exc).__name__}: {exc}"[:200]
+
+
+def _tbo_child_parent(fn, name: str) -> str | None:
+    """The parameter ``P`` of ``fn`` when ``name`` is bound only as the second target of ``for _,
+    name in zip(self.children, T, ...)`` with ``T = getattr(P, "tbo_children", None)`` or ``T =
+    P.tbo_children`` (each bound once in ``fn``, ``P`` never rebound): ``name`` is then one of the
+    children two-batch overlap split off ``P``'s batch. Else None (AST)."""
+    if fn is None or isinstance(fn, ast.Lambda):
+        return None
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    loops, other = [], False
+    for n in _walk_own(fn):
+        if isinstance(n, (ast.For, ast.comprehension)):
+            t = n.target
+            names = [e.id for e in getattr(t, "elts", []) if isinstance(e, ast.Name)]
+            if isinstance(t, ast.Tuple) and len(t.elts) == 2 and names[1:] == [name] and len(names) == 2:
+                loops.append(n)
+            elif name in {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}:
+                other = True
+        elif isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+            if not any(n in ast.walk(lp.target) for lp in loops):
+                other = True
+    if other or len(loops) != 1:
+        return None
+    it = loops[0].iter
+    if not (
+        isinstance(it, ast.Call)
+        and src(it.func) == "zip"
+        and len(it.args) == 2
+        and src(it.args[0]) == "self.children"
+        and isinstance(it.args[1], ast.Name)
+    ):
+        return None
+    holder = it.args[1].id
+    values = [
+        n.value
+        for n in _walk_own(fn)
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == holder for t in n.targets)
+    ]
+    stores = [n for n in _walk_own(fn) if isinstance(n, ast.Name) and n.id == holder and isinstance(n.ctx, ast.Store)]
+    if len(values) != 1 or len(stores) != 1:
+        return None
+    v = values[0]
+    if isinstance(v, ast.Call) and src(v.func) == "getattr" and len(v.args) >= 2:
+        base, attr = v.args[0], v.args[1]
+        if not (isinstance(attr, ast.Constant) and attr.value == "tbo_children"):
+            return None
+    elif isinstance(v, ast.Attribute) and v.attr == "tbo_children":
+        base = v.value
+    else:
+        return None
+    if not isinstance(base, ast.Name) or base.id not in params:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == base.id and isinstance(n.ctx, ast.Store) for n in _walk_own(fn)):
+        return None
+    return base.id
+
+
+def tbo_split_checked(ix: _Index) -> str:
+    """The reason the two-batch-overlap split index is not known to lie within its batch
+    (``0 <= s <= batch_size``, :func:`tbo_children_checked`'s precondition), naming where it is
+    stored as ``file.py:line`` (AST: ``.tbo_split_seq_index`` as an assignment target, also inside a tuple target, or
+    a ``tbo_split_seq_index=`` keyword; ``None`` and copies of another batch's index left out).
+    No store is judged yet, so the answer is never empty: the capture-time split
+    (``capture_one_batch_size``: ``compute_split_seq_index`` of the runner's ``num_tokens`` over
+    the mode's tokens per request, which equals the captured batch only when the runner's
+    ``captured_req_width`` is the mode's tokens per request) and the scheduler's (DP attention's
+    gathered split) are listed."""
+    found = []
+    for rel in ix.files:
+        if "tbo_split_seq_index" not in ix.text(rel):
+            continue
+        tree = ix.tree(rel)
+        if tree is None:
+            found.append(f"{rel}: does not parse")
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign) and any(
+                isinstance(x, ast.Attribute) and x.attr == "tbo_split_seq_index" for t in n.targets for x in ast.walk(t)
+            ):
+                value = n.value
+            elif isinstance(n, ast.keyword) and n.arg == "tbo_split_seq_index":
+                value = n.value
+            else:
+                continue
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            if isinstance(value, ast.Attribute) and value.attr == "tbo_split_seq_index":
+                continue  # a copy: the index is judged where the copied batch's was stored
+            found.append(f"{os.path.basename(rel)}:{getattr(value, 'lineno', '?')}")
+    return "split index not checked" + (" at " + ", ".join(found) if found else "")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -830,6 +1113,17 @@ class _Tracer:
             return
         if name in self._params(fn):
             yield from self._callers_fb(fn, rel, name, depth, chain)
+            return
+        parent = _tbo_child_parent(fn, name)
+        if parent is not None:
+            # a two-batch-overlap child of the entry's own batch: within it when the split is
+            where = f"{name} <- {parent}.tbo_children"  # the site's own line: kept short for the facts file
+            reason = tbo_children_checked() or tbo_split_checked(self.ix)
+            if reason:
+                yield ("unchecked", chain + [f"{where}: {reason}"])
+                return
+            step = chain + [f"{where} (run: 0 <= child batch <= parent batch)"]
+            yield from self._callers_fb(fn, rel, parent, depth, step)
             return
         outer = self.ix.enclosing(rel, fn)
         if outer is not None:

@@ -24,7 +24,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .flags import ALIASES, LISTS_FLAGS, OPTIONAL_FLAGS, SGLANG_FLAGS, SGLANG_VERSION, STORE_TRUE_DESTS, VALUELESS_FLAGS
+from .flags import (
+    ALIASES,
+    CHOICES,
+    LISTS_FLAGS,
+    OPTIONAL_FLAGS,
+    SGLANG_FLAGS,
+    SGLANG_VERSION,
+    STORE_TRUE_DESTS,
+    VALUELESS_FLAGS,
+)
 
 __all__ = ["LaunchFlagError", "LaunchConfig", "parse_launch_args", "SIZING_FLAGS"]
 
@@ -43,6 +52,15 @@ SIZING_FLAGS = {
 }
 #: Flags whose text value capproof reads (which attention backend's buffers a deployment has).
 STRING_FLAGS = ("--attention-backend", "--decode-attention-backend")
+#: SGLang 0.5.23's deprecated attention-backend names -> the backend it runs for them: ``nsa``
+#: builds the DSA backend (``layers/attention/attention_registry.py::_create_nsa_compat`` calls
+#: ``create_dsa_backend``); ``compressed`` and ``tokenspeed_mla`` are renamed before the registry
+#: is asked (``arg_groups/serving_hook.py::_handle_deprecated_args``).
+BACKEND_ALIASES = {"nsa": "dsa", "compressed": "dsv4", "tokenspeed_mla": "cutedsl_mla"}
+#: Sizing flags whose zero or negative value SGLang 0.5.23 reads as "off", not as a size:
+#: ``--chunked-prefill-size -1`` disables chunked prefill (``arg_groups/fields/schedule.py``;
+#: ``pool_configurator.py`` tests ``chunked_prefill_size <= 0``). Such a value pins nothing.
+OFF_WHEN_NOT_POSITIVE = frozenset({"--chunked-prefill-size"})
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 
 
@@ -66,6 +84,8 @@ class LaunchConfig:
     switches: set[str] = field(default_factory=set)
     #: the values of :data:`STRING_FLAGS` given
     strings: dict[str, str] = field(default_factory=dict)
+    #: ``--json-model-override-args``: keys SGLang sets on the model's Hugging Face config
+    model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.values.items()]
@@ -165,6 +185,13 @@ def _config_args(path: str) -> list[str]:
     out: list[str] = []
     for key, value in data.items():
         key = str(key)
+        norm = key.replace("-", "_")
+        if f"--{norm.replace('_', '-')}" in VALUELESS_FLAGS and norm not in STORE_TRUE_DESTS:
+            # ``ConfigArgumentMerger.__init__``: only store_true and one-value actions are supported
+            raise LaunchFlagError(
+                f"--config {path}: SGLang {SGLANG_VERSION} refuses the key {key!r} in a config file "
+                "(Unsupported config option: not a store_true flag); give it on the command line"
+            )
         if isinstance(value, bool):
             if key.replace("-", "_") in STORE_TRUE_DESTS:
                 if value:
@@ -199,6 +226,17 @@ def _resolve(option: str) -> str:
     close = difflib.get_close_matches(option, sorted(SGLANG_FLAGS), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise LaunchFlagError(f"unknown SGLang flag {option!r} (not an option of SGLang {SGLANG_VERSION}{hint})")
+
+
+def _choice(flag: str, value: str) -> None:
+    """argparse's ``choices`` check of SGLang's parser (:data:`~.flags.CHOICES`): SGLang refuses
+    the value at startup (``argument FLAG: invalid choice``)."""
+    allowed = CHOICES.get(flag)
+    if allowed is None or value in allowed:
+        return
+    close = difflib.get_close_matches(value, allowed, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"choose from {', '.join(allowed)}"
+    raise LaunchFlagError(f"{flag} {value!r}: invalid choice for SGLang {SGLANG_VERSION} ({hint})")
 
 
 def _int(flag: str, value: str, minimum: int = 1) -> int:
@@ -268,17 +306,39 @@ def parse_launch_args(argv: list[str]) -> LaunchConfig:
                 order.append(flag)
     for flag in order:
         value = values[flag]
-        if flag == "--model-path":
+        if isinstance(value, str):
+            _choice(flag, value)
+        if flag in OFF_WHEN_NOT_POSITIVE and _int(flag, value, minimum=-(2**63)) <= 0:
+            cfg.ignored.append(flag)
+        elif flag == "--model-path":
             cfg.model = value
+        elif flag == "--json-model-override-args":
+            # ``ModelConfig.__init__`` (sglang/srt/configs/model_config.py): ``json.loads``, then
+            # the keys are set on the Hugging Face config; malformed JSON stops the server at startup
+            try:
+                overrides = json.loads(str(value))
+            except ValueError as exc:
+                raise LaunchFlagError(f"{flag}: malformed JSON ({exc.args[0].split(':')[0]}): {value!r}") from None
+            if not isinstance(overrides, dict):
+                raise LaunchFlagError(f"{flag}: a JSON object is needed, got {value!r}")
+            cfg.model_overrides = overrides
+            cfg.ignored.append(flag)
         elif flag == "--speculative-algorithm":
             cfg.speculative_algorithm = str(value)
         elif flag in SIZING_FLAGS:
             cfg.values[SIZING_FLAGS[flag]] = _int(flag, value)
         elif flag in STRING_FLAGS:
-            cfg.strings[flag] = str(value)
+            cfg.strings[flag] = BACKEND_ALIASES.get(str(value), str(value))
             cfg.ignored.append(flag)
         elif flag != "--config":
             if value is True:
                 cfg.switches.add(flag)
             cfg.ignored.append(flag)
+    if "--attn-dp-size" in values and "--enable-dp-attention" not in cfg.switches:
+        # SGLang 0.5.23 turns ``--dp-size N --enable-dp-attention`` into ``--attn-dp-size N``
+        # (``arg_groups/parallel_hook.py::_handle_deprecated_dp_attention``): read as that pair
+        width = _int("--attn-dp-size", values["--attn-dp-size"])
+        if width > 1:
+            cfg.values["dp_size"] = width
+            cfg.switches.add("--enable-dp-attention")
     return cfg

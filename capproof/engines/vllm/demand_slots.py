@@ -318,6 +318,12 @@ def slot_fact(root: str) -> dict:
 # Slot expressions
 
 
+def _stores(fn, name: str) -> int:
+    """How many times ``fn``'s body binds the plain name ``name`` (any store: assignment, loop
+    target, ``with ... as``, walrus, augmented assignment)."""
+    return sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+
+
 class SlotJudge:
     """Which expressions of the V2 runner's files are slots (scalars) or slot arrays (AST)."""
 
@@ -565,6 +571,136 @@ class SlotJudge:
         if not self.arrays_ok or depth > 8 or fn is None:
             return False
         return _array_value(rel, parents, fn, expr, None, depth)[0]
+
+    def _module_functions(self) -> dict:
+        """``{name: [(rel, def, parents, jit)]}`` of every module-level function under the directory
+        (``jit``: decorated ``@triton.jit``)."""
+        if not hasattr(self, "_defs"):
+            self._defs: dict = {}
+            for rel, tree, parents in self.files:
+                for d in tree.body:
+                    if isinstance(d, ast.FunctionDef):
+                        jit = any(source_text(x).split("(")[0] in ("triton.jit", "jit") for x in d.decorator_list)
+                        self._defs.setdefault(d.name, []).append((rel, d, parents, jit))
+        return self._defs
+
+    def kernel_row(self, rel, parents, fn, call, arg) -> str | None:
+        """Why the buffer ``arg`` (an argument of ``call``, in ``fn``) is indexed only by a slot in
+        the Triton kernel it reaches, or None (AST, the pattern of vLLM's V2 sampling kernels):
+
+        - ``call`` is a module-level function ``f`` (one definition under the directory) whose
+          parameter bound to ``arg`` is used only as an argument of launches ``K[grid](...)`` of
+          ``@triton.jit`` kernels of ``f``'s module, or for ``.stride``/``.shape``/``.dtype``;
+        - in each ``K``, that parameter ``P`` appears only as ``tl.load(P + r, ...)`` or
+          ``tl.store(P + r, ...)``, with ``r`` bound once, by ``r = tl.load(M + i)`` (no mask; a
+          ``.to(...)`` cast allowed), ``M`` a kernel parameter ``K`` never rebinds, launched with
+          a parameter of ``f`` that ``f`` never rebinds (nor the buffer's) and that ``call``
+          passes a slot array (:meth:`array`).
+
+        So every element the kernel touches is at a row that is a value of a slot array, below
+        ``max_num_reqs`` under :func:`slot_array_fact`. Which element of the slot array is read
+        (``i`` within its length) is that array's own access, not judged here."""
+        if not isinstance(call.func, ast.Name) or fn is None:
+            return None
+        defs = [d for d in self._module_functions().get(call.func.id, []) if not d[3]]
+        if (
+            len(defs) != 1
+            or any(isinstance(a, ast.Starred) for a in call.args)
+            or any(k.arg is None for k in call.keywords)
+        ):
+            return None
+        frel, f, fparents, _ = defs[0]
+        names = [a.arg for a in f.args.posonlyargs + f.args.args]
+        bound = {names[i]: a for i, a in enumerate(call.args) if i < len(names)}
+        bound.update({k.arg: k.value for k in call.keywords})
+        param = next((n for n, a in bound.items() if a is arg), None)
+        if param is None:
+            return None
+        kernels = {x[1].name: x[1] for v in self._module_functions().values() for x in v if x[0] == frel and x[3]}
+        launches = []
+        for n in ast.walk(f):
+            if not (isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)):
+                continue
+            up = fparents.get(n)
+            if isinstance(up, ast.Attribute) and up.value is n and up.attr in ("stride", "shape", "dtype", "device"):
+                continue
+            launch = up if isinstance(up, ast.Call) else fparents.get(up) if isinstance(up, ast.keyword) else None
+            if not (
+                isinstance(launch, ast.Call)
+                and isinstance(launch.func, ast.Subscript)
+                and isinstance(launch.func.value, ast.Name)
+                and launch.func.value.id in kernels
+            ):
+                return None
+            launches.append((launch, n))
+        if not launches:
+            return None
+        rows = []
+        for launch, n in launches:
+            k = kernels[launch.func.value.id]
+            kparams = [a.arg for a in k.args.posonlyargs + k.args.args]
+            host = {kparams[i]: a for i, a in enumerate(launch.args) if i < len(kparams)}
+            host.update({kw.arg: kw.value for kw in launch.keywords if kw.arg})
+            kp = next((name for name, a in host.items() if a is n), None)
+            if kp is None:
+                return None
+            kpar = {c: x for x in ast.walk(k) for c in ast.iter_child_nodes(x)}
+            for use in ast.walk(k):
+                if not (isinstance(use, ast.Name) and use.id == kp and isinstance(use.ctx, ast.Load)):
+                    continue
+                add = kpar.get(use)
+                mem = kpar.get(add)
+                if not (
+                    isinstance(add, ast.BinOp)
+                    and isinstance(add.op, ast.Add)
+                    and isinstance(mem, ast.Call)
+                    and source_text(mem.func) in ("tl.load", "tl.store")
+                    and mem.args
+                    and mem.args[0] is add
+                ):
+                    return None
+                r = add.right if add.left is use else add.left
+                if not isinstance(r, ast.Name):
+                    return None
+                sets = [
+                    a.value
+                    for a in ast.walk(k)
+                    if isinstance(a, ast.Assign)
+                    and len(a.targets) == 1
+                    and isinstance(a.targets[0], ast.Name)
+                    and a.targets[0].id == r.id
+                ]
+                # bound exactly once, by that assignment (no loop, tuple, walrus or augmented store)
+                if len(sets) != 1 or _stores(k, r.id) != 1:
+                    return None
+                v = sets[0]
+                if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "to":
+                    v = v.func.value
+                if not (
+                    isinstance(v, ast.Call)
+                    and source_text(v.func) == "tl.load"
+                    and len(v.args) == 1
+                    and not v.keywords
+                    and isinstance(v.args[0], ast.BinOp)
+                    and isinstance(v.args[0].op, ast.Add)
+                    and isinstance(v.args[0].left, ast.Name)
+                ):
+                    return None
+                m = v.args[0].left.id
+                margin = host.get(m)
+                if not (
+                    m in kparams
+                    and not _stores(k, m)
+                    and isinstance(margin, ast.Name)
+                    and margin.id in bound
+                    and not _stores(f, margin.id)
+                    and not _stores(f, param)
+                ):
+                    return None
+                if not self.array(rel, parents, fn, bound[margin.id]):
+                    return None
+                rows.append(f"{k.name}: {kp}[{r.id}], {r.id} = tl.load({m} + ...) of {source_text(bound[margin.id])}")
+        return f"{call.func.id} -> " + "; ".join(sorted(set(rows)))
 
     def _name(self, rel, parents, fn, name, depth, judge) -> bool:
         assigns = [
@@ -951,6 +1087,14 @@ def slot_rows_uses(entry, root: str, slots: SlotJudge, reasons: dict | None = No
                 call = parent if isinstance(parent, ast.Call) else parents.get(parent)
                 if isinstance(call, ast.Call) and source_text(call.func) in ("np.minimum", "np.maximum"):
                     sites.append(f"{where} {source_text(call.func)} of whole arrays")
+                    continue
+                kernel = (
+                    slots.kernel_row(rel, parents, fn, call, target if isinstance(parent, ast.Call) else parent.value)
+                    if isinstance(call, ast.Call) and (isinstance(parent, ast.keyword) or call.func is not target)
+                    else None
+                )
+                if kernel is not None:
+                    sites.append(f"{where} {kernel} in {fn.name} (a slot array)")
                     continue
             return reject(rel, node, f"{type(parent).__name__}: {source_text(parent)[:80]}")
     return sites or None

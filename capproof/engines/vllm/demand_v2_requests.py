@@ -53,6 +53,7 @@ from .demand_slots import (
     source_text,
 )
 from .fact_v2_dummy_tokens import dummy_return_fact, zero_returns
+from .fact_v2_profile_state import profile_state_fact
 
 __all__ = ["CountJudge", "v2_requests_fact", "derive_slot_rows"]
 
@@ -70,6 +71,8 @@ class CountJudge(SlotJudge):
         # ``execute_model`` stored (an early return not excluded): only to tell which other paths
         # hold given that count, never a check of its own
         self.own_state = own_state
+        # links of a chain read on the way that rest on another checked fact (say why a path holds)
+        self.notes: list[str] = []
         # descriptor and InputBatch counts are bounded by induction over their construction
         # sites: sound only while collecting those sites or once every one of them is checked
         self.induction = induction
@@ -506,7 +509,21 @@ def dummy_sampler_rows(counts: "CountJudge") -> str | None:
         fact = None
         if not taken:
             fact = dummy_return_fact(counts.root)
-            taken = [] if fact["checked"] else early
+            if not fact["checked"]:
+                # a dummy run may take the zero-token return: it then reads the state that was
+                # pending when it started, None on every path to the dummy sampler run, and
+                # stops at its assert before any dummy batch is made (fact_v2_profile_state)
+                state = profile_state_fact(counts.root)
+                taken = [] if state["checked"] else early
+                if state["checked"]:
+                    counts.notes.append(
+                        f"execute_model's zero-token return (:{', :'.join(str(r.lineno) for r in early)}) is taken by a "
+                        f"dummy run ({fact['why'][:120]}); no state is pending when a profile run starts "
+                        f"({'; '.join(state['paths'])[:400]}), so _dummy_run's assert stops it before "
+                        "_dummy_sampler_run"
+                    )
+                else:
+                    fact = {**fact, "why": f"{fact['why']}; {state['why']}"}
         if taken:
             because = f" ({fact['why']})" if fact is not None else ""
             return (
@@ -723,10 +740,11 @@ def v2_requests_fact(root: str, scheduler_fact: dict | None = None, own_state: b
             ):
                 what = "replace(batch, num_reqs=...) " + what
             counts.why.clear()
+            noted = len(counts.notes)
             good = arg is not None and fn is not None and counts.scalar(rel, parents, fn, arg)
             site = f"{rel}:{call.lineno} {what}"
             if good:
-                checked.append(site)
+                checked.append(site + (f" ({counts.notes[-1]})" if len(counts.notes) > noted else ""))
             else:
                 unchecked.append(site + (f" (refused: {counts.why[-1]})" if counts.why else ""))
     ok, bad = _scheduled_outputs(counts)
