@@ -174,11 +174,11 @@ def test_vllm_0_33_shard_count_is_checked_and_a_changed_mask_is_refused(tmp_path
     from capproof.engines.vllm.demand_v2_requests import v2_requests_fact
 
     root = _real_root()
-    # the dummy batch make_dummy builds for the dummy sampler run is not checked (its count: the
-    # chain read by dummy_sampler_rows, refused at execute_model's early return); taken as the
-    # dummy's own state, every constructor path of idx_mapping_np is
+    # the dummy batch make_dummy builds for the dummy sampler run is checked (no state is pending
+    # when a profile run starts: capproof/engines/vllm/fact_v2_profile_state.py), so every
+    # constructor path of idx_mapping_np is, whether or not the dummy is taken as its own state
     result, why = shard_count(root, [p.split(" ", 1)[0] for p in v2_requests_fact(root)["paths"]["checked (ast)"]])
-    assert result == "not checked" and "input_batch.py:194" in why
+    assert result == "checked" and "input_batch.py:194" in why, why
     fact = v2_requests_fact(root, own_state=True)
     checked = [p.split(" ", 1)[0] for p in fact["paths"]["checked (ast)"]]
     result, why = shard_count(root, checked)
