@@ -10,7 +10,8 @@ and the Z3 term for a symbolic one, ``gc.is_tracked(a)`` false for an int, ``mar
 raises only on the symbolic one. Open, strict xfails:
 
 - ``import gc`` inside the model (``get_referents``, ``is_tracked``), ``from gc import
-  get_referents``, ``importlib.import_module('gc')``, a helper importing ``gc`` itself,
+  get_referents``, ``importlib.import_module('gc')``, ``__import__('gc')``, a helper importing ``gc``
+  itself, ``gc.get_referents`` of the value's method,
   ``import marshal`` inside the model;
 - ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded", sufficient);
 - caught: ``gc`` imported at module level (refused by name), ``pickle.dumps`` imported inside
@@ -48,12 +49,24 @@ ATTEMPTS = [
     ),
     pytest.param(
         "gc-by-importlib",
-        A + "    import importlib\n    g = importlib.import_module('gc')\n    sym = len(g.get_referents(a)) != 0\n" + TAIL,
+        A
+        + "    import importlib\n    g = importlib.import_module('gc')\n    sym = len(g.get_referents(a)) != 0\n"
+        + TAIL,
         marks=OPEN,
     ),
     pytest.param(
         "gc-in-a-helper",
         A + "    def refs(x):\n        import gc\n        return gc.get_referents(x)\n    sym = bool(refs(a))\n" + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "gc-by-dunder-import", A + "    sym = len(__import__('gc').get_referents(a)) != 0\n" + TAIL, marks=OPEN
+    ),
+    pytest.param(
+        "gc-get-referents-of-a-method",
+        A
+        + "    import gc\n    sym = len(gc.get_referents(a.bit_length)) != len(gc.get_referents((5).bit_length))\n"
+        + TAIL,
         marks=OPEN,
     ),
     pytest.param(

@@ -8,7 +8,10 @@ rebound to another Z3 term changes what the value *means* on the symbolic run on
 z3.IntVal(36)``: ``b != a`` is false on ints, true at ``a == 37`` symbolically). Open, strict xfails:
 
 - ``b.term = None``, ``del b.term``, ``setattr``/``delattr`` with a constant name, on a copy of the
-  value (``b = a + 0``); a symbolic bool's slot; the slot rebound to a Z3 constant;
+  value (``b = a + 0``); a symbolic bool's slot; the slot rebound to a Z3 constant (an int's and a
+  bool's); the method wrapper's own slot written or deleted (``a.bit_length._method = None``: a C
+  method has no such attribute); a copy re-initialised, ``b.__init__(z3.IntVal(36))`` (an int's
+  ``__init__`` is ``object``'s and ignores its argument; a symbolic value's sets its term);
 - as a fold step ("proved [batches <= 3]"); the batched runner, ``check-config --spec`` ("safe",
   exit 0) and ``capproof bound`` ("bounded", sufficient) through the same route;
 - caught: ``b.__setattr__('term', None)`` (the method read is refused by name).
@@ -37,7 +40,11 @@ DV = '@obligation(domain={"n": Range(1, 3), "lens": Vector(3, Range(1, 100), len
 
 
 def _try(copy: str, stmt: str) -> str:
-    return A + f"    {copy}\n    try:\n        {stmt}\n        sym = True\n    except AttributeError:\n        sym = False\n" + TAIL
+    return (
+        A
+        + f"    {copy}\n    try:\n        {stmt}\n        sym = True\n    except AttributeError:\n        sym = False\n"
+        + TAIL
+    )
 
 
 ATTEMPTS = [
@@ -53,6 +60,22 @@ ATTEMPTS = [
         + "    b = a + 0\n    try:\n        b.term = z3.IntVal(36)\n    except AttributeError:\n        pass\n"
         + "    sym = b != a\n"
         + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param("write-a-methods-slot", _try("m = a.bit_length", "m._method = None"), marks=OPEN),
+    pytest.param("delete-a-methods-slot", _try("m = a.conjugate", "del m._method"), marks=OPEN),
+    pytest.param(
+        "symbolic-bools-slot-rebound-to-false",
+        "import z3\n\n\n"
+        + A
+        + "    c = a == 37\n    try:\n        c.term = z3.BoolVal(False)\n    except AttributeError:\n        pass\n"
+        + "    sym = not c\n"
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "copy-re-initialised-with-another-term",
+        "import z3\n\n\n" + A + "    b = a + 0\n    b.__init__(z3.IntVal(36))\n    sym = b != a\n" + TAIL,
         marks=OPEN,
     ),
     pytest.param(
