@@ -11,7 +11,8 @@ z3.IntVal(36)``: ``b != a`` is false on ints, true at ``a == 37`` symbolically).
   value (``b = a + 0``); a symbolic bool's slot; the slot rebound to a Z3 constant (an int's and a
   bool's); the method wrapper's own slot written or deleted (``a.bit_length._method = None``: a C
   method has no such attribute); a copy re-initialised, ``b.__init__(z3.IntVal(36))`` (an int's
-  ``__init__`` is ``object``'s and ignores its argument; a symbolic value's sets its term);
+  ``__init__`` is ``object``'s and ignores its argument; a symbolic value's sets its term); the
+  generated ``__init__`` of a dataclass whose field is named ``term`` applied to a copy;
 - as a fold step ("proved [batches <= 3]"); the batched runner, ``check-config --spec`` ("safe",
   exit 0) and ``capproof bound`` ("bounded", sufficient) through the same route;
 - caught: ``b.__setattr__('term', None)`` (the method read is refused by name).
@@ -76,6 +77,12 @@ ATTEMPTS = [
     pytest.param(
         "copy-re-initialised-with-another-term",
         "import z3\n\n\n" + A + "    b = a + 0\n    b.__init__(z3.IntVal(36))\n    sym = b != a\n" + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "by-a-dataclass-init-of-a-field-named-term",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass P:\n    term: object\n\n\n"
+        + _try("b = a + 0", "P.__init__(b, None)"),
         marks=OPEN,
     ),
     pytest.param(
