@@ -309,14 +309,18 @@ def test_vllm_0_33_dummy_sampler_link_holds_without_the_extra_slot(vllm_code, tm
 
     # on the whole source the chain holds: the zero-token return ends at _dummy_run's assert
     assert dummy_sampler_rows(CountJudge(vllm_code, True)) is None
-    shutil.copytree(os.path.join(vllm_code, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
+    no_core = tmp_path / "no_core"
+    shutil.copytree(os.path.join(vllm_code, "vllm/v1/worker"), no_core / "vllm/v1/worker")
     ds.parsed_files.cache_clear()
     try:
         # without the engine core (vllm/v1/engine/) the profile run's pending state cannot be read
-        why = dummy_sampler_rows(CountJudge(str(tmp_path), True))
+        why = dummy_sampler_rows(CountJudge(str(no_core), True))
     finally:
         ds.parsed_files.cache_clear()
     assert "returns at :1853 before storing ExecuteModelState" in why and "StandaloneARSpeculator" in why
+    # a fresh tree for the mutant: what was read of the first one is cached by its root
+    tmp_path = tmp_path / "mutant"
+    shutil.copytree(os.path.join(vllm_code, "vllm/v1/worker"), tmp_path / "vllm/v1/worker")
     os.makedirs(tmp_path / "vllm/config")
     shutil.copy(os.path.join(vllm_code, F.SCHEDULER_CONFIG), tmp_path / F.SCHEDULER_CONFIG)
     path = tmp_path / F.SPEC_DIR / "standalone_ar/speculator.py"
