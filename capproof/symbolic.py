@@ -27,7 +27,7 @@ import sys
 import threading
 import types
 from dataclasses import dataclass, field
-from typing import Union
+from typing import NoReturn, Union
 
 import z3
 
@@ -653,6 +653,46 @@ def _from_model(frame) -> bool:
     return False
 
 
+def _on_models_behalf(frame) -> bool:
+    """As :func:`_from_model`, failing closed: also True when no frame outward from ``frame`` is
+    capproof's, Z3's or a model's (a thread whose frames are all the standard library's: a pool
+    worker running a function the model submitted)."""
+    while frame is not None:
+        code = frame.f_code
+        if _is_own_code(code):
+            return False
+        if _is_model_code(code):
+            return True
+        frame = frame.f_back
+    return True
+
+
+class _MachineReadingModule(types.ModuleType):
+    """The class of the garbage collector's module ``gc`` once a symbolic run has started: a read
+    of any of its functions or data (not a dunder but ``__dict__``/``__class__``) during a watched
+    symbolic run on the model's behalf (:func:`_on_models_behalf`), by any route (``import gc``
+    inside the model, ``importlib``, ``sys.modules``, ``getattr``), is misuse. Its functions see
+    the object itself or the run's own allocations: ``gc.is_tracked`` (an int is untracked, a
+    symbolic value tracked), ``gc.get_count`` (a symbolic run allocates Z3 terms), the referents;
+    those with no audit event of their own are decided here, at the read."""
+
+    def __getattribute__(self, name: str):
+        value = types.ModuleType.__getattribute__(self, name)
+        if (
+            (name in ("__dict__", "__class__") or not name.startswith("__"))
+            and _watched()
+            and _on_models_behalf(sys._getframe(1))
+        ):
+            raise record_misuse(
+                NotConcreteError(
+                    f"the model reads {types.ModuleType.__getattribute__(self, '__name__')}.{name} in a symbolic "
+                    "run: the garbage collector sees the object itself and the run's own allocations "
+                    "(an int is untracked and refers to nothing, a symbolic value not)"
+                )
+            )
+        return value
+
+
 _OWN_CODE: dict = {}
 
 
@@ -695,6 +735,11 @@ _PROCESS_EVENTS = frozenset(
         "ctypes.dlsym/handle",
     }
 )
+#: audit events of the C functions that see an object itself rather than ask it, raised however
+#: the function was reached (imported inside the model, ``importlib``, ``sys.modules``, a default
+#: argument, called by ``map``): the garbage collector's references (an int refers to nothing, a
+#: symbolic value to its term) and marshal's serialiser (an int marshals, a symbolic value not)
+_OBJECT_EVENTS = frozenset({"gc.get_referents", "gc.get_referrers", "gc.get_objects", "marshal.dumps"})
 _AUDITING = [False, False]  # [hook installed, inside the hook]
 
 
@@ -702,10 +747,13 @@ def _audit(event: str, args: tuple) -> None:
     """Audit hook: in a symbolic run, model code that reaches a frame (``sys._getframe``,
     ``inspect.stack``, ``traceback.extract_stack``, an exception's ``tb_frame``, a generator's
     ``gi_frame``) or sets a trace or profile function is misuse: the stack above a model holds
-    capproof's frames in a symbolic run and others on ints."""
+    capproof's frames in a symbolic run and others on ints. So is a call of a function that sees
+    the object itself (:data:`_OBJECT_EVENTS`) on the model's behalf, decided at the call, by
+    the function's own event, however the model reached it."""
     if _AUDITING[1] or not (
         event in _FRAME_EVENTS
         or event in _PROCESS_EVENTS
+        or event in _OBJECT_EVENTS
         or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES)
     ):
         return
@@ -713,7 +761,16 @@ def _audit(event: str, args: tuple) -> None:
         return
     _AUDITING[1] = True
     try:
-        if event in _PROCESS_EVENTS and _from_model(sys._getframe(2)):
+        if event in _OBJECT_EVENTS:
+            # (the import system marshals the code it compiles: a code object holds no symbolic value)
+            if not (event == "marshal.dumps" and type(args[0]) is types.CodeType) and _on_models_behalf(
+                sys._getframe(2)
+            ):
+                _misuse_here(
+                    f"the model calls {event} in a symbolic run: it sees the object itself (an int refers to "
+                    "nothing and marshals, a symbolic value refers to its term and does not)"
+                )
+        elif event in _PROCESS_EVENTS and _from_model(sys._getframe(2)):
             _misuse_here(
                 f"the model starts a process ({event}) in a symbolic run: a forked child's branch decisions, "
                 "divisors and checks stay in the child"
@@ -745,7 +802,10 @@ def _guard_modules() -> None:
         _AUDITING[0] = True
         from ._audit import on
 
-        on(_audit, _FRAME_EVENTS | _PROCESS_EVENTS, _FRAME_ATTRIBUTES)
+        on(_audit, _FRAME_EVENTS | _PROCESS_EVENTS | _OBJECT_EVENTS, _FRAME_ATTRIBUTES)
+        collector = sys.modules.get("gc")
+        if collector is not None and type(collector) is types.ModuleType:
+            collector.__class__ = _MachineReadingModule
     if len(sys.modules) == _GUARDED[0]:
         return
     _GUARDED[0] = len(sys.modules)
@@ -1613,7 +1673,9 @@ def _sym_int(ast, ctx: z3.Context, ref=None) -> "SymInt":
     numeral, else ``ArithRef``). ``ref``: ``ctx.ref()`` if the caller has it."""
     out = object.__new__(SymInt)
     ref = ctx.ref() if ref is None else ref
-    out.term = _wrapped(z3.IntNumRef if get_ast_kind(ref, ast) == _NUMERAL_AST else z3.ArithRef, ast, ctx, ref)
+    _INT_SLOT.__set__(
+        out, _wrapped(z3.IntNumRef if get_ast_kind(ref, ast) == _NUMERAL_AST else z3.ArithRef, ast, ctx, ref)
+    )
     return out
 
 
@@ -1830,6 +1892,19 @@ def _copy_dispatch(code) -> bool:
     )
 
 
+def _refuse_write(name: str, what: str, of: str = "value") -> NoReturn:
+    """Refuse a write or deletion (``what``) of attribute ``name`` of a symbolic value (``of``:
+    ``"value"`` or its ``"method"``), whoever asks: on an int or a C method it raises
+    ``AttributeError``, which a model can catch, while the slot of a symbolic value would take it
+    and change what the value means on the symbolic run only. Recorded misuse (an ``error``)."""
+    raise record_misuse(
+        AttributeError(
+            f"the model {what} attribute {name!r} of a symbolic {of} at {caller_location()}: an int's "
+            "attributes (and its methods') cannot be written or deleted"
+        )
+    )
+
+
 class SymInt(metaclass=_SymbolicType):
     """A symbolic integer (a Z3 ``Int`` term) with Python ``int`` semantics.
 
@@ -1854,10 +1929,20 @@ class SymInt(metaclass=_SymbolicType):
             )
         )
 
-    def __init__(self, term: z3.ArithRef):
+    def __new__(cls, term: z3.ArithRef) -> "SymInt":
+        # the term is set here, once: ``__init__`` is ``object``'s, as an int's (a second
+        # ``b.__init__(t)`` changes nothing), and a write of the slot is refused (``__setattr__``)
         if not z3.is_int(term):
             raise TypeError(f"SymInt needs a Z3 Int term, got {term.sort()}")
-        self.term = term
+        out = object.__new__(cls)
+        _INT_SLOT.__set__(out, term)
+        return out
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _refuse_write(name, "writes")
+
+    def __delattr__(self, name: str) -> None:
+        _refuse_write(name, "deletes")
 
     @classmethod
     def var(cls, name: str) -> "SymInt":
@@ -1870,7 +1955,7 @@ class SymInt(metaclass=_SymbolicType):
         ref = ctx.ref()
         const = _checked(ref, _mk_const(ref, _z3core.Z3_mk_string_symbol(ref, name), _mk_int_sort(ref)))
         out = object.__new__(SymInt)
-        out.term = _wrapped(z3.ArithRef, const, ctx, ref)
+        _INT_SLOT.__set__(out, _wrapped(z3.ArithRef, const, ctx, ref))
         return out
 
     def __repr__(self) -> str:
@@ -2240,8 +2325,17 @@ class SymBool(metaclass=_SymbolicType):
             return SymBool
         return bool
 
-    def __init__(self, term: z3.BoolRef):
-        self.term = term
+    def __new__(cls, term: z3.BoolRef) -> "SymBool":
+        # as SymInt's: the term set once, ``__init__`` is ``object``'s, a write of the slot refused
+        out = object.__new__(cls)
+        _BOOL_SLOT.__set__(out, term)
+        return out
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _refuse_write(name, "writes")
+
+    def __delattr__(self, name: str) -> None:
+        _refuse_write(name, "deletes")
 
     def __repr__(self) -> str:
         _repr_outside_capproof(_bool_term(self))
@@ -2574,8 +2668,22 @@ class _IntMethod(metaclass=_SymbolicType):
 
     __slots__ = ("_method",)
 
-    def __init__(self, method: types.MethodType) -> None:
-        _METHOD_SLOT.__set__(self, method)
+    def __new__(cls, method: types.MethodType) -> "_IntMethod":
+        out = object.__new__(cls)
+        _METHOD_SLOT.__set__(out, method)
+        return out
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _refuse_write(name, "writes", "method")
+
+    def __delattr__(self, name: str) -> None:
+        _refuse_write(name, "deletes", "method")
+
+    def __sizeof__(self) -> int:
+        # an int's method is a C method of another size; ``sys.getsizeof`` asks this
+        raise record_misuse(
+            NotConcreteError(f"sys.getsizeof()/__sizeof__ of a symbolic value's method at {caller_location()}")
+        )
 
     def __call__(self, *args, **kwargs):
         return _METHOD_SLOT.__get__(self)(*args, **kwargs)
@@ -2621,7 +2729,40 @@ class _IntMethod(metaclass=_SymbolicType):
 #: a symbolic value's own term read past its ``__getattribute__`` (capproof's hot path: every operation)
 _int_term = SymInt.__dict__["term"].__get__
 _bool_term = SymBool.__dict__["term"].__get__
+#: the slots themselves: capproof's only writes of them (a value's ``__setattr__`` refuses every write)
+_INT_SLOT = SymInt.__dict__["term"]
+_BOOL_SLOT = SymBool.__dict__["term"]
 _METHOD_SLOT = _IntMethod.__dict__["_method"]
+
+
+class _ReadOnlySlot:
+    """A symbolic value's slot as its class holds it once capproof has taken the slot's own
+    descriptor (above): a read gives the slot's value, a write or deletion by any route is refused
+    (:func:`_refuse_write`): ``object.__setattr__(b, "term", t)``, a frozen dataclass's generated
+    ``__init__``, ``setattr`` called by C (``map``), which pass by the value's own ``__setattr__``."""
+
+    __slots__ = ("read", "name", "of")
+
+    def __init__(self, slot, of: str) -> None:
+        self.read, self.name, self.of = slot.__get__, slot.__name__, of
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else self.read(instance)
+
+    def __set__(self, instance, value) -> None:
+        _refuse_write(self.name, "writes", self.of)
+
+    def __delete__(self, instance) -> None:
+        _refuse_write(self.name, "deletes", self.of)
+
+
+for _cls, _slot, _of in (
+    (SymInt, _INT_SLOT, "value"),
+    (SymBool, _BOOL_SLOT, "value"),
+    (_IntMethod, _METHOD_SLOT, "method"),
+):
+    type.__setattr__(_cls, _slot.__name__, _ReadOnlySlot(_slot, _of))
+del _cls, _slot, _of
 _METHOD_CALL_CODE = _IntMethod.__call__.__code__
 type.__setattr__(SymInt, "__getattribute__", _sym_int_getattribute)
 type.__setattr__(SymBool, "__getattribute__", _sym_bool_getattribute)

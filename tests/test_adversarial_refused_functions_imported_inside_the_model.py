@@ -37,43 +37,36 @@ from _soundness_harness import (
 #: the batched-runner and check-config checks give the false verdict alone, with their file and in a
 #: fresh ``capproof`` process (the command line), but were refused after other tests in one process
 #: of the full fast tier: non-strict there
-IN_PROCESS = pytest.mark.xfail(
-    strict=False, reason="a false verdict alone and from the command line; order dependent in one process"
-)
-OPEN = pytest.mark.xfail(strict=True, reason="a refused function reached through an import inside the model")
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
 
 ATTEMPTS = [
-    pytest.param("gc-get-referents", A + "    import gc\n    sym = len(gc.get_referents(a)) != 0\n" + TAIL, marks=OPEN),
-    pytest.param("gc-is-tracked", A + "    import gc\n    sym = gc.is_tracked(a)\n" + TAIL, marks=OPEN),
+    pytest.param("gc-get-referents", A + "    import gc\n    sym = len(gc.get_referents(a)) != 0\n" + TAIL),
+    pytest.param("gc-is-tracked", A + "    import gc\n    sym = gc.is_tracked(a)\n" + TAIL),
     pytest.param(
         "from-gc-import-get-referents",
         A + "    from gc import get_referents\n    sym = len(get_referents(a)) != 0\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "gc-by-importlib",
         A
         + "    import importlib\n    g = importlib.import_module('gc')\n    sym = len(g.get_referents(a)) != 0\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "gc-in-a-helper",
         A + "    def refs(x):\n        import gc\n        return gc.get_referents(x)\n    sym = bool(refs(a))\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
-        "gc-by-dunder-import", A + "    sym = len(__import__('gc').get_referents(a)) != 0\n" + TAIL, marks=OPEN
+        "gc-by-dunder-import",
+        A + "    sym = len(__import__('gc').get_referents(a)) != 0\n" + TAIL,
     ),
     pytest.param(
         "gc-get-referents-of-a-method",
         A
         + "    import gc\n    sym = len(gc.get_referents(a.bit_length)) != len(gc.get_referents((5).bit_length))\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "marshal-dumps",
@@ -81,7 +74,6 @@ ATTEMPTS = [
         + "    import marshal\n    try:\n        marshal.dumps(a)\n        sym = False\n"
         + "    except ValueError:\n        sym = True\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param("gc-at-module-level", "import gc\n\n\n" + A + "    sym = len(gc.get_referents(a)) != 0\n" + TAIL),
     pytest.param(
@@ -116,14 +108,12 @@ def through_gc_imported_inside(a):
 """
 
 
-@IN_PROCESS
 def test_the_batched_runner_does_not_prove_through_gc_imported_inside(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_refused_functions_imported_inside.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_gc_imported_inside"] != "proved", verdicts
 
 
-@IN_PROCESS
 def test_check_config_is_not_safe_through_gc_imported_inside(tmp_path):
     path = tmp_path / "cc_refused_functions_imported_inside.py"
     path.write_text(
@@ -138,7 +128,6 @@ def test_check_config_is_not_safe_through_gc_imported_inside(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_marshal_imported_inside(tmp_path):
     path = tmp_path / "bd_refused_functions_imported_inside.py"
     path.write_text(

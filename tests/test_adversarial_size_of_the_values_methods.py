@@ -30,10 +30,6 @@ from _soundness_harness import (
 #: the batched-runner and check-config checks give the false verdict alone, with their file and in a
 #: fresh ``capproof`` process (the command line), but were refused after other tests in one process
 #: of the full fast tier: non-strict there
-IN_PROCESS = pytest.mark.xfail(
-    strict=False, reason="a false verdict alone and from the command line; order dependent in one process"
-)
-OPEN = pytest.mark.xfail(strict=True, reason="sys.getsizeof of a symbolic value's method is not refused")
 
 HEAD = "import sys\n\n\n"
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
@@ -43,17 +39,14 @@ ATTEMPTS = [
     pytest.param(
         "bit-length",
         HEAD + A + "    sym = sys.getsizeof(a.bit_length) != sys.getsizeof((5).bit_length)\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "conjugate-in-a-helper",
         HEAD + "def nbytes(m):\n    return sys.getsizeof(m)\n\n\n" + A + "    sym = nbytes(a.conjugate) < 72\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "symbolic-bools-bool",
         HEAD + A + "    c = a == 37\n    sym = sys.getsizeof(c.__bool__) != sys.getsizeof(True.__bool__)\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param("the-value-itself", HEAD + A + "    sym = sys.getsizeof(a) != 28\n" + TAIL),
     pytest.param("a-symbolic-bool-itself", HEAD + A + "    sym = sys.getsizeof(a == 37) != 28\n" + TAIL),
@@ -82,14 +75,12 @@ def through_a_methods_size(a):
 """
 
 
-@IN_PROCESS
 def test_the_batched_runner_does_not_prove_through_a_methods_size(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_size_of_the_values_methods.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_methods_size"] != "proved", verdicts
 
 
-@IN_PROCESS
 def test_check_config_is_not_safe_through_a_methods_size(tmp_path):
     path = tmp_path / "cc_size_of_the_values_methods.py"
     path.write_text(
@@ -104,7 +95,6 @@ def test_check_config_is_not_safe_through_a_methods_size(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_methods_size(tmp_path):
     path = tmp_path / "bd_size_of_the_values_methods.py"
     path.write_text(

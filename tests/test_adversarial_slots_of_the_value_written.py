@@ -33,7 +33,6 @@ from _soundness_harness import (
 
 #: writing or deleting an attribute of a symbolic value runs no guard (``__setattr__``/``__delattr__``
 #: are the object's own slots; only reads go through ``__getattribute__``)
-OPEN = pytest.mark.xfail(strict=True, reason="a write or delete of the value's slot is not watched")
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -49,11 +48,11 @@ def _try(copy: str, stmt: str) -> str:
 
 
 ATTEMPTS = [
-    pytest.param("assign-the-slot", _try("b = a + 0", "b.term = None"), marks=OPEN),
-    pytest.param("delete-the-slot", _try("b = a + 1", "del b.term"), marks=OPEN),
-    pytest.param("setattr-with-a-constant-name", _try("b = a * 1", "setattr(b, 'term', None)"), marks=OPEN),
-    pytest.param("delattr-with-a-constant-name", _try("b = a - 0", "delattr(b, 'term')"), marks=OPEN),
-    pytest.param("assign-a-symbolic-bools-slot", _try("c = a == 36", "c.term = None"), marks=OPEN),
+    pytest.param("assign-the-slot", _try("b = a + 0", "b.term = None")),
+    pytest.param("delete-the-slot", _try("b = a + 1", "del b.term")),
+    pytest.param("setattr-with-a-constant-name", _try("b = a * 1", "setattr(b, 'term', None)")),
+    pytest.param("delattr-with-a-constant-name", _try("b = a - 0", "delattr(b, 'term')")),
+    pytest.param("assign-a-symbolic-bools-slot", _try("c = a == 36", "c.term = None")),
     pytest.param(
         "slot-rebound-to-another-term",
         "import z3\n\n\n"
@@ -61,10 +60,9 @@ ATTEMPTS = [
         + "    b = a + 0\n    try:\n        b.term = z3.IntVal(36)\n    except AttributeError:\n        pass\n"
         + "    sym = b != a\n"
         + TAIL,
-        marks=OPEN,
     ),
-    pytest.param("write-a-methods-slot", _try("m = a.bit_length", "m._method = None"), marks=OPEN),
-    pytest.param("delete-a-methods-slot", _try("m = a.conjugate", "del m._method"), marks=OPEN),
+    pytest.param("write-a-methods-slot", _try("m = a.bit_length", "m._method = None")),
+    pytest.param("delete-a-methods-slot", _try("m = a.conjugate", "del m._method")),
     pytest.param(
         "symbolic-bools-slot-rebound-to-false",
         "import z3\n\n\n"
@@ -72,18 +70,15 @@ ATTEMPTS = [
         + "    c = a == 37\n    try:\n        c.term = z3.BoolVal(False)\n    except AttributeError:\n        pass\n"
         + "    sym = not c\n"
         + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "copy-re-initialised-with-another-term",
         "import z3\n\n\n" + A + "    b = a + 0\n    b.__init__(z3.IntVal(36))\n    sym = b != a\n" + TAIL,
-        marks=OPEN,
     ),
     pytest.param(
         "by-a-dataclass-init-of-a-field-named-term",
         "from dataclasses import dataclass\n\n\n@dataclass\nclass P:\n    term: object\n\n\n"
         + _try("b = a + 0", "P.__init__(b, None)"),
-        marks=OPEN,
     ),
     pytest.param(
         "slot-deleted-in-a-fold-step",
@@ -99,7 +94,6 @@ ATTEMPTS = [
         + "            s = False\n"
         + "        acc = acc + select(all_of(x == 37, not s), 1, 0)\n"
         + "    return at_most(demand=acc, capacity=0)\n",
-        marks=OPEN,
     ),
     pytest.param("setattr-method-read", _try("b = a + 0", "b.__setattr__('te' + 'rm', None)")),
 ]
@@ -131,14 +125,12 @@ def through_a_slot_write(a):
 """
 
 
-@OPEN
 def test_the_batched_runner_does_not_prove_through_a_slot_write(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_slots_of_the_value_written.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["through_a_slot_write"] != "proved", verdicts
 
 
-@OPEN
 def test_check_config_is_not_safe_through_a_slot_write(tmp_path):
     path = tmp_path / "cc_slots_of_the_value_written.py"
     path.write_text(
@@ -157,7 +149,6 @@ def test_check_config_is_not_safe_through_a_slot_write(tmp_path):
     assert_check_config_not_safe(path, {"max_model_len": 4097, "num_reqs": 37})
 
 
-@OPEN
 def test_bound_is_not_sufficient_through_a_slot_delete(tmp_path):
     path = tmp_path / "bd_slots_of_the_value_written.py"
     path.write_text(
