@@ -5,15 +5,22 @@ The guard refuses the functions that see an object itself rather than asking it 
 ``repr``) when a model *names* them: a module global or a name the model's code resolves. A
 module imported inside the model's function (``import gc`` in its body, ``from gc import
 get_referents``, ``importlib.import_module('gc')``, a helper that imports it) is a local name, and
-the call itself is not watched on the symbolic run: ``gc.get_referents(a)`` is ``[]`` for an int
-and the Z3 term for a symbolic one, ``gc.is_tracked(a)`` false for an int, ``marshal.dumps(a)``
-raises only on the symbolic one. Open, strict xfails:
+the load-time resolution does not see it: ``gc.get_referents(a)`` is ``[]`` for an int and the Z3
+term for a symbolic one, ``gc.is_tracked(a)`` false for an int, ``marshal.dumps(a)`` raises only
+on the symbolic one. They are decided when called or read, whatever route reached them: the
+functions with an audit event of their own (``gc.get_referents``/``get_referrers``/``get_objects``,
+``marshal.dumps``/``dump``) by the audit hook at the call, and any read of the ``gc`` module's
+functions or data on the model's behalf during a symbolic run (``is_tracked``, the allocation
+counts) at the read. Each refused (an error):
 
 - ``import gc`` inside the model (``get_referents``, ``is_tracked``), ``from gc import
   get_referents``, ``importlib.import_module('gc')``, ``__import__('gc')``, a helper importing ``gc``
   itself, ``gc.get_referents`` of the value's method,
   ``import marshal`` inside the model;
 - ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded", sufficient);
+- ``gc.is_tracked`` called by ``map`` (no frame holds it), ``gc.get_count`` (the symbolic run's
+  own allocations), ``vars(gc)``, ``gc.get_referents`` submitted to a thread pool (no model frame
+  on the worker's stack), ``marshal.dump`` to a file;
 - caught: ``gc`` imported at module level (refused by name), ``pickle.dumps`` imported inside
   (the hash of the type read on the model's behalf), ``builtins.repr`` inside (the repr is misuse),
   ``builtins.type`` inside (the type read is misuse).
@@ -31,12 +38,6 @@ from _soundness_harness import (
     batched_verdicts,
     check,
 )
-
-#: the guard matches the objects a model's code names (resolved at load); a module imported at
-#: run time inside the model is not resolved, and the call is not refused when it happens
-#: the batched-runner and check-config checks give the false verdict alone, with their file and in a
-#: fresh ``capproof`` process (the command line), but were refused after other tests in one process
-#: of the full fast tier: non-strict there
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -72,6 +73,29 @@ ATTEMPTS = [
         "marshal-dumps",
         A
         + "    import marshal\n    try:\n        marshal.dumps(a)\n        sym = False\n"
+        + "    except ValueError:\n        sym = True\n"
+        + TAIL,
+    ),
+    pytest.param(
+        "gc-is-tracked-called-by-map", A + "    sym = list(map(__import__('gc').is_tracked, [a]))[0]\n" + TAIL
+    ),
+    pytest.param(
+        "gc-allocation-count",
+        A + "    import gc\n    c0 = gc.get_count()[0]\n    b = a + 1\n    sym = gc.get_count()[0] != c0\n" + TAIL,
+    ),
+    pytest.param("gc-module-dict", A + "    import gc\n    sym = vars(gc)['is_' + 'tracked'](a)\n" + TAIL),
+    pytest.param(
+        "gc-get-referents-in-a-thread-pool",
+        "import concurrent.futures\nimport importlib\n\n\n"
+        + A
+        + "    with concurrent.futures.ThreadPoolExecutor(1) as ex:\n"
+        + "        sym = len(ex.submit(importlib.import_module('gc').get_referents, a).result()) != 0\n"
+        + TAIL,
+    ),
+    pytest.param(
+        "marshal-dump-to-a-file",
+        A
+        + "    import io\n    import marshal\n    try:\n        marshal.dump(a, io.BytesIO())\n        sym = False\n"
         + "    except ValueError:\n        sym = True\n"
         + TAIL,
     ),

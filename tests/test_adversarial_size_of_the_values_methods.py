@@ -1,16 +1,18 @@
 """Adversarial catalogue: ``sys.getsizeof`` of the value's methods.
 
 A method a model reads from a symbolic value is an opaque callable (reading its attributes, repr,
-``==``, hash is misuse) and ``sys.getsizeof`` of the value itself is refused; but the *method
-object's* size is answered by its own ``__sizeof__``, which nothing watches: an int's bound C
-method (``builtin_function_or_method``) is 72 bytes, a symbolic value's wrapper is smaller. Open,
-strict xfails:
+``==``, hash is misuse) and ``sys.getsizeof`` of the value itself is refused; the *method
+object's* size is answered by its own ``__sizeof__``: an int's bound C method
+(``builtin_function_or_method``) is 72 bytes, a symbolic value's wrapper is smaller. The wrapper's
+``__sizeof__`` refuses, whoever asks. Each refused (an error):
 
 - ``sys.getsizeof(a.bit_length)`` against an int's, ``sys.getsizeof(a.conjugate)`` in a helper,
   a symbolic bool's ``__bool__``;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient);
-- caught: ``sys.getsizeof(a)`` and of a symbolic bool (refused).
+- ``sys.getsizeof`` of a method submitted to a thread pool (no model frame on the worker's stack),
+  ``a.bit_length.__sizeof__()`` (an attribute read of the wrapper);
+- ``sys.getsizeof(a)`` and of a symbolic bool.
 
 Each model is false at ``a == 37`` on ints and reads "symbolic" on the symbolic run only. Brute
 forced on ints by tests/_soundness_harness.py.
@@ -25,11 +27,6 @@ from _soundness_harness import (
     batched_verdicts,
     check,
 )
-
-#: the method wrapper's own size is not the C method's, and ``sys.getsizeof`` of it is not refused
-#: the batched-runner and check-config checks give the false verdict alone, with their file and in a
-#: fresh ``capproof`` process (the command line), but were refused after other tests in one process
-#: of the full fast tier: non-strict there
 
 HEAD = "import sys\n\n\n"
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
@@ -48,6 +45,12 @@ ATTEMPTS = [
         "symbolic-bools-bool",
         HEAD + A + "    c = a == 37\n    sym = sys.getsizeof(c.__bool__) != sys.getsizeof(True.__bool__)\n" + TAIL,
     ),
+    pytest.param(
+        "bit-length-in-a-thread-pool",
+        "import concurrent.futures\n" + HEAD + A + "    with concurrent.futures.ThreadPoolExecutor(1) as ex:\n"
+        "        sym = ex.submit(sys.getsizeof, a.bit_length).result() < 72\n" + TAIL,
+    ),
+    pytest.param("sizeof-read-of-the-method", A + "    sym = a.bit_length.__sizeof__() < 72\n" + TAIL),
     pytest.param("the-value-itself", HEAD + A + "    sym = sys.getsizeof(a) != 28\n" + TAIL),
     pytest.param("a-symbolic-bool-itself", HEAD + A + "    sym = sys.getsizeof(a == 37) != 28\n" + TAIL),
 ]

@@ -1,11 +1,15 @@
 """Adversarial catalogue: a model writes or deletes the symbolic value's own slots.
 
-Reading an attribute of a symbolic value answers only what an int has (``a.term`` is misuse), but
-*writing* one is not watched: ``b.term = ...``, ``setattr(b, 'term', ...)``, ``del b.term`` and
-``delattr(b, 'term')`` succeed on a symbolic int or bool (its ``__slots__``) and raise
-``AttributeError`` on an int or bool, so a model tells the runs apart by catching it; and a slot
-rebound to another Z3 term changes what the value *means* on the symbolic run only (``b.term =
-z3.IntVal(36)``: ``b != a`` is false on ints, true at ``a == 37`` symbolically). Open, strict xfails:
+Reading an attribute of a symbolic value answers only what an int has (``a.term`` is misuse).
+A write or deletion, ``b.term = ...``, ``setattr(b, 'term', ...)``, ``del b.term``,
+``delattr(b, 'term')``, would succeed on a symbolic int or bool (its ``__slots__``) where it raises
+``AttributeError`` on an int or bool, so a model could tell the runs apart by catching it; and a
+slot rebound to another Z3 term would change what the value *means* on the symbolic run only
+(``b.term = z3.IntVal(36)``: ``b != a`` is false on ints, true at ``a == 37`` symbolically). Every
+write and deletion of a symbolic value's (or its method wrapper's) attributes is refused, whoever
+asks and by any route (the value's ``__setattr__``/``__delattr__``, and the slot itself for a route
+past them: ``object.__setattr__``), and the term is set once, in ``__new__`` (``__init__`` is
+``object``'s, as an int's). Each refused (an error):
 
 - ``b.term = None``, ``del b.term``, ``setattr``/``delattr`` with a constant name, on a copy of the
   value (``b = a + 0``); a symbolic bool's slot; the slot rebound to a Z3 constant (an int's and a
@@ -15,7 +19,10 @@ z3.IntVal(36)``: ``b != a`` is false on ints, true at ``a == 37`` symbolically).
   generated ``__init__`` of a dataclass whose field is named ``term`` applied to a copy;
 - as a fold step ("proved [batches <= 3]"); the batched runner, ``check-config --spec`` ("safe",
   exit 0) and ``capproof bound`` ("bounded", sufficient) through the same route;
-- caught: ``b.__setattr__('term', None)`` (the method read is refused by name).
+- ``object.__setattr__(b, 'term', ...)`` (past the value's own ``__setattr__``, as a frozen
+  dataclass's ``__init__`` writes), the method wrapper's slot written by ``setattr`` in a thread
+  pool worker, a symbolic bool's slot deleted with ``delattr``;
+- ``b.__setattr__('term', None)`` (the method read is refused by name).
 
 Each model is false at ``a == 37`` on ints and reads "symbolic" on the symbolic run only. Brute
 forced on ints by tests/_soundness_harness.py.
@@ -30,9 +37,6 @@ from _soundness_harness import (
     batched_verdicts,
     check,
 )
-
-#: writing or deleting an attribute of a symbolic value runs no guard (``__setattr__``/``__delattr__``
-#: are the object's own slots; only reads go through ``__getattribute__``)
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
@@ -96,6 +100,25 @@ ATTEMPTS = [
         + "    return at_most(demand=acc, capacity=0)\n",
     ),
     pytest.param("setattr-method-read", _try("b = a + 0", "b.__setattr__('te' + 'rm', None)")),
+    pytest.param("objects-setattr-past-the-values-own", _try("b = a + 0", "object.__setattr__(b, 'term', None)")),
+    pytest.param(
+        "objects-setattr-rebinds-the-term",
+        "import z3\n\n\n"
+        + A
+        + "    b = a + 0\n    try:\n        object.__setattr__(b, 'term', z3.IntVal(36))\n    except AttributeError:\n"
+        + "        pass\n    sym = b != a\n"
+        + TAIL,
+    ),
+    pytest.param("delattr-of-a-symbolic-bools-slot", _try("c = a == 36", "delattr(c, 'term')")),
+    pytest.param(
+        "setattr-of-a-methods-slot-in-a-thread-pool",
+        "import concurrent.futures\n\n\n"
+        + A
+        + "    m = a.bit_length\n    with concurrent.futures.ThreadPoolExecutor(1) as ex:\n        try:\n"
+        + "            ex.submit(setattr, m, '_method', None).result()\n            sym = True\n"
+        + "        except AttributeError:\n            sym = False\n"
+        + TAIL,
+    ),
 ]
 
 
