@@ -457,11 +457,22 @@ def _installed_file(filename: str) -> bool:
 
 @functools.lru_cache(maxsize=65536)
 def _installed_under(filename: str, cwd: str) -> bool:
-    path = os.path.realpath(filename)  # the file itself, not a link's name (an installed package's by name only)
+    path = _resolved(filename)  # the file itself, not a link's name (an installed package's by name only)
     if any(d in path for d in _SITE_DIRS):
         return True
-    root = os.path.realpath(cwd) + os.sep
+    root = _resolved(cwd) + os.sep
     return path.startswith(root) and f"{os.sep}." in os.sep + path[len(root) :]
+
+
+def _resolved(path: str) -> str:
+    """``os.path.realpath(path)``, an absolute path's resolved once per process (it does not depend on
+    the working directory, which tests and a run's projects change)."""
+    return _resolved_absolute(path) if type(path) is str and path.startswith(os.sep) else os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=65536)
+def _resolved_absolute(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def _installed_code(value: object) -> bool:

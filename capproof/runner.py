@@ -459,7 +459,7 @@ def _opaque_contents(value: object) -> object:
 def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
     """Whether ``module`` is one of the project's own: its file under ``root``, not in a hidden
     directory such as ``.venv``, and not capproof's."""
-    path = os.path.abspath(getattr(module, "__file__", None) or "/")
+    path = _absolute(getattr(module, "__file__", None) or "/")
     if modname.startswith("capproof_spec."):  # a spec file, wherever it is (given by its path)
         return True
     return (
@@ -468,6 +468,19 @@ def _project_module(modname: str, module: types.ModuleType, root: str) -> bool:
         and not modname.startswith("capproof.")
         and not path.startswith(_CAPPROOF_DIR)  # capproof's own, also as ``__main__`` (``python -m capproof``)
     )
+
+
+def _absolute(path: str) -> str:
+    """``os.path.abspath(path)``; an absolute path's (it does not depend on the working directory) is
+    computed once per process: the runner asks it of every loaded module two or three times per item."""
+    if type(path) is not str or not path.startswith(os.sep):  # (a str subclass could hash as it likes)
+        return os.path.abspath(path)
+    return _normalised(path)
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalised(path: str) -> str:
+    return os.path.abspath(path)
 
 
 _CAPPROOF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -2051,6 +2064,13 @@ def _run_isolated(
         alone |= {i for i, r in reach_of.items() if r is None or not getattr(r, "sealed", True)}
         if _can_fork_items():
             forked, alone = frozenset(alone), set()
+    if order:
+        from .guard import installed_tables
+
+        # the guard's table of installed packages' containers (a path resolved per module): computed
+        # once here, so each forked process starts with it (and with the resolved paths) rather
+        # than computing it again
+        installed_tables()
     if by_reference:  # the objects loaded so far stay out of the garbage collector's passes, which in each
         gc.freeze()  # forked process would touch (copy) every page of them: less system time per process
     outcomes: list = [done.get(i) for i in range(len(work))]

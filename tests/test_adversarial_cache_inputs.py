@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
@@ -85,6 +86,8 @@ def shard_count(k):
 """
 
 
+# slow (about 2 s of CPU: two proving runs); the environment and file-read tests of this file keep it fast
+@pytest.mark.slow
 def test_a_proof_that_listed_a_directory_is_not_reused_after_the_directory_changed(project):
     """``os.listdir`` reads the file system without opening a file: its audit event marks the
     verdict uncacheable as a file read does, so a shard added afterwards gives the counterexample

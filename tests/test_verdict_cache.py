@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from capproof.cli import main
@@ -188,6 +189,9 @@ def _verify(*flags: str) -> None:
     assert bounds.exit_code == 0, bounds.output
 
 
+# slow (about 4 s of CPU: prove, report and bound twice each); test_an_edit_to_one_model_re_decides_only_its_dependents
+# and test_a_clean_checkout_re_bounds_only_the_edited_models_dependents keep the re-deciding and re-bounding fast
+@pytest.mark.slow
 def test_an_edit_to_one_model_re_bounds_only_its_dependents_and_proofs_match_a_no_cache_run(project, monkeypatch):
     (project / "cachemodels").mkdir()
     (project / "cachemodels" / "__init__.py").write_text("")
