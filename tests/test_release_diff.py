@@ -11,6 +11,7 @@ decoding in 0.33.0.
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -372,7 +373,7 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
             entry("left_visible", left["2"], ["max_num_batched_tokens"], how="traced"),
         ],
     }
-    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module: built[version])
+    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module, warn=None: built[version])
     out: list[str] = []
     code = command.run_diff(
         "vllm",
@@ -389,6 +390,39 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
     # name), the same sizing code -> noise
     assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 2 more differ only in tracing noise"
     assert out[-1] == "not changed: 2 buffers differ only in tracing noise (2 line moved, 2 traced in one release only)"
+
+
+FAKE_BUILD = """
+import sys
+from capproof.inventory import dump
+
+_, version, out = sys.argv[1:4]
+print("Failed to import Triton kernels (an engine's own log line)", file=sys.stderr)
+for i in range(int(version)):
+    print(f"warning: Harness{i} failed: AttributeError: 'SimpleNamespace' has no attribute 'x'", file=sys.stderr)
+dump([], "vllm", version, out)
+"""
+
+
+@pytest.mark.parametrize("problems", [0, 1, 3])
+def test_a_release_built_elsewhere_reports_its_trace_problems_in_one_line(tmp_path, monkeypatch, problems):
+    """The diff builds each release in a child interpreter whose stderr is not shown: the child's
+    ``warning:`` lines (constructors that did not trace on that release, e.g. a harness written
+    for an older release's config) come back as one line per release, the engine's own log lines
+    not at all; none when the release traced cleanly."""
+    (tmp_path / "fake_capproof_build.py").write_text(FAKE_BUILD)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    warned: list[str] = []
+    entries = command.build_elsewhere("vllm", str(problems), True, "fake_capproof_build", warn=warned.append)
+    assert entries == []
+    if problems == 0:
+        assert warned == []
+        return
+    (line,) = warned
+    assert line.startswith(f"warning: vllm=={problems}: {problems} trace problem")
+    assert "first: Harness0 failed: AttributeError" in line
+    assert line.endswith(f"all of them: capproof inventory --engine vllm=={problems}")
+    assert "Triton" not in line
 
 
 # -- the real wheels: SGLang 0.5.22 -> 0.5.23, static reading of three files (a few seconds) ------

@@ -204,10 +204,15 @@ def finish(
     return code
 
 
-def build_elsewhere(engine: str, version: str, trace: bool, module: str) -> list[Entry]:
+def build_elsewhere(
+    engine: str, version: str, trace: bool, module: str, warn: Callable[[str], None] | None = None
+) -> list[Entry]:
     """``version``'s inventory of ``engine``, built in a fresh interpreter by ``python -m module
     build VERSION OUT.json [--no-trace]`` (two releases of one engine cannot share an interpreter).
-    Raises :class:`SpecError` (one line: the child's last stderr line) when the build fails."""
+    The child's ``warning: `` lines on stderr (its trace problems: a constructor or derivation
+    that did not run on this release, whose buffers stay ``read``) reach ``warn`` as one line per
+    release: how many, the first, and the command that lists them all. Raises :class:`SpecError`
+    (one line: the child's last stderr line) when the build fails."""
     import subprocess
     import tempfile
 
@@ -218,6 +223,14 @@ def build_elsewhere(engine: str, version: str, trace: bool, module: str) -> list
         if proc.returncode != 0 or not os.path.exists(out):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise SpecError(f"building the {engine}=={version} inventory failed: {last}")
+        problems = [line[len("warning: ") :] for line in proc.stderr.splitlines() if line.startswith("warning: ")]
+        if problems and warn is not None:
+            first = problems[0] if len(problems[0]) <= 200 else problems[0][:199] + "…"
+            warn(
+                f"warning: {engine}=={version}: {len(problems)} trace problem{'s' if len(problems) > 1 else ''} "
+                f"(buffers they size are compared as read), first: {first}; all of them: "
+                f"capproof inventory --engine {engine}=={version}"
+            )
         return load(out)
 
 
@@ -239,7 +252,8 @@ def run_diff(
     ``fetch(version)`` makes the release's wheel and sources available (the engine's wheel cache:
     ``pip download --no-deps``, nothing installed; raises ``unavailable[0]``, exit
     ``unavailable[1]``); each release is built in its own interpreter by ``python -m module``
-    (:func:`build_elsewhere`). ``source_root(version)``, where the release's sources were
+    (:func:`build_elsewhere`; its trace problems are one ``warning:`` line per release on ``err``).
+    ``source_root(version)``, where the release's sources were
     extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`)."""
     from .sizing import Release
 
@@ -250,7 +264,7 @@ def run_diff(
         for spec in specs:
             version = version_of(spec)
             fetch(version)
-            built.append((version, build_elsewhere(engine, version, trace, module)))
+            built.append((version, build_elsewhere(engine, version, trace, module, warn=err)))
     except SpecError as exc:
         err(f"error: {exc}")
         return 2

@@ -248,6 +248,8 @@ def _main(argv: list[str]) -> int:
         return 2
     version, out = argv[1], argv[2]
     built = build(version, trace="--no-trace" not in argv)
+    for line in _command.problem_lines(built.trace_problems):
+        print(f"warning: {line}", file=sys.stderr)
     dump(built.entries, "vllm", version, out)
     return 0
 
