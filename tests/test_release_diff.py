@@ -86,6 +86,41 @@ def test_different_shapes_are_not_the_same(a, b):
     assert not same_expression(a, b)
 
 
+#: Two traced widths that differ only at ``dcp = 0`` (vLLM 0.34.0's DSA sparse indexer width gained
+#: a ``1 == dcp`` branch in a helper: its traced shape differs from 0.33.0's where no deployment is).
+ONLY_AT_DCP_0 = (
+    "select(dcp <= 1, 64 * index_topk, 128)",
+    "select(1 == dcp, 64 * index_topk, select(dcp <= 1, 0, 128))",
+)
+
+
+def test_shapes_equal_wherever_a_positive_name_is_at_least_1_are_the_same():
+    a, b = ONLY_AT_DCP_0
+    assert not same_expression(a, b)  # dcp = 0, index_topk = 1: 64 against 0
+    assert same_expression(a, b, positive=("dcp",))
+
+
+def test_a_traced_shape_differing_only_where_a_parallel_size_is_0_is_noise():
+    old, new = entry(shape=[ONLY_AT_DCP_0[0]], how="traced"), entry(shape=[ONLY_AT_DCP_0[1]], how="traced")
+    assert [c.what for c in diff([old], [new]).changed] == [["shape"]]
+    d = diff([old], [new], positive=("dcp", "index_topk"))
+    assert d.changed == [] and [k for _, _, k in d.noise] == [["shape spelling"]]
+
+
+def test_the_vllm_diff_compares_shapes_with_the_tracers_positive_names(monkeypatch):
+    """``capproof inventory --diff vllm==A vllm==B`` hands :data:`capproof.engines.vllm.trace.POSITIVE`
+    (``dcp`` among them) to the comparison: the dcp-0-only difference is noise on the command path."""
+    from capproof.engines.vllm import buffers, wheels
+
+    built = {"1": [entry(shape=[ONLY_AT_DCP_0[0]], how="traced")], "2": [entry(shape=[ONLY_AT_DCP_0[1]], how="traced")]}
+    monkeypatch.setattr(wheels, "fetch_version", lambda name, version, download=True: "")
+    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module, warn=None: built[version])
+    monkeypatch.setattr(wheels, "source_root", lambda name, version: "/nonexistent")
+    out: list[str] = []
+    assert buffers.run_diff("vllm==1", "vllm==2", out=out.append) == 0
+    assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 1 more differ only in tracing noise"
+
+
 # -- noise classes: not changed ----------------------------------------------------------------------
 
 

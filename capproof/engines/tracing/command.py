@@ -245,6 +245,7 @@ def run_diff(
     err: Callable[[str], None] | None = None,
     trace: bool = True,
     source_root: Callable[[str], str] | None = None,
+    positive: Sequence[str] = (),
 ) -> int:
     """``capproof inventory --diff ENGINE==A ENGINE==B``: buffers added, removed and changed between
     two releases (exit 0; :func:`capproof.inventory.diff` says what counts as a change).
@@ -254,7 +255,8 @@ def run_diff(
     ``unavailable[1]``); each release is built in its own interpreter by ``python -m module``
     (:func:`build_elsewhere`; its trace problems are one ``warning:`` line per release on ``err``).
     ``source_root(version)``, where the release's sources were
-    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`)."""
+    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`);
+    ``positive``: the engine's config names that are at least 1 when shapes are compared."""
     from .sizing import Release
 
     err = err or (lambda s: print(s, file=sys.stderr))
@@ -275,6 +277,6 @@ def run_diff(
     sources = (None, None)
     if source_root is not None:
         sources = (Release(source_root(va)), Release(source_root(vb)))
-    for line in diff_lines(diff(a, b, *sources), f"{engine}=={va}", f"{engine}=={vb}"):
+    for line in diff_lines(diff(a, b, *sources, positive=positive), f"{engine}=={va}", f"{engine}=={vb}"):
         out(line)
     return 0
