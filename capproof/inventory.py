@@ -596,6 +596,11 @@ def to_expression(term, positive: Iterable[str] = (), nonnegative: Iterable[str]
 #: Z3's resource limit for the printer's and :func:`same_expression`'s queries (a count of solver
 #: steps, so the answer, and the printed text, is the same on a loaded machine as on an idle one).
 PRINT_RLIMIT = 5_000_000
+#: The release diff's limit for :func:`same_expression` (shapes and demands): ten times the
+#: printer's, since unknown counts as a change and a traced width over a helper's many branches
+#: (the DSA sparse indexer's ``sparse_indices_buffer``, vLLM 0.33.0 -> 0.34.0) needs more than the
+#: printer's limit to be proved equal.
+DIFF_RLIMIT = 50_000_000
 
 
 class ExpressionPrinter:
@@ -937,13 +942,14 @@ def _divisors(t: z3.ExprRef, out: list) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def same_expression(a: str, b: str, rlimit: int | None = None) -> bool:
+def same_expression(a: str, b: str, rlimit: int | None = None, positive: Iterable[str] = ()) -> bool:
     """Whether shape expressions ``a`` and ``b`` are equal: the same text after :func:`canonical`,
     or, both in the shape expression language, equal on every assignment of non-negative integers
     to their names at which no divisor is zero (Z3 proves ``a != b`` unsat within ``rlimit``,
     default :data:`PRINT_RLIMIT`; unknown is not equal).
     A name is a config count (never negative); at a zero divisor Python raises, so no value there
-    can differ."""
+    can differ. Names in ``positive`` are at least 1 (the engine's sizes no deployment sets to 0,
+    e.g. a parallel size ``dcp``: two traced shapes that differ only at ``dcp = 0`` are equal)."""
     if a == b or canonical(a) == canonical(b):
         return True
     try:
@@ -959,12 +965,13 @@ def same_expression(a: str, b: str, rlimit: int | None = None) -> bool:
     _divisors(tb, divisors)
     solver = z3.Solver()
     solver.set("rlimit", PRINT_RLIMIT if rlimit is None else rlimit)
-    solver.add(*[z3.Int(n) >= 0 for n in names], *[d != 0 for d in divisors], ta != tb)
+    floor = set(positive)
+    solver.add(*[z3.Int(n) >= (1 if n in floor else 0) for n in names], *[d != 0 for d in divisors], ta != tb)
     return solver.check() == z3.unsat
 
 
-def _same_shape(a: list[str], b: list[str]) -> bool:
-    return len(a) == len(b) and all(same_expression(x, y) for x, y in zip(a, b))
+def _same_shape(a: list[str], b: list[str], positive: Iterable[str] = ()) -> bool:
+    return len(a) == len(b) and all(same_expression(x, y, DIFF_RLIMIT, positive) for x, y in zip(a, b))
 
 
 #: A dtype as a traced entry records it (a read entry may hold the call's text instead, or '').
@@ -997,7 +1004,7 @@ def _access_text(k: tuple) -> str:
     return f"{k[0]} dim {k[1]} {k[3]} [{k[2]}]"
 
 
-def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
+def _demand_changes(a: list[dict], b: list[dict], positive: Iterable[str] = ()) -> list[str]:
     """Lines naming what differs between two demand lists, for each dimension both derive: the extent (as
     an expression), the names it binds (each as an expression) and its facts (every field: the
     fact, whether it was checked, the paths it was checked or not checked on; texts without line
@@ -1016,10 +1023,10 @@ def _demand_changes(a: list[dict], b: list[dict]) -> list[str]:
         return sorted(json.dumps(_unlined(f), sort_keys=True) for f in d.get("facts", []) or [])
 
     def same(x, y):
-        if not same_expression(str(x.get("extent", "")), str(y.get("extent", ""))):
+        if not same_expression(str(x.get("extent", "")), str(y.get("extent", "")), DIFF_RLIMIT, positive):
             return False
         bx, by = x.get("binds") or {}, y.get("binds") or {}
-        if set(bx) != set(by) or not all(same_expression(str(bx[k]), str(by[k])) for k in bx):
+        if set(bx) != set(by) or not all(same_expression(str(bx[k]), str(by[k]), DIFF_RLIMIT, positive) for k in bx):
             return False
         return facts(x) == facts(y)
 
@@ -1104,6 +1111,7 @@ def diff(
     new: list[Entry],
     old_src: Sources | None = None,
     new_src: Sources | None = None,
+    positive: Iterable[str] = (),
 ) -> InventoryDiff:
     """Compare two inventories by entry id; an entry has **changed** only when what sizes or
     reads it did:
@@ -1111,7 +1119,8 @@ def diff(
     - ``dtype``: a different dtype (when one release traced the buffer and the other read it,
       only two concrete dtype names are compared: a read entry may record the call's text or '');
     - ``shape``: a dimension whose expressions are not equal (:func:`same_expression`: equal
-      spellings, e.g. ``1 + n`` and ``n + 1``, are the same shape) when both releases record the
+      spellings, e.g. ``1 + n`` and ``n + 1``, are the same shape; names in ``positive``, the
+      engine's sizes that are at least 1, are compared from 1) when both releases record the
       shape the same way (both ``traced``, or both ``read``); a buffer traced in one release and
       read in the other is compared by its sizing code (the tracer, not the engine, differs);
       without sizing code, its shapes are compared as well;
@@ -1141,13 +1150,13 @@ def diff(
         code_known = ca is not None and cb is not None
         if a.dtype != b.dtype and (a.how == b.how or (_DTYPE.match(a.dtype) and _DTYPE.match(b.dtype))):
             what.append("dtype")
-        if a.shape != b.shape and not _same_shape(a.shape, b.shape) and (a.how == b.how or not code_known):
+        if a.shape != b.shape and not _same_shape(a.shape, b.shape, positive) and (a.how == b.how or not code_known):
             what.append("shape")
         if code_known and ca != cb:
             what.append("sizing code")
             gone, came = _multiset_changes(list(ca), list(cb))
             details += [f"- {s}" for s in gone] + [f"+ {s}" for s in came]
-        dem = _demand_changes(a.demands, b.demands)
+        dem = _demand_changes(a.demands, b.demands, positive)
         if dem:
             what.append("demand")
             details += dem

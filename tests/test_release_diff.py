@@ -11,6 +11,7 @@ decoding in 0.33.0.
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -83,6 +84,41 @@ def test_equal_shapes_spelled_differently_are_the_same(a, b):
 )
 def test_different_shapes_are_not_the_same(a, b):
     assert not same_expression(a, b)
+
+
+#: Two traced widths that differ only at ``dcp = 0`` (vLLM 0.34.0's DSA sparse indexer width gained
+#: a ``1 == dcp`` branch in a helper: its traced shape differs from 0.33.0's where no deployment is).
+ONLY_AT_DCP_0 = (
+    "select(dcp <= 1, 64 * index_topk, 128)",
+    "select(1 == dcp, 64 * index_topk, select(dcp <= 1, 0, 128))",
+)
+
+
+def test_shapes_equal_wherever_a_positive_name_is_at_least_1_are_the_same():
+    a, b = ONLY_AT_DCP_0
+    assert not same_expression(a, b)  # dcp = 0, index_topk = 1: 64 against 0
+    assert same_expression(a, b, positive=("dcp",))
+
+
+def test_a_traced_shape_differing_only_where_a_parallel_size_is_0_is_noise():
+    old, new = entry(shape=[ONLY_AT_DCP_0[0]], how="traced"), entry(shape=[ONLY_AT_DCP_0[1]], how="traced")
+    assert [c.what for c in diff([old], [new]).changed] == [["shape"]]
+    d = diff([old], [new], positive=("dcp", "index_topk"))
+    assert d.changed == [] and [k for _, _, k in d.noise] == [["shape spelling"]]
+
+
+def test_the_vllm_diff_compares_shapes_with_the_tracers_positive_names(monkeypatch):
+    """``capproof inventory --diff vllm==A vllm==B`` hands :data:`capproof.engines.vllm.trace.POSITIVE`
+    (``dcp`` among them) to the comparison: the dcp-0-only difference is noise on the command path."""
+    from capproof.engines.vllm import buffers, wheels
+
+    built = {"1": [entry(shape=[ONLY_AT_DCP_0[0]], how="traced")], "2": [entry(shape=[ONLY_AT_DCP_0[1]], how="traced")]}
+    monkeypatch.setattr(wheels, "fetch_version", lambda name, version, download=True: "")
+    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module, warn=None: built[version])
+    monkeypatch.setattr(wheels, "source_root", lambda name, version: "/nonexistent")
+    out: list[str] = []
+    assert buffers.run_diff("vllm==1", "vllm==2", out=out.append) == 0
+    assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 1 more differ only in tracing noise"
 
 
 # -- noise classes: not changed ----------------------------------------------------------------------
@@ -372,7 +408,7 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
             entry("left_visible", left["2"], ["max_num_batched_tokens"], how="traced"),
         ],
     }
-    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module: built[version])
+    monkeypatch.setattr(command, "build_elsewhere", lambda engine, version, trace, module, warn=None: built[version])
     out: list[str] = []
     code = command.run_diff(
         "vllm",
@@ -389,6 +425,39 @@ def test_run_diff_prints_the_semantic_diff_with_sizing_code(tmp_path, monkeypatc
     # name), the same sizing code -> noise
     assert out[0] == "vllm==1 -> vllm==2: 0 added, 0 removed, 0 changed; 2 more differ only in tracing noise"
     assert out[-1] == "not changed: 2 buffers differ only in tracing noise (2 line moved, 2 traced in one release only)"
+
+
+FAKE_BUILD = """
+import sys
+from capproof.inventory import dump
+
+_, version, out = sys.argv[1:4]
+print("Failed to import Triton kernels (an engine's own log line)", file=sys.stderr)
+for i in range(int(version)):
+    print(f"warning: Harness{i} failed: AttributeError: 'SimpleNamespace' has no attribute 'x'", file=sys.stderr)
+dump([], "vllm", version, out)
+"""
+
+
+@pytest.mark.parametrize("problems", [0, 1, 3])
+def test_a_release_built_elsewhere_reports_its_trace_problems_in_one_line(tmp_path, monkeypatch, problems):
+    """The diff builds each release in a child interpreter whose stderr is not shown: the child's
+    ``warning:`` lines (constructors that did not trace on that release, e.g. a harness written
+    for an older release's config) come back as one line per release, the engine's own log lines
+    not at all; none when the release traced cleanly."""
+    (tmp_path / "fake_capproof_build.py").write_text(FAKE_BUILD)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    warned: list[str] = []
+    entries = command.build_elsewhere("vllm", str(problems), True, "fake_capproof_build", warn=warned.append)
+    assert entries == []
+    if problems == 0:
+        assert warned == []
+        return
+    (line,) = warned
+    assert line.startswith(f"warning: vllm=={problems}: {problems} trace problem")
+    assert "first: Harness0 failed: AttributeError" in line
+    assert line.endswith(f"all of them: capproof inventory --engine vllm=={problems}")
+    assert "Triton" not in line
 
 
 # -- the real wheels: SGLang 0.5.22 -> 0.5.23, static reading of three files (a few seconds) ------

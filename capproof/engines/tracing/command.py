@@ -204,10 +204,15 @@ def finish(
     return code
 
 
-def build_elsewhere(engine: str, version: str, trace: bool, module: str) -> list[Entry]:
+def build_elsewhere(
+    engine: str, version: str, trace: bool, module: str, warn: Callable[[str], None] | None = None
+) -> list[Entry]:
     """``version``'s inventory of ``engine``, built in a fresh interpreter by ``python -m module
     build VERSION OUT.json [--no-trace]`` (two releases of one engine cannot share an interpreter).
-    Raises :class:`SpecError` (one line: the child's last stderr line) when the build fails."""
+    The child's ``warning: `` lines on stderr (its trace problems: a constructor or derivation
+    that did not run on this release, whose buffers stay ``read``) reach ``warn`` as one line per
+    release: how many, the first, and the command that lists them all. Raises :class:`SpecError`
+    (one line: the child's last stderr line) when the build fails."""
     import subprocess
     import tempfile
 
@@ -218,6 +223,14 @@ def build_elsewhere(engine: str, version: str, trace: bool, module: str) -> list
         if proc.returncode != 0 or not os.path.exists(out):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise SpecError(f"building the {engine}=={version} inventory failed: {last}")
+        problems = [line[len("warning: ") :] for line in proc.stderr.splitlines() if line.startswith("warning: ")]
+        if problems and warn is not None:
+            first = problems[0] if len(problems[0]) <= 200 else problems[0][:199] + "…"
+            warn(
+                f"warning: {engine}=={version}: {len(problems)} trace problem{'s' if len(problems) > 1 else ''} "
+                f"(buffers they size are compared as read), first: {first}; all of them: "
+                f"capproof inventory --engine {engine}=={version}"
+            )
         return load(out)
 
 
@@ -232,6 +245,7 @@ def run_diff(
     err: Callable[[str], None] | None = None,
     trace: bool = True,
     source_root: Callable[[str], str] | None = None,
+    positive: Sequence[str] = (),
 ) -> int:
     """``capproof inventory --diff ENGINE==A ENGINE==B``: buffers added, removed and changed between
     two releases (exit 0; :func:`capproof.inventory.diff` says what counts as a change).
@@ -239,8 +253,10 @@ def run_diff(
     ``fetch(version)`` makes the release's wheel and sources available (the engine's wheel cache:
     ``pip download --no-deps``, nothing installed; raises ``unavailable[0]``, exit
     ``unavailable[1]``); each release is built in its own interpreter by ``python -m module``
-    (:func:`build_elsewhere`). ``source_root(version)``, where the release's sources were
-    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`)."""
+    (:func:`build_elsewhere`; its trace problems are one ``warning:`` line per release on ``err``).
+    ``source_root(version)``, where the release's sources were
+    extracted, gives each entry's sizing code and access statements to compare (:class:`.sizing.Release`);
+    ``positive``: the engine's config names that are at least 1 when shapes are compared."""
     from .sizing import Release
 
     err = err or (lambda s: print(s, file=sys.stderr))
@@ -250,7 +266,7 @@ def run_diff(
         for spec in specs:
             version = version_of(spec)
             fetch(version)
-            built.append((version, build_elsewhere(engine, version, trace, module)))
+            built.append((version, build_elsewhere(engine, version, trace, module, warn=err)))
     except SpecError as exc:
         err(f"error: {exc}")
         return 2
@@ -261,6 +277,6 @@ def run_diff(
     sources = (None, None)
     if source_root is not None:
         sources = (Release(source_root(va)), Release(source_root(vb)))
-    for line in diff_lines(diff(a, b, *sources), f"{engine}=={va}", f"{engine}=={vb}"):
+    for line in diff_lines(diff(a, b, *sources, positive=positive), f"{engine}=={va}", f"{engine}=={vb}"):
         out(line)
     return 0

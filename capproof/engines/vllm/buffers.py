@@ -225,8 +225,10 @@ def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = Tr
     """``capproof inventory --diff vllm==A vllm==B``: buffers added, removed, shape changed (exit 0).
 
     Each release is fetched (``pip download --no-deps`` into the wheel cache) and built in its own
-    interpreter (:func:`capproof.engines.tracing.command.run_diff`)."""
+    interpreter (:func:`capproof.engines.tracing.command.run_diff`); shapes are compared with the
+    tracer's positive config names (:data:`.trace.POSITIVE`: ``dcp``, ``max_num_reqs``, ...) at least 1."""
     from . import wheels
+    from .trace import POSITIVE
 
     return _command.run_diff(
         "vllm",
@@ -239,6 +241,7 @@ def run_diff(old_spec: str, new_spec: str, out=print, err=None, trace: bool = Tr
         err=err,
         trace=trace,
         source_root=lambda version: wheels.source_root("vllm", version),
+        positive=POSITIVE,
     )
 
 
@@ -248,6 +251,8 @@ def _main(argv: list[str]) -> int:
         return 2
     version, out = argv[1], argv[2]
     built = build(version, trace="--no-trace" not in argv)
+    for line in _command.problem_lines(built.trace_problems):
+        print(f"warning: {line}", file=sys.stderr)
     dump(built.entries, "vllm", version, out)
     return 0
 
