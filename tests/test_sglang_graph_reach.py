@@ -285,3 +285,38 @@ def test_a_returned_batch_mode_is_unknown_when_it_may_change(tmp_path):
     assert _capture_context(tmp_path / "c", model_runner=other_hook)[2] is None
     sets_mode = MODEL_RUNNER.replace("attn_tp_sequence_sharded = False", "forward_mode = ForwardMode.DECODE")
     assert _capture_context(tmp_path / "d", model_runner=sets_mode)[2] is None
+
+
+ASSERTING = """
+class Asserting:
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        forward_mode = forward_batch.forward_mode
+        is_verify = forward_mode.is_target_verify()
+        assert forward_mode.is_decode() or is_verify, "graphs of decode and verify only"
+        bs = forward_batch.batch_size
+        self.rows[:bs].zero_()  # ROWS_USE
+
+    def init_forward_metadata_in_graph(self, forward_batch):
+        pass
+"""
+
+
+def test_an_assert_the_mode_decides_false_ends_the_walk():
+    """An ``assert`` the context decides false raises before the slice (a prefill batch handed to a
+    decode-only backend), also through a local bound once to a mode test; an assert it cannot
+    decide lets the walk go on."""
+    table, _ = _walk(ASSERTING, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(ASSERTING, "ROWS_USE")])
+    reached = {m for _, c, m in next(iter(uses.values()))}
+    assert reached == {"DECODE", "TARGET_VERIFY"}
+    undecided = ASSERTING.replace("or is_verify,", "or forward_batch.spec_info is not None,")
+    table, _ = _walk(undecided, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(undecided, "ROWS_USE")])
+    assert {m for _, c, m in next(iter(uses.values()))} == set(MODES)
+    # a local bound twice is not decided
+    twice = ASSERTING.replace(
+        "        assert forward_mode", "        if in_capture:\n            is_verify = True\n        assert forward_mode"
+    )
+    table, _ = _walk(twice, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(twice, "ROWS_USE")])
+    assert {m for _, c, m in next(iter(uses.values()))} == set(MODES)
