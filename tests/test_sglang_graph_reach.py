@@ -278,10 +278,14 @@ def test_a_returned_batch_mode_is_unknown_when_it_may_change(tmp_path):
     sub = "\n\nclass Other(PrefillGraphRunner):\n    def capture_prepare(self, num_tokens):\n        return make(), None\n"
     assert _capture_context(tmp_path / "a", extra=sub)[2] is None
     stores = CAPTURE_RUNNER.replace(
-        "        return forward_batch, self", "        forward_batch.forward_mode = mode\n        return forward_batch, self"
+        "        return forward_batch, self",
+        "        forward_batch.forward_mode = mode\n        return forward_batch, self",
     )
     assert _capture_context(tmp_path / "b", runner=stores)[2] is None
-    other_hook = MODEL_RUNNER + "\n\nclass Stub:\n    def prepare_dummy_forward_batch(self, forward_batch):\n        return None\n"
+    other_hook = (
+        MODEL_RUNNER
+        + "\n\nclass Stub:\n    def prepare_dummy_forward_batch(self, forward_batch):\n        return None\n"
+    )
     assert _capture_context(tmp_path / "c", model_runner=other_hook)[2] is None
     sets_mode = MODEL_RUNNER.replace("attn_tp_sequence_sharded = False", "forward_mode = ForwardMode.DECODE")
     assert _capture_context(tmp_path / "d", model_runner=sets_mode)[2] is None
@@ -315,7 +319,8 @@ def test_an_assert_the_mode_decides_false_ends_the_walk():
     assert {m for _, c, m in next(iter(uses.values()))} == set(MODES)
     # a local bound twice is not decided
     twice = ASSERTING.replace(
-        "        assert forward_mode", "        if in_capture:\n            is_verify = True\n        assert forward_mode"
+        "        assert forward_mode",
+        "        if in_capture:\n            is_verify = True\n        assert forward_mode",
     )
     table, _ = _walk(twice, "Asserting")
     uses = R.use_contexts([table], "f.py", [_line(twice, "ROWS_USE")])
