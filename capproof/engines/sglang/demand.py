@@ -1082,7 +1082,7 @@ def qsa_prefill_capture_witness(max_num_tokens: int = 4, req_slots: int = 16) ->
 
     Returns ``{"error", "rows"}``: the exception text ("" if none) and the rows of the metadata the
     capture binds (None on an error); a size mismatch on
-    ``self._graph_seq_lens[:bs].copy_(...)`` (``qwen_sparse_attn_backend.py:958``) is the capture
+    ``self._graph_seq_lens[:bs].copy_(...)`` (``qwen_sparse_attn_backend.py:959``) is the capture
     batch exceeding the buffers. Needs SGLang importable (raises ImportError otherwise)."""
     import types
 
@@ -1140,7 +1140,7 @@ def _prefill_capture_counterexample(cls: str, unchecked: list) -> tuple[list, li
     return [u for u in unchecked if u not in hit], [
         f"{PREFILL}:1786 capture_one_shape -> init_forward_metadata_out_graph(in_capture=True): an EXTEND "
         f"batch of 16 request slots vs graph buffers of 4 rows (decode max_bs * captured_req_width): "
-        f"RuntimeError at {QSA}:958 ({error[:80]})"
+        f"RuntimeError at {QSA}:959 ({error[:80]})"
     ]
 
 
