@@ -486,7 +486,7 @@ def test_qsa_full_prefill_capture_finding_reproduces_on_cpu():
     ``backend_bs`` fact of a QSA buffer lists that site as a counterexample, not as checked."""
     pytest.importorskip("torch")
     from capproof.engines.sglang import trace as tr
-    from capproof.engines.sglang.demand import _prefill_capture_counterexample, qsa_prefill_capture_witness
+    from capproof.engines.sglang.demand import prefill_capture_counterexample, qsa_prefill_capture_witness
 
     tr.activate(_sglang_root())
     over = qsa_prefill_capture_witness(max_num_tokens=4, req_slots=16)
@@ -495,9 +495,9 @@ def test_qsa_full_prefill_capture_finding_reproduces_on_cpu():
     assert fits == {"error": "", "rows": 4}
     site = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py:1786 capture_one_shape -> x: y"
     other = "sglang/srt/layers/attention/tbo_backend.py:80 init_forward_metadata_out_graph -> z"
-    left, refuted = _prefill_capture_counterexample("QwenSparseAttnBackend", [site, other])
+    left, refuted = prefill_capture_counterexample("QwenSparseAttnBackend", [site, other])
     assert left == [other] and len(refuted) == 1 and "RuntimeError" in refuted[0]
-    assert _prefill_capture_counterexample("FlashAttentionBackend", [site]) == ([site], [])
+    assert prefill_capture_counterexample("FlashAttentionBackend", [site]) == ([site], [])
 
 
 FLASHINFER_FILE = "sglang/srt/layers/attention/flashinfer_backend.py"

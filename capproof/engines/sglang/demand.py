@@ -1122,7 +1122,7 @@ def qsa_prefill_capture_witness(max_num_tokens: int = 4, req_slots: int = 16) ->
 PREFILL_CAPTURE_WITNESSES = {"QwenSparseAttnBackend": qsa_prefill_capture_witness}
 
 
-def _prefill_capture_counterexample(cls: str, unchecked: list) -> tuple[list, list]:
+def prefill_capture_counterexample(cls: str, unchecked: list) -> tuple[list, list]:
     """``(still unchecked, counterexamples)``: the full prefill graph's capture site of ``unchecked``
     moved to the counterexamples when ``cls``'s witness (:data:`PREFILL_CAPTURE_WITNESSES`) runs and
     raises the size mismatch."""
@@ -1357,7 +1357,7 @@ def backend_bs_fact(root: str | None = None, cls: str | None = None, lines=None)
         except Exception as exc:  # noqa: BLE001 - then unchecked, with the reason
             sites = {"checked": [], "not checked": [f"call sites not walked: {type(exc).__name__}: {exc}"[:200]]}
         reach = [c for c in sites["checked"] if "cannot reach the buffer's slices" in c]
-        unchecked, refuted = _prefill_capture_counterexample(cls, list(sites["not checked"]))
+        unchecked, refuted = prefill_capture_counterexample(cls, list(sites["not checked"]))
         paths = {key: [c for c in sites["checked"] if c not in reach], "not checked": unchecked}
         if reach:
             paths["checked (ast, ForwardMode run: the call's forward mode and in_capture reach no slice)"] = reach
