@@ -477,6 +477,29 @@ def test_flashinfer_swa_write_locations_finding_reproduces_on_cpu():
     assert list(other["paths"]) == ["not checked"]
 
 
+@pytest.mark.real
+def test_qsa_full_prefill_capture_finding_reproduces_on_cpu():
+    """docs/findings.md §13 through SGLang 0.5.23's own code on the CPU:
+    ``QwenSparseAttnBackend._capture_cuda_graph_metadata`` on the full prefill graph's EXTEND capture
+    batch of 16 request slots, its graph buffers of 4 rows (the decode runner's ``max_bs *
+    captured_req_width``), raises a size mismatch; a batch of 4 binds 4-row metadata. The
+    ``backend_bs`` fact of a QSA buffer lists that site as a counterexample, not as checked."""
+    pytest.importorskip("torch")
+    from capproof.engines.sglang import trace as tr
+    from capproof.engines.sglang.demand import prefill_capture_counterexample, qsa_prefill_capture_witness
+
+    tr.activate(_sglang_root())
+    over = qsa_prefill_capture_witness(max_num_tokens=4, req_slots=16)
+    assert "size of tensor a (4) must match the size of tensor b (16)" in over["error"]
+    fits = qsa_prefill_capture_witness(max_num_tokens=4, req_slots=4)
+    assert fits == {"error": "", "rows": 4}
+    site = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py:1786 capture_one_shape -> x: y"
+    other = "sglang/srt/layers/attention/tbo_backend.py:80 init_forward_metadata_out_graph -> z"
+    left, refuted = prefill_capture_counterexample("QwenSparseAttnBackend", [site, other])
+    assert left == [other] and len(refuted) == 1 and "RuntimeError" in refuted[0]
+    assert prefill_capture_counterexample("FlashAttentionBackend", [site]) == ([site], [])
+
+
 FLASHINFER_FILE = "sglang/srt/layers/attention/flashinfer_backend.py"
 
 

@@ -156,3 +156,31 @@ def test_two_batch_overlap_children_are_within_their_parent_when_the_split_is():
     tbo = [s for s in left if s.startswith("sglang/srt/layers/attention/tbo_backend.py")]
     assert [s.split(" ", 1)[0].rsplit("/", 1)[-1] for s in tbo] == ["tbo_backend.py:80", "tbo_backend.py:151"]
     assert all("forward_batch_child <- forward_batch.tbo_children: split index not checked at" in s for s in tbo)
+
+
+@pytest.mark.real
+def test_the_full_prefill_graph_capture_is_read_as_an_extend_capture():
+    """SGLang 0.5.23's full prefill graph capture (``prefill_cuda_graph_runner.py:1786``) gets the
+    context ``(in_capture=True, EXTEND)``: its batch is ``capture_prepare``'s
+    ``ForwardBatch(forward_mode=ForwardMode.EXTEND)`` handed back by
+    ``ModelRunner.prepare_dummy_forward_batch``; the multi-layer EAGLE one-graph capture
+    (``r.get_forward_batch(bs)``, another object's method) keeps every mode."""
+    import ast
+
+    from capproof.engines.sglang.graph_calls import _tracer, site_context
+
+    root = _sglang_root()
+    tracer = _tracer(root)
+    got = {}
+    for rel, line in (
+        ("sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py", 1786),
+        ("sglang/srt/speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py", 1057),
+    ):
+        call = next(
+            n
+            for n in ast.walk(tracer.ix.tree(rel))
+            if isinstance(n, ast.Call) and n.lineno == line and getattr(n.func, "attr", "").startswith("init_forward")
+        )
+        got[line] = site_context(tracer, rel, call, call.func.attr)
+    assert got[1786] == ("init_forward_metadata_out_graph", True, {"EXTEND"})
+    assert got[1057] == ("init_forward_metadata_out_graph", True, None)

@@ -229,3 +229,99 @@ def test_super_calls_walk_the_next_definition_in_the_order():
     # with no definition after the class, the walk is unknown
     methods, external = R.class_methods([("f.py", tree, "Sub")])
     assert R.walk_contexts(methods, external, MODES, pred) is None
+
+
+CAPTURE_RUNNER = """
+class PrefillGraphRunner:
+    def capture_prepare(self, num_tokens):
+        forward_batch = ForwardBatch(forward_mode=ForwardMode.EXTEND, batch_size=num_tokens)
+        forward_batch = self.model_runner.prepare_dummy_forward_batch(forward_batch)
+        return forward_batch, self.model_runner.attn_backend
+
+    def capture_one_shape(self, size):
+        forward_batch, attn_backend = self.capture_prepare(size)
+        attn_backend.init_forward_metadata_out_graph(forward_batch, in_capture=True)  # CAPTURE_SITE
+"""
+
+MODEL_RUNNER = """
+class ModelRunner:
+    def prepare_dummy_forward_batch(self, forward_batch):
+        forward_batch.attn_tp_sequence_sharded = False
+        return forward_batch
+"""
+
+
+def _capture_context(tmp_path, runner=CAPTURE_RUNNER, model_runner=MODEL_RUNNER, extra=""):
+    from capproof.engines.sglang.graph_calls import _tracer
+
+    root = _root(
+        tmp_path,
+        {"model_executor/prefill_runner.py": runner + extra, "model_executor/model_runner.py": model_runner},
+    )
+    tracer = _tracer(root)
+    rel = "sglang/srt/model_executor/prefill_runner.py"
+    line = _line(runner, "CAPTURE_SITE")
+    call = next(n for n in ast.walk(tracer.ix.tree(rel)) if isinstance(n, ast.Call) and n.lineno == line)
+    return site_context(tracer, rel, call, OUT)
+
+
+def test_a_capture_batch_returned_by_a_runner_helper_has_the_helpers_mode(tmp_path):
+    """A capture batch bound from a tuple a runner method returns has the mode the method builds it
+    with (SGLang's prefill graph runner: ``capture_prepare`` -> ``ForwardMode.EXTEND``), through a
+    hook that hands the same batch back."""
+    assert _capture_context(tmp_path) == (OUT, True, {"EXTEND"})
+
+
+def test_a_returned_batch_mode_is_unknown_when_it_may_change(tmp_path):
+    """Any mode when a subclass defines the helper again, the helper stores the batch's mode, or
+    the hook (some definition of its name) may hand back another batch or change the mode."""
+    sub = "\n\nclass Other(PrefillGraphRunner):\n    def capture_prepare(self, num_tokens):\n        return make(), None\n"
+    assert _capture_context(tmp_path / "a", extra=sub)[2] is None
+    stores = CAPTURE_RUNNER.replace(
+        "        return forward_batch, self",
+        "        forward_batch.forward_mode = mode\n        return forward_batch, self",
+    )
+    assert _capture_context(tmp_path / "b", runner=stores)[2] is None
+    other_hook = (
+        MODEL_RUNNER
+        + "\n\nclass Stub:\n    def prepare_dummy_forward_batch(self, forward_batch):\n        return None\n"
+    )
+    assert _capture_context(tmp_path / "c", model_runner=other_hook)[2] is None
+    sets_mode = MODEL_RUNNER.replace("attn_tp_sequence_sharded = False", "forward_mode = ForwardMode.DECODE")
+    assert _capture_context(tmp_path / "d", model_runner=sets_mode)[2] is None
+
+
+ASSERTING = """
+class Asserting:
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+        forward_mode = forward_batch.forward_mode
+        is_verify = forward_mode.is_target_verify()
+        assert forward_mode.is_decode() or is_verify, "graphs of decode and verify only"
+        bs = forward_batch.batch_size
+        self.rows[:bs].zero_()  # ROWS_USE
+
+    def init_forward_metadata_in_graph(self, forward_batch):
+        pass
+"""
+
+
+def test_an_assert_the_mode_decides_false_ends_the_walk():
+    """An ``assert`` the context decides false raises before the slice (a prefill batch handed to a
+    decode-only backend), also through a local bound once to a mode test; an assert it cannot
+    decide lets the walk go on."""
+    table, _ = _walk(ASSERTING, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(ASSERTING, "ROWS_USE")])
+    reached = {m for _, c, m in next(iter(uses.values()))}
+    assert reached == {"DECODE", "TARGET_VERIFY"}
+    undecided = ASSERTING.replace("or is_verify,", "or forward_batch.spec_info is not None,")
+    table, _ = _walk(undecided, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(undecided, "ROWS_USE")])
+    assert {m for _, c, m in next(iter(uses.values()))} == set(MODES)
+    # a local bound twice is not decided
+    twice = ASSERTING.replace(
+        "        assert forward_mode",
+        "        if in_capture:\n            is_verify = True\n        assert forward_mode",
+    )
+    table, _ = _walk(twice, "Asserting")
+    uses = R.use_contexts([table], "f.py", [_line(twice, "ROWS_USE")])
+    assert {m for _, c, m in next(iter(uses.values()))} == set(MODES)

@@ -1043,6 +1043,107 @@ def flashinfer_swa_prefill_witness(max_num_tokens: int = 8, num_tokens: int = 64
     }
 
 
+QSA = "sglang/srt/layers/attention/qwen_sparse_attn_backend.py"
+
+
+#: QwenSparseAttnBackend's graph buffers the capture slices by its metadata rows
+#: (``qwen_sparse_attn_backend.py:855-905``, ``max_num_tokens`` rows, the cu_seqlens ones one more)
+QSA_GRAPH_ROWS = (
+    "_graph_seq_lens",
+    "_graph_row_req_pool_indices",
+    "_graph_prefix_lengths",
+    "_graph_token_to_batch",
+    "_graph_dummy_token_slot_table",
+    "_graph_dummy_out_cache_loc",
+    "_graph_write_locs",
+    "_graph_compressed_page_table",
+    "_graph_compressed_lengths",
+    "_graph_logical_positions",
+    "_graph_state_slots",
+    "_graph_ring_group_locs",
+    "_graph_fa2_valid_counts",
+    "_graph_fa2_cu_seqlens_k",
+    "_graph_cu_seqlens_q",
+)
+
+
+def qsa_prefill_capture_witness(max_num_tokens: int = 4, req_slots: int = 16) -> dict:
+    """SGLang 0.5.23's ``QwenSparseAttnBackend._capture_cuda_graph_metadata`` **run** (real torch,
+    CPU) as ``init_forward_metadata_out_graph(forward_batch, in_capture=True)`` calls it
+    (``qwen_sparse_attn_backend.py:800-818``) for the full prefill CUDA graph's capture batch
+    (``prefill_cuda_graph_runner.py:1786``: ``ForwardMode.EXTEND``, ``batch_size`` the runner's
+    ``_capture_req_slots`` = ``min(full_prefill_max_req or chunked_prefill_size // 512,
+    req_to_token_pool.size)``, ``cuda_graph_setup.py:581-589``), its graph buffers
+    (``_graph_seq_lens`` ...) of ``max_num_tokens`` rows, what the decode runner's
+    ``init_cuda_graph_state(max_bs, max_bs * captured_req_width)`` allocates
+    (``qwen_sparse_attn_backend.py:835-870``; the prefill runner never calls it). ``self`` is a
+    namespace holding those buffers (:data:`QSA_GRAPH_ROWS`) and the class's own mode helpers; the
+    KV pool is a stand-in with its two QSA constants (they do not size these buffers).
+
+    Returns ``{"error", "rows"}``: the exception text ("" if none) and the rows of the metadata the
+    capture binds (None on an error); a size mismatch on
+    ``self._graph_seq_lens[:bs].copy_(...)`` (``qwen_sparse_attn_backend.py:959``) is the capture
+    batch exceeding the buffers. Needs SGLang importable (raises ImportError otherwise)."""
+    import types
+
+    import torch
+    from sglang.srt.layers.attention.qwen_sparse_attn_backend import QwenSparseAttnBackend
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    ns = types.SimpleNamespace(
+        token_to_kv_pool=types.SimpleNamespace(qsa_compress_ratio=4, qsa_block_topk=8),
+        req_to_token=object(),
+        _cuda_graph_metadata={},
+        _can_defer_block_expansion=lambda mode: False,
+        _is_speculative_paged_mode=QwenSparseAttnBackend._is_speculative_paged_mode,
+    )
+    ns._require_chain_speculation = lambda fm, si: QwenSparseAttnBackend._require_chain_speculation(ns, fm, si)
+    for name in QSA_GRAPH_ROWS:
+        plus = 1 if name in ("_graph_fa2_cu_seqlens_k", "_graph_cu_seqlens_q") else 0
+        setattr(ns, name, torch.zeros(max_num_tokens + plus, dtype=torch.int32))
+    try:
+        QwenSparseAttnBackend._capture_cuda_graph_metadata(
+            ns,
+            bs=req_slots,
+            num_tokens=req_slots,
+            req_pool_indices=torch.arange(req_slots),
+            seq_lens=torch.ones(req_slots, dtype=torch.int64),
+            forward_mode=ForwardMode.EXTEND,
+            spec_info=None,
+        )
+    except RuntimeError as exc:
+        return {"error": str(exc), "rows": None}
+    return {"error": "", "rows": int(ns.forward_metadata.sequence_lengths.shape[0])}
+
+
+#: backend class -> its run of the full prefill graph's capture (``prefill_cuda_graph_runner.py:1786``)
+#: on a batch of more requests than the decode runner's graph buffers hold: a counterexample to
+#: ``backend_bs <= padded_bs`` on that path when it raises a size mismatch (docs/findings.md)
+PREFILL_CAPTURE_WITNESSES = {"QwenSparseAttnBackend": qsa_prefill_capture_witness}
+
+
+def prefill_capture_counterexample(cls: str, unchecked: list) -> tuple[list, list]:
+    """``(still unchecked, counterexamples)``: the full prefill graph's capture site of ``unchecked``
+    moved to the counterexamples when ``cls``'s witness (:data:`PREFILL_CAPTURE_WITNESSES`) runs and
+    raises the size mismatch."""
+    site = f"{PREFILL}:1786 capture_one_shape -> "
+    hit = [u for u in unchecked if u.startswith(site)]
+    run = PREFILL_CAPTURE_WITNESSES.get(cls)
+    if not hit or run is None:
+        return unchecked, []
+    try:
+        error = run()["error"]
+    except Exception:  # noqa: BLE001 - SGLang not importable: the site stays not checked
+        return unchecked, []
+    if "must match the size" not in error:
+        return unchecked, []
+    return [u for u in unchecked if u not in hit], [
+        f"{PREFILL}:1786 capture_one_shape -> init_forward_metadata_out_graph(in_capture=True): an EXTEND "
+        f"batch of 16 request slots vs graph buffers of 4 rows (decode max_bs * captured_req_width): "
+        f"RuntimeError at {QSA}:959 ({error[:80]})"
+    ]
+
+
 def backend_tokens_fact(cls: str | None = None) -> dict:
     """A capture method's token count is the captured batch's: not checked at the decode runner (it
     builds the forward batch it captures with in another file). For ``FlashInferAttnBackend`` the full
@@ -1256,9 +1357,14 @@ def backend_bs_fact(root: str | None = None, cls: str | None = None, lines=None)
         except Exception as exc:  # noqa: BLE001 - then unchecked, with the reason
             sites = {"checked": [], "not checked": [f"call sites not walked: {type(exc).__name__}: {exc}"[:200]]}
         reach = [c for c in sites["checked"] if "cannot reach the buffer's slices" in c]
-        paths = {key: [c for c in sites["checked"] if c not in reach], "not checked": sites["not checked"]}
+        unchecked, refuted = prefill_capture_counterexample(cls, list(sites["not checked"]))
+        paths = {key: [c for c in sites["checked"] if c not in reach], "not checked": unchecked}
         if reach:
             paths["checked (ast, ForwardMode run: the call's forward mode and in_capture reach no slice)"] = reach
+        if refuted:
+            paths["counterexample (executed: QwenSparseAttnBackend._capture_cuda_graph_metadata run, finding 13)"] = (
+                refuted
+            )
         return {"fact": fact, "checked": not sites["not checked"] and bool(sites["checked"]), "paths": paths}
     return {
         "fact": fact,

@@ -2240,12 +2240,109 @@ def site_context(tracer: _Tracer, rel: str, call: ast.Call, method: str) -> tupl
                     if isinstance(value, ast.Call) and index is None
                     else {}
                 )
-                m = _mode_of(ix, rel, kw["forward_mode"], tracer._attribute_stores) if "forward_mode" in kw else None
+                if "forward_mode" in kw:
+                    m = _mode_of(ix, rel, kw["forward_mode"], tracer._attribute_stores)
+                elif isinstance(value, ast.Call) and isinstance(index, int):
+                    m = returned_batch_modes(tracer, rel, fn, value, index)
+                else:
+                    m = None
                 if m is None:
                     modes = None
                     break
                 modes |= m
     return method, cap, modes
+
+
+def _mode_kept(ix: _Index, call: ast.Call, name: str) -> bool:
+    """``call`` is ``<x>.m(name)`` (the local ``name`` its one argument) and every ``def m`` in srt,
+    whatever its class, returns only its first parameter, never rebinds it and stores no
+    ``.forward_mode`` on it (AST): the call hands back ``name``'s batch with its mode unchanged
+    (SGLang 0.5.23's ``ModelRunner.prepare_dummy_forward_batch``, ``model_runner.py:1705-1711``)."""
+    f = call.func
+    if not (
+        isinstance(f, ast.Attribute)
+        and len(call.args) == 1
+        and not call.keywords
+        and isinstance(call.args[0], ast.Name)
+        and call.args[0].id == name
+    ):
+        return False
+    defs = []
+    for frel in ix.files:
+        if f"def {f.attr}" not in ix.text(frel):
+            continue
+        t = ix.tree(frel)
+        if t is None:
+            return False
+        defs += [d for d in ast.walk(t) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr]
+    if not defs:
+        return False
+    for d in defs:
+        params = [a.arg for a in d.args.posonlyargs + d.args.args]
+        if len(params) != 2 or d.args.vararg or d.args.kwarg:
+            return False
+        p = params[1]
+        rets = [r for r in _walk_own(d) if isinstance(r, ast.Return)]
+        if not rets or not all(isinstance(r.value, ast.Name) and r.value.id == p for r in rets):
+            return False
+        for x in _walk_own(d):
+            if isinstance(x, ast.Name) and x.id == p and isinstance(x.ctx, ast.Store):
+                return False
+            if isinstance(x, ast.Attribute) and x.attr == "forward_mode" and isinstance(x.ctx, ast.Store):
+                return False
+            if isinstance(x, ast.Call) and src(x.func) in ("setattr", "object.__setattr__"):
+                return False
+    return True
+
+
+def returned_batch_modes(tracer: _Tracer, rel: str, fn, call: ast.Call, index: int) -> set | None:
+    """``ForwardMode`` member names of element ``index`` of what ``self.<helper>(...)`` (``call``,
+    in ``fn`` of file ``rel``) returns, or None (any) (AST). Known only when the helper is one
+    method of ``fn``'s class that no subclass in srt defines again, every ``return`` of it is a
+    tuple whose element ``index`` is a name bound in the helper only to ``ForwardBatch(...,
+    forward_mode=ForwardMode.X, ...)`` calls, and the helper stores no ``<name>.forward_mode``.
+    SGLang 0.5.23's ``PrefillCudaGraphRunner.capture_prepare``
+    (``prefill_cuda_graph_runner.py:1510-1680``) is such a helper: its capture batch is
+    ``ForwardMode.EXTEND``."""
+    ix = tracer.ix
+    if not (isinstance(call.func, ast.Attribute) and src(call.func.value) == "self"):
+        return None
+    owner = ix.enclosing_class(rel, fn)
+    defs, rets = tracer._method_returns(rel, fn, call.func.attr)
+    if owner is None or len(defs) != 1 or not rets:
+        return None
+    if any(_defines_own(ix, sub, call.func.attr) for sub in _subclasses(ix, owner.name) - {owner.name}):
+        return None
+    helper = defs[0]
+    out: set = set()
+    for r in rets:
+        if not (isinstance(r.value, ast.Tuple) and index < len(r.value.elts)):
+            return None
+        el = r.value.elts[index]
+        if not isinstance(el, ast.Name):
+            return None
+        if any(
+            isinstance(n, ast.Attribute)
+            and isinstance(n.ctx, ast.Store)
+            and n.attr == "forward_mode"
+            and src(n.value) == el.id
+            for n in _walk_own(helper)
+        ):
+            return None
+        binds = tracer._assigns(helper, el.id)
+        if not binds:
+            return None
+        for value, i in binds:
+            if isinstance(value, ast.Call) and i is None and _mode_kept(ix, value, el.id):
+                continue  # the same batch handed back: its mode is set by the other bindings
+            if not (isinstance(value, ast.Call) and i is None and src(value.func) == "ForwardBatch"):
+                return None
+            kw = {k.arg: k.value for k in value.keywords if k.arg}
+            m = _mode_of(ix, rel, kw["forward_mode"], tracer._attribute_stores) if "forward_mode" in kw else None
+            if m is None:
+                return None
+            out |= m
+    return out
 
 
 def _class_files(ix: _Index, cls: str) -> list[str]:

@@ -144,7 +144,7 @@ class _Walk:
         self.active: set = set()
         self.done: set = set()
 
-    # env: name -> ("cap", bool) | ("fb",) | ("mode",); self.mode: the context's mode
+    # env: name -> ("cap", bool) | ("fb",) | ("mode",) | ("test", expr); self.mode: the context's mode
     def run(self, fn, file: str, env: dict, mode: str, depth: int):
         key = (id(fn), tuple(sorted(env.items())), mode)
         if key in self.done or key in self.active:
@@ -183,7 +183,29 @@ class _Walk:
                 env[name] = ("mode",)
             else:
                 env.pop(name, None)
+        for name, values in binds.items():
+            if name not in env and len(values) == 1 and self._mode_test(values[0], env):
+                # bound once to a test of the mode (``is_verify = forward_mode.is_target_verify()``):
+                # the context decides it as it decides the test itself
+                env[name] = ("test", values[0])
         return env
+
+    def _mode_test(self, node, env) -> bool:
+        """``node`` is a mode predicate call, a comparison of the mode, or a ``not``/``and``/``or``
+        of such tests (nothing else)."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self._mode_test(node.operand, env)
+        if isinstance(node, ast.BoolOp):
+            return all(self._mode_test(v, env) for v in node.values)
+        if isinstance(node, ast.Call):
+            return (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr.startswith("is_")
+                and self._is_mode(node.func.value, env)
+            )
+        if isinstance(node, ast.Compare):
+            return len(node.ops) == 1 and self._is_mode(node.left, env)
+        return False
 
     def _is_mode(self, node, env) -> bool:
         if isinstance(node, ast.Name):
@@ -201,6 +223,8 @@ class _Walk:
             return bool(node.value)
         if isinstance(node, ast.Name):
             v = env.get(node.id)
+            if v and v[0] == "test":
+                return self.test(v[1], env, mode)
             return v[1] if v and v[0] == "cap" else None
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             v = self.test(node.operand, env, mode)
@@ -325,6 +349,10 @@ class _Walk:
                 continue
             if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
                 new[p] = ("cap", arg.value)
+            elif isinstance(arg, ast.Name) and env.get(arg.id, ("",))[0] == "test":
+                v = self.test(arg, env, mode)  # decided here, in the caller's names
+                if v is not None:
+                    new[p] = ("cap", v)
             elif isinstance(arg, ast.Name) and arg.id in env:
                 new[p] = env[arg.id]
             elif self._is_mode(arg, env):
@@ -350,6 +378,12 @@ class _Walk:
             elif isinstance(st, (ast.Return, ast.Raise)):
                 self._mark(st, file, env, mode, depth)
                 return False
+            elif isinstance(st, ast.Assert):
+                # an assert the context decides false raises here: nothing after it runs (SGLang
+                # runs with assertions on; ``python -O`` would strip them)
+                self._mark(st, file, env, mode, depth)
+                if self.test(st.test, env, mode) is False:
+                    return False
             elif isinstance(st, (ast.Break, ast.Continue)):
                 return False
             elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
