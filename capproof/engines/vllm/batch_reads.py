@@ -222,12 +222,14 @@ def _map_values_of(tree, fn, it) -> str | None:
 
 def _values_loop(tree, fn, loop, name: str) -> str | None:
     """Why loop index ``name`` (the only binding, ``for name in X``) runs over the map's values, or
-    None: ``X`` is ``m.values()`` (:func:`_map_values_of`) or a local whose only binding is
+    None: ``X`` is ``m.values()`` or ``list(m.values())`` (:func:`_map_values_of`) or a local whose only binding is
     ``list(m.values())`` and whose every other use reads it whole without changing it (a loop over
     it, ``len``, ``torch.as_tensor``/``torch.tensor``/``np.array`` of it)."""
     if not isinstance(loop.target, ast.Name):
         return None
     it = loop.iter
+    if isinstance(it, ast.Call) and _src(it.func) == "list" and len(it.args) == 1 and not it.keywords:
+        it = it.args[0]  # a copy of the values, iterated at once
     why = _map_values_of(tree, fn, it)
     if why:
         return f"for {name} in {why} (:{loop.lineno})"
