@@ -191,6 +191,7 @@ def test_a_store_of_another_value_into_the_map_is_refused(tmp_path, extra, refus
     [
         ("prev_req_id_to_index.get(req_id, 7)", ""),  # another default
         ("prev_req_id_to_index.get(req_id, -1)", "\n    def bad(self):\n        self.prev_positions.np[0] = 9\n"),
+        ("prev_req_id_to_index.get(req_id, -1)", "\n    def bad(self):\n        self.prev_positions.np[:2][0] = 9\n"),
         (
             "prev_req_id_to_index.get(req_id, -1)",
             "\n    def bad(self):\n        p = self.prev_positions.np[:2]\n        p += 1\n",

@@ -291,10 +291,8 @@ def prev_positions_values(root: str) -> tuple[str | None, list[str]]:
                 refused.append(f"{where} handed to {_src(holder.func)}")
                 continue
             continue
-        if isinstance(holder, (ast.Compare, ast.Subscript)) or (
-            isinstance(holder, ast.Call) and _src(holder.func) in ("len",)
-        ):
-            continue
+        if isinstance(holder, ast.Compare) or (isinstance(holder, ast.Subscript) and isinstance(holder.ctx, ast.Load)):
+            continue  # read: a comparison, an element or sub-slice loaded
         refused.append(f"{where} {_src(holder)[:80]}")
     if refused:
         return None, refused
