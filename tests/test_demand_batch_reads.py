@@ -96,6 +96,14 @@ def _batch_wheel(tmp_path, body: str) -> Entry:
         ("for i in range(input_batch.num_reqs + 1):\n    x = input_batch.buf[i]", None),
         ("index = input_batch.req_id_to_index[req_id]\nx = input_batch.buf[index]", "indexed"),
         ("index = input_batch.req_id_to_index[req_id] + 1\nx = input_batch.buf[index]", None),
+        ("m = input_batch.req_id_to_index\nindex = m.get(req_id)\nx = input_batch.buf[index]", "indexed"),
+        ("m = input_batch.req_id_to_index\nm[req_id] = 9\nindex = m.get(req_id)\nx = input_batch.buf[index]", None),
+        ("index = input_batch.req_id_to_index.get(req_id, 7)\nx = input_batch.buf[index]", None),  # a default
+        ("m = input_batch.req_id_to_index\nfor index in list(m.values()):\n    x = input_batch.buf[index]", "indexed"),
+        (
+            "v = list(input_batch.req_id_to_index.values())\nv.append(9)\nfor index in v:\n    x = input_batch.buf[index]",
+            None,
+        ),
         ("for index, r in enumerate(input_batch.req_ids):\n    x = input_batch.buf[index]", "indexed"),
         ("for i, s in enumerate(sampled):\n    x = input_batch.buf[i]", None),  # another list's length
         ("input_batch = other\nn = input_batch.num_reqs\nx = input_batch.buf[:n]", None),  # rebound

@@ -8,7 +8,9 @@ other files (:func:`capproof.engines.vllm.demand.judge_request_rows`):
   ``InputBatch`` (imported from ``vllm.v1.worker.gpu_input_batch``), never rebound;
 - :func:`loop_index_bounded`: a loop index ``for i in range(n)`` with ``n`` such a count;
 - :func:`req_ids_length`: a name assigned only ``len(<p>.req_ids)``, ``p`` such a parameter
-  (``InputBatch.req_ids`` returns its ``_req_ids`` list, whose length the caller bounds).
+  (``InputBatch.req_ids`` returns its ``_req_ids`` list, whose length the caller bounds);
+- :func:`map_value`: a name assigned only ``m[key]`` or ``m.get(key)``, ``m`` the batch's
+  ``req_id_to_index`` or a local alias of it that is only read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import ast
 
 from ..tracing.accesses import compact_source as _src
+from ..tracing.accesses import parent_map
 
 __all__ = [
     "bindings",
@@ -163,22 +166,131 @@ def _batch_param(tree, fn, holder) -> str | None:
     return f"{holder.id}: InputBatch" if bindings(fn, holder.id) == [fn] else None
 
 
+#: Reads of a ``req_id_to_index`` alias that neither store into the map nor hand it on.
+_ALIAS_READS = ("get", "items", "values", "keys")
+
+
+def _map_alias(tree, fn, name: str) -> str | None:
+    """Why local ``name`` of ``fn`` is the persistent batch's ``req_id_to_index`` itself, or None:
+    its only binding is ``name = <b>.req_id_to_index`` (``b`` the batch, :func:`_batch_param`) and
+    every other use of it in ``fn`` reads the map (``name[...]`` loaded, ``name.get/items/values/keys``,
+    ``len(name)``, a truth test): nothing is stored into the map through the alias, nor is it handed on."""
+    sets = bindings(fn, name)
+    if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or len(sets[0].targets) != 1:
+        return None
+    v = sets[0].value
+    if not (isinstance(v, ast.Attribute) and v.attr == "req_id_to_index"):
+        return None
+    b = _batch_param(tree, fn, v.value)
+    if b is None:
+        return None
+    parents = parent_map(fn)
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(n)
+        if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.ctx, ast.Load):
+            continue
+        if isinstance(up, ast.Attribute) and up.attr in _ALIAS_READS and isinstance(parents.get(up), ast.Call):
+            continue
+        if isinstance(up, ast.Call) and _src(up.func) == "len" and up.args == [n]:
+            continue
+        if isinstance(up, (ast.If, ast.While)) and up.test is n:
+            continue
+        if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+            continue
+        return None
+    return f"{name} = {_src(v)} (:{sets[0].lineno}; {b}; only read)"
+
+
+def _map_values_of(tree, fn, it) -> str | None:
+    """Why ``it`` is ``m.values()`` with ``m`` the batch's ``req_id_to_index`` (or an alias of it,
+    :func:`_map_alias`), or None."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "values"):
+        return None
+    if it.args or it.keywords:
+        return None
+    m = it.func.value
+    if isinstance(m, ast.Attribute) and m.attr == "req_id_to_index":
+        b = _batch_param(tree, fn, m.value)
+    elif isinstance(m, ast.Name):
+        b = _map_alias(tree, fn, m.id)
+    else:
+        b = None
+    return f"{_src(it)} ({b})" if b else None
+
+
+def _values_loop(tree, fn, loop, name: str) -> str | None:
+    """Why loop index ``name`` (the only binding, ``for name in X``) runs over the map's values, or
+    None: ``X`` is ``m.values()`` or ``list(m.values())`` (:func:`_map_values_of`) or a local whose only binding is
+    ``list(m.values())`` and whose every other use reads it whole without changing it (a loop over
+    it, ``len``, ``torch.as_tensor``/``torch.tensor``/``np.array`` of it)."""
+    if not isinstance(loop.target, ast.Name):
+        return None
+    it = loop.iter
+    if isinstance(it, ast.Call) and _src(it.func) == "list" and len(it.args) == 1 and not it.keywords:
+        it = it.args[0]  # a copy of the values, iterated at once
+    why = _map_values_of(tree, fn, it)
+    if why:
+        return f"for {name} in {why} (:{loop.lineno})"
+    if not isinstance(it, ast.Name):
+        return None
+    sets = bindings(fn, it.id)
+    if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or len(sets[0].targets) != 1:
+        return None
+    v = sets[0].value
+    if not (isinstance(v, ast.Call) and _src(v.func) == "list" and len(v.args) == 1 and not v.keywords):
+        return None
+    why = _map_values_of(tree, fn, v.args[0])
+    if why is None:
+        return None
+    parents = parent_map(fn)
+    readers = ("len", "torch.as_tensor", "torch.tensor", "np.array", "np.asarray")
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Name) and n.id == it.id and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(n)
+        if isinstance(up, (ast.For, ast.comprehension)) and up.iter is n:
+            continue
+        if isinstance(up, ast.Call) and _src(up.func) in readers and up.args and up.args[0] is n:
+            continue
+        return None
+    return f"for {name} in {it.id} (:{loop.lineno}), {it.id} = list({why}) (:{sets[0].lineno}; only read)"
+
+
 def map_value(tree, fn, name: str) -> str | None:
     """Why index ``name`` of ``fn`` is a value of the persistent batch's ``req_id_to_index``, or
-    None: every binding of it in ``fn`` is ``<b>.req_id_to_index[...]`` (a single-target
-    assignment) with ``b`` the batch (:func:`_batch_param`). The bound on the map's values is the
-    caller's to check."""
+    None: every binding of it in ``fn`` is ``m[...]`` or ``m.get(key)`` (a single-target
+    assignment; a missing key gives None, which indexes a new axis, never an element) with ``m``
+    either ``<b>.req_id_to_index`` (``b`` the batch, :func:`_batch_param`) or a local only ever
+    bound to it and only read (:func:`_map_alias`). The bound on the map's values is the caller's
+    to check."""
     sets = bindings(fn, name)
+    if len(sets) == 1 and isinstance(sets[0], ast.For):
+        return _values_loop(tree, fn, sets[0], name)
     if not sets or any(not isinstance(s, ast.Assign) or len(s.targets) != 1 for s in sets):
         return None
     whys = []
     for s in sets:
         v = s.value
-        if not (
-            isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute) and v.value.attr == "req_id_to_index"
+        if isinstance(v, ast.Subscript):
+            m = v.value
+        elif (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "get"
+            and len(v.args) == 1
+            and not v.keywords
         ):
+            m = v.func.value
+        else:
             return None
-        b = _batch_param(tree, fn, v.value.value)
+        if isinstance(m, ast.Attribute) and m.attr == "req_id_to_index":
+            b = _batch_param(tree, fn, m.value)
+        elif isinstance(m, ast.Name):
+            b = _map_alias(tree, fn, m.id)
+        else:
+            b = None
         if b is None:
             return None
         whys.append(f"{_src(v)} (:{s.lineno}; {b})")

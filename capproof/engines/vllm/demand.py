@@ -940,6 +940,88 @@ def _map_index(root: str, rows: dict, rt, fn, name: str) -> str | None:
     return rows["map"]
 
 
+def _prev_facts(root: str, rows: dict) -> str | None:
+    """Where a previous-step row (a ``prev_req_id_to_index`` value, a ``prev_positions`` value) is
+    below ``max_num_reqs`` or ``-1`` (:mod:`.fact_prev_rows`, with ``len(_req_ids) <= max_num_reqs``
+    by :func:`_req_ids_bounded`), cached in ``rows``; None when either is not checked."""
+    if "prev" not in rows:
+        from .fact_prev_rows import prev_map_values, prev_positions_values
+
+        key = "vllm/v1/worker/gpu_input_batch.py"
+        length = _req_ids_bounded(rows.setdefault(key, _Rows(root, key)))
+        values, _ = prev_map_values(root)
+        positions, _ = prev_positions_values(root)
+        rows["prev"] = f"{values}; {positions}; {length}" if length and values and positions else None
+    return rows["prev"]
+
+
+def _prev_index(root: str, rows: dict, rt, fn, name: str) -> str | None:
+    """Where index ``name`` of ``fn`` in the runner is a previous-step row: every assignment of it is
+    ``m.get(k)`` or ``m[k]`` with ``m`` the batch's ``prev_req_id_to_index`` or a local bound only
+    to it, or ``X if test else None`` of such (None indexes a new axis, never an element), and
+    :func:`_prev_facts` holds; else None."""
+    if not name.isidentifier() or not rt.file.endswith("gpu_model_runner.py"):
+        return None
+    here = "self.input_batch.prev_req_id_to_index"
+    from .batch_reads import bindings
+
+    def the_map(m) -> bool:
+        if _src(m) == here:
+            return True
+        if not isinstance(m, ast.Name):
+            return False
+        alias = bindings(fn, m.id)  # a local bound only to the field (its uses: fact_prev_rows)
+        return len(alias) == 1 and isinstance(alias[0], ast.Assign) and _src(alias[0].value) == here
+
+    def ok(v) -> bool:
+        if isinstance(v, ast.IfExp):
+            return ok(v.body) and isinstance(v.orelse, ast.Constant) and v.orelse.value is None
+        if isinstance(v, ast.Subscript) and the_map(v.value):
+            return True
+        return (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and the_map(v.func.value)
+            and v.func.attr == "get"
+            and len(v.args) == 1
+            and not v.keywords
+        )
+
+    sets = bindings(fn, name)
+    if not sets or not all(isinstance(a, ast.Assign) and len(a.targets) == 1 and ok(a.value) for a in sets):
+        return None
+    fact = _prev_facts(root, rows)
+    return f"{name} = {_src(sets[0].value)} (:{sets[0].lineno}); {fact}" if fact else None
+
+
+def _prev_where(root: str, rows: dict, rt, fn, node) -> str | None:
+    """Where index ``node`` of ``fn`` in the runner is ``np.where(c, 0, x)`` with ``x`` bound only to
+    ``self.prev_positions.np[...]`` (values ``0``, ``-1`` or a previous row: :func:`_prev_facts`);
+    else None."""
+    if not (
+        rt.file.endswith("gpu_model_runner.py")
+        and isinstance(node, ast.Call)
+        and _src(node.func) == "np.where"
+        and len(node.args) == 3
+        and not node.keywords
+        and _src(node.args[1]) == "0"
+        and isinstance(node.args[2], ast.Name)
+    ):
+        return None
+    from .batch_reads import bindings
+
+    sets = bindings(fn, node.args[2].id)
+    if not (
+        len(sets) == 1
+        and isinstance(sets[0], ast.Assign)
+        and isinstance(sets[0].value, ast.Subscript)
+        and _src(sets[0].value.value) == "self.prev_positions.np"
+    ):
+        return None
+    fact = _prev_facts(root, rows)
+    return f"{_src(node)}, {node.args[2].id} = {_src(sets[0].value)} (:{sets[0].lineno}); {fact}" if fact else None
+
+
 def _map_fact(root: str, rows: dict) -> str | None:
     """:func:`_map_values_bounded` of the input batch, cached in ``rows`` (as :func:`_map_index` does)."""
     key = "vllm/v1/worker/gpu_input_batch.py"
@@ -1284,6 +1366,8 @@ def request_rows_accesses(
             if bound is None and fn is not None:
                 bound = _map_index(root, rows, rt, fn, str(ext))
             if bound is None and fn is not None:
+                bound = _prev_index(root, rows, rt, fn, str(ext))
+            if bound is None and fn is not None:
                 bound, k = _range_index(rt, fn, str(ext), line)
                 if bound is not None:
                     kinds.add(k)
@@ -1337,7 +1421,9 @@ def request_rows_accesses(
             # a Python helper receiving the buffer: its own accesses, judged at this call site
             from .demand_helpers import judge_passed
 
-            got, helper_sites, why = judge_passed(root, rt, entry, line, lambda: _map_fact(root, rows))
+            got, helper_sites, why = judge_passed(
+                root, rt, entry, line, lambda: _map_fact(root, rows), lambda: _prev_facts(root, rows)
+            )
             over = [k for k in got if k.startswith("plus") and int(k[4:]) > plus_ok]
             if not got or over:
                 if reasons is not None:
@@ -1487,11 +1573,14 @@ def judge_request_rows(root: str, tables: dict, use: dict) -> tuple[str, str] | 
             return f"slice stop bound to the step's request count ({kind})", kind
         return _batch_read(root, tables, rt, fn, use)
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Name):
-        why = _map_index(root, tables, rt, fn, use["node"].id)
+        why = _map_index(root, tables, rt, fn, use["node"].id) or _prev_index(root, tables, rt, fn, use["node"].id)
         if why:
             return why, "indexed"
         why, kind = _arange_values(root, rt, fn, use["node"].id)
         return (why, kind) if why else _batch_read(root, tables, rt, fn, use)
+    elif use["op"].startswith("index") and isinstance(use["node"], ast.Call):
+        why = _prev_where(root, tables, rt, fn, use["node"])
+        return (why, "indexed") if why else None
     elif use["op"].startswith("index") and isinstance(use["node"], ast.Tuple):
         # ``[:n, None]``: rows below n, then a new axis (no element of the buffer)
         first, *rest = use["node"].elts

@@ -14,7 +14,8 @@ indexing, so such a call is judged rather than refused:
   (``.shape``, ``.dtype``, ...), a presence test (``p is None``), a whole-buffer
   ``fill_``/``zero_``/``copy_``/``copy_to_gpu()``, ``copy_to_gpu(n)``, a slice ``p[a:n]`` of dimension 0
   whose stop ``n`` is a bounded request count (``n + c`` recorded as kind ``plus<c>``), an index ``p[i]`` by a value of the runner's
-  ``req_id_to_index`` (:func:`capproof.engines.vllm.demand.map_index`'s fact), or ``p`` handed on to
+  ``req_id_to_index`` (:func:`capproof.engines.vllm.demand.map_index`'s fact) or ``x.clamp(min=0)``
+  of the runner's ``prev_positions.gpu[...]`` (:mod:`.fact_prev_rows`), or ``p`` handed on to
   another such helper (followed, two calls deep);
 - a stop is bounded when, resolved through the callee's single assignments and its parameters
   (each replaced by the caller's argument at this call site), it is a count the runner's own
@@ -48,6 +49,8 @@ KEEPS = {"torch.compile"}
 #: How deep helpers handing the buffer on are followed.
 MAX_DEPTH = 2
 INPUT_BATCH = "self.input_batch"
+#: The runner's previous-row buffer (:mod:`.fact_prev_rows`): ``p.clamp(min=0)`` of it is a row.
+PREV_POSITIONS = "prev_positions"
 
 
 def _src(node) -> str:
@@ -177,8 +180,9 @@ def _bind(fn, call: ast.Call) -> dict | None:
 class _Judge:
     """Judges one call site of the runner (``rt``: its :class:`RowBinding`; ``caller``: the method)."""
 
-    def __init__(self, root: str, rt, caller, map_fact):
+    def __init__(self, root: str, rt, caller, map_fact, prev_fact=None):
         self.root, self.rt, self.caller, self.map_fact = root, rt, caller, map_fact
+        self.prev_fact = prev_fact
         self.sites: list[str] = []
         self.kinds: set[str] = set()
         self.why = ""
@@ -278,6 +282,24 @@ class _Judge:
         stores = frame.stores.get(expr.id, [])
         if not stores or not all(isinstance(s, ast.Assign) and len(s.targets) == 1 for s in stores):
             return None
+        if len(stores) == 1 and self.prev_fact is not None:
+            v = stores[0].value
+            if (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Attribute)
+                and v.func.attr == "clamp"
+                and not v.args
+                and [(k.arg, _src(k.value)) for k in v.keywords] == [("min", "0")]
+            ):
+                resolved = self.resolve(frame, v.func.value)
+                if (
+                    isinstance(resolved, ast.Subscript)
+                    and _src(resolved.value) == f"self.{PREV_POSITIONS}.gpu"
+                    and self.caller is not None
+                ):
+                    fact = self.prev_fact()
+                    if fact:
+                        return f"{expr.id} = {_src(v)}, {_src(v.func.value)} = {_src(resolved)}; {fact}"
         for s in stores:
             v = s.value
             if isinstance(v, ast.Subscript):
@@ -416,13 +438,15 @@ class _Judge:
         return ok
 
 
-def judge_passed(root: str, rt, entry, line: int, map_fact) -> tuple[set[str], list[str], str]:
+def judge_passed(root: str, rt, entry, line: int, map_fact, prev_fact=None) -> tuple[set[str], list[str], str]:
     """``(kinds, sites, why not)`` for the call at ``line`` of the allocating file that hands
     ``self.<attribute>`` (or a view ``.np``/``.cpu``/``.gpu`` of it) to a helper: kinds and sites
     of the helper's accesses when every one is judged (module docstring), else an empty kinds set
     and the reason. ``rt``: the file's :class:`capproof.engines.vllm.demand.RowBinding`;
     ``map_fact()``: where the runner's ``req_id_to_index`` values are checked below ``max_num_reqs``,
-    or None (the caller's check, cached by it)."""
+    or None (the caller's check, cached by it); ``prev_fact()``, likewise, where the runner's
+    ``prev_positions`` values are checked in ``[-1, max_num_reqs)`` (an index
+    ``p.clamp(min=0)`` of its ``.gpu[...]`` is then in ``[0, max_num_reqs)``)."""
     attr = entry.attribute.rsplit(".", 1)[-1]
     forms = {f"self.{attr}"} | {f"self.{attr}.{v}" for v in VIEWS}
     calls = []
@@ -440,7 +464,7 @@ def judge_passed(root: str, rt, entry, line: int, map_fact) -> tuple[set[str], l
         return set(), [], f"{entry.file}:{line}: not in a function"
     if isinstance(call.func, ast.Name) and _Frame("", caller, {}, None).stores.get(call.func.id):
         return set(), [], f"{entry.file}:{line}: {call.func.id} is rebound in {caller.name}"
-    j = _Judge(root, rt, caller, map_fact)
+    j = _Judge(root, rt, caller, map_fact, prev_fact)
     if not j.enter(resolve_callee(root, entry.file, call.func), call, arg, None, 0):
         return set(), [], j.why
     return j.kinds or {"whole"}, j.sites, ""
