@@ -1412,9 +1412,11 @@ def _local_sites(fact: dict) -> dict[str, str]:
 def slot_judge_if_checked(root: str, executed: dict | None = None):
     """A :class:`.demand_slots.SlotJudge` over ``root`` when both slot facts hold on its code
     (:func:`.demand_slots.slot_fact`, :func:`.demand_slots.slot_array_fact` with the sharder's
-    executed paths, :func:`.fact_slots.shard_paths`, run when not given), else None."""
+    executed paths, :func:`.fact_slots.shard_paths`, run when not given), else None. Its count
+    judge is the one :func:`.demand_v2_requests.derive_slot_rows` uses (a loop index over a
+    bounded count is a slot; the count the PCP local batch makes is not bounded by it)."""
     from .demand_slots import SlotJudge, slot_array_fact, slot_fact
-    from .demand_v2_requests import v2_requests_fact
+    from .demand_v2_requests import CountJudge, v2_requests_fact
 
     if not slot_fact(root)["checked"]:
         return None
@@ -1425,9 +1427,14 @@ def slot_judge_if_checked(root: str, executed: dict | None = None):
             executed = shard_paths(root)
         except Exception:  # noqa: BLE001 - the sharder not run: its slot arrays stay not checked
             executed = None
-    if not slot_array_fact(root, v2_requests_fact(root), executed)["checked"]:
+    requests = v2_requests_fact(root)
+    if not slot_array_fact(root, requests, executed)["checked"]:
         return None
-    return SlotJudge(root, arrays_ok=True)
+    slots = SlotJudge(root, arrays_ok=True)
+    # `for i in range(n)` is a slot where the count judge bounds n, as in derive_slot_rows
+    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
+    slots.counts = CountJudge(root, sched, induction=bool(requests.get("checked")))
+    return slots
 
 
 def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None, slots="auto") -> list[dict]:
