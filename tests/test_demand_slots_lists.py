@@ -165,3 +165,53 @@ def test_index_fill_by_a_list_of_slots(tmp_path, append, method, derived, why):
         assert any("index_fill_(0, idx) in apply_staged_writes (a slot array)" in s for s in e.demands[0]["from"])
     else:
         assert reasons[e.id].endswith(why), reasons[e.id]
+
+
+@pytest.mark.real
+def test_vllm_0_33_lora_ids_and_the_thinking_caches_are_rows_at_slots():
+    """On vLLM 0.33.0's source: ``LoraState.lora_ids`` (``lora_state.lora_ids[req_idx]`` with
+    ``req_idx = req_id_to_index.get(req_id)``, ``mm/lora.py:37-41``, the runner passing
+    ``self.req_states.req_id_to_index``) and the three thinking-budget caches
+    (``index_fill_(0, idx, ...)`` with ``idx = async_tensor_h2d(self._reset_reqs, ...)``,
+    ``sample/thinking_budget.py:101-108``, ``_reset_reqs`` only appended slots in ``add_request``)
+    get rows ``max_num_reqs`` from the slot facts."""
+    import json
+
+    from capproof.engines.vllm import wheels
+    from capproof.engines.vllm.fact_slots import shard_paths
+
+    root = wheels.source_root("vllm", "0.33.0")
+    if not os.path.exists(os.path.join(root, "vllm/v1/worker/gpu/sample/thinking_budget.py")):
+        pytest.skip("vLLM 0.33.0 sources not extracted (make real-install)")
+    names = {
+        "vllm/v1/worker/gpu/lora_utils.py::LoraState.lora_ids",
+        "vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.cached_last_end",
+        "vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.cached_last_start",
+        "vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.cached_scan_pos",
+    }
+    inv = os.path.join(os.path.dirname(__file__), "..", "proofs", "inventory", "vllm-0.33.0.json")
+    with open(inv, encoding="utf-8") as fh:
+        rows = [e for e in json.load(fh)["entries"] if e["id"] in names]
+    entries = [
+        Entry(
+            id=e["id"],
+            file=e["file"],
+            line=e["line"],
+            owner=e["owner"],
+            attribute=e["attribute"],
+            dtype=e["dtype"],
+            shape=e["shape"],
+        )
+        for e in rows
+    ]
+    assert len(entries) == len(names)
+    ds.parsed_files.cache_clear()
+    reasons: dict = {}
+    done = derive_slot_rows(entries, root, reasons=reasons, executed=shard_paths(root))
+    assert set(done) == names, reasons
+    by_id = {e.id: e for e in entries}
+    lora = by_id["vllm/v1/worker/gpu/lora_utils.py::LoraState.lora_ids"].demands[0]
+    assert any("mm/lora.py:41 [req_idx] in set_active_mm_loras (a slot)" in s for s in lora["from"])
+    cache = by_id["vllm/v1/worker/gpu/sample/thinking_budget.py::ThinkingBudgetState.cached_scan_pos"].demands[0]
+    assert any("index_fill_(0, idx) in apply_staged_writes (a slot array)" in s for s in cache["from"])
+    assert all(f["checked"] for f in cache["facts"])
