@@ -79,6 +79,8 @@ MUTATORS = {
 }
 READERS = {"__getitem__", "get", "keys", "values", "items", "__contains__", "__len__", "__iter__"}
 SLOT_ARRAYS = ("idx_mapping_np", "idx_mapping", "expanded_idx_mapping")
+#: torch methods whose dimension-0 rows are the values of their index argument
+INDEX_METHODS = ("index_fill_", "index_copy_", "index_add_", "index_select")
 
 
 def source_text(node) -> str:
@@ -347,6 +349,7 @@ class SlotJudge:
         self._owners: dict[str, set[str]] = {}
         self._active: set = set()
         self.why: list[str] = []
+        self.via_array = False  # set when a scalar slot was judged as an element of a slot array
         self.counts = None  # a count judge (demand_v2_requests.CountJudge) for `range(n)` loops
         # name -> the classes (CamelCase callees) its assignments construct; None when some
         # assignment of it is anything else (then it is not attributed by this map)
@@ -549,6 +552,25 @@ class SlotJudge:
             or (rel == STATES and source_text(expr.value) == "self.req_id_to_index")
         ):
             return True  # a KeyError (absent id) stops the engine
+        if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, (ast.Slice, ast.Tuple)):
+            # a value of RequestState.req_id_to_index reached through a parameter or local
+            # (``req_id_to_index[req_id]`` with every call site passing ``req_states.req_id_to_index``)
+            if self.slot_map(rel, parents, fn, expr.value, depth + 1):
+                return True
+            # one element of a slot array (or of its ``.tolist()``): a slot (slot_array_fact);
+            # an index past the array raises before the buffer is touched
+            if self.slot_list(rel, parents, fn, expr.value, depth + 1):
+                self.via_array = True
+                return True
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "get"
+            and len(expr.args) == 1
+            and not expr.keywords
+            and self.slot_map(rel, parents, fn, expr.func.value, depth + 1)
+        ):
+            return True  # a slot, or None for an absent id (an index by None adds an axis)
         if rel == STATES and s == "self.free_indices.pop()":
             return True
         if (
@@ -570,7 +592,130 @@ class SlotJudge:
         that fact accepts)."""
         if not self.arrays_ok or depth > 8 or fn is None:
             return False
-        return _array_value(rel, parents, fn, expr, None, depth)[0]
+        if _array_value(rel, parents, fn, expr, None, depth)[0]:
+            return True
+        return self._h2d_of_slot_list(rel, parents, fn, expr, depth)
+
+    def slot_map(self, rel, parents, fn, expr, depth: int = 0) -> bool:
+        """``expr`` is ``RequestState.req_id_to_index`` (whose values :func:`slot_fact` checks):
+        ``req_states.req_id_to_index``, or a parameter or local every binding and call site of
+        which is one."""
+        if depth > 8 or fn is None:
+            return False
+        s = source_text(expr)
+        if s.endswith("req_states.req_id_to_index") or (rel == STATES and s == "self.req_id_to_index"):
+            return True
+        if isinstance(expr, ast.Name):
+            return self._name(rel, parents, fn, expr.id, depth, self.slot_map)
+        return False
+
+    def slot_list(self, rel, parents, fn, expr, depth: int = 0) -> bool:
+        """``expr`` is a slot array or its ``.tolist()`` (directly or through a local every
+        assignment of which is one)."""
+        if not self.arrays_ok or depth > 8 or fn is None:
+            return False
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "tolist"
+            and not expr.args
+            and not expr.keywords
+        ):
+            return self.array(rel, parents, fn, expr.func.value, depth + 1)
+        if isinstance(expr, ast.Name) and expr.id not in self._params(fn):
+            return self._name(rel, parents, fn, expr.id, depth, self.slot_list)
+        return self.array(rel, parents, fn, expr, depth + 1)
+
+    @staticmethod
+    def _params(fn) -> list[str]:
+        return [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+
+    def _h2d_of_slot_list(self, rel, parents, fn, expr, depth: int) -> bool:
+        """``async_tensor_h2d(self.L, ...)`` (directly or through a local bound only to it) where
+        ``self.L`` is a list of slots: :meth:`slot_list_attr`."""
+        if isinstance(expr, ast.Name) and expr.id not in self._params(fn):
+            sets = [
+                a.value
+                for a in ast.walk(fn)
+                if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in a.targets)
+            ]
+            others = [
+                a
+                for a in ast.walk(fn)
+                if isinstance(a, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension, ast.With))
+                and any(
+                    isinstance(t, ast.Name) and t.id == expr.id and isinstance(t.ctx, ast.Store) for t in ast.walk(a)
+                )
+            ]
+            if len(sets) != 1 or others:
+                return False
+            expr = sets[0]
+        if not (
+            isinstance(expr, ast.Call)
+            and source_text(expr.func) == "async_tensor_h2d"
+            and expr.args
+            and isinstance(expr.args[0], ast.Attribute)
+            and source_text(expr.args[0].value) == "self"
+        ):
+            return False
+        cls = class_of(parents, fn)
+        return cls is not None and self.slot_list_attr(rel, cls, expr.args[0].attr, depth + 1)
+
+    def slot_list_attr(self, rel, cls: str, attr: str, depth: int = 0) -> bool:
+        """``self.<attr>`` of class ``cls`` (in file ``rel``) holds only slots: every store of it
+        under the directory is ``[]`` in ``cls``; every other use is ``.append(x)`` with ``x`` a
+        slot (:meth:`scalar`), ``.clear()``, a truth test, ``len(...)`` or the first argument of
+        ``async_tensor_h2d`` (which copies the list). Any other use (another mutator, a subscript
+        store, the list handed to other code) makes it not one."""
+        key = ("slot-list", rel, cls, attr)
+        if key in self._active:
+            return True
+        self._active.add(key)
+        try:
+            for frel, tree, parents in self.files:
+                for node in ast.walk(tree):
+                    if not (isinstance(node, ast.Attribute) and node.attr == attr):
+                        continue
+                    if self.receiver_class(parents, node, {cls}) == "no":
+                        continue
+                    fn = enclosing_function(parents, node)
+                    if fn is None or class_of(parents, fn) != cls or frel != rel or source_text(node.value) != "self":
+                        return False  # named outside the class: not followed
+                    parent = parents.get(node)
+                    if isinstance(node.ctx, ast.Store):
+                        st = parents.get(node)
+                        if not (
+                            isinstance(st, ast.AnnAssign | ast.Assign)
+                            and isinstance(st.value, ast.List)
+                            and not st.value.elts
+                        ):
+                            return False
+                        continue
+                    if isinstance(parent, ast.Attribute) and parent.value is node:
+                        call = parents.get(parent)
+                        if not (isinstance(call, ast.Call) and call.func is parent):
+                            return False
+                        if parent.attr == "clear" and not call.args and not call.keywords:
+                            continue
+                        if (
+                            parent.attr == "append"
+                            and len(call.args) == 1
+                            and not call.keywords
+                            and self.scalar(frel, parents, fn, call.args[0], depth + 1)
+                        ):
+                            continue
+                        return False
+                    if isinstance(parent, (ast.If, ast.While)) and parent.test is node:
+                        continue
+                    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+                        continue
+                    if isinstance(parent, ast.Call) and parent.args[:1] == [node]:
+                        if source_text(parent.func) in ("len", "async_tensor_h2d"):
+                            continue
+                    return False
+            return True
+        finally:
+            self._active.discard(key)
 
     def _module_functions(self) -> dict:
         """``{name: [(rel, def, parents, jit)]}`` of every module-level function under the directory
@@ -1048,8 +1193,10 @@ def slot_rows_uses(entry, root: str, slots: SlotJudge, reasons: dict | None = No
                     continue
                 if isinstance(key, ast.Slice) or isinstance(key, ast.Tuple):
                     return reject(rel, node, f"subscript {source_text(parent)}")
+                slots.via_array = False
                 if slots.scalar(rel, parents, fn, key):
-                    sites.append(f"{where} [{source_text(key)}] in {fn.name} (a slot)")
+                    kind = " (a slot array) element: a slot" if slots.via_array else " (a slot)"
+                    sites.append(f"{where} [{source_text(key)}] in {fn.name}{kind}")
                     continue
                 if slots.array(rel, parents, fn, key):
                     sites.append(f"{where} [{source_text(key)}] in {fn.name} (a slot array)")
@@ -1074,6 +1221,16 @@ def slot_rows_uses(entry, root: str, slots: SlotJudge, reasons: dict | None = No
                     # the whole buffer as copy_'s destination: torch raises unless the source
                     # broadcasts to its shape, so no element beyond the allocation is written
                     sites.append(f"{where} copy_ into the whole buffer")
+                    continue
+                if (
+                    parent.attr in INDEX_METHODS
+                    and len(call.args) >= 2
+                    and source_text(call.args[0]) == "0"
+                    and slots.array(rel, parents, fn, call.args[1])
+                ):
+                    # torch's index_fill_/index_copy_/index_add_/index_select along dimension 0
+                    # touch the rows the index tensor names: slots
+                    sites.append(f"{where} {parent.attr}(0, {source_text(call.args[1])}) in {fn.name} (a slot array)")
                     continue
                 if (
                     parent.attr == "stage_write_elem"

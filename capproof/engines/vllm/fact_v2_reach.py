@@ -52,6 +52,8 @@ __all__ = ["V2_DIR", "Reach", "reach", "reach_sites", "entry_reach", "split_by_r
 V2_DIR = "vllm/v1/worker/gpu/"
 #: The model's forward: its output rows are the input tokens it was given, not requests.
 _MODEL_CALLS = frozenset(("self.model", "model"))
+#: torch methods whose dimension-0 rows are the values of their index argument
+_INDEX_METHODS = frozenset(("index_fill_", "index_copy_", "index_add_", "index_select"))
 #: Kinds of a followed value: the batch object itself (a field read gives the field's kind), or a
 #: value computed from the local request count (or from anything that may hold it).
 BATCH, VAL = "batch", "val"
@@ -989,9 +991,14 @@ class _Uses:
     :meth:`judge` follows every use of the entry's attribute under ``vllm/v1/worker/gpu/`` (module
     docstring of :func:`entry_reach`)."""
 
-    def __init__(self, ix: _Index, flow: _Flow):
+    def __init__(self, ix: _Index, flow: _Flow, slots=None):
         self.ix = ix
         self.flow = flow
+        # a demand_slots.SlotJudge when both slot facts are checked (an index whose values are
+        # request slots stays below max_num_reqs whatever the batch's count), else None
+        self.slots = slots
+        self._slot_nodes: dict[str, dict] = {}
+        self.slot_uses = 0
         self._outside: set[str] | None = None
         self.ndim = 0
         self.parents = {rel: parent_map(t) for rel, t in ix.trees.items()}
@@ -1008,6 +1015,36 @@ class _Uses:
         if node is None:
             return None
         return next((f for f in self.ix.by_name.get(node.name, []) if f.node is node), None)
+
+    def _slot_index(self, rel: str, expr) -> str | None:
+        """``"slot"`` when ``expr`` (an index) is a request slot, ``"slots"`` when it is a slot array
+        (:class:`.demand_slots.SlotJudge`, read on its own parse of the directory), None otherwise
+        or without checked slot facts."""
+        if self.slots is None or expr is None or isinstance(expr, (ast.Slice, ast.Tuple)):
+            return None
+        nodes = self._slot_nodes.get(rel)
+        if nodes is None:
+            nodes = {}
+            for frel, tree, parents in self.slots.files:
+                if frel == rel:
+                    for n in ast.walk(tree):
+                        if hasattr(n, "end_col_offset"):
+                            nodes[(type(n), n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)] = (n, parents)
+            self._slot_nodes[rel] = nodes
+        got = nodes.get((type(expr), expr.lineno, expr.col_offset, expr.end_lineno, expr.end_col_offset))
+        if got is None:
+            return None
+        from .demand_slots import enclosing_function
+
+        n, parents = got
+        fn = enclosing_function(parents, n)
+        if fn is None:
+            return None
+        if self.slots.scalar(rel, parents, fn, n):
+            return "slot"
+        if self.slots.array(rel, parents, fn, n):
+            return "slots"
+        return None
 
     def _count_in(self, rel: str, expr) -> str | None:
         """The source of the first part of ``expr`` that may hold the local count (a value the
@@ -1097,13 +1134,20 @@ class _Uses:
         the buffer's number of dimensions when known (1: an index that is not a slice reads an
         element or a copy, never a view)."""
         self.ndim = ndim
+        self.slot_uses = 0
         owners = self.ix.related({owner}) or {owner}
         uses = [(rel, n) for rel, n in self.by_attr.get(attr, []) if self._receiver_ok(rel, n, owners)]
         for rel, n in uses:
             why = self._value(rel, n, 0)
             if why:
                 return True, why, len(uses)
-        return False, f"none of its {len(uses)} uses under {V2_DIR} meets the batch", len(uses)
+        slotted = (
+            f" ({self.slot_uses} indexed by a request slot or slot array: below max_num_reqs by the checked "
+            "slot facts, whatever the batch's count)"
+            if self.slot_uses
+            else ""
+        )
+        return False, f"none of its {len(uses)} uses under {V2_DIR} meets the batch{slotted}", len(uses)
 
     def _value(self, rel: str, node, depth: int) -> str | None:
         """Why the value at ``node`` (the buffer, a view or an alias) can meet the batch; None when it cannot."""
@@ -1125,6 +1169,17 @@ class _Uses:
                 cur = parent  # a view (.gpu, .np) or a method of the buffer: its result may be the buffer
                 continue
             if isinstance(parent, ast.Call) and parent.func is cur:
+                if (
+                    isinstance(cur, ast.Attribute)
+                    and cur.attr in _INDEX_METHODS
+                    and len(parent.args) >= 2
+                    and _src(parent.args[0]) == "0"
+                    and self._slot_index(rel, parent.args[1]) == "slots"
+                    and not any(self._count_in(rel, a) for a in [*parent.args[2:], *(k.value for k in parent.keywords)])
+                ):
+                    # index_fill_/index_copy_/... along dimension 0 touch the rows a slot array names
+                    self.slot_uses += 1
+                    return None
                 # a method of the buffer (or of a view): its arguments may index it
                 got = self._call_count(rel, parent, but=cur.value if isinstance(cur, ast.Attribute) else None)
                 if got:
@@ -1134,6 +1189,16 @@ class _Uses:
             if isinstance(parent, ast.Subscript) and parent.slice is cur:
                 return None  # the buffer indexes another one: its own elements are read, not past its end
             if isinstance(parent, ast.Subscript) and parent.value is cur:
+                kind = self._slot_index(rel, parent.slice)
+                if kind == "slots" or (kind == "slot" and self.ndim == 1):
+                    # rows at request slots (< max_num_reqs by the slot facts, whatever the
+                    # batch's count): an advanced index gathers or scatters, a copy; one element
+                    self.slot_uses += 1
+                    return None
+                if kind == "slot":
+                    self.slot_uses += 1
+                    cur = parent  # one row at a slot: a view, its further indices judged on
+                    continue
                 got = self._count_in(rel, parent.slice)
                 if got:
                     return f"{where} indexed by {got}, which may hold the local count"
@@ -1285,7 +1350,7 @@ class _Uses:
         return None
 
 
-def entry_reach(ix: _Index, flow: _Flow, entries) -> dict[str, tuple[bool, str]]:
+def entry_reach(ix: _Index, flow: _Flow, entries, slots=None) -> dict[str, tuple[bool, str]]:
     """Per inventory entry of ``vllm/v1/worker/gpu/`` (``id``, ``owner``, ``attribute``, optionally
     ``shape``), whether
     the batch of ``flow`` can meet its buffer, and why (``file:line`` of the first use that can, or
@@ -1300,8 +1365,14 @@ def entry_reach(ix: _Index, flow: _Flow, entries) -> dict[str, tuple[bool, str]]
     holding it; a metadata read (``.shape``) or arithmetic on its elements ends the use. Anything
     else (returned, stored into an attribute or container of another object, handed to vLLM code
     outside the directory, ``*args``, a context manager, beyond :data:`_DEPTH` links) **cannot be
-    told** and counts as met (the sound side)."""
-    uses = _Uses(ix, flow)
+    told** and counts as met (the sound side).
+
+    ``slots`` (a :class:`.demand_slots.SlotJudge`, given only when both slot facts are checked):
+    an index whose values are request slots (``req_id_to_index`` values, a slot array such as the
+    local batch's ``idx_mapping``, ``local_to_global_req_idx``, a subset of the global batch's) or
+    ``index_fill_(0, <slot array>)`` does not meet the batch: the rows it touches are slots, below
+    ``max_num_reqs`` whatever the batch's count."""
+    uses = _Uses(ix, flow, slots)
     out = {}
     for e in entries:
         attr = e["attribute"].rsplit(".", 1)[-1].replace("[]", "").split("#")[0]
@@ -1338,7 +1409,35 @@ def _local_sites(fact: dict) -> dict[str, str]:
     return out
 
 
-def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None) -> list[dict]:
+def slot_judge_if_checked(root: str, executed: dict | None = None):
+    """A :class:`.demand_slots.SlotJudge` over ``root`` when both slot facts hold on its code
+    (:func:`.demand_slots.slot_fact`, :func:`.demand_slots.slot_array_fact` with the sharder's
+    executed paths, :func:`.fact_slots.shard_paths`, run when not given), else None. Its count
+    judge is the one :func:`.demand_v2_requests.derive_slot_rows` uses (a loop index over a
+    bounded count is a slot; the count the PCP local batch makes is not bounded by it)."""
+    from .demand_slots import SlotJudge, slot_array_fact, slot_fact
+    from .demand_v2_requests import CountJudge, v2_requests_fact
+
+    if not slot_fact(root)["checked"]:
+        return None
+    if executed is None:
+        try:
+            from .fact_slots import shard_paths
+
+            executed = shard_paths(root)
+        except Exception:  # noqa: BLE001 - the sharder not run: its slot arrays stay not checked
+            executed = None
+    requests = v2_requests_fact(root)
+    if not slot_array_fact(root, requests, executed)["checked"]:
+        return None
+    slots = SlotJudge(root, arrays_ok=True)
+    # `for i in range(n)` is a slot where the count judge bounds n, as in derive_slot_rows
+    sched = not any(p.startswith("scheduler:") for p in requests.get("paths", {}).get("not checked", []))
+    slots.counts = CountJudge(root, sched, induction=bool(requests.get("checked")))
+    return slots
+
+
+def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None, slots="auto") -> list[dict]:
     """The V2 request-count ``fact`` split by what its unchecked batch-building sites reach.
 
     With ``entries`` (inventory entries: ``id``, ``file``, ``owner``, ``attribute``), the entries
@@ -1350,14 +1449,18 @@ def split_by_reach(root: str, fact: dict, entries: list[dict] | None = None) -> 
     reaching everything. Each group's fact holds the paths of the sites that reach it, the fact's
     other paths, and for each site that does not reach it a path ``checked`` (``ast``) saying so.
     With one group the fact is returned with its original scope. Every returned fact carries
-    ``reach``: per site, the files its batch enters (the reading's outcome)."""
+    ``reach``: per site, the files its batch enters (the reading's outcome). ``slots``: a
+    :class:`.demand_slots.SlotJudge` (or None) for :func:`entry_reach`; by default
+    :func:`slot_judge_if_checked`."""
     callees = _local_sites(fact)
     sites = list(callees)
     if not sites:
         return [fact]
     ix = _Index(root)
     if entries is not None:
-        return _split_entries(ix, fact, callees, [e for e in entries if e["file"].startswith(V2_DIR)])
+        if slots == "auto":
+            slots = slot_judge_if_checked(root)
+        return _split_entries(ix, fact, callees, [e for e in entries if e["file"].startswith(V2_DIR)], slots)
     return _split_files(root, ix, fact, callees)
 
 
@@ -1384,7 +1487,7 @@ def _group_counterexamples(fact: dict, key: frozenset) -> list[dict]:
     return [c for c in fact["counterexamples"] if any(c["site"].startswith(s.rsplit(":", 1)[0]) for s in key)]
 
 
-def _split_entries(ix: _Index, fact: dict, callees: dict[str, str], entries: list[dict]) -> list[dict]:
+def _split_entries(ix: _Index, fact: dict, callees: dict[str, str], entries: list[dict], slots=None) -> list[dict]:
     from ...facts import fact_record
 
     sites = list(callees)
@@ -1398,7 +1501,7 @@ def _split_entries(ix: _Index, fact: dict, callees: dict[str, str], entries: lis
             reached[s] = {e["id"]: (True, "the site's reading failed: counts as reaching") for e in entries}
             files[s] = every
             continue
-        reached[s] = entry_reach(ix, flow, entries)
+        reached[s] = entry_reach(ix, flow, entries, slots)
         files[s] = sorted({f.rel for f in flow.entered.values()} | {rel})
     groups: dict[frozenset, list[str]] = {}
     for e in entries:
