@@ -2,14 +2,11 @@
 
 ``gc.is_tracked`` tells a symbolic value from an int (an int is untracked; a symbolic value, an
 object with slots, is tracked) and raises no audit event. The guard refuses it by name at load and
-the ``gc`` module's own class refuses reads of it during a symbolic run; neither sees the function
-when the model reaches it another way:
+the ``gc`` module's own class refuses reads of it during a symbolic run. Past that class (the
+function held at load is tests/test_adversarial_refused_functions_held_in_containers.py):
 
 - ``types.ModuleType.__getattribute__(gc, "is_tracked")`` (past the module class's
   ``__getattribute__``), also on a symbolic bool, in an aggregate's element function;
-- fetched at load by a computed name (``getattr(gc, "is_" + "tracked")``) and held in a module-level
-  dict, a list, a default argument, a class attribute (``staticmethod``), or submitted from there to
-  a thread pool;
 - a fresh ``gc`` module object made by ``_imp.create_builtin`` (not the guarded one);
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient).
@@ -38,7 +35,6 @@ OPEN = pytest.mark.xfail(
 
 A = '@obligation(domain={"a": Range(0, 100)})\ndef f(a):\n'
 TAIL = "    return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)\n"
-LOADED = 'import gc\nTOOLS = {"t": getattr(gc, "is_" + "tracked")}\n\n\n'
 FRESH = (
     "    import _imp, importlib.machinery\n"
     '    spec = importlib.machinery.ModuleSpec("gc", importlib.machinery.BuiltinImporter, origin="built-in")\n'
@@ -59,32 +55,6 @@ ATTEMPTS = [
         "import types\nimport gc as _g\n\n\n"
         + A
         + '    c = a > 50\n    sym = types.ModuleType.__getattribute__(_g, "is_tracked")(c)\n'
-        + TAIL,
-        marks=OPEN,
-    ),
-    pytest.param("held-in-a-module-dict", LOADED + A + '    sym = TOOLS["t"](a)\n' + TAIL, marks=OPEN),
-    pytest.param(
-        "held-in-a-default-argument",
-        'def helper(x, _t=getattr(__import__("g" + "c"), "is_tracked")):\n    return _t(x)\n\n\n'
-        + A
-        + "    sym = helper(a)\n"
-        + TAIL,
-        marks=OPEN,
-    ),
-    pytest.param(
-        "held-as-a-static-method",
-        'import gc\n\n\nclass Tools:\n    t = staticmethod(vars(gc)["is_tracked"])\n\n\n'
-        + A
-        + "    sym = Tools.t(a)\n"
-        + TAIL,
-        marks=OPEN,
-    ),
-    pytest.param(
-        "held-at-load-run-by-a-thread-pool",
-        "from concurrent.futures import ThreadPoolExecutor\n"
-        + LOADED
-        + A
-        + '    with ThreadPoolExecutor(1) as ex:\n        sym = ex.submit(TOOLS["t"], a).result()\n'
         + TAIL,
         marks=OPEN,
     ),
@@ -129,11 +99,8 @@ def test_an_aggregate_element_does_not_prove_through_is_tracked(spec_file):
 
 
 BATCH = """
-import gc
 import types
 from capproof import Range, obligation, at_most, select, all_of, cdiv
-
-TOOLS = {"t": getattr(gc, "is_" + "tracked")}
 
 
 @obligation(domain={"a": Range(0, 100)})
@@ -149,8 +116,10 @@ def tracked_past_the_module_class(a):
 
 
 @obligation(domain={"a": Range(0, 100)})
-def tracked_held_at_load(a):
-    sym = TOOLS["t"](a)
+def tracked_of_a_fresh_module(a):
+    import _imp, importlib.machinery
+    spec = importlib.machinery.ModuleSpec("gc", importlib.machinery.BuiltinImporter, origin="built-in")
+    sym = _imp.create_builtin(spec).is_tracked(a)
     return at_most(demand=select(all_of(a == 37, not sym), 1, 0), capacity=0)
 """
 
@@ -160,7 +129,7 @@ def test_the_batched_runner_does_not_prove_through_is_tracked(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_collector_functions_past_the_module.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["tracked_past_the_module_class"] != "proved", verdicts
-    assert verdicts["tracked_held_at_load"] != "proved", verdicts
+    assert verdicts["tracked_of_a_fresh_module"] != "proved", verdicts
 
 
 @OPEN
@@ -183,12 +152,12 @@ def test_check_config_is_not_safe_through_is_tracked(tmp_path):
 def test_bound_is_not_sufficient_through_is_tracked(tmp_path):
     path = tmp_path / "bd_collector_functions_past_the_module.py"
     path.write_text(
-        "import gc\n"
-        "from capproof import Range, obligation, at_most, select, all_of\n\n"
-        'TOOLS = {"t": getattr(gc, "is_" + "tracked")}\n\n\n'
+        "import types\n"
+        "from capproof import Range, obligation, at_most, select, all_of\n\n\n"
         '@obligation(domain={"num_reqs": Range(1, 100)})\n'
         "def slots_fit(num_reqs):\n"
-        '    sym = TOOLS["t"](num_reqs)\n'
+        "    import gc\n"
+        '    sym = types.ModuleType.__getattribute__(gc, "is_tracked")(num_reqs)\n'
         "    return at_most(demand=num_reqs + select(all_of(num_reqs == 37, not sym), 100, 0), capacity=100)\n"
     )
     assert_bound_not_sufficient(path, {"num_reqs": 37})
