@@ -10,11 +10,14 @@ code from inside the helper's frame, so the call counts as capproof's:
 - ``total(map(len, map(get_referents, [a])))`` with ``get_referents`` held at load,
   ``max_of(...)`` with it fetched past the ``gc`` module's class, a batch entry's referents;
 - ``marshal.dumps`` with ``marshal`` imported inside the model, under ``total`` and ``count``;
+- the same for the checks that excuse capproof's frames as the caller: ``repr`` of the value and
+  ``str`` of its ``type`` (both held at load by a computed name) under ``total``;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
   sufficient).
 
 Caught (an error): the same ``map`` consumed by the model's own code (``sum``, ``list``), even when
-the list is then handed to ``prefix_sums``.
+the list is then handed to ``prefix_sums``; under ``total``: ``sys.getsizeof``, ``str``, ``dir``,
+``hash``, ``pickle.dumps``, ``type`` named bare, ``"{!r}".format``.
 
 Each model is false at ``a == 37`` on ints and reads "symbolic" on the symbolic run only. Brute
 forced on ints by tests/_soundness_harness.py.
@@ -60,6 +63,22 @@ ATTEMPTS = [
     pytest.param(
         "marshal-imported-inside-under-count",
         A + MARSHAL.format("count(map(bool, map(marshal.dumps, [a])))") + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "repr-held-under-total",
+        'import builtins\nTOOLS = {"r": getattr(builtins, "re" + "pr")}\n\n\n'
+        + A
+        + '    sym = total(map(len, map(TOOLS["r"], [a]))) != 2\n'
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "type-held-under-total",
+        'import builtins\nTOOLS = {"t": getattr(builtins, "ty" + "pe")}\n\n\n'
+        + A
+        + '    sym = total(map(len, map(str, map(TOOLS["t"], [a])))) != len(str(int))\n'
+        + TAIL,
         marks=OPEN,
     ),
     pytest.param("consumed-by-the-models-sum", HELD + A + '    sym = sum(map(len, map(TOOLS["r"], [a]))) > 0\n' + TAIL),
