@@ -10,6 +10,9 @@ code from inside the helper's frame, so the call counts as capproof's:
 - ``total(map(len, map(get_referents, [a])))`` with ``get_referents`` held at load,
   ``max_of(...)`` with it fetched past the ``gc`` module's class, a batch entry's referents;
 - ``marshal.dumps`` with ``marshal`` imported inside the model, under ``total`` and ``count``;
+- ``gc`` imported inside the model, its ``is_tracked``/``get_referents`` read and called by
+  ``operator.methodcaller(name, a)`` mapped over ``[gc]`` (the module class's read is excused too);
+- ``prefix_sums`` and ``min_of`` as the helper;
 - the same for the checks that excuse capproof's frames as the caller: ``repr`` of the value and
   ``str`` of its ``type`` (both held at load by a computed name) under ``total``;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
@@ -79,6 +82,34 @@ ATTEMPTS = [
         + A
         + '    sym = total(map(len, map(str, map(TOOLS["t"], [a])))) != len(str(int))\n'
         + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "is-tracked-read-and-called-by-methodcaller-under-total",
+        "import operator\n\n\n"
+        + A
+        + "    import gc\n"
+        + '    sym = total(map(int, map(operator.methodcaller("is_tracked", a), [gc]))) > 0\n'
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "referents-read-and-called-by-methodcaller-under-total",
+        "import operator\n\n\n"
+        + A
+        + "    import gc\n"
+        + '    sym = total(map(len, map(operator.methodcaller("get_referents", a), [gc]))) > 0\n'
+        + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "referents-under-prefix-sums",
+        HELD + A + '    sym = prefix_sums(map(len, map(TOOLS["r"], [a])))[-1] > 0\n' + TAIL,
+        marks=OPEN,
+    ),
+    pytest.param(
+        "marshal-imported-inside-under-min-of",
+        A + MARSHAL.format("min_of(map(len, map(marshal.dumps, [a])))") + TAIL,
         marks=OPEN,
     ),
     pytest.param("consumed-by-the-models-sum", HELD + A + '    sym = sum(map(len, map(TOOLS["r"], [a]))) > 0\n' + TAIL),
