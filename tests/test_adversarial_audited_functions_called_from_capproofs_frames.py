@@ -12,7 +12,7 @@ code from inside the helper's frame, so the call counts as capproof's:
 - ``marshal.dumps`` with ``marshal`` imported inside the model, under ``total`` and ``count``;
 - ``gc`` imported inside the model, its ``is_tracked``/``get_referents`` read and called by
   ``operator.methodcaller(name, a)`` mapped over ``[gc]`` (the module class's read is excused too);
-- ``prefix_sums`` and ``min_of`` as the helper;
+- ``prefix_sums`` and ``min_of`` as the helper; a held ``get_referents`` as ``fold``'s step (``fold`` calls it);
 - the same for the checks that excuse capproof's frames as the caller: ``repr`` of the value and
   ``str`` of its ``type`` (both held at load by a computed name) under ``total``;
 - the batched runner, ``check-config --spec`` ("safe", exit 0) and ``capproof bound`` ("bounded",
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import pytest
 from _soundness_harness import (
+    HEADER,
     assert_bound_not_sufficient,
     assert_check_config_not_safe,
     batched_verdicts,
@@ -112,6 +113,14 @@ ATTEMPTS = [
         A + MARSHAL.format("min_of(map(len, map(marshal.dumps, [a])))") + TAIL,
         marks=OPEN,
     ),
+    pytest.param(
+        "referents-held-as-a-fold-step",
+        HELD
+        + A
+        + '    try:\n        sym = len(fold(TOOLS["r"], 0, [a])) > 0\n    except Exception:\n        sym = True\n'
+        + TAIL,
+        marks=OPEN,
+    ),
     pytest.param("consumed-by-the-models-sum", HELD + A + '    sym = sum(map(len, map(TOOLS["r"], [a]))) > 0\n' + TAIL),
     pytest.param(
         "consumed-by-the-models-list-then-prefix-sums",
@@ -122,7 +131,9 @@ ATTEMPTS = [
 
 @pytest.mark.parametrize("name, body", ATTEMPTS)
 def test_audited_functions_called_from_capproofs_frames_do_not_tell_a_symbolic_value(spec_file, name, body):
-    check(spec_file, name, body)  # a proof is brute forced on ints, padded and alone
+    check(
+        spec_file, name, body, header=HEADER + "from capproof import fold\n"
+    )  # a proof is brute forced on ints, padded and alone
 
 
 @OPEN
