@@ -1149,7 +1149,7 @@ def backend_tokens_fact(cls: str | None = None) -> dict:
     builds the forward batch it captures with in another file). For ``FlashInferAttnBackend`` the full
     prefill graph's capture (``prefill_cuda_graph_runner.py:1786``, a bucket of prefill tokens, not
     ``max_bs * captured_req_width``) is a counterexample, run by :func:`flashinfer_swa_prefill_witness`
-    (docs/findings.md, finding 9) when SGLang imports; otherwise that path is listed not checked."""
+    (docs/findings.md, finding 14) when SGLang imports; otherwise that path is listed not checked."""
     paths: dict = {
         "not checked": [
             f"{DECODE}: capture_one_shape(bs) builds the forward batch with input_ids = buffers.input_ids[:num_tokens], "
@@ -1167,7 +1167,7 @@ def backend_tokens_fact(cls: str | None = None) -> dict:
         except Exception as exc:  # noqa: BLE001 - then the path is listed, not checked
             refuted, w = False, {"error": f"{type(exc).__name__}: {exc}"[:120]}
         if refuted:
-            paths["counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 9)"] = [
+            paths["counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 14)"] = [
                 f"{PREFILL}:1786 64 prefill tokens vs 8 entries (max_bs * captured_req_width): capture binds "
                 f"{w['capture_rows']} write locations, replay raises RuntimeError; {site.split(' ', 1)[1]}, "
                 f"{FLASHINFER}:907-920"
