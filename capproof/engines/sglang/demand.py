@@ -1167,7 +1167,9 @@ def backend_tokens_fact(cls: str | None = None) -> dict:
         except Exception as exc:  # noqa: BLE001 - then the path is listed, not checked
             refuted, w = False, {"error": f"{type(exc).__name__}: {exc}"[:120]}
         if refuted:
-            paths["counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 14)"] = [
+            paths[
+                "counterexample (executed: FlashInferAttnBackend.init_forward_metadata_out_graph run, finding 14)"
+            ] = [
                 f"{PREFILL}:1786 64 prefill tokens vs 8 entries (max_bs * captured_req_width): capture binds "
                 f"{w['capture_rows']} write locations, replay raises RuntimeError; {site.split(' ', 1)[1]}, "
                 f"{FLASHINFER}:907-920"
