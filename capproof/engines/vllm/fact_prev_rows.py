@@ -36,6 +36,7 @@ from functools import lru_cache
 
 from ..tracing.accesses import compact_source as _src
 from ..tracing.accesses import parent_map
+from .batch_reads import bindings
 
 __all__ = ["prev_map_values", "prev_positions_values", "RUNNER", "BATCH"]
 
@@ -66,25 +67,6 @@ def _enclosing(tree, node):
             if best is None or fn.lineno >= best.lineno:
                 best = fn
     return best
-
-
-def _name_stores(fn, name: str) -> list:
-    """Every node of ``fn`` binding ``name`` (assignments, loop targets, comprehension targets)."""
-    out = []
-    for n in ast.walk(fn):
-        targets = []
-        if isinstance(n, ast.Assign):
-            targets = n.targets
-        elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension, ast.NamedExpr)):
-            targets = [n.target]
-        elif isinstance(n, ast.withitem) and n.optional_vars is not None:
-            targets = [n.optional_vars]
-        for t in targets:
-            if any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in ast.walk(t)):
-                out.append(n)
-    if name in [a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]:
-        out.append(fn)
-    return out
 
 
 def _read_only(node, parents) -> bool:
@@ -121,7 +103,7 @@ def _local_alias_read_only(fn, name: str, parents) -> bool:
 
 def _built_from_req_ids(fn, name: str, parents) -> str | None:
     """Why local dict ``name`` of ``fn`` holds only indexes of ``enumerate(self.input_batch.req_ids)``."""
-    sets = _name_stores(fn, name)
+    sets = bindings(fn, name)
     if len(sets) != 1 or not isinstance(sets[0], (ast.Assign, ast.AnnAssign)):
         return None
     if sets[0].value is None or _src(sets[0].value) != "{}":
@@ -144,7 +126,7 @@ def _built_from_req_ids(fn, name: str, parents) -> str | None:
                 and _src(loop.iter) == _ENUM_REQ_IDS
                 and isinstance(loop.target, ast.Tuple)
                 and _src(loop.target.elts[0]) == assign.value.id
-                and _name_stores(fn, assign.value.id) == [loop]
+                and bindings(fn, assign.value.id) == [loop]
             ):
                 return None
             stores.append(assign.lineno)
@@ -223,7 +205,7 @@ def prev_map_values(root: str) -> tuple[str | None, list[str]]:
         ):
             fn = _enclosing(tree, node)
             name = up.targets[0].id
-            if fn is not None and len(_name_stores(fn, name)) == 1 and _local_alias_read_only(fn, name, parents):
+            if fn is not None and len(bindings(fn, name)) == 1 and _local_alias_read_only(fn, name, parents):
                 continue
         refused.append(f"{where} {_src(up)[:80]}")
     if refused or not stores:
@@ -329,7 +311,7 @@ def _positions_alias(fn, name: str, parents) -> list[str] | None:
     """Lines of the stores through local ``name`` (``self.prev_positions.<view>[...]``) when each is
     ``name.fill(-1)`` or ``name[i] = m.get(k, -1)`` (``m`` bound only to the batch's
     ``prev_req_id_to_index``) and every other use reads it; else None."""
-    if len(_name_stores(fn, name)) != 1:
+    if len(bindings(fn, name)) != 1:
         return None
     lines = []
     for n in ast.walk(fn):
@@ -354,7 +336,7 @@ def _positions_alias(fn, name: str, parents) -> list[str] | None:
                 and isinstance(v.func.value, ast.Name)
             ):
                 return None
-            m = _name_stores(fn, v.func.value.id)
+            m = bindings(fn, v.func.value.id)
             if not (
                 len(m) == 1
                 and isinstance(m[0], ast.Assign)
@@ -385,7 +367,7 @@ def _helper_reads(root: str, call: ast.Call, index: int, resolve_callee) -> str 
     if fn.args.vararg or fn.args.kwarg or index >= len(params):
         return None
     p = params[index]
-    if _name_stores(fn, p) != [fn]:
+    if bindings(fn, p) != [fn]:
         return None
     parents = parent_map(fn)
     for n in ast.walk(fn):
