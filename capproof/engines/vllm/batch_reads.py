@@ -203,6 +203,16 @@ def _map_alias(tree, fn, name: str) -> str | None:
     return f"{name} = {_src(v)} (:{sets[0].lineno}; {b}; only read)"
 
 
+def _map_of_batch(tree, fn, m) -> str | None:
+    """Why expression ``m`` is the batch's ``req_id_to_index`` (``<batch>.req_id_to_index`` or a
+    local alias of it, :func:`_map_alias`), or None."""
+    if isinstance(m, ast.Attribute) and m.attr == "req_id_to_index":
+        return _batch_param(tree, fn, m.value)
+    if isinstance(m, ast.Name):
+        return _map_alias(tree, fn, m.id)
+    return None
+
+
 def _map_values_of(tree, fn, it) -> str | None:
     """Why ``it`` is ``m.values()`` with ``m`` the batch's ``req_id_to_index`` (or an alias of it,
     :func:`_map_alias`), or None."""
@@ -210,13 +220,7 @@ def _map_values_of(tree, fn, it) -> str | None:
         return None
     if it.args or it.keywords:
         return None
-    m = it.func.value
-    if isinstance(m, ast.Attribute) and m.attr == "req_id_to_index":
-        b = _batch_param(tree, fn, m.value)
-    elif isinstance(m, ast.Name):
-        b = _map_alias(tree, fn, m.id)
-    else:
-        b = None
+    b = _map_of_batch(tree, fn, it.func.value)
     return f"{_src(it)} ({b})" if b else None
 
 
@@ -285,12 +289,7 @@ def map_value(tree, fn, name: str) -> str | None:
             m = v.func.value
         else:
             return None
-        if isinstance(m, ast.Attribute) and m.attr == "req_id_to_index":
-            b = _batch_param(tree, fn, m.value)
-        elif isinstance(m, ast.Name):
-            b = _map_alias(tree, fn, m.id)
-        else:
-            b = None
+        b = _map_of_batch(tree, fn, m)
         if b is None:
             return None
         whys.append(f"{_src(v)} (:{s.lineno}; {b})")
